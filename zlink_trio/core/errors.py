@@ -1,0 +1,249 @@
+"""The typed error hierarchy of zlink_trio.
+
+Theory of operation
+-------------------
+Every failure a user can observe is one class under :class:`ZLinkError`, named
+after the outcome the specification names (spec 06 §9, 09 §8). Each class has
+a stable numeric ``code`` that travels on the wire (command 20's
+``failureCode``); the numbers never change meaning once released, so a peer
+running another version still maps a code to the same outcome.
+
+Messages say what was wrong *and* what to do about it. Raise sites pass the
+full sentence; the class docstring states when the class is raised.
+
+"Closed" outcomes mean *you* closed something; "stale", "unavailable" or
+"lost" mean someone else (the peer, the store, another owner) changed under
+you — the same split trio makes between ``ClosedResourceError`` and
+``BrokenResourceError``.
+
+This module is sans-IO: it imports nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Final
+
+__all__ = (
+    "AlreadyExists",
+    "CapacityExceeded",
+    "DeadlineExceeded",
+    "InvalidConfiguration",
+    "InvalidOperation",
+    "LocalProtocolError",
+    "NotConfigured",
+    "NotFound",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "StaleFence",
+    "StaleRoute",
+    "TypeMismatch",
+    "Unavailable",
+    "ZLinkError",
+    "error_for_code",
+)
+
+
+class ZLinkError(Exception):
+    """Root of every error zlink_trio raises on purpose.
+
+    Catch this to handle any runtime outcome; catch a subclass to handle one.
+    ``code`` is the stable wire code of the class; ``message`` is the
+    human-readable sentence (what was wrong, what to do).
+    """
+
+    code: ClassVar[int] = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message: Final = message
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r})"
+
+
+class NotFound(ZLinkError):
+    """Raised when the thing addressed does not exist.
+
+    A Spot with no Ready authority addressed without Instance intent, a Mesh
+    named by ``in_mesh`` that no node serves, or a stable type no serving node
+    provides (spec 06 §4.1 steps 3, 5, 6).
+    """
+
+    code = 2
+
+
+class NotConfigured(ZLinkError):
+    """Raised when an operation needs configuration that is absent.
+
+    For example Create or cold activation without ``in_mesh`` when no Mesh has
+    the object-client or object-server role (spec 06 §3.1).
+    """
+
+    code = 3
+
+
+class InvalidOperation(ZLinkError):
+    """Raised when the caller asked for something the rules forbid.
+
+    Invalid Spot IDs or stable types, a reserved Entry ID used for a User or
+    Instance Spot, a builder option set twice or awaited twice, an ambiguous
+    Mesh or type selection, a SpotRef of another generation passed to close,
+    or a lifecycle transition the statecharts do not define.
+    """
+
+    code = 4
+
+
+class InvalidConfiguration(InvalidOperation):
+    """Raised at configuration or startup time for options that cannot work.
+
+    For example a route-cache age that is not at least 5 s shorter than the
+    Message Follow duration, a stable type registered twice, or a node
+    descriptor whose claim conflicts with a live one. Fix the configuration and
+    start again.
+    """
+
+    code = 5
+
+
+class CapacityExceeded(ZLinkError):
+    """Raised when a bounded resource refused admission.
+
+    ``lane`` names the execution lane whose count or byte bound refused the
+    item (``"application"`` or ``"lifecycle"``), or is ``None`` when the
+    bound was placement capacity or the active-object ceiling. Retry later or
+    raise the bound.
+    """
+
+    code = 6
+
+    def __init__(self, message: str, *, lane: str | None = None) -> None:
+        super().__init__(message)
+        self.lane: Final = lane
+
+
+class TypeMismatch(ZLinkError):
+    """Raised when a Spot ID is already used with another kind or stable type.
+
+    One Spot ID has exactly one kind and stable type while it has authority
+    (spec 06 §2, §3.2, §4.2). Use another ID or the type the Spot has.
+    """
+
+    code = 7
+
+
+class AlreadyExists(ZLinkError):
+    """Raised when a create-only operation meets an active authority.
+
+    Create's fresh uuid4 collided with an active Spot (no second uuid is
+    tried, spec 06 §3.2), or a store claim met a live claim of the same key.
+    """
+
+    code = 8
+
+
+class DeadlineExceeded(ZLinkError):
+    """Raised when an operation's single end-to-end deadline passed first.
+
+    The operation may or may not have taken effect; the next call re-checks
+    the store's current authority. Nothing is retried automatically.
+    """
+
+    code = 9
+
+
+class Unavailable(ZLinkError):
+    """Raised when authority exists but cannot be used now.
+
+    The owner's lease expired, the owner fence differs, a Spot is sealed for
+    relocation, a Message Follow route is missing or looped, or the store
+    cannot be reached. Retry after the condition clears.
+    """
+
+    code = 10
+
+
+class StaleFence(Unavailable):
+    """Raised by a store transaction whose fence no longer matches the record.
+
+    The expected StoreVersion, ObjectGeneration, AuthorityOwnerGeneration or
+    owner lifecycle differs from the stored one: someone else changed the
+    record first. Nothing was written; re-read the record before deciding
+    again.
+    """
+
+    code = 11
+
+
+class StaleRoute(ZLinkError):
+    """Raised when a message reached a node that no longer owns the Spot.
+
+    The owner identity or owner validity did not match (spec 09 §4). The
+    message was not run and is not retried automatically: send a new call if
+    running it again is safe for your application.
+    """
+
+    code = 12
+
+
+class ProtocolError(ZLinkError):
+    """Raised when bytes on a link do not follow the wire protocol.
+
+    Abstract: the concrete classes say whose fault it was. A protocol error
+    fails only the link it happened on, never the node.
+    """
+
+    code = 13
+
+    def __init__(self, message: str) -> None:
+        if type(self) is ProtocolError:
+            raise TypeError("ProtocolError is abstract: raise LocalProtocolError or "
+                            "RemoteProtocolError")
+        super().__init__(message)
+
+
+class LocalProtocolError(ProtocolError):
+    """Raised when this side was asked to send something the protocol forbids."""
+
+    code = 14
+
+
+class RemoteProtocolError(ProtocolError):
+    """Raised when the peer sent bytes that do not decode as a valid frame."""
+
+    code = 15
+
+
+_BY_CODE: Final[dict[int, type[ZLinkError]]] = {}
+for _cls in (
+    ZLinkError,
+    NotFound,
+    NotConfigured,
+    InvalidOperation,
+    InvalidConfiguration,
+    CapacityExceeded,
+    TypeMismatch,
+    AlreadyExists,
+    DeadlineExceeded,
+    Unavailable,
+    StaleFence,
+    StaleRoute,
+    LocalProtocolError,
+    RemoteProtocolError,
+):
+    # Codes are the wire contract: two classes sharing one would be a bug.
+    assert _cls.code not in _BY_CODE, _cls
+    _BY_CODE[_cls.code] = _cls
+
+
+def error_for_code(code: int, message: str) -> ZLinkError:
+    """Rebuild the error a peer reported with ``code``.
+
+    An unknown code (a newer peer) becomes a plain :class:`ZLinkError` that
+    keeps the message, so nothing is lost. The abstract ``ProtocolError`` code
+    maps to :class:`RemoteProtocolError`: the fault was on the other side.
+    """
+    if code == ProtocolError.code:
+        return RemoteProtocolError(message)
+    cls = _BY_CODE.get(code, ZLinkError)
+    return cls(message)
