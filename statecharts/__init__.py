@@ -1,0 +1,56 @@
+"""The formal lifecycle definitions of zlink_trio, as python-statemachine charts.
+
+Each lifecycle of spec chapters 06 and 09 is one flat :class:`StrictChart` in its own
+module; the module docstring is its theory of operation and cites the spec sections
+it encodes.  The runtime does not keep chart instances: it calls
+:func:`compile` once per chart class and steps a plain state id through the
+resulting :class:`TransitionTable`, which raises :class:`UndefinedTransition` for any
+transition the chart does not define (DESIGN.md §2).  ``python -m statecharts render
+docs/statecharts`` writes the diagrams; ``python -m statecharts check DIR`` fails on
+drift.
+
+This package is pure: it never imports trio or zlink_trio and does no I/O except in
+:mod:`statecharts.render` when asked to write pages.
+"""
+
+from __future__ import annotations
+
+from statecharts._base import StrictChart as StrictChart
+from statecharts._compile import ChartNotCompilable as ChartNotCompilable
+from statecharts._compile import TransitionTable as TransitionTable
+from statecharts._compile import UndefinedTransition as UndefinedTransition
+from statecharts._compile import compile as compile
+from statecharts.close import CloseOperation as CloseOperation
+from statecharts.cold_activation import ColdActivation as ColdActivation
+from statecharts.incarnation import Incarnation as Incarnation
+from statecharts.node_lifecycle import NodeLifecycle as NodeLifecycle
+from statecharts.relocation import PlannedRelocation as PlannedRelocation
+from statecharts.spot_authority import SpotAuthority as SpotAuthority
+from statecharts.user_create import UserCreate as UserCreate
+
+#: Every lifecycle chart, in the order the docs index lists them.
+ALL_CHARTS: tuple[type[StrictChart], ...] = (
+    SpotAuthority,
+    ColdActivation,
+    UserCreate,
+    Incarnation,
+    CloseOperation,
+    PlannedRelocation,
+    NodeLifecycle,
+)
+
+__all__ = (
+    "ALL_CHARTS",
+    "ChartNotCompilable",
+    "CloseOperation",
+    "ColdActivation",
+    "Incarnation",
+    "NodeLifecycle",
+    "PlannedRelocation",
+    "SpotAuthority",
+    "StrictChart",
+    "TransitionTable",
+    "UndefinedTransition",
+    "UserCreate",
+    "compile",
+)

@@ -234,16 +234,18 @@ for _cls in (
     # Codes are the wire contract: two classes sharing one would be a bug.
     assert _cls.code not in _BY_CODE, _cls
     _BY_CODE[_cls.code] = _cls
+del _cls
 
 
 def error_for_code(code: int, message: str) -> ZLinkError:
     """Rebuild the error a peer reported with ``code``.
 
     An unknown code (a newer peer) becomes a plain :class:`ZLinkError` that
-    keeps the message, so nothing is lost. The abstract ``ProtocolError`` code
-    maps to :class:`RemoteProtocolError`: the fault was on the other side.
+    keeps the message, so nothing is lost. Every protocol-error code maps to
+    :class:`RemoteProtocolError`: seen from here, the failure came from the
+    other side of the link, whichever side the peer blamed.
     """
-    if code == ProtocolError.code:
+    if code in (ProtocolError.code, LocalProtocolError.code, RemoteProtocolError.code):
         return RemoteProtocolError(message)
     cls = _BY_CODE.get(code, ZLinkError)
     return cls(message)

@@ -35,6 +35,7 @@ from zlink_trio.core.errors import InvalidOperation
 
 __all__ = (
     "MAX_ID_BYTES",
+    "MAX_OBJECT_GENERATION",
     "NodeRid",
     "RandomBytes",
     "SpotKind",
@@ -43,6 +44,7 @@ __all__ = (
     "new_entry_spot_id",
     "new_uuid4",
     "validate_entry_prefix",
+    "validate_mesh_name",
     "validate_node_id",
     "validate_spot_id",
     "validate_stable_type",
@@ -51,6 +53,9 @@ __all__ = (
 
 #: Upper bound, in UTF-8 bytes, of Spot IDs, stable types, NodeIds and MeshNames.
 MAX_ID_BYTES: Final = 255
+
+#: ObjectGeneration is non-zero and below 2**63 (spec 06 §2.2); this is the largest value.
+MAX_OBJECT_GENERATION: Final = 2**63 - 1
 
 #: A source of random bytes: ``random_bytes(n)`` returns ``n`` bytes.
 RandomBytes = Callable[[int], bytes]
@@ -132,6 +137,15 @@ def validate_node_id(value: object) -> str:
     Raises :class:`InvalidOperation` otherwise.
     """
     return _validate_text(value, "NodeId")
+
+
+def validate_mesh_name(value: object) -> str:
+    """Return ``value`` if it is a well-formed MeshName (1..255 UTF-8 bytes).
+
+    Raises :class:`InvalidOperation` otherwise. A MeshName only chooses where a
+    Spot is first placed; it is never part of a Spot's identity (spec 06 §2).
+    """
+    return _validate_text(value, "mesh name")
 
 
 def validate_entry_prefix(value: object) -> str:

@@ -1,0 +1,67 @@
+"""Node lifecycle: one Object Server process lifecycle, from claim to removal.
+
+Theory of operation
+-------------------
+
+A node (NodeId, with a fresh NodeRid per process lifecycle, DESIGN.md §3) publishes a
+descriptor in the Location Store.  Its lease is the validity period that every owner
+check uses (09 §4): an owner whose lease expired may not admit new messages or timers
+nor update a location (06 §9).  The runtime keeps the node's state id and steps it
+with ``compile(NodeLifecycle)``.
+
+* ``starting`` -- registration is validated locally (registering the same stable
+  type twice is a startup error, 06 §2) -> ``configuration_invalid`` ->
+  ``startup_failed``.  ``new_claim`` -> ``claimed``: one Location Store transaction
+  creates the (MeshName, NodeRid) descriptor and the Entry Spot ID's global claim,
+  linked to the owner lease and lifecycle generation (06 §2.1).  ``claim_conflict``
+  (either identity is held by an active claim; nothing was changed, no second Entry
+  UUID is tried) -> ``startup_failed`` (final, startup configuration error).
+* ``claimed`` -- the descriptor exists; listeners and the Entry Spot come up.
+  ``open_admission`` -> ``serving``.  A failure here is handled like a drain:
+  ``begin_drain`` -> ``draining`` so the claim is removed with its fence.
+* ``serving`` -- admits Spot traffic; ``renew`` (a self-transition) extends the lease
+  and may update mutable descriptor fields, never the immutable ones such as the
+  Entry Spot ID.  ``begin_drain`` -> ``draining``.
+* ``draining`` -- new admission is rejected (06 §9 "Closing or Draining owner"),
+  accepted work finishes and Spots close or move; the lease is still renewed.
+  ``remove`` -> ``removed`` (final): Remove deletes the descriptor and releases the
+  linked Entry claim in one transaction, only if the stored owner lease and lifecycle
+  match; a stale remove cannot delete a replacement lifecycle's records (06 §2.1).
+* ``lease_lost`` -- from ``claimed``, ``serving`` or ``draining``, when renewal is
+  refused or the lease expired locally (``lease_expired``): no new message/timer
+  admission and no location update.  ``stop`` -> ``stopped`` (final): the process
+  ends without touching the store; a replacement lifecycle claims anew, and stale
+  records are cleaned by the fenced owner cleanup.
+"""
+
+from __future__ import annotations
+
+from statemachine import State
+
+from statecharts._base import StrictChart
+
+__all__ = ("NodeLifecycle",)
+
+
+class NodeLifecycle(StrictChart):
+    """One node process lifecycle: claim, serve with a renewed lease, drain, remove."""
+
+    starting = State(initial=True)
+    claimed = State()
+    serving = State()
+    draining = State()
+    lease_lost = State()
+    # --- terminal outcomes ---
+    removed = State(final=True)
+    startup_failed = State(final=True)
+    stopped = State(final=True)
+
+    configuration_invalid = starting.to(startup_failed)
+    new_claim = starting.to(claimed)
+    claim_conflict = starting.to(startup_failed)
+    open_admission = claimed.to(serving)
+    renew = serving.to.itself() | draining.to.itself()
+    begin_drain = claimed.to(draining) | serving.to(draining)
+    remove = draining.to(removed)
+    lease_expired = lease_lost.from_(claimed, serving, draining)
+    stop = lease_lost.to(stopped)

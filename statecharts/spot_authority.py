@@ -1,0 +1,88 @@
+"""Spot authority: the Location Store's lifecycle of one Spot ID (store side).
+
+Theory of operation
+-------------------
+
+The Location Store keeps, per global Spot ID, one authority record: its owner,
+ObjectGeneration, AuthorityOwnerGeneration, StoreVersion and lifecycle state.  Every
+store transaction (DESIGN.md §5) is one event of this chart, and a store backend
+applies an event only when ``compile(SpotAuthority).step(state, event)`` allows it;
+anything else is refused as ``InvalidOperation`` without writing.
+
+Lifecycle (spec 06 §3, §4.1, §7; 09 §3):
+
+* ``missing`` -- no authority exists.  Only ``reserve`` leaves it: the Reserve
+  transaction of an explicit User Spot create (06 §3.2) or of a cold activation
+  (06 §4.1 step 10) records the reservation fence, the pending capacity and (cold
+  activation) the recovery receipt, and moves to ``creating`` (Missing -> Creating).
+* ``creating`` -- one attempt holds the reservation.  ``commit_ready`` publishes Ready
+  authority and active capacity with the same fence (06 §4.1 step 11);
+  ``abort_creating`` is the cleanup of a rejected or failed creation and returns to
+  ``missing`` (06 §3.2, 09 §3 "If Creation Fails Midway", and 06 §4.1.1 abort with
+  the same fence after a restart).  A restart that *resumes* the same reservation
+  (06 §4.1.1) changes nothing here: the record stays ``creating``.
+* ``ready`` -- the Spot can receive application messages.
+* ``closing`` -- entered by ``begin_close`` (the Closing CAS of 06 §7 / §7.1) or by
+  ``begin_idle_eviction`` (the catalog's IdleEvicted cleanup of an Instance Spot,
+  09 §5); both are the same record state, the event only names the shutdown reason.
+  ``release`` with the same owner/generation fence returns to ``missing`` (06 §7).
+  Only after a release can the resolver produce a new Missing input (09 §3).
+
+Relocation of an existing owner (06 §6.1, §8):
+
+* ``begin_relocation`` -- ``ready`` -> ``relocating``: the unit waits for a permit and
+  is *not yet sealed*, so the current owner keeps serving messages and timers.
+* ``seal`` -- ``relocating`` -> ``sealed``: source ingress now goes to the relocation
+  hold; no application handler runs for it.
+* ``accept_relay_ready`` -- ``sealed`` -> ``relay_ready``: the target accepted
+  relay-ready.  From here the source is never restored (06 §6.1, §8), so the record
+  no longer accepts ``abort_relocation``; this is how the store fences a late abort.
+* ``commit_relocation`` -- ``relay_ready`` -> ``ready`` with the target as owner
+  (AuthorityOwnerGeneration + 1, DESIGN.md §3) and the Message Follow route installed.
+* ``abort_relocation`` -- from ``relocating`` or ``sealed`` back to ``ready`` at the
+  source (held ingress returns to the source queue in arrival order).
+
+Close, idle eviction and a new relocation are refused while relocating or sealed:
+a close that meets a move is ``Unavailable`` (06 §7), and idle-eviction candidates
+must not participate in relocation (09 §5).  An owner whose lease expired keeps its
+record (the resolver reports ``Unavailable``, 09 §3); what happens next belongs to the
+failure policy, not to this chart.
+
+There is no final state: the record cycles back to ``missing`` and a later Reserve
+starts a new incarnation with a strictly larger ObjectGeneration.  Every state can
+reach ``missing`` again (checked by the tests).
+"""
+
+from __future__ import annotations
+
+from statemachine import State
+
+from statecharts._base import StrictChart
+
+__all__ = ("SpotAuthority",)
+
+
+class SpotAuthority(StrictChart):
+    """Location Store authority of one Spot ID: Missing -> Creating -> Ready -> Closing."""
+
+    missing = State(initial=True)
+    creating = State()
+    ready = State()
+    closing = State()
+    relocating = State()
+    sealed = State()
+    relay_ready = State()
+
+    reserve = missing.to(creating)
+    commit_ready = creating.to(ready)
+    abort_creating = creating.to(missing)
+
+    begin_close = ready.to(closing)
+    begin_idle_eviction = ready.to(closing)
+    release = closing.to(missing)
+
+    begin_relocation = ready.to(relocating)
+    seal = relocating.to(sealed)
+    accept_relay_ready = sealed.to(relay_ready)
+    commit_relocation = relay_ready.to(ready)
+    abort_relocation = relocating.to(ready) | sealed.to(ready)

@@ -1,0 +1,360 @@
+"""Execution-lane accounting: two bounded FIFO lanes per Spot (spec 09 §6, DESIGN §7).
+
+Theory of operation
+-------------------
+A Spot runs one handler turn at a time. Work waiting for (or running in) a
+turn sits in one of two FIFO lanes: *application* (messages from callers) and
+*lifecycle* (close, idle eviction, relocation steps and other framework work).
+Each lane has two bounds, both mandatory (spec 09 §6 "no unbounded execution
+queue"):
+
+* a **count** bound — how many work items hold a reservation, and
+* a **byte** bound — how many bytes those reservations add up to.
+
+A reservation is the item's payload size plus :data:`PER_ITEM_BYTES` (256): the
+fixed cost of its envelope, metadata and queue node, so an empty payload still
+counts. Admission checks both bounds and whichever would be exceeded first
+refuses the item with :class:`~zlink_trio.core.errors.CapacityExceeded` whose
+``lane`` names the lane. A single axis could be gamed through the other: count
+alone lets a few huge payloads exhaust memory, bytes alone lets empty payloads
+pile up without limit.
+
+The reservation is held from admission until the handler's *terminal
+completion*, not until dequeue: :meth:`Lane.pop` hands the item and its
+:class:`Ticket` to the runtime, the item then counts as *running*, and only
+:meth:`Lane.complete` returns its bytes and its slot. So a Spot whose handler
+is slow keeps its running work on the books and the bound measures everything
+the Spot holds, not just what is waiting.
+
+:meth:`Lane.push_front` restores the first message of a cold activation to
+the head of the application lane (spec 06 §4.1 step 11). That record was
+accepted before the lane existed (with the activation envelope, and durably in
+the activation inbox), so refusing it now would drop an accepted operation
+that the spec says must run first. It therefore **bypasses the bounds**: it
+always succeeds and its reservation is counted, so the lane may exceed its
+bounds by that single record until it completes; later admissions see the
+usage and are refused accordingly. It is allowed only before the lane's first
+:meth:`~Lane.pop` and only once, because anything else would break "the first
+message is processed first".
+
+:class:`Lanes` holds both lanes of one Spot. :meth:`Lanes.next_turn` takes
+lifecycle work before application work (strict priority): lifecycle work is
+what changes whether application work may run at all (close seals admission,
+relocation seals the unit), so it must not wait behind up to 1,024 queued
+application messages; and because the lifecycle lane is small (128 items) and
+fed only by the framework, it cannot starve the application lane in practice.
+Running one turn at a time is the runtime's job; this module only decides
+what runs next and keeps the books.
+
+This module is sans-IO: no trio, no clock, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from enum import StrEnum
+from typing import Final, Generic, TypeVar
+
+import attrs
+
+from zlink_trio.core.errors import CapacityExceeded, InvalidConfiguration, InvalidOperation
+
+__all__ = (
+    "DEFAULT_APPLICATION_BOUNDS",
+    "DEFAULT_LIFECYCLE_BOUNDS",
+    "PER_ITEM_BYTES",
+    "Lane",
+    "LaneBounds",
+    "LaneKind",
+    "LaneStatistics",
+    "Lanes",
+    "LanesStatistics",
+    "Ticket",
+    "Turn",
+)
+
+#: Fixed retained cost, in bytes, of one work item on top of its payload.
+PER_ITEM_BYTES: Final = 256
+
+_MiB: Final = 1024 * 1024
+
+T = TypeVar("T")
+
+
+class LaneKind(StrEnum):
+    """The two execution lanes of a Spot; the value is what ``CapacityExceeded.lane`` holds."""
+
+    #: Application messages from callers.
+    APPLICATION = "application"
+    #: Framework lifecycle work (close, idle eviction, relocation steps).
+    LIFECYCLE = "lifecycle"
+
+
+def _positive_int(instance: LaneBounds, attribute: attrs.Attribute[int], value: int) -> None:
+    # bool is an int subclass, and float('inf') or None would mean "unbounded".
+    if type(value) is not int or value <= 0:
+        raise InvalidConfiguration(
+            f"lane bound {attribute.name} must be a positive int, got {value!r}; "
+            "every execution lane needs a finite count and byte bound (spec 09 §6), "
+            "so pass a whole number greater than 0"
+        )
+
+
+@attrs.frozen
+class LaneBounds:
+    """The count and byte bound of one execution lane.
+
+    Both bounds are mandatory positive ``int``\\ s: ``0``, negative values,
+    ``None``, floats (including ``inf``) and ``bool`` raise
+    :class:`InvalidConfiguration`, because an unbounded lane is forbidden.
+    """
+
+    #: Largest number of work items holding a reservation (queued + running).
+    max_items: int = attrs.field(validator=_positive_int)
+    #: Largest sum of reservations (payload bytes + PER_ITEM_BYTES each).
+    max_bytes: int = attrs.field(validator=_positive_int)
+
+
+#: Default bounds of the application lane: 1,024 items / 64 MiB.
+DEFAULT_APPLICATION_BOUNDS: Final = LaneBounds(1024, 64 * _MiB)
+#: Default bounds of the lifecycle lane: 128 items / 4 MiB.
+DEFAULT_LIFECYCLE_BOUNDS: Final = LaneBounds(128, 4 * _MiB)
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Ticket:
+    """Proof of one admitted work item's reservation; hand it back to :meth:`Lane.complete`.
+
+    Tickets compare by identity: every admission issues a distinct ticket.
+    """
+
+    #: The lane that issued the ticket.
+    lane: LaneKind
+    #: Bytes this item reserves (payload + PER_ITEM_BYTES).
+    reserved_bytes: int
+
+
+@attrs.frozen(kw_only=True)
+class LaneStatistics:
+    """A snapshot of one lane's usage (``items == queued + running``)."""
+
+    lane: LaneKind
+    bounds: LaneBounds
+    #: Work items holding a reservation.
+    items: int
+    #: Sum of the outstanding reservations.
+    bytes: int
+    #: Items admitted and not yet popped.
+    queued: int
+    #: Items popped and not yet completed.
+    running: int
+
+
+def _check_payload_size(payload_size: int) -> None:
+    if type(payload_size) is not int or payload_size < 0:
+        raise InvalidOperation(
+            f"payload_size must be a non-negative int (the encoded payload length in "
+            f"bytes), got {payload_size!r}"
+        )
+
+
+class Lane(Generic[T]):
+    """One bounded FIFO execution lane holding reservations until terminal completion.
+
+    Not thread-safe; the runtime drives it from one task (sans-IO).
+    """
+
+    __slots__ = ("_bounds", "_bytes", "_kind", "_popped_once", "_pushed_front", "_queue",
+                 "_running")
+
+    def __init__(self, kind: LaneKind, bounds: LaneBounds) -> None:
+        self._kind: Final = LaneKind(kind)
+        if not isinstance(bounds, LaneBounds):
+            raise InvalidConfiguration(
+                f"bounds must be a LaneBounds, got {type(bounds).__name__}; "
+                "build one with LaneBounds(max_items, max_bytes)"
+            )
+        self._bounds: Final = bounds
+        self._queue: deque[tuple[T, Ticket]] = deque()
+        self._running: set[Ticket] = set()
+        self._bytes = 0
+        self._popped_once = False
+        self._pushed_front = False
+
+    @property
+    def kind(self) -> LaneKind:
+        """Which lane this is."""
+        return self._kind
+
+    @property
+    def bounds(self) -> LaneBounds:
+        """The lane's count and byte bounds."""
+        return self._bounds
+
+    def admit(self, item: T, payload_size: int) -> Ticket:
+        """Queue ``item`` at the tail, reserving ``payload_size + PER_ITEM_BYTES`` bytes.
+
+        Raises :class:`CapacityExceeded` (``lane`` = this lane's name) when one
+        more item would exceed the count bound or the reservation would exceed
+        the byte bound; nothing changes then. Raises :class:`InvalidOperation`
+        for a negative or non-int ``payload_size``. Not idempotent: admitting
+        the same object twice queues it twice.
+        """
+        _check_payload_size(payload_size)
+        reservation = payload_size + PER_ITEM_BYTES
+        items = len(self._queue) + len(self._running)
+        count_hit = items + 1 > self._bounds.max_items
+        bytes_hit = self._bytes + reservation > self._bounds.max_bytes
+        if count_hit or bytes_hit:
+            raise CapacityExceeded(
+                self._refusal(count_hit, bytes_hit, reservation, items), lane=self._kind.value
+            )
+        ticket = Ticket(lane=self._kind, reserved_bytes=reservation)
+        self._queue.append((item, ticket))
+        self._bytes += reservation
+        return ticket
+
+    def _refusal(self, count_hit: bool, bytes_hit: bool, reservation: int, items: int) -> str:
+        bounds = self._bounds
+        hit = []
+        if count_hit:
+            hit.append(f"its count bound of {bounds.max_items} items")
+        if bytes_hit:
+            hit.append(f"its byte bound of {bounds.max_bytes} bytes")
+        return (
+            f"the {self._kind.value} lane of this Spot is full: one more item reserving "
+            f"{reservation} bytes ({reservation - PER_ITEM_BYTES} payload + {PER_ITEM_BYTES} "
+            f"per-item cost) would exceed {' and '.join(hit)} (in use: {items} items, "
+            f"{self._bytes} bytes); retry after the Spot drains its backlog, send smaller "
+            f"or fewer messages, or raise the {self._kind.value} lane bounds"
+        )
+
+    def push_front(self, item: T, payload_size: int) -> Ticket:
+        """Restore the first record of a cold activation to the head of the lane.
+
+        Bypasses both bounds (the record was accepted before the lane existed)
+        but counts its reservation, so usage may exceed the bounds by this one
+        record. Raises :class:`InvalidOperation` if the lane already popped an
+        item or already has a restored head (the first record must run first
+        and there is only one), or for a bad ``payload_size``.
+        """
+        _check_payload_size(payload_size)
+        if self._popped_once or self._pushed_front:
+            raise InvalidOperation(
+                f"push_front on the {self._kind.value} lane is only for restoring the first "
+                "record of a cold activation, once, before the first turn runs; this lane "
+                "already " + ("ran a turn" if self._popped_once else "has a restored head")
+                + "; use admit() for later work"
+            )
+        reservation = payload_size + PER_ITEM_BYTES
+        ticket = Ticket(lane=self._kind, reserved_bytes=reservation)
+        self._queue.appendleft((item, ticket))
+        self._bytes += reservation
+        self._pushed_front = True
+        return ticket
+
+    def pop(self) -> tuple[T, Ticket] | None:
+        """Take the oldest queued item (FIFO), or ``None`` if nothing is queued.
+
+        The item becomes *running*: its reservation stays held until
+        :meth:`complete` is called with the returned ticket. Never raises.
+        """
+        if not self._queue:
+            return None
+        entry = self._queue.popleft()
+        self._running.add(entry[1])
+        self._popped_once = True
+        return entry
+
+    def complete(self, ticket: Ticket) -> None:
+        """Return the reservation of a popped item at its handler's terminal completion.
+
+        Raises :class:`InvalidOperation`, changing nothing, when ``ticket`` is
+        not running in this lane: already completed (completion is not
+        idempotent, a second call is a bookkeeping bug), still queued (pop it
+        first), or issued by another lane.
+        """
+        if ticket not in self._running:
+            raise InvalidOperation(
+                f"ticket is not running in the {self._kind.value} lane: it was already "
+                "completed, is still queued, or was issued by another lane; complete each "
+                "ticket exactly once, after pop(), on the lane that issued it"
+            )
+        self._running.remove(ticket)
+        self._bytes -= ticket.reserved_bytes
+
+    def statistics(self) -> LaneStatistics:
+        """Return a frozen snapshot of the lane's usage. Never raises."""
+        queued, running = len(self._queue), len(self._running)
+        return LaneStatistics(
+            lane=self._kind,
+            bounds=self._bounds,
+            items=queued + running,
+            bytes=self._bytes,
+            queued=queued,
+            running=running,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Turn(Generic[T]):
+    """The work :meth:`Lanes.next_turn` chose: run ``item``, then complete ``ticket``."""
+
+    lane: LaneKind
+    item: T
+    ticket: Ticket
+
+
+@attrs.frozen(kw_only=True)
+class LanesStatistics:
+    """A snapshot of both lanes of one Spot."""
+
+    application: LaneStatistics
+    lifecycle: LaneStatistics
+
+
+class Lanes(Generic[T]):
+    """The application and lifecycle lanes of one Spot incarnation.
+
+    ``application`` and ``lifecycle`` are the two :class:`Lane` objects; admit
+    work on the one it belongs to. Raises :class:`InvalidConfiguration` for
+    bounds that are not :class:`LaneBounds`.
+    """
+
+    __slots__ = ("application", "lifecycle")
+
+    def __init__(
+        self,
+        *,
+        application: LaneBounds = DEFAULT_APPLICATION_BOUNDS,
+        lifecycle: LaneBounds = DEFAULT_LIFECYCLE_BOUNDS,
+    ) -> None:
+        self.application: Final = Lane[T](LaneKind.APPLICATION, application)
+        self.lifecycle: Final = Lane[T](LaneKind.LIFECYCLE, lifecycle)
+
+    def lane(self, kind: LaneKind) -> Lane[T]:
+        """Return the lane named ``kind``."""
+        return self.lifecycle if kind is LaneKind.LIFECYCLE else self.application
+
+    def next_turn(self) -> Turn[T] | None:
+        """Pop the next work item: lifecycle first, then application; ``None`` if both are empty.
+
+        The popped item is running until :meth:`complete` gets its ticket.
+        Never raises.
+        """
+        for lane in (self.lifecycle, self.application):
+            entry = lane.pop()
+            if entry is not None:
+                return Turn(lane=lane.kind, item=entry[0], ticket=entry[1])
+        return None
+
+    def complete(self, ticket: Ticket) -> None:
+        """Complete ``ticket`` on the lane that issued it; see :meth:`Lane.complete`."""
+        self.lane(ticket.lane).complete(ticket)
+
+    def statistics(self) -> LanesStatistics:
+        """Return a frozen snapshot of both lanes. Never raises."""
+        return LanesStatistics(
+            application=self.application.statistics(),
+            lifecycle=self.lifecycle.statistics(),
+        )

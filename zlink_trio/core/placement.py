@@ -1,0 +1,415 @@
+"""Placement: choosing the Mesh, the stable type and the node for a new Spot.
+
+Theory of operation
+-------------------
+Create, GetOrCreate and cold activation place a *new* User or Instance Spot
+(spec 06 §3.1, §4.1 steps 4-7). The runtime snapshots the node descriptors it
+knows into :class:`PlacementCandidate` values and asks this module, in order:
+
+1. **Which Mesh?** (:func:`select_mesh`) A Mesh is *eligible* when at least
+   one of its nodes has the object-client or object-server role. ``in_mesh``
+   given: it must be eligible, else :class:`NotFound`. Omitted: exactly one
+   eligible Mesh is used; none is :class:`NotConfigured`, two or more is
+   :class:`InvalidOperation` (pass ``in_mesh``).
+2. **Which stable type?** Only *hosts* count: nodes of the Mesh with the
+   object-server role whose descriptor is ``serving``. For Instance intent
+   (:func:`select_instance_type`) a given type must be served as an Instance
+   type by some host, else :class:`NotFound`; an omitted type is the single
+   distinct Instance type of the Mesh's hosts (none: NotFound, several:
+   InvalidOperation). For User create (:func:`select_user_type`) the type is
+   always given and must be served as a User type. In both cases a type the
+   hosts serve *only as the other kind* is :class:`TypeMismatch`, not
+   NotFound: the type exists, the caller used the wrong operation for it, and
+   the message says which one to use.
+3. **Which nodes have room?** (:func:`eligible_nodes`) A host is kept when
+   ``active + pending < capacity`` and, if it has an active-object ceiling,
+   ``active + pending < ceiling``: pending creations count, so a node whose
+   in-flight creations would take it to the ceiling is "near the ceiling" and
+   excluded (spec 09 §5). A host with placement weight 0 takes no new objects
+   either (weight 0 is how an operator drains a node). None left is
+   :class:`CapacityExceeded` with ``lane=None``.
+4. **Which node?** (:func:`choose_node`) A weighted random choice with an
+   injected ``random()`` in ``[0, 1)``; a node's chance is its weight over the
+   total. Because zero-weight nodes were removed in step 3 the total is
+   always positive here. We chose "weight 0 means no new objects" over
+   "uniform among zero-weight nodes when nothing else is left": a user who
+   sets a weight to 0 to drain a node expects no new Spot to land there, even
+   when the other nodes are full.
+
+:func:`check_local_activation` is the second use of the ceiling: the target
+node refuses a new local activation when it is at or over its ceiling, so a
+request already routed to it (or a relocation arriving) cannot bypass it.
+
+All functions are pure and deterministic given ``random``; candidates are
+considered in the order given.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Final
+
+import attrs
+
+from zlink_trio.core.errors import (
+    CapacityExceeded,
+    InvalidOperation,
+    NotConfigured,
+    NotFound,
+    TypeMismatch,
+)
+from zlink_trio.core.identity import (
+    NodeRid,
+    SpotKind,
+    validate_mesh_name,
+    validate_stable_type,
+)
+
+__all__ = (
+    "Placement",
+    "PlacementCandidate",
+    "Random",
+    "Role",
+    "check_local_activation",
+    "choose_node",
+    "eligible_nodes",
+    "place",
+    "select_instance_type",
+    "select_mesh",
+    "select_user_type",
+)
+
+#: A source of floats uniformly distributed in ``[0, 1)`` (``random.random``).
+Random = Callable[[], float]
+
+_PLACEABLE: Final = frozenset({SpotKind.USER, SpotKind.INSTANCE})
+
+
+class Role(StrEnum):
+    """The object roles a node can have in a Mesh."""
+
+    #: Sends calls to Spots (can start Create and cold activation).
+    OBJECT_CLIENT = "object_client"
+    #: Hosts Spots (can be chosen by placement).
+    OBJECT_SERVER = "object_server"
+
+
+def _mesh_name(value: object) -> str:
+    return validate_mesh_name(value)
+
+
+def _roles(value: Iterable[str]) -> frozenset[Role]:
+    try:
+        return frozenset(Role(role) for role in value)
+    except (TypeError, ValueError):
+        raise InvalidOperation(
+            f"roles must be an iterable of Role values {[r.value for r in Role]}, got {value!r}"
+        ) from None
+
+
+def _frozen_types(value: Mapping[str, SpotKind]) -> Mapping[str, SpotKind]:
+    if not isinstance(value, Mapping):
+        raise InvalidOperation(
+            f"served_types must map stable type -> SpotKind, got {type(value).__name__}"
+        )
+    types = {}
+    for stable_type, kind in value.items():
+        try:
+            validate_stable_type(stable_type)
+        except InvalidOperation as error:
+            raise InvalidOperation(f"served_types: {error.message}") from None
+        if kind not in _PLACEABLE:
+            raise InvalidOperation(
+                f"served_types maps {stable_type!r} to {kind!r}; a node serves only USER or "
+                "INSTANCE types (Entry Spots are never placed)"
+            )
+        types[stable_type] = SpotKind(kind)
+    return MappingProxyType(types)
+
+
+def _non_negative(name: str, value: object) -> None:
+    if type(value) is not int or value < 0:
+        raise InvalidOperation(f"{name} must be a non-negative int, got {value!r}")
+
+
+def _count(instance: PlacementCandidate, attribute: attrs.Attribute[int], value: int) -> None:
+    _non_negative(attribute.name, value)
+
+
+def _ceiling(
+    instance: PlacementCandidate, attribute: attrs.Attribute[int | None], value: int | None
+) -> None:
+    if value is not None:
+        _non_negative(attribute.name, value)
+
+
+def _weight(instance: PlacementCandidate, attribute: attrs.Attribute[float], value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+        math.isfinite(value) and value >= 0
+    ):
+        raise InvalidOperation(f"weight must be a finite float >= 0, got {value!r}")
+
+
+def _bool(instance: PlacementCandidate, attribute: attrs.Attribute[bool], value: bool) -> None:
+    if not isinstance(value, bool):
+        raise InvalidOperation(f"{attribute.name} must be a bool, got {value!r}")
+
+
+def _check_rid(instance: PlacementCandidate, attribute: attrs.Attribute[NodeRid], value: NodeRid
+               ) -> None:
+    if not isinstance(value, NodeRid):
+        raise InvalidOperation(f"node_rid must be a NodeRid, got {type(value).__name__}")
+
+
+@attrs.frozen(kw_only=True)
+class PlacementCandidate:
+    """One node as placement sees it: a snapshot of its descriptor and load.
+
+    Raises :class:`InvalidOperation` for malformed fields (bad MeshName or
+    stable type, a served kind other than USER/INSTANCE, negative counts, a
+    negative or non-finite weight).
+    """
+
+    mesh: str = attrs.field(converter=_mesh_name)
+    node_rid: NodeRid = attrs.field(validator=_check_rid)
+    roles: frozenset[Role] = attrs.field(converter=_roles)
+    #: stable type -> USER or INSTANCE; copied into a read-only mapping.
+    served_types: Mapping[str, SpotKind] = attrs.field(converter=_frozen_types, hash=False)
+    #: Spots active on the node.
+    active: int = attrs.field(validator=_count)
+    #: Creations in flight on the node (reserved, not yet Ready).
+    pending: int = attrs.field(validator=_count)
+    #: Most Spots (active + pending) placement may put on the node.
+    capacity: int = attrs.field(validator=_count)
+    #: The node's active-object ceiling (spec 09 §5); ``None`` when it configures none.
+    active_object_ceiling: int | None = attrs.field(default=None, validator=_ceiling)
+    #: Node-wide placement weight; 0 means "place no new Spots here".
+    weight: float = attrs.field(default=1.0, validator=_weight)
+    #: ``False`` while the node is draining or not yet open for new Spots.
+    serving: bool = attrs.field(default=True, validator=_bool)
+
+    @property
+    def has_room(self) -> bool:
+        """Whether one more Spot fits under capacity and the ceiling."""
+        load = self.active + self.pending
+        ceiling = self.active_object_ceiling
+        return load < self.capacity and (ceiling is None or load < ceiling)
+
+
+@attrs.frozen(kw_only=True)
+class Placement:
+    """The outcome of :func:`place`: where the new Spot goes."""
+
+    mesh: str
+    stable_type: str
+    node: PlacementCandidate
+
+
+def _object_role(candidate: PlacementCandidate) -> bool:
+    return bool(candidate.roles & {Role.OBJECT_CLIENT, Role.OBJECT_SERVER})
+
+
+def _hosts(candidates: Iterable[PlacementCandidate], mesh: str) -> list[PlacementCandidate]:
+    return [
+        c for c in candidates
+        if c.mesh == mesh and c.serving and Role.OBJECT_SERVER in c.roles
+    ]
+
+
+def select_mesh(candidates: Sequence[PlacementCandidate], in_mesh: str | None) -> str:
+    """Return the Mesh to place in (spec 06 §3.1, §4.1 step 4).
+
+    Raises :class:`NotFound` if ``in_mesh`` names no Mesh with an
+    object-role node; with ``in_mesh`` omitted, :class:`NotConfigured` when no
+    Mesh has an object-role node and :class:`InvalidOperation` when several do.
+    """
+    meshes = sorted({c.mesh for c in candidates if _object_role(c)})
+    if in_mesh is not None:
+        if in_mesh not in meshes:
+            raise NotFound(
+                f"Mesh {in_mesh!r} has no node with the object-client or object-server role "
+                f"(known object Meshes: {meshes}); check the in_mesh name or start a node there"
+            )
+        return in_mesh
+    if not meshes:
+        raise NotConfigured(
+            "no Mesh has a node with the object-client or object-server role, so there is "
+            "nowhere to place a new Spot; start an object server or configure a Mesh"
+        )
+    if len(meshes) > 1:
+        raise InvalidOperation(
+            f"several Meshes have object-role nodes ({meshes}); say which one with in_mesh()"
+        )
+    return meshes[0]
+
+
+def _check_kind_served(
+    hosts: Sequence[PlacementCandidate], mesh: str, stable_type: str, kind: SpotKind
+) -> None:
+    kinds = {c.served_types[stable_type] for c in hosts if stable_type in c.served_types}
+    if kind in kinds:
+        return
+    if kinds:
+        if kind is SpotKind.INSTANCE:
+            what = "a User Spot type; create it with spots.create() or spots.get_or_create()"
+        else:
+            what = "an Instance Spot type; it is created by a call with instance_spot() intent"
+        raise TypeMismatch(f"stable type {stable_type!r} is served in Mesh {mesh!r} as {what}")
+    raise NotFound(
+        f"no serving object server in Mesh {mesh!r} provides stable type {stable_type!r}; "
+        "check the type name (it is case-sensitive) or start a node that registers it"
+    )
+
+
+def select_instance_type(
+    candidates: Sequence[PlacementCandidate], mesh: str, stable_type: str | None
+) -> str:
+    """Return the stable type of a cold activation in ``mesh`` (spec 06 §4.1 steps 5-6).
+
+    Given ``stable_type``: returned when some serving object server of the
+    Mesh serves it as an Instance type; :class:`TypeMismatch` when it is served
+    only as a User type; :class:`NotFound` otherwise; :class:`InvalidOperation`
+    if it is malformed. Omitted: the one distinct Instance type served there;
+    :class:`NotFound` for none, :class:`InvalidOperation` for several.
+    """
+    hosts = _hosts(candidates, mesh)
+    if stable_type is not None:
+        validate_stable_type(stable_type)
+        _check_kind_served(hosts, mesh, stable_type, SpotKind.INSTANCE)
+        return stable_type
+    types = sorted({
+        t for c in hosts for t, kind in c.served_types.items() if kind is SpotKind.INSTANCE
+    })
+    if not types:
+        raise NotFound(
+            f"no serving object server in Mesh {mesh!r} provides any Instance Spot type; "
+            "register one on a node of that Mesh or choose another Mesh"
+        )
+    if len(types) > 1:
+        raise InvalidOperation(
+            f"Mesh {mesh!r} serves several Instance Spot types ({types}); name the one you "
+            "mean with instance_spot(stable_type)"
+        )
+    return types[0]
+
+
+def select_user_type(
+    candidates: Sequence[PlacementCandidate], mesh: str, stable_type: str
+) -> str:
+    """Return ``stable_type`` if a serving object server of ``mesh`` serves it as a User type.
+
+    Raises :class:`TypeMismatch` when it is served there only as an Instance
+    type, :class:`NotFound` when nobody serves it, :class:`InvalidOperation`
+    when it is malformed.
+    """
+    validate_stable_type(stable_type)
+    _check_kind_served(_hosts(candidates, mesh), mesh, stable_type, SpotKind.USER)
+    return stable_type
+
+
+def eligible_nodes(
+    candidates: Sequence[PlacementCandidate], mesh: str, stable_type: str, kind: SpotKind
+) -> tuple[PlacementCandidate, ...]:
+    """Return the hosts that may take one more ``kind`` Spot of ``stable_type`` in ``mesh``.
+
+    A host is a serving object server of the Mesh that serves the type as
+    ``kind``; it is kept when it has room (:attr:`PlacementCandidate.has_room`)
+    and a positive weight. Raises :class:`NotFound` if no host serves the
+    type, :class:`CapacityExceeded` (``lane=None``) if none is left.
+    """
+    hosts = [c for c in _hosts(candidates, mesh) if c.served_types.get(stable_type) is kind]
+    if not hosts:
+        raise NotFound(
+            f"no serving object server in Mesh {mesh!r} provides {kind.name} type "
+            f"{stable_type!r}; start a node that registers it"
+        )
+    roomy = [c for c in hosts if c.has_room]
+    kept = tuple(c for c in roomy if c.weight > 0)
+    if not kept:
+        why = (
+            "every one is at its capacity or active-object ceiling" if not roomy
+            else "those with room all have placement weight 0 (draining)"
+        )
+        raise CapacityExceeded(
+            f"no node can take a new {stable_type!r} Spot in Mesh {mesh!r}: of {len(hosts)} "
+            f"serving node(s), {why}; retry later, close idle Spots, or add capacity"
+        )
+    return kept
+
+
+def choose_node(eligible: Sequence[PlacementCandidate], random: Random) -> PlacementCandidate:
+    """Pick one node, each with probability ``weight / total weight``.
+
+    Zero-weight nodes are never chosen. Calls ``random()`` exactly once.
+    Raises :class:`InvalidOperation` if ``eligible`` has no positive weight
+    (use :func:`eligible_nodes` first) or ``random()`` is outside ``[0, 1)``.
+    """
+    weighted = [c for c in eligible if c.weight > 0]
+    if not weighted:
+        raise InvalidOperation(
+            "choose_node needs at least one candidate with a positive weight; "
+            "filter with eligible_nodes() first"
+        )
+    draw = random()
+    if not 0.0 <= draw < 1.0:
+        raise InvalidOperation(f"random() must return a float in [0, 1), got {draw!r}")
+    point = draw * math.fsum(c.weight for c in weighted)
+    running = 0.0
+    for candidate in weighted:
+        running += candidate.weight
+        if point < running:
+            return candidate
+    # Rounding can leave ``point`` equal to the running sum: take the last one.
+    return weighted[-1]
+
+
+def place(
+    candidates: Sequence[PlacementCandidate],
+    *,
+    kind: SpotKind,
+    stable_type: str | None,
+    in_mesh: str | None,
+    random: Random,
+) -> Placement:
+    """Run the whole selection for a new ``kind`` Spot: Mesh, type, capacity, weighted choice.
+
+    ``kind`` USER requires ``stable_type``; INSTANCE allows omitting it.
+    Raises what :func:`select_mesh`, :func:`select_user_type` /
+    :func:`select_instance_type`, :func:`eligible_nodes` and
+    :func:`choose_node` raise, in that order, and :class:`InvalidOperation`
+    for another ``kind`` or a User placement without a type.
+    """
+    if kind not in _PLACEABLE:
+        raise InvalidOperation(f"only USER and INSTANCE Spots are placed, not {kind!r}")
+    mesh = select_mesh(candidates, in_mesh)
+    if kind is SpotKind.USER:
+        if stable_type is None:
+            raise InvalidOperation("creating a User Spot needs its stable type")
+        chosen_type = select_user_type(candidates, mesh, stable_type)
+    else:
+        chosen_type = select_instance_type(candidates, mesh, stable_type)
+    node = choose_node(eligible_nodes(candidates, mesh, chosen_type, kind), random)
+    return Placement(mesh=mesh, stable_type=chosen_type, node=node)
+
+
+def check_local_activation(active: int, pending: int, ceiling: int | None) -> None:
+    """Refuse a new local activation when the node is at or over its active-object ceiling.
+
+    ``pending`` counts the node's other in-flight activations, not the one
+    being decided. Returns when ``active + pending < ceiling`` (or there is
+    no ceiling); raises :class:`CapacityExceeded` (``lane=None``) otherwise,
+    and :class:`InvalidOperation` for negative or non-int arguments. Pure.
+    """
+    _non_negative("active", active)
+    _non_negative("pending", pending)
+    if ceiling is not None:
+        _non_negative("ceiling", ceiling)
+    if ceiling is not None and active + pending >= ceiling:
+        raise CapacityExceeded(
+            f"this node is at its active-object ceiling of {ceiling} ({active} active, "
+            f"{pending} activating), so it refuses a new activation; retry later, let idle "
+            "Spots be evicted, or raise the ceiling"
+        )

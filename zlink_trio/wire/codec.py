@@ -1,0 +1,224 @@
+"""The typed JSON codec for application messages.
+
+Theory of operation
+-------------------
+An application message is an instance of an ``attrs`` class. On the wire it
+travels as two parts: its *stable type name* (carried by the frame, e.g.
+command 39, as ``text8``) and a JSON *body*. Nothing is registered per message
+class: one explicitly configured :class:`cattrs.Converter` from
+:func:`make_converter` structures and unstructures every attrs class from its
+field annotations (the supported field types and the strictness rules are in
+:mod:`zlink_trio.wire._converter`).
+
+Stable type name. By default it is ``f"{cls.__module__}:{cls.__qualname__}"``;
+a class pins another name by defining ``__zlink_type__: ClassVar[str]`` in its
+own body. An inherited ``__zlink_type__`` does not count, so a subclass never
+silently shares its parent's wire name. The default is stable only as long as
+the module path and the class name are: moving or renaming a message class
+changes its wire name and breaks mixed-version meshes, so pin
+``__zlink_type__`` before the first release of a class you may move. Classes
+defined inside functions get ``<locals>`` in their default name and can
+collide with each other; pin a name for them. Names are 1..255 UTF-8 bytes,
+like every stable type.
+
+Who is at fault. Encoding is the local side's job: anything that cannot be
+sent (not an attrs class, a field type the receiver could not decode, a value
+with no JSON form, a body above ``max_body_bytes``) is
+:class:`InvalidOperation` before any byte leaves. :meth:`MessageCodec.encode`
+checks that the *class* is decodable, so a bad field type is found by the
+sender; it trusts that field values match their annotations. Decoding reads a
+peer's bytes and is total: a malformed type name or a body that does not
+decode raises :class:`RemoteProtocolError`, never a raw json, cattrs or
+validator exception. A well-formed type name that is not the one expected
+raises :class:`TypeMismatch` instead: the frame was valid, but the sender's
+application sent (or the caller asked for) another type, so the runtime
+should fail that one call, not the link.
+
+This module is sans-IO: no trio, no clock, no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final, TypeVar
+
+import attrs
+from cattrs.errors import StructureHandlerNotFoundError
+
+from zlink_trio.core.errors import (
+    InvalidConfiguration,
+    InvalidOperation,
+    RemoteProtocolError,
+    TypeMismatch,
+)
+from zlink_trio.core.identity import MAX_ID_BYTES
+from zlink_trio.wire._converter import dump_json, load_json, make_converter
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    import cattrs
+
+__all__ = (
+    "MAX_BODY_BYTES",
+    "EncodedMessage",
+    "MessageCodec",
+    "dump_json",
+    "load_json",
+    "make_converter",
+    "message_table",
+    "type_name_of",
+)
+
+T = TypeVar("T")
+
+#: Default bound of an encoded message body, in bytes (1 MiB).
+MAX_BODY_BYTES: Final = 1 << 20
+
+
+def _require_attrs_class(cl: object) -> type[object]:
+    if not (isinstance(cl, type) and attrs.has(cl)):
+        raise InvalidOperation(
+            f"messages must be attrs classes, got {cl!r}; decorate it with @attrs.frozen"
+        )
+    return cl
+
+
+def type_name_of(cl: type[object]) -> str:
+    """Return the stable wire type name of the attrs message class ``cl``.
+
+    ``cl.__zlink_type__`` if the class defines it in its own body, else
+    ``"<module>:<qualname>"``. Raises :class:`InvalidOperation` if ``cl`` is
+    not an attrs class or the name is not 1..255 UTF-8 bytes.
+    """
+    _require_attrs_class(cl)
+    pinned: object = cl.__dict__.get("__zlink_type__")
+    name = f"{cl.__module__}:{cl.__qualname__}" if pinned is None else pinned
+    if not isinstance(name, str):
+        raise InvalidOperation(f"{cl.__qualname__}.__zlink_type__ must be a str, got {name!r}")
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        size = 0
+    if not 1 <= size <= MAX_ID_BYTES:
+        raise InvalidOperation(
+            f"type name {name!r} of {cl.__qualname__} must be 1..{MAX_ID_BYTES} UTF-8 "
+            "bytes; pin a shorter one with __zlink_type__: ClassVar[str]"
+        )
+    return name
+
+
+def message_table(classes: Iterable[type[object]]) -> dict[str, type[object]]:
+    """Map each class's stable type name to the class, for :meth:`MessageCodec.decode_any`.
+
+    Raises :class:`InvalidConfiguration` if two distinct classes share a name,
+    and :class:`InvalidOperation` if one is not an attrs class.
+    """
+    table: dict[str, type[object]] = {}
+    for cl in classes:
+        name = type_name_of(cl)
+        other = table.setdefault(name, cl)
+        if other is not cl:
+            raise InvalidConfiguration(
+                f"{other.__qualname__} and {cl.__qualname__} share the wire type name "
+                f"{name!r}; give one of them another __zlink_type__"
+            )
+    return table
+
+
+@attrs.frozen
+class EncodedMessage:
+    """A message ready for the wire: its stable type name and its JSON body."""
+
+    type_name: str
+    body: bytes
+
+
+def _check_positive(instance: MessageCodec, attribute: attrs.Attribute[int], value: int) -> None:
+    if type(value) is not int or value < 1:
+        raise InvalidConfiguration(f"max_body_bytes must be a positive int, got {value!r}")
+
+
+@attrs.frozen
+class MessageCodec:
+    """Encodes attrs messages to :class:`EncodedMessage` and decodes them back.
+
+    Stateless apart from the converter's own hook cache, so one instance may
+    serve a whole node. ``max_body_bytes`` bounds bodies both ways (default
+    1 MiB); it must be a positive int (else :class:`InvalidConfiguration`).
+    """
+
+    converter: cattrs.Converter = attrs.field(factory=make_converter)
+    max_body_bytes: int = attrs.field(default=MAX_BODY_BYTES, validator=_check_positive)
+
+    def _check_decodable(self, cl: type[object]) -> None:
+        # Cached by cattrs after the first call per class.
+        try:
+            self.converter.get_structure_hook(cl)
+        except StructureHandlerNotFoundError as exc:
+            raise InvalidOperation(
+                f"{cl.__qualname__} has a field type the codec cannot decode ({exc}); "
+                "use only the field types listed in zlink_trio.wire._converter"
+            ) from exc
+
+    def encode(self, msg: object) -> EncodedMessage:
+        """Encode ``msg``; raises :class:`InvalidOperation` if it cannot be sent.
+
+        Refused: a value whose class is not an attrs class ("messages must be
+        attrs classes"), a class with a field type that cannot be decoded, a
+        value with no JSON form, a body above ``max_body_bytes``.
+        """
+        cl = _require_attrs_class(type(msg))
+        name = type_name_of(cl)
+        self._check_decodable(cl)
+        return EncodedMessage(name, dump_json(self.converter, msg, max_bytes=self.max_body_bytes))
+
+    def decode(self, type_name: str, body: bytes, expected: type[T]) -> T:
+        """Decode a message the receiver expects to be of class ``expected``.
+
+        Raises :class:`RemoteProtocolError` if ``type_name`` is malformed or
+        ``body`` does not decode as ``expected`` (see :func:`load_json`);
+        :class:`TypeMismatch` if ``type_name`` is well formed but names another
+        class; :class:`InvalidOperation` if ``expected`` itself is not a
+        decodable attrs class (a local bug).
+        """
+        want = type_name_of(expected)
+        self._check_decodable(expected)
+        _check_wire_name(type_name)
+        if type_name != want:
+            raise TypeMismatch(
+                f"expected a message of type {want!r}, got {type_name!r}; the sender and "
+                "the receiver disagree on the message or reply type"
+            )
+        return load_json(self.converter, body, expected, max_bytes=self.max_body_bytes)
+
+    def decode_any(
+        self, type_name: str, body: bytes, candidates: Mapping[str, type[object]]
+    ) -> object:
+        """Decode a message whose class is chosen by ``type_name`` from ``candidates``.
+
+        ``candidates`` maps type names to classes, as built by
+        :func:`message_table`. Raises :class:`TypeMismatch` if no candidate has
+        that name, otherwise as :meth:`decode`.
+        """
+        _check_wire_name(type_name)
+        cl = candidates.get(type_name)
+        if cl is None:
+            known = ", ".join(sorted(candidates)[:10]) or "none"
+            raise TypeMismatch(
+                f"no handler for message type {type_name!r} (handled: {known}); the "
+                "Spot type does not accept this message"
+            )
+        return self.decode(type_name, body, cl)
+
+
+def _check_wire_name(type_name: object) -> None:
+    if not isinstance(type_name, str):
+        raise RemoteProtocolError(f"message type name must be text, got {type_name!r}")
+    try:
+        size = len(type_name.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise RemoteProtocolError("message type name is not valid UTF-8") from None
+    if not 1 <= size <= MAX_ID_BYTES:
+        raise RemoteProtocolError(
+            f"message type name must be 1..{MAX_ID_BYTES} UTF-8 bytes, got {size}"
+        )
