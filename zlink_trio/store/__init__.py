@@ -1,0 +1,40 @@
+"""Location and Relocation Stores: the protocols, the memory backend, ``open_store``.
+
+Every store method is one atomic transaction; see ``_protocol`` for the
+contracts and ``memory`` for the in-process backend. SQLite and Redis
+backends plug in behind the same protocols and conformance suite.
+"""
+
+from zlink_trio.store._open import SCHEMES as SCHEMES
+from zlink_trio.store._open import open_store as open_store
+from zlink_trio.store._protocol import LocationStore as LocationStore
+from zlink_trio.store._protocol import RelocationStore as RelocationStore
+from zlink_trio.store._protocol import Store as Store
+from zlink_trio.store._types import MAX_INBOX_READ as MAX_INBOX_READ
+from zlink_trio.store._types import MAX_PAGE_BYTES as MAX_PAGE_BYTES
+from zlink_trio.store._types import MAX_PAGE_SIZE as MAX_PAGE_SIZE
+from zlink_trio.store._types import AuthorityExists as AuthorityExists
+from zlink_trio.store._types import InboxRecord as InboxRecord
+from zlink_trio.store._types import LocationStatistics as LocationStatistics
+from zlink_trio.store._types import Page as Page
+from zlink_trio.store._types import RelocationStatistics as RelocationStatistics
+from zlink_trio.store._types import RootIntegrityError as RootIntegrityError
+from zlink_trio.store.memory import MemoryStore as MemoryStore
+
+__all__ = (
+    "MAX_INBOX_READ",
+    "MAX_PAGE_BYTES",
+    "MAX_PAGE_SIZE",
+    "SCHEMES",
+    "AuthorityExists",
+    "InboxRecord",
+    "LocationStatistics",
+    "LocationStore",
+    "MemoryStore",
+    "Page",
+    "RelocationStatistics",
+    "RelocationStore",
+    "RootIntegrityError",
+    "Store",
+    "open_store",
+)

@@ -1,0 +1,156 @@
+"""Record, fence, SpotRef and descriptor values (sans-IO, no event loop)."""
+
+from __future__ import annotations
+
+import json
+
+import attrs
+import pytest
+
+from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
+from zlink_trio.core.errors import InvalidOperation
+from zlink_trio.core.identity import NodeRid, SpotKind, new_entry_spot_id
+from zlink_trio.core.placement import Role
+from zlink_trio.core.records import (
+    MAX_GENERATION,
+    AuthorityRecord,
+    AuthorityState,
+    CreationIntent,
+    OwnerFence,
+    SpotRef,
+)
+
+RID = NodeRid(bytes(range(1, 17)))
+SHA = "0f" * 32
+
+
+def ref(**kw):
+    return SpotRef(**{"spot_id": "r-1", "generation": 42, "mesh": "world", "node_rid": RID, **kw})
+
+
+def test_spot_ref_json_round_trip_with_decimal_generation():
+    value = ref(generation=MAX_GENERATION)
+    obj = value.to_json()
+    assert obj["generation"] == "9223372036854775807"
+    assert SpotRef.from_json(json.loads(json.dumps(obj))) == value
+
+
+@pytest.mark.parametrize("generation", [0, -1, 2**63, True, 1.0])
+def test_spot_ref_generation_bounds(generation):
+    with pytest.raises(InvalidOperation):
+        ref(generation=generation)
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        {"generation": 42},
+        {"generation": "042"},
+        {"generation": "+42"},
+        {"generation": " 42"},
+        {"generation": "0"},
+        {"generation": "9223372036854775808"},
+        {"generation": "1e3"},
+        {"nodeRid": "xyz"},
+        {"spotId": ""},
+        {"mesh": "x" * 256},
+        {"extra": "1"},
+    ],
+)
+def test_spot_ref_from_json_refuses_bad_input(patch):
+    obj = {**ref().to_json(), **patch}
+    with pytest.raises(InvalidOperation):
+        SpotRef.from_json(obj)
+
+
+@pytest.mark.parametrize("value", [None, [], "r-1", {"spotId": "r-1"}])
+def test_spot_ref_from_json_refuses_non_objects(value):
+    with pytest.raises(InvalidOperation):
+        SpotRef.from_json(value)
+
+
+def record(**kw):
+    base = {
+        "spot_id": "r-1", "kind": SpotKind.USER, "stable_type": "room", "mesh": "world",
+        "state": AuthorityState.READY, "object_generation": 5, "owner_generation": 1,
+        "store_version": 2, "owner": OwnerFence(RID, 1),
+    }
+    return AuthorityRecord(**{**base, **kw})
+
+
+def test_authority_record_ref_and_json():
+    r = record()
+    assert r.ref() == ref(generation=5)
+    assert r.to_json()["objectGeneration"] == "5"
+    assert r.encoded_size() == len(json.dumps(r.to_json(), separators=(",", ":")).encode())
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        {"creation_intent": CreationIntent(content_ref="c", sha256=SHA, size=1)},
+        {"state": AuthorityState.RELOCATING},
+        {"relocation_target": OwnerFence(RID, 2)},
+        {"kind": SpotKind.INVALID},
+        {"kind": SpotKind.ENTRY, "state": AuthorityState.CLOSING},
+        {"store_version": 0},
+    ],
+)
+def test_authority_record_invariants(patch):
+    with pytest.raises(InvalidOperation):
+        record(**patch)
+
+
+def test_creation_intent_is_at_most_one_mib():
+    CreationIntent(content_ref="c", sha256=SHA, size=1024 * 1024)
+    with pytest.raises(InvalidOperation):
+        CreationIntent(content_ref="c", sha256=SHA, size=1024 * 1024 + 1)
+    with pytest.raises(InvalidOperation):
+        CreationIntent(content_ref="c", sha256=SHA.upper(), size=1)
+
+
+def descriptor(**kw):
+    base = {
+        "mesh": "world", "node_rid": RID, "node_id": "node-a", "endpoint": "ws://h:1",
+        "roles": [Role.OBJECT_SERVER], "served_types": {"room": SpotKind.USER,
+                                                        "counter": SpotKind.INSTANCE},
+        "capacity": 10, "entry_spot_id": "node-a-entry-" + "0" * 8 + "-0000-4000-8000-" + "0" * 12,
+    }
+    return NodeDescriptor(**{**base, **kw})
+
+
+def test_descriptor_digest_covers_immutable_fields_including_entry_id():
+    d = descriptor()
+    assert d.digest == descriptor().digest
+    # Insertion order of served types does not matter.
+    assert d.digest == descriptor(served_types={"counter": SpotKind.INSTANCE,
+                                                "room": SpotKind.USER}).digest
+    for patch in ({"entry_spot_id": new_entry_spot_id("node-a")}, {"capacity": 11},
+                  {"endpoint": "ws://h:2"}, {"placement_weight": 2.0}, {"node_id": "b"}):
+        assert attrs.evolve(d, **patch).digest != d.digest
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        {"entry_spot_id": "not-an-entry-id"},
+        {"roles": [Role.OBJECT_CLIENT]},  # serves types without object_server
+        {"served_types": {"x": SpotKind.ENTRY}},
+        {"capacity": -1},
+        {"placement_weight": -1.0},
+        {"placement_weight": float("nan")},
+        {"roles": ["gateway"]},
+        {"mesh": ""},
+    ],
+)
+def test_descriptor_validation(patch):
+    with pytest.raises(InvalidOperation):
+        descriptor(**patch)
+
+
+def test_node_claim_liveness_and_owner():
+    c = NodeClaim(descriptor=descriptor(), lifecycle_generation=3, lease_expires_at=10.0)
+    assert c.is_live(9.99)
+    assert not c.is_live(10.0)
+    assert c.owner() == OwnerFence(RID, 3)
+    assert c.key == ("world", RID)

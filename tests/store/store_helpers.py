@@ -1,0 +1,55 @@
+"""Builders shared by the store conformance tests."""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any
+
+from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
+from zlink_trio.core.identity import NodeRid, SpotKind, new_entry_spot_id
+from zlink_trio.core.placement import Role
+
+if TYPE_CHECKING:
+    from zlink_trio.core.records import AuthorityRecord, OwnerFence, ReservationFence
+    from zlink_trio.store import Store
+
+MESH = "world"
+LEASE = 10.0
+SERVED = {"room": SpotKind.USER, "counter": SpotKind.INSTANCE}
+_counter = itertools.count(1)
+
+
+def rid() -> NodeRid:
+    """A fresh deterministic-enough NodeRid."""
+    return NodeRid(next(_counter).to_bytes(16, "big"))
+
+
+def descriptor(node_id: str = "node-a", *, mesh: str = MESH, capacity: int = 4,
+               node_rid: NodeRid | None = None, entry: str | None = None,
+               served: dict[str, SpotKind] | None = None) -> NodeDescriptor:
+    return NodeDescriptor(
+        mesh=mesh, node_rid=node_rid or rid(), node_id=node_id,
+        endpoint=f"ws://127.0.0.1:9/{node_id}",
+        roles=[Role.OBJECT_SERVER, Role.OBJECT_CLIENT],
+        served_types=SERVED if served is None else served, capacity=capacity,
+        entry_spot_id=entry or new_entry_spot_id(node_id),
+    )
+
+
+async def claim(store: Store, node_id: str = "node-a", *, now: float = 0.0,
+                lease: float = LEASE, **kwargs: Any) -> NodeClaim:
+    return await store.location.new_claim(descriptor(node_id, **kwargs), now=now, lease=lease)
+
+
+async def reserve(store: Store, owner: NodeClaim | OwnerFence, spot_id: str = "r-1", *,
+                  stable_type: str = "room", kind: SpotKind = SpotKind.USER,
+                  now: float = 0.0, **kwargs: Any) -> ReservationFence:
+    fence = owner.owner() if isinstance(owner, NodeClaim) else owner
+    return await store.location.reserve(spot_id, kind=kind, stable_type=stable_type, mesh=MESH,
+                                        owner=fence, now=now, **kwargs)
+
+
+async def ready(store: Store, owner: NodeClaim, spot_id: str = "r-1",
+                **kwargs: Any) -> AuthorityRecord:
+    fence = await reserve(store, owner, spot_id, **kwargs)
+    return await store.location.commit_ready(fence, now=0.0)

@@ -1,0 +1,231 @@
+"""Node descriptors: what a MeshNode publishes, and the store's claim on it.
+
+Theory of operation
+-------------------
+A node publishes one :class:`NodeDescriptor` per Mesh it joins: who it is
+(MeshName, NodeRid, NodeId), where it listens, which roles it has, which
+stable types it serves as which kind, how many Spots it may host, its
+placement weight, and the Entry Spot ID the framework issued for this
+lifecycle (spec 06 §2.1). **Every field of a descriptor is immutable for the
+lifecycle**: to change one, the process ends its claim and makes a new one
+(with a fresh NodeRid). :attr:`NodeDescriptor.digest` is a SHA-256 over a
+canonical encoding of all of them, EntrySpotId included, so peers can check
+two descriptors are the same byte for byte.
+
+The mutable part is issued and kept by the Location Store, not the node: a
+:class:`NodeClaim` wraps the descriptor with the lifecycle generation the
+store issued at NewClaim (strictly increasing per NodeId), the lease expiry
+(extended only by Renew) and the claim's StoreVersion. A claim is *live*
+while ``now < lease_expires_at``; an expired claim is not active, so a new
+claim may replace it, and nothing may be done on its behalf.
+
+Placement weight and the serving status are deliberately not mutable here:
+the only mutable descriptor write the spec names is Renew, and Renew may not
+change immutable fields. Draining a node is done by the runtime (it stops
+accepting placements) or by a new lifecycle with weight 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Final
+
+import attrs
+
+from zlink_trio.core._checks import (
+    check_finite,
+    check_generation,
+    check_int,
+    check_text,
+    validate_mesh_name,
+)
+from zlink_trio.core.errors import InvalidOperation
+from zlink_trio.core.identity import (
+    NodeRid,
+    SpotKind,
+    is_entry_spot_id,
+    validate_node_id,
+    validate_stable_type,
+)
+from zlink_trio.core.placement import Role
+from zlink_trio.core.records import OwnerFence
+
+__all__ = (
+    "DESCRIPTOR_DIGEST_TAG",
+    "MAX_CAPACITY",
+    "MAX_ENDPOINT_BYTES",
+    "NodeClaim",
+    "NodeDescriptor",
+)
+
+#: Prefix hashed before the canonical JSON, so a future layout hashes differently.
+DESCRIPTOR_DIGEST_TAG: Final = b"zlink-descriptor-v1\n"
+#: Bound of an endpoint address in UTF-8 bytes.
+MAX_ENDPOINT_BYTES: Final = 2048
+#: Largest capacity a descriptor may declare.
+MAX_CAPACITY: Final = 2**31 - 1
+
+_PLACEABLE: Final = frozenset({SpotKind.USER, SpotKind.INSTANCE})
+
+
+def _roles(value: Iterable[str]) -> frozenset[Role]:
+    if isinstance(value, str):
+        value = (value,)
+    try:
+        return frozenset(Role(role) for role in value)
+    except (TypeError, ValueError):
+        raise InvalidOperation(
+            f"roles must be Role values {[r.value for r in Role]}, got {value!r}"
+        ) from None
+
+
+def _served(value: Mapping[str, SpotKind]) -> Mapping[str, SpotKind]:
+    if not isinstance(value, Mapping):
+        raise InvalidOperation(
+            f"served_types must map stable type -> SpotKind, got {type(value).__name__}"
+        )
+    served: dict[str, SpotKind] = {}
+    for stable_type in sorted(value):
+        kind = value[stable_type]
+        validate_stable_type(stable_type)
+        if kind not in _PLACEABLE:
+            raise InvalidOperation(
+                f"served type {stable_type!r} has kind {kind!r}; a node serves only USER or "
+                "INSTANCE types (Entry Spots are issued by the framework)"
+            )
+        served[stable_type] = SpotKind(kind)
+    return MappingProxyType(served)
+
+
+def _mesh(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    validate_mesh_name(value)
+
+
+def _node_id(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    validate_node_id(value)
+
+
+def _endpoint(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    check_text(value, "endpoint", MAX_ENDPOINT_BYTES)
+
+
+def _capacity(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    check_int(value, "capacity", 0, MAX_CAPACITY)
+
+
+def _finite(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+    check_finite(value, attribute.name)
+
+
+def _generation(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    check_generation(value, attribute.name)
+
+
+@attrs.frozen(kw_only=True)
+class NodeDescriptor:
+    """The immutable registration a MeshNode publishes for one lifecycle (spec 06 §2.1).
+
+    Raises :class:`InvalidOperation` for a malformed field: bad MeshName,
+    NodeId, endpoint or stable type; an ``entry_spot_id`` not of the reserved
+    ``<prefix>-entry-<uuid4>`` form; served types without the object-server
+    role; a negative or non-finite weight; capacity outside 0..2**31-1.
+    """
+
+    mesh: str = attrs.field(validator=_mesh)
+    node_rid: NodeRid = attrs.field(validator=attrs.validators.instance_of(NodeRid))
+    node_id: str = attrs.field(validator=_node_id)
+    endpoint: str = attrs.field(
+        validator=_endpoint
+    )
+    roles: frozenset[Role] = attrs.field(converter=_roles)
+    #: stable type -> USER or INSTANCE, as a read-only mapping sorted by type.
+    served_types: Mapping[str, SpotKind] = attrs.field(converter=_served, hash=False)
+    #: Most Spots (Creating + active) this lifecycle may own; 0 hosts nothing.
+    capacity: int = attrs.field(validator=_capacity)
+    #: Node-wide placement weight; 0 means "place no new Spots here".
+    placement_weight: float = attrs.field(
+        default=1.0, validator=_finite
+    )
+    entry_spot_id: str = attrs.field()
+    #: SHA-256 hex of the canonical encoding of every field above.
+    digest: str = attrs.field(init=False)
+
+    @entry_spot_id.validator
+    def _entry(self, attribute: attrs.Attribute[str], value: str) -> None:
+        if not isinstance(value, str) or not is_entry_spot_id(value):
+            raise InvalidOperation(
+                f"entry_spot_id must have the reserved '<prefix>-entry-<uuid4>' form, got "
+                f"{value!r}; issue one with identity.new_entry_spot_id"
+            )
+
+    @digest.default
+    def _digest(self) -> str:
+        return hashlib.sha256(DESCRIPTOR_DIGEST_TAG + self.canonical_bytes()).hexdigest()
+
+    def __attrs_post_init__(self) -> None:
+        if self.placement_weight < 0:
+            raise InvalidOperation(f"placement_weight must be >= 0, got {self.placement_weight}")
+        if self.served_types and Role.OBJECT_SERVER not in self.roles:
+            raise InvalidOperation(
+                "a node that serves stable types needs the object_server role; add it or "
+                "serve no types"
+            )
+
+    def canonical_bytes(self) -> bytes:
+        """The canonical encoding the digest covers: compact, key-sorted UTF-8 JSON."""
+        body = {
+            "capacity": self.capacity,
+            "endpoint": self.endpoint,
+            "entrySpotId": self.entry_spot_id,
+            "mesh": self.mesh,
+            "nodeId": self.node_id,
+            "nodeRid": str(self.node_rid),
+            "placementWeight": float(self.placement_weight).hex(),
+            "roles": sorted(role.value for role in self.roles),
+            "servedTypes": [[t, int(k)] for t, k in sorted(self.served_types.items())],
+        }
+        text = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        return text.encode("utf-8")
+
+    def serves(self, stable_type: str, kind: SpotKind) -> bool:
+        """Whether this node hosts ``stable_type`` as ``kind`` (role included)."""
+        return (Role.OBJECT_SERVER in self.roles
+                and self.served_types.get(stable_type) is kind)
+
+
+@attrs.frozen(kw_only=True)
+class NodeClaim:
+    """A descriptor as the Location Store holds it: immutable part plus store-issued state.
+
+    ``lifecycle_generation`` is issued by NewClaim and never changes;
+    ``lease_expires_at`` and ``store_version`` change only through Renew.
+    """
+
+    descriptor: NodeDescriptor = attrs.field(
+        validator=attrs.validators.instance_of(NodeDescriptor)
+    )
+    lifecycle_generation: int = attrs.field(
+        validator=_generation
+    )
+    lease_expires_at: float = attrs.field(
+        validator=_finite
+    )
+    store_version: int = attrs.field(
+        default=1, validator=_generation
+    )
+
+    def is_live(self, now: float) -> bool:
+        """Whether the lease still runs at ``now`` (``now < lease_expires_at``)."""
+        return now < self.lease_expires_at
+
+    def owner(self) -> OwnerFence:
+        """The owner fence records owned by this lifecycle carry."""
+        return OwnerFence(self.descriptor.node_rid, self.lifecycle_generation)
+
+    @property
+    def key(self) -> tuple[str, NodeRid]:
+        """The descriptor identity ``(MeshName, NodeRid)``."""
+        return (self.descriptor.mesh, self.descriptor.node_rid)

@@ -1,0 +1,392 @@
+"""Authority records, fences and SpotRef: the values the Location Store keeps.
+
+Theory of operation
+-------------------
+The Location Store holds at most one :class:`AuthorityRecord` per Spot ID
+(spec 06 §2). "Missing" is not a stored state: it is the absence of a record,
+so :class:`AuthorityState` has no ``MISSING`` member and a transition to
+Missing deletes the record. The stored states follow the Spot-authority
+statechart::
+
+    (missing) --reserve--> CREATING --commit_ready--> READY --begin_close--> CLOSING
+        ^                      |                       |  ^                    |
+        +----abort_creating----+                       |  +--abort/commit--+   |
+        +----------------------release-----------------|------------------|---+
+                                             begin_relocation --> RELOCATING --seal--> SEALED
+
+Four counters order what happens to a Spot ID:
+
+- **ObjectGeneration** names one incarnation (non-zero, below 2**63). Every
+  new incarnation of the same ID gets a strictly larger one; the store issues
+  it from one store-wide sequence, so no tombstone is needed.
+- **AuthorityOwnerGeneration** starts at 1 and grows by one at every owner
+  change inside one incarnation (a relocation commit).
+- **StoreVersion** starts at 1 and grows by one at every mutation of the
+  record: it is the record's compare-and-set token.
+- **Lifecycle generation** (in :class:`OwnerFence`) names one process
+  lifecycle of a NodeId; it comes from the node's descriptor claim.
+
+A *fence* is the set of these values a caller read; a store transaction that
+receives a fence re-reads the record and refuses (``StaleFence``) when they
+differ, so a caller acting on an old view never writes. :class:`ReservationFence`
+is the fence Reserve issues for one creation attempt (spec 06 §3.3);
+:class:`AuthorityFence` is the owner/generation fence of close, release and
+relocation steps (spec 06 §7).
+
+:class:`SpotRef` is the public, immutable snapshot of a location (spec 06
+§2.2); its JSON form writes the generation as a decimal string, because
+63-bit integers do not survive JavaScript number parsing.
+
+All values are frozen attrs classes whose validators raise
+:class:`InvalidOperation`; nothing here does I/O or reads a clock.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Final
+
+import attrs
+
+from zlink_trio.core._checks import (
+    MAX_GENERATION,
+    check_finite,
+    check_generation,
+    check_int,
+    check_sha256_hex,
+    check_text,
+    parse_decimal,
+    validate_mesh_name,
+)
+from zlink_trio.core.errors import InvalidOperation
+from zlink_trio.core.identity import NodeRid, SpotKind, validate_spot_id, validate_stable_type
+
+__all__ = (
+    "ENTRY_STABLE_TYPE",
+    "MAX_CREATION_REQUEST_BYTES",
+    "MAX_GENERATION",
+    "MAX_ROOT_BYTES",
+    "AuthorityFence",
+    "AuthorityRecord",
+    "AuthorityState",
+    "CreationIntent",
+    "OwnerFence",
+    "RecoveryPointer",
+    "ReservationFence",
+    "RootReceipt",
+    "SpotRef",
+    "validate_mesh_name",
+)
+
+#: Largest encoded creation request (spec 06 §3.1).
+MAX_CREATION_REQUEST_BYTES: Final = 1024 * 1024
+#: Largest immutable root the Relocation Store keeps (activation envelopes, relocation payloads).
+MAX_ROOT_BYTES: Final = 64 * 1024 * 1024
+#: The stable type recorded on Entry Spot claims; never registrable by users.
+ENTRY_STABLE_TYPE: Final = "zlink.entry"
+
+_KINDS: Final = frozenset({SpotKind.ENTRY, SpotKind.USER, SpotKind.INSTANCE})
+
+
+class AuthorityState(StrEnum):
+    """A stored authority state; Missing is the absence of a record."""
+
+    #: Reserved by one owner; the factory may run; not routable.
+    CREATING = "creating"
+    #: Published; the owner accepts application messages.
+    READY = "ready"
+    #: The owner sealed admission and is cleaning up; release makes it Missing.
+    CLOSING = "closing"
+    #: A move to ``relocation_target`` is prepared; the source still serves.
+    RELOCATING = "relocating"
+    #: The source stopped admission; ingress is held until commit or abort.
+    SEALED = "sealed"
+
+
+def _rid(instance: object, attribute: attrs.Attribute[NodeRid], value: NodeRid) -> None:
+    if not isinstance(value, NodeRid):
+        raise InvalidOperation(f"{attribute.name} must be a NodeRid, got {type(value).__name__}")
+
+
+def _generation(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    check_generation(value, attribute.name)
+
+
+def _sha(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    check_sha256_hex(value, attribute.name)
+
+
+def _spot_id(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    validate_spot_id(value)
+
+
+def _mesh(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    validate_mesh_name(value)
+
+
+def _stable_type(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    validate_stable_type(value)
+
+
+def _finite(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+    check_finite(value, attribute.name)
+
+
+def _ref(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    check_text(value, attribute.name)
+
+
+@attrs.frozen
+class OwnerFence:
+    """Which process lifecycle owns something: ``(node_rid, lifecycle_generation)``."""
+
+    node_rid: NodeRid = attrs.field(validator=_rid)
+    lifecycle_generation: int = attrs.field(validator=_generation)
+
+    def to_json(self) -> dict[str, str]:
+        """Encode as ``{"nodeRid": hex, "lifecycleGeneration": decimal}``."""
+        return {"nodeRid": str(self.node_rid),
+                "lifecycleGeneration": str(self.lifecycle_generation)}
+
+
+@attrs.frozen(kw_only=True)
+class RootReceipt:
+    """Names one immutable Relocation Store root: ``(ref, sha256, size)``.
+
+    The store returns it from ``put_root``; readers pass it back, and the
+    store refuses to return bytes whose SHA-256 or size differ from it.
+    """
+
+    ref: str = attrs.field(validator=_ref)
+    sha256: str = attrs.field(validator=_sha)
+    size: int = attrs.field()
+
+    @size.validator
+    def _size(self, attribute: attrs.Attribute[int], value: int) -> None:
+        check_int(value, "root size", 0, MAX_ROOT_BYTES)
+
+
+@attrs.frozen(kw_only=True)
+class CreationIntent:
+    """The immutable creation request a Creating record points to (spec 06 §3.1, §3.3).
+
+    The request bytes live in the Relocation Store under ``content_ref``; the
+    target checks SHA-256 and size before it runs the factory. At most 1 MiB.
+    """
+
+    content_ref: str = attrs.field(validator=_ref)
+    sha256: str = attrs.field(validator=_sha)
+    size: int = attrs.field()
+
+    @size.validator
+    def _size(self, attribute: attrs.Attribute[int], value: int) -> None:
+        check_int(value, "creation request size", 0, MAX_CREATION_REQUEST_BYTES)
+
+    @classmethod
+    def from_receipt(cls, receipt: RootReceipt) -> CreationIntent:
+        """Point at a root holding the encoded request; InvalidOperation over 1 MiB."""
+        return cls(content_ref=receipt.ref, sha256=receipt.sha256, size=receipt.size)
+
+    def receipt(self) -> RootReceipt:
+        """The receipt to read the request back with."""
+        return RootReceipt(ref=self.content_ref, sha256=self.sha256, size=self.size)
+
+
+@attrs.frozen(kw_only=True)
+class RecoveryPointer:
+    """Links an incarnation to its activation recovery root (spec 06 §4.1, §4.1.1).
+
+    ``version`` is the format version of the root's content (1 =
+    ``instance-activation-recovery-v1``); it is data, not a CAS token: the
+    pointer is removed by a CAS on the record's StoreVersion.
+    """
+
+    root_ref: str = attrs.field(validator=_ref)
+    sha256: str = attrs.field(validator=_sha)
+    size: int = attrs.field()
+    version: int = attrs.field(default=1, validator=_generation)
+
+    @size.validator
+    def _size(self, attribute: attrs.Attribute[int], value: int) -> None:
+        check_int(value, "recovery root size", 0, MAX_ROOT_BYTES)
+
+    @classmethod
+    def from_receipt(cls, receipt: RootReceipt, *, version: int = 1) -> RecoveryPointer:
+        """Point at a root the Relocation Store confirmed."""
+        return cls(root_ref=receipt.ref, sha256=receipt.sha256, size=receipt.size,
+                   version=version)
+
+    def receipt(self) -> RootReceipt:
+        """The receipt to read or delete the root with."""
+        return RootReceipt(ref=self.root_ref, sha256=self.sha256, size=self.size)
+
+
+@attrs.frozen(kw_only=True)
+class AuthorityFence:
+    """The owner/generation fence of close, release and relocation steps (spec 06 §7)."""
+
+    spot_id: str = attrs.field(validator=_spot_id)
+    object_generation: int = attrs.field(validator=_generation)
+    owner_generation: int = attrs.field(validator=_generation)
+    owner: OwnerFence = attrs.field(validator=attrs.validators.instance_of(OwnerFence))
+
+
+@attrs.frozen(kw_only=True)
+class ReservationFence:
+    """The provider-issued fence of one creation attempt (spec 06 §3.3).
+
+    CommitReady and AbortCreating succeed only while the record still has
+    exactly this StoreVersion, ObjectGeneration, owner generation and owner.
+    ``owner_lease_expires_at`` is what the owner lease was at Reserve; it is
+    informational (the lease is re-checked live at commit, never compared).
+    """
+
+    spot_id: str = attrs.field(validator=_spot_id)
+    store_version: int = attrs.field(validator=_generation)
+    object_generation: int = attrs.field(validator=_generation)
+    owner_generation: int = attrs.field(validator=_generation)
+    owner: OwnerFence = attrs.field(validator=attrs.validators.instance_of(OwnerFence))
+    owner_lease_expires_at: float = attrs.field(validator=_finite)
+    #: Capacity units the attempt holds as pending (one Spot = one unit).
+    pending_capacity: int = attrs.field(default=1)
+
+    @pending_capacity.validator
+    def _pending(self, attribute: attrs.Attribute[int], value: int) -> None:
+        check_int(value, "pending_capacity", 1, 1)
+
+
+@attrs.frozen(kw_only=True)
+class SpotRef:
+    """An immutable snapshot of where a Spot was at lookup time (spec 06 §2.2).
+
+    Not a messaging target and not an owner capability: if the owner moved,
+    ``mesh`` and ``node_rid`` may be out of date; re-query by Spot ID.
+    """
+
+    spot_id: str = attrs.field(validator=_spot_id)
+    generation: int = attrs.field(validator=_generation)
+    mesh: str = attrs.field(validator=_mesh)
+    node_rid: NodeRid = attrs.field(validator=_rid)
+
+    def to_json(self) -> dict[str, str]:
+        """Encode as a JSON object; the generation is a decimal string."""
+        return {
+            "spotId": self.spot_id,
+            "generation": str(self.generation),
+            "mesh": self.mesh,
+            "nodeRid": str(self.node_rid),
+        }
+
+    @classmethod
+    def from_json(cls, value: object) -> SpotRef:
+        """Decode :meth:`to_json`'s object (already parsed from JSON).
+
+        Raises :class:`InvalidOperation` when ``value`` is not an object with
+        exactly the keys ``spotId``, ``generation``, ``mesh``, ``nodeRid``, or
+        any field is invalid (generation not a decimal string in 1..2**63-1,
+        NodeRid not 32 hex digits, ...).
+        """
+        keys = {"spotId", "generation", "mesh", "nodeRid"}
+        if not isinstance(value, dict) or set(value) != keys:
+            raise InvalidOperation(
+                f"a SpotRef is a JSON object with exactly the keys {sorted(keys)}, got {value!r}"
+            )
+        return cls(
+            spot_id=validate_spot_id(value["spotId"]),
+            generation=parse_decimal(value["generation"], "SpotRef generation"),
+            mesh=validate_mesh_name(value["mesh"]),
+            node_rid=NodeRid.parse(value["nodeRid"]),
+        )
+
+
+@attrs.frozen(kw_only=True)
+class AuthorityRecord:
+    """The Location Store's authority over one Spot ID.
+
+    Invariants (checked at construction, :class:`InvalidOperation`):
+    ``creation_intent`` only while CREATING; ``relocation_target`` exactly
+    while RELOCATING or SEALED; an ENTRY record is READY with owner
+    generation 1 and no intent, pointer or relocation target.
+    """
+
+    spot_id: str = attrs.field(validator=_spot_id)
+    kind: SpotKind = attrs.field()
+    stable_type: str = attrs.field(validator=_stable_type)
+    mesh: str = attrs.field(validator=_mesh)
+    state: AuthorityState = attrs.field(validator=attrs.validators.instance_of(AuthorityState))
+    object_generation: int = attrs.field(validator=_generation)
+    owner_generation: int = attrs.field(validator=_generation)
+    store_version: int = attrs.field(validator=_generation)
+    owner: OwnerFence = attrs.field(validator=attrs.validators.instance_of(OwnerFence))
+    creation_intent: CreationIntent | None = None
+    recovery_pointer: RecoveryPointer | None = None
+    relocation_target: OwnerFence | None = None
+
+    @kind.validator
+    def _kind(self, attribute: attrs.Attribute[SpotKind], value: SpotKind) -> None:
+        if value not in _KINDS:
+            raise InvalidOperation(f"an authority record's kind is ENTRY, USER or INSTANCE, "
+                                   f"got {value!r}")
+
+    def __attrs_post_init__(self) -> None:
+        state = self.state
+        if self.creation_intent is not None and state is not AuthorityState.CREATING:
+            raise InvalidOperation("a creation intent is kept only while the record is Creating")
+        moving = state in (AuthorityState.RELOCATING, AuthorityState.SEALED)
+        if moving != (self.relocation_target is not None):
+            raise InvalidOperation("relocation_target is set exactly while Relocating or Sealed")
+        if self.kind is SpotKind.ENTRY and (
+            state is not AuthorityState.READY
+            or self.owner_generation != 1
+            or self.recovery_pointer is not None
+        ):
+            raise InvalidOperation("an Entry claim is Ready, owner generation 1, no pointer")
+
+    def ref(self) -> SpotRef:
+        """The public SpotRef of this incarnation at its current owner."""
+        return SpotRef(spot_id=self.spot_id, generation=self.object_generation,
+                       mesh=self.mesh, node_rid=self.owner.node_rid)
+
+    def fence(self) -> AuthorityFence:
+        """The owner/generation fence to close, release or relocate this incarnation."""
+        return AuthorityFence(spot_id=self.spot_id, object_generation=self.object_generation,
+                              owner_generation=self.owner_generation, owner=self.owner)
+
+    def matches(self, kind: SpotKind, stable_type: str) -> bool:
+        """Whether this authority has exactly ``kind`` and ``stable_type``.
+
+        GetOrCreate / cold activation meeting an existing record: a match that
+        is Creating or Closing means wait for the authority to change; a
+        match otherwise is Existing; no match is TypeMismatch.
+        """
+        return self.kind is kind and self.stable_type == stable_type
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready object; 63-bit counters are decimal strings."""
+        intent = self.creation_intent
+        pointer = self.recovery_pointer
+        target = self.relocation_target
+        return {
+            "spotId": self.spot_id,
+            "kind": self.kind.name.lower(),
+            "stableType": self.stable_type,
+            "mesh": self.mesh,
+            "state": self.state.value,
+            "objectGeneration": str(self.object_generation),
+            "ownerGeneration": str(self.owner_generation),
+            "storeVersion": str(self.store_version),
+            "owner": self.owner.to_json(),
+            "creationIntent": None if intent is None else {
+                "contentRef": intent.content_ref, "sha256": intent.sha256, "size": intent.size},
+            "recoveryPointer": None if pointer is None else {
+                "rootRef": pointer.root_ref, "sha256": pointer.sha256, "size": pointer.size,
+                "version": pointer.version},
+            "relocationTarget": None if target is None else target.to_json(),
+        }
+
+    def encoded_size(self) -> int:
+        """Bytes of :meth:`to_json` as compact UTF-8 JSON (Query's page budget unit)."""
+        text = json.dumps(self.to_json(), ensure_ascii=False, separators=(",", ":"))
+        return len(text.encode("utf-8"))
+

@@ -1,0 +1,240 @@
+"""The ``memory://`` backend: both store protocols over in-process dicts.
+
+Theory of operation
+-------------------
+Each method first awaits ``trio.lowlevel.checkpoint()`` -- so it is a real
+scheduling and cancellation point, like a round trip to a networked store --
+and then runs one pure transaction function from ``_location_state`` /
+``_relocation_steps`` / ``_relocation_state`` with no await in between. Trio
+never switches tasks inside that call, so each method is one critical section:
+atomic and isolated. If the checkpoint is cancelled, nothing was done.
+
+One :class:`MemoryStore` may be shared by any number of nodes in the same
+process (and the same Trio run): pass the instance around, or open the same
+``memory://<name>`` URL from several places (see ``open_store``). Nothing is
+persisted; the store lives as long as the object.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import trio
+
+from zlink_trio.store import _claim_state as claims
+from zlink_trio.store import _location_state as loc
+from zlink_trio.store import _relocation_state as rel
+from zlink_trio.store import _relocation_steps as steps
+
+if TYPE_CHECKING:
+    from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
+    from zlink_trio.core.identity import NodeRid, SpotKind
+    from zlink_trio.core.records import (
+        AuthorityFence,
+        AuthorityRecord,
+        CreationIntent,
+        OwnerFence,
+        RecoveryPointer,
+        ReservationFence,
+        RootReceipt,
+    )
+    from zlink_trio.store._types import InboxRecord, LocationStatistics, Page, RelocationStatistics
+
+__all__ = ("MemoryLocationStore", "MemoryRelocationStore", "MemoryStore")
+
+
+class MemoryLocationStore:
+    """A :class:`~zlink_trio.store.LocationStore` in memory; see the protocol for contracts."""
+
+    def __init__(self) -> None:
+        #: The plain state; tests may read it (never write it) to check invariants.
+        self.state = loc.LocationState()
+
+    async def new_claim(self, descriptor: NodeDescriptor, *, now: float,
+                        lease: float) -> NodeClaim:
+        """NewClaim (one transaction); see ``LocationStore.new_claim``."""
+        await trio.lowlevel.checkpoint()
+        return claims.txn_new_claim(self.state, descriptor, now=now, lease=lease)
+
+    async def renew(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int, *,
+                    now: float, lease: float) -> NodeClaim:
+        """Renew (one transaction); see ``LocationStore.renew``."""
+        await trio.lowlevel.checkpoint()
+        return claims.txn_renew(self.state, mesh, node_rid, lifecycle_generation, now=now,
+                             lease=lease)
+
+    async def remove(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int) -> bool:
+        """Remove (one transaction); see ``LocationStore.remove``."""
+        await trio.lowlevel.checkpoint()
+        return claims.txn_remove(self.state, mesh, node_rid, lifecycle_generation)
+
+    async def descriptors(self, mesh: str | None = None, *, now: float) -> list[NodeClaim]:
+        """Live claims (one read); see ``LocationStore.descriptors``."""
+        await trio.lowlevel.checkpoint()
+        return claims.txn_descriptors(self.state, mesh, now=now)
+
+    async def find(self, spot_id: str) -> AuthorityRecord | None:
+        """The record or ``None`` (one read); see ``LocationStore.find``."""
+        await trio.lowlevel.checkpoint()
+        return self.state.records.get(spot_id)
+
+    async def reserve(self, spot_id: str, *, kind: SpotKind, stable_type: str, mesh: str,
+                      owner: OwnerFence, now: float,
+                      creation_intent: CreationIntent | None = None,
+                      recovery_pointer: RecoveryPointer | None = None) -> ReservationFence:
+        """Reserve (one transaction); see ``LocationStore.reserve``."""
+        await trio.lowlevel.checkpoint()
+        return loc.txn_reserve(self.state, spot_id, kind=kind, stable_type=stable_type,
+                               mesh=mesh, owner=owner, now=now,
+                               creation_intent=creation_intent,
+                               recovery_pointer=recovery_pointer)
+
+    async def commit_ready(self, fence: ReservationFence, *, now: float) -> AuthorityRecord:
+        """CommitReady (one transaction); see ``LocationStore.commit_ready``."""
+        await trio.lowlevel.checkpoint()
+        return loc.txn_commit_ready(self.state, fence, now=now)
+
+    async def abort_creating(self, fence: ReservationFence) -> bool:
+        """AbortCreating (one transaction); see ``LocationStore.abort_creating``."""
+        await trio.lowlevel.checkpoint()
+        return loc.txn_abort_creating(self.state, fence)
+
+    async def begin_close(self, spot_id: str, *, object_generation: int, owner: OwnerFence,
+                          now: float, expected_owner_generation: int | None = None,
+                          expected_store_version: int | None = None
+                          ) -> AuthorityRecord | None:
+        """BeginClose (one transaction); see ``LocationStore.begin_close``."""
+        await trio.lowlevel.checkpoint()
+        return loc.txn_begin_close(self.state, spot_id, object_generation=object_generation,
+                                   owner=owner, now=now,
+                                   expected_owner_generation=expected_owner_generation,
+                                   expected_store_version=expected_store_version)
+
+    async def release(self, fence: AuthorityFence) -> bool:
+        """Release (one transaction); see ``LocationStore.release``."""
+        await trio.lowlevel.checkpoint()
+        return loc.txn_release(self.state, fence)
+
+    async def remove_recovery_pointer(self, spot_id: str, *, object_generation: int,
+                                      expected_version: int) -> bool:
+        """RemoveRecoveryPointer (one transaction); see the protocol."""
+        await trio.lowlevel.checkpoint()
+        return loc.txn_remove_recovery_pointer(self.state, spot_id,
+                                               object_generation=object_generation,
+                                               expected_version=expected_version)
+
+    async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
+                               now: float) -> AuthorityRecord:
+        """BeginRelocation (one transaction); see the protocol."""
+        await trio.lowlevel.checkpoint()
+        return steps.txn_begin_relocation(self.state, fence, target=target, now=now)
+
+    async def seal_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
+        """Seal (one transaction); see the protocol."""
+        await trio.lowlevel.checkpoint()
+        return steps.txn_seal_relocation(self.state, fence, now=now)
+
+    async def commit_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
+        """CommitRelocation (one transaction); see the protocol."""
+        await trio.lowlevel.checkpoint()
+        return steps.txn_commit_relocation(self.state, fence, now=now)
+
+    async def abort_relocation(self, fence: AuthorityFence) -> AuthorityRecord:
+        """AbortRelocation (one transaction); see the protocol."""
+        await trio.lowlevel.checkpoint()
+        return steps.txn_abort_relocation(self.state, fence)
+
+    async def query(self, *, page_size: int, cursor: str | None = None) -> Page:
+        """One Query page (one read); see ``LocationStore.query``."""
+        await trio.lowlevel.checkpoint()
+        return loc.txn_query(self.state, page_size=page_size, cursor=cursor)
+
+    async def statistics(self) -> LocationStatistics:
+        """A snapshot of counts; see ``LocationStore.statistics``."""
+        await trio.lowlevel.checkpoint()
+        return loc.txn_statistics(self.state)
+
+
+class MemoryRelocationStore:
+    """A :class:`~zlink_trio.store.RelocationStore` in memory; see the protocol for contracts."""
+
+    def __init__(self) -> None:
+        #: The plain state; tests may read it (never write it).
+        self.state = rel.RelocationState()
+
+    async def put_root(self, data: bytes) -> RootReceipt:
+        """PutRoot (one transaction); see ``RelocationStore.put_root``."""
+        await trio.lowlevel.checkpoint()
+        return rel.txn_put_root(self.state, data)
+
+    async def get_root(self, receipt: RootReceipt) -> bytes:
+        """GetRoot (one read); see ``RelocationStore.get_root``."""
+        await trio.lowlevel.checkpoint()
+        return rel.txn_get_root(self.state, receipt)
+
+    async def delete_root(self, receipt: RootReceipt) -> bool:
+        """DeleteRoot (one transaction); see ``RelocationStore.delete_root``."""
+        await trio.lowlevel.checkpoint()
+        return rel.txn_delete_root(self.state, receipt)
+
+    async def inbox_append(self, spot_id: str, object_generation: int, record: bytes) -> int:
+        """InboxAppend (one transaction); see ``RelocationStore.inbox_append``."""
+        await trio.lowlevel.checkpoint()
+        return rel.txn_inbox_append(self.state, spot_id, object_generation, record)
+
+    async def inbox_read(self, spot_id: str, object_generation: int, *, after: int = 0,
+                         limit: int) -> list[InboxRecord]:
+        """InboxRead (one read); see ``RelocationStore.inbox_read``."""
+        await trio.lowlevel.checkpoint()
+        return rel.txn_inbox_read(self.state, spot_id, object_generation, after=after,
+                                  limit=limit)
+
+    async def inbox_set_cursor(self, spot_id: str, object_generation: int, seq: int) -> bool:
+        """InboxSetCursor (one transaction); see ``RelocationStore.inbox_set_cursor``."""
+        await trio.lowlevel.checkpoint()
+        return rel.txn_inbox_set_cursor(self.state, spot_id, object_generation, seq)
+
+    async def inbox_cursor(self, spot_id: str, object_generation: int) -> int:
+        """InboxCursor (one read); see ``RelocationStore.inbox_cursor``."""
+        await trio.lowlevel.checkpoint()
+        return rel.txn_inbox_cursor(self.state, spot_id, object_generation)
+
+    async def inbox_drop(self, spot_id: str, object_generation: int) -> bool:
+        """InboxDrop (one transaction); see ``RelocationStore.inbox_drop``."""
+        await trio.lowlevel.checkpoint()
+        return rel.txn_inbox_drop(self.state, spot_id, object_generation)
+
+    async def statistics(self) -> RelocationStatistics:
+        """A snapshot of counts; see ``RelocationStore.statistics``."""
+        await trio.lowlevel.checkpoint()
+        return rel.txn_statistics(self.state)
+
+
+class MemoryStore:
+    """A Location Store and a Relocation Store in memory, shareable in one process.
+
+    Several nodes may use one instance; they then see one authority namespace,
+    like nodes sharing a SQLite file or a Redis server.
+    """
+
+    def __init__(self) -> None:
+        self._location = MemoryLocationStore()
+        self._relocation = MemoryRelocationStore()
+
+    @property
+    def location(self) -> MemoryLocationStore:
+        """The Location Store."""
+        return self._location
+
+    @property
+    def relocation(self) -> MemoryRelocationStore:
+        """The Relocation Store (a separate key space)."""
+        return self._relocation
+
+
+if TYPE_CHECKING:
+    from zlink_trio.store._protocol import LocationStore, RelocationStore, Store
+
+    def _conforms(store: MemoryStore) -> tuple[LocationStore, RelocationStore, Store]:
+        # mypy proves here that the memory classes satisfy the protocols.
+        return store.location, store.relocation, store
