@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from statecharts import ALL_CHARTS
 from zlink_trio import demo
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def test_demo_exits_zero_and_renders_every_chart(tmp_path: Path, capsys):
