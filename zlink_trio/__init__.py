@@ -14,6 +14,7 @@ errors those APIs are built from.
 from zlink_trio.core.errors import AlreadyExists as AlreadyExists
 from zlink_trio.core.errors import CapacityExceeded as CapacityExceeded
 from zlink_trio.core.errors import DeadlineExceeded as DeadlineExceeded
+from zlink_trio.core.errors import HandlerError as HandlerError
 from zlink_trio.core.errors import InvalidConfiguration as InvalidConfiguration
 from zlink_trio.core.errors import InvalidOperation as InvalidOperation
 from zlink_trio.core.errors import LocalProtocolError as LocalProtocolError
@@ -35,6 +36,7 @@ __all__ = (
     "AlreadyExists",
     "CapacityExceeded",
     "DeadlineExceeded",
+    "HandlerError",
     "InvalidConfiguration",
     "InvalidOperation",
     "LocalProtocolError",

@@ -36,6 +36,7 @@ PINNED: dict[str, tuple[int, str | None]] = {
     "ProtocolError": (13, "ZLinkError"),
     "LocalProtocolError": (14, "ProtocolError"),
     "RemoteProtocolError": (15, "ProtocolError"),
+    "HandlerError": (16, "ZLinkError"),
 }
 
 

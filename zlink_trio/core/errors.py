@@ -27,6 +27,7 @@ __all__ = (
     "AlreadyExists",
     "CapacityExceeded",
     "DeadlineExceeded",
+    "HandlerError",
     "InvalidConfiguration",
     "InvalidOperation",
     "LocalProtocolError",
@@ -214,6 +215,22 @@ class RemoteProtocolError(ProtocolError):
     code = 15
 
 
+class HandlerError(ZLinkError):
+    """Raised to a requester when the Spot's handler raised instead of replying.
+
+    The Spot keeps running (one failed turn does not end an incarnation);
+    ``error_type`` names the exception class the handler raised, and on the
+    same node the original exception is chained as ``__cause__``. Fix the
+    handler, or catch the condition inside it and reply with a value.
+    """
+
+    code = 16
+
+    def __init__(self, message: str, *, error_type: str = "") -> None:
+        super().__init__(message)
+        self.error_type: Final = error_type
+
+
 _BY_CODE: Final[dict[int, type[ZLinkError]]] = {}
 for _cls in (
     ZLinkError,
@@ -230,6 +247,7 @@ for _cls in (
     StaleRoute,
     LocalProtocolError,
     RemoteProtocolError,
+    HandlerError,
 ):
     # Codes are the wire contract: two classes sharing one would be a bug.
     assert _cls.code not in _BY_CODE, _cls
