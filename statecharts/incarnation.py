@@ -17,8 +17,10 @@ ownership.  The runtime keeps one state id per incarnation and steps it with
   node, 06 §8) -> ``barrier_closed``.  ``activation_failed`` (factory/initialize
   error, on_create rejection, deadline, abort of a relocation target, or the target's
   authority aborted with the same fence) -> ``disposed`` directly: the application
-  never served, so no close callback runs; the authority cleanup (AbortCreating)
-  belongs to the create/activation chart.
+  never served.  If the instance was constructed, the runtime calls its
+  ``on_close(ACTIVATION_FAILED)`` once so it can release what its constructor
+  acquired; the authority cleanup (AbortCreating) belongs to the create/activation
+  chart.
 * ``barrier_closed`` -- Ready is committed and the route is registered, so messages
   are admitted to the queue, but no handler runs until the first durable record (cold
   activation) or the relocated queue head is restored: ``open_barrier`` -> ``serving``
