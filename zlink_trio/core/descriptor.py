@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
-from types import MappingProxyType
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
@@ -48,10 +46,12 @@ from zlink_trio.core.identity import (
     SpotKind,
     is_entry_spot_id,
     validate_node_id,
-    validate_stable_type,
 )
-from zlink_trio.core.placement import Role
+from zlink_trio.core.placement import Role, roles_from, served_types_from
 from zlink_trio.core.records import OwnerFence
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = (
     "DESCRIPTOR_DIGEST_TAG",
@@ -68,36 +68,6 @@ MAX_ENDPOINT_BYTES: Final = 2048
 #: Largest capacity a descriptor may declare.
 MAX_CAPACITY: Final = 2**31 - 1
 
-_PLACEABLE: Final = frozenset({SpotKind.USER, SpotKind.INSTANCE})
-
-
-def _roles(value: Iterable[str]) -> frozenset[Role]:
-    if isinstance(value, str):
-        value = (value,)
-    try:
-        return frozenset(Role(role) for role in value)
-    except (TypeError, ValueError):
-        raise InvalidOperation(
-            f"roles must be Role values {[r.value for r in Role]}, got {value!r}"
-        ) from None
-
-
-def _served(value: Mapping[str, SpotKind]) -> Mapping[str, SpotKind]:
-    if not isinstance(value, Mapping):
-        raise InvalidOperation(
-            f"served_types must map stable type -> SpotKind, got {type(value).__name__}"
-        )
-    served: dict[str, SpotKind] = {}
-    for stable_type in sorted(value):
-        kind = value[stable_type]
-        validate_stable_type(stable_type)
-        if kind not in _PLACEABLE:
-            raise InvalidOperation(
-                f"served type {stable_type!r} has kind {kind!r}; a node serves only USER or "
-                "INSTANCE types (Entry Spots are issued by the framework)"
-            )
-        served[stable_type] = SpotKind(kind)
-    return MappingProxyType(served)
 
 
 def _mesh(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
@@ -140,9 +110,9 @@ class NodeDescriptor:
     endpoint: str = attrs.field(
         validator=_endpoint
     )
-    roles: frozenset[Role] = attrs.field(converter=_roles)
+    roles: frozenset[Role] = attrs.field(converter=roles_from)
     #: stable type -> USER or INSTANCE, as a read-only mapping sorted by type.
-    served_types: Mapping[str, SpotKind] = attrs.field(converter=_served, hash=False)
+    served_types: Mapping[str, SpotKind] = attrs.field(converter=served_types_from, hash=False)
     #: Most Spots (Creating + active) this lifecycle may own; 0 hosts nothing.
     capacity: int = attrs.field(validator=_capacity)
     #: Node-wide placement weight; 0 means "place no new Spots here".

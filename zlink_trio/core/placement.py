@@ -77,9 +77,11 @@ __all__ = (
     "choose_node",
     "eligible_nodes",
     "place",
+    "roles_from",
     "select_instance_type",
     "select_mesh",
     "select_user_type",
+    "served_types_from",
 )
 
 #: A source of floats uniformly distributed in ``[0, 1)`` (``random.random``).
@@ -101,7 +103,14 @@ def _mesh_name(value: object) -> str:
     return validate_mesh_name(value)
 
 
-def _roles(value: Iterable[str]) -> frozenset[Role]:
+def roles_from(value: Iterable[str] | str) -> frozenset[Role]:
+    """Convert role names (or one name) to a frozenset of :class:`Role`.
+
+    Raises :class:`InvalidOperation` naming the valid roles otherwise. Used by
+    :class:`PlacementCandidate` and the node descriptor alike.
+    """
+    if isinstance(value, str):
+        value = (value,)
     try:
         return frozenset(Role(role) for role in value)
     except (TypeError, ValueError):
@@ -110,13 +119,19 @@ def _roles(value: Iterable[str]) -> frozenset[Role]:
         ) from None
 
 
-def _frozen_types(value: Mapping[str, SpotKind]) -> Mapping[str, SpotKind]:
+def served_types_from(value: Mapping[str, SpotKind]) -> Mapping[str, SpotKind]:
+    """Validate stable type -> kind and return a read-only copy sorted by type.
+
+    Only USER and INSTANCE kinds can be served (Entry Spots are issued by the
+    framework, never placed). Raises :class:`InvalidOperation` otherwise.
+    """
     if not isinstance(value, Mapping):
         raise InvalidOperation(
             f"served_types must map stable type -> SpotKind, got {type(value).__name__}"
         )
-    types = {}
-    for stable_type, kind in value.items():
+    types: dict[str, SpotKind] = {}
+    for stable_type in sorted(value):
+        kind = value[stable_type]
         try:
             validate_stable_type(stable_type)
         except InvalidOperation as error:
@@ -175,9 +190,9 @@ class PlacementCandidate:
 
     mesh: str = attrs.field(converter=_mesh_name)
     node_rid: NodeRid = attrs.field(validator=_check_rid)
-    roles: frozenset[Role] = attrs.field(converter=_roles)
+    roles: frozenset[Role] = attrs.field(converter=roles_from)
     #: stable type -> USER or INSTANCE; copied into a read-only mapping.
-    served_types: Mapping[str, SpotKind] = attrs.field(converter=_frozen_types, hash=False)
+    served_types: Mapping[str, SpotKind] = attrs.field(converter=served_types_from, hash=False)
     #: Spots active on the node.
     active: int = attrs.field(validator=_count)
     #: Creations in flight on the node (reserved, not yet Ready).
