@@ -49,12 +49,28 @@ LAYERS: tuple[Layer, ...] = (
         may_import=("statecharts", "zlink_trio.core", "zlink_trio.wire"),
         sans_io=False,
     ),
-    # Next: zlink_trio.transport, zlink_trio.runtime, zlink_trio (public API),
-    # zlink_trio.samples — each may import the rows above it.
+    Layer(
+        "zlink_trio.runtime",
+        may_import=("statecharts", "zlink_trio.core", "zlink_trio.wire", "zlink_trio.store"),
+        sans_io=False,
+    ),
+    # The public API (zlink_trio/__init__.py) and the demo: the only importers of runtime.
+    Layer(
+        "zlink_trio",
+        may_import=(
+            "statecharts",
+            "zlink_trio.core",
+            "zlink_trio.wire",
+            "zlink_trio.store",
+            "zlink_trio.runtime",
+        ),
+        sans_io=False,
+    ),
+    # Next: zlink_trio.transport, zlink_trio.samples — each may import the rows above it.
 )
 
 #: Layers that must exist now, so the scan cannot pass by finding nothing.
-REQUIRED = ("statecharts", "zlink_trio.core", "zlink_trio.wire")
+REQUIRED = ("statecharts", "zlink_trio.core", "zlink_trio.wire", "zlink_trio.runtime")
 
 
 def _within(module: str, package: str) -> bool:

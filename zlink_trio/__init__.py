@@ -5,9 +5,9 @@ re-exported in ``X as X`` form and listed in ``__all__``. Implementation
 modules may move; these names stay. ``tests/test_public_api.py`` checks that
 every exported name is listed and documented.
 
-The node runtime (``open_node``, the Spot decorators, ``SpotManager`` and
-``SpotClient``) is not here yet; today the package exposes the values and
-errors those APIs are built from.
+Start a node with ``async with zl.open_node(...) as node``; declare Spot types
+with ``@zl.instance_spot`` / ``@zl.user_spot`` and ``@zl.handler``; call them
+through ``node.client`` and manage User Spots through ``node.spots``.
 """
 
 
@@ -29,28 +29,66 @@ from zlink_trio.core.errors import Unavailable as Unavailable
 from zlink_trio.core.errors import ZLinkError as ZLinkError
 from zlink_trio.core.identity import NodeRid as NodeRid
 from zlink_trio.core.identity import SpotKind as SpotKind
+from zlink_trio.core.lanes import LaneBounds as LaneBounds
+from zlink_trio.core.records import SpotRef as SpotRef
+from zlink_trio.runtime._client import SpotClient as SpotClient
+from zlink_trio.runtime._context import SpotContext as SpotContext
+from zlink_trio.runtime._context import TimerHandle as TimerHandle
+from zlink_trio.runtime._create import CreateResult as CreateResult
+from zlink_trio.runtime._create import CreateState as CreateState
+from zlink_trio.runtime._definitions import instance_spot as instance_spot
+from zlink_trio.runtime._definitions import user_spot as user_spot
+from zlink_trio.runtime._handlers import handler as handler
+from zlink_trio.runtime._manager import SpotManager as SpotManager
+from zlink_trio.runtime._node import Node as Node
+from zlink_trio.runtime._node import open_node as open_node
+from zlink_trio.runtime._policies import CloseReason as CloseReason
+from zlink_trio.runtime._policies import DisableRelocation as DisableRelocation
+from zlink_trio.runtime._policies import PreserveStateWith as PreserveStateWith
+from zlink_trio.runtime._policies import RecreateOnRelocation as RecreateOnRelocation
+from zlink_trio.runtime._policies import Reject as Reject
+from zlink_trio.runtime._policies import SpotRelocationAdapter as SpotRelocationAdapter
 
 __version__ = "0.1.0"
 
 __all__ = (
     "AlreadyExists",
     "CapacityExceeded",
+    "CloseReason",
+    "CreateResult",
+    "CreateState",
     "DeadlineExceeded",
+    "DisableRelocation",
     "HandlerError",
     "InvalidConfiguration",
     "InvalidOperation",
+    "LaneBounds",
     "LocalProtocolError",
+    "Node",
     "NodeRid",
     "NotConfigured",
     "NotFound",
+    "PreserveStateWith",
     "ProtocolError",
+    "RecreateOnRelocation",
+    "Reject",
     "RemoteProtocolError",
+    "SpotClient",
+    "SpotContext",
     "SpotKind",
+    "SpotManager",
+    "SpotRef",
+    "SpotRelocationAdapter",
     "StaleFence",
     "StaleRoute",
+    "TimerHandle",
     "TypeMismatch",
     "Unavailable",
     "ZLinkError",
+    "handler",
+    "instance_spot",
+    "open_node",
+    "user_spot",
 )
 
 

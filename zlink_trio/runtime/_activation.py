@@ -1,0 +1,254 @@
+"""Cold activation, target side: from the activation envelope to the first message (06 §4.1).
+
+Theory of operation
+-------------------
+The source side (:mod:`._resolve`) chose this node and handed it an
+:class:`ActivationJob`; :func:`run_activation` runs it as a catalog task under the
+operation's single deadline, stepping the ``ColdActivation`` chart:
+
+9.  The target re-reads the store and checks the local ceiling.  An owner that exists
+    now (Ready, Creating or Closing) means another attempt won: the first message is
+    handed back to the resolver (``redeliver``), which delivers it exactly once to the
+    current owner once it is Ready, or competes again if the authority went Missing.
+10. The complete envelope (operation ID, Spot ID, type, Mesh, message type name and
+    body, deadline) becomes an immutable recovery root; Reserve records its receipt as
+    the recovery pointer.  Losing Reserve deletes our root and redelivers as in 9.
+11. The factory and ``on_activate`` run once; the envelope becomes the first record
+    of the durable activation inbox (seq 1); CommitReady; then, in the same
+    synchronous continuation, the host is registered in the catalog (route included),
+    the first record is pushed to the head of its queue and the barrier opens.
+12. The host runs the first message before anything else and afterwards moves the
+    inbox cursor, removes the recovery pointer by expected-version CAS and deletes the
+    root (:meth:`Host._after_first`).
+
+Store writes (root, Reserve, first record, CommitReady, AbortCreating) are shielded
+from the deadline so none is cut in half; the deadline is honoured while the factory
+runs, and any failure after Reserve aborts the creation with the same fence and deletes
+the root (09 §3 "If Creation Fails Midway").  A factory/hook exception reaches the
+caller as :class:`HandlerError`; ``on_close(ACTIVATION_FAILED)`` runs once if the
+instance was constructed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import TYPE_CHECKING
+
+import attrs
+import trio
+
+from zlink_trio.core.errors import (
+    CapacityExceeded,
+    DeadlineExceeded,
+    TypeMismatch,
+    Unavailable,
+    ZLinkError,
+)
+from zlink_trio.core.identity import SpotKind
+from zlink_trio.core.records import AuthorityRecord, AuthorityState, RecoveryPointer
+from zlink_trio.runtime._charts import COLD, step
+from zlink_trio.runtime._host import FirstRecord, Host, MessageWork
+from zlink_trio.runtime._runtime import LOGGER
+from zlink_trio.store import AuthorityExists
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from zlink_trio.core.records import ReservationFence, RootReceipt
+    from zlink_trio.runtime._catalog import Attempt
+    from zlink_trio.runtime._completion import Completion
+    from zlink_trio.runtime._definitions import SpotType
+    from zlink_trio.runtime._handlers import HandlerInfo
+    from zlink_trio.runtime._runtime import NodeRuntime
+
+__all__ = ("ENVELOPE_FORMAT", "ActivationJob", "encode_envelope", "run_activation")
+
+#: The recovery root's format name (06 §4.1 "instance-activation-recovery-v1").
+ENVELOPE_FORMAT = "instance-activation-recovery-v1"
+
+
+@attrs.define(eq=False)
+class ActivationJob:
+    """One activation envelope accepted by this node as the target."""
+
+    rt: NodeRuntime
+    attempt: Attempt
+    spot_type: SpotType
+    info: HandlerInfo
+    mesh: str
+    spot_id: str
+    msg: object
+    size: int
+    completion: Completion | None
+    deadline: float
+    op_id: str
+    #: ColdActivation state id.
+    state: str
+    #: Hands the first message back to the resolver when another attempt owns the ID.
+    redeliver: Callable[[], Awaitable[None]]
+    delivered: bool = False
+
+
+def encode_envelope(job: ActivationJob) -> bytes:
+    """The complete activation envelope as compact JSON (the recovery root's bytes)."""
+    encoded = job.rt.codec.encode(job.msg)
+    return json.dumps({
+        "format": ENVELOPE_FORMAT,
+        "operationId": job.op_id,
+        "spotId": job.spot_id,
+        "stableType": job.spot_type.stable_type,
+        "mesh": job.mesh,
+        "sourceNodeRid": str(job.rt.node_rid),
+        "messageType": encoded.type_name,
+        "body": base64.b64encode(encoded.body).decode("ascii"),
+        "deadline": repr(job.deadline),
+    }, separators=(",", ":"), sort_keys=True).encode("utf-8")
+
+
+def _fail(job: ActivationJob, error: BaseException) -> None:
+    if job.completion is not None:
+        job.completion.set_error(error)
+    else:
+        LOGGER.error("cold activation of Spot %r for a one-way send failed: %s",
+                     job.spot_id, error)
+
+
+async def run_activation(job: ActivationJob) -> None:
+    """Run one cold activation to its end; the outcome reaches the job's completion."""
+    try:
+        with trio.move_on_at(job.deadline) as scope:
+            await _activate(job)
+        if scope.cancelled_caught and not job.delivered:
+            _fail(job, DeadlineExceeded(
+                f"cold activation of Spot {job.spot_id!r} did not finish before the call's "
+                "deadline; it may or may not have been created. Use a longer .timeout()"
+            ))
+    except ZLinkError as error:
+        _fail(job, error)
+    finally:
+        job.rt.catalog.end_attempt(job.attempt)
+
+
+async def _redeliver(job: ActivationJob, event: str) -> None:
+    job.state = step(COLD, job.state, event)
+    job.rt.catalog.end_attempt(job.attempt)
+    job.delivered = True
+    await job.redeliver()
+
+
+async def _activate(job: ActivationJob) -> None:
+    rt = job.rt
+    try:
+        rt.catalog.check_ceiling()
+    except CapacityExceeded:
+        job.state = step(COLD, job.state, "over_ceiling")
+        raise
+    record = await rt.store.location.find(job.spot_id)
+    if record is not None:
+        if not record.matches(SpotKind.INSTANCE, job.spot_type.stable_type):
+            job.state = step(COLD, job.state, "owner_type_mismatch")
+            raise _mismatch(record, job)
+        ready = record.state in (AuthorityState.READY, AuthorityState.RELOCATING)
+        await _redeliver(job, "owner_ready" if ready else "owner_creating")
+        return
+    job.state = step(COLD, job.state, "owner_missing")
+    rt.catalog.pending += 1
+    try:
+        await _reserve_and_build(job)
+    finally:
+        rt.catalog.pending -= 1
+
+
+def _mismatch(record: AuthorityRecord, job: ActivationJob) -> TypeMismatch:
+    return TypeMismatch(
+        f"Spot {record.spot_id!r} exists as {record.kind.name.title()} Spot type "
+        f"{record.stable_type!r}, not Instance type {job.spot_type.stable_type!r}; call it "
+        "without instance_spot() or with its own type"
+    )
+
+
+async def _reserve_and_build(job: ActivationJob) -> None:
+    rt = job.rt
+    location, relocation = rt.store.location, rt.store.relocation
+    envelope = encode_envelope(job)
+    with trio.CancelScope(shield=True):
+        receipt = await relocation.put_root(envelope)
+        job.state = step(COLD, job.state, "root_stored")
+        try:
+            fence = await location.reserve(
+                job.spot_id, kind=SpotKind.INSTANCE, stable_type=job.spot_type.stable_type,
+                mesh=job.mesh, owner=rt.owner, now=rt.now(),
+                recovery_pointer=RecoveryPointer.from_receipt(receipt))
+        except AuthorityExists as exc:
+            await relocation.delete_root(receipt)
+            current = exc.current
+            if not current.matches(SpotKind.INSTANCE, job.spot_type.stable_type):
+                job.state = step(COLD, job.state, "reserve_refused_type")
+                raise _mismatch(current, job) from None
+            reserve_lost = ("reserve_lost_ready" if current.state is AuthorityState.READY
+                            else "reserve_lost_creating")
+        except CapacityExceeded:
+            await relocation.delete_root(receipt)
+            job.state = step(COLD, job.state, "reserve_refused_capacity")
+            raise
+        except ZLinkError:
+            await relocation.delete_root(receipt)
+            raise
+        else:
+            reserve_lost = ""
+    if reserve_lost:
+        await _redeliver(job, reserve_lost)
+        return
+    job.state = step(COLD, job.state, "reserve_won")
+    host = Host(rt, job.spot_type, job.spot_id, fence.object_generation, job.mesh)
+    try:
+        await host.build()
+    except BaseException as exc:
+        event = "deadline_expired" if isinstance(exc, trio.Cancelled) else "factory_failed"
+        job.state = step(COLD, job.state, event)
+        with trio.CancelScope(shield=True):
+            await host.activation_failed()
+            await _abort(job, fence, receipt)
+        raise
+    job.state = step(COLD, job.state, "factory_initialized")
+    with trio.CancelScope(shield=True):
+        try:
+            seq = await relocation.inbox_append(job.spot_id, fence.object_generation, envelope)
+            job.state = step(COLD, job.state, "first_record_durable")
+            ready = await location.commit_ready(fence, now=rt.now())
+        except ZLinkError as exc:
+            await host.activation_failed()
+            await _abort(job, fence, receipt)
+            raise Unavailable(
+                f"cold activation of Spot {job.spot_id!r} lost its reservation before Ready "
+                f"({exc.message}); nothing was created. Send a new call"
+            ) from exc
+    _publish(job, host, ready, seq, receipt)
+
+
+def _publish(job: ActivationJob, host: Host, ready: AuthorityRecord, seq: int,
+             receipt: RootReceipt) -> None:
+    """CommitReady succeeded: route, queue head and barrier in one continuation (09 §3)."""
+    job.state = step(COLD, job.state, "commit_ready")
+    first = FirstRecord(seq=seq, ready_version=ready.store_version, receipt=receipt)
+    host.open(MessageWork(job.msg, job.info, job.completion, job.deadline, first=first))
+    job.rt.catalog.register(host)
+    job.state = step(COLD, job.state, "route_registered")
+    job.state = step(COLD, job.state, "queue_head_restored")
+    first.state = job.state
+    job.delivered = True
+    job.rt.catalog.end_attempt(job.attempt)
+
+
+async def _abort(job: ActivationJob, fence: ReservationFence, receipt: RootReceipt) -> None:
+    """AbortCreating with the same fence, drop the inbox and the root (shielded caller)."""
+    rt = job.rt
+    try:
+        await rt.store.location.abort_creating(fence)
+        await rt.store.relocation.inbox_drop(job.spot_id, fence.object_generation)
+        await rt.store.relocation.delete_root(receipt)
+    except ZLinkError as exc:
+        LOGGER.error("Spot %r: cleanup of a failed activation failed: %s", job.spot_id, exc)
+    if job.state in ("aborting_failed_creation", "aborting_expired_creation"):
+        job.state = step(COLD, job.state, "abort_creating")

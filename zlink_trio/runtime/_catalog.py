@@ -1,0 +1,206 @@
+"""The node's catalog: local incarnations, in-flight creations, the idle sweep, shutdown.
+
+Theory of operation
+-------------------
+The catalog owns the nursery every Spot task and every cold-activation task runs in
+(DESIGN.md §7), and the node-local views the coordinators consult:
+
+* ``hosts`` -- Spot ID -> :class:`Host` for incarnations that are Ready here (the
+  "instance intent projection" of 09 §3).  :meth:`Catalog.register` adds a host and
+  its positive route in one synchronous step, right after CommitReady; the host's own
+  task removes both in one step right after Release.
+* ``attempts`` -- Spot ID -> :class:`Attempt` while *this node* competes for creation
+  authority of that ID.  A second local caller for the same ID waits on the attempt's
+  event instead of competing (so one node never runs two reservations for one ID) and
+  then re-reads the store; nothing about Creating is ever cached.
+* ``pending`` -- local reservations in flight, for the active-object ceiling check
+  (09 §5) that every local activation makes before it reserves.
+
+The idle sweep (09 §5) runs every ``idle_sweep_interval`` seconds when
+``instance_idle_timeout`` is positive; :class:`~zlink_trio.core.idle.IdleSweep` hands it
+at most 64 candidates per sweep, resuming where it stopped.  An idle Instance Spot gets
+BeginClose in the store, then its host seals admission and runs ``on_close(IDLE_EVICTED)``
+before the location is released.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import attrs
+import trio
+
+from zlink_trio.core.errors import ZLinkError
+from zlink_trio.core.identity import SpotKind
+from zlink_trio.core.idle import IdleSweep, is_idle
+from zlink_trio.core.placement import check_local_activation
+from zlink_trio.core.route_cache import CachedRoute
+from zlink_trio.runtime._policies import CloseReason
+from zlink_trio.runtime._runtime import LOGGER
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from zlink_trio.runtime._host import Host
+    from zlink_trio.runtime._runtime import NodeRuntime
+
+__all__ = ("Attempt", "Catalog")
+
+
+@attrs.define(eq=False)
+class Attempt:
+    """This node competing for creation authority of one Spot ID."""
+
+    spot_id: str
+    done: trio.Event = attrs.Factory(trio.Event)
+
+
+class Catalog:
+    """Local incarnations and creation attempts of one node; owns their nursery."""
+
+    def __init__(self, rt: NodeRuntime, nursery: trio.Nursery) -> None:
+        self.rt = rt
+        self._nursery = nursery
+        self.hosts: dict[str, Host] = {}
+        self.attempts: dict[str, Attempt] = {}
+        self.pending = 0
+        self._jobs: set[trio.CancelScope] = set()
+        self._host_scopes: set[trio.CancelScope] = set()
+        self._jobs_done = trio.Event()
+        self._jobs_done.set()
+
+    # ------------------------------------------------------------------ views
+
+    def register(self, host: Host) -> None:
+        """Add a Ready host and its route, synchronously (09 §3). Idempotent."""
+        rt = self.rt
+        self.hosts[host.spot_id] = host
+        rt.route_cache.put(CachedRoute(
+            spot_id=host.spot_id, object_generation=host.generation, mesh=host.mesh,
+            node_rid=rt.node_rid, kind=host.spot_type.kind,
+            stable_type=host.spot_type.stable_type, owner_lease_deadline=rt.lease_expires_at,
+        ), rt.now())
+        # Shielded: a cancelled ``async with open_node`` body must not kill the Spots
+        # before the drain closes them in order; :meth:`cancel_all` ends them after it.
+        scope = trio.CancelScope(shield=True)
+        self._host_scopes.add(scope)
+
+        async def run() -> None:
+            try:
+                with scope:
+                    await host.run()
+            finally:
+                self._host_scopes.discard(scope)
+
+        self._nursery.start_soon(run)
+
+    def remove(self, host: Host) -> None:
+        """Drop ``host`` if it is still the registered incarnation of its ID."""
+        if self.hosts.get(host.spot_id) is host:
+            del self.hosts[host.spot_id]
+
+    def check_ceiling(self) -> None:
+        """CapacityExceeded when one more local activation would pass the ceiling."""
+        check_local_activation(len(self.hosts), self.pending,
+                               self.rt.options.active_object_ceiling)
+
+    def begin_attempt(self, spot_id: str) -> Attempt | None:
+        """Start competing for ``spot_id``; ``None`` if this node already does."""
+        if spot_id in self.attempts:
+            return None
+        attempt = self.attempts[spot_id] = Attempt(spot_id)
+        return attempt
+
+    def end_attempt(self, attempt: Attempt) -> None:
+        """Stop competing; waiters re-read the store. Idempotent."""
+        if self.attempts.get(attempt.spot_id) is attempt:
+            del self.attempts[attempt.spot_id]
+        attempt.done.set()
+
+    def start_job(self, job: Callable[[], Awaitable[None]]) -> None:
+        """Run a cold-activation attempt as a task of the catalog (cancelled at shutdown)."""
+        scope = trio.CancelScope()
+        self._jobs.add(scope)
+        self._jobs_done = trio.Event()
+
+        async def run() -> None:
+            try:
+                with scope:
+                    await job()
+            finally:
+                self._jobs.discard(scope)
+                if not self._jobs:
+                    self._jobs_done.set()
+
+        self._nursery.start_soon(run)
+
+    # ------------------------------------------------------------------ idle sweep
+
+    async def idle_sweep(self) -> None:
+        """Evict idle Instance Spots, at most 64 examined per sweep (09 §5). Runs forever."""
+        options = self.rt.options
+        sweep: IdleSweep[str] = IdleSweep(interval=options.idle_sweep_interval)
+        while True:
+            candidates = [spot_id for spot_id, host in self.hosts.items()
+                          if host.spot_type.kind is SpotKind.INSTANCE]
+            for spot_id in sweep.sweep(candidates, trio.current_time()):
+                host = self.hosts.get(spot_id)
+                if host is not None and self._idle(host):
+                    await self._evict(host)
+            deadline = sweep.next_deadline()
+            assert deadline is not None
+            await trio.sleep_until(deadline)
+
+    def _idle(self, host: Host) -> bool:
+        if host.state != "serving" or not self.rt.serving:
+            return False
+        pending, running = host.pending_and_running()
+        return is_idle(host.spot_type.kind, pending=pending, running=running, relocating=False,
+                       last_work_finished_at=host.last_work_finished_at,
+                       now=trio.current_time(), timeout=self.rt.options.instance_idle_timeout)
+
+    async def _evict(self, host: Host) -> None:
+        try:
+            record = await self.rt.store.location.begin_close(
+                host.spot_id, object_generation=host.generation, owner=self.rt.owner,
+                now=self.rt.now())
+        except ZLinkError as exc:
+            LOGGER.warning("idle eviction of Spot %r could not begin: %s", host.spot_id, exc)
+            return
+        if record is not None:
+            host.request_close(CloseReason.IDLE_EVICTED, record.fence())
+
+    # ------------------------------------------------------------------ shutdown
+
+    def cancel_all(self) -> None:
+        """Cancel every Spot task (after the drain, or when it ran out of time)."""
+        for scope in list(self._host_scopes) + list(self._jobs):
+            scope.cancel()
+
+    async def shutdown(self) -> None:
+        """Cancel creation attempts, close every local Spot with NODE_SHUTDOWN, wait for them.
+
+        The caller bounds this with a deadline; attempts clean up with their own fence.
+        """
+        for scope in list(self._jobs):
+            scope.cancel()
+        await self._jobs_done.wait()
+        while self.attempts:  # user creates still cleaning up in their callers' tasks
+            await next(iter(self.attempts.values())).done.wait()
+        hosts = list(self.hosts.values())
+        for host in hosts:
+            if host.state != "serving":
+                continue
+            try:
+                record = await self.rt.store.location.begin_close(
+                    host.spot_id, object_generation=host.generation, owner=self.rt.owner,
+                    now=self.rt.now())
+            except ZLinkError as exc:
+                LOGGER.warning("shutdown close of Spot %r could not begin: %s",
+                               host.spot_id, exc)
+                continue
+            if record is not None:
+                host.request_close(CloseReason.NODE_SHUTDOWN, record.fence())
+        for host in hosts:
+            if host.close_reason is not None:
+                await host.finished.wait()

@@ -1,0 +1,174 @@
+"""SpotClient: direct ``send`` / ``request`` to a Spot by its global ID (06 §4, §5).
+
+Theory of operation
+-------------------
+``client.request(spot_id, msg, reply=T)`` and ``client.send(spot_id, msg)`` return
+builders.  Each option -- ``.instance_spot(type=None)``, ``.in_mesh(mesh)`` (only after
+``.instance_spot()``), ``.timeout(seconds)`` -- may be set once, and the builder may be
+awaited once; anything else is InvalidOperation.  Input is validated when the option is
+set or when the call is awaited, always before any store call.
+
+Awaiting fixes one deadline (``.timeout()`` or the node's ``default_timeout``) that
+spans resolve, cold activation, dispatch and the reply.  A send completes at
+admission -- into the Spot's queue, or, when it cold-activates, when the activation
+envelope is accepted by the target -- and a request completes exactly once with the
+reply or a typed error.  Nothing is retried automatically.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
+
+import trio
+
+from zlink_trio.core.errors import DeadlineExceeded, InvalidOperation
+from zlink_trio.core.identity import validate_mesh_name, validate_spot_id, validate_stable_type
+from zlink_trio.core.identity import validate_user_spot_id as _validate_user_id
+from zlink_trio.runtime._completion import Completion
+from zlink_trio.runtime._options import check_timeout
+from zlink_trio.runtime._resolve import SEND, Delivery, Intent, deliver
+
+if TYPE_CHECKING:
+    from collections.abc import Generator
+    from typing import Self
+
+    from zlink_trio.runtime._runtime import NodeRuntime
+
+__all__ = ("RequestCall", "SendCall", "SpotClient")
+
+R = TypeVar("R")
+
+_UNSET: Any = object()
+
+
+class _Call:
+    """Options shared by request and send builders."""
+
+    def __init__(self, rt: NodeRuntime, spot_id: str, msg: object) -> None:
+        self._rt = rt
+        self._spot_id = spot_id
+        self._msg = msg
+        self._intent = False
+        self._type: str | None = None
+        self._mesh: str | None = None
+        self._timeout: float | None = None
+        self._set: set[str] = set()
+        self._awaited = False
+
+    def _option(self, name: str) -> None:
+        if self._awaited:
+            raise InvalidOperation(f".{name}() after the call was awaited; build a new call")
+        if name in self._set:
+            raise InvalidOperation(f".{name}() was already set on this call; set it once")
+        self._set.add(name)
+
+    def instance_spot(self, stable_type: str | None = None) -> Self:
+        """Allow cold activation: a Missing Spot is created as Instance type ``stable_type``.
+
+        Omit the type to auto-select the Mesh's only Instance type (06 §4.1).
+        """
+        self._option("instance_spot")
+        self._type = None if stable_type is None else validate_stable_type(stable_type)
+        self._intent = True
+        return self
+
+    def in_mesh(self, mesh: str) -> Self:
+        """The Mesh to place a Missing Spot in; only after :meth:`instance_spot`."""
+        if not self._intent:
+            raise InvalidOperation(
+                ".in_mesh() only chooses where a Missing Instance Spot is first placed, so it "
+                "needs .instance_spot() before it"
+            )
+        self._option("in_mesh")
+        self._mesh = validate_mesh_name(mesh)
+        return self
+
+    def timeout(self, seconds: float) -> Self:
+        """The call's one end-to-end deadline, ``seconds`` from when it is awaited."""
+        self._option("timeout")
+        self._timeout = check_timeout(seconds)
+        return self
+
+    def _start(self) -> Delivery:
+        if self._awaited:
+            raise InvalidOperation("this call was already awaited; build a new call")
+        self._awaited = True
+        spot_id = (_validate_user_id(self._spot_id) if self._intent
+                   else validate_spot_id(self._spot_id))
+        encoded = self._rt.codec.encode(self._msg)
+        timeout = self._rt.options.default_timeout if self._timeout is None else self._timeout
+        return Delivery(
+            spot_id=spot_id, msg=self._msg, size=len(encoded.body),
+            intent=Intent(self._type, self._mesh) if self._intent else None,
+            completion=None, reply=SEND, deadline=trio.current_time() + timeout,
+            op_id=self._rt.new_uuid4())
+
+    async def _deliver(self, call: Delivery, what: str) -> None:
+        with trio.move_on_at(call.deadline):
+            await deliver(self._rt, call)
+            return
+        raise DeadlineExceeded(
+            f"{what} to Spot {call.spot_id!r} was not admitted before its deadline; use a "
+            "longer .timeout()"
+        )
+
+
+class SendCall(_Call):
+    """A one-way send; ``await`` it to submit. Completes at admission, returns ``None``."""
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        return self._run().__await__()
+
+    async def _run(self) -> None:
+        call = self._start()
+        await self._deliver(call, "the send")
+
+
+class RequestCall(_Call, Generic[R]):
+    """A request; ``await`` it for the reply of type ``R`` (or a typed error)."""
+
+    def __init__(self, rt: NodeRuntime, spot_id: str, msg: object, reply: type[R] | None
+                 ) -> None:
+        super().__init__(rt, spot_id, msg)
+        self._reply = reply
+
+    def __await__(self) -> Generator[Any, Any, R]:
+        return self._run().__await__()
+
+    async def _run(self) -> R:
+        call = self._start()
+        call.reply = self._reply
+        completion = call.completion = Completion()
+        await self._deliver(call, "the request")
+        what = f"the request to Spot {call.spot_id!r}"
+        return cast("R", await completion.wait(call.deadline, what))
+
+
+class SpotClient:
+    """Direct calls to Spots by global ID: ``node.client`` (and ``ctx.client``)."""
+
+    def __init__(self, rt: NodeRuntime) -> None:
+        self._rt = rt
+
+    @overload
+    def request(self, spot_id: str, msg: object, *, reply: type[R]) -> RequestCall[R]: ...
+
+    @overload
+    def request(self, spot_id: str, msg: object, *, reply: None = None) -> RequestCall[None]: ...
+
+    def request(self, spot_id: str, msg: object, *, reply: type[R] | None = None
+                ) -> RequestCall[R] | RequestCall[None]:
+        """Build a request of ``msg`` (an attrs instance) to ``spot_id``; await it for the reply.
+
+        ``reply`` must be the reply class the Spot's handler declares (``None`` for a
+        handler declared ``-> None``; then the request waits for it to finish), else
+        TypeMismatch. Without ``.instance_spot()`` a Missing Spot is NotFound.
+        """
+        return RequestCall(self._rt, spot_id, msg, reply)
+
+    def send(self, spot_id: str, msg: object) -> SendCall:
+        """Build a one-way send of ``msg`` to ``spot_id``; it completes at admission.
+
+        A failure of the handler is logged on the ``zlink_trio`` logger, not reported.
+        """
+        return SendCall(self._rt, spot_id, msg)

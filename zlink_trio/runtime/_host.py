@@ -1,0 +1,460 @@
+"""One Spot incarnation on this node: its instance, lanes, timers and task.
+
+Theory of operation
+-------------------
+A :class:`Host` is created by a coordinator (cold activation or user create) once the
+store granted a reservation.  It keeps the ``Incarnation`` chart's state id:
+
+* ``activating`` -- the coordinator builds the instance (:meth:`Host.build`); the host
+  is not in the catalog, so nothing can reach it.
+* ``commit_ready`` -> ``barrier_closed`` and ``open_barrier`` -> ``serving`` happen in
+  the coordinator's synchronous continuation right after CommitReady, together with
+  the catalog registration and (cold activation) the restored first record, so no
+  message can be admitted between the commit and the route (09 §3).
+* ``serving`` -- :meth:`Host.run` (a task in the catalog's nursery) takes one turn at a
+  time from the two lanes (lifecycle first, then application, ``core.lanes``);
+  a reservation is returned when its turn ends, whatever the outcome.
+* ``closing`` -- :meth:`Host.request_close` is called after the store's BeginClose
+  succeeded; admission is sealed at once (new messages end ``StaleRoute``), the turns
+  accepted before the seal still run, then ``on_close(reason)`` runs once, timers are
+  cancelled, the authority is released with the Closing record's fence, and the
+  catalog entry and cached route are dropped in the same continuation (06 §7, 09 §5).
+
+A handler's exception fails only its own turn: a request gets :class:`HandlerError`
+(the exception chained as ``__cause__``), a send's failure is logged.  A queued request
+whose deadline passed is completed with DeadlineExceeded without running, except the
+restored first record of a cold activation, which is durable and always runs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+import trio
+
+from zlink_trio.core.errors import (
+    DeadlineExceeded,
+    HandlerError,
+    InvalidOperation,
+    StaleFence,
+    StaleRoute,
+    Unavailable,
+    ZLinkError,
+)
+from zlink_trio.core.lanes import Lanes
+from zlink_trio.core.timers import TimerSchedule
+from zlink_trio.runtime._charts import COLD, INCARNATION, step
+from zlink_trio.runtime._context import SpotContext
+from zlink_trio.runtime._definitions import InstanceSpotType, UserSpotType
+from zlink_trio.runtime._policies import CloseReason
+from zlink_trio.runtime._runtime import LOGGER
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from zlink_trio.core.lanes import Turn
+    from zlink_trio.core.records import AuthorityFence, RootReceipt
+    from zlink_trio.core.timers import TimerId
+    from zlink_trio.runtime._completion import Completion
+    from zlink_trio.runtime._definitions import SpotType
+    from zlink_trio.runtime._handlers import HandlerInfo
+    from zlink_trio.runtime._runtime import NodeRuntime
+
+__all__ = ("FirstRecord", "Host", "MessageWork", "TimerWork", "call_hook")
+
+#: Bound on an ``on_close`` that runs while the node cleans up (shielded work).
+_CLEANUP_TIMEOUT: Final = 10.0
+
+
+@attrs.define(eq=False)
+class FirstRecord:
+    """The durable first record of a cold activation: inbox sequence and recovery root."""
+
+    seq: int
+    ready_version: int
+    receipt: RootReceipt
+    #: ColdActivation state id, stepped through the post-first-turn cleanup.
+    state: str = "serving_first_message"
+
+
+@attrs.define(eq=False)
+class MessageWork:
+    """An application message waiting for (or running in) a turn."""
+
+    msg: object
+    info: HandlerInfo
+    completion: Completion | None
+    deadline: float
+    first: FirstRecord | None = None
+
+
+@attrs.define(eq=False)
+class TimerWork:
+    """A timer tick: ``await callback()`` as a turn."""
+
+    timer_id: TimerId
+    callback: Callable[[], Awaitable[object]]
+
+
+Work = MessageWork | TimerWork
+
+
+async def call_hook(instance: object, hook_name: str, is_async: bool, *args: object) -> object:
+    """Call a lifecycle hook, awaiting it when it is async."""
+    result = getattr(instance, hook_name)(*args)
+    if is_async:
+        result = await result
+    return result
+
+
+def handler_error(what: str, exc: Exception, *, activating: bool = False) -> HandlerError:
+    """A HandlerError for ``exc`` raised by application code, with ``exc`` as its cause."""
+    outcome = ("nothing was created (the reservation was aborted)" if activating
+               else "the Spot keeps running")
+    error = HandlerError(
+        f"{what} raised {type(exc).__name__}: {exc}; {outcome}. Fix the code or catch the "
+        "condition there",
+        error_type=type(exc).__qualname__,
+    )
+    error.__cause__ = exc
+    return error
+
+
+class Host:
+    """One local incarnation of a Spot; see the module docstring."""
+
+    def __init__(self, rt: NodeRuntime, spot_type: SpotType, spot_id: str, generation: int,
+                 mesh: str) -> None:
+        self.rt: Final = rt
+        self.spot_type: Final = spot_type
+        self.spot_id: Final = spot_id
+        self.generation: Final = generation
+        self.mesh: Final = mesh
+        #: Incarnation chart state id.
+        self.state = INCARNATION.initial
+        self.instance: object | None = None
+        self.ctx: Final = SpotContext(self)
+        self.lanes: Final = Lanes[Work](application=rt.options.application_lane,
+                                        lifecycle=rt.options.lifecycle_lane)
+        self.timers: Final = TimerSchedule()
+        self._callbacks: dict[TimerId, Callable[[], Awaitable[object]]] = {}
+        self._wake = trio.Event()
+        #: Set once the incarnation is released and gone from the catalog.
+        self.finished: Final = trio.Event()
+        self.close_reason: CloseReason | None = None
+        self._fence: AuthorityFence | None = None
+        self._self_close = False
+        self._first: FirstRecord | None = None
+        self.last_work_finished_at = trio.current_time()
+
+    # ------------------------------------------------------------------ activation
+
+    async def build(self, request: object | None = None) -> object | None:
+        """Construct the instance and run ``on_activate`` (and ``on_create`` for User Spots).
+
+        Returns what ``on_create`` returned (``None`` for Instance Spots). Application
+        exceptions become :class:`HandlerError`; cancellation propagates. The caller
+        runs :meth:`activation_failed` when this raises or the result is a Reject.
+        """
+        spot_type, hooks = self.spot_type, self.spot_type.hooks
+        try:
+            if isinstance(spot_type, UserSpotType):
+                self.instance = spot_type.construct(self.ctx, request)
+            elif isinstance(spot_type, InstanceSpotType):
+                self.instance = spot_type.construct(self.ctx)
+            else:
+                raise InvalidOperation(f"{spot_type.stable_type!r} cannot be activated here")
+        except Exception as exc:
+            raise handler_error(f"the factory of {spot_type.stable_type!r}", exc,
+                                activating=True) from exc
+        try:
+            if hooks.on_activate is not None:
+                await call_hook(self.instance, "on_activate", hooks.on_activate.is_async)
+            if hooks.on_create is not None:
+                return await call_hook(self.instance, "on_create", hooks.on_create.is_async,
+                                       request)
+        except Exception as exc:
+            raise handler_error(f"the activation hooks of {spot_type.stable_type!r}", exc,
+                                activating=True) from exc
+        return None
+
+    async def activation_failed(self) -> None:
+        """``on_close(ACTIVATION_FAILED)`` once if constructed; the host is disposed.
+
+        Runs shielded with a bound, so a failing attempt always gets to clean up.
+        """
+        self.state = step(INCARNATION, self.state, "activation_failed")
+        self.timers.cancel_all()
+        self._callbacks.clear()
+        if self.instance is not None:
+            await self._on_close(CloseReason.ACTIVATION_FAILED)
+
+    def open(self, first: MessageWork | None) -> None:
+        """Commit -> registered -> (first record at the head) -> serving; synchronous.
+
+        The caller registers the host in the catalog in the same continuation.
+        """
+        self.state = step(INCARNATION, self.state, "commit_ready")
+        if first is not None:
+            self._first = first.first
+            self.lanes.application.push_front(first, 0)
+        self.state = step(INCARNATION, self.state, "open_barrier")
+        self.last_work_finished_at = trio.current_time()
+
+    # ------------------------------------------------------------------ admission
+
+    @property
+    def sealed(self) -> bool:
+        """Whether admission is sealed (closing or gone)."""
+        return self.state in ("closing", "disposed")
+
+    def admit(self, work: MessageWork, payload_size: int) -> None:
+        """Queue an application message. StaleRoute when sealed or the owner is invalid;
+        CapacityExceeded (``lane="application"``) when a lane bound is hit."""
+        if self.sealed:
+            raise StaleRoute(
+                f"Spot {self.spot_id!r} generation {self.generation} is closing on this node "
+                "and admits no new messages; the message was not run. Send a new call once "
+                "it is closed (with Instance intent it is activated again)"
+            )
+        self.rt.check_admission()
+        self.lanes.application.admit(work, payload_size)
+        self._wake.set()
+
+    def pending_and_running(self) -> tuple[int, int]:
+        """Queued and running work items over both lanes (idle check)."""
+        stats = self.lanes.statistics()
+        return (stats.application.queued + stats.lifecycle.queued,
+                stats.application.running + stats.lifecycle.running)
+
+    # ------------------------------------------------------------------ timers
+
+    def add_timer(self, delay: float, callback: Callable[[], Awaitable[object]],
+                  period: float | None) -> TimerId:
+        """Register a timer (see ``SpotContext.start_timer``)."""
+        if self.sealed or self._self_close:
+            raise InvalidOperation(
+                f"Spot {self.spot_id!r} is closing; it cannot start new timers"
+            )
+        timer_id = self.timers.add(delay, now=trio.current_time(), period=period)
+        self._callbacks[timer_id] = callback
+        self._wake.set()
+        return timer_id
+
+    def cancel_timer(self, timer_id: TimerId) -> bool:
+        """Unregister a timer; ``True`` if it was registered."""
+        self._callbacks.pop(timer_id, None)
+        return self.timers.cancel(timer_id)
+
+    def _fire_due_timers(self) -> None:
+        if self.state != "serving":
+            return
+        for timer_id in self.timers.due(trio.current_time()):
+            callback = (self._callbacks.get(timer_id) if timer_id in self.timers
+                        else self._callbacks.pop(timer_id, None))
+            if callback is None:
+                continue
+            try:
+                self.lanes.application.admit(TimerWork(timer_id, callback), 0)
+            except ZLinkError as exc:
+                LOGGER.warning("Spot %r: timer tick skipped: %s", self.spot_id, exc)
+
+    # ------------------------------------------------------------------ close
+
+    def request_self_close(self) -> None:
+        """``ctx.close()``: begin the close after the current turn."""
+        if not self.sealed:
+            self._self_close = True
+            self._wake.set()
+
+    def request_close(self, reason: CloseReason, fence: AuthorityFence) -> None:
+        """Seal admission for a close whose BeginClose succeeded; merges with a running one."""
+        if self.close_reason is not None or self.state != "serving":
+            return
+        event = "begin_idle_eviction" if reason is CloseReason.IDLE_EVICTED else "begin_close"
+        self.state = step(INCARNATION, self.state, event)
+        self.close_reason = reason
+        self._fence = fence
+        self._wake.set()
+
+    async def _begin_self_close(self) -> None:
+        self._self_close = False
+        if self.state != "serving":
+            return
+        try:
+            record = await self.rt.store.location.begin_close(
+                self.spot_id, object_generation=self.generation, owner=self.rt.owner,
+                now=self.rt.now())
+        except ZLinkError as exc:
+            LOGGER.warning("Spot %r: ctx.close() could not begin: %s", self.spot_id, exc)
+            return
+        if record is not None:
+            self.request_close(CloseReason.CLOSED, record.fence())
+
+    async def _on_close(self, reason: CloseReason) -> None:
+        hook = self.spot_type.hooks.on_close
+        if hook is None or self.instance is None:
+            return
+        with trio.move_on_after(_CLEANUP_TIMEOUT) as scope:
+            try:
+                await call_hook(self.instance, "on_close", hook.is_async, reason)
+            except Exception:
+                LOGGER.exception("Spot %r: on_close(%s) raised", self.spot_id, reason.value)
+        if scope.cancelled_caught:
+            LOGGER.error("Spot %r: on_close(%s) did not finish within %s s",
+                         self.spot_id, reason.value, _CLEANUP_TIMEOUT)
+
+    async def _finish(self) -> None:
+        """All accepted work is done: cleanup once, release, unregister (06 §7)."""
+        assert self.close_reason is not None
+        assert self._fence is not None
+        self.timers.cancel_all()
+        self._callbacks.clear()
+        await self._on_close(self.close_reason)
+        try:
+            await self.rt.store.location.release(self._fence)
+        except ZLinkError as exc:
+            LOGGER.error("Spot %r: release failed: %s", self.spot_id, exc)
+        # Same continuation: the catalog entry and the cached route go together.
+        self.rt.catalog.remove(self)
+        self.rt.route_cache.invalidate(self.spot_id)
+        self.state = step(INCARNATION, self.state, "dispose")
+        self.finished.set()
+        relocation = self.rt.store.relocation
+        try:
+            await relocation.inbox_drop(self.spot_id, self.generation)
+            if self._first is not None and self._first.state != "activated":
+                await relocation.delete_root(self._first.receipt)
+        except ZLinkError as exc:
+            LOGGER.warning("Spot %r: recovery cleanup failed: %s", self.spot_id, exc)
+
+    # ------------------------------------------------------------------ the task
+
+    async def run(self) -> None:
+        """The incarnation's task: one turn at a time until closed and released."""
+        try:
+            while True:
+                turn = self.lanes.next_turn()
+                if turn is None:
+                    if self.state == "closing":
+                        break
+                    if self._self_close:
+                        await self._begin_self_close()
+                        continue
+                    await self._wait_for_work()
+                    continue
+                await self._run_turn(turn)
+            with trio.CancelScope(shield=True):
+                await self._finish()
+        finally:
+            self._fail_queued()
+
+    async def _wait_for_work(self) -> None:
+        self._wake = trio.Event()
+        self._fire_due_timers()
+        if self.lanes.statistics().application.queued or self.state == "closing":
+            return
+        deadline = self.timers.next_deadline()
+        with trio.move_on_at(math.inf if deadline is None else deadline):
+            await self._wake.wait()
+
+    async def _run_turn(self, turn: Turn[Work]) -> None:
+        item = turn.item
+        try:
+            if isinstance(item, TimerWork):
+                await self._run_timer(item)
+            else:
+                await self._run_message(item)
+        finally:
+            self.lanes.complete(turn.ticket)
+        if self._self_close and not self.sealed:
+            await self._begin_self_close()
+
+    async def _run_timer(self, item: TimerWork) -> None:
+        try:
+            await item.callback()
+        except Exception:
+            LOGGER.exception("Spot %r: timer callback %r raised", self.spot_id, item.callback)
+
+    async def _run_message(self, item: MessageWork) -> None:
+        completion = item.completion
+        if completion is not None and item.first is None:
+            if completion.done:
+                return  # the caller's deadline already completed it
+            if trio.current_time() >= item.deadline:
+                completion.set_error(DeadlineExceeded(
+                    f"the request to Spot {self.spot_id!r} waited in its queue past its "
+                    "deadline and was not run; use a longer .timeout() or send less work"
+                ))
+                return
+        try:
+            result: Any = await getattr(self.instance, item.info.name)(item.msg)
+        except Exception as exc:
+            what = f"handler {self.spot_type.cls.__qualname__}.{item.info.name}"
+            if completion is not None:
+                completion.set_error(handler_error(what, exc))
+            else:
+                LOGGER.error("Spot %r: %s raised on a one-way send", self.spot_id, what,
+                             exc_info=exc)
+        else:
+            if completion is not None:
+                mismatch = self._check_reply(item.info, result)
+                if mismatch is None:
+                    completion.set_result(result)
+                else:
+                    completion.set_error(mismatch)
+        finally:
+            self.last_work_finished_at = trio.current_time()
+        if item.first is not None:
+            await self._after_first(item.first)
+
+    def _check_reply(self, info: HandlerInfo, result: object) -> HandlerError | None:
+        expected = info.reply_type
+        if (expected is None and result is None) or (
+                expected is not None and type(result) is expected):
+            return None
+        want = "None" if expected is None else expected.__qualname__
+        return HandlerError(
+            f"handler {self.spot_type.cls.__qualname__}.{info.name} is declared to return "
+            f"{want} but returned {type(result).__qualname__}; return the declared type",
+            error_type="TypeError",
+        )
+
+    async def _after_first(self, first: FirstRecord) -> None:
+        """06 §4.1 step 12: cursor, pointer CAS, then the root; idempotent on retry."""
+        rt = self.rt
+        try:
+            await rt.store.relocation.inbox_set_cursor(self.spot_id, self.generation, first.seq)
+            first.state = step(COLD, first.state, "first_completion_recorded")
+            await self._remove_pointer(first.ready_version)
+            first.state = step(COLD, first.state, "pointer_removed")
+            await rt.store.relocation.delete_root(first.receipt)
+            first.state = step(COLD, first.state, "root_deleted")
+        except ZLinkError as exc:
+            LOGGER.warning("Spot %r: activation recovery cleanup failed: %s", self.spot_id, exc)
+
+    async def _remove_pointer(self, version: int) -> None:
+        location = self.rt.store.location
+        try:
+            await location.remove_recovery_pointer(
+                self.spot_id, object_generation=self.generation, expected_version=version)
+        except StaleFence:
+            # The record changed since Ready (a close began): re-read once and retry.
+            record = await location.find(self.spot_id)
+            if (record is not None and record.object_generation == self.generation
+                    and record.recovery_pointer is not None):
+                await location.remove_recovery_pointer(
+                    self.spot_id, object_generation=self.generation,
+                    expected_version=record.store_version)
+
+    def _fail_queued(self) -> None:
+        """The task ends: no queued request may wait for a turn that never comes."""
+        while (turn := self.lanes.next_turn()) is not None:
+            if isinstance(turn.item, MessageWork) and turn.item.completion is not None:
+                turn.item.completion.set_error(Unavailable(
+                    f"Spot {self.spot_id!r} stopped on this node before the request ran; "
+                    "send a new call"
+                ))
+            self.lanes.complete(turn.ticket)

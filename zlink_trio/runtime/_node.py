@@ -1,0 +1,278 @@
+"""``open_node``: one node lifecycle -- claim, serve, drain, remove (``NodeLifecycle`` chart).
+
+Theory of operation
+-------------------
+``async with open_node(node_id, ...) as node`` does, in order:
+
+1. Validate everything locally -- NodeId, MeshName, options, the Spot types (a stable
+   type registered twice is a startup error) -- and raise
+   :class:`InvalidConfiguration` before the store is touched.
+2. Open the store, draw a fresh NodeRid and Entry Spot ID ``<node_id>-entry-<uuid4>``
+   and claim the descriptor and the Entry Spot in one NewClaim.  A conflict is a startup
+   configuration error; no second Entry UUID is tried.
+3. Open a nursery holding the lease renewal (every ``lease / 3``), the idle sweep, the
+   catalog's Spot tasks and cold activations, and yield the :class:`Node`.
+4. On exit -- also on error or cancellation, shielded and bounded by
+   ``default_timeout`` -- drain: creation attempts are cancelled (they abort with their
+   fence), every local Spot closes with NODE_SHUTDOWN and releases its authority, then
+   the descriptor and Entry claim are removed with the lifecycle fence.  If the lease
+   was lost the store is not touched (the lifecycle is over).
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+import attrs
+import trio
+
+from zlink_trio.core.descriptor import NodeDescriptor
+from zlink_trio.core.errors import AlreadyExists, InvalidConfiguration, InvalidOperation, ZLinkError
+from zlink_trio.core.identity import (
+    NodeRid,
+    SpotKind,
+    new_entry_spot_id,
+    validate_entry_prefix,
+    validate_mesh_name,
+    validate_node_id,
+)
+from zlink_trio.core.lanes import DEFAULT_APPLICATION_BOUNDS, DEFAULT_LIFECYCLE_BOUNDS, LaneBounds
+from zlink_trio.core.placement import Role
+from zlink_trio.core.records import OwnerFence
+from zlink_trio.core.route_cache import RouteCache, RouteCacheStatistics
+from zlink_trio.runtime._catalog import Catalog
+from zlink_trio.runtime._charts import NODE, step
+from zlink_trio.runtime._client import SpotClient
+from zlink_trio.runtime._manager import SpotManager
+from zlink_trio.runtime._options import (
+    DEFAULT_ACTIVE_OBJECT_CEILING,
+    DEFAULT_IDLE_SWEEP_INTERVAL,
+    DEFAULT_INSTANCE_IDLE_TIMEOUT,
+    DEFAULT_LEASE,
+    DEFAULT_TIMEOUT,
+    NodeOptions,
+)
+from zlink_trio.runtime._registry import SpotTypeRegistry
+from zlink_trio.runtime._runtime import LOGGER, NodeRuntime
+from zlink_trio.store import MemoryStore, open_store
+from zlink_trio.wire.codec import MessageCodec
+
+if TYPE_CHECKING:
+    import random as _random
+    from collections.abc import AsyncIterator, Callable, Iterable
+
+__all__ = ("Node", "NodeStatistics", "open_node")
+
+
+@attrs.frozen(kw_only=True)
+class NodeStatistics:
+    """A snapshot of one node."""
+
+    node_id: str
+    node_rid: NodeRid
+    #: NodeLifecycle state id (``serving``, ``draining``, ``lease_lost``, ...).
+    state: str
+    #: Local Ready incarnations.
+    active_spots: int
+    #: Local creations in flight (reserved, not yet Ready).
+    activating: int
+    lease_expires_at: float
+    route_cache: RouteCacheStatistics
+
+
+class Node:
+    """A running node: what ``open_node`` yields. Not constructed directly."""
+
+    def __init__(self, rt: NodeRuntime) -> None:
+        self._rt = rt
+        self._client = SpotClient(rt)
+        self._spots = SpotManager(rt)
+        rt.client = self._client
+
+    @property
+    def node_id(self) -> str:
+        """The operator-given NodeId."""
+        return self._rt.node_id
+
+    @property
+    def node_rid(self) -> NodeRid:
+        """This lifecycle's fresh routing ID."""
+        return self._rt.node_rid
+
+    @property
+    def entry_spot_id(self) -> str:
+        """The framework-issued Entry Spot ID ``<node_id>-entry-<uuid4>``."""
+        return self._rt.entry_spot_id
+
+    @property
+    def mesh(self) -> str:
+        """The Mesh this node serves."""
+        return self._rt.mesh
+
+    @property
+    def client(self) -> SpotClient:
+        """Direct calls to Spots by ID."""
+        return self._client
+
+    @property
+    def spots(self) -> SpotManager:
+        """Explicit User Spot create, find and close."""
+        return self._spots
+
+    def statistics(self) -> NodeStatistics:
+        """A frozen snapshot of the node's state and counters."""
+        rt = self._rt
+        return NodeStatistics(node_id=rt.node_id, node_rid=rt.node_rid, state=rt.state,
+                              active_spots=len(rt.catalog.hosts), activating=rt.catalog.pending,
+                              lease_expires_at=rt.lease_expires_at,
+                              route_cache=rt.route_cache.statistics())
+
+
+def _config(what: str, exc: InvalidOperation) -> InvalidConfiguration:
+    if isinstance(exc, InvalidConfiguration):
+        return exc
+    return InvalidConfiguration(f"{what}: {exc.message}")
+
+
+def _descriptor(rt_rid: NodeRid, node_id: str, mesh: str, entry: str, options: NodeOptions,
+                registry: SpotTypeRegistry) -> NodeDescriptor:
+    return NodeDescriptor(
+        mesh=mesh, node_rid=rt_rid, node_id=node_id, endpoint=options.endpoint,
+        roles={Role.OBJECT_CLIENT, Role.OBJECT_SERVER},
+        served_types={t.stable_type: t.kind for t in registry
+                      if t.kind in (SpotKind.USER, SpotKind.INSTANCE)},
+        capacity=options.active_object_ceiling, placement_weight=options.placement_weight,
+        entry_spot_id=entry)
+
+
+@asynccontextmanager
+async def open_node(
+    node_id: str,
+    *,
+    store: str | MemoryStore = "memory://",
+    mesh: str = "world",
+    spots: Iterable[object] = (),
+    endpoint: str = "local://",
+    route_cache_max_age: float = 15.0,
+    message_follow_duration: float = 30.0,
+    instance_idle_timeout: float = DEFAULT_INSTANCE_IDLE_TIMEOUT,
+    idle_sweep_interval: float = DEFAULT_IDLE_SWEEP_INTERVAL,
+    active_object_ceiling: int = DEFAULT_ACTIVE_OBJECT_CEILING,
+    application_lane: LaneBounds = DEFAULT_APPLICATION_BOUNDS,
+    lifecycle_lane: LaneBounds = DEFAULT_LIFECYCLE_BOUNDS,
+    lease: float = DEFAULT_LEASE,
+    default_timeout: float = DEFAULT_TIMEOUT,
+    placement_weight: float = 1.0,
+    clock: Callable[[], float] | None = None,
+    random: _random.Random | None = None,
+) -> AsyncIterator[Node]:
+    """Run a node serving ``spots`` in ``mesh`` for the duration of the ``async with`` block.
+
+    ``store`` is a URL (``"memory://"``, ``"memory://<name>"``) or a shared
+    :class:`MemoryStore`. ``instance_idle_timeout`` defaults to 300 s (0 disables idle
+    eviction); ``active_object_ceiling`` (10,000) bounds local Ready + activating Spots
+    and is the descriptor's capacity; ``lease`` (10 s) is renewed every third;
+    ``default_timeout`` (30 s) is the deadline of calls without ``.timeout()``.
+    ``clock`` is the store's clock (default ``trio.current_time``); ``random`` seeds
+    IDs and placement (default: ``os.urandom``).
+
+    Raises :class:`InvalidConfiguration` for invalid options or Spot declarations
+    (including a stable type registered twice) and when the descriptor or Entry claim
+    conflicts with a live one, before yielding; nothing is written then.
+    """
+    state = NODE.initial
+    try:
+        node_id = validate_node_id(node_id)
+        validate_entry_prefix(node_id)
+        mesh = validate_mesh_name(mesh)
+        options = NodeOptions(
+            endpoint=endpoint, route_cache_max_age=route_cache_max_age,
+            message_follow_duration=message_follow_duration,
+            instance_idle_timeout=instance_idle_timeout, idle_sweep_interval=idle_sweep_interval,
+            active_object_ceiling=active_object_ceiling, application_lane=application_lane,
+            lifecycle_lane=lifecycle_lane, lease=lease, default_timeout=default_timeout,
+            placement_weight=placement_weight)
+        registry = SpotTypeRegistry.build(spots)
+    except InvalidOperation as exc:
+        step(NODE, state, "configuration_invalid")
+        raise _config("open_node: invalid configuration", exc) from exc
+    read_clock = trio.current_time if clock is None else clock
+    async with open_store(store) as opened:
+        random_bytes = random.randbytes if random is not None else None
+        node_rid = NodeRid.generate(random_bytes) if random_bytes else NodeRid.generate()
+        entry = (new_entry_spot_id(node_id, random_bytes) if random_bytes
+                 else new_entry_spot_id(node_id))
+        descriptor = _descriptor(node_rid, node_id, mesh, entry, options, registry)
+        try:
+            claim = await opened.location.new_claim(descriptor, now=read_clock(),
+                                                    lease=options.lease)
+        except AlreadyExists as exc:
+            step(NODE, state, "claim_conflict")
+            raise InvalidConfiguration(
+                f"startup configuration error: {exc.message}"
+            ) from exc
+        rt = NodeRuntime(
+            node_id=node_id, mesh=mesh, node_rid=node_rid, entry_spot_id=entry,
+            options=options, registry=registry, store=opened, codec=MessageCodec(),
+            route_cache=RouteCache(options.route_cache), clock=read_clock, rng=random,
+            owner=OwnerFence(node_rid, claim.lifecycle_generation),
+            lease_expires_at=claim.lease_expires_at, state=step(NODE, state, "new_claim"))
+        try:
+            async with trio.open_nursery() as nursery:
+                rt.catalog = Catalog(rt, nursery)
+                node = Node(rt)
+                nursery.start_soon(_renew, rt)
+                if options.instance_idle_timeout > 0:
+                    nursery.start_soon(rt.catalog.idle_sweep)
+                rt.state = step(NODE, rt.state, "open_admission")
+                try:
+                    yield node
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await _drain(rt)
+                    rt.catalog.cancel_all()
+                    nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # The block's own exception comes out as it was raised, not wrapped in the
+            # nursery's group, so ``except zl.NotFound`` around ``async with`` works.
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from group.exceptions[0].__cause__
+            raise
+
+
+async def _renew(rt: NodeRuntime) -> None:
+    """Renew the lease every third of it; a refused renewal ends the lifecycle's admission."""
+    period = rt.options.lease / 3
+    while True:
+        await trio.sleep(period)
+        try:
+            claim = await rt.store.location.renew(
+                rt.mesh, rt.node_rid, rt.owner.lifecycle_generation, now=rt.now(),
+                lease=rt.options.lease)
+        except ZLinkError as exc:
+            LOGGER.error("node %r lost its lease: %s; it admits no more work", rt.node_id, exc)
+            rt.state = step(NODE, rt.state, "lease_expired")
+            return
+        rt.lease_expires_at = claim.lease_expires_at
+        rt.state = step(NODE, rt.state, "renew")
+
+
+async def _drain(rt: NodeRuntime) -> None:
+    """Close local Spots (NODE_SHUTDOWN), then remove the descriptor with the fence."""
+    if rt.state == "lease_lost":
+        rt.state = step(NODE, rt.state, "stop")
+        return
+    if rt.state in ("claimed", "serving"):
+        rt.state = step(NODE, rt.state, "begin_drain")
+    with trio.move_on_after(rt.options.default_timeout) as scope:
+        await rt.catalog.shutdown()
+    if scope.cancelled_caught:
+        LOGGER.error("node %r: local Spots did not close within %s s; removing anyway",
+                     rt.node_id, rt.options.default_timeout)
+    try:
+        with trio.move_on_after(rt.options.default_timeout):
+            await rt.store.location.remove(rt.mesh, rt.node_rid, rt.owner.lifecycle_generation)
+    except ZLinkError as exc:
+        LOGGER.error("node %r: descriptor removal failed: %s", rt.node_id, exc)
+    rt.state = step(NODE, rt.state, "remove")

@@ -1,0 +1,281 @@
+"""Resolve a Spot ID and admit a message: route cache, store, waiting, cold activation.
+
+Theory of operation
+-------------------
+:func:`deliver` is the terminal step of every direct call (06 §4.1, §5).  It loops:
+
+1. The positive route cache names this node and the catalog has the host -> admit.
+2. Otherwise ``store.find``.  Missing without Instance intent is :class:`NotFound` and
+   nothing is written.  Missing with Instance intent runs the source side of cold
+   activation (:func:`_place_and_start`): Mesh, stable type and capacity selection
+   with ``core.placement``, then the activation envelope goes to the target -- on this
+   version always this node -- as a catalog task (:mod:`._activation`).
+3. Ready -> the kind/type must suit the intent (TypeMismatch), the owner must be this
+   lifecycle (another node: Unavailable, cross-node delivery does not exist yet) and
+   the catalog must hold that incarnation (else StaleRoute: the local view disagrees
+   with the store, so the message is not run).  Generations are *not* compared for
+   ordinary messages (09 §4).
+4. Creating -> wait for the authority to change (the local attempt's event, or a store
+   poll with backoff), then go round again; never cached.  Closing -> with Instance
+   intent wait the same way (idle eviction racing an activation refreshes the route,
+   09 §5); without intent the message ends StaleRoute.
+
+Every wait runs under the caller's deadline (the builder's ``move_on_at``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import attrs
+import trio
+
+from zlink_trio.core.errors import NotFound, StaleRoute, TypeMismatch, Unavailable
+from zlink_trio.core.identity import SpotKind
+from zlink_trio.core.placement import (
+    PlacementCandidate,
+    Role,
+    choose_node,
+    eligible_nodes,
+    select_instance_type,
+    select_mesh,
+)
+from zlink_trio.core.records import AuthorityState
+from zlink_trio.core.route_cache import CachedRoute
+from zlink_trio.runtime._activation import ActivationJob, run_activation
+from zlink_trio.runtime._charts import COLD, step
+from zlink_trio.runtime._host import MessageWork
+
+if TYPE_CHECKING:
+    from zlink_trio.core.records import AuthorityRecord
+    from zlink_trio.runtime._completion import Completion
+    from zlink_trio.runtime._handlers import HandlerInfo
+    from zlink_trio.runtime._host import Host
+    from zlink_trio.runtime._runtime import NodeRuntime
+
+__all__ = ("Backoff", "Delivery", "Intent", "candidates", "deliver", "wait_for_change")
+
+_FIRST_POLL: Final = 0.005
+_MAX_POLL: Final = 0.25
+
+
+class Backoff:
+    """Exponential store-poll delay, 5 ms doubling to 250 ms."""
+
+    __slots__ = ("delay",)
+
+    def __init__(self) -> None:
+        self.delay = _FIRST_POLL
+
+    async def sleep(self) -> None:
+        """Sleep the current delay, then double it (bounded)."""
+        await trio.sleep(self.delay)
+        self.delay = min(self.delay * 2, _MAX_POLL)
+
+
+@attrs.frozen
+class Intent:
+    """Instance intent of a call: the optional stable type and initial Mesh."""
+
+    stable_type: str | None
+    mesh: str | None
+
+
+#: ``reply`` value meaning "a one-way send: do not check the reply type".
+SEND: Final = object()
+
+
+@attrs.define(eq=False)
+class Delivery:
+    """One direct call on its way to a Spot queue."""
+
+    spot_id: str
+    msg: object
+    size: int
+    intent: Intent | None
+    completion: Completion | None
+    reply: object  # type[object] | None, or SEND
+    deadline: float
+    op_id: str
+
+
+async def wait_for_change(rt: NodeRuntime, spot_id: str, backoff: Backoff) -> None:
+    """Wait once for the authority of ``spot_id`` to change (Creating or Closing).
+
+    A local attempt or closing host is awaited by event; otherwise the store is
+    polled with ``backoff``. The caller's deadline bounds it.
+    """
+    attempt = rt.catalog.attempts.get(spot_id)
+    if attempt is not None:
+        await attempt.done.wait()
+        return
+    host = rt.catalog.hosts.get(spot_id)
+    if host is not None and host.sealed:
+        await host.finished.wait()
+        return
+    await backoff.sleep()
+
+
+def _check_kind(call: Delivery, record: AuthorityRecord) -> None:
+    if record.kind is SpotKind.ENTRY:
+        raise TypeMismatch(
+            f"Spot {record.spot_id!r} is an Entry Spot, which takes no application "
+            "messages in this version; address a User or Instance Spot"
+        )
+    intent = call.intent
+    if intent is None:
+        return
+    if record.kind is not SpotKind.INSTANCE or (
+            intent.stable_type is not None and intent.stable_type != record.stable_type):
+        wanted = intent.stable_type or "an Instance type"
+        raise TypeMismatch(
+            f"Spot {record.spot_id!r} exists as {record.kind.name.title()} Spot type "
+            f"{record.stable_type!r}, but the call's Instance intent names {wanted!r}; "
+            "call it without instance_spot(), or with its own type"
+        )
+
+
+def _handler_for(call: Delivery, host: Host) -> HandlerInfo:
+    info = host.spot_type.handlers.find(type(call.msg))
+    if call.reply is not SEND and info.reply_type is not call.reply:
+        declared = "None" if info.reply_type is None else info.reply_type.__qualname__
+        asked = "None" if call.reply is None else getattr(call.reply, "__qualname__", call.reply)
+        raise TypeMismatch(
+            f"handler {host.spot_type.cls.__qualname__}.{info.name} replies {declared}, but "
+            f"the request asked for reply={asked}; pass reply={declared}"
+        )
+    return info
+
+
+def _local_host(rt: NodeRuntime, call: Delivery, record: AuthorityRecord) -> Host:
+    if record.owner != rt.owner:
+        if record.owner.node_rid == rt.node_rid:
+            raise StaleRoute(f"Spot {record.spot_id!r} belongs to an earlier lifecycle of this "
+                             "node; the message was not run")
+        raise rt.cross_node(f"Spot {record.spot_id!r}", record.owner.node_rid)
+    host = rt.catalog.hosts.get(record.spot_id)
+    if host is None or host.generation != record.object_generation:
+        raise StaleRoute(
+            f"this node has no running incarnation matching the store's authority for Spot "
+            f"{record.spot_id!r}; the message was not run. Send a new call"
+        )
+    rt.route_cache.put(CachedRoute(
+        spot_id=record.spot_id, object_generation=record.object_generation, mesh=record.mesh,
+        node_rid=rt.node_rid, kind=record.kind, stable_type=record.stable_type,
+        owner_lease_deadline=rt.lease_expires_at), rt.now())
+    return host
+
+
+async def deliver(rt: NodeRuntime, call: Delivery) -> None:
+    """Resolve ``call.spot_id`` and admit the message (or hand it to a cold activation).
+
+    Returns at admission. Raises NotFound, TypeMismatch, StaleRoute, Unavailable,
+    CapacityExceeded, NotConfigured or InvalidOperation as the module docstring says.
+    """
+    backoff = Backoff()
+    while True:
+        host: Host | None = None
+        route = rt.route_cache.get(call.spot_id, rt.now())
+        if route is not None and route.node_rid == rt.node_rid:
+            host = rt.catalog.hosts.get(call.spot_id)
+            if host is not None and call.intent is not None and (
+                    route.kind is not SpotKind.INSTANCE
+                    or call.intent.stable_type not in (None, route.stable_type)):
+                host = None  # let the store's record produce the TypeMismatch
+        if host is None:
+            record = await rt.store.location.find(call.spot_id)
+            if record is None:
+                attempt = rt.catalog.attempts.get(call.spot_id)
+                if attempt is not None:  # an envelope this node accepted is activating
+                    await attempt.done.wait()
+                    continue
+                if call.intent is None:
+                    raise NotFound(
+                        f"Spot {call.spot_id!r} does not exist (no Ready authority) and the "
+                        "call has no Instance intent, so nothing was created; create it first "
+                        "or call with .instance_spot() to activate it on first use"
+                    )
+                if await _place_and_start(rt, call):
+                    return
+                continue
+            _check_kind(call, record)
+            if record.state in (AuthorityState.READY, AuthorityState.RELOCATING):
+                host = _local_host(rt, call, record)
+            elif record.state is AuthorityState.SEALED:
+                raise Unavailable(f"Spot {call.spot_id!r} is sealed for relocation")
+            elif record.state is AuthorityState.CLOSING and call.intent is None:
+                raise StaleRoute(
+                    f"Spot {call.spot_id!r} is closing and admits no new messages; the "
+                    "message was not run"
+                )
+            else:
+                await wait_for_change(rt, call.spot_id, backoff)
+                continue
+        info = _handler_for(call, host)
+        if host.sealed and call.intent is not None:
+            await host.finished.wait()  # idle eviction racing: refresh the route
+            continue
+        host.admit(MessageWork(call.msg, info, call.completion, call.deadline), call.size)
+        return
+
+
+async def candidates(rt: NodeRuntime) -> list[PlacementCandidate]:
+    """Placement candidates from the live descriptors; this node with its own load."""
+    result = []
+    for claim in await rt.store.location.descriptors(now=rt.now()):
+        descriptor = claim.descriptor
+        own = descriptor.node_rid == rt.node_rid
+        result.append(PlacementCandidate(
+            mesh=descriptor.mesh, node_rid=descriptor.node_rid, roles=descriptor.roles,
+            served_types=descriptor.served_types,
+            active=len(rt.catalog.hosts) if own else 0,
+            pending=rt.catalog.pending if own else 0,
+            capacity=descriptor.capacity,
+            active_object_ceiling=rt.options.active_object_ceiling if own else None,
+            weight=descriptor.placement_weight,
+            serving=rt.serving if own else True,
+        ))
+    return result
+
+
+async def _place_and_start(rt: NodeRuntime, call: Delivery) -> bool:
+    """Source side of cold activation (06 §4.1 steps 4-8); False: resolve again."""
+    assert call.intent is not None
+    state = step(COLD, COLD.initial, "found_missing_with_intent")
+    found = await candidates(rt)
+    try:
+        mesh = select_mesh(found, call.intent.mesh)
+    except NotFound:
+        step(COLD, state, "mesh_not_found")
+        raise
+    state = step(COLD, state, "mesh_selected")
+    try:
+        stable_type = select_instance_type(found, mesh, call.intent.stable_type)
+    except NotFound:
+        step(COLD, state, "type_not_provided")
+        raise
+    state = step(COLD, state, "type_selected")
+    eligible = eligible_nodes(found, mesh, stable_type, SpotKind.INSTANCE)
+    node = choose_node(eligible, rt.random)
+    if node.node_rid != rt.node_rid or Role.OBJECT_SERVER not in node.roles:
+        raise rt.cross_node(f"a new {stable_type!r} Spot", node.node_rid)
+    spot_type = rt.registry.lookup(stable_type, SpotKind.INSTANCE)
+    info = spot_type.handlers.find(type(call.msg))
+    if call.reply is not SEND and info.reply_type is not call.reply:
+        raise TypeMismatch(
+            f"{stable_type!r} handles {type(call.msg).__qualname__} with a reply of type "
+            f"{info.reply_type.__qualname__ if info.reply_type else 'None'}; request it with "
+            "that reply type"
+        )
+    state = step(COLD, state, "capacity_available")
+    attempt = rt.catalog.begin_attempt(call.spot_id)
+    if attempt is None:
+        await rt.catalog.attempts[call.spot_id].done.wait()
+        return False
+    job = ActivationJob(rt=rt, attempt=attempt, spot_type=spot_type, info=info, mesh=mesh,
+                        spot_id=call.spot_id, msg=call.msg, size=call.size,
+                        completion=call.completion, deadline=call.deadline, op_id=call.op_id,
+                        state=step(COLD, state, "envelope_accepted"),
+                        redeliver=lambda: deliver(rt, call))
+    rt.catalog.start_job(lambda: run_activation(job))
+    return True

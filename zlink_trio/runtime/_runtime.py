@@ -1,0 +1,112 @@
+"""The state one node's runtime modules share: identity, store, options, caches, catalog.
+
+:class:`NodeRuntime` is a plain holder built by ``open_node`` once the descriptor is
+claimed; the coordinators (resolve, activation, create, close) and the Spot hosts take
+it as their first argument instead of importing each other's objects.  It owns nothing
+that needs closing: the store and the nursery belong to ``open_node``'s ``async with``.
+
+Two clocks meet here.  Deadlines, idle times and timers read ``trio.current_time()``
+(so tests run on ``MockClock``); the store's ``now`` (leases, route-cache expiry) reads
+``clock``, which defaults to the same ``trio.current_time``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import TYPE_CHECKING, Final
+
+import attrs
+
+from zlink_trio.core.errors import StaleRoute, Unavailable
+from zlink_trio.core.identity import new_uuid4
+
+if TYPE_CHECKING:
+    import random
+    from collections.abc import Callable
+
+    from zlink_trio.core.identity import NodeRid
+    from zlink_trio.core.records import OwnerFence
+    from zlink_trio.core.route_cache import RouteCache
+    from zlink_trio.runtime._catalog import Catalog
+    from zlink_trio.runtime._client import SpotClient
+    from zlink_trio.runtime._options import NodeOptions
+    from zlink_trio.runtime._registry import SpotTypeRegistry
+    from zlink_trio.store import Store
+    from zlink_trio.wire.codec import MessageCodec
+
+__all__ = ("LOGGER", "NodeRuntime")
+
+#: The logger every runtime module writes to.
+LOGGER: Final = logging.getLogger("zlink_trio")
+
+
+@attrs.define(eq=False)
+class NodeRuntime:
+    """Everything a node's coordinators and Spot hosts share (one per ``open_node``)."""
+
+    node_id: str
+    mesh: str
+    node_rid: NodeRid
+    entry_spot_id: str
+    options: NodeOptions
+    registry: SpotTypeRegistry
+    store: Store
+    codec: MessageCodec
+    route_cache: RouteCache
+    clock: Callable[[], float]
+    rng: random.Random | None
+    owner: OwnerFence
+    lease_expires_at: float
+    #: NodeLifecycle state id.
+    state: str
+    catalog: Catalog = attrs.field(init=False)
+    client: SpotClient = attrs.field(init=False)
+
+    def now(self) -> float:
+        """The store clock (leases, route-cache expiry)."""
+        return self.clock()
+
+    def random_bytes(self, n: int) -> bytes:
+        """``n`` random bytes from the injected generator, else ``os.urandom``."""
+        return os.urandom(n) if self.rng is None else self.rng.randbytes(n)
+
+    def random(self) -> float:
+        """A float in ``[0, 1)`` for placement."""
+        return (self.rng.random() if self.rng is not None
+                else int.from_bytes(os.urandom(7)) / float(1 << 56))
+
+    def new_uuid4(self) -> str:
+        """A fresh lowercase uuid4 (operation IDs, Create's Spot IDs)."""
+        return new_uuid4(self.random_bytes)
+
+    @property
+    def serving(self) -> bool:
+        """Whether the node admits new work (not draining, lease not lost)."""
+        return self.state == "serving"
+
+    def check_admission(self) -> None:
+        """Raise unless this lifecycle may admit work now: serving and the lease valid.
+
+        Owner validity (09 §4): a node whose lease deadline passed is no longer a valid
+        owner, so its messages end stale; a draining node refuses new work.
+        """
+        if self.state in ("lease_lost", "stopped") or self.now() >= self.lease_expires_at:
+            raise StaleRoute(
+                f"node {self.node_id!r} is no longer a valid owner (its lease expired at "
+                f"{self.lease_expires_at}); the message was not run. Resolve again and send "
+                "a new call if running it again is safe"
+            )
+        if self.state != "serving":
+            raise Unavailable(
+                f"node {self.node_id!r} is shutting down and admits no new work; retry on "
+                "another node or after it restarts"
+            )
+
+    def cross_node(self, what: str, node_rid: NodeRid) -> Unavailable:
+        """The error for work that would have to go to another node (no transport yet)."""
+        return Unavailable(
+            f"{what} is owned by (or was placed on) node {node_rid}, not this node; "
+            "cross-node delivery is not available in this version of zlink_trio, so "
+            "call it from a node that owns it"
+        )
