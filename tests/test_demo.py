@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from trio.testing import MockClock
+
 from statecharts import ALL_CHARTS
 from zlink_trio import demo
 
@@ -11,11 +13,22 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-def test_demo_exits_zero_and_renders_every_chart(tmp_path: Path, capsys):
-    assert demo.main(["--out", str(tmp_path)]) == 0
+def test_demo_tells_every_step_and_exits_zero(tmp_path: Path, capsys):
+    assert demo.main(["--render", str(tmp_path)], clock=MockClock(autojump_threshold=0)) == 0
     out = capsys.readouterr().out
-    assert "refused:" in out
-    assert "re-created with a larger generation" in out
+    for step in ("== 1. cold activation", "== 2. a plain call never creates",
+                 "== 3. 100 concurrent get_or_create", "== 4. close the room",
+                 "== 5. idle eviction", "on_close(IDLE_EVICTED)", "demo finished"):
+        assert step in out
+    assert "factory runs: 1; CREATED: 1" in out
+    assert "EXISTING: 99" in out
     pages = sorted(p.name for p in tmp_path.glob("*.md"))
     assert len(pages) == len(ALL_CHARTS) + 1
-    assert "index.md" in pages
+
+
+def test_demo_can_run_twice_in_one_process(capsys):
+    # The story keeps per-run counters; a second run must start from zero.
+    clock = MockClock(autojump_threshold=0)
+    assert demo.main([], clock=clock) == 0
+    assert demo.main([], clock=MockClock(autojump_threshold=0)) == 0
+    assert capsys.readouterr().out.count("factory runs: 1;") == 2

@@ -25,3 +25,10 @@ def test_readme_links_point_at_files_that_exist():
     for target in re.findall(r"\]\(((?:docs|statecharts)/[^)#]*)\)", readme):
         assert (ROOT / target).exists(), target
 
+
+
+def test_readme_python_example_runs(capsys):
+    readme = (ROOT / "README.md").read_text()
+    (example,) = re.findall(r"```python\n(.*?)```", readme, re.DOTALL)
+    exec(compile(example, "README.md", "exec"), {"__name__": "readme_example"})
+    assert capsys.readouterr().out.splitlines() == ["Total(value=2)", "Total(value=5)"]

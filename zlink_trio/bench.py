@@ -1,0 +1,209 @@
+"""``python -m zlink_trio.bench`` — speed and memory, each beside its raw-Trio baseline.
+
+Theory of operation
+-------------------
+Absolute numbers depend on the machine; ratios measured in the same run do
+not (much). So every figure that has a physical baseline is printed next to
+it: a local Spot request next to a raw Trio memory-channel round trip to a
+task, sequential and with 100 requests in flight. Cold activation,
+get-or-create convergence and memory per idle Spot have no raw counterpart
+and are printed as measured. ``--json`` prints the same figures as one JSON
+object; ``docs/performance.md`` records the latest run.
+
+Nothing here is a test: no figure is asserted. The benchmark runs on the
+real clock, on ``memory://``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import time
+import tracemalloc
+from typing import TYPE_CHECKING
+
+import attrs
+import trio
+
+import zlink_trio as zl
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+__all__ = ("main", "run")
+
+IN_FLIGHT = 100
+
+
+@attrs.frozen
+class Ping:
+    """The request every benchmark Spot answers."""
+
+    n: int
+
+
+@attrs.frozen
+class Pong:
+    """The reply to :class:`Ping`."""
+
+    n: int
+
+
+@zl.instance_spot("bench-echo", relocation=zl.RecreateOnRelocation())
+class Echo:
+    """An Instance Spot that echoes: the cheapest possible handler."""
+
+    def __init__(self, ctx: zl.SpotContext) -> None:
+        self.ctx = ctx
+
+    @zl.handler
+    async def ping(self, msg: Ping) -> Pong:
+        return Pong(msg.n)
+
+
+@zl.user_spot("bench-room", relocation=zl.DisableRelocation())
+class Room:
+    """A User Spot that counts its factory runs (to check convergence)."""
+
+    factory_runs = 0
+
+    def __init__(self, ctx: zl.SpotContext, request: Ping | None) -> None:
+        type(self).factory_runs += 1
+
+    @zl.handler
+    async def ping(self, msg: Ping) -> Pong:
+        return Pong(msg.n)
+
+
+async def _rate(count: int, one: Callable[[int], Awaitable[object]], in_flight: int) -> float:
+    """Run ``one(i)`` ``count`` times with ``in_flight`` workers; return calls per second."""
+    per_worker = count // in_flight
+
+    async def worker(base: int) -> None:
+        for i in range(per_worker):
+            await one(base + i)
+
+    start = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        for w in range(in_flight):
+            nursery.start_soon(worker, w * per_worker)
+    return (per_worker * in_flight) / (time.perf_counter() - start)
+
+
+async def _raw_channel_rate(count: int, in_flight: int) -> float:
+    """Round trips to a server task over Trio memory channels, each with its own reply channel."""
+    send, receive = trio.open_memory_channel[tuple[int, trio.MemorySendChannel[int]]](in_flight)
+
+    async def server() -> None:
+        async with receive:
+            async for n, reply in receive:
+                await reply.send(n)
+
+    async def one(n: int) -> None:
+        reply_send, reply_receive = trio.open_memory_channel[int](1)
+        await send.send((n, reply_send))
+        await reply_receive.receive()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server)
+        rate = await _rate(count, one, in_flight)
+        await send.aclose()
+    return rate
+
+
+async def _spot_rate(node: zl.Node, count: int, in_flight: int) -> float:
+    await node.client.request("bench-echo-1", Ping(0), reply=Pong).instance_spot("bench-echo")
+
+    async def one(n: int) -> None:
+        await node.client.request("bench-echo-1", Ping(n), reply=Pong)
+
+    return await _rate(count, one, in_flight)
+
+
+async def _cold_activations(node: zl.Node, count: int) -> float:
+    start = time.perf_counter()
+    for i in range(count):
+        await node.client.request(f"bench-cold-{i}", Ping(i), reply=Pong).instance_spot(
+            "bench-echo"
+        )
+    return count / (time.perf_counter() - start)
+
+
+async def _convergence(node: zl.Node, callers: int) -> dict[str, float]:
+    Room.factory_runs = 0
+    states: list[zl.CreateState] = []
+
+    async def caller() -> None:
+        result = await node.spots.get_or_create("bench-room-1", "bench-room").timeout(30)
+        states.append(result.state)
+
+    start = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        for _ in range(callers):
+            nursery.start_soon(caller)
+    elapsed = time.perf_counter() - start
+    return {
+        "callers": callers,
+        "ms": elapsed * 1000,
+        "factory_runs": Room.factory_runs,
+        "created": sum(s is zl.CreateState.CREATED for s in states),
+    }
+
+
+async def _memory_per_idle_spot(node: zl.Node, count: int) -> float:
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for i in range(count):
+        await node.client.send(f"bench-idle-{i}", Ping(i)).instance_spot("bench-echo")
+    # Let every activation finish its first turn so only idle Spots remain.
+    await node.client.request(f"bench-idle-{count - 1}", Ping(0), reply=Pong)
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return (after - before) / count
+
+
+async def run(*, requests: int = 20_000, cold: int = 2_000, idle: int = 2_000) -> dict[str, object]:
+    """Measure every figure and return them as a JSON-ready dict."""
+    figures: dict[str, object] = {}
+    raw_seq = await _raw_channel_rate(requests, 1)
+    raw_par = await _raw_channel_rate(requests, IN_FLIGHT)
+    async with zl.open_node(
+        "bench-node", store="memory://", mesh="bench", spots=[Echo, Room],
+        instance_idle_timeout=0, active_object_ceiling=cold + idle + 10,
+    ) as node:
+        spot_seq = await _spot_rate(node, requests, 1)
+        spot_par = await _spot_rate(node, requests, IN_FLIGHT)
+        figures["raw_channel_round_trips_per_s"] = round(raw_seq)
+        figures["local_requests_per_s"] = round(spot_seq)
+        figures["local_request_ratio"] = round(spot_seq / raw_seq, 3)
+        figures["raw_channel_pipelined_per_s"] = round(raw_par)
+        figures["local_pipelined_per_s"] = round(spot_par)
+        figures["local_pipelined_ratio"] = round(spot_par / raw_par, 3)
+        figures["cold_activations_per_s_memory"] = round(await _cold_activations(node, cold))
+        figures["get_or_create_convergence"] = await _convergence(node, 100)
+        figures["memory_per_idle_spot_bytes"] = round(await _memory_per_idle_spot(node, idle))
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print a table (or ``--json``); returns the exit status."""
+    parser = argparse.ArgumentParser(prog="python -m zlink_trio.bench", description=__doc__)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--quick", action="store_true", help="fewer iterations (smoke run)")
+    args = parser.parse_args(argv)
+    sizes = {"requests": 1_000, "cold": 100, "idle": 100} if args.quick else {}
+    figures = trio.run(lambda: run(**sizes))
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        for name, value in figures.items():
+            print(f"{name:<34} {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
