@@ -24,6 +24,7 @@ from zlink_trio.core.errors import ProtocolError as ProtocolError
 from zlink_trio.core.errors import RemoteProtocolError as RemoteProtocolError
 from zlink_trio.core.errors import StaleFence as StaleFence
 from zlink_trio.core.errors import StaleRoute as StaleRoute
+from zlink_trio.core.errors import StoreUnavailable as StoreUnavailable
 from zlink_trio.core.errors import TypeMismatch as TypeMismatch
 from zlink_trio.core.errors import Unavailable as Unavailable
 from zlink_trio.core.errors import ZLinkError as ZLinkError
@@ -81,6 +82,7 @@ __all__ = (
     "SpotRelocationAdapter",
     "StaleFence",
     "StaleRoute",
+    "StoreUnavailable",
     "TimerHandle",
     "TypeMismatch",
     "Unavailable",

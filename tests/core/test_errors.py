@@ -37,6 +37,7 @@ PINNED: dict[str, tuple[int, str | None]] = {
     "LocalProtocolError": (14, "ProtocolError"),
     "RemoteProtocolError": (15, "ProtocolError"),
     "HandlerError": (16, "ZLinkError"),
+    "StoreUnavailable": (17, "Unavailable"),
 }
 
 

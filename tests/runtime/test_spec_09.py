@@ -25,8 +25,8 @@ Notes on two items that one node can only show through a stand-in:
   so a caller on the other node must end Unavailable and nothing may be built.
 - "A call sent to a stale owner ends in an error without automatic retry." -- two stale
   owners one node can produce through the public API: an incarnation whose close has begun
-  (admission sealed, authority Closing), and a node whose lease deadline passed
-  (``MockClock.jump`` past it, so the owner validity check fails).
+  (admission sealed, authority Closing), and a node whose lease deadline passed on the
+  store clock before its renewal noticed (so the owner validity check fails).
 
 Timing runs on ``MockClock`` (the ``autojump_clock`` fixture) and every test is bounded by
 ``trio.fail_after(10)`` in mock seconds.
@@ -445,12 +445,16 @@ async def test_call_to_stale_owner_ends_in_error_without_retry(autojump_clock):
             # Not run by the old incarnation, and not resent to the new one.
             assert PROBE.messages_of("r-1") == [Hold("running"), Ping()]
 
-        # Stale by owner validity: the owner's lease deadline passed (the clock jumps past it
-        # before the renewal can run), so this node is no longer a valid owner of r-2.
-        async with open_test_node(store=MemoryStore(), lease=3) as node:
+        # Stale by owner validity: the owner's lease deadline passed on the store clock
+        # before the node noticed (its renewal has not run yet), so this node is no longer
+        # a valid owner of r-2. (Once the renewal notices, the node stops its Spots and
+        # every call raises Unavailable: tests/runtime/test_ownership_lost.py.)
+        store_now = [0.0]
+        async with open_test_node(store=MemoryStore(), lease=3,
+                                  clock=lambda: store_now[0]) as node:
             await node.spots.get_or_create("r-2", "room").timeout(5)
             await node.client.request("r-2", Note("before"), reply=Pong).timeout(5)
-            autojump_clock.jump(4)
+            store_now[0] = 4.0
             with pytest.raises(zl.StaleRoute):
                 await node.client.request("r-2", Note("expired owner"), reply=Pong).timeout(5)
             with pytest.raises(zl.StaleRoute):

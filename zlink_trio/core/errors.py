@@ -37,6 +37,7 @@ __all__ = (
     "RemoteProtocolError",
     "StaleFence",
     "StaleRoute",
+    "StoreUnavailable",
     "TypeMismatch",
     "Unavailable",
     "ZLinkError",
@@ -176,6 +177,17 @@ class StaleFence(Unavailable):
     code = 11
 
 
+class StoreUnavailable(Unavailable):
+    """Raised when the store could not be asked: unreachable, busy, paused or too slow.
+
+    The transaction did not take effect or its outcome is unknown, but the
+    store state is whole (each transaction is atomic). Unlike its parent, it
+    says nothing about the record or the lease: retrying later may succeed.
+    """
+
+    code = 17
+
+
 class StaleRoute(ZLinkError):
     """Raised when a message reached a node that no longer owns the Spot.
 
@@ -248,6 +260,7 @@ for _cls in (
     LocalProtocolError,
     RemoteProtocolError,
     HandlerError,
+    StoreUnavailable,
 ):
     # Codes are the wire contract: two classes sharing one would be a bug.
     assert _cls.code not in _BY_CODE, _cls

@@ -19,7 +19,7 @@ operation's single deadline, stepping the ``ColdActivation`` chart:
     the first record is pushed to the head of its queue and the barrier opens.
 12. The host runs the first message before anything else and afterwards moves the
     inbox cursor, removes the recovery pointer by expected-version CAS and deletes the
-    root (:meth:`Host._after_first`).
+    root (:func:`._first_record.record_first_completion`).
 
 Store writes (root, Reserve, first record, CommitReady, AbortCreating) are shielded
 from the deadline so none is cut in half; the deadline is honoured while the factory
@@ -48,7 +48,8 @@ from zlink_trio.core.errors import (
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityRecord, AuthorityState, RecoveryPointer
 from zlink_trio.runtime._charts import COLD, step
-from zlink_trio.runtime._host import FirstRecord, Host, MessageWork
+from zlink_trio.runtime._first_record import FirstRecord
+from zlink_trio.runtime._host import Host, MessageWork
 from zlink_trio.runtime._runtime import LOGGER
 from zlink_trio.store import AuthorityExists
 
@@ -127,6 +128,8 @@ async def run_activation(job: ActivationJob) -> None:
     except ZLinkError as error:
         _fail(job, error)
     finally:
+        if job.rt.lease_lost and not job.delivered:  # cancelled by the lost lease
+            _fail(job, job.rt.lease_lost_error())
         job.rt.catalog.end_attempt(job.attempt)
 
 
@@ -216,6 +219,7 @@ async def _reserve_and_build(job: ActivationJob) -> None:
         try:
             seq = await relocation.inbox_append(job.spot_id, fence.object_generation, envelope)
             job.state = step(COLD, job.state, "first_record_durable")
+            rt.check_usable()  # no CommitReady once the lease is known lost
             ready = await location.commit_ready(fence, now=rt.now())
         except ZLinkError as exc:
             await host.activation_failed()
@@ -242,8 +246,16 @@ def _publish(job: ActivationJob, host: Host, ready: AuthorityRecord, seq: int,
 
 
 async def _abort(job: ActivationJob, fence: ReservationFence, receipt: RootReceipt) -> None:
-    """AbortCreating with the same fence, drop the inbox and the root (shielded caller)."""
+    """AbortCreating with the same fence, drop the inbox and the root (shielded caller).
+
+    After a lost lease nothing is written: the Creating record, inbox and root stay
+    for the operator's cleanup (06 §9).
+    """
     rt = job.rt
+    if rt.lease_lost:
+        LOGGER.error("Spot %r: creation abandoned after the lease was lost; its Creating "
+                     "record stays until an operator cleans it up", job.spot_id)
+        return
     try:
         await rt.store.location.abort_creating(fence)
         await rt.store.relocation.inbox_drop(job.spot_id, fence.object_generation)

@@ -21,6 +21,10 @@ The idle sweep (09 §5) runs every ``idle_sweep_interval`` seconds when
 at most 64 candidates per sweep, resuming where it stopped.  An idle Instance Spot gets
 BeginClose in the store, then its host seals admission and runs ``on_close(IDLE_EVICTED)``
 before the location is released.
+
+When the node loses its lease, :meth:`Catalog.lose_ownership` cancels the cold
+activations and tells every host (also one registered later by a commit already in
+flight) to stop without store writes; :meth:`Catalog.wait_stopped` waits for them.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
-from zlink_trio.core.errors import ZLinkError
+from zlink_trio.core.errors import Unavailable, ZLinkError
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.idle import IdleSweep, is_idle
 from zlink_trio.core.placement import check_local_activation
@@ -93,6 +97,8 @@ class Catalog:
                 self._host_scopes.discard(scope)
 
         self._nursery.start_soon(run)
+        if rt.lease_lost:  # committed while the lease was being lost: stop it at once
+            host.lose_ownership(rt.lease_lost_error())
 
     def remove(self, host: Host) -> None:
         """Drop ``host`` if it is still the registered incarnation of its ID."""
@@ -121,7 +127,8 @@ class Catalog:
         """Run a cold-activation attempt as a task of the catalog (cancelled at shutdown)."""
         scope = trio.CancelScope()
         self._jobs.add(scope)
-        self._jobs_done = trio.Event()
+        if self._jobs_done.is_set():  # never replace an unset event someone waits on
+            self._jobs_done = trio.Event()
 
         async def run() -> None:
             try:
@@ -160,17 +167,35 @@ class Catalog:
                        now=trio.current_time(), timeout=self.rt.options.instance_idle_timeout)
 
     async def _evict(self, host: Host) -> None:
-        try:
-            record = await self.rt.store.location.begin_close(
-                host.spot_id, object_generation=host.generation, owner=self.rt.owner,
-                now=self.rt.now())
-        except ZLinkError as exc:
-            LOGGER.warning("idle eviction of Spot %r could not begin: %s", host.spot_id, exc)
-            return
+        record = None
+        with trio.move_on_after(self.rt.options.default_timeout):  # a hung store: next sweep
+            try:
+                record = await self.rt.store.location.begin_close(
+                    host.spot_id, object_generation=host.generation, owner=self.rt.owner,
+                    now=self.rt.now())
+            except ZLinkError as exc:
+                LOGGER.warning("idle eviction of Spot %r could not begin: %s", host.spot_id,
+                               exc)
         if record is not None:
             host.request_close(CloseReason.IDLE_EVICTED, record.fence())
 
     # ------------------------------------------------------------------ shutdown
+
+    def lose_ownership(self, error: Unavailable) -> None:
+        """The lease is lost: cancel cold activations, stop every host (no store writes)."""
+        for scope in list(self._jobs):
+            scope.cancel()
+        for host in list(self.hosts.values()):
+            host.lose_ownership(error)
+
+    async def wait_stopped(self) -> None:
+        """After :meth:`lose_ownership`: wait until no activation and no host is left.
+
+        The caller bounds this with a deadline.
+        """
+        await self._jobs_done.wait()
+        while self.hosts:
+            await next(iter(self.hosts.values())).finished.wait()
 
     def cancel_all(self) -> None:
         """Cancel every Spot task (after the drain, or when it ran out of time)."""
@@ -189,6 +214,8 @@ class Catalog:
             await next(iter(self.attempts.values())).done.wait()
         hosts = list(self.hosts.values())
         for host in hosts:
+            if self.rt.lease_lost:
+                break  # an owner without a lease may not begin a close (06 §9)
             if host.state != "serving":
                 continue
             try:

@@ -93,6 +93,7 @@ class _Call:
         if self._awaited:
             raise InvalidOperation("this call was already awaited; build a new call")
         self._awaited = True
+        self._rt.check_usable()
         spot_id = (_validate_user_id(self._spot_id) if self._intent
                    else validate_spot_id(self._spot_id))
         encoded = self._rt.codec.encode(self._msg)

@@ -13,7 +13,9 @@ and route cache in one continuation.  A second close of the same incarnation mee
 Closing, merges with the first and returns ``True`` once that one released.
 
 Once the CAS succeeded the close runs to the end even if the caller's deadline passes
-(the host task owns it); the caller alone then sees DeadlineExceeded.
+(the host task owns it); the caller alone then sees DeadlineExceeded.  If the node
+loses its lease meanwhile, the host stops without releasing and the close raises
+Unavailable (the Spot stays Closing until an operator cleans it up).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from zlink_trio.runtime._charts import CLOSE, step
 from zlink_trio.runtime._policies import CloseReason
 
 if TYPE_CHECKING:
+    from zlink_trio.runtime._host import Host
     from zlink_trio.runtime._runtime import NodeRuntime
 
 __all__ = ("close_user_spot",)
@@ -48,6 +51,12 @@ async def close_user_spot(rt: NodeRuntime, ref: SpotRef, deadline: float) -> boo
         f"closing Spot {ref.spot_id!r} generation {ref.generation} did not finish before its "
         "deadline; if it began, it still completes. Check with find()"
     )
+
+
+def _check_released(rt: NodeRuntime, host: Host) -> None:
+    """Unavailable if the host stopped because the lease was lost (nothing was released)."""
+    if host.ownership_lost:
+        raise rt.lease_lost_error()
 
 
 async def _close(rt: NodeRuntime, ref: SpotRef, state: str) -> bool:
@@ -79,6 +88,7 @@ async def _close(rt: NodeRuntime, ref: SpotRef, state: str) -> bool:
         state = step(CLOSE, state, "already_closing")
         if host is not None and host.generation == ref.generation:
             await host.finished.wait()
+            _check_released(rt, host)
         step(CLOSE, state, "release")
         return True
     state = step(CLOSE, state, "verified")
@@ -96,6 +106,7 @@ async def _close(rt: NodeRuntime, ref: SpotRef, state: str) -> bool:
     host.request_close(CloseReason.CLOSED, closing.fence())
     state = step(CLOSE, state, "admission_sealed")
     await host.finished.wait()
+    _check_released(rt, host)
     for event in ("turns_finished", "cleanup_done", "release"):
         state = step(CLOSE, state, event)
     return True

@@ -158,6 +158,7 @@ async def _run(op: _Op, data: bytes) -> CreateResult:
     rt = op.rt
     backoff = Backoff()
     while True:
+        rt.check_usable()
         if op.state in ("resolving", "waiting_on_creating"):
             record = await rt.store.location.find(op.spot_id)
             waiting = op.state == "waiting_on_creating"
@@ -280,6 +281,7 @@ async def _reserve_and_build(op: _Op, data: bytes, mesh: str) -> CreateResult | 
     op.state = step(CREATE, op.state, "create_accepted")
     with trio.CancelScope(shield=True):
         try:
+            rt.check_usable()  # no CommitReady once the lease is known lost
             ready = await location.commit_ready(fence, now=rt.now())
         except ZLinkError as exc:
             await host.activation_failed()
@@ -329,7 +331,15 @@ def _lost(op: _Op, current: AuthorityRecord) -> CreateResult | None:
 
 
 async def _abort(op: _Op, fence: ReservationFence, receipt: RootReceipt) -> None:
-    """AbortCreating with the same fence and delete the request root (caller shields)."""
+    """AbortCreating with the same fence and delete the request root (caller shields).
+
+    After a lost lease nothing is written: the Creating record and the root stay for
+    the operator's cleanup (06 §9).
+    """
+    if op.rt.lease_lost:
+        LOGGER.error("Spot %r: creation abandoned after the lease was lost; its Creating "
+                     "record stays until an operator cleans it up", op.spot_id)
+        return
     try:
         await op.rt.store.location.abort_creating(fence)
     except ZLinkError as exc:

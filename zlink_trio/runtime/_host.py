@@ -19,6 +19,11 @@ store granted a reservation.  It keeps the ``Incarnation`` chart's state id:
   accepted before the seal still run, then ``on_close(reason)`` runs once, timers are
   cancelled, the authority is released with the Closing record's fence, and the
   catalog entry and cached route are dropped in the same continuation (06 §7, 09 §5).
+* ownership lost (the node learned its lease is gone, ``._lease``) -- the local part
+  of a close, via ``begin_close`` (the chart has no event of its own: a lost lease is a
+  node state): admission sealed, queued items end :class:`Unavailable` *without
+  running* (06 §9), timers cancelled, the running turn finishes, ``on_close(
+  OWNERSHIP_LOST)`` runs once, ``dispose`` -- and no store write (no Release/cleanup).
 
 A handler's exception fails only its own turn: a request gets :class:`HandlerError`
 (the exception chained as ``__cause__``), a send's failure is logged.  A queued request
@@ -36,18 +41,18 @@ import trio
 
 from zlink_trio.core.errors import (
     DeadlineExceeded,
-    HandlerError,
     InvalidOperation,
-    StaleFence,
     StaleRoute,
     Unavailable,
     ZLinkError,
 )
 from zlink_trio.core.lanes import Lanes
-from zlink_trio.core.timers import TimerSchedule
-from zlink_trio.runtime._charts import COLD, INCARNATION, step
+from zlink_trio.runtime._app_calls import call_hook, check_reply, handler_error, run_on_close
+from zlink_trio.runtime._charts import INCARNATION, step
 from zlink_trio.runtime._context import SpotContext
 from zlink_trio.runtime._definitions import InstanceSpotType, UserSpotType
+from zlink_trio.runtime._first_record import FirstRecord, drop_recovery, record_first_completion
+from zlink_trio.runtime._host_timers import HostTimers, TimerWork
 from zlink_trio.runtime._policies import CloseReason
 from zlink_trio.runtime._runtime import LOGGER
 
@@ -55,28 +60,14 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from zlink_trio.core.lanes import Turn
-    from zlink_trio.core.records import AuthorityFence, RootReceipt
+    from zlink_trio.core.records import AuthorityFence
     from zlink_trio.core.timers import TimerId
     from zlink_trio.runtime._completion import Completion
     from zlink_trio.runtime._definitions import SpotType
     from zlink_trio.runtime._handlers import HandlerInfo
     from zlink_trio.runtime._runtime import NodeRuntime
 
-__all__ = ("FirstRecord", "Host", "MessageWork", "TimerWork", "call_hook")
-
-#: Bound on an ``on_close`` that runs while the node cleans up (shielded work).
-_CLEANUP_TIMEOUT: Final = 10.0
-
-
-@attrs.define(eq=False)
-class FirstRecord:
-    """The durable first record of a cold activation: inbox sequence and recovery root."""
-
-    seq: int
-    ready_version: int
-    receipt: RootReceipt
-    #: ColdActivation state id, stepped through the post-first-turn cleanup.
-    state: str = "serving_first_message"
+__all__ = ("Host", "MessageWork")
 
 
 @attrs.define(eq=False)
@@ -90,36 +81,7 @@ class MessageWork:
     first: FirstRecord | None = None
 
 
-@attrs.define(eq=False)
-class TimerWork:
-    """A timer tick: ``await callback()`` as a turn."""
-
-    timer_id: TimerId
-    callback: Callable[[], Awaitable[object]]
-
-
 Work = MessageWork | TimerWork
-
-
-async def call_hook(instance: object, hook_name: str, is_async: bool, *args: object) -> object:
-    """Call a lifecycle hook, awaiting it when it is async."""
-    result = getattr(instance, hook_name)(*args)
-    if is_async:
-        result = await result
-    return result
-
-
-def handler_error(what: str, exc: Exception, *, activating: bool = False) -> HandlerError:
-    """A HandlerError for ``exc`` raised by application code, with ``exc`` as its cause."""
-    outcome = ("nothing was created (the reservation was aborted)" if activating
-               else "the Spot keeps running")
-    error = HandlerError(
-        f"{what} raised {type(exc).__name__}: {exc}; {outcome}. Fix the code or catch the "
-        "condition there",
-        error_type=type(exc).__qualname__,
-    )
-    error.__cause__ = exc
-    return error
 
 
 class Host:
@@ -138,8 +100,7 @@ class Host:
         self.ctx: Final = SpotContext(self)
         self.lanes: Final = Lanes[Work](application=rt.options.application_lane,
                                         lifecycle=rt.options.lifecycle_lane)
-        self.timers: Final = TimerSchedule()
-        self._callbacks: dict[TimerId, Callable[[], Awaitable[object]]] = {}
+        self.timers: Final = HostTimers()
         self._wake = trio.Event()
         #: Set once the incarnation is released and gone from the catalog.
         self.finished: Final = trio.Event()
@@ -147,6 +108,9 @@ class Host:
         self._fence: AuthorityFence | None = None
         self._self_close = False
         self._first: FirstRecord | None = None
+        #: The node lost its lease: finish without any store write.
+        self.ownership_lost = False
+        self._cleanup_started = False
         self.last_work_finished_at = trio.current_time()
 
     # ------------------------------------------------------------------ activation
@@ -165,7 +129,9 @@ class Host:
             elif isinstance(spot_type, InstanceSpotType):
                 self.instance = spot_type.construct(self.ctx)
             else:
-                raise InvalidOperation(f"{spot_type.stable_type!r} cannot be activated here")
+                raise InvalidOperation(f"{spot_type.stable_type!r} is not a User or Instance "
+                                       "Spot type; declare it with @zl.user_spot or "
+                                       "@zl.instance_spot")
         except Exception as exc:
             raise handler_error(f"the factory of {spot_type.stable_type!r}", exc,
                                 activating=True) from exc
@@ -187,9 +153,8 @@ class Host:
         """
         self.state = step(INCARNATION, self.state, "activation_failed")
         self.timers.cancel_all()
-        self._callbacks.clear()
-        if self.instance is not None:
-            await self._on_close(CloseReason.ACTIVATION_FAILED)
+        await run_on_close(self.spot_type, self.instance, self.spot_id,
+                           CloseReason.ACTIVATION_FAILED)
 
     def open(self, first: MessageWork | None) -> None:
         """Commit -> registered -> (first record at the head) -> serving; synchronous.
@@ -213,6 +178,7 @@ class Host:
     def admit(self, work: MessageWork, payload_size: int) -> None:
         """Queue an application message. StaleRoute when sealed or the owner is invalid;
         CapacityExceeded (``lane="application"``) when a lane bound is hit."""
+        self.rt.check_usable()
         if self.sealed:
             raise StaleRoute(
                 f"Spot {self.spot_id!r} generation {self.generation} is closing on this node "
@@ -236,28 +202,23 @@ class Host:
         """Register a timer (see ``SpotContext.start_timer``)."""
         if self.sealed or self._self_close:
             raise InvalidOperation(
-                f"Spot {self.spot_id!r} is closing; it cannot start new timers"
+                f"Spot {self.spot_id!r} is closing; it cannot start new timers (start "
+                "them while it serves, e.g. in on_activate or a handler)"
             )
-        timer_id = self.timers.add(delay, now=trio.current_time(), period=period)
-        self._callbacks[timer_id] = callback
+        timer_id = self.timers.add(delay, callback, period=period, now=trio.current_time())
         self._wake.set()
         return timer_id
 
     def cancel_timer(self, timer_id: TimerId) -> bool:
         """Unregister a timer; ``True`` if it was registered."""
-        self._callbacks.pop(timer_id, None)
         return self.timers.cancel(timer_id)
 
     def _fire_due_timers(self) -> None:
         if self.state != "serving":
             return
-        for timer_id in self.timers.due(trio.current_time()):
-            callback = (self._callbacks.get(timer_id) if timer_id in self.timers
-                        else self._callbacks.pop(timer_id, None))
-            if callback is None:
-                continue
+        for tick in self.timers.due(trio.current_time()):
             try:
-                self.lanes.application.admit(TimerWork(timer_id, callback), 0)
+                self.lanes.application.admit(tick, 0)
             except ZLinkError as exc:
                 LOGGER.warning("Spot %r: timer tick skipped: %s", self.spot_id, exc)
 
@@ -279,56 +240,72 @@ class Host:
         self._fence = fence
         self._wake.set()
 
+    def lose_ownership(self, error: Unavailable) -> None:
+        """The node lost its lease: seal, fail queued work with ``error``, cancel timers.
+
+        The task then finishes the running turn, runs ``on_close(OWNERSHIP_LOST)`` once
+        (unless a close already started its ``on_close``) and leaves the catalog without
+        writing to the store. Synchronous; idempotent.
+        """
+        if self.ownership_lost or self.state not in ("serving", "closing"):
+            return
+        self.ownership_lost = True
+        if self.state == "serving":
+            self.state = step(INCARNATION, self.state, "begin_close")
+        if not self._cleanup_started:
+            self.close_reason = CloseReason.OWNERSHIP_LOST
+        self._self_close = False
+        self.timers.cancel_all()
+        self._fail_queued(error)
+        self._wake.set()
+
     async def _begin_self_close(self) -> None:
         self._self_close = False
         if self.state != "serving":
             return
-        try:
-            record = await self.rt.store.location.begin_close(
-                self.spot_id, object_generation=self.generation, owner=self.rt.owner,
-                now=self.rt.now())
-        except ZLinkError as exc:
-            LOGGER.warning("Spot %r: ctx.close() could not begin: %s", self.spot_id, exc)
-            return
+        record = None
+        with trio.move_on_after(self.rt.options.default_timeout):
+            try:
+                record = await self.rt.store.location.begin_close(
+                    self.spot_id, object_generation=self.generation, owner=self.rt.owner,
+                    now=self.rt.now())
+            except ZLinkError as exc:
+                LOGGER.warning("Spot %r: ctx.close() could not begin: %s", self.spot_id, exc)
         if record is not None:
             self.request_close(CloseReason.CLOSED, record.fence())
 
-    async def _on_close(self, reason: CloseReason) -> None:
-        hook = self.spot_type.hooks.on_close
-        if hook is None or self.instance is None:
-            return
-        with trio.move_on_after(_CLEANUP_TIMEOUT) as scope:
-            try:
-                await call_hook(self.instance, "on_close", hook.is_async, reason)
-            except Exception:
-                LOGGER.exception("Spot %r: on_close(%s) raised", self.spot_id, reason.value)
-        if scope.cancelled_caught:
-            LOGGER.error("Spot %r: on_close(%s) did not finish within %s s",
-                         self.spot_id, reason.value, _CLEANUP_TIMEOUT)
-
     async def _finish(self) -> None:
-        """All accepted work is done: cleanup once, release, unregister (06 §7)."""
+        """All accepted work is done: cleanup once, release, unregister (06 §7).
+
+        Without ownership (the node lost its lease) nothing is written to the store.
+        """
         assert self.close_reason is not None
-        assert self._fence is not None
         self.timers.cancel_all()
-        self._callbacks.clear()
-        await self._on_close(self.close_reason)
-        try:
-            await self.rt.store.location.release(self._fence)
-        except ZLinkError as exc:
-            LOGGER.error("Spot %r: release failed: %s", self.spot_id, exc)
+        self._cleanup_started = True
+        await run_on_close(self.spot_type, self.instance, self.spot_id, self.close_reason)
+        fence = self._fence
+        if not self.ownership_lost and fence is not None:
+            await self._bounded("Release", lambda: self.rt.store.location.release(fence))
         # Same continuation: the catalog entry and the cached route go together.
         self.rt.catalog.remove(self)
         self.rt.route_cache.invalidate(self.spot_id)
         self.state = step(INCARNATION, self.state, "dispose")
         self.finished.set()
-        relocation = self.rt.store.relocation
-        try:
-            await relocation.inbox_drop(self.spot_id, self.generation)
-            if self._first is not None and self._first.state != "activated":
-                await relocation.delete_root(self._first.receipt)
-        except ZLinkError as exc:
-            LOGGER.warning("Spot %r: recovery cleanup failed: %s", self.spot_id, exc)
+        if not self.ownership_lost:  # else inbox and root stay as evidence for the operator
+            await self._bounded("recovery cleanup", lambda: drop_recovery(
+                self.rt, self.spot_id, self.generation, self._first))
+
+    async def _bounded(self, what: str, call: Callable[[], Awaitable[object]]) -> None:
+        """One store call of the (shielded) cleanup, bounded by ``default_timeout``; logged."""
+        timeout = self.rt.options.default_timeout
+        with trio.move_on_after(timeout) as scope:
+            try:
+                await call()
+            except ZLinkError as exc:
+                LOGGER.error("Spot %r: %s failed: %s", self.spot_id, what, exc)
+        if scope.cancelled_caught:
+            LOGGER.error("Spot %r: %s got no answer from the store within %s s; the record "
+                         "stays until an operator cleans it up", self.spot_id, what, timeout)
 
     # ------------------------------------------------------------------ the task
 
@@ -349,7 +326,10 @@ class Host:
             with trio.CancelScope(shield=True):
                 await self._finish()
         finally:
-            self._fail_queued()
+            self._fail_queued(Unavailable(
+                f"Spot {self.spot_id!r} stopped on this node before the request ran; "
+                "send a new call"
+            ))
 
     async def _wait_for_work(self) -> None:
         self._wake = trio.Event()
@@ -364,19 +344,13 @@ class Host:
         item = turn.item
         try:
             if isinstance(item, TimerWork):
-                await self._run_timer(item)
+                await item.run(self.spot_id)
             else:
                 await self._run_message(item)
         finally:
             self.lanes.complete(turn.ticket)
         if self._self_close and not self.sealed:
             await self._begin_self_close()
-
-    async def _run_timer(self, item: TimerWork) -> None:
-        try:
-            await item.callback()
-        except Exception:
-            LOGGER.exception("Spot %r: timer callback %r raised", self.spot_id, item.callback)
 
     async def _run_message(self, item: MessageWork) -> None:
         completion = item.completion
@@ -400,61 +374,27 @@ class Host:
                              exc_info=exc)
         else:
             if completion is not None:
-                mismatch = self._check_reply(item.info, result)
+                mismatch = check_reply(self.spot_type, item.info, result)
                 if mismatch is None:
                     completion.set_result(result)
                 else:
                     completion.set_error(mismatch)
         finally:
             self.last_work_finished_at = trio.current_time()
-        if item.first is not None:
-            await self._after_first(item.first)
+        if item.first is not None and not self.ownership_lost:
+            await record_first_completion(self.rt, self.spot_id, self.generation, item.first)
 
-    def _check_reply(self, info: HandlerInfo, result: object) -> HandlerError | None:
-        expected = info.reply_type
-        if (expected is None and result is None) or (
-                expected is not None and type(result) is expected):
-            return None
-        want = "None" if expected is None else expected.__qualname__
-        return HandlerError(
-            f"handler {self.spot_type.cls.__qualname__}.{info.name} is declared to return "
-            f"{want} but returned {type(result).__qualname__}; return the declared type",
-            error_type="TypeError",
-        )
-
-    async def _after_first(self, first: FirstRecord) -> None:
-        """06 §4.1 step 12: cursor, pointer CAS, then the root; idempotent on retry."""
-        rt = self.rt
-        try:
-            await rt.store.relocation.inbox_set_cursor(self.spot_id, self.generation, first.seq)
-            first.state = step(COLD, first.state, "first_completion_recorded")
-            await self._remove_pointer(first.ready_version)
-            first.state = step(COLD, first.state, "pointer_removed")
-            await rt.store.relocation.delete_root(first.receipt)
-            first.state = step(COLD, first.state, "root_deleted")
-        except ZLinkError as exc:
-            LOGGER.warning("Spot %r: activation recovery cleanup failed: %s", self.spot_id, exc)
-
-    async def _remove_pointer(self, version: int) -> None:
-        location = self.rt.store.location
-        try:
-            await location.remove_recovery_pointer(
-                self.spot_id, object_generation=self.generation, expected_version=version)
-        except StaleFence:
-            # The record changed since Ready (a close began): re-read once and retry.
-            record = await location.find(self.spot_id)
-            if (record is not None and record.object_generation == self.generation
-                    and record.recovery_pointer is not None):
-                await location.remove_recovery_pointer(
-                    self.spot_id, object_generation=self.generation,
-                    expected_version=record.store_version)
-
-    def _fail_queued(self) -> None:
-        """The task ends: no queued request may wait for a turn that never comes."""
+    def _fail_queued(self, error: Unavailable) -> None:
+        """Complete every queued request with ``error`` without running it (sends are dropped
+        and logged); no caller may wait for a turn that never comes."""
+        dropped = 0
         while (turn := self.lanes.next_turn()) is not None:
-            if isinstance(turn.item, MessageWork) and turn.item.completion is not None:
-                turn.item.completion.set_error(Unavailable(
-                    f"Spot {self.spot_id!r} stopped on this node before the request ran; "
-                    "send a new call"
-                ))
+            if isinstance(turn.item, MessageWork):
+                if turn.item.completion is not None:
+                    turn.item.completion.set_error(error)
+                else:
+                    dropped += 1
             self.lanes.complete(turn.ticket)
+        if dropped:
+            LOGGER.warning("Spot %r: %d queued one-way send(s) were not run: %s",
+                           self.spot_id, dropped, error)

@@ -80,6 +80,7 @@ class _CreateCall:
             raise InvalidOperation("this call was already awaited; build a new call")
         self._awaited = True
         rt = self._rt
+        rt.check_usable()
         stable_type = validate_stable_type(self._type)
         create_only = self._spot_id is None
         spot_id = rt.new_uuid4() if create_only else validate_user_spot_id(self._spot_id)
@@ -117,11 +118,14 @@ class SpotManager:
     async def find(self, spot_id: str) -> SpotRef | None:
         """The Ready authority's SpotRef of ``spot_id``, or ``None``; never creates (06 §3.4)."""
         spot_id = validate_spot_id(spot_id)
+        self._rt.check_usable()
         record = None
         with trio.move_on_after(self._rt.options.default_timeout) as scope:
             record = await self._rt.store.location.find(spot_id)
         if scope.cancelled_caught:
-            raise DeadlineExceeded(f"find({spot_id!r}) got no answer from the store in time")
+            raise DeadlineExceeded(f"find({spot_id!r}) got no answer from the store within "
+                                   f"{self._rt.options.default_timeout} s; check the store "
+                                   "and retry")
         if record is None or record.state is not AuthorityState.READY:
             return None
         return record.ref()
@@ -134,5 +138,6 @@ class SpotManager:
         generation than the current one, or of a non-User Spot. Bounded by the node's
         ``default_timeout``.
         """
+        self._rt.check_usable()
         deadline = trio.current_time() + self._rt.options.default_timeout
         return await close_user_spot(self._rt, ref, deadline)

@@ -10,13 +10,14 @@ Theory of operation
 2. Open the store, draw a fresh NodeRid and Entry Spot ID ``<node_id>-entry-<uuid4>``
    and claim the descriptor and the Entry Spot in one NewClaim.  A conflict is a startup
    configuration error; no second Entry UUID is tried.
-3. Open a nursery holding the lease renewal (every ``lease / 3``), the idle sweep, the
-   catalog's Spot tasks and cold activations, and yield the :class:`Node`.
+3. Open a nursery holding the lease renewal (every ``lease / 3``, :mod:`._lease`), the
+   idle sweep, the catalog's Spot tasks and cold activations, and yield the :class:`Node`.
 4. On exit -- also on error or cancellation, shielded and bounded by
    ``default_timeout`` -- drain: creation attempts are cancelled (they abort with their
-   fence), every local Spot closes with NODE_SHUTDOWN and releases its authority, then
-   the descriptor and Entry claim are removed with the lifecycle fence.  If the lease
-   was lost the store is not touched (the lifecycle is over).
+   fence), every local Spot closes with NODE_SHUTDOWN and releases its authority, the
+   renewal stops, then the descriptor and Entry claim are removed with the lifecycle
+   fence.  If the lease was lost (:func:`._lease.lose_lease` already stopped every
+   local Spot with OWNERSHIP_LOST) the store is not touched: the lifecycle is over.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from zlink_trio.core.route_cache import RouteCache, RouteCacheStatistics
 from zlink_trio.runtime._catalog import Catalog
 from zlink_trio.runtime._charts import NODE, step
 from zlink_trio.runtime._client import SpotClient
+from zlink_trio.runtime._lease import keep_lease, wait_stopped
 from zlink_trio.runtime._manager import SpotManager
 from zlink_trio.runtime._options import (
     DEFAULT_ACTIVE_OBJECT_CEILING,
@@ -60,7 +62,7 @@ from zlink_trio.wire.codec import MessageCodec
 
 if TYPE_CHECKING:
     import random as _random
-    from collections.abc import AsyncIterator, Callable, Iterable
+    from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
 __all__ = ("Node", "NodeStatistics", "open_node")
 
@@ -222,7 +224,8 @@ async def open_node(
             async with trio.open_nursery() as nursery:
                 rt.catalog = Catalog(rt, nursery)
                 node = Node(rt)
-                nursery.start_soon(_renew, rt)
+                renewal = trio.CancelScope()
+                nursery.start_soon(_run_in, renewal, keep_lease, rt)
                 if options.instance_idle_timeout > 0:
                     nursery.start_soon(rt.catalog.idle_sweep)
                 rt.state = step(NODE, rt.state, "open_admission")
@@ -230,7 +233,7 @@ async def open_node(
                     yield node
                 finally:
                     with trio.CancelScope(shield=True):
-                        await _drain(rt)
+                        await _drain(rt, renewal)
                     rt.catalog.cancel_all()
                     nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
@@ -241,35 +244,29 @@ async def open_node(
             raise
 
 
-async def _renew(rt: NodeRuntime) -> None:
-    """Renew the lease every third of it; a refused renewal ends the lifecycle's admission."""
-    period = rt.options.lease / 3
-    while True:
-        await trio.sleep(period)
-        try:
-            claim = await rt.store.location.renew(
-                rt.mesh, rt.node_rid, rt.owner.lifecycle_generation, now=rt.now(),
-                lease=rt.options.lease)
-        except ZLinkError as exc:
-            LOGGER.error("node %r lost its lease: %s; it admits no more work", rt.node_id, exc)
-            rt.state = step(NODE, rt.state, "lease_expired")
-            return
-        rt.lease_expires_at = claim.lease_expires_at
-        rt.state = step(NODE, rt.state, "renew")
+async def _run_in(scope: trio.CancelScope, task: Callable[[NodeRuntime], Awaitable[None]],
+                  rt: NodeRuntime) -> None:
+    with scope:
+        await task(rt)
 
 
-async def _drain(rt: NodeRuntime) -> None:
-    """Close local Spots (NODE_SHUTDOWN), then remove the descriptor with the fence."""
-    if rt.state == "lease_lost":
-        rt.state = step(NODE, rt.state, "stop")
-        return
+async def _drain(rt: NodeRuntime, renewal: trio.CancelScope) -> None:
+    """Close local Spots (NODE_SHUTDOWN), then remove the descriptor with the fence.
+
+    With a lost lease (also one lost while draining) no store record is touched.
+    """
     if rt.state in ("claimed", "serving"):
         rt.state = step(NODE, rt.state, "begin_drain")
-    with trio.move_on_after(rt.options.default_timeout) as scope:
-        await rt.catalog.shutdown()
-    if scope.cancelled_caught:
-        LOGGER.error("node %r: local Spots did not close within %s s; removing anyway",
-                     rt.node_id, rt.options.default_timeout)
+    if not rt.lease_lost:
+        with trio.move_on_after(rt.options.default_timeout) as scope:
+            await rt.catalog.shutdown()
+        if scope.cancelled_caught:
+            LOGGER.error("node %r: local Spots did not close within %s s; removing anyway",
+                         rt.node_id, rt.options.default_timeout)
+    if rt.lease_lost:
+        await wait_stopped(rt)
+        return
+    renewal.cancel()  # no renewal may race the removal (same continuation as the check)
     try:
         with trio.move_on_after(rt.options.default_timeout):
             await rt.store.location.remove(rt.mesh, rt.node_rid, rt.owner.lifecycle_generation)

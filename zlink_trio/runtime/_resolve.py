@@ -151,7 +151,8 @@ def _local_host(rt: NodeRuntime, call: Delivery, record: AuthorityRecord) -> Hos
     if record.owner != rt.owner:
         if record.owner.node_rid == rt.node_rid:
             raise StaleRoute(f"Spot {record.spot_id!r} belongs to an earlier lifecycle of this "
-                             "node; the message was not run")
+                             "node; the message was not run. Its authority must be cleaned "
+                             "up (an operator action) before the Spot can be used again")
         raise rt.cross_node(f"Spot {record.spot_id!r}", record.owner.node_rid)
     host = rt.catalog.hosts.get(record.spot_id)
     if host is None or host.generation != record.object_generation:
@@ -174,6 +175,7 @@ async def deliver(rt: NodeRuntime, call: Delivery) -> None:
     """
     backoff = Backoff()
     while True:
+        rt.check_usable()
         host: Host | None = None
         route = rt.route_cache.get(call.spot_id, rt.now())
         if route is not None and route.node_rid == rt.node_rid:
@@ -202,11 +204,14 @@ async def deliver(rt: NodeRuntime, call: Delivery) -> None:
             if record.state in (AuthorityState.READY, AuthorityState.RELOCATING):
                 host = _local_host(rt, call, record)
             elif record.state is AuthorityState.SEALED:
-                raise Unavailable(f"Spot {call.spot_id!r} is sealed for relocation")
+                raise Unavailable(f"Spot {call.spot_id!r} is sealed for relocation; the "
+                                  "message was not run. Retry once the move committed or "
+                                  "aborted")
             elif record.state is AuthorityState.CLOSING and call.intent is None:
                 raise StaleRoute(
                     f"Spot {call.spot_id!r} is closing and admits no new messages; the "
-                    "message was not run"
+                    "message was not run. Send a new call once it is closed, or call with "
+                    ".instance_spot() to wait for it and activate it again"
                 )
             else:
                 await wait_for_change(rt, call.spot_id, backoff)

@@ -17,6 +17,7 @@ import os
 from typing import TYPE_CHECKING, Final
 
 import attrs
+import trio
 
 from zlink_trio.core.errors import StaleRoute, Unavailable
 from zlink_trio.core.identity import new_uuid4
@@ -62,6 +63,10 @@ class NodeRuntime:
     state: str
     catalog: Catalog = attrs.field(init=False)
     client: SpotClient = attrs.field(init=False)
+    #: Why the lease was lost (``None`` while the node holds it).
+    lease_loss: str | None = attrs.field(default=None, init=False)
+    #: Set once the local teardown after a lost lease is complete (state ``stopped``).
+    stopped: trio.Event = attrs.field(factory=trio.Event, init=False)
 
     def now(self) -> float:
         """The store clock (leases, route-cache expiry)."""
@@ -85,13 +90,35 @@ class NodeRuntime:
         """Whether the node admits new work (not draining, lease not lost)."""
         return self.state == "serving"
 
+    @property
+    def lease_lost(self) -> bool:
+        """Whether this lifecycle learned that its lease is gone (``lease_lost``/``stopped``)."""
+        return self.state in ("lease_lost", "stopped")
+
+    def lease_lost_error(self) -> Unavailable:
+        """The error of every call on a node that lost its lease."""
+        return Unavailable(
+            f"node {self.node_id!r} lost its lease ({self.lease_loss or 'lease expired'}); it "
+            "no longer owns its Spots and runs no work. Restart the node (leave open_node "
+            "and open it again); its Spots' authority stays in the store until an operator "
+            "cleans it up"
+        )
+
+    def check_usable(self) -> None:
+        """Unavailable if the node lost its lease (every public call checks this first)."""
+        if self.lease_lost:
+            raise self.lease_lost_error()
+
     def check_admission(self) -> None:
         """Raise unless this lifecycle may admit work now: serving and the lease valid.
 
-        Owner validity (09 §4): a node whose lease deadline passed is no longer a valid
-        owner, so its messages end stale; a draining node refuses new work.
+        A node that learned its lease is gone raises Unavailable (it must be restarted).
+        Owner validity (09 §4): a node whose lease deadline passed (before the node
+        noticed) is no longer a valid owner, so its messages end stale; a draining node
+        refuses new work.
         """
-        if self.state in ("lease_lost", "stopped") or self.now() >= self.lease_expires_at:
+        self.check_usable()
+        if self.now() >= self.lease_expires_at:
             raise StaleRoute(
                 f"node {self.node_id!r} is no longer a valid owner (its lease expired at "
                 f"{self.lease_expires_at}); the message was not run. Resolve again and send "

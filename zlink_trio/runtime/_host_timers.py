@@ -1,0 +1,96 @@
+"""The timers of one Spot incarnation: schedule, callbacks and their ticks as turns.
+
+Theory of operation
+-------------------
+``ctx.start_timer(delay, callback, period=...)`` registers a timer here; the sans-IO
+:class:`~zlink_trio.core.timers.TimerSchedule` keeps the deadlines (periodic timers
+never burst, at most 1,024 per Spot) and :class:`HostTimers` keeps the async callback
+of each registered timer.  The host's task asks :meth:`HostTimers.next_deadline` how
+long it may sleep and, once awake, :meth:`HostTimers.due` for the ticks to queue: each
+tick is a :class:`TimerWork` item admitted to the application lane, so a callback runs
+as an ordinary turn of the Spot, one at a time with the handlers.
+
+A fired one-shot timer's callback is dropped with it; a cancelled timer's callback is
+dropped at once, so the callback table never outgrows the schedule.  A tick already
+queued still runs after ``cancel`` (no further tick is queued).  Every timer is
+cancelled when the incarnation closes, fails to activate or loses its owner
+(:meth:`HostTimers.cancel_all`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import attrs
+
+from zlink_trio.core.timers import TimerSchedule
+from zlink_trio.runtime._runtime import LOGGER
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from zlink_trio.core.timers import TimerId
+
+__all__ = ("HostTimers", "TimerWork")
+
+
+@attrs.define(eq=False)
+class TimerWork:
+    """A timer tick: ``await callback()`` as a turn."""
+
+    timer_id: TimerId
+    callback: Callable[[], Awaitable[object]]
+
+    async def run(self, spot_id: str) -> None:
+        """Run the callback as a turn; an exception is logged, the Spot keeps running."""
+        try:
+            await self.callback()
+        except Exception:
+            LOGGER.exception("Spot %r: timer callback %r raised", spot_id, self.callback)
+
+
+class HostTimers:
+    """One incarnation's registered timers and their callbacks (no I/O, no clock)."""
+
+    __slots__ = ("_callbacks", "schedule")
+
+    def __init__(self) -> None:
+        self.schedule: Final = TimerSchedule()
+        self._callbacks: dict[TimerId, Callable[[], Awaitable[object]]] = {}
+
+    def __contains__(self, timer_id: object) -> bool:
+        return timer_id in self.schedule
+
+    def __len__(self) -> int:
+        return len(self.schedule)
+
+    def add(self, delay: float, callback: Callable[[], Awaitable[object]], *,
+            period: float | None, now: float) -> TimerId:
+        """Register ``callback`` to tick after ``delay`` (then every ``period``)."""
+        timer_id = self.schedule.add(delay, now=now, period=period)
+        self._callbacks[timer_id] = callback
+        return timer_id
+
+    def cancel(self, timer_id: TimerId) -> bool:
+        """Unregister a timer; ``True`` if it was registered."""
+        self._callbacks.pop(timer_id, None)
+        return self.schedule.cancel(timer_id)
+
+    def cancel_all(self) -> None:
+        """Unregister every timer (close, failed activation, lost ownership)."""
+        self.schedule.cancel_all()
+        self._callbacks.clear()
+
+    def next_deadline(self) -> float | None:
+        """When the next timer comes due, or ``None`` without timers."""
+        return self.schedule.next_deadline()
+
+    def due(self, now: float) -> list[TimerWork]:
+        """The ticks due at ``now``, in due order; fired one-shots forget their callback."""
+        ticks = []
+        for timer_id in self.schedule.due(now):
+            callback = (self._callbacks.get(timer_id) if timer_id in self.schedule
+                        else self._callbacks.pop(timer_id, None))
+            if callback is not None:
+                ticks.append(TimerWork(timer_id, callback))
+        return ticks

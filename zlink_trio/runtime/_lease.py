@@ -1,0 +1,130 @@
+"""The node's lease: keeping it, and stopping the node's Spots when it is lost (06 §9).
+
+Theory of operation
+-------------------
+The descriptor claim carries the lease every owner check uses (09 §4).
+:func:`keep_lease` renews it every third of its length, as a task of the node's
+nursery.  The node *learns* that its lease is gone -- ``NodeLifecycle``
+``lease_expired`` -> ``lease_lost`` -- when
+
+* the store refuses a renewal (StaleFence: the claim was removed or replaced;
+  Unavailable: the lease had already expired in the store), or
+* no renewal was answered before the lease deadline (each renewal attempt is
+  bounded by the time left on the lease, so a hung store cannot hide the loss), or
+* a renewal was answered only after the lease deadline had passed (too late: for a
+  while this node was no valid owner, and others may have acted on that).
+
+Any other store error is retried (5 ms doubling to 1 s) while lease time remains.
+
+:func:`lose_lease` then stops the lifecycle's work without a single store write (06 §9:
+an expired owner may not admit messages or timers nor update a location; cleaning
+up the authority this node held is an operator action):
+
+1. every later call on the node raises :class:`Unavailable` saying the node lost its
+   lease and must be restarted (``NodeRuntime.check_usable``);
+2. cold activations in flight are cancelled (their callers get that Unavailable, and
+   their aborts skip the store);
+3. every local incarnation seals admission, completes its queued work with that
+   Unavailable without running it, cancels its timers, lets its running turn finish,
+   runs ``on_close(OWNERSHIP_LOST)`` once and leaves the catalog (``Host.lose_ownership``);
+4. once all are gone (bounded by ``default_timeout``) the node steps ``stop`` ->
+   ``stopped``.  The ``async with open_node`` block is left by the application; its
+   exit touches no store record either.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import trio
+
+from zlink_trio.core.errors import StaleFence, StoreUnavailable, Unavailable, ZLinkError
+from zlink_trio.runtime._charts import NODE, step
+from zlink_trio.runtime._runtime import LOGGER
+
+if TYPE_CHECKING:
+    from zlink_trio.runtime._runtime import NodeRuntime
+
+__all__ = ("keep_lease", "lose_lease", "wait_stopped")
+
+_FIRST_RETRY: Final = 0.005
+_MAX_RETRY: Final = 1.0
+
+
+async def keep_lease(rt: NodeRuntime) -> None:
+    """Renew the lease every third of it until it is lost (then stop the node's Spots)."""
+    period = rt.options.lease / 3
+    while True:
+        await trio.sleep(period)
+        why = await _renew(rt)
+        if why is not None:
+            await lose_lease(rt, why)
+            return
+
+
+async def _renew(rt: NodeRuntime) -> str | None:
+    """One renewal, retried on transient errors; ``None`` when renewed, else why it is lost."""
+    retry = _FIRST_RETRY
+    while True:
+        deadline = rt.lease_expires_at
+        left = deadline - rt.now()
+        if left <= 0:
+            return f"it expired at {deadline} before it was renewed"
+        try:
+            with trio.move_on_after(left) as scope:
+                claim = await rt.store.location.renew(
+                    rt.mesh, rt.node_rid, rt.owner.lifecycle_generation, now=rt.now(),
+                    lease=rt.options.lease)
+        except StoreUnavailable as exc:
+            # The store was not reached (busy, paused, disconnected): says nothing
+            # about the lease, so retry while lease time remains.
+            LOGGER.warning("node %r: store unavailable for lease renewal (%s); retrying for "
+                           "%.3f s more", rt.node_id, exc, left)
+            await trio.sleep(min(retry, left))
+            retry = min(retry * 2, _MAX_RETRY)
+            continue
+        except (StaleFence, Unavailable) as exc:
+            return f"the store refused its renewal: {exc.message}"
+        except ZLinkError as exc:
+            LOGGER.warning("node %r: lease renewal failed (%s); retrying for %.3f s more",
+                           rt.node_id, exc, left)
+            await trio.sleep(min(retry, left))
+            retry = min(retry * 2, _MAX_RETRY)
+            continue
+        if scope.cancelled_caught:
+            return f"no renewal was answered before it expired at {deadline}"
+        if rt.now() >= deadline:
+            return f"the renewal was answered after it had expired at {deadline}"
+        rt.lease_expires_at = claim.lease_expires_at
+        rt.state = step(NODE, rt.state, "renew")
+        return None
+
+
+async def lose_lease(rt: NodeRuntime, why: str) -> None:
+    """Stop admission and every local Spot without store writes, then step ``stop``."""
+    if rt.lease_lost:
+        return
+    rt.lease_loss = why
+    rt.state = step(NODE, rt.state, "lease_expired")
+    LOGGER.error("node %r lost its lease: %s; its %d local Spot(s) stop without touching "
+                 "the store (on_close(OWNERSHIP_LOST)), and the node must be restarted",
+                 rt.node_id, why, len(rt.catalog.hosts))
+    rt.catalog.lose_ownership(rt.lease_lost_error())
+    with trio.move_on_after(rt.options.default_timeout) as scope:
+        await rt.catalog.wait_stopped()
+    if scope.cancelled_caught:
+        LOGGER.error("node %r: local Spots did not stop within %s s after the lease was "
+                     "lost; they are cancelled when open_node exits", rt.node_id,
+                     rt.options.default_timeout)
+    if rt.state == "lease_lost":  # the exit may have stepped it already
+        rt.state = step(NODE, rt.state, "stop")
+    rt.stopped.set()
+
+
+async def wait_stopped(rt: NodeRuntime) -> None:
+    """At exit after a lost lease: let :func:`lose_lease` finish (bounded), then stop."""
+    with trio.move_on_after(rt.options.default_timeout):
+        await rt.stopped.wait()
+    if rt.state == "lease_lost":
+        rt.state = step(NODE, rt.state, "stop")
+        rt.stopped.set()
