@@ -22,6 +22,7 @@ Theory of operation
 
 from __future__ import annotations
 
+import time
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
@@ -131,6 +132,15 @@ class Node:
                               route_cache=rt.route_cache.statistics())
 
 
+def _default_store_clock(store: str | MemoryStore) -> Callable[[], float]:
+    # A store in this process may follow Trio's (possibly mocked) clock; a store other
+    # processes share needs one clock for all of them, and only wall time is shared.
+    if isinstance(store, MemoryStore) or (isinstance(store, str)
+                                          and store.lower().startswith("memory://")):
+        return trio.current_time
+    return time.time
+
+
 def _config(what: str, exc: InvalidOperation) -> InvalidConfiguration:
     if isinstance(exc, InvalidConfiguration):
         return exc
@@ -176,7 +186,10 @@ async def open_node(
     eviction); ``active_object_ceiling`` (10,000) bounds local Ready + activating Spots
     and is the descriptor's capacity; ``lease`` (10 s) is renewed every third;
     ``default_timeout`` (30 s) is the deadline of calls without ``.timeout()``.
-    ``clock`` is the store's clock (default ``trio.current_time``); ``random`` seeds
+    ``clock`` is the store's clock: leases and route-cache ages are stamped with it. It
+    defaults to ``trio.current_time`` for an in-process ``memory://`` store (so tests on
+    ``MockClock`` control leases) and to wall-clock ``time.time`` for any store shared
+    between processes, whose leases every process must read on one clock. ``random`` seeds
     IDs and placement (default: ``os.urandom``).
 
     Raises :class:`InvalidConfiguration` for invalid options or Spot declarations
@@ -199,7 +212,7 @@ async def open_node(
     except InvalidOperation as exc:
         step(NODE, state, "configuration_invalid")
         raise _config("open_node: invalid configuration", exc) from exc
-    read_clock = trio.current_time if clock is None else clock
+    read_clock = _default_store_clock(store) if clock is None else clock
     async with open_store(store) as opened:
         random_bytes = random.randbytes if random is not None else None
         node_rid = NodeRid.generate(random_bytes) if random_bytes else NodeRid.generate()
