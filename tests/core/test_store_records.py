@@ -17,6 +17,7 @@ from zlink_trio.core.records import (
     AuthorityState,
     CreationIntent,
     OwnerFence,
+    RecoveryPointer,
     SpotRef,
 )
 
@@ -154,3 +155,93 @@ def test_node_claim_liveness_and_owner():
     assert not c.is_live(10.0)
     assert c.owner() == OwnerFence(RID, 3)
     assert c.key == ("world", RID)
+
+
+# -- JSON round trips (what the durable stores keep) ----------------------------------------
+
+
+def full_records():
+    intent = CreationIntent(content_ref="sha256:" + SHA, sha256=SHA, size=7)
+    pointer = RecoveryPointer(root_ref="sha256:" + SHA, sha256=SHA, size=9, version=2)
+    return [
+        record(),
+        record(state=AuthorityState.CREATING, creation_intent=intent, recovery_pointer=pointer,
+               object_generation=MAX_GENERATION, store_version=MAX_GENERATION),
+        record(state=AuthorityState.SEALED, relocation_target=OwnerFence(RID, 7),
+               kind=SpotKind.INSTANCE, owner_generation=3),
+        record(kind=SpotKind.ENTRY, stable_type="zlink.entry", spot_id=new_entry_spot_id("n")),
+    ]
+
+
+@pytest.mark.parametrize("value", full_records())
+def test_authority_record_json_round_trip(value):
+    assert AuthorityRecord.from_json(json.loads(json.dumps(value.to_json()))) == value
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        {"kind": "invalid"},
+        {"kind": 2},
+        {"state": "missing"},
+        {"objectGeneration": 5},
+        {"storeVersion": "0"},
+        {"owner": {"nodeRid": str(RID)}},
+        {"owner": {"nodeRid": "zz", "lifecycleGeneration": "1"}},
+        {"creationIntent": {"contentRef": "c", "sha256": SHA, "size": 1}},  # not Creating
+        {"recoveryPointer": {"rootRef": "r", "sha256": SHA, "size": -1, "version": 1}},
+        {"relocationTarget": {"nodeRid": str(RID), "lifecycleGeneration": "2"}},
+        {"extra": None},
+    ],
+)
+def test_authority_record_from_json_refuses_bad_input(patch):
+    with pytest.raises(InvalidOperation):
+        AuthorityRecord.from_json({**record().to_json(), **patch})
+
+
+@pytest.mark.parametrize("value", [None, [], "r-1", {"spotId": "r-1"}])
+def test_authority_record_from_json_refuses_non_objects(value):
+    with pytest.raises(InvalidOperation):
+        AuthorityRecord.from_json(value)
+
+
+def test_owner_fence_json_round_trip():
+    fence = OwnerFence(RID, MAX_GENERATION)
+    assert OwnerFence.from_json(json.loads(json.dumps(fence.to_json()))) == fence
+
+
+def test_descriptor_and_claim_json_round_trip():
+    d = descriptor(placement_weight=2.5)
+    assert NodeDescriptor.from_json(json.loads(json.dumps(d.to_json()))) == d
+    c = NodeClaim(descriptor=d, lifecycle_generation=3, lease_expires_at=10.125,
+                  store_version=4)
+    back = NodeClaim.from_json(json.loads(json.dumps(c.to_json())))
+    assert back == c
+    assert back.descriptor.digest == d.digest
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        {"capacity": 11},  # digest no longer matches
+        {"digest": "00" * 32},
+        {"roles": "object_server"},
+        {"servedTypes": {"room": "entry"}},
+        {"servedTypes": []},
+        {"placementWeight": "1"},
+        {"nodeRid": 5},
+        {"extra": 1},
+    ],
+)
+def test_descriptor_from_json_refuses_bad_input(patch):
+    with pytest.raises(InvalidOperation):
+        NodeDescriptor.from_json({**descriptor().to_json(), **patch})
+
+
+def test_claim_from_json_refuses_bad_input():
+    good = NodeClaim(descriptor=descriptor(), lifecycle_generation=1,
+                     lease_expires_at=1.0).to_json()
+    for patch in ({"lifecycleGeneration": 1}, {"leaseExpiresAt": "1"}, {"storeVersion": "0"},
+                  {"descriptor": None}):
+        with pytest.raises(InvalidOperation):
+            NodeClaim.from_json({**good, **patch})

@@ -8,13 +8,21 @@ absent). Each test bounds itself with ``trio.fail_after``.
 from __future__ import annotations
 
 import pytest
+from redis_helpers import redis_test_store
 
 from zlink_trio.store import open_store
 
-BACKENDS = ["memory://"]
+BACKENDS = ["memory://", "sqlite://?dispatch=inline", "sqlite://?dispatch=thread", "redis"]
 
 
 @pytest.fixture(params=BACKENDS)
-async def store(request):
-    async with open_store(request.param) as opened:
+async def store(request, tmp_path):
+    url = request.param
+    if url.startswith("sqlite://?"):  # a fresh file per test, both dispatch modes
+        url = f"sqlite://{tmp_path / 'store.db'}?busy_timeout=1&{url.partition('?')[2]}"
+    if url == "redis":  # ZLINK_TEST_REDIS, a fresh key prefix per test (redis_helpers)
+        async with redis_test_store() as opened:
+            yield opened
+        return
+    async with open_store(url) as opened:
         yield opened

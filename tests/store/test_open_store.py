@@ -43,9 +43,12 @@ async def test_unknown_scheme_lists_the_schemes(url):
             pass
 
 
-@pytest.mark.parametrize("url", ["sqlite:///tmp/x.db", "redis://127.0.0.1:6379/0"])
-async def test_planned_backends_are_not_yet_available(url):
-    with pytest.raises(InvalidConfiguration, match="not yet available"):
+@pytest.mark.parametrize("url", [
+    "redis://127.0.0.1:6379/x", "redis://127.0.0.1:6379/0?prefix={a}",
+    "redis://127.0.0.1:6379/0?timeout=0", "redis://127.0.0.1:6379/0?colour=blue",
+])
+async def test_malformed_redis_url_is_refused_before_connecting(url):
+    with pytest.raises(InvalidConfiguration):
         async with open_store(url):
             pass
 

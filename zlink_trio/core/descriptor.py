@@ -40,6 +40,15 @@ from zlink_trio.core._checks import (
     check_text,
     validate_mesh_name,
 )
+from zlink_trio.core._json_fields import (
+    decode_kind,
+    encode_kind,
+    json_generation,
+    json_int,
+    json_number,
+    json_object,
+    json_str,
+)
 from zlink_trio.core.errors import InvalidOperation
 from zlink_trio.core.identity import (
     NodeRid,
@@ -67,6 +76,12 @@ DESCRIPTOR_DIGEST_TAG: Final = b"zlink-descriptor-v1\n"
 MAX_ENDPOINT_BYTES: Final = 2048
 #: Largest capacity a descriptor may declare.
 MAX_CAPACITY: Final = 2**31 - 1
+
+_DESCRIPTOR_KEYS: Final = frozenset({
+    "mesh", "nodeRid", "nodeId", "endpoint", "roles", "servedTypes", "capacity",
+    "placementWeight", "entrySpotId", "digest"})
+_CLAIM_KEYS: Final = frozenset({"descriptor", "lifecycleGeneration", "leaseExpiresAt",
+                                "storeVersion"})
 
 
 
@@ -160,6 +175,45 @@ class NodeDescriptor:
         text = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
         return text.encode("utf-8")
 
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready object of every field, the digest included."""
+        return {
+            "mesh": self.mesh, "nodeRid": str(self.node_rid), "nodeId": self.node_id,
+            "endpoint": self.endpoint, "roles": sorted(role.value for role in self.roles),
+            "servedTypes": {t: encode_kind(k) for t, k in self.served_types.items()},
+            "capacity": self.capacity, "placementWeight": self.placement_weight,
+            "entrySpotId": self.entry_spot_id, "digest": self.digest,
+        }
+
+    @classmethod
+    def from_json(cls, value: object) -> NodeDescriptor:
+        """Decode :meth:`to_json`'s object (already parsed from JSON).
+
+        Raises :class:`InvalidOperation` when a key is missing or extra, a
+        field is invalid, or the recomputed digest differs from ``digest``
+        (the object was altered).
+        """
+        obj = json_object(value, _DESCRIPTOR_KEYS, "NodeDescriptor")
+        served = obj["servedTypes"]
+        if not isinstance(served, dict):
+            raise InvalidOperation(f"servedTypes must be a JSON object, got {served!r}")
+        roles = obj["roles"]
+        if not isinstance(roles, list):
+            raise InvalidOperation(f"roles must be a JSON array, got {roles!r}")
+        descriptor = cls(
+            mesh=json_str(obj["mesh"], "mesh"),
+            node_rid=NodeRid.parse(json_str(obj["nodeRid"], "nodeRid")),
+            node_id=json_str(obj["nodeId"], "nodeId"),
+            endpoint=json_str(obj["endpoint"], "endpoint"), roles=roles,
+            served_types={t: decode_kind(k, "served kind") for t, k in served.items()},
+            capacity=json_int(obj["capacity"], "capacity", 0, MAX_CAPACITY),
+            placement_weight=json_number(obj["placementWeight"], "placementWeight"),
+            entry_spot_id=json_str(obj["entrySpotId"], "entrySpotId"),
+        )
+        if obj["digest"] != descriptor.digest:
+            raise InvalidOperation("the descriptor's digest does not match its fields")
+        return descriptor
+
     def serves(self, stable_type: str, kind: SpotKind) -> bool:
         """Whether this node hosts ``stable_type`` as ``kind`` (role included)."""
         return (Role.OBJECT_SERVER in self.roles
@@ -194,6 +248,25 @@ class NodeClaim:
     def owner(self) -> OwnerFence:
         """The owner fence records owned by this lifecycle carry."""
         return OwnerFence(self.descriptor.node_rid, self.lifecycle_generation)
+
+    def to_json(self) -> dict[str, object]:
+        """A JSON-ready object; generations are decimal strings."""
+        return {"descriptor": self.descriptor.to_json(),
+                "lifecycleGeneration": str(self.lifecycle_generation),
+                "leaseExpiresAt": self.lease_expires_at,
+                "storeVersion": str(self.store_version)}
+
+    @classmethod
+    def from_json(cls, value: object) -> NodeClaim:
+        """Decode :meth:`to_json`'s object; :class:`InvalidOperation` when malformed."""
+        obj = json_object(value, _CLAIM_KEYS, "NodeClaim")
+        return cls(
+            descriptor=NodeDescriptor.from_json(obj["descriptor"]),
+            lifecycle_generation=json_generation(obj["lifecycleGeneration"],
+                                                 "lifecycleGeneration"),
+            lease_expires_at=json_number(obj["leaseExpiresAt"], "leaseExpiresAt"),
+            store_version=json_generation(obj["storeVersion"], "storeVersion"),
+        )
 
     @property
     def key(self) -> tuple[str, NodeRid]:

@@ -59,6 +59,7 @@ from zlink_trio.core._checks import (
     parse_decimal,
     validate_mesh_name,
 )
+from zlink_trio.core._json_fields import encode_kind, json_generation, json_object, json_str
 from zlink_trio.core.errors import InvalidOperation
 from zlink_trio.core.identity import NodeRid, SpotKind, validate_spot_id, validate_stable_type
 
@@ -87,6 +88,7 @@ MAX_ROOT_BYTES: Final = 64 * 1024 * 1024
 ENTRY_STABLE_TYPE: Final = "zlink.entry"
 
 _KINDS: Final = frozenset({SpotKind.ENTRY, SpotKind.USER, SpotKind.INSTANCE})
+_OWNER_KEYS: Final = frozenset({"nodeRid", "lifecycleGeneration"})
 
 
 class AuthorityState(StrEnum):
@@ -148,6 +150,13 @@ class OwnerFence:
         """Encode as ``{"nodeRid": hex, "lifecycleGeneration": decimal}``."""
         return {"nodeRid": str(self.node_rid),
                 "lifecycleGeneration": str(self.lifecycle_generation)}
+
+    @classmethod
+    def from_json(cls, value: object) -> OwnerFence:
+        """Decode :meth:`to_json`'s object; :class:`InvalidOperation` when malformed."""
+        obj = json_object(value, _OWNER_KEYS, "OwnerFence")
+        return cls(NodeRid.parse(json_str(obj["nodeRid"], "nodeRid")),
+                   json_generation(obj["lifecycleGeneration"], "lifecycleGeneration"))
 
 
 @attrs.frozen(kw_only=True)
@@ -369,7 +378,7 @@ class AuthorityRecord:
         target = self.relocation_target
         return {
             "spotId": self.spot_id,
-            "kind": self.kind.name.lower(),
+            "kind": encode_kind(self.kind),
             "stableType": self.stable_type,
             "mesh": self.mesh,
             "state": self.state.value,
@@ -384,6 +393,18 @@ class AuthorityRecord:
                 "version": pointer.version},
             "relocationTarget": None if target is None else target.to_json(),
         }
+
+    @classmethod
+    def from_json(cls, value: object) -> AuthorityRecord:
+        """Decode :meth:`to_json`'s object (already parsed from JSON).
+
+        Raises :class:`InvalidOperation` when ``value`` is not an object with
+        exactly :meth:`to_json`'s keys, a field is invalid, or the record
+        breaks an invariant (the constructor checks them all).
+        """
+        from zlink_trio.core._record_json import authority_record_from_json
+
+        return authority_record_from_json(value)
 
     def encoded_size(self) -> int:
         """Bytes of :meth:`to_json` as compact UTF-8 JSON (Query's page budget unit)."""

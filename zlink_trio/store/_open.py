@@ -10,9 +10,10 @@ not leak state into each other as long as they close what they open). A
 :class:`MemoryStore` instance may also be passed instead of a URL; it is
 yielded as is and stays usable after the block.
 
-``sqlite://`` and ``redis://`` are reserved for backends not yet available;
-any other scheme is refused. Both refusals are :class:`InvalidConfiguration`
-raised before anything is opened.
+``sqlite:///path.db`` opens the SQLite backend (``store/sqlite.py``).
+``redis://host:port/db`` opens the Redis backend (``store/redis.py``).
+Any other scheme is refused with :class:`InvalidConfiguration` raised before
+anything is opened.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ __all__ = ("SCHEMES", "open_store")
 
 #: Every URL scheme ``open_store`` knows, available or not.
 SCHEMES: Final = ("memory", "sqlite", "redis")
-_PLANNED: Final = frozenset({"sqlite", "redis"})
+_PLANNED: Final = frozenset[str]()
 
 _shared: dict[str, tuple[MemoryStore, int]] = {}
 
@@ -54,8 +55,8 @@ async def open_store(url: str | MemoryStore) -> AsyncIterator[Store]:
     """Open the store ``url`` names and yield it (``.location``, ``.relocation``).
 
     Raises :class:`InvalidConfiguration` for an unknown scheme (the message
-    lists the known ones), for ``sqlite://`` / ``redis://`` (not yet
-    available), and for a malformed memory URL. Leaving the block releases
+    lists the known ones), for a backend not yet available, and for a
+    malformed memory or sqlite URL. Leaving the block releases
     the store; a shared named memory store is forgotten when its last opener
     leaves.
     """
@@ -64,6 +65,18 @@ async def open_store(url: str | MemoryStore) -> AsyncIterator[Store]:
         yield url
         return
     scheme = url.partition("://")[0].lower() if isinstance(url, str) and "://" in url else ""
+    if scheme == "sqlite":
+        from zlink_trio.store.sqlite import open_sqlite_store
+
+        async with open_sqlite_store(url) as sqlite_store:
+            yield sqlite_store
+        return
+    if scheme == "redis":
+        from zlink_trio.store.redis import open_redis_store
+
+        async with open_redis_store(url) as redis_store:
+            yield redis_store
+        return
     if scheme in _PLANNED:
         raise InvalidConfiguration(
             f"store URL {url!r}: the {scheme} backend is not yet available; use 'memory://' "
@@ -72,7 +85,8 @@ async def open_store(url: str | MemoryStore) -> AsyncIterator[Store]:
     if scheme != "memory":
         raise InvalidConfiguration(
             f"store URL {url!r} has an unknown scheme; use one of "
-            f"{', '.join(s + '://' for s in SCHEMES)} (only memory:// is available today)"
+            f"{', '.join(s + '://' for s in SCHEMES)} (available today: "
+            f"{', '.join(s + '://' for s in SCHEMES if s not in _PLANNED)})"
         )
     name = _memory_name(url)
     await trio.lowlevel.checkpoint()

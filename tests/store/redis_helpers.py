@@ -1,0 +1,97 @@
+"""Opening the test Redis: a fresh key prefix per test, fail (CI) or skip (local) when absent.
+
+``ZLINK_TEST_REDIS`` names the server (default ``redis://127.0.0.1:6379/0``).
+Every test gets its own ``?prefix=`` so tests never see each other's keys, and
+every key under that prefix is deleted when the test ends. When Redis cannot
+be reached the test **fails** if ``CI`` is set (CI must never silently skip a
+backend) and is skipped with the reason otherwise.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import uuid
+import warnings
+from contextlib import AsyncExitStack, asynccontextmanager
+from urllib.parse import urlsplit
+
+import coredis
+import pytest
+import trio
+
+from zlink_trio.core.errors import Unavailable
+from zlink_trio.store import open_store
+
+REDIS_URL = os.environ.get("ZLINK_TEST_REDIS") or "redis://127.0.0.1:6379/0"
+CLEANUP_TIMEOUT = 10
+
+
+def fresh_prefix() -> str:
+    """A prefix no other test (or run) uses."""
+    return f"zltest-{uuid.uuid4().hex[:12]}"
+
+
+def url_with(prefix: str, **options: object) -> str:
+    """``REDIS_URL`` with ``?prefix=`` (and further options) set."""
+    query = "&".join([f"prefix={prefix}", *(f"{k}={v}" for k, v in options.items())])
+    return f"{REDIS_URL.split('?')[0]}?{query}"
+
+
+def raw_client() -> coredis.Redis:
+    """A plain coredis client on the test server (enter it with ``async with``)."""
+    parts = urlsplit(REDIS_URL)
+    db = int(parts.path.strip("/") or 0)
+    return coredis.Redis(host=parts.hostname or "127.0.0.1", port=parts.port or 6379, db=db,
+                         password=parts.password, decode_responses=False)
+
+
+def collect_failed_connections() -> None:
+    """Collect the coredis connections that failed to connect, without their warnings.
+
+    coredis 6.9 leaves the memory streams of a connection that never connected
+    unclosed; their ``ResourceWarning`` would surface (as an error, under
+    ``filterwarnings = error``) in whichever later test the GC happens to run.
+    Tests that make connections fail on purpose call this right after.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+
+
+def unreachable(error: object) -> None:
+    """Fail under CI, skip locally: Redis at ``REDIS_URL`` is not there."""
+    message = (f"Redis at {REDIS_URL} (env ZLINK_TEST_REDIS) cannot be reached: {error}. "
+               "Start it, e.g. redis-server --port 6379 --save '' --appendonly no")
+    collect_failed_connections()
+    if os.environ.get("CI"):
+        pytest.fail(message, pytrace=False)
+    pytest.skip(reason=message)
+
+
+async def delete_prefix(prefix: str) -> int:
+    """Delete every key of ``prefix`` (both stores); returns how many."""
+    deleted = 0
+    with trio.fail_after(CLEANUP_TIMEOUT):
+        async with raw_client() as client:
+            keys = [k async for k in client.scan_iter(match=f"{prefix}:*", count=1000)]
+            for i in range(0, len(keys), 500):
+                deleted += await client.delete(keys[i:i + 500])
+    return deleted
+
+
+@asynccontextmanager
+async def redis_test_store(**options: object):
+    """Open a Redis store under a fresh prefix; delete its keys afterwards."""
+    prefix = fresh_prefix()
+    problem = ""
+    async with AsyncExitStack() as stack:
+        try:
+            store = await stack.enter_async_context(open_store(url_with(prefix, **options)))
+        except Unavailable as error:
+            problem = error.message  # fail/skip outside the handler, once the error is gone
+        if not problem:
+            stack.push_async_callback(delete_prefix, prefix)
+            yield store
+    if problem:
+        unreachable(problem)

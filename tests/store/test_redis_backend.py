@@ -1,0 +1,197 @@
+"""Redis-specific behaviour: key layout, store faults, NOSCRIPT recovery (issue 4 items 2, 6).
+
+The conformance suite already runs on Redis (``conftest.BACKENDS``); these
+tests check what only Redis has. Every test uses its own key prefix and
+deletes its keys (``redis_helpers``); when Redis is absent they fail under CI
+and skip locally. Waits are event-driven: a blocked probe write on a second
+connection returns exactly when a ``CLIENT PAUSE`` ends.
+"""
+
+from __future__ import annotations
+
+import binascii
+import socket
+
+import pytest
+import trio
+from redis_helpers import (
+    REDIS_URL,
+    collect_failed_connections,
+    delete_prefix,
+    fresh_prefix,
+    raw_client,
+    redis_test_store,
+)
+from store_helpers import claim, ready, reserve
+
+from zlink_trio.core.errors import DeadlineExceeded, Unavailable
+from zlink_trio.store import open_store
+
+TIMEOUT = 10
+PAUSE_MS = 500
+OP_TIMEOUT = 0.1
+
+
+def hash_slot(key: bytes) -> int:
+    """Redis Cluster's slot of ``key``: CRC16/XMODEM of the hash tag (or the key), mod 16384."""
+    start = key.find(b"{")
+    if start >= 0:
+        end = key.find(b"}", start + 1)
+        if end > start + 1:
+            key = key[start + 1:end]
+    return binascii.crc_hqx(key, 0) % 16384
+
+
+async def keys_of(prefix: str) -> list[bytes]:
+    async with raw_client() as client:
+        return sorted([k async for k in client.scan_iter(match=f"{prefix}:*", count=1000)])
+
+
+async def test_a_spots_keys_share_its_hash_tag_and_the_stores_do_not_share_a_prefix():
+    with trio.fail_after(TIMEOUT):
+        async with redis_test_store() as store:
+            prefix = store.config.prefix
+            c = await claim(store)
+            record = await ready(store, c, "odd}:{id")
+            await store.relocation.inbox_append("odd}:{id", record.object_generation, b"m1")
+            await store.relocation.inbox_append("r-2", 7, b"other")
+            await store.relocation.put_root(b"root")
+            keys = await keys_of(prefix)
+            location = [k for k in keys if k.startswith(f"{prefix}:loc:".encode())]
+            relocation = [k for k in keys if k.startswith(f"{prefix}:rel:".encode())]
+            assert location
+            assert relocation
+            assert len(location) + len(relocation) == len(keys)  # two disjoint key spaces
+            spot_keys = [k for k in keys if b"odd}:{id" in k or b"{odd}" in k]
+            assert {k.split(b":")[2] for k in spot_keys} == {b"spot", b"inbox"}
+            assert len({hash_slot(k) for k in spot_keys}) == 1  # one slot for the Spot
+            assert store.keys.spot("r-1").endswith("spot:{r-1}")
+            node_keys = [k for k in location if b":node:{" in k]
+            assert node_keys
+            assert all(f"{{{c.descriptor.node_rid}}}".encode() in k for k in node_keys)
+            assert not any(b"{" + c.descriptor.node_rid.value.hex().encode() + b"}" in k
+                           for k in spot_keys)
+
+
+async def test_paused_redis_write_is_unavailable_within_its_timeout_and_writes_nothing():
+    with trio.fail_after(TIMEOUT):
+        async with redis_test_store(timeout=OP_TIMEOUT) as store, raw_client() as admin:
+            c = await claim(store)
+            before = await store.location.statistics()
+            await admin.client_pause(PAUSE_MS, "WRITE")
+            started = trio.current_time()
+            with pytest.raises(Unavailable, match="did not answer within"):
+                await reserve(store, c, "r-1")
+            assert trio.current_time() - started < PAUSE_MS / 1000 * 0.8
+            # Reads still run during a write pause, and see nothing half-written.
+            assert await store.location.find("r-1") is None
+            # A write on another connection returns exactly when the pause ends.
+            await admin.set(f"{store.config.prefix}:rel:probe", "after-pause")
+            assert await store.location.find("r-1") is None  # the abandoned write never ran
+            assert await store.location.statistics() == before
+            fence = await reserve(store, c, "r-1")
+            assert (await store.location.find("r-1")).object_generation == fence.object_generation
+
+
+async def test_callers_deadline_during_a_pause_is_deadline_exceeded():
+    with trio.fail_after(TIMEOUT):
+        async with redis_test_store() as store, raw_client() as admin:  # store timeout 5 s
+            c = await claim(store)
+            await admin.client_pause(PAUSE_MS, "WRITE")
+            with (trio.CancelScope(deadline=trio.current_time() + OP_TIMEOUT),
+                  pytest.raises(DeadlineExceeded)):
+                await reserve(store, c, "r-1")
+            await admin.set(f"{store.config.prefix}:rel:probe", "after-pause")
+            assert await store.location.find("r-1") is None
+            await reserve(store, c, "r-1")
+
+
+def unused_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def test_connection_refused_is_unavailable_quickly():
+    with trio.fail_after(TIMEOUT):
+        started = trio.current_time()
+        with pytest.raises(Unavailable, match="failed"):
+            async with open_store(f"redis://127.0.0.1:{unused_port()}/0?prefix=nobody"):
+                pass
+        assert trio.current_time() - started < 1.0
+        collect_failed_connections()
+
+
+async def test_noscript_after_script_flush_reloads_and_runs_once():
+    with trio.fail_after(TIMEOUT):
+        async with redis_test_store() as store, raw_client() as admin:
+            c = await claim(store)
+            await admin.script_flush()
+            fence = await reserve(store, c, "r-1")  # NOSCRIPT -> SCRIPT LOAD -> EVALSHA
+            assert (await store.location.statistics()).creating == 1
+            await admin.script_flush()
+            assert (await store.location.commit_ready(fence, now=0.0)).store_version == 2
+            assert (await store.relocation.statistics()).roots == 0
+
+
+class Proxy:
+    """A TCP relay to Redis that can be stopped (refuse, drop) and started again."""
+
+    def __init__(self, nursery: trio.Nursery, port: int) -> None:
+        self.nursery = nursery
+        self.port = port
+        self.scope: trio.CancelScope | None = None
+
+    async def start(self) -> None:
+        self.scope = await self.nursery.start(self._serve)
+
+    def stop(self) -> None:
+        assert self.scope is not None
+        self.scope.cancel()  # closes the listener and every relayed connection
+
+    async def _serve(self, task_status: trio.TaskStatus[trio.CancelScope]) -> None:
+        with trio.CancelScope() as scope:
+            listeners = await trio.open_tcp_listeners(self.port, host="127.0.0.1")
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(trio.serve_listeners, self._relay, listeners)
+                task_status.started(scope)
+
+    async def _relay(self, client: trio.SocketStream) -> None:
+        redis_port = int(REDIS_URL.split("://")[1].split("/")[0].rpartition(":")[2] or 6379)
+        async with client, await trio.open_tcp_stream("127.0.0.1", redis_port) as upstream:
+            async def pump(a: trio.SocketStream, b: trio.SocketStream) -> None:
+                async for chunk in a:
+                    await b.send_all(chunk)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(pump, client, upstream)
+                nursery.start_soon(pump, upstream, client)
+
+
+async def test_redis_stopped_is_unavailable_and_the_store_serves_again_when_back():
+    with trio.fail_after(TIMEOUT):
+        async with redis_test_store():  # fails (CI) or skips here if Redis is absent
+            pass
+        prefix = fresh_prefix()
+        port = unused_port()
+        try:
+            async with trio.open_nursery() as nursery:
+                proxy = Proxy(nursery, port)
+                await proxy.start()
+                url = f"redis://127.0.0.1:{port}/0?prefix={prefix}&timeout=1"
+                async with open_store(url) as store:
+                    c = await claim(store)
+                    await ready(store, c, "r-1")
+                    proxy.stop()
+                    with pytest.raises(Unavailable):
+                        await store.location.find("r-1")
+                    with pytest.raises(Unavailable):
+                        await reserve(store, c, "r-2")
+                    await proxy.start()
+                    assert (await store.location.find("r-1")) is not None
+                    assert (await store.location.find("r-2")) is None  # nothing half-written
+                    await reserve(store, c, "r-2")
+                proxy.stop()
+        finally:
+            collect_failed_connections()
+            await delete_prefix(prefix)

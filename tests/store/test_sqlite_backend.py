@@ -1,0 +1,343 @@
+"""SQLite backend specifics: URL options, schema, durability, lock faults, cancellation.
+
+The conformance suite already runs on SQLite (both dispatch modes); these tests
+cover what only a file-backed, multi-process store has. Every test is bounded by
+``trio.fail_after``; busy timeouts are tiny, and the only real waits are a busy
+timeout expiring.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+import threading
+import time
+
+import pytest
+import trio
+import trio.lowlevel
+import trio.testing
+from store_helpers import MESH, claim, descriptor, reserve
+
+from zlink_trio.core.errors import CapacityExceeded, InvalidConfiguration, Unavailable
+from zlink_trio.core.records import AuthorityState
+from zlink_trio.store import AuthorityExists, open_store
+from zlink_trio.store._sqlite_schema import (
+    APPLICATION_ID,
+    DEFAULT_DISPATCH,
+    SCHEMA_VERSION,
+    parse_url,
+)
+
+TIMEOUT = 10
+DISPATCH = ["inline", "thread"]
+
+
+def url_of(path, **options):
+    query = "&".join(f"{k}={v}" for k, v in options.items())
+    return f"sqlite://{path}" + (f"?{query}" if query else "")
+
+
+@pytest.fixture
+def db_path(tmp_path):
+    return tmp_path / "zlink.db"
+
+
+async def snapshot(store):
+    page = await store.location.query(page_size=1000)
+    return (page.records, await store.location.descriptors(now=0.0),
+            await store.location.statistics(), await store.relocation.statistics())
+
+
+class Blocker:
+    """Another connection, in its own thread, holding ``BEGIN IMMEDIATE`` until released."""
+
+    def __init__(self, path):
+        self._path = path
+        self._held = threading.Event()
+        self._release = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        conn = sqlite3.connect(self._path, isolation_level=None)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            self._held.set()
+            self._release.wait(TIMEOUT)
+            conn.execute("ROLLBACK")
+        finally:
+            conn.close()
+
+    async def __aenter__(self):
+        self._thread.start()
+        await trio.to_thread.run_sync(self._held.wait, TIMEOUT)
+        assert self._held.is_set()
+        return self
+
+    def release(self):
+        self._release.set()
+
+    async def __aexit__(self, *exc):
+        self.release()
+        await trio.to_thread.run_sync(self._thread.join, TIMEOUT)
+
+
+# -- URL options --------------------------------------------------------------------------
+
+
+def test_url_defaults_and_options():
+    options = parse_url("sqlite:///var/x.db")
+    assert (options.path, options.synchronous, options.busy_timeout, options.dispatch) == (
+        "/var/x.db", "normal", 5.0, DEFAULT_DISPATCH)
+    options = parse_url("sqlite:///a%20b.db?synchronous=FULL&busy_timeout=0.05&dispatch=thread")
+    assert (options.path, options.synchronous, options.busy_timeout, options.dispatch) == (
+        "/a b.db", "full", 0.05, "thread")
+
+
+@pytest.mark.parametrize("url", [
+    "sqlite://host/x.db", "sqlite://", "sqlite:///", "sqlite:///x.db?synchronous=off",
+    "sqlite:///x.db?busy_timeout=-1", "sqlite:///x.db?busy_timeout=nan",
+    "sqlite:///x.db?busy_timeout=601", "sqlite:///x.db?mode=ro", "sqlite:///x.db?dispatch=x",
+    "sqlite:///x.db?busy_timeout=1&busy_timeout=2", "sqlite:///x.db#frag",
+])
+async def test_bad_urls_are_refused_before_opening(url):
+    with trio.fail_after(TIMEOUT), pytest.raises(InvalidConfiguration):
+        async with open_store(url):
+            pass
+
+
+# -- schema, pragmas, durability ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("sync", "expected"), [("normal", 1), ("full", 2)])
+async def test_schema_wal_and_synchronous_applied_at_open(db_path, sync, expected):
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path, synchronous=sync)) as store:
+            pragma = await store.location._db.read(
+                lambda c: c.execute("PRAGMA synchronous").fetchone()[0])
+            assert pragma == expected
+        conn = sqlite3.connect(db_path)
+        try:
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+            assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+            tables = {r[0] for r in conn.execute(
+                "SELECT name FROM sqlite_schema WHERE type = 'table'")}
+        finally:
+            conn.close()
+        assert tables
+        assert all(t.startswith(("loc_", "rel_")) for t in tables)
+        assert {"loc_records", "loc_claims", "rel_roots", "rel_inboxes"} <= tables
+
+
+async def test_data_survives_close_and_reopen(db_path):
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path)) as store:
+            c = await claim(store, "node-a", lease=100.0)
+            fence = await reserve(store, c, "r-1")
+            await store.location.commit_ready(fence, now=1.0)
+            receipt = await store.relocation.put_root(b"envelope")
+            assert await store.relocation.inbox_append("r-1", fence.object_generation, b"m") == 1
+            before = await snapshot(store)
+        async with open_store(url_of(db_path)) as store:
+            assert await snapshot(store) == before
+            assert await store.relocation.get_root(receipt) == b"envelope"
+            # The sequences continue where they were: nothing is reissued.
+            assert await store.relocation.inbox_append("r-1", fence.object_generation, b"n") == 2
+            again = await reserve(store, c, "r-2")
+            assert again.object_generation > fence.object_generation
+
+
+_CHILD = """
+import sys, trio
+sys.path.insert(0, {tests!r})
+from store_helpers import claim, reserve
+from zlink_trio.store import open_store
+
+async def main():
+    async with open_store({url!r}) as store:
+        c = await claim(store, "child", lease=100.0)
+        await reserve(store, c, "from-child")
+
+trio.run(main)
+"""
+
+
+async def test_another_process_sees_and_is_fenced_by_the_same_file(db_path):
+    url = url_of(db_path, busy_timeout=5)
+    tests = str(__import__("pathlib").Path(__file__).parent)
+    with trio.fail_after(60):
+        await trio.run_process([sys.executable, "-c", _CHILD.format(tests=tests, url=url)])
+        async with open_store(url) as store:
+            record = await store.location.find("from-child")
+            assert record is not None
+            assert record.state is AuthorityState.CREATING
+            c = await claim(store, "parent", lease=100.0)
+            with pytest.raises(AuthorityExists):
+                await reserve(store, c, "from-child")
+
+
+async def test_newer_schema_version_is_refused(db_path):
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path)):
+            pass
+        conn = sqlite3.connect(db_path)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+        conn.close()
+        with pytest.raises(InvalidConfiguration, match="newer than this zlink_trio knows"):
+            async with open_store(url_of(db_path)):
+                pass
+
+
+async def test_foreign_database_is_refused(db_path):
+    conn = sqlite3.connect(db_path)
+    conn.execute("CREATE TABLE users (id INTEGER)")
+    conn.close()
+    with trio.fail_after(TIMEOUT), pytest.raises(InvalidConfiguration, match="another"):
+        async with open_store(url_of(db_path)):
+            pass
+
+
+async def test_unopenable_path_is_unavailable(tmp_path):
+    with trio.fail_after(TIMEOUT), pytest.raises(Unavailable):
+        async with open_store(url_of(tmp_path / "missing-dir" / "x.db")):
+            pass
+
+
+# -- lock held by another connection past the busy timeout ------------------------------------
+
+
+@pytest.mark.parametrize("dispatch", DISPATCH)
+async def test_locked_past_busy_timeout_is_unavailable_then_recovers(db_path, dispatch):
+    url = url_of(db_path, busy_timeout=0.05, dispatch=dispatch)
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url) as store:
+            owner = await claim(store, "node-a", lease=100.0)
+            before = await snapshot(store)
+            async with Blocker(db_path) as blocker:
+                started = trio.current_time()
+                with pytest.raises(Unavailable, match="locked") as caught:
+                    await store.location.new_claim(descriptor("node-b"), now=0.0, lease=1.0)
+                assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
+                with pytest.raises(Unavailable, match="locked"):
+                    await reserve(store, owner, "r-1")
+                assert trio.current_time() - started < 2.0  # bounded by the busy timeout
+                # Readers are not blocked by the writer (WAL).
+                assert await snapshot(store) == before
+                blocker.release()
+            assert await snapshot(store) == before  # nothing half-written
+            await store.location.new_claim(descriptor("node-b"), now=0.0, lease=1.0)
+            await reserve(store, owner, "r-1")
+            assert (await store.location.statistics()).creating == 1
+
+
+@pytest.mark.parametrize("dispatch", DISPATCH)
+async def test_cancelled_caller_waits_for_its_transaction_which_commits_whole(db_path,
+                                                                               dispatch):
+    url = url_of(db_path, busy_timeout=5, dispatch=dispatch)
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url) as store:
+            owner = await claim(store, "node-a", lease=100.0, capacity=1)
+            finished, fences = [], []
+            async with Blocker(db_path) as blocker, trio.open_nursery() as nursery:
+                scope = trio.CancelScope()
+
+                async def attempt():
+                    with scope:
+                        fences.append(await reserve(store, owner, "r-1"))
+                        await trio.lowlevel.checkpoint()  # the cancel is delivered here
+                    finished.append(scope.cancelled_caught)
+
+                nursery.start_soon(attempt)
+                await trio.testing.wait_all_tasks_blocked()  # inside the worker thread
+                scope.cancel()
+                await trio.lowlevel.checkpoint()
+                await trio.testing.wait_all_tasks_blocked()
+                assert finished == []  # not abandoned: still waiting for the thread
+                blocker.release()
+            # The transaction finished whole and its result was delivered; the
+            # cancellation came at the caller's next checkpoint.
+            assert finished == [True]
+            record = await store.location.find("r-1")
+            assert record is not None
+            assert record.state is AuthorityState.CREATING
+            assert (await store.location.statistics()).creating == 1
+            with pytest.raises(CapacityExceeded):  # the pending unit is counted (capacity 1)
+                await reserve(store, owner, "r-2")
+            await store.location.commit_ready(fences[0], now=1.0)
+            stats = await store.location.statistics()
+            assert (stats.creating, stats.ready) == (0, 2)  # r-1 and the Entry claim
+
+
+@pytest.mark.parametrize("dispatch", DISPATCH)
+async def test_cancelled_caller_whose_transaction_times_out_leaves_nothing(db_path, dispatch):
+    url = url_of(db_path, busy_timeout=0.05, dispatch=dispatch)
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url) as store:
+            owner = await claim(store, "node-a", lease=100.0)
+            before = await snapshot(store)
+            async with Blocker(db_path):
+                started = trio.current_time()
+                with trio.move_on_after(0.001), pytest.raises(Unavailable, match="locked"):
+                    # Not abandoned: the thread ran to its busy timeout and rolled back;
+                    # the caller gets that outcome, the cancel at its next checkpoint.
+                    await reserve(store, owner, "r-1")
+                assert trio.current_time() - started >= 0.04
+            assert await snapshot(store) == before
+
+
+async def test_two_connections_share_one_authority_namespace(db_path):
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path)) as a, open_store(url_of(db_path)) as b:
+            owner = await claim(a, "node-a", lease=100.0)
+            fence = await reserve(b, owner, "r-1")
+            with pytest.raises(AuthorityExists):
+                await reserve(a, owner, "r-1")
+            record = await a.location.commit_ready(fence, now=1.0)
+            assert await b.location.find("r-1") == record
+            assert record.mesh == MESH
+
+
+async def test_closed_store_refuses_calls(db_path):
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path)) as store:
+            pass
+        with pytest.raises(Unavailable, match="closed"):
+            await store.location.find("r-1")
+
+
+def test_blocker_really_blocks(db_path):
+    # Guard for the tests above: a BEGIN IMMEDIATE elsewhere makes ours busy.
+    sqlite3.connect(db_path).close()
+    holder = sqlite3.connect(db_path, isolation_level=None)
+    other = sqlite3.connect(db_path, isolation_level=None, timeout=0)
+    try:
+        holder.execute("PRAGMA journal_mode = WAL")
+        holder.execute("BEGIN IMMEDIATE")
+        start = time.monotonic()
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            other.execute("BEGIN IMMEDIATE")
+        assert time.monotonic() - start < 1.0
+    finally:
+        holder.close()
+        other.close()
+
+
+async def test_inline_dispatch_moves_large_payloads_to_the_thread(db_path, monkeypatch):
+    hops = []
+    real = trio.to_thread.run_sync
+
+    async def counting(fn, *args, **kwargs):
+        hops.append(fn)
+        return await real(fn, *args, **kwargs)
+
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path, dispatch="inline")) as store:
+            monkeypatch.setattr(trio.to_thread, "run_sync", counting)
+            small = await store.relocation.put_root(b"small")
+            assert hops == []  # uncontended, small: inline
+            big = bytes(300 * 1024)
+            receipt = await store.relocation.put_root(big)
+            assert await store.relocation.get_root(receipt) == big
+            assert await store.relocation.get_root(small) == b"small"
+            assert len(hops) == 2  # the large put and the large get

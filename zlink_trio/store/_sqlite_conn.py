@@ -1,0 +1,168 @@
+"""SQLite store: one connection, its transactions, and how they meet the Trio loop.
+
+Theory of operation
+-------------------
+A :class:`SqliteConnection` owns one ``sqlite3`` connection (autocommit mode:
+we issue ``BEGIN``/``COMMIT`` ourselves) and a ``trio.CapacityLimiter(1)``,
+so at most one transaction of this connection runs at a time. A transaction
+is a plain function ``body(conn) -> T`` run whole between ``BEGIN IMMEDIATE``
+(writes; ``BEGIN`` for reads) and ``COMMIT``; any exception rolls it back, so
+a transaction is all or nothing even when the body raises halfway.
+
+Two dispatch modes, same semantics:
+
+``thread``
+    The whole BEGIN..COMMIT is one ``trio.to_thread.run_sync`` call under the
+    per-connection limiter. The thread is never abandoned: a cancelled caller
+    waits for it (at most the busy timeout plus the body), then sees the
+    cancellation; the transaction either committed or rolled back whole.
+``inline``
+    The transaction first runs on the Trio thread with ``busy_timeout = 0``:
+    it never *waits* for another connection's lock. If SQLite answers
+    SQLITE_BUSY (another process holds the write lock) it rolls back and runs
+    again in a worker thread, as in ``thread`` mode, with the configured busy
+    timeout. Inline work is local disk I/O (no lock waits); with
+    ``synchronous=full`` it includes the WAL fsync of each commit.
+
+Failures map to typed errors: SQLITE_BUSY/LOCKED after the busy timeout, and
+any other ``sqlite3`` error, is :class:`StoreUnavailable` chained with ``from``;
+errors the body raises (StaleFence, AuthorityExists, ...) pass through
+after the rollback.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING, Final, TypeVar
+
+import trio
+
+from zlink_trio.core.errors import StoreUnavailable, Unavailable
+from zlink_trio.store._sqlite_schema import SqliteOptions, migrate
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ("INLINE_MAX_BYTES", "SqliteConnection", "is_busy")
+
+T = TypeVar("T")
+
+#: Largest payload an inline transaction moves; bigger ones go to the worker thread.
+INLINE_MAX_BYTES: Final = 256 * 1024
+
+_BUSY_CODES: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+
+def is_busy(error: BaseException) -> bool:
+    """Whether ``error`` is SQLite's "another connection holds the lock"."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return isinstance(error, sqlite3.OperationalError) and (
+        (code is not None and code & 0xFF in _BUSY_CODES)
+        or "locked" in str(error) or "busy" in str(error))
+
+
+class _Busy(Exception):
+    """Internal: an inline attempt met another connection's lock; retry in a thread."""
+
+
+class SqliteConnection:
+    """One connection and its limiter; see the module docstring."""
+
+    def __init__(self, conn: sqlite3.Connection, options: SqliteOptions) -> None:
+        self._conn = conn
+        self.options = options
+        self._limiter = trio.CapacityLimiter(1)
+        self._wait_ms = round(options.busy_timeout * 1000)
+        self._waiting = True  # the connection's busy_timeout is _wait_ms (else 0)
+        self._closed = False
+
+    @classmethod
+    def open_sync(cls, options: SqliteOptions) -> SqliteConnection:
+        """Open, apply the pragmas and create/migrate the schema (blocking; run in a thread)."""
+        try:
+            conn = sqlite3.connect(options.path, timeout=options.busy_timeout,
+                                   isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as error:
+            raise StoreUnavailable(f"cannot open SQLite store {options.path!r}: {error}") from error
+        try:
+            try:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    raise Unavailable(f"SQLite store {options.path!r} refused WAL mode ({mode})")
+                conn.execute(f"PRAGMA synchronous = {options.synchronous.upper()}")
+                self = cls(conn, options)
+                self._transaction(lambda c: migrate(c, options.path), write=True)
+            except sqlite3.Error as error:
+                raise _unavailable(options.path, error) from error
+        except BaseException:
+            conn.close()
+            raise
+        return self
+
+    async def write(self, body: Callable[[sqlite3.Connection], T], *, size: int = 0) -> T:
+        """Run ``body`` as one ``BEGIN IMMEDIATE`` transaction.
+
+        ``size`` is the payload the body moves, in bytes; above
+        :data:`INLINE_MAX_BYTES` the transaction always runs in the worker
+        thread, so hashing or copying a large root never stalls the loop.
+        """
+        return await self._run(body, write=True, size=size)
+
+    async def read(self, body: Callable[[sqlite3.Connection], T], *, size: int = 0) -> T:
+        """Run ``body`` as one read transaction (a consistent snapshot); see :meth:`write`."""
+        return await self._run(body, write=False, size=size)
+
+    async def _run(self, body: Callable[[sqlite3.Connection], T], *, write: bool,
+                   size: int) -> T:
+        if self._closed:
+            raise Unavailable(f"SQLite store {self.options.path!r} is closed")
+        if self.options.dispatch == "thread" or size > INLINE_MAX_BYTES:
+            return await trio.to_thread.run_sync(self._transaction, body, write,
+                                                 limiter=self._limiter)
+        async with self._limiter:
+            try:
+                return self._transaction(body, write, wait=False)
+            except _Busy:
+                pass
+            # Another connection holds the lock: wait for it off the Trio thread.
+            return await trio.to_thread.run_sync(self._transaction, body, write)
+
+    def _transaction(self, body: Callable[[sqlite3.Connection], T], write: bool, *,
+                     wait: bool = True) -> T:
+        """BEGIN..COMMIT around ``body``; rolls back on any exception."""
+        conn = self._conn
+        try:
+            if wait != self._waiting:
+                conn.execute(f"PRAGMA busy_timeout = {self._wait_ms if wait else 0}")
+                self._waiting = wait
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                result = body(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as error:
+            if not wait and is_busy(error):
+                raise _Busy from error
+            raise _unavailable(self.options.path, error) from error
+        return result
+
+    async def aclose(self) -> None:
+        """Close after any running transaction finished (it is never abandoned)."""
+        async with self._limiter:
+            if not self._closed:
+                self._closed = True
+                await trio.to_thread.run_sync(self._conn.close)
+
+
+def _unavailable(path: str, error: sqlite3.Error) -> Unavailable:
+    # StoreUnavailable: the store was not asked, which says nothing about leases or
+    # records (the lease keeper retries it; a StaleFence-like Unavailable it would not).
+    if is_busy(error):
+        return StoreUnavailable(
+            f"SQLite store {path!r} is locked by another connection past the busy timeout "
+            f"({error}); nothing was written, retry later or raise ?busy_timeout="
+        )
+    return StoreUnavailable(f"SQLite store {path!r} failed: {error}; nothing was written")

@@ -1,0 +1,129 @@
+"""SQLite store: durable activation inboxes and Relocation Store statistics.
+
+Theory of operation
+-------------------
+An inbox is one ``rel_inboxes`` row per ``(spot_id, object_generation)``
+holding ``last_seq`` and the replay ``cursor``, plus its records in
+``rel_inbox_records``. Each method mirrors the memory oracle
+(``_relocation_state``) check for check and in the same order -- the same
+validators are called first -- then touches only the rows of that one inbox:
+an append reads ``last_seq`` and writes one record; moving the cursor deletes
+the records at or below it in the same transaction, so a reader never sees a
+handled record. Reads are bounded by ``limit``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from zlink_trio.core._checks import check_int
+from zlink_trio.core.errors import InvalidOperation
+from zlink_trio.store import _relocation_state as rel
+from zlink_trio.store._types import MAX_INBOX_READ, InboxRecord, RelocationStatistics
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from zlink_trio.store._sqlite_conn import SqliteConnection
+
+__all__ = ("SqliteInboxes",)
+
+_MAX_SEQ = 2**63 - 1
+_KEY = "spot_id = ? AND object_generation = ?"
+
+
+def _inbox(conn: sqlite3.Connection, key: tuple[str, int]) -> tuple[int, int] | None:
+    """``(last_seq, cursor)`` of an inbox, or ``None`` when it does not exist."""
+    row = conn.execute(f"SELECT last_seq, cursor FROM rel_inboxes WHERE {_KEY}", key).fetchone()
+    return None if row is None else (int(row[0]), int(row[1]))
+
+
+class SqliteInboxes:
+    """The inbox half of the SQLite Relocation Store (and its statistics)."""
+
+    def __init__(self, db: SqliteConnection) -> None:
+        self._db = db
+
+    async def inbox_append(self, spot_id: str, object_generation: int, record: bytes) -> int:
+        """InboxAppend (one transaction); see ``RelocationStore.inbox_append``."""
+        key = rel._key(spot_id, object_generation)
+        raw = rel._bytes(record, "inbox record")
+
+        def body(conn: sqlite3.Connection) -> int:
+            found = _inbox(conn, key)
+            seq = (0 if found is None else found[0]) + 1
+            if found is None:
+                conn.execute("INSERT INTO rel_inboxes VALUES (?, ?, ?, 0)", (*key, seq))
+            else:
+                conn.execute(f"UPDATE rel_inboxes SET last_seq = ? WHERE {_KEY}", (seq, *key))
+            conn.execute("INSERT INTO rel_inbox_records VALUES (?, ?, ?, ?)", (*key, seq, raw))
+            return seq
+        return await self._db.write(body, size=len(raw))
+
+    async def inbox_read(self, spot_id: str, object_generation: int, *, after: int = 0,
+                         limit: int) -> list[InboxRecord]:
+        """InboxRead (one read); see ``RelocationStore.inbox_read``."""
+        key = rel._key(spot_id, object_generation)
+        check_int(after, "after", 0, _MAX_SEQ)
+        check_int(limit, "limit", 1, MAX_INBOX_READ)
+
+        def body(conn: sqlite3.Connection) -> list[InboxRecord]:
+            rows = conn.execute(
+                f"SELECT seq, data FROM rel_inbox_records WHERE {_KEY} AND seq > ? "
+                "ORDER BY seq LIMIT ?", (*key, after, limit)).fetchall()
+            return [InboxRecord(int(seq), bytes(data)) for seq, data in rows]
+        return await self._db.read(body)
+
+    async def inbox_set_cursor(self, spot_id: str, object_generation: int, seq: int) -> bool:
+        """InboxSetCursor (one transaction); see ``RelocationStore.inbox_set_cursor``."""
+        key = rel._key(spot_id, object_generation)
+        check_int(seq, "seq", 0, _MAX_SEQ)
+
+        def body(conn: sqlite3.Connection) -> bool:
+            found = _inbox(conn, key)
+            last, cursor = (0, 0) if found is None else found
+            if seq < cursor:
+                raise InvalidOperation(
+                    f"the inbox cursor of {spot_id!r} generation {object_generation} is at "
+                    f"{cursor}; moving it back to {seq} is refused (handled records are gone)"
+                )
+            if seq > last:
+                raise InvalidOperation(
+                    f"the inbox of {spot_id!r} generation {object_generation} ends at sequence "
+                    f"{last}; the cursor cannot pass it ({seq})"
+                )
+            if seq == cursor or found is None:
+                return False
+            conn.execute(f"DELETE FROM rel_inbox_records WHERE {_KEY} AND seq <= ?", (*key, seq))
+            conn.execute(f"UPDATE rel_inboxes SET cursor = ? WHERE {_KEY}", (seq, *key))
+            return True
+        return await self._db.write(body)
+
+    async def inbox_cursor(self, spot_id: str, object_generation: int) -> int:
+        """InboxCursor (one read); see ``RelocationStore.inbox_cursor``."""
+        key = rel._key(spot_id, object_generation)
+
+        def body(conn: sqlite3.Connection) -> int:
+            found = _inbox(conn, key)
+            return 0 if found is None else found[1]
+        return await self._db.read(body)
+
+    async def inbox_drop(self, spot_id: str, object_generation: int) -> bool:
+        """InboxDrop (one transaction); see ``RelocationStore.inbox_drop``."""
+        key = rel._key(spot_id, object_generation)
+
+        def body(conn: sqlite3.Connection) -> bool:
+            conn.execute(f"DELETE FROM rel_inbox_records WHERE {_KEY}", key)
+            return conn.execute(f"DELETE FROM rel_inboxes WHERE {_KEY}", key).rowcount > 0
+        return await self._db.write(body)
+
+    async def statistics(self) -> RelocationStatistics:
+        """A snapshot of counts (one read); see ``RelocationStore.statistics``."""
+        def body(conn: sqlite3.Connection) -> RelocationStatistics:
+            roots, size = conn.execute(
+                "SELECT count(*), coalesce(sum(length(data)), 0) FROM rel_roots").fetchone()
+            (inboxes,) = conn.execute("SELECT count(*) FROM rel_inboxes").fetchone()
+            (records,) = conn.execute("SELECT count(*) FROM rel_inbox_records").fetchone()
+            return RelocationStatistics(roots=roots, root_bytes=size, inboxes=inboxes,
+                                        inbox_records=records)
+        return await self._db.read(body)

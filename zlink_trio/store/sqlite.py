@@ -1,0 +1,302 @@
+"""The ``sqlite:///path.db`` backend: both store protocols in one SQLite file.
+
+Theory of operation
+-------------------
+Several processes on **one host** share the file: SQLite in WAL mode lets
+readers run beside the single writer, and every write transaction starts with
+``BEGIN IMMEDIATE``, so it takes the write lock before its first read and two
+writers never interleave (no lost updates, no upgrade deadlock).
+
+Each store method is one transaction (``_sqlite_conn``): the Location Store's
+writes run the memory backend's pure ``txn_*`` functions -- the oracle --
+over lazy views of the ``loc_*`` tables (``_sqlite_view``), so the checks,
+their order, the errors and the return values are the memory backend's by
+construction; reads are bounded SQL queries fed to the same functions. The
+Relocation Store (``rel_*`` tables, never shared with ``loc_*``) keeps roots
+through the same views and inboxes in SQL that mirrors
+``_relocation_state`` check for check.
+
+Durability: a committed transaction survives an application crash with
+``synchronous=normal`` (the default) and also a power loss with
+``?synchronous=full``. Waiting for another process's lock is bounded by
+``?busy_timeout=`` (seconds) and never happens on the Trio thread; past it the
+method raises :class:`Unavailable` and nothing was written. See docs/stores.md.
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, TypeVar, cast
+
+import trio
+
+from zlink_trio.core._checks import check_finite, check_int
+from zlink_trio.core.errors import InvalidOperation
+from zlink_trio.core.identity import validate_spot_id
+from zlink_trio.core.records import AuthorityState
+from zlink_trio.store import _claim_state as claims
+from zlink_trio.store import _location_state as loc
+from zlink_trio.store import _relocation_state as rel
+from zlink_trio.store import _relocation_steps as steps
+from zlink_trio.store._sqlite_conn import SqliteConnection
+from zlink_trio.store._sqlite_inbox import SqliteInboxes
+from zlink_trio.store._sqlite_schema import parse_url
+from zlink_trio.store._sqlite_view import LocationView, Rows, decode_claim, decode_record
+from zlink_trio.store._types import MAX_PAGE_SIZE, LocationStatistics
+
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import AsyncIterator, Callable
+
+    from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
+    from zlink_trio.core.identity import NodeRid, SpotKind
+    from zlink_trio.core.records import (
+        AuthorityFence,
+        AuthorityRecord,
+        CreationIntent,
+        OwnerFence,
+        RecoveryPointer,
+        ReservationFence,
+        RootReceipt,
+    )
+    from zlink_trio.store._sqlite_schema import SqliteOptions
+    from zlink_trio.store._types import Page
+
+__all__ = ("SqliteLocationStore", "SqliteRelocationStore", "SqliteStore", "open_sqlite_store")
+
+T = TypeVar("T")
+
+
+class SqliteLocationStore:
+    """A :class:`~zlink_trio.store.LocationStore` on SQLite; see the protocol for contracts."""
+
+    def __init__(self, db: SqliteConnection) -> None:
+        self._db = db
+
+    async def _txn(self, fn: Callable[[loc.LocationState], T]) -> T:
+        def body(conn: sqlite3.Connection) -> T:
+            view = LocationView(conn)
+            result = fn(view.state)  # the oracle: checks everything, then writes the view
+            view.flush()
+            return result
+        return await self._db.write(body)
+
+    async def new_claim(self, descriptor: NodeDescriptor, *, now: float,
+                        lease: float) -> NodeClaim:
+        """NewClaim (one transaction); see ``LocationStore.new_claim``."""
+        return await self._txn(lambda s: claims.txn_new_claim(s, descriptor, now=now,
+                                                              lease=lease))
+
+    async def renew(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int, *,
+                    now: float, lease: float) -> NodeClaim:
+        """Renew (one transaction); see ``LocationStore.renew``."""
+        return await self._txn(lambda s: claims.txn_renew(s, mesh, node_rid,
+                                                          lifecycle_generation, now=now,
+                                                          lease=lease))
+
+    async def remove(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int) -> bool:
+        """Remove (one transaction); see ``LocationStore.remove``."""
+        return await self._txn(lambda s: claims.txn_remove(s, mesh, node_rid,
+                                                           lifecycle_generation))
+
+    async def descriptors(self, mesh: str | None = None, *, now: float) -> list[NodeClaim]:
+        """Live claims (one read); see ``LocationStore.descriptors``."""
+        check_finite(now, "now")
+
+        def body(conn: sqlite3.Connection) -> list[NodeClaim]:
+            rows = conn.execute(
+                "SELECT body FROM loc_claims WHERE lease_expires_at > ? AND (? IS NULL OR "
+                "mesh = ?)", (now, mesh, mesh)).fetchall()
+            found = {(c.descriptor.mesh, c.descriptor.node_rid): c
+                     for c in (decode_claim(r[0]) for r in rows)}
+            return claims.txn_descriptors(loc.LocationState(claims=found), mesh, now=now)
+        return await self._db.read(body)
+
+    async def find(self, spot_id: str) -> AuthorityRecord | None:
+        """The record or ``None`` (one read); see ``LocationStore.find``."""
+        def body(conn: sqlite3.Connection) -> AuthorityRecord | None:
+            row = conn.execute("SELECT body FROM loc_records WHERE spot_id = ?",
+                               (spot_id,)).fetchone()
+            return None if row is None else decode_record(row[0])
+        return await self._db.read(body)
+
+    async def reserve(self, spot_id: str, *, kind: SpotKind, stable_type: str, mesh: str,
+                      owner: OwnerFence, now: float,
+                      creation_intent: CreationIntent | None = None,
+                      recovery_pointer: RecoveryPointer | None = None) -> ReservationFence:
+        """Reserve (one transaction); see ``LocationStore.reserve``."""
+        return await self._txn(lambda s: loc.txn_reserve(
+            s, spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner, now=now,
+            creation_intent=creation_intent, recovery_pointer=recovery_pointer))
+
+    async def commit_ready(self, fence: ReservationFence, *, now: float) -> AuthorityRecord:
+        """CommitReady (one transaction); see ``LocationStore.commit_ready``."""
+        return await self._txn(lambda s: loc.txn_commit_ready(s, fence, now=now))
+
+    async def abort_creating(self, fence: ReservationFence) -> bool:
+        """AbortCreating (one transaction); see ``LocationStore.abort_creating``."""
+        return await self._txn(lambda s: loc.txn_abort_creating(s, fence))
+
+    async def begin_close(self, spot_id: str, *, object_generation: int, owner: OwnerFence,
+                          now: float, expected_owner_generation: int | None = None,
+                          expected_store_version: int | None = None
+                          ) -> AuthorityRecord | None:
+        """BeginClose (one transaction); see ``LocationStore.begin_close``."""
+        return await self._txn(lambda s: loc.txn_begin_close(
+            s, spot_id, object_generation=object_generation, owner=owner, now=now,
+            expected_owner_generation=expected_owner_generation,
+            expected_store_version=expected_store_version))
+
+    async def release(self, fence: AuthorityFence) -> bool:
+        """Release (one transaction); see ``LocationStore.release``."""
+        return await self._txn(lambda s: loc.txn_release(s, fence))
+
+    async def remove_recovery_pointer(self, spot_id: str, *, object_generation: int,
+                                      expected_version: int) -> bool:
+        """RemoveRecoveryPointer (one transaction); see the protocol."""
+        return await self._txn(lambda s: loc.txn_remove_recovery_pointer(
+            s, spot_id, object_generation=object_generation, expected_version=expected_version))
+
+    async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
+                               now: float) -> AuthorityRecord:
+        """BeginRelocation (one transaction); see the protocol."""
+        return await self._txn(lambda s: steps.txn_begin_relocation(s, fence, target=target,
+                                                                    now=now))
+
+    async def seal_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
+        """Seal (one transaction); see the protocol."""
+        return await self._txn(lambda s: steps.txn_seal_relocation(s, fence, now=now))
+
+    async def commit_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
+        """CommitRelocation (one transaction); see the protocol."""
+        return await self._txn(lambda s: steps.txn_commit_relocation(s, fence, now=now))
+
+    async def abort_relocation(self, fence: AuthorityFence) -> AuthorityRecord:
+        """AbortRelocation (one transaction); see the protocol."""
+        return await self._txn(lambda s: steps.txn_abort_relocation(s, fence))
+
+    async def query(self, *, page_size: int, cursor: str | None = None) -> Page:
+        """One Query page (one read of at most ``page_size + 1`` rows); see the protocol."""
+        check_int(page_size, "page_size", 1, MAX_PAGE_SIZE)
+        after = ""
+        if cursor is not None:
+            prefix = loc._CURSOR_PREFIX
+            if not isinstance(cursor, str) or not cursor.startswith(prefix):
+                raise InvalidOperation(f"{cursor!r} is not a query cursor; pass a next_cursor")
+            after = validate_spot_id(cursor[len(prefix):])
+
+        def body(conn: sqlite3.Connection) -> Page:
+            rows = conn.execute(
+                "SELECT spot_id, body FROM loc_records WHERE spot_id > ? ORDER BY spot_id "
+                "LIMIT ?", (after, page_size + 1)).fetchall()
+            # The oracle pages these rows exactly as it pages the whole table.
+            window = loc.LocationState(records={r[0]: decode_record(r[1]) for r in rows})
+            return loc.txn_query(window, page_size=page_size, cursor=cursor)
+        return await self._db.read(body)
+
+    async def statistics(self) -> LocationStatistics:
+        """A snapshot of counts (one read); see ``LocationStore.statistics``."""
+        def body(conn: sqlite3.Connection) -> LocationStatistics:
+            by_state = {s.value: 0 for s in AuthorityState}
+            by_state.update(conn.execute(
+                "SELECT state, count(*) FROM loc_records GROUP BY state").fetchall())
+            (count,) = conn.execute("SELECT count(*) FROM loc_claims").fetchone()
+            last = conn.execute("SELECT value FROM loc_sequence").fetchone()
+            return LocationStatistics(
+                claims=count, creating=by_state["creating"], ready=by_state["ready"],
+                closing=by_state["closing"], relocating=by_state["relocating"],
+                sealed=by_state["sealed"], last_object_generation=0 if last is None else last[0])
+        return await self._db.read(body)
+
+
+class SqliteRelocationStore(SqliteInboxes):
+    """A :class:`~zlink_trio.store.RelocationStore` on SQLite; see the protocol for contracts."""
+
+    async def _roots(self, fn: Callable[[rel.RelocationState], T], *, write: bool,
+                     size: int) -> T:
+        def body(conn: sqlite3.Connection) -> T:
+            roots: Rows[str, bytes] = Rows(lambda ref: _root(conn, ref))
+            result = fn(rel.RelocationState(roots=cast("dict[str, bytes]", roots)))
+            for ref, data in roots.changes():
+                if data is None:
+                    conn.execute("DELETE FROM rel_roots WHERE ref = ?", (ref,))
+                else:
+                    conn.execute("INSERT INTO rel_roots VALUES (?, ?)", (ref, data))
+            return result
+        if write:
+            return await self._db.write(body, size=size)
+        return await self._db.read(body, size=size)
+
+    async def put_root(self, data: bytes) -> RootReceipt:
+        """PutRoot (one transaction); see ``RelocationStore.put_root``."""
+        size = len(data) if isinstance(data, bytes | bytearray | memoryview) else 0
+        return await self._roots(lambda s: rel.txn_put_root(s, data), write=True, size=size)
+
+    async def get_root(self, receipt: RootReceipt) -> bytes:
+        """GetRoot (one read); see ``RelocationStore.get_root``."""
+        return await self._roots(lambda s: rel.txn_get_root(s, receipt), write=False,
+                                 size=_size(receipt))
+
+    async def delete_root(self, receipt: RootReceipt) -> bool:
+        """DeleteRoot (one transaction); see ``RelocationStore.delete_root``."""
+        return await self._roots(lambda s: rel.txn_delete_root(s, receipt), write=True,
+                                 size=_size(receipt))
+
+
+def _size(receipt: RootReceipt) -> int:
+    return receipt.size if isinstance(getattr(receipt, "size", None), int) else 0
+
+
+def _root(conn: sqlite3.Connection, ref: str) -> bytes | None:
+    row = conn.execute("SELECT data FROM rel_roots WHERE ref = ?", (ref,)).fetchone()
+    return None if row is None else bytes(row[0])
+
+
+class SqliteStore:
+    """A Location Store and a Relocation Store sharing one SQLite connection (and file)."""
+
+    def __init__(self, db: SqliteConnection) -> None:
+        self._db = db
+        self._location = SqliteLocationStore(db)
+        self._relocation = SqliteRelocationStore(db)
+
+    @property
+    def options(self) -> SqliteOptions:
+        """What the URL selected (path, synchronous, busy timeout, dispatch)."""
+        return self._db.options
+
+    @property
+    def location(self) -> SqliteLocationStore:
+        """The Location Store (``loc_*`` tables)."""
+        return self._location
+
+    @property
+    def relocation(self) -> SqliteRelocationStore:
+        """The Relocation Store (``rel_*`` tables, a separate key space)."""
+        return self._relocation
+
+
+@asynccontextmanager
+async def open_sqlite_store(url: str) -> AsyncIterator[SqliteStore]:
+    """Open ``sqlite:///path.db?...``: WAL, pragmas, schema created or migrated.
+
+    Raises :class:`InvalidConfiguration` for a malformed URL, a file of another
+    application or a newer schema version; :class:`Unavailable` when the file
+    cannot be opened or stays locked past the busy timeout. The connection is
+    closed when the block exits, after any running transaction finished.
+    """
+    options = parse_url(url)
+    db = await trio.to_thread.run_sync(SqliteConnection.open_sync, options)
+    try:
+        yield SqliteStore(db)
+    finally:
+        with trio.CancelScope(shield=True):
+            await db.aclose()
+
+
+if TYPE_CHECKING:
+    from zlink_trio.store._protocol import LocationStore, RelocationStore, Store
+
+    def _conforms(store: SqliteStore) -> tuple[LocationStore, RelocationStore, Store]:
+        # mypy proves here that the SQLite classes satisfy the protocols.
+        return store.location, store.relocation, store
