@@ -16,7 +16,9 @@ barrier.  Each store answer is its own event, so the chart has no guards.
 * ``resolving`` -- current authority of the ID.  A Ready incarnation of the same User
   type -> ``found_ready`` -> ``existing`` (final; no factory, no reply).  Another kind
   or type -> ``type_mismatch``.  Creating -> ``found_creating`` ->
-  ``waiting_on_creating``.  Missing -> ``found_missing`` -> ``selecting_placement``.
+  ``waiting_on_creating``; a Closing incarnation of the same type -> ``found_closing`` ->
+  the same wait (its release makes the ID Missing, 06 §7).  Missing -> ``found_missing``
+  -> ``selecting_placement``.
 * ``waiting_on_creating`` -- another attempt holds the reservation; this operation
   starts no reservation or factory of its own (06 §3.2).  That attempt ends Ready ->
   ``other_attempt_ready`` -> ``existing``; it ends Missing through rejection/failure
@@ -30,7 +32,8 @@ barrier.  Each store answer is its own event, so the chart has no guards.
   before reservation.
 * ``reserving`` -- Reserve (Missing -> Creating, see ``SpotAuthority``).  Won ->
   ``running_factory``.  Lost to a Ready authority -> ``existing``; lost to a Creating
-  one -> ``waiting_on_creating``; another kind/type -> ``type_mismatch``; refused for
+  one -> ``waiting_on_creating`` (``reserve_lost_closing`` when it was Closing); another
+  kind/type -> ``type_mismatch``; refused for
   capacity -> ``capacity_exceeded``.  ``reserve_conflict`` is the Create-only case: an
   active authority already holds the issued UUID -> ``already_exists`` (no second UUID
   or reservation is generated).
@@ -100,6 +103,7 @@ class UserCreate(StrictChart):
     found_ready = resolving.to(existing)
     found_type_mismatch = resolving.to(type_mismatch)
     found_creating = resolving.to(waiting_on_creating)
+    found_closing = resolving.to(waiting_on_creating)
     found_missing = resolving.to(selecting_placement)
     # waiting for another attempt's authority change (06 §3.2)
     other_attempt_ready = waiting_on_creating.to(existing)
@@ -114,6 +118,7 @@ class UserCreate(StrictChart):
     reserve_won = reserving.to(running_factory)
     reserve_lost_ready = reserving.to(existing)
     reserve_lost_creating = reserving.to(waiting_on_creating)
+    reserve_lost_closing = reserving.to(waiting_on_creating)
     reserve_lost_type_mismatch = reserving.to(type_mismatch)
     reserve_refused_capacity = reserving.to(capacity_exceeded)
     reserve_conflict = reserving.to(already_exists)
