@@ -47,6 +47,7 @@ from zlink_trio.core.errors import (
 )
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityRecord, AuthorityState, RecoveryPointer
+from zlink_trio.runtime import _crash
 from zlink_trio.runtime._charts import COLD, step
 from zlink_trio.runtime._first_record import FirstRecord
 from zlink_trio.runtime._host import Host, MessageWork
@@ -177,6 +178,8 @@ async def _reserve_and_build(job: ActivationJob) -> None:
     envelope = encode_envelope(job)
     with trio.CancelScope(shield=True):
         receipt = await relocation.put_root(envelope)
+        if _crash.ARMED:
+            _crash.point("cold", "after_envelope_stored")
         job.state = step(COLD, job.state, "root_stored")
         try:
             fence = await location.reserve(
@@ -203,6 +206,8 @@ async def _reserve_and_build(job: ActivationJob) -> None:
     if reserve_lost:
         await _redeliver(job, reserve_lost)
         return
+    if _crash.ARMED:
+        _crash.point("cold", "after_reserve")
     job.state = step(COLD, job.state, "reserve_won")
     host = Host(rt, job.spot_type, job.spot_id, fence.object_generation, job.mesh)
     try:
@@ -219,6 +224,8 @@ async def _reserve_and_build(job: ActivationJob) -> None:
         try:
             seq = await relocation.inbox_append(job.spot_id, fence.object_generation, envelope)
             job.state = step(COLD, job.state, "first_record_durable")
+            if _crash.ARMED:
+                _crash.point("cold", "after_factory_before_commit")
             rt.check_usable()  # no CommitReady once the lease is known lost
             ready = await location.commit_ready(fence, now=rt.now())
         except ZLinkError as exc:
@@ -228,6 +235,8 @@ async def _reserve_and_build(job: ActivationJob) -> None:
                 f"cold activation of Spot {job.spot_id!r} lost its reservation before Ready "
                 f"({exc.message}); nothing was created. Send a new call"
             ) from exc
+    if _crash.ARMED:
+        _crash.point("cold", "after_ready_before_restore")
     _publish(job, host, ready, seq, receipt)
 
 

@@ -50,6 +50,7 @@ from zlink_trio.core.records import (
     CreationIntent,
     SpotRef,
 )
+from zlink_trio.runtime import _crash
 from zlink_trio.runtime._charts import CREATE, step
 from zlink_trio.runtime._host import Host
 from zlink_trio.runtime._policies import Reject
@@ -178,7 +179,8 @@ async def _run(op: _Op, data: bytes) -> CreateResult:
                                 "other_attempt_ready" if waiting else "found_ready")
                 return existing
             if not waiting:
-                op.state = step(CREATE, op.state, "found_creating")
+                op.state = step(CREATE, op.state, "found_closing"
+                                if record.state is AuthorityState.CLOSING else "found_creating")
             await wait_for_change(rt, op.spot_id, backoff)
             continue
         assert op.state == "selecting_placement", op.state
@@ -257,6 +259,8 @@ async def _reserve_and_build(op: _Op, data: bytes, mesh: str) -> CreateResult | 
             current = None
     if current is not None:
         return _lost(op, current)
+    if _crash.ARMED:
+        _crash.point("create", "after_reserve")
     op.state = step(CREATE, op.state, "reserve_won")
     host = Host(rt, rt.registry.lookup(op.stable_type, SpotKind.USER), op.spot_id,
                 fence.object_generation, mesh)
@@ -279,6 +283,8 @@ async def _reserve_and_build(op: _Op, data: bytes, mesh: str) -> CreateResult | 
             await _abort(op, fence, receipt)
         return CreateResult(state=CreateState.REJECTED, ref=declined, reply=outcome.reply)
     op.state = step(CREATE, op.state, "create_accepted")
+    if _crash.ARMED:
+        _crash.point("create", "after_factory_before_commit")
     with trio.CancelScope(shield=True):
         try:
             rt.check_usable()  # no CommitReady once the lease is known lost
@@ -326,7 +332,8 @@ def _lost(op: _Op, current: AuthorityRecord) -> CreateResult | None:
     if existing is not None:
         op.state = step(CREATE, op.state, "reserve_lost_ready")
         return existing
-    op.state = step(CREATE, op.state, "reserve_lost_creating")
+    op.state = step(CREATE, op.state, "reserve_lost_closing"
+                    if current.state is AuthorityState.CLOSING else "reserve_lost_creating")
     return None
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from zlink_trio.core.errors import StaleFence, ZLinkError
+from zlink_trio.runtime import _crash
 from zlink_trio.runtime._charts import COLD, step
 from zlink_trio.runtime._runtime import LOGGER
 
@@ -56,6 +57,8 @@ async def record_first_completion(rt: NodeRuntime, spot_id: str, generation: int
     try:
         await relocation.inbox_set_cursor(spot_id, generation, first.seq)
         first.state = step(COLD, first.state, "first_completion_recorded")
+        if _crash.ARMED:
+            _crash.point("cold", "after_completion_before_pointer_removed")
         await _remove_pointer(rt, spot_id, generation, first.ready_version)
         first.state = step(COLD, first.state, "pointer_removed")
         await relocation.delete_root(first.receipt)

@@ -47,6 +47,7 @@ from zlink_trio.core.errors import (
     ZLinkError,
 )
 from zlink_trio.core.lanes import Lanes
+from zlink_trio.runtime import _crash
 from zlink_trio.runtime._app_calls import call_hook, check_reply, handler_error, run_on_close
 from zlink_trio.runtime._charts import INCARNATION, step
 from zlink_trio.runtime._context import SpotContext
@@ -135,6 +136,9 @@ class Host:
         except Exception as exc:
             raise handler_error(f"the factory of {spot_type.stable_type!r}", exc,
                                 activating=True) from exc
+        if _crash.ARMED:
+            _crash.point("create" if isinstance(spot_type, UserSpotType) else "cold",
+                         "in_factory")
         try:
             if hooks.on_activate is not None:
                 await call_hook(self.instance, "on_activate", hooks.on_activate.is_async)
@@ -382,6 +386,8 @@ class Host:
         finally:
             self.last_work_finished_at = trio.current_time()
         if item.first is not None and not self.ownership_lost:
+            if _crash.ARMED:
+                _crash.point("cold", "after_first_handler_before_completion")
             await record_first_completion(self.rt, self.spot_id, self.generation, item.first)
 
     def _fail_queued(self, error: Unavailable) -> None:

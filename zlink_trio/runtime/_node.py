@@ -30,7 +30,13 @@ import attrs
 import trio
 
 from zlink_trio.core.descriptor import NodeDescriptor
-from zlink_trio.core.errors import AlreadyExists, InvalidConfiguration, InvalidOperation, ZLinkError
+from zlink_trio.core.errors import (
+    AlreadyExists,
+    InvalidConfiguration,
+    InvalidOperation,
+    Unavailable,
+    ZLinkError,
+)
 from zlink_trio.core.identity import (
     NodeRid,
     SpotKind,
@@ -56,6 +62,7 @@ from zlink_trio.runtime._options import (
     DEFAULT_TIMEOUT,
     NodeOptions,
 )
+from zlink_trio.runtime._recovery import recover_orphans
 from zlink_trio.runtime._registry import SpotTypeRegistry
 from zlink_trio.runtime._runtime import LOGGER, NodeRuntime
 from zlink_trio.store import MemoryStore, open_store
@@ -241,6 +248,16 @@ async def open_node(
                 nursery.start_soon(_run_in, renewal, keep_lease, rt)
                 if options.instance_idle_timeout > 0:
                     nursery.start_soon(rt.catalog.idle_sweep)
+                # 06 §4.1.1: resume or abort what a dead lifecycle of this NodeId left,
+                # before admission opens (bounded like any startup store work).
+                with trio.move_on_after(options.default_timeout) as scan:
+                    await recover_orphans(rt)
+                if scan.cancelled_caught:
+                    raise Unavailable(
+                        f"node {node_id!r}: the startup authority scan did not finish within "
+                        f"{options.default_timeout} s (store slow or a factory hung); the "
+                        "node did not start. Restart it: the scan resumes what is left"
+                    )
                 rt.state = step(NODE, rt.state, "open_admission")
                 try:
                     yield node

@@ -16,6 +16,7 @@ from zlink_trio.store._types import MAX_PAGE_SIZE as MAX_PAGE_SIZE
 from zlink_trio.store._types import AuthorityExists as AuthorityExists
 from zlink_trio.store._types import InboxRecord as InboxRecord
 from zlink_trio.store._types import LocationStatistics as LocationStatistics
+from zlink_trio.store._types import OwnerAlive as OwnerAlive
 from zlink_trio.store._types import Page as Page
 from zlink_trio.store._types import RelocationStatistics as RelocationStatistics
 from zlink_trio.store._types import RootIntegrityError as RootIntegrityError
@@ -31,6 +32,7 @@ __all__ = (
     "LocationStatistics",
     "LocationStore",
     "MemoryStore",
+    "OwnerAlive",
     "Page",
     "RelocationStatistics",
     "RelocationStore",

@@ -177,6 +177,43 @@ class LocationStore(Protocol):
         """
         ...
 
+    async def release_expired(self, spot_id: str, *, object_generation: int,
+                              owner_generation: int, now: float) -> AuthorityRecord:
+        """ReleaseExpired: the operator's Ready -> Missing for an owner whose lease expired.
+
+        Spec 06 §9: an expired owner cannot change authority, so a Ready Spot
+        whose owner never comes back would keep its ID forever. This is the
+        explicit, fenced way out, for an operator only: **nothing in the
+        runtime calls it** (an owner that restarts under the same NodeId
+        resumes its Spots itself, and a lease that looks expired may be a
+        clock or network fault). It deletes the record and releases the
+        owner's active capacity unit, so the ID can be reserved again (with a
+        larger ObjectGeneration). Returns the record as it was just before
+        the deletion. The StoreVersion sequence ends with the record.
+
+        Checks, in order (nothing written on any refusal): ``spot_id``,
+        generations and ``now`` are valid (:class:`InvalidOperation`); the ID
+        has a record (:class:`NotFound` -- deliberately not an idempotent
+        ``False``: an operator must learn that nothing was released; a retry
+        after a lost reply reads as NotFound and ``find`` confirms Missing);
+        its ObjectGeneration is ``object_generation`` and its owner generation
+        ``owner_generation`` (:class:`StaleFence`: re-read, decide again); it
+        is not an Entry claim (:class:`InvalidOperation`: those end with
+        their node's claim) and is Ready (:class:`InvalidOperation` naming
+        the way out: Creating -> ``abort_creating``, Closing -> ``release``,
+        Relocating/Sealed -> ``abort_relocation``); its owner's lease is over
+        at ``now``: no claim at ``(mesh, owner node_rid)``, a claim of
+        another lifecycle, or ``lease_expires_at <= now`` -- otherwise
+        :class:`OwnerAlive` (an InvalidOperation: the live owner must close
+        the Spot itself). ``now`` is on the clock the owners stamp leases
+        with (wall-clock ``time.time()`` for shared stores).
+
+        The released incarnation's durable inbox and roots in the Relocation
+        Store are left as they are (keyed by its generation, they never meet
+        a new incarnation); messages still in that inbox are not delivered.
+        """
+        ...
+
     async def remove_recovery_pointer(self, spot_id: str, *, object_generation: int,
                                       expected_version: int) -> bool:
         """Remove the recovery pointer by a CAS on the record's StoreVersion (spec 06 §4.1).
@@ -240,6 +277,46 @@ class LocationStore(Protocol):
 
     async def statistics(self) -> LocationStatistics:
         """A snapshot of counts; read-only."""
+        ...
+
+    async def orphans(self, node_id: str, *, now: float, after: str | None = None,
+                      limit: int = 1000) -> list[AuthorityRecord]:
+        """The incomplete activations a dead lifecycle of ``node_id`` left (06 §4.1.1).
+
+        Creating records, and Ready records that still have a recovery
+        pointer, whose owner's claim belongs to ``node_id`` and is expired at
+        ``now``; sorted by Spot ID, those above ``after`` only, at most
+        ``limit`` (1..1000, else :class:`InvalidOperation`). A restarted node
+        pages with ``after`` = the last Spot ID it got. Read-only. The cost is
+        the backend's: memory and SQLite read only the dead claims' records
+        (SQLite through its owner index); Redis scans every Spot ID of the
+        store in bounded server-side pages (see docs/stores.md).
+        """
+        ...
+
+    async def adopt_orphan(self, spot_id: str, *, object_generation: int,
+                           owner_generation: int, old_owner: OwnerFence,
+                           new_owner: OwnerFence, now: float) -> AuthorityRecord:
+        """AdoptOrphan: move an incomplete activation to a new lifecycle of its NodeId.
+
+        For the startup authority scan only (06 §4.1.1). Checks, in order
+        (nothing written on any refusal): arguments valid
+        (:class:`InvalidOperation`); the record exists with
+        ``object_generation`` (:class:`StaleFence`); it is owned by
+        ``old_owner`` at ``owner_generation`` (:class:`StaleFence`); it is
+        Creating, or Ready with a recovery pointer
+        (:class:`InvalidOperation`); the old owner's claim still exists
+        (:class:`InvalidOperation`) and is expired at ``now``
+        (:class:`Unavailable`); ``new_owner`` has a live claim
+        (:class:`StaleFence` / :class:`Unavailable`, as Reserve) of the
+        same NodeId that serves the record's type (:class:`InvalidOperation`).
+        Then the owner becomes ``new_owner``, the owner generation and
+        StoreVersion grow by one, and the capacity unit moves (pending stays
+        pending, active stays active; the new owner's capacity is not
+        checked). State, ObjectGeneration, creation intent and recovery pointer
+        are kept. Idempotent: the result of this very adoption is returned
+        unchanged.
+        """
         ...
 
 

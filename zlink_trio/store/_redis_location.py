@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from zlink_trio.core._checks import check_finite, check_generation, check_int
 from zlink_trio.core._json_fields import encode_kind
 from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
-from zlink_trio.core.errors import InvalidOperation
+from zlink_trio.core.errors import InvalidOperation, Unavailable
 from zlink_trio.core.identity import (
     SpotKind,
     validate_spot_id,
@@ -34,6 +34,7 @@ from zlink_trio.core.records import (
     ReservationFence,
     validate_mesh_name,
 )
+from zlink_trio.store._operator_state import release_expired_refusal
 from zlink_trio.store._redis_codec import (
     claim_args,
     decode_claim,
@@ -42,7 +43,14 @@ from zlink_trio.store._redis_codec import (
     raise_status,
     text,
 )
-from zlink_trio.store._types import MAX_PAGE_BYTES, MAX_PAGE_SIZE, LocationStatistics, Page
+from zlink_trio.store._redis_lua_recovery import redis_adopt_orphan, redis_orphans
+from zlink_trio.store._types import (
+    MAX_PAGE_BYTES,
+    MAX_PAGE_SIZE,
+    LocationStatistics,
+    OwnerAlive,
+    Page,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -220,6 +228,30 @@ class RedisLocationStore:
         raise_status(reply, what)
         return bool(reply[1])
 
+    async def release_expired(self, spot_id: str, *, object_generation: int,
+                              owner_generation: int, now: float) -> AuthorityRecord:
+        """ReleaseExpired (one script); see ``LocationStore.release_expired``."""
+        validate_spot_id(spot_id)
+        check_generation(object_generation, "object_generation")
+        check_generation(owner_generation, "owner_generation")
+        check_finite(now, "now")
+        what = f"release_expired of {spot_id!r}"
+        reply = await self._script(what, "release_expired", self._keys.spot(spot_id),
+                                   object_generation, owner_generation, repr(float(now)))
+        code = text(reply[0])
+        if code == "OK":
+            return decode_record(reply[1])
+        if code == "OWNER_ALIVE":
+            raise OwnerAlive(decode_record(reply[1]), float(text(reply[2])), now)
+        if code in ("NONE", "REFUSED"):
+            refusal = release_expired_refusal(
+                spot_id, None if code == "NONE" else decode_record(reply[1]),
+                object_generation=object_generation, owner_generation=owner_generation)
+            if refusal is not None:
+                raise refusal
+        raise Unavailable(f"{what}: the Redis script answered {code!r}, which this version "
+                          "does not know; check that every process runs the same zlink_trio")
+
     async def remove_recovery_pointer(self, spot_id: str, *, object_generation: int,
                                       expected_version: int) -> bool:
         """RemoveRecoveryPointer (one script); see the protocol."""
@@ -299,4 +331,19 @@ class RedisLocationStore:
         return LocationStatistics(
             claims=int(claims), creating=n[0], ready=n[1], closing=n[2], relocating=n[3],
             sealed=n[4], last_object_generation=0 if seq is None else int(text(seq)))
+
+    async def orphans(self, node_id: str, *, now: float, after: str | None = None,
+                      limit: int = 1000) -> list[AuthorityRecord]:
+        """Incomplete activations of a dead lifecycle (paged read scripts); see the protocol."""
+        return await redis_orphans(self._run, self._keys, node_id, now=now, after=after,
+                                   limit=limit)
+
+    async def adopt_orphan(self, spot_id: str, *, object_generation: int,
+                           owner_generation: int, old_owner: OwnerFence,
+                           new_owner: OwnerFence, now: float) -> AuthorityRecord:
+        """AdoptOrphan (one script); see ``LocationStore.adopt_orphan``."""
+        return await redis_adopt_orphan(self._run, self._keys, spot_id,
+                                        object_generation=object_generation,
+                                        owner_generation=owner_generation,
+                                        old_owner=old_owner, new_owner=new_owner, now=now)
 

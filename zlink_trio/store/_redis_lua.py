@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from zlink_trio.store._redis_lua_operator import RELEASE_EXPIRED
+
 __all__ = ("LOCATION_SCRIPTS",)
 
 _PRELUDE: Final = r"""
@@ -383,6 +385,7 @@ LOCATION_SCRIPTS: Final = {
     "abort_creating": _script(_ABORT_CREATING),
     "begin_close": _script(_BEGIN_CLOSE),
     "release": _script(_RELEASE),
+    "release_expired": _script(RELEASE_EXPIRED),
     "remove_recovery_pointer": _script(_REMOVE_POINTER),
     "begin_relocation": _script(_BEGIN_RELOCATION),
     "seal_relocation": _script(_SEAL_RELOCATION),

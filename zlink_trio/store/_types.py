@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from zlink_trio.core.errors import AlreadyExists, Unavailable
+from zlink_trio.core.errors import AlreadyExists, InvalidOperation, Unavailable
 
 if TYPE_CHECKING:
     from zlink_trio.core.records import AuthorityRecord
@@ -22,6 +22,7 @@ __all__ = (
     "AuthorityExists",
     "InboxRecord",
     "LocationStatistics",
+    "OwnerAlive",
     "Page",
     "RelocationStatistics",
     "RootIntegrityError",
@@ -53,6 +54,27 @@ class AuthorityExists(AlreadyExists):
             "or choose another ID"
         )
         self.current: Final = current
+
+
+class OwnerAlive(InvalidOperation):
+    """Raised by ReleaseExpired when the Spot's owner still holds a live lease.
+
+    Nothing was written. A live owner serves the Spot and must end it itself
+    (BeginClose, then Release); an operator frees a Spot only once its owner's
+    lease has expired. ``record`` is the record found and ``lease_expires_at``
+    the owner's lease expiry (store time, as the node stamped it).
+    """
+
+    def __init__(self, record: AuthorityRecord, lease_expires_at: float, now: float) -> None:
+        super().__init__(
+            f"{record.spot_id!r} (generation {record.object_generation}) is owned by node "
+            f"{record.owner.node_rid} lifecycle {record.owner.lifecycle_generation}, whose lease "
+            f"is live until {lease_expires_at!r} (now {now!r}, {lease_expires_at - now:.3f} s "
+            "left); a live owner must close the Spot itself, and an operator may release it "
+            "only after that lease has expired"
+        )
+        self.record: Final = record
+        self.lease_expires_at: Final = lease_expires_at
 
 
 class RootIntegrityError(Unavailable):

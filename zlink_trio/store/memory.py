@@ -23,6 +23,8 @@ import trio
 
 from zlink_trio.store import _claim_state as claims
 from zlink_trio.store import _location_state as loc
+from zlink_trio.store import _operator_state as ops
+from zlink_trio.store import _recovery_state as recovery
 from zlink_trio.store import _relocation_state as rel
 from zlink_trio.store import _relocation_steps as steps
 
@@ -115,6 +117,14 @@ class MemoryLocationStore:
         await trio.lowlevel.checkpoint()
         return loc.txn_release(self.state, fence)
 
+    async def release_expired(self, spot_id: str, *, object_generation: int,
+                              owner_generation: int, now: float) -> AuthorityRecord:
+        """ReleaseExpired (one transaction); see ``LocationStore.release_expired``."""
+        await trio.lowlevel.checkpoint()
+        return ops.txn_release_expired(self.state, spot_id,
+                                            object_generation=object_generation,
+                                            owner_generation=owner_generation, now=now)
+
     async def remove_recovery_pointer(self, spot_id: str, *, object_generation: int,
                                       expected_version: int) -> bool:
         """RemoveRecoveryPointer (one transaction); see the protocol."""
@@ -153,6 +163,22 @@ class MemoryLocationStore:
         """A snapshot of counts; see ``LocationStore.statistics``."""
         await trio.lowlevel.checkpoint()
         return loc.txn_statistics(self.state)
+
+    async def orphans(self, node_id: str, *, now: float, after: str | None = None,
+                      limit: int = 1000) -> list[AuthorityRecord]:
+        """Incomplete activations of a dead lifecycle (one read); see the protocol."""
+        await trio.lowlevel.checkpoint()
+        return recovery.txn_orphans(self.state, node_id, now=now, after=after, limit=limit)
+
+    async def adopt_orphan(self, spot_id: str, *, object_generation: int,
+                           owner_generation: int, old_owner: OwnerFence,
+                           new_owner: OwnerFence, now: float) -> AuthorityRecord:
+        """AdoptOrphan (one transaction); see ``LocationStore.adopt_orphan``."""
+        await trio.lowlevel.checkpoint()
+        return recovery.txn_adopt_orphan(self.state, spot_id,
+                                         object_generation=object_generation,
+                                         owner_generation=owner_generation,
+                                         old_owner=old_owner, new_owner=new_owner, now=now)
 
 
 class MemoryRelocationStore:

@@ -164,6 +164,7 @@ async def open_redis_store(url: str) -> AsyncIterator[RedisStore]:
         ) from None
     from zlink_trio.store._redis_client import ScriptRunner
     from zlink_trio.store._redis_lua import LOCATION_SCRIPTS
+    from zlink_trio.store._redis_lua_recovery import RECOVERY_SCRIPTS
     from zlink_trio.store._redis_lua_relocation import RELOCATION_SCRIPTS
 
     client: coredis.Redis[bytes] = coredis.Redis(
@@ -174,6 +175,7 @@ async def open_redis_store(url: str) -> AsyncIterator[RedisStore]:
     )
     runner = ScriptRunner(client, LOCATION_SCRIPTS, timeout=config.timeout, where=config.where)
     runner.add_scripts({f"rel_{k}": v for k, v in RELOCATION_SCRIPTS.items()})
+    runner.add_scripts(RECOVERY_SCRIPTS)
     try:
         # The client's task group must not live inside a cancel scope it outlives,
         # so enter it first (that connects nothing), then bound the first round trip.

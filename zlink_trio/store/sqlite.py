@@ -36,6 +36,8 @@ from zlink_trio.core.identity import validate_spot_id
 from zlink_trio.core.records import AuthorityState
 from zlink_trio.store import _claim_state as claims
 from zlink_trio.store import _location_state as loc
+from zlink_trio.store import _operator_state as ops
+from zlink_trio.store import _recovery_state as recovery
 from zlink_trio.store import _relocation_state as rel
 from zlink_trio.store import _relocation_steps as steps
 from zlink_trio.store._sqlite_conn import SqliteConnection
@@ -151,6 +153,13 @@ class SqliteLocationStore:
         """Release (one transaction); see ``LocationStore.release``."""
         return await self._txn(lambda s: loc.txn_release(s, fence))
 
+    async def release_expired(self, spot_id: str, *, object_generation: int,
+                              owner_generation: int, now: float) -> AuthorityRecord:
+        """ReleaseExpired (one transaction); see ``LocationStore.release_expired``."""
+        return await self._txn(lambda s: ops.txn_release_expired(
+            s, spot_id, object_generation=object_generation, owner_generation=owner_generation,
+            now=now))
+
     async def remove_recovery_pointer(self, spot_id: str, *, object_generation: int,
                                       expected_version: int) -> bool:
         """RemoveRecoveryPointer (one transaction); see the protocol."""
@@ -207,6 +216,43 @@ class SqliteLocationStore:
                 closing=by_state["closing"], relocating=by_state["relocating"],
                 sealed=by_state["sealed"], last_object_generation=0 if last is None else last[0])
         return await self._db.read(body)
+
+    async def orphans(self, node_id: str, *, now: float, after: str | None = None,
+                      limit: int = 1000) -> list[AuthorityRecord]:
+        """Incomplete activations of a dead lifecycle (one read); see the protocol.
+
+        Reads the expired claims, keeps those of ``node_id``, then at most ``limit``
+        orphan rows of each through the owner index; the oracle filters and pages them.
+        """
+        # The arguments are checked here, before any I/O (an empty window has no orphans).
+        recovery.txn_orphans(loc.LocationState(), node_id, now=now, after=after, limit=limit)
+
+        def body(conn: sqlite3.Connection) -> list[AuthorityRecord]:
+            state = loc.LocationState()
+            for row in conn.execute("SELECT body FROM loc_claims WHERE lease_expires_at <= ?",
+                                    (now,)).fetchall():
+                claim = decode_claim(row[0])
+                if claim.descriptor.node_id != node_id:
+                    continue
+                state.claims[(claim.descriptor.mesh, claim.descriptor.node_rid)] = claim
+                for (spot_id, text) in conn.execute(
+                        "SELECT spot_id, body FROM loc_records WHERE mesh = ? AND owner_rid = ? "
+                        "AND owner_lifecycle = ? AND spot_id > ? AND (state = 'creating' OR "
+                        "(state = 'ready' AND json_extract(body, '$.recoveryPointer') IS NOT "
+                        "NULL)) ORDER BY spot_id LIMIT ?",
+                        (claim.descriptor.mesh, str(claim.descriptor.node_rid),
+                         claim.lifecycle_generation, after or "", limit)).fetchall():
+                    state.records[spot_id] = decode_record(text)
+            return recovery.txn_orphans(state, node_id, now=now, after=after, limit=limit)
+        return await self._db.read(body)
+
+    async def adopt_orphan(self, spot_id: str, *, object_generation: int,
+                           owner_generation: int, old_owner: OwnerFence,
+                           new_owner: OwnerFence, now: float) -> AuthorityRecord:
+        """AdoptOrphan (one transaction); see ``LocationStore.adopt_orphan``."""
+        return await self._txn(lambda s: recovery.txn_adopt_orphan(
+            s, spot_id, object_generation=object_generation, owner_generation=owner_generation,
+            old_owner=old_owner, new_owner=new_owner, now=now))
 
 
 class SqliteRelocationStore(SqliteInboxes):

@@ -1,0 +1,200 @@
+"""What the store subcommands of ``zlink-trio`` share: opening, errors, exit codes, formats.
+
+Theory of operation
+-------------------
+A store command is one short Trio run (:func:`run_command`) against a store
+other processes share. Its exit status is one of three:
+
+- ``0`` (:data:`EXIT_OK`): it did what was asked;
+- ``1`` (:data:`EXIT_REFUSED`): the store refused or could not answer, or the
+  Spot is Missing -- the message says why and what to do;
+- ``2`` (:data:`EXIT_USAGE`): the command line or the store URL is wrong
+  (argparse's own errors exit 2 as well).
+
+Every typed zlink_trio error becomes one readable line on stderr, never a
+traceback. ``memory://`` is refused: a memory store lives inside one process,
+so a command in another process would only ever see an empty store. A
+``sqlite:///`` path must name an existing file, so a typo does not quietly
+create an empty store. Each store call is bounded by ``--timeout``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Final, TextIO
+
+import trio
+
+from zlink_trio.core._json_fields import encode_kind
+from zlink_trio.core.errors import (
+    DeadlineExceeded,
+    InvalidConfiguration,
+    NotFound,
+    StaleFence,
+    Unavailable,
+    ZLinkError,
+)
+from zlink_trio.store import OwnerAlive, open_store
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import AsyncIterator, Awaitable, Callable
+
+    from zlink_trio.core.records import AuthorityRecord, OwnerFence
+    from zlink_trio.store import Store
+
+__all__ = (
+    "EXIT_OK",
+    "EXIT_REFUSED",
+    "EXIT_USAGE",
+    "HEADER",
+    "UsageError",
+    "add_store_arguments",
+    "describe_owner",
+    "iso",
+    "open_cli_store",
+    "owner_lease",
+    "positive_int",
+    "record_line",
+    "run_command",
+    "wall_time",
+)
+
+EXIT_OK: Final = 0
+EXIT_REFUSED: Final = 1
+EXIT_USAGE: Final = 2
+
+
+class UsageError(Exception):
+    """The command line cannot work (exit 2); the message says how to fix it."""
+
+
+def positive_int(text: str) -> int:
+    """argparse ``type``: a generation (1 .. 2**63-1)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 2**63 - 1:
+        raise ValueError(text)
+    return value
+
+
+positive_int.__name__ = "generation"  # argparse names the type in its error message
+
+
+def add_store_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--store URL`` and ``--timeout SECONDS``, shared by every store command."""
+    parser.add_argument("--store", required=True, metavar="URL",
+                        help="the store the nodes share: sqlite:///path.db or "
+                             "redis://host:port/db (memory:// cannot be reached from here)")
+    parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="bound on each store call (default 30)")
+
+
+def _check_url(url: str) -> None:
+    scheme = url.partition("://")[0].lower() if "://" in url else ""
+    if scheme == "memory":
+        raise UsageError(
+            f"{url!r} is an in-process memory store: it lives inside the process that opened "
+            "it, so this command would only see an empty store; pass the sqlite:///... or "
+            "redis://... URL the nodes share"
+        )
+    if scheme == "sqlite":
+        from zlink_trio.store._sqlite_schema import parse_url
+
+        path = parse_url(url).path
+        if not os.path.isfile(path):
+            raise UsageError(f"no SQLite store at {path!r} (no such file); check the path in "
+                             "--store")
+
+
+@asynccontextmanager
+async def open_cli_store(url: str) -> AsyncIterator[Store]:
+    """Open ``url`` for a command, after refusing URLs no command can use."""
+    _check_url(url)
+    async with open_store(url) as store:
+        yield store
+
+
+def wall_time() -> float:
+    """Now on the clock shared stores stamp leases with (wall-clock seconds)."""
+    return time.time()
+
+
+def _leaf(error: BaseException) -> BaseException:
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
+
+
+def run_command(command: str, body: Callable[[], Awaitable[int]], *,
+                err: TextIO | None = None) -> int:
+    """Run ``body`` in ``trio.run``; turn every expected failure into a line and a status."""
+    err = sys.stderr if err is None else err
+    try:
+        return trio.run(body)
+    except BaseException as raised:
+        error = _leaf(raised)
+        if isinstance(error, UsageError | InvalidConfiguration):
+            print(f"zlink-trio {command}: error: {error}", file=err)
+            return EXIT_USAGE
+        if isinstance(error, trio.TooSlowError):
+            print(f"zlink-trio {command}: the store did not answer within --timeout; nothing "
+                  "is known to have changed, check with zlink-trio inspect", file=err)
+            return EXIT_REFUSED
+        # StaleFence is an Unavailable, but it is the store's answer, not a fault.
+        if isinstance(error, DeadlineExceeded | Unavailable) and not isinstance(error,
+                                                                              StaleFence):
+            print(f"zlink-trio {command}: store unavailable: {error.message}", file=err)
+            return EXIT_REFUSED
+        if isinstance(error, ZLinkError):
+            label = "not released" if isinstance(error, NotFound) else "refused"
+            extra = (f" (the lease ends {iso(error.lease_expires_at)})"
+                     if isinstance(error, OwnerAlive) else "")
+            print(f"zlink-trio {command}: {label}: {error.message}{extra}", file=err)
+            return EXIT_REFUSED
+        if error is raised:
+            raise
+        raise error from raised
+
+
+def describe_owner(owner: OwnerFence) -> str:
+    """``node <rid> lifecycle <n>``."""
+    return f"node {owner.node_rid} lifecycle {owner.lifecycle_generation}"
+
+
+async def owner_lease(store: Store, record: AuthorityRecord, now: float) -> float | None:
+    """The owner's lease expiry when its claim is live at ``now``, else ``None``."""
+    for claim in await store.location.descriptors(record.mesh, now=now):
+        if claim.owner() == record.owner:
+            return claim.lease_expires_at
+    return None
+
+
+def iso(seconds: float) -> str:
+    """Wall-clock seconds as an ISO 8601 UTC time."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")
+
+
+#: Column layout of one record in ``inspect``'s list (wider values just push right).
+HEADER: Final = ("SPOT ID", "KIND", "TYPE", "STATE", "GENERATION", "OWNER GEN",
+                 "OWNER NODE RID/LIFECYCLE", "VERSION")
+
+
+def record_line(values: tuple[str, ...] | AuthorityRecord) -> str:
+    """One list line: a record, or the header when given :data:`HEADER`."""
+    if isinstance(values, tuple):
+        cells = values
+    else:
+        r = values
+        cells = (r.spot_id, encode_kind(r.kind), r.stable_type, r.state.value,
+                 str(r.object_generation), str(r.owner_generation),
+                 f"{r.owner.node_rid}/{r.owner.lifecycle_generation}", str(r.store_version))
+    spot, kind, stype, state, gen, ogen, owner, version = cells
+    return (f"{spot:<24} {kind:<8} {stype:<16} {state:<10} {gen:>10} {ogen:>9} "
+            f"{owner:<36} {version:>7}").rstrip()

@@ -1,0 +1,57 @@
+"""Crash hooks for the recovery tests: ``ZLINK_CRASH_AT=<step>`` SIGKILLs the process.
+
+Theory of operation
+-------------------
+The environment variable is read once, at import. When it is unset (production)
+:data:`ARMED` is ``False`` and every call site is one module-attribute truth test:
+``if _crash.ARMED: _crash.point("cold", "after_reserve")``. When it names a step,
+the process kills itself with SIGKILL at that step -- no ``finally`` block, no
+atexit handler, no flush runs, exactly like a power cut of the process (the store
+keeps only what it committed).
+
+The value is either a bare step (fires in whichever flow reaches it first) or
+``<flow>:<step>`` with flow ``cold`` (cold activation, 06 §4.1) or ``create`` (User
+Spot creation, 06 §3). The steps:
+
+=========================================  ====  ======  ================================
+step                                       cold  create  where
+=========================================  ====  ======  ================================
+``after_envelope_stored``                   x            the recovery root is stored,
+                                                         Reserve not sent
+``after_reserve``                           x     x      Reserve committed (Creating)
+``in_factory``                              x     x      the Spot class was constructed,
+                                                         hooks not run
+``after_factory_before_commit``             x     x      factory + hooks done (cold: first
+                                                         inbox record appended), no Commit
+``after_ready_before_restore``              x            CommitReady done, the first record
+                                                         is not on the local queue
+``after_first_handler_before_completion``   x            the first handler returned, its
+                                                         completion not recorded
+``after_completion_before_pointer_removed`` x            cursor moved, pointer still set
+=========================================  ====  ======  ================================
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Final
+
+__all__ = ("ARMED", "COLD_STEPS", "CREATE_STEPS", "point")
+
+COLD_STEPS: Final = frozenset({
+    "after_envelope_stored", "after_reserve", "in_factory", "after_factory_before_commit",
+    "after_ready_before_restore", "after_first_handler_before_completion",
+    "after_completion_before_pointer_removed",
+})
+CREATE_STEPS: Final = frozenset({"after_reserve", "in_factory", "after_factory_before_commit"})
+
+_AT: Final = os.environ.get("ZLINK_CRASH_AT") or None
+#: Whether a crash step is configured (read once at import).
+ARMED: Final = _AT is not None
+
+
+def point(flow: str, step: str) -> None:
+    """SIGKILL this process if ``ZLINK_CRASH_AT`` names ``step`` (or ``flow:step``)."""
+    if _AT is not None and _AT in (step, f"{flow}:{step}"):
+        os.kill(os.getpid(), signal.SIGKILL)

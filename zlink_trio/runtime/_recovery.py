@@ -1,0 +1,323 @@
+"""The startup authority scan: resume or abort what a dead lifecycle left (06 §4.1.1).
+
+Theory of operation
+-------------------
+``open_node`` runs :func:`recover_orphans` after NewClaim and the start of the lease
+renewal, and *before* it opens admission, so no application message reaches this
+node until every orphan is handled. An orphan (``LocationStore.orphans``) is a
+Creating record, or a Ready record that still has a recovery pointer, owned by an
+expired lifecycle of this NodeId. They are read in pages of 1000 by Spot ID and each
+is handled on its own (an error is logged and the scan goes on):
+
+* **Creating with a recovery pointer** (a cold activation that died after Reserve):
+  ``ColdActivation`` starts in ``recovering_reservation``. ``adopt_orphan`` moves it
+  to this lifecycle (same ObjectGeneration and reservation, owner generation + 1),
+  the envelope is read back from the recovery root, then ``resume_creation`` and the
+  normal path: factory + ``on_activate`` (they may run again for the same
+  generation: a factory runs once per *attempt*, 06 §3.1), the first inbox record is
+  appended unless ``inbox_read`` shows it is there, CommitReady, the host is
+  registered, the first record goes to the head of its queue and the barrier opens.
+  A factory failure aborts the creation with the adopted fence.
+* **Creating without a pointer** (a User Spot create whose caller died with the
+  process): AbortCreating with the dead lifecycle's own fence (no lease is needed)
+  and the creation request root is deleted. Nobody is left to receive a reply, so
+  the creation is not resumed; the SpotAuthority transition is ``abort_creating``.
+* **Ready with a recovery pointer** (died after CommitReady, before the pointer was
+  removed): ``recovering_ready``. Adopt, rebuild the instance (factory +
+  ``on_activate``), register the host. If the inbox cursor shows the first record
+  was completed, its handler is not run again: only the pointer CAS and the root
+  deletion remain. Otherwise the first record is restored to the head of the queue
+  and runs before any other message (admission is still closed). A rebuild failure
+  closes the incarnation (BeginClose + Release with the adopted fence) and drops its
+  inbox and root, logged as an error: the first message is then lost.
+* A Spot type this node no longer registers: a Creating orphan is aborted with its
+  dead fence (its first message is dropped, logged as an error); a Ready orphan is
+  left as it is, logged, for an operator's ``release`` (the store would refuse to
+  adopt it anyway: the new descriptor does not serve the type).
+
+The original caller of the first message died with the process, so no reply is
+sent; the first message's handler still runs once (twice only when the process died
+between the handler's end and its completion record -- see docs/stores.md).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+from typing import TYPE_CHECKING
+
+import trio
+
+from zlink_trio.core.errors import InvalidOperation, ZLinkError
+from zlink_trio.core.identity import SpotKind
+from zlink_trio.core.records import AuthorityState, ReservationFence
+from zlink_trio.runtime._charts import COLD, step
+from zlink_trio.runtime._first_record import FirstRecord, record_first_completion
+from zlink_trio.runtime._host import Host, MessageWork
+from zlink_trio.runtime._runtime import LOGGER
+
+if TYPE_CHECKING:
+    from zlink_trio.core.records import AuthorityRecord, RootReceipt
+    from zlink_trio.runtime._definitions import SpotType
+    from zlink_trio.runtime._handlers import HandlerInfo
+    from zlink_trio.runtime._runtime import NodeRuntime
+
+__all__ = ("recover_orphans",)
+
+_PAGE = 1000
+
+
+def fence_of(record: AuthorityRecord) -> ReservationFence:
+    """The reservation fence of a Creating record as it is stored now."""
+    return ReservationFence(spot_id=record.spot_id, store_version=record.store_version,
+                            object_generation=record.object_generation,
+                            owner_generation=record.owner_generation, owner=record.owner,
+                            owner_lease_expires_at=0.0)
+
+
+async def wait_for_previous_lifecycles(rt: NodeRuntime) -> None:
+    """Wait (bounded) until earlier lifecycles of this NodeId hold no live lease.
+
+    A restarted process is usually faster than its predecessor's lease: its work is
+    adopted only once that lease ran out (the store refuses earlier, 06 §9), so the
+    scan waits for it -- at most half of ``default_timeout``. A claim still live after
+    that is another running process with this NodeId (a configuration error): its
+    records are left alone and a warning is logged.
+    """
+    limit = trio.current_time() + rt.options.default_timeout / 2
+    while True:
+        now = rt.now()
+        live = [c for c in await rt.store.location.descriptors(rt.mesh, now=now)
+                if c.descriptor.node_id == rt.node_id and c.descriptor.node_rid != rt.node_rid]
+        if not live:
+            return
+        wait = min(c.lease_expires_at for c in live) - now + 0.01
+        if trio.current_time() + wait > limit:
+            LOGGER.warning("node %r: another lifecycle of this NodeId (node %s) still holds "
+                           "a live lease; its Spots are not recovered by this one",
+                           rt.node_id, live[0].descriptor.node_rid)
+            return
+        await trio.sleep(max(wait, 0.01))
+
+
+async def recover_orphans(rt: NodeRuntime) -> int:
+    """Handle every orphan of this NodeId's dead lifecycles; return how many were seen."""
+    await wait_for_previous_lifecycles(rt)
+    seen = 0
+    after: str | None = None
+    while True:
+        page = await rt.store.location.orphans(rt.node_id, now=rt.now(), after=after,
+                                               limit=_PAGE)
+        for record in page:
+            seen += 1
+            try:
+                await _recover_one(rt, record)
+            except ZLinkError as exc:
+                LOGGER.error("node %r: recovery of Spot %r (generation %d) failed: %s; an "
+                             "operator may have to clean it up", rt.node_id, record.spot_id,
+                             record.object_generation, exc)
+        if len(page) < _PAGE:
+            break
+        after = page[-1].spot_id
+    if seen:
+        LOGGER.info("node %r: startup authority scan handled %d orphan(s)", rt.node_id, seen)
+    return seen
+
+
+async def _recover_one(rt: NodeRuntime, record: AuthorityRecord) -> None:
+    spot_type = rt.registry.get(record.stable_type)
+    served = spot_type is not None and spot_type.kind is record.kind
+    if record.state is AuthorityState.CREATING:
+        if record.recovery_pointer is None or record.kind is not SpotKind.INSTANCE:
+            await _abort_user_create(rt, record)
+        elif not served:
+            LOGGER.error("node %r: Spot %r was being activated as %r, which this node no "
+                         "longer serves; its creation is aborted and its first message "
+                         "dropped", rt.node_id, record.spot_id, record.stable_type)
+            await _abort_dead(rt, record)
+        else:
+            assert spot_type is not None
+            await _resume_creation(rt, record, spot_type)
+    elif not served:
+        LOGGER.error("node %r: Spot %r is Ready as %r, which this node no longer serves, "
+                     "with its first message unfinished; left for an operator's release",
+                     rt.node_id, record.spot_id, record.stable_type)
+    else:
+        assert spot_type is not None
+        await _resume_ready(rt, record, spot_type)
+
+
+async def _abort_user_create(rt: NodeRuntime, record: AuthorityRecord) -> None:
+    """A creation whose caller died with the process: abort with its own fence."""
+    await rt.store.location.abort_creating(fence_of(record))
+    if record.creation_intent is not None:
+        await rt.store.relocation.delete_root(record.creation_intent.receipt())
+    LOGGER.warning("node %r: aborted the unfinished creation of Spot %r (generation %d) "
+                   "left by a previous lifecycle", rt.node_id, record.spot_id,
+                   record.object_generation)
+
+
+async def _abort_dead(rt: NodeRuntime, record: AuthorityRecord) -> None:
+    """Abort a cold activation this node will not resume (dead fence, no lease needed)."""
+    state = step(COLD, "recovering_reservation", "abort_creating")
+    await rt.store.location.abort_creating(fence_of(record))
+    await _drop(rt, record)
+    assert state == "creation_failed"
+
+
+async def _drop(rt: NodeRuntime, record: AuthorityRecord) -> None:
+    await rt.store.relocation.inbox_drop(record.spot_id, record.object_generation)
+    if record.recovery_pointer is not None:
+        await rt.store.relocation.delete_root(record.recovery_pointer.receipt())
+
+
+async def _adopt(rt: NodeRuntime, record: AuthorityRecord) -> AuthorityRecord:
+    return await rt.store.location.adopt_orphan(
+        record.spot_id, object_generation=record.object_generation,
+        owner_generation=record.owner_generation, old_owner=record.owner, new_owner=rt.owner,
+        now=rt.now())
+
+
+async def _envelope(rt: NodeRuntime, receipt: RootReceipt,
+                    spot_type: SpotType) -> tuple[bytes, object, HandlerInfo]:
+    """The recovery root's bytes, its first message and the handler that takes it."""
+    data = await rt.store.relocation.get_root(receipt)
+    try:
+        fields = json.loads(data)
+        type_name, body = fields["messageType"], base64.b64decode(fields["body"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InvalidOperation(f"recovery root {receipt.ref} is not an activation "
+                               f"envelope ({exc})") from exc
+    info = spot_type.handlers.find_wire(type_name)
+    return data, rt.codec.decode(type_name, body, info.message_type), info
+
+
+async def _first_seq(rt: NodeRuntime, record: AuthorityRecord, envelope: bytes) -> int:
+    """The first inbox record's sequence, appending it unless it is already there."""
+    relocation = rt.store.relocation
+    found = await relocation.inbox_read(record.spot_id, record.object_generation, limit=1)
+    if found:
+        return found[0].seq
+    return await relocation.inbox_append(record.spot_id, record.object_generation, envelope)
+
+
+async def _resume_creation(rt: NodeRuntime, orphan: AuthorityRecord,
+                           spot_type: SpotType) -> None:
+    """Creating + pointer: same reservation and generation, factory again, commit."""
+    state = "recovering_reservation"
+    pointer = orphan.recovery_pointer
+    assert pointer is not None
+    receipt = pointer.receipt()
+    try:
+        envelope, msg, info = await _envelope(rt, receipt, spot_type)
+    except ZLinkError as exc:
+        LOGGER.error("node %r: the activation envelope of Spot %r cannot be read (%s); "
+                     "its creation is aborted", rt.node_id, orphan.spot_id, exc)
+        await _abort_dead(rt, orphan)
+        return
+    adopted = await _adopt(rt, orphan)
+    fence = fence_of(adopted)
+    state = step(COLD, state, "resume_creation")
+    host = Host(rt, spot_type, adopted.spot_id, adopted.object_generation, adopted.mesh)
+    rt.catalog.pending += 1
+    try:
+        try:
+            await host.build()
+        except BaseException as exc:
+            state = step(COLD, state, "deadline_expired" if isinstance(exc, trio.Cancelled)
+                         else "factory_failed")
+            with trio.CancelScope(shield=True):
+                await host.activation_failed()
+                await rt.store.location.abort_creating(fence)
+                await _drop(rt, adopted)
+            step(COLD, state, "abort_creating")
+            if isinstance(exc, trio.Cancelled):
+                raise
+            LOGGER.error("node %r: resuming the activation of Spot %r failed in its "
+                         "factory (%s); the creation is aborted", rt.node_id,
+                         adopted.spot_id, exc)
+            return
+        state = step(COLD, state, "factory_initialized")
+        with trio.CancelScope(shield=True):
+            try:
+                seq = await _first_seq(rt, adopted, envelope)
+                state = step(COLD, state, "first_record_durable")
+                ready = await rt.store.location.commit_ready(fence, now=rt.now())
+            except ZLinkError:
+                await host.activation_failed()
+                await rt.store.location.abort_creating(fence)
+                await _drop(rt, adopted)
+                raise
+    finally:
+        rt.catalog.pending -= 1
+    state = step(COLD, state, "commit_ready")
+    _serve(rt, host, msg, info, FirstRecord(seq=seq, ready_version=ready.store_version,
+                                            receipt=receipt), state)
+    LOGGER.info("node %r: resumed the cold activation of Spot %r (generation %d)",
+                rt.node_id, adopted.spot_id, adopted.object_generation)
+
+
+def _serve(rt: NodeRuntime, host: Host, msg: object, info: HandlerInfo, first: FirstRecord,
+           state: str) -> None:
+    """Register, first record at the queue head, barrier open: one continuation."""
+    host.open(MessageWork(msg, info, None, math.inf, first=first))
+    rt.catalog.register(host)
+    state = step(COLD, state, "route_registered")
+    first.state = step(COLD, state, "queue_head_restored")
+
+
+async def _resume_ready(rt: NodeRuntime, orphan: AuthorityRecord, spot_type: SpotType) -> None:
+    """Ready + pointer: rebuild; run the first record first unless it completed."""
+    state = "recovering_ready"
+    pointer = orphan.recovery_pointer
+    assert pointer is not None
+    receipt = pointer.receipt()
+    relocation = rt.store.relocation
+    adopted = await _adopt(rt, orphan)
+    spot_id, generation = adopted.spot_id, adopted.object_generation
+    # The cursor moves to the first record only after its handler completed (§4.1
+    # step 12), so a non-zero cursor means that handler must not run again.
+    cursor = await relocation.inbox_cursor(spot_id, generation)
+    done = cursor > 0
+    host = Host(rt, spot_type, spot_id, generation, adopted.mesh)
+    try:
+        if done:
+            await host.build()
+        else:
+            envelope, msg, info = await _envelope(rt, receipt, spot_type)
+            await host.build()
+    except ZLinkError as exc:
+        await _give_up_ready(rt, host, adopted, exc)
+        return
+    if done:
+        host.open(None)
+        rt.catalog.register(host)
+        state = step(COLD, state, "route_registered")
+        state = step(COLD, state, "queue_head_restored")
+        first = FirstRecord(seq=cursor, ready_version=adopted.store_version, receipt=receipt,
+                            state=state)
+        await record_first_completion(rt, spot_id, generation, first)
+        LOGGER.info("node %r: Spot %r's first message was already handled; recovery "
+                    "cleanup finished", rt.node_id, spot_id)
+        return
+    seq = await _first_seq(rt, adopted, envelope)
+    _serve(rt, host, msg, info, FirstRecord(seq=seq, ready_version=adopted.store_version,
+                                            receipt=receipt), state)
+    LOGGER.info("node %r: restored Spot %r's first message to the head of its queue",
+                rt.node_id, spot_id)
+
+
+async def _give_up_ready(rt: NodeRuntime, host: Host, adopted: AuthorityRecord,
+                         error: ZLinkError) -> None:
+    """The instance cannot be rebuilt: close the incarnation with the adopted fence."""
+    LOGGER.error("node %r: rebuilding Spot %r failed (%s); it is closed and its first "
+                 "message is lost", rt.node_id, adopted.spot_id, error)
+    with trio.CancelScope(shield=True):
+        await host.activation_failed()
+        closing = await rt.store.location.begin_close(
+            adopted.spot_id, object_generation=adopted.object_generation, owner=rt.owner,
+            now=rt.now())
+        if closing is not None:
+            await rt.store.location.release(closing.fence())
+        await _drop(rt, adopted)
