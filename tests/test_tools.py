@@ -6,6 +6,8 @@ The benchmark is smoke-tested for its shape and its correctness figures only
 
 from __future__ import annotations
 
+import os
+
 import trio
 
 from zlink_trio import bench, cli
@@ -19,10 +21,22 @@ def test_cli_lists_commands_and_refuses_unknown_ones(capsys):
 
 
 def test_bench_reports_every_figure_and_converges_on_one_factory_run():
-    figures = trio.run(lambda: bench.run(requests=200, cold=10, idle=10))
-    for name in ("local_request_ratio", "local_pipelined_ratio", "cold_activations_per_s_memory",
+    figures = trio.run(lambda: bench.run(requests=200, cold=10, idle=10, txn=20))
+    for name in ("local_request_ratio", "local_pipelined_ratio",
                  "memory_per_idle_spot_bytes", "raw_channel_round_trips_per_s"):
         assert figures[name] > 0, name
     convergence = figures["get_or_create_convergence"]
     assert convergence["factory_runs"] == 1
     assert convergence["created"] == 1
+    # Every backend is measured (CI runs Redis; locally a missing Redis is reported).
+    backends = ["memory", "sqlite", "redis"]
+    if not os.environ.get("CI") and "redis" in figures.get("unavailable", {}):
+        backends.remove("redis")
+    for backend in backends:
+        for name in ("cold_activations_per_s", "cold_activations_in_flight_per_s"):
+            assert figures[name][backend] > 0, (name, backend)
+        calls = figures["store_calls_per_cold_activation"][backend]
+        assert calls["location.reserve"] == calls["location.commit_ready"] == 1
+        assert calls["relocation.inbox_append"] == 1  # the durable inbox is included
+        for txn in ("reserve", "commit_ready"):
+            assert set(figures["store_txn_ms"][backend][txn]) == {"p50", "p99"}

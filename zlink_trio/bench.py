@@ -5,13 +5,22 @@ Theory of operation
 Absolute numbers depend on the machine; ratios measured in the same run do
 not (much). So every figure that has a physical baseline is printed next to
 it: a local Spot request next to a raw Trio memory-channel round trip to a
-task, sequential and with 100 requests in flight. Cold activation,
-get-or-create convergence and memory per idle Spot have no raw counterpart
-and are printed as measured. ``--json`` prints the same figures as one JSON
-object; ``docs/performance.md`` records the latest run.
+task, sequential and with 100 requests in flight. Get-or-create convergence
+and memory per idle Spot have no raw counterpart and are printed as
+measured; they run on ``memory://``.
+
+Cold activations are measured on every store backend (``memory://``, a
+SQLite file in a temporary directory, and the Redis at ``redis_url`` under a
+fresh key prefix that is deleted afterwards), one at a time and with 100 in
+flight, together with the store calls one activation makes and the latency
+of the store's Reserve and CommitReady transactions
+(:mod:`zlink_trio.bench_stores`). A backend that cannot be opened (no Redis
+running) is reported as ``null`` with the reason under ``unavailable``.
+``--json`` prints the figures as one JSON object; ``docs/performance.md``
+records the latest run.
 
 Nothing here is a test: no figure is asserted. The benchmark runs on the
-real clock, on ``memory://``.
+real clock.
 """
 
 from __future__ import annotations
@@ -28,9 +37,18 @@ import attrs
 import trio
 
 import zlink_trio as zl
+from zlink_trio.bench_stores import (
+    BACKENDS,
+    DEFAULT_REDIS_URL,
+    bench_store_url,
+    count_store_calls,
+    txn_figures,
+)
+from zlink_trio.core.errors import ZLinkError
+from zlink_trio.store import open_store
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Sequence
 
 __all__ = ("main", "run")
 
@@ -122,13 +140,64 @@ async def _spot_rate(node: zl.Node, count: int, in_flight: int) -> float:
     return await _rate(count, one, in_flight)
 
 
-async def _cold_activations(node: zl.Node, count: int) -> float:
-    start = time.perf_counter()
-    for i in range(count):
-        await node.client.request(f"bench-cold-{i}", Ping(i), reply=Pong).instance_spot(
-            "bench-echo"
-        )
-    return count / (time.perf_counter() - start)
+async def _cold_activations(node: zl.Node, count: int, in_flight: int = 1, *,
+                            prefix: str = "bench-cold") -> float:
+    """First messages with Instance intent to ``count`` new IDs; activations per second."""
+
+    async def one(i: int) -> None:
+        await node.client.request(f"{prefix}-{i}", Ping(i), reply=Pong).instance_spot(
+            "bench-echo")
+
+    return await _rate(count, one, in_flight)
+
+
+async def _backend_figures(url: str, cold: int) -> dict[str, object]:
+    """Cold activations on a fresh node at ``url``: sequential, 100 in flight, store calls."""
+    async with open_store(url) as view, zl.open_node(
+        "bench-node", store=url, mesh="bench", spots=[Echo], instance_idle_timeout=0,
+        active_object_ceiling=2 * cold + 10,
+    ) as node:
+        await _cold_activations(node, 10, prefix="bench-warm")
+        with count_store_calls(view) as calls:
+            sequential = await _cold_activations(node, cold, prefix="bench-seq")
+        concurrent = await _cold_activations(node, cold, min(IN_FLIGHT, cold), prefix="bench-par")
+    per_activation = {name: round(n / cold, 2) for name, n in sorted(calls.items())}
+    return {"sequential": round(sequential), "in_flight": round(concurrent),
+            "store_calls": per_activation}
+
+
+async def _backends(backends: Sequence[str], cold: int, txn: int,
+                    redis_url: str) -> dict[str, object]:
+    """Cold activations and Reserve/CommitReady latency for each backend."""
+    sequential: dict[str, object] = {}
+    in_flight: dict[str, object] = {}
+    calls: dict[str, object] = {}
+    txn_ms: dict[str, object] = {}
+    unavailable: dict[str, str] = {}
+    for backend in backends:
+        try:
+            async with bench_store_url(backend, redis_url=redis_url) as url:
+                figures = await _backend_figures(url, cold)
+            async with bench_store_url(backend, redis_url=redis_url) as url:
+                txn_figs = await txn_figures(url, count=txn)
+        except (ZLinkError, OSError) as exc:
+            unavailable[backend] = f"{type(exc).__name__}: {exc}"
+            sequential[backend] = in_flight[backend] = calls[backend] = txn_ms[backend] = None
+            continue
+        sequential[backend] = figures["sequential"]
+        in_flight[backend] = figures["in_flight"]
+        calls[backend] = figures["store_calls"]
+        txn_ms[backend] = {"reserve": txn_figs["reserve"],
+                           "commit_ready": txn_figs["commit_ready"]}
+    result: dict[str, object] = {
+        "cold_activations_per_s": sequential,
+        "cold_activations_in_flight_per_s": in_flight,
+        "store_calls_per_cold_activation": calls,
+        "store_txn_ms": txn_ms,
+    }
+    if unavailable:
+        result["unavailable"] = unavailable
+    return result
 
 
 async def _convergence(node: zl.Node, callers: int) -> dict[str, float]:
@@ -166,14 +235,20 @@ async def _memory_per_idle_spot(node: zl.Node, count: int) -> float:
     return (after - before) / count
 
 
-async def run(*, requests: int = 20_000, cold: int = 2_000, idle: int = 2_000) -> dict[str, object]:
-    """Measure every figure and return them as a JSON-ready dict."""
+async def run(*, requests: int = 20_000, cold: int = 2_000, idle: int = 2_000,
+              txn: int = 2_000, backends: Sequence[str] = BACKENDS,
+              redis_url: str = DEFAULT_REDIS_URL) -> dict[str, object]:
+    """Measure every figure and return them as a JSON-ready dict.
+
+    ``cold`` activations per backend and mode, ``txn`` Reserve/CommitReady pairs per
+    backend; ``backends`` is a subset of ``memory``, ``sqlite``, ``redis``.
+    """
     figures: dict[str, object] = {}
     raw_seq = await _raw_channel_rate(requests, 1)
     raw_par = await _raw_channel_rate(requests, IN_FLIGHT)
     async with zl.open_node(
         "bench-node", store="memory://", mesh="bench", spots=[Echo, Room],
-        instance_idle_timeout=0, active_object_ceiling=cold + idle + 10,
+        instance_idle_timeout=0, active_object_ceiling=idle + 10,
     ) as node:
         spot_seq = await _spot_rate(node, requests, 1)
         spot_par = await _spot_rate(node, requests, IN_FLIGHT)
@@ -183,9 +258,9 @@ async def run(*, requests: int = 20_000, cold: int = 2_000, idle: int = 2_000) -
         figures["raw_channel_pipelined_per_s"] = round(raw_par)
         figures["local_pipelined_per_s"] = round(spot_par)
         figures["local_pipelined_ratio"] = round(spot_par / raw_par, 3)
-        figures["cold_activations_per_s_memory"] = round(await _cold_activations(node, cold))
         figures["get_or_create_convergence"] = await _convergence(node, 100)
         figures["memory_per_idle_spot_bytes"] = round(await _memory_per_idle_spot(node, idle))
+    figures.update(await _backends(backends, cold, txn, redis_url))
     return figures
 
 
@@ -194,9 +269,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m zlink_trio.bench", description=__doc__)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quick", action="store_true", help="fewer iterations (smoke run)")
+    parser.add_argument("--backends", default=",".join(BACKENDS),
+                        help="store backends for the cold-activation figures (default: all)")
+    parser.add_argument("--redis", default=DEFAULT_REDIS_URL, help="the Redis to measure")
     args = parser.parse_args(argv)
-    sizes = {"requests": 1_000, "cold": 100, "idle": 100} if args.quick else {}
-    figures = trio.run(lambda: run(**sizes))
+    sizes = {"requests": 1_000, "cold": 100, "idle": 100, "txn": 200} if args.quick else {}
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    figures = trio.run(lambda: run(**sizes, backends=backends, redis_url=args.redis))
     if args.json:
         print(json.dumps(figures, indent=2))
     else:

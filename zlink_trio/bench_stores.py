@@ -2,14 +2,24 @@
 
 Theory of operation
 -------------------
-:func:`sqlite_figures` measures the SQLite backend's two dispatch modes on a
-fresh file in a temporary directory: ``thread`` (every transaction whole in a
-worker thread) and ``inline`` (on the Trio thread with busy timeout 0,
-falling back to the thread on SQLITE_BUSY). For each mode it times Reserve
-and CommitReady one at a time (p50/p99 latency, milliseconds) and the store
-part of a cold activation (Reserve + CommitReady) with ``in_flight``
-concurrent tasks (activations per second). Nothing else touches the file, so
-the inline mode never falls back: these are the uncontended figures.
+:func:`bench_store_url` opens a fresh, private store of one backend for a
+benchmark and removes it afterwards: ``memory://``, a SQLite file in a
+temporary directory, or a Redis database under a fresh ``?prefix=`` whose
+keys are deleted at the end (``redis_url`` names the server, default
+``redis://127.0.0.1:6379/0``).
+
+:func:`txn_figures` times the two transactions of a creation on one store:
+Reserve and CommitReady one at a time (p50/p99 latency, milliseconds), and
+Reserve + CommitReady with ``in_flight`` concurrent tasks (per second).
+:func:`sqlite_figures` compares the SQLite backend's two dispatch modes the
+same way: ``thread`` (every transaction whole in a worker thread) and
+``inline`` (on the Trio thread with busy timeout 0, falling back to the
+thread on SQLITE_BUSY). Nothing else touches the store, so the inline mode
+never falls back: these are the uncontended figures.
+
+:func:`count_store_calls` counts the store methods called while it is
+active (all instances of one backend), which is how ``zlink_trio.bench``
+reports the store round trips of one cold activation.
 
 Nothing here is a test: no figure is asserted. ``--json`` prints one JSON
 object; the figures are recorded in ``docs/performance.md``.
@@ -18,13 +28,19 @@ object; the figures are recorded in ``docs/performance.md``.
 from __future__ import annotations
 
 import argparse
+import collections
+import functools
+import inspect
 import json
 import statistics
 import sys
 import tempfile
 import time
+import uuid
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
 
 import trio
 
@@ -34,11 +50,25 @@ from zlink_trio.core.placement import Role
 from zlink_trio.store import open_store
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable, Iterator
+
     from zlink_trio.core.records import OwnerFence
     from zlink_trio.store import Store
 
-__all__ = ("main", "sqlite_figures")
+__all__ = (
+    "BACKENDS",
+    "DEFAULT_REDIS_URL",
+    "bench_store_url",
+    "count_store_calls",
+    "main",
+    "sqlite_figures",
+    "txn_figures",
+)
 
+#: The backends the benchmarks measure, in report order.
+BACKENDS: Final = ("memory", "sqlite", "redis")
+#: The Redis the benchmarks use unless told otherwise.
+DEFAULT_REDIS_URL: Final = "redis://127.0.0.1:6379/0"
 _MESH = "bench"
 
 
@@ -46,6 +76,74 @@ def _ms(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
     p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
     return {"p50": round(statistics.median(ordered) * 1e3, 4), "p99": round(p99 * 1e3, 4)}
+
+
+async def _delete_redis_prefix(redis_url: str, prefix: str) -> None:
+    import coredis
+
+    parts = urlsplit(redis_url)
+    client: coredis.Redis[bytes] = coredis.Redis(
+        host=parts.hostname or "127.0.0.1", port=parts.port or 6379,
+        db=int(parts.path.strip("/") or 0), username=parts.username, password=parts.password,
+        decode_responses=False)
+    async with client:
+        keys = [key async for key in client.scan_iter(match=f"{prefix}:*", count=1000)]
+        for i in range(0, len(keys), 500):
+            await client.delete(keys[i:i + 500])
+
+
+@asynccontextmanager
+async def bench_store_url(backend: str, *, redis_url: str = DEFAULT_REDIS_URL,
+                          directory: str | None = None) -> AsyncIterator[str]:
+    """A store URL of ``backend`` that nothing else uses; its data is removed on exit."""
+    if backend == "memory":
+        yield "memory://"
+    elif backend == "sqlite":
+        with tempfile.TemporaryDirectory(dir=directory) as tmp:
+            yield f"sqlite://{Path(tmp) / 'bench.db'}"
+    elif backend == "redis":
+        prefix = f"zlbench-{uuid.uuid4().hex[:12]}"
+        try:
+            yield f"{redis_url.split('?')[0]}?prefix={prefix}"
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(30):
+                await _delete_redis_prefix(redis_url, prefix)
+    else:
+        raise ValueError(f"unknown backend {backend!r}; one of {', '.join(BACKENDS)}")
+
+
+@contextmanager
+def count_store_calls(store: Store) -> Iterator[collections.Counter[str]]:
+    """Count calls of every public store method of ``store``'s backend (all instances).
+
+    The counter maps ``"location.reserve"``-style names to calls made while the
+    block runs; the methods are restored on exit.
+    """
+    counts: collections.Counter[str] = collections.Counter()
+    patched: list[tuple[type, str, Any]] = []
+
+    def counted(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            counts[name] += 1
+            return await method(*args, **kwargs)
+
+        return call
+
+    try:
+        for side, part in (("location", store.location), ("relocation", store.relocation)):
+            cls = type(part)
+            for name, method in inspect.getmembers(cls, inspect.iscoroutinefunction):
+                if not name.startswith("_"):
+                    patched.append((cls, name, cls.__dict__.get(name)))
+                    setattr(cls, name, counted(f"{side}.{name}", method))
+        yield counts
+    finally:
+        for cls, name, original in reversed(patched):
+            if original is None:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, original)
 
 
 async def _owner(store: Store, count: int) -> OwnerFence:
@@ -58,11 +156,20 @@ async def _owner(store: Store, count: int) -> OwnerFence:
     return claim.owner()
 
 
-async def _mode(url: str, count: int, in_flight: int) -> dict[str, object]:
+async def txn_figures(url: str, *, count: int = 2_000,
+                      in_flight: int = 100) -> dict[str, Any]:
+    """Reserve and CommitReady on the store at ``url``: latencies and throughput.
+
+    Returns ``{"reserve": {"p50", "p99"}, "commit_ready": {"p50", "p99"}}``
+    (milliseconds, one at a time) and ``reserve_commit_per_s``: ``{"sequential",
+    "in_flight"}`` (Reserve + CommitReady pairs per second, one at a time and with
+    ``in_flight`` concurrent tasks).
+    """
     async with open_store(url) as store:
         owner = await _owner(store, 2 * count + 1)
         reserve: list[float] = []
         commit: list[float] = []
+        start = time.perf_counter()
         for i in range(count):
             t0 = time.perf_counter()
             fence = await store.location.reserve(f"s-{i}", kind=SpotKind.INSTANCE,
@@ -72,6 +179,7 @@ async def _mode(url: str, count: int, in_flight: int) -> dict[str, object]:
             await store.location.commit_ready(fence, now=1.0)
             reserve.append(t1 - t0)
             commit.append(time.perf_counter() - t1)
+        sequential = count / (time.perf_counter() - start)
 
         async def activate(i: int) -> None:
             fence = await store.location.reserve(f"c-{i}", kind=SpotKind.INSTANCE,
@@ -90,8 +198,9 @@ async def _mode(url: str, count: int, in_flight: int) -> dict[str, object]:
             for _ in range(in_flight):
                 nursery.start_soon(worker)
         elapsed = time.perf_counter() - start
-    return {"reserve_ms": _ms(reserve), "commit_ready_ms": _ms(commit),
-            "activations_per_s": round(count / elapsed, 1)}
+    return {"reserve": _ms(reserve), "commit_ready": _ms(commit),
+            "reserve_commit_per_s": {"sequential": round(sequential, 1),
+                                     "in_flight": round(count / elapsed, 1)}}
 
 
 async def sqlite_figures(*, count: int = 2_000, in_flight: int = 100,
@@ -108,24 +217,47 @@ async def sqlite_figures(*, count: int = 2_000, in_flight: int = 100,
         for mode in ("thread", "inline"):
             path = Path(tmp) / f"{mode}.db"
             url = f"sqlite://{path}?dispatch={mode}&synchronous={synchronous}"
-            figures[mode] = await _mode(url, count, in_flight)
+            measured = await txn_figures(url, count=count, in_flight=in_flight)
+            figures[mode] = {"reserve_ms": measured["reserve"],
+                             "commit_ready_ms": measured["commit_ready"],
+                             "activations_per_s": measured["reserve_commit_per_s"]["in_flight"]}
+    return figures
+
+
+async def _all_backends(count: int, redis_url: str) -> dict[str, object]:
+    figures: dict[str, object] = {}
+    for backend in BACKENDS:
+        async with bench_store_url(backend, redis_url=redis_url) as url:
+            figures[backend] = await txn_figures(url, count=count)
     return figures
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print :func:`sqlite_figures` (``--json`` for one JSON object)."""
+    """Print the figures (``--json`` for one JSON object).
+
+    By default Reserve/CommitReady on every backend; ``--sqlite-dispatch`` compares
+    SQLite's thread and inline dispatch instead.
+    """
     parser = argparse.ArgumentParser(prog="python -m zlink_trio.bench_stores")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--count", type=int, default=2_000)
+    parser.add_argument("--redis", default=DEFAULT_REDIS_URL, help="the Redis to measure")
+    parser.add_argument("--sqlite-dispatch", action="store_true",
+                        help="compare SQLite's thread and inline dispatch")
     parser.add_argument("--synchronous", choices=("normal", "full"), default="normal")
     args = parser.parse_args(argv)
-    figures = trio.run(lambda: sqlite_figures(count=args.count, synchronous=args.synchronous))
+    figures: dict[str, object]
+    if args.sqlite_dispatch:
+        figures = {"sqlite": trio.run(lambda: sqlite_figures(count=args.count,
+                                                              synchronous=args.synchronous))}
+    else:
+        figures = trio.run(lambda: _all_backends(args.count, args.redis))
     if args.json:
-        json.dump({"sqlite": figures}, sys.stdout)
+        json.dump(figures, sys.stdout)
         sys.stdout.write("\n")
     else:
-        for mode, values in figures.items():
-            print(f"sqlite {mode:6} " + "  ".join(f"{k}={v}" for k, v in values.items()))
+        for backend, values in figures.items():
+            print(f"{backend:7} {values}")
     return 0
 
 

@@ -15,13 +15,13 @@ import trio
 import zlink_trio as zl
 
 if TYPE_CHECKING:
-    from zlink_trio.store import MemoryStore
+    from zlink_trio.store import Store
 
 #: What the Spots below did, in order.
 EVENTS: list[tuple[Any, ...]] = []
 #: Knobs a test turns before a Spot is built: ``fail_factory``, ``fail_activate``,
 #: ``slow_activate`` (seconds), ``reject`` (a reply or True), ``gate`` (a trio.Event a
-#: ``Block`` handler waits for).
+#: ``Block`` handler waits for), ``activating`` (a trio.Event ``Counter.on_activate`` sets).
 KNOBS: dict[str, Any] = {}
 
 
@@ -123,6 +123,8 @@ class Counter(_Base):
         EVENTS.append(("factory", ctx.spot_id, ctx.generation))
 
     async def on_activate(self) -> None:
+        if "activating" in KNOBS:
+            KNOBS["activating"].set()
         if KNOBS.get("slow_activate"):
             await trio.sleep(KNOBS["slow_activate"])
         if KNOBS.get("fail_activate"):
@@ -159,9 +161,24 @@ class Room(_Base):
         return Welcome(f"welcome to {request.name}" if request else "welcome")
 
 
-async def store_counts(store: MemoryStore) -> tuple[int, int, int]:
-    """``(authority records except Entry claims, roots, inboxes)`` of a memory store."""
-    records = [r for r in store.location.state.records.values()
-               if r.kind is not zl.SpotKind.ENTRY]
+async def store_counts(store: Store) -> tuple[int, int, int]:
+    """``(authority records except Entry claims, roots, inboxes)`` of any backend's store."""
+    records = 0
+    cursor: str | None = None
+    while True:
+        page = await store.location.query(page_size=1000, cursor=cursor)
+        records += sum(r.kind is not zl.SpotKind.ENTRY for r in page.records)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
     stats = await store.relocation.statistics()
-    return len(records), stats.roots, stats.inboxes
+    return records, stats.roots, stats.inboxes
+
+
+def open_test_node(node_id: str, *, store: str, **options: Any) -> Any:
+    """``zl.open_node`` on the ``store_url`` fixture's store, leases on Trio's clock.
+
+    A test on one process passes the store clock ``trio.current_time`` so leases and
+    route-cache ages follow ``MockClock`` on every backend (see ``conftest.py``).
+    """
+    return zl.open_node(node_id, store=store, clock=trio.current_time, **options)

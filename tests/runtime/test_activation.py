@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import pytest
 import trio
-import trio.lowlevel
-from runtime_spots import KNOBS, Add, Counter, Gauge, Note, Room, Total, journal, store_counts
+from runtime_spots import (
+    KNOBS,
+    Add,
+    Counter,
+    Gauge,
+    Note,
+    Room,
+    Total,
+    journal,
+    open_test_node,
+    store_counts,
+)
 
 import zlink_trio as zl
-from zlink_trio.store import MemoryStore
 
 
-async def test_activation_leaves_ready_authority_and_no_recovery_state(autojump_clock):
+async def test_activation_leaves_ready_authority_and_no_recovery_state(
+        autojump_clock, store_url, store):
     events = journal()
-    store = MemoryStore()
     with trio.fail_after(10):
-        async with zl.open_node("node-a", store=store, spots=[Counter]) as node:
+        async with open_test_node("node-a", store=store_url, spots=[Counter]) as node:
             assert await node.client.request("c", Add(2), reply=Total).instance_spot(
                 "counter").timeout(5) == Total(2)
             await trio.sleep(1)
@@ -31,10 +40,11 @@ async def test_activation_leaves_ready_authority_and_no_recovery_state(autojump_
             assert [e[0] for e in events] == ["factory", "activate", "handle"]
 
 
-async def test_concurrent_first_messages_run_the_factory_once_and_each_once(autojump_clock):
+async def test_concurrent_first_messages_run_the_factory_once_and_each_once(
+        autojump_clock, store_url):
     events = journal()
     with trio.fail_after(10):
-        async with zl.open_node("node-a", spots=[Counter]) as node:
+        async with open_test_node("node-a", store=store_url, spots=[Counter]) as node:
             replies: list[Total] = []
 
             async def call(n: int) -> None:
@@ -51,13 +61,17 @@ async def test_concurrent_first_messages_run_the_factory_once_and_each_once(auto
                 sum(handled[: i + 1]) for i in range(30))
 
 
-async def test_first_message_runs_before_any_other(autojump_clock):
+async def test_first_message_runs_before_any_other(autojump_clock, store_url):
     events = journal()
+    KNOBS["activating"] = started = trio.Event()
     with trio.fail_after(10):
-        async with zl.open_node("node-a", spots=[Counter]) as node:
+        async with open_test_node("node-a", store=store_url, spots=[Counter]) as node:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_send, node, "first")
-                await trio.lowlevel.checkpoint()
+                # The others start once "first" won the reservation (it is activating):
+                # callers that race "first" to it on a networked store may win instead,
+                # and then *their* message is the first one, as it should be.
+                await started.wait()
                 for text in ("a", "b", "c"):
                     nursery.start_soon(_send, node, text)
             await node.client.request("c", Add(0), reply=Total)
@@ -70,11 +84,11 @@ async def _send(node: zl.Node, text: str) -> None:
     await node.client.send("c", Note(text)).instance_spot()
 
 
-async def test_a_send_with_intent_completes_at_admission(autojump_clock):
+async def test_a_send_with_intent_completes_at_admission(autojump_clock, store_url):
     events = journal()
     KNOBS["slow_activate"] = 3
     with trio.fail_after(10):
-        async with zl.open_node("node-a", spots=[Counter]) as node:
+        async with open_test_node("node-a", store=store_url, spots=[Counter]) as node:
             start = trio.current_time()
             await node.client.send("c", Add(1)).instance_spot()
             assert trio.current_time() == start  # did not wait for the factory
@@ -85,12 +99,11 @@ async def test_a_send_with_intent_completes_at_admission(autojump_clock):
 
 @pytest.mark.parametrize("knob", ["fail_factory", "fail_activate"])
 async def test_factory_failure_aborts_with_the_fence_and_reports_handler_error(
-        autojump_clock, knob):
+        autojump_clock, store_url, store, knob):
     events = journal()
     KNOBS[knob] = True
-    store = MemoryStore()
     with trio.fail_after(10):
-        async with zl.open_node("node-a", store=store, spots=[Counter]) as node:
+        async with open_test_node("node-a", store=store_url, spots=[Counter]) as node:
             with pytest.raises(zl.HandlerError) as info:
                 await node.client.request("c", Add(1), reply=Total).instance_spot()
             assert isinstance(info.value.__cause__, RuntimeError | KeyError)
@@ -103,12 +116,11 @@ async def test_factory_failure_aborts_with_the_fence_and_reports_handler_error(
             assert await node.client.request("c", Add(1), reply=Total).instance_spot() == Total(1)
 
 
-async def test_deadline_during_initialize_aborts_and_frees_the_id(autojump_clock):
+async def test_deadline_during_initialize_aborts_and_frees_the_id(autojump_clock, store_url, store):
     events = journal()
     KNOBS["slow_activate"] = 10
-    store = MemoryStore()
     with trio.fail_after(30):
-        async with zl.open_node("node-a", store=store, spots=[Counter]) as node:
+        async with open_test_node("node-a", store=store_url, spots=[Counter]) as node:
             with pytest.raises(zl.DeadlineExceeded):
                 await node.client.request("c", Add(1), reply=Total).instance_spot().timeout(2)
             await trio.sleep(1)
@@ -136,10 +148,11 @@ async def test_instance_type_auto_selection_and_type_errors(autojump_clock):
             assert await node.client.request("g", Add(1), reply=Total).instance_spot() == Total(2)
 
 
-async def test_ceiling_rejects_local_activation(autojump_clock):
+async def test_ceiling_rejects_local_activation(autojump_clock, store_url):
     journal()
     with trio.fail_after(10):
-        async with zl.open_node("node-a", spots=[Counter, Room], active_object_ceiling=2) as node:
+        async with open_test_node("node-a", store=store_url, spots=[Counter, Room],
+                                  active_object_ceiling=2) as node:
             await node.client.request("c-1", Add(1), reply=Total).instance_spot()
             await node.spots.get_or_create("r-1", "room")
             with pytest.raises(zl.CapacityExceeded, match=r"ceiling|capacity") as info:

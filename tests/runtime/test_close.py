@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import pytest
 import trio
-from runtime_spots import KNOBS, Add, Block, Counter, Room, Total, journal, store_counts
+from runtime_spots import (
+    KNOBS,
+    Add,
+    Block,
+    Counter,
+    Room,
+    Total,
+    journal,
+    open_test_node,
+    store_counts,
+)
 
 import zlink_trio as zl
-from zlink_trio.store import MemoryStore
 
 
-async def test_close_finishes_accepted_turns_then_cleans_up_once_and_releases(autojump_clock):
+async def test_close_finishes_accepted_turns_then_cleans_up_once_and_releases(
+        autojump_clock, store_url, store):
     events = journal()
     KNOBS["gate"] = gate = trio.Event()
-    store = MemoryStore()
     with trio.fail_after(10):
-        async with zl.open_node("node-a", store=store, spots=[Room]) as node:
+        async with open_test_node("node-a", store=store_url, spots=[Room]) as node:
             ref = (await node.spots.get_or_create("r", "room")).ref
             await node.client.send("r", Block("accepted"))
             await node.client.send("r", Add(1))
@@ -41,10 +50,10 @@ async def test_close_finishes_accepted_turns_then_cleans_up_once_and_releases(au
                 await node.client.send("r", Add(1))
 
 
-async def test_close_checks_the_generation_and_never_retargets(autojump_clock):
+async def test_close_checks_the_generation_and_never_retargets(autojump_clock, store_url):
     journal()
     with trio.fail_after(10):
-        async with zl.open_node("node-a", spots=[Room, Counter]) as node:
+        async with open_test_node("node-a", store=store_url, spots=[Room, Counter]) as node:
             old = (await node.spots.get_or_create("r", "room")).ref
             assert await node.spots.close(old) is True
             new = (await node.spots.get_or_create("r", "room")).ref

@@ -14,18 +14,18 @@ from runtime_spots import (
     Total,
     Welcome,
     journal,
+    open_test_node,
     store_counts,
 )
 
 import zlink_trio as zl
-from zlink_trio.store import MemoryStore
 
 
-async def test_get_or_create_created_then_existing_with_reply_and_ref(autojump_clock):
+async def test_get_or_create_created_then_existing_with_reply_and_ref(
+        autojump_clock, store_url, store):
     events = journal()
-    store = MemoryStore()
     with trio.fail_after(10):
-        async with zl.open_node("node-a", store=store, spots=[Room]) as node:
+        async with open_test_node("node-a", store=store_url, spots=[Room]) as node:
             created = await node.spots.get_or_create("r", "room").request(RoomSpec("hall")) \
                 .timeout(5)
             assert created.state is zl.CreateState.CREATED
@@ -44,12 +44,11 @@ async def test_get_or_create_created_then_existing_with_reply_and_ref(autojump_c
             assert await store_counts(store) == (1, 0, 0)  # request root deleted
 
 
-async def test_rejected_creation_leaves_nothing_and_is_not_shared(autojump_clock):
+async def test_rejected_creation_leaves_nothing_and_is_not_shared(autojump_clock, store_url, store):
     events = journal()
     KNOBS["reject"] = Welcome("full")
-    store = MemoryStore()
     with trio.fail_after(10):
-        async with zl.open_node("node-a", store=store, spots=[Room]) as node:
+        async with open_test_node("node-a", store=store_url, spots=[Room]) as node:
             result = await node.spots.get_or_create("r", "room")
             assert result.state is zl.CreateState.REJECTED
             assert result.reply == Welcome("full")
@@ -64,12 +63,12 @@ async def test_rejected_creation_leaves_nothing_and_is_not_shared(autojump_clock
             assert second.ref.generation > result.ref.generation
 
 
-async def test_waiter_on_a_rejected_attempt_competes_again(autojump_clock):
+async def test_waiter_on_a_rejected_attempt_competes_again(autojump_clock, store_url):
     journal()
     KNOBS["slow_activate"] = 1
     KNOBS["reject"] = True
     with trio.fail_after(10):
-        async with zl.open_node("node-a", spots=[Room]) as node:
+        async with open_test_node("node-a", store=store_url, spots=[Room]) as node:
             results: dict[str, zl.CreateResult] = {}
 
             async def first() -> None:
@@ -87,10 +86,10 @@ async def test_waiter_on_a_rejected_attempt_competes_again(autojump_clock):
             assert results["second"].state is zl.CreateState.CREATED
 
 
-async def test_concurrent_get_or_create_converges_on_one_factory_run(autojump_clock):
+async def test_concurrent_get_or_create_converges_on_one_factory_run(autojump_clock, store_url):
     events = journal()
     with trio.fail_after(10):
-        async with zl.open_node("node-a", spots=[Room]) as node:
+        async with open_test_node("node-a", store=store_url, spots=[Room]) as node:
             results: list[zl.CreateResult] = []
 
             async def call() -> None:
@@ -106,10 +105,10 @@ async def test_concurrent_get_or_create_converges_on_one_factory_run(autojump_cl
             assert [e[0] for e in events].count("factory") == 1
 
 
-async def test_create_issues_a_uuid4_each_time(autojump_clock):
+async def test_create_issues_a_uuid4_each_time(autojump_clock, store_url):
     journal()
     with trio.fail_after(10):
-        async with zl.open_node("node-a", spots=[Room]) as node:
+        async with open_test_node("node-a", store=store_url, spots=[Room]) as node:
             a = await node.spots.create("room").request(RoomSpec())
             b = await node.spots.create("room")
             assert a.state is b.state is zl.CreateState.CREATED
@@ -117,11 +116,10 @@ async def test_create_issues_a_uuid4_each_time(autojump_clock):
             assert await node.spots.find(a.ref.spot_id) == a.ref
 
 
-async def test_type_errors_and_invalid_input_write_nothing(autojump_clock):
+async def test_type_errors_and_invalid_input_write_nothing(autojump_clock, store_url, store):
     journal()
-    store = MemoryStore()
     with trio.fail_after(10):
-        async with zl.open_node("node-a", store=store, spots=[Room, Counter]) as node:
+        async with open_test_node("node-a", store=store_url, spots=[Room, Counter]) as node:
             with pytest.raises(zl.TypeMismatch):
                 await node.spots.get_or_create("r", "counter")
             with pytest.raises(zl.NotFound):
@@ -138,11 +136,10 @@ async def test_type_errors_and_invalid_input_write_nothing(autojump_clock):
                 await node.spots.get_or_create("c", "room")
 
 
-async def test_factory_failure_and_deadline_abort_the_reservation(autojump_clock):
+async def test_factory_failure_and_deadline_abort_the_reservation(autojump_clock, store_url, store):
     journal()
-    store = MemoryStore()
     with trio.fail_after(30):
-        async with zl.open_node("node-a", store=store, spots=[Room]) as node:
+        async with open_test_node("node-a", store=store_url, spots=[Room]) as node:
             KNOBS["fail_factory"] = True
             with pytest.raises(zl.HandlerError) as info:
                 await node.spots.get_or_create("r", "room")

@@ -3,30 +3,32 @@
 from __future__ import annotations
 
 import trio
-from runtime_spots import KNOBS, Add, Block, Counter, Room, Total, journal
+from runtime_spots import KNOBS, Add, Block, Counter, Room, Total, journal, open_test_node
 
 import zlink_trio as zl
-from zlink_trio.store import MemoryStore
 
 
-async def test_idle_instance_spot_is_evicted_with_on_close_before_release(autojump_clock):
+async def test_idle_instance_spot_is_evicted_with_on_close_before_release(
+        autojump_clock, store_url, store, monkeypatch):
     events = journal()
-    store = MemoryStore()
     seen: list[object] = []
     with trio.fail_after(100):
-        async with zl.open_node("node-a", store=store, spots=[Counter, Room],
-                                instance_idle_timeout=10) as node:
+        async with open_test_node("node-a", store=store_url, spots=[Counter, Room],
+                                  instance_idle_timeout=10) as node:
             await node.client.request("c", Add(1), reply=Total).instance_spot()
             first = await node.spots.find("c")
             await node.spots.get_or_create("r", "room")
 
-            original = store.location.release
+            # The node's store is its own connection (memory: the same object), of the
+            # same class as the test's, so the spy patches the class.
+            location_type = type(store.location)
+            original = location_type.release
 
-            async def spy(fence):  # the location is released only after on_close ran
+            async def spy(self, fence):  # the location is released only after on_close ran
                 seen.append([e for e in events if e[0] == "close"])
-                return await original(fence)
+                return await original(self, fence)
 
-            store.location.release = spy  # type: ignore[method-assign]
+            monkeypatch.setattr(location_type, "release", spy)
             await trio.sleep(9)
             assert await node.spots.find("c") == first
             await trio.sleep(5)
@@ -45,11 +47,12 @@ async def test_idle_instance_spot_is_evicted_with_on_close_before_release(autoju
             assert again.generation > first.generation
 
 
-async def test_spot_with_work_in_progress_is_not_evicted(autojump_clock):
+async def test_spot_with_work_in_progress_is_not_evicted(autojump_clock, store_url):
     events = journal()
     KNOBS["gate"] = gate = trio.Event()
     with trio.fail_after(100):
-        async with zl.open_node("node-a", spots=[Counter], instance_idle_timeout=5) as node:
+        async with open_test_node("node-a", store=store_url, spots=[Counter],
+                                  instance_idle_timeout=5) as node:
             await node.client.send("c", Block("long")).instance_spot()
             await trio.sleep(30)
             assert not [e for e in events if e[0] == "close"]
@@ -58,26 +61,29 @@ async def test_spot_with_work_in_progress_is_not_evicted(autojump_clock):
             assert [e[3] for e in events if e[0] == "close"] == [zl.CloseReason.IDLE_EVICTED]
 
 
-async def test_activity_postpones_eviction_and_zero_disables_it(autojump_clock):
+async def test_activity_postpones_eviction_and_zero_disables_it(autojump_clock, store_url):
     events = journal()
     with trio.fail_after(200):
-        async with zl.open_node("node-a", spots=[Counter], instance_idle_timeout=10) as node:
+        async with open_test_node("node-a", store=store_url, spots=[Counter],
+                                  instance_idle_timeout=10) as node:
             await node.client.send("c", Add(1)).instance_spot()
             for _ in range(5):
                 await trio.sleep(6)
                 await node.client.send("c", Add(1))
             assert not [e for e in events if e[0] == "close"]
-        async with zl.open_node("node-b", spots=[Counter], instance_idle_timeout=0) as node:
+        async with open_test_node("node-b", store=store_url, spots=[Counter],
+                                  instance_idle_timeout=0) as node:
             await node.client.send("d", Add(1)).instance_spot()
             await trio.sleep(100)
             assert await node.spots.find("d") is not None
 
 
-async def test_eviction_racing_an_intent_request_ends_ready_or_new_generation(autojump_clock):
+async def test_eviction_racing_an_intent_request_ends_ready_or_new_generation(
+        autojump_clock, store_url):
     events = journal()
     with trio.fail_after(300):
-        async with zl.open_node("node-a", spots=[Counter], instance_idle_timeout=3,
-                                idle_sweep_interval=0.5) as node:
+        async with open_test_node("node-a", store=store_url, spots=[Counter],
+                                  instance_idle_timeout=3, idle_sweep_interval=0.5) as node:
             await node.client.send("c", Add(1)).instance_spot()
             replies = []
             for _ in range(40):  # requests keep arriving around each eviction

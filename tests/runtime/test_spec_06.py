@@ -3,11 +3,14 @@
 Each test is named after its item and quotes the item's sentence in its docstring. Only the
 public surface is used: ``import zlink_trio as zl`` (``open_node``, ``node.spots``,
 ``node.client``, ``SpotRef``, results and typed errors). Where an item says "nothing is
-written", the test passes its own :class:`~zlink_trio.store.MemoryStore` to ``open_node``
-and reads it (``location.find`` / ``statistics``), never writes it. Several nodes of one
-process may share one ``MemoryStore``; that is how "another Mesh" or "another target" is
-shown before the mesh transport exists (a message that would have to cross nodes ends in
-``zl.Unavailable`` in this version, and the tests accept exactly that where it applies).
+written", the test reads the store (the ``store`` fixture: ``location.find`` /
+``statistics``), never writes it. The items that touch the store (creation convergence,
+cold activation, close) run on every backend -- ``memory://``, SQLite and Redis -- through
+the ``store_url`` fixture (``conftest.py``); the rest use their own ``MemoryStore``.
+Several nodes of one process may share one store; that is how "another Mesh" or "another
+target" is shown before the mesh transport exists (a message that would have to cross
+nodes ends in ``zl.Unavailable`` in this version, and the tests accept exactly that where
+it applies).
 
 Covered by later issues (they need the mesh transport, remote nodes, Actors or other
 languages; no stubs here):
@@ -211,6 +214,12 @@ class Room(Recorder):
 
 def open_test_node(node_id: str = "node-a", *, spots: tuple[type, ...] = (Counter, Room),
                    store: MemoryStore | str = "memory://", **options: object):
+    """A node on ``store``, whose clock is Trio's (mock) clock on every backend.
+
+    That is ``memory://``'s default; SQLite and Redis default to wall time, which a
+    single-process test on ``MockClock`` must not use for leases (``conftest.py``).
+    """
+    options.setdefault("clock", trio.current_time)
     return zl.open_node(node_id, store=store, spots=list(spots), **options)
 
 
@@ -226,14 +235,14 @@ async def wait_until(predicate: Callable[[], Awaitable[bool]], *, step: float = 
 # --- Spot ID and the reserved format -------------------------------------------------------
 
 
-async def test_spot_id_is_global_key_not_duplicated_per_mesh(autojump_clock):
+async def test_spot_id_is_global_key_not_duplicated_per_mesh(autojump_clock, store_url, store):
     """Spot ID is a global key across the whole Store namespace and doesn't allow
     duplication per MeshName."""
-    mem = MemoryStore()
+    mem = store
     with trio.fail_after(10):
         async with (
-            open_test_node("node-a", store=mem, mesh="mesh-a") as a,
-            open_test_node("node-b", store=mem, mesh="mesh-b") as b,
+            open_test_node("node-a", store=store_url, mesh="mesh-a") as a,
+            open_test_node("node-b", store=store_url, mesh="mesh-b") as b,
         ):
             created = await a.spots.get_or_create("r-1", "room").in_mesh("mesh-a").timeout(5)
             assert created.state is zl.CreateState.CREATED
@@ -404,13 +413,15 @@ async def test_spot_manager_provides_no_instance_spot_create(autojump_clock):
             assert [name for name in public if "instance" in name.lower()] == []
 
 
-async def test_concurrent_create_converges_to_one_authority_and_factory_run(autojump_clock):
+async def test_concurrent_create_converges_to_one_authority_and_factory_run(
+    autojump_clock, store_url, store,
+):
     """Concurrent create converges to one authority attempt and factory execution."""
-    mem = MemoryStore()
+    mem = store
     gate = PROBE.activate_gates["r-1"] = trio.Event()
     results: list[object] = []
     with trio.fail_after(10):
-        async with open_test_node(store=mem) as node:
+        async with open_test_node(store=store_url) as node:
 
             async def caller(i: int) -> None:
                 call = node.spots.get_or_create("r-1", "room").request(RoomSpec(f"caller-{i}"))
@@ -516,12 +527,12 @@ async def test_direct_starter_takes_only_spot_id_and_no_owner_route(autojump_clo
 
 
 async def test_missing_spot_message_without_instance_intent_creates_no_creation_intent(
-    autojump_clock,
+    autojump_clock, store_url, store,
 ):
     """A Missing Spot message with no Instance intent doesn't create a creation intent."""
-    mem = MemoryStore()
+    mem = store
     with trio.fail_after(10):
-        async with open_test_node(store=mem) as node:
+        async with open_test_node(store=store_url) as node:
             location_before = await mem.location.statistics()
             relocation_before = await mem.relocation.statistics()
             with pytest.raises(zl.NotFound):
@@ -538,12 +549,12 @@ async def test_missing_spot_message_without_instance_intent_creates_no_creation_
 
 
 async def test_instance_intent_cold_activates_only_missing_spot_with_optional_mesh_and_type(
-    autojump_clock,
+    autojump_clock, store_url,
 ):
     """Instance intent only starts cold activation on a Missing Spot, using optional initial
     Mesh and stable type."""
     with trio.fail_after(10):
-        async with open_test_node(spots=(Counter, Gauge, Room)) as node:
+        async with open_test_node(store=store_url, spots=(Counter, Gauge, Room)) as node:
             pong = await (
                 node.client.request("g-1", Ping(), reply=Pong)
                 .instance_spot("gauge").in_mesh("world").timeout(5)
@@ -601,15 +612,15 @@ async def test_instance_type_auto_selected_only_when_mesh_has_exactly_one(autoju
 
 
 async def test_cold_activation_source_creates_no_owner_claim_and_submits_envelope(
-    autojump_clock,
+    autojump_clock, store_url, store,
 ):
     """The cold-activation source doesn't create an owner claim — it submits the activation
     envelope, including the first message, to the target."""
-    mem = MemoryStore()
+    mem = store
     with trio.fail_after(10):
         async with (
-            open_test_node("node-a", store=mem, mesh="mesh-a") as a,
-            open_test_node("node-b", store=mem, mesh="mesh-b") as b,
+            open_test_node("node-a", store=store_url, mesh="mesh-a") as a,
+            open_test_node("node-b", store=store_url, mesh="mesh-b") as b,
         ):
             # Source node-b, target node-a (the only node of mesh-a).
             try:
@@ -658,15 +669,17 @@ async def test_cold_activation_source_creates_no_owner_claim_and_submits_envelop
             assert ready.recovery_pointer is None
 
 
-async def test_first_message_of_cold_activation_is_processed_first(autojump_clock):
+async def test_first_message_of_cold_activation_is_processed_first(
+    autojump_clock, store_url, store,
+):
     """Only the target that obtained creation authority records itself as owner and runs the
     factory, and the first message of cold activation is always processed first among the
     messages that Spot handles."""
-    mem = MemoryStore()
+    mem = store
     gate = PROBE.activate_gates["c-1"] = trio.Event()
     replies: list[Pong] = []
     with trio.fail_after(10):
-        async with open_test_node(store=mem) as node:
+        async with open_test_node(store=store_url) as node:
 
             async def call(tag: str, *, intent: bool) -> None:
                 builder = node.client.request("c-1", Note(tag), reply=Pong)
@@ -696,18 +709,18 @@ async def test_first_message_of_cold_activation_is_processed_first(autojump_cloc
 
 
 async def test_message_not_delivered_to_instance_without_authority_and_loser_builds_none(
-    autojump_clock,
+    autojump_clock, store_url, store,
 ):
     """A message isn't delivered to a local instance that doesn't match the Store's current
     authority. A target that didn't obtain creation authority doesn't create a separate
     instance."""
-    mem = MemoryStore()
+    mem = store
     gate = PROBE.activate_gates["c-1"] = trio.Event()
     outcomes: dict[str, object] = {}
     with trio.fail_after(10):
         async with (
-            open_test_node("node-a", store=mem, mesh="mesh-a") as a,
-            open_test_node("node-b", store=mem, mesh="mesh-b") as b,
+            open_test_node("node-a", store=store_url, mesh="mesh-a") as a,
+            open_test_node("node-b", store=store_url, mesh="mesh-b") as b,
         ):
 
             async def call(node: object, mesh: str) -> None:
@@ -829,10 +842,12 @@ async def test_missing_creating_and_store_failure_are_not_negative_cached(autoju
 # --- Close ---------------------------------------------------------------------------------
 
 
-async def test_close_checks_generation_and_does_not_retarget_new_incarnation(autojump_clock):
+async def test_close_checks_generation_and_does_not_retarget_new_incarnation(
+    autojump_clock, store_url,
+):
     """Close checks that the generation matches and doesn't retarget to a new incarnation."""
     with trio.fail_after(10):
-        async with open_test_node() as node:
+        async with open_test_node(store=store_url) as node:
             first = await node.spots.get_or_create("r-1", "room").timeout(5)
             assert await node.spots.close(first.ref) is True
             assert PROBE.closes == [("r-1", first.ref.generation, zl.CloseReason.CLOSED)]

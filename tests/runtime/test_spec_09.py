@@ -3,8 +3,10 @@
 Each test is named after its item and quotes the item's sentence in its docstring. Only the
 public surface is used (``import zlink_trio as zl``): the explicit creation call, ordinary
 message send results, the idle-cleanup closing callback and execution-queue admission
-results (spec 09 §8's list). Where an item says "nothing is built", the test passes its own
-:class:`~zlink_trio.store.MemoryStore` to ``open_node`` and reads it, never writes it.
+results (spec 09 §8's list). Where an item says "nothing is built", the test reads the
+store (the ``store`` fixture), never writes it. The items that touch the store (creation,
+ownership, close, the ceiling, idle cleanup) run on every backend -- ``memory://``, SQLite
+and Redis -- through the ``store_url`` fixture (``conftest.py``).
 
 The five "Execution Queue Bound" items are also tested on the sans-IO lanes in
 ``tests/core/test_lanes.py``; here they are checked at the runtime level: a Spot whose
@@ -44,10 +46,11 @@ import trio
 import trio.testing
 
 import zlink_trio as zl
-from zlink_trio.store import MemoryStore
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
+
+    from zlink_trio.store import Store
 
 MiB = 1024 * 1024
 #: The fixed per-work-item cost of spec 09 §6.
@@ -108,7 +111,7 @@ class Probe:
     closes: list[tuple[str, int, zl.CloseReason]] = attrs.Factory(list)
     #: The store record ``on_close`` saw while running (when ``store`` is set).
     records_at_close: list[object] = attrs.Factory(list)
-    store: MemoryStore | None = None
+    store: Store | None = None
     #: Spot id -> event the activation hook waits on; ``activating`` is set when it starts.
     activate_gates: dict[str, trio.Event] = attrs.Factory(dict)
     activating: dict[str, trio.Event] = attrs.Factory(dict)
@@ -202,8 +205,13 @@ class Room(Recorder):
         await PROBE.activation_hook(self.ctx.spot_id)
 
 
-def open_test_node(node_id: str = "node-a", *, store: MemoryStore | str = "memory://",
-                   **options: object):
+def open_test_node(node_id: str = "node-a", *, store: str = "memory://", **options: object):
+    """A node on ``store``; the store clock is Trio's (mock) clock unless a test passes one.
+
+    That is ``memory://``'s default; SQLite and Redis default to wall time, which a
+    single-process test on ``MockClock`` must not use for leases (``conftest.py``).
+    """
+    options.setdefault("clock", trio.current_time)
     return zl.open_node(node_id, store=store, spots=[Counter, Room], **options)
 
 
@@ -227,13 +235,13 @@ async def activate(node: object, spot_id: str) -> Pong:
 
 
 async def test_ordinary_message_to_missing_id_builds_nothing_only_creation_intent_does(
-    autojump_clock,
+    autojump_clock, store_url, store,
 ):
     """Sending an ordinary message with a missing ID doesn't build the object; only a call
     that explicitly declares intent to create builds a missing object."""
-    mem = MemoryStore()
+    mem = store
     with trio.fail_after(10):
-        async with open_test_node(store=mem) as node:
+        async with open_test_node(store=store_url) as node:
             location_before = await mem.location.statistics()
             relocation_before = await mem.relocation.statistics()
             with pytest.raises(zl.NotFound):
@@ -258,14 +266,14 @@ async def test_ordinary_message_to_missing_id_builds_nothing_only_creation_inten
 
 
 async def test_concurrent_creation_runs_factory_once_and_others_target_created_object(
-    autojump_clock,
+    autojump_clock, store_url,
 ):
     """Even if several callers request creation of the same object at the same time, the
     factory runs only once, and the remaining callers target the object it created."""
     gate = PROBE.activate_gates["c-1"] = trio.Event()
     replies: list[Pong] = []
     with trio.fail_after(10):
-        async with open_test_node() as node:
+        async with open_test_node(store=store_url) as node:
 
             async def request(i: int) -> None:
                 call = node.client.request("c-1", Note(f"request-{i}"), reply=Pong)
@@ -331,15 +339,17 @@ async def test_message_right_after_creation_is_processed_without_cache_delay(aut
             assert done[0] - released < 1
 
 
-async def test_unavailable_owner_starts_no_new_creation_and_ends_request_with_it(autojump_clock):
+async def test_unavailable_owner_starts_no_new_creation_and_ends_request_with_it(
+    autojump_clock, store_url, store,
+):
     """When only the fact that the owner can't be used is confirmed (Unavailable), a new
     creation isn't started, and that result is delivered only as the terminal completion of
     the in-progress request."""
-    mem = MemoryStore()
+    mem = store
     with trio.fail_after(10):
         async with (
-            open_test_node("node-a", store=mem, mesh="mesh-a", lease=3) as a,
-            open_test_node("node-b", store=mem, mesh="mesh-b", lease=60) as b,
+            open_test_node("node-a", store=store_url, mesh="mesh-a", lease=3) as a,
+            open_test_node("node-b", store=store_url, mesh="mesh-b", lease=60) as b,
         ):
             pong = await (
                 a.client.request("c-1", Ping(), reply=Pong)
@@ -410,12 +420,12 @@ async def test_ordinary_message_not_rejected_for_generation_mismatch_after_recre
             await wait_until(sent_arrived)
 
 
-async def test_call_to_stale_owner_ends_in_error_without_retry(autojump_clock):
+async def test_call_to_stale_owner_ends_in_error_without_retry(autojump_clock, store_url, store):
     """A call sent to a stale owner ends in an error without automatic retry."""
-    mem = MemoryStore()
+    mem = store
     closed: list[bool] = []
     with trio.fail_after(10):
-        async with open_test_node(store=mem) as node:
+        async with open_test_node(store=store_url) as node:
             old = await node.spots.get_or_create("r-1", "room").timeout(5)
             await node.client.send("r-1", Hold("running"))
             await PROBE.holding.wait()
@@ -450,7 +460,7 @@ async def test_call_to_stale_owner_ends_in_error_without_retry(autojump_clock):
         # a valid owner of r-2. (Once the renewal notices, the node stops its Spots and
         # every call raises Unavailable: tests/runtime/test_ownership_lost.py.)
         store_now = [0.0]
-        async with open_test_node(store=MemoryStore(), lease=3,
+        async with open_test_node(store=store_url, lease=3,
                                   clock=lambda: store_now[0]) as node:
             await node.spots.get_or_create("r-2", "room").timeout(5)
             await node.client.request("r-2", Note("before"), reply=Pong).timeout(5)
@@ -466,12 +476,12 @@ async def test_call_to_stale_owner_ends_in_error_without_retry(autojump_clock):
 # --- Active-object ceiling and idle cleanup ------------------------------------------------
 
 
-async def test_new_activation_rejected_at_ceiling(autojump_clock):
+async def test_new_activation_rejected_at_ceiling(autojump_clock, store_url, store):
     """Once the active-object count reaches the ceiling, new activation is rejected at that
     node."""
-    mem = MemoryStore()
+    mem = store
     with trio.fail_after(10):
-        async with open_test_node(store=mem, active_object_ceiling=2) as node:
+        async with open_test_node(store=store_url, active_object_ceiling=2) as node:
             first = await activate(node, "c-1")
             await activate(node, "c-2")
             location_before = await mem.location.statistics()
@@ -501,12 +511,12 @@ async def test_new_activation_rejected_at_ceiling(autojump_clock):
             assert PROBE.factory_ids() == ["c-1", "c-2", "c-3"]
 
 
-async def test_idle_cleanup_targets_only_instance_spots(autojump_clock):
+async def test_idle_cleanup_targets_only_instance_spots(autojump_clock, store_url, store):
     """Cleanup targets are limited to Instance Spot — Entry Spot and User Spot aren't cleaned
     up."""
-    mem = MemoryStore()
+    mem = store
     with trio.fail_after(10):
-        async with open_test_node(store=mem, instance_idle_timeout=1) as node:
+        async with open_test_node(store=store_url, instance_idle_timeout=1) as node:
             entry_before = await mem.location.find(node.entry_spot_id)
             room = await node.spots.get_or_create("r-1", "room").timeout(5)
             pong = await node.client.request("c-1", Ping(), reply=Pong).instance_spot("counter")
@@ -523,11 +533,11 @@ async def test_idle_cleanup_targets_only_instance_spots(autojump_clock):
             )
 
 
-async def test_instance_spot_with_work_in_progress_is_not_idle_evicted(autojump_clock):
+async def test_instance_spot_with_work_in_progress_is_not_idle_evicted(autojump_clock, store_url):
     """An Instance Spot with work in progress isn't cleaned up even after idle time has
     passed."""
     with trio.fail_after(10):
-        async with open_test_node(instance_idle_timeout=1) as node:
+        async with open_test_node(store=store_url, instance_idle_timeout=1) as node:
             pong = await node.client.request("c-1", Ping(), reply=Pong).instance_spot("counter")
             await node.client.send("c-1", Hold("long"))
             await node.client.send("c-1", Note("queued"))  # pending behind the running turn
@@ -550,12 +560,14 @@ async def test_instance_spot_with_work_in_progress_is_not_idle_evicted(autojump_
             assert PROBE.closes == [("c-1", pong.generation, zl.CloseReason.IDLE_EVICTED)]
 
 
-async def test_idle_cleanup_calls_closing_callback_with_idle_evicted(autojump_clock):
+async def test_idle_cleanup_calls_closing_callback_with_idle_evicted(
+    autojump_clock, store_url, store,
+):
     """When cleaned up, the closing callback is called with shutdown reason IdleEvicted."""
-    mem = MemoryStore()
+    mem = store
     PROBE.store = mem
     with trio.fail_after(10):
-        async with open_test_node(store=mem, instance_idle_timeout=1) as node:
+        async with open_test_node(store=store_url, instance_idle_timeout=1) as node:
             first = await node.client.request("c-1", Ping(), reply=Pong).instance_spot("counter")
 
             async def evicted() -> bool:

@@ -1,0 +1,194 @@
+"""Backend parametrisation for the runtime tests that touch the store.
+
+A test that asks for ``store_url`` runs once per backend: ``memory://`` (a named
+in-process store), ``sqlite://`` (a fresh file in ``tmp_path``) and ``redis://`` (the
+test Redis of ``tests/store/redis_helpers.py`` -- ``ZLINK_TEST_REDIS``, default
+``redis://127.0.0.1:6379/0`` -- under a fresh ``?prefix=`` whose keys are deleted when
+the test ends). Redis absent **fails** the test when ``CI`` is set and skips it locally,
+exactly as the store suite does. Only tests that exercise the store (cold activation,
+get-or-create convergence, close, idle eviction, the capacity ceiling) take the fixture;
+everything else stays on ``memory://``, which keeps the extra CI time small.
+
+The ``store`` fixture is the same store opened once more for the test to *read*
+(``find``, ``query``, ``statistics``): for memory it is the very object the nodes share
+(the named store lives while the fixture holds it open); for SQLite and Redis it is a
+second connection to the same file / prefix. Tests never write through it.
+
+Clocks. These tests run on ``MockClock`` (``autojump_clock``), so ``trio.sleep`` and
+every deadline are mock seconds. ``open_node`` stamps leases and route-cache ages with
+the *store clock*, which defaults to ``trio.current_time`` only for ``memory://``; for a
+shared store it is wall-clock ``time.time`` (several processes must agree on it). A test
+that opens nodes on ``store_url`` in **one process** therefore passes
+``clock=trio.current_time`` (``runtime_spots.open_test_node`` does): then leases expire,
+renewals land and cached routes age on the mock clock exactly as on ``memory://``, and a
+test that moves the clock (``autojump_clock.jump``) sees the same lease expiry on every
+backend. Without it, leases and cache ages would follow wall time, which barely moves
+while mock time races ahead.
+
+Autojump and real I/O. ``MockClock(autojump_threshold=0)`` jumps to the next deadline as
+soon as every task is blocked -- including a task waiting for a Redis reply or a SQLite
+worker thread, since Trio cannot tell I/O from sleeping. A jump in the middle of a
+round trip lands on whatever deadline is next (a lease renewal, an idle sweep, the
+test's own ``fail_after``), so the tests would fail at random. On SQLite and Redis the
+fixture therefore counts the store calls in flight -- every public coroutine method of
+the backend's Location and Relocation Store classes, and ``open_store`` as ``open_node``
+uses it -- and suspends autojump (threshold ``inf``) while any is in flight. Store
+calls so take no mock time, as on ``memory://``, and mock time still jumps the moment
+the test is idle with no I/O pending.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import inspect
+import math
+import sys
+import uuid
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import pytest
+
+import zlink_trio.runtime._node
+from zlink_trio.core.errors import Unavailable
+from zlink_trio.store import open_store
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable, Iterator
+    from types import ModuleType
+
+    import trio.testing
+
+    from zlink_trio.store import MemoryStore, Store
+
+#: The backends ``store_url`` runs a test on (the parameter ids).
+BACKENDS = ("memory", "sqlite", "redis")
+
+
+def _redis_helpers() -> ModuleType:
+    """``tests/store/redis_helpers.py``, shared (one module object) with the store suite."""
+    module = sys.modules.get("redis_helpers")
+    if module is None:
+        path = Path(__file__).parent.parent / "store" / "redis_helpers.py"
+        spec = importlib.util.spec_from_file_location("redis_helpers", path)
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["redis_helpers"] = module
+        spec.loader.exec_module(module)
+    return module
+
+
+@attrs.define
+class InFlight:
+    """Counts store I/O in flight; MockClock's autojump is off while any is."""
+
+    clock: trio.testing.MockClock
+    count: int = 0
+
+    @contextmanager
+    def io(self) -> Iterator[None]:
+        self.count += 1
+        self.clock.autojump_threshold = math.inf
+        try:
+            yield
+        finally:
+            self.count -= 1
+            if not self.count:
+                self.clock.autojump_threshold = 0
+
+    def counted(self, method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            with self.io():
+                return await method(*args, **kwargs)
+
+        return call
+
+    def open_store(self, real: Callable[[str | MemoryStore], Any]) -> Callable[..., Any]:
+        @asynccontextmanager
+        async def opener(url: str | MemoryStore) -> AsyncIterator[Store]:
+            manager = real(url)
+            with self.io():
+                opened = await manager.__aenter__()
+            try:
+                yield opened
+            except BaseException as exc:
+                with self.io():
+                    if not await manager.__aexit__(type(exc), exc, exc.__traceback__):
+                        raise
+            else:
+                with self.io():
+                    await manager.__aexit__(None, None, None)
+
+        return opener
+
+    def patch_backend(self, monkeypatch: pytest.MonkeyPatch, store: Store) -> None:
+        """Count every public store call of ``store``'s backend classes (all instances)."""
+        for part in (store.location, store.relocation):
+            for name, method in inspect.getmembers(type(part), inspect.iscoroutinefunction):
+                if not name.startswith("_"):
+                    monkeypatch.setattr(type(part), name, self.counted(method))
+
+
+@attrs.frozen
+class Backend:
+    url: str
+    #: The same store opened for the test to read.
+    view: Store
+
+
+@pytest.fixture(params=BACKENDS)
+async def _backend(request: pytest.FixtureRequest, tmp_path: Path,
+                   autojump_clock: trio.testing.MockClock,
+                   monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Backend]:
+    kind = request.param
+    if kind == "memory":
+        url = f"memory://runtime-{uuid.uuid4().hex[:12]}"
+        async with open_store(url) as view:
+            yield Backend(url, view)
+        return
+    in_flight = InFlight(autojump_clock)
+    opener = in_flight.open_store(open_store)
+    monkeypatch.setattr(zlink_trio.runtime._node, "open_store", opener)
+    if kind == "sqlite":
+        url = f"sqlite://{tmp_path / 'store.db'}"
+        async with opener(url) as view:
+            in_flight.patch_backend(monkeypatch, view)
+            yield Backend(url, view)
+        return
+    helpers = _redis_helpers()
+    prefix = helpers.fresh_prefix()
+    url = helpers.url_with(prefix)
+
+    async def delete_keys() -> None:
+        with in_flight.io():
+            await helpers.delete_prefix(prefix)
+
+    problem = ""
+    async with AsyncExitStack() as stack:
+        try:
+            view = await stack.enter_async_context(opener(url))
+        except Unavailable as error:
+            problem = error.message  # fail/skip outside the handler, once the error is gone
+        if not problem:
+            stack.push_async_callback(delete_keys)
+            in_flight.patch_backend(monkeypatch, view)
+            yield Backend(url, view)
+    if problem:
+        helpers.unreachable(problem)  # fails under CI, skips locally
+
+
+@pytest.fixture
+def store_url(_backend: Backend) -> str:
+    """A store URL of each backend, valid (and isolated) for one test; see the module doc."""
+    return _backend.url
+
+
+@pytest.fixture
+def store(_backend: Backend) -> Store:
+    """The ``store_url`` store, opened for the test to read; the nodes share its contents."""
+    return _backend.view
