@@ -25,6 +25,7 @@ from zlink_trio.core.errors import DeadlineExceeded, InvalidOperation
 from zlink_trio.core.identity import validate_mesh_name, validate_spot_id, validate_stable_type
 from zlink_trio.core.identity import validate_user_spot_id as _validate_user_id
 from zlink_trio.runtime._completion import Completion
+from zlink_trio.runtime._once import OnceBuilder
 from zlink_trio.runtime._options import check_timeout
 from zlink_trio.runtime._resolve import SEND, Delivery, Intent, deliver
 
@@ -41,10 +42,11 @@ R = TypeVar("R")
 _UNSET: Any = object()
 
 
-class _Call:
+class _Call(OnceBuilder):
     """Options shared by request and send builders."""
 
     def __init__(self, rt: NodeRuntime, spot_id: str, msg: object) -> None:
+        super().__init__()
         self._rt = rt
         self._spot_id = spot_id
         self._msg = msg
@@ -52,15 +54,6 @@ class _Call:
         self._type: str | None = None
         self._mesh: str | None = None
         self._timeout: float | None = None
-        self._set: set[str] = set()
-        self._awaited = False
-
-    def _option(self, name: str) -> None:
-        if self._awaited:
-            raise InvalidOperation(f".{name}() after the call was awaited; build a new call")
-        if name in self._set:
-            raise InvalidOperation(f".{name}() was already set on this call; set it once")
-        self._set.add(name)
 
     def instance_spot(self, stable_type: str | None = None) -> Self:
         """Allow cold activation: a Missing Spot is created as Instance type ``stable_type``.
@@ -90,9 +83,7 @@ class _Call:
         return self
 
     def _start(self) -> Delivery:
-        if self._awaited:
-            raise InvalidOperation("this call was already awaited; build a new call")
-        self._awaited = True
+        self._submit()
         self._rt.check_usable()
         spot_id = (_validate_user_id(self._spot_id) if self._intent
                    else validate_spot_id(self._spot_id))

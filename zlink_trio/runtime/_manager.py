@@ -23,6 +23,7 @@ from zlink_trio.core.identity import (
 from zlink_trio.core.records import AuthorityState, SpotRef
 from zlink_trio.runtime._close import close_user_spot
 from zlink_trio.runtime._create import CreateResult, create_user_spot
+from zlink_trio.runtime._once import OnceBuilder
 from zlink_trio.runtime._options import check_timeout
 
 if TYPE_CHECKING:
@@ -34,23 +35,15 @@ if TYPE_CHECKING:
 __all__ = ("CreateCall", "GetOrCreateCall", "SpotManager")
 
 
-class _CreateCall:
+class _CreateCall(OnceBuilder):
     def __init__(self, rt: NodeRuntime, spot_id: str | None, stable_type: str) -> None:
+        super().__init__()
         self._rt = rt
         self._spot_id = spot_id
         self._type = stable_type
         self._mesh: str | None = None
         self._request: object | None = None
         self._timeout: float | None = None
-        self._set: set[str] = set()
-        self._awaited = False
-
-    def _option(self, name: str) -> None:
-        if self._awaited:
-            raise InvalidOperation(f".{name}() after the call was awaited; build a new call")
-        if name in self._set:
-            raise InvalidOperation(f".{name}() was already set on this call; set it once")
-        self._set.add(name)
 
     def in_mesh(self, mesh: str) -> Self:
         """Restrict the initial placement to ``mesh`` (06 §3.1)."""
@@ -76,9 +69,7 @@ class _CreateCall:
         return self._run().__await__()
 
     async def _run(self) -> CreateResult:
-        if self._awaited:
-            raise InvalidOperation("this call was already awaited; build a new call")
-        self._awaited = True
+        self._submit()
         rt = self._rt
         rt.check_usable()
         stable_type = validate_stable_type(self._type)
