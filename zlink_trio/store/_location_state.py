@@ -134,11 +134,10 @@ def check_owner(state: LocationState, mesh: str, owner: OwnerFence, now: float) 
     return claim
 
 
-def txn_reserve(state: LocationState, spot_id: str, *, kind: SpotKind, stable_type: str,
-                mesh: str, owner: OwnerFence, now: float,
-                creation_intent: CreationIntent | None = None,
-                recovery_pointer: RecoveryPointer | None = None) -> ReservationFence:
-    """Reserve; see ``LocationStore.reserve``."""
+def check_reserve_args(spot_id: str, *, kind: SpotKind, stable_type: str, mesh: str,
+                       owner: OwnerFence, now: float, creation_intent: CreationIntent | None,
+                       recovery_pointer: RecoveryPointer | None) -> None:
+    """Reserve's argument checks, shared by every backend (InvalidOperation, nothing read)."""
     validate_user_spot_id(spot_id)
     if kind not in (SpotKind.USER, SpotKind.INSTANCE):
         raise InvalidOperation(f"reserve creates USER or INSTANCE Spots, not {kind!r}")
@@ -150,6 +149,16 @@ def txn_reserve(state: LocationState, spot_id: str, *, kind: SpotKind, stable_ty
             recovery_pointer, RecoveryPointer | None):
         raise InvalidOperation("creation_intent / recovery_pointer have the wrong type")
     check_finite(now, "now")
+
+
+def txn_reserve(state: LocationState, spot_id: str, *, kind: SpotKind, stable_type: str,
+                mesh: str, owner: OwnerFence, now: float,
+                creation_intent: CreationIntent | None = None,
+                recovery_pointer: RecoveryPointer | None = None) -> ReservationFence:
+    """Reserve; see ``LocationStore.reserve``."""
+    check_reserve_args(spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner,
+                       now=now, creation_intent=creation_intent,
+                       recovery_pointer=recovery_pointer)
     current = state.records.get(spot_id)
     if current is not None:
         raise AuthorityExists(current)

@@ -22,8 +22,6 @@ from zlink_trio.core.errors import InvalidOperation, Unavailable
 from zlink_trio.core.identity import (
     SpotKind,
     validate_spot_id,
-    validate_stable_type,
-    validate_user_spot_id,
 )
 from zlink_trio.core.records import (
     AuthorityFence,
@@ -32,8 +30,8 @@ from zlink_trio.core.records import (
     OwnerFence,
     RecoveryPointer,
     ReservationFence,
-    validate_mesh_name,
 )
+from zlink_trio.store._location_state import check_reserve_args
 from zlink_trio.store._operator_state import release_expired_refusal
 from zlink_trio.store._redis_codec import (
     claim_args,
@@ -165,17 +163,9 @@ class RedisLocationStore:
                       creation_intent: CreationIntent | None = None,
                       recovery_pointer: RecoveryPointer | None = None) -> ReservationFence:
         """Reserve (one script); see ``LocationStore.reserve``."""
-        validate_user_spot_id(spot_id)
-        if kind not in (SpotKind.USER, SpotKind.INSTANCE):
-            raise InvalidOperation(f"reserve creates USER or INSTANCE Spots, not {kind!r}")
-        validate_stable_type(stable_type)
-        validate_mesh_name(mesh)
-        if not isinstance(owner, OwnerFence):
-            raise InvalidOperation(f"owner must be an OwnerFence, got {type(owner).__name__}")
-        if not isinstance(creation_intent, CreationIntent | None) or not isinstance(
-                recovery_pointer, RecoveryPointer | None):
-            raise InvalidOperation("creation_intent / recovery_pointer have the wrong type")
-        check_finite(now, "now")
+        check_reserve_args(spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner,
+                           now=now, creation_intent=creation_intent,
+                           recovery_pointer=recovery_pointer)
         what = f"reserve of {spot_id!r}"
         reply = await self._script(
             what, "reserve", self._keys.spot(spot_id), spot_id, encode_kind(kind), stable_type,
