@@ -162,3 +162,59 @@ async def test_ceiling_rejects_local_activation(autojump_clock, store_url):
                 await node.spots.get_or_create("r-2", "room")
             # Existing Spots still take messages.
             assert await node.client.request("c-1", Add(1), reply=Total) == Total(2)
+
+
+async def test_local_cold_activation_skips_redundant_reads(autojump_clock, store_url, store):
+    # The target's re-read repeats the source's Missing (Reserve still checks), and
+    # placement reuses the descriptor claims it read less than placement_max_age ago.
+    from zlink_trio.bench_stores import count_store_calls
+
+    journal()
+    with trio.fail_after(10):
+        async with open_test_node("node-a", store=store_url, spots=[Counter]) as node:
+            with count_store_calls(store) as calls:
+                for i in range(3):
+                    assert await node.client.request(f"c{i}", Add(i), reply=Total) \
+                        .instance_spot("counter").timeout(5) == Total(i)
+            assert calls["location.find"] == 3
+            assert calls["location.descriptors"] == 1
+            assert calls["location.reserve"] == calls["location.commit_ready"] == 3
+            autojump_clock.jump(1.5)  # past the 1 s default: placement reads again
+            with count_store_calls(store) as calls:
+                await node.client.request("c9", Add(1), reply=Total).instance_spot("counter")
+            assert calls["location.descriptors"] == 1
+
+
+async def test_owner_that_won_after_the_source_read_refuses_reserve(autojump_clock):
+    # The target no longer re-reads after the source's Missing: an owner that appears in
+    # between must be caught by Reserve (AuthorityExists), the root deleted, the factory
+    # not run here, and the message handed back to the resolver (here: owned elsewhere).
+    from zlink_trio.store.memory import MemoryRelocationStore
+
+    events = journal()
+    put_root = MemoryRelocationStore.put_root
+    with trio.fail_after(10):
+        async with open_test_node("node-a", store="memory://race", spots=[Counter]) as a:
+            await a.client.request("warm", Add(1), reply=Total).instance_spot("counter")
+            async with open_test_node("node-b", store="memory://race", spots=[Counter]) as b:
+                raced = False
+
+                async def racing_put_root(self: MemoryRelocationStore, data: bytes) -> object:
+                    nonlocal raced
+                    if not raced and b'"spotId":"x"' in data:
+                        raced = True  # node-b creates "x" between node-a's find and Reserve
+                        await b.client.request("x", Add(7), reply=Total).instance_spot()
+                    return await put_root(self, data)
+
+                MemoryRelocationStore.put_root = racing_put_root  # type: ignore[method-assign]
+                try:
+                    with pytest.raises(zl.Unavailable, match="not this node"):
+                        await a.client.request("x", Add(1), reply=Total).instance_spot(
+                            "counter")
+                finally:
+                    MemoryRelocationStore.put_root = put_root  # type: ignore[method-assign]
+                assert raced
+                assert [e[0] for e in events if e[1] == "x"].count("factory") == 1
+                assert await b.client.request("x", Add(1), reply=Total) == Total(8)
+                stats = await a._rt.store.relocation.statistics()
+                assert stats.roots == 0

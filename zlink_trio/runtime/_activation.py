@@ -10,6 +10,11 @@ operation's single deadline, stepping the ``ColdActivation`` chart:
     now (Ready, Creating or Closing) means another attempt won: the first message is
     handed back to the resolver (``redeliver``), which delivers it exactly once to the
     current owner once it is Ready, or competes again if the authority went Missing.
+    When the source is this node and its own ``find`` just saw Missing
+    (``source_saw_missing``), the re-read is skipped: it would repeat that read, and
+    Reserve checks the authority atomically anyway -- an owner that appeared since
+    refuses it with ``AuthorityExists`` and the message is handed back exactly as here
+    (the root stored for nothing is deleted).
 10. The complete envelope (operation ID, Spot ID, type, Mesh, message type name and
     body, deadline) becomes an immutable recovery root; Reserve records its receipt as
     the recovery pointer.  Losing Reserve deletes our root and redelivers as in 9.
@@ -89,6 +94,10 @@ class ActivationJob:
     state: str
     #: Hands the first message back to the resolver when another attempt owns the ID.
     redeliver: Callable[[], Awaitable[None]]
+    #: The source is this node and its ``find`` saw the ID Missing just before it took
+    #: the local attempt: the target's re-read (step 9) would repeat it, so it is
+    #: skipped; Reserve's ``AuthorityExists`` still reports any owner that won since.
+    source_saw_missing: bool = False
     delivered: bool = False
 
 
@@ -148,7 +157,7 @@ async def _activate(job: ActivationJob) -> None:
     except CapacityExceeded:
         job.state = step(COLD, job.state, "over_ceiling")
         raise
-    record = await rt.store.location.find(job.spot_id)
+    record = None if job.source_saw_missing else await rt.store.location.find(job.spot_id)
     if record is not None:
         if not record.matches(SpotKind.INSTANCE, job.spot_type.stable_type):
             job.state = step(COLD, job.state, "owner_type_mismatch")

@@ -9,7 +9,10 @@ Theory of operation
    nothing is written.  Missing with Instance intent runs the source side of cold
    activation (:func:`_place_and_start`): Mesh, stable type and capacity selection
    with ``core.placement``, then the activation envelope goes to the target -- on this
-   version always this node -- as a catalog task (:mod:`._activation`).
+   version always this node -- as a catalog task (:mod:`._activation`).  Placement
+   reuses the live descriptor claims it read within :func:`placement_max_age` (1 s by
+   default), but only when they place the Spot on this node; any other outcome is
+   decided on a fresh ``descriptors`` read.  Capacity is still checked by Reserve.
 3. Ready -> the kind/type must suit the intent (TypeMismatch), the owner must be this
    lifecycle (another node: Unavailable, cross-node delivery does not exist yet) and
    the catalog must hold that incarnation (else StaleRoute: the local view disagrees
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 import trio
 
-from zlink_trio.core.errors import NotFound, StaleRoute, TypeMismatch, Unavailable
+from zlink_trio.core.errors import NotFound, StaleRoute, TypeMismatch, Unavailable, ZLinkError
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.placement import (
     PlacementCandidate,
@@ -47,6 +50,7 @@ from zlink_trio.runtime._charts import COLD, step
 from zlink_trio.runtime._host import MessageWork
 
 if TYPE_CHECKING:
+    from zlink_trio.core.descriptor import NodeClaim
     from zlink_trio.core.records import AuthorityRecord
     from zlink_trio.runtime._completion import Completion
     from zlink_trio.runtime._handlers import HandlerInfo
@@ -224,10 +228,43 @@ async def deliver(rt: NodeRuntime, call: Delivery) -> None:
         return
 
 
-async def candidates(rt: NodeRuntime) -> list[PlacementCandidate]:
-    """Placement candidates from the live descriptors; this node with its own load."""
+def placement_max_age(rt: NodeRuntime) -> float:
+    """How long placement may reuse the descriptor claims it read (store clock, seconds).
+
+    A tenth of the shorter of the lease and the route cache's age: 1 s by default.
+    """
+    return min(rt.options.lease, rt.options.route_cache_max_age) / 10
+
+
+def _recent_claims(rt: NodeRuntime) -> list[NodeClaim] | None:
+    """The live claims placement read last, if that read is recent; else ``None``.
+
+    A reused list drops the claims whose lease has run out since (this node's own
+    claim is renewed by its lease keeper, so it stays); a claim added or removed since
+    is missed for at most :func:`placement_max_age`, which is why a reused list is only
+    ever acted on when it places the Spot on this node (:func:`_place_and_start`).
+    """
+    seen = rt.placement_claims
+    if seen is None:
+        return None
+    now = rt.now()
+    if not 0 <= now - seen[0] < placement_max_age(rt):
+        return None
+    return [c for c in seen[1]
+            if c.lease_expires_at > now or c.descriptor.node_rid == rt.node_rid]
+
+
+async def _read_claims(rt: NodeRuntime) -> list[NodeClaim]:
+    """The live claims, read from the store now (and remembered for placement)."""
+    now = rt.now()
+    claims = await rt.store.location.descriptors(now=now)
+    rt.placement_claims = (now, claims)
+    return claims
+
+
+def _candidates(rt: NodeRuntime, claims: list[NodeClaim]) -> list[PlacementCandidate]:
     result = []
-    for claim in await rt.store.location.descriptors(now=rt.now()):
+    for claim in claims:
         descriptor = claim.descriptor
         own = descriptor.node_rid == rt.node_rid
         result.append(PlacementCandidate(
@@ -243,26 +280,56 @@ async def candidates(rt: NodeRuntime) -> list[PlacementCandidate]:
     return result
 
 
-async def _place_and_start(rt: NodeRuntime, call: Delivery) -> bool:
-    """Source side of cold activation (06 §4.1 steps 4-8); False: resolve again."""
-    assert call.intent is not None
-    state = step(COLD, COLD.initial, "found_missing_with_intent")
-    found = await candidates(rt)
+async def candidates(rt: NodeRuntime) -> list[PlacementCandidate]:
+    """Placement candidates from a fresh read of the live descriptors; this node with its
+    own load."""
+    return _candidates(rt, await _read_claims(rt))
+
+
+def _place(rt: NodeRuntime, intent: Intent, found: list[PlacementCandidate],
+           state: str) -> tuple[str, str, str, PlacementCandidate]:
+    """Mesh, stable type and node from ``found`` (06 §4.1 steps 4-7): state, mesh, type, node."""
     try:
-        mesh = select_mesh(found, call.intent.mesh)
+        mesh = select_mesh(found, intent.mesh)
     except NotFound:
         step(COLD, state, "mesh_not_found")
         raise
     state = step(COLD, state, "mesh_selected")
     try:
-        stable_type = select_instance_type(found, mesh, call.intent.stable_type)
+        stable_type = select_instance_type(found, mesh, intent.stable_type)
     except NotFound:
         step(COLD, state, "type_not_provided")
         raise
     state = step(COLD, state, "type_selected")
     eligible = eligible_nodes(found, mesh, stable_type, SpotKind.INSTANCE)
-    node = choose_node(eligible, rt.random)
-    if node.node_rid != rt.node_rid or Role.OBJECT_SERVER not in node.roles:
+    return state, mesh, stable_type, choose_node(eligible, rt.random)
+
+
+def _is_local_server(rt: NodeRuntime, node: PlacementCandidate) -> bool:
+    return node.node_rid == rt.node_rid and Role.OBJECT_SERVER in node.roles
+
+
+async def _place_and_start(rt: NodeRuntime, call: Delivery) -> bool:
+    """Source side of cold activation (06 §4.1 steps 4-8); False: resolve again."""
+    intent = call.intent
+    assert intent is not None
+    initial = step(COLD, COLD.initial, "found_missing_with_intent")
+    placed = None
+    recent = _recent_claims(rt)
+    if recent is not None:
+        # A recent read is used only when it places the Spot here; any other outcome
+        # (another node, no mesh, no type, no capacity) is decided on a fresh read.
+        try:
+            placed = _place(rt, intent, _candidates(rt, recent), initial)
+        except ZLinkError:
+            placed = None
+        if placed is not None and not _is_local_server(rt, placed[3]):
+            placed = None
+    if placed is None:
+        found = _candidates(rt, await _read_claims(rt))
+        placed = _place(rt, intent, found, initial)
+    state, mesh, stable_type, node = placed
+    if not _is_local_server(rt, node):
         raise rt.cross_node(f"a new {stable_type!r} Spot", node.node_rid)
     spot_type = rt.registry.lookup(stable_type, SpotKind.INSTANCE)
     info = spot_type.handlers.find(type(call.msg))
@@ -281,6 +348,6 @@ async def _place_and_start(rt: NodeRuntime, call: Delivery) -> bool:
                         spot_id=call.spot_id, msg=call.msg, size=call.size,
                         completion=call.completion, deadline=call.deadline, op_id=call.op_id,
                         state=step(COLD, state, "envelope_accepted"),
-                        redeliver=lambda: deliver(rt, call))
+                        redeliver=lambda: deliver(rt, call), source_saw_missing=True)
     rt.catalog.start_job(lambda: run_activation(job))
     return True

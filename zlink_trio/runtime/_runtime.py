@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import random
     from collections.abc import Callable
 
+    from zlink_trio.core.descriptor import NodeClaim
     from zlink_trio.core.identity import NodeRid
     from zlink_trio.core.records import OwnerFence
     from zlink_trio.core.route_cache import RouteCache
@@ -67,6 +68,10 @@ class NodeRuntime:
     lease_loss: str | None = attrs.field(default=None, init=False)
     #: Set once the local teardown after a lost lease is complete (state ``stopped``).
     stopped: trio.Event = attrs.field(factory=trio.Event, init=False)
+    #: The live descriptor claims placement last read and the store-clock time of that
+    #: read (``_resolve.candidates``); ``None`` until the first cold activation.
+    placement_claims: tuple[float, list[NodeClaim]] | None = attrs.field(default=None,
+                                                                          init=False)
 
     def now(self) -> float:
         """The store clock (leases, route-cache expiry)."""
