@@ -196,21 +196,26 @@ async def test_owner_that_won_after_the_source_read_refuses_reserve(autojump_clo
     with trio.fail_after(10):
         async with open_test_node("node-a", store="memory://race", spots=[Counter]) as a:
             await a.client.request("warm", Add(1), reply=Total).instance_spot("counter")
-            async with open_test_node("node-b", store="memory://race", spots=[Counter]) as b:
+            # node-b serves another Mesh, so its own cold activation of "x" is placed on
+            # node-b for sure (placement among equal weights is random), and node-a's
+            # names its Mesh explicitly now that there are two.
+            async with open_test_node("node-b", store="memory://race", spots=[Counter],
+                                      mesh="other") as b:
                 raced = False
 
                 async def racing_put_root(self: MemoryRelocationStore, data: bytes) -> object:
                     nonlocal raced
                     if not raced and b'"spotId":"x"' in data:
                         raced = True  # node-b creates "x" between node-a's find and Reserve
-                        await b.client.request("x", Add(7), reply=Total).instance_spot()
+                        await b.client.request("x", Add(7), reply=Total).instance_spot() \
+                            .in_mesh("other")
                     return await put_root(self, data)
 
                 MemoryRelocationStore.put_root = racing_put_root  # type: ignore[method-assign]
                 try:
                     with pytest.raises(zl.Unavailable, match="not this node"):
                         await a.client.request("x", Add(1), reply=Total).instance_spot(
-                            "counter")
+                            "counter").in_mesh("world")
                 finally:
                     MemoryRelocationStore.put_root = put_root  # type: ignore[method-assign]
                 assert raced
