@@ -146,8 +146,10 @@ async def run_activation(job: ActivationJob) -> None:
 async def _redeliver(job: ActivationJob, event: str) -> None:
     job.state = step(COLD, job.state, event)
     job.rt.catalog.end_attempt(job.attempt)
-    job.delivered = True
     await job.redeliver()
+    # Only now: a redelivery cut short by the deadline must still be reported (a one-way
+    # send was acknowledged at admission), not dropped as if it had been handed over.
+    job.delivered = True
 
 
 async def _activate(job: ActivationJob) -> None:
