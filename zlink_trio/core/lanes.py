@@ -191,6 +191,11 @@ class Lane(Generic[T]):
         """The lane's count and byte bounds."""
         return self._bounds
 
+    @property
+    def queued(self) -> int:
+        """How many items wait in the lane (not yet popped). Never raises."""
+        return len(self._queue)
+
     def admit(self, item: T, payload_size: int) -> Ticket:
         """Queue ``item`` at the tail, reserving ``payload_size + PER_ITEM_BYTES`` bytes.
 

@@ -27,7 +27,7 @@ from zlink_trio.core.identity import validate_user_spot_id as _validate_user_id
 from zlink_trio.runtime._completion import Completion
 from zlink_trio.runtime._once import OnceBuilder
 from zlink_trio.runtime._options import check_timeout
-from zlink_trio.runtime._resolve import SEND, Delivery, Intent, deliver
+from zlink_trio.runtime._resolve import SEND, Delivery, Intent, admit_cached, deliver
 
 if TYPE_CHECKING:
     from collections.abc import Generator
@@ -96,8 +96,13 @@ class _Call(OnceBuilder):
             op_id=self._rt.new_uuid4())
 
     async def _deliver(self, call: Delivery, what: str) -> None:
+        # The route-cache hit admits without awaiting anything, so it needs no deadline
+        # scope (no wait happens); every other path waits under the call's deadline.
+        first = admit_cached(self._rt, call)
+        if first is True:
+            return
         with trio.move_on_at(call.deadline):
-            await deliver(self._rt, call)
+            await deliver(self._rt, call, first)
             return
         raise DeadlineExceeded(
             f"{what} to Spot {call.spot_id!r} was not admitted before its deadline; use a "

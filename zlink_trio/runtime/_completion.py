@@ -17,45 +17,68 @@ __all__ = ("Completion",)
 
 
 class Completion:
-    """One request's terminal result: a value or an exception, set once."""
+    """One request's terminal result: a value or an exception, set once.
 
-    __slots__ = ("_done", "_error", "_value")
+    At most one task waits (the caller); it parks with ``trio.lowlevel`` and the
+    completing side reschedules it, which is cheaper than a ``trio.Event`` per request.
+    """
+
+    __slots__ = ("_done", "_error", "_value", "_waiter")
 
     def __init__(self) -> None:
-        self._done = trio.Event()
+        self._done = False
         self._value: object = None
         self._error: BaseException | None = None
+        self._waiter: trio.lowlevel.Task | None = None
 
     @property
     def done(self) -> bool:
         """Whether a result was set."""
-        return self._done.is_set()
+        return self._done
+
+    def _finish(self) -> None:
+        self._done = True
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            trio.lowlevel.reschedule(waiter)
 
     def set_result(self, value: object) -> bool:
         """Complete with ``value``; ``False`` (nothing changes) if already completed."""
-        if self._done.is_set():
+        if self._done:
             return False
         self._value = value
-        self._done.set()
+        self._finish()
         return True
 
     def set_error(self, error: BaseException) -> bool:
         """Complete with ``error``; ``False`` (nothing changes) if already completed."""
-        if self._done.is_set():
+        if self._done:
             return False
         self._error = error
-        self._done.set()
+        self._finish()
         return True
+
+    def _abort(self, _: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+        self._waiter = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
     async def wait(self, deadline: float, what: str) -> object:
         """Return the value (or raise the error) once set; DeadlineExceeded at ``deadline``.
 
         A deadline that passes first completes the slot with the DeadlineExceeded it
-        raises, so a late reply is dropped rather than delivered twice.
+        raises, so a late reply is dropped rather than delivered twice. Only one task
+        may wait.
         """
+        if self._waiter is not None:
+            raise RuntimeError("a Completion is awaited by one task only")
         with trio.move_on_at(deadline):
-            await self._done.wait()
-        if not self._done.is_set():
+            if self._done:
+                await trio.lowlevel.checkpoint()
+            else:
+                self._waiter = trio.lowlevel.current_task()
+                await trio.lowlevel.wait_task_rescheduled(self._abort)
+        if not self._done:
             self.set_error(DeadlineExceeded(
                 f"{what} did not complete before its deadline; it may or may not have run. "
                 "Use a longer .timeout() or check the Spot's state before retrying"

@@ -33,7 +33,6 @@ restored first record of a cold activation, which is durable and always runs.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -338,10 +337,13 @@ class Host:
     async def _wait_for_work(self) -> None:
         self._wake = trio.Event()
         self._fire_due_timers()
-        if self.lanes.statistics().application.queued or self.state == "closing":
+        if self.lanes.application.queued or self.state == "closing":
             return
         deadline = self.timers.next_deadline()
-        with trio.move_on_at(math.inf if deadline is None else deadline):
+        if deadline is None:  # no timer: only a wake (or the task's cancellation) ends it
+            await self._wake.wait()
+            return
+        with trio.move_on_at(deadline):
             await self._wake.wait()
 
     async def _run_turn(self, turn: Turn[Work]) -> None:

@@ -171,55 +171,89 @@ def _local_host(rt: NodeRuntime, call: Delivery, record: AuthorityRecord) -> Hos
     return host
 
 
-async def deliver(rt: NodeRuntime, call: Delivery) -> None:
+def _cached_host(rt: NodeRuntime, call: Delivery) -> Host | None:
+    """The local host the positive route cache names for ``call`` (one cache lookup)."""
+    route = rt.route_cache.get(call.spot_id, rt.now())
+    if route is None or route.node_rid != rt.node_rid:
+        return None
+    host = rt.catalog.hosts.get(call.spot_id)
+    if host is not None and call.intent is not None and (
+            route.kind is not SpotKind.INSTANCE
+            or call.intent.stable_type not in (None, route.stable_type)):
+        return None  # let the store's record produce the TypeMismatch
+    return host
+
+
+def admit_cached(rt: NodeRuntime, call: Delivery) -> Host | bool:
+    """The synchronous first step of :func:`deliver`: admit through the route cache.
+
+    ``True``: admitted (nothing was awaited). ``False``: the cache names no local host,
+    so the store must be asked. A :class:`Host`: it is sealed and the call has Instance
+    intent, so its end must be awaited. Pass a non-``True`` result to :func:`deliver`
+    as ``first`` to go on without consulting the cache again. Raises what
+    :func:`deliver` raises on its cached path.
+    """
+    rt.check_usable()
+    host = _cached_host(rt, call)
+    if host is None:
+        return False
+    info = _handler_for(call, host)
+    if host.sealed and call.intent is not None:
+        return host  # idle eviction racing: refresh the route
+    host.admit(MessageWork(call.msg, info, call.completion, call.deadline), call.size)
+    return True
+
+
+async def deliver(rt: NodeRuntime, call: Delivery, first: Host | bool | None = None) -> None:
     """Resolve ``call.spot_id`` and admit the message (or hand it to a cold activation).
 
     Returns at admission. Raises NotFound, TypeMismatch, StaleRoute, Unavailable,
     CapacityExceeded, NotConfigured or InvalidOperation as the module docstring says.
+    ``first`` is the result of an :func:`admit_cached` the caller already ran.
     """
     backoff = Backoff()
+    cached: Host | bool | None = first
     while True:
-        rt.check_usable()
-        host: Host | None = None
-        route = rt.route_cache.get(call.spot_id, rt.now())
-        if route is not None and route.node_rid == rt.node_rid:
-            host = rt.catalog.hosts.get(call.spot_id)
-            if host is not None and call.intent is not None and (
-                    route.kind is not SpotKind.INSTANCE
-                    or call.intent.stable_type not in (None, route.stable_type)):
-                host = None  # let the store's record produce the TypeMismatch
-        if host is None:
-            record = await rt.store.location.find(call.spot_id)
-            if record is None:
-                attempt = rt.catalog.attempts.get(call.spot_id)
-                if attempt is not None:  # an envelope this node accepted is activating
-                    await attempt.done.wait()
-                    continue
-                if call.intent is None:
-                    raise NotFound(
-                        f"Spot {call.spot_id!r} does not exist (no Ready authority) and the "
-                        "call has no Instance intent, so nothing was created; create it first "
-                        "or call with .instance_spot() to activate it on first use"
-                    )
-                if await _place_and_start(rt, call):
-                    return
+        if cached is None:
+            cached = admit_cached(rt, call)
+        if cached is True:
+            return
+        if cached is not False:
+            await cached.finished.wait()  # idle eviction racing: refresh the route
+            cached = None
+            continue
+        cached = None
+        record = await rt.store.location.find(call.spot_id)
+        if record is None:
+            attempt = rt.catalog.attempts.get(call.spot_id)
+            if attempt is not None:  # an envelope this node accepted is activating
+                await attempt.done.wait()
                 continue
-            _check_kind(call, record)
-            if record.state in (AuthorityState.READY, AuthorityState.RELOCATING):
-                host = _local_host(rt, call, record)
-            elif record.state is AuthorityState.SEALED:
-                raise Unavailable(f"Spot {call.spot_id!r} is sealed for relocation; the "
-                                  "message was not run. Retry once the move committed or "
-                                  "aborted")
-            elif record.state is AuthorityState.CLOSING and call.intent is None:
-                raise StaleRoute(
-                    f"Spot {call.spot_id!r} is closing and admits no new messages; the "
-                    "message was not run. Send a new call once it is closed, or call with "
-                    ".instance_spot() to wait for it and activate it again"
+            if call.intent is None:
+                raise NotFound(
+                    f"Spot {call.spot_id!r} does not exist (no Ready authority) and the "
+                    "call has no Instance intent, so nothing was created; create it first "
+                    "or call with .instance_spot() to activate it on first use"
                 )
-            else:
-                await wait_for_change(rt, call.spot_id, backoff)
-                continue
+            if await _place_and_start(rt, call):
+                return
+            continue
+        _check_kind(call, record)
+        if record.state in (AuthorityState.READY, AuthorityState.RELOCATING):
+            host = _local_host(rt, call, record)
+        elif record.state is AuthorityState.SEALED:
+            raise Unavailable(f"Spot {call.spot_id!r} is sealed for relocation; the "
+                              "message was not run. Retry once the move committed or "
+                              "aborted")
+        elif record.state is AuthorityState.CLOSING and call.intent is None:
+            raise StaleRoute(
+                f"Spot {call.spot_id!r} is closing and admits no new messages; the "
+                "message was not run. Send a new call once it is closed, or call with "
+                ".instance_spot() to wait for it and activate it again"
+            )
+        else:
+            await wait_for_change(rt, call.spot_id, backoff)
+            continue
         info = _handler_for(call, host)
         if host.sealed and call.intent is not None:
             await host.finished.wait()  # idle eviction racing: refresh the route
