@@ -198,11 +198,11 @@ class Challenge:
 
 
 @attrs.frozen(kw_only=True)
-class Hello:
-    """Command 2: the client introduces itself.
+class _Introduction:
+    """The fields HELLO and WELCOME share (each side introduces itself the same way).
 
     ``mac`` is opaque here (HMAC-SHA256 over the transcript, computed by the
-    transport); ``max_frame_bytes`` is the largest frame the sender accepts.
+    handshake); ``max_frame_bytes`` is the largest frame the sender accepts.
     """
 
     node_id: str = attrs.field(validator=check_text8)
@@ -215,16 +215,13 @@ class Hello:
 
 
 @attrs.frozen(kw_only=True)
-class Welcome:
-    """Command 3: the server introduces itself and proves the key; same fields as HELLO."""
+class Hello(_Introduction):
+    """Command 2: the client introduces itself."""
 
-    node_id: str = attrs.field(validator=check_text8)
-    node_rid: NodeRid = attrs.field(validator=_check_rid)
-    lifecycle_generation: int = attrs.field(validator=check_gen)
-    mesh: str = attrs.field(validator=check_text8)
-    max_frame_bytes: int = attrs.field(validator=_check_frame_limit)
-    nonce: bytes = attrs.field(validator=_check_nonce)
-    mac: bytes = attrs.field(validator=_check_nonce)
+
+@attrs.frozen(kw_only=True)
+class Welcome(_Introduction):
+    """Command 3: the server introduces itself and proves the key; same fields as HELLO."""
 
 
 @attrs.frozen(kw_only=True)
