@@ -48,6 +48,7 @@ from zlink_trio.core.descriptor import NodeDescriptor
 from zlink_trio.core.identity import NodeRid, SpotKind, new_entry_spot_id
 from zlink_trio.core.placement import Role
 from zlink_trio.store import open_store
+from zlink_trio.store._combined import combined_of
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterator
@@ -116,8 +117,9 @@ async def bench_store_url(backend: str, *, redis_url: str = DEFAULT_REDIS_URL,
 def count_store_calls(store: Store) -> Iterator[collections.Counter[str]]:
     """Count calls of every public store method of ``store``'s backend (all instances).
 
-    The counter maps ``"location.reserve"``-style names to calls made while the
-    block runs; the methods are restored on exit.
+    The counter maps ``"location.reserve"``-style names (``"combined.…"`` for the
+    store's combined transactions) to calls made while the block runs; the methods
+    are restored on exit.
     """
     counts: collections.Counter[str] = collections.Counter()
     patched: list[tuple[type, str, Any]] = []
@@ -131,7 +133,11 @@ def count_store_calls(store: Store) -> Iterator[collections.Counter[str]]:
         return call
 
     try:
-        for side, part in (("location", store.location), ("relocation", store.relocation)):
+        parts = [("location", store.location), ("relocation", store.relocation)]
+        combined = combined_of(store)
+        if combined is not None:
+            parts.append(("combined", combined))
+        for side, part in parts:
             cls = type(part)
             for name, method in inspect.getmembers(cls, inspect.iscoroutinefunction):
                 if not name.startswith("_"):

@@ -128,7 +128,9 @@ class InFlight:
 
     def patch_backend(self, monkeypatch: pytest.MonkeyPatch, store: Store) -> None:
         """Count every public store call of ``store``'s backend classes (all instances)."""
-        for part in (store.location, store.relocation):
+        combined = getattr(store, "combined", None)
+        parts = [store.location, store.relocation] + ([combined] if combined else [])
+        for part in parts:
             for name, method in inspect.getmembers(type(part), inspect.iscoroutinefunction):
                 if not name.startswith("_"):
                     monkeypatch.setattr(type(part), name, self.counted(method))

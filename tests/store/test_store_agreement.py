@@ -353,6 +353,39 @@ class StoreAgreement(RuleBasedStateMachine):
         bent = tweak(fence, how)
         self.run("abort_creating", lambda s: s.location.abort_creating(bent))
 
+    # -- combined transactions (store.combined) ------------------------------------------------
+
+    @precondition(lambda self: self.claims)
+    @rule(target=fences, i=index, spot=index, t=st.sampled_from(TYPES),
+          mesh=st.sampled_from(MESHES), data=st.sampled_from(ROOTS))
+    def reserve_with_root(self, i, spot, t, mesh, data):
+        owner = self.pick_claim(i).owner()
+        spot_id, now = self.spot_of(spot), self.now
+        done = self.run("reserve_with_root", lambda s: s.combined.reserve_with_root(
+            spot_id, data, kind=t[1], stable_type=t[0], mesh=mesh, owner=owner, now=now))
+        return multiple() if done is None else done[0]
+
+    @rule(fence=fences, how=st.sampled_from(TWEAKS), data=st.sampled_from(ROOTS))
+    def commit_ready_with_first_record(self, fence: ReservationFence, how, data):
+        bent, now = tweak(fence, how), self.now
+        self.run("commit_ready_with_first_record",
+                 lambda s: s.combined.commit_ready_with_first_record(bent, data, now=now))
+
+    @rule(spot=index, seq=st.integers(-1, 3), version=st.sampled_from((0, 0, 1, -1)),
+          gen=st.sampled_from((0, 0, 1)), receipt=receipts,
+          forge=st.sampled_from(("same", "same", "pointer", "size")))
+    def finish_first_record(self, spot, seq, version, gen, receipt: RootReceipt, forge):
+        spot_id = self.spot_of(spot)
+        r = self.record(spot_id)
+        generation = (r.object_generation if r else 1) + gen
+        expected = max(1, (r.store_version if r else 1) + version)
+        if forge == "pointer" and r is not None and r.recovery_pointer is not None:
+            receipt = r.recovery_pointer.receipt()
+        elif forge == "size":
+            receipt = attrs.evolve(receipt, size=receipt.size + 1)
+        self.run("finish_first_record", lambda s: s.combined.finish_first_record(
+            spot_id, generation, seq=seq, expected_version=expected, root=receipt))
+
     # -- close, pointer ------------------------------------------------------------------------
 
     @rule(spot=index, i=index, own=st.booleans(), gen=st.sampled_from((0, 0, 0, -1, 1)),

@@ -26,6 +26,12 @@ operation's single deadline, stepping the ``ColdActivation`` chart:
     inbox cursor, removes the recovery pointer by expected-version CAS and deletes the
     root (:func:`._first_record.record_first_completion`).
 
+Where both stores live in one backend (``store.combined``, see
+``zlink_trio.store._combined``), steps merge into single transactions with the same
+checks: root + Reserve (a refused Reserve stores no root, so none is deleted), first
+inbox record + CommitReady (the record is durable exactly when the authority is
+Ready), and step 12's three writes.  The order of effects is the same or stronger.
+
 Store writes (root, Reserve, first record, CommitReady, AbortCreating) are shielded
 from the deadline so none is cut in half; the deadline is honoured while the factory
 runs, and any failure after Reserve aborts the creation with the same fence and deletes
@@ -58,6 +64,7 @@ from zlink_trio.runtime._first_record import FirstRecord
 from zlink_trio.runtime._host import Host, MessageWork
 from zlink_trio.runtime._runtime import LOGGER
 from zlink_trio.store import AuthorityExists
+from zlink_trio.store._combined import combined_of
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -68,6 +75,7 @@ if TYPE_CHECKING:
     from zlink_trio.runtime._definitions import SpotType
     from zlink_trio.runtime._handlers import HandlerInfo
     from zlink_trio.runtime._runtime import NodeRuntime
+    from zlink_trio.store._combined import CombinedTransactions
 
 __all__ = ("ENVELOPE_FORMAT", "ActivationJob", "encode_envelope", "run_activation")
 
@@ -183,22 +191,45 @@ def _mismatch(record: AuthorityRecord, job: ActivationJob) -> TypeMismatch:
     )
 
 
+async def _store_root_and_reserve(job: ActivationJob, envelope: bytes,
+                                  combined: CombinedTransactions | None
+                                  ) -> tuple[ReservationFence, RootReceipt]:
+    """Envelope root + Reserve: one combined transaction, or PutRoot then Reserve.
+
+    Combined, a refused Reserve stored no root; separately, the caller deletes it.
+    """
+    rt = job.rt
+    if combined is not None:
+        # One transaction covers both chart steps: the root exists only with the record.
+        job.state = step(COLD, job.state, "root_stored")
+        return await combined.reserve_with_root(
+            job.spot_id, envelope, kind=SpotKind.INSTANCE,
+            stable_type=job.spot_type.stable_type, mesh=job.mesh, owner=rt.owner,
+            now=rt.now())
+    receipt = await rt.store.relocation.put_root(envelope)
+    if _crash.ARMED:
+        _crash.point("cold", "after_envelope_stored")
+    job.state = step(COLD, job.state, "root_stored")
+    try:
+        fence = await rt.store.location.reserve(
+            job.spot_id, kind=SpotKind.INSTANCE, stable_type=job.spot_type.stable_type,
+            mesh=job.mesh, owner=rt.owner, now=rt.now(),
+            recovery_pointer=RecoveryPointer.from_receipt(receipt))
+    except ZLinkError:
+        await rt.store.relocation.delete_root(receipt)
+        raise
+    return fence, receipt
+
+
 async def _reserve_and_build(job: ActivationJob) -> None:
     rt = job.rt
     location, relocation = rt.store.location, rt.store.relocation
+    combined = combined_of(rt.store)
     envelope = encode_envelope(job)
     with trio.CancelScope(shield=True):
-        receipt = await relocation.put_root(envelope)
-        if _crash.ARMED:
-            _crash.point("cold", "after_envelope_stored")
-        job.state = step(COLD, job.state, "root_stored")
         try:
-            fence = await location.reserve(
-                job.spot_id, kind=SpotKind.INSTANCE, stable_type=job.spot_type.stable_type,
-                mesh=job.mesh, owner=rt.owner, now=rt.now(),
-                recovery_pointer=RecoveryPointer.from_receipt(receipt))
+            fence, receipt = await _store_root_and_reserve(job, envelope, combined)
         except AuthorityExists as exc:
-            await relocation.delete_root(receipt)
             current = exc.current
             if not current.matches(SpotKind.INSTANCE, job.spot_type.stable_type):
                 job.state = step(COLD, job.state, "reserve_refused_type")
@@ -206,11 +237,7 @@ async def _reserve_and_build(job: ActivationJob) -> None:
             reserve_lost = ("reserve_lost_ready" if current.state is AuthorityState.READY
                             else "reserve_lost_creating")
         except CapacityExceeded:
-            await relocation.delete_root(receipt)
             job.state = step(COLD, job.state, "reserve_refused_capacity")
-            raise
-        except ZLinkError:
-            await relocation.delete_root(receipt)
             raise
         else:
             reserve_lost = ""
@@ -233,12 +260,22 @@ async def _reserve_and_build(job: ActivationJob) -> None:
     job.state = step(COLD, job.state, "factory_initialized")
     with trio.CancelScope(shield=True):
         try:
-            seq = await relocation.inbox_append(job.spot_id, fence.object_generation, envelope)
-            job.state = step(COLD, job.state, "first_record_durable")
-            if _crash.ARMED:
-                _crash.point("cold", "after_factory_before_commit")
-            rt.check_usable()  # no CommitReady once the lease is known lost
-            ready = await location.commit_ready(fence, now=rt.now())
+            if combined is not None:
+                if _crash.ARMED:
+                    _crash.point("cold", "after_factory_before_commit")
+                rt.check_usable()  # no CommitReady once the lease is known lost
+                # The first record is durable exactly when the authority is Ready.
+                ready, seq = await combined.commit_ready_with_first_record(
+                    fence, envelope, now=rt.now())
+                job.state = step(COLD, job.state, "first_record_durable")
+            else:
+                seq = await relocation.inbox_append(job.spot_id, fence.object_generation,
+                                                    envelope)
+                job.state = step(COLD, job.state, "first_record_durable")
+                if _crash.ARMED:
+                    _crash.point("cold", "after_factory_before_commit")
+                rt.check_usable()  # no CommitReady once the lease is known lost
+                ready = await location.commit_ready(fence, now=rt.now())
         except ZLinkError as exc:
             await host.activation_failed()
             await _abort(job, fence, receipt)

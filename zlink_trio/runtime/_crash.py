@@ -29,6 +29,12 @@ step                                       cold  create  where
                                                          completion not recorded
 ``after_completion_before_pointer_removed`` x            cursor moved, pointer still set
 =========================================  ====  ======  ================================
+
+On a store with combined transactions (``store.combined``: every built-in backend) the
+root and Reserve, the first inbox record and CommitReady, and the cursor, pointer and
+root cleanup are one transaction each, so ``after_envelope_stored`` and
+``after_completion_before_pointer_removed`` never fire there, and the cold
+``after_factory_before_commit`` falls before the first inbox record is written.
 """
 
 from __future__ import annotations

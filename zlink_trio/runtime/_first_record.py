@@ -7,7 +7,8 @@ authority as the recovery pointer and appends it to the activation inbox as seq 
 (:mod:`._activation`).  The host runs that record before any other message; after its
 handler completed, :func:`record_first_completion` moves the inbox cursor to it,
 removes the recovery pointer by expected-version CAS (re-reading once if a close
-changed the record since Ready) and deletes the root, stepping the
+changed the record since Ready) and deletes the root -- one combined transaction where
+the store offers it (``store.combined``), the three steps otherwise -- stepping the
 ``ColdActivation`` chart through ``first_completion_recorded``, ``pointer_removed``
 and ``root_deleted``.  Each step is idempotent, so a retry after a crash is safe; a
 failure is logged and leaves the rest to recovery.
@@ -26,6 +27,7 @@ from zlink_trio.core.errors import StaleFence, ZLinkError
 from zlink_trio.runtime import _crash
 from zlink_trio.runtime._charts import COLD, step
 from zlink_trio.runtime._runtime import LOGGER
+from zlink_trio.store._combined import combined_of
 
 if TYPE_CHECKING:
     from zlink_trio.core.records import RootReceipt
@@ -52,8 +54,27 @@ class FirstRecord:
 
 async def record_first_completion(rt: NodeRuntime, spot_id: str, generation: int,
                                   first: FirstRecord) -> None:
-    """Cursor, pointer CAS, then the root; idempotent on retry (06 §4.1 step 12)."""
+    """Cursor, pointer CAS, then the root; idempotent on retry (06 §4.1 step 12).
+
+    With ``store.combined`` the three are one transaction; when it refuses (a close
+    changed the record since Ready: StaleFence) the separate steps run, re-reading.
+    """
     relocation = rt.store.relocation
+    combined = combined_of(rt.store)
+    if combined is not None:
+        try:
+            await combined.finish_first_record(
+                spot_id, generation, seq=first.seq, expected_version=first.ready_version,
+                root=first.receipt)
+        except StaleFence:
+            pass  # the record changed since Ready: the separate steps re-read
+        except ZLinkError as exc:
+            LOGGER.warning("Spot %r: activation recovery cleanup failed: %s", spot_id, exc)
+            return
+        else:
+            for event in ("first_completion_recorded", "pointer_removed", "root_deleted"):
+                first.state = step(COLD, first.state, event)
+            return
     try:
         await relocation.inbox_set_cursor(spot_id, generation, first.seq)
         first.state = step(COLD, first.state, "first_completion_recorded")

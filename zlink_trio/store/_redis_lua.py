@@ -34,7 +34,7 @@ from typing import Final
 
 from zlink_trio.store._redis_lua_operator import RELEASE_EXPIRED
 
-__all__ = ("LOCATION_SCRIPTS",)
+__all__ = ("LOCATION_SCRIPTS", "PRELUDE")
 
 _PRELUDE: Final = r"""
 local P = ARGV[1]
@@ -90,6 +90,9 @@ local function issue_gen()
   return redis.call('GET', META .. 'seq')
 end
 """
+
+#: The helpers every Location script starts with (the combined scripts reuse them).
+PRELUDE: Final = _PRELUDE
 
 # ARGV: P, now, expires, node_id, rid, mesh, entry_id, descriptor_json, capacity,
 #       then (stable_type, kind) pairs the node serves. KEYS: claim key, entry spot key.

@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from zlink_trio.core._checks import check_int
-from zlink_trio.core.errors import InvalidOperation
 from zlink_trio.store import _relocation_state as rel
+from zlink_trio.store._combined_state import check_cursor_move
 from zlink_trio.store._types import MAX_INBOX_READ, InboxRecord, RelocationStatistics
 
 if TYPE_CHECKING:
@@ -26,16 +26,49 @@ if TYPE_CHECKING:
 
     from zlink_trio.store._sqlite_conn import SqliteConnection
 
-__all__ = ("SqliteInboxes",)
+__all__ = ("SqliteInboxes", "append_sync", "inbox_state", "set_cursor_sync")
 
 _MAX_SEQ = 2**63 - 1
 _KEY = "spot_id = ? AND object_generation = ?"
 
 
-def _inbox(conn: sqlite3.Connection, key: tuple[str, int]) -> tuple[int, int] | None:
+def inbox_state(conn: sqlite3.Connection, key: tuple[str, int]) -> tuple[int, int] | None:
     """``(last_seq, cursor)`` of an inbox, or ``None`` when it does not exist."""
     row = conn.execute(f"SELECT last_seq, cursor FROM rel_inboxes WHERE {_KEY}", key).fetchone()
     return None if row is None else (int(row[0]), int(row[1]))
+
+
+_inbox = inbox_state
+
+
+def append_sync(conn: sqlite3.Connection, key: tuple[str, int], raw: bytes) -> int:
+    """InboxAppend's body (inside the caller's write transaction): the new sequence."""
+    found = _inbox(conn, key)
+    seq = (0 if found is None else found[0]) + 1
+    if found is None:
+        conn.execute("INSERT INTO rel_inboxes VALUES (?, ?, ?, 0)", (*key, seq))
+    else:
+        conn.execute(f"UPDATE rel_inboxes SET last_seq = ? WHERE {_KEY}", (seq, *key))
+    conn.execute("INSERT INTO rel_inbox_records VALUES (?, ?, ?, ?)", (*key, seq, raw))
+    return seq
+
+
+def set_cursor_sync(conn: sqlite3.Connection, key: tuple[str, int], seq: int, *,
+                    check_only: bool = False) -> bool:
+    """InboxSetCursor's body (inside the caller's write transaction); see the protocol.
+
+    With ``check_only`` it only checks (raising as the move would) and returns
+    whether the move would change anything.
+    """
+    found = _inbox(conn, key)
+    last, cursor = (0, 0) if found is None else found
+    check_cursor_move(key[0], key[1], seq, last, cursor)
+    if seq == cursor or found is None:
+        return False
+    if not check_only:
+        conn.execute(f"DELETE FROM rel_inbox_records WHERE {_KEY} AND seq <= ?", (*key, seq))
+        conn.execute(f"UPDATE rel_inboxes SET cursor = ? WHERE {_KEY}", (seq, *key))
+    return True
 
 
 class SqliteInboxes:
@@ -49,16 +82,7 @@ class SqliteInboxes:
         key = rel._key(spot_id, object_generation)
         raw = rel._bytes(record, "inbox record")
 
-        def body(conn: sqlite3.Connection) -> int:
-            found = _inbox(conn, key)
-            seq = (0 if found is None else found[0]) + 1
-            if found is None:
-                conn.execute("INSERT INTO rel_inboxes VALUES (?, ?, ?, 0)", (*key, seq))
-            else:
-                conn.execute(f"UPDATE rel_inboxes SET last_seq = ? WHERE {_KEY}", (seq, *key))
-            conn.execute("INSERT INTO rel_inbox_records VALUES (?, ?, ?, ?)", (*key, seq, raw))
-            return seq
-        return await self._db.write(body, size=len(raw))
+        return await self._db.write(lambda conn: append_sync(conn, key, raw), size=len(raw))
 
     async def inbox_read(self, spot_id: str, object_generation: int, *, after: int = 0,
                          limit: int) -> list[InboxRecord]:
@@ -79,25 +103,7 @@ class SqliteInboxes:
         key = rel._key(spot_id, object_generation)
         check_int(seq, "seq", 0, _MAX_SEQ)
 
-        def body(conn: sqlite3.Connection) -> bool:
-            found = _inbox(conn, key)
-            last, cursor = (0, 0) if found is None else found
-            if seq < cursor:
-                raise InvalidOperation(
-                    f"the inbox cursor of {spot_id!r} generation {object_generation} is at "
-                    f"{cursor}; moving it back to {seq} is refused (handled records are gone)"
-                )
-            if seq > last:
-                raise InvalidOperation(
-                    f"the inbox of {spot_id!r} generation {object_generation} ends at sequence "
-                    f"{last}; the cursor cannot pass it ({seq})"
-                )
-            if seq == cursor or found is None:
-                return False
-            conn.execute(f"DELETE FROM rel_inbox_records WHERE {_KEY} AND seq <= ?", (*key, seq))
-            conn.execute(f"UPDATE rel_inboxes SET cursor = ? WHERE {_KEY}", (seq, *key))
-            return True
-        return await self._db.write(body)
+        return await self._db.write(lambda conn: set_cursor_sync(conn, key, seq))
 
     async def inbox_cursor(self, spot_id: str, object_generation: int) -> int:
         """InboxCursor (one read); see ``RelocationStore.inbox_cursor``."""

@@ -172,7 +172,13 @@ def _one(conn: sqlite3.Connection, sql: str, args: tuple[object, ...]) -> Any:
 class LocationView:
     """The oracle's :class:`LocationState` over the ``loc_*`` tables of one transaction."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, *, generation: bool = True) -> None:
+        """A view for one transaction; ``generation=False`` skips reading the sequence.
+
+        Only transactions that issue an ObjectGeneration (NewClaim, Reserve) need the
+        sequence row; the others save that statement. :meth:`flush` refuses to write
+        a sequence that was never read.
+        """
         self._conn = conn
         self.claims: Rows[tuple[str, NodeRid], NodeClaim] = Rows(self._load_claim)
         self.records: Rows[str, AuthorityRecord] = Rows(self._load_record)
@@ -180,8 +186,9 @@ class LocationView:
         self._capacity: dict[CapacityKey, tuple[int, int]] = {}
         self.pending: Rows[CapacityKey, int] = Rows(lambda k: self._load_capacity(k, 0))
         self.active: Rows[CapacityKey, int] = Rows(lambda k: self._load_capacity(k, 1))
+        self._read_generation = generation
         self._generation = int(_one(conn, "SELECT value FROM loc_sequence WHERE name = ?",
-                                    (_SEQUENCE,)) or 0)
+                                    (_SEQUENCE,)) or 0) if generation else 0
         self.state = LocationState(
             claims=cast("dict[tuple[str, NodeRid], NodeClaim]", self.claims),
             records=cast("dict[str, AuthorityRecord]", self.records),
@@ -247,5 +254,6 @@ class LocationView:
                 conn.execute("DELETE FROM loc_capacity WHERE mesh = ? AND node_rid = ? AND "
                              "lifecycle = ?", (key[0], str(key[1]), key[2]))
         if self.state.last_generation != self._generation:
+            assert self._read_generation, "a generation was issued without reading the sequence"
             conn.execute("INSERT OR REPLACE INTO loc_sequence VALUES (?, ?)",
                          (_SEQUENCE, self.state.last_generation))

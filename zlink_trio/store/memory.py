@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from zlink_trio.store import _claim_state as claims
+from zlink_trio.store import _combined_state as combined
 from zlink_trio.store import _location_state as loc
 from zlink_trio.store import _operator_state as ops
 from zlink_trio.store import _recovery_state as recovery
@@ -40,9 +41,10 @@ if TYPE_CHECKING:
         ReservationFence,
         RootReceipt,
     )
+    from zlink_trio.store._combined import FirstRecordCleanup
     from zlink_trio.store._types import InboxRecord, LocationStatistics, Page, RelocationStatistics
 
-__all__ = ("MemoryLocationStore", "MemoryRelocationStore", "MemoryStore")
+__all__ = ("MemoryCombined", "MemoryLocationStore", "MemoryRelocationStore", "MemoryStore")
 
 
 class MemoryLocationStore:
@@ -236,6 +238,45 @@ class MemoryRelocationStore:
         return rel.txn_statistics(self.state)
 
 
+class MemoryCombined:
+    """The combined cold-activation transactions over both memory stores (one process).
+
+    See ``CombinedTransactions`` for the contracts; each method is one critical
+    section after a checkpoint, like every other memory method. It works on the
+    stores' states directly, so it bypasses any method a subclass overrides.
+    """
+
+    def __init__(self, store: MemoryStore) -> None:
+        # Read the halves through the store at each call: a subclass (tests) may swap
+        # its Location Store after construction.
+        self._store = store
+
+    async def reserve_with_root(self, spot_id: str, root: bytes, *, kind: SpotKind,
+                                stable_type: str, mesh: str, owner: OwnerFence,
+                                now: float) -> tuple[ReservationFence, RootReceipt]:
+        """PutRoot + Reserve (one transaction); see the protocol."""
+        await trio.lowlevel.checkpoint()
+        return combined.txn_reserve_with_root(
+            self._store.location.state, self._store.relocation.state, spot_id, root, kind=kind,
+            stable_type=stable_type, mesh=mesh, owner=owner, now=now)
+
+    async def commit_ready_with_first_record(self, fence: ReservationFence, record: bytes, *,
+                                             now: float) -> tuple[AuthorityRecord, int]:
+        """InboxAppend + CommitReady (one transaction); see the protocol."""
+        await trio.lowlevel.checkpoint()
+        return combined.txn_commit_ready_with_first_record(
+            self._store.location.state, self._store.relocation.state, fence, record, now=now)
+
+    async def finish_first_record(self, spot_id: str, object_generation: int, *, seq: int,
+                                  expected_version: int,
+                                  root: RootReceipt) -> FirstRecordCleanup:
+        """Cursor + pointer CAS + root deletion (one transaction); see the protocol."""
+        await trio.lowlevel.checkpoint()
+        return combined.txn_finish_first_record(
+            self._store.location.state, self._store.relocation.state, spot_id,
+            object_generation, seq=seq, expected_version=expected_version, root=root)
+
+
 class MemoryStore:
     """A Location Store and a Relocation Store in memory, shareable in one process.
 
@@ -246,6 +287,12 @@ class MemoryStore:
     def __init__(self) -> None:
         self._location = MemoryLocationStore()
         self._relocation = MemoryRelocationStore()
+        self._combined = MemoryCombined(self)
+
+    @property
+    def combined(self) -> MemoryCombined:
+        """Both stores live in this process: the combined transactions (``_combined``)."""
+        return self._combined
 
     @property
     def location(self) -> MemoryLocationStore:
@@ -259,8 +306,10 @@ class MemoryStore:
 
 
 if TYPE_CHECKING:
+    from zlink_trio.store._combined import CombinedTransactions
     from zlink_trio.store._protocol import LocationStore, RelocationStore, Store
 
-    def _conforms(store: MemoryStore) -> tuple[LocationStore, RelocationStore, Store]:
+    def _conforms(store: MemoryStore) -> tuple[LocationStore, RelocationStore, Store,
+                                               CombinedTransactions]:
         # mypy proves here that the memory classes satisfy the protocols.
-        return store.location, store.relocation, store
+        return store.location, store.relocation, store, store.combined

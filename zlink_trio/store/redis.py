@@ -42,6 +42,7 @@ import attrs
 
 from zlink_trio.core.errors import InvalidConfiguration
 from zlink_trio.store._redis_codec import Keys
+from zlink_trio.store._redis_combined import RedisCombined
 from zlink_trio.store._redis_location import RedisLocationStore
 from zlink_trio.store._redis_relocation import RedisRelocationStore
 
@@ -132,6 +133,12 @@ class RedisStore:
         self.keys: Final = Keys(config.prefix)
         self._location = RedisLocationStore(runner, self.keys)
         self._relocation = RedisRelocationStore(runner, self.keys)
+        self._combined = RedisCombined(runner, self.keys, self._relocation)
+
+    @property
+    def combined(self) -> RedisCombined:
+        """Both stores share the server: the combined transactions (``_combined``)."""
+        return self._combined
 
     @property
     def location(self) -> RedisLocationStore:
@@ -163,6 +170,7 @@ async def open_redis_store(url: str) -> AsyncIterator[RedisStore]:
             "'zlink-trio[redis]'"
         ) from None
     from zlink_trio.store._redis_client import ScriptRunner
+    from zlink_trio.store._redis_combined import COMBINED_SCRIPTS
     from zlink_trio.store._redis_lua import LOCATION_SCRIPTS
     from zlink_trio.store._redis_lua_recovery import RECOVERY_SCRIPTS
     from zlink_trio.store._redis_lua_relocation import RELOCATION_SCRIPTS
@@ -176,6 +184,7 @@ async def open_redis_store(url: str) -> AsyncIterator[RedisStore]:
     runner = ScriptRunner(client, LOCATION_SCRIPTS, timeout=config.timeout, where=config.where)
     runner.add_scripts({f"rel_{k}": v for k, v in RELOCATION_SCRIPTS.items()})
     runner.add_scripts(RECOVERY_SCRIPTS)
+    runner.add_scripts(COMBINED_SCRIPTS)
     try:
         # The client's task group must not live inside a cancel scope it outlives,
         # so enter it first (that connects nothing), then bound the first round trip.
@@ -199,3 +208,13 @@ def _single(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
             return None
         error = error.exceptions[0]
     return error
+
+
+if TYPE_CHECKING:
+    from zlink_trio.store._combined import CombinedTransactions
+    from zlink_trio.store._protocol import LocationStore, RelocationStore, Store
+
+    def _conforms(store: RedisStore) -> tuple[LocationStore, RelocationStore, Store,
+                                              CombinedTransactions]:
+        # mypy proves here that the Redis classes satisfy the protocols.
+        return store.location, store.relocation, store, store.combined

@@ -40,6 +40,7 @@ from zlink_trio.store import _operator_state as ops
 from zlink_trio.store import _recovery_state as recovery
 from zlink_trio.store import _relocation_state as rel
 from zlink_trio.store import _relocation_steps as steps
+from zlink_trio.store._sqlite_combined import SqliteCombined
 from zlink_trio.store._sqlite_conn import SqliteConnection
 from zlink_trio.store._sqlite_inbox import SqliteInboxes
 from zlink_trio.store._sqlite_schema import parse_url
@@ -75,9 +76,15 @@ class SqliteLocationStore:
     def __init__(self, db: SqliteConnection) -> None:
         self._db = db
 
-    async def _txn(self, fn: Callable[[loc.LocationState], T]) -> T:
+    async def _txn(self, fn: Callable[[loc.LocationState], T], *,
+                   generation: bool = False) -> T:
+        """One write transaction running the oracle ``fn`` over the views.
+
+        ``generation``: ``fn`` may issue an ObjectGeneration (NewClaim, Reserve), so
+        the sequence row is read; every other transaction skips that statement.
+        """
         def body(conn: sqlite3.Connection) -> T:
-            view = LocationView(conn)
+            view = LocationView(conn, generation=generation)
             result = fn(view.state)  # the oracle: checks everything, then writes the view
             view.flush()
             return result
@@ -87,7 +94,7 @@ class SqliteLocationStore:
                         lease: float) -> NodeClaim:
         """NewClaim (one transaction); see ``LocationStore.new_claim``."""
         return await self._txn(lambda s: claims.txn_new_claim(s, descriptor, now=now,
-                                                              lease=lease))
+                                                              lease=lease), generation=True)
 
     async def renew(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int, *,
                     now: float, lease: float) -> NodeClaim:
@@ -129,7 +136,8 @@ class SqliteLocationStore:
         """Reserve (one transaction); see ``LocationStore.reserve``."""
         return await self._txn(lambda s: loc.txn_reserve(
             s, spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner, now=now,
-            creation_intent=creation_intent, recovery_pointer=recovery_pointer))
+            creation_intent=creation_intent, recovery_pointer=recovery_pointer),
+            generation=True)
 
     async def commit_ready(self, fence: ReservationFence, *, now: float) -> AuthorityRecord:
         """CommitReady (one transaction); see ``LocationStore.commit_ready``."""
@@ -305,11 +313,17 @@ class SqliteStore:
         self._db = db
         self._location = SqliteLocationStore(db)
         self._relocation = SqliteRelocationStore(db)
+        self._combined = SqliteCombined(db)
 
     @property
     def options(self) -> SqliteOptions:
         """What the URL selected (path, synchronous, busy timeout, dispatch)."""
         return self._db.options
+
+    @property
+    def combined(self) -> SqliteCombined:
+        """Both stores share the file: the combined transactions (``_combined``)."""
+        return self._combined
 
     @property
     def location(self) -> SqliteLocationStore:
@@ -341,8 +355,10 @@ async def open_sqlite_store(url: str) -> AsyncIterator[SqliteStore]:
 
 
 if TYPE_CHECKING:
+    from zlink_trio.store._combined import CombinedTransactions
     from zlink_trio.store._protocol import LocationStore, RelocationStore, Store
 
-    def _conforms(store: SqliteStore) -> tuple[LocationStore, RelocationStore, Store]:
+    def _conforms(store: SqliteStore) -> tuple[LocationStore, RelocationStore, Store,
+                                               CombinedTransactions]:
         # mypy proves here that the SQLite classes satisfy the protocols.
-        return store.location, store.relocation, store
+        return store.location, store.relocation, store, store.combined

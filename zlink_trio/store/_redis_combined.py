@@ -1,0 +1,275 @@
+"""Redis store: the combined cold-activation transactions, one Lua script each.
+
+Theory of operation
+-------------------
+Both stores live on one Redis server under two prefixes (``<prefix>:loc:`` and
+``<prefix>:rel:``), so one script may touch both key spaces without merging them:
+``ARGV[1]`` is the Location prefix (the ``_redis_lua`` prelude's ``P``) and
+``ARGV[2]`` the Relocation prefix. Each script does every check of the steps it
+merges, in the order ``_combined.CombinedTransactions`` documents, before its first
+write -- Redis has no rollback -- and returns the status codes of the single-step
+scripts, so ``raise_status`` maps a refusal to the oracle's typed error.
+
+The Spot's record and inbox keys share the ``{<spot_id>}`` hash tag; the root key is
+tagged by its content ref, and Reserve already reads node and index keys, so these
+scripts need one server, like every multi-key script here (see docs/stores.md on
+Redis Cluster). Root integrity is checked as ``delete_root`` does: SHA-256 in
+Python on a verified read, then the script deletes only if the bytes' SHA-1 still
+matches (``CHANGED`` otherwise, and the call starts over a bounded number of times).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any, Final
+
+from zlink_trio.core._checks import check_finite, check_generation, check_int
+from zlink_trio.core._json_fields import encode_kind
+from zlink_trio.core.errors import InvalidOperation
+from zlink_trio.core.identity import validate_spot_id
+from zlink_trio.core.records import RecoveryPointer, ReservationFence, RootReceipt
+from zlink_trio.store._combined import FirstRecordCleanup
+from zlink_trio.store._combined_state import check_cursor_move, receipt_of
+from zlink_trio.store._location_state import check_reserve_args
+from zlink_trio.store._redis_codec import decode_record, optional_fields, raise_status, text
+from zlink_trio.store._relocation_state import _bytes, _key
+from zlink_trio.store._types import RootIntegrityError
+
+if TYPE_CHECKING:
+    from zlink_trio.core.identity import SpotKind
+    from zlink_trio.core.records import AuthorityRecord, OwnerFence
+    from zlink_trio.store._redis_client import ScriptRunner
+    from zlink_trio.store._redis_codec import Keys
+    from zlink_trio.store._redis_relocation import RedisRelocationStore
+
+__all__ = ("COMBINED_SCRIPTS", "RedisCombined")
+
+_ATTEMPTS: Final = 3
+
+_REL_PRELUDE: Final = r"""
+local RSTATS = ARGV[2] .. 'meta:{m}:stats'
+local function rshift(field, delta)
+  if delta ~= 0 and redis.call('HINCRBY', RSTATS, field, delta) == 0 then
+    redis.call('HDEL', RSTATS, field)
+  end
+end
+"""
+
+# KEYS: spot key, root key. ARGV: P, R, id, kind, stable_type, mesh, rid, lc, now, root
+# bytes, then the recovery pointer's field/value pairs. The checks are _RESERVE's.
+_RESERVE_WITH_ROOT: Final = r"""
+local id, kind, stype, mesh, rid, lc, now =
+  ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+local cur = redis.call('HGETALL', KEYS[1])
+if #cur > 0 then return {'EXISTS', cur} end
+local c, err = owner_claim(mesh, rid, lc, now)
+if err then return err end
+if not serves(mesh, rid, stype, kind) then return {'NOT_SERVED', rid, stype, kind} end
+local load = load_of(mesh, rid, lc)
+if load >= tonumber(c.cap) then return {'CAPACITY', rid, tostring(load), c.cap} end
+if not next_gen() then return {'GEN_SPENT'} end
+-- writes
+local gen = issue_gen()
+redis.call('HSET', KEYS[1], 'id', id, 'kind', kind, 'type', stype, 'mesh', mesh,
+           'state', 'creating', 'gen', gen, 'ogen', '1', 'ver', '1', 'orid', rid, 'olc', lc)
+for i = 11, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+redis.call('ZADD', META .. 'ids', 0, id)
+shift(load_key(mesh, rid, lc), 'pending', 1)
+count('creating', 1)
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  redis.call('SET', KEYS[2], ARGV[10])
+  rshift('roots', 1)
+  rshift('root_bytes', #ARGV[10])
+end
+return {'OK', gen, c.exp}
+"""
+
+# KEYS: spot key, inbox key, log key. ARGV: P, R, gen, ogen, rid, lc, store_version,
+# store_version + 1, now, record. The checks are _COMMIT_READY's.
+_COMMIT_READY_WITH_FIRST_RECORD: Final = r"""
+local r = rec(KEYS[1])
+if fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) then
+  if r.state == 'ready' and r.ver == ARGV[8] then
+    return {'OK', redis.call('HGETALL', KEYS[1]), redis.call('HGET', KEYS[2], 'last') or '0'}
+  end
+  if r.state == 'creating' and r.ver == ARGV[7] then
+    local _, err = owner_claim(r.mesh, r.orid, r.olc, ARGV[9])
+    if err then return err end
+    if r.ver == MAXGEN then return {'SPENT'} end
+    -- writes: CommitReady, then the first inbox record
+    redis.call('HSET', KEYS[1], 'state', 'ready')
+    redis.call('HDEL', KEYS[1], 'ir', 'ish', 'isz')
+    redis.call('HINCRBY', KEYS[1], 'ver', 1)
+    local lk = load_key(r.mesh, r.orid, r.olc)
+    shift(lk, 'pending', -1)
+    shift(lk, 'active', 1)
+    count('creating', -1)
+    count('ready', 1)
+    if redis.call('EXISTS', KEYS[2]) == 0 then
+      redis.call('HSET', KEYS[2], 'last', 0, 'cursor', 0)
+      rshift('inboxes', 1)
+    end
+    redis.call('HINCRBY', KEYS[2], 'last', 1)
+    local seq = redis.call('HGET', KEYS[2], 'last')
+    redis.call('HSET', KEYS[3], seq, ARGV[10])
+    rshift('inbox_records', 1)
+    return {'OK', redis.call('HGETALL', KEYS[1]), seq}
+  end
+end
+return stale(KEYS[1])
+"""
+
+# KEYS: inbox key, log key, spot key, root key. ARGV: P, R, gen, seq, expected version,
+# SHA-1 of the root bytes Python verified ('' when it read none).
+_FINISH_FIRST_RECORD: Final = r"""
+local v = redis.call('GET', KEYS[4])
+if (v and redis.sha1hex(v) ~= ARGV[6]) or (not v and ARGV[6] ~= '') then
+  return {'CHANGED'}
+end
+local m = redis.call('HMGET', KEYS[1], 'last', 'cursor')
+local last = tonumber(m[1]) or 0
+local cursor = tonumber(m[2]) or 0
+local seq = tonumber(ARGV[4])
+if seq < cursor then return {'BACK', tostring(m[2] or '0')} end
+if seq > last then return {'PAST', tostring(m[1] or '0')} end
+local move = not (seq == cursor or not m[1])
+local r = rec(KEYS[3])
+local remove = false
+if r ~= nil and r.gen == ARGV[3] then
+  if r.state == 'creating' then return {'INVALID', 'creating', ''} end
+  if r.pr ~= nil then
+    if r.ver ~= ARGV[5] then return stale(KEYS[3]) end
+    if r.ver == MAXGEN then return {'SPENT'} end
+    remove = true
+  end
+end
+-- writes
+if move then
+  local batch = {}
+  for s = cursor + 1, seq do
+    batch[#batch + 1] = string.format('%d', s)
+    if #batch == 1000 then
+      redis.call('HDEL', KEYS[2], unpack(batch))
+      batch = {}
+    end
+  end
+  if #batch > 0 then redis.call('HDEL', KEYS[2], unpack(batch)) end
+  redis.call('HSET', KEYS[1], 'cursor', ARGV[4])
+  rshift('inbox_records', cursor - seq)
+end
+if remove then
+  redis.call('HDEL', KEYS[3], 'pr', 'psh', 'psz', 'pv')
+  redis.call('HINCRBY', KEYS[3], 'ver', 1)
+end
+if v then
+  redis.call('DEL', KEYS[4])
+  rshift('roots', -1)
+  rshift('root_bytes', -#v)
+end
+return {'OK', move and 1 or 0, remove and 1 or 0, v and 1 or 0}
+"""
+
+
+def _scripts() -> dict[str, str]:
+    from zlink_trio.store._redis_lua import PRELUDE
+
+    return {name: f"{PRELUDE}\n{_REL_PRELUDE}\n{body}" for name, body in (
+        ("reserve_with_root", _RESERVE_WITH_ROOT),
+        ("commit_ready_with_first_record", _COMMIT_READY_WITH_FIRST_RECORD),
+        ("finish_first_record", _FINISH_FIRST_RECORD),
+    )}
+
+
+#: Name -> full Lua source of every combined transaction.
+COMBINED_SCRIPTS: Final = _scripts()
+
+
+def _seq(reply: object) -> list[Any]:
+    assert isinstance(reply, list), reply
+    return reply
+
+
+class RedisCombined:
+    """The combined transactions of a :class:`RedisStore`; see the protocol."""
+
+    def __init__(self, runner: ScriptRunner, keys: Keys,
+                 relocation: RedisRelocationStore) -> None:
+        self._run = runner
+        self._keys = keys
+        self._relocation = relocation
+
+    async def _script(self, what: str, name: str, keys: list[str],
+                      *args: str | int | bytes) -> list[Any]:
+        return _seq(await self._run.script(
+            what, name, keys, [self._keys.location, self._keys.relocation, *args]))
+
+    async def reserve_with_root(self, spot_id: str, root: bytes, *, kind: SpotKind,
+                                stable_type: str, mesh: str, owner: OwnerFence,
+                                now: float) -> tuple[ReservationFence, RootReceipt]:
+        """PutRoot + Reserve (one script); see ``CombinedTransactions``."""
+        raw = _bytes(root, "root")
+        receipt = receipt_of(raw)
+        pointer = RecoveryPointer.from_receipt(receipt)
+        check_reserve_args(spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner,
+                           now=now, creation_intent=None, recovery_pointer=pointer)
+        what = f"reserve of {spot_id!r}"
+        reply = await self._script(
+            what, "reserve_with_root", [self._keys.spot(spot_id), self._keys.root(receipt.ref)],
+            spot_id, encode_kind(kind), stable_type, mesh, str(owner.node_rid),
+            owner.lifecycle_generation, repr(float(now)), raw,
+            *optional_fields(None, pointer))
+        raise_status(reply, what)
+        fence = ReservationFence(spot_id=spot_id, store_version=1,
+                                 object_generation=int(text(reply[1])), owner_generation=1,
+                                 owner=owner, owner_lease_expires_at=float(text(reply[2])))
+        return fence, receipt
+
+    async def commit_ready_with_first_record(self, fence: ReservationFence, record: bytes, *,
+                                             now: float) -> tuple[AuthorityRecord, int]:
+        """InboxAppend + CommitReady (one script); see ``CombinedTransactions``."""
+        key = _key(fence.spot_id, fence.object_generation)
+        raw = _bytes(record, "inbox record")
+        check_finite(now, "now")
+        what = f"commit_ready of {fence.spot_id!r}"
+        reply = await self._script(
+            what, "commit_ready_with_first_record",
+            [self._keys.spot(fence.spot_id), *self._keys.inbox(*key)],
+            fence.object_generation, fence.owner_generation, str(fence.owner.node_rid),
+            fence.owner.lifecycle_generation, fence.store_version, fence.store_version + 1,
+            repr(float(now)), raw)
+        raise_status(reply, what)
+        return decode_record(reply[1]), int(text(reply[2]))
+
+    async def finish_first_record(self, spot_id: str, object_generation: int, *, seq: int,
+                                  expected_version: int,
+                                  root: RootReceipt) -> FirstRecordCleanup:
+        """Verified root read, then one script; see ``CombinedTransactions``."""
+        validate_spot_id(spot_id)
+        check_generation(object_generation, "object_generation")
+        check_int(seq, "seq", 0, 2**63 - 1)
+        check_generation(expected_version, "expected_version")
+        if not isinstance(root, RootReceipt):
+            raise InvalidOperation(f"expected a RootReceipt, got {type(root).__name__}")
+        what = f"finish_first_record of {spot_id!r}"
+        keys = [*self._keys.inbox(spot_id, object_generation), self._keys.spot(spot_id),
+                self._keys.root(root.ref)]
+        for _ in range(_ATTEMPTS):
+            raw = await self._relocation._read_verified(root)  # RootIntegrityError first
+            sha1 = "" if raw is None else hashlib.sha1(raw, usedforsecurity=False).hexdigest()
+            reply = await self._script(what, "finish_first_record", keys, object_generation,
+                                       seq, expected_version, sha1)
+            code = text(reply[0])
+            if code == "CHANGED":
+                continue
+            if code in ("BACK", "PAST"):
+                value = int(text(reply[1]))
+                last, cursor = (value, 0) if code == "PAST" else (2**63 - 1, value)
+                check_cursor_move(spot_id, object_generation, seq, last, cursor)
+            raise_status(reply, what)
+            return FirstRecordCleanup(cursor_moved=bool(int(reply[1])),
+                                      pointer_removed=bool(int(reply[2])),
+                                      root_deleted=bool(int(reply[3])))
+        raise RootIntegrityError(
+            f"root {root.ref!r} kept changing while it was deleted; it is damaged or "
+            "written by a foreign client, treat it as lost"
+        )

@@ -1,0 +1,121 @@
+"""SQLite store: the combined cold-activation transactions (both stores, one file).
+
+Theory of operation
+-------------------
+The Location and Relocation Stores share one connection and file, so each combined
+transaction (``_combined.CombinedTransactions``) is one ``BEGIN IMMEDIATE`` block
+that runs the merged steps' bodies one after the other: the oracle over the
+``loc_*`` views (``_sqlite_view``), the inbox bodies of ``_sqlite_inbox`` and the
+root rows. Any refusal raises inside the block and the whole transaction rolls back,
+so nothing at all is written; the checks run in the order the protocol documents
+(the oracle of ``_combined_state`` is the reference for the outcomes). A
+transaction that moves more than ``INLINE_MAX_BYTES`` runs in the worker thread,
+as every other large one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from zlink_trio.core._checks import check_generation, check_int
+from zlink_trio.core.errors import InvalidOperation
+from zlink_trio.core.identity import validate_spot_id
+from zlink_trio.core.records import RecoveryPointer, RootReceipt
+from zlink_trio.store import _location_state as loc
+from zlink_trio.store import _relocation_state as rel
+from zlink_trio.store._combined import FirstRecordCleanup
+from zlink_trio.store._combined_state import pointer_removal, receipt_of
+from zlink_trio.store._sqlite_inbox import append_sync, inbox_state, set_cursor_sync
+from zlink_trio.store._sqlite_view import LocationView
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from zlink_trio.core.identity import SpotKind
+    from zlink_trio.core.records import AuthorityRecord, OwnerFence, ReservationFence
+    from zlink_trio.store._sqlite_conn import SqliteConnection
+
+__all__ = ("SqliteCombined",)
+
+_MAX_SEQ = 2**63 - 1
+
+
+def _root_data(conn: sqlite3.Connection, ref: str) -> bytes | None:
+    row = conn.execute("SELECT data FROM rel_roots WHERE ref = ?", (ref,)).fetchone()
+    return None if row is None else bytes(row[0])
+
+
+class SqliteCombined:
+    """The combined transactions of a :class:`SqliteStore`; see the protocol."""
+
+    def __init__(self, db: SqliteConnection) -> None:
+        self._db = db
+
+    async def reserve_with_root(self, spot_id: str, root: bytes, *, kind: SpotKind,
+                                stable_type: str, mesh: str, owner: OwnerFence,
+                                now: float) -> tuple[ReservationFence, RootReceipt]:
+        """PutRoot + Reserve (one transaction); see ``CombinedTransactions``."""
+        raw = rel._bytes(root, "root")
+        receipt = receipt_of(raw)
+        pointer = RecoveryPointer.from_receipt(receipt)
+
+        def body(conn: sqlite3.Connection) -> tuple[ReservationFence, RootReceipt]:
+            view = LocationView(conn)
+            fence = loc.txn_reserve(view.state, spot_id, kind=kind, stable_type=stable_type,
+                                    mesh=mesh, owner=owner, now=now, recovery_pointer=pointer)
+            view.flush()
+            conn.execute("INSERT OR IGNORE INTO rel_roots VALUES (?, ?)", (receipt.ref, raw))
+            return fence, receipt
+        return await self._db.write(body, size=len(raw))
+
+    async def commit_ready_with_first_record(self, fence: ReservationFence, record: bytes, *,
+                                             now: float) -> tuple[AuthorityRecord, int]:
+        """InboxAppend + CommitReady (one transaction); see ``CombinedTransactions``."""
+        key = rel._key(fence.spot_id, fence.object_generation)
+        raw = rel._bytes(record, "inbox record")
+
+        def body(conn: sqlite3.Connection) -> tuple[AuthorityRecord, int]:
+            view = LocationView(conn)
+            before = view.state.records.get(fence.spot_id)
+            ready = loc.txn_commit_ready(view.state, fence, now=now)
+            if ready is before:  # this very commit already happened: write nothing
+                found = inbox_state(conn, key)
+                return ready, 0 if found is None else found[0]
+            view.flush()
+            return ready, append_sync(conn, key, raw)
+        return await self._db.write(body, size=len(raw))
+
+    async def finish_first_record(self, spot_id: str, object_generation: int, *, seq: int,
+                                  expected_version: int,
+                                  root: RootReceipt) -> FirstRecordCleanup:
+        """Cursor + pointer CAS + root deletion (one transaction); see the protocol."""
+        validate_spot_id(spot_id)
+        check_generation(object_generation, "object_generation")
+        check_int(seq, "seq", 0, _MAX_SEQ)
+        check_generation(expected_version, "expected_version")
+        if not isinstance(root, RootReceipt):
+            raise InvalidOperation(f"expected a RootReceipt, got {type(root).__name__}")
+        key = (spot_id, object_generation)
+
+        def body(conn: sqlite3.Connection) -> FirstRecordCleanup:
+            state = rel.RelocationState()
+            data = _root_data(conn, root.ref)
+            if data is not None:
+                state.roots[root.ref] = data
+            delete = rel._verified(state, root) is not None  # RootIntegrityError first
+            moved = set_cursor_sync(conn, key, seq, check_only=True)
+            view = LocationView(conn, generation=False)
+            remove = pointer_removal(view.state.records.get(spot_id), object_generation,
+                                     expected_version)
+            # -- writes --
+            if moved:
+                set_cursor_sync(conn, key, seq)
+            if remove:
+                loc.txn_remove_recovery_pointer(view.state, spot_id,
+                                                object_generation=object_generation,
+                                                expected_version=expected_version)
+                view.flush()
+            if delete:
+                conn.execute("DELETE FROM rel_roots WHERE ref = ?", (root.ref,))
+            return FirstRecordCleanup(moved, remove, delete)
+        return await self._db.write(body, size=root.size)
