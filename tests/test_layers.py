@@ -50,8 +50,19 @@ LAYERS: tuple[Layer, ...] = (
         sans_io=False,
     ),
     Layer(
-        "zlink_trio.runtime",
+        "zlink_trio.transport",
         may_import=("statecharts", "zlink_trio.core", "zlink_trio.wire", "zlink_trio.store"),
+        sans_io=False,
+    ),
+    Layer(
+        "zlink_trio.runtime",
+        may_import=(
+            "statecharts",
+            "zlink_trio.core",
+            "zlink_trio.wire",
+            "zlink_trio.store",
+            "zlink_trio.transport",
+        ),
         sans_io=False,
     ),
     # The public API (zlink_trio/__init__.py) and the demo: the only importers of runtime.
@@ -62,15 +73,22 @@ LAYERS: tuple[Layer, ...] = (
             "zlink_trio.core",
             "zlink_trio.wire",
             "zlink_trio.store",
+            "zlink_trio.transport",
             "zlink_trio.runtime",
         ),
         sans_io=False,
     ),
-    # Next: zlink_trio.transport, zlink_trio.samples — each may import the rows above it.
+    # Next: zlink_trio.samples — it may import the rows above it.
 )
 
 #: Layers that must exist now, so the scan cannot pass by finding nothing.
-REQUIRED = ("statecharts", "zlink_trio.core", "zlink_trio.wire", "zlink_trio.runtime")
+REQUIRED = (
+    "statecharts",
+    "zlink_trio.core",
+    "zlink_trio.wire",
+    "zlink_trio.transport",
+    "zlink_trio.runtime",
+)
 
 
 def _within(module: str, package: str) -> bool:
@@ -186,6 +204,8 @@ def test_imports_point_down(layer: Layer) -> None:
         ("from zlink_trio import SpotRef\n", "zlink_trio.core.x", "zlink_trio.SpotRef"),
         ("from zlink_trio.store import memory\n", "zlink_trio.wire.x", "zlink_trio.store"),
         ("from ..runtime import node\n", "zlink_trio.store.x", "zlink_trio.runtime.node"),
+        ("from zlink_trio.runtime import node\n", "zlink_trio.transport.x", "zlink_trio.runtime"),
+        ("import zlink_trio.transport\n", "zlink_trio.store.x", "zlink_trio.transport"),
         ("from .. import wire\n", "zlink_trio.core.x", "zlink_trio.wire"),
     ],
 )
@@ -206,6 +226,8 @@ def test_checker_detects_violations(source: str, module: str, needle: str) -> No
         ("from ..core import identity\n", "zlink_trio.wire.x"),
         ("import trio\nimport sqlite3\n", "zlink_trio.store.x"),
         ("from zlink_trio.wire import codec\n", "zlink_trio.store.x"),
+        ("import trio_websocket\nfrom zlink_trio.store import x\n", "zlink_trio.transport.x"),
+        ("from zlink_trio.transport import Link\n", "zlink_trio.runtime.x"),
         ("from . import _base\n", "statecharts"),
     ],
 )

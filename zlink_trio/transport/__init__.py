@@ -1,0 +1,30 @@
+"""The mesh transport: authenticated trio-websocket links between the nodes of a cluster.
+
+Theory of operation
+-------------------
+:func:`open_transport` serves this node's websocket endpoint for the span of
+an ``async with`` block and hands back a :class:`MeshTransport`. Every link,
+inbound or outbound, is authenticated by the mutual HMAC handshake of
+:mod:`zlink_trio.wire.handshake` and admitted by the layer above through
+:meth:`LinkHandler.check_peer` before any application frame crosses it. An
+open :class:`Link` delivers the peer's application frames to
+:meth:`LinkHandler.frame_received` in arrival order and sends with
+:meth:`Link.send_nowait`, which never blocks. Keepalive, Ping/Pong and
+protocol errors stay inside this package: a peer that misbehaves loses its
+link, never the node. ``docs/wire.md`` ("Links") describes the life of a link.
+"""
+
+from __future__ import annotations
+
+from zlink_trio.transport._config import TransportConfig
+from zlink_trio.transport._link import ApplicationFrame, Link, LinkHandler
+from zlink_trio.transport._transport import MeshTransport, open_transport
+
+__all__ = (
+    "ApplicationFrame",
+    "Link",
+    "LinkHandler",
+    "MeshTransport",
+    "TransportConfig",
+    "open_transport",
+)
