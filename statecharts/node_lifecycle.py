@@ -16,9 +16,11 @@ with ``compile(NodeLifecycle)``.
   linked to the owner lease and lifecycle generation (06 §2.1).  ``claim_conflict``
   (either identity is held by an active claim; nothing was changed, no second Entry
   UUID is tried) -> ``startup_failed`` (final, startup configuration error).
-* ``claimed`` -- the descriptor exists; listeners and the Entry Spot come up.
-  ``open_admission`` -> ``serving``.  A failure here is handled like a drain:
-  ``begin_drain`` -> ``draining`` so the claim is removed with its fence.
+* ``claimed`` -- the descriptor exists; listeners and the Entry Spot come up and the
+  startup authority scan runs, which may wait for a dead lifecycle's lease, so ``renew``
+  (a self-transition) keeps the lease meanwhile.  ``open_admission`` -> ``serving``.
+  A failure here is handled like a drain: ``begin_drain`` -> ``draining`` so the claim
+  is removed with its fence.
 * ``serving`` -- admits Spot traffic; ``renew`` (a self-transition) extends the lease
   and may update mutable descriptor fields, never the immutable ones such as the
   Entry Spot ID.  ``begin_drain`` -> ``draining``.
@@ -60,7 +62,7 @@ class NodeLifecycle(StrictChart):
     new_claim = starting.to(claimed)
     claim_conflict = starting.to(startup_failed)
     open_admission = claimed.to(serving)
-    renew = serving.to.itself() | draining.to.itself()
+    renew = claimed.to.itself() | serving.to.itself() | draining.to.itself()
     begin_drain = claimed.to(draining) | serving.to(draining)
     remove = draining.to(removed)
     lease_expired = lease_lost.from_(claimed, serving, draining)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from trio.testing import MockClock
@@ -32,3 +33,20 @@ def test_demo_can_run_twice_in_one_process(capsys):
     assert demo.main([], clock=clock) == 0
     assert demo.main([], clock=MockClock(autojump_threshold=0)) == 0
     assert capsys.readouterr().out.count("factory runs: 1;") == 2
+
+
+def test_demo_tells_the_story_across_three_node_processes(capsys):
+    """Issue #5 item 9: ``python -m zlink_trio.demo --nodes 3`` -- the same story over three
+    node processes on one SQLite file, calls crossing processes; it checks every step,
+    exits 0 and leaves neither processes nor its temporary directory behind."""
+    assert demo.main(["--nodes", "3"]) == 0
+    out = capsys.readouterr().out
+    for step in ("3 node processes share sqlite://", "== 1. cold activation",
+                 "placement put it on node-", "== 2. a plain call never creates",
+                 "== 3. 100 concurrent get_or_create", "factory runs (all processes): 1",
+                 "EXISTING: 99", "== 4. node-", "close again -> False", "== 5. idle eviction",
+                 "on_close(IDLE_EVICTED)", "from a new incarnation", "all nodes closed",
+                 "demo finished"):
+        assert step in out, step
+    workdir = out.split("share sqlite://", 1)[1].split(" ", 1)[0].rsplit("/", 1)[0]
+    assert not os.path.exists(workdir)  # the temporary SQLite file is cleaned up

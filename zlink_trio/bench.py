@@ -7,7 +7,9 @@ not (much). So every figure that has a physical baseline is printed next to
 it: a local Spot request next to a raw Trio memory-channel round trip to a
 task, sequential and with 100 requests in flight. Get-or-create convergence
 and memory per idle Spot have no raw counterpart and are printed as
-measured; they run on ``memory://``.
+measured; they run on ``memory://``. Remote requests between two processes are
+measured beside a raw trio-websocket echo between the same two processes
+(:mod:`zlink_trio.bench_remote`).
 
 Cold activations are measured on every store backend (``memory://``, a
 SQLite file in a temporary directory, and the Redis at ``redis_url`` under a
@@ -37,6 +39,7 @@ import attrs
 import trio
 
 import zlink_trio as zl
+from zlink_trio.bench_remote import measure_remote
 from zlink_trio.bench_stores import (
     BACKENDS,
     DEFAULT_REDIS_URL,
@@ -237,11 +240,13 @@ async def _memory_per_idle_spot(node: zl.Node, count: int) -> float:
 
 async def run(*, requests: int = 20_000, cold: int = 2_000, idle: int = 2_000,
               txn: int = 2_000, backends: Sequence[str] = BACKENDS,
-              redis_url: str = DEFAULT_REDIS_URL) -> dict[str, object]:
+              redis_url: str = DEFAULT_REDIS_URL, remote: bool = True,
+              quick: bool = False) -> dict[str, object]:
     """Measure every figure and return them as a JSON-ready dict.
 
     ``cold`` activations per backend and mode, ``txn`` Reserve/CommitReady pairs per
-    backend; ``backends`` is a subset of ``memory``, ``sqlite``, ``redis``.
+    backend; ``backends`` is a subset of ``memory``, ``sqlite``, ``redis``. ``remote``
+    adds the two-process figures of :mod:`zlink_trio.bench_remote` (``quick``: short).
     """
     figures: dict[str, object] = {}
     raw_seq = await _raw_channel_rate(requests, 1)
@@ -261,6 +266,8 @@ async def run(*, requests: int = 20_000, cold: int = 2_000, idle: int = 2_000,
         figures["get_or_create_convergence"] = await _convergence(node, 100)
         figures["memory_per_idle_spot_bytes"] = round(await _memory_per_idle_spot(node, idle))
     figures.update(await _backends(backends, cold, txn, redis_url))
+    if remote:
+        figures.update(await measure_remote(quick=quick))
     return figures
 
 
@@ -272,10 +279,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backends", default=",".join(BACKENDS),
                         help="store backends for the cold-activation figures (default: all)")
     parser.add_argument("--redis", default=DEFAULT_REDIS_URL, help="the Redis to measure")
+    parser.add_argument("--no-remote", action="store_true",
+                        help="skip the two-process remote request figures")
     args = parser.parse_args(argv)
     sizes = {"requests": 1_000, "cold": 100, "idle": 100, "txn": 200} if args.quick else {}
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-    figures = trio.run(lambda: run(**sizes, backends=backends, redis_url=args.redis))
+    figures = trio.run(lambda: run(**sizes, backends=backends, redis_url=args.redis,
+                                   remote=not args.no_remote, quick=args.quick))
     if args.json:
         print(json.dumps(figures, indent=2))
     else:

@@ -13,6 +13,9 @@ The story, on one node with the ``memory://`` store:
 
 Each step checks what it prints; exit status 0 means every step behaved as the
 spec says. No step sleeps to wait: it waits on events, under a deadline.
+
+``--nodes N`` (2..9) tells the same story across N node processes sharing one
+temporary SQLite file, with calls crossing processes (:mod:`zlink_trio.demo_mesh`).
 """
 
 from __future__ import annotations
@@ -229,14 +232,24 @@ def main(argv: list[str] | None = None, *, clock: trio.abc.Clock | None = None) 
     """
     parser = argparse.ArgumentParser(prog="python -m zlink_trio.demo", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--idle-timeout", type=float, default=0.5,
-                        help="InstanceSpotIdleTimeout for the demo node (default 0.5 s)")
+    parser.add_argument("--idle-timeout", type=float, default=None,
+                        help="InstanceSpotIdleTimeout of the demo nodes (default 0.5 s; "
+                             "2 s with --nodes)")
+    parser.add_argument("--nodes", type=int, default=1, choices=range(1, 10), metavar="N",
+                        help="run the story across N node processes on one SQLite file "
+                             "(default 1: one node in this process, memory:// store)")
     parser.add_argument("--render", type=Path, metavar="DIR",
                         help="also render the lifecycle statecharts into DIR")
     args = parser.parse_args(argv)
-    global STORY
-    STORY = _Story()
-    trio.run(_story, args.idle_timeout, clock=clock)
+    if args.nodes > 1:
+        from zlink_trio import demo_mesh  # imports this module: load it only when asked
+
+        demo_mesh.run(args.nodes, 2.0 if args.idle_timeout is None else args.idle_timeout)
+    else:
+        global STORY
+        STORY = _Story()
+        trio.run(_story, 0.5 if args.idle_timeout is None else args.idle_timeout,
+                 clock=clock)
     if args.render is not None:
         written = render.write(args.render)
         _say(f"rendered {len(written)} statechart pages into {args.render}/ "

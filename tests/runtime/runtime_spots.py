@@ -181,4 +181,5 @@ def open_test_node(node_id: str, *, store: str, **options: Any) -> Any:
     A test on one process passes the store clock ``trio.current_time`` so leases and
     route-cache ages follow ``MockClock`` on every backend (see ``conftest.py``).
     """
+    options.setdefault("listen", None)  # MockClock: no real sockets (see tests/mesh/)
     return zl.open_node(node_id, store=store, clock=trio.current_time, **options)

@@ -176,9 +176,20 @@ async def test_local_cold_activation_skips_redundant_reads(autojump_clock, store
                 for i in range(3):
                     assert await node.client.request(f"c{i}", Add(i), reply=Total) \
                         .instance_spot("counter").timeout(5) == Total(i)
+                # The cleanup after the first handler runs after the reply: wait for it.
+                hosts = node._rt.catalog.hosts.values()
+                for _ in range(10_000):
+                    if all(h._first is None or h._first.done for h in hosts):
+                        break
+                    await trio.sleep(0.001)
             assert calls["location.find"] == 3
             assert calls["location.descriptors"] == 1
-            assert calls["location.reserve"] == calls["location.commit_ready"] == 3
+            # Both stores share the backend: root + Reserve, first record + CommitReady
+            # and the cleanup after the first handler are one transaction each.
+            assert calls["combined.reserve_with_root"] == 3
+            assert calls["combined.commit_ready_with_first_record"] == 3
+            assert calls["combined.finish_first_record"] == 3
+            assert sum(calls.values()) == 3 * 4 + 1
             autojump_clock.jump(1.5)  # past the 1 s default: placement reads again
             with count_store_calls(store) as calls:
                 await node.client.request("c9", Add(1), reply=Total).instance_spot("counter")
@@ -189,10 +200,10 @@ async def test_owner_that_won_after_the_source_read_refuses_reserve(autojump_clo
     # The target no longer re-reads after the source's Missing: an owner that appears in
     # between must be caught by Reserve (AuthorityExists), the root deleted, the factory
     # not run here, and the message handed back to the resolver (here: owned elsewhere).
-    from zlink_trio.store.memory import MemoryRelocationStore
+    from zlink_trio.store.memory import MemoryCombined
 
     events = journal()
-    put_root = MemoryRelocationStore.put_root
+    reserve_with_root = MemoryCombined.reserve_with_root
     with trio.fail_after(10):
         async with open_test_node("node-a", store="memory://race", spots=[Counter]) as a:
             await a.client.request("warm", Add(1), reply=Total).instance_spot("counter")
@@ -203,21 +214,22 @@ async def test_owner_that_won_after_the_source_read_refuses_reserve(autojump_clo
                                       mesh="other") as b:
                 raced = False
 
-                async def racing_put_root(self: MemoryRelocationStore, data: bytes) -> object:
+                async def racing_reserve(self: MemoryCombined, spot_id: str, data: bytes,
+                                         **kwargs: object) -> object:
                     nonlocal raced
-                    if not raced and b'"spotId":"x"' in data:
+                    if not raced and spot_id == "x":
                         raced = True  # node-b creates "x" between node-a's find and Reserve
                         await b.client.request("x", Add(7), reply=Total).instance_spot() \
                             .in_mesh("other")
-                    return await put_root(self, data)
+                    return await reserve_with_root(self, spot_id, data, **kwargs)
 
-                MemoryRelocationStore.put_root = racing_put_root  # type: ignore[method-assign]
+                MemoryCombined.reserve_with_root = racing_reserve  # type: ignore[assignment]
                 try:
-                    with pytest.raises(zl.Unavailable, match="not this node"):
+                    with pytest.raises(zl.Unavailable, match="no mesh links"):
                         await a.client.request("x", Add(1), reply=Total).instance_spot(
                             "counter").in_mesh("world")
                 finally:
-                    MemoryRelocationStore.put_root = put_root  # type: ignore[method-assign]
+                    MemoryCombined.reserve_with_root = reserve_with_root  # type: ignore[method-assign]
                 assert raced
                 assert [e[0] for e in events if e[1] == "x"].count("factory") == 1
                 assert await b.client.request("x", Add(1), reply=Total) == Total(8)

@@ -1,15 +1,16 @@
 """Crash recovery (06 §4.1.1): SIGKILL at each activation step, restart the same NodeId.
 
-For every step of cold activation and of User Spot creation on a SQLite file, and for
-the five steps of ``REDIS_SCENARIOS`` on Redis (a fixed key prefix per scenario): a
+For every step of cold activation and of User Spot creation on a SQLite file and on
+Redis (a fixed key prefix per scenario): a
 node process ``n1`` (lease 1 s) runs the first operation with ``ZLINK_CRASH_AT=<step>``
 and dies with SIGKILL at that step; then ``n1`` restarts on the same store while a
 second node ``n2`` keeps sending the same Spot a request with Instance intent. The
 restarted node's startup scan must leave no Creating record, run the first message's
 handler (exactly once, or twice only when the kill fell between the handler's end and
 its completion record), remove the recovery pointer and the root, and ``n2`` must
-never create the Spot (cross-node delivery does not exist yet, so ``n2`` sees the
-authority and ends Unavailable / DeadlineExceeded).
+never create the Spot: while ``n1`` is down ``n2`` sees its authority and ends
+Unavailable / DeadlineExceeded, and once ``n1`` serves again ``n2``'s messages reach the
+recovered incarnation on ``n1`` over the mesh (they are handled there, never by ``n2``).
 
 The scenarios of one backend run concurrently (at most four at once) in a module
 fixture; each test then checks one scenario's outcome. Every process and wait is
@@ -36,9 +37,16 @@ WORKER = HERE / "crash_worker.py"
 PROCESS_TIMEOUT = 40
 PARALLEL = 4
 
-COLD = ("after_envelope_stored", "after_reserve", "in_factory",
+#: SQLite and Redis hold both stores in one backend, so cold activation merges root +
+#: Reserve, first record + CommitReady and the three cleanup writes into one transaction
+#: each (``store.combined``): ``after_envelope_stored`` (between PutRoot and Reserve) and
+#: ``after_completion_before_pointer_removed`` (between the cursor and the pointer CAS)
+#: no longer exist there -- each is now the point just before its merged transaction
+#: (``in_factory``-side: ``after_reserve``; ``after_first_handler_before_completion``).
+#: ``after_factory_before_commit`` now falls before the first record is appended.
+COLD = ("after_reserve", "in_factory",
         "after_factory_before_commit", "after_ready_before_restore",
-        "after_first_handler_before_completion", "after_completion_before_pointer_removed")
+        "after_first_handler_before_completion")
 CREATE = ("after_reserve", "in_factory", "after_factory_before_commit")
 SCENARIOS = [("cold", s) for s in COLD] + [("create", s) for s in CREATE]
 #: Redis runs every step too: the recovery paths are the same code, but each backend's
@@ -84,7 +92,7 @@ async def _scenario(flow: str, step: str, url: str, side: Path) -> Outcome:
                              crash=f"{flow}:{step}")
     results: dict[str, tuple[int, str, str]] = {}
 
-    with_other = flow == "cold" and step != "after_envelope_stored"
+    with_other = flow == "cold"
     marker = side.with_suffix(".n2done") if with_other else None
 
     async def run(mode: str) -> None:
@@ -180,13 +188,6 @@ def _check(outcome: Outcome | BaseException, flow: str, step: str) -> None:
         created = [line for line in side if line[0] == "create"]
         assert len(created) == (1 if step == "after_factory_before_commit" else 0)
         return
-    if step == "after_envelope_stored":
-        # Before Reserve nothing was created: no authority, no handler. The root leaks
-        # (documented in docs/stores.md): nothing points to it any more.
-        assert recovered["c1"] is None
-        assert not [line for line in side if line[0] == "handle"]
-        assert recovered["roots"] == 1
-        return
     c1 = recovered["c1"]
     assert c1 is not None
     assert c1["state"] == "ready"
@@ -199,13 +200,16 @@ def _check(outcome: Outcome | BaseException, flow: str, step: str) -> None:
     assert generations == {str(c1["generation"])}  # same reservation and generation
     assert c1["owner_generation"] == 2  # adopted once by the restarted lifecycle
     # The plain request after recovery reaches the recovered incarnation, after the
-    # first record (the first message is never overtaken).
-    total_before = 0 if step == "after_completion_before_pointer_removed" else 1
-    assert final["reply"] == total_before + 10
-    handles = [line for line in side if line[0] == "handle"]
+    # first record (the first message is never overtaken); n2's Add(100)s may reach it
+    # too over the mesh, handled by n1's incarnation.
+    assert final["reply"] >= 1 + 10
+    assert (final["reply"] - 11) % 100 == 0
+    handles = [line for line in side if line[0] == "handle" and line[4] != "100"]
     assert handles[-1][4] == "10"
+    assert {line[1] for line in side if line[0] == "handle"} == {"n1"}
     assert outcome.other is not None
-    assert "replied" not in outcome.other["outcomes"]
+    assert set(outcome.other["outcomes"]) <= {"replied", "Unavailable", "DeadlineExceeded",
+                                             "StaleRoute"}
 
 
 @pytest.mark.parametrize(("flow", "step"), SCENARIOS, ids=[f"{f}-{s}" for f, s in SCENARIOS])

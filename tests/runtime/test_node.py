@@ -106,15 +106,15 @@ async def test_an_error_in_the_block_comes_out_unwrapped(autojump_clock):
             await node.client.send("nobody", Add(1))
 
 
-async def test_nodes_sharing_a_store_see_one_namespace_but_do_not_cross_deliver(autojump_clock):
+async def test_nodes_without_links_share_a_namespace_but_do_not_cross_deliver(autojump_clock):
     store = MemoryStore()
     with trio.fail_after(10):
-        async with zl.open_node("node-a", store=store, spots=[Counter, Room]) as a, \
-                zl.open_node("node-b", store=store, spots=[Counter, Room],
+        async with zl.open_node("node-a", store=store, spots=[Counter, Room], listen=None) as a, \
+                zl.open_node("node-b", store=store, spots=[Counter, Room], listen=None,
                              placement_weight=0) as b:  # b takes no new Spots
             await a.spots.get_or_create("r-1", "room")
             result = await b.spots.get_or_create("r-1", "room")
             assert result.state is zl.CreateState.EXISTING
             assert result.ref.node_rid == a.node_rid
-            with pytest.raises(zl.Unavailable, match="cross-node delivery is not available"):
+            with pytest.raises(zl.Unavailable, match="opened with listen=None"):
                 await b.client.request("r-1", Add(1), reply=Total)

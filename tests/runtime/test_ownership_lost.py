@@ -173,6 +173,7 @@ async def wait_until(predicate: Callable[[], bool], *, step: float = 0.01) -> No
 
 def open_test_node(store: MemoryStore, **options: Any) -> Any:
     options.setdefault("lease", 3.0)
+    options.setdefault("listen", None)  # MockClock: no real sockets
     return zl.open_node("node-a", store=store, spots=[Worker, Room], **options)
 
 

@@ -8,19 +8,20 @@ written", the test reads the store (the ``store`` fixture: ``location.find`` /
 cold activation, close) run on every backend -- ``memory://``, SQLite and Redis -- through
 the ``store_url`` fixture (``conftest.py``); the rest use their own ``MemoryStore``.
 Several nodes of one process may share one store; that is how "another Mesh" or "another
-target" is shown before the mesh transport exists (a message that would have to cross
-nodes ends in ``zl.Unavailable`` in this version, and the tests accept exactly that where
-it applies).
+target" is shown here. These nodes run on ``MockClock`` and so without mesh links
+(``listen=None``): a message that would have to cross nodes ends in ``zl.Unavailable``,
+and the tests accept exactly that where it applies. Calls across links are tested on the
+real clock in ``test_remote_calls.py`` and, across processes, in ``tests/mesh/``.
 
-Covered by later issues (they need the mesh transport, remote nodes, Actors or other
-languages; no stubs here):
+Covered elsewhere or by later issues (no stubs here):
 
 - "Entry Spot join and placement use the descriptor's lifecycle mapping and don't parse the
   Spot ID string." -- needs Actor join into an Entry Spot (membership, spec 05) and remote
   placement through published descriptors of other processes.
 - "Remote User Spot create fixes provider reservation and target lifecycle in command 47,
   reads Pending creation content directly from the store, and returns the terminal result
-  exactly once via command 20." -- needs the mesh transport (commands 47/20 on the wire).
+  exactly once via command 20." -- needs real links, so it is
+  ``test_remote_calls.py::test_remote_user_spot_create_fixes_reservation_in_command_47``.
 - "Message Follow only uses a committed route. Its relay queue has no relocation-specific
   item-count or byte bound, and it preserves operation identity." -- needs relocation
   between two nodes and the mesh transport.
@@ -28,7 +29,8 @@ languages; no stubs here):
   which this version does not have.
 - "Remote User Spot Close fixes the SpotRef, owner generation, StoreVersion, and target
   lifecycle in command 48, and doesn't use a Location row lookup or application control
-  packet as completion." -- needs the mesh transport (commands 48/20).
+  packet as completion." -- needs real links, so it is
+  ``test_remote_calls.py::test_remote_user_spot_close_fixes_ref_and_fences_in_command_48``.
 - "C++, .NET, JVM, and Node.js provide the same terminal results for create competition,
   logical messaging, cold activation, close, and Message Follow." -- needs the other
   language implementations.
@@ -219,7 +221,10 @@ def open_test_node(node_id: str = "node-a", *, spots: tuple[type, ...] = (Counte
     That is ``memory://``'s default; SQLite and Redis default to wall time, which a
     single-process test on ``MockClock`` must not use for leases (``conftest.py``).
     """
+    # MockClock tests run without mesh links: an autojump clock would jump while a real
+    # socket waits. Cross-node behaviour is tested on the real clock (tests/mesh/).
     options.setdefault("clock", trio.current_time)
+    options.setdefault("listen", None)
     return zl.open_node(node_id, store=store, spots=list(spots), **options)
 
 

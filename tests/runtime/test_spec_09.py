@@ -211,7 +211,10 @@ def open_test_node(node_id: str = "node-a", *, store: str = "memory://", **optio
     That is ``memory://``'s default; SQLite and Redis default to wall time, which a
     single-process test on ``MockClock`` must not use for leases (``conftest.py``).
     """
+    # MockClock tests run without mesh links: an autojump clock would jump while a real
+    # socket waits. Cross-node behaviour is tested on the real clock (tests/mesh/).
     options.setdefault("clock", trio.current_time)
+    options.setdefault("listen", None)
     return zl.open_node(node_id, store=store, spots=[Counter, Room], **options)
 
 

@@ -51,6 +51,7 @@ from zlink_trio.core.identity import (
     validate_spot_id,
     validate_stable_type,
 )
+from zlink_trio.core.records import OwnerFence
 
 __all__ = (
     "DEFAULT_FOLLOW_DURATION",
@@ -169,6 +170,14 @@ class CachedRoute:
     stable_type: str = attrs.field(validator=lambda _i, _a, v: validate_stable_type(v))
     #: The owner lease's local admission deadline, on the runtime's clock.
     owner_lease_deadline: float = attrs.field(validator=_deadline)
+    #: The owner's lifecycle fence, for a route to another node (command 39 route kind 1
+    #: carries it); ``None`` for a route to this node.
+    owner: OwnerFence | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(attrs.validators.instance_of(OwnerFence)))
+    #: The authority's AuthorityOwnerGeneration when the route was read (with ``owner``).
+    owner_generation: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(_generation))
 
 
 @attrs.frozen(kw_only=True)

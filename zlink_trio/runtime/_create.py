@@ -59,10 +59,23 @@ from zlink_trio.runtime._runtime import LOGGER
 from zlink_trio.store import AuthorityExists
 
 if TYPE_CHECKING:
-    from zlink_trio.core.records import AuthorityRecord, ReservationFence, RootReceipt
+    from zlink_trio.core.placement import PlacementCandidate
+    from zlink_trio.core.records import (
+        AuthorityRecord,
+        OwnerFence,
+        ReservationFence,
+        RootReceipt,
+    )
     from zlink_trio.runtime._runtime import NodeRuntime
 
-__all__ = ("CreateResult", "CreateState", "create_user_spot")
+__all__ = (
+    "CreateResult",
+    "CreateState",
+    "Reserved",
+    "build_reserved",
+    "create_user_spot",
+    "reserve",
+)
 
 
 class CreateState(StrEnum):
@@ -189,7 +202,7 @@ async def _run(op: _Op, data: bytes) -> CreateResult:
             return result
 
 
-async def _place(op: _Op) -> str:
+async def _place(op: _Op) -> tuple[str, PlacementCandidate]:
     rt = op.rt
     found = await candidates(rt)
     try:
@@ -206,22 +219,25 @@ async def _place(op: _Op) -> str:
         if event is not None:
             op.state = step(CREATE, op.state, event)
         raise
-    if node.node_rid != rt.node_rid:
-        raise rt.cross_node(f"a new {op.stable_type!r} Spot", node.node_rid)
-    rt.registry.lookup(op.stable_type, SpotKind.USER)
-    return mesh
+    if node.node_rid == rt.node_rid:
+        rt.registry.lookup(op.stable_type, SpotKind.USER)
+    return mesh, node
 
 
 async def _compete(op: _Op, data: bytes) -> CreateResult | None:
     """Placement, Reserve and, when won, the factory; ``None`` means wait and look again."""
     rt = op.rt
-    mesh = await _place(op)
+    mesh, node = await _place(op)
     attempt = rt.catalog.begin_attempt(op.spot_id)
     if attempt is None:  # another local operation competes for this ID: wait for it
         op.state = step(CREATE, op.state, "placement_selected")
         op.state = step(CREATE, op.state, "reserve_lost_creating")
         return None
     try:
+        if node.node_rid != rt.node_rid:
+            from zlink_trio.runtime._create_remote import compete_remote  # import cycle
+
+            return await compete_remote(op, data, mesh, node)
         try:
             rt.catalog.check_ceiling()
         except ZLinkError:
@@ -238,7 +254,21 @@ async def _compete(op: _Op, data: bytes) -> CreateResult | None:
         rt.catalog.end_attempt(attempt)
 
 
-async def _reserve_and_build(op: _Op, data: bytes, mesh: str) -> CreateResult | None:
+@attrs.frozen
+class Reserved:
+    """Reserve succeeded: the fence and the creation request root it names."""
+
+    fence: ReservationFence
+    receipt: RootReceipt
+
+
+async def reserve(op: _Op, data: bytes, mesh: str, owner: OwnerFence
+                  ) -> Reserved | CreateResult | None:
+    """Store the request root and Reserve for ``owner`` (shielded; 06 §3.1).
+
+    Lost to an existing authority: :func:`_lost`'s result (EXISTING, ``None`` = wait,
+    or its error), and the root is deleted again.
+    """
     rt = op.rt
     location, relocation = rt.store.location, rt.store.relocation
     current: AuthorityRecord | None
@@ -247,7 +277,7 @@ async def _reserve_and_build(op: _Op, data: bytes, mesh: str) -> CreateResult | 
         try:
             fence = await location.reserve(
                 op.spot_id, kind=SpotKind.USER, stable_type=op.stable_type, mesh=mesh,
-                owner=rt.owner, now=rt.now(),
+                owner=owner, now=rt.now(),
                 creation_intent=CreationIntent.from_receipt(receipt))
         except AuthorityExists as exc:
             await relocation.delete_root(receipt)
@@ -259,9 +289,28 @@ async def _reserve_and_build(op: _Op, data: bytes, mesh: str) -> CreateResult | 
             current = None
     if current is not None:
         return _lost(op, current)
+    return Reserved(fence, receipt)
+
+
+async def _reserve_and_build(op: _Op, data: bytes, mesh: str) -> CreateResult | None:
+    reserved = await reserve(op, data, mesh, op.rt.owner)
+    if not isinstance(reserved, Reserved):
+        return reserved
     if _crash.ARMED:
         _crash.point("create", "after_reserve")
     op.state = step(CREATE, op.state, "reserve_won")
+    return await build_reserved(op, reserved.fence, reserved.receipt, mesh)
+
+
+async def build_reserved(op: _Op, fence: ReservationFence, receipt: RootReceipt,
+                         mesh: str) -> CreateResult:
+    """Factory, hooks and CommitReady (or AbortCreating) for a reservation this node owns.
+
+    ``op.state`` is ``running_factory``. Runs on the node that won Reserve, and on the
+    target of a remote create (command 47) with the fence the source reserved.
+    """
+    rt = op.rt
+    location = rt.store.location
     host = Host(rt, rt.registry.lookup(op.stable_type, SpotKind.USER), op.spot_id,
                 fence.object_generation, mesh)
     declined = SpotRef(spot_id=op.spot_id, generation=fence.object_generation, mesh=mesh,

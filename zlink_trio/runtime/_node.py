@@ -22,6 +22,7 @@ Theory of operation
 
 from __future__ import annotations
 
+import os
 import time
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
@@ -52,8 +53,10 @@ from zlink_trio.core.route_cache import RouteCache, RouteCacheStatistics
 from zlink_trio.runtime._catalog import Catalog
 from zlink_trio.runtime._charts import NODE, step
 from zlink_trio.runtime._client import SpotClient
+from zlink_trio.runtime._inbound import inbound_handler
 from zlink_trio.runtime._lease import keep_lease, wait_stopped
 from zlink_trio.runtime._manager import SpotManager
+from zlink_trio.runtime._mesh_setup import mesh_settings, open_mesh
 from zlink_trio.runtime._options import (
     DEFAULT_ACTIVE_OBJECT_CEILING,
     DEFAULT_IDLE_SWEEP_INTERVAL,
@@ -62,14 +65,18 @@ from zlink_trio.runtime._options import (
     DEFAULT_TIMEOUT,
     NodeOptions,
 )
+from zlink_trio.runtime._peers import Peers
 from zlink_trio.runtime._recovery import recover_orphans
 from zlink_trio.runtime._registry import SpotTypeRegistry
 from zlink_trio.runtime._runtime import LOGGER, NodeRuntime
 from zlink_trio.store import MemoryStore, open_store
 from zlink_trio.wire.codec import MessageCodec
+from zlink_trio.wire.frames import DEFAULT_MAX_FRAME_BYTES
+from zlink_trio.wire.handshake import LocalIdentity
 
 if TYPE_CHECKING:
     import random as _random
+    import ssl
     from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
 __all__ = ("Node", "NodeStatistics", "open_node")
@@ -89,6 +96,12 @@ class NodeStatistics:
     activating: int
     lease_expires_at: float
     route_cache: RouteCacheStatistics
+    #: The published endpoint (``ws://host:port``; ``local://`` without links).
+    endpoint: str = "local://"
+    #: Open authenticated links to other nodes, both directions.
+    links: int = 0
+    #: Requests sent to other nodes and not answered yet.
+    pending_replies: int = 0
 
 
 class Node:
@@ -133,10 +146,14 @@ class Node:
     def statistics(self) -> NodeStatistics:
         """A frozen snapshot of the node's state and counters."""
         rt = self._rt
+        transport = rt.peers.transport
         return NodeStatistics(node_id=rt.node_id, node_rid=rt.node_rid, state=rt.state,
                               active_spots=len(rt.catalog.hosts), activating=rt.catalog.pending,
                               lease_expires_at=rt.lease_expires_at,
-                              route_cache=rt.route_cache.statistics())
+                              route_cache=rt.route_cache.statistics(),
+                              endpoint=rt.options.endpoint,
+                              links=len(transport.links()) if transport is not None else 0,
+                              pending_replies=rt.peers.pending)
 
 
 def _default_store_clock(store: str | MemoryStore) -> Callable[[], float]:
@@ -172,7 +189,11 @@ async def open_node(
     store: str | MemoryStore = "memory://",
     mesh: str = "world",
     spots: Iterable[object] = (),
-    endpoint: str = "local://",
+    listen: str | None = "127.0.0.1:0",
+    secret: bytes | str | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+    client_ssl_context: ssl.SSLContext | None = None,
+    endpoint: str | None = None,
     route_cache_max_age: float = 15.0,
     message_follow_duration: float = 30.0,
     instance_idle_timeout: float = DEFAULT_INSTANCE_IDLE_TIMEOUT,
@@ -188,8 +209,16 @@ async def open_node(
 ) -> AsyncIterator[Node]:
     """Run a node serving ``spots`` in ``mesh`` for the duration of the ``async with`` block.
 
-    ``store`` is a URL (``"memory://"``, ``"memory://<name>"``) or a shared
-    :class:`MemoryStore`. ``instance_idle_timeout`` defaults to 300 s (0 disables idle
+    ``store`` is a URL (``"memory://"``, ``"memory://<name>"``, ``"sqlite:///path.db"``,
+    ``"redis://host:port/db"``) or a shared :class:`MemoryStore`.
+
+    Mesh: the node serves trio-websocket links on ``listen`` (``"127.0.0.1:0"``: any free
+    loopback port; ``None``: no links, so only Spots this node owns are reachable) and
+    publishes the bound ``ws://`` address in its descriptor (``endpoint`` overrides what
+    is published, e.g. behind NAT). Links are authenticated with ``secret`` (bytes or
+    str, >= 32 bytes, the same on every node); it is required on a non-loopback address.
+    ``ssl_context`` makes the server speak TLS (``wss://``); ``client_ssl_context`` is
+    used to dial ``wss://`` peers. ``instance_idle_timeout`` defaults to 300 s (0 disables idle
     eviction); ``active_object_ceiling`` (10,000) bounds local Ready + activating Spots
     and is the descriptor's capacity; ``lease`` (10 s) is renewed every third;
     ``default_timeout`` (30 s) is the deadline of calls without ``.timeout()``.
@@ -208,8 +237,10 @@ async def open_node(
         node_id = validate_node_id(node_id)
         validate_entry_prefix(node_id)
         mesh = validate_mesh_name(mesh)
+        settings = mesh_settings(listen, secret, ssl_context, client_ssl_context)
         options = NodeOptions(
-            endpoint=endpoint, route_cache_max_age=route_cache_max_age,
+            endpoint="local://" if endpoint is None else endpoint,
+            route_cache_max_age=route_cache_max_age,
             message_follow_duration=message_follow_duration,
             instance_idle_timeout=instance_idle_timeout, idle_sweep_interval=idle_sweep_interval,
             active_object_ceiling=active_object_ceiling, application_lane=application_lane,
@@ -220,58 +251,86 @@ async def open_node(
         step(NODE, state, "configuration_invalid")
         raise _config("open_node: invalid configuration", exc) from exc
     read_clock = _default_store_clock(store) if clock is None else clock
-    async with open_store(store) as opened:
-        random_bytes = random.randbytes if random is not None else None
-        node_rid = NodeRid.generate(random_bytes) if random_bytes else NodeRid.generate()
-        entry = (new_entry_spot_id(node_id, random_bytes) if random_bytes
-                 else new_entry_spot_id(node_id))
-        descriptor = _descriptor(node_rid, node_id, mesh, entry, options, registry)
-        try:
-            claim = await opened.location.new_claim(descriptor, now=read_clock(),
-                                                    lease=options.lease)
-        except AlreadyExists as exc:
-            step(NODE, state, "claim_conflict")
-            raise InvalidConfiguration(
-                f"startup configuration error: {exc.message}"
-            ) from exc
-        rt = NodeRuntime(
-            node_id=node_id, mesh=mesh, node_rid=node_rid, entry_spot_id=entry,
-            options=options, registry=registry, store=opened, codec=MessageCodec(),
-            route_cache=RouteCache(options.route_cache), clock=read_clock, rng=random,
-            owner=OwnerFence(node_rid, claim.lifecycle_generation),
-            lease_expires_at=claim.lease_expires_at, state=step(NODE, state, "new_claim"))
-        try:
-            async with trio.open_nursery() as nursery:
-                rt.catalog = Catalog(rt, nursery)
-                node = Node(rt)
-                renewal = trio.CancelScope()
-                nursery.start_soon(_run_in, renewal, keep_lease, rt)
-                if options.instance_idle_timeout > 0:
-                    nursery.start_soon(rt.catalog.idle_sweep)
-                # 06 §4.1.1: resume or abort what a dead lifecycle of this NodeId left,
-                # before admission opens (bounded like any startup store work).
-                with trio.move_on_after(options.default_timeout) as scan:
-                    await recover_orphans(rt)
-                if scan.cancelled_caught:
-                    raise Unavailable(
-                        f"node {node_id!r}: the startup authority scan did not finish within "
-                        f"{options.default_timeout} s (store slow or a factory hung); the "
-                        "node did not start. Restart it: the scan resumes what is left"
-                    )
-                rt.state = step(NODE, rt.state, "open_admission")
-                try:
-                    yield node
-                finally:
-                    with trio.CancelScope(shield=True):
-                        await _drain(rt, renewal)
-                    rt.catalog.cancel_all()
-                    nursery.cancel_scope.cancel()
-        except BaseExceptionGroup as group:
-            # The block's own exception comes out as it was raised, not wrapped in the
-            # nursery's group, so ``except zl.NotFound`` around ``async with`` works.
-            if len(group.exceptions) == 1:
-                raise group.exceptions[0] from group.exceptions[0].__cause__
+    random_bytes = random.randbytes if random is not None else None
+    node_rid = NodeRid.generate(random_bytes) if random_bytes else NodeRid.generate()
+    try:
+        rng = random_bytes or os.urandom
+        async with open_store(store) as opened, open_mesh(
+                settings, node_id, node_rid, mesh, rng) as (links, transport):
+            if transport is not None and endpoint is None:
+                options = attrs.evolve(options, endpoint=transport.endpoint)
+            entry = (new_entry_spot_id(node_id, random_bytes) if random_bytes
+                     else new_entry_spot_id(node_id))
+            descriptor = _descriptor(node_rid, node_id, mesh, entry, options, registry)
+            try:
+                claim = await opened.location.new_claim(descriptor, now=read_clock(),
+                                                        lease=options.lease)
+            except AlreadyExists as exc:
+                step(NODE, state, "claim_conflict")
+                raise InvalidConfiguration(
+                    f"startup configuration error: {exc.message}"
+                ) from exc
+            rt = NodeRuntime(
+                node_id=node_id, mesh=mesh, node_rid=node_rid, entry_spot_id=entry,
+                options=options, registry=registry, store=opened, codec=MessageCodec(),
+                route_cache=RouteCache(options.route_cache), clock=read_clock, rng=random,
+                owner=OwnerFence(node_rid, claim.lifecycle_generation),
+                lease_expires_at=claim.lease_expires_at, state=step(NODE, state, "new_claim"))
+            rt.peers = Peers(rt, inbound_handler(rt))
+            if transport is not None:
+                links.attach(rt.peers, transport, LocalIdentity(
+                    node_id=node_id, node_rid=node_rid,
+                    lifecycle_generation=claim.lifecycle_generation, mesh=mesh,
+                    max_frame_bytes=DEFAULT_MAX_FRAME_BYTES))
+            try:
+                async with trio.open_nursery() as nursery:
+                    rt.catalog = Catalog(rt, nursery)
+                    node = Node(rt)
+                    nursery.start_soon(rt.peers.sweep)
+                    renewal = trio.CancelScope()
+                    nursery.start_soon(_run_in, renewal, keep_lease, rt)
+                    if options.instance_idle_timeout > 0:
+                        nursery.start_soon(rt.catalog.idle_sweep)
+                    # 06 §4.1.1: resume or abort what a dead lifecycle of this NodeId left,
+                    # before admission opens (bounded like any startup store work).
+                    with trio.move_on_after(options.default_timeout) as scan:
+                        await recover_orphans(rt)
+                    if scan.cancelled_caught:
+                        raise Unavailable(
+                            f"node {node_id!r}: the startup authority scan did not finish within "
+                            f"{options.default_timeout} s (store slow or a factory hung); the "
+                            "node did not start. Restart it: the scan resumes what is left"
+                        )
+                    rt.state = step(NODE, rt.state, "open_admission")
+                    try:
+                        yield node
+                    finally:
+                        with trio.CancelScope(shield=True):
+                            await _drain(rt, renewal)
+                        rt.catalog.cancel_all()
+                        nursery.cancel_scope.cancel()
+            except BaseExceptionGroup as group:
+                single = _single(group)
+                if single is None:
+                    raise
+                raise single from single.__cause__
+    except BaseExceptionGroup as group:
+        # The block's own exception comes out as it was raised, not wrapped in the
+        # nurseries' groups, so ``except zl.NotFound`` around ``async with`` works.
+        single = _single(group)
+        if single is None:
             raise
+        raise single from single.__cause__
+
+
+def _single(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The one exception inside (possibly nested) one-member groups, else ``None``."""
+    error: BaseException = group
+    while isinstance(error, BaseExceptionGroup):
+        if len(error.exceptions) != 1:
+            return None
+        error = error.exceptions[0]
+    return error
 
 
 async def _run_in(scope: trio.CancelScope, task: Callable[[NodeRuntime], Awaitable[None]],

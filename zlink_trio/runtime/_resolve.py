@@ -4,24 +4,33 @@ Theory of operation
 -------------------
 :func:`deliver` is the terminal step of every direct call (06 §4.1, §5).  It loops:
 
-1. The positive route cache names this node and the catalog has the host -> admit.
+1. The positive route cache names this node and the catalog has the host -> admit;
+   it names another node -> command 39 route kind 1 to that owner, without reading
+   the store (:mod:`._remote`).
 2. Otherwise ``store.find``.  Missing without Instance intent is :class:`NotFound` and
    nothing is written.  Missing with Instance intent runs the source side of cold
    activation (:func:`_place_and_start`): Mesh, stable type and capacity selection
-   with ``core.placement``, then the activation envelope goes to the target -- on this
-   version always this node -- as a catalog task (:mod:`._activation`).  Placement
-   reuses the live descriptor claims it read within :func:`placement_max_age` (1 s by
+   with ``core.placement``, then the activation envelope goes to the target -- this
+   node as a catalog task (:mod:`._activation`), another node as command 39 route
+   kind 2 (:func:`_send_envelope`; the source reserves nothing).  Placement reuses
+   the live descriptor claims it read within :func:`placement_max_age` (1 s by
    default), but only when they place the Spot on this node; any other outcome is
    decided on a fresh ``descriptors`` read.  Capacity is still checked by Reserve.
-3. Ready -> the kind/type must suit the intent (TypeMismatch), the owner must be this
-   lifecycle (another node: Unavailable, cross-node delivery does not exist yet) and
-   the catalog must hold that incarnation (else StaleRoute: the local view disagrees
-   with the store, so the message is not run).  Generations are *not* compared for
-   ordinary messages (09 §4).
+3. Ready -> the kind/type must suit the intent (TypeMismatch).  Owned by another
+   node -> command 39 route kind 1 to its owner if its claim is live (else
+   Unavailable: the Spot is not recreated elsewhere), and the route is cached.  Owned
+   here -> the catalog must hold that incarnation (else StaleRoute: the local view
+   disagrees with the store, so the message is not run).  Generations are *not*
+   compared for ordinary messages (09 §4).
 4. Creating -> wait for the authority to change (the local attempt's event, or a store
    poll with backoff), then go round again; never cached.  Closing -> with Instance
    intent wait the same way (idle eviction racing an activation refreshes the route,
    09 §5); without intent the message ends StaleRoute.
+
+A call to another node returns at outbound admission (its link accepted the frame); a
+request's reply arrives as command 20 and completes the caller's ``Completion``.  A
+StaleRoute answer drops the cached route, so the next call resolves afresh; nothing is
+ever resent automatically (06 §5).
 
 Every wait runs under the caller's deadline (the builder's ``move_on_at``).
 """
@@ -43,11 +52,13 @@ from zlink_trio.core.placement import (
     select_instance_type,
     select_mesh,
 )
-from zlink_trio.core.records import AuthorityState
+from zlink_trio.core.records import AuthorityState, OwnerFence
 from zlink_trio.core.route_cache import CachedRoute
 from zlink_trio.runtime._activation import ActivationJob, run_activation
 from zlink_trio.runtime._charts import COLD, step
 from zlink_trio.runtime._host import MessageWork
+from zlink_trio.runtime._remote import send_spot_message
+from zlink_trio.wire.frames import ActivationRoute, ReadyRoute
 
 if TYPE_CHECKING:
     from zlink_trio.core.descriptor import NodeClaim
@@ -56,6 +67,8 @@ if TYPE_CHECKING:
     from zlink_trio.runtime._handlers import HandlerInfo
     from zlink_trio.runtime._host import Host
     from zlink_trio.runtime._runtime import NodeRuntime
+    from zlink_trio.transport import Link
+    from zlink_trio.wire.codec import EncodedMessage
 
 __all__ = ("Backoff", "Delivery", "Intent", "candidates", "deliver", "wait_for_change")
 
@@ -101,6 +114,8 @@ class Delivery:
     reply: object  # type[object] | None, or SEND
     deadline: float
     op_id: str
+    #: The message as the codec encoded it (reused when it goes to another node).
+    encoded: EncodedMessage | None = None
 
 
 async def wait_for_change(rt: NodeRuntime, spot_id: str, backoff: Backoff) -> None:
@@ -151,13 +166,57 @@ def _handler_for(call: Delivery, host: Host) -> HandlerInfo:
     return info
 
 
+def _check_remote_reply(rt: NodeRuntime, call: Delivery, stable_type: str) -> None:
+    """When this node knows the Spot type too, check handler and reply type before sending."""
+    spot_type = rt.registry.get(stable_type)
+    if spot_type is None or call.reply is SEND:
+        return
+    info = spot_type.handlers.find(type(call.msg))
+    if info.reply_type is not call.reply:
+        declared = "None" if info.reply_type is None else info.reply_type.__qualname__
+        raise TypeMismatch(f"{stable_type!r} handles {type(call.msg).__qualname__} with a "
+                           f"reply of type {declared}; request it with reply={declared}")
+
+
+def _send_ready(rt: NodeRuntime, call: Delivery, link: Link, route: CachedRoute) -> None:
+    assert route.owner is not None
+    assert route.owner_generation is not None
+    try:
+        send_spot_message(rt, call, link, ReadyRoute(
+            spot_id=call.spot_id, object_generation=route.object_generation,
+            owner_generation=route.owner_generation, target=route.owner))
+    except Unavailable:
+        rt.route_cache.invalidate(call.spot_id)
+        raise
+
+
+async def _send_remote(rt: NodeRuntime, call: Delivery, record: AuthorityRecord) -> None:
+    """A Ready Spot owned by another node: command 39 route kind 1 to that owner."""
+    _check_remote_reply(rt, call, record.stable_type)
+    claim = await rt.peers.claim_of(record.owner, f"Spot {record.spot_id!r}")
+    link = await rt.peers.link_to(claim)
+    route = CachedRoute(
+        spot_id=record.spot_id, object_generation=record.object_generation, mesh=record.mesh,
+        node_rid=record.owner.node_rid, kind=record.kind, stable_type=record.stable_type,
+        owner_lease_deadline=claim.lease_expires_at, owner=record.owner,
+        owner_generation=record.owner_generation)
+    _send_ready(rt, call, link, route)
+    rt.route_cache.put(route, rt.now())
+
+
+async def _send_cached(rt: NodeRuntime, call: Delivery, route: CachedRoute) -> None:
+    """The positive route cache names another node: send there without reading the store."""
+    _check_remote_reply(rt, call, route.stable_type)
+    assert route.owner is not None
+    _send_ready(rt, call, await rt.peers.link_to_owner(route.owner, f"Spot {call.spot_id!r}"),
+                route)
+
+
 def _local_host(rt: NodeRuntime, call: Delivery, record: AuthorityRecord) -> Host:
     if record.owner != rt.owner:
-        if record.owner.node_rid == rt.node_rid:
-            raise StaleRoute(f"Spot {record.spot_id!r} belongs to an earlier lifecycle of this "
-                             "node; the message was not run. Its authority must be cleaned "
-                             "up (an operator action) before the Spot can be used again")
-        raise rt.cross_node(f"Spot {record.spot_id!r}", record.owner.node_rid)
+        raise StaleRoute(f"Spot {record.spot_id!r} belongs to an earlier lifecycle of this "
+                         "node; the message was not run. Its authority must be cleaned "
+                         "up (an operator action) before the Spot can be used again")
     host = rt.catalog.hosts.get(record.spot_id)
     if host is None or host.generation != record.object_generation:
         raise StaleRoute(
@@ -171,25 +230,27 @@ def _local_host(rt: NodeRuntime, call: Delivery, record: AuthorityRecord) -> Hos
     return host
 
 
-def _cached_host(rt: NodeRuntime, call: Delivery) -> Host | None:
-    """The local host the positive route cache names for ``call`` (one cache lookup)."""
+def _cached_host(rt: NodeRuntime, call: Delivery) -> Host | CachedRoute | None:
+    """The local host (or remote route) the route cache names for ``call`` (one lookup)."""
     route = rt.route_cache.get(call.spot_id, rt.now())
-    if route is None or route.node_rid != rt.node_rid:
+    if route is None:
         return None
-    host = rt.catalog.hosts.get(call.spot_id)
-    if host is not None and call.intent is not None and (
+    if call.intent is not None and (
             route.kind is not SpotKind.INSTANCE
             or call.intent.stable_type not in (None, route.stable_type)):
         return None  # let the store's record produce the TypeMismatch
-    return host
+    if route.node_rid != rt.node_rid:
+        return route if route.owner is not None else None
+    return rt.catalog.hosts.get(call.spot_id)
 
 
-def admit_cached(rt: NodeRuntime, call: Delivery) -> Host | bool:
+def admit_cached(rt: NodeRuntime, call: Delivery) -> Host | CachedRoute | bool:
     """The synchronous first step of :func:`deliver`: admit through the route cache.
 
     ``True``: admitted (nothing was awaited). ``False``: the cache names no local host,
     so the store must be asked. A :class:`Host`: it is sealed and the call has Instance
-    intent, so its end must be awaited. Pass a non-``True`` result to :func:`deliver`
+    intent, so its end must be awaited. A :class:`CachedRoute`: the Spot is Ready on
+    another node, to be sent there. Pass a non-``True`` result to :func:`deliver`
     as ``first`` to go on without consulting the cache again. Raises what
     :func:`deliver` raises on its cached path.
     """
@@ -197,6 +258,8 @@ def admit_cached(rt: NodeRuntime, call: Delivery) -> Host | bool:
     host = _cached_host(rt, call)
     if host is None:
         return False
+    if isinstance(host, CachedRoute):
+        return host
     info = _handler_for(call, host)
     if host.sealed and call.intent is not None:
         return host  # idle eviction racing: refresh the route
@@ -204,19 +267,24 @@ def admit_cached(rt: NodeRuntime, call: Delivery) -> Host | bool:
     return True
 
 
-async def deliver(rt: NodeRuntime, call: Delivery, first: Host | bool | None = None) -> None:
+async def deliver(rt: NodeRuntime, call: Delivery,
+                  first: Host | CachedRoute | bool | None = None) -> None:
     """Resolve ``call.spot_id`` and admit the message (or hand it to a cold activation).
 
-    Returns at admission. Raises NotFound, TypeMismatch, StaleRoute, Unavailable,
-    CapacityExceeded, NotConfigured or InvalidOperation as the module docstring says.
-    ``first`` is the result of an :func:`admit_cached` the caller already ran.
+    Returns at admission (for another node: when its link accepted the frame). Raises
+    NotFound, TypeMismatch, StaleRoute, Unavailable, CapacityExceeded, NotConfigured or
+    InvalidOperation as the module docstring says. ``first`` is the result of an
+    :func:`admit_cached` the caller already ran.
     """
     backoff = Backoff()
-    cached: Host | bool | None = first
+    cached: Host | CachedRoute | bool | None = first
     while True:
         if cached is None:
             cached = admit_cached(rt, call)
         if cached is True:
+            return
+        if isinstance(cached, CachedRoute):
+            await _send_cached(rt, call, cached)
             return
         if cached is not False:
             await cached.finished.wait()  # idle eviction racing: refresh the route
@@ -240,6 +308,9 @@ async def deliver(rt: NodeRuntime, call: Delivery, first: Host | bool | None = N
             continue
         _check_kind(call, record)
         if record.state in (AuthorityState.READY, AuthorityState.RELOCATING):
+            if record.owner.node_rid != rt.node_rid:
+                await _send_remote(rt, call, record)
+                return
             host = _local_host(rt, call, record)
         elif record.state is AuthorityState.SEALED:
             raise Unavailable(f"Spot {call.spot_id!r} is sealed for relocation; the "
@@ -364,7 +435,8 @@ async def _place_and_start(rt: NodeRuntime, call: Delivery) -> bool:
         placed = _place(rt, intent, found, initial)
     state, mesh, stable_type, node = placed
     if not _is_local_server(rt, node):
-        raise rt.cross_node(f"a new {stable_type!r} Spot", node.node_rid)
+        await _send_envelope(rt, call, state, mesh, stable_type, node)
+        return True
     spot_type = rt.registry.lookup(stable_type, SpotKind.INSTANCE)
     info = spot_type.handlers.find(type(call.msg))
     if call.reply is not SEND and info.reply_type is not call.reply:
@@ -385,3 +457,19 @@ async def _place_and_start(rt: NodeRuntime, call: Delivery) -> bool:
                         redeliver=lambda: deliver(rt, call), source_saw_missing=True)
     rt.catalog.start_job(lambda: run_activation(job))
     return True
+
+
+async def _send_envelope(rt: NodeRuntime, call: Delivery, state: str, mesh: str,
+                         stable_type: str, node: PlacementCandidate) -> None:
+    """06 §4.1 step 8 to another node: command 39 route kind 2; nothing is reserved here."""
+    claim = rt.peers.claim_by_rid(node.node_rid)
+    if claim is None:
+        raise Unavailable(f"node {node.node_rid} left the mesh while Spot {call.spot_id!r} was "
+                          "being placed on it; nothing was created. Send a new call")
+    _check_remote_reply(rt, call, stable_type)
+    state = step(COLD, state, "capacity_available")
+    link = await rt.peers.link_to(claim)
+    send_spot_message(rt, call, link, ActivationRoute(
+        target_mesh=mesh, target=OwnerFence(node.node_rid, claim.lifecycle_generation),
+        spot_id=call.spot_id, stable_type=stable_type, descriptor_version=claim.store_version))
+    step(COLD, state, "envelope_accepted")  # the target goes on from checking_target_owner

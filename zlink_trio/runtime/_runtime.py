@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from zlink_trio.runtime._catalog import Catalog
     from zlink_trio.runtime._client import SpotClient
     from zlink_trio.runtime._options import NodeOptions
+    from zlink_trio.runtime._peers import Peers
     from zlink_trio.runtime._registry import SpotTypeRegistry
     from zlink_trio.store import Store
     from zlink_trio.wire.codec import MessageCodec
@@ -64,6 +65,8 @@ class NodeRuntime:
     state: str
     catalog: Catalog = attrs.field(init=False)
     client: SpotClient = attrs.field(init=False)
+    #: The mesh: directory, links and pending replies (``._peers``).
+    peers: Peers = attrs.field(init=False)
     #: Why the lease was lost (``None`` while the node holds it).
     lease_loss: str | None = attrs.field(default=None, init=False)
     #: Set once the local teardown after a lost lease is complete (state ``stopped``).
@@ -134,11 +137,3 @@ class NodeRuntime:
                 f"node {self.node_id!r} is shutting down and admits no new work; retry on "
                 "another node or after it restarts"
             )
-
-    def cross_node(self, what: str, node_rid: NodeRid) -> Unavailable:
-        """The error for work that would have to go to another node (no transport yet)."""
-        return Unavailable(
-            f"{what} is owned by (or was placed on) node {node_rid}, not this node; "
-            "cross-node delivery is not available in this version of zlink_trio, so "
-            "call it from a node that owns it"
-        )

@@ -1,0 +1,50 @@
+"""The shared store of the multi-process mesh tests: one SQLite file, or one Redis prefix.
+
+``mesh_url`` runs a test once per shared backend: ``sqlite`` (a fresh file in
+``tmp_path``) and ``redis`` (the test Redis of ``tests/store/redis_helpers.py`` under a
+fresh ``?prefix=`` whose keys are deleted afterwards; absent Redis fails under ``CI`` and
+skips locally). Tests that use real sockets run on the real clock: they never take
+``autojump_clock``, and bound themselves with ``trio.fail_after``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).parent
+
+
+def redis_helpers() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "mesh_redis_helpers", HERE.parent / "store" / "redis_helpers.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+async def mesh_url(request, tmp_path):
+    if request.param == "sqlite":
+        yield f"sqlite://{tmp_path / 'mesh.db'}"
+        return
+    helpers = redis_helpers()
+    try:
+        async with helpers.raw_client() as client:
+            await client.ping()
+    except Exception as exc:
+        problem = str(exc)
+    else:
+        problem = ""
+    if problem:
+        helpers.unreachable(problem)
+    prefix = helpers.fresh_prefix()
+    try:
+        yield helpers.url_with(prefix)
+    finally:
+        await helpers.delete_prefix(prefix)

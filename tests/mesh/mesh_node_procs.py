@@ -1,0 +1,165 @@
+"""Starting, driving and always stopping ``mesh_node_worker.py`` processes.
+
+:func:`start_nodes` starts one worker per node name (concurrently), waits for each
+ready line and yields :class:`NodeProc` handles; when the block ends -- normally, by
+a failure or by cancellation -- every process still running is killed and reaped.
+:meth:`NodeProc.call` sends one JSON command and reads its one-line answer under a
+deadline. :func:`factory_runs` parses the shared side-effect log.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import subprocess
+import sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import trio
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+WORKER = Path(__file__).resolve().with_name("mesh_node_worker.py")
+#: Bounds: a worker's start-up (imports, node claim) and one command's answer.
+READY_TIMEOUT = 30.0
+CALL_TIMEOUT = 30.0
+#: A worker process exits on its own after this long, whatever happens to the test.
+WORKER_LIFETIME = 120.0
+
+
+@attrs.define
+class NodeProc:
+    """One running node process: its NodeId, OS process and ready-line facts."""
+
+    name: str
+    proc: trio.Process
+    err_path: Path
+    info: dict[str, Any] = attrs.field(factory=dict)
+    buffer: bytes = b""
+
+    @property
+    def node_rid(self) -> str:
+        return str(self.info["node_rid"])
+
+    @property
+    def endpoint(self) -> str:
+        return str(self.info["endpoint"])
+
+    async def read_line(self, within: float) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        with trio.fail_after(within):
+            while b"\n" not in self.buffer:
+                chunk = await self.proc.stdout.receive_some(65536)
+                if not chunk:
+                    raise AssertionError(f"node {self.name} exited ({self.proc.returncode}) "
+                                         f"without answering; stderr:\n{self.stderr()}")
+                self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return dict(json.loads(line))
+
+    async def call(self, answer_within: float = CALL_TIMEOUT, **cmd: Any) -> dict[str, Any]:
+        """Send one command, return its answer (the worker answers in order).
+
+        ``timeout=`` in ``cmd`` is the call's own deadline inside the worker.
+        """
+        assert self.proc.stdin is not None
+        await self.proc.stdin.send_all(json.dumps(cmd).encode() + b"\n")
+        return await self.read_line(answer_within)
+
+    def stderr(self) -> str:
+        return self.err_path.read_text(errors="replace")[-4000:] if self.err_path.exists() else ""
+
+    def kill(self) -> None:
+        """SIGKILL the process (no cleanup runs in it: its store authority stays)."""
+        if self.proc.returncode is None:
+            self.proc.kill()
+
+    async def quit(self) -> int:
+        """Ask the node to close cleanly; returns the exit status."""
+        assert self.proc.stdin is not None
+        await self.proc.stdin.send_all(b'{"op": "quit"}\n')
+        with trio.fail_after(READY_TIMEOUT):
+            return await self.proc.wait()
+
+
+async def launch(name: str, url: str, tmp_path: Path, *, env: dict[str, str] | None = None,
+                 **options: object) -> NodeProc:
+    """Start one worker (not yet ready: call :func:`wait_ready`)."""
+    err_path = tmp_path / f"{name}-{os.urandom(3).hex()}.err"
+    argv = [sys.executable, str(WORKER), "--node", name, "--store", url,
+            "--log", str(tmp_path / "factory.log"), "--timeout", str(WORKER_LIFETIME)]
+    for key, value in options.items():
+        argv += [f"--{key}", str(value)]
+    full_env = dict(os.environ)
+    full_env.pop("ZLINK_CRASH_AT", None)
+    full_env.update(env or {})
+    with err_path.open("ab") as err:
+        proc = await trio.lowlevel.open_process(argv, stdin=subprocess.PIPE,
+                                                stdout=subprocess.PIPE, stderr=err, env=full_env)
+    return NodeProc(name, proc, err_path)
+
+
+async def wait_ready(node: NodeProc) -> NodeProc:
+    node.info = await node.read_line(READY_TIMEOUT)
+    assert node.info.get("ready"), (node.info, node.stderr())
+    return node
+
+
+async def stop(node: NodeProc) -> None:
+    """Kill if still running, reap, close the pipes; shielded and bounded."""
+    with trio.CancelScope(shield=True), trio.move_on_after(10):
+        node.kill()
+        await node.proc.wait()
+        for stream in (node.proc.stdin, node.proc.stdout):
+            if stream is not None:
+                await stream.aclose()
+
+
+@asynccontextmanager
+async def start_nodes(names: list[str], url: str, tmp_path: Path,
+                      **options: object) -> AsyncIterator[list[NodeProc]]:
+    """Run one node process per name on ``url``; all are killed when the block ends."""
+    nodes: list[NodeProc] = []
+    try:
+        for name in names:
+            nodes.append(await launch(name, url, tmp_path, **options))
+        async with trio.open_nursery() as nursery:
+            for node in nodes:
+                nursery.start_soon(wait_ready, node)
+        yield nodes
+    finally:
+        for node in nodes:
+            await stop(node)
+
+
+@asynccontextmanager
+async def running(node: NodeProc) -> AsyncIterator[NodeProc]:
+    """Own one extra process started with :func:`launch`: killed when the block ends."""
+    try:
+        yield await wait_ready(node)
+    finally:
+        await stop(node)
+
+
+def factory_runs(tmp_path: Path) -> list[tuple[str, int, str]]:
+    """``(spot_id, generation, node)`` for every factory run any process logged."""
+    log = tmp_path / "factory.log"
+    if not log.exists():
+        return []
+    runs = []
+    for line in log.read_text().splitlines():
+        _, spot_id, generation, node, _pid = line.split(" ")
+        runs.append((spot_id, int(generation), node))
+    return runs
+
+
+def runs_per_id(tmp_path: Path) -> dict[str, list[tuple[int, str]]]:
+    by_id: dict[str, list[tuple[int, str]]] = collections.defaultdict(list)
+    for spot_id, generation, node in factory_runs(tmp_path):
+        by_id[spot_id].append((generation, node))
+    return dict(by_id)

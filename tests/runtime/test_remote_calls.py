@@ -1,0 +1,207 @@
+"""Calls between two or three nodes of one process over real loopback links (issue #5).
+
+The nodes share one in-process ``MemoryStore`` and talk through their trio-websocket
+links exactly as separate processes do (tests/mesh/ runs them as processes). These tests
+run on the real clock -- an autojump ``MockClock`` would jump while a socket waits -- and
+every one is bounded by ``trio.fail_after``; nothing sleeps to wait for something.
+
+The two spec 06 §10 items about commands 47 and 48 live here (named after them), since
+they need real links; ``test_spec_06.py`` lists them.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from typing import Any
+
+import pytest
+import trio
+from runtime_spots import Add, Boom, Counter, Note, Room, RoomSpec, Total, Welcome, journal
+
+import zlink_trio as zl
+from zlink_trio.store import MemoryStore
+from zlink_trio.wire.frames import Command, CreateOutcome, Reply, UserSpotCreate
+
+SPOTS = [Counter, Room]
+
+
+def open_nodes(store: MemoryStore, *weights: float, **options: Any) -> Any:
+    """``len(weights)`` nodes a, b, c... on ``store``; a weight of 0 takes no new Spots."""
+    stack = AsyncExitStack()
+
+    class Nodes:
+        async def __aenter__(self) -> list[Any]:
+            await stack.__aenter__()
+            return [await stack.enter_async_context(zl.open_node(
+                f"node-{chr(97 + i)}", store=store, spots=SPOTS, placement_weight=w,
+                **options)) for i, w in enumerate(weights)]
+
+        async def __aexit__(self, *exc: object) -> bool | None:
+            return await stack.__aexit__(*exc)
+
+    return Nodes()
+
+
+async def test_direct_call_reaches_the_owner_on_another_node_and_then_uses_the_cache():
+    events = journal()
+    store = MemoryStore()
+    with trio.fail_after(20):
+        async with open_nodes(store, 1, 0) as (a, b):
+            first = await b.client.request("c-1", Add(2), reply=Total).instance_spot("counter")
+            assert first == Total(2)
+            ref = await a.spots.find("c-1")
+            assert ref is not None
+            assert ref.node_rid == a.node_rid  # placed on a (b has weight 0)
+            for n in range(3):
+                assert await b.client.request("c-1", Add(1), reply=Total) == Total(3 + n)
+            await b.client.send("c-1", Note("one-way"))
+            assert await a.client.request("c-1", Add(0), reply=Total) == Total(5)
+            assert b.statistics().route_cache.hits >= 3  # later calls skip the store
+            assert b.statistics().active_spots == 0
+    assert [e for e in events if e[0] == "factory"] == [("factory", "c-1", ref.generation)]
+    assert ("note", "c-1", "one-way") in events
+
+
+async def test_remote_handler_errors_and_reply_types_are_typed():
+    journal()
+    store = MemoryStore()
+    with trio.fail_after(20):
+        async with open_nodes(store, 1, 0) as (a, b):
+            await a.client.request("c-1", Add(1), reply=Total).instance_spot()
+            with pytest.raises(zl.HandlerError, match="handler"):
+                await b.client.request("c-1", Boom("bad"), reply=Total)
+            with pytest.raises(zl.TypeMismatch):
+                await b.client.request("c-1", Add(1), reply=Welcome)
+            with pytest.raises(zl.NotFound):
+                await b.client.request("nobody", Add(1), reply=Total)
+
+
+async def test_message_to_a_node_that_no_longer_owns_the_spot_is_stale_and_not_retried():
+    events = journal()
+    store = MemoryStore()
+    with trio.fail_after(20):
+        async with open_nodes(store, 1, 0) as (a, b):
+            await b.client.request("c-1", Add(1), reply=Total).instance_spot()
+            await b.client.request("c-1", Add(1), reply=Total)  # b now caches the route
+            host = a._rt.catalog.hosts["c-1"]
+            await a.client.send("c-1", Note("close-me"))
+            await host.finished.wait()  # released and gone from node-a
+            assert await a.spots.find("c-1") is None
+            with pytest.raises(zl.StaleRoute, match="no longer owns"):
+                await b.client.request("c-1", Add(1), reply=Total)
+            # Not retried anywhere: the next call resolves afresh and finds nothing.
+            with pytest.raises(zl.NotFound):
+                await b.client.request("c-1", Add(1), reply=Total)
+    assert [e for e in events if e[0] == "factory"] == [("factory", "c-1", events[0][2])]
+
+
+async def test_concurrent_first_messages_from_three_nodes_run_one_factory_per_id():
+    events = journal()
+    store = MemoryStore()
+    ids = [f"c-{i}" for i in range(5)]
+    replies: list[Total] = []
+    with trio.fail_after(30):
+        async with open_nodes(store, 1, 1, 1) as nodes:
+            async def call(node: Any, spot_id: str) -> None:
+                replies.append(await node.client.request(spot_id, Add(1), reply=Total)
+                               .instance_spot("counter").timeout(15))
+
+            async with trio.open_nursery() as nursery:
+                for _round in range(6):
+                    for node in nodes:
+                        for spot_id in ids:
+                            nursery.start_soon(call, node, spot_id)
+            totals = {s: (await nodes[0].client.request(s, Add(0), reply=Total)).value
+                      for s in ids}
+    factories = [e for e in events if e[0] == "factory"]
+    assert sorted(e[1] for e in factories) == ids  # one factory per ID, whoever won
+    assert totals == dict.fromkeys(ids, 18)  # every first message delivered exactly once
+    assert sorted(r.value for r in replies) == sorted(list(range(1, 19)) * len(ids))
+
+
+async def test_remote_user_spot_create_fixes_reservation_in_command_47():
+    """Remote User Spot create fixes provider reservation and target lifecycle in command
+    47, reads Pending creation content directly from the store, and returns the terminal
+    result exactly once via command 20."""
+    events = journal()
+    store = MemoryStore()
+    with trio.fail_after(20):
+        async with open_nodes(store, 1, 0) as (a, b):
+            result = await b.spots.get_or_create("r-1", "room").request(RoomSpec("hall"))
+            assert result.state is zl.CreateState.CREATED
+            assert result.ref.node_rid == a.node_rid
+            assert result.reply == Welcome("welcome to hall")
+            # The request object reached the factory through the store, not the frame.
+            assert ("factory", "r-1", result.ref.generation, RoomSpec("hall")) in events
+            assert "request" not in {f.name for f in UserSpotCreate.__attrs_attrs__}
+            again = await b.spots.get_or_create("r-1", "room")
+            assert again.state is zl.CreateState.EXISTING
+            assert again.ref == result.ref
+            rejected = await b.spots.get_or_create("r-2", "room").request(RoomSpec("reject"))
+            assert rejected.state is zl.CreateState.REJECTED
+            assert rejected.reply == Welcome("declined")
+            assert await a.spots.find("r-2") is None
+
+            # A redelivery of the same operation gets the retained result, no second run.
+            rt = b._rt
+            claim = rt.peers.claim_by_rid(a.node_rid) or (await rt.peers.claim_of(
+                a._rt.owner, "node-a"))
+            link = await rt.peers.link_to(claim)
+            old = next(iter(a._rt.peers.retained._results))
+            outcome = a._rt.peers.retained._results[old]
+            assert isinstance(outcome, CreateOutcome)
+            replies: list[Reply] = []
+            got = trio.Event()
+            correlation = rt.peers.expect_reply(link, trio.current_time() + 5,
+                                                lambda r: (replies.append(r), got.set()),
+                                                lambda e: got.set())
+            record = await store.location.find("r-1")
+            link.send_nowait(UserSpotCreate(
+                correlation=correlation, operation_id=old[1], source=rt.owner, spot_id="r-1",
+                stable_type="room", expected_store_version=1,
+                object_generation=record.object_generation, owner_generation=1,
+                target=a._rt.owner, owner_lease_expires_ms=1, pending_capacity=1,
+                deadline_ms=int((trio.current_time() + 5) * 1000)))
+            await got.wait()
+            assert replies[0].answers is Command.USER_SPOT_CREATE
+            assert replies[0].outcome == outcome
+    assert [e[1] for e in events if e[0] == "factory"] == ["r-1", "r-2"]
+
+
+async def test_remote_user_spot_close_fixes_ref_and_fences_in_command_48():
+    """Remote User Spot Close fixes the SpotRef, owner generation, StoreVersion, and target
+    lifecycle in command 48, and doesn't use a Location row lookup as completion."""
+    events = journal()
+    store = MemoryStore()
+    with trio.fail_after(20):
+        async with open_nodes(store, 1, 0) as (a, b):
+            created = await b.spots.create("room")
+            assert created.ref.node_rid == a.node_rid
+            assert await b.spots.close(created.ref) is True
+            assert ("close", created.ref.spot_id, created.ref.generation,
+                    zl.CloseReason.CLOSED) in events
+            assert await a.spots.find(created.ref.spot_id) is None
+            assert await b.spots.close(created.ref) is False  # gone: idempotent false
+            newer = await b.spots.get_or_create(created.ref.spot_id, "room")
+            with pytest.raises(zl.InvalidOperation, match="never retargets"):
+                await b.spots.close(created.ref)  # the old generation's ref
+            assert await a.spots.find(created.ref.spot_id) == newer.ref
+
+
+async def test_a_node_with_another_secret_is_refused():
+    journal()
+    store = MemoryStore()
+    with trio.fail_after(20):
+        async with zl.open_node("node-a", store=store, spots=SPOTS, secret=b"a" * 32) as a, \
+                zl.open_node("node-b", store=store, spots=SPOTS, secret=b"b" * 32,
+                             placement_weight=0) as b:
+            await a.client.request("c-1", Add(1), reply=Total).instance_spot()
+            with pytest.raises(zl.Unavailable):
+                await b.client.request("c-1", Add(1), reply=Total).timeout(10)
+            assert a._rt.peers.transport.links() == []
+
+
+async def test_open_node_refuses_a_public_address_without_a_secret():
+    with trio.fail_after(5), pytest.raises(zl.InvalidOperation, match="without a secret"):
+        async with zl.open_node("node-a", listen="0.0.0.0:0"):
+            pass  # pragma: no cover

@@ -1,0 +1,226 @@
+"""The target side of the mesh: frames other nodes send to this node's Spots.
+
+Theory of operation
+-------------------
+:func:`inbound_handler` returns what :class:`._peers.Peers` calls for every command 39,
+47 and 48 an authenticated link delivers, in arrival order, from the link's reader:
+
+* **39, route kind 1** (direct call): admitted synchronously -- no task per message.
+  The frame must name this lifecycle (else :class:`StaleRoute`: the node no longer owns
+  the Spot, and nothing runs), the node must admit work (its lease valid, not draining),
+  and a local incarnation of the Spot must be serving (else StaleRoute).  Generations
+  are not compared for ordinary messages (09 §4): the current Ready incarnation handles
+  it.  The message is decoded with the handler's own class and admitted like a local
+  call, with a :class:`LinkReply` as its completion.
+* **39, route kind 2** (cold-activation envelope): checked the same way (lifecycle, Mesh,
+  a served Instance type, a handler for the message), then run as a catalog task from
+  the chart's ``checking_target_owner`` state by the same code as a local activation
+  (:mod:`._activation`): the target re-reads the store, stores the envelope, reserves,
+  and so on.  If another attempt owns the ID, the first message is handed to the
+  resolver *here*, which delivers it exactly once to the current owner -- possibly a
+  third node -- and relays that owner's reply back unchanged (06 §4.2).
+* **47 / 48**: a catalog task each (:mod:`._create_remote`, :mod:`._close`), answered
+  with one command 20.
+
+A request's command 20 goes back on the link it came from.  Failures before admission
+are answered at once; a one-way send's failure is logged (the sender returned at
+outbound admission).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import trio
+
+from zlink_trio.core.errors import DeadlineExceeded, StaleRoute, Unavailable, ZLinkError
+from zlink_trio.core.identity import SpotKind
+from zlink_trio.runtime._activation import ActivationJob, run_activation
+from zlink_trio.runtime._close import serve_remote_close
+from zlink_trio.runtime._completion import Completion
+from zlink_trio.runtime._create_remote import serve_remote_create
+from zlink_trio.runtime._host import MessageWork
+from zlink_trio.runtime._peers import from_wall_ms
+from zlink_trio.runtime._resolve import SEND, Delivery, Intent, deliver
+from zlink_trio.runtime._runtime import LOGGER
+from zlink_trio.wire.frames import (
+    ActivationRoute,
+    Command,
+    EncodedMessage,
+    Failure,
+    MessageOutcome,
+    Reply,
+    SpotMessage,
+    UserSpotClose,
+    UserSpotCreate,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from zlink_trio.runtime._definitions import SpotType
+    from zlink_trio.runtime._handlers import HandlerInfo
+    from zlink_trio.runtime._runtime import NodeRuntime
+    from zlink_trio.transport import Link
+    from zlink_trio.wire.frames import Outcome
+
+__all__ = ("LinkReply", "inbound_handler")
+
+
+def _failure(error: BaseException) -> Failure:
+    if isinstance(error, ZLinkError):
+        return Failure.from_error(error)
+    return Failure.from_error(Unavailable(
+        f"the operation ended with {type(error).__name__} on the target; it may or may not "
+        "have run"))
+
+
+def _send(link: Link, reply: Reply) -> None:
+    try:
+        link.send_nowait(reply)
+    except ZLinkError as exc:
+        LOGGER.info("reply %d to node %r not sent: %s", reply.correlation,
+                    link.peer.node_id, exc.message)
+
+
+class LinkReply(Completion):
+    """A request's completion whose result goes back to the requester as command 20."""
+
+    __slots__ = ("_correlation", "_link", "_rt")
+
+    def __init__(self, rt: NodeRuntime, link: Link, correlation: int) -> None:
+        super().__init__()
+        self._rt = rt
+        self._link = link
+        self._correlation = correlation
+
+    def _finish(self) -> None:
+        super()._finish()
+        outcome: Outcome
+        if self._error is not None:
+            outcome = _failure(self._error)
+        else:
+            value = self._value
+            try:
+                encoded = (value if value is None or isinstance(value, EncodedMessage)
+                           else self._rt.codec.encode(value))
+                outcome = MessageOutcome(reply=encoded)
+            except ZLinkError as exc:
+                outcome = Failure.from_error(exc)
+        _send(self._link, Reply(correlation=self._correlation, answers=Command.SPOT_MESSAGE,
+                                outcome=outcome))
+
+
+def _fail(completion: Completion | None, error: ZLinkError, frame: SpotMessage) -> None:
+    if completion is not None:
+        completion.set_error(error)
+    else:
+        LOGGER.warning("a one-way message from node %s was not admitted: %s",
+                       frame.source.node_rid, error.message)
+
+
+def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
+    reply = LinkReply(rt, link, frame.reply_correlation) if frame.reply_correlation else None
+    route = frame.route
+    try:
+        rt.check_admission()
+        if route.target != rt.owner:
+            raise StaleRoute(f"the message to Spot {route.spot_id!r} was addressed to "
+                             f"{route.target}, not to this lifecycle ({rt.owner}); it was not "
+                             "run. Send a new call")
+        host = rt.catalog.hosts.get(route.spot_id)
+        if host is None:
+            raise StaleRoute(f"node {rt.node_id!r} no longer owns Spot {route.spot_id!r}; the "
+                             "message was not run. Send a new call")
+        payload = frame.payload
+        info = host.spot_type.handlers.find_wire(payload.type_name)
+        msg = rt.codec.decode(payload.type_name, payload.body, info.message_type)
+        host.admit(MessageWork(msg, info, reply, from_wall_ms(frame.deadline_ms)),
+                   len(payload.body))
+    except ZLinkError as exc:
+        _fail(reply, exc, frame)
+
+
+def _envelope(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
+    reply = LinkReply(rt, link, frame.reply_correlation) if frame.reply_correlation else None
+    route = frame.route
+    assert isinstance(route, ActivationRoute)
+    try:
+        rt.check_admission()
+        if route.target != rt.owner or route.target_mesh != rt.mesh:
+            raise StaleRoute(f"the activation envelope of Spot {route.spot_id!r} was addressed "
+                             f"to {route.target} in mesh {route.target_mesh!r}, not to this "
+                             f"lifecycle ({rt.owner}, mesh {rt.mesh!r}); nothing was created")
+        spot_type = rt.registry.lookup(route.stable_type, SpotKind.INSTANCE)
+        payload = frame.payload
+        info = spot_type.handlers.find_wire(payload.type_name)
+        msg = rt.codec.decode(payload.type_name, payload.body, info.message_type)
+    except ZLinkError as exc:
+        _fail(reply, exc, frame)
+        return
+    call = Delivery(
+        spot_id=route.spot_id, msg=msg, size=len(payload.body),
+        intent=Intent(route.stable_type, route.target_mesh), completion=reply, reply=SEND,
+        deadline=from_wall_ms(frame.deadline_ms),
+        op_id=f"{frame.operation_id:016x}-{frame.source.node_rid}", encoded=payload)
+    rt.catalog.start_job(lambda: _activate(rt, call, spot_type, info, frame))
+
+
+async def _activate(rt: NodeRuntime, call: Delivery, spot_type: SpotType, info: HandlerInfo,
+                    frame: SpotMessage) -> None:
+    attempt = rt.catalog.begin_attempt(call.spot_id)
+    if attempt is None:  # this node already competes for the ID: deliver once it decided
+        await _relay(rt, call, frame)
+        return
+    await run_activation(ActivationJob(
+        rt=rt, attempt=attempt, spot_type=spot_type, info=info, mesh=rt.mesh,
+        spot_id=call.spot_id, msg=call.msg, size=call.size, completion=call.completion,
+        deadline=call.deadline, op_id=call.op_id, state="checking_target_owner",
+        redeliver=lambda: deliver(rt, call)))
+
+
+async def _relay(rt: NodeRuntime, call: Delivery, frame: SpotMessage) -> None:
+    try:
+        with trio.move_on_at(call.deadline):
+            await deliver(rt, call)
+            return
+        raise DeadlineExceeded(f"the first message to Spot {call.spot_id!r} was not "
+                               "admitted before its deadline; use a longer .timeout()")
+    except ZLinkError as exc:
+        _fail(call.completion, exc, frame)
+
+
+def _answer(rt: NodeRuntime, link: Link, correlation: int, answers: Command,
+            run: Callable[[], Awaitable[Outcome | None]]) -> None:
+    async def job() -> None:
+        outcome = await run()
+        if outcome is not None:
+            _send(link, Reply(correlation=correlation, answers=answers, outcome=outcome))
+
+    try:
+        rt.check_admission()  # a draining node's catalog takes no new task
+    except ZLinkError as exc:
+        _send(link, Reply(correlation=correlation, answers=answers,
+                          outcome=Failure.from_error(exc)))
+        return
+    rt.catalog.start_job(job)
+
+
+def inbound_handler(rt: NodeRuntime) -> Callable[[Link, SpotMessage | UserSpotCreate
+                                                  | UserSpotClose], None]:
+    """The function :class:`._peers.Peers` hands every inbound 39, 47 and 48 to."""
+
+    def on_frame(link: Link, frame: SpotMessage | UserSpotCreate | UserSpotClose) -> None:
+        if isinstance(frame, SpotMessage):
+            if isinstance(frame.route, ActivationRoute):
+                _envelope(rt, link, frame)
+            else:
+                _direct(rt, link, frame)
+        elif isinstance(frame, UserSpotCreate):
+            _answer(rt, link, frame.correlation, Command.USER_SPOT_CREATE,
+                    lambda: serve_remote_create(rt, frame))
+        else:
+            _answer(rt, link, frame.correlation, Command.USER_SPOT_CLOSE,
+                    lambda: serve_remote_close(rt, frame))
+
+    return on_frame

@@ -1,0 +1,235 @@
+"""The node's side of the mesh: who the peers are, links to them, replies by correlation.
+
+Theory of operation
+-------------------
+:class:`Peers` is the runtime's :class:`~zlink_trio.transport.LinkHandler` and its
+directory of the Mesh:
+
+* **Directory.** A peer is a live descriptor claim in the Location Store.  The claims
+  read last (``NodeRuntime.placement_claims``, shared with placement) are reused for
+  :func:`~._resolve.placement_max_age`; an owner fence the cached claims do not know
+  -- another lifecycle, an expired lease -- triggers one fresh read before it is
+  refused.  An owner whose claim is gone or whose lease ran out is :class:`Unavailable`
+  and nothing is sent (06 §9: an expired owner admits no new message).  The Spot is
+  *not* recreated elsewhere: its authority stays in the store until the owner's NodeId
+  restarts (startup scan) or an operator releases it.
+* **Admission of a peer.** :meth:`Peers.check_peer` accepts an authenticated link only
+  from a node whose exact (NodeRid, lifecycle generation) holds a live claim in this
+  node's Mesh: a restarted or zombie process with an older lifecycle is refused.
+* **Correlations.** Every request this node sends (39 with a reply, 47, 48) gets a
+  fresh correlation and a :class:`Pending` entry naming the link, the deadline and
+  what to do with the reply.  The reply frame completes it exactly once; a link that
+  closes first fails everything pending on it with :class:`Unavailable` ("may or may
+  not have run": nothing is resent, 06 §5); :meth:`Peers.sweep` drops entries whose
+  deadline passed (their callers already got DeadlineExceeded).
+
+Times on the wire are wall-clock milliseconds (docs/wire.md); :func:`wall_ms` and
+:func:`from_wall_ms` convert the runtime's Trio-clock deadlines.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Final
+
+import attrs
+import trio
+
+from zlink_trio.core.errors import Unavailable, ZLinkError
+from zlink_trio.runtime._retained import RetainedResults
+from zlink_trio.runtime._runtime import LOGGER
+from zlink_trio.runtime._wire_types import registry_classes
+from zlink_trio.wire.frames import Reply
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from zlink_trio.core.descriptor import NodeClaim
+    from zlink_trio.core.identity import NodeRid
+    from zlink_trio.core.records import OwnerFence
+    from zlink_trio.runtime._runtime import NodeRuntime
+    from zlink_trio.transport import Link, MeshTransport
+    from zlink_trio.wire.frames import SpotMessage, UserSpotClose, UserSpotCreate
+    from zlink_trio.wire.handshake import PeerIdentity
+
+    InboundFrame = SpotMessage | UserSpotCreate | UserSpotClose
+
+__all__ = ("Peers", "Pending", "from_wall_ms", "wall_ms")
+
+#: Seconds between two sweeps of expired pending replies.
+SWEEP_INTERVAL: Final = 1.0
+_MAX_ID: Final = (1 << 64) - 1
+
+
+def wall_ms(deadline: float) -> int:
+    """The Trio-clock ``deadline`` as wall-clock milliseconds since the epoch (>= 1)."""
+    return max(1, int((time.time() + (deadline - trio.current_time())) * 1000))
+
+
+def from_wall_ms(ms: int) -> float:
+    """A wall-clock millisecond deadline from the wire as a Trio-clock deadline."""
+    return trio.current_time() + (ms / 1000 - time.time())
+
+
+@attrs.define(eq=False, slots=True)
+class Pending:
+    """One request this node sent and waits to be answered."""
+
+    link: Link
+    deadline: float
+    on_reply: Callable[[Reply], object]
+    on_lost: Callable[[Unavailable], object]
+
+
+class Peers:
+    """Directory, links and pending replies of one node; see the module docstring."""
+
+    def __init__(self, rt: NodeRuntime, inbound: Callable[[Link, InboundFrame], None]) -> None:
+        self._rt = rt
+        self._inbound = inbound
+        self.transport: MeshTransport | None = None
+        self._pending: dict[int, Pending] = {}
+        self._next_correlation = 1 + int.from_bytes(rt.random_bytes(4)) * 2
+        #: Terminal results of recent 47/48 operations, for redeliveries.
+        self.retained: Final = RetainedResults()
+        #: Wire name -> class of every message class the registered Spot types name.
+        self.known_classes: Final = registry_classes(rt.registry)
+
+    # ------------------------------------------------------------------ directory
+
+    async def _read_claims(self) -> list[NodeClaim]:
+        rt = self._rt
+        now = rt.now()
+        claims = await rt.store.location.descriptors(now=now)
+        rt.placement_claims = (now, claims)
+        return claims
+
+    def _cached_claim(self, owner: OwnerFence) -> NodeClaim | None:
+        from zlink_trio.runtime._resolve import placement_max_age  # import cycle
+
+        seen = self._rt.placement_claims
+        if seen is None or not 0 <= self._rt.now() - seen[0] < placement_max_age(self._rt):
+            return None
+        return _matching(seen[1], owner, self._rt.now())
+
+    def claim_by_rid(self, node_rid: NodeRid) -> NodeClaim | None:
+        """The claim of ``node_rid`` in the claims read last (placement just read them)."""
+        seen = self._rt.placement_claims
+        for claim in seen[1] if seen is not None else ():
+            if claim.descriptor.node_rid == node_rid:
+                return claim
+        return None
+
+    async def claim_of(self, owner: OwnerFence, what: str) -> NodeClaim:
+        """The live claim of ``owner``'s lifecycle; :class:`Unavailable` if there is none."""
+        claim = self._cached_claim(owner)
+        if claim is None:
+            claim = _matching(await self._read_claims(), owner, self._rt.now())
+        if claim is None:
+            raise Unavailable(
+                f"{what} is owned by node {owner.node_rid} (lifecycle "
+                f"{owner.lifecycle_generation}), which is not live: its descriptor is gone or "
+                "its lease expired. The Spot is not recreated elsewhere; it becomes usable "
+                "again when that node restarts, or after an operator releases it "
+                "(zlink-trio release)"
+            )
+        return claim
+
+    async def link_to(self, claim: NodeClaim) -> Link:
+        """An authenticated link to the node of ``claim`` (opened on first use)."""
+        if self.transport is None:
+            raise Unavailable(
+                f"node {claim.descriptor.node_id!r} is another node, but this node was "
+                "opened with listen=None, so it has no mesh links; open it with a listen "
+                "address (the default) to reach other nodes"
+            )
+        descriptor = claim.descriptor
+        return await self.transport.link_to(descriptor.node_rid, descriptor.node_id,
+                                            descriptor.endpoint)
+
+    async def link_to_owner(self, owner: OwnerFence, what: str) -> Link:
+        """:meth:`claim_of` then :meth:`link_to`."""
+        return await self.link_to(await self.claim_of(owner, what))
+
+    # ------------------------------------------------------------------ correlations
+
+    def expect_reply(self, link: Link, deadline: float, on_reply: Callable[[Reply], object],
+                     on_lost: Callable[[Unavailable], object]) -> int:
+        """Register a request about to be sent on ``link``; returns its correlation."""
+        correlation = self._next_correlation
+        self._next_correlation = correlation + 1 if correlation < _MAX_ID else 1
+        self._pending[correlation] = Pending(link, deadline, on_reply, on_lost)
+        return correlation
+
+    def forget(self, correlation: int) -> None:
+        """Stop waiting for ``correlation`` (the send failed, or the caller gave up)."""
+        self._pending.pop(correlation, None)
+
+    @property
+    def pending(self) -> int:
+        """Requests sent and not answered yet."""
+        return len(self._pending)
+
+    async def sweep(self) -> None:
+        """Forever: every second, drop pending entries whose deadline passed."""
+        while True:
+            await trio.sleep(SWEEP_INTERVAL)
+            now = trio.current_time()
+            for correlation in [c for c, p in self._pending.items() if p.deadline < now]:
+                self._pending.pop(correlation, None)
+
+    # ------------------------------------------------------------------ LinkHandler
+
+    async def check_peer(self, peer: PeerIdentity) -> bool:
+        """Admit a link only from a live claim of exactly that lifecycle in our Mesh."""
+        rt = self._rt
+        if peer.mesh != rt.mesh:
+            return False
+        try:
+            claims = await rt.store.location.descriptors(rt.mesh, now=rt.now())
+        except ZLinkError as exc:
+            LOGGER.warning("node %r: refused a link from %r: the store could not be read "
+                           "(%s)", rt.node_id, peer.node_id, exc)
+            return False
+        for claim in claims:
+            d = claim.descriptor
+            if (d.node_rid == peer.node_rid and d.node_id == peer.node_id
+                    and claim.lifecycle_generation == peer.lifecycle_generation
+                    and claim.is_live(rt.now())):
+                return True
+        LOGGER.warning("node %r: refused a link from %r (%s, lifecycle %d): no live claim "
+                       "of that lifecycle in mesh %r", rt.node_id, peer.node_id,
+                       peer.node_rid, peer.lifecycle_generation, rt.mesh)
+        return False
+
+    def frame_received(self, link: Link, frame: InboundFrame | Reply) -> None:
+        """A Reply completes its pending request; anything else goes to the target side."""
+        if isinstance(frame, Reply):
+            pending = self._pending.pop(frame.correlation, None)
+            if pending is None or pending.link is not link:
+                if pending is not None:  # a reply on another link is not ours: keep waiting
+                    self._pending[frame.correlation] = pending
+                return  # late (the caller's deadline passed) or unknown: dropped
+            pending.on_reply(frame)
+            return
+        self._inbound(link, frame)
+
+    def link_closed(self, link: Link) -> None:
+        """Fail every request pending on ``link``; they are not resent anywhere."""
+        lost = [c for c, p in self._pending.items() if p.link is link]
+        for correlation in lost:
+            pending = self._pending.pop(correlation)
+            pending.on_lost(Unavailable(
+                f"the link to node {link.peer.node_id!r} closed before the reply arrived; "
+                "the operation may or may not have run there and is not resent. Check the "
+                "Spot's state before retrying"
+            ))
+
+
+def _matching(claims: list[NodeClaim], owner: OwnerFence, now: float) -> NodeClaim | None:
+    for claim in claims:
+        if (claim.descriptor.node_rid == owner.node_rid
+                and claim.lifecycle_generation == owner.lifecycle_generation
+                and claim.is_live(now)):
+            return claim
+    return None

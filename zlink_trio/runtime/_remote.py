@@ -1,0 +1,146 @@
+"""The source side of the mesh: command 39 to another node, and request/reply round trips.
+
+Theory of operation
+-------------------
+:func:`send_spot_message` hands a direct call to another node as one command 39 frame
+and returns at *outbound admission* -- the moment the target's link accepted the
+frame (06 §5) -- exactly like a local call returns at queue admission:
+
+* route kind 1 (Ready) carries the authority's generations and the owner's lifecycle
+  fence, taken from the store record or the positive route cache;
+* route kind 2 (cold activation) carries the target Mesh, the target's lifecycle fence
+  and descriptor version, the Spot ID and stable type -- no authority generation exists
+  yet, and the source reserves nothing (06 §4.1 steps 8-9).
+
+A request registers its correlation before the frame is queued; the target's command 20
+completes the caller's :class:`Completion` with the decoded reply or the typed error.
+Nothing is ever resent: a link that closes first ends the request :class:`Unavailable`.
+
+:func:`round_trip` is the same for 47 and 48, whose caller waits for the reply itself.
+
+The wire carries the operation ID as a 64-bit integer: the first 16 hex digits of the
+call's uuid4 (random, non-zero with overwhelming probability; 1 otherwise).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from zlink_trio.core.errors import RemoteProtocolError, StaleRoute, TypeMismatch, ZLinkError
+from zlink_trio.runtime._completion import Completion
+from zlink_trio.runtime._peers import wall_ms
+from zlink_trio.wire.frames import (
+    ActivationRoute,
+    EncodedMessage,
+    Failure,
+    MessageOutcome,
+    ReadyRoute,
+    Reply,
+    SpotMessage,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from zlink_trio.runtime._resolve import Delivery
+    from zlink_trio.runtime._runtime import NodeRuntime
+    from zlink_trio.transport import Link
+    from zlink_trio.wire.frames import Frame
+
+__all__ = ("operation_number", "round_trip", "send_spot_message")
+
+
+def operation_number(op_id: str) -> int:
+    """The wire operation ID (u64, non-zero) of the uuid4 ``op_id``."""
+    return int(op_id.replace("-", "")[:16], 16) or 1
+
+
+def _encoded(rt: NodeRuntime, call: Delivery) -> EncodedMessage:
+    if call.encoded is not None:
+        return call.encoded
+    return rt.codec.encode(call.msg)
+
+
+def decode_reply(rt: NodeRuntime, expected: object, outcome: MessageOutcome) -> object:
+    """The reply value of a 39 request that asked for ``expected`` (a class, None or SEND).
+
+    A relayed call (``expected`` not a class or None) passes the encoded reply through.
+    """
+    encoded = outcome.reply
+    if expected is None:
+        if encoded is not None:
+            raise TypeMismatch(
+                f"the remote handler replied {encoded.type_name!r}, but the request asked "
+                "for reply=None; pass the handler's reply class"
+            )
+        return None
+    if not isinstance(expected, type):
+        return encoded
+    if encoded is None:
+        raise TypeMismatch(
+            f"the remote handler replied nothing, but the request asked for "
+            f"reply={expected.__qualname__}; pass reply=None"
+        )
+    return rt.codec.decode(encoded.type_name, encoded.body, expected)
+
+
+def _completer(rt: NodeRuntime, call: Delivery) -> Callable[[Reply], None]:
+    completion = call.completion
+    assert completion is not None
+
+    def on_reply(reply: Reply) -> None:
+        outcome = reply.outcome
+        try:
+            if isinstance(outcome, Failure):
+                raise outcome.to_error()
+            if not isinstance(outcome, MessageOutcome):
+                raise RemoteProtocolError(
+                    f"the reply to a Spot message carried {type(outcome).__name__}; the peer "
+                    "is broken or speaks another protocol version"
+                )
+            completion.set_result(decode_reply(rt, call.reply, outcome))
+        except ZLinkError as exc:
+            if isinstance(exc, StaleRoute):  # the next call resolves afresh (06 §5)
+                rt.route_cache.invalidate(call.spot_id)
+            completion.set_error(exc)
+
+    return on_reply
+
+
+def send_spot_message(rt: NodeRuntime, call: Delivery, link: Link,
+                      route: ReadyRoute | ActivationRoute) -> None:
+    """Queue ``call`` on ``link`` as command 39; returns at outbound admission.
+
+    Raises what the link raises (Unavailable when it is closed, InvalidOperation for a
+    frame above the negotiated bound); nothing stays registered then.
+    """
+    completion = call.completion
+    correlation = 0
+    if completion is not None:
+        correlation = rt.peers.expect_reply(link, call.deadline, _completer(rt, call),
+                                            completion.set_error)
+    frame = SpotMessage(
+        route=route, operation_id=operation_number(call.op_id), reply_correlation=correlation,
+        deadline_ms=wall_ms(call.deadline), source=rt.owner, source_spot_id=None,
+        metadata=None, payload=_encoded(rt, call))
+    try:
+        link.send_nowait(frame)
+    except BaseException:
+        if correlation:
+            rt.peers.forget(correlation)
+        raise
+
+
+async def round_trip(rt: NodeRuntime, link: Link, deadline: float,
+                     make: Callable[[int], Frame], what: str) -> Reply:
+    """Send the frame ``make(correlation)`` on ``link`` and wait for its command 20.
+
+    DeadlineExceeded at ``deadline``; Unavailable if the link closes first.
+    """
+    slot = Completion()
+    correlation = rt.peers.expect_reply(link, deadline, slot.set_result, slot.set_error)
+    try:
+        link.send_nowait(make(correlation))
+        return cast("Reply", await slot.wait(deadline, what))
+    finally:
+        rt.peers.forget(correlation)
