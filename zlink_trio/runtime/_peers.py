@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.descriptor import NodeClaim
     from zlink_trio.core.identity import NodeRid
     from zlink_trio.core.records import OwnerFence
+    from zlink_trio.core.route_cache import CachedRoute
     from zlink_trio.runtime._runtime import NodeRuntime
     from zlink_trio.transport import Link, MeshTransport
     from zlink_trio.wire.frames import SpotMessage, UserSpotClose, UserSpotCreate
@@ -94,6 +95,8 @@ class Peers:
         self.retained: Final = RetainedResults()
         #: Wire name -> class of every message class the registered Spot types name.
         self.known_classes: Final = registry_classes(rt.registry)
+        #: The link a frame was last queued on, for the sender's :meth:`flush`.
+        self._unflushed: Link | None = None
 
     # ------------------------------------------------------------------ directory
 
@@ -147,9 +150,37 @@ class Peers:
         return await self.transport.link_to(descriptor.node_rid, descriptor.node_id,
                                             descriptor.endpoint)
 
+    def open_link(self, route: CachedRoute) -> Link | None:
+        """The open link to the owner a cached route names, if there is one now.
+
+        The route cache already bounds the route by the owner's lease (06 §6), so a
+        live link to exactly that lifecycle needs no store read.
+        """
+        transport, owner = self.transport, route.owner
+        if transport is None or owner is None:
+            return None
+        link = transport.open_link(owner.node_rid)
+        if link is None or link.peer.lifecycle_generation != owner.lifecycle_generation:
+            return None
+        return link
+
     async def link_to_owner(self, owner: OwnerFence, what: str) -> Link:
         """:meth:`claim_of` then :meth:`link_to`."""
         return await self.link_to(await self.claim_of(owner, what))
+
+    def queued_on(self, link: Link) -> None:
+        """A frame was just queued on ``link`` (see :meth:`flush`)."""
+        self._unflushed = link
+
+    async def flush(self) -> None:
+        """Write what was just queued from this task instead of the link's writer.
+
+        A requester calls it right before waiting for its reply: it saves one task
+        switch per request (``Link.flush`` bounds and shields the write).
+        """
+        link, self._unflushed = self._unflushed, None
+        if link is not None:
+            await link.flush()
 
     # ------------------------------------------------------------------ correlations
 

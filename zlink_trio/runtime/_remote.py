@@ -26,7 +26,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from zlink_trio.core.errors import RemoteProtocolError, StaleRoute, TypeMismatch, ZLinkError
+from zlink_trio.core.errors import (
+    InvalidOperation,
+    RemoteProtocolError,
+    StaleRoute,
+    TypeMismatch,
+    ZLinkError,
+)
 from zlink_trio.runtime._completion import Completion
 from zlink_trio.runtime._peers import wall_ms
 from zlink_trio.wire.frames import (
@@ -103,6 +109,10 @@ def _completer(rt: NodeRuntime, call: Delivery) -> Callable[[Reply], None]:
             if isinstance(exc, StaleRoute):  # the next call resolves afresh (06 §5)
                 rt.route_cache.invalidate(call.spot_id)
             completion.set_error(exc)
+        except Exception as exc:  # never let one bad reply take the link down
+            completion.set_error(InvalidOperation(
+                f"the reply to the request to Spot {call.spot_id!r} could not be decoded "
+                f"({type(exc).__name__}: {exc}); it ran on the owner"))
 
     return on_reply
 
@@ -129,6 +139,7 @@ def send_spot_message(rt: NodeRuntime, call: Delivery, link: Link,
         if correlation:
             rt.peers.forget(correlation)
         raise
+    rt.peers.queued_on(link)
 
 
 async def round_trip(rt: NodeRuntime, link: Link, deadline: float,

@@ -259,7 +259,12 @@ def admit_cached(rt: NodeRuntime, call: Delivery) -> Host | CachedRoute | bool:
     if host is None:
         return False
     if isinstance(host, CachedRoute):
-        return host
+        link = rt.peers.open_link(host)
+        if link is None:
+            return host  # no open link: deliver() dials it
+        _check_remote_reply(rt, call, host.stable_type)
+        _send_ready(rt, call, link, host)
+        return True
     info = _handler_for(call, host)
     if host.sealed and call.intent is not None:
         return host  # idle eviction racing: refresh the route

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import ssl
 import urllib.parse
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 import trio
 from trio_websocket import (
@@ -95,6 +95,86 @@ def _binary(message: str | bytes) -> bytes:
     return message
 
 
+class _Watched(trio.abc.Stream):
+    """Delegates to ``inner``; ``ended`` is set once a read or write failed or hit EOF.
+
+    trio-websocket 0.12's ``wrap_client_stream`` waits for the HTTP upgrade with no
+    regard for its reader task: when the stream breaks or closes first (a TLS alert,
+    a server that closes the connection unread), the reader ends and the upgrade is
+    awaited forever. Racing the upgrade against ``ended`` turns that into an error.
+    """
+
+    __slots__ = ("ended", "error", "inner")
+
+    def __init__(self, inner: trio.abc.Stream) -> None:
+        self.inner = inner
+        self.ended = trio.Event()
+        self.error: BaseException | None = None
+
+    def _end(self, error: BaseException | None) -> None:
+        if not self.ended.is_set():
+            self.error = error
+            self.ended.set()
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        try:
+            await self.inner.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            self._end(exc)
+            raise
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        try:
+            data = await self.inner.receive_some(max_bytes)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            self._end(exc)
+            raise
+        if not data:
+            self._end(None)
+        return data
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def _reason(exc: BaseException | None) -> str:
+    """The underlying reason of a broken stream (an SSL error is the cause, not the text)."""
+    if exc is None:
+        return "the peer closed the connection"
+    return str(exc.__cause__ or exc) or type(exc).__name__
+
+
+async def _upgrade(nursery: trio.Nursery, stream: trio.abc.Stream,
+                   endpoint: Endpoint) -> WebSocketConnection:
+    watched = _Watched(stream)
+    ws: WebSocketConnection | None = None
+
+    async def upgrade(race: trio.CancelScope) -> None:
+        nonlocal ws
+        ws = await wrap_client_stream(
+            nursery,
+            # Annotated as SocketStream | SSLStream, but only the Stream interface is used.
+            cast("trio.SocketStream", watched),
+            endpoint.host_header,
+            endpoint.resource,
+            message_queue_size=MESSAGE_QUEUE_SIZE,
+            max_message_size=MIN_FRAME_BYTES,
+            receive_buffer_size=RECEIVE_BUFFER_BYTES,
+        )
+        race.cancel()
+
+    async with trio.open_nursery() as race:
+        race.start_soon(upgrade, race.cancel_scope)
+        await watched.ended.wait()
+        race.cancel_scope.cancel()
+    if ws is None:
+        raise trio.BrokenResourceError(_reason(watched.error))
+    return ws
+
+
 async def _admit(handler: LinkHandler, peer: PeerIdentity) -> bool:
     verdict = await handler.check_peer(peer)
     return verdict is True
@@ -115,6 +195,10 @@ async def accept(
     and trio-websocket's ``ConnectionClosed`` if the peer went away. The
     caller closes ``stream`` on every outcome but success.
     """
+    if isinstance(stream, trio.SSLStream):
+        # Fail a bad TLS client now: wrap_server_stream would wait for its upgrade
+        # request until handshake_timeout once the stream broke.
+        await stream.do_handshake()
     request = await wrap_server_stream(
         nursery,
         stream,
@@ -173,15 +257,11 @@ async def dial(
         phase = "connecting"
         with trio.fail_after(config.connect_timeout):
             stream = await _open_stream(endpoint, config)
-            ws = await wrap_client_stream(
-                nursery,
-                stream,
-                endpoint.host_header,
-                endpoint.resource,
-                message_queue_size=MESSAGE_QUEUE_SIZE,
-                max_message_size=MIN_FRAME_BYTES,
-                receive_buffer_size=RECEIVE_BUFFER_BYTES,
-            )
+            if isinstance(stream, trio.SSLStream):
+                phase = "in the TLS handshake"
+                await stream.do_handshake()
+            phase = "connecting"
+            ws = await _upgrade(nursery, stream, endpoint)
         phase = "authenticating"
         with trio.fail_after(config.handshake_timeout):
             machine = ClientHandshake(
@@ -206,7 +286,8 @@ async def dial(
         opened, stream = stream, None
         return opened, ws, peer
     except trio.TooSlowError:
-        timeout = config.connect_timeout if phase == "connecting" else config.handshake_timeout
+        timeout = (config.handshake_timeout if phase == "authenticating"
+                   else config.connect_timeout)
         raise Unavailable(
             f"cannot link to {where}: timed out {phase} after {timeout} s; check that the "
             "node is running and reachable, then retry"
@@ -216,9 +297,16 @@ async def dial(
             f"cannot link to {where}: authentication failed: {exc.message}"
         ) from None
     except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+        if phase == "in the TLS handshake":
+            raise Unavailable(
+                f"cannot link to {where}: TLS handshake failed ({_reason(exc)}); check that "
+                "client_ssl_context trusts the CA of the peer's certificate, that the "
+                "certificate names the endpoint's host, and that the peer serves wss://"
+            ) from None
         raise Unavailable(
-            f"cannot link to {where}: connection refused or broken while {phase} ({exc}); "
-            "check that the node is running, then retry"
+            f"cannot link to {where}: connection refused or broken while {phase} "
+            f"({_reason(exc)}); check that the node is running (and, for wss://, that it "
+            "accepts this node's client certificate), then retry"
         ) from None
     except (ConnectionClosed, HandshakeError):
         raise Unavailable(

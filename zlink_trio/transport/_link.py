@@ -11,11 +11,14 @@ then on three tasks serve it, all in one nursery owned by the transport:
   Ping is answered with a Pong, a Pong only proves liveness. No task is
   spawned per frame, and because the reader never waits for anything but the
   next message, trio-websocket's small internal queue never fills behind it.
-* the **writer** drains an unbounded memory channel of encoded frames into
-  the websocket. :meth:`Link.send_nowait` only encodes and enqueues, so a
-  caller never waits for the network. The queued bytes are counted; a link
-  whose peer stops reading is closed once they would pass
-  ``max_send_buffer_bytes`` instead of growing without bound.
+* the **writer** drains a queue of encoded frames into the websocket,
+  joining what is queued into as few socket writes as it can.
+  :meth:`Link.send_nowait` only encodes and enqueues, so a caller never waits
+  for the network; a caller about to wait anyway may :meth:`Link.flush` a
+  small backlog itself and save the hop to the writer (one sender at a time).
+  The queued bytes are counted; a link whose peer stops reading is closed
+  once they would pass ``max_send_buffer_bytes`` instead of growing without
+  bound.
 * the **keepalive** sleeps until the link has been silent (nothing
   received) for one ``keepalive_interval``, then sends a Ping every interval;
   after three intervals of silence it closes the link.
@@ -34,9 +37,8 @@ logged, and that link alone is closed.
 
 from __future__ import annotations
 
-import contextlib
+import collections
 import logging
-import math
 from typing import TYPE_CHECKING, Final, Protocol
 
 import trio
@@ -80,6 +82,11 @@ SILENT_INTERVALS: Final = 3
 ApplicationFrame = SpotMessage | UserSpotCreate | UserSpotClose | Reply
 _APPLICATION: Final = frozenset({SpotMessage, UserSpotCreate, UserSpotClose, Reply})
 
+
+#: A caller's :meth:`Link.flush` writes at most this many queued bytes itself.
+FLUSH_MAX_BYTES: Final = 64 * 1024
+#: Seconds a flush may take before the link counts as stalled and is closed.
+FLUSH_TIMEOUT: Final = 1.0
 
 #: At most this many queued frames are joined into one socket write.
 _WRITE_BATCH: Final = 256
@@ -150,11 +157,12 @@ class Link:
         "_handler",
         "_keepalive_interval",
         "_last_received",
+        "_queue",
         "_queued_bytes",
         "_scope",
-        "_send_rx",
-        "_send_tx",
+        "_sending",
         "_stream",
+        "_writer_task",
         "_ws",
         "outbound",
         "peer",
@@ -178,8 +186,12 @@ class Link:
         self._handler = handler
         self._keepalive_interval = keepalive_interval
         self._config_max_send = max_send_buffer_bytes
-        self._send_tx, self._send_rx = trio.open_memory_channel[bytes](math.inf)
+        self._queue: collections.deque[bytes] = collections.deque()
         self._queued_bytes = 0
+        #: A task is writing queued frames to the websocket (the writer or a flush).
+        self._sending = False
+        #: The writer task while it is parked waiting for frames.
+        self._writer_task: trio.lowlevel.Task | None = None
         self._closed = False
         self._scope: trio.CancelScope | None = None
         self._finished = trio.Event()
@@ -242,7 +254,61 @@ class Link:
                 "reading); retry later or raise the bound"
             )
         self._queued_bytes = queued
-        self._send_tx.send_nowait(data)
+        self._queue.append(data)
+        self._wake_writer()
+
+    def _wake_writer(self) -> None:
+        writer = self._writer_task
+        if writer is not None:
+            self._writer_task = None
+            trio.lowlevel.reschedule(writer)
+
+    async def flush(self) -> None:
+        """Write the queued frames from the calling task, unless a write is under way.
+
+        A caller that is about to wait anyway (a request waiting for its reply) saves the
+        hop to the writer task. Only a small backlog is written here (at most
+        :data:`FLUSH_MAX_BYTES`, which a socket takes at once unless the peer stopped
+        reading); the write is shielded -- a write cut in half would break the stream --
+        and bounded by :data:`FLUSH_TIMEOUT`, after which the link is closed. Never
+        raises: a broken link closes through its own tasks.
+        """
+        if (self._sending or not self._queue or self._closed
+                or self._queued_bytes > FLUSH_MAX_BYTES):
+            return
+        self._sending = True
+        try:
+            with trio.CancelScope(shield=True):
+                # One batch only: what others queue meanwhile is the writer's.
+                with trio.move_on_after(FLUSH_TIMEOUT) as scope:
+                    await self._send_batch()
+        except ConnectionClosed:
+            self._close_now()
+            return
+        finally:
+            self._sending = False
+            if self._queue:
+                self._wake_writer()
+        if scope.cancelled_caught:
+            logger.warning("closing the link to %s: a write did not complete within %s s "
+                           "(the peer is not reading)", self._describe(), FLUSH_TIMEOUT)
+            self._close_now()
+
+    async def _send_batch(self) -> None:
+        """Send up to :data:`_WRITE_BATCH` queued frames in one write (caller holds _sending)."""
+        queue = self._queue
+        batch = [queue.popleft() for _ in range(min(len(queue), _WRITE_BATCH))]
+        await _send_messages(self._ws, batch)
+        self._queued_bytes -= sum(map(len, batch))
+
+    async def _drain(self) -> None:
+        """Send everything queued (also what is queued meanwhile); one sender at a time."""
+        self._sending = True
+        try:
+            while self._queue:
+                await self._send_batch()
+        finally:
+            self._sending = False
 
     def _close_now(self) -> None:
         """Start closing without waiting: mark closed, cancel the link's tasks."""
@@ -273,7 +339,6 @@ class Link:
                 await self._until_done(self._reader, nursery.cancel_scope)
         finally:
             self._closed = True
-            self._send_tx.close()
             with trio.CancelScope(shield=True):
                 with trio.move_on_after(CLOSE_TIMEOUT):
                     await self._ws.aclose()
@@ -331,24 +396,20 @@ class Link:
         except Unavailable:
             pass  # _enqueue already logged the overflow and closed the link.
 
+    def _abort_park(self, _: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+        self._writer_task = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
     async def _writer(self) -> None:
-        ws = self._ws
-        receive = self._send_rx.receive
-        receive_nowait = self._send_rx.receive_nowait
-        batch: list[bytes] = []
         try:
             while True:
-                try:
-                    batch.append(await receive())
-                except trio.EndOfChannel:
-                    return
-                # Everything queued meanwhile goes out in one socket write.
-                with contextlib.suppress(trio.WouldBlock, trio.EndOfChannel):
-                    while len(batch) < _WRITE_BATCH:
-                        batch.append(receive_nowait())
-                await _send_messages(ws, batch)
-                self._queued_bytes -= sum(map(len, batch))
-                batch.clear()
+                if self._sending or not self._queue:
+                    # Parked until _enqueue has something (a flush may take it first).
+                    self._writer_task = trio.lowlevel.current_task()
+                    await trio.lowlevel.wait_task_rescheduled(self._abort_park)
+                    continue
+                # Everything queued meanwhile goes out in as few socket writes as it can.
+                await self._drain()
         except ConnectionClosed as exc:
             logger.info("the link to %s broke while sending: %s", self._describe(), exc.reason)
 

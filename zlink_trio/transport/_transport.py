@@ -102,6 +102,10 @@ class MeshTransport:
         """
         self._config = attrs.evolve(self._config, identity=identity)
 
+    def open_link(self, node_rid: NodeRid) -> Link | None:
+        """An open authenticated link to ``node_rid`` if one exists now (never dials)."""
+        return self._open_link(node_rid)
+
     def _open_link(self, node_rid: NodeRid) -> Link | None:
         for link in self._links.get(node_rid, ()):
             if not link.closed:

@@ -159,6 +159,11 @@ class MessageCodec:
                 f"{cl.__qualname__} has a field type the codec cannot decode ({exc}); "
                 "use only the field types listed in zlink_trio.wire._converter"
             ) from exc
+        except (NameError, TypeError, AttributeError) as exc:  # unresolvable annotations
+            raise InvalidOperation(
+                f"the annotations of {cl.__qualname__} cannot be resolved ({exc}); import at "
+                "run time every name its fields' annotations use"
+            ) from exc
 
     def encode(self, msg: object) -> EncodedMessage:
         """Encode ``msg``; raises :class:`InvalidOperation` if it cannot be sent.
