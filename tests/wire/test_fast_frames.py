@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_frames import FRAMES, MUTATIONS, golden
+from test_frames import FRAMES, MUTATIONS, golden, mutate
 
 from zlink_trio.core.errors import RemoteProtocolError
 from zlink_trio.wire import _fast_frames, frames
@@ -77,21 +77,7 @@ def test_golden_frames_take_the_fast_path(name):
 @settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
 @given(frame=HOT, mutation=st.sampled_from(MUTATIONS), data=st.data())
 def test_fast_decoding_accepts_only_what_the_general_decoder_accepts(frame, mutation, data):
-    raw = bytearray(frames.encode(frame))
-    at = data.draw(st.integers(4, len(raw) - 1), label="at")  # keep the header
-    if mutation == "flip":
-        raw[at] ^= 1 << data.draw(st.integers(0, 7), label="bit")
-    elif mutation == "set":
-        raw[at] = data.draw(st.sampled_from([0x00, 0x01, 0x02, 0x7F, 0x80, 0xFF]), label="value")
-    elif mutation == "truncate":
-        del raw[at:]
-    elif mutation == "extend":
-        raw += data.draw(st.binary(min_size=1, max_size=16), label="extra")
-    elif mutation == "insert":
-        raw[at:at] = data.draw(st.binary(min_size=1, max_size=4), label="inserted")
-    else:
-        del raw[at : at + data.draw(st.integers(1, 8), label="deleted")]
-    mutated = bytes(raw)
+    mutated = mutate(data, frame, mutation, start=4)  # keep the header
     fast = fast_decode(mutated)
     general = general_decode(mutated)
     if fast is not None:

@@ -553,11 +553,10 @@ def test_fuzz_bytes_after_a_valid_header_decode_or_refuse(header, body):
 MUTATIONS = ("flip", "set", "truncate", "extend", "insert", "delete")
 
 
-@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
-@given(frame=frames, mutation=st.sampled_from(MUTATIONS), data=st.data())
-def test_fuzz_mutated_frames_decode_or_refuse(frame, mutation, data):
+def mutate(data: st.DataObject, frame: object, mutation: str, start: int = 0) -> bytes:
+    """``frame``'s bytes with one ``mutation`` drawn at an offset >= ``start``."""
     raw = bytearray(encode(frame))
-    at = data.draw(st.integers(0, len(raw) - 1), label="at")
+    at = data.draw(st.integers(start, len(raw) - 1), label="at")
     if mutation == "flip":
         raw[at] ^= 1 << data.draw(st.integers(0, 7), label="bit")
     elif mutation == "set":
@@ -570,7 +569,13 @@ def test_fuzz_mutated_frames_decode_or_refuse(frame, mutation, data):
         raw[at:at] = data.draw(st.binary(min_size=1, max_size=4), label="inserted")
     else:
         del raw[at : at + data.draw(st.integers(1, 8), label="deleted")]
-    decodes_or_refuses(bytes(raw))
+    return bytes(raw)
+
+
+@settings(max_examples=600, suppress_health_check=[HealthCheck.too_slow])
+@given(frame=frames, mutation=st.sampled_from(MUTATIONS), data=st.data())
+def test_fuzz_mutated_frames_decode_or_refuse(frame, mutation, data):
+    decodes_or_refuses(mutate(data, frame, mutation))
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN))

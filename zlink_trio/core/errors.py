@@ -42,6 +42,7 @@ __all__ = (
     "Unavailable",
     "ZLinkError",
     "error_for_code",
+    "single_error",
 )
 
 
@@ -266,6 +267,20 @@ for _cls in (
     assert _cls.code not in _BY_CODE, _cls
     _BY_CODE[_cls.code] = _cls
 del _cls
+
+
+def single_error(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The one leaf exception of (nested) single-member groups, else ``None``.
+
+    Nurseries and task groups wrap whatever crosses them; a context manager that wants
+    the block's own exception to come out as it was raised unwraps it with this.
+    """
+    error: BaseException = group
+    while isinstance(error, BaseExceptionGroup):
+        if len(error.exceptions) != 1:
+            return None
+        error = error.exceptions[0]
+    return error
 
 
 def error_for_code(code: int, message: str) -> ZLinkError:

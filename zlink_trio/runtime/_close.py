@@ -33,7 +33,6 @@ from zlink_trio.core.errors import (
     RemoteProtocolError,
     StaleRoute,
     Unavailable,
-    ZLinkError,
 )
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityState, SpotRef
@@ -81,13 +80,7 @@ async def serve_remote_close(rt: NodeRuntime, frame: UserSpotClose) -> Outcome:
     and checked against the frame's generation, owner generation and StoreVersion before
     the Closing CAS. A redelivery of the same operation gets the retained outcome.
     """
-    new, retained = rt.peers.retained.begin(frame.source, frame.operation_id)
-    if not new:
-        return retained if retained is not None else Failure.from_error(Unavailable(
-            f"the close of Spot {frame.ref.spot_id!r} (this operation) is still running; "
-            "its result goes to the first request"))
-    outcome: Outcome
-    try:
+    async def run() -> Outcome:
         rt.check_admission()
         if frame.target != rt.owner:
             raise StaleRoute(f"the close of Spot {frame.ref.spot_id!r} was addressed to "
@@ -95,17 +88,14 @@ async def serve_remote_close(rt: NodeRuntime, frame: UserSpotClose) -> Outcome:
                              "was closed")
         deadline = from_wall_ms(frame.deadline_ms)
         expected = (frame.expected_owner_generation, frame.expected_store_version)
-        closed = None
         with trio.move_on_at(deadline):
-            closed = await _close(rt, frame.ref, CLOSE.initial, deadline, expected)
-        if closed is None:
-            raise DeadlineExceeded(f"closing Spot {frame.ref.spot_id!r} did not finish "
-                                   "before its deadline; if it began, it still completes")
-        outcome = CloseOutcome(closed=closed)
-    except ZLinkError as exc:
-        outcome = Failure.from_error(exc)
-    rt.peers.retained.finish(frame.source, frame.operation_id, outcome)
-    return outcome
+            return CloseOutcome(
+                closed=await _close(rt, frame.ref, CLOSE.initial, deadline, expected))
+        raise DeadlineExceeded(f"closing Spot {frame.ref.spot_id!r} did not finish before "
+                               "its deadline; if it began, it still completes")
+
+    return await rt.peers.retained.run_once(
+        frame.source, frame.operation_id, f"the close of Spot {frame.ref.spot_id!r}", run)
 
 
 async def _close_remote(rt: NodeRuntime, ref: SpotRef, record: AuthorityRecord,

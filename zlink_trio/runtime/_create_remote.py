@@ -248,17 +248,8 @@ async def _create_here(rt: NodeRuntime, frame: UserSpotCreate) -> CreateOutcome:
     return CreateOutcome(state=state, ref=result.ref, reply=reply)
 
 
-async def serve_remote_create(rt: NodeRuntime, frame: UserSpotCreate) -> Outcome | None:
-    """Run command 47 here; the terminal outcome (``None``: a duplicate still running)."""
-    new, retained = rt.peers.retained.begin(frame.source, frame.operation_id)
-    if not new:
-        return retained if retained is not None else Failure.from_error(Unavailable(
-            f"the create of Spot {frame.spot_id!r} (this operation) is still running; its "
-            "result goes to the first request"))
-    outcome: Outcome
-    try:
-        outcome = await _create_here(rt, frame)
-    except ZLinkError as exc:
-        outcome = Failure.from_error(exc)
-    rt.peers.retained.finish(frame.source, frame.operation_id, outcome)
-    return outcome
+async def serve_remote_create(rt: NodeRuntime, frame: UserSpotCreate) -> Outcome:
+    """Run command 47 here; its terminal outcome, retained per operation ID."""
+    return await rt.peers.retained.run_once(
+        frame.source, frame.operation_id, f"the create of Spot {frame.spot_id!r}",
+        lambda: _create_here(rt, frame))

@@ -37,6 +37,7 @@ from zlink_trio.core.errors import (
     InvalidOperation,
     Unavailable,
     ZLinkError,
+    single_error,
 )
 from zlink_trio.core.identity import (
     NodeRid,
@@ -310,27 +311,17 @@ async def open_node(
                         rt.catalog.cancel_all()
                         nursery.cancel_scope.cancel()
             except BaseExceptionGroup as group:
-                single = _single(group)
+                single = single_error(group)
                 if single is None:
                     raise
                 raise single from single.__cause__
     except BaseExceptionGroup as group:
         # The block's own exception comes out as it was raised, not wrapped in the
         # nurseries' groups, so ``except zl.NotFound`` around ``async with`` works.
-        single = _single(group)
+        single = single_error(group)
         if single is None:
             raise
         raise single from single.__cause__
-
-
-def _single(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
-    """The one exception inside (possibly nested) one-member groups, else ``None``."""
-    error: BaseException = group
-    while isinstance(error, BaseExceptionGroup):
-        if len(error.exceptions) != 1:
-            return None
-        error = error.exceptions[0]
-    return error
 
 
 async def _run_in(scope: trio.CancelScope, task: Callable[[NodeRuntime], Awaitable[None]],

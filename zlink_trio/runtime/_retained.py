@@ -11,7 +11,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Final
 
+from zlink_trio.core.errors import Unavailable, ZLinkError
+from zlink_trio.wire.frames import Failure
+
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from zlink_trio.core.records import OwnerFence
     from zlink_trio.wire.frames import Outcome
 
@@ -45,3 +50,21 @@ class RetainedResults:
     def finish(self, source: OwnerFence, operation_id: int, outcome: Outcome) -> None:
         """Keep ``outcome`` as the terminal result of that operation."""
         self._results[(source.node_rid.value, operation_id)] = outcome
+
+    async def run_once(self, source: OwnerFence, operation_id: int, what: str,
+                       run: Callable[[], Awaitable[Outcome]]) -> Outcome:
+        """The terminal outcome of one operation: ``run()`` once, a typed error as a
+        Failure, and for a redelivery the retained outcome (or, while the first delivery
+        still runs, a Failure saying so)."""
+        new, retained = self.begin(source, operation_id)
+        if not new:
+            return retained if retained is not None else Failure.from_error(Unavailable(
+                f"{what} (this operation) is still running; its result goes to the first "
+                "request"))
+        outcome: Outcome
+        try:
+            outcome = await run()
+        except ZLinkError as exc:
+            outcome = Failure.from_error(exc)
+        self.finish(source, operation_id, outcome)
+        return outcome
