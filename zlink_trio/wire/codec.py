@@ -149,6 +149,18 @@ class MessageCodec:
 
     converter: cattrs.Converter = attrs.field(factory=make_converter)
     max_body_bytes: int = attrs.field(default=MAX_BODY_BYTES, validator=_check_positive)
+    #: Classes already checked (attrs, decodable) -> their wire type name: every message
+    #: crosses encode and decode, so the checks run once per class, not per message.
+    _checked: dict[type[object], str] = attrs.field(factory=dict, init=False, eq=False,
+                                                    repr=False)
+
+    def _name_of(self, cl: type[object]) -> str:
+        name = self._checked.get(cl)
+        if name is None:
+            name = type_name_of(_require_attrs_class(cl))
+            self._check_decodable(cl)
+            self._checked[cl] = name
+        return name
 
     def _check_decodable(self, cl: type[object]) -> None:
         # Cached by cattrs after the first call per class.
@@ -172,9 +184,7 @@ class MessageCodec:
         attrs classes"), a class with a field type that cannot be decoded, a
         value with no JSON form, a body above ``max_body_bytes``.
         """
-        cl = _require_attrs_class(type(msg))
-        name = type_name_of(cl)
-        self._check_decodable(cl)
+        name = self._name_of(type(msg))
         return EncodedMessage(name, dump_json(self.converter, msg, max_bytes=self.max_body_bytes))
 
     def decode(self, type_name: str, body: bytes, expected: type[T]) -> T:
@@ -186,8 +196,7 @@ class MessageCodec:
         class; :class:`InvalidOperation` if ``expected`` itself is not a
         decodable attrs class (a local bug).
         """
-        want = type_name_of(expected)
-        self._check_decodable(expected)
+        want = self._name_of(expected)
         _check_wire_name(type_name)
         if type_name != want:
             raise TypeMismatch(
