@@ -93,7 +93,7 @@ class _Call(OnceBuilder):
             spot_id=spot_id, msg=self._msg, size=len(encoded.body),
             intent=Intent(self._type, self._mesh) if self._intent else None,
             completion=None, reply=SEND, deadline=trio.current_time() + timeout,
-            op_id=self._rt.new_uuid4(), encoded=encoded)
+            op_id="", encoded=encoded)
 
     async def _deliver(self, call: Delivery, what: str) -> None:
         # The route-cache hit admits without awaiting anything, so it needs no deadline

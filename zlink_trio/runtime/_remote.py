@@ -130,7 +130,8 @@ def send_spot_message(rt: NodeRuntime, call: Delivery, link: Link,
         correlation = rt.peers.expect_reply(link, call.deadline, _completer(rt, call),
                                             completion.set_error)
     frame = SpotMessage(
-        route=route, operation_id=operation_number(call.op_id), reply_correlation=correlation,
+        route=route, operation_id=operation_number(call.operation_id(rt)),
+        reply_correlation=correlation,
         deadline_ms=wall_ms(call.deadline), source=rt.owner, source_spot_id=None,
         metadata=None, payload=_encoded(rt, call))
     try:

@@ -113,9 +113,17 @@ class Delivery:
     completion: Completion | None
     reply: object  # type[object] | None, or SEND
     deadline: float
+    #: The operation ID: drawn on first use (:meth:`operation_id`), since a call served
+    #: on this node by a Ready Spot never needs one.
     op_id: str
     #: The message as the codec encoded it (reused when it goes to another node).
     encoded: EncodedMessage | None = None
+
+    def operation_id(self, rt: NodeRuntime) -> str:
+        """The call's operation ID (a uuid4), drawn the first time it is needed."""
+        if not self.op_id:
+            self.op_id = rt.new_uuid4()
+        return self.op_id
 
 
 async def wait_for_change(rt: NodeRuntime, spot_id: str, backoff: Backoff) -> None:
@@ -457,7 +465,8 @@ async def _place_and_start(rt: NodeRuntime, call: Delivery) -> bool:
         return False
     job = ActivationJob(rt=rt, attempt=attempt, spot_type=spot_type, info=info, mesh=mesh,
                         spot_id=call.spot_id, msg=call.msg, size=call.size,
-                        completion=call.completion, deadline=call.deadline, op_id=call.op_id,
+                        completion=call.completion, deadline=call.deadline,
+                        op_id=call.operation_id(rt),
                         state=step(COLD, state, "envelope_accepted"),
                         redeliver=lambda: deliver(rt, call), source_saw_missing=True)
     rt.catalog.start_job(lambda: run_activation(job))
