@@ -24,6 +24,20 @@ Two dispatch modes, same semantics:
     timeout. Inline work is local disk I/O (no lock waits); with
     ``synchronous=full`` it includes the WAL fsync of each commit.
 
+**Group commit** (``inline``, writes). Write transactions that arrive while another
+is about to run share one ``BEGIN IMMEDIATE … COMMIT``: the first caller leads -- it
+takes the limiter and yields once (shielded), so every task that is runnable in that
+scheduling tick queues its transaction behind it -- then runs them all in arrival
+order, each under its own ``SAVEPOINT``. A body that refuses (raises) is rolled back
+to its savepoint alone and gets its own error; the others commit together, and every
+caller is answered only after the ``COMMIT``. One caller alone is one transaction
+exactly as before (no savepoint). A failure of the group itself (``COMMIT``, an
+error that ends the transaction) rolls all of it back and each caller gets that
+error: nothing of the group was written. SQLITE_BUSY sends the whole group to the
+worker thread. A caller cancelled while queued is removed (nothing written); once
+its group started it gets the group's outcome. This saves the per-transaction
+``BEGIN``/``COMMIT`` and the limiter hand-off between concurrent writers.
+
 Failures map to typed errors: SQLITE_BUSY/LOCKED after the busy timeout, and
 any other ``sqlite3`` error, is :class:`StoreUnavailable` chained with ``from``;
 errors the body raises (StaleFence, AuthorityExists, ...) pass through
@@ -33,7 +47,7 @@ after the rollback.
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar, cast
 
 import trio
 
@@ -65,6 +79,20 @@ class _Busy(Exception):
     """Internal: an inline attempt met another connection's lock; retry in a thread."""
 
 
+class _Txn:
+    """One queued write transaction of a group (see *Group commit*)."""
+
+    __slots__ = ("body", "error", "lead", "taken", "task", "value")
+
+    def __init__(self, body: Callable[[sqlite3.Connection], object]) -> None:
+        self.body = body
+        self.task = trio.lowlevel.current_task()
+        self.taken = False
+        self.lead = False  # woken to lead the next group, not with an outcome
+        self.value: object = None
+        self.error: BaseException | None = None
+
+
 class SqliteConnection:
     """One connection and its limiter; see the module docstring."""
 
@@ -75,6 +103,11 @@ class SqliteConnection:
         self._wait_ms = round(options.busy_timeout * 1000)
         self._waiting = True  # the connection's busy_timeout is _wait_ms (else 0)
         self._closed = False
+        self._queue: list[_Txn] = []
+        self._leading = False  # a leader will take the queued transactions
+        #: Groups committed and the transactions in them (benchmark figures).
+        self.groups = 0
+        self.grouped = 0
 
     @classmethod
     def open_sync(cls, options: SqliteOptions) -> SqliteConnection:
@@ -119,6 +152,8 @@ class SqliteConnection:
         if self.options.dispatch == "thread" or size > INLINE_MAX_BYTES:
             return await trio.to_thread.run_sync(self._transaction, body, write,
                                                  limiter=self._limiter)
+        if write:
+            return cast("T", await self._grouped(body))
         async with self._limiter:
             try:
                 return self._transaction(body, write, wait=False)
@@ -149,12 +184,122 @@ class SqliteConnection:
             raise _unavailable(self.options.path, error) from error
         return result
 
+    async def _grouped(self, body: Callable[[sqlite3.Connection], object]) -> object:
+        """One write transaction, committed in a group with its concurrent peers."""
+        txn = _Txn(body)
+        self._queue.append(txn)
+        if self._leading:
+            def abort(_: object) -> trio.lowlevel.Abort:
+                if txn.taken:  # its group runs: the caller gets the group's outcome
+                    return trio.lowlevel.Abort.FAILED
+                self._queue.remove(txn)  # never started: nothing written
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            await trio.lowlevel.wait_task_rescheduled(abort)
+            if not txn.lead:
+                return _outcome(txn)
+        else:
+            self._leading = True
+        await self._lead(txn)
+        return _outcome(txn)
+
+    async def _lead(self, mine: _Txn) -> None:
+        limiter = self._limiter
+        try:
+            limiter.acquire_nowait()
+        except trio.WouldBlock:
+            try:  # a thread transaction holds the connection: wait for it
+                await limiter.acquire()
+            except BaseException:
+                self._queue.remove(mine)
+                if self._queue:  # hand the lead to the next queued transaction
+                    self._queue[0].lead = True
+                    trio.lowlevel.reschedule(self._queue[0].task)
+                else:
+                    self._leading = False
+                raise
+        else:
+            # Shielded: let every runnable peer queue its transaction behind ours.
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        batch, self._queue, self._leading = self._queue, [], False
+        for txn in batch:
+            txn.taken = True
+        try:
+            try:
+                self._group(batch, wait=False)
+            except _Busy:
+                # Another connection holds the lock: wait for it off the Trio thread.
+                await trio.to_thread.run_sync(self._group, batch, True)
+        except BaseException as error:
+            for txn in batch:
+                txn.error = error
+            if not isinstance(error, Exception):
+                _wake(batch, mine)
+                raise
+        finally:
+            limiter.release()
+        self.groups += 1
+        self.grouped += len(batch)
+        _wake(batch, mine)
+
+    def _group(self, batch: list[_Txn], wait: bool) -> None:
+        """BEGIN..COMMIT around every body of ``batch``, a savepoint each if several.
+
+        Raises for a failure of the whole group (all rolled back); a body's own refusal
+        is recorded on its transaction only.
+        """
+        if len(batch) == 1:
+            txn = batch[0]
+            txn.value, txn.error = self._transaction(txn.body, True, wait=wait), None
+            return
+        conn = self._conn
+        try:
+            if wait != self._waiting:
+                conn.execute(f"PRAGMA busy_timeout = {self._wait_ms if wait else 0}")
+                self._waiting = wait
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for txn in batch:
+                    txn.value, txn.error = None, None
+                    conn.execute("SAVEPOINT zlink_group")
+                    try:
+                        txn.value = txn.body(conn)
+                    except Exception as error:
+                        if not conn.in_transaction or (
+                                isinstance(error, sqlite3.Error) and is_busy(error)):
+                            raise  # the whole group is lost
+                        conn.execute("ROLLBACK TO zlink_group")
+                        txn.error = (_unavailable(self.options.path, error)
+                                     if isinstance(error, sqlite3.Error) else error)
+                    conn.execute("RELEASE zlink_group")
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as error:
+            if not wait and is_busy(error):
+                raise _Busy from error
+            raise _unavailable(self.options.path, error) from error
+
     async def aclose(self) -> None:
         """Close after any running transaction finished (it is never abandoned)."""
         async with self._limiter:
             if not self._closed:
                 self._closed = True
                 await trio.to_thread.run_sync(self._conn.close)
+
+
+def _outcome(txn: _Txn) -> object:
+    if txn.error is not None:
+        raise txn.error
+    return txn.value
+
+
+def _wake(batch: list[_Txn], mine: _Txn) -> None:
+    for txn in batch:
+        if txn is not mine:
+            trio.lowlevel.reschedule(txn.task)
 
 
 def _unavailable(path: str, error: sqlite3.Error) -> Unavailable:

@@ -108,6 +108,8 @@ def decode_claim(body: str) -> NodeClaim:
 class Rows(Generic[K, V]):
     """A lazy, write-remembering view of one table for one transaction."""
 
+    __slots__ = ("_known", "_load", "_rows", "changed")
+
     def __init__(self, load: Callable[[K], V | None]) -> None:
         self._load = load
         self._rows: dict[K, V] = {}

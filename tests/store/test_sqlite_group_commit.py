@@ -1,0 +1,139 @@
+"""SQLite group commit: concurrent writes share one transaction, each keeps its own outcome.
+
+Writes made in the same scheduling tick on ``dispatch=inline`` run in one
+``BEGIN IMMEDIATE … COMMIT``, each under its own savepoint
+(``zlink_trio/store/_sqlite_conn.py``, *Group commit*). What a caller can observe:
+every write gets exactly the outcome it would get alone, a refused write leaves
+nothing behind while its peers commit, a caller cancelled before its group started
+wrote nothing, and another connection's lock sends the whole group to the thread.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+from store_helpers import claim, reserve
+from test_sqlite_backend import Blocker, url_of
+
+from zlink_trio.core.errors import CapacityExceeded, Unavailable
+from zlink_trio.store import AuthorityExists, open_store
+
+TIMEOUT = 10
+
+
+@pytest.fixture
+def db_path(tmp_path):
+    return tmp_path / "group.db"
+
+
+async def test_concurrent_writes_commit_together_and_a_refused_one_alone_rolls_back(db_path):
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path)) as store:
+            owner = await claim(store, "node-a", lease=100.0, capacity=3)
+            db = store.location._db
+            groups, grouped = db.groups, db.grouped
+            outcomes: list[tuple[str, object]] = []
+
+            async def one(spot_id: str) -> None:
+                try:
+                    outcomes.append((spot_id, await reserve(store, owner, spot_id)))
+                except (AuthorityExists, CapacityExceeded) as error:
+                    outcomes.append((spot_id, error))
+
+            async with trio.open_nursery() as nursery:
+                for spot_id in ("g-1", "g-2", "g-1", "g-3", "g-4"):  # g-1 twice; capacity 3
+                    nursery.start_soon(one, spot_id)
+            assert db.grouped - grouped == 5
+            assert db.groups - groups < 5  # some shared a transaction
+            won = {s: o for s, o in outcomes if not isinstance(o, Exception)}
+            refused = sorted((s, type(o).__name__) for s, o in outcomes
+                             if isinstance(o, Exception))
+            # Capacity 3 (the Entry claim is not counted) and g-1 asked twice: the
+            # second g-1 meets the first as AuthorityExists, and one of the others
+            # finds the node full -- each outcome exactly as if run alone, in order.
+            assert len(won) == 3
+            assert ("g-1", "AuthorityExists") in refused
+            assert len(refused) == 2
+            assert (await store.location.statistics()).creating == 3
+            for spot_id, fence in won.items():
+                record = await store.location.find(spot_id)
+                assert record is not None
+                assert record.object_generation == fence.object_generation
+            for spot_id, kind in refused:
+                if kind == "CapacityExceeded":
+                    assert await store.location.find(spot_id) is None
+
+
+async def test_a_refused_write_in_a_group_does_not_touch_its_peers(db_path):
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path)) as store:
+            owner = await claim(store, "node-a", lease=100.0, capacity=10)
+            await reserve(store, owner, "taken")
+            results: list[object] = []
+
+            async def one(spot_id: str) -> None:
+                try:
+                    results.append(await reserve(store, owner, spot_id))
+                except AuthorityExists as error:
+                    results.append(error)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(one, "a")
+                nursery.start_soon(one, "taken")  # refused in the middle of the group
+                nursery.start_soon(one, "b")
+            assert sum(isinstance(r, AuthorityExists) for r in results) == 1
+            assert (await store.location.statistics()).creating == 3
+            generations = [(await store.location.find(s)).object_generation for s in "ab"]
+            assert len(set(generations)) == 2
+
+
+async def test_callers_cancelled_before_their_group_ran_wrote_nothing(db_path):
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path, busy_timeout=5)) as store:
+            owner = await claim(store, "node-a", lease=100.0)
+            scopes = {name: trio.CancelScope() for name in ("q-2", "q-3", "q-4")}
+            cancelled: list[str] = []
+
+            async def queued(spot_id: str) -> None:
+                with scopes[spot_id]:
+                    await reserve(store, owner, spot_id)
+                if scopes[spot_id].cancelled_caught:
+                    cancelled.append(spot_id)
+
+            async with Blocker(db_path) as blocker, trio.open_nursery() as nursery:
+                nursery.start_soon(reserve, store, owner, "q-1")  # its group waits in the thread
+                await trio.testing.wait_all_tasks_blocked()
+                for spot_id in ("q-2", "q-3", "q-4"):  # q-2 leads the next group, waiting
+                    nursery.start_soon(queued, spot_id)
+                await trio.testing.wait_all_tasks_blocked()
+                scopes["q-2"].cancel()  # the waiting leader: q-3 takes the lead over
+                scopes["q-4"].cancel()  # a queued follower
+                await trio.testing.wait_all_tasks_blocked()
+                assert sorted(cancelled) == ["q-2", "q-4"]
+                blocker.release()
+            assert await store.location.find("q-1") is not None
+            assert await store.location.find("q-3") is not None  # led by the new leader
+            assert await store.location.find("q-2") is None
+            assert await store.location.find("q-4") is None
+
+
+async def test_a_group_meeting_another_connections_lock_fails_whole(db_path):
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path, busy_timeout=0.05)) as store:
+            owner = await claim(store, "node-a", lease=100.0)
+            failures: list[Unavailable] = []
+
+            async def one(spot_id: str) -> None:
+                try:
+                    await reserve(store, owner, spot_id)
+                except Unavailable as error:
+                    failures.append(error)
+
+            async with Blocker(db_path), trio.open_nursery() as nursery:
+                for spot_id in ("l-1", "l-2", "l-3"):
+                    nursery.start_soon(one, spot_id)
+            assert len(failures) == 3
+            assert all("locked" in str(f) for f in failures)
+            assert (await store.location.statistics()).creating == 0
+            await reserve(store, owner, "l-1")  # the store serves again
