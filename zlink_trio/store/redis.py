@@ -41,7 +41,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import attrs
 import trio
 
-from zlink_trio.core.errors import InvalidConfiguration
+from zlink_trio.core.errors import InvalidConfiguration, single_error
 from zlink_trio.store._redis_codec import Keys
 from zlink_trio.store._redis_combined import RedisCombined
 from zlink_trio.store._redis_location import RedisLocationStore
@@ -208,20 +208,11 @@ async def open_redis_store(url: str) -> AsyncIterator[RedisStore]:
     except BaseExceptionGroup as group:
         # coredis's task group wraps whatever crosses it (our Unavailable, or the
         # caller's own exception from the block); hand the single error back as is.
-        inner = _single(group)
+        inner = single_error(group)
         if inner is None:
             raise
         raise inner from inner.__cause__
 
-
-def _single(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
-    """The one leaf exception of nested single-member groups, else ``None``."""
-    error: BaseException = group
-    while isinstance(error, BaseExceptionGroup):
-        if len(error.exceptions) != 1:
-            return None
-        error = error.exceptions[0]
-    return error
 
 
 if TYPE_CHECKING:
