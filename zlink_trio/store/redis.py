@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import attrs
-import trio
 
 from zlink_trio.core.errors import InvalidConfiguration, single_error
 from zlink_trio.store._redis_codec import Keys
@@ -175,7 +174,6 @@ async def open_redis_store(url: str) -> AsyncIterator[RedisStore]:
     from zlink_trio.store._redis_lua import LOCATION_SCRIPTS
     from zlink_trio.store._redis_lua_recovery import RECOVERY_SCRIPTS
     from zlink_trio.store._redis_lua_relocation import RELOCATION_SCRIPTS
-    from zlink_trio.store._redis_pipeline import Pipeline
 
     client: coredis.Redis[bytes] = coredis.Redis(
         host=config.host, port=config.port, db=config.db, username=config.username,
@@ -192,19 +190,7 @@ async def open_redis_store(url: str) -> AsyncIterator[RedisStore]:
         # so enter it first (that connects nothing), then bound the first round trip.
         async with client:
             await runner.bounded("open (PING)", client.ping)
-            async with trio.open_nursery() as nursery:
-                runner.writes, runner.reads = (Pipeline(
-                    host=config.host, port=config.port, db=config.db,
-                    username=config.username, password=config.password,
-                    timeout=config.timeout, where=config.where, name=name)
-                    for name in ("writes", "reads"))
-                nursery.start_soon(runner.writes.run)
-                nursery.start_soon(runner.reads.run)
-                try:
-                    yield RedisStore(runner, config)
-                finally:
-                    runner.writes = runner.reads = None
-                    nursery.cancel_scope.cancel()
+            yield RedisStore(runner, config)
     except BaseExceptionGroup as group:
         # coredis's task group wraps whatever crosses it (our Unavailable, or the
         # caller's own exception from the block); hand the single error back as is.
