@@ -20,6 +20,16 @@ from runtime_spots import (
 import zlink_trio as zl
 
 
+async def first_records_cleaned_up(node) -> None:
+    """Wait until every local Spot's first-record cleanup (after its reply) is done."""
+    hosts = node._rt.catalog.hosts.values()
+    for _ in range(10_000):
+        if all(h._first is None or h._first.done for h in hosts):
+            return
+        await trio.sleep(0.001)
+    raise AssertionError("the first-record cleanup did not finish")
+
+
 async def test_activation_leaves_ready_authority_and_no_recovery_state(
         autojump_clock, store_url, store):
     events = journal()
@@ -27,7 +37,7 @@ async def test_activation_leaves_ready_authority_and_no_recovery_state(
         async with open_test_node("node-a", store=store_url, spots=[Counter]) as node:
             assert await node.client.request("c", Add(2), reply=Total).instance_spot(
                 "counter").timeout(5) == Total(2)
-            await trio.sleep(1)
+            await first_records_cleaned_up(node)
             record = await store.location.find("c")
             assert record is not None
             assert record.state.value == "ready"
@@ -177,11 +187,7 @@ async def test_local_cold_activation_skips_redundant_reads(autojump_clock, store
                     assert await node.client.request(f"c{i}", Add(i), reply=Total) \
                         .instance_spot("counter").timeout(5) == Total(i)
                 # The cleanup after the first handler runs after the reply: wait for it.
-                hosts = node._rt.catalog.hosts.values()
-                for _ in range(10_000):
-                    if all(h._first is None or h._first.done for h in hosts):
-                        break
-                    await trio.sleep(0.001)
+                await first_records_cleaned_up(node)
             assert calls["location.find"] == 3
             assert calls["location.descriptors"] == 1
             # Both stores share the backend: root + Reserve, first record + CommitReady

@@ -56,32 +56,16 @@ end
 """
 
 # KEYS: spot key, root key. ARGV: P, R, id, kind, stable_type, mesh, rid, lc, now, root
-# bytes, then the recovery pointer's field/value pairs. The checks are _RESERVE's.
+# bytes, then the recovery pointer's field/value pairs. The checks are reserve_spot's.
 _RESERVE_WITH_ROOT: Final = r"""
-local id, kind, stype, mesh, rid, lc, now =
-  ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
-local cur = redis.call('HGETALL', KEYS[1])
-if #cur > 0 then return {'EXISTS', cur} end
-local c, err = owner_claim(mesh, rid, lc, now)
+local err, gen, exp = reserve_spot(3, 11)
 if err then return err end
-if not serves(mesh, rid, stype, kind) then return {'NOT_SERVED', rid, stype, kind} end
-local load = load_of(mesh, rid, lc)
-if load >= tonumber(c.cap) then return {'CAPACITY', rid, tostring(load), c.cap} end
-if not next_gen() then return {'GEN_SPENT'} end
--- writes
-local gen = issue_gen()
-redis.call('HSET', KEYS[1], 'id', id, 'kind', kind, 'type', stype, 'mesh', mesh,
-           'state', 'creating', 'gen', gen, 'ogen', '1', 'ver', '1', 'orid', rid, 'olc', lc)
-for i = 11, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
-redis.call('ZADD', META .. 'ids', 0, id)
-shift(load_key(mesh, rid, lc), 'pending', 1)
-count('creating', 1)
 if redis.call('EXISTS', KEYS[2]) == 0 then
   redis.call('SET', KEYS[2], ARGV[10])
   rshift('roots', 1)
   rshift('root_bytes', #ARGV[10])
 end
-return {'OK', gen, c.exp}
+return {'OK', gen, exp}
 """
 
 # KEYS: spot key, inbox key, log key. ARGV: P, R, gen, ogen, rid, lc, store_version,

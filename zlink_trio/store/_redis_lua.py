@@ -89,6 +89,30 @@ local function issue_gen()
   redis.call('INCR', META .. 'seq')
   return redis.call('GET', META .. 'seq')
 end
+-- Reserve (Missing -> Creating) of KEYS[1]: ARGV[o..o+6] are id, kind, stable type,
+-- mesh, rid, lc, now; ARGV[first..] the record's extra field/value pairs. Every check
+-- before the first write. Returns nil, generation, lease expiry -- or an error reply.
+local function reserve_spot(o, first)
+  local id, kind, stype, mesh, rid, lc, now =
+    ARGV[o], ARGV[o + 1], ARGV[o + 2], ARGV[o + 3], ARGV[o + 4], ARGV[o + 5], ARGV[o + 6]
+  local cur = redis.call('HGETALL', KEYS[1])
+  if #cur > 0 then return {'EXISTS', cur} end
+  local c, err = owner_claim(mesh, rid, lc, now)
+  if err then return err end
+  if not serves(mesh, rid, stype, kind) then return {'NOT_SERVED', rid, stype, kind} end
+  local load = load_of(mesh, rid, lc)
+  if load >= tonumber(c.cap) then return {'CAPACITY', rid, tostring(load), c.cap} end
+  if not next_gen() then return {'GEN_SPENT'} end
+  -- writes
+  local gen = issue_gen()
+  redis.call('HSET', KEYS[1], 'id', id, 'kind', kind, 'type', stype, 'mesh', mesh,
+             'state', 'creating', 'gen', gen, 'ogen', '1', 'ver', '1', 'orid', rid, 'olc', lc)
+  for i = first, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+  redis.call('ZADD', META .. 'ids', 0, id)
+  shift(load_key(mesh, rid, lc), 'pending', 1)
+  count('creating', 1)
+  return nil, gen, c.exp
+end
 """
 
 #: The helpers every Location script starts with (the combined scripts reuse them).
@@ -161,25 +185,9 @@ return out
 
 # ARGV: P, id, kind, stable_type, mesh, rid, lc, now, then record fields (intent/pointer).
 _RESERVE: Final = r"""
-local id, kind, stype, mesh, rid, lc, now =
-  ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
-local cur = redis.call('HGETALL', KEYS[1])
-if #cur > 0 then return {'EXISTS', cur} end
-local c, err = owner_claim(mesh, rid, lc, now)
+local err, gen, exp = reserve_spot(2, 9)
 if err then return err end
-if not serves(mesh, rid, stype, kind) then return {'NOT_SERVED', rid, stype, kind} end
-local load = load_of(mesh, rid, lc)
-if load >= tonumber(c.cap) then return {'CAPACITY', rid, tostring(load), c.cap} end
-if not next_gen() then return {'GEN_SPENT'} end
--- writes
-local gen = issue_gen()
-redis.call('HSET', KEYS[1], 'id', id, 'kind', kind, 'type', stype, 'mesh', mesh,
-           'state', 'creating', 'gen', gen, 'ogen', '1', 'ver', '1', 'orid', rid, 'olc', lc)
-for i = 9, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
-redis.call('ZADD', META .. 'ids', 0, id)
-shift(load_key(mesh, rid, lc), 'pending', 1)
-count('creating', 1)
-return {'OK', gen, c.exp}
+return {'OK', gen, exp}
 """
 
 # ARGV: P, gen, ogen, rid, lc, store_version, store_version + 1, now.
