@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import attrs
 import trio
@@ -81,6 +81,8 @@ __all__ = ("ENVELOPE_FORMAT", "ActivationJob", "encode_envelope", "run_activatio
 
 #: The recovery root's format name (06 §4.1 "instance-activation-recovery-v1").
 ENVELOPE_FORMAT = "instance-activation-recovery-v1"
+# Built once: json.dumps with options builds a new encoder per call.
+_ENVELOPE_JSON: Final = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
 
 
 @attrs.define(eq=False)
@@ -112,7 +114,7 @@ class ActivationJob:
 def encode_envelope(job: ActivationJob) -> bytes:
     """The complete activation envelope as compact JSON (the recovery root's bytes)."""
     encoded = job.rt.codec.encode(job.msg)
-    return json.dumps({
+    return _ENVELOPE_JSON({
         "format": ENVELOPE_FORMAT,
         "operationId": job.op_id,
         "spotId": job.spot_id,
@@ -122,7 +124,7 @@ def encode_envelope(job: ActivationJob) -> bytes:
         "messageType": encoded.type_name,
         "body": base64.b64encode(encoded.body).decode("ascii"),
         "deadline": repr(job.deadline),
-    }, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    }).encode("utf-8")
 
 
 def _fail(job: ActivationJob, error: BaseException) -> None:
