@@ -286,6 +286,7 @@ async def open_node(
             try:
                 async with trio.open_nursery() as nursery:
                     rt.catalog = Catalog(rt, nursery)
+                    await nursery.start(rt.catalog.serve)
                     node = Node(rt)
                     nursery.start_soon(rt.peers.sweep)
                     renewal = trio.CancelScope()
