@@ -130,20 +130,34 @@ async def test_oversize_frame_is_invalid_operation_and_link_stays_open():
 
 
 async def test_send_buffer_overflow_closes_the_link():
+    hb = Recorder()
+    with trio.fail_after(LIMIT):
+        # A peer that takes one message and then stops reading: the socket's buffers
+        # fill, then the link's queue, and the link closes instead of growing.
+        async with open_transport(config("b", max_send_buffer_bytes=64 * 1024), hb) as tb, \
+                authenticated_raw(tb.endpoint) as (_ws, _peer):
+            link = tb.links()[0]
+            with pytest.raises(Unavailable, match="max_send_buffer_bytes"):  # noqa: PT012
+                for n in range(1, 100_000):
+                    link.send_nowait(spot_message(n, body=b"x" * 16_000))
+            assert link.closed
+            assert await hb.closed_rx.receive() is link
+
+
+async def test_frames_queued_behind_a_busy_socket_arrive_in_order():
     ha, hb = Recorder(), Recorder()
     with trio.fail_after(LIMIT):
-        async with open_transport(config("a", max_send_buffer_bytes=4000), ha) as ta, \
-                open_transport(config("b"), hb) as tb:
+        async with open_transport(config("a"), ha) as ta, open_transport(config("b"), hb) as tb:
             link = await ta.link_to(tb._config.identity.node_rid, "b", tb.endpoint)
-            # Nothing is written until this task yields, so the queue only grows.
-            sent = 0
-            with pytest.raises(Unavailable, match="max_send_buffer_bytes"):  # noqa: PT012
-                for n in range(1, 1000):
-                    link.send_nowait(spot_message(n, body=b"x" * 500))
-                    sent += 1
-            assert 0 < sent < 10
-            assert link.closed
-            assert await ha.closed_rx.receive() is link
+            # Far more than a socket takes at once, without yielding: part is written
+            # by this task (a frame may be cut), the rest by the link's writer.
+            count = 400
+            for n in range(1, count + 1):
+                link.send_nowait(spot_message(n, body=b"y" * 8_000))
+            for n in range(1, count + 1):
+                _, frame = await hb.frame_rx.receive()
+                assert frame.operation_id == n
+                assert frame.payload.body == b"y" * 8_000
 
 
 def _task_count() -> int:

@@ -75,16 +75,21 @@ def _failure(error: BaseException) -> Failure:
         "have run"))
 
 
-def _send(link: Link, reply: Reply) -> None:
+def _send(link: Link, reply: Reply, *, write: bool = False) -> None:
     try:
-        link.send_nowait(reply)
+        link.send_nowait(reply, write=write)
     except ZLinkError as exc:
         LOGGER.info("reply %d to node %r not sent: %s", reply.correlation,
                     link.peer.node_id, exc.message)
 
 
 class LinkReply(Completion):
-    """A request's completion whose result goes back to the requester as command 20."""
+    """A request's completion whose result goes back to the requester as command 20.
+
+    The replies of a link are counted while they are open (``Peers.serving``): the
+    last open one is written at once by the task that completes it, the others are
+    left to the link's writer, which joins the replies of one burst into one write.
+    """
 
     __slots__ = ("_correlation", "_link", "_rt")
 
@@ -93,9 +98,18 @@ class LinkReply(Completion):
         self._rt = rt
         self._link = link
         self._correlation = correlation
+        serving = rt.peers.serving
+        serving[link] = serving.get(link, 0) + 1
 
     def _finish(self) -> None:
         super()._finish()
+        link = self._link
+        serving = self._rt.peers.serving
+        open_replies = serving.get(link, 1) - 1
+        if open_replies > 0:
+            serving[link] = open_replies
+        else:
+            serving.pop(link, None)
         outcome: Outcome
         if self._error is not None:
             outcome = _failure(self._error)
@@ -107,8 +121,8 @@ class LinkReply(Completion):
                 outcome = MessageOutcome(reply=encoded)
             except ZLinkError as exc:
                 outcome = Failure.from_error(exc)
-        _send(self._link, Reply(correlation=self._correlation, answers=Command.SPOT_MESSAGE,
-                                outcome=outcome))
+        _send(link, Reply(correlation=self._correlation, answers=Command.SPOT_MESSAGE,
+                          outcome=outcome), write=open_replies <= 0)
 
 
 def _fail(completion: Completion | None, error: ZLinkError, frame: SpotMessage) -> None:

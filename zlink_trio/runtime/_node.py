@@ -213,7 +213,7 @@ async def open_node(
     ``store`` is a URL (``"memory://"``, ``"memory://<name>"``, ``"sqlite:///path.db"``,
     ``"redis://host:port/db"``) or a shared :class:`MemoryStore`.
 
-    Mesh: the node serves trio-websocket links on ``listen`` (``"127.0.0.1:0"``: any free
+    Mesh: the node serves websocket links on ``listen`` (``"127.0.0.1:0"``: any free
     loopback port; ``None``: no links, so only Spots this node owns are reachable) and
     publishes the bound ``ws://`` address in its descriptor (``endpoint`` overrides what
     is published, e.g. behind NAT). Links are authenticated with ``secret`` (bytes or

@@ -134,13 +134,16 @@ def send_spot_message(rt: NodeRuntime, call: Delivery, link: Link,
         reply_correlation=correlation,
         deadline_ms=wall_ms(call.deadline), source=rt.owner, source_spot_id=None,
         metadata=None, payload=_encoded(rt, call))
+    # A lone request is written at once by this task (it waits for the reply next);
+    # with others in flight the link's writer joins the frames of one scheduler pass.
+    write = correlation != 0 and rt.peers.pending <= 1
     try:
-        link.send_nowait(frame)
+        link.send_nowait(frame, write=write)
     except BaseException:
         if correlation:
             rt.peers.forget(correlation)
         raise
-    rt.peers.queued_on(link)
+    rt.peers.queued_on(link)  # over TLS the requester's flush writes it
 
 
 async def round_trip(rt: NodeRuntime, link: Link, deadline: float,

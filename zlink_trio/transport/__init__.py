@@ -1,4 +1,4 @@
-"""The mesh transport: authenticated trio-websocket links between the nodes of a cluster.
+"""The mesh transport: authenticated websocket links between the nodes of a cluster.
 
 Theory of operation
 -------------------

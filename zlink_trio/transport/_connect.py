@@ -1,43 +1,36 @@
-"""Opening a link: the websocket plumbing and the authentication driver, for both sides.
+"""Opening a link: the websocket upgrade and the authentication driver, for both sides.
 
 Theory of operation
 -------------------
 :func:`accept` runs on the server for one accepted stream; :func:`dial`
-runs on the client for one endpoint. Both take a nursery that will hold the
-websocket's background reader task, and both return an authenticated
-``(websocket, PeerIdentity)`` or raise. Neither applies a timeout: the
-transport wraps them in ``handshake_timeout`` / ``connect_timeout``.
+runs on the client for one endpoint. Both return an authenticated
+``(WebSocket, PeerIdentity)`` or raise. ``accept`` applies no timeout (the
+transport wraps it in ``handshake_timeout``); ``dial`` applies
+``connect_timeout`` up to the websocket upgrade and ``handshake_timeout`` after.
 
-The sans-IO handshake machines (:mod:`zlink_trio.wire.handshake`) decide;
-this module only moves their bytes. Until the peer is authenticated the
-websocket accepts messages of at most :data:`MIN_FRAME_BYTES` (1 KiB), so an
-unauthenticated peer cannot make the node buffer a large message; a larger
-one closes the connection (websocket code 1009). Once authenticated, the
-limit becomes ``identity.max_frame_bytes``. trio-websocket has no public
-setter for it, so :func:`_raise_message_limit` sets the connection's
-``_max_message_size`` -- the same attribute its constructor sets.
+The websocket is :mod:`._ws` (wsproto driven on the stream by the calling
+task, upgrade included), so nothing runs in the background while a link is
+being opened. The sans-IO handshake machines (:mod:`zlink_trio.wire.handshake`)
+decide; this module only moves their bytes. Until the peer is authenticated
+the websocket accepts messages of at most :data:`MIN_FRAME_BYTES` (1 KiB), so
+an unauthenticated peer cannot make the node buffer a large message; a larger
+one ends the connection. Once authenticated, the limit becomes
+``identity.max_frame_bytes``.
 
-:func:`dial` opens the TCP (or TLS) stream itself and wraps it with
-``wrap_client_stream``, so that whatever happens -- refusal, timeout,
-cancellation -- the socket is closed here and never leaks.
+:func:`dial` opens the TCP (or TLS) stream itself, so that whatever happens --
+refusal, timeout, cancellation -- the socket is closed here and never leaks.
 """
 
 from __future__ import annotations
 
 import ssl
 import urllib.parse
-from typing import TYPE_CHECKING, Final, cast
+from typing import TYPE_CHECKING, Final
 
 import trio
-from trio_websocket import (
-    ConnectionClosed,
-    HandshakeError,
-    WebSocketConnection,
-    wrap_client_stream,
-    wrap_server_stream,
-)
 
 from zlink_trio.core.errors import InvalidOperation, RemoteProtocolError, Unavailable
+from zlink_trio.transport._ws import WebSocket, WebSocketClosed, client_upgrade, server_upgrade
 from zlink_trio.wire.frames import MIN_FRAME_BYTES
 from zlink_trio.wire.handshake import ClientHandshake, PeerIdentity, ServerHandshake
 
@@ -46,13 +39,7 @@ if TYPE_CHECKING:
     from zlink_trio.transport._config import TransportConfig
     from zlink_trio.transport._link import LinkHandler
 
-__all__ = ("MESSAGE_QUEUE_SIZE", "RECEIVE_BUFFER_BYTES", "Endpoint", "accept", "dial")
-
-#: trio-websocket's queue between its socket reader and ``get_message``. The link's
-#: reader dispatches synchronously, so a short queue only has to absorb one burst.
-MESSAGE_QUEUE_SIZE: Final = 16
-#: Bytes asked of the socket per read (trio-websocket's default is 4 KiB).
-RECEIVE_BUFFER_BYTES: Final = 64 * 1024
+__all__ = ("Endpoint", "accept", "dial")
 
 
 class Endpoint:
@@ -84,95 +71,11 @@ class Endpoint:
         self.host_header: Final = shown if self.port in (80, 443) else f"{shown}:{self.port}"
 
 
-def _raise_message_limit(ws: WebSocketConnection, limit: int) -> None:
-    # trio-websocket 0.12 reads this attribute for every message; no public setter exists.
-    ws._max_message_size = limit
-
-
-def _binary(message: str | bytes) -> bytes:
-    if isinstance(message, str):
-        raise RemoteProtocolError("a text message during the handshake; frames are binary")
-    return message
-
-
-class _Watched(trio.abc.Stream):
-    """Delegates to ``inner``; ``ended`` is set once a read or write failed or hit EOF.
-
-    trio-websocket 0.12's ``wrap_client_stream`` waits for the HTTP upgrade with no
-    regard for its reader task: when the stream breaks or closes first (a TLS alert,
-    a server that closes the connection unread), the reader ends and the upgrade is
-    awaited forever. Racing the upgrade against ``ended`` turns that into an error.
-    """
-
-    __slots__ = ("ended", "error", "inner")
-
-    def __init__(self, inner: trio.abc.Stream) -> None:
-        self.inner = inner
-        self.ended = trio.Event()
-        self.error: BaseException | None = None
-
-    def _end(self, error: BaseException | None) -> None:
-        if not self.ended.is_set():
-            self.error = error
-            self.ended.set()
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        try:
-            await self.inner.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-            self._end(exc)
-            raise
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await self.inner.wait_send_all_might_not_block()
-
-    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
-        try:
-            data = await self.inner.receive_some(max_bytes)
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-            self._end(exc)
-            raise
-        if not data:
-            self._end(None)
-        return data
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
 def _reason(exc: BaseException | None) -> str:
     """The underlying reason of a broken stream (an SSL error is the cause, not the text)."""
     if exc is None:
         return "the peer closed the connection"
     return str(exc.__cause__ or exc) or type(exc).__name__
-
-
-async def _upgrade(nursery: trio.Nursery, stream: trio.abc.Stream,
-                   endpoint: Endpoint) -> WebSocketConnection:
-    watched = _Watched(stream)
-    ws: WebSocketConnection | None = None
-
-    async def upgrade(race: trio.CancelScope) -> None:
-        nonlocal ws
-        ws = await wrap_client_stream(
-            nursery,
-            # Annotated as SocketStream | SSLStream, but only the Stream interface is used.
-            cast("trio.SocketStream", watched),
-            endpoint.host_header,
-            endpoint.resource,
-            message_queue_size=MESSAGE_QUEUE_SIZE,
-            max_message_size=MIN_FRAME_BYTES,
-            receive_buffer_size=RECEIVE_BUFFER_BYTES,
-        )
-        race.cancel()
-
-    async with trio.open_nursery() as race:
-        race.start_soon(upgrade, race.cancel_scope)
-        await watched.ended.wait()
-        race.cancel_scope.cancel()
-    if ws is None:
-        raise trio.BrokenResourceError(_reason(watched.error))
-    return ws
 
 
 async def _admit(handler: LinkHandler, peer: PeerIdentity) -> bool:
@@ -184,40 +87,31 @@ async def _admit(handler: LinkHandler, peer: PeerIdentity) -> bool:
 
 
 async def accept(
-    nursery: trio.Nursery,
     stream: trio.abc.Stream,
     config: TransportConfig,
     handler: LinkHandler,
-) -> tuple[WebSocketConnection, PeerIdentity] | None:
+) -> tuple[WebSocket, PeerIdentity] | None:
     """Authenticate one accepted stream; ``None`` if ``check_peer`` refused the peer.
 
-    Raises :class:`RemoteProtocolError` for a handshake the peer got wrong
-    and trio-websocket's ``ConnectionClosed`` if the peer went away. The
-    caller closes ``stream`` on every outcome but success.
+    Raises :class:`RemoteProtocolError` for an upgrade or handshake the peer
+    got wrong and :class:`WebSocketClosed` if the peer went away. The caller
+    closes ``stream`` on every outcome but success.
     """
     if isinstance(stream, trio.SSLStream):
-        # Fail a bad TLS client now: wrap_server_stream would wait for its upgrade
-        # request until handshake_timeout once the stream broke.
+        # Fail a bad TLS client now, with the TLS error as the reason.
         await stream.do_handshake()
-    request = await wrap_server_stream(
-        nursery,
-        stream,
-        message_queue_size=MESSAGE_QUEUE_SIZE,
-        max_message_size=MIN_FRAME_BYTES,
-        receive_buffer_size=RECEIVE_BUFFER_BYTES,
-    )
-    ws = await request.accept()
+    ws = await server_upgrade(stream, MIN_FRAME_BYTES)
     machine = ServerHandshake(
         secret=config.secret, identity=config.identity, random_bytes=config.random_bytes
     )
     await ws.send_message(machine.start())
-    welcome = machine.receive(_binary(await ws.get_message()))
+    welcome = machine.receive(await ws.get_message())
     peer = machine.result
     if not await _admit(handler, peer):
         return None
     for data in welcome:
         await ws.send_message(data)
-    _raise_message_limit(ws, config.identity.max_frame_bytes)
+    ws.max_message = config.identity.max_frame_bytes
     return ws, peer
 
 
@@ -236,14 +130,13 @@ async def _open_stream(
 
 
 async def dial(
-    nursery: trio.Nursery,
     endpoint: Endpoint,
     config: TransportConfig,
     handler: LinkHandler,
     *,
     node_id: str,
     node_rid: NodeRid,
-) -> tuple[trio.abc.Stream, WebSocketConnection, PeerIdentity]:
+) -> tuple[trio.abc.Stream, WebSocket, PeerIdentity]:
     """Dial ``endpoint`` and authenticate as a client; the peer must be ``node_id``/``node_rid``.
 
     Raises :class:`Unavailable` naming the endpoint and the reason. Timeouts
@@ -261,7 +154,8 @@ async def dial(
                 phase = "in the TLS handshake"
                 await stream.do_handshake()
             phase = "connecting"
-            ws = await _upgrade(nursery, stream, endpoint)
+            ws = await client_upgrade(stream, endpoint.host_header, endpoint.resource,
+                                      MIN_FRAME_BYTES)
         phase = "authenticating"
         with trio.fail_after(config.handshake_timeout):
             machine = ClientHandshake(
@@ -271,9 +165,9 @@ async def dial(
                 expected_node_id=node_id,
             )
             machine.start()
-            for data in machine.receive(_binary(await ws.get_message())):
+            for data in machine.receive(await ws.get_message()):
                 await ws.send_message(data)
-            machine.receive(_binary(await ws.get_message()))
+            machine.receive(await ws.get_message())
             peer = machine.result
             if peer.node_rid != node_rid:
                 raise RemoteProtocolError(
@@ -282,7 +176,7 @@ async def dial(
                 )
             if not await _admit(handler, peer):
                 raise Unavailable(f"cannot link to {where}: this node's check_peer refused it")
-        _raise_message_limit(ws, config.identity.max_frame_bytes)
+        ws.max_message = config.identity.max_frame_bytes
         opened, stream = stream, None
         return opened, ws, peer
     except trio.TooSlowError:
@@ -308,11 +202,16 @@ async def dial(
             f"({_reason(exc)}); check that the node is running (and, for wss://, that it "
             "accepts this node's client certificate), then retry"
         ) from None
-    except (ConnectionClosed, HandshakeError):
+    except WebSocketClosed as exc:
+        if phase == "connecting":
+            raise Unavailable(
+                f"cannot link to {where}: connection refused or broken while connecting "
+                f"({exc.reason}); check that the node is running and serves this scheme "
+                "(and, for wss://, that it accepts this node's client certificate), then retry"
+            ) from None
         raise Unavailable(
-            f"cannot link to {where}: the peer closed the connection while {phase} (wrong "
-            "cluster secret or mesh, or the peer refused this node); check the "
-            "configuration of both nodes"
+            f"cannot link to {where}: {exc.reason} while {phase} (wrong cluster secret or "
+            "mesh, or the peer refused this node); check the configuration of both nodes"
         ) from None
     finally:
         if stream is not None:

@@ -5,51 +5,64 @@ Theory of operation
 A :class:`Link` exists only after the handshake authenticated the peer. From
 then on three tasks serve it, all in one nursery owned by the transport:
 
-* the **reader** loops on ``get_message()``, decodes each binary message
-  with :func:`zlink_trio.wire.frames.decode` and dispatches it
-  *synchronously*: application frames go to ``handler.frame_received``, a
-  Ping is answered with a Pong, a Pong only proves liveness. No task is
-  spawned per frame, and because the reader never waits for anything but the
-  next message, trio-websocket's small internal queue never fills behind it.
-* the **writer** drains a queue of encoded frames into the websocket,
+* the **reader** reads the stream, feeds the bytes to the link's
+  :class:`~._ws.WebSocket` (a frame parser with no task of its own), decodes
+  each complete binary message with :func:`zlink_trio.wire.frames.decode` and
+  dispatches it *synchronously*: application frames go to
+  ``handler.frame_received``, a Ping is answered with a Pong, a Pong only
+  proves liveness. No task is spawned per frame and nothing sits between the
+  socket and the handler; the reader never waits for anything but the next
+  bytes, so it never blocks on a handler. A websocket-level Ping is answered
+  through the send queue.
+* the **writer** drains a queue of websocket-framed bytes into the stream,
   joining what is queued into as few socket writes as it can.
-  :meth:`Link.send_nowait` only encodes and enqueues, so a caller never waits
-  for the network; a caller about to wait anyway may :meth:`Link.flush` a
-  small backlog itself and save the hop to the writer (one sender at a time).
-  The queued bytes are counted; a link whose peer stops reading is closed
-  once they would pass ``max_send_buffer_bytes`` instead of growing without
-  bound.
+  :meth:`Link.send_nowait` only encodes, frames and enqueues, so a caller
+  never waits for the network; a caller with nothing more to send for now
+  (``send_nowait(write=True)``) or about to wait anyway (:meth:`Link.flush`)
+  writes the queue itself and saves the hop to the writer (one sender at a
+  time). Over plain TCP such writes, and the writer's, are one non-blocking
+  ``send`` on a duplicate of the socket, without the checkpoint trio's stream
+  adds after each write; what the socket does not take at once is written by
+  the writer through the stream. The queued bytes are counted; a link whose peer
+  stops reading is closed once they would pass ``max_send_buffer_bytes``
+  instead of growing without bound.
 * the **keepalive** sleeps until the link has been silent (nothing
   received) for one ``keepalive_interval``, then sends a Ping every interval;
   after three intervals of silence it closes the link.
 
 Whichever task ends first -- the peer closed, a protocol error, a handler
 bug, the writer's socket broke, keepalive expiry, :meth:`Link.aclose` or the
-transport's shutdown -- ends the other two. Then the websocket is closed
-(gracefully, bounded by :data:`CLOSE_TIMEOUT`, shielded so it also runs on
-cancellation) and the transport's ``on_closed`` callback runs exactly once;
-it calls ``handler.link_closed``.
+transport's shutdown -- ends the other two. Then the websocket close
+handshake runs (bounded by :data:`CLOSE_TIMEOUT`, shielded so it also runs
+on cancellation), the stream is closed, and the transport's ``on_closed``
+callback runs exactly once; it calls ``handler.link_closed``.
 
-Errors. Bytes from the peer that are not a valid frame, a text message, or a
-handshake frame after authentication are a :class:`RemoteProtocolError`:
-logged, and that link alone is closed.
+Errors. Bytes from the peer that are not a valid frame (at the websocket or
+the mesh level), a text message, a message above the negotiated
+``max_frame_bytes``, or a handshake frame after authentication are a
+:class:`RemoteProtocolError`: logged, and that link alone is closed.
 """
 
 from __future__ import annotations
 
 import collections
 import logging
+import socket
 from typing import TYPE_CHECKING, Final, Protocol
 
 import trio
-from trio_websocket import ConnectionClosed
-from wsproto.events import BytesMessage
 
 from zlink_trio.core.errors import (
     InvalidOperation,
     LocalProtocolError,
     RemoteProtocolError,
     Unavailable,
+)
+from zlink_trio.transport._ws import (
+    CLOSE_NORMAL,
+    CLOSE_PROTOCOL_ERROR,
+    RECEIVE_BUFFER_BYTES,
+    WebSocketClosed,
 )
 from zlink_trio.wire.frames import (
     Frame,
@@ -66,8 +79,7 @@ from zlink_trio.wire.frames import (
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from trio_websocket import WebSocketConnection
-
+    from zlink_trio.transport._ws import WebSocket
     from zlink_trio.wire.handshake import PeerIdentity
 
 __all__ = ("CLOSE_TIMEOUT", "ApplicationFrame", "Link", "LinkHandler")
@@ -91,30 +103,25 @@ FLUSH_TIMEOUT: Final = 1.0
 #: At most this many queued frames are joined into one socket write.
 _WRITE_BATCH: Final = 256
 
+#: Websocket close code for a handler bug (RFC 6455 7.4.1, internal error).
+_CLOSE_INTERNAL: Final = 1011
 
-async def _send_messages(ws: WebSocketConnection, messages: list[bytes]) -> None:
-    """Send ``messages`` as binary websocket messages with one ``send_all``.
 
-    trio-websocket sends one message per socket write; under load that is a
-    system call and a task switch per frame. This does what its
-    ``send_message`` does (wsproto event, then ``send_all`` under the
-    connection's stream lock, a broken stream means ConnectionClosed) for a
-    whole batch. It relies on the 0.12 internals ``_wsproto``, ``_stream``,
-    ``_stream_lock``, ``_close_reason`` and ``_abort_web_socket``.
+def _duplicate_socket(stream: trio.abc.Stream) -> socket.socket | None:
+    """A duplicate of a plain TCP stream's non-blocking socket, ``None`` for TLS or on failure.
+
+    Writing to it from synchronous code is the same as the stream's own first,
+    non-blocking ``send`` attempt, without the checkpoint trio adds after it. The
+    duplicate shares the open socket (and its O_NONBLOCK flag); closing it closes
+    only the duplicate.
     """
-    if len(messages) == 1:
-        await ws.send_message(messages[0])
-        return
-    if ws._close_reason:
-        raise ConnectionClosed(ws._close_reason)
-    encoder = ws._wsproto.send
-    data = b"".join([encoder(BytesMessage(data=message)) for message in messages])
-    async with ws._stream_lock:
-        try:
-            await ws._stream.send_all(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            await ws._abort_web_socket()
-            raise ConnectionClosed(ws._close_reason) from None
+    if type(stream) is not trio.SocketStream:
+        return None
+    original = stream.socket
+    try:
+        return socket.fromfd(original.fileno(), original.family, original.type, original.proto)
+    except (OSError, AttributeError):
+        return None
 
 
 class LinkHandler(Protocol):
@@ -151,8 +158,10 @@ class Link:
     """
 
     __slots__ = (
+        "_close_code",
         "_closed",
         "_config_max_send",
+        "_cut_frame",
         "_finished",
         "_handler",
         "_keepalive_interval",
@@ -161,6 +170,7 @@ class Link:
         "_queued_bytes",
         "_scope",
         "_sending",
+        "_socket",
         "_stream",
         "_writer_task",
         "_ws",
@@ -173,8 +183,8 @@ class Link:
         *,
         peer: PeerIdentity,
         outbound: bool,
-        ws: WebSocketConnection,
-        stream: trio.abc.AsyncResource,
+        ws: WebSocket,
+        stream: trio.abc.Stream,
         handler: LinkHandler,
         keepalive_interval: float,
         max_send_buffer_bytes: int,
@@ -188,11 +198,16 @@ class Link:
         self._config_max_send = max_send_buffer_bytes
         self._queue: collections.deque[bytes] = collections.deque()
         self._queued_bytes = 0
+        #: A duplicate of a plain TCP stream's socket, for writes from the calling task.
+        self._socket: socket.socket | None = None
+        #: The queue starts with the rest of a frame written in part.
+        self._cut_frame = False
         #: A task is writing queued frames to the websocket (the writer or a flush).
         self._sending = False
         #: The writer task while it is parked waiting for frames.
         self._writer_task: trio.lowlevel.Task | None = None
         self._closed = False
+        self._close_code = CLOSE_NORMAL
         self._scope: trio.CancelScope | None = None
         self._finished = trio.Event()
         self._last_received = trio.current_time()
@@ -210,8 +225,15 @@ class Link:
     def _describe(self) -> str:
         return f"node {self.peer.node_id!r} (rid {self.peer.node_rid})"
 
-    def send_nowait(self, frame: Frame) -> None:
+    def send_nowait(self, frame: Frame, *, write: bool = False) -> None:
         """Encode ``frame`` and queue it for the link's writer; never blocks.
+
+        ``write=True`` says the caller has nothing more to send for now (a requester
+        about to wait for its reply, the last reply of a burst): over plain TCP the
+        queue is then written from the calling task at once, without waiting and
+        without the hop to the writer task (what the socket does not take is left
+        to the writer). Otherwise the writer joins everything queued until it runs
+        into one socket write.
 
         Raises :class:`Unavailable` (naming the peer) if the link is closed,
         or -- after closing the link -- if the queued bytes would exceed
@@ -237,9 +259,20 @@ class Link:
                 f"cannot send to {self._describe()}: {exc.message}; the link's negotiated "
                 f"frame limit is {self.peer.max_frame_bytes} bytes"
             ) from exc
-        self._enqueue(data)
+        try:
+            wire = self._ws.frame(data)
+        except WebSocketClosed:
+            self._close_now()
+            raise Unavailable(
+                f"the link to {self._describe()} is closing; call link_to again to reconnect"
+            ) from None
+        self._enqueue(wire, write=write)
 
-    def _enqueue(self, data: bytes) -> None:
+    def _enqueue(self, data: bytes, *, write: bool = False) -> None:
+        """Queue websocket-framed ``data``, write it now if ``write`` (see send_nowait).
+
+        Closes the link if the queued bytes would pass max_send_buffer_bytes.
+        """
         queued = self._queued_bytes + len(data)
         if queued > self._config_max_send:
             logger.warning(
@@ -255,6 +288,8 @@ class Link:
             )
         self._queued_bytes = queued
         self._queue.append(data)
+        if write and self._socket is not None and not self._sending and self._write_now():
+            return
         self._wake_writer()
 
     def _wake_writer(self) -> None:
@@ -263,18 +298,59 @@ class Link:
             self._writer_task = None
             trio.lowlevel.reschedule(writer)
 
+    def _write_now(self) -> bool:
+        """Write the queue to the plain TCP socket without waiting; True if it is empty now.
+
+        Used by the writer and :meth:`flush` (one sender at a time) when the link has a
+        socket (:func:`_duplicate_socket`): the write is the stream's own first,
+        non-blocking attempt, minus the checkpoint trio adds after it. What the socket
+        does not take stays at the head of the queue (possibly the rest of a frame, so
+        nothing else may be written before it). Closes the link if the socket broke.
+        """
+        sock = self._socket
+        queue = self._queue
+        assert sock is not None
+        while queue:
+            if len(queue) == 1:
+                data = queue.popleft()
+            else:
+                data = b"".join([queue.popleft() for _ in range(min(len(queue), _WRITE_BATCH))])
+            try:
+                sent = sock.send(data)
+            except BlockingIOError:
+                sent = 0
+            except OSError as exc:
+                logger.info("the link to %s broke while sending: %s", self._describe(), exc)
+                queue.clear()
+                self._queued_bytes = 0
+                self._close_now()
+                return True
+            self._queued_bytes -= sent
+            if sent < len(data):
+                queue.appendleft(data[sent:])
+                self._cut_frame = sent > 0 or self._cut_frame
+                return False
+            self._cut_frame = False
+        return True
+
     async def flush(self) -> None:
         """Write the queued frames from the calling task, unless a write is under way.
 
         A caller that is about to wait anyway (a request waiting for its reply) saves the
-        hop to the writer task. Only a small backlog is written here (at most
-        :data:`FLUSH_MAX_BYTES`, which a socket takes at once unless the peer stopped
-        reading); the write is shielded -- a write cut in half would break the stream --
-        and bounded by :data:`FLUSH_TIMEOUT`, after which the link is closed. Never
-        raises: a broken link closes through its own tasks.
+        hop to the writer task. Over plain TCP this is a non-blocking write of what the
+        socket takes at once (the rest is the writer's). Over TLS only a small backlog is
+        written here (at most :data:`FLUSH_MAX_BYTES`, which a socket takes at once unless
+        the peer stopped reading); that write is shielded -- a write cut in half would
+        break the stream -- and bounded by :data:`FLUSH_TIMEOUT`, after which the link is
+        closed. Never raises: a broken link closes through its own tasks.
         """
-        if (self._sending or not self._queue or self._closed
-                or self._queued_bytes > FLUSH_MAX_BYTES):
+        if self._sending or not self._queue or self._closed:
+            return
+        if self._socket is not None:
+            if not self._write_now():
+                self._wake_writer()
+            return
+        if self._queued_bytes > FLUSH_MAX_BYTES:
             return
         self._sending = True
         try:
@@ -282,7 +358,7 @@ class Link:
                 # One batch only: what others queue meanwhile is the writer's.
                 with trio.move_on_after(FLUSH_TIMEOUT) as scope:
                     await self._send_batch()
-        except ConnectionClosed:
+        except WebSocketClosed:
             self._close_now()
             return
         finally:
@@ -297,9 +373,13 @@ class Link:
     async def _send_batch(self) -> None:
         """Send up to :data:`_WRITE_BATCH` queued frames in one write (caller holds _sending)."""
         queue = self._queue
-        batch = [queue.popleft() for _ in range(min(len(queue), _WRITE_BATCH))]
-        await _send_messages(self._ws, batch)
-        self._queued_bytes -= sum(map(len, batch))
+        if len(queue) == 1:
+            data = queue.popleft()
+        else:
+            data = b"".join([queue.popleft() for _ in range(min(len(queue), _WRITE_BATCH))])
+        await self._ws.send_all(data)
+        self._cut_frame = False
+        self._queued_bytes -= len(data)
 
     async def _drain(self) -> None:
         """Send everything queued (also what is queued meanwhile); one sender at a time."""
@@ -330,71 +410,116 @@ class Link:
     async def _serve(self, on_closed: Callable[[Link], None]) -> None:
         """Run the link until it closes; then close the websocket and call ``on_closed``."""
         try:
+            self._socket = _duplicate_socket(self._stream)
             async with trio.open_nursery() as nursery:
                 self._scope = nursery.cancel_scope
                 if self._closed:
                     nursery.cancel_scope.cancel()
-                nursery.start_soon(self._until_done, self._writer, nursery.cancel_scope)
-                nursery.start_soon(self._until_done, self._keepalive, nursery.cancel_scope)
-                await self._until_done(self._reader, nursery.cancel_scope)
+                nursery.start_soon(self._until_done, self._writer)
+                nursery.start_soon(self._until_done, self._keepalive)
+                await self._until_done(self._reader)
         finally:
             self._closed = True
+            if self._socket is not None:
+                # Only the duplicate: the stream still owns the socket.
+                trio.lowlevel.notify_closing(self._socket)
+                self._socket.close()
+                self._socket = None
             with trio.CancelScope(shield=True):
-                with trio.move_on_after(CLOSE_TIMEOUT):
-                    await self._ws.aclose()
-                # A client-side websocket leaves TCP open after the close handshake.
+                # A flush still writing (shielded, bounded) owns the stream, and a Close
+                # behind part of a frame would be garbage: no close handshake then.
+                if not self._sending and not self._cut_frame:
+                    with trio.move_on_after(CLOSE_TIMEOUT):
+                        await self._ws.aclose(self._close_code)
                 await trio.aclose_forcefully(self._stream)
             try:
                 on_closed(self)
             finally:
                 self._finished.set()
 
-    @staticmethod
-    async def _until_done(
-        task: Callable[[], Awaitable[None]],
-        scope: trio.CancelScope,
-    ) -> None:
+    async def _until_done(self, task: Callable[[], Awaitable[None]]) -> None:
         try:
             await task()
         finally:
-            scope.cancel()
+            self._close_now()  # the link is closing: no more sends, the other tasks end
+
+    async def _receive(self) -> bytes:
+        """The next bytes from the peer (b"" at end of stream); one wait per read.
+
+        With a plain TCP socket the read skips the stream's wrappers: wait until the
+        socket is readable (this task's checkpoint), then one non-blocking ``recv``.
+        """
+        sock = self._socket
+        if sock is None:
+            return bytes(await self._stream.receive_some(RECEIVE_BUFFER_BYTES))
+        while True:
+            await trio.lowlevel.wait_readable(sock)
+            try:
+                return sock.recv(RECEIVE_BUFFER_BYTES)
+            except BlockingIOError:
+                continue  # a spurious wake-up
+            except OSError as exc:
+                raise trio.BrokenResourceError(str(exc)) from exc
 
     async def _reader(self) -> None:
         ws = self._ws
-        handler = self._handler
-        limit = self.peer.max_frame_bytes
-        application = _APPLICATION
-        now = trio.current_time
+        receive = self._receive
         try:
+            # Messages that arrived with the last handshake message come first.
+            while ws.inbox:
+                if not self._dispatch(ws.inbox.popleft()):
+                    return
             while True:
-                data = await ws.get_message()
-                self._last_received = now()
-                frame = decode(data, max_frame_bytes=limit)
-                kind = type(frame)
-                if kind in application:
-                    try:
-                        handler.frame_received(self, frame)  # type: ignore[arg-type]
-                    except Exception:
-                        logger.exception(
-                            "frame_received raised on the link to %s (a bug in the handler); "
-                            "closing that link", self._describe(),
-                        )
+                data = await receive()
+                if not data:
+                    logger.info("the link to %s closed: the peer closed the connection",
+                                self._describe())
+                    return
+                self._last_received = trio.current_time()
+                for message in ws.receive(data):
+                    if not self._dispatch(message):
                         return
-                elif kind is Ping:
-                    assert isinstance(frame, Ping)
-                    self._enqueue(encode(Pong(token=frame.token)))
-                elif kind is not Pong:
-                    raise RemoteProtocolError(
-                        f"{kind.__name__} frame on an authenticated link; the handshake is over"
-                    )
-        except ConnectionClosed as exc:
+                if ws.control:  # Pongs to websocket Pings, in order with our frames
+                    for control in ws.control:
+                        self._enqueue(control)
+                    ws.control.clear()
+        except WebSocketClosed as exc:
             logger.info("the link to %s closed: %s", self._describe(), exc.reason)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            logger.info("the link to %s broke: %s", self._describe(), exc)
         except RemoteProtocolError as exc:
+            self._close_code = CLOSE_PROTOCOL_ERROR
             logger.warning(
                 "closing the link to %s: protocol error: %s", self._describe(), exc.message
             )
         except Unavailable:
             pass  # _enqueue already logged the overflow and closed the link.
+
+    def _dispatch(self, data: bytes) -> bool:
+        """Decode and hand on one message; False if the link must close (a handler bug).
+
+        Raises RemoteProtocolError for a message that is not a frame of an open link.
+        """
+        frame = decode(data, max_frame_bytes=self.peer.max_frame_bytes)
+        kind = type(frame)
+        if kind in _APPLICATION:
+            try:
+                self._handler.frame_received(self, frame)  # type: ignore[arg-type]
+            except Exception:
+                logger.exception(
+                    "frame_received raised on the link to %s (a bug in the handler); "
+                    "closing that link", self._describe(),
+                )
+                self._close_code = _CLOSE_INTERNAL
+                return False
+        elif kind is Ping:
+            assert isinstance(frame, Ping)
+            self._enqueue(self._ws.frame(encode(Pong(token=frame.token))))
+        elif kind is not Pong:
+            raise RemoteProtocolError(
+                f"{kind.__name__} frame on an authenticated link; the handshake is over"
+            )
+        return True
 
     def _abort_park(self, _: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
         self._writer_task = None
@@ -408,9 +533,12 @@ class Link:
                     self._writer_task = trio.lowlevel.current_task()
                     await trio.lowlevel.wait_task_rescheduled(self._abort_park)
                     continue
-                # Everything queued meanwhile goes out in as few socket writes as it can.
+                # Everything queued meanwhile goes out in as few socket writes as it can:
+                # without waiting if the socket takes it all, else through the stream.
+                if self._socket is not None and self._write_now():
+                    continue
                 await self._drain()
-        except ConnectionClosed as exc:
+        except WebSocketClosed as exc:
             logger.info("the link to %s broke while sending: %s", self._describe(), exc.reason)
 
     async def _keepalive(self) -> None:
@@ -431,7 +559,7 @@ class Link:
                 pinged = (last, intervals)
                 token = (token + 1) & 0xFFFF_FFFF_FFFF_FFFF
                 try:
-                    self._enqueue(encode(Ping(token=token)))
-                except Unavailable:
+                    self._enqueue(self._ws.frame(encode(Ping(token=token))))
+                except (Unavailable, WebSocketClosed):
                     return
             await trio.sleep_until(last + (intervals + 1) * interval)

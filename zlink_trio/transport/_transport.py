@@ -34,21 +34,20 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 import trio
-from trio_websocket import ConnectionClosed, HandshakeError
 
 from zlink_trio.core.errors import InvalidConfiguration, RemoteProtocolError, Unavailable
 from zlink_trio.transport import _connect
 from zlink_trio.transport._connect import Endpoint
 from zlink_trio.transport._link import Link
+from zlink_trio.transport._ws import WebSocketClosed
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from trio_websocket import WebSocketConnection
-
     from zlink_trio.core.identity import NodeRid
     from zlink_trio.transport._config import TransportConfig
     from zlink_trio.transport._link import LinkHandler
+    from zlink_trio.transport._ws import WebSocket
     from zlink_trio.wire.handshake import LocalIdentity, PeerIdentity
 
 __all__ = ("MeshTransport", "open_transport")
@@ -149,28 +148,20 @@ class MeshTransport:
 
     async def _dial(self, attempt: _Dial, endpoint: Endpoint, node_id: str, rid: NodeRid) -> None:
         try:
-            async with trio.open_nursery() as conn_nursery:
-                try:
-                    stream, ws, peer = await _connect.dial(
-                        conn_nursery,
-                        endpoint,
-                        self._config,
-                        self._handler,
-                        node_id=node_id,
-                        node_rid=rid,
-                    )
-                except Unavailable as exc:
-                    logger.warning("%s", exc.message)
-                    attempt.error = exc
-                    conn_nursery.cancel_scope.cancel()
-                    return
-                link = self._register(stream, ws, peer, outbound=True)
-                attempt.link = link
-                attempt.done.set()
-                if self._dials.get(rid) is attempt:
-                    del self._dials[rid]
-                await link._serve(self._unregister)
-                conn_nursery.cancel_scope.cancel()
+            try:
+                stream, ws, peer = await _connect.dial(
+                    endpoint, self._config, self._handler, node_id=node_id, node_rid=rid
+                )
+            except Unavailable as exc:
+                logger.warning("%s", exc.message)
+                attempt.error = exc
+                return
+            link = self._register(stream, ws, peer, outbound=True)
+            attempt.link = link
+            attempt.done.set()
+            if self._dials.get(rid) is attempt:
+                del self._dials[rid]
+            await link._serve(self._unregister)
         finally:
             if self._dials.get(rid) is attempt:
                 del self._dials[rid]
@@ -193,44 +184,40 @@ class MeshTransport:
             )
             await trio.aclose_forcefully(stream)
             return
-        async with trio.open_nursery() as conn_nursery:
-            authenticated: tuple[WebSocketConnection, PeerIdentity] | None = None
-            self._unauthenticated += 1
-            try:
-                with trio.move_on_after(config.handshake_timeout) as timeout:
-                    authenticated = await _connect.accept(
-                        conn_nursery, stream, config, self._handler
-                    )
-                if timeout.cancelled_caught:
-                    logger.info(
-                        "refusing a connection: not authenticated within handshake_timeout "
-                        "(%s s)", config.handshake_timeout,
-                    )
-                elif authenticated is None:
-                    logger.warning("refusing a connection: check_peer refused the peer")
-            except RemoteProtocolError as exc:
-                logger.warning("refusing a connection: %s", exc.message)
-            except (ConnectionClosed, HandshakeError, trio.BrokenResourceError,
-                    trio.ClosedResourceError, OSError) as exc:
-                logger.info("a connection closed during authentication: %r", exc)
-            finally:
-                self._unauthenticated -= 1
-                if authenticated is None:
-                    await trio.aclose_forcefully(stream)
-                    conn_nursery.cancel_scope.cancel()
+        authenticated: tuple[WebSocket, PeerIdentity] | None = None
+        self._unauthenticated += 1
+        try:
+            with trio.move_on_after(config.handshake_timeout) as timeout:
+                authenticated = await _connect.accept(stream, config, self._handler)
+            if timeout.cancelled_caught:
+                logger.info(
+                    "refusing a connection: not authenticated within handshake_timeout "
+                    "(%s s)", config.handshake_timeout,
+                )
+            elif authenticated is None:
+                logger.warning("refusing a connection: check_peer refused the peer")
+        except RemoteProtocolError as exc:
+            logger.warning("refusing a connection: %s", exc.message)
+        except WebSocketClosed as exc:
+            logger.info("a connection closed during authentication: %s", exc.reason)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            logger.info("a connection closed during authentication: %r", exc)
+        finally:
+            self._unauthenticated -= 1
             if authenticated is None:
-                return
-            ws, peer = authenticated
-            link = self._register(stream, ws, peer, outbound=False)
-            await link._serve(self._unregister)
-            conn_nursery.cancel_scope.cancel()
+                await trio.aclose_forcefully(stream)
+        if authenticated is None:
+            return
+        ws, peer = authenticated
+        link = self._register(stream, ws, peer, outbound=False)
+        await link._serve(self._unregister)
 
     # ----------------------------------------------------------------- registry
 
     def _register(
         self,
         stream: trio.abc.Stream,
-        ws: WebSocketConnection,
+        ws: WebSocket,
         peer: PeerIdentity,
         *,
         outbound: bool,

@@ -1,0 +1,178 @@
+"""The link's websocket frames (zlink_trio.transport._ws) against wsproto, byte for byte.
+
+What a peer observes: frames this side builds are what wsproto (the reference the
+other side may run) parses into the same messages, and frames wsproto builds --
+fragmented, interleaved with Pings, split anywhere by TCP -- come out of
+``WebSocket.receive`` as the same messages, with a Pong queued for each Ping.
+Anything RFC 6455 forbids, or a message above the limit, is a RemoteProtocolError
+(the link closes), never another exception and never a large buffer.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from wsproto.connection import Connection, ConnectionType
+from wsproto.events import BytesMessage, CloseConnection, Message, Ping, Pong
+
+from zlink_trio.core.errors import RemoteProtocolError
+from zlink_trio.transport._ws import WebSocket, WebSocketClosed
+
+LIMIT = 5
+MAX = 1 << 20
+
+
+def _ours(*, client: bool, max_message: int = MAX) -> WebSocket:
+    return WebSocket(None, client=client, max_message=max_message)  # sans-IO use only
+
+
+def _reference(*, client: bool) -> Connection:
+    return Connection(ConnectionType.CLIENT if client else ConnectionType.SERVER)
+
+
+def _parse_all(ws: WebSocket, chunks: list[bytes]) -> list[bytes]:
+    out: list[bytes] = []
+    for chunk in chunks:
+        out.extend(ws.receive(chunk))
+    return out
+
+
+def _split(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({c % (len(data) + 1) for c in cuts})
+    pieces, last = [], 0
+    for p in [*points, len(data)]:
+        pieces.append(data[last:p])
+        last = p
+    return [p for p in pieces if p]
+
+
+SIZES = st.one_of(st.integers(0, 300), st.sampled_from([125, 126, 127, 65535, 65536, 70000]))
+MESSAGES = st.lists(st.tuples(SIZES, st.integers(1, 3), st.booleans()), min_size=1, max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(messages=MESSAGES, cuts=st.lists(st.integers(0, 1 << 20), max_size=8),
+       from_client=st.booleans())
+def test_frames_from_wsproto_arrive_as_the_same_messages(messages, cuts, from_client):
+    sender = _reference(client=from_client)
+    wire = b""
+    expected, pings = [], 0
+    for n, (size, fragments, ping) in enumerate(messages):
+        body = bytes([n % 251]) * size
+        step = max(1, size // fragments)
+        parts = [body[i:i + step] for i in range(0, size, step)] or [b""]
+        for i, part in enumerate(parts):
+            wire += sender.send(Message(data=part, message_finished=i == len(parts) - 1))
+            if ping and i == 0:  # a control frame between the fragments of a message
+                wire += sender.send(Ping(payload=b"p%d" % n))
+                pings += 1
+        expected.append(body)
+    receiver = _ours(client=not from_client)
+    assert _parse_all(receiver, _split(wire, cuts)) == expected
+    # Each Ping was answered with a Pong carrying its payload, as the sender sees it.
+    sender.receive_data(b"".join(receiver.control))
+    pongs = [e for e in sender.events() if isinstance(e, Pong)]
+    assert len(pongs) == pings
+
+
+@settings(max_examples=40, deadline=None)
+@given(sizes=st.lists(SIZES, min_size=1, max_size=5), from_client=st.booleans())
+def test_frames_we_build_are_what_wsproto_parses(sizes, from_client):
+    ours = _ours(client=from_client)
+    bodies = [bytes([n % 251]) * size for n, size in enumerate(sizes)]
+    receiver = _reference(client=not from_client)
+    receiver.receive_data(b"".join(ours.frame(body) for body in bodies))
+    got, current = [], b""
+    for event in receiver.events():
+        assert isinstance(event, BytesMessage)
+        current += event.data
+        if event.message_finished:
+            got.append(current)
+            current = b""
+    assert got == bodies
+
+
+def test_a_close_from_the_peer_ends_the_websocket():
+    peer = _reference(client=True)
+    ours = _ours(client=False)
+    wire = peer.send(Message(data=b"last")) + peer.send(CloseConnection(code=1001, reason="bye"))
+    seen = []
+    with pytest.raises(WebSocketClosed, match="code 1001, bye"):
+        seen.extend(ours.receive(wire))
+    assert seen == [b"last"]
+
+
+def _raw_frame(b0: int, payload: bytes, *, mask: bool, length: bytes | None = None) -> bytes:
+    key = b"\x01\x02\x03\x04"
+    n = len(payload)
+    if length is None:
+        length = bytes([n]) if n < 126 else bytes([126]) + n.to_bytes(2, "big")
+    head = bytes([b0, (0x80 if mask else 0) | length[0]]) + length[1:]
+    if not mask:
+        return head + payload
+    return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+
+
+@pytest.mark.parametrize(("wire", "client", "match"), [
+    (_raw_frame(0x82, b"x", mask=False), False, "unmasked"),
+    (_raw_frame(0x82, b"x", mask=True), True, "masked websocket frame from the server"),
+    (_raw_frame(0xC2, b"x", mask=True), False, "reserved bits"),
+    (_raw_frame(0x83, b"x", mask=True), False, "reserved opcode"),
+    (_raw_frame(0x81, b"x", mask=True), False, "text"),
+    (_raw_frame(0x80, b"x", mask=True), False, "continuation"),
+    (_raw_frame(0x02, b"x", mask=True) + _raw_frame(0x82, b"y", mask=True), False,
+     "continuation frame out of place"),
+    (_raw_frame(0x89, b"x" * 126, mask=True), False, "control frame"),
+    (_raw_frame(0x09, b"x", mask=True), False, "control frame"),
+    (_raw_frame(0x82, b"x" * 5, mask=True, length=bytes([126, 0, 5])), False, "shortest"),
+    (_raw_frame(0x88, b"\x03", mask=True), False, "1-byte"),
+    (_raw_frame(0x88, (999).to_bytes(2, "big"), mask=True), False, "invalid code"),
+])
+def test_what_rfc_6455_forbids_is_a_protocol_error(wire, client, match):
+    ours = _ours(client=client)
+    with pytest.raises(RemoteProtocolError, match=match):
+        list(ours.receive(wire))
+
+
+def test_a_message_above_the_limit_is_refused_from_its_header():
+    ours = _ours(client=False, max_message=1000)
+    # Only the 4-byte header of a 60 000-byte frame: refused before any payload arrives.
+    header = bytes([0x82, 0x80 | 126]) + (60_000).to_bytes(2, "big")
+    with pytest.raises(RemoteProtocolError, match="above the limit of 1000 bytes"):
+        list(ours.receive(header))
+    # A fragmented message is counted across its frames.
+    peer = _reference(client=True)
+    wire = peer.send(Message(data=b"a" * 600, message_finished=False))
+    wire += peer.send(Message(data=b"b" * 600, message_finished=True))
+    with pytest.raises(RemoteProtocolError, match="above the limit"):
+        list(_ours(client=False, max_message=1000).receive(wire))
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(max_size=200), from_client=st.booleans())
+def test_hostile_bytes_are_messages_or_a_protocol_error(data, from_client):
+    ours = _ours(client=not from_client, max_message=100)
+    try:
+        for message in ours.receive(data):
+            assert len(message) <= 100
+    except (RemoteProtocolError, WebSocketClosed):
+        pass
+
+
+async def test_close_handshake_over_a_stream_pair():
+    left, right = trio.testing.memory_stream_pair()
+    a = WebSocket(left, client=True, max_message=MAX)
+    b = WebSocket(right, client=False, max_message=MAX)
+    with trio.fail_after(LIMIT):
+        await a.send_message(b"hello")
+        assert await b.get_message() == b"hello"
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(a.aclose)
+            with pytest.raises(WebSocketClosed, match="code 1000"):
+                await b.get_message()
+            await b.aclose()  # answers the Close; a's wait ends
+        with pytest.raises(WebSocketClosed):
+            a.frame(b"late")

@@ -1,0 +1,443 @@
+"""A link's websocket: wsproto for the HTTP upgrade, then RFC 6455 frames on the stream.
+
+Theory of operation
+-------------------
+:class:`WebSocket` is the whole websocket layer of a link and has no task of
+its own: the task that reads the stream (the link's reader, or the handshake
+driver before it) gets each complete binary message the moment its bytes are
+parsed -- no internal reader task and no channel between it and the consumer
+(docs/decisions.md, "Links drive the websocket themselves").
+
+* :func:`client_upgrade` sends the HTTP upgrade request and reads up to the
+  101 response; :func:`server_upgrade` reads the request and answers 101.
+  wsproto's handshake machine checks both (headers, key, accept token); it is
+  fed exactly the bytes up to the end of the HTTP head, so whatever arrived
+  behind it is kept for the frame parser.
+* After the upgrade, frames are parsed and built here (:func:`_frame`,
+  :meth:`WebSocket.receive`): the subset a link speaks -- binary messages,
+  possibly fragmented, Ping, Pong and Close, no extension -- checked as strictly
+  as RFC 6455 requires (reserved bits, masking direction, minimal lengths,
+  control frames short and unfragmented). It is the same job wsproto's
+  frame protocol does, at a fraction of its cost per message.
+* :meth:`WebSocket.receive` feeds bytes read from the stream and yields the
+  binary messages they complete, in order. It answers a Ping by appending the
+  Pong's bytes to :attr:`WebSocket.control` (the caller sends them, in order
+  with its own writes). A Close from the peer raises :class:`WebSocketClosed`;
+  anything the link does not speak (a text message, a malformed frame, a
+  message above ``max_message``) raises
+  :class:`~zlink_trio.core.errors.RemoteProtocolError` -- both after the
+  messages that came before it. A message larger than ``max_message`` is
+  refused from its header, never buffered.
+* :meth:`WebSocket.frame` turns one message into its websocket bytes (masked
+  on the client side, as RFC 6455 requires); callers queue and write those.
+* :meth:`WebSocket.get_message` is for the handshake phase only, when one
+  task both reads and writes.
+* :meth:`WebSocket.aclose` sends a Close (unless a write was cut short, which
+  would leave half a frame on the stream) and waits for the peer's; callers
+  bound it (``CLOSE_TIMEOUT``) and then close the stream themselves.
+
+Nothing here applies a timeout or closes the stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections import deque
+from typing import TYPE_CHECKING, Final
+
+import trio
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import AcceptConnection, Event, RejectConnection, Request
+from wsproto.utilities import ProtocolError
+
+from zlink_trio.core.errors import RemoteProtocolError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+__all__ = (
+    "RECEIVE_BUFFER_BYTES",
+    "WebSocket",
+    "WebSocketClosed",
+    "client_upgrade",
+    "server_upgrade",
+)
+
+#: Bytes asked of the stream per read.
+RECEIVE_BUFFER_BYTES: Final = 64 * 1024
+#: The longest HTTP head (request or response) the upgrade accepts.
+MAX_UPGRADE_HEAD: Final = 16 * 1024
+
+#: Opcodes (RFC 6455 5.2).
+_CONTINUATION: Final = 0x0
+_TEXT: Final = 0x1
+_BINARY: Final = 0x2
+_CLOSE: Final = 0x8
+_PING: Final = 0x9
+_PONG: Final = 0xA
+#: Close codes (RFC 6455 7.4.1).
+CLOSE_NORMAL: Final = 1000
+CLOSE_PROTOCOL_ERROR: Final = 1002
+CLOSE_TOO_BIG: Final = 1009
+_NO_STATUS: Final = 1005
+
+
+class WebSocketClosed(Exception):
+    """The websocket ended: the peer closed it, or the stream broke or reached its end.
+
+    ``reason`` says which, for logs.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _broken(exc: BaseException) -> WebSocketClosed:
+    cause = exc.__cause__ or exc
+    return WebSocketClosed(f"the connection broke: {str(cause) or type(cause).__name__}")
+
+
+def _masked(key: bytes, data: bytes) -> bytes:
+    """``data`` XOR the 4-byte ``key`` repeated (masking and unmasking are the same)."""
+    n = len(data)
+    if not n:
+        return b""
+    stream = (key * (n // 4 + 1))[:n]
+    return (int.from_bytes(data, "little") ^ int.from_bytes(stream, "little")).to_bytes(
+        n, "little")
+
+
+def _frame(opcode: int, payload: bytes, mask: bool) -> bytes:
+    """One final frame with ``payload`` (masked with a random key if ``mask``)."""
+    n = len(payload)
+    bit = 0x80 if mask else 0
+    if n < 126:
+        head = bytes((0x80 | opcode, bit | n))
+    elif n < 0x10000:
+        head = bytes((0x80 | opcode, bit | 126)) + n.to_bytes(2, "big")
+    else:
+        head = bytes((0x80 | opcode, bit | 127)) + n.to_bytes(8, "big")
+    if not mask:
+        return head + payload
+    key = os.urandom(4)
+    return head + key + _masked(key, payload)
+
+
+def _close_payload(payload: bytes) -> tuple[int, str]:
+    """The code and reason of a received Close; RemoteProtocolError if malformed."""
+    if not payload:
+        return _NO_STATUS, ""
+    if len(payload) == 1:
+        raise RemoteProtocolError("a websocket Close with a 1-byte payload")
+    code = int.from_bytes(payload[:2], "big")
+    if not (1000 <= code <= 4999) or code in (1004, 1005, 1006, 1015) or (
+            1016 <= code <= 2999):
+        raise RemoteProtocolError(f"a websocket Close with the invalid code {code}")
+    try:
+        reason = payload[2:].decode()
+    except UnicodeDecodeError:
+        raise RemoteProtocolError("a websocket Close whose reason is not UTF-8") from None
+    return code, reason
+
+
+class WebSocket:
+    """One open websocket over ``stream``; see the module docstring.
+
+    ``client`` is true on the side that dialled (its frames are masked, the
+    peer's must not be). ``max_message`` is the largest message accepted; it
+    may be raised once the peer is trusted. ``buffered`` are bytes that arrived
+    behind the upgrade.
+    """
+
+    __slots__ = ("_client", "_held", "_held_size", "_need", "_open", "_parts", "_parts_size",
+                 "_peer_closed", "_stream", "_write_cut", "control", "inbox", "max_message")
+
+    def __init__(self, stream: trio.abc.Stream, *, client: bool, max_message: int,
+                 buffered: bytes = b"") -> None:
+        self._stream = stream
+        self._client = client
+        self.max_message = max_message
+        #: Websocket bytes the caller must send (Pongs), in order with its writes.
+        self.control: list[bytes] = []
+        #: Messages parsed but not consumed yet (the handshake phase reads one at a time).
+        self.inbox: deque[bytes] = deque()
+        #: Unparsed bytes (the start of a frame whose rest has not arrived), their
+        #: size, and the size the frame needs (0: its header is not complete yet).
+        self._held: list[bytes] = []
+        self._held_size = 0
+        self._need = 0
+        #: The fragments of a message whose last frame has not arrived (None: none).
+        self._parts: list[bytes] | None = None
+        self._parts_size = 0
+        #: Neither side sent a Close yet.
+        self._open = True
+        self._peer_closed = False
+        #: A write was cancelled or broke part-way: the stream may hold half a frame.
+        self._write_cut = False
+        if buffered:
+            self.inbox.extend(self.receive(buffered))
+
+    # ----------------------------------------------------------------- sending
+
+    def frame(self, message: bytes) -> bytes:
+        """The websocket bytes of ``message`` as one binary message (no I/O).
+
+        Raises :class:`WebSocketClosed` once a Close was sent or received.
+        """
+        if not self._open:
+            raise WebSocketClosed("the websocket is closing")
+        return _frame(_BINARY, message, self._client)
+
+    async def send_all(self, data: bytes) -> None:
+        """Write websocket bytes; :class:`WebSocketClosed` if the stream is broken or closed.
+
+        One writer at a time (the caller's rule). A write that does not complete
+        (cancelled, broken) marks the stream unusable for the close handshake.
+        """
+        self._write_cut = True
+        try:
+            await self._stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise _broken(exc) from None
+        self._write_cut = False
+
+    # ----------------------------------------------------------------- receiving
+
+    def receive(self, data: bytes) -> Iterator[bytes]:
+        """Feed ``data`` read from the stream; yield each binary message it completes.
+
+        Raises :class:`WebSocketClosed` when the peer sent a Close, and
+        :class:`RemoteProtocolError` for a malformed frame, a text message or a
+        message above ``max_message`` -- after yielding the messages before it.
+        """
+        if self._held:
+            self._held.append(data)
+            self._held_size += len(data)
+            if self._held_size < self._need:
+                return  # a large frame still arriving: parse it once, when complete
+            data = b"".join(self._held)
+            self._held.clear()
+            self._need = 0
+        end = len(data)
+        pos = 0
+        need = 0
+        want_mask = 0 if self._client else 0x80
+        while end - pos >= 2:
+            b0 = data[pos]
+            b1 = data[pos + 1]
+            length = b1 & 0x7F
+            head = pos + 2
+            if length >= 126:
+                if length == 126:
+                    if end - head < 2:
+                        break
+                    length = int.from_bytes(data[head:head + 2], "big")
+                    head += 2
+                    if length < 126:
+                        raise RemoteProtocolError("a websocket frame length not in its "
+                                                  "shortest form")
+                else:
+                    if end - head < 8:
+                        break
+                    length = int.from_bytes(data[head:head + 8], "big")
+                    head += 8
+                    if length < 0x10000 or length >> 63:
+                        raise RemoteProtocolError("a websocket frame length not in its "
+                                                  "shortest form")
+            if b0 & 0x70:
+                raise RemoteProtocolError("a websocket frame with reserved bits set (no "
+                                          "extension was negotiated)")
+            if b1 & 0x80 != want_mask:
+                raise RemoteProtocolError(
+                    "an unmasked websocket frame from the client" if want_mask
+                    else "a masked websocket frame from the server")
+            opcode = b0 & 0x0F
+            if opcode >= _CLOSE:
+                if length > 125 or not b0 & 0x80:
+                    raise RemoteProtocolError("a websocket control frame that is fragmented "
+                                              "or longer than 125 bytes")
+            elif (self._parts_size if self._parts is not None else 0) + length > \
+                    self.max_message:
+                raise RemoteProtocolError(
+                    f"a websocket message of at least {length} bytes, above the limit of "
+                    f"{self.max_message} bytes")
+            stop = head + (4 if want_mask else 0) + length
+            if stop > end:
+                need = stop - pos
+                break
+            if want_mask:
+                payload = _masked(data[head:head + 4], data[head + 4:stop])
+            else:
+                payload = data[head:stop]
+            pos = stop
+            if opcode == _BINARY and self._parts is None:
+                if b0 & 0x80:
+                    yield payload
+                else:
+                    self._parts = [payload]
+                    self._parts_size = length
+            elif opcode == _CONTINUATION and self._parts is not None:
+                self._parts.append(payload)
+                self._parts_size += length
+                if b0 & 0x80:
+                    message = b"".join(self._parts)
+                    self._parts = None
+                    self._parts_size = 0
+                    yield message
+            elif opcode == _PING:
+                if self._open:
+                    self.control.append(_frame(_PONG, payload, self._client))
+            elif opcode == _PONG:
+                pass  # liveness only; the caller noted that bytes arrived
+            elif opcode == _CLOSE:
+                code, reason = _close_payload(payload)
+                self._peer_closed = True
+                raise WebSocketClosed(
+                    f"the peer closed the websocket (code {code}{', ' + reason if reason else ''})")
+            elif opcode == _TEXT:
+                raise RemoteProtocolError("a text websocket message; mesh frames are binary")
+            elif opcode in (_BINARY, _CONTINUATION):
+                raise RemoteProtocolError("a websocket continuation frame out of place")
+            else:
+                raise RemoteProtocolError(f"a websocket frame with the reserved opcode {opcode}")
+        if pos < end:
+            rest = data[pos:]
+            self._held.append(rest)
+            self._held_size = len(rest)
+            self._need = need
+
+    async def get_message(self) -> bytes:
+        """The next binary message (handshake phase: this task alone reads and writes).
+
+        Raises :class:`WebSocketClosed` when the peer closes or the stream ends,
+        :class:`RemoteProtocolError` for anything that is not a binary message.
+        """
+        while not self.inbox:
+            try:
+                data = await self._stream.receive_some(RECEIVE_BUFFER_BYTES)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                raise _broken(exc) from None
+            if not data:
+                raise WebSocketClosed("the peer closed the connection")
+            self.inbox.extend(self.receive(bytes(data)))
+            await self.send_control()
+        return self.inbox.popleft()
+
+    async def send_message(self, message: bytes) -> None:
+        """Send one binary message (handshake phase)."""
+        await self.send_all(self.frame(message))
+
+    async def send_control(self) -> None:
+        """Send the pending :attr:`control` bytes (handshake phase)."""
+        if self.control:
+            data = b"".join(self.control)
+            self.control.clear()
+            await self.send_all(data)
+
+    # ----------------------------------------------------------------- closing
+
+    async def aclose(self, code: int = CLOSE_NORMAL) -> None:
+        """Close handshake: send a Close with ``code``, wait for the peer's; never raises.
+
+        Answers a peer's Close with the same code and returns. Unbounded by itself
+        (the caller applies ``CLOSE_TIMEOUT``); skipped when a write was cut short,
+        since a Close behind half a frame would be garbage.
+        """
+        if self._write_cut or not self._open:
+            return
+        self._open = False
+        with contextlib.suppress(WebSocketClosed, RemoteProtocolError, trio.BrokenResourceError,
+                                 trio.ClosedResourceError, trio.BusyResourceError):
+            await self.send_all(_frame(_CLOSE, code.to_bytes(2, "big"), self._client))
+            while not self._peer_closed:
+                data = await self._stream.receive_some(RECEIVE_BUFFER_BYTES)
+                if not data:
+                    return
+                for _ in self.receive(bytes(data)):
+                    pass  # messages after our Close are dropped
+
+
+# --------------------------------------------------------------------------- upgrade
+
+
+async def _upgrade_event(stream: trio.abc.Stream, ws: WSConnection,
+                         what: str) -> tuple[Event, bytes]:
+    """Feed ``ws`` the HTTP head as it arrives; its first event and the bytes behind the head.
+
+    wsproto sees each chunk at once (a peer that does not speak HTTP is refused
+    without waiting for more) but never a byte past the head: those are frames.
+    Raises wsproto's ProtocolError for a bad head.
+    """
+    data = b""
+    fed = 0
+    while True:
+        try:
+            chunk = await stream.receive_some(RECEIVE_BUFFER_BYTES)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise _broken(exc) from None
+        if not chunk:
+            raise WebSocketClosed(f"the peer closed the connection during the websocket {what}")
+        data += chunk
+        end = data.find(b"\r\n\r\n", max(0, fed - 3))
+        stop = end + 4 if end >= 0 else len(data)
+        ws.receive_data(data[fed:stop])
+        fed = stop
+        for event in ws.events():
+            return event, data[stop:]
+        if end >= 0:
+            raise RemoteProtocolError(f"the websocket {what} is not a complete HTTP message")
+        if len(data) > MAX_UPGRADE_HEAD:
+            raise RemoteProtocolError(f"a websocket {what} longer than {MAX_UPGRADE_HEAD} bytes")
+
+
+async def _send_upgrade_bytes(stream: trio.abc.Stream, data: bytes) -> None:
+    try:
+        await stream.send_all(data)
+    except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+        raise _broken(exc) from None
+
+
+async def client_upgrade(stream: trio.abc.Stream, host: str, resource: str,
+                         max_message: int) -> WebSocket:
+    """Upgrade ``stream`` as the client (``Host: host``, ``GET resource``).
+
+    Raises :class:`WebSocketClosed` if the server refuses the upgrade or the
+    stream ends first, :class:`RemoteProtocolError` for a response that is not
+    a valid upgrade.
+    """
+    ws = WSConnection(ConnectionType.CLIENT)
+    await _send_upgrade_bytes(stream, ws.send(Request(host=host, target=resource)))
+    try:
+        event, behind = await _upgrade_event(stream, ws, "upgrade response")
+    except ProtocolError as exc:
+        raise RemoteProtocolError(f"a bad websocket upgrade response: {exc}") from None
+    if isinstance(event, AcceptConnection):
+        return WebSocket(stream, client=True, max_message=max_message, buffered=behind)
+    if isinstance(event, RejectConnection):
+        raise WebSocketClosed(
+            f"the server refused the websocket upgrade (HTTP {event.status_code})")
+    raise RemoteProtocolError(f"a bad websocket upgrade response ({type(event).__name__})")
+
+
+async def server_upgrade(stream: trio.abc.Stream, max_message: int) -> WebSocket:
+    """Read an upgrade request on ``stream`` and accept it.
+
+    Raises :class:`RemoteProtocolError` for a request that is not a websocket
+    upgrade (after answering it with HTTP 400, best effort) and
+    :class:`WebSocketClosed` if the stream ends first.
+    """
+    ws = WSConnection(ConnectionType.SERVER)
+    try:
+        event, behind = await _upgrade_event(stream, ws, "upgrade request")
+        if isinstance(event, Request):
+            await _send_upgrade_bytes(stream, ws.send(AcceptConnection()))
+            return WebSocket(stream, client=False, max_message=max_message, buffered=behind)
+    except ProtocolError as exc:
+        hint = getattr(exc, "event_hint", None)
+        if isinstance(hint, RejectConnection):
+            with contextlib.suppress(WebSocketClosed, ProtocolError):
+                await _send_upgrade_bytes(stream, ws.send(hint))
+        raise RemoteProtocolError(f"not a websocket upgrade request: {exc}") from None
+    raise RemoteProtocolError(f"not a websocket upgrade request ({type(event).__name__})")
