@@ -57,6 +57,8 @@ from zlink_trio.store._sqlite_schema import SqliteOptions, migrate
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from zlink_trio.store._sqlite_checkpoint import Checkpointer
+
 __all__ = ("INLINE_MAX_BYTES", "SqliteConnection", "is_busy")
 
 T = TypeVar("T")
@@ -104,10 +106,17 @@ class SqliteConnection:
         self._waiting = True  # the connection's busy_timeout is _wait_ms (else 0)
         self._closed = False
         self._queue: list[_Txn] = []
+        #: Inline dispatch: WAL checkpoints in a worker thread (``_sqlite_checkpoint``).
+        self.checkpointer: Checkpointer | None = None
         self._leading = False  # a leader will take the queued transactions
         #: Groups committed and the transactions in them (benchmark figures).
         self.groups = 0
         self.grouped = 0
+
+    @property
+    def limiter(self) -> trio.CapacityLimiter:
+        """The limiter every transaction of this connection holds (one at a time)."""
+        return self._limiter
 
     @classmethod
     def open_sync(cls, options: SqliteOptions) -> SqliteConnection:
@@ -123,6 +132,8 @@ class SqliteConnection:
                 if str(mode).lower() != "wal":
                     raise Unavailable(f"SQLite store {options.path!r} refused WAL mode ({mode})")
                 conn.execute(f"PRAGMA synchronous = {options.synchronous.upper()}")
+                if options.dispatch == "inline":  # checkpoints run in a thread instead
+                    conn.execute("PRAGMA wal_autocheckpoint = 0")
                 self = cls(conn, options)
                 self._transaction(lambda c: migrate(c, options.path), write=True)
             except sqlite3.Error as error:
@@ -149,11 +160,14 @@ class SqliteConnection:
                    size: int) -> T:
         if self._closed:
             raise Unavailable(f"SQLite store {self.options.path!r} is closed")
+        if write:
+            result = await self._write(body, size)
+            if self.checkpointer is not None:
+                self.checkpointer.committed()
+            return result
         if self.options.dispatch == "thread" or size > INLINE_MAX_BYTES:
             return await trio.to_thread.run_sync(self._transaction, body, write,
                                                  limiter=self._limiter)
-        if write:
-            return cast("T", await self._grouped(body))
         async with self._limiter:
             try:
                 return self._transaction(body, write, wait=False)
@@ -161,6 +175,12 @@ class SqliteConnection:
                 pass
             # Another connection holds the lock: wait for it off the Trio thread.
             return await trio.to_thread.run_sync(self._transaction, body, write)
+
+    async def _write(self, body: Callable[[sqlite3.Connection], T], size: int) -> T:
+        if self.options.dispatch == "thread" or size > INLINE_MAX_BYTES:
+            return await trio.to_thread.run_sync(self._transaction, body, True,
+                                                 limiter=self._limiter)
+        return cast("T", await self._grouped(body))
 
     def _transaction(self, body: Callable[[sqlite3.Connection], T], write: bool, *,
                      wait: bool = True) -> T:
@@ -226,7 +246,11 @@ class SqliteConnection:
             txn.taken = True
         try:
             try:
-                self._group(batch, wait=False)
+                if self.checkpointer is not None and self.checkpointer.take_restart():
+                    # This commit restarts the WAL, which fsyncs its header: off the loop.
+                    await trio.to_thread.run_sync(self._group, batch, True)
+                else:
+                    self._group(batch, wait=False)
             except _Busy:
                 # Another connection holds the lock: wait for it off the Trio thread.
                 await trio.to_thread.run_sync(self._group, batch, True)
@@ -283,7 +307,9 @@ class SqliteConnection:
             raise _unavailable(self.options.path, error) from error
 
     async def aclose(self) -> None:
-        """Close after any running transaction finished (it is never abandoned)."""
+        """Close after any running transaction and checkpoint finished (never abandoned)."""
+        if self.checkpointer is not None:
+            await self.checkpointer.aclose()
         async with self._limiter:
             if not self._closed:
                 self._closed = True

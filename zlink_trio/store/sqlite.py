@@ -40,6 +40,7 @@ from zlink_trio.store import _operator_state as ops
 from zlink_trio.store import _recovery_state as recovery
 from zlink_trio.store import _relocation_state as rel
 from zlink_trio.store import _relocation_steps as steps
+from zlink_trio.store._sqlite_checkpoint import Checkpointer
 from zlink_trio.store._sqlite_combined import SqliteCombined
 from zlink_trio.store._sqlite_conn import SqliteConnection
 from zlink_trio.store._sqlite_inbox import SqliteInboxes
@@ -347,6 +348,8 @@ async def open_sqlite_store(url: str) -> AsyncIterator[SqliteStore]:
     """
     options = parse_url(url)
     db = await trio.to_thread.run_sync(SqliteConnection.open_sync, options)
+    if options.dispatch == "inline":
+        db.checkpointer = Checkpointer(options, db.limiter)
     try:
         yield SqliteStore(db)
     finally:
