@@ -8,9 +8,10 @@ runs on the client for one endpoint. Both return an authenticated
 transport wraps it in ``handshake_timeout``); ``dial`` applies
 ``connect_timeout`` up to the websocket upgrade and ``handshake_timeout`` after.
 
-The websocket is :mod:`._ws` (wsproto driven on the stream by the calling
-task, upgrade included), so nothing runs in the background while a link is
-being opened. The sans-IO handshake machines (:mod:`zlink_trio.wire.handshake`)
+The websocket is upgraded by :mod:`._ws_upgrade` (wsproto's handshake
+machine) and then framed by :mod:`._ws`, both driven on the stream by the
+calling task, so nothing runs in the background while a link is being
+opened. The sans-IO handshake machines (:mod:`zlink_trio.wire.handshake`)
 decide; this module only moves their bytes. Until the peer is authenticated
 the websocket accepts messages of at most :data:`MIN_FRAME_BYTES` (1 KiB), so
 an unauthenticated peer cannot make the node buffer a large message; a larger
@@ -30,7 +31,8 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from zlink_trio.core.errors import InvalidOperation, RemoteProtocolError, Unavailable
-from zlink_trio.transport._ws import WebSocket, WebSocketClosed, client_upgrade, server_upgrade
+from zlink_trio.transport._ws import WebSocket, WebSocketClosed
+from zlink_trio.transport._ws_upgrade import client_upgrade, server_upgrade
 from zlink_trio.wire.frames import MIN_FRAME_BYTES
 from zlink_trio.wire.handshake import ClientHandshake, PeerIdentity, ServerHandshake
 

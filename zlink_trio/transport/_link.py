@@ -14,18 +14,16 @@ then on three tasks serve it, all in one nursery owned by the transport:
   socket and the handler; the reader never waits for anything but the next
   bytes, so it never blocks on a handler. A websocket-level Ping is answered
   through the send queue.
-* the **writer** drains a queue of websocket-framed bytes into the stream,
-  joining what is queued into as few socket writes as it can.
-  :meth:`Link.send_nowait` only encodes, frames and enqueues, so a caller
-  never waits for the network; a caller with nothing more to send for now
-  (``send_nowait(write=True)``) or about to wait anyway (:meth:`Link.flush`)
-  writes the queue itself and saves the hop to the writer (one sender at a
-  time). Over plain TCP such writes, and the writer's, are one non-blocking
-  ``send`` on a duplicate of the socket, without the checkpoint trio's stream
-  adds after each write; what the socket does not take at once is written by
-  the writer through the stream. The queued bytes are counted; a link whose peer
-  stops reading is closed once they would pass ``max_send_buffer_bytes``
-  instead of growing without bound.
+* the **writer** drains the link's :class:`~._send_queue.SendQueue` of
+  websocket-framed bytes into the stream, joining what is queued into as few
+  socket writes as it can. :meth:`Link.send_nowait` only encodes, frames and
+  enqueues, so a caller never waits for the network; a caller with nothing
+  more to send for now (``send_nowait(write=True)``) or about to wait anyway
+  (``await link.flush()``) writes the queue itself and saves the hop to the
+  writer. Over plain TCP those writes, and the reader's reads, use a
+  duplicate of the socket directly. A link whose peer stops reading is
+  closed once its queue would pass ``max_send_buffer_bytes``.
+  :mod:`._send_queue` describes how the queue is written.
 * the **keepalive** sleeps until the link has been silent (nothing
   received) for one ``keepalive_interval``, then sends a Ping every interval;
   after three intervals of silence it closes the link.
@@ -45,7 +43,6 @@ the mesh level), a text message, a message above the negotiated
 
 from __future__ import annotations
 
-import collections
 import logging
 import socket
 from typing import TYPE_CHECKING, Final, Protocol
@@ -58,6 +55,7 @@ from zlink_trio.core.errors import (
     RemoteProtocolError,
     Unavailable,
 )
+from zlink_trio.transport._send_queue import SendQueue
 from zlink_trio.transport._ws import (
     CLOSE_NORMAL,
     CLOSE_PROTOCOL_ERROR,
@@ -94,15 +92,6 @@ SILENT_INTERVALS: Final = 3
 ApplicationFrame = SpotMessage | UserSpotCreate | UserSpotClose | Reply
 _APPLICATION: Final = frozenset({SpotMessage, UserSpotCreate, UserSpotClose, Reply})
 
-
-#: A caller's :meth:`Link.flush` writes at most this many queued bytes itself.
-FLUSH_MAX_BYTES: Final = 64 * 1024
-#: Seconds a flush may take before the link counts as stalled and is closed.
-FLUSH_TIMEOUT: Final = 1.0
-
-#: At most this many queued frames are joined into one socket write.
-_WRITE_BATCH: Final = 256
-
 #: Websocket close code for a handler bug (RFC 6455 7.4.1, internal error).
 _CLOSE_INTERNAL: Final = 1011
 
@@ -111,9 +100,9 @@ def _duplicate_socket(stream: trio.abc.Stream) -> socket.socket | None:
     """A duplicate of a plain TCP stream's non-blocking socket, ``None`` for TLS or on failure.
 
     Writing to it from synchronous code is the same as the stream's own first,
-    non-blocking ``send`` attempt, without the checkpoint trio adds after it. The
-    duplicate shares the open socket (and its O_NONBLOCK flag); closing it closes
-    only the duplicate.
+    non-blocking ``send`` attempt, without the checkpoint trio adds after it (the
+    reader reads from it too, see :meth:`Link._receive`). The duplicate shares the
+    open socket (and its O_NONBLOCK flag); closing it closes only the duplicate.
     """
     if type(stream) is not trio.SocketStream:
         return None
@@ -155,25 +144,31 @@ class Link:
     ``peer`` is the authenticated identity (with the negotiated
     ``max_frame_bytes``); ``outbound`` is true if this node dialled it.
     Built by the transport only.
+
+    ``await link.flush()`` writes the queued frames from the calling task, unless a
+    write is under way: a caller about to wait anyway (a request waiting for its
+    reply) saves the hop to the writer task. Over plain TCP this is a non-blocking
+    write of what the socket takes at once (the rest is the writer's). Over TLS
+    only a small backlog is written there (at most ``FLUSH_MAX_BYTES``); that write
+    is shielded -- a write cut in half would break the stream -- and bounded by
+    ``FLUSH_TIMEOUT``, after which the link is closed. It never raises: a broken
+    link closes through its own tasks. ``flush`` is the send queue's own
+    :meth:`~._send_queue.SendQueue.flush`, bound once per link: no wrapper call
+    (nor coroutine) of the link's per request.
     """
 
     __slots__ = (
         "_close_code",
-        "_closed",
-        "_config_max_send",
-        "_cut_frame",
         "_finished",
         "_handler",
         "_keepalive_interval",
         "_last_received",
-        "_queue",
-        "_queued_bytes",
         "_scope",
-        "_sending",
+        "_sender",
         "_socket",
         "_stream",
-        "_writer_task",
         "_ws",
+        "flush",
         "outbound",
         "peer",
     )
@@ -195,18 +190,14 @@ class Link:
         self._stream = stream
         self._handler = handler
         self._keepalive_interval = keepalive_interval
-        self._config_max_send = max_send_buffer_bytes
-        self._queue: collections.deque[bytes] = collections.deque()
-        self._queued_bytes = 0
-        #: A duplicate of a plain TCP stream's socket, for writes from the calling task.
+        #: The frames to write; its ``closed`` is the link's (set by _close_now).
+        self._sender = SendQueue(ws, max_bytes=max_send_buffer_bytes,
+                                 describe=self._describe(), close_link=self._close_now)
+        #: See the class docstring.
+        self.flush: Final[Callable[[], Awaitable[None]]] = self._sender.flush
+        #: A duplicate of a plain TCP stream's socket, to read from (and, as the
+        #: sender's ``socket``, to write to) without the stream's wrappers.
         self._socket: socket.socket | None = None
-        #: The queue starts with the rest of a frame written in part.
-        self._cut_frame = False
-        #: A task is writing queued frames to the websocket (the writer or a flush).
-        self._sending = False
-        #: The writer task while it is parked waiting for frames.
-        self._writer_task: trio.lowlevel.Task | None = None
-        self._closed = False
         self._close_code = CLOSE_NORMAL
         self._scope: trio.CancelScope | None = None
         self._finished = trio.Event()
@@ -214,13 +205,13 @@ class Link:
 
     def __repr__(self) -> str:
         direction = "to" if self.outbound else "from"
-        state = "closed" if self._closed else "open"
+        state = "closed" if self._sender.closed else "open"
         return f"<Link {direction} {self.peer.node_id!r} {self.peer.node_rid} {state}>"
 
     @property
     def closed(self) -> bool:
         """True once the link is closing or closed; it never reopens."""
-        return self._closed
+        return self._sender.closed
 
     def _describe(self) -> str:
         return f"node {self.peer.node_id!r} (rid {self.peer.node_rid})"
@@ -242,7 +233,8 @@ class Link:
         UserSpotClose, Reply) or encodes above ``peer.max_frame_bytes``;
         then nothing is sent and the link stays open.
         """
-        if self._closed:
+        sender = self._sender
+        if sender.closed:
             raise Unavailable(
                 f"the link to {self._describe()} is closed; call link_to again to reconnect"
             )
@@ -266,133 +258,11 @@ class Link:
             raise Unavailable(
                 f"the link to {self._describe()} is closing; call link_to again to reconnect"
             ) from None
-        self._enqueue(wire, write=write)
-
-    def _enqueue(self, data: bytes, *, write: bool = False) -> None:
-        """Queue websocket-framed ``data``, write it now if ``write`` (see send_nowait).
-
-        Closes the link if the queued bytes would pass max_send_buffer_bytes.
-        """
-        queued = self._queued_bytes + len(data)
-        if queued > self._config_max_send:
-            logger.warning(
-                "closing the link to %s: %d bytes queued and unsent, above "
-                "max_send_buffer_bytes=%d (the peer is not reading)",
-                self._describe(), self._queued_bytes, self._config_max_send,
-            )
-            self._close_now()
-            raise Unavailable(
-                f"the link to {self._describe()} was closed: {queued} bytes would be queued, "
-                f"above max_send_buffer_bytes={self._config_max_send} (the peer is not "
-                "reading); retry later or raise the bound"
-            )
-        self._queued_bytes = queued
-        self._queue.append(data)
-        if write and self._socket is not None and not self._sending and self._write_now():
-            return
-        self._wake_writer()
-
-    def _wake_writer(self) -> None:
-        writer = self._writer_task
-        if writer is not None:
-            self._writer_task = None
-            trio.lowlevel.reschedule(writer)
-
-    def _write_now(self) -> bool:
-        """Write the queue to the plain TCP socket without waiting; True if it is empty now.
-
-        Used by the writer and :meth:`flush` (one sender at a time) when the link has a
-        socket (:func:`_duplicate_socket`): the write is the stream's own first,
-        non-blocking attempt, minus the checkpoint trio adds after it. What the socket
-        does not take stays at the head of the queue (possibly the rest of a frame, so
-        nothing else may be written before it). Closes the link if the socket broke.
-        """
-        sock = self._socket
-        queue = self._queue
-        assert sock is not None
-        while queue:
-            if len(queue) == 1:
-                data = queue.popleft()
-            else:
-                data = b"".join([queue.popleft() for _ in range(min(len(queue), _WRITE_BATCH))])
-            try:
-                sent = sock.send(data)
-            except BlockingIOError:
-                sent = 0
-            except OSError as exc:
-                logger.info("the link to %s broke while sending: %s", self._describe(), exc)
-                queue.clear()
-                self._queued_bytes = 0
-                self._close_now()
-                return True
-            self._queued_bytes -= sent
-            if sent < len(data):
-                queue.appendleft(data[sent:])
-                self._cut_frame = sent > 0 or self._cut_frame
-                return False
-            self._cut_frame = False
-        return True
-
-    async def flush(self) -> None:
-        """Write the queued frames from the calling task, unless a write is under way.
-
-        A caller that is about to wait anyway (a request waiting for its reply) saves the
-        hop to the writer task. Over plain TCP this is a non-blocking write of what the
-        socket takes at once (the rest is the writer's). Over TLS only a small backlog is
-        written here (at most :data:`FLUSH_MAX_BYTES`, which a socket takes at once unless
-        the peer stopped reading); that write is shielded -- a write cut in half would
-        break the stream -- and bounded by :data:`FLUSH_TIMEOUT`, after which the link is
-        closed. Never raises: a broken link closes through its own tasks.
-        """
-        if self._sending or not self._queue or self._closed:
-            return
-        if self._socket is not None:
-            if not self._write_now():
-                self._wake_writer()
-            return
-        if self._queued_bytes > FLUSH_MAX_BYTES:
-            return
-        self._sending = True
-        try:
-            with trio.CancelScope(shield=True):
-                # One batch only: what others queue meanwhile is the writer's.
-                with trio.move_on_after(FLUSH_TIMEOUT) as scope:
-                    await self._send_batch()
-        except WebSocketClosed:
-            self._close_now()
-            return
-        finally:
-            self._sending = False
-            if self._queue:
-                self._wake_writer()
-        if scope.cancelled_caught:
-            logger.warning("closing the link to %s: a write did not complete within %s s "
-                           "(the peer is not reading)", self._describe(), FLUSH_TIMEOUT)
-            self._close_now()
-
-    async def _send_batch(self) -> None:
-        """Send up to :data:`_WRITE_BATCH` queued frames in one write (caller holds _sending)."""
-        queue = self._queue
-        if len(queue) == 1:
-            data = queue.popleft()
-        else:
-            data = b"".join([queue.popleft() for _ in range(min(len(queue), _WRITE_BATCH))])
-        await self._ws.send_all(data)
-        self._cut_frame = False
-        self._queued_bytes -= len(data)
-
-    async def _drain(self) -> None:
-        """Send everything queued (also what is queued meanwhile); one sender at a time."""
-        self._sending = True
-        try:
-            while self._queue:
-                await self._send_batch()
-        finally:
-            self._sending = False
+        sender.enqueue(wire, write=write)
 
     def _close_now(self) -> None:
         """Start closing without waiting: mark closed, cancel the link's tasks."""
-        self._closed = True
+        self._sender.closed = True
         if self._scope is not None:
             self._scope.cancel()
 
@@ -409,26 +279,27 @@ class Link:
 
     async def _serve(self, on_closed: Callable[[Link], None]) -> None:
         """Run the link until it closes; then close the websocket and call ``on_closed``."""
+        sender = self._sender
         try:
-            self._socket = _duplicate_socket(self._stream)
+            self._socket = sender.socket = _duplicate_socket(self._stream)
             async with trio.open_nursery() as nursery:
                 self._scope = nursery.cancel_scope
-                if self._closed:
+                if sender.closed:
                     nursery.cancel_scope.cancel()
-                nursery.start_soon(self._until_done, self._writer)
+                nursery.start_soon(self._until_done, sender.writer)
                 nursery.start_soon(self._until_done, self._keepalive)
                 await self._until_done(self._reader)
         finally:
-            self._closed = True
+            sender.closed = True
             if self._socket is not None:
                 # Only the duplicate: the stream still owns the socket.
                 trio.lowlevel.notify_closing(self._socket)
                 self._socket.close()
-                self._socket = None
+                self._socket = sender.socket = None
             with trio.CancelScope(shield=True):
                 # A flush still writing (shielded, bounded) owns the stream, and a Close
                 # behind part of a frame would be garbage: no close handshake then.
-                if not self._sending and not self._cut_frame:
+                if sender.can_send_close:
                     with trio.move_on_after(CLOSE_TIMEOUT):
                         await self._ws.aclose(self._close_code)
                 await trio.aclose_forcefully(self._stream)
@@ -464,6 +335,7 @@ class Link:
     async def _reader(self) -> None:
         ws = self._ws
         receive = self._receive
+        enqueue = self._sender.enqueue
         try:
             # Messages that arrived with the last handshake message come first.
             while ws.inbox:
@@ -481,7 +353,7 @@ class Link:
                         return
                 if ws.control:  # Pongs to websocket Pings, in order with our frames
                     for control in ws.control:
-                        self._enqueue(control)
+                        enqueue(control)
                     ws.control.clear()
         except WebSocketClosed as exc:
             logger.info("the link to %s closed: %s", self._describe(), exc.reason)
@@ -493,7 +365,7 @@ class Link:
                 "closing the link to %s: protocol error: %s", self._describe(), exc.message
             )
         except Unavailable:
-            pass  # _enqueue already logged the overflow and closed the link.
+            pass  # enqueue already logged the overflow and closed the link.
 
     def _dispatch(self, data: bytes) -> bool:
         """Decode and hand on one message; False if the link must close (a handler bug).
@@ -514,32 +386,12 @@ class Link:
                 return False
         elif kind is Ping:
             assert isinstance(frame, Ping)
-            self._enqueue(self._ws.frame(encode(Pong(token=frame.token))))
+            self._sender.enqueue(self._ws.frame(encode(Pong(token=frame.token))))
         elif kind is not Pong:
             raise RemoteProtocolError(
                 f"{kind.__name__} frame on an authenticated link; the handshake is over"
             )
         return True
-
-    def _abort_park(self, _: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
-        self._writer_task = None
-        return trio.lowlevel.Abort.SUCCEEDED
-
-    async def _writer(self) -> None:
-        try:
-            while True:
-                if self._sending or not self._queue:
-                    # Parked until _enqueue has something (a flush may take it first).
-                    self._writer_task = trio.lowlevel.current_task()
-                    await trio.lowlevel.wait_task_rescheduled(self._abort_park)
-                    continue
-                # Everything queued meanwhile goes out in as few socket writes as it can:
-                # without waiting if the socket takes it all, else through the stream.
-                if self._socket is not None and self._write_now():
-                    continue
-                await self._drain()
-        except WebSocketClosed as exc:
-            logger.info("the link to %s broke while sending: %s", self._describe(), exc.reason)
 
     async def _keepalive(self) -> None:
         interval = self._keepalive_interval
@@ -559,7 +411,7 @@ class Link:
                 pinged = (last, intervals)
                 token = (token + 1) & 0xFFFF_FFFF_FFFF_FFFF
                 try:
-                    self._enqueue(self._ws.frame(encode(Ping(token=token))))
+                    self._sender.enqueue(self._ws.frame(encode(Ping(token=token))))
                 except (Unavailable, WebSocketClosed):
                     return
             await trio.sleep_until(last + (intervals + 1) * interval)

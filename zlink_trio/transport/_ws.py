@@ -1,19 +1,15 @@
-"""A link's websocket: wsproto for the HTTP upgrade, then RFC 6455 frames on the stream.
+"""A link's websocket after the upgrade: RFC 6455 frames on the stream.
 
 Theory of operation
 -------------------
-:class:`WebSocket` is the whole websocket layer of a link and has no task of
-its own: the task that reads the stream (the link's reader, or the handshake
-driver before it) gets each complete binary message the moment its bytes are
-parsed -- no internal reader task and no channel between it and the consumer
+:class:`WebSocket` is the whole websocket layer of a link once
+:mod:`._ws_upgrade` has upgraded the stream, and has no task of its own: the
+task that reads the stream (the link's reader, or the handshake driver before
+it) gets each complete binary message the moment its bytes are parsed -- no
+internal reader task and no channel between it and the consumer
 (docs/decisions.md, "Links drive the websocket themselves").
 
-* :func:`client_upgrade` sends the HTTP upgrade request and reads up to the
-  101 response; :func:`server_upgrade` reads the request and answers 101.
-  wsproto's handshake machine checks both (headers, key, accept token); it is
-  fed exactly the bytes up to the end of the HTTP head, so whatever arrived
-  behind it is kept for the frame parser.
-* After the upgrade, frames are parsed and built here (:func:`_frame`,
+* Frames are parsed and built here (:func:`_frame`,
   :meth:`WebSocket.receive`): the subset a link speaks -- binary messages,
   possibly fragmented, Ping, Pong and Close, no extension -- checked as strictly
   as RFC 6455 requires (reserved bits, masking direction, minimal lengths,
@@ -30,6 +26,8 @@ parsed -- no internal reader task and no channel between it and the consumer
   refused from its header, never buffered.
 * :meth:`WebSocket.frame` turns one message into its websocket bytes (masked
   on the client side, as RFC 6455 requires); callers queue and write those.
+* Messages that arrived behind the HTTP upgrade (``buffered``) are parsed
+  at once into :attr:`WebSocket.inbox`; its consumer takes them first.
 * :meth:`WebSocket.get_message` is for the handshake phase only, when one
   task both reads and writes.
 * :meth:`WebSocket.aclose` sends a Close (unless a write was cut short, which
@@ -47,9 +45,6 @@ from collections import deque
 from typing import TYPE_CHECKING, Final
 
 import trio
-from wsproto import ConnectionType, WSConnection
-from wsproto.events import AcceptConnection, Event, RejectConnection, Request
-from wsproto.utilities import ProtocolError
 
 from zlink_trio.core.errors import RemoteProtocolError
 
@@ -60,14 +55,10 @@ __all__ = (
     "RECEIVE_BUFFER_BYTES",
     "WebSocket",
     "WebSocketClosed",
-    "client_upgrade",
-    "server_upgrade",
 )
 
 #: Bytes asked of the stream per read.
 RECEIVE_BUFFER_BYTES: Final = 64 * 1024
-#: The longest HTTP head (request or response) the upgrade accepts.
-MAX_UPGRADE_HEAD: Final = 16 * 1024
 
 #: Opcodes (RFC 6455 5.2).
 _CONTINUATION: Final = 0x0
@@ -95,6 +86,7 @@ class WebSocketClosed(Exception):
 
 
 def _broken(exc: BaseException) -> WebSocketClosed:
+    """The WebSocketClosed for a stream that broke under a read or write (also the upgrade's)."""
     cause = exc.__cause__ or exc
     return WebSocketClosed(f"the connection broke: {str(cause) or type(cause).__name__}")
 
@@ -357,87 +349,3 @@ class WebSocket:
                     return
                 for _ in self.receive(bytes(data)):
                     pass  # messages after our Close are dropped
-
-
-# --------------------------------------------------------------------------- upgrade
-
-
-async def _upgrade_event(stream: trio.abc.Stream, ws: WSConnection,
-                         what: str) -> tuple[Event, bytes]:
-    """Feed ``ws`` the HTTP head as it arrives; its first event and the bytes behind the head.
-
-    wsproto sees each chunk at once (a peer that does not speak HTTP is refused
-    without waiting for more) but never a byte past the head: those are frames.
-    Raises wsproto's ProtocolError for a bad head.
-    """
-    data = b""
-    fed = 0
-    while True:
-        try:
-            chunk = await stream.receive_some(RECEIVE_BUFFER_BYTES)
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-            raise _broken(exc) from None
-        if not chunk:
-            raise WebSocketClosed(f"the peer closed the connection during the websocket {what}")
-        data += chunk
-        end = data.find(b"\r\n\r\n", max(0, fed - 3))
-        stop = end + 4 if end >= 0 else len(data)
-        ws.receive_data(data[fed:stop])
-        fed = stop
-        for event in ws.events():
-            return event, data[stop:]
-        if end >= 0:
-            raise RemoteProtocolError(f"the websocket {what} is not a complete HTTP message")
-        if len(data) > MAX_UPGRADE_HEAD:
-            raise RemoteProtocolError(f"a websocket {what} longer than {MAX_UPGRADE_HEAD} bytes")
-
-
-async def _send_upgrade_bytes(stream: trio.abc.Stream, data: bytes) -> None:
-    try:
-        await stream.send_all(data)
-    except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-        raise _broken(exc) from None
-
-
-async def client_upgrade(stream: trio.abc.Stream, host: str, resource: str,
-                         max_message: int) -> WebSocket:
-    """Upgrade ``stream`` as the client (``Host: host``, ``GET resource``).
-
-    Raises :class:`WebSocketClosed` if the server refuses the upgrade or the
-    stream ends first, :class:`RemoteProtocolError` for a response that is not
-    a valid upgrade.
-    """
-    ws = WSConnection(ConnectionType.CLIENT)
-    await _send_upgrade_bytes(stream, ws.send(Request(host=host, target=resource)))
-    try:
-        event, behind = await _upgrade_event(stream, ws, "upgrade response")
-    except ProtocolError as exc:
-        raise RemoteProtocolError(f"a bad websocket upgrade response: {exc}") from None
-    if isinstance(event, AcceptConnection):
-        return WebSocket(stream, client=True, max_message=max_message, buffered=behind)
-    if isinstance(event, RejectConnection):
-        raise WebSocketClosed(
-            f"the server refused the websocket upgrade (HTTP {event.status_code})")
-    raise RemoteProtocolError(f"a bad websocket upgrade response ({type(event).__name__})")
-
-
-async def server_upgrade(stream: trio.abc.Stream, max_message: int) -> WebSocket:
-    """Read an upgrade request on ``stream`` and accept it.
-
-    Raises :class:`RemoteProtocolError` for a request that is not a websocket
-    upgrade (after answering it with HTTP 400, best effort) and
-    :class:`WebSocketClosed` if the stream ends first.
-    """
-    ws = WSConnection(ConnectionType.SERVER)
-    try:
-        event, behind = await _upgrade_event(stream, ws, "upgrade request")
-        if isinstance(event, Request):
-            await _send_upgrade_bytes(stream, ws.send(AcceptConnection()))
-            return WebSocket(stream, client=False, max_message=max_message, buffered=behind)
-    except ProtocolError as exc:
-        hint = getattr(exc, "event_hint", None)
-        if isinstance(hint, RejectConnection):
-            with contextlib.suppress(WebSocketClosed, ProtocolError):
-                await _send_upgrade_bytes(stream, ws.send(hint))
-        raise RemoteProtocolError(f"not a websocket upgrade request: {exc}") from None
-    raise RemoteProtocolError(f"not a websocket upgrade request ({type(event).__name__})")

@@ -1,0 +1,119 @@
+"""The HTTP upgrade of a link's websocket, checked by wsproto's handshake machine.
+
+Theory of operation
+-------------------
+:func:`client_upgrade` sends the HTTP upgrade request and reads up to the 101
+response; :func:`server_upgrade` reads the request and answers 101. wsproto's
+handshake machine (``WSConnection``) checks both (headers, key, accept token);
+it is fed the HTTP head as it arrives -- a peer that does not speak HTTP is
+refused without waiting for more -- but never a byte past its end, so whatever
+arrived behind it is handed to the :class:`~._ws.WebSocket` the upgrade
+returns, which parses those bytes as its first frames (docs/decisions.md,
+"Links drive the websocket themselves").
+
+Nothing here applies a timeout or closes the stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Final
+
+import trio
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import AcceptConnection, Event, RejectConnection, Request
+from wsproto.utilities import ProtocolError
+
+from zlink_trio.core.errors import RemoteProtocolError
+from zlink_trio.transport._ws import (
+    RECEIVE_BUFFER_BYTES,
+    WebSocket,
+    WebSocketClosed,
+    _broken,
+)
+
+__all__ = ("MAX_UPGRADE_HEAD", "client_upgrade", "server_upgrade")
+
+#: The longest HTTP head (request or response) the upgrade accepts.
+MAX_UPGRADE_HEAD: Final = 16 * 1024
+
+
+async def _upgrade_event(stream: trio.abc.Stream, ws: WSConnection,
+                         what: str) -> tuple[Event, bytes]:
+    """Feed ``ws`` the HTTP head as it arrives; its first event and the bytes behind the head.
+
+    wsproto sees each chunk at once (a peer that does not speak HTTP is refused
+    without waiting for more) but never a byte past the head: those are frames.
+    Raises wsproto's ProtocolError for a bad head.
+    """
+    data = b""
+    fed = 0
+    while True:
+        try:
+            chunk = await stream.receive_some(RECEIVE_BUFFER_BYTES)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise _broken(exc) from None
+        if not chunk:
+            raise WebSocketClosed(f"the peer closed the connection during the websocket {what}")
+        data += chunk
+        end = data.find(b"\r\n\r\n", max(0, fed - 3))
+        stop = end + 4 if end >= 0 else len(data)
+        ws.receive_data(data[fed:stop])
+        fed = stop
+        for event in ws.events():
+            return event, data[stop:]
+        if end >= 0:
+            raise RemoteProtocolError(f"the websocket {what} is not a complete HTTP message")
+        if len(data) > MAX_UPGRADE_HEAD:
+            raise RemoteProtocolError(f"a websocket {what} longer than {MAX_UPGRADE_HEAD} bytes")
+
+
+async def _send_upgrade_bytes(stream: trio.abc.Stream, data: bytes) -> None:
+    try:
+        await stream.send_all(data)
+    except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+        raise _broken(exc) from None
+
+
+async def client_upgrade(stream: trio.abc.Stream, host: str, resource: str,
+                         max_message: int) -> WebSocket:
+    """Upgrade ``stream`` as the client (``Host: host``, ``GET resource``).
+
+    Raises :class:`WebSocketClosed` if the server refuses the upgrade or the
+    stream ends first, :class:`RemoteProtocolError` for a response that is not
+    a valid upgrade.
+    """
+    ws = WSConnection(ConnectionType.CLIENT)
+    await _send_upgrade_bytes(stream, ws.send(Request(host=host, target=resource)))
+    try:
+        event, behind = await _upgrade_event(stream, ws, "upgrade response")
+    except ProtocolError as exc:
+        raise RemoteProtocolError(f"a bad websocket upgrade response: {exc}") from None
+    if isinstance(event, AcceptConnection):
+        return WebSocket(stream, client=True, max_message=max_message, buffered=behind)
+    if isinstance(event, RejectConnection):
+        raise WebSocketClosed(
+            f"the server refused the websocket upgrade (HTTP {event.status_code})")
+    raise RemoteProtocolError(f"a bad websocket upgrade response ({type(event).__name__})")
+
+
+async def server_upgrade(stream: trio.abc.Stream, max_message: int) -> WebSocket:
+    """Read an upgrade request on ``stream`` and accept it.
+
+    Raises :class:`RemoteProtocolError` for a request that is not a websocket
+    upgrade (after answering it with HTTP 400, best effort) and
+    :class:`WebSocketClosed` if the stream ends first.
+    """
+    ws = WSConnection(ConnectionType.SERVER)
+    try:
+        event, behind = await _upgrade_event(stream, ws, "upgrade request")
+        if isinstance(event, Request):
+            await _send_upgrade_bytes(stream, ws.send(AcceptConnection()))
+            return WebSocket(stream, client=False, max_message=max_message, buffered=behind)
+    except ProtocolError as exc:
+        hint = getattr(exc, "event_hint", None)
+        if isinstance(hint, RejectConnection):
+            with contextlib.suppress(WebSocketClosed, ProtocolError):
+                await _send_upgrade_bytes(stream, ws.send(hint))
+        raise RemoteProtocolError(f"not a websocket upgrade request: {exc}") from None
+    raise RemoteProtocolError(f"not a websocket upgrade request ({type(event).__name__})")
