@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 EVENTS: list[tuple[Any, ...]] = []
 #: Knobs a test turns before a Spot is built: ``fail_factory``, ``fail_activate``,
 #: ``slow_activate`` (seconds), ``reject`` (a reply or True), ``gate`` (a trio.Event a
-#: ``Block`` handler waits for), ``activating`` (a trio.Event ``Counter.on_activate`` sets).
+#: ``Block`` handler waits for), ``activating`` (a trio.Event ``Counter.on_activate`` sets),
+#: ``activate_gate`` (a trio.Event ``Counter.on_activate`` then waits for).
 KNOBS: dict[str, Any] = {}
 
 
@@ -125,6 +126,8 @@ class Counter(_Base):
     async def on_activate(self) -> None:
         if "activating" in KNOBS:
             KNOBS["activating"].set()
+        if "activate_gate" in KNOBS:
+            await KNOBS["activate_gate"].wait()
         if KNOBS.get("slow_activate"):
             await trio.sleep(KNOBS["slow_activate"])
         if KNOBS.get("fail_activate"):

@@ -16,9 +16,22 @@ from typing import Any
 
 import pytest
 import trio
-from runtime_spots import Add, Boom, Counter, Note, Room, RoomSpec, Total, Welcome, journal
+import trio.testing
+from runtime_spots import (
+    KNOBS,
+    Add,
+    Boom,
+    Counter,
+    Note,
+    Room,
+    RoomSpec,
+    Total,
+    Welcome,
+    journal,
+)
 
 import zlink_trio as zl
+from zlink_trio.core.route_cache import CachedRoute
 from zlink_trio.store import MemoryStore
 from zlink_trio.wire.frames import Command, CreateOutcome, Reply, UserSpotCreate
 
@@ -93,6 +106,50 @@ async def test_message_to_a_node_that_no_longer_owns_the_spot_is_stale_and_not_r
             with pytest.raises(zl.NotFound):
                 await b.client.request("c-1", Add(1), reply=Total)
     assert [e for e in events if e[0] == "factory"] == [("factory", "c-1", events[0][2])]
+
+
+async def test_a_direct_call_that_overtakes_the_owners_registration_waits_for_it():
+    """A direct call (39, route kind 1) can reach the owner before its activation task
+    resumed after CommitReady to register the Spot: another node read Ready in the store
+    first. The owner admits it once its attempt ended -- behind the first message --
+    instead of answering StaleRoute (seen in the 300-first-messages mesh test)."""
+    events = journal()
+    KNOBS["activating"] = trio.Event()
+    KNOBS["activate_gate"] = gate = trio.Event()
+    store = MemoryStore()
+    with trio.fail_after(20):
+        async with open_nodes(store, 1, 0) as (a, b):
+            replies: list[Total] = []
+
+            async def first() -> None:
+                replies.append(await b.client.request("c-9", Add(2), reply=Total)
+                               .instance_spot("counter"))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(first)
+                await KNOBS["activating"].wait()  # a runs the attempt; nothing registered
+                record = await store.location.find("c-9")
+                assert record is not None
+                # What b would cache after reading the record Ready: a route to a.
+                b._rt.route_cache.put(CachedRoute(
+                    spot_id="c-9", object_generation=record.object_generation,
+                    mesh=record.mesh, node_rid=a.node_rid, kind=record.kind,
+                    stable_type="counter", owner_lease_deadline=b._rt.now() + 60,
+                    owner=record.owner, owner_generation=record.owner_generation,
+                ), b._rt.now())
+
+                async def overtaking() -> None:
+                    replies.append(await b.client.request("c-9", Add(5), reply=Total))
+
+                nursery.start_soon(overtaking)
+                # Until every task waits: b wrote the frame, a read it and holds it (a
+                # StaleRoute answer would have failed ``overtaking`` by now).
+                await trio.testing.wait_all_tasks_blocked()
+                assert replies == []
+                gate.set()
+            assert replies == [Total(2), Total(7)]
+            # The first message ran first, then the one that had overtaken it.
+            assert [e[3] for e in events if e[0] == "handle"] == [2, 5]
 
 
 async def test_concurrent_first_messages_from_three_nodes_run_one_factory_per_id():

@@ -8,7 +8,11 @@ Theory of operation
 * **39, route kind 1** (direct call): admitted synchronously -- no task per message.
   The frame must name this lifecycle (else :class:`StaleRoute`: the node no longer owns
   the Spot, and nothing runs), the node must admit work (its lease valid, not draining),
-  and a local incarnation of the Spot must be serving (else StaleRoute).  Generations
+  and a local incarnation of the Spot must be serving (else StaleRoute).  One exception
+  waits: while this node's own creation attempt for the ID is still running -- its
+  CommitReady is in the store and another node read it before the activation task
+  resumed to register the Spot -- the message is admitted once the attempt ended
+  (behind the first message), bounded by its deadline.  Generations
   are not compared for ordinary messages (09 §4): the current Ready incarnation handles
   it.  The message is decoded with the handler's own class and admitted like a local
   call, with a :class:`LinkReply` as its completion.
@@ -58,6 +62,7 @@ from zlink_trio.wire.frames import (
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from zlink_trio.runtime._catalog import Attempt
     from zlink_trio.runtime._definitions import SpotType
     from zlink_trio.runtime._handlers import HandlerInfo
     from zlink_trio.runtime._runtime import NodeRuntime
@@ -142,6 +147,31 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
             raise StaleRoute(f"the message to Spot {route.spot_id!r} was addressed to "
                              f"{route.target}, not to this lifecycle ({rt.owner}); it was not "
                              "run. Send a new call")
+    except ZLinkError as exc:
+        _fail(reply, exc, frame)
+        return
+    if route.spot_id not in rt.catalog.hosts:
+        attempt = rt.catalog.attempts.get(route.spot_id)
+        if attempt is not None:
+            # This node's activation committed Ready in the store, and another node read
+            # it and sent this, before the activation task resumed to register the Spot
+            # (or it is still creating): admit it once that attempt has ended.
+            rt.catalog.start_job(lambda: _admit_after(rt, attempt, frame, reply))
+            return
+    _admit_direct(rt, frame, reply)
+
+
+async def _admit_after(rt: NodeRuntime, attempt: Attempt, frame: SpotMessage,
+                       reply: LinkReply | None) -> None:
+    with trio.move_on_at(from_wall_ms(frame.deadline_ms)):
+        await attempt.done.wait()
+    _admit_direct(rt, frame, reply)
+
+
+def _admit_direct(rt: NodeRuntime, frame: SpotMessage, reply: LinkReply | None) -> None:
+    """Admit a direct call to the local incarnation, or fail it with StaleRoute."""
+    route = frame.route
+    try:
         host = rt.catalog.hosts.get(route.spot_id)
         if host is None:
             raise StaleRoute(f"node {rt.node_id!r} no longer owns Spot {route.spot_id!r}; the "
