@@ -19,16 +19,21 @@ loading, read-only or paused past the timeout, and any other Redis error
 become :class:`Unavailable` chained with ``from``; no coredis exception
 leaves the store.
 
-**Writes use their own connection while in flight.** coredis multiplexes
-commands on pooled connections; a *write* script is sent as a blocking
-request, so its connection is not shared until the reply and is dropped if
-the call is cancelled or times out. Closing the connection is what makes a
-timed-out write safe: Redis discards a command of a client that disconnects
-while its command is postponed (``CLIENT PAUSE``), so "Unavailable" then
-means "nothing written". The one ambiguous case is a reply lost after the
-script ran (connection cut mid-reply): the transaction happened, atomically,
-and the caller's re-read (every fence check is idempotent or reports its own
-record) tells which.
+**Scripts and reads are auto-pipelined** (``_redis_pipeline``): every script and every
+read command is queued on one of two pipelines -- write scripts on one connection,
+reads (``no-writes`` scripts, ``HGETALL``, ``GET``) on another, so reads keep running
+while writes are paused -- and the calls queued in one scheduling tick share a round
+trip. ``NOSCRIPT`` is answered by ``SCRIPT LOAD`` on the same pipeline (so the retry,
+sent after it on the same connection, finds the script). A timed-out write that was
+never sent, or whose connection every waiting caller abandoned (the connection is then
+closed, and Redis discards a command postponed by ``CLIENT PAUSE`` of a client that
+disconnects), has written nothing; one that shares its connection with a caller still
+waiting "may have run" and says so (:class:`StoreUnavailable`: re-read before
+retrying). The ambiguous case of a reply lost after the script ran (connection cut
+mid-reply) remains: the transaction happened, atomically, and the caller's re-read
+(every fence check is idempotent or reports its own record) tells which. Only the
+opening ``PING`` goes through coredis. A call made once the store is closed raises
+:class:`StoreUnavailable` at once.
 """
 
 from __future__ import annotations
@@ -40,12 +45,15 @@ import trio
 from coredis.exceptions import NoScriptError, RedisError
 
 from zlink_trio.core.errors import DeadlineExceeded, StoreUnavailable
+from zlink_trio.store._redis_pipeline import encode_command
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
 
     import coredis
     from coredis.commands.script import Script
+
+    from zlink_trio.store._redis_pipeline import Pipeline
 
 __all__ = ("ScriptRunner",)
 
@@ -67,6 +75,11 @@ class ScriptRunner:
         self.where = where
         self._scripts: dict[str, Script[bytes]] = {
             name: client.register_script(source) for name, source in scripts.items()}
+        #: Auto-pipelines for write scripts and for reads (``_redis_pipeline``), set by
+        #: ``open_redis_store`` while the store is open; ``None`` before and after, when a
+        #: call fails at once with :class:`StoreUnavailable`.
+        self.writes: Pipeline | None = None
+        self.reads: Pipeline | None = None
 
     def add_scripts(self, scripts: Mapping[str, str]) -> None:
         """Register more scripts (the Relocation Store's) on the same client."""
@@ -101,19 +114,26 @@ class ScriptRunner:
         script = self._scripts[name]
 
         async def attempt() -> Any:
+            pipeline = self._pipeline(what, write)
+            call = encode_command(["EVALSHA", script.sha, len(keys), *keys, *args])
             try:
-                return await self._send(script, keys, args, write)
+                return await pipeline.call(call)
             except NoScriptError:
-                await self.client.script_load(script.script)
-                return await self._send(script, keys, args, write)
+                # Loaded on the same connection, so the retry (in order) finds it.
+                await pipeline.call(encode_command(["SCRIPT", "LOAD", script.script]))
+                return await pipeline.call(call)
 
         return await self.bounded(what, attempt)
 
-    async def _send(self, script: Script[bytes], keys: Sequence[str],
-                    args: Sequence[str | int | bytes], write: bool) -> Any:
-        request = self.client.evalsha(script.sha, keys=list(keys), args=list(args))
-        if write:
-            # A blocking request keeps its connection to itself and drops it when
-            # cancelled (see the module docstring).
-            request.blocking = True
-        return await request
+    async def command(self, what: str, args: Sequence[str | int | bytes]) -> Any:
+        """Run one read command (``HGETALL``, ``GET``, ...) and return its raw RESP2 reply."""
+        reads = self._pipeline(what, write=False)
+        frame = encode_command(args)
+        return await self.bounded(what, lambda: reads.call(frame))
+
+    def _pipeline(self, what: str, write: bool) -> Pipeline:
+        pipeline = self.writes if write else self.reads
+        if pipeline is None:
+            raise StoreUnavailable(f"{what}: the Redis store at {self.where} is closed; "
+                                   "nothing was written (open the store again)")
+        return pipeline

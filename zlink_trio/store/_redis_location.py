@@ -154,9 +154,8 @@ class RedisLocationStore:
         except InvalidOperation:
             return None  # no record can hold an invalid ID
         key = self._keys.spot(spot_id)
-        flat = await self._run.bounded(f"find of {spot_id!r}",
-                                       lambda: self._run.client.hgetall(key))
-        return decode_record([x for kv in flat.items() for x in kv]) if flat else None
+        flat = await self._run.command(f"find of {spot_id!r}", ["HGETALL", key])
+        return decode_record(flat) if flat else None
 
     async def reserve(self, spot_id: str, *, kind: SpotKind, stable_type: str, mesh: str,
                       owner: OwnerFence, now: float,

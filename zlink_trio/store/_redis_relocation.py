@@ -67,8 +67,7 @@ class RedisRelocationStore:
         if not isinstance(receipt, RootReceipt):
             raise InvalidOperation(f"expected a RootReceipt, got {type(receipt).__name__}")
         key = self._keys.root(receipt.ref)
-        raw = await self._run.bounded(f"get_root {receipt.ref}",
-                                      lambda: self._run.client.get(key))
+        raw: bytes | None = await self._run.command(f"get_root {receipt.ref}", ["GET", key])
         if raw is None:
             return None
         if len(raw) != receipt.size or hashlib.sha256(raw).hexdigest() != receipt.sha256:
@@ -143,8 +142,8 @@ class RedisRelocationStore:
     async def inbox_cursor(self, spot_id: str, object_generation: int) -> int:
         """InboxCursor (one ``HGET``); see ``RelocationStore.inbox_cursor``."""
         key, _ = self._keys.inbox(*_key(spot_id, object_generation))
-        value = await self._run.bounded(f"inbox_cursor of {spot_id!r}",
-                                        lambda: self._run.client.hget(key, "cursor"))
+        value = await self._run.command(f"inbox_cursor of {spot_id!r}",
+                                        ["HGET", key, "cursor"])
         return 0 if value is None else int(value)
 
     async def inbox_drop(self, spot_id: str, object_generation: int) -> bool:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import attrs
+import trio
 
 from zlink_trio.core.errors import InvalidConfiguration, single_error
 from zlink_trio.store._redis_codec import Keys
@@ -174,6 +175,7 @@ async def open_redis_store(url: str) -> AsyncIterator[RedisStore]:
     from zlink_trio.store._redis_lua import LOCATION_SCRIPTS
     from zlink_trio.store._redis_lua_recovery import RECOVERY_SCRIPTS
     from zlink_trio.store._redis_lua_relocation import RELOCATION_SCRIPTS
+    from zlink_trio.store._redis_pipeline import Pipeline
 
     client: coredis.Redis[bytes] = coredis.Redis(
         host=config.host, port=config.port, db=config.db, username=config.username,
@@ -190,7 +192,22 @@ async def open_redis_store(url: str) -> AsyncIterator[RedisStore]:
         # so enter it first (that connects nothing), then bound the first round trip.
         async with client:
             await runner.bounded("open (PING)", client.ping)
-            yield RedisStore(runner, config)
+            # The senders stop when the store closes, not when a scope around the store
+            # is cancelled: a shielded caller inside may still need them (_redis_pipeline).
+            writes, reads = (Pipeline(
+                host=config.host, port=config.port, db=config.db, username=config.username,
+                password=config.password, timeout=config.timeout, where=config.where,
+                name=name, reads=name == "reads") for name in ("writes", "reads"))
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(writes.run)
+                nursery.start_soon(reads.run)
+                runner.writes, runner.reads = writes, reads
+                try:
+                    yield RedisStore(runner, config)
+                finally:
+                    runner.writes = runner.reads = None
+                    writes.close()
+                    reads.close()
     except BaseExceptionGroup as group:
         # coredis's task group wraps whatever crosses it (our Unavailable, or the
         # caller's own exception from the block); hand the single error back as is.

@@ -1,0 +1,243 @@
+"""Redis auto-pipelining: concurrent calls share a connection, and the timeout rule holds.
+
+Writes queued in one scheduling tick go to Redis as one batch on a connection of
+their own (``zlink_trio/store/_redis_pipeline.py``). On a shared connection a caller
+whose time ran out is told "nothing written" only when that is certain (its call was
+never sent, or every call on the connection was abandoned and the connection was
+closed); otherwise its transaction "may have run" and a re-read decides. Every call is
+answered: when the connection breaks, when the store closes (and at once after it),
+and while the scope around the store is cancelled but the caller is shielded (a node's
+shutdown; this once hung CI). Waits are event-driven: a probe write on a second
+connection returns exactly when a ``CLIENT PAUSE`` ends.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+from redis_helpers import raw_client, redis_test_store, url_with
+from store_helpers import claim, reserve
+
+from zlink_trio.core.errors import DeadlineExceeded, Unavailable
+from zlink_trio.store import open_store
+
+TIMEOUT = 10
+PAUSE_MS = 500
+SHORT = 0.1
+
+
+async def _probe_after_pause(store: object, admin: object) -> None:
+    prefix = store.config.prefix  # type: ignore[attr-defined]
+    await admin.set(f"{prefix}:rel:probe", "after-pause")  # type: ignore[attr-defined]
+
+
+async def test_concurrent_writes_all_land_in_fewer_round_trips():
+    with trio.fail_after(TIMEOUT):
+        async with redis_test_store() as store:
+            c = await claim(store, capacity=200)
+            writes = store._location._run.writes  # the batch counters are the evidence
+            batches, items = writes.batches, writes.items
+            fences = {}
+
+            async def one(i: int) -> None:
+                fences[i] = await reserve(store, c, f"p-{i}")
+
+            async with trio.open_nursery() as nursery:
+                for i in range(100):
+                    nursery.start_soon(one, i)
+            generations = {f.object_generation for f in fences.values()}
+            assert len(generations) == 100  # every Reserve ran once, atomically
+            assert (await store.location.statistics()).creating == 100
+            assert writes.items - items == 100
+            assert writes.batches - batches < 100
+
+
+async def test_a_write_that_timed_out_while_queued_was_never_sent():
+    with trio.fail_after(TIMEOUT):
+        async with redis_test_store() as store, raw_client() as admin:
+            c = await claim(store)
+            await admin.client_pause(PAUSE_MS, "WRITE")
+            outcome: dict[str, object] = {}
+
+            async def first() -> None:  # on the wire, held by the pause
+                outcome["first"] = await reserve(store, c, "q-1")
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(first)
+                # Every task blocked: the first batch is on the wire, held by the pause.
+                await trio.testing.wait_all_tasks_blocked()
+                with (trio.CancelScope(deadline=trio.current_time() + SHORT),
+                      pytest.raises(DeadlineExceeded)):
+                    await reserve(store, c, "q-2")  # queued behind it, then abandoned
+            assert outcome["first"] is not None  # the first write ran after the pause
+            assert await store.location.find("q-1") is not None
+            assert await store.location.find("q-2") is None  # never sent: nothing written
+
+
+async def test_a_timed_out_write_on_a_shared_connection_may_have_run():
+    with trio.fail_after(TIMEOUT):
+        async with redis_test_store() as store, raw_client() as admin:
+            c = await claim(store)
+            await admin.client_pause(PAUSE_MS, "WRITE")
+            errors: list[Unavailable] = []
+
+            async def short() -> None:
+                with trio.CancelScope(deadline=trio.current_time() + SHORT):
+                    try:
+                        await reserve(store, c, "s-1")
+                    except Unavailable as error:
+                        errors.append(error)
+
+            async def long() -> None:  # same batch, still waiting: keeps the connection
+                await reserve(store, c, "s-2")
+
+            async with trio.open_nursery() as nursery:  # both queue in the same tick
+                nursery.start_soon(short)
+                nursery.start_soon(long)
+            assert len(errors) == 1
+            assert "may have run" in str(errors[0])
+            # The re-read decides: here the paused script ran once the pause ended.
+            assert await store.location.find("s-1") is not None
+            assert await store.location.find("s-2") is not None
+
+
+async def test_writes_abandoned_together_close_the_connection_and_write_nothing():
+    with trio.fail_after(TIMEOUT):
+        async with redis_test_store(timeout=SHORT) as store, raw_client() as admin:
+            c = await claim(store)
+            await admin.client_pause(PAUSE_MS, "WRITE")
+            failures: list[BaseException] = []
+
+            async def one(spot_id: str) -> None:
+                try:
+                    await reserve(store, c, spot_id)
+                except Unavailable as error:
+                    failures.append(error)
+
+            async with trio.open_nursery() as nursery:
+                for spot_id in ("t-1", "t-2", "t-3"):
+                    nursery.start_soon(one, spot_id)
+            assert len(failures) == 3
+            await _probe_after_pause(store, admin)
+            for spot_id in ("t-1", "t-2", "t-3"):
+                assert await store.location.find(spot_id) is None
+            assert await reserve(store, c, "t-1") is not None  # a new connection serves
+
+
+async def test_closing_the_store_answers_every_call_still_waiting():
+    failures: list[Unavailable] = []
+    with trio.fail_after(TIMEOUT):
+        # A second store on the guard's prefix, closed while the pause still holds.
+        async with redis_test_store() as guard, raw_client() as admin:
+            url = url_with(guard.config.prefix)
+            async with trio.open_nursery() as nursery, open_store(url) as store:
+                c = await claim(store)
+                await admin.client_pause(PAUSE_MS, "WRITE")
+
+                async def one(spot_id: str) -> None:
+                    try:
+                        await reserve(store, c, spot_id)
+                    except Unavailable as error:
+                        failures.append(error)
+
+                for spot_id in ("c-1", "c-2", "c-3"):
+                    nursery.start_soon(one, spot_id)
+                # Every task blocked: the batch is on the wire, held by the pause; the
+                # store then closes with three calls waiting: each is answered.
+                await trio.testing.wait_all_tasks_blocked()
+            assert len(failures) == 3
+            assert all("closed" in str(error) for error in failures)
+            await _probe_after_pause(guard, admin)
+            for spot_id in ("c-1", "c-2", "c-3"):  # dropped with the connection
+                assert await guard.location.find(spot_id) is None
+
+
+async def test_a_call_after_the_store_closed_fails_at_once():
+    with trio.fail_after(TIMEOUT):
+        async with redis_test_store() as store:
+            c = await claim(store)
+        with pytest.raises(Unavailable, match="closed"):
+            await reserve(store, c, "late")
+
+
+async def test_a_shielded_call_is_answered_while_the_scope_around_the_store_is_cancelled():
+    # A node's shutdown removes its claim from a shielded scope while the scope around
+    # the store is cancelled; the senders must keep serving it (this once hung CI).
+    with trio.fail_after(TIMEOUT):
+        with trio.CancelScope() as outer:
+            async with redis_test_store() as store:
+                c = await claim(store)
+                outer.cancel()
+                with trio.CancelScope(shield=True):
+                    fence = await reserve(store, c, "shielded")
+                    found = await store.location.find("shielded")
+    assert fence is not None
+    assert found is not None
+
+
+async def test_a_broken_connection_answers_every_call_and_the_next_call_reconnects():
+    import socket
+
+    with trio.fail_after(TIMEOUT):
+        async with redis_test_store() as store, raw_client() as admin:
+            c = await claim(store)
+            writes = store._location._run.writes  # the connection to break
+            await admin.client_pause(PAUSE_MS, "WRITE")
+            failures: list[Unavailable] = []
+
+            async def one(spot_id: str) -> None:
+                try:
+                    await reserve(store, c, spot_id)
+                except Unavailable as error:
+                    failures.append(error)
+
+            async with trio.open_nursery() as nursery:
+                for spot_id in ("b-1", "b-2", "b-3"):
+                    nursery.start_soon(one, spot_id)
+                await trio.testing.wait_all_tasks_blocked()
+                writes._stream.socket.shutdown(socket.SHUT_RDWR)  # the link breaks
+            assert len(failures) == 3
+            assert all("may have run" in str(error) for error in failures)
+            await _probe_after_pause(store, admin)
+            # Redis dropped the postponed scripts of the client that went away.
+            for spot_id in ("b-1", "b-2", "b-3"):
+                assert await store.location.find(spot_id) is None
+            assert await reserve(store, c, "b-1") is not None  # a new connection serves
+
+
+async def test_a_flushed_script_is_loaded_again_on_the_pipeline():
+    with trio.fail_after(TIMEOUT):
+        async with redis_test_store() as store, raw_client() as admin:
+            c = await claim(store, capacity=10)
+            await admin.script_flush()
+            fences = []
+
+            async def one(i: int) -> None:
+                fences.append(await reserve(store, c, f"n-{i}"))
+
+            async with trio.open_nursery() as nursery:  # several NOSCRIPT in one batch
+                for i in range(5):
+                    nursery.start_soon(one, i)
+            assert len({f.object_generation for f in fences}) == 5
+            assert (await store.location.statistics()).creating == 5
+
+
+def test_replies_split_anywhere_on_the_wire_decode_whole():
+    from coredis.exceptions import NoScriptError
+
+    from zlink_trio.store._redis_pipeline import _NeedMore, _Reader
+
+    wire = b"*3\r\n$3\r\nabc\r\n:12\r\n*2\r\n$-1\r\n+OK\r\n-NOSCRIPT gone\r\n$0\r\n\r\n"
+    for cut in range(len(wire) + 1):
+        reader, replies = _Reader(), []
+        for chunk in (wire[:cut], wire[cut:]):
+            reader.feed(chunk)
+            while True:
+                try:
+                    replies.append(reader.reply())
+                except _NeedMore:
+                    break
+        assert replies[0] == [b"abc", 12, [None, b"OK"]]
+        assert isinstance(replies[1], NoScriptError)
+        assert replies[2:] == [b""]
