@@ -54,6 +54,7 @@ from zlink_trio.store import open_store
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
+    from contextlib import AbstractAsyncContextManager
 
 __all__ = ("main", "run")
 
@@ -157,18 +158,31 @@ async def _cold_activations(node: zl.Node, count: int, in_flight: int = 1, *,
 
 
 async def _backend_figures(url: str, cold: int) -> dict[str, object]:
-    """Cold activations on a fresh node at ``url``: sequential, 100 in flight, store calls."""
-    async with open_store(url) as view, zl.open_node(
-        "bench-node", store=url, mesh="bench", spots=[Echo], instance_idle_timeout=0,
-        active_object_ceiling=2 * cold + 10,
-    ) as node:
-        await _cold_activations(node, 10, prefix="bench-warm")
-        with count_store_calls(view) as calls:
-            sequential = await _cold_activations(node, cold, prefix="bench-seq")
-        concurrent = await _cold_activations(node, cold, min(IN_FLIGHT, cold), prefix="bench-par")
+    """Cold activations at ``url``: sequential (with store calls), then 100 in flight.
+
+    Each mode runs on a fresh node after a full garbage collection, so neither pays for
+    the Spots the other left resident (every figure starts from the same state).
+    """
+    async with open_store(url) as view:
+        async with _cold_node(url, cold) as node:
+            await _cold_activations(node, 10, prefix="bench-warm")
+            gc.collect()
+            with count_store_calls(view) as calls:
+                sequential = await _cold_activations(node, cold, prefix="bench-seq")
+        async with _cold_node(url, cold) as node:
+            await _cold_activations(node, 10, prefix="bench-warm-par")
+            gc.collect()
+            concurrent = await _cold_activations(node, cold, min(IN_FLIGHT, cold),
+                                                 prefix="bench-par")
     per_activation = {name: round(n / cold, 2) for name, n in sorted(calls.items())}
     return {"sequential": round(sequential), "in_flight": round(concurrent),
             "store_calls": per_activation}
+
+
+def _cold_node(url: str, cold: int) -> AbstractAsyncContextManager[zl.Node]:
+    # Idle eviction off: every activated Spot stays resident while the figure runs.
+    return zl.open_node("bench-node", store=url, mesh="bench", spots=[Echo],
+                        instance_idle_timeout=0, active_object_ceiling=cold + 20)
 
 
 async def _backends(backends: Sequence[str], cold: int, txn: int,
@@ -271,6 +285,7 @@ async def run(*, requests: int = 20_000, cold: int = 2_000, idle: int = 2_000,
         figures["memory_per_idle_spot_bytes"] = round(await _memory_per_idle_spot(node, idle))
     figures.update(await _backends(backends, cold, txn, redis_url))
     if remote:
+        gc.collect()
         figures.update(await measure_remote(quick=quick))
     return figures
 

@@ -22,10 +22,11 @@ from redis_helpers import (
     raw_client,
     redis_test_store,
 )
-from store_helpers import claim, ready, reserve
+from store_helpers import MESH, claim, ready, reserve
 
 from zlink_trio.core.errors import DeadlineExceeded, Unavailable
-from zlink_trio.store import open_store
+from zlink_trio.core.identity import SpotKind
+from zlink_trio.store import RootIntegrityError, open_store
 
 TIMEOUT = 10
 PAUSE_MS = 500
@@ -195,3 +196,26 @@ async def test_redis_stopped_is_unavailable_and_the_store_serves_again_when_back
         finally:
             collect_failed_connections()
             await delete_prefix(prefix)
+
+
+async def test_finish_first_record_refuses_a_root_overwritten_after_its_reserve():
+    """The store remembers the SHA-1 of the root it reserved with, so cleanup skips the
+    verified read; a root whose bytes changed meanwhile is still refused, not deleted."""
+    with trio.fail_after(TIMEOUT):
+        async with redis_test_store() as store:
+            c = await claim(store)
+            envelope = b'{"spotId":"c-1","body":"first"}'
+            fence, receipt = await store.combined.reserve_with_root(
+                "c-1", envelope, kind=SpotKind.INSTANCE, stable_type="counter",
+                mesh=MESH, owner=c.owner(), now=0.0)
+            ready_record, seq = await store.combined.commit_ready_with_first_record(
+                fence, envelope, now=0.0)
+            async with raw_client() as client:
+                await client.set(store.keys.root(receipt.ref), b"other bytes")
+            with pytest.raises(RootIntegrityError):
+                await store.combined.finish_first_record(
+                    "c-1", fence.object_generation, seq=seq,
+                    expected_version=ready_record.store_version, root=receipt)
+            record = await store.location.find("c-1")
+            assert record is not None
+            assert record.recovery_pointer is not None  # nothing was cleaned up

@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 __all__ = ("COMBINED_SCRIPTS", "RedisCombined")
 
 _ATTEMPTS: Final = 3
+#: Bound of RedisCombined._written (roots reserved here and not yet finished).
+_WRITTEN_MAX: Final = 65_536
 
 _REL_PRELUDE: Final = r"""
 local RSTATS = ARGV[2] .. 'meta:{m}:stats'
@@ -181,6 +183,10 @@ class RedisCombined:
         self._run = runner
         self._keys = keys
         self._relocation = relocation
+        #: Root ref -> SHA-1 of the bytes ``reserve_with_root`` stored, until
+        #: ``finish_first_record`` deletes that root: the script can then check the
+        #: stored bytes itself, which saves the verified read's round trip.
+        self._written: dict[str, str] = {}
 
     async def _script(self, what: str, name: str, keys: list[str],
                       *args: str | int | bytes) -> list[Any]:
@@ -203,6 +209,9 @@ class RedisCombined:
             owner.lifecycle_generation, repr(float(now)), raw,
             *optional_fields(None, pointer))
         raise_status(reply, what)
+        if len(self._written) >= _WRITTEN_MAX:  # roots never finished here: forget them
+            self._written.clear()
+        self._written[receipt.ref] = hashlib.sha1(raw, usedforsecurity=False).hexdigest()
         fence = ReservationFence(spot_id=spot_id, store_version=1,
                                  object_generation=int(text(reply[1])), owner_generation=1,
                                  owner=owner, owner_lease_expires_at=float(text(reply[2])))
@@ -227,7 +236,14 @@ class RedisCombined:
     async def finish_first_record(self, spot_id: str, object_generation: int, *, seq: int,
                                   expected_version: int,
                                   root: RootReceipt) -> FirstRecordCleanup:
-        """Verified root read, then one script; see ``CombinedTransactions``."""
+        """One script; see ``CombinedTransactions``.
+
+        The script deletes the root only if its bytes have the SHA-1 of what this
+        store wrote for it (``reserve_with_root``); otherwise -- a root this store
+        did not write, or one that changed -- it reads and verifies the root first
+        (``RootIntegrityError`` for bytes that do not match the receipt), then runs
+        the script with the SHA-1 of what it read.
+        """
         validate_spot_id(spot_id)
         check_generation(object_generation, "object_generation")
         check_int(seq, "seq", 0, 2**63 - 1)
@@ -237,9 +253,14 @@ class RedisCombined:
         what = f"finish_first_record of {spot_id!r}"
         keys = [*self._keys.inbox(spot_id, object_generation), self._keys.spot(spot_id),
                 self._keys.root(root.ref)]
-        for _ in range(_ATTEMPTS):
-            raw = await self._relocation._read_verified(root)  # RootIntegrityError first
-            sha1 = "" if raw is None else hashlib.sha1(raw, usedforsecurity=False).hexdigest()
+        written = self._written.pop(root.ref, None)
+        for _ in range(_ATTEMPTS + (written is not None)):
+            if written is not None:
+                sha1, written = written, None
+            else:
+                raw = await self._relocation._read_verified(root)  # RootIntegrityError first
+                sha1 = ("" if raw is None
+                        else hashlib.sha1(raw, usedforsecurity=False).hexdigest())
             reply = await self._script(what, "finish_first_record", keys, object_generation,
                                        seq, expected_version, sha1)
             code = text(reply[0])
