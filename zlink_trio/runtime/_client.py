@@ -139,7 +139,7 @@ class RequestCall(_Call, Generic[R]):
         await self._deliver(call, "the request")
         await self._rt.peers.flush()  # a frame for another node: write it from here
         what = f"the request to Spot {call.spot_id!r}"
-        return cast("R", await completion.wait(call.deadline, what))
+        return cast("R", await completion.wait(call.deadline, what, self._rt.deadlines))
 
 
 class SpotClient:

@@ -9,9 +9,14 @@ operation's deadline to :meth:`Completion.wait`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import trio
 
-from zlink_trio.core.errors import DeadlineExceeded
+from zlink_trio.runtime._deadlines import deadline_exceeded
+
+if TYPE_CHECKING:
+    from zlink_trio.runtime._deadlines import Deadlines
 
 __all__ = ("Completion",)
 
@@ -63,26 +68,29 @@ class Completion:
         self._waiter = None
         return trio.lowlevel.Abort.SUCCEEDED
 
-    async def wait(self, deadline: float, what: str) -> object:
+    async def wait(self, deadline: float, what: str,
+                   deadlines: Deadlines | None = None) -> object:
         """Return the value (or raise the error) once set; DeadlineExceeded at ``deadline``.
 
         A deadline that passes first completes the slot with the DeadlineExceeded it
         raises, so a late reply is dropped rather than delivered twice. Only one task
-        may wait.
+        may wait. With the node's running ``deadlines`` the deadline is kept there
+        (no cancel scope per wait, see ``._deadlines``); otherwise a scope bounds it.
         """
         if self._waiter is not None:
             raise RuntimeError("a Completion is awaited by one task only")
-        with trio.move_on_at(deadline):
-            if self._done:
-                await trio.lowlevel.checkpoint()
-            else:
+        if self._done:
+            await trio.lowlevel.checkpoint()
+        elif deadlines is not None and deadlines.running:
+            deadlines.add(deadline, self, what)
+            self._waiter = trio.lowlevel.current_task()
+            await trio.lowlevel.wait_task_rescheduled(self._abort)
+        else:
+            with trio.move_on_at(deadline):
                 self._waiter = trio.lowlevel.current_task()
                 await trio.lowlevel.wait_task_rescheduled(self._abort)
-        if not self._done:
-            self.set_error(DeadlineExceeded(
-                f"{what} did not complete before its deadline; it may or may not have run. "
-                "Use a longer .timeout() or check the Spot's state before retrying"
-            ))
+            if not self._done:
+                self.set_error(deadline_exceeded(what))
         if self._error is not None:
             raise self._error
         return self._value

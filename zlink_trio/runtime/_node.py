@@ -287,6 +287,7 @@ async def open_node(
                 async with trio.open_nursery() as nursery:
                     rt.catalog = Catalog(rt, nursery)
                     await nursery.start(rt.catalog.serve)
+                    nursery.start_soon(rt.deadlines.run)
                     node = Node(rt)
                     nursery.start_soon(rt.peers.sweep)
                     renewal = trio.CancelScope()

@@ -156,6 +156,6 @@ async def round_trip(rt: NodeRuntime, link: Link, deadline: float,
     correlation = rt.peers.expect_reply(link, deadline, slot.set_result, slot.set_error)
     try:
         link.send_nowait(make(correlation))
-        return cast("Reply", await slot.wait(deadline, what))
+        return cast("Reply", await slot.wait(deadline, what, rt.deadlines))
     finally:
         rt.peers.forget(correlation)

@@ -21,6 +21,7 @@ import trio
 
 from zlink_trio.core.errors import StaleRoute, Unavailable
 from zlink_trio.core.identity import new_uuid4
+from zlink_trio.runtime._deadlines import Deadlines
 
 if TYPE_CHECKING:
     import random
@@ -67,6 +68,8 @@ class NodeRuntime:
     client: SpotClient = attrs.field(init=False)
     #: The mesh: directory, links and pending replies (``._peers``).
     peers: Peers = attrs.field(init=False)
+    #: The deadlines of waiting requests (``._deadlines``; its task runs in the node).
+    deadlines: Deadlines = attrs.field(factory=Deadlines, init=False)
     #: Why the lease was lost (``None`` while the node holds it).
     lease_loss: str | None = attrs.field(default=None, init=False)
     #: Set once the local teardown after a lost lease is complete (state ``stopped``).
