@@ -19,6 +19,11 @@ network.
   stream adds after each write; what the socket does not take at once is
   written by the writer through the stream. Over TLS a flush writes a small
   backlog through the stream, shielded and bounded.
+* **Early writes in a burst** (plain TCP): once :data:`_EARLY_WRITE` frames are
+  queued, the task that queues the next one writes them at once. Without this,
+  100 requests in flight became a ping-pong of whole batches -- one node built
+  all 100 frames while the other idled, then the other way round -- measured at
+  half the throughput of letting the peer start on the first frames.
 * What a write leaves over stays at the head of the queue -- possibly the rest
   of a frame, so nothing else may be written before it, and the link skips the
   websocket close handshake then (:attr:`SendQueue.can_send_close`).
@@ -57,6 +62,9 @@ FLUSH_MAX_BYTES: Final = 64 * 1024
 #: Seconds a flush may take before the link counts as stalled and is closed.
 FLUSH_TIMEOUT: Final = 1.0
 
+#: A burst writes every this many queued frames from the sending task, so the peer
+#: starts on the first frames while the rest are produced (not one batch at the end).
+_EARLY_WRITE: Final = 16
 #: At most this many queued frames are joined into one socket write.
 _WRITE_BATCH: Final = 256
 
@@ -138,7 +146,8 @@ class SendQueue:
             )
         self._queued_bytes = queued
         self._queue.append(data)
-        if write and self.socket is not None and not self._sending and self._write_now():
+        if ((write or len(self._queue) >= _EARLY_WRITE) and self.socket is not None
+                and not self._sending and self._write_now()):
             return
         self._wake_writer()
 
