@@ -32,6 +32,20 @@ async def _probe_after_pause(store: object, admin: object) -> None:
     await admin.set(f"{prefix}:rel:probe", "after-pause")  # type: ignore[attr-defined]
 
 
+def _reserve_each(nursery: trio.Nursery, store: object, c: object, spot_ids: tuple[str, ...],
+                  failures: list[Unavailable]) -> None:
+    """Start one Reserve per ID in ``nursery``; each Unavailable lands in ``failures``."""
+
+    async def one(spot_id: str) -> None:
+        try:
+            await reserve(store, c, spot_id)
+        except Unavailable as error:
+            failures.append(error)
+
+    for spot_id in spot_ids:
+        nursery.start_soon(one, spot_id)
+
+
 async def test_concurrent_writes_all_land_in_fewer_round_trips():
     with trio.fail_after(TIMEOUT):
         async with redis_test_store() as store:
@@ -107,17 +121,9 @@ async def test_writes_abandoned_together_close_the_connection_and_write_nothing(
         async with redis_test_store(timeout=SHORT) as store, raw_client() as admin:
             c = await claim(store)
             await admin.client_pause(PAUSE_MS, "WRITE")
-            failures: list[BaseException] = []
-
-            async def one(spot_id: str) -> None:
-                try:
-                    await reserve(store, c, spot_id)
-                except Unavailable as error:
-                    failures.append(error)
-
+            failures: list[Unavailable] = []
             async with trio.open_nursery() as nursery:
-                for spot_id in ("t-1", "t-2", "t-3"):
-                    nursery.start_soon(one, spot_id)
+                _reserve_each(nursery, store, c, ("t-1", "t-2", "t-3"), failures)
             assert len(failures) == 3
             await _probe_after_pause(store, admin)
             for spot_id in ("t-1", "t-2", "t-3"):
@@ -185,16 +191,8 @@ async def test_a_broken_connection_answers_every_call_and_the_next_call_reconnec
             writes = store._location._run.writes  # the connection to break
             await admin.client_pause(PAUSE_MS, "WRITE")
             failures: list[Unavailable] = []
-
-            async def one(spot_id: str) -> None:
-                try:
-                    await reserve(store, c, spot_id)
-                except Unavailable as error:
-                    failures.append(error)
-
             async with trio.open_nursery() as nursery:
-                for spot_id in ("b-1", "b-2", "b-3"):
-                    nursery.start_soon(one, spot_id)
+                _reserve_each(nursery, store, c, ("b-1", "b-2", "b-3"), failures)
                 await trio.testing.wait_all_tasks_blocked()
                 writes._stream.socket.shutdown(socket.SHUT_RDWR)  # the link breaks
             assert len(failures) == 3

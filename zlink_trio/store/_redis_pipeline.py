@@ -291,15 +291,7 @@ class Pipeline:
         await stream.send_all(b"".join(item.frame for item in batch))
         reader = self._reader
         for item in batch:
-            while True:
-                try:
-                    value = reader.reply()
-                    break
-                except _NeedMore:
-                    data = await stream.receive_some(65536)
-                    if not data:
-                        raise StoreUnavailable("Redis closed the connection") from None
-                    reader.feed(data)
+            value = await _next_reply(stream, reader)
             item.state = _DONE
             item.value = value
             item.done.set()
@@ -310,15 +302,7 @@ class Pipeline:
         try:
             await stream.send_all(b"".join(self._setup))
             for _ in self._setup:
-                while True:
-                    try:
-                        reply = reader.reply()
-                        break
-                    except _NeedMore:
-                        data = await stream.receive_some(65536)
-                        if not data:
-                            raise StoreUnavailable("Redis closed the connection") from None
-                        reader.feed(data)
+                reply = await _next_reply(stream, reader)
                 if isinstance(reply, BaseException):
                     raise StoreUnavailable(f"Redis refused the connection setup: {reply}")
         except BaseException:
@@ -346,3 +330,15 @@ class Pipeline:
         if stream is not None:
             with trio.CancelScope(shield=True):
                 await stream.aclose()
+
+
+async def _next_reply(stream: trio.SocketStream, reader: _Reader) -> Any:
+    """The next reply on ``stream``, reading more bytes until ``reader`` has it whole."""
+    while True:
+        try:
+            return reader.reply()
+        except _NeedMore:
+            data = await stream.receive_some(65536)
+            if not data:
+                raise StoreUnavailable("Redis closed the connection") from None
+            reader.feed(data)
