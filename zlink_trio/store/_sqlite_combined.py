@@ -25,7 +25,12 @@ from zlink_trio.store import _location_state as loc
 from zlink_trio.store import _relocation_state as rel
 from zlink_trio.store._combined import FirstRecordCleanup
 from zlink_trio.store._combined_state import pointer_removal, receipt_of
-from zlink_trio.store._sqlite_inbox import append_sync, inbox_state, set_cursor_sync
+from zlink_trio.store._sqlite_inbox import (
+    append_sync,
+    inbox_state,
+    set_cursor_sync,
+    write_cursor_sync,
+)
 from zlink_trio.store._sqlite_view import LocationView
 
 if TYPE_CHECKING:
@@ -75,7 +80,7 @@ class SqliteCombined:
         raw = rel._bytes(record, "inbox record")
 
         def body(conn: sqlite3.Connection) -> tuple[AuthorityRecord, int]:
-            view = LocationView(conn)
+            view = LocationView(conn, generation=False)  # CommitReady issues no generation
             before = view.state.records.get(fence.spot_id)
             ready = loc.txn_commit_ready(view.state, fence, now=now)
             if ready is before:  # this very commit already happened: write nothing
@@ -109,7 +114,7 @@ class SqliteCombined:
                                      expected_version)
             # -- writes --
             if moved:
-                set_cursor_sync(conn, key, seq)
+                write_cursor_sync(conn, key, seq)
             if remove:
                 loc.txn_remove_recovery_pointer(view.state, spot_id,
                                                 object_generation=object_generation,

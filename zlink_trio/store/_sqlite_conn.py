@@ -152,12 +152,17 @@ class SqliteConnection:
         """
         return await self._run(body, write=True, size=size)
 
-    async def read(self, body: Callable[[sqlite3.Connection], T], *, size: int = 0) -> T:
-        """Run ``body`` as one read transaction (a consistent snapshot); see :meth:`write`."""
-        return await self._run(body, write=False, size=size)
+    async def read(self, body: Callable[[sqlite3.Connection], T], *, size: int = 0,
+                   single: bool = False) -> T:
+        """Run ``body`` as one read transaction (a consistent snapshot); see :meth:`write`.
+
+        ``single``: the body runs exactly one statement, which SQLite makes atomic on
+        its own, so no ``BEGIN``/``COMMIT`` is issued around it.
+        """
+        return await self._run(body, write=False, size=size, single=single)
 
     async def _run(self, body: Callable[[sqlite3.Connection], T], *, write: bool,
-                   size: int) -> T:
+                   size: int, single: bool = False) -> T:
         if self._closed:
             raise Unavailable(f"SQLite store {self.options.path!r} is closed")
         if write:
@@ -166,15 +171,32 @@ class SqliteConnection:
                 self.checkpointer.committed()
             return result
         if self.options.dispatch == "thread" or size > INLINE_MAX_BYTES:
-            return await trio.to_thread.run_sync(self._transaction, body, write,
+            return await trio.to_thread.run_sync(self._read_sync, body, single,
                                                  limiter=self._limiter)
         async with self._limiter:
             try:
-                return self._transaction(body, write, wait=False)
+                return self._read_sync(body, single, wait=False)
             except _Busy:
                 pass
             # Another connection holds the lock: wait for it off the Trio thread.
-            return await trio.to_thread.run_sync(self._transaction, body, write)
+            return await trio.to_thread.run_sync(self._read_sync, body, single)
+
+    def _read_sync(self, body: Callable[[sqlite3.Connection], T], single: bool, *,
+                   wait: bool = True) -> T:
+        if not single:
+            return self._transaction(body, False, wait=wait)
+        try:
+            self._set_wait(wait)
+            return body(self._conn)
+        except sqlite3.Error as error:
+            if not wait and is_busy(error):
+                raise _Busy from error
+            raise _unavailable(self.options.path, error) from error
+
+    def _set_wait(self, wait: bool) -> None:
+        if wait != self._waiting:
+            self._conn.execute(f"PRAGMA busy_timeout = {self._wait_ms if wait else 0}")
+            self._waiting = wait
 
     async def _write(self, body: Callable[[sqlite3.Connection], T], size: int) -> T:
         if self.options.dispatch == "thread" or size > INLINE_MAX_BYTES:
@@ -187,9 +209,7 @@ class SqliteConnection:
         """BEGIN..COMMIT around ``body``; rolls back on any exception."""
         conn = self._conn
         try:
-            if wait != self._waiting:
-                conn.execute(f"PRAGMA busy_timeout = {self._wait_ms if wait else 0}")
-                self._waiting = wait
+            self._set_wait(wait)
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
                 result = body(conn)
@@ -278,9 +298,7 @@ class SqliteConnection:
             return
         conn = self._conn
         try:
-            if wait != self._waiting:
-                conn.execute(f"PRAGMA busy_timeout = {self._wait_ms if wait else 0}")
-                self._waiting = wait
+            self._set_wait(wait)
             conn.execute("BEGIN IMMEDIATE")
             try:
                 for txn in batch:

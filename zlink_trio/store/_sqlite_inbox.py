@@ -66,9 +66,14 @@ def set_cursor_sync(conn: sqlite3.Connection, key: tuple[str, int], seq: int, *,
     if seq == cursor or found is None:
         return False
     if not check_only:
-        conn.execute(f"DELETE FROM rel_inbox_records WHERE {_KEY} AND seq <= ?", (*key, seq))
-        conn.execute(f"UPDATE rel_inboxes SET cursor = ? WHERE {_KEY}", (seq, *key))
+        write_cursor_sync(conn, key, seq)
     return True
+
+
+def write_cursor_sync(conn: sqlite3.Connection, key: tuple[str, int], seq: int) -> None:
+    """The writes of a cursor move that ``set_cursor_sync(check_only=True)`` approved."""
+    conn.execute(f"DELETE FROM rel_inbox_records WHERE {_KEY} AND seq <= ?", (*key, seq))
+    conn.execute(f"UPDATE rel_inboxes SET cursor = ? WHERE {_KEY}", (seq, *key))
 
 
 class SqliteInboxes:

@@ -128,7 +128,7 @@ class SqliteLocationStore:
             row = conn.execute("SELECT body FROM loc_records WHERE spot_id = ?",
                                (spot_id,)).fetchone()
             return None if row is None else decode_record(row[0])
-        return await self._db.read(body)
+        return await self._db.read(body, single=True)
 
     async def reserve(self, spot_id: str, *, kind: SpotKind, stable_type: str, mesh: str,
                       owner: OwnerFence, now: float,
