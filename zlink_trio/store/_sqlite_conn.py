@@ -171,27 +171,24 @@ class SqliteConnection:
                 self.checkpointer.committed()
             return result
         if self.options.dispatch == "thread" or size > INLINE_MAX_BYTES:
-            return await trio.to_thread.run_sync(self._read_sync, body, single,
+            return await trio.to_thread.run_sync(self._read, body, single,
                                                  limiter=self._limiter)
         async with self._limiter:
             try:
-                return self._read_sync(body, single, wait=False)
+                return self._read(body, single, wait=False)
             except _Busy:
                 pass
             # Another connection holds the lock: wait for it off the Trio thread.
-            return await trio.to_thread.run_sync(self._read_sync, body, single)
+            return await trio.to_thread.run_sync(self._read, body, single)
 
-    def _read_sync(self, body: Callable[[sqlite3.Connection], T], single: bool, *,
-                   wait: bool = True) -> T:
-        if not single:
-            return self._transaction(body, False, wait=wait)
-        try:
-            self._set_wait(wait)
-            return body(self._conn)
-        except sqlite3.Error as error:
-            if not wait and is_busy(error):
-                raise _Busy from error
-            raise _unavailable(self.options.path, error) from error
+    def _read(self, body: Callable[[sqlite3.Connection], T], single: bool, *,
+              wait: bool = True) -> T:
+        return self._transaction(body, False, wait=wait, single=single)
+
+    def _failure(self, error: sqlite3.Error, wait: bool) -> Exception:
+        """What a SQLite error becomes: _Busy (retry in the thread) when not waiting."""
+        return _Busy() if not wait and is_busy(error) else _unavailable(self.options.path,
+                                                                          error)
 
     def _set_wait(self, wait: bool) -> None:
         if wait != self._waiting:
@@ -205,11 +202,16 @@ class SqliteConnection:
         return cast("T", await self._grouped(body))
 
     def _transaction(self, body: Callable[[sqlite3.Connection], T], write: bool, *,
-                     wait: bool = True) -> T:
-        """BEGIN..COMMIT around ``body``; rolls back on any exception."""
+                     wait: bool = True, single: bool = False) -> T:
+        """BEGIN..COMMIT around ``body``; rolls back on any exception.
+
+        ``single`` (reads only): ``body`` runs one statement, atomic on its own.
+        """
         conn = self._conn
         try:
             self._set_wait(wait)
+            if single:
+                return body(conn)
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
                 result = body(conn)
@@ -219,9 +221,7 @@ class SqliteConnection:
                     conn.execute("ROLLBACK")
                 raise
         except sqlite3.Error as error:
-            if not wait and is_busy(error):
-                raise _Busy from error
-            raise _unavailable(self.options.path, error) from error
+            raise self._failure(error, wait) from error
         return result
 
     async def _grouped(self, body: Callable[[sqlite3.Connection], object]) -> object:
@@ -320,9 +320,7 @@ class SqliteConnection:
                     conn.execute("ROLLBACK")
                 raise
         except sqlite3.Error as error:
-            if not wait and is_busy(error):
-                raise _Busy from error
-            raise _unavailable(self.options.path, error) from error
+            raise self._failure(error, wait) from error
 
     async def aclose(self) -> None:
         """Close after any running transaction and checkpoint finished (never abandoned)."""
