@@ -32,23 +32,23 @@ from zlink_trio.core.identity import NodeRid as NodeRid
 from zlink_trio.core.identity import SpotKind as SpotKind
 from zlink_trio.core.lanes import LaneBounds as LaneBounds
 from zlink_trio.core.records import SpotRef as SpotRef
-from zlink_trio.runtime._client import SpotClient as SpotClient
-from zlink_trio.runtime._context import SpotContext as SpotContext
-from zlink_trio.runtime._context import TimerHandle as TimerHandle
-from zlink_trio.runtime._create import CreateResult as CreateResult
-from zlink_trio.runtime._create import CreateState as CreateState
-from zlink_trio.runtime._definitions import instance_spot as instance_spot
-from zlink_trio.runtime._definitions import user_spot as user_spot
-from zlink_trio.runtime._handlers import handler as handler
-from zlink_trio.runtime._manager import SpotManager as SpotManager
-from zlink_trio.runtime._node import Node as Node
-from zlink_trio.runtime._node import open_node as open_node
-from zlink_trio.runtime._policies import CloseReason as CloseReason
-from zlink_trio.runtime._policies import DisableRelocation as DisableRelocation
-from zlink_trio.runtime._policies import PreserveStateWith as PreserveStateWith
-from zlink_trio.runtime._policies import RecreateOnRelocation as RecreateOnRelocation
-from zlink_trio.runtime._policies import Reject as Reject
-from zlink_trio.runtime._policies import SpotRelocationAdapter as SpotRelocationAdapter
+from zlink_trio.runtime.calls.client import SpotClient as SpotClient
+from zlink_trio.runtime.calls.manager import SpotManager as SpotManager
+from zlink_trio.runtime.coordinators.create import CreateResult as CreateResult
+from zlink_trio.runtime.coordinators.create import CreateState as CreateState
+from zlink_trio.runtime.declaration.handlers import handler as handler
+from zlink_trio.runtime.declaration.policies import CloseReason as CloseReason
+from zlink_trio.runtime.declaration.policies import DisableRelocation as DisableRelocation
+from zlink_trio.runtime.declaration.policies import PreserveStateWith as PreserveStateWith
+from zlink_trio.runtime.declaration.policies import RecreateOnRelocation as RecreateOnRelocation
+from zlink_trio.runtime.declaration.policies import Reject as Reject
+from zlink_trio.runtime.declaration.policies import SpotRelocationAdapter as SpotRelocationAdapter
+from zlink_trio.runtime.declaration.spot_types import instance_spot as instance_spot
+from zlink_trio.runtime.declaration.spot_types import user_spot as user_spot
+from zlink_trio.runtime.incarnation.context import SpotContext as SpotContext
+from zlink_trio.runtime.incarnation.context import TimerHandle as TimerHandle
+from zlink_trio.runtime.node import Node as Node
+from zlink_trio.runtime.node import open_node as open_node
 
 __version__ = "0.1.0"
 

@@ -62,7 +62,7 @@ import attrs
 import pytest
 import trio.testing
 
-import zlink_trio.runtime._node
+import zlink_trio.runtime.node
 from zlink_trio.core.errors import Unavailable
 from zlink_trio.store import open_store
 
@@ -247,7 +247,7 @@ async def _shared_backend(kind: str, in_flight: InFlight, tmp_path: Path,
                           monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Backend]:
     """SQLite or Redis: store calls counted (autojump suspended) and watched."""
     opener = in_flight.open_store(open_store)
-    monkeypatch.setattr(zlink_trio.runtime._node, "open_store", opener)
+    monkeypatch.setattr(zlink_trio.runtime.node, "open_store", opener)
     if kind == "sqlite":
         url = f"sqlite://{tmp_path / 'store.db'}"
         async with opener(url) as view:

@@ -1,4 +1,4 @@
-"""Request deadlines kept by the node's deadline task (``runtime/_deadlines.py``).
+"""Request deadlines kept by the node's deadline task (``runtime/calls/deadlines.py``).
 
 A waiting request ends with DeadlineExceeded at its deadline, in deadline order
 whatever the order the waits began; an answer that comes first wins; memory stays
@@ -12,8 +12,8 @@ import trio
 import trio.testing
 
 from zlink_trio.core.errors import DeadlineExceeded, Unavailable
-from zlink_trio.runtime._completion import Completion
-from zlink_trio.runtime._deadlines import COMPACT_AT, Deadlines
+from zlink_trio.runtime.calls.completion import Completion
+from zlink_trio.runtime.calls.deadlines import COMPACT_AT, Deadlines
 
 
 async def test_waits_end_at_their_deadlines_in_deadline_order(autojump_clock):

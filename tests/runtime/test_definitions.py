@@ -15,7 +15,17 @@ import pytest
 
 from zlink_trio.core.errors import InvalidConfiguration, InvalidOperation, NotFound, TypeMismatch
 from zlink_trio.core.identity import SpotKind
-from zlink_trio.runtime._definitions import (
+from zlink_trio.runtime.declaration.handlers import HandlerTable, Hook, handler
+from zlink_trio.runtime.declaration.policies import (
+    CloseReason,
+    DisableRelocation,
+    PreserveStateWith,
+    RecreateOnRelocation,
+    Reject,
+    RelocationPolicy,
+)
+from zlink_trio.runtime.declaration.registry import SpotTypeRegistry
+from zlink_trio.runtime.declaration.spot_types import (
     EntrySpotType,
     InstanceSpotType,
     SpotHooks,
@@ -25,16 +35,6 @@ from zlink_trio.runtime._definitions import (
     spot_type_of,
     user_spot,
 )
-from zlink_trio.runtime._handlers import HandlerTable, Hook, handler
-from zlink_trio.runtime._policies import (
-    CloseReason,
-    DisableRelocation,
-    PreserveStateWith,
-    RecreateOnRelocation,
-    Reject,
-    RelocationPolicy,
-)
-from zlink_trio.runtime._registry import SpotTypeRegistry
 from zlink_trio.wire.codec import MessageCodec, type_name_of
 
 

@@ -86,7 +86,7 @@ from hypothesis.stateful import (
 import statecharts
 import zlink_trio as zl
 from zlink_trio.core.records import AuthorityState
-from zlink_trio.runtime import _charts
+from zlink_trio.runtime import charts as _charts
 from zlink_trio.store import MemoryStore
 
 USER_IDS: Final = ("u0",)

@@ -30,7 +30,7 @@ from runtime_spots import Add, Counter, Note, Room, RoomSpec, Total, journal
 
 import statecharts
 import zlink_trio as zl
-from zlink_trio.runtime import _charts
+from zlink_trio.runtime import charts as _charts
 
 INSTANCE_IDS = ("a", "b")
 ROOM_IDS = ("r", "s")

@@ -36,16 +36,16 @@ from zlink_trio.core.errors import (
 )
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityState, SpotRef
-from zlink_trio.runtime._charts import CLOSE, step
-from zlink_trio.runtime._peers import from_wall_ms, wall_ms
-from zlink_trio.runtime._policies import CloseReason
-from zlink_trio.runtime._remote import operation_number, round_trip
+from zlink_trio.runtime.charts import CLOSE, step
+from zlink_trio.runtime.declaration.policies import CloseReason
+from zlink_trio.runtime.mesh.peers import from_wall_ms, wall_ms
+from zlink_trio.runtime.mesh.remote_calls import operation_number, round_trip
 from zlink_trio.wire.frames import CloseOutcome, Failure, UserSpotClose
 
 if TYPE_CHECKING:
     from zlink_trio.core.records import AuthorityRecord
-    from zlink_trio.runtime._host import Host
-    from zlink_trio.runtime._runtime import NodeRuntime
+    from zlink_trio.runtime.incarnation.host import Host
+    from zlink_trio.runtime.state import NodeRuntime
     from zlink_trio.wire.frames import Outcome
 
 __all__ = ("close_user_spot", "serve_remote_close")

@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING
 import attrs
 
 from zlink_trio.core.errors import StaleFence, ZLinkError
-from zlink_trio.runtime import _crash
-from zlink_trio.runtime._charts import COLD, step
-from zlink_trio.runtime._runtime import LOGGER
+from zlink_trio.runtime.charts import COLD, step
+from zlink_trio.runtime.coordinators import crash_points
+from zlink_trio.runtime.state import LOGGER
 from zlink_trio.store._combined import combined_of
 
 if TYPE_CHECKING:
     from zlink_trio.core.records import RootReceipt
-    from zlink_trio.runtime._runtime import NodeRuntime
+    from zlink_trio.runtime.state import NodeRuntime
 
 __all__ = ("FirstRecord", "drop_recovery", "record_first_completion")
 
@@ -78,8 +78,8 @@ async def record_first_completion(rt: NodeRuntime, spot_id: str, generation: int
     try:
         await relocation.inbox_set_cursor(spot_id, generation, first.seq)
         first.state = step(COLD, first.state, "first_completion_recorded")
-        if _crash.ARMED:
-            _crash.point("cold", "after_completion_before_pointer_removed")
+        if crash_points.ARMED:
+            crash_points.point("cold", "after_completion_before_pointer_removed")
         await _remove_pointer(rt, spot_id, generation, first.ready_version)
         first.state = step(COLD, first.state, "pointer_removed")
         await relocation.delete_root(first.receipt)

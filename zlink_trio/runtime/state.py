@@ -21,7 +21,7 @@ import trio
 
 from zlink_trio.core.errors import StaleRoute, Unavailable
 from zlink_trio.core.identity import new_uuid4
-from zlink_trio.runtime._deadlines import Deadlines
+from zlink_trio.runtime.calls.deadlines import Deadlines
 
 if TYPE_CHECKING:
     import random
@@ -31,11 +31,11 @@ if TYPE_CHECKING:
     from zlink_trio.core.identity import NodeRid
     from zlink_trio.core.records import OwnerFence
     from zlink_trio.core.route_cache import RouteCache
-    from zlink_trio.runtime._catalog import Catalog
-    from zlink_trio.runtime._client import SpotClient
-    from zlink_trio.runtime._options import NodeOptions
-    from zlink_trio.runtime._peers import Peers
-    from zlink_trio.runtime._registry import SpotTypeRegistry
+    from zlink_trio.runtime.calls.client import SpotClient
+    from zlink_trio.runtime.declaration.registry import SpotTypeRegistry
+    from zlink_trio.runtime.incarnation.catalog import Catalog
+    from zlink_trio.runtime.mesh.peers import Peers
+    from zlink_trio.runtime.options import NodeOptions
     from zlink_trio.store import Store
     from zlink_trio.wire.codec import MessageCodec
 

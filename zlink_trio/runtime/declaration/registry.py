@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 ``open_node(spots=[...])`` names the Spot classes a node serves.
 :meth:`SpotTypeRegistry.build` turns that list into one immutable mapping
-from stable type to :class:`~zlink_trio.runtime._definitions.SpotType`,
+from stable type to :class:`~zlink_trio.runtime.declaration.spot_types.SpotType`,
 once, at startup. A stable type registered twice — two classes declaring the
 same name, or one class listed twice — is a startup error (spec 06 §2), never
 "last one wins". Lookups by kind separate "this node does not serve that
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from zlink_trio.core.errors import InvalidConfiguration, NotFound, TypeMismatch
-from zlink_trio.runtime._definitions import (
+from zlink_trio.runtime.declaration.spot_types import (
     InstanceSpotType,
     SpotType,
     UserSpotType,

@@ -36,9 +36,9 @@ import attrs
 import trio
 
 from zlink_trio.core.errors import Unavailable, ZLinkError
-from zlink_trio.runtime._retained import RetainedResults
-from zlink_trio.runtime._runtime import LOGGER
-from zlink_trio.runtime._wire_types import registry_classes
+from zlink_trio.runtime.declaration.message_classes import registry_classes
+from zlink_trio.runtime.mesh.retained import RetainedResults
+from zlink_trio.runtime.state import LOGGER
 from zlink_trio.wire.frames import Reply
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.identity import NodeRid
     from zlink_trio.core.records import OwnerFence
     from zlink_trio.core.route_cache import CachedRoute
-    from zlink_trio.runtime._runtime import NodeRuntime
+    from zlink_trio.runtime.state import NodeRuntime
     from zlink_trio.transport import Link, MeshTransport
     from zlink_trio.wire.frames import SpotMessage, UserSpotClose, UserSpotCreate
     from zlink_trio.wire.handshake import PeerIdentity
@@ -110,7 +110,7 @@ class Peers:
         return claims
 
     def _cached_claim(self, owner: OwnerFence) -> NodeClaim | None:
-        from zlink_trio.runtime._resolve import placement_max_age  # import cycle
+        from zlink_trio.runtime.coordinators.routing import placement_max_age  # import cycle
 
         seen = self._rt.placement_claims
         if seen is None or not 0 <= self._rt.now() - seen[0] < placement_max_age(self._rt):

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from zlink_trio.core.errors import HandlerError
-from zlink_trio.runtime._runtime import LOGGER
+from zlink_trio.runtime.state import LOGGER
 
 if TYPE_CHECKING:
-    from zlink_trio.runtime._definitions import SpotType
-    from zlink_trio.runtime._handlers import HandlerInfo
-    from zlink_trio.runtime._policies import CloseReason
+    from zlink_trio.runtime.declaration.handlers import HandlerInfo
+    from zlink_trio.runtime.declaration.policies import CloseReason
+    from zlink_trio.runtime.declaration.spot_types import SpotType
 
 __all__ = ("CLEANUP_TIMEOUT", "call_hook", "check_reply", "handler_error", "run_on_close")
 

@@ -24,16 +24,16 @@ import trio
 from zlink_trio.core.errors import DeadlineExceeded, InvalidOperation
 from zlink_trio.core.identity import validate_mesh_name, validate_spot_id, validate_stable_type
 from zlink_trio.core.identity import validate_user_spot_id as _validate_user_id
-from zlink_trio.runtime._completion import Completion
-from zlink_trio.runtime._once import OnceBuilder
-from zlink_trio.runtime._options import check_timeout
-from zlink_trio.runtime._resolve import SEND, Delivery, Intent, admit_cached, deliver
+from zlink_trio.runtime.calls.builders import OnceBuilder
+from zlink_trio.runtime.calls.completion import Completion
+from zlink_trio.runtime.coordinators.routing import SEND, Delivery, Intent, admit_cached, deliver
+from zlink_trio.runtime.options import check_timeout
 
 if TYPE_CHECKING:
     from collections.abc import Generator
     from typing import Self
 
-    from zlink_trio.runtime._runtime import NodeRuntime
+    from zlink_trio.runtime.state import NodeRuntime
 
 __all__ = ("RequestCall", "SendCall", "SpotClient")
 

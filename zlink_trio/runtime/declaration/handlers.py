@@ -32,7 +32,7 @@ Lifecycle hooks are found by name — ``on_activate(self)``,
 ``on_create(self, request)``, ``on_close(self, reason)`` — and may be sync or
 async; :class:`Hook` records which, so the runtime knows whether to await.
 Which hooks a kind may define is decided by the kind's type
-(:mod:`zlink_trio.runtime._definitions`), not here.
+(:mod:`zlink_trio.runtime.declaration.spot_types`), not here.
 
 Every problem found is an :class:`InvalidConfiguration` raised while the
 module defining the Spot is imported: a Spot class that decorates cleanly has

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 
 from zlink_trio.core.timers import TimerSchedule
-from zlink_trio.runtime._runtime import LOGGER
+from zlink_trio.runtime.state import LOGGER
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -54,19 +54,19 @@ from zlink_trio.core.placement import (
 )
 from zlink_trio.core.records import AuthorityState, OwnerFence
 from zlink_trio.core.route_cache import CachedRoute
-from zlink_trio.runtime._activation import ActivationJob, run_activation
-from zlink_trio.runtime._charts import COLD, step
-from zlink_trio.runtime._host import MessageWork
-from zlink_trio.runtime._remote import send_spot_message
+from zlink_trio.runtime.charts import COLD, step
+from zlink_trio.runtime.coordinators.activation import ActivationJob, run_activation
+from zlink_trio.runtime.incarnation.host import MessageWork
+from zlink_trio.runtime.mesh.remote_calls import send_spot_message
 from zlink_trio.wire.frames import ActivationRoute, ReadyRoute
 
 if TYPE_CHECKING:
     from zlink_trio.core.descriptor import NodeClaim
     from zlink_trio.core.records import AuthorityRecord
-    from zlink_trio.runtime._completion import Completion
-    from zlink_trio.runtime._handlers import HandlerInfo
-    from zlink_trio.runtime._host import Host
-    from zlink_trio.runtime._runtime import NodeRuntime
+    from zlink_trio.runtime.calls.completion import Completion
+    from zlink_trio.runtime.declaration.handlers import HandlerInfo
+    from zlink_trio.runtime.incarnation.host import Host
+    from zlink_trio.runtime.state import NodeRuntime
     from zlink_trio.transport import Link
     from zlink_trio.wire.codec import EncodedMessage
 

@@ -52,16 +52,16 @@ import trio
 from zlink_trio.core.errors import InvalidOperation, ZLinkError
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityState, ReservationFence
-from zlink_trio.runtime._charts import COLD, step
-from zlink_trio.runtime._first_record import FirstRecord, record_first_completion
-from zlink_trio.runtime._host import Host, MessageWork
-from zlink_trio.runtime._runtime import LOGGER
+from zlink_trio.runtime.charts import COLD, step
+from zlink_trio.runtime.coordinators.first_record import FirstRecord, record_first_completion
+from zlink_trio.runtime.incarnation.host import Host, MessageWork
+from zlink_trio.runtime.state import LOGGER
 
 if TYPE_CHECKING:
     from zlink_trio.core.records import AuthorityRecord, RootReceipt
-    from zlink_trio.runtime._definitions import SpotType
-    from zlink_trio.runtime._handlers import HandlerInfo
-    from zlink_trio.runtime._runtime import NodeRuntime
+    from zlink_trio.runtime.declaration.handlers import HandlerInfo
+    from zlink_trio.runtime.declaration.spot_types import SpotType
+    from zlink_trio.runtime.state import NodeRuntime
 
 __all__ = ("recover_orphans",)
 

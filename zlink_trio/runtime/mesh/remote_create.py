@@ -47,8 +47,8 @@ from zlink_trio.core.errors import (
 )
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityState, OwnerFence
-from zlink_trio.runtime._charts import CREATE, step
-from zlink_trio.runtime._create import (
+from zlink_trio.runtime.charts import CREATE, step
+from zlink_trio.runtime.coordinators.create import (
     CreateResult,
     CreateState,
     Reserved,
@@ -56,11 +56,11 @@ from zlink_trio.runtime._create import (
     build_reserved,
     reserve,
 )
-from zlink_trio.runtime._peers import from_wall_ms, wall_ms
-from zlink_trio.runtime._recovery import fence_of
-from zlink_trio.runtime._remote import operation_number, round_trip
-from zlink_trio.runtime._runtime import LOGGER
-from zlink_trio.runtime._wire_types import message_class
+from zlink_trio.runtime.coordinators.recovery import fence_of
+from zlink_trio.runtime.declaration.message_classes import message_class
+from zlink_trio.runtime.mesh.peers import from_wall_ms, wall_ms
+from zlink_trio.runtime.mesh.remote_calls import operation_number, round_trip
+from zlink_trio.runtime.state import LOGGER
 from zlink_trio.wire.frames import (
     CreateOutcome,
     EncodedMessage,
@@ -73,7 +73,7 @@ from zlink_trio.wire.frames import (
 if TYPE_CHECKING:
     from zlink_trio.core.placement import PlacementCandidate
     from zlink_trio.core.records import AuthorityRecord, ReservationFence, RootReceipt
-    from zlink_trio.runtime._runtime import NodeRuntime
+    from zlink_trio.runtime.state import NodeRuntime
     from zlink_trio.wire.frames import Outcome
 
 __all__ = ("compete_remote", "serve_remote_create")

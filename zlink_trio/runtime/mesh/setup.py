@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
     from zlink_trio.core.identity import NodeRid
-    from zlink_trio.runtime._peers import InboundFrame, Peers
+    from zlink_trio.runtime.mesh.peers import InboundFrame, Peers
     from zlink_trio.transport import Link, MeshTransport
     from zlink_trio.wire.frames import Reply
     from zlink_trio.wire.handshake import PeerIdentity

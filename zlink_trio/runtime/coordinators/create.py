@@ -50,12 +50,12 @@ from zlink_trio.core.records import (
     CreationIntent,
     SpotRef,
 )
-from zlink_trio.runtime import _crash
-from zlink_trio.runtime._charts import CREATE, step
-from zlink_trio.runtime._host import Host
-from zlink_trio.runtime._policies import Reject
-from zlink_trio.runtime._resolve import Backoff, candidates, wait_for_change
-from zlink_trio.runtime._runtime import LOGGER
+from zlink_trio.runtime.charts import CREATE, step
+from zlink_trio.runtime.coordinators import crash_points
+from zlink_trio.runtime.coordinators.routing import Backoff, candidates, wait_for_change
+from zlink_trio.runtime.declaration.policies import Reject
+from zlink_trio.runtime.incarnation.host import Host
+from zlink_trio.runtime.state import LOGGER
 from zlink_trio.store import AuthorityExists
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
         ReservationFence,
         RootReceipt,
     )
-    from zlink_trio.runtime._runtime import NodeRuntime
+    from zlink_trio.runtime.state import NodeRuntime
 
 __all__ = (
     "CreateResult",
@@ -235,7 +235,7 @@ async def _compete(op: _Op, data: bytes) -> CreateResult | None:
         return None
     try:
         if node.node_rid != rt.node_rid:
-            from zlink_trio.runtime._create_remote import compete_remote  # import cycle
+            from zlink_trio.runtime.mesh.remote_create import compete_remote  # import cycle
 
             return await compete_remote(op, data, mesh, node)
         try:
@@ -296,8 +296,8 @@ async def _reserve_and_build(op: _Op, data: bytes, mesh: str) -> CreateResult | 
     reserved = await reserve(op, data, mesh, op.rt.owner)
     if not isinstance(reserved, Reserved):
         return reserved
-    if _crash.ARMED:
-        _crash.point("create", "after_reserve")
+    if crash_points.ARMED:
+        crash_points.point("create", "after_reserve")
     op.state = step(CREATE, op.state, "reserve_won")
     return await build_reserved(op, reserved.fence, reserved.receipt, mesh)
 
@@ -332,8 +332,8 @@ async def build_reserved(op: _Op, fence: ReservationFence, receipt: RootReceipt,
             await _abort(op, fence, receipt)
         return CreateResult(state=CreateState.REJECTED, ref=declined, reply=outcome.reply)
     op.state = step(CREATE, op.state, "create_accepted")
-    if _crash.ARMED:
-        _crash.point("create", "after_factory_before_commit")
+    if crash_points.ARMED:
+        crash_points.point("create", "after_factory_before_commit")
     with trio.CancelScope(shield=True):
         try:
             rt.check_usable()  # no CommitReady once the lease is known lost

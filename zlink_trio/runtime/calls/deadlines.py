@@ -37,7 +37,7 @@ import trio
 from zlink_trio.core.errors import DeadlineExceeded, Unavailable
 
 if TYPE_CHECKING:
-    from zlink_trio.runtime._completion import Completion
+    from zlink_trio.runtime.calls.completion import Completion
 
 __all__ = ("COMPACT_AT", "Deadlines", "deadline_exceeded")
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from zlink_trio.runtime._deadlines import deadline_exceeded
+from zlink_trio.runtime.calls.deadlines import deadline_exceeded
 
 if TYPE_CHECKING:
-    from zlink_trio.runtime._deadlines import Deadlines
+    from zlink_trio.runtime.calls.deadlines import Deadlines
 
 __all__ = ("Completion",)
 

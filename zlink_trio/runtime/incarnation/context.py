@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from zlink_trio.core.timers import TimerId
-    from zlink_trio.runtime._client import SpotClient
-    from zlink_trio.runtime._host import Host
+    from zlink_trio.runtime.calls.client import SpotClient
+    from zlink_trio.runtime.incarnation.host import Host
 
 __all__ = ("SpotContext", "TimerHandle")
 

@@ -46,15 +46,24 @@ from zlink_trio.core.errors import (
     ZLinkError,
 )
 from zlink_trio.core.lanes import Lanes
-from zlink_trio.runtime import _crash
-from zlink_trio.runtime._app_calls import call_hook, check_reply, handler_error, run_on_close
-from zlink_trio.runtime._charts import INCARNATION, step
-from zlink_trio.runtime._context import SpotContext
-from zlink_trio.runtime._definitions import InstanceSpotType, UserSpotType
-from zlink_trio.runtime._first_record import FirstRecord, drop_recovery, record_first_completion
-from zlink_trio.runtime._host_timers import HostTimers, TimerWork
-from zlink_trio.runtime._policies import CloseReason
-from zlink_trio.runtime._runtime import LOGGER
+from zlink_trio.runtime.charts import INCARNATION, step
+from zlink_trio.runtime.coordinators import crash_points
+from zlink_trio.runtime.coordinators.first_record import (
+    FirstRecord,
+    drop_recovery,
+    record_first_completion,
+)
+from zlink_trio.runtime.declaration.policies import CloseReason
+from zlink_trio.runtime.declaration.spot_types import InstanceSpotType, UserSpotType
+from zlink_trio.runtime.incarnation.app_calls import (
+    call_hook,
+    check_reply,
+    handler_error,
+    run_on_close,
+)
+from zlink_trio.runtime.incarnation.context import SpotContext
+from zlink_trio.runtime.incarnation.timers import HostTimers, TimerWork
+from zlink_trio.runtime.state import LOGGER
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -62,10 +71,10 @@ if TYPE_CHECKING:
     from zlink_trio.core.lanes import Turn
     from zlink_trio.core.records import AuthorityFence
     from zlink_trio.core.timers import TimerId
-    from zlink_trio.runtime._completion import Completion
-    from zlink_trio.runtime._definitions import SpotType
-    from zlink_trio.runtime._handlers import HandlerInfo
-    from zlink_trio.runtime._runtime import NodeRuntime
+    from zlink_trio.runtime.calls.completion import Completion
+    from zlink_trio.runtime.declaration.handlers import HandlerInfo
+    from zlink_trio.runtime.declaration.spot_types import SpotType
+    from zlink_trio.runtime.state import NodeRuntime
 
 __all__ = ("Host", "MessageWork")
 
@@ -135,8 +144,8 @@ class Host:
         except Exception as exc:
             raise handler_error(f"the factory of {spot_type.stable_type!r}", exc,
                                 activating=True) from exc
-        if _crash.ARMED:
-            _crash.point("create" if isinstance(spot_type, UserSpotType) else "cold",
+        if crash_points.ARMED:
+            crash_points.point("create" if isinstance(spot_type, UserSpotType) else "cold",
                          "in_factory")
         try:
             if hooks.on_activate is not None:
@@ -388,8 +397,8 @@ class Host:
         finally:
             self.last_work_finished_at = trio.current_time()
         if item.first is not None and not self.ownership_lost:
-            if _crash.ARMED:
-                _crash.point("cold", "after_first_handler_before_completion")
+            if crash_points.ARMED:
+                crash_points.point("cold", "after_first_handler_before_completion")
             await record_first_completion(self.rt, self.spot_id, self.generation, item.first)
 
     def _fail_queued(self, error: Unavailable) -> None:

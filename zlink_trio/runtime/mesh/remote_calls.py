@@ -33,8 +33,8 @@ from zlink_trio.core.errors import (
     TypeMismatch,
     ZLinkError,
 )
-from zlink_trio.runtime._completion import Completion
-from zlink_trio.runtime._peers import wall_ms
+from zlink_trio.runtime.calls.completion import Completion
+from zlink_trio.runtime.mesh.peers import wall_ms
 from zlink_trio.wire.frames import (
     ActivationRoute,
     EncodedMessage,
@@ -48,8 +48,8 @@ from zlink_trio.wire.frames import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from zlink_trio.runtime._resolve import Delivery
-    from zlink_trio.runtime._runtime import NodeRuntime
+    from zlink_trio.runtime.coordinators.routing import Delivery
+    from zlink_trio.runtime.state import NodeRuntime
     from zlink_trio.transport import Link
     from zlink_trio.wire.frames import Frame
 

@@ -41,14 +41,14 @@ from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.idle import IdleSweep, is_idle
 from zlink_trio.core.placement import check_local_activation
 from zlink_trio.core.route_cache import CachedRoute
-from zlink_trio.runtime._policies import CloseReason
-from zlink_trio.runtime._runtime import LOGGER
+from zlink_trio.runtime.declaration.policies import CloseReason
+from zlink_trio.runtime.state import LOGGER
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from zlink_trio.runtime._host import Host
-    from zlink_trio.runtime._runtime import NodeRuntime
+    from zlink_trio.runtime.incarnation.host import Host
+    from zlink_trio.runtime.state import NodeRuntime
 
 __all__ = ("Attempt", "Catalog")
 

@@ -29,7 +29,7 @@ from zlink_trio.core.errors import TypeMismatch
 from zlink_trio.wire.codec import type_name_of
 
 if TYPE_CHECKING:
-    from zlink_trio.runtime._registry import SpotTypeRegistry
+    from zlink_trio.runtime.declaration.registry import SpotTypeRegistry
 
 __all__ = ("message_class", "registry_classes")
 

@@ -51,14 +51,17 @@ from zlink_trio.core.lanes import DEFAULT_APPLICATION_BOUNDS, DEFAULT_LIFECYCLE_
 from zlink_trio.core.placement import Role
 from zlink_trio.core.records import OwnerFence
 from zlink_trio.core.route_cache import RouteCache, RouteCacheStatistics
-from zlink_trio.runtime._catalog import Catalog
-from zlink_trio.runtime._charts import NODE, step
-from zlink_trio.runtime._client import SpotClient
-from zlink_trio.runtime._inbound import inbound_handler
-from zlink_trio.runtime._lease import keep_lease, wait_stopped
-from zlink_trio.runtime._manager import SpotManager
-from zlink_trio.runtime._mesh_setup import mesh_settings, open_mesh
-from zlink_trio.runtime._options import (
+from zlink_trio.runtime.calls.client import SpotClient
+from zlink_trio.runtime.calls.manager import SpotManager
+from zlink_trio.runtime.charts import NODE, step
+from zlink_trio.runtime.coordinators.lease import keep_lease, wait_stopped
+from zlink_trio.runtime.coordinators.recovery import recover_orphans
+from zlink_trio.runtime.declaration.registry import SpotTypeRegistry
+from zlink_trio.runtime.incarnation.catalog import Catalog
+from zlink_trio.runtime.mesh.inbound import inbound_handler
+from zlink_trio.runtime.mesh.peers import Peers
+from zlink_trio.runtime.mesh.setup import mesh_settings, open_mesh
+from zlink_trio.runtime.options import (
     DEFAULT_ACTIVE_OBJECT_CEILING,
     DEFAULT_IDLE_SWEEP_INTERVAL,
     DEFAULT_INSTANCE_IDLE_TIMEOUT,
@@ -66,10 +69,7 @@ from zlink_trio.runtime._options import (
     DEFAULT_TIMEOUT,
     NodeOptions,
 )
-from zlink_trio.runtime._peers import Peers
-from zlink_trio.runtime._recovery import recover_orphans
-from zlink_trio.runtime._registry import SpotTypeRegistry
-from zlink_trio.runtime._runtime import LOGGER, NodeRuntime
+from zlink_trio.runtime.state import LOGGER, NodeRuntime
 from zlink_trio.store import MemoryStore, open_store
 from zlink_trio.wire.codec import MessageCodec
 from zlink_trio.wire.frames import DEFAULT_MAX_FRAME_BYTES

@@ -58,11 +58,11 @@ from zlink_trio.core.errors import (
 )
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityRecord, AuthorityState, RecoveryPointer
-from zlink_trio.runtime import _crash
-from zlink_trio.runtime._charts import COLD, step
-from zlink_trio.runtime._first_record import FirstRecord
-from zlink_trio.runtime._host import Host, MessageWork
-from zlink_trio.runtime._runtime import LOGGER
+from zlink_trio.runtime.charts import COLD, step
+from zlink_trio.runtime.coordinators import crash_points
+from zlink_trio.runtime.coordinators.first_record import FirstRecord
+from zlink_trio.runtime.incarnation.host import Host, MessageWork
+from zlink_trio.runtime.state import LOGGER
 from zlink_trio.store import AuthorityExists
 from zlink_trio.store._combined import combined_of
 
@@ -70,11 +70,11 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from zlink_trio.core.records import ReservationFence, RootReceipt
-    from zlink_trio.runtime._catalog import Attempt
-    from zlink_trio.runtime._completion import Completion
-    from zlink_trio.runtime._definitions import SpotType
-    from zlink_trio.runtime._handlers import HandlerInfo
-    from zlink_trio.runtime._runtime import NodeRuntime
+    from zlink_trio.runtime.calls.completion import Completion
+    from zlink_trio.runtime.declaration.handlers import HandlerInfo
+    from zlink_trio.runtime.declaration.spot_types import SpotType
+    from zlink_trio.runtime.incarnation.catalog import Attempt
+    from zlink_trio.runtime.state import NodeRuntime
     from zlink_trio.store._combined import CombinedTransactions
 
 __all__ = ("ENVELOPE_FORMAT", "ActivationJob", "encode_envelope", "run_activation")
@@ -209,8 +209,8 @@ async def _store_root_and_reserve(job: ActivationJob, envelope: bytes,
             stable_type=job.spot_type.stable_type, mesh=job.mesh, owner=rt.owner,
             now=rt.now())
     receipt = await rt.store.relocation.put_root(envelope)
-    if _crash.ARMED:
-        _crash.point("cold", "after_envelope_stored")
+    if crash_points.ARMED:
+        crash_points.point("cold", "after_envelope_stored")
     job.state = step(COLD, job.state, "root_stored")
     try:
         fence = await rt.store.location.reserve(
@@ -246,8 +246,8 @@ async def _reserve_and_build(job: ActivationJob) -> None:
     if reserve_lost:
         await _redeliver(job, reserve_lost)
         return
-    if _crash.ARMED:
-        _crash.point("cold", "after_reserve")
+    if crash_points.ARMED:
+        crash_points.point("cold", "after_reserve")
     job.state = step(COLD, job.state, "reserve_won")
     host = Host(rt, job.spot_type, job.spot_id, fence.object_generation, job.mesh)
     try:
@@ -263,8 +263,8 @@ async def _reserve_and_build(job: ActivationJob) -> None:
     with trio.CancelScope(shield=True):
         try:
             if combined is not None:
-                if _crash.ARMED:
-                    _crash.point("cold", "after_factory_before_commit")
+                if crash_points.ARMED:
+                    crash_points.point("cold", "after_factory_before_commit")
                 rt.check_usable()  # no CommitReady once the lease is known lost
                 # The first record is durable exactly when the authority is Ready.
                 ready, seq = await combined.commit_ready_with_first_record(
@@ -274,8 +274,8 @@ async def _reserve_and_build(job: ActivationJob) -> None:
                 seq = await relocation.inbox_append(job.spot_id, fence.object_generation,
                                                     envelope)
                 job.state = step(COLD, job.state, "first_record_durable")
-                if _crash.ARMED:
-                    _crash.point("cold", "after_factory_before_commit")
+                if crash_points.ARMED:
+                    crash_points.point("cold", "after_factory_before_commit")
                 rt.check_usable()  # no CommitReady once the lease is known lost
                 ready = await location.commit_ready(fence, now=rt.now())
         except ZLinkError as exc:
@@ -285,8 +285,8 @@ async def _reserve_and_build(job: ActivationJob) -> None:
                 f"cold activation of Spot {job.spot_id!r} lost its reservation before Ready "
                 f"({exc.message}); nothing was created. Send a new call"
             ) from exc
-    if _crash.ARMED:
-        _crash.point("cold", "after_ready_before_restore")
+    if crash_points.ARMED:
+        crash_points.point("cold", "after_ready_before_restore")
     _publish(job, host, ready, seq, receipt)
 
 

@@ -25,7 +25,7 @@ handler table — and attaches the resulting definition to the class as
 ``__zlink_spot__``; the class is otherwise returned unchanged. Entry Spot
 types are built by the framework, not declared by users.
 
-:class:`~zlink_trio.runtime._registry.SpotTypeRegistry` collects the types
+:class:`~zlink_trio.runtime.declaration.registry.SpotTypeRegistry` collects the types
 one node serves.
 
 Every declaration problem is an :class:`InvalidConfiguration` that says what
@@ -43,8 +43,8 @@ import attrs
 
 from zlink_trio.core.errors import InvalidConfiguration, InvalidOperation
 from zlink_trio.core.identity import SpotKind, validate_stable_type
-from zlink_trio.runtime._handlers import HandlerTable, Hook, resolve_hook, scan_handlers
-from zlink_trio.runtime._policies import RelocationPolicy
+from zlink_trio.runtime.declaration.handlers import HandlerTable, Hook, resolve_hook, scan_handlers
+from zlink_trio.runtime.declaration.policies import RelocationPolicy
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping

@@ -39,11 +39,11 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from zlink_trio.core.errors import StaleFence, StoreUnavailable, Unavailable, ZLinkError
-from zlink_trio.runtime._charts import NODE, step
-from zlink_trio.runtime._runtime import LOGGER
+from zlink_trio.runtime.charts import NODE, step
+from zlink_trio.runtime.state import LOGGER
 
 if TYPE_CHECKING:
-    from zlink_trio.runtime._runtime import NodeRuntime
+    from zlink_trio.runtime.state import NodeRuntime
 
 __all__ = ("keep_lease", "lose_lease", "wait_stopped")
 

@@ -21,16 +21,16 @@ from zlink_trio.core.identity import (
     validate_user_spot_id,
 )
 from zlink_trio.core.records import AuthorityState, SpotRef
-from zlink_trio.runtime._close import close_user_spot
-from zlink_trio.runtime._create import CreateResult, create_user_spot
-from zlink_trio.runtime._once import OnceBuilder
-from zlink_trio.runtime._options import check_timeout
+from zlink_trio.runtime.calls.builders import OnceBuilder
+from zlink_trio.runtime.coordinators.close import close_user_spot
+from zlink_trio.runtime.coordinators.create import CreateResult, create_user_spot
+from zlink_trio.runtime.options import check_timeout
 
 if TYPE_CHECKING:
     from collections.abc import Generator
     from typing import Self
 
-    from zlink_trio.runtime._runtime import NodeRuntime
+    from zlink_trio.runtime.state import NodeRuntime
 
 __all__ = ("CreateCall", "GetOrCreateCall", "SpotManager")
 

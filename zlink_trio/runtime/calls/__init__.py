@@ -1,0 +1,10 @@
+"""Calls: the public call surface -- ``node.client`` and ``node.spots`` -- and its plumbing.
+
+=====================  ==================================================================
+``client``             ``SpotClient``: ``send`` / ``request`` builders for direct calls
+``manager``            ``SpotManager``: User Spot create / get_or_create / find / close
+``builders``           the builder rule: each option once, awaited once
+``completion``         ``Completion``: a request's one-shot reply slot
+``deadlines``          ``Deadlines``: the node task that keeps waiting requests' deadlines
+=====================  ==================================================================
+"""

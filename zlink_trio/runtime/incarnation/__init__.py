@@ -1,0 +1,11 @@
+"""Incarnation: one Spot instance on this node, its task, timers and context; the catalog.
+
+=====================  ==================================================================
+``host``               ``Host``: one incarnation's lanes, turns, close and release
+``timers``             a host's timers and their ticks as turns
+``context``            ``SpotContext`` (what a Spot instance gets) and ``TimerHandle``
+``app_calls``          calling application code: hooks, ``on_close``, replies, errors
+``catalog``            the node's local incarnations and creation attempts; their nurseries,
+                       the idle sweep and shutdown
+=====================  ==================================================================
+"""
