@@ -55,7 +55,9 @@ from zlink_trio.runtime.calls.client import SpotClient
 from zlink_trio.runtime.calls.manager import SpotManager
 from zlink_trio.runtime.charts import NODE, step
 from zlink_trio.runtime.coordinators.lease import keep_lease, wait_stopped
+from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
 from zlink_trio.runtime.coordinators.recovery import recover_orphans
+from zlink_trio.runtime.coordinators.routing import CallRouter
 from zlink_trio.runtime.declaration.registry import SpotTypeRegistry
 from zlink_trio.runtime.incarnation.catalog import Catalog
 from zlink_trio.runtime.mesh.inbound import inbound_handler
@@ -69,7 +71,7 @@ from zlink_trio.runtime.options import (
     DEFAULT_TIMEOUT,
     NodeOptions,
 )
-from zlink_trio.runtime.state import LOGGER, NodeRuntime
+from zlink_trio.runtime.state import LOGGER
 from zlink_trio.store import MemoryStore, open_store
 from zlink_trio.wire.codec import MessageCodec
 from zlink_trio.wire.frames import DEFAULT_MAX_FRAME_BYTES
@@ -110,7 +112,7 @@ class Node:
 
     def __init__(self, rt: NodeRuntime) -> None:
         self._rt = rt
-        self._client = SpotClient(rt)
+        self._client = SpotClient(CallRouter(rt))
         self._spots = SpotManager(rt)
         rt.client = self._client
 

@@ -99,6 +99,15 @@ class NodeOptions:
     def _route_cache(self) -> RouteCacheConfig:
         return RouteCacheConfig(self.route_cache_max_age, self.message_follow_duration)
 
+    @property
+    def placement_max_age(self) -> float:
+        """How long placement may reuse the descriptor claims it read (store clock, seconds).
+
+        A tenth of the shorter of the lease and the route cache's age: 1 s by default.
+        The mesh directory reuses the same read for as long (``mesh.peers``).
+        """
+        return min(self.lease, self.route_cache_max_age) / 10
+
     def __attrs_post_init__(self) -> None:
         size = len(self.endpoint.encode("utf-8", "replace")) if isinstance(
             self.endpoint, str) else 0

@@ -1,9 +1,12 @@
-"""The state one node's runtime modules share: identity, store, options, caches, catalog.
+"""The state every part of a node's runtime reads: identity, options, store, caches, lease.
 
-:class:`NodeRuntime` is a plain holder built by ``open_node`` once the descriptor is
-claimed; the coordinators (resolve, activation, create, close) and the Spot hosts take
-it as their first argument instead of importing each other's objects.  It owns nothing
-that needs closing: the store and the nursery belong to ``open_node``'s ``async with``.
+:class:`NodeState` is a plain holder built by ``open_node`` once the descriptor is
+claimed.  Spot hosts, the catalog and the mesh directory take it as their first
+argument; the coordinators take its subclass
+:class:`~zlink_trio.runtime.coordinators.node_runtime.NodeRuntime`, which adds the
+node's catalog and peers.  The split keeps the imports one-way: what a host or the
+catalog needs never names the coordinators that drive them.  It owns nothing that
+needs closing: the store and the nursery belong to ``open_node``'s ``async with``.
 
 Two clocks meet here.  Deadlines, idle times and timers read ``trio.current_time()``
 (so tests run on ``MockClock``); the store's ``now`` (leases, route-cache expiry) reads
@@ -33,21 +36,19 @@ if TYPE_CHECKING:
     from zlink_trio.core.route_cache import RouteCache
     from zlink_trio.runtime.calls.client import SpotClient
     from zlink_trio.runtime.declaration.registry import SpotTypeRegistry
-    from zlink_trio.runtime.incarnation.catalog import Catalog
-    from zlink_trio.runtime.mesh.peers import Peers
     from zlink_trio.runtime.options import NodeOptions
     from zlink_trio.store import Store
     from zlink_trio.wire.codec import MessageCodec
 
-__all__ = ("LOGGER", "NodeRuntime")
+__all__ = ("LOGGER", "NodeState")
 
 #: The logger every runtime module writes to.
 LOGGER: Final = logging.getLogger("zlink_trio")
 
 
 @attrs.define(eq=False)
-class NodeRuntime:
-    """Everything a node's coordinators and Spot hosts share (one per ``open_node``)."""
+class NodeState:
+    """What every part of one node's runtime reads (one per ``open_node``)."""
 
     node_id: str
     mesh: str
@@ -64,18 +65,16 @@ class NodeRuntime:
     lease_expires_at: float
     #: NodeLifecycle state id.
     state: str
-    catalog: Catalog = attrs.field(init=False)
+    #: The node's SpotClient (``ctx.client``); set once the node's router exists.
     client: SpotClient = attrs.field(init=False)
-    #: The mesh: directory, links and pending replies (``._peers``).
-    peers: Peers = attrs.field(init=False)
-    #: The deadlines of waiting requests (``._deadlines``; its task runs in the node).
+    #: The deadlines of waiting requests (``calls.deadlines``; its task runs in the node).
     deadlines: Deadlines = attrs.field(factory=Deadlines, init=False)
     #: Why the lease was lost (``None`` while the node holds it).
     lease_loss: str | None = attrs.field(default=None, init=False)
     #: Set once the local teardown after a lost lease is complete (state ``stopped``).
     stopped: trio.Event = attrs.field(factory=trio.Event, init=False)
     #: The live descriptor claims placement last read and the store-clock time of that
-    #: read (``_resolve.candidates``); ``None`` until the first cold activation.
+    #: read (``coordinators.placement``); ``None`` until the first cold activation.
     placement_claims: tuple[float, list[NodeClaim]] | None = attrs.field(default=None,
                                                                           init=False)
 

@@ -13,41 +13,42 @@ spans resolve, cold activation, dispatch and the reply.  A send completes at
 admission -- into the Spot's queue, or, when it cold-activates, when the activation
 envelope is accepted by the target -- and a request completes exactly once with the
 reply or a typed error.  Nothing is retried automatically.
+
+The client validates its input and hands the call, as one
+:class:`~zlink_trio.runtime.calls.delivery.Delivery`, to the node's
+:class:`~zlink_trio.runtime.calls.delivery.Router`, which does everything that depends
+on where the Spot lives.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
-import trio
-
-from zlink_trio.core.errors import DeadlineExceeded, InvalidOperation
+from zlink_trio.core.errors import InvalidOperation
 from zlink_trio.core.identity import validate_mesh_name, validate_spot_id, validate_stable_type
 from zlink_trio.core.identity import validate_user_spot_id as _validate_user_id
 from zlink_trio.runtime.calls.builders import OnceBuilder
-from zlink_trio.runtime.calls.completion import Completion
-from zlink_trio.runtime.coordinators.routing import SEND, Delivery, Intent, admit_cached, deliver
+from zlink_trio.runtime.calls.delivery import SEND, Intent
 from zlink_trio.runtime.options import check_timeout
 
 if TYPE_CHECKING:
     from collections.abc import Generator
     from typing import Self
 
-    from zlink_trio.runtime.state import NodeRuntime
+    from zlink_trio.runtime.calls.delivery import Delivery, Router
 
 __all__ = ("RequestCall", "SendCall", "SpotClient")
 
 R = TypeVar("R")
 
-_UNSET: Any = object()
 
 
 class _Call(OnceBuilder):
     """Options shared by request and send builders."""
 
-    def __init__(self, rt: NodeRuntime, spot_id: str, msg: object) -> None:
+    def __init__(self, router: Router, spot_id: str, msg: object) -> None:
         super().__init__()
-        self._rt = rt
+        self._router = router
         self._spot_id = spot_id
         self._msg = msg
         self._intent = False
@@ -82,32 +83,13 @@ class _Call(OnceBuilder):
         self._timeout = check_timeout(seconds)
         return self
 
-    def _start(self) -> Delivery:
+    def _start(self, reply: object, *, request: bool) -> Delivery:
         self._submit()
-        self._rt.check_usable()
         spot_id = (_validate_user_id(self._spot_id) if self._intent
                    else validate_spot_id(self._spot_id))
-        encoded = self._rt.codec.encode(self._msg)
-        timeout = self._rt.options.default_timeout if self._timeout is None else self._timeout
-        return Delivery(
-            spot_id=spot_id, msg=self._msg, size=len(encoded.body),
-            intent=Intent(self._type, self._mesh) if self._intent else None,
-            completion=None, reply=SEND, deadline=trio.current_time() + timeout,
-            op_id="", encoded=encoded)
-
-    async def _deliver(self, call: Delivery, what: str) -> None:
-        # The route-cache hit admits without awaiting anything, so it needs no deadline
-        # scope (no wait happens); every other path waits under the call's deadline.
-        first = admit_cached(self._rt, call)
-        if first is True:
-            return
-        with trio.move_on_at(call.deadline):
-            await deliver(self._rt, call, first)
-            return
-        raise DeadlineExceeded(
-            f"{what} to Spot {call.spot_id!r} was not admitted before its deadline; use a "
-            "longer .timeout()"
-        )
+        return self._router.delivery(
+            spot_id, self._msg, intent=Intent(self._type, self._mesh) if self._intent else None,
+            reply=reply, request=request, timeout=self._timeout)
 
 
 class SendCall(_Call):
@@ -117,36 +99,31 @@ class SendCall(_Call):
         return self._run().__await__()
 
     async def _run(self) -> None:
-        call = self._start()
-        await self._deliver(call, "the send")
+        await self._router.submit(self._start(SEND, request=False), "the send")
 
 
 class RequestCall(_Call, Generic[R]):
     """A request; ``await`` it for the reply of type ``R`` (or a typed error)."""
 
-    def __init__(self, rt: NodeRuntime, spot_id: str, msg: object, reply: type[R] | None
+    def __init__(self, router: Router, spot_id: str, msg: object, reply: type[R] | None
                  ) -> None:
-        super().__init__(rt, spot_id, msg)
+        super().__init__(router, spot_id, msg)
         self._reply = reply
 
     def __await__(self) -> Generator[Any, Any, R]:
         return self._run().__await__()
 
     async def _run(self) -> R:
-        call = self._start()
-        call.reply = self._reply
-        completion = call.completion = Completion()
-        await self._deliver(call, "the request")
-        await self._rt.peers.flush()  # a frame for another node: write it from here
-        what = f"the request to Spot {call.spot_id!r}"
-        return cast("R", await completion.wait(call.deadline, what, self._rt.deadlines))
+        call = self._start(self._reply, request=True)
+        await self._router.submit(call, "the request")
+        return cast("R", await self._router.reply(call))
 
 
 class SpotClient:
     """Direct calls to Spots by global ID: ``node.client`` (and ``ctx.client``)."""
 
-    def __init__(self, rt: NodeRuntime) -> None:
-        self._rt = rt
+    def __init__(self, router: Router) -> None:
+        self._router = router
 
     @overload
     def request(self, spot_id: str, msg: object, *, reply: type[R]) -> RequestCall[R]: ...
@@ -162,11 +139,11 @@ class SpotClient:
         handler declared ``-> None``; then the request waits for it to finish), else
         TypeMismatch. Without ``.instance_spot()`` a Missing Spot is NotFound.
         """
-        return RequestCall(self._rt, spot_id, msg, reply)
+        return RequestCall(self._router, spot_id, msg, reply)
 
     def send(self, spot_id: str, msg: object) -> SendCall:
         """Build a one-way send of ``msg`` to ``spot_id``; it completes at admission.
 
         A failure of the handler is logged on the ``zlink_trio`` logger, not reported.
         """
-        return SendCall(self._rt, spot_id, msg)
+        return SendCall(self._router, spot_id, msg)

@@ -9,16 +9,34 @@ operation's deadline to :meth:`Completion.wait`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import trio
 
-from zlink_trio.runtime.calls.deadlines import deadline_exceeded
+from zlink_trio.core.errors import DeadlineExceeded
 
-if TYPE_CHECKING:
-    from zlink_trio.runtime.calls.deadlines import Deadlines
+__all__ = ("Completion", "DeadlineKeeper", "deadline_exceeded")
 
-__all__ = ("Completion",)
+
+def deadline_exceeded(what: str) -> DeadlineExceeded:
+    """The error a wait that reached its deadline ends with."""
+    return DeadlineExceeded(
+        f"{what} did not complete before its deadline; it may or may not have run. "
+        "Use a longer .timeout() or check the Spot's state before retrying"
+    )
+
+
+class DeadlineKeeper(Protocol):
+    """Keeps the deadlines of waiting completions (the node's ``calls.deadlines.Deadlines``)."""
+
+    @property
+    def running(self) -> bool:
+        """Whether the keeper's task runs (else a wait bounds itself)."""
+        ...
+
+    def add(self, deadline: float, completion: Completion, what: str) -> None:
+        """Fail ``completion`` with DeadlineExceeded at ``deadline`` unless answered first."""
+        ...
 
 
 class Completion:
@@ -69,13 +87,13 @@ class Completion:
         return trio.lowlevel.Abort.SUCCEEDED
 
     async def wait(self, deadline: float, what: str,
-                   deadlines: Deadlines | None = None) -> object:
+                   deadlines: DeadlineKeeper | None = None) -> object:
         """Return the value (or raise the error) once set; DeadlineExceeded at ``deadline``.
 
         A deadline that passes first completes the slot with the DeadlineExceeded it
         raises, so a late reply is dropped rather than delivered twice. Only one task
         may wait. With the node's running ``deadlines`` the deadline is kept there
-        (no cancel scope per wait, see ``._deadlines``); otherwise a scope bounds it.
+        (no cancel scope per wait, see ``calls.deadlines``); otherwise a scope bounds it.
         """
         if self._waiter is not None:
             raise RuntimeError("a Completion is awaited by one task only")

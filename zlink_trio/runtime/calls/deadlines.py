@@ -34,23 +34,16 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
-from zlink_trio.core.errors import DeadlineExceeded, Unavailable
+from zlink_trio.core.errors import Unavailable
+from zlink_trio.runtime.calls.completion import deadline_exceeded
 
 if TYPE_CHECKING:
     from zlink_trio.runtime.calls.completion import Completion
 
-__all__ = ("COMPACT_AT", "Deadlines", "deadline_exceeded")
+__all__ = ("COMPACT_AT", "Deadlines")
 
 #: The heap is compacted only above this many entries.
 COMPACT_AT: Final = 1_024
-
-
-def deadline_exceeded(what: str) -> DeadlineExceeded:
-    """The error a wait that reached its deadline ends with."""
-    return DeadlineExceeded(
-        f"{what} did not complete before its deadline; it may or may not have run. "
-        "Use a longer .timeout() or check the Spot's state before retrying"
-    )
 
 
 class Deadlines:

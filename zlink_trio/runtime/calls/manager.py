@@ -23,14 +23,15 @@ from zlink_trio.core.identity import (
 from zlink_trio.core.records import AuthorityState, SpotRef
 from zlink_trio.runtime.calls.builders import OnceBuilder
 from zlink_trio.runtime.coordinators.close import close_user_spot
-from zlink_trio.runtime.coordinators.create import CreateResult, create_user_spot
+from zlink_trio.runtime.coordinators.create import create_user_spot
 from zlink_trio.runtime.options import check_timeout
 
 if TYPE_CHECKING:
     from collections.abc import Generator
     from typing import Self
 
-    from zlink_trio.runtime.state import NodeRuntime
+    from zlink_trio.runtime.coordinators.create_operation import CreateResult
+    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
 
 __all__ = ("CreateCall", "GetOrCreateCall", "SpotManager")
 

@@ -71,10 +71,10 @@ if TYPE_CHECKING:
 
     from zlink_trio.core.records import ReservationFence, RootReceipt
     from zlink_trio.runtime.calls.completion import Completion
+    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.runtime.declaration.handlers import HandlerInfo
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.catalog import Attempt
-    from zlink_trio.runtime.state import NodeRuntime
     from zlink_trio.store._combined import CombinedTransactions
 
 __all__ = ("ENVELOPE_FORMAT", "ActivationJob", "encode_envelope", "run_activation")

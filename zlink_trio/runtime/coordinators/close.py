@@ -44,8 +44,8 @@ from zlink_trio.wire.frames import CloseOutcome, Failure, UserSpotClose
 
 if TYPE_CHECKING:
     from zlink_trio.core.records import AuthorityRecord
+    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.runtime.incarnation.host import Host
-    from zlink_trio.runtime.state import NodeRuntime
     from zlink_trio.wire.frames import Outcome
 
 __all__ = ("close_user_spot", "serve_remote_close")

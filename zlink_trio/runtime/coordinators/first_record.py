@@ -31,7 +31,7 @@ from zlink_trio.store._combined import combined_of
 
 if TYPE_CHECKING:
     from zlink_trio.core.records import RootReceipt
-    from zlink_trio.runtime.state import NodeRuntime
+    from zlink_trio.runtime.state import NodeState
 
 __all__ = ("FirstRecord", "drop_recovery", "record_first_completion")
 
@@ -52,7 +52,7 @@ class FirstRecord:
         return self.state == "activated"
 
 
-async def record_first_completion(rt: NodeRuntime, spot_id: str, generation: int,
+async def record_first_completion(rt: NodeState, spot_id: str, generation: int,
                                   first: FirstRecord) -> None:
     """Cursor, pointer CAS, then the root; idempotent on retry (06 §4.1 step 12).
 
@@ -88,7 +88,7 @@ async def record_first_completion(rt: NodeRuntime, spot_id: str, generation: int
         LOGGER.warning("Spot %r: activation recovery cleanup failed: %s", spot_id, exc)
 
 
-async def drop_recovery(rt: NodeRuntime, spot_id: str, generation: int,
+async def drop_recovery(rt: NodeState, spot_id: str, generation: int,
                         first: FirstRecord | None) -> None:
     """At close, after Release: drop the inbox, and the root if it is still there."""
     await rt.store.relocation.inbox_drop(spot_id, generation)
@@ -96,7 +96,7 @@ async def drop_recovery(rt: NodeRuntime, spot_id: str, generation: int,
         await rt.store.relocation.delete_root(first.receipt)
 
 
-async def _remove_pointer(rt: NodeRuntime, spot_id: str, generation: int,
+async def _remove_pointer(rt: NodeState, spot_id: str, generation: int,
                           version: int) -> None:
     location = rt.store.location
     try:

@@ -43,7 +43,7 @@ from zlink_trio.runtime.charts import NODE, step
 from zlink_trio.runtime.state import LOGGER
 
 if TYPE_CHECKING:
-    from zlink_trio.runtime.state import NodeRuntime
+    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
 
 __all__ = ("keep_lease", "lose_lease", "wait_stopped")
 

@@ -59,9 +59,9 @@ from zlink_trio.runtime.state import LOGGER
 
 if TYPE_CHECKING:
     from zlink_trio.core.records import AuthorityRecord, RootReceipt
+    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.runtime.declaration.handlers import HandlerInfo
     from zlink_trio.runtime.declaration.spot_types import SpotType
-    from zlink_trio.runtime.state import NodeRuntime
 
 __all__ = ("recover_orphans",)
 

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from zlink_trio.runtime.incarnation.host import Host
-    from zlink_trio.runtime.state import NodeRuntime
+    from zlink_trio.runtime.state import NodeState
 
 __all__ = ("Attempt", "Catalog")
 
@@ -64,7 +64,7 @@ class Attempt:
 class Catalog:
     """Local incarnations and creation attempts of one node; owns their nursery."""
 
-    def __init__(self, rt: NodeRuntime, nursery: trio.Nursery) -> None:
+    def __init__(self, rt: NodeState, nursery: trio.Nursery) -> None:
         self.rt = rt
         self._nursery = nursery
         self.hosts: dict[str, Host] = {}
@@ -98,6 +98,7 @@ class Catalog:
         """Add a Ready host and its route, synchronously (09 §3). Idempotent."""
         rt = self.rt
         self.hosts[host.spot_id] = host
+        host.registration = self
         rt.route_cache.put(CachedRoute(
             spot_id=host.spot_id, object_generation=host.generation, mesh=host.mesh,
             node_rid=rt.node_rid, kind=host.spot_type.kind,

@@ -10,7 +10,7 @@ for its incarnation: once the incarnation is closing, new timers are refused.
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from zlink_trio.core.errors import InvalidOperation
 from zlink_trio.core.identity import SpotKind
@@ -21,9 +21,56 @@ if TYPE_CHECKING:
 
     from zlink_trio.core.timers import TimerId
     from zlink_trio.runtime.calls.client import SpotClient
-    from zlink_trio.runtime.incarnation.host import Host
+    from zlink_trio.runtime.declaration.spot_types import SpotType
+    from zlink_trio.runtime.state import NodeState
 
-__all__ = ("SpotContext", "TimerHandle")
+__all__ = ("ContextHost", "SpotContext", "TimerHandle")
+
+
+class ContextHost(Protocol):
+    """What a context reads from and asks of its incarnation (the node's ``Host``)."""
+
+    @property
+    def rt(self) -> NodeState:
+        """The node the incarnation runs on."""
+        ...
+
+    @property
+    def spot_type(self) -> SpotType:
+        """The incarnation's Spot type."""
+        ...
+
+    @property
+    def spot_id(self) -> str:
+        """The global Spot ID."""
+        ...
+
+    @property
+    def generation(self) -> int:
+        """The incarnation's ObjectGeneration."""
+        ...
+
+    @property
+    def mesh(self) -> str:
+        """The Mesh the incarnation lives in."""
+        ...
+
+    def has_timer(self, timer_id: TimerId) -> bool:
+        """Whether ``timer_id`` is still registered."""
+        ...
+
+    def add_timer(self, delay: float, callback: Callable[[], Awaitable[object]],
+                  period: float | None) -> TimerId:
+        """Register a timer; see :meth:`SpotContext.start_timer`."""
+        ...
+
+    def cancel_timer(self, timer_id: TimerId) -> bool:
+        """Unregister a timer; ``True`` if it was registered."""
+        ...
+
+    def request_self_close(self) -> None:
+        """Begin the close after the current turn."""
+        ...
 
 
 class TimerHandle:
@@ -31,14 +78,14 @@ class TimerHandle:
 
     __slots__ = ("_host", "_timer_id")
 
-    def __init__(self, host: Host, timer_id: TimerId) -> None:
+    def __init__(self, host: ContextHost, timer_id: TimerId) -> None:
         self._host = host
         self._timer_id = timer_id
 
     @property
     def active(self) -> bool:
         """Whether the timer is still registered (a fired one-shot or cancelled timer is not)."""
-        return self._timer_id in self._host.timers
+        return self._host.has_timer(self._timer_id)
 
     def cancel(self) -> bool:
         """Unregister the timer; ``True`` if it was registered. Idempotent, never raises.
@@ -53,7 +100,7 @@ class SpotContext:
 
     __slots__ = ("_host",)
 
-    def __init__(self, host: Host) -> None:
+    def __init__(self, host: ContextHost) -> None:
         self._host = host
 
     @property

@@ -33,7 +33,7 @@ restored first record of a cold activation, which is durable and always runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
 import trio
@@ -74,9 +74,16 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.calls.completion import Completion
     from zlink_trio.runtime.declaration.handlers import HandlerInfo
     from zlink_trio.runtime.declaration.spot_types import SpotType
-    from zlink_trio.runtime.state import NodeRuntime
+    from zlink_trio.runtime.state import NodeState
 
-__all__ = ("Host", "MessageWork")
+__all__ = ("Host", "MessageWork", "Registration")
+
+
+class Registration(Protocol):
+    """Where a Ready host is registered (the node's catalog): it leaves it when released."""
+
+    def remove(self, host: Host) -> None:
+        """Drop ``host`` if it is still the registered incarnation of its ID."""
 
 
 @attrs.define(eq=False)
@@ -96,7 +103,7 @@ Work = MessageWork | TimerWork
 class Host:
     """One local incarnation of a Spot; see the module docstring."""
 
-    def __init__(self, rt: NodeRuntime, spot_type: SpotType, spot_id: str, generation: int,
+    def __init__(self, rt: NodeState, spot_type: SpotType, spot_id: str, generation: int,
                  mesh: str) -> None:
         self.rt: Final = rt
         self.spot_type: Final = spot_type
@@ -119,6 +126,8 @@ class Host:
         self._first: FirstRecord | None = None
         #: The node lost its lease: finish without any store write.
         self.ownership_lost = False
+        #: The catalog that registered this host (set by ``Catalog.register``).
+        self.registration: Registration | None = None
         self._cleanup_started = False
         self.last_work_finished_at = trio.current_time()
 
@@ -225,6 +234,10 @@ class Host:
         """Unregister a timer; ``True`` if it was registered."""
         return self.timers.cancel(timer_id)
 
+    def has_timer(self, timer_id: TimerId) -> bool:
+        """Whether ``timer_id`` is still registered (a fired one-shot is not)."""
+        return timer_id in self.timers
+
     def _fire_due_timers(self) -> None:
         if self.state != "serving":
             return
@@ -299,7 +312,8 @@ class Host:
         if not self.ownership_lost and fence is not None:
             await self._bounded("Release", lambda: self.rt.store.location.release(fence))
         # Same continuation: the catalog entry and the cached route go together.
-        self.rt.catalog.remove(self)
+        if self.registration is not None:
+            self.registration.remove(self)
         self.rt.route_cache.invalidate(self.spot_id)
         self.state = step(INCARNATION, self.state, "dispose")
         self.finished.set()

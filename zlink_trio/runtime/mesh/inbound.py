@@ -40,9 +40,10 @@ import trio
 from zlink_trio.core.errors import DeadlineExceeded, StaleRoute, Unavailable, ZLinkError
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.runtime.calls.completion import Completion
+from zlink_trio.runtime.calls.delivery import SEND, Delivery, Intent
 from zlink_trio.runtime.coordinators.activation import ActivationJob, run_activation
 from zlink_trio.runtime.coordinators.close import serve_remote_close
-from zlink_trio.runtime.coordinators.routing import SEND, Delivery, Intent, deliver
+from zlink_trio.runtime.coordinators.routing import deliver
 from zlink_trio.runtime.incarnation.host import MessageWork
 from zlink_trio.runtime.mesh.peers import from_wall_ms
 from zlink_trio.runtime.mesh.remote_create import serve_remote_create
@@ -62,10 +63,10 @@ from zlink_trio.wire.frames import (
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.runtime.declaration.handlers import HandlerInfo
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.catalog import Attempt
-    from zlink_trio.runtime.state import NodeRuntime
     from zlink_trio.transport import Link
     from zlink_trio.wire.frames import Outcome
 

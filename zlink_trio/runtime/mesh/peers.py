@@ -6,9 +6,9 @@ Theory of operation
 directory of the Mesh:
 
 * **Directory.** A peer is a live descriptor claim in the Location Store.  The claims
-  read last (``NodeRuntime.placement_claims``, shared with placement) are reused for
-  :func:`~._resolve.placement_max_age`; an owner fence the cached claims do not know
-  -- another lifecycle, an expired lease -- triggers one fresh read before it is
+  read last (``NodeState.placement_claims``, shared with placement) are reused for
+  ``options.placement_max_age``; an owner fence the cached claims do not know --
+  another lifecycle, an expired lease -- triggers one fresh read before it is
   refused.  An owner whose claim is gone or whose lease ran out is :class:`Unavailable`
   and nothing is sent (06 §9: an expired owner admits no new message).  The Spot is
   *not* recreated elsewhere: its authority stays in the store until the owner's NodeId
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.identity import NodeRid
     from zlink_trio.core.records import OwnerFence
     from zlink_trio.core.route_cache import CachedRoute
-    from zlink_trio.runtime.state import NodeRuntime
+    from zlink_trio.runtime.state import NodeState
     from zlink_trio.transport import Link, MeshTransport
     from zlink_trio.wire.frames import SpotMessage, UserSpotClose, UserSpotCreate
     from zlink_trio.wire.handshake import PeerIdentity
@@ -85,7 +85,7 @@ class Pending:
 class Peers:
     """Directory, links and pending replies of one node; see the module docstring."""
 
-    def __init__(self, rt: NodeRuntime, inbound: Callable[[Link, InboundFrame], None]) -> None:
+    def __init__(self, rt: NodeState, inbound: Callable[[Link, InboundFrame], None]) -> None:
         self._rt = rt
         self._inbound = inbound
         self.transport: MeshTransport | None = None
@@ -110,10 +110,9 @@ class Peers:
         return claims
 
     def _cached_claim(self, owner: OwnerFence) -> NodeClaim | None:
-        from zlink_trio.runtime.coordinators.routing import placement_max_age  # import cycle
-
         seen = self._rt.placement_claims
-        if seen is None or not 0 <= self._rt.now() - seen[0] < placement_max_age(self._rt):
+        max_age = self._rt.options.placement_max_age
+        if seen is None or not 0 <= self._rt.now() - seen[0] < max_age:
             return None
         return _matching(seen[1], owner, self._rt.now())
 

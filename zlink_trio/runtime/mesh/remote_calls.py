@@ -48,8 +48,8 @@ from zlink_trio.wire.frames import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from zlink_trio.runtime.coordinators.routing import Delivery
-    from zlink_trio.runtime.state import NodeRuntime
+    from zlink_trio.runtime.calls.delivery import Delivery
+    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.transport import Link
     from zlink_trio.wire.frames import Frame
 
@@ -130,7 +130,7 @@ def send_spot_message(rt: NodeRuntime, call: Delivery, link: Link,
         correlation = rt.peers.expect_reply(link, call.deadline, _completer(rt, call),
                                             completion.set_error)
     frame = SpotMessage(
-        route=route, operation_id=operation_number(call.operation_id(rt)),
+        route=route, operation_id=operation_number(call.operation_id(rt.new_uuid4)),
         reply_correlation=correlation,
         deadline_ms=wall_ms(call.deadline), source=rt.owner, source_spot_id=None,
         metadata=None, payload=_encoded(rt, call))

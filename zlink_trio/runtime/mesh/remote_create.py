@@ -23,9 +23,10 @@ Target (:func:`serve_remote_create`): verifies the frame's target lifecycle is t
 reads the Creating record **from the store** and checks every fence field against it and
 the creation intent's root (SHA-256 and size are checked by the store), decodes the
 request, and runs the same factory / CommitReady / AbortCreating code as a local create
-(:func:`._create.build_reserved`).  The operation's terminal reply is kept for a while
-(:class:`._retained.RetainedResults`), so a redelivery of the same operation ID gets the same reply
-and never a second factory run.
+(:func:`~zlink_trio.runtime.coordinators.create_operation.build_reserved`).  The
+operation's terminal reply is kept for a while (:class:`.retained.RetainedResults`),
+so a redelivery of the same operation ID gets the same reply and never a second
+factory run.
 """
 
 from __future__ import annotations
@@ -48,11 +49,11 @@ from zlink_trio.core.errors import (
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityState, OwnerFence
 from zlink_trio.runtime.charts import CREATE, step
-from zlink_trio.runtime.coordinators.create import (
+from zlink_trio.runtime.coordinators.create_operation import (
+    CreateOperation,
     CreateResult,
     CreateState,
     Reserved,
-    _Op,
     build_reserved,
     reserve,
 )
@@ -73,7 +74,7 @@ from zlink_trio.wire.frames import (
 if TYPE_CHECKING:
     from zlink_trio.core.placement import PlacementCandidate
     from zlink_trio.core.records import AuthorityRecord, ReservationFence, RootReceipt
-    from zlink_trio.runtime.state import NodeRuntime
+    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.wire.frames import Outcome
 
 __all__ = ("compete_remote", "serve_remote_create")
@@ -86,7 +87,7 @@ _STATES: Final = {WireCreateState.CREATED: CreateState.CREATED,
 # --------------------------------------------------------------------------- source
 
 
-async def compete_remote(op: _Op, data: bytes, mesh: str, node: PlacementCandidate
+async def compete_remote(op: CreateOperation, data: bytes, mesh: str, node: PlacementCandidate
                          ) -> CreateResult | None:
     """Reserve for ``node`` and have it build the Spot (see the module docstring)."""
     rt = op.rt
@@ -134,7 +135,7 @@ async def compete_remote(op: _Op, data: bytes, mesh: str, node: PlacementCandida
     return _result(op, reply)
 
 
-def _result(op: _Op, reply: Reply) -> CreateResult:
+def _result(op: CreateOperation, reply: Reply) -> CreateResult:
     outcome = reply.outcome
     if not isinstance(outcome, CreateOutcome) or outcome.state is WireCreateState.EXISTING:
         raise RemoteProtocolError(
@@ -223,7 +224,7 @@ async def _create_here(rt: NodeRuntime, frame: UserSpotCreate) -> CreateOutcome:
     assert record.creation_intent is not None
     receipt = record.creation_intent.receipt()
     request = _request(rt, await rt.store.relocation.get_root(receipt), frame)
-    op = _Op(rt, frame.spot_id, spot_type.stable_type, request, None,
+    op = CreateOperation(rt, frame.spot_id, spot_type.stable_type, request, None,
              from_wall_ms(frame.deadline_ms), False, state="running_factory",
              op_id=f"{frame.operation_id:016x}")
     with trio.move_on_at(op.deadline) as scope:

@@ -1,0 +1,112 @@
+"""One direct call on its way to a Spot, and the router the client hands it to.
+
+A ``send`` or ``request`` becomes one :class:`Delivery` when it is awaited: the Spot
+ID, the message (and its encoding, reused if the call leaves the node), the Instance
+intent, the reply class the caller asked for, the completion its reply arrives in and
+the call's one deadline.  The client builds nothing else and decides nothing about
+where the Spot lives: it hands the delivery to the node's :class:`Router`
+(:class:`~zlink_trio.runtime.coordinators.routing.CallRouter`), which resolves the
+ID, admits the message and waits for the reply.  That protocol is all the calls wing
+knows of the coordinators, so ``SpotClient`` -- which every Spot reaches through
+``ctx.client`` -- imports nothing that imports a Spot host.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final, Protocol
+
+import attrs
+
+from zlink_trio.core.errors import TypeMismatch
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from zlink_trio.runtime.calls.completion import Completion
+    from zlink_trio.runtime.declaration.handlers import HandlerInfo
+    from zlink_trio.runtime.declaration.spot_types import SpotType
+    from zlink_trio.wire.codec import EncodedMessage
+
+__all__ = ("SEND", "Delivery", "Intent", "Router", "handler_for")
+
+#: ``reply`` value meaning "a one-way send: do not check the reply type".
+SEND: Final = object()
+
+
+@attrs.frozen
+class Intent:
+    """Instance intent of a call: the optional stable type and initial Mesh."""
+
+    stable_type: str | None
+    mesh: str | None
+
+
+@attrs.define(eq=False)
+class Delivery:
+    """One direct call on its way to a Spot queue."""
+
+    spot_id: str
+    msg: object
+    size: int
+    intent: Intent | None
+    #: Where the reply goes: ``None`` for a one-way send.
+    completion: Completion | None
+    #: The reply class the request asked for (``None`` for a handler that replies
+    #: nothing), or :data:`SEND` for a one-way send / a relayed call.
+    reply: object
+    deadline: float
+    #: The operation ID: drawn on first use (:meth:`operation_id`), since a call served
+    #: on this node by a Ready Spot never needs one.
+    op_id: str
+    #: The message as the codec encoded it (reused when it goes to another node).
+    encoded: EncodedMessage | None = None
+
+    def operation_id(self, new_id: Callable[[], str]) -> str:
+        """The call's operation ID, drawn with ``new_id`` the first time it is needed."""
+        if not self.op_id:
+            self.op_id = new_id()
+        return self.op_id
+
+
+def handler_for(spot_type: SpotType, call: Delivery) -> HandlerInfo:
+    """The handler of ``call``'s message; TypeMismatch unless its reply is what was asked.
+
+    The one reply-type check of every call, local or remote: a one-way send (``SEND``)
+    accepts any reply; a request must ask for exactly the declared reply class.
+    """
+    info = spot_type.handlers.find(type(call.msg))
+    if call.reply is not SEND and info.reply_type is not call.reply:
+        declared = "None" if info.reply_type is None else info.reply_type.__qualname__
+        asked = "None" if call.reply is None else getattr(call.reply, "__qualname__",
+                                                          call.reply)
+        raise TypeMismatch(
+            f"handler {spot_type.cls.__qualname__}.{info.name} of {spot_type.stable_type!r} "
+            f"replies {declared}, but the request asked for reply={asked}; pass "
+            f"reply={declared}"
+        )
+    return info
+
+
+class Router(Protocol):
+    """How a client hands its calls to the node (``coordinators.routing.CallRouter``)."""
+
+    def delivery(self, spot_id: str, msg: object, *, intent: Intent | None, reply: object,
+                 request: bool, timeout: float | None) -> Delivery:
+        """The call as one :class:`Delivery` (encoded, with its deadline fixed now).
+
+        Raises Unavailable on a node that lost its lease, InvalidOperation for a
+        message the codec cannot encode.
+        """
+        ...
+
+    async def submit(self, call: Delivery, what: str) -> None:
+        """Resolve the Spot and admit the message; returns at admission.
+
+        Raises what resolving raises (NotFound, TypeMismatch, StaleRoute, Unavailable,
+        CapacityExceeded, ...) and DeadlineExceeded when the deadline passes first.
+        """
+        ...
+
+    async def reply(self, call: Delivery) -> object:
+        """Wait for the reply of an admitted request (or its typed error)."""
+        ...

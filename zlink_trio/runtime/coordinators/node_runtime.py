@@ -1,0 +1,35 @@
+"""``NodeRuntime``: a node's state together with its catalog and mesh peers.
+
+The coordinators (routing, placement, activation, create, close, recovery, lease) and
+the mesh handlers that call them take a :class:`NodeRuntime` as their first argument.
+It is the node's :class:`~zlink_trio.runtime.state.NodeState` -- identity, options,
+store, caches, lease -- plus the two collaborators ``open_node`` binds once they
+exist: the :class:`~zlink_trio.runtime.incarnation.catalog.Catalog` (it needs the
+node's nursery) and the :class:`~zlink_trio.runtime.mesh.peers.Peers` (they need the
+runtime they serve).  Hosts, the catalog and the peers themselves only see the
+``NodeState`` they were given, so nothing below the coordinators imports them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import attrs
+
+from zlink_trio.runtime.state import NodeState
+
+if TYPE_CHECKING:
+    from zlink_trio.runtime.incarnation.catalog import Catalog
+    from zlink_trio.runtime.mesh.peers import Peers
+
+__all__ = ("NodeRuntime",)
+
+
+@attrs.define(eq=False)
+class NodeRuntime(NodeState):
+    """One node's state, catalog and peers (one per ``open_node``)."""
+
+    #: Local incarnations and creation attempts; owns their nurseries.
+    catalog: Catalog = attrs.field(init=False)
+    #: The mesh: directory, links and pending replies.
+    peers: Peers = attrs.field(init=False)

@@ -1,0 +1,187 @@
+"""Cold activation, source side: where a Missing Instance Spot is placed (06 §4.1 steps 4-8).
+
+Theory of operation
+-------------------
+When a call with Instance intent finds its Spot Missing, :func:`place_and_start`
+selects the Mesh, the stable type and a node with ``core.placement`` from the live
+descriptor claims, then hands the activation envelope to the chosen target -- this
+node as a catalog job (:mod:`.activation`), another node as command 39 route kind 2
+(:func:`_send_envelope`; the source reserves nothing).  Capacity is still checked by
+Reserve on the target.
+
+Reading every live claim for every first message would make placement a store read
+per activation, so the claims read last are reused for
+:attr:`~zlink_trio.runtime.options.NodeOptions.placement_max_age` (1 s by default) --
+but only when they place the Spot on this node.  Any other outcome (another node, no
+Mesh, no type, no capacity) is decided on a fresh ``descriptors`` read, so a node
+that left or joined is never acted on from a stale list.  :func:`candidates` is the
+fresh read User Spot creation uses.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from zlink_trio.core.errors import NotFound, Unavailable, ZLinkError
+from zlink_trio.core.identity import SpotKind
+from zlink_trio.core.placement import (
+    PlacementCandidate,
+    Role,
+    choose_node,
+    eligible_nodes,
+    select_instance_type,
+    select_mesh,
+)
+from zlink_trio.core.records import OwnerFence
+from zlink_trio.runtime.calls.delivery import handler_for
+from zlink_trio.runtime.charts import COLD, step
+from zlink_trio.runtime.coordinators.activation import ActivationJob, run_activation
+from zlink_trio.runtime.mesh.remote_calls import send_spot_message
+from zlink_trio.wire.frames import ActivationRoute
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from zlink_trio.core.descriptor import NodeClaim
+    from zlink_trio.runtime.calls.delivery import Delivery, Intent
+    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
+
+__all__ = ("candidates", "place_and_start")
+
+
+def _recent_claims(rt: NodeRuntime) -> list[NodeClaim] | None:
+    """The live claims placement read last, if that read is recent; else ``None``.
+
+    A reused list drops the claims whose lease has run out since (this node's own
+    claim is renewed by its lease keeper, so it stays); a claim added or removed since
+    is missed for at most ``options.placement_max_age``, which is why a reused list is
+    only ever acted on when it places the Spot on this node (:func:`place_and_start`).
+    """
+    seen = rt.placement_claims
+    if seen is None:
+        return None
+    now = rt.now()
+    if not 0 <= now - seen[0] < rt.options.placement_max_age:
+        return None
+    return [c for c in seen[1]
+            if c.lease_expires_at > now or c.descriptor.node_rid == rt.node_rid]
+
+
+async def _read_claims(rt: NodeRuntime) -> list[NodeClaim]:
+    """The live claims, read from the store now (and remembered for placement)."""
+    now = rt.now()
+    claims = await rt.store.location.descriptors(now=now)
+    rt.placement_claims = (now, claims)
+    return claims
+
+
+def _candidates(rt: NodeRuntime, claims: list[NodeClaim]) -> list[PlacementCandidate]:
+    result = []
+    for claim in claims:
+        descriptor = claim.descriptor
+        own = descriptor.node_rid == rt.node_rid
+        result.append(PlacementCandidate(
+            mesh=descriptor.mesh, node_rid=descriptor.node_rid, roles=descriptor.roles,
+            served_types=descriptor.served_types,
+            active=len(rt.catalog.hosts) if own else 0,
+            pending=rt.catalog.pending if own else 0,
+            capacity=descriptor.capacity,
+            active_object_ceiling=rt.options.active_object_ceiling if own else None,
+            weight=descriptor.placement_weight,
+            serving=rt.serving if own else True,
+        ))
+    return result
+
+
+async def candidates(rt: NodeRuntime) -> list[PlacementCandidate]:
+    """Placement candidates from a fresh read of the live descriptors; this node with its
+    own load."""
+    return _candidates(rt, await _read_claims(rt))
+
+
+def _place(rt: NodeRuntime, intent: Intent, found: list[PlacementCandidate],
+           state: str) -> tuple[str, str, str, PlacementCandidate]:
+    """Mesh, stable type and node from ``found`` (06 §4.1 steps 4-7): state, mesh, type, node."""
+    try:
+        mesh = select_mesh(found, intent.mesh)
+    except NotFound:
+        step(COLD, state, "mesh_not_found")
+        raise
+    state = step(COLD, state, "mesh_selected")
+    try:
+        stable_type = select_instance_type(found, mesh, intent.stable_type)
+    except NotFound:
+        step(COLD, state, "type_not_provided")
+        raise
+    state = step(COLD, state, "type_selected")
+    eligible = eligible_nodes(found, mesh, stable_type, SpotKind.INSTANCE)
+    return state, mesh, stable_type, choose_node(eligible, rt.random)
+
+
+def _is_local_server(rt: NodeRuntime, node: PlacementCandidate) -> bool:
+    return node.node_rid == rt.node_rid and Role.OBJECT_SERVER in node.roles
+
+
+async def place_and_start(rt: NodeRuntime, call: Delivery, *,
+                          redeliver: Callable[[], Awaitable[None]]) -> bool:
+    """Source side of cold activation (06 §4.1 steps 4-8); ``False``: resolve again.
+
+    ``True`` once the envelope was accepted by its target: this node's catalog (a
+    local activation job) or another node's link (command 39 route kind 2).
+    ``redeliver`` hands the first message back to the resolver when another attempt
+    turns out to own the ID.
+    """
+    intent = call.intent
+    assert intent is not None
+    initial = step(COLD, COLD.initial, "found_missing_with_intent")
+    placed = None
+    recent = _recent_claims(rt)
+    if recent is not None:
+        # A recent read is used only when it places the Spot here; any other outcome
+        # (another node, no mesh, no type, no capacity) is decided on a fresh read.
+        try:
+            placed = _place(rt, intent, _candidates(rt, recent), initial)
+        except ZLinkError:
+            placed = None
+        if placed is not None and not _is_local_server(rt, placed[3]):
+            placed = None
+    if placed is None:
+        found = _candidates(rt, await _read_claims(rt))
+        placed = _place(rt, intent, found, initial)
+    state, mesh, stable_type, node = placed
+    if not _is_local_server(rt, node):
+        await _send_envelope(rt, call, state, mesh, stable_type, node)
+        return True
+    spot_type = rt.registry.lookup(stable_type, SpotKind.INSTANCE)
+    info = handler_for(spot_type, call)
+    state = step(COLD, state, "capacity_available")
+    attempt = rt.catalog.begin_attempt(call.spot_id)
+    if attempt is None:
+        await rt.catalog.attempts[call.spot_id].done.wait()
+        return False
+    job = ActivationJob(rt=rt, attempt=attempt, spot_type=spot_type, info=info, mesh=mesh,
+                        spot_id=call.spot_id, msg=call.msg, size=call.size,
+                        completion=call.completion, deadline=call.deadline,
+                        op_id=call.operation_id(rt.new_uuid4),
+                        state=step(COLD, state, "envelope_accepted"),
+                        redeliver=redeliver, source_saw_missing=True)
+    rt.catalog.start_job(lambda: run_activation(job))
+    return True
+
+
+async def _send_envelope(rt: NodeRuntime, call: Delivery, state: str, mesh: str,
+                         stable_type: str, node: PlacementCandidate) -> None:
+    """06 §4.1 step 8 to another node: command 39 route kind 2; nothing is reserved here."""
+    claim = rt.peers.claim_by_rid(node.node_rid)
+    if claim is None:
+        raise Unavailable(f"node {node.node_rid} left the mesh while Spot {call.spot_id!r} was "
+                          "being placed on it; nothing was created. Send a new call")
+    known = rt.registry.get(stable_type)
+    if known is not None:  # this node knows the type too: check the reply before sending
+        handler_for(known, call)
+    state = step(COLD, state, "capacity_available")
+    link = await rt.peers.link_to(claim)
+    send_spot_message(rt, call, link, ActivationRoute(
+        target_mesh=mesh, target=OwnerFence(node.node_rid, claim.lifecycle_generation),
+        spot_id=call.spot_id, stable_type=stable_type, descriptor_version=claim.store_version))
+    step(COLD, state, "envelope_accepted")  # the target goes on from checking_target_owner
