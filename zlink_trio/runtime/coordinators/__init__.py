@@ -1,11 +1,22 @@
 """Coordinators: the operations that change a Spot's authority, one module each.
 
+They all take a :class:`~.node_runtime.NodeRuntime` (the node's state, catalog and
+peers) as their first argument and step the lifecycle charts through
+:mod:`zlink_trio.runtime.charts`.
+
 =====================  ==================================================================
-``routing``            resolve a Spot ID and admit a call (route cache, store, waiting)
+``node_runtime``       ``NodeRuntime``: ``NodeState`` plus the catalog and the mesh peers
+``routing``            resolve a Spot ID and admit a call (route cache, store, waiting);
+                       ``CallRouter``, the client's way in
+``placement``          cold activation, source side: Mesh, type and node; the envelope
 ``activation``         cold activation, target side (06 §4.1 steps 9-12)
 ``first_record``       the durable first record of a cold activation and its cleanup
-``create``             User Spot Create / GetOrCreate (06 §3)
-``close``              closing a User Spot incarnation (06 §7)
+``create``             User Spot Create / GetOrCreate (06 §3): resolve, place, compete
+``create_operation``   one creation: request root, Reserve, factory, commit or abort --
+                       shared with the remote create
+``close``              ``spots.close``: here or at the owner, under one deadline
+``close_operation``    closing one incarnation on this node (06 §7) -- shared with the
+                       target of a remote close
 ``recovery``           the startup scan: resume or abort what a dead lifecycle left
 ``lease``              keeping the node's lease, and stopping when it is lost
 ``crash_points``       ``ZLINK_CRASH_AT``: named steps where a test may kill the process

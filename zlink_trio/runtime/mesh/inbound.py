@@ -42,10 +42,10 @@ from zlink_trio.core.identity import SpotKind
 from zlink_trio.runtime.calls.completion import Completion
 from zlink_trio.runtime.calls.delivery import SEND, Delivery, Intent
 from zlink_trio.runtime.coordinators.activation import ActivationJob, run_activation
-from zlink_trio.runtime.coordinators.close import serve_remote_close
 from zlink_trio.runtime.coordinators.routing import deliver
 from zlink_trio.runtime.incarnation.host import MessageWork
 from zlink_trio.runtime.mesh.peers import from_wall_ms
+from zlink_trio.runtime.mesh.remote_close import serve_remote_close
 from zlink_trio.runtime.mesh.remote_create import serve_remote_create
 from zlink_trio.runtime.state import LOGGER
 from zlink_trio.wire.frames import (

@@ -1,0 +1,81 @@
+"""Closing a User Spot owned by another node: command 48 and its command 20 (06 §7.1).
+
+Source (:func:`close_remote`): the close found the Spot Ready on another live node, so
+it sends command 48 to that owner with the owner generation and StoreVersion it read,
+and the owner's command 20 is the result -- never a Location read.
+
+Target (:func:`serve_remote_close`): the frame's target lifecycle must be this one;
+the authority is read from the store and checked against the frame's generation,
+owner generation and StoreVersion before the Closing CAS, by the same local close as
+``spots.close`` (:func:`~zlink_trio.runtime.coordinators.close_operation.close_here`).
+The terminal outcome is retained per operation ID, so a redelivery gets the same
+answer and never a second close.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import trio
+
+from zlink_trio.core.errors import DeadlineExceeded, RemoteProtocolError, StaleRoute
+from zlink_trio.runtime.charts import CLOSE
+from zlink_trio.runtime.coordinators.close_operation import close_here
+from zlink_trio.runtime.mesh.peers import from_wall_ms, wall_ms
+from zlink_trio.runtime.mesh.remote_calls import operation_number, round_trip
+from zlink_trio.wire.frames import CloseOutcome, Failure, UserSpotClose
+
+if TYPE_CHECKING:
+    from zlink_trio.core.records import AuthorityRecord, SpotRef
+    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
+    from zlink_trio.wire.frames import Outcome
+
+__all__ = ("close_remote", "serve_remote_close")
+
+
+async def close_remote(rt: NodeRuntime, ref: SpotRef, record: AuthorityRecord,
+                       deadline: float) -> bool:
+    """Command 48 to the owner; its command 20 is the result (never a Location read)."""
+    link = await rt.peers.link_to_owner(record.owner, f"Spot {ref.spot_id!r}")
+    operation = operation_number(rt.new_uuid4())
+
+    def frame(correlation: int) -> UserSpotClose:
+        return UserSpotClose(
+            correlation=correlation, operation_id=operation, source=rt.owner, ref=ref,
+            target=record.owner, expected_owner_generation=record.owner_generation,
+            expected_store_version=record.store_version, deadline_ms=wall_ms(deadline))
+
+    reply = await round_trip(rt, link, deadline, frame, f"closing Spot {ref.spot_id!r}")
+    outcome = reply.outcome
+    if isinstance(outcome, Failure):
+        raise outcome.to_error()
+    if not isinstance(outcome, CloseOutcome):
+        raise RemoteProtocolError(f"the owner answered a close with {outcome!r}; the peer is "
+                                  "broken or speaks another protocol version")
+    return outcome.closed
+
+
+async def serve_remote_close(rt: NodeRuntime, frame: UserSpotClose) -> Outcome:
+    """Run command 48 here (06 §7.1): the terminal outcome, retained per operation ID.
+
+    The frame's target lifecycle must be this one; the authority is read from the store
+    and checked against the frame's generation, owner generation and StoreVersion before
+    the Closing CAS. A redelivery of the same operation gets the retained outcome.
+    """
+    async def run() -> Outcome:
+        rt.check_admission()
+        if frame.target != rt.owner:
+            raise StaleRoute(f"the close of Spot {frame.ref.spot_id!r} was addressed to "
+                             f"{frame.target}, not to this lifecycle ({rt.owner}); nothing "
+                             "was closed")
+        deadline = from_wall_ms(frame.deadline_ms)
+        expected = (frame.expected_owner_generation, frame.expected_store_version)
+        with trio.move_on_at(deadline):
+            return CloseOutcome(
+                closed=await close_here(rt, frame.ref, CLOSE.initial, deadline,
+                                        expected=expected))
+        raise DeadlineExceeded(f"closing Spot {frame.ref.spot_id!r} did not finish before "
+                               "its deadline; if it began, it still completes")
+
+    return await rt.peers.retained.run_once(
+        frame.source, frame.operation_id, f"the close of Spot {frame.ref.spot_id!r}", run)
