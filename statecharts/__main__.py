@@ -1,9 +1,11 @@
 """Command line: ``python -m statecharts render DIR`` and ``python -m statecharts check DIR``.
 
-``render`` writes one Markdown page per chart plus ``index.md`` into DIR.  ``check``
-renders in memory and exits with status 1, listing every file that is missing,
-extra or changed, when DIR differs from a fresh render (CI runs it on
-``docs/statecharts``).  Both are deterministic; see :mod:`statecharts.render`.
+``render`` writes one Markdown page per chart plus ``index.md`` into DIR, and the
+generated package of typed chart names, :mod:`statecharts.names`, into this package.
+``check`` renders both in memory and exits with status 1, listing every file that is
+missing, extra or changed, when DIR or the module differs from a fresh render (CI
+runs it on ``docs/statecharts``).  Both are deterministic; see
+:mod:`statecharts.render` and :mod:`statecharts.codegen`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from statecharts import render
+from statecharts import codegen, render
 
 __all__ = ("main",)
 
@@ -32,9 +34,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "render":
         written = render.write(directory)
-        print(f"wrote {len(written)} pages into {directory}")
+        names = codegen.write_names()
+        print(f"wrote {len(written)} pages into {directory} and the {names.name} package")
         return 0
-    problems = render.check(directory)
+    problems = render.check(directory) + codegen.check_names()
     if not problems:
         print(f"{directory}: statechart pages are up to date")
         return 0

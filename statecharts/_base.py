@@ -25,13 +25,17 @@ future edit from sneaking one in.  See DESIGN.md §2 and STYLE.md habit 3.
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from statemachine import StateChart
+from statemachine import State, StateChart
 from statemachine.callbacks import SpecReference
 from statemachine.factory import StateMachineMetaclass
 
-__all__ = ("StrictChart", "async_callbacks")
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+__all__ = ("StrictChart", "async_callbacks", "state_tags")
 
 _LIBRARY = frozenset({"statemachine", "typing", "builtins"})
 
@@ -75,6 +79,11 @@ def async_callbacks(chart_cls: type[StateChart[Any]]) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+def state_tags(**tags: tuple[State, ...]) -> Mapping[str, tuple[State, ...]]:
+    """A chart's ``tags``: tag name -> the states that answer it (read-only)."""
+    return MappingProxyType(tags)
+
+
 class _StrictChartMeta(StateMachineMetaclass):
     """Metaclass that refuses async callbacks once python-statemachine built the class."""
 
@@ -96,7 +105,14 @@ class StrictChart(StateChart[Any], metaclass=_StrictChartMeta):
     python-statemachine but refused by :func:`statecharts.compile`, which needs one
     target per ``(state, event)``; encode the distinction in the event name instead
     (``reserve_won`` / ``reserve_lost_creating``).
+
+    ``tags`` names the questions the runtime asks of a state, each answered by a set
+    of the chart's states (``tags = state_tags(admission_sealed=(closing, disposed))``):
+    declared once here, compiled into the table, generated into ``statecharts.names``
+    and rendered on the chart's page, so no runtime module compares state ids itself.
     """
 
     allow_event_without_transition = False
     catch_errors_as_events = False
+    #: Tag name -> the states that answer it (see the class docstring).
+    tags: ClassVar[Mapping[str, tuple[State, ...]]] = MappingProxyType({})

@@ -33,14 +33,13 @@ the runtime knows which case it observed from the store's answer.
 from __future__ import annotations
 
 import functools
+import keyword
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
-from statemachine import StateChart
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping
+from statemachine import State, StateChart
 
 __all__ = ("ChartNotCompilable", "TransitionTable", "UndefinedTransition", "compile")
 
@@ -77,7 +76,8 @@ class TransitionTable:
 
     ``states`` and ``events`` are sets of ids; ``state_order``/``event_order`` keep the
     chart's declaration order for rendering.  ``transitions`` maps ``(state, event)`` to
-    the target state id.  Instances are shared (compile is cached): never mutate them.
+    the target state id.  ``tags`` maps each tag the chart declares to its state ids
+    (``StrictChart.tags``).  Instances are shared (compile is cached): never mutate them.
     """
 
     name: str
@@ -89,6 +89,7 @@ class TransitionTable:
     state_order: tuple[str, ...]
     event_order: tuple[str, ...]
     _events_by_state: Mapping[str, tuple[str, ...]] = field(repr=False, compare=False)
+    tags: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
 
     def step(self, state: str, event: str) -> str:
         """Return the target of ``event`` from ``state``.
@@ -152,6 +153,7 @@ def _compile_cached(chart_cls: type[StateChart[Any]]) -> TransitionTable:
     if used != set(event_order):
         raise _refuse(name, f"events without transitions: {sorted(set(event_order) - used)}")
     return TransitionTable(
+        tags=_tags(chart_cls, name, frozenset(state_order)),
         name=name,
         states=frozenset(state_order),
         initial=chart_cls.initial_state.id,
@@ -162,6 +164,25 @@ def _compile_cached(chart_cls: type[StateChart[Any]]) -> TransitionTable:
         event_order=event_order,
         _events_by_state=MappingProxyType({s: tuple(e) for s, e in by_state.items()}),
     )
+
+
+def _tags(chart_cls: type[StateChart[Any]], name: str,
+          states: frozenset[str]) -> Mapping[str, frozenset[str]]:
+    """The chart's ``tags`` as state-id sets; refused unless each names its own states."""
+    declared = getattr(chart_cls, "tags", {})
+    if not isinstance(declared, Mapping):
+        raise _refuse(name, f"tags must be a mapping of tag name to states, got {declared!r}")
+    tags: dict[str, frozenset[str]] = {}
+    for tag, members in declared.items():
+        if not (isinstance(tag, str) and tag.isidentifier() and not keyword.iskeyword(tag)
+                and not tag.startswith("_")):
+            raise _refuse(name, f"tag {tag!r} is not a public Python identifier")
+        ids = {state.id for state in members if isinstance(state, State)}
+        if not ids or len(ids) != len(members) or not ids <= states:
+            raise _refuse(name, f"tag {tag!r} must name one or more states of the chart, "
+                                f"got {members!r}")
+        tags[tag] = frozenset(ids)
+    return MappingProxyType(tags)
 
 
 def _add(

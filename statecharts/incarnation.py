@@ -44,13 +44,21 @@ ownership.  The runtime keeps one state id per incarnation and steps it with
 
 An expired owner lease stops admission node-wide (``NodeLifecycle``), not per
 incarnation; it is therefore not an event here.
+
+Tags -- the questions the runtime asks of an incarnation's state:
+
+* ``admission_sealed`` (``closing``, ``disposed``) -- a new message is refused as
+  stale: the incarnation is closing or gone.
+* ``fires_timers`` (``serving``) -- due timer ticks are queued as turns.
+* ``task_running`` (``serving``, ``sealed``, ``closing``) -- the incarnation's task runs
+  and may hold accepted work: a lost lease must stop it.
 """
 
 from __future__ import annotations
 
 from statemachine import State
 
-from statecharts._base import StrictChart
+from statecharts._base import StrictChart, state_tags
 
 __all__ = ("Incarnation",)
 
@@ -76,3 +84,9 @@ class Incarnation(StrictChart):
     begin_close = serving.to(closing)
     begin_idle_eviction = serving.to(closing)
     dispose = closing.to(disposed)
+
+    tags = state_tags(
+        admission_sealed=(closing, disposed),
+        fires_timers=(serving,),
+        task_running=(serving, sealed, closing),
+    )

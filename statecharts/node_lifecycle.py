@@ -34,13 +34,19 @@ with ``compile(NodeLifecycle)``.
   admission and no location update.  ``stop`` -> ``stopped`` (final): the process
   ends without touching the store; a replacement lifecycle claims anew, and stale
   records are cleaned by the fenced owner cleanup.
+
+Tags -- the questions the runtime asks of the node's state:
+
+* ``admits_work`` (``serving``) -- new messages, creations and links are admitted.
+* ``lease_lost`` (``lease_lost``, ``stopped``) -- this lifecycle learned its lease is
+  gone: every call is Unavailable and nothing is written to the store.
 """
 
 from __future__ import annotations
 
 from statemachine import State
 
-from statecharts._base import StrictChart
+from statecharts._base import StrictChart, state_tags
 
 __all__ = ("NodeLifecycle",)
 
@@ -67,3 +73,8 @@ class NodeLifecycle(StrictChart):
     remove = draining.to(removed)
     lease_expired = lease_lost.from_(claimed, serving, draining)
     stop = lease_lost.to(stopped)
+
+    tags = state_tags(
+        admits_work=(serving,),
+        lease_lost=(lease_lost, stopped),
+    )

@@ -92,6 +92,13 @@ def render_page(chart: type[StrictChart]) -> str:
     for state in table.state_order:
         kind = "initial" if state == table.initial else "final" if table.is_final(state) else ""
         lines.append(f"| `{state}` | {kind} | {_ids(table.events_from(state))} |")
+    if table.tags:
+        lines += ["", "## Tags", "",
+                  "The questions the runtime asks of a state, answered by these states "
+                  "(`statecharts.names`).", "", "| Tag | States |", "| --- | --- |"]
+        for tag in sorted(table.tags):
+            members = [s for s in table.state_order if s in table.tags[tag]]
+            lines.append(f"| `{tag}` | {_ids(members)} |")
     lines += ["", "## Transitions", "", "| From | Event | To |", "| --- | --- | --- |"]
     for state in table.state_order:
         for event in table.events_from(state):

@@ -58,13 +58,18 @@ barrier.  Each store answer is its own event, so the chart has no guards.
 
 Final states map one-to-one to the terminal result: ``existing`` / ``created`` /
 ``rejected`` are ``CreateState`` values; the others are the error of the same name.
+
+Tags -- the questions the runtime asks of an operation's state:
+
+* ``reads_authority`` (``resolving``, ``waiting_on_creating``) -- the operation reads
+  the store's current authority next and decides from what it finds.
 """
 
 from __future__ import annotations
 
 from statemachine import State
 
-from statecharts._base import StrictChart
+from statecharts._base import StrictChart, state_tags
 
 __all__ = ("UserCreate",)
 
@@ -137,3 +142,7 @@ class UserCreate(StrictChart):
     deadline_expired = deadline_exceeded.from_(
         resolving, waiting_on_creating, selecting_placement
     ) | running_factory.to(aborting_expired_creation)
+
+    tags = state_tags(
+        reads_authority=(resolving, waiting_on_creating),
+    )

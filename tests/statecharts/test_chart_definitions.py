@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
-import pkgutil
 import re
 from pathlib import Path
 
@@ -17,14 +16,16 @@ from statecharts import ALL_CHARTS, StrictChart
 from statecharts._base import async_callbacks
 
 PACKAGE_DIR = Path(statecharts.__file__).parent
-MODULES = sorted(info.name for info in pkgutil.iter_modules([str(PACKAGE_DIR)]))
+#: Every module of the package, subpackages included, as a path relative to it (no ``.py``).
+MODULES = sorted(p.relative_to(PACKAGE_DIR).with_suffix("").as_posix()
+                 for p in PACKAGE_DIR.rglob("*.py") if "__pycache__" not in p.parts)
 SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 
 
 def _chart_classes_in_package() -> set[type]:
     found = set()
     for name in MODULES:
-        module = importlib.import_module(f"statecharts.{name}")
+        module = importlib.import_module("statecharts." + name.replace("/", "."))
         for value in vars(module).values():
             if (
                 inspect.isclass(value)

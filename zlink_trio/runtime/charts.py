@@ -1,9 +1,13 @@
 """Stepping the compiled lifecycle charts: one state id per incarnation and per operation.
 
 The runtime keeps no chart instances (DESIGN.md §2): each chart class is compiled once
-into a :class:`~statecharts.TransitionTable`, and every lifecycle change goes through
-:func:`step`.  A transition the chart does not define is a runtime bug surfaced, never
-silently ignored: it becomes :class:`InvalidOperation`.
+and wrapped with its typed names (:mod:`statecharts.names`), and every lifecycle
+change goes through :func:`step` with those names -- ``step(COLD, job.state,
+COLD.ev.reserve_won)`` -- so a misspelt event or an event of another chart fails
+mypy, not a rare runtime path.  A transition the chart does not define is a runtime
+bug surfaced, never silently ignored: it becomes :class:`InvalidOperation`.  The
+questions the runtime asks of a state are the charts' tags (``INCARNATION.tags
+.admission_sealed``), declared beside each chart.
 
 :data:`TRACE` lets tests observe every transition taken (the race model checks them
 against the tables); it is empty in production and costs one truthiness test per step.
@@ -11,37 +15,47 @@ against the tables); it is empty in production and costs one truthiness test per
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
-import statecharts
-from statecharts import TransitionTable, UndefinedTransition
+from statecharts import UndefinedTransition
+from statecharts.names import (
+    CLOSE_OPERATION,
+    COLD_ACTIVATION,
+    INCARNATION,
+    NODE_LIFECYCLE,
+    USER_CREATE,
+)
 from zlink_trio.core.errors import InvalidOperation
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from statecharts._typed import TypedChart
+
 __all__ = ("CLOSE", "COLD", "CREATE", "INCARNATION", "NODE", "TRACE", "step")
 
-#: The compiled tables the runtime steps.
-INCARNATION: Final = statecharts.compile(statecharts.Incarnation)
-COLD: Final = statecharts.compile(statecharts.ColdActivation)
-CREATE: Final = statecharts.compile(statecharts.UserCreate)
-CLOSE: Final = statecharts.compile(statecharts.CloseOperation)
-NODE: Final = statecharts.compile(statecharts.NodeLifecycle)
+#: The compiled, typed charts the runtime steps.
+COLD: Final = COLD_ACTIVATION
+CREATE: Final = USER_CREATE
+CLOSE: Final = CLOSE_OPERATION
+NODE: Final = NODE_LIFECYCLE
 
-#: Observers called with ``(table name, state, event, target)`` after every step.
+#: Observers called with ``(chart name, state, event, target)`` after every step.
 TRACE: list[Callable[[str, str, str, str], None]] = []
 
+S = TypeVar("S", bound=str)
+E = TypeVar("E", bound=str)
 
-def step(table: TransitionTable, state: str, event: str) -> str:
+
+def step(chart: TypedChart[S, E], state: S, event: E) -> S:
     """Return the target of ``event`` from ``state``; InvalidOperation if the chart has none."""
     try:
-        target = table.step(state, event)
+        target = chart.step(state, event)
     except UndefinedTransition as exc:
         raise InvalidOperation(
             f"internal lifecycle error: {exc}; this is a zlink_trio bug, please report it"
         ) from exc
     if TRACE:
         for observer in TRACE:
-            observer(table.name, state, event, target)
+            observer(chart.name, state, event, target)
     return target

@@ -82,6 +82,8 @@ if TYPE_CHECKING:
     import ssl
     from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
+    from statecharts.names import NodeLifecycleState
+
 __all__ = ("Node", "NodeStatistics", "open_node")
 
 
@@ -92,7 +94,7 @@ class NodeStatistics:
     node_id: str
     node_rid: NodeRid
     #: NodeLifecycle state id (``serving``, ``draining``, ``lease_lost``, ...).
-    state: str
+    state: NodeLifecycleState
     #: Local Ready incarnations.
     active_spots: int
     #: Local creations in flight (reserved, not yet Ready).
@@ -251,7 +253,7 @@ async def open_node(
             placement_weight=placement_weight)
         registry = SpotTypeRegistry.build(spots)
     except InvalidOperation as exc:
-        step(NODE, state, "configuration_invalid")
+        step(NODE, state, NODE.ev.configuration_invalid)
         raise _config("open_node: invalid configuration", exc) from exc
     read_clock = _default_store_clock(store) if clock is None else clock
     random_bytes = random.randbytes if random is not None else None
@@ -269,7 +271,7 @@ async def open_node(
                 claim = await opened.location.new_claim(descriptor, now=read_clock(),
                                                         lease=options.lease)
             except AlreadyExists as exc:
-                step(NODE, state, "claim_conflict")
+                step(NODE, state, NODE.ev.claim_conflict)
                 raise InvalidConfiguration(
                     f"startup configuration error: {exc.message}"
                 ) from exc
@@ -278,7 +280,7 @@ async def open_node(
                 options=options, registry=registry, store=opened, codec=MessageCodec(),
                 route_cache=RouteCache(options.route_cache), clock=read_clock, rng=random,
                 owner=OwnerFence(node_rid, claim.lifecycle_generation),
-                lease_expires_at=claim.lease_expires_at, state=step(NODE, state, "new_claim"))
+                lease_expires_at=claim.lease_expires_at, state=step(NODE, state, NODE.ev.new_claim))
             rt.peers = Peers(rt, inbound_handler(rt))
             if transport is not None:
                 links.attach(rt.peers, transport, LocalIdentity(
@@ -306,7 +308,7 @@ async def open_node(
                             f"{options.default_timeout} s (store slow or a factory hung); the "
                             "node did not start. Restart it: the scan resumes what is left"
                         )
-                    rt.state = step(NODE, rt.state, "open_admission")
+                    rt.state = step(NODE, rt.state, NODE.ev.open_admission)
                     try:
                         yield node
                     finally:
@@ -339,8 +341,8 @@ async def _drain(rt: NodeRuntime, renewal: trio.CancelScope) -> None:
 
     With a lost lease (also one lost while draining) no store record is touched.
     """
-    if rt.state in ("claimed", "serving"):
-        rt.state = step(NODE, rt.state, "begin_drain")
+    if NODE.allows(rt.state, NODE.ev.begin_drain):
+        rt.state = step(NODE, rt.state, NODE.ev.begin_drain)
     if not rt.lease_lost:
         with trio.move_on_after(rt.options.default_timeout) as scope:
             await rt.catalog.shutdown()
@@ -356,4 +358,4 @@ async def _drain(rt: NodeRuntime, renewal: trio.CancelScope) -> None:
             await rt.store.location.remove(rt.mesh, rt.node_rid, rt.owner.lifecycle_generation)
     except ZLinkError as exc:
         LOGGER.error("node %r: descriptor removal failed: %s", rt.node_id, exc)
-    rt.state = step(NODE, rt.state, "remove")
+    rt.state = step(NODE, rt.state, NODE.ev.remove)

@@ -25,11 +25,13 @@ import trio
 from zlink_trio.core.errors import StaleRoute, Unavailable
 from zlink_trio.core.identity import new_uuid4
 from zlink_trio.runtime.calls.deadlines import Deadlines
+from zlink_trio.runtime.charts import NODE
 
 if TYPE_CHECKING:
     import random
     from collections.abc import Callable
 
+    from statecharts.names import NodeLifecycleState
     from zlink_trio.core.descriptor import NodeClaim
     from zlink_trio.core.identity import NodeRid
     from zlink_trio.core.records import OwnerFence
@@ -64,7 +66,7 @@ class NodeState:
     owner: OwnerFence
     lease_expires_at: float
     #: NodeLifecycle state id.
-    state: str
+    state: NodeLifecycleState
     #: The node's SpotClient (``ctx.client``); set once the node's router exists.
     client: SpotClient = attrs.field(init=False)
     #: The deadlines of waiting requests (``calls.deadlines``; its task runs in the node).
@@ -98,12 +100,12 @@ class NodeState:
     @property
     def serving(self) -> bool:
         """Whether the node admits new work (not draining, lease not lost)."""
-        return self.state == "serving"
+        return self.state in NODE.tags.admits_work
 
     @property
     def lease_lost(self) -> bool:
         """Whether this lifecycle learned that its lease is gone (``lease_lost``/``stopped``)."""
-        return self.state in ("lease_lost", "stopped")
+        return self.state in NODE.tags.lease_lost
 
     def lease_lost_error(self) -> Unavailable:
         """The error of every call on a node that lost its lease."""
@@ -134,7 +136,7 @@ class NodeState:
                 f"{self.lease_expires_at}); the message was not run. Resolve again and send "
                 "a new call if running it again is safe"
             )
-        if self.state != "serving":
+        if self.state not in NODE.tags.admits_work:
             raise Unavailable(
                 f"node {self.node_id!r} is shutting down and admits no new work; retry on "
                 "another node or after it restarts"

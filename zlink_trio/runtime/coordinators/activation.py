@@ -69,6 +69,7 @@ from zlink_trio.store._combined import combined_of
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from statecharts.names import ColdActivationEvent, ColdActivationState
     from zlink_trio.core.records import ReservationFence, RootReceipt
     from zlink_trio.runtime.calls.completion import Completion
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
@@ -101,7 +102,7 @@ class ActivationJob:
     deadline: float
     op_id: str
     #: ColdActivation state id.
-    state: str
+    state: ColdActivationState
     #: Hands the first message back to the resolver when another attempt owns the ID.
     redeliver: Callable[[], Awaitable[None]]
     #: The source is this node and its ``find`` saw the ID Missing just before it took
@@ -153,7 +154,7 @@ async def run_activation(job: ActivationJob) -> None:
         job.rt.catalog.end_attempt(job.attempt)
 
 
-async def _redeliver(job: ActivationJob, event: str) -> None:
+async def _redeliver(job: ActivationJob, event: ColdActivationEvent) -> None:
     job.state = step(COLD, job.state, event)
     job.rt.catalog.end_attempt(job.attempt)
     await job.redeliver()
@@ -167,17 +168,17 @@ async def _activate(job: ActivationJob) -> None:
     try:
         rt.catalog.check_ceiling()
     except CapacityExceeded:
-        job.state = step(COLD, job.state, "over_ceiling")
+        job.state = step(COLD, job.state, COLD.ev.over_ceiling)
         raise
     record = None if job.source_saw_missing else await rt.store.location.find(job.spot_id)
     if record is not None:
         if not record.matches(SpotKind.INSTANCE, job.spot_type.stable_type):
-            job.state = step(COLD, job.state, "owner_type_mismatch")
+            job.state = step(COLD, job.state, COLD.ev.owner_type_mismatch)
             raise _mismatch(record, job)
         ready = record.state in (AuthorityState.READY, AuthorityState.RELOCATING)
-        await _redeliver(job, "owner_ready" if ready else "owner_creating")
+        await _redeliver(job, COLD.ev.owner_ready if ready else COLD.ev.owner_creating)
         return
-    job.state = step(COLD, job.state, "owner_missing")
+    job.state = step(COLD, job.state, COLD.ev.owner_missing)
     rt.catalog.pending += 1
     try:
         await _reserve_and_build(job)
@@ -203,7 +204,7 @@ async def _store_root_and_reserve(job: ActivationJob, envelope: bytes,
     rt = job.rt
     if combined is not None:
         # One transaction covers both chart steps: the root exists only with the record.
-        job.state = step(COLD, job.state, "root_stored")
+        job.state = step(COLD, job.state, COLD.ev.root_stored)
         return await combined.reserve_with_root(
             job.spot_id, envelope, kind=SpotKind.INSTANCE,
             stable_type=job.spot_type.stable_type, mesh=job.mesh, owner=rt.owner,
@@ -211,7 +212,7 @@ async def _store_root_and_reserve(job: ActivationJob, envelope: bytes,
     receipt = await rt.store.relocation.put_root(envelope)
     if crash_points.ARMED:
         crash_points.point("cold", "after_envelope_stored")
-    job.state = step(COLD, job.state, "root_stored")
+    job.state = step(COLD, job.state, COLD.ev.root_stored)
     try:
         fence = await rt.store.location.reserve(
             job.spot_id, kind=SpotKind.INSTANCE, stable_type=job.spot_type.stable_type,
@@ -228,38 +229,38 @@ async def _reserve_and_build(job: ActivationJob) -> None:
     location, relocation = rt.store.location, rt.store.relocation
     combined = combined_of(rt.store)
     envelope = encode_envelope(job)
+    reserve_lost: ColdActivationEvent | None = None
     with trio.CancelScope(shield=True):
         try:
             fence, receipt = await _store_root_and_reserve(job, envelope, combined)
         except AuthorityExists as exc:
             current = exc.current
             if not current.matches(SpotKind.INSTANCE, job.spot_type.stable_type):
-                job.state = step(COLD, job.state, "reserve_refused_type")
+                job.state = step(COLD, job.state, COLD.ev.reserve_refused_type)
                 raise _mismatch(current, job) from None
-            reserve_lost = ("reserve_lost_ready" if current.state is AuthorityState.READY
-                            else "reserve_lost_creating")
+            reserve_lost = (COLD.ev.reserve_lost_ready if current.state is AuthorityState.READY
+                            else COLD.ev.reserve_lost_creating)
         except CapacityExceeded:
-            job.state = step(COLD, job.state, "reserve_refused_capacity")
+            job.state = step(COLD, job.state, COLD.ev.reserve_refused_capacity)
             raise
-        else:
-            reserve_lost = ""
-    if reserve_lost:
+    if reserve_lost is not None:
         await _redeliver(job, reserve_lost)
         return
     if crash_points.ARMED:
         crash_points.point("cold", "after_reserve")
-    job.state = step(COLD, job.state, "reserve_won")
+    job.state = step(COLD, job.state, COLD.ev.reserve_won)
     host = Host(rt, job.spot_type, job.spot_id, fence.object_generation, job.mesh)
     try:
         await host.build()
     except BaseException as exc:
-        event = "deadline_expired" if isinstance(exc, trio.Cancelled) else "factory_failed"
+        event = (COLD.ev.deadline_expired if isinstance(exc, trio.Cancelled)
+                 else COLD.ev.factory_failed)
         job.state = step(COLD, job.state, event)
         with trio.CancelScope(shield=True):
             await host.activation_failed()
             await _abort(job, fence, receipt)
         raise
-    job.state = step(COLD, job.state, "factory_initialized")
+    job.state = step(COLD, job.state, COLD.ev.factory_initialized)
     with trio.CancelScope(shield=True):
         try:
             if combined is not None:
@@ -269,11 +270,11 @@ async def _reserve_and_build(job: ActivationJob) -> None:
                 # The first record is durable exactly when the authority is Ready.
                 ready, seq = await combined.commit_ready_with_first_record(
                     fence, envelope, now=rt.now())
-                job.state = step(COLD, job.state, "first_record_durable")
+                job.state = step(COLD, job.state, COLD.ev.first_record_durable)
             else:
                 seq = await relocation.inbox_append(job.spot_id, fence.object_generation,
                                                     envelope)
-                job.state = step(COLD, job.state, "first_record_durable")
+                job.state = step(COLD, job.state, COLD.ev.first_record_durable)
                 if crash_points.ARMED:
                     crash_points.point("cold", "after_factory_before_commit")
                 rt.check_usable()  # no CommitReady once the lease is known lost
@@ -293,12 +294,12 @@ async def _reserve_and_build(job: ActivationJob) -> None:
 def _publish(job: ActivationJob, host: Host, ready: AuthorityRecord, seq: int,
              receipt: RootReceipt) -> None:
     """CommitReady succeeded: route, queue head and barrier in one continuation (09 §3)."""
-    job.state = step(COLD, job.state, "commit_ready")
+    job.state = step(COLD, job.state, COLD.ev.commit_ready)
     first = FirstRecord(seq=seq, ready_version=ready.store_version, receipt=receipt)
     host.open(MessageWork(job.msg, job.info, job.completion, job.deadline, first=first))
     job.rt.catalog.register(host)
-    job.state = step(COLD, job.state, "route_registered")
-    job.state = step(COLD, job.state, "queue_head_restored")
+    job.state = step(COLD, job.state, COLD.ev.route_registered)
+    job.state = step(COLD, job.state, COLD.ev.queue_head_restored)
     first.state = job.state
     job.delivered = True
     job.rt.catalog.end_attempt(job.attempt)
@@ -321,5 +322,5 @@ async def _abort(job: ActivationJob, fence: ReservationFence, receipt: RootRecei
         await rt.store.relocation.delete_root(receipt)
     except ZLinkError as exc:
         LOGGER.error("Spot %r: cleanup of a failed activation failed: %s", job.spot_id, exc)
-    if job.state in ("aborting_failed_creation", "aborting_expired_creation"):
-        job.state = step(COLD, job.state, "abort_creating")
+    if COLD.allows(job.state, COLD.ev.abort_creating):
+        job.state = step(COLD, job.state, COLD.ev.abort_creating)

@@ -37,6 +37,7 @@ from zlink_trio.runtime.declaration.policies import CloseReason
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from statecharts.names import CloseOperationState
     from zlink_trio.core.records import AuthorityRecord, SpotRef
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.runtime.incarnation.host import Host
@@ -53,7 +54,8 @@ def _check_released(rt: NodeRuntime, host: Host) -> None:
         raise rt.lease_lost_error()
 
 
-async def close_here(rt: NodeRuntime, ref: SpotRef, state: str, deadline: float, *,
+async def close_here(rt: NodeRuntime, ref: SpotRef, state: CloseOperationState,
+                     deadline: float, *,
                      remote: RemoteClose | None = None,
                      expected: tuple[int, int] | None = None) -> bool:
     """Close ``ref``: verify, BeginClose, seal, wait for the release (module docstring).
@@ -66,10 +68,10 @@ async def close_here(rt: NodeRuntime, ref: SpotRef, state: str, deadline: float,
     location = rt.store.location
     record = await location.find(ref.spot_id)
     if record is None:
-        step(CLOSE, state, "incarnation_gone")
+        step(CLOSE, state, CLOSE.ev.incarnation_gone)
         return False
     if record.object_generation != ref.generation:
-        step(CLOSE, state, "other_generation")
+        step(CLOSE, state, CLOSE.ev.other_generation)
         raise InvalidOperation(
             f"Spot {ref.spot_id!r} now has generation {record.object_generation}, not the "
             f"ref's {ref.generation}; close() never retargets a newer incarnation. Call "
@@ -83,19 +85,19 @@ async def close_here(rt: NodeRuntime, ref: SpotRef, state: str, deadline: float,
     if record.owner != rt.owner:
         if remote is not None and record.owner.node_rid != rt.node_rid:
             return await remote(rt, ref, record, deadline)
-        step(CLOSE, state, "owner_fence_mismatch")
+        step(CLOSE, state, CLOSE.ev.owner_fence_mismatch)
         raise Unavailable(
             f"Spot {ref.spot_id!r} is owned by {record.owner}, not by this node's current "
             "lifecycle; nothing was closed. It becomes closable when its owner restarts or "
             "after an operator releases it"
         )
     if record.state in (AuthorityState.RELOCATING, AuthorityState.SEALED):
-        step(CLOSE, state, "sealed_for_move")
+        step(CLOSE, state, CLOSE.ev.sealed_for_move)
         raise Unavailable(f"Spot {ref.spot_id!r} is sealed for relocation; nothing was "
                           "closed. Close it once the move committed or aborted")
     if expected is not None and record.state is not AuthorityState.CLOSING and (
             record.owner_generation, record.store_version) != expected:
-        step(CLOSE, state, "owner_fence_mismatch")
+        step(CLOSE, state, CLOSE.ev.owner_fence_mismatch)
         raise Unavailable(
             f"Spot {ref.spot_id!r} changed since the closing node read it (owner generation "
             f"{record.owner_generation}, StoreVersion {record.store_version}, expected "
@@ -103,28 +105,28 @@ async def close_here(rt: NodeRuntime, ref: SpotRef, state: str, deadline: float,
         )
     host = rt.catalog.hosts.get(ref.spot_id)
     if record.state is AuthorityState.CLOSING:
-        state = step(CLOSE, state, "already_closing")
+        state = step(CLOSE, state, CLOSE.ev.already_closing)
         if host is not None and host.generation == ref.generation:
             await host.finished.wait()
             _check_released(rt, host)
-        step(CLOSE, state, "release")
+        step(CLOSE, state, CLOSE.ev.release)
         return True
-    state = step(CLOSE, state, "verified")
+    state = step(CLOSE, state, CLOSE.ev.verified)
     with trio.CancelScope(shield=True):
         closing = await location.begin_close(
             ref.spot_id, object_generation=ref.generation, owner=rt.owner, now=rt.now(),
             expected_owner_generation=record.owner_generation)
     if closing is None:  # released between the read and the CAS
         return False
-    state = step(CLOSE, state, "begin_close")
+    state = step(CLOSE, state, CLOSE.ev.begin_close)
     if host is None or host.generation != ref.generation:
         with trio.CancelScope(shield=True):  # no local instance left: just release
             await location.release(closing.fence())
         return True
     host.request_close(CloseReason.CLOSED, closing.fence())
-    state = step(CLOSE, state, "admission_sealed")
+    state = step(CLOSE, state, CLOSE.ev.admission_sealed)
     await host.finished.wait()
     _check_released(rt, host)
-    for event in ("turns_finished", "cleanup_done", "release"):
+    for event in (CLOSE.ev.turns_finished, CLOSE.ev.cleanup_done, CLOSE.ev.release):
         state = step(CLOSE, state, event)
     return True

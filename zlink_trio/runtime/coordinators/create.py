@@ -24,7 +24,14 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from zlink_trio.core.errors import DeadlineExceeded, NotFound, ZLinkError
+from zlink_trio.core.errors import (
+    CapacityExceeded,
+    DeadlineExceeded,
+    InvalidOperation,
+    NotConfigured,
+    NotFound,
+    ZLinkError,
+)
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.placement import choose_node, eligible_nodes, select_mesh, select_user_type
 from zlink_trio.core.records import AuthorityState
@@ -59,12 +66,13 @@ async def create_user_spot(rt: NodeRuntime, spot_id: str, stable_type: str,
     """
     op = CreateOperation(rt, spot_id, stable_type, request, in_mesh, deadline, create_only,
              op_id=rt.new_uuid4())
-    op.state = step(CREATE, op.state, "spot_id_issued" if create_only else "spot_id_given")
+    op.state = step(CREATE, op.state, CREATE.ev.spot_id_issued if create_only
+                    else CREATE.ev.spot_id_given)
     data = encode_request(rt, op)
     with trio.move_on_at(deadline) as scope:
         return await _run(op, data)
-    if scope.cancelled_caught and CREATE.allows(op.state, "deadline_expired"):
-        op.state = step(CREATE, op.state, "deadline_expired")
+    if scope.cancelled_caught and CREATE.allows(op.state, CREATE.ev.deadline_expired):
+        op.state = step(CREATE, op.state, CREATE.ev.deadline_expired)
     raise DeadlineExceeded(
         f"creating Spot {spot_id!r} ({stable_type!r}) did not finish before its deadline; "
         "the next call re-checks the store. Use a longer .timeout()"
@@ -76,30 +84,31 @@ async def _run(op: CreateOperation, data: bytes) -> CreateResult:
     backoff = Backoff()
     while True:
         rt.check_usable()
-        if op.state in ("resolving", "waiting_on_creating"):
+        if op.state in CREATE.tags.reads_authority:
             record = await rt.store.location.find(op.spot_id)
-            waiting = op.state == "waiting_on_creating"
+            waiting = op.state == CREATE.st.waiting_on_creating
             if record is None:
-                op.state = step(CREATE, op.state,
-                                "other_attempt_missing" if waiting else "found_missing")
+                op.state = step(CREATE, op.state, CREATE.ev.other_attempt_missing if waiting
+                                else CREATE.ev.found_missing)
                 continue
             if not waiting and not record.matches(SpotKind.USER, op.stable_type):
-                op.state = step(CREATE, op.state, "found_type_mismatch")
+                op.state = step(CREATE, op.state, CREATE.ev.found_type_mismatch)
             elif waiting and not record.matches(SpotKind.USER, op.stable_type):
                 # A new authority of another type appeared: Reserve will classify it.
-                op.state = step(CREATE, op.state, "other_attempt_missing")
+                op.state = step(CREATE, op.state, CREATE.ev.other_attempt_missing)
                 continue
             existing = classify(op, record)
             if existing is not None:
-                op.state = step(CREATE, op.state,
-                                "other_attempt_ready" if waiting else "found_ready")
+                op.state = step(CREATE, op.state, CREATE.ev.other_attempt_ready if waiting
+                                else CREATE.ev.found_ready)
                 return existing
             if not waiting:
-                op.state = step(CREATE, op.state, "found_closing"
-                                if record.state is AuthorityState.CLOSING else "found_creating")
+                op.state = step(CREATE, op.state, CREATE.ev.found_closing
+                                if record.state is AuthorityState.CLOSING
+                                else CREATE.ev.found_creating)
             await wait_for_change(rt, op.spot_id, backoff)
             continue
-        assert op.state == "selecting_placement", op.state
+        assert op.state == CREATE.st.selecting_placement, op.state
         result = await _compete(op, data)
         if result is not None:
             return result
@@ -114,13 +123,16 @@ async def _place(op: CreateOperation) -> tuple[str, PlacementCandidate]:
         node = choose_node(eligible_nodes(found, mesh, op.stable_type, SpotKind.USER),
                            rt.random)
     except NotFound:
-        op.state = step(CREATE, op.state, "mesh_not_found")
+        op.state = step(CREATE, op.state, CREATE.ev.mesh_not_found)
         raise
-    except ZLinkError as exc:
-        event = {"NotConfigured": "no_mesh_candidate", "CapacityExceeded": "no_capacity",
-                 "InvalidOperation": "ambiguous_mesh"}.get(type(exc).__name__)
-        if event is not None:
-            op.state = step(CREATE, op.state, event)
+    except NotConfigured:
+        op.state = step(CREATE, op.state, CREATE.ev.no_mesh_candidate)
+        raise
+    except CapacityExceeded:
+        op.state = step(CREATE, op.state, CREATE.ev.no_capacity)
+        raise
+    except InvalidOperation:
+        op.state = step(CREATE, op.state, CREATE.ev.ambiguous_mesh)
         raise
     if node.node_rid == rt.node_rid:
         rt.registry.lookup(op.stable_type, SpotKind.USER)
@@ -133,8 +145,8 @@ async def _compete(op: CreateOperation, data: bytes) -> CreateResult | None:
     mesh, node = await _place(op)
     attempt = rt.catalog.begin_attempt(op.spot_id)
     if attempt is None:  # another local operation competes for this ID: wait for it
-        op.state = step(CREATE, op.state, "placement_selected")
-        op.state = step(CREATE, op.state, "reserve_lost_creating")
+        op.state = step(CREATE, op.state, CREATE.ev.placement_selected)
+        op.state = step(CREATE, op.state, CREATE.ev.reserve_lost_creating)
         return None
     try:
         if node.node_rid != rt.node_rid:
@@ -142,9 +154,9 @@ async def _compete(op: CreateOperation, data: bytes) -> CreateResult | None:
         try:
             rt.catalog.check_ceiling()
         except ZLinkError:
-            op.state = step(CREATE, op.state, "no_capacity")
+            op.state = step(CREATE, op.state, CREATE.ev.no_capacity)
             raise
-        op.state = step(CREATE, op.state, "placement_selected")
+        op.state = step(CREATE, op.state, CREATE.ev.placement_selected)
         rt.check_admission()
         rt.catalog.pending += 1
         try:
@@ -161,5 +173,5 @@ async def _reserve_and_build(op: CreateOperation, data: bytes, mesh: str) -> Cre
         return reserved
     if crash_points.ARMED:
         crash_points.point("create", "after_reserve")
-    op.state = step(CREATE, op.state, "reserve_won")
+    op.state = step(CREATE, op.state, CREATE.ev.reserve_won)
     return await build_reserved(op, reserved.fence, reserved.receipt, mesh)

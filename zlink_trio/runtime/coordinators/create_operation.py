@@ -56,6 +56,7 @@ from zlink_trio.runtime.state import LOGGER
 from zlink_trio.store import AuthorityExists
 
 if TYPE_CHECKING:
+    from statecharts.names import UserCreateState
     from zlink_trio.core.records import (
         AuthorityRecord,
         OwnerFence,
@@ -112,7 +113,7 @@ class CreateOperation:
     in_mesh: str | None
     deadline: float
     create_only: bool
-    state: str = CREATE.initial
+    state: UserCreateState = CREATE.initial
     op_id: str = ""
 
 
@@ -203,19 +204,20 @@ async def build_reserved(op: CreateOperation, fence: ReservationFence, receipt: 
         outcome = await host.build(op.request)
         _check_outcome(rt, op, outcome)
     except BaseException as exc:
-        event = "deadline_expired" if isinstance(exc, trio.Cancelled) else "factory_failed"
+        event = (CREATE.ev.deadline_expired if isinstance(exc, trio.Cancelled)
+                 else CREATE.ev.factory_failed)
         op.state = step(CREATE, op.state, event)
         with trio.CancelScope(shield=True):
             await host.activation_failed()
             await abort(op, fence, receipt)
         raise
     if isinstance(outcome, Reject):
-        op.state = step(CREATE, op.state, "create_rejected")
+        op.state = step(CREATE, op.state, CREATE.ev.create_rejected)
         with trio.CancelScope(shield=True):
             await host.activation_failed()
             await abort(op, fence, receipt)
         return CreateResult(state=CreateState.REJECTED, ref=declined, reply=outcome.reply)
-    op.state = step(CREATE, op.state, "create_accepted")
+    op.state = step(CREATE, op.state, CREATE.ev.create_accepted)
     if crash_points.ARMED:
         crash_points.point("create", "after_factory_before_commit")
     with trio.CancelScope(shield=True):
@@ -232,7 +234,7 @@ async def build_reserved(op: CreateOperation, fence: ReservationFence, receipt: 
         # Same continuation as the commit: serve and register (09 §3).
         host.open(None)
         rt.catalog.register(host)
-        op.state = step(CREATE, op.state, "commit_ready")
+        op.state = step(CREATE, op.state, CREATE.ev.commit_ready)
         await delete_root(rt, receipt)
     return CreateResult(state=CreateState.CREATED, ref=ready.ref(), reply=outcome)
 
@@ -253,20 +255,21 @@ def _check_outcome(rt: NodeRuntime, op: CreateOperation, outcome: object) -> Non
 
 def lost(op: CreateOperation, current: AuthorityRecord) -> CreateResult | None:
     if op.create_only:
-        op.state = step(CREATE, op.state, "reserve_conflict")
+        op.state = step(CREATE, op.state, CREATE.ev.reserve_conflict)
         raise AlreadyExists(
             f"the issued Spot ID {op.spot_id!r} already has authority; no second ID was "
             "generated (06 §3.2). Call create() again"
         )
     if not current.matches(SpotKind.USER, op.stable_type):
-        op.state = step(CREATE, op.state, "reserve_lost_type_mismatch")
+        op.state = step(CREATE, op.state, CREATE.ev.reserve_lost_type_mismatch)
         classify(op, current)
     existing = classify(op, current)
     if existing is not None:
-        op.state = step(CREATE, op.state, "reserve_lost_ready")
+        op.state = step(CREATE, op.state, CREATE.ev.reserve_lost_ready)
         return existing
-    op.state = step(CREATE, op.state, "reserve_lost_closing"
-                    if current.state is AuthorityState.CLOSING else "reserve_lost_creating")
+    op.state = step(CREATE, op.state, CREATE.ev.reserve_lost_closing
+                    if current.state is AuthorityState.CLOSING
+                    else CREATE.ev.reserve_lost_creating)
     return None
 
 
@@ -285,9 +288,8 @@ async def abort(op: CreateOperation, fence: ReservationFence, receipt: RootRecei
     except ZLinkError as exc:
         LOGGER.error("Spot %r: aborting a failed creation failed: %s", op.spot_id, exc)
     await delete_root(op.rt, receipt)
-    if op.state in ("cleaning_up_rejected", "aborting_failed_creation",
-                    "aborting_expired_creation"):
-        op.state = step(CREATE, op.state, "abort_creating")
+    if CREATE.allows(op.state, CREATE.ev.abort_creating):
+        op.state = step(CREATE, op.state, CREATE.ev.abort_creating)
 
 
 async def delete_root(rt: NodeRuntime, receipt: RootReceipt) -> None:

@@ -30,6 +30,7 @@ from zlink_trio.runtime.state import LOGGER
 from zlink_trio.store._combined import combined_of
 
 if TYPE_CHECKING:
+    from statecharts.names import ColdActivationState
     from zlink_trio.core.records import RootReceipt
     from zlink_trio.runtime.state import NodeState
 
@@ -44,12 +45,12 @@ class FirstRecord:
     ready_version: int
     receipt: RootReceipt
     #: ColdActivation state id, stepped through the post-first-turn cleanup.
-    state: str = "serving_first_message"
+    state: ColdActivationState = COLD.st.serving_first_message
 
     @property
     def done(self) -> bool:
         """Whether the cleanup reached its end (the root is deleted)."""
-        return self.state == "activated"
+        return self.state == COLD.st.activated
 
 
 async def record_first_completion(rt: NodeState, spot_id: str, generation: int,
@@ -72,18 +73,19 @@ async def record_first_completion(rt: NodeState, spot_id: str, generation: int,
             LOGGER.warning("Spot %r: activation recovery cleanup failed: %s", spot_id, exc)
             return
         else:
-            for event in ("first_completion_recorded", "pointer_removed", "root_deleted"):
+            for event in (COLD.ev.first_completion_recorded, COLD.ev.pointer_removed,
+                          COLD.ev.root_deleted):
                 first.state = step(COLD, first.state, event)
             return
     try:
         await relocation.inbox_set_cursor(spot_id, generation, first.seq)
-        first.state = step(COLD, first.state, "first_completion_recorded")
+        first.state = step(COLD, first.state, COLD.ev.first_completion_recorded)
         if crash_points.ARMED:
             crash_points.point("cold", "after_completion_before_pointer_removed")
         await _remove_pointer(rt, spot_id, generation, first.ready_version)
-        first.state = step(COLD, first.state, "pointer_removed")
+        first.state = step(COLD, first.state, COLD.ev.pointer_removed)
         await relocation.delete_root(first.receipt)
-        first.state = step(COLD, first.state, "root_deleted")
+        first.state = step(COLD, first.state, COLD.ev.root_deleted)
     except ZLinkError as exc:
         LOGGER.warning("Spot %r: activation recovery cleanup failed: %s", spot_id, exc)
 

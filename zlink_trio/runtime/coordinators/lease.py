@@ -96,7 +96,7 @@ async def _renew(rt: NodeRuntime) -> str | None:
         if rt.now() >= deadline:
             return f"the renewal was answered after it had expired at {deadline}"
         rt.lease_expires_at = claim.lease_expires_at
-        rt.state = step(NODE, rt.state, "renew")
+        rt.state = step(NODE, rt.state, NODE.ev.renew)
         return None
 
 
@@ -105,7 +105,7 @@ async def lose_lease(rt: NodeRuntime, why: str) -> None:
     if rt.lease_lost:
         return
     rt.lease_loss = why
-    rt.state = step(NODE, rt.state, "lease_expired")
+    rt.state = step(NODE, rt.state, NODE.ev.lease_expired)
     LOGGER.error("node %r lost its lease: %s; its %d local Spot(s) stop without touching "
                  "the store (on_close(OWNERSHIP_LOST)), and the node must be restarted",
                  rt.node_id, why, len(rt.catalog.hosts))
@@ -116,8 +116,8 @@ async def lose_lease(rt: NodeRuntime, why: str) -> None:
         LOGGER.error("node %r: local Spots did not stop within %s s after the lease was "
                      "lost; they are cancelled when open_node exits", rt.node_id,
                      rt.options.default_timeout)
-    if rt.state == "lease_lost":  # the exit may have stepped it already
-        rt.state = step(NODE, rt.state, "stop")
+    if NODE.allows(rt.state, NODE.ev.stop):  # the exit may have stepped it already
+        rt.state = step(NODE, rt.state, NODE.ev.stop)
     rt.stopped.set()
 
 
@@ -125,6 +125,6 @@ async def wait_stopped(rt: NodeRuntime) -> None:
     """At exit after a lost lease: let :func:`lose_lease` finish (bounded), then stop."""
     with trio.move_on_after(rt.options.default_timeout):
         await rt.stopped.wait()
-    if rt.state == "lease_lost":
-        rt.state = step(NODE, rt.state, "stop")
+    if NODE.allows(rt.state, NODE.ev.stop):
+        rt.state = step(NODE, rt.state, NODE.ev.stop)
         rt.stopped.set()

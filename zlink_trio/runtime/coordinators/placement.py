@@ -42,6 +42,7 @@ from zlink_trio.wire.frames import ActivationRoute
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from statecharts.names import ColdActivationState
     from zlink_trio.core.descriptor import NodeClaim
     from zlink_trio.runtime.calls.delivery import Delivery, Intent
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
@@ -100,20 +101,21 @@ async def candidates(rt: NodeRuntime) -> list[PlacementCandidate]:
 
 
 def _place(rt: NodeRuntime, intent: Intent, found: list[PlacementCandidate],
-           state: str) -> tuple[str, str, str, PlacementCandidate]:
+           state: ColdActivationState
+           ) -> tuple[ColdActivationState, str, str, PlacementCandidate]:
     """Mesh, stable type and node from ``found`` (06 §4.1 steps 4-7): state, mesh, type, node."""
     try:
         mesh = select_mesh(found, intent.mesh)
     except NotFound:
-        step(COLD, state, "mesh_not_found")
+        step(COLD, state, COLD.ev.mesh_not_found)
         raise
-    state = step(COLD, state, "mesh_selected")
+    state = step(COLD, state, COLD.ev.mesh_selected)
     try:
         stable_type = select_instance_type(found, mesh, intent.stable_type)
     except NotFound:
-        step(COLD, state, "type_not_provided")
+        step(COLD, state, COLD.ev.type_not_provided)
         raise
-    state = step(COLD, state, "type_selected")
+    state = step(COLD, state, COLD.ev.type_selected)
     eligible = eligible_nodes(found, mesh, stable_type, SpotKind.INSTANCE)
     return state, mesh, stable_type, choose_node(eligible, rt.random)
 
@@ -133,7 +135,7 @@ async def place_and_start(rt: NodeRuntime, call: Delivery, *,
     """
     intent = call.intent
     assert intent is not None
-    initial = step(COLD, COLD.initial, "found_missing_with_intent")
+    initial = step(COLD, COLD.initial, COLD.ev.found_missing_with_intent)
     placed = None
     recent = _recent_claims(rt)
     if recent is not None:
@@ -154,7 +156,7 @@ async def place_and_start(rt: NodeRuntime, call: Delivery, *,
         return True
     spot_type = rt.registry.lookup(stable_type, SpotKind.INSTANCE)
     info = handler_for(spot_type, call)
-    state = step(COLD, state, "capacity_available")
+    state = step(COLD, state, COLD.ev.capacity_available)
     attempt = rt.catalog.begin_attempt(call.spot_id)
     if attempt is None:
         await rt.catalog.attempts[call.spot_id].done.wait()
@@ -163,13 +165,13 @@ async def place_and_start(rt: NodeRuntime, call: Delivery, *,
                         spot_id=call.spot_id, msg=call.msg, size=call.size,
                         completion=call.completion, deadline=call.deadline,
                         op_id=call.operation_id(rt.new_uuid4),
-                        state=step(COLD, state, "envelope_accepted"),
+                        state=step(COLD, state, COLD.ev.envelope_accepted),
                         redeliver=redeliver, source_saw_missing=True)
     rt.catalog.start_job(lambda: run_activation(job))
     return True
 
 
-async def _send_envelope(rt: NodeRuntime, call: Delivery, state: str, mesh: str,
+async def _send_envelope(rt: NodeRuntime, call: Delivery, state: ColdActivationState, mesh: str,
                          stable_type: str, node: PlacementCandidate) -> None:
     """06 §4.1 step 8 to another node: command 39 route kind 2; nothing is reserved here."""
     claim = rt.peers.claim_by_rid(node.node_rid)
@@ -179,9 +181,9 @@ async def _send_envelope(rt: NodeRuntime, call: Delivery, state: str, mesh: str,
     known = rt.registry.get(stable_type)
     if known is not None:  # this node knows the type too: check the reply before sending
         handler_for(known, call)
-    state = step(COLD, state, "capacity_available")
+    state = step(COLD, state, COLD.ev.capacity_available)
     link = await rt.peers.link_to(claim)
     send_spot_message(rt, call, link, ActivationRoute(
         target_mesh=mesh, target=OwnerFence(node.node_rid, claim.lifecycle_generation),
         spot_id=call.spot_id, stable_type=stable_type, descriptor_version=claim.store_version))
-    step(COLD, state, "envelope_accepted")  # the target goes on from checking_target_owner
+    step(COLD, state, COLD.ev.envelope_accepted)  # the target goes on from checking_target_owner

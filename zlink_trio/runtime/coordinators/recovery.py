@@ -58,6 +58,7 @@ from zlink_trio.runtime.incarnation.host import Host, MessageWork
 from zlink_trio.runtime.state import LOGGER
 
 if TYPE_CHECKING:
+    from statecharts.names import ColdActivationState
     from zlink_trio.core.records import AuthorityRecord, RootReceipt
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.runtime.declaration.handlers import HandlerInfo
@@ -160,10 +161,10 @@ async def _abort_user_create(rt: NodeRuntime, record: AuthorityRecord) -> None:
 
 async def _abort_dead(rt: NodeRuntime, record: AuthorityRecord) -> None:
     """Abort a cold activation this node will not resume (dead fence, no lease needed)."""
-    state = step(COLD, "recovering_reservation", "abort_creating")
+    state = step(COLD, COLD.st.recovering_reservation, COLD.ev.abort_creating)
     await rt.store.location.abort_creating(fence_of(record))
     await _drop(rt, record)
-    assert state == "creation_failed"
+    assert state == COLD.st.creation_failed
 
 
 async def _drop(rt: NodeRuntime, record: AuthorityRecord) -> None:
@@ -205,7 +206,7 @@ async def _first_seq(rt: NodeRuntime, record: AuthorityRecord, envelope: bytes) 
 async def _resume_creation(rt: NodeRuntime, orphan: AuthorityRecord,
                            spot_type: SpotType) -> None:
     """Creating + pointer: same reservation and generation, factory again, commit."""
-    state = "recovering_reservation"
+    state = COLD.st.recovering_reservation
     pointer = orphan.recovery_pointer
     assert pointer is not None
     receipt = pointer.receipt()
@@ -218,31 +219,31 @@ async def _resume_creation(rt: NodeRuntime, orphan: AuthorityRecord,
         return
     adopted = await _adopt(rt, orphan)
     fence = fence_of(adopted)
-    state = step(COLD, state, "resume_creation")
+    state = step(COLD, state, COLD.ev.resume_creation)
     host = Host(rt, spot_type, adopted.spot_id, adopted.object_generation, adopted.mesh)
     rt.catalog.pending += 1
     try:
         try:
             await host.build()
         except BaseException as exc:
-            state = step(COLD, state, "deadline_expired" if isinstance(exc, trio.Cancelled)
-                         else "factory_failed")
+            state = step(COLD, state, COLD.ev.deadline_expired if isinstance(exc, trio.Cancelled)
+                         else COLD.ev.factory_failed)
             with trio.CancelScope(shield=True):
                 await host.activation_failed()
                 await rt.store.location.abort_creating(fence)
                 await _drop(rt, adopted)
-            step(COLD, state, "abort_creating")
+            step(COLD, state, COLD.ev.abort_creating)
             if isinstance(exc, trio.Cancelled):
                 raise
             LOGGER.error("node %r: resuming the activation of Spot %r failed in its "
                          "factory (%s); the creation is aborted", rt.node_id,
                          adopted.spot_id, exc)
             return
-        state = step(COLD, state, "factory_initialized")
+        state = step(COLD, state, COLD.ev.factory_initialized)
         with trio.CancelScope(shield=True):
             try:
                 seq = await _first_seq(rt, adopted, envelope)
-                state = step(COLD, state, "first_record_durable")
+                state = step(COLD, state, COLD.ev.first_record_durable)
                 ready = await rt.store.location.commit_ready(fence, now=rt.now())
             except ZLinkError:
                 await host.activation_failed()
@@ -251,7 +252,7 @@ async def _resume_creation(rt: NodeRuntime, orphan: AuthorityRecord,
                 raise
     finally:
         rt.catalog.pending -= 1
-    state = step(COLD, state, "commit_ready")
+    state = step(COLD, state, COLD.ev.commit_ready)
     _serve(rt, host, msg, info, FirstRecord(seq=seq, ready_version=ready.store_version,
                                             receipt=receipt), state)
     LOGGER.info("node %r: resumed the cold activation of Spot %r (generation %d)",
@@ -259,17 +260,17 @@ async def _resume_creation(rt: NodeRuntime, orphan: AuthorityRecord,
 
 
 def _serve(rt: NodeRuntime, host: Host, msg: object, info: HandlerInfo, first: FirstRecord,
-           state: str) -> None:
+           state: ColdActivationState) -> None:
     """Register, first record at the queue head, barrier open: one continuation."""
     host.open(MessageWork(msg, info, None, math.inf, first=first))
     rt.catalog.register(host)
-    state = step(COLD, state, "route_registered")
-    first.state = step(COLD, state, "queue_head_restored")
+    state = step(COLD, state, COLD.ev.route_registered)
+    first.state = step(COLD, state, COLD.ev.queue_head_restored)
 
 
 async def _resume_ready(rt: NodeRuntime, orphan: AuthorityRecord, spot_type: SpotType) -> None:
     """Ready + pointer: rebuild; run the first record first unless it completed."""
-    state = "recovering_ready"
+    state = COLD.st.recovering_ready
     pointer = orphan.recovery_pointer
     assert pointer is not None
     receipt = pointer.receipt()
@@ -293,8 +294,8 @@ async def _resume_ready(rt: NodeRuntime, orphan: AuthorityRecord, spot_type: Spo
     if done:
         host.open(None)
         rt.catalog.register(host)
-        state = step(COLD, state, "route_registered")
-        state = step(COLD, state, "queue_head_restored")
+        state = step(COLD, state, COLD.ev.route_registered)
+        state = step(COLD, state, COLD.ev.queue_head_restored)
         first = FirstRecord(seq=cursor, ready_version=adopted.store_version, receipt=receipt,
                             state=state)
         await record_first_completion(rt, spot_id, generation, first)

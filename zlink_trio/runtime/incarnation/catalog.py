@@ -41,6 +41,7 @@ from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.idle import IdleSweep, is_idle
 from zlink_trio.core.placement import check_local_activation
 from zlink_trio.core.route_cache import CachedRoute
+from zlink_trio.runtime.charts import INCARNATION
 from zlink_trio.runtime.declaration.policies import CloseReason
 from zlink_trio.runtime.state import LOGGER
 
@@ -165,7 +166,8 @@ class Catalog:
             await trio.sleep_until(deadline)
 
     def _idle(self, host: Host) -> bool:
-        if host.state != "serving" or not self.rt.serving:
+        if not (INCARNATION.allows(host.state, INCARNATION.ev.begin_idle_eviction)
+                and self.rt.serving):
             return False
         pending, running = host.pending_and_running()
         return is_idle(host.spot_type.kind, pending=pending, running=running, relocating=False,
@@ -225,7 +227,7 @@ class Catalog:
         for host in hosts:
             if self.rt.lease_lost:
                 break  # an owner without a lease may not begin a close (06 §9)
-            if host.state != "serving":
+            if not INCARNATION.allows(host.state, INCARNATION.ev.begin_close):
                 continue
             try:
                 record = await self.rt.store.location.begin_close(

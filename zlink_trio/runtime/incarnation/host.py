@@ -172,7 +172,7 @@ class Host:
 
         Runs shielded with a bound, so a failing attempt always gets to clean up.
         """
-        self.state = step(INCARNATION, self.state, "activation_failed")
+        self.state = step(INCARNATION, self.state, INCARNATION.ev.activation_failed)
         self.timers.cancel_all()
         await run_on_close(self.spot_type, self.instance, self.spot_id,
                            CloseReason.ACTIVATION_FAILED)
@@ -182,11 +182,11 @@ class Host:
 
         The caller registers the host in the catalog in the same continuation.
         """
-        self.state = step(INCARNATION, self.state, "commit_ready")
+        self.state = step(INCARNATION, self.state, INCARNATION.ev.commit_ready)
         if first is not None:
             self._first = first.first
             self.lanes.application.push_front(first, 0)
-        self.state = step(INCARNATION, self.state, "open_barrier")
+        self.state = step(INCARNATION, self.state, INCARNATION.ev.open_barrier)
         self.last_work_finished_at = trio.current_time()
 
     # ------------------------------------------------------------------ admission
@@ -194,7 +194,7 @@ class Host:
     @property
     def sealed(self) -> bool:
         """Whether admission is sealed (closing or gone)."""
-        return self.state in ("closing", "disposed")
+        return self.state in INCARNATION.tags.admission_sealed
 
     def admit(self, work: MessageWork, payload_size: int) -> None:
         """Queue an application message. StaleRoute when sealed or the owner is invalid;
@@ -239,7 +239,7 @@ class Host:
         return timer_id in self.timers
 
     def _fire_due_timers(self) -> None:
-        if self.state != "serving":
+        if self.state not in INCARNATION.tags.fires_timers:
             return
         for tick in self.timers.due(trio.current_time()):
             try:
@@ -257,9 +257,10 @@ class Host:
 
     def request_close(self, reason: CloseReason, fence: AuthorityFence) -> None:
         """Seal admission for a close whose BeginClose succeeded; merges with a running one."""
-        if self.close_reason is not None or self.state != "serving":
+        event = (INCARNATION.ev.begin_idle_eviction if reason is CloseReason.IDLE_EVICTED
+                 else INCARNATION.ev.begin_close)
+        if self.close_reason is not None or not INCARNATION.allows(self.state, event):
             return
-        event = "begin_idle_eviction" if reason is CloseReason.IDLE_EVICTED else "begin_close"
         self.state = step(INCARNATION, self.state, event)
         self.close_reason = reason
         self._fence = fence
@@ -272,11 +273,11 @@ class Host:
         (unless a close already started its ``on_close``) and leaves the catalog without
         writing to the store. Synchronous; idempotent.
         """
-        if self.ownership_lost or self.state not in ("serving", "closing"):
+        if self.ownership_lost or self.state not in INCARNATION.tags.task_running:
             return
         self.ownership_lost = True
-        if self.state == "serving":
-            self.state = step(INCARNATION, self.state, "begin_close")
+        if INCARNATION.allows(self.state, INCARNATION.ev.begin_close):
+            self.state = step(INCARNATION, self.state, INCARNATION.ev.begin_close)
         if not self._cleanup_started:
             self.close_reason = CloseReason.OWNERSHIP_LOST
         self._self_close = False
@@ -286,7 +287,7 @@ class Host:
 
     async def _begin_self_close(self) -> None:
         self._self_close = False
-        if self.state != "serving":
+        if not INCARNATION.allows(self.state, INCARNATION.ev.begin_close):
             return
         record = None
         with trio.move_on_after(self.rt.options.default_timeout):
@@ -315,7 +316,7 @@ class Host:
         if self.registration is not None:
             self.registration.remove(self)
         self.rt.route_cache.invalidate(self.spot_id)
-        self.state = step(INCARNATION, self.state, "dispose")
+        self.state = step(INCARNATION, self.state, INCARNATION.ev.dispose)
         self.finished.set()
         if not self.ownership_lost:  # else inbox and root stay as evidence for the operator
             await self._bounded("recovery cleanup", lambda: drop_recovery(
@@ -341,7 +342,7 @@ class Host:
             while True:
                 turn = self.lanes.next_turn()
                 if turn is None:
-                    if self.state == "closing":
+                    if self.state == INCARNATION.st.closing:
                         break
                     if self._self_close:
                         await self._begin_self_close()
@@ -360,7 +361,7 @@ class Host:
     async def _wait_for_work(self) -> None:
         self._wake = trio.Event()
         self._fire_due_timers()
-        if self.lanes.application.queued or self.state == "closing":
+        if self.lanes.application.queued or self.state == INCARNATION.st.closing:
             return
         deadline = self.timers.next_deadline()
         if deadline is None:  # no timer: only a wake (or the task's cancellation) ends it

@@ -41,6 +41,7 @@ from zlink_trio.core.errors import DeadlineExceeded, StaleRoute, Unavailable, ZL
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.runtime.calls.completion import Completion
 from zlink_trio.runtime.calls.delivery import SEND, Delivery, Intent
+from zlink_trio.runtime.charts import COLD
 from zlink_trio.runtime.coordinators.activation import ActivationJob, run_activation
 from zlink_trio.runtime.coordinators.routing import deliver
 from zlink_trio.runtime.incarnation.host import MessageWork
@@ -220,7 +221,7 @@ async def _activate(rt: NodeRuntime, call: Delivery, spot_type: SpotType, info: 
     await run_activation(ActivationJob(
         rt=rt, attempt=attempt, spot_type=spot_type, info=info, mesh=rt.mesh,
         spot_id=call.spot_id, msg=call.msg, size=call.size, completion=call.completion,
-        deadline=call.deadline, op_id=call.op_id, state="checking_target_owner",
+        deadline=call.deadline, op_id=call.op_id, state=COLD.st.checking_target_owner,
         redeliver=lambda: deliver(rt, call)))
 
 

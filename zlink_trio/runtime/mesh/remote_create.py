@@ -97,11 +97,11 @@ async def compete_remote(op: CreateOperation, data: bytes, mesh: str, node: Plac
                           "was being placed on it; nothing was created. Try again")
     target = OwnerFence(node.node_rid, claim.lifecycle_generation)
     link = await rt.peers.link_to(claim)
-    op.state = step(CREATE, op.state, "placement_selected")
+    op.state = step(CREATE, op.state, CREATE.ev.placement_selected)
     reserved = await reserve(op, data, mesh, target)
     if not isinstance(reserved, Reserved):
         return reserved
-    op.state = step(CREATE, op.state, "reserve_won")
+    op.state = step(CREATE, op.state, CREATE.ev.reserve_won)
     fence = reserved.fence
 
     def frame(correlation: int) -> UserSpotCreate:
@@ -119,18 +119,19 @@ async def compete_remote(op: CreateOperation, data: bytes, mesh: str, node: Plac
         reply = await round_trip(rt, link, op.deadline, frame, what)
     except BaseException as exc:
         expired = isinstance(exc, trio.Cancelled | DeadlineExceeded)
-        op.state = step(CREATE, op.state, "deadline_expired" if expired else "factory_failed")
+        op.state = step(CREATE, op.state, CREATE.ev.deadline_expired if expired
+                        else CREATE.ev.factory_failed)
         with trio.CancelScope(shield=True):
             await _withdraw(rt, fence, reserved.receipt)
-        op.state = step(CREATE, op.state, "abort_creating")
+        op.state = step(CREATE, op.state, CREATE.ev.abort_creating)
         raise
     if isinstance(reply.outcome, Failure):
         # The target may have refused before touching the reservation (a stale fence, a
         # draining node...): withdraw it; if the target already aborted, this is a no-op.
-        op.state = step(CREATE, op.state, "factory_failed")
+        op.state = step(CREATE, op.state, CREATE.ev.factory_failed)
         with trio.CancelScope(shield=True):
             await _withdraw(rt, fence, reserved.receipt)
-        op.state = step(CREATE, op.state, "abort_creating")
+        op.state = step(CREATE, op.state, CREATE.ev.abort_creating)
         raise reply.outcome.to_error()
     return _result(op, reply)
 
@@ -143,8 +144,10 @@ def _result(op: CreateOperation, reply: Reply) -> CreateResult:
             "speaks another protocol version"
         )
     created = outcome.state is WireCreateState.CREATED
-    op.state = step(CREATE, op.state, "create_accepted" if created else "create_rejected")
-    op.state = step(CREATE, op.state, "commit_ready" if created else "abort_creating")
+    op.state = step(CREATE, op.state, CREATE.ev.create_accepted if created
+                    else CREATE.ev.create_rejected)
+    op.state = step(CREATE, op.state, CREATE.ev.commit_ready if created
+                    else CREATE.ev.abort_creating)
     value = None
     if outcome.reply is not None:
         encoded = outcome.reply
@@ -225,7 +228,7 @@ async def _create_here(rt: NodeRuntime, frame: UserSpotCreate) -> CreateOutcome:
     receipt = record.creation_intent.receipt()
     request = _request(rt, await rt.store.relocation.get_root(receipt), frame)
     op = CreateOperation(rt, frame.spot_id, spot_type.stable_type, request, None,
-             from_wall_ms(frame.deadline_ms), False, state="running_factory",
+             from_wall_ms(frame.deadline_ms), False, state=CREATE.st.running_factory,
              op_id=f"{frame.operation_id:016x}")
     with trio.move_on_at(op.deadline) as scope:
         # A local create of the same ID may hold the attempt; the store says this
