@@ -3,6 +3,8 @@
 ``python crash_worker.py MODE STORE_URL SIDE_FILE [MARKER]`` with MODE:
 
 * ``first``   -- node ``n1`` (lease 1 s) sends ``Add(1)`` with Instance intent to ``c1``.
+* ``first-short`` -- the same with a 0.25 s deadline (shorter than a third of the
+  lease, so it has passed before a restarted ``n1`` may adopt anything).
 * ``create``  -- node ``n1`` (lease 1 s) runs ``get_or_create("u1", "crashroom")``.
 * ``restart`` -- node ``n1`` again (its startup scan recovers), waits until ``c1`` has
   no Creating record and no recovery pointer, then sends ``c1`` a plain ``Add(10)``.
@@ -31,6 +33,7 @@ from zlink_trio.store import Store, open_store
 NODE = ""
 SIDE = ""
 DEADLINE = 20.0
+SHORT_DEADLINE = 0.25
 
 
 def side(*words: object) -> None:
@@ -115,12 +118,12 @@ async def report(store: Store, **extra: object) -> None:
 async def main(mode: str, url: str) -> None:
     global NODE
     NODE = "n2" if mode == "other" else "n1"
-    lease = 1.0 if mode in ("first", "create") else 5.0
+    lease = 1.0 if mode in ("first", "first-short", "create") else 5.0
     async with open_store(url) as store, zl.open_node(
             NODE, store=url, spots=SPOTS, lease=lease, default_timeout=DEADLINE) as node:
-        if mode == "first":
+        if mode in ("first", "first-short"):
             reply = await node.client.request("c1", Add(1), reply=Total).instance_spot() \
-                .timeout(DEADLINE)
+                .timeout(DEADLINE if mode == "first" else SHORT_DEADLINE)
             side("reply", NODE, reply.value)
             await report(store, reply=reply.value)
         elif mode == "create":

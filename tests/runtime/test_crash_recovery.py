@@ -221,3 +221,40 @@ def test_crash_recovery_sqlite(sqlite_outcomes, flow, step):
                          ids=[f"{f}-{s}" for f, s in REDIS_SCENARIOS])
 def test_crash_recovery_redis(redis_outcomes, flow, step):
     _check(redis_outcomes[(flow, step)], flow, step)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+def test_a_restarted_node_honours_the_deadline_recorded_in_the_envelope(tmp_path, backend):
+    """The envelope's deadline is wall-clock time, read the same by the restarted process.
+
+    ``n1`` dies right after Reserve of a cold activation whose call had a 0.25 s deadline;
+    the restarted ``n1`` may adopt only once the dead lifecycle's lease (1 s) ran out, so
+    the deadline recorded in the envelope has passed: the creation is aborted with the
+    dead fence -- no factory, no handler, no record or root left -- instead of resumed.
+    (The scenarios above, with a 20 s deadline, are resumed.)
+    """
+    side = tmp_path / "short.side"
+    prefix = f"zlcrash-deadline-{uuid.uuid4().hex[:8]}"
+    helpers = _redis_helpers() if backend == "redis" else None
+    url = (helpers.url_with(prefix) if helpers is not None
+           else f"sqlite://{tmp_path / 'short.db'}?busy_timeout=5")
+
+    async def main() -> tuple[int, int, str, str]:
+        rc, _, err1 = await _run("first-short", url, side, crash="cold:after_reserve")
+        rc2, out2, err2 = await _run("restart", url, side)
+        return rc, rc2, out2, err1 + err2
+
+    try:
+        rc, rc2, out, stderr = trio.run(main)
+    finally:
+        if helpers is not None:
+            trio.run(helpers.delete_prefix, prefix)
+    assert rc == -signal.SIGKILL, stderr
+    assert rc2 == 0, stderr
+    recovered = json.loads(out.strip().splitlines()[0])
+    assert recovered["c1"] is None  # aborted, not resumed
+    assert recovered["creating"] == 0
+    assert recovered["roots"] == 0
+    lines = side.read_text().splitlines() if side.exists() else []
+    assert not [line for line in lines if line.split()[0] in ("factory", "handle")], lines
+    assert "past its deadline; its creation is aborted" in stderr

@@ -13,7 +13,7 @@ import trio.testing
 
 from zlink_trio.core.errors import DeadlineExceeded, Unavailable
 from zlink_trio.runtime.calls.completion import Completion
-from zlink_trio.runtime.calls.deadlines import COMPACT_AT, Deadlines
+from zlink_trio.runtime.calls.deadlines import COMPACT_AT, Deadlines, deadline_after
 
 
 async def test_waits_end_at_their_deadlines_in_deadline_order(autojump_clock):
@@ -22,7 +22,7 @@ async def test_waits_end_at_their_deadlines_in_deadline_order(autojump_clock):
 
     async def wait(name: str, after: float) -> None:
         try:
-            await Completion().wait(trio.current_time() + after, name, deadlines)
+            await Completion().wait(deadline_after(after), name, deadlines)
         except DeadlineExceeded as error:
             ended.append((error.message.split(" did not")[0], trio.current_time()))
 
@@ -48,14 +48,14 @@ async def test_an_answer_before_the_deadline_wins_and_the_heap_stays_bounded(aut
             for n in range(10 * COMPACT_AT):
                 slot = Completion()
                 slot.set_result(n)  # answered before its wait even began
-                assert await slot.wait(trio.current_time() + 30, "done", deadlines) == n
+                assert await slot.wait(deadline_after(30), "done", deadlines) == n
                 answered = Completion()
 
                 async def answer(slot: Completion = answered, n: int = n) -> None:
                     slot.set_result(n)
 
                 nursery.start_soon(answer)
-                assert await answered.wait(trio.current_time() + 30, "wait", deadlines) == n
+                assert await answered.wait(deadline_after(30), "wait", deadlines) == n
                 assert len(deadlines._heap) <= 4 * COMPACT_AT
             nursery.cancel_scope.cancel()
 
@@ -66,7 +66,7 @@ async def test_stopping_the_deadline_task_fails_open_waits_as_unavailable(autoju
 
     async def wait() -> None:
         try:
-            await Completion().wait(trio.current_time() + 1_000, "the request", deadlines)
+            await Completion().wait(deadline_after(1_000), "the request", deadlines)
         except Unavailable as error:
             outcome.append(error)
 
@@ -87,7 +87,7 @@ async def test_without_the_deadline_task_a_wait_bounds_itself(autojump_clock):
     with trio.fail_after(60):
         start = trio.current_time()
         try:
-            await Completion().wait(start + 2, "the request", deadlines)
+            await Completion().wait(deadline_after(2), "the request", deadlines)
         except DeadlineExceeded:
             assert trio.current_time() - start == 2
         else:

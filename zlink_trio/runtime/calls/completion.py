@@ -9,11 +9,14 @@ operation's deadline to :meth:`Completion.wait`.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
 from zlink_trio.core.errors import DeadlineExceeded
+
+if TYPE_CHECKING:
+    from zlink_trio.core.deadline import Deadline
 
 __all__ = ("Completion", "DeadlineKeeper", "deadline_exceeded")
 
@@ -86,7 +89,7 @@ class Completion:
         self._waiter = None
         return trio.lowlevel.Abort.SUCCEEDED
 
-    async def wait(self, deadline: float, what: str,
+    async def wait(self, deadline: Deadline, what: str,
                    deadlines: DeadlineKeeper | None = None) -> object:
         """Return the value (or raise the error) once set; DeadlineExceeded at ``deadline``.
 
@@ -100,11 +103,11 @@ class Completion:
         if self._done:
             await trio.lowlevel.checkpoint()
         elif deadlines is not None and deadlines.running:
-            deadlines.add(deadline, self, what)
+            deadlines.add(deadline.at, self, what)
             self._waiter = trio.lowlevel.current_task()
             await trio.lowlevel.wait_task_rescheduled(self._abort)
         else:
-            with trio.move_on_at(deadline):
+            with trio.move_on_at(deadline.at):
                 self._waiter = trio.lowlevel.current_task()
                 await trio.lowlevel.wait_task_rescheduled(self._abort)
             if not self._done:

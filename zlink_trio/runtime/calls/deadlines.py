@@ -30,20 +30,32 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import time
 from typing import TYPE_CHECKING, Final
 
 import trio
 
+from zlink_trio.core.deadline import Deadline
 from zlink_trio.core.errors import Unavailable
 from zlink_trio.runtime.calls.completion import deadline_exceeded
 
 if TYPE_CHECKING:
     from zlink_trio.runtime.calls.completion import Completion
 
-__all__ = ("COMPACT_AT", "Deadlines")
+__all__ = ("COMPACT_AT", "Deadlines", "deadline_after", "deadline_from_wall_ms")
 
 #: The heap is compacted only above this many entries.
 COMPACT_AT: Final = 1_024
+
+
+def deadline_after(seconds: float) -> Deadline:
+    """The deadline ``seconds`` from now, on the Trio clock and the wall clock."""
+    return Deadline.after(seconds, now=trio.current_time(), wall_now=time.time())
+
+
+def deadline_from_wall_ms(wall_ms: int) -> Deadline:
+    """A wall-clock millisecond deadline (from the wire or the store) on this process's clock."""
+    return Deadline.from_wall_ms(wall_ms, now=trio.current_time(), wall_now=time.time())
 
 
 class Deadlines:

@@ -22,6 +22,7 @@ from zlink_trio.core.errors import TypeMismatch
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from zlink_trio.core.deadline import Deadline
     from zlink_trio.runtime.calls.completion import Completion
     from zlink_trio.runtime.declaration.handlers import HandlerInfo
     from zlink_trio.runtime.declaration.spot_types import SpotType
@@ -54,7 +55,8 @@ class Delivery:
     #: The reply class the request asked for (``None`` for a handler that replies
     #: nothing), or :data:`SEND` for a one-way send / a relayed call.
     reply: object
-    deadline: float
+    #: The call's one end-to-end deadline (fixed when it was awaited).
+    deadline: Deadline
     #: The operation ID: drawn on first use (:meth:`operation_id`), since a call served
     #: on this node by a Ready Spot never needs one.
     op_id: str

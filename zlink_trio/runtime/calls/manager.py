@@ -22,6 +22,7 @@ from zlink_trio.core.identity import (
 )
 from zlink_trio.core.records import AuthorityState, SpotRef
 from zlink_trio.runtime.calls.builders import OnceBuilder
+from zlink_trio.runtime.calls.deadlines import deadline_after
 from zlink_trio.runtime.coordinators.close import close_user_spot
 from zlink_trio.runtime.coordinators.create import create_user_spot
 from zlink_trio.runtime.options import check_timeout
@@ -77,7 +78,7 @@ class _CreateCall(OnceBuilder):
         create_only = self._spot_id is None
         spot_id = rt.new_uuid4() if create_only else validate_user_spot_id(self._spot_id)
         timeout = rt.options.default_timeout if self._timeout is None else self._timeout
-        deadline = trio.current_time() + timeout
+        deadline = deadline_after(timeout)
         return await create_user_spot(rt, spot_id, stable_type, self._request, self._mesh,
                                       deadline, create_only=create_only)
 
@@ -131,5 +132,5 @@ class SpotManager:
         ``default_timeout``.
         """
         self._rt.check_usable()
-        deadline = trio.current_time() + self._rt.options.default_timeout
+        deadline = deadline_after(self._rt.options.default_timeout)
         return await close_user_spot(self._rt, ref, deadline)

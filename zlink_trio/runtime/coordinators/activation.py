@@ -42,9 +42,7 @@ instance was constructed.
 
 from __future__ import annotations
 
-import base64
-import json
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
@@ -60,6 +58,7 @@ from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityRecord, AuthorityState, RecoveryPointer
 from zlink_trio.runtime.charts import COLD, step
 from zlink_trio.runtime.coordinators import crash_points
+from zlink_trio.runtime.coordinators.envelope import ActivationEnvelope
 from zlink_trio.runtime.coordinators.first_record import FirstRecord
 from zlink_trio.runtime.incarnation.host import Host, MessageWork
 from zlink_trio.runtime.state import LOGGER
@@ -70,6 +69,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from statecharts.names import ColdActivationEvent, ColdActivationState
+    from zlink_trio.core.deadline import Deadline
     from zlink_trio.core.records import ReservationFence, RootReceipt
     from zlink_trio.runtime.calls.completion import Completion
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
@@ -78,12 +78,7 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.incarnation.catalog import Attempt
     from zlink_trio.store._combined import CombinedTransactions
 
-__all__ = ("ENVELOPE_FORMAT", "ActivationJob", "encode_envelope", "run_activation")
-
-#: The recovery root's format name (06 §4.1 "instance-activation-recovery-v1").
-ENVELOPE_FORMAT = "instance-activation-recovery-v1"
-# Built once: json.dumps with options builds a new encoder per call.
-_ENVELOPE_JSON: Final = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+__all__ = ("ActivationJob", "encode_envelope", "run_activation")
 
 
 @attrs.define(eq=False)
@@ -99,7 +94,7 @@ class ActivationJob:
     msg: object
     size: int
     completion: Completion | None
-    deadline: float
+    deadline: Deadline
     op_id: str
     #: ColdActivation state id.
     state: ColdActivationState
@@ -114,18 +109,10 @@ class ActivationJob:
 
 def encode_envelope(job: ActivationJob) -> bytes:
     """The complete activation envelope as compact JSON (the recovery root's bytes)."""
-    encoded = job.rt.codec.encode(job.msg)
-    return _ENVELOPE_JSON({
-        "format": ENVELOPE_FORMAT,
-        "operationId": job.op_id,
-        "spotId": job.spot_id,
-        "stableType": job.spot_type.stable_type,
-        "mesh": job.mesh,
-        "sourceNodeRid": str(job.rt.node_rid),
-        "messageType": encoded.type_name,
-        "body": base64.b64encode(encoded.body).decode("ascii"),
-        "deadline": repr(job.deadline),
-    }).encode("utf-8")
+    return ActivationEnvelope(
+        operation_id=job.op_id, spot_id=job.spot_id, stable_type=job.spot_type.stable_type,
+        mesh=job.mesh, recorded_by=str(job.rt.node_rid), message=job.rt.codec.encode(job.msg),
+        deadline_ms=job.deadline.wall_ms).encode()
 
 
 def _fail(job: ActivationJob, error: BaseException) -> None:
@@ -139,7 +126,7 @@ def _fail(job: ActivationJob, error: BaseException) -> None:
 async def run_activation(job: ActivationJob) -> None:
     """Run one cold activation to its end; the outcome reaches the job's completion."""
     try:
-        with trio.move_on_at(job.deadline) as scope:
+        with trio.move_on_at(job.deadline.at) as scope:
             await _activate(job)
         if scope.cancelled_caught and not job.delivered:
             _fail(job, DeadlineExceeded(

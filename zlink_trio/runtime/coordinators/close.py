@@ -20,12 +20,13 @@ from zlink_trio.runtime.coordinators.close_operation import close_here
 from zlink_trio.runtime.mesh.remote_close import close_remote
 
 if TYPE_CHECKING:
+    from zlink_trio.core.deadline import Deadline
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
 
 __all__ = ("close_user_spot",)
 
 
-async def close_user_spot(rt: NodeRuntime, ref: SpotRef, deadline: float) -> bool:
+async def close_user_spot(rt: NodeRuntime, ref: SpotRef, deadline: Deadline) -> bool:
     """Close the incarnation ``ref`` names; see the module docstring."""
     if not isinstance(ref, SpotRef):
         raise InvalidOperation(
@@ -33,7 +34,7 @@ async def close_user_spot(rt: NodeRuntime, ref: SpotRef, deadline: float) -> boo
             f"got {type(ref).__name__}"
         )
     state = CLOSE.initial
-    with trio.move_on_at(deadline):
+    with trio.move_on_at(deadline.at):
         return await close_here(rt, ref, state, deadline, remote=close_remote)
     raise DeadlineExceeded(
         f"closing Spot {ref.spot_id!r} generation {ref.generation} did not finish before its "

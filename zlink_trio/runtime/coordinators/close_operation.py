@@ -38,12 +38,14 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from statecharts.names import CloseOperationState
+    from zlink_trio.core.deadline import Deadline
     from zlink_trio.core.records import AuthorityRecord, SpotRef
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.runtime.incarnation.host import Host
 
     #: Closes a Spot owned by another node (``mesh.remote_close.close_remote``).
-    RemoteClose = Callable[[NodeRuntime, SpotRef, AuthorityRecord, float], Awaitable[bool]]
+    RemoteClose = Callable[[NodeRuntime, SpotRef, AuthorityRecord, Deadline],
+                           Awaitable[bool]]
 
 __all__ = ("close_here",)
 
@@ -55,7 +57,7 @@ def _check_released(rt: NodeRuntime, host: Host) -> None:
 
 
 async def close_here(rt: NodeRuntime, ref: SpotRef, state: CloseOperationState,
-                     deadline: float, *,
+                     deadline: Deadline, *,
                      remote: RemoteClose | None = None,
                      expected: tuple[int, int] | None = None) -> bool:
     """Close ``ref``: verify, BeginClose, seal, wait for the release (module docstring).

@@ -51,6 +51,7 @@ from zlink_trio.runtime.coordinators.routing import Backoff, wait_for_change
 from zlink_trio.runtime.mesh.remote_create import compete_remote
 
 if TYPE_CHECKING:
+    from zlink_trio.core.deadline import Deadline
     from zlink_trio.core.placement import PlacementCandidate
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
 
@@ -58,7 +59,7 @@ __all__ = ("create_user_spot",)
 
 
 async def create_user_spot(rt: NodeRuntime, spot_id: str, stable_type: str,
-                           request: object | None, in_mesh: str | None, deadline: float,
+                           request: object | None, in_mesh: str | None, deadline: Deadline,
                            *, create_only: bool) -> CreateResult:
     """Run one Create/GetOrCreate to its terminal result (see the module docstring).
 
@@ -69,7 +70,7 @@ async def create_user_spot(rt: NodeRuntime, spot_id: str, stable_type: str,
     op.state = step(CREATE, op.state, CREATE.ev.spot_id_issued if create_only
                     else CREATE.ev.spot_id_given)
     data = encode_request(rt, op)
-    with trio.move_on_at(deadline) as scope:
+    with trio.move_on_at(deadline.at) as scope:
         return await _run(op, data)
     if scope.cancelled_caught and CREATE.allows(op.state, CREATE.ev.deadline_expired):
         op.state = step(CREATE, op.state, CREATE.ev.deadline_expired)

@@ -57,6 +57,7 @@ from zlink_trio.store import AuthorityExists
 
 if TYPE_CHECKING:
     from statecharts.names import UserCreateState
+    from zlink_trio.core.deadline import Deadline
     from zlink_trio.core.records import (
         AuthorityRecord,
         OwnerFence,
@@ -111,7 +112,7 @@ class CreateOperation:
     stable_type: str
     request: object | None
     in_mesh: str | None
-    deadline: float
+    deadline: Deadline
     create_only: bool
     state: UserCreateState = CREATE.initial
     op_id: str = ""

@@ -10,7 +10,11 @@ expired lifecycle of this NodeId. They are read in pages of 1000 by Spot ID and 
 is handled on its own (an error is logged and the scan goes on):
 
 * **Creating with a recovery pointer** (a cold activation that died after Reserve):
-  ``ColdActivation`` starts in ``recovering_reservation``. ``adopt_orphan`` moves it
+  ``ColdActivation`` starts in ``recovering_reservation``.  The envelope records the
+  operation's deadline in wall-clock milliseconds (:mod:`.envelope`), the same value
+  in every process: past it, the creation is aborted with the dead lifecycle's fence
+  (nobody waits for it any more); before it, it is resumed, and the factory runs
+  under that deadline. ``adopt_orphan`` moves it
   to this lifecycle (same ObjectGeneration and reservation, owner generation + 1),
   the envelope is read back from the recovery root, then ``resume_creation`` and the
   normal path: factory + ``on_activate`` (they may run again for the same
@@ -42,17 +46,19 @@ between the handler's end and its completion record -- see docs/stores.md).
 
 from __future__ import annotations
 
-import base64
-import json
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
+import attrs
 import trio
 
-from zlink_trio.core.errors import InvalidOperation, ZLinkError
+from zlink_trio.core.deadline import MAX_WALL_MS, Deadline
+from zlink_trio.core.errors import ZLinkError
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityState, ReservationFence
+from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.charts import COLD, step
+from zlink_trio.runtime.coordinators.envelope import ActivationEnvelope
 from zlink_trio.runtime.coordinators.first_record import FirstRecord, record_first_completion
 from zlink_trio.runtime.incarnation.host import Host, MessageWork
 from zlink_trio.runtime.state import LOGGER
@@ -67,6 +73,8 @@ if TYPE_CHECKING:
 __all__ = ("recover_orphans",)
 
 _PAGE = 1000
+#: The deadline of a first message whose envelope recorded none.
+NO_DEADLINE: Final = Deadline(math.inf, MAX_WALL_MS)
 
 
 def fence_of(record: AuthorityRecord) -> ReservationFence:
@@ -180,18 +188,28 @@ async def _adopt(rt: NodeRuntime, record: AuthorityRecord) -> AuthorityRecord:
         now=rt.now())
 
 
-async def _envelope(rt: NodeRuntime, receipt: RootReceipt,
-                    spot_type: SpotType) -> tuple[bytes, object, HandlerInfo]:
-    """The recovery root's bytes, its first message and the handler that takes it."""
+@attrs.frozen
+class _FirstMessage:
+    """A recovery root read back: its bytes, the first message, its handler and deadline."""
+
+    data: bytes
+    msg: object
+    info: HandlerInfo
+    #: The deadline recorded with it, on this process's clock (``NO_DEADLINE`` if none).
+    deadline: Deadline
+
+
+async def _first_message(rt: NodeRuntime, receipt: RootReceipt,
+                         spot_type: SpotType) -> _FirstMessage:
+    """The recovery root's envelope, decoded with the handler that takes its message."""
     data = await rt.store.relocation.get_root(receipt)
-    try:
-        fields = json.loads(data)
-        type_name, body = fields["messageType"], base64.b64decode(fields["body"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InvalidOperation(f"recovery root {receipt.ref} is not an activation "
-                               f"envelope ({exc})") from exc
-    info = spot_type.handlers.find_wire(type_name)
-    return data, rt.codec.decode(type_name, body, info.message_type), info
+    envelope = ActivationEnvelope.decode(data)
+    encoded = envelope.message
+    info = spot_type.handlers.find_wire(encoded.type_name)
+    deadline = (NO_DEADLINE if envelope.deadline_ms is None
+                else deadline_from_wall_ms(envelope.deadline_ms))
+    return _FirstMessage(data, rt.codec.decode(encoded.type_name, encoded.body,
+                                               info.message_type), info, deadline)
 
 
 async def _first_seq(rt: NodeRuntime, record: AuthorityRecord, envelope: bytes) -> int:
@@ -211,10 +229,19 @@ async def _resume_creation(rt: NodeRuntime, orphan: AuthorityRecord,
     assert pointer is not None
     receipt = pointer.receipt()
     try:
-        envelope, msg, info = await _envelope(rt, receipt, spot_type)
+        first = await _first_message(rt, receipt, spot_type)
     except ZLinkError as exc:
         LOGGER.error("node %r: the activation envelope of Spot %r cannot be read (%s); "
                      "its creation is aborted", rt.node_id, orphan.spot_id, exc)
+        await _abort_dead(rt, orphan)
+        return
+    if first.deadline.passed(trio.current_time()):
+        # 06 §4.1.1 "continues ... or aborts creation with the same fence": the call
+        # that asked for this Spot gave up at its deadline, which every process reads
+        # the same way (wall-clock milliseconds in the envelope).
+        LOGGER.warning("node %r: the cold activation of Spot %r (generation %d) left by a "
+                       "previous lifecycle is past its deadline; its creation is aborted",
+                       rt.node_id, orphan.spot_id, orphan.object_generation)
         await _abort_dead(rt, orphan)
         return
     adopted = await _adopt(rt, orphan)
@@ -223,26 +250,20 @@ async def _resume_creation(rt: NodeRuntime, orphan: AuthorityRecord,
     host = Host(rt, spot_type, adopted.spot_id, adopted.object_generation, adopted.mesh)
     rt.catalog.pending += 1
     try:
-        try:
-            await host.build()
-        except BaseException as exc:
-            state = step(COLD, state, COLD.ev.deadline_expired if isinstance(exc, trio.Cancelled)
-                         else COLD.ev.factory_failed)
-            with trio.CancelScope(shield=True):
-                await host.activation_failed()
-                await rt.store.location.abort_creating(fence)
-                await _drop(rt, adopted)
-            step(COLD, state, COLD.ev.abort_creating)
-            if isinstance(exc, trio.Cancelled):
-                raise
-            LOGGER.error("node %r: resuming the activation of Spot %r failed in its "
-                         "factory (%s); the creation is aborted", rt.node_id,
-                         adopted.spot_id, exc)
+        built = False
+        with trio.move_on_at(first.deadline.at) as factory_scope:
+            built = await _build_or_abort(rt, host, adopted, state)
+        if factory_scope.cancelled_caught:
+            LOGGER.warning("node %r: resuming the activation of Spot %r passed its "
+                           "deadline in the factory; the creation is aborted", rt.node_id,
+                           adopted.spot_id)
+            return
+        if not built:
             return
         state = step(COLD, state, COLD.ev.factory_initialized)
         with trio.CancelScope(shield=True):
             try:
-                seq = await _first_seq(rt, adopted, envelope)
+                seq = await _first_seq(rt, adopted, first.data)
                 state = step(COLD, state, COLD.ev.first_record_durable)
                 ready = await rt.store.location.commit_ready(fence, now=rt.now())
             except ZLinkError:
@@ -253,16 +274,43 @@ async def _resume_creation(rt: NodeRuntime, orphan: AuthorityRecord,
     finally:
         rt.catalog.pending -= 1
     state = step(COLD, state, COLD.ev.commit_ready)
-    _serve(rt, host, msg, info, FirstRecord(seq=seq, ready_version=ready.store_version,
-                                            receipt=receipt), state)
+    _serve(rt, host, first, FirstRecord(seq=seq, ready_version=ready.store_version,
+                                        receipt=receipt), state)
     LOGGER.info("node %r: resumed the cold activation of Spot %r (generation %d)",
                 rt.node_id, adopted.spot_id, adopted.object_generation)
 
 
-def _serve(rt: NodeRuntime, host: Host, msg: object, info: HandlerInfo, first: FirstRecord,
+async def _build_or_abort(rt: NodeRuntime, host: Host, adopted: AuthorityRecord,
+                          state: ColdActivationState) -> bool:
+    """The resumed factory; ``False`` once a failure aborted with the adopted fence.
+
+    Cancellation (the recorded deadline) aborts the same way and propagates.
+    """
+    try:
+        await host.build()
+    except BaseException as exc:
+        state = step(COLD, state, COLD.ev.deadline_expired if isinstance(exc, trio.Cancelled)
+                     else COLD.ev.factory_failed)
+        with trio.CancelScope(shield=True):
+            await host.activation_failed()
+            await rt.store.location.abort_creating(fence_of(adopted))
+            await _drop(rt, adopted)
+        step(COLD, state, COLD.ev.abort_creating)
+        if isinstance(exc, trio.Cancelled):
+            raise
+        LOGGER.error("node %r: resuming the activation of Spot %r failed in its factory "
+                     "(%s); the creation is aborted", rt.node_id, adopted.spot_id, exc)
+        return False
+    return True
+
+
+def _serve(rt: NodeRuntime, host: Host, message: _FirstMessage, first: FirstRecord,
            state: ColdActivationState) -> None:
-    """Register, first record at the queue head, barrier open: one continuation."""
-    host.open(MessageWork(msg, info, None, math.inf, first=first))
+    """Register, first record at the queue head, barrier open: one continuation.
+
+    The first record is durable and always runs (its deadline does not drop it).
+    """
+    host.open(MessageWork(message.msg, message.info, None, message.deadline, first=first))
     rt.catalog.register(host)
     state = step(COLD, state, COLD.ev.route_registered)
     first.state = step(COLD, state, COLD.ev.queue_head_restored)
@@ -286,7 +334,7 @@ async def _resume_ready(rt: NodeRuntime, orphan: AuthorityRecord, spot_type: Spo
         if done:
             await host.build()
         else:
-            envelope, msg, info = await _envelope(rt, receipt, spot_type)
+            message = await _first_message(rt, receipt, spot_type)
             await host.build()
     except ZLinkError as exc:
         await _give_up_ready(rt, host, adopted, exc)
@@ -302,9 +350,9 @@ async def _resume_ready(rt: NodeRuntime, orphan: AuthorityRecord, spot_type: Spo
         LOGGER.info("node %r: Spot %r's first message was already handled; recovery "
                     "cleanup finished", rt.node_id, spot_id)
         return
-    seq = await _first_seq(rt, adopted, envelope)
-    _serve(rt, host, msg, info, FirstRecord(seq=seq, ready_version=adopted.store_version,
-                                            receipt=receipt), state)
+    seq = await _first_seq(rt, adopted, message.data)
+    _serve(rt, host, message, FirstRecord(seq=seq, ready_version=adopted.store_version,
+                                          receipt=receipt), state)
     LOGGER.info("node %r: restored Spot %r's first message to the head of its queue",
                 rt.node_id, spot_id)
 

@@ -48,6 +48,7 @@ from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityState
 from zlink_trio.core.route_cache import CachedRoute
 from zlink_trio.runtime.calls.completion import Completion
+from zlink_trio.runtime.calls.deadlines import deadline_after
 from zlink_trio.runtime.calls.delivery import Delivery, handler_for
 from zlink_trio.runtime.coordinators.placement import place_and_start
 from zlink_trio.runtime.incarnation.host import MessageWork
@@ -99,7 +100,7 @@ class CallRouter:
         return Delivery(
             spot_id=spot_id, msg=msg, size=len(encoded.body), intent=intent,
             completion=Completion() if request else None, reply=reply,
-            deadline=trio.current_time() + seconds, op_id="", encoded=encoded)
+            deadline=deadline_after(seconds), op_id="", encoded=encoded)
 
     async def submit(self, call: Delivery, what: str) -> None:
         """Admit ``call``; DeadlineExceeded when its deadline passes first."""
@@ -108,7 +109,7 @@ class CallRouter:
         first = admit_cached(self._rt, call)
         if first is True:
             return
-        with trio.move_on_at(call.deadline):
+        with trio.move_on_at(call.deadline.at):
             await deliver(self._rt, call, first)
             return
         raise DeadlineExceeded(

@@ -68,6 +68,7 @@ from zlink_trio.runtime.state import LOGGER
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from zlink_trio.core.deadline import Deadline
     from zlink_trio.core.lanes import Turn
     from zlink_trio.core.records import AuthorityFence
     from zlink_trio.core.timers import TimerId
@@ -93,7 +94,7 @@ class MessageWork:
     msg: object
     info: HandlerInfo
     completion: Completion | None
-    deadline: float
+    deadline: Deadline
     first: FirstRecord | None = None
 
 
@@ -387,7 +388,7 @@ class Host:
         if completion is not None and item.first is None:
             if completion.done:
                 return  # the caller's deadline already completed it
-            if trio.current_time() >= item.deadline:
+            if item.deadline.passed(trio.current_time()):
                 completion.set_error(DeadlineExceeded(
                     f"the request to Spot {self.spot_id!r} waited in its queue past its "
                     "deadline and was not run; use a longer .timeout() or send less work"

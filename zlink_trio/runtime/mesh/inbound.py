@@ -40,12 +40,12 @@ import trio
 from zlink_trio.core.errors import DeadlineExceeded, StaleRoute, Unavailable, ZLinkError
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.runtime.calls.completion import Completion
+from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.calls.delivery import SEND, Delivery, Intent
 from zlink_trio.runtime.charts import COLD
 from zlink_trio.runtime.coordinators.activation import ActivationJob, run_activation
 from zlink_trio.runtime.coordinators.routing import deliver
 from zlink_trio.runtime.incarnation.host import MessageWork
-from zlink_trio.runtime.mesh.peers import from_wall_ms
 from zlink_trio.runtime.mesh.remote_close import serve_remote_close
 from zlink_trio.runtime.mesh.remote_create import serve_remote_create
 from zlink_trio.runtime.state import LOGGER
@@ -165,7 +165,7 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
 
 async def _admit_after(rt: NodeRuntime, attempt: Attempt, frame: SpotMessage,
                        reply: LinkReply | None) -> None:
-    with trio.move_on_at(from_wall_ms(frame.deadline_ms)):
+    with trio.move_on_at(deadline_from_wall_ms(frame.deadline_ms).at):
         await attempt.done.wait()
     _admit_direct(rt, frame, reply)
 
@@ -181,7 +181,7 @@ def _admit_direct(rt: NodeRuntime, frame: SpotMessage, reply: LinkReply | None) 
         payload = frame.payload
         info = host.spot_type.handlers.find_wire(payload.type_name)
         msg = rt.codec.decode(payload.type_name, payload.body, info.message_type)
-        host.admit(MessageWork(msg, info, reply, from_wall_ms(frame.deadline_ms)),
+        host.admit(MessageWork(msg, info, reply, deadline_from_wall_ms(frame.deadline_ms)),
                    len(payload.body))
     except ZLinkError as exc:
         _fail(reply, exc, frame)
@@ -207,7 +207,7 @@ def _envelope(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
     call = Delivery(
         spot_id=route.spot_id, msg=msg, size=len(payload.body),
         intent=Intent(route.stable_type, route.target_mesh), completion=reply, reply=SEND,
-        deadline=from_wall_ms(frame.deadline_ms),
+        deadline=deadline_from_wall_ms(frame.deadline_ms),
         op_id=f"{frame.operation_id:016x}-{frame.source.node_rid}", encoded=payload)
     rt.catalog.start_job(lambda: _activate(rt, call, spot_type, info, frame))
 
@@ -227,7 +227,7 @@ async def _activate(rt: NodeRuntime, call: Delivery, spot_type: SpotType, info: 
 
 async def _relay(rt: NodeRuntime, call: Delivery, frame: SpotMessage) -> None:
     try:
-        with trio.move_on_at(call.deadline):
+        with trio.move_on_at(call.deadline.at):
             await deliver(rt, call)
             return
         raise DeadlineExceeded(f"the first message to Spot {call.spot_id!r} was not "

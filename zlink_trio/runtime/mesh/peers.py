@@ -23,13 +23,12 @@ directory of the Mesh:
   not have run": nothing is resent, 06 §5); :meth:`Peers.sweep` drops entries whose
   deadline passed (their callers already got DeadlineExceeded).
 
-Times on the wire are wall-clock milliseconds (docs/wire.md); :func:`wall_ms` and
-:func:`from_wall_ms` convert the runtime's Trio-clock deadlines.
+Deadlines travel as :class:`~zlink_trio.core.deadline.Deadline` values: the Trio-clock
+time this node waits on and the wall-clock milliseconds the wire carries (docs/wire.md).
 """
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Final
 
 import attrs
@@ -44,6 +43,7 @@ from zlink_trio.wire.frames import Reply
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from zlink_trio.core.deadline import Deadline
     from zlink_trio.core.descriptor import NodeClaim
     from zlink_trio.core.identity import NodeRid
     from zlink_trio.core.records import OwnerFence
@@ -55,21 +55,11 @@ if TYPE_CHECKING:
 
     InboundFrame = SpotMessage | UserSpotCreate | UserSpotClose
 
-__all__ = ("Peers", "Pending", "from_wall_ms", "wall_ms")
+__all__ = ("Peers", "Pending")
 
 #: Seconds between two sweeps of expired pending replies.
 SWEEP_INTERVAL: Final = 1.0
 _MAX_ID: Final = (1 << 64) - 1
-
-
-def wall_ms(deadline: float) -> int:
-    """The Trio-clock ``deadline`` as wall-clock milliseconds since the epoch (>= 1)."""
-    return max(1, int((time.time() + (deadline - trio.current_time())) * 1000))
-
-
-def from_wall_ms(ms: int) -> float:
-    """A wall-clock millisecond deadline from the wire as a Trio-clock deadline."""
-    return trio.current_time() + (ms / 1000 - time.time())
 
 
 @attrs.define(eq=False, slots=True)
@@ -77,7 +67,7 @@ class Pending:
     """One request this node sent and waits to be answered."""
 
     link: Link
-    deadline: float
+    deadline: Deadline
     on_reply: Callable[[Reply], object]
     on_lost: Callable[[Unavailable], object]
 
@@ -188,7 +178,7 @@ class Peers:
 
     # ------------------------------------------------------------------ correlations
 
-    def expect_reply(self, link: Link, deadline: float, on_reply: Callable[[Reply], object],
+    def expect_reply(self, link: Link, deadline: Deadline, on_reply: Callable[[Reply], object],
                      on_lost: Callable[[Unavailable], object]) -> int:
         """Register a request about to be sent on ``link``; returns its correlation."""
         correlation = self._next_correlation
@@ -210,7 +200,7 @@ class Peers:
         while True:
             await trio.sleep(SWEEP_INTERVAL)
             now = trio.current_time()
-            for correlation in [c for c, p in self._pending.items() if p.deadline < now]:
+            for correlation in [c for c, p in self._pending.items() if p.deadline.at < now]:
                 self._pending.pop(correlation, None)
 
     # ------------------------------------------------------------------ LinkHandler

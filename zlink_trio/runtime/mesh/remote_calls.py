@@ -34,7 +34,6 @@ from zlink_trio.core.errors import (
     ZLinkError,
 )
 from zlink_trio.runtime.calls.completion import Completion
-from zlink_trio.runtime.mesh.peers import wall_ms
 from zlink_trio.wire.frames import (
     ActivationRoute,
     EncodedMessage,
@@ -48,6 +47,7 @@ from zlink_trio.wire.frames import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from zlink_trio.core.deadline import Deadline
     from zlink_trio.runtime.calls.delivery import Delivery
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.transport import Link
@@ -132,7 +132,7 @@ def send_spot_message(rt: NodeRuntime, call: Delivery, link: Link,
     frame = SpotMessage(
         route=route, operation_id=operation_number(call.operation_id(rt.new_uuid4)),
         reply_correlation=correlation,
-        deadline_ms=wall_ms(call.deadline), source=rt.owner, source_spot_id=None,
+        deadline_ms=call.deadline.wall_ms, source=rt.owner, source_spot_id=None,
         metadata=None, payload=_encoded(rt, call))
     # A lone request is written at once by this task (it waits for the reply next);
     # with others in flight the link's writer joins the frames of one scheduler pass.
@@ -146,7 +146,7 @@ def send_spot_message(rt: NodeRuntime, call: Delivery, link: Link,
     rt.peers.queued_on(link)  # over TLS the requester's flush writes it
 
 
-async def round_trip(rt: NodeRuntime, link: Link, deadline: float,
+async def round_trip(rt: NodeRuntime, link: Link, deadline: Deadline,
                      make: Callable[[int], Frame], what: str) -> Reply:
     """Send the frame ``make(correlation)`` on ``link`` and wait for its command 20.
 

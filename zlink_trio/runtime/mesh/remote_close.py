@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING
 import trio
 
 from zlink_trio.core.errors import DeadlineExceeded, RemoteProtocolError, StaleRoute
+from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.charts import CLOSE
 from zlink_trio.runtime.coordinators.close_operation import close_here
-from zlink_trio.runtime.mesh.peers import from_wall_ms, wall_ms
 from zlink_trio.runtime.mesh.remote_calls import operation_number, round_trip
 from zlink_trio.wire.frames import CloseOutcome, Failure, UserSpotClose
 
 if TYPE_CHECKING:
+    from zlink_trio.core.deadline import Deadline
     from zlink_trio.core.records import AuthorityRecord, SpotRef
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.wire.frames import Outcome
@@ -34,7 +35,7 @@ __all__ = ("close_remote", "serve_remote_close")
 
 
 async def close_remote(rt: NodeRuntime, ref: SpotRef, record: AuthorityRecord,
-                       deadline: float) -> bool:
+                       deadline: Deadline) -> bool:
     """Command 48 to the owner; its command 20 is the result (never a Location read)."""
     link = await rt.peers.link_to_owner(record.owner, f"Spot {ref.spot_id!r}")
     operation = operation_number(rt.new_uuid4())
@@ -43,7 +44,7 @@ async def close_remote(rt: NodeRuntime, ref: SpotRef, record: AuthorityRecord,
         return UserSpotClose(
             correlation=correlation, operation_id=operation, source=rt.owner, ref=ref,
             target=record.owner, expected_owner_generation=record.owner_generation,
-            expected_store_version=record.store_version, deadline_ms=wall_ms(deadline))
+            expected_store_version=record.store_version, deadline_ms=deadline.wall_ms)
 
     reply = await round_trip(rt, link, deadline, frame, f"closing Spot {ref.spot_id!r}")
     outcome = reply.outcome
@@ -68,9 +69,9 @@ async def serve_remote_close(rt: NodeRuntime, frame: UserSpotClose) -> Outcome:
             raise StaleRoute(f"the close of Spot {frame.ref.spot_id!r} was addressed to "
                              f"{frame.target}, not to this lifecycle ({rt.owner}); nothing "
                              "was closed")
-        deadline = from_wall_ms(frame.deadline_ms)
+        deadline = deadline_from_wall_ms(frame.deadline_ms)
         expected = (frame.expected_owner_generation, frame.expected_store_version)
-        with trio.move_on_at(deadline):
+        with trio.move_on_at(deadline.at):
             return CloseOutcome(
                 closed=await close_here(rt, frame.ref, CLOSE.initial, deadline,
                                         expected=expected))

@@ -48,6 +48,7 @@ from zlink_trio.core.errors import (
 )
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityState, OwnerFence
+from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.charts import CREATE, step
 from zlink_trio.runtime.coordinators.create_operation import (
     CreateOperation,
@@ -59,7 +60,6 @@ from zlink_trio.runtime.coordinators.create_operation import (
 )
 from zlink_trio.runtime.coordinators.recovery import fence_of
 from zlink_trio.runtime.declaration.message_classes import message_class
-from zlink_trio.runtime.mesh.peers import from_wall_ms, wall_ms
 from zlink_trio.runtime.mesh.remote_calls import operation_number, round_trip
 from zlink_trio.runtime.state import LOGGER
 from zlink_trio.wire.frames import (
@@ -112,7 +112,7 @@ async def compete_remote(op: CreateOperation, data: bytes, mesh: str, node: Plac
             object_generation=fence.object_generation,
             owner_generation=fence.owner_generation, target=target,
             owner_lease_expires_ms=max(0, int(fence.owner_lease_expires_at * 1000)),
-            pending_capacity=fence.pending_capacity, deadline_ms=wall_ms(op.deadline))
+            pending_capacity=fence.pending_capacity, deadline_ms=op.deadline.wall_ms)
 
     try:
         what = f"creating Spot {op.spot_id!r} on node {claim.descriptor.node_id!r}"
@@ -228,9 +228,9 @@ async def _create_here(rt: NodeRuntime, frame: UserSpotCreate) -> CreateOutcome:
     receipt = record.creation_intent.receipt()
     request = _request(rt, await rt.store.relocation.get_root(receipt), frame)
     op = CreateOperation(rt, frame.spot_id, spot_type.stable_type, request, None,
-             from_wall_ms(frame.deadline_ms), False, state=CREATE.st.running_factory,
+             deadline_from_wall_ms(frame.deadline_ms), False, state=CREATE.st.running_factory,
              op_id=f"{frame.operation_id:016x}")
-    with trio.move_on_at(op.deadline) as scope:
+    with trio.move_on_at(op.deadline.at) as scope:
         # A local create of the same ID may hold the attempt; the store says this
         # reservation is ours, so that one loses its Reserve and ends its attempt soon.
         while (attempt := rt.catalog.begin_attempt(frame.spot_id)) is None:

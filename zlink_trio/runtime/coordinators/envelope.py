@@ -1,0 +1,90 @@
+"""The activation envelope: a cold activation's first message, durable as a recovery root.
+
+Theory of operation
+-------------------
+06 §4.1 step 10: before it reserves, the target of a cold activation stores "the
+complete activation envelope in the Relocation Store as an unchangeable recovery
+root" -- format ``instance-activation-recovery-v1`` -- and a restarted process reads
+it back to resume or abort the creation (06 §4.1.1).  :class:`ActivationEnvelope` is
+that record, and the one place that knows its bytes: compact JSON with sorted keys
+(the root is content addressed, so the same envelope always hashes the same).
+
+The deadline is recorded as ``deadlineMs``, wall-clock milliseconds since the Unix
+epoch -- the value command 39 carried (route kind 2's deadline "must match the
+deadline of the instance-activation-recovery-v1 recorded in the Relocation Store")
+-- so it means the same in the process that wrote it and in any process that reads
+it later.  An envelope without it (written before deadlines were recorded this way)
+decodes with ``deadline_ms=None``: no deadline is known.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Final
+
+import attrs
+
+from zlink_trio.core.errors import InvalidOperation
+from zlink_trio.wire.codec import EncodedMessage
+
+__all__ = ("ENVELOPE_FORMAT", "ActivationEnvelope")
+
+#: The recovery root's format name (06 §4.1 "instance-activation-recovery-v1").
+ENVELOPE_FORMAT: Final = "instance-activation-recovery-v1"
+# Built once: json.dumps with options builds a new encoder per call.
+_ENVELOPE_JSON: Final = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+
+
+@attrs.frozen(kw_only=True)
+class ActivationEnvelope:
+    """One activation envelope (see the module docstring)."""
+
+    operation_id: str
+    spot_id: str
+    stable_type: str
+    mesh: str
+    #: The NodeRid of the node that recorded it (the activation's target).
+    recorded_by: str
+    #: The first message, as the codec encoded it.
+    message: EncodedMessage
+    #: The operation's deadline, wall-clock ms since the epoch (``None``: not recorded).
+    deadline_ms: int | None
+
+    def encode(self) -> bytes:
+        """The envelope's bytes (the recovery root)."""
+        return _ENVELOPE_JSON({
+            "format": ENVELOPE_FORMAT,
+            "operationId": self.operation_id,
+            "spotId": self.spot_id,
+            "stableType": self.stable_type,
+            "mesh": self.mesh,
+            "sourceNodeRid": self.recorded_by,
+            "messageType": self.message.type_name,
+            "body": base64.b64encode(self.message.body).decode("ascii"),
+            "deadlineMs": self.deadline_ms,
+        }).encode("utf-8")
+
+    @classmethod
+    def decode(cls, data: bytes) -> ActivationEnvelope:
+        """The envelope in ``data``; InvalidOperation for bytes that are not one."""
+        try:
+            fields = json.loads(data)
+            if fields.get("format") != ENVELOPE_FORMAT:
+                raise ValueError(f"format {fields.get('format')!r}")
+            deadline_ms = fields.get("deadlineMs")
+            if deadline_ms is not None and (type(deadline_ms) is not int or deadline_ms < 1):
+                raise ValueError(f"deadlineMs {deadline_ms!r}")
+            return cls(
+                operation_id=str(fields["operationId"]), spot_id=str(fields["spotId"]),
+                stable_type=str(fields["stableType"]), mesh=str(fields["mesh"]),
+                recorded_by=str(fields["sourceNodeRid"]),
+                message=EncodedMessage(str(fields["messageType"]),
+                                       base64.b64decode(fields["body"], validate=True)),
+                deadline_ms=deadline_ms)
+        except (ValueError, KeyError, TypeError, AttributeError, binascii.Error) as exc:
+            raise InvalidOperation(
+                f"the recovery root is not an {ENVELOPE_FORMAT} activation envelope ({exc}); "
+                "its creation cannot be resumed"
+            ) from exc
