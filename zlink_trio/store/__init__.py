@@ -10,17 +10,17 @@ from zlink_trio.store._open import open_store as open_store
 from zlink_trio.store._protocol import LocationStore as LocationStore
 from zlink_trio.store._protocol import RelocationStore as RelocationStore
 from zlink_trio.store._protocol import Store as Store
-from zlink_trio.store._types import MAX_INBOX_READ as MAX_INBOX_READ
-from zlink_trio.store._types import MAX_PAGE_BYTES as MAX_PAGE_BYTES
-from zlink_trio.store._types import MAX_PAGE_SIZE as MAX_PAGE_SIZE
-from zlink_trio.store._types import AuthorityExists as AuthorityExists
-from zlink_trio.store._types import InboxRecord as InboxRecord
-from zlink_trio.store._types import LocationStatistics as LocationStatistics
-from zlink_trio.store._types import OwnerAlive as OwnerAlive
-from zlink_trio.store._types import Page as Page
-from zlink_trio.store._types import RelocationStatistics as RelocationStatistics
-from zlink_trio.store._types import RootIntegrityError as RootIntegrityError
 from zlink_trio.store.memory import MemoryStore as MemoryStore
+from zlink_trio.store.values import MAX_INBOX_READ as MAX_INBOX_READ
+from zlink_trio.store.values import MAX_PAGE_BYTES as MAX_PAGE_BYTES
+from zlink_trio.store.values import MAX_PAGE_SIZE as MAX_PAGE_SIZE
+from zlink_trio.store.values import AuthorityExists as AuthorityExists
+from zlink_trio.store.values import InboxRecord as InboxRecord
+from zlink_trio.store.values import LocationStatistics as LocationStatistics
+from zlink_trio.store.values import OwnerAlive as OwnerAlive
+from zlink_trio.store.values import Page as Page
+from zlink_trio.store.values import RelocationStatistics as RelocationStatistics
+from zlink_trio.store.values import RootIntegrityError as RootIntegrityError
 
 __all__ = (
     "MAX_INBOX_READ",

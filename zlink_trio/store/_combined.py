@@ -27,7 +27,9 @@ the authority becomes Ready.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from zlink_trio.store.values import FirstRecordCleanup
 
 if TYPE_CHECKING:
     from zlink_trio.core.identity import SpotKind
@@ -39,17 +41,6 @@ if TYPE_CHECKING:
     )
 
 __all__ = ("CombinedTransactions", "FirstRecordCleanup", "combined_of")
-
-
-class FirstRecordCleanup(NamedTuple):
-    """What :meth:`CombinedTransactions.finish_first_record` changed."""
-
-    #: The inbox cursor moved to the first record (``False``: it was already there).
-    cursor_moved: bool
-    #: The recovery pointer was removed (``False``: gone, other generation, no pointer).
-    pointer_removed: bool
-    #: The root was deleted (``False``: it was already gone).
-    root_deleted: bool
 
 
 class CombinedTransactions(Protocol):

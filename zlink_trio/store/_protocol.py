@@ -49,7 +49,7 @@ if TYPE_CHECKING:
         ReservationFence,
         RootReceipt,
     )
-    from zlink_trio.store._types import InboxRecord, LocationStatistics, Page, RelocationStatistics
+    from zlink_trio.store.values import InboxRecord, LocationStatistics, Page, RelocationStatistics
 
 __all__ = ("LocationStore", "RelocationStore", "Store")
 

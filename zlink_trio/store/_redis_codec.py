@@ -51,7 +51,7 @@ from zlink_trio.core.errors import (
 )
 from zlink_trio.core.placement import Role
 from zlink_trio.core.records import AuthorityRecord
-from zlink_trio.store._types import AuthorityExists
+from zlink_trio.store.values import AuthorityExists
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -23,17 +23,21 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any, Final
 
-from zlink_trio.core._checks import check_finite, check_generation, check_int
+from zlink_trio.core._checks import check_finite
 from zlink_trio.core._json_fields import encode_kind
-from zlink_trio.core.errors import InvalidOperation
-from zlink_trio.core.identity import validate_spot_id
 from zlink_trio.core.records import RecoveryPointer, ReservationFence, RootReceipt
 from zlink_trio.store._combined import FirstRecordCleanup
-from zlink_trio.store._combined_state import check_cursor_move, receipt_of
-from zlink_trio.store._location_state import check_reserve_args
 from zlink_trio.store._redis_codec import decode_record, optional_fields, raise_status, text
-from zlink_trio.store._relocation_state import _bytes, _key
-from zlink_trio.store._types import RootIntegrityError
+from zlink_trio.store.rules.combined import check_finish_args
+from zlink_trio.store.rules.location import check_reserve_args
+from zlink_trio.store.rules.relocation_store import (
+    MAX_SEQ,
+    check_bytes,
+    check_cursor_move,
+    inbox_key,
+    receipt_of,
+)
+from zlink_trio.store.values import RootIntegrityError
 
 if TYPE_CHECKING:
     from zlink_trio.core.identity import SpotKind
@@ -197,7 +201,7 @@ class RedisCombined:
                                 stable_type: str, mesh: str, owner: OwnerFence,
                                 now: float) -> tuple[ReservationFence, RootReceipt]:
         """PutRoot + Reserve (one script); see ``CombinedTransactions``."""
-        raw = _bytes(root, "root")
+        raw = check_bytes(root, "root")
         receipt = receipt_of(raw)
         pointer = RecoveryPointer.from_receipt(receipt)
         check_reserve_args(spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner,
@@ -220,8 +224,8 @@ class RedisCombined:
     async def commit_ready_with_first_record(self, fence: ReservationFence, record: bytes, *,
                                              now: float) -> tuple[AuthorityRecord, int]:
         """InboxAppend + CommitReady (one script); see ``CombinedTransactions``."""
-        key = _key(fence.spot_id, fence.object_generation)
-        raw = _bytes(record, "inbox record")
+        key = inbox_key(fence.spot_id, fence.object_generation)
+        raw = check_bytes(record, "inbox record")
         check_finite(now, "now")
         what = f"commit_ready of {fence.spot_id!r}"
         reply = await self._script(
@@ -244,12 +248,7 @@ class RedisCombined:
         (``RootIntegrityError`` for bytes that do not match the receipt), then runs
         the script with the SHA-1 of what it read.
         """
-        validate_spot_id(spot_id)
-        check_generation(object_generation, "object_generation")
-        check_int(seq, "seq", 0, 2**63 - 1)
-        check_generation(expected_version, "expected_version")
-        if not isinstance(root, RootReceipt):
-            raise InvalidOperation(f"expected a RootReceipt, got {type(root).__name__}")
+        check_finish_args(spot_id, object_generation, seq, expected_version, root)
         what = f"finish_first_record of {spot_id!r}"
         keys = [*self._keys.inbox(spot_id, object_generation), self._keys.spot(spot_id),
                 self._keys.root(root.ref)]
@@ -258,7 +257,7 @@ class RedisCombined:
             if written is not None:
                 sha1, written = written, None
             else:
-                raw = await self._relocation._read_verified(root)  # RootIntegrityError first
+                raw = await self._relocation.read_verified(root)  # RootIntegrityError first
                 sha1 = ("" if raw is None
                         else hashlib.sha1(raw, usedforsecurity=False).hexdigest())
             reply = await self._script(what, "finish_first_record", keys, object_generation,
@@ -268,7 +267,7 @@ class RedisCombined:
                 continue
             if code in ("BACK", "PAST"):
                 value = int(text(reply[1]))
-                last, cursor = (value, 0) if code == "PAST" else (2**63 - 1, value)
+                last, cursor = (value, 0) if code == "PAST" else (MAX_SEQ, value)
                 check_cursor_move(spot_id, object_generation, seq, last, cursor)
             raise_status(reply, what)
             return FirstRecordCleanup(cursor_moved=bool(int(reply[1])),

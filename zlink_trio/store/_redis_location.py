@@ -31,8 +31,6 @@ from zlink_trio.core.records import (
     RecoveryPointer,
     ReservationFence,
 )
-from zlink_trio.store._location_state import check_reserve_args
-from zlink_trio.store._operator_state import release_expired_refusal
 from zlink_trio.store._redis_codec import (
     claim_args,
     decode_claim,
@@ -42,7 +40,9 @@ from zlink_trio.store._redis_codec import (
     text,
 )
 from zlink_trio.store._redis_lua_recovery import redis_adopt_orphan, redis_orphans
-from zlink_trio.store._types import (
+from zlink_trio.store.rules.location import check_reserve_args, page_of, parse_cursor
+from zlink_trio.store.rules.operator import release_expired_refusal
+from zlink_trio.store.values import (
     MAX_PAGE_BYTES,
     MAX_PAGE_SIZE,
     LocationStatistics,
@@ -58,8 +58,6 @@ if TYPE_CHECKING:
     from zlink_trio.store._redis_codec import Keys
 
 __all__ = ("RedisLocationStore",)
-
-_CURSOR_PREFIX = "c1:"
 
 
 def _lease(now: float, lease: float) -> str:
@@ -291,25 +289,11 @@ class RedisLocationStore:
                     max_bytes: int = MAX_PAGE_BYTES) -> Page:
         """One Query page (one read-only script); ``max_bytes`` is lowered only by tests."""
         check_int(page_size, "page_size", 1, MAX_PAGE_SIZE)
-        after = ""
-        if cursor is not None:
-            if not isinstance(cursor, str) or not cursor.startswith(_CURSOR_PREFIX):
-                raise InvalidOperation(f"{cursor!r} is not a query cursor; pass a next_cursor")
-            after = validate_spot_id(cursor[len(_CURSOR_PREFIX):])
+        after = parse_cursor(cursor) or ""
         reply = await self._script("query", "query", self._keys.meta("ids"), after,
                                    page_size + 1, page_size, write=False)
-        listed = int(reply[0])
-        taken: list[AuthorityRecord] = []
-        size = 2  # "[" and "]"
-        for flat in reply[1:]:
-            record = decode_record(flat)
-            grow = record.encoded_size() + (1 if taken else 0)
-            if taken and size + grow > max_bytes:
-                break
-            taken.append(record)
-            size += grow
-        more = listed > len(taken)
-        return Page(tuple(taken), _CURSOR_PREFIX + taken[-1].spot_id if more else None)
+        return page_of((decode_record(flat) for flat in reply[1:]), listed=int(reply[0]),
+                       max_bytes=max_bytes)
 
     async def statistics(self) -> LocationStatistics:
         """A snapshot of counts (one read-only script); see ``LocationStore.statistics``."""

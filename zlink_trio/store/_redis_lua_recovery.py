@@ -27,16 +27,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from zlink_trio.core._checks import check_finite, check_generation, check_int
 from zlink_trio.core.errors import InvalidOperation, StaleFence, Unavailable
-from zlink_trio.core.identity import validate_node_id, validate_spot_id
-from zlink_trio.core.records import AuthorityRecord, OwnerFence
 from zlink_trio.store._redis_codec import decode_claim, decode_record, raise_status, text
 from zlink_trio.store._redis_lua import _script
+from zlink_trio.store.rules.recovery import check_adopt_args, check_orphans_args
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from zlink_trio.core.records import AuthorityRecord, OwnerFence
     from zlink_trio.store._redis_client import ScriptRunner
     from zlink_trio.store._redis_codec import Keys
 
@@ -126,11 +125,7 @@ def _seq(value: object) -> Sequence[Any]:
 async def redis_orphans(runner: ScriptRunner, keys: Keys, node_id: str, *, now: float,
                         after: str | None, limit: int) -> list[AuthorityRecord]:
     """``LocationStore.orphans`` on Redis (see the module docstring for the cost)."""
-    validate_node_id(node_id)
-    check_finite(now, "now")
-    check_int(limit, "limit", 1, 1000)
-    if after is not None:
-        validate_spot_id(after)
+    check_orphans_args(node_id, now=now, after=after, limit=limit)
     claims = [decode_claim(values) for values in _seq(await runner.script(
         "orphans (claims)", "descriptors", [keys.meta("claims")], [keys.location],
         write=False))]
@@ -158,12 +153,9 @@ async def redis_adopt_orphan(runner: ScriptRunner, keys: Keys, spot_id: str, *,
                              old_owner: OwnerFence, new_owner: OwnerFence,
                              now: float) -> AuthorityRecord:
     """``LocationStore.adopt_orphan`` on Redis: one script."""
-    validate_spot_id(spot_id)
-    check_generation(object_generation, "object_generation")
-    check_generation(owner_generation, "owner_generation")
-    if not isinstance(old_owner, OwnerFence) or not isinstance(new_owner, OwnerFence):
-        raise InvalidOperation("old_owner and new_owner must be OwnerFence values")
-    check_finite(now, "now")
+    check_adopt_args(spot_id, object_generation=object_generation,
+                     owner_generation=owner_generation, old_owner=old_owner,
+                     new_owner=new_owner, now=now)
     what = f"adopt_orphan of {spot_id!r}"
     reply = _seq(await runner.script(
         what, "recovery_adopt_orphan", [keys.spot(spot_id)],

@@ -22,8 +22,14 @@ from zlink_trio.core._checks import check_int
 from zlink_trio.core.errors import InvalidOperation, NotFound
 from zlink_trio.core.records import RootReceipt
 from zlink_trio.store._redis_codec import text
-from zlink_trio.store._relocation_state import _bytes, _key
-from zlink_trio.store._types import (
+from zlink_trio.store.rules.relocation_store import (
+    MAX_SEQ,
+    check_bytes,
+    check_root,
+    inbox_key,
+    receipt_of,
+)
+from zlink_trio.store.values import (
     MAX_INBOX_READ,
     InboxRecord,
     RelocationStatistics,
@@ -56,30 +62,27 @@ class RedisRelocationStore:
 
     async def put_root(self, data: bytes) -> RootReceipt:
         """PutRoot (one script); see ``RelocationStore.put_root``."""
-        raw = _bytes(data, "root")
-        digest = hashlib.sha256(raw).hexdigest()
-        receipt = RootReceipt(ref=f"sha256:{digest}", sha256=digest, size=len(raw))
+        raw = check_bytes(data, "root")
+        receipt = receipt_of(raw)
         await self._script(f"put_root {receipt.ref}", "put_root",
                            [self._keys.root(receipt.ref)], raw)
         return receipt
 
-    async def _read_verified(self, receipt: RootReceipt) -> bytes | None:
+    async def read_verified(self, receipt: RootReceipt) -> bytes | None:
+        """The root's bytes, checked against ``receipt`` (one ``GET``), or ``None`` when gone.
+
+        :class:`RootIntegrityError` when they do not match. Also used by the combined
+        ``finish_first_record`` before it deletes a root it did not write.
+        """
         if not isinstance(receipt, RootReceipt):
             raise InvalidOperation(f"expected a RootReceipt, got {type(receipt).__name__}")
         key = self._keys.root(receipt.ref)
         raw: bytes | None = await self._run.command(f"get_root {receipt.ref}", ["GET", key])
-        if raw is None:
-            return None
-        if len(raw) != receipt.size or hashlib.sha256(raw).hexdigest() != receipt.sha256:
-            raise RootIntegrityError(
-                f"root {receipt.ref!r} holds {len(raw)} bytes that do not match the receipt "
-                f"(size {receipt.size}, sha256 {receipt.sha256}); the receipt names other bytes"
-            )
-        return raw
+        return None if raw is None else check_root(raw, receipt)
 
     async def get_root(self, receipt: RootReceipt) -> bytes:
         """GetRoot (one read, verified here); see ``RelocationStore.get_root``."""
-        raw = await self._read_verified(receipt)
+        raw = await self.read_verified(receipt)
         if raw is None:
             raise NotFound(f"no root {receipt.ref!r}; it was deleted or never stored")
         return raw
@@ -87,7 +90,7 @@ class RedisRelocationStore:
     async def delete_root(self, receipt: RootReceipt) -> bool:
         """DeleteRoot (verified read, then one guarded script); see the protocol."""
         for _ in range(_DELETE_ATTEMPTS):
-            raw = await self._read_verified(receipt)
+            raw = await self.read_verified(receipt)
             if raw is None:
                 return False
             done = await self._script(f"delete_root {receipt.ref}", "delete_root",
@@ -102,16 +105,16 @@ class RedisRelocationStore:
 
     async def inbox_append(self, spot_id: str, object_generation: int, record: bytes) -> int:
         """InboxAppend (one script); see ``RelocationStore.inbox_append``."""
-        keys = self._keys.inbox(*_key(spot_id, object_generation))
-        raw = _bytes(record, "inbox record")
+        keys = self._keys.inbox(*inbox_key(spot_id, object_generation))
+        raw = check_bytes(record, "inbox record")
         seq = await self._script(f"inbox_append of {spot_id!r}", "inbox_append", keys, raw)
         return int(text(seq))
 
     async def inbox_read(self, spot_id: str, object_generation: int, *, after: int = 0,
                          limit: int) -> list[InboxRecord]:
         """InboxRead (one read-only script); see ``RelocationStore.inbox_read``."""
-        keys = self._keys.inbox(*_key(spot_id, object_generation))
-        check_int(after, "after", 0, 2**63 - 1)
+        keys = self._keys.inbox(*inbox_key(spot_id, object_generation))
+        check_int(after, "after", 0, MAX_SEQ)
         check_int(limit, "limit", 1, MAX_INBOX_READ)
         reply = await self._script(f"inbox_read of {spot_id!r}", "inbox_read", keys, after,
                                    limit, write=False)
@@ -122,8 +125,8 @@ class RedisRelocationStore:
 
     async def inbox_set_cursor(self, spot_id: str, object_generation: int, seq: int) -> bool:
         """InboxSetCursor (one script); see ``RelocationStore.inbox_set_cursor``."""
-        keys = self._keys.inbox(*_key(spot_id, object_generation))
-        check_int(seq, "seq", 0, 2**63 - 1)
+        keys = self._keys.inbox(*inbox_key(spot_id, object_generation))
+        check_int(seq, "seq", 0, MAX_SEQ)
         status, value = await self._script(f"inbox_set_cursor of {spot_id!r}",
                                            "inbox_set_cursor", keys, seq)
         code = text(status)
@@ -141,14 +144,14 @@ class RedisRelocationStore:
 
     async def inbox_cursor(self, spot_id: str, object_generation: int) -> int:
         """InboxCursor (one ``HGET``); see ``RelocationStore.inbox_cursor``."""
-        key, _ = self._keys.inbox(*_key(spot_id, object_generation))
+        key, _ = self._keys.inbox(*inbox_key(spot_id, object_generation))
         value = await self._run.command(f"inbox_cursor of {spot_id!r}",
                                         ["HGET", key, "cursor"])
         return 0 if value is None else int(value)
 
     async def inbox_drop(self, spot_id: str, object_generation: int) -> bool:
         """InboxDrop (one script); see ``RelocationStore.inbox_drop``."""
-        keys = self._keys.inbox(*_key(spot_id, object_generation))
+        keys = self._keys.inbox(*inbox_key(spot_id, object_generation))
         return bool(await self._script(f"inbox_drop of {spot_id!r}", "inbox_drop", keys))
 
     async def statistics(self) -> RelocationStatistics:

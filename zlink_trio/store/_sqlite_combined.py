@@ -17,14 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from zlink_trio.core._checks import check_generation, check_int
-from zlink_trio.core.errors import InvalidOperation
-from zlink_trio.core.identity import validate_spot_id
 from zlink_trio.core.records import RecoveryPointer, RootReceipt
-from zlink_trio.store import _location_state as loc
-from zlink_trio.store import _relocation_state as rel
 from zlink_trio.store._combined import FirstRecordCleanup
-from zlink_trio.store._combined_state import pointer_removal, receipt_of
 from zlink_trio.store._sqlite_inbox import (
     append_sync,
     inbox_state,
@@ -32,6 +26,11 @@ from zlink_trio.store._sqlite_inbox import (
     write_cursor_sync,
 )
 from zlink_trio.store._sqlite_view import LocationView
+from zlink_trio.store.rules import location as loc
+from zlink_trio.store.rules import relocation_store as rel
+from zlink_trio.store.rules.combined import check_finish_args
+from zlink_trio.store.rules.location import pointer_removal
+from zlink_trio.store.rules.relocation_store import receipt_of
 
 if TYPE_CHECKING:
     import sqlite3
@@ -41,8 +40,6 @@ if TYPE_CHECKING:
     from zlink_trio.store._sqlite_conn import SqliteConnection
 
 __all__ = ("SqliteCombined",)
-
-_MAX_SEQ = 2**63 - 1
 
 
 def _root_data(conn: sqlite3.Connection, ref: str) -> bytes | None:
@@ -60,7 +57,7 @@ class SqliteCombined:
                                 stable_type: str, mesh: str, owner: OwnerFence,
                                 now: float) -> tuple[ReservationFence, RootReceipt]:
         """PutRoot + Reserve (one transaction); see ``CombinedTransactions``."""
-        raw = rel._bytes(root, "root")
+        raw = rel.check_bytes(root, "root")
         receipt = receipt_of(raw)
         pointer = RecoveryPointer.from_receipt(receipt)
 
@@ -76,8 +73,8 @@ class SqliteCombined:
     async def commit_ready_with_first_record(self, fence: ReservationFence, record: bytes, *,
                                              now: float) -> tuple[AuthorityRecord, int]:
         """InboxAppend + CommitReady (one transaction); see ``CombinedTransactions``."""
-        key = rel._key(fence.spot_id, fence.object_generation)
-        raw = rel._bytes(record, "inbox record")
+        key = rel.inbox_key(fence.spot_id, fence.object_generation)
+        raw = rel.check_bytes(record, "inbox record")
 
         def body(conn: sqlite3.Connection) -> tuple[AuthorityRecord, int]:
             view = LocationView(conn, generation=False)  # CommitReady issues no generation
@@ -94,12 +91,7 @@ class SqliteCombined:
                                   expected_version: int,
                                   root: RootReceipt) -> FirstRecordCleanup:
         """Cursor + pointer CAS + root deletion (one transaction); see the protocol."""
-        validate_spot_id(spot_id)
-        check_generation(object_generation, "object_generation")
-        check_int(seq, "seq", 0, _MAX_SEQ)
-        check_generation(expected_version, "expected_version")
-        if not isinstance(root, RootReceipt):
-            raise InvalidOperation(f"expected a RootReceipt, got {type(root).__name__}")
+        check_finish_args(spot_id, object_generation, seq, expected_version, root)
         key = (spot_id, object_generation)
 
         def body(conn: sqlite3.Connection) -> FirstRecordCleanup:
@@ -107,7 +99,7 @@ class SqliteCombined:
             data = _root_data(conn, root.ref)
             if data is not None:
                 state.roots[root.ref] = data
-            delete = rel._verified(state, root) is not None  # RootIntegrityError first
+            delete = rel.verified_root(state, root) is not None  # RootIntegrityError first
             moved = set_cursor_sync(conn, key, seq, check_only=True)
             view = LocationView(conn, generation=False)
             remove = pointer_removal(view.state.records.get(spot_id), object_generation,

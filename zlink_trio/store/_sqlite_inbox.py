@@ -17,9 +17,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from zlink_trio.core._checks import check_int
-from zlink_trio.store import _relocation_state as rel
-from zlink_trio.store._combined_state import check_cursor_move
-from zlink_trio.store._types import MAX_INBOX_READ, InboxRecord, RelocationStatistics
+from zlink_trio.store.rules import relocation_store as rel
+from zlink_trio.store.rules.relocation_store import check_cursor_move
+from zlink_trio.store.values import MAX_INBOX_READ, InboxRecord, RelocationStatistics
 
 if TYPE_CHECKING:
     import sqlite3
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = ("SqliteInboxes", "append_sync", "inbox_state", "set_cursor_sync")
 
-_MAX_SEQ = 2**63 - 1
 _KEY = "spot_id = ? AND object_generation = ?"
 
 
@@ -84,16 +83,16 @@ class SqliteInboxes:
 
     async def inbox_append(self, spot_id: str, object_generation: int, record: bytes) -> int:
         """InboxAppend (one transaction); see ``RelocationStore.inbox_append``."""
-        key = rel._key(spot_id, object_generation)
-        raw = rel._bytes(record, "inbox record")
+        key = rel.inbox_key(spot_id, object_generation)
+        raw = rel.check_bytes(record, "inbox record")
 
         return await self._db.write(lambda conn: append_sync(conn, key, raw), size=len(raw))
 
     async def inbox_read(self, spot_id: str, object_generation: int, *, after: int = 0,
                          limit: int) -> list[InboxRecord]:
         """InboxRead (one read); see ``RelocationStore.inbox_read``."""
-        key = rel._key(spot_id, object_generation)
-        check_int(after, "after", 0, _MAX_SEQ)
+        key = rel.inbox_key(spot_id, object_generation)
+        check_int(after, "after", 0, rel.MAX_SEQ)
         check_int(limit, "limit", 1, MAX_INBOX_READ)
 
         def body(conn: sqlite3.Connection) -> list[InboxRecord]:
@@ -105,14 +104,14 @@ class SqliteInboxes:
 
     async def inbox_set_cursor(self, spot_id: str, object_generation: int, seq: int) -> bool:
         """InboxSetCursor (one transaction); see ``RelocationStore.inbox_set_cursor``."""
-        key = rel._key(spot_id, object_generation)
-        check_int(seq, "seq", 0, _MAX_SEQ)
+        key = rel.inbox_key(spot_id, object_generation)
+        check_int(seq, "seq", 0, rel.MAX_SEQ)
 
         return await self._db.write(lambda conn: set_cursor_sync(conn, key, seq))
 
     async def inbox_cursor(self, spot_id: str, object_generation: int) -> int:
         """InboxCursor (one read); see ``RelocationStore.inbox_cursor``."""
-        key = rel._key(spot_id, object_generation)
+        key = rel.inbox_key(spot_id, object_generation)
 
         def body(conn: sqlite3.Connection) -> int:
             found = _inbox(conn, key)
@@ -121,7 +120,7 @@ class SqliteInboxes:
 
     async def inbox_drop(self, spot_id: str, object_generation: int) -> bool:
         """InboxDrop (one transaction); see ``RelocationStore.inbox_drop``."""
-        key = rel._key(spot_id, object_generation)
+        key = rel.inbox_key(spot_id, object_generation)
 
         def body(conn: sqlite3.Connection) -> bool:
             conn.execute(f"DELETE FROM rel_inbox_records WHERE {_KEY}", key)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar, cast
 
 from zlink_trio.core.descriptor import NodeClaim
 from zlink_trio.core.records import AuthorityRecord
-from zlink_trio.store._location_state import CapacityKey, LocationState
+from zlink_trio.store.rules.location import CapacityKey, LocationState
 
 if TYPE_CHECKING:
     import sqlite3

@@ -21,13 +21,11 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from zlink_trio.store import _claim_state as claims
-from zlink_trio.store import _combined_state as combined
-from zlink_trio.store import _location_state as loc
-from zlink_trio.store import _operator_state as ops
-from zlink_trio.store import _recovery_state as recovery
-from zlink_trio.store import _relocation_state as rel
-from zlink_trio.store import _relocation_steps as steps
+from zlink_trio.store.rules import claims, combined, recovery
+from zlink_trio.store.rules import location as loc
+from zlink_trio.store.rules import operator as ops
+from zlink_trio.store.rules import relocation_steps as steps
+from zlink_trio.store.rules import relocation_store as rel
 
 if TYPE_CHECKING:
     from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
@@ -42,7 +40,7 @@ if TYPE_CHECKING:
         RootReceipt,
     )
     from zlink_trio.store._combined import FirstRecordCleanup
-    from zlink_trio.store._types import InboxRecord, LocationStatistics, Page, RelocationStatistics
+    from zlink_trio.store.values import InboxRecord, LocationStatistics, Page, RelocationStatistics
 
 __all__ = ("MemoryCombined", "MemoryLocationStore", "MemoryRelocationStore", "MemoryStore")
 

@@ -31,22 +31,19 @@ from typing import TYPE_CHECKING, TypeVar, cast
 import trio
 
 from zlink_trio.core._checks import check_finite, check_int
-from zlink_trio.core.errors import InvalidOperation
-from zlink_trio.core.identity import validate_spot_id
 from zlink_trio.core.records import AuthorityState
-from zlink_trio.store import _claim_state as claims
-from zlink_trio.store import _location_state as loc
-from zlink_trio.store import _operator_state as ops
-from zlink_trio.store import _recovery_state as recovery
-from zlink_trio.store import _relocation_state as rel
-from zlink_trio.store import _relocation_steps as steps
 from zlink_trio.store._sqlite_checkpoint import Checkpointer
 from zlink_trio.store._sqlite_combined import SqliteCombined
 from zlink_trio.store._sqlite_conn import SqliteConnection
 from zlink_trio.store._sqlite_inbox import SqliteInboxes
 from zlink_trio.store._sqlite_schema import parse_url
 from zlink_trio.store._sqlite_view import LocationView, Rows, decode_claim, decode_record
-from zlink_trio.store._types import MAX_PAGE_SIZE, LocationStatistics
+from zlink_trio.store.rules import claims, recovery
+from zlink_trio.store.rules import location as loc
+from zlink_trio.store.rules import operator as ops
+from zlink_trio.store.rules import relocation_steps as steps
+from zlink_trio.store.rules import relocation_store as rel
+from zlink_trio.store.values import MAX_PAGE_SIZE, LocationStatistics
 
 if TYPE_CHECKING:
     import sqlite3
@@ -64,7 +61,7 @@ if TYPE_CHECKING:
         RootReceipt,
     )
     from zlink_trio.store._sqlite_schema import SqliteOptions
-    from zlink_trio.store._types import Page
+    from zlink_trio.store.values import Page
 
 __all__ = ("SqliteLocationStore", "SqliteRelocationStore", "SqliteStore", "open_sqlite_store")
 
@@ -196,12 +193,7 @@ class SqliteLocationStore:
     async def query(self, *, page_size: int, cursor: str | None = None) -> Page:
         """One Query page (one read of at most ``page_size + 1`` rows); see the protocol."""
         check_int(page_size, "page_size", 1, MAX_PAGE_SIZE)
-        after = ""
-        if cursor is not None:
-            prefix = loc._CURSOR_PREFIX
-            if not isinstance(cursor, str) or not cursor.startswith(prefix):
-                raise InvalidOperation(f"{cursor!r} is not a query cursor; pass a next_cursor")
-            after = validate_spot_id(cursor[len(prefix):])
+        after = loc.parse_cursor(cursor) or ""
 
         def body(conn: sqlite3.Connection) -> Page:
             rows = conn.execute(

@@ -42,12 +42,19 @@ from zlink_trio.core._checks import MAX_GENERATION, check_finite, check_generati
 from zlink_trio.core.errors import InvalidOperation, StaleFence, Unavailable
 from zlink_trio.core.identity import validate_node_id, validate_spot_id
 from zlink_trio.core.records import AuthorityRecord, AuthorityState, OwnerFence
-from zlink_trio.store._location_state import LocationState, capacity_key, check_owner, shift
+from zlink_trio.store.rules.location import LocationState, capacity_key, check_owner, shift
 
 if TYPE_CHECKING:
     from zlink_trio.core.descriptor import NodeClaim
 
-__all__ = ("MAX_ORPHANS", "is_orphan_state", "txn_adopt_orphan", "txn_orphans")
+__all__ = (
+    "MAX_ORPHANS",
+    "check_adopt_args",
+    "check_orphans_args",
+    "is_orphan_state",
+    "txn_adopt_orphan",
+    "txn_orphans",
+)
 
 #: The most orphans one ``orphans`` call returns.
 MAX_ORPHANS: Final = 1000
@@ -71,11 +78,7 @@ def txn_orphans(state: LocationState, node_id: str, *, now: float, after: str | 
     Scans every claim and record: fine for memory and for the bounded windows the
     SQLite backend feeds it; the Redis backend filters server-side instead.
     """
-    validate_node_id(node_id)
-    check_finite(now, "now")
-    check_int(limit, "limit", 1, MAX_ORPHANS)
-    if after is not None:
-        validate_spot_id(after)
+    check_orphans_args(node_id, now=now, after=after, limit=limit)
     owners = _expired_claims_of(state, node_id, now)
     if not owners:
         return []
@@ -104,16 +107,33 @@ def _old_claim(state: LocationState, record: AuthorityRecord, old_owner: OwnerFe
     return claim
 
 
-def txn_adopt_orphan(state: LocationState, spot_id: str, *, object_generation: int,
-                     owner_generation: int, old_owner: OwnerFence, new_owner: OwnerFence,
-                     now: float) -> AuthorityRecord:
-    """AdoptOrphan; see ``LocationStore.adopt_orphan``."""
+def check_adopt_args(spot_id: str, *, object_generation: int, owner_generation: int,
+                     old_owner: OwnerFence, new_owner: OwnerFence, now: float) -> None:
+    """AdoptOrphan's argument checks, shared by every backend (InvalidOperation, nothing read)."""
     validate_spot_id(spot_id)
     check_generation(object_generation, "object_generation")
     check_generation(owner_generation, "owner_generation")
     if not isinstance(old_owner, OwnerFence) or not isinstance(new_owner, OwnerFence):
         raise InvalidOperation("old_owner and new_owner must be OwnerFence values")
     check_finite(now, "now")
+
+
+def check_orphans_args(node_id: str, *, now: float, after: str | None, limit: int) -> None:
+    """Orphans' argument checks, shared by every backend (InvalidOperation, nothing read)."""
+    validate_node_id(node_id)
+    check_finite(now, "now")
+    check_int(limit, "limit", 1, MAX_ORPHANS)
+    if after is not None:
+        validate_spot_id(after)
+
+
+def txn_adopt_orphan(state: LocationState, spot_id: str, *, object_generation: int,
+                     owner_generation: int, old_owner: OwnerFence, new_owner: OwnerFence,
+                     now: float) -> AuthorityRecord:
+    """AdoptOrphan; see ``LocationStore.adopt_orphan``."""
+    check_adopt_args(spot_id, object_generation=object_generation,
+                     owner_generation=owner_generation, old_owner=old_owner,
+                     new_owner=new_owner, now=now)
     record = state.records.get(spot_id)
     if record is None or record.object_generation != object_generation:
         raise StaleFence(

@@ -18,6 +18,7 @@ incarnation's successor.
 from __future__ import annotations
 
 import hashlib
+from typing import Final
 
 import attrs
 
@@ -25,7 +26,7 @@ from zlink_trio.core._checks import check_generation, check_int
 from zlink_trio.core.errors import CapacityExceeded, InvalidOperation, NotFound
 from zlink_trio.core.identity import validate_spot_id
 from zlink_trio.core.records import MAX_ROOT_BYTES, RootReceipt
-from zlink_trio.store._types import (
+from zlink_trio.store.values import (
     MAX_INBOX_READ,
     InboxRecord,
     RelocationStatistics,
@@ -33,8 +34,15 @@ from zlink_trio.store._types import (
 )
 
 __all__ = (
+    "MAX_SEQ",
     "Inbox",
+    "InboxKey",
     "RelocationState",
+    "check_bytes",
+    "check_cursor_move",
+    "check_root",
+    "inbox_key",
+    "receipt_of",
     "txn_delete_root",
     "txn_get_root",
     "txn_inbox_append",
@@ -44,9 +52,13 @@ __all__ = (
     "txn_inbox_set_cursor",
     "txn_put_root",
     "txn_statistics",
+    "verified_root",
 )
 
+#: An inbox is keyed by ``(spot_id, object_generation)``.
 InboxKey = tuple[str, int]
+#: Largest inbox sequence (and cursor).
+MAX_SEQ: Final = 2**63 - 1
 
 
 @attrs.define
@@ -66,7 +78,8 @@ class RelocationState:
     inboxes: dict[InboxKey, Inbox] = attrs.Factory(dict)
 
 
-def _bytes(data: object, what: str) -> bytes:
+def check_bytes(data: object, what: str) -> bytes:
+    """``data`` as ``bytes`` of at most 64 MiB: InvalidOperation / CapacityExceeded."""
     if not isinstance(data, bytes | bytearray | memoryview):
         raise InvalidOperation(f"{what} must be bytes, got {type(data).__name__}")
     raw = bytes(data)
@@ -75,25 +88,19 @@ def _bytes(data: object, what: str) -> bytes:
     return raw
 
 
-def _key(spot_id: str, object_generation: int) -> InboxKey:
+def inbox_key(spot_id: str, object_generation: int) -> InboxKey:
+    """The validated key of an inbox (InvalidOperation for a bad ID or generation)."""
     return (validate_spot_id(spot_id), check_generation(object_generation, "object_generation"))
 
 
-def txn_put_root(state: RelocationState, data: bytes) -> RootReceipt:
-    """PutRoot; see ``RelocationStore.put_root``."""
-    raw = _bytes(data, "root")
+def receipt_of(raw: bytes) -> RootReceipt:
+    """The content-addressed receipt of root bytes (as ``put_root`` issues it)."""
     digest = hashlib.sha256(raw).hexdigest()
-    receipt = RootReceipt(ref=f"sha256:{digest}", sha256=digest, size=len(raw))
-    state.roots.setdefault(receipt.ref, raw)
-    return receipt
+    return RootReceipt(ref=f"sha256:{digest}", sha256=digest, size=len(raw))
 
 
-def _verified(state: RelocationState, receipt: RootReceipt) -> bytes | None:
-    if not isinstance(receipt, RootReceipt):
-        raise InvalidOperation(f"expected a RootReceipt, got {type(receipt).__name__}")
-    raw = state.roots.get(receipt.ref)
-    if raw is None:
-        return None
+def check_root(raw: bytes, receipt: RootReceipt) -> bytes:
+    """``raw``, if its size and SHA-256 are the receipt's; else :class:`RootIntegrityError`."""
     if len(raw) != receipt.size or hashlib.sha256(raw).hexdigest() != receipt.sha256:
         raise RootIntegrityError(
             f"root {receipt.ref!r} holds {len(raw)} bytes that do not match the receipt "
@@ -102,9 +109,40 @@ def _verified(state: RelocationState, receipt: RootReceipt) -> bytes | None:
     return raw
 
 
+def check_cursor_move(spot_id: str, object_generation: int, seq: int, last: int,
+                      cursor: int) -> None:
+    """``inbox_set_cursor``'s state checks (InvalidOperation backwards or past the end)."""
+    if seq < cursor:
+        raise InvalidOperation(
+            f"the inbox cursor of {spot_id!r} generation {object_generation} is at {cursor}; "
+            f"moving it back to {seq} is refused (handled records are gone)"
+        )
+    if seq > last:
+        raise InvalidOperation(
+            f"the inbox of {spot_id!r} generation {object_generation} ends at sequence {last}; "
+            f"the cursor cannot pass it ({seq})"
+        )
+
+
+def txn_put_root(state: RelocationState, data: bytes) -> RootReceipt:
+    """PutRoot; see ``RelocationStore.put_root``."""
+    raw = check_bytes(data, "root")
+    receipt = receipt_of(raw)
+    state.roots.setdefault(receipt.ref, raw)
+    return receipt
+
+
+def verified_root(state: RelocationState, receipt: RootReceipt) -> bytes | None:
+    """The bytes of ``receipt``'s root after :func:`check_root`, or ``None`` when gone."""
+    if not isinstance(receipt, RootReceipt):
+        raise InvalidOperation(f"expected a RootReceipt, got {type(receipt).__name__}")
+    raw = state.roots.get(receipt.ref)
+    return None if raw is None else check_root(raw, receipt)
+
+
 def txn_get_root(state: RelocationState, receipt: RootReceipt) -> bytes:
     """GetRoot; see ``RelocationStore.get_root``."""
-    raw = _verified(state, receipt)
+    raw = verified_root(state, receipt)
     if raw is None:
         raise NotFound(f"no root {receipt.ref!r}; it was deleted or never stored")
     return raw
@@ -112,7 +150,7 @@ def txn_get_root(state: RelocationState, receipt: RootReceipt) -> bytes:
 
 def txn_delete_root(state: RelocationState, receipt: RootReceipt) -> bool:
     """DeleteRoot; see ``RelocationStore.delete_root``."""
-    if _verified(state, receipt) is None:
+    if verified_root(state, receipt) is None:
         return False
     del state.roots[receipt.ref]
     return True
@@ -121,8 +159,8 @@ def txn_delete_root(state: RelocationState, receipt: RootReceipt) -> bool:
 def txn_inbox_append(state: RelocationState, spot_id: str, object_generation: int,
                      record: bytes) -> int:
     """InboxAppend; see ``RelocationStore.inbox_append``."""
-    key = _key(spot_id, object_generation)
-    raw = _bytes(record, "inbox record")
+    key = inbox_key(spot_id, object_generation)
+    raw = check_bytes(record, "inbox record")
     inbox = state.inboxes.get(key)
     seq = (0 if inbox is None else inbox.last_seq) + 1
     if inbox is None:
@@ -135,8 +173,8 @@ def txn_inbox_append(state: RelocationState, spot_id: str, object_generation: in
 def txn_inbox_read(state: RelocationState, spot_id: str, object_generation: int, *,
                    after: int = 0, limit: int) -> list[InboxRecord]:
     """InboxRead; see ``RelocationStore.inbox_read``."""
-    key = _key(spot_id, object_generation)
-    check_int(after, "after", 0, 2**63 - 1)
+    key = inbox_key(spot_id, object_generation)
+    check_int(after, "after", 0, MAX_SEQ)
     check_int(limit, "limit", 1, MAX_INBOX_READ)
     inbox = state.inboxes.get(key)
     if inbox is None:
@@ -148,21 +186,12 @@ def txn_inbox_read(state: RelocationState, spot_id: str, object_generation: int,
 def txn_inbox_set_cursor(state: RelocationState, spot_id: str, object_generation: int,
                          seq: int) -> bool:
     """InboxSetCursor; see ``RelocationStore.inbox_set_cursor``."""
-    key = _key(spot_id, object_generation)
-    check_int(seq, "seq", 0, 2**63 - 1)
+    key = inbox_key(spot_id, object_generation)
+    check_int(seq, "seq", 0, MAX_SEQ)
     inbox = state.inboxes.get(key)
     cursor = 0 if inbox is None else inbox.cursor
     last = 0 if inbox is None else inbox.last_seq
-    if seq < cursor:
-        raise InvalidOperation(
-            f"the inbox cursor of {spot_id!r} generation {object_generation} is at {cursor}; "
-            f"moving it back to {seq} is refused (handled records are gone)"
-        )
-    if seq > last:
-        raise InvalidOperation(
-            f"the inbox of {spot_id!r} generation {object_generation} ends at sequence {last}; "
-            f"the cursor cannot pass it ({seq})"
-        )
+    check_cursor_move(spot_id, object_generation, seq, last, cursor)
     if seq == cursor or inbox is None:
         return False
     for handled in [s for s in inbox.records if s <= seq]:
@@ -173,13 +202,13 @@ def txn_inbox_set_cursor(state: RelocationState, spot_id: str, object_generation
 
 def txn_inbox_cursor(state: RelocationState, spot_id: str, object_generation: int) -> int:
     """InboxCursor; see ``RelocationStore.inbox_cursor``."""
-    inbox = state.inboxes.get(_key(spot_id, object_generation))
+    inbox = state.inboxes.get(inbox_key(spot_id, object_generation))
     return 0 if inbox is None else inbox.cursor
 
 
 def txn_inbox_drop(state: RelocationState, spot_id: str, object_generation: int) -> bool:
     """InboxDrop; see ``RelocationStore.inbox_drop``."""
-    return state.inboxes.pop(_key(spot_id, object_generation), None) is not None
+    return state.inboxes.pop(inbox_key(spot_id, object_generation), None) is not None
 
 
 def txn_statistics(state: RelocationState) -> RelocationStatistics:

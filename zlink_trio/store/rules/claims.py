@@ -19,7 +19,7 @@ from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
 from zlink_trio.core.errors import AlreadyExists, InvalidOperation, StaleFence, Unavailable
 from zlink_trio.core.identity import NodeRid, SpotKind
 from zlink_trio.core.records import ENTRY_STABLE_TYPE, AuthorityRecord, AuthorityState
-from zlink_trio.store._location_state import LocationState, next_generation
+from zlink_trio.store.rules.location import LocationState, next_generation
 
 __all__ = ("txn_descriptors", "txn_new_claim", "txn_remove", "txn_renew")
 

@@ -26,13 +26,13 @@ from zlink_trio.core._checks import check_finite, check_generation
 from zlink_trio.core.errors import InvalidOperation, NotFound, StaleFence
 from zlink_trio.core.identity import SpotKind, validate_spot_id
 from zlink_trio.core.records import AuthorityState
-from zlink_trio.store._location_state import capacity_key, shift
-from zlink_trio.store._types import OwnerAlive
+from zlink_trio.store.rules.location import capacity_key, shift
+from zlink_trio.store.values import OwnerAlive
 
 if TYPE_CHECKING:
     from zlink_trio.core.errors import ZLinkError
     from zlink_trio.core.records import AuthorityRecord
-    from zlink_trio.store._location_state import LocationState
+    from zlink_trio.store.rules.location import LocationState
 
 __all__ = ("release_expired_refusal", "txn_release_expired")
 

@@ -11,7 +11,7 @@ belongs to the runtime; the store only keeps authority and capacity right.
 
 Every step takes the :class:`AuthorityFence` the caller read: ObjectGeneration,
 owner generation and owner must match the record, else :class:`StaleFence`.
-Like ``_location_state``, each function checks everything before its first
+Like ``location``, each function checks everything before its first
 write.
 """
 
@@ -23,7 +23,7 @@ from zlink_trio.core._checks import check_finite, check_generation
 from zlink_trio.core.errors import CapacityExceeded, InvalidOperation, StaleFence
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityFence, AuthorityRecord, AuthorityState, OwnerFence
-from zlink_trio.store._location_state import LocationState, capacity_key, check_owner, shift
+from zlink_trio.store.rules.location import LocationState, capacity_key, check_owner, shift
 
 __all__ = (
     "txn_abort_relocation",

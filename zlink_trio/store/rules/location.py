@@ -13,9 +13,9 @@ clock, which makes these functions
 - the oracle the stateful and differential tests compare other backends to.
 
 SQLite and Redis re-implement the same checks in SQL / Lua; the conformance
-suite holds them to the same outcomes. Descriptor claims live in
-``_claim_state.py`` and relocation steps in ``_relocation_steps.py``; both
-share the helpers below.
+suite holds them to the same outcomes. Descriptor claims live in ``claims``,
+relocation steps in ``relocation_steps``, startup recovery in ``recovery`` and
+the operator's release in ``operator``; all share the helpers below.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from zlink_trio.core.records import (
     ReservationFence,
     validate_mesh_name,
 )
-from zlink_trio.store._types import (
+from zlink_trio.store.values import (
     MAX_PAGE_BYTES,
     MAX_PAGE_SIZE,
     AuthorityExists,
@@ -57,14 +57,21 @@ from zlink_trio.store._types import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from zlink_trio.core.descriptor import NodeClaim
 
 __all__ = (
+    "CURSOR_PREFIX",
     "CapacityKey",
     "LocationState",
     "capacity_key",
     "check_owner",
+    "check_reserve_args",
     "next_generation",
+    "page_of",
+    "parse_cursor",
+    "pointer_removal",
     "shift",
     "txn_abort_creating",
     "txn_begin_close",
@@ -79,7 +86,8 @@ __all__ = (
 #: Capacity is counted per owner lifecycle: ``(mesh, node_rid, lifecycle_generation)``.
 CapacityKey = tuple[str, NodeRid, int]
 
-_CURSOR_PREFIX = "c1:"
+#: What every Query cursor starts with (the rest is the last Spot ID of the page).
+CURSOR_PREFIX = "c1:"
 
 
 @attrs.define
@@ -293,6 +301,29 @@ def txn_release(state: LocationState, fence: AuthorityFence) -> bool:
     return True
 
 
+def pointer_removal(record: AuthorityRecord | None, object_generation: int,
+                    expected_version: int) -> bool:
+    """RemoveRecoveryPointer's state checks: whether it removes; raises what it raises.
+
+    ``False`` when the record is gone, of another generation or has no pointer;
+    :class:`InvalidOperation` while Creating; :class:`StaleFence` when the StoreVersion
+    is not ``expected_version``.
+    """
+    if record is None or record.object_generation != object_generation:
+        return False
+    if record.state is AuthorityState.CREATING:
+        raise InvalidOperation(
+            f"{record.spot_id!r} is Creating; its recovery pointer is still needed")
+    if record.recovery_pointer is None:
+        return False
+    if record.store_version != expected_version:
+        raise StaleFence(
+            f"{record.spot_id!r} is at StoreVersion {record.store_version}, not "
+            f"{expected_version}; re-read the record before removing its recovery pointer"
+        )
+    return True
+
+
 def txn_remove_recovery_pointer(state: LocationState, spot_id: str, *, object_generation: int,
                                 expected_version: int) -> bool:
     """RemoveRecoveryPointer; see ``LocationStore.remove_recovery_pointer``."""
@@ -300,44 +331,54 @@ def txn_remove_recovery_pointer(state: LocationState, spot_id: str, *, object_ge
     check_generation(object_generation, "object_generation")
     check_generation(expected_version, "expected_version")
     record = state.records.get(spot_id)
-    if record is None or record.object_generation != object_generation:
+    if not pointer_removal(record, object_generation, expected_version):
         return False
-    if record.state is AuthorityState.CREATING:
-        raise InvalidOperation(f"{spot_id!r} is Creating; its recovery pointer is still needed")
-    if record.recovery_pointer is None:
-        return False
-    if record.store_version != expected_version:
-        raise StaleFence(
-            f"{spot_id!r} is at StoreVersion {record.store_version}, not {expected_version}; "
-            "re-read the record before removing its recovery pointer"
-        )
+    assert record is not None
     state.records[spot_id] = attrs.evolve(record, recovery_pointer=None,
                                           store_version=record.store_version + 1)
     return True
+
+
+def parse_cursor(cursor: str | None) -> str | None:
+    """The Spot ID a Query ``cursor`` resumes after (``None``: from the start).
+
+    :class:`InvalidOperation` for anything ``query`` did not issue.
+    """
+    if cursor is None:
+        return None
+    if not isinstance(cursor, str) or not cursor.startswith(CURSOR_PREFIX):
+        raise InvalidOperation(f"{cursor!r} is not a query cursor; pass a next_cursor")
+    return validate_spot_id(cursor[len(CURSOR_PREFIX):])
+
+
+def page_of(records: Iterable[AuthorityRecord], *, listed: int, max_bytes: int) -> Page:
+    """The Query page of ``records`` (in Spot ID order, at most the page size).
+
+    ``listed`` is how many IDs follow the cursor (at least one more than the page
+    when another page follows). The page stops before the record that would make
+    its encoded JSON array larger than ``max_bytes``; one record always fits.
+    """
+    taken: list[AuthorityRecord] = []
+    size = 2  # "[" and "]"
+    for record in records:
+        grow = record.encoded_size() + (1 if taken else 0)
+        if taken and size + grow > max_bytes:
+            break
+        taken.append(record)
+        size += grow
+    more = listed > len(taken)
+    return Page(tuple(taken), CURSOR_PREFIX + taken[-1].spot_id if more else None)
 
 
 def txn_query(state: LocationState, *, page_size: int, cursor: str | None = None,
               max_bytes: int = MAX_PAGE_BYTES) -> Page:
     """Query; see ``LocationStore.query``. ``max_bytes`` is lowered only by tests."""
     check_int(page_size, "page_size", 1, MAX_PAGE_SIZE)
-    after: str | None = None
-    if cursor is not None:
-        if not isinstance(cursor, str) or not cursor.startswith(_CURSOR_PREFIX):
-            raise InvalidOperation(f"{cursor!r} is not a query cursor; pass a next_cursor")
-        after = validate_spot_id(cursor[len(_CURSOR_PREFIX):])
+    after = parse_cursor(cursor)
     # str order is code-point order, which is UTF-8 byte order for valid strings.
     ids = sorted(i for i in state.records if after is None or i > after)
-    taken: list[AuthorityRecord] = []
-    size = 2  # "[" and "]"
-    for spot_id in ids[:page_size]:
-        record = state.records[spot_id]
-        grow = record.encoded_size() + (1 if taken else 0)
-        if taken and size + grow > max_bytes:
-            break
-        taken.append(record)
-        size += grow
-    more = len(ids) > len(taken)
-    return Page(tuple(taken), _CURSOR_PREFIX + taken[-1].spot_id if more else None)
+    return page_of((state.records[i] for i in ids[:page_size]), listed=len(ids),
+                   max_bytes=max_bytes)
 
 
 def txn_statistics(state: LocationState) -> LocationStatistics:

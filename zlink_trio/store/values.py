@@ -6,7 +6,7 @@ returns the same things and the conformance suite can compare them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 import attrs
 
@@ -20,6 +20,7 @@ __all__ = (
     "MAX_PAGE_BYTES",
     "MAX_PAGE_SIZE",
     "AuthorityExists",
+    "FirstRecordCleanup",
     "InboxRecord",
     "LocationStatistics",
     "OwnerAlive",
@@ -129,3 +130,14 @@ class RelocationStatistics:
     root_bytes: int
     inboxes: int
     inbox_records: int
+
+
+class FirstRecordCleanup(NamedTuple):
+    """What :meth:`CombinedTransactions.finish_first_record` changed."""
+
+    #: The inbox cursor moved to the first record (``False``: it was already there).
+    cursor_moved: bool
+    #: The recovery pointer was removed (``False``: gone, other generation, no pointer).
+    pointer_removed: bool
+    #: The root was deleted (``False``: it was already gone).
+    root_deleted: bool
