@@ -1,16 +1,16 @@
 """Location and Relocation Stores: the protocols, the memory backend, ``open_store``.
 
-Every store method is one atomic transaction; see ``_protocol`` for the
+Every store method is one atomic transaction; see ``protocol`` for the
 contracts and ``memory`` for the in-process backend. SQLite and Redis
 backends plug in behind the same protocols and conformance suite.
 """
 
-from zlink_trio.store._open import SCHEMES as SCHEMES
-from zlink_trio.store._open import open_store as open_store
-from zlink_trio.store._protocol import LocationStore as LocationStore
-from zlink_trio.store._protocol import RelocationStore as RelocationStore
-from zlink_trio.store._protocol import Store as Store
 from zlink_trio.store.memory import MemoryStore as MemoryStore
+from zlink_trio.store.open import SCHEMES as SCHEMES
+from zlink_trio.store.open import open_store as open_store
+from zlink_trio.store.protocol import LocationStore as LocationStore
+from zlink_trio.store.protocol import RelocationStore as RelocationStore
+from zlink_trio.store.protocol import Store as Store
 from zlink_trio.store.values import MAX_INBOX_READ as MAX_INBOX_READ
 from zlink_trio.store.values import MAX_PAGE_BYTES as MAX_PAGE_BYTES
 from zlink_trio.store.values import MAX_PAGE_SIZE as MAX_PAGE_SIZE

@@ -4,10 +4,10 @@ Theory of operation
 -------------------
 Each method first awaits ``trio.lowlevel.checkpoint()`` -- so it is a real
 scheduling and cancellation point, like a round trip to a networked store --
-and then runs one pure transaction function from ``_location_state`` /
-``_relocation_steps`` / ``_relocation_state`` with no await in between. Trio
-never switches tasks inside that call, so each method is one critical section:
-atomic and isolated. If the checkpoint is cancelled, nothing was done.
+and then runs one pure transaction function of ``store.rules`` (``location``,
+``claims``, ``relocation_steps``, ``relocation_store``, ...) with no await in
+between. Trio never switches tasks inside that call, so each method is one
+critical section: atomic and isolated. If the checkpoint is cancelled, nothing was done.
 
 One :class:`MemoryStore` may be shared by any number of nodes in the same
 process (and the same Trio run): pass the instance around, or open the same
@@ -305,7 +305,7 @@ class MemoryStore:
 
 if TYPE_CHECKING:
     from zlink_trio.store._combined import CombinedTransactions
-    from zlink_trio.store._protocol import LocationStore, RelocationStore, Store
+    from zlink_trio.store.protocol import LocationStore, RelocationStore, Store
 
     def _conforms(store: MemoryStore) -> tuple[LocationStore, RelocationStore, Store,
                                                CombinedTransactions]:

@@ -52,12 +52,12 @@ from typing import TYPE_CHECKING, Final, TypeVar, cast
 import trio
 
 from zlink_trio.core.errors import StoreUnavailable, Unavailable
-from zlink_trio.store._sqlite_schema import SqliteOptions, migrate
+from zlink_trio.store.sqlite.schema import SqliteOptions, migrate
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from zlink_trio.store._sqlite_checkpoint import Checkpointer
+    from zlink_trio.store.sqlite.checkpoint import Checkpointer
 
 __all__ = ("INLINE_MAX_BYTES", "SqliteConnection", "is_busy")
 
@@ -106,7 +106,7 @@ class SqliteConnection:
         self._waiting = True  # the connection's busy_timeout is _wait_ms (else 0)
         self._closed = False
         self._queue: list[_Txn] = []
-        #: Inline dispatch: WAL checkpoints in a worker thread (``_sqlite_checkpoint``).
+        #: Inline dispatch: WAL checkpoints in a worker thread (``checkpoint``).
         self.checkpointer: Checkpointer | None = None
         self._leading = False  # a leader will take the queued transactions
         #: Groups committed and the transactions in them (benchmark figures).

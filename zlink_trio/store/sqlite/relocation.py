@@ -1,11 +1,16 @@
-"""SQLite store: durable activation inboxes and Relocation Store statistics.
+"""SQLite store: the Relocation Store (``rel_*`` tables): roots, inboxes, statistics.
 
 Theory of operation
 -------------------
+Roots are ``rel_roots`` rows ``(ref, data)``. Their transactions run the memory
+oracle's ``txn_*`` functions (``store.rules.relocation_store``) over a lazy
+:class:`Rows` view of that table (``view``), then write the rows it changed, so
+content addressing and the integrity checks are the oracle's by construction.
+
 An inbox is one ``rel_inboxes`` row per ``(spot_id, object_generation)``
 holding ``last_seq`` and the replay ``cursor``, plus its records in
 ``rel_inbox_records``. Each method mirrors the memory oracle
-(``_relocation_state``) check for check and in the same order -- the same
+(``store.rules.relocation_store``) check for check and in the same order -- the same
 validators are called first -- then touches only the rows of that one inbox:
 an append reads ``last_seq`` and writes one record; moving the cursor deletes
 the records at or below it in the same transaction, so a reader never sees a
@@ -14,19 +19,31 @@ handled record. Reads are bounded by ``limit``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from zlink_trio.core._checks import check_int
 from zlink_trio.store.rules import relocation_store as rel
 from zlink_trio.store.rules.relocation_store import check_cursor_move
+from zlink_trio.store.sqlite.view import Rows
 from zlink_trio.store.values import MAX_INBOX_READ, InboxRecord, RelocationStatistics
 
 if TYPE_CHECKING:
     import sqlite3
+    from collections.abc import Callable
 
-    from zlink_trio.store._sqlite_conn import SqliteConnection
+    from zlink_trio.core.records import RootReceipt
+    from zlink_trio.store.sqlite.connection import SqliteConnection
 
-__all__ = ("SqliteInboxes", "append_sync", "inbox_state", "set_cursor_sync")
+__all__ = (
+    "SqliteRelocationStore",
+    "append_sync",
+    "inbox_state",
+    "load_root",
+    "set_cursor_sync",
+    "write_cursor_sync",
+)
+
+T = TypeVar("T")
 
 _KEY = "spot_id = ? AND object_generation = ?"
 
@@ -38,6 +55,12 @@ def inbox_state(conn: sqlite3.Connection, key: tuple[str, int]) -> tuple[int, in
 
 
 _inbox = inbox_state
+
+
+def load_root(conn: sqlite3.Connection, ref: str) -> bytes | None:
+    """The stored bytes of root ``ref``, or ``None`` (one primary-key read)."""
+    row = conn.execute("SELECT data FROM rel_roots WHERE ref = ?", (ref,)).fetchone()
+    return None if row is None else bytes(row[0])
 
 
 def append_sync(conn: sqlite3.Connection, key: tuple[str, int], raw: bytes) -> int:
@@ -75,11 +98,41 @@ def write_cursor_sync(conn: sqlite3.Connection, key: tuple[str, int], seq: int) 
     conn.execute(f"UPDATE rel_inboxes SET cursor = ? WHERE {_KEY}", (seq, *key))
 
 
-class SqliteInboxes:
-    """The inbox half of the SQLite Relocation Store (and its statistics)."""
+class SqliteRelocationStore:
+    """A :class:`~zlink_trio.store.RelocationStore` on SQLite; see the protocol for contracts."""
 
     def __init__(self, db: SqliteConnection) -> None:
         self._db = db
+
+    async def _roots(self, fn: Callable[[rel.RelocationState], T], *, write: bool,
+                     size: int) -> T:
+        def body(conn: sqlite3.Connection) -> T:
+            roots: Rows[str, bytes] = Rows(lambda ref: load_root(conn, ref))
+            result = fn(rel.RelocationState(roots=cast("dict[str, bytes]", roots)))
+            for ref, data in roots.changes():
+                if data is None:
+                    conn.execute("DELETE FROM rel_roots WHERE ref = ?", (ref,))
+                else:
+                    conn.execute("INSERT INTO rel_roots VALUES (?, ?)", (ref, data))
+            return result
+        if write:
+            return await self._db.write(body, size=size)
+        return await self._db.read(body, size=size)
+
+    async def put_root(self, data: bytes) -> RootReceipt:
+        """PutRoot (one transaction); see ``RelocationStore.put_root``."""
+        size = len(data) if isinstance(data, bytes | bytearray | memoryview) else 0
+        return await self._roots(lambda s: rel.txn_put_root(s, data), write=True, size=size)
+
+    async def get_root(self, receipt: RootReceipt) -> bytes:
+        """GetRoot (one read); see ``RelocationStore.get_root``."""
+        return await self._roots(lambda s: rel.txn_get_root(s, receipt), write=False,
+                                 size=_size(receipt))
+
+    async def delete_root(self, receipt: RootReceipt) -> bool:
+        """DeleteRoot (one transaction); see ``RelocationStore.delete_root``."""
+        return await self._roots(lambda s: rel.txn_delete_root(s, receipt), write=True,
+                                 size=_size(receipt))
 
     async def inbox_append(self, spot_id: str, object_generation: int, record: bytes) -> int:
         """InboxAppend (one transaction); see ``RelocationStore.inbox_append``."""
@@ -137,3 +190,7 @@ class SqliteInboxes:
             return RelocationStatistics(roots=roots, root_bytes=size, inboxes=inboxes,
                                         inbox_records=records)
         return await self._db.read(body)
+
+
+def _size(receipt: RootReceipt) -> int:
+    return receipt.size if isinstance(getattr(receipt, "size", None), int) else 0

@@ -53,7 +53,7 @@ import outcome
 import trio
 
 if TYPE_CHECKING:
-    from zlink_trio.store._sqlite_schema import SqliteOptions
+    from zlink_trio.store.sqlite.schema import SqliteOptions
 
 __all__ = ("CHECKPOINT_EVERY", "RESTART_FRAMES", "Checkpointer")
 

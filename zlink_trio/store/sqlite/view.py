@@ -17,7 +17,7 @@ table each, valid for one transaction:
 The oracle checks every precondition before its first write, and all its
 writes land in the views; :meth:`LocationView.flush` then writes the remembered
 keys back with ``INSERT OR REPLACE`` / ``DELETE``. Everything happens inside
-one ``BEGIN IMMEDIATE`` transaction (``_sqlite_conn``), so a raise anywhere --
+one ``BEGIN IMMEDIATE`` transaction (``connection``), so a raise anywhere --
 in a check, a constructor, or SQLite itself -- rolls back whole, and two
 processes never interleave. Same checks, same order, same errors and same
 return values as ``memory://`` by construction.

@@ -1,53 +1,32 @@
-"""The ``sqlite:///path.db`` backend: both store protocols in one SQLite file.
+"""SQLite store: the Location Store, the memory oracle run over views of the ``loc_*`` tables.
 
 Theory of operation
 -------------------
-Several processes on **one host** share the file: SQLite in WAL mode lets
-readers run beside the single writer, and every write transaction starts with
-``BEGIN IMMEDIATE``, so it takes the write lock before its first read and two
-writers never interleave (no lost updates, no upgrade deadlock).
-
-Each store method is one transaction (``_sqlite_conn``): the Location Store's
-writes run the memory backend's pure ``txn_*`` functions -- the oracle --
-over lazy views of the ``loc_*`` tables (``_sqlite_view``), so the checks,
-their order, the errors and the return values are the memory backend's by
-construction; reads are bounded SQL queries fed to the same functions. The
-Relocation Store (``rel_*`` tables, never shared with ``loc_*``) keeps roots
-through the same views and inboxes in SQL that mirrors
-``_relocation_state`` check for check.
-
-Durability: a committed transaction survives an application crash with
-``synchronous=normal`` (the default) and also a power loss with
-``?synchronous=full``. Waiting for another process's lock is bounded by
-``?busy_timeout=`` (seconds) and never happens on the Trio thread; past it the
-method raises :class:`Unavailable` and nothing was written. See docs/stores.md.
+Each write method is one ``BEGIN IMMEDIATE`` transaction (``connection``) that runs
+the memory backend's pure ``txn_*`` function -- the oracle of ``store.rules`` --
+over a :class:`LocationView` of the ``loc_*`` tables (``view``): the checks, their
+order, the errors and the return values are the memory backend's by construction,
+and :meth:`LocationView.flush` writes what the oracle changed. Reads are bounded
+SQL queries (a primary key, an index range, ``LIMIT``) whose rows are fed to the
+same functions, so a read never scans a table into memory.
 """
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, TypeVar, cast
-
-import trio
+from typing import TYPE_CHECKING, TypeVar
 
 from zlink_trio.core._checks import check_finite, check_int
 from zlink_trio.core.records import AuthorityState
-from zlink_trio.store._sqlite_checkpoint import Checkpointer
-from zlink_trio.store._sqlite_combined import SqliteCombined
-from zlink_trio.store._sqlite_conn import SqliteConnection
-from zlink_trio.store._sqlite_inbox import SqliteInboxes
-from zlink_trio.store._sqlite_schema import parse_url
-from zlink_trio.store._sqlite_view import LocationView, Rows, decode_claim, decode_record
 from zlink_trio.store.rules import claims, recovery
 from zlink_trio.store.rules import location as loc
 from zlink_trio.store.rules import operator as ops
 from zlink_trio.store.rules import relocation_steps as steps
-from zlink_trio.store.rules import relocation_store as rel
+from zlink_trio.store.sqlite.view import LocationView, decode_claim, decode_record
 from zlink_trio.store.values import MAX_PAGE_SIZE, LocationStatistics
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import Callable
 
     from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
     from zlink_trio.core.identity import NodeRid, SpotKind
@@ -58,12 +37,11 @@ if TYPE_CHECKING:
         OwnerFence,
         RecoveryPointer,
         ReservationFence,
-        RootReceipt,
     )
-    from zlink_trio.store._sqlite_schema import SqliteOptions
+    from zlink_trio.store.sqlite.connection import SqliteConnection
     from zlink_trio.store.values import Page
 
-__all__ = ("SqliteLocationStore", "SqliteRelocationStore", "SqliteStore", "open_sqlite_store")
+__all__ = ("SqliteLocationStore",)
 
 T = TypeVar("T")
 
@@ -254,106 +232,3 @@ class SqliteLocationStore:
         return await self._txn(lambda s: recovery.txn_adopt_orphan(
             s, spot_id, object_generation=object_generation, owner_generation=owner_generation,
             old_owner=old_owner, new_owner=new_owner, now=now))
-
-
-class SqliteRelocationStore(SqliteInboxes):
-    """A :class:`~zlink_trio.store.RelocationStore` on SQLite; see the protocol for contracts."""
-
-    async def _roots(self, fn: Callable[[rel.RelocationState], T], *, write: bool,
-                     size: int) -> T:
-        def body(conn: sqlite3.Connection) -> T:
-            roots: Rows[str, bytes] = Rows(lambda ref: _root(conn, ref))
-            result = fn(rel.RelocationState(roots=cast("dict[str, bytes]", roots)))
-            for ref, data in roots.changes():
-                if data is None:
-                    conn.execute("DELETE FROM rel_roots WHERE ref = ?", (ref,))
-                else:
-                    conn.execute("INSERT INTO rel_roots VALUES (?, ?)", (ref, data))
-            return result
-        if write:
-            return await self._db.write(body, size=size)
-        return await self._db.read(body, size=size)
-
-    async def put_root(self, data: bytes) -> RootReceipt:
-        """PutRoot (one transaction); see ``RelocationStore.put_root``."""
-        size = len(data) if isinstance(data, bytes | bytearray | memoryview) else 0
-        return await self._roots(lambda s: rel.txn_put_root(s, data), write=True, size=size)
-
-    async def get_root(self, receipt: RootReceipt) -> bytes:
-        """GetRoot (one read); see ``RelocationStore.get_root``."""
-        return await self._roots(lambda s: rel.txn_get_root(s, receipt), write=False,
-                                 size=_size(receipt))
-
-    async def delete_root(self, receipt: RootReceipt) -> bool:
-        """DeleteRoot (one transaction); see ``RelocationStore.delete_root``."""
-        return await self._roots(lambda s: rel.txn_delete_root(s, receipt), write=True,
-                                 size=_size(receipt))
-
-
-def _size(receipt: RootReceipt) -> int:
-    return receipt.size if isinstance(getattr(receipt, "size", None), int) else 0
-
-
-def _root(conn: sqlite3.Connection, ref: str) -> bytes | None:
-    row = conn.execute("SELECT data FROM rel_roots WHERE ref = ?", (ref,)).fetchone()
-    return None if row is None else bytes(row[0])
-
-
-class SqliteStore:
-    """A Location Store and a Relocation Store sharing one SQLite connection (and file)."""
-
-    def __init__(self, db: SqliteConnection) -> None:
-        self._db = db
-        self._location = SqliteLocationStore(db)
-        self._relocation = SqliteRelocationStore(db)
-        self._combined = SqliteCombined(db)
-
-    @property
-    def options(self) -> SqliteOptions:
-        """What the URL selected (path, synchronous, busy timeout, dispatch)."""
-        return self._db.options
-
-    @property
-    def combined(self) -> SqliteCombined:
-        """Both stores share the file: the combined transactions (``_combined``)."""
-        return self._combined
-
-    @property
-    def location(self) -> SqliteLocationStore:
-        """The Location Store (``loc_*`` tables)."""
-        return self._location
-
-    @property
-    def relocation(self) -> SqliteRelocationStore:
-        """The Relocation Store (``rel_*`` tables, a separate key space)."""
-        return self._relocation
-
-
-@asynccontextmanager
-async def open_sqlite_store(url: str) -> AsyncIterator[SqliteStore]:
-    """Open ``sqlite:///path.db?...``: WAL, pragmas, schema created or migrated.
-
-    Raises :class:`InvalidConfiguration` for a malformed URL, a file of another
-    application or a newer schema version; :class:`Unavailable` when the file
-    cannot be opened or stays locked past the busy timeout. The connection is
-    closed when the block exits, after any running transaction finished.
-    """
-    options = parse_url(url)
-    db = await trio.to_thread.run_sync(SqliteConnection.open_sync, options)
-    if options.dispatch == "inline":
-        db.checkpointer = Checkpointer(options, db.limiter)
-    try:
-        yield SqliteStore(db)
-    finally:
-        with trio.CancelScope(shield=True):
-            await db.aclose()
-
-
-if TYPE_CHECKING:
-    from zlink_trio.store._combined import CombinedTransactions
-    from zlink_trio.store._protocol import LocationStore, RelocationStore, Store
-
-    def _conforms(store: SqliteStore) -> tuple[LocationStore, RelocationStore, Store,
-                                               CombinedTransactions]:
-        # mypy proves here that the SQLite classes satisfy the protocols.
-        return store.location, store.relocation, store, store.combined

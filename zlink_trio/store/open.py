@@ -10,8 +10,8 @@ not leak state into each other as long as they close what they open). A
 :class:`MemoryStore` instance may also be passed instead of a URL; it is
 yielded as is and stays usable after the block.
 
-``sqlite:///path.db`` opens the SQLite backend (``store/sqlite.py``).
-``redis://host:port/db`` opens the Redis backend (``store/redis.py``).
+``sqlite:///path.db`` opens the SQLite backend (``store/sqlite/``).
+``redis://host:port/db`` opens the Redis backend (``store/redis/``).
 Any other scheme is refused with :class:`InvalidConfiguration` raised before
 anything is opened.
 """
@@ -30,7 +30,7 @@ from zlink_trio.store.memory import MemoryStore
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from zlink_trio.store._protocol import Store
+    from zlink_trio.store.protocol import Store
 
 __all__ = ("SCHEMES", "open_store")
 

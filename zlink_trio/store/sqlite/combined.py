@@ -3,12 +3,12 @@
 Theory of operation
 -------------------
 The Location and Relocation Stores share one connection and file, so each combined
-transaction (``_combined.CombinedTransactions``) is one ``BEGIN IMMEDIATE`` block
+transaction (``protocol.CombinedTransactions``) is one ``BEGIN IMMEDIATE`` block
 that runs the merged steps' bodies one after the other: the oracle over the
-``loc_*`` views (``_sqlite_view``), the inbox bodies of ``_sqlite_inbox`` and the
-root rows. Any refusal raises inside the block and the whole transaction rolls back,
-so nothing at all is written; the checks run in the order the protocol documents
-(the oracle of ``_combined_state`` is the reference for the outcomes). A
+``loc_*`` views (``view``), the inbox bodies and the root rows of ``relocation``.
+Any refusal raises inside the block and the whole transaction rolls back, so
+nothing at all is written; the checks run in the order the protocol documents
+(the oracle of ``store.rules.combined`` is the reference for the outcomes). A
 transaction that moves more than ``INLINE_MAX_BYTES`` runs in the worker thread,
 as every other large one.
 """
@@ -18,33 +18,29 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from zlink_trio.core.records import RecoveryPointer, RootReceipt
-from zlink_trio.store._combined import FirstRecordCleanup
-from zlink_trio.store._sqlite_inbox import (
-    append_sync,
-    inbox_state,
-    set_cursor_sync,
-    write_cursor_sync,
-)
-from zlink_trio.store._sqlite_view import LocationView
 from zlink_trio.store.rules import location as loc
 from zlink_trio.store.rules import relocation_store as rel
 from zlink_trio.store.rules.combined import check_finish_args
 from zlink_trio.store.rules.location import pointer_removal
 from zlink_trio.store.rules.relocation_store import receipt_of
+from zlink_trio.store.sqlite.relocation import (
+    append_sync,
+    inbox_state,
+    load_root,
+    set_cursor_sync,
+    write_cursor_sync,
+)
+from zlink_trio.store.sqlite.view import LocationView
+from zlink_trio.store.values import FirstRecordCleanup
 
 if TYPE_CHECKING:
     import sqlite3
 
     from zlink_trio.core.identity import SpotKind
     from zlink_trio.core.records import AuthorityRecord, OwnerFence, ReservationFence
-    from zlink_trio.store._sqlite_conn import SqliteConnection
+    from zlink_trio.store.sqlite.connection import SqliteConnection
 
 __all__ = ("SqliteCombined",)
-
-
-def _root_data(conn: sqlite3.Connection, ref: str) -> bytes | None:
-    row = conn.execute("SELECT data FROM rel_roots WHERE ref = ?", (ref,)).fetchone()
-    return None if row is None else bytes(row[0])
 
 
 class SqliteCombined:
@@ -96,7 +92,7 @@ class SqliteCombined:
 
         def body(conn: sqlite3.Connection) -> FirstRecordCleanup:
             state = rel.RelocationState()
-            data = _root_data(conn, root.ref)
+            data = load_root(conn, root.ref)
             if data is not None:
                 state.roots[root.ref] = data
             delete = rel.verified_root(state, root) is not None  # RootIntegrityError first
