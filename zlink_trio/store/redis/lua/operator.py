@@ -2,12 +2,12 @@
 
 Theory of operation
 -------------------
-Same conventions as ``_redis_lua`` (whose prelude -- ``rec``, ``claim_key``,
-``load_key``, ``shift``, ``drop_record`` -- this body runs after): every read
-and comparison before the first write. The script re-implements
-``_operator_state.txn_release_expired`` check for check, in the same order,
+Same conventions as ``location`` (the body runs after the prelude -- ``rec``,
+``claim_key``, ``load_key``, ``shift``, ``drop_record``): every read and
+comparison before the first write. The script re-implements
+``store.rules.operator.txn_release_expired`` check for check, in the same order,
 but leaves the *wording* of a refusal to Python: it returns the record it
-found and ``_redis_location`` builds the error with the oracle's own
+found and ``redis.location`` builds the error with the oracle's own
 ``release_expired_refusal`` / :class:`OwnerAlive`, so every backend says the
 same thing.
 
@@ -20,17 +20,19 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ("RELEASE_EXPIRED",)
+from zlink_trio.store.redis.lua.prelude import script
 
-# ARGV: P, gen, ogen, now. KEYS: spot key.
-RELEASE_EXPIRED: Final = r"""
+__all__ = ("OPERATOR_SCRIPTS",)
+
+# ARGV: P, R, gen, ogen, now. KEYS: spot key.
+_RELEASE_EXPIRED: Final = r"""
 local r = rec(KEYS[1])
 if r == nil then return {'NONE'} end
-if r.gen ~= ARGV[2] or r.ogen ~= ARGV[3] or r.kind == 'entry' or r.state ~= 'ready' then
+if r.gen ~= ARGV[3] or r.ogen ~= ARGV[4] or r.kind == 'entry' or r.state ~= 'ready' then
   return {'REFUSED', redis.call('HGETALL', KEYS[1])}
 end
 local c = rec(claim_key(r.mesh, r.orid))
-if c ~= nil and c.lc == r.olc and tonumber(ARGV[4]) < tonumber(c.exp) then
+if c ~= nil and c.lc == r.olc and tonumber(ARGV[5]) < tonumber(c.exp) then
   return {'OWNER_ALIVE', redis.call('HGETALL', KEYS[1]), c.exp}
 end
 local before = redis.call('HGETALL', KEYS[1])
@@ -39,3 +41,6 @@ drop_record(r)
 shift(load_key(r.mesh, r.orid, r.olc), 'active', -1)
 return {'OK', before}
 """
+
+#: Name -> full Lua source (registered beside the Location Store's scripts).
+OPERATOR_SCRIPTS: Final = {"release_expired": script(_RELEASE_EXPIRED)}

@@ -1,4 +1,4 @@
-"""The Redis Location Store: each method is one Lua script (see ``_redis_lua``).
+"""The Redis Location Store: each method is one Lua script (see ``lua.location``).
 
 Theory of operation
 -------------------
@@ -8,7 +8,7 @@ same :class:`InvalidOperation` on every backend and costs no round trip),
 then sends one script that does every state check and then every write.
 ``raise_status`` maps a refusal to the oracle's typed error; a success is
 decoded into the same frozen values ``memory://`` returns. Counters and
-expiries travel as decimal / ``repr`` strings (see ``_redis_codec``).
+expiries travel as decimal / ``repr`` strings (see ``codec``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from zlink_trio.core.records import (
     RecoveryPointer,
     ReservationFence,
 )
-from zlink_trio.store._redis_codec import (
+from zlink_trio.store.redis.codec import (
     claim_args,
     decode_claim,
     decode_record,
@@ -39,7 +39,7 @@ from zlink_trio.store._redis_codec import (
     raise_status,
     text,
 )
-from zlink_trio.store._redis_lua_recovery import redis_adopt_orphan, redis_orphans
+from zlink_trio.store.redis.recovery import redis_adopt_orphan, redis_orphans
 from zlink_trio.store.rules.location import check_reserve_args, page_of, parse_cursor
 from zlink_trio.store.rules.operator import release_expired_refusal
 from zlink_trio.store.values import (
@@ -54,8 +54,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from zlink_trio.core.identity import NodeRid
-    from zlink_trio.store._redis_client import ScriptRunner
-    from zlink_trio.store._redis_codec import Keys
+    from zlink_trio.store.redis.client import ScriptRunner
+    from zlink_trio.store.redis.codec import Keys
 
 __all__ = ("RedisLocationStore",)
 
@@ -83,8 +83,7 @@ class RedisLocationStore:
 
     async def _script(self, what: str, name: str, key: str, *args: str | int | bytes,
                       write: bool = True) -> Sequence[Any]:
-        reply = await self._run.script(what, name, [key], [self._keys.location, *args],
-                                       write=write)
+        reply = await self._run.script(what, name, [key], args, write=write)
         return _seq(reply)
 
     async def _record(self, what: str, name: str, key: str,
@@ -106,8 +105,8 @@ class RedisLocationStore:
             what, "new_claim",
             [self._keys.claim(descriptor.mesh, descriptor.node_rid),
              self._keys.spot(descriptor.entry_spot_id)],
-            [self._keys.location, repr(float(now)), expires, descriptor.node_id,
-             str(descriptor.node_rid), descriptor.mesh, descriptor.entry_spot_id,
+            [repr(float(now)), expires, descriptor.node_id, str(descriptor.node_rid),
+             descriptor.mesh, descriptor.entry_spot_id,
              *claim_args(descriptor)])
         reply = _seq(reply)
         raise_status(reply, what)
@@ -130,7 +129,7 @@ class RedisLocationStore:
         """Remove (one script); see ``LocationStore.remove``."""
         reply = await self._run.script(
             f"remove of node {node_rid}", "remove", [self._keys.claim(mesh, node_rid)],
-            [self._keys.location, str(lifecycle_generation)])
+            [str(lifecycle_generation)])
         return bool(reply)
 
     async def descriptors(self, mesh: str | None = None, *, now: float) -> list[NodeClaim]:

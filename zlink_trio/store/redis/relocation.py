@@ -3,8 +3,8 @@
 Theory of operation
 -------------------
 Arguments are checked in Python exactly as the memory oracle checks them
-(``_relocation_state``'s validators); state is checked and written by one
-Lua script per transaction (``_redis_lua_relocation``). Reads of a single
+(``store.rules.relocation_store``'s checks); state is checked and written by one
+Lua script per transaction (``lua.relocation``). Reads of a single
 key (``get_root``, ``inbox_cursor``) are one command. SHA-256 is computed
 and verified in Python, since Redis Lua has no SHA-256: ``get_root``
 verifies what it read; ``delete_root`` verifies, then deletes with a script
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 from zlink_trio.core._checks import check_int
 from zlink_trio.core.errors import InvalidOperation, NotFound
 from zlink_trio.core.records import RootReceipt
-from zlink_trio.store._redis_codec import text
+from zlink_trio.store.redis.codec import text
 from zlink_trio.store.rules.relocation_store import (
     MAX_SEQ,
     check_bytes,
@@ -39,8 +39,8 @@ from zlink_trio.store.values import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from zlink_trio.store._redis_client import ScriptRunner
-    from zlink_trio.store._redis_codec import Keys
+    from zlink_trio.store.redis.client import ScriptRunner
+    from zlink_trio.store.redis.codec import Keys
 
 __all__ = ("RedisRelocationStore",)
 
@@ -57,8 +57,7 @@ class RedisRelocationStore:
 
     async def _script(self, what: str, name: str, keys: Sequence[str],
                       *args: str | int | bytes, write: bool = True) -> Any:
-        return await self._run.script(what, f"rel_{name}", keys, [self._keys.relocation, *args],
-                                      write=write)
+        return await self._run.script(what, f"rel_{name}", keys, args, write=write)
 
     async def put_root(self, data: bytes) -> RootReceipt:
         """PutRoot (one script); see ``RelocationStore.put_root``."""

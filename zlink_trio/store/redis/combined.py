@@ -3,12 +3,12 @@
 Theory of operation
 -------------------
 Both stores live on one Redis server under two prefixes (``<prefix>:loc:`` and
-``<prefix>:rel:``), so one script may touch both key spaces without merging them:
-``ARGV[1]`` is the Location prefix (the ``_redis_lua`` prelude's ``P``) and
-``ARGV[2]`` the Relocation prefix. Each script does every check of the steps it
-merges, in the order ``_combined.CombinedTransactions`` documents, before its first
-write -- Redis has no rollback -- and returns the status codes of the single-step
-scripts, so ``raise_status`` maps a refusal to the oracle's typed error.
+``<prefix>:rel:``), so one script may touch both key spaces without merging them
+(the scripts are ``lua.combined``'s). Arguments are checked here first, with the
+oracle's own checks (``store.rules``), so a bad argument costs no round trip; each
+script then does every state check of the steps it merges, in the order
+``protocol.CombinedTransactions`` documents, before its first write, and
+``raise_status`` maps a refusal to the oracle's typed error.
 
 The Spot's record and inbox keys share the ``{<spot_id>}`` hash tag; the root key is
 tagged by its content ref, and Reserve already reads node and index keys, so these
@@ -17,7 +17,6 @@ Redis Cluster). Root integrity is checked as ``delete_root`` does: SHA-256 in
 Python on a verified read, then the script deletes only if the bytes' SHA-1 still
 matches (``CHANGED`` otherwise, and the call starts over a bounded number of times).
 """
-
 from __future__ import annotations
 
 import hashlib
@@ -27,7 +26,7 @@ from zlink_trio.core._checks import check_finite
 from zlink_trio.core._json_fields import encode_kind
 from zlink_trio.core.records import RecoveryPointer, ReservationFence, RootReceipt
 from zlink_trio.store._combined import FirstRecordCleanup
-from zlink_trio.store._redis_codec import decode_record, optional_fields, raise_status, text
+from zlink_trio.store.redis.codec import decode_record, optional_fields, raise_status, text
 from zlink_trio.store.rules.combined import check_finish_args
 from zlink_trio.store.rules.location import check_reserve_args
 from zlink_trio.store.rules.relocation_store import (
@@ -42,137 +41,15 @@ from zlink_trio.store.values import RootIntegrityError
 if TYPE_CHECKING:
     from zlink_trio.core.identity import SpotKind
     from zlink_trio.core.records import AuthorityRecord, OwnerFence
-    from zlink_trio.store._redis_client import ScriptRunner
-    from zlink_trio.store._redis_codec import Keys
-    from zlink_trio.store._redis_relocation import RedisRelocationStore
+    from zlink_trio.store.redis.client import ScriptRunner
+    from zlink_trio.store.redis.codec import Keys
+    from zlink_trio.store.redis.relocation import RedisRelocationStore
 
-__all__ = ("COMBINED_SCRIPTS", "RedisCombined")
+__all__ = ("RedisCombined",)
 
 _ATTEMPTS: Final = 3
 #: Bound of RedisCombined._written (roots reserved here and not yet finished).
 _WRITTEN_MAX: Final = 65_536
-
-_REL_PRELUDE: Final = r"""
-local RSTATS = ARGV[2] .. 'meta:{m}:stats'
-local function rshift(field, delta)
-  if delta ~= 0 and redis.call('HINCRBY', RSTATS, field, delta) == 0 then
-    redis.call('HDEL', RSTATS, field)
-  end
-end
-"""
-
-# KEYS: spot key, root key. ARGV: P, R, id, kind, stable_type, mesh, rid, lc, now, root
-# bytes, then the recovery pointer's field/value pairs. The checks are reserve_spot's.
-_RESERVE_WITH_ROOT: Final = r"""
-local err, gen, exp = reserve_spot(3, 11)
-if err then return err end
-if redis.call('EXISTS', KEYS[2]) == 0 then
-  redis.call('SET', KEYS[2], ARGV[10])
-  rshift('roots', 1)
-  rshift('root_bytes', #ARGV[10])
-end
-return {'OK', gen, exp}
-"""
-
-# KEYS: spot key, inbox key, log key. ARGV: P, R, gen, ogen, rid, lc, store_version,
-# store_version + 1, now, record. The checks are _COMMIT_READY's.
-_COMMIT_READY_WITH_FIRST_RECORD: Final = r"""
-local r = rec(KEYS[1])
-if fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) then
-  if r.state == 'ready' and r.ver == ARGV[8] then
-    return {'OK', redis.call('HGETALL', KEYS[1]), redis.call('HGET', KEYS[2], 'last') or '0'}
-  end
-  if r.state == 'creating' and r.ver == ARGV[7] then
-    local _, err = owner_claim(r.mesh, r.orid, r.olc, ARGV[9])
-    if err then return err end
-    if r.ver == MAXGEN then return {'SPENT'} end
-    -- writes: CommitReady, then the first inbox record
-    redis.call('HSET', KEYS[1], 'state', 'ready')
-    redis.call('HDEL', KEYS[1], 'ir', 'ish', 'isz')
-    redis.call('HINCRBY', KEYS[1], 'ver', 1)
-    local lk = load_key(r.mesh, r.orid, r.olc)
-    shift(lk, 'pending', -1)
-    shift(lk, 'active', 1)
-    count('creating', -1)
-    count('ready', 1)
-    if redis.call('EXISTS', KEYS[2]) == 0 then
-      redis.call('HSET', KEYS[2], 'last', 0, 'cursor', 0)
-      rshift('inboxes', 1)
-    end
-    redis.call('HINCRBY', KEYS[2], 'last', 1)
-    local seq = redis.call('HGET', KEYS[2], 'last')
-    redis.call('HSET', KEYS[3], seq, ARGV[10])
-    rshift('inbox_records', 1)
-    return {'OK', redis.call('HGETALL', KEYS[1]), seq}
-  end
-end
-return stale(KEYS[1])
-"""
-
-# KEYS: inbox key, log key, spot key, root key. ARGV: P, R, gen, seq, expected version,
-# SHA-1 of the root bytes Python verified ('' when it read none).
-_FINISH_FIRST_RECORD: Final = r"""
-local v = redis.call('GET', KEYS[4])
-if (v and redis.sha1hex(v) ~= ARGV[6]) or (not v and ARGV[6] ~= '') then
-  return {'CHANGED'}
-end
-local m = redis.call('HMGET', KEYS[1], 'last', 'cursor')
-local last = tonumber(m[1]) or 0
-local cursor = tonumber(m[2]) or 0
-local seq = tonumber(ARGV[4])
-if seq < cursor then return {'BACK', tostring(m[2] or '0')} end
-if seq > last then return {'PAST', tostring(m[1] or '0')} end
-local move = not (seq == cursor or not m[1])
-local r = rec(KEYS[3])
-local remove = false
-if r ~= nil and r.gen == ARGV[3] then
-  if r.state == 'creating' then return {'INVALID', 'creating', ''} end
-  if r.pr ~= nil then
-    if r.ver ~= ARGV[5] then return stale(KEYS[3]) end
-    if r.ver == MAXGEN then return {'SPENT'} end
-    remove = true
-  end
-end
--- writes
-if move then
-  local batch = {}
-  for s = cursor + 1, seq do
-    batch[#batch + 1] = string.format('%d', s)
-    if #batch == 1000 then
-      redis.call('HDEL', KEYS[2], unpack(batch))
-      batch = {}
-    end
-  end
-  if #batch > 0 then redis.call('HDEL', KEYS[2], unpack(batch)) end
-  redis.call('HSET', KEYS[1], 'cursor', ARGV[4])
-  rshift('inbox_records', cursor - seq)
-end
-if remove then
-  redis.call('HDEL', KEYS[3], 'pr', 'psh', 'psz', 'pv')
-  redis.call('HINCRBY', KEYS[3], 'ver', 1)
-end
-if v then
-  redis.call('DEL', KEYS[4])
-  rshift('roots', -1)
-  rshift('root_bytes', -#v)
-end
-return {'OK', move and 1 or 0, remove and 1 or 0, v and 1 or 0}
-"""
-
-
-def _scripts() -> dict[str, str]:
-    from zlink_trio.store._redis_lua import PRELUDE
-
-    return {name: f"{PRELUDE}\n{_REL_PRELUDE}\n{body}" for name, body in (
-        ("reserve_with_root", _RESERVE_WITH_ROOT),
-        ("commit_ready_with_first_record", _COMMIT_READY_WITH_FIRST_RECORD),
-        ("finish_first_record", _FINISH_FIRST_RECORD),
-    )}
-
-
-#: Name -> full Lua source of every combined transaction.
-COMBINED_SCRIPTS: Final = _scripts()
-
 
 def _seq(reply: object) -> list[Any]:
     assert isinstance(reply, list), reply
@@ -194,8 +71,7 @@ class RedisCombined:
 
     async def _script(self, what: str, name: str, keys: list[str],
                       *args: str | int | bytes) -> list[Any]:
-        return _seq(await self._run.script(
-            what, name, keys, [self._keys.location, self._keys.relocation, *args]))
+        return _seq(await self._run.script(what, name, keys, args))
 
     async def reserve_with_root(self, spot_id: str, root: bytes, *, kind: SpotKind,
                                 stable_type: str, mesh: str, owner: OwnerFence,

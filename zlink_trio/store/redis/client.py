@@ -19,7 +19,7 @@ loading, read-only or paused past the timeout, and any other Redis error
 become :class:`Unavailable` chained with ``from``; no coredis exception
 leaves the store.
 
-**Scripts and reads are auto-pipelined** (``_redis_pipeline``): every script and every
+**Scripts and reads are auto-pipelined** (``pipeline``): every script and every
 read command is queued on one of two pipelines -- write scripts on one connection,
 reads (``no-writes`` scripts, ``HGETALL``, ``GET``) on another, so reads keep running
 while writes are paused -- and the calls queued in one scheduling tick share a round
@@ -38,14 +38,14 @@ opening ``PING`` goes through coredis. A call made once the store is closed rais
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import anyio
 import trio
 from coredis.exceptions import NoScriptError, RedisError
 
 from zlink_trio.core.errors import DeadlineExceeded, StoreUnavailable
-from zlink_trio.store._redis_pipeline import encode_command
+from zlink_trio.store.redis.pipeline import encode_command
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     import coredis
     from coredis.commands.script import Script
 
-    from zlink_trio.store._redis_pipeline import Pipeline
+    from zlink_trio.store.redis.pipeline import Pipeline
 
 __all__ = ("ScriptRunner",)
 
@@ -68,23 +68,21 @@ class ScriptRunner:
     """Sends scripts and commands to one Redis with the deadline and error rules above."""
 
     def __init__(self, client: coredis.Redis[bytes], scripts: Mapping[str, str], *,
-                 timeout: float, where: str) -> None:
+                 timeout: float, where: str, prefixes: Sequence[str]) -> None:
         self.client = client
         self.timeout = timeout
         #: Where the store is, for messages (``redis://host:port/db``, no password).
         self.where = where
+        #: Sent before every script's own arguments: the Location and Relocation key
+        #: prefixes, the prelude's ``P`` and ``R`` (``lua.prelude``).
+        self.prefixes: Final = tuple(prefixes)
         self._scripts: dict[str, Script[bytes]] = {
             name: client.register_script(source) for name, source in scripts.items()}
-        #: Auto-pipelines for write scripts and for reads (``_redis_pipeline``), set by
+        #: Auto-pipelines for write scripts and for reads (``pipeline``), set by
         #: ``open_redis_store`` while the store is open; ``None`` before and after, when a
         #: call fails at once with :class:`StoreUnavailable`.
         self.writes: Pipeline | None = None
         self.reads: Pipeline | None = None
-
-    def add_scripts(self, scripts: Mapping[str, str]) -> None:
-        """Register more scripts (the Relocation Store's) on the same client."""
-        for name, source in scripts.items():
-            self._scripts[name] = self.client.register_script(source)
 
     async def bounded(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         """Run ``call`` under the deadline rule; map every Redis failure to a typed error."""
@@ -110,12 +108,16 @@ class ScriptRunner:
 
     async def script(self, what: str, name: str, keys: Sequence[str],
                      args: Sequence[str | int | bytes], *, write: bool = True) -> Any:
-        """Run script ``name`` as one atomic transaction and return its raw reply."""
+        """Run script ``name`` as one atomic transaction and return its raw reply.
+
+        ``args`` are the script's own arguments: they follow :attr:`prefixes`.
+        """
         script = self._scripts[name]
 
         async def attempt() -> Any:
             pipeline = self._pipeline(what, write)
-            call = encode_command(["EVALSHA", script.sha, len(keys), *keys, *args])
+            call = encode_command(["EVALSHA", script.sha, len(keys), *keys, *self.prefixes,
+                                   *args])
             try:
                 return await pipeline.call(call)
             except NoScriptError:

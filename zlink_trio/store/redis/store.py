@@ -2,14 +2,14 @@
 
 Theory of operation
 -------------------
-Every store transaction is **one Lua script** run with ``EVALSHA``
-(``_redis_lua``, ``_redis_lua_relocation``): Redis runs a script atomically,
+Every store transaction is **one Lua script** run with ``EVALSHA`` (``lua``: one
+prelude, one module per script family): Redis runs a script atomically,
 and each script reads and checks every precondition before its first write,
 so a refused or failed call has written nothing. The scripts re-implement
 the memory oracle's transaction functions; the conformance suite holds them
 to the same outcomes and typed errors.
 
-Keys (``_redis_codec``): every key of one Spot carries the hash tag
+Keys (``codec``): every key of one Spot carries the hash tag
 ``{<spot_id>}``; node keys are tagged by NodeRid; the Location Store lives
 under ``<prefix>:loc:`` and the Relocation Store under ``<prefix>:rel:`` --
 one server, never one key space. ``prefix`` (default ``zlink``) namespaces a
@@ -22,7 +22,7 @@ supports; Redis Cluster would refuse it (``CROSSSLOT``) -- ``docs/stores.md``
 says how the scripts would be split for Cluster.
 
 Connection loss, timeouts and a paused server become :class:`Unavailable`,
-the caller's deadline :class:`DeadlineExceeded` (``_redis_client``).
+the caller's deadline :class:`DeadlineExceeded` (``client``).
 Durability is the server's: see ``docs/stores.md`` ("Redis") for what
 ``appendonly`` / ``appendfsync`` and replica promotion mean.
 
@@ -42,15 +42,15 @@ import attrs
 import trio
 
 from zlink_trio.core.errors import InvalidConfiguration, single_error
-from zlink_trio.store._redis_codec import Keys
-from zlink_trio.store._redis_combined import RedisCombined
-from zlink_trio.store._redis_location import RedisLocationStore
-from zlink_trio.store._redis_relocation import RedisRelocationStore
+from zlink_trio.store.redis.codec import Keys
+from zlink_trio.store.redis.combined import RedisCombined
+from zlink_trio.store.redis.location import RedisLocationStore
+from zlink_trio.store.redis.relocation import RedisRelocationStore
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from zlink_trio.store._redis_client import ScriptRunner
+    from zlink_trio.store.redis.client import ScriptRunner
 
 __all__ = ("RedisConfig", "RedisStore", "open_redis_store", "parse_redis_url")
 
@@ -138,7 +138,7 @@ class RedisStore:
 
     @property
     def combined(self) -> RedisCombined:
-        """Both stores share the server: the combined transactions (``_combined``)."""
+        """Both stores share the server: the combined transactions (``combined``)."""
         return self._combined
 
     @property
@@ -170,12 +170,9 @@ async def open_redis_store(url: str) -> AsyncIterator[RedisStore]:
             f"store URL {config.where}: the Redis backend needs coredis; install "
             "'zlink-trio[redis]'"
         ) from None
-    from zlink_trio.store._redis_client import ScriptRunner
-    from zlink_trio.store._redis_combined import COMBINED_SCRIPTS
-    from zlink_trio.store._redis_lua import LOCATION_SCRIPTS
-    from zlink_trio.store._redis_lua_recovery import RECOVERY_SCRIPTS
-    from zlink_trio.store._redis_lua_relocation import RELOCATION_SCRIPTS
-    from zlink_trio.store._redis_pipeline import Pipeline
+    from zlink_trio.store.redis.client import ScriptRunner
+    from zlink_trio.store.redis.lua import SCRIPTS
+    from zlink_trio.store.redis.pipeline import Pipeline
 
     client: coredis.Redis[bytes] = coredis.Redis(
         host=config.host, port=config.port, db=config.db, username=config.username,
@@ -183,17 +180,16 @@ async def open_redis_store(url: str) -> AsyncIterator[RedisStore]:
         pool_timeout=config.timeout, max_connections=config.max_connections,
         retry_policy=NoRetryPolicy(), client_name="zlink-trio", decode_responses=False,
     )
-    runner = ScriptRunner(client, LOCATION_SCRIPTS, timeout=config.timeout, where=config.where)
-    runner.add_scripts({f"rel_{k}": v for k, v in RELOCATION_SCRIPTS.items()})
-    runner.add_scripts(RECOVERY_SCRIPTS)
-    runner.add_scripts(COMBINED_SCRIPTS)
+    keys = Keys(config.prefix)
+    runner = ScriptRunner(client, SCRIPTS, timeout=config.timeout, where=config.where,
+                          prefixes=(keys.location, keys.relocation))
     try:
         # The client's task group must not live inside a cancel scope it outlives,
         # so enter it first (that connects nothing), then bound the first round trip.
         async with client:
             await runner.bounded("open (PING)", client.ping)
             # The senders stop when the store closes, not when a scope around the store
-            # is cancelled: a shielded caller inside may still need them (_redis_pipeline).
+            # is cancelled: a shielded caller inside may still need them (``pipeline``).
             writes, reads = (Pipeline(
                 host=config.host, port=config.port, db=config.db, username=config.username,
                 password=config.password, timeout=config.timeout, where=config.where,
