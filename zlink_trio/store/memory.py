@@ -39,8 +39,13 @@ if TYPE_CHECKING:
         ReservationFence,
         RootReceipt,
     )
-    from zlink_trio.store._combined import FirstRecordCleanup
-    from zlink_trio.store.values import InboxRecord, LocationStatistics, Page, RelocationStatistics
+    from zlink_trio.store.values import (
+        FirstRecordCleanup,
+        InboxRecord,
+        LocationStatistics,
+        Page,
+        RelocationStatistics,
+    )
 
 __all__ = ("MemoryCombined", "MemoryLocationStore", "MemoryRelocationStore", "MemoryStore")
 
@@ -289,7 +294,7 @@ class MemoryStore:
 
     @property
     def combined(self) -> MemoryCombined:
-        """Both stores live in this process: the combined transactions (``_combined``)."""
+        """Both stores live in this process: the combined transactions (one section each)."""
         return self._combined
 
     @property
@@ -304,8 +309,12 @@ class MemoryStore:
 
 
 if TYPE_CHECKING:
-    from zlink_trio.store._combined import CombinedTransactions
-    from zlink_trio.store.protocol import LocationStore, RelocationStore, Store
+    from zlink_trio.store.protocol import (
+        CombinedTransactions,
+        LocationStore,
+        RelocationStore,
+        Store,
+    )
 
     def _conforms(store: MemoryStore) -> tuple[LocationStore, RelocationStore, Store,
                                                CombinedTransactions]:

@@ -31,6 +31,16 @@ Reserve and BeginRelocation refuse with :class:`CapacityExceeded` when
 The Relocation Store is a separate key space: immutable content-addressed
 roots (activation envelopes, creation requests, relocation payloads) and one
 durable activation inbox per ``(spot_id, object_generation)``.
+
+A cold activation (06 §4.1) writes to both stores in three groups -- root and
+Reserve; first inbox record and CommitReady; cursor, pointer removal and root
+deletion -- which every :class:`Store` offers as :class:`CombinedTransactions`
+(``store.combined``). A backend holding both stores (one process, SQLite file or
+Redis server) runs each group as one transaction **with the guarantees of the
+methods it merges**: every check of every merged step, in the documented order,
+before the first write, so a refusal raises the same typed error and writes
+nothing (``rules.combined``: what merging changes). A store whose halves are not
+shared gets them as separate calls (``separate.SeparateSteps``, ``with_combined``).
 """
 
 from __future__ import annotations
@@ -49,9 +59,15 @@ if TYPE_CHECKING:
         ReservationFence,
         RootReceipt,
     )
-    from zlink_trio.store.values import InboxRecord, LocationStatistics, Page, RelocationStatistics
+    from zlink_trio.store.values import (
+        FirstRecordCleanup,
+        InboxRecord,
+        LocationStatistics,
+        Page,
+        RelocationStatistics,
+    )
 
-__all__ = ("LocationStore", "RelocationStore", "Store")
+__all__ = ("CombinedTransactions", "LocationStore", "RelocationStore", "Store", "StorePair")
 
 
 class LocationStore(Protocol):
@@ -75,7 +91,6 @@ class LocationStore(Protocol):
         non-positive or non-finite ``lease``. Not idempotent: a retry after a
         lost reply meets its own claim and raises AlreadyExists.
         """
-        ...
 
     async def renew(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int, *,
                     now: float, lease: float) -> NodeClaim:
@@ -87,7 +102,6 @@ class LocationStore(Protocol):
         expired at ``now`` (the lifecycle is over: make a new claim);
         :class:`InvalidOperation` for a bad ``lease``. Nothing written then.
         """
-        ...
 
     async def remove(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int) -> bool:
         """Remove: delete the claim and its linked Entry claim, fenced by lifecycle.
@@ -98,15 +112,12 @@ class LocationStore(Protocol):
         Works on expired claims. Idempotent. Spots the lifecycle still owns
         keep their records (and capacity counts) until closed.
         """
-        ...
 
     async def descriptors(self, mesh: str | None = None, *, now: float) -> list[NodeClaim]:
         """The live claims (``now < lease_expires_at``), of ``mesh`` or all, by key order."""
-        ...
 
     async def find(self, spot_id: str) -> AuthorityRecord | None:
         """The authority record of ``spot_id`` in whatever state, or ``None`` (Missing)."""
-        ...
 
     async def reserve(self, spot_id: str, *, kind: SpotKind, stable_type: str, mesh: str,
                       owner: OwnerFence, now: float,
@@ -125,7 +136,6 @@ class LocationStore(Protocol):
         StoreVersion 1, records the intent and pointer, and returns the fence.
         Not idempotent: a retry meets its own record (AuthorityExists).
         """
-        ...
 
     async def commit_ready(self, fence: ReservationFence, *, now: float) -> AuthorityRecord:
         """CommitReady: Creating -> Ready; the pending unit becomes active.
@@ -137,7 +147,6 @@ class LocationStore(Protocol):
         Idempotent: if the record is the Ready result of this very commit
         (StoreVersion one more, nothing else changed), returns it unchanged.
         """
-        ...
 
     async def abort_creating(self, fence: ReservationFence) -> bool:
         """AbortCreating: Creating -> Missing (record deleted, pending unit released).
@@ -148,7 +157,6 @@ class LocationStore(Protocol):
         the fence (committed, or changed). Does not require a live lease, so a
         restarted process can clean up with the fence it recovered.
         """
-        ...
 
     async def begin_close(self, spot_id: str, *, object_generation: int, owner: OwnerFence,
                           now: float, expected_owner_generation: int | None = None,
@@ -165,7 +173,6 @@ class LocationStore(Protocol):
         generation / StoreVersion differ. Idempotent: a record already Closing
         under the same owner and generation is returned unchanged.
         """
-        ...
 
     async def release(self, fence: AuthorityFence) -> bool:
         """Release: Closing -> Missing, releasing the active capacity unit.
@@ -175,7 +182,6 @@ class LocationStore(Protocol):
         :class:`StaleFence` if the same generation is not Closing under
         exactly the fence's owner and owner generation. No lease needed.
         """
-        ...
 
     async def release_expired(self, spot_id: str, *, object_generation: int,
                               owner_generation: int, now: float) -> AuthorityRecord:
@@ -212,7 +218,6 @@ class LocationStore(Protocol):
         Store are left as they are (keyed by its generation, they never meet
         a new incarnation); messages still in that inbox are not delivered.
         """
-        ...
 
     async def remove_recovery_pointer(self, spot_id: str, *, object_generation: int,
                                       expected_version: int) -> bool:
@@ -223,7 +228,6 @@ class LocationStore(Protocol):
         be deleted). Raises :class:`StaleFence` when the StoreVersion is not
         ``expected_version``; :class:`InvalidOperation` while Creating.
         """
-        ...
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
                                now: float) -> AuthorityRecord:
@@ -236,7 +240,6 @@ class LocationStore(Protocol):
         for Entry claims, a target equal to the owner or not serving the type;
         :class:`CapacityExceeded` when the target is full.
         """
-        ...
 
     async def seal_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
         """Seal: Relocating -> Sealed; idempotent when already Sealed.
@@ -244,7 +247,6 @@ class LocationStore(Protocol):
         :class:`StaleFence` when the record does not match the fence or is in
         another state.
         """
-        ...
 
     async def commit_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
         """CommitRelocation: Sealed -> Ready at the target, owner generation + 1.
@@ -254,7 +256,6 @@ class LocationStore(Protocol):
         or when the target lifecycle changed; :class:`Unavailable` when the
         target's lease expired.
         """
-        ...
 
     async def abort_relocation(self, fence: AuthorityFence) -> AuthorityRecord:
         """AbortRelocation: Relocating or Sealed -> Ready at the source.
@@ -262,7 +263,6 @@ class LocationStore(Protocol):
         Releases the target's pending unit. :class:`StaleFence` on fence or
         state mismatch (gone included).
         """
-        ...
 
     async def query(self, *, page_size: int, cursor: str | None = None) -> Page:
         """One page of authority records (any state, Entry claims included) by Spot ID.
@@ -273,11 +273,9 @@ class LocationStore(Protocol):
         every record present for the whole walk exactly once. A cursor not
         issued by ``query`` is :class:`InvalidOperation`.
         """
-        ...
 
     async def statistics(self) -> LocationStatistics:
         """A snapshot of counts; read-only."""
-        ...
 
     async def orphans(self, node_id: str, *, now: float, after: str | None = None,
                       limit: int = 1000) -> list[AuthorityRecord]:
@@ -292,7 +290,6 @@ class LocationStore(Protocol):
         (SQLite through its owner index); Redis scans every Spot ID of the
         store in bounded server-side pages (see docs/stores.md).
         """
-        ...
 
     async def adopt_orphan(self, spot_id: str, *, object_generation: int,
                            owner_generation: int, old_owner: OwnerFence,
@@ -317,7 +314,6 @@ class LocationStore(Protocol):
         are kept. Idempotent: the result of this very adoption is returned
         unchanged.
         """
-        ...
 
 
 class RelocationStore(Protocol):
@@ -331,7 +327,6 @@ class RelocationStore(Protocol):
         their own identity (operation ID, Spot ID, generation) so two owners
         never share a root. :class:`CapacityExceeded` above 64 MiB.
         """
-        ...
 
     async def get_root(self, receipt: RootReceipt) -> bytes:
         """The root's bytes, after checking their SHA-256 and size against ``receipt``.
@@ -339,7 +334,6 @@ class RelocationStore(Protocol):
         :class:`NotFound` when no root has ``receipt.ref``;
         :class:`RootIntegrityError` when the stored bytes do not match.
         """
-        ...
 
     async def delete_root(self, receipt: RootReceipt) -> bool:
         """Delete a root; ``False`` when already gone (idempotent).
@@ -347,7 +341,6 @@ class RelocationStore(Protocol):
         :class:`RootIntegrityError` (nothing deleted) when the stored root
         does not match ``receipt``.
         """
-        ...
 
     async def inbox_append(self, spot_id: str, object_generation: int, record: bytes) -> int:
         """Append ``record`` to the inbox of that incarnation; return its sequence.
@@ -355,7 +348,6 @@ class RelocationStore(Protocol):
         Sequences start at 1 and strictly increase; they are never reused
         while the inbox exists. :class:`CapacityExceeded` above 64 MiB.
         """
-        ...
 
     async def inbox_read(self, spot_id: str, object_generation: int, *, after: int = 0,
                          limit: int) -> list[InboxRecord]:
@@ -364,7 +356,6 @@ class RelocationStore(Protocol):
         Records at or below the cursor are gone (handled). An unknown inbox
         reads as empty. :class:`InvalidOperation` for a bad ``after``/``limit``.
         """
-        ...
 
     async def inbox_set_cursor(self, spot_id: str, object_generation: int, seq: int) -> bool:
         """Move the replay cursor to ``seq`` and drop records up to it.
@@ -373,30 +364,86 @@ class RelocationStore(Protocol):
         :class:`InvalidOperation` when ``seq`` is below the cursor (moving
         backwards is refused) or above the last appended sequence.
         """
-        ...
 
     async def inbox_cursor(self, spot_id: str, object_generation: int) -> int:
         """The replay cursor (0 for a new or unknown inbox)."""
-        ...
 
     async def inbox_drop(self, spot_id: str, object_generation: int) -> bool:
         """Delete the whole inbox; ``False`` when there was none (idempotent)."""
-        ...
 
     async def statistics(self) -> RelocationStatistics:
         """A snapshot of counts; read-only."""
-        ...
 
 
-class Store(Protocol):
-    """What :func:`open_store` yields: one Location and one Relocation Store."""
+class CombinedTransactions(Protocol):
+    """The three groups of a cold activation, one transaction each (see the module docstring)."""
+
+    async def reserve_with_root(self, spot_id: str, root: bytes, *, kind: SpotKind,
+                                stable_type: str, mesh: str, owner: OwnerFence,
+                                now: float) -> tuple[ReservationFence, RootReceipt]:
+        """PutRoot(``root``) + Reserve with the recovery pointer naming it, atomically.
+
+        Checks, in order: ``root`` is bytes of at most 64 MiB (as ``put_root``:
+        :class:`InvalidOperation` / :class:`CapacityExceeded`), then every check of
+        ``LocationStore.reserve`` in its order (:class:`AuthorityExists` carrying
+        the current record, :class:`StaleFence`, :class:`Unavailable`,
+        :class:`InvalidOperation`, :class:`CapacityExceeded`). On any refusal
+        nothing is written: no root, no record, no generation consumed. Then it
+        stores the root (content addressed; an identical root already there is
+        kept) and the Creating record whose recovery pointer is
+        ``RecoveryPointer.from_receipt(receipt)``, and returns the reservation
+        fence and the root's receipt. Not idempotent, as Reserve.
+        """
+
+    async def commit_ready_with_first_record(self, fence: ReservationFence, record: bytes, *,
+                                             now: float) -> tuple[AuthorityRecord, int]:
+        """InboxAppend(``record``) to the fence's incarnation + CommitReady, atomically.
+
+        Checks, in order: ``record`` is bytes of at most 64 MiB
+        (:class:`InvalidOperation` / :class:`CapacityExceeded`), then every check of
+        ``LocationStore.commit_ready`` (:class:`StaleFence`, :class:`Unavailable`).
+        Nothing is written on a refusal. Otherwise the record is appended to the
+        inbox of ``(fence.spot_id, fence.object_generation)`` and the authority
+        becomes Ready in the same transaction; returns the Ready record and the
+        appended sequence. Idempotent as CommitReady: when the record already is
+        the Ready result of this very commit, nothing is written and the sequence
+        returned is the inbox's last one (0 when it has none).
+        """
+
+    async def finish_first_record(self, spot_id: str, object_generation: int, *, seq: int,
+                                  expected_version: int,
+                                  root: RootReceipt) -> FirstRecordCleanup:
+        """InboxSetCursor(``seq``) + RemoveRecoveryPointer CAS + DeleteRoot, atomically.
+
+        The cleanup after the first record's handler completed (06 §4.1 step 12).
+        Checks, in order: the arguments (:class:`InvalidOperation`); the root as
+        ``delete_root`` (:class:`RootIntegrityError` when the stored bytes do not
+        match ``root``); the cursor move as ``inbox_set_cursor``
+        (:class:`InvalidOperation` backwards or past the last sequence); the pointer
+        removal as ``remove_recovery_pointer`` (:class:`InvalidOperation` while
+        Creating, :class:`StaleFence` when the StoreVersion is not
+        ``expected_version``). Nothing is written on a refusal (the caller may then
+        fall back to the separate steps, ``SeparateSteps``, which re-read). Each part
+        is idempotent on its own, so a retry succeeds and reports ``False`` for what
+        was already done.
+        """
+
+
+class StorePair(Protocol):
+    """A Location Store and a Relocation Store: what ``with_combined`` completes."""
 
     @property
     def location(self) -> LocationStore:
         """The Location Store."""
-        ...
 
     @property
     def relocation(self) -> RelocationStore:
         """The Relocation Store."""
-        ...
+
+
+class Store(StorePair, Protocol):
+    """What :func:`open_store` yields: the two stores and their combined transactions."""
+
+    @property
+    def combined(self) -> CombinedTransactions:
+        """The combined transactions over :attr:`location` and :attr:`relocation`."""

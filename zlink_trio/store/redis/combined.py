@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Final
 from zlink_trio.core._checks import check_finite
 from zlink_trio.core._json_fields import encode_kind
 from zlink_trio.core.records import RecoveryPointer, ReservationFence, RootReceipt
-from zlink_trio.store._combined import FirstRecordCleanup
 from zlink_trio.store.redis.codec import decode_record, optional_fields, raise_status, text
 from zlink_trio.store.rules.combined import check_finish_args
 from zlink_trio.store.rules.location import check_reserve_args
@@ -36,7 +35,7 @@ from zlink_trio.store.rules.relocation_store import (
     inbox_key,
     receipt_of,
 )
-from zlink_trio.store.values import RootIntegrityError
+from zlink_trio.store.values import FirstRecordCleanup, RootIntegrityError
 
 if TYPE_CHECKING:
     from zlink_trio.core.identity import SpotKind

@@ -215,8 +215,12 @@ async def open_redis_store(url: str) -> AsyncIterator[RedisStore]:
 
 
 if TYPE_CHECKING:
-    from zlink_trio.store._combined import CombinedTransactions
-    from zlink_trio.store.protocol import LocationStore, RelocationStore, Store
+    from zlink_trio.store.protocol import (
+        CombinedTransactions,
+        LocationStore,
+        RelocationStore,
+        Store,
+    )
 
     def _conforms(store: RedisStore) -> tuple[LocationStore, RelocationStore, Store,
                                               CombinedTransactions]:

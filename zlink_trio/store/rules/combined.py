@@ -10,6 +10,12 @@ only then the writes, which reuse the single-store ``txn_*`` functions (they che
 again and cannot refuse any more). The SQLite and Redis backends implement the same
 contracts in one SQL transaction / one Lua script; the conformance suite and the
 differential model hold them to these outcomes.
+
+The two key spaces stay separate (``loc_*`` / ``rel_*`` tables, ``<prefix>:loc:`` /
+``<prefix>:rel:`` keys); only the transaction spans both. What merging changes for
+recovery (06 §4.1.1): the envelope root now exists exactly when the Creating record
+that points to it does (no orphan root after a kill between PutRoot and Reserve), and
+the first inbox record is durable exactly when the authority becomes Ready.
 """
 
 from __future__ import annotations

@@ -98,8 +98,12 @@ async def open_sqlite_store(url: str) -> AsyncIterator[SqliteStore]:
 
 
 if TYPE_CHECKING:
-    from zlink_trio.store._combined import CombinedTransactions
-    from zlink_trio.store.protocol import LocationStore, RelocationStore, Store
+    from zlink_trio.store.protocol import (
+        CombinedTransactions,
+        LocationStore,
+        RelocationStore,
+        Store,
+    )
 
     def _conforms(store: SqliteStore) -> tuple[LocationStore, RelocationStore, Store,
                                                CombinedTransactions]:
