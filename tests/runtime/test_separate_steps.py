@@ -14,21 +14,13 @@ from types import SimpleNamespace
 
 import trio
 from runtime_spots import Add, Counter, Total, journal, open_test_node, store_counts
+from test_activation import first_records_cleaned_up
 
 import zlink_trio.runtime._node
 from zlink_trio.core.errors import StaleFence
 from zlink_trio.store import MemoryStore, SeparateSteps
 from zlink_trio.store.memory import MemoryCombined
 from zlink_trio.store.open import open_store
-
-
-async def _cleaned_up(node) -> None:
-    hosts = node._rt.catalog.hosts.values()
-    for _ in range(10_000):
-        if all(h._first is None or h._first.done for h in hosts):
-            return
-        await trio.sleep(0.001)
-    raise AssertionError("the first-record cleanup did not finish")
 
 
 async def test_a_store_without_combined_activates_through_the_separate_steps(
@@ -47,7 +39,7 @@ async def test_a_store_without_combined_activates_through_the_separate_steps(
             assert isinstance(node._rt.store.combined, SeparateSteps)
             assert await node.client.request("c-1", Add(2), reply=Total).instance_spot(
                 "counter").timeout(5) == Total(2)
-            await _cleaned_up(node)
+            await first_records_cleaned_up(node)
             record = await shared.location.find("c-1")
             assert record.recovery_pointer is None
             assert await shared.relocation.inbox_cursor("c-1", record.object_generation) == 1
@@ -73,7 +65,7 @@ async def test_a_stale_combined_cleanup_falls_back_to_the_separate_steps(autojum
             try:
                 assert await node.client.request("c-1", Add(1), reply=Total).instance_spot(
                     "counter").timeout(5) == Total(1)
-                await _cleaned_up(node)
+                await first_records_cleaned_up(node)
             finally:
                 MemoryCombined.finish_first_record = finish  # type: ignore[method-assign]
             assert refused == ["c-1"]

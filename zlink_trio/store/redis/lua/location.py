@@ -145,10 +145,7 @@ if is_stale or (ARGV[8] ~= '' and ARGV[8] ~= r.ver) then return stale(KEYS[1]) e
 local _, err = owner_claim(r.mesh, ARGV[4], ARGV[5], ARGV[6])
 if err then return err end
 if r.ver == MAXGEN then return {'SPENT'} end
-redis.call('HSET', KEYS[1], 'state', 'closing')
-redis.call('HINCRBY', KEYS[1], 'ver', 1)
-count('ready', -1)
-count('closing', 1)
+transition(KEYS[1], 'ready', 'closing')
 return reply(KEYS[1])
 """
 
@@ -193,11 +190,9 @@ if not serves(r.mesh, trid, r.type, r.kind) then return {'NOT_SERVED', trid, r.t
 local load = load_of(r.mesh, trid, tlc)
 if load >= tonumber(tc.cap) then return {'CAPACITY', trid, tostring(load), tc.cap} end
 if r.ver == MAXGEN then return {'SPENT'} end
-redis.call('HSET', KEYS[1], 'state', 'relocating', 'trid', trid, 'tlc', tlc)
-redis.call('HINCRBY', KEYS[1], 'ver', 1)
+redis.call('HSET', KEYS[1], 'trid', trid, 'tlc', tlc)
+transition(KEYS[1], 'ready', 'relocating')
 shift(load_key(r.mesh, trid, tlc), 'pending', 1)
-count('ready', -1)
-count('relocating', 1)
 return reply(KEYS[1])
 """
 
@@ -212,10 +207,7 @@ if r.state == 'sealed' then return reply(KEYS[1]) end
 local _, err = owner_claim(r.mesh, r.orid, r.olc, ARGV[7])
 if err then return err end
 if r.ver == MAXGEN then return {'SPENT'} end
-redis.call('HSET', KEYS[1], 'state', 'sealed')
-redis.call('HINCRBY', KEYS[1], 'ver', 1)
-count('relocating', -1)
-count('sealed', 1)
+transition(KEYS[1], 'relocating', 'sealed')
 return reply(KEYS[1])
 """
 
@@ -228,16 +220,14 @@ end
 local _, err = owner_claim(r.mesh, r.trid, r.tlc, ARGV[7])
 if err then return err end
 if r.ver == MAXGEN or r.ogen == MAXGEN then return {'SPENT'} end
-redis.call('HSET', KEYS[1], 'state', 'ready', 'orid', r.trid, 'olc', r.tlc)
+redis.call('HSET', KEYS[1], 'orid', r.trid, 'olc', r.tlc)
 redis.call('HDEL', KEYS[1], 'trid', 'tlc')
 redis.call('HINCRBY', KEYS[1], 'ogen', 1)
-redis.call('HINCRBY', KEYS[1], 'ver', 1)
+transition(KEYS[1], 'sealed', 'ready')
 shift(load_key(r.mesh, r.orid, r.olc), 'active', -1)
 local tk = load_key(r.mesh, r.trid, r.tlc)
 shift(tk, 'pending', -1)
 shift(tk, 'active', 1)
-count('sealed', -1)
-count('ready', 1)
 return reply(KEYS[1])
 """
 
@@ -249,12 +239,9 @@ if not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6])
   return stale(KEYS[1])
 end
 if r.ver == MAXGEN then return {'SPENT'} end
-redis.call('HSET', KEYS[1], 'state', 'ready')
 redis.call('HDEL', KEYS[1], 'trid', 'tlc')
-redis.call('HINCRBY', KEYS[1], 'ver', 1)
+transition(KEYS[1], r.state, 'ready')
 shift(load_key(r.mesh, r.trid, r.tlc), 'pending', -1)
-count(r.state, -1)
-count('ready', 1)
 return reply(KEYS[1])
 """
 

@@ -13,7 +13,8 @@ body, so every script sees the same names:
   prefixes (see ``codec`` for the layout).
 - Record and claim access (``rec``, ``spot_key``, ``claim_key``, ``load_key``),
   counters (``shift`` on a hash field, ``count`` per state for the Location
-  Store's statistics, ``rstat`` for the Relocation Store's), the owner checks of
+  Store's statistics, ``rstat`` for the Relocation Store's), a record's state
+  change (``transition``: StoreVersion and counts follow), the owner checks of
   ``store.rules.location`` (``owner_claim``, ``load_of``, ``serves``, ``fenced``),
   the ObjectGeneration sequence, and the bodies that more than one script runs:
   Reserve (``reserve_spot``), CommitReady (``commit_ready_spot``), the pointer CAS
@@ -56,6 +57,13 @@ local function shift(key, field, delta)
   if redis.call('HINCRBY', key, field, delta) == 0 then redis.call('HDEL', key, field) end
 end
 local function count(state, delta) shift(META .. 'counts', state, delta) end
+-- The record at key goes from state old to new: its StoreVersion + 1, the counts follow.
+local function transition(key, old, new)
+  redis.call('HSET', key, 'state', new)
+  redis.call('HINCRBY', key, 'ver', 1)
+  count(old, -1)
+  count(new, 1)
+end
 -- The Relocation Store's running counts (roots, root_bytes, inboxes, inbox_records).
 local function rstat(field, delta)
   if delta ~= 0 and redis.call('HINCRBY', RSTATS, field, delta) == 0 then
@@ -131,14 +139,11 @@ local function commit_ready_spot()
       if err then return err end
       if r.ver == MAXGEN then return {'SPENT'} end
       -- writes
-      redis.call('HSET', KEYS[1], 'state', 'ready')
       redis.call('HDEL', KEYS[1], 'ir', 'ish', 'isz')
-      redis.call('HINCRBY', KEYS[1], 'ver', 1)
+      transition(KEYS[1], 'creating', 'ready')
       local lk = load_key(r.mesh, r.orid, r.olc)
       shift(lk, 'pending', -1)
       shift(lk, 'active', 1)
-      count('creating', -1)
-      count('ready', 1)
       return nil, true
     end
   end
