@@ -198,11 +198,8 @@ return reply(KEYS[1])
 
 # ARGV: P, R, gen, ogen, rid, lc, now.
 _SEAL_RELOCATION: Final = r"""
-local r = rec(KEYS[1])
-if not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6])
-    or (r.state ~= 'relocating' and r.state ~= 'sealed') then
-  return stale(KEYS[1])
-end
+local r, refused = fenced_in('relocating', 'sealed')
+if refused then return refused end
 if r.state == 'sealed' then return reply(KEYS[1]) end
 local _, err = owner_claim(r.mesh, r.orid, r.olc, ARGV[7])
 if err then return err end
@@ -213,10 +210,8 @@ return reply(KEYS[1])
 
 # ARGV: P, R, gen, ogen, rid, lc, now.
 _COMMIT_RELOCATION: Final = r"""
-local r = rec(KEYS[1])
-if not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) or r.state ~= 'sealed' then
-  return stale(KEYS[1])
-end
+local r, refused = fenced_in('sealed')
+if refused then return refused end
 local _, err = owner_claim(r.mesh, r.trid, r.tlc, ARGV[7])
 if err then return err end
 if r.ver == MAXGEN or r.ogen == MAXGEN then return {'SPENT'} end
@@ -233,11 +228,8 @@ return reply(KEYS[1])
 
 # ARGV: P, R, gen, ogen, rid, lc.
 _ABORT_RELOCATION: Final = r"""
-local r = rec(KEYS[1])
-if not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6])
-    or (r.state ~= 'relocating' and r.state ~= 'sealed') then
-  return stale(KEYS[1])
-end
+local r, refused = fenced_in('relocating', 'sealed')
+if refused then return refused end
 if r.ver == MAXGEN then return {'SPENT'} end
 redis.call('HDEL', KEYS[1], 'trid', 'tlc')
 transition(KEYS[1], r.state, 'ready')

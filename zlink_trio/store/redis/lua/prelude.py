@@ -15,7 +15,8 @@ body, so every script sees the same names:
   counters (``shift`` on a hash field, ``count`` per state for the Location
   Store's statistics, ``rstat`` for the Relocation Store's), a record's state
   change (``transition``: StoreVersion and counts follow), the owner checks of
-  ``store.rules.location`` (``owner_claim``, ``load_of``, ``serves``, ``fenced``),
+  ``store.rules.location`` (``owner_claim``, ``load_of``, ``serves``, ``fenced``,
+  ``fenced_in``),
   the ObjectGeneration sequence, and the bodies that more than one script runs:
   Reserve (``reserve_spot``), CommitReady (``commit_ready_spot``), the pointer CAS
   (``pointer_removal`` / ``remove_pointer``), roots (``put_root`` / ``drop_root``)
@@ -88,6 +89,17 @@ local function serves(mesh, rid, stype, kind)
 end
 local function fenced(r, gen, ogen, rid, lc)
   return r ~= nil and r.gen == gen and r.ogen == ogen and r.orid == rid and r.olc == lc
+end
+-- The record at KEYS[1] when it matches the fence ARGV[3..6] (gen, ogen, rid, lc) and
+-- is in one of the given states; else nil and the STALE reply (as the oracle's moves).
+local function fenced_in(...)
+  local r = rec(KEYS[1])
+  if fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) then
+    for _, state in ipairs({...}) do
+      if r.state == state then return r end
+    end
+  end
+  return nil, stale(KEYS[1])
 end
 local function drop_record(r)
   redis.call('DEL', spot_key(r.id))
