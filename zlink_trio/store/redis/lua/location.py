@@ -126,8 +126,7 @@ if r.state ~= 'creating' or not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6])
     or r.ver ~= ARGV[7] then
   return stale(KEYS[1])
 end
-drop_record(r)
-shift(load_key(r.mesh, r.orid, r.olc), 'pending', -1)
+release_record(r, 'pending')
 return {'OK', 1}
 """
 
@@ -156,8 +155,7 @@ if r == nil or r.gen ~= ARGV[3] then return {'OK', 0} end
 if r.state ~= 'closing' or not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) then
   return stale(KEYS[1])
 end
-drop_record(r)
-shift(load_key(r.mesh, r.orid, r.olc), 'active', -1)
+release_record(r, 'active')
 return {'OK', 1}
 """
 

@@ -3,8 +3,8 @@
 Theory of operation
 -------------------
 Same conventions as ``location`` (the body runs after the prelude -- ``rec``,
-``claim_key``, ``load_key``, ``shift``, ``drop_record``): every read and
-comparison before the first write. The script re-implements
+``claim_key``, ``release_record``): every read and comparison before the first
+write. The script re-implements
 ``store.rules.operator.txn_release_expired`` check for check, in the same order,
 but leaves the *wording* of a refusal to Python: it returns the record it
 found and ``redis.location`` builds the error with the oracle's own
@@ -37,8 +37,7 @@ if c ~= nil and c.lc == r.olc and tonumber(ARGV[5]) < tonumber(c.exp) then
 end
 local before = redis.call('HGETALL', KEYS[1])
 -- writes
-drop_record(r)
-shift(load_key(r.mesh, r.orid, r.olc), 'active', -1)
+release_record(r, 'active')
 return {'OK', before}
 """
 

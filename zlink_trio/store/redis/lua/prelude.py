@@ -14,7 +14,8 @@ body, so every script sees the same names:
 - Record and claim access (``rec``, ``spot_key``, ``claim_key``, ``load_key``),
   counters (``shift`` on a hash field, ``count`` per state for the Location
   Store's statistics, ``rstat`` for the Relocation Store's), a record's state
-  change (``transition``: StoreVersion and counts follow), the owner checks of
+  change (``transition``: StoreVersion and counts follow) and deletion
+  (``release_record``), the owner checks of
   ``store.rules.location`` (``owner_claim``, ``load_of``, ``serves``, ``fenced``,
   ``fenced_in``),
   the ObjectGeneration sequence, and the bodies that more than one script runs:
@@ -105,6 +106,11 @@ local function drop_record(r)
   redis.call('DEL', spot_key(r.id))
   redis.call('ZREM', META .. 'ids', r.id)
   count(r.state, -1)
+end
+-- Delete record r and give back its owner's unit (field: 'pending' or 'active').
+local function release_record(r, field)
+  drop_record(r)
+  shift(load_key(r.mesh, r.orid, r.olc), field, -1)
 end
 local function next_gen()
   local seq = redis.call('GET', META .. 'seq')
