@@ -11,14 +11,13 @@ body, so every script sees the same names:
   first, on every call -- and a script's own arguments start at ``ARGV[3]``.
   ``KEYS`` name the keys the call is about; node and index keys are built from the
   prefixes (see ``codec`` for the layout).
-- Record and claim access (``rec``, ``spot_key``, ``claim_key``, ``load_key``),
-  counters (``shift`` on a hash field, ``count`` per state for the Location
-  Store's statistics, ``rstat`` for the Relocation Store's), a record's state
-  change (``transition``: StoreVersion and counts follow) and deletion
-  (``release_record``), the owner checks of
-  ``store.rules.location`` (``owner_claim``, ``load_of``, ``serves``, ``fenced``,
-  ``fenced_in``),
-  the ObjectGeneration sequence, and the bodies that more than one script runs:
+- Record and claim access (``rec``, ``spot_key``, ``claim_key``, ``load_key``);
+  counters (``shift`` on a hash field, ``count`` per state for the Location Store's
+  statistics, ``rstat`` for the Relocation Store's); a record's state change
+  (``transition``: StoreVersion and counts follow) and deletion
+  (``release_record``); the owner and fence checks of ``store.rules.location``
+  (``owner_claim``, ``load_of``, ``serves``, ``fenced``, ``fenced_in``); the
+  ObjectGeneration sequence; and the bodies that more than one script runs:
   Reserve (``reserve_spot``), CommitReady (``commit_ready_spot``), the pointer CAS
   (``pointer_removal`` / ``remove_pointer``), roots (``put_root`` / ``drop_root``)
   and inboxes (``inbox_append``, ``cursor_move`` / ``move_cursor``). A helper that
