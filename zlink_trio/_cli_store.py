@@ -105,7 +105,7 @@ def _check_url(url: str) -> None:
             "redis://... URL the nodes share"
         )
     if scheme == "sqlite":
-        from zlink_trio.store._sqlite_schema import parse_url
+        from zlink_trio.store.sqlite.schema import parse_url
 
         path = parse_url(url).path
         if not os.path.isfile(path):

@@ -48,7 +48,6 @@ from zlink_trio.core.descriptor import NodeDescriptor
 from zlink_trio.core.identity import NodeRid, SpotKind, new_entry_spot_id
 from zlink_trio.core.placement import Role
 from zlink_trio.store import open_store
-from zlink_trio.store._combined import combined_of
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterator
@@ -133,10 +132,8 @@ def count_store_calls(store: Store) -> Iterator[collections.Counter[str]]:
         return call
 
     try:
-        parts = [("location", store.location), ("relocation", store.relocation)]
-        combined = combined_of(store)
-        if combined is not None:
-            parts.append(("combined", combined))
+        parts = [("location", store.location), ("relocation", store.relocation),
+                 ("combined", store.combined)]
         for side, part in parts:
             cls = type(part)
             for name, method in inspect.getmembers(cls, inspect.iscoroutinefunction):

@@ -39,11 +39,9 @@ PARALLEL = 4
 
 #: SQLite and Redis hold both stores in one backend, so cold activation merges root +
 #: Reserve, first record + CommitReady and the three cleanup writes into one transaction
-#: each (``store.combined``): ``after_envelope_stored`` (between PutRoot and Reserve) and
-#: ``after_completion_before_pointer_removed`` (between the cursor and the pointer CAS)
-#: no longer exist there -- each is now the point just before its merged transaction
-#: (``in_factory``-side: ``after_reserve``; ``after_first_handler_before_completion``).
-#: ``after_factory_before_commit`` now falls before the first record is appended.
+#: each (``store.combined``); every cold crash point (``_crash.COLD_STEPS``) falls before
+#: or after one of them. ``after_factory_before_commit`` falls before the first record
+#: is appended.
 COLD = ("after_reserve", "in_factory",
         "after_factory_before_commit", "after_ready_before_restore",
         "after_first_handler_before_completion")

@@ -1,10 +1,17 @@
 """Combined cold-activation transactions: same guarantees as the steps they merge.
 
 Every backend offers ``store.combined`` (both stores live in one process, file or
-server). Each test runs on every backend under an absolute ``trio.fail_after``.
+server); a store without its own gets ``SeparateSteps`` (``with_combined``). Each
+test runs on every backend under an absolute ``trio.fail_after``; the tests that take
+the ``combined`` fixture run twice per backend, against the backend's own combined
+transactions and against ``SeparateSteps`` over its two halves. Where the separate
+calls cannot be atomic (a refusal after an earlier step wrote), a ``*_separate_steps``
+test states what they do instead.
 """
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import attrs
 import pytest
@@ -14,15 +21,29 @@ from store_helpers import MESH, claim
 from zlink_trio.core.errors import CapacityExceeded, InvalidOperation, StaleFence, Unavailable
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import MAX_ROOT_BYTES, AuthorityState, RecoveryPointer
-from zlink_trio.store import AuthorityExists, InboxRecord, RootIntegrityError
-from zlink_trio.store._combined import FirstRecordCleanup, combined_of
+from zlink_trio.store import (
+    AuthorityExists,
+    FirstRecordCleanup,
+    InboxRecord,
+    RootIntegrityError,
+    SeparateSteps,
+    with_combined,
+)
 
 TIMEOUT = 5
 ENVELOPE = b'{"spotId":"c-1","body":"first"}'
 
 
-async def _reserve(store, owner, spot_id="c-1", *, root=ENVELOPE, now=0.0):
-    return await store.combined.reserve_with_root(
+@pytest.fixture(params=["built-in", "separate-steps"])
+def combined(request, store):
+    """The backend's own combined transactions, or the separate steps over its halves."""
+    if request.param == "built-in":
+        return store.combined
+    return SeparateSteps(store.location, store.relocation)
+
+
+async def _reserve(combined, owner, spot_id="c-1", *, root=ENVELOPE, now=0.0):
+    return await combined.reserve_with_root(
         spot_id, root, kind=SpotKind.INSTANCE, stable_type="counter", mesh=MESH,
         owner=owner, now=now)
 
@@ -35,14 +56,20 @@ async def _nothing_written(store, roots=0, inboxes=0):
 async def test_every_backend_offers_the_combined_transactions(store):
     with trio.fail_after(TIMEOUT):
         await trio.lowlevel.checkpoint()
-        assert combined_of(store) is store.combined
-        assert combined_of(object()) is None
+        assert with_combined(store) is store  # its own, kept as is
+        bare = SimpleNamespace(location=store.location, relocation=store.relocation)
+        completed = with_combined(bare)
+        assert isinstance(completed.combined, SeparateSteps)
+        assert completed.combined.location is store.location
+        assert completed.combined.relocation is store.relocation
+        assert (completed.location, completed.relocation) == (store.location, store.relocation)
+        assert with_combined(completed) is completed
 
 
-async def test_reserve_with_root_stores_root_and_pointer_together(store):
+async def test_reserve_with_root_stores_root_and_pointer_together(store, combined):
     with trio.fail_after(TIMEOUT):
         node = await claim(store)
-        fence, receipt = await _reserve(store, node.owner())
+        fence, receipt = await _reserve(combined, node.owner())
         assert await store.relocation.get_root(receipt) == ENVELOPE
         record = await store.location.find("c-1")
         assert record.state is AuthorityState.CREATING
@@ -52,27 +79,28 @@ async def test_reserve_with_root_stores_root_and_pointer_together(store):
         assert fence.owner_lease_expires_at == node.lease_expires_at
 
 
-async def test_refused_reserve_with_root_writes_nothing(store):
+async def test_refused_reserve_with_root_writes_nothing(store, combined):
+    # The separate steps store the root first and delete it again when Reserve refuses.
     with trio.fail_after(TIMEOUT):
         node = await claim(store, capacity=1)
-        fence, _ = await _reserve(store, node.owner())
+        fence, _ = await _reserve(combined, node.owner())
         before = await store.location.statistics()
         # The ID exists: AuthorityExists carries the record; the second root is not stored.
         with pytest.raises(AuthorityExists) as info:
-            await _reserve(store, node.owner(), root=b"other envelope")
+            await _reserve(combined, node.owner(), root=b"other envelope")
         assert info.value.current.object_generation == fence.object_generation
         # Capacity, expired lease, unserved type: refused, no root, no generation used.
         with pytest.raises(CapacityExceeded):
-            await _reserve(store, node.owner(), "c-2", root=b"second")
+            await _reserve(combined, node.owner(), "c-2", root=b"second")
         other = await claim(store, "node-b")
         with pytest.raises(Unavailable):
-            await _reserve(store, other.owner(), "c-3", root=b"third", now=100.0)
+            await _reserve(combined, other.owner(), "c-3", root=b"third", now=100.0)
         with pytest.raises(InvalidOperation):
-            await store.combined.reserve_with_root(
+            await combined.reserve_with_root(
                 "c-4", b"fourth", kind=SpotKind.INSTANCE, stable_type="room", mesh=MESH,
                 owner=other.owner(), now=0.0)
         with pytest.raises(CapacityExceeded):
-            await _reserve(store, other.owner(), "c-5", root=bytes(MAX_ROOT_BYTES + 1))
+            await _reserve(combined, other.owner(), "c-5", root=bytes(MAX_ROOT_BYTES + 1))
         assert (await store.location.statistics()).last_object_generation == \
             before.last_object_generation + 1  # node-b's Entry claim only
         await _nothing_written(store, roots=1)
@@ -80,18 +108,24 @@ async def test_refused_reserve_with_root_writes_nothing(store):
             assert await store.location.find(spot_id) is None
 
 
-async def test_commit_ready_with_first_record_appends_and_commits(store):
+async def test_commit_ready_with_first_record_appends_and_commits(store, combined):
     with trio.fail_after(TIMEOUT):
         node = await claim(store)
-        fence, _ = await _reserve(store, node.owner())
-        ready, seq = await store.combined.commit_ready_with_first_record(
-            fence, ENVELOPE, now=1.0)
+        fence, _ = await _reserve(combined, node.owner())
+        ready, seq = await combined.commit_ready_with_first_record(fence, ENVELOPE, now=1.0)
         assert seq == 1
         assert ready.state is AuthorityState.READY
         assert ready.store_version == 2
         assert ready == await store.location.find("c-1")
         assert await store.relocation.inbox_read("c-1", fence.object_generation, limit=5) == [
             InboxRecord(1, ENVELOPE)]
+
+
+async def test_commit_ready_with_first_record_retry_appends_nothing(store):
+    with trio.fail_after(TIMEOUT):
+        node = await claim(store)
+        fence, _ = await _reserve(store.combined, node.owner())
+        ready, _ = await store.combined.commit_ready_with_first_record(fence, ENVELOPE, now=1.0)
         # Idempotent retry: same record, nothing appended, the inbox's last sequence.
         again, seq2 = await store.combined.commit_ready_with_first_record(
             fence, ENVELOPE, now=1.0)
@@ -100,10 +134,24 @@ async def test_commit_ready_with_first_record_appends_and_commits(store):
                                                      limit=5)) == 1
 
 
+async def test_commit_ready_with_first_record_retry_separate_steps(store):
+    # The separate steps append before CommitReady, whose retry is idempotent: a retry
+    # appends a second record (the runtime never retries; recovery reads the inbox).
+    with trio.fail_after(TIMEOUT):
+        steps = SeparateSteps(store.location, store.relocation)
+        node = await claim(store)
+        fence, _ = await _reserve(steps, node.owner())
+        ready, _ = await steps.commit_ready_with_first_record(fence, ENVELOPE, now=1.0)
+        assert await steps.commit_ready_with_first_record(fence, b"again", now=1.0) == (
+            ready, 2)
+        assert await store.relocation.inbox_read("c-1", fence.object_generation, limit=5) == [
+            InboxRecord(1, ENVELOPE), InboxRecord(2, b"again")]
+
+
 async def test_refused_commit_ready_with_first_record_appends_nothing(store):
     with trio.fail_after(TIMEOUT):
         node = await claim(store)
-        fence, _ = await _reserve(store, node.owner())
+        fence, _ = await _reserve(store.combined, node.owner())
         with pytest.raises(StaleFence):
             await store.combined.commit_ready_with_first_record(
                 attrs.evolve(fence, store_version=2), ENVELOPE, now=1.0)
@@ -120,18 +168,44 @@ async def test_refused_commit_ready_with_first_record_appends_nothing(store):
         await _nothing_written(store, roots=1, inboxes=0)
 
 
-async def _ready(store):
+async def test_refused_commit_ready_with_first_record_separate_steps(store):
+    # The record is appended before CommitReady refuses: the authority stays Creating
+    # and the caller aborts the creation and drops the inbox (the runtime's _abort).
+    with trio.fail_after(TIMEOUT):
+        steps = SeparateSteps(store.location, store.relocation)
+        node = await claim(store)
+        fence, _ = await _reserve(steps, node.owner())
+        gen = fence.object_generation
+        with pytest.raises(StaleFence):
+            await steps.commit_ready_with_first_record(
+                attrs.evolve(fence, store_version=2), ENVELOPE, now=1.0)
+        with pytest.raises(Unavailable):  # the owner's lease expired
+            await steps.commit_ready_with_first_record(fence, b"second", now=100.0)
+        with pytest.raises(CapacityExceeded):  # refused by InboxAppend: nothing appended
+            await steps.commit_ready_with_first_record(
+                fence, bytes(MAX_ROOT_BYTES + 1), now=1.0)
+        assert (await store.location.find("c-1")).state is AuthorityState.CREATING
+        assert await store.relocation.inbox_read("c-1", gen, limit=5) == [
+            InboxRecord(1, ENVELOPE), InboxRecord(2, b"second")]
+        assert await store.location.abort_creating(fence) is True
+        assert await store.relocation.inbox_drop("c-1", gen) is True
+        with pytest.raises(StaleFence):  # aborted: gone
+            await steps.commit_ready_with_first_record(fence, ENVELOPE, now=1.0)
+        await _nothing_written(store, roots=1, inboxes=1)
+
+
+async def _ready(store, combined):
     node = await claim(store)
-    fence, receipt = await _reserve(store, node.owner())
-    ready, seq = await store.combined.commit_ready_with_first_record(fence, ENVELOPE, now=1.0)
+    fence, receipt = await _reserve(combined, node.owner())
+    ready, seq = await combined.commit_ready_with_first_record(fence, ENVELOPE, now=1.0)
     return node, ready, seq, receipt
 
 
-async def test_finish_first_record_moves_cursor_removes_pointer_deletes_root(store):
+async def test_finish_first_record_moves_cursor_removes_pointer_deletes_root(store, combined):
     with trio.fail_after(TIMEOUT):
-        _, ready, seq, receipt = await _ready(store)
+        _, ready, seq, receipt = await _ready(store, combined)
         gen = ready.object_generation
-        done = await store.combined.finish_first_record(
+        done = await combined.finish_first_record(
             "c-1", gen, seq=seq, expected_version=ready.store_version, root=receipt)
         assert done == FirstRecordCleanup(True, True, True)
         record = await store.location.find("c-1")
@@ -141,14 +215,14 @@ async def test_finish_first_record_moves_cursor_removes_pointer_deletes_root(sto
         assert await store.relocation.inbox_read("c-1", gen, limit=5) == []
         await _nothing_written(store, roots=0, inboxes=1)
         # Idempotent: everything already done.
-        again = await store.combined.finish_first_record(
+        again = await combined.finish_first_record(
             "c-1", gen, seq=seq, expected_version=ready.store_version, root=receipt)
         assert again == FirstRecordCleanup(False, False, False)
 
 
 async def test_refused_finish_first_record_writes_nothing(store):
     with trio.fail_after(TIMEOUT):
-        node, ready, seq, receipt = await _ready(store)
+        node, ready, seq, receipt = await _ready(store, store.combined)
         gen = ready.object_generation
 
         async def finish(**changes):
@@ -175,7 +249,7 @@ async def test_refused_finish_first_record_writes_nothing(store):
         assert await finish(expected_version=closing.store_version) == FirstRecordCleanup(
             True, True, True)
         # Creating: the pointer is still needed.
-        fence, second = await _reserve(store, node.owner(), "c-2", root=b"second")
+        fence, second = await _reserve(store.combined, node.owner(), "c-2", root=b"second")
         await store.relocation.inbox_append("c-2", fence.object_generation, b"second")
         with pytest.raises(InvalidOperation):
             await store.combined.finish_first_record(
@@ -184,14 +258,55 @@ async def test_refused_finish_first_record_writes_nothing(store):
         assert await store.relocation.get_root(second) == b"second"
 
 
-async def test_finish_first_record_after_release_still_cleans_up(store):
+async def test_refused_finish_first_record_separate_steps(store):
+    # One step after the other: a refusal stops there and the steps before it stay done;
+    # a stale pointer CAS is re-read once and retried with the current StoreVersion.
     with trio.fail_after(TIMEOUT):
-        node, ready, seq, receipt = await _ready(store)
+        steps = SeparateSteps(store.location, store.relocation)
+        node, ready, seq, receipt = await _ready(store, steps)
+        gen = ready.object_generation
+
+        async def finish(**changes):
+            args = {"seq": seq, "expected_version": ready.store_version, "root": receipt}
+            args.update(changes)
+            return await steps.finish_first_record("c-1", gen, **args)
+
+        with pytest.raises(InvalidOperation):  # past the last sequence: the first step
+            await finish(seq=2)
+        with pytest.raises(InvalidOperation):
+            await finish(seq=-1)
+        assert await store.relocation.inbox_cursor("c-1", gen) == 0
+        await _nothing_written(store, roots=1, inboxes=1)
+        # A close began: the CAS is stale, so the pointer is re-read and removed anyway.
+        closing = await store.location.begin_close("c-1", object_generation=gen,
+                                                   owner=node.owner(), now=1.0)
+        with pytest.raises(RootIntegrityError):  # the last step: cursor and pointer done
+            await finish(root=attrs.evolve(receipt, size=receipt.size + 1))
+        assert await store.relocation.inbox_cursor("c-1", gen) == 1
+        record = await store.location.find("c-1")
+        assert record.recovery_pointer is None
+        assert record.store_version == closing.store_version + 1
+        assert await finish() == FirstRecordCleanup(False, False, True)
+        await _nothing_written(store, roots=0, inboxes=1)
+        # Creating: the cursor moves, then the pointer is refused (still needed).
+        fence, second = await _reserve(steps, node.owner(), "c-2", root=b"second")
+        await store.relocation.inbox_append("c-2", fence.object_generation, b"second")
+        with pytest.raises(InvalidOperation):
+            await steps.finish_first_record(
+                "c-2", fence.object_generation, seq=1, expected_version=1, root=second)
+        assert await store.relocation.inbox_cursor("c-2", fence.object_generation) == 1
+        assert (await store.location.find("c-2")).recovery_pointer is not None
+        assert await store.relocation.get_root(second) == b"second"
+
+
+async def test_finish_first_record_after_release_still_cleans_up(store, combined):
+    with trio.fail_after(TIMEOUT):
+        node, ready, seq, receipt = await _ready(store, combined)
         gen = ready.object_generation
         closing = await store.location.begin_close("c-1", object_generation=gen,
                                                    owner=node.owner(), now=1.0)
         assert await store.location.release(closing.fence())
-        done = await store.combined.finish_first_record(
+        done = await combined.finish_first_record(
             "c-1", gen, seq=seq, expected_version=ready.store_version, root=receipt)
         assert done == FirstRecordCleanup(True, False, True)
         await _nothing_written(store, roots=0, inboxes=1)

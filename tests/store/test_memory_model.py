@@ -32,10 +32,10 @@ from store_helpers import MESH, descriptor
 from zlink_trio.core.errors import ZLinkError
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityState, RecoveryPointer, ReservationFence
-from zlink_trio.store import _claim_state as claims
-from zlink_trio.store import _location_state as loc
-from zlink_trio.store import _relocation_steps as steps
-from zlink_trio.store._types import MAX_PAGE_SIZE
+from zlink_trio.store.rules import claims
+from zlink_trio.store.rules import location as loc
+from zlink_trio.store.rules import relocation_steps as steps
+from zlink_trio.store.values import MAX_PAGE_SIZE
 
 if TYPE_CHECKING:
     from zlink_trio.core.descriptor import NodeClaim

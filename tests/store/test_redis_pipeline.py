@@ -1,7 +1,7 @@
 """Redis auto-pipelining: concurrent calls share a connection, and the timeout rule holds.
 
 Writes queued in one scheduling tick go to Redis as one batch on a connection of
-their own (``zlink_trio/store/_redis_pipeline.py``). On a shared connection a caller
+their own (``zlink_trio/store/redis/pipeline.py``). On a shared connection a caller
 whose time ran out is told "nothing written" only when that is certain (its call was
 never sent, or every call on the connection was abandoned and the connection was
 closed); otherwise its transaction "may have run" and a re-read decides. Every call is
@@ -224,7 +224,7 @@ async def test_a_flushed_script_is_loaded_again_on_the_pipeline():
 def test_replies_split_anywhere_on_the_wire_decode_whole():
     from coredis.exceptions import NoScriptError
 
-    from zlink_trio.store._redis_pipeline import _NeedMore, _Reader
+    from zlink_trio.store.redis.pipeline import _NeedMore, _Reader
 
     wire = b"*3\r\n$3\r\nabc\r\n:12\r\n*2\r\n$-1\r\n+OK\r\n-NOSCRIPT gone\r\n$0\r\n\r\n"
     for cut in range(len(wire) + 1):

@@ -22,7 +22,7 @@ from store_helpers import MESH, claim, descriptor, reserve
 from zlink_trio.core.errors import CapacityExceeded, InvalidConfiguration, Unavailable
 from zlink_trio.core.records import AuthorityState
 from zlink_trio.store import AuthorityExists, open_store
-from zlink_trio.store._sqlite_schema import (
+from zlink_trio.store.sqlite.schema import (
     APPLICATION_ID,
     DEFAULT_DISPATCH,
     SCHEMA_VERSION,

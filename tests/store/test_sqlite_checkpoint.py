@@ -3,7 +3,7 @@
 With ``dispatch=inline`` SQLite's automatic checkpoint would run inside a
 ``COMMIT`` on the Trio thread and stall the event loop for its copy and fsync;
 the store turns it off and checkpoints from a worker thread instead
-(``zlink_trio/store/_sqlite_checkpoint.py``). What a user can observe: the WAL
+(``zlink_trio/store/sqlite/checkpoint.py``). What a user can observe: the WAL
 file stays bounded under continuous concurrent writes, every write is still
 there after reopening, and closing the store while a checkpoint runs waits for it.
 """
@@ -16,7 +16,7 @@ import trio
 from test_sqlite_backend import url_of
 
 from zlink_trio.store import open_store
-from zlink_trio.store._sqlite_checkpoint import CHECKPOINT_EVERY
+from zlink_trio.store.sqlite.checkpoint import CHECKPOINT_EVERY
 
 TIMEOUT = 60
 ROOT_BYTES = 8 * 1024

@@ -2,7 +2,7 @@
 
 Writes made in the same scheduling tick on ``dispatch=inline`` run in one
 ``BEGIN IMMEDIATE … COMMIT``, each under its own savepoint
-(``zlink_trio/store/_sqlite_conn.py``, *Group commit*). What a caller can observe:
+(``zlink_trio/store/sqlite/connection.py``, *Group commit*). What a caller can observe:
 every write gets exactly the outcome it would get alone, a refused write leaves
 nothing behind while its peers commit, a caller cancelled before its group started
 wrote nothing, and another connection's lock sends the whole group to the thread.

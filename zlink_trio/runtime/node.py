@@ -72,7 +72,7 @@ from zlink_trio.runtime.options import (
     NodeOptions,
 )
 from zlink_trio.runtime.state import LOGGER
-from zlink_trio.store import MemoryStore, open_store
+from zlink_trio.store import MemoryStore, open_store, with_combined
 from zlink_trio.wire.codec import MessageCodec
 from zlink_trio.wire.frames import DEFAULT_MAX_FRAME_BYTES
 from zlink_trio.wire.handshake import LocalIdentity
@@ -277,7 +277,8 @@ async def open_node(
                 ) from exc
             rt = NodeRuntime(
                 node_id=node_id, mesh=mesh, node_rid=node_rid, entry_spot_id=entry,
-                options=options, registry=registry, store=opened, codec=MessageCodec(),
+                options=options, registry=registry, store=with_combined(opened),
+                codec=MessageCodec(),
                 route_cache=RouteCache(options.route_cache), clock=read_clock, rng=random,
                 owner=OwnerFence(node_rid, claim.lifecycle_generation),
                 lease_expires_at=claim.lease_expires_at, state=step(NODE, state, NODE.ev.new_claim))

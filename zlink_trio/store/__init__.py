@@ -1,26 +1,45 @@
-"""Location and Relocation Stores: the protocols, the memory backend, ``open_store``.
+"""Location and Relocation Stores: the protocols, their backends, ``open_store``.
 
-Every store method is one atomic transaction; see ``_protocol`` for the
-contracts and ``memory`` for the in-process backend. SQLite and Redis
-backends plug in behind the same protocols and conformance suite.
+Every store method is one atomic transaction that checks every precondition
+before its first write; ``open_store(url)`` chooses the backend by URL scheme,
+and every backend passes one conformance suite (``tests/store/``).
+
+Modules:
+
+- ``protocol``  -- the contracts: :class:`LocationStore`, :class:`RelocationStore`,
+                   :class:`CombinedTransactions` and :class:`Store` (the three together)
+- ``values``    -- the frozen values and errors the protocols return or raise
+                   (:class:`Page`, :class:`InboxRecord`, statistics, :class:`AuthorityExists`, ...)
+- ``open``      -- :func:`open_store` and the URL schemes (:data:`SCHEMES`)
+- ``memory``    -- the ``memory://`` backend: the rules over in-process dicts
+- ``separate``  -- :class:`SeparateSteps` and :func:`with_combined`: the combined
+                   transactions as separate calls, for a store without its own
+- ``rules/``    -- the pure transaction functions every backend matches (the oracle)
+- ``sqlite/``   -- the ``sqlite:///path.db`` backend (one file, processes of one host)
+- ``redis/``    -- the ``redis://host:port/db`` backend (coredis, imported only on open)
 """
 
-from zlink_trio.store._open import SCHEMES as SCHEMES
-from zlink_trio.store._open import open_store as open_store
-from zlink_trio.store._protocol import LocationStore as LocationStore
-from zlink_trio.store._protocol import RelocationStore as RelocationStore
-from zlink_trio.store._protocol import Store as Store
-from zlink_trio.store._types import MAX_INBOX_READ as MAX_INBOX_READ
-from zlink_trio.store._types import MAX_PAGE_BYTES as MAX_PAGE_BYTES
-from zlink_trio.store._types import MAX_PAGE_SIZE as MAX_PAGE_SIZE
-from zlink_trio.store._types import AuthorityExists as AuthorityExists
-from zlink_trio.store._types import InboxRecord as InboxRecord
-from zlink_trio.store._types import LocationStatistics as LocationStatistics
-from zlink_trio.store._types import OwnerAlive as OwnerAlive
-from zlink_trio.store._types import Page as Page
-from zlink_trio.store._types import RelocationStatistics as RelocationStatistics
-from zlink_trio.store._types import RootIntegrityError as RootIntegrityError
 from zlink_trio.store.memory import MemoryStore as MemoryStore
+from zlink_trio.store.open import SCHEMES as SCHEMES
+from zlink_trio.store.open import open_store as open_store
+from zlink_trio.store.protocol import CombinedTransactions as CombinedTransactions
+from zlink_trio.store.protocol import LocationStore as LocationStore
+from zlink_trio.store.protocol import RelocationStore as RelocationStore
+from zlink_trio.store.protocol import Store as Store
+from zlink_trio.store.protocol import StorePair as StorePair
+from zlink_trio.store.separate import SeparateSteps as SeparateSteps
+from zlink_trio.store.separate import with_combined as with_combined
+from zlink_trio.store.values import MAX_INBOX_READ as MAX_INBOX_READ
+from zlink_trio.store.values import MAX_PAGE_BYTES as MAX_PAGE_BYTES
+from zlink_trio.store.values import MAX_PAGE_SIZE as MAX_PAGE_SIZE
+from zlink_trio.store.values import AuthorityExists as AuthorityExists
+from zlink_trio.store.values import FirstRecordCleanup as FirstRecordCleanup
+from zlink_trio.store.values import InboxRecord as InboxRecord
+from zlink_trio.store.values import LocationStatistics as LocationStatistics
+from zlink_trio.store.values import OwnerAlive as OwnerAlive
+from zlink_trio.store.values import Page as Page
+from zlink_trio.store.values import RelocationStatistics as RelocationStatistics
+from zlink_trio.store.values import RootIntegrityError as RootIntegrityError
 
 __all__ = (
     "MAX_INBOX_READ",
@@ -28,6 +47,8 @@ __all__ = (
     "MAX_PAGE_SIZE",
     "SCHEMES",
     "AuthorityExists",
+    "CombinedTransactions",
+    "FirstRecordCleanup",
     "InboxRecord",
     "LocationStatistics",
     "LocationStore",
@@ -37,6 +58,9 @@ __all__ = (
     "RelocationStatistics",
     "RelocationStore",
     "RootIntegrityError",
+    "SeparateSteps",
     "Store",
+    "StorePair",
     "open_store",
+    "with_combined",
 )

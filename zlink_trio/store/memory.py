@@ -4,10 +4,10 @@ Theory of operation
 -------------------
 Each method first awaits ``trio.lowlevel.checkpoint()`` -- so it is a real
 scheduling and cancellation point, like a round trip to a networked store --
-and then runs one pure transaction function from ``_location_state`` /
-``_relocation_steps`` / ``_relocation_state`` with no await in between. Trio
-never switches tasks inside that call, so each method is one critical section:
-atomic and isolated. If the checkpoint is cancelled, nothing was done.
+and then runs one pure transaction function of ``store.rules`` (``location``,
+``claims``, ``relocation_steps``, ``relocation_store``, ...) with no await in
+between. Trio never switches tasks inside that call, so each method is one
+critical section: atomic and isolated. If the checkpoint is cancelled, nothing was done.
 
 One :class:`MemoryStore` may be shared by any number of nodes in the same
 process (and the same Trio run): pass the instance around, or open the same
@@ -21,13 +21,11 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from zlink_trio.store import _claim_state as claims
-from zlink_trio.store import _combined_state as combined
-from zlink_trio.store import _location_state as loc
-from zlink_trio.store import _operator_state as ops
-from zlink_trio.store import _recovery_state as recovery
-from zlink_trio.store import _relocation_state as rel
-from zlink_trio.store import _relocation_steps as steps
+from zlink_trio.store.rules import claims, combined, recovery
+from zlink_trio.store.rules import location as loc
+from zlink_trio.store.rules import operator as ops
+from zlink_trio.store.rules import relocation_steps as steps
+from zlink_trio.store.rules import relocation_store as rel
 
 if TYPE_CHECKING:
     from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
@@ -41,8 +39,13 @@ if TYPE_CHECKING:
         ReservationFence,
         RootReceipt,
     )
-    from zlink_trio.store._combined import FirstRecordCleanup
-    from zlink_trio.store._types import InboxRecord, LocationStatistics, Page, RelocationStatistics
+    from zlink_trio.store.values import (
+        FirstRecordCleanup,
+        InboxRecord,
+        LocationStatistics,
+        Page,
+        RelocationStatistics,
+    )
 
 __all__ = ("MemoryCombined", "MemoryLocationStore", "MemoryRelocationStore", "MemoryStore")
 
@@ -291,7 +294,7 @@ class MemoryStore:
 
     @property
     def combined(self) -> MemoryCombined:
-        """Both stores live in this process: the combined transactions (``_combined``)."""
+        """Both stores live in this process: the combined transactions (one section each)."""
         return self._combined
 
     @property
@@ -306,8 +309,12 @@ class MemoryStore:
 
 
 if TYPE_CHECKING:
-    from zlink_trio.store._combined import CombinedTransactions
-    from zlink_trio.store._protocol import LocationStore, RelocationStore, Store
+    from zlink_trio.store.protocol import (
+        CombinedTransactions,
+        LocationStore,
+        RelocationStore,
+        Store,
+    )
 
     def _conforms(store: MemoryStore) -> tuple[LocationStore, RelocationStore, Store,
                                                CombinedTransactions]:

@@ -26,11 +26,11 @@ operation's single deadline, stepping the ``ColdActivation`` chart:
     inbox cursor, removes the recovery pointer by expected-version CAS and deletes the
     root (:func:`._first_record.record_first_completion`).
 
-Where both stores live in one backend (``store.combined``, see
-``zlink_trio.store._combined``), steps merge into single transactions with the same
-checks: root + Reserve (a refused Reserve stores no root, so none is deleted), first
-inbox record + CommitReady (the record is durable exactly when the authority is
-Ready), and step 12's three writes.  The order of effects is the same or stronger.
+The store's combined transactions (``store.combined``, see
+``zlink_trio.store.protocol``) group the steps: root + Reserve (a refused Reserve
+leaves no root), first inbox record + CommitReady (the record is durable exactly when
+the authority is Ready), and step 12's three writes -- one transaction each where both
+stores live in one backend, the separate calls otherwise (``zlink_trio.store.separate``).
 
 Store writes (root, Reserve, first record, CommitReady, AbortCreating) are shielded
 from the deadline so none is cut in half; the deadline is honoured while the factory
@@ -55,7 +55,7 @@ from zlink_trio.core.errors import (
     ZLinkError,
 )
 from zlink_trio.core.identity import SpotKind
-from zlink_trio.core.records import AuthorityRecord, AuthorityState, RecoveryPointer
+from zlink_trio.core.records import AuthorityRecord, AuthorityState
 from zlink_trio.runtime.charts import COLD, step
 from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.coordinators.envelope import ActivationEnvelope
@@ -63,7 +63,6 @@ from zlink_trio.runtime.coordinators.first_record import FirstRecord
 from zlink_trio.runtime.incarnation.host import Host, MessageWork
 from zlink_trio.runtime.state import LOGGER
 from zlink_trio.store import AuthorityExists
-from zlink_trio.store._combined import combined_of
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -76,7 +75,6 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.declaration.handlers import HandlerInfo
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.catalog import Attempt
-    from zlink_trio.store._combined import CombinedTransactions
 
 __all__ = ("ActivationJob", "encode_envelope", "run_activation")
 
@@ -181,45 +179,28 @@ def _mismatch(record: AuthorityRecord, job: ActivationJob) -> TypeMismatch:
     )
 
 
-async def _store_root_and_reserve(job: ActivationJob, envelope: bytes,
-                                  combined: CombinedTransactions | None
+async def _store_root_and_reserve(job: ActivationJob, envelope: bytes
                                   ) -> tuple[ReservationFence, RootReceipt]:
-    """Envelope root + Reserve: one combined transaction, or PutRoot then Reserve.
+    """Envelope root + Reserve: one call of the store's combined transactions.
 
-    Combined, a refused Reserve stored no root; separately, the caller deletes it.
+    A refused Reserve leaves no root (the store deletes one it stored).
     """
     rt = job.rt
-    if combined is not None:
-        # One transaction covers both chart steps: the root exists only with the record.
-        job.state = step(COLD, job.state, COLD.ev.root_stored)
-        return await combined.reserve_with_root(
-            job.spot_id, envelope, kind=SpotKind.INSTANCE,
-            stable_type=job.spot_type.stable_type, mesh=job.mesh, owner=rt.owner,
-            now=rt.now())
-    receipt = await rt.store.relocation.put_root(envelope)
-    if crash_points.ARMED:
-        crash_points.point("cold", "after_envelope_stored")
+    # One call covers both chart steps (one transaction on every built-in store).
     job.state = step(COLD, job.state, COLD.ev.root_stored)
-    try:
-        fence = await rt.store.location.reserve(
-            job.spot_id, kind=SpotKind.INSTANCE, stable_type=job.spot_type.stable_type,
-            mesh=job.mesh, owner=rt.owner, now=rt.now(),
-            recovery_pointer=RecoveryPointer.from_receipt(receipt))
-    except ZLinkError:
-        await rt.store.relocation.delete_root(receipt)
-        raise
-    return fence, receipt
+    return await rt.store.combined.reserve_with_root(
+        job.spot_id, envelope, kind=SpotKind.INSTANCE,
+        stable_type=job.spot_type.stable_type, mesh=job.mesh, owner=rt.owner,
+        now=rt.now())
 
 
 async def _reserve_and_build(job: ActivationJob) -> None:
     rt = job.rt
-    location, relocation = rt.store.location, rt.store.relocation
-    combined = combined_of(rt.store)
     envelope = encode_envelope(job)
     reserve_lost: ColdActivationEvent | None = None
     with trio.CancelScope(shield=True):
         try:
-            fence, receipt = await _store_root_and_reserve(job, envelope, combined)
+            fence, receipt = await _store_root_and_reserve(job, envelope)
         except AuthorityExists as exc:
             current = exc.current
             if not current.matches(SpotKind.INSTANCE, job.spot_type.stable_type):
@@ -250,22 +231,13 @@ async def _reserve_and_build(job: ActivationJob) -> None:
     job.state = step(COLD, job.state, COLD.ev.factory_initialized)
     with trio.CancelScope(shield=True):
         try:
-            if combined is not None:
-                if crash_points.ARMED:
-                    crash_points.point("cold", "after_factory_before_commit")
-                rt.check_usable()  # no CommitReady once the lease is known lost
-                # The first record is durable exactly when the authority is Ready.
-                ready, seq = await combined.commit_ready_with_first_record(
-                    fence, envelope, now=rt.now())
-                job.state = step(COLD, job.state, COLD.ev.first_record_durable)
-            else:
-                seq = await relocation.inbox_append(job.spot_id, fence.object_generation,
-                                                    envelope)
-                job.state = step(COLD, job.state, COLD.ev.first_record_durable)
-                if crash_points.ARMED:
-                    crash_points.point("cold", "after_factory_before_commit")
-                rt.check_usable()  # no CommitReady once the lease is known lost
-                ready = await location.commit_ready(fence, now=rt.now())
+            if crash_points.ARMED:
+                crash_points.point("cold", "after_factory_before_commit")
+            rt.check_usable()  # no CommitReady once the lease is known lost
+            # The first record is durable (at the latest) when the authority is Ready.
+            ready, seq = await rt.store.combined.commit_ready_with_first_record(
+                fence, envelope, now=rt.now())
+            job.state = step(COLD, job.state, COLD.ev.first_record_durable)
         except ZLinkError as exc:
             await host.activation_failed()
             await _abort(job, fence, receipt)

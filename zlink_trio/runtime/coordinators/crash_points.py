@@ -16,8 +16,6 @@ Spot creation, 06 §3). The steps:
 =========================================  ====  ======  ================================
 step                                       cold  create  where
 =========================================  ====  ======  ================================
-``after_envelope_stored``                   x            the recovery root is stored,
-                                                         Reserve not sent
 ``after_reserve``                           x     x      Reserve committed (Creating)
 ``in_factory``                              x     x      the Spot class was constructed,
                                                          hooks not run
@@ -27,14 +25,13 @@ step                                       cold  create  where
                                                          is not on the local queue
 ``after_first_handler_before_completion``   x            the first handler returned, its
                                                          completion not recorded
-``after_completion_before_pointer_removed`` x            cursor moved, pointer still set
 =========================================  ====  ======  ================================
 
-On a store with combined transactions (``store.combined``: every built-in backend) the
-root and Reserve, the first inbox record and CommitReady, and the cursor, pointer and
-root cleanup are one transaction each, so ``after_envelope_stored`` and
-``after_completion_before_pointer_removed`` never fire there, and the cold
-``after_factory_before_commit`` falls before the first inbox record is written.
+Cold activation writes through the store's combined transactions (``store.combined``:
+one transaction each on every built-in backend): the root and Reserve, the first inbox
+record and CommitReady, and the cursor, pointer and root cleanup are one call each, so
+no step falls inside a group, and the cold ``after_factory_before_commit`` falls before
+the first inbox record is written.
 """
 
 from __future__ import annotations
@@ -46,9 +43,8 @@ from typing import Final
 __all__ = ("ARMED", "COLD_STEPS", "CREATE_STEPS", "point")
 
 COLD_STEPS: Final = frozenset({
-    "after_envelope_stored", "after_reserve", "in_factory", "after_factory_before_commit",
+    "after_reserve", "in_factory", "after_factory_before_commit",
     "after_ready_before_restore", "after_first_handler_before_completion",
-    "after_completion_before_pointer_removed",
 })
 CREATE_STEPS: Final = frozenset({"after_reserve", "in_factory", "after_factory_before_commit"})
 

@@ -1,0 +1,449 @@
+"""The Location Store and Relocation Store protocols every backend implements.
+
+Theory of operation
+-------------------
+Each method is **one atomic store transaction**: it reads what it needs,
+checks *every* precondition, and only then writes. When a check fails it
+raises and nothing at all was written, so a backend without rollback (a
+Redis Lua script, a SQLite ``BEGIN IMMEDIATE`` block) fits by doing all its
+reads and comparisons before its first write. No method waits for another
+transaction, and none reads a clock: ``now`` is an argument (the runtime
+passes ``trio.current_time()``), so leases follow the caller's clock.
+
+Outcomes follow one rule: *your incarnation is gone* is an idempotent
+``False``/``None`` (a retried cleanup succeeds); *your incarnation exists but
+you hold an old fence* is :class:`StaleFence` (re-read, then decide); *the
+owner cannot act now* (lease expired, sealed for a move) is
+:class:`Unavailable`; *you asked for something the rules forbid* is
+:class:`InvalidOperation`. StaleFence is a subclass of Unavailable.
+
+Every write to an authority record adds one to its StoreVersion; a write to a
+descriptor claim adds one to the claim's StoreVersion.
+
+Capacity is counted per owner lifecycle ``(mesh, node_rid,
+lifecycle_generation)``: *pending* is the number of its Creating records plus
+the moves targeting it (Relocating/Sealed records whose ``relocation_target``
+it is); *active* the number of its Ready, Closing, Relocating and Sealed
+records. Entry claims count neither.
+Reserve and BeginRelocation refuse with :class:`CapacityExceeded` when
+``active + pending >= capacity``.
+
+The Relocation Store is a separate key space: immutable content-addressed
+roots (activation envelopes, creation requests, relocation payloads) and one
+durable activation inbox per ``(spot_id, object_generation)``.
+
+A cold activation (06 §4.1) writes to both stores in three groups -- root and
+Reserve; first inbox record and CommitReady; cursor, pointer removal and root
+deletion -- which every :class:`Store` offers as :class:`CombinedTransactions`
+(``store.combined``). A backend holding both stores (one process, SQLite file or
+Redis server) runs each group as one transaction **with the guarantees of the
+methods it merges**: every check of every merged step, in the documented order,
+before the first write, so a refusal raises the same typed error and writes
+nothing (``rules.combined``: what merging changes). A store whose halves are not
+shared gets them as separate calls (``separate.SeparateSteps``, ``with_combined``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
+    from zlink_trio.core.identity import NodeRid, SpotKind
+    from zlink_trio.core.records import (
+        AuthorityFence,
+        AuthorityRecord,
+        CreationIntent,
+        OwnerFence,
+        RecoveryPointer,
+        ReservationFence,
+        RootReceipt,
+    )
+    from zlink_trio.store.values import (
+        FirstRecordCleanup,
+        InboxRecord,
+        LocationStatistics,
+        Page,
+        RelocationStatistics,
+    )
+
+__all__ = ("CombinedTransactions", "LocationStore", "RelocationStore", "Store", "StorePair")
+
+
+class LocationStore(Protocol):
+    """Descriptors, Entry claims and Spot authority (spec 06 §2.1, §3, §4.1, §7)."""
+
+    async def new_claim(self, descriptor: NodeDescriptor, *, now: float,
+                        lease: float) -> NodeClaim:
+        """NewClaim: publish ``descriptor`` and its Entry Spot claim together.
+
+        Issues the next lifecycle generation of ``descriptor.node_id``
+        (strictly increasing, never reused, even after Remove), stores the
+        claim under ``(mesh, node_rid)`` with ``lease_expires_at = now +
+        lease``, and creates the Entry Spot's authority record (kind ENTRY,
+        Ready, owned by the new lifecycle, a fresh ObjectGeneration).
+
+        Raises :class:`AlreadyExists` if a *live* claim holds ``(mesh,
+        node_rid)`` or any record holds the Entry Spot ID; then nothing is
+        written (no descriptor, no Entry claim, no generation consumed). An
+        *expired* claim at the same key is replaced, and its Entry claim
+        deleted, in the same transaction. :class:`InvalidOperation` for a
+        non-positive or non-finite ``lease``. Not idempotent: a retry after a
+        lost reply meets its own claim and raises AlreadyExists.
+        """
+
+    async def renew(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int, *,
+                    now: float, lease: float) -> NodeClaim:
+        """Renew: extend a live claim's lease to ``now + lease`` (never shortens it).
+
+        Only the lease and StoreVersion change; no descriptor field can.
+        Raises :class:`StaleFence` if no claim is at the key or it belongs to
+        another lifecycle; :class:`Unavailable` if the claim's lease already
+        expired at ``now`` (the lifecycle is over: make a new claim);
+        :class:`InvalidOperation` for a bad ``lease``. Nothing written then.
+        """
+
+    async def remove(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int) -> bool:
+        """Remove: delete the claim and its linked Entry claim, fenced by lifecycle.
+
+        Returns ``True`` when it deleted them; ``False`` (nothing written)
+        when no claim is at the key or it belongs to another lifecycle, so a
+        stale cleanup never deletes a replacement's descriptor or Entry claim.
+        Works on expired claims. Idempotent. Spots the lifecycle still owns
+        keep their records (and capacity counts) until closed.
+        """
+
+    async def descriptors(self, mesh: str | None = None, *, now: float) -> list[NodeClaim]:
+        """The live claims (``now < lease_expires_at``), of ``mesh`` or all, by key order."""
+
+    async def find(self, spot_id: str) -> AuthorityRecord | None:
+        """The authority record of ``spot_id`` in whatever state, or ``None`` (Missing)."""
+
+    async def reserve(self, spot_id: str, *, kind: SpotKind, stable_type: str, mesh: str,
+                      owner: OwnerFence, now: float,
+                      creation_intent: CreationIntent | None = None,
+                      recovery_pointer: RecoveryPointer | None = None) -> ReservationFence:
+        """Reserve: Missing -> Creating for ``owner``, with a pending capacity unit.
+
+        Checks, in order: ``spot_id`` is valid and not of the reserved Entry
+        form, ``kind`` is USER or INSTANCE (:class:`InvalidOperation`); the
+        ID has no record (:class:`AuthorityExists` carrying it); ``owner``'s
+        claim in ``mesh`` exists with that lifecycle (:class:`StaleFence`) and
+        a live lease (:class:`Unavailable`); the owner serves ``stable_type``
+        as ``kind`` (:class:`InvalidOperation`); capacity
+        (:class:`CapacityExceeded`). Then it issues a new ObjectGeneration
+        larger than any the store ever issued, owner generation 1,
+        StoreVersion 1, records the intent and pointer, and returns the fence.
+        Not idempotent: a retry meets its own record (AuthorityExists).
+        """
+
+    async def commit_ready(self, fence: ReservationFence, *, now: float) -> AuthorityRecord:
+        """CommitReady: Creating -> Ready; the pending unit becomes active.
+
+        The creation intent is dropped; the recovery pointer is kept. Raises
+        :class:`StaleFence` unless the record is Creating with exactly the
+        fence's StoreVersion, generations and owner, and that owner is still
+        the current lifecycle; :class:`Unavailable` if its lease expired.
+        Idempotent: if the record is the Ready result of this very commit
+        (StoreVersion one more, nothing else changed), returns it unchanged.
+        """
+
+    async def abort_creating(self, fence: ReservationFence) -> bool:
+        """AbortCreating: Creating -> Missing (record deleted, pending unit released).
+
+        ``True`` when it deleted the record; ``False`` when the record is
+        gone or belongs to another ObjectGeneration (idempotent). Raises
+        :class:`StaleFence` if the same generation's record no longer matches
+        the fence (committed, or changed). Does not require a live lease, so a
+        restarted process can clean up with the fence it recovered.
+        """
+
+    async def begin_close(self, spot_id: str, *, object_generation: int, owner: OwnerFence,
+                          now: float, expected_owner_generation: int | None = None,
+                          expected_store_version: int | None = None
+                          ) -> AuthorityRecord | None:
+        """BeginClose: Ready -> Closing (spec 06 §7, §7.1).
+
+        Returns the Closing record (its ``fence()`` is the release fence), or
+        ``None`` when ``spot_id`` has no record (idempotent false). Raises
+        :class:`InvalidOperation` when another ObjectGeneration holds the ID,
+        the record is an Entry claim, or it is still Creating;
+        :class:`Unavailable` when it is Relocating or Sealed, or the owner's
+        lease expired; :class:`StaleFence` when ``owner`` or the expected owner
+        generation / StoreVersion differ. Idempotent: a record already Closing
+        under the same owner and generation is returned unchanged.
+        """
+
+    async def release(self, fence: AuthorityFence) -> bool:
+        """Release: Closing -> Missing, releasing the active capacity unit.
+
+        ``True`` when it deleted the record; ``False`` when the record is gone
+        or belongs to another ObjectGeneration (idempotent). Raises
+        :class:`StaleFence` if the same generation is not Closing under
+        exactly the fence's owner and owner generation. No lease needed.
+        """
+
+    async def release_expired(self, spot_id: str, *, object_generation: int,
+                              owner_generation: int, now: float) -> AuthorityRecord:
+        """ReleaseExpired: the operator's Ready -> Missing for an owner whose lease expired.
+
+        Spec 06 §9: an expired owner cannot change authority, so a Ready Spot
+        whose owner never comes back would keep its ID forever. This is the
+        explicit, fenced way out, for an operator only: **nothing in the
+        runtime calls it** (an owner that restarts under the same NodeId
+        resumes its Spots itself, and a lease that looks expired may be a
+        clock or network fault). It deletes the record and releases the
+        owner's active capacity unit, so the ID can be reserved again (with a
+        larger ObjectGeneration). Returns the record as it was just before
+        the deletion. The StoreVersion sequence ends with the record.
+
+        Checks, in order (nothing written on any refusal): ``spot_id``,
+        generations and ``now`` are valid (:class:`InvalidOperation`); the ID
+        has a record (:class:`NotFound` -- deliberately not an idempotent
+        ``False``: an operator must learn that nothing was released; a retry
+        after a lost reply reads as NotFound and ``find`` confirms Missing);
+        its ObjectGeneration is ``object_generation`` and its owner generation
+        ``owner_generation`` (:class:`StaleFence`: re-read, decide again); it
+        is not an Entry claim (:class:`InvalidOperation`: those end with
+        their node's claim) and is Ready (:class:`InvalidOperation` naming
+        the way out: Creating -> ``abort_creating``, Closing -> ``release``,
+        Relocating/Sealed -> ``abort_relocation``); its owner's lease is over
+        at ``now``: no claim at ``(mesh, owner node_rid)``, a claim of
+        another lifecycle, or ``lease_expires_at <= now`` -- otherwise
+        :class:`OwnerAlive` (an InvalidOperation: the live owner must close
+        the Spot itself). ``now`` is on the clock the owners stamp leases
+        with (wall-clock ``time.time()`` for shared stores).
+
+        The released incarnation's durable inbox and roots in the Relocation
+        Store are left as they are (keyed by its generation, they never meet
+        a new incarnation); messages still in that inbox are not delivered.
+        """
+
+    async def remove_recovery_pointer(self, spot_id: str, *, object_generation: int,
+                                      expected_version: int) -> bool:
+        """Remove the recovery pointer by a CAS on the record's StoreVersion (spec 06 §4.1).
+
+        ``True`` when removed; ``False`` when the record is gone, belongs to
+        another generation, or has no pointer (idempotent; the root may then
+        be deleted). Raises :class:`StaleFence` when the StoreVersion is not
+        ``expected_version``; :class:`InvalidOperation` while Creating.
+        """
+
+    async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
+                               now: float) -> AuthorityRecord:
+        """BeginRelocation: Ready -> Relocating toward ``target`` (same Mesh).
+
+        Reserves one pending unit on the target. Raises :class:`StaleFence`
+        when the record does not match the fence or is not Ready (gone
+        included) or the target claim is not that lifecycle;
+        :class:`Unavailable` when a lease expired; :class:`InvalidOperation`
+        for Entry claims, a target equal to the owner or not serving the type;
+        :class:`CapacityExceeded` when the target is full.
+        """
+
+    async def seal_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
+        """Seal: Relocating -> Sealed; idempotent when already Sealed.
+
+        :class:`StaleFence` when the record does not match the fence or is in
+        another state.
+        """
+
+    async def commit_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
+        """CommitRelocation: Sealed -> Ready at the target, owner generation + 1.
+
+        Moves the active unit from source to target (the target's pending
+        unit becomes active). :class:`StaleFence` on fence or state mismatch
+        or when the target lifecycle changed; :class:`Unavailable` when the
+        target's lease expired.
+        """
+
+    async def abort_relocation(self, fence: AuthorityFence) -> AuthorityRecord:
+        """AbortRelocation: Relocating or Sealed -> Ready at the source.
+
+        Releases the target's pending unit. :class:`StaleFence` on fence or
+        state mismatch (gone included).
+        """
+
+    async def query(self, *, page_size: int, cursor: str | None = None) -> Page:
+        """One page of authority records (any state, Entry claims included) by Spot ID.
+
+        At most ``page_size`` records (1..1000, else :class:`InvalidOperation`)
+        and at most 4 MiB encoded (the page stops before the record that would
+        cross it; one record always fits). Walking ``next_cursor`` visits
+        every record present for the whole walk exactly once. A cursor not
+        issued by ``query`` is :class:`InvalidOperation`.
+        """
+
+    async def statistics(self) -> LocationStatistics:
+        """A snapshot of counts; read-only."""
+
+    async def orphans(self, node_id: str, *, now: float, after: str | None = None,
+                      limit: int = 1000) -> list[AuthorityRecord]:
+        """The incomplete activations a dead lifecycle of ``node_id`` left (06 §4.1.1).
+
+        Creating records, and Ready records that still have a recovery
+        pointer, whose owner's claim belongs to ``node_id`` and is expired at
+        ``now``; sorted by Spot ID, those above ``after`` only, at most
+        ``limit`` (1..1000, else :class:`InvalidOperation`). A restarted node
+        pages with ``after`` = the last Spot ID it got. Read-only. The cost is
+        the backend's: memory and SQLite read only the dead claims' records
+        (SQLite through its owner index); Redis scans every Spot ID of the
+        store in bounded server-side pages (see docs/stores.md).
+        """
+
+    async def adopt_orphan(self, spot_id: str, *, object_generation: int,
+                           owner_generation: int, old_owner: OwnerFence,
+                           new_owner: OwnerFence, now: float) -> AuthorityRecord:
+        """AdoptOrphan: move an incomplete activation to a new lifecycle of its NodeId.
+
+        For the startup authority scan only (06 §4.1.1). Checks, in order
+        (nothing written on any refusal): arguments valid
+        (:class:`InvalidOperation`); the record exists with
+        ``object_generation`` (:class:`StaleFence`); it is owned by
+        ``old_owner`` at ``owner_generation`` (:class:`StaleFence`); it is
+        Creating, or Ready with a recovery pointer
+        (:class:`InvalidOperation`); the old owner's claim still exists
+        (:class:`InvalidOperation`) and is expired at ``now``
+        (:class:`Unavailable`); ``new_owner`` has a live claim
+        (:class:`StaleFence` / :class:`Unavailable`, as Reserve) of the
+        same NodeId that serves the record's type (:class:`InvalidOperation`).
+        Then the owner becomes ``new_owner``, the owner generation and
+        StoreVersion grow by one, and the capacity unit moves (pending stays
+        pending, active stays active; the new owner's capacity is not
+        checked). State, ObjectGeneration, creation intent and recovery pointer
+        are kept. Idempotent: the result of this very adoption is returned
+        unchanged.
+        """
+
+
+class RelocationStore(Protocol):
+    """Immutable roots and durable activation inboxes, in their own key space."""
+
+    async def put_root(self, data: bytes) -> RootReceipt:
+        """Store ``data`` as an immutable root and return its receipt.
+
+        Content addressed: identical bytes give the identical receipt, and a
+        repeat is a no-op (idempotent). Callers must put bytes that embed
+        their own identity (operation ID, Spot ID, generation) so two owners
+        never share a root. :class:`CapacityExceeded` above 64 MiB.
+        """
+
+    async def get_root(self, receipt: RootReceipt) -> bytes:
+        """The root's bytes, after checking their SHA-256 and size against ``receipt``.
+
+        :class:`NotFound` when no root has ``receipt.ref``;
+        :class:`RootIntegrityError` when the stored bytes do not match.
+        """
+
+    async def delete_root(self, receipt: RootReceipt) -> bool:
+        """Delete a root; ``False`` when already gone (idempotent).
+
+        :class:`RootIntegrityError` (nothing deleted) when the stored root
+        does not match ``receipt``.
+        """
+
+    async def inbox_append(self, spot_id: str, object_generation: int, record: bytes) -> int:
+        """Append ``record`` to the inbox of that incarnation; return its sequence.
+
+        Sequences start at 1 and strictly increase; they are never reused
+        while the inbox exists. :class:`CapacityExceeded` above 64 MiB.
+        """
+
+    async def inbox_read(self, spot_id: str, object_generation: int, *, after: int = 0,
+                         limit: int) -> list[InboxRecord]:
+        """Up to ``limit`` (1..1000) records with sequence above ``after`` and the cursor.
+
+        Records at or below the cursor are gone (handled). An unknown inbox
+        reads as empty. :class:`InvalidOperation` for a bad ``after``/``limit``.
+        """
+
+    async def inbox_set_cursor(self, spot_id: str, object_generation: int, seq: int) -> bool:
+        """Move the replay cursor to ``seq`` and drop records up to it.
+
+        ``True`` when it moved, ``False`` when already there (idempotent).
+        :class:`InvalidOperation` when ``seq`` is below the cursor (moving
+        backwards is refused) or above the last appended sequence.
+        """
+
+    async def inbox_cursor(self, spot_id: str, object_generation: int) -> int:
+        """The replay cursor (0 for a new or unknown inbox)."""
+
+    async def inbox_drop(self, spot_id: str, object_generation: int) -> bool:
+        """Delete the whole inbox; ``False`` when there was none (idempotent)."""
+
+    async def statistics(self) -> RelocationStatistics:
+        """A snapshot of counts; read-only."""
+
+
+class CombinedTransactions(Protocol):
+    """The three groups of a cold activation, one transaction each (see the module docstring)."""
+
+    async def reserve_with_root(self, spot_id: str, root: bytes, *, kind: SpotKind,
+                                stable_type: str, mesh: str, owner: OwnerFence,
+                                now: float) -> tuple[ReservationFence, RootReceipt]:
+        """PutRoot(``root``) + Reserve with the recovery pointer naming it, atomically.
+
+        Checks, in order: ``root`` is bytes of at most 64 MiB (as ``put_root``:
+        :class:`InvalidOperation` / :class:`CapacityExceeded`), then every check of
+        ``LocationStore.reserve`` in its order (:class:`AuthorityExists` carrying
+        the current record, :class:`StaleFence`, :class:`Unavailable`,
+        :class:`InvalidOperation`, :class:`CapacityExceeded`). On any refusal
+        nothing is written: no root, no record, no generation consumed. Then it
+        stores the root (content addressed; an identical root already there is
+        kept) and the Creating record whose recovery pointer is
+        ``RecoveryPointer.from_receipt(receipt)``, and returns the reservation
+        fence and the root's receipt. Not idempotent, as Reserve.
+        """
+
+    async def commit_ready_with_first_record(self, fence: ReservationFence, record: bytes, *,
+                                             now: float) -> tuple[AuthorityRecord, int]:
+        """InboxAppend(``record``) to the fence's incarnation + CommitReady, atomically.
+
+        Checks, in order: ``record`` is bytes of at most 64 MiB
+        (:class:`InvalidOperation` / :class:`CapacityExceeded`), then every check of
+        ``LocationStore.commit_ready`` (:class:`StaleFence`, :class:`Unavailable`).
+        Nothing is written on a refusal. Otherwise the record is appended to the
+        inbox of ``(fence.spot_id, fence.object_generation)`` and the authority
+        becomes Ready in the same transaction; returns the Ready record and the
+        appended sequence. Idempotent as CommitReady: when the record already is
+        the Ready result of this very commit, nothing is written and the sequence
+        returned is the inbox's last one (0 when it has none).
+        """
+
+    async def finish_first_record(self, spot_id: str, object_generation: int, *, seq: int,
+                                  expected_version: int,
+                                  root: RootReceipt) -> FirstRecordCleanup:
+        """InboxSetCursor(``seq``) + RemoveRecoveryPointer CAS + DeleteRoot, atomically.
+
+        The cleanup after the first record's handler completed (06 §4.1 step 12).
+        Checks, in order: the arguments (:class:`InvalidOperation`); the root as
+        ``delete_root`` (:class:`RootIntegrityError` when the stored bytes do not
+        match ``root``); the cursor move as ``inbox_set_cursor``
+        (:class:`InvalidOperation` backwards or past the last sequence); the pointer
+        removal as ``remove_recovery_pointer`` (:class:`InvalidOperation` while
+        Creating, :class:`StaleFence` when the StoreVersion is not
+        ``expected_version``). Nothing is written on a refusal (the caller may then
+        fall back to the separate steps, ``SeparateSteps``, which re-read). Each part
+        is idempotent on its own, so a retry succeeds and reports ``False`` for what
+        was already done.
+        """
+
+
+class StorePair(Protocol):
+    """A Location Store and a Relocation Store: what ``with_combined`` completes."""
+
+    @property
+    def location(self) -> LocationStore:
+        """The Location Store."""
+
+    @property
+    def relocation(self) -> RelocationStore:
+        """The Relocation Store."""
+
+
+class Store(StorePair, Protocol):
+    """What :func:`open_store` yields: the two stores and their combined transactions."""
+
+    @property
+    def combined(self) -> CombinedTransactions:
+        """The combined transactions over :attr:`location` and :attr:`relocation`."""

@@ -1,0 +1,40 @@
+"""The ``redis://host:port/db`` backend: both stores on one Redis server, via coredis.
+
+Every transaction is one Lua script (checks before the first write, no
+rollback needed); keys are hash-tagged per Spot ID under ``<prefix>:loc:`` and
+``<prefix>:rel:``. ``store`` tells the whole story; docs/stores.md ("Redis")
+the guarantees, failures and options. coredis is the optional extra
+``zlink-trio[redis]``: importing this package does not import it, only
+:func:`open_redis_store` does.
+
+Modules:
+
+- ``store``       -- :class:`RedisConfig` (the URL), :class:`RedisStore` and
+                     :func:`open_redis_store` (the theory of operation of the backend)
+- ``location``    -- :class:`RedisLocationStore`: argument checks, one script per call
+- ``relocation``  -- :class:`RedisRelocationStore`: roots (SHA-256 in Python), inboxes
+- ``combined``    -- :class:`RedisCombined`: the combined cold-activation transactions
+- ``recovery``    -- the ``orphans`` read and ``adopt_orphan`` of startup recovery
+- ``codec``       -- the key layout, argument encoding, reply decoding, refusal codes
+- ``client``      -- :class:`ScriptRunner`: EVALSHA / NOSCRIPT, deadlines, typed errors
+- ``pipeline``    -- auto-pipelining: the calls of one scheduling tick share a round trip
+- ``lua``         -- the scripts: one prelude, one module per script family
+"""
+
+from zlink_trio.store.redis.combined import RedisCombined as RedisCombined
+from zlink_trio.store.redis.location import RedisLocationStore as RedisLocationStore
+from zlink_trio.store.redis.relocation import RedisRelocationStore as RedisRelocationStore
+from zlink_trio.store.redis.store import RedisConfig as RedisConfig
+from zlink_trio.store.redis.store import RedisStore as RedisStore
+from zlink_trio.store.redis.store import open_redis_store as open_redis_store
+from zlink_trio.store.redis.store import parse_redis_url as parse_redis_url
+
+__all__ = (
+    "RedisCombined",
+    "RedisConfig",
+    "RedisLocationStore",
+    "RedisRelocationStore",
+    "RedisStore",
+    "open_redis_store",
+    "parse_redis_url",
+)

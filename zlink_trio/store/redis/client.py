@@ -1,0 +1,141 @@
+"""Running the backend's scripts and commands on coredis, with deadlines and typed errors.
+
+Theory of operation
+-------------------
+:class:`ScriptRunner` owns the registered Lua scripts (``coredis`` ``Script``
+objects; the SHA is computed locally) and sends each call as ``EVALSHA``.
+When the server answers ``NOSCRIPT`` (restarted, ``SCRIPT FLUSH``, failover
+to a replica that never saw the script) it loads the script and sends the
+call once more; the first call did nothing, so the retry is safe. Nothing
+else is ever retried: a write that may have run must not run twice.
+
+**Deadlines.** Every call ends by the earlier of the caller's deadline
+(``trio.current_effective_deadline()``) and the store's operation timeout
+(URL ``?timeout=``, default 5 s). When the operation timeout is what cut
+it, the call raises :class:`Unavailable`; when the caller's deadline did, it
+raises :class:`DeadlineExceeded` (an explicit cancel still propagates as
+``Cancelled``). Connection loss, refused connections, a server that is
+loading, read-only or paused past the timeout, and any other Redis error
+become :class:`Unavailable` chained with ``from``; no coredis exception
+leaves the store.
+
+**Scripts and reads are auto-pipelined** (``pipeline``): every script and every
+read command is queued on one of two pipelines -- write scripts on one connection,
+reads (``no-writes`` scripts, ``HGETALL``, ``GET``) on another, so reads keep running
+while writes are paused -- and the calls queued in one scheduling tick share a round
+trip. ``NOSCRIPT`` is answered by ``SCRIPT LOAD`` on the same pipeline (so the retry,
+sent after it on the same connection, finds the script). A timed-out write that was
+never sent, or whose connection every waiting caller abandoned (the connection is then
+closed, and Redis discards a command postponed by ``CLIENT PAUSE`` of a client that
+disconnects), has written nothing; one that shares its connection with a caller still
+waiting "may have run" and says so (:class:`StoreUnavailable`: re-read before
+retrying). The ambiguous case of a reply lost after the script ran (connection cut
+mid-reply) remains: the transaction happened, atomically, and the caller's re-read
+(every fence check is idempotent or reports its own record) tells which. Only the
+opening ``PING`` goes through coredis. A call made once the store is closed raises
+:class:`StoreUnavailable` at once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+import anyio
+import trio
+from coredis.exceptions import NoScriptError, RedisError
+
+from zlink_trio.core.errors import DeadlineExceeded, StoreUnavailable
+from zlink_trio.store.redis.pipeline import encode_command
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
+
+    import coredis
+    from coredis.commands.script import Script
+
+    from zlink_trio.store.redis.pipeline import Pipeline
+
+__all__ = ("ScriptRunner",)
+
+T = TypeVar("T")
+
+#: What a call may raise when Redis or the link to it fails (never leaves the store).
+_FAILURES = (RedisError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError,
+             anyio.EndOfStream)
+
+
+class ScriptRunner:
+    """Sends scripts and commands to one Redis with the deadline and error rules above."""
+
+    def __init__(self, client: coredis.Redis[bytes], scripts: Mapping[str, str], *,
+                 timeout: float, where: str, prefixes: Sequence[str]) -> None:
+        self.client = client
+        self.timeout = timeout
+        #: Where the store is, for messages (``redis://host:port/db``, no password).
+        self.where = where
+        #: Sent before every script's own arguments: the Location and Relocation key
+        #: prefixes, the prelude's ``P`` and ``R`` (``lua.prelude``).
+        self.prefixes: Final = tuple(prefixes)
+        self._scripts: dict[str, Script[bytes]] = {
+            name: client.register_script(source) for name, source in scripts.items()}
+        #: Auto-pipelines for write scripts and for reads (``pipeline``), set by
+        #: ``open_redis_store`` while the store is open; ``None`` before and after, when a
+        #: call fails at once with :class:`StoreUnavailable`.
+        self.writes: Pipeline | None = None
+        self.reads: Pipeline | None = None
+
+    async def bounded(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        """Run ``call`` under the deadline rule; map every Redis failure to a typed error."""
+        caller = trio.current_effective_deadline()
+        limit = trio.current_time() + self.timeout
+        with trio.move_on_at(min(caller, limit)):
+            try:
+                return await call()
+            except _FAILURES as error:
+                raise StoreUnavailable(
+                    f"{what}: Redis at {self.where} failed ({type(error).__name__}: {error}); "
+                    "the transaction did not complete, retry once the store is reachable"
+                ) from error
+        if caller <= limit:
+            raise DeadlineExceeded(
+                f"{what}: the caller's deadline passed before Redis at {self.where} answered; "
+                "a write in flight was abandoned with its connection, re-read before retrying"
+            )
+        raise StoreUnavailable(
+            f"{what}: Redis at {self.where} did not answer within {self.timeout} s (paused, "
+            "overloaded or unreachable); nothing was written, retry later"
+        )
+
+    async def script(self, what: str, name: str, keys: Sequence[str],
+                     args: Sequence[str | int | bytes], *, write: bool = True) -> Any:
+        """Run script ``name`` as one atomic transaction and return its raw reply.
+
+        ``args`` are the script's own arguments: they follow :attr:`prefixes`.
+        """
+        script = self._scripts[name]
+
+        async def attempt() -> Any:
+            pipeline = self._pipeline(what, write)
+            call = encode_command(["EVALSHA", script.sha, len(keys), *keys, *self.prefixes,
+                                   *args])
+            try:
+                return await pipeline.call(call)
+            except NoScriptError:
+                # Loaded on the same connection, so the retry (in order) finds it.
+                await pipeline.call(encode_command(["SCRIPT", "LOAD", script.script]))
+                return await pipeline.call(call)
+
+        return await self.bounded(what, attempt)
+
+    async def command(self, what: str, args: Sequence[str | int | bytes]) -> Any:
+        """Run one read command (``HGETALL``, ``GET``, ...) and return its raw RESP2 reply."""
+        reads = self._pipeline(what, write=False)
+        frame = encode_command(args)
+        return await self.bounded(what, lambda: reads.call(frame))
+
+    def _pipeline(self, what: str, write: bool) -> Pipeline:
+        pipeline = self.writes if write else self.reads
+        if pipeline is None:
+            raise StoreUnavailable(f"{what}: the Redis store at {self.where} is closed; "
+                                   "nothing was written (open the store again)")
+        return pipeline

@@ -1,0 +1,241 @@
+"""Key layout, argument encoding and reply decoding of the Redis backend.
+
+Theory of operation
+-------------------
+Keys (``P`` = ``<prefix>:loc:``, ``R`` = ``<prefix>:rel:``; ``prefix`` comes
+from the URL's ``?prefix=``, default ``zlink``)::
+
+    P spot:{<spot_id>}                          hash: one authority record
+    P node:{<node_rid>}:claim:<mesh>            hash: one descriptor claim
+    P node:{<node_rid>}:load:<lifecycle>:<mesh> hash: pending / active capacity units
+    P meta:{m}:seq                              the store-wide ObjectGeneration sequence
+    P meta:{m}:lifecycles                       hash: NodeId -> last lifecycle generation
+    P meta:{m}:ids                              zset (score 0): every Spot ID, for Query
+    P meta:{m}:claims                           zset: every claim key, for descriptors()
+    P meta:{m}:counts                           hash: records per state
+    R root:{<ref>}                              one immutable root's bytes
+    R inbox:{<spot_id>}:<generation>[:log]      one incarnation's activation inbox
+    R meta:{m}:stats                            hash: Relocation Store counts
+
+Every key of one Spot carries the hash tag ``{<spot_id>}`` (Redis Cluster
+hashes only the text between the first ``{`` and the next ``}``, so an ID
+holding ``}`` is tagged by its prefix -- still the same tag for all of that
+Spot's keys). Node keys are tagged by NodeRid, never Spot keys by node.
+
+An authority record is a hash of short fields: ``id kind type mesh state gen
+ogen ver orid olc`` plus ``ir ish isz`` (creation intent), ``pr psh psz pv``
+(recovery pointer) and ``trid tlc`` (relocation target) when present. Kinds
+and states are the JSON names ``AuthorityRecord.to_json`` uses, counters are
+decimal strings, so :func:`decode_record` rebuilds the record through
+``AuthorityRecord.from_json`` and its validation. A claim keeps the
+descriptor as ``NodeDescriptor.to_json`` text plus the fields the scripts
+compare (``lc exp cap serves:<type>``).
+
+:func:`raise_status` maps a script's refusal code to the memory oracle's
+typed error.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Final
+
+from zlink_trio.core._json_fields import encode_kind
+from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
+from zlink_trio.core.errors import (
+    AlreadyExists,
+    CapacityExceeded,
+    InvalidOperation,
+    StaleFence,
+    Unavailable,
+)
+from zlink_trio.core.placement import Role
+from zlink_trio.core.records import AuthorityRecord
+from zlink_trio.store.values import AuthorityExists
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from zlink_trio.core.identity import NodeRid
+    from zlink_trio.core.records import CreationIntent, RecoveryPointer
+
+__all__ = (
+    "Keys",
+    "claim_args",
+    "decode_claim",
+    "decode_record",
+    "optional_fields",
+    "raise_status",
+    "text",
+)
+
+#: Largest value of a 63-bit counter, as the scripts compare it.
+_MAX_COUNTER: Final = str(2**63 - 1)
+
+
+class Keys:
+    """Builds the key names of one deployment ``prefix`` (see the module docstring)."""
+
+    def __init__(self, prefix: str) -> None:
+        self.location: Final = f"{prefix}:loc:"
+        self.relocation: Final = f"{prefix}:rel:"
+
+    def spot(self, spot_id: str) -> str:
+        """The authority record of ``spot_id``."""
+        return f"{self.location}spot:{{{spot_id}}}"
+
+    def claim(self, mesh: str, node_rid: NodeRid) -> str:
+        """The descriptor claim of ``(mesh, node_rid)``."""
+        return f"{self.location}node:{{{node_rid}}}:claim:{mesh}"
+
+    def meta(self, name: str) -> str:
+        """A Location Store index or counter key (``seq``, ``ids``, ``claims``, ...)."""
+        return f"{self.location}meta:{{m}}:{name}"
+
+    def root(self, ref: str) -> str:
+        """The bytes of root ``ref``."""
+        return f"{self.relocation}root:{{{ref}}}"
+
+    def inbox(self, spot_id: str, object_generation: int) -> tuple[str, str]:
+        """The inbox state and record log of one incarnation."""
+        base = f"{self.relocation}inbox:{{{spot_id}}}:{object_generation}"
+        return base, f"{base}:log"
+
+    def patterns(self) -> tuple[str, str]:
+        """``SCAN MATCH`` patterns covering every key of this deployment."""
+        return f"{_glob(self.location)}*", f"{_glob(self.relocation)}*"
+
+
+def _glob(text: str) -> str:
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+def text(value: object) -> str:
+    """A reply value (bytes, str or int) as text."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    return str(value)
+
+
+def _flat(value: object) -> Sequence[object]:
+    if not isinstance(value, list):
+        raise TypeError(f"expected a Redis array, got {value!r}")
+    return value
+
+
+def _pairs(flat: Sequence[object]) -> dict[str, str]:
+    return {text(flat[i]): text(flat[i + 1]) for i in range(0, len(flat), 2)}
+
+
+def _owner(rid: str, lc: str) -> dict[str, str]:
+    return {"nodeRid": rid, "lifecycleGeneration": lc}
+
+
+def decode_record(flat: Sequence[object]) -> AuthorityRecord:
+    """The :class:`AuthorityRecord` of an ``HGETALL`` reply (non-empty)."""
+    f = _pairs(flat)
+    intent = None if "ir" not in f else {
+        "contentRef": f["ir"], "sha256": f["ish"], "size": int(f["isz"])}
+    pointer = None if "pr" not in f else {
+        "rootRef": f["pr"], "sha256": f["psh"], "size": int(f["psz"]), "version": int(f["pv"])}
+    return AuthorityRecord.from_json({
+        "spotId": f["id"], "kind": f["kind"], "stableType": f["type"], "mesh": f["mesh"],
+        "state": f["state"], "objectGeneration": f["gen"], "ownerGeneration": f["ogen"],
+        "storeVersion": f["ver"], "owner": _owner(f["orid"], f["olc"]),
+        "creationIntent": intent, "recoveryPointer": pointer,
+        "relocationTarget": None if "trid" not in f else _owner(f["trid"], f["tlc"]),
+    })
+
+
+def optional_fields(intent: CreationIntent | None,
+                    pointer: RecoveryPointer | None) -> list[str | int]:
+    """Field/value pairs of a new record's creation intent and recovery pointer."""
+    out: list[str | int] = []
+    if intent is not None:
+        out += ["ir", intent.content_ref, "ish", intent.sha256, "isz", intent.size]
+    if pointer is not None:
+        out += ["pr", pointer.root_ref, "psh", pointer.sha256, "psz", pointer.size,
+                "pv", pointer.version]
+    return out
+
+
+def claim_args(descriptor: NodeDescriptor) -> list[str | int]:
+    """The descriptor part of NewClaim's arguments: JSON, capacity, served pairs."""
+    served: list[str | int] = []
+    if Role.OBJECT_SERVER in descriptor.roles:
+        for stable_type, kind in descriptor.served_types.items():
+            served += [stable_type, encode_kind(kind)]
+    body = json.dumps(descriptor.to_json(), ensure_ascii=False, separators=(",", ":"))
+    return [body, descriptor.capacity, *served]
+
+
+def decode_claim(values: Sequence[object]) -> NodeClaim:
+    """The :class:`NodeClaim` of an ``HMGET desc lc exp ver`` reply."""
+    desc, lc, exp, ver = (text(v) for v in values)
+    return NodeClaim(descriptor=NodeDescriptor.from_json(json.loads(desc)),
+                     lifecycle_generation=int(lc), lease_expires_at=float(exp),
+                     store_version=int(ver))
+
+
+def raise_status(reply: Sequence[object], what: str) -> None:
+    """Raise the typed error a script's refusal ``reply`` stands for.
+
+    ``what`` names the call for the message (e.g. ``"reserve of 'r-1'"``).
+    Returns only when ``reply`` is an ``OK`` status.
+    """
+    code = text(reply[0])
+    detail = [text(v) if not isinstance(v, list) else v for v in reply[1:]]
+    if code == "OK":
+        return
+    if code == "EXISTS":
+        raise AuthorityExists(decode_record(_flat(reply[1])))
+    if code == "STALE":
+        found = _flat(reply[1])
+        state = "missing" if not found else _describe(decode_record(found))
+        raise StaleFence(f"{what}: the record is {state}; the fence does not match, "
+                         "re-read the authority")
+    if code == "STALE_OWNER":
+        raise StaleFence(f"{what}: node {detail[0]} lifecycle {detail[1]} has no current claim "
+                         f"in mesh {detail[2]!r}; the node restarted or left, re-read its "
+                         "descriptor")
+    if code == "EXPIRED":
+        raise Unavailable(f"{what}: the lease of node {detail[0]} lifecycle {detail[1]} "
+                          f"expired at {detail[2]}; an expired owner cannot change authority")
+    if code == "NOT_SERVED":
+        raise InvalidOperation(f"{what}: node {detail[0]} does not serve stable type "
+                               f"{detail[1]!r} as {detail[2]}; choose a node that serves it")
+    if code == "CAPACITY":
+        raise CapacityExceeded(f"{what}: node {detail[0]} is at capacity ({detail[1]} of "
+                               f"{detail[2]} active + pending); choose another node or retry")
+    if code == "GEN_SPENT":
+        raise CapacityExceeded("the store's ObjectGeneration sequence is exhausted (2**63-1)")
+    if code in ("SPENT", "LC_SPENT"):
+        raise InvalidOperation(f"{what}: a 63-bit counter of the record reached {_MAX_COUNTER}")
+    if code == "ALREADY":
+        raise AlreadyExists(f"{what}: a live claim already holds this mesh and NodeRid "
+                            f"(NodeId {detail[0]!r}, lifecycle {detail[1]}); start this "
+                            "lifecycle with a fresh NodeRid")
+    if code == "ENTRY_TAKEN":
+        raise AlreadyExists(f"{what}: Entry Spot ID {detail[0]!r} already has authority; "
+                            "issue a new Entry Spot ID and claim again")
+    if code == "MOVING":
+        raise Unavailable(f"{what}: the Spot is {detail[0]} for a move; retry after it")
+    if code == "INVALID":
+        raise InvalidOperation(f"{what}: {_INVALID.get(str(detail[0]), detail[0])} "
+                               f"{detail[1] if len(detail) > 1 else ''}".rstrip())
+    raise Unavailable(f"{what}: the Redis script answered {code!r}, which this version "
+                      "does not know; check that every process runs the same zlink_trio")
+
+
+_INVALID: Final = {
+    "generation": "another ObjectGeneration holds the ID now; that incarnation is gone:",
+    "entry": "it is an Entry Spot; it ends with its node's claim (Entry Spots never move)",
+    "creating": "it is still Creating; act on it once it is Ready",
+    "same_node": "the Spot already lives on the target node",
+}
+
+
+def _describe(record: AuthorityRecord) -> str:
+    return (f"{record.state.value}, generation {record.object_generation}, owner generation "
+            f"{record.owner_generation}, owner {record.owner}, StoreVersion "
+            f"{record.store_version}")

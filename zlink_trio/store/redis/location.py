@@ -1,0 +1,321 @@
+"""The Redis Location Store: each method is one Lua script (see ``lua.location``).
+
+Theory of operation
+-------------------
+A method first checks its arguments exactly as the memory oracle does before
+it looks at any state (same validators, same order, so a bad argument is the
+same :class:`InvalidOperation` on every backend and costs no round trip),
+then sends one script that does every state check and then every write.
+``raise_status`` maps a refusal to the oracle's typed error; a success is
+decoded into the same frozen values ``memory://`` returns. Counters and
+expiries travel as decimal / ``repr`` strings (see ``codec``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from zlink_trio.core._checks import check_finite, check_generation, check_int
+from zlink_trio.core._json_fields import encode_kind
+from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
+from zlink_trio.core.errors import InvalidOperation, Unavailable
+from zlink_trio.core.identity import (
+    SpotKind,
+    validate_spot_id,
+)
+from zlink_trio.core.records import (
+    AuthorityFence,
+    AuthorityRecord,
+    CreationIntent,
+    OwnerFence,
+    RecoveryPointer,
+    ReservationFence,
+)
+from zlink_trio.store.redis.codec import (
+    claim_args,
+    decode_claim,
+    decode_record,
+    optional_fields,
+    raise_status,
+    text,
+)
+from zlink_trio.store.redis.recovery import redis_adopt_orphan, redis_orphans
+from zlink_trio.store.rules.location import check_reserve_args, page_of, parse_cursor
+from zlink_trio.store.rules.operator import release_expired_refusal
+from zlink_trio.store.values import (
+    MAX_PAGE_BYTES,
+    MAX_PAGE_SIZE,
+    LocationStatistics,
+    OwnerAlive,
+    Page,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from zlink_trio.core.identity import NodeRid
+    from zlink_trio.store.redis.client import ScriptRunner
+    from zlink_trio.store.redis.codec import Keys
+
+__all__ = ("RedisLocationStore",)
+
+
+def _lease(now: float, lease: float) -> str:
+    return repr(check_finite(now, "now") + check_finite(lease, "lease", positive=True))
+
+
+def _fence_args(fence: AuthorityFence | ReservationFence) -> list[str | int]:
+    return [fence.object_generation, fence.owner_generation, str(fence.owner.node_rid),
+            fence.owner.lifecycle_generation]
+
+
+def _seq(value: object) -> Sequence[Any]:
+    assert isinstance(value, list), value
+    return value
+
+
+class RedisLocationStore:
+    """A :class:`~zlink_trio.store.LocationStore` on Redis; see the protocol for contracts."""
+
+    def __init__(self, runner: ScriptRunner, keys: Keys) -> None:
+        self._run = runner
+        self._keys = keys
+
+    async def _script(self, what: str, name: str, key: str, *args: str | int | bytes,
+                      write: bool = True) -> Sequence[Any]:
+        reply = await self._run.script(what, name, [key], args, write=write)
+        return _seq(reply)
+
+    async def _record(self, what: str, name: str, key: str,
+                      *args: str | int) -> AuthorityRecord:
+        reply = await self._script(what, name, key, *args)
+        raise_status(reply, what)
+        return decode_record(reply[1])
+
+    # -- descriptor claims -----------------------------------------------------------------
+
+    async def new_claim(self, descriptor: NodeDescriptor, *, now: float,
+                        lease: float) -> NodeClaim:
+        """NewClaim (one script); see ``LocationStore.new_claim``."""
+        if not isinstance(descriptor, NodeDescriptor):
+            raise InvalidOperation(f"new_claim takes a NodeDescriptor, got {type(descriptor)}")
+        expires = _lease(now, lease)
+        what = f"new_claim of node {descriptor.node_rid} in mesh {descriptor.mesh!r}"
+        reply = await self._run.script(
+            what, "new_claim",
+            [self._keys.claim(descriptor.mesh, descriptor.node_rid),
+             self._keys.spot(descriptor.entry_spot_id)],
+            [repr(float(now)), expires, descriptor.node_id, str(descriptor.node_rid),
+             descriptor.mesh, descriptor.entry_spot_id,
+             *claim_args(descriptor)])
+        reply = _seq(reply)
+        raise_status(reply, what)
+        return NodeClaim(descriptor=descriptor, lifecycle_generation=int(text(reply[1])),
+                         lease_expires_at=float(expires))
+
+    async def renew(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int, *,
+                    now: float, lease: float) -> NodeClaim:
+        """Renew (one script); see ``LocationStore.renew``."""
+        expires = _lease(now, lease)
+        what = f"renew of node {node_rid} lifecycle {lifecycle_generation}"
+        reply = await self._script(what, "renew", self._keys.claim(mesh, node_rid),
+                                   str(lifecycle_generation), repr(float(now)), expires)
+        if text(reply[0]) == "STALE_OWNER":
+            reply = ["STALE_OWNER", str(node_rid), str(lifecycle_generation), mesh]
+        raise_status(reply, what)
+        return decode_claim(reply[1])
+
+    async def remove(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int) -> bool:
+        """Remove (one script); see ``LocationStore.remove``."""
+        reply = await self._run.script(
+            f"remove of node {node_rid}", "remove", [self._keys.claim(mesh, node_rid)],
+            [str(lifecycle_generation)])
+        return bool(reply)
+
+    async def descriptors(self, mesh: str | None = None, *, now: float) -> list[NodeClaim]:
+        """Live claims (one read-only script); see ``LocationStore.descriptors``."""
+        check_finite(now, "now")
+        reply = await self._script("descriptors", "descriptors", self._keys.meta("claims"),
+                                   write=False)
+        claims = [decode_claim(values) for values in reply]
+        return sorted((c for c in claims
+                       if (mesh is None or c.descriptor.mesh == mesh) and c.is_live(now)),
+                      key=lambda c: (c.descriptor.mesh, c.descriptor.node_rid.value))
+
+    # -- authority -------------------------------------------------------------------------
+
+    async def find(self, spot_id: str) -> AuthorityRecord | None:
+        """The record or ``None`` (one ``HGETALL``); see ``LocationStore.find``."""
+        try:
+            validate_spot_id(spot_id)
+        except InvalidOperation:
+            return None  # no record can hold an invalid ID
+        key = self._keys.spot(spot_id)
+        flat = await self._run.command(f"find of {spot_id!r}", ["HGETALL", key])
+        return decode_record(flat) if flat else None
+
+    async def reserve(self, spot_id: str, *, kind: SpotKind, stable_type: str, mesh: str,
+                      owner: OwnerFence, now: float,
+                      creation_intent: CreationIntent | None = None,
+                      recovery_pointer: RecoveryPointer | None = None) -> ReservationFence:
+        """Reserve (one script); see ``LocationStore.reserve``."""
+        check_reserve_args(spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner,
+                           now=now, creation_intent=creation_intent,
+                           recovery_pointer=recovery_pointer)
+        what = f"reserve of {spot_id!r}"
+        reply = await self._script(
+            what, "reserve", self._keys.spot(spot_id), spot_id, encode_kind(kind), stable_type,
+            mesh, str(owner.node_rid), owner.lifecycle_generation, repr(float(now)),
+            *optional_fields(creation_intent, recovery_pointer))
+        raise_status(reply, what)
+        return ReservationFence(spot_id=spot_id, store_version=1,
+                                object_generation=int(text(reply[1])), owner_generation=1,
+                                owner=owner, owner_lease_expires_at=float(text(reply[2])))
+
+    async def commit_ready(self, fence: ReservationFence, *, now: float) -> AuthorityRecord:
+        """CommitReady (one script); see ``LocationStore.commit_ready``."""
+        check_finite(now, "now")
+        return await self._record(
+            f"commit_ready of {fence.spot_id!r}", "commit_ready", self._keys.spot(fence.spot_id),
+            *_fence_args(fence), fence.store_version, fence.store_version + 1, repr(float(now)))
+
+    async def abort_creating(self, fence: ReservationFence) -> bool:
+        """AbortCreating (one script); see ``LocationStore.abort_creating``."""
+        what = f"abort_creating of {fence.spot_id!r}"
+        reply = await self._script(what, "abort_creating", self._keys.spot(fence.spot_id),
+                                   *_fence_args(fence), fence.store_version)
+        raise_status(reply, what)
+        return bool(reply[1])
+
+    async def begin_close(self, spot_id: str, *, object_generation: int, owner: OwnerFence,
+                          now: float, expected_owner_generation: int | None = None,
+                          expected_store_version: int | None = None
+                          ) -> AuthorityRecord | None:
+        """BeginClose (one script); see ``LocationStore.begin_close``."""
+        validate_spot_id(spot_id)
+        check_generation(object_generation, "object_generation")
+        check_finite(now, "now")
+        what = f"begin_close of {spot_id!r}"
+        reply = await self._script(
+            what, "begin_close", self._keys.spot(spot_id), object_generation,
+            str(owner.node_rid), owner.lifecycle_generation, repr(float(now)),
+            "" if expected_owner_generation is None else str(expected_owner_generation),
+            "" if expected_store_version is None else str(expected_store_version))
+        if text(reply[0]) == "NONE":
+            return None
+        raise_status(reply, what)
+        return decode_record(reply[1])
+
+    async def release(self, fence: AuthorityFence) -> bool:
+        """Release (one script); see ``LocationStore.release``."""
+        what = f"release of {fence.spot_id!r}"
+        reply = await self._script(what, "release", self._keys.spot(fence.spot_id),
+                                   *_fence_args(fence))
+        raise_status(reply, what)
+        return bool(reply[1])
+
+    async def release_expired(self, spot_id: str, *, object_generation: int,
+                              owner_generation: int, now: float) -> AuthorityRecord:
+        """ReleaseExpired (one script); see ``LocationStore.release_expired``."""
+        validate_spot_id(spot_id)
+        check_generation(object_generation, "object_generation")
+        check_generation(owner_generation, "owner_generation")
+        check_finite(now, "now")
+        what = f"release_expired of {spot_id!r}"
+        reply = await self._script(what, "release_expired", self._keys.spot(spot_id),
+                                   object_generation, owner_generation, repr(float(now)))
+        code = text(reply[0])
+        if code == "OK":
+            return decode_record(reply[1])
+        if code == "OWNER_ALIVE":
+            raise OwnerAlive(decode_record(reply[1]), float(text(reply[2])), now)
+        if code in ("NONE", "REFUSED"):
+            refusal = release_expired_refusal(
+                spot_id, None if code == "NONE" else decode_record(reply[1]),
+                object_generation=object_generation, owner_generation=owner_generation)
+            if refusal is not None:
+                raise refusal
+        raise Unavailable(f"{what}: the Redis script answered {code!r}, which this version "
+                          "does not know; check that every process runs the same zlink_trio")
+
+    async def remove_recovery_pointer(self, spot_id: str, *, object_generation: int,
+                                      expected_version: int) -> bool:
+        """RemoveRecoveryPointer (one script); see the protocol."""
+        validate_spot_id(spot_id)
+        check_generation(object_generation, "object_generation")
+        check_generation(expected_version, "expected_version")
+        what = f"remove_recovery_pointer of {spot_id!r}"
+        reply = await self._script(what, "remove_recovery_pointer", self._keys.spot(spot_id),
+                                   object_generation, expected_version)
+        raise_status(reply, what)
+        return bool(reply[1])
+
+    # -- relocation steps ------------------------------------------------------------------
+
+    async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
+                               now: float) -> AuthorityRecord:
+        """BeginRelocation (one script); see the protocol."""
+        check_finite(now, "now")
+        if not isinstance(target, OwnerFence):
+            raise InvalidOperation(f"target must be an OwnerFence, got {type(target).__name__}")
+        return await self._record(
+            f"begin_relocation of {fence.spot_id!r}", "begin_relocation",
+            self._keys.spot(fence.spot_id), *_fence_args(fence), str(target.node_rid),
+            target.lifecycle_generation, repr(float(now)))
+
+    async def seal_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
+        """Seal (one script); see the protocol."""
+        check_finite(now, "now")
+        return await self._record(f"seal_relocation of {fence.spot_id!r}", "seal_relocation",
+                                  self._keys.spot(fence.spot_id), *_fence_args(fence),
+                                  repr(float(now)))
+
+    async def commit_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
+        """CommitRelocation (one script); see the protocol."""
+        check_finite(now, "now")
+        return await self._record(f"commit_relocation of {fence.spot_id!r}",
+                                  "commit_relocation", self._keys.spot(fence.spot_id),
+                                  *_fence_args(fence), repr(float(now)))
+
+    async def abort_relocation(self, fence: AuthorityFence) -> AuthorityRecord:
+        """AbortRelocation (one script); see the protocol."""
+        return await self._record(f"abort_relocation of {fence.spot_id!r}", "abort_relocation",
+                                  self._keys.spot(fence.spot_id), *_fence_args(fence))
+
+    # -- reads -----------------------------------------------------------------------------
+
+    async def query(self, *, page_size: int, cursor: str | None = None,
+                    max_bytes: int = MAX_PAGE_BYTES) -> Page:
+        """One Query page (one read-only script); ``max_bytes`` is lowered only by tests."""
+        check_int(page_size, "page_size", 1, MAX_PAGE_SIZE)
+        after = parse_cursor(cursor) or ""
+        reply = await self._script("query", "query", self._keys.meta("ids"), after,
+                                   page_size + 1, page_size, write=False)
+        return page_of((decode_record(flat) for flat in reply[1:]), listed=int(reply[0]),
+                       max_bytes=max_bytes)
+
+    async def statistics(self) -> LocationStatistics:
+        """A snapshot of counts (one read-only script); see ``LocationStore.statistics``."""
+        reply = await self._script("statistics", "statistics", self._keys.meta("ids"),
+                                   write=False)
+        claims, counts, seq = reply
+        n = [0 if v is None else int(text(v)) for v in counts]
+        return LocationStatistics(
+            claims=int(claims), creating=n[0], ready=n[1], closing=n[2], relocating=n[3],
+            sealed=n[4], last_object_generation=0 if seq is None else int(text(seq)))
+
+    async def orphans(self, node_id: str, *, now: float, after: str | None = None,
+                      limit: int = 1000) -> list[AuthorityRecord]:
+        """Incomplete activations of a dead lifecycle (paged read scripts); see the protocol."""
+        return await redis_orphans(self._run, self._keys, node_id, now=now, after=after,
+                                   limit=limit)
+
+    async def adopt_orphan(self, spot_id: str, *, object_generation: int,
+                           owner_generation: int, old_owner: OwnerFence,
+                           new_owner: OwnerFence, now: float) -> AuthorityRecord:
+        """AdoptOrphan (one script); see ``LocationStore.adopt_orphan``."""
+        return await redis_adopt_orphan(self._run, self._keys, spot_id,
+                                        object_generation=object_generation,
+                                        owner_generation=owner_generation,
+                                        old_owner=old_owner, new_owner=new_owner, now=now)
+

@@ -1,0 +1,276 @@
+"""The Location Store's transactions as Lua scripts (one script per transaction).
+
+Theory of operation
+-------------------
+Each script re-implements one ``txn_*`` function of ``store.rules.location`` /
+``claims`` / ``relocation_steps`` (the oracle): the same checks in the
+same order, **every read and comparison before the first write**, because
+Redis runs a script atomically but has no rollback. A refused script returns
+``{code, detail...}`` and has written nothing; ``codec.raise_status``
+turns the code into the oracle's typed error. A successful one returns
+``{"OK", ...}``, usually with the record as ``HGETALL`` gives it.
+
+Conventions shared by every script (see ``codec`` for the key layout):
+
+- Every script starts with the prelude (``prelude``): ``ARGV[1]`` and ``ARGV[2]``
+  are the Location and Relocation key prefixes, from which the script builds
+  node and index keys; its own arguments start at ``ARGV[3]``, and ``KEYS[1]``
+  is the key the call is about.
+- Counters (ObjectGeneration, lifecycle, owner generation, StoreVersion) are
+  written only by ``INCR``/``HINCRBY`` and compared as decimal *strings*, so
+  63-bit values never pass through Lua's doubles. Before an increment the
+  script checks the counter is below 2**63-1, so ``HINCRBY`` cannot fail
+  half-way through the writes.
+- Lease expiries are the caller's float ``repr``; only ``<`` compares them.
+- Read-only scripts carry ``#!lua flags=no-writes`` so they still run while
+  the server refuses writes (``CLIENT PAUSE ... WRITE``, a read-only replica).
+
+The ObjectGeneration sequence is one store-wide counter (``meta:{m}:seq``): see
+``docs/decisions.md`` ("ObjectGeneration on Redis") for why, and
+``docs/stores.md`` for what it means on Redis Cluster.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from zlink_trio.store.redis.lua.prelude import script
+
+__all__ = ("LOCATION_SCRIPTS",)
+
+
+# ARGV: P, R, now, expires, node_id, rid, mesh, entry_id, descriptor_json, capacity,
+#       then (stable_type, kind) pairs the node serves. KEYS: claim key, entry spot key.
+_NEW_CLAIM: Final = r"""
+local now, exp, node_id, rid, mesh, entry = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
+local ck = KEYS[1]
+local old = rec(ck)
+if old and tonumber(now) < tonumber(old.exp) then return {'ALREADY', old.node, old.lc} end
+local old_entry = nil
+if old then
+  local e = rec(spot_key(old.entry))
+  if e and e.kind == 'entry' and e.orid == rid and e.olc == old.lc then old_entry = e end
+end
+if redis.call('EXISTS', KEYS[2]) == 1 and (old_entry == nil or old_entry.id ~= entry) then
+  return {'ENTRY_TAKEN', entry}
+end
+if not next_gen() then return {'GEN_SPENT'} end
+if redis.call('HGET', META .. 'lifecycles', node_id) == MAXGEN then return {'LC_SPENT'} end
+-- writes
+if old_entry then drop_record(old_entry) end
+redis.call('HINCRBY', META .. 'lifecycles', node_id, 1)
+local lc = redis.call('HGET', META .. 'lifecycles', node_id)
+redis.call('DEL', ck)
+redis.call('HSET', ck, 'desc', ARGV[9], 'node', node_id, 'entry', entry, 'mesh', mesh,
+           'rid', rid, 'lc', lc, 'exp', exp, 'ver', '1', 'cap', ARGV[10])
+for i = 11, #ARGV, 2 do redis.call('HSET', ck, 'serves:' .. ARGV[i], ARGV[i + 1]) end
+redis.call('ZADD', META .. 'claims', 0, ck)
+local gen = issue_gen()
+redis.call('HSET', KEYS[2], 'id', entry, 'kind', 'entry', 'type', 'zlink.entry', 'mesh', mesh,
+           'state', 'ready', 'gen', gen, 'ogen', '1', 'ver', '1', 'orid', rid, 'olc', lc)
+redis.call('ZADD', META .. 'ids', 0, entry)
+count('ready', 1)
+return {'OK', lc, gen}
+"""
+
+# ARGV: P, R, lifecycle, now, expires. KEYS: claim key.
+_RENEW: Final = r"""
+local c = rec(KEYS[1])
+if c == nil or c.lc ~= ARGV[3] then return {'STALE_OWNER', '', ARGV[3], ''} end
+if not (tonumber(ARGV[4]) < tonumber(c.exp)) then return {'EXPIRED', c.rid, c.lc, c.exp} end
+if c.ver == MAXGEN then return {'SPENT'} end
+if tonumber(ARGV[5]) > tonumber(c.exp) then redis.call('HSET', KEYS[1], 'exp', ARGV[5]) end
+redis.call('HINCRBY', KEYS[1], 'ver', 1)
+return {'OK', redis.call('HMGET', KEYS[1], 'desc', 'lc', 'exp', 'ver')}
+"""
+
+# ARGV: P, R, lifecycle. KEYS: claim key.
+_REMOVE: Final = r"""
+local c = rec(KEYS[1])
+if c == nil or c.lc ~= ARGV[3] then return 0 end
+local e = rec(spot_key(c.entry))
+if e and e.kind == 'entry' and e.orid == c.rid and e.olc == c.lc then drop_record(e) end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', META .. 'claims', KEYS[1])
+return 1
+"""
+
+# ARGV: P, R. Every claim (live or not) as {desc, lc, exp, ver}.
+_DESCRIPTORS: Final = r"""#!lua flags=no-writes
+local out = {}
+for _, ck in ipairs(redis.call('ZRANGE', META .. 'claims', 0, -1)) do
+  out[#out + 1] = redis.call('HMGET', ck, 'desc', 'lc', 'exp', 'ver')
+end
+return out
+"""
+
+# ARGV: P, R, id, kind, stable_type, mesh, rid, lc, now, then record fields (intent/pointer).
+_RESERVE: Final = r"""
+local err, gen, exp = reserve_spot(3, 10)
+if err then return err end
+return {'OK', gen, exp}
+"""
+
+# ARGV: P, R, gen, ogen, rid, lc, store_version, store_version + 1, now.
+_COMMIT_READY: Final = r"""
+local err = commit_ready_spot()
+if err then return err end
+return reply(KEYS[1])
+"""
+
+# ARGV: P, R, gen, ogen, rid, lc, store_version.
+_ABORT_CREATING: Final = r"""
+local r = rec(KEYS[1])
+if r == nil or r.gen ~= ARGV[3] then return {'OK', 0} end
+if r.state ~= 'creating' or not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6])
+    or r.ver ~= ARGV[7] then
+  return stale(KEYS[1])
+end
+release_record(r, 'pending')
+return {'OK', 1}
+"""
+
+# ARGV: P, R, gen, rid, lc, now, expected owner generation or '', expected version or ''.
+_BEGIN_CLOSE: Final = r"""
+local r = rec(KEYS[1])
+if r == nil then return {'NONE'} end
+if r.gen ~= ARGV[3] then return {'INVALID', 'generation', r.gen} end
+if r.kind == 'entry' then return {'INVALID', 'entry', ''} end
+if r.state == 'creating' then return {'INVALID', 'creating', ''} end
+if r.state == 'relocating' or r.state == 'sealed' then return {'MOVING', r.state} end
+local is_stale = r.orid ~= ARGV[4] or r.olc ~= ARGV[5] or (ARGV[7] ~= '' and ARGV[7] ~= r.ogen)
+if r.state == 'closing' and not is_stale then return reply(KEYS[1]) end
+if is_stale or (ARGV[8] ~= '' and ARGV[8] ~= r.ver) then return stale(KEYS[1]) end
+local _, err = owner_claim(r.mesh, ARGV[4], ARGV[5], ARGV[6])
+if err then return err end
+if r.ver == MAXGEN then return {'SPENT'} end
+transition(KEYS[1], 'ready', 'closing')
+return reply(KEYS[1])
+"""
+
+# ARGV: P, R, gen, ogen, rid, lc.
+_RELEASE: Final = r"""
+local r = rec(KEYS[1])
+if r == nil or r.gen ~= ARGV[3] then return {'OK', 0} end
+if r.state ~= 'closing' or not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) then
+  return stale(KEYS[1])
+end
+release_record(r, 'active')
+return {'OK', 1}
+"""
+
+# ARGV: P, R, gen, expected store version.
+_REMOVE_POINTER: Final = r"""
+local err, remove = pointer_removal(KEYS[1], ARGV[3], ARGV[4])
+if err then return err end
+if not remove then return {'OK', 0} end
+remove_pointer(KEYS[1])
+return {'OK', 1}
+"""
+
+# ARGV: P, R, gen, ogen, rid, lc, target rid, target lc, now.
+_BEGIN_RELOCATION: Final = r"""
+local trid, tlc, now = ARGV[7], ARGV[8], ARGV[9]
+local r = rec(KEYS[1])
+local fence_ok = fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6])
+if r and r.state == 'relocating' and r.trid == trid and r.tlc == tlc then
+  if fence_ok then return reply(KEYS[1]) end
+  return stale(KEYS[1])
+end
+if not fence_ok or r.state ~= 'ready' then return stale(KEYS[1]) end
+if r.kind == 'entry' then return {'INVALID', 'entry', ''} end
+if trid == r.orid then return {'INVALID', 'same_node', trid} end
+local _, err = owner_claim(r.mesh, r.orid, r.olc, now)
+if err then return err end
+local tc, terr = owner_claim(r.mesh, trid, tlc, now)
+if terr then return terr end
+if not serves(r.mesh, trid, r.type, r.kind) then return {'NOT_SERVED', trid, r.type, r.kind} end
+local load = load_of(r.mesh, trid, tlc)
+if load >= tonumber(tc.cap) then return {'CAPACITY', trid, tostring(load), tc.cap} end
+if r.ver == MAXGEN then return {'SPENT'} end
+redis.call('HSET', KEYS[1], 'trid', trid, 'tlc', tlc)
+transition(KEYS[1], 'ready', 'relocating')
+shift(load_key(r.mesh, trid, tlc), 'pending', 1)
+return reply(KEYS[1])
+"""
+
+# ARGV: P, R, gen, ogen, rid, lc, now.
+_SEAL_RELOCATION: Final = r"""
+local r, refused = fenced_in('relocating', 'sealed')
+if refused then return refused end
+if r.state == 'sealed' then return reply(KEYS[1]) end
+local _, err = owner_claim(r.mesh, r.orid, r.olc, ARGV[7])
+if err then return err end
+if r.ver == MAXGEN then return {'SPENT'} end
+transition(KEYS[1], 'relocating', 'sealed')
+return reply(KEYS[1])
+"""
+
+# ARGV: P, R, gen, ogen, rid, lc, now.
+_COMMIT_RELOCATION: Final = r"""
+local r, refused = fenced_in('sealed')
+if refused then return refused end
+local _, err = owner_claim(r.mesh, r.trid, r.tlc, ARGV[7])
+if err then return err end
+if r.ver == MAXGEN or r.ogen == MAXGEN then return {'SPENT'} end
+redis.call('HSET', KEYS[1], 'orid', r.trid, 'olc', r.tlc)
+redis.call('HDEL', KEYS[1], 'trid', 'tlc')
+redis.call('HINCRBY', KEYS[1], 'ogen', 1)
+transition(KEYS[1], 'sealed', 'ready')
+shift(load_key(r.mesh, r.orid, r.olc), 'active', -1)
+local tk = load_key(r.mesh, r.trid, r.tlc)
+shift(tk, 'pending', -1)
+shift(tk, 'active', 1)
+return reply(KEYS[1])
+"""
+
+# ARGV: P, R, gen, ogen, rid, lc.
+_ABORT_RELOCATION: Final = r"""
+local r, refused = fenced_in('relocating', 'sealed')
+if refused then return refused end
+if r.ver == MAXGEN then return {'SPENT'} end
+redis.call('HDEL', KEYS[1], 'trid', 'tlc')
+transition(KEYS[1], r.state, 'ready')
+shift(load_key(r.mesh, r.trid, r.tlc), 'pending', -1)
+return reply(KEYS[1])
+"""
+
+# ARGV: P, R, after ('' = from the start), ids to list (page + 1), records to return (page).
+_QUERY: Final = r"""#!lua flags=no-writes
+local lo = '-'
+if ARGV[3] ~= '' then lo = '(' .. ARGV[3] end
+local ids = redis.call('ZRANGEBYLEX', META .. 'ids', lo, '+', 'LIMIT', 0, tonumber(ARGV[4]))
+local out = {#ids}
+for i = 1, math.min(#ids, tonumber(ARGV[5])) do
+  out[#out + 1] = redis.call('HGETALL', spot_key(ids[i]))
+end
+return out
+"""
+
+# ARGV: P, R.
+_STATISTICS: Final = r"""#!lua flags=no-writes
+local counts = redis.call('HMGET', META .. 'counts', 'creating', 'ready', 'closing',
+                          'relocating', 'sealed')
+return {redis.call('ZCARD', META .. 'claims'), counts, redis.call('GET', META .. 'seq')}
+"""
+
+
+#: Name -> full Lua source of every Location Store transaction.
+LOCATION_SCRIPTS: Final = {
+    "new_claim": script(_NEW_CLAIM),
+    "renew": script(_RENEW),
+    "remove": script(_REMOVE),
+    "descriptors": script(_DESCRIPTORS),
+    "reserve": script(_RESERVE),
+    "commit_ready": script(_COMMIT_READY),
+    "abort_creating": script(_ABORT_CREATING),
+    "begin_close": script(_BEGIN_CLOSE),
+    "release": script(_RELEASE),
+    "remove_recovery_pointer": script(_REMOVE_POINTER),
+    "begin_relocation": script(_BEGIN_RELOCATION),
+    "seal_relocation": script(_SEAL_RELOCATION),
+    "commit_relocation": script(_COMMIT_RELOCATION),
+    "abort_relocation": script(_ABORT_RELOCATION),
+    "query": script(_QUERY),
+    "statistics": script(_STATISTICS),
+}

@@ -1,0 +1,244 @@
+"""The Lua prelude every script of the Redis backend is built from (each helper once).
+
+Theory of operation
+-------------------
+Every store transaction is one script (``location``, ``relocation``, ``recovery``,
+``operator``, ``combined``); :func:`script` puts :data:`PRELUDE` in front of its
+body, so every script sees the same names:
+
+- ``ARGV[1]`` is the Location key prefix ``P`` (``<prefix>:loc:``) and ``ARGV[2]``
+  the Relocation key prefix ``R`` (``<prefix>:rel:``) -- ``ScriptRunner`` sends both
+  first, on every call -- and a script's own arguments start at ``ARGV[3]``.
+  ``KEYS`` name the keys the call is about; node and index keys are built from the
+  prefixes (see ``codec`` for the layout).
+- Record and claim access (``rec``, ``spot_key``, ``claim_key``, ``load_key``);
+  counters (``shift`` on a hash field, ``count`` per state for the Location Store's
+  statistics, ``rstat`` for the Relocation Store's); a record's state change
+  (``transition``: StoreVersion and counts follow) and deletion
+  (``release_record``); the owner and fence checks of ``store.rules.location``
+  (``owner_claim``, ``load_of``, ``serves``, ``fenced``, ``fenced_in``); the
+  ObjectGeneration sequence; and the bodies that more than one script runs:
+  Reserve (``reserve_spot``), CommitReady (``commit_ready_spot``), the pointer CAS
+  (``pointer_removal`` / ``remove_pointer``), roots (``put_root`` / ``drop_root``)
+  and inboxes (``inbox_append``, ``cursor_move`` / ``move_cursor``). A helper that
+  checks returns an error reply (a table) when it refuses and writes nothing; its
+  writes are a separate helper or come after every check, because Redis runs a
+  script atomically but has no rollback.
+
+A script body that starts with a shebang (``#!lua flags=no-writes``: read-only
+scripts that must run while writes are refused) keeps it as its first line.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ("PRELUDE", "script")
+
+#: The helpers every script starts with (see the module docstring).
+PRELUDE: Final = r"""
+local P = ARGV[1]
+local R = ARGV[2]
+local MAXGEN = '9223372036854775807'
+local META = P .. 'meta:{m}:'
+local RSTATS = R .. 'meta:{m}:stats'
+local function rec(key)
+  local flat = redis.call('HGETALL', key)
+  if #flat == 0 then return nil end
+  local t = {}
+  for i = 1, #flat, 2 do t[flat[i]] = flat[i + 1] end
+  return t
+end
+local function spot_key(id) return P .. 'spot:{' .. id .. '}' end
+local function claim_key(mesh, rid) return P .. 'node:{' .. rid .. '}:claim:' .. mesh end
+local function load_key(mesh, rid, lc)
+  return P .. 'node:{' .. rid .. '}:load:' .. lc .. ':' .. mesh
+end
+local function shift(key, field, delta)
+  if redis.call('HINCRBY', key, field, delta) == 0 then redis.call('HDEL', key, field) end
+end
+local function count(state, delta) shift(META .. 'counts', state, delta) end
+-- The record at key goes from state old to new: its StoreVersion + 1, the counts follow.
+local function transition(key, old, new)
+  redis.call('HSET', key, 'state', new)
+  redis.call('HINCRBY', key, 'ver', 1)
+  count(old, -1)
+  count(new, 1)
+end
+-- The Relocation Store's running counts (roots, root_bytes, inboxes, inbox_records).
+local function rstat(field, delta)
+  if delta ~= 0 and redis.call('HINCRBY', RSTATS, field, delta) == 0 then
+    redis.call('HDEL', RSTATS, field)
+  end
+end
+local function reply(key) return {'OK', redis.call('HGETALL', key)} end
+local function stale(key) return {'STALE', redis.call('HGETALL', key)} end
+-- check_owner: the live claim of (mesh, rid) with lifecycle lc, or an error reply.
+local function owner_claim(mesh, rid, lc, now)
+  local c = rec(claim_key(mesh, rid))
+  if c == nil or c.lc ~= lc then return nil, {'STALE_OWNER', rid, lc, mesh} end
+  if not (tonumber(now) < tonumber(c.exp)) then return nil, {'EXPIRED', rid, lc, c.exp} end
+  return c
+end
+local function load_of(mesh, rid, lc)
+  local v = redis.call('HMGET', load_key(mesh, rid, lc), 'pending', 'active')
+  return (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0)
+end
+local function serves(mesh, rid, stype, kind)
+  return redis.call('HGET', claim_key(mesh, rid), 'serves:' .. stype) == kind
+end
+local function fenced(r, gen, ogen, rid, lc)
+  return r ~= nil and r.gen == gen and r.ogen == ogen and r.orid == rid and r.olc == lc
+end
+-- The record at KEYS[1] when it matches the fence ARGV[3..6] (gen, ogen, rid, lc) and
+-- is in one of the given states; else nil and the STALE reply (as the oracle's moves).
+local function fenced_in(...)
+  local r = rec(KEYS[1])
+  if fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) then
+    for _, state in ipairs({...}) do
+      if r.state == state then return r end
+    end
+  end
+  return nil, stale(KEYS[1])
+end
+local function drop_record(r)
+  redis.call('DEL', spot_key(r.id))
+  redis.call('ZREM', META .. 'ids', r.id)
+  count(r.state, -1)
+end
+-- Delete record r and give back its owner's unit (field: 'pending' or 'active').
+local function release_record(r, field)
+  drop_record(r)
+  shift(load_key(r.mesh, r.orid, r.olc), field, -1)
+end
+local function next_gen()
+  local seq = redis.call('GET', META .. 'seq')
+  if seq == MAXGEN then return nil end
+  return true
+end
+local function issue_gen()
+  redis.call('INCR', META .. 'seq')
+  return redis.call('GET', META .. 'seq')
+end
+-- Reserve (Missing -> Creating) of KEYS[1]: ARGV[o..o+6] are id, kind, stable type,
+-- mesh, rid, lc, now; ARGV[first..] the record's extra field/value pairs. Every check
+-- before the first write. Returns nil, generation, lease expiry -- or an error reply.
+local function reserve_spot(o, first)
+  local id, kind, stype, mesh, rid, lc, now =
+    ARGV[o], ARGV[o + 1], ARGV[o + 2], ARGV[o + 3], ARGV[o + 4], ARGV[o + 5], ARGV[o + 6]
+  local cur = redis.call('HGETALL', KEYS[1])
+  if #cur > 0 then return {'EXISTS', cur} end
+  local c, err = owner_claim(mesh, rid, lc, now)
+  if err then return err end
+  if not serves(mesh, rid, stype, kind) then return {'NOT_SERVED', rid, stype, kind} end
+  local load = load_of(mesh, rid, lc)
+  if load >= tonumber(c.cap) then return {'CAPACITY', rid, tostring(load), c.cap} end
+  if not next_gen() then return {'GEN_SPENT'} end
+  -- writes
+  local gen = issue_gen()
+  redis.call('HSET', KEYS[1], 'id', id, 'kind', kind, 'type', stype, 'mesh', mesh,
+             'state', 'creating', 'gen', gen, 'ogen', '1', 'ver', '1', 'orid', rid, 'olc', lc)
+  for i = first, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+  redis.call('ZADD', META .. 'ids', 0, id)
+  shift(load_key(mesh, rid, lc), 'pending', 1)
+  count('creating', 1)
+  return nil, gen, c.exp
+end
+-- CommitReady (Creating -> Ready) of KEYS[1]: ARGV[3..9] are gen, ogen, rid, lc, the
+-- reservation's StoreVersion, that + 1, now. Returns nil, true after the writes; nil,
+-- false when this very commit already happened (nothing written); or an error reply.
+local function commit_ready_spot()
+  local r = rec(KEYS[1])
+  if fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) then
+    if r.state == 'ready' and r.ver == ARGV[8] then return nil, false end
+    if r.state == 'creating' and r.ver == ARGV[7] then
+      local _, err = owner_claim(r.mesh, r.orid, r.olc, ARGV[9])
+      if err then return err end
+      if r.ver == MAXGEN then return {'SPENT'} end
+      -- writes
+      redis.call('HDEL', KEYS[1], 'ir', 'ish', 'isz')
+      transition(KEYS[1], 'creating', 'ready')
+      local lk = load_key(r.mesh, r.orid, r.olc)
+      shift(lk, 'pending', -1)
+      shift(lk, 'active', 1)
+      return nil, true
+    end
+  end
+  return stale(KEYS[1])
+end
+-- RemoveRecoveryPointer's checks on spot key sk: nil and whether it removes (false: gone,
+-- another generation, no pointer), or an error reply. remove_pointer does the writes.
+local function pointer_removal(sk, gen, ver)
+  local r = rec(sk)
+  if r == nil or r.gen ~= gen then return nil, false end
+  if r.state == 'creating' then return {'INVALID', 'creating', ''} end
+  if r.pr == nil then return nil, false end
+  if r.ver ~= ver then return stale(sk) end
+  if r.ver == MAXGEN then return {'SPENT'} end
+  return nil, true
+end
+local function remove_pointer(sk)
+  redis.call('HDEL', sk, 'pr', 'psh', 'psz', 'pv')
+  redis.call('HINCRBY', sk, 'ver', 1)
+end
+-- A root's bytes at key: stored unless already there (content addressed); 1 or 0.
+local function put_root(key, data)
+  if redis.call('EXISTS', key) == 1 then return 0 end
+  redis.call('SET', key, data)
+  rstat('roots', 1)
+  rstat('root_bytes', #data)
+  return 1
+end
+-- Delete the root at key whose stored bytes are v.
+local function drop_root(key, v)
+  redis.call('DEL', key)
+  rstat('roots', -1)
+  rstat('root_bytes', -#v)
+end
+-- Append data to the inbox ik (hash last/cursor) with log lk; returns the new sequence.
+local function inbox_append(ik, lk, data)
+  if redis.call('EXISTS', ik) == 0 then
+    redis.call('HSET', ik, 'last', 0, 'cursor', 0)
+    rstat('inboxes', 1)
+  end
+  redis.call('HINCRBY', ik, 'last', 1)
+  local seq = redis.call('HGET', ik, 'last')
+  redis.call('HSET', lk, seq, data)
+  rstat('inbox_records', 1)
+  return seq
+end
+-- InboxSetCursor's checks of inbox ik to sequence seq (text): nil, whether the cursor
+-- moves, and the current cursor -- or an error reply. move_cursor does the writes.
+local function cursor_move(ik, seq)
+  local m = redis.call('HMGET', ik, 'last', 'cursor')
+  local last = tonumber(m[1]) or 0
+  local cursor = tonumber(m[2]) or 0
+  local n = tonumber(seq)
+  if n < cursor then return {'BACK', tostring(m[2] or '0')} end
+  if n > last then return {'PAST', tostring(m[1] or '0')} end
+  return nil, not (n == cursor or not m[1]), cursor
+end
+local function move_cursor(ik, lk, cursor, seq)
+  local n = tonumber(seq)
+  local batch = {}
+  for s = cursor + 1, n do
+    batch[#batch + 1] = string.format('%d', s)
+    if #batch == 1000 then
+      redis.call('HDEL', lk, unpack(batch))
+      batch = {}
+    end
+  end
+  if #batch > 0 then redis.call('HDEL', lk, unpack(batch)) end
+  redis.call('HSET', ik, 'cursor', seq)
+  rstat('inbox_records', cursor - n)
+end
+"""
+
+
+def script(body: str) -> str:
+    """The full Lua source of a script: :data:`PRELUDE`, then ``body``."""
+    # A shebang must stay the first line, so the prelude goes after it.
+    if body.startswith("#!"):
+        first, _, rest = body.partition("\n")
+        return f"{first}\n{PRELUDE}\n{rest}"
+    return f"{PRELUDE}\n{body}"

@@ -1,0 +1,120 @@
+"""Descriptor claims of the Location Store as pure transactions.
+
+Theory of operation
+-------------------
+NewClaim, Renew, Remove and the live-descriptor listing, over the same
+:class:`LocationState` as the authority transactions. A claim and its Entry
+Spot's authority record are created and deleted together; the link is the
+descriptor's ``entry_spot_id`` plus the Entry record's owner fence, so a
+stale lifecycle never touches a replacement's records. Like every ``txn_*``
+function, each checks everything before its first write.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from zlink_trio.core._checks import check_finite, check_generation
+from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
+from zlink_trio.core.errors import AlreadyExists, InvalidOperation, StaleFence, Unavailable
+from zlink_trio.core.identity import NodeRid, SpotKind
+from zlink_trio.core.records import ENTRY_STABLE_TYPE, AuthorityRecord, AuthorityState
+from zlink_trio.store.rules.location import LocationState, next_generation
+
+__all__ = ("txn_descriptors", "txn_new_claim", "txn_remove", "txn_renew")
+
+
+def _lease(now: float, lease: float) -> float:
+    return check_finite(now, "now") + check_finite(lease, "lease", positive=True)
+
+
+def _entry_of(state: LocationState, claim: NodeClaim) -> AuthorityRecord | None:
+    """The Entry claim linked to ``claim``, if it still exists and is linked."""
+    record = state.records.get(claim.descriptor.entry_spot_id)
+    if record is not None and record.kind is SpotKind.ENTRY and record.owner == claim.owner():
+        return record
+    return None
+
+
+def txn_new_claim(state: LocationState, descriptor: NodeDescriptor, *, now: float,
+                  lease: float) -> NodeClaim:
+    """NewClaim; see ``LocationStore.new_claim``."""
+    if not isinstance(descriptor, NodeDescriptor):
+        raise InvalidOperation(f"new_claim takes a NodeDescriptor, got {type(descriptor)}")
+    expires = _lease(now, lease)
+    key = (descriptor.mesh, descriptor.node_rid)
+    old = state.claims.get(key)
+    if old is not None and old.is_live(now):
+        raise AlreadyExists(
+            f"a live claim already holds mesh {descriptor.mesh!r} node {descriptor.node_rid} "
+            f"(NodeId {old.descriptor.node_id!r}, lifecycle {old.lifecycle_generation}); start "
+            "this lifecycle with a fresh NodeRid"
+        )
+    old_entry = None if old is None else _entry_of(state, old)
+    taken = state.records.get(descriptor.entry_spot_id)
+    if taken is not None and taken is not old_entry:
+        raise AlreadyExists(
+            f"Entry Spot ID {descriptor.entry_spot_id!r} already has authority; issue a new "
+            "Entry Spot ID and claim again"
+        )
+    generation = next_generation(state)
+    lifecycle = check_generation(state.lifecycles.get(descriptor.node_id, 0) + 1,
+                                 "lifecycle generation")
+    claim = NodeClaim(descriptor=descriptor, lifecycle_generation=lifecycle,
+                      lease_expires_at=expires)
+    entry = AuthorityRecord(
+        spot_id=descriptor.entry_spot_id, kind=SpotKind.ENTRY, stable_type=ENTRY_STABLE_TYPE,
+        mesh=descriptor.mesh, state=AuthorityState.READY, object_generation=generation,
+        owner_generation=1, store_version=1, owner=claim.owner(),
+    )
+    # -- writes --
+    if old_entry is not None:
+        del state.records[old_entry.spot_id]
+    state.claims[key] = claim
+    state.records[entry.spot_id] = entry
+    state.lifecycles[descriptor.node_id] = lifecycle
+    state.last_generation = generation
+    return claim
+
+
+def txn_renew(state: LocationState, mesh: str, node_rid: NodeRid, lifecycle_generation: int,
+              *, now: float, lease: float) -> NodeClaim:
+    """Renew; see ``LocationStore.renew``."""
+    expires = _lease(now, lease)
+    claim = state.claims.get((mesh, node_rid))
+    if claim is None or claim.lifecycle_generation != lifecycle_generation:
+        raise StaleFence(
+            f"node {node_rid} lifecycle {lifecycle_generation} has no current claim in mesh "
+            f"{mesh!r}; it was removed or replaced: make a new claim"
+        )
+    if not claim.is_live(now):
+        raise Unavailable(
+            f"the lease of node {node_rid} lifecycle {lifecycle_generation} expired at "
+            f"{claim.lease_expires_at}; this lifecycle is over, start a new one with new_claim"
+        )
+    renewed = attrs.evolve(claim, lease_expires_at=max(claim.lease_expires_at, expires),
+                           store_version=check_generation(claim.store_version + 1, "version"))
+    state.claims[(mesh, node_rid)] = renewed
+    return renewed
+
+
+def txn_remove(state: LocationState, mesh: str, node_rid: NodeRid,
+               lifecycle_generation: int) -> bool:
+    """Remove; see ``LocationStore.remove``."""
+    key = (mesh, node_rid)
+    claim = state.claims.get(key)
+    if claim is None or claim.lifecycle_generation != lifecycle_generation:
+        return False
+    entry = _entry_of(state, claim)
+    del state.claims[key]
+    if entry is not None:
+        del state.records[entry.spot_id]
+    return True
+
+
+def txn_descriptors(state: LocationState, mesh: str | None, *, now: float) -> list[NodeClaim]:
+    """Live claims; see ``LocationStore.descriptors``."""
+    check_finite(now, "now")
+    return [claim for key, claim in sorted(state.claims.items(),
+                                           key=lambda kv: (kv[0][0], kv[0][1].value))
+            if (mesh is None or key[0] == mesh) and claim.is_live(now)]

@@ -1,0 +1,114 @@
+"""SQLite store: the combined cold-activation transactions (both stores, one file).
+
+Theory of operation
+-------------------
+The Location and Relocation Stores share one connection and file, so each combined
+transaction (``protocol.CombinedTransactions``) is one ``BEGIN IMMEDIATE`` block
+that runs the merged steps' bodies one after the other: the oracle over the
+``loc_*`` views (``view``), the inbox bodies and the root rows of ``relocation``.
+Any refusal raises inside the block and the whole transaction rolls back, so
+nothing at all is written; the checks run in the order the protocol documents
+(the oracle of ``store.rules.combined`` is the reference for the outcomes). A
+transaction that moves more than ``INLINE_MAX_BYTES`` runs in the worker thread,
+as every other large one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from zlink_trio.core.records import RecoveryPointer, RootReceipt
+from zlink_trio.store.rules import location as loc
+from zlink_trio.store.rules import relocation_store as rel
+from zlink_trio.store.rules.combined import check_finish_args
+from zlink_trio.store.rules.location import pointer_removal
+from zlink_trio.store.rules.relocation_store import receipt_of
+from zlink_trio.store.sqlite.relocation import (
+    append_sync,
+    inbox_state,
+    load_root,
+    set_cursor_sync,
+    write_cursor_sync,
+)
+from zlink_trio.store.sqlite.view import LocationView
+from zlink_trio.store.values import FirstRecordCleanup
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from zlink_trio.core.identity import SpotKind
+    from zlink_trio.core.records import AuthorityRecord, OwnerFence, ReservationFence
+    from zlink_trio.store.sqlite.connection import SqliteConnection
+
+__all__ = ("SqliteCombined",)
+
+
+class SqliteCombined:
+    """The combined transactions of a :class:`SqliteStore`; see the protocol."""
+
+    def __init__(self, db: SqliteConnection) -> None:
+        self._db = db
+
+    async def reserve_with_root(self, spot_id: str, root: bytes, *, kind: SpotKind,
+                                stable_type: str, mesh: str, owner: OwnerFence,
+                                now: float) -> tuple[ReservationFence, RootReceipt]:
+        """PutRoot + Reserve (one transaction); see ``CombinedTransactions``."""
+        raw = rel.check_bytes(root, "root")
+        receipt = receipt_of(raw)
+        pointer = RecoveryPointer.from_receipt(receipt)
+
+        def body(conn: sqlite3.Connection) -> tuple[ReservationFence, RootReceipt]:
+            view = LocationView(conn)
+            fence = loc.txn_reserve(view.state, spot_id, kind=kind, stable_type=stable_type,
+                                    mesh=mesh, owner=owner, now=now, recovery_pointer=pointer)
+            view.flush()
+            conn.execute("INSERT OR IGNORE INTO rel_roots VALUES (?, ?)", (receipt.ref, raw))
+            return fence, receipt
+        return await self._db.write(body, size=len(raw))
+
+    async def commit_ready_with_first_record(self, fence: ReservationFence, record: bytes, *,
+                                             now: float) -> tuple[AuthorityRecord, int]:
+        """InboxAppend + CommitReady (one transaction); see ``CombinedTransactions``."""
+        key = rel.inbox_key(fence.spot_id, fence.object_generation)
+        raw = rel.check_bytes(record, "inbox record")
+
+        def body(conn: sqlite3.Connection) -> tuple[AuthorityRecord, int]:
+            view = LocationView(conn, generation=False)  # CommitReady issues no generation
+            before = view.state.records.get(fence.spot_id)
+            ready = loc.txn_commit_ready(view.state, fence, now=now)
+            if ready is before:  # this very commit already happened: write nothing
+                found = inbox_state(conn, key)
+                return ready, 0 if found is None else found[0]
+            view.flush()
+            return ready, append_sync(conn, key, raw)
+        return await self._db.write(body, size=len(raw))
+
+    async def finish_first_record(self, spot_id: str, object_generation: int, *, seq: int,
+                                  expected_version: int,
+                                  root: RootReceipt) -> FirstRecordCleanup:
+        """Cursor + pointer CAS + root deletion (one transaction); see the protocol."""
+        check_finish_args(spot_id, object_generation, seq, expected_version, root)
+        key = (spot_id, object_generation)
+
+        def body(conn: sqlite3.Connection) -> FirstRecordCleanup:
+            state = rel.RelocationState()
+            data = load_root(conn, root.ref)
+            if data is not None:
+                state.roots[root.ref] = data
+            delete = rel.verified_root(state, root) is not None  # RootIntegrityError first
+            moved = set_cursor_sync(conn, key, seq, check_only=True)
+            view = LocationView(conn, generation=False)
+            remove = pointer_removal(view.state.records.get(spot_id), object_generation,
+                                     expected_version)
+            # -- writes --
+            if moved:
+                write_cursor_sync(conn, key, seq)
+            if remove:
+                loc.txn_remove_recovery_pointer(view.state, spot_id,
+                                                object_generation=object_generation,
+                                                expected_version=expected_version)
+                view.flush()
+            if delete:
+                conn.execute("DELETE FROM rel_roots WHERE ref = ?", (root.ref,))
+            return FirstRecordCleanup(moved, remove, delete)
+        return await self._db.write(body, size=root.size)

@@ -1,0 +1,355 @@
+"""SQLite store: one connection, its transactions, and how they meet the Trio loop.
+
+Theory of operation
+-------------------
+A :class:`SqliteConnection` owns one ``sqlite3`` connection (autocommit mode:
+we issue ``BEGIN``/``COMMIT`` ourselves) and a ``trio.CapacityLimiter(1)``,
+so at most one transaction of this connection runs at a time. A transaction
+is a plain function ``body(conn) -> T`` run whole between ``BEGIN IMMEDIATE``
+(writes; ``BEGIN`` for reads) and ``COMMIT``; any exception rolls it back, so
+a transaction is all or nothing even when the body raises halfway.
+
+Two dispatch modes, same semantics:
+
+``thread``
+    The whole BEGIN..COMMIT is one ``trio.to_thread.run_sync`` call under the
+    per-connection limiter. The thread is never abandoned: a cancelled caller
+    waits for it (at most the busy timeout plus the body), then sees the
+    cancellation; the transaction either committed or rolled back whole.
+``inline``
+    The transaction first runs on the Trio thread with ``busy_timeout = 0``:
+    it never *waits* for another connection's lock. If SQLite answers
+    SQLITE_BUSY (another process holds the write lock) it rolls back and runs
+    again in a worker thread, as in ``thread`` mode, with the configured busy
+    timeout. Inline work is local disk I/O (no lock waits); with
+    ``synchronous=full`` it includes the WAL fsync of each commit.
+
+**Group commit** (``inline``, writes). Write transactions that arrive while another
+is about to run share one ``BEGIN IMMEDIATE … COMMIT``: the first caller leads -- it
+takes the limiter and yields once (shielded), so every task that is runnable in that
+scheduling tick queues its transaction behind it -- then runs them all in arrival
+order, each under its own ``SAVEPOINT``. A body that refuses (raises) is rolled back
+to its savepoint alone and gets its own error; the others commit together, and every
+caller is answered only after the ``COMMIT``. One caller alone is one transaction
+exactly as before (no savepoint). A failure of the group itself (``COMMIT``, an
+error that ends the transaction) rolls all of it back and each caller gets that
+error: nothing of the group was written. SQLITE_BUSY sends the whole group to the
+worker thread. A caller cancelled while queued is removed (nothing written); once
+its group started it gets the group's outcome. This saves the per-transaction
+``BEGIN``/``COMMIT`` and the limiter hand-off between concurrent writers.
+
+Failures map to typed errors: SQLITE_BUSY/LOCKED after the busy timeout, and
+any other ``sqlite3`` error, is :class:`StoreUnavailable` chained with ``from``;
+errors the body raises (StaleFence, AuthorityExists, ...) pass through
+after the rollback.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING, Final, TypeVar, cast
+
+import trio
+
+from zlink_trio.core.errors import StoreUnavailable, Unavailable
+from zlink_trio.store.sqlite.schema import SqliteOptions, migrate
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from zlink_trio.store.sqlite.checkpoint import Checkpointer
+
+__all__ = ("INLINE_MAX_BYTES", "SqliteConnection", "is_busy")
+
+T = TypeVar("T")
+
+#: Largest payload an inline transaction moves; bigger ones go to the worker thread.
+INLINE_MAX_BYTES: Final = 256 * 1024
+
+_BUSY_CODES: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+
+def is_busy(error: BaseException) -> bool:
+    """Whether ``error`` is SQLite's "another connection holds the lock"."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return isinstance(error, sqlite3.OperationalError) and (
+        (code is not None and code & 0xFF in _BUSY_CODES)
+        or "locked" in str(error) or "busy" in str(error))
+
+
+class _Busy(Exception):
+    """Internal: an inline attempt met another connection's lock; retry in a thread."""
+
+
+class _Txn:
+    """One queued write transaction of a group (see *Group commit*)."""
+
+    __slots__ = ("body", "error", "lead", "taken", "task", "value")
+
+    def __init__(self, body: Callable[[sqlite3.Connection], object]) -> None:
+        self.body = body
+        self.task = trio.lowlevel.current_task()
+        self.taken = False
+        self.lead = False  # woken to lead the next group, not with an outcome
+        self.value: object = None
+        self.error: BaseException | None = None
+
+
+class SqliteConnection:
+    """One connection and its limiter; see the module docstring."""
+
+    def __init__(self, conn: sqlite3.Connection, options: SqliteOptions) -> None:
+        self._conn = conn
+        self.options = options
+        self._limiter = trio.CapacityLimiter(1)
+        self._wait_ms = round(options.busy_timeout * 1000)
+        self._waiting = True  # the connection's busy_timeout is _wait_ms (else 0)
+        self._closed = False
+        self._queue: list[_Txn] = []
+        #: Inline dispatch: WAL checkpoints in a worker thread (``checkpoint``).
+        self.checkpointer: Checkpointer | None = None
+        self._leading = False  # a leader will take the queued transactions
+        #: Groups committed and the transactions in them (benchmark figures).
+        self.groups = 0
+        self.grouped = 0
+
+    @property
+    def limiter(self) -> trio.CapacityLimiter:
+        """The limiter every transaction of this connection holds (one at a time)."""
+        return self._limiter
+
+    @classmethod
+    def open_sync(cls, options: SqliteOptions) -> SqliteConnection:
+        """Open, apply the pragmas and create/migrate the schema (blocking; run in a thread)."""
+        try:
+            conn = sqlite3.connect(options.path, timeout=options.busy_timeout,
+                                   isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as error:
+            raise StoreUnavailable(f"cannot open SQLite store {options.path!r}: {error}") from error
+        try:
+            try:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    raise Unavailable(f"SQLite store {options.path!r} refused WAL mode ({mode})")
+                conn.execute(f"PRAGMA synchronous = {options.synchronous.upper()}")
+                if options.dispatch == "inline":  # checkpoints run in a thread instead
+                    conn.execute("PRAGMA wal_autocheckpoint = 0")
+                self = cls(conn, options)
+                self._transaction(lambda c: migrate(c, options.path), write=True)
+            except sqlite3.Error as error:
+                raise _unavailable(options.path, error) from error
+        except BaseException:
+            conn.close()
+            raise
+        return self
+
+    async def write(self, body: Callable[[sqlite3.Connection], T], *, size: int = 0) -> T:
+        """Run ``body`` as one ``BEGIN IMMEDIATE`` transaction.
+
+        ``size`` is the payload the body moves, in bytes; above
+        :data:`INLINE_MAX_BYTES` the transaction always runs in the worker
+        thread, so hashing or copying a large root never stalls the loop.
+        """
+        return await self._run(body, write=True, size=size)
+
+    async def read(self, body: Callable[[sqlite3.Connection], T], *, size: int = 0,
+                   single: bool = False) -> T:
+        """Run ``body`` as one read transaction (a consistent snapshot); see :meth:`write`.
+
+        ``single``: the body runs exactly one statement, which SQLite makes atomic on
+        its own, so no ``BEGIN``/``COMMIT`` is issued around it.
+        """
+        return await self._run(body, write=False, size=size, single=single)
+
+    async def _run(self, body: Callable[[sqlite3.Connection], T], *, write: bool,
+                   size: int, single: bool = False) -> T:
+        if self._closed:
+            raise Unavailable(f"SQLite store {self.options.path!r} is closed")
+        if write:
+            result = await self._write(body, size)
+            if self.checkpointer is not None:
+                self.checkpointer.committed()
+            return result
+        if self.options.dispatch == "thread" or size > INLINE_MAX_BYTES:
+            return await trio.to_thread.run_sync(self._read, body, single,
+                                                 limiter=self._limiter)
+        async with self._limiter:
+            try:
+                return self._read(body, single, wait=False)
+            except _Busy:
+                pass
+            # Another connection holds the lock: wait for it off the Trio thread.
+            return await trio.to_thread.run_sync(self._read, body, single)
+
+    def _read(self, body: Callable[[sqlite3.Connection], T], single: bool, *,
+              wait: bool = True) -> T:
+        return self._transaction(body, False, wait=wait, single=single)
+
+    def _failure(self, error: sqlite3.Error, wait: bool) -> Exception:
+        """What a SQLite error becomes: _Busy (retry in the thread) when not waiting."""
+        return _Busy() if not wait and is_busy(error) else _unavailable(self.options.path,
+                                                                          error)
+
+    def _set_wait(self, wait: bool) -> None:
+        if wait != self._waiting:
+            self._conn.execute(f"PRAGMA busy_timeout = {self._wait_ms if wait else 0}")
+            self._waiting = wait
+
+    async def _write(self, body: Callable[[sqlite3.Connection], T], size: int) -> T:
+        if self.options.dispatch == "thread" or size > INLINE_MAX_BYTES:
+            return await trio.to_thread.run_sync(self._transaction, body, True,
+                                                 limiter=self._limiter)
+        return cast("T", await self._grouped(body))
+
+    def _transaction(self, body: Callable[[sqlite3.Connection], T], write: bool, *,
+                     wait: bool = True, single: bool = False) -> T:
+        """BEGIN..COMMIT around ``body``; rolls back on any exception.
+
+        ``single`` (reads only): ``body`` runs one statement, atomic on its own.
+        """
+        conn = self._conn
+        try:
+            self._set_wait(wait)
+            if single:
+                return body(conn)
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                result = body(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as error:
+            raise self._failure(error, wait) from error
+        return result
+
+    async def _grouped(self, body: Callable[[sqlite3.Connection], object]) -> object:
+        """One write transaction, committed in a group with its concurrent peers."""
+        txn = _Txn(body)
+        self._queue.append(txn)
+        if self._leading:
+            def abort(_: object) -> trio.lowlevel.Abort:
+                if txn.taken:  # its group runs: the caller gets the group's outcome
+                    return trio.lowlevel.Abort.FAILED
+                self._queue.remove(txn)  # never started: nothing written
+                return trio.lowlevel.Abort.SUCCEEDED
+
+            await trio.lowlevel.wait_task_rescheduled(abort)
+            if not txn.lead:
+                return _outcome(txn)
+        else:
+            self._leading = True
+        await self._lead(txn)
+        return _outcome(txn)
+
+    async def _lead(self, mine: _Txn) -> None:
+        limiter = self._limiter
+        try:
+            limiter.acquire_nowait()
+        except trio.WouldBlock:
+            try:  # a thread transaction holds the connection: wait for it
+                await limiter.acquire()
+            except BaseException:
+                self._queue.remove(mine)
+                if self._queue:  # hand the lead to the next queued transaction
+                    self._queue[0].lead = True
+                    trio.lowlevel.reschedule(self._queue[0].task)
+                else:
+                    self._leading = False
+                raise
+        else:
+            # Shielded: let every runnable peer queue its transaction behind ours.
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        batch, self._queue, self._leading = self._queue, [], False
+        for txn in batch:
+            txn.taken = True
+        try:
+            try:
+                if self.checkpointer is not None and self.checkpointer.take_restart():
+                    # This commit restarts the WAL, which fsyncs its header: off the loop.
+                    await trio.to_thread.run_sync(self._group, batch, True)
+                else:
+                    self._group(batch, wait=False)
+            except _Busy:
+                # Another connection holds the lock: wait for it off the Trio thread.
+                await trio.to_thread.run_sync(self._group, batch, True)
+        except BaseException as error:
+            for txn in batch:
+                txn.error = error
+            if not isinstance(error, Exception):
+                _wake(batch, mine)
+                raise
+        finally:
+            limiter.release()
+        self.groups += 1
+        self.grouped += len(batch)
+        _wake(batch, mine)
+
+    def _group(self, batch: list[_Txn], wait: bool) -> None:
+        """BEGIN..COMMIT around every body of ``batch``, a savepoint each if several.
+
+        Raises for a failure of the whole group (all rolled back); a body's own refusal
+        is recorded on its transaction only.
+        """
+        if len(batch) == 1:
+            txn = batch[0]
+            txn.value, txn.error = self._transaction(txn.body, True, wait=wait), None
+            return
+        conn = self._conn
+        try:
+            self._set_wait(wait)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for txn in batch:
+                    txn.value, txn.error = None, None
+                    conn.execute("SAVEPOINT zlink_group")
+                    try:
+                        txn.value = txn.body(conn)
+                    except Exception as error:
+                        if not conn.in_transaction or (
+                                isinstance(error, sqlite3.Error) and is_busy(error)):
+                            raise  # the whole group is lost
+                        conn.execute("ROLLBACK TO zlink_group")
+                        txn.error = (_unavailable(self.options.path, error)
+                                     if isinstance(error, sqlite3.Error) else error)
+                    conn.execute("RELEASE zlink_group")
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as error:
+            raise self._failure(error, wait) from error
+
+    async def aclose(self) -> None:
+        """Close after any running transaction and checkpoint finished (never abandoned)."""
+        if self.checkpointer is not None:
+            await self.checkpointer.aclose()
+        async with self._limiter:
+            if not self._closed:
+                self._closed = True
+                await trio.to_thread.run_sync(self._conn.close)
+
+
+def _outcome(txn: _Txn) -> object:
+    if txn.error is not None:
+        raise txn.error
+    return txn.value
+
+
+def _wake(batch: list[_Txn], mine: _Txn) -> None:
+    for txn in batch:
+        if txn is not mine:
+            trio.lowlevel.reschedule(txn.task)
+
+
+def _unavailable(path: str, error: sqlite3.Error) -> Unavailable:
+    # StoreUnavailable: the store was not asked, which says nothing about leases or
+    # records (the lease keeper retries it; a StaleFence-like Unavailable it would not).
+    if is_busy(error):
+        return StoreUnavailable(
+            f"SQLite store {path!r} is locked by another connection past the busy timeout "
+            f"({error}); nothing was written, retry later or raise ?busy_timeout="
+        )
+    return StoreUnavailable(f"SQLite store {path!r} failed: {error}; nothing was written")

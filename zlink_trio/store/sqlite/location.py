@@ -1,0 +1,234 @@
+"""SQLite store: the Location Store, the memory oracle run over views of the ``loc_*`` tables.
+
+Theory of operation
+-------------------
+Each write method is one ``BEGIN IMMEDIATE`` transaction (``connection``) that runs
+the memory backend's pure ``txn_*`` function -- the oracle of ``store.rules`` --
+over a :class:`LocationView` of the ``loc_*`` tables (``view``): the checks, their
+order, the errors and the return values are the memory backend's by construction,
+and :meth:`LocationView.flush` writes what the oracle changed. Reads are bounded
+SQL queries (a primary key, an index range, ``LIMIT``) whose rows are fed to the
+same functions, so a read never scans a table into memory.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypeVar
+
+from zlink_trio.core._checks import check_finite, check_int
+from zlink_trio.core.records import AuthorityState
+from zlink_trio.store.rules import claims, recovery
+from zlink_trio.store.rules import location as loc
+from zlink_trio.store.rules import operator as ops
+from zlink_trio.store.rules import relocation_steps as steps
+from zlink_trio.store.sqlite.view import LocationView, decode_claim, decode_record
+from zlink_trio.store.values import MAX_PAGE_SIZE, LocationStatistics
+
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Callable
+
+    from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
+    from zlink_trio.core.identity import NodeRid, SpotKind
+    from zlink_trio.core.records import (
+        AuthorityFence,
+        AuthorityRecord,
+        CreationIntent,
+        OwnerFence,
+        RecoveryPointer,
+        ReservationFence,
+    )
+    from zlink_trio.store.sqlite.connection import SqliteConnection
+    from zlink_trio.store.values import Page
+
+__all__ = ("SqliteLocationStore",)
+
+T = TypeVar("T")
+
+
+class SqliteLocationStore:
+    """A :class:`~zlink_trio.store.LocationStore` on SQLite; see the protocol for contracts."""
+
+    def __init__(self, db: SqliteConnection) -> None:
+        self._db = db
+
+    async def _txn(self, fn: Callable[[loc.LocationState], T], *,
+                   generation: bool = False) -> T:
+        """One write transaction running the oracle ``fn`` over the views.
+
+        ``generation``: ``fn`` may issue an ObjectGeneration (NewClaim, Reserve), so
+        the sequence row is read; every other transaction skips that statement.
+        """
+        def body(conn: sqlite3.Connection) -> T:
+            view = LocationView(conn, generation=generation)
+            result = fn(view.state)  # the oracle: checks everything, then writes the view
+            view.flush()
+            return result
+        return await self._db.write(body)
+
+    async def new_claim(self, descriptor: NodeDescriptor, *, now: float,
+                        lease: float) -> NodeClaim:
+        """NewClaim (one transaction); see ``LocationStore.new_claim``."""
+        return await self._txn(lambda s: claims.txn_new_claim(s, descriptor, now=now,
+                                                              lease=lease), generation=True)
+
+    async def renew(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int, *,
+                    now: float, lease: float) -> NodeClaim:
+        """Renew (one transaction); see ``LocationStore.renew``."""
+        return await self._txn(lambda s: claims.txn_renew(s, mesh, node_rid,
+                                                          lifecycle_generation, now=now,
+                                                          lease=lease))
+
+    async def remove(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int) -> bool:
+        """Remove (one transaction); see ``LocationStore.remove``."""
+        return await self._txn(lambda s: claims.txn_remove(s, mesh, node_rid,
+                                                           lifecycle_generation))
+
+    async def descriptors(self, mesh: str | None = None, *, now: float) -> list[NodeClaim]:
+        """Live claims (one read); see ``LocationStore.descriptors``."""
+        check_finite(now, "now")
+
+        def body(conn: sqlite3.Connection) -> list[NodeClaim]:
+            rows = conn.execute(
+                "SELECT body FROM loc_claims WHERE lease_expires_at > ? AND (? IS NULL OR "
+                "mesh = ?)", (now, mesh, mesh)).fetchall()
+            found = {(c.descriptor.mesh, c.descriptor.node_rid): c
+                     for c in (decode_claim(r[0]) for r in rows)}
+            return claims.txn_descriptors(loc.LocationState(claims=found), mesh, now=now)
+        return await self._db.read(body)
+
+    async def find(self, spot_id: str) -> AuthorityRecord | None:
+        """The record or ``None`` (one read); see ``LocationStore.find``."""
+        def body(conn: sqlite3.Connection) -> AuthorityRecord | None:
+            row = conn.execute("SELECT body FROM loc_records WHERE spot_id = ?",
+                               (spot_id,)).fetchone()
+            return None if row is None else decode_record(row[0])
+        return await self._db.read(body, single=True)
+
+    async def reserve(self, spot_id: str, *, kind: SpotKind, stable_type: str, mesh: str,
+                      owner: OwnerFence, now: float,
+                      creation_intent: CreationIntent | None = None,
+                      recovery_pointer: RecoveryPointer | None = None) -> ReservationFence:
+        """Reserve (one transaction); see ``LocationStore.reserve``."""
+        return await self._txn(lambda s: loc.txn_reserve(
+            s, spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner, now=now,
+            creation_intent=creation_intent, recovery_pointer=recovery_pointer),
+            generation=True)
+
+    async def commit_ready(self, fence: ReservationFence, *, now: float) -> AuthorityRecord:
+        """CommitReady (one transaction); see ``LocationStore.commit_ready``."""
+        return await self._txn(lambda s: loc.txn_commit_ready(s, fence, now=now))
+
+    async def abort_creating(self, fence: ReservationFence) -> bool:
+        """AbortCreating (one transaction); see ``LocationStore.abort_creating``."""
+        return await self._txn(lambda s: loc.txn_abort_creating(s, fence))
+
+    async def begin_close(self, spot_id: str, *, object_generation: int, owner: OwnerFence,
+                          now: float, expected_owner_generation: int | None = None,
+                          expected_store_version: int | None = None
+                          ) -> AuthorityRecord | None:
+        """BeginClose (one transaction); see ``LocationStore.begin_close``."""
+        return await self._txn(lambda s: loc.txn_begin_close(
+            s, spot_id, object_generation=object_generation, owner=owner, now=now,
+            expected_owner_generation=expected_owner_generation,
+            expected_store_version=expected_store_version))
+
+    async def release(self, fence: AuthorityFence) -> bool:
+        """Release (one transaction); see ``LocationStore.release``."""
+        return await self._txn(lambda s: loc.txn_release(s, fence))
+
+    async def release_expired(self, spot_id: str, *, object_generation: int,
+                              owner_generation: int, now: float) -> AuthorityRecord:
+        """ReleaseExpired (one transaction); see ``LocationStore.release_expired``."""
+        return await self._txn(lambda s: ops.txn_release_expired(
+            s, spot_id, object_generation=object_generation, owner_generation=owner_generation,
+            now=now))
+
+    async def remove_recovery_pointer(self, spot_id: str, *, object_generation: int,
+                                      expected_version: int) -> bool:
+        """RemoveRecoveryPointer (one transaction); see the protocol."""
+        return await self._txn(lambda s: loc.txn_remove_recovery_pointer(
+            s, spot_id, object_generation=object_generation, expected_version=expected_version))
+
+    async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
+                               now: float) -> AuthorityRecord:
+        """BeginRelocation (one transaction); see the protocol."""
+        return await self._txn(lambda s: steps.txn_begin_relocation(s, fence, target=target,
+                                                                    now=now))
+
+    async def seal_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
+        """Seal (one transaction); see the protocol."""
+        return await self._txn(lambda s: steps.txn_seal_relocation(s, fence, now=now))
+
+    async def commit_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
+        """CommitRelocation (one transaction); see the protocol."""
+        return await self._txn(lambda s: steps.txn_commit_relocation(s, fence, now=now))
+
+    async def abort_relocation(self, fence: AuthorityFence) -> AuthorityRecord:
+        """AbortRelocation (one transaction); see the protocol."""
+        return await self._txn(lambda s: steps.txn_abort_relocation(s, fence))
+
+    async def query(self, *, page_size: int, cursor: str | None = None) -> Page:
+        """One Query page (one read of at most ``page_size + 1`` rows); see the protocol."""
+        check_int(page_size, "page_size", 1, MAX_PAGE_SIZE)
+        after = loc.parse_cursor(cursor) or ""
+
+        def body(conn: sqlite3.Connection) -> Page:
+            rows = conn.execute(
+                "SELECT spot_id, body FROM loc_records WHERE spot_id > ? ORDER BY spot_id "
+                "LIMIT ?", (after, page_size + 1)).fetchall()
+            # The oracle pages these rows exactly as it pages the whole table.
+            window = loc.LocationState(records={r[0]: decode_record(r[1]) for r in rows})
+            return loc.txn_query(window, page_size=page_size, cursor=cursor)
+        return await self._db.read(body)
+
+    async def statistics(self) -> LocationStatistics:
+        """A snapshot of counts (one read); see ``LocationStore.statistics``."""
+        def body(conn: sqlite3.Connection) -> LocationStatistics:
+            by_state = {s.value: 0 for s in AuthorityState}
+            by_state.update(conn.execute(
+                "SELECT state, count(*) FROM loc_records GROUP BY state").fetchall())
+            (count,) = conn.execute("SELECT count(*) FROM loc_claims").fetchone()
+            last = conn.execute("SELECT value FROM loc_sequence").fetchone()
+            return LocationStatistics(
+                claims=count, creating=by_state["creating"], ready=by_state["ready"],
+                closing=by_state["closing"], relocating=by_state["relocating"],
+                sealed=by_state["sealed"], last_object_generation=0 if last is None else last[0])
+        return await self._db.read(body)
+
+    async def orphans(self, node_id: str, *, now: float, after: str | None = None,
+                      limit: int = 1000) -> list[AuthorityRecord]:
+        """Incomplete activations of a dead lifecycle (one read); see the protocol.
+
+        Reads the expired claims, keeps those of ``node_id``, then at most ``limit``
+        orphan rows of each through the owner index; the oracle filters and pages them.
+        """
+        # The arguments are checked here, before any I/O (an empty window has no orphans).
+        recovery.txn_orphans(loc.LocationState(), node_id, now=now, after=after, limit=limit)
+
+        def body(conn: sqlite3.Connection) -> list[AuthorityRecord]:
+            state = loc.LocationState()
+            for row in conn.execute("SELECT body FROM loc_claims WHERE lease_expires_at <= ?",
+                                    (now,)).fetchall():
+                claim = decode_claim(row[0])
+                if claim.descriptor.node_id != node_id:
+                    continue
+                state.claims[(claim.descriptor.mesh, claim.descriptor.node_rid)] = claim
+                for (spot_id, text) in conn.execute(
+                        "SELECT spot_id, body FROM loc_records WHERE mesh = ? AND owner_rid = ? "
+                        "AND owner_lifecycle = ? AND spot_id > ? AND (state = 'creating' OR "
+                        "(state = 'ready' AND json_extract(body, '$.recoveryPointer') IS NOT "
+                        "NULL)) ORDER BY spot_id LIMIT ?",
+                        (claim.descriptor.mesh, str(claim.descriptor.node_rid),
+                         claim.lifecycle_generation, after or "", limit)).fetchall():
+                    state.records[spot_id] = decode_record(text)
+            return recovery.txn_orphans(state, node_id, now=now, after=after, limit=limit)
+        return await self._db.read(body)
+
+    async def adopt_orphan(self, spot_id: str, *, object_generation: int,
+                           owner_generation: int, old_owner: OwnerFence,
+                           new_owner: OwnerFence, now: float) -> AuthorityRecord:
+        """AdoptOrphan (one transaction); see ``LocationStore.adopt_orphan``."""
+        return await self._txn(lambda s: recovery.txn_adopt_orphan(
+            s, spot_id, object_generation=object_generation, owner_generation=owner_generation,
+            old_owner=old_owner, new_owner=new_owner, now=now))

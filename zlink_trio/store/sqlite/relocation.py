@@ -1,0 +1,196 @@
+"""SQLite store: the Relocation Store (``rel_*`` tables): roots, inboxes, statistics.
+
+Theory of operation
+-------------------
+Roots are ``rel_roots`` rows ``(ref, data)``. Their transactions run the memory
+oracle's ``txn_*`` functions (``store.rules.relocation_store``) over a lazy
+:class:`Rows` view of that table (``view``), then write the rows it changed, so
+content addressing and the integrity checks are the oracle's by construction.
+
+An inbox is one ``rel_inboxes`` row per ``(spot_id, object_generation)``
+holding ``last_seq`` and the replay ``cursor``, plus its records in
+``rel_inbox_records``. Each method mirrors the memory oracle
+(``store.rules.relocation_store``) check for check and in the same order -- the same
+validators are called first -- then touches only the rows of that one inbox:
+an append reads ``last_seq`` and writes one record; moving the cursor deletes
+the records at or below it in the same transaction, so a reader never sees a
+handled record. Reads are bounded by ``limit``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypeVar, cast
+
+from zlink_trio.core._checks import check_int
+from zlink_trio.store.rules import relocation_store as rel
+from zlink_trio.store.rules.relocation_store import check_cursor_move
+from zlink_trio.store.sqlite.view import Rows
+from zlink_trio.store.values import MAX_INBOX_READ, InboxRecord, RelocationStatistics
+
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Callable
+
+    from zlink_trio.core.records import RootReceipt
+    from zlink_trio.store.sqlite.connection import SqliteConnection
+
+__all__ = (
+    "SqliteRelocationStore",
+    "append_sync",
+    "inbox_state",
+    "load_root",
+    "set_cursor_sync",
+    "write_cursor_sync",
+)
+
+T = TypeVar("T")
+
+_KEY = "spot_id = ? AND object_generation = ?"
+
+
+def inbox_state(conn: sqlite3.Connection, key: tuple[str, int]) -> tuple[int, int] | None:
+    """``(last_seq, cursor)`` of an inbox, or ``None`` when it does not exist."""
+    row = conn.execute(f"SELECT last_seq, cursor FROM rel_inboxes WHERE {_KEY}", key).fetchone()
+    return None if row is None else (int(row[0]), int(row[1]))
+
+
+_inbox = inbox_state
+
+
+def load_root(conn: sqlite3.Connection, ref: str) -> bytes | None:
+    """The stored bytes of root ``ref``, or ``None`` (one primary-key read)."""
+    row = conn.execute("SELECT data FROM rel_roots WHERE ref = ?", (ref,)).fetchone()
+    return None if row is None else bytes(row[0])
+
+
+def append_sync(conn: sqlite3.Connection, key: tuple[str, int], raw: bytes) -> int:
+    """InboxAppend's body (inside the caller's write transaction): the new sequence."""
+    found = _inbox(conn, key)
+    seq = (0 if found is None else found[0]) + 1
+    if found is None:
+        conn.execute("INSERT INTO rel_inboxes VALUES (?, ?, ?, 0)", (*key, seq))
+    else:
+        conn.execute(f"UPDATE rel_inboxes SET last_seq = ? WHERE {_KEY}", (seq, *key))
+    conn.execute("INSERT INTO rel_inbox_records VALUES (?, ?, ?, ?)", (*key, seq, raw))
+    return seq
+
+
+def set_cursor_sync(conn: sqlite3.Connection, key: tuple[str, int], seq: int, *,
+                    check_only: bool = False) -> bool:
+    """InboxSetCursor's body (inside the caller's write transaction); see the protocol.
+
+    With ``check_only`` it only checks (raising as the move would) and returns
+    whether the move would change anything.
+    """
+    found = _inbox(conn, key)
+    last, cursor = (0, 0) if found is None else found
+    check_cursor_move(key[0], key[1], seq, last, cursor)
+    if seq == cursor or found is None:
+        return False
+    if not check_only:
+        write_cursor_sync(conn, key, seq)
+    return True
+
+
+def write_cursor_sync(conn: sqlite3.Connection, key: tuple[str, int], seq: int) -> None:
+    """The writes of a cursor move that ``set_cursor_sync(check_only=True)`` approved."""
+    conn.execute(f"DELETE FROM rel_inbox_records WHERE {_KEY} AND seq <= ?", (*key, seq))
+    conn.execute(f"UPDATE rel_inboxes SET cursor = ? WHERE {_KEY}", (seq, *key))
+
+
+class SqliteRelocationStore:
+    """A :class:`~zlink_trio.store.RelocationStore` on SQLite; see the protocol for contracts."""
+
+    def __init__(self, db: SqliteConnection) -> None:
+        self._db = db
+
+    async def _roots(self, fn: Callable[[rel.RelocationState], T], *, write: bool,
+                     size: int) -> T:
+        def body(conn: sqlite3.Connection) -> T:
+            roots: Rows[str, bytes] = Rows(lambda ref: load_root(conn, ref))
+            result = fn(rel.RelocationState(roots=cast("dict[str, bytes]", roots)))
+            for ref, data in roots.changes():
+                if data is None:
+                    conn.execute("DELETE FROM rel_roots WHERE ref = ?", (ref,))
+                else:
+                    conn.execute("INSERT INTO rel_roots VALUES (?, ?)", (ref, data))
+            return result
+        if write:
+            return await self._db.write(body, size=size)
+        return await self._db.read(body, size=size)
+
+    async def put_root(self, data: bytes) -> RootReceipt:
+        """PutRoot (one transaction); see ``RelocationStore.put_root``."""
+        size = len(data) if isinstance(data, bytes | bytearray | memoryview) else 0
+        return await self._roots(lambda s: rel.txn_put_root(s, data), write=True, size=size)
+
+    async def get_root(self, receipt: RootReceipt) -> bytes:
+        """GetRoot (one read); see ``RelocationStore.get_root``."""
+        return await self._roots(lambda s: rel.txn_get_root(s, receipt), write=False,
+                                 size=_size(receipt))
+
+    async def delete_root(self, receipt: RootReceipt) -> bool:
+        """DeleteRoot (one transaction); see ``RelocationStore.delete_root``."""
+        return await self._roots(lambda s: rel.txn_delete_root(s, receipt), write=True,
+                                 size=_size(receipt))
+
+    async def inbox_append(self, spot_id: str, object_generation: int, record: bytes) -> int:
+        """InboxAppend (one transaction); see ``RelocationStore.inbox_append``."""
+        key = rel.inbox_key(spot_id, object_generation)
+        raw = rel.check_bytes(record, "inbox record")
+
+        return await self._db.write(lambda conn: append_sync(conn, key, raw), size=len(raw))
+
+    async def inbox_read(self, spot_id: str, object_generation: int, *, after: int = 0,
+                         limit: int) -> list[InboxRecord]:
+        """InboxRead (one read); see ``RelocationStore.inbox_read``."""
+        key = rel.inbox_key(spot_id, object_generation)
+        check_int(after, "after", 0, rel.MAX_SEQ)
+        check_int(limit, "limit", 1, MAX_INBOX_READ)
+
+        def body(conn: sqlite3.Connection) -> list[InboxRecord]:
+            rows = conn.execute(
+                f"SELECT seq, data FROM rel_inbox_records WHERE {_KEY} AND seq > ? "
+                "ORDER BY seq LIMIT ?", (*key, after, limit)).fetchall()
+            return [InboxRecord(int(seq), bytes(data)) for seq, data in rows]
+        return await self._db.read(body)
+
+    async def inbox_set_cursor(self, spot_id: str, object_generation: int, seq: int) -> bool:
+        """InboxSetCursor (one transaction); see ``RelocationStore.inbox_set_cursor``."""
+        key = rel.inbox_key(spot_id, object_generation)
+        check_int(seq, "seq", 0, rel.MAX_SEQ)
+
+        return await self._db.write(lambda conn: set_cursor_sync(conn, key, seq))
+
+    async def inbox_cursor(self, spot_id: str, object_generation: int) -> int:
+        """InboxCursor (one read); see ``RelocationStore.inbox_cursor``."""
+        key = rel.inbox_key(spot_id, object_generation)
+
+        def body(conn: sqlite3.Connection) -> int:
+            found = _inbox(conn, key)
+            return 0 if found is None else found[1]
+        return await self._db.read(body)
+
+    async def inbox_drop(self, spot_id: str, object_generation: int) -> bool:
+        """InboxDrop (one transaction); see ``RelocationStore.inbox_drop``."""
+        key = rel.inbox_key(spot_id, object_generation)
+
+        def body(conn: sqlite3.Connection) -> bool:
+            conn.execute(f"DELETE FROM rel_inbox_records WHERE {_KEY}", key)
+            return conn.execute(f"DELETE FROM rel_inboxes WHERE {_KEY}", key).rowcount > 0
+        return await self._db.write(body)
+
+    async def statistics(self) -> RelocationStatistics:
+        """A snapshot of counts (one read); see ``RelocationStore.statistics``."""
+        def body(conn: sqlite3.Connection) -> RelocationStatistics:
+            roots, size = conn.execute(
+                "SELECT count(*), coalesce(sum(length(data)), 0) FROM rel_roots").fetchone()
+            (inboxes,) = conn.execute("SELECT count(*) FROM rel_inboxes").fetchone()
+            (records,) = conn.execute("SELECT count(*) FROM rel_inbox_records").fetchone()
+            return RelocationStatistics(roots=roots, root_bytes=size, inboxes=inboxes,
+                                        inbox_records=records)
+        return await self._db.read(body)
+
+
+def _size(receipt: RootReceipt) -> int:
+    return receipt.size if isinstance(getattr(receipt, "size", None), int) else 0

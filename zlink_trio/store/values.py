@@ -1,0 +1,143 @@
+"""Values and errors the store protocols return or raise.
+
+These are plain frozen values so every backend (memory, SQLite, Redis)
+returns the same things and the conformance suite can compare them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final, NamedTuple
+
+import attrs
+
+from zlink_trio.core.errors import AlreadyExists, InvalidOperation, Unavailable
+
+if TYPE_CHECKING:
+    from zlink_trio.core.records import AuthorityRecord
+
+__all__ = (
+    "MAX_INBOX_READ",
+    "MAX_PAGE_BYTES",
+    "MAX_PAGE_SIZE",
+    "AuthorityExists",
+    "FirstRecordCleanup",
+    "InboxRecord",
+    "LocationStatistics",
+    "OwnerAlive",
+    "Page",
+    "RelocationStatistics",
+    "RootIntegrityError",
+)
+
+#: Largest Query page size (spec 06 §3.4).
+MAX_PAGE_SIZE: Final = 1000
+#: Largest encoded Query page: the JSON array of the records' ``to_json()`` (spec 06 §3.4).
+MAX_PAGE_BYTES: Final = 4 * 1024 * 1024
+#: Largest ``limit`` of one inbox read.
+MAX_INBOX_READ: Final = 1000
+
+
+class AuthorityExists(AlreadyExists):
+    """Raised by Reserve when the Spot ID already has authority; nothing was written.
+
+    ``current`` is the record found, so the caller decides without a second
+    read: Create reports :class:`AlreadyExists` (this error as is);
+    GetOrCreate and cold activation use ``current.matches(kind, type)``:
+    no match is TypeMismatch, a match that is Creating or Closing means wait
+    for the authority to change, any other match is Existing.
+    """
+
+    def __init__(self, current: AuthorityRecord) -> None:
+        super().__init__(
+            f"Spot ID {current.spot_id!r} already has {current.state.value} authority "
+            f"(kind {current.kind.name}, stable type {current.stable_type!r}, generation "
+            f"{current.object_generation}); use the existing Spot, wait for it to change, "
+            "or choose another ID"
+        )
+        self.current: Final = current
+
+
+class OwnerAlive(InvalidOperation):
+    """Raised by ReleaseExpired when the Spot's owner still holds a live lease.
+
+    Nothing was written. A live owner serves the Spot and must end it itself
+    (BeginClose, then Release); an operator frees a Spot only once its owner's
+    lease has expired. ``record`` is the record found and ``lease_expires_at``
+    the owner's lease expiry (store time, as the node stamped it).
+    """
+
+    def __init__(self, record: AuthorityRecord, lease_expires_at: float, now: float) -> None:
+        super().__init__(
+            f"{record.spot_id!r} (generation {record.object_generation}) is owned by node "
+            f"{record.owner.node_rid} lifecycle {record.owner.lifecycle_generation}, whose lease "
+            f"is live until {lease_expires_at!r} (now {now!r}, {lease_expires_at - now:.3f} s "
+            "left); a live owner must close the Spot itself, and an operator may release it "
+            "only after that lease has expired"
+        )
+        self.record: Final = record
+        self.lease_expires_at: Final = lease_expires_at
+
+
+class RootIntegrityError(Unavailable):
+    """Raised when a root's stored bytes do not match the receipt's SHA-256 and size.
+
+    The receipt names another root, or the stored bytes were damaged. Nothing
+    is returned or deleted; do not trust the receipt, and treat the root as
+    lost.
+    """
+
+
+@attrs.frozen
+class Page:
+    """One Query page: records in Spot ID order and the cursor of the next page.
+
+    ``next_cursor`` is ``None`` on the last page; otherwise pass it to the
+    next ``query`` call. The cursor is opaque text.
+    """
+
+    records: tuple[AuthorityRecord, ...]
+    next_cursor: str | None
+
+
+@attrs.frozen
+class InboxRecord:
+    """One durable activation-inbox record: its 1-based sequence and bytes."""
+
+    seq: int
+    data: bytes
+
+
+@attrs.frozen(kw_only=True)
+class LocationStatistics:
+    """A snapshot of a Location Store's contents (counts, not a consistent audit)."""
+
+    #: Descriptor claims kept, live or expired.
+    claims: int
+    creating: int
+    ready: int
+    closing: int
+    relocating: int
+    sealed: int
+    #: The last ObjectGeneration issued (0 before the first).
+    last_object_generation: int
+
+
+@attrs.frozen(kw_only=True)
+class RelocationStatistics:
+    """A snapshot of a Relocation Store's contents."""
+
+    roots: int
+    root_bytes: int
+    inboxes: int
+    inbox_records: int
+
+
+class FirstRecordCleanup(NamedTuple):
+    """What :meth:`CombinedTransactions.finish_first_record` changed."""
+
+    #: The inbox cursor moved to the first record (``False``: it was already there).
+    cursor_moved: bool
+    #: The recovery pointer was removed (``False``: gone, other generation, no pointer).
+    pointer_removed: bool
+    #: The root was deleted (``False``: it was already gone).
+    root_deleted: bool
