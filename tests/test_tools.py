@@ -6,11 +6,13 @@ The benchmark is smoke-tested for its shape and its correctness figures only
 
 from __future__ import annotations
 
+import json
 import os
 
 import trio
 
-from zlink_trio import bench, cli
+from zlink_trio import cli
+from zlink_trio.bench import suite
 
 
 def test_cli_lists_commands_and_refuses_unknown_ones(capsys):
@@ -21,7 +23,7 @@ def test_cli_lists_commands_and_refuses_unknown_ones(capsys):
 
 
 def test_bench_reports_every_figure_and_converges_on_one_factory_run():
-    figures = trio.run(lambda: bench.run(requests=200, cold=10, idle=10, txn=20, remote=False))
+    figures = trio.run(lambda: suite.run(requests=200, cold=10, idle=10, txn=20, remote=False))
     for name in ("local_request_ratio", "local_pipelined_ratio",
                  "memory_per_idle_spot_bytes", "raw_channel_round_trips_per_s"):
         assert figures[name] > 0, name
@@ -49,3 +51,15 @@ def test_bench_reports_every_figure_and_converges_on_one_factory_run():
                      "combined.commit_ready_with_first_record") == 1, calls
         for txn in ("reserve", "commit_ready"):
             assert set(figures["store_txn_ms"][backend][txn]) == {"p50", "p99"}
+
+
+def test_bench_json_is_one_compact_line_last_on_stdout(capsys):
+    """``python -m zlink_trio.bench --json``: the whole object on the last line, nothing after."""
+    assert suite.main(["--quick", "--json", "--no-remote", "--backends", "memory"]) == 0
+    out = capsys.readouterr().out
+    assert out.endswith("}\n")
+    last = out.splitlines()[-1]
+    figures = json.loads(last)
+    assert ", " not in last  # compact separators
+    assert figures["get_or_create_convergence"]["factory_runs"] == 1
+    assert set(figures["cold_activations_per_s"]) == {"memory"}
