@@ -1,5 +1,8 @@
 """The shipped tools run: ``zlink-trio`` dispatch and a small benchmark pass.
 
+``zlink-trio demo`` and ``zlink-trio bench`` run ``python -m zlink_trio.samples.demo``
+and ``python -m zlink_trio.bench`` as child processes; their exit status is the command's.
+
 The benchmark is smoke-tested for its shape and its correctness figures only
 (factory runs, states); no timing is asserted anywhere in the test suite.
 """
@@ -20,6 +23,16 @@ def test_cli_lists_commands_and_refuses_unknown_ones(capsys):
     assert "bench" in capsys.readouterr().out
     assert cli.main(["no-such-command"]) == 2
     assert "unknown command" in capsys.readouterr().err
+
+
+def test_cli_demo_and_bench_run_their_programs(capfd):
+    # Child processes write to the terminal itself: capture file descriptors, not sys.stdout.
+    assert cli.main(["demo", "--help"]) == 0
+    assert "usage: python -m zlink_trio.samples.demo" in capfd.readouterr().out
+    assert cli.main(["bench", "--help"]) == 0
+    assert "usage: python -m zlink_trio.bench" in capfd.readouterr().out
+    assert cli.main(["demo", "--nodes", "0"]) == 2  # the program's own usage error
+    assert "invalid choice" in capfd.readouterr().err
 
 
 def test_bench_reports_every_figure_and_converges_on_one_factory_run():
