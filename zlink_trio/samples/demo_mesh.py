@@ -20,9 +20,9 @@ with every call crossing processes where placement put the Spot:
 
 A node process answers one JSON line per command line on stdin (:func:`_serve`), and
 its Spots append ``factory``/``evicted`` lines to the shared event log (:class:`_Log`,
-the only way to see side effects of other processes). The driver checks every step and kills its
-processes and deletes the directory in ``finally`` -- on failure and on Ctrl-C too
-(children ignore SIGINT, so the driver alone decides how they end).
+the only way to see side effects of other processes). The driver checks every step,
+and kills its processes and deletes the directory in ``finally`` -- on failure and on
+Ctrl-C too (children ignore SIGINT, so the driver alone decides how they end).
 """
 
 from __future__ import annotations
