@@ -1,4 +1,4 @@
-"""The README's main command, ``python -m zlink_trio.demo``, runs and tells its story."""
+"""The README's main command, ``python -m zlink_trio.samples.demo``, runs and tells its story."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from trio.testing import MockClock
 
 from statecharts import ALL_CHARTS
-from zlink_trio import demo
+from zlink_trio.samples import demo
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -36,7 +36,7 @@ def test_demo_can_run_twice_in_one_process(capsys):
 
 
 def test_demo_tells_the_story_across_three_node_processes(capsys):
-    """Issue #5 item 9: ``python -m zlink_trio.demo --nodes 3`` -- the same story over three
+    """Issue #5 item 9: ``python -m zlink_trio.samples.demo --nodes 3`` -- the same story over three
     node processes on one SQLite file, calls crossing processes; it checks every step,
     exits 0 and leaves neither processes nor its temporary directory behind."""
     assert demo.main(["--nodes", "3"]) == 0

@@ -3,7 +3,13 @@
 The rule is the table ``LAYERS`` below, bottom layer first. Each row names a
 package, the packages of ours it may import besides itself, and whether it
 is sans-IO (then it may not import any module in ``IO_MODULES``). Add a row
-when a new layer (transport, runtime, the public API, samples) appears.
+when a new layer appears.
+
+``zlink_trio`` in a row means the public API only: the package itself
+(``import zlink_trio as zl``) and the names its ``__all__`` exports (``from
+zlink_trio import open_node``), never a module below it. The row of the
+public API (``zlink_trio/__init__.py``) is held to that too, so it cannot
+import the tools above it, and ``zlink_trio/`` holds nothing else at top level.
 
 The checker reads source with :mod:`ast`; it never imports the code. It sees
 ``import x``, ``from x import y`` (``from pkg import name`` counts as importing
@@ -39,7 +45,16 @@ class Layer(NamedTuple):
     sans_io: bool
 
 
-#: Bottom first. ``statecharts`` is the bottom layer: every layer may import it.
+_BELOW_THE_API = (
+    "statecharts",
+    "zlink_trio.core",
+    "zlink_trio.wire",
+    "zlink_trio.store",
+    "zlink_trio.transport",
+    "zlink_trio.runtime",
+)
+
+#: Bottom first. ``statecharts`` is the bottom layer: every layer but the samples may import it.
 LAYERS: tuple[Layer, ...] = (
     Layer("statecharts", may_import=(), sans_io=True),
     Layer("zlink_trio.core", may_import=("statecharts",), sans_io=True),
@@ -65,34 +80,49 @@ LAYERS: tuple[Layer, ...] = (
         ),
         sans_io=False,
     ),
-    # The public API (zlink_trio/__init__.py) and the demo: the only importers of runtime.
-    Layer(
-        "zlink_trio",
-        may_import=(
-            "statecharts",
-            "zlink_trio.core",
-            "zlink_trio.wire",
-            "zlink_trio.store",
-            "zlink_trio.transport",
-            "zlink_trio.runtime",
-        ),
-        sans_io=False,
-    ),
-    # Next: zlink_trio.samples — it may import the rows above it.
+    # The public API: zlink_trio/__init__.py alone (PUBLIC_API below).
+    Layer("zlink_trio", may_import=_BELOW_THE_API, sans_io=False),
+    # The tools that ship with the runtime: the public API and every layer below it.
+    Layer("zlink_trio.cli", may_import=(*_BELOW_THE_API, "zlink_trio"), sans_io=False),
+    Layer("zlink_trio.bench", may_import=(*_BELOW_THE_API, "zlink_trio"), sans_io=False),
+    # On top: the samples use the public API and nothing else of ours.
+    Layer("zlink_trio.samples", may_import=("zlink_trio",), sans_io=False),
 )
 
-#: Layers that must exist now, so the scan cannot pass by finding nothing.
-REQUIRED = (
-    "statecharts",
-    "zlink_trio.core",
-    "zlink_trio.wire",
-    "zlink_trio.transport",
-    "zlink_trio.runtime",
-)
+#: Layers that must exist now, so the scan cannot pass by finding nothing: every row.
+REQUIRED = tuple(layer.package for layer in LAYERS)
+
+#: What ``zlink_trio/`` holds at top level: the public API and the packages of LAYERS.
+TOP_LEVEL = frozenset({"__init__.py", "py.typed"}) | {
+    layer.package.split(".")[1] for layer in LAYERS if layer.package.startswith("zlink_trio.")
+}
+
+#: A row's "zlink_trio": the package itself and the names its ``__all__`` exports.
+PUBLIC_API = "zlink_trio"
+
+
+def _public_names() -> frozenset[str]:
+    tree = ast.parse((ROOT / "zlink_trio" / "__init__.py").read_text("utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets
+        ):
+            return frozenset(ast.literal_eval(node.value))
+    raise AssertionError("zlink_trio/__init__.py has no __all__")
+
+
+PUBLIC_NAMES = _public_names()
 
 
 def _within(module: str, package: str) -> bool:
     return module == package or module.startswith(package + ".")
+
+
+def _permits(package: str, name: str) -> bool:
+    """Whether importing ``name`` is importing ``package`` (the public API: only its names)."""
+    if package == PUBLIC_API:
+        return name == PUBLIC_API or name.removeprefix(PUBLIC_API + ".") in PUBLIC_NAMES
+    return _within(name, package)
 
 
 def _imported_modules(tree: ast.AST, module: str, is_package: bool) -> list[tuple[int, str]]:
@@ -144,9 +174,10 @@ def check_source(source: str, module: str, filename: str, *, is_package: bool = 
             problems.append(f"{where}: sans-IO layer {layer.package} imports {name}")
         elif top in OURS:
             allowed = (layer.package, *layer.may_import)
-            if not any(_within(name, package) for package in allowed):
+            if not any(_permits(package, name) for package in allowed):
+                shown = tuple(f"{p} (its exports)" if p == PUBLIC_API else p for p in allowed)
                 problems.append(
-                    f"{where}: {layer.package} imports {name}; it may import only {allowed}"
+                    f"{where}: {layer.package} imports {name}; it may import only {shown}"
                 )
     return problems
 
@@ -182,6 +213,16 @@ def test_imports_point_down(layer: Layer) -> None:
     assert not problems, "\n".join(problems)
 
 
+def test_top_level_holds_only_the_public_api_and_the_packages_of_layers():
+    """``zlink_trio/``: ``__init__.py``, ``py.typed`` and one package per row, nothing else."""
+    found = {p.name for p in (ROOT / "zlink_trio").iterdir() if p.name != "__pycache__"}
+    assert found == TOP_LEVEL
+
+
+def test_the_public_api_row_knows_the_exported_names():
+    assert {"open_node", "SpotRef", "ZLinkError"} <= PUBLIC_NAMES
+
+
 # --------------------------------------------------------------------------- self-tests
 
 
@@ -207,6 +248,17 @@ def test_imports_point_down(layer: Layer) -> None:
         ("from zlink_trio.runtime import node\n", "zlink_trio.transport.x", "zlink_trio.runtime"),
         ("import zlink_trio.transport\n", "zlink_trio.store.x", "zlink_trio.transport"),
         ("from .. import wire\n", "zlink_trio.core.x", "zlink_trio.wire"),
+        ("from zlink_trio.runtime import _node\n", "zlink_trio.samples.x", "zlink_trio.runtime"),
+        ("from zlink_trio import core\n", "zlink_trio.samples.x", "zlink_trio.core"),
+        ("import zlink_trio.store\n", "zlink_trio.samples.x", "zlink_trio.store"),
+        ("from zlink_trio.store import open_store\n", "zlink_trio.samples.x", "zlink_trio.store"),
+        ("import statecharts\n", "zlink_trio.samples.x", "samples imports statecharts"),
+        ("from zlink_trio import cli\n", "zlink_trio.samples.x", "zlink_trio.cli"),
+        ("from zlink_trio.samples import demo\n", "zlink_trio.cli.x", "zlink_trio.samples"),
+        ("from zlink_trio.cli import main\n", "zlink_trio.bench.x", "zlink_trio.cli"),
+        ("from zlink_trio.bench import suite\n", "zlink_trio.cli.x", "zlink_trio.bench"),
+        ("from zlink_trio.cli import main\n", "zlink_trio._x", "zlink_trio imports"),
+        ("from zlink_trio import cli\n", "zlink_trio.runtime.x", "zlink_trio.cli"),
     ],
 )
 def test_checker_detects_violations(source: str, module: str, needle: str) -> None:
@@ -229,6 +281,16 @@ def test_checker_detects_violations(source: str, module: str, needle: str) -> No
         ("import trio_websocket\nfrom zlink_trio.store import x\n", "zlink_trio.transport.x"),
         ("from zlink_trio.transport import Link\n", "zlink_trio.runtime.x"),
         ("from . import _base\n", "statecharts"),
+        ("import zlink_trio as zl\nfrom zlink_trio import SpotRef, open_node\n",
+         "zlink_trio.samples.x"),
+        ("from zlink_trio.samples import spots\nfrom . import spots\n", "zlink_trio.samples.x"),
+        ("import attrs\nimport trio\n", "zlink_trio.samples.x"),
+        ("import zlink_trio as zl\nimport statecharts\nfrom zlink_trio.store import x\n",
+         "zlink_trio.cli.x"),
+        ("from zlink_trio import open_node\nfrom zlink_trio.runtime import x\n",
+         "zlink_trio.bench.x"),
+        ("from zlink_trio.core.errors import x\nfrom zlink_trio.runtime import y\n",
+         "zlink_trio._x"),
     ],
 )
 def test_checker_allows_downward_imports(source: str, module: str) -> None:

@@ -31,3 +31,10 @@ def test_ci_installs_and_runs_the_demo_with_the_readme_command():
 def test_ci_runs_the_tests_with_the_readme_command():
     blocks = _bash_blocks((ROOT / "README.md").read_text())
     assert blocks[1] == _ci_section("TEST")
+
+
+def test_quickstart_is_one_install_and_demo_command_and_one_test_command():
+    blocks = _bash_blocks((ROOT / "README.md").read_text())
+    assert len(blocks) == 2
+    assert all("\n" not in block for block in blocks)
+    assert blocks[0].endswith(".venv/bin/python -m zlink_trio.samples.demo")

@@ -1,16 +1,21 @@
 """The shipped tools run: ``zlink-trio`` dispatch and a small benchmark pass.
 
+``zlink-trio demo`` and ``zlink-trio bench`` run ``python -m zlink_trio.samples.demo``
+and ``python -m zlink_trio.bench`` as child processes; their exit status is the command's.
+
 The benchmark is smoke-tested for its shape and its correctness figures only
 (factory runs, states); no timing is asserted anywhere in the test suite.
 """
 
 from __future__ import annotations
 
+import json
 import os
 
 import trio
 
-from zlink_trio import bench, cli
+from zlink_trio import cli
+from zlink_trio.bench import suite
 
 
 def test_cli_lists_commands_and_refuses_unknown_ones(capsys):
@@ -20,8 +25,18 @@ def test_cli_lists_commands_and_refuses_unknown_ones(capsys):
     assert "unknown command" in capsys.readouterr().err
 
 
+def test_cli_demo_and_bench_run_their_programs(capfd):
+    # Child processes write to the terminal itself: capture file descriptors, not sys.stdout.
+    assert cli.main(["demo", "--help"]) == 0
+    assert "usage: python -m zlink_trio.samples.demo" in capfd.readouterr().out
+    assert cli.main(["bench", "--help"]) == 0
+    assert "usage: python -m zlink_trio.bench" in capfd.readouterr().out
+    assert cli.main(["demo", "--nodes", "0"]) == 2  # the program's own usage error
+    assert "invalid choice" in capfd.readouterr().err
+
+
 def test_bench_reports_every_figure_and_converges_on_one_factory_run():
-    figures = trio.run(lambda: bench.run(requests=200, cold=10, idle=10, txn=20, remote=False))
+    figures = trio.run(lambda: suite.run(requests=200, cold=10, idle=10, txn=20, remote=False))
     for name in ("local_request_ratio", "local_pipelined_ratio",
                  "memory_per_idle_spot_bytes", "raw_channel_round_trips_per_s"):
         assert figures[name] > 0, name
@@ -49,3 +64,15 @@ def test_bench_reports_every_figure_and_converges_on_one_factory_run():
                      "combined.commit_ready_with_first_record") == 1, calls
         for txn in ("reserve", "commit_ready"):
             assert set(figures["store_txn_ms"][backend][txn]) == {"p50", "p99"}
+
+
+def test_bench_json_is_one_compact_line_last_on_stdout(capsys):
+    """``python -m zlink_trio.bench --json``: the whole object on the last line, nothing after."""
+    assert suite.main(["--quick", "--json", "--no-remote", "--backends", "memory"]) == 0
+    out = capsys.readouterr().out
+    assert out.endswith("}\n")
+    last = out.splitlines()[-1]
+    figures = json.loads(last)
+    assert ", " not in last  # compact separators
+    assert figures["get_or_create_convergence"]["factory_runs"] == 1
+    assert set(figures["cold_activations_per_s"]) == {"memory"}

@@ -7,7 +7,9 @@ every exported name is listed and documented.
 
 Start a node with ``async with zl.open_node(...) as node``; declare Spot types
 with ``@zl.instance_spot`` / ``@zl.user_spot`` and ``@zl.handler``; call them
-through ``node.client`` and manage User Spots through ``node.spots``.
+through ``node.client`` and manage User Spots through ``node.spots``. Open a
+store by URL with ``async with zl.open_store(url) as store`` to read what the
+nodes sharing it left there.
 """
 
 
@@ -49,6 +51,7 @@ from zlink_trio.runtime.incarnation.context import SpotContext as SpotContext
 from zlink_trio.runtime.incarnation.context import TimerHandle as TimerHandle
 from zlink_trio.runtime.node import Node as Node
 from zlink_trio.runtime.node import open_node as open_node
+from zlink_trio.store import open_store as open_store
 
 __version__ = "0.1.0"
 
@@ -90,6 +93,7 @@ __all__ = (
     "handler",
     "instance_spot",
     "open_node",
+    "open_store",
     "user_spot",
 )
 

@@ -177,7 +177,7 @@ async def test_ceiling_rejects_local_activation(autojump_clock, store_url):
 async def test_local_cold_activation_skips_redundant_reads(autojump_clock, store_url, store):
     # The target's re-read repeats the source's Missing (Reserve still checks), and
     # placement reuses the descriptor claims it read less than placement_max_age ago.
-    from zlink_trio.bench_stores import count_store_calls
+    from zlink_trio.bench.stores import count_store_calls
 
     journal()
     with trio.fail_after(10):

@@ -2,7 +2,7 @@
 
 ``frames.encode``/``decode`` try :mod:`zlink_trio.wire._fast_frames` first. Here the
 general path is run on its own (the field-by-field ``Writer``/``Reader`` functions of
-``frames``) and compared: the same bytes for every generated frame, and for every
+``_frame_layouts``) and compared: the same bytes for every generated frame, and for every
 generated or mutated byte string the same frame or the same refusal.
 """
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from test_frames import FRAMES, MUTATIONS, golden, mutate
 
 from zlink_trio.core.errors import RemoteProtocolError
-from zlink_trio.wire import _fast_frames, frames
+from zlink_trio.wire import _fast_frames, _frame_layouts, frames
 from zlink_trio.wire._frame_fields import Reader, Writer
 from zlink_trio.wire.frames import Command, Reply, SpotMessage
 
@@ -28,10 +28,10 @@ def general_encode(frame: SpotMessage | Reply) -> bytes:
     w.u8(frames.VERSION)
     if isinstance(frame, SpotMessage):
         w.u8(Command.SPOT_MESSAGE)
-        frames._encode_spot_message(w, frame)
+        _frame_layouts.write_spot_message(w, frame)
     else:
         w.u8(Command.REPLY)
-        frames._encode_reply(w, frame)
+        _frame_layouts.write_reply(w, frame)
     return bytes(w)
 
 
@@ -40,8 +40,8 @@ def general_decode(data: bytes) -> object:
     try:
         r = Reader(data)
         r.raw(4, "header")
-        decoder = (frames._decode_spot_message if data[3] == Command.SPOT_MESSAGE
-                   else frames._decode_reply)
+        decoder = (_frame_layouts.read_spot_message if data[3] == Command.SPOT_MESSAGE
+                   else _frame_layouts.read_reply)
         frame = decoder(r, BODY)
         r.end()
     except RemoteProtocolError as exc:

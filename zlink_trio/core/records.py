@@ -37,6 +37,11 @@ relocation steps (spec 06 §7).
 §2.2); its JSON form writes the generation as a decimal string, because
 63-bit integers do not survive JavaScript number parsing.
 
+The pointers into the Relocation Store a record carries
+(:class:`RootReceipt`, :class:`CreationIntent`, :class:`RecoveryPointer`)
+live one layer down, in :mod:`zlink_trio.core._roots`, and are re-exported
+here.
+
 All values are frozen attrs classes whose validators raise
 :class:`InvalidOperation`; nothing here does I/O or reads a clock.
 """
@@ -54,12 +59,23 @@ from zlink_trio.core._checks import (
     check_finite,
     check_generation,
     check_int,
-    check_sha256_hex,
-    check_text,
     parse_decimal,
     validate_mesh_name,
 )
-from zlink_trio.core._json_fields import encode_kind, json_generation, json_object, json_str
+from zlink_trio.core._json_fields import (
+    decode_kind,
+    encode_kind,
+    json_generation,
+    json_object,
+    json_str,
+)
+from zlink_trio.core._roots import (
+    MAX_CREATION_REQUEST_BYTES,
+    MAX_ROOT_BYTES,
+    CreationIntent,
+    RecoveryPointer,
+    RootReceipt,
+)
 from zlink_trio.core.errors import InvalidOperation
 from zlink_trio.core.identity import NodeRid, SpotKind, validate_spot_id, validate_stable_type
 
@@ -80,15 +96,14 @@ __all__ = (
     "validate_mesh_name",
 )
 
-#: Largest encoded creation request (spec 06 §3.1).
-MAX_CREATION_REQUEST_BYTES: Final = 1024 * 1024
-#: Largest immutable root the Relocation Store keeps (activation envelopes, relocation payloads).
-MAX_ROOT_BYTES: Final = 64 * 1024 * 1024
 #: The stable type recorded on Entry Spot claims; never registrable by users.
 ENTRY_STABLE_TYPE: Final = "zlink.entry"
 
 _KINDS: Final = frozenset({SpotKind.ENTRY, SpotKind.USER, SpotKind.INSTANCE})
 _OWNER_KEYS: Final = frozenset({"nodeRid", "lifecycleGeneration"})
+_RECORD_KEYS: Final = frozenset({
+    "spotId", "kind", "stableType", "mesh", "state", "objectGeneration", "ownerGeneration",
+    "storeVersion", "owner", "creationIntent", "recoveryPointer", "relocationTarget"})
 
 
 class AuthorityState(StrEnum):
@@ -115,10 +130,6 @@ def _generation(instance: object, attribute: attrs.Attribute[int], value: int) -
     check_generation(value, attribute.name)
 
 
-def _sha(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
-    check_sha256_hex(value, attribute.name)
-
-
 def _spot_id(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
     validate_spot_id(value)
 
@@ -133,10 +144,6 @@ def _stable_type(instance: object, attribute: attrs.Attribute[str], value: str) 
 
 def _finite(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
     check_finite(value, attribute.name)
-
-
-def _ref(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
-    check_text(value, attribute.name)
 
 
 @attrs.frozen
@@ -157,78 +164,6 @@ class OwnerFence:
         obj = json_object(value, _OWNER_KEYS, "OwnerFence")
         return cls(NodeRid.parse(json_str(obj["nodeRid"], "nodeRid")),
                    json_generation(obj["lifecycleGeneration"], "lifecycleGeneration"))
-
-
-@attrs.frozen(kw_only=True)
-class RootReceipt:
-    """Names one immutable Relocation Store root: ``(ref, sha256, size)``.
-
-    The store returns it from ``put_root``; readers pass it back, and the
-    store refuses to return bytes whose SHA-256 or size differ from it.
-    """
-
-    ref: str = attrs.field(validator=_ref)
-    sha256: str = attrs.field(validator=_sha)
-    size: int = attrs.field()
-
-    @size.validator
-    def _size(self, attribute: attrs.Attribute[int], value: int) -> None:
-        check_int(value, "root size", 0, MAX_ROOT_BYTES)
-
-
-@attrs.frozen(kw_only=True)
-class CreationIntent:
-    """The immutable creation request a Creating record points to (spec 06 §3.1, §3.3).
-
-    The request bytes live in the Relocation Store under ``content_ref``; the
-    target checks SHA-256 and size before it runs the factory. At most 1 MiB.
-    """
-
-    content_ref: str = attrs.field(validator=_ref)
-    sha256: str = attrs.field(validator=_sha)
-    size: int = attrs.field()
-
-    @size.validator
-    def _size(self, attribute: attrs.Attribute[int], value: int) -> None:
-        check_int(value, "creation request size", 0, MAX_CREATION_REQUEST_BYTES)
-
-    @classmethod
-    def from_receipt(cls, receipt: RootReceipt) -> CreationIntent:
-        """Point at a root holding the encoded request; InvalidOperation over 1 MiB."""
-        return cls(content_ref=receipt.ref, sha256=receipt.sha256, size=receipt.size)
-
-    def receipt(self) -> RootReceipt:
-        """The receipt to read the request back with."""
-        return RootReceipt(ref=self.content_ref, sha256=self.sha256, size=self.size)
-
-
-@attrs.frozen(kw_only=True)
-class RecoveryPointer:
-    """Links an incarnation to its activation recovery root (spec 06 §4.1, §4.1.1).
-
-    ``version`` is the format version of the root's content (1 =
-    ``instance-activation-recovery-v1``); it is data, not a CAS token: the
-    pointer is removed by a CAS on the record's StoreVersion.
-    """
-
-    root_ref: str = attrs.field(validator=_ref)
-    sha256: str = attrs.field(validator=_sha)
-    size: int = attrs.field()
-    version: int = attrs.field(default=1, validator=_generation)
-
-    @size.validator
-    def _size(self, attribute: attrs.Attribute[int], value: int) -> None:
-        check_int(value, "recovery root size", 0, MAX_ROOT_BYTES)
-
-    @classmethod
-    def from_receipt(cls, receipt: RootReceipt, *, version: int = 1) -> RecoveryPointer:
-        """Point at a root the Relocation Store confirmed."""
-        return cls(root_ref=receipt.ref, sha256=receipt.sha256, size=receipt.size,
-                   version=version)
-
-    def receipt(self) -> RootReceipt:
-        """The receipt to read or delete the root with."""
-        return RootReceipt(ref=self.root_ref, sha256=self.sha256, size=self.size)
 
 
 @attrs.frozen(kw_only=True)
@@ -386,11 +321,8 @@ class AuthorityRecord:
             "ownerGeneration": str(self.owner_generation),
             "storeVersion": str(self.store_version),
             "owner": self.owner.to_json(),
-            "creationIntent": None if intent is None else {
-                "contentRef": intent.content_ref, "sha256": intent.sha256, "size": intent.size},
-            "recoveryPointer": None if pointer is None else {
-                "rootRef": pointer.root_ref, "sha256": pointer.sha256, "size": pointer.size,
-                "version": pointer.version},
+            "creationIntent": None if intent is None else intent.to_json(),
+            "recoveryPointer": None if pointer is None else pointer.to_json(),
             "relocationTarget": None if target is None else target.to_json(),
         }
 
@@ -402,9 +334,27 @@ class AuthorityRecord:
         exactly :meth:`to_json`'s keys, a field is invalid, or the record
         breaks an invariant (the constructor checks them all).
         """
-        from zlink_trio.core._record_json import authority_record_from_json
-
-        return authority_record_from_json(value)
+        obj = json_object(value, _RECORD_KEYS, "AuthorityRecord")
+        intent = (None if obj["creationIntent"] is None
+                  else CreationIntent.from_json(obj["creationIntent"]))
+        pointer = (None if obj["recoveryPointer"] is None
+                   else RecoveryPointer.from_json(obj["recoveryPointer"]))
+        target = obj["relocationTarget"]
+        try:
+            state = AuthorityState(json_str(obj["state"], "state"))
+        except ValueError:
+            raise InvalidOperation(f"unknown authority state {obj['state']!r}") from None
+        return cls(
+            spot_id=validate_spot_id(obj["spotId"]), kind=decode_kind(obj["kind"]),
+            stable_type=validate_stable_type(obj["stableType"]),
+            mesh=validate_mesh_name(obj["mesh"]), state=state,
+            object_generation=json_generation(obj["objectGeneration"], "objectGeneration"),
+            owner_generation=json_generation(obj["ownerGeneration"], "ownerGeneration"),
+            store_version=json_generation(obj["storeVersion"], "storeVersion"),
+            owner=OwnerFence.from_json(obj["owner"]),
+            creation_intent=intent, recovery_pointer=pointer,
+            relocation_target=None if target is None else OwnerFence.from_json(target),
+        )
 
     def encoded_size(self) -> int:
         """Bytes of :meth:`to_json` as compact UTF-8 JSON (Query's page budget unit)."""

@@ -1,4 +1,4 @@
-"""``python -m zlink_trio.demo`` — one node doing its job, told line by line.
+"""``python -m zlink_trio.samples.demo`` — one node doing its job, told line by line.
 
 The story, on one node with the ``memory://`` store:
 
@@ -15,97 +15,47 @@ Each step checks what it prints; exit status 0 means every step behaved as the
 spec says. No step sleeps to wait: it waits on events, under a deadline.
 
 ``--nodes N`` (2..9) tells the same story across N node processes sharing one
-temporary SQLite file, with calls crossing processes (:mod:`zlink_trio.demo_mesh`).
+temporary SQLite file, with calls crossing processes (:mod:`.demo_mesh`). The
+Spots are the samples' own (:mod:`.spots`); like every sample, this module
+imports only the public API. ``--render DIR`` also renders the lifecycle
+statecharts, with their own command (``python -m statecharts render DIR``).
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 
-import attrs
 import trio
 
-import statecharts
 import zlink_trio as zl
-from statecharts import render
-from zlink_trio.store import MemoryStore
+from zlink_trio.samples import demo_mesh, spots
+from zlink_trio.samples.spots import Add, Counter, Events, Room, RoomSpec, Total
 
 __all__ = ("main",)
 
 DEADLINE = 20.0
+#: The named in-process store the node runs on and the story reads after it closed.
+STORE = "memory://demo"
 
 
-@attrs.frozen
-class Add:
-    """Add ``n`` to a counter."""
-
-    n: int
-
-
-@attrs.frozen
-class Total:
-    """A counter's running total."""
-
-    value: int
-
-
-@attrs.frozen
-class RoomSpec:
-    """The creation request of a chat room."""
-
-    topic: str
-
-
-@attrs.frozen
-class Welcome:
-    """What a newly created room answers its creator."""
-
-    text: str
-
-
-class _Story:
-    """What the Spots report back to the demo (factory runs, evictions)."""
+class _Story(Events):
+    """What the Spots report back to the demo: the room's factory runs, the eviction."""
 
     def __init__(self) -> None:
         self.room_factory_runs = 0
-        self.evicted = trio.Event()
+        self.evicted_counter = trio.Event()
 
+    def factory_ran(self, ctx: zl.SpotContext) -> None:
+        if ctx.stable_type == "room":
+            self.room_factory_runs += 1
 
-STORY = _Story()
-
-
-@zl.instance_spot("counter", relocation=zl.RecreateOnRelocation())
-class Counter:
-    """An Instance Spot: created by the first message that asks for it."""
-
-    def __init__(self, ctx: zl.SpotContext) -> None:
-        self.ctx = ctx
-        self.total = 0
-
-    @zl.handler
-    async def add(self, msg: Add) -> Total:
-        self.total += msg.n
-        return Total(self.total)
-
-    async def on_close(self, reason: zl.CloseReason) -> None:
-        if reason is zl.CloseReason.IDLE_EVICTED:
-            _say(f"   {self.ctx.spot_id} (generation {self.ctx.generation}) was idle: "
-                 f"on_close({reason.name}) with total {self.total}")
-            STORY.evicted.set()
-
-
-@zl.user_spot("room", relocation=zl.DisableRelocation())
-class Room:
-    """A User Spot: created explicitly through the SpotManager."""
-
-    def __init__(self, ctx: zl.SpotContext, request: RoomSpec | None) -> None:
-        STORY.room_factory_runs += 1
-        self.topic = request.topic if request else "(none)"
-
-    async def on_create(self, request: RoomSpec | None) -> Welcome:
-        return Welcome(f"welcome to {self.topic}")
+    def evicted(self, ctx: zl.SpotContext, total: int) -> None:
+        _say(f"   {ctx.spot_id} (generation {ctx.generation}) was idle: "
+             f"on_close({zl.CloseReason.IDLE_EVICTED.name}) with total {total}")
+        self.evicted_counter.set()
 
 
 def _say(line: str) -> None:
@@ -144,7 +94,7 @@ async def _not_found(node: zl.Node) -> None:
     _check(await node.spots.find("nobody-home") is None, "NotFound writes nothing")
 
 
-async def _convergence(node: zl.Node) -> int:
+async def _convergence(node: zl.Node, story: _Story) -> int:
     _say("== 3. 100 concurrent get_or_create('lobby', 'room') callers")
     results: list[zl.CreateResult] = []
 
@@ -159,10 +109,10 @@ async def _convergence(node: zl.Node) -> int:
     created = [r for r in results if r.state is zl.CreateState.CREATED]
     existing = [r for r in results if r.state is zl.CreateState.EXISTING]
     generations = {r.ref.generation for r in results}
-    _check(STORY.room_factory_runs == 1 and len(created) == 1 and len(existing) == 99,
+    _check(story.room_factory_runs == 1 and len(created) == 1 and len(existing) == 99,
            "100 callers converge on one factory run")
     _check(len(generations) == 1, "every caller sees one incarnation")
-    _say(f"   factory runs: {STORY.room_factory_runs}; CREATED: {len(created)} "
+    _say(f"   factory runs: {story.room_factory_runs}; CREATED: {len(created)} "
          f"(reply {created[0].reply}); EXISTING: {len(existing)}; "
          f"one generation: {generations.pop()}")
     return created[0].ref.generation
@@ -183,12 +133,12 @@ async def _close_and_recreate(node: zl.Node, generation: int) -> None:
          f"(was {generation}); reply {again.reply}")
 
 
-async def _idle_eviction(node: zl.Node, idle_timeout: float) -> None:
+async def _idle_eviction(node: zl.Node, idle_timeout: float, story: _Story) -> None:
     _say(f"== 5. idle eviction after {idle_timeout} s without work")
     before = await node.spots.find("counter-1")
     _check(before is not None, "the counter is Ready before eviction")
     assert before is not None  # for the type checker
-    await STORY.evicted.wait()
+    await story.evicted_counter.wait()
     # The location is released right after on_close returns. A call with Instance
     # intent that races the release refreshes the route until it completes and then
     # activates a new generation (spec 09 §5), so the demo needs no sleep here.
@@ -203,25 +153,38 @@ async def _idle_eviction(node: zl.Node, idle_timeout: float) -> None:
 
 
 async def _story(idle_timeout: float) -> None:
-    store = MemoryStore()
+    story = _Story()
+    spots.events = story
+    # The store is held open around the node, so the story can read it after the node closed.
     with trio.fail_after(DEADLINE):
-        async with zl.open_node(
-            "demo-node", store=store, mesh="world", spots=[Counter, Room],
-            instance_idle_timeout=idle_timeout, idle_sweep_interval=idle_timeout / 4,
-        ) as node:
-            _say(f"node 'demo-node' is serving mesh 'world' as {node.node_rid}; "
-                 f"its Entry Spot is {node.entry_spot_id}")
-            await _cold_activation(node)
-            await _not_found(node)
-            generation = await _convergence(node)
-            await _close_and_recreate(node, generation)
-            await _idle_eviction(node, idle_timeout)
-            entry = node.entry_spot_id
-        left = (await store.location.statistics(), await store.location.find(entry))
+        async with zl.open_store(STORE) as store:
+            async with zl.open_node(
+                "demo-node", store=STORE, mesh="world", spots=[Counter, Room],
+                instance_idle_timeout=idle_timeout, idle_sweep_interval=idle_timeout / 4,
+            ) as node:
+                _say(f"node 'demo-node' is serving mesh 'world' as {node.node_rid}; "
+                     f"its Entry Spot is {node.entry_spot_id}")
+                await _cold_activation(node)
+                await _not_found(node)
+                generation = await _convergence(node, story)
+                await _close_and_recreate(node, generation)
+                await _idle_eviction(node, idle_timeout, story)
+                entry = node.entry_spot_id
+            left = (await store.location.statistics(), await store.location.find(entry))
         _check(left[0].claims == left[0].ready == left[0].creating == 0 and left[1] is None,
                "node exit releases everything it owned")
         _say(f"node closed: its Spots were closed and released, its descriptor and Entry "
              f"Spot removed (store now: {left[0]}, Entry Spot record: {left[1]})")
+
+
+def _render(directory: Path) -> None:
+    # The statecharts are not part of the public API a sample may import: run their command.
+    done = subprocess.run([sys.executable, "-m", "statecharts", "render", str(directory)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"demo: python -m statecharts render failed:\n{done.stderr}")
+    _say(f"rendered the lifecycle statecharts into {directory}/ ({done.stdout.strip()}; "
+         "one page per lifecycle, start at index.md)")
 
 
 def main(argv: list[str] | None = None, *, clock: trio.abc.Clock | None = None) -> int:
@@ -230,7 +193,8 @@ def main(argv: list[str] | None = None, *, clock: trio.abc.Clock | None = None) 
     ``clock`` is passed to :func:`trio.run` (the tests use a ``MockClock`` so the
     idle timeout passes without real waiting).
     """
-    parser = argparse.ArgumentParser(prog="python -m zlink_trio.demo", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m zlink_trio.samples.demo",
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--idle-timeout", type=float, default=None,
                         help="InstanceSpotIdleTimeout of the demo nodes (default 0.5 s; "
@@ -242,18 +206,12 @@ def main(argv: list[str] | None = None, *, clock: trio.abc.Clock | None = None) 
                         help="also render the lifecycle statecharts into DIR")
     args = parser.parse_args(argv)
     if args.nodes > 1:
-        from zlink_trio import demo_mesh  # imports this module: load it only when asked
-
         demo_mesh.run(args.nodes, 2.0 if args.idle_timeout is None else args.idle_timeout)
     else:
-        global STORY
-        STORY = _Story()
         trio.run(_story, 0.5 if args.idle_timeout is None else args.idle_timeout,
                  clock=clock)
     if args.render is not None:
-        written = render.write(args.render)
-        _say(f"rendered {len(written)} statechart pages into {args.render}/ "
-             f"({len(statecharts.ALL_CHARTS)} lifecycles; start at index.md)")
+        _render(args.render)
     _say("demo finished: every step behaved as specified")
     return 0
 

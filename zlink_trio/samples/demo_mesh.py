@@ -1,11 +1,12 @@
-"""``python -m zlink_trio.demo --nodes 3`` -- the demo's story across node processes.
+"""``python -m zlink_trio.samples.demo --nodes 3`` -- the demo's story across node processes.
 
 Theory of operation
 -------------------
-The driver (this module, run by :func:`zlink_trio.demo.main`) makes a temporary
-directory with one SQLite file, starts one node process per name (``python -m
-zlink_trio.demo_mesh --serve NAME ...``) and tells the same story as the one-node
-demo, with every call crossing processes where placement put the Spot:
+The driver (this module, run by :func:`zlink_trio.samples.demo.main`) makes a
+temporary directory with one SQLite file, starts one node process per name
+(``python -m zlink_trio.samples.demo_mesh --serve NAME ...``), each running the
+sample Spots of :mod:`.spots`, and tells the same story as the one-node demo,
+with every call crossing processes where placement put the Spot:
 
 1. a counter is cold-activated by a message sent from one node; placement picks
    its owner; the other nodes then reach it by ID alone;
@@ -17,11 +18,11 @@ demo, with every call crossing processes where placement put the Spot:
 5. the idle counter is evicted by its owner and the next call with Instance intent
    activates a new incarnation.
 
-A node process answers one JSON line per command line on stdin (:func:`_serve`) and
-appends ``factory``/``evicted`` lines to the shared event log (the only way to see
-side effects of other processes). The driver checks every step and kills its
-processes and deletes the directory in ``finally`` -- on failure and on Ctrl-C too
-(children ignore SIGINT, so the driver alone decides how they end).
+A node process answers one JSON line per command line on stdin (:func:`_serve`), and
+its Spots append ``factory``/``evicted`` lines to the shared event log (:class:`_Log`,
+the only way to see side effects of other processes). The driver checks every step,
+and kills its processes and deletes the directory in ``finally`` -- on failure and on
+Ctrl-C too (children ignore SIGINT, so the driver alone decides how they end).
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ import attrs
 import trio
 
 import zlink_trio as zl
-from zlink_trio.demo import Add, RoomSpec, Welcome
-from zlink_trio.store import open_store
+from zlink_trio.samples import spots
+from zlink_trio.samples.spots import Add, Counter, Events, Room, RoomSpec, Total, Welcome
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -53,56 +54,27 @@ __all__ = ("run",)
 DEADLINE = 60.0
 CALL_DEADLINE = 20.0
 POLL = 0.05
-_EVENTS = ""
-_NODE = ""
 
 
-@attrs.frozen
-class Tally:
-    """A counter's total and the node whose process holds the counter."""
+class _Log(Events):
+    """A node process's Spots report to the shared event log: ``kind spot generation node``."""
 
-    value: int
-    node: str
+    def __init__(self, path: str, node: str) -> None:
+        self.path, self.node = path, node
 
+    def _line(self, kind: str, ctx: zl.SpotContext) -> None:
+        # One O_APPEND write per line: lines of concurrent processes never interleave.
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, f"{kind} {ctx.spot_id} {ctx.generation} {self.node}\n".encode())
+        finally:
+            os.close(fd)
 
-def _event(*words: object) -> None:
-    # One O_APPEND write per line: lines of concurrent processes never interleave.
-    fd = os.open(_EVENTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, (" ".join(str(w) for w in words) + "\n").encode())
-    finally:
-        os.close(fd)
+    def factory_ran(self, ctx: zl.SpotContext) -> None:
+        self._line("factory", ctx)
 
-
-@zl.instance_spot("counter", relocation=zl.RecreateOnRelocation())
-class MeshCounter:
-    """The demo's counter; replies say which node process answered."""
-
-    def __init__(self, ctx: zl.SpotContext) -> None:
-        self.ctx = ctx
-        self.total = 0
-        _event("factory", ctx.spot_id, ctx.generation, _NODE)
-
-    @zl.handler
-    async def add(self, msg: Add) -> Tally:
-        self.total += msg.n
-        return Tally(self.total, _NODE)
-
-    async def on_close(self, reason: zl.CloseReason) -> None:
-        if reason is zl.CloseReason.IDLE_EVICTED:
-            _event("evicted", self.ctx.spot_id, self.ctx.generation, _NODE)
-
-
-@zl.user_spot("room", relocation=zl.DisableRelocation())
-class MeshRoom:
-    """The demo's chat room; its factory run is logged by the owning process."""
-
-    def __init__(self, ctx: zl.SpotContext, request: RoomSpec | None) -> None:
-        self.topic = request.topic if request else "(none)"
-        _event("factory", ctx.spot_id, ctx.generation, _NODE)
-
-    async def on_create(self, request: RoomSpec | None) -> Welcome:
-        return Welcome(f"welcome to {self.topic} (created on {_NODE})")
+    def evicted(self, ctx: zl.SpotContext, total: int) -> None:
+        self._line("evicted", ctx)
 
 
 # -- a node process ---------------------------------------------------------------------
@@ -116,9 +88,9 @@ async def _command(node: zl.Node, cmd: dict[str, Any]) -> dict[str, Any]:
     op, spot = cmd["op"], str(cmd.get("spot", ""))
     try:
         if op == "request":
-            call = node.client.request(spot, Add(int(cmd["n"])), reply=Tally)
-            tally = await (call.instance_spot("counter") if cmd.get("intent") else call)
-            return {"value": tally.value, "node": tally.node}
+            call = node.client.request(spot, Add(int(cmd["n"])), reply=Total)
+            total = await (call.instance_spot("counter") if cmd.get("intent") else call)
+            return {"value": total.value}
         if op == "send":
             await node.client.send(spot, Add(int(cmd["n"])))
             return {}
@@ -130,7 +102,7 @@ async def _command(node: zl.Node, cmd: dict[str, Any]) -> dict[str, Any]:
             async def one(i: int) -> None:
                 try:
                     result = await node.spots.get_or_create(spot, "room").request(
-                        RoomSpec(f"topic from {_NODE} caller {i}"))
+                        RoomSpec(f"topic from {node.node_id} caller {i}"))
                 except zl.ZLinkError as error:  # reported: the driver's check names it
                     results.append({"state": type(error).__name__, "message": error.message})
                     return
@@ -155,11 +127,11 @@ async def _serve(name: str, store: str, idle_timeout: float) -> None:
     """Run one node; answer commands from stdin until ``quit`` or end of input."""
     with trio.fail_after(10 * DEADLINE):  # never outlive a lost driver for long
         async with zl.open_node(
-                name, store=store, mesh="world", spots=[MeshCounter, MeshRoom],
+                name, store=store, mesh="world", spots=[Counter, Room],
                 instance_idle_timeout=idle_timeout, idle_sweep_interval=idle_timeout / 4,
                 default_timeout=CALL_DEADLINE) as node:
             print(json.dumps({"node_rid": str(node.node_rid),
-                              "endpoint": node._rt.options.endpoint}), flush=True)
+                              "endpoint": node.statistics().endpoint}), flush=True)
             async with trio.lowlevel.FdStream(os.dup(sys.stdin.fileno())) as stdin:
                 buffer = b""
                 while True:
@@ -210,8 +182,8 @@ async def _nodes(names: list[str], store: str, events: Path,
     try:
         for name in names:
             process = await trio.lowlevel.open_process(
-                [sys.executable, "-m", "zlink_trio.demo_mesh", "--serve", name, "--store", store,
-                 "--events", str(events), "--idle-timeout", str(idle_timeout)],
+                [sys.executable, "-m", "zlink_trio.samples.demo_mesh", "--serve", name,
+                 "--store", store, "--events", str(events), "--idle-timeout", str(idle_timeout)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             procs.append(_Proc(name, process))
         for proc in procs:
@@ -263,15 +235,16 @@ class _Story:
         _say(f"== 1. cold activation: {b.name} sends the first message to 'counter-1'")
         first = await b.call(op="request", spot="counter-1", n=2, intent=True)
         owner, generation = await self.owner("counter-1")
-        _check(first.get("value") == 2 and first.get("node") == owner,
-               "cold activation answers the first message from the owner")
+        _check(first.get("value") == 2 and _log(self.events, "factory", "counter-1") == [
+            (generation, owner)], "cold activation answers the first message; the factory "
+               "ran once, on the owner")
         _say(f"   {b.name}: request(Add(2)).instance_spot('counter') -> {first['value']}; "
              f"placement put it on {owner} (generation {generation})")
         for proc, n in ((c, 3), (a, 5)):
-            tally = await proc.call(op="request", spot="counter-1", n=n)
-            where = "locally" if tally["node"] == proc.name else f"across to {tally['node']}"
-            _say(f"   {proc.name}: request(Add({n})) by ID alone -> {tally['value']} ({where})")
-        _check(tally.get("value") == 10 and _log(self.events, "factory", "counter-1") == [
+            total = await proc.call(op="request", spot="counter-1", n=n)
+            where = "locally" if owner == proc.name else f"across to {owner}"
+            _say(f"   {proc.name}: request(Add({n})) by ID alone -> {total['value']} ({where})")
+        _check(total.get("value") == 10 and _log(self.events, "factory", "counter-1") == [
             (generation, owner)], "later calls reach the same incarnation; one factory run")
         return generation
 
@@ -336,17 +309,17 @@ class _Story:
         _say(f"   counter-1 (generation {evicted[0][0]}) was idle on {evicted[0][1]}: "
              "on_close(IDLE_EVICTED)")
         proc = next(p for p in self.procs if p.name != evicted[0][1])
-        tally = await proc.call(op="request", spot="counter-1", n=1, intent=True)
-        if tally.get("error") == "StaleRoute":
+        total = await proc.call(op="request", spot="counter-1", n=1, intent=True)
+        if total.get("error") == "StaleRoute":
             # 06 §5: a cached route to an owner that released the Spot ends the call
             # StaleRoute (not run, never resent by the framework); a new call re-resolves.
             _say(f"   {proc.name}: its cached route still named {evicted[0][1]} -> StaleRoute: "
-                 f"{tally['message']}")
-            tally = await proc.call(op="request", spot="counter-1", n=1, intent=True)
+                 f"{total['message']}")
+            total = await proc.call(op="request", spot="counter-1", n=1, intent=True)
         owner, after = await self.owner("counter-1")
-        _check(tally.get("value") == 1 and after > generation,
+        _check(total.get("value") == 1 and after > generation,
                "after eviction a new incarnation answers")
-        _say(f"   {proc.name}: next call with Instance intent -> {tally['value']} from a new "
+        _say(f"   {proc.name}: next call with Instance intent -> {total['value']} from a new "
              f"incarnation on {owner} (generation {generation} -> {after})")
 
 
@@ -363,7 +336,7 @@ async def _story(names: list[str], idle_timeout: float, workdir: Path) -> None:
             room_generation = await story.convergence()
             await story.close_and_recreate(room_generation)
             await story.idle_eviction(generation, idle_timeout)
-        async with open_store(store) as opened:
+        async with zl.open_store(store) as opened:
             stats = await opened.location.statistics()
         _check(stats.claims == stats.ready == stats.creating == 0,
                "every node's exit releases everything it owned")
@@ -379,8 +352,7 @@ def run(nodes: int, idle_timeout: float) -> None:
 
 
 def _main() -> None:
-    global _EVENTS, _NODE
-    parser = argparse.ArgumentParser(prog="python -m zlink_trio.demo_mesh",
+    parser = argparse.ArgumentParser(prog="python -m zlink_trio.samples.demo_mesh",
                                      description="one node process of the 3-node demo")
     parser.add_argument("--serve", required=True, metavar="NODE_ID")
     parser.add_argument("--store", required=True)
@@ -388,7 +360,7 @@ def _main() -> None:
     parser.add_argument("--idle-timeout", type=float, default=2.0)
     args = parser.parse_args()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
-    _EVENTS, _NODE = args.events, args.serve
+    spots.events = _Log(args.events, args.serve)
     trio.run(_serve, args.serve, args.store, args.idle_timeout)
 
 

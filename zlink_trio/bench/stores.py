@@ -1,4 +1,4 @@
-"""``python -m zlink_trio.bench_stores`` — store transaction figures per backend.
+"""``python -m zlink_trio.bench.stores`` — store transaction figures per backend.
 
 Theory of operation
 -------------------
@@ -18,11 +18,13 @@ thread on SQLITE_BUSY). Nothing else touches the store, so the inline mode
 never falls back: these are the uncontended figures.
 
 :func:`count_store_calls` counts the store methods called while it is
-active (all instances of one backend), which is how ``zlink_trio.bench``
-reports the store round trips of one cold activation.
+active (all instances of one backend), which is how
+:mod:`zlink_trio.bench.cold` reports the store round trips of one cold
+activation.
 
 Nothing here is a test: no figure is asserted. ``--json`` prints one JSON
-object; the figures are recorded in ``docs/performance.md``.
+object on the last line of stdout; the figures are recorded in
+``docs/performance.md``.
 """
 
 from __future__ import annotations
@@ -31,9 +33,7 @@ import argparse
 import collections
 import functools
 import inspect
-import json
 import statistics
-import sys
 import tempfile
 import time
 import uuid
@@ -44,6 +44,7 @@ from urllib.parse import urlsplit
 
 import trio
 
+from zlink_trio.bench.output import print_figures
 from zlink_trio.core.descriptor import NodeDescriptor
 from zlink_trio.core.identity import NodeRid, SpotKind, new_entry_spot_id
 from zlink_trio.core.placement import Role
@@ -241,8 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     By default Reserve/CommitReady on every backend; ``--sqlite-dispatch`` compares
     SQLite's thread and inline dispatch instead.
     """
-    parser = argparse.ArgumentParser(prog="python -m zlink_trio.bench_stores")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser = argparse.ArgumentParser(prog="python -m zlink_trio.bench.stores")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object, on the last line of stdout")
     parser.add_argument("--count", type=int, default=2_000)
     parser.add_argument("--redis", default=DEFAULT_REDIS_URL, help="the Redis to measure")
     parser.add_argument("--sqlite-dispatch", action="store_true",
@@ -255,12 +257,7 @@ def main(argv: list[str] | None = None) -> int:
                                                               synchronous=args.synchronous))}
     else:
         figures = trio.run(lambda: _all_backends(args.count, args.redis))
-    if args.json:
-        json.dump(figures, sys.stdout)
-        sys.stdout.write("\n")
-    else:
-        for backend, values in figures.items():
-            print(f"{backend:7} {values}")
+    print_figures(figures, as_json=args.json, width=7)
     return 0
 
 

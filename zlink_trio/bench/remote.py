@@ -1,11 +1,12 @@
-"""Remote requests between two processes, each beside a raw trio-websocket echo.
+"""Remote figures: Spot requests between two processes, each beside a raw websocket echo.
 
 Theory of operation
 -------------------
 :func:`measure_remote` starts one helper process, ``python -m
-zlink_trio._bench_peer``, which serves two things on 127.0.0.1: a raw
-trio-websocket echo server (the physical baseline) and a zlink node owning the
-benchmark Spots. Both processes share one SQLite store file in a temporary
+zlink_trio.bench.peer``, which serves two things on 127.0.0.1: a raw
+trio-websocket echo server (the physical baseline,
+:mod:`zlink_trio.bench.raw_ws`) and a zlink node owning the benchmark Spots.
+Both processes share one SQLite store file in a temporary
 directory. This process runs a node with ``placement_weight=0``, so every cold
 activation it asks for lands on the peer; the Spot answering the request
 figures is activated once and then reached by direct calls (command 39, route
@@ -24,8 +25,13 @@ Cold activations are timed one at a time: a request with Instance intent to a
 new ID, placed on the peer (route kind 2), activated there on SQLite and
 answered; p50 and p99 in milliseconds.
 
+The raw echo needs trio-websocket, an optional dependency (the ``bench``
+extra). Without it the Spot figures are still measured; the raw figures and
+the ratios are ``null`` and ``unavailable`` says why (the peer is started
+with ``--no-raw``).
+
 Nothing here is asserted; the benchmark runs on the real clock. ``python -m
-zlink_trio.bench_remote --json`` runs it alone; ``--profile-dir DIR`` writes
+zlink_trio.bench.remote --json`` runs it alone; ``--profile-dir DIR`` writes
 cProfile files of both processes (``measuring.prof``, ``peer.prof``).
 """
 
@@ -33,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import importlib.util
 import json
 import os
 import statistics
@@ -40,20 +47,21 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import asynccontextmanager, nullcontext
+from contextlib import AsyncExitStack, asynccontextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Final
 
 import attrs
 import trio
-from trio_websocket import WebSocketConnection, open_websocket_url
 
 import zlink_trio as zl
+from zlink_trio.bench.output import print_figures
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
 
-__all__ = ("PAYLOAD", "Blob", "RemoteEcho", "main", "measure_remote")
+__all__ = ("PAYLOAD", "RAW_WS_MISSING", "Blob", "RemoteEcho", "main", "measure_remote",
+           "raw_ws_unavailable")
 
 #: Requests in flight for the pipelined figures.
 IN_FLIGHT: Final = 100
@@ -71,7 +79,7 @@ CALL_TIMEOUT: Final = 30.0
 class Blob:
     """The benchmark message and its reply: ``{"n": ..., "text": ...}``, ~100 bytes of JSON."""
 
-    # Pinned: ``python -m zlink_trio.bench_remote`` runs this module as ``__main__``.
+    # Pinned: ``python -m zlink_trio.bench.remote`` runs this module as ``__main__``.
     __zlink_type__: ClassVar[str] = "bench-remote:Blob"
     n: int
     text: str
@@ -116,6 +124,22 @@ def _payload() -> bytes:
 PAYLOAD: Final = _payload()
 _TEXT: Final = json.loads(PAYLOAD)["text"]
 
+#: Why the raw echo cannot run when trio-websocket is not installed.
+RAW_WS_MISSING: Final = ("trio-websocket is not installed, so the raw websocket echo baseline "
+                         "cannot run; install the bench extra: pip install 'zlink-trio[bench]'")
+
+
+def raw_ws_unavailable() -> str | None:
+    """``None`` when the raw echo can run (trio-websocket is installed), else the reason.
+
+    Looks the package up without importing it.
+    """
+    try:
+        found = importlib.util.find_spec("trio_websocket") is not None
+    except ValueError:  # imported already, without a spec
+        found = True
+    return None if found else RAW_WS_MISSING
+
 
 # --------------------------------------------------------------------------- timing
 
@@ -150,7 +174,7 @@ def _percentile(samples: list[float], fraction: float) -> float:
 
 @attrs.frozen
 class _PeerInfo:
-    raw_url: str
+    raw_url: str | None
     pid: int
 
 
@@ -160,7 +184,7 @@ async def _read_line(stream: trio.abc.ReceiveStream) -> bytes:
         chunk = await stream.receive_some(4096)
         if not chunk:
             raise zl.Unavailable(
-                "the benchmark peer process (python -m zlink_trio._bench_peer) exited before "
+                "the benchmark peer process (python -m zlink_trio.bench.peer) exited before "
                 "it was ready; its error is on stderr above"
             )
         data += chunk
@@ -168,11 +192,13 @@ async def _read_line(stream: trio.abc.ReceiveStream) -> bytes:
 
 
 @asynccontextmanager
-async def _peer(store_url: str, profile: Path | None) -> AsyncIterator[_PeerInfo]:
+async def _peer(store_url: str, profile: Path | None, *, raw: bool) -> AsyncIterator[_PeerInfo]:
     """Run the peer process for the block; it stops when its stdin closes."""
-    command = [sys.executable, "-m", "zlink_trio._bench_peer", "--store", store_url]
+    command = [sys.executable, "-m", "zlink_trio.bench.peer", "--store", store_url]
     if profile is not None:
         command += ["--profile", str(profile)]
+    if not raw:
+        command.append("--no-raw")
     process = await trio.lowlevel.open_process(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert process.stdin is not None
@@ -195,11 +221,10 @@ async def _peer(store_url: str, profile: Path | None) -> AsyncIterator[_PeerInfo
 # --------------------------------------------------------------------------- figures
 
 
-async def _raw_rate(ws: WebSocketConnection, seconds: float, in_flight: int) -> float:
-    # With several workers the echo each one reads may be another's: the count is the same.
+async def _raw_rate(round_trip: Callable[[], Awaitable[None]], seconds: float,
+                    in_flight: int) -> float:
     async def one(_: int) -> None:
-        await ws.send_message(PAYLOAD)
-        await ws.get_message()
+        await round_trip()
 
     return await _rate(seconds, one, in_flight)
 
@@ -228,15 +253,30 @@ async def _measure(*, rounds: int, seconds: float, profile_dir: Path | None = No
     best: dict[str, float] = {"raw_seq": 0.0, "remote_seq": 0.0, "raw_par": 0.0,
                               "remote_par": 0.0}
     cold: list[float] = []
+    missing = raw_ws_unavailable()
+    round_trip: Callable[[], Awaitable[None]] | None = None
     # CPU time, not wall time: on a shared machine wall time is mostly waiting for a core.
     profiler = cProfile.Profile(time.process_time) if profile_dir is not None else None
     with tempfile.TemporaryDirectory(prefix="zlink-bench-remote-") as tmp:
         store_url = f"sqlite://{Path(tmp) / 'mesh.db'}"
         peer_profile = profile_dir / "peer.prof" if profile_dir is not None else None
-        async with _peer(store_url, peer_profile) as peer, zl.open_node(
-            "bench-client", store=store_url, mesh=MESH, spots=[RemoteEcho],
-            placement_weight=0, instance_idle_timeout=0,
-        ) as node, open_websocket_url(peer.raw_url) as ws:
+        async with AsyncExitStack() as stack:
+            peer = await stack.enter_async_context(
+                _peer(store_url, peer_profile, raw=missing is None))
+            node = await stack.enter_async_context(zl.open_node(
+                "bench-client", store=store_url, mesh=MESH, spots=[RemoteEcho],
+                placement_weight=0, instance_idle_timeout=0))
+            if peer.raw_url is not None:
+                from zlink_trio.bench import raw_ws  # the bench extra: only once it is found
+
+                round_trip = await stack.enter_async_context(
+                    raw_ws.open_echo(peer.raw_url, PAYLOAD))
+
+            async def raw_rate(in_flight: int) -> float:
+                if round_trip is None:
+                    return 0.0
+                return await _raw_rate(round_trip, seconds, in_flight)
+
             spot_id = "bench-remote-echo-1"
             here = await node.client.request(spot_id, Where(), reply=Here).instance_spot(
                 ECHO_TYPE).timeout(CALL_TIMEOUT)
@@ -245,33 +285,36 @@ async def _measure(*, rounds: int, seconds: float, profile_dir: Path | None = No
                                      f"not on the peer ({peer.pid}): placement_weight=0 was "
                                      "ignored, so the figures would not be remote ones")
             for _ in range(20):  # warm both paths (route cache, link, allocator)
-                await ws.send_message(PAYLOAD)
-                await ws.get_message()
+                if round_trip is not None:
+                    await round_trip()
                 await node.client.request(spot_id, Blob(0, _TEXT), reply=Blob)
             for r in range(rounds):
                 with profiler or nullcontext():
-                    best["raw_seq"] = max(best["raw_seq"], await _raw_rate(ws, seconds, 1))
+                    best["raw_seq"] = max(best["raw_seq"], await raw_rate(1))
                     best["remote_seq"] = max(best["remote_seq"],
                                              await _remote_rate(node, spot_id, seconds, 1))
-                    best["raw_par"] = max(best["raw_par"],
-                                          await _raw_rate(ws, seconds, IN_FLIGHT))
+                    best["raw_par"] = max(best["raw_par"], await raw_rate(IN_FLIGHT))
                     best["remote_par"] = max(
                         best["remote_par"], await _remote_rate(node, spot_id, seconds, IN_FLIGHT))
                     cold += await _cold_ms(node, f"bench-remote-cold-{r}", seconds)
     if profiler is not None and profile_dir is not None:
         profiler.dump_stats(profile_dir / "measuring.prof")
-    return {
-        "raw_ws_echo_per_s": round(best["raw_seq"]),
+    raw = round_trip is not None  # else the raw figures and the ratios are null
+    figures: dict[str, object] = {
+        "raw_ws_echo_per_s": round(best["raw_seq"]) if raw else None,
         "remote_requests_per_s": round(best["remote_seq"]),
-        "remote_request_ratio": round(best["remote_seq"] / best["raw_seq"], 3),
-        "raw_ws_echo_pipelined_per_s": round(best["raw_par"]),
+        "remote_request_ratio": round(best["remote_seq"] / best["raw_seq"], 3) if raw else None,
+        "raw_ws_echo_pipelined_per_s": round(best["raw_par"]) if raw else None,
         "remote_pipelined_per_s": round(best["remote_par"]),
-        "remote_pipelined_ratio": round(best["remote_par"] / best["raw_par"], 3),
+        "remote_pipelined_ratio": round(best["remote_par"] / best["raw_par"], 3) if raw else None,
         "remote_cold_activation_ms": {
             "p50": round(statistics.median(cold), 3),
             "p99": round(_percentile(cold, 0.99), 3),
         },
     }
+    if missing is not None:
+        figures["unavailable"] = {"raw_ws_echo": missing}
+    return figures
 
 
 async def measure_remote(*, quick: bool) -> dict[str, object]:
@@ -279,7 +322,9 @@ async def measure_remote(*, quick: bool) -> dict[str, object]:
 
     Keys: ``raw_ws_echo_per_s``, ``remote_requests_per_s``, ``remote_request_ratio``,
     ``raw_ws_echo_pipelined_per_s``, ``remote_pipelined_per_s``,
-    ``remote_pipelined_ratio`` and ``remote_cold_activation_ms`` (``{"p50", "p99"}``).
+    ``remote_pipelined_ratio`` and ``remote_cold_activation_ms`` (``{"p50", "p99"}``);
+    without trio-websocket the two raw figures and the two ratios are ``None`` and
+    ``unavailable`` is ``{"raw_ws_echo": reason}``.
     ``quick`` measures one round of ~0.2 s per figure (a smoke run); otherwise three
     alternating rounds of 2 s per figure (about 40 s). Raises :class:`~zlink_trio.Unavailable`
     if the peer process cannot start (or the Spot was not placed on it), and what the
@@ -291,11 +336,12 @@ async def measure_remote(*, quick: bool) -> dict[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m zlink_trio.bench_remote``: print the remote figures."""
-    parser = argparse.ArgumentParser(prog="python -m zlink_trio.bench_remote",
+    """``python -m zlink_trio.bench.remote``: print the remote figures."""
+    parser = argparse.ArgumentParser(prog="python -m zlink_trio.bench.remote",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object, on the last line of stdout")
     parser.add_argument("--quick", action="store_true", help="one short round (smoke run)")
     parser.add_argument("--rounds", type=int, default=None, help="alternating rounds (3)")
     parser.add_argument("--seconds", type=float, default=None,
@@ -309,11 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds = args.seconds or (0.2 if args.quick else 2.0)
     figures = trio.run(lambda: _measure(rounds=rounds, seconds=seconds,
                                         profile_dir=args.profile_dir))
-    if args.json:
-        print(json.dumps(figures, indent=2))
-    else:
-        for name, value in figures.items():
-            print(f"{name:<34} {value}")
+    print_figures(figures, as_json=args.json)
     return 0
 
 

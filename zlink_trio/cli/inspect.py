@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import trio
 
-from zlink_trio._cli_store import (
+from zlink_trio.cli.store_command import (
     EXIT_OK,
     EXIT_REFUSED,
     HEADER,

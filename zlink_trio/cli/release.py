@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from zlink_trio._cli_store import (
+from zlink_trio.cli.store_command import (
     EXIT_OK,
     UsageError,
     add_store_arguments,

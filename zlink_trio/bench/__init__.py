@@ -1,0 +1,18 @@
+"""The benchmark: ``python -m zlink_trio.bench`` (also ``zlink-trio bench``).
+
+Every figure beside its physical baseline, in one run; the keys are a contract
+(``docs/performance.md`` names each one). Modules, one concept each:
+
+- ``suite``    -- the whole run: every figure (``run``), printed as a table or one JSON line
+- ``local``    -- local requests beside a raw memory channel, convergence, memory; the Spots
+- ``cold``     -- cold activations per store backend, with their store calls and transactions
+- ``stores``   -- private stores per backend, store-call counting, Reserve/CommitReady timing
+- ``remote``   -- Spot requests between two processes beside a raw websocket echo
+- ``peer``     -- the other process of the remote figures (started by ``remote``)
+- ``raw_ws``   -- the raw websocket echo, the only user of trio-websocket (the ``bench`` extra)
+- ``output``   -- how every benchmark program prints its figures
+- ``__main__`` -- ``python -m zlink_trio.bench``
+
+This layer sits above the public API: it may import it and the layers below, never the
+command line or the samples. Nothing here is a test: no figure is asserted.
+"""

@@ -1,0 +1,116 @@
+"""Cold activations per store backend, with the store calls and transactions behind them.
+
+Theory of operation
+-------------------
+:func:`measure_backends` measures, on every store backend it is given
+(``memory://``, a SQLite file in a temporary directory, and the Redis at
+``redis_url`` under a fresh key prefix that is deleted afterwards; see
+:func:`zlink_trio.bench.stores.bench_store_url`):
+
+- ``cold_activations_per_s``: first messages with Instance intent to new IDs
+  with 100 in flight -- the rate a node brings new Spots up when many first
+  messages arrive together (batching across activations is what decides it);
+- ``cold_activations_sequential_per_s``: the same one at a time
+  (latency-bound);
+- ``store_calls_per_cold_activation``: the store methods one activation
+  calls (:func:`~zlink_trio.bench.stores.count_store_calls`), per backend;
+- ``store_txn_ms``: the latency of the store's Reserve and CommitReady
+  transactions alone (:func:`~zlink_trio.bench.stores.txn_figures`).
+
+Each mode runs on a fresh node after a full garbage collection, so neither
+pays for the Spots the other left resident. A backend that cannot be opened
+(no Redis running) is reported as ``null`` in every figure, with the reason
+under ``unavailable``. Nothing here is a test: no figure is asserted.
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import TYPE_CHECKING
+
+import zlink_trio as zl
+from zlink_trio.bench.local import IN_FLIGHT, Echo, Ping, Pong, rate
+from zlink_trio.bench.stores import bench_store_url, count_store_calls, txn_figures
+from zlink_trio.store import open_store
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from contextlib import AbstractAsyncContextManager
+
+__all__ = ("measure_backends",)
+
+
+async def _cold_activations(node: zl.Node, count: int, in_flight: int = 1, *,
+                            prefix: str = "bench-cold") -> float:
+    """First messages with Instance intent to ``count`` new IDs; activations per second."""
+
+    async def one(i: int) -> None:
+        await node.client.request(f"{prefix}-{i}", Ping(i), reply=Pong).instance_spot(
+            "bench-echo")
+
+    return await rate(count, one, in_flight)
+
+
+def _cold_node(url: str, cold: int) -> AbstractAsyncContextManager[zl.Node]:
+    # Idle eviction off: every activated Spot stays resident while the figure runs.
+    return zl.open_node("bench-node", store=url, mesh="bench", spots=[Echo],
+                        instance_idle_timeout=0, active_object_ceiling=cold + 20)
+
+
+async def _backend_figures(url: str, cold: int) -> dict[str, object]:
+    """Cold activations at ``url``: sequential (with store calls), then 100 in flight."""
+    async with open_store(url) as view:
+        async with _cold_node(url, cold) as node:
+            await _cold_activations(node, 10, prefix="bench-warm")
+            gc.collect()
+            with count_store_calls(view) as calls:
+                sequential = await _cold_activations(node, cold, prefix="bench-seq")
+        async with _cold_node(url, cold) as node:
+            await _cold_activations(node, 10, prefix="bench-warm-par")
+            gc.collect()
+            concurrent = await _cold_activations(node, cold, min(IN_FLIGHT, cold),
+                                                 prefix="bench-par")
+    per_activation = {name: round(n / cold, 2) for name, n in sorted(calls.items())}
+    return {"sequential": round(sequential), "in_flight": round(concurrent),
+            "store_calls": per_activation}
+
+
+async def measure_backends(backends: Sequence[str], *, cold: int, txn: int,
+                           redis_url: str) -> dict[str, object]:
+    """The figures above for each of ``backends`` (``memory``, ``sqlite``, ``redis``).
+
+    ``cold`` activations per backend and mode, ``txn`` Reserve/CommitReady pairs
+    per backend. Keys: ``cold_activations_per_s``,
+    ``cold_activations_sequential_per_s``, ``store_calls_per_cold_activation``
+    and ``store_txn_ms`` (each ``{backend: figure or None}``), plus
+    ``unavailable`` (``{backend: reason}``) when a backend could not be opened.
+    """
+    sequential: dict[str, object] = {}
+    in_flight: dict[str, object] = {}
+    calls: dict[str, object] = {}
+    txn_ms: dict[str, object] = {}
+    unavailable: dict[str, str] = {}
+    for backend in backends:
+        try:
+            async with bench_store_url(backend, redis_url=redis_url) as url:
+                figures = await _backend_figures(url, cold)
+            async with bench_store_url(backend, redis_url=redis_url) as url:
+                txn_figs = await txn_figures(url, count=txn)
+        except (zl.ZLinkError, OSError) as exc:
+            unavailable[backend] = f"{type(exc).__name__}: {exc}"
+            sequential[backend] = in_flight[backend] = calls[backend] = txn_ms[backend] = None
+            continue
+        sequential[backend] = figures["sequential"]
+        in_flight[backend] = figures["in_flight"]
+        calls[backend] = figures["store_calls"]
+        txn_ms[backend] = {"reserve": txn_figs["reserve"],
+                           "commit_ready": txn_figs["commit_ready"]}
+    result: dict[str, object] = {
+        "cold_activations_per_s": in_flight,
+        "cold_activations_sequential_per_s": sequential,
+        "store_calls_per_cold_activation": calls,
+        "store_txn_ms": txn_ms,
+    }
+    if unavailable:
+        result["unavailable"] = unavailable
+    return result

@@ -1,0 +1,102 @@
+"""``python -m zlink_trio.bench`` — speed and memory, each beside its raw-Trio baseline.
+
+Theory of operation
+-------------------
+Absolute numbers depend on the machine; ratios measured in the same run do
+not (much). So every figure that has a physical baseline is printed next to
+it, all in one run (:func:`run`):
+
+- local requests beside a raw Trio memory-channel round trip, get-or-create
+  convergence and memory per idle Spot (:mod:`zlink_trio.bench.local`);
+- cold activations on every store backend, with the store calls one
+  activation makes and the latency of Reserve and CommitReady
+  (:mod:`zlink_trio.bench.cold`);
+- remote requests between two processes beside a raw trio-websocket echo
+  between the same two processes (:mod:`zlink_trio.bench.remote`).
+
+A figure that cannot be measured here -- a backend that cannot be opened (no
+Redis running), the raw websocket echo without trio-websocket (the ``bench``
+extra) -- is reported as ``null``, with the reason under ``unavailable``.
+The keys are a contract: ``docs/performance.md`` names each one and records
+the latest run. ``--json`` prints the figures as one JSON object on the last
+line of stdout.
+
+Nothing here is a test: no figure is asserted. The benchmark runs on the
+real clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+from typing import TYPE_CHECKING
+
+import trio
+
+from zlink_trio.bench.cold import measure_backends
+from zlink_trio.bench.local import measure_local
+from zlink_trio.bench.output import print_figures
+from zlink_trio.bench.remote import measure_remote
+from zlink_trio.bench.stores import BACKENDS, DEFAULT_REDIS_URL
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ("main", "run")
+
+
+def _merge(figures: dict[str, object], more: dict[str, object]) -> None:
+    """Add ``more`` to ``figures``; their ``unavailable`` reasons go into one dict, last."""
+    reasons: dict[str, object] = {}
+    for part in (figures, more):
+        found = part.pop("unavailable", None)
+        if isinstance(found, dict):
+            reasons.update(found)
+    figures.update(more)
+    if reasons:
+        figures["unavailable"] = reasons
+
+
+async def run(*, requests: int = 20_000, cold: int = 2_000, idle: int = 2_000,
+              txn: int = 2_000, backends: Sequence[str] = BACKENDS,
+              redis_url: str = DEFAULT_REDIS_URL, remote: bool = True,
+              quick: bool = False) -> dict[str, object]:
+    """Measure every figure and return them as a JSON-ready dict.
+
+    ``requests`` calls per local mode, ``idle`` Spots for the memory figure,
+    ``cold`` activations per backend and mode, ``txn`` Reserve/CommitReady pairs per
+    backend; ``backends`` is a subset of ``memory``, ``sqlite``, ``redis``. ``remote``
+    adds the two-process figures of :mod:`zlink_trio.bench.remote` (``quick``: short).
+    """
+    figures = await measure_local(requests=requests, idle=idle)
+    _merge(figures, await measure_backends(backends, cold=cold, txn=txn, redis_url=redis_url))
+    if remote:
+        gc.collect()
+        _merge(figures, await measure_remote(quick=quick))
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print a table (or ``--json``); returns the exit status."""
+    parser = argparse.ArgumentParser(prog="python -m zlink_trio.bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object, on the last line of stdout")
+    parser.add_argument("--quick", action="store_true", help="fewer iterations (smoke run)")
+    parser.add_argument("--backends", default=",".join(BACKENDS),
+                        help="store backends for the cold-activation figures (default: all)")
+    parser.add_argument("--redis", default=DEFAULT_REDIS_URL, help="the Redis to measure")
+    parser.add_argument("--no-remote", action="store_true",
+                        help="skip the two-process remote request figures")
+    args = parser.parse_args(argv)
+    sizes = {"requests": 1_000, "cold": 100, "idle": 100, "txn": 200} if args.quick else {}
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    figures = trio.run(lambda: run(**sizes, backends=backends, redis_url=args.redis,
+                                   remote=not args.no_remote, quick=args.quick))
+    print_figures(figures, as_json=args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""Pointers into the Relocation Store: a root's receipt, a creation intent, a recovery pointer.
+
+Theory of operation
+-------------------
+The Relocation Store keeps immutable *roots* (a creation request, an
+activation recovery root, a relocation payload) addressed by ``(ref,
+sha256, size)``. :class:`RootReceipt` is that address as the store returns
+it. An authority record points at a root in two ways: a Creating record
+carries the :class:`CreationIntent` of its creation request (spec 06 §3.1,
+§3.3), and an incarnation whose activation must be recoverable carries a
+:class:`RecoveryPointer` (spec 06 §4.1, §4.1.1). Both convert to and from a
+receipt, and to and from the JSON objects an authority record is stored as.
+
+These values sit below :mod:`zlink_trio.core.records`, which re-exports
+them: the record imports them, never the other way round. All are frozen
+attrs classes whose validators raise :class:`InvalidOperation`; nothing
+here does I/O or reads a clock.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import attrs
+
+from zlink_trio.core._checks import (
+    MAX_GENERATION,
+    check_generation,
+    check_int,
+    check_sha256_hex,
+    check_text,
+)
+from zlink_trio.core._json_fields import json_int, json_object, json_str
+
+__all__ = (
+    "MAX_CREATION_REQUEST_BYTES",
+    "MAX_ROOT_BYTES",
+    "CreationIntent",
+    "RecoveryPointer",
+    "RootReceipt",
+)
+
+#: Largest encoded creation request (spec 06 §3.1).
+MAX_CREATION_REQUEST_BYTES: Final = 1024 * 1024
+#: Largest immutable root the Relocation Store keeps (activation envelopes, relocation payloads).
+MAX_ROOT_BYTES: Final = 64 * 1024 * 1024
+
+_INTENT_KEYS: Final = frozenset({"contentRef", "sha256", "size"})
+_POINTER_KEYS: Final = frozenset({"rootRef", "sha256", "size", "version"})
+
+
+def _ref(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    check_text(value, attribute.name)
+
+
+def _sha(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    check_sha256_hex(value, attribute.name)
+
+
+def _version(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    check_generation(value, attribute.name)
+
+
+@attrs.frozen(kw_only=True)
+class RootReceipt:
+    """Names one immutable Relocation Store root: ``(ref, sha256, size)``.
+
+    The store returns it from ``put_root``; readers pass it back, and the
+    store refuses to return bytes whose SHA-256 or size differ from it.
+    """
+
+    ref: str = attrs.field(validator=_ref)
+    sha256: str = attrs.field(validator=_sha)
+    size: int = attrs.field()
+
+    @size.validator
+    def _size(self, attribute: attrs.Attribute[int], value: int) -> None:
+        check_int(value, "root size", 0, MAX_ROOT_BYTES)
+
+
+@attrs.frozen(kw_only=True)
+class CreationIntent:
+    """The immutable creation request a Creating record points to (spec 06 §3.1, §3.3).
+
+    The request bytes live in the Relocation Store under ``content_ref``; the
+    target checks SHA-256 and size before it runs the factory. At most 1 MiB.
+    """
+
+    content_ref: str = attrs.field(validator=_ref)
+    sha256: str = attrs.field(validator=_sha)
+    size: int = attrs.field()
+
+    @size.validator
+    def _size(self, attribute: attrs.Attribute[int], value: int) -> None:
+        check_int(value, "creation request size", 0, MAX_CREATION_REQUEST_BYTES)
+
+    @classmethod
+    def from_receipt(cls, receipt: RootReceipt) -> CreationIntent:
+        """Point at a root holding the encoded request; InvalidOperation over 1 MiB."""
+        return cls(content_ref=receipt.ref, sha256=receipt.sha256, size=receipt.size)
+
+    def receipt(self) -> RootReceipt:
+        """The receipt to read the request back with."""
+        return RootReceipt(ref=self.content_ref, sha256=self.sha256, size=self.size)
+
+    def to_json(self) -> dict[str, object]:
+        """Encode as ``{"contentRef", "sha256", "size"}`` (the authority record's field)."""
+        return {"contentRef": self.content_ref, "sha256": self.sha256, "size": self.size}
+
+    @classmethod
+    def from_json(cls, value: object) -> CreationIntent:
+        """Decode :meth:`to_json`'s object; :class:`InvalidOperation` when malformed."""
+        raw = json_object(value, _INTENT_KEYS, "creation intent")
+        return cls(
+            content_ref=json_str(raw["contentRef"], "contentRef"),
+            sha256=json_str(raw["sha256"], "sha256"),
+            size=json_int(raw["size"], "size", 0, MAX_CREATION_REQUEST_BYTES))
+
+
+@attrs.frozen(kw_only=True)
+class RecoveryPointer:
+    """Links an incarnation to its activation recovery root (spec 06 §4.1, §4.1.1).
+
+    ``version`` is the format version of the root's content (1 =
+    ``instance-activation-recovery-v1``); it is data, not a CAS token: the
+    pointer is removed by a CAS on the record's StoreVersion.
+    """
+
+    root_ref: str = attrs.field(validator=_ref)
+    sha256: str = attrs.field(validator=_sha)
+    size: int = attrs.field()
+    version: int = attrs.field(default=1, validator=_version)
+
+    @size.validator
+    def _size(self, attribute: attrs.Attribute[int], value: int) -> None:
+        check_int(value, "recovery root size", 0, MAX_ROOT_BYTES)
+
+    @classmethod
+    def from_receipt(cls, receipt: RootReceipt, *, version: int = 1) -> RecoveryPointer:
+        """Point at a root the Relocation Store confirmed."""
+        return cls(root_ref=receipt.ref, sha256=receipt.sha256, size=receipt.size,
+                   version=version)
+
+    def receipt(self) -> RootReceipt:
+        """The receipt to read or delete the root with."""
+        return RootReceipt(ref=self.root_ref, sha256=self.sha256, size=self.size)
+
+    def to_json(self) -> dict[str, object]:
+        """Encode as ``{"rootRef", "sha256", "size", "version"}`` (the record's field)."""
+        return {"rootRef": self.root_ref, "sha256": self.sha256, "size": self.size,
+                "version": self.version}
+
+    @classmethod
+    def from_json(cls, value: object) -> RecoveryPointer:
+        """Decode :meth:`to_json`'s object; :class:`InvalidOperation` when malformed."""
+        raw = json_object(value, _POINTER_KEYS, "recovery pointer")
+        return cls(
+            root_ref=json_str(raw["rootRef"], "rootRef"),
+            sha256=json_str(raw["sha256"], "sha256"),
+            size=json_int(raw["size"], "size", 0, MAX_ROOT_BYTES),
+            version=json_int(raw["version"], "version", 1, MAX_GENERATION))

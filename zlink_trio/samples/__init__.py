@@ -1,0 +1,11 @@
+"""Sample applications, built only on the public API (``import zlink_trio as zl``).
+
+Run ``python -m zlink_trio.samples.demo`` (also ``zlink-trio demo``). Modules, one concept each:
+
+- ``spots``     -- the sample Spots both demos run (Counter, Room), their messages, ``Events``
+- ``demo``      -- the demo story on one node, told and checked line by line (``--nodes N``)
+- ``demo_mesh`` -- the same story over N node processes on one SQLite file: driver and node
+
+The ShoppingMall sample will live beside them. This is the top layer: a sample imports
+only what ``zlink_trio`` exports, and other samples (``tests/test_layers.py`` enforces it).
+"""

@@ -1,0 +1,418 @@
+"""The field layout of every frame: one writer and one reader per command.
+
+Theory of operation
+-------------------
+After the 4-byte header each command's fields follow in a fixed order
+(``docs/wire.md`` has the byte tables). Here every layout is a pair of plain
+functions: ``write_<x>(w, frame)`` appends the fields of an already
+validated frame to a :class:`Writer`, and ``read_<x>(r, max_body_bytes)``
+reads them back from a peer's bytes through the checking :class:`Reader`,
+refusing anything out of range with :class:`RemoteProtocolError`.
+
+Which layout a class uses is data, not code: a row of
+:mod:`zlink_trio.wire._frame_rules` per class.
+:data:`zlink_trio.wire.frames.FRAMES` is the table of frames, keyed by the
+command byte; one level down, :data:`ROUTES` holds command 39's two routes
+(tag: the route kind) and :data:`OUTCOMES` command 20's three success tails
+(tag: the command they answer). A reply's failure tail (its message) needs no row: a
+:class:`Failure` answers any command the same way.
+
+This module is sans-IO: no trio, no clock, no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import attrs
+
+from zlink_trio.core.errors import RemoteProtocolError
+from zlink_trio.wire._frame_fields import MAX_METADATA_BYTES, NONCE_BYTES
+from zlink_trio.wire._frame_rules import Bodies, Rule, rule, rule_for
+from zlink_trio.wire._frame_types import (
+    MIN_FRAME_BYTES,
+    ActivationRoute,
+    Challenge,
+    CloseOutcome,
+    Command,
+    CreateOutcome,
+    Failure,
+    Hello,
+    MessageOutcome,
+    Outcome,
+    Ping,
+    Pong,
+    ReadyRoute,
+    Reply,
+    RouteKind,
+    SpotMessage,
+    TerminalResult,
+    UserSpotClose,
+    UserSpotCreate,
+    Welcome,
+    WireCreateState,
+)
+
+if TYPE_CHECKING:
+    from zlink_trio.wire._frame_fields import Reader, Writer
+
+__all__ = (
+    "OUTCOMES",
+    "OUTCOME_FOR",
+    "ROUTES",
+    "ROUTE_FOR",
+    "read_challenge",
+    "read_close",
+    "read_create",
+    "read_hello",
+    "read_ping",
+    "read_pong",
+    "read_reply",
+    "read_spot_message",
+    "read_welcome",
+    "reply_bodies",
+    "spot_message_bodies",
+    "write_challenge",
+    "write_close",
+    "write_create",
+    "write_introduction",
+    "write_reply",
+    "write_spot_message",
+    "write_token",
+)
+
+# --------------------------------------------------------------------------- handshake
+
+
+def write_challenge(w: Writer, frame: Challenge) -> None:
+    """Command 1: ``nonce``."""
+    w.raw(frame.nonce)
+
+
+def read_challenge(r: Reader, max_body_bytes: int) -> Challenge:
+    """Command 1."""
+    return Challenge(nonce=r.raw(NONCE_BYTES, "nonce"))
+
+
+def write_introduction(w: Writer, frame: Hello | Welcome) -> None:
+    """Commands 2 and 3: who the sender is, its frame limit, nonce and MAC."""
+    w.text8(frame.node_id)
+    w.rid(frame.node_rid)
+    w.u64(frame.lifecycle_generation)
+    w.text8(frame.mesh)
+    w.u32(frame.max_frame_bytes)
+    w.raw(frame.nonce)
+    w.raw(frame.mac)
+
+
+def _read_limit(r: Reader) -> int:
+    value = r.u32("max frame bytes")
+    if value < MIN_FRAME_BYTES:
+        raise RemoteProtocolError(
+            f"max frame bytes is {value}, below the {MIN_FRAME_BYTES}-byte minimum"
+        )
+    return value
+
+
+def read_hello(r: Reader, max_body_bytes: int) -> Hello:
+    """Command 2."""
+    return Hello(
+        node_id=r.text8("node id"),
+        node_rid=r.rid("node rid"),
+        lifecycle_generation=r.gen("lifecycle generation"),
+        mesh=r.text8("mesh"),
+        max_frame_bytes=_read_limit(r),
+        nonce=r.raw(NONCE_BYTES, "nonce"),
+        mac=r.raw(NONCE_BYTES, "mac"),
+    )
+
+
+def read_welcome(r: Reader, max_body_bytes: int) -> Welcome:
+    """Command 3: the same fields as HELLO."""
+    return Welcome(**attrs.asdict(read_hello(r, max_body_bytes), recurse=False))
+
+
+def write_token(w: Writer, frame: Ping | Pong) -> None:
+    """Commands 4 and 5: ``token``."""
+    w.u64(frame.token)
+
+
+def read_ping(r: Reader, max_body_bytes: int) -> Ping:
+    """Command 4."""
+    return Ping(token=r.u64("token"))
+
+
+def read_pong(r: Reader, max_body_bytes: int) -> Pong:
+    """Command 5."""
+    return Pong(token=r.u64("token"))
+
+
+# --------------------------------------------------------------------------- command 39
+
+
+def _write_ready_route(w: Writer, route: ReadyRoute) -> None:
+    w.text8(route.spot_id)
+    w.u64(route.object_generation)
+    w.u64(route.owner_generation)
+    w.owner(route.target)
+
+
+def _read_ready_route(r: Reader, max_body_bytes: int) -> ReadyRoute:
+    return ReadyRoute(
+        spot_id=r.text8("Spot ID"),
+        object_generation=r.gen("object generation"),
+        owner_generation=r.gen("owner generation"),
+        target=r.owner("target"),
+    )
+
+
+def _write_activation_route(w: Writer, route: ActivationRoute) -> None:
+    w.text8(route.target_mesh)
+    w.owner(route.target)
+    w.text8(route.spot_id)
+    w.text8(route.stable_type)
+    w.u64(route.descriptor_version)
+
+
+def _read_activation_route(r: Reader, max_body_bytes: int) -> ActivationRoute:
+    return ActivationRoute(
+        target_mesh=r.text8("target mesh"),
+        target=r.owner("target"),
+        spot_id=r.text8("Spot ID"),
+        stable_type=r.text8("stable type"),
+        descriptor_version=r.gen("descriptor version"),
+    )
+
+
+_ROUTE_RULES: Final = (
+    rule(ReadyRoute, RouteKind.READY, _write_ready_route, _read_ready_route),
+    rule(ActivationRoute, RouteKind.ACTIVATION, _write_activation_route, _read_activation_route),
+)
+#: Command 39's routes: route class -> its row (tag: the route kind byte).
+ROUTES: Final[dict[type, Rule[ReadyRoute | ActivationRoute]]] = {
+    row.cls: row for row in _ROUTE_RULES}
+#: Route kind byte -> its row.
+ROUTE_FOR: Final[dict[int, Rule[ReadyRoute | ActivationRoute]]] = {
+    row.tag: row for row in _ROUTE_RULES}
+
+
+def write_spot_message(w: Writer, frame: SpotMessage) -> None:
+    """Command 39: route kind and route, ids, deadline, source, metadata, payload."""
+    route = rule_for(ROUTES, frame.route)
+    w.u8(route.tag)
+    route.write(w, frame.route)
+    w.u64(frame.operation_id)
+    w.u64(frame.reply_correlation)
+    w.u64(frame.deadline_ms)
+    w.owner(frame.source)
+    w.optional_text8(frame.source_spot_id)
+    w.flag(frame.metadata is not None)
+    if frame.metadata is not None:
+        w.blob32(frame.metadata)
+    w.payload(frame.payload)
+
+
+def read_spot_message(r: Reader, max_body_bytes: int) -> SpotMessage:
+    """Command 39."""
+    kind = r.u8("route kind")
+    route_rule = ROUTE_FOR.get(kind)
+    if route_rule is None:
+        raise RemoteProtocolError(f"unknown route kind {kind}; known: 1 (ready), 2 (activation)")
+    route = route_rule.read(r, max_body_bytes)
+    operation_id = r.u64_nonzero("operation id")
+    reply_correlation = r.u64("reply correlation")
+    deadline_ms = r.gen("deadline")
+    source = r.owner("source")
+    source_spot_id = r.optional_text8("source Spot ID")
+    metadata = r.blob32("metadata", MAX_METADATA_BYTES) if r.flag("metadata flag") else None
+    return SpotMessage(
+        route=route,
+        operation_id=operation_id,
+        reply_correlation=reply_correlation,
+        deadline_ms=deadline_ms,
+        source=source,
+        source_spot_id=source_spot_id,
+        metadata=metadata,
+        payload=r.payload("payload", max_body_bytes),
+    )
+
+
+def spot_message_bodies(frame: SpotMessage) -> Bodies:
+    """Command 39 carries one body: its payload."""
+    return (frame.payload,)
+
+
+# --------------------------------------------------------------------------- commands 47, 48
+
+
+def write_create(w: Writer, frame: UserSpotCreate) -> None:
+    """Command 47: the reservation fence to commit."""
+    w.u64(frame.correlation)
+    w.u64(frame.operation_id)
+    w.owner(frame.source)
+    w.text8(frame.spot_id)
+    w.text8(frame.stable_type)
+    w.u64(frame.expected_store_version)
+    w.u64(frame.object_generation)
+    w.u64(frame.owner_generation)
+    w.owner(frame.target)
+    w.u64(frame.owner_lease_expires_ms)
+    w.u32(frame.pending_capacity)
+    w.u64(frame.deadline_ms)
+
+
+def read_create(r: Reader, max_body_bytes: int) -> UserSpotCreate:
+    """Command 47."""
+    correlation = r.u64_nonzero("correlation")
+    operation_id = r.u64_nonzero("operation id")
+    source = r.owner("source")
+    spot_id = r.text8("Spot ID")
+    stable_type = r.text8("stable type")
+    expected_store_version = r.gen("expected store version")
+    object_generation = r.gen("object generation")
+    owner_generation = r.gen("owner generation")
+    target = r.owner("target")
+    owner_lease_expires_ms = r.bounded_u64("owner lease")
+    pending_capacity = r.u32("pending capacity")
+    if pending_capacity == 0:
+        raise RemoteProtocolError("pending capacity is 0; a reservation holds at least 1")
+    return UserSpotCreate(
+        correlation=correlation,
+        operation_id=operation_id,
+        source=source,
+        spot_id=spot_id,
+        stable_type=stable_type,
+        expected_store_version=expected_store_version,
+        object_generation=object_generation,
+        owner_generation=owner_generation,
+        target=target,
+        owner_lease_expires_ms=owner_lease_expires_ms,
+        pending_capacity=pending_capacity,
+        deadline_ms=r.gen("deadline"),
+    )
+
+
+def write_close(w: Writer, frame: UserSpotClose) -> None:
+    """Command 48: the incarnation and the owner fence to close it with."""
+    w.u64(frame.correlation)
+    w.u64(frame.operation_id)
+    w.owner(frame.source)
+    w.spot_ref(frame.ref)
+    w.owner(frame.target)
+    w.u64(frame.expected_owner_generation)
+    w.u64(frame.expected_store_version)
+    w.u64(frame.deadline_ms)
+
+
+def read_close(r: Reader, max_body_bytes: int) -> UserSpotClose:
+    """Command 48."""
+    return UserSpotClose(
+        correlation=r.u64_nonzero("correlation"),
+        operation_id=r.u64_nonzero("operation id"),
+        source=r.owner("source"),
+        ref=r.spot_ref("SpotRef"),
+        target=r.owner("target"),
+        expected_owner_generation=r.gen("expected owner generation"),
+        expected_store_version=r.gen("expected store version"),
+        deadline_ms=r.gen("deadline"),
+    )
+
+
+# --------------------------------------------------------------------------- command 20
+
+_CREATE_STATES: Final = frozenset(int(state) for state in WireCreateState)
+
+
+def _write_created(w: Writer, outcome: CreateOutcome) -> None:
+    w.u8(outcome.state)
+    w.spot_ref(outcome.ref)
+    w.optional_payload(outcome.reply)
+
+
+def _read_created(r: Reader, max_body_bytes: int) -> CreateOutcome:
+    raw_state = r.u8("create state")
+    if raw_state not in _CREATE_STATES:
+        raise RemoteProtocolError(
+            f"unknown create state {raw_state}; known: 1 (existing), 2 (created), 3 (rejected)"
+        )
+    state = WireCreateState(raw_state)
+    ref = r.spot_ref("SpotRef")
+    reply = r.optional_payload("create reply", max_body_bytes)
+    if state is WireCreateState.EXISTING and reply is not None:
+        raise RemoteProtocolError("an EXISTING create result carries an application reply")
+    return CreateOutcome(state=state, ref=ref, reply=reply)
+
+
+def _write_closed(w: Writer, outcome: CloseOutcome) -> None:
+    w.flag(outcome.closed)
+
+
+def _read_closed(r: Reader, max_body_bytes: int) -> CloseOutcome:
+    return CloseOutcome(closed=r.flag("closed"))
+
+
+def _write_answered(w: Writer, outcome: MessageOutcome) -> None:
+    w.optional_payload(outcome.reply)
+
+
+def _read_answered(r: Reader, max_body_bytes: int) -> MessageOutcome:
+    return MessageOutcome(reply=r.optional_payload("reply", max_body_bytes))
+
+
+def _reply_body(outcome: CreateOutcome | MessageOutcome) -> Bodies:
+    return (outcome.reply,)
+
+
+_OUTCOME_RULES: Final = (
+    rule(MessageOutcome, Command.SPOT_MESSAGE, _write_answered, _read_answered, _reply_body),
+    rule(CreateOutcome, Command.USER_SPOT_CREATE, _write_created, _read_created, _reply_body),
+    rule(CloseOutcome, Command.USER_SPOT_CLOSE, _write_closed, _read_closed),
+)
+#: Command 20's success tails: outcome class -> its row (tag: the command it answers).
+OUTCOMES: Final[dict[type, Rule[CreateOutcome | CloseOutcome | MessageOutcome]]] = {
+    row.cls: row for row in _OUTCOME_RULES}
+#: Answered command -> the row of its success tail.
+OUTCOME_FOR: Final[dict[int, Rule[CreateOutcome | CloseOutcome | MessageOutcome]]] = {
+    row.tag: row for row in _OUTCOME_RULES}
+
+
+def write_reply(w: Writer, frame: Reply) -> None:
+    """Command 20: correlation, terminal result, failure code, answered command, tail."""
+    outcome = frame.outcome
+    w.u64(frame.correlation)
+    w.u8(frame.terminal_result)
+    w.u16(frame.failure_code)
+    w.u8(frame.answers)
+    if isinstance(outcome, Failure):
+        w.text16(outcome.message)
+    else:
+        rule_for(OUTCOMES, outcome).write(w, outcome)
+
+
+def read_reply(r: Reader, max_body_bytes: int) -> Reply:
+    """Command 20."""
+    correlation = r.u64_nonzero("correlation")
+    result = r.u8("terminal result")
+    code = r.u16("failure code")
+    if result == TerminalResult.OK and code != 0:
+        raise RemoteProtocolError(f"an OK reply has failure code {code}; it must be 0")
+    if result == TerminalResult.FAILED and code == 0:
+        raise RemoteProtocolError("a FAILED reply has failure code 0; it must be a ZLinkError code")
+    if result not in (TerminalResult.OK, TerminalResult.FAILED):
+        raise RemoteProtocolError(f"unknown terminal result {result}; known: 0 (ok), 1 (failed)")
+    answers = r.u8("answered command")
+    tail = OUTCOME_FOR.get(answers)
+    if tail is None:
+        raise RemoteProtocolError(f"a reply cannot answer command {answers}; known: 39, 47, 48")
+    outcome: Outcome
+    if result == TerminalResult.FAILED:
+        outcome = Failure(code=code, message=r.text16("failure message"))
+    else:
+        outcome = tail.read(r, max_body_bytes)
+    return Reply(correlation=correlation, answers=Command(answers), outcome=outcome)
+
+
+def reply_bodies(frame: Reply) -> Bodies:
+    """The application reply a successful 39 or 47 answer carries."""
+    outcome = frame.outcome
+    return () if isinstance(outcome, Failure) else rule_for(OUTCOMES, outcome).bodies(outcome)
