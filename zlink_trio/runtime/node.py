@@ -288,43 +288,39 @@ async def open_node(
                     node_id=node_id, node_rid=node_rid,
                     lifecycle_generation=claim.lifecycle_generation, mesh=mesh,
                     max_frame_bytes=DEFAULT_MAX_FRAME_BYTES))
-            try:
-                async with trio.open_nursery() as nursery:
-                    rt.catalog = Catalog(rt, nursery)
-                    await nursery.start(rt.catalog.serve)
-                    nursery.start_soon(rt.deadlines.run)
-                    node = Node(rt)
-                    nursery.start_soon(rt.peers.sweep)
-                    renewal = trio.CancelScope()
-                    nursery.start_soon(_run_in, renewal, keep_lease, rt)
-                    if options.instance_idle_timeout > 0:
-                        nursery.start_soon(rt.catalog.idle_sweep)
-                    # 06 §4.1.1: resume or abort what a dead lifecycle of this NodeId left,
-                    # before admission opens (bounded like any startup store work).
-                    with trio.move_on_after(options.default_timeout) as scan:
-                        await recover_orphans(rt)
-                    if scan.cancelled_caught:
-                        raise Unavailable(
-                            f"node {node_id!r}: the startup authority scan did not finish within "
-                            f"{options.default_timeout} s (store slow or a factory hung); the "
-                            "node did not start. Restart it: the scan resumes what is left"
-                        )
-                    rt.state = step(NODE, rt.state, NODE.ev.open_admission)
-                    try:
-                        yield node
-                    finally:
-                        with trio.CancelScope(shield=True):
-                            await _drain(rt, renewal)
-                        rt.catalog.cancel_all()
-                        nursery.cancel_scope.cancel()
-            except BaseExceptionGroup as group:
-                single = single_error(group)
-                if single is None:
-                    raise
-                raise single from single.__cause__
+            async with trio.open_nursery() as nursery:
+                rt.catalog = Catalog(rt, nursery)
+                await nursery.start(rt.catalog.serve)
+                nursery.start_soon(rt.deadlines.run)
+                node = Node(rt)
+                nursery.start_soon(rt.peers.sweep)
+                renewal = trio.CancelScope()
+                nursery.start_soon(_run_in, renewal, keep_lease, rt)
+                if options.instance_idle_timeout > 0:
+                    nursery.start_soon(rt.catalog.idle_sweep)
+                # 06 §4.1.1: resume or abort what a dead lifecycle of this NodeId left,
+                # before admission opens (bounded like any startup store work).
+                with trio.move_on_after(options.default_timeout) as scan:
+                    await recover_orphans(rt)
+                if scan.cancelled_caught:
+                    raise Unavailable(
+                        f"node {node_id!r}: the startup authority scan did not finish within "
+                        f"{options.default_timeout} s (store slow or a factory hung); the "
+                        "node did not start. Restart it: the scan resumes what is left"
+                    )
+                rt.state = step(NODE, rt.state, NODE.ev.open_admission)
+                try:
+                    yield node
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await _drain(rt, renewal)
+                    rt.catalog.cancel_all()
+                    nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         # The block's own exception comes out as it was raised, not wrapped in the
-        # nurseries' groups, so ``except zl.NotFound`` around ``async with`` works.
+        # groups of the nurseries it crossed (the node's, the transport's, the store's;
+        # single_error unwraps nested ones), so ``except zl.NotFound`` around
+        # ``async with`` works.
         single = single_error(group)
         if single is None:
             raise

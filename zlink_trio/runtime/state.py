@@ -124,20 +124,21 @@ class NodeState:
     def check_admission(self) -> None:
         """Raise unless this lifecycle may admit work now: serving and the lease valid.
 
-        A node that learned its lease is gone raises Unavailable (it must be restarted).
-        Owner validity (09 §4): a node whose lease deadline passed (before the node
-        noticed) is no longer a valid owner, so its messages end stale; a draining node
-        refuses new work.
+        A node that learned its lease is gone raises Unavailable (it must be restarted);
+        a draining node refuses new work (Unavailable). Owner validity (09 §4): a node
+        whose lease deadline passed (before the node noticed) is no longer a valid
+        owner, so its messages end stale. One state test on the admitting path.
         """
-        self.check_usable()
+        if self.state not in NODE.tags.admits_work:
+            if self.lease_lost:
+                raise self.lease_lost_error()
+            raise Unavailable(
+                f"node {self.node_id!r} is shutting down and admits no new work; retry on "
+                "another node or after it restarts"
+            )
         if self.now() >= self.lease_expires_at:
             raise StaleRoute(
                 f"node {self.node_id!r} is no longer a valid owner (its lease expired at "
                 f"{self.lease_expires_at}); the message was not run. Resolve again and send "
                 "a new call if running it again is safe"
-            )
-        if self.state not in NODE.tags.admits_work:
-            raise Unavailable(
-                f"node {self.node_id!r} is shutting down and admits no new work; retry on "
-                "another node or after it restarts"
             )

@@ -199,9 +199,10 @@ class Host:
 
     def admit(self, work: MessageWork, payload_size: int) -> None:
         """Queue an application message. StaleRoute when sealed or the owner is invalid;
-        CapacityExceeded (``lane="application"``) when a lane bound is hit."""
-        self.rt.check_usable()
+        CapacityExceeded (``lane="application"``) when a lane bound is hit; Unavailable
+        on a node that lost its lease or is draining."""
         if self.sealed:
+            self.rt.check_usable()  # a lost lease explains a sealed host best
             raise StaleRoute(
                 f"Spot {self.spot_id!r} generation {self.generation} is closing on this node "
                 "and admits no new messages; the message was not run. Send a new call once "
