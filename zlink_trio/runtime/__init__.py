@@ -1,6 +1,24 @@
-"""The runtime layer: everything that awaits on behalf of a node.
+"""The runtime layer: everything that awaits on behalf of a node (DESIGN.md §1).
 
-Node, object server, catalog, Spot host tasks, activation/close/relocation
-coordinators, timers and the idle sweep live here (DESIGN.md §1). Modules are
-private (``_name.py``); users import what they need from :mod:`zlink_trio`.
+Users import what they need from :mod:`zlink_trio`; this map is for those who read
+the code.  Imports point one way, and a test fails on any import cycle:
+``declaration`` <- ``state`` <- ``incarnation`` / ``mesh.peers`` <-
+``coordinators.node_runtime`` <- the coordinators and the mesh handlers <- ``node``.
+
+=====================  ==================================================================
+``node``               ``open_node``: one node lifecycle -- claim, serve, drain, remove;
+                       ``Node`` and ``NodeStatistics``
+``options``            ``NodeOptions``: every tunable of ``open_node``, validated first
+``charts``             the compiled, typed lifecycle charts and ``step()``
+``state``              ``NodeState``: identity, options, store, caches, lease -- what every
+                       part of the runtime reads; the ``zlink_trio`` logger
+``declaration/``       what a node serves: Spot types, handlers, policies, the registry
+``calls/``             ``node.client`` and ``node.spots``: builders, the delivery a call
+                       becomes, completions and their deadlines
+``incarnation/``       one Spot on this node: its host task, timers, context; the catalog
+``coordinators/``      the operations that change authority: routing, placement, cold
+                       activation, create, close, recovery, lease
+``mesh/``              this node's side of the links: peers, commands 39/47/48, retained
+                       results
+=====================  ==================================================================
 """
