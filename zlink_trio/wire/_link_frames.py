@@ -22,15 +22,8 @@ import attrs
 
 from zlink_trio.core.errors import LocalProtocolError
 from zlink_trio.core.identity import NodeRid
-from zlink_trio.wire._frame_fields import (
-    MAX_U32,
-    NONCE_BYTES,
-    T,
-    check_gen,
-    check_text8,
-    check_u64,
-    int_in,
-)
+from zlink_trio.wire._frame_checks import T, check_gen, check_text8, check_u64, int_in
+from zlink_trio.wire._frame_fields import MAX_U32, NONCE_BYTES
 
 __all__ = ("MIN_FRAME_BYTES", "Challenge", "Hello", "Ping", "Pong", "Welcome")
 

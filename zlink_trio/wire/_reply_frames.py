@@ -24,10 +24,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from zlink_trio.core.errors import LocalProtocolError, ZLinkError, error_for_code
-from zlink_trio.wire._frame_enums import Command, TerminalResult, WireCreateState
-from zlink_trio.wire._frame_fields import (
-    MAX_TEXT16_BYTES,
-    MAX_U16,
+from zlink_trio.wire._frame_checks import (
     T,
     check_optional_payload,
     check_ref,
@@ -35,6 +32,8 @@ from zlink_trio.wire._frame_fields import (
     int_in,
     text8_size,
 )
+from zlink_trio.wire._frame_enums import Command, TerminalResult, WireCreateState
+from zlink_trio.wire._frame_fields import MAX_TEXT16_BYTES, MAX_U16
 
 if TYPE_CHECKING:
     from zlink_trio.core.records import SpotRef

@@ -27,11 +27,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from zlink_trio.core.errors import LocalProtocolError
-from zlink_trio.wire._frame_enums import RouteKind
-from zlink_trio.wire._frame_fields import (
-    MAX_GEN,
-    MAX_METADATA_BYTES,
-    MAX_U32,
+from zlink_trio.wire._frame_checks import (
     T,
     check_deadline,
     check_gen,
@@ -43,6 +39,8 @@ from zlink_trio.wire._frame_fields import (
     check_u64_nonzero,
     int_in,
 )
+from zlink_trio.wire._frame_enums import RouteKind
+from zlink_trio.wire._frame_fields import MAX_GEN, MAX_METADATA_BYTES, MAX_U32
 
 if TYPE_CHECKING:
     from zlink_trio.core.records import OwnerFence, SpotRef
