@@ -27,7 +27,8 @@ import hmac
 from hashlib import sha256
 from typing import TYPE_CHECKING, Final
 
-from zlink_trio.wire._frame_fields import Writer
+from zlink_trio.wire._frame_fields import NONCE_BYTES
+from zlink_trio.wire.frames import HEADER_BYTES, encode
 
 if TYPE_CHECKING:
     from zlink_trio.wire._frame_types import Hello, Welcome
@@ -41,14 +42,11 @@ WELCOME_LABEL: Final = b"zlink-welcome-v1"
 
 
 def _fields(frame: Hello | Welcome) -> bytes:
-    w = Writer()
-    w.text8(frame.node_id)
-    w.rid(frame.node_rid)
-    w.u64(frame.lifecycle_generation)
-    w.text8(frame.mesh)
-    w.u32(frame.max_frame_bytes)
-    w.raw(frame.nonce)
-    return bytes(w)
+    """``fields(frame)``: its wire bytes from offset 4 up to (not including) its MAC.
+
+    Cut from the frame's own encoding, so the MAC input and the wire cannot drift apart.
+    """
+    return encode(frame)[HEADER_BYTES:-NONCE_BYTES]
 
 
 def hello_mac(secret: bytes, hello: Hello, server_nonce: bytes) -> bytes:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import Enum
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 import attrs
 
@@ -55,6 +55,7 @@ __all__ = (
     "LocalIdentity",
     "PeerIdentity",
     "RandomBytes",
+    "introduction",
 )
 
 #: Shortest accepted cluster secret (256 bits).
@@ -64,6 +65,8 @@ MIN_SECRET_BYTES: Final = 32
 RandomBytes = Callable[[int], bytes]
 #: ``is_current(node_id, lifecycle_generation)``: is that the node's current lifecycle?
 LifecycleCheck = Callable[[str, int], bool]
+#: HELLO or WELCOME: the two frames that introduce their sender.
+Intro = TypeVar("Intro", Hello, Welcome)
 
 
 @attrs.frozen(kw_only=True)
@@ -109,6 +112,23 @@ class HandshakeState(Enum):
     FAILED = "failed"
 
 
+def introduction(cls: type[Intro], identity: LocalIdentity, nonce: bytes) -> Intro:
+    """The HELLO or WELCOME introducing ``identity`` with ``nonce``; its MAC is all zeros.
+
+    Raises :class:`LocalProtocolError` if a field cannot be sent. The caller signs the
+    frame (``attrs.evolve(frame, mac=...)``) before it sends it.
+    """
+    return cls(
+        node_id=identity.node_id,
+        node_rid=identity.node_rid,
+        lifecycle_generation=identity.lifecycle_generation,
+        mesh=identity.mesh,
+        max_frame_bytes=identity.max_frame_bytes,
+        nonce=nonce,
+        mac=bytes(NONCE_BYTES),
+    )
+
+
 class HandshakeSide:
     """What both sides share: configuration checks, state bookkeeping, peer checks.
 
@@ -141,15 +161,7 @@ class HandshakeSide:
         if is_current is not None and not callable(is_current):
             raise InvalidConfiguration("is_current must be None or a callable")
         try:  # Validate every identity field now, with the frame's own validators.
-            Hello(
-                node_id=identity.node_id,
-                node_rid=identity.node_rid,
-                lifecycle_generation=identity.lifecycle_generation,
-                mesh=identity.mesh,
-                max_frame_bytes=identity.max_frame_bytes,
-                nonce=bytes(NONCE_BYTES),
-                mac=bytes(NONCE_BYTES),
-            )
+            introduction(Hello, identity, bytes(NONCE_BYTES))
         except LocalProtocolError as exc:
             raise InvalidConfiguration(f"invalid local identity: {exc.message}") from None
         self._secret: Final = secret

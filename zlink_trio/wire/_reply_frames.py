@@ -11,8 +11,9 @@ another command, and an EXISTING create outcome with an application reply
 (spec 06 §3.3). ``terminal_result`` and ``failure_code`` are derived from the
 outcome, so a reply cannot say OK and carry a failure.
 
-Constructors raise :class:`LocalProtocolError` for a value that cannot be
-sent; the application body's size limit is checked by ``encode``.
+:meth:`Failure.from_error` cuts a message to what ``text16`` carries, so any
+:class:`ZLinkError` can be reported; ``encode`` checks the size of an
+application reply against its configurable limit.
 
 This module is sans-IO: no trio, no clock, no I/O.
 """

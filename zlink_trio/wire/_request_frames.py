@@ -14,8 +14,9 @@ exactly one command 20 (:mod:`zlink_trio.wire._reply_frames`).
 
 Times are integers of milliseconds since the Unix epoch (``*_ms``); the
 runtime converts its Trio clock to wall-clock time when it builds a frame.
-Constructors raise :class:`LocalProtocolError` for a value that cannot be
-sent; the application body's size limit is checked by ``encode``.
+Metadata is bounded here (16 KiB), the payload by ``encode`` (its limit is
+configurable); anything else a request cannot carry is refused at
+construction with :class:`LocalProtocolError`.
 
 This module is sans-IO: no trio, no clock, no I/O.
 """

@@ -51,7 +51,6 @@ from typing import Final
 import attrs
 
 from zlink_trio.core.errors import InvalidConfiguration, RemoteProtocolError
-from zlink_trio.wire._frame_fields import NONCE_BYTES
 from zlink_trio.wire._frame_types import MIN_FRAME_BYTES, Challenge, Hello, Welcome
 from zlink_trio.wire._handshake_macs import HELLO_LABEL, WELCOME_LABEL, hello_mac, welcome_mac
 from zlink_trio.wire._handshake_side import (
@@ -62,6 +61,7 @@ from zlink_trio.wire._handshake_side import (
     LocalIdentity,
     PeerIdentity,
     RandomBytes,
+    introduction,
 )
 from zlink_trio.wire.frames import encode
 
@@ -137,16 +137,7 @@ class ServerHandshake(HandshakeSide):
                     "cluster secret, a tampered frame or a replay"
                 )
             peer = self._check_peer(frame, "HELLO")
-            me = self._identity
-            unsigned = Welcome(
-                node_id=me.node_id,
-                node_rid=me.node_rid,
-                lifecycle_generation=me.lifecycle_generation,
-                mesh=me.mesh,
-                max_frame_bytes=me.max_frame_bytes,
-                nonce=self._challenge,
-                mac=bytes(NONCE_BYTES),
-            )
+            unsigned = introduction(Welcome, self._identity, self._challenge)
             welcome = attrs.evolve(unsigned, mac=welcome_mac(self._secret, unsigned, frame))
             out = [encode(welcome, max_frame_bytes=MIN_FRAME_BYTES)]
         except BaseException:
@@ -218,20 +209,11 @@ class ClientHandshake(HandshakeSide):
             raise RemoteProtocolError(
                 f"the client expected CHALLENGE, the server sent {type(frame).__name__}"
             )
-        me = self._identity
         self._challenge = frame.nonce
         nonce = self._nonce()
         if nonce == self._challenge:
             raise RemoteProtocolError("CHALLENGE repeats this client's fresh nonce; refused")
-        unsigned = Hello(
-            node_id=me.node_id,
-            node_rid=me.node_rid,
-            lifecycle_generation=me.lifecycle_generation,
-            mesh=me.mesh,
-            max_frame_bytes=me.max_frame_bytes,
-            nonce=nonce,
-            mac=bytes(NONCE_BYTES),
-        )
+        unsigned = introduction(Hello, self._identity, nonce)
         self._hello = attrs.evolve(unsigned, mac=hello_mac(self._secret, unsigned, frame.nonce))
         return encode(self._hello, max_frame_bytes=MIN_FRAME_BYTES)
 
