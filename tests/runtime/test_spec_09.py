@@ -30,6 +30,9 @@ Notes on two items that one node can only show through a stand-in:
   (admission sealed, authority Closing), and a node whose lease deadline passed on the
   store clock before its renewal noticed (so the owner validity check fails).
 
+The Spots, their messages, the probe they record into and the node opener are shared with
+``test_spec_06.py`` in ``spec_helpers.py``.
+
 Timing runs on ``MockClock`` (the ``autojump_clock`` fixture) and every test is bounded by
 ``trio.fail_after(10)`` in mock seconds.
 """
@@ -40,191 +43,24 @@ import math
 from functools import partial
 from typing import TYPE_CHECKING
 
-import attrs
 import pytest
 import trio
 import trio.testing
+from spec_helpers import PROBE, Blob, CloseMe, Hold, Note, Ping, Pong, open_test_node, wait_until
 
 import zlink_trio as zl
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
-    from zlink_trio.store import Store
+    from collections.abc import Callable
 
 MiB = 1024 * 1024
 #: The fixed per-work-item cost of spec 09 §6.
 PER_ITEM_BYTES = 256
 
 
-# --- messages ------------------------------------------------------------------------------
-
-
-@attrs.frozen
-class Ping:
-    pass
-
-
-@attrs.frozen
-class Note:
-    tag: str
-
-
-@attrs.frozen
-class Hold:
-    """Its handler blocks until the test sets ``PROBE.hold_gate``."""
-
-    tag: str = ""
-
-
-@attrs.frozen
-class Blob:
-    """A large payload; its handler blocks like ``Hold``."""
-
-    data: str
-
-
-@attrs.frozen
-class CloseMe:
-    pass
-
-
-@attrs.frozen
-class Pong:
-    spot_id: str
-    generation: int
-    kind: str
-
-
-# --- what the Spots tell the tests ---------------------------------------------------------
-
-
-@attrs.define
-class Probe:
-    """Everything the test Spots record, reset before each test."""
-
-    #: (class name, spot id, generation) per factory run (``__init__``).
-    factory_runs: list[tuple[str, str, int]] = attrs.Factory(list)
-    #: (spot id, generation, message) per handler turn.
-    handled: list[tuple[str, int, object]] = attrs.Factory(list)
-    #: (spot id, generation, reason) per ``on_close``.
-    closes: list[tuple[str, int, zl.CloseReason]] = attrs.Factory(list)
-    #: The store record ``on_close`` saw while running (when ``store`` is set).
-    records_at_close: list[object] = attrs.Factory(list)
-    store: Store | None = None
-    #: Spot id -> event the activation hook waits on; ``activating`` is set when it starts.
-    activate_gates: dict[str, trio.Event] = attrs.Factory(dict)
-    activating: dict[str, trio.Event] = attrs.Factory(dict)
-    #: What ``Hold``/``Blob`` handlers wait on; ``holding`` is set when one starts.
-    hold_gate: trio.Event = attrs.Factory(trio.Event)
-    holding: trio.Event = attrs.Factory(trio.Event)
-
-    def started(self, spot_id: str) -> trio.Event:
-        return self.activating.setdefault(spot_id, trio.Event())
-
-    async def activation_hook(self, spot_id: str) -> None:
-        self.started(spot_id).set()
-        gate = self.activate_gates.get(spot_id)
-        if gate is not None:
-            await gate.wait()
-
-    def factory_ids(self) -> list[str]:
-        return [spot_id for _, spot_id, _ in self.factory_runs]
-
-    def messages_of(self, spot_id: str) -> list[object]:
-        return [msg for sid, _, msg in self.handled if sid == spot_id]
-
-
-PROBE = Probe()
-
-
 @pytest.fixture(autouse=True)
 def _fresh_probe():
-    global PROBE
-    PROBE = Probe()
-
-
-class Recorder:
-    """Handlers and hooks the test Spot types share (found through the MRO)."""
-
-    ctx: zl.SpotContext
-
-    def _constructed(self, ctx: zl.SpotContext) -> None:
-        self.ctx = ctx
-        PROBE.factory_runs.append((type(self).__name__, ctx.spot_id, ctx.generation))
-
-    def _record(self, msg: object) -> Pong:
-        PROBE.handled.append((self.ctx.spot_id, self.ctx.generation, msg))
-        return Pong(self.ctx.spot_id, self.ctx.generation, type(self).__name__)
-
-    @zl.handler
-    async def ping(self, msg: Ping) -> Pong:
-        return self._record(msg)
-
-    @zl.handler
-    async def note(self, msg: Note) -> Pong:
-        return self._record(msg)
-
-    @zl.handler
-    async def hold(self, msg: Hold) -> None:
-        self._record(msg)
-        PROBE.holding.set()
-        await PROBE.hold_gate.wait()
-
-    @zl.handler
-    async def blob(self, msg: Blob) -> None:
-        self._record(Blob(f"{len(msg.data)} bytes"))
-        PROBE.holding.set()
-        await PROBE.hold_gate.wait()
-
-    async def on_close(self, reason: zl.CloseReason) -> None:
-        PROBE.closes.append((self.ctx.spot_id, self.ctx.generation, reason))
-        if PROBE.store is not None:
-            PROBE.records_at_close.append(await PROBE.store.location.find(self.ctx.spot_id))
-
-
-@zl.instance_spot("counter", relocation=zl.RecreateOnRelocation())
-class Counter(Recorder):
-    def __init__(self, ctx: zl.SpotContext) -> None:
-        self._constructed(ctx)
-
-    async def on_activate(self) -> None:
-        await PROBE.activation_hook(self.ctx.spot_id)
-
-    @zl.handler
-    async def close_me(self, msg: CloseMe) -> None:
-        self.ctx.close()
-
-
-@zl.user_spot("room", relocation=zl.DisableRelocation())
-class Room(Recorder):
-    def __init__(self, ctx: zl.SpotContext, request: object | None) -> None:
-        self._constructed(ctx)
-
-    async def on_create(self, request: object | None) -> None:
-        await PROBE.activation_hook(self.ctx.spot_id)
-
-
-def open_test_node(node_id: str = "node-a", *, store: str = "memory://", **options: object):
-    """A node on ``store``; the store clock is Trio's (mock) clock unless a test passes one.
-
-    That is ``memory://``'s default; SQLite and Redis default to wall time, which a
-    single-process test on ``MockClock`` must not use for leases (``conftest.py``).
-    """
-    # MockClock tests run without mesh links: an autojump clock would jump while a real
-    # socket waits. Cross-node behaviour is tested on the real clock (tests/mesh/).
-    options.setdefault("clock", trio.current_time)
-    options.setdefault("listen", None)
-    return zl.open_node(node_id, store=store, spots=[Counter, Room], **options)
-
-
-async def wait_until(predicate: Callable[[], Awaitable[bool]], *, step: float = 0.01) -> None:
-    """Poll ``predicate`` in mock time (bounded by the test's fail_after)."""
-    for _ in range(100_000):
-        if await predicate():
-            return
-        await trio.sleep(step)
-    pytest.fail("condition never became true")
+    PROBE.reset()
 
 
 async def activate(node: object, spot_id: str) -> Pong:
@@ -303,7 +139,7 @@ async def test_concurrent_creation_runs_factory_once_and_others_target_created_o
             assert {r.generation for r in replies} == {generation}
             assert len(replies) == 40
             assert sorted(m.tag for m in PROBE.messages_of("c-1")) == sorted(tags)
-            assert {g for sid, g, _ in PROBE.handled} == {generation}
+            assert {g for sid, g, _, _ in PROBE.handled} == {generation}
 
 
 async def test_message_right_after_creation_is_processed_without_cache_delay(autojump_clock):
