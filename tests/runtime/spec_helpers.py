@@ -15,11 +15,15 @@ and :class:`Room` (User Spot ``"room"``; its ``on_create`` can be held, and decl
 :class:`Hold` and :class:`Blob` until ``PROBE.hold_gate`` is set.
 
 :func:`open_test_node` opens a node of these Spots on ``MockClock`` without mesh links
-(``runtime_spots.open_test_node``); :func:`wait_until` polls in mock time.
+(``runtime_spots.open_test_node``); :func:`wait_until` polls in mock time. Where an item
+says nothing is written or built, :func:`store_unchanged` reads the store around the calls
+(never writing it), and :func:`missing_calls_end_not_found` makes the plain calls to a
+Missing Spot that both specs say build nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 import attrs
@@ -31,7 +35,7 @@ from runtime_spots import RoomSpec, Welcome
 import zlink_trio as zl
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import AsyncIterator, Awaitable, Callable
 
     from zlink_trio.store import MemoryStore, Store
 
@@ -50,7 +54,9 @@ __all__ = (
     "Room",
     "RoomSpec",
     "Welcome",
+    "missing_calls_end_not_found",
     "open_test_node",
+    "store_unchanged",
     "wait_until",
 )
 
@@ -245,3 +251,27 @@ async def wait_until(predicate: Callable[[], Awaitable[bool]], *, step: float = 
             return
         await trio.sleep(step)
     pytest.fail("condition never became true")
+
+
+@contextlib.asynccontextmanager
+async def store_unchanged(store: Store) -> AsyncIterator[None]:
+    """Check that the block writes nothing and builds nothing.
+
+    After it, ``store``'s Location and Relocation statistics are what they were before it,
+    and no factory ran in it. The store is only read.
+    """
+    location_before = await store.location.statistics()
+    relocation_before = await store.relocation.statistics()
+    runs_before = len(PROBE.factory_runs)
+    yield
+    assert await store.location.statistics() == location_before
+    assert await store.relocation.statistics() == relocation_before
+    assert PROBE.factory_runs[runs_before:] == []
+
+
+async def missing_calls_end_not_found(node: object, spot_id: str) -> None:
+    """A send and a request to the Missing ``spot_id``, without creation intent, end NotFound."""
+    with pytest.raises(zl.NotFound):
+        await node.client.send(spot_id, Ping())
+    with pytest.raises(zl.NotFound):
+        await node.client.request(spot_id, Ping(), reply=Pong).timeout(5)

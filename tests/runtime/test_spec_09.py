@@ -46,7 +46,19 @@ from typing import TYPE_CHECKING
 import pytest
 import trio
 import trio.testing
-from spec_helpers import PROBE, Blob, CloseMe, Hold, Note, Ping, Pong, open_test_node, wait_until
+from spec_helpers import (
+    PROBE,
+    Blob,
+    CloseMe,
+    Hold,
+    Note,
+    Ping,
+    Pong,
+    missing_calls_end_not_found,
+    open_test_node,
+    store_unchanged,
+    wait_until,
+)
 
 import zlink_trio as zl
 
@@ -61,6 +73,15 @@ PER_ITEM_BYTES = 256
 @pytest.fixture(autouse=True)
 def _fresh_probe():
     PROBE.reset()
+
+
+async def wait_gone(node: object, spot_id: str) -> None:
+    """Wait (in mock time) until ``spot_id`` has no incarnation any more."""
+
+    async def gone() -> bool:
+        return await node.spots.find(spot_id) is None
+
+    await wait_until(gone)
 
 
 async def activate(node: object, spot_id: str) -> Pong:
@@ -81,18 +102,11 @@ async def test_ordinary_message_to_missing_id_builds_nothing_only_creation_inten
     mem = store
     with trio.fail_after(10):
         async with open_test_node(store=store_url) as node:
-            location_before = await mem.location.statistics()
-            relocation_before = await mem.relocation.statistics()
-            with pytest.raises(zl.NotFound):
-                await node.client.send("c-1", Ping())
-            with pytest.raises(zl.NotFound):
-                await node.client.request("c-1", Ping(), reply=Pong).timeout(5)
-            with pytest.raises(zl.NotFound):
-                await node.client.send("r-1", Note("typo"))
-            assert await node.spots.find("c-1") is None
-            assert await mem.location.statistics() == location_before
-            assert await mem.relocation.statistics() == relocation_before
-            assert PROBE.factory_runs == []
+            async with store_unchanged(mem):  # and no factory ran
+                await missing_calls_end_not_found(node, "c-1")
+                with pytest.raises(zl.NotFound):
+                    await node.client.send("r-1", Note("typo"))
+                assert await node.spots.find("c-1") is None
             # Explicit intent to create builds it: Instance intent, or the explicit create call.
             pong = await node.client.request("c-1", Ping(), reply=Pong).instance_spot("counter")
             created = await node.spots.get_or_create("r-1", "room").timeout(5)
@@ -233,11 +247,7 @@ async def test_ordinary_message_not_rejected_for_generation_mismatch_after_recre
                 first.generation
             )
             await node.client.send("c-1", CloseMe())
-
-            async def c1_gone() -> bool:
-                return await node.spots.find("c-1") is None
-
-            await wait_until(c1_gone)
+            await wait_gone(node, "c-1")
             second = await node.client.request("c-1", Ping(), reply=Pong).instance_spot()
             assert second.generation > first.generation
             plain = await node.client.request("c-1", Note("right after"), reply=Pong)
@@ -341,11 +351,7 @@ async def test_new_activation_rejected_at_ceiling(autojump_clock, store_url, sto
                 first.generation
             )
             await node.client.send("c-1", CloseMe())
-
-            async def c1_gone() -> bool:
-                return await node.spots.find("c-1") is None
-
-            await wait_until(c1_gone)
+            await wait_gone(node, "c-1")
             await node.client.request("c-3", Ping(), reply=Pong).instance_spot("counter")
             assert PROBE.factory_ids() == ["c-1", "c-2", "c-3"]
 
@@ -408,11 +414,7 @@ async def test_idle_cleanup_calls_closing_callback_with_idle_evicted(
     with trio.fail_after(10):
         async with open_test_node(store=store_url, instance_idle_timeout=1) as node:
             first = await node.client.request("c-1", Ping(), reply=Pong).instance_spot("counter")
-
-            async def evicted() -> bool:
-                return await node.spots.find("c-1") is None
-
-            await wait_until(evicted)
+            await wait_gone(node, "c-1")
             assert PROBE.closes == [("c-1", first.generation, zl.CloseReason.IDLE_EVICTED)]
             # The location was still held while the callback ran (released only after it).
             (record,) = PROBE.records_at_close
@@ -440,6 +442,22 @@ async def fill_application_lane(node: object, spot_id: str, make: Callable[[], o
     pytest.fail(f"{limit} sends were all admitted: the application lane is not bounded")
 
 
+async def fill_one_lane(make: Callable[[], object],
+                        **options: object) -> tuple[int, zl.CapacityExceeded]:
+    """Fill the application lane of one Counter, ``w-1``, on a node opened with ``options``.
+
+    ``make()`` is a ``Hold`` or a ``Blob``, whose handler blocks, so the sends pile up; the
+    handlers are released before the node closes. Returns what
+    :func:`fill_application_lane` does.
+    """
+    async with open_test_node(**options) as node:
+        await activate(node, "w-1")
+        try:
+            return await fill_application_lane(node, "w-1", make)
+        finally:
+            PROBE.hold_gate.set()
+
+
 async def test_execution_queue_bounded_on_count_and_bytes_whichever_first(autojump_clock):
     """The execution queue is bounded on both the count and byte axes, and whichever is hit
     first applies."""
@@ -465,14 +483,9 @@ async def test_large_messages_hit_byte_bound_before_count_bound(autojump_clock):
     """When large messages pile up, the byte bound is hit before the count bound."""
     bounds = zl.LaneBounds(max_items=100, max_bytes=200_000)
     with trio.fail_after(10):
-        async with open_test_node(application_lane=bounds) as node:
-            await activate(node, "w-1")
-            try:
-                admitted, refusal = await fill_application_lane(
-                    node, "w-1", partial(Blob, "x" * 20_000)
-                )
-            finally:
-                PROBE.hold_gate.set()
+        admitted, refusal = await fill_one_lane(
+            partial(Blob, "x" * 20_000), application_lane=bounds
+        )
     assert refusal.lane == "application"
     # 200,000 // (20,000 + 256 + envelope) items fit: 9, or 8 with a large envelope.
     assert 8 <= admitted <= bounds.max_bytes // (20_000 + PER_ITEM_BYTES)
@@ -483,12 +496,7 @@ async def test_empty_payloads_hit_count_bound_before_byte_bound(autojump_clock):
     """When empty payloads pile up, the count bound is hit before the byte bound."""
     bounds = zl.LaneBounds(max_items=5, max_bytes=MiB)
     with trio.fail_after(10):
-        async with open_test_node(application_lane=bounds) as node:
-            await activate(node, "w-1")
-            try:
-                admitted, refusal = await fill_application_lane(node, "w-1", Hold)
-            finally:
-                PROBE.hold_gate.set()
+        admitted, refusal = await fill_one_lane(Hold, application_lane=bounds)
     assert admitted == bounds.max_items
     assert refusal.lane == "application"
 
@@ -498,12 +506,7 @@ async def test_byte_accounting_counts_fixed_per_item_cost_for_empty_payload(auto
     the bound."""
     bounds = zl.LaneBounds(max_items=1000, max_bytes=1000)
     with trio.fail_after(10):
-        async with open_test_node(application_lane=bounds) as node:
-            await activate(node, "w-1")
-            try:
-                admitted, refusal = await fill_application_lane(node, "w-1", Hold)
-            finally:
-                PROBE.hold_gate.set()
+        admitted, refusal = await fill_one_lane(Hold, application_lane=bounds)
     assert refusal.lane == "application"
     # Each empty item reserves at least 256 bytes, so at most 1000 // 256 = 3 fit (not ~100s).
     assert 1 <= admitted <= bounds.max_bytes // PER_ITEM_BYTES
@@ -521,11 +524,6 @@ async def test_every_execution_lane_has_count_and_byte_bound(autojump_clock):
         zl.LaneBounds(1024)  # both axes are required
     # The defaults are bounded too: 1,024 empty items fill a default application lane.
     with trio.fail_after(10):
-        async with open_test_node() as node:
-            await activate(node, "w-1")
-            try:
-                admitted, refusal = await fill_application_lane(node, "w-1", Hold)
-            finally:
-                PROBE.hold_gate.set()
+        admitted, refusal = await fill_one_lane(Hold)
     assert admitted == 1024
     assert refusal.lane == "application"
