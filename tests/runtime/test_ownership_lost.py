@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pytest
 import trio
+from runtime_spots import MemoryStoreWith
 
 import zlink_trio as zl
 from zlink_trio.core.errors import DeadlineExceeded
@@ -132,17 +133,11 @@ class LeaseLocation(MemoryLocationStore):
         return await super().renew(mesh, node_rid, lifecycle_generation, now=now, lease=lease)
 
 
-class LeaseStore(MemoryStore):
+class LeaseStore(MemoryStoreWith[LeaseLocation]):
     """A MemoryStore with a steerable renewal."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self._location = LeaseLocation()
-
-    @property
-    def location(self) -> LeaseLocation:
-        assert isinstance(self._location, LeaseLocation)
-        return self._location
+        super().__init__(LeaseLocation())
 
     def clock(self) -> float:
         """The store clock: trio's clock plus the offset a ``late`` renewal adds."""

@@ -35,6 +35,9 @@ Covered elsewhere or by later issues (no stubs here):
   logical messaging, cold activation, close, and Message Follow." -- needs the other
   language implementations.
 
+The Spots, their messages, the probe they record into and the node opener are shared with
+``test_spec_09.py`` in ``spec_helpers.py``.
+
 Timing runs on ``MockClock`` (the ``autojump_clock`` fixture): ``trio.sleep`` in a test
 advances mock time only, and every test is bounded by ``trio.fail_after(10)`` (mock
 seconds, so a hang fails at once instead of waiting).
@@ -48,193 +51,38 @@ import random
 import re
 import uuid
 from functools import partial
-from typing import TYPE_CHECKING
 
-import attrs
 import pytest
 import trio
 import trio.testing
+from runtime_spots import MemoryStoreWith
+from spec_helpers import (
+    PROBE,
+    Counter,
+    Gauge,
+    Note,
+    Ping,
+    Pong,
+    Recorder,
+    Room,
+    RoomSpec,
+    Welcome,
+    missing_calls_end_not_found,
+    open_test_node,
+    store_unchanged,
+    wait_until,
+)
 
 import zlink_trio as zl
 from zlink_trio.store import MemoryStore
 from zlink_trio.store.memory import MemoryLocationStore
 
-if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
 UUID4 = re.compile(r"\A[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\Z")
-
-
-# --- messages ------------------------------------------------------------------------------
-
-
-@attrs.frozen
-class Ping:
-    pass
-
-
-@attrs.frozen
-class Note:
-    tag: str
-
-
-@attrs.frozen
-class Hold:
-    """Its handler blocks until the test sets ``PROBE.hold_gate``."""
-
-    tag: str
-
-
-@attrs.frozen
-class Pong:
-    spot_id: str
-    generation: int
-    kind: str
-    node_rid: str
-
-
-@attrs.frozen
-class RoomSpec:
-    name: str = "lobby"
-
-
-@attrs.frozen
-class Welcome:
-    text: str
-
-
-# --- what the Spots tell the tests ---------------------------------------------------------
-
-
-@attrs.define
-class Probe:
-    """Everything the test Spots record, reset before each test."""
-
-    #: (class name, spot id, generation, node rid) per factory run (``__init__``).
-    factory_runs: list[tuple[str, str, int, str]] = attrs.Factory(list)
-    #: (spot id, generation, node rid, message) per handler turn.
-    handled: list[tuple[str, int, str, object]] = attrs.Factory(list)
-    #: (spot id, generation, reason) per ``on_close``.
-    closes: list[tuple[str, int, zl.CloseReason]] = attrs.Factory(list)
-    #: (spot id, request) per ``on_create`` call.
-    create_requests: list[tuple[str, object]] = attrs.Factory(list)
-    #: Spot id -> event the activation hook (on_activate / on_create) waits on.
-    activate_gates: dict[str, trio.Event] = attrs.Factory(dict)
-    #: Spot id -> event set when its activation hook starts.
-    activating: dict[str, trio.Event] = attrs.Factory(dict)
-    #: What ``Hold`` handlers wait on; ``holding`` is set when one starts.
-    hold_gate: trio.Event = attrs.Factory(trio.Event)
-    holding: trio.Event = attrs.Factory(trio.Event)
-
-    def started(self, spot_id: str) -> trio.Event:
-        return self.activating.setdefault(spot_id, trio.Event())
-
-    async def activation_hook(self, spot_id: str) -> None:
-        self.started(spot_id).set()
-        gate = self.activate_gates.get(spot_id)
-        if gate is not None:
-            await gate.wait()
-
-    def factory_ids(self) -> list[str]:
-        return [spot_id for _, spot_id, _, _ in self.factory_runs]
-
-    def messages_of(self, spot_id: str) -> list[object]:
-        return [msg for sid, _, _, msg in self.handled if sid == spot_id]
-
-
-PROBE = Probe()
 
 
 @pytest.fixture(autouse=True)
 def _fresh_probe():
-    global PROBE
-    PROBE = Probe()
-
-
-class Recorder:
-    """Handlers and hooks the test Spot types share (found through the MRO)."""
-
-    ctx: zl.SpotContext
-
-    def _constructed(self, ctx: zl.SpotContext) -> None:
-        self.ctx = ctx
-        PROBE.factory_runs.append(
-            (type(self).__name__, ctx.spot_id, ctx.generation, str(ctx.ref.node_rid))
-        )
-
-    def _record(self, msg: object) -> Pong:
-        rid = str(self.ctx.ref.node_rid)
-        PROBE.handled.append((self.ctx.spot_id, self.ctx.generation, rid, msg))
-        return Pong(self.ctx.spot_id, self.ctx.generation, type(self).__name__, rid)
-
-    @zl.handler
-    async def ping(self, msg: Ping) -> Pong:
-        return self._record(msg)
-
-    @zl.handler
-    async def note(self, msg: Note) -> Pong:
-        return self._record(msg)
-
-    @zl.handler
-    async def hold(self, msg: Hold) -> None:
-        self._record(msg)
-        PROBE.holding.set()
-        await PROBE.hold_gate.wait()
-
-    async def on_close(self, reason: zl.CloseReason) -> None:
-        PROBE.closes.append((self.ctx.spot_id, self.ctx.generation, reason))
-
-
-@zl.instance_spot("counter", relocation=zl.RecreateOnRelocation())
-class Counter(Recorder):
-    def __init__(self, ctx: zl.SpotContext) -> None:
-        self._constructed(ctx)
-
-    async def on_activate(self) -> None:
-        await PROBE.activation_hook(self.ctx.spot_id)
-
-
-@zl.instance_spot("gauge", relocation=zl.DisableRelocation())
-class Gauge(Recorder):
-    def __init__(self, ctx: zl.SpotContext) -> None:
-        self._constructed(ctx)
-
-
-@zl.user_spot("room", relocation=zl.DisableRelocation())
-class Room(Recorder):
-    def __init__(self, ctx: zl.SpotContext, request: RoomSpec | None) -> None:
-        self._constructed(ctx)
-        self.request = request
-
-    async def on_create(self, request: RoomSpec | None) -> Welcome | zl.Reject:
-        PROBE.create_requests.append((self.ctx.spot_id, request))
-        await PROBE.activation_hook(self.ctx.spot_id)
-        if request is not None and request.name == "reject":
-            return zl.Reject(Welcome("declined"))
-        return Welcome(f"welcome to {self.ctx.spot_id}")
-
-
-def open_test_node(node_id: str = "node-a", *, spots: tuple[type, ...] = (Counter, Room),
-                   store: MemoryStore | str = "memory://", **options: object):
-    """A node on ``store``, whose clock is Trio's (mock) clock on every backend.
-
-    That is ``memory://``'s default; SQLite and Redis default to wall time, which a
-    single-process test on ``MockClock`` must not use for leases (``conftest.py``).
-    """
-    # MockClock tests run without mesh links: an autojump clock would jump while a real
-    # socket waits. Cross-node behaviour is tested on the real clock (tests/mesh/).
-    options.setdefault("clock", trio.current_time)
-    options.setdefault("listen", None)
-    return zl.open_node(node_id, store=store, spots=list(spots), **options)
-
-
-async def wait_until(predicate: Callable[[], Awaitable[bool]], *, step: float = 0.01) -> None:
-    """Poll ``predicate`` in mock time (bounded by the test's fail_after)."""
-    for _ in range(100_000):
-        if await predicate():
-            return
-        await trio.sleep(step)
-    pytest.fail("condition never became true")
+    PROBE.reset()
 
 
 # --- Spot ID and the reserved format -------------------------------------------------------
@@ -538,18 +386,11 @@ async def test_missing_spot_message_without_instance_intent_creates_no_creation_
     mem = store
     with trio.fail_after(10):
         async with open_test_node(store=store_url) as node:
-            location_before = await mem.location.statistics()
-            relocation_before = await mem.relocation.statistics()
-            with pytest.raises(zl.NotFound):
-                await node.client.send("c-1", Ping())
-            with pytest.raises(zl.NotFound):
-                await node.client.request("c-1", Ping(), reply=Pong).timeout(5)
-            with pytest.raises(zl.InvalidOperation):  # in_mesh needs Instance intent first
-                await node.client.send("c-1", Ping()).in_mesh("world")
-            assert await mem.location.find("c-1") is None
-            assert await mem.location.statistics() == location_before
-            assert await mem.relocation.statistics() == relocation_before
-            assert PROBE.factory_runs == []
+            async with store_unchanged(mem):  # and no factory ran
+                await missing_calls_end_not_found(node, "c-1")
+                with pytest.raises(zl.InvalidOperation):  # in_mesh needs Instance intent first
+                    await node.client.send("c-1", Ping()).in_mesh("world")
+                assert await mem.location.find("c-1") is None
             assert PROBE.handled == []
 
 
@@ -773,16 +614,6 @@ class FlakyLocation(MemoryLocationStore):
         return await super().find(spot_id)
 
 
-class FlakyStore(MemoryStore):
-    def __init__(self) -> None:
-        super().__init__()
-        self.flaky = FlakyLocation()
-
-    @property
-    def location(self) -> FlakyLocation:
-        return self.flaky
-
-
 async def test_missing_creating_and_store_failure_are_not_negative_cached(autojump_clock):
     """Missing, Creating, and Store failure aren't negative-cached."""
     mem = MemoryStore()
@@ -832,12 +663,12 @@ async def test_missing_creating_and_store_failure_are_not_negative_cached(autoju
             assert (await a.spots.find("r-2")).generation > created.ref.generation
 
         # Store failure: the next call reads the store again.
-        flaky = FlakyStore()
+        flaky = MemoryStoreWith(FlakyLocation())
         async with open_test_node(store=flaky) as node:
-            flaky.flaky.fail_finds = 1
+            flaky.location.fail_finds = 1
             with contextlib.suppress(zl.ZLinkError):  # may fail: the store could not be read
                 await node.client.request("c-1", Ping(), reply=Pong).instance_spot().timeout(5)
-            assert flaky.flaky.fail_finds == 0, "the runtime never read the Location Store"
+            assert flaky.location.fail_finds == 0, "the runtime never read the Location Store"
             start = trio.current_time()
             pong = await node.client.request("c-1", Ping(), reply=Pong).instance_spot().timeout(5)
             assert pong.spot_id == "c-1"

@@ -30,6 +30,9 @@ Notes on two items that one node can only show through a stand-in:
   (admission sealed, authority Closing), and a node whose lease deadline passed on the
   store clock before its renewal noticed (so the owner validity check fails).
 
+The Spots, their messages, the probe they record into and the node opener are shared with
+``test_spec_06.py`` in ``spec_helpers.py``.
+
 Timing runs on ``MockClock`` (the ``autojump_clock`` fixture) and every test is bounded by
 ``trio.fail_after(10)`` in mock seconds.
 """
@@ -40,191 +43,45 @@ import math
 from functools import partial
 from typing import TYPE_CHECKING
 
-import attrs
 import pytest
 import trio
 import trio.testing
+from spec_helpers import (
+    PROBE,
+    Blob,
+    CloseMe,
+    Hold,
+    Note,
+    Ping,
+    Pong,
+    missing_calls_end_not_found,
+    open_test_node,
+    store_unchanged,
+    wait_until,
+)
 
 import zlink_trio as zl
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
-    from zlink_trio.store import Store
+    from collections.abc import Callable
 
 MiB = 1024 * 1024
 #: The fixed per-work-item cost of spec 09 §6.
 PER_ITEM_BYTES = 256
 
 
-# --- messages ------------------------------------------------------------------------------
-
-
-@attrs.frozen
-class Ping:
-    pass
-
-
-@attrs.frozen
-class Note:
-    tag: str
-
-
-@attrs.frozen
-class Hold:
-    """Its handler blocks until the test sets ``PROBE.hold_gate``."""
-
-    tag: str = ""
-
-
-@attrs.frozen
-class Blob:
-    """A large payload; its handler blocks like ``Hold``."""
-
-    data: str
-
-
-@attrs.frozen
-class CloseMe:
-    pass
-
-
-@attrs.frozen
-class Pong:
-    spot_id: str
-    generation: int
-    kind: str
-
-
-# --- what the Spots tell the tests ---------------------------------------------------------
-
-
-@attrs.define
-class Probe:
-    """Everything the test Spots record, reset before each test."""
-
-    #: (class name, spot id, generation) per factory run (``__init__``).
-    factory_runs: list[tuple[str, str, int]] = attrs.Factory(list)
-    #: (spot id, generation, message) per handler turn.
-    handled: list[tuple[str, int, object]] = attrs.Factory(list)
-    #: (spot id, generation, reason) per ``on_close``.
-    closes: list[tuple[str, int, zl.CloseReason]] = attrs.Factory(list)
-    #: The store record ``on_close`` saw while running (when ``store`` is set).
-    records_at_close: list[object] = attrs.Factory(list)
-    store: Store | None = None
-    #: Spot id -> event the activation hook waits on; ``activating`` is set when it starts.
-    activate_gates: dict[str, trio.Event] = attrs.Factory(dict)
-    activating: dict[str, trio.Event] = attrs.Factory(dict)
-    #: What ``Hold``/``Blob`` handlers wait on; ``holding`` is set when one starts.
-    hold_gate: trio.Event = attrs.Factory(trio.Event)
-    holding: trio.Event = attrs.Factory(trio.Event)
-
-    def started(self, spot_id: str) -> trio.Event:
-        return self.activating.setdefault(spot_id, trio.Event())
-
-    async def activation_hook(self, spot_id: str) -> None:
-        self.started(spot_id).set()
-        gate = self.activate_gates.get(spot_id)
-        if gate is not None:
-            await gate.wait()
-
-    def factory_ids(self) -> list[str]:
-        return [spot_id for _, spot_id, _ in self.factory_runs]
-
-    def messages_of(self, spot_id: str) -> list[object]:
-        return [msg for sid, _, msg in self.handled if sid == spot_id]
-
-
-PROBE = Probe()
-
-
 @pytest.fixture(autouse=True)
 def _fresh_probe():
-    global PROBE
-    PROBE = Probe()
+    PROBE.reset()
 
 
-class Recorder:
-    """Handlers and hooks the test Spot types share (found through the MRO)."""
+async def wait_gone(node: object, spot_id: str) -> None:
+    """Wait (in mock time) until ``spot_id`` has no incarnation any more."""
 
-    ctx: zl.SpotContext
+    async def gone() -> bool:
+        return await node.spots.find(spot_id) is None
 
-    def _constructed(self, ctx: zl.SpotContext) -> None:
-        self.ctx = ctx
-        PROBE.factory_runs.append((type(self).__name__, ctx.spot_id, ctx.generation))
-
-    def _record(self, msg: object) -> Pong:
-        PROBE.handled.append((self.ctx.spot_id, self.ctx.generation, msg))
-        return Pong(self.ctx.spot_id, self.ctx.generation, type(self).__name__)
-
-    @zl.handler
-    async def ping(self, msg: Ping) -> Pong:
-        return self._record(msg)
-
-    @zl.handler
-    async def note(self, msg: Note) -> Pong:
-        return self._record(msg)
-
-    @zl.handler
-    async def hold(self, msg: Hold) -> None:
-        self._record(msg)
-        PROBE.holding.set()
-        await PROBE.hold_gate.wait()
-
-    @zl.handler
-    async def blob(self, msg: Blob) -> None:
-        self._record(Blob(f"{len(msg.data)} bytes"))
-        PROBE.holding.set()
-        await PROBE.hold_gate.wait()
-
-    async def on_close(self, reason: zl.CloseReason) -> None:
-        PROBE.closes.append((self.ctx.spot_id, self.ctx.generation, reason))
-        if PROBE.store is not None:
-            PROBE.records_at_close.append(await PROBE.store.location.find(self.ctx.spot_id))
-
-
-@zl.instance_spot("counter", relocation=zl.RecreateOnRelocation())
-class Counter(Recorder):
-    def __init__(self, ctx: zl.SpotContext) -> None:
-        self._constructed(ctx)
-
-    async def on_activate(self) -> None:
-        await PROBE.activation_hook(self.ctx.spot_id)
-
-    @zl.handler
-    async def close_me(self, msg: CloseMe) -> None:
-        self.ctx.close()
-
-
-@zl.user_spot("room", relocation=zl.DisableRelocation())
-class Room(Recorder):
-    def __init__(self, ctx: zl.SpotContext, request: object | None) -> None:
-        self._constructed(ctx)
-
-    async def on_create(self, request: object | None) -> None:
-        await PROBE.activation_hook(self.ctx.spot_id)
-
-
-def open_test_node(node_id: str = "node-a", *, store: str = "memory://", **options: object):
-    """A node on ``store``; the store clock is Trio's (mock) clock unless a test passes one.
-
-    That is ``memory://``'s default; SQLite and Redis default to wall time, which a
-    single-process test on ``MockClock`` must not use for leases (``conftest.py``).
-    """
-    # MockClock tests run without mesh links: an autojump clock would jump while a real
-    # socket waits. Cross-node behaviour is tested on the real clock (tests/mesh/).
-    options.setdefault("clock", trio.current_time)
-    options.setdefault("listen", None)
-    return zl.open_node(node_id, store=store, spots=[Counter, Room], **options)
-
-
-async def wait_until(predicate: Callable[[], Awaitable[bool]], *, step: float = 0.01) -> None:
-    """Poll ``predicate`` in mock time (bounded by the test's fail_after)."""
-    for _ in range(100_000):
-        if await predicate():
-            return
-        await trio.sleep(step)
-    pytest.fail("condition never became true")
+    await wait_until(gone)
 
 
 async def activate(node: object, spot_id: str) -> Pong:
@@ -245,18 +102,11 @@ async def test_ordinary_message_to_missing_id_builds_nothing_only_creation_inten
     mem = store
     with trio.fail_after(10):
         async with open_test_node(store=store_url) as node:
-            location_before = await mem.location.statistics()
-            relocation_before = await mem.relocation.statistics()
-            with pytest.raises(zl.NotFound):
-                await node.client.send("c-1", Ping())
-            with pytest.raises(zl.NotFound):
-                await node.client.request("c-1", Ping(), reply=Pong).timeout(5)
-            with pytest.raises(zl.NotFound):
-                await node.client.send("r-1", Note("typo"))
-            assert await node.spots.find("c-1") is None
-            assert await mem.location.statistics() == location_before
-            assert await mem.relocation.statistics() == relocation_before
-            assert PROBE.factory_runs == []
+            async with store_unchanged(mem):  # and no factory ran
+                await missing_calls_end_not_found(node, "c-1")
+                with pytest.raises(zl.NotFound):
+                    await node.client.send("r-1", Note("typo"))
+                assert await node.spots.find("c-1") is None
             # Explicit intent to create builds it: Instance intent, or the explicit create call.
             pong = await node.client.request("c-1", Ping(), reply=Pong).instance_spot("counter")
             created = await node.spots.get_or_create("r-1", "room").timeout(5)
@@ -303,7 +153,7 @@ async def test_concurrent_creation_runs_factory_once_and_others_target_created_o
             assert {r.generation for r in replies} == {generation}
             assert len(replies) == 40
             assert sorted(m.tag for m in PROBE.messages_of("c-1")) == sorted(tags)
-            assert {g for sid, g, _ in PROBE.handled} == {generation}
+            assert {g for sid, g, _, _ in PROBE.handled} == {generation}
 
 
 async def test_message_right_after_creation_is_processed_without_cache_delay(autojump_clock):
@@ -397,11 +247,7 @@ async def test_ordinary_message_not_rejected_for_generation_mismatch_after_recre
                 first.generation
             )
             await node.client.send("c-1", CloseMe())
-
-            async def c1_gone() -> bool:
-                return await node.spots.find("c-1") is None
-
-            await wait_until(c1_gone)
+            await wait_gone(node, "c-1")
             second = await node.client.request("c-1", Ping(), reply=Pong).instance_spot()
             assert second.generation > first.generation
             plain = await node.client.request("c-1", Note("right after"), reply=Pong)
@@ -505,11 +351,7 @@ async def test_new_activation_rejected_at_ceiling(autojump_clock, store_url, sto
                 first.generation
             )
             await node.client.send("c-1", CloseMe())
-
-            async def c1_gone() -> bool:
-                return await node.spots.find("c-1") is None
-
-            await wait_until(c1_gone)
+            await wait_gone(node, "c-1")
             await node.client.request("c-3", Ping(), reply=Pong).instance_spot("counter")
             assert PROBE.factory_ids() == ["c-1", "c-2", "c-3"]
 
@@ -572,11 +414,7 @@ async def test_idle_cleanup_calls_closing_callback_with_idle_evicted(
     with trio.fail_after(10):
         async with open_test_node(store=store_url, instance_idle_timeout=1) as node:
             first = await node.client.request("c-1", Ping(), reply=Pong).instance_spot("counter")
-
-            async def evicted() -> bool:
-                return await node.spots.find("c-1") is None
-
-            await wait_until(evicted)
+            await wait_gone(node, "c-1")
             assert PROBE.closes == [("c-1", first.generation, zl.CloseReason.IDLE_EVICTED)]
             # The location was still held while the callback ran (released only after it).
             (record,) = PROBE.records_at_close
@@ -604,6 +442,22 @@ async def fill_application_lane(node: object, spot_id: str, make: Callable[[], o
     pytest.fail(f"{limit} sends were all admitted: the application lane is not bounded")
 
 
+async def fill_one_lane(make: Callable[[], object],
+                        **options: object) -> tuple[int, zl.CapacityExceeded]:
+    """Fill the application lane of one Counter, ``w-1``, on a node opened with ``options``.
+
+    ``make()`` is a ``Hold`` or a ``Blob``, whose handler blocks, so the sends pile up; the
+    handlers are released before the node closes. Returns what
+    :func:`fill_application_lane` does.
+    """
+    async with open_test_node(**options) as node:
+        await activate(node, "w-1")
+        try:
+            return await fill_application_lane(node, "w-1", make)
+        finally:
+            PROBE.hold_gate.set()
+
+
 async def test_execution_queue_bounded_on_count_and_bytes_whichever_first(autojump_clock):
     """The execution queue is bounded on both the count and byte axes, and whichever is hit
     first applies."""
@@ -629,14 +483,9 @@ async def test_large_messages_hit_byte_bound_before_count_bound(autojump_clock):
     """When large messages pile up, the byte bound is hit before the count bound."""
     bounds = zl.LaneBounds(max_items=100, max_bytes=200_000)
     with trio.fail_after(10):
-        async with open_test_node(application_lane=bounds) as node:
-            await activate(node, "w-1")
-            try:
-                admitted, refusal = await fill_application_lane(
-                    node, "w-1", partial(Blob, "x" * 20_000)
-                )
-            finally:
-                PROBE.hold_gate.set()
+        admitted, refusal = await fill_one_lane(
+            partial(Blob, "x" * 20_000), application_lane=bounds
+        )
     assert refusal.lane == "application"
     # 200,000 // (20,000 + 256 + envelope) items fit: 9, or 8 with a large envelope.
     assert 8 <= admitted <= bounds.max_bytes // (20_000 + PER_ITEM_BYTES)
@@ -647,12 +496,7 @@ async def test_empty_payloads_hit_count_bound_before_byte_bound(autojump_clock):
     """When empty payloads pile up, the count bound is hit before the byte bound."""
     bounds = zl.LaneBounds(max_items=5, max_bytes=MiB)
     with trio.fail_after(10):
-        async with open_test_node(application_lane=bounds) as node:
-            await activate(node, "w-1")
-            try:
-                admitted, refusal = await fill_application_lane(node, "w-1", Hold)
-            finally:
-                PROBE.hold_gate.set()
+        admitted, refusal = await fill_one_lane(Hold, application_lane=bounds)
     assert admitted == bounds.max_items
     assert refusal.lane == "application"
 
@@ -662,12 +506,7 @@ async def test_byte_accounting_counts_fixed_per_item_cost_for_empty_payload(auto
     the bound."""
     bounds = zl.LaneBounds(max_items=1000, max_bytes=1000)
     with trio.fail_after(10):
-        async with open_test_node(application_lane=bounds) as node:
-            await activate(node, "w-1")
-            try:
-                admitted, refusal = await fill_application_lane(node, "w-1", Hold)
-            finally:
-                PROBE.hold_gate.set()
+        admitted, refusal = await fill_one_lane(Hold, application_lane=bounds)
     assert refusal.lane == "application"
     # Each empty item reserves at least 256 bytes, so at most 1000 // 256 = 3 fit (not ~100s).
     assert 1 <= admitted <= bounds.max_bytes // PER_ITEM_BYTES
@@ -685,11 +524,6 @@ async def test_every_execution_lane_has_count_and_byte_bound(autojump_clock):
         zl.LaneBounds(1024)  # both axes are required
     # The defaults are bounded too: 1,024 empty items fill a default application lane.
     with trio.fail_after(10):
-        async with open_test_node() as node:
-            await activate(node, "w-1")
-            try:
-                admitted, refusal = await fill_application_lane(node, "w-1", Hold)
-            finally:
-                PROBE.hold_gate.set()
+        admitted, refusal = await fill_one_lane(Hold)
     assert admitted == 1024
     assert refusal.lane == "application"

@@ -1,0 +1,71 @@
+"""The enumerated values of the frame header and bodies: command, route kind, results.
+
+Theory of operation
+-------------------
+Every frame's fourth byte is a :class:`Command`; command 39 carries a
+:class:`RouteKind`, command 20 a :class:`TerminalResult` and, after 47, a
+:class:`WireCreateState`. They are :class:`IntEnum` values whose numbers are
+the wire bytes: a number keeps its meaning for good and a retired one is not
+reused (``docs/wire.md``, "Versioning"). Decoding refuses a number that is not
+a member with :class:`RemoteProtocolError` (:func:`zlink_trio.wire.frames.decode`
+and :mod:`zlink_trio.wire._frame_layouts`).
+
+This module is sans-IO: no trio, no clock, no I/O.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+__all__ = ("Command", "RouteKind", "TerminalResult", "WireCreateState")
+
+
+class Command(IntEnum):
+    """The command byte of the frame header.
+
+    20, 39, 47 and 48 are the spec's numbers (spec 06 §3.3, §4.1, §7.1); 1..5
+    are zlink_trio's own handshake and keepalive commands.
+    """
+
+    #: Server -> client, first frame on a link: the server's nonce.
+    CHALLENGE = 1
+    #: Client -> server: who the client is, its nonce and its MAC over the challenge.
+    HELLO = 2
+    #: Server -> client: who the server is, its nonce and its MAC over the transcript.
+    WELCOME = 3
+    #: Keepalive probe; the peer answers with PONG carrying the same token.
+    PING = 4
+    #: Keepalive answer.
+    PONG = 5
+    #: The terminal reply to a 39 request, 47 or 48 (spec 06 §3.3, §7.1).
+    REPLY = 20
+    #: A Spot message: direct call or cold-activation envelope (spec 06 §4.1 step 8).
+    SPOT_MESSAGE = 39
+    #: Remote User Spot creation (spec 06 §3.3).
+    USER_SPOT_CREATE = 47
+    #: Remote User Spot close (spec 06 §7.1).
+    USER_SPOT_CLOSE = 48
+
+
+class RouteKind(IntEnum):
+    """Command 39's route kind (spec 06 §4.1)."""
+
+    #: To the owner of an already-Ready authority, fenced by its generations.
+    READY = 1
+    #: A cold-activation envelope for a Missing Spot.
+    ACTIVATION = 2
+
+
+class TerminalResult(IntEnum):
+    """Command 20's ``terminalResult``."""
+
+    OK = 0
+    FAILED = 1
+
+
+class WireCreateState(IntEnum):
+    """How a remote create ended (command 20 after 47); 0 is never valid."""
+
+    EXISTING = 1
+    CREATED = 2
+    REJECTED = 3
