@@ -33,10 +33,11 @@ __all__ = ("MAX_WALL_MS", "Deadline")
 MAX_WALL_MS: Final = (1 << 63) - 1
 
 
-def _wall_ms(seconds: float) -> int:
-    if not seconds < MAX_WALL_MS / 1000:
+def _clamped(ms: float) -> int:
+    """``ms`` (already scaled) within the wire's 1..2**63-1, for the rare far-off value."""
+    if not ms < MAX_WALL_MS:  # also NaN and infinities
         return MAX_WALL_MS
-    return max(1, int(seconds * 1000))
+    return max(1, int(ms))
 
 
 class Deadline(NamedTuple):
@@ -50,7 +51,9 @@ class Deadline(NamedTuple):
     @classmethod
     def after(cls, seconds: float, *, now: float, wall_now: float) -> Deadline:
         """``seconds`` from now: ``now`` is the Trio clock, ``wall_now`` ``time.time()``."""
-        return cls(now + seconds, _wall_ms(wall_now + seconds))
+        ms = (wall_now + seconds) * 1000
+        # Every call makes one: the common case is one multiplication and one int().
+        return cls(now + seconds, int(ms) if 1 <= ms < MAX_WALL_MS else _clamped(ms))
 
     @classmethod
     def from_wall_ms(cls, wall_ms: int, *, now: float, wall_now: float) -> Deadline:

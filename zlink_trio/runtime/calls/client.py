@@ -99,7 +99,7 @@ class SendCall(_Call):
         return self._run().__await__()
 
     async def _run(self) -> None:
-        await self._router.submit(self._start(SEND, request=False), "the send")
+        await self._router.send(self._start(SEND, request=False))
 
 
 class RequestCall(_Call, Generic[R]):
@@ -114,9 +114,7 @@ class RequestCall(_Call, Generic[R]):
         return self._run().__await__()
 
     async def _run(self) -> R:
-        call = self._start(self._reply, request=True)
-        await self._router.submit(call, "the request")
-        return cast("R", await self._router.reply(call))
+        return cast("R", await self._router.request(self._start(self._reply, request=True)))
 
 
 class SpotClient:

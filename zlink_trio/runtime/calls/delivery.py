@@ -101,7 +101,7 @@ class Router(Protocol):
         """
         ...
 
-    async def submit(self, call: Delivery, what: str) -> None:
+    async def send(self, call: Delivery) -> None:
         """Resolve the Spot and admit the message; returns at admission.
 
         Raises what resolving raises (NotFound, TypeMismatch, StaleRoute, Unavailable,
@@ -109,6 +109,7 @@ class Router(Protocol):
         """
         ...
 
-    async def reply(self, call: Delivery) -> object:
-        """Wait for the reply of an admitted request (or its typed error)."""
+    async def request(self, call: Delivery) -> object:
+        """Admit the message as :meth:`send` does, then return its reply (or raise its
+        typed error), all under the call's one deadline."""
         ...

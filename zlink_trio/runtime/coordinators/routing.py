@@ -39,16 +39,17 @@ Every wait runs under the caller's deadline (:meth:`CallRouter.submit`).
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Final
 
 import trio
 
+from zlink_trio.core.deadline import Deadline
 from zlink_trio.core.errors import DeadlineExceeded, NotFound, StaleRoute, TypeMismatch, Unavailable
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityState
 from zlink_trio.core.route_cache import CachedRoute
 from zlink_trio.runtime.calls.completion import Completion
-from zlink_trio.runtime.calls.deadlines import deadline_after
 from zlink_trio.runtime.calls.delivery import Delivery, handler_for
 from zlink_trio.runtime.coordinators.placement import place_and_start
 from zlink_trio.runtime.incarnation.host import MessageWork
@@ -100,15 +101,30 @@ class CallRouter:
         return Delivery(
             spot_id=spot_id, msg=msg, size=len(encoded.body), intent=intent,
             completion=Completion() if request else None, reply=reply,
-            deadline=deadline_after(seconds), op_id="", encoded=encoded)
+            deadline=Deadline.after(seconds, now=trio.current_time(), wall_now=time.time()),
+            op_id="", encoded=encoded)
 
-    async def submit(self, call: Delivery, what: str) -> None:
-        """Admit ``call``; DeadlineExceeded when its deadline passes first."""
+    async def send(self, call: Delivery) -> None:
+        """Admit a one-way ``call``; DeadlineExceeded when its deadline passes first."""
         # The route-cache hit admits without awaiting anything, so it needs no deadline
         # scope (no wait happens); every other path waits under the call's deadline.
         first = admit_cached(self._rt, call)
-        if first is True:
-            return
+        if first is not True:
+            await self._resolve(call, first, "the send")
+
+    async def request(self, call: Delivery) -> object:
+        """Admit ``call`` as :meth:`send` does, then wait for its reply (same deadline)."""
+        rt = self._rt
+        first = admit_cached(rt, call)
+        if first is not True:
+            await self._resolve(call, first, "the request")
+        await rt.peers.flush()  # a frame for another node: write it from here
+        assert call.completion is not None
+        return await call.completion.wait(call.deadline, f"the request to Spot "
+                                          f"{call.spot_id!r}", rt.deadlines)
+
+    async def _resolve(self, call: Delivery, first: Host | CachedRoute | bool,
+                       what: str) -> None:
         with trio.move_on_at(call.deadline.at):
             await deliver(self._rt, call, first)
             return
@@ -116,14 +132,6 @@ class CallRouter:
             f"{what} to Spot {call.spot_id!r} was not admitted before its deadline; use a "
             "longer .timeout()"
         )
-
-    async def reply(self, call: Delivery) -> object:
-        """The reply of an admitted request, under the call's deadline."""
-        rt = self._rt
-        await rt.peers.flush()  # a frame for another node: write it from here
-        assert call.completion is not None
-        return await call.completion.wait(call.deadline, f"the request to Spot "
-                                          f"{call.spot_id!r}", rt.deadlines)
 
 
 async def wait_for_change(rt: NodeRuntime, spot_id: str, backoff: Backoff) -> None:

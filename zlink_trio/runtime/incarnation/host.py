@@ -389,7 +389,7 @@ class Host:
         if completion is not None and item.first is None:
             if completion.done:
                 return  # the caller's deadline already completed it
-            if item.deadline.passed(trio.current_time()):
+            if trio.current_time() >= item.deadline.at:
                 completion.set_error(DeadlineExceeded(
                     f"the request to Spot {self.spot_id!r} waited in its queue past its "
                     "deadline and was not run; use a longer .timeout() or send less work"
