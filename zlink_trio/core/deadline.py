@@ -31,6 +31,9 @@ __all__ = ("MAX_WALL_MS", "Deadline")
 
 #: The largest wall-clock deadline the wire carries (2**63 - 1 ms).
 MAX_WALL_MS: Final = (1 << 63) - 1
+# Every call builds a Deadline: skipping the NamedTuple's Python-level ``__new__`` (its
+# fields are checked by the arithmetic that computes them) saves a frame per call.
+_new_tuple: Final = tuple.__new__
 
 
 def _clamped(ms: float) -> int:
@@ -53,7 +56,8 @@ class Deadline(NamedTuple):
         """``seconds`` from now: ``now`` is the Trio clock, ``wall_now`` ``time.time()``."""
         ms = (wall_now + seconds) * 1000
         # Every call makes one: the common case is one multiplication and one int().
-        return cls(now + seconds, int(ms) if 1 <= ms < MAX_WALL_MS else _clamped(ms))
+        return _new_tuple(cls, (now + seconds,
+                                int(ms) if 1 <= ms < MAX_WALL_MS else _clamped(ms)))
 
     @classmethod
     def from_wall_ms(cls, wall_ms: int, *, now: float, wall_now: float) -> Deadline:
