@@ -11,7 +11,11 @@ routing depends on: *abort only before relay-ready* and *no automatic resume*.
 
 * ``requested`` -- the factory's relocation policy decides (06 §8):
   ``relocation_disabled`` (DisableRelocation, or an Entry Spot, which never moves,
-  09 §2) -> ``refused`` (final, InvalidOperation).  ``begin_relocation`` ->
+  09 §2) -> ``refused`` (final).  So does the authority: ``already_moving`` (the
+  Spot is Relocating, Sealed or RelayReady for another move, or Closing),
+  ``no_target`` (no other live node of the Mesh serves the type, or the named one
+  does not), ``begin_refused`` (BeginRelocation refused: the target is full, its lease
+  ended, the record changed) -> ``refused``.  ``begin_relocation`` ->
   ``waiting_for_permit``.
 * ``waiting_for_permit`` -- the unit is Relocating but not sealed: the source keeps
   accepting application messages and timers on its owner route (06 §6.1, §9).
@@ -41,6 +45,13 @@ Failure:
 * ``target_lost`` after relay-ready -> ``failed`` (final): the target process
   terminated; no other target is selected and relocation is not resumed
   automatically (06 §8).  What the failure policy does next is outside this chart.
+
+The target steps the same chart from ``captured`` -- it receives the captured unit --
+through ``target_reserved``, ``target_restored``, ``accept_relay_ready`` (it records
+relay-ready in the store itself, once its shell is restored) and ``commit_relocation``
+(it commits the authority and opens its barrier).  The source learns those steps from
+the target's one answer and steps them after it; a failure answer before relay-ready
+is the source's ``abort_relocation``.
 """
 
 from __future__ import annotations
@@ -69,6 +80,9 @@ class PlannedRelocation(StrictChart):
     refused = State(final=True)
 
     relocation_disabled = requested.to(refused)
+    already_moving = requested.to(refused)
+    no_target = requested.to(refused)
+    begin_refused = requested.to(refused)
     begin_relocation = requested.to(waiting_for_permit)
     seal = waiting_for_permit.to(sealed)
     capture_done = sealed.to(captured)

@@ -55,6 +55,9 @@ class PlannedRelocationEvents:
     __slots__ = ()
 
     relocation_disabled: Final = PlannedRelocationEvent("relocation_disabled")
+    already_moving: Final = PlannedRelocationEvent("already_moving")
+    no_target: Final = PlannedRelocationEvent("no_target")
+    begin_refused: Final = PlannedRelocationEvent("begin_refused")
     begin_relocation: Final = PlannedRelocationEvent("begin_relocation")
     seal: Final = PlannedRelocationEvent("seal")
     capture_done: Final = PlannedRelocationEvent("capture_done")
