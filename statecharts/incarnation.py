@@ -50,6 +50,8 @@ Tags -- the questions the runtime asks of an incarnation's state:
 * ``admission_sealed`` (``closing``, ``disposed``) -- a new message is refused as
   stale: the incarnation is closing or gone.
 * ``fires_timers`` (``serving``) -- due timer ticks are queued as turns.
+* ``runs_turns`` (``serving``, ``closing``) -- the task takes the next queued turn (a
+  sealed incarnation keeps its queue for the relocation and runs nothing).
 * ``task_running`` (``serving``, ``sealed``, ``closing``) -- the incarnation's task runs
   and may hold accepted work: a lost lease must stop it.
 """
@@ -88,5 +90,6 @@ class Incarnation(StrictChart):
     tags = state_tags(
         admission_sealed=(closing, disposed),
         fires_timers=(serving,),
+        runs_turns=(serving, closing),
         task_running=(serving, sealed, closing),
     )

@@ -73,6 +73,10 @@ class IncarnationTags:
     fires_timers: Final[frozenset[IncarnationState]] = frozenset((
         IncarnationStates.serving,
     ))
+    runs_turns: Final[frozenset[IncarnationState]] = frozenset((
+        IncarnationStates.serving,
+        IncarnationStates.closing,
+    ))
     task_running: Final[frozenset[IncarnationState]] = frozenset((
         IncarnationStates.serving,
         IncarnationStates.sealed,

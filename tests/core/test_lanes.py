@@ -366,3 +366,26 @@ def test_admitted_prefix_is_popped_in_order_and_refusal_is_exactly_when_a_bound_
             admitted.append(index)
             used += size + PER_ITEM_BYTES
     assert drain(lane) == admitted
+
+
+def test_append_unbounded_queues_past_the_bounds_and_counts_the_bytes():
+    lane: Lane[str] = Lane(LaneKind.APPLICATION, LaneBounds(max_items=1, max_bytes=1_000))
+    lane.admit("first", 10)
+    with pytest.raises(CapacityExceeded):
+        lane.admit("refused", 10)
+    lane.append_unbounded("held", 10)  # moved here whole: never refused
+    assert lane.queued_items() == ["first", "held"]
+    assert lane.statistics().bytes == 2 * (10 + PER_ITEM_BYTES)
+
+
+def test_take_queued_removes_the_queued_items_and_their_reservations_only():
+    lane: Lane[str] = Lane(LaneKind.APPLICATION, LaneBounds(max_items=10, max_bytes=10_000))
+    for name in ("a", "b", "c"):
+        lane.admit(name, 5)
+    popped = lane.pop()
+    assert popped is not None
+    assert lane.take_queued() == ["b", "c"]
+    assert lane.queued == 0
+    assert lane.statistics().bytes == 5 + PER_ITEM_BYTES  # the running item keeps its own
+    lane.complete(popped[1])
+    assert lane.statistics().bytes == 0

@@ -258,6 +258,36 @@ class Lane(Generic[T]):
         self._pushed_front = True
         return ticket
 
+    def append_unbounded(self, item: T, payload_size: int) -> Ticket:
+        """Queue ``item`` at the tail without checking the bounds (its reservation counts).
+
+        For work that was accepted elsewhere and moves here whole: a relocation's held
+        ingress returning to the source queue, or the captured queue restored at the
+        target (06 §6.1, §8: neither is refused). Raises :class:`InvalidOperation` for a
+        bad ``payload_size``.
+        """
+        _check_payload_size(payload_size)
+        reservation = payload_size + PER_ITEM_BYTES
+        ticket = Ticket(lane=self._kind, reserved_bytes=reservation)
+        self._queue.append((item, ticket))
+        self._bytes += reservation
+        return ticket
+
+    def queued_items(self) -> list[T]:
+        """The queued (not yet popped) items, oldest first; the lane is unchanged."""
+        return [item for item, _ in self._queue]
+
+    def take_queued(self) -> list[T]:
+        """Remove every queued item, oldest first, returning their reservations.
+
+        For work that leaves this lane whole (a committed relocation moved it to the
+        target); running items are not touched.
+        """
+        taken = [item for item, _ in self._queue]
+        self._bytes -= sum(ticket.reserved_bytes for _, ticket in self._queue)
+        self._queue.clear()
+        return taken
+
     def pop(self) -> tuple[T, Ticket] | None:
         """Take the oldest queued item (FIFO), or ``None`` if nothing is queued.
 

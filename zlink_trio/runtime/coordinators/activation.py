@@ -60,7 +60,8 @@ from zlink_trio.runtime.charts import COLD, step
 from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.coordinators.envelope import ActivationEnvelope
 from zlink_trio.runtime.coordinators.first_record import FirstRecord
-from zlink_trio.runtime.incarnation.host import Host, MessageWork
+from zlink_trio.runtime.incarnation.host import Host
+from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.state import LOGGER
 from zlink_trio.store import AuthorityExists
 

@@ -52,7 +52,7 @@ from zlink_trio.core.route_cache import CachedRoute
 from zlink_trio.runtime.calls.completion import Completion
 from zlink_trio.runtime.calls.delivery import Delivery, handler_for
 from zlink_trio.runtime.coordinators.placement import place_and_start
-from zlink_trio.runtime.incarnation.host import MessageWork
+from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.mesh.remote_calls import send_spot_message
 from zlink_trio.wire.frames import ReadyRoute
 

@@ -2,6 +2,9 @@
 
 =====================  ==================================================================
 ``host``               ``Host``: one incarnation's lanes, turns, close and release
+``work``               the items a host runs as turns: ``MessageWork``, timer ticks
+``moving``             ``Move``: the source side of a relocation -- seal, hold, unseal,
+                       finish
 ``timers``             a host's timers and their ticks as turns
 ``context``            ``SpotContext`` (what a Spot instance gets) and ``TimerHandle``
 ``app_calls``          calling application code: hooks, ``on_close``, replies, errors

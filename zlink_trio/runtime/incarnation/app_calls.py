@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
-from zlink_trio.core.errors import HandlerError
+from zlink_trio.core.errors import HandlerError, InvalidOperation
+from zlink_trio.runtime.declaration.spot_types import InstanceSpotType, UserSpotType
 from zlink_trio.runtime.state import LOGGER
 
 if TYPE_CHECKING:
@@ -30,10 +31,47 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.declaration.policies import CloseReason
     from zlink_trio.runtime.declaration.spot_types import SpotType
 
-__all__ = ("CLEANUP_TIMEOUT", "call_hook", "check_reply", "handler_error", "run_on_close")
+__all__ = ("CLEANUP_TIMEOUT", "activate", "call_hook", "check_reply", "construct", "handler_error",
+           "run_on_close")
 
 #: Bound on an ``on_close`` that runs while the node cleans up (shielded work).
 CLEANUP_TIMEOUT: Final = 10.0
+
+
+def construct(spot_type: SpotType, ctx: object, request: object | None) -> object:
+    """Run the factory (``cls(ctx)``, or ``cls(ctx, request)`` for a User Spot).
+
+    Raises :class:`HandlerError` (the exception chained) when it raises, and
+    :class:`InvalidOperation` for a type that is neither User nor Instance.
+    """
+    try:
+        if isinstance(spot_type, UserSpotType):
+            return spot_type.construct(ctx, request)
+        if isinstance(spot_type, InstanceSpotType):
+            return spot_type.construct(ctx)
+    except Exception as exc:
+        raise handler_error(f"the factory of {spot_type.stable_type!r}", exc,
+                            activating=True) from exc
+    raise InvalidOperation(f"{spot_type.stable_type!r} is not a User or Instance Spot type; "
+                           "declare it with @zl.user_spot or @zl.instance_spot")
+
+
+async def activate(spot_type: SpotType, instance: object, request: object | None, *,
+                   create: bool) -> object:
+    """``on_activate``, then (``create``) ``on_create(request)``; what ``on_create`` returned.
+
+    Raises :class:`HandlerError` (the exception chained) when a hook raises.
+    """
+    hooks = spot_type.hooks
+    try:
+        if hooks.on_activate is not None:
+            await call_hook(instance, "on_activate", hooks.on_activate.is_async)
+        if create and hooks.on_create is not None:
+            return await call_hook(instance, "on_create", hooks.on_create.is_async, request)
+    except Exception as exc:
+        raise handler_error(f"the activation hooks of {spot_type.stable_type!r}", exc,
+                            activating=True) from exc
+    return None
 
 
 async def call_hook(instance: object, hook_name: str, is_async: bool, *args: object) -> object:

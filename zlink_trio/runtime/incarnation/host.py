@@ -35,7 +35,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-import attrs
 import trio
 
 from zlink_trio.core.errors import (
@@ -45,6 +44,7 @@ from zlink_trio.core.errors import (
     Unavailable,
     ZLinkError,
 )
+from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.lanes import Lanes
 from zlink_trio.runtime.charts import INCARNATION, step
 from zlink_trio.runtime.coordinators import crash_points
@@ -54,30 +54,29 @@ from zlink_trio.runtime.coordinators.first_record import (
     record_first_completion,
 )
 from zlink_trio.runtime.declaration.policies import CloseReason
-from zlink_trio.runtime.declaration.spot_types import InstanceSpotType, UserSpotType
 from zlink_trio.runtime.incarnation.app_calls import (
-    call_hook,
+    activate,
     check_reply,
+    construct,
     handler_error,
     run_on_close,
 )
 from zlink_trio.runtime.incarnation.context import SpotContext
 from zlink_trio.runtime.incarnation.timers import HostTimers, TimerWork
+from zlink_trio.runtime.incarnation.work import MessageWork, Work
 from zlink_trio.runtime.state import LOGGER
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from zlink_trio.core.deadline import Deadline
     from zlink_trio.core.lanes import Turn
     from zlink_trio.core.records import AuthorityFence
     from zlink_trio.core.timers import TimerId
-    from zlink_trio.runtime.calls.completion import Completion
-    from zlink_trio.runtime.declaration.handlers import HandlerInfo
     from zlink_trio.runtime.declaration.spot_types import SpotType
+    from zlink_trio.runtime.incarnation.moving import Move
     from zlink_trio.runtime.state import NodeState
 
-__all__ = ("Host", "MessageWork", "Registration")
+__all__ = ("Host", "Registration")
 
 
 class Registration(Protocol):
@@ -87,18 +86,6 @@ class Registration(Protocol):
         """Drop ``host`` if it is still the registered incarnation of its ID."""
 
 
-@attrs.define(eq=False)
-class MessageWork:
-    """An application message waiting for (or running in) a turn."""
-
-    msg: object
-    info: HandlerInfo
-    completion: Completion | None
-    deadline: Deadline
-    first: FirstRecord | None = None
-
-
-Work = MessageWork | TimerWork
 
 
 class Host:
@@ -129,44 +116,28 @@ class Host:
         self.ownership_lost = False
         #: The catalog that registered this host (set by ``Catalog.register``).
         self.registration: Registration | None = None
+        #: A planned relocation of this incarnation in progress (``incarnation.moving``).
+        self.move: Move | None = None
         self._cleanup_started = False
         self.last_work_finished_at = trio.current_time()
 
     # ------------------------------------------------------------------ activation
 
-    async def build(self, request: object | None = None) -> object | None:
+    async def build(self, request: object | None = None, *,
+                    relocated: bool = False) -> object | None:
         """Construct the instance and run ``on_activate`` (and ``on_create`` for User Spots).
 
-        Returns what ``on_create`` returned (``None`` for Instance Spots). Application
-        exceptions become :class:`HandlerError`; cancellation propagates. The caller
-        runs :meth:`activation_failed` when this raises or the result is a Reject.
+        Returns what ``on_create`` returned (``None`` for Instance Spots, and for the
+        target of a relocation, ``relocated``, which runs no ``on_create``: the Spot
+        was created long ago). Application exceptions become :class:`HandlerError`;
+        cancellation propagates. The caller runs :meth:`activation_failed` when this
+        raises or the result is a Reject.
         """
-        spot_type, hooks = self.spot_type, self.spot_type.hooks
-        try:
-            if isinstance(spot_type, UserSpotType):
-                self.instance = spot_type.construct(self.ctx, request)
-            elif isinstance(spot_type, InstanceSpotType):
-                self.instance = spot_type.construct(self.ctx)
-            else:
-                raise InvalidOperation(f"{spot_type.stable_type!r} is not a User or Instance "
-                                       "Spot type; declare it with @zl.user_spot or "
-                                       "@zl.instance_spot")
-        except Exception as exc:
-            raise handler_error(f"the factory of {spot_type.stable_type!r}", exc,
-                                activating=True) from exc
+        self.instance = construct(self.spot_type, self.ctx, request)
         if crash_points.ARMED:
-            crash_points.point("create" if isinstance(spot_type, UserSpotType) else "cold",
-                         "in_factory")
-        try:
-            if hooks.on_activate is not None:
-                await call_hook(self.instance, "on_activate", hooks.on_activate.is_async)
-            if hooks.on_create is not None:
-                return await call_hook(self.instance, "on_create", hooks.on_create.is_async,
-                                       request)
-        except Exception as exc:
-            raise handler_error(f"the activation hooks of {spot_type.stable_type!r}", exc,
-                                activating=True) from exc
-        return None
+            crash_points.point("create" if self.spot_type.kind is SpotKind.USER else "cold",
+                               "in_factory")
+        return await activate(self.spot_type, self.instance, request, create=not relocated)
 
     async def activation_failed(self) -> None:
         """``on_close(ACTIVATION_FAILED)`` once if constructed; the host is disposed.
@@ -209,6 +180,10 @@ class Host:
                 "it is closed (with Instance intent it is activated again)"
             )
         self.rt.check_admission()
+        if self.state == INCARNATION.st.sealed:
+            assert self.move is not None
+            self.move.hold.append((work, payload_size))  # no bound of its own (09 §6)
+            return
         self.lanes.application.admit(work, payload_size)
         self._wake.set()
 
@@ -278,6 +253,8 @@ class Host:
         if self.ownership_lost or self.state not in INCARNATION.tags.task_running:
             return
         self.ownership_lost = True
+        if self.move is not None:  # the move cannot go on without a lease
+            self.move.unseal()
         if INCARNATION.allows(self.state, INCARNATION.ev.begin_close):
             self.state = step(INCARNATION, self.state, INCARNATION.ev.begin_close)
         if not self._cleanup_started:
@@ -314,15 +291,33 @@ class Host:
         fence = self._fence
         if not self.ownership_lost and fence is not None:
             await self._bounded("Release", lambda: self.rt.store.location.release(fence))
-        # Same continuation: the catalog entry and the cached route go together.
-        if self.registration is not None:
-            self.registration.remove(self)
-        self.rt.route_cache.invalidate(self.spot_id)
+        self.leave_catalog()
         self.state = step(INCARNATION, self.state, INCARNATION.ev.dispose)
         self.finished.set()
         if not self.ownership_lost:  # else inbox and root stay as evidence for the operator
             await self._bounded("recovery cleanup", lambda: drop_recovery(
                 self.rt, self.spot_id, self.generation, self._first))
+
+    def leave_catalog(self) -> None:
+        """Leave the catalog and drop the cached route, in one continuation."""
+        if self.registration is not None:
+            self.registration.remove(self)
+        self.rt.route_cache.invalidate(self.spot_id)
+
+    async def moved_away(self) -> None:
+        """After a committed relocation: ``on_close(RELOCATED)`` once, then ``finished``."""
+        self._cleanup_started = True
+        await run_on_close(self.spot_type, self.instance, self.spot_id, CloseReason.RELOCATED)
+        self.finished.set()
+
+    def wake(self) -> None:
+        """Wake the task to look at its state and queue again."""
+        self._wake.set()
+
+    @property
+    def first_record_settled(self) -> bool:
+        """Whether no first-record cleanup of a cold activation is pending (06 §4.1 step 12)."""
+        return self._first is None or self._first.done
 
     async def _bounded(self, what: str, call: Callable[[], Awaitable[object]]) -> None:
         """One store call of the (shielded) cleanup, bounded by ``default_timeout``; logged."""
@@ -342,6 +337,11 @@ class Host:
         """The incarnation's task: one turn at a time until closed and released."""
         try:
             while True:
+                if self.state not in INCARNATION.tags.runs_turns:
+                    if self.state == INCARNATION.st.disposed:
+                        return  # moved to another node: its queue went with it
+                    await self._wait_sealed()
+                    continue
                 turn = self.lanes.next_turn()
                 if turn is None:
                     if self.state == INCARNATION.st.closing:
@@ -359,6 +359,11 @@ class Host:
                 f"Spot {self.spot_id!r} stopped on this node before the request ran; "
                 "send a new call"
             ))
+
+    async def _wait_sealed(self) -> None:
+        """Sealed for a relocation: no turn runs until it commits or aborts."""
+        self._wake = trio.Event()
+        await self._wake.wait()
 
     async def _wait_for_work(self) -> None:
         self._wake = trio.Event()
@@ -381,6 +386,8 @@ class Host:
                 await self._run_message(item)
         finally:
             self.lanes.complete(turn.ticket)
+            if self.move is not None:
+                self.move.turn_finished()
         if self._self_close and not self.sealed:
             await self._begin_self_close()
 

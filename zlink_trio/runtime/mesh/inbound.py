@@ -45,7 +45,7 @@ from zlink_trio.runtime.calls.delivery import SEND, Delivery, Intent
 from zlink_trio.runtime.charts import COLD
 from zlink_trio.runtime.coordinators.activation import ActivationJob, run_activation
 from zlink_trio.runtime.coordinators.routing import deliver
-from zlink_trio.runtime.incarnation.host import MessageWork
+from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.mesh.remote_close import serve_remote_close
 from zlink_trio.runtime.mesh.remote_create import serve_remote_create
 from zlink_trio.runtime.state import LOGGER

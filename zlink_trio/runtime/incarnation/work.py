@@ -1,0 +1,41 @@
+"""The work items a Spot's host runs as turns: application messages and timer ticks.
+
+A :class:`MessageWork` is one admitted message -- decoded, matched to its handler,
+with the completion its reply goes to (``None`` for a one-way send) and the call's
+deadline; the restored first record of a cold activation carries its
+:class:`~zlink_trio.runtime.coordinators.first_record.FirstRecord`.  A timer tick is
+a :class:`~zlink_trio.runtime.incarnation.timers.TimerWork`.  Both wait in the host's
+lanes (``core.lanes``) until their turn.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import attrs
+
+from zlink_trio.runtime.incarnation.timers import TimerWork
+
+if TYPE_CHECKING:
+    from zlink_trio.core.deadline import Deadline
+    from zlink_trio.runtime.calls.completion import Completion
+    from zlink_trio.runtime.coordinators.first_record import FirstRecord
+    from zlink_trio.runtime.declaration.handlers import HandlerInfo
+
+__all__ = ("MessageWork", "Work")
+
+
+@attrs.define(eq=False)
+class MessageWork:
+    """An application message waiting for (or running in) a turn."""
+
+    msg: object
+    info: HandlerInfo
+    completion: Completion | None
+    deadline: Deadline
+    first: FirstRecord | None = None
+
+
+
+#: What a host's lanes hold.
+Work = MessageWork | TimerWork
