@@ -137,7 +137,9 @@ class Host:
         if crash_points.ARMED:
             crash_points.point("create" if self.spot_type.kind is SpotKind.USER else "cold",
                                "in_factory")
-        return await activate(self.spot_type, self.instance, request, create=not relocated)
+        result = await activate(self.spot_type, self.instance, request, create=not relocated)
+        self.timers.mark_activation()
+        return result
 
     async def activation_failed(self) -> None:
         """``on_close(ACTIVATION_FAILED)`` once if constructed; the host is disposed.

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
+from zlink_trio.core.errors import InvalidOperation
 from zlink_trio.core.timers import TimerSchedule
 from zlink_trio.runtime.state import LOGGER
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
     from zlink_trio.core.timers import TimerId
 
-__all__ = ("HostTimers", "TimerWork")
+__all__ = ("HostTimers", "TimerWork", "method_name")
 
 
 @attrs.define(eq=False)
@@ -49,14 +50,30 @@ class TimerWork:
             LOGGER.exception("Spot %r: timer callback %r raised", spot_id, self.callback)
 
 
+def method_name(instance: object, callback: object) -> str:
+    """The name of ``callback`` as a method of ``instance``; InvalidOperation otherwise."""
+    name = getattr(callback, "__name__", "")
+    if getattr(callback, "__self__", None) is instance and getattr(
+            instance, name, None) == callback:
+        return name
+    raise InvalidOperation(
+        f"timer callback {callback!r} is not a method of the Spot instance, so it cannot "
+        "move with a relocation; start timers with a method of the Spot "
+        "(ctx.start_timer(5, self.tick))"
+    )
+
+
 class HostTimers:
     """One incarnation's registered timers and their callbacks (no I/O, no clock)."""
 
-    __slots__ = ("_callbacks", "schedule")
+    __slots__ = ("_activation", "_callbacks", "schedule")
 
     def __init__(self) -> None:
         self.schedule: Final = TimerSchedule()
         self._callbacks: dict[TimerId, Callable[[], Awaitable[object]]] = {}
+        #: Timers registered by the factory or ``on_activate``: they register again
+        #: wherever the Spot activates, so a relocation does not move them.
+        self._activation: frozenset[TimerId] = frozenset()
 
     def __contains__(self, timer_id: object) -> bool:
         return timer_id in self.schedule
@@ -84,6 +101,32 @@ class HostTimers:
     def next_deadline(self) -> float | None:
         """When the next timer comes due, or ``None`` without timers."""
         return self.schedule.next_deadline()
+
+    def mark_activation(self) -> None:
+        """The instance is built: the timers registered so far are its activation's."""
+        self._activation = frozenset(self._callbacks)
+
+    def movable(self, instance: object, now: float) -> list[tuple[str, float, float | None]]:
+        """The timers a relocation moves: ``(method name, seconds until due, period)``.
+
+        Every timer registered after activation, in due order. Raises
+        :class:`InvalidOperation` for one whose callback is not a method of
+        ``instance`` (only a method can be found again on the target's instance).
+        """
+        moved = []
+        for info in self.schedule.timers():
+            if info.timer_id in self._activation:
+                continue
+            callback = self._callbacks[info.timer_id]
+            moved.append((method_name(instance, callback), max(0.0, info.deadline - now),
+                          info.period))
+        return moved
+
+    def restore(self, instance: object, timers: list[tuple[str, float, float | None]],
+                now: float) -> None:
+        """Register moved timers again, on ``instance``'s methods of the same names."""
+        for name, due_in, period in timers:
+            self.add(due_in, getattr(instance, name), period=period, now=now)
 
     def due(self, now: float) -> list[TimerWork]:
         """The ticks due at ``now``, in due order; fired one-shots forget their callback."""

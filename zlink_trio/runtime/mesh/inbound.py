@@ -37,24 +37,22 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from zlink_trio.core.errors import DeadlineExceeded, StaleRoute, Unavailable, ZLinkError
+from zlink_trio.core.errors import DeadlineExceeded, StaleRoute, ZLinkError
 from zlink_trio.core.identity import SpotKind
-from zlink_trio.runtime.calls.completion import Completion
 from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.calls.delivery import SEND, Delivery, Intent
 from zlink_trio.runtime.charts import COLD
 from zlink_trio.runtime.coordinators.activation import ActivationJob, run_activation
 from zlink_trio.runtime.coordinators.routing import deliver
 from zlink_trio.runtime.incarnation.work import MessageWork
+from zlink_trio.runtime.mesh.link_reply import LinkReply, send_reply
 from zlink_trio.runtime.mesh.remote_close import serve_remote_close
 from zlink_trio.runtime.mesh.remote_create import serve_remote_create
 from zlink_trio.runtime.state import LOGGER
 from zlink_trio.wire.frames import (
     ActivationRoute,
     Command,
-    EncodedMessage,
     Failure,
-    MessageOutcome,
     Reply,
     SpotMessage,
     UserSpotClose,
@@ -64,6 +62,7 @@ from zlink_trio.wire.frames import (
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from zlink_trio.runtime.calls.completion import Completion
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.runtime.declaration.handlers import HandlerInfo
     from zlink_trio.runtime.declaration.spot_types import SpotType
@@ -71,65 +70,7 @@ if TYPE_CHECKING:
     from zlink_trio.transport import Link
     from zlink_trio.wire.frames import Outcome
 
-__all__ = ("LinkReply", "inbound_handler")
-
-
-def _failure(error: BaseException) -> Failure:
-    if isinstance(error, ZLinkError):
-        return Failure.from_error(error)
-    return Failure.from_error(Unavailable(
-        f"the operation ended with {type(error).__name__} on the target; it may or may not "
-        "have run"))
-
-
-def _send(link: Link, reply: Reply, *, write: bool = False) -> None:
-    try:
-        link.send_nowait(reply, write=write)
-    except ZLinkError as exc:
-        LOGGER.info("reply %d to node %r not sent: %s", reply.correlation,
-                    link.peer.node_id, exc.message)
-
-
-class LinkReply(Completion):
-    """A request's completion whose result goes back to the requester as command 20.
-
-    The replies of a link are counted while they are open (``Peers.serving``): the
-    last open one is written at once by the task that completes it, the others are
-    left to the link's writer, which joins the replies of one burst into one write.
-    """
-
-    __slots__ = ("_correlation", "_link", "_rt")
-
-    def __init__(self, rt: NodeRuntime, link: Link, correlation: int) -> None:
-        super().__init__()
-        self._rt = rt
-        self._link = link
-        self._correlation = correlation
-        serving = rt.peers.serving
-        serving[link] = serving.get(link, 0) + 1
-
-    def _finish(self) -> None:
-        super()._finish()
-        link = self._link
-        serving = self._rt.peers.serving
-        open_replies = serving.get(link, 1) - 1
-        if open_replies > 0:
-            serving[link] = open_replies
-        else:
-            serving.pop(link, None)
-        outcome: Outcome
-        if self._error is not None:
-            outcome = _failure(self._error)
-        else:
-            value = self._value
-            try:
-                encoded = (value if value is None or isinstance(value, EncodedMessage)
-                           else self._rt.codec.encode(value))
-                outcome = MessageOutcome(reply=encoded)
-            except ZLinkError as exc:
-                outcome = Failure.from_error(exc)
-        _send(link, Reply(correlation=self._correlation, answers=Command.SPOT_MESSAGE,
-                          outcome=outcome), write=open_replies <= 0)
+__all__ = ("inbound_handler",)
 
 
 def _fail(completion: Completion | None, error: ZLinkError, frame: SpotMessage) -> None:
@@ -241,12 +182,12 @@ def _answer(rt: NodeRuntime, link: Link, correlation: int, answers: Command,
     async def job() -> None:
         outcome = await run()
         if outcome is not None:
-            _send(link, Reply(correlation=correlation, answers=answers, outcome=outcome))
+            send_reply(link, Reply(correlation=correlation, answers=answers, outcome=outcome))
 
     try:
         rt.check_admission()  # a draining node's catalog takes no new task
     except ZLinkError as exc:
-        _send(link, Reply(correlation=correlation, answers=answers,
+        send_reply(link, Reply(correlation=correlation, answers=answers,
                           outcome=Failure.from_error(exc)))
         return
     rt.catalog.start_job(job)

@@ -87,7 +87,7 @@ class Peers:
         self.known_classes: Final = registry_classes(rt.registry)
         #: The link a frame was last queued on, for the sender's :meth:`flush`.
         self._unflushed: Link | None = None
-        #: Requests each link brought that are not answered yet (``_inbound.LinkReply``).
+        #: Requests each link brought that are not answered yet (``mesh.link_reply.LinkReply``).
         self.serving: Final[dict[Link, int]] = {}
 
     # ------------------------------------------------------------------ directory

@@ -1,0 +1,129 @@
+"""The relocation payload: what moves with a sealed Spot, durable as a Relocation Store root.
+
+Theory of operation
+-------------------
+06 §8: "not-yet-executed messages at seal time, the accepted journal, and timer logical
+registration/pending tick are included in the relocation payload, and the target
+framework automatically restores timers"; with ``PreserveStateWith`` the adapter's
+opaque bytes travel too.  The source captures them once it is sealed and its running
+turn has ended, stores them as one immutable root (content addressed, like the
+activation envelope) and names that root in command 60; the target reads it back from
+the store -- never from the frame -- before it builds its shell.
+
+:class:`RelocationPayload` is that record and the one place that knows its bytes
+(format ``spot-relocation-v1``, compact JSON with sorted keys):
+
+* ``state`` -- the adapter's bytes (``None`` for ``RecreateOnRelocation``), base64;
+* ``timers`` -- every timer registered after activation (the factory and
+  ``on_activate`` register theirs again at the target) as the Spot's method name, the
+  milliseconds until it is due and its period; a tick that was already queued is a
+  one-shot timer due at once;
+* ``messages`` -- the not-yet-run messages in queue order: wire type name, body,
+  deadline (wall-clock ms) and the source's reply correlation (0: a one-way send).  The
+  target runs them before anything else and sends each reply to the source on the
+  link the command came on; the source completes the original caller with it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Final
+
+import attrs
+
+from zlink_trio.core.errors import InvalidOperation
+from zlink_trio.wire.codec import EncodedMessage
+
+__all__ = ("PAYLOAD_FORMAT", "MovedMessage", "MovedTimer", "RelocationPayload")
+
+#: The payload root's format name.
+PAYLOAD_FORMAT: Final = "spot-relocation-v1"
+_JSON: Final = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+
+
+@attrs.frozen
+class MovedTimer:
+    """One timer the target registers again: a method of the Spot, when, how often."""
+
+    method: str
+    due_in_ms: int
+    period_ms: int | None
+
+
+@attrs.frozen
+class MovedMessage:
+    """One not-yet-run message: the encoded message, its deadline and reply correlation."""
+
+    message: EncodedMessage
+    deadline_ms: int
+    #: The correlation the source registered for the reply (0: a one-way send).
+    reply_correlation: int
+
+
+@attrs.frozen(kw_only=True)
+class RelocationPayload:
+    """Everything that moves with one sealed Spot (see the module docstring)."""
+
+    spot_id: str
+    object_generation: int
+    stable_type: str
+    mesh: str
+    owner_generation: int
+    state: bytes | None
+    timers: tuple[MovedTimer, ...]
+    messages: tuple[MovedMessage, ...]
+
+    def encode(self) -> bytes:
+        """The payload's bytes (the relocation root)."""
+        return _JSON({
+            "format": PAYLOAD_FORMAT,
+            "spotId": self.spot_id,
+            "objectGeneration": self.object_generation,
+            "stableType": self.stable_type,
+            "mesh": self.mesh,
+            "ownerGeneration": self.owner_generation,
+            "state": None if self.state is None else base64.b64encode(self.state).decode(),
+            "timers": [{"method": t.method, "dueInMs": t.due_in_ms, "periodMs": t.period_ms}
+                       for t in self.timers],
+            "messages": [{"type": m.message.type_name,
+                          "body": base64.b64encode(m.message.body).decode(),
+                          "deadlineMs": m.deadline_ms, "replyCorrelation": m.reply_correlation}
+                         for m in self.messages],
+        }).encode("utf-8")
+
+    @classmethod
+    def decode(cls, data: bytes) -> RelocationPayload:
+        """The payload in ``data``; InvalidOperation for bytes that are not one."""
+        try:
+            fields = json.loads(data)
+            if fields.get("format") != PAYLOAD_FORMAT:
+                raise ValueError(f"format {fields.get('format')!r}")
+            state = fields["state"]
+            return cls(
+                spot_id=str(fields["spotId"]),
+                object_generation=_int(fields["objectGeneration"]),
+                stable_type=str(fields["stableType"]), mesh=str(fields["mesh"]),
+                owner_generation=_int(fields["ownerGeneration"]),
+                state=None if state is None else base64.b64decode(state, validate=True),
+                timers=tuple(
+                    MovedTimer(str(t["method"]), _int(t["dueInMs"], low=0),
+                               None if t["periodMs"] is None else _int(t["periodMs"]))
+                    for t in fields["timers"]),
+                messages=tuple(
+                    MovedMessage(EncodedMessage(str(m["type"]),
+                                                base64.b64decode(m["body"], validate=True)),
+                                 _int(m["deadlineMs"]), _int(m["replyCorrelation"], low=0))
+                    for m in fields["messages"]))
+        except (ValueError, KeyError, TypeError, AttributeError, binascii.Error) as exc:
+            raise InvalidOperation(
+                f"the relocation root is not a {PAYLOAD_FORMAT} payload ({exc}); the move "
+                "is aborted and the Spot stays where it was"
+            ) from exc
+
+
+def _int(value: object, *, low: int = 1) -> int:
+    if type(value) is not int or value < low:
+        raise ValueError(f"expected an integer >= {low}, got {value!r}")
+    return value
