@@ -22,8 +22,8 @@ Every frame field uses one of a handful of encodings (``docs/wire.md``):
 problem -- too few bytes, a length past the end or past a cap, invalid UTF-8
 (which includes encoded lone surrogates and overlong forms), a zero-length
 required text, an all-zero rid, a generation of 0 or >= 2**63, a flag that is
-not 0/1 -- raises :class:`RemoteProtocolError`, never ``IndexError``,
-``struct.error`` or ``UnicodeDecodeError``.
+not 0/1, a root above 64 MiB -- raises :class:`RemoteProtocolError`, never
+``IndexError``, ``struct.error`` or ``UnicodeDecodeError``.
 
 :class:`Writer` assumes values were validated by the frame classes'
 constructors (which raise :class:`LocalProtocolError`); it only appends.

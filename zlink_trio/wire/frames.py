@@ -26,10 +26,12 @@ Who is at fault. :func:`decode` reads a peer's bytes and is total: any input
 either decodes or raises :class:`RemoteProtocolError` (unknown magic, version
 or command, truncation, trailing bytes, lengths past the end or past a cap,
 invalid UTF-8, empty required text, all-zero rid, a generation of 0 or
->= 2**63, an unknown enum value, a text websocket message). The caller fails
-that one link. Frame constructors and :func:`encode` refuse what this side
-may not send with :class:`LocalProtocolError` (a bug of the caller); limits
-that are not ints in range are :class:`InvalidConfiguration`.
+>= 2**63, an unknown enum value, a Message Follow route whose hops are not
+1..8 or whose target owner generation is not above the source's, a root above
+64 MiB, a text websocket message). The caller fails that one link. Frame
+constructors and :func:`encode` refuse what this side may not send with
+:class:`LocalProtocolError` (a bug of the caller); limits that are not ints
+in range are :class:`InvalidConfiguration`.
 
 Times. ``deadline_ms`` and ``owner_lease_expires_ms`` are absolute
 wall-clock times in milliseconds since the Unix epoch, not remaining
