@@ -21,13 +21,15 @@ from zlink_trio.core.errors import (
     LocalProtocolError,
     NotFound,
     RemoteProtocolError,
+    StaleFence,
     ZLinkError,
 )
 from zlink_trio.core.identity import NodeRid
-from zlink_trio.core.records import OwnerFence, SpotRef
+from zlink_trio.core.records import MAX_ROOT_BYTES, OwnerFence, RootReceipt, SpotRef
 from zlink_trio.wire.frames import (
     DEFAULT_MAX_FRAME_BYTES,
     MAX_BODY_BYTES,
+    MAX_FOLLOW_HOPS,
     MAX_METADATA_BYTES,
     ActivationRoute,
     Challenge,
@@ -36,11 +38,14 @@ from zlink_trio.wire.frames import (
     CreateOutcome,
     EncodedMessage,
     Failure,
+    FollowRoute,
     Hello,
     MessageOutcome,
     Ping,
     Pong,
     ReadyRoute,
+    RelocateOutcome,
+    RelocateSpot,
     Reply,
     RouteKind,
     SpotMessage,
@@ -72,6 +77,8 @@ HEX_REF = [
     ("ref mesh", "05 776f726c64"),
     ("ref node rid", HEX_B),
 ]
+SHA = "00112233445566778899aabbccddeeff" * 2
+ROOT = RootReceipt(ref="rel:r-1", sha256=SHA, size=1024)
 
 Pieces = list[tuple[str, str]]
 
@@ -192,6 +199,44 @@ GOLDEN: dict[str, tuple[object, Pieces]] = {
             *HEX_ADD,
         ],
     ),
+    "message-follow": (
+        SpotMessage(
+            route=FollowRoute(
+                spot_id="c-1",
+                object_generation=5,
+                source_owner_generation=2,
+                target_owner_generation=4,
+                target=OWNER_B,
+                hops=3,
+            ),
+            operation_id=44,
+            reply_correlation=100,
+            deadline_ms=DEADLINE,
+            source=OWNER_A,
+            source_spot_id=None,
+            metadata=None,
+            payload=ADD,
+        ),
+        [
+            ("header", "5a4c0127"),
+            ("route kind", "03"),
+            ("spot id", "03 632d31"),
+            ("object generation", "0000000000000005"),
+            ("source owner generation", "0000000000000002"),
+            ("target owner generation", "0000000000000004"),
+            ("target rid", HEX_B),
+            ("target lifecycle", "0000000000000002"),
+            ("hops", "03"),
+            ("operation id", "000000000000002c"),
+            ("reply correlation", "0000000000000064"),
+            ("deadline", HEX_DEADLINE),
+            ("source rid", HEX_A),
+            ("source lifecycle", "0000000000000003"),
+            ("source spot id", "00"),
+            ("metadata flag", "00"),
+            *HEX_ADD,
+        ],
+    ),
     "create": (
         UserSpotCreate(
             correlation=1,
@@ -247,6 +292,41 @@ GOLDEN: dict[str, tuple[object, Pieces]] = {
             ("target lifecycle", "0000000000000002"),
             ("owner generation", "0000000000000001"),
             ("store version", "0000000000000002"),
+            ("deadline", HEX_DEADLINE),
+        ],
+    ),
+    "relocate": (
+        RelocateSpot(
+            correlation=5,
+            operation_id=6,
+            source=OWNER_A,
+            target=OWNER_B,
+            spot_id="r-1",
+            stable_type="room",
+            mesh="world",
+            object_generation=7,
+            owner_generation=1,
+            expected_store_version=9,
+            payload=ROOT,
+            deadline_ms=DEADLINE,
+        ),
+        [
+            ("header", "5a4c013c"),
+            ("correlation", "0000000000000005"),
+            ("operation id", "0000000000000006"),
+            ("source rid", HEX_A),
+            ("source lifecycle", "0000000000000003"),
+            ("target rid", HEX_B),
+            ("target lifecycle", "0000000000000002"),
+            ("spot id", "03 722d31"),
+            ("stable type", "04 726f6f6d"),
+            ("mesh", "05 776f726c64"),
+            ("object generation", "0000000000000007"),
+            ("owner generation", "0000000000000001"),
+            ("store version", "0000000000000009"),
+            ("root ref", "07 72656c3a722d31"),
+            ("root sha256", "00112233445566778899aabbccddeeff" * 2),
+            ("root size", "0000000000000400"),
             ("deadline", HEX_DEADLINE),
         ],
     ),
@@ -310,6 +390,32 @@ GOLDEN: dict[str, tuple[object, Pieces]] = {
             ("message", "0009 6e6f7420666f756e64"),
         ],
     ),
+    "reply-relocate": (
+        Reply(correlation=5, answers=Command.RELOCATE_SPOT, outcome=RelocateOutcome(ref=REF)),
+        [
+            ("header", "5a4c0114"),
+            ("correlation", "0000000000000005"),
+            ("terminal result", "00"),
+            ("failure code", "0000"),
+            ("answers", "3c"),
+            *HEX_REF,
+        ],
+    ),
+    "reply-relocate-failed": (
+        Reply(
+            correlation=5,
+            answers=Command.RELOCATE_SPOT,
+            outcome=Failure(code=StaleFence.code, message="sealed"),
+        ),
+        [
+            ("header", "5a4c0114"),
+            ("correlation", "0000000000000005"),
+            ("terminal result", "01"),
+            ("failure code", "000b"),
+            ("answers", "3c"),
+            ("message", "0006 7365616c6564"),
+        ],
+    ),
 }
 
 
@@ -341,10 +447,10 @@ def test_golden_bytes_are_pinned(name):
 def test_every_command_has_a_golden_frame():
     commands = {golden(name)[3] for name in GOLDEN}
     assert commands == {int(command) for command in Command}
-    assert {golden(name)[4] for name in GOLDEN if name.startswith("message")} == {
-        RouteKind.READY,
-        RouteKind.ACTIVATION,
-    }
+    assert {golden(name)[4] for name in GOLDEN if name.startswith("message")} == set(RouteKind)
+    answered = {golden(name)[15] for name in GOLDEN if name.startswith("reply")}
+    assert answered == {Command.SPOT_MESSAGE, Command.USER_SPOT_CREATE,
+                        Command.USER_SPOT_CLOSE, Command.RELOCATE_SPOT}
 
 
 def test_wire_doc_lists_every_command_with_its_frame_class():
@@ -359,6 +465,7 @@ def test_wire_doc_lists_every_command_with_its_frame_class():
         Command.SPOT_MESSAGE: SpotMessage,
         Command.USER_SPOT_CREATE: UserSpotCreate,
         Command.USER_SPOT_CLOSE: UserSpotClose,
+        Command.RELOCATE_SPOT: RelocateSpot,
     }
     assert set(classes) == set(Command)
     for command, cls in classes.items():
@@ -388,15 +495,41 @@ handshake = {
     "nonce": nonces,
     "mac": nonces,
 }
-routes = st.builds(
-    ReadyRoute, spot_id=text8s, object_generation=gens, owner_generation=gens, target=owners
-) | st.builds(
-    ActivationRoute,
-    target_mesh=text8s,
-    target=owners,
-    spot_id=text8s,
-    stable_type=text8s,
-    descriptor_version=gens,
+roots = st.builds(
+    RootReceipt,
+    ref=text8s,
+    sha256=st.binary(min_size=32, max_size=32).map(bytes.hex),
+    size=st.integers(0, MAX_ROOT_BYTES),
+)
+
+
+@st.composite
+def follow_routes(draw: st.DrawFn) -> FollowRoute:
+    """A route kind 3: the target's owner generation is above the source's."""
+    source = draw(st.integers(1, 2**63 - 2), label="source owner generation")
+    return FollowRoute(
+        spot_id=draw(text8s),
+        object_generation=draw(gens),
+        source_owner_generation=source,
+        target_owner_generation=draw(st.integers(source + 1, 2**63 - 1)),
+        target=draw(owners),
+        hops=draw(st.integers(1, MAX_FOLLOW_HOPS)),
+    )
+
+
+routes = (
+    st.builds(
+        ReadyRoute, spot_id=text8s, object_generation=gens, owner_generation=gens, target=owners
+    )
+    | st.builds(
+        ActivationRoute,
+        target_mesh=text8s,
+        target=owners,
+        spot_id=text8s,
+        stable_type=text8s,
+        descriptor_version=gens,
+    )
+    | follow_routes()
 )
 create_outcomes = st.builds(
     CreateOutcome, state=st.just(WireCreateState.EXISTING), ref=refs, reply=st.none()
@@ -455,6 +588,21 @@ FRAMES = {
         expected_store_version=gens,
         deadline_ms=gens,
     ),
+    "relocate": st.builds(
+        RelocateSpot,
+        correlation=ids,
+        operation_id=ids,
+        source=owners,
+        target=owners,
+        spot_id=text8s,
+        stable_type=text8s,
+        mesh=text8s,
+        object_generation=gens,
+        owner_generation=gens,
+        expected_store_version=gens,
+        payload=roots,
+        deadline_ms=gens,
+    ),
     "reply": st.builds(
         Reply,
         correlation=ids,
@@ -472,6 +620,12 @@ FRAMES = {
         correlation=ids,
         answers=st.just(Command.SPOT_MESSAGE),
         outcome=st.builds(MessageOutcome, reply=st.none() | payloads) | failures,
+    )
+    | st.builds(
+        Reply,
+        correlation=ids,
+        answers=st.just(Command.RELOCATE_SPOT),
+        outcome=st.builds(RelocateOutcome, ref=refs) | failures,
     ),
 }
 frames = st.one_of(*FRAMES.values())
@@ -600,7 +754,7 @@ def test_unknown_version_is_refused(version):
     refused(golden("ping", header=f"5a4c{version:02x}04"), "unsupported wire version")
 
 
-@pytest.mark.parametrize("command", [0, 6, 19, 21, 38, 40, 46, 49, 255])
+@pytest.mark.parametrize("command", [0, 6, 19, 21, 38, 40, 46, 49, 59, 61, 255])
 def test_unknown_command_is_refused(command):
     refused(golden("ping", header=f"5a4c01{command:02x}"), "unknown command")
 
@@ -683,6 +837,9 @@ def test_invalid_utf8_is_refused(bad):
     refused(golden("message-ready", type_name=size + bad), "not valid UTF-8")
     refused(golden("message-activation", source_spot_id=size + bad), "not valid UTF-8")
     refused(golden("reply-failed", message="00" + size + bad), "not valid UTF-8")
+    refused(golden("message-follow", spot_id=size + bad), "not valid UTF-8")
+    refused(golden("relocate", mesh=size + bad), "not valid UTF-8")
+    refused(golden("relocate", root_ref=size + bad), "not valid UTF-8")
 
 
 @pytest.mark.parametrize(
@@ -700,6 +857,12 @@ def test_invalid_utf8_is_refused(bad):
         ("close", "ref_spot_id"),
         ("close", "ref_mesh"),
         ("reply-create", "ref_mesh"),
+        ("message-follow", "spot_id"),
+        ("relocate", "spot_id"),
+        ("relocate", "stable_type"),
+        ("relocate", "mesh"),
+        ("relocate", "root_ref"),
+        ("reply-relocate", "ref_spot_id"),
     ],
 )
 def test_empty_required_text8_is_refused(name, field):
@@ -741,6 +904,10 @@ def test_text8_of_255_bytes_is_accepted():
         ("create", "target_rid"),
         ("close", "ref_node_rid"),
         ("reply-create", "ref_node_rid"),
+        ("message-follow", "target_rid"),
+        ("relocate", "source_rid"),
+        ("relocate", "target_rid"),
+        ("reply-relocate", "ref_node_rid"),
     ],
 )
 def test_all_zero_rid_is_refused(name, field):
@@ -766,6 +933,17 @@ def test_all_zero_rid_is_refused(name, field):
         ("close", "owner_generation"),
         ("close", "store_version"),
         ("reply-create", "ref_generation"),
+        ("message-follow", "object_generation"),
+        ("message-follow", "source_owner_generation"),
+        ("message-follow", "target_owner_generation"),
+        ("message-follow", "target_lifecycle"),
+        ("relocate", "source_lifecycle"),
+        ("relocate", "target_lifecycle"),
+        ("relocate", "object_generation"),
+        ("relocate", "owner_generation"),
+        ("relocate", "store_version"),
+        ("relocate", "deadline"),
+        ("reply-relocate", "ref_generation"),
     ],
 )
 def test_generation_out_of_range_is_refused(name, field, value):
@@ -788,6 +966,10 @@ def test_owner_lease_may_be_zero_but_not_2_pow_63():
         ("close", "correlation"),
         ("close", "operation_id"),
         ("reply-close", "correlation"),
+        ("message-follow", "operation_id"),
+        ("relocate", "correlation"),
+        ("relocate", "operation_id"),
+        ("reply-relocate", "correlation"),
     ],
 )
 def test_zero_operation_id_or_correlation_is_refused(name, field):
@@ -806,7 +988,8 @@ def test_handshake_frame_limit_below_minimum_is_refused():
     ("name", "fields", "needle"),
     [
         ("message-ready", {"route_kind": "00"}, "unknown route kind 0"),
-        ("message-ready", {"route_kind": "03"}, "unknown route kind 3"),
+        ("message-ready", {"route_kind": "04"}, "unknown route kind 4"),
+        ("message-follow", {"route_kind": "ff"}, "unknown route kind 255"),
         ("message-ready", {"metadata_flag": "02"}, "metadata flag must be 0 or 1"),
         ("reply-close", {"closed": "02"}, "closed must be 0 or 1"),
         ("reply-message", {"reply_flag": "ff"}, "reply flag must be 0 or 1"),

@@ -13,10 +13,11 @@ Frames (``frames``, the public face; ``docs/wire.md`` has the byte tables):
 - ``frames``: ``encode(frame) -> bytes``, ``decode(data) -> Frame``, the ``FRAMES`` table.
 - ``_frame_types``: the index of the frame classes and ``Frame``, their union, from
   ``_frame_enums`` (command byte, route kind, results), ``_link_frames`` (handshake and
-  keepalive, 1..5), ``_request_frames`` (39, 47, 48) and ``_reply_frames`` (20).
+  keepalive, 1..5), ``_request_frames`` (39, 47, 48, 60) and ``_reply_frames`` (20).
 - ``_frame_fields``: field encodings (``text8``, ``rid``, ``gen``, ...), ``Reader``/``Writer``.
 - ``_frame_checks``: the attrs validators of the frame classes (what this side may send).
-- ``_frame_layouts``: one writer and one reader per command; route and outcome tables.
+- ``_frame_layouts``: one writer and one reader per command but 20; command 39's route table.
+- ``_reply_layouts``: the writer and reader of the reply (20); the outcome table.
 - ``_frame_rules``: the ``Rule`` row that ties a class to its tag, layout and bodies.
 - ``_fast_frames``: struct-based fast paths for commands 39 and 20.
 

@@ -10,13 +10,16 @@ constructors; here the same layouts are read with precompiled :mod:`struct` form
 computed offsets, and the frames are built without re-running validators on values this
 module has just checked.
 
-The fast decoders are *partial*: they return ``None`` for anything they do not accept
--- a reply to 47 or 48, any field out of range, truncation, trailing bytes, invalid
-UTF-8 -- and the caller then runs the general decoder, which produces the value or the
-precise :class:`RemoteProtocolError`.  So for every input the result is exactly the
-general decoder's (``tests/wire/test_fast_frames.py`` checks it on generated frames and
-mutations).  The fast encoders write the same bytes as the general encoder (the golden
-byte tests run through them); size limits are checked by the caller.
+The fast paths are *partial*: the decoders return ``None`` for anything they do not
+accept -- a success reply to 47, 48 or 60, a Message Follow relay (route kind 3: rare,
+only in the Message Follow window after a relocation), any field out of range,
+truncation, trailing bytes, invalid UTF-8 -- and the caller then runs the general
+decoder, which produces the value or the precise :class:`RemoteProtocolError`; the
+encoders return ``None`` for the same frames, which the general encoder then writes.
+So for every input the result is exactly the general decoder's
+(``tests/wire/test_fast_frames.py`` checks it on generated frames and mutations).  The
+fast encoders write the same bytes as the general encoder (the golden byte tests run
+through them); size limits are checked by the caller.
 
 Sans-IO: no trio, no clock, no I/O.
 """
@@ -54,7 +57,7 @@ _ZERO_RID: Final = bytes(16)
 _SPOT_HEADER: Final = b"ZL\x01" + bytes([Command.SPOT_MESSAGE])
 _REPLY_HEADER: Final = b"ZL\x01" + bytes([Command.REPLY])
 _ANSWERS: Final = {int(c): c for c in (Command.SPOT_MESSAGE, Command.USER_SPOT_CREATE,
-                                       Command.USER_SPOT_CLOSE)}
+                                       Command.USER_SPOT_CLOSE, Command.RELOCATE_SPOT)}
 _new = object.__new__
 _set = object.__setattr__
 
@@ -205,17 +208,22 @@ def _payload_bytes(payload: EncodedMessage) -> bytes:
     return _t8(payload.type_name) + _I.pack(len(payload.body)) + payload.body
 
 
-def encode_spot_message(frame: SpotMessage) -> bytes:
-    """Command 39's bytes, exactly as the general encoder writes them (limits unchecked)."""
+def encode_spot_message(frame: SpotMessage) -> bytes | None:
+    """Command 39's bytes, exactly as the general encoder writes them (limits unchecked).
+
+    ``None`` for a Message Follow relay (route kind 3): the general encoder writes it.
+    """
     route = frame.route
     if isinstance(route, ReadyRoute):
         head = (b"\x01" + _t8(route.spot_id)
                 + _QQ.pack(route.object_generation, route.owner_generation)
                 + _owner_bytes(route.target))
-    else:
+    elif isinstance(route, ActivationRoute):
         head = (b"\x02" + _t8(route.target_mesh) + _owner_bytes(route.target)
                 + _t8(route.spot_id) + _t8(route.stable_type)
                 + _Q.pack(route.descriptor_version))
+    else:
+        return None
     source_spot = b"\x00" if frame.source_spot_id is None else _t8(frame.source_spot_id)
     metadata = (b"\x00" if frame.metadata is None
                 else b"\x01" + _I.pack(len(frame.metadata)) + frame.metadata)

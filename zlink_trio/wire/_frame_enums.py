@@ -24,7 +24,8 @@ class Command(IntEnum):
     """The command byte of the frame header.
 
     20, 39, 47 and 48 are the spec's numbers (spec 06 §3.3, §4.1, §7.1); 1..5
-    are zlink_trio's own handshake and keepalive commands.
+    are zlink_trio's own handshake and keepalive commands, and 60 its own
+    planned-relocation handover.
     """
 
     #: Server -> client, first frame on a link: the server's nonce.
@@ -37,23 +38,28 @@ class Command(IntEnum):
     PING = 4
     #: Keepalive answer.
     PONG = 5
-    #: The terminal reply to a 39 request, 47 or 48 (spec 06 §3.3, §7.1).
+    #: The terminal reply to a 39 request, 47, 48 or 60 (spec 06 §3.3, §7.1).
     REPLY = 20
-    #: A Spot message: direct call or cold-activation envelope (spec 06 §4.1 step 8).
+    #: A Spot message: direct call, cold-activation envelope or Message Follow relay
+    #: (spec 06 §4.1 step 8, §5, §6).
     SPOT_MESSAGE = 39
     #: Remote User Spot creation (spec 06 §3.3).
     USER_SPOT_CREATE = 47
     #: Remote User Spot close (spec 06 §7.1).
     USER_SPOT_CLOSE = 48
+    #: Planned relocation: the source asks the target to take a sealed Spot over.
+    RELOCATE_SPOT = 60
 
 
 class RouteKind(IntEnum):
-    """Command 39's route kind (spec 06 §4.1)."""
+    """Command 39's route kind (spec 06 §4.1, §6)."""
 
     #: To the owner of an already-Ready authority, fenced by its generations.
     READY = 1
     #: A cold-activation envelope for a Missing Spot.
     ACTIVATION = 2
+    #: Relayed by an old owner along its committed Message Follow route to the new owner.
+    FOLLOW = 3
 
 
 class TerminalResult(IntEnum):

@@ -14,14 +14,16 @@ Every frame field uses one of a handful of encodings (``docs/wire.md``):
 ``text16``                ``u16`` length 0..65535 + UTF-8 bytes
 ``flag``                  ``u8`` that is exactly 0 or 1
 ``blob32``                ``u32`` length + raw bytes, bounded by a cap
+``root``                  ``text8`` ref + 32-byte SHA-256 + ``u64`` size (a
+                          :class:`RootReceipt`, size at most 64 MiB)
 ========================  =====================================================
 
 :class:`Reader` turns a peer's bytes into values and is total: every
 problem -- too few bytes, a length past the end or past a cap, invalid UTF-8
 (which includes encoded lone surrogates and overlong forms), a zero-length
 required text, an all-zero rid, a generation of 0 or >= 2**63, a flag that is
-not 0/1 -- raises :class:`RemoteProtocolError`, never ``IndexError``,
-``struct.error`` or ``UnicodeDecodeError``.
+not 0/1, a root above 64 MiB -- raises :class:`RemoteProtocolError`, never
+``IndexError``, ``struct.error`` or ``UnicodeDecodeError``.
 
 :class:`Writer` assumes values were validated by the frame classes'
 constructors (which raise :class:`LocalProtocolError`); it only appends.
@@ -38,7 +40,7 @@ from typing import Final
 
 from zlink_trio.core.errors import RemoteProtocolError
 from zlink_trio.core.identity import MAX_ID_BYTES, MAX_OBJECT_GENERATION, NodeRid
-from zlink_trio.core.records import OwnerFence, SpotRef
+from zlink_trio.core.records import MAX_ROOT_BYTES, OwnerFence, RootReceipt, SpotRef
 from zlink_trio.wire.codec import EncodedMessage
 
 __all__ = (
@@ -50,6 +52,7 @@ __all__ = (
     "MAX_U32",
     "MAX_U64",
     "NONCE_BYTES",
+    "SHA256_BYTES",
     "Reader",
     "Writer",
 )
@@ -66,6 +69,8 @@ MAX_TEXT16_BYTES: Final = MAX_U16
 MAX_METADATA_BYTES: Final = 16 * 1024
 #: Size of a handshake nonce and of a handshake MAC (HMAC-SHA256), in bytes.
 NONCE_BYTES: Final = 32
+#: Size of a SHA-256 digest on the wire (a root's ``sha256``: raw, not hex), in bytes.
+SHA256_BYTES: Final = 32
 
 _U16: Final = struct.Struct(">H")
 _U32: Final = struct.Struct(">I")
@@ -150,6 +155,12 @@ class Writer:
         self.u64(value.generation)
         self.text8(value.mesh)
         self.rid(value.node_rid)
+
+    def root_receipt(self, value: RootReceipt) -> None:
+        """``text8`` ref, the SHA-256 as 32 raw bytes, ``u64`` size."""
+        self.text8(value.ref)
+        self._parts.append(bytes.fromhex(value.sha256))
+        self.u64(value.size)
 
     def payload(self, value: EncodedMessage) -> None:
         """``text8`` type name + ``blob32`` JSON body."""
@@ -295,6 +306,17 @@ class Reader:
         return SpotRef(
             spot_id=spot_id, generation=generation, mesh=mesh, node_rid=self.rid(f"{what} node rid")
         )
+
+    def root_receipt(self, what: str) -> RootReceipt:
+        """``text8`` ref, 32 raw bytes of SHA-256, ``u64`` size of at most 64 MiB."""
+        ref = self.text8(f"{what} ref")
+        sha256 = self._take(SHA256_BYTES, f"{what} SHA-256").hex()
+        size = self.u64(f"{what} size")
+        if size > MAX_ROOT_BYTES:
+            raise RemoteProtocolError(
+                f"{what} size is {size} bytes, above the {MAX_ROOT_BYTES}-byte root limit"
+            )
+        return RootReceipt(ref=ref, sha256=sha256, size=size)
 
     def payload(self, what: str, cap: int) -> EncodedMessage:
         """``text8`` type name + ``blob32`` body of at most ``cap`` bytes."""

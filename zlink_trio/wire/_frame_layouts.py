@@ -1,4 +1,4 @@
-"""The field layout of every frame: one writer and one reader per command.
+"""The field layout of every frame but the reply: one writer and one reader per command.
 
 Theory of operation
 -------------------
@@ -12,10 +12,9 @@ refusing anything out of range with :class:`RemoteProtocolError`.
 Which layout a class uses is data, not code: a row of
 :mod:`zlink_trio.wire._frame_rules` per class.
 :data:`zlink_trio.wire.frames.FRAMES` is the table of frames, keyed by the
-command byte; one level down, :data:`ROUTES` holds command 39's two routes
-(tag: the route kind) and :data:`OUTCOMES` command 20's three success tails
-(tag: the command they answer). A reply's failure tail (its message) needs no row: a
-:class:`Failure` answers any command the same way.
+command byte; one level down, :data:`ROUTES` holds command 39's three routes
+(tag: the route kind). The reply (command 20) and its table of success tails,
+``OUTCOMES``, are in :mod:`zlink_trio.wire._reply_layouts`.
 
 This module is sans-IO: no trio, no clock, no I/O.
 """
@@ -30,35 +29,28 @@ from zlink_trio.core.errors import RemoteProtocolError
 from zlink_trio.wire._frame_fields import MAX_METADATA_BYTES, NONCE_BYTES
 from zlink_trio.wire._frame_rules import Bodies, Rule, rule, rule_for
 from zlink_trio.wire._frame_types import (
+    MAX_FOLLOW_HOPS,
     MIN_FRAME_BYTES,
     ActivationRoute,
     Challenge,
-    CloseOutcome,
-    Command,
-    CreateOutcome,
-    Failure,
+    FollowRoute,
     Hello,
-    MessageOutcome,
-    Outcome,
     Ping,
     Pong,
     ReadyRoute,
-    Reply,
+    RelocateSpot,
+    Route,
     RouteKind,
     SpotMessage,
-    TerminalResult,
     UserSpotClose,
     UserSpotCreate,
     Welcome,
-    WireCreateState,
 )
 
 if TYPE_CHECKING:
     from zlink_trio.wire._frame_fields import Reader, Writer
 
 __all__ = (
-    "OUTCOMES",
-    "OUTCOME_FOR",
     "ROUTES",
     "ROUTE_FOR",
     "read_challenge",
@@ -67,16 +59,15 @@ __all__ = (
     "read_hello",
     "read_ping",
     "read_pong",
-    "read_reply",
+    "read_relocate",
     "read_spot_message",
     "read_welcome",
-    "reply_bodies",
     "spot_message_bodies",
     "write_challenge",
     "write_close",
     "write_create",
     "write_introduction",
-    "write_reply",
+    "write_relocate",
     "write_spot_message",
     "write_token",
 )
@@ -184,16 +175,51 @@ def _read_activation_route(r: Reader, max_body_bytes: int) -> ActivationRoute:
     )
 
 
+def _write_follow_route(w: Writer, route: FollowRoute) -> None:
+    w.text8(route.spot_id)
+    w.u64(route.object_generation)
+    w.u64(route.source_owner_generation)
+    w.u64(route.target_owner_generation)
+    w.owner(route.target)
+    w.u8(route.hops)
+
+
+def _read_follow_route(r: Reader, max_body_bytes: int) -> FollowRoute:
+    spot_id = r.text8("Spot ID")
+    object_generation = r.gen("object generation")
+    source_owner_generation = r.gen("source owner generation")
+    target_owner_generation = r.gen("target owner generation")
+    if target_owner_generation <= source_owner_generation:
+        raise RemoteProtocolError(
+            f"target owner generation {target_owner_generation} is not above the source "
+            f"owner generation {source_owner_generation}; a Message Follow route leads to a "
+            "newer owner"
+        )
+    target = r.owner("target")
+    hops = r.u8("hops")
+    if not 1 <= hops <= MAX_FOLLOW_HOPS:
+        raise RemoteProtocolError(f"hops is {hops}; a followed message has taken "
+                                  f"1..{MAX_FOLLOW_HOPS} Message Follow routes")
+    return FollowRoute(
+        spot_id=spot_id,
+        object_generation=object_generation,
+        source_owner_generation=source_owner_generation,
+        target_owner_generation=target_owner_generation,
+        target=target,
+        hops=hops,
+    )
+
+
 _ROUTE_RULES: Final = (
     rule(ReadyRoute, RouteKind.READY, _write_ready_route, _read_ready_route),
     rule(ActivationRoute, RouteKind.ACTIVATION, _write_activation_route, _read_activation_route),
+    rule(FollowRoute, RouteKind.FOLLOW, _write_follow_route, _read_follow_route),
 )
 #: Command 39's routes: route class -> its row (tag: the route kind byte).
-ROUTES: Final[dict[type, Rule[ReadyRoute | ActivationRoute]]] = {
-    row.cls: row for row in _ROUTE_RULES}
+ROUTES: Final[dict[type, Rule[Route]]] = {row.cls: row for row in _ROUTE_RULES}
 #: Route kind byte -> its row.
-ROUTE_FOR: Final[dict[int, Rule[ReadyRoute | ActivationRoute]]] = {
-    row.tag: row for row in _ROUTE_RULES}
+ROUTE_FOR: Final[dict[int, Rule[Route]]] = {row.tag: row for row in _ROUTE_RULES}
+_KNOWN_ROUTES: Final = ", ".join(f"{kind.value} ({kind.name.lower()})" for kind in RouteKind)
 
 
 def write_spot_message(w: Writer, frame: SpotMessage) -> None:
@@ -217,7 +243,7 @@ def read_spot_message(r: Reader, max_body_bytes: int) -> SpotMessage:
     kind = r.u8("route kind")
     route_rule = ROUTE_FOR.get(kind)
     if route_rule is None:
-        raise RemoteProtocolError(f"unknown route kind {kind}; known: 1 (ready), 2 (activation)")
+        raise RemoteProtocolError(f"unknown route kind {kind}; known: {_KNOWN_ROUTES}")
     route = route_rule.read(r, max_body_bytes)
     operation_id = r.u64_nonzero("operation id")
     reply_correlation = r.u64("reply correlation")
@@ -242,7 +268,7 @@ def spot_message_bodies(frame: SpotMessage) -> Bodies:
     return (frame.payload,)
 
 
-# --------------------------------------------------------------------------- commands 47, 48
+# --------------------------------------------------------------------------- commands 47, 48, 60
 
 
 def write_create(w: Writer, frame: UserSpotCreate) -> None:
@@ -318,101 +344,35 @@ def read_close(r: Reader, max_body_bytes: int) -> UserSpotClose:
     )
 
 
-# --------------------------------------------------------------------------- command 20
-
-_CREATE_STATES: Final = frozenset(int(state) for state in WireCreateState)
-
-
-def _write_created(w: Writer, outcome: CreateOutcome) -> None:
-    w.u8(outcome.state)
-    w.spot_ref(outcome.ref)
-    w.optional_payload(outcome.reply)
-
-
-def _read_created(r: Reader, max_body_bytes: int) -> CreateOutcome:
-    raw_state = r.u8("create state")
-    if raw_state not in _CREATE_STATES:
-        raise RemoteProtocolError(
-            f"unknown create state {raw_state}; known: 1 (existing), 2 (created), 3 (rejected)"
-        )
-    state = WireCreateState(raw_state)
-    ref = r.spot_ref("SpotRef")
-    reply = r.optional_payload("create reply", max_body_bytes)
-    if state is WireCreateState.EXISTING and reply is not None:
-        raise RemoteProtocolError("an EXISTING create result carries an application reply")
-    return CreateOutcome(state=state, ref=ref, reply=reply)
-
-
-def _write_closed(w: Writer, outcome: CloseOutcome) -> None:
-    w.flag(outcome.closed)
-
-
-def _read_closed(r: Reader, max_body_bytes: int) -> CloseOutcome:
-    return CloseOutcome(closed=r.flag("closed"))
-
-
-def _write_answered(w: Writer, outcome: MessageOutcome) -> None:
-    w.optional_payload(outcome.reply)
-
-
-def _read_answered(r: Reader, max_body_bytes: int) -> MessageOutcome:
-    return MessageOutcome(reply=r.optional_payload("reply", max_body_bytes))
-
-
-def _reply_body(outcome: CreateOutcome | MessageOutcome) -> Bodies:
-    return (outcome.reply,)
-
-
-_OUTCOME_RULES: Final = (
-    rule(MessageOutcome, Command.SPOT_MESSAGE, _write_answered, _read_answered, _reply_body),
-    rule(CreateOutcome, Command.USER_SPOT_CREATE, _write_created, _read_created, _reply_body),
-    rule(CloseOutcome, Command.USER_SPOT_CLOSE, _write_closed, _read_closed),
-)
-#: Command 20's success tails: outcome class -> its row (tag: the command it answers).
-OUTCOMES: Final[dict[type, Rule[CreateOutcome | CloseOutcome | MessageOutcome]]] = {
-    row.cls: row for row in _OUTCOME_RULES}
-#: Answered command -> the row of its success tail.
-OUTCOME_FOR: Final[dict[int, Rule[CreateOutcome | CloseOutcome | MessageOutcome]]] = {
-    row.tag: row for row in _OUTCOME_RULES}
-
-
-def write_reply(w: Writer, frame: Reply) -> None:
-    """Command 20: correlation, terminal result, failure code, answered command, tail."""
-    outcome = frame.outcome
+def write_relocate(w: Writer, frame: RelocateSpot) -> None:
+    """Command 60: the two lifecycles, the sealed Spot and its fences, the payload root."""
     w.u64(frame.correlation)
-    w.u8(frame.terminal_result)
-    w.u16(frame.failure_code)
-    w.u8(frame.answers)
-    if isinstance(outcome, Failure):
-        w.text16(outcome.message)
-    else:
-        rule_for(OUTCOMES, outcome).write(w, outcome)
+    w.u64(frame.operation_id)
+    w.owner(frame.source)
+    w.owner(frame.target)
+    w.text8(frame.spot_id)
+    w.text8(frame.stable_type)
+    w.text8(frame.mesh)
+    w.u64(frame.object_generation)
+    w.u64(frame.owner_generation)
+    w.u64(frame.expected_store_version)
+    w.root_receipt(frame.payload)
+    w.u64(frame.deadline_ms)
 
 
-def read_reply(r: Reader, max_body_bytes: int) -> Reply:
-    """Command 20."""
-    correlation = r.u64_nonzero("correlation")
-    result = r.u8("terminal result")
-    code = r.u16("failure code")
-    if result == TerminalResult.OK and code != 0:
-        raise RemoteProtocolError(f"an OK reply has failure code {code}; it must be 0")
-    if result == TerminalResult.FAILED and code == 0:
-        raise RemoteProtocolError("a FAILED reply has failure code 0; it must be a ZLinkError code")
-    if result not in (TerminalResult.OK, TerminalResult.FAILED):
-        raise RemoteProtocolError(f"unknown terminal result {result}; known: 0 (ok), 1 (failed)")
-    answers = r.u8("answered command")
-    tail = OUTCOME_FOR.get(answers)
-    if tail is None:
-        raise RemoteProtocolError(f"a reply cannot answer command {answers}; known: 39, 47, 48")
-    outcome: Outcome
-    if result == TerminalResult.FAILED:
-        outcome = Failure(code=code, message=r.text16("failure message"))
-    else:
-        outcome = tail.read(r, max_body_bytes)
-    return Reply(correlation=correlation, answers=Command(answers), outcome=outcome)
-
-
-def reply_bodies(frame: Reply) -> Bodies:
-    """The application reply a successful 39 or 47 answer carries."""
-    outcome = frame.outcome
-    return () if isinstance(outcome, Failure) else rule_for(OUTCOMES, outcome).bodies(outcome)
+def read_relocate(r: Reader, max_body_bytes: int) -> RelocateSpot:
+    """Command 60."""
+    return RelocateSpot(
+        correlation=r.u64_nonzero("correlation"),
+        operation_id=r.u64_nonzero("operation id"),
+        source=r.owner("source"),
+        target=r.owner("target"),
+        spot_id=r.text8("Spot ID"),
+        stable_type=r.text8("stable type"),
+        mesh=r.text8("mesh"),
+        object_generation=r.gen("object generation"),
+        owner_generation=r.gen("owner generation"),
+        expected_store_version=r.gen("expected store version"),
+        payload=r.root_receipt("payload root"),
+        deadline_ms=r.gen("deadline"),
+    )

@@ -21,7 +21,8 @@ gathers them, with :data:`Frame`, the union of every frame:
 
 - :mod:`~zlink_trio.wire._frame_enums`: :class:`Command` and the enums the bodies carry;
 - :mod:`~zlink_trio.wire._link_frames`: the handshake (1..3) and keepalive (4, 5);
-- :mod:`~zlink_trio.wire._request_frames`: Spot message (39), remote create (47), close (48);
+- :mod:`~zlink_trio.wire._request_frames`: Spot message (39), remote create (47), close (48),
+  planned relocation (60);
 - :mod:`~zlink_trio.wire._reply_frames`: the reply (20) and its outcomes.
 
 This module is sans-IO: no trio, no clock, no I/O.
@@ -37,17 +38,23 @@ from zlink_trio.wire._reply_frames import (
     Failure,
     MessageOutcome,
     Outcome,
+    RelocateOutcome,
     Reply,
 )
 from zlink_trio.wire._request_frames import (
+    MAX_FOLLOW_HOPS,
     ActivationRoute,
+    FollowRoute,
     ReadyRoute,
+    RelocateSpot,
+    Route,
     SpotMessage,
     UserSpotClose,
     UserSpotCreate,
 )
 
 __all__ = (
+    "MAX_FOLLOW_HOPS",
     "MIN_FRAME_BYTES",
     "ActivationRoute",
     "Challenge",
@@ -55,6 +62,7 @@ __all__ = (
     "Command",
     "CreateOutcome",
     "Failure",
+    "FollowRoute",
     "Frame",
     "Hello",
     "MessageOutcome",
@@ -62,7 +70,10 @@ __all__ = (
     "Ping",
     "Pong",
     "ReadyRoute",
+    "RelocateOutcome",
+    "RelocateSpot",
     "Reply",
+    "Route",
     "RouteKind",
     "SpotMessage",
     "TerminalResult",
@@ -74,5 +85,6 @@ __all__ = (
 
 #: Every frame the codec encodes and decodes.
 Frame = (
-    Challenge | Hello | Welcome | Ping | Pong | SpotMessage | UserSpotCreate | UserSpotClose | Reply
+    Challenge | Hello | Welcome | Ping | Pong | SpotMessage | UserSpotCreate | UserSpotClose
+    | RelocateSpot | Reply
 )

@@ -1,4 +1,4 @@
-"""The reply frame (command 20): the terminal result of a 39 request, a 47 or a 48.
+"""The reply frame (command 20): the terminal result of a 39 request, a 47, a 48 or a 60.
 
 Theory of operation
 -------------------
@@ -6,10 +6,11 @@ A :class:`Reply` names the command it ``answers`` and carries one
 ``outcome``: a :class:`Failure` (a :class:`ZLinkError` code and message,
 answering any command the same way) or that command's success tail --
 :class:`MessageOutcome` after 39, :class:`CreateOutcome` after 47,
-:class:`CloseOutcome` after 48. The constructor refuses a success tail of
-another command, and an EXISTING create outcome with an application reply
-(spec 06 §3.3). ``terminal_result`` and ``failure_code`` are derived from the
-outcome, so a reply cannot say OK and carry a failure.
+:class:`CloseOutcome` after 48, :class:`RelocateOutcome` after 60. The
+constructor refuses a success tail of another command, and an EXISTING
+create outcome with an application reply (spec 06 §3.3). ``terminal_result``
+and ``failure_code`` are derived from the outcome, so a reply cannot say OK
+and carry a failure.
 
 :meth:`Failure.from_error` cuts a message to what ``text16`` carries, so any
 :class:`ZLinkError` can be reported; ``encode`` checks the size of an
@@ -40,7 +41,15 @@ if TYPE_CHECKING:
     from zlink_trio.core.records import SpotRef
     from zlink_trio.wire.codec import EncodedMessage
 
-__all__ = ("CloseOutcome", "CreateOutcome", "Failure", "MessageOutcome", "Outcome", "Reply")
+__all__ = (
+    "CloseOutcome",
+    "CreateOutcome",
+    "Failure",
+    "MessageOutcome",
+    "Outcome",
+    "RelocateOutcome",
+    "Reply",
+)
 
 
 def _check_state(instance: object, attribute: attrs.Attribute[T], value: T) -> None:
@@ -83,6 +92,16 @@ class MessageOutcome:
     reply: EncodedMessage | None = attrs.field(default=None, validator=check_optional_payload)
 
 
+@attrs.frozen(kw_only=True)
+class RelocateOutcome:
+    """Success tail after 60: the SpotRef of the Spot at its new owner.
+
+    Same Spot ID, ObjectGeneration and mesh as the request; the target's node rid.
+    """
+
+    ref: SpotRef = attrs.field(validator=check_ref)
+
+
 def _check_failure_code(instance: object, attribute: attrs.Attribute[T], value: T) -> None:
     if not int_in(value, 1, MAX_U16):
         raise LocalProtocolError(
@@ -117,18 +136,20 @@ class Failure:
 
 
 #: What a command 20 reply carries after ``failureCode``.
-Outcome = CreateOutcome | CloseOutcome | MessageOutcome | Failure
+Outcome = CreateOutcome | CloseOutcome | MessageOutcome | RelocateOutcome | Failure
 
-_SUCCESS_FOR = {
+_SUCCESS_FOR: dict[Command, type[object]] = {
     Command.SPOT_MESSAGE: MessageOutcome,
     Command.USER_SPOT_CREATE: CreateOutcome,
     Command.USER_SPOT_CLOSE: CloseOutcome,
+    Command.RELOCATE_SPOT: RelocateOutcome,
 }
+_ANSWERABLE = ", ".join(command.name for command in _SUCCESS_FOR)
 
 
 @attrs.frozen(kw_only=True)
 class Reply:
-    """Command 20: the terminal result of a 39 request, a 47 or a 48.
+    """Command 20: the terminal result of a 39 request, a 47, a 48 or a 60.
 
     ``answers`` names the request's command; ``outcome`` is a
     :class:`Failure` or the success tail of that command.
@@ -141,9 +162,7 @@ class Reply:
     @answers.validator
     def _answers(self, attribute: attrs.Attribute[Command], value: Command) -> None:
         if not isinstance(value, Command) or value not in _SUCCESS_FOR:
-            raise LocalProtocolError(
-                f"a reply answers SPOT_MESSAGE, USER_SPOT_CREATE or USER_SPOT_CLOSE, got {value!r}"
-            )
+            raise LocalProtocolError(f"a reply answers one of {_ANSWERABLE}, got {value!r}")
 
     @outcome.validator
     def _outcome(self, attribute: attrs.Attribute[Outcome], value: Outcome) -> None:

@@ -1,13 +1,18 @@
-"""The request frames: a Spot message (command 39), a remote create (47) and close (48).
+"""The request frames: a Spot message (39), a remote create (47), close (48) and relocation (60).
 
 Theory of operation
 -------------------
-Command 39 takes one of two routes: a :class:`ReadyRoute` to the owner of a
-Ready authority, fenced by its object and owner generations, or an
+Command 39 takes one of three routes: a :class:`ReadyRoute` to the owner of a
+Ready authority, fenced by its object and owner generations; an
 :class:`ActivationRoute`, the cold-activation envelope of a Missing Spot
-(spec 06 §4.1). Commands 47 and 48 carry the fences of a remote User Spot
-create and close (spec 06 §3.3, §7.1). Every request has a nonzero
-``operation_id`` and an absolute ``deadline_ms``; 47 and 48 also have a
+(spec 06 §4.1); or a :class:`FollowRoute`, on which an old owner relays a
+message that reached it after a relocation to the Spot's new owner along the
+committed Message Follow route (spec 06 §6) -- the common part (operation ID,
+reply correlation, deadline, source, payload) is the original message's, unchanged.
+Commands 47 and 48 carry the fences of a remote User Spot create and close
+(spec 06 §3.3, §7.1), and 60 asks the target of a planned relocation to take
+a sealed Spot over (:class:`RelocateSpot`). Every request has a nonzero
+``operation_id`` and an absolute ``deadline_ms``; 47, 48 and 60 also have a
 nonzero ``correlation``, and a 39 has one unless it is one-way
 (``reply_correlation`` 0). A request with a correlation is answered by
 exactly one command 20 (:mod:`zlink_trio.wire._reply_frames`).
@@ -23,11 +28,12 @@ This module is sans-IO: no trio, no clock, no I/O.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
 from zlink_trio.core.errors import LocalProtocolError
+from zlink_trio.core.records import RootReceipt
 from zlink_trio.wire._frame_checks import (
     T,
     check_deadline,
@@ -47,7 +53,20 @@ if TYPE_CHECKING:
     from zlink_trio.core.records import OwnerFence, SpotRef
     from zlink_trio.wire.codec import EncodedMessage
 
-__all__ = ("ActivationRoute", "ReadyRoute", "SpotMessage", "UserSpotClose", "UserSpotCreate")
+__all__ = (
+    "MAX_FOLLOW_HOPS",
+    "ActivationRoute",
+    "FollowRoute",
+    "ReadyRoute",
+    "RelocateSpot",
+    "Route",
+    "SpotMessage",
+    "UserSpotClose",
+    "UserSpotCreate",
+)
+
+#: The most Message Follow routes one message may take, counting the last (spec 06 §6).
+MAX_FOLLOW_HOPS: Final = 8
 
 
 def _check_lease(instance: object, attribute: attrs.Attribute[T], value: T) -> None:
@@ -101,9 +120,52 @@ class ActivationRoute:
     descriptor_version: int = attrs.field(validator=check_gen)
 
 
+def _check_hops(instance: object, attribute: attrs.Attribute[T], value: T) -> None:
+    if not int_in(value, 1, MAX_FOLLOW_HOPS):
+        raise LocalProtocolError(
+            f"{attribute.name} must be an int in 1..{MAX_FOLLOW_HOPS} (the Message Follow "
+            f"routes taken, this one included), got {value!r}"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class FollowRoute:
+    """Route kind 3: relayed along a committed Message Follow route (spec 06 §6).
+
+    The forwarding node held the Spot at ``source_owner_generation``; its new
+    owner ``target`` holds it at ``target_owner_generation``, which is greater
+    (owner generations increase per hop). ``hops`` counts the Message Follow
+    routes the message has taken, this one included: 1..:data:`MAX_FOLLOW_HOPS`.
+    The receiver checks the Spot ID, ObjectGeneration, both owner generations
+    and its own fence against the route it committed; the rest of the frame
+    is the original message's.
+    """
+
+    spot_id: str = attrs.field(validator=check_text8)
+    object_generation: int = attrs.field(validator=check_gen)
+    source_owner_generation: int = attrs.field(validator=check_gen)
+    target_owner_generation: int = attrs.field(validator=check_gen)
+    target: OwnerFence = attrs.field(validator=check_owner)
+    hops: int = attrs.field(validator=_check_hops)
+
+    def __attrs_post_init__(self) -> None:
+        if self.target_owner_generation <= self.source_owner_generation:
+            raise LocalProtocolError(
+                f"target_owner_generation {self.target_owner_generation} must be greater "
+                f"than source_owner_generation {self.source_owner_generation}: a Message "
+                "Follow route leads to a newer owner"
+            )
+
+
+#: Every route of command 39.
+Route = ReadyRoute | ActivationRoute | FollowRoute
+
+
 def _check_route(instance: object, attribute: attrs.Attribute[T], value: T) -> None:
-    if not isinstance(value, ReadyRoute | ActivationRoute):
-        raise LocalProtocolError(f"route must be a ReadyRoute or an ActivationRoute, got {value!r}")
+    if not isinstance(value, Route):
+        raise LocalProtocolError(
+            f"route must be a ReadyRoute, an ActivationRoute or a FollowRoute, got {value!r}"
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -115,7 +177,7 @@ class SpotMessage:
     but empty. ``deadline_ms`` is the operation's single end-to-end deadline.
     """
 
-    route: ReadyRoute | ActivationRoute = attrs.field(validator=_check_route)
+    route: Route = attrs.field(validator=_check_route)
     operation_id: int = attrs.field(validator=check_u64_nonzero)
     reply_correlation: int = attrs.field(validator=check_u64)
     deadline_ms: int = attrs.field(validator=check_deadline)
@@ -127,10 +189,14 @@ class SpotMessage:
     @property
     def route_kind(self) -> RouteKind:
         """The route kind byte this frame carries."""
-        return RouteKind.READY if isinstance(self.route, ReadyRoute) else RouteKind.ACTIVATION
+        if isinstance(self.route, ReadyRoute):
+            return RouteKind.READY
+        if isinstance(self.route, FollowRoute):
+            return RouteKind.FOLLOW
+        return RouteKind.ACTIVATION
 
 
-# --------------------------------------------------------------------------- commands 47, 48
+# --------------------------------------------------------------------------- commands 47, 48, 60
 
 
 @attrs.frozen(kw_only=True)
@@ -168,4 +234,39 @@ class UserSpotClose:
     target: OwnerFence = attrs.field(validator=check_owner)
     expected_owner_generation: int = attrs.field(validator=check_gen)
     expected_store_version: int = attrs.field(validator=check_gen)
+    deadline_ms: int = attrs.field(validator=check_deadline)
+
+
+def _check_receipt(instance: object, attribute: attrs.Attribute[T], value: T) -> None:
+    if not isinstance(value, RootReceipt):
+        raise LocalProtocolError(
+            f"{attribute.name} must be a RootReceipt(ref, sha256, size) of the relocation "
+            f"payload root, got {value!r}"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class RelocateSpot:
+    """Command 60: the source of a planned relocation asks the target to take a sealed Spot over.
+
+    The source sealed the Spot at ``object_generation`` and its own
+    ``owner_generation`` (the Sealed record's StoreVersion is
+    ``expected_store_version``) and put the relocation payload in the
+    Relocation Store as the root ``payload``. One command 20 answers it, with
+    a :class:`~zlink_trio.wire._reply_frames.RelocateOutcome` or a failure.
+    """
+
+    correlation: int = attrs.field(validator=check_u64_nonzero)
+    operation_id: int = attrs.field(validator=check_u64_nonzero)
+    source: OwnerFence = attrs.field(validator=check_owner)
+    target: OwnerFence = attrs.field(validator=check_owner)
+    spot_id: str = attrs.field(validator=check_text8)
+    stable_type: str = attrs.field(validator=check_text8)
+    mesh: str = attrs.field(validator=check_text8)
+    object_generation: int = attrs.field(validator=check_gen)
+    #: The source's AuthorityOwnerGeneration, the one it sealed the Spot at.
+    owner_generation: int = attrs.field(validator=check_gen)
+    #: The StoreVersion of the Sealed record.
+    expected_store_version: int = attrs.field(validator=check_gen)
+    payload: RootReceipt = attrs.field(validator=_check_receipt)
     deadline_ms: int = attrs.field(validator=check_deadline)

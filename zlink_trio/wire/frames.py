@@ -11,7 +11,8 @@ byte (:class:`Command`), followed by the command's fields in a fixed order.
 
 The rules are data. :data:`FRAMES` has one row per frame class: its command
 byte, the writer and reader of its fields
-(:mod:`zlink_trio.wire._frame_layouts`), the application bodies it carries
+(:mod:`zlink_trio.wire._frame_layouts`, :mod:`zlink_trio.wire._reply_layouts`),
+the application bodies it carries
 and, for the two frames of every request (39 and 20), the fast paths of
 :mod:`zlink_trio.wire._fast_frames`. :func:`encode` and :func:`decode` only
 look rows up: adding a command is adding a row.
@@ -25,10 +26,12 @@ Who is at fault. :func:`decode` reads a peer's bytes and is total: any input
 either decodes or raises :class:`RemoteProtocolError` (unknown magic, version
 or command, truncation, trailing bytes, lengths past the end or past a cap,
 invalid UTF-8, empty required text, all-zero rid, a generation of 0 or
->= 2**63, an unknown enum value, a text websocket message). The caller fails
-that one link. Frame constructors and :func:`encode` refuse what this side
-may not send with :class:`LocalProtocolError` (a bug of the caller); limits
-that are not ints in range are :class:`InvalidConfiguration`.
+>= 2**63, an unknown enum value, a Message Follow route whose hops are not
+1..8 or whose target owner generation is not above the source's, a root above
+64 MiB, a text websocket message). The caller fails that one link. Frame
+constructors and :func:`encode` refuse what this side may not send with
+:class:`LocalProtocolError` (a bug of the caller); limits that are not ints
+in range are :class:`InvalidConfiguration`.
 
 Times. ``deadline_ms`` and ``owner_lease_expires_ms`` are absolute
 wall-clock times in milliseconds since the Unix epoch, not remaining
@@ -73,21 +76,21 @@ from zlink_trio.wire._frame_layouts import (
     read_hello,
     read_ping,
     read_pong,
-    read_reply,
+    read_relocate,
     read_spot_message,
     read_welcome,
-    reply_bodies,
     spot_message_bodies,
     write_challenge,
     write_close,
     write_create,
     write_introduction,
-    write_reply,
+    write_relocate,
     write_spot_message,
     write_token,
 )
 from zlink_trio.wire._frame_rules import Rule, rule, rule_for
 from zlink_trio.wire._frame_types import (
+    MAX_FOLLOW_HOPS,
     MIN_FRAME_BYTES,
     ActivationRoute,
     Challenge,
@@ -95,6 +98,7 @@ from zlink_trio.wire._frame_types import (
     Command,
     CreateOutcome,
     Failure,
+    FollowRoute,
     Frame,
     Hello,
     MessageOutcome,
@@ -102,7 +106,10 @@ from zlink_trio.wire._frame_types import (
     Ping,
     Pong,
     ReadyRoute,
+    RelocateOutcome,
+    RelocateSpot,
     Reply,
+    Route,
     RouteKind,
     SpotMessage,
     TerminalResult,
@@ -111,6 +118,7 @@ from zlink_trio.wire._frame_types import (
     Welcome,
     WireCreateState,
 )
+from zlink_trio.wire._reply_layouts import read_reply, reply_bodies, write_reply
 from zlink_trio.wire.codec import MAX_BODY_BYTES, EncodedMessage
 
 __all__ = (
@@ -120,6 +128,7 @@ __all__ = (
     "HEADER_BYTES",
     "MAGIC",
     "MAX_BODY_BYTES",
+    "MAX_FOLLOW_HOPS",
     "MAX_METADATA_BYTES",
     "MIN_FRAME_BYTES",
     "NONCE_BYTES",
@@ -131,6 +140,7 @@ __all__ = (
     "CreateOutcome",
     "EncodedMessage",
     "Failure",
+    "FollowRoute",
     "Frame",
     "Hello",
     "MessageOutcome",
@@ -138,7 +148,10 @@ __all__ = (
     "Ping",
     "Pong",
     "ReadyRoute",
+    "RelocateOutcome",
+    "RelocateSpot",
     "Reply",
+    "Route",
     "RouteKind",
     "SpotMessage",
     "TerminalResult",
@@ -172,6 +185,7 @@ _FRAME_RULES: Final = (
          spot_message_bodies, fast_write=encode_spot_message, fast_read=decode_spot_message),
     rule(UserSpotCreate, Command.USER_SPOT_CREATE, write_create, read_create),
     rule(UserSpotClose, Command.USER_SPOT_CLOSE, write_close, read_close),
+    rule(RelocateSpot, Command.RELOCATE_SPOT, write_relocate, read_relocate),
     rule(Reply, Command.REPLY, write_reply, read_reply, reply_bodies,
          fast_write=encode_reply, fast_read=decode_reply),
 )
