@@ -7,12 +7,14 @@ import json
 import attrs
 import pytest
 
+from statecharts import SpotAuthority, compile
 from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
 from zlink_trio.core.errors import InvalidOperation
 from zlink_trio.core.identity import NodeRid, SpotKind, new_entry_spot_id
 from zlink_trio.core.placement import Role
 from zlink_trio.core.records import (
     MAX_GENERATION,
+    MOVING_STATES,
     AuthorityRecord,
     AuthorityState,
     CreationIntent,
@@ -91,6 +93,7 @@ def test_authority_record_ref_and_json():
     [
         {"creation_intent": CreationIntent(content_ref="c", sha256=SHA, size=1)},
         {"state": AuthorityState.RELOCATING},
+        {"state": AuthorityState.RELAY_READY},
         {"relocation_target": OwnerFence(RID, 2)},
         {"kind": SpotKind.INVALID},
         {"kind": SpotKind.ENTRY, "state": AuthorityState.CLOSING},
@@ -100,6 +103,20 @@ def test_authority_record_ref_and_json():
 def test_authority_record_invariants(patch):
     with pytest.raises(InvalidOperation):
         record(**patch)
+
+
+def test_stored_states_are_the_authority_charts():
+    # Missing is the absence of a record; every other chart state is a stored one.
+    table = compile(SpotAuthority)
+    assert {s.value for s in AuthorityState} | {"missing"} == set(table.states)
+    # A move is what the chart can reach from Ready by begin_relocation before Ready again.
+    moving, frontier = set(), {table.step("ready", "begin_relocation")}
+    while frontier:
+        state = frontier.pop()
+        moving.add(state)
+        frontier |= {t for (s, _), t in table.transitions.items() if s == state} - moving - {
+            "ready"}
+    assert {s.value for s in MOVING_STATES} == moving == {"relocating", "sealed", "relay_ready"}
 
 
 def test_creation_intent_is_at_most_one_mib():
@@ -169,6 +186,7 @@ def full_records():
                object_generation=MAX_GENERATION, store_version=MAX_GENERATION),
         record(state=AuthorityState.SEALED, relocation_target=OwnerFence(RID, 7),
                kind=SpotKind.INSTANCE, owner_generation=3),
+        record(state=AuthorityState.RELAY_READY, relocation_target=OwnerFence(RID, 8)),
         record(kind=SpotKind.ENTRY, stable_type="zlink.entry", spot_id=new_entry_spot_id("n")),
     ]
 

@@ -53,3 +53,26 @@ async def ready(store: Store, owner: NodeClaim, spot_id: str = "r-1",
                 **kwargs: Any) -> AuthorityRecord:
     fence = await reserve(store, owner, spot_id, **kwargs)
     return await store.location.commit_ready(fence, now=0.0)
+
+
+async def units(store: Store, owner: NodeClaim | OwnerFence, *,
+                mesh: str = MESH) -> tuple[int, int]:
+    """The ``(pending, active)`` capacity units the backend counts for ``owner``.
+
+    Capacity counters are not part of the protocol (only their effect, CapacityExceeded,
+    is), so this reads each backend's own bookkeeping: the memory state, SQLite's
+    ``loc_capacity`` row, Redis's load hash.
+    """
+    fence = owner.owner() if isinstance(owner, NodeClaim) else owner
+    location: Any = store.location
+    if hasattr(location, "state"):  # memory://
+        key = (mesh, fence.node_rid, fence.lifecycle_generation)
+        return location.state.pending.get(key, 0), location.state.active.get(key, 0)
+    if hasattr(location, "_db"):  # sqlite://
+        row = await location._db.read(lambda conn: conn.execute(
+            "SELECT pending, active FROM loc_capacity WHERE mesh = ? AND node_rid = ? AND "
+            "lifecycle = ?", (mesh, str(fence.node_rid), fence.lifecycle_generation)).fetchone())
+        return (0, 0) if row is None else (row[0], row[1])
+    key = store.keys.load(mesh, fence.node_rid, fence.lifecycle_generation)  # type: ignore[attr-defined]
+    values = await location._run.command("units", ["HMGET", key, "pending", "active"])
+    return tuple(0 if v is None else int(v) for v in values)  # type: ignore[return-value]

@@ -1,4 +1,6 @@
-"""Location Store conformance, part 2: close, release, recovery pointer, query, relocation.
+"""Location Store conformance, part 2: close, release, recovery pointer, query.
+
+The relocation steps have their own part (``test_relocation_steps_conformance``).
 
 Runs once per backend under an absolute ``trio.fail_after``; refused
 transactions are checked to have written nothing.
@@ -11,9 +13,9 @@ import json
 import attrs
 import pytest
 import trio
-from store_helpers import LEASE, MESH, claim, ready, reserve
+from store_helpers import LEASE, claim, ready, reserve
 
-from zlink_trio.core.errors import CapacityExceeded, InvalidOperation, StaleFence, Unavailable
+from zlink_trio.core.errors import InvalidOperation, StaleFence, Unavailable
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityState, RecoveryPointer
 from zlink_trio.store import MAX_PAGE_BYTES
@@ -181,65 +183,3 @@ async def test_query_cursor_walks_every_record_once(store, page_size):
         assert sorted(seen) == sorted(expected)
         assert len(seen) == len(expected)
         assert seen == sorted(seen, key=lambda s: s.encode())
-
-
-# -- Relocation steps ----------------------------------------------------------------------------
-
-
-async def test_relocation_commit_moves_owner_and_capacity(store):
-    with trio.fail_after(TIMEOUT):
-        a = await claim(store, "node-a", capacity=1)
-        b = await claim(store, "node-b", capacity=1)
-        r = await ready(store, a)
-        moving = await store.location.begin_relocation(r.fence(), target=b.owner(), now=0.0)
-        assert moving.state is AuthorityState.RELOCATING
-        assert moving.relocation_target == b.owner()
-        with pytest.raises(CapacityExceeded):  # b's unit is pending for the move
-            await reserve(store, b, "other")
-        with pytest.raises(Unavailable):
-            await store.location.begin_close("r-1", object_generation=r.object_generation,
-                                             owner=a.owner(), now=0.0)
-        sealed = await store.location.seal_relocation(r.fence(), now=0.0)
-        assert sealed.state is AuthorityState.SEALED
-        moved = await store.location.commit_relocation(r.fence(), now=0.0)
-        assert (moved.state, moved.owner, moved.owner_generation) == (
-            AuthorityState.READY, b.owner(), 2)
-        assert moved.object_generation == r.object_generation
-        assert moved.store_version == r.store_version + 3
-        await reserve(store, a, "other")  # a's unit was released
-        with pytest.raises(StaleFence):  # the old owner's fence is stale now
-            await store.location.begin_relocation(r.fence(), target=a.owner(), now=0.0)
-
-
-async def test_relocation_abort_keeps_source(store):
-    with trio.fail_after(TIMEOUT):
-        a = await claim(store, "node-a")
-        b = await claim(store, "node-b", capacity=1)
-        r = await ready(store, a)
-        await store.location.begin_relocation(r.fence(), target=b.owner(), now=0.0)
-        kept = await store.location.abort_relocation(r.fence())
-        assert (kept.state, kept.owner, kept.relocation_target) == (
-            AuthorityState.READY, a.owner(), None)
-        await reserve(store, b, "other")  # b's pending unit was released
-        with pytest.raises(StaleFence):
-            await store.location.abort_relocation(r.fence())
-
-
-async def test_relocation_refusals_write_nothing(store):
-    with trio.fail_after(TIMEOUT):
-        a = await claim(store, "node-a")
-        b = await claim(store, "node-b", served={"counter": SpotKind.INSTANCE})
-        r = await ready(store, a)
-        with pytest.raises(InvalidOperation):  # b does not serve "room"
-            await store.location.begin_relocation(r.fence(), target=b.owner(), now=0.0)
-        with pytest.raises(InvalidOperation):  # already there
-            await store.location.begin_relocation(r.fence(), target=a.owner(), now=0.0)
-        with pytest.raises(StaleFence):
-            await store.location.seal_relocation(r.fence(), now=0.0)
-        with pytest.raises(StaleFence):
-            await store.location.commit_relocation(r.fence(), now=0.0)
-        entry = await store.location.find(a.descriptor.entry_spot_id)
-        with pytest.raises(InvalidOperation):
-            await store.location.begin_relocation(entry.fence(), target=b.owner(), now=0.0)
-        assert await store.location.find("r-1") == r
-        assert r.mesh == MESH

@@ -138,6 +138,7 @@ async def test_refuses_stale_owner_generation_after_a_move(store):
         r = await ready(store, a)
         await store.location.begin_relocation(r.fence(), target=b.owner(), now=0.0)
         await store.location.seal_relocation(r.fence(), now=0.0)
+        await store.location.accept_relay_ready(r.fence(), target=b.owner(), now=0.0)
         moved = await store.location.commit_relocation(r.fence(), now=0.0)
         with pytest.raises(StaleFence):  # read before the move: owner generation 1
             await release(store, r)
@@ -196,6 +197,24 @@ async def test_refuses_relocating_and_sealed(store):
             await reserve(store, b, "other")
         kept = await store.location.abort_relocation(r.fence())
         assert await release(store, kept) == kept
+
+
+async def test_refuses_relay_ready_naming_only_the_commit(store):
+    with trio.fail_after(TIMEOUT):
+        a = await claim(store, "node-a")
+        b = await claim(store, "node-b")
+        r = await ready(store, a)
+        await store.location.begin_relocation(r.fence(), target=b.owner(), now=0.0)
+        await store.location.seal_relocation(r.fence(), now=0.0)
+        relay = await store.location.accept_relay_ready(r.fence(), target=b.owner(), now=0.0)
+        with pytest.raises(InvalidOperation) as caught:  # both leases expired: still refused
+            await release(store, relay)
+        assert not isinstance(caught.value, OwnerAlive)
+        message = caught.value.message
+        assert "commit_relocation" in message
+        assert str(b.owner()) in message
+        assert "abort_relocation" not in message  # no abort is possible past relay-ready
+        assert await store.location.find("r-1") == relay
 
 
 async def test_refuses_bad_arguments(store):

@@ -10,7 +10,12 @@ invariants below must hold:
 - ObjectGeneration never decreases for an ID and strictly increases across
   re-creation;
 - the capacity counters equal the records: pending = Creating records plus
-  moves targeting the owner, active = Ready/Closing/Relocating/Sealed records.
+  moves targeting the owner, active = Ready/Closing/Relocating/Sealed/RelayReady
+  records;
+- the store and the ``SpotAuthority`` chart agree: every authority state change a
+  transaction makes is the chart's transition for that transaction's event (an
+  idempotent repeat changes nothing), so a store never takes a step the chart
+  does not define -- an abort after relay-ready included.
 """
 
 from __future__ import annotations
@@ -29,9 +34,10 @@ from hypothesis.stateful import (
 )
 from store_helpers import MESH, descriptor
 
+from statecharts import SpotAuthority, compile
 from zlink_trio.core.errors import ZLinkError
 from zlink_trio.core.identity import SpotKind
-from zlink_trio.core.records import AuthorityState, RecoveryPointer, ReservationFence
+from zlink_trio.core.records import MOVING_STATES, AuthorityState, RecoveryPointer, ReservationFence
 from zlink_trio.store.rules import claims
 from zlink_trio.store.rules import location as loc
 from zlink_trio.store.rules import relocation_steps as steps
@@ -44,8 +50,22 @@ NODES = ("n1", "n2")
 SPOTS = ("a", "b", "c")
 TYPES = (("room", SpotKind.USER), ("counter", SpotKind.INSTANCE))
 POINTER = RecoveryPointer(root_ref="r", sha256="ee" * 32, size=1)
-MOVING = (AuthorityState.RELOCATING, AuthorityState.SEALED)
 index = st.integers(0, 3)
+CHART = compile(SpotAuthority)
+#: The chart event each authority transaction is; ``None``: it never changes a state.
+EVENTS = {
+    loc.txn_reserve: "reserve", loc.txn_commit_ready: "commit_ready",
+    loc.txn_abort_creating: "abort_creating", loc.txn_begin_close: "begin_close",
+    loc.txn_release: "release", loc.txn_remove_recovery_pointer: None,
+    steps.txn_begin_relocation: "begin_relocation", steps.txn_seal_relocation: "seal",
+    steps.txn_accept_relay_ready: "accept_relay_ready",
+    steps.txn_commit_relocation: "commit_relocation",
+    steps.txn_abort_relocation: "abort_relocation",
+}
+
+
+def chart_state(record) -> str:
+    return "missing" if record is None else record.state.value
 
 
 def snapshot(state: loc.LocationState) -> loc.LocationState:
@@ -77,7 +97,25 @@ class LocationModel(RuleBasedStateMachine):
             event(f"{fn.__name__} refused: {type(error).__name__}")
             return None
         event(f"{fn.__name__} ok")
+        self.check_chart(fn, before)
         return result
+
+    def check_chart(self, fn, before: loc.LocationState) -> None:
+        """Each record the transaction changed took the chart's step for its event."""
+        if fn not in EVENTS:
+            return  # descriptor claims: only Entry records, which the chart does not model
+        ids = set(before.records) | set(self.state.records)
+        changed = [i for i in ids if before.records.get(i) != self.state.records.get(i)]
+        assert len(changed) <= 1, changed
+        for spot_id in changed:
+            old, new = chart_state(before.records.get(spot_id)), chart_state(
+                self.state.records.get(spot_id))
+            name = EVENTS[fn]
+            if name is None:
+                assert old == new, (fn.__name__, old, new)
+                continue
+            assert CHART.allows(old, name), f"{fn.__name__}: the chart has no {name} from {old}"
+            assert CHART.step(old, name) == new, (fn.__name__, old, new)
 
     def pick(self, items, i):
         return items[i % len(items)]
@@ -128,6 +166,16 @@ class LocationModel(RuleBasedStateMachine):
         if fence is not None:
             self.fences.append(fence)
 
+    @precondition(lambda self: self.claims)
+    @rule(i=index, spot=st.sampled_from(SPOTS), t=st.sampled_from(TYPES))
+    def create_ready(self, i, spot, t):
+        """Reserve then CommitReady at once, so Ready (and movable) records are common."""
+        fence = self.run(loc.txn_reserve, spot, kind=t[1], stable_type=t[0], mesh=MESH,
+                         owner=self.pick(self.claims, i).owner(), now=self.now)
+        if fence is not None:
+            self.fences.append(fence)
+            self.run(loc.txn_commit_ready, fence, now=self.now)
+
     @precondition(lambda self: self.fences)
     @rule(i=index)
     def commit_ready(self, i):
@@ -174,13 +222,49 @@ class LocationModel(RuleBasedStateMachine):
             target = self.pick(self.claims, i).owner()
             self.run(steps.txn_begin_relocation, r.fence(), target=target, now=self.now)
 
-    @rule(spot=st.sampled_from(SPOTS), step=st.sampled_from(("seal", "commit", "abort")))
-    def relocation_step(self, spot, step):
+    @precondition(lambda self: self.claims)
+    @rule(spot=st.sampled_from(SPOTS), i=index,
+          last=st.sampled_from(("begin", "seal", "relay_ready", "commit", "commit", "abort",
+                                "abort_late")))
+    def move(self, spot, i, last):
+        """One move in a row toward another current claim; stop at ``last`` or a refusal."""
+        r = self.record(spot)
+        current = [c for c in self.claims if r is not None and c.descriptor.node_rid
+                   != r.owner.node_rid and getattr(self.state.claims.get(c.key),
+                                                    "lifecycle_generation", None)
+                   == c.lifecycle_generation]
+        if r is None or not current:
+            return
+        fence, target = r.fence(), self.pick(current, i).owner()
+        if self.run(steps.txn_begin_relocation, fence, target=target, now=self.now) is None:
+            return
+        if last == "abort":
+            self.run(steps.txn_abort_relocation, fence)
+            return
+        if last == "begin" or self.run(steps.txn_seal_relocation, fence, now=self.now) is None:
+            return
+        if last == "seal" or self.run(steps.txn_accept_relay_ready, fence, target=target,
+                                      now=self.now) is None:
+            return
+        if last == "abort_late":
+            assert self.run(steps.txn_abort_relocation, fence) is None  # refused, unchanged
+        elif last == "commit":
+            self.run(steps.txn_commit_relocation, fence, now=self.now)
+
+    @rule(spot=st.sampled_from(SPOTS),
+          step=st.sampled_from(("seal", "relay_ready", "commit", "abort")), i=index,
+          named=st.booleans())
+    def relocation_step(self, spot, step, i, named):
         r = self.record(spot)
         if r is None:
             return
         if step == "seal":
             self.run(steps.txn_seal_relocation, r.fence(), now=self.now)
+        elif step == "relay_ready":
+            target = r.relocation_target
+            if not named or target is None:  # mostly the target the move names
+                target = self.pick(self.claims, i).owner()
+            self.run(steps.txn_accept_relay_ready, r.fence(), target=target, now=self.now)
         elif step == "commit":
             self.run(steps.txn_commit_relocation, r.fence(), now=self.now)
         else:
@@ -227,7 +311,7 @@ class LocationModel(RuleBasedStateMachine):
                 pending[key] += 1
             else:
                 active[key] += 1
-            if r.state in MOVING:
+            if r.state in MOVING_STATES:
                 assert r.relocation_target is not None
                 pending[loc.capacity_key(r.mesh, r.relocation_target)] += 1
         assert dict(pending) == self.state.pending

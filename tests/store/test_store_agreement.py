@@ -19,7 +19,10 @@ cursor) or the same typed error class (and the same ``.current`` record for
   ``commit_ready`` and ``abort_creating`` with current and stale fences from
   a Bundle, ``begin_close`` (with expected owner generation / StoreVersion),
   ``release``, ``remove_recovery_pointer`` (right and wrong versions) and
-  begin / seal / commit / abort relocation, all with current and stale fences;
+  begin / seal / accept relay-ready / commit / abort relocation (whole moves
+  stopping at each step, an abort after relay-ready included, and single steps
+  with current and stale fences and the named or another target), all with current
+  and stale fences;
 - ``query`` pages of size 0..5 walked step by step (0 is refused), forged cursors;
 - the Relocation Store: ``put_root`` / ``get_root`` / ``delete_root`` (with
   forged receipts) and ``inbox_append`` / ``inbox_read`` / ``inbox_set_cursor``
@@ -433,31 +436,57 @@ class StoreAgreement(RuleBasedStateMachine):
 
     @precondition(lambda self: self.claims)
     @rule(spot=st.sampled_from(SPOTS), i=index,
-          last=st.sampled_from(("begin", "seal", "commit", "commit", "abort")))
+          last=st.sampled_from(("commit", "begin", "seal", "relay_ready", "commit", "abort",
+                                "abort_late")))
     def move(self, spot, i, last):
-        """Begin, seal and commit (or abort) one move in a row; stop at ``last`` or a refusal."""
+        """One move in a row: begin, seal, accept relay-ready, commit (or abort early or late).
+
+        Stops at ``last`` or at the first refusal; ``abort_late`` tries an abort after
+        relay-ready (refused everywhere). A Missing ``spot`` is created Ready first, so
+        that whole moves are common.
+        """
+        if self.record(spot) is None:
+            self.create_ready(i, spot, SERVED[i % 2])
         r = self.record(spot)
         if r is None:
             return
-        fence, target, now = r.fence(), self.pick_claim(i).owner(), self.now
+        # Mostly another node's current claim, so that moves get through.
+        others = [c for c in map(self.pick_claim, range(8))
+                  if c.descriptor.node_rid != r.owner.node_rid]
+        target = (others[i % len(others)] if others and i < 6 else self.pick_claim(i)).owner()
+        fence, now = r.fence(), self.now
         if self.run("begin_relocation", lambda s: s.location.begin_relocation(
                 fence, target=target, now=now)) is None or last == "begin":
             return
         if last == "abort":
             self.run("abort_relocation", lambda s: s.location.abort_relocation(fence))
-        elif self.run("seal_relocation", lambda s: s.location.seal_relocation(
-                fence, now=now)) is not None and last == "commit":
+            return
+        if self.run("seal_relocation", lambda s: s.location.seal_relocation(
+                fence, now=now)) is None or last == "seal":
+            return
+        if self.run("accept_relay_ready", lambda s: s.location.accept_relay_ready(
+                fence, target=target, now=now)) is None or last == "relay_ready":
+            return
+        if last == "abort_late":
+            self.run("abort_relocation", lambda s: s.location.abort_relocation(fence))
+        else:
             self.run("commit_relocation", lambda s: s.location.commit_relocation(fence, now=now))
 
-    @rule(spot=index, step=st.sampled_from(("seal", "commit", "abort")),
-          how=st.sampled_from(TWEAKS))
-    def relocation_step(self, spot, step, how):
+    @rule(spot=index, step=st.sampled_from(("seal", "relay_ready", "commit", "abort")),
+          how=st.sampled_from(TWEAKS), i=index, named=st.booleans())
+    def relocation_step(self, spot, step, how, i, named):
         r = self.record(self.spot_of(spot))
         if r is None:
             return
         fence, now = tweak(r.fence(), how), self.now
         if step == "seal":
             self.run("seal_relocation", lambda s: s.location.seal_relocation(fence, now=now))
+        elif step == "relay_ready":
+            target = r.relocation_target
+            if not named or target is None:
+                target = self.pick_claim(i).owner()
+            self.run("accept_relay_ready",
+                     lambda s: s.location.accept_relay_ready(fence, target=target, now=now))
         elif step == "commit":
             self.run("commit_relocation",
                      lambda s: s.location.commit_relocation(fence, now=now))

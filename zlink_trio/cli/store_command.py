@@ -196,5 +196,5 @@ def record_line(values: tuple[str, ...] | AuthorityRecord) -> str:
                  str(r.object_generation), str(r.owner_generation),
                  f"{r.owner.node_rid}/{r.owner.lifecycle_generation}", str(r.store_version))
     spot, kind, stype, state, gen, ogen, owner, version = cells
-    return (f"{spot:<24} {kind:<8} {stype:<16} {state:<10} {gen:>10} {ogen:>9} "
+    return (f"{spot:<24} {kind:<8} {stype:<16} {state:<11} {gen:>10} {ogen:>9} "
             f"{owner:<36} {version:>7}").rstrip()

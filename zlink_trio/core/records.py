@@ -9,10 +9,21 @@ Missing deletes the record. The stored states follow the Spot-authority
 statechart::
 
     (missing) --reserve--> CREATING --commit_ready--> READY --begin_close--> CLOSING
-        ^                      |                       |  ^                    |
-        +----abort_creating----+                       |  +--abort/commit--+   |
-        +----------------------release-----------------|------------------|---+
-                                             begin_relocation --> RELOCATING --seal--> SEALED
+        ^                      |                      |  ^                      |
+        +----abort_creating----+                      |  |                      |
+        +---------------------------------------------|--|-------release--------+
+                                                      |  +--abort (Relocating or Sealed)--+
+                                              begin_relocation                            |
+                                                      v                                   |
+                                                 RELOCATING --seal--> SEALED -------------+
+                                                                        |
+                                                               accept_relay_ready
+                                                                        v
+                               READY at the target <--commit_relocation-- RELAY_READY
+
+A move is Relocating, Sealed or RelayReady (:data:`MOVING_STATES`); abort
+returns Relocating and Sealed to Ready at the source, commit takes RelayReady
+to Ready at the target, and nothing ever takes RelayReady back to the source.
 
 Four counters order what happens to a Spot ID:
 
@@ -84,6 +95,7 @@ __all__ = (
     "MAX_CREATION_REQUEST_BYTES",
     "MAX_GENERATION",
     "MAX_ROOT_BYTES",
+    "MOVING_STATES",
     "AuthorityFence",
     "AuthorityRecord",
     "AuthorityState",
@@ -119,6 +131,15 @@ class AuthorityState(StrEnum):
     RELOCATING = "relocating"
     #: The source stopped admission; ingress is held until commit or abort.
     SEALED = "sealed"
+    #: The target accepted relay-ready: past the point of no return, only commit ends it
+    #: (the source is never restored, spec 06 §6.1, §8).
+    RELAY_READY = "relay_ready"
+
+
+#: The states of a move in progress: the record names a ``relocation_target``, the
+#: source holds an active capacity unit and the target a pending one.
+MOVING_STATES: Final = frozenset(
+    {AuthorityState.RELOCATING, AuthorityState.SEALED, AuthorityState.RELAY_READY})
 
 
 def _rid(instance: object, attribute: attrs.Attribute[NodeRid], value: NodeRid) -> None:
@@ -250,7 +271,7 @@ class AuthorityRecord:
 
     Invariants (checked at construction, :class:`InvalidOperation`):
     ``creation_intent`` only while CREATING; ``relocation_target`` exactly
-    while RELOCATING or SEALED; an ENTRY record is READY with owner
+    while moving (RELOCATING, SEALED or RELAY_READY); an ENTRY record is READY with owner
     generation 1 and no intent, pointer or relocation target.
     """
 
@@ -277,9 +298,9 @@ class AuthorityRecord:
         state = self.state
         if self.creation_intent is not None and state is not AuthorityState.CREATING:
             raise InvalidOperation("a creation intent is kept only while the record is Creating")
-        moving = state in (AuthorityState.RELOCATING, AuthorityState.SEALED)
-        if moving != (self.relocation_target is not None):
-            raise InvalidOperation("relocation_target is set exactly while Relocating or Sealed")
+        if (state in MOVING_STATES) != (self.relocation_target is not None):
+            raise InvalidOperation("relocation_target is set exactly while the record moves "
+                                   "(Relocating, Sealed or RelayReady)")
         if self.kind is SpotKind.ENTRY and (
             state is not AuthorityState.READY
             or self.owner_generation != 1

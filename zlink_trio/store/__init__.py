@@ -8,6 +8,8 @@ Modules:
 
 - ``protocol``  -- the contracts: :class:`LocationStore`, :class:`RelocationStore`,
                    :class:`CombinedTransactions` and :class:`Store` (the three together)
+- ``relocation_steps`` -- :class:`RelocationSteps`: the planned-move part of the
+                   Location Store contract (begin, seal, accept relay-ready, commit, abort)
 - ``values``    -- the frozen values and errors the protocols return or raise
                    (:class:`Page`, :class:`InboxRecord`, statistics, :class:`AuthorityExists`, ...)
 - ``open``      -- :func:`open_store` and the URL schemes (:data:`SCHEMES`)
@@ -27,6 +29,7 @@ from zlink_trio.store.protocol import LocationStore as LocationStore
 from zlink_trio.store.protocol import RelocationStore as RelocationStore
 from zlink_trio.store.protocol import Store as Store
 from zlink_trio.store.protocol import StorePair as StorePair
+from zlink_trio.store.relocation_steps import RelocationSteps as RelocationSteps
 from zlink_trio.store.separate import SeparateSteps as SeparateSteps
 from zlink_trio.store.separate import with_combined as with_combined
 from zlink_trio.store.values import MAX_INBOX_READ as MAX_INBOX_READ
@@ -56,6 +59,7 @@ __all__ = (
     "OwnerAlive",
     "Page",
     "RelocationStatistics",
+    "RelocationSteps",
     "RelocationStore",
     "RootIntegrityError",
     "SeparateSteps",

@@ -149,6 +149,12 @@ class MemoryLocationStore:
         await trio.lowlevel.checkpoint()
         return steps.txn_seal_relocation(self.state, fence, now=now)
 
+    async def accept_relay_ready(self, fence: AuthorityFence, *, target: OwnerFence,
+                                 now: float) -> AuthorityRecord:
+        """AcceptRelayReady (one transaction); see the protocol."""
+        await trio.lowlevel.checkpoint()
+        return steps.txn_accept_relay_ready(self.state, fence, target=target, now=now)
+
     async def commit_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
         """CommitRelocation (one transaction); see the protocol."""
         await trio.lowlevel.checkpoint()

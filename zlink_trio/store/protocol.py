@@ -22,9 +22,9 @@ descriptor claim adds one to the claim's StoreVersion.
 
 Capacity is counted per owner lifecycle ``(mesh, node_rid,
 lifecycle_generation)``: *pending* is the number of its Creating records plus
-the moves targeting it (Relocating/Sealed records whose ``relocation_target``
-it is); *active* the number of its Ready, Closing, Relocating and Sealed
-records. Entry claims count neither.
+the moves targeting it (Relocating/Sealed/RelayReady records whose
+``relocation_target`` it is); *active* the number of its Ready, Closing,
+Relocating, Sealed and RelayReady records. Entry claims count neither.
 Reserve and BeginRelocation refuse with :class:`CapacityExceeded` when
 ``active + pending >= capacity``.
 
@@ -46,6 +46,8 @@ shared gets them as separate calls (``separate.SeparateSteps``, ``with_combined`
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
+
+from zlink_trio.store.relocation_steps import RelocationSteps
 
 if TYPE_CHECKING:
     from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
@@ -70,8 +72,12 @@ if TYPE_CHECKING:
 __all__ = ("CombinedTransactions", "LocationStore", "RelocationStore", "Store", "StorePair")
 
 
-class LocationStore(Protocol):
-    """Descriptors, Entry claims and Spot authority (spec 06 §2.1, §3, §4.1, §7)."""
+class LocationStore(RelocationSteps, Protocol):
+    """Descriptors, Entry claims and Spot authority (spec 06 §2.1, §3, §4.1, §7).
+
+    The steps of a planned move (spec 06 §6.1, §8) are part of it, documented
+    apart in :class:`~zlink_trio.store.relocation_steps.RelocationSteps`.
+    """
 
     async def new_claim(self, descriptor: NodeDescriptor, *, now: float,
                         lease: float) -> NodeClaim:
@@ -168,8 +174,8 @@ class LocationStore(Protocol):
         ``None`` when ``spot_id`` has no record (idempotent false). Raises
         :class:`InvalidOperation` when another ObjectGeneration holds the ID,
         the record is an Entry claim, or it is still Creating;
-        :class:`Unavailable` when it is Relocating or Sealed, or the owner's
-        lease expired; :class:`StaleFence` when ``owner`` or the expected owner
+        :class:`Unavailable` when it moves (Relocating, Sealed or RelayReady)
+        or the owner's lease expired; :class:`StaleFence` when ``owner`` or the expected owner
         generation / StoreVersion differ. Idempotent: a record already Closing
         under the same owner and generation is returned unchanged.
         """
@@ -207,7 +213,9 @@ class LocationStore(Protocol):
         is not an Entry claim (:class:`InvalidOperation`: those end with
         their node's claim) and is Ready (:class:`InvalidOperation` naming
         the way out: Creating -> ``abort_creating``, Closing -> ``release``,
-        Relocating/Sealed -> ``abort_relocation``); its owner's lease is over
+        Relocating/Sealed -> ``abort_relocation`` or finishing the move,
+        RelayReady -> only the target's ``commit_relocation``, an abort being
+        impossible past relay-ready); its owner's lease is over
         at ``now``: no claim at ``(mesh, owner node_rid)``, a claim of
         another lifecycle, or ``lease_expires_at <= now`` -- otherwise
         :class:`OwnerAlive` (an InvalidOperation: the live owner must close
@@ -227,41 +235,6 @@ class LocationStore(Protocol):
         another generation, or has no pointer (idempotent; the root may then
         be deleted). Raises :class:`StaleFence` when the StoreVersion is not
         ``expected_version``; :class:`InvalidOperation` while Creating.
-        """
-
-    async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
-                               now: float) -> AuthorityRecord:
-        """BeginRelocation: Ready -> Relocating toward ``target`` (same Mesh).
-
-        Reserves one pending unit on the target. Raises :class:`StaleFence`
-        when the record does not match the fence or is not Ready (gone
-        included) or the target claim is not that lifecycle;
-        :class:`Unavailable` when a lease expired; :class:`InvalidOperation`
-        for Entry claims, a target equal to the owner or not serving the type;
-        :class:`CapacityExceeded` when the target is full.
-        """
-
-    async def seal_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
-        """Seal: Relocating -> Sealed; idempotent when already Sealed.
-
-        :class:`StaleFence` when the record does not match the fence or is in
-        another state.
-        """
-
-    async def commit_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
-        """CommitRelocation: Sealed -> Ready at the target, owner generation + 1.
-
-        Moves the active unit from source to target (the target's pending
-        unit becomes active). :class:`StaleFence` on fence or state mismatch
-        or when the target lifecycle changed; :class:`Unavailable` when the
-        target's lease expired.
-        """
-
-    async def abort_relocation(self, fence: AuthorityFence) -> AuthorityRecord:
-        """AbortRelocation: Relocating or Sealed -> Ready at the source.
-
-        Releases the target's pending unit. :class:`StaleFence` on fence or
-        state mismatch (gone included).
         """
 
     async def query(self, *, page_size: int, cursor: str | None = None) -> Page:

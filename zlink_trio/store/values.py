@@ -118,6 +118,8 @@ class LocationStatistics:
     closing: int
     relocating: int
     sealed: int
+    #: Moves past relay-ready (only a commit at the target ends them).
+    relay_ready: int
     #: The last ObjectGeneration issued (0 before the first).
     last_object_generation: int
 

@@ -51,6 +51,7 @@ from zlink_trio.core.errors import (
 )
 from zlink_trio.core.placement import Role
 from zlink_trio.core.records import AuthorityRecord
+from zlink_trio.store.rules.relocation_steps import past_relay_ready
 from zlink_trio.store.values import AuthorityExists
 
 if TYPE_CHECKING:
@@ -87,6 +88,10 @@ class Keys:
     def claim(self, mesh: str, node_rid: NodeRid) -> str:
         """The descriptor claim of ``(mesh, node_rid)``."""
         return f"{self.location}node:{{{node_rid}}}:claim:{mesh}"
+
+    def load(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int) -> str:
+        """The pending / active capacity units of one owner lifecycle in ``mesh``."""
+        return f"{self.location}node:{{{node_rid}}}:load:{lifecycle_generation}:{mesh}"
 
     def meta(self, name: str) -> str:
         """A Location Store index or counter key (``seq``, ``ids``, ``claims``, ...)."""
@@ -218,6 +223,8 @@ def raise_status(reply: Sequence[object], what: str) -> None:
     if code == "ENTRY_TAKEN":
         raise AlreadyExists(f"{what}: Entry Spot ID {detail[0]!r} already has authority; "
                             "issue a new Entry Spot ID and claim again")
+    if code == "PAST_RELAY_READY":
+        raise past_relay_ready(decode_record(_flat(reply[1])))
     if code == "MOVING":
         raise Unavailable(f"{what}: the Spot is {detail[0]} for a move; retry after it")
     if code == "INVALID":

@@ -42,6 +42,7 @@ from zlink_trio.store.redis.codec import (
 from zlink_trio.store.redis.recovery import redis_adopt_orphan, redis_orphans
 from zlink_trio.store.rules.location import check_reserve_args, page_of, parse_cursor
 from zlink_trio.store.rules.operator import release_expired_refusal
+from zlink_trio.store.rules.relocation_steps import check_target
 from zlink_trio.store.values import (
     MAX_PAGE_BYTES,
     MAX_PAGE_SIZE,
@@ -252,16 +253,20 @@ class RedisLocationStore:
 
     # -- relocation steps ------------------------------------------------------------------
 
+    async def _toward(self, name: str, fence: AuthorityFence, target: OwnerFence,
+                      now: float) -> AuthorityRecord:
+        """A step that names the target: the source's fence, the target, ``now``."""
+        check_finite(now, "now")
+        check_target(target)
+        return await self._record(
+            f"{name} of {fence.spot_id!r}", name, self._keys.spot(fence.spot_id),
+            *_fence_args(fence), str(target.node_rid), target.lifecycle_generation,
+            repr(float(now)))
+
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
                                now: float) -> AuthorityRecord:
         """BeginRelocation (one script); see the protocol."""
-        check_finite(now, "now")
-        if not isinstance(target, OwnerFence):
-            raise InvalidOperation(f"target must be an OwnerFence, got {type(target).__name__}")
-        return await self._record(
-            f"begin_relocation of {fence.spot_id!r}", "begin_relocation",
-            self._keys.spot(fence.spot_id), *_fence_args(fence), str(target.node_rid),
-            target.lifecycle_generation, repr(float(now)))
+        return await self._toward("begin_relocation", fence, target, now)
 
     async def seal_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
         """Seal (one script); see the protocol."""
@@ -269,6 +274,11 @@ class RedisLocationStore:
         return await self._record(f"seal_relocation of {fence.spot_id!r}", "seal_relocation",
                                   self._keys.spot(fence.spot_id), *_fence_args(fence),
                                   repr(float(now)))
+
+    async def accept_relay_ready(self, fence: AuthorityFence, *, target: OwnerFence,
+                                 now: float) -> AuthorityRecord:
+        """AcceptRelayReady (one script); see the protocol."""
+        return await self._toward("accept_relay_ready", fence, target, now)
 
     async def commit_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
         """CommitRelocation (one script); see the protocol."""
@@ -302,7 +312,8 @@ class RedisLocationStore:
         n = [0 if v is None else int(text(v)) for v in counts]
         return LocationStatistics(
             claims=int(claims), creating=n[0], ready=n[1], closing=n[2], relocating=n[3],
-            sealed=n[4], last_object_generation=0 if seq is None else int(text(seq)))
+            sealed=n[4], relay_ready=n[5],
+            last_object_generation=0 if seq is None else int(text(seq)))
 
     async def orphans(self, node_id: str, *, now: float, after: str | None = None,
                       limit: int = 1000) -> list[AuthorityRecord]:

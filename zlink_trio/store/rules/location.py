@@ -39,6 +39,7 @@ from zlink_trio.core.identity import (
     validate_user_spot_id,
 )
 from zlink_trio.core.records import (
+    MOVING_STATES,
     AuthorityFence,
     AuthorityRecord,
     AuthorityState,
@@ -266,7 +267,7 @@ def txn_begin_close(state: LocationState, spot_id: str, *, object_generation: in
         raise InvalidOperation(f"{spot_id!r} is an Entry Spot; it ends with its node's claim")
     if record.state is AuthorityState.CREATING:
         raise InvalidOperation(f"{spot_id!r} is still Creating; close it once it is Ready")
-    if record.state in (AuthorityState.RELOCATING, AuthorityState.SEALED):
+    if record.state in MOVING_STATES:
         raise Unavailable(f"{spot_id!r} is {record.state.value} for a move; retry after it")
     stale = (record.owner != owner
              or expected_owner_generation not in (None, record.owner_generation))
@@ -390,5 +391,6 @@ def txn_statistics(state: LocationState) -> LocationStatistics:
         claims=len(state.claims), creating=by_state[AuthorityState.CREATING],
         ready=by_state[AuthorityState.READY], closing=by_state[AuthorityState.CLOSING],
         relocating=by_state[AuthorityState.RELOCATING], sealed=by_state[AuthorityState.SEALED],
+        relay_ready=by_state[AuthorityState.RELAY_READY],
         last_object_generation=state.last_generation,
     )

@@ -45,10 +45,17 @@ _NOT_READY = {
         "needed), not with release_expired"),
     AuthorityState.RELOCATING: (
         "is Relocating; end the move first with abort_relocation (back to Ready at the "
-        "source) or commit_relocation, then release the Ready record if its owner expired"),
+        "source) or finish it (seal, accept_relay_ready, commit_relocation), then release the "
+        "Ready record if its owner expired"),
     AuthorityState.SEALED: (
         "is Sealed for a move; end the move first with abort_relocation (back to Ready at "
-        "the source) or commit_relocation, then release the Ready record if its owner expired"),
+        "the source) or finish it (accept_relay_ready, commit_relocation), then release the "
+        "Ready record if its owner expired"),
+    AuthorityState.RELAY_READY: (
+        "is RelayReady: the move is past relay-ready and can no longer be aborted (the source "
+        "is never restored, spec 06 §6.1, §8); only its target {target} can end it, with "
+        "commit_relocation (a target process that restarted must recover the move itself: it "
+        "never goes to another node), then release the Ready record if its owner expired"),
 }
 
 
@@ -83,7 +90,8 @@ def release_expired_refusal(spot_id: str, record: AuthorityRecord | None, *,
             "new_claim replaces an expired claim, or remove deletes it), never by release_expired"
         )
     if record.state is not AuthorityState.READY:
-        return InvalidOperation(f"{spot_id!r} {_NOT_READY[record.state]}")
+        why = _NOT_READY[record.state].format(target=record.relocation_target)
+        return InvalidOperation(f"{spot_id!r} {why}")
     return None
 
 

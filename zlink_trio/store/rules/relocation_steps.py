@@ -3,16 +3,21 @@
 Theory of operation
 -------------------
 A planned move takes a Ready record through Relocating (target chosen, one
-pending capacity unit reserved on it; the source still serves) and Sealed
-(the source stopped admission) to Ready at the target, with the owner
-generation one higher; or back to Ready at the source on abort. The
-procedure around these steps (payload capture, relay-ready, Message Follow)
-belongs to the runtime; the store only keeps authority and capacity right.
+pending capacity unit reserved on it; the source still serves), Sealed (the
+source stopped admission and holds ingress) and RelayReady (the target accepted
+relay-ready: the point of no return) to Ready at the target, with the owner
+generation one higher. Only Relocating and Sealed can abort back to Ready at the
+source: after relay-ready the source is never restored (spec 06 §6.1, §8), so
+AbortRelocation refuses a RelayReady record with :class:`InvalidOperation` and
+CommitRelocation is the only way on. The procedure around these steps (payload
+capture, the relay itself, Message Follow) belongs to the runtime; the store
+only keeps authority and capacity right.
 
-Every step takes the :class:`AuthorityFence` the caller read: ObjectGeneration,
-owner generation and owner must match the record, else :class:`StaleFence`.
-Like ``location``, each function checks everything before its first
-write.
+Every step takes the :class:`AuthorityFence` the caller read (the source's:
+AcceptRelayReady and CommitRelocation are the target's calls, but the record
+stays owned by the source until the commit): ObjectGeneration, owner generation
+and owner must match the record, else :class:`StaleFence`. Like ``location``,
+each function checks everything before its first write.
 """
 
 from __future__ import annotations
@@ -26,19 +31,32 @@ from zlink_trio.core.records import AuthorityFence, AuthorityRecord, AuthoritySt
 from zlink_trio.store.rules.location import LocationState, capacity_key, check_owner, shift
 
 __all__ = (
+    "check_target",
+    "past_relay_ready",
     "txn_abort_relocation",
+    "txn_accept_relay_ready",
     "txn_begin_relocation",
     "txn_commit_relocation",
     "txn_seal_relocation",
 )
 
 
+def _matches(record: AuthorityRecord | None, fence: AuthorityFence) -> bool:
+    return (record is not None and record.object_generation == fence.object_generation
+            and record.owner_generation == fence.owner_generation
+            and record.owner == fence.owner)
+
+
+def check_target(target: OwnerFence) -> None:
+    """The ``target`` argument check of BeginRelocation and AcceptRelayReady (every backend)."""
+    if not isinstance(target, OwnerFence):
+        raise InvalidOperation(f"target must be an OwnerFence, got {type(target).__name__}")
+
+
 def _fenced(state: LocationState, fence: AuthorityFence, *allowed: AuthorityState
             ) -> AuthorityRecord:
     record = state.records.get(fence.spot_id)
-    if (record is None or record.object_generation != fence.object_generation
-            or record.owner_generation != fence.owner_generation or record.owner != fence.owner
-            or record.state not in allowed):
+    if record is None or not _matches(record, fence) or record.state not in allowed:
         found = "missing" if record is None else (
             f"{record.state.value}, generation {record.object_generation}, owner generation "
             f"{record.owner_generation}, owner {record.owner}")
@@ -53,8 +71,7 @@ def txn_begin_relocation(state: LocationState, fence: AuthorityFence, *, target:
                          now: float) -> AuthorityRecord:
     """BeginRelocation; see ``LocationStore.begin_relocation``."""
     check_finite(now, "now")
-    if not isinstance(target, OwnerFence):
-        raise InvalidOperation(f"target must be an OwnerFence, got {type(target).__name__}")
+    check_target(target)
     record = state.records.get(fence.spot_id)
     if (record is not None and record.state is AuthorityState.RELOCATING
             and record.relocation_target == target):
@@ -98,11 +115,34 @@ def txn_seal_relocation(state: LocationState, fence: AuthorityFence, *,
     return sealed
 
 
+def txn_accept_relay_ready(state: LocationState, fence: AuthorityFence, *, target: OwnerFence,
+                           now: float) -> AuthorityRecord:
+    """AcceptRelayReady; see ``LocationStore.accept_relay_ready``."""
+    check_finite(now, "now")
+    check_target(target)
+    record = state.records.get(fence.spot_id)
+    if (record is not None and record.state is AuthorityState.RELAY_READY
+            and record.relocation_target == target and _matches(record, fence)):
+        return record  # idempotent retry
+    record = _fenced(state, fence, AuthorityState.SEALED)
+    if record.relocation_target != target:
+        raise StaleFence(
+            f"{record.spot_id!r} is sealed for a move to {record.relocation_target}, not to "
+            f"{target}; only the target the move names accepts relay-ready, re-read the "
+            "authority"
+        )
+    check_owner(state, record.mesh, target, now)
+    relay = attrs.evolve(record, state=AuthorityState.RELAY_READY,
+                         store_version=record.store_version + 1)
+    state.records[record.spot_id] = relay
+    return relay
+
+
 def txn_commit_relocation(state: LocationState, fence: AuthorityFence, *,
                           now: float) -> AuthorityRecord:
     """CommitRelocation; see ``LocationStore.commit_relocation``."""
     check_finite(now, "now")
-    record = _fenced(state, fence, AuthorityState.SEALED)
+    record = _fenced(state, fence, AuthorityState.RELAY_READY)
     target = record.relocation_target
     assert target is not None
     check_owner(state, record.mesh, target, now)
@@ -118,8 +158,22 @@ def txn_commit_relocation(state: LocationState, fence: AuthorityFence, *,
     return moved
 
 
+def past_relay_ready(record: AuthorityRecord) -> InvalidOperation:
+    """AbortRelocation's refusal of a RelayReady ``record`` (every backend raises this one)."""
+    return InvalidOperation(
+        f"{record.spot_id!r} is past relay-ready: the target {record.relocation_target} "
+        "accepted the relay, so the source is never restored (spec 06 §6.1, §8) and the move "
+        "cannot be aborted; nothing was changed, finish the move with commit_relocation at "
+        "the target"
+    )
+
+
 def txn_abort_relocation(state: LocationState, fence: AuthorityFence) -> AuthorityRecord:
     """AbortRelocation; see ``LocationStore.abort_relocation``."""
+    record = state.records.get(fence.spot_id)
+    if record is not None and record.state is AuthorityState.RELAY_READY and _matches(
+            record, fence):
+        raise past_relay_ready(record)
     record = _fenced(state, fence, AuthorityState.RELOCATING, AuthorityState.SEALED)
     target = record.relocation_target
     assert target is not None

@@ -160,6 +160,12 @@ class SqliteLocationStore:
         """Seal (one transaction); see the protocol."""
         return await self._txn(lambda s: steps.txn_seal_relocation(s, fence, now=now))
 
+    async def accept_relay_ready(self, fence: AuthorityFence, *, target: OwnerFence,
+                                 now: float) -> AuthorityRecord:
+        """AcceptRelayReady (one transaction); see the protocol."""
+        return await self._txn(lambda s: steps.txn_accept_relay_ready(s, fence, target=target,
+                                                                      now=now))
+
     async def commit_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
         """CommitRelocation (one transaction); see the protocol."""
         return await self._txn(lambda s: steps.txn_commit_relocation(s, fence, now=now))
@@ -193,7 +199,8 @@ class SqliteLocationStore:
             return LocationStatistics(
                 claims=count, creating=by_state["creating"], ready=by_state["ready"],
                 closing=by_state["closing"], relocating=by_state["relocating"],
-                sealed=by_state["sealed"], last_object_generation=0 if last is None else last[0])
+                sealed=by_state["sealed"], relay_ready=by_state["relay_ready"],
+                last_object_generation=0 if last is None else last[0])
         return await self._db.read(body)
 
     async def orphans(self, node_id: str, *, now: float, after: str | None = None,

@@ -137,7 +137,9 @@ if r == nil then return {'NONE'} end
 if r.gen ~= ARGV[3] then return {'INVALID', 'generation', r.gen} end
 if r.kind == 'entry' then return {'INVALID', 'entry', ''} end
 if r.state == 'creating' then return {'INVALID', 'creating', ''} end
-if r.state == 'relocating' or r.state == 'sealed' then return {'MOVING', r.state} end
+if r.state == 'relocating' or r.state == 'sealed' or r.state == 'relay_ready' then
+  return {'MOVING', r.state}
+end
 local is_stale = r.orid ~= ARGV[4] or r.olc ~= ARGV[5] or (ARGV[7] ~= '' and ARGV[7] ~= r.ogen)
 if r.state == 'closing' and not is_stale then return reply(KEYS[1]) end
 if is_stale or (ARGV[8] ~= '' and ARGV[8] ~= r.ver) then return stale(KEYS[1]) end
@@ -206,9 +208,24 @@ transition(KEYS[1], 'relocating', 'sealed')
 return reply(KEYS[1])
 """
 
+# ARGV: P, R, gen, ogen, rid, lc (the source's fence), target rid, target lc, now.
+_ACCEPT_RELAY_READY: Final = r"""
+local trid, tlc = ARGV[7], ARGV[8]
+local r = rec(KEYS[1])
+local fence_ok = fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6])
+local toward = fence_ok and r.trid == trid and r.tlc == tlc
+if toward and r.state == 'relay_ready' then return reply(KEYS[1]) end
+if not toward or r.state ~= 'sealed' then return stale(KEYS[1]) end
+local _, err = owner_claim(r.mesh, trid, tlc, ARGV[9])
+if err then return err end
+if r.ver == MAXGEN then return {'SPENT'} end
+transition(KEYS[1], 'sealed', 'relay_ready')
+return reply(KEYS[1])
+"""
+
 # ARGV: P, R, gen, ogen, rid, lc, now.
 _COMMIT_RELOCATION: Final = r"""
-local r, refused = fenced_in('sealed')
+local r, refused = fenced_in('relay_ready')
 if refused then return refused end
 local _, err = owner_claim(r.mesh, r.trid, r.tlc, ARGV[7])
 if err then return err end
@@ -216,7 +233,7 @@ if r.ver == MAXGEN or r.ogen == MAXGEN then return {'SPENT'} end
 redis.call('HSET', KEYS[1], 'orid', r.trid, 'olc', r.tlc)
 redis.call('HDEL', KEYS[1], 'trid', 'tlc')
 redis.call('HINCRBY', KEYS[1], 'ogen', 1)
-transition(KEYS[1], 'sealed', 'ready')
+transition(KEYS[1], 'relay_ready', 'ready')
 shift(load_key(r.mesh, r.orid, r.olc), 'active', -1)
 local tk = load_key(r.mesh, r.trid, r.tlc)
 shift(tk, 'pending', -1)
@@ -224,10 +241,11 @@ shift(tk, 'active', 1)
 return reply(KEYS[1])
 """
 
-# ARGV: P, R, gen, ogen, rid, lc.
+# ARGV: P, R, gen, ogen, rid, lc. Past relay-ready: {'PAST_RELAY_READY', record}.
 _ABORT_RELOCATION: Final = r"""
-local r, refused = fenced_in('relocating', 'sealed')
+local r, refused = fenced_in('relocating', 'sealed', 'relay_ready')
 if refused then return refused end
+if r.state == 'relay_ready' then return {'PAST_RELAY_READY', redis.call('HGETALL', KEYS[1])} end
 if r.ver == MAXGEN then return {'SPENT'} end
 redis.call('HDEL', KEYS[1], 'trid', 'tlc')
 transition(KEYS[1], r.state, 'ready')
@@ -250,7 +268,7 @@ return out
 # ARGV: P, R.
 _STATISTICS: Final = r"""#!lua flags=no-writes
 local counts = redis.call('HMGET', META .. 'counts', 'creating', 'ready', 'closing',
-                          'relocating', 'sealed')
+                          'relocating', 'sealed', 'relay_ready')
 return {redis.call('ZCARD', META .. 'claims'), counts, redis.call('GET', META .. 'seq')}
 """
 
@@ -269,6 +287,7 @@ LOCATION_SCRIPTS: Final = {
     "remove_recovery_pointer": script(_REMOVE_POINTER),
     "begin_relocation": script(_BEGIN_RELOCATION),
     "seal_relocation": script(_SEAL_RELOCATION),
+    "accept_relay_ready": script(_ACCEPT_RELAY_READY),
     "commit_relocation": script(_COMMIT_RELOCATION),
     "abort_relocation": script(_ABORT_RELOCATION),
     "query": script(_QUERY),

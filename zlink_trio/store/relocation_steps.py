@@ -1,0 +1,127 @@
+"""The relocation steps of the Location Store protocol: one planned move (spec 06 §6.1, §8).
+
+Theory of operation
+-------------------
+A planned move of a Ready Spot from its owner (the *source*) to another node of
+the same Mesh (the *target*) is five store transactions, each one atomic and
+checking everything before its first write, like every Location Store method::
+
+    READY --begin_relocation--> RELOCATING --seal_relocation--> SEALED
+      ^                              |                            |
+      +-------abort_relocation-------+----------------------------+
+                                                                  |
+                                                        accept_relay_ready
+                                                                  v
+    READY at the target <-------commit_relocation------------ RELAY_READY
+
+- ``begin_relocation`` (the source) names the target and reserves one pending
+  capacity unit on it; the source keeps serving (the unit waits for a permit).
+- ``seal_relocation`` (the source) records that admission stopped: ingress on
+  the source route goes to the relocation hold.
+- ``accept_relay_ready`` (the *target*, once it can take the relayed ingress)
+  is the point of no return: from here the source is never restored (06 §6.1,
+  §8), so ``abort_relocation`` refuses the record with
+  :class:`InvalidOperation`, and only ``commit_relocation`` ends the move.
+- ``commit_relocation`` (the target) makes the target the owner, one owner
+  generation higher; its pending unit becomes active and the source's active
+  unit is released.
+- ``abort_relocation`` (either side, before relay-ready) returns the record to
+  Ready at the source and releases the target's pending unit.
+
+Until the commit the record stays owned by the source, so every step takes the
+:class:`AuthorityFence` of the Ready record the move began from (the source's
+fence; the target learns it with the move). A record moving in any of the three
+states keeps ``relocation_target``, counts active at the source and pending at
+the target, refuses BeginClose (:class:`Unavailable`) and a second
+BeginRelocation (:class:`StaleFence`), and is returned by ``find`` and
+``query`` like any other. The oracle is ``store.rules.relocation_steps``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from zlink_trio.core.records import AuthorityFence, AuthorityRecord, OwnerFence
+
+__all__ = ("RelocationSteps",)
+
+
+class RelocationSteps(Protocol):
+    """The five transactions of a planned move; part of every ``LocationStore``."""
+
+    async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
+                               now: float) -> AuthorityRecord:
+        """BeginRelocation: Ready -> Relocating toward ``target`` (same Mesh); the source's call.
+
+        Checks, in order (nothing written on any refusal): ``now`` is finite and
+        ``target`` an :class:`OwnerFence` (:class:`InvalidOperation`); a record
+        already Relocating toward ``target`` under the fence is returned
+        unchanged (idempotent); the record matches the fence and is Ready
+        (:class:`StaleFence`, gone included); it is not an Entry claim and
+        ``target`` is another node (:class:`InvalidOperation`); the source's and
+        then the target's claim are those lifecycles (:class:`StaleFence`) with
+        live leases at ``now`` (:class:`Unavailable`); the target serves the
+        type as that kind (:class:`InvalidOperation`); the target has room
+        (:class:`CapacityExceeded`). Then the record names the target, one
+        pending unit is reserved on it, StoreVersion + 1.
+        """
+
+    async def seal_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
+        """Seal: Relocating -> Sealed; the source's call.
+
+        Checks, in order: ``now`` is finite (:class:`InvalidOperation`); the
+        record matches the fence and is Relocating or Sealed
+        (:class:`StaleFence`; a RelayReady record too); already Sealed is
+        returned unchanged (idempotent); the source's claim is that lifecycle
+        (:class:`StaleFence`) with a live lease (:class:`Unavailable`).
+        StoreVersion + 1; capacity does not change.
+        """
+
+    async def accept_relay_ready(self, fence: AuthorityFence, *, target: OwnerFence,
+                                 now: float) -> AuthorityRecord:
+        """AcceptRelayReady: Sealed -> RelayReady, the point of no return; the target's call.
+
+        ``fence`` is the source's fence (the record is still the source's);
+        ``target`` is the calling target's own :class:`OwnerFence`, which must
+        be the one the move names. Checks, in order (nothing written on any
+        refusal): ``now`` is finite and ``target`` an :class:`OwnerFence`
+        (:class:`InvalidOperation`); a record already RelayReady toward
+        ``target`` under the fence is returned unchanged (idempotent, even once
+        a lease expired); the record matches the fence (ObjectGeneration, owner
+        generation, owner = the source) and is Sealed -- Relocating, Ready,
+        Closing, gone or another incarnation is :class:`StaleFence` -- with
+        ``relocation_target == target`` (:class:`StaleFence` for any other
+        node or lifecycle); the target's claim is that lifecycle
+        (:class:`StaleFence`) with a live lease at ``now``
+        (:class:`Unavailable`). Then the record is RelayReady, StoreVersion +
+        1; owner, generations, ``relocation_target`` and capacity (active at
+        the source, pending at the target) are kept. From here the move cannot
+        be aborted: only :meth:`commit_relocation` ends it.
+        """
+
+    async def commit_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
+        """CommitRelocation: RelayReady -> Ready at the target, owner generation + 1.
+
+        Checks, in order: ``now`` is finite (:class:`InvalidOperation`); the
+        record matches the fence and is RelayReady (:class:`StaleFence`:
+        Sealed must first pass :meth:`accept_relay_ready`; a retry after a
+        successful commit meets the new owner generation and is refused, having
+        written nothing); the target's claim is still that lifecycle
+        (:class:`StaleFence`) with a live lease (:class:`Unavailable`). Then the
+        owner is the target, the owner generation and StoreVersion grow by one,
+        ``relocation_target`` is cleared, and the target's pending unit becomes
+        active while the source's active unit is released.
+        """
+
+    async def abort_relocation(self, fence: AuthorityFence) -> AuthorityRecord:
+        """AbortRelocation: Relocating or Sealed -> Ready at the source.
+
+        Checks, in order: a record that matches the fence but is RelayReady is
+        :class:`InvalidOperation` (past relay-ready the source is never
+        restored, 06 §6.1, §8: finish the move with :meth:`commit_relocation`);
+        the record matches the fence and is Relocating or Sealed
+        (:class:`StaleFence`, gone included). No lease is needed. Then the
+        record is Ready at the source without a target, StoreVersion + 1, and
+        the target's pending unit is released.
+        """
