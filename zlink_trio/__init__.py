@@ -38,6 +38,9 @@ from zlink_trio.runtime.calls.client import SpotClient as SpotClient
 from zlink_trio.runtime.calls.manager import SpotManager as SpotManager
 from zlink_trio.runtime.coordinators.create_operation import CreateResult as CreateResult
 from zlink_trio.runtime.coordinators.create_operation import CreateState as CreateState
+from zlink_trio.runtime.coordinators.relocation import DrainResult as DrainResult
+from zlink_trio.runtime.coordinators.relocation import RelocationOutcome as RelocationOutcome
+from zlink_trio.runtime.coordinators.relocation import RelocationResult as RelocationResult
 from zlink_trio.runtime.declaration.handlers import handler as handler
 from zlink_trio.runtime.declaration.policies import CloseReason as CloseReason
 from zlink_trio.runtime.declaration.policies import DisableRelocation as DisableRelocation
@@ -64,6 +67,7 @@ __all__ = (
     "CreateState",
     "DeadlineExceeded",
     "DisableRelocation",
+    "DrainResult",
     "HandlerError",
     "InvalidConfiguration",
     "InvalidOperation",
@@ -78,6 +82,8 @@ __all__ = (
     "ProtocolError",
     "RecreateOnRelocation",
     "Reject",
+    "RelocationOutcome",
+    "RelocationResult",
     "RemoteProtocolError",
     "SpotClient",
     "SpotContext",

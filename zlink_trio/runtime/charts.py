@@ -23,6 +23,7 @@ from statecharts.names import (
     COLD_ACTIVATION,
     INCARNATION,
     NODE_LIFECYCLE,
+    PLANNED_RELOCATION,
     USER_CREATE,
 )
 from zlink_trio.core.errors import InvalidOperation
@@ -32,13 +33,14 @@ if TYPE_CHECKING:
 
     from statecharts._typed import TypedChart
 
-__all__ = ("CLOSE", "COLD", "CREATE", "INCARNATION", "NODE", "TRACE", "step")
+__all__ = ("CLOSE", "COLD", "CREATE", "INCARNATION", "NODE", "RELOCATION", "TRACE", "step")
 
 #: The compiled, typed charts the runtime steps.
 COLD: Final = COLD_ACTIVATION
 CREATE: Final = USER_CREATE
 CLOSE: Final = CLOSE_OPERATION
 NODE: Final = NODE_LIFECYCLE
+RELOCATION: Final = PLANNED_RELOCATION
 
 #: Observers called with ``(chart name, state, event, target)`` after every step.
 TRACE: list[Callable[[str, str, str, str], None]] = []

@@ -46,17 +46,20 @@ from zlink_trio.core.identity import (
     validate_entry_prefix,
     validate_mesh_name,
     validate_node_id,
+    validate_spot_id,
 )
 from zlink_trio.core.lanes import DEFAULT_APPLICATION_BOUNDS, DEFAULT_LIFECYCLE_BOUNDS, LaneBounds
 from zlink_trio.core.placement import Role
 from zlink_trio.core.records import OwnerFence
 from zlink_trio.core.route_cache import RouteCache, RouteCacheStatistics
 from zlink_trio.runtime.calls.client import SpotClient
+from zlink_trio.runtime.calls.deadlines import deadline_after
 from zlink_trio.runtime.calls.manager import SpotManager
 from zlink_trio.runtime.charts import NODE, step
 from zlink_trio.runtime.coordinators.lease import keep_lease, wait_stopped
 from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
 from zlink_trio.runtime.coordinators.recovery import recover_orphans
+from zlink_trio.runtime.coordinators.relocation import drain, relocate_spot
 from zlink_trio.runtime.coordinators.routing import CallRouter
 from zlink_trio.runtime.declaration.registry import SpotTypeRegistry
 from zlink_trio.runtime.incarnation.catalog import Catalog
@@ -70,6 +73,7 @@ from zlink_trio.runtime.options import (
     DEFAULT_LEASE,
     DEFAULT_TIMEOUT,
     NodeOptions,
+    check_timeout,
 )
 from zlink_trio.runtime.state import LOGGER
 from zlink_trio.store import MemoryStore, open_store, with_combined
@@ -83,6 +87,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
     from statecharts.names import NodeLifecycleState
+    from zlink_trio.runtime.coordinators.relocation import DrainResult, RelocationResult
 
 __all__ = ("Node", "NodeStatistics", "open_node")
 
@@ -147,6 +152,40 @@ class Node:
     def spots(self) -> SpotManager:
         """Explicit User Spot create, find and close."""
         return self._spots
+
+    async def relocate(self, spot_id: str, *, to: str | None = None,
+                       timeout: float | None = None,  # noqa: ASYNC109 -- travels to the target
+                       ) -> RelocationResult:
+        """Move Spot ``spot_id``, which this node owns, to node ``to`` (a NodeId of this Mesh)
+        or, without ``to``, to another node placement picks (06 §8).
+
+        Returns a :class:`RelocationResult`: COMMITTED (``ref`` names the new owner: same
+        Spot ID and ObjectGeneration), ABORTED (the Spot stayed and serves here; ``reason``
+        says why) or REFUSED (nothing changed: an Entry Spot, a ``DisableRelocation``
+        type, a Spot already moving, no other node able to take it). Raises
+        :class:`NotFound` for an unknown ID, :class:`InvalidOperation` for a Spot this node
+        does not own or a bad argument, and :class:`Unavailable` when the move passed
+        relay-ready but its target did not commit (the Spot is unavailable until it
+        does or restarts). ``timeout`` (default ``default_timeout``) bounds the move.
+        """
+        spot_id = validate_spot_id(spot_id)
+        if to is not None:
+            to = validate_node_id(to)
+        seconds = self._rt.options.default_timeout if timeout is None else check_timeout(timeout)
+        return await relocate_spot(self._rt, spot_id, to, deadline_after(seconds))
+
+    async def drain(self, *, timeout: float | None = None,  # noqa: ASYNC109 -- as relocate
+                    ) -> DrainResult:
+        """Relocate every Spot this node hosts (for maintenance); what moved and what not.
+
+        This node stops choosing itself for new Spots first. Spots that cannot move
+        (``DisableRelocation``, no other node) are listed in ``not_moved`` with the
+        reason; the Entry Spot never moves and is not listed. ``timeout`` (default
+        ``default_timeout``) bounds the whole drain.
+        """
+        seconds = self._rt.options.default_timeout if timeout is None else check_timeout(timeout)
+        self._rt.placement_closed = True
+        return await drain(self._rt, deadline_after(seconds))
 
     def statistics(self) -> NodeStatistics:
         """A frozen snapshot of the node's state and counters."""

@@ -75,6 +75,8 @@ class NodeState:
     lease_loss: str | None = attrs.field(default=None, init=False)
     #: Set once the local teardown after a lost lease is complete (state ``stopped``).
     stopped: trio.Event = attrs.field(factory=trio.Event, init=False)
+    #: ``node.drain`` ran: placement no longer chooses this node for new Spots.
+    placement_closed: bool = attrs.field(default=False, init=False)
     #: The live descriptor claims placement last read and the store-clock time of that
     #: read (``coordinators.placement``); ``None`` until the first cold activation.
     placement_claims: tuple[float, list[NodeClaim]] | None = attrs.field(default=None,

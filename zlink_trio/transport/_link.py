@@ -66,6 +66,7 @@ from zlink_trio.wire.frames import (
     Frame,
     Ping,
     Pong,
+    RelocateSpot,
     Reply,
     SpotMessage,
     UserSpotClose,
@@ -90,7 +91,8 @@ CLOSE_TIMEOUT: Final = 1.0
 SILENT_INTERVALS: Final = 3
 
 ApplicationFrame = SpotMessage | UserSpotCreate | UserSpotClose | Reply
-_APPLICATION: Final = frozenset({SpotMessage, UserSpotCreate, UserSpotClose, Reply})
+_APPLICATION: Final = frozenset({SpotMessage, UserSpotCreate, UserSpotClose, RelocateSpot,
+                                 Reply})
 
 #: Websocket close code for a handler bug (RFC 6455 7.4.1, internal error).
 _CLOSE_INTERNAL: Final = 1011
@@ -241,8 +243,8 @@ class Link:
         if type(frame) not in _APPLICATION:
             raise InvalidOperation(
                 f"send_nowait sends application frames (SpotMessage, UserSpotCreate, "
-                f"UserSpotClose, Reply), got {type(frame).__name__}; the transport sends "
-                "handshake and keepalive frames itself"
+                f"UserSpotClose, RelocateSpot, Reply), got {type(frame).__name__}; the "
+                "transport sends handshake and keepalive frames itself"
             )
         try:
             data = encode(frame, max_frame_bytes=self.peer.max_frame_bytes)

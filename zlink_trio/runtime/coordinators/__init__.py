@@ -17,6 +17,11 @@ peers) as their first argument and step the lifecycle charts through
 ``close``              ``spots.close``: here or at the owner, under one deadline
 ``close_operation``    closing one incarnation on this node (06 §7) -- shared with the
                        target of a remote close
+``relocation``         ``node.relocate`` / ``node.drain``: planned relocation, source side
+``relocation_target``  where a relocating Spot goes
+``relocation_capture`` capturing a sealed Spot: state, timers, not-yet-run work
+``relocation_payload`` the relocation payload's format (a Relocation Store root)
+``envelope``           the activation envelope's format (a recovery root)
 ``recovery``           the startup scan: resume or abort what a dead lifecycle left
 ``lease``              keeping the node's lease, and stopping when it is lost
 ``crash_points``       ``ZLINK_CRASH_AT``: named steps where a test may kill the process

@@ -55,7 +55,7 @@ from zlink_trio.core.errors import (
     ZLinkError,
 )
 from zlink_trio.core.identity import SpotKind
-from zlink_trio.core.records import AuthorityRecord, AuthorityState
+from zlink_trio.core.records import MOVING_STATES, AuthorityRecord, AuthorityState
 from zlink_trio.runtime.charts import COLD, step
 from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.coordinators.envelope import ActivationEnvelope
@@ -161,7 +161,7 @@ async def _activate(job: ActivationJob) -> None:
         if not record.matches(SpotKind.INSTANCE, job.spot_type.stable_type):
             job.state = step(COLD, job.state, COLD.ev.owner_type_mismatch)
             raise _mismatch(record, job)
-        ready = record.state in (AuthorityState.READY, AuthorityState.RELOCATING)
+        ready = record.state is AuthorityState.READY or record.state in MOVING_STATES
         await _redeliver(job, COLD.ev.owner_ready if ready else COLD.ev.owner_creating)
         return
     job.state = step(COLD, job.state, COLD.ev.owner_missing)

@@ -30,7 +30,7 @@ import trio
 
 from zlink_trio.core.errors import InvalidOperation, Unavailable
 from zlink_trio.core.identity import SpotKind
-from zlink_trio.core.records import AuthorityState
+from zlink_trio.core.records import MOVING_STATES, AuthorityState
 from zlink_trio.runtime.charts import CLOSE, step
 from zlink_trio.runtime.declaration.policies import CloseReason
 
@@ -93,7 +93,7 @@ async def close_here(rt: NodeRuntime, ref: SpotRef, state: CloseOperationState,
             "lifecycle; nothing was closed. It becomes closable when its owner restarts or "
             "after an operator releases it"
         )
-    if record.state in (AuthorityState.RELOCATING, AuthorityState.SEALED):
+    if record.state in MOVING_STATES:
         step(CLOSE, state, CLOSE.ev.sealed_for_move)
         raise Unavailable(f"Spot {ref.spot_id!r} is sealed for relocation; nothing was "
                           "closed. Close it once the move committed or aborted")

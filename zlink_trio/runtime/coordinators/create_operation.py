@@ -44,6 +44,7 @@ from zlink_trio.core.errors import (
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import (
     MAX_CREATION_REQUEST_BYTES,
+    MOVING_STATES,
     AuthorityState,
     CreationIntent,
     SpotRef,
@@ -144,8 +145,7 @@ def classify(op: CreateOperation, record: AuthorityRecord) -> CreateResult | Non
             f"{record.stable_type!r}, not User type {op.stable_type!r}; use another ID or "
             "its own type"
         )
-    if record.state in (AuthorityState.READY, AuthorityState.RELOCATING,
-                        AuthorityState.SEALED):
+    if record.state is AuthorityState.READY or record.state in MOVING_STATES:
         return CreateResult(state=CreateState.EXISTING, ref=record.ref())
     return None
 

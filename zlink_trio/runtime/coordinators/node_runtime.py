@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from zlink_trio.runtime.mesh.follow_routes import FollowRoutes
 from zlink_trio.runtime.state import NodeState
 
 if TYPE_CHECKING:
@@ -33,3 +34,5 @@ class NodeRuntime(NodeState):
     catalog: Catalog = attrs.field(init=False)
     #: The mesh: directory, links and pending replies.
     peers: Peers = attrs.field(init=False)
+    #: Message Follow routes of the Spots that moved away from this node.
+    follow: FollowRoutes = attrs.field(factory=FollowRoutes, init=False)

@@ -89,7 +89,7 @@ def _candidates(rt: NodeRuntime, claims: list[NodeClaim]) -> list[PlacementCandi
             capacity=descriptor.capacity,
             active_object_ceiling=rt.options.active_object_ceiling if own else None,
             weight=descriptor.placement_weight,
-            serving=rt.serving if own else True,
+            serving=(rt.serving and not rt.placement_closed) if own else True,
         ))
     return result
 

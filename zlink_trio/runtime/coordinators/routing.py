@@ -47,7 +47,7 @@ import trio
 from zlink_trio.core.deadline import Deadline
 from zlink_trio.core.errors import DeadlineExceeded, NotFound, StaleRoute, TypeMismatch, Unavailable
 from zlink_trio.core.identity import SpotKind
-from zlink_trio.core.records import AuthorityState
+from zlink_trio.core.records import MOVING_STATES, AuthorityState
 from zlink_trio.core.route_cache import CachedRoute
 from zlink_trio.runtime.calls.completion import Completion
 from zlink_trio.runtime.calls.delivery import Delivery, handler_for
@@ -321,7 +321,9 @@ async def deliver(rt: NodeRuntime, call: Delivery,
                 return
             continue
         _check_kind(call, record)
-        if record.state in (AuthorityState.READY, AuthorityState.RELOCATING):
+        if record.state is AuthorityState.READY or record.state in MOVING_STATES:
+            # A moving Spot still belongs to its source: not yet sealed it runs the
+            # message, sealed it holds it and relays it after the commit (06 §9).
             if record.owner.node_rid != rt.node_rid:
                 await _send_remote(rt, call, record)
                 return
@@ -330,10 +332,6 @@ async def deliver(rt: NodeRuntime, call: Delivery,
                 return
             await sealed.finished.wait()  # idle eviction racing: refresh the route
             continue
-        if record.state is AuthorityState.SEALED:
-            raise Unavailable(f"Spot {call.spot_id!r} is sealed for relocation; the "
-                              "message was not run. Retry once the move committed or "
-                              "aborted")
         if record.state is AuthorityState.CLOSING and call.intent is None:
             raise StaleRoute(
                 f"Spot {call.spot_id!r} is closing and admits no new messages; the "

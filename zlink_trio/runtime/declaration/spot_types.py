@@ -44,7 +44,7 @@ import attrs
 from zlink_trio.core.errors import InvalidConfiguration, InvalidOperation
 from zlink_trio.core.identity import SpotKind, validate_stable_type
 from zlink_trio.runtime.declaration.handlers import HandlerTable, Hook, resolve_hook, scan_handlers
-from zlink_trio.runtime.declaration.policies import RelocationPolicy
+from zlink_trio.runtime.declaration.policies import DisableRelocation, RelocationPolicy
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -56,6 +56,7 @@ __all__ = (
     "SpotType",
     "UserSpotType",
     "instance_spot",
+    "relocation_of",
     "spot_type_of",
     "user_spot",
 )
@@ -330,3 +331,10 @@ def spot_type_of(cls: object) -> SpotType:
         f"{cls.__qualname__} is not a Spot type{hint}; decorate it with @zl.instance_spot "
         "or @zl.user_spot"
     )
+
+
+def relocation_of(spot_type: SpotType) -> RelocationPolicy:
+    """The relocation policy of ``spot_type``; an Entry type never moves."""
+    if isinstance(spot_type, UserSpotType | InstanceSpotType):
+        return spot_type.relocation
+    return DisableRelocation()

@@ -170,7 +170,8 @@ class Catalog:
                 and self.rt.serving):
             return False
         pending, running = host.pending_and_running()
-        return is_idle(host.spot_type.kind, pending=pending, running=running, relocating=False,
+        return is_idle(host.spot_type.kind, pending=pending, running=running,
+                       relocating=host.move is not None,
                        last_work_finished_at=host.last_work_finished_at,
                        now=trio.current_time(), timeout=self.rt.options.instance_idle_timeout)
 

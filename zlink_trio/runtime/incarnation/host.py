@@ -24,6 +24,9 @@ store granted a reservation.  It keeps the ``Incarnation`` chart's state id:
   node state): admission sealed, queued items end :class:`Unavailable` *without
   running* (06 §9), timers cancelled, the running turn finishes, ``on_close(
   OWNERSHIP_LOST)`` runs once, ``dispose`` -- and no store write (no Release/cleanup).
+* ``sealed`` -- a planned relocation (:mod:`.moving`): admission goes to the hold, no
+  turn runs; it ends ``serving`` again (abort) or ``disposed`` (the move committed:
+  ``on_close(RELOCATED)``, no Release).  A target's host opens with the moved queue.
 
 A handler's exception fails only its own turn: a request gets :class:`HandlerError`
 (the exception chained as ``__cause__``), a send's failure is logged.  A queued request
@@ -84,8 +87,6 @@ class Registration(Protocol):
 
     def remove(self, host: Host) -> None:
         """Drop ``host`` if it is still the registered incarnation of its ID."""
-
-
 
 
 class Host:

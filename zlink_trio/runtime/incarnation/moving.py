@@ -18,6 +18,8 @@ chart:
 * :meth:`Move.unseal` -- an explicit abort before relay-ready: ``abort_relocation`` ->
   ``serving``; the held ingress goes to the end of the queue in arrival order (behind
   the work that was queued at the seal) and the host runs again.
+* :func:`open_moved` -- the target's side: its host opens with the moved queue at the
+  head, before any other message.
 * :meth:`Move.finish` -- the relocation committed: ``commit_relocation`` ->
   ``disposed``.  The queued work left with the payload, so it is taken out of the
   lanes without being completed here (the target runs it and its replies come back
@@ -40,15 +42,23 @@ if TYPE_CHECKING:
     from zlink_trio.core.lanes import Lanes
     from zlink_trio.runtime.incarnation.timers import HostTimers
 
-__all__ = ("Move", "MovingHost")
+__all__ = ("Move", "MovingHost", "open_moved")
 
 
 class MovingHost(Protocol):
     """What a :class:`Move` reads and steps of its host (``incarnation.host.Host``)."""
 
     state: IncarnationState
-    lanes: Lanes[Any]
-    timers: HostTimers
+
+    @property
+    def lanes(self) -> Lanes[Any]:
+        """The host's two lanes."""
+        ...
+
+    @property
+    def timers(self) -> HostTimers:
+        """The host's timers."""
+        ...
 
     def wake(self) -> None:
         """Wake the host's task to look at its state and queue again."""
@@ -61,6 +71,21 @@ class MovingHost(Protocol):
     def leave_catalog(self) -> None:
         """Leave the catalog and the route cache (one continuation)."""
         ...
+
+
+def open_moved(host: MovingHost, queue: list[tuple[Any, int]]) -> None:
+    """The target of a committed relocation: the moved queue first, then serving.
+
+    ``commit_relocation`` -> ``barrier_closed``, the moved work queued in order (it was
+    accepted at the source: never refused here), ``open_barrier`` -> ``serving``.
+    Synchronous, like ``Host.open``: the caller registers the host in the catalog in
+    the same continuation.
+    """
+    host.state = step(INCARNATION, host.state, INCARNATION.ev.commit_relocation)
+    lane = host.lanes.application
+    for work, size in queue:
+        lane.append_unbounded(work, size)
+    host.state = step(INCARNATION, host.state, INCARNATION.ev.open_barrier)
 
 
 class Move:

@@ -8,5 +8,9 @@
 ``inbound``            frames other nodes send to this node's Spots (39, 47, 48)
 ``remote_create``      remote User Spot creation: command 47, both sides
 ``remote_close``       closing a Spot another node owns: command 48, both sides
+``link_reply``         ``LinkReply``: the command 20 of a request that came over a link
+``remote_relocation``  planned relocation between nodes: command 60, both sides
+``follow_routes``      the Message Follow routes of the Spots that moved away
+``message_follow``     Message Follow: sending a message on after its Spot moved
 =====================  ==================================================================
 """

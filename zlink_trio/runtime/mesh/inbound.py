@@ -16,6 +16,11 @@ Theory of operation
   are not compared for ordinary messages (09 §4): the current Ready incarnation handles
   it.  The message is decoded with the handler's own class and admitted like a local
   call, with a :class:`LinkReply` as its completion.
+* **39, route kind 3** (Message Follow, :mod:`.message_follow`): a message that followed
+  a relocated Spot; admitted like route kind 1 by its new owner (which checks the
+  ObjectGeneration), or sent on if the Spot moved again.  A route kind 1 message for a
+  Spot that moved away from this node follows its Message Follow route the same way.
+* **60** (:mod:`.remote_relocation`): take a sealed Spot over, answered by command 20.
 * **39, route kind 2** (cold-activation envelope): checked the same way (lifecycle, Mesh,
   a served Instance type, a handler for the message), then run as a catalog task from
   the chart's ``checking_target_owner`` state by the same code as a local activation
@@ -37,7 +42,13 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from zlink_trio.core.errors import DeadlineExceeded, StaleRoute, ZLinkError
+from zlink_trio.core.errors import (
+    DeadlineExceeded,
+    InvalidOperation,
+    StaleRoute,
+    Unavailable,
+    ZLinkError,
+)
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.calls.delivery import SEND, Delivery, Intent
@@ -46,18 +57,21 @@ from zlink_trio.runtime.coordinators.activation import ActivationJob, run_activa
 from zlink_trio.runtime.coordinators.routing import deliver
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.mesh.link_reply import LinkReply, send_reply
+from zlink_trio.runtime.mesh.message_follow import follow, follow_now
 from zlink_trio.runtime.mesh.remote_close import serve_remote_close
 from zlink_trio.runtime.mesh.remote_create import serve_remote_create
+from zlink_trio.runtime.mesh.remote_relocation import serve_relocate
 from zlink_trio.runtime.state import LOGGER
 from zlink_trio.wire.frames import (
     ActivationRoute,
     Command,
     Failure,
+    RelocateSpot,
     Reply,
     SpotMessage,
-    UserSpotClose,
     UserSpotCreate,
 )
+from zlink_trio.wire.frames import FollowRoute as FollowFrameRoute
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -67,6 +81,8 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.declaration.handlers import HandlerInfo
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.catalog import Attempt
+    from zlink_trio.runtime.mesh.follow_routes import FollowRoute
+    from zlink_trio.runtime.mesh.peers import InboundFrame
     from zlink_trio.transport import Link
     from zlink_trio.wire.frames import Outcome
 
@@ -101,7 +117,29 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
             # (or it is still creating): admit it once that attempt has ended.
             rt.catalog.start_job(lambda: _admit_after(rt, attempt, frame, reply))
             return
+        follow_route = rt.follow.get(route.spot_id, trio.current_time())
+        if follow_route is not None:  # it moved away: Message Follow (06 §6)
+            try:
+                if not follow_now(rt, follow_route, frame, reply):
+                    rt.catalog.start_job(lambda: _follow(rt, follow_route, frame, reply))
+            except ZLinkError as exc:
+                _fail(reply, exc, frame)
+            return
+        if isinstance(route, FollowFrameRoute):
+            _fail(reply, Unavailable(
+                f"Spot {route.spot_id!r} followed a relocation to this node, which neither "
+                "hosts it nor has a Message Follow route for it; the message was not run. "
+                "Send a new call"), frame)
+            return
     _admit_direct(rt, frame, reply)
+
+
+async def _follow(rt: NodeRuntime, route: FollowRoute, frame: SpotMessage,
+                  reply: LinkReply | None) -> None:
+    try:
+        await follow(rt, route, frame, reply)
+    except ZLinkError as exc:
+        _fail(reply, exc, frame)
 
 
 async def _admit_after(rt: NodeRuntime, attempt: Attempt, frame: SpotMessage,
@@ -119,6 +157,11 @@ def _admit_direct(rt: NodeRuntime, frame: SpotMessage, reply: LinkReply | None) 
         if host is None:
             raise StaleRoute(f"node {rt.node_id!r} no longer owns Spot {route.spot_id!r}; the "
                              "message was not run. Send a new call")
+        if isinstance(route, FollowFrameRoute) and host.generation != route.object_generation:
+            raise InvalidOperation(
+                f"the message followed Spot {route.spot_id!r} generation "
+                f"{route.object_generation}, but this node hosts generation {host.generation}; "
+                "the message was not run")
         payload = frame.payload
         info = host.spot_type.handlers.find_wire(payload.type_name)
         msg = rt.codec.decode(payload.type_name, payload.body, info.message_type)
@@ -193,11 +236,10 @@ def _answer(rt: NodeRuntime, link: Link, correlation: int, answers: Command,
     rt.catalog.start_job(job)
 
 
-def inbound_handler(rt: NodeRuntime) -> Callable[[Link, SpotMessage | UserSpotCreate
-                                                  | UserSpotClose], None]:
-    """The function :class:`._peers.Peers` hands every inbound 39, 47 and 48 to."""
+def inbound_handler(rt: NodeRuntime) -> Callable[[Link, InboundFrame], None]:
+    """The function :class:`~.peers.Peers` hands every inbound 39, 47, 48 and 60 to."""
 
-    def on_frame(link: Link, frame: SpotMessage | UserSpotCreate | UserSpotClose) -> None:
+    def on_frame(link: Link, frame: InboundFrame) -> None:
         if isinstance(frame, SpotMessage):
             if isinstance(frame.route, ActivationRoute):
                 _envelope(rt, link, frame)
@@ -206,6 +248,9 @@ def inbound_handler(rt: NodeRuntime) -> Callable[[Link, SpotMessage | UserSpotCr
         elif isinstance(frame, UserSpotCreate):
             _answer(rt, link, frame.correlation, Command.USER_SPOT_CREATE,
                     lambda: serve_remote_create(rt, frame))
+        elif isinstance(frame, RelocateSpot):
+            _answer(rt, link, frame.correlation, Command.RELOCATE_SPOT,
+                    lambda: serve_relocate(rt, link, frame))
         else:
             _answer(rt, link, frame.correlation, Command.USER_SPOT_CLOSE,
                     lambda: serve_remote_close(rt, frame))

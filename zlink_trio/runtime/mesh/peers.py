@@ -50,10 +50,10 @@ if TYPE_CHECKING:
     from zlink_trio.core.route_cache import CachedRoute
     from zlink_trio.runtime.state import NodeState
     from zlink_trio.transport import Link, MeshTransport
-    from zlink_trio.wire.frames import SpotMessage, UserSpotClose, UserSpotCreate
+    from zlink_trio.wire.frames import RelocateSpot, SpotMessage, UserSpotClose, UserSpotCreate
     from zlink_trio.wire.handshake import PeerIdentity
 
-    InboundFrame = SpotMessage | UserSpotCreate | UserSpotClose
+    InboundFrame = SpotMessage | UserSpotCreate | UserSpotClose | RelocateSpot
 
 __all__ = ("Peers", "Pending")
 
@@ -147,8 +147,12 @@ class Peers:
         The route cache already bounds the route by the owner's lease (06 §6), so a
         live link to exactly that lifecycle needs no store read.
         """
-        transport, owner = self.transport, route.owner
-        if transport is None or owner is None:
+        return None if route.owner is None else self.open_link_to(route.owner)
+
+    def open_link_to(self, owner: OwnerFence) -> Link | None:
+        """The open link to exactly the lifecycle ``owner``, if there is one now."""
+        transport = self.transport
+        if transport is None:
             return None
         link = transport.open_link(owner.node_rid)
         if link is None or link.peer.lifecycle_generation != owner.lifecycle_generation:

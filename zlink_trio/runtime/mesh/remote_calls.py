@@ -35,11 +35,9 @@ from zlink_trio.core.errors import (
 )
 from zlink_trio.runtime.calls.completion import Completion
 from zlink_trio.wire.frames import (
-    ActivationRoute,
     EncodedMessage,
     Failure,
     MessageOutcome,
-    ReadyRoute,
     Reply,
     SpotMessage,
 )
@@ -51,7 +49,7 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.calls.delivery import Delivery
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.transport import Link
-    from zlink_trio.wire.frames import Frame
+    from zlink_trio.wire.frames import Frame, Route
 
 __all__ = ("operation_number", "round_trip", "send_spot_message")
 
@@ -90,7 +88,8 @@ def decode_reply(rt: NodeRuntime, expected: object, outcome: MessageOutcome) -> 
     return rt.codec.decode(encoded.type_name, encoded.body, expected)
 
 
-def _completer(rt: NodeRuntime, call: Delivery) -> Callable[[Reply], None]:
+def completer(rt: NodeRuntime, call: Delivery) -> Callable[[Reply], None]:
+    """What completes ``call``'s completion with a command 20 answering it."""
     completion = call.completion
     assert completion is not None
 
@@ -118,7 +117,7 @@ def _completer(rt: NodeRuntime, call: Delivery) -> Callable[[Reply], None]:
 
 
 def send_spot_message(rt: NodeRuntime, call: Delivery, link: Link,
-                      route: ReadyRoute | ActivationRoute) -> None:
+                      route: Route) -> None:
     """Queue ``call`` on ``link`` as command 39; returns at outbound admission.
 
     Raises what the link raises (Unavailable when it is closed, InvalidOperation for a
@@ -127,7 +126,7 @@ def send_spot_message(rt: NodeRuntime, call: Delivery, link: Link,
     completion = call.completion
     correlation = 0
     if completion is not None:
-        correlation = rt.peers.expect_reply(link, call.deadline, _completer(rt, call),
+        correlation = rt.peers.expect_reply(link, call.deadline, completer(rt, call),
                                             completion.set_error)
     frame = SpotMessage(
         route=route, operation_id=operation_number(call.operation_id(rt.new_uuid4)),

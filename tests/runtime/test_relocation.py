@@ -1,0 +1,337 @@
+"""Planned relocation and Message Follow between nodes of one process (issue #11).
+
+The nodes share one store and talk over real loopback links, as separate processes do;
+the tests run on the real clock (links wait on sockets) and every one is bounded by
+``trio.fail_after``. Where a test needs the move to happen while a turn runs, a gate
+(a ``trio.Event``) holds that turn: nothing sleeps to wait for something.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import pytest
+import trio
+
+import zlink_trio as zl
+from zlink_trio.store import MemoryStore
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+#: What the Spots below did: ``(event, spot_id, node_rid, detail)``.
+EVENTS: list[tuple[Any, ...]] = []
+KNOBS: dict[str, Any] = {}
+
+
+@attrs.frozen
+class Put:
+    n: int
+
+
+@attrs.frozen
+class Where:
+    total: int
+    node: str
+
+
+@attrs.frozen
+class Hold:
+    tag: str
+
+
+@attrs.frozen
+class Tick:
+    seconds: float
+
+
+class Adapter:
+    def capture(self, spot: Any) -> bytes:
+        if KNOBS.get("fail_capture"):
+            raise RuntimeError("capture failed")
+        return str(spot.total).encode()
+
+    def restore(self, spot: Any, data: bytes) -> None:
+        if KNOBS.get("fail_restore"):
+            raise RuntimeError("restore failed")
+        spot.total = int(data)
+
+
+class _Base:
+    def __init__(self, ctx: zl.SpotContext) -> None:
+        self.ctx = ctx
+        self.total = 0
+        EVENTS.append(("factory", ctx.spot_id, str(ctx.ref.node_rid), ctx.generation))
+
+    @zl.handler
+    async def put(self, msg: Put) -> Where:
+        self.total += msg.n
+        EVENTS.append(("put", self.ctx.spot_id, str(self.ctx.ref.node_rid), msg.n))
+        return Where(self.total, str(self.ctx.ref.node_rid))
+
+    @zl.handler
+    async def hold(self, msg: Hold) -> None:
+        EVENTS.append(("hold-start", self.ctx.spot_id, str(self.ctx.ref.node_rid), msg.tag))
+        KNOBS["holding"].set()
+        await KNOBS["gate"].wait()
+
+    @zl.handler
+    async def tick_every(self, msg: Tick) -> None:
+        self.ctx.start_timer(msg.seconds, self.tick, period=msg.seconds)
+
+    async def tick(self) -> None:
+        EVENTS.append(("tick", self.ctx.spot_id, str(self.ctx.ref.node_rid), 0))
+        if "ticked" in KNOBS:
+            KNOBS["ticked"].set()
+
+    async def on_close(self, reason: zl.CloseReason) -> None:
+        EVENTS.append(("close", self.ctx.spot_id, str(self.ctx.ref.node_rid), reason))
+
+
+@zl.instance_spot("kept", relocation=zl.PreserveStateWith(Adapter()))
+class Kept(_Base):
+    pass
+
+
+@zl.instance_spot("fresh", relocation=zl.RecreateOnRelocation())
+class Fresh(_Base):
+    pass
+
+
+@zl.instance_spot("pinned", relocation=zl.DisableRelocation())
+class Pinned(_Base):
+    pass
+
+
+SPOTS = [Kept, Fresh, Pinned]
+
+
+@pytest.fixture(autouse=True)
+def _clean() -> None:
+    EVENTS.clear()
+    KNOBS.clear()
+
+
+@asynccontextmanager
+async def nodes(count: int, store: MemoryStore | None = None,
+                **options: Any) -> AsyncIterator[list[zl.Node]]:
+    """``count`` nodes on one in-process store; the first takes every new Spot (the others
+    have placement weight 0: only a ``to=`` names them as a target)."""
+    store = MemoryStore() if store is None else store
+    async with AsyncExitStack() as stack:
+        yield [await stack.enter_async_context(zl.open_node(
+            f"node-{i}", store=store, spots=SPOTS, placement_weight=1.0 if i == 0 else 0.0,
+            **options)) for i in range(count)]
+
+
+def another_node(store: MemoryStore, index: int) -> Any:
+    """A node that placement may choose, opened after the first one's Spots were placed."""
+    return zl.open_node(f"node-{index}", store=store, spots=SPOTS)
+
+
+def done(kind: str, node: zl.Node) -> list[tuple[Any, ...]]:
+    return [e for e in EVENTS if e[0] == kind and e[2] == str(node.node_rid)]
+
+
+async def test_a_moved_spot_keeps_its_id_generation_and_state_and_serves_at_the_target():
+    with trio.fail_after(20):
+        async with nodes(2) as (a, b):
+            assert await a.client.request("k-1", Put(5), reply=Where).instance_spot("kept") \
+                == Where(5, str(a.node_rid))
+            before = await a.spots.find("k-1")
+            result = await a.relocate("k-1", to="node-1")
+            assert result.outcome is zl.RelocationOutcome.COMMITTED
+            assert result.reason is None
+            assert result.ref.node_rid == b.node_rid
+            assert before is not None
+            assert (result.ref.spot_id, result.ref.generation) == ("k-1", before.generation)
+            # PreserveStateWith: the state came along; both nodes now reach it at b.
+            assert await a.client.request("k-1", Put(1), reply=Where) == Where(6, str(b.node_rid))
+            assert await b.client.request("k-1", Put(1), reply=Where) == Where(7, str(b.node_rid))
+            assert a.statistics().active_spots == 0
+            assert b.statistics().active_spots == 1
+    factories = [e for e in EVENTS if e[0] == "factory"]
+    assert [(e[2], e[3]) for e in factories] == [(str(a.node_rid), before.generation),
+                                               (str(b.node_rid), before.generation)]
+    assert ("close", "k-1", str(a.node_rid), zl.CloseReason.RELOCATED) in EVENTS
+
+
+async def test_recreate_on_relocation_runs_the_factory_at_the_target_without_the_state():
+    store = MemoryStore()
+    with trio.fail_after(20):
+        async with nodes(1, store) as (a,):
+            await a.client.request("f-1", Put(5), reply=Where).instance_spot("fresh")
+            async with another_node(store, 1) as b:
+                result = await a.relocate("f-1")  # placement picks the only other node
+                assert result.outcome is zl.RelocationOutcome.COMMITTED
+                assert result.ref.node_rid == b.node_rid
+                assert await a.client.request("f-1", Put(1), reply=Where) == \
+                    Where(1, str(b.node_rid))
+
+
+async def test_disable_relocation_and_the_entry_spot_are_refused_and_nothing_changes():
+    with trio.fail_after(20):
+        async with nodes(2) as (a, _b):
+            await a.client.request("p-1", Put(3), reply=Where).instance_spot("pinned")
+            refused = await a.relocate("p-1")
+            assert refused.outcome is zl.RelocationOutcome.REFUSED
+            assert "DisableRelocation" in (refused.reason or "")
+            entry = await a.relocate(a.entry_spot_id)
+            assert entry.outcome is zl.RelocationOutcome.REFUSED
+            assert "Entry" in (entry.reason or "")
+            assert await a.client.request("p-1", Put(1), reply=Where) == Where(4, str(a.node_rid))
+
+
+async def test_relocating_an_unknown_or_foreign_spot_raises():
+    with trio.fail_after(20):
+        async with nodes(2) as (a, b):
+            await a.client.request("k-2", Put(1), reply=Where).instance_spot("kept")
+            with pytest.raises(zl.NotFound):
+                await a.relocate("nobody")
+            with pytest.raises(zl.InvalidOperation):
+                await b.relocate("k-2")  # a owns it
+            no_such = await a.relocate("k-2", to="node-9")
+            assert no_such.outcome is zl.RelocationOutcome.REFUSED
+            assert "node-9" in (no_such.reason or "")
+
+
+async def test_queued_work_moves_and_held_ingress_follows_in_order_exactly_once():
+    KNOBS["gate"] = trio.Event()
+    KNOBS["holding"] = trio.Event()
+    replies: dict[int, Where] = {}
+    moving: list[zl.RelocationResult] = []
+    with trio.fail_after(20):
+        async with nodes(2) as (a, b), trio.open_nursery() as nursery:
+            await a.client.request("k-3", Put(1), reply=Where).instance_spot("kept")
+            await a.client.send("k-3", Hold("running"))  # the turn running at the seal
+            await KNOBS["holding"].wait()
+
+            async def put(n: int) -> None:
+                replies[n] = await a.client.request("k-3", Put(n), reply=Where).timeout(15)
+
+            async def relocate() -> None:
+                moving.append(await a.relocate("k-3", to="node-1"))
+
+            # Queued before the seal (a send returns at admission, so these are in order):
+            # they move in the payload and run at the target.
+            await a.client.send("k-3", Put(10))
+            await a.client.send("k-3", Put(20))
+            nursery.start_soon(put, 30)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(relocate)
+            await trio.testing.wait_all_tasks_blocked()  # sealed, waiting for the turn
+            # Sealed: these go to the hold and follow the Spot after the commit.
+            await a.client.send("k-3", Put(100))
+            await a.client.send("k-3", Put(200))
+            nursery.start_soon(put, 300)
+            await trio.testing.wait_all_tasks_blocked()
+            KNOBS["gate"].set()
+    assert moving[0].outcome is zl.RelocationOutcome.COMMITTED
+    puts = [e[3] for e in EVENTS if e[0] == "put"]
+    assert puts == [1, 10, 20, 30, 100, 200, 300]  # each exactly once, in order
+    assert [e[3] for e in done("put", b)] == [10, 20, 30, 100, 200, 300]
+    assert replies == {30: Where(61, str(b.node_rid)), 300: Where(661, str(b.node_rid))}
+
+
+async def test_a_call_on_the_old_route_follows_the_spot_without_running_at_the_source():
+    with trio.fail_after(20):
+        async with nodes(3) as (a, b, c):
+            await a.client.request("k-4", Put(1), reply=Where).instance_spot("kept")
+            await c.client.request("k-4", Put(1), reply=Where)  # c caches the route to a
+            assert (await a.relocate("k-4", to="node-1")).outcome is \
+                zl.RelocationOutcome.COMMITTED
+            # c's cached route still names a: a forwards along its Message Follow route.
+            assert await c.client.request("k-4", Put(1), reply=Where) == Where(3, str(b.node_rid))
+            await c.client.send("k-4", Put(1))  # one sender's messages keep their order
+            assert await c.client.request("k-4", Put(0), reply=Where) == Where(4, str(b.node_rid))
+    assert [e[3] for e in done("put", a)] == [1, 1]
+
+
+async def test_a_spot_that_moved_twice_is_followed_over_two_hops():
+    with trio.fail_after(20):
+        async with nodes(3) as (a, b, c):
+            await a.client.request("k-5", Put(1), reply=Where).instance_spot("kept")
+            await c.client.request("k-5", Put(1), reply=Where)  # c's route names a
+            assert (await a.relocate("k-5", to="node-1")).outcome is \
+                zl.RelocationOutcome.COMMITTED
+            assert (await b.relocate("k-5", to="node-2")).outcome is \
+                zl.RelocationOutcome.COMMITTED
+            # c -> a (route to b) -> b (route to c) -> c: two Message Follow hops.
+            assert await c.client.request("k-5", Put(1), reply=Where) == Where(3, str(c.node_rid))
+
+
+async def test_an_adapter_failure_before_relay_ready_aborts_and_the_source_keeps_serving():
+    with trio.fail_after(20):
+        async with nodes(2) as (a, _b):
+            await a.client.request("k-6", Put(2), reply=Where).instance_spot("kept")
+            KNOBS["fail_capture"] = True
+            aborted = await a.relocate("k-6", to="node-1")
+            assert aborted.outcome is zl.RelocationOutcome.ABORTED
+            assert "capture" in (aborted.reason or "")
+            KNOBS["fail_capture"] = False
+            KNOBS["fail_restore"] = True
+            aborted = await a.relocate("k-6", to="node-1")
+            assert aborted.outcome is zl.RelocationOutcome.ABORTED
+            assert "restore" in (aborted.reason or "")
+            assert await a.client.request("k-6", Put(1), reply=Where) == Where(3, str(a.node_rid))
+            ref = await a.spots.find("k-6")
+            assert ref is not None
+            assert ref.node_rid == a.node_rid
+
+
+async def test_timers_move_with_the_spot_and_fire_at_the_target_only():
+    KNOBS["ticked"] = trio.Event()
+    with trio.fail_after(20):
+        async with nodes(2) as (a, b):
+            await a.client.request("k-7", Tick(0.05), reply=None).instance_spot("kept")
+            await KNOBS["ticked"].wait()
+            assert (await a.relocate("k-7", to="node-1")).outcome is \
+                zl.RelocationOutcome.COMMITTED
+            ticks_at_a = len(done("tick", a))
+            KNOBS["ticked"] = trio.Event()
+            await KNOBS["ticked"].wait()
+            assert done("tick", b)
+            assert len(done("tick", a)) == ticks_at_a  # the source fires no more
+
+
+async def test_drain_moves_every_movable_spot_and_lists_the_rest():
+    store = MemoryStore()
+    with trio.fail_after(30):
+        async with nodes(1, store) as (a,):
+            for spot_id, kind in (("d-1", "kept"), ("d-2", "fresh"), ("d-3", "pinned")):
+                await a.client.request(spot_id, Put(1), reply=Where).instance_spot(kind)
+            async with another_node(store, 1) as b:
+                drained = await a.drain()
+                assert sorted(r.ref.spot_id for r in drained.moved) == ["d-1", "d-2"]
+                assert [r.ref.spot_id for r in drained.not_moved] == ["d-3"]
+                assert drained.not_moved[0].outcome is zl.RelocationOutcome.REFUSED
+                assert all(r.ref.node_rid == b.node_rid for r in drained.moved)
+                assert a.entry_spot_id not in {r.ref.spot_id for r in drained.not_moved}
+                # A drained node places no new Spot on itself.
+                await a.client.request("d-4", Put(1), reply=Where).instance_spot("fresh")
+                ref = await a.spots.find("d-4")
+                assert ref is not None
+                assert ref.node_rid == b.node_rid
+
+
+async def test_a_second_relocation_of_a_moving_spot_is_refused():
+    KNOBS["gate"] = trio.Event()
+    KNOBS["holding"] = trio.Event()
+    with trio.fail_after(20):
+        async with nodes(2) as (a, _b), trio.open_nursery() as nursery:
+            await a.client.request("k-8", Put(1), reply=Where).instance_spot("kept")
+            await a.client.send("k-8", Hold("running"))
+            await KNOBS["holding"].wait()
+            first: list[zl.RelocationResult] = []
+
+            async def relocate() -> None:
+                first.append(await a.relocate("k-8", to="node-1"))
+
+            nursery.start_soon(relocate)
+            await trio.testing.wait_all_tasks_blocked()
+            second = await a.relocate("k-8", to="node-1")
+            assert second.outcome is zl.RelocationOutcome.REFUSED
+            KNOBS["gate"].set()
+    assert first[0].outcome is zl.RelocationOutcome.COMMITTED

@@ -1,0 +1,308 @@
+"""Planned relocation, source side: ``node.relocate`` and ``node.drain`` (06 §6.1, §8).
+
+Theory of operation
+-------------------
+:func:`relocate_spot` moves one Spot this node owns to another node of its Mesh,
+stepping the ``PlannedRelocation`` chart:
+
+1. **Refusals** -- nothing changes: an Entry Spot or a ``DisableRelocation`` type
+   (``relocation_disabled``), a Spot that is already moving or closing
+   (``already_moving``), no other live node serving the type, or not the one named
+   (``no_target``), BeginRelocation refused by the store (``begin_refused``).  An
+   unknown ID is ``NotFound`` and a Spot another node owns ``InvalidOperation``.
+2. **BeginRelocation** (Ready -> Relocating toward the target, a pending unit there):
+   the host keeps serving -- the permit is granted at once -- then **Seal** (store and
+   host): new ingress goes to the host's hold and no turn runs; the running turn is
+   awaited.
+3. **Capture** (:mod:`.relocation_payload`): the adapter's bytes
+   (``PreserveStateWith``), the timers registered after activation and the
+   not-yet-run messages, stored as one root.  A reply correlation is registered for
+   each queued request: the target will answer it on this link.
+4. **Command 60** to the target (:mod:`zlink_trio.runtime.mesh.remote_relocation`),
+   which builds its shell, restores, records relay-ready in the store -- the point of
+   no return -- commits the authority (owner generation + 1) and serves.  Its answer
+   steps the source's chart through to ``committed``; the source then installs the
+   Message Follow route, disposes of its incarnation (``on_close(RELOCATED)``, no
+   Release) and relays its hold along the route, in arrival order.
+5. **Abort** -- an answer that fails before relay-ready, an adapter or capture error,
+   the deadline before the command was answered: AbortRelocation, the hold returns to
+   the queue behind the captured work, the source serves again.  When the answer is
+   lost, the store says what happened: Sealed -> abort; Ready at the target ->
+   committed; RelayReady -> the target passed the point of no return and is expected
+   to commit, so the source waits (bounded) and reports ``Unavailable`` if it did not.
+
+:func:`drain` relocates every Spot this node hosts (the Entry Spot is not a
+candidate, 09 §8) and reports what moved and what did not.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import TYPE_CHECKING, Final
+
+import attrs
+import trio
+
+from zlink_trio.core.errors import InvalidOperation, NotFound, Unavailable, ZLinkError
+from zlink_trio.core.identity import SpotKind
+from zlink_trio.core.records import AuthorityState, OwnerFence, SpotRef
+from zlink_trio.runtime.charts import INCARNATION, RELOCATION, step
+from zlink_trio.runtime.coordinators.relocation_capture import capture
+from zlink_trio.runtime.coordinators.relocation_target import choose_target
+from zlink_trio.runtime.declaration.policies import DisableRelocation
+from zlink_trio.runtime.declaration.spot_types import relocation_of
+from zlink_trio.runtime.incarnation.moving import Move
+from zlink_trio.runtime.mesh.follow_routes import FollowRoute
+from zlink_trio.runtime.mesh.message_follow import relay_held
+from zlink_trio.runtime.mesh.remote_relocation import send_relocate
+from zlink_trio.runtime.state import LOGGER
+
+if TYPE_CHECKING:
+    from statecharts.names import PlannedRelocationEvent, PlannedRelocationState
+    from zlink_trio.core.deadline import Deadline
+    from zlink_trio.core.descriptor import NodeClaim
+    from zlink_trio.core.records import AuthorityRecord, RootReceipt
+    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
+    from zlink_trio.runtime.incarnation.host import Host
+
+__all__ = ("DrainResult", "RelocationOutcome", "RelocationResult", "drain", "relocate_spot")
+
+#: How many relocations a drain runs at once.
+DRAIN_PARALLEL: Final = 16
+
+
+class RelocationOutcome(StrEnum):
+    """How one ``node.relocate`` ended."""
+
+    #: The Spot lives at the target now (same Spot ID and ObjectGeneration).
+    COMMITTED = "committed"
+    #: The move failed before relay-ready; the Spot stayed and serves at the source.
+    ABORTED = "aborted"
+    #: The Spot was not moved at all (Entry Spot, DisableRelocation, no target, ...).
+    REFUSED = "refused"
+
+
+@attrs.frozen(kw_only=True)
+class RelocationResult:
+    """The terminal result of ``node.relocate`` (and each entry of a ``DrainResult``)."""
+
+    outcome: RelocationOutcome
+    #: The Spot after the operation: at the target when COMMITTED, else where it was.
+    ref: SpotRef
+    #: Why it was aborted or refused (``None`` when committed).
+    reason: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class DrainResult:
+    """What ``node.drain`` moved and what it could not."""
+
+    moved: list[RelocationResult]
+    not_moved: list[RelocationResult]
+
+
+@attrs.define(eq=False)
+class _Relocation:
+    rt: NodeRuntime
+    host: Host
+    record: AuthorityRecord
+    target: OwnerFence
+    claim: NodeClaim
+    deadline: Deadline
+    state: PlannedRelocationState
+    move: Move
+    root: RootReceipt | None = None
+    correlations: list[int] = attrs.Factory(list)
+
+    def step(self, event: PlannedRelocationEvent) -> None:
+        self.state = step(RELOCATION, self.state, event)
+
+
+def _refused(ref: SpotRef, state: PlannedRelocationState, event: PlannedRelocationEvent,
+             reason: str) -> RelocationResult:
+    step(RELOCATION, state, event)
+    return RelocationResult(outcome=RelocationOutcome.REFUSED, ref=ref, reason=reason)
+
+
+async def relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
+                        deadline: Deadline) -> RelocationResult:
+    """Move ``spot_id`` to node ``to`` (or one placement picks); see the module docstring."""
+    rt.check_admission()
+    state = RELOCATION.initial
+    record = await rt.store.location.find(spot_id)
+    if record is None:
+        raise NotFound(f"Spot {spot_id!r} does not exist; there is nothing to relocate")
+    if record.owner != rt.owner:
+        raise InvalidOperation(
+            f"Spot {spot_id!r} is owned by node {record.owner.node_rid}, not by this node; "
+            "call relocate on the node that owns it"
+        )
+    ref = record.ref()
+    spot_type = rt.registry.get(record.stable_type)
+    if record.kind is SpotKind.ENTRY or spot_type is None:
+        return _refused(ref, state, RELOCATION.ev.relocation_disabled,
+                        "an Entry Spot never moves (09 §2)")
+    if isinstance(relocation_of(spot_type), DisableRelocation):
+        return _refused(ref, state, RELOCATION.ev.relocation_disabled,
+                        f"{record.stable_type!r} is declared DisableRelocation")
+    host = rt.catalog.hosts.get(spot_id)
+    if (record.state is not AuthorityState.READY or host is None or host.move is not None
+            or host.generation != record.object_generation
+            or not host.first_record_settled):
+        why = (f"it is {record.state.value}" if record.state is not AuthorityState.READY
+               else "it is already moving, closing or still recording its first message")
+        return _refused(ref, state, RELOCATION.ev.already_moving,
+                        f"Spot {spot_id!r} cannot move now: {why}; retry later")
+    claim, why_not = await choose_target(rt, record, to)
+    if claim is None:
+        return _refused(ref, state, RELOCATION.ev.no_target, why_not)
+    target = OwnerFence(claim.descriptor.node_rid, claim.lifecycle_generation)
+    try:
+        with trio.CancelScope(shield=True):
+            moving = await rt.store.location.begin_relocation(record.fence(), target=target,
+                                                              now=rt.now())
+    except ZLinkError as exc:
+        return _refused(ref, state, RELOCATION.ev.begin_refused, exc.message)
+    job = _Relocation(rt=rt, host=host, record=moving, target=target, claim=claim,
+                      deadline=deadline, state=step(RELOCATION, state,
+                                                    RELOCATION.ev.begin_relocation),
+                      move=Move(host))
+    host.move = job.move
+    try:
+        return await _run(job)
+    finally:
+        if host.move is job.move and host.state != INCARNATION.st.disposed:
+            host.move = None
+
+
+async def _run(job: _Relocation) -> RelocationResult:
+    rt = job.rt
+    sealed = False
+    with trio.move_on_at(job.deadline.at):
+        try:
+            with trio.CancelScope(shield=True):
+                job.record = await rt.store.location.seal_relocation(job.record.fence(),
+                                                                      now=rt.now())
+            job.move.seal()
+            sealed = True
+            job.step(RELOCATION.ev.seal)
+            await job.move.wait_no_turn()
+            link = await rt.peers.link_to(job.claim)
+            payload, job.correlations = capture(rt, job.host, job.record, link)
+            with trio.CancelScope(shield=True):
+                job.root = await rt.store.relocation.put_root(payload.encode())
+            job.step(RELOCATION.ev.capture_done)
+        except ZLinkError as exc:
+            aborted = await _abort(job, exc.message, sealed=sealed)
+            return aborted or await _settle(job, exc.message)
+        assert job.root is not None
+        try:
+            committed = await send_relocate(rt, link, job.record, job.target, job.root,
+                                            job.deadline)
+        except ZLinkError as exc:
+            return await _settle(job, exc.message)
+        return await _committed(job, committed)
+    return await _settle(job, "the relocation did not finish before its deadline")
+
+
+async def _committed(job: _Relocation, ref: SpotRef) -> RelocationResult:
+    """The target committed: follow route, dispose of the source, relay the hold."""
+    rt = job.rt
+    for event in (RELOCATION.ev.target_reserved, RELOCATION.ev.target_restored,
+                  RELOCATION.ev.accept_relay_ready, RELOCATION.ev.commit_relocation):
+        job.step(event)
+    record = job.record
+    route = FollowRoute(
+        spot_id=record.spot_id, object_generation=record.object_generation,
+        source_owner_generation=record.owner_generation, target=job.target,
+        target_owner_generation=record.owner_generation + 1,
+        expires_at=trio.current_time() + rt.options.message_follow_duration)
+    if rt.options.message_follow_duration > 0:
+        rt.follow.install(route)
+    _moved, held = job.move.finish()
+    with trio.CancelScope(shield=True):
+        await job.host.moved_away()
+        if held:
+            await relay_held(rt, route, held)
+    LOGGER.info("node %r: Spot %r moved to node %r", rt.node_id, record.spot_id,
+                job.claim.descriptor.node_id)
+    return RelocationResult(outcome=RelocationOutcome.COMMITTED, ref=ref)
+
+
+async def _abort(job: _Relocation, reason: str, *, sealed: bool) -> RelocationResult | None:
+    """Before relay-ready: AbortRelocation, the hold back to the queue, serve again.
+
+    ``None`` when the store refused the abort (the target passed relay-ready, or the
+    store could not be reached): the caller settles from what the store says.
+    """
+    rt = job.rt
+    with trio.CancelScope(shield=True):
+        try:
+            await rt.store.location.abort_relocation(job.record.fence())
+        except ZLinkError as exc:
+            LOGGER.warning("node %r: the relocation of Spot %r could not be aborted (%s)",
+                           rt.node_id, job.record.spot_id, exc)
+            return None
+        for correlation in job.correlations:
+            rt.peers.forget(correlation)
+        if sealed:
+            job.move.unseal()
+        job.host.move = None
+        if job.root is not None:
+            try:
+                await rt.store.relocation.delete_root(job.root)
+            except ZLinkError as exc:
+                LOGGER.warning("could not delete relocation root %s: %s", job.root.ref, exc)
+    job.step(RELOCATION.ev.abort_relocation)
+    return RelocationResult(outcome=RelocationOutcome.ABORTED, ref=job.record.ref(),
+                            reason=reason)
+
+
+async def _settle(job: _Relocation, why: str) -> RelocationResult:
+    """No (good) answer from the target: the store tells whether it passed relay-ready."""
+    rt = job.rt
+    spot_id = job.record.spot_id
+    with trio.CancelScope(shield=True), trio.move_on_after(rt.options.default_timeout):
+        while True:
+            current = await rt.store.location.find(spot_id)
+            if current is None or current.object_generation != job.record.object_generation:
+                break
+            if current.state in (AuthorityState.RELOCATING, AuthorityState.SEALED):
+                aborted = await _abort(job, why,
+                                       sealed=job.host.state == INCARNATION.st.sealed)
+                if aborted is not None:
+                    return aborted
+            if current.state is AuthorityState.READY and current.owner == job.target:
+                return await _committed(job, current.ref())
+            if current.state is not AuthorityState.RELAY_READY:
+                break
+            await trio.sleep(0.05)  # the target commits within its own deadline
+    raise Unavailable(
+        f"the relocation of Spot {spot_id!r} passed relay-ready but node "
+        f"{job.claim.descriptor.node_id!r} did not commit it ({why}); the Spot is unavailable "
+        "until that node commits or restarts"
+    )
+
+
+async def drain(rt: NodeRuntime, deadline: Deadline) -> DrainResult:
+    """Relocate every Spot this node hosts; what moved and what did not (09 §8)."""
+    moved: list[RelocationResult] = []
+    not_moved: list[RelocationResult] = []
+    limiter = trio.CapacityLimiter(DRAIN_PARALLEL)
+
+    async def one(spot_id: str) -> None:
+        async with limiter:
+            try:
+                result = await relocate_spot(rt, spot_id, None, deadline)
+            except ZLinkError as exc:
+                host = rt.catalog.hosts.get(spot_id)
+                ref = SpotRef(spot_id=spot_id, generation=host.generation if host else 1,
+                              mesh=rt.mesh, node_rid=rt.node_rid)
+                result = RelocationResult(outcome=RelocationOutcome.ABORTED, ref=ref,
+                                          reason=exc.message)
+        (moved if result.outcome is RelocationOutcome.COMMITTED else not_moved).append(result)
+
+    async with trio.open_nursery() as nursery:
+        for spot_id in sorted(rt.catalog.hosts):
+            nursery.start_soon(one, spot_id)
+    return DrainResult(moved=moved, not_moved=not_moved)

@@ -1,0 +1,145 @@
+"""Message Follow: a message that reaches the old owner after a relocation goes on (06 §6).
+
+Theory of operation
+-------------------
+When a relocation commits, the source installs one :class:`FollowRoute` for the Spot
+in its :class:`FollowRoutes`: ObjectGeneration, the owner generation it held, the new
+owner's fence and owner generation, and an expiry ``MessageFollowDuration`` (30 s by
+default; 0 installs none) from now.  From then on a command 39 that arrives for the
+Spot on the old route -- a caller whose route cache still names this node -- is not
+run here and costs no store read: :func:`follow` sends it on to the new owner as
+route kind 3 with the same operation ID, deadline, payload and reply route (this node
+keeps the correlation and hands the reply back on the link the message came on).  The
+messages the Spot's hold took in while it was sealed leave the same way, from the
+source itself (:func:`relay_held`).
+
+The route is checked before anything is sent: another ObjectGeneration is
+``InvalidOperation`` (the route belongs to another incarnation); an owner generation
+that is not the one the route was installed for, or an expired or missing route, is
+``Unavailable``.  A Spot that moved again forwards again: each hop raises the owner
+generation by one (it can never loop) and the frame counts its hops -- the ninth is
+refused with ``Unavailable`` (06 §6: "up to 8 hops").  The routes are kept in memory
+only and dropped when they expire; nothing is resent when a forward fails (06 §5).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from zlink_trio.core.errors import InvalidOperation, Unavailable
+from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
+from zlink_trio.runtime.calls.delivery import SEND, Delivery
+from zlink_trio.runtime.mesh.link_reply import LinkReply
+from zlink_trio.runtime.mesh.remote_calls import send_spot_message
+from zlink_trio.wire.frames import ActivationRoute
+from zlink_trio.wire.frames import FollowRoute as FollowFrameRoute
+
+if TYPE_CHECKING:
+    from zlink_trio.runtime.calls.completion import Completion
+    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
+    from zlink_trio.runtime.incarnation.work import MessageWork
+    from zlink_trio.runtime.mesh.follow_routes import FollowRoute
+    from zlink_trio.transport import Link
+    from zlink_trio.wire.frames import SpotMessage
+
+__all__ = ("MAX_HOPS", "follow", "follow_now", "relay_held")
+
+#: How many Message Follow routes one message may take (06 §6).
+MAX_HOPS: Final = 8
+
+
+def _next_hop(route: FollowRoute, frame: SpotMessage) -> int:
+    """The hop count of ``frame`` sent on along ``route``; raises when it may not go on."""
+    incoming = frame.route
+    if isinstance(incoming, ActivationRoute):
+        raise InvalidOperation(f"an activation envelope of Spot {route.spot_id!r} reached a "
+                               "node it moved away from; nothing was created")
+    if incoming.object_generation != route.object_generation:
+        raise InvalidOperation(
+            f"the message to Spot {route.spot_id!r} names ObjectGeneration "
+            f"{incoming.object_generation}, but this node's Message Follow route is for "
+            f"generation {route.object_generation}; the message was not run"
+        )
+    if isinstance(incoming, FollowFrameRoute):
+        held, hops = incoming.target_owner_generation, incoming.hops + 1
+    else:
+        held, hops = incoming.owner_generation, 1
+    if held != route.source_owner_generation:
+        raise Unavailable(
+            f"the message to Spot {route.spot_id!r} names owner generation {held}, not the "
+            f"{route.source_owner_generation} this node's Message Follow route was installed "
+            "for; the message was not run. Send a new call"
+        )
+    if hops > MAX_HOPS:
+        raise Unavailable(
+            f"the message to Spot {route.spot_id!r} followed {MAX_HOPS} relocations already; "
+            "it was not run. Send a new call (it resolves the current owner)"
+        )
+    return hops
+
+
+def _route_frame(route: FollowRoute, hops: int) -> FollowFrameRoute:
+    return FollowFrameRoute(
+        spot_id=route.spot_id, object_generation=route.object_generation,
+        source_owner_generation=route.source_owner_generation,
+        target_owner_generation=route.target_owner_generation, target=route.target,
+        hops=hops)
+
+
+def _forwarded(route: FollowRoute, frame: SpotMessage,
+               reply: Completion | None) -> tuple[Delivery, FollowFrameRoute]:
+    hops = _next_hop(route, frame)
+    call = Delivery(
+        spot_id=route.spot_id, msg=None, size=len(frame.payload.body), intent=None,
+        completion=reply, reply=SEND, deadline=deadline_from_wall_ms(frame.deadline_ms),
+        op_id=f"{frame.operation_id:016x}", encoded=frame.payload)
+    return call, _route_frame(route, hops)
+
+
+def follow_now(rt: NodeRuntime, route: FollowRoute, frame: SpotMessage,
+               reply: Completion | None) -> bool:
+    """Send ``frame`` on along ``route`` now if the link to the new owner is open.
+
+    ``False`` (nothing sent) when it is not: call :func:`follow`, which dials it. Sending
+    in the caller's continuation keeps one sender's messages in order. Raises
+    Unavailable / InvalidOperation (module docstring) without sending anything.
+    """
+    link = rt.peers.open_link_to(route.target)
+    if link is None:
+        return False
+    call, route_frame = _forwarded(route, frame, reply)
+    send_spot_message(rt, call, link, route_frame)
+    return True
+
+
+async def follow(rt: NodeRuntime, route: FollowRoute, frame: SpotMessage,
+                 reply: Completion | None) -> None:
+    """Send ``frame`` on along ``route``, dialing the new owner; see :func:`follow_now`."""
+    call, route_frame = _forwarded(route, frame, reply)
+    link = await rt.peers.link_to_owner(route.target, f"Spot {route.spot_id!r}")
+    send_spot_message(rt, call, link, route_frame)
+
+
+async def relay_held(rt: NodeRuntime, route: FollowRoute,
+                     held: list[tuple[MessageWork, int]]) -> None:
+    """Relay the hold of a Spot that moved, in arrival order, along its new route.
+
+    Each message keeps its reply route: a local caller's completion is completed with
+    the decoded reply, a remote requester's (a ``LinkReply``) with the encoded one.
+    One that cannot be sent ends with the error; nothing is resent.
+    """
+    link: Link | None = None
+    for work, size in held:
+        reply = work.info.reply_type
+        call = Delivery(
+            spot_id=route.spot_id, msg=work.msg, size=size, intent=None,
+            completion=work.completion,
+            reply=SEND if isinstance(work.completion, LinkReply) else reply,
+            deadline=work.deadline, op_id="", encoded=None)
+        try:
+            if link is None:
+                link = await rt.peers.link_to_owner(route.target, f"Spot {route.spot_id!r}")
+            send_spot_message(rt, call, link, _route_frame(route, 1))
+        except (Unavailable, InvalidOperation) as exc:
+            if work.completion is not None:
+                work.completion.set_error(exc)

@@ -1,0 +1,232 @@
+"""Planned relocation between nodes: command 60 and its command 20 (06 §6.1, §8).
+
+Theory of operation
+-------------------
+Source (:func:`send_relocate`): the Spot is sealed and captured; command 60 names the
+Sealed record (ObjectGeneration, owner generation, StoreVersion), both lifecycles and
+the payload root, and its command 20 answers with the Spot's new SpotRef -- or a typed
+failure, sent only before relay-ready.
+
+Target (:func:`serve_relocate`), stepping ``PlannedRelocation`` from ``captured``:
+
+1. The frame must name this lifecycle; the record is read **from the store** and must
+   match the frame (Sealed toward this lifecycle, same generations and StoreVersion);
+   the payload is read from the root the frame names (the store checks its SHA-256 and
+   size) -- the frame carries no state.  ``target_reserved``.
+2. The shell: the factory for the same Spot ID and ObjectGeneration (``on_activate``,
+   never ``on_create``), then ``PreserveStateWith``'s ``restore(spot, data)``; the
+   moved timers registered again on the new instance's methods; the moved messages
+   decoded and queued in order.  Nothing is visible yet: the host is not in the
+   catalog.  ``target_restored``.  Any failure so far answers with the error and
+   nothing of the shell remains (``on_close(ACTIVATION_FAILED)``); the source aborts.
+3. **AcceptRelayReady** in the store -- the point of no return -- then
+   **CommitRelocation** (owner generation + 1).  Only now does the host open: it is
+   registered with its route in the same continuation and runs the moved messages
+   first; their replies go to the source on the link the command came on.  The root
+   is deleted and the answer names the new SpotRef.
+
+The outcome is retained per operation ID, like commands 47 and 48: a redelivery gets
+the same answer and never a second shell.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import trio
+
+from zlink_trio.core.errors import (
+    DeadlineExceeded,
+    HandlerError,
+    NotFound,
+    RemoteProtocolError,
+    StaleRoute,
+    StoreUnavailable,
+    Unavailable,
+    ZLinkError,
+)
+from zlink_trio.core.records import AuthorityState
+from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
+from zlink_trio.runtime.charts import RELOCATION, step
+from zlink_trio.runtime.coordinators.relocation_payload import RelocationPayload
+from zlink_trio.runtime.declaration.policies import PreserveStateWith
+from zlink_trio.runtime.declaration.spot_types import relocation_of
+from zlink_trio.runtime.incarnation.host import Host
+from zlink_trio.runtime.incarnation.moving import open_moved
+from zlink_trio.runtime.incarnation.work import MessageWork
+from zlink_trio.runtime.mesh.link_reply import LinkReply
+from zlink_trio.runtime.mesh.remote_calls import operation_number, round_trip
+from zlink_trio.runtime.state import LOGGER
+from zlink_trio.wire.frames import Failure, RelocateOutcome, RelocateSpot
+
+if TYPE_CHECKING:
+    from zlink_trio.core.deadline import Deadline
+    from zlink_trio.core.records import AuthorityRecord, OwnerFence, RootReceipt, SpotRef
+    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
+    from zlink_trio.runtime.declaration.spot_types import SpotType
+    from zlink_trio.transport import Link
+    from zlink_trio.wire.frames import Outcome
+
+__all__ = ("send_relocate", "serve_relocate")
+
+
+# --------------------------------------------------------------------------- source
+
+
+async def send_relocate(rt: NodeRuntime, link: Link, sealed: AuthorityRecord,
+                        target: OwnerFence, root: RootReceipt, deadline: Deadline) -> SpotRef:
+    """Command 60 for the Sealed ``sealed``; the Spot's new SpotRef, or the typed error."""
+    operation = operation_number(rt.new_uuid4())
+
+    def frame(correlation: int) -> RelocateSpot:
+        return RelocateSpot(
+            correlation=correlation, operation_id=operation, source=rt.owner, target=target,
+            spot_id=sealed.spot_id, stable_type=sealed.stable_type, mesh=sealed.mesh,
+            object_generation=sealed.object_generation,
+            owner_generation=sealed.owner_generation,
+            expected_store_version=sealed.store_version, payload=root,
+            deadline_ms=deadline.wall_ms)
+
+    reply = await round_trip(rt, link, deadline, frame, f"relocating Spot {sealed.spot_id!r}")
+    outcome = reply.outcome
+    if isinstance(outcome, Failure):
+        raise outcome.to_error()
+    if not isinstance(outcome, RelocateOutcome):
+        raise RemoteProtocolError(f"the target answered a relocation with {outcome!r}; the "
+                                  "peer is broken or speaks another protocol version")
+    return outcome.ref
+
+
+# --------------------------------------------------------------------------- target
+
+
+def _mismatch(frame: RelocateSpot, record: AuthorityRecord | None, rt: NodeRuntime) -> str:
+    """Why the store's record does not match the frame ('' when it does)."""
+    if record is None:
+        return "the store has no record of it"
+    checks = (
+        (record.state is AuthorityState.SEALED, f"it is {record.state.value}"),
+        (record.relocation_target == rt.owner, f"it moves to {record.relocation_target}"),
+        (record.owner == frame.source, f"it is owned by {record.owner}"),
+        (record.object_generation == frame.object_generation,
+         f"its generation is {record.object_generation}"),
+        (record.owner_generation == frame.owner_generation,
+         f"its owner generation is {record.owner_generation}"),
+        (record.store_version == frame.expected_store_version,
+         f"its StoreVersion is {record.store_version}"),
+        (record.stable_type == frame.stable_type, f"its type is {record.stable_type!r}"),
+    )
+    return next((why for ok, why in checks if not ok), "")
+
+
+async def _shell(rt: NodeRuntime, spot_type: SpotType, record: AuthorityRecord,
+                 payload: RelocationPayload) -> tuple[Host, list[tuple[MessageWork, int]]]:
+    """Build and restore the target's host (not registered); the moved queue decoded."""
+    host = Host(rt, spot_type, record.spot_id, record.object_generation, record.mesh)
+    try:
+        await host.build(relocated=True)
+        policy = relocation_of(spot_type)
+        if isinstance(policy, PreserveStateWith):
+            try:
+                policy.adapter.restore(host.instance, payload.state or b"")
+            except Exception as exc:
+                error = HandlerError(
+                    f"the relocation adapter of {spot_type.stable_type!r} raised "
+                    f"{type(exc).__name__} in restore: {exc}; the move was aborted",
+                    error_type=type(exc).__qualname__)
+                raise error from exc
+        now = trio.current_time()
+        host.timers.restore(host.instance, [
+            (t.method, t.due_in_ms / 1000, None if t.period_ms is None else t.period_ms / 1000)
+            for t in payload.timers], now)
+        queue = []
+        for moved in payload.messages:
+            encoded = moved.message
+            info = spot_type.handlers.find_wire(encoded.type_name)
+            msg = rt.codec.decode(encoded.type_name, encoded.body, info.message_type)
+            queue.append((MessageWork(msg, info, None, deadline_from_wall_ms(moved.deadline_ms)),
+                          len(encoded.body)))
+    except BaseException:
+        with trio.CancelScope(shield=True):
+            await host.activation_failed()
+        raise
+    return host, queue
+
+
+async def _take_over(rt: NodeRuntime, link: Link, frame: RelocateSpot) -> Outcome:
+    rt.check_admission()
+    if frame.target != rt.owner:
+        raise StaleRoute(f"the relocation of Spot {frame.spot_id!r} was addressed to "
+                         f"{frame.target}, not to this lifecycle ({rt.owner}); nothing moved")
+    spot_type = rt.registry.get(frame.stable_type)
+    if spot_type is None:
+        raise NotFound(f"this node serves no Spot type {frame.stable_type!r}, so it cannot "
+                       f"take Spot {frame.spot_id!r} over; nothing moved")
+    record = await rt.store.location.find(frame.spot_id)
+    why = _mismatch(frame, record, rt)
+    if why:
+        raise Unavailable(f"the relocation of Spot {frame.spot_id!r} no longer matches the "
+                          f"store: {why}; nothing moved")
+    assert record is not None
+    payload = RelocationPayload.decode(await rt.store.relocation.get_root(frame.payload))
+    state = step(RELOCATION, RELOCATION.st.captured, RELOCATION.ev.target_reserved)
+    deadline = deadline_from_wall_ms(frame.deadline_ms)
+    with trio.move_on_at(deadline.at) as scope:
+        host, queue = await _shell(rt, spot_type, record, payload)
+    if scope.cancelled_caught:
+        raise DeadlineExceeded(f"restoring Spot {frame.spot_id!r} did not finish before the "
+                               "relocation's deadline; nothing moved")
+    state = step(RELOCATION, step(RELOCATION, state, RELOCATION.ev.target_restored),
+                 RELOCATION.ev.accept_relay_ready)
+    with trio.CancelScope(shield=True):
+        try:
+            relay = await rt.store.location.accept_relay_ready(record.fence(), target=rt.owner,
+                                                                now=rt.now())
+        except ZLinkError:
+            await host.activation_failed()
+            raise
+        # Past relay-ready the source is never restored: commit, retrying what is transient.
+        ready = await _commit(rt, host, relay)
+        step(RELOCATION, state, RELOCATION.ev.commit_relocation)
+        # The replies of the moved requests go to the source, which registered them.
+        open_moved(host, [
+            (MessageWork(work.msg, work.info,
+                         LinkReply(rt, link, moved.reply_correlation)
+                         if moved.reply_correlation else None, work.deadline), size)
+            for (work, size), moved in zip(queue, payload.messages, strict=True)])
+        rt.catalog.register(host)
+        try:
+            await rt.store.relocation.delete_root(frame.payload)
+        except ZLinkError as exc:
+            LOGGER.warning("could not delete relocation root %s: %s", frame.payload.ref, exc)
+    return RelocateOutcome(ref=ready.ref())
+
+
+async def _commit(rt: NodeRuntime, host: Host, relay: AuthorityRecord) -> AuthorityRecord:
+    """CommitRelocation after relay-ready, retried within ``default_timeout``."""
+    with trio.move_on_after(rt.options.default_timeout):
+        delay = 0.005
+        while True:
+            try:
+                return await rt.store.location.commit_relocation(relay.fence(), now=rt.now())
+            except StoreUnavailable as exc:
+                LOGGER.warning("node %r: committing the relocation of Spot %r: %s; retrying",
+                               rt.node_id, relay.spot_id, exc)
+            except ZLinkError as exc:
+                LOGGER.error("node %r: the relocation of Spot %r passed relay-ready but its "
+                             "commit was refused (%s); it stays unavailable until this node "
+                             "restarts", rt.node_id, relay.spot_id, exc)
+                break
+            await trio.sleep(delay)
+            delay = min(delay * 2, 0.5)
+    await host.activation_failed()
+    raise Unavailable(f"the relocation of Spot {relay.spot_id!r} passed relay-ready but could "
+                      "not be committed on its target; the Spot is unavailable until the "
+                      "target node restarts")
+
+
+async def serve_relocate(rt: NodeRuntime, link: Link, frame: RelocateSpot) -> Outcome:
+    """Run command 60 here: the terminal outcome, retained per operation ID."""
+    return await rt.peers.retained.run_once(
+        frame.source, frame.operation_id, f"the relocation of Spot {frame.spot_id!r}",
+        lambda: _take_over(rt, link, frame))
