@@ -1,6 +1,7 @@
 """Planned relocation and Message Follow between nodes of one process (issue #11).
 
-The nodes share one store and talk over real loopback links, as separate processes do;
+The nodes share one store -- every test runs on ``memory://``, a SQLite file and Redis
+(a fresh key prefix) -- and talk over real loopback links, as separate processes do;
 the tests run on the real clock (links wait on sockets) and every one is bounded by
 ``trio.fail_after``. Where a test needs the move to happen while a turn runs, a gate
 (a ``trio.Event``) holds that turn: nothing sleeps to wait for something.
@@ -8,7 +9,10 @@ the tests run on the real clock (links wait on sockets) and every one is bounded
 
 from __future__ import annotations
 
-from contextlib import AsyncExitStack, asynccontextmanager
+import importlib.util
+import uuid
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -16,10 +20,11 @@ import pytest
 import trio
 
 import zlink_trio as zl
-from zlink_trio.store import MemoryStore
+from zlink_trio.runtime import charts
+from zlink_trio.store import open_store
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Iterator
 
 #: What the Spots below did: ``(event, spot_id, node_rid, detail)``.
 EVENTS: list[tuple[Any, ...]] = []
@@ -114,30 +119,78 @@ def _clean() -> None:
     KNOBS.clear()
 
 
+def _redis_helpers() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "relocation_redis_helpers", Path(__file__).parent.parent / "store" / "redis_helpers.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+async def url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """The store every node of a test shares."""
+    if request.param == "memory":
+        yield f"memory://relocation-{uuid.uuid4().hex}"
+        return
+    if request.param == "sqlite":
+        yield f"sqlite://{tmp_path / 'relocation.db'}"
+        return
+    helpers = _redis_helpers()
+    try:
+        async with helpers.raw_client() as client:
+            await client.ping()
+    except Exception as exc:
+        helpers.unreachable(str(exc))
+    prefix = helpers.fresh_prefix()
+    try:
+        yield helpers.url_with(prefix)
+    finally:
+        await helpers.delete_prefix(prefix)
+
+
 @asynccontextmanager
-async def nodes(count: int, store: MemoryStore | None = None,
-                **options: Any) -> AsyncIterator[list[zl.Node]]:
-    """``count`` nodes on one in-process store; the first takes every new Spot (the others
+async def nodes(url: str, count: int, **options: Any) -> AsyncIterator[list[zl.Node]]:
+    """``count`` nodes on the store at ``url``; the first takes every new Spot (the others
     have placement weight 0: only a ``to=`` names them as a target)."""
-    store = MemoryStore() if store is None else store
     async with AsyncExitStack() as stack:
+        if url.startswith("memory://"):  # the named in-process store lives while held
+            await stack.enter_async_context(open_store(url))
         yield [await stack.enter_async_context(zl.open_node(
-            f"node-{i}", store=store, spots=SPOTS, placement_weight=1.0 if i == 0 else 0.0,
+            f"node-{i}", store=url, spots=SPOTS, placement_weight=1.0 if i == 0 else 0.0,
             **options)) for i in range(count)]
 
 
-def another_node(store: MemoryStore, index: int) -> Any:
+def another_node(url: str, index: int) -> Any:
     """A node that placement may choose, opened after the first one's Spots were placed."""
-    return zl.open_node(f"node-{index}", store=store, spots=SPOTS)
+    return zl.open_node(f"node-{index}", store=url, spots=SPOTS)
+
+
+@contextmanager
+def on_step(chart: str, event: str) -> Iterator[trio.Event]:
+    """An event set when the runtime steps ``chart`` by ``event`` (the charts' TRACE)."""
+    seen = trio.Event()
+
+    def observer(name: str, _state: str, taken: str, _target: str) -> None:
+        if name == chart and taken == event:
+            seen.set()
+
+    charts.TRACE.append(observer)
+    try:
+        yield seen
+    finally:
+        charts.TRACE.remove(observer)
 
 
 def done(kind: str, node: zl.Node) -> list[tuple[Any, ...]]:
     return [e for e in EVENTS if e[0] == kind and e[2] == str(node.node_rid)]
 
 
-async def test_a_moved_spot_keeps_its_id_generation_and_state_and_serves_at_the_target():
+async def test_a_moved_spot_keeps_its_id_generation_and_state_and_serves_at_the_target(url: str):
     with trio.fail_after(20):
-        async with nodes(2) as (a, b):
+        async with nodes(url, 2) as (a, b):
             assert await a.client.request("k-1", Put(5), reply=Where).instance_spot("kept") \
                 == Where(5, str(a.node_rid))
             before = await a.spots.find("k-1")
@@ -158,12 +211,11 @@ async def test_a_moved_spot_keeps_its_id_generation_and_state_and_serves_at_the_
     assert ("close", "k-1", str(a.node_rid), zl.CloseReason.RELOCATED) in EVENTS
 
 
-async def test_recreate_on_relocation_runs_the_factory_at_the_target_without_the_state():
-    store = MemoryStore()
+async def test_recreate_on_relocation_runs_the_factory_at_the_target_without_the_state(url: str):
     with trio.fail_after(20):
-        async with nodes(1, store) as (a,):
+        async with nodes(url, 1) as (a,):
             await a.client.request("f-1", Put(5), reply=Where).instance_spot("fresh")
-            async with another_node(store, 1) as b:
+            async with another_node(url, 1) as b:
                 result = await a.relocate("f-1")  # placement picks the only other node
                 assert result.outcome is zl.RelocationOutcome.COMMITTED
                 assert result.ref.node_rid == b.node_rid
@@ -171,9 +223,9 @@ async def test_recreate_on_relocation_runs_the_factory_at_the_target_without_the
                     Where(1, str(b.node_rid))
 
 
-async def test_disable_relocation_and_the_entry_spot_are_refused_and_nothing_changes():
+async def test_disable_relocation_and_the_entry_spot_are_refused_and_nothing_changes(url: str):
     with trio.fail_after(20):
-        async with nodes(2) as (a, _b):
+        async with nodes(url, 2) as (a, _b):
             await a.client.request("p-1", Put(3), reply=Where).instance_spot("pinned")
             refused = await a.relocate("p-1")
             assert refused.outcome is zl.RelocationOutcome.REFUSED
@@ -184,9 +236,9 @@ async def test_disable_relocation_and_the_entry_spot_are_refused_and_nothing_cha
             assert await a.client.request("p-1", Put(1), reply=Where) == Where(4, str(a.node_rid))
 
 
-async def test_relocating_an_unknown_or_foreign_spot_raises():
+async def test_relocating_an_unknown_or_foreign_spot_raises(url: str):
     with trio.fail_after(20):
-        async with nodes(2) as (a, b):
+        async with nodes(url, 2) as (a, b):
             await a.client.request("k-2", Put(1), reply=Where).instance_spot("kept")
             with pytest.raises(zl.NotFound):
                 await a.relocate("nobody")
@@ -197,13 +249,13 @@ async def test_relocating_an_unknown_or_foreign_spot_raises():
             assert "node-9" in (no_such.reason or "")
 
 
-async def test_queued_work_moves_and_held_ingress_follows_in_order_exactly_once():
+async def test_queued_work_moves_and_held_ingress_follows_in_order_exactly_once(url: str):
     KNOBS["gate"] = trio.Event()
     KNOBS["holding"] = trio.Event()
     replies: dict[int, Where] = {}
     moving: list[zl.RelocationResult] = []
     with trio.fail_after(20):
-        async with nodes(2) as (a, b), trio.open_nursery() as nursery:
+        async with nodes(url, 2) as (a, b), trio.open_nursery() as nursery:
             await a.client.request("k-3", Put(1), reply=Where).instance_spot("kept")
             await a.client.send("k-3", Hold("running"))  # the turn running at the seal
             await KNOBS["holding"].wait()
@@ -220,8 +272,9 @@ async def test_queued_work_moves_and_held_ingress_follows_in_order_exactly_once(
             await a.client.send("k-3", Put(20))
             nursery.start_soon(put, 30)
             await trio.testing.wait_all_tasks_blocked()
-            nursery.start_soon(relocate)
-            await trio.testing.wait_all_tasks_blocked()  # sealed, waiting for the turn
+            with on_step("PlannedRelocation", "seal") as sealed:
+                nursery.start_soon(relocate)
+                await sealed.wait()  # sealed, waiting for the running turn
             # Sealed: these go to the hold and follow the Spot after the commit.
             await a.client.send("k-3", Put(100))
             await a.client.send("k-3", Put(200))
@@ -235,9 +288,9 @@ async def test_queued_work_moves_and_held_ingress_follows_in_order_exactly_once(
     assert replies == {30: Where(61, str(b.node_rid)), 300: Where(661, str(b.node_rid))}
 
 
-async def test_a_call_on_the_old_route_follows_the_spot_without_running_at_the_source():
+async def test_a_call_on_the_old_route_follows_the_spot_without_running_at_the_source(url: str):
     with trio.fail_after(20):
-        async with nodes(3) as (a, b, c):
+        async with nodes(url, 3) as (a, b, c):
             await a.client.request("k-4", Put(1), reply=Where).instance_spot("kept")
             await c.client.request("k-4", Put(1), reply=Where)  # c caches the route to a
             assert (await a.relocate("k-4", to="node-1")).outcome is \
@@ -249,9 +302,9 @@ async def test_a_call_on_the_old_route_follows_the_spot_without_running_at_the_s
     assert [e[3] for e in done("put", a)] == [1, 1]
 
 
-async def test_a_spot_that_moved_twice_is_followed_over_two_hops():
+async def test_a_spot_that_moved_twice_is_followed_over_two_hops(url: str):
     with trio.fail_after(20):
-        async with nodes(3) as (a, b, c):
+        async with nodes(url, 3) as (a, b, c):
             await a.client.request("k-5", Put(1), reply=Where).instance_spot("kept")
             await c.client.request("k-5", Put(1), reply=Where)  # c's route names a
             assert (await a.relocate("k-5", to="node-1")).outcome is \
@@ -262,9 +315,9 @@ async def test_a_spot_that_moved_twice_is_followed_over_two_hops():
             assert await c.client.request("k-5", Put(1), reply=Where) == Where(3, str(c.node_rid))
 
 
-async def test_an_adapter_failure_before_relay_ready_aborts_and_the_source_keeps_serving():
+async def test_an_adapter_failure_before_relay_ready_aborts_and_the_source_keeps_serving(url: str):
     with trio.fail_after(20):
-        async with nodes(2) as (a, _b):
+        async with nodes(url, 2) as (a, _b):
             await a.client.request("k-6", Put(2), reply=Where).instance_spot("kept")
             KNOBS["fail_capture"] = True
             aborted = await a.relocate("k-6", to="node-1")
@@ -281,10 +334,10 @@ async def test_an_adapter_failure_before_relay_ready_aborts_and_the_source_keeps
             assert ref.node_rid == a.node_rid
 
 
-async def test_timers_move_with_the_spot_and_fire_at_the_target_only():
+async def test_timers_move_with_the_spot_and_fire_at_the_target_only(url: str):
     KNOBS["ticked"] = trio.Event()
     with trio.fail_after(20):
-        async with nodes(2) as (a, b):
+        async with nodes(url, 2) as (a, b):
             await a.client.request("k-7", Tick(0.05), reply=None).instance_spot("kept")
             await KNOBS["ticked"].wait()
             assert (await a.relocate("k-7", to="node-1")).outcome is \
@@ -296,13 +349,12 @@ async def test_timers_move_with_the_spot_and_fire_at_the_target_only():
             assert len(done("tick", a)) == ticks_at_a  # the source fires no more
 
 
-async def test_drain_moves_every_movable_spot_and_lists_the_rest():
-    store = MemoryStore()
+async def test_drain_moves_every_movable_spot_and_lists_the_rest(url: str):
     with trio.fail_after(30):
-        async with nodes(1, store) as (a,):
+        async with nodes(url, 1) as (a,):
             for spot_id, kind in (("d-1", "kept"), ("d-2", "fresh"), ("d-3", "pinned")):
                 await a.client.request(spot_id, Put(1), reply=Where).instance_spot(kind)
-            async with another_node(store, 1) as b:
+            async with another_node(url, 1) as b:
                 drained = await a.drain()
                 assert sorted(r.ref.spot_id for r in drained.moved) == ["d-1", "d-2"]
                 assert [r.ref.spot_id for r in drained.not_moved] == ["d-3"]
@@ -316,11 +368,11 @@ async def test_drain_moves_every_movable_spot_and_lists_the_rest():
                 assert ref.node_rid == b.node_rid
 
 
-async def test_a_second_relocation_of_a_moving_spot_is_refused():
+async def test_a_second_relocation_of_a_moving_spot_is_refused(url: str):
     KNOBS["gate"] = trio.Event()
     KNOBS["holding"] = trio.Event()
     with trio.fail_after(20):
-        async with nodes(2) as (a, _b), trio.open_nursery() as nursery:
+        async with nodes(url, 2) as (a, _b), trio.open_nursery() as nursery:
             await a.client.request("k-8", Put(1), reply=Where).instance_spot("kept")
             await a.client.send("k-8", Hold("running"))
             await KNOBS["holding"].wait()
@@ -329,8 +381,9 @@ async def test_a_second_relocation_of_a_moving_spot_is_refused():
             async def relocate() -> None:
                 first.append(await a.relocate("k-8", to="node-1"))
 
-            nursery.start_soon(relocate)
-            await trio.testing.wait_all_tasks_blocked()
+            with on_step("PlannedRelocation", "seal") as sealed:
+                nursery.start_soon(relocate)
+                await sealed.wait()
             second = await a.relocate("k-8", to="node-1")
             assert second.outcome is zl.RelocationOutcome.REFUSED
             KNOBS["gate"].set()
