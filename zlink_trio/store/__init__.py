@@ -12,10 +12,12 @@ Modules:
                    Location Store contract (begin, seal, accept relay-ready, commit, abort)
 - ``values``    -- the frozen values and errors the protocols return or raise
                    (:class:`Page`, :class:`InboxRecord`, statistics, :class:`AuthorityExists`, ...)
-- ``open``      -- :func:`open_store` and the URL schemes (:data:`SCHEMES`)
+- ``open``      -- :func:`open_store` and the URL schemes (:data:`SCHEMES`); with
+                   ``relocation=URL`` the Relocation Store comes from a second backend
 - ``memory``    -- the ``memory://`` backend: the rules over in-process dicts
 - ``separate``  -- :class:`SeparateSteps` and :func:`with_combined`: the combined
-                   transactions as separate calls, for a store without its own
+                   transactions as separate calls, for a store without its own;
+                   :class:`SplitStore`: the two halves in two backends
 - ``rules/``    -- the pure transaction functions every backend matches (the oracle)
 - ``sqlite/``   -- the ``sqlite:///path.db`` backend (one file, processes of one host)
 - ``redis/``    -- the ``redis://host:port/db`` backend (coredis, imported only on open)
@@ -31,6 +33,7 @@ from zlink_trio.store.protocol import Store as Store
 from zlink_trio.store.protocol import StorePair as StorePair
 from zlink_trio.store.relocation_steps import RelocationSteps as RelocationSteps
 from zlink_trio.store.separate import SeparateSteps as SeparateSteps
+from zlink_trio.store.separate import SplitStore as SplitStore
 from zlink_trio.store.separate import with_combined as with_combined
 from zlink_trio.store.values import MAX_INBOX_READ as MAX_INBOX_READ
 from zlink_trio.store.values import MAX_PAGE_BYTES as MAX_PAGE_BYTES
@@ -63,6 +66,7 @@ __all__ = (
     "RelocationStore",
     "RootIntegrityError",
     "SeparateSteps",
+    "SplitStore",
     "Store",
     "StorePair",
     "open_store",

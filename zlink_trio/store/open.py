@@ -1,4 +1,4 @@
-"""``open_store(url)``: choose a store backend by URL.
+"""``open_store(url)``: choose a store backend by URL, optionally a second one for relocation.
 
 Theory of operation
 -------------------
@@ -14,6 +14,15 @@ yielded as is and stays usable after the block.
 ``redis://host:port/db`` opens the Redis backend (``store/redis/``).
 Any other scheme is refused with :class:`InvalidConfiguration` raised before
 anything is opened.
+
+By default one backend holds both stores and runs the combined cold-activation
+transactions itself. ``relocation=URL`` puts the Relocation Store apart (spec 06:
+it "may share a Redis deployment, but not a keyspace"): the Location Store comes
+from ``url`` and the Relocation Store from the second URL -- any two schemes, or
+the same scheme with another file, database or key prefix -- and the result is a
+:class:`SplitStore`, whose ``combined`` is :class:`SeparateSteps` because no
+transaction spans two backends. Both URLs are parsed before either backend is
+opened, and leaving the block closes both. The same URL twice is one store.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import trio
 
 from zlink_trio.core.errors import InvalidConfiguration
 from zlink_trio.store.memory import MemoryStore
+from zlink_trio.store.separate import SplitStore
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -50,21 +60,81 @@ def _memory_name(url: str) -> str:
     return parts.netloc
 
 
+def _scheme(url: object) -> str:
+    """The known, available scheme of ``url``; :class:`InvalidConfiguration` otherwise."""
+    scheme = url.partition("://")[0].lower() if isinstance(url, str) and "://" in url else ""
+    if scheme in _PLANNED:
+        raise InvalidConfiguration(
+            f"store URL {url!r}: the {scheme} backend is not yet available; use 'memory://' "
+            "for now"
+        )
+    if scheme not in SCHEMES:
+        raise InvalidConfiguration(
+            f"store URL {url!r} has an unknown scheme; use one of "
+            f"{', '.join(s + '://' for s in SCHEMES)} (available today: "
+            f"{', '.join(s + '://' for s in SCHEMES if s not in _PLANNED)})"
+        )
+    return scheme
+
+
+def _check(url: str | MemoryStore) -> None:
+    """Parse ``url`` as its backend will, opening nothing: :class:`InvalidConfiguration`."""
+    if isinstance(url, MemoryStore):
+        return
+    scheme = _scheme(url)
+    if scheme == "sqlite":
+        from zlink_trio.store.sqlite.schema import parse_url
+
+        parse_url(url)
+    elif scheme == "redis":
+        from zlink_trio.store.redis.store import parse_redis_url
+
+        parse_redis_url(url)
+    else:
+        _memory_name(url)
+
+
 @asynccontextmanager
-async def open_store(url: str | MemoryStore) -> AsyncIterator[Store]:
-    """Open the store ``url`` names and yield it (``.location``, ``.relocation``).
+async def open_store(url: str | MemoryStore, *,
+                     relocation: str | None = None) -> AsyncIterator[Store]:
+    """Open the store ``url`` names and yield it (``.location``, ``.relocation``, ``.combined``).
+
+    ``relocation``: ``None`` (default) keeps both stores in the one backend
+    ``url`` names, with its own combined transactions. A URL (any scheme) opens
+    the Relocation Store from it instead and yields a :class:`SplitStore`: the
+    Location Store of ``url``, the Relocation Store of ``relocation``, and
+    :class:`SeparateSteps` as ``combined``. The same URL as ``url`` is the
+    default.
 
     Raises :class:`InvalidConfiguration` for an unknown scheme (the message
     lists the known ones), for a backend not yet available, and for a
-    malformed memory or sqlite URL. Leaving the block releases
-    the store; a shared named memory store is forgotten when its last opener
-    leaves.
+    malformed URL -- with ``relocation``, for either URL before anything is
+    opened. Leaving the block releases the store (both, when split); a shared
+    named memory store is forgotten when its last opener leaves.
     """
+    if relocation is None or relocation == url:
+        async with _open_one(url) as store:
+            yield store
+        return
+    if not isinstance(relocation, str):
+        raise InvalidConfiguration(
+            f"relocation must be a store URL (str) or None, got {type(relocation).__name__}; "
+            "pass e.g. relocation='redis://host:6379/0?prefix=relocation'"
+        )
+    _check(url)
+    _check(relocation)
+    async with _open_one(url) as located, _open_one(relocation) as relocated:
+        yield SplitStore(located.location, relocated.relocation)
+
+
+@asynccontextmanager
+async def _open_one(url: str | MemoryStore) -> AsyncIterator[Store]:
+    """One backend holding both stores (see :func:`open_store`)."""
     if isinstance(url, MemoryStore):
         await trio.lowlevel.checkpoint()
         yield url
         return
-    scheme = url.partition("://")[0].lower() if isinstance(url, str) and "://" in url else ""
+    scheme = _scheme(url)
     if scheme == "sqlite":
         from zlink_trio.store.sqlite import open_sqlite_store
 
@@ -77,17 +147,6 @@ async def open_store(url: str | MemoryStore) -> AsyncIterator[Store]:
         async with open_redis_store(url) as redis_store:
             yield redis_store
         return
-    if scheme in _PLANNED:
-        raise InvalidConfiguration(
-            f"store URL {url!r}: the {scheme} backend is not yet available; use 'memory://' "
-            "for now"
-        )
-    if scheme != "memory":
-        raise InvalidConfiguration(
-            f"store URL {url!r} has an unknown scheme; use one of "
-            f"{', '.join(s + '://' for s in SCHEMES)} (available today: "
-            f"{', '.join(s + '://' for s in SCHEMES if s not in _PLANNED)})"
-        )
     name = _memory_name(url)
     await trio.lowlevel.checkpoint()
     if not name:

@@ -26,6 +26,10 @@ the same recovery after a refusal:
   runtime also uses it when a built-in ``finish_first_record`` refuses with
   StaleFence (a close changed the record since Ready), for that re-read.
 
+:class:`SplitStore` is a store whose halves live in two backends
+(``open_store(url, relocation=url2)``): it always has :class:`SeparateSteps` as
+``combined``, since no transaction spans two backends.
+
 Each step keeps its own guarantees (one transaction each); only the grouping is
 lost. ``tests/store/test_combined_conformance.py`` runs the same suite against the
 built-in transactions and against this adapter over every backend.
@@ -55,7 +59,7 @@ if TYPE_CHECKING:
         StorePair,
     )
 
-__all__ = ("SeparateSteps", "with_combined")
+__all__ = ("SeparateSteps", "SplitStore", "with_combined")
 
 
 class SeparateSteps:
@@ -115,30 +119,45 @@ class SeparateSteps:
                 spot_id, object_generation=generation, expected_version=record.store_version)
 
 
-class _WithSeparateSteps:
+class SplitStore:
+    """A :class:`Store` whose two halves live apart; ``combined`` is :class:`SeparateSteps`.
+
+    What ``open_store(url, relocation=url2)`` yields: the Location Store of one
+    backend and the Relocation Store of another (spec 06: the Relocation Store "may
+    share a Redis deployment, but not a keyspace"). No transaction can span two
+    backends, so the combined cold-activation groups are the separate calls.
+    """
+
+    def __init__(self, location: LocationStore, relocation: RelocationStore) -> None:
+        self._location = location
+        self._relocation = relocation
+        self._combined = SeparateSteps(location, relocation)
+
+    @property
+    def location(self) -> LocationStore:
+        """The Location Store (authority, descriptors, capacity)."""
+        return self._location
+
+    @property
+    def relocation(self) -> RelocationStore:
+        """The Relocation Store (roots, inboxes), in its own backend."""
+        return self._relocation
+
+    @property
+    def combined(self) -> SeparateSteps:
+        """The separate steps over the two halves."""
+        return self._combined
+
+
+class _WithSeparateSteps(SplitStore):
     """A store without ``combined``, completed by :class:`SeparateSteps` over its halves.
 
     Every other attribute is the wrapped store's.
     """
 
     def __init__(self, store: StorePair) -> None:
+        super().__init__(store.location, store.relocation)
         self._store = store
-        self._combined = SeparateSteps(store.location, store.relocation)
-
-    @property
-    def location(self) -> LocationStore:
-        """The wrapped store's Location Store."""
-        return self._store.location
-
-    @property
-    def relocation(self) -> RelocationStore:
-        """The wrapped store's Relocation Store."""
-        return self._store.relocation
-
-    @property
-    def combined(self) -> CombinedTransactions:
-        """The separate steps over the two halves."""
-        return self._combined
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
@@ -157,6 +176,7 @@ def with_combined(store: StorePair) -> Store:
 
 
 if TYPE_CHECKING:
-    def _conforms(steps: SeparateSteps) -> CombinedTransactions:
-        # mypy proves here that the adapter satisfies the protocol.
-        return steps
+    def _conforms(steps: SeparateSteps, split: SplitStore) -> tuple[CombinedTransactions,
+                                                                   Store]:
+        # mypy proves here that the adapter and the split store satisfy the protocols.
+        return steps, split

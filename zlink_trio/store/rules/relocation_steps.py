@@ -56,15 +56,16 @@ def check_target(target: OwnerFence) -> None:
 def _fenced(state: LocationState, fence: AuthorityFence, *allowed: AuthorityState
             ) -> AuthorityRecord:
     record = state.records.get(fence.spot_id)
-    if record is None or not _matches(record, fence) or record.state not in allowed:
-        found = "missing" if record is None else (
-            f"{record.state.value}, generation {record.object_generation}, owner generation "
-            f"{record.owner_generation}, owner {record.owner}")
-        raise StaleFence(
-            f"{fence.spot_id!r} is {found}; the relocation fence does not match (expected "
-            f"{'/'.join(s.value for s in allowed)}); re-read the authority"
-        )
-    return record
+    if record is not None and _matches(record, fence) and record.state in allowed:
+        return record
+    expected = "/".join(s.value for s in allowed)
+    found = "missing" if record is None else (
+        f"{record.state.value}, generation {record.object_generation}, owner generation "
+        f"{record.owner_generation}, owner {record.owner}")
+    why = (f"this step needs {expected}" if _matches(record, fence)
+           else f"the relocation fence does not match (this step needs {expected})")
+    raise StaleFence(f"{fence.spot_id!r} is {found}: {why}; re-read the authority and take "
+                     "the step its state allows")
 
 
 def txn_begin_relocation(state: LocationState, fence: AuthorityFence, *, target: OwnerFence,
