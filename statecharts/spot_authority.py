@@ -42,7 +42,8 @@ Relocation of an existing owner (06 §6.1, §8):
 * ``abort_relocation`` -- from ``relocating`` or ``sealed`` back to ``ready`` at the
   source (held ingress returns to the source queue in arrival order).
 
-Close, idle eviction and a new relocation are refused while relocating or sealed:
+Close, idle eviction and a new relocation are refused while relocating, sealed or
+relay-ready:
 a close that meets a move is ``Unavailable`` (06 §7), and idle-eviction candidates
 must not participate in relocation (09 §5).  An owner whose lease expired keeps its
 record (the resolver reports ``Unavailable``, 09 §3); what happens next belongs to the

@@ -388,3 +388,23 @@ async def test_a_second_relocation_of_a_moving_spot_is_refused(url: str):
             assert second.outcome is zl.RelocationOutcome.REFUSED
             KNOBS["gate"].set()
     assert first[0].outcome is zl.RelocationOutcome.COMMITTED
+
+
+async def test_a_relocation_store_apart_carries_the_moves_payload(tmp_path: Path):
+    location = f"sqlite://{tmp_path / 'location.db'}"
+    relocation = f"sqlite://{tmp_path / 'relocation.db'}"
+    with trio.fail_after(20):
+        async with AsyncExitStack() as stack:
+            a, b = [await stack.enter_async_context(zl.open_node(
+                f"node-{i}", store=location, relocation_store=relocation, spots=SPOTS,
+                placement_weight=1.0 - i)) for i in range(2)]
+            await a.client.request("s-1", Put(4), reply=Where).instance_spot("kept")
+            assert (await a.relocate("s-1", to="node-1")).outcome is \
+                zl.RelocationOutcome.COMMITTED
+            assert await a.client.request("s-1", Put(1), reply=Where) == Where(5, str(b.node_rid))
+            async with open_store(relocation) as apart, open_store(location) as loc:
+                assert (await apart.relocation.statistics()).roots == 0  # payload deleted
+                assert (await loc.location.statistics()).ready >= 1
+    with pytest.raises(zl.InvalidConfiguration):
+        async with zl.open_node("bad", store=location, relocation_store="nope://x"):
+            pass

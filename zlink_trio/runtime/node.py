@@ -231,6 +231,7 @@ async def open_node(
     node_id: str,
     *,
     store: str | MemoryStore = "memory://",
+    relocation_store: str | None = None,
     mesh: str = "world",
     spots: Iterable[object] = (),
     listen: str | None = "127.0.0.1:0",
@@ -254,7 +255,11 @@ async def open_node(
     """Run a node serving ``spots`` in ``mesh`` for the duration of the ``async with`` block.
 
     ``store`` is a URL (``"memory://"``, ``"memory://<name>"``, ``"sqlite:///path.db"``,
-    ``"redis://host:port/db"``) or a shared :class:`MemoryStore`.
+    ``"redis://host:port/db"``) or a shared :class:`MemoryStore`. ``relocation_store``
+    (a URL) keeps the Relocation Store -- activation envelopes, creation requests,
+    relocation payloads, activation inboxes -- in another backend; by default it lives
+    in ``store``'s backend under its own key prefix or tables (06: "may share a
+    deployment, but not a keyspace").
 
     Mesh: the node serves websocket links on ``listen`` (``"127.0.0.1:0"``: any free
     loopback port; ``None``: no links, so only Spots this node owns are reachable) and
@@ -299,7 +304,7 @@ async def open_node(
     node_rid = NodeRid.generate(random_bytes) if random_bytes else NodeRid.generate()
     try:
         rng = random_bytes or os.urandom
-        async with open_store(store) as opened, open_mesh(
+        async with open_store(store, relocation=relocation_store) as opened, open_mesh(
                 settings, node_id, node_rid, mesh, rng) as (links, transport):
             if transport is not None and endpoint is None:
                 options = attrs.evolve(options, endpoint=transport.endpoint)
