@@ -187,10 +187,11 @@ class InFlight:
                 # even where the hung call could not be cancelled (opening a store).
                 self.clock.autojump_threshold = 0
 
-    def open_store(self, real: Callable[[str | MemoryStore], Any]) -> Callable[..., Any]:
+    def open_store(self, real: Callable[..., Any]) -> Callable[..., Any]:
         @asynccontextmanager
-        async def opener(url: str | MemoryStore) -> AsyncIterator[Store]:
-            manager = real(url)
+        async def opener(url: str | MemoryStore, *,
+                         relocation: str | None = None) -> AsyncIterator[Store]:
+            manager = real(url, relocation=relocation)
             with self.io(f"open_store({url!r})", scoped=False):
                 opened = await manager.__aenter__()
             try:

@@ -28,7 +28,7 @@ async def test_a_store_without_combined_activates_through_the_separate_steps(
     shared = MemoryStore()
 
     @asynccontextmanager
-    async def halves_only(url):
+    async def halves_only(url, *, relocation=None):
         async with open_store(url) as opened:
             yield SimpleNamespace(location=opened.location, relocation=opened.relocation)
 

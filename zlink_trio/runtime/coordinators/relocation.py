@@ -146,6 +146,10 @@ async def relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
         return _refused(ref, state, RELOCATION.ev.relocation_disabled,
                         f"{record.stable_type!r} is declared DisableRelocation")
     host = rt.catalog.hosts.get(spot_id)
+    if host is not None and not host.first_record_settled:
+        # Just activated: its first message's durable record is being cleaned up.
+        with trio.move_on_at(deadline.at):
+            await host.wait_first_record()
     if (record.state is not AuthorityState.READY or host is None or host.move is not None
             or host.generation != record.object_generation
             or not host.first_record_settled):

@@ -5,12 +5,11 @@ Theory of operation
 A :class:`Host` is created by a coordinator (cold activation or user create) once the
 store granted a reservation.  It keeps the ``Incarnation`` chart's state id:
 
-* ``activating`` -- the coordinator builds the instance (:meth:`Host.build`); the host
-  is not in the catalog, so nothing can reach it.
-* ``commit_ready`` -> ``barrier_closed`` and ``open_barrier`` -> ``serving`` happen in
-  the coordinator's synchronous continuation right after CommitReady, together with
-  the catalog registration and (cold activation) the restored first record, so no
-  message can be admitted between the commit and the route (09 §3).
+* ``activating`` -- the coordinator builds the instance (:meth:`Host.build`); not in
+  the catalog yet, so nothing can reach it.  ``commit_ready`` -> ``barrier_closed`` ->
+  ``open_barrier`` -> ``serving`` happen in the coordinator's continuation right after
+  CommitReady, with the catalog registration and (cold activation) the restored first
+  record: no message is admitted between the commit and the route (09 §3).
 * ``serving`` -- :meth:`Host.run` (a task in the catalog's nursery) takes one turn at a
   time from the two lanes (lifecycle first, then application, ``core.lanes``);
   a reservation is returned when its turn ends, whatever the outcome.
@@ -113,6 +112,7 @@ class Host:
         self._fence: AuthorityFence | None = None
         self._self_close = False
         self._first: FirstRecord | None = None
+        self._first_cleanup: trio.Event | None = None
         #: The node lost its lease: finish without any store write.
         self.ownership_lost = False
         #: The catalog that registered this host (set by ``Catalog.register``).
@@ -160,11 +160,10 @@ class Host:
         self.state = step(INCARNATION, self.state, INCARNATION.ev.commit_ready)
         if first is not None:
             self._first = first.first
+            self._first_cleanup = trio.Event()
             self.lanes.application.push_front(first, 0)
         self.state = step(INCARNATION, self.state, INCARNATION.ev.open_barrier)
         self.last_work_finished_at = trio.current_time()
-
-    # ------------------------------------------------------------------ admission
 
     @property
     def sealed(self) -> bool:
@@ -195,8 +194,6 @@ class Host:
         stats = self.lanes.statistics()
         return (stats.application.queued + stats.lifecycle.queued,
                 stats.application.running + stats.lifecycle.running)
-
-    # ------------------------------------------------------------------ timers
 
     def add_timer(self, delay: float, callback: Callable[[], Awaitable[object]],
                   period: float | None) -> TimerId:
@@ -322,6 +319,12 @@ class Host:
         """Whether no first-record cleanup of a cold activation is pending (06 §4.1 step 12)."""
         return self._first is None or self._first.done
 
+    async def wait_first_record(self) -> None:
+        """Wait until the first record's cleanup ran (done or failed); the caller bounds it."""
+        cleanup = self._first_cleanup
+        if cleanup is not None:
+            await cleanup.wait()
+
     async def _bounded(self, what: str, call: Callable[[], Awaitable[object]]) -> None:
         """One store call of the (shielded) cleanup, bounded by ``default_timeout``; logged."""
         timeout = self.rt.options.default_timeout
@@ -427,6 +430,8 @@ class Host:
             if crash_points.ARMED:
                 crash_points.point("cold", "after_first_handler_before_completion")
             await record_first_completion(self.rt, self.spot_id, self.generation, item.first)
+            if self._first_cleanup is not None:
+                self._first_cleanup.set()
 
     def _fail_queued(self, error: Unavailable) -> None:
         """Complete every queued request with ``error`` without running it (sends are dropped
