@@ -27,6 +27,23 @@ step                                       cold  create  where
                                                          completion not recorded
 =========================================  ====  ======  ================================
 
+A planned relocation (flow ``relocation``, 06 §6.1, §8) has steps on both nodes:
+
+=====================================  ======  =============================================
+step                                   node    where
+=====================================  ======  =============================================
+``before_seal``                        source  BeginRelocation done (Relocating), not sealed
+``sealed``                             source  sealed in the store and the host, no capture
+``captured``                           source  the payload root stored, command 60 not sent
+``target_reserved``                    target  the Sealed record checked, no shell built
+``restored``                           target  the shell built and restored, no relay-ready
+``relay_ready``                        target  relay-ready recorded, not committed
+``target_committed``                   target  the authority committed, the host not open
+``committed``                          source  the target's answer in, no Message Follow
+                                               route, the source not disposed
+``relaying``                           source  disposed, the hold not relayed yet
+=====================================  ======  =============================================
+
 Cold activation writes through the store's combined transactions (``store.combined``:
 one transaction each on every built-in backend): the root and Reserve, the first inbox
 record and CommitReady, and the cursor, pointer and root cleanup are one call each, so
@@ -40,13 +57,17 @@ import os
 import signal
 from typing import Final
 
-__all__ = ("ARMED", "COLD_STEPS", "CREATE_STEPS", "point")
+__all__ = ("ARMED", "COLD_STEPS", "CREATE_STEPS", "RELOCATION_STEPS", "point")
 
 COLD_STEPS: Final = frozenset({
     "after_reserve", "in_factory", "after_factory_before_commit",
     "after_ready_before_restore", "after_first_handler_before_completion",
 })
 CREATE_STEPS: Final = frozenset({"after_reserve", "in_factory", "after_factory_before_commit"})
+RELOCATION_STEPS: Final = frozenset({
+    "before_seal", "sealed", "captured", "target_reserved", "restored", "relay_ready",
+    "target_committed", "committed", "relaying",
+})
 
 _AT: Final = os.environ.get("ZLINK_CRASH_AT") or None
 #: Whether a crash step is configured (read once at import).

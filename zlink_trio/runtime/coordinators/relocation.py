@@ -47,6 +47,7 @@ from zlink_trio.core.errors import InvalidOperation, NotFound, Unavailable, ZLin
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityState, OwnerFence, SpotRef
 from zlink_trio.runtime.charts import INCARNATION, RELOCATION, step
+from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.coordinators.relocation_capture import capture
 from zlink_trio.runtime.coordinators.relocation_target import choose_target
 from zlink_trio.runtime.declaration.policies import DisableRelocation
@@ -182,6 +183,8 @@ async def relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
 async def _run(job: _Relocation) -> RelocationResult:
     rt = job.rt
     sealed = False
+    if crash_points.ARMED:
+        crash_points.point("relocation", "before_seal")
     with trio.move_on_at(job.deadline.at):
         try:
             with trio.CancelScope(shield=True):
@@ -190,12 +193,16 @@ async def _run(job: _Relocation) -> RelocationResult:
             job.move.seal()
             sealed = True
             job.step(RELOCATION.ev.seal)
+            if crash_points.ARMED:
+                crash_points.point("relocation", "sealed")
             await job.move.wait_no_turn()
             link = await rt.peers.link_to(job.claim)
             payload, job.correlations = capture(rt, job.host, job.record, link)
             with trio.CancelScope(shield=True):
                 job.root = await rt.store.relocation.put_root(payload.encode())
             job.step(RELOCATION.ev.capture_done)
+            if crash_points.ARMED:
+                crash_points.point("relocation", "captured")
         except ZLinkError as exc:
             aborted = await _abort(job, exc.message, sealed=sealed)
             return aborted or await _settle(job, exc.message)
@@ -212,6 +219,8 @@ async def _run(job: _Relocation) -> RelocationResult:
 async def _committed(job: _Relocation, ref: SpotRef) -> RelocationResult:
     """The target committed: follow route, dispose of the source, relay the hold."""
     rt = job.rt
+    if crash_points.ARMED:
+        crash_points.point("relocation", "committed")
     for event in (RELOCATION.ev.target_reserved, RELOCATION.ev.target_restored,
                   RELOCATION.ev.accept_relay_ready, RELOCATION.ev.commit_relocation):
         job.step(event)
@@ -224,6 +233,8 @@ async def _committed(job: _Relocation, ref: SpotRef) -> RelocationResult:
     if rt.options.message_follow_duration > 0:
         rt.follow.install(route)
     _moved, held = job.move.finish()
+    if crash_points.ARMED:
+        crash_points.point("relocation", "relaying")
     with trio.CancelScope(shield=True):
         await job.host.moved_away()
         if held:

@@ -48,6 +48,7 @@ from zlink_trio.core.errors import (
 from zlink_trio.core.records import AuthorityState
 from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.charts import RELOCATION, step
+from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.coordinators.relocation_payload import RelocationPayload
 from zlink_trio.runtime.declaration.policies import PreserveStateWith
 from zlink_trio.runtime.declaration.spot_types import relocation_of
@@ -170,12 +171,16 @@ async def _take_over(rt: NodeRuntime, link: Link, frame: RelocateSpot) -> Outcom
     assert record is not None
     payload = RelocationPayload.decode(await rt.store.relocation.get_root(frame.payload))
     state = step(RELOCATION, RELOCATION.st.captured, RELOCATION.ev.target_reserved)
+    if crash_points.ARMED:
+        crash_points.point("relocation", "target_reserved")
     deadline = deadline_from_wall_ms(frame.deadline_ms)
     with trio.move_on_at(deadline.at) as scope:
         host, queue = await _shell(rt, spot_type, record, payload)
     if scope.cancelled_caught:
         raise DeadlineExceeded(f"restoring Spot {frame.spot_id!r} did not finish before the "
                                "relocation's deadline; nothing moved")
+    if crash_points.ARMED:
+        crash_points.point("relocation", "restored")
     state = step(RELOCATION, step(RELOCATION, state, RELOCATION.ev.target_restored),
                  RELOCATION.ev.accept_relay_ready)
     with trio.CancelScope(shield=True):
@@ -185,8 +190,12 @@ async def _take_over(rt: NodeRuntime, link: Link, frame: RelocateSpot) -> Outcom
         except ZLinkError:
             await host.activation_failed()
             raise
+        if crash_points.ARMED:
+            crash_points.point("relocation", "relay_ready")
         # Past relay-ready the source is never restored: commit, retrying what is transient.
         ready = await _commit(rt, host, relay)
+        if crash_points.ARMED:
+            crash_points.point("relocation", "target_committed")
         step(RELOCATION, state, RELOCATION.ev.commit_relocation)
         # The replies of the moved requests go to the source, which registered them.
         open_moved(host, [
