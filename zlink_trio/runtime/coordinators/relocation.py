@@ -231,6 +231,7 @@ async def _committed(job: _Relocation, ref: SpotRef) -> RelocationResult:
         target_owner_generation=record.owner_generation + 1,
         expires_at=trio.current_time() + rt.options.message_follow_duration)
     if rt.options.message_follow_duration > 0:
+        rt.follow.sweep(trio.current_time())  # each move drops the routes that expired
         rt.follow.install(route)
     _moved, held = job.move.finish()
     if crash_points.ARMED:
