@@ -24,7 +24,7 @@ call's uuid4 (random, non-zero with overwhelming probability; 1 otherwise).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from zlink_trio.core.errors import (
     InvalidOperation,
@@ -51,7 +51,11 @@ if TYPE_CHECKING:
     from zlink_trio.transport import Link
     from zlink_trio.wire.frames import Frame, Route
 
-__all__ = ("operation_number", "round_trip", "send_spot_message")
+__all__ = ("completer", "decode_reply", "operation_number", "outcome_of", "round_trip",
+           "send_spot_message")
+
+
+OutcomeT = TypeVar("OutcomeT")
 
 
 def operation_number(op_id: str) -> int:
@@ -143,6 +147,20 @@ def send_spot_message(rt: NodeRuntime, call: Delivery, link: Link,
             rt.peers.forget(correlation)
         raise
     rt.peers.queued_on(link)  # over TLS the requester's flush writes it
+
+
+def outcome_of(reply: Reply, expected: type[OutcomeT], what: str) -> OutcomeT:
+    """The outcome of ``reply`` as ``expected``; its typed error for a ``Failure``.
+
+    Any other outcome is a :class:`RemoteProtocolError` (a broken peer).
+    """
+    outcome = reply.outcome
+    if isinstance(outcome, Failure):
+        raise outcome.to_error()
+    if not isinstance(outcome, expected):
+        raise RemoteProtocolError(f"{what} was answered with {outcome!r}; the peer is broken "
+                                  "or speaks another protocol version")
+    return outcome
 
 
 async def round_trip(rt: NodeRuntime, link: Link, deadline: Deadline,

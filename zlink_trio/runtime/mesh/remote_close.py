@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from zlink_trio.core.errors import DeadlineExceeded, RemoteProtocolError, StaleRoute
+from zlink_trio.core.errors import DeadlineExceeded, StaleRoute
 from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.charts import CLOSE
 from zlink_trio.runtime.coordinators.close_operation import close_here
-from zlink_trio.runtime.mesh.remote_calls import operation_number, round_trip
-from zlink_trio.wire.frames import CloseOutcome, Failure, UserSpotClose
+from zlink_trio.runtime.mesh.remote_calls import operation_number, outcome_of, round_trip
+from zlink_trio.wire.frames import CloseOutcome, UserSpotClose
 
 if TYPE_CHECKING:
     from zlink_trio.core.deadline import Deadline
@@ -46,14 +46,9 @@ async def close_remote(rt: NodeRuntime, ref: SpotRef, record: AuthorityRecord,
             target=record.owner, expected_owner_generation=record.owner_generation,
             expected_store_version=record.store_version, deadline_ms=deadline.wall_ms)
 
-    reply = await round_trip(rt, link, deadline, frame, f"closing Spot {ref.spot_id!r}")
-    outcome = reply.outcome
-    if isinstance(outcome, Failure):
-        raise outcome.to_error()
-    if not isinstance(outcome, CloseOutcome):
-        raise RemoteProtocolError(f"the owner answered a close with {outcome!r}; the peer is "
-                                  "broken or speaks another protocol version")
-    return outcome.closed
+    what = f"closing Spot {ref.spot_id!r}"
+    reply = await round_trip(rt, link, deadline, frame, what)
+    return outcome_of(reply, CloseOutcome, what).closed
 
 
 async def serve_remote_close(rt: NodeRuntime, frame: UserSpotClose) -> Outcome:

@@ -39,7 +39,6 @@ from zlink_trio.core.errors import (
     DeadlineExceeded,
     HandlerError,
     NotFound,
-    RemoteProtocolError,
     StaleRoute,
     StoreUnavailable,
     Unavailable,
@@ -56,9 +55,9 @@ from zlink_trio.runtime.incarnation.host import Host
 from zlink_trio.runtime.incarnation.moving import open_moved
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.mesh.link_reply import LinkReply
-from zlink_trio.runtime.mesh.remote_calls import operation_number, round_trip
+from zlink_trio.runtime.mesh.remote_calls import operation_number, outcome_of, round_trip
 from zlink_trio.runtime.state import LOGGER
-from zlink_trio.wire.frames import Failure, RelocateOutcome, RelocateSpot
+from zlink_trio.wire.frames import RelocateOutcome, RelocateSpot
 
 if TYPE_CHECKING:
     from zlink_trio.core.deadline import Deadline
@@ -88,14 +87,9 @@ async def send_relocate(rt: NodeRuntime, link: Link, sealed: AuthorityRecord,
             expected_store_version=sealed.store_version, payload=root,
             deadline_ms=deadline.wall_ms)
 
-    reply = await round_trip(rt, link, deadline, frame, f"relocating Spot {sealed.spot_id!r}")
-    outcome = reply.outcome
-    if isinstance(outcome, Failure):
-        raise outcome.to_error()
-    if not isinstance(outcome, RelocateOutcome):
-        raise RemoteProtocolError(f"the target answered a relocation with {outcome!r}; the "
-                                  "peer is broken or speaks another protocol version")
-    return outcome.ref
+    what = f"relocating Spot {sealed.spot_id!r}"
+    reply = await round_trip(rt, link, deadline, frame, what)
+    return outcome_of(reply, RelocateOutcome, what).ref
 
 
 # --------------------------------------------------------------------------- target
