@@ -408,3 +408,16 @@ async def test_a_relocation_store_apart_carries_the_moves_payload(tmp_path: Path
     with pytest.raises(zl.InvalidConfiguration):
         async with zl.open_node("bad", store=location, relocation_store="nope://x"):
             pass
+
+
+async def test_a_caller_whose_route_predates_several_moves_is_still_followed(url: str):
+    # The Spot leaves a, comes back, leaves again: c's route still names a at the owner
+    # generation of before the first move, and a follows it along its latest route.
+    with trio.fail_after(20):
+        async with nodes(url, 3) as (a, b, c):
+            await a.client.request("k-9", Put(1), reply=Where).instance_spot("kept")
+            await c.client.request("k-9", Put(1), reply=Where)  # c's route: a, generation 1
+            for source, to in ((a, "node-1"), (b, "node-0"), (a, "node-1")):
+                assert (await source.relocate("k-9", to=to)).outcome is \
+                    zl.RelocationOutcome.COMMITTED
+            assert await c.client.request("k-9", Put(1), reply=Where) == Where(3, str(b.node_rid))

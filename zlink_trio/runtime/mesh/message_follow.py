@@ -15,8 +15,11 @@ source itself (:func:`relay_held`).
 
 The route is checked before anything is sent: another ObjectGeneration is
 ``InvalidOperation`` (the route belongs to another incarnation); an owner generation
-that is not the one the route was installed for, or an expired or missing route, is
-``Unavailable``.  A Spot that moved again forwards again: each hop raises the owner
+newer than the one the route was installed for, or an expired or missing route, is
+``Unavailable``.  An older one follows too: the Spot was here at that generation,
+came back later and left again, and the caller's route predates all of it.
+
+A Spot that moved again forwards again: each hop raises the owner
 generation by one (it can never loop) and the frame counts its hops -- the ninth is
 refused with ``Unavailable`` (06 §6: "up to 8 hops").  The routes are kept in memory
 only and dropped when they expire; nothing is resent when a forward fails (06 §5).
@@ -64,11 +67,14 @@ def _next_hop(route: FollowRoute, frame: SpotMessage) -> int:
         held, hops = incoming.target_owner_generation, incoming.hops + 1
     else:
         held, hops = incoming.owner_generation, 1
-    if held != route.source_owner_generation:
+    if held > route.source_owner_generation:
+        # Addressed to an owner generation this node never held before its latest move
+        # (an older one did: the Spot came back and left again, and the caller's route
+        # predates that -- it follows the same way).
         raise Unavailable(
-            f"the message to Spot {route.spot_id!r} names owner generation {held}, not the "
-            f"{route.source_owner_generation} this node's Message Follow route was installed "
-            "for; the message was not run. Send a new call"
+            f"the message to Spot {route.spot_id!r} names owner generation {held}, newer "
+            f"than the {route.source_owner_generation} this node's Message Follow route "
+            "was installed for; the message was not run. Send a new call"
         )
     if hops > MAX_HOPS:
         raise Unavailable(

@@ -31,6 +31,7 @@ from zlink_trio.core.errors import (
     RemoteProtocolError,
     StaleRoute,
     TypeMismatch,
+    Unavailable,
     ZLinkError,
 )
 from zlink_trio.runtime.calls.completion import Completion
@@ -109,7 +110,7 @@ def completer(rt: NodeRuntime, call: Delivery) -> Callable[[Reply], None]:
                 )
             completion.set_result(decode_reply(rt, call.reply, outcome))
         except ZLinkError as exc:
-            if isinstance(exc, StaleRoute):  # the next call resolves afresh (06 §5)
+            if isinstance(exc, StaleRoute | Unavailable):  # the next call resolves afresh
                 rt.route_cache.invalidate(call.spot_id)
             completion.set_error(exc)
         except Exception as exc:  # never let one bad reply take the link down
