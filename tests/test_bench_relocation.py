@@ -87,3 +87,19 @@ async def test_a_record_that_lost_or_doubled_messages_on_a_move_is_counted(
         figures = await measure_relocation(["memory"], moves=2, redis_url="", quick=True)
     counts: Any = figures[key]
     assert counts["memory"] > 0
+
+
+async def test_a_move_that_does_not_commit_is_reported_null_with_the_reason(monkeypatch) -> None:
+    def refuse(self: moving.RecordAdapter, spot: Any) -> bytes:
+        raise RuntimeError("capture refused")
+
+    monkeypatch.setattr(moving.RecordAdapter, "capture", refuse)
+    with trio.fail_after(60):
+        figures = await measure_relocation(["memory"], moves=2, redis_url="", quick=True)
+    for key in PER_BACKEND:
+        assert figures[key] == {"memory": None}, key
+    reasons: Any = figures["unavailable"]
+    assert "ABORTED" in reasons["relocation_memory"]
+    assert "capture refused" in reasons["relocation_memory"]
+    assert figures["follow_relay_per_s"] is None  # its move is refused the same way
+    assert "capture refused" in reasons["follow_relay"]

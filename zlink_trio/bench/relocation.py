@@ -228,6 +228,7 @@ async def measure_relocation(backends: Sequence[str], *, moves: int, redis_url: 
     duplicated: dict[str, object] = {}
     load: dict[str, object] = {}
     unavailable: dict[str, str] = {}
+    opened: list[str] = []
     for backend in backends:
         ms[backend] = lost[backend] = duplicated[backend] = load[backend] = None
         try:
@@ -237,6 +238,7 @@ async def measure_relocation(backends: Sequence[str], *, moves: int, redis_url: 
                 except (zl.ZLinkError, OSError) as exc:
                     unavailable[backend] = f"{type(exc).__name__}: {exc}"
                     continue
+                opened.append(backend)
                 figures = await _backend(url, moves)
         except (zl.ZLinkError, OSError) as exc:
             unavailable[f"relocation_{backend}"] = f"{type(exc).__name__}: {exc}"
@@ -251,8 +253,7 @@ async def measure_relocation(backends: Sequence[str], *, moves: int, redis_url: 
         "relocation_duplicated_messages": duplicated,
         "relocation_load": load,
     }
-    measured = [b for b in backends if ms.get(b) is not None]
-    follow_backend = "sqlite" if "sqlite" in measured else next(iter(measured), None)
+    follow_backend = "sqlite" if "sqlite" in opened else next(iter(opened), None)
     result["follow_relay_per_s"] = result["follow_relay_ratio"] = None
     if follow_backend is None:
         unavailable["follow_relay"] = "no store backend could be opened"
