@@ -10,12 +10,13 @@ every move. Each handler run is also counted in :data:`HANDLED`, keyed by Spot I
 and sequence number -- the nodes share the benchmark process, so that counter sees
 the runs the moved state may have lost (a turn at the source after the capture).
 
-:func:`tally` compares both with what the sender saw accepted: a message is
-**lost** when a request returned its reply but the number is not in the Spot's
-final record, **duplicated** when it was handled more than once (two runs, or
-twice in the record). :func:`three_nodes` opens the nodes of one figure on one
-store URL with real loopback links, as separate processes would: ``a`` takes every
-new Spot (placement weight 1), ``b`` and ``c`` only what a ``to=`` names.
+:func:`tally` compares both with what the sender got accepted (a request that
+returned its reply, a send that returned -- outbound admission): a message is
+**lost** when it was accepted but its number is not in the Spot's final record,
+**duplicated** when it was handled more than once (two runs, or twice in the
+record). :func:`three_nodes` opens the nodes of one figure on one store URL with
+real loopback links, as separate processes would: ``bench-a`` takes every new Spot
+(placement weight 1), ``bench-b`` and ``bench-c`` only what a ``to=`` names.
 
 Nothing here is a test: nothing is asserted.
 """
@@ -109,7 +110,8 @@ def tally(records: dict[str, list[int]], accepted: Iterable[tuple[str, int]]) ->
     """Lost and duplicated messages (module docstring).
 
     ``records`` maps each Spot ID to its final :class:`Seen` record; ``accepted`` are
-    the ``(spot_id, n)`` whose request returned a reply.
+    the ``(spot_id, n)`` the sender got accepted (a request answered, a send returned).
+    Only the Spots in ``records`` are counted.
     """
     counts = {spot_id: collections.Counter(seqs) for spot_id, seqs in records.items()}
     empty: collections.Counter[int] = collections.Counter()
