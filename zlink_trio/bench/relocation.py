@@ -72,7 +72,8 @@ if TYPE_CHECKING:
 
 __all__ = ("GAP", "LOAD_PER_S", "measure_relocation")
 
-#: Requests per second ``bench-c`` sends the moving Spot in the loaded figure.
+#: Messages per second ``bench-c`` sends the moving Spot in the loaded figure (requests
+#: and sends in turn).
 LOAD_PER_S: Final = 1_000
 #: Seconds of load before, between and after the two moves of one loaded Spot.
 GAP: Final = 0.03
