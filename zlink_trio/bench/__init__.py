@@ -9,6 +9,9 @@ Every figure beside its physical baseline, in one run; the keys are a contract
 - ``stores``   -- private stores per backend, store-call counting, Reserve/CommitReady timing
 - ``remote``   -- Spot requests between two processes beside a raw websocket echo
 - ``peer``     -- the other process of the remote figures (started by ``remote``)
+- ``relocation`` -- planned moves per backend, idle and under load; lost/duplicated messages
+- ``follow``   -- the Message Follow relay rate beside direct remote requests
+- ``moving``   -- the relocation figures' recording Spot, three nodes on one store, the tally
 - ``raw_ws``   -- the raw websocket echo, the only user of trio-websocket (the ``bench`` extra)
 - ``output``   -- how every benchmark program prints its figures
 - ``__main__`` -- ``python -m zlink_trio.bench``

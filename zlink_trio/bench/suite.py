@@ -12,7 +12,10 @@ it, all in one run (:func:`run`):
   activation makes and the latency of Reserve and CommitReady
   (:mod:`zlink_trio.bench.cold`);
 - remote requests between two processes beside a raw trio-websocket echo
-  between the same two processes (:mod:`zlink_trio.bench.remote`).
+  between the same two processes (:mod:`zlink_trio.bench.remote`);
+- planned relocations on every store backend, idle and under load, with the
+  messages a move lost or duplicated, and the Message Follow relay rate beside
+  direct remote requests (:mod:`zlink_trio.bench.relocation`).
 
 A figure that cannot be measured here -- a backend that cannot be opened (no
 Redis running), the raw websocket echo without trio-websocket (the ``bench``
@@ -37,6 +40,7 @@ import trio
 from zlink_trio.bench.cold import measure_backends
 from zlink_trio.bench.local import measure_local
 from zlink_trio.bench.output import print_figures
+from zlink_trio.bench.relocation import measure_relocation
 from zlink_trio.bench.remote import measure_remote
 from zlink_trio.bench.stores import BACKENDS, DEFAULT_REDIS_URL
 
@@ -61,19 +65,26 @@ def _merge(figures: dict[str, object], more: dict[str, object]) -> None:
 async def run(*, requests: int = 20_000, cold: int = 2_000, idle: int = 2_000,
               txn: int = 2_000, backends: Sequence[str] = BACKENDS,
               redis_url: str = DEFAULT_REDIS_URL, remote: bool = True,
+              moves: int = 50, relocation: bool = True,
               quick: bool = False) -> dict[str, object]:
     """Measure every figure and return them as a JSON-ready dict.
 
     ``requests`` calls per local mode, ``idle`` Spots for the memory figure,
     ``cold`` activations per backend and mode, ``txn`` Reserve/CommitReady pairs per
     backend; ``backends`` is a subset of ``memory``, ``sqlite``, ``redis``. ``remote``
-    adds the two-process figures of :mod:`zlink_trio.bench.remote` (``quick``: short).
+    adds the two-process figures of :mod:`zlink_trio.bench.remote` (``quick``: short);
+    ``relocation`` the figures of :mod:`zlink_trio.bench.relocation` on ``backends``,
+    ``moves`` timed moves per backend and mode.
     """
     figures = await measure_local(requests=requests, idle=idle)
     _merge(figures, await measure_backends(backends, cold=cold, txn=txn, redis_url=redis_url))
     if remote:
         gc.collect()
         _merge(figures, await measure_remote(quick=quick))
+    if relocation:
+        gc.collect()
+        _merge(figures, await measure_relocation(backends, moves=moves, redis_url=redis_url,
+                                                 quick=quick))
     return figures
 
 
@@ -85,15 +96,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="print one JSON object, on the last line of stdout")
     parser.add_argument("--quick", action="store_true", help="fewer iterations (smoke run)")
     parser.add_argument("--backends", default=",".join(BACKENDS),
-                        help="store backends for the cold-activation figures (default: all)")
+                        help="store backends for the cold-activation and relocation figures "
+                             "(default: all)")
     parser.add_argument("--redis", default=DEFAULT_REDIS_URL, help="the Redis to measure")
     parser.add_argument("--no-remote", action="store_true",
                         help="skip the two-process remote request figures")
+    parser.add_argument("--no-relocation", action="store_true",
+                        help="skip the relocation and Message Follow figures")
     args = parser.parse_args(argv)
-    sizes = {"requests": 1_000, "cold": 100, "idle": 100, "txn": 200} if args.quick else {}
+    sizes = ({"requests": 1_000, "cold": 100, "idle": 100, "txn": 200, "moves": 6}
+             if args.quick else {})
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     figures = trio.run(lambda: run(**sizes, backends=backends, redis_url=args.redis,
-                                   remote=not args.no_remote, quick=args.quick))
+                                   remote=not args.no_remote,
+                                   relocation=not args.no_relocation, quick=args.quick))
     print_figures(figures, as_json=args.json)
     return 0
 
