@@ -176,8 +176,8 @@ async def relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
     try:
         return await _run(job)
     finally:
-        if host.move is job.move and host.state != INCARNATION.st.disposed:
-            host.move = None
+        if host.move is job.move and host.state == INCARNATION.st.serving:
+            host.move = None  # refused or aborted before the seal: nothing to hold
 
 
 async def _run(job: _Relocation) -> RelocationResult:
@@ -277,27 +277,49 @@ async def _abort(job: _Relocation, reason: str, *, sealed: bool) -> RelocationRe
 async def _settle(job: _Relocation, why: str) -> RelocationResult:
     """No (good) answer from the target: the store tells whether it passed relay-ready."""
     rt = job.rt
-    spot_id = job.record.spot_id
     with trio.CancelScope(shield=True), trio.move_on_after(rt.options.default_timeout):
-        while True:
-            current = await rt.store.location.find(spot_id)
-            if current is None or current.object_generation != job.record.object_generation:
-                break
-            if current.state in (AuthorityState.RELOCATING, AuthorityState.SEALED):
-                aborted = await _abort(job, why,
-                                       sealed=job.host.state == INCARNATION.st.sealed)
-                if aborted is not None:
-                    return aborted
-            if current.state is AuthorityState.READY and current.owner == job.target:
-                return await _committed(job, current.ref())
-            if current.state is not AuthorityState.RELAY_READY:
-                break
-            await trio.sleep(0.05)  # the target commits within its own deadline
+        return await _follow_store(job, why)
+    # Past relay-ready and not committed yet: the source never serves again, so it keeps
+    # holding and finishes the move whenever the target commits (its restart included).
+    rt.catalog.start_job(lambda: _await_commit(job, why))
+    spot_id = job.record.spot_id
     raise Unavailable(
         f"the relocation of Spot {spot_id!r} passed relay-ready but node "
         f"{job.claim.descriptor.node_id!r} did not commit it ({why}); the Spot is unavailable "
         "until that node commits or restarts"
     )
+
+
+async def _follow_store(job: _Relocation, why: str) -> RelocationResult:
+    """Act on the record once it is not RelayReady any more (polled; the caller bounds it)."""
+    rt = job.rt
+    delay = 0.05
+    while True:
+        current = await rt.store.location.find(job.record.spot_id)
+        if current is None or current.object_generation != job.record.object_generation:
+            raise Unavailable(f"Spot {job.record.spot_id!r} is gone from the store while it "
+                              "moved; it is not recreated")
+        if current.state in (AuthorityState.RELOCATING, AuthorityState.SEALED):
+            aborted = await _abort(job, why, sealed=job.host.state == INCARNATION.st.sealed)
+            if aborted is not None:
+                return aborted
+        elif current.state is AuthorityState.READY and current.owner != job.record.owner:
+            job.target = current.owner  # committed (by a restarted target, maybe)
+            return await _committed(job, current.ref())
+        elif current.state is not AuthorityState.RELAY_READY:
+            raise Unavailable(f"Spot {job.record.spot_id!r} is {current.state.value} under "
+                              f"{current.owner} after its move; nothing more was done")
+        await trio.sleep(delay)  # the target commits within its own deadline
+        delay = min(delay * 2, 1.0)
+
+
+async def _await_commit(job: _Relocation, why: str) -> None:
+    """A catalog job: wait (until the node stops) for the stuck move's commit, then finish."""
+    try:
+        await _follow_store(job, why)
+    except ZLinkError as exc:
+        LOGGER.error("node %r: the move of Spot %r could not be finished: %s", job.rt.node_id,
+                     job.record.spot_id, exc)
 
 
 async def drain(rt: NodeRuntime, deadline: Deadline) -> DrainResult:

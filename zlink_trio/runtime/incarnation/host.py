@@ -182,8 +182,7 @@ class Host:
                 "it is closed (with Instance intent it is activated again)"
             )
         self.rt.check_admission()
-        if self.state == INCARNATION.st.sealed:
-            assert self.move is not None
+        if self.state == INCARNATION.st.sealed and self.move is not None:
             self.move.hold.append((work, payload_size))  # no bound of its own (09 §6)
             return
         self.lanes.application.admit(work, payload_size)
