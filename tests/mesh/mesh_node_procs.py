@@ -210,6 +210,18 @@ _IN_PROCESS_OPTIONS = {"weight": "placement_weight", "lease": "lease",
 
 
 @asynccontextmanager
+async def in_process(name: str, url: str, tmp_path: Path, **options: Any
+                     ) -> AsyncIterator[InProcNode]:
+    """Node ``name`` in this process (``open_mesh`` options), closed when the block ends."""
+    kwargs = {_IN_PROCESS_OPTIONS[key]: value for key, value in options.items()}
+    async with mesh_node_worker.open_session(name, url, str(tmp_path / "factory.log"),
+                                             **kwargs) as session:
+        node = session.node
+        yield InProcNode(name, session, {"ready": True, "node_rid": str(node.node_rid),
+                                         "entry_spot_id": node.entry_spot_id})
+
+
+@asynccontextmanager
 async def open_mesh(url: str, tmp_path: Path, specs: list[dict[str, Any]]
                     ) -> AsyncIterator[list[Any]]:
     """The nodes ``specs`` names (``{"name": ..., "env": {...}, **worker options}``).
@@ -225,13 +237,8 @@ async def open_mesh(url: str, tmp_path: Path, specs: list[dict[str, Any]]
                 options = dict(spec)
                 name = options.pop("name")
                 assert not options.pop("env", None), "a crash step needs a process"
-                kwargs = {_IN_PROCESS_OPTIONS[key]: value for key, value in options.items()}
-                session = await stack.enter_async_context(mesh_node_worker.open_session(
-                    name, url, str(tmp_path / "factory.log"), **kwargs))
-                node = session.node
-                nodes.append(InProcNode(name, session, {
-                    "ready": True, "node_rid": str(node.node_rid),
-                    "entry_spot_id": node.entry_spot_id}))
+                nodes.append(await stack.enter_async_context(
+                    in_process(name, url, tmp_path, **options)))
             yield nodes
         return
     procs: list[NodeProc] = []

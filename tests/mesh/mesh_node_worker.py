@@ -23,8 +23,8 @@ and these commands (see :class:`Session`):
   "node": handler's NodeId}``; ``{"op": "steps", "spot": ID, "seqs": [...]}`` -- those
   requests concurrently, ``{"ok": true, "results": [...]}`` in ``seqs`` order;
   ``{"op": "stream", "spot": ID, "first": N, "stop_after": K, "timeout": S}`` --
-  sequential requests N, N+1, ... until ``stop_stream`` (or K of them), answered with
-  every seq's outcome;
+  sequential requests N, N+1, ... until ``stop_stream``, one fails, or K were sent,
+  answered with every seq's outcome;
 * ``{"op": "hold", "spot": ID}`` -- a request of ``Hold``, whose handler blocks on this
   process's gate while it is closed: ``gate_close``, ``wait_holding`` (the turn is
   running), ``gate_open``;
@@ -378,6 +378,8 @@ class Session:
                 if stop.is_set():
                     break
                 out.append(await self.step(spot, seq, False, timeout))
+                if not out[-1]["ok"]:
+                    break
                 seq += 1
             return {"ok": True, "results": out}
         if op == "stop_stream":
@@ -560,4 +562,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    trio.run(main, parse_args())
+    # Run as the module ``mesh_node_worker`` (its directory is ``sys.path[0]``), not as
+    # ``__main__``: message classes travel by module-qualified name, and the in-process
+    # nodes of the tests import this file as ``mesh_node_worker``.
+    import mesh_node_worker
+
+    trio.run(mesh_node_worker.main, mesh_node_worker.parse_args())
