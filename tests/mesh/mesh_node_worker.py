@@ -30,7 +30,9 @@ and these commands (see :class:`Session`):
   running), ``gate_open``;
 * ``{"op": "relocate", "spot": ID, "to": NODE_ID | null, "timeout": S}``,
   ``{"op": "drain", "timeout": S}``, ``{"op": "hosts"}`` (the Spot IDs this node
-  hosts), ``{"op": "knob", "name": ..., "value": ...}`` (``fail_restore``);
+  hosts), ``{"op": "cached_route", "spot": ID}`` (the owner NodeRid this node's route
+  cache names, or null), ``{"op": "knob", "name": ..., "value": ...}``
+  (``fail_restore``);
 * ``{"op": "wait_step", "chart": ..., "event": ..., "count": K}`` -- until this process
   stepped that chart event K times (the charts' TRACE);
   ``{"op": "wait_held", "spot": ID, "count": K}`` -- until the sealed Spot's relocation
@@ -417,6 +419,9 @@ class Session:
                                   for r in drained.not_moved]}
         if op == "hosts":
             return {"ok": True, "hosts": sorted(node._rt.catalog.hosts)}
+        if op == "cached_route":
+            route = node._rt.route_cache.get(spot, node._rt.now())
+            return {"ok": True, "node_rid": None if route is None else str(route.node_rid)}
         if op == "knob":
             self.knobs[cmd["name"]] = cmd["value"]
             return {"ok": True}

@@ -121,11 +121,13 @@ async def test_message_follow_only_uses_a_committed_route_has_no_relocation_boun
             assert (await c.call(op="join", tag="hold-commit"))["node"] == "s"
 
             # c's route still names s: Message Follow along the committed route.
+            cached = await c.call(op="cached_route", spot=SPOT)
             followed = await c.call(op="step", spot=SPOT, seq=100)
             from_t = await t.call(op="step", spot=SPOT, seq=101)
             hosts = {node.name: (await node.call(op="hosts"))["hosts"] for node in (s, t)}
             record = await store.location.find(SPOT)
     assert ran_while_sealed == {1, 2, 3, 4, 5}  # a held message runs nowhere while sealed
+    assert cached["node_rid"] == s.node_rid  # so the call below took the source's route
     assert [(r["ok"], r["seq"], r["node"]) for r in relayed] == [(True, seq, "t") for seq in held]
     assert sorted(r["count"] for r in relayed) == list(range(6, 6 + HELD))  # each ran once
     assert (followed["ok"], followed["node"], followed["count"]) == (True, "t", 6 + HELD)
