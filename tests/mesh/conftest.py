@@ -3,17 +3,22 @@
 ``mesh_url`` runs a test once per shared backend: ``sqlite`` (a fresh file in
 ``tmp_path``) and ``redis`` (the test Redis of ``tests/store/redis_helpers.py`` under a
 fresh ``?prefix=`` whose keys are deleted afterwards; absent Redis fails under ``CI`` and
-skips locally). Tests that use real sockets run on the real clock: they never take
+skips locally). ``relocation_url`` adds ``memory`` (a fresh named in-process store).
+Tests that use real sockets run on the real clock: they never take
 ``autojump_clock``, and bound themselves with ``trio.fail_after``.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 HERE = Path(__file__).parent
 
@@ -28,9 +33,12 @@ def redis_helpers() -> Any:
     return module
 
 
-@pytest.fixture(params=["sqlite", "redis"])
-async def mesh_url(request, tmp_path):
-    if request.param == "sqlite":
+async def shared_url(backend: str, tmp_path: Path) -> AsyncIterator[str]:
+    """One test's store URL on ``backend`` (``memory``: a fresh named in-process store)."""
+    if backend == "memory":
+        yield f"memory://mesh-{uuid.uuid4().hex}"
+        return
+    if backend == "sqlite":
         yield f"sqlite://{tmp_path / 'mesh.db'}"
         return
     helpers = redis_helpers()
@@ -48,3 +56,17 @@ async def mesh_url(request, tmp_path):
         yield helpers.url_with(prefix)
     finally:
         await helpers.delete_prefix(prefix)
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+async def mesh_url(request, tmp_path):
+    async for url in shared_url(request.param, tmp_path):
+        yield url
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+async def relocation_url(request, tmp_path):
+    """``mesh_url`` plus ``memory``, whose nodes run in the test's process (see
+    ``mesh_node_procs.open_mesh``): the relocation tests run on every backend."""
+    async for url in shared_url(request.param, tmp_path):
+        yield url

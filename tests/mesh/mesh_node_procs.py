@@ -4,7 +4,14 @@
 ready line and yields :class:`NodeProc` handles; when the block ends -- normally, by
 a failure or by cancellation -- every process still running is killed and reaped.
 :meth:`NodeProc.call` sends one JSON command and reads its one-line answer under a
-deadline. :func:`factory_runs` parses the shared side-effect log.
+deadline. :func:`factory_runs` parses the shared side-effect log, :func:`handled_steps`
+the log of the relocation tests' ``Step`` messages.
+
+:func:`open_mesh` starts the nodes of a relocation test: one process each (with its own
+environment, e.g. ``ZLINK_CRASH_AT``) on a SQLite or Redis URL, or -- on ``memory://``,
+which cannot be shared between processes -- every node in this process over real
+loopback links (:class:`InProcNode`: the same commands, answered by the same
+``mesh_node_worker.Session`` code).
 """
 
 from __future__ import annotations
@@ -14,12 +21,15 @@ import json
 import os
 import subprocess
 import sys
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import mesh_node_worker
 import trio
+
+from zlink_trio.store import open_store
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -94,7 +104,7 @@ async def launch(name: str, url: str, tmp_path: Path, *, env: dict[str, str] | N
     argv = [sys.executable, str(WORKER), "--node", name, "--store", url,
             "--log", str(tmp_path / "factory.log"), "--timeout", str(WORKER_LIFETIME)]
     for key, value in options.items():
-        argv += [f"--{key}", str(value)]
+        argv += [f"--{key.replace('_', '-')}", str(value)]
     full_env = dict(os.environ)
     full_env.pop("ZLINK_CRASH_AT", None)
     full_env.update(env or {})
@@ -163,3 +173,85 @@ def runs_per_id(tmp_path: Path) -> dict[str, list[tuple[int, str]]]:
     for spot_id, generation, node in factory_runs(tmp_path):
         by_id[spot_id].append((generation, node))
     return dict(by_id)
+
+
+def handled_steps(tmp_path: Path) -> list[tuple[str, int, str]]:
+    """``(spot_id, seq, node)`` for every ``Step`` any node handled, in log order."""
+    log = tmp_path / "factory.log.handled"
+    if not log.exists():
+        return []
+    steps = []
+    for line in log.read_text().splitlines():
+        _, spot_id, seq, node, _pid = line.split(" ")
+        steps.append((spot_id, int(seq), node))
+    return steps
+
+
+@attrs.define
+class InProcNode:
+    """A node of this process driven like a :class:`NodeProc` (``memory://`` runs)."""
+
+    name: str
+    session: Any
+    info: dict[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def node_rid(self) -> str:
+        return str(self.info["node_rid"])
+
+    async def call(self, answer_within: float = CALL_TIMEOUT, **cmd: Any) -> dict[str, Any]:
+        with trio.fail_after(answer_within):
+            return dict(await self.session.call(cmd))
+
+
+#: ``open_mesh`` option names -> ``open_node`` keywords (in-process nodes).
+_IN_PROCESS_OPTIONS = {"weight": "placement_weight", "lease": "lease",
+                       "default_timeout": "default_timeout", "lane_items": "lane_items"}
+
+
+@asynccontextmanager
+async def in_process(name: str, url: str, tmp_path: Path, **options: Any
+                     ) -> AsyncIterator[InProcNode]:
+    """Node ``name`` in this process (``open_mesh`` options), closed when the block ends."""
+    kwargs = {_IN_PROCESS_OPTIONS[key]: value for key, value in options.items()}
+    async with mesh_node_worker.open_session(name, url, str(tmp_path / "factory.log"),
+                                             **kwargs) as session:
+        node = session.node
+        yield InProcNode(name, session, {"ready": True, "node_rid": str(node.node_rid),
+                                         "entry_spot_id": node.entry_spot_id})
+
+
+@asynccontextmanager
+async def open_mesh(url: str, tmp_path: Path, specs: list[dict[str, Any]]
+                    ) -> AsyncIterator[list[Any]]:
+    """The nodes ``specs`` names (``{"name": ..., "env": {...}, **worker options}``).
+
+    Processes on a shared store URL (killed and reaped when the block ends); on
+    ``memory://`` the nodes run in this process and ``env`` must be empty.
+    """
+    if url.startswith("memory://"):
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(open_store(url))  # the named store lives
+            nodes = []
+            for spec in specs:
+                options = dict(spec)
+                name = options.pop("name")
+                assert not options.pop("env", None), "a crash step needs a process"
+                nodes.append(await stack.enter_async_context(
+                    in_process(name, url, tmp_path, **options)))
+            yield nodes
+        return
+    procs: list[NodeProc] = []
+    try:
+        for spec in specs:
+            options = dict(spec)
+            name = options.pop("name")
+            env = options.pop("env", None)
+            procs.append(await launch(name, url, tmp_path, env=env, **options))
+        async with trio.open_nursery() as nursery:
+            for proc in procs:
+                nursery.start_soon(wait_ready, proc)
+        yield procs
+    finally:
+        for proc in procs:
+            await stop(proc)
