@@ -32,9 +32,7 @@ fixture; each test then checks one scenario:
 * ``test_a_caller_whose_route_names_the_dead_source_reaches_the_target_next`` --
   ``committed`` and ``relaying``: ``c``'s cached route names the dead source.
 
-Where today's runtime does not do what the issue demands, the test asserts the demand
-and is marked ``xfail(strict=True)`` with the reason (``XFAIL_OUTCOME``,
-``XFAIL_STALE_CACHE``). Every process and wait is bounded by a timeout; the wait for a
+Every process and wait is bounded by a timeout; the wait for a
 dead process's lease polls the store with a short pause (no event crosses processes).
 """
 from __future__ import annotations
@@ -90,23 +88,6 @@ SETTLE = 2.0
 #: Each call's own deadline inside the worker.
 CALL = 3.0
 PACE = 0.2
-
-XFAIL_OUTCOME = {
-    "relay_ready": (
-        "runtime bug: when the target dies past relay-ready, relocate() raises Unavailable "
-        "but leaves the source's incarnation sealed with host.move = None (relocate_spot's "
-        "finally); the next admission hits `assert self.move is not None` in Host.admit: "
-        "the source's own caller gets an AssertionError instead of Unavailable, a remote "
-        "caller's link is closed as 'a bug in the handler', and the held requests are "
-        "never answered"),
-}
-XFAIL_STALE_CACHE = (
-    "a caller whose route cache names the dead source keeps getting Unavailable "
-    "('cannot link to node s') until that lifecycle's lease runs out: the failed call does "
-    "not drop the cached route (routing._send_cached), so the next call does not resolve "
-    "afresh (06 §6: 'only the next call performs a fresh resolve') although the store "
-    "already names the serving target")
-
 
 def redis_helpers() -> Any:
     spec = importlib.util.spec_from_file_location(
@@ -326,15 +307,10 @@ def _served_by(answer: dict[str, Any], node: str) -> bool:
     return bool(answer.get("ok")) and answer.get("node") == node
 
 
-def scenario_params(marks: dict[str, str] | None = None) -> list[Any]:
-    params = []
-    for backend in BACKENDS:
-        for (step, victim), name in zip(SCENARIOS, IDS, strict=True):
-            reason = (marks or {}).get(step)
-            params.append(pytest.param(
-                backend, step, victim, id=f"{backend}-{name}",
-                marks=[pytest.mark.xfail(strict=True, reason=reason)] if reason else []))
-    return params
+def scenario_params() -> list[Any]:
+    return [pytest.param(backend, step, victim, id=f"{backend}-{name}")
+            for backend in BACKENDS
+            for (step, victim), name in zip(SCENARIOS, IDS, strict=True)]
 
 
 @pytest.mark.parametrize(("backend", "step", "victim"), scenario_params())
@@ -364,7 +340,7 @@ def test_a_node_killed_during_a_move_leaves_never_two_owners_and_no_acknowledged
     assert len({generation for _, generation, _ in o.factories}) == 1, o.factories
 
 
-@pytest.mark.parametrize(("backend", "step", "victim"), scenario_params(XFAIL_OUTCOME))
+@pytest.mark.parametrize(("backend", "step", "victim"), scenario_params())
 def test_a_node_killed_during_a_move_outcome(outcomes, backend, step, victim):
     """The issue's rule for the step and the killed process (module docstring)."""
     o = _outcome(outcomes, backend, step, victim)
@@ -419,8 +395,7 @@ def test_a_node_killed_during_a_move_outcome(outcomes, backend, step, victim):
 
 
 @pytest.mark.parametrize(("backend", "step", "victim"), [
-    pytest.param(backend, step, "source", id=f"{backend}-source-{step}",
-                 marks=pytest.mark.xfail(strict=True, reason=XFAIL_STALE_CACHE))
+    pytest.param(backend, step, "source", id=f"{backend}-source-{step}")
     for backend in BACKENDS for step in ("committed", "relaying")])
 def test_a_caller_whose_route_names_the_dead_source_reaches_the_target_next(
         outcomes, backend, step, victim):

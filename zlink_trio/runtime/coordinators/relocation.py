@@ -281,13 +281,15 @@ async def _settle(job: _Relocation, why: str) -> RelocationResult:
         return await _follow_store(job, why)
     # Past relay-ready and not committed yet: the source never serves again, so it keeps
     # holding and finishes the move whenever the target commits (its restart included).
-    rt.catalog.start_job(lambda: _await_commit(job, why))
     spot_id = job.record.spot_id
-    raise Unavailable(
+    stuck = (
         f"the relocation of Spot {spot_id!r} passed relay-ready but node "
         f"{job.claim.descriptor.node_id!r} did not commit it ({why}); the Spot is unavailable "
         "until that node commits or restarts"
     )
+    job.move.strand(stuck)
+    rt.catalog.start_job(lambda: _await_commit(job, why))
+    raise Unavailable(stuck)
 
 
 async def _follow_store(job: _Relocation, why: str) -> RelocationResult:

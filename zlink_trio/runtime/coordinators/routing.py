@@ -221,8 +221,14 @@ async def _send_cached(rt: NodeRuntime, call: Delivery, route: CachedRoute) -> N
     """The positive route cache names another node: send there without reading the store."""
     _check_remote_reply(rt, call, route.stable_type)
     assert route.owner is not None
-    _send_ready(rt, call, await rt.peers.link_to_owner(route.owner, f"Spot {call.spot_id!r}"),
-                route)
+    try:
+        link = await rt.peers.link_to_owner(route.owner, f"Spot {call.spot_id!r}")
+    except Unavailable:
+        # The cached owner cannot be reached (it died, or moved the Spot and died): this
+        # call fails, the next one resolves afresh from the store (06 §6).
+        rt.route_cache.invalidate(call.spot_id)
+        raise
+    _send_ready(rt, call, link, route)
 
 
 def _local_host(rt: NodeRuntime, record: AuthorityRecord) -> Host:

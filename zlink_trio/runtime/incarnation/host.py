@@ -183,6 +183,9 @@ class Host:
             )
         self.rt.check_admission()
         if self.state == INCARNATION.st.sealed and self.move is not None:
+            refusal = self.move.refusal()
+            if refusal is not None:
+                raise refusal
             self.move.hold.append((work, payload_size))  # no bound of its own (09 §6)
             return
         self.lanes.application.admit(work, payload_size)

@@ -20,6 +20,9 @@ chart:
   the work that was queued at the seal) and the host runs again.
 * :func:`open_moved` -- the target's side: its host opens with the moved queue at the
   head, before any other message.
+* :meth:`Move.strand` -- past relay-ready the target did not commit in time: the
+  held requests end with ``Unavailable`` and new ingress is refused with it; the
+  host stays ``sealed`` until the commit is seen (``finish``).
 * :meth:`Move.finish` -- the relocation committed: ``commit_relocation`` ->
   ``disposed``.  The queued work left with the payload, so it is taken out of the
   lanes without being completed here (the target runs it and its replies come back
@@ -35,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
+from zlink_trio.core.errors import Unavailable
 from zlink_trio.runtime.charts import INCARNATION, step
 
 if TYPE_CHECKING:
@@ -91,12 +95,14 @@ def open_moved(host: MovingHost, queue: list[tuple[Any, int]]) -> None:
 class Move:
     """The source side of one relocation of one host (see the module docstring)."""
 
-    __slots__ = ("_host", "_turn_done", "hold")
+    __slots__ = ("_host", "_turn_done", "hold", "stranded")
 
     def __init__(self, host: MovingHost) -> None:
         self._host = host
         #: Ingress admitted after the seal, in arrival order: ``(work, payload size)``.
         self.hold: list[tuple[Any, int]] = []
+        #: Set by :meth:`strand`: why the Spot is unavailable here (admission refuses).
+        self.stranded: str | None = None
         self._turn_done: trio.Event | None = None
 
     def seal(self) -> None:
@@ -132,6 +138,25 @@ class Move:
             lane.append_unbounded(work, size)  # accepted already: never refused now
         host.wake()
         return held
+
+    def strand(self, why: str) -> None:
+        """Past relay-ready, the target did not commit in time: end the hold, refuse ingress.
+
+        The source never serves again and the Spot is unavailable until the target
+        commits (a restart of it included), so holding without end would only turn each
+        caller's wait into a DeadlineExceeded: each held request gets ``Unavailable(why)``
+        now and :meth:`refusal` refuses new ingress the same way. :meth:`finish` still
+        runs at the commit.
+        """
+        self.stranded = why
+        held, self.hold = self.hold, []
+        for work, _size in held:
+            if work.completion is not None:
+                work.completion.set_error(Unavailable(why))
+
+    def refusal(self) -> Unavailable | None:
+        """The error a new message gets once stranded (``None`` while it may be held)."""
+        return None if self.stranded is None else Unavailable(self.stranded)
 
     def finish(self) -> tuple[list[Any], list[tuple[Any, int]]]:
         """The relocation committed: dispose of the source incarnation, no store write.

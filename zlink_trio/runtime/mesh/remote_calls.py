@@ -121,6 +121,16 @@ def completer(rt: NodeRuntime, call: Delivery) -> Callable[[Reply], None]:
     return on_reply
 
 
+def _on_lost(rt: NodeRuntime, spot_id: str,
+             completion: Completion) -> Callable[[Unavailable], None]:
+    """The link closed before the reply: the call fails, the next one resolves afresh."""
+    def on_lost(exc: Unavailable) -> None:
+        rt.route_cache.invalidate(spot_id)
+        completion.set_error(exc)
+
+    return on_lost
+
+
 def send_spot_message(rt: NodeRuntime, call: Delivery, link: Link,
                       route: Route) -> None:
     """Queue ``call`` on ``link`` as command 39; returns at outbound admission.
@@ -132,7 +142,7 @@ def send_spot_message(rt: NodeRuntime, call: Delivery, link: Link,
     correlation = 0
     if completion is not None:
         correlation = rt.peers.expect_reply(link, call.deadline, completer(rt, call),
-                                            completion.set_error)
+                                            _on_lost(rt, call.spot_id, completion))
     frame = SpotMessage(
         route=route, operation_id=operation_number(call.operation_id(rt.new_uuid4)),
         reply_correlation=correlation,
