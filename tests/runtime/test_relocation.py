@@ -110,7 +110,17 @@ class Pinned(_Base):
     pass
 
 
-SPOTS = [Kept, Fresh, Pinned]
+@zl.instance_spot("slow", relocation=zl.PreserveStateWith(Adapter()))
+class Slow(_Base):
+    """Its activation waits for ``KNOBS["activate_gate"]`` (when set)."""
+
+    async def on_activate(self) -> None:
+        if "activate_gate" in KNOBS:
+            KNOBS["activating"].set()
+            await KNOBS["activate_gate"].wait()
+
+
+SPOTS = [Kept, Fresh, Pinned, Slow]
 
 
 @pytest.fixture(autouse=True)
@@ -366,6 +376,41 @@ async def test_drain_moves_every_movable_spot_and_lists_the_rest(url: str):
                 ref = await a.spots.find("d-4")
                 assert ref is not None
                 assert ref.node_rid == b.node_rid
+
+
+async def test_drain_also_moves_a_spot_activated_while_it_ran(url: str):
+    KNOBS.update(gate=trio.Event(), holding=trio.Event(), activate_gate=trio.Event(),
+                 activating=trio.Event())
+    placed, finished = trio.Event(), trio.Event()
+    drained: list[zl.DrainResult] = []
+    with trio.fail_after(30):
+        async with nodes(url, 1) as (a,), trio.open_nursery() as nursery:
+            await a.client.request("d-5", Put(1), reply=Where).instance_spot("kept")
+            await a.client.send("d-5", Hold("running"))  # the first pass waits for it
+            await KNOBS["holding"].wait()
+
+            async def first_call() -> None:  # placed on a before the drain
+                await a.client.request("d-6", Put(2), reply=Where).instance_spot("slow")
+                placed.set()
+
+            async def drain() -> None:
+                drained.append(await a.drain())
+                finished.set()
+
+            nursery.start_soon(first_call)
+            await KNOBS["activating"].wait()
+            async with another_node(url, 1) as b:
+                with on_step("PlannedRelocation", "seal") as sealed:
+                    nursery.start_soon(drain)
+                    await sealed.wait()  # the first pass holds d-5 only
+                KNOBS["activate_gate"].set()  # d-6 activates on a during the drain
+                await placed.wait()
+                KNOBS["gate"].set()
+                await finished.wait()
+                assert sorted(r.ref.spot_id for r in drained[0].moved) == ["d-5", "d-6"]
+                assert drained[0].not_moved == []
+                assert await a.client.request("d-6", Put(1), reply=Where) == Where(
+                    3, str(b.node_rid))
 
 
 async def test_a_second_relocation_of_a_moving_spot_is_refused(url: str):

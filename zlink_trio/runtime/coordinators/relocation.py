@@ -325,9 +325,16 @@ async def _await_commit(job: _Relocation, why: str) -> None:
 
 
 async def drain(rt: NodeRuntime, deadline: Deadline) -> DrainResult:
-    """Relocate every Spot this node hosts; what moved and what did not (09 §8)."""
+    """Relocate every Spot this node hosts; what moved and what did not (09 §8).
+
+    Runs in passes: a Spot activated here while a pass ran (placed by a node that read
+    this node's claim before the drain closed it to placements) is moved by the next
+    pass. Each Spot is tried once; the drain ends when a pass finds nothing new, or at
+    its deadline (the Spots not tried by then are not listed).
+    """
     moved: list[RelocationResult] = []
     not_moved: list[RelocationResult] = []
+    tried: set[str] = set()
     limiter = trio.CapacityLimiter(DRAIN_PARALLEL)
 
     async def one(spot_id: str) -> None:
@@ -342,7 +349,12 @@ async def drain(rt: NodeRuntime, deadline: Deadline) -> DrainResult:
                                           reason=exc.message)
         (moved if result.outcome is RelocationOutcome.COMMITTED else not_moved).append(result)
 
-    async with trio.open_nursery() as nursery:
-        for spot_id in sorted(rt.catalog.hosts):
-            nursery.start_soon(one, spot_id)
+    # Each relocation keeps to the deadline itself (cancelling one from outside could
+    # strand it between two store steps); the loop only starts no new pass after it.
+    while trio.current_time() < deadline.at and (
+            batch := sorted(set(rt.catalog.hosts) - tried)):
+        tried.update(batch)
+        async with trio.open_nursery() as nursery:
+            for spot_id in batch:
+                nursery.start_soon(one, spot_id)
     return DrainResult(moved=moved, not_moved=not_moved)
