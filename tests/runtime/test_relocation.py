@@ -120,7 +120,13 @@ class Slow(_Base):
             await KNOBS["activate_gate"].wait()
 
 
-SPOTS = [Kept, Fresh, Pinned, Slow]
+@zl.user_spot("room", relocation=zl.PreserveStateWith(Adapter()))
+class Room(_Base):
+    def __init__(self, ctx: zl.SpotContext, request: object) -> None:
+        super().__init__(ctx)
+
+
+SPOTS = [Kept, Fresh, Pinned, Slow, Room]
 
 
 @pytest.fixture(autouse=True)
@@ -433,6 +439,87 @@ async def test_a_second_relocation_of_a_moving_spot_is_refused(url: str):
             assert second.outcome is zl.RelocationOutcome.REFUSED
             KNOBS["gate"].set()
     assert first[0].outcome is zl.RelocationOutcome.COMMITTED
+
+
+async def test_closing_a_sealed_spot_is_unavailable_and_the_move_goes_on(url: str):
+    KNOBS["gate"] = trio.Event()
+    KNOBS["holding"] = trio.Event()
+    with trio.fail_after(20):
+        async with nodes(url, 2) as (a, b), trio.open_nursery() as nursery:
+            ref = (await a.spots.create("room")).ref
+            await a.client.send(ref.spot_id, Hold("running"))
+            await KNOBS["holding"].wait()
+            moved: list[zl.RelocationResult] = []
+
+            async def relocate() -> None:
+                moved.append(await a.relocate(ref.spot_id, to="node-1"))
+
+            with on_step("PlannedRelocation", "seal") as sealed:
+                nursery.start_soon(relocate)
+                await sealed.wait()
+            with pytest.raises(zl.Unavailable):
+                await a.spots.close(ref)
+            KNOBS["gate"].set()
+    assert moved[0].outcome is zl.RelocationOutcome.COMMITTED
+    assert moved[0].ref.node_rid == b.node_rid
+    assert [e[3] for e in done("close", a)] == [zl.CloseReason.RELOCATED]  # not closed
+
+
+async def test_a_relocating_spot_is_never_an_idle_candidate(url: str):
+    with trio.fail_after(20):
+        async with nodes(url, 2, instance_idle_timeout=0.05, idle_sweep_interval=0.01) as (
+                a, _b), trio.open_nursery() as nursery:
+            await a.client.request("k-12", Put(1), reply=Where).instance_spot("kept")
+            location = a._rt.store.location
+            seal = type(location).seal_relocation.__get__(location)
+            seal_gate, sealing = trio.Event(), trio.Event()
+
+            async def gated_seal(*args: Any, **kwargs: Any) -> Any:
+                sealing.set()
+                await seal_gate.wait()  # Relocating, waiting for the permit: not sealed
+                return await seal(*args, **kwargs)
+
+            location.seal_relocation = gated_seal  # type: ignore[method-assign]
+            catalog = a._rt.catalog
+            idle = catalog._idle
+            declined = trio.Event()
+
+            def watched(host: Any) -> bool:
+                verdict = idle(host)
+                if (host.spot_id == "k-12" and not verdict and host.move is not None
+                        and trio.current_time() - host.last_work_finished_at > 0.1):
+                    declined.set()  # idle for twice the timeout, yet no candidate
+                return verdict
+
+            catalog._idle = watched  # type: ignore[method-assign]
+            moved: list[zl.RelocationResult] = []
+
+            async def relocate() -> None:
+                moved.append(await a.relocate("k-12", to="node-1"))
+
+            nursery.start_soon(relocate)
+            await sealing.wait()
+            with trio.fail_after(5):
+                await declined.wait()
+            seal_gate.set()
+    assert moved[0].outcome is zl.RelocationOutcome.COMMITTED
+    assert [e[3] for e in done("close", a)] == [zl.CloseReason.RELOCATED]  # not evicted
+
+
+async def test_with_message_follow_off_the_old_route_fails_and_the_next_call_resolves(
+        url: str):
+    with trio.fail_after(20):
+        async with nodes(url, 3, message_follow_duration=0) as (a, b, c):
+            await a.client.request("k-13", Put(1), reply=Where).instance_spot("kept")
+            await c.client.request("k-13", Put(1), reply=Where)  # c caches the route to a
+            assert (await a.relocate("k-13", to="node-1")).outcome is \
+                zl.RelocationOutcome.COMMITTED
+            with pytest.raises((zl.StaleRoute, zl.Unavailable)):
+                await c.client.request("k-13", Put(10), reply=Where)
+            # Not run anywhere, not resent: the next call resolves the new owner afresh.
+            assert await c.client.request("k-13", Put(1), reply=Where) == Where(
+                3, str(b.node_rid))
+    assert [e[3] for e in EVENTS if e[0] == "put"] == [1, 1, 1]
 
 
 async def test_a_relocation_store_apart_carries_the_moves_payload(tmp_path: Path):

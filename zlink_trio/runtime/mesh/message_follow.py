@@ -45,13 +45,13 @@ if TYPE_CHECKING:
     from zlink_trio.transport import Link
     from zlink_trio.wire.frames import SpotMessage
 
-__all__ = ("MAX_HOPS", "follow", "follow_now", "relay_held")
+__all__ = ("MAX_HOPS", "follow", "follow_now", "next_hop", "relay_held")
 
 #: How many Message Follow routes one message may take (06 §6).
 MAX_HOPS: Final = 8
 
 
-def _next_hop(route: FollowRoute, frame: SpotMessage) -> int:
+def next_hop(route: FollowRoute, frame: SpotMessage) -> int:
     """The hop count of ``frame`` sent on along ``route``; raises when it may not go on."""
     incoming = frame.route
     if isinstance(incoming, ActivationRoute):
@@ -94,7 +94,7 @@ def _route_frame(route: FollowRoute, hops: int) -> FollowFrameRoute:
 
 def _forwarded(route: FollowRoute, frame: SpotMessage,
                reply: Completion | None) -> tuple[Delivery, FollowFrameRoute]:
-    hops = _next_hop(route, frame)
+    hops = next_hop(route, frame)
     call = Delivery(
         spot_id=route.spot_id, msg=None, size=len(frame.payload.body), intent=None,
         completion=reply, reply=SEND, deadline=deadline_from_wall_ms(frame.deadline_ms),
