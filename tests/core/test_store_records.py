@@ -263,3 +263,21 @@ def test_claim_from_json_refuses_bad_input():
                   {"descriptor": None}):
         with pytest.raises(InvalidOperation):
             NodeClaim.from_json({**good, **patch})
+
+
+def test_claim_json_carries_the_close_placement_mark_only_when_set():
+    open_claim = NodeClaim(descriptor=descriptor(), lifecycle_generation=2,
+                           lease_expires_at=5.0, store_version=3)
+    # Accepting: exactly the JSON earlier versions wrote, and read back as accepting.
+    assert "acceptsPlacements" not in open_claim.to_json()
+    assert NodeClaim.from_json(open_claim.to_json()).accepts_placements is True
+    closed = NodeClaim(descriptor=descriptor(), lifecycle_generation=2, lease_expires_at=5.0,
+                       store_version=4, accepts_placements=False)
+    assert closed.to_json()["acceptsPlacements"] is False
+    assert NodeClaim.from_json(json.loads(json.dumps(closed.to_json()))) == closed
+    for bad in (True, "false", 0, None):
+        with pytest.raises(InvalidOperation):
+            NodeClaim.from_json({**open_claim.to_json(), "acceptsPlacements": bad})
+    with pytest.raises(InvalidOperation):
+        NodeClaim(descriptor=descriptor(), lifecycle_generation=1, lease_expires_at=1.0,
+                  accepts_placements=0)  # type: ignore[arg-type]

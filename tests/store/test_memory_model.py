@@ -7,6 +7,8 @@ invariants below must hold:
 
 - at most one authority per Spot ID and per ObjectGeneration, and Entry
   claims are exactly the live-or-expired claims' linked Entry records;
+- a claim accepts placements exactly when ClosePlacement never marked its
+  lifecycle (the mark survives Renew and ends with the claim);
 - ObjectGeneration never decreases for an ID and strictly increases across
   re-creation;
 - the capacity counters equal the records: pending = Creating records plus
@@ -86,6 +88,8 @@ class LocationModel(RuleBasedStateMachine):
         self.fences: list[ReservationFence] = []
         self.last_gen: dict[str, int] = {}
         self.absent: set[str] = set()
+        #: The ``(mesh, node_rid, lifecycle)`` that ClosePlacement marked.
+        self.closed: set[tuple[object, ...]] = set()
 
     def run(self, fn, *args, **kwargs):
         """Run one transaction; a refusal must leave the state untouched."""
@@ -149,6 +153,24 @@ class LocationModel(RuleBasedStateMachine):
     def remove(self, i):
         c = self.pick(self.claims, i)
         self.run(claims.txn_remove, MESH, c.descriptor.node_rid, c.lifecycle_generation)
+
+    @precondition(lambda self: self.claims)
+    @rule(i=index)
+    def close_placement(self, i):
+        c = self.pick(self.claims, i)
+        before = snapshot(self.state)
+        current = before.claims.get(c.key)
+        marked = self.run(claims.txn_close_placement, MESH, c.descriptor.node_rid,
+                          c.lifecycle_generation)
+        mine = current is not None and current.lifecycle_generation == c.lifecycle_generation
+        assert marked is mine
+        assert self.state.records == before.records
+        if mine:
+            self.closed.add((*c.key, c.lifecycle_generation))
+            assert self.state.claims[c.key].store_version == current.store_version + (
+                1 if current.accepts_placements else 0)
+        else:
+            assert self.state == before
 
     @rule(dt=st.floats(0, 5))
     def advance(self, dt):
@@ -283,6 +305,11 @@ class LocationModel(RuleBasedStateMachine):
         assert entries == linked
         page = loc.txn_query(self.state, page_size=MAX_PAGE_SIZE)
         assert len(page.records) == len(self.state.records)
+
+    @invariant()
+    def a_claim_accepts_placements_until_closed(self):
+        for key, c in self.state.claims.items():
+            assert c.accepts_placements is ((*key, c.lifecycle_generation) not in self.closed)
 
     @invariant()
     def generations_increase_per_id(self):

@@ -219,3 +219,22 @@ async def test_finish_first_record_refuses_a_root_overwritten_after_its_reserve(
             record = await store.location.find("c-1")
             assert record is not None
             assert record.recovery_pointer is not None  # nothing was cleaned up
+
+
+async def test_a_claim_hash_without_the_closed_field_accepts_placements():
+    # A claim hash of the previous layout has no ``closed`` field (NewClaim still writes
+    # none); ClosePlacement adds it, Renew keeps it, Remove deletes the whole hash.
+    with trio.fail_after(TIMEOUT):
+        async with redis_test_store() as store, raw_client() as client:
+            c = await claim(store, lease=100.0)
+            rid = c.descriptor.node_rid
+            key = store.keys.claim(MESH, rid)
+            assert b"closed" not in await client.hkeys(key)
+            assert (await store.location.descriptors(now=0.0))[0].accepts_placements is True
+            assert await store.location.close_placement(MESH, rid, 1) is True
+            assert await client.hget(key, "closed") == b"1"
+            renewed = await store.location.renew(MESH, rid, 1, now=1.0, lease=100.0)
+            assert renewed.accepts_placements is False
+            assert await client.hget(key, "closed") == b"1"
+            assert await store.location.remove(MESH, rid, 1) is True
+            assert await client.exists([key]) == 0

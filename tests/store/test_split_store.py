@@ -7,7 +7,8 @@ keyspace"); no transaction spans two backends, so ``combined`` is
 pairs of backends -- two schemes, or one scheme with another file or key prefix --
 and the combined-transaction conformance tests that hold for
 :class:`SeparateSteps` are imported from ``test_combined_conformance`` to run
-against them (pytest collects them here, with this module's fixtures). Every test
+against them (pytest collects them here, with this module's fixtures), and so are
+two ClosePlacement tests, which the split store passes to its Location Store. Every test
 runs under an absolute ``trio.fail_after``; Redis halves get a fresh key prefix,
 deleted afterwards, and fail (CI) or skip (locally) when Redis is absent.
 """
@@ -21,6 +22,10 @@ import pytest
 import trio
 from redis_helpers import delete_prefix, fresh_prefix, unreachable, url_with
 from store_helpers import claim, ready
+from test_claim_placement_conformance import (  # noqa: F401 -- collected here, on split stores
+    test_close_placement_is_fenced_by_lifecycle,
+    test_the_mark_survives_renew,
+)
 from test_combined_conformance import (  # noqa: F401 -- collected here, on split stores
     ENVELOPE,
     test_commit_ready_with_first_record_appends_and_commits,

@@ -8,6 +8,7 @@ timeout expiring.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import sys
 import threading
@@ -341,3 +342,32 @@ async def test_inline_dispatch_moves_large_payloads_to_the_thread(db_path, monke
             assert await store.relocation.get_root(receipt) == big
             assert await store.relocation.get_root(small) == b"small"
             assert len(hops) == 2  # the large put and the large get
+
+
+async def test_a_claim_stored_before_close_placement_existed_still_opens_and_accepts(db_path):
+    # A claim of the previous layout is its JSON with exactly these four keys; a file
+    # holding one opens, the claim accepts placements, and ClosePlacement adds the one
+    # optional key without a schema migration (an older release can still open the file).
+    old_keys = {"descriptor", "lifecycleGeneration", "leaseExpiresAt", "storeVersion"}
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path)) as store:
+            c = await claim(store, "node-a", lease=100.0)
+        conn = sqlite3.connect(db_path)
+        body = json.loads(conn.execute("SELECT body FROM loc_claims").fetchone()[0])
+        conn.execute("UPDATE loc_claims SET body = ?",
+                     (json.dumps({k: body[k] for k in old_keys}),))
+        conn.commit()
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        conn.close()
+        async with open_store(url_of(db_path)) as store:
+            assert await store.location.descriptors(now=0.0) == [c]
+            assert await store.location.close_placement(MESH, c.descriptor.node_rid, 1)
+        conn = sqlite3.connect(db_path)
+        body = json.loads(conn.execute("SELECT body FROM loc_claims").fetchone()[0])
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == version
+        conn.close()
+        assert set(body) == old_keys | {"acceptsPlacements"}
+        assert body["acceptsPlacements"] is False
+        async with open_store(url_of(db_path)) as store:
+            (closed,) = await store.location.descriptors(now=0.0)
+            assert closed.accepts_placements is False

@@ -11,9 +11,10 @@ their records and whether a next cursor exists, each backend walking its own
 cursor) or the same typed error class (and the same ``.current`` record for
 :class:`AuthorityExists`). The rules cover the whole store protocol:
 
-- claims: ``new_claim`` / ``renew`` / ``remove`` / ``descriptors`` for two
-  NodeIds, with fresh or reused NodeRids and Entry Spot IDs, so a NodeId gets
-  second lifecycles and expired claims get replaced;
+- claims: ``new_claim`` / ``renew`` / ``close_placement`` / ``remove`` /
+  ``descriptors`` for two NodeIds, with fresh or reused NodeRids and Entry
+  Spot IDs, so a NodeId gets second lifecycles, expired claims get replaced
+  and a drained claim's mark meets renewals, replacements and removal;
 - authority: ``reserve`` (User / Instance, mismatched types, Entry-form IDs,
   another mesh, with and without creation intent and recovery pointer),
   ``commit_ready`` and ``abort_creating`` with current and stale fences from
@@ -310,6 +311,13 @@ class StoreAgreement(RuleBasedStateMachine):
         c = self.pick_claim(i)
         self.run("remove", lambda s: s.location.remove(MESH, c.descriptor.node_rid,
                                                        c.lifecycle_generation))
+
+    @precondition(lambda self: self.claims)
+    @rule(i=index, mesh=st.sampled_from((MESH, MESH, "elsewhere")))
+    def close_placement(self, i, mesh):
+        c = self.pick_claim(i)
+        self.run("close_placement", lambda s: s.location.close_placement(
+            mesh, c.descriptor.node_rid, c.lifecycle_generation))
 
     @rule(mesh=st.sampled_from((MESH, None, "elsewhere")))
     def descriptors(self, mesh):

@@ -15,14 +15,18 @@ two descriptors are the same byte for byte.
 The mutable part is issued and kept by the Location Store, not the node: a
 :class:`NodeClaim` wraps the descriptor with the lifecycle generation the
 store issued at NewClaim (strictly increasing per NodeId), the lease expiry
-(extended only by Renew) and the claim's StoreVersion. A claim is *live*
-while ``now < lease_expires_at``; an expired claim is not active, so a new
-claim may replace it, and nothing may be done on its behalf.
+(extended only by Renew), the claim's StoreVersion and whether the lifecycle
+still *accepts placements*. A claim is *live* while ``now <
+lease_expires_at``; an expired claim is not active, so a new claim may
+replace it, and nothing may be done on its behalf.
 
-Placement weight and the serving status are deliberately not mutable here:
-the only mutable descriptor write the spec names is Renew, and Renew may not
-change immutable fields. Draining a node is done by the runtime (it stops
-accepting placements) or by a new lifecycle with weight 0.
+Placement weight stays immutable: the descriptor (and its digest) never
+changes, and Renew may not change it. Draining a node is the one mutable,
+one-way mark on the claim -- ``ClosePlacement`` sets ``accepts_placements``
+to ``False`` until the claim is removed, so other nodes stop placing new
+Spots there -- or a new lifecycle with weight 0. In JSON the mark is the
+optional key ``acceptsPlacements`` (written only when ``False``), so a claim
+stored by an earlier version, which has no such key, accepts placements.
 """
 
 from __future__ import annotations
@@ -82,6 +86,8 @@ _DESCRIPTOR_KEYS: Final = frozenset({
     "placementWeight", "entrySpotId", "digest"})
 _CLAIM_KEYS: Final = frozenset({"descriptor", "lifecycleGeneration", "leaseExpiresAt",
                                 "storeVersion"})
+#: The optional key of a claim's JSON: present (``false``) only on a drained claim.
+_CLOSED_KEY: Final = "acceptsPlacements"
 
 
 
@@ -107,6 +113,11 @@ def _finite(instance: object, attribute: attrs.Attribute[float], value: float) -
 
 def _generation(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
     check_generation(value, attribute.name)
+
+
+def _flag(instance: object, attribute: attrs.Attribute[bool], value: bool) -> None:
+    if not isinstance(value, bool):
+        raise InvalidOperation(f"{attribute.name} must be a bool, got {value!r}")
 
 
 @attrs.frozen(kw_only=True)
@@ -225,7 +236,10 @@ class NodeClaim:
     """A descriptor as the Location Store holds it: immutable part plus store-issued state.
 
     ``lifecycle_generation`` is issued by NewClaim and never changes;
-    ``lease_expires_at`` and ``store_version`` change only through Renew.
+    ``lease_expires_at`` changes only through Renew, ``store_version`` through
+    Renew and ClosePlacement. ``accepts_placements`` is ``True`` from NewClaim
+    until ClosePlacement marks the lifecycle as draining; then it stays
+    ``False`` (Renew keeps it) until the claim is removed.
     """
 
     descriptor: NodeDescriptor = attrs.field(
@@ -240,6 +254,10 @@ class NodeClaim:
     store_version: int = attrs.field(
         default=1, validator=_generation
     )
+    #: ``False`` once the node drains: other nodes place no new Spots on it.
+    accepts_placements: bool = attrs.field(
+        default=True, validator=_flag
+    )
 
     def is_live(self, now: float) -> bool:
         """Whether the lease still runs at ``now`` (``now < lease_expires_at``)."""
@@ -250,22 +268,42 @@ class NodeClaim:
         return OwnerFence(self.descriptor.node_rid, self.lifecycle_generation)
 
     def to_json(self) -> dict[str, object]:
-        """A JSON-ready object; generations are decimal strings."""
-        return {"descriptor": self.descriptor.to_json(),
-                "lifecycleGeneration": str(self.lifecycle_generation),
-                "leaseExpiresAt": self.lease_expires_at,
-                "storeVersion": str(self.store_version)}
+        """A JSON-ready object; generations are decimal strings.
+
+        ``acceptsPlacements`` appears only when it is ``False``, so the JSON of a
+        claim that accepts placements is the one earlier versions wrote and read.
+        """
+        out: dict[str, object] = {"descriptor": self.descriptor.to_json(),
+                                  "lifecycleGeneration": str(self.lifecycle_generation),
+                                  "leaseExpiresAt": self.lease_expires_at,
+                                  "storeVersion": str(self.store_version)}
+        if not self.accepts_placements:
+            out[_CLOSED_KEY] = False
+        return out
 
     @classmethod
     def from_json(cls, value: object) -> NodeClaim:
-        """Decode :meth:`to_json`'s object; :class:`InvalidOperation` when malformed."""
-        obj = json_object(value, _CLAIM_KEYS, "NodeClaim")
+        """Decode :meth:`to_json`'s object; :class:`InvalidOperation` when malformed.
+
+        A missing ``acceptsPlacements`` (a claim an earlier version stored) means
+        ``True``; when present it must be the JSON boolean ``false``.
+        """
+        keys = _CLAIM_KEYS | {_CLOSED_KEY} if (
+            isinstance(value, dict) and _CLOSED_KEY in value) else _CLAIM_KEYS
+        obj = json_object(value, keys, "NodeClaim")
+        accepts = obj.get(_CLOSED_KEY, True)
+        if _CLOSED_KEY in obj and accepts is not False:
+            raise InvalidOperation(
+                f"a NodeClaim's {_CLOSED_KEY!r} is present only as false (a drained claim), "
+                f"got {accepts!r}; the stored claim is corrupt: remove it or restart the node"
+            )
         return cls(
             descriptor=NodeDescriptor.from_json(obj["descriptor"]),
             lifecycle_generation=json_generation(obj["lifecycleGeneration"],
                                                  "lifecycleGeneration"),
             lease_expires_at=json_number(obj["leaseExpiresAt"], "leaseExpiresAt"),
             store_version=json_generation(obj["storeVersion"], "storeVersion"),
+            accepts_placements=accepts is not False,
         )
 
     @property

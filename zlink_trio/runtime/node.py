@@ -58,6 +58,7 @@ from zlink_trio.runtime.calls.manager import SpotManager
 from zlink_trio.runtime.charts import NODE, step
 from zlink_trio.runtime.coordinators.lease import keep_lease, wait_stopped
 from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
+from zlink_trio.runtime.coordinators.placement import close_placement
 from zlink_trio.runtime.coordinators.recovery import recover_orphans
 from zlink_trio.runtime.coordinators.relocation import drain, relocate_spot
 from zlink_trio.runtime.coordinators.routing import CallRouter
@@ -178,14 +179,18 @@ class Node:
                     ) -> DrainResult:
         """Relocate every Spot this node hosts (for maintenance); what moved and what not.
 
-        This node stops choosing itself for new Spots first. Spots that cannot move
+        This node stops choosing itself for new Spots first, and marks its claim in
+        the store so the other nodes stop placing new Spots on it too (a store error
+        is logged and the drain goes on). Spots that cannot move
         (``DisableRelocation``, no other node) are listed in ``not_moved`` with the
         reason; the Entry Spot never moves and is not listed. ``timeout`` (default
         ``default_timeout``) bounds the whole drain.
         """
         seconds = self._rt.options.default_timeout if timeout is None else check_timeout(timeout)
+        deadline = deadline_after(seconds)
         self._rt.placement_closed = True
-        return await drain(self._rt, deadline_after(seconds))
+        await close_placement(self._rt, deadline)
+        return await drain(self._rt, deadline)
 
     def statistics(self) -> NodeStatistics:
         """A frozen snapshot of the node's state and counters."""

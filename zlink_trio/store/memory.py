@@ -70,6 +70,12 @@ class MemoryLocationStore:
         return claims.txn_renew(self.state, mesh, node_rid, lifecycle_generation, now=now,
                              lease=lease)
 
+    async def close_placement(self, mesh: str, node_rid: NodeRid,
+                              lifecycle_generation: int) -> bool:
+        """ClosePlacement (one transaction); see ``LocationStore.close_placement``."""
+        await trio.lowlevel.checkpoint()
+        return claims.txn_close_placement(self.state, mesh, node_rid, lifecycle_generation)
+
     async def remove(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int) -> bool:
         """Remove (one transaction); see ``LocationStore.remove``."""
         await trio.lowlevel.checkpoint()

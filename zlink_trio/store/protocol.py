@@ -102,11 +102,29 @@ class LocationStore(RelocationSteps, Protocol):
                     now: float, lease: float) -> NodeClaim:
         """Renew: extend a live claim's lease to ``now + lease`` (never shortens it).
 
-        Only the lease and StoreVersion change; no descriptor field can.
+        Only the lease and StoreVersion change; no descriptor field can, and a
+        ``close_placement`` mark is kept.
         Raises :class:`StaleFence` if no claim is at the key or it belongs to
         another lifecycle; :class:`Unavailable` if the claim's lease already
         expired at ``now`` (the lifecycle is over: make a new claim);
         :class:`InvalidOperation` for a bad ``lease``. Nothing written then.
+        """
+
+    async def close_placement(self, mesh: str, node_rid: NodeRid,
+                              lifecycle_generation: int) -> bool:
+        """ClosePlacement: mark the claim as draining, fenced by lifecycle.
+
+        Sets the claim's ``accepts_placements`` to ``False`` (and adds one to its
+        StoreVersion), so every node reading ``descriptors`` stops placing new
+        Spots on that lifecycle. The mark is one-way: Renew keeps it, and it ends
+        only with the claim (Remove, or a NewClaim replacing an expired claim; a
+        new lifecycle accepts placements again). Returns ``True`` when the claim
+        at the key is that lifecycle -- also when it was already marked, then
+        nothing is written (idempotent) -- and ``False`` (nothing written) when
+        no claim is at the key or it belongs to another lifecycle, so a stale
+        drain never marks a replacement. Like Remove it takes no ``now``: it
+        works on an expired claim of that lifecycle too (which ``descriptors``
+        no longer lists anyway). Spots already placed are not affected.
         """
 
     async def remove(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int) -> bool:

@@ -16,11 +16,19 @@ but only when they place the Spot on this node.  Any other outcome (another node
 Mesh, no type, no capacity) is decided on a fresh ``descriptors`` read, so a node
 that left or joined is never acted on from a stale list.  :func:`candidates` is the
 fresh read User Spot creation uses.
+
+A draining node (``Node.drain``) is no candidate: for itself it has
+``placement_closed``, and :func:`close_placement` marks its claim in the store
+(``LocationStore.close_placement``), so every other node reads the claim with
+``accepts_placements`` false and places neither Instance nor User Spots there -- nor
+moves Spots there, unless a relocation names it with ``to=``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+import trio
 
 from zlink_trio.core.errors import NotFound, Unavailable, ZLinkError
 from zlink_trio.core.identity import SpotKind
@@ -37,17 +45,19 @@ from zlink_trio.runtime.calls.delivery import handler_for
 from zlink_trio.runtime.charts import COLD, step
 from zlink_trio.runtime.coordinators.activation import ActivationJob, run_activation
 from zlink_trio.runtime.mesh.remote_calls import send_spot_message
+from zlink_trio.runtime.state import LOGGER
 from zlink_trio.wire.frames import ActivationRoute
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from statecharts.names import ColdActivationState
+    from zlink_trio.core.deadline import Deadline
     from zlink_trio.core.descriptor import NodeClaim
     from zlink_trio.runtime.calls.delivery import Delivery, Intent
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
 
-__all__ = ("candidates", "place_and_start")
+__all__ = ("candidates", "close_placement", "place_and_start")
 
 
 def _recent_claims(rt: NodeRuntime) -> list[NodeClaim] | None:
@@ -89,7 +99,8 @@ def _candidates(rt: NodeRuntime, claims: list[NodeClaim]) -> list[PlacementCandi
             capacity=descriptor.capacity,
             active_object_ceiling=rt.options.active_object_ceiling if own else None,
             weight=descriptor.placement_weight,
-            serving=(rt.serving and not rt.placement_closed) if own else True,
+            serving=(rt.serving and not rt.placement_closed) if own
+            else claim.accepts_placements,
         ))
     return result
 
@@ -98,6 +109,37 @@ async def candidates(rt: NodeRuntime) -> list[PlacementCandidate]:
     """Placement candidates from a fresh read of the live descriptors; this node with its
     own load."""
     return _candidates(rt, await _read_claims(rt))
+
+
+async def close_placement(rt: NodeRuntime, deadline: Deadline) -> None:
+    """Tell the other nodes, through the store, that this node takes no new Spots.
+
+    ClosePlacement on this lifecycle's claim, shielded from the caller's cancellation
+    and bounded by ``deadline`` (the drain's). Never raises: a store error, the
+    deadline, or a claim that is gone is logged as a warning and the drain goes on --
+    this node's own ``placement_closed`` still keeps it from choosing itself; only
+    other nodes may then go on placing Spots here until the claim is removed. With a
+    lost lease nothing is written (the lifecycle is over).
+    """
+    if rt.lease_lost:
+        return
+    marked = False
+    with trio.CancelScope(deadline=deadline.at, shield=True) as scope:
+        try:
+            marked = await rt.store.location.close_placement(
+                rt.mesh, rt.node_rid, rt.owner.lifecycle_generation)
+        except ZLinkError as exc:
+            LOGGER.warning("node %r: could not mark its claim as draining (%s); other nodes "
+                           "may still place new Spots on it until it leaves", rt.node_id,
+                           exc.message)
+            return
+    if scope.cancelled_caught:
+        LOGGER.warning("node %r: marking its claim as draining did not finish before the "
+                       "drain's deadline; other nodes may still place new Spots on it until "
+                       "it leaves", rt.node_id)
+    elif not marked:
+        LOGGER.warning("node %r: its claim (lifecycle %d) is gone from the store, so it was "
+                       "not marked as draining", rt.node_id, rt.owner.lifecycle_generation)
 
 
 def _place(rt: NodeRuntime, intent: Intent, found: list[PlacementCandidate],

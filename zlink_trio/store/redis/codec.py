@@ -29,7 +29,9 @@ and states are the JSON names ``AuthorityRecord.to_json`` uses, counters are
 decimal strings, so :func:`decode_record` rebuilds the record through
 ``AuthorityRecord.from_json`` and its validation. A claim keeps the
 descriptor as ``NodeDescriptor.to_json`` text plus the fields the scripts
-compare (``lc exp cap serves:<type>``).
+compare (``lc exp cap serves:<type>``), and ``closed`` (``1``) once
+ClosePlacement marked it; a claim hash without that field (also one an earlier
+version wrote) accepts placements.
 
 :func:`raise_status` maps a script's refusal code to the memory oracle's
 typed error.
@@ -61,6 +63,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.records import CreationIntent, RecoveryPointer
 
 __all__ = (
+    "CLAIM_FIELDS",
     "Keys",
     "claim_args",
     "decode_claim",
@@ -174,12 +177,17 @@ def claim_args(descriptor: NodeDescriptor) -> list[str | int]:
     return [body, descriptor.capacity, *served]
 
 
+#: The claim fields a script returns for :func:`decode_claim`, in order.
+CLAIM_FIELDS: Final = ("desc", "lc", "exp", "ver", "closed")
+
+
 def decode_claim(values: Sequence[object]) -> NodeClaim:
-    """The :class:`NodeClaim` of an ``HMGET desc lc exp ver`` reply."""
-    desc, lc, exp, ver = (text(v) for v in values)
+    """The :class:`NodeClaim` of an ``HMGET desc lc exp ver closed`` reply."""
+    desc, lc, exp, ver = (text(v) for v in values[:4])
     return NodeClaim(descriptor=NodeDescriptor.from_json(json.loads(desc)),
                      lifecycle_generation=int(lc), lease_expires_at=float(exp),
-                     store_version=int(ver))
+                     store_version=int(ver),
+                     accepts_placements=len(values) < 5 or values[4] is None)
 
 
 def raise_status(reply: Sequence[object], what: str) -> None:

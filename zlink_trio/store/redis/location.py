@@ -126,6 +126,15 @@ class RedisLocationStore:
         raise_status(reply, what)
         return decode_claim(reply[1])
 
+    async def close_placement(self, mesh: str, node_rid: NodeRid,
+                              lifecycle_generation: int) -> bool:
+        """ClosePlacement (one script); see ``LocationStore.close_placement``."""
+        what = f"close_placement of node {node_rid} lifecycle {lifecycle_generation}"
+        reply = await self._script(what, "close_placement", self._keys.claim(mesh, node_rid),
+                                   str(lifecycle_generation))
+        raise_status(reply, what)
+        return bool(reply[1])
+
     async def remove(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int) -> bool:
         """Remove (one script); see ``LocationStore.remove``."""
         reply = await self._run.script(

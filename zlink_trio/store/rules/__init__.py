@@ -15,7 +15,8 @@ Modules (one idea each):
                            owner check, generations), and the authority transactions:
                            Reserve, CommitReady, AbortCreating, BeginClose, Release,
                            RemoveRecoveryPointer, Query, statistics
-- ``claims``            -- descriptor claims: NewClaim, Renew, Remove, descriptors
+- ``claims``            -- descriptor claims: NewClaim, Renew, ClosePlacement, Remove,
+                           descriptors
 - ``relocation_steps``  -- a planned move: BeginRelocation, Seal, Commit, Abort
 - ``recovery``          -- startup recovery of incomplete activations: orphans, AdoptOrphan
 - ``operator``          -- the operator's ReleaseExpired and its refusals

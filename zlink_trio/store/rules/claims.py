@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-NewClaim, Renew, Remove and the live-descriptor listing, over the same
+NewClaim, Renew, ClosePlacement, Remove and the live-descriptor listing, over the same
 :class:`LocationState` as the authority transactions. A claim and its Entry
 Spot's authority record are created and deleted together; the link is the
 descriptor's ``entry_spot_id`` plus the Entry record's owner fence, so a
@@ -21,7 +21,8 @@ from zlink_trio.core.identity import NodeRid, SpotKind
 from zlink_trio.core.records import ENTRY_STABLE_TYPE, AuthorityRecord, AuthorityState
 from zlink_trio.store.rules.location import LocationState, next_generation
 
-__all__ = ("txn_descriptors", "txn_new_claim", "txn_remove", "txn_renew")
+__all__ = ("txn_close_placement", "txn_descriptors", "txn_new_claim", "txn_remove",
+           "txn_renew")
 
 
 def _lease(now: float, lease: float) -> float:
@@ -96,6 +97,21 @@ def txn_renew(state: LocationState, mesh: str, node_rid: NodeRid, lifecycle_gene
                            store_version=check_generation(claim.store_version + 1, "version"))
     state.claims[(mesh, node_rid)] = renewed
     return renewed
+
+
+def txn_close_placement(state: LocationState, mesh: str, node_rid: NodeRid,
+                        lifecycle_generation: int) -> bool:
+    """ClosePlacement; see ``LocationStore.close_placement``."""
+    key = (mesh, node_rid)
+    claim = state.claims.get(key)
+    if claim is None or claim.lifecycle_generation != lifecycle_generation:
+        return False
+    if not claim.accepts_placements:
+        return True  # already marked by this lifecycle: nothing to write
+    state.claims[key] = attrs.evolve(
+        claim, accepts_placements=False,
+        store_version=check_generation(claim.store_version + 1, "version"))
+    return True
 
 
 def txn_remove(state: LocationState, mesh: str, node_rid: NodeRid,

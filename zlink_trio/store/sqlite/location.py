@@ -79,6 +79,12 @@ class SqliteLocationStore:
                                                           lifecycle_generation, now=now,
                                                           lease=lease))
 
+    async def close_placement(self, mesh: str, node_rid: NodeRid,
+                              lifecycle_generation: int) -> bool:
+        """ClosePlacement (one transaction); see ``LocationStore.close_placement``."""
+        return await self._txn(lambda s: claims.txn_close_placement(s, mesh, node_rid,
+                                                                    lifecycle_generation))
+
     async def remove(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int) -> bool:
         """Remove (one transaction); see ``LocationStore.remove``."""
         return await self._txn(lambda s: claims.txn_remove(s, mesh, node_rid,

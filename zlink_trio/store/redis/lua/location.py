@@ -81,7 +81,18 @@ if not (tonumber(ARGV[4]) < tonumber(c.exp)) then return {'EXPIRED', c.rid, c.lc
 if c.ver == MAXGEN then return {'SPENT'} end
 if tonumber(ARGV[5]) > tonumber(c.exp) then redis.call('HSET', KEYS[1], 'exp', ARGV[5]) end
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
-return {'OK', redis.call('HMGET', KEYS[1], 'desc', 'lc', 'exp', 'ver')}
+return {'OK', redis.call('HMGET', KEYS[1], 'desc', 'lc', 'exp', 'ver', 'closed')}
+"""
+
+# ARGV: P, R, lifecycle. KEYS: claim key. 1: marked (or already was); 0: not this lifecycle.
+_CLOSE_PLACEMENT: Final = r"""
+local c = rec(KEYS[1])
+if c == nil or c.lc ~= ARGV[3] then return {'OK', 0} end
+if c.closed then return {'OK', 1} end
+if c.ver == MAXGEN then return {'SPENT'} end
+redis.call('HSET', KEYS[1], 'closed', '1')
+redis.call('HINCRBY', KEYS[1], 'ver', 1)
+return {'OK', 1}
 """
 
 # ARGV: P, R, lifecycle. KEYS: claim key.
@@ -95,11 +106,11 @@ redis.call('ZREM', META .. 'claims', KEYS[1])
 return 1
 """
 
-# ARGV: P, R. Every claim (live or not) as {desc, lc, exp, ver}.
+# ARGV: P, R. Every claim (live or not) as {desc, lc, exp, ver, closed} (codec.CLAIM_FIELDS).
 _DESCRIPTORS: Final = r"""#!lua flags=no-writes
 local out = {}
 for _, ck in ipairs(redis.call('ZRANGE', META .. 'claims', 0, -1)) do
-  out[#out + 1] = redis.call('HMGET', ck, 'desc', 'lc', 'exp', 'ver')
+  out[#out + 1] = redis.call('HMGET', ck, 'desc', 'lc', 'exp', 'ver', 'closed')
 end
 return out
 """
@@ -277,6 +288,7 @@ return {redis.call('ZCARD', META .. 'claims'), counts, redis.call('GET', META ..
 LOCATION_SCRIPTS: Final = {
     "new_claim": script(_NEW_CLAIM),
     "renew": script(_RENEW),
+    "close_placement": script(_CLOSE_PLACEMENT),
     "remove": script(_REMOVE),
     "descriptors": script(_DESCRIPTORS),
     "reserve": script(_RESERVE),

@@ -1,0 +1,210 @@
+"""A draining node takes no new Spots from any node: its claim says so in the store.
+
+``Node.drain`` marks the node's claim with ``close_placement``; every other node reads
+the claim with ``accepts_placements`` false and places neither Instance nor User Spots
+there. Two nodes share one store -- ``memory://``, a SQLite file and Redis (a fresh key
+prefix) -- and talk over real loopback links, so these tests run on the real clock,
+each bounded by ``trio.fail_after``; nothing sleeps.
+
+Placement is a weighted random choice (``core.placement.choose_node``). Node ``a`` gets a
+:class:`Steered` generator whose ``random()`` the test sets before each call: ``0.0``
+picks the first candidate in the store's key order, ``LAST`` the last. Alternating the
+two puts exactly every other new Spot on each of two equal nodes, whichever NodeRid
+sorts first -- so "some land on b before the drain" and "none after" are both exact.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import random
+import uuid
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import pytest
+import trio
+from runtime_spots import MemoryStoreWith
+
+import zlink_trio as zl
+from zlink_trio.store import open_store
+from zlink_trio.store.memory import MemoryLocationStore
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from zlink_trio.core.identity import NodeRid
+
+#: The largest draw below 1.0 used here: ``choose_node`` takes the last candidate.
+LAST = 0.999
+#: New Spots per phase and kind (even: half of them draw each end).
+CALLS = 8
+
+
+@attrs.frozen
+class Hello:
+    n: int
+
+
+@attrs.frozen
+class Here:
+    node: str
+
+
+@attrs.frozen
+class Spec:
+    name: str = "r"
+
+
+@zl.instance_spot("drain-counter", relocation=zl.RecreateOnRelocation())
+class Counter:
+    def __init__(self, ctx: zl.SpotContext) -> None:
+        self.ctx = ctx
+
+    @zl.handler
+    async def hello(self, msg: Hello) -> Here:
+        return Here(str(self.ctx.ref.node_rid))
+
+
+@zl.user_spot("drain-room", relocation=zl.RecreateOnRelocation())
+class Room:
+    def __init__(self, ctx: zl.SpotContext, request: Spec | None) -> None:
+        self.ctx = ctx
+
+
+SPOTS = [Counter, Room]
+
+
+class Steered(random.Random):
+    """Seeded for IDs; ``random()`` (placement's only draw) returns :attr:`draw`."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+        self.draw = 0.0
+
+    def random(self) -> float:
+        return self.draw
+
+
+def _redis_helpers() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "drain_redis_helpers", Path(__file__).parent.parent / "store" / "redis_helpers.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+async def url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """The store both nodes of a test share."""
+    if request.param == "memory":
+        yield f"memory://drain-{uuid.uuid4().hex}"
+        return
+    if request.param == "sqlite":
+        yield f"sqlite://{tmp_path / 'drain.db'}"
+        return
+    helpers = _redis_helpers()
+    try:
+        async with helpers.raw_client() as client:
+            await client.ping()
+    except Exception as exc:
+        helpers.unreachable(str(exc))
+    prefix = helpers.fresh_prefix()
+    try:
+        yield helpers.url_with(prefix)
+    finally:
+        await helpers.delete_prefix(prefix)
+
+
+@asynccontextmanager
+async def two_nodes(url: str, rng: Steered) -> AsyncIterator[tuple[zl.Node, zl.Node]]:
+    """Nodes ``a`` (placement steered by ``rng``) and ``b``, equal weight, both serving."""
+    async with AsyncExitStack() as stack:
+        if url.startswith("memory://"):  # the named in-process store lives while held
+            await stack.enter_async_context(open_store(url))
+        a = await stack.enter_async_context(zl.open_node("node-a", store=url, spots=SPOTS,
+                                                         random=rng))
+        b = await stack.enter_async_context(zl.open_node("node-b", store=url, spots=SPOTS))
+        yield a, b
+
+
+async def place_new_spots(a: zl.Node, rng: Steered, tag: str) -> list[NodeRid]:
+    """``CALLS`` first calls with Instance intent and ``CALLS`` User creates, from ``a``, to
+    new IDs, drawing each end of placement's range in turn; the owner of each."""
+    owners: list[NodeRid] = []
+    for i in range(CALLS):
+        rng.draw = 0.0 if i % 2 else LAST
+        here = await a.client.request(f"{tag}-{i}", Hello(i), reply=Here).instance_spot(
+            "drain-counter").timeout(10)
+        ref = await a.spots.find(f"{tag}-{i}")
+        assert ref is not None
+        assert here.node == str(ref.node_rid)
+        owners.append(ref.node_rid)
+    for i in range(CALLS):
+        rng.draw = 0.0 if i % 2 else LAST
+        created = await a.spots.create("drain-room").request(Spec()).timeout(10)
+        assert created.state is zl.CreateState.CREATED
+        owners.append(created.ref.node_rid)
+    return owners
+
+
+async def test_after_drain_other_nodes_place_no_new_spot_on_the_drained_node(url: str):
+    rng = Steered()
+    with trio.fail_after(60):
+        async with two_nodes(url, rng) as (a, b):
+            before = await place_new_spots(a, rng, "before")
+            # Both nodes take new Spots: each end of the draw is one of them.
+            assert before.count(b.node_rid) == CALLS
+            assert before.count(a.node_rid) == CALLS
+
+            drained = await b.drain(timeout=30)
+            assert drained.not_moved == []
+            assert len(drained.moved) == CALLS
+            assert {r.ref.node_rid for r in drained.moved} == {a.node_rid}
+
+            after = await place_new_spots(a, rng, "after")
+            # The same draws now all land on a: b's claim says it takes no new Spots.
+            assert after == [a.node_rid] * (2 * CALLS)
+            # b itself places nothing on itself either (its own flag).
+            here = await b.client.request("from-b", Hello(0), reply=Here).instance_spot(
+                "drain-counter").timeout(10)
+            assert here.node == str(a.node_rid)
+
+
+class FailingClose(MemoryLocationStore):
+    """A Location Store whose ClosePlacement fails (``hang``: never answers)."""
+
+    def __init__(self, *, hang: bool) -> None:
+        super().__init__()
+        self.hang = hang
+        self.calls = 0
+
+    async def close_placement(self, mesh: str, node_rid: Any,
+                              lifecycle_generation: int) -> bool:
+        self.calls += 1
+        if self.hang:
+            await trio.sleep_forever()
+        raise zl.Unavailable("the store is down (test)")
+
+
+@pytest.mark.parametrize("hang", [False, True], ids=["error", "hang"])
+async def test_a_drain_whose_claim_cannot_be_marked_warns_and_goes_on(
+        autojump_clock: trio.abc.Clock, caplog: pytest.LogCaptureFixture, hang: bool):
+    location = FailingClose(hang=hang)
+    caplog.set_level(logging.WARNING, logger="zlink_trio")
+    with trio.fail_after(30):
+        async with zl.open_node("node-a", store=MemoryStoreWith(location), spots=SPOTS,
+                                listen=None) as a:
+            drained = await a.drain(timeout=5)  # a hang is cut by the drain's deadline
+            assert (drained.moved, drained.not_moved) == ([], [])
+            assert location.calls == 1
+            # The local flag still holds: a places no new Spot on itself.
+            with pytest.raises(zl.NotFound):
+                await a.client.request("x-1", Hello(1), reply=Here).instance_spot(
+                    "drain-counter").timeout(5)
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("draining" in m and "node-a" in m for m in warned), warned
