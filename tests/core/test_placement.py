@@ -143,6 +143,18 @@ def test_instance_intent_on_a_user_type_is_type_mismatch():
         select_instance_type(candidates, "world", "room")
 
 
+def test_a_type_served_only_by_draining_nodes_says_they_take_no_new_spots():
+    candidates = [node(types={"cart": INSTANCE}, serving=False),
+                  node(types={"room": USER}, serving=False), node(types={"other": INSTANCE})]
+    with pytest.raises(NotFound, match=r"1 node\(s\) serving it take no new Spots"):
+        select_instance_type(candidates, "world", "cart")
+    with pytest.raises(NotFound, match="draining"):
+        select_user_type(candidates, "world", "room")
+    with pytest.raises(NotFound) as unknown:
+        select_instance_type(candidates, "world", "nothing")
+    assert "draining" not in unknown.value.message  # only said when it is the cause
+
+
 def test_omitted_instance_type_is_the_single_distinct_instance_type():
     candidates = [
         node(types={"counter": INSTANCE, "room": USER}),

@@ -261,9 +261,21 @@ def select_mesh(candidates: Sequence[PlacementCandidate], in_mesh: str | None) -
     return meshes[0]
 
 
+def _not_serving_note(candidates: Iterable[PlacementCandidate], mesh: str,
+                      stable_type: str) -> str:
+    """Why a type served only by nodes that take no new Spots is not found: say so."""
+    closed = sum(1 for c in candidates if c.mesh == mesh and not c.serving
+                 and Role.OBJECT_SERVER in c.roles and stable_type in c.served_types)
+    if not closed:
+        return ""
+    return (f" ({closed} node(s) serving it take no new Spots now: they are draining or "
+            "stopping; start another node that registers it or wait for them to come back)")
+
+
 def _check_kind_served(
-    hosts: Sequence[PlacementCandidate], mesh: str, stable_type: str, kind: SpotKind
+    candidates: Sequence[PlacementCandidate], mesh: str, stable_type: str, kind: SpotKind
 ) -> None:
+    hosts = _hosts(candidates, mesh)
     kinds = {c.served_types[stable_type] for c in hosts if stable_type in c.served_types}
     if kind in kinds:
         return
@@ -276,6 +288,7 @@ def _check_kind_served(
     raise NotFound(
         f"no serving object server in Mesh {mesh!r} provides stable type {stable_type!r}; "
         "check the type name (it is case-sensitive) or start a node that registers it"
+        + _not_serving_note(candidates, mesh, stable_type)
     )
 
 
@@ -293,7 +306,7 @@ def select_instance_type(
     hosts = _hosts(candidates, mesh)
     if stable_type is not None:
         validate_stable_type(stable_type)
-        _check_kind_served(hosts, mesh, stable_type, SpotKind.INSTANCE)
+        _check_kind_served(candidates, mesh, stable_type, SpotKind.INSTANCE)
         return stable_type
     types = sorted({
         t for c in hosts for t, kind in c.served_types.items() if kind is SpotKind.INSTANCE
@@ -321,7 +334,7 @@ def select_user_type(
     when it is malformed.
     """
     validate_stable_type(stable_type)
-    _check_kind_served(_hosts(candidates, mesh), mesh, stable_type, SpotKind.USER)
+    _check_kind_served(candidates, mesh, stable_type, SpotKind.USER)
     return stable_type
 
 
@@ -340,6 +353,7 @@ def eligible_nodes(
         raise NotFound(
             f"no serving object server in Mesh {mesh!r} provides {kind.name} type "
             f"{stable_type!r}; start a node that registers it"
+            + _not_serving_note(candidates, mesh, stable_type)
         )
     roomy = [c for c in hosts if c.has_room]
     kept = tuple(c for c in roomy if c.weight > 0)
