@@ -23,8 +23,10 @@ Covered elsewhere or by later issues (no stubs here):
   exactly once via command 20." -- needs real links, so it is
   ``test_remote_calls.py::test_remote_user_spot_create_fixes_reservation_in_command_47``.
 - "Message Follow only uses a committed route. Its relay queue has no relocation-specific
-  item-count or byte bound, and it preserves operation identity." -- needs relocation
-  between two nodes and the mesh transport.
+  item-count or byte bound, and it preserves operation identity." -- needs two node
+  processes with listening links, so it is ``tests/mesh/test_mesh_relocation.py::
+  test_message_follow_only_uses_a_committed_route_has_no_relocation_bound_and_preserves_operation_identity``
+  (the checks one rule each: ``test_message_follow.py``).
 - "User Spot Close doesn't secretly clean up active membership." -- needs Actor membership,
   which this version does not have.
 - "Remote User Spot Close fixes the SpotRef, owner generation, StoreVersion, and target

@@ -13,11 +13,13 @@ The five "Execution Queue Bound" items are also tested on the sans-IO lanes in
 handler blocks on a ``trio.Event`` piles work up, and ``node.client.send`` (which completes
 at admission) is refused with ``zl.CapacityExceeded`` whose ``lane`` is ``"application"``.
 
-Covered by later issues (no stubs here):
+Covered elsewhere (no stubs here):
 
 - "Entry Spot isn't in the relocation candidate list, and an Actor that was on an Entry Spot
-  is included in the relocation candidates." -- needs host relocation (the relocation
-  candidate list) and Actors, neither of which exists in this version.
+  is included in the relocation candidates." -- the first half needs two node processes
+  with listening links: ``tests/mesh/test_mesh_relocation.py::
+  test_entry_spot_is_not_in_the_relocation_candidate_list``; the second needs Actors,
+  which this version does not have.
 
 Notes on two items that one node can only show through a stand-in:
 
