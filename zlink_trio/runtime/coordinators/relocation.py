@@ -153,30 +153,30 @@ async def relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
             await host.wait_first_record()
     if (record.state is not AuthorityState.READY or host is None or host.move is not None
             or host.generation != record.object_generation
-            or not host.first_record_settled):
+            or not host.first_record_settled or host.sealed):
         why = (f"it is {record.state.value}" if record.state is not AuthorityState.READY
                else "it is already moving, closing or still recording its first message")
         return _refused(ref, state, RELOCATION.ev.already_moving,
                         f"Spot {spot_id!r} cannot move now: {why}; retry later")
-    claim, why_not = await choose_target(rt, record, to)
-    if claim is None:
-        return _refused(ref, state, RELOCATION.ev.no_target, why_not)
-    target = OwnerFence(claim.descriptor.node_rid, claim.lifecycle_generation)
+    # Claimed in the continuation that checked it: a relocate started meanwhile is refused
+    # as already moving (the store would take its BeginRelocation as a retry of this one).
+    move = host.move = Move(host)
     try:
-        with trio.CancelScope(shield=True):
-            moving = await rt.store.location.begin_relocation(record.fence(), target=target,
-                                                              now=rt.now())
-    except ZLinkError as exc:
-        return _refused(ref, state, RELOCATION.ev.begin_refused, exc.message)
-    job = _Relocation(rt=rt, host=host, record=moving, target=target, claim=claim,
-                      deadline=deadline, state=step(RELOCATION, state,
-                                                    RELOCATION.ev.begin_relocation),
-                      move=Move(host))
-    host.move = job.move
-    try:
-        return await _run(job)
+        claim, why_not = await choose_target(rt, record, to)
+        if claim is None:
+            return _refused(ref, state, RELOCATION.ev.no_target, why_not)
+        target = OwnerFence(claim.descriptor.node_rid, claim.lifecycle_generation)
+        try:
+            with trio.CancelScope(shield=True):
+                moving = await rt.store.location.begin_relocation(
+                    record.fence(), target=target, now=rt.now())
+        except ZLinkError as exc:
+            return _refused(ref, state, RELOCATION.ev.begin_refused, exc.message)
+        return await _run(_Relocation(
+            rt=rt, host=host, record=moving, target=target, claim=claim, deadline=deadline,
+            state=step(RELOCATION, state, RELOCATION.ev.begin_relocation), move=move))
     finally:
-        if host.move is job.move and host.state == INCARNATION.st.serving:
+        if host.move is move and host.state == INCARNATION.st.serving:
             host.move = None  # refused or aborted before the seal: nothing to hold
 
 
@@ -196,6 +196,10 @@ async def _run(job: _Relocation) -> RelocationResult:
             if crash_points.ARMED:
                 crash_points.point("relocation", "sealed")
             await job.move.wait_no_turn()
+            if job.host.self_close_requested:
+                raise InvalidOperation(
+                    f"Spot {job.record.spot_id!r} called ctx.close() in the turn that ran at "
+                    "the seal; it closes instead of moving")
             link = await rt.peers.link_to(job.claim)
             payload, job.correlations = capture(rt, job.host, job.record, link)
             with trio.CancelScope(shield=True):
@@ -237,9 +241,11 @@ async def _committed(job: _Relocation, ref: SpotRef) -> RelocationResult:
     if crash_points.ARMED:
         crash_points.point("relocation", "relaying")
     with trio.CancelScope(shield=True):
-        await job.host.moved_away()
+        # The hold goes first, before on_close(RELOCATED) runs: a message sent after the
+        # commit must not overtake a held one of the same sender (relay_held).
         if held:
             await relay_held(rt, route, held)
+        await job.host.moved_away()
     LOGGER.info("node %r: Spot %r moved to node %r", rt.node_id, record.spot_id,
                 job.claim.descriptor.node_id)
     return RelocationResult(outcome=RelocationOutcome.COMMITTED, ref=ref)

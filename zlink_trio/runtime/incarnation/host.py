@@ -266,7 +266,14 @@ class Host:
         self._fail_queued(error)
         self._wake.set()
 
+    @property
+    def self_close_requested(self) -> bool:
+        """Whether ``ctx.close()`` was called and its close has not begun yet."""
+        return self._self_close
+
     async def _begin_self_close(self) -> None:
+        if self.state == INCARNATION.st.sealed:
+            return  # the relocation that sealed behind the turn sees it and aborts
         self._self_close = False
         if not INCARNATION.allows(self.state, INCARNATION.ev.begin_close):
             return

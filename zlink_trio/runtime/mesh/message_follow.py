@@ -133,8 +133,13 @@ async def relay_held(rt: NodeRuntime, route: FollowRoute,
     Each message keeps its reply route: a local caller's completion is completed with
     the decoded reply, a remote requester's (a ``LinkReply``) with the encoded one.
     One that cannot be sent ends with the error; nothing is resent.
+
+    When the link to the new owner is open, the whole hold is queued on it before the
+    first await: call this in the continuation that disposed of the source, and no
+    message sent after the commit (from this node, or forwarded along ``route``) can
+    overtake a held one of the same sender -- one link keeps its frames in order.
     """
-    link: Link | None = None
+    link: Link | None = rt.peers.open_link_to(route.target)
     for work, size in held:
         reply = work.info.reply_type
         call = Delivery(
