@@ -1,0 +1,914 @@
+"""A stateful model of relocation: three nodes, moves racing with everything else.
+
+Theory of operation
+-------------------
+:class:`RelocationModel` is a hypothesis ``RuleBasedStateMachine`` driving THREE nodes
+that share one store -- ``memory://``, a SQLite file or Redis (a fresh key prefix per
+example) -- and talk over real loopback links, as separate processes do. Its rules start
+``node.relocate`` (to a named node or wherever placement picks, from the owner or from
+a node that does not own the Spot, so chains of moves and Message Follow hops happen),
+``node.drain``, requests and one-way sends (from three ordered senders, one per node,
+and unordered ones), Instance Spots stopping themselves, ``get_or_create`` and
+``close`` of a User Spot, timers armed from a handler, gates that hold a Spot's turn
+(so a move waits at the seal with work queued behind it), and mock-time jumps that
+fire timers, idle sweeps and deadlines. Three Spot IDs: ``k0`` (Instance,
+``PreserveStateWith``), ``f0`` (Instance, ``RecreateOnRelocation``) and ``u0`` (User,
+``PreserveStateWith``).
+
+Scheduling, as in ``test_runtime_model.py``: ``trio.run`` on a ``MockClock`` with
+``rate=0`` and no autojump (time moves only when ``advance`` jumps it); the machine
+runs in a worker thread and reaches into Trio with ``trio.from_thread``; rules only
+START operations. Between rules the system settles: no task runnable for a few real
+milliseconds (so link bytes and store replies have landed) and no store call in flight
+(counted by the runtime tests' :class:`InFlight`). Trio's scheduling is seeded by
+hypothesis, so a failure replays (a link round trip can still land in another order,
+so shrinking is best effort).
+
+Invariants -- the issue's list, checked when each thing happens and after every rule:
+
+* at most one node runs a handler of a Spot at any instant (a turn token per Spot),
+  and at most one node has a *serving* incarnation of it;
+* every message is handled at most once over all nodes; a reply means it was handled
+  exactly once and is that handling's result; at the end every admitted one-way send
+  ran exactly once (unless its Spot was closed by someone after it was sent); one
+  sender's admitted messages to a Spot run in the order it sent them;
+* a move keeps the Spot ID and ObjectGeneration (``RelocationResult.ref``) and the
+  store's owner generation is one more per committed move of that generation; the
+  ``PreserveStateWith`` state (the list of messages handled) arrives intact, so every
+  reply counts every earlier handling of its generation;
+* the factory runs at most once per move for one generation (plus its activation);
+* every call ends within its deadline, with a reply or one of the typed errors the
+  spec allows for it (DeadlineExceeded only at or after the deadline);
+* timers fire only at a serving incarnation -- never at a source that moved away -- and
+  at the end a Spot with a timer ticks where it now lives (re-armed by the framework);
+* close reasons fit (RELOCATED only while a move of that Spot runs, CLOSED only after a
+  stop or a close, IDLE_EVICTED only for Instance Spots, never ACTIVATION_FAILED);
+* every chart transition taken is one ``statecharts`` defines; no node crashes;
+* at the end no authority record, payload root or inbox is left in the store.
+
+Chains: with three nodes a Message Follow chain has at most two hops (a Spot that comes
+back to a node replaces that node's route); the hop limit itself (8, the ninth refused)
+is ``test_message_follow.py``'s and ``test_relocation.py``'s.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import types
+import uuid
+from collections import Counter as Tally
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+import pytest
+import trio
+import trio.testing
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
+from store_calls import InFlight, redis_helpers
+
+import statecharts
+import zlink_trio as zl
+from zlink_trio.core.errors import Unavailable
+from zlink_trio.core.records import AuthorityState
+from zlink_trio.runtime import charts as _charts
+from zlink_trio.store import open_store
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+NODES: Final = ("rm-0", "rm-1", "rm-2")
+INSTANCE_IDS: Final = ("k0", "f0")
+USER_ID: Final = "u0"
+IDS: Final = (*INSTANCE_IDS, USER_ID)
+PRESERVED: Final = ("k0", USER_ID)
+IDLE_TIMEOUT: Final = 3.0
+SWEEP_INTERVAL: Final = 0.5
+DEFAULT_TIMEOUT: Final = 4.0
+PERIOD: Final = 0.7
+TIMEOUTS: Final = st.sampled_from([None, 0.5, 2.0])
+#: Real seconds without a runnable task that count as settled (link bytes have landed).
+CUSHION: Final = 0.004
+TABLES: Final = {t.name: t for t in map(statecharts.compile, statecharts.ALL_CHARTS)}
+R = zl.CloseReason
+#: What the last node of a Message Follow route says when the Spot is no longer there.
+FOLLOWED_TO_NOTHING: Final = "neither hosts it nor has a Message Follow route"
+COMMITTED, ABORTED, REFUSED = (zl.RelocationOutcome.COMMITTED, zl.RelocationOutcome.ABORTED,
+                               zl.RelocationOutcome.REFUSED)
+
+
+@attrs.frozen
+class RPut:
+    op: int
+
+
+@attrs.frozen
+class RDone:
+    op: int
+    node: str
+    #: How many messages this generation had handled, this one included.
+    count: int
+
+
+@attrs.frozen
+class RArm:
+    op: int
+
+
+@attrs.frozen
+class RStop:
+    op: int
+
+
+@attrs.frozen
+class RSpec:
+    op: int
+
+
+class StateAdapter:
+    """``PreserveStateWith``: the list of handled operations travels as JSON bytes."""
+
+    def capture(self, spot: Any) -> bytes:
+        return json.dumps(spot.handled).encode()
+
+    def restore(self, spot: Any, data: bytes) -> None:
+        spot.handled = json.loads(data)
+
+
+class _Model:
+    """Every model Spot reports what it does to the running example's :class:`World`."""
+
+    ctx: zl.SpotContext
+    handled: list[int]
+
+    def _born(self, ctx: zl.SpotContext) -> None:
+        self.ctx = ctx
+        self.handled = []
+        self.closed: R | None = None
+        _world().on_factory(self)
+
+    @property
+    def node(self) -> str:
+        return _world().node_names[ctx_rid(self.ctx)]
+
+    @zl.handler
+    async def put(self, msg: RPut) -> RDone:
+        world = _world()
+        world.turn_begins(self, msg.op)
+        try:
+            await world.gates[self.ctx.spot_id].wait()
+        finally:
+            world.turn_ends(self)
+        self.handled.append(msg.op)
+        world.on_handle(self, msg.op)
+        return RDone(msg.op, self.node, len(self.handled))
+
+    @zl.handler
+    async def arm(self, msg: RArm) -> None:
+        world = _world()
+        world.turn_begins(self, msg.op)
+        world.turn_ends(self)
+        world.on_handle(self, msg.op)
+        key = (self.ctx.spot_id, self.ctx.generation)
+        if key not in world.armed:
+            world.armed.add(key)
+            self.ctx.start_timer(PERIOD, self.tick, period=PERIOD)
+
+    async def tick(self) -> None:
+        _world().on_tick(self)
+
+    async def on_close(self, reason: zl.CloseReason) -> None:
+        _world().on_close(self, reason)
+
+
+def ctx_rid(ctx: zl.SpotContext) -> str:
+    return str(ctx.ref.node_rid)
+
+
+@zl.instance_spot("rm-kept", relocation=zl.PreserveStateWith(StateAdapter()))
+class Kept(_Model):
+    def __init__(self, ctx: zl.SpotContext) -> None:
+        self._born(ctx)
+
+    @zl.handler
+    async def stop(self, msg: RStop) -> None:
+        world = _world()
+        world.turn_begins(self, msg.op)
+        world.turn_ends(self)
+        world.on_handle(self, msg.op)
+        self.ctx.close()
+
+
+@zl.instance_spot("rm-fresh", relocation=zl.RecreateOnRelocation())
+class Fresh(Kept):
+    pass
+
+
+@zl.user_spot("rm-room", relocation=zl.PreserveStateWith(StateAdapter()))
+class Room(_Model):
+    def __init__(self, ctx: zl.SpotContext, request: RSpec | None) -> None:
+        self._born(ctx)
+
+
+TYPES: Final = {"k0": "rm-kept", "f0": "rm-fresh"}
+
+
+# ---------------------------------------------------------------------------- the world
+
+
+class Gate:
+    """Open (everyone passes) or closed (waiters queue); ``pass_one`` lets the oldest through."""
+
+    def __init__(self, is_open: bool) -> None:
+        self.is_open = is_open
+        self._lot = trio.lowlevel.ParkingLot()
+
+    def act(self, action: str) -> None:
+        if action == "pass_one":
+            self._lot.unpark()
+            return
+        self.is_open = action == "open"
+        if self.is_open:
+            self._lot.unpark_all()
+
+    async def wait(self) -> None:
+        if not self.is_open:
+            await self._lot.park()
+
+
+@attrs.define(eq=False)
+class Op:
+    """One operation the machine started, and how it ended."""
+
+    n: int
+    kind: str  # request | send | stop | arm | goc | close | relocate | drain
+    spot_id: str
+    node: int
+    timeout: float | None
+    sender: int | None = None
+    to: int | None = None
+    ref: zl.SpotRef | None = None
+    #: The store record when the operation started (relocate: the generation it moves).
+    record: Any = None
+    started_at: float = math.nan
+    ended_at: float = math.nan
+    deadline: float = math.inf
+    done: bool = False
+    outcome: object = None
+
+
+@attrs.define
+class Harness:
+    """The Trio side the machine's thread reaches: clock, nursery, backend, store calls."""
+
+    clock: trio.testing.MockClock
+    nursery: trio.Nursery
+    backend: str
+    tmp: Path
+    in_flight: InFlight
+
+
+HARNESS: Harness | None = None
+WORLD: World | None = None
+
+
+def _world() -> World:
+    assert WORLD is not None, "a model Spot ran outside an example"
+    return WORLD
+
+
+class _Capture(logging.Handler):
+    def __init__(self, world: World) -> None:
+        super().__init__(logging.WARNING)
+        self.world = world
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.world.logs.append(record.getMessage())
+
+
+class World:
+    """One example: a fresh store, three nodes, the operations and what the Spots did."""
+
+    def __init__(self, harness: Harness, closed_gates: set[str]) -> None:
+        self.harness = harness
+        self.nodes: list[zl.Node] = []
+        self.node_names: dict[str, str] = {}
+        self.view: Any = None
+        self.ops_nursery: trio.Nursery | None = None
+        self.queues: list[trio.MemorySendChannel[Op]] = []
+        self.stop = trio.Event()
+        self.stopped = trio.Event()
+        self.crash: BaseException | None = None
+        self.gates = {spot_id: Gate(spot_id not in closed_gates) for spot_id in IDS}
+        self.ops: dict[int, Op] = {}
+        self.handled: Tally[int] = Tally()
+        #: Per (spot, generation): the operations handled, in order (all nodes).
+        self.history: dict[tuple[str, int], list[int]] = {}
+        self.factories: Tally[tuple[str, int]] = Tally()
+        self.moves_started: Tally[tuple[str, int]] = Tally()
+        self.moves_committed: Tally[tuple[str, int]] = Tally()
+        self.running: dict[str, tuple[int, int]] = {}
+        self.live: dict[str, list[_Model]] = {}
+        self.closes: list[tuple[str, R, float]] = []
+        self.armed: set[tuple[str, int]] = set()
+        self.ticks: list[tuple[str, int, str, float]] = []
+        self.violations: list[str] = []
+        self.logs: list[str] = []
+        self.transitions: set[tuple[str, str, str]] = set()
+        self.capture = _Capture(self)
+        self.leftovers: list[Any] = []
+        #: The clock before the last ``advance`` jump.
+        self.before_jump = -math.inf
+        self.leftover_roots: Any = None
+
+    def expect(self, ok: bool, what: str) -> None:
+        if not ok:
+            self.violations.append(what)
+
+    # ------------------------------------------------------------- lifetime
+
+    def _url(self, stack: AsyncExitStack) -> str:
+        backend = self.harness.backend
+        if backend == "memory":
+            return f"memory://relocation-model-{uuid.uuid4().hex}"
+        if backend == "sqlite":
+            return f"sqlite://{self.harness.tmp / f'model-{uuid.uuid4().hex}.db'}"
+        helpers = redis_helpers()
+        prefix = helpers.fresh_prefix()
+        stack.push_async_callback(self._delete_keys, helpers, prefix)
+        return str(helpers.url_with(prefix))
+
+    async def _delete_keys(self, helpers: Any, prefix: str) -> None:
+        with trio.CancelScope(shield=True), self.harness.in_flight.io("delete keys"):
+            await helpers.delete_prefix(prefix)
+
+    async def hold(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+                   ) -> None:
+        """Open the store view, the nodes and the operations' nursery until :attr:`stop`."""
+        try:
+            async with AsyncExitStack() as stack:
+                url = self._url(stack)
+                opener = self.harness.in_flight.open_store(open_store)
+                self.view = await stack.enter_async_context(opener(url))
+                # runs once the nodes are closed, while the view (and a memory store) lives
+                stack.push_async_callback(self._read_leftovers)
+                for i, name in enumerate(NODES):
+                    node = await stack.enter_async_context(zl.open_node(
+                        name, store=url, spots=[Kept, Fresh, Room], clock=trio.current_time,
+                        instance_idle_timeout=IDLE_TIMEOUT, idle_sweep_interval=SWEEP_INTERVAL,
+                        default_timeout=DEFAULT_TIMEOUT, random=random.Random(i)))
+                    self.nodes.append(node)
+                    self.node_names[str(node.node_rid)] = name
+                async with trio.open_nursery() as ops:
+                    self.ops_nursery = ops
+                    for _ in NODES:
+                        send, receive = trio.open_memory_channel[Op](math.inf)
+                        self.queues.append(send)
+                        ops.start_soon(self._sender, receive)
+                    task_status.started()
+                    await self.stop.wait()
+                    ops.cancel_scope.cancel()
+        except Exception as exc:  # a crashed node is reported by the invariants
+            self.crash = exc
+        finally:
+            self.stopped.set()
+
+    async def _read_leftovers(self) -> None:
+        with self.harness.in_flight.io("the model's own store read"):
+            page = await self.view.location.query(page_size=100)
+            self.leftovers = [r for r in page.records if r.kind is not zl.SpotKind.ENTRY]
+            self.leftover_roots = await self.view.relocation.statistics()
+
+    def trace(self, chart: str, state: str, event: str, target: str) -> None:
+        self.transitions.add((chart, state, event))
+        try:
+            defined = TABLES[chart].step(state, event)
+        except statecharts.UndefinedTransition as exc:
+            self.violations.append(f"undefined transition taken: {exc}")
+            return
+        self.expect(defined == target, f"{chart}: {state} --{event}--> {target}, "
+                                       f"but the chart says {defined}")
+
+    async def settle(self) -> None:
+        """Until nothing runs: no runnable task for CUSHION real seconds, no store call."""
+        for _ in range(2000):
+            await trio.testing.wait_all_tasks_blocked(CUSHION)
+            if not self.harness.in_flight.count:
+                return
+        raise AssertionError("a store call stayed in flight for seconds")
+
+    async def act(self, action: Any, *args: Any) -> None:
+        """One rule: do ``action`` (sync or async), then settle."""
+        result = action(*args)
+        if hasattr(result, "__await__"):
+            await result
+        await self.settle()
+
+    async def wind_down(self) -> None:
+        """Open the gates, let every operation finish, check that timers moved along."""
+        for gate in self.gates.values():
+            gate.act("open")
+        for _ in range(40):
+            await self.settle()
+            if all(op.done for op in self.ops.values()):
+                break
+            self.harness.clock.jump(0.5)
+        late = [op for op in self.ops.values() if not op.done]
+        assert not late, f"operations never ended: {late}"
+        since = trio.current_time()
+        for _ in range(3):
+            self.harness.clock.jump(PERIOD)
+            await self.settle()
+        for spot_id, generation in self.armed:
+            alive = [s for s in self.live.get(spot_id, []) if s.ctx.generation == generation]
+            if not alive:
+                continue
+            where = {(node, generation) for s, generation, node, at in self.ticks
+                     if s == spot_id and at >= since}
+            spot = alive[0]
+            self.expect((spot.node, spot.ctx.generation) in where,
+                        f"{spot_id}'s timer did not fire where it lives ({spot.node}), "
+                        f"ticks since the moves ended: {where}")
+
+    async def shut_down(self) -> None:
+        self.stop.set()
+        for _ in range(60):
+            await self.settle()
+            if self.stopped.is_set():
+                return
+            self.harness.clock.jump(1.0)
+        raise AssertionError("the nodes did not shut down within 60 s of (mock) time")
+
+    # ------------------------------------------------------------- operations
+
+    async def spawn(self, kind: str, spot_id: str, node: int, seconds: float | None, *,
+                    ordered: bool = False, to: int | None = None) -> None:
+        op = Op(len(self.ops) + 1, kind, spot_id, node, seconds,
+                sender=node if ordered else None, to=to)
+        with self.harness.in_flight.io("the model's own store read"):
+            op.record = await self.view.location.find(spot_id)
+        if kind == "relocate" and to is None and op.record is not None and \
+                op.record.state is AuthorityState.READY:
+            # "from the owner": the node the store names (ABORTED / REFUSED paths too)
+            op.node = self._index(str(op.record.owner.node_rid), node)
+        if kind == "close":
+            op.ref = self._user_ref()
+        self.ops[op.n] = op
+        if op.sender is not None:
+            self.queues[op.sender].send_nowait(op)
+        else:
+            assert self.ops_nursery is not None
+            self.ops_nursery.start_soon(self._run, op)
+
+    def _index(self, rid: str, default: int) -> int:
+        name = self.node_names.get(rid)
+        return NODES.index(name) if name is not None else default
+
+    def _user_ref(self) -> zl.SpotRef | None:
+        refs = [op.outcome.ref for op in self.ops.values()
+                if op.kind == "goc" and isinstance(op.outcome, zl.CreateResult)]
+        return refs[-1] if refs else None
+
+    async def _sender(self, queue: trio.MemoryReceiveChannel[Op]) -> None:
+        async for op in queue:
+            await self._run(op)
+
+    async def _run(self, op: Op) -> None:
+        op.started_at = trio.current_time()
+        op.deadline = op.started_at + (op.timeout or DEFAULT_TIMEOUT)
+        if op.kind == "relocate" and op.record is not None:
+            self.moves_started[op.spot_id, op.record.object_generation] += 1
+        try:
+            op.outcome = await self._call(op)
+        except Exception as exc:  # every outcome is judged, none crashes the nursery
+            op.outcome = exc
+        op.done, op.ended_at = True, trio.current_time()
+        self._judge(op)
+
+    async def _call(self, op: Op) -> object:
+        node = self.nodes[op.node]
+        call: Any
+        if op.kind == "relocate":
+            to = None if op.to is None else NODES[op.to]
+            return await node.relocate(op.spot_id, to=to, timeout=op.timeout)
+        if op.kind == "drain":
+            return await node.drain(timeout=op.timeout)
+        if op.kind == "close":
+            return None if op.ref is None else await node.spots.close(op.ref)
+        if op.kind == "goc":
+            call = node.spots.get_or_create(USER_ID, "rm-room").request(RSpec(op.n))
+        elif op.kind == "request":
+            call = node.client.request(op.spot_id, RPut(op.n), reply=RDone)
+        elif op.kind == "send":
+            call = node.client.send(op.spot_id, RPut(op.n))
+        elif op.kind == "arm":
+            call = node.client.send(op.spot_id, RArm(op.n))
+        else:
+            call = node.client.send(op.spot_id, RStop(op.n))
+        if op.spot_id in INSTANCE_IDS and op.kind != "goc":
+            call = call.instance_spot(TYPES[op.spot_id])
+        if op.timeout is not None:
+            call = call.timeout(op.timeout)
+        return await call
+
+    # ------------------------------------------------------------- judging outcomes
+
+    def _judge(self, op: Op) -> None:
+        out, now = op.outcome, trio.current_time()
+        where = f"op {op.n} {op.kind}({op.spot_id!r}) from {NODES[op.node]} -> {out!r}"
+        expect = self.expect
+        # A jump may carry the clock past a deadline: the call must then end before the
+        # next jump (each rule settles), i.e. at the first instant past its deadline.
+        expect(min(now, self.before_jump) <= op.deadline + 1e-9 or op.kind == "drain",
+               f"{where}: ended at t={now}, after its deadline {op.deadline}")
+        if isinstance(out, zl.DeadlineExceeded):
+            expect(now >= op.deadline, f"{where} at t={now}, before its deadline")
+        elif op.kind == "relocate":
+            self._judge_relocate(op, out, where)
+        elif op.kind == "drain":
+            expect(isinstance(out, zl.DrainResult), f"{where}: not a DrainResult")
+            if isinstance(out, zl.DrainResult):
+                self._count_drained(op, out, where)
+        elif op.kind == "goc":
+            expect(isinstance(out, zl.CreateResult) and out.state in (
+                zl.CreateState.CREATED, zl.CreateState.EXISTING), f"{where}: unexpected")
+        elif op.kind == "close":
+            ok = out in (True, False, None) or isinstance(out, Unavailable | zl.InvalidOperation)
+            expect(ok, f"{where}: unexpected")
+        elif isinstance(out, zl.NotFound | zl.StaleRoute):
+            # StaleRoute: a route cached before a close or an idle eviction (never a move)
+            # still named the old owner -- issue #13's "no stale-route traps" removes it.
+            expect(op.spot_id == USER_ID or (isinstance(out, zl.StaleRoute)
+                                             and self._was_closed(op.spot_id)),
+                   f"{where}: a call with Instance intent never sees this")
+        elif isinstance(out, Unavailable) and FOLLOWED_TO_NOTHING in out.message:
+            self._judge_dead_follow(op, where)
+        elif op.kind == "request":
+            expect(isinstance(out, RDone) and out.op == op.n and self.handled[op.n] == 1,
+                   f"{where}: a reply must be the result of handling it exactly once "
+                   f"(handled {self.handled[op.n]} times)")
+        else:
+            expect(out is None and self.handled[op.n] <= 1, f"{where}: unexpected")
+
+    def _count_drained(self, op: Op, out: zl.DrainResult, where: str) -> None:
+        for result in out.moved:
+            key = (result.ref.spot_id, result.ref.generation)
+            self.moves_started[key] += 1
+            self.moves_committed[key] += 1
+            self.expect(result.outcome is COMMITTED
+                        and result.ref.node_rid != self.nodes[op.node].node_rid,
+                        f"{where}: {result} listed as moved")
+        for result in out.not_moved:
+            self.expect(result.outcome in (ABORTED, REFUSED) and bool(result.reason),
+                        f"{where}: {result} not moved without a reason")
+            if result.outcome is ABORTED:
+                self.moves_started[result.ref.spot_id, result.ref.generation] += 1
+
+    def _judge_dead_follow(self, op: Op, where: str) -> None:
+        # 06 §6: a route whose target no longer hosts the Spot (it moved, then closed or
+        # idled out there) ends with Unavailable, and only the NEXT call resolves afresh.
+        self.expect(self._was_closed(op.spot_id) and any(
+            committed for (spot_id, _), committed in self.moves_committed.items()
+            if spot_id == op.spot_id), f"{where}: the Spot neither moved nor closed")
+        again = [earlier.n for earlier in self.ops.values()
+                 if earlier.node == op.node and earlier.spot_id == op.spot_id
+                 and earlier.n != op.n and earlier.done
+                 and earlier.outcome is not None and earlier.outcome is not op.outcome
+                 and isinstance(earlier.outcome, Unavailable)
+                 and FOLLOWED_TO_NOTHING in earlier.outcome.message
+                 and earlier.ended_at < op.started_at]
+        self.expect(not again, f"{where}: the call after {again} did not resolve afresh")
+
+    def _was_closed(self, spot_id: str) -> bool:
+        return any(closed == spot_id and reason in (R.CLOSED, R.IDLE_EVICTED)
+                   for closed, reason, _ in self.closes)
+
+    def _lost_to_a_stale_route(self, op: Op) -> bool:
+        # A one-way send on a route cached before the Spot closed (not moved) reaches a
+        # node that no longer owns it; that node logs and drops it (the sender returned
+        # at admission). A stale-route trap of closes and idle eviction, not of moves:
+        # issue #13 ("no stale-route traps").
+        dropped = any(f"no longer owns Spot {op.spot_id!r}" in log
+                      or (FOLLOWED_TO_NOTHING in log and repr(op.spot_id) in log)
+                      for log in self.logs)
+        return self._was_closed(op.spot_id) and dropped
+
+    def _closed_since(self, op: Op) -> bool:
+        return any(spot_id == op.spot_id and at >= op.started_at - 1e-9
+                   and reason in (R.CLOSED, R.IDLE_EVICTED)
+                   for spot_id, reason, at in self.closes)
+
+    def _judge_relocate(self, op: Op, out: object, where: str) -> None:
+        record, expect = op.record, self.expect
+        if isinstance(out, zl.NotFound):
+            expect(record is None or self._closed_since(op), f"{where}: the Spot existed")
+            return
+        if isinstance(out, zl.InvalidOperation | Unavailable):
+            # not the owner (it moved, or the rule asked a non-owner); Unavailable only
+            # past relay-ready, which needs a target that does not commit: not here
+            expect(isinstance(out, zl.InvalidOperation), f"{where}: unexpected")
+            return
+        if not isinstance(out, zl.RelocationResult):
+            expect(False, f"{where}: unexpected")
+            return
+        if out.outcome is COMMITTED:
+            assert record is not None
+            key = (op.spot_id, record.object_generation)
+            self.moves_committed[key] += 1
+            expect(out.ref.spot_id == op.spot_id
+                   and out.ref.generation == record.object_generation,
+                   f"{where}: a move keeps the Spot ID and ObjectGeneration")
+            expect(op.to is None or out.ref.node_rid == self.nodes[op.to].node_rid,
+                   f"{where}: committed elsewhere than asked")
+            expect(out.ref.node_rid != self.nodes[op.node].node_rid,
+                   f"{where}: moved to itself")
+        else:
+            expect(out.outcome in (ABORTED, REFUSED) and bool(out.reason),
+                   f"{where}: an aborted or refused move says why")
+
+    # ------------------------------------------------------------- what the Spots report
+
+    def on_factory(self, spot: _Model) -> None:
+        key = (spot.ctx.spot_id, spot.ctx.generation)
+        self.factories[key] += 1
+        self.live.setdefault(spot.ctx.spot_id, []).append(spot)
+
+    def turn_begins(self, spot: _Model, n: int) -> None:
+        spot_id, token = spot.ctx.spot_id, (id(spot), n)
+        other = self.running.get(spot_id)
+        self.expect(other is None, f"{spot_id}: op {n} runs at {spot.node} while op "
+                                   f"{other and other[1]} runs")
+        self.expect(spot.closed is None, f"{spot_id}: op {n} runs at {spot.node} after "
+                                         f"on_close({spot.closed})")
+        self.running[spot_id] = token
+
+    def turn_ends(self, spot: _Model) -> None:
+        self.running.pop(spot.ctx.spot_id, None)
+
+    def on_handle(self, spot: _Model, n: int) -> None:
+        op, key = self.ops[n], (spot.ctx.spot_id, spot.ctx.generation)
+        where = f"op {n} ({op.kind}) at {spot.node} of {key}"
+        self.handled[n] += 1
+        self.expect(self.handled[n] == 1, f"{where}: handled twice")
+        failed = op.done and isinstance(op.outcome, Exception) and not isinstance(
+            op.outcome, zl.DeadlineExceeded)
+        self.expect(not failed, f"{where}: ran although the call failed with {op.outcome!r}")
+        history = self.history.setdefault(key, [])
+        if op.kind in ("request", "send") and key[0] in PRESERVED:
+            self.expect(spot.handled[:-1] == [m for m in history
+                                              if self.ops[m].kind in ("request", "send")],
+                        f"{where}: the preserved state {spot.handled[:-1]} is not what "
+                        f"this generation handled {history}")
+        history.append(n)
+        if op.sender is not None:
+            overtaken = [m for m, earlier in self.ops.items()
+                         if m < n and earlier.sender == op.sender
+                         and earlier.spot_id == op.spot_id and earlier.done
+                         and earlier.outcome is None and earlier.kind in ("send", "arm", "stop")
+                         and not self.handled[m] and not self._closed_since(earlier)]
+            self.expect(not overtaken, f"{where}: overtook the same sender's admitted "
+                                       f"{overtaken}")
+
+    def on_tick(self, spot: _Model) -> None:
+        self.expect(spot.closed is None and self._serving(spot),
+                    f"{spot.ctx.spot_id}: a tick at {spot.node}, which no longer serves it")
+        self.ticks.append((spot.ctx.spot_id, spot.ctx.generation, spot.node,
+                           trio.current_time()))
+
+    def _serving(self, spot: _Model) -> bool:
+        host = self.nodes[NODES.index(spot.node)]._rt.catalog.hosts.get(spot.ctx.spot_id)
+        return host is not None and host.generation == spot.ctx.generation and \
+            host.state == "serving"
+
+    def on_close(self, spot: _Model, reason: R) -> None:
+        spot_id, now = spot.ctx.spot_id, trio.current_time()
+        where = f"on_close({reason.name}) of {spot_id}@{spot.ctx.generation} at {spot.node}"
+        self.expect(spot.closed is None, f"{where}: after on_close({spot.closed})")
+        moving = any(op.kind in ("relocate", "drain") and not op.done
+                     for op in self.ops.values()
+                     if op.spot_id == spot_id or op.kind == "drain")
+        if reason is R.RELOCATED:
+            self.expect(moving, f"{where}: no move of it was running")
+        elif reason is R.CLOSED:
+            asked = any(op.spot_id == spot_id and op.kind in ("stop", "close")
+                        for op in self.ops.values())
+            self.expect(asked, f"{where}: nobody closed it")
+        elif reason is R.IDLE_EVICTED:
+            self.expect(spot_id in INSTANCE_IDS, f"{where}: only Instance Spots idle out")
+        else:
+            self.expect(reason is R.NODE_SHUTDOWN and self.stop.is_set(),
+                        f"{where}: unexpected")
+        spot.closed = reason
+        self.closes.append((spot_id, reason, now))
+        alive = self.live.get(spot_id, [])
+        if spot in alive:
+            alive.remove(spot)
+
+    # ------------------------------------------------------------- invariants
+
+    async def check(self) -> None:
+        """The invariants on a settled snapshot (runs in the Trio thread)."""
+        assert self.crash is None, f"a node crashed: {self.crash!r}"
+        assert not self.violations, "\n".join(self.violations)
+        for spot_id in IDS:
+            serving = [self.node_names[str(node.node_rid)] for node in self.nodes
+                       if (host := node._rt.catalog.hosts.get(spot_id)) is not None
+                       and host.state == "serving"]
+            assert len(serving) <= 1, f"{spot_id} is served by {serving}"
+            with self.harness.in_flight.io("the model's own store read"):
+                record = await self.view.location.find(spot_id)
+            if record is None:
+                continue
+            key = (spot_id, record.object_generation)
+            moved = record.owner_generation - 1
+            in_flight = sum(1 for op in self.ops.values() if op.kind in ("relocate", "drain")
+                            and not op.done)
+            committed = self.moves_committed[key]
+            assert committed <= moved <= committed + in_flight, (
+                f"{spot_id}: owner generation {record.owner_generation} after {committed} "
+                f"committed moves of generation {record.object_generation} "
+                f"({in_flight} moves running)")
+        if not any(op.kind == "drain" and not op.done for op in self.ops.values()):
+            for key, runs in self.factories.items():  # a drain's moves count when it ends
+                assert runs <= 1 + self.moves_started[key], (
+                    f"factory of {key} ran {runs} times for {self.moves_started[key]} moves")
+        now = trio.current_time()
+        late = [op for op in self.ops.values()
+                if not op.done and now > op.deadline and op.kind != "drain"]
+        assert not late, f"operations outlived their deadline at t={now}: {late}"
+
+    def final_check(self) -> None:
+        """After the nodes shut down: every admitted message ran once; nothing leaked."""
+        assert self.crash is None, f"a node crashed: {self.crash!r}"
+        assert not self.violations, "\n".join(self.violations)
+        for op in self.ops.values():
+            if op.kind in ("send", "arm", "stop") and op.outcome is None:
+                assert self.handled[op.n] == 1 or self._closed_since(op) or \
+                    self._lost_to_a_stale_route(op), f"admitted send never ran: {op}"
+        assert not self.leftovers, f"authority left behind: {self.leftovers}"
+        stats = self.leftover_roots
+        assert stats is not None
+        assert stats.roots == 0, stats
+        assert stats.inboxes == 0, stats
+
+
+# ---------------------------------------------------------------------------- the machine
+
+
+class RelocationModel(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.world: World | None = None
+        self.failed = False
+
+    def _trio(self, fn: Any, *args: Any) -> Any:
+        try:
+            return trio.from_thread.run(fn, *args)
+        except BaseException:
+            self.failed = True
+            raise
+
+    def _act(self, action: Any, *args: Any, **kwargs: Any) -> None:
+        assert self.world is not None
+        self._trio(self.world.act, lambda: action(*args, **kwargs))
+
+    @initialize(closed=st.sets(st.sampled_from(IDS)),
+                starters=st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 2)))
+    def open_nodes(self, closed: set[str], starters: tuple[int, int, int]) -> None:
+        """Three nodes, and each Spot activated by a request from one of them."""
+        global WORLD
+        assert HARNESS is not None
+        self.world = WORLD = World(HARNESS, set())
+        _charts.TRACE.append(self.world.trace)
+        logging.getLogger("zlink_trio").addHandler(self.world.capture)
+        self._trio(HARNESS.nursery.start, self.world.hold)
+        assert self.world.crash is None, self.world.crash
+        for spot_id, node in zip(INSTANCE_IDS, starters, strict=False):
+            self._act(self.world.spawn, "request", spot_id, node, None)
+        self._act(self.world.spawn, "goc", USER_ID, starters[2], None)
+        for spot_id in closed:
+            self.world.gates[spot_id].act("close")
+
+    def teardown(self) -> None:
+        world = self.world
+        if world is None:
+            return
+        try:
+            if not self.failed:
+                self._trio(world.wind_down)
+            self._trio(world.shut_down)
+            if not self.failed:
+                world.final_check()  # plain data: the nodes are closed
+        finally:
+            _charts.TRACE.remove(world.trace)
+            logging.getLogger("zlink_trio").removeHandler(world.capture)
+
+    @rule(kind=st.sampled_from(["request", "send", "request", "send", "stop", "arm"]),
+          spot_id=st.sampled_from(IDS), node=st.integers(0, 2), ordered=st.booleans(),
+          timeout=TIMEOUTS)
+    def call(self, kind: str, spot_id: str, node: int, ordered: bool,
+             timeout: float | None) -> None:
+        if kind == "stop" and spot_id == USER_ID:
+            kind = "send"
+        self._act(self.world.spawn, kind, spot_id, node, timeout,  # type: ignore[union-attr]
+                  ordered=ordered)
+
+    @rule(spot_id=st.sampled_from(IDS), node=st.integers(0, 2),
+          to=st.one_of(st.none(), st.integers(0, 2)), timeout=TIMEOUTS)
+    def relocate(self, spot_id: str, node: int, to: int | None,
+                 timeout: float | None) -> None:
+        self._act(self.world.spawn, "relocate", spot_id, node, timeout,  # type: ignore[union-attr]
+                  to=to)
+
+    @rule(node=st.integers(0, 2))
+    def drain(self, node: int) -> None:
+        assert self.world is not None
+        drained = {op.node for op in self.world.ops.values() if op.kind == "drain"}
+        if node in drained or len(drained) >= len(NODES) - 1:
+            return  # one node always takes new Spots (else every first call is NotFound)
+        self._act(self.world.spawn, "drain", "", node, 3.0)
+
+    @rule(kind=st.sampled_from(["goc", "goc", "close"]), node=st.integers(0, 2),
+          timeout=TIMEOUTS)
+    def user_spot(self, kind: str, node: int, timeout: float | None) -> None:
+        """``get_or_create`` (twice as often) or ``close`` of the User Spot."""
+        self._act(self.world.spawn, kind, USER_ID, node, timeout)  # type: ignore[union-attr]
+
+    @rule(spot_id=st.sampled_from(IDS), action=st.sampled_from(["open", "close", "pass_one"]))
+    def gate(self, spot_id: str, action: str) -> None:
+        self._act(self.world.gates[spot_id].act, action)  # type: ignore[union-attr]
+
+    @rule(dt=st.sampled_from([0.3, 0.8, 2.5]))
+    def advance(self, dt: float) -> None:
+        assert HARNESS is not None
+        assert self.world is not None
+        self.world.before_jump = HARNESS.clock.current_time()
+        self._act(HARNESS.clock.jump, dt)
+
+    @invariant()
+    def spec_invariants(self) -> None:
+        if self.world is not None:
+            self._trio(self.world.check)
+
+
+#: Examples per backend; the CI profile is derandomized, locally each run explores anew.
+EXAMPLES: Final = {"memory": 40, "sqlite": 15, "redis": 15}
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite", "redis"])
+def test_relocations_racing_with_calls_timers_close_and_idle_keep_the_invariants(
+        backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model_settings = settings(max_examples=EXAMPLES[backend], stateful_step_count=30,
+                              deadline=None, suppress_health_check=list(HealthCheck))
+
+    async def main() -> None:
+        global HARNESS
+        clock = trio.lowlevel.current_clock()
+        assert isinstance(clock, trio.testing.MockClock)
+        # InFlight counts store calls; its clock hook is for autojump, which this test
+        # never uses, so it gets a clock-shaped sink.
+        in_flight = InFlight(types.SimpleNamespace())  # type: ignore[arg-type]
+        await _patch_backend(backend, in_flight, tmp_path, monkeypatch)
+        try:
+            async with trio.open_nursery() as nursery:
+                HARNESS = Harness(clock, nursery, backend, tmp_path, in_flight)
+                try:
+                    await trio.to_thread.run_sync(lambda: run_state_machine_as_test(
+                        RelocationModel, settings=model_settings))
+                finally:
+                    HARNESS = None
+                    nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:  # report hypothesis' failure itself, not a group
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
+
+    trio.run(main, clock=trio.testing.MockClock(rate=0))
+
+
+async def _patch_backend(backend: str, in_flight: InFlight, tmp_path: Path,
+                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Count every store call of the backend's classes (and fail if Redis is absent)."""
+    if backend == "memory":
+        return
+    helpers = redis_helpers()
+    url = f"sqlite://{tmp_path / 'patch.db'}" if backend == "sqlite" else \
+        helpers.url_with(helpers.fresh_prefix())
+    try:
+        async with open_store(url) as store:
+            in_flight.patch_backend(monkeypatch, store)
+    except Unavailable as error:
+        helpers.unreachable(error.message)
+    import zlink_trio.runtime.node
+    monkeypatch.setattr(zlink_trio.runtime.node, "open_store", in_flight.open_store(open_store))
