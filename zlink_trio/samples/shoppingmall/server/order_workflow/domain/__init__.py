@@ -43,6 +43,8 @@ from .ids import (
 )
 from .start import AlreadyStarted, StartOrder, start
 from .steps import (
+    INVENTORY_REFUSED,
+    PAYMENT_REFUSED,
     Append,
     AuthorizePayment,
     ConfirmOrder,
@@ -62,12 +64,13 @@ from .steps import (
 from .values import OrderLine, OrderStatus
 
 __all__ = (
-    "STATUS_OF", "TRANSITIONS", "AlreadyStarted", "Append", "AuthorizePayment", "ConfirmOrder",
-    "CorruptStream", "Effect", "EffectResult", "FailOrder", "Finished", "Halt", "InvalidCommand",
-    "InventoryReleasedEvent", "InventoryReservationFailedEvent", "InventoryReservedEvent",
-    "NotStarted", "OrderAggregate", "OrderConfirmedEvent", "OrderEvent", "OrderFailedEvent",
-    "OrderLine", "OrderRuleError", "OrderStartedEvent", "OrderStatus", "PaymentAuthorizedEvent",
-    "PaymentFailedEvent", "Phase", "Recorded", "ReleaseInventory", "ReserveInventory", "Stage",
-    "StartOrder", "Step", "advance", "apply", "event_id", "fold", "next_step", "payment_id",
-    "record", "reservation_id", "stage_command_id", "start", "start_command_id",
+    "INVENTORY_REFUSED", "PAYMENT_REFUSED", "STATUS_OF", "TRANSITIONS", "AlreadyStarted", "Append",
+    "AuthorizePayment", "ConfirmOrder", "CorruptStream", "Effect", "EffectResult", "FailOrder",
+    "Finished", "Halt", "InvalidCommand", "InventoryReleasedEvent",
+    "InventoryReservationFailedEvent", "InventoryReservedEvent", "NotStarted", "OrderAggregate",
+    "OrderConfirmedEvent", "OrderEvent", "OrderFailedEvent", "OrderLine", "OrderRuleError",
+    "OrderStartedEvent", "OrderStatus", "PaymentAuthorizedEvent", "PaymentFailedEvent", "Phase",
+    "Recorded", "ReleaseInventory", "ReserveInventory", "Stage", "StartOrder", "Step", "advance",
+    "apply", "event_id", "fold", "next_step", "payment_id", "record", "reservation_id",
+    "stage_command_id", "start", "start_command_id",
 )
