@@ -205,6 +205,27 @@ class MessageCodec:
             )
         return load_json(self.converter, body, expected, max_bytes=self.max_body_bytes)
 
+    def to_json(self, value: object) -> bytes:
+        """The JSON body of the attrs value ``value`` alone, without a type name.
+
+        For bodies whose type the context names: an HTTP route's request and
+        reply, a stored record whose envelope names its type. The same bytes
+        as ``encode(value).body``, with the same refusals
+        (:class:`InvalidOperation`).
+        """
+        self._name_of(type(value))
+        return dump_json(self.converter, value, max_bytes=self.max_body_bytes)
+
+    def from_json(self, body: bytes, expected: type[T]) -> T:
+        """Decode a JSON body the context says is an ``expected``; the inverse of :meth:`to_json`.
+
+        Raises :class:`RemoteProtocolError` if ``body`` does not decode as
+        ``expected`` (as :meth:`decode`), :class:`InvalidOperation` if
+        ``expected`` is not a decodable attrs class.
+        """
+        self._name_of(expected)
+        return load_json(self.converter, body, expected, max_bytes=self.max_body_bytes)
+
     def decode_any(
         self, type_name: str, body: bytes, candidates: Mapping[str, type[object]]
     ) -> object:
