@@ -6,7 +6,7 @@ Pure tests, no event loop: the codec is sans-IO.
 from __future__ import annotations
 
 import json
-from typing import ClassVar
+from typing import ClassVar, Generic, TypeVar
 
 import attrs
 import pytest
@@ -70,6 +70,21 @@ class Derived:
     __zlink_json_names__: ClassVar[str] = "camelCase"
     order_id: str
     cached_total: int = attrs.field(init=False, default=0)
+
+
+T = TypeVar("T")
+
+
+@attrs.frozen
+class Box(Generic[T]):
+    __zlink_json_names__: ClassVar[str] = "camelCase"
+    inner_value: T
+
+
+@attrs.frozen
+class BoxHolder:
+    __zlink_json_names__: ClassVar[str] = "camelCase"
+    int_box: Box[int]
 
 
 CODEC = MessageCodec()
@@ -186,6 +201,14 @@ def test_a_class_without_the_declaration_keeps_its_names_and_its_nested_class_it
     assert CODEC.decode(type_name_of(PlainHolder), body, PlainHolder) == holder
 
 
+def test_generic_classes_are_named_too() -> None:
+    body = CODEC.encode(BoxHolder(Box(3))).body
+    assert body == b'{"intBox":{"innerValue":3}}'
+    assert CODEC.decode(type_name_of(BoxHolder), body, BoxHolder) == BoxHolder(Box(3))
+    with pytest.raises(RemoteProtocolError, match=r"expected int @ \$\.intBox\.innerValue"):
+        CODEC.decode(type_name_of(BoxHolder), b'{"intBox":{"innerValue":"3"}}', BoxHolder)
+
+
 def test_trailing_underscore_gives_keyword_keys() -> None:
     body = CODEC.encode(Keywords("x", 1)).body
     assert body == b'{"from":"x","class":1}'
@@ -277,6 +300,22 @@ def test_duplicate_keys_are_refused() -> None:
 def test_other_unknown_keys_are_still_ignored() -> None:
     # Forward compatibility is unchanged: a key no field of any spelling claims.
     assert _decode({**GOOD, "addedInV2": [1], "added_in_v2": 2}) == _decode(GOOD)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@given(st.sampled_from(sorted(GOOD)), json_values)
+def test_any_value_in_any_field_decodes_or_is_a_protocol_error(key: str, value: object) -> None:
+    try:
+        result = _decode({**GOOD, key: value})
+    except RemoteProtocolError:
+        return
+    assert isinstance(result, Order)
 
 
 @given(st.dictionaries(st.text(max_size=12), st.none() | st.integers() | st.text(), max_size=6))
