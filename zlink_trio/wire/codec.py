@@ -21,6 +21,12 @@ defined inside functions get ``<locals>`` in their default name and can
 collide with each other; pin a name for them. Names are 1..255 UTF-8 bytes,
 like every stable type.
 
+Field names. A body's keys are the attribute names, unless the class declares
+``__zlink_json_names__: ClassVar[str] = "camelCase"`` (inherited, unlike
+``__zlink_type__``); the rules are in :mod:`zlink_trio.wire._json_names`.
+:meth:`MessageCodec.to_json` and :meth:`MessageCodec.from_json` give and take a
+body alone, for JSON whose type its context names (an HTTP route, a stored record).
+
 Who is at fault. Encoding is the local side's job: anything that cannot be
 sent (not an attrs class, a field type the receiver could not decode, a value
 with no JSON form, a body above ``max_body_bytes``) is
