@@ -9,7 +9,9 @@ Start a node with ``async with zl.open_node(...) as node``; declare Spot types
 with ``@zl.instance_spot`` / ``@zl.user_spot`` and ``@zl.handler``; call them
 through ``node.client`` and manage User Spots through ``node.spots``. Open a
 store by URL with ``async with zl.open_store(url) as store`` to read what the
-nodes sharing it left there.
+nodes sharing it left there. ``zl.MessageCodec`` is the typed JSON codec the
+nodes use, for the JSON a program exchanges elsewhere (an HTTP edge, a store
+of its own): the same classes, names and rules as on the wire.
 """
 
 
@@ -56,6 +58,8 @@ from zlink_trio.runtime.node import Node as Node
 from zlink_trio.runtime.node import NodeStatistics as NodeStatistics
 from zlink_trio.runtime.node import open_node as open_node
 from zlink_trio.store import open_store as open_store
+from zlink_trio.wire.codec import EncodedMessage as EncodedMessage
+from zlink_trio.wire.codec import MessageCodec as MessageCodec
 
 __version__ = "0.1.0"
 
@@ -68,11 +72,13 @@ __all__ = (
     "DeadlineExceeded",
     "DisableRelocation",
     "DrainResult",
+    "EncodedMessage",
     "HandlerError",
     "InvalidConfiguration",
     "InvalidOperation",
     "LaneBounds",
     "LocalProtocolError",
+    "MessageCodec",
     "Node",
     "NodeRid",
     "NodeStatistics",

@@ -7,6 +7,7 @@ Application messages (``codec``, public to the runtime):
 
 - ``codec``: :class:`MessageCodec` -- stable type names, JSON bodies, size bound.
 - ``_converter``: the one strict cattrs converter and the JSON byte functions.
+- ``_json_names``: the ``__zlink_json_names__`` opt-in (camelCase keys), read when hooks are made.
 
 Frames (``frames``, the public face; ``docs/wire.md`` has the byte tables):
 

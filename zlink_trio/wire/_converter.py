@@ -19,7 +19,10 @@ unions of JSON scalars, ``list[X]``, ``tuple[X, ...]``, ``tuple[X, Y]``,
 mapping keys are refused when the hook is built (JSON has neither, and set
 order differs between processes, so bytes would not be deterministic).
 Unknown object keys are ignored, so adding a field *with a default* is a
-compatible change between versions.
+compatible change between versions. A field's JSON key is its attribute name
+unless its class declares ``__zlink_json_names__ = "camelCase"``
+(:mod:`zlink_trio.wire._json_names`); then the Python spelling of a renamed
+field is refused, not ignored.
 
 :func:`dump_json` writes compact UTF-8 JSON (``separators=(",", ":")``,
 ``ensure_ascii=False``); the same value always yields the same bytes (attrs
@@ -56,8 +59,10 @@ from cattrs.cols import (
 )
 from cattrs.errors import StructureHandlerNotFoundError
 from cattrs.strategies import configure_union_passthrough
+from cattrs.v import format_exception
 
 from zlink_trio.core.errors import InvalidOperation, RemoteProtocolError
+from zlink_trio.wire._json_names import PythonSpelledKeyError, configure_json_names
 
 __all__ = ("dump_json", "load_json", "make_converter")
 
@@ -245,6 +250,8 @@ def make_converter() -> cattrs.Converter:
     conv.register_structure_hook_factory(_is_array, _array_factory)
     conv.register_structure_hook_factory(is_mapping, _object_factory)
     configure_union_passthrough(str | bool | int | float | None, conv)
+    # Last, so it is tried before cattrs' own attrs hooks for the classes that opt in.
+    configure_json_names(conv)
     return conv
 
 
@@ -269,8 +276,15 @@ def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
     return result
 
 
+def _format_exception(exc: BaseException, cl: type | None) -> str:
+    # cattrs' formatter words every extra key alike; ours names the key the class expects.
+    if isinstance(exc, PythonSpelledKeyError) and exc.message:
+        return exc.message
+    return format_exception(exc, cl)
+
+
 def _describe(exc: Exception) -> str:
-    lines = cattrs.transform_error(exc)
+    lines = cattrs.transform_error(exc, format_exception=_format_exception)
     text = "; ".join(lines[:_MAX_REPORTED_ERRORS])
     if len(lines) > _MAX_REPORTED_ERRORS:
         text += f"; and {len(lines) - _MAX_REPORTED_ERRORS} more"

@@ -21,6 +21,12 @@ defined inside functions get ``<locals>`` in their default name and can
 collide with each other; pin a name for them. Names are 1..255 UTF-8 bytes,
 like every stable type.
 
+Field names. A body's keys are the attribute names, unless the class declares
+``__zlink_json_names__: ClassVar[str] = "camelCase"`` (inherited, unlike
+``__zlink_type__``); the rules are in :mod:`zlink_trio.wire._json_names`.
+:meth:`MessageCodec.to_json` and :meth:`MessageCodec.from_json` give and take a
+body alone, for JSON whose type its context names (an HTTP route, a stored record).
+
 Who is at fault. Encoding is the local side's job: anything that cannot be
 sent (not an attrs class, a field type the receiver could not decode, a value
 with no JSON form, a body above ``max_body_bytes``) is
@@ -203,6 +209,27 @@ class MessageCodec:
                 f"expected a message of type {want!r}, got {type_name!r}; the sender and "
                 "the receiver disagree on the message or reply type"
             )
+        return load_json(self.converter, body, expected, max_bytes=self.max_body_bytes)
+
+    def to_json(self, value: object) -> bytes:
+        """The JSON body of the attrs value ``value`` alone, without a type name.
+
+        For bodies whose type the context names: an HTTP route's request and
+        reply, a stored record whose envelope names its type. The same bytes
+        as ``encode(value).body``, with the same refusals
+        (:class:`InvalidOperation`).
+        """
+        self._name_of(type(value))
+        return dump_json(self.converter, value, max_bytes=self.max_body_bytes)
+
+    def from_json(self, body: bytes, expected: type[T]) -> T:
+        """Decode a JSON body the context says is an ``expected``; the inverse of :meth:`to_json`.
+
+        Raises :class:`RemoteProtocolError` if ``body`` does not decode as
+        ``expected`` (as :meth:`decode`), :class:`InvalidOperation` if
+        ``expected`` is not a decodable attrs class.
+        """
+        self._name_of(expected)
         return load_json(self.converter, body, expected, max_bytes=self.max_body_bytes)
 
     def decode_any(
