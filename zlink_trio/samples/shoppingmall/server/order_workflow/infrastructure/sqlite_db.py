@@ -29,9 +29,9 @@ errors the body raises on purpose pass through after the rollback.
 
 Each store brings its schema as ``CREATE TABLE IF NOT EXISTS`` statements run
 at open in one write transaction, with table names prefixed per store, so the
-stores may share a file or use one each (``docs``: the sample's default is one
-file per store). The framework's Location Store refuses a file holding other
-tables: never point a sample store at the Location Store's file.
+stores may share a file or use one each (``store_url``: the sample's default is
+one file per resource). The framework's Location Store refuses a file holding
+other tables: never point a sample store at the Location Store's file.
 """
 
 from __future__ import annotations

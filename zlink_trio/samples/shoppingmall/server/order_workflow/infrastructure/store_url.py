@@ -17,6 +17,25 @@ The sample's stores are chosen by URL the way the framework's are
 :func:`parse_store_url` turns a URL into a :class:`SqliteTarget` or a
 :class:`RedisTarget` and raises :class:`zlink_trio.InvalidConfiguration`
 before anything is opened.
+
+Where the stores live (a decision of the sample)
+------------------------------------------------
+Each store is opened by its own URL and keeps its own tables (SQLite:
+``order_events``, ``order_read_models``, ``commerce_*``, ``inventory_*``,
+``payment_*``, ``external_calls``) or key namespace (Redis:
+``<prefix>:ev:``, ``:rm:``, ``:cs:``, ``:inv:``, ``:pay:``, ``:calls:``), so any
+of them may share a file or a prefix without sharing a record.
+
+The sample's default on SQLite is **one file per resource of §3**:
+``events.db`` (OrderEventStore), ``read-model.db`` (OrderReadModelStore) and
+``commerce.db`` (CommerceStateStore, with the Inventory and Payment modules,
+whose seeds and first results §3 puts in that store). SQLite has one writer
+per file, so the workflow's appends do not queue behind projection or
+idempotency writes, and deleting ``read-model.db`` loses only what a rebuild
+restores. On Redis one prefix (default ``shoppingmall``) holds them all, apart
+from the framework's Location and Relocation Store prefixes. Never point an
+application store at the Location Store's SQLite file: the framework refuses a
+file with tables it does not know.
 """
 
 from __future__ import annotations
