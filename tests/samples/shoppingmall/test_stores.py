@@ -186,6 +186,10 @@ async def test_event_malformed_appends_are_refused(url):
                 with pytest.raises(zl.InvalidOperation):
                     await store.append(order_id, expected, events, source_command_id=source)
             assert await store.current_version("o-1") == 0
+            with pytest.raises(zl.InvalidOperation):
+                await store.read("o-1", after_version=-1)
+            with pytest.raises(zl.InvalidOperation):
+                await store.read("x" * 256)
 
 
 async def test_event_concurrent_appends_one_winner(url):

@@ -25,6 +25,7 @@ __all__ = (
     "ExpectedVersionConflict",
     "NewEvent",
     "StoredEvent",
+    "check_after_version",
     "check_append",
     "check_order_id",
 )
@@ -123,6 +124,15 @@ def check_order_id(order_id: object) -> str:
             f"order id {order_id!r} must be a string of 1..255 UTF-8 bytes; nothing was read "
             "or written")
     return order_id
+
+
+def check_after_version(order_id: object, after_version: object) -> int:
+    """``after_version`` of a read if it is an int >= 0 (and ``order_id`` valid)."""
+    check_order_id(order_id)
+    if isinstance(after_version, bool) or not isinstance(after_version, int) or \
+            after_version < 0:
+        raise zl.InvalidOperation(f"after_version {after_version!r} must be an int >= 0")
+    return after_version
 
 
 def check_append(order_id: object, expected_version: object, events: Sequence[NewEvent],

@@ -39,6 +39,7 @@ from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.event_
     ExpectedVersionConflict,
     NewEvent,
     StoredEvent,
+    check_after_version,
     check_append,
     check_order_id,
 )
@@ -166,7 +167,7 @@ class SqliteOrderEventStore:
 
     async def read(self, order_id: str, *, after_version: int = 0) -> tuple[StoredEvent, ...]:
         """See :meth:`OrderEventStore.read`."""
-        check_order_id(order_id)
+        check_after_version(order_id, after_version)
 
         def body(conn: sqlite3.Connection) -> tuple[StoredEvent, ...]:
             return tuple(map(_row, conn.execute(
@@ -240,11 +241,11 @@ class RedisOrderEventStore:
 
     async def read(self, order_id: str, *, after_version: int = 0) -> tuple[StoredEvent, ...]:
         """See :meth:`OrderEventStore.read`."""
-        check_order_id(order_id)
+        check_after_version(order_id, after_version)
         log = self._keys(order_id)[0]
         client = self._db.client
         items = await self._db.bounded(f"read order {order_id!r}",
-                                       lambda: client.lrange(log, max(after_version, 0), -1))
+                                       lambda: client.lrange(log, after_version, -1))
         return tuple(map(StoredEvent.from_json, items))
 
     async def current_version(self, order_id: str) -> int:
