@@ -12,6 +12,7 @@ would have. Each test bounds itself with ``trio.fail_after``; nothing sleeps.
 from __future__ import annotations
 
 import importlib.util
+import json
 import random
 import sys
 from pathlib import Path
@@ -497,3 +498,25 @@ async def test_unreachable_redis_is_store_unavailable():
             async with open_order_event_store("redis://127.0.0.1:1/0?timeout=2"):
                 pass
     _redis_helpers().collect_failed_connections()
+
+
+async def test_two_processes_converge_on_one_order(url):
+    """§9.2-1 across processes: one IdempotencyKey, one OrderId, one start event."""
+    worker = Path(__file__).parent / "stores_worker.py"
+    outputs: list[bytes] = []
+
+    async def run(name: str) -> None:
+        done = await trio.run_process([sys.executable, str(worker), url, name, "25"],
+                                      capture_stdout=True)
+        outputs.append(done.stdout)
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run, "a")
+            nursery.start_soon(run, "b")
+        reports = [json.loads(output) for output in outputs]
+        assert sum(len(report["won"]) for report in reports) == 1
+        assert len({order for report in reports for order in report["seen"]}) == 1
+        assert sum(report["appended"] for report in reports) == 1
+        async with open_order_event_store(url) as store:
+            assert await store.current_version("o-mp") == 1
