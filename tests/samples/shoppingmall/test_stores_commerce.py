@@ -214,11 +214,19 @@ async def test_module_calls_are_kept_per_order_and_module(url):
         async with open_inventory(url) as inventory, open_payment(url) as payment:
             await inventory.seed_stock("sku-1", 1)
             await payment.seed_payment_method("card-ok", accept=True)
-            await inventory.reserve("o-1", "r-1", [Line("sku-1", 1)])
-            await payment.authorize("o-1", "p-1", "card-ok", 1, "KRW")
+            await inventory.reserve("o-1", "r-1", [Line("sku-1", 1)], caller="workflow-a")
+            # After a planned relocation the target calls on (same ids, another caller).
+            await inventory.reserve("o-1", "r-1", [Line("sku-1", 1)], caller="workflow-b")
+            await payment.authorize("o-1", "p-1", "card-ok", 1, "KRW", caller="workflow-b")
             await inventory.reserve("o-2", "r-2", [Line("sku-1", 1)])
-            assert [c.operation for c in await inventory.calls("o-1")] == ["reserve"]
-            assert [c.operation for c in await payment.calls("o-1")] == ["authorize"]
+            assert [(c.operation, c.effect, c.caller) for c in await inventory.calls("o-1")] == [
+                ("reserve", True, "workflow-a"), ("reserve", False, "workflow-b")]
+            assert [(c.operation, c.caller) for c in await payment.calls("o-1")] == [
+                ("authorize", "workflow-b")]
+            with pytest.raises(zl.InvalidOperation):
+                await payment.authorize("o-1", "p-1", "card-ok", 1, "KRW", caller="")
+            with pytest.raises(zl.InvalidOperation):
+                await inventory.seed_stock("sku-1", -1)
             (refused,) = await inventory.calls("o-2")
             assert refused.result == EffectResult(accepted=False, reason=INSUFFICIENT)
             assert await payment.calls("o-2") == ()  # no Payment module call

@@ -9,6 +9,7 @@ as ``async with open_<store>(url) as store``. Modules, one concept each:
 - ``inventory``        -- the Inventory module stand-in: first result per ReservationId
 - ``payment``          -- the Payment module stand-in: first result per PaymentId
 - ``effect_calls``     -- the evidence both modules record for every call (for the runner)
+- ``effect_scripts``   -- the modules' Redis Lua scripts and their refusal reasons
 - ``store_url``        -- which backend a URL names
 - ``sqlite_db``        -- one SQLite connection: WAL, whole transactions off the Trio thread
 - ``redis_db``         -- one coredis client: Lua scripts, bounded calls, typed errors

@@ -12,14 +12,16 @@ also recorded as a :class:`ModuleCall`, in the same transaction as the
 result, in a per-order log the runner reads back through the module's
 ``calls(order_id)``. ``effect`` tells the two kinds apart: ``True`` when the
 module decided (the effect happened on this call), ``False`` when it answered
-from its first result. "ReserveInventoryReq ran once" is then "one reserve
+from its first result; ``caller`` is who called, as the caller said (the
+workflow passes its NodeId, so the runner sees which owner called before and
+after a planned relocation). "ReserveInventoryReq ran once" is then "one reserve
 call with ``effect``", "no Payment module call" is "no payment calls", and an
 external effect repeated would be two ``effect`` calls for one id -- which the
 modules' transactions rule out.
 
 Storage: SQLite table ``external_calls`` (in arrival order); Redis list
-``<prefix>:calls:{<order>}`` of JSON records (built by the scripts with
-``cjson``, read with :meth:`ModuleCall.from_json`).
+``<prefix>:calls:{<order>}`` of JSON records (built by the scripts of
+``effect_scripts`` with ``cjson``, read with :meth:`ModuleCall.from_json`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+import zlink_trio as zl
+
 if TYPE_CHECKING:
     import sqlite3
 
@@ -37,6 +41,8 @@ __all__ = (
     "EffectResult",
     "ModuleCall",
     "calls_key",
+    "check_caller",
+    "check_text",
     "read_calls",
     "record_call",
 )
@@ -64,6 +70,8 @@ class ModuleCall:
     #: Whether the module decided on this call (else it answered its first result).
     effect: bool
     result: EffectResult
+    #: Who called, as the caller said (the workflow passes its NodeId), else ``None``.
+    caller: str | None = None
 
     def to_json(self) -> str:
         """The record as JSON text (the same fields the Redis scripts write)."""
@@ -71,18 +79,33 @@ class ModuleCall:
             "module": self.module, "operation": self.operation, "orderId": self.order_id,
             "requestId": self.request_id, "effect": self.effect,
             "accepted": self.result.accepted, "reason": self.result.reason,
+            "caller": self.caller,
         }, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str | bytes) -> ModuleCall:
         """Parse :meth:`to_json`'s output (or a script's record)."""
         data: dict[str, Any] = json.loads(text)
-        reason = data.get("reason")
+        reason, caller = data.get("reason"), data.get("caller")
         return cls(module=data["module"], operation=data["operation"],
                    order_id=data["orderId"], request_id=data["requestId"],
                    effect=bool(data["effect"]),
                    result=EffectResult(accepted=bool(data["accepted"]),
-                                       reason=reason if isinstance(reason, str) else None))
+                                       reason=reason if isinstance(reason, str) else None),
+                   caller=caller if isinstance(caller, str) and caller else None)
+
+
+def check_text(what: str, value: object) -> str:
+    """``value`` if it is a non-empty string; :class:`zlink_trio.InvalidOperation` otherwise."""
+    if not isinstance(value, str) or not value:
+        raise zl.InvalidOperation(f"{what} {value!r} must be a non-empty string; nothing was "
+                                  "read or written")
+    return value
+
+
+def check_caller(caller: object) -> str:
+    """``caller`` as a script argument: ``""`` for ``None``, else a non-empty string."""
+    return "" if caller is None else check_text("caller", caller)
 
 
 CALLS_SCHEMA: Final = (
@@ -109,15 +132,3 @@ def read_calls(conn: sqlite3.Connection, order_id: str, module: str) -> tuple[Mo
 def calls_key(prefix: str, order_id: str) -> str:
     """The Redis list of ``order_id``'s calls (both modules)."""
     return f"{prefix}:calls:{{{order_id}}}"
-
-
-#: Lua: append a call record to KEYS[calls] (used by both modules' scripts).
-LUA_LOG: Final = """
-local function log(calls, module, operation, order_id, request_id, effect, accepted, reason)
-  local why = cjson.null
-  if reason and reason ~= '' then why = reason end
-  redis.call('RPUSH', calls, cjson.encode({module = module, operation = operation,
-    orderId = order_id, requestId = request_id, effect = effect, accepted = accepted,
-    reason = why}))
-end
-"""

@@ -35,12 +35,19 @@ from typing import TYPE_CHECKING, Final, Protocol
 import zlink_trio as zl
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.effect_calls import (
     CALLS_SCHEMA,
-    LUA_LOG,
     EffectResult,
     ModuleCall,
     calls_key,
+    check_caller,
+    check_text,
     read_calls,
     record_call,
+)
+from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.effect_scripts import (
+    INSUFFICIENT,
+    NOT_RESERVED,
+    RELEASE,
+    RESERVE,
 )
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.event_records import (
     check_order_id,
@@ -69,10 +76,6 @@ if TYPE_CHECKING:
 
 __all__ = ("INSUFFICIENT", "NOT_RESERVED", "Inventory", "OrderLineLike", "open_inventory")
 
-#: The reason of a refused reservation.
-INSUFFICIENT: Final = "insufficient-inventory"
-#: The reason of a refused release: no accepted reservation with that id.
-NOT_RESERVED: Final = "not-reserved"
 _MODULE: Final = "inventory"
 
 
@@ -98,11 +101,16 @@ class Inventory(Protocol):
         ...
 
     async def reserve(self, order_id: str, reservation_id: str,
-                      lines: Iterable[OrderLineLike]) -> EffectResult:
-        """Reserve the lines' stock; the first result for ``reservation_id`` wins."""
+                      lines: Iterable[OrderLineLike], *,
+                      caller: str | None = None) -> EffectResult:
+        """Reserve the lines' stock; the first result for ``reservation_id`` wins.
+
+        ``caller`` (e.g. the workflow's NodeId) is kept in the call's evidence.
+        """
         ...
 
-    async def release(self, order_id: str, reservation_id: str, reason: str) -> EffectResult:
+    async def release(self, order_id: str, reservation_id: str, reason: str, *,
+                      caller: str | None = None) -> EffectResult:
         """Give back an accepted reservation's stock; the first result wins."""
         ...
 
@@ -111,10 +119,10 @@ class Inventory(Protocol):
         ...
 
 
-def _text(what: str, value: object) -> str:
-    if not isinstance(value, str) or not value:
-        raise zl.InvalidOperation(f"{what} {value!r} must be a non-empty string")
-    return value
+def _seed(quantity: object) -> int:
+    if isinstance(quantity, bool) or not isinstance(quantity, int) or quantity < 0:
+        raise zl.InvalidOperation(f"stock {quantity!r} must be an int >= 0")
+    return quantity
 
 
 def _quantities(lines: Iterable[OrderLineLike]) -> dict[str, int]:
@@ -124,7 +132,7 @@ def _quantities(lines: Iterable[OrderLineLike]) -> dict[str, int]:
         quantity = line.quantity
         if isinstance(quantity, bool) or not isinstance(quantity, int) or quantity < 1:
             raise zl.InvalidOperation(f"line {line!r}: quantity must be an int >= 1")
-        sku = _text("sku", line.sku)
+        sku = check_text("sku", line.sku)
         wanted[sku] = wanted.get(sku, 0) + quantity
     if not wanted:
         raise zl.InvalidOperation("a reservation needs at least one line")
@@ -132,9 +140,9 @@ def _quantities(lines: Iterable[OrderLineLike]) -> dict[str, int]:
 
 
 def _call(operation: str, order_id: str, request_id: str, effect: bool,
-          result: EffectResult) -> ModuleCall:
+          result: EffectResult, caller: str | None) -> ModuleCall:
     return ModuleCall(module=_MODULE, operation=operation, order_id=order_id,
-                      request_id=request_id, effect=effect, result=result)
+                      request_id=request_id, effect=effect, result=result, caller=caller)
 
 
 SQLITE_SCHEMA: Final = (
@@ -175,27 +183,30 @@ class SqliteInventory:
 
     async def seed_stock(self, sku: str, quantity: int) -> None:
         """See :meth:`Inventory.seed_stock`."""
-        _text("sku", sku)
+        check_text("sku", sku)
         await self._db.write(lambda conn: conn.execute(
             "INSERT INTO inventory_stock VALUES (?, ?) ON CONFLICT (sku) DO UPDATE SET "
-            "quantity = excluded.quantity", (sku, int(quantity))))
+            "quantity = excluded.quantity", (sku, _seed(quantity))))
 
     async def stock(self, sku: str) -> int:
         """See :meth:`Inventory.stock`."""
-        _text("sku", sku)
+        check_text("sku", sku)
         return await self._db.read(lambda conn: _stock(conn, sku))
 
     async def reserve(self, order_id: str, reservation_id: str,
-                      lines: Iterable[OrderLineLike]) -> EffectResult:
+                      lines: Iterable[OrderLineLike], *,
+                      caller: str | None = None) -> EffectResult:
         """See :meth:`Inventory.reserve`."""
         check_order_id(order_id)
-        _text("reservation id", reservation_id)
+        check_text("reservation id", reservation_id)
+        check_caller(caller)
         wanted = _quantities(lines)
 
         def body(conn: sqlite3.Connection) -> EffectResult:
             first = _first(conn, "inventory_reservations", reservation_id)
             if first is not None:
-                record_call(conn, _call("reserve", order_id, reservation_id, False, first))
+                record_call(conn, _call("reserve", order_id, reservation_id, False, first,
+                                         caller))
                 return first
             enough = all(_stock(conn, sku) >= n for sku, n in wanted.items())
             result = EffectResult(accepted=enough, reason=None if enough else INSUFFICIENT)
@@ -204,21 +215,25 @@ class SqliteInventory:
             conn.execute("INSERT INTO inventory_reservations VALUES (?, ?, ?, ?, ?)",
                          (reservation_id, order_id, int(enough), result.reason,
                           json.dumps(sorted(wanted.items()))))
-            record_call(conn, _call("reserve", order_id, reservation_id, True, result))
+            record_call(conn, _call("reserve", order_id, reservation_id, True, result,
+                                         caller))
             return result
 
         return await self._db.write(body)
 
-    async def release(self, order_id: str, reservation_id: str, reason: str) -> EffectResult:
+    async def release(self, order_id: str, reservation_id: str, reason: str, *,
+                      caller: str | None = None) -> EffectResult:
         """See :meth:`Inventory.release`."""
         check_order_id(order_id)
-        _text("reservation id", reservation_id)
-        _text("release reason", reason)
+        check_text("reservation id", reservation_id)
+        check_text("release reason", reason)
+        check_caller(caller)
 
         def body(conn: sqlite3.Connection) -> EffectResult:
             first = _first(conn, "inventory_releases", reservation_id)
             if first is not None:
-                record_call(conn, _call("release", order_id, reservation_id, False, first))
+                record_call(conn, _call("release", order_id, reservation_id, False, first,
+                                         caller))
                 return first
             row = conn.execute("SELECT lines FROM inventory_reservations WHERE "
                                "reservation_id = ? AND accepted = 1",
@@ -230,7 +245,8 @@ class SqliteInventory:
             conn.execute("INSERT INTO inventory_releases VALUES (?, ?, ?, ?, ?)",
                          (reservation_id, order_id, int(result.accepted), result.reason,
                           reason))
-            record_call(conn, _call("release", order_id, reservation_id, True, result))
+            record_call(conn, _call("release", order_id, reservation_id, True, result,
+                                         caller))
             return result
 
         return await self._db.write(body)
@@ -241,57 +257,7 @@ class SqliteInventory:
         return await self._db.read(lambda conn: read_calls(conn, order_id, _MODULE))
 
 
-#: KEYS: stock, reservation, calls. ARGV: order, reservation id, lines JSON, sku, n, ...
-_RESERVE: Final = LUA_LOG + """
-local stock, res, calls = KEYS[1], KEYS[2], KEYS[3]
-local order, rid = ARGV[1], ARGV[2]
-local first = redis.call('HMGET', res, 'accepted', 'reason')
-if first[1] then
-  log(calls, 'inventory', 'reserve', order, rid, false, first[1] == '1', first[2])
-  return {first[1], first[2]}
-end
-local accepted, reason = '1', ''
-for i = 4, #ARGV, 2 do
-  if tonumber(redis.call('HGET', stock, ARGV[i]) or '0') < tonumber(ARGV[i + 1]) then
-    accepted, reason = '0', '""" + INSUFFICIENT + """'
-    break
-  end
-end
-if accepted == '1' then
-  for i = 4, #ARGV, 2 do
-    redis.call('HINCRBY', stock, ARGV[i], -tonumber(ARGV[i + 1]))
-  end
-end
-redis.call('HSET', res, 'order_id', order, 'accepted', accepted, 'reason', reason,
-           'lines', ARGV[3])
-log(calls, 'inventory', 'reserve', order, rid, true, accepted == '1', reason)
-return {accepted, reason}
-"""
-
-#: KEYS: stock, reservation, release, calls. ARGV: order, reservation id, release reason.
-_RELEASE: Final = LUA_LOG + """
-local stock, res, rel, calls = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local order, rid = ARGV[1], ARGV[2]
-local first = redis.call('HMGET', rel, 'accepted', 'reason')
-if first[1] then
-  log(calls, 'inventory', 'release', order, rid, false, first[1] == '1', first[2])
-  return {first[1], first[2]}
-end
-local reserved = redis.call('HMGET', res, 'accepted', 'lines')
-local accepted, reason = '0', '""" + NOT_RESERVED + """'
-if reserved[1] == '1' then
-  accepted, reason = '1', ''
-  for _, line in ipairs(cjson.decode(reserved[2])) do
-    redis.call('HINCRBY', stock, line[1], line[2])
-  end
-end
-redis.call('HSET', rel, 'order_id', order, 'accepted', accepted, 'reason', reason,
-           'requested_for', ARGV[3])
-log(calls, 'inventory', 'release', order, rid, true, accepted == '1', reason)
-return {accepted, reason}
-"""
-
-_SCRIPTS: Final = {"reserve": _RESERVE, "release": _RELEASE}
+_SCRIPTS: Final = {"reserve": RESERVE, "release": RELEASE}
 
 
 def _reply(reply: list[bytes]) -> EffectResult:
@@ -311,42 +277,44 @@ class RedisInventory:
 
     async def seed_stock(self, sku: str, quantity: int) -> None:
         """See :meth:`Inventory.seed_stock`."""
-        _text("sku", sku)
+        check_text("sku", sku)
         key, client = self._stock_key, self._db.client
-        await self._db.bounded("seed stock", lambda: client.hset(key, {sku: int(quantity)}))
+        await self._db.bounded("seed stock", lambda: client.hset(key, {sku: _seed(quantity)}))
 
     async def stock(self, sku: str) -> int:
         """See :meth:`Inventory.stock`."""
-        _text("sku", sku)
+        check_text("sku", sku)
         key, client = self._stock_key, self._db.client
         value = await self._db.bounded(f"read the stock of {sku!r}",
                                        lambda: client.hget(key, sku))
         return 0 if value is None else int(value)
 
     async def reserve(self, order_id: str, reservation_id: str,
-                      lines: Iterable[OrderLineLike]) -> EffectResult:
+                      lines: Iterable[OrderLineLike], *,
+                      caller: str | None = None) -> EffectResult:
         """See :meth:`Inventory.reserve`."""
         check_order_id(order_id)
-        _text("reservation id", reservation_id)
+        check_text("reservation id", reservation_id)
         wanted = sorted(_quantities(lines).items())
         flat = [part for sku, n in wanted for part in (sku, n)]
         reply = await self._db.script(
             f"reserve {reservation_id!r}", "reserve",
             [self._stock_key, self._keys("res", reservation_id),
              calls_key(self._db.prefix, order_id)],
-            [order_id, reservation_id, json.dumps(wanted), *flat])
+            [order_id, reservation_id, json.dumps(wanted), check_caller(caller), *flat])
         return _reply(reply)
 
-    async def release(self, order_id: str, reservation_id: str, reason: str) -> EffectResult:
+    async def release(self, order_id: str, reservation_id: str, reason: str, *,
+                      caller: str | None = None) -> EffectResult:
         """See :meth:`Inventory.release`."""
         check_order_id(order_id)
-        _text("reservation id", reservation_id)
-        _text("release reason", reason)
+        check_text("reservation id", reservation_id)
+        check_text("release reason", reason)
         reply = await self._db.script(
             f"release {reservation_id!r}", "release",
             [self._stock_key, self._keys("res", reservation_id),
              self._keys("rel", reservation_id), calls_key(self._db.prefix, order_id)],
-            [order_id, reservation_id, reason])
+            [order_id, reservation_id, reason, check_caller(caller)])
         return _reply(reply)
 
     async def calls(self, order_id: str) -> tuple[ModuleCall, ...]:

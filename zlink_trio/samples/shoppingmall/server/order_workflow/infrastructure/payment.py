@@ -29,12 +29,18 @@ from typing import TYPE_CHECKING, Final, Protocol
 import zlink_trio as zl
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.effect_calls import (
     CALLS_SCHEMA,
-    LUA_LOG,
     EffectResult,
     ModuleCall,
     calls_key,
+    check_caller,
+    check_text,
     read_calls,
     record_call,
+)
+from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.effect_scripts import (
+    AUTHORIZE,
+    REJECTED,
+    UNKNOWN_METHOD,
 )
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.event_records import (
     check_order_id,
@@ -63,10 +69,6 @@ if TYPE_CHECKING:
 
 __all__ = ("REJECTED", "UNKNOWN_METHOD", "Payment", "open_payment")
 
-#: The default reason of a method seeded as rejected.
-REJECTED: Final = "payment-rejected"
-#: The reason for a method nobody seeded.
-UNKNOWN_METHOD: Final = "unknown-payment-method"
 _MODULE: Final = "payment"
 
 
@@ -79,8 +81,12 @@ class Payment(Protocol):
         ...
 
     async def authorize(self, order_id: str, payment_id: str, payment_method_id: str,
-                        amount: float | Decimal, currency: str) -> EffectResult:
-        """Authorize the amount; the first result for ``payment_id`` wins."""
+                        amount: float | Decimal, currency: str, *,
+                        caller: str | None = None) -> EffectResult:
+        """Authorize the amount; the first result for ``payment_id`` wins.
+
+        ``caller`` (e.g. the workflow's NodeId) is kept in the call's evidence.
+        """
         ...
 
     async def calls(self, order_id: str) -> tuple[ModuleCall, ...]:
@@ -88,19 +94,13 @@ class Payment(Protocol):
         ...
 
 
-def _text(what: str, value: object) -> str:
-    if not isinstance(value, str) or not value:
-        raise zl.InvalidOperation(f"{what} {value!r} must be a non-empty string")
-    return value
-
-
 def _check(order_id: str, payment_id: str, method: str, amount: object,
            currency: str) -> str:
     """Refuse malformed arguments; the amount as decimal text."""
     check_order_id(order_id)
-    _text("payment id", payment_id)
-    _text("payment method id", method)
-    _text("currency", currency)
+    check_text("payment id", payment_id)
+    check_text("payment method id", method)
+    check_text("currency", currency)
     if isinstance(amount, bool) or not isinstance(amount, int | float | Decimal):
         raise zl.InvalidOperation(f"amount {amount!r} must be a number")
     return str(amount)
@@ -122,9 +122,10 @@ SQLITE_SCHEMA: Final = (
 )
 
 
-def _call(order_id: str, payment_id: str, effect: bool, result: EffectResult) -> ModuleCall:
+def _call(order_id: str, payment_id: str, effect: bool, result: EffectResult,
+          caller: str | None) -> ModuleCall:
     return ModuleCall(module=_MODULE, operation="authorize", order_id=order_id,
-                      request_id=payment_id, effect=effect, result=result)
+                      request_id=payment_id, effect=effect, result=result, caller=caller)
 
 
 class SqlitePayment:
@@ -136,7 +137,7 @@ class SqlitePayment:
     async def seed_payment_method(self, payment_method_id: str, *, accept: bool,
                                   reason: str | None = None) -> None:
         """See :meth:`Payment.seed_payment_method`."""
-        _text("payment method id", payment_method_id)
+        check_text("payment method id", payment_method_id)
         why = _seed_reason(accept, reason)
         await self._db.write(lambda conn: conn.execute(
             "INSERT INTO payment_methods VALUES (?, ?, ?) ON CONFLICT (payment_method_id) DO "
@@ -144,16 +145,18 @@ class SqlitePayment:
             (payment_method_id, int(accept), why)))
 
     async def authorize(self, order_id: str, payment_id: str, payment_method_id: str,
-                        amount: float | Decimal, currency: str) -> EffectResult:
+                        amount: float | Decimal, currency: str, *,
+                        caller: str | None = None) -> EffectResult:
         """See :meth:`Payment.authorize`."""
         text = _check(order_id, payment_id, payment_method_id, amount, currency)
+        check_caller(caller)
 
         def body(conn: sqlite3.Connection) -> EffectResult:
             row = conn.execute("SELECT accepted, reason FROM payment_authorizations WHERE "
                                "payment_id = ?", (payment_id,)).fetchone()
             if row is not None:
                 first = EffectResult(accepted=bool(row[0]), reason=row[1])
-                record_call(conn, _call(order_id, payment_id, False, first))
+                record_call(conn, _call(order_id, payment_id, False, first, caller))
                 return first
             seed = conn.execute("SELECT accepted, reason FROM payment_methods WHERE "
                                 "payment_method_id = ?", (payment_method_id,)).fetchone()
@@ -162,7 +165,7 @@ class SqlitePayment:
             conn.execute("INSERT INTO payment_authorizations VALUES (?, ?, ?, ?, ?, ?, ?)",
                          (payment_id, order_id, payment_method_id, text, currency,
                           int(result.accepted), result.reason))
-            record_call(conn, _call(order_id, payment_id, True, result))
+            record_call(conn, _call(order_id, payment_id, True, result, caller))
             return result
 
         return await self._db.write(body)
@@ -173,27 +176,7 @@ class SqlitePayment:
         return await self._db.read(lambda conn: read_calls(conn, order_id, _MODULE))
 
 
-#: KEYS: methods, authorization, calls. ARGV: order, payment id, method, amount, currency.
-_AUTHORIZE: Final = LUA_LOG + """
-local methods, auth, calls = KEYS[1], KEYS[2], KEYS[3]
-local order, pid = ARGV[1], ARGV[2]
-local first = redis.call('HMGET', auth, 'accepted', 'reason')
-if first[1] then
-  log(calls, 'payment', 'authorize', order, pid, false, first[1] == '1', first[2])
-  return {first[1], first[2]}
-end
-local seed = redis.call('HGET', methods, ARGV[3])
-local accepted, reason = '0', '""" + UNKNOWN_METHOD + """'
-if seed then
-  accepted, reason = string.sub(seed, 1, 1), string.sub(seed, 3)
-end
-redis.call('HSET', auth, 'order_id', order, 'payment_method_id', ARGV[3], 'amount', ARGV[4],
-           'currency', ARGV[5], 'accepted', accepted, 'reason', reason)
-log(calls, 'payment', 'authorize', order, pid, true, accepted == '1', reason)
-return {accepted, reason}
-"""
-
-_SCRIPTS: Final = {"authorize": _AUTHORIZE}
+_SCRIPTS: Final = {"authorize": AUTHORIZE}
 
 
 class RedisPayment:
@@ -210,21 +193,22 @@ class RedisPayment:
     async def seed_payment_method(self, payment_method_id: str, *, accept: bool,
                                   reason: str | None = None) -> None:
         """See :meth:`Payment.seed_payment_method`."""
-        _text("payment method id", payment_method_id)
+        check_text("payment method id", payment_method_id)
         seed = f"{int(accept)}:{_seed_reason(accept, reason)}"
         key, client = self._methods_key, self._db.client
         await self._db.bounded("seed a payment method",
                                lambda: client.hset(key, {payment_method_id: seed}))
 
     async def authorize(self, order_id: str, payment_id: str, payment_method_id: str,
-                        amount: float | Decimal, currency: str) -> EffectResult:
+                        amount: float | Decimal, currency: str, *,
+                        caller: str | None = None) -> EffectResult:
         """See :meth:`Payment.authorize`."""
         text = _check(order_id, payment_id, payment_method_id, amount, currency)
         reply = await self._db.script(
             f"authorize {payment_id!r}", "authorize",
             [self._methods_key, f"{self._db.prefix}:pay:auth:{{{payment_id}}}",
              calls_key(self._db.prefix, order_id)],
-            [order_id, payment_id, payment_method_id, text, currency])
+            [order_id, payment_id, payment_method_id, text, currency, check_caller(caller)])
         reason = bytes(reply[1]).decode() if reply[1] else None
         return EffectResult(accepted=bytes(reply[0]) == b"1", reason=reason or None)
 
