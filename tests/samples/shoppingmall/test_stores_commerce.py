@@ -20,6 +20,8 @@ from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import (
 )
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.effect_calls import (
     EffectResult,
+    ModuleCall,
+    repeated_effects,
 )
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.inventory import (
     INSUFFICIENT,
@@ -126,6 +128,7 @@ async def test_inventory_first_result_wins_under_concurrency(url):
             calls = await b.calls("o-1")
             assert len(calls) == 30
             assert [c.effect for c in calls].count(True) == 1
+            assert repeated_effects(calls) == ()
             assert {(c.module, c.operation, c.request_id) for c in calls} == {
                 ("inventory", "reserve", "o-1:reservation")}
 
@@ -191,6 +194,7 @@ async def test_payment_first_result_wins_under_concurrency(url):
             calls = await a.calls("o-1")
             assert len(calls) == 31
             assert [c.effect for c in calls].count(True) == 1
+            assert repeated_effects(calls) == ()
             assert {(c.module, c.operation) for c in calls} == {("payment", "authorize")}
 
 
@@ -230,3 +234,16 @@ async def test_module_calls_are_kept_per_order_and_module(url):
             (refused,) = await inventory.calls("o-2")
             assert refused.result == EffectResult(accepted=False, reason=INSUFFICIENT)
             assert await payment.calls("o-2") == ()  # no Payment module call
+
+
+def test_repeated_effects_names_a_second_effect_for_one_id():
+    def call(request_id: str, effect: bool, operation: str = "reserve") -> ModuleCall:
+        return ModuleCall(module="inventory", operation=operation, order_id="o-1",
+                          request_id=request_id, effect=effect,
+                          result=EffectResult(accepted=True))
+
+    once = [call("r-1", True), call("r-1", False), call("r-1", True, "release"),
+            call("r-2", True)]
+    assert repeated_effects(once) == ()
+    twice = call("r-1", True)
+    assert repeated_effects([*once, twice]) == (twice,)

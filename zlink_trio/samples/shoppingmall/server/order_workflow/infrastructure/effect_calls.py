@@ -35,6 +35,7 @@ import zlink_trio as zl
 
 if TYPE_CHECKING:
     import sqlite3
+    from collections.abc import Iterable
 
 __all__ = (
     "CALLS_SCHEMA",
@@ -45,6 +46,7 @@ __all__ = (
     "check_text",
     "read_calls",
     "record_call",
+    "repeated_effects",
 )
 
 
@@ -93,6 +95,23 @@ class ModuleCall:
                    result=EffectResult(accepted=bool(data["accepted"]),
                                        reason=reason if isinstance(reason, str) else None),
                    caller=caller if isinstance(caller, str) and caller else None)
+
+
+def repeated_effects(calls: Iterable[ModuleCall]) -> tuple[ModuleCall, ...]:
+    """The calls whose effect ran again: a second ``effect`` for one module, operation and id.
+
+    Empty when every external effect ran at most once -- what §10.1's
+    ``external-effect-repeated`` row (count 0) asks the runner to confirm.
+    """
+    seen: set[tuple[str, str, str]] = set()
+    repeated: list[ModuleCall] = []
+    for call in calls:
+        if call.effect:
+            key = (call.module, call.operation, call.request_id)
+            if key in seen:
+                repeated.append(call)
+            seen.add(key)
+    return tuple(repeated)
 
 
 def check_text(what: str, value: object) -> str:
