@@ -91,8 +91,9 @@ class RedisDb:
             except self._failures as error:
                 raise zl.StoreUnavailable(
                     f"{what}: Redis at {self.target.where} failed ({type(error).__name__}: "
-                    f"{error}); retry once the store is reachable (a write may have run: the "
-                    "store's writes are idempotent)") from error
+                    f"{error}); retry once the store is reachable (a write that was sent may "
+                    "have run; the sample's writes are idempotent, so a retry is safe)"
+                ) from error
         if caller <= limit:
             raise zl.DeadlineExceeded(
                 f"{what}: the caller's deadline passed before Redis at {self.target.where} "
