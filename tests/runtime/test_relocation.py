@@ -553,3 +553,35 @@ async def test_a_caller_whose_route_predates_several_moves_is_still_followed(url
                 assert (await source.relocate("k-9", to=to)).outcome is \
                     zl.RelocationOutcome.COMMITTED
             assert await c.client.request("k-9", Put(1), reply=Where) == Where(3, str(b.node_rid))
+
+
+async def test_a_chain_of_eight_moves_is_followed_and_a_ninth_hop_is_unavailable():
+    # The caller's route names node-0; the Spot then moves node-0 -> node-1 -> ... so the
+    # call is forwarded once per move (06 §6: "up to 8 hops").
+    with trio.fail_after(30):
+        async with nodes("memory://chain-" + uuid.uuid4().hex, 11) as members:
+            caller = members[10]
+            await members[0].client.request("k-8", Put(1), reply=Where).instance_spot("kept")
+            await caller.client.request("k-8", Put(1), reply=Where)  # route: node-0
+            for hop in range(8):
+                result = await members[hop].relocate("k-8", to=f"node-{hop + 1}")
+                assert result.outcome is zl.RelocationOutcome.COMMITTED
+            owner = members[8]
+            assert await caller.client.request("k-8", Put(1), reply=Where) == \
+                Where(3, str(owner.node_rid))  # eight hops: served, and the route renewed
+            await caller.client.request("k-8", Put(1), reply=Where)
+        async with nodes("memory://chain-" + uuid.uuid4().hex, 11) as members:
+            caller = members[10]
+            await members[0].client.request("k-9", Put(1), reply=Where).instance_spot("kept")
+            await caller.client.request("k-9", Put(1), reply=Where)
+            for hop in range(9):
+                result = await members[hop].relocate("k-9", to=f"node-{hop + 1}")
+                assert result.outcome is zl.RelocationOutcome.COMMITTED
+            with pytest.raises(zl.Unavailable, match="followed 8 relocations"):
+                await caller.client.request("k-9", Put(1), reply=Where)
+            # only the next call resolves afresh, and reaches the owner
+            assert await caller.client.request("k-9", Put(1), reply=Where) == \
+                Where(3, str(members[9].node_rid))
+    # the refused call ran nowhere: two puts at node-0, then the one at the owner
+    assert [e[2] for e in EVENTS if e[0] == "put" and e[1] == "k-9"] == \
+        [str(members[0].node_rid)] * 2 + [str(members[9].node_rid)]

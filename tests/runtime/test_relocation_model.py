@@ -48,7 +48,8 @@ Invariants -- the issue's list, checked when each thing happens and after every 
 
 Chains: with three nodes a Message Follow chain has at most two hops (a Spot that comes
 back to a node replaces that node's route); the hop limit itself (8, the ninth refused)
-is ``test_message_follow.py``'s and ``test_relocation.py``'s.
+is ``test_relocation.py``'s ``test_a_chain_of_eight_moves_is_followed_and_a_ninth_hop_is_
+unavailable`` (eleven nodes) and ``test_message_follow.py``'s.
 """
 
 from __future__ import annotations
