@@ -15,7 +15,7 @@ from zlink_trio.core.errors import InvalidOperation, Unavailable
 from zlink_trio.core.identity import NodeRid
 from zlink_trio.core.records import OwnerFence
 from zlink_trio.runtime.mesh.follow_routes import FollowRoute, FollowRoutes
-from zlink_trio.runtime.mesh.message_follow import MAX_HOPS, next_hop
+from zlink_trio.runtime.mesh.message_follow import MAX_HOPS, next_hop, superseded
 from zlink_trio.wire.codec import EncodedMessage
 from zlink_trio.wire.frames import ActivationRoute, ReadyRoute, Route, SpotMessage
 from zlink_trio.wire.frames import FollowRoute as FollowFrameRoute
@@ -68,6 +68,16 @@ def test_another_object_generation_is_invalid_operation():
 def test_a_newer_owner_generation_than_the_route_is_unavailable():
     with pytest.raises(Unavailable, match="owner generation 4, newer"):
         next_hop(ROUTE, ready(owner_generation=4))
+
+
+def test_a_route_older_than_the_owner_generation_addressed_is_superseded():
+    # The Spot came back here at owner generation 5 (after the move the route is for)
+    # and closed here: the route no longer applies; the one it is for, or older, does.
+    assert superseded(ROUTE, ready(owner_generation=5))
+    assert superseded(ROUTE, followed(2, source_gen=4, target_gen=5))
+    assert not superseded(ROUTE, ready(owner_generation=3))
+    assert not superseded(ROUTE, ready(owner_generation=1))
+    assert not superseded(ROUTE, ready(object_generation=5, owner_generation=9))
 
 
 def test_the_ninth_hop_is_refused_with_unavailable():

@@ -585,3 +585,24 @@ async def test_a_chain_of_eight_moves_is_followed_and_a_ninth_hop_is_unavailable
     # the refused call ran nowhere: two puts at node-0, then the one at the owner
     assert [e[2] for e in EVENTS if e[0] == "put" and e[1] == "k-9"] == \
         [str(members[0].node_rid)] * 2 + [str(members[9].node_rid)]
+
+
+async def test_a_spot_that_came_back_and_closed_is_not_followed_along_its_old_route(url: str):
+    # a -> b -> a, then closed at a: a's route from the first move is stale. A caller whose
+    # route names a (owner generation 3) gets a closed Spot's answer, never Unavailable.
+    with trio.fail_after(20):
+        async with nodes(url, 3) as (a, b, c):
+            created = await a.spots.get_or_create("r-1", "room").request(Hold("x"))
+            for source, to in ((a, "node-1"), (b, "node-0")):
+                assert (await source.relocate("r-1", to=to)).outcome is \
+                    zl.RelocationOutcome.COMMITTED
+            assert await c.client.request("r-1", Put(1), reply=Where) == \
+                Where(1, str(a.node_rid))  # c's route: a, owner generation 3
+            ref = await a.spots.find("r-1")
+            assert ref is not None
+            assert ref.generation == created.ref.generation
+            assert await a.spots.close(ref)
+            with pytest.raises((zl.StaleRoute, zl.NotFound)):
+                await c.client.request("r-1", Put(1), reply=Where)
+            with pytest.raises(zl.NotFound):
+                await c.client.request("r-1", Put(1), reply=Where)

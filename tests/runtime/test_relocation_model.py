@@ -103,8 +103,10 @@ TIMEOUTS: Final = st.sampled_from([None, 0.5, 2.0])
 CUSHION: Final = 0.004
 TABLES: Final = {t.name: t for t in map(statecharts.compile, statecharts.ALL_CHARTS)}
 R = zl.CloseReason
-#: What the last node of a Message Follow route says when the Spot is no longer there.
-FOLLOWED_TO_NOTHING: Final = "neither hosts it nor has a Message Follow route"
+#: What the end of a Message Follow route says when the Spot moved there and then closed:
+#: nothing there (Unavailable), or a newer generation there (InvalidOperation), 06 §6.
+DEAD_FOLLOW: Final = ("neither hosts it nor has a Message Follow route",
+                      "but this node hosts generation")
 COMMITTED, ABORTED, REFUSED = (zl.RelocationOutcome.COMMITTED, zl.RelocationOutcome.ABORTED,
                                zl.RelocationOutcome.REFUSED)
 
@@ -191,6 +193,11 @@ class _Model:
 
     async def on_close(self, reason: zl.CloseReason) -> None:
         _world().on_close(self, reason)
+
+
+def _dead_follow(outcome: object) -> bool:
+    return isinstance(outcome, Unavailable | zl.InvalidOperation) and any(
+        marker in outcome.message for marker in DEAD_FOLLOW)
 
 
 def ctx_rid(ctx: zl.SpotContext) -> str:
@@ -487,6 +494,8 @@ class World:
 
     async def _run(self, op: Op) -> None:
         op.started_at = trio.current_time()
+        if op.kind == "close":  # SpotManager.close takes no timeout: default_timeout
+            op.timeout = None
         op.deadline = op.started_at + (op.timeout or DEFAULT_TIMEOUT)
         if op.kind == "relocate" and op.record is not None:
             self.moves_started[op.spot_id, op.record.object_generation] += 1
@@ -553,7 +562,7 @@ class World:
             expect(op.spot_id == USER_ID or (isinstance(out, zl.StaleRoute)
                                              and self._was_closed(op.spot_id)),
                    f"{where}: a call with Instance intent never sees this")
-        elif isinstance(out, Unavailable) and FOLLOWED_TO_NOTHING in out.message:
+        elif _dead_follow(out):
             self._judge_dead_follow(op, where)
         elif op.kind == "request":
             expect(isinstance(out, RDone) and out.op == op.n and self.handled[op.n] == 1,
@@ -585,10 +594,7 @@ class World:
         again = [earlier.n for earlier in self.ops.values()
                  if earlier.node == op.node and earlier.spot_id == op.spot_id
                  and earlier.n != op.n and earlier.done
-                 and earlier.outcome is not None and earlier.outcome is not op.outcome
-                 and isinstance(earlier.outcome, Unavailable)
-                 and FOLLOWED_TO_NOTHING in earlier.outcome.message
-                 and earlier.ended_at < op.started_at]
+                 and _dead_follow(earlier.outcome) and earlier.ended_at < op.started_at]
         self.expect(not again, f"{where}: the call after {again} did not resolve afresh")
 
     def _was_closed(self, spot_id: str) -> bool:
@@ -601,7 +607,7 @@ class World:
         # at admission). A stale-route trap of closes and idle eviction, not of moves:
         # issue #13 ("no stale-route traps").
         dropped = any(f"no longer owns Spot {op.spot_id!r}" in log
-                      or (FOLLOWED_TO_NOTHING in log and repr(op.spot_id) in log)
+                      or (any(m in log for m in DEAD_FOLLOW) and repr(op.spot_id) in log)
                       for log in self.logs)
         return self._was_closed(op.spot_id) and dropped
 

@@ -54,6 +54,10 @@ class FollowRoutes:
             return None
         return route
 
+    def drop(self, spot_id: str) -> None:
+        """Forget the route of ``spot_id`` (if any)."""
+        self._routes.pop(spot_id, None)
+
     def sweep(self, now: float) -> None:
         """Drop every expired route."""
         for spot_id in [s for s, r in self._routes.items() if now >= r.expires_at]:

@@ -57,7 +57,7 @@ from zlink_trio.runtime.coordinators.activation import ActivationJob, run_activa
 from zlink_trio.runtime.coordinators.routing import deliver
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.mesh.link_reply import LinkReply, send_reply
-from zlink_trio.runtime.mesh.message_follow import follow, follow_now
+from zlink_trio.runtime.mesh.message_follow import follow, follow_now, superseded
 from zlink_trio.runtime.mesh.remote_close import serve_remote_close
 from zlink_trio.runtime.mesh.remote_create import serve_remote_create
 from zlink_trio.runtime.mesh.remote_relocation import serve_relocate
@@ -118,6 +118,9 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
             rt.catalog.start_job(lambda: _admit_after(rt, attempt, frame, reply))
             return
         follow_route = rt.follow.get(route.spot_id, trio.current_time())
+        if follow_route is not None and superseded(follow_route, frame):
+            rt.follow.drop(route.spot_id)
+            follow_route = None
         if follow_route is not None:  # it moved away: Message Follow (06 §6)
             try:
                 if not follow_now(rt, follow_route, frame, reply):

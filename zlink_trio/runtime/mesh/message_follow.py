@@ -45,10 +45,24 @@ if TYPE_CHECKING:
     from zlink_trio.transport import Link
     from zlink_trio.wire.frames import SpotMessage
 
-__all__ = ("MAX_HOPS", "follow", "follow_now", "next_hop", "relay_held")
+__all__ = ("MAX_HOPS", "follow", "follow_now", "next_hop", "relay_held", "superseded")
 
 #: How many Message Follow routes one message may take (06 §6).
 MAX_HOPS: Final = 8
+
+
+def superseded(route: FollowRoute, frame: SpotMessage) -> bool:
+    """Whether ``frame`` names an owner generation this node took *after* installing
+    ``route``: the Spot came back here and has since closed here (a later move would have
+    replaced the route), so the route is stale and the message is handled as if there
+    were none (a direct message: "no longer owns"; a followed one: Unavailable)."""
+    incoming = frame.route
+    if isinstance(incoming, ActivationRoute) or \
+            incoming.object_generation != route.object_generation:
+        return False
+    held = incoming.target_owner_generation if isinstance(incoming, FollowFrameRoute) \
+        else incoming.owner_generation
+    return held > route.source_owner_generation
 
 
 def next_hop(route: FollowRoute, frame: SpotMessage) -> int:
