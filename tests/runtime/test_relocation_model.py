@@ -870,7 +870,7 @@ class RelocationModel(RuleBasedStateMachine):
 
 
 #: Examples per backend; the CI profile is derandomized, locally each run explores anew.
-EXAMPLES: Final = {"memory": 40, "sqlite": 15, "redis": 15}
+EXAMPLES: Final = {"memory": 100, "sqlite": 40, "redis": 40}
 
 
 @pytest.mark.parametrize("backend", ["memory", "sqlite", "redis"])
