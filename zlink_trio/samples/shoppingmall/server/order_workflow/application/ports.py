@@ -88,13 +88,14 @@ class Effects(Protocol):
         """ReserveInventoryReq for the step's ReservationId and lines."""
         ...
 
-    async def authorize(self, step: AuthorizePayment, *,
-                        payment_method_id: str | None) -> EffectResult:
+    async def authorize(self, step: AuthorizePayment, *, payment_method_id: str | None,
+                        source_command_ids: frozenset[str]) -> EffectResult:
         """AuthorizePaymentReq for the step's PaymentId.
 
         ``payment_method_id`` is the start command's when this incarnation ran the
-        start; ``None`` otherwise, and the adapter finds it from ``step.cart_id``
-        (the stream does not hold it: §6.1's OrderStartedEvent has no such field).
+        start; ``None`` otherwise, and the adapter finds it from ``step.cart_id`` or
+        the start's SourceCommandId among ``source_command_ids`` (the stream does not
+        hold it: §6.1's OrderStartedEvent has no such field).
         """
         ...
 

@@ -236,7 +236,8 @@ class OrderWorkflow:
         if isinstance(step, ReserveInventory):
             return await effects.reserve(step)
         if isinstance(step, AuthorizePayment):
-            return await effects.authorize(step, payment_method_id=self._payment_method_id)
+            return await effects.authorize(step, payment_method_id=self._payment_method_id,
+                                          source_command_ids=self.state.source_command_ids)
         if isinstance(step, ReleaseInventory):
             return await effects.release(step)
         assert isinstance(step, (ConfirmOrder, FailOrder))
