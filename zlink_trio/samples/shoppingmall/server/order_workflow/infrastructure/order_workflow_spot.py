@@ -30,7 +30,12 @@ A continue or a rebuild that cold-activated an order with no stream records
 and projects nothing, closes the incarnation it activated (so no runtime
 instance is left either, §9.3-3) and fails with ``UnknownOrder``, which the
 caller sees as a ``zl.HandlerError`` with ``error_type == "UnknownOrder"``.
-There is no GetOrderState handler: lookups read the read model
+**Termination closes the owner.** When the background continuation finds
+the order terminal it closes its incarnation (``ctx.close()``): the authority
+is released, and the next command for the OrderId -- a duplicate start, a
+continue, a rebuild -- activates a new generation, which replays the stream
+(§7.5, §9.2-5). An order a continue drove to its end stays until idle
+eviction. There is no GetOrderState handler: lookups read the read model
 (``projection_adapter.read_order_state``) and activate nothing.
 
 **Relocation evidence.** A continuation tick that runs in an incarnation
@@ -165,7 +170,11 @@ def order_workflow_spot(services: WorkflowServices) -> type[object]:
             if self._arms == 0:
                 self._moved = True
             state = await self._workflow.replay()
-            if isinstance(next_step(state), (NotStarted, Finished)):
+            step = next_step(state)
+            if isinstance(step, Finished):
+                self._ctx.close()  # the order's work is done: release its authority
+                return
+            if isinstance(step, NotStarted):
                 return
             control = services.control
             pace = control.pace(state)
