@@ -176,6 +176,11 @@ async def test_a_duplicate_start_records_nothing_and_answers_the_fold():
     assert outcome.state == first.state
     assert len(w.stream.records) == 1
     assert w.idem.marked == [("key", "o-1"), ("key", "o-1")]
+    other = attrs.evolve(_command(), source_command_id=start_command_id("other-key"))
+    third = await OrderWorkflow("o-1", w.ports).start(other, idempotency_key="other-key",
+                                                      payment_method_id="pm")
+    assert not third.recorded
+    assert w.idem.marked == [("key", "o-1"), ("key", "o-1")]  # another key is not this order's
 
 
 async def test_another_incarnation_authorizes_without_the_start_commands_method():

@@ -141,16 +141,19 @@ class OrderWorkflow:
         """StartOrderWorkflowReq: record OrderStartedEvent once, project Created, mark started.
 
         A duplicate (the stream already started) records nothing and returns the
-        fold. The projection is written either way (a lost one is repaired), then
-        the idempotency mapping moves to started (§4). Raises the domain's
-        ``InvalidCommand`` for a command of another order.
+        fold. The projection is written either way (a lost one is repaired), then,
+        when the stream's start is this command's (same SourceCommandId), the
+        idempotency mapping moves to started (§4); another command's start of the
+        same OrderId leaves its key alone. Raises the domain's ``InvalidCommand``
+        for a command of another order.
         """
-        recorded = False
+        recorded = ours = False
         for _ in range(MAX_ATTEMPTS):
             await self.replay()
             decision = start(self.state, command)
             if isinstance(decision, AlreadyStarted):
-                if decision.duplicate:
+                ours = decision.duplicate
+                if ours:
                     self._payment_method_id = self._payment_method_id or payment_method_id
                 break
             now = self._ports.clock()
@@ -162,12 +165,13 @@ class OrderWorkflow:
                 continue
             self.state = advance(self.state, decision, recorded_at_unix_ms=now)
             self._payment_method_id = payment_method_id
-            recorded = True
+            recorded = ours = True
             break
         else:
             raise StreamConflict(f"order {self.order_id!r}: the start kept conflicting")
         await self._ports.projection.put(self.state)
-        await self._ports.idempotency.mark_started(idempotency_key, self.order_id)
+        if ours:
+            await self._ports.idempotency.mark_started(idempotency_key, self.order_id)
         return StartOutcome(state=self.state, recorded=recorded)
 
     async def step(self, *, skip_projection: Callable[[OrderAggregate, Step], bool] = _never,
