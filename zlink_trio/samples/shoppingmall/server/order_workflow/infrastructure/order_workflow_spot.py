@@ -38,6 +38,10 @@ continue, a rebuild -- activates a new generation, which replays the stream
 eviction. There is no GetOrderState handler: lookups read the read model
 (``projection_adapter.read_order_state``) and activate nothing.
 
+A continuation turn that finds a store unavailable tries again
+:data:`STORE_RETRY` s later; any other error ends the continuation (the
+framework logs it) and a ContinueOrderWorkflowReq resumes the order.
+
 **Relocation evidence.** A continuation tick that runs in an incarnation
 that never armed a timer itself can only be a timer moved by a planned
 relocation (the factory arms none, and timers do not survive a close). That
@@ -47,6 +51,7 @@ as it resumes at the next step.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Final
 
 import zlink_trio as zl
@@ -77,12 +82,16 @@ if TYPE_CHECKING:
         WorkflowServices,
     )
 
-__all__ = ("MESH", "STABLE_TYPE", "order_workflow_spot")
+__all__ = ("MESH", "STABLE_TYPE", "STORE_RETRY", "order_workflow_spot")
 
 #: The OrderWorkflowSpot's stable type (§3).
 STABLE_TYPE: Final = "shoppingmall.order-workflow"
 #: The RouteMesh CommerceApi and OrderWorkflow share (§3).
 MESH: Final = "shoppingmall.workflow"
+#: Seconds the continuation waits before it tries again when a store is unavailable.
+STORE_RETRY: Final = 1.0
+
+LOGGER: Final = logging.getLogger(__name__)
 
 
 def _start_command(msg: StartOrderWorkflowReq) -> StartOrder:
@@ -169,6 +178,14 @@ def order_workflow_spot(services: WorkflowServices) -> type[object]:
             self._pending = False
             if self._arms == 0:
                 self._moved = True
+            try:
+                await self._continue_once()
+            except zl.StoreUnavailable as error:
+                LOGGER.warning("order %r: the continuation waits %s s for a store: %s",
+                               self._ctx.spot_id, STORE_RETRY, error.message)
+                self._arm(STORE_RETRY)
+
+        async def _continue_once(self) -> None:
             state = await self._workflow.replay()
             step = next_step(state)
             if isinstance(step, Finished):
