@@ -85,3 +85,20 @@ async def test_an_order_without_a_pending_step_moves_without_a_replayed_line(tmp
             assert not [line for lines in h.lines.values() for line in lines
                         if line.startswith("shoppingmall-order replayed")]
             assert await h.event_types(req.order_id) == SUCCESS[:2]
+
+
+async def test_an_opened_gate_lets_a_parked_order_go_on_where_it_is(tmp_path):
+    with trio.fail_after(TIMEOUT):
+        async with open_harness(tmp_path) as h:
+            await h.seed(cart_id="m3")
+            source = h.fixtures["workflow-a"]
+            source.arm(Fixture.GATE_AFTER_RESERVED, cart_id="m3")
+            req = h.start_req("m3")
+            await start_order_workflow(h.a.client, req, seconds=CALL)
+            await source.wait_parked(order_id=req.order_id)
+            source.open_gate()
+            final = await h.wait_status(req.order_id)
+            assert final.status is OrderStatus.CONFIRMED
+            assert [c.caller for c in await h.payment.calls(req.order_id)] == ["workflow-a"]
+            assert not [line for lines in h.lines.values() for line in lines
+                        if line.startswith("shoppingmall-order replayed")]
