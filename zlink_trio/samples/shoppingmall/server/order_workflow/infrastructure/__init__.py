@@ -1,4 +1,4 @@
-"""OrderWorkflow's infrastructure (§8): the stores and external-module adapters it uses.
+"""OrderWorkflow's infrastructure (§8): the Spot, the stores, the modules, and their adapters.
 
 Every store opens by URL (``sqlite:///path.db`` or ``redis://host:port/db?prefix=P``)
 as ``async with open_<store>(url) as store``. Modules, one concept each:
@@ -13,4 +13,17 @@ as ``async with open_<store>(url) as store``. Modules, one concept each:
 - ``store_url``        -- which backend a URL names
 - ``sqlite_db``        -- one SQLite connection: WAL, whole transactions off the Trio thread
 - ``redis_db``         -- one coredis client: Lua scripts, bounded calls, typed errors
+
+The framework adapter and the application's ports:
+
+- ``order_workflow_spot`` -- OrderWorkflowSpot (``shoppingmall.order-workflow``): handlers and
+  the background continuation
+- ``workflow_calls``      -- how CommerceApi and triggers call the Spot (start, continue, rebuild)
+- ``services``            -- a node's stores opened by URL and adapted to the ports
+- ``stream_adapter``      -- OrderEventStore as OrderStream (domain events <-> contract JSON)
+- ``projection_adapter``  -- OrderReadModelStore as Projection; ``read_order_state`` for lookups
+- ``effects_adapter``     -- Inventory and Payment as Effects, with the repeated-effect check
+- ``commerce_adapter``    -- the idempotency mapping's started mark; the payment method lookup
+- ``evidence``            -- the §10.1 evidence lines, spelled once
+- ``fixture_control``     -- the runner-only fixtures (§9.2-2, §9.2-3, §9.2-6)
 """
