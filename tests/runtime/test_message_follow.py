@@ -77,7 +77,15 @@ def test_a_route_older_than_the_owner_generation_addressed_is_superseded():
     assert superseded(ROUTE, followed(2, source_gen=4, target_gen=5))
     assert not superseded(ROUTE, ready(owner_generation=3))
     assert not superseded(ROUTE, ready(owner_generation=1))
-    assert not superseded(ROUTE, ready(object_generation=5, owner_generation=9))
+
+def test_a_direct_message_to_another_object_generation_is_superseded():
+    # It was sent to an incarnation that closed here; the route is a later one's.
+    assert superseded(ROUTE, ready(object_generation=1, owner_generation=1))
+    assert superseded(ROUTE, ready(object_generation=5, owner_generation=9))
+    followed_other = message(FollowFrameRoute(
+        spot_id="cart-1", object_generation=5, source_owner_generation=2,
+        target_owner_generation=3, target=SOURCE, hops=1))
+    assert not superseded(ROUTE, followed_other)  # next_hop refuses it: InvalidOperation
 
 
 def test_the_ninth_hop_is_refused_with_unavailable():

@@ -52,14 +52,21 @@ MAX_HOPS: Final = 8
 
 
 def superseded(route: FollowRoute, frame: SpotMessage) -> bool:
-    """Whether ``frame`` names an owner generation this node took *after* installing
-    ``route``: the Spot came back here and has since closed here (a later move would have
-    replaced the route), so the route is stale and the message is handled as if there
-    were none (a direct message: "no longer owns"; a followed one: Unavailable)."""
+    """Whether ``route`` does not apply to ``frame``, which is then handled as if this
+    node had no route (a direct message: "no longer owns"; a followed one: Unavailable).
+
+    So it is when ``frame`` names an owner generation this node took *after* installing
+    the route (the Spot came back here and has since closed here: a later move would have
+    replaced the route), and when a direct message names another ObjectGeneration than
+    the route (it was sent to an incarnation that closed here; the route belongs to a
+    later one). A *followed* message of another ObjectGeneration is not superseded:
+    :func:`next_hop` refuses it with InvalidOperation (06 §6).
+    """
     incoming = frame.route
-    if isinstance(incoming, ActivationRoute) or \
-            incoming.object_generation != route.object_generation:
+    if isinstance(incoming, ActivationRoute):
         return False
+    if incoming.object_generation != route.object_generation:
+        return not isinstance(incoming, FollowFrameRoute)
     held = incoming.target_owner_generation if isinstance(incoming, FollowFrameRoute) \
         else incoming.owner_generation
     return held > route.source_owner_generation
