@@ -111,7 +111,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 def build_app(service: OrderService) -> Starlette:
     """The ASGI app of the public order API (module docstring) over ``service``."""
-    return Starlette(
+    app = Starlette(
         routes=[
             _route("/orders", "POST", service, _start),
             _route("/orders/{orderId}", "GET", service, _get),
@@ -120,3 +120,6 @@ def build_app(service: OrderService) -> Starlette:
         ],
         exception_handlers={HTTPException: _http_error},
     )
+    # The paths are exact: ``/orders/`` is no order, not a redirect to ``/orders``.
+    app.router.redirect_slashes = False
+    return app

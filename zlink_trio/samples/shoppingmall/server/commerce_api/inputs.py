@@ -30,6 +30,7 @@ stores' 255-byte keys (``start:<idempotencyKey>``, ``<orderId>:reservation``,
 
 from __future__ import annotations
 
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Final, TypeVar
 
 import zlink_trio as zl
@@ -77,11 +78,12 @@ async def read_body(request: Request, *, limit: int = MAX_BODY_BYTES) -> bytes:
             raise ValidationError(_too_large(limit))
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise ValidationError(_too_large(limit))
-        chunks.append(chunk)
+    async with aclosing(request.stream()) as stream:
+        async for chunk in stream:
+            size += len(chunk)
+            if size > limit:
+                raise ValidationError(_too_large(limit))
+            chunks.append(chunk)
     return b"".join(chunks)
 
 
