@@ -280,7 +280,7 @@ class OneNode:
 
 
 @asynccontextmanager
-async def one_node(*, timeout: float = 10.0) -> AsyncIterator[OneNode]:
+async def one_node(*, workflow_timeout: float = 10.0) -> AsyncIterator[OneNode]:
     """:class:`OneNode` on the store doubles; the cart ``cart-1`` is seeded."""
     commerce, read_model, lines = MemoryCommerceStore(), MemoryReadModel(), []
     await commerce.put_cart("cart-1", encode_cart(CODEC, CART))
@@ -288,6 +288,7 @@ async def one_node(*, timeout: float = 10.0) -> AsyncIterator[OneNode]:
     world = reset_world(read_model)
     async with zl.open_node("workflow-a", mesh=WORKFLOW_MESH, spots=[StandInWorkflow],
                             listen=None) as node:
-        service = service_on(node, commerce, read_model, timeout=timeout, log=lines.append)
+        service = service_on(node, commerce, read_model, timeout=workflow_timeout,
+                             log=lines.append)
         async with asgi_client(service) as http:
             yield OneNode(node, commerce, read_model, world, http, lines)

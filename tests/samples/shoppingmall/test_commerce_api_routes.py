@@ -111,7 +111,8 @@ async def test_every_bad_start_is_a_400_and_writes_nothing(body, why):
             assert why in answer["message"]
             assert env.commerce.writes == []
             assert env.commerce.mappings == {}
-            assert env.world.calls == [] and env.world.activations == []
+            assert env.world.calls == []
+            assert env.world.activations == []
             assert env.read_model.calls == []
 
 
@@ -123,7 +124,8 @@ async def test_a_body_that_is_not_json_is_a_400_and_writes_nothing(raw):
             response = await env.http.post("/orders", content=raw,
                                            headers={"content-type": "application/json"})
             _assert_json_error(response, 400, "ValidationError")
-            assert env.commerce.calls == [] and env.world.calls == []
+            assert env.commerce.calls == []
+            assert env.world.calls == []
 
 
 class Chunks(httpx.AsyncByteStream):
@@ -157,7 +159,8 @@ async def test_a_body_over_64_kib_is_a_400_before_it_is_read_to_the_end():
             answer = _assert_json_error(response, 400, "ValidationError")
             assert str(MAX_BODY_BYTES) in answer["message"]
             assert body.pulled <= MAX_BODY_BYTES // 1024 + 2, body.pulled  # stopped at the bound
-            assert env.commerce.calls == [] and env.world.calls == []
+            assert env.commerce.calls == []
+            assert env.world.calls == []
 
 
 async def test_a_declared_length_over_64_kib_is_refused():
@@ -169,7 +172,8 @@ async def test_a_declared_length_over_64_kib_is_refused():
             response = await env.http.post("/orders", content=raw)
             assert response.request.headers["content-length"] == str(MAX_BODY_BYTES + 1)
             _assert_json_error(response, 400, "ValidationError")
-            assert env.commerce.calls == [] and env.world.calls == []
+            assert env.commerce.calls == []
+            assert env.world.calls == []
 
 
 async def test_a_body_of_exactly_64_kib_is_read():
@@ -193,7 +197,8 @@ async def test_an_unknown_order_is_a_404_and_the_lookup_asks_no_workflow():
             _assert_json_error(response, 404, "NotFound")
             assert env.read_model.calls == ["get"]
             assert env.commerce.calls == []
-            assert env.world.calls == [] and env.world.activations == []
+            assert env.world.calls == []
+            assert env.world.activations == []
             assert await env.node.spots.find("order-nobody") is None
 
 
@@ -210,7 +215,8 @@ async def test_the_lookup_reads_only_the_read_model():
                 assert CODEC.from_json(response.content, GetOrderStateRes).state == state
             assert env.read_model.calls == ["get"] * 3
             assert env.commerce.calls == []
-            assert env.world.calls == [] and env.world.activations == []
+            assert env.world.calls == []
+            assert env.world.activations == []
             assert await env.node.spots.find("order-x") is None
             assert env.lines == []  # not terminal: no evidence line
 
@@ -259,8 +265,10 @@ async def test_a_bad_command_body_is_a_400_and_never_reaches_the_workflow(comman
         async with one_node() as env:
             response = await env.http.post(f"/orders/order-1/{command}", json=body)
             _assert_json_error(response, 400, "ValidationError")
-            assert env.world.calls == [] and env.world.activations == []
-            assert env.commerce.calls == [] and env.read_model.calls == []
+            assert env.world.calls == []
+            assert env.world.activations == []
+            assert env.commerce.calls == []
+            assert env.read_model.calls == []
 
 
 @pytest.mark.parametrize("path", ["/orders/" + "o" * 129, "/orders/a%0Ab"])
@@ -270,7 +278,8 @@ async def test_a_bad_order_id_in_the_path_is_a_400(path):
             _assert_json_error(await env.http.get(path), 400, "ValidationError")
             response = await env.http.post(path + "/continue", json={"sourceCommandId": "c"})
             _assert_json_error(response, 400, "ValidationError")
-            assert env.world.calls == [] and env.read_model.calls == []
+            assert env.world.calls == []
+            assert env.read_model.calls == []
 
 
 async def test_unknown_routes_and_methods_answer_in_the_error_shape():
