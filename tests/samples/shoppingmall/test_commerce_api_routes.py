@@ -26,8 +26,6 @@ from zlink_trio.samples.shoppingmall.shared.contracts import (
     StartOrderRes,
 )
 
-pytestmark = pytest.mark.usefixtures("autojump_clock")
-
 
 def _assert_json_error(response, status: int, name: str) -> dict:
     assert response.status_code == status, response.text
@@ -39,7 +37,7 @@ def _assert_json_error(response, status: int, name: str) -> dict:
     return body
 
 
-async def test_start_returns_created_and_the_lookup_reads_it_back():
+async def test_start_returns_created_and_the_lookup_reads_it_back(autojump_clock):
     with trio.fail_after(TIMEOUT):
         async with one_node() as env:
             response = await env.http.post("/orders", json=start_body())
@@ -61,7 +59,8 @@ async def test_start_returns_created_and_the_lookup_reads_it_back():
             assert set(looked_up.json()) == {"state"}
 
 
-async def test_a_retry_with_the_same_key_returns_the_same_order_and_starts_nothing_new():
+async def test_a_retry_with_the_same_key_returns_the_same_order_and_starts_nothing_new(
+        autojump_clock):
     with trio.fail_after(TIMEOUT):
         async with one_node() as env:
             first = (await env.http.post("/orders", json=start_body())).json()
@@ -72,7 +71,7 @@ async def test_a_retry_with_the_same_key_returns_the_same_order_and_starts_nothi
             assert env.world.calls == [("StartOrderWorkflowReq", first["orderId"])]
 
 
-async def test_the_same_key_for_another_request_is_a_409_and_writes_nothing_more():
+async def test_the_same_key_for_another_request_is_a_409_and_writes_nothing_more(autojump_clock):
     with trio.fail_after(TIMEOUT):
         async with one_node() as env:
             first = (await env.http.post("/orders", json=start_body())).json()
@@ -103,7 +102,7 @@ async def test_the_same_key_for_another_request_is_a_409_and_writes_nothing_more
     pytest.param([start_body()], "", id="array-body"),
     pytest.param("cart-1", "", id="string-body"),
 ])
-async def test_every_bad_start_is_a_400_and_writes_nothing(body, why):
+async def test_every_bad_start_is_a_400_and_writes_nothing(body, why, autojump_clock):
     with trio.fail_after(TIMEOUT):
         async with one_node() as env:
             response = await env.http.post("/orders", json=body)
@@ -118,7 +117,7 @@ async def test_every_bad_start_is_a_400_and_writes_nothing(body, why):
 
 @pytest.mark.parametrize("raw", [b"", b"{", b"not json", b'{"cartId": "a", "cartId": "b"}',
                                  b"\xff\xfe", b"null"])
-async def test_a_body_that_is_not_json_is_a_400_and_writes_nothing(raw):
+async def test_a_body_that_is_not_json_is_a_400_and_writes_nothing(raw, autojump_clock):
     with trio.fail_after(TIMEOUT):
         async with one_node() as env:
             response = await env.http.post("/orders", content=raw,
@@ -149,7 +148,7 @@ class Chunks(httpx.AsyncByteStream):
         return self.parts[self.pulled - 1]
 
 
-async def test_a_body_over_64_kib_is_a_400_before_it_is_read_to_the_end():
+async def test_a_body_over_64_kib_is_a_400_before_it_is_read_to_the_end(autojump_clock):
     body = Chunks(b'{"cartId": "cart-1", "pad": "', 1024)  # 1 MiB, if anyone read it all
     with trio.fail_after(TIMEOUT):
         async with one_node() as env:
@@ -163,7 +162,7 @@ async def test_a_body_over_64_kib_is_a_400_before_it_is_read_to_the_end():
             assert env.world.calls == []
 
 
-async def test_a_declared_length_over_64_kib_is_refused():
+async def test_a_declared_length_over_64_kib_is_refused(autojump_clock):
     with trio.fail_after(TIMEOUT):
         async with one_node() as env:
             # Valid JSON, but one byte over the bound (trailing whitespace).
@@ -176,7 +175,7 @@ async def test_a_declared_length_over_64_kib_is_refused():
             assert env.world.calls == []
 
 
-async def test_a_body_of_exactly_64_kib_is_read():
+async def test_a_body_of_exactly_64_kib_is_read(autojump_clock):
     with trio.fail_after(TIMEOUT):
         async with one_node() as env:
             raw = _dumps(start_body())
@@ -190,7 +189,7 @@ def _dumps(value) -> bytes:
     return json.dumps(value).encode()
 
 
-async def test_an_unknown_order_is_a_404_and_the_lookup_asks_no_workflow():
+async def test_an_unknown_order_is_a_404_and_the_lookup_asks_no_workflow(autojump_clock):
     with trio.fail_after(TIMEOUT):
         async with one_node() as env:
             response = await env.http.get("/orders/order-nobody")
@@ -202,7 +201,7 @@ async def test_an_unknown_order_is_a_404_and_the_lookup_asks_no_workflow():
             assert await env.node.spots.find("order-nobody") is None
 
 
-async def test_the_lookup_reads_only_the_read_model():
+async def test_the_lookup_reads_only_the_read_model(autojump_clock):
     with trio.fail_after(TIMEOUT):
         async with one_node() as env:
             # A document no workflow wrote: the lookup returns it as it is.
@@ -221,7 +220,8 @@ async def test_the_lookup_reads_only_the_read_model():
             assert env.lines == []  # not terminal: no evidence line
 
 
-async def test_continue_and_rebuild_reach_the_workflow_and_a_terminal_lookup_leaves_evidence():
+async def test_continue_and_rebuild_reach_the_workflow_and_a_terminal_lookup_leaves_evidence(
+        autojump_clock):
     with trio.fail_after(TIMEOUT):
         async with one_node() as env:
             order_id = (await env.http.post("/orders", json=start_body())).json()["orderId"]
@@ -246,7 +246,7 @@ async def test_continue_and_rebuild_reach_the_workflow_and_a_terminal_lookup_lea
 
 @pytest.mark.parametrize("command", ["continue", "rebuild-projection"])
 async def test_continue_or_rebuild_of_an_order_without_a_stream_is_a_404_and_records_nothing(
-        command):
+        command, autojump_clock):
     with trio.fail_after(TIMEOUT):
         async with one_node() as env:
             response = await env.http.post(f"/orders/order-ghost/{command}",
@@ -260,7 +260,8 @@ async def test_continue_or_rebuild_of_an_order_without_a_stream_is_a_404_and_rec
 @pytest.mark.parametrize("command", ["continue", "rebuild-projection"])
 @pytest.mark.parametrize("body", [{}, {"sourceCommandId": ""}, {"sourceCommandId": 3},
                                   {"source_command_id": "x"}, {"sourceCommandId": "x" * 200}])
-async def test_a_bad_command_body_is_a_400_and_never_reaches_the_workflow(command, body):
+async def test_a_bad_command_body_is_a_400_and_never_reaches_the_workflow(
+        command, body, autojump_clock):
     with trio.fail_after(TIMEOUT):
         async with one_node() as env:
             response = await env.http.post(f"/orders/order-1/{command}", json=body)
@@ -272,7 +273,7 @@ async def test_a_bad_command_body_is_a_400_and_never_reaches_the_workflow(comman
 
 
 @pytest.mark.parametrize("path", ["/orders/" + "o" * 129, "/orders/a%0Ab"])
-async def test_a_bad_order_id_in_the_path_is_a_400(path):
+async def test_a_bad_order_id_in_the_path_is_a_400(path, autojump_clock):
     with trio.fail_after(TIMEOUT):
         async with one_node() as env:
             _assert_json_error(await env.http.get(path), 400, "ValidationError")
@@ -282,7 +283,7 @@ async def test_a_bad_order_id_in_the_path_is_a_400(path):
             assert env.read_model.calls == []
 
 
-async def test_unknown_routes_and_methods_answer_in_the_error_shape():
+async def test_unknown_routes_and_methods_answer_in_the_error_shape(autojump_clock):
     with trio.fail_after(TIMEOUT):
         async with one_node() as env:
             _assert_json_error(await env.http.get("/nothing"), 404, "NotFound")
