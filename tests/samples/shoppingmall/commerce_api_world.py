@@ -255,6 +255,28 @@ class MemoryReadModel:
 # -- apps and nodes -----------------------------------------------------------------------
 
 
+class Chunks(httpx.AsyncByteStream):
+    """A request body: ``head``, then ``count`` chunks of 1 KiB (``None``: forever).
+
+    ``pulled`` counts the parts read. An iterator object, not an async generator: the
+    app stops pulling early, and an abandoned generator is a ResourceWarning.
+    """
+
+    def __init__(self, head: bytes, count: int | None) -> None:
+        self.head = head
+        self.count = count
+        self.pulled = 0
+
+    def __aiter__(self) -> Chunks:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self.count is not None and self.pulled > self.count:
+            raise StopAsyncIteration
+        self.pulled += 1
+        return self.head if self.pulled == 1 else b" " * 1024
+
+
 def asgi_client(service: OrderService) -> httpx.AsyncClient:
     """An httpx client that drives the app over ``service`` in-process (no socket)."""
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=build_app(service)),

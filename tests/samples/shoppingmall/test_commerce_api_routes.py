@@ -14,7 +14,7 @@ import json
 import httpx
 import pytest
 import trio
-from commerce_api_world import CART, CODEC, TIMEOUT, one_node, start_body
+from commerce_api_world import CART, CODEC, TIMEOUT, Chunks, one_node, start_body
 
 from zlink_trio.samples.shoppingmall.server.commerce_api.inputs import MAX_BODY_BYTES
 from zlink_trio.samples.shoppingmall.shared.contracts import (
@@ -125,27 +125,6 @@ async def test_a_body_that_is_not_json_is_a_400_and_writes_nothing(raw, autojump
             _assert_json_error(response, 400, "ValidationError")
             assert env.commerce.calls == []
             assert env.world.calls == []
-
-
-class Chunks(httpx.AsyncByteStream):
-    """A body of ``count`` chunks of 1 KiB after ``head``, counting what was pulled.
-
-    An iterator object, not an async generator: the app stops pulling early, and an
-    abandoned generator would be a ResourceWarning.
-    """
-
-    def __init__(self, head: bytes, count: int) -> None:
-        self.parts = [head] + [b" " * 1024] * count
-        self.pulled = 0
-
-    def __aiter__(self):
-        return self
-
-    async def __anext__(self) -> bytes:
-        if self.pulled == len(self.parts):
-            raise StopAsyncIteration
-        self.pulled += 1
-        return self.parts[self.pulled - 1]
 
 
 async def test_a_body_over_64_kib_is_a_400_before_it_is_read_to_the_end(autojump_clock):
