@@ -157,6 +157,8 @@ async def test_continue_past_the_deadline_is_a_504(autojump_clock):
     (zl.HandlerError("x", error_type="NotFound"), (404, "NotFound")),
     (zl.HandlerError("x", error_type="ExpectedVersionConflict"),
      (409, "ExpectedVersionConflict")),
+    (zl.HandlerError("x", error_type="InvalidOperation"), (409, "InvalidOperation")),
+    (zl.HandlerError("x", error_type="CorruptStream"), (500, "HandlerError")),
     (zl.HandlerError("x", error_type="RuntimeError"), (500, "HandlerError")),
 ])
 def test_each_outcome_has_its_status_and_name(error, expected):

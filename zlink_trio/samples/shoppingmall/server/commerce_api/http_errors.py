@@ -6,23 +6,21 @@ Every error body is ``{"error": <name>, "message": <text>}``. ``name`` is
 ``"Unavailable"``, ``"DeadlineExceeded"``, ...). ``message`` is the error's
 own message: what was wrong and what to do.
 
-=====================================================  ======  =======================
-outcome                                                status  name
-=====================================================  ======  =======================
-refused input (:class:`~.inputs.ValidationError`)      400     ValidationError
-``zl.InvalidOperation`` (the framework refused an ID)  400     InvalidOperation
-``zl.NotFound`` (no such order, no such route)         404     NotFound
-``zl.AlreadyExists`` (an idempotency key reused with   409     AlreadyExists
-another request), ``zl.StaleFence``                            its class name
-``zl.Unavailable`` (owner down, store unreachable),    503     its class name
-``zl.CapacityExceeded``, ``zl.NotConfigured`` (no
-node serves the order workflow)
-``zl.DeadlineExceeded``                                504     DeadlineExceeded
-``zl.HandlerError``: by the ``error_type`` the         as that the workflow's class
-workflow's handler raised (``NotFound`` 404, a                 name; others 500
-conflict 409), else 500                                        HandlerError
-any other ``zl.ZLinkError``                            500     its class name
-=====================================================  ======  =======================
+- 400 -- refused input (:class:`~.inputs.ValidationError`: ``"ValidationError"``), and
+  ``zl.InvalidOperation`` (the framework refused an ID; not ``InvalidConfiguration``)
+- 404 -- ``zl.NotFound``: no such order (no lookup state, no stream), no such route
+- 409 -- ``zl.AlreadyExists`` (an IdempotencyKey reused for another request),
+  ``zl.StaleFence``
+- 503 -- ``zl.Unavailable`` (the Ready owner cannot be reached, a store cannot be asked:
+  ``StoreUnavailable``), ``zl.CapacityExceeded``, ``zl.NotConfigured`` (no node serves
+  the order workflow)
+- 504 -- ``zl.DeadlineExceeded``
+- ``zl.HandlerError`` -- by the ``error_type`` the workflow's handler raised, under that
+  name: ``NotFound`` 404; a conflict (``AlreadyExists``, ``StaleFence``,
+  ``ExpectedVersionConflict``, ``MappingConflict``) or a command the order's state does
+  not take (``InvalidOperation``, ``InvalidCommand``) 409; anything else 500
+  ``"HandlerError"``
+- 500 -- any other ``zl.ZLinkError``, under its class name
 
 ``zl.StaleFence`` is an ``Unavailable`` in the framework's tree, and is
 checked first: "re-read and decide again" is a conflict, not an outage.
@@ -48,6 +46,9 @@ _HANDLER_STATUS: Final = {
     "StaleFence": 409,
     "ExpectedVersionConflict": 409,
     "MappingConflict": 409,
+    # The input passed the API's checks, so a refusal is the order's state not taking it.
+    "InvalidOperation": 409,
+    "InvalidCommand": 409,
 }
 
 
