@@ -72,13 +72,13 @@ def _json(service: OrderService, value: object) -> Response:
 
 def _route(path: str, method: str, service: OrderService,
            call: Callable[[OrderService, Request], Awaitable[object]]) -> Route:
-    async def endpoint(request: Request) -> Response:
+    async def handle(request: Request) -> Response:
         try:
             return _json(service, await call(service, request))
         except (ValidationError, zl.ZLinkError) as exc:
             return error_response(exc)
 
-    return Route(path, endpoint, methods=[method])
+    return Route(path, handle, methods=[method])
 
 
 async def _start(service: OrderService, request: Request) -> object:
