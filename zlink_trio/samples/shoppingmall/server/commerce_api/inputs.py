@@ -102,8 +102,10 @@ def decode_body(codec: zl.MessageCodec, body: bytes, expected: type[T]) -> T:
         raise ValidationError(f"the body is not a valid {expected.__name__}: {exc}") from exc
 
 
-def check_id(field: str, value: str) -> str:
+def check_id(field: str, value: object) -> str:
     """``value`` if it is a valid identifier (module docstring); :class:`ValidationError`."""
+    if not isinstance(value, str):
+        raise ValidationError(f"{field} must be a string, got {type(value).__name__}")
     if not value:
         raise ValidationError(f"{field} is empty; send a non-empty identifier")
     size = len(value.encode("utf-8", errors="surrogatepass"))
