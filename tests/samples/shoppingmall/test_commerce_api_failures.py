@@ -8,14 +8,24 @@
   ``zl.DeadlineExceeded``, 504. The mapping stays pending, and a retry with the same key
   resumes the same OrderId (§4).
 
-Every test runs on the autojump clock (the deadlines are mock seconds) under
-``trio.fail_after``; nothing sleeps and nothing listens.
+- **503 after SIGKILL.** The same with a real Workflow process, killed while it owns a
+  Ready order (``commerce_api_workflow_worker.py``): continue and rebuild are 503, the
+  order is not recreated, the lookup still answers.
+
+The in-process tests run on the autojump clock (the deadlines are mock seconds); the
+process test on the real clock (sockets, another process). Every test is bounded by
+``trio.fail_after``; nothing sleeps.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import uuid
 from contextlib import AsyncExitStack
+from pathlib import Path
 
 import pytest
 import trio
@@ -42,10 +52,15 @@ from zlink_trio.samples.shoppingmall.server.commerce_api.workflow_calls import (
     ORDER_WORKFLOW_TYPE,
     WORKFLOW_MESH,
 )
+from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.read_model_store import (
+    open_order_read_model_store,
+)
 from zlink_trio.samples.shoppingmall.shared.contracts import (
     StartOrderWorkflowReq,
     StartOrderWorkflowRes,
 )
+
+WORKER = Path(__file__).resolve().with_name("commerce_api_workflow_worker.py")
 
 
 def _error(response) -> tuple[int, str]:
@@ -163,3 +178,61 @@ async def test_continue_past_the_deadline_is_a_504(autojump_clock):
 ])
 def test_each_outcome_has_its_status_and_name(error, expected):
     assert error_status(error) == expected
+
+
+async def test_a_sigkilled_owner_process_is_a_503_and_its_order_is_not_recreated(tmp_path):
+    """§9.3-2 with a real process: the Workflow node that owns a Ready order dies."""
+    location = f"sqlite://{tmp_path / 'location.db'}"
+    read_model_url = f"sqlite://{tmp_path / 'read-model.db'}"
+    commerce = MemoryCommerceStore()
+    await commerce.put_cart("cart-1", encode_cart(CODEC, CART))
+    argv = [sys.executable, str(WORKER), "workflow-a", location, read_model_url, "120"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(WORKER.parent), os.environ.get("PYTHONPATH", "")])}
+    with trio.fail_after(TIMEOUT):
+        proc = await trio.lowlevel.open_process(argv, stdout=subprocess.PIPE, env=env)
+        try:
+            ready = json.loads(await _read_line(proc))
+            assert ready["ready"]
+            async with AsyncExitStack() as stack:
+                read_model = await stack.enter_async_context(
+                    open_order_read_model_store(read_model_url))
+                api = await stack.enter_async_context(zl.open_node(
+                    "api-a", store=location, mesh=WORKFLOW_MESH, spots=[]))
+                http = await stack.enter_async_context(
+                    asgi_client(service_on(api, commerce, read_model)))
+                response = await http.post("/orders", json=start_body())
+                assert response.status_code == 200, response.text
+                order_id = response.json()["orderId"]
+                owner = await api.spots.find(order_id)
+                assert owner is not None
+                assert str(owner.node_rid) == ready["node_rid"]
+
+                proc.kill()
+                await proc.wait()
+                for command in ("continue", "rebuild-projection"):
+                    response = await http.post(f"/orders/{order_id}/{command}",
+                                               json={"sourceCommandId": f"{command}-1"})
+                    assert _error(response) == (503, "Unavailable"), response.text
+                # The same key again: the mapping is started, the lookup model answers.
+                response = await http.post("/orders", json=start_body())
+                assert response.json()["orderId"] == order_id
+                assert (await http.get(f"/orders/{order_id}")).status_code == 200
+                assert await api.spots.find(order_id) == owner  # not recreated elsewhere
+        finally:
+            with trio.CancelScope(shield=True):
+                if proc.returncode is None:
+                    proc.kill()
+                await proc.wait()
+                assert proc.stdout is not None
+                await proc.stdout.aclose()
+
+
+async def _read_line(proc: trio.Process) -> bytes:
+    assert proc.stdout is not None
+    buffer = b""
+    while b"\n" not in buffer:
+        chunk = await proc.stdout.receive_some(4096)
+        assert chunk, "the workflow worker exited before it was ready"
+        buffer += chunk
+    return buffer.partition(b"\n")[0]
