@@ -1,0 +1,96 @@
+"""CommerceApi's three requests to OrderWorkflowSpot, as Spot requests by OrderId (§5).
+
+Theory of operation
+-------------------
+Each call is ``client.request(order_id, msg, reply=...)`` with Instance intent
+for the stable type :data:`ORDER_WORKFLOW_TYPE`, placed in the Mesh
+:data:`WORKFLOW_MESH` (``.instance_spot(...).in_mesh(...)``), under one
+end-to-end deadline (``.timeout(...)``). The OrderId is the global Spot ID:
+the framework resolves the current Ready owner, or -- when the order's Spot is
+Missing -- cold-activates it on a node that serves the type. Nothing here names
+an owner NodeRid, an endpoint or a node (§9.3-4); the API node is an object
+client of the Mesh and serves no Spot type itself.
+
+Instance intent on every call, not only the start: a continue or a rebuild
+must reach an order whose Spot was evicted or whose Workflow process restarted
+(§9.2-2..4); the Spot then replays the stream. For an OrderId with no stream
+the workflow records nothing and refuses (§9.3-3).
+
+Nothing is retried (§6.2: "the sample doesn't automatically resubmit a failed
+operation to a different owner"). A call ends with the reply's state or a
+typed error: :class:`zlink_trio.Unavailable` when the Ready owner cannot be
+reached (§7.5: its process died), :class:`zlink_trio.DeadlineExceeded` when the
+deadline passed, :class:`zlink_trio.HandlerError` when the workflow's handler
+raised (its ``error_type`` names what it raised).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final, TypeVar
+
+import zlink_trio as zl
+from zlink_trio.samples.shoppingmall.shared.contracts import (
+    ContinueOrderWorkflowReq,
+    ContinueOrderWorkflowRes,
+    RebuildOrderProjectionReq,
+    RebuildOrderProjectionRes,
+    StartOrderWorkflowReq,
+    StartOrderWorkflowRes,
+)
+
+if TYPE_CHECKING:
+    from zlink_trio.samples.shoppingmall.shared.contracts import OrderState
+
+__all__ = ("DEFAULT_WORKFLOW_TIMEOUT", "ORDER_WORKFLOW_TYPE", "WORKFLOW_MESH",
+           "OrderWorkflowCalls")
+
+R = TypeVar("R")
+
+#: The OrderWorkflowSpot's stable type (§3).
+ORDER_WORKFLOW_TYPE: Final = "shoppingmall.order-workflow"
+
+#: The RouteMesh CommerceApi and OrderWorkflow share (§3).
+WORKFLOW_MESH: Final = "shoppingmall.workflow"
+
+#: Seconds each workflow request may take, end to end, by default.
+DEFAULT_WORKFLOW_TIMEOUT: Final = 10.0
+
+
+class OrderWorkflowCalls:
+    """The Spot requests CommerceApi sends; ``client`` is the API node's ``node.client``.
+
+    ``timeout`` bounds each call end to end (resolve, cold activation,
+    dispatch, reply); ``mesh`` is where a Missing order's Spot is placed.
+    """
+
+    def __init__(self, client: zl.SpotClient, *, timeout: float = DEFAULT_WORKFLOW_TIMEOUT,
+                 mesh: str = WORKFLOW_MESH) -> None:
+        if not timeout > 0:
+            raise zl.InvalidConfiguration(f"timeout must be > 0 seconds, got {timeout!r}")
+        self._client = client
+        self._timeout = timeout
+        self._mesh = mesh
+
+    async def start(self, req: StartOrderWorkflowReq) -> OrderState:
+        """StartOrderWorkflowReq: the state once Created is recorded and projected (§6.2)."""
+        res = await self._request(req.order_id, req, StartOrderWorkflowRes)
+        return res.state
+
+    async def continue_order(self, order_id: str, source_command_id: str) -> OrderState:
+        """ContinueOrderWorkflowReq: the state after the next possible steps ran (§6.2)."""
+        res = await self._request(
+            order_id, ContinueOrderWorkflowReq(order_id, source_command_id),
+            ContinueOrderWorkflowRes)
+        return res.state
+
+    async def rebuild_projection(self, order_id: str, source_command_id: str) -> OrderState:
+        """RebuildOrderProjectionReq: the state replayed from the stream alone (§6.2)."""
+        res = await self._request(
+            order_id, RebuildOrderProjectionReq(order_id, source_command_id),
+            RebuildOrderProjectionRes)
+        return res.state
+
+    async def _request(self, order_id: str, msg: object, reply: type[R]) -> R:
+        return await (self._client.request(order_id, msg, reply=reply)
+                      .instance_spot(ORDER_WORKFLOW_TYPE).in_mesh(self._mesh)
+                      .timeout(self._timeout))
