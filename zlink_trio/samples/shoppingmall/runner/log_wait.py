@@ -11,7 +11,6 @@ The same budget serves readiness and evidence.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 import trio
@@ -19,7 +18,8 @@ import trio
 from zlink_trio.samples.shoppingmall.runner.evidence import count_lines, placeholders, render
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable, Callable, Mapping
+    from pathlib import Path
 
 __all__ = ("POLL_ATTEMPTS", "POLL_INTERVAL", "LogWaitTimeout", "file_reader", "wait_for_count")
 
@@ -53,14 +53,17 @@ def file_reader(path: Path) -> Callable[[], str]:
 async def wait_for_count(read: Callable[[], str], template: str, *, at_least: int = 1,
                          interval: float = POLL_INTERVAL, attempts: int = POLL_ATTEMPTS,
                          sleep: Callable[[float], Awaitable[object]] = trio.sleep,
-                         alive: Callable[[], bool] | None = None, **values: str) -> int:
+                         alive: Callable[[], bool] | None = None,
+                         values: Mapping[str, str] | None = None) -> int:
     """Poll ``read()`` until ``template`` (filled with ``values``) counts ``at_least``.
 
+    ``values`` fill the template's placeholders (others match any token).
     Returns the count seen at that read. Raises :class:`LogWaitTimeout` after
     ``attempts`` reads, or as soon as ``alive()`` is false and the count is short.
     """
     if attempts < 1:
         raise ValueError("a log wait reads at least once")
+    values = dict(values or {})
     what = render(template, **{k: values.get(k, f"<{k}>") for k in placeholders(template)})
     seen = 0
     for attempt in range(1, attempts + 1):

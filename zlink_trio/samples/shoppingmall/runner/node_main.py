@@ -50,7 +50,7 @@ async def _serve_hooks(spec: NodeSpec, deployment: Deployment, node: Any,
     from hypercorn.trio import serve
 
     from zlink_trio.samples.shoppingmall.runner.hooks_app import HookContext, build_hooks_app
-    from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.event_store import (  # noqa: E501
+    from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.event_store import (
         open_order_event_store,
     )
     from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.inventory import (

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
     from zlink_trio.samples.shoppingmall.runner.topology import Deployment, NodeSpec
 
-__all__ = ("STOP_GRACE", "NodeProcess", "child_env", "describe", "open_deployment")
+__all__ = ("STOP_GRACE", "NodeProcess", "child_env", "describe", "open_deployment",
+           "write_deployment")
 
 #: Seconds every node gets to leave cleanly after SIGTERM before it is killed.
 STOP_GRACE: Final = 10.0
@@ -45,10 +46,9 @@ class NodeProcess:
     process: trio.Process
     log_path: Path
 
-    @property
-    def alive(self) -> bool:
+    def is_alive(self) -> bool:
         """Whether the process has not exited yet."""
-        return self.process.returncode is None and self.process.poll() is None
+        return self.process.poll() is None
 
     def read_log(self) -> str:
         """The node's log so far."""
@@ -65,10 +65,12 @@ def describe(node: NodeProcess) -> str:
     return f"{node.spec.node_id} pid {node.process.pid}"
 
 
-def child_env(secret: str) -> dict[str, str]:
+def child_env(secret: str | None) -> dict[str, str]:
     """The node processes' environment: this one, the secret, and this checkout on the path."""
     env = dict(os.environ)
-    env[SECRET_ENV] = secret
+    env.pop(SECRET_ENV, None)
+    if secret is not None:
+        env[SECRET_ENV] = secret
     root = str(Path(zlink_trio.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
     env["PYTHONUNBUFFERED"] = "1"
@@ -89,15 +91,25 @@ async def _start(spec: NodeSpec, deployment_file: Path, log_dir: Path,
 async def stop_all(nodes: list[NodeProcess], *, grace: float = STOP_GRACE) -> None:
     """SIGTERM every live node, wait up to ``grace`` s for all, then SIGKILL the rest."""
     for node in nodes:
-        if node.alive:
+        if node.is_alive():
             node.process.send_signal(signal.SIGTERM)
     with trio.move_on_after(grace):
         for node in nodes:
             await node.process.wait()
     for node in nodes:
-        if node.alive:
+        if node.is_alive():
             node.process.kill()
             await node.process.wait()
+
+
+def write_deployment(deployment: Deployment, work_dir: Path) -> tuple[Path, Path]:
+    """Write ``<work_dir>/deployment.json`` and make ``<work_dir>/logs``; both paths."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    deployment_file = work_dir / "deployment.json"
+    deployment_file.write_text(deployment.to_json(), encoding="utf-8")
+    log_dir = work_dir / "logs"
+    log_dir.mkdir(exist_ok=True)
+    return deployment_file, log_dir
 
 
 @asynccontextmanager
@@ -105,11 +117,7 @@ async def open_deployment(deployment: Deployment, work_dir: Path, *, secret: str
                           say: Callable[[str], None] = print,
                           ) -> AsyncIterator[list[NodeProcess]]:
     """Start the deployment's nodes (module docstring); stop them all on the way out."""
-    work_dir.mkdir(parents=True, exist_ok=True)
-    deployment_file = work_dir / "deployment.json"
-    deployment_file.write_text(deployment.to_json(), encoding="utf-8")
-    log_dir = work_dir / "logs"
-    log_dir.mkdir(exist_ok=True)
+    deployment_file, log_dir = write_deployment(deployment, work_dir)
     env = child_env(secret)
     nodes: list[NodeProcess] = []
     try:

@@ -86,27 +86,28 @@ def cart_ids(run_id: str) -> tuple[dict[str, str], tuple[str, ...]]:
 async def _wait_ready(nodes: dict[str, NodeProcess]) -> None:
     for api in API_NODES:
         node = nodes[api]
-        await wait_for_count(node.read_log, ev.READY_HTTP, alive=lambda n=node: n.alive,
-                             NodeId=api)
+        await wait_for_count(node.read_log, ev.READY_HTTP, alive=node.is_alive,
+                             values={"NodeId": api})
         for target in WORKFLOW_NODES:
-            await wait_for_count(node.read_log, ev.READY_ROUTE, alive=lambda n=node: n.alive,
-                                 NodeId=api, WorkflowNodeId=target)
+            await wait_for_count(node.read_log, ev.READY_ROUTE, alive=node.is_alive,
+                                 values={"NodeId": api, "WorkflowNodeId": target})
         _say(f"shoppingmall-runner ready node={api} kind=http,object-route")
     for workflow in WORKFLOW_NODES:
         node = nodes[workflow]
-        await wait_for_count(node.read_log, HOOKS_READY, alive=lambda n=node: n.alive,
-                             NodeId=workflow)
+        await wait_for_count(node.read_log, HOOKS_READY, alive=node.is_alive,
+                             values={"NodeId": workflow})
 
 
 async def _run_client(config_file: Path, desk: AskDesk, log_dir: Path,
                       lines: list[str]) -> None:
-    env = child_env(secrets.token_hex(8))
+    env = child_env(None)  # the Client is no mesh node: no secret
     with (log_dir / "client.stderr.log").open("ab") as stderr:
         process = await trio.lowlevel.open_process(
             [sys.executable, "-m", "zlink_trio.samples.shoppingmall", "client", "--config",
              str(config_file)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=stderr, env=env)
-    assert process.stdin is not None and process.stdout is not None
+    assert process.stdin is not None
+    assert process.stdout is not None
     buffer = b""
     try:
         with trio.fail_after(CLIENT_BUDGET):

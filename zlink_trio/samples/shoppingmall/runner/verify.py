@@ -116,14 +116,11 @@ async def _row(what: str, reads: Mapping[str, Callable[[], str]], template: str,
     for node_id, read in reads.items():
         try:
             counts[node_id] = await wait_for_count(read, template, at_least=at_least,
-                                                   **values)
+                                                   values=values)
         except LogWaitTimeout as exc:
             counts[node_id] = exc.seen
     total = sum(counts.values())
-    if exactly is None:
-        ok = all(c >= at_least for c in counts.values())
-    else:
-        ok = total == exactly
+    ok = all(c >= at_least for c in counts.values()) if exactly is None else total == exactly
     say(f"shoppingmall-runner row={what} counts={counts} {'ok' if ok else 'FAILED'}")
     return None if ok else f"§10.1 row {what!r}: counts {counts}"
 
