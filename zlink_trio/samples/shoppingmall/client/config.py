@@ -14,11 +14,17 @@ scenario needs are :data:`CART_ROLES`.
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+import re
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-__all__ = ("CART_ROLES", "ClientConfig", "forbidden_names")
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ("CART_ROLES", "ClientConfig", "config_names_and_values", "forbidden_names")
+
+_WORDS: Final = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 
 #: Each cart role and the §9 item(s) that use it.
 CART_ROLES: Final = {
@@ -29,10 +35,12 @@ CART_ROLES: Final = {
     "resume": "9.2-2 (the runner stops its continuation at InventoryReserved)",
     "terminalProjection": "9.2-3 (the runner skips its terminal projection)",
     "relocation": "9.2-6 (the runner gates it after InventoryReserved)",
-    "ownerDown": "9.3-2 (the runner stops it at InventoryReserved)",
+    "failureBoundary": "9.3-2 (the runner stops it at InventoryReserved)",
 }
-_FORBIDDEN: Final = ("node", "rid", "endpoint", "owner", "mesh", "ws://", "wss://",
-                     "workflow-")
+#: Words of a field name that would choose or name an owner (camelCase split).
+_FORBIDDEN_WORDS: Final = frozenset({"node", "rid", "endpoint", "owner", "mesh", "host"})
+#: Text in a value that would name a node or a mesh address.
+_FORBIDDEN_TEXT: Final = ("ws://", "wss://", "workflow-", "api-a", "api-b")
 
 
 @attrs.frozen(kw_only=True)
@@ -60,7 +68,21 @@ class ClientConfig:
         return config
 
 
-def forbidden_names(text: str) -> list[str]:
-    """The owner-choosing words (NodeId, NodeRid, endpoint, ...) that occur in ``text``."""
-    lowered = text.lower()
-    return [word for word in _FORBIDDEN if word in lowered]
+def forbidden_names(names: Iterable[str], values: Iterable[str] = ()) -> list[str]:
+    """The field ``names`` and ``values`` that would name a node, NodeRid or endpoint.
+
+    A name is split into its camelCase words (``orderId`` is ``order`` + ``id``),
+    so only a whole word such as ``node`` or ``rid`` counts.
+    """
+    found = [name for name in names
+             if {w.lower() for w in _WORDS.findall(name)} & _FORBIDDEN_WORDS]
+    found += [value for value in values if any(t in value.lower() for t in _FORBIDDEN_TEXT)]
+    return found
+
+
+def config_names_and_values(config: ClientConfig) -> tuple[list[str], list[str]]:
+    """Every field name and text value of ``config``'s JSON."""
+    data = json.loads(config.to_json())
+    names = [*data, *data["carts"]]
+    values = [*data["apis"], *data["carts"].values(), *data["concurrentCarts"]]
+    return names, values

@@ -57,7 +57,7 @@ PLACEMENT_COMPLETED: Final = "shoppingmall-placement=completed"
 #: Seconds the Client self-check may take in all.
 CLIENT_BUDGET: Final = 240.0
 CONCURRENT_ORDERS: Final = 8
-_FIXTURES: Final = {"resume": "stop-at-reserved", "ownerDown": "stop-at-reserved",
+_FIXTURES: Final = {"resume": "stop-at-reserved", "failureBoundary": "stop-at-reserved",
                     "terminalProjection": "skip-terminal-projection",
                     "relocation": "gate-after-reserved"}
 _PREFIX: Final = {"noStock": "cart-no-stock-", "payReject": "cart-pay-reject-"}
@@ -78,7 +78,7 @@ def _say(line: str) -> None:
 def cart_ids(run_id: str) -> tuple[dict[str, str], tuple[str, ...]]:
     """This run's cart per Client role, and its concurrent carts (IDs no other run uses)."""
     roles = ("success", "noStock", "payReject", "duplicate", "resume", "terminalProjection",
-             "relocation", "ownerDown")
+             "relocation", "failureBoundary")
     carts = {role: f"{_PREFIX.get(role, 'cart-ok-')}{run_id}-{role}" for role in roles}
     return carts, tuple(f"cart-ok-{run_id}-c{i}" for i in range(CONCURRENT_ORDERS))
 
