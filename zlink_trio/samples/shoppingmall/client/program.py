@@ -19,11 +19,32 @@ from zlink_trio.samples.shoppingmall.client.asks import AskRefused, Asks, stdout
 from zlink_trio.samples.shoppingmall.client.config import ClientConfig
 from zlink_trio.samples.shoppingmall.client.scenario import Scenario, ScenarioFailure
 
-__all__ = ("COMPLETED", "main", "run_client")
+__all__ = ("COMPLETED", "first_failure", "main", "run_client")
 
 COMPLETED: Final = "shoppingmall=completed"
 #: Seconds per HTTP request.
 HTTP_TIMEOUT: Final = 30.0
+_FAILURES: Final = (ScenarioFailure, ApiError, StatusWaitTimeout, AskRefused, httpx.HTTPError)
+
+
+def first_failure(exc: BaseException) -> BaseException:
+    """The first scenario failure inside ``exc`` (concurrent steps fail as a group).
+
+    Re-raises ``exc`` when the group holds anything but scenario failures (a bug).
+    """
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = [e for e in _leaves(exc)]
+        if all(isinstance(e, _FAILURES) for e in leaves):
+            return leaves[0]
+        raise exc
+    return exc
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for exc in group.exceptions:
+        found += _leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
+    return found
 
 
 async def run_client(config: ClientConfig, asks: Asks | None = None) -> bool:
@@ -33,9 +54,9 @@ async def run_client(config: ClientConfig, asks: Asks | None = None) -> bool:
                             asks or Asks())
         try:
             await scenario.run()
-        except (ScenarioFailure, ApiError, StatusWaitTimeout, AskRefused,
-                httpx.HTTPError) as exc:
-            stdout_line(f"shoppingmall-client failed cause={type(exc).__name__}: {exc}")
+        except (*_FAILURES, BaseExceptionGroup) as exc:
+            cause = first_failure(exc)
+            stdout_line(f"shoppingmall-client failed cause={type(cause).__name__}: {cause}")
             stdout_line(f"shoppingmall-client last-confirmed {scenario.last}")
             return False
     stdout_line(COMPLETED)
