@@ -40,7 +40,8 @@ def test_one_cart_id_always_derives_one_cart():
     assert derive_cart("cart-ok-42") == derive_cart("cart-ok-42")
     cart = derive_cart("cart-ok-42")
     assert cart is not None
-    assert 1 <= cart.quantity <= 3 and 5 <= cart.unit_price <= 24
+    assert 1 <= cart.quantity <= 3
+    assert 5 <= cart.unit_price <= 24
     assert cart.amount == cart.quantity * cart.unit_price
 
 
