@@ -84,7 +84,9 @@ async def _start(spec: NodeSpec, deployment_file: Path, log_dir: Path,
         process = await trio.lowlevel.open_process(
             [sys.executable, "-m", _MODULE, "node", spec.node_id, "--deployment",
              str(deployment_file)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+            # A terminal's Ctrl-C reaches only the launcher, which then stops the nodes.
+            start_new_session=True)
     return NodeProcess(spec=spec, process=process, log_path=log_path)
 
 
