@@ -83,6 +83,10 @@ def cart_ids(run_id: str) -> tuple[dict[str, str], tuple[str, ...]]:
     return carts, tuple(f"cart-ok-{run_id}-c{i}" for i in range(CONCURRENT_ORDERS))
 
 
+def _tail(node: NodeProcess, lines: int = 3) -> str:
+    return " | ".join(node.read_log().strip().splitlines()[-lines:])
+
+
 async def _wait_ready(nodes: dict[str, NodeProcess]) -> None:
     for api in API_NODES:
         node = nodes[api]
@@ -139,7 +143,9 @@ async def _smoke(store: str | None, work_dir: Path, run_id: str) -> str:
         try:
             await _wait_ready(nodes)
         except LogWaitTimeout as exc:
-            raise SmokeFailure(f"readiness: {exc}", last) from exc
+            dead = [f"{n} exited; its log ends: {_tail(node)!r}"
+                    for n, node in nodes.items() if not node.is_alive()]
+            raise SmokeFailure("; ".join([f"readiness: {exc}", *dead]), last) from exc
         last = "all four nodes ready"
         carts, concurrent = cart_ids(run_id)
         async with httpx.AsyncClient(timeout=30.0) as http:
