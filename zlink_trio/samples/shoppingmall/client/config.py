@@ -1,0 +1,88 @@
+"""What the Client is told: the public API base URLs and the carts of this run (§9.3-4).
+
+The runner writes it as JSON (``--config FILE``)::
+
+    {"apis": ["http://127.0.0.1:8080", "http://127.0.0.1:8081"],
+     "carts": {"success": "cart-ok-…", "noStock": "cart-no-stock-…", ...},
+     "concurrentCarts": ["cart-ok-…", ...]}
+
+It holds the HTTP edge and cart IDs only: no NodeId, NodeRid, mesh endpoint or
+owner choice (§9.3-4), which :func:`forbidden_names` checks. The cart roles the
+scenario needs are :data:`CART_ROLES`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ("CART_ROLES", "ClientConfig", "config_names_and_values", "forbidden_names")
+
+_WORDS: Final = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+
+#: Each cart role and the §9 item(s) that use it.
+CART_ROLES: Final = {
+    "success": "9.1-1, 9.1-2, 9.1-5, 9.2-4",
+    "noStock": "9.1-3, 9.2-5",
+    "payReject": "9.1-4",
+    "duplicate": "9.2-1",
+    "resume": "9.2-2 (the runner stops its continuation at InventoryReserved)",
+    "terminalProjection": "9.2-3 (the runner skips its terminal projection)",
+    "relocation": "9.2-6 (the runner gates it after InventoryReserved)",
+    "failureBoundary": "9.3-2 (the runner stops it at InventoryReserved)",
+}
+#: Words of a field name that would choose or name an owner (camelCase split).
+_FORBIDDEN_WORDS: Final = frozenset({"node", "rid", "endpoint", "owner", "mesh", "host"})
+#: Text in a value that would name a node or a mesh address.
+_FORBIDDEN_TEXT: Final = ("ws://", "wss://", "workflow-", "api-a", "api-b")
+
+
+@attrs.frozen(kw_only=True)
+class ClientConfig:
+    """The Client's configuration (module docstring)."""
+
+    apis: tuple[str, ...]
+    carts: dict[str, str]
+    concurrent_carts: tuple[str, ...]
+
+    def to_json(self) -> str:
+        """The config file's text."""
+        return json.dumps({"apis": list(self.apis), "carts": self.carts,
+                           "concurrentCarts": list(self.concurrent_carts)}, indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> ClientConfig:
+        """Read the config file; ``ValueError`` when a cart role is missing."""
+        data: dict[str, Any] = json.loads(text)
+        config = cls(apis=tuple(data["apis"]), carts=dict(data["carts"]),
+                     concurrent_carts=tuple(data["concurrentCarts"]))
+        missing = sorted(set(CART_ROLES) - set(config.carts))
+        if missing or len(config.apis) < 2:
+            raise ValueError(f"client config needs two APIs and the carts {missing}")
+        return config
+
+
+def forbidden_names(names: Iterable[str], values: Iterable[str] = ()) -> list[str]:
+    """The field ``names`` and ``values`` that would name a node, NodeRid or endpoint.
+
+    A name is split into its camelCase words (``orderId`` is ``order`` + ``id``),
+    so only a whole word such as ``node`` or ``rid`` counts.
+    """
+    found = [name for name in names
+             if {w.lower() for w in _WORDS.findall(name)} & _FORBIDDEN_WORDS]
+    found += [value for value in values if any(t in value.lower() for t in _FORBIDDEN_TEXT)]
+    return found
+
+
+def config_names_and_values(config: ClientConfig) -> tuple[list[str], list[str]]:
+    """Every field name and text value of ``config``'s JSON."""
+    data = json.loads(config.to_json())
+    names = [*data, *data["carts"]]
+    values = [*data["apis"], *data["carts"].values(), *data["concurrentCarts"]]
+    return names, values

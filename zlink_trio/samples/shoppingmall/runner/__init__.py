@@ -1,0 +1,17 @@
+"""The process runner (§10): ``serve``, the ``smoke`` command, and the node processes.
+
+- ``topology`` -- the four nodes, their ports and the five store URLs of one deployment
+- ``parts`` -- the one place the roles' entry points are looked up (``run_api_node``,
+  ``run_workflow_node``, ``FixtureControl``)
+- ``processes`` -- start the node processes, report them, stop them (SIGTERM, then kill)
+- ``node_main`` -- one node process; in runner mode a Workflow node also serves the hooks
+- ``hooks_app`` -- the runner-only ``/self-check/*`` hooks (fixtures, seeds, evidence)
+- ``hooks_client`` -- the runner's calls to those hooks
+- ``seeding`` -- write a seed plan (``..seeds``) into the CommerceStateStore and modules
+- ``serve`` -- ``serve``: the default seeds and the four processes until interrupted
+- ``evidence`` -- the §10.1 rows verbatim, and counting them in one node log
+- ``log_wait`` -- bounded log waits (100 ms x 300)
+- ``ask_desk`` -- the runner's answers to the Client's mid-scenario asks
+- ``verify`` -- event streams, external effects and §10.1 rows after the Client
+- ``smoke`` -- the §10 order as one command, and its two markers
+"""

@@ -1,0 +1,115 @@
+"""``python -m zlink_trio.samples.shoppingmall serve [--store URL] [--base-port N]``.
+
+Seeds the default set (``seeds``: a few carts of each prefix, the stock and
+the payment methods), starts the four nodes through ``processes`` (one line
+each), waits (bounded) for the API nodes' readiness lines and says how to try
+it, and runs until SIGINT or SIGTERM -- or until a node exits by itself; then
+it stops them all (exit code 0 after a signal, 1 when a node died). The stores
+are SQLite files in a fresh work directory (or ``--store redis://...``); the
+work directory holds the deployment file and one log per node, and its path
+is printed first.
+"""
+
+from __future__ import annotations
+
+import secrets
+import signal
+import tempfile
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+import trio
+
+from zlink_trio.samples.shoppingmall.runner.evidence import READY_HTTP, READY_ROUTE
+from zlink_trio.samples.shoppingmall.runner.log_wait import LogWaitTimeout, wait_for_count
+from zlink_trio.samples.shoppingmall.runner.processes import open_deployment
+from zlink_trio.samples.shoppingmall.runner.seeding import apply_seed_plan
+from zlink_trio.samples.shoppingmall.runner.topology import plan_deployment, store_urls
+from zlink_trio.samples.shoppingmall.seeds import PAYMENT_METHODS, PREFIXES, seed_plan
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from zlink_trio.samples.shoppingmall.runner.processes import NodeProcess
+
+__all__ = ("DEFAULT_BASE_PORT", "DEMO_CARTS", "new_run_id", "serve")
+
+DEFAULT_BASE_PORT: Final = 8080
+#: The carts ``serve`` seeds: ``<prefix>1`` .. ``<prefix>9`` of each prefix.
+DEMO_CARTS: Final = tuple(f"{prefix}{n}" for prefix in PREFIXES for n in range(1, 10))
+
+
+def new_run_id() -> str:
+    """A short ID naming one deployment's keys and directory."""
+    return f"sm-{uuid.uuid4().hex[:10]}"
+
+
+async def _ready(nodes: list[NodeProcess]) -> bool:
+    """Wait (bounded) for each API node's readiness lines; whether all came."""
+    try:
+        for node in nodes:
+            if node.spec.role == "api":
+                await wait_for_count(node.read_log, READY_HTTP, alive=node.is_alive,
+                                     values={"NodeId": node.spec.node_id})
+                await wait_for_count(node.read_log, READY_ROUTE, alive=node.is_alive,
+                                     at_least=2, values={"NodeId": node.spec.node_id})
+    except LogWaitTimeout as exc:
+        print(f"shoppingmall not ready: {exc}", flush=True)
+        return False
+    return True
+
+
+async def _watch(nodes: list[NodeProcess], signals: AsyncIterator[int]) -> int:
+    """Until a signal (0) or until a node process exits by itself (1)."""
+    outcome = 0
+    async with trio.open_nursery() as nursery:
+        async def on_signal() -> None:
+            async for _ in signals:
+                nursery.cancel_scope.cancel()
+                return
+
+        async def on_exit(node: NodeProcess) -> None:
+            nonlocal outcome
+            code = await node.process.wait()
+            print(f"{node.spec.node_id} exited with {code}; stopping the others "
+                  f"(see {node.log_path})", flush=True)
+            outcome = 1
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(on_signal)
+        for node in nodes:
+            nursery.start_soon(on_exit, node)
+    return outcome
+
+
+async def _run(store: str | None, base_port: int, work_dir: Path) -> int:
+    run_id = new_run_id()
+    urls = store_urls(store, work_dir / "stores", run_id)
+    await apply_seed_plan(urls.commerce, seed_plan(DEMO_CARTS))
+    deployment = plan_deployment(run_id=run_id, stores=urls, base_port=base_port,
+                                 runner_mode=False)
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with open_deployment(deployment, work_dir,
+                                   secret=secrets.token_hex(32)) as nodes:
+            if await _ready(nodes):
+                api = deployment.node("api-a").base_url
+                print(f"shoppingmall ready; logs in {work_dir / 'logs'}; seeded carts "
+                      f"{', '.join(DEMO_CARTS[::9])} (suffixes 1-9), payment methods "
+                      f"{', '.join(PAYMENT_METHODS)}. Try: curl -s -XPOST {api}/orders -H "
+                      "'content-type: application/json' -d '{\"cartId\":\"cart-ok-1\","
+                      "\"shippingAddressId\":\"addr-1\",\"paymentMethodId\":\"pm-ok\","
+                      "\"idempotencyKey\":\"k-1\"}'  (Ctrl-C stops)", flush=True)
+                outcome = await _watch(nodes, signals)
+            else:
+                outcome = 1
+    print("shoppingmall stopped", flush=True)
+    return outcome
+
+
+def serve(store: str | None, base_port: int = DEFAULT_BASE_PORT,
+          work_dir: str | None = None) -> int:
+    """The ``serve`` subcommand; its exit code."""
+    directory = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="shoppingmall-"))
+    print(f"shoppingmall work directory {directory}", flush=True)
+    return trio.run(_run, store, base_port, directory)
