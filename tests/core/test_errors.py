@@ -127,3 +127,14 @@ def test_capacity_exceeded_carries_lane() -> None:
     assert CapacityExceeded("active-object ceiling reached").lane is None
     with pytest.raises(TypeError):
         CapacityExceeded("m", "lifecycle")  # type: ignore[call-arg]
+
+
+def test_a_handler_error_names_what_the_handler_raised_after_the_wire():
+    from zlink_trio.core.errors import HandlerError, error_for_code, handler_error_type
+
+    message = "handler Cart.add raised Outer.Invalid: no such line; the Spot keeps running"
+    rebuilt = error_for_code(HandlerError.code, message)
+    assert isinstance(rebuilt, HandlerError)
+    assert rebuilt.error_type == "Outer.Invalid"
+    assert rebuilt.message == message
+    assert handler_error_type("the handler returned None, not Total") == ""

@@ -81,8 +81,9 @@ async def test_remote_handler_errors_and_reply_types_are_typed():
     with trio.fail_after(20):
         async with open_nodes(store, 1, 0) as (a, b):
             await a.client.request("c-1", Add(1), reply=Total).instance_spot()
-            with pytest.raises(zl.HandlerError, match="handler"):
+            with pytest.raises(zl.HandlerError, match="handler") as raised:
                 await b.client.request("c-1", Boom("bad"), reply=Total)
+            assert raised.value.error_type == "ValueError"  # named across the link too
             with pytest.raises(zl.TypeMismatch):
                 await b.client.request("c-1", Add(1), reply=Welcome)
             with pytest.raises(zl.NotFound):

@@ -21,6 +21,7 @@ This module is sans-IO: it imports nothing but the standard library.
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar, Final
 
 __all__ = (
@@ -42,6 +43,7 @@ __all__ = (
     "Unavailable",
     "ZLinkError",
     "error_for_code",
+    "handler_error_type",
     "single_error",
 )
 
@@ -232,8 +234,9 @@ class HandlerError(ZLinkError):
     """Raised to a requester when the Spot's handler raised instead of replying.
 
     The Spot keeps running (one failed turn does not end an incarnation);
-    ``error_type`` names the exception class the handler raised, and on the
-    same node the original exception is chained as ``__cause__``. Fix the
+    ``error_type`` names the exception class the handler raised (on another node too:
+    it is read back from the message, which says ``raised <Type>:``), and on the same
+    node the original exception is chained as ``__cause__``. Fix the
     handler, or catch the condition inside it and reply with a value.
     """
 
@@ -293,5 +296,18 @@ def error_for_code(code: int, message: str) -> ZLinkError:
     """
     if code in (ProtocolError.code, LocalProtocolError.code, RemoteProtocolError.code):
         return RemoteProtocolError(message)
+    if code == HandlerError.code:
+        return HandlerError(message, error_type=handler_error_type(message))
     cls = _BY_CODE.get(code, ZLinkError)
     return cls(message)
+
+
+#: How a HandlerError's message names what the handler raised (``... raised <Type>: ...``);
+#: the wire carries the message, so a remote caller reads ``error_type`` back from it.
+_RAISED: Final = re.compile(r" raised ([A-Za-z_][\w.]*): ")
+
+
+def handler_error_type(message: str) -> str:
+    """The exception class a HandlerError's ``message`` names ("" when it names none)."""
+    found = _RAISED.search(message)
+    return "" if found is None else found.group(1)

@@ -53,7 +53,7 @@ def _state(host: Host) -> bytes | None:
     except Exception as exc:
         error = HandlerError(
             f"the relocation adapter of {host.spot_type.stable_type!r} raised "
-            f"{type(exc).__name__} in capture: {exc}; the move was aborted and the Spot "
+            f"{type(exc).__qualname__}: {exc} (in capture); the move was aborted and the Spot "
             "keeps serving where it is", error_type=type(exc).__qualname__)
         raise error from exc
     if not isinstance(data, bytes):

@@ -87,7 +87,7 @@ def handler_error(what: str, exc: Exception, *, activating: bool = False) -> Han
     outcome = ("nothing was created (the reservation was aborted)" if activating
                else "the Spot keeps running")
     error = HandlerError(
-        f"{what} raised {type(exc).__name__}: {exc}; {outcome}. Fix the code or catch the "
+        f"{what} raised {type(exc).__qualname__}: {exc}; {outcome}. Fix the code or catch the "
         "condition there",
         error_type=type(exc).__qualname__,
     )

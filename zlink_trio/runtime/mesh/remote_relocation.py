@@ -127,7 +127,7 @@ async def _shell(rt: NodeRuntime, spot_type: SpotType, record: AuthorityRecord,
             except Exception as exc:
                 error = HandlerError(
                     f"the relocation adapter of {spot_type.stable_type!r} raised "
-                    f"{type(exc).__name__} in restore: {exc}; the move was aborted",
+                    f"{type(exc).__qualname__}: {exc} (in restore); the move was aborted",
                     error_type=type(exc).__qualname__)
                 raise error from exc
         now = trio.current_time()

@@ -16,8 +16,14 @@ must reach an order whose Spot was evicted or whose Workflow process restarted
 (§9.2-2..4); the Spot then replays the stream. For an OrderId with no stream
 the workflow records nothing and refuses (§9.3-3).
 
-Nothing is retried (§6.2: "the sample doesn't automatically resubmit a failed
-operation to a different owner"). A call ends with the reply's state or a
+Nothing that may have run is retried (§6.2: "the sample doesn't automatically
+resubmit a failed operation to a different owner"). The one resend is a call
+refused with :class:`zlink_trio.StaleRoute` -- the framework's word that the
+message was *not run* (the owner a route named had just closed, or had not yet
+registered an activation it committed): it is sent again, which resolves
+afresh, at most :data:`STALE_ROUTE_RESENDS` times within the same deadline.
+(The framework is to stop surfacing these itself: issue #13, "no stale-route
+traps" and "no lost callers during activation".) A call ends with the reply's state or a
 typed error: :class:`zlink_trio.Unavailable` when the Ready owner cannot be
 reached (§7.5: its process died), :class:`zlink_trio.DeadlineExceeded` when the
 deadline passed, :class:`zlink_trio.HandlerError` when the workflow's handler
@@ -27,6 +33,8 @@ raised (its ``error_type`` names what it raised).
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final, TypeVar
+
+import trio
 
 import zlink_trio as zl
 from zlink_trio.samples.shoppingmall.shared.contracts import (
@@ -41,8 +49,8 @@ from zlink_trio.samples.shoppingmall.shared.contracts import (
 if TYPE_CHECKING:
     from zlink_trio.samples.shoppingmall.shared.contracts import OrderState
 
-__all__ = ("DEFAULT_WORKFLOW_TIMEOUT", "ORDER_WORKFLOW_TYPE", "WORKFLOW_MESH",
-           "OrderWorkflowCalls")
+__all__ = ("DEFAULT_WORKFLOW_TIMEOUT", "ORDER_WORKFLOW_TYPE", "STALE_ROUTE_RESENDS",
+           "WORKFLOW_MESH", "OrderWorkflowCalls")
 
 R = TypeVar("R")
 
@@ -51,6 +59,9 @@ ORDER_WORKFLOW_TYPE: Final = "shoppingmall.order-workflow"
 
 #: The RouteMesh CommerceApi and OrderWorkflow share (§3).
 WORKFLOW_MESH: Final = "shoppingmall.workflow"
+
+#: How often a request refused with StaleRoute (not run) is sent again.
+STALE_ROUTE_RESENDS: Final = 3
 
 #: Seconds each workflow request may take, end to end, by default.
 DEFAULT_WORKFLOW_TIMEOUT: Final = 10.0
@@ -91,6 +102,18 @@ class OrderWorkflowCalls:
         return res.state
 
     async def _request(self, order_id: str, msg: object, reply: type[R]) -> R:
-        return await (self._client.request(order_id, msg, reply=reply)
-                      .instance_spot(ORDER_WORKFLOW_TYPE).in_mesh(self._mesh)
-                      .timeout(self._timeout))
+        deadline = trio.current_time() + self._timeout
+        for resend in range(STALE_ROUTE_RESENDS + 1):
+            left = deadline - trio.current_time()
+            if left <= 0:
+                break
+            try:
+                return await (self._client.request(order_id, msg, reply=reply)
+                              .instance_spot(ORDER_WORKFLOW_TYPE).in_mesh(self._mesh)
+                              .timeout(left))
+            except zl.StaleRoute:
+                if resend == STALE_ROUTE_RESENDS:
+                    raise
+        raise zl.DeadlineExceeded(
+            f"the request to order {order_id!r} found only stale routes before its deadline "
+            f"({self._timeout} s); it was not run. Retry it")

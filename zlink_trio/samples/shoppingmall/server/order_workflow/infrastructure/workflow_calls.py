@@ -53,12 +53,8 @@ STALE_ROUTE_RETRIES: Final = 3
 
 
 def is_unknown_order(error: zl.HandlerError) -> bool:
-    """Whether ``error`` is the Spot's refusal of an order with no stream.
-
-    On the owner's node ``error_type`` says it; across nodes only the message
-    does (``error_type`` does not cross the wire), so both are read.
-    """
-    return error.error_type == _UNKNOWN or f"raised {_UNKNOWN}:" in error.message
+    """Whether ``error`` is the Spot's refusal of an order with no stream."""
+    return error.error_type == _UNKNOWN
 
 
 async def _request(client: zl.SpotClient, order_id: str, msg: object, reply: type[R],
