@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 __all__ = ("CURRENCY", "PAYMENT_METHODS", "PREFIXES", "STOCK", "SeedCart", "SeedPlan",
-           "cart_document", "derive_cart", "seed_plan")
+           "cart_document", "derive_cart", "derived_cart_document", "seed_plan")
 
 #: The branch each cart ID prefix leads to (§6.3).
 PREFIXES: Final = {"cart-ok-": "success", "cart-no-stock-": "inventory-failure",
@@ -95,6 +95,12 @@ def derive_cart(cart_id: str) -> SeedCart | None:
     method = "pm-reject" if prefix == "cart-pay-reject-" else "pm-ok"
     return SeedCart(cart_id=cart_id, sku=sku, quantity=1 + digest[0] % 3,
                     unit_price=5 + digest[1] % 20, payment_method_id=method)
+
+
+def derived_cart_document(cart_id: str) -> str | None:
+    """The snapshot text of the cart ``cart_id`` names by its prefix, or ``None``."""
+    cart = derive_cart(cart_id)
+    return None if cart is None else cart_document(cart)
 
 
 def cart_document(cart: SeedCart) -> str:

@@ -28,6 +28,7 @@ import trio
 
 from zlink_trio.samples.shoppingmall.runner import parts
 from zlink_trio.samples.shoppingmall.runner.topology import HOST, Deployment
+from zlink_trio.samples.shoppingmall.seeds import derived_cart_document
 
 if TYPE_CHECKING:
     from zlink_trio.samples.shoppingmall.runner.topology import NodeSpec
@@ -88,7 +89,9 @@ async def run_node(deployment: Deployment, node_id: str, secret: str | None) -> 
         run_api_node = parts.load(parts.API_PROCESS)
         await run_api_node(node_id, http_port=spec.http_port, store_url=urls.location,
                            app_store_url=urls.commerce, read_model_url=urls.read_model,
-                           relocation_store_url=urls.relocation, secret=secret)
+                           relocation_store_url=urls.relocation, secret=secret,
+                           # serve: any cart ID with a seed prefix; the smoke seeds its own
+                           derive_cart=None if deployment.runner_mode else derived_cart_document)
         return
     run_workflow_node = parts.load(parts.WORKFLOW_PROCESS)
     fixtures = parts.new_fixture_control() if deployment.runner_mode else None

@@ -94,8 +94,9 @@ async def _run(store: str | None, base_port: int, work_dir: Path) -> int:
                                    secret=secrets.token_hex(32)) as nodes:
             if await _ready(nodes):
                 api = deployment.node("api-a").base_url
-                print(f"shoppingmall ready; logs in {work_dir / 'logs'}; seeded carts "
-                      f"{', '.join(DEMO_CARTS[::9])} (suffixes 1-9), payment methods "
+                print(f"shoppingmall ready; logs in {work_dir / 'logs'}; carts "
+                      f"{', '.join(p + '<anything>' for p in PREFIXES)} (succeeds, fails "
+                      "at inventory, fails at payment), payment methods "
                       f"{', '.join(PAYMENT_METHODS)}. Try: curl -s -XPOST {api}/orders -H "
                       "'content-type: application/json' -d '{\"cartId\":\"cart-ok-1\","
                       "\"shippingAddressId\":\"addr-1\",\"paymentMethodId\":\"pm-ok\","

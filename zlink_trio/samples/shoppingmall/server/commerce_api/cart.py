@@ -28,6 +28,8 @@ from zlink_trio.samples.shoppingmall.shared.contracts import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import zlink_trio as zl
     from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import (
         CommerceStateStore,
@@ -52,9 +54,11 @@ def encode_cart(codec: zl.MessageCodec, cart: CartSnapshot) -> str:
     return codec.to_json(cart).decode("utf-8")
 
 
-async def load_cart(store: CommerceStateStore, codec: zl.MessageCodec,
-                    cart_id: str) -> CartSnapshot:
-    """The snapshot of ``cart_id``, checked; reads only, writes nothing.
+async def load_cart(store: CommerceStateStore, codec: zl.MessageCodec, cart_id: str, *,
+                    derive: Callable[[str], str | None] | None = None) -> CartSnapshot:
+    """The snapshot of ``cart_id``, checked; reads only, writes nothing -- except that a
+    cart the store lacks and ``derive`` builds (``serve``'s seed set: any cart ID with a
+    seed prefix) is stored first, so every node reads that one cart from then on.
 
     Raises :class:`ValidationError` when there is no such cart or it cannot be
     ordered, :class:`zlink_trio.RemoteProtocolError` when the stored text does
@@ -62,6 +66,10 @@ async def load_cart(store: CommerceStateStore, codec: zl.MessageCodec,
     be asked.
     """
     text = await store.get_cart(cart_id)
+    if text is None and derive is not None:
+        text = derive(cart_id)
+        if text is not None:
+            await store.put_cart(cart_id, text)
     if text is None:
         raise ValidationError(f"cartId {cart_id!r} names no cart; build the cart first")
     cart = codec.from_json(text.encode("utf-8"), CartSnapshot)

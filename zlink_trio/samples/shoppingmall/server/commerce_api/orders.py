@@ -110,8 +110,10 @@ class OrderService:
 
     def __init__(self, *, workflow: OrderWorkflowCalls, commerce: CommerceStateStore,
                  read_model: OrderReadModelStore, codec: zl.MessageCodec | None = None,
-                 log: LogLine = _no_line, new_id: Callable[[], str] = new_order_id) -> None:
+                 log: LogLine = _no_line, new_id: Callable[[], str] = new_order_id,
+                 derive_cart: Callable[[str], str | None] | None = None) -> None:
         self._workflow = workflow
+        self._derive_cart = derive_cart
         self._commerce = commerce
         self._read_model = read_model
         self._codec = zl.MessageCodec() if codec is None else codec
@@ -134,7 +136,8 @@ class OrderService:
                              ("paymentMethodId", req.payment_method_id),
                              ("idempotencyKey", req.idempotency_key)):
             check_id(field, value)
-        cart = await load_cart(self._commerce, self._codec, req.cart_id)
+        cart = await load_cart(self._commerce, self._codec, req.cart_id,
+                               derive=self._derive_cart)
         snapshot = self._codec.to_json(req).decode("utf-8")
         reserved = await self._commerce.reserve_order(req.idempotency_key, self._new_id(),
                                                       snapshot)

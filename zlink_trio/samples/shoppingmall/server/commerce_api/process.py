@@ -93,6 +93,7 @@ async def run_api_node(
     workflow_timeout: float = DEFAULT_WORKFLOW_TIMEOUT,
     log: LogLine = print_line,
     clock: Callable[[], float] | None = None,
+    derive_cart: Callable[[str], str | None] | None = None,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run CommerceApi node ``node_id`` until cancelled (module docstring).
@@ -107,6 +108,9 @@ async def run_api_node(
     HTTP port on 127.0.0.1 (0: any free port). ``workflow_timeout`` bounds each
     workflow request; ``log`` receives the §10.1 lines (default: standard
     output); ``clock`` is the store clock (default :func:`store_clock`).
+    ``derive_cart`` builds the snapshot of a cart the store lacks (``serve``
+    passes its seed rule, so any ``cart-ok-…`` ID works; ``None``: such a cart
+    is a ValidationError).
 
     ``task_status`` (for ``nursery.start``) is started with the HTTP base URL
     (``http://127.0.0.1:<port>``) once the edge listens and the ready line is
@@ -128,7 +132,7 @@ async def run_api_node(
             app_store_url if read_model_url is None else read_model_url))
         service = OrderService(
             workflow=OrderWorkflowCalls(node.client, timeout=workflow_timeout),
-            commerce=commerce, read_model=read_model, log=log)
+            commerce=commerce, read_model=read_model, log=log, derive_cart=derive_cart)
         # Starlette's and Hypercorn's ASGI type declarations differ; both follow ASGI 3.
         app = cast("ASGIFramework", build_app(service))
         config = Config()

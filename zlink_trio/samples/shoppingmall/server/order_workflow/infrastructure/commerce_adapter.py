@@ -7,18 +7,20 @@ come through CommerceApi) is left alone; a key mapped to another order is
 ``MappingConflict`` and fails the start's reply.
 
 **Payment method (a decision of the sample).** §6.1's OrderStartedEvent has
-no paymentMethodId, so the stream cannot say which method to authorize. The
-start command carries it, and the incarnation that ran the start uses that;
-any other incarnation -- after a relocation, a close, an idle eviction --
-finds it, in this order, as the top-level ``"paymentMethodId"`` of
+no paymentMethodId, so the stream cannot say which method to authorize. It
+is, in this order, the top-level ``"paymentMethodId"`` of
 
-1. the cart snapshot (``get_cart(cart_id)``), then
-2. the idempotency mapping's snapshot, the key being the one of the start's
-   SourceCommandId (``start:<key>``, ``domain.start_command_id``).
+1. the cart snapshot (``get_cart(cart_id)``): a cart built at checkout with
+   its payment instrument (the seeds' carts are: ``cart-pay-reject-…`` pays
+   with the rejecting method whatever the request names), then
+2. the start command's, in the incarnation that ran the start, then
+3. the idempotency mapping's snapshot (CommerceApi's StartOrderReq as the
+   codec writes it), the key being the one of the start's SourceCommandId
+   (``start:<key>``, ``domain.start_command_id``) -- the same value, read by
+   any other incarnation (after a relocation, a close, an idle eviction).
 
-So the runner's cart seeds, or CommerceApi's mapping snapshot (its
-StartOrderReq as the codec writes it), must carry ``paymentMethodId``. Found
-nowhere, the authorization is refused without calling Payment (reason
+Every incarnation so pays one order with one method. Found nowhere, the
+authorization is refused without calling Payment (reason
 :data:`UNKNOWN_PAYMENT_METHOD`) and the order compensates and fails.
 """
 
@@ -69,9 +71,11 @@ def _method_in(snapshot: str | None) -> str | None:
 
 
 async def find_payment_method(store: CommerceStateStore, cart_id: str,
-                              source_command_ids: Iterable[str]) -> str | None:
-    """The order's payment method from the cart or mapping snapshot (module docstring)."""
-    method = _method_in(await store.get_cart(cart_id))
+                              source_command_ids: Iterable[str], *,
+                              requested: str | None = None) -> str | None:
+    """The order's payment method: the cart's, ``requested`` (the start command's) or the
+    mapping snapshot's, in that order (module docstring)."""
+    method = _method_in(await store.get_cart(cart_id)) or requested
     if method is not None:
         return method
     for command_id in sorted(source_command_ids):

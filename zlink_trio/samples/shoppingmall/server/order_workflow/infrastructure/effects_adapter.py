@@ -75,8 +75,8 @@ class ModuleEffects:
     async def authorize(self, step: AuthorizePayment, *, payment_method_id: str | None,
                         source_command_ids: frozenset[str]) -> EffectResult:
         """See :meth:`Effects.authorize`."""
-        method = payment_method_id or await find_payment_method(
-            self._commerce, step.cart_id, source_command_ids)
+        method = await find_payment_method(self._commerce, step.cart_id, source_command_ids,
+                                           requested=payment_method_id)
         if method is None:
             return EffectResult(accepted=False, reason=UNKNOWN_PAYMENT_METHOD)
         answer = await self._payment.authorize(step.order_id, step.payment_id, method,
