@@ -5,6 +5,8 @@
 - ``smoke [--store URL]`` -- the §10 runner: processes, readiness, Client self-check,
   evidence; prints ``shoppingmall=completed`` and ``shoppingmall-placement=completed``
   on success (``runner.smoke``)
+- ``load [--store URL] [--clients N] [--orders N]`` -- orders/s end to end through both
+  APIs and StartOrder latency, as one JSON line (``runner.load``)
 - ``client --config FILE`` -- the Client self-check alone (``client.program``)
 - ``node <NodeId> --deployment FILE`` -- one node process (internal; ``runner.node_main``)
 """
@@ -29,6 +31,10 @@ def _parser() -> argparse.ArgumentParser:
     smoke.add_argument("--work-dir", help="keep the stores and logs here")
     smoke.add_argument("--run-id", help="name this run's keys (default: fresh)")
     smoke.add_argument("--keep", action="store_true", help="keep the temp dir on success")
+    load = commands.add_parser("load", help="orders/s through both APIs, StartOrder latency")
+    load.add_argument("--store", help="sqlite:///DIR (default: a temp dir) or redis://host:port/db")
+    load.add_argument("--clients", type=int, default=100, help="concurrent clients (100)")
+    load.add_argument("--orders", type=int, default=2000, help="orders in all (2000)")
     client = commands.add_parser("client", help="the client self-check (started by smoke)")
     client.add_argument("--config", required=True)
     node = commands.add_parser("node", help="one node process (started by serve and smoke)")
@@ -46,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "smoke":
         from zlink_trio.samples.shoppingmall.runner.smoke import smoke
         return smoke(args.store, args.work_dir, args.run_id, args.keep)
+    if args.command == "load":
+        from zlink_trio.samples.shoppingmall.runner.load import load
+        return load(args.store, args.clients, args.orders)
     if args.command == "client":
         from zlink_trio.samples.shoppingmall.client.program import main as client_main
         return client_main(args.config)

@@ -8,6 +8,7 @@
 - ``hooks_app`` -- the runner-only ``/self-check/*`` hooks (fixtures, seeds, evidence)
 - ``hooks_client`` -- the runner's calls to those hooks
 - ``seeding`` -- write a seed plan (``..seeds``) into the CommerceStateStore and modules
+- ``load`` -- ``load``: orders/s through both APIs and StartOrder latency
 - ``serve`` -- ``serve``: the default seeds and the four processes until interrupted
 - ``evidence`` -- the §10.1 rows verbatim, and counting them in one node log
 - ``log_wait`` -- bounded log waits (100 ms x 300)

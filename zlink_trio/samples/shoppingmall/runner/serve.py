@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from zlink_trio.samples.shoppingmall.runner.processes import NodeProcess
 
-__all__ = ("DEFAULT_BASE_PORT", "DEMO_CARTS", "new_run_id", "serve")
+__all__ = ("DEFAULT_BASE_PORT", "DEMO_CARTS", "new_run_id", "serve", "wait_ready")
 
 DEFAULT_BASE_PORT: Final = 8080
 #: The carts ``serve`` seeds: ``<prefix>1`` .. ``<prefix>9`` of each prefix.
@@ -45,7 +45,7 @@ def new_run_id() -> str:
     return f"sm-{uuid.uuid4().hex[:10]}"
 
 
-async def _ready(nodes: list[NodeProcess]) -> bool:
+async def wait_ready(nodes: list[NodeProcess]) -> bool:
     """Wait (bounded) for each API node's readiness lines; whether all came."""
     try:
         for node in nodes:
@@ -92,7 +92,7 @@ async def _run(store: str | None, base_port: int, work_dir: Path) -> int:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_deployment(deployment, work_dir,
                                    secret=secrets.token_hex(32)) as nodes:
-            if await _ready(nodes):
+            if await wait_ready(nodes):
                 api = deployment.node("api-a").base_url
                 print(f"shoppingmall ready; logs in {work_dir / 'logs'}; carts "
                       f"{', '.join(p + '<anything>' for p in PREFIXES)} (succeeds, fails "
