@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
-
-import pytest
+from typing import TYPE_CHECKING
 
 from zlink_trio.samples.shoppingmall.runner.load import load
+
+if TYPE_CHECKING:
+    import pytest
 
 
 def test_load_confirms_every_order_it_starts_through_both_apis(
