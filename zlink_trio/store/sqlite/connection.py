@@ -47,6 +47,7 @@ after the rollback.
 from __future__ import annotations
 
 import sqlite3
+import time
 from typing import TYPE_CHECKING, Final, TypeVar, cast
 
 import trio
@@ -120,7 +121,27 @@ class SqliteConnection:
 
     @classmethod
     def open_sync(cls, options: SqliteOptions) -> SqliteConnection:
-        """Open, apply the pragmas and create/migrate the schema (blocking; run in a thread)."""
+        """Open, apply the pragmas and create/migrate the schema (blocking; run in a thread).
+
+        Several processes opening one fresh file at once can be told "database is
+        locked" at once -- SQLite does not call the busy handler while another
+        connection switches the file to WAL or recovers its index -- so a locked open
+        is tried again, every 10-50 ms, until ``busy_timeout`` has passed since the
+        first try; only then is it :class:`StoreUnavailable`.
+        """
+        give_up = time.monotonic() + options.busy_timeout
+        pause = 0.01
+        while True:
+            try:
+                return cls._open_once(options)
+            except StoreUnavailable as error:
+                if "locked" not in error.message or time.monotonic() + pause > give_up:
+                    raise
+            time.sleep(pause)  # a worker thread: blocking here blocks no Trio task
+            pause = min(pause * 2, 0.05)
+
+    @classmethod
+    def _open_once(cls, options: SqliteOptions) -> SqliteConnection:
         try:
             conn = sqlite3.connect(options.path, timeout=options.busy_timeout,
                                    isolation_level=None, check_same_thread=False)

@@ -34,7 +34,7 @@ import httpx
 import trio
 
 from zlink_trio.samples.shoppingmall.runner.processes import open_deployment
-from zlink_trio.samples.shoppingmall.runner.seeding import apply_seed_plan
+from zlink_trio.samples.shoppingmall.runner.seeding import apply_seed_plan, prepare_stores
 from zlink_trio.samples.shoppingmall.runner.serve import new_run_id, wait_ready
 from zlink_trio.samples.shoppingmall.runner.topology import plan_deployment, store_urls
 from zlink_trio.samples.shoppingmall.seeds import seed_plan
@@ -114,6 +114,7 @@ async def _run(store: str | None, clients: int, orders: int, work_dir: Path,
                order_timeout: float) -> dict[str, Any]:
     run_id = new_run_id()
     urls = store_urls(store, work_dir / "stores", run_id)
+    await prepare_stores(urls)
     await apply_seed_plan(urls.commerce, seed_plan(()))  # stock and payment methods
     deployment = plan_deployment(run_id=run_id, stores=urls, base_port=0, runner_mode=False)
     async with open_deployment(deployment, work_dir, secret=secrets.token_hex(32)) as nodes:

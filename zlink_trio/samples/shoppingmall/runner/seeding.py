@@ -1,4 +1,9 @@
-"""Apply a :class:`~..seeds.SeedPlan` to the CommerceStateStore and the two seeded modules.
+"""Prepare the stores (§10 step 2) and apply a :class:`~..seeds.SeedPlan` to them.
+
+:func:`prepare_stores` opens each of the five stores once, before any node starts, so
+their files or key spaces and schemas exist when the four processes open them at once.
+:func:`apply_seed_plan` writes a seed plan into the CommerceStateStore and the two
+seeded modules.
 
 ``serve`` seeds its default set this way before the nodes start; in runner
 mode the self-check's own seeds arrive through the ``/self-check/seed`` hook
@@ -10,8 +15,12 @@ from __future__ import annotations
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
+import zlink_trio as zl
 from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import (
     open_commerce_state_store,
+)
+from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.event_store import (
+    open_order_event_store,
 )
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.inventory import (
     open_inventory,
@@ -19,11 +28,27 @@ from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.invent
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.payment import (
     open_payment,
 )
+from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.read_model_store import (
+    open_order_read_model_store,
+)
 
 if TYPE_CHECKING:
+    from zlink_trio.samples.shoppingmall.runner.topology import StoreUrls
     from zlink_trio.samples.shoppingmall.seeds import SeedPlan
 
-__all__ = ("apply_seed_plan",)
+__all__ = ("apply_seed_plan", "prepare_stores")
+
+
+async def prepare_stores(urls: StoreUrls) -> None:
+    """Open (and so create) every store of ``urls`` once, one after another."""
+    async with zl.open_store(urls.location, relocation=urls.relocation):
+        pass
+    async with open_order_event_store(urls.events):
+        pass
+    async with open_order_read_model_store(urls.read_model):
+        pass
+    async with open_commerce_state_store(urls.commerce):
+        pass
 
 
 async def apply_seed_plan(commerce_url: str, plan: SeedPlan) -> None:

@@ -24,7 +24,7 @@ import trio
 from zlink_trio.samples.shoppingmall.runner.evidence import READY_HTTP, READY_ROUTE
 from zlink_trio.samples.shoppingmall.runner.log_wait import LogWaitTimeout, wait_for_count
 from zlink_trio.samples.shoppingmall.runner.processes import open_deployment
-from zlink_trio.samples.shoppingmall.runner.seeding import apply_seed_plan
+from zlink_trio.samples.shoppingmall.runner.seeding import apply_seed_plan, prepare_stores
 from zlink_trio.samples.shoppingmall.runner.topology import plan_deployment, store_urls
 from zlink_trio.samples.shoppingmall.seeds import PAYMENT_METHODS, PREFIXES, seed_plan
 
@@ -86,6 +86,7 @@ async def _watch(nodes: list[NodeProcess], signals: AsyncIterator[int]) -> int:
 async def _run(store: str | None, base_port: int, work_dir: Path) -> int:
     run_id = new_run_id()
     urls = store_urls(store, work_dir / "stores", run_id)
+    await prepare_stores(urls)
     await apply_seed_plan(urls.commerce, seed_plan(DEMO_CARTS))
     deployment = plan_deployment(run_id=run_id, stores=urls, base_port=base_port,
                                  runner_mode=False)

@@ -39,6 +39,7 @@ from zlink_trio.samples.shoppingmall.runner.hooks_client import HookError, Hooks
 from zlink_trio.samples.shoppingmall.runner.log_wait import LogWaitTimeout, wait_for_count
 from zlink_trio.samples.shoppingmall.runner.node_main import HOOKS_READY
 from zlink_trio.samples.shoppingmall.runner.processes import child_env, open_deployment
+from zlink_trio.samples.shoppingmall.runner.seeding import prepare_stores
 from zlink_trio.samples.shoppingmall.runner.serve import new_run_id
 from zlink_trio.samples.shoppingmall.runner.topology import (
     API_NODES,
@@ -135,6 +136,7 @@ async def _run_client(config_file: Path, desk: AskDesk, log_dir: Path,
 async def _smoke(store: str | None, work_dir: Path, run_id: str) -> str:
     """Run §10 (module docstring); the last confirmed state. Raises :class:`SmokeFailure`."""
     urls = store_urls(store, work_dir / "stores", run_id)
+    await prepare_stores(urls)  # §10 step 2: the stores exist before the processes start
     deployment = plan_deployment(run_id=run_id, stores=urls, base_port=0, runner_mode=True)
     last = "nothing started"
     async with open_deployment(deployment, work_dir, secret=secrets.token_hex(32),
