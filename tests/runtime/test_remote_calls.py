@@ -90,7 +90,7 @@ async def test_remote_handler_errors_and_reply_types_are_typed():
                 await b.client.request("nobody", Add(1), reply=Total)
 
 
-async def test_message_to_a_node_that_no_longer_owns_the_spot_is_stale_and_not_retried():
+async def test_a_cached_route_to_an_owner_that_closed_the_spot_resolves_through_the_store():
     events = journal()
     store = MemoryStore()
     with trio.fail_after(20):
@@ -101,12 +101,19 @@ async def test_message_to_a_node_that_no_longer_owns_the_spot_is_stale_and_not_r
             await a.client.send("c-1", Note("close-me"))
             await host.finished.wait()  # released and gone from node-a
             assert await a.spots.find("c-1") is None
-            with pytest.raises(zl.StaleRoute, match="no longer owns"):
-                await b.client.request("c-1", Add(1), reply=Total)
-            # Not retried anywhere: the next call resolves afresh and finds nothing.
+            # b's cached route names a, which answers StaleRoute (not run): the request
+            # resolves once more through the store, which has nothing -- NotFound, not
+            # a stale-route trap (issue #13) -- and so does the next call.
             with pytest.raises(zl.NotFound):
                 await b.client.request("c-1", Add(1), reply=Total)
-    assert [e for e in events if e[0] == "factory"] == [("factory", "c-1", events[0][2])]
+            with pytest.raises(zl.NotFound):
+                await b.client.request("c-1", Add(1), reply=Total)
+            # With Instance intent the same situation activates a new generation.
+            assert await b.client.request("c-1", Add(5), reply=Total).instance_spot() == \
+                Total(5)
+    factories = [e for e in events if e[0] == "factory"]
+    assert len(factories) == 2  # the first generation, then the one the intent call made
+    assert factories[0] == ("factory", "c-1", events[0][2])
 
 
 async def test_a_direct_call_that_overtakes_the_owners_registration_waits_for_it():
@@ -264,3 +271,98 @@ async def test_open_node_refuses_a_public_address_without_a_secret():
     with trio.fail_after(5), pytest.raises(zl.InvalidOperation, match="without a secret"):
         async with zl.open_node("node-a", listen="0.0.0.0:0"):
             pass  # pragma: no cover
+
+
+class _HeldCommit:
+    """The memory store's combined transactions, but CommitReady's caller resumes only
+    once ``release`` is set (the record is Ready in the store meanwhile)."""
+
+    def __init__(self, real: Any, committed: trio.Event, release: trio.Event) -> None:
+        self._real, self._committed, self._release = real, committed, release
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    async def commit_ready_with_first_record(self, *args: Any, **kwargs: Any) -> Any:
+        result = await self._real.commit_ready_with_first_record(*args, **kwargs)
+        self._committed.set()
+        await self._release.wait()
+        return result
+
+
+class _HeldStore(MemoryStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.committed, self.release = trio.Event(), trio.Event()
+        self._held = _HeldCommit(super().combined, self.committed, self.release)
+
+    @property
+    def combined(self) -> Any:
+        return self._held
+
+
+async def test_a_local_call_that_reads_ready_before_the_registration_waits_for_it():
+    """On the owner itself: a call reads the store Ready after CommitReady landed but
+    before the activation resumed to register the Spot. It is admitted behind the first
+    message (issue #13 item 2), never StaleRoute."""
+    events = journal()
+    store = _HeldStore()
+    with trio.fail_after(20):
+        async with open_nodes(store, 1) as (a,):
+            replies: list[Total] = []
+
+            async def call(n: int, intent: bool) -> None:
+                request = a.client.request("c-7", Add(n), reply=Total)
+                replies.append(await (request.instance_spot("counter") if intent
+                                      else request))
+
+            async with trio.open_nursery() as nursery:
+                try:
+                    nursery.start_soon(call, 2, True)
+                    await store.committed.wait()  # Ready in the store, not registered
+                    nursery.start_soon(call, 5, False)
+                    await trio.testing.wait_all_tasks_blocked()
+                    assert replies == []  # waiting behind the first message, not failed
+                finally:
+                    store.release.set()  # (the held commit is shielded: always let it go)
+            assert sorted(replies, key=lambda total: total.value) == [Total(2), Total(7)]
+            assert [e[3] for e in events if e[0] == "handle"] == [2, 5]
+
+
+async def test_a_cached_owner_that_stopped_cleanly_is_resolved_again_not_unavailable():
+    """Issue #13 item 3: the owner's node left cleanly (its Spots released); a caller whose
+    route cache still names it cannot link to it, drops the route and resolves through
+    the store -- with Instance intent the Spot activates on a live node at once."""
+    events = journal()
+    store = MemoryStore()
+    with trio.fail_after(20):
+        async with open_nodes(store, 0, 1) as (caller, other):
+            async with zl.open_node("node-owner", store=store, spots=SPOTS,
+                                    placement_weight=1000.0) as owner:
+                await owner.client.request("c-5", Add(1), reply=Total).instance_spot()
+                assert await caller.client.request("c-5", Add(1), reply=Total) == Total(2)
+                assert caller._rt.route_cache.get("c-5", caller._rt.now()) is not None
+            # owner has left: its claim and the Spot are gone, the caller's route is not
+            assert await caller.client.request("c-5", Add(3), reply=Total).instance_spot() \
+                == Total(3)
+            assert (await caller.spots.find("c-5")).node_rid == other.node_rid
+    factory_nodes = [e[2] for e in events if e[0] == "factory"]
+    assert len(factory_nodes) == 2  # the first generation, then one on the live node
+
+
+async def test_after_closing_a_remote_spot_the_closers_next_calls_are_not_found():
+    """Issue #13 item 3: the node that closed a User Spot another node owned drops its own
+    route to it, so its next request is NotFound (not one StaleRoute first) and a send is
+    refused at once instead of being dropped at the old owner."""
+    journal()
+    store = MemoryStore()
+    with trio.fail_after(20):
+        async with open_nodes(store, 0, 1) as (a, b):
+            created = await a.spots.get_or_create("r-7", "room").request(RoomSpec())
+            assert created.ref.node_rid == b.node_rid
+            await a.client.request("r-7", Add(1), reply=Total)  # a caches the route to b
+            assert await a.spots.close(created.ref)
+            with pytest.raises(zl.NotFound):
+                await a.client.send("r-7", Add(1))
+            with pytest.raises(zl.NotFound):
+                await a.client.request("r-7", Add(1), reply=Total)

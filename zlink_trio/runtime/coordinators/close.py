@@ -35,7 +35,12 @@ async def close_user_spot(rt: NodeRuntime, ref: SpotRef, deadline: Deadline) -> 
         )
     state = CLOSE.initial
     with trio.move_on_at(deadline.at):
-        return await close_here(rt, ref, state, deadline, remote=close_remote)
+        closed = await close_here(rt, ref, state, deadline, remote=close_remote)
+        # This node's own route to the closed incarnation (the owner may be another
+        # node) goes too: its next call resolves through the store -- NotFound -- and
+        # a one-way send is not dropped at the old owner (issue #13 item 3).
+        rt.route_cache.invalidate(ref.spot_id)
+        return closed
     raise DeadlineExceeded(
         f"closing Spot {ref.spot_id!r} generation {ref.generation} did not finish before its "
         "deadline; if it began, it still completes. Check with find()"

@@ -113,13 +113,28 @@ class CallRouter:
             await self._resolve(call, first, "the send")
 
     async def request(self, call: Delivery) -> object:
-        """Admit ``call`` as :meth:`send` does, then wait for its reply (same deadline)."""
+        """Admit ``call`` as :meth:`send` does, then wait for its reply (same deadline).
+
+        A request sent on a *cached* route that the owner answers with StaleRoute (it no
+        longer hosts that incarnation; the message was not run) is sent once more,
+        resolved through the store (the reply dropped that route), within the same
+        deadline: a stale cache entry never fails a call the store could route.
+        """
         rt = self._rt
         first = admit_cached(rt, call)
         if first is not True:
             await self._resolve(call, first, "the request")
         await rt.peers.flush()  # a frame for another node: write it from here
         assert call.completion is not None
+        try:
+            return await call.completion.wait(call.deadline, f"the request to Spot "
+                                              f"{call.spot_id!r}", rt.deadlines)
+        except StaleRoute:
+            if not call.via_cache:
+                raise
+        call.completion, call.via_cache = Completion(), False
+        await self._resolve(call, False, "the request")  # False: through the store
+        await rt.peers.flush()
         return await call.completion.wait(call.deadline, f"the request to Spot "
                                           f"{call.spot_id!r}", rt.deadlines)
 
@@ -224,10 +239,11 @@ async def _send_cached(rt: NodeRuntime, call: Delivery, route: CachedRoute) -> N
     try:
         link = await rt.peers.link_to_owner(route.owner, f"Spot {call.spot_id!r}")
     except Unavailable:
-        # The cached owner cannot be reached (it died, or moved the Spot and died): this
-        # call fails, the next one resolves afresh from the store (06 §6).
+        # The cached owner cannot be reached: the route is dropped; :func:`deliver` then
+        # resolves through the store (nothing was sent).
         rt.route_cache.invalidate(call.spot_id)
         raise
+    call.via_cache = True
     _send_ready(rt, call, link, route)
 
 
@@ -281,6 +297,7 @@ def admit_cached(rt: NodeRuntime, call: Delivery) -> Host | CachedRoute | bool:
         if link is None:
             return host  # no open link: deliver() dials it
         _check_remote_reply(rt, call, host.stable_type)
+        call.via_cache = True
         _send_ready(rt, call, link, host)
         return True
     sealed = _admit(rt, call, host)
@@ -304,9 +321,16 @@ async def deliver(rt: NodeRuntime, call: Delivery,
         if cached is True:
             return
         if isinstance(cached, CachedRoute):
-            await _send_cached(rt, call, cached)
-            return
-        if cached is not False:
+            try:
+                await _send_cached(rt, call, cached)
+                return
+            except Unavailable:
+                # The cached owner cannot be reached (it stopped, died, or its link is
+                # refused); nothing was sent and the route is dropped: resolve through
+                # the store before failing (a clean shutdown or a rolling restart never
+                # strands a hot Spot's recent callers).
+                cached = False
+        if not isinstance(cached, bool) and not isinstance(cached, CachedRoute):
             await cached.finished.wait()  # idle eviction racing: refresh the route
             cached = None
             continue
@@ -333,6 +357,13 @@ async def deliver(rt: NodeRuntime, call: Delivery,
             if record.owner.node_rid != rt.node_rid:
                 await _send_remote(rt, call, record)
                 return
+            attempt = rt.catalog.attempts.get(call.spot_id)
+            if attempt is not None and call.spot_id not in rt.catalog.hosts:
+                # This node's activation committed Ready, and this call read it, before
+                # the activation resumed to register the Spot: admit it behind the first
+                # message once that attempt has ended (never StaleRoute).
+                await attempt.done.wait()
+                continue
             sealed = _admit(rt, call, _local_host(rt, record))
             if sealed is None:
                 return
