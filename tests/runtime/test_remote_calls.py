@@ -90,7 +90,7 @@ async def test_remote_handler_errors_and_reply_types_are_typed():
                 await b.client.request("nobody", Add(1), reply=Total)
 
 
-async def test_a_cached_route_to_an_owner_that_closed_the_spot_resolves_through_the_store():
+async def test_message_to_a_node_that_no_longer_owns_the_spot_is_stale_and_not_retried():
     events = journal()
     store = MemoryStore()
     with trio.fail_after(20):
@@ -101,14 +101,13 @@ async def test_a_cached_route_to_an_owner_that_closed_the_spot_resolves_through_
             await a.client.send("c-1", Note("close-me"))
             await host.finished.wait()  # released and gone from node-a
             assert await a.spots.find("c-1") is None
-            # b's cached route names a, which answers StaleRoute (not run): the request
-            # resolves once more through the store, which has nothing -- NotFound, not
-            # a stale-route trap (issue #13) -- and so does the next call.
+            # 06 §6: a failed operation is not resubmitted to an owner found in the store
+            with pytest.raises(zl.StaleRoute, match="no longer owns"):
+                await b.client.request("c-1", Add(1), reply=Total)
+            # Not retried anywhere: the next call resolves afresh and finds nothing.
             with pytest.raises(zl.NotFound):
                 await b.client.request("c-1", Add(1), reply=Total)
-            with pytest.raises(zl.NotFound):
-                await b.client.request("c-1", Add(1), reply=Total)
-            # With Instance intent the same situation activates a new generation.
+            # With Instance intent the next call activates a new generation.
             assert await b.client.request("c-1", Add(5), reply=Total).instance_spot() == \
                 Total(5)
     factories = [e for e in events if e[0] == "factory"]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 import trio
 
-from zlink_trio.core.errors import StaleRoute, Unavailable
+from zlink_trio.core.errors import InvalidOperation, StaleRoute, Unavailable
 from zlink_trio.core.identity import new_uuid4
 from zlink_trio.runtime.calls.deadlines import Deadlines
 from zlink_trio.runtime.charts import NODE
@@ -119,9 +119,16 @@ class NodeState:
         )
 
     def check_usable(self) -> None:
-        """Unavailable if the node lost its lease (every public call checks this first)."""
+        """Unavailable if the node lost its lease, InvalidOperation once it is closed
+        (every public call checks this first)."""
         if self.lease_lost:
             raise self.lease_lost_error()
+        if self.state in (NODE.st.stopped, NODE.st.removed, NODE.st.startup_failed):
+            raise InvalidOperation(
+                f"node {self.node_id!r} is closed: its `async with zl.open_node(...)` block "
+                "has ended, so it sends, creates and finds nothing. Use the node inside "
+                "that block, or open it again"
+            )
 
     def check_admission(self) -> None:
         """Raise unless this lifecycle may admit work now: serving and the lease valid.

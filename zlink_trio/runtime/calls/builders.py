@@ -9,23 +9,41 @@ the terminal submit twice, is :class:`InvalidOperation`. Call builders inherit
 
 from __future__ import annotations
 
+import warnings
+
 from zlink_trio.core.errors import InvalidOperation
 
 __all__ = ("OnceBuilder",)
 
 
 class OnceBuilder:
-    """Tracks which options a call builder has set and whether it was awaited."""
+    """Tracks which options a call builder has set and whether it was awaited.
+
+    A builder dropped without being awaited did nothing; like a coroutine that was never
+    awaited it warns (``RuntimeWarning``) when it is collected, naming the call
+    (:meth:`_describe`) -- unless one of its options was refused, which already said so.
+    """
 
     def __init__(self) -> None:
         self._set: set[str] = set()
         self._awaited = False
+
+    def __del__(self) -> None:
+        if not getattr(self, "_awaited", True):  # (an __init__ that raised: no call)
+            warnings.warn(f"{self._describe()} was never awaited, so it did nothing; "
+                          "await it (a call runs only when awaited)",
+                          RuntimeWarning, stacklevel=2)
+
+    def _describe(self) -> str:
+        """What the call is, for the never-awaited warning (builders override it)."""
+        return f"a {type(self).__name__}"
 
     def _option(self, name: str) -> None:
         """Record option ``name``; InvalidOperation if set before or after the await."""
         if self._awaited:
             raise InvalidOperation(f".{name}() after the call was awaited; build a new call")
         if name in self._set:
+            self._awaited = True  # refused: no never-awaited warning on top of the error
             raise InvalidOperation(f".{name}() was already set on this call; set it once")
         self._set.add(name)
 

@@ -56,6 +56,9 @@ class _Call(OnceBuilder):
         self._mesh: str | None = None
         self._timeout: float | None = None
 
+    def _describe(self) -> str:
+        return f"the call to Spot {self._spot_id!r}"
+
     def instance_spot(self, stable_type: str | None = None) -> Self:
         """Allow cold activation: a Missing Spot is created as Instance type ``stable_type``.
 

@@ -62,9 +62,6 @@ class Delivery:
     op_id: str
     #: The message as the codec encoded it (reused when it goes to another node).
     encoded: EncodedMessage | None = None
-    #: Whether it was sent to another node on a route-cache entry (not a store read):
-    #: a StaleRoute answer then makes a request resolve once more through the store.
-    via_cache: bool = False
 
     def operation_id(self, new_id: Callable[[], str]) -> str:
         """The call's operation ID, drawn with ``new_id`` the first time it is needed."""

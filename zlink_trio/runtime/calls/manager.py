@@ -47,6 +47,10 @@ class _CreateCall(OnceBuilder):
         self._request: object | None = None
         self._timeout: float | None = None
 
+    def _describe(self) -> str:
+        what = "create" if self._spot_id is None else f"get_or_create of {self._spot_id!r}"
+        return f"the {what} ({self._type!r})"
+
     def in_mesh(self, mesh: str) -> Self:
         """Restrict the initial placement to ``mesh`` (06 §3.1)."""
         self._option("in_mesh")

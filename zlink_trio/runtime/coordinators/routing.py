@@ -115,10 +115,9 @@ class CallRouter:
     async def request(self, call: Delivery) -> object:
         """Admit ``call`` as :meth:`send` does, then wait for its reply (same deadline).
 
-        A request sent on a *cached* route that the owner answers with StaleRoute (it no
-        longer hosts that incarnation; the message was not run) is sent once more,
-        resolved through the store (the reply dropped that route), within the same
-        deadline: a stale cache entry never fails a call the store could route.
+        A StaleRoute answer (the owner no longer hosts it; not run) fails this call and
+        drops the cached route: it is not resubmitted, the next call resolves afresh
+        (06 §6).
         """
         rt = self._rt
         first = admit_cached(rt, call)
@@ -126,15 +125,6 @@ class CallRouter:
             await self._resolve(call, first, "the request")
         await rt.peers.flush()  # a frame for another node: write it from here
         assert call.completion is not None
-        try:
-            return await call.completion.wait(call.deadline, f"the request to Spot "
-                                              f"{call.spot_id!r}", rt.deadlines)
-        except StaleRoute:
-            if not call.via_cache:
-                raise
-        call.completion, call.via_cache = Completion(), False
-        await self._resolve(call, False, "the request")  # False: through the store
-        await rt.peers.flush()
         return await call.completion.wait(call.deadline, f"the request to Spot "
                                           f"{call.spot_id!r}", rt.deadlines)
 
@@ -243,7 +233,6 @@ async def _send_cached(rt: NodeRuntime, call: Delivery, route: CachedRoute) -> N
         # resolves through the store (nothing was sent).
         rt.route_cache.invalidate(call.spot_id)
         raise
-    call.via_cache = True
     _send_ready(rt, call, link, route)
 
 
@@ -297,7 +286,6 @@ def admit_cached(rt: NodeRuntime, call: Delivery) -> Host | CachedRoute | bool:
         if link is None:
             return host  # no open link: deliver() dials it
         _check_remote_reply(rt, call, host.stable_type)
-        call.via_cache = True
         _send_ready(rt, call, link, host)
         return True
     sealed = _admit(rt, call, host)

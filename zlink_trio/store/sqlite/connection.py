@@ -46,13 +46,14 @@ after the rollback.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from typing import TYPE_CHECKING, Final, TypeVar, cast
 
 import trio
 
-from zlink_trio.core.errors import StoreUnavailable, Unavailable
+from zlink_trio.core.errors import InvalidConfiguration, StoreUnavailable, Unavailable
 from zlink_trio.store.sqlite.schema import SqliteOptions, migrate
 
 if TYPE_CHECKING:
@@ -142,6 +143,12 @@ class SqliteConnection:
 
     @classmethod
     def _open_once(cls, options: SqliteOptions) -> SqliteConnection:
+        directory = os.path.dirname(options.path)
+        if directory and not os.path.isdir(directory):
+            raise InvalidConfiguration(
+                f"cannot open SQLite store {options.path!r}: its directory {directory!r} does "
+                "not exist; create it first (the path after sqlite:// is absolute: "
+                "sqlite:///var/lib/app/zlink.db)")
         try:
             conn = sqlite3.connect(options.path, timeout=options.busy_timeout,
                                    isolation_level=None, check_same_thread=False)

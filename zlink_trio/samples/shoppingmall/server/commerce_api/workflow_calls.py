@@ -21,9 +21,9 @@ resubmit a failed operation to a different owner"). The one resend is a call
 refused with :class:`zlink_trio.StaleRoute` -- the framework's word that the
 message was *not run* (the owner a route named had just closed, or had not yet
 registered an activation it committed): it is sent again, which resolves
-afresh, at most :data:`STALE_ROUTE_RESENDS` times within the same deadline.
-(The framework is to stop surfacing these itself: issue #13, "no stale-route
-traps" and "no lost callers during activation".) A call ends with the reply's state or a
+afresh, at most :data:`STALE_ROUTE_RESENDS` times within the same deadline (06 §6:
+the framework fails the call and only the next one resolves afresh -- this resend
+is that next call). A call ends with the reply's state or a
 typed error: :class:`zlink_trio.Unavailable` when the Ready owner cannot be
 reached (§7.5: its process died), :class:`zlink_trio.DeadlineExceeded` when the
 deadline passed, :class:`zlink_trio.HandlerError` when the workflow's handler
