@@ -38,7 +38,7 @@ async def test_a_call_that_is_never_awaited_warns_like_a_coroutine():
 
 async def test_a_sqlite_store_whose_directory_is_missing_says_so(tmp_path: Path):
     url = f"sqlite://{tmp_path / 'missing' / 'store.db'}"
-    with trio.fail_after(10), pytest.raises(zl.InvalidConfiguration,
+    with trio.fail_after(10), pytest.raises(zl.StoreUnavailable,
                                             match=r"directory .* does not exist"):
         async with zl.open_store(url):
             pass

@@ -9,11 +9,32 @@ the terminal submit twice, is :class:`InvalidOperation`. Call builders inherit
 
 from __future__ import annotations
 
+import functools
 import warnings
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from zlink_trio.core.errors import InvalidOperation
 
-__all__ = ("OnceBuilder",)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ("OnceBuilder", "option")
+
+F = TypeVar("F", bound="Callable[..., Any]")
+
+
+def option(method: F) -> F:
+    """An option method of a builder: if it raises (a refused value, an option set twice),
+    the builder is spent -- the error said what was wrong, so no never-awaited warning."""
+    @functools.wraps(method)
+    def wrapper(self: OnceBuilder, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException:
+            self._awaited = True
+            raise
+
+    return cast("F", wrapper)
 
 
 class OnceBuilder:
@@ -21,7 +42,8 @@ class OnceBuilder:
 
     A builder dropped without being awaited did nothing; like a coroutine that was never
     awaited it warns (``RuntimeWarning``) when it is collected, naming the call
-    (:meth:`_describe`) -- unless one of its options was refused, which already said so.
+    (:meth:`_describe`) -- unless one of its options was refused (:func:`option`), which
+    already said so.
     """
 
     def __init__(self) -> None:
@@ -43,7 +65,6 @@ class OnceBuilder:
         if self._awaited:
             raise InvalidOperation(f".{name}() after the call was awaited; build a new call")
         if name in self._set:
-            self._awaited = True  # refused: no never-awaited warning on top of the error
             raise InvalidOperation(f".{name}() was already set on this call; set it once")
         self._set.add(name)
 

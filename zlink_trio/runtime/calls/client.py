@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 from zlink_trio.core.errors import InvalidOperation
 from zlink_trio.core.identity import validate_mesh_name, validate_spot_id, validate_stable_type
 from zlink_trio.core.identity import validate_user_spot_id as _validate_user_id
-from zlink_trio.runtime.calls.builders import OnceBuilder
+from zlink_trio.runtime.calls.builders import OnceBuilder, option
 from zlink_trio.runtime.calls.delivery import SEND, Intent
 from zlink_trio.runtime.options import check_timeout
 
@@ -59,6 +59,7 @@ class _Call(OnceBuilder):
     def _describe(self) -> str:
         return f"the call to Spot {self._spot_id!r}"
 
+    @option
     def instance_spot(self, stable_type: str | None = None) -> Self:
         """Allow cold activation: a Missing Spot is created as Instance type ``stable_type``.
 
@@ -69,6 +70,7 @@ class _Call(OnceBuilder):
         self._intent = True
         return self
 
+    @option
     def in_mesh(self, mesh: str) -> Self:
         """The Mesh to place a Missing Spot in; only after :meth:`instance_spot`."""
         if not self._intent:
@@ -80,6 +82,7 @@ class _Call(OnceBuilder):
         self._mesh = validate_mesh_name(mesh)
         return self
 
+    @option
     def timeout(self, seconds: float) -> Self:
         """The call's one end-to-end deadline, ``seconds`` from when it is awaited."""
         self._option("timeout")

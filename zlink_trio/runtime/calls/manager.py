@@ -21,7 +21,7 @@ from zlink_trio.core.identity import (
     validate_user_spot_id,
 )
 from zlink_trio.core.records import AuthorityState, SpotRef
-from zlink_trio.runtime.calls.builders import OnceBuilder
+from zlink_trio.runtime.calls.builders import OnceBuilder, option
 from zlink_trio.runtime.calls.deadlines import deadline_after
 from zlink_trio.runtime.coordinators.close import close_user_spot
 from zlink_trio.runtime.coordinators.create import create_user_spot
@@ -51,12 +51,14 @@ class _CreateCall(OnceBuilder):
         what = "create" if self._spot_id is None else f"get_or_create of {self._spot_id!r}"
         return f"the {what} ({self._type!r})"
 
+    @option
     def in_mesh(self, mesh: str) -> Self:
         """Restrict the initial placement to ``mesh`` (06 §3.1)."""
         self._option("in_mesh")
         self._mesh = validate_mesh_name(mesh)
         return self
 
+    @option
     def request(self, request: object) -> Self:
         """The creation request (an attrs instance, <= 1 MiB encoded) for the factory."""
         self._option("request")
@@ -65,6 +67,7 @@ class _CreateCall(OnceBuilder):
         self._request = request
         return self
 
+    @option
     def timeout(self, seconds: float) -> Self:
         """The operation's one end-to-end deadline, ``seconds`` from when it is awaited."""
         self._option("timeout")

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Final, TypeVar, cast
 
 import trio
 
-from zlink_trio.core.errors import InvalidConfiguration, StoreUnavailable, Unavailable
+from zlink_trio.core.errors import StoreUnavailable, Unavailable
 from zlink_trio.store.sqlite.schema import SqliteOptions, migrate
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ class SqliteConnection:
     def _open_once(cls, options: SqliteOptions) -> SqliteConnection:
         directory = os.path.dirname(options.path)
         if directory and not os.path.isdir(directory):
-            raise InvalidConfiguration(
+            raise StoreUnavailable(
                 f"cannot open SQLite store {options.path!r}: its directory {directory!r} does "
                 "not exist; create it first (the path after sqlite:// is absolute: "
                 "sqlite:///var/lib/app/zlink.db)")

@@ -37,6 +37,7 @@ other tables: never point a sample store at the Location Store's file.
 from __future__ import annotations
 
 import sqlite3
+import time
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, TypeVar
 
@@ -103,7 +104,25 @@ class SqliteDb:
 
 
 def _connect(target: SqliteTarget, schema: Sequence[str]) -> SqliteDb:
-    """Open, set the pragmas and create the tables (blocking: run in a worker thread)."""
+    """Open, set the pragmas and create the tables (blocking: run in a worker thread).
+
+    A locked open is tried again every 10-50 ms until ``busy_timeout``: SQLite answers
+    "database is locked" at once, without its busy handler, while another process
+    switches a fresh file to WAL (the processes of one deployment start together).
+    """
+    give_up = time.monotonic() + target.busy_timeout
+    pause = 0.01
+    while True:
+        try:
+            return _connect_once(target, schema)
+        except zl.StoreUnavailable as error:
+            if "locked" not in error.message or time.monotonic() + pause > give_up:
+                raise
+        time.sleep(pause)  # a worker thread: no Trio task waits on this
+        pause = min(pause * 2, 0.05)
+
+
+def _connect_once(target: SqliteTarget, schema: Sequence[str]) -> SqliteDb:
     try:
         conn = sqlite3.connect(target.path, timeout=target.busy_timeout,
                                isolation_level=None, check_same_thread=False)
