@@ -372,3 +372,22 @@ async def test_cold_activation_in_flight_ends_unavailable_and_writes_nothing_mor
             assert snapshot(store) == before
         assert snapshot(store) == before
         assert store.location.state.records["w-1"].state is AuthorityState.CREATING
+
+
+async def test_no_timer_tick_runs_past_the_lease_deadline(autojump_clock):
+    """Issue #13 item 5: once the owner's lease deadline has passed on the store clock --
+    before any renewal could move it, or tell the node it is gone -- no tick runs, as no
+    message is admitted."""
+    store = LeaseStore()
+    with trio.fail_after(30):
+        async with open_test_node(store, clock=store.clock) as node:
+            await node.client.request("w-1", Ping("first"), reply=Pong).instance_spot()
+            await node.client.request("w-1", Arm(0.25), reply=None)
+            await trio.sleep(0.6)
+            ticks = LOG.count(("tick", "w-1"))
+            assert ticks >= 2
+            # The store clock runs past the lease deadline (a stalled renewal, a paused
+            # process); the next renewal is seconds away on the node's own clock.
+            store.location.offset += 60
+            await trio.sleep(1.0)
+            assert LOG.count(("tick", "w-1")) == ticks

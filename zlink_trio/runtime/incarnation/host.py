@@ -217,10 +217,21 @@ class Host:
         """Whether ``timer_id`` is still registered (a fired one-shot is not)."""
         return timer_id in self.timers
 
+    def _lease_passed(self) -> bool:
+        """Whether the owner's lease deadline passed (before a renewal moved it)."""
+        return self.rt.now() >= self.rt.lease_expires_at
+
     def _fire_due_timers(self) -> None:
         if self.state not in INCARNATION.tags.fires_timers:
             return
-        for tick in self.timers.due(trio.current_time()):
+        due = self.timers.due(trio.current_time())
+        if due and self._lease_passed():
+            # An owner past its lease deadline is no valid owner (09 §4): no tick runs,
+            # as no message is admitted (a periodic timer comes due again).
+            LOGGER.warning("Spot %r: %d timer tick(s) skipped: this node's lease deadline "
+                           "passed before a renewal", self.spot_id, len(due))
+            return
+        for tick in due:
             try:
                 self.lanes.application.admit(tick, 0)
             except ZLinkError as exc:
@@ -396,7 +407,8 @@ class Host:
         item = turn.item
         try:
             if isinstance(item, TimerWork):
-                await item.run(self.spot_id)
+                if not self._lease_passed():  # (queued before the deadline passed)
+                    await item.run(self.spot_id)
             else:
                 await self._run_message(item)
         finally:
