@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import pytest
@@ -397,3 +398,41 @@ def test_zero_weight_nodes_are_never_chosen_when_a_positive_one_exists(weights, 
     chosen = choose_node(pool, fixed(draw))
     assert chosen in pool
     assert chosen.weight > 0
+
+
+# -- weighted rendezvous hashing by Spot ID (issue #13 item 4) ----------------------------------
+
+def _never() -> float:
+    raise AssertionError("placement by Spot ID draws no random number")
+
+
+def test_placement_by_spot_id_is_the_same_for_every_caller_and_candidate_order():
+    nodes = [node() for _ in range(5)]
+    for i in range(200):
+        chosen = choose_node(nodes, _never, spot_id=f"cart-{i}")
+        assert choose_node(list(reversed(nodes)), _never, spot_id=f"cart-{i}") == chosen
+
+
+def test_equal_weights_share_new_ids_evenly():
+    nodes = [node() for _ in range(3)]
+    counts = Counter(choose_node(nodes, _never, spot_id=f"id-{i}").node_rid
+                     for i in range(3000))
+    # deterministic (fixed IDs and NodeRids); 1000 each expected, sigma ~26
+    assert all(900 <= counts[n.node_rid] <= 1100 for n in nodes), counts
+
+
+def test_shares_follow_the_weights_and_zero_weight_takes_none():
+    nodes = [node(weight=1.0), node(weight=2.0), node(weight=3.0), node(weight=0.0)]
+    counts = Counter(choose_node(nodes, _never, spot_id=f"id-{i}").node_rid
+                     for i in range(6000))
+    assert 850 <= counts[nodes[0].node_rid] <= 1150, counts
+    assert 1800 <= counts[nodes[1].node_rid] <= 2200, counts
+    assert 2750 <= counts[nodes[2].node_rid] <= 3250, counts
+    assert counts[nodes[3].node_rid] == 0
+
+
+def test_a_node_leaving_moves_only_its_own_ids():
+    nodes = [node() for _ in range(4)]
+    before = {i: choose_node(nodes, _never, spot_id=f"id-{i}") for i in range(1000)}
+    after = {i: choose_node(nodes[:3], _never, spot_id=f"id-{i}") for i in range(1000)}
+    assert all(after[i] == before[i] for i in before if before[i] != nodes[3])

@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import random
+import types
 import uuid
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -29,6 +30,7 @@ import trio
 from runtime_spots import MemoryStoreWith
 
 import zlink_trio as zl
+from zlink_trio.core.placement import _rendezvous_score
 from zlink_trio.store import open_store
 from zlink_trio.store.memory import MemoryLocationStore
 
@@ -132,15 +134,33 @@ async def two_nodes(url: str, rng: Steered) -> AsyncIterator[tuple[zl.Node, zl.N
         yield a, b
 
 
-async def place_new_spots(a: zl.Node, rng: Steered, tag: str) -> list[NodeRid]:
-    """``CALLS`` first calls with Instance intent and ``CALLS`` User creates, from ``a``, to
-    new IDs, drawing each end of placement's range in turn; the owner of each."""
+def rendezvous_ids(tag: str, first: NodeRid, second: NodeRid) -> list[str]:
+    """``CALLS`` new IDs that weighted rendezvous hashing (equal weights) places on
+    ``first`` and ``second`` in turn -- a first call with Instance intent places by ID."""
+    def score(spot_id: str, rid: NodeRid) -> float:
+        node = types.SimpleNamespace(weight=1.0, node_rid=rid)
+        return _rendezvous_score(spot_id.encode(), node)  # type: ignore[arg-type]
+
+    ids: list[str] = []
+    for k in range(10_000):
+        spot_id, want = f"{tag}-{k}", (first, second)[len(ids) % 2]
+        other = second if want == first else first
+        if score(spot_id, want) > score(spot_id, other):
+            ids.append(spot_id)
+            if len(ids) == CALLS:
+                return ids
+    raise AssertionError("no IDs found")
+
+
+async def place_new_spots(a: zl.Node, b: zl.Node, rng: Steered, tag: str) -> list[NodeRid]:
+    """``CALLS`` first calls with Instance intent (to IDs that hash to ``b`` and ``a`` in
+    turn) and ``CALLS`` User creates (drawing each end of placement's range in turn), from
+    ``a``; the owner of each."""
     owners: list[NodeRid] = []
-    for i in range(CALLS):
-        rng.draw = 0.0 if i % 2 else LAST
-        here = await a.client.request(f"{tag}-{i}", Hello(i), reply=Here).instance_spot(
+    for i, spot_id in enumerate(rendezvous_ids(tag, b.node_rid, a.node_rid)):
+        here = await a.client.request(spot_id, Hello(i), reply=Here).instance_spot(
             "drain-counter").timeout(10)
-        ref = await a.spots.find(f"{tag}-{i}")
+        ref = await a.spots.find(spot_id)
         assert ref is not None
         assert here.node == str(ref.node_rid)
         owners.append(ref.node_rid)
@@ -156,7 +176,7 @@ async def test_after_drain_other_nodes_place_no_new_spot_on_the_drained_node(url
     rng = Steered()
     with trio.fail_after(60):
         async with two_nodes(url, rng) as (a, b):
-            before = await place_new_spots(a, rng, "before")
+            before = await place_new_spots(a, b, rng, "before")
             # Both nodes take new Spots: each end of the draw is one of them.
             assert before.count(b.node_rid) == CALLS
             assert before.count(a.node_rid) == CALLS
@@ -166,7 +186,7 @@ async def test_after_drain_other_nodes_place_no_new_spot_on_the_drained_node(url
             assert len(drained.moved) == CALLS
             assert {r.ref.node_rid for r in drained.moved} == {a.node_rid}
 
-            after = await place_new_spots(a, rng, "after")
+            after = await place_new_spots(a, b, rng, "after")
             # The same draws now all land on a: b's claim says it takes no new Spots.
             assert after == [a.node_rid] * (2 * CALLS)
             # b itself places nothing on itself either (its own flag).

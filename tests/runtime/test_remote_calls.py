@@ -11,6 +11,8 @@ they need real links; ``test_spec_06.py`` lists them.
 
 from __future__ import annotations
 
+import random
+from collections import Counter as Tally
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -365,3 +367,36 @@ async def test_after_closing_a_remote_spot_the_closers_next_calls_are_not_found(
                 await a.client.send("r-7", Add(1))
             with pytest.raises(zl.NotFound):
                 await a.client.request("r-7", Add(1), reply=Total)
+
+
+async def test_concurrent_first_calls_agree_on_one_placement_and_weights_hold():
+    """Issue #13 item 4: 20 concurrent first calls to each new ID, all from one node of
+    three with equal weight, place each ID once and spread the IDs over all three (before:
+    the caller won nearly every race). NodeRids are seeded, so the spread is fixed."""
+    events = journal()
+    store = MemoryStore()
+    ids = [f"w-{i}" for i in range(30)]
+    with trio.fail_after(30):
+        async with AsyncExitStack() as stack:
+            nodes = [await stack.enter_async_context(zl.open_node(
+                f"node-{i}", store=store, spots=SPOTS, random=random.Random(i)))
+                for i in range(3)]
+            caller = nodes[0]
+
+            async def first(spot_id: str) -> None:
+                await caller.client.request(spot_id, Add(1), reply=Total).instance_spot(
+                    "counter")
+
+            async with trio.open_nursery() as nursery:
+                for spot_id in ids:
+                    for _ in range(20):
+                        nursery.start_soon(first, spot_id)
+            owners: Tally[Any] = Tally()
+            for spot_id in ids:
+                ref = await caller.spots.find(spot_id)
+                assert ref is not None
+                owners[ref.node_rid] += 1
+    factories = Tally(e[1] for e in events if e[0] == "factory")
+    assert all(factories[spot_id] == 1 for spot_id in ids), factories
+    assert set(owners) == {n.node_rid for n in nodes}
+    assert all(owners[n.node_rid] >= 4 for n in nodes), owners  # 10 each expected

@@ -28,10 +28,15 @@ knows into :class:`PlacementCandidate` values and asks this module, in order:
    excluded (spec 09 §5). A host with placement weight 0 takes no new objects
    either (weight 0 is how an operator drains a node). None left is
    :class:`CapacityExceeded` with ``lane=None``.
-4. **Which node?** (:func:`choose_node`) A weighted random choice with an
-   injected ``random()`` in ``[0, 1)``; a node's chance is its weight over the
-   total. Because zero-weight nodes were removed in step 3 the total is
-   always positive here. We chose "weight 0 means no new objects" over
+4. **Which node?** (:func:`choose_node`) For a Spot ID (cold activation,
+   get-or-create): weighted rendezvous hashing -- each node scores
+   ``-weight / ln(u)`` with ``u`` in ``(0, 1)`` hashed from the Spot ID and its
+   NodeRid, the highest wins -- so every caller that reads the same live nodes
+   picks the same one, however many first calls race for the ID, and a node's
+   share of new IDs is its weight over the total. Without an ID (``create()``'s
+   fresh one, a relocation target) a weighted random choice with an injected
+   ``random()`` in ``[0, 1)``. Because zero-weight nodes were removed in step 3 the
+   total is always positive here. We chose "weight 0 means no new objects" over
    "uniform among zero-weight nodes when nothing else is left": a user who
    sets a weight to 0 to drain a node expects no new Spot to land there, even
    when the other nodes are full.
@@ -40,12 +45,13 @@ knows into :class:`PlacementCandidate` values and asks this module, in order:
 node refuses a new local activation when it is at or over its ceiling, so a
 request already routed to it (or a relocation arriving) cannot bypass it.
 
-All functions are pure and deterministic given ``random``; candidates are
-considered in the order given.
+All functions are pure and deterministic given ``random`` (and the Spot ID);
+candidates are considered in the order given.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import StrEnum
@@ -369,12 +375,21 @@ def eligible_nodes(
     return kept
 
 
-def choose_node(eligible: Sequence[PlacementCandidate], random: Random) -> PlacementCandidate:
+def _rendezvous_score(spot_id: bytes, candidate: PlacementCandidate) -> float:
+    digest = hashlib.blake2b(spot_id + candidate.node_rid.value, digest_size=8).digest()
+    u = (int.from_bytes(digest, "big") + 0.5) / 2.0**64  # in (0, 1), never 0 or 1
+    return -candidate.weight / math.log(u)
+
+
+def choose_node(eligible: Sequence[PlacementCandidate], random: Random, *,
+                spot_id: str | None = None) -> PlacementCandidate:
     """Pick one node, each with probability ``weight / total weight``.
 
-    Zero-weight nodes are never chosen. Calls ``random()`` exactly once.
-    Raises :class:`InvalidOperation` if ``eligible`` has no positive weight
-    (use :func:`eligible_nodes` first) or ``random()`` is outside ``[0, 1)``.
+    With ``spot_id``: weighted rendezvous hashing (module docstring), the same node
+    for the same ID and live nodes, ``random`` unused. Without: calls ``random()``
+    exactly once. Zero-weight nodes are never chosen. Raises
+    :class:`InvalidOperation` if ``eligible`` has no positive weight (use
+    :func:`eligible_nodes` first) or ``random()`` is outside ``[0, 1)``.
     """
     weighted = [c for c in eligible if c.weight > 0]
     if not weighted:
@@ -382,6 +397,9 @@ def choose_node(eligible: Sequence[PlacementCandidate], random: Random) -> Place
             "choose_node needs at least one candidate with a positive weight; "
             "filter with eligible_nodes() first"
         )
+    if spot_id is not None:
+        key = spot_id.encode("utf-8")
+        return max(weighted, key=lambda c: (_rendezvous_score(key, c), c.node_rid.value))
     draw = random()
     if not 0.0 <= draw < 1.0:
         raise InvalidOperation(f"random() must return a float in [0, 1), got {draw!r}")

@@ -122,7 +122,9 @@ async def _place(op: CreateOperation) -> tuple[str, PlacementCandidate]:
         mesh = select_mesh(found, op.in_mesh)
         select_user_type(found, mesh, op.stable_type)
         node = choose_node(eligible_nodes(found, mesh, op.stable_type, SpotKind.USER),
-                           rt.random)
+                           # get_or_create: callers racing for one ID agree on the node;
+                           # create()'s fresh ID has no rival, a random draw is enough
+                           rt.random, spot_id=None if op.create_only else op.spot_id)
     except NotFound:
         op.state = step(CREATE, op.state, CREATE.ev.mesh_not_found)
         raise

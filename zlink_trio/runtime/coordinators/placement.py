@@ -143,7 +143,7 @@ async def close_placement(rt: NodeRuntime, deadline: Deadline) -> None:
 
 
 def _place(rt: NodeRuntime, intent: Intent, found: list[PlacementCandidate],
-           state: ColdActivationState
+           state: ColdActivationState, spot_id: str,
            ) -> tuple[ColdActivationState, str, str, PlacementCandidate]:
     """Mesh, stable type and node from ``found`` (06 §4.1 steps 4-7): state, mesh, type, node."""
     try:
@@ -159,7 +159,7 @@ def _place(rt: NodeRuntime, intent: Intent, found: list[PlacementCandidate],
         raise
     state = step(COLD, state, COLD.ev.type_selected)
     eligible = eligible_nodes(found, mesh, stable_type, SpotKind.INSTANCE)
-    return state, mesh, stable_type, choose_node(eligible, rt.random)
+    return state, mesh, stable_type, choose_node(eligible, rt.random, spot_id=spot_id)
 
 
 def _is_local_server(rt: NodeRuntime, node: PlacementCandidate) -> bool:
@@ -184,14 +184,14 @@ async def place_and_start(rt: NodeRuntime, call: Delivery, *,
         # A recent read is used only when it places the Spot here; any other outcome
         # (another node, no mesh, no type, no capacity) is decided on a fresh read.
         try:
-            placed = _place(rt, intent, _candidates(rt, recent), initial)
+            placed = _place(rt, intent, _candidates(rt, recent), initial, call.spot_id)
         except ZLinkError:
             placed = None
         if placed is not None and not _is_local_server(rt, placed[3]):
             placed = None
     if placed is None:
         found = _candidates(rt, await _read_claims(rt))
-        placed = _place(rt, intent, found, initial)
+        placed = _place(rt, intent, found, initial, call.spot_id)
     state, mesh, stable_type, node = placed
     if not _is_local_server(rt, node):
         await _send_envelope(rt, call, state, mesh, stable_type, node)
