@@ -507,3 +507,12 @@ def test_registry_lookup_tells_missing_from_wrong_kind():
     wrong_kind = "'room' has kind User, but this operation needs kind Instance"
     with pytest.raises(TypeMismatch, match=wrong_kind):
         registry.lookup("room", SpotKind.INSTANCE)
+
+
+def test_a_message_class_from_a_script_run_as_main_names_that_cause():
+    table = spot_type_of(Counter).handlers
+    with pytest.raises(TypeMismatch, match=r"defined in a script run as __main__.*"
+                                           r"__zlink_type__"):
+        table.find_wire("__main__:Add")
+    with pytest.raises(TypeMismatch, match="same application version"):
+        table.find_wire("app.messages:Gone")

@@ -163,14 +163,26 @@ class HandlerTable:
         if message_type is None:
             raise TypeMismatch(
                 f"this Spot type has no handler for wire message type {wire_name!r}; it "
-                f"accepts {self._accepted()}. The sender and this node disagree on the "
-                "Spot type's messages (check both run the same application version)"
+                f"accepts {self._accepted()}. {_main_note(wire_name, self.by_wire_name)}"
             )
         return self.by_type[message_type]
 
     def _accepted(self) -> str:
         names = sorted(self.by_wire_name)
         return ", ".join(repr(name) for name in names) if names else "no messages at all"
+
+
+def _main_note(wire_name: str, accepted: Mapping[str, object]) -> str:
+    """Why the names differ: a class defined in ``__main__`` (a script) is named after
+    ``__main__`` by the sender and after its module by an importer, unless pinned."""
+    main = [name for name in (wire_name, *accepted) if name.startswith("__main__:")]
+    if main:
+        return (f"{main[0]!r} is a class defined in a script run as __main__: its default "
+                "wire name depends on how each process loaded it. Move the message class "
+                "into a module both import, or pin its name with __zlink_type__ = "
+                '"your.Name" in its body')
+    return ("The sender and this node disagree on the Spot type's messages (check both run "
+            "the same application version)")
 
 
 def _describe(cl: object) -> str:
