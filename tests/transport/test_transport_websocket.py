@@ -20,6 +20,7 @@ from wsproto.events import BytesMessage, CloseConnection, Message, Ping, Pong
 
 from zlink_trio.core.errors import RemoteProtocolError
 from zlink_trio.transport._ws import WebSocket, WebSocketClosed
+from zlink_trio.transport._ws_upgrade import server_upgrade
 
 LIMIT = 5
 MAX = 1 << 20
@@ -176,3 +177,42 @@ async def test_close_handshake_over_a_stream_pair():
             await b.aclose()  # answers the Close; a's wait ends
         with pytest.raises(WebSocketClosed):
             a.frame(b"late")
+
+
+def _upgrade(key: bytes | None) -> bytes:
+    line = b"" if key is None else b"Sec-WebSocket-Key: " + key + b"\r\n"
+    return (b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+            b"Connection: Upgrade\r\n" + line + b"Sec-WebSocket-Version: 13\r\n\r\n")
+
+
+async def _answer(request: bytes) -> tuple[bytes, BaseException | None]:
+    client, server = trio.testing.memory_stream_pair()
+    outcome: list[BaseException | None] = []
+
+    async def serve() -> None:
+        try:
+            await server_upgrade(server, MAX)
+            outcome.append(None)
+        except (RemoteProtocolError, WebSocketClosed) as exc:
+            outcome.append(exc)
+
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve)
+            await client.send_all(request)
+            answer = await client.receive_some(4096)
+    return answer, outcome[0]
+
+
+@pytest.mark.parametrize("key", [b"notakey!", b"c2hvcnQ=", b"dGhlIHNhbXBsZSBub25jZQ==x"])
+async def test_an_upgrade_with_an_invalid_key_is_answered_400(key: bytes):
+    answer, error = await _answer(_upgrade(key))
+    assert answer.startswith(b"HTTP/1.1 400")
+    assert isinstance(error, RemoteProtocolError)
+    assert "Sec-WebSocket-Key" in error.message
+
+
+async def test_an_upgrade_with_a_valid_key_is_answered_101():
+    answer, error = await _answer(_upgrade(b"dGhlIHNhbXBsZSBub25jZQ=="))
+    assert answer.startswith(b"HTTP/1.1 101")
+    assert error is None

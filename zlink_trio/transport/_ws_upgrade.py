@@ -16,6 +16,8 @@ Nothing here applies a timeout or closes the stream.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 from typing import Final
 
@@ -97,6 +99,25 @@ async def client_upgrade(stream: trio.abc.Stream, host: str, resource: str,
     raise RemoteProtocolError(f"a bad websocket upgrade response ({type(event).__name__})")
 
 
+def _bad_key(request: Request) -> str:
+    """What is wrong with the request's Sec-WebSocket-Key ("" when it is valid).
+
+    RFC 6455 §4.2.1: the key is the base64 of 16 bytes. wsproto accepts any value, so a
+    scanner's or a broken client's upgrade would otherwise get 101.
+    """
+    headers = {bytes(name).lower(): bytes(value) for name, value in request.extra_headers}
+    value = headers.get(b"sec-websocket-key")
+    if value is None:
+        return "no Sec-WebSocket-Key header"
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return f"Sec-WebSocket-Key {value[:40]!r} is not base64"
+    if len(raw) != 16:
+        return f"Sec-WebSocket-Key decodes to {len(raw)} bytes, not 16"
+    return ""
+
+
 async def server_upgrade(stream: trio.abc.Stream, max_message: int) -> WebSocket:
     """Read an upgrade request on ``stream`` and accept it.
 
@@ -108,6 +129,13 @@ async def server_upgrade(stream: trio.abc.Stream, max_message: int) -> WebSocket
     try:
         event, behind = await _upgrade_event(stream, ws, "upgrade request")
         if isinstance(event, Request):
+            problem = _bad_key(event)
+            if problem:
+                with contextlib.suppress(WebSocketClosed, ProtocolError):
+                    await _send_upgrade_bytes(stream, ws.send(RejectConnection(
+                        status_code=400, headers=[(b"content-length", b"0")],
+                        has_body=False)))
+                raise RemoteProtocolError(f"not a websocket upgrade request: {problem}")
             await _send_upgrade_bytes(stream, ws.send(AcceptConnection()))
             return WebSocket(stream, client=False, max_message=max_message, buffered=behind)
     except ProtocolError as exc:
