@@ -216,3 +216,25 @@ async def test_an_upgrade_with_a_valid_key_is_answered_101():
     answer, error = await _answer(_upgrade(b"dGhlIHNhbXBsZSBub25jZQ=="))
     assert answer.startswith(b"HTTP/1.1 101")
     assert error is None
+
+
+@pytest.mark.parametrize("data", [b"SSH-2.0-OpenSSH_9.6\r\n", b"hello", b"\x16\x03\x01\x02\x00",
+                                  b"POST / HTTP/1.1\r\n"])
+async def test_bytes_that_are_not_an_http_get_are_refused_at_once(data: bytes):
+    client, server = trio.testing.memory_stream_pair()
+    await client.send_all(data)
+    with trio.fail_after(LIMIT), pytest.raises(RemoteProtocolError):
+        await server_upgrade(server, MAX)  # no wait for more bytes or a timeout
+
+
+async def test_a_request_arriving_byte_by_byte_is_still_read():
+    client, server = trio.testing.memory_stream_pair()
+
+    async def trickle() -> None:
+        for byte in _upgrade(b"dGhlIHNhbXBsZSBub25jZQ=="):
+            await client.send_all(bytes([byte]))
+
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trickle)
+            await server_upgrade(server, MAX)

@@ -40,13 +40,20 @@ __all__ = ("MAX_UPGRADE_HEAD", "client_upgrade", "server_upgrade")
 MAX_UPGRADE_HEAD: Final = 16 * 1024
 
 
+#: What a peer whose first bytes are not an HTTP request gets before the close.
+NOT_HTTP_ANSWER: Final = (b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n"
+                          b"connection: close\r\n\r\n")
+
+
 async def _upgrade_event(stream: trio.abc.Stream, ws: WSConnection,
-                         what: str) -> tuple[Event, bytes]:
+                         what: str, start: bytes) -> tuple[Event, bytes]:
     """Feed ``ws`` the HTTP head as it arrives; its first event and the bytes behind the head.
 
-    wsproto sees each chunk at once (a peer that does not speak HTTP is refused
-    without waiting for more) but never a byte past the head: those are frames.
-    Raises wsproto's ProtocolError for a bad head.
+    wsproto sees each chunk at once but never a byte past the head: those are frames.
+    A head must begin with ``start`` (``GET `` for a request, ``HTTP/`` for a response):
+    bytes that cannot (a TLS hello, an SSH banner, a probe) are refused at the first
+    chunk, not after the handshake timeout. Raises wsproto's ProtocolError for a bad
+    head, RemoteProtocolError for one that is not HTTP at all.
     """
     data = b""
     fed = 0
@@ -58,6 +65,10 @@ async def _upgrade_event(stream: trio.abc.Stream, ws: WSConnection,
         if not chunk:
             raise WebSocketClosed(f"the peer closed the connection during the websocket {what}")
         data += chunk
+        if not data.startswith(start[:len(data)]):
+            raise RemoteProtocolError(
+                f"the websocket {what} does not begin with {start!r} (got {data[:16]!r}): "
+                "the peer does not speak HTTP")
         end = data.find(b"\r\n\r\n", max(0, fed - 3))
         stop = end + 4 if end >= 0 else len(data)
         ws.receive_data(data[fed:stop])
@@ -88,7 +99,7 @@ async def client_upgrade(stream: trio.abc.Stream, host: str, resource: str,
     ws = WSConnection(ConnectionType.CLIENT)
     await _send_upgrade_bytes(stream, ws.send(Request(host=host, target=resource)))
     try:
-        event, behind = await _upgrade_event(stream, ws, "upgrade response")
+        event, behind = await _upgrade_event(stream, ws, "upgrade response", b"HTTP/")
     except ProtocolError as exc:
         raise RemoteProtocolError(f"a bad websocket upgrade response: {exc}") from None
     if isinstance(event, AcceptConnection):
@@ -127,7 +138,14 @@ async def server_upgrade(stream: trio.abc.Stream, max_message: int) -> WebSocket
     """
     ws = WSConnection(ConnectionType.SERVER)
     try:
-        event, behind = await _upgrade_event(stream, ws, "upgrade request")
+        try:
+            event, behind = await _upgrade_event(stream, ws, "upgrade request", b"GET ")
+        except RemoteProtocolError:
+            # Not HTTP at all: a 400 still tells a TLS client it reached a plain server
+            # (its handshake then fails with WRONG_VERSION_NUMBER, not a bare EOF).
+            with contextlib.suppress(WebSocketClosed):
+                await _send_upgrade_bytes(stream, NOT_HTTP_ANSWER)
+            raise
         if isinstance(event, Request):
             problem = _bad_key(event)
             if problem:
