@@ -42,3 +42,12 @@ async def test_a_sqlite_store_whose_directory_is_missing_says_so(tmp_path: Path)
                                             match=r"directory .* does not exist"):
         async with zl.open_store(url):
             pass
+
+
+async def test_open_node_takes_max_links_and_refuses_a_bad_value():
+    with trio.fail_after(10):
+        with pytest.raises(zl.InvalidConfiguration, match="max_links"):
+            async with zl.open_node("n-links", max_links=0):
+                pass
+        async with zl.open_node("n-links", max_links=2) as node:
+            assert node.statistics().links == 0

@@ -302,3 +302,22 @@ async def test_keepalive_pong_keeps_the_link_and_pings_are_answered():
                 assert pongs == [Pong(token=77)]
                 assert len(tb.links()) == 1
                 assert hb.closed == []
+
+
+async def test_max_links_bounds_inbound_and_outbound_links():
+    """Issue #13 item 6: a node at ``max_links`` refuses a new connection when it is
+    accepted and a new dial with Unavailable; an open link is still reused."""
+    ha, hb, hc = Recorder(), Recorder(), Recorder()
+    with trio.fail_after(LIMIT):
+        async with open_transport(config("a"), ha) as ta, \
+                open_transport(config("b", max_links=1), hb) as tb, \
+                open_transport(config("c"), hc) as tc:
+            a_id, b_id, c_id = (t._config.identity for t in (ta, tb, tc))
+            first = await ta.link_to(b_id.node_rid, "b", tb.endpoint)  # b's one link
+            with pytest.raises(Unavailable):  # b closes c's connection on accept
+                await tc.link_to(b_id.node_rid, "b", tb.endpoint)
+            with pytest.raises(Unavailable, match="max_links"):
+                await tb.link_to(c_id.node_rid, "c", tc.endpoint)
+            assert await tb.link_to(a_id.node_rid, "a", ta.endpoint) is not None
+            assert not first.closed
+            assert len(tb.links()) == 1

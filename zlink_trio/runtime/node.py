@@ -244,6 +244,7 @@ async def open_node(
     ssl_context: ssl.SSLContext | None = None,
     client_ssl_context: ssl.SSLContext | None = None,
     endpoint: str | None = None,
+    max_links: int = 1024,
     route_cache_max_age: float = 15.0,
     message_follow_duration: float = 30.0,
     instance_idle_timeout: float = DEFAULT_INSTANCE_IDLE_TIMEOUT,
@@ -272,7 +273,9 @@ async def open_node(
     is published, e.g. behind NAT). Links are authenticated with ``secret`` (bytes or
     str, >= 32 bytes, the same on every node); it is required on a non-loopback address.
     ``ssl_context`` makes the server speak TLS (``wss://``); ``client_ssl_context`` is
-    used to dial ``wss://`` peers. ``instance_idle_timeout`` defaults to 300 s (0 disables idle
+    used to dial ``wss://`` peers. At most ``max_links`` links (1024) are open at once:
+    a connection beyond it is refused, a call that would dial one more is Unavailable.
+    ``instance_idle_timeout`` defaults to 300 s (0 disables idle
     eviction); ``active_object_ceiling`` (10,000) bounds local Ready + activating Spots
     and is the descriptor's capacity; ``lease`` (10 s) is renewed every third;
     ``default_timeout`` (30 s) is the deadline of calls without ``.timeout()``.
@@ -291,7 +294,7 @@ async def open_node(
         node_id = validate_node_id(node_id)
         validate_entry_prefix(node_id)
         mesh = validate_mesh_name(mesh)
-        settings = mesh_settings(listen, secret, ssl_context, client_ssl_context)
+        settings = mesh_settings(listen, secret, ssl_context, client_ssl_context, max_links)
         options = NodeOptions(
             endpoint="local://" if endpoint is None else endpoint,
             route_cache_max_age=route_cache_max_age,

@@ -98,7 +98,10 @@ class TransportConfig:
     upgrade and HELLO/WELCOME on the server; HELLO/WELCOME and ``check_peer``
     on the client); ``connect_timeout`` bounds dialling up to the websocket
     upgrade. At most ``max_unauthenticated`` connections may be
-    authenticating at once; more are closed as soon as they are accepted. A
+    authenticating at once; more are closed as soon as they are accepted. At
+    most ``max_links`` links (inbound and outbound) are open at once: a
+    connection beyond it is closed when accepted, a dial beyond it is
+    :class:`Unavailable`. A
     link that received nothing for ``keepalive_interval`` seconds sends a Ping;
     after three intervals of silence it is closed. A link whose queued,
     unsent bytes would exceed ``max_send_buffer_bytes`` is closed (its peer
@@ -114,6 +117,7 @@ class TransportConfig:
     handshake_timeout: float = attrs.field(default=5.0, validator=_check_positive_time)
     connect_timeout: float = attrs.field(default=5.0, validator=_check_positive_time)
     max_unauthenticated: int = attrs.field(default=16, validator=_check_positive_int)
+    max_links: int = attrs.field(default=1024, validator=_check_positive_int)
     keepalive_interval: float = attrs.field(default=10.0, validator=_check_positive_time)
     max_send_buffer_bytes: int = attrs.field(
         default=64 * 1024 * 1024, validator=_check_positive_int

@@ -101,6 +101,9 @@ class MeshTransport:
         """
         self._config = attrs.evolve(self._config, identity=identity)
 
+    def _link_count(self) -> int:
+        return sum(len(group) for group in self._links.values())
+
     def open_link(self, node_rid: NodeRid) -> Link | None:
         """An open authenticated link to ``node_rid`` if one exists now (never dials)."""
         return self._open_link(node_rid)
@@ -129,6 +132,12 @@ class MeshTransport:
                 "shutting down"
             )
         attempt = self._dials.get(node_rid)
+        if attempt is None and self._link_count() >= self._config.max_links:
+            raise Unavailable(
+                f"cannot link to node {node_id!r} at {endpoint}: this node already has "
+                f"{self._config.max_links} links open (max_links); retry later, or raise "
+                "max_links"
+            )
         if attempt is None:
             parsed = Endpoint(endpoint)
             attempt = _Dial()
@@ -177,6 +186,11 @@ class MeshTransport:
     async def _serve_stream(self, stream: trio.abc.Stream) -> None:
         """``trio.serve_listeners`` handler: one accepted connection, in the transport nursery."""
         config = self._config
+        if self._link_count() >= config.max_links and not self._closing:
+            logger.warning("refusing a connection: %d links are open (max_links=%d)",
+                           self._link_count(), config.max_links)
+            await trio.aclose_forcefully(stream)
+            return
         if self._unauthenticated >= config.max_unauthenticated or self._closing:
             logger.warning(
                 "refusing a connection: %d connections are already authenticating "

@@ -59,6 +59,8 @@ class MeshSettings:
     secret: bytes
     ssl_context: ssl.SSLContext | None
     client_ssl_context: ssl.SSLContext | None
+    #: At most this many links open at once (inbound and outbound).
+    max_links: int = 1024
 
 
 def _split(listen: str) -> tuple[str, int]:
@@ -84,8 +86,11 @@ def _is_loopback(host: str) -> bool:
 
 def mesh_settings(listen: str | None, secret: bytes | str | None,
                   ssl_context: ssl.SSLContext | None,
-                  client_ssl_context: ssl.SSLContext | None) -> MeshSettings:
+                  client_ssl_context: ssl.SSLContext | None,
+                  max_links: int = 1024) -> MeshSettings:
     """Check the mesh options of ``open_node``; InvalidConfiguration says what to change."""
+    if isinstance(max_links, bool) or not isinstance(max_links, int) or max_links < 1:
+        raise InvalidConfiguration(f"max_links must be an int >= 1, got {max_links!r}")
     if listen is not None and not isinstance(listen, str):
         raise InvalidConfiguration(f"listen must be a 'host:port' str or None, got {listen!r}")
     for name, value in (("ssl_context", ssl_context), ("client_ssl_context",
@@ -110,7 +115,7 @@ def mesh_settings(listen: str | None, secret: bytes | str | None,
             "every node); generate one with secrets.token_bytes(32)"
         )
     return MeshSettings(host=host, port=port, secret=secret, ssl_context=ssl_context,
-                        client_ssl_context=client_ssl_context)
+                        client_ssl_context=client_ssl_context, max_links=max_links)
 
 
 class MeshEntry:
@@ -160,6 +165,7 @@ async def open_mesh(settings: MeshSettings, node_id: str, node_rid: NodeRid, mes
         identity=placeholder_identity(node_id, node_rid, mesh), secret=settings.secret,
         listen_host=settings.host, listen_port=settings.port,
         server_ssl_context=settings.ssl_context,
-        client_ssl_context=settings.client_ssl_context, random_bytes=random_bytes)
+        client_ssl_context=settings.client_ssl_context, random_bytes=random_bytes,
+        max_links=settings.max_links)
     async with open_transport(config, entry) as transport:
         yield entry, transport
