@@ -141,3 +141,28 @@ def store_url(_backend: Backend) -> str:
 def store(_backend: Backend) -> Store:
     """The ``store_url`` store, opened for the test to read; the nodes share its contents."""
     return _backend.view
+
+
+@pytest.fixture(params=BACKENDS)
+async def url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """A store URL of each backend for tests on the *real* clock (links on sockets): a
+    named ``memory://`` store, a SQLite file, or Redis under a fresh prefix deleted at the
+    end (Redis absent fails under ``CI``, skips locally). Unlike ``store_url`` nothing is
+    patched: the nodes' own clock and store calls run as in production."""
+    if request.param == "memory":
+        yield f"memory://runtime-{uuid.uuid4().hex}"
+        return
+    if request.param == "sqlite":
+        yield f"sqlite://{tmp_path / 'shared.db'}"
+        return
+    helpers = redis_helpers()
+    try:
+        async with helpers.raw_client() as client:
+            await client.ping()
+    except Exception as exc:
+        helpers.unreachable(str(exc))
+    prefix = helpers.fresh_prefix()
+    try:
+        yield helpers.url_with(prefix)
+    finally:
+        await helpers.delete_prefix(prefix)

@@ -15,13 +15,10 @@ sorts first -- so "some land on b before the drain" and "none after" are both ex
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import random
 import types
-import uuid
 from contextlib import AsyncExitStack, asynccontextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -88,38 +85,6 @@ class Steered(random.Random):
 
     def random(self) -> float:
         return self.draw
-
-
-def _redis_helpers() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "drain_redis_helpers", Path(__file__).parent.parent / "store" / "redis_helpers.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-async def url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    """The store both nodes of a test share."""
-    if request.param == "memory":
-        yield f"memory://drain-{uuid.uuid4().hex}"
-        return
-    if request.param == "sqlite":
-        yield f"sqlite://{tmp_path / 'drain.db'}"
-        return
-    helpers = _redis_helpers()
-    try:
-        async with helpers.raw_client() as client:
-            await client.ping()
-    except Exception as exc:
-        helpers.unreachable(str(exc))
-    prefix = helpers.fresh_prefix()
-    try:
-        yield helpers.url_with(prefix)
-    finally:
-        await helpers.delete_prefix(prefix)
 
 
 @asynccontextmanager

@@ -9,10 +9,8 @@ the tests run on the real clock (links wait on sockets) and every one is bounded
 
 from __future__ import annotations
 
-import importlib.util
 import uuid
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -25,6 +23,7 @@ from zlink_trio.store import open_store
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
+    from pathlib import Path
 
 #: What the Spots below did: ``(event, spot_id, node_rid, detail)``.
 EVENTS: list[tuple[Any, ...]] = []
@@ -133,38 +132,6 @@ SPOTS = [Kept, Fresh, Pinned, Slow, Room]
 def _clean() -> None:
     EVENTS.clear()
     KNOBS.clear()
-
-
-def _redis_helpers() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "relocation_redis_helpers", Path(__file__).parent.parent / "store" / "redis_helpers.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-async def url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    """The store every node of a test shares."""
-    if request.param == "memory":
-        yield f"memory://relocation-{uuid.uuid4().hex}"
-        return
-    if request.param == "sqlite":
-        yield f"sqlite://{tmp_path / 'relocation.db'}"
-        return
-    helpers = _redis_helpers()
-    try:
-        async with helpers.raw_client() as client:
-            await client.ping()
-    except Exception as exc:
-        helpers.unreachable(str(exc))
-    prefix = helpers.fresh_prefix()
-    try:
-        yield helpers.url_with(prefix)
-    finally:
-        await helpers.delete_prefix(prefix)
 
 
 @asynccontextmanager

@@ -77,9 +77,9 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from model_parts import Gate, LogCapture, chart_violation
 from store_calls import InFlight, redis_helpers
 
-import statecharts
 import zlink_trio as zl
 from zlink_trio.core.errors import Unavailable
 from zlink_trio.core.records import AuthorityState
@@ -101,7 +101,6 @@ PERIOD: Final = 0.7
 TIMEOUTS: Final = st.sampled_from([None, 0.5, 2.0])
 #: Real seconds without a runnable task that count as settled (link bytes have landed).
 CUSHION: Final = 0.004
-TABLES: Final = {t.name: t for t in map(statecharts.compile, statecharts.ALL_CHARTS)}
 R = zl.CloseReason
 #: What the end of a Message Follow route says when the Spot moved there and then closed:
 #: nothing there (Unavailable), or a newer generation there (InvalidOperation), 06 §6.
@@ -235,26 +234,6 @@ TYPES: Final = {"k0": "rm-kept", "f0": "rm-fresh"}
 # ---------------------------------------------------------------------------- the world
 
 
-class Gate:
-    """Open (everyone passes) or closed (waiters queue); ``pass_one`` lets the oldest through."""
-
-    def __init__(self, is_open: bool) -> None:
-        self.is_open = is_open
-        self._lot = trio.lowlevel.ParkingLot()
-
-    def act(self, action: str) -> None:
-        if action == "pass_one":
-            self._lot.unpark()
-            return
-        self.is_open = action == "open"
-        if self.is_open:
-            self._lot.unpark_all()
-
-    async def wait(self) -> None:
-        if not self.is_open:
-            await self._lot.park()
-
-
 @attrs.define(eq=False)
 class Op:
     """One operation the machine started, and how it ended."""
@@ -296,15 +275,6 @@ def _world() -> World:
     return WORLD
 
 
-class _Capture(logging.Handler):
-    def __init__(self, world: World) -> None:
-        super().__init__(logging.WARNING)
-        self.world = world
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.world.logs.append(record.getMessage())
-
-
 class World:
     """One example: a fresh store, three nodes, the operations and what the Spots did."""
 
@@ -334,7 +304,7 @@ class World:
         self.violations: list[str] = []
         self.logs: list[str] = []
         self.transitions: set[tuple[str, str, str]] = set()
-        self.capture = _Capture(self)
+        self.capture = LogCapture(self.logs)
         self.leftovers: list[Any] = []
         #: The clock before the last ``advance`` jump.
         self.before_jump = -math.inf
@@ -400,13 +370,9 @@ class World:
 
     def trace(self, chart: str, state: str, event: str, target: str) -> None:
         self.transitions.add((chart, state, event))
-        try:
-            defined = TABLES[chart].step(state, event)
-        except statecharts.UndefinedTransition as exc:
-            self.violations.append(f"undefined transition taken: {exc}")
-            return
-        self.expect(defined == target, f"{chart}: {state} --{event}--> {target}, "
-                                       f"but the chart says {defined}")
+        problem = chart_violation(chart, state, event, target)
+        if problem is not None:
+            self.violations.append(problem)
 
     async def settle(self) -> None:
         """Until nothing runs: no runnable task for CUSHION real seconds, no store call."""

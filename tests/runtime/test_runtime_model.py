@@ -82,8 +82,8 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from model_parts import Gate, LogCapture, chart_violation
 
-import statecharts
 import zlink_trio as zl
 from zlink_trio.core.records import AuthorityState
 from zlink_trio.runtime import charts as _charts
@@ -102,7 +102,6 @@ SWEEP_INTERVAL: Final = 0.25
 DEFAULT_TIMEOUT: Final = 4.0
 TIMEOUTS: Final = st.sampled_from([None, 0.3, 1.0, 3.0])
 UUID4: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
-TABLES: Final = {t.name: t for t in map(statecharts.compile, statecharts.ALL_CHARTS)}
 CLOSED, IDLE, FAILED, SHUTDOWN = (zl.CloseReason.CLOSED, zl.CloseReason.IDLE_EVICTED,
                                   zl.CloseReason.ACTIVATION_FAILED, zl.CloseReason.NODE_SHUTDOWN)
 
@@ -195,26 +194,6 @@ class MRoom(_Model):
 # ---------------------------------------------------------------------------- the world
 
 
-class Gate:
-    """Open (everyone passes) or closed (waiters queue); ``pass_one`` lets the oldest through."""
-
-    def __init__(self, is_open: bool) -> None:
-        self.is_open = is_open
-        self._lot = trio.lowlevel.ParkingLot()
-
-    def act(self, action: str) -> None:
-        if action == "pass_one":
-            self._lot.unpark()
-            return
-        self.is_open = action == "open"
-        if self.is_open:
-            self._lot.unpark_all()
-
-    async def wait(self) -> None:
-        if not self.is_open:
-            await self._lot.park()
-
-
 @attrs.define(eq=False)
 class Incarnation:
     """What one (ID, generation) did, as its instance reported it."""
@@ -276,15 +255,6 @@ def _world() -> World:
     return WORLD
 
 
-class _Capture(logging.Handler):
-    def __init__(self, world: World) -> None:
-        super().__init__(logging.WARNING)
-        self.world = world
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.world.logs.append(record.getMessage())
-
-
 class World:
     """One example: a fresh store and node, the operations and what the Spots reported."""
 
@@ -309,7 +279,7 @@ class World:
         self.logs: list[str] = []
         self.new_refs: list[zl.SpotRef] = []
         self.transitions: set[tuple[str, str, str]] = set()
-        self.capture = _Capture(self)
+        self.capture = LogCapture(self.logs)
 
     def expect(self, ok: bool, what: str) -> None:
         if not ok:
@@ -338,13 +308,9 @@ class World:
 
     def trace(self, chart: str, state: str, event: str, target: str) -> None:
         self.transitions.add((chart, state, event))
-        try:
-            defined = TABLES[chart].step(state, event)
-        except statecharts.UndefinedTransition as exc:
-            self.violations.append(f"undefined transition taken: {exc}")
-            return
-        self.expect(defined == target, f"{chart}: {state} --{event}--> {target}, "
-                                       f"but the chart says {defined}")
+        problem = chart_violation(chart, state, event, target)
+        if problem is not None:
+            self.violations.append(problem)
 
     async def shut_down(self) -> None:
         """Open every gate, cancel the operations still running, close the node."""
