@@ -18,6 +18,9 @@ sends a message across nodes. The items about more than one node run on two or t
 *listening* nodes (real loopback links) on every backend in ``test_spec_cross_node.py``,
 under the same names:
 
+- "Even if several callers request creation of the same object at the same time, the
+  factory runs only once, and the remaining callers target the object it created." --
+  there with callers on both nodes; here on one node.
 - "When only the fact that the owner can't be used is confirmed (Unavailable) ..." --
   there only: the unusable owner is another node whose lease ran out on the caller's
   store clock, after the same call reached it across the link.

@@ -40,6 +40,9 @@ The items, and where each is tested:
 - 06 "Missing, Creating, and Store failure aren't negative-cached." -- Missing and
   Creating seen from another node here; the store-failure part (a store double) stays in
   ``test_spec_06.py``.
+- 09 "Even if several callers request creation of the same object at the same time, the
+  factory runs only once, and the remaining callers target the object it created." --
+  here with callers on both nodes (06 §4.2); one node: ``test_spec_09.py``.
 - 09 "When only the fact that the owner can't be used is confirmed (Unavailable) ..." --
   here: the owner is another node whose lease ran out on the caller's store clock.
 - 09 "Even right after an object is recreated, an ordinary message isn't rejected for a
@@ -407,6 +410,41 @@ async def test_message_not_delivered_to_instance_without_authority_and_loser_bui
             assert ran_on(b) == []
             assert [run[3] for run in PROBE.factory_runs] == [str(a.node_rid)]
             assert b.statistics().active_spots == 0
+            await settled(shared.view)
+
+
+async def test_concurrent_creation_runs_factory_once_and_others_target_created_object(
+    shared: Shared,
+) -> None:
+    """Even if several callers request creation of the same object at the same time, the
+    factory runs only once, and the remaining callers target the object it created. (The
+    callers are on both nodes, 06 §4.2; one node: ``test_spec_09.py``.)"""
+    gate = PROBE.activate_gates["c-1"] = trio.Event()
+    replies: list[Pong] = []
+    with trio.fail_after(LIMIT):
+        async with open_nodes(shared, 1, 0) as (a, b):
+
+            async def request(node: Any, tag: str) -> None:
+                call = node.client.request("c-1", Note(tag), reply=Pong)
+                replies.append(await call.instance_spot("counter").timeout(20))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(request, b, "b-0")
+                await PROBE.started("c-1").wait()
+                for i in range(1, 20):
+                    nursery.start_soon(request, b, f"b-{i}")
+                    nursery.start_soon(request, a, f"a-{i}")
+                await trio.testing.wait_all_tasks_blocked(0.05)
+                gate.set()
+            assert len(PROBE.factory_runs) == 1
+            generation = PROBE.factory_runs[0][2]
+            assert {(r.generation, r.node_rid) for r in replies} == {
+                (generation, str(a.node_rid))}
+            tags = sorted(msg.tag for msg in ran_on(a))
+            assert tags == sorted([f"b-{i}" for i in range(20)] +
+                                  [f"a-{i}" for i in range(1, 20)])
+            assert ran_on(a)[0] == Note("b-0")  # the first message ran first
+            assert ran_on(b) == []
             await settled(shared.view)
 
 
