@@ -6,7 +6,7 @@ run on the real clock -- an autojump ``MockClock`` would jump while a socket wai
 every one is bounded by ``trio.fail_after``; nothing sleeps to wait for something.
 
 The two spec 06 §10 items about commands 47 and 48 are contract-tested on every store
-backend, with their failure branches, in ``test_spec_cross_node.py``; the tests of the
+backend, with their failure branches, in ``test_spec_0*_cross_node.py``; the tests of the
 same names here stay on memory and also check what needs a hand-written frame (a
 redelivered operation ID gets the retained command 20).
 """

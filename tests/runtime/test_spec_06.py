@@ -12,7 +12,7 @@ here sends a message across nodes: several nodes of one process share a store on
 an item is about the store's one namespace (a Spot ID in two Meshes).
 
 The items about more than one node run on two or three *listening* nodes (real loopback
-links) on every backend in ``test_spec_cross_node.py``, under the same names (a suffix for
+links) on every backend in ``test_spec_0*_cross_node.py``, under the same names (a suffix for
 a second branch):
 
 - "Remote User Spot create fixes provider reservation and target lifecycle in command 47,
@@ -475,7 +475,7 @@ async def test_cold_activation_source_creates_no_owner_claim_and_submits_envelop
 ):
     """The cold-activation source doesn't create an owner claim — it submits the activation
     envelope, including the first message, to the target. (Source and target on one node;
-    on two: ``test_spec_cross_node.py``.)"""
+    on two: ``test_spec_0*_cross_node.py``.)"""
     mem = store
     with trio.fail_after(10):
         async with open_test_node("node-a", store=store_url) as a:
@@ -565,7 +565,7 @@ class FlakyLocation(MemoryLocationStore):
 
 async def test_missing_creating_and_store_failure_are_not_negative_cached(autojump_clock):
     """Missing, Creating, and Store failure aren't negative-cached. (Store failure; Missing
-    and Creating seen from another node: ``test_spec_cross_node.py``.)"""
+    and Creating seen from another node: ``test_spec_0*_cross_node.py``.)"""
     with trio.fail_after(10):
         # Store failure: the next call reads the store again.
         flaky = MemoryStoreWith(FlakyLocation())

@@ -15,7 +15,7 @@ at admission) is refused with ``zl.CapacityExceeded`` whose ``lane`` is ``"appli
 
 These nodes run on ``MockClock`` without mesh links (``listen=None``), so no test here
 sends a message across nodes. The items about more than one node run on two or three
-*listening* nodes (real loopback links) on every backend in ``test_spec_cross_node.py``,
+*listening* nodes (real loopback links) on every backend in ``test_spec_0*_cross_node.py``,
 under the same names:
 
 - "Even if several callers request creation of the same object at the same time, the

@@ -1,4 +1,7 @@
-"""Contract tests for the spec 06 §10 and 09 §8 items about more than one node, on real links.
+"""Contract tests for the spec 06 §10 items about more than one node, on real links.
+
+The 09 §8 half is ``test_spec_09_cross_node.py``; the nodes and fixtures are in
+``cross_node_helpers.py``. What follows covers both halves.
 
 Every test here runs two (or three) nodes of one process that **listen** (real loopback
 trio-websocket links, as separate processes use) and share one store, on each backend:
@@ -70,110 +73,43 @@ every test is bounded by ``trio.fail_after``, and nothing sleeps to wait for som
 
 from __future__ import annotations
 
-import random
 import time
-from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import pytest
 import trio
 import trio.testing
+from cross_node_helpers import (
+    LIMIT,
+    Shared,
+    open_nodes,
+    ran_on,
+    record_state,
+    settled,
+    shared_store,
+)
 from spec_helpers import (
     PROBE,
-    CloseMe,
-    Counter,
     Hold,
     Note,
     Ping,
     Pong,
-    Recorder,
-    Room,
     RoomSpec,
     Welcome,
     wait_until,
 )
 
 import zlink_trio as zl
-from zlink_trio.store import MemoryStore, open_store
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from zlink_trio.store import Store
-
-#: Real seconds a test may take (a healthy one takes well under two).
-LIMIT = 30
-
-
-@zl.user_spot("hall", relocation=zl.RecreateOnRelocation())
-class Hall(Recorder):
-    """A User Spot that can move (Room cannot): for the close-meets-a-move branch."""
-
-    def __init__(self, ctx: zl.SpotContext, request: RoomSpec | None) -> None:
-        self._constructed(ctx)
-
-
-SPOTS = (Counter, Room, Hall)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_probe() -> None:
-    PROBE.reset()
-
-
-@attrs.frozen
-class Shared:
-    """What every node is opened on, and the same store opened for the test to read."""
-
-    store: MemoryStore | str
-    view: Store
-
 
 @pytest.fixture
 async def shared(url: str) -> AsyncIterator[Shared]:
-    """Each backend: one MemoryStore object for all nodes, or the SQLite / Redis URL."""
-    if url.startswith("memory://"):
-        memory = MemoryStore()
-        yield Shared(memory, memory)
-        return
-    async with open_store(url) as view:
-        yield Shared(url, view)
-
-
-def open_node(shared: Shared, name: str, weight: float, **options: Any) -> Any:
-    """A listening node of :data:`SPOTS` on the shared store (loopback, any free port)."""
-    return zl.open_node(name, store=shared.store, spots=list(SPOTS),
-                        placement_weight=weight, **options)
-
-
-@asynccontextmanager
-async def open_nodes(shared: Shared, *weights: float) -> AsyncIterator[list[Any]]:
-    """Nodes ``node-a``, ``node-b``... of these placement weights on the shared store."""
-    async with AsyncExitStack() as stack:
-        yield [await stack.enter_async_context(open_node(shared, f"node-{chr(97 + i)}", w))
-               for i, w in enumerate(weights)]
-
-
-def ran_on(node: Any) -> list[object]:
-    """The messages handled on ``node``, in order."""
-    return [msg for _, _, rid, msg in PROBE.handled if rid == str(node.node_rid)]
-
-
-async def record_state(view: Store, spot_id: str) -> str | None:
-    record = await view.location.find(spot_id)
-    return None if record is None else record.state.name
-
-
-async def settled(view: Store, *, creating: int = 0, roots: int = 0) -> None:
-    """Wait until the store holds ``creating`` Creating records and ``roots`` roots."""
-
-    async def done() -> bool:
-        location = await view.location.statistics()
-        relocation = await view.relocation.statistics()
-        return (location.creating, relocation.roots) == (creating, roots)
-
-    await wait_until(done)
+    """The nodes' store on each backend (``cross_node_helpers.shared_store``)."""
+    async with shared_store(url) as opened:
+        yield opened
 
 
 # --- 06: remote create (47/20) -------------------------------------------------------------
@@ -493,202 +429,4 @@ async def test_missing_creating_and_store_failure_are_not_negative_cached(
             ref = await a.spots.find("r-2")
             assert done == [Pong("r-2", ref.generation, "Room", str(b.node_rid))]
 
-
-# --- 09: the owner can't be used -----------------------------------------------------------
-
-
-async def test_unavailable_owner_starts_no_new_creation_and_ends_request_with_it(
-    shared: Shared,
-) -> None:
-    """When only the fact that the owner can't be used is confirmed (Unavailable), a new
-    creation isn't started, and that result is delivered only as the terminal completion of
-    the in-progress request."""
-    view = shared.view
-    skew = [0.0]  # node-b's store clock runs ahead of node-a's (wall time) by this much
-    with trio.fail_after(LIMIT):
-        async with (
-            open_node(shared, "node-a", 1, lease=3, clock=time.time) as a,
-            open_node(shared, "node-b", 0, lease=60,
-                      clock=lambda: time.time() + skew[0]) as b,
-        ):
-            first = await b.client.request("c-1", Ping(), reply=Pong).instance_spot(
-                "counter").timeout(20)
-            assert first.node_rid == str(a.node_rid)  # reached across the link
-            # node-b's clock passes node-a's lease: c-1 keeps its authority, but to node-b
-            # its owner can no longer be used (node-a itself goes on renewing on its clock).
-            skew[0] = 4.0
-            record_before = await view.location.find("c-1")
-            location_before = await view.location.statistics()
-            with pytest.raises(zl.Unavailable, match="not live"):
-                await b.client.request("c-1", Note("intent"), reply=Pong).instance_spot(
-                    "counter").timeout(20)
-            with pytest.raises(zl.Unavailable, match="not live"):
-                await b.client.request("c-1", Note("plain"), reply=Pong).timeout(20)
-            assert await view.location.find("c-1") == record_before
-            assert await view.location.statistics() == location_before
-            assert (await view.relocation.statistics()).roots == 0
-            assert PROBE.factory_ids() == ["c-1"]
-            assert ran_on(a) == [Ping()]
-            assert ran_on(b) == []
-            skew[0] = 0.0  # the owner is usable again: the same call reaches it
-            again = await b.client.request("c-1", Ping(), reply=Pong).timeout(20)
-            assert again == first
-
-
-# --- 09: stale owner filtering -------------------------------------------------------------
-
-
-async def test_ordinary_message_not_rejected_for_generation_mismatch_after_recreate(
-    shared: Shared,
-) -> None:
-    """Even right after an object is recreated, an ordinary message isn't rejected for a
-    generation mismatch. (Another node's cached route names the old generation; close and
-    re-create happened on the same owner, so its current Ready Spot runs it, 06 §5.)"""
-    with trio.fail_after(LIMIT):
-        async with open_nodes(shared, 1, 0) as (a, b):
-            old = (await a.spots.get_or_create("r-1", "room").timeout(20)).ref
-            pong = await b.client.request("r-1", Ping(), reply=Pong).timeout(20)
-            assert pong.generation == old.generation  # node-b caches the route now
-            assert await a.spots.close(old) is True
-            new = (await a.spots.get_or_create("r-1", "room").timeout(20)).ref
-            assert new.generation > old.generation
-            hits = b.statistics().route_cache.hits
-            plain = await b.client.request("r-1", Note("right after"), reply=Pong).timeout(20)
-            assert b.statistics().route_cache.hits > hits  # sent on the old route
-            assert (plain.generation, plain.node_rid) == (new.generation, str(a.node_rid))
-            await b.client.send("r-1", Note("sent right after"))
-
-            async def sent_arrived() -> bool:
-                return Note("sent right after") in ran_on(a)
-
-            await wait_until(sent_arrived)
-            assert [g for sid, g, _, msg in PROBE.handled if isinstance(msg, Note)] == [
-                new.generation, new.generation]
-
-            # An Instance Spot that closed itself and was activated again, likewise.
-            first = await b.client.request("c-1", Ping(), reply=Pong).instance_spot(
-                "counter").timeout(20)
-            await a.client.send("c-1", CloseMe())
-
-            async def gone() -> bool:
-                return await a.spots.find("c-1") is None
-
-            await wait_until(gone)
-            second = await a.client.request("c-1", Ping(), reply=Pong).instance_spot(
-                ).timeout(20)
-            assert second.generation > first.generation
-            plain = await b.client.request("c-1", Note("instance"), reply=Pong).timeout(20)
-            assert plain.generation == second.generation
-
-
-async def test_call_to_stale_owner_ends_in_error_without_retry(shared: Shared) -> None:
-    """A call sent to a stale owner ends in an error without automatic retry. (Another
-    node's cached route names a node that no longer owns the Spot: StaleRoute, run
-    nowhere, not resent to the new owner, 06 §6.)"""
-    with trio.fail_after(LIMIT):
-        async with open_nodes(shared, 1, 0) as (a, b):
-            # The owner's incarnation closed itself; node-b still caches the route.
-            first = await b.client.request("c-1", Ping(), reply=Pong).instance_spot(
-                "counter").timeout(20)
-            await b.client.send("c-1", CloseMe())
-
-            async def gone() -> bool:
-                return await a.spots.find("c-1") is None
-
-            await wait_until(gone)
-            with pytest.raises(zl.StaleRoute, match="no longer owns"):
-                await b.client.request("c-1", Note("stale"), reply=Pong).timeout(20)
-            with pytest.raises(zl.NotFound):  # the next call resolves afresh
-                await b.client.request("c-1", Note("next"), reply=Pong).timeout(20)
-            second = await b.client.request("c-1", Note("intent"), reply=Pong).instance_spot(
-                ).timeout(20)
-            assert second.generation > first.generation
-            assert Note("stale") not in [msg for _, _, _, msg in PROBE.handled]
-
-            # Re-created on a third node: node-b's cached route still names node-a.
-            old = (await b.spots.get_or_create("r-1", "room").timeout(20)).ref
-            assert old.node_rid == a.node_rid
-            await b.client.request("r-1", Ping(), reply=Pong).timeout(20)
-            assert await a.spots.close(old) is True
-            # node-c, opened now with a far larger weight, is where r-1 goes next (seeded
-            # NodeRids make the weighted rendezvous choice fixed).
-            async with open_node(shared, "node-c", 1000.0, random=random.Random(7)) as c:
-                new = (await a.spots.get_or_create("r-1", "room").timeout(20)).ref
-                assert new.node_rid == c.node_rid
-                with pytest.raises(zl.StaleRoute, match="no longer owns"):
-                    await b.client.request("r-1", Note("stale"), reply=Pong).timeout(20)
-                assert ran_on(c) == []  # not resubmitted to the owner the store names
-                pong = await b.client.request("r-1", Note("next"), reply=Pong).timeout(20)
-                assert (pong.generation, pong.node_rid) == (new.generation, str(c.node_rid))
-                assert ran_on(c) == [Note("next")]
-            assert Note("stale") not in [msg for _, _, _, msg in PROBE.handled]
-
-
-# --- 09: the ceiling at local activation ---------------------------------------------------
-
-
-async def test_new_activation_rejected_at_ceiling(shared: Shared) -> None:
-    """Once the active-object count reaches the ceiling, new activation is rejected at that
-    node. (A request already sent to a full node: its sender cannot see the target's load,
-    so the target's local activation refuses it -- also while an activation there is still
-    pending -- and nothing is written; a create placed there is refused by Reserve, and so
-    is a Spot moving in.)"""
-    view = shared.view
-    gate = PROBE.activate_gates["c-2"] = trio.Event()
-    with trio.fail_after(LIMIT):
-        async with (
-            open_node(shared, "node-a", 1, active_object_ceiling=2) as a,
-            open_node(shared, "node-b", 0) as b,
-        ):
-            await b.client.request("c-1", Ping(), reply=Pong).instance_spot(
-                "counter").timeout(20)
-            await settled(view)
-
-            async def second() -> None:
-                await b.client.request("c-2", Ping(), reply=Pong).instance_spot(
-                    "counter").timeout(20)
-
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(second)
-                await PROBE.started("c-2").wait()  # one active, one activating on node-a
-                location_before = await view.location.statistics()
-                with pytest.raises(zl.CapacityExceeded, match="ceiling of 2") as refused:
-                    await b.client.request("c-3", Ping(), reply=Pong).instance_spot(
-                        "counter").timeout(20)
-                assert refused.value.lane is None
-                assert await view.location.statistics() == location_before
-                gate.set()
-            await settled(view)
-            location_before = await view.location.statistics()
-            with pytest.raises(zl.CapacityExceeded, match="ceiling of 2"):  # two active
-                await b.client.request("c-3", Ping(), reply=Pong).instance_spot(
-                    "counter").timeout(20)
-            with pytest.raises(zl.CapacityExceeded):  # a User Spot placed there: Reserve
-                await b.spots.get_or_create("r-1", "room").timeout(20)
-            assert await view.location.statistics() == location_before
-            assert (await view.relocation.statistics()).roots == 0
-            assert PROBE.factory_ids() == ["c-1", "c-2"]
-            assert b.statistics().active_spots == 0  # not built by the sender either
-            # Once one closes, the same request fits on node-a.
-            await b.client.send("c-1", CloseMe())
-
-            async def gone() -> bool:
-                return await a.spots.find("c-1") is None
-
-            await wait_until(gone)
-            pong = await b.client.request("c-3", Ping(), reply=Pong).instance_spot(
-                "counter").timeout(20)
-            assert pong.node_rid == str(a.node_rid)
-            assert PROBE.factory_ids() == ["c-1", "c-2", "c-3"]
-            # An object incoming by a move is held to the ceiling too (09 §5): c-3 moves
-            # away, c-4 fills node-a again, and c-3 cannot come back.
-            away = await a.relocate("c-3", to="node-b", timeout=20)
-            assert away.outcome is zl.RelocationOutcome.COMMITTED
-            await b.client.request("c-4", Ping(), reply=Pong).instance_spot(
-                "counter").timeout(20)
-            back = await b.relocate("c-3", to="node-a", timeout=20)
-            assert back.outcome is zl.RelocationOutcome.REFUSED
-            assert "at capacity" in back.reason
-            assert (await b.spots.find("c-3")).node_rid == b.node_rid
-            assert (a.statistics().active_spots, b.statistics().active_spots) == (2, 1)
 
