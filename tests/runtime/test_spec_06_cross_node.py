@@ -4,7 +4,7 @@ The 09 §8 half is ``test_spec_09_cross_node.py``; the nodes and fixtures are in
 ``cross_node_helpers.py``. What follows covers both halves.
 
 Every test here runs two (or three) nodes of one process that **listen** (real loopback
-trio-websocket links, as separate processes use) and share one store, on each backend:
+websocket links, as separate processes use) and share one store, on each backend:
 ``memory`` (one :class:`~zlink_trio.store.MemoryStore` *object* given to every node),
 ``sqlite`` (one file) and ``redis`` (one key prefix) -- the ``url`` fixture of
 ``conftest.py`` (Redis absent fails under ``CI``, skips locally). A message that has to
