@@ -5,6 +5,8 @@
   Instance Spot answers again from a new incarnation (a larger ObjectGeneration, its
   state lost with the process), each User Spot is ``NotFound`` and can be created
   again. The dead lifecycle's claim and Entry claim are gone from the store.
+* A process paused past its lease (SIGSTOP, the GC-pause zombie) while a new process
+  of its NodeId took over never handles a message again once it wakes up.
 * A second process started with a NodeId whose holder is alive is refused at start,
   within about a third of a lease (the holder's renewal gives it away), with a message
   that says what to do; the first process keeps serving.
@@ -15,6 +17,8 @@ other processes poll with a short pause (no event crosses processes).
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 import trio
@@ -104,3 +108,45 @@ async def test_second_process_with_a_live_node_id_is_refused_at_start(mesh_url, 
     assert "give this one another node_id" in error, error
     assert waited < LEASE + 5, waited  # refused once the holder renewed (lease / 3)
     assert (answer["ok"], answer["value"]) == (True, 3), answer  # the first keeps serving
+
+
+def _handled_by_pid(tmp_path) -> list[tuple[int, int]]:
+    """``(seq, pid)`` of every ``Step`` handled, from the worker's append-only log."""
+    log = tmp_path / "factory.log.handled"
+    lines = log.read_text().splitlines() if log.exists() else []
+    return [(int(seq), int(pid)) for _, _, seq, _, pid in (line.split(" ") for line in lines)]
+
+
+async def test_a_paused_owner_woken_after_its_restart_never_acts_again(mesh_url, tmp_path):
+    """Item 1, fencing: the GC-pause zombie. ``r0`` is SIGSTOPped past its lease, a new
+    process starts under NodeId ``r0`` and releases the Spot, which activates anew there;
+    the old process is then SIGCONTed: it handles nothing any more (its own local call
+    fails), and the Spot keeps being served by the new process only."""
+    spot = "zombie-1"
+    with trio.fail_after(TEST_TIMEOUT):
+        async with start_nodes(["caller"], mesh_url, tmp_path, weight=0) as (caller,):
+            old = await launch("r0", mesh_url, tmp_path, lease=LEASE)
+            async with running(old):
+                first = await caller.call(op="step", spot=spot, seq=1, intent=True)
+                assert (first["ok"], first["node"]) == (True, "r0"), first
+                os.kill(old.info["pid"], signal.SIGSTOP)
+                try:
+                    async with running(await launch("r0", mesh_url, tmp_path,
+                                                    lease=LEASE)) as new:
+                        while True:
+                            again = await caller.call(op="step", spot=spot, seq=2,
+                                                      intent=True, timeout=5)
+                            if again["ok"]:
+                                break
+                            await trio.sleep(PACE)
+                        os.kill(old.info["pid"], signal.SIGCONT)
+                        woken = await old.call(op="step", spot=spot, seq=3, timeout=3)
+                        later = await caller.call(op="step", spot=spot, seq=4, timeout=5)
+                finally:
+                    os.kill(old.info["pid"], signal.SIGCONT)
+    assert again["count"] == 1, again  # a new incarnation: the old state died
+    assert not woken["ok"], woken  # the zombie refused its own call
+    assert (later["ok"], later["count"]) == (True, 2), later
+    handled = _handled_by_pid(tmp_path)
+    old_pid, new_pid = old.info["pid"], new.info["pid"]
+    assert handled == [(1, old_pid), (2, new_pid), (4, new_pid)], handled
