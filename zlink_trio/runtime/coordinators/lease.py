@@ -28,7 +28,8 @@ up the authority this node held is an operator action):
 2. cold activations in flight are cancelled (their callers get that Unavailable, and
    their aborts skip the store);
 3. every local incarnation seals admission, completes its queued work with that
-   Unavailable without running it, cancels its timers, lets its running turn finish,
+   Unavailable without running it, cancels its timers, lets its running turn finish
+   (withholding its reply if the lease deadline passed first: ``Host._run_message``),
    runs ``on_close(OWNERSHIP_LOST)`` once and leaves the catalog (``Host.lose_ownership``);
 4. once all are gone (bounded by ``default_timeout``) the node steps ``stop`` ->
    ``stopped``.  The ``async with open_node`` block is left by the application; its
