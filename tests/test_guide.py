@@ -175,3 +175,17 @@ def test_every_zl_name_the_guide_mentions_exists() -> None:
 
 def test_readme_links_the_guide() -> None:
     assert "](docs/guide.md)" in (ROOT / "README.md").read_text()
+
+
+def _github_anchor(heading: str) -> str:
+    # GitHub's slugs: lowercase, punctuation other than - and _ dropped, spaces to -.
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_links_inside_the_guide_and_to_other_docs_resolve() -> None:
+    text = GUIDE.read_text()
+    anchors = {_github_anchor(h) for h in re.findall(r"^#{1,6} (.+)$", text, re.MULTILINE)}
+    broken = [a for a in re.findall(r"\]\(#([^)]+)\)", text) if a not in anchors]
+    broken += [p for p in re.findall(r"\]\(([\w/]+\.md)[#)]", text)
+               if not (GUIDE.parent / p).exists()]
+    assert not broken, broken
