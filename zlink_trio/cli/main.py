@@ -28,12 +28,15 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
-from zlink_trio.cli import inspect, release
+from zlink_trio.cli import charts, inspect, release
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 __all__ = ("build_parser", "main")
+
+#: The subcommands argparse parses (besides the forwarded ones).
+_COMMANDS = ("inspect", "release", "nodes", "relocate", "drain", "statecharts")
 
 #: Subcommands that own their arguments: name -> (the module run as a program, help).
 _FORWARDED: dict[str, tuple[str, str]] = {
@@ -66,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
                             add_help=False)
     inspect.add_parser(commands)
     release.add_parser(commands)
+    charts.add_parser(commands)
     return parser
 
 
@@ -78,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args:
         parser.print_help(sys.stderr)
         return 2
-    if not args[0].startswith("-") and args[0] not in (*_FORWARDED, "inspect", "release"):
+    if not args[0].startswith("-") and args[0] not in (*_FORWARDED, *_COMMANDS):
         print(f"zlink-trio: unknown command {args[0]!r}\n", file=sys.stderr)
         parser.print_usage(sys.stderr)
         return 2
