@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -155,15 +156,19 @@ def test_inspect_one_shows_every_field_and_the_owner_lease(capsys, sqlite_store)
         assert any(line.startswith(field) for line in out.splitlines()), field
     assert f"object generation  {r.object_generation}" in out
     assert "not live" in out
-    assert (f"zlink-trio release --store URL a-1 --generation {r.object_generation} "
-            "--owner-generation 1") in out
+    hint = out.splitlines()[-1].strip()
+    assert hint == (f"zlink-trio release --store {shlex.quote(url)} a-1 --generation "
+                    f"{r.object_generation} --owner-generation 1")
+    status, out, _ = run(capsys, *shlex.split(hint)[1:])  # the hint is a command that works
+    assert status == 0
+    assert "released 'a-1'" in out
     status, out, _ = run(capsys, "inspect", "--store", url, "b-1")
     assert status == 0
     assert "live until" in out
     assert "zlink-trio release" not in out
-    status, out, _ = run(capsys, "inspect", "--store", url, "a-1", "--json")
+    status, out, _ = run(capsys, "inspect", "--store", url, "a-2", "--json")
     shown = json.loads(out)
-    assert shown["objectGeneration"] == str(r.object_generation)
+    assert shown["objectGeneration"] == str(seeded["a-2"].object_generation)
     assert shown["ownerLease"] == {"live": False, "expiresAt": None}
     status, out, _ = run(capsys, "inspect", "--store", url, "b-1", "--json")
     assert json.loads(out)["ownerLease"]["live"] is True

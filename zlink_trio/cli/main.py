@@ -28,7 +28,7 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
-from zlink_trio.cli import charts, inspect, release
+from zlink_trio.cli import charts, inspect, nodes, operators, release
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
                             add_help=False)
     inspect.add_parser(commands)
     release.add_parser(commands)
+    nodes.add_parser(commands)
+    operators.add_parsers(commands)
     charts.add_parser(commands)
     return parser
 
