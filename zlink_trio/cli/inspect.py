@@ -76,7 +76,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = commands.add_parser(
         "inspect", help="list authority records, or show one Spot's",
         description="List the Location Store's authority records page by page, or show "
-                    "one Spot's record. Read-only.")
+                    "one Spot's record. Read-only. Exit 0 shown, 1 the Spot is Missing or the "
+                    "store is unavailable, 2 usage error.")
     add_store_arguments(parser)
     parser.add_argument("spot_id", nargs="?", metavar="SPOT_ID",
                         help="show this Spot's record (exit 1 when it is Missing)")

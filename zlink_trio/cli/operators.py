@@ -186,7 +186,7 @@ def run_relocate(args: argparse.Namespace) -> int:
         return EXIT_OK if result.outcome is zl.RelocationOutcome.COMMITTED else EXIT_REFUSED
 
     return run_command("relocate", body, as_json=args.json, unavailable=_ACROSS[0],
-                       too_slow=_ACROSS[1])
+                       not_found="not found", too_slow=_ACROSS[1])
 
 
 def run_drain(args: argparse.Namespace) -> int:
@@ -219,4 +219,4 @@ def run_drain(args: argparse.Namespace) -> int:
         return EXIT_OK if complete else EXIT_REFUSED
 
     return run_command("drain", body, as_json=args.json, unavailable=_ACROSS[0],
-                       too_slow=_ACROSS[1])
+                       not_found="not found", too_slow=_ACROSS[1])

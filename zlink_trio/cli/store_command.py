@@ -140,21 +140,22 @@ def _leaf(error: BaseException) -> BaseException:
 
 def run_command(command: str, body: Callable[[], Awaitable[int]], *,
                 err: TextIO | None = None, as_json: bool = False,
-                unavailable: str = "store unavailable",
+                unavailable: str = "store unavailable", not_found: str = "not released",
                 too_slow: str = "the store did not answer within --timeout; nothing is known "
                                 "to have changed, check with zlink-trio inspect") -> int:
     """Run ``body`` in ``trio.run``; turn every expected failure into a line and a status.
 
     ``as_json`` also prints the failure on stdout as ``{"error": {...}}``;
-    ``unavailable`` labels Unavailable / DeadlineExceeded and ``too_slow`` is the line for
-    a ``--timeout`` that ran out (the operator commands reach nodes, not only a store).
+    ``unavailable`` labels Unavailable / DeadlineExceeded, ``not_found`` NotFound, and
+    ``too_slow`` is the line for a ``--timeout`` that ran out (the operator commands
+    reach nodes, not only a store).
     """
     err = sys.stderr if err is None else err
     try:
         return trio.run(body)
     except BaseException as raised:
         error = _leaf(raised)
-        status, line = _failure(error, unavailable, too_slow)
+        status, line = _failure(error, unavailable, not_found, too_slow)
         if status is None:
             if error is raised:
                 raise
@@ -166,7 +167,8 @@ def run_command(command: str, body: Callable[[], Awaitable[int]], *,
         return status
 
 
-def _failure(error: BaseException, unavailable: str, too_slow: str) -> tuple[int | None, str]:
+def _failure(error: BaseException, unavailable: str, not_found: str,
+             too_slow: str) -> tuple[int | None, str]:
     if isinstance(error, UsageError | InvalidConfiguration):
         return EXIT_USAGE, f"error: {error}"
     if isinstance(error, trio.TooSlowError):
@@ -175,7 +177,7 @@ def _failure(error: BaseException, unavailable: str, too_slow: str) -> tuple[int
     if isinstance(error, DeadlineExceeded | Unavailable) and not isinstance(error, StaleFence):
         return EXIT_REFUSED, f"{unavailable}: {error.message}"
     if isinstance(error, ZLinkError):
-        label = "not released" if isinstance(error, NotFound) else "refused"
+        label = not_found if isinstance(error, NotFound) else "refused"
         extra = (f" (the lease ends {iso(error.lease_expires_at)})"
                  if isinstance(error, OwnerAlive) else "")
         return EXIT_REFUSED, f"{label}: {error.message}{extra}"
