@@ -9,12 +9,14 @@ as a separate client-only node while the nodes keep serving.
 from __future__ import annotations
 
 import json
+import ssl
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import pytest
 import trio
+import trustme
 
 import zlink_trio as zl
 from zlink_trio import cli
@@ -302,3 +304,31 @@ def test_every_command_documents_its_exit_status(capsys):
         assert "--json" in out, command
     assert cli.main(["--help"]) == 0
     assert "Exit status: 0 success, 1" in capsys.readouterr().out
+
+
+async def test_relocate_reaches_nodes_that_serve_tls_with_ca_file(capsys, url, tmp_path):
+    ca = trustme.CA()
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1", "localhost").configure_cert(server)
+    dial = ssl.create_default_context()
+    ca.configure_trust(dial)
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    tls = {"secret": SECRET, "ssl_context": server, "client_ssl_context": dial}
+    with trio.fail_after(40):
+        async with started(url, "node-a", **tls) as (a,), zl.open_node(
+                "node-b", store=url, spots=SPOTS, placement_weight=0.0, **tls) as b:
+            assert a.statistics().endpoint.startswith("wss://")
+            await put(a, "k-1")
+            argv = ["relocate", "k-1", "--to", "node-b", "--store", url]
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("ZLINK_SECRET", SECRET)
+                status, _, err = await zlink(capsys, *argv)  # the system does not trust it
+                assert status == 1
+                assert "unavailable" in err
+                status, out, err = await zlink(capsys, *argv, "--ca-file", str(ca_file))
+                assert (status, err) == (0, ""), out
+            assert (await a.spots.find("k-1")).node_rid == b.node_rid  # type: ignore[union-attr]
+            status, _, err = await zlink(capsys, *argv, "--ca-file", str(tmp_path / "none"))
+            assert status == 2
+            assert "cannot use --ca-file" in err

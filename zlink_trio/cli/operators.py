@@ -20,6 +20,8 @@ secret that nodes on loopback use by default is used. The client node listens on
 ``--listen`` (default ``127.0.0.1:0``) under the NodeId ``--as`` (default
 ``zlink-trio-<8 hex>``, fresh per run) and leaves the Mesh when the command ends.
 ``--timeout`` bounds the request (default 30 s) and, separately, joining the Mesh.
+Nodes that serve ``wss://`` (TLS) are dialled trusting ``--ca-file FILE`` (PEM), or the
+system's certificate authorities without it.
 
 Exit status: ``0`` relocated (COMMITTED) / drained with every Spot moved; ``1`` the
 move was refused or aborted (the reason is printed), some Spots did not move, the Spot
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 import sys
 import uuid
 from contextlib import asynccontextmanager
@@ -76,6 +79,9 @@ def _add_mesh_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--secret-file", type=Path, metavar="FILE",
                         help=f"file holding the Mesh secret (else ${SECRET_ENV}; never pass "
                              "a secret on the command line)")
+    parser.add_argument("--ca-file", type=Path, metavar="FILE",
+                        help="PEM certificates to trust when the nodes serve wss:// (TLS); "
+                             "default: the system's")
     parser.add_argument("--listen", default="127.0.0.1:0", metavar="HOST:PORT",
                         help="where this command's client-only node listens "
                              "(default 127.0.0.1:0)")
@@ -139,13 +145,23 @@ async def _client_node(args: argparse.Namespace) -> AsyncIterator[zl.Node]:
     from zlink_trio.cli.store_command import open_cli_store
 
     secret = read_secret(args.secret_file)
+    tls = _client_tls(args.ca_file)
     async with open_cli_store(args.store):  # refuses memory:// and a missing SQLite file
         pass
     node_id = args.node_id or f"zlink-trio-{uuid.uuid4().hex[:8]}"
     async with zl.open_node(node_id, store=args.store, mesh=args.mesh, client_only=True,
-                            listen=args.listen, secret=secret,
+                            listen=args.listen, secret=secret, client_ssl_context=tls,
                             default_timeout=args.timeout) as node:
         yield node
+
+
+def _client_tls(ca_file: Path | None) -> ssl.SSLContext:
+    """How this command dials ``wss://`` nodes: trusting ``ca_file``, else the system."""
+    try:
+        return ssl.create_default_context(cafile=None if ca_file is None else str(ca_file))
+    except (OSError, ssl.SSLError) as error:
+        raise UsageError(f"cannot use --ca-file {str(ca_file)!r}: "
+                         f"{getattr(error, 'strerror', None) or error}") from None
 
 
 def _result_json(result: zl.RelocationResult) -> dict[str, object]:
