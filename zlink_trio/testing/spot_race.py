@@ -1,0 +1,448 @@
+"""``SpotRaceModel``: a race model over your own Spot types, checking the runtime and you.
+
+Theory of operation
+-------------------
+Subclass :class:`SpotRaceModel`, name your Spot classes, which IDs to drive and the
+messages to send, and run it (``MyModel.run()`` in a test).  Each hypothesis example
+opens a fresh :func:`~zlink_trio.testing.open_test_cluster` (``nodes`` nodes on
+``store``, real loopback links) inside the Trio run of :func:`~.race_model.
+run_race_model`; its rules start concurrent operations from any node --
+requests and sends with and without Instance intent (cold activation),
+``get_or_create`` / ``create`` / ``close`` of User Spots, ``relocate`` to a named node
+or wherever placement picks -- hold a Spot's turns at a gate (so work queues behind a
+busy Spot), and jump the mock clock (deadlines, idle eviction).  Between rules the
+cluster settles, then the invariants run on that snapshot:
+
+* **factory once per incarnation** -- the Spot class of one (ID, generation) is built
+  at most once, plus once per move of it (a relocation target builds a new instance);
+* **one Ready authority** -- at most one node serves an ID, and a Ready record's owner
+  serves exactly that generation (while no move of it runs);
+* **first message first** -- the first turn of an Instance incarnation handles a
+  message sent with Instance intent (the one that activated it, never one that raced);
+* **exactly-once** -- no message runs more often than it was sent by calls that did not
+  fail before admission; at the end every request that got a reply and every admitted
+  send to a Spot that did not close afterwards ran (messages are told apart by value);
+* **every call bounded** -- no call outlives its deadline, ``DeadlineExceeded`` never
+  comes early, and nothing but a ``zlink_trio`` error ever comes out of a call;
+* **every transition in the charts** -- each chart step the runtime took is one
+  ``statecharts/`` defines, and no node crashed;
+* **yours** -- :meth:`SpotRaceModel.spot_invariants` (override it) gets the
+  :class:`~.recorder.Recorder` after every rule: factory runs, turns with their owner,
+  messages and results, closes; :meth:`SpotRaceModel.final_spot_invariants` at the end.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+import attrs
+import trio
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, invariant, precondition, rule
+
+import zlink_trio as zl
+from zlink_trio.core.records import AuthorityState
+from zlink_trio.runtime.declaration.spot_types import spot_type_of
+from zlink_trio.testing.cluster import TestCluster, open_test_cluster
+from zlink_trio.testing.race_model import TrioMachine, run_race_model
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from hypothesis.strategies import SearchStrategy
+
+    from zlink_trio.testing.recorder import Recorder
+
+__all__ = ("RaceOp", "SpotRaceModel")
+
+DEFAULT_TIMEOUT: Final = 4.0
+TIMEOUTS: Final = st.sampled_from([None, 0.5, 2.0])
+#: Errors that may leave it open whether the message ran (the call cannot tell).
+AMBIGUOUS: Final = (zl.DeadlineExceeded, zl.Unavailable)
+#: Close reasons after which an admitted send may legitimately never run.
+ENDINGS: Final = frozenset({zl.CloseReason.CLOSED, zl.CloseReason.IDLE_EVICTED,
+                            zl.CloseReason.OWNERSHIP_LOST, zl.CloseReason.ACTIVATION_FAILED})
+
+
+@attrs.define(eq=False)
+class RaceOp:
+    """One operation the model started, and how it ended."""
+
+    n: int
+    kind: str  # request | send | goc | create | close | relocate
+    spot_id: str
+    node: str
+    intent: bool = False
+    timeout: float | None = None
+    message: object = None
+    ref: zl.SpotRef | None = None
+    started_at: float = math.nan
+    deadline: float = math.inf
+    done: bool = False
+    outcome: object = None
+
+
+class SpotRaceModel(TrioMachine):
+    """Subclass with your Spots; see the module doc and ``docs/testing.md``."""
+
+    #: Your Spot classes (every node serves all of them).
+    spots: ClassVar[Sequence[type]] = ()
+    #: Instance Spot IDs to drive -> their stable type.
+    instance_ids: ClassVar[Mapping[str, str]] = {}
+    #: User Spot IDs to ``get_or_create`` -> their stable type.
+    user_ids: ClassVar[Mapping[str, str]] = {}
+    #: The stable type ``create()`` makes (fresh IDs), or None for no ``create`` rule.
+    create_type: ClassVar[str | None] = None
+    #: The messages to send: one strategy for every Spot, or stable type -> strategy.
+    messages: ClassVar[SearchStrategy[Any] | Mapping[str, SearchStrategy[Any]]] = st.nothing()
+    #: The create requests (``on_create``'s argument), or None to send none.
+    create_requests: ClassVar[SearchStrategy[Any] | None] = None
+    nodes: ClassVar[int] = 3
+    store: ClassVar[str] = "memory://"
+    #: Whether to drive planned relocations (needs two nodes or more).
+    relocation: ClassVar[bool] = True
+    idle_timeout: ClassVar[float] = 2.0
+    #: More ``open_node`` options for every node.
+    node_options: ClassVar[Mapping[str, Any]] = {}
+    #: The hypothesis settings :meth:`run` uses by default.
+    race_settings: ClassVar[settings] = settings(
+        max_examples=30, stateful_step_count=25, deadline=None,
+        suppress_health_check=list(HealthCheck))
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cluster: TestCluster | None = None
+        self.ops: dict[int, RaceOp] = {}
+        self.refs: list[zl.SpotRef] = []
+        self.violations: list[str] = []
+        self.crash: BaseException | None = None
+        self._stop = trio.Event()
+        self._stopped = trio.Event()
+        self._ops_nursery: trio.Nursery | None = None
+        self._before_jump = -math.inf
+
+    # ------------------------------------------------------------- running it
+
+    @classmethod
+    def run(cls, *, settings: settings | None = None) -> None:
+        """Run this model as a test (``settings`` default: :attr:`race_settings`)."""
+        run_race_model(cls, settings=settings or cls.race_settings)
+
+    def spot_invariants(self, record: Recorder) -> None:
+        """Your invariants, after every rule on a settled snapshot; raise to fail."""
+
+    def final_spot_invariants(self, record: Recorder) -> None:
+        """Your invariants once every operation ended (the nodes still run)."""
+
+    @property
+    def record(self) -> Recorder:
+        assert self.cluster is not None
+        return self.cluster.recorder
+
+    def expect(self, ok: bool, what: str) -> None:
+        if not ok:
+            self.violations.append(what)
+
+    # ------------------------------------------------------------- lifetime (Trio side)
+
+    async def _hold(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+                    ) -> None:
+        options: dict[str, Any] = dict(instance_idle_timeout=self.idle_timeout,
+                                       idle_sweep_interval=0.5, default_timeout=DEFAULT_TIMEOUT)
+        options.update(self.node_options)
+        try:
+            async with open_test_cluster(self.nodes, store=self.store, spots=self.spots,
+                                         random=random.Random(0), **options) as cluster:
+                self.cluster = cluster
+                async with trio.open_nursery() as ops:
+                    self._ops_nursery = ops
+                    task_status.started()
+                    await self._stop.wait()
+                    ops.cancel_scope.cancel()
+        except Exception as exc:  # reported by the invariants
+            self.crash = exc
+        finally:
+            self._stopped.set()
+
+    async def _act(self, action: Any, *args: Any) -> None:
+        assert self.cluster is not None
+        action(*args)
+        await self.cluster.settle()
+
+    def _spawn(self, op: RaceOp) -> None:
+        op.n = len(self.ops) + 1
+        self.ops[op.n] = op
+        assert self._ops_nursery is not None
+        self._ops_nursery.start_soon(self._run, op)
+
+    async def _run(self, op: RaceOp) -> None:
+        op.started_at = trio.current_time()
+        op.deadline = op.started_at + (op.timeout or DEFAULT_TIMEOUT)
+        try:
+            op.outcome = await self._call(op)
+        except Exception as exc:  # every outcome is judged, none crashes the nursery
+            op.outcome = exc
+        op.done = True
+        self._judge(op)
+
+    async def _call(self, op: RaceOp) -> object:
+        assert self.cluster is not None
+        node = self.cluster[op.node]
+        call: Any
+        if op.kind == "relocate":
+            return await node.relocate(op.spot_id, to=op.message,  # type: ignore[arg-type]
+                                       timeout=op.timeout)
+        if op.kind == "close":
+            assert op.ref is not None
+            return await node.spots.close(op.ref)
+        if op.kind == "goc":
+            call = node.spots.get_or_create(op.spot_id, self.user_ids[op.spot_id])
+        elif op.kind == "create":
+            assert self.create_type is not None
+            call = node.spots.create(self.create_type)
+        elif op.kind == "request":
+            reply = spot_type_of(self._class_of(op.spot_id)).handlers.by_type[
+                type(op.message)].reply_type
+            call = node.client.request(op.spot_id, op.message, reply=reply)
+        else:
+            call = node.client.send(op.spot_id, op.message)
+        if op.kind in ("goc", "create") and op.message is not None:
+            call = call.request(op.message)
+        if op.intent:
+            call = call.instance_spot(self.instance_ids[op.spot_id])
+        if op.timeout is not None:
+            call = call.timeout(op.timeout)
+        return await call
+
+    def _class_of(self, spot_id: str) -> type:
+        stable = self.instance_ids.get(spot_id) or self.user_ids.get(spot_id) or self.create_type
+        for cls in self.spots:
+            if spot_type_of(cls).stable_type == stable:
+                return cls
+        raise AssertionError(f"no Spot class of stable type {stable!r} in spots")
+
+    # ------------------------------------------------------------- judging outcomes
+
+    def _judge(self, op: RaceOp) -> None:
+        out, now = op.outcome, trio.current_time()
+        where = f"op {op.n} {op.kind}({op.spot_id!r}, intent={op.intent}) from {op.node} -> {out!r}"
+        self.expect(min(now, self._before_jump) <= op.deadline + 1e-9,
+                    f"{where}: ended at t={now}, after its deadline {op.deadline}")
+        if isinstance(out, zl.DeadlineExceeded):
+            self.expect(now >= op.deadline - 1e-9, f"{where}: at t={now}, before its deadline")
+        elif isinstance(out, Exception):
+            self.expect(isinstance(out, zl.ZLinkError), f"{where}: not a zlink_trio error")
+            self.expect(not (op.intent and isinstance(out, zl.NotFound)),
+                        f"{where}: a call with Instance intent is never NotFound")
+        elif op.kind in ("goc", "create"):
+            self.expect(isinstance(out, zl.CreateResult), f"{where}: not a CreateResult")
+            if isinstance(out, zl.CreateResult):
+                if op.kind == "goc":
+                    self.expect(out.ref.spot_id == op.spot_id, f"{where}: another ID")
+                if out.state is not zl.CreateState.REJECTED:
+                    self.refs.append(out.ref)
+
+    # ------------------------------------------------------------- rules
+
+    @initialize()
+    def open_cluster(self) -> None:
+        self.trio(self.harness.nursery.start, self._hold)
+        assert self.crash is None, f"the cluster did not start: {self.crash!r}"
+
+    def _message_for(self, data: st.DataObject, spot_id: str) -> object:
+        strategy = self.messages
+        if not isinstance(strategy, st.SearchStrategy):
+            stable = self.instance_ids.get(spot_id) or self.user_ids.get(spot_id) or \
+                self.create_type
+            strategy = strategy[stable]  # type: ignore[index]
+        return data.draw(strategy, label="message")
+
+    def _ids(self) -> list[str]:
+        return [*self.instance_ids, *self.user_ids, *{r.spot_id for r in self.refs}]
+
+    @rule(data=st.data(), kind=st.sampled_from(["request", "send"]), intent=st.booleans(),
+          node=st.integers(0, 15), timeout=TIMEOUTS)
+    def call(self, data: st.DataObject, kind: str, intent: bool, node: int,
+             timeout: float | None) -> None:
+        ids = self._ids()
+        if not ids:
+            return
+        spot_id = data.draw(st.sampled_from(ids), label="spot_id")
+        op = RaceOp(0, kind, spot_id, self._node(node), intent and spot_id in self.instance_ids,
+                    timeout, self._message_for(data, spot_id))
+        self.trio(self._act, self._spawn, op)
+
+    @precondition(lambda self: bool(self.user_ids))
+    @rule(data=st.data(), node=st.integers(0, 15), timeout=TIMEOUTS)
+    def get_or_create(self, data: st.DataObject, node: int, timeout: float | None) -> None:
+        spot_id = data.draw(st.sampled_from(sorted(self.user_ids)), label="spot_id")
+        request = None if self.create_requests is None else data.draw(self.create_requests)
+        self.trio(self._act, self._spawn,
+                  RaceOp(0, "goc", spot_id, self._node(node), False, timeout, request))
+
+    @precondition(lambda self: self.create_type is not None)
+    @rule(data=st.data(), node=st.integers(0, 15), timeout=TIMEOUTS)
+    def create(self, data: st.DataObject, node: int, timeout: float | None) -> None:
+        request = None if self.create_requests is None else data.draw(self.create_requests)
+        self.trio(self._act, self._spawn,
+                  RaceOp(0, "create", "", self._node(node), False, timeout, request))
+
+    @precondition(lambda self: bool(self.refs))
+    @rule(data=st.data(), node=st.integers(0, 15))
+    def close(self, data: st.DataObject, node: int) -> None:
+        ref = data.draw(st.sampled_from(self.refs), label="ref")
+        self.trio(self._act, self._spawn,
+                  RaceOp(0, "close", ref.spot_id, self._node(node), ref=ref))
+
+    @precondition(lambda self: self.relocation and self.nodes > 1)
+    @rule(data=st.data(), node=st.integers(0, 15), to=st.one_of(st.none(), st.integers(0, 15)),
+          timeout=TIMEOUTS)
+    def relocate(self, data: st.DataObject, node: int, to: int | None,
+                 timeout: float | None) -> None:
+        ids = self._ids()
+        if not ids:
+            return
+        spot_id = data.draw(st.sampled_from(ids), label="spot_id")
+        target = None if to is None else self._node(to)
+        self.trio(self._act, self._spawn,
+                  RaceOp(0, "relocate", spot_id, self._node(node), False, timeout, target))
+
+    @rule(data=st.data(), action=st.sampled_from(["open", "close", "pass_one"]))
+    def gate(self, data: st.DataObject, action: str) -> None:
+        ids = [*self.instance_ids, *self.user_ids]
+        if ids:
+            spot_id = data.draw(st.sampled_from(ids), label="spot_id")
+            self.trio(self._act, self.record.gate(spot_id).act, action)
+
+    @rule(dt=st.sampled_from([0.3, 1.0, 2.5]))
+    def advance(self, dt: float) -> None:
+        self._before_jump = self.harness.clock.current_time()
+        self.trio(self._act, self.harness.clock.jump, dt)
+
+    def _node(self, i: int) -> str:
+        assert self.cluster is not None
+        return self.cluster.names[i % len(self.cluster.names)]
+
+    # ------------------------------------------------------------- invariants
+
+    @invariant()
+    def runtime_invariants(self) -> None:
+        if self.cluster is not None:
+            self.trio(self._check)
+
+    async def _check(self) -> None:
+        assert self.crash is None, f"a node crashed: {self.crash!r}"
+        cluster = self.cluster
+        assert cluster is not None
+        record = cluster.recorder
+        record.check()
+        assert not self.violations, "\n".join(self.violations)
+        moving = {op.spot_id for op in self.ops.values() if op.kind == "relocate" and not op.done}
+        for spot_id in self._ids():
+            serving = [node.node_id for node in cluster
+                       if (host := node._rt.catalog.hosts.get(spot_id)) is not None
+                       and host.state == "serving"]
+            assert len(serving) <= 1, f"{spot_id} is served by {serving}"
+            with cluster.in_flight.io("the race model's own store read"):
+                found = await cluster.store.location.find(spot_id)
+            if found is not None and found.state is AuthorityState.READY \
+                    and spot_id not in moving:
+                owners = [node for node in cluster if node.node_rid == found.owner.node_rid]
+                host = owners[0]._rt.catalog.hosts.get(spot_id) if owners else None
+                served = None if host is None else host.generation
+                assert served == found.object_generation, (
+                    f"{spot_id}: the store says Ready generation {found.object_generation} "
+                    f"at {found.owner}, which serves {served}")
+        moves = Counter(op.spot_id for op in self.ops.values() if op.kind == "relocate")
+        runs = Counter((r.spot_id, r.generation) for r in record.factory_runs)
+        for (spot_id, generation), count in runs.items():
+            assert count <= 1 + moves[spot_id], (
+                f"the factory of {spot_id}@{generation} ran {count} times "
+                f"({moves[spot_id]} relocations asked)")
+        self._check_first_turns(record)
+        self._check_at_most_once(record)
+        now = trio.current_time()
+        late = [op for op in self.ops.values() if not op.done and now > op.deadline + 1e-9]
+        assert not late, f"operations outlived their deadline at t={now}: {late}"
+        self.spot_invariants(record)
+
+    def _check_first_turns(self, record: Recorder) -> None:
+        for (spot_id, generation), turns in record.turns_by_incarnation().items():
+            if spot_id not in self.instance_ids:
+                continue
+            first = turns[0]
+            intended = {repr(op.message) for op in self.ops.values()
+                        if op.spot_id == spot_id and op.intent}
+            assert repr(first.message) in intended, (
+                f"{spot_id}@{generation} first handled {first.message!r} on {first.node}, "
+                "which no call with Instance intent sent: a message overtook the one that "
+                "activated it")
+
+    def _check_at_most_once(self, record: Recorder) -> None:
+        handled = Counter((t.spot_id, repr(t.message)) for t in record.turns)
+        possible = Counter((op.spot_id, repr(op.message)) for op in self.ops.values()
+                           if op.kind in ("request", "send")
+                           and (not op.done or not isinstance(op.outcome, Exception)
+                                or isinstance(op.outcome, AMBIGUOUS)))
+        for key, count in handled.items():
+            assert count <= possible[key], (
+                f"{key[0]}: {key[1]} ran {count} times, but only {possible[key]} calls sent "
+                "it that did not fail before admission")
+
+    # ------------------------------------------------------------- the end
+
+    async def _wind_down(self) -> None:
+        assert self.cluster is not None
+        for gate in self.record.gates.values():
+            gate.act("open")
+        for _ in range(40):
+            await self.cluster.settle()
+            if all(op.done for op in self.ops.values()):
+                break
+            self.harness.clock.jump(0.5)
+        late = [op for op in self.ops.values() if not op.done]
+        assert not late, f"operations never ended: {late}"
+        await self._check()
+        self._check_exactly_once(self.record)
+        self.final_spot_invariants(self.record)
+
+    def _check_exactly_once(self, record: Recorder) -> None:
+        handled = Counter((t.spot_id, repr(t.message)) for t in record.turns)
+        needed: Counter[tuple[str, str]] = Counter()
+        for op in self.ops.values():
+            replied = op.kind == "request" and not isinstance(op.outcome, Exception)
+            admitted = op.kind == "send" and op.outcome is None and not any(
+                c.spot_id == op.spot_id and c.reason in ENDINGS
+                and c.at >= op.started_at - 1e-9 for c in record.closes)
+            if replied or admitted:
+                needed[op.spot_id, repr(op.message)] += 1
+        for key, count in needed.items():
+            assert handled[key] >= count, (
+                f"{key[0]}: {key[1]} was accepted {count} times (a reply, or an admitted "
+                f"send to a Spot that never closed after) but ran {handled[key]} times")
+
+    async def _shut_down(self) -> None:
+        for gate in self.record.gates.values():
+            gate.act("open")
+        self._stop.set()
+        for _ in range(60):
+            assert self.cluster is not None
+            await self.cluster.settle()
+            if self._stopped.is_set():
+                return
+            self.harness.clock.jump(1.0)
+        raise AssertionError("the cluster did not shut down within 60 s of (mock) time")
+
+    def teardown(self) -> None:
+        if self.cluster is None:
+            return
+        try:
+            if not self.failed:
+                self.trio(self._wind_down)
+        finally:
+            self.trio(self._shut_down)
+        assert self.crash is None, f"a node crashed: {self.crash!r}"
