@@ -12,6 +12,8 @@ from :mod:`.race_model` when first named here).
 ``faults``         ``Faults``: fail the next store call, cut / heal a link, pause /
                    resume / kill a node, crash at a named step; ``InjectedFault``,
                    ``SimulatedCrash``, ``FaultyStore``
+``doubles``        ``MemoryStoreWith``: a memory store whose Location Store is your
+                   own subclass, to steer single transactions
 ``recorder``       ``Recorder``: factory runs, handler turns (which owner), closes,
                    the chart transitions each operation took; ``Gate``, ``LogCapture``,
                    ``chart_violation``
@@ -32,6 +34,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from zlink_trio.testing.cluster import TestCluster, open_test_cluster, open_test_node
+from zlink_trio.testing.doubles import MemoryStoreWith
 from zlink_trio.testing.faults import CRASH_STEPS, Faults, InjectedFault, SimulatedCrash
 from zlink_trio.testing.recorder import (
     Closed,
@@ -46,6 +49,7 @@ from zlink_trio.testing.recorder import (
 from zlink_trio.testing.store_io import InFlight, Patcher, StoreCallHung, settle
 
 if TYPE_CHECKING:
+    from zlink_trio.testing.race_model import RaceHarness as RaceHarness
     from zlink_trio.testing.race_model import TrioMachine as TrioMachine
     from zlink_trio.testing.race_model import run_race_model as run_race_model
     from zlink_trio.testing.spot_race import SpotRaceModel as SpotRaceModel
@@ -59,7 +63,9 @@ __all__ = (
     "InFlight",
     "InjectedFault",
     "LogCapture",
+    "MemoryStoreWith",
     "Patcher",
+    "RaceHarness",
     "Recorder",
     "SimulatedCrash",
     "SpotRaceModel",
@@ -75,7 +81,7 @@ __all__ = (
     "settle",
 )
 
-_LAZY = {"SpotRaceModel": "spot_race", "TrioMachine": "race_model",
+_LAZY = {"SpotRaceModel": "spot_race", "TrioMachine": "race_model", "RaceHarness": "race_model",
          "run_race_model": "race_model"}
 
 

@@ -50,6 +50,7 @@ import trio.testing
 
 import zlink_trio as zl
 from zlink_trio.runtime.coordinators.lease import finish_lease_loss, mark_lease_lost
+from zlink_trio.runtime.options import DEFAULT_TIMEOUT
 from zlink_trio.store import MemoryStore, open_store
 from zlink_trio.testing.faults import Faults, SimulatedCrash
 from zlink_trio.testing.recorder import Recorder
@@ -136,12 +137,22 @@ class TestCluster:
         """Stop node ``name`` gracefully (its Spots close with NODE_SHUTDOWN)."""
         self[name]
         self._scopes[name].cancel()
-        await self._ended[name].wait()
+        await self.wait_down(name)
 
     async def kill(self, name: str) -> None:
         """Kill node ``name`` (``faults.kill``) and wait until its task ended."""
         await self.faults.kill(name)
-        await self._ended[name].wait()
+        await self.wait_down(name)
+
+    async def wait_down(self, name: str) -> None:
+        """Wait until node ``name``'s task ended (a kill, a crash step, a stop), bounded by
+        three times the nodes' ``default_timeout``; ``TimeoutError`` if it did not."""
+        ended = self._ended.get(name)
+        if ended is None:
+            raise KeyError(f"node {name!r} was never started in this cluster")
+        # a drain is several steps, each bounded by default_timeout
+        with trio.fail_after(3 * self._options.get("default_timeout", DEFAULT_TIMEOUT)):
+            await ended.wait()
 
     async def restart(self, name: str) -> zl.Node:
         """:meth:`kill` the node if it runs, then :meth:`start` it again."""

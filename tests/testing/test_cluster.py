@@ -1,0 +1,91 @@
+"""``open_test_cluster`` and the recorder: several nodes on every store, as a user runs them.
+
+Linked clusters run on the real clock (loopback sockets), bounded by ``trio.fail_after``;
+single-node clusters without links run on ``autojump_clock`` -- on SQLite and Redis the
+kit then suspends autojump while a store call is in flight, which these tests rely on.
+"""
+
+from __future__ import annotations
+
+import trio
+import trio.testing
+from kit_spots import Add, Counter, Room, Spec, Total
+
+import zlink_trio as zl
+from zlink_trio.testing import open_test_cluster
+
+
+async def test_three_nodes_on_every_store_reach_one_spot_and_the_recorder_says_where(
+        kit_store: str) -> None:
+    with trio.fail_after(30):
+        async with open_test_cluster(3, store=kit_store, spots=[Counter, Room]) as cluster:
+            record = cluster.recorder
+            with record.operation("first"):
+                total = await cluster[0].client.request(
+                    "c-1", Add(2), reply=Total).instance_spot("kit-counter").timeout(10)
+            assert total == Total(2)
+            assert await cluster[1].client.request("c-1", Add(3), reply=Total).timeout(10) \
+                == Total(5)
+            assert await cluster["node-2"].client.request(
+                "c-1", Add(4), reply=Total).timeout(10) == Total(9)
+
+            runs = record.factory_runs_of("c-1")
+            assert len(runs) == 1
+            owner = runs[0].node
+            assert [(t.node, t.message, t.result) for t in record.turns_of("c-1")] == [
+                (owner, Add(2), Total(2)), (owner, Add(3), Total(5)), (owner, Add(4), Total(9))]
+            cold = [t.chart for t in record.transitions_of("first")]
+            assert "ColdActivation" in cold
+            assert record.violations == []
+
+            found = await cluster.store.location.find("c-1")
+            assert found is not None
+            assert found.object_generation == runs[0].generation
+
+
+async def test_a_user_spot_created_on_one_node_is_closed_from_another_and_on_close_is_recorded(
+        ) -> None:
+    with trio.fail_after(30):
+        async with open_test_cluster(2, spots=[Counter, Room]) as cluster:
+            created = await cluster[0].spots.get_or_create("r-1", "kit-room").request(
+                Spec()).timeout(10)
+            assert created.state is zl.CreateState.CREATED
+            assert await cluster[1].spots.close(created.ref) is True
+            closes = cluster.recorder.closes_of("r-1")
+            assert [(c.generation, c.reason) for c in closes] == [
+                (created.ref.generation, zl.CloseReason.CLOSED)]
+            assert await cluster[1].spots.find("r-1") is None
+
+
+async def test_one_node_without_links_runs_on_an_autojumping_mock_clock(
+        kit_store: str, autojump_clock: trio.testing.MockClock) -> None:
+    with trio.fail_after(120):
+        async with open_test_cluster(1, store=kit_store, spots=[Counter], links=False,
+                                     instance_idle_timeout=5.0) as cluster:
+            await cluster[0].client.request("c-1", Add(1), reply=Total).instance_spot(
+                "kit-counter")
+            await trio.sleep(60)  # mock seconds: leases renew, the idle sweep runs
+            assert [c.reason for c in cluster.recorder.closes_of("c-1")] == [
+                zl.CloseReason.IDLE_EVICTED]
+            assert await cluster.store.location.find("c-1") is None
+
+
+async def test_a_restarted_node_recovers_what_its_killed_lifecycle_left(
+        autojump_clock: trio.testing.MockClock) -> None:
+    with trio.fail_after(120):
+        async with open_test_cluster(1, spots=[Counter], links=False, lease=3.0) as cluster:
+            await cluster[0].client.request("c-1", Add(1), reply=Total).instance_spot(
+                "kit-counter")
+            await cluster.kill("node-0")
+            assert len(cluster) == 0
+            left = await cluster.store.location.find("c-1")
+            assert left is not None  # a killed process leaves its authority behind
+            assert cluster.recorder.closes_of("c-1")[-1].reason is zl.CloseReason.OWNERSHIP_LOST
+
+            node = await cluster.start("node-0")  # waits the old lease out, then recovers
+            again = await node.client.request("c-1", Add(5), reply=Total).instance_spot(
+                "kit-counter").timeout(10)
+            assert again == Total(5)  # a new incarnation
+            generations = [r.generation for r in cluster.recorder.factory_runs_of("c-1")]
+            assert len(generations) == 2
+            assert generations[1] > generations[0]
