@@ -114,6 +114,8 @@ class FactoryRun:
     generation: int
     stable_type: str
     at: float
+    #: The recorder's event counter: orders factory runs, turns and closes.
+    seq: int = 0
 
 
 @attrs.define(eq=False)
@@ -126,6 +128,8 @@ class Turn:
     handler: str
     message: object
     began_at: float
+    #: The recorder's event counter when the turn began.
+    seq: int = 0
     ended_at: float | None = None
     #: What the handler returned (``None`` too while it runs or when it raised).
     result: object = None
@@ -145,6 +149,7 @@ class Closed:
     generation: int
     reason: CloseReason
     at: float
+    seq: int = 0
 
 
 @attrs.frozen
@@ -173,6 +178,11 @@ class Recorder:
         self._running: dict[tuple[str, str, int], Turn] = {}
         self._capture = LogCapture(self.logs)
         self._installed = False
+        self._seq = 0
+
+    def _next(self) -> int:
+        self._seq += 1
+        return self._seq
 
     # ------------------------------------------------------------------ install
 
@@ -231,6 +241,21 @@ class Recorder:
             grouped[turn.spot_id, turn.generation].append(turn)
         return dict(grouped)
 
+    def turns_by_instance(self) -> dict[FactoryRun, list[Turn]]:
+        """Each constructed instance -> the turns it ran: the turns of its (ID,
+        generation) on its node after it was built and before the next instance of it
+        there (a relocation builds a new instance of the same generation elsewhere)."""
+        result: dict[FactoryRun, list[Turn]] = {run: [] for run in self.factory_runs}
+        latest: dict[tuple[str, str, int], FactoryRun] = {}
+        events: list[FactoryRun | Turn] = [*self.factory_runs, *self.turns]
+        for event in sorted(events, key=lambda e: e.seq):
+            key = (event.node, event.spot_id, event.generation)
+            if isinstance(event, FactoryRun):
+                latest[key] = event
+            elif key in latest:
+                result[latest[key]].append(event)
+        return result
+
     def closes_of(self, spot_id: str) -> list[Closed]:
         return [c for c in self.closes if c.spot_id == spot_id]
 
@@ -256,7 +281,7 @@ class Recorder:
     def factory_ran(self, node_id: str, spot_id: str, generation: int,
                     stable_type: str) -> None:
         self.factory_runs.append(FactoryRun(node_id, spot_id, generation, stable_type,
-                                            trio.current_time()))
+                                            trio.current_time(), self._next()))
 
     async def before_turn(self, node_id: str, spot_id: str, generation: int) -> None:
         gate = self.gates.get(spot_id)
@@ -265,7 +290,8 @@ class Recorder:
 
     def turn_began(self, node_id: str, spot_id: str, generation: int, handler: str,
                    message: object) -> None:
-        turn = Turn(node_id, spot_id, generation, handler, message, trio.current_time())
+        turn = Turn(node_id, spot_id, generation, handler, message, trio.current_time(),
+                    self._next())
         self.turns.append(turn)
         self._running[node_id, spot_id, generation] = turn
 
@@ -277,4 +303,5 @@ class Recorder:
 
     def closed(self, node_id: str, spot_id: str, generation: int,
                reason: CloseReason) -> None:
-        self.closes.append(Closed(node_id, spot_id, generation, reason, trio.current_time()))
+        self.closes.append(Closed(node_id, spot_id, generation, reason, trio.current_time(),
+                                  self._next()))
