@@ -13,7 +13,7 @@ settings (derandomized, no example database), so neither can rot into a pass.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, ClassVar, Final
 
 import attrs
 import pytest
@@ -66,8 +66,8 @@ class Tally:
 class TallyRace(SpotRaceModel):
     """A fresh instance starts at 0: each reply is the sum of what *that* instance ran."""
 
-    spots = [Tally]
-    instance_ids = {"t0": "tally", "t1": "tally"}
+    spots = (Tally,)
+    instance_ids: ClassVar = {"t0": "tally", "t1": "tally"}
     messages = st.builds(Add, st.integers(1, 3))
 
     def __init__(self) -> None:
@@ -88,8 +88,8 @@ class TallyRace(SpotRaceModel):
 
 
 class LeakyTallyRace(TallyRace):
-    spots = [LeakyTally]
-    instance_ids = {"t0": "leaky-tally", "t1": "leaky-tally"}
+    spots = (LeakyTally,)
+    instance_ids: ClassVar = {"t0": "leaky-tally", "t1": "leaky-tally"}
 
 
 #: Fixed: the same examples on every run and machine (no database, derandomized), and no
