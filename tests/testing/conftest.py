@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 HERE = Path(__file__).parent
 
@@ -28,16 +29,24 @@ def _redis_helpers() -> Any:
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis"])
-async def kit_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A store URL for ``open_test_cluster`` on each backend (see the module doc)."""
+def kit_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store URL for ``open_test_cluster`` on each backend (see the module doc); a sync
+    fixture, so that sync tests (a race model runs its own ``trio.run``) take it too."""
     if request.param == "memory":
         return "memory://"
     if request.param == "sqlite":
         return f"sqlite://{tmp_path / 'kit.db'}"
     helpers = _redis_helpers()
-    try:
-        async with helpers.raw_client() as client:
-            await client.ping()
-    except Exception as exc:
-        helpers.unreachable(str(exc))
+
+    async def ping() -> str:
+        try:
+            async with helpers.raw_client() as client:
+                await client.ping()
+        except Exception as exc:
+            return str(exc)
+        return ""
+
+    problem = trio.run(ping)
+    if problem:
+        helpers.unreachable(problem)
     return str(helpers.REDIS_URL)

@@ -89,3 +89,26 @@ async def test_a_restarted_node_recovers_what_its_killed_lifecycle_left(
             generations = [r.generation for r in cluster.recorder.factory_runs_of("c-1")]
             assert len(generations) == 2
             assert generations[1] > generations[0]
+
+
+async def test_the_recorder_sees_a_relocation_build_a_new_instance_on_the_target() -> None:
+    with trio.fail_after(30):
+        async with open_test_cluster(2, spots=[Counter]) as cluster:
+            record = cluster.recorder
+            await cluster[0].client.request("c-1", Add(1), reply=Total).instance_spot(
+                "kit-counter").timeout(10)
+            source = record.factory_runs_of("c-1")[0].node
+            target = next(name for name in cluster.names if name != source)
+            moved = await cluster[source].relocate("c-1", to=target, timeout=10)
+            assert moved.outcome is zl.RelocationOutcome.COMMITTED
+            await cluster[source].client.request("c-1", Add(2), reply=Total).timeout(10)
+
+            runs = record.factory_runs_of("c-1")
+            assert [(r.node, r.generation) for r in runs] == [
+                (source, moved.ref.generation), (target, moved.ref.generation)]
+            assert [(c.node, c.reason) for c in record.closes_of("c-1")] == [
+                (source, zl.CloseReason.RELOCATED)]
+            by_instance = record.turns_by_instance()
+            assert [t.message for t in by_instance[runs[0]]] == [Add(1)]
+            assert [(t.message, t.result) for t in by_instance[runs[1]]] == [
+                (Add(2), Total(2))]  # RecreateOnRelocation: the new instance starts at 0

@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import math
 import random
+import uuid
 from collections import Counter
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
@@ -77,6 +79,7 @@ class RaceOp:
     kind: str  # request | send | goc | create | close | relocate
     spot_id: str
     node: str
+    #: With Instance intent (request, send); from the owner (relocate).
     intent: bool = False
     timeout: float | None = None
     message: object = None
@@ -85,6 +88,17 @@ class RaceOp:
     deadline: float = math.inf
     done: bool = False
     outcome: object = None
+
+
+def _fresh_store(url: str) -> tuple[str, Path | None]:
+    """Every example gets a fresh store: ``memory://`` and ``redis://`` are made fresh by
+    ``open_test_cluster``; a SQLite file becomes a fresh file beside it (deleted after)."""
+    if not url.startswith("sqlite://"):
+        return url, None
+    path, _, query = url.removeprefix("sqlite://").partition("?")
+    named = Path(path)
+    fresh = named.with_name(f"{named.stem}-{uuid.uuid4().hex[:12]}{named.suffix or '.db'}")
+    return f"sqlite://{fresh}" + (f"?{query}" if query else ""), fresh
 
 
 class SpotRaceModel(TrioMachine):
@@ -103,6 +117,9 @@ class SpotRaceModel(TrioMachine):
     #: The create requests (``on_create``'s argument), or None to send none.
     create_requests: ClassVar[SearchStrategy[Any] | None] = None
     nodes: ClassVar[int] = 3
+    #: ``"memory://"``, ``"sqlite:///abs/dir/name.db"`` or ``"redis://host:port/db"``;
+    #: every example runs on a fresh one (a SQLite file beside the named one, a Redis
+    #: key prefix), deleted afterwards.
     store: ClassVar[str] = "memory://"
     #: Whether to drive planned relocations (needs two nodes or more).
     relocation: ClassVar[bool] = True
@@ -155,8 +172,9 @@ class SpotRaceModel(TrioMachine):
         options: dict[str, Any] = dict(instance_idle_timeout=self.idle_timeout,
                                        idle_sweep_interval=0.5, default_timeout=DEFAULT_TIMEOUT)
         options.update(self.node_options)
+        store, fresh_file = _fresh_store(self.store)
         try:
-            async with open_test_cluster(self.nodes, store=self.store, spots=self.spots,
+            async with open_test_cluster(self.nodes, store=store, spots=self.spots,
                                          random=random.Random(0), **options) as cluster:
                 self.cluster = cluster
                 async with trio.open_nursery() as ops:
@@ -167,6 +185,9 @@ class SpotRaceModel(TrioMachine):
         except Exception as exc:  # reported by the invariants
             self.crash = exc
         finally:
+            if fresh_file is not None:
+                for path in (fresh_file, *fresh_file.parent.glob(fresh_file.name + "-*")):
+                    path.unlink(missing_ok=True)
             self._stopped.set()
 
     async def _act(self, action: Any, *args: Any) -> None:
@@ -195,6 +216,14 @@ class SpotRaceModel(TrioMachine):
         node = self.cluster[op.node]
         call: Any
         if op.kind == "relocate":
+            if op.intent:  # from the owner the store names now, when it has one
+                with self.cluster.in_flight.io("the race model's own store read"):
+                    found = await self.cluster.store.location.find(op.spot_id)
+                owners = [n for n in self.cluster
+                          if found is not None and found.owner is not None
+                          and n.node_rid == found.owner.node_rid]
+                if owners:
+                    node, op.node = owners[0], owners[0].node_id
             return await node.relocate(op.spot_id, to=op.message,  # type: ignore[arg-type]
                                        timeout=op.timeout)
         if op.kind == "close":
@@ -237,7 +266,8 @@ class SpotRaceModel(TrioMachine):
             self.expect(now >= op.deadline - 1e-9, f"{where}: at t={now}, before its deadline")
         elif isinstance(out, Exception):
             self.expect(isinstance(out, zl.ZLinkError), f"{where}: not a zlink_trio error")
-            self.expect(not (op.intent and isinstance(out, zl.NotFound)),
+            self.expect(not (op.intent and op.kind != "relocate"
+                             and isinstance(out, zl.NotFound)),
                         f"{where}: a call with Instance intent is never NotFound")
         elif op.kind in ("goc", "create"):
             self.expect(isinstance(out, zl.CreateResult), f"{where}: not a CreateResult")
@@ -301,16 +331,18 @@ class SpotRaceModel(TrioMachine):
 
     @precondition(lambda self: self.relocation and self.nodes > 1)
     @rule(data=st.data(), node=st.integers(0, 15), to=st.one_of(st.none(), st.integers(0, 15)),
-          timeout=TIMEOUTS)
-    def relocate(self, data: st.DataObject, node: int, to: int | None,
+          from_owner=st.booleans(), timeout=TIMEOUTS)
+    def relocate(self, data: st.DataObject, node: int, to: int | None, from_owner: bool,
                  timeout: float | None) -> None:
+        """``node.relocate`` from the owner (``from_owner``) or any node, to a named node
+        or wherever placement picks."""
         ids = self._ids()
         if not ids:
             return
         spot_id = data.draw(st.sampled_from(ids), label="spot_id")
         target = None if to is None else self._node(to)
         self.trio(self._act, self._spawn,
-                  RaceOp(0, "relocate", spot_id, self._node(node), False, timeout, target))
+                  RaceOp(0, "relocate", spot_id, self._node(node), from_owner, timeout, target))
 
     @rule(data=st.data(), action=st.sampled_from(["open", "close", "pass_one"]))
     def gate(self, data: st.DataObject, action: str) -> None:
@@ -377,7 +409,7 @@ class SpotRaceModel(TrioMachine):
                 continue
             first = turns[0]
             intended = {repr(op.message) for op in self.ops.values()
-                        if op.spot_id == spot_id and op.intent}
+                        if op.spot_id == spot_id and op.intent and op.kind != "relocate"}
             assert repr(first.message) in intended, (
                 f"{spot_id}@{generation} first handled {first.message!r} on {first.node}, "
                 "which no call with Instance intent sent: a message overtook the one that "
