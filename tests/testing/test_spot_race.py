@@ -32,7 +32,7 @@ class CounterAndRoomRace(SpotRaceModel):
     messages = st.builds(Add, st.integers(1, 50))
     create_requests = st.builds(Spec, st.sampled_from(["a", "b"]))
 
-    def final_spot_invariants(self, record):  # noqa: ANN001, ANN201 -- as a user writes it
+    def final_spot_invariants(self, record):
         SEEN.update(op.kind for op in self.ops.values() if op.done)
         SEEN.update(c.reason.name for c in record.closes)
         if record.factory_runs:
