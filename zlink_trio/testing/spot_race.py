@@ -37,20 +37,19 @@ from __future__ import annotations
 import math
 import random
 import uuid
-from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-import attrs
 import trio
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, precondition, rule
 
 import zlink_trio as zl
-from zlink_trio.core.records import AuthorityState
 from zlink_trio.runtime.declaration.spot_types import spot_type_of
+from zlink_trio.testing import race_checks as checks
 from zlink_trio.testing.cluster import TestCluster, open_test_cluster
+from zlink_trio.testing.race_checks import RaceOp
 from zlink_trio.testing.race_model import TrioMachine, run_race_model
 
 if TYPE_CHECKING:
@@ -64,32 +63,6 @@ __all__ = ("RaceOp", "SpotRaceModel")
 
 DEFAULT_TIMEOUT: Final = 4.0
 TIMEOUTS: Final = st.sampled_from([None, 0.5, 2.0])
-#: Errors that may leave it open whether the message ran (the call cannot tell).
-AMBIGUOUS: Final = (zl.DeadlineExceeded, zl.Unavailable)
-#: Close reasons after which an admitted send may legitimately never run.
-ENDINGS: Final = frozenset({zl.CloseReason.CLOSED, zl.CloseReason.IDLE_EVICTED,
-                            zl.CloseReason.OWNERSHIP_LOST, zl.CloseReason.ACTIVATION_FAILED})
-
-
-@attrs.define(eq=False)
-class RaceOp:
-    """One operation the model started, and how it ended."""
-
-    n: int
-    kind: str  # request | send | goc | create | close | relocate
-    spot_id: str
-    node: str
-    #: With Instance intent (request, send); from the owner (relocate).
-    intent: bool = False
-    timeout: float | None = None
-    message: object = None
-    ref: zl.SpotRef | None = None
-    started_at: float = math.nan
-    deadline: float = math.inf
-    done: bool = False
-    outcome: object = None
-
-
 def _fresh_store(url: str) -> tuple[str, Path | None]:
     """Every example gets a fresh store: ``memory://`` and ``redis://`` are made fresh by
     ``open_test_cluster``; a SQLite file becomes a fresh file beside it (deleted after)."""
@@ -374,57 +347,13 @@ class SpotRaceModel(TrioMachine):
         record = cluster.recorder
         record.check()
         assert not self.violations, "\n".join(self.violations)
-        moving = {op.spot_id for op in self.ops.values() if op.kind == "relocate" and not op.done}
-        for spot_id in self._ids():
-            serving = [node.node_id for node in cluster
-                       if (host := node._rt.catalog.hosts.get(spot_id)) is not None
-                       and host.state == "serving"]
-            assert len(serving) <= 1, f"{spot_id} is served by {serving}"
-            with cluster.in_flight.io("the race model's own store read"):
-                found = await cluster.store.location.find(spot_id)
-            if found is not None and found.state is AuthorityState.READY \
-                    and spot_id not in moving:
-                owners = [node for node in cluster if node.node_rid == found.owner.node_rid]
-                host = owners[0]._rt.catalog.hosts.get(spot_id) if owners else None
-                served = None if host is None else host.generation
-                assert served == found.object_generation, (
-                    f"{spot_id}: the store says Ready generation {found.object_generation} "
-                    f"at {found.owner}, which serves {served}")
-        moves = Counter(op.spot_id for op in self.ops.values() if op.kind == "relocate")
-        runs = Counter((r.spot_id, r.generation) for r in record.factory_runs)
-        for (spot_id, generation), count in runs.items():
-            assert count <= 1 + moves[spot_id], (
-                f"the factory of {spot_id}@{generation} ran {count} times "
-                f"({moves[spot_id]} relocations asked)")
-        self._check_first_turns(record)
-        self._check_at_most_once(record)
-        now = trio.current_time()
-        late = [op for op in self.ops.values() if not op.done and now > op.deadline + 1e-9]
-        assert not late, f"operations outlived their deadline at t={now}: {late}"
+        ops = list(self.ops.values())
+        await checks.check_authority(cluster, self._ids(), ops)
+        checks.check_factory_runs(ops, record)
+        checks.check_first_turns(ops, record, set(self.instance_ids))
+        checks.check_at_most_once(ops, record)
+        checks.check_deadlines(ops, trio.current_time())
         self.spot_invariants(record)
-
-    def _check_first_turns(self, record: Recorder) -> None:
-        for (spot_id, generation), turns in record.turns_by_incarnation().items():
-            if spot_id not in self.instance_ids:
-                continue
-            first = turns[0]
-            intended = {repr(op.message) for op in self.ops.values()
-                        if op.spot_id == spot_id and op.intent and op.kind != "relocate"}
-            assert repr(first.message) in intended, (
-                f"{spot_id}@{generation} first handled {first.message!r} on {first.node}, "
-                "which no call with Instance intent sent: a message overtook the one that "
-                "activated it")
-
-    def _check_at_most_once(self, record: Recorder) -> None:
-        handled = Counter((t.spot_id, repr(t.message)) for t in record.turns)
-        possible = Counter((op.spot_id, repr(op.message)) for op in self.ops.values()
-                           if op.kind in ("request", "send")
-                           and (not op.done or not isinstance(op.outcome, Exception)
-                                or isinstance(op.outcome, AMBIGUOUS)))
-        for key, count in handled.items():
-            assert count <= possible[key], (
-                f"{key[0]}: {key[1]} ran {count} times, but only {possible[key]} calls sent "
-                "it that did not fail before admission")
 
     # ------------------------------------------------------------- the end
 
@@ -440,36 +369,8 @@ class SpotRaceModel(TrioMachine):
         late = [op for op in self.ops.values() if not op.done]
         assert not late, f"operations never ended: {late}"
         await self._check()
-        self._check_exactly_once(self.record)
+        checks.check_exactly_once(list(self.ops.values()), self.record)
         self.final_spot_invariants(self.record)
-
-    def _check_exactly_once(self, record: Recorder) -> None:
-        handled = Counter((t.spot_id, repr(t.message)) for t in record.turns)
-        needed: Counter[tuple[str, str]] = Counter()
-        for op in self.ops.values():
-            replied = op.kind == "request" and not isinstance(op.outcome, Exception)
-            admitted = op.kind == "send" and op.outcome is None and not self._may_be_lost(op)
-            if replied or admitted:
-                needed[op.spot_id, repr(op.message)] += 1
-        for key, count in needed.items():
-            assert handled[key] >= count, (
-                f"{key[0]}: {key[1]} was accepted {count} times (a reply, or an admitted "
-                f"send to a Spot that never closed after) but ran {handled[key]} times; "
-                f"the calls: {[op for op in self.ops.values() if op.spot_id == key[0]]}; "
-                f"closes: {record.closes_of(key[0])}; logs: "
-                f"{[log for log in record.logs if repr(key[0]) in log]}")
-
-    def _may_be_lost(self, send: RaceOp) -> bool:
-        """Whether an admitted one-way send may legitimately never run: its Spot closed
-        (or idled out, or lost its owner) after it was sent; or it was sent on a route
-        cached before such a close, and the node that no longer owns the Spot dropped it
-        with a warning (a remote send returns once sent, before the target admits it)."""
-        closes = [c for c in self.record.closes_of(send.spot_id) if c.reason in ENDINGS]
-        if any(c.at >= send.started_at - 1e-9 for c in closes):
-            return True
-        dropped = any("was not admitted" in log and repr(send.spot_id) in log
-                      for log in self.record.logs)
-        return bool(closes) and dropped
 
     async def _shut_down(self) -> None:
         for gate in self.record.gates.values():
