@@ -7,6 +7,7 @@ kit then suspends autojump while a store call is in flight, which these tests re
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 from kit_spots import Add, Counter, Room, Spec, Total
@@ -112,3 +113,33 @@ async def test_the_recorder_sees_a_relocation_build_a_new_instance_on_the_target
             assert [t.message for t in by_instance[runs[0]]] == [Add(1)]
             assert [(t.message, t.result) for t in by_instance[runs[1]]] == [
                 (Add(2), Total(2))]  # RecreateOnRelocation: the new instance starts at 0
+
+
+async def test_memory_links_let_a_linked_cluster_run_on_an_autojumping_clock(
+        autojump_clock: trio.testing.MockClock) -> None:
+    with trio.fail_after(600):
+        async with open_test_cluster(3, spots=[Counter], links="memory") as cluster:
+            assert all(node.statistics() is not None for node in cluster)
+            await cluster[0].client.request("c-1", Add(1), reply=Total).instance_spot(
+                "kit-counter")
+            owner = cluster.recorder.factory_runs_of("c-1")[0].node
+            others = [name for name in cluster.names if name != owner]
+            assert await cluster[others[0]].client.request("c-1", Add(1), reply=Total) \
+                == Total(2)
+            await trio.sleep(120)  # mock seconds: leases renew and links keep alive
+            moved = await cluster[owner].relocate("c-1", to=others[1])
+            assert moved.outcome is zl.RelocationOutcome.COMMITTED
+            assert await cluster[owner].client.request("c-1", Add(1), reply=Total) == Total(1)
+            await cluster.faults.cut(others[0], others[1])
+            with pytest.raises(zl.Unavailable, match="cut"):
+                await cluster[others[0]].client.request("c-1", Add(1), reply=Total).timeout(5)
+            cluster.faults.heal(others[0], others[1])
+            # the refused call may have run (a route through the source can forward it)
+            after = await cluster[others[0]].client.request("c-1", Add(1), reply=Total)
+            assert after in (Total(2), Total(3))
+
+
+async def test_links_must_be_one_of_the_kinds() -> None:
+    with pytest.raises(ValueError, match="links must be True, 'tcp', 'memory' or False"):
+        async with open_test_cluster(1, links="udp"):
+            pass  # pragma: no cover

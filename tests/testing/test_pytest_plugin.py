@@ -50,7 +50,9 @@ async def test_the_marker_passes_node_options(
 
 
 @pytest.mark.zlink(n=2)
-async def test_zl_cluster_links_its_nodes(zl_cluster: TestCluster) -> None:
+async def test_zl_cluster_links_its_nodes_in_memory(
+        zl_cluster: TestCluster, autojump_clock: trio.testing.MockClock) -> None:
+    assert zl_cluster.network is not None
     with trio.fail_after(30):
         assert len(zl_cluster) == 2
         await zl_cluster[0].client.request("c-1", Add(1), reply=Total).instance_spot(
@@ -58,6 +60,16 @@ async def test_zl_cluster_links_its_nodes(zl_cluster: TestCluster) -> None:
         assert await zl_cluster[1].client.request("c-1", Add(1), reply=Total).timeout(10) \
             == Total(2)
         assert len({t.node for t in zl_cluster.recorder.turns}) == 1
+
+
+@pytest.mark.zlink(n=2, links="tcp")
+async def test_the_marker_gives_zl_cluster_loopback_sockets(zl_cluster: TestCluster) -> None:
+    assert zl_cluster.network is None
+    with trio.fail_after(30):
+        await zl_cluster[0].client.request("c-1", Add(1), reply=Total).instance_spot(
+            "kit-counter").timeout(10)
+        assert await zl_cluster[1].client.request("c-1", Add(1), reply=Total).timeout(10) \
+            == Total(2)
 
 
 def test_the_plugin_is_registered_under_its_entry_point_name(

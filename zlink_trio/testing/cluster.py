@@ -27,12 +27,15 @@ an arbitrary deadline), with a real-time watchdog that fails a store call hangin
 :data:`~.store_io.STORE_CALL_LIMIT` seconds.  Every wait of the cluster is bounded:
 starting a node and stopping one by the nodes' ``default_timeout``.
 
-Links.  ``links=True`` (default) listens on ``127.0.0.1:0``; ``links=False`` opens the
-nodes with ``listen=None`` (no links: a node reaches only the Spots it owns), which is
-what a test on an autojumping ``MockClock`` wants for a single node (socket reads would
-let mock time race ahead).  Several linked nodes run on the real clock, or on a
-``MockClock(rate=0)`` without autojump that the test moves itself, settling in between
-with :meth:`TestCluster.settle` (the race model does that).
+Links.  ``links=True`` (default, or ``"tcp"``) listens on ``127.0.0.1:0``: real
+websocket links over loopback TCP, as separate processes use, so such a cluster runs on
+the real clock (or on a ``MockClock(rate=0)`` the test moves itself, settling in between
+with :meth:`TestCluster.settle`): on an autojumping clock, a socket read would let mock
+time race ahead.  ``links="memory"`` is the in-process link double: the same websocket
+links, handshake and peer checks over memory streams (``zlink_trio.transport._memory``),
+with no socket at all, so a linked cluster runs on
+``MockClock(autojump_threshold=0)`` like a single node.  ``links=False`` opens the nodes
+with ``listen=None``: no links, a node reaches only the Spots it owns.
 
 :func:`open_test_node` is the one-node shorthand: ``zl.open_node`` with the store clock on
 Trio's clock and no links unless asked.
@@ -55,6 +58,7 @@ from zlink_trio.store import MemoryStore, open_store
 from zlink_trio.testing.faults import Faults, SimulatedCrash
 from zlink_trio.testing.recorder import Recorder
 from zlink_trio.testing.store_io import InFlight, Patcher, settle
+from zlink_trio.transport._memory import NETWORK, MemoryNetwork
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -85,7 +89,8 @@ class TestCluster:
 
     def __init__(self, *, url: str | MemoryStore, view: Store, names: Sequence[str],
                  node_options: dict[str, Any], recorder: Recorder, faults: Faults,
-                 in_flight: InFlight, nursery: trio.Nursery) -> None:
+                 in_flight: InFlight, nursery: trio.Nursery,
+                 network: MemoryNetwork | None = None) -> None:
         #: The store every node uses (a URL, or the MemoryStore object).
         self.url: Final = url
         #: The same store, opened for the test to read.
@@ -98,6 +103,8 @@ class TestCluster:
         self.nodes: dict[str, zl.Node] = {}
         self._options = node_options
         self._nursery = nursery
+        #: The in-process network of ``links="memory"``, else None.
+        self.network: Final = network
         self._scopes: dict[str, trio.CancelScope] = {}
         self._killed: set[str] = set()
         self._ended: dict[str, trio.Event] = {}
@@ -120,7 +127,8 @@ class TestCluster:
         """Return once nothing runs: no runnable task for ``cushion`` real seconds (default:
         a few ms when the nodes have links, else 0) and no store call in flight."""
         if cushion is None:
-            cushion = LINK_CUSHION if self._options.get("listen") is not None else 0.0
+            sockets = self._options.get("listen") is not None and self.network is None
+            cushion = LINK_CUSHION if sockets else 0.0
         await settle(self.in_flight, cushion=cushion)
 
     # ------------------------------------------------------------------ lifetimes
@@ -182,6 +190,8 @@ class TestCluster:
                         ) -> None:
         ended = self._ended[name] = trio.Event()
         self._killed.discard(name)
+        if self.network is not None:
+            NETWORK.set(self.network)  # this task's context: its transport listens there
         started = False
         try:
             with trio.CancelScope() as scope:
@@ -247,13 +257,15 @@ async def open_test_cluster(
     clock: Callable[[], float] | None = None,
     spots: Sequence[object] = (),
     names: Sequence[str] | None = None,
-    links: bool = True,
+    links: bool | str = True,
     **options: Any,
 ) -> AsyncIterator[TestCluster]:
     """Run ``n`` nodes serving ``spots`` on one ``store`` for the ``async with`` block.
 
     ``clock`` is the store clock (default ``trio.current_time``); ``names`` the NodeIds
-    (default ``node-0`` ..); ``links=False`` opens the nodes without links. Every other
+    (default ``node-0`` ..); ``links`` is ``True`` (``"tcp"``: loopback websocket links),
+    ``"memory"`` (the same links over in-process memory streams) or ``False`` (none).
+    Every other
     keyword goes to each ``zl.open_node`` (``instance_idle_timeout``,
     ``default_timeout``, ``lease``, ``secret``, ...). See the module doc.
 
@@ -264,9 +276,13 @@ async def open_test_cluster(
     if n < 1 or len(names) != n or len(set(names)) != n:
         raise ValueError(f"open_test_cluster: need n >= 1 distinct names, got n={n}, "
                          f"names={names}")
+    if links not in (True, False, "tcp", "memory"):
+        raise ValueError(f"open_test_cluster: links must be True, 'tcp', 'memory' or False, "
+                         f"got {links!r}")
     node_options = dict(options, spots=list(spots),
                         clock=trio.current_time if clock is None else clock)
     node_options.setdefault("listen", "127.0.0.1:0" if links else None)
+    network = MemoryNetwork() if links == "memory" else None
     url: str | MemoryStore = store
     prefix: str | None = None
     if isinstance(store, str) and store.rstrip("/") == "memory:":
@@ -299,7 +315,7 @@ async def open_test_cluster(
         nursery = await stack.enter_async_context(trio.open_nursery())
         cluster = TestCluster(url=url, view=view, names=names, node_options=node_options,
                               recorder=recorder, faults=faults, in_flight=in_flight,
-                              nursery=nursery)
+                              nursery=nursery, network=network)
         try:
             for name in names:
                 await cluster.start(name)

@@ -11,7 +11,9 @@ The fixtures are async and need pytest-trio (``trio_mode = true``, or
 * ``zl_node`` -- one running node (``open_test_node``: no links, store clock on Trio's
   clock, a fresh ``memory://`` store), ready for ``zl_node.client`` / ``zl_node.spots``;
 * ``zl_cluster`` -- a :class:`~zlink_trio.testing.TestCluster` of three nodes on one
-  store with loopback links (``open_test_cluster``).
+  store, linked in memory (``open_test_cluster(links="memory")``: real websocket links
+  over in-process streams), so it runs on ``autojump_clock`` too; the marker's
+  ``links="tcp"`` gives it loopback sockets (then run on the real clock).
 
 What they serve and where comes from fixtures a test module (or conftest) overrides:
 ``zl_spots`` (the Spot classes, default none), ``zl_store`` (default ``"memory://"``),
@@ -97,8 +99,9 @@ async def zl_node(request: pytest.FixtureRequest, zl_spots: Sequence[object], zl
 async def zl_cluster(request: pytest.FixtureRequest, zl_spots: Sequence[object],
                      zl_store: str, zl_cluster_size: int,
                      zl_node_options: dict[str, Any]) -> AsyncIterator[TestCluster]:
-    """``zl_cluster_size`` nodes serving ``zl_spots`` on ``zl_store``, linked."""
+    """``zl_cluster_size`` nodes serving ``zl_spots`` on ``zl_store``, linked in memory."""
     spots, store, options, n = _settings(request, zl_spots, zl_store, zl_node_options)
+    options.setdefault("links", "memory")
     async with open_test_cluster(n or zl_cluster_size, store=store, spots=spots,
                                  **options) as cluster:
         yield cluster

@@ -94,6 +94,9 @@ class SpotRaceModel(TrioMachine):
     #: every example runs on a fresh one (a SQLite file beside the named one, a Redis
     #: key prefix), deleted afterwards.
     store: ClassVar[str] = "memory://"
+    #: How the nodes link: ``"memory"`` (in-process links, deterministic scheduling) or
+    #: ``"tcp"`` (real loopback sockets, as separate processes).
+    links: ClassVar[str] = "memory"
     #: Whether to drive planned relocations (needs two nodes or more).
     relocation: ClassVar[bool] = True
     idle_timeout: ClassVar[float] = 2.0
@@ -148,7 +151,8 @@ class SpotRaceModel(TrioMachine):
         store, fresh_file = _fresh_store(self.store)
         try:
             async with open_test_cluster(self.nodes, store=store, spots=self.spots,
-                                         random=random.Random(0), **options) as cluster:
+                                         links=self.links, random=random.Random(0),
+                                         **options) as cluster:
                 self.cluster = cluster
                 async with trio.open_nursery() as ops:
                     self._ops_nursery = ops
