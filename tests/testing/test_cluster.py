@@ -143,3 +143,16 @@ async def test_links_must_be_one_of_the_kinds() -> None:
     with pytest.raises(ValueError, match="links must be True, 'tcp', 'memory' or False"):
         async with open_test_cluster(1, links="udp"):
             pass  # pragma: no cover
+
+
+async def test_over_memory_links_a_spot_of_a_killed_node_is_unavailable(
+        autojump_clock: trio.testing.MockClock) -> None:
+    with trio.fail_after(120):
+        async with open_test_cluster(2, spots=[Counter], links="memory", lease=3.0) as cluster:
+            await cluster[1].client.request("c-1", Add(1), reply=Total).instance_spot(
+                "kit-counter").timeout(5)
+            owner = cluster.recorder.factory_runs_of("c-1")[0].node
+            caller = next(name for name in cluster.names if name != owner)
+            await cluster.kill(owner)
+            with pytest.raises(zl.Unavailable):
+                await cluster[caller].client.request("c-1", Add(1), reply=Total).timeout(5)
