@@ -16,8 +16,14 @@ same examples; locally it explores new ones each run.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from hypothesis import HealthCheck, settings
+
+import zlink_trio.testing.pytest_plugin
+
+if TYPE_CHECKING:
+    import pytest
 
 settings.register_profile(
     "ci",
@@ -28,3 +34,10 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The test kit's plugin (fixtures ``zl_node``, ``zl_cluster``), also before the
+    ``pytest11`` entry point is installed (it registers under the same name)."""
+    if not config.pluginmanager.has_plugin("zlink_trio"):
+        config.pluginmanager.register(zlink_trio.testing.pytest_plugin, "zlink_trio")

@@ -85,6 +85,9 @@ LAYERS: tuple[Layer, ...] = (
     # The tools that ship with the runtime: the public API and every layer below it.
     Layer("zlink_trio.cli", may_import=(*_BELOW_THE_API, "zlink_trio"), sans_io=False),
     Layer("zlink_trio.bench", may_import=(*_BELOW_THE_API, "zlink_trio"), sans_io=False),
+    # The public test kit: the public API and the runtime's documented hooks; nothing of
+    # ours imports it (only tests do).
+    Layer("zlink_trio.testing", may_import=(*_BELOW_THE_API, "zlink_trio"), sans_io=False),
     # On top: the samples use the public API and nothing else of ours.
     Layer("zlink_trio.samples", may_import=("zlink_trio",), sans_io=False),
 )
@@ -259,6 +262,11 @@ def test_the_public_api_row_knows_the_exported_names():
         ("from zlink_trio.bench import suite\n", "zlink_trio.cli.x", "zlink_trio.bench"),
         ("from zlink_trio.cli import main\n", "zlink_trio._x", "zlink_trio imports"),
         ("from zlink_trio import cli\n", "zlink_trio.runtime.x", "zlink_trio.cli"),
+        ("from zlink_trio.testing import open_test_cluster\n", "zlink_trio.cli.x",
+         "zlink_trio.testing"),
+        ("import zlink_trio.testing\n", "zlink_trio.samples.x", "zlink_trio.testing"),
+        ("from zlink_trio.testing import Recorder\n", "zlink_trio._x", "zlink_trio imports"),
+        ("from zlink_trio.cli import main\n", "zlink_trio.testing.x", "zlink_trio.cli"),
     ],
 )
 def test_checker_detects_violations(source: str, module: str, needle: str) -> None:
@@ -291,6 +299,8 @@ def test_checker_detects_violations(source: str, module: str, needle: str) -> No
          "zlink_trio.bench.x"),
         ("from zlink_trio.core.errors import x\nfrom zlink_trio.runtime import y\n",
          "zlink_trio._x"),
+        ("import zlink_trio as zl\nfrom zlink_trio.runtime import charts\n",
+         "zlink_trio.testing.x"),
     ],
 )
 def test_checker_allows_downward_imports(source: str, module: str) -> None:

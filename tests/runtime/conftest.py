@@ -19,29 +19,19 @@ every deadline are mock seconds. ``open_node`` stamps leases and route-cache age
 the *store clock*, which defaults to ``trio.current_time`` only for ``memory://``; for a
 shared store it is wall-clock ``time.time`` (several processes must agree on it). A test
 that opens nodes on ``store_url`` in **one process** therefore passes
-``clock=trio.current_time`` (``runtime_spots.open_test_node`` does): then leases expire,
+``clock=trio.current_time`` (``zlink_trio.testing.open_test_node`` does): then leases expire,
 renewals land and cached routes age on the mock clock exactly as on ``memory://``, and a
 test that moves the clock (``autojump_clock.jump``) sees the same lease expiry on every
 backend. Without it, leases and cache ages would follow wall time, which barely moves
 while mock time races ahead.
 
-Autojump and real I/O. ``MockClock(autojump_threshold=0)`` jumps to the next deadline as
-soon as every task is blocked -- including a task waiting for a Redis reply or a SQLite
-worker thread, since Trio cannot tell I/O from sleeping. A jump in the middle of a
-round trip lands on whatever deadline is next (a lease renewal, an idle sweep, the
-test's own ``fail_after``), so the tests would fail at random. On SQLite and Redis the
-fixture therefore counts the store calls in flight -- every public coroutine method of
-the backend's Location and Relocation Store classes, and ``open_store`` as ``open_node``
-uses it -- and suspends autojump (threshold ``inf``) while any is in flight. Store
-calls so take no mock time, as on ``memory://``, and mock time still jumps the moment
-the test is idle with no I/O pending.
-
-The watchdog. With autojump suspended, mock time stands still while a store call is in
-flight, so no ``trio.fail_after`` can fire: a store call that never answers would hang
-the test forever. A real-time watchdog (a thread that looks once a second and, while any
-call is in flight, asks the Trio thread to check) cancels a store call that has taken
-more than ``STORE_CALL_LIMIT`` real seconds and fails the test naming that call: raised
-from the call, and again when the fixture ends, in case the code under test swallowed it.
+Autojump and real I/O. On SQLite and Redis the fixture counts the store calls in flight
+with the test kit's :class:`zlink_trio.testing.InFlight` -- every public coroutine method
+of the backend's Location and Relocation Store classes, and ``open_store`` as
+``open_node`` uses it -- which suspends MockClock's autojump while any is in flight (a
+jump in the middle of a round trip would land on an arbitrary deadline) and fails the
+test, naming the call, when one hangs past ``STORE_CALL_LIMIT`` real seconds (its module
+``zlink_trio/testing/store_io.py`` tells why and how).
 """
 
 from __future__ import annotations
@@ -52,11 +42,11 @@ from typing import TYPE_CHECKING
 
 import attrs
 import pytest
-from store_calls import InFlight, redis_helpers
+from store_calls import redis_helpers
 
-import zlink_trio.runtime.node
 from zlink_trio.core.errors import Unavailable
 from zlink_trio.store import open_store
+from zlink_trio.testing import InFlight
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -102,7 +92,7 @@ async def _shared_backend(kind: str, in_flight: InFlight, tmp_path: Path,
                           monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Backend]:
     """SQLite or Redis: store calls counted (autojump suspended) and watched."""
     opener = in_flight.open_store(open_store)
-    monkeypatch.setattr(zlink_trio.runtime.node, "open_store", opener)
+    in_flight.patch_open_store(monkeypatch)
     if kind == "sqlite":
         url = f"sqlite://{tmp_path / 'store.db'}"
         async with opener(url) as view:

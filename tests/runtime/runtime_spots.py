@@ -4,27 +4,23 @@ Every Spot here appends what happens to it to :data:`EVENTS` as tuples, so a tes
 check order ("factory", "activate", "handle", "close") without reaching into the
 runtime. Call :func:`journal` at the start of a test to get a cleared list.
 
-The node opener (:func:`open_test_node`), the store reader (:func:`store_counts`), the
-store double (:class:`MemoryStoreWith`) and the create request and reply
+The store reader (:func:`store_counts`) and the create request and reply
 (:class:`RoomSpec`, :class:`Welcome`) also serve the contract tests' own Spots
-(``spec_helpers.py``).
+(``spec_helpers.py``). The node opener and the store double are the public test kit's
+(``zlink_trio.testing.open_test_node``, ``MemoryStoreWith``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
 
 import zlink_trio as zl
-from zlink_trio.store import MemoryStore
-from zlink_trio.store.memory import MemoryLocationStore
 
 if TYPE_CHECKING:
     from zlink_trio.store import Store
-
-L = TypeVar("L", bound=MemoryLocationStore)
 
 #: What the Spots below did, in order.
 EVENTS: list[tuple[Any, ...]] = []
@@ -185,33 +181,3 @@ async def store_counts(store: Store) -> tuple[int, int, int]:
             break
     stats = await store.relocation.statistics()
     return records, stats.roots, stats.inboxes
-
-
-def open_test_node(node_id: str, *, store: str | MemoryStore, **options: Any) -> Any:
-    """``zl.open_node`` on the ``store_url`` fixture's store, leases on Trio's clock.
-
-    A test on one process passes the store clock ``trio.current_time`` so leases and
-    route-cache ages follow ``MockClock`` on every backend (see ``conftest.py``); a test
-    that steers the store clock itself passes its own ``clock``.
-    """
-    options.setdefault("clock", trio.current_time)
-    options.setdefault("listen", None)  # MockClock: no real sockets (see tests/mesh/)
-    return zl.open_node(node_id, store=store, **options)
-
-
-class MemoryStoreWith(MemoryStore, Generic[L]):
-    """A :class:`MemoryStore` whose Location Store is ``location``, a test double.
-
-    The double is a :class:`MemoryLocationStore` subclass that fails or steers some calls;
-    everything else is the memory store's, the combined transactions included (they reach
-    the Location Store through :attr:`location`).
-    """
-
-    def __init__(self, location: L) -> None:
-        super().__init__()
-        self._double = location
-
-    @property
-    def location(self) -> L:
-        """The double."""
-        return self._double

@@ -15,7 +15,7 @@ and :class:`Room` (User Spot ``"room"``; its ``on_create`` can be held, and decl
 :class:`Hold` and :class:`Blob` until ``PROBE.hold_gate`` is set.
 
 :func:`open_test_node` opens a node of these Spots on ``MockClock`` without mesh links
-(``runtime_spots.open_test_node``); :func:`wait_until` polls in mock time (on the real
+(``zlink_trio.testing.open_test_node``); :func:`wait_until` polls in mock time (on the real
 clock of ``test_spec_0*_cross_node.py``, in real time). Where an item
 says nothing is written or built, :func:`store_unchanged` reads the store around the calls
 (never writing it), and :func:`missing_calls_end_not_found` makes the plain calls to a
@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING
 
 import attrs
 import pytest
-import runtime_spots
 import trio
 from runtime_spots import RoomSpec, Welcome
 
 import zlink_trio as zl
+from zlink_trio import testing
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
@@ -243,7 +243,7 @@ def open_test_node(node_id: str = "node-a", *, spots: tuple[type, ...] = (Counte
     Cross-node behaviour is tested on the real clock with listening nodes
     (``test_spec_0*_cross_node.py``, and across processes ``tests/mesh/``).
     """
-    return runtime_spots.open_test_node(node_id, store=store, spots=list(spots), **options)
+    return testing.open_test_node(node_id, store=store, spots=list(spots), **options)
 
 
 async def wait_until(predicate: Callable[[], Awaitable[bool]], *, step: float = 0.01) -> None:

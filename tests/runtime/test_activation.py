@@ -4,20 +4,10 @@ from __future__ import annotations
 
 import pytest
 import trio
-from runtime_spots import (
-    KNOBS,
-    Add,
-    Counter,
-    Gauge,
-    Note,
-    Room,
-    Total,
-    journal,
-    open_test_node,
-    store_counts,
-)
+from runtime_spots import KNOBS, Add, Counter, Gauge, Note, Room, Total, journal, store_counts
 
 import zlink_trio as zl
+from zlink_trio.testing import open_test_node
 
 
 async def first_records_cleaned_up(node) -> None:

@@ -4,19 +4,10 @@ from __future__ import annotations
 
 import pytest
 import trio
-from runtime_spots import (
-    KNOBS,
-    Add,
-    Block,
-    Counter,
-    Room,
-    Total,
-    journal,
-    open_test_node,
-    store_counts,
-)
+from runtime_spots import KNOBS, Add, Block, Counter, Room, Total, journal, store_counts
 
 import zlink_trio as zl
+from zlink_trio.testing import open_test_node
 
 
 async def test_close_finishes_accepted_turns_then_cleans_up_once_and_releases(

@@ -14,11 +14,11 @@ from runtime_spots import (
     Total,
     Welcome,
     journal,
-    open_test_node,
     store_counts,
 )
 
 import zlink_trio as zl
+from zlink_trio.testing import open_test_node
 
 
 async def test_get_or_create_created_then_existing_with_reply_and_ref(

@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pytest
 import trio
-from runtime_spots import MemoryStoreWith
 
 import zlink_trio as zl
 from zlink_trio.core.placement import _rendezvous_score
 from zlink_trio.store import open_store
 from zlink_trio.store.memory import MemoryLocationStore
+from zlink_trio.testing import MemoryStoreWith
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pytest
 import trio
-from runtime_spots import MemoryStoreWith
 
 import zlink_trio as zl
 from zlink_trio.core.errors import DeadlineExceeded
 from zlink_trio.core.records import AuthorityState
 from zlink_trio.store import MemoryStore
 from zlink_trio.store.memory import MemoryLocationStore
+from zlink_trio.testing import MemoryStoreWith
 
 if TYPE_CHECKING:
     from collections.abc import Callable

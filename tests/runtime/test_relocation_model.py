@@ -15,14 +15,14 @@ fire timers, idle sweeps and deadlines. Three Spot IDs: ``k0`` (Instance,
 ``PreserveStateWith``), ``f0`` (Instance, ``RecreateOnRelocation``) and ``u0`` (User,
 ``PreserveStateWith``).
 
-Scheduling, as in ``test_runtime_model.py``: ``trio.run`` on a ``MockClock`` with
-``rate=0`` and no autojump (time moves only when ``advance`` jumps it); the machine
-runs in a worker thread and reaches into Trio with ``trio.from_thread``; rules only
-START operations. Between rules the system settles: no task runnable for a few real
-milliseconds (so link bytes and store replies have landed) and no store call in flight
-(counted by the runtime tests' :class:`InFlight`). Trio's scheduling is seeded by
-hypothesis, so a failure replays (a link round trip can still land in another order,
-so shrinking is best effort).
+Scheduling, as in ``test_runtime_model.py`` (the test kit's ``run_race_model``):
+``trio.run`` on a ``MockClock`` with ``rate=0`` and no autojump (time moves only when
+``advance`` jumps it); the machine runs in a worker thread and reaches into Trio with
+``TrioMachine.trio``; rules only START operations. Between rules the system settles
+(``zlink_trio.testing.settle``): no task runnable for a few real milliseconds (so link
+bytes and store replies have landed) and no store call in flight (counted by the kit's
+``InFlight``). Trio's scheduling is seeded by hypothesis, so a failure replays (a link
+round trip can still land in another order, so shrinking is best effort).
 
 Invariants -- the issue's list, checked when each thing happens and after every rule:
 
@@ -55,10 +55,8 @@ unavailable`` (eleven nodes) and ``test_message_follow.py``'s.
 from __future__ import annotations
 
 import json
-import logging
 import math
 import random
-import types
 import uuid
 from collections import Counter as Tally
 from contextlib import AsyncExitStack
@@ -70,21 +68,22 @@ import trio
 import trio.testing
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import (
-    RuleBasedStateMachine,
-    initialize,
-    invariant,
-    rule,
-    run_state_machine_as_test,
-)
-from model_parts import Gate, LogCapture, chart_violation
-from store_calls import InFlight, redis_helpers
+from hypothesis.stateful import initialize, invariant, rule
+from store_calls import redis_helpers
 
 import zlink_trio as zl
 from zlink_trio.core.errors import Unavailable
 from zlink_trio.core.records import AuthorityState
-from zlink_trio.runtime import charts as _charts
 from zlink_trio.store import open_store
+from zlink_trio.testing import (
+    Gate,
+    InFlight,
+    RaceHarness,
+    Recorder,
+    TrioMachine,
+    run_race_model,
+    settle,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -256,17 +255,15 @@ class Op:
 
 
 @attrs.define
-class Harness:
-    """The Trio side the machine's thread reaches: clock, nursery, backend, store calls."""
+class Setup:
+    """What the test hands the machine (``RaceHarness.data["setup"]``)."""
 
-    clock: trio.testing.MockClock
-    nursery: trio.Nursery
     backend: str
     tmp: Path
+    #: Counts store calls (no clock: this test never autojumps).
     in_flight: InFlight
 
 
-HARNESS: Harness | None = None
 WORLD: World | None = None
 
 
@@ -278,8 +275,9 @@ def _world() -> World:
 class World:
     """One example: a fresh store, three nodes, the operations and what the Spots did."""
 
-    def __init__(self, harness: Harness, closed_gates: set[str]) -> None:
+    def __init__(self, harness: RaceHarness, closed_gates: set[str]) -> None:
         self.harness = harness
+        self.setup: Setup = harness.data["setup"]
         self.nodes: list[zl.Node] = []
         self.node_names: dict[str, str] = {}
         self.view: Any = None
@@ -302,9 +300,9 @@ class World:
         self.armed: set[tuple[str, int]] = set()
         self.ticks: list[tuple[str, int, str, float]] = []
         self.violations: list[str] = []
-        self.logs: list[str] = []
-        self.transitions: set[tuple[str, str, str]] = set()
-        self.capture = LogCapture(self.logs)
+        #: Chart transitions checked against the charts, the runtime's warnings.
+        self.recorder = Recorder()
+        self.logs = self.recorder.logs
         self.leftovers: list[Any] = []
         #: The clock before the last ``advance`` jump.
         self.before_jump = -math.inf
@@ -317,18 +315,18 @@ class World:
     # ------------------------------------------------------------- lifetime
 
     def _url(self, stack: AsyncExitStack) -> str:
-        backend = self.harness.backend
+        backend = self.setup.backend
         if backend == "memory":
             return f"memory://relocation-model-{uuid.uuid4().hex}"
         if backend == "sqlite":
-            return f"sqlite://{self.harness.tmp / f'model-{uuid.uuid4().hex}.db'}"
+            return f"sqlite://{self.setup.tmp / f'model-{uuid.uuid4().hex}.db'}"
         helpers = redis_helpers()
         prefix = helpers.fresh_prefix()
         stack.push_async_callback(self._delete_keys, helpers, prefix)
         return str(helpers.url_with(prefix))
 
     async def _delete_keys(self, helpers: Any, prefix: str) -> None:
-        with trio.CancelScope(shield=True), self.harness.in_flight.io("delete keys"):
+        with trio.CancelScope(shield=True), self.setup.in_flight.io("delete keys"):
             await helpers.delete_prefix(prefix)
 
     async def hold(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -337,7 +335,7 @@ class World:
         try:
             async with AsyncExitStack() as stack:
                 url = self._url(stack)
-                opener = self.harness.in_flight.open_store(open_store)
+                opener = self.setup.in_flight.open_store(open_store)
                 self.view = await stack.enter_async_context(opener(url))
                 # runs once the nodes are closed, while the view (and a memory store) lives
                 stack.push_async_callback(self._read_leftovers)
@@ -363,24 +361,14 @@ class World:
             self.stopped.set()
 
     async def _read_leftovers(self) -> None:
-        with self.harness.in_flight.io("the model's own store read"):
+        with self.setup.in_flight.io("the model's own store read"):
             page = await self.view.location.query(page_size=100)
             self.leftovers = [r for r in page.records if r.kind is not zl.SpotKind.ENTRY]
             self.leftover_roots = await self.view.relocation.statistics()
 
-    def trace(self, chart: str, state: str, event: str, target: str) -> None:
-        self.transitions.add((chart, state, event))
-        problem = chart_violation(chart, state, event, target)
-        if problem is not None:
-            self.violations.append(problem)
-
     async def settle(self) -> None:
         """Until nothing runs: no runnable task for CUSHION real seconds, no store call."""
-        for _ in range(2000):
-            await trio.testing.wait_all_tasks_blocked(CUSHION)
-            if not self.harness.in_flight.count:
-                return
-        raise AssertionError("a store call stayed in flight for seconds")
+        await settle(self.setup.in_flight, cushion=CUSHION)
 
     async def act(self, action: Any, *args: Any) -> None:
         """One rule: do ``action`` (sync or async), then settle."""
@@ -430,7 +418,7 @@ class World:
                     ordered: bool = False, to: int | None = None) -> None:
         op = Op(len(self.ops) + 1, kind, spot_id, node, seconds,
                 sender=node if ordered else None, to=to)
-        with self.harness.in_flight.io("the model's own store read"):
+        with self.setup.in_flight.io("the model's own store read"):
             op.record = await self.view.location.find(spot_id)
         if kind == "relocate" and to is None and op.record is not None and \
                 op.record.state is AuthorityState.READY:
@@ -694,12 +682,13 @@ class World:
         """The invariants on a settled snapshot (runs in the Trio thread)."""
         assert self.crash is None, f"a node crashed: {self.crash!r}"
         assert not self.violations, "\n".join(self.violations)
+        self.recorder.check()
         for spot_id in IDS:
             serving = [self.node_names[str(node.node_rid)] for node in self.nodes
                        if (host := node._rt.catalog.hosts.get(spot_id)) is not None
                        and host.state == "serving"]
             assert len(serving) <= 1, f"{spot_id} is served by {serving}"
-            with self.harness.in_flight.io("the model's own store read"):
+            with self.setup.in_flight.io("the model's own store read"):
                 record = await self.view.location.find(spot_id)
             if record is None:
                 continue
@@ -739,33 +728,23 @@ class World:
 # ---------------------------------------------------------------------------- the machine
 
 
-class RelocationModel(RuleBasedStateMachine):
+class RelocationModel(TrioMachine):
     def __init__(self) -> None:
         super().__init__()
         self.world: World | None = None
-        self.failed = False
-
-    def _trio(self, fn: Any, *args: Any) -> Any:
-        try:
-            return trio.from_thread.run(fn, *args)
-        except BaseException:
-            self.failed = True
-            raise
 
     def _act(self, action: Any, *args: Any, **kwargs: Any) -> None:
         assert self.world is not None
-        self._trio(self.world.act, lambda: action(*args, **kwargs))
+        self.trio(self.world.act, lambda: action(*args, **kwargs))
 
     @initialize(closed=st.sets(st.sampled_from(IDS)),
                 starters=st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 2)))
     def open_nodes(self, closed: set[str], starters: tuple[int, int, int]) -> None:
         """Three nodes, and each Spot activated by a request from one of them."""
         global WORLD
-        assert HARNESS is not None
-        self.world = WORLD = World(HARNESS, set())
-        _charts.TRACE.append(self.world.trace)
-        logging.getLogger("zlink_trio").addHandler(self.world.capture)
-        self._trio(HARNESS.nursery.start, self.world.hold)
+        self.world = WORLD = World(self.harness, set())
+        self.world.recorder.install()
+        self.trio(self.harness.nursery.start, self.world.hold)
         assert self.world.crash is None, self.world.crash
         for spot_id, node in zip(INSTANCE_IDS, starters, strict=False):
             self._act(self.world.spawn, "request", spot_id, node, None)
@@ -779,13 +758,12 @@ class RelocationModel(RuleBasedStateMachine):
             return
         try:
             if not self.failed:
-                self._trio(world.wind_down)
-            self._trio(world.shut_down)
+                self.trio(world.wind_down)
+            self.trio(world.shut_down)
             if not self.failed:
                 world.final_check()  # plain data: the nodes are closed
         finally:
-            _charts.TRACE.remove(world.trace)
-            logging.getLogger("zlink_trio").removeHandler(world.capture)
+            world.recorder.uninstall()
 
     @rule(kind=st.sampled_from(["request", "send", "request", "send", "stop", "arm"]),
           spot_id=st.sampled_from(IDS), node=st.integers(0, 2), ordered=st.booleans(),
@@ -824,15 +802,14 @@ class RelocationModel(RuleBasedStateMachine):
 
     @rule(dt=st.sampled_from([0.3, 0.8, 2.5]))
     def advance(self, dt: float) -> None:
-        assert HARNESS is not None
         assert self.world is not None
-        self.world.before_jump = HARNESS.clock.current_time()
-        self._act(HARNESS.clock.jump, dt)
+        self.world.before_jump = self.harness.clock.current_time()
+        self._act(self.harness.clock.jump, dt)
 
     @invariant()
     def spec_invariants(self) -> None:
         if self.world is not None:
-            self._trio(self.world.check)
+            self.trio(self.world.check)
 
 
 #: Examples per backend; the CI profile is derandomized, locally each run explores anew.
@@ -845,29 +822,13 @@ def test_relocations_racing_with_calls_timers_close_and_idle_keep_the_invariants
     model_settings = settings(max_examples=EXAMPLES[backend], stateful_step_count=30,
                               deadline=None, suppress_health_check=list(HealthCheck))
 
-    async def main() -> None:
-        global HARNESS
-        clock = trio.lowlevel.current_clock()
-        assert isinstance(clock, trio.testing.MockClock)
-        # InFlight counts store calls; its clock hook is for autojump, which this test
-        # never uses, so it gets a clock-shaped sink.
-        in_flight = InFlight(types.SimpleNamespace())  # type: ignore[arg-type]
-        await _patch_backend(backend, in_flight, tmp_path, monkeypatch)
-        try:
-            async with trio.open_nursery() as nursery:
-                HARNESS = Harness(clock, nursery, backend, tmp_path, in_flight)
-                try:
-                    await trio.to_thread.run_sync(lambda: run_state_machine_as_test(
-                        RelocationModel, settings=model_settings))
-                finally:
-                    HARNESS = None
-                    nursery.cancel_scope.cancel()
-        except BaseExceptionGroup as group:  # report hypothesis' failure itself, not a group
-            if len(group.exceptions) == 1:
-                raise group.exceptions[0] from None
-            raise
+    setup = Setup(backend, tmp_path, InFlight())
 
-    trio.run(main, clock=trio.testing.MockClock(rate=0))
+    async def prepare(harness: RaceHarness) -> None:
+        await _patch_backend(backend, setup.in_flight, tmp_path, monkeypatch)
+
+    run_race_model(RelocationModel, settings=model_settings, prepare=prepare,
+                   data={"setup": setup})
 
 
 async def _patch_backend(backend: str, in_flight: InFlight, tmp_path: Path,
@@ -883,5 +844,4 @@ async def _patch_backend(backend: str, in_flight: InFlight, tmp_path: Path,
             in_flight.patch_backend(monkeypatch, store)
     except Unavailable as error:
         helpers.unreachable(error.message)
-    import zlink_trio.runtime.node
-    monkeypatch.setattr(zlink_trio.runtime.node, "open_store", in_flight.open_store(open_store))
+    in_flight.patch_open_store(monkeypatch)

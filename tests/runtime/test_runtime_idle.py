@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import trio
-from runtime_spots import KNOBS, Add, Block, Counter, Room, Total, journal, open_test_node
+from runtime_spots import KNOBS, Add, Block, Counter, Room, Total, journal
 
 import zlink_trio as zl
+from zlink_trio.testing import open_test_node
 
 
 async def test_idle_instance_spot_is_evicted_with_on_close_before_release(

@@ -2,7 +2,8 @@
 
 Theory of operation
 -------------------
-:class:`RuntimeModel` is a hypothesis ``RuleBasedStateMachine`` driving ONE node on a
+:class:`RuntimeModel` is a hypothesis state machine (the test kit's ``TrioMachine``,
+run by ``zlink_trio.testing.run_race_model``) driving ONE node on a
 ``memory://`` store (our own :class:`MemoryStore`, so its records can be read) with
 concurrent ``get_or_create`` / ``create`` / ``find`` / ``close``, requests and sends with
 and without Instance intent (cold activation), self-close and idle eviction on one User
@@ -10,8 +11,8 @@ and two Instance IDs (plus the fresh IDs ``create()`` issues).  Scheduling is an
 explicit, deterministic control (hypothesis#1300; no hypothesis-trio, hypothesis#1709):
 
 * ``trio.run`` on a ``MockClock`` with ``rate=0`` and no autojump: time moves only when
-  the ``advance`` rule jumps it.  The machine runs in a worker thread
-  (``trio.to_thread.run_sync``); every rule reaches into Trio with ``trio.from_thread``.
+  the ``advance`` rule jumps it.  The machine runs in a worker thread; every rule
+  reaches into Trio with ``TrioMachine.trio`` (``trio.from_thread``).
 * Rules only START operations, as tasks in a nursery inside the node's ``async with``;
   an operation runs until it blocks.  Every rule ends with ``wait_all_tasks_blocked``,
   so the system is quiescent (and the invariants read a consistent snapshot) between
@@ -53,7 +54,7 @@ Invariants, checked after every rule (and some when each operation completes):
   teardown; ``on_close`` runs once per instance, while the store still holds its
   generation (before the release); ``close()`` returns True only after
   ``on_close(CLOSED)`` ran and False only for an incarnation that is gone;
-* every chart transition taken (``_charts.TRACE``) is one ``statecharts.compile``
+* every chart transition taken (the kit's ``Recorder``) is one ``statecharts.compile``
   defines, and no runtime task crashes the node;
 * at teardown: every admitted plain send ran exactly once, and the store holds no
   authority record, root or inbox.
@@ -61,7 +62,6 @@ Invariants, checked after every rule (and some when each operation completes):
 
 from __future__ import annotations
 
-import logging
 import math
 import random
 import re
@@ -75,19 +75,16 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
-    RuleBasedStateMachine,
     initialize,
     invariant,
     multiple,
     rule,
-    run_state_machine_as_test,
 )
-from model_parts import Gate, LogCapture, chart_violation
 
 import zlink_trio as zl
 from zlink_trio.core.records import AuthorityState
-from zlink_trio.runtime import charts as _charts
 from zlink_trio.store import MemoryStore
+from zlink_trio.testing import Gate, RaceHarness, Recorder, TrioMachine, run_race_model
 
 USER_IDS: Final = ("u0",)
 INSTANCE_IDS: Final = ("i0", "i1")
@@ -230,15 +227,6 @@ class Op:
     outcome: object = None
 
 
-@attrs.define(eq=False)
-class Harness:
-    """The Trio side the machine's thread reaches: the clock and a long-lived nursery."""
-
-    clock: trio.testing.MockClock
-    nursery: trio.Nursery
-
-
-HARNESS: Harness | None = None
 WORLD: World | None = None
 
 
@@ -258,7 +246,7 @@ def _world() -> World:
 class World:
     """One example: a fresh store and node, the operations and what the Spots reported."""
 
-    def __init__(self, harness: Harness, closed_gates: set[str]) -> None:
+    def __init__(self, harness: RaceHarness, closed_gates: set[str]) -> None:
         self.harness = harness
         self.store = MemoryStore()
         self.node: zl.Node | None = None
@@ -276,10 +264,10 @@ class World:
         self.handled: Tally[int] = Tally()
         self.totals: dict[int, int] = {}
         self.violations: list[str] = []
-        self.logs: list[str] = []
         self.new_refs: list[zl.SpotRef] = []
-        self.transitions: set[tuple[str, str, str]] = set()
-        self.capture = LogCapture(self.logs)
+        #: Chart transitions checked against the charts, the runtime's warnings.
+        self.recorder = Recorder()
+        self.logs = self.recorder.logs
 
     def expect(self, ok: bool, what: str) -> None:
         if not ok:
@@ -305,12 +293,6 @@ class World:
             self.crash = exc
         finally:
             self.stopped.set()
-
-    def trace(self, chart: str, state: str, event: str, target: str) -> None:
-        self.transitions.add((chart, state, event))
-        problem = chart_violation(chart, state, event, target)
-        if problem is not None:
-            self.violations.append(problem)
 
     async def shut_down(self) -> None:
         """Open every gate, cancel the operations still running, close the node."""
@@ -522,6 +504,7 @@ class World:
         """The invariants on a quiescent snapshot (runs in the Trio thread)."""
         assert self.crash is None, f"the node crashed: {self.crash!r}"
         assert not self.violations, "\n".join(self.violations)
+        self.recorder.check()
         assert self.node is not None
         records = {r.spot_id: r for r in self.store.location.state.records.values()
                    if r.kind is not zl.SpotKind.ENTRY}
@@ -580,47 +563,34 @@ class World:
 # ---------------------------------------------------------------------------- the machine
 
 
-class RuntimeModel(RuleBasedStateMachine):
+class RuntimeModel(TrioMachine):
     refs = Bundle("refs")
 
     def __init__(self) -> None:
         super().__init__()
         self.world: World | None = None
-        self.failed = False
-
-    def _trio(self, fn: Any, *args: Any, sync: bool = False) -> Any:
-        try:
-            if sync:
-                return trio.from_thread.run_sync(fn, *args)
-            return trio.from_thread.run(fn, *args)
-        except BaseException:
-            self.failed = True
-            raise
 
     def _act(self, action: Any, *args: Any) -> Any:
         assert self.world is not None
-        return multiple(*self._trio(self.world.act, action, *args))
+        return multiple(*self.trio(self.world.act, action, *args))
 
     @initialize(closed=st.sets(st.sampled_from(GATE_KEYS)))
     def open_node(self, closed: set[str]) -> None:
         global WORLD
-        assert HARNESS is not None
-        self.world = WORLD = World(HARNESS, closed)
-        _charts.TRACE.append(self.world.trace)
-        logging.getLogger("zlink_trio").addHandler(self.world.capture)
-        self._trio(HARNESS.nursery.start, self.world.hold)
+        self.world = WORLD = World(self.harness, closed)
+        self.world.recorder.install()
+        self.trio(self.harness.nursery.start, self.world.hold)
 
     def teardown(self) -> None:
         world = self.world
         if world is None:
             return
         try:
-            self._trio(world.shut_down)
+            self.trio(world.shut_down)
             if not self.failed:
-                self._trio(world.final_check, sync=True)
+                self.trio_sync(world.final_check)
         finally:
-            _charts.TRACE.remove(world.trace)
-            logging.getLogger("zlink_trio").removeHandler(world.capture)
+            world.recorder.uninstall()
 
     @rule(target=refs, spot_id=st.sampled_from(USER_IDS), timeout=TIMEOUTS)
     def get_or_create(self, spot_id: str, timeout: float | None) -> Any:
@@ -668,7 +638,7 @@ class RuntimeModel(RuleBasedStateMachine):
     @invariant()
     def spec_invariants(self) -> None:
         if self.world is not None:
-            self._trio(self.world.check, sync=True)
+            self.trio_sync(self.world.check)
 
 
 #: About 6 s on an idle machine. The CI profile is derandomized; locally each run explores anew.
@@ -677,22 +647,4 @@ MODEL_SETTINGS: Final = settings(max_examples=80, stateful_step_count=50, deadli
 
 
 def test_one_node_keeps_the_spec_invariants_under_adversarial_schedules():
-    async def main() -> None:
-        global HARNESS
-        clock = trio.lowlevel.current_clock()
-        assert isinstance(clock, trio.testing.MockClock)
-        try:
-            async with trio.open_nursery() as nursery:
-                HARNESS = Harness(clock, nursery)
-                try:
-                    await trio.to_thread.run_sync(
-                        lambda: run_state_machine_as_test(RuntimeModel, settings=MODEL_SETTINGS))
-                finally:
-                    HARNESS = None
-                    nursery.cancel_scope.cancel()
-        except BaseExceptionGroup as group:  # report hypothesis' failure itself, not a group
-            if len(group.exceptions) == 1:
-                raise group.exceptions[0] from None
-            raise
-
-    trio.run(main, clock=trio.testing.MockClock(rate=0))
+    run_race_model(RuntimeModel, settings=MODEL_SETTINGS)

@@ -28,13 +28,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from runtime_spots import Add, Counter, Note, Room, RoomSpec, Total, journal
 
-import statecharts
 import zlink_trio as zl
-from zlink_trio.runtime import charts as _charts
+from zlink_trio.testing import Recorder
 
 INSTANCE_IDS = ("a", "b")
 ROOM_IDS = ("r", "s")
-TABLES = {t.name: t for t in map(statecharts.compile, statecharts.ALL_CHARTS)}
 
 op_strategy = st.one_of(
     st.tuples(st.sampled_from(["req", "send"]), st.sampled_from(INSTANCE_IDS), st.booleans()),
@@ -46,10 +44,6 @@ scheduled = st.tuples(op_strategy, st.sampled_from([0.0, 0.0, 0.0, 0.2, 1.0, 2.5
                       st.integers(0, 3))
 
 ALLOWED_ERRORS = (zl.NotFound, zl.StaleRoute, zl.DeadlineExceeded)
-
-
-def _check_transition(chart: str, state: str, event: str, target: str) -> None:
-    assert TABLES[chart].step(state, event) == target
 
 
 async def _scenario(ops: list[tuple[tuple[str, str, Any], float, int]]) -> None:
@@ -94,17 +88,14 @@ async def _scenario(ops: list[tuple[tuple[str, str, Any], float, int]]) -> None:
             assert "never retargets" in result.message, result
         outcomes.append((kind, n, spot_id, result))
 
-    _charts.TRACE.append(_check_transition)
-    try:
-        with trio.fail_after(120):
-            async with zl.open_node("node-a", spots=[Counter, Room], instance_idle_timeout=1.5,
-                                    idle_sweep_interval=0.25, default_timeout=5) as node:
-                async with trio.open_nursery() as nursery:
-                    for op, delay, yields in ops:
-                        nursery.start_soon(run, op, delay, yields)
-                await trio.sleep(1)
-    finally:
-        _charts.TRACE.remove(_check_transition)
+    with Recorder() as record, trio.fail_after(120):  # every chart step, checked
+        async with zl.open_node("node-a", spots=[Counter, Room], instance_idle_timeout=1.5,
+                                idle_sweep_interval=0.25, default_timeout=5) as node:
+            async with trio.open_nursery() as nursery:
+                for op, delay, yields in ops:
+                    nursery.start_soon(run, op, delay, yields)
+            await trio.sleep(1)
+    record.check()
 
     # Incarnations of one ID never overlap; generations strictly increase.
     for spot_id in INSTANCE_IDS + ROOM_IDS:

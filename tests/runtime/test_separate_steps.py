@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from types import SimpleNamespace
 
 import trio
-from runtime_spots import Add, Counter, Total, journal, open_test_node, store_counts
+from runtime_spots import Add, Counter, Total, journal, store_counts
 from test_activation import first_records_cleaned_up
 
 import zlink_trio.runtime.node
@@ -21,6 +21,7 @@ from zlink_trio.core.errors import StaleFence
 from zlink_trio.store import MemoryStore, SeparateSteps
 from zlink_trio.store.memory import MemoryCombined
 from zlink_trio.store.open import open_store
+from zlink_trio.testing import open_test_node
 
 
 async def test_a_store_without_combined_activates_through_the_separate_steps(

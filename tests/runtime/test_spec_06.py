@@ -68,7 +68,6 @@ from functools import partial
 import pytest
 import trio
 import trio.testing
-from runtime_spots import MemoryStoreWith
 from spec_helpers import (
     PROBE,
     Counter,
@@ -89,6 +88,7 @@ from spec_helpers import (
 import zlink_trio as zl
 from zlink_trio.store import MemoryStore
 from zlink_trio.store.memory import MemoryLocationStore
+from zlink_trio.testing import MemoryStoreWith
 
 UUID4 = re.compile(r"\A[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\Z")
 

@@ -10,6 +10,8 @@ the code.  Imports point one way, and a test fails on any import cycle:
                        ``Node`` and ``NodeStatistics``
 ``options``            ``NodeOptions``: every tunable of ``open_node``, validated first
 ``charts``             the compiled, typed lifecycle charts and ``step()``
+``observers``          what a node tells the test kit about its Spots (factory runs,
+                       handler turns, closes); empty in production
 ``state``              ``NodeState``: identity, options, store, caches, lease -- what every
                        part of the runtime reads; the ``zlink_trio`` logger
 ``declaration/``       what a node serves: Spot types, handlers, policies, the registry

@@ -12,6 +12,9 @@ open :class:`Link` delivers the peer's application frames to
 :meth:`Link.send_nowait`, which never blocks. Keepalive, Ping/Pong and
 protocol errors stay inside this package: a peer that misbehaves loses its
 link, never the node. ``docs/wire.md`` ("Links") describes the life of a link.
+``_memory`` is an in-process network for tests (``zlink_trio.testing``'s
+``links="memory"``): a transport opened while its context variable is set listens and
+dials over memory streams instead of sockets.
 """
 
 from __future__ import annotations

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.identity import NodeRid
     from zlink_trio.transport._config import TransportConfig
     from zlink_trio.transport._link import LinkHandler
+    from zlink_trio.transport._memory import MemoryNetwork
 
 __all__ = ("Endpoint", "accept", "dial")
 
@@ -137,8 +138,10 @@ async def accept(
 
 
 async def _open_stream(
-    endpoint: Endpoint, config: TransportConfig
-) -> trio.SocketStream | trio.SSLStream[trio.SocketStream]:
+    endpoint: Endpoint, config: TransportConfig, network: MemoryNetwork | None = None
+) -> trio.abc.Stream:
+    if network is not None and network.owns(endpoint.host):
+        return await network.connect(endpoint.port)
     if not endpoint.secure:
         return await trio.open_tcp_stream(endpoint.host, endpoint.port)
     context = config.client_ssl_context or ssl.create_default_context()
@@ -154,20 +157,22 @@ async def dial(
     *,
     node_id: str,
     node_rid: NodeRid,
+    network: MemoryNetwork | None = None,
 ) -> tuple[trio.abc.Stream, WebSocket, PeerIdentity]:
     """Dial ``endpoint`` and authenticate as a client; the peer must be ``node_id``/``node_rid``.
 
-    Raises :class:`Unavailable` naming the endpoint and the reason. Timeouts
-    are the caller's (``connect_timeout`` for the first phase is applied
+    ``network``: the in-process network of a test transport (``_memory``), which its
+    own endpoints are dialled through. Raises :class:`Unavailable` naming the endpoint
+    and the reason. Timeouts are the caller's (``connect_timeout`` for the first phase is applied
     here, ``handshake_timeout`` for the second); on any failure or
     cancellation the stream is closed before this returns.
     """
     where = f"node {node_id!r} at {endpoint.text}"
-    stream: trio.SocketStream | trio.SSLStream[trio.SocketStream] | None = None
+    stream: trio.abc.Stream | None = None
     try:
         phase = "connecting"
         with trio.fail_after(config.connect_timeout):
-            stream = await _open_stream(endpoint, config)
+            stream = await _open_stream(endpoint, config, network)
             if isinstance(stream, trio.SSLStream):
                 phase = "in the TLS handshake"
                 await stream.do_handshake()

@@ -39,7 +39,7 @@ import attrs
 import trio
 
 from zlink_trio.core.errors import InvalidConfiguration, RemoteProtocolError, Unavailable
-from zlink_trio.transport import _connect
+from zlink_trio.transport import _connect, _memory
 from zlink_trio.transport._connect import Endpoint
 from zlink_trio.transport._handshake_slots import HandshakeSlots, source_of
 from zlink_trio.transport._link import Link
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.identity import NodeRid
     from zlink_trio.transport._config import TransportConfig
     from zlink_trio.transport._link import LinkHandler
+    from zlink_trio.transport._memory import MemoryNetwork
     from zlink_trio.transport._ws import WebSocket
     from zlink_trio.wire.handshake import LocalIdentity, PeerIdentity
 
@@ -78,9 +79,12 @@ class MeshTransport:
     """
 
     def __init__(
-        self, config: TransportConfig, handler: LinkHandler, nursery: trio.Nursery, endpoint: str
+        self, config: TransportConfig, handler: LinkHandler, nursery: trio.Nursery, endpoint: str,
+        network: MemoryNetwork | None = None,
     ) -> None:
         self.endpoint: Final = endpoint
+        #: The in-process network of a test transport (``_memory``), else None.
+        self._network = network
         self._config = config
         self._handler = handler
         self._nursery = nursery
@@ -163,8 +167,8 @@ class MeshTransport:
         try:
             try:
                 stream, ws, peer = await _connect.dial(
-                    endpoint, self._config, self._handler, node_id=node_id, node_rid=rid
-                )
+                    endpoint, self._config, self._handler, node_id=node_id, node_rid=rid,
+                    network=self._network)
             except Unavailable as exc:
                 logger.warning("%s", exc.message)
                 attempt.error = exc
@@ -320,6 +324,12 @@ async def open_transport(
     Raises :class:`InvalidConfiguration` when binding fails (the message
     names the address).
     """
+    network = _memory.NETWORK.get()
+    if network is not None:  # a test's in-process network (``_memory``): no socket
+        memory = network.listen()
+        async with _serving(config, handler, [memory], memory.endpoint, network) as transport:
+            yield transport
+        return
     socket_listeners = await _listen(config)
     listeners: list[trio.abc.Listener[trio.abc.Stream]]
     secure = config.server_ssl_context is not None
@@ -330,10 +340,17 @@ async def open_transport(
         ]
     else:
         listeners = list(socket_listeners)
+    async with _serving(config, handler, listeners, _endpoint(socket_listeners[0], secure),
+                        None) as transport:
+        yield transport
+
+
+@asynccontextmanager
+async def _serving(config: TransportConfig, handler: LinkHandler,
+                   listeners: list[trio.abc.Listener[trio.abc.Stream]], endpoint: str,
+                   network: MemoryNetwork | None) -> AsyncIterator[MeshTransport]:
     async with trio.open_nursery() as nursery:
-        transport = MeshTransport(
-            config, handler, nursery, _endpoint(socket_listeners[0], secure)
-        )
+        transport = MeshTransport(config, handler, nursery, endpoint, network)
         try:
             await nursery.start(trio.serve_listeners, transport._serve_stream, listeners)
         except BaseException:

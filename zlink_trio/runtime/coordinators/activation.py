@@ -216,7 +216,7 @@ async def _reserve_and_build(job: ActivationJob) -> None:
         await _redeliver(job, reserve_lost)
         return
     if crash_points.ARMED:
-        crash_points.point("cold", "after_reserve")
+        crash_points.point("cold", "after_reserve", rt.node_id)
     job.state = step(COLD, job.state, COLD.ev.reserve_won)
     host = Host(rt, job.spot_type, job.spot_id, fence.object_generation, job.mesh)
     try:
@@ -233,7 +233,7 @@ async def _reserve_and_build(job: ActivationJob) -> None:
     with trio.CancelScope(shield=True):
         try:
             if crash_points.ARMED:
-                crash_points.point("cold", "after_factory_before_commit")
+                crash_points.point("cold", "after_factory_before_commit", rt.node_id)
             rt.check_usable()  # no CommitReady once the lease is known lost
             # The first record is durable (at the latest) when the authority is Ready.
             ready, seq = await rt.store.combined.commit_ready_with_first_record(
@@ -247,7 +247,7 @@ async def _reserve_and_build(job: ActivationJob) -> None:
                 f"({exc.message}); nothing was created. Send a new call"
             ) from exc
     if crash_points.ARMED:
-        crash_points.point("cold", "after_ready_before_restore")
+        crash_points.point("cold", "after_ready_before_restore", rt.node_id)
     _publish(job, host, ready, seq, receipt)
 
 

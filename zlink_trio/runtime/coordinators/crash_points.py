@@ -1,13 +1,15 @@
-"""Crash hooks for the recovery tests: ``ZLINK_CRASH_AT=<step>`` SIGKILLs the process.
+"""Crash hooks: ``ZLINK_CRASH_AT=<step>`` SIGKILLs the process; :func:`arm` is the API.
 
 Theory of operation
 -------------------
 The environment variable is read once, at import. When it is unset (production)
 :data:`ARMED` is ``False`` and every call site is one module-attribute truth test:
-``if _crash.ARMED: _crash.point("cold", "after_reserve")``. When it names a step,
-the process kills itself with SIGKILL at that step -- no ``finally`` block, no
+``if crash_points.ARMED: crash_points.point("cold", "after_reserve", rt.node_id)``.
+When it names a step, the process kills itself with SIGKILL at that step -- no ``finally`` block, no
 atexit handler, no flush runs, exactly like a power cut of the process (the store
-keeps only what it committed).
+keeps only what it committed).  In one process, :func:`arm` installs a :data:`HOOK`
+that every step calls with the NodeId that reached it (``zlink_trio.testing``'s
+``Faults.crash_at`` kills that node there); every call site passes ``rt.node_id``.
 
 The value is either a bare step (fires in whichever flow reaches it first) or
 ``<flow>:<step>`` with flow ``cold`` (cold activation, 06 §4.1) or ``create`` (User
@@ -55,9 +57,12 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-__all__ = ("ARMED", "COLD_STEPS", "CREATE_STEPS", "RELOCATION_STEPS", "point")
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ("ARMED", "COLD_STEPS", "CREATE_STEPS", "HOOK", "RELOCATION_STEPS", "arm", "point")
 
 COLD_STEPS: Final = frozenset({
     "after_reserve", "in_factory", "after_factory_before_commit",
@@ -70,11 +75,24 @@ RELOCATION_STEPS: Final = frozenset({
 })
 
 _AT: Final = os.environ.get("ZLINK_CRASH_AT") or None
-#: Whether a crash step is configured (read once at import).
-ARMED: Final = _AT is not None
+#: Called with ``(flow, step, node_id)`` at every step while set (the in-process API the
+#: test kit's ``Faults.crash_at`` installs through :func:`arm`); it may raise.
+HOOK: Callable[[str, str, str], None] | None = None
+#: Whether a crash step is configured (the variable, read once at import, or a :data:`HOOK`).
+ARMED: bool = _AT is not None
 
 
-def point(flow: str, step: str) -> None:
-    """SIGKILL this process if ``ZLINK_CRASH_AT`` names ``step`` (or ``flow:step``)."""
+def arm(hook: Callable[[str, str, str], None] | None) -> None:
+    """Install ``hook`` as :data:`HOOK` (``None`` removes it); keeps :data:`ARMED` right."""
+    global HOOK, ARMED
+    HOOK = hook
+    ARMED = _AT is not None or hook is not None
+
+
+def point(flow: str, step: str, node_id: str) -> None:
+    """SIGKILL this process if ``ZLINK_CRASH_AT`` names ``step`` (or ``flow:step``); then
+    call :data:`HOOK`, if any, with the step and the node that reached it."""
     if _AT is not None and _AT in (step, f"{flow}:{step}"):
         os.kill(os.getpid(), signal.SIGKILL)
+    if HOOK is not None:
+        HOOK(flow, step, node_id)

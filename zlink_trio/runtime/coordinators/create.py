@@ -175,6 +175,6 @@ async def _reserve_and_build(op: CreateOperation, data: bytes, mesh: str) -> Cre
     if not isinstance(reserved, Reserved):
         return reserved
     if crash_points.ARMED:
-        crash_points.point("create", "after_reserve")
+        crash_points.point("create", "after_reserve", op.rt.node_id)
     op.state = step(CREATE, op.state, CREATE.ev.reserve_won)
     return await build_reserved(op, reserved.fence, reserved.receipt, mesh)

@@ -220,7 +220,7 @@ async def build_reserved(op: CreateOperation, fence: ReservationFence, receipt: 
         return CreateResult(state=CreateState.REJECTED, ref=declined, reply=outcome.reply)
     op.state = step(CREATE, op.state, CREATE.ev.create_accepted)
     if crash_points.ARMED:
-        crash_points.point("create", "after_factory_before_commit")
+        crash_points.point("create", "after_factory_before_commit", rt.node_id)
     with trio.CancelScope(shield=True):
         try:
             rt.check_usable()  # no CommitReady once the lease is known lost

@@ -49,7 +49,7 @@ from zlink_trio.runtime.state import LOGGER
 if TYPE_CHECKING:
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
 
-__all__ = ("keep_lease", "lose_lease", "wait_stopped")
+__all__ = ("finish_lease_loss", "keep_lease", "lose_lease", "mark_lease_lost", "wait_stopped")
 
 _FIRST_RETRY: Final = 0.005
 _MAX_RETRY: Final = 1.0
@@ -111,14 +111,28 @@ async def _renew(rt: NodeRuntime) -> str | None:
 
 async def lose_lease(rt: NodeRuntime, why: str) -> None:
     """Stop admission and every local Spot without store writes, then step ``stop``."""
-    if rt.lease_lost:
-        return
+    if mark_lease_lost(rt, why):
+        await finish_lease_loss(rt)
+
+
+def mark_lease_lost(rt: NodeRuntime, why: str) -> bool:
+    """The synchronous start of :func:`lose_lease`: admission stops and every local Spot
+    begins to stop, in this continuation. False if the lease was already lost (or the
+    lifecycle is over). The test kit's ``Faults.kill`` calls it, then
+    :func:`finish_lease_loss`."""
+    if rt.lease_lost or not NODE.allows(rt.state, NODE.ev.lease_expired):
+        return False
     rt.lease_loss = why
     rt.state = step(NODE, rt.state, NODE.ev.lease_expired)
     LOGGER.error("node %r lost its lease: %s; its %d local Spot(s) stop without touching "
                  "the store (on_close(OWNERSHIP_LOST)), and the node must be restarted",
                  rt.node_id, why, len(rt.catalog.hosts))
     rt.catalog.lose_ownership(rt.lease_lost_error())
+    return True
+
+
+async def finish_lease_loss(rt: NodeRuntime) -> None:
+    """After :func:`mark_lease_lost`: wait (bounded) for the local Spots, step ``stop``."""
     with trio.move_on_after(rt.options.default_timeout) as scope:
         await rt.catalog.wait_stopped()
     if scope.cancelled_caught:

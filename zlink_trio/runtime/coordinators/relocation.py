@@ -187,7 +187,7 @@ async def _run(job: _Relocation) -> RelocationResult:
     rt = job.rt
     sealed = False
     if crash_points.ARMED:
-        crash_points.point("relocation", "before_seal")
+        crash_points.point("relocation", "before_seal", rt.node_id)
     with trio.move_on_at(job.deadline.at):
         try:
             with trio.CancelScope(shield=True):
@@ -197,7 +197,7 @@ async def _run(job: _Relocation) -> RelocationResult:
             sealed = True
             job.step(RELOCATION.ev.seal)
             if crash_points.ARMED:
-                crash_points.point("relocation", "sealed")
+                crash_points.point("relocation", "sealed", rt.node_id)
             await job.move.wait_no_turn()
             if job.host.self_close_requested:
                 raise InvalidOperation(
@@ -209,7 +209,7 @@ async def _run(job: _Relocation) -> RelocationResult:
                 job.root = await rt.store.relocation.put_root(payload.encode())
             job.step(RELOCATION.ev.capture_done)
             if crash_points.ARMED:
-                crash_points.point("relocation", "captured")
+                crash_points.point("relocation", "captured", rt.node_id)
         except ZLinkError as exc:
             aborted = await _abort(job, exc.message, sealed=sealed)
             return aborted or await _settle(job, exc.message)
@@ -227,7 +227,7 @@ async def _committed(job: _Relocation, ref: SpotRef) -> RelocationResult:
     """The target committed: follow route, dispose of the source, relay the hold."""
     rt = job.rt
     if crash_points.ARMED:
-        crash_points.point("relocation", "committed")
+        crash_points.point("relocation", "committed", rt.node_id)
     for event in (RELOCATION.ev.target_reserved, RELOCATION.ev.target_restored,
                   RELOCATION.ev.accept_relay_ready, RELOCATION.ev.commit_relocation):
         job.step(event)
@@ -242,7 +242,7 @@ async def _committed(job: _Relocation, ref: SpotRef) -> RelocationResult:
         rt.follow.install(route)
     _moved, held = job.move.finish()
     if crash_points.ARMED:
-        crash_points.point("relocation", "relaying")
+        crash_points.point("relocation", "relaying", rt.node_id)
     with trio.CancelScope(shield=True):
         # The hold goes first, before on_close(RELOCATED) runs: a message sent after the
         # commit must not overtake a held one of the same sender (relay_held).

@@ -48,6 +48,7 @@ from zlink_trio.core.errors import (
 )
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.lanes import Lanes
+from zlink_trio.runtime import observers
 from zlink_trio.runtime.charts import INCARNATION, step
 from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.coordinators.first_record import (
@@ -135,9 +136,13 @@ class Host:
         raises or the result is a Reject.
         """
         self.instance = construct(self.spot_type, self.ctx, request)
+        if observers.OBSERVERS:
+            for observer in observers.OBSERVERS:
+                observer.factory_ran(self.rt.node_id, self.spot_id, self.generation,
+                                     self.spot_type.stable_type)
         if crash_points.ARMED:
             crash_points.point("create" if self.spot_type.kind is SpotKind.USER else "cold",
-                               "in_factory")
+                               "in_factory", self.rt.node_id)
         result = await activate(self.spot_type, self.instance, request, create=not relocated)
         self.timers.mark_activation()
         return result
@@ -308,6 +313,7 @@ class Host:
         self.timers.cancel_all()
         self._cleanup_started = True
         await run_on_close(self.spot_type, self.instance, self.spot_id, self.close_reason)
+        self._observe_close(self.close_reason)
         fence = self._fence
         if not self.ownership_lost and fence is not None:
             await self._bounded("Release", lambda: self.rt.store.location.release(fence))
@@ -328,7 +334,13 @@ class Host:
         """After a committed relocation: ``on_close(RELOCATED)`` once, then ``finished``."""
         self._cleanup_started = True
         await run_on_close(self.spot_type, self.instance, self.spot_id, CloseReason.RELOCATED)
+        self._observe_close(CloseReason.RELOCATED)
         self.finished.set()
+
+    def _observe_close(self, reason: CloseReason) -> None:
+        if observers.OBSERVERS and self.instance is not None:
+            for observer in observers.OBSERVERS:
+                observer.closed(self.rt.node_id, self.spot_id, self.generation, reason)
 
     def wake(self) -> None:
         """Wake the task to look at its state and queue again."""
@@ -435,7 +447,10 @@ class Host:
             self._refuse_past_lease(item, "was not run")
             return
         try:
-            result: Any = await getattr(self.instance, item.info.name)(item.msg)
+            if observers.OBSERVERS:
+                result: Any = await self._observed(item)
+            else:
+                result = await getattr(self.instance, item.info.name)(item.msg)
         except Exception as exc:
             what = f"handler {self.spot_type.cls.__qualname__}.{item.info.name}"
             if completion is not None:
@@ -461,7 +476,8 @@ class Host:
             self.last_work_finished_at = trio.current_time()
         if item.first is not None and not self.ownership_lost:
             if crash_points.ARMED:
-                crash_points.point("cold", "after_first_handler_before_completion")
+                crash_points.point("cold", "after_first_handler_before_completion",
+                                   self.rt.node_id)
             await record_first_completion(self.rt, self.spot_id, self.generation, item.first)
             if self._first_cleanup is not None:
                 self._first_cleanup.set()
@@ -478,6 +494,23 @@ class Host:
             item.completion.set_error(error)
         else:
             LOGGER.warning("%s", error.message.replace("no reply is given", "it was one-way"))
+
+    async def _observed(self, item: MessageWork) -> object:
+        """Run ``item``'s handler with every observer told (and able to hold it first)."""
+        node_id, name, msg = self.rt.node_id, item.info.name, item.msg
+        for observer in list(observers.OBSERVERS):
+            await observer.before_turn(node_id, self.spot_id, self.generation)
+        for observer in observers.OBSERVERS:
+            observer.turn_began(node_id, self.spot_id, self.generation, name, msg)
+        try:
+            result: object = await getattr(self.instance, name)(msg)
+        except Exception as exc:
+            for observer in observers.OBSERVERS:
+                observer.turn_ended(node_id, self.spot_id, self.generation, name, msg, None, exc)
+            raise
+        for observer in observers.OBSERVERS:
+            observer.turn_ended(node_id, self.spot_id, self.generation, name, msg, result, None)
+        return result
 
     def _fail_queued(self, error: Unavailable) -> None:
         """Complete every queued request with ``error`` without running it (sends are dropped

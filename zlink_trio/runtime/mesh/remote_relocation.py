@@ -166,7 +166,7 @@ async def _take_over(rt: NodeRuntime, link: Link, frame: RelocateSpot) -> Outcom
     payload = RelocationPayload.decode(await rt.store.relocation.get_root(frame.payload))
     state = step(RELOCATION, RELOCATION.st.captured, RELOCATION.ev.target_reserved)
     if crash_points.ARMED:
-        crash_points.point("relocation", "target_reserved")
+        crash_points.point("relocation", "target_reserved", rt.node_id)
     deadline = deadline_from_wall_ms(frame.deadline_ms)
     with trio.move_on_at(deadline.at) as scope:
         host, queue = await _shell(rt, spot_type, record, payload)
@@ -174,7 +174,7 @@ async def _take_over(rt: NodeRuntime, link: Link, frame: RelocateSpot) -> Outcom
         raise DeadlineExceeded(f"restoring Spot {frame.spot_id!r} did not finish before the "
                                "relocation's deadline; nothing moved")
     if crash_points.ARMED:
-        crash_points.point("relocation", "restored")
+        crash_points.point("relocation", "restored", rt.node_id)
     state = step(RELOCATION, step(RELOCATION, state, RELOCATION.ev.target_restored),
                  RELOCATION.ev.accept_relay_ready)
     with trio.CancelScope(shield=True):
@@ -185,11 +185,11 @@ async def _take_over(rt: NodeRuntime, link: Link, frame: RelocateSpot) -> Outcom
             await host.activation_failed()
             raise
         if crash_points.ARMED:
-            crash_points.point("relocation", "relay_ready")
+            crash_points.point("relocation", "relay_ready", rt.node_id)
         # Past relay-ready the source is never restored: commit, retrying what is transient.
         ready = await _commit(rt, host, relay)
         if crash_points.ARMED:
-            crash_points.point("relocation", "target_committed")
+            crash_points.point("relocation", "target_committed", rt.node_id)
         step(RELOCATION, state, RELOCATION.ev.commit_relocation)
         # The replies of the moved requests go to the source, which registered them.
         open_moved(host, [

@@ -1,0 +1,52 @@
+"""The test kit's own tests: ``kit_store`` runs a test once per store backend.
+
+``memory`` is the kit's default (a fresh named store per cluster), ``sqlite`` a fresh
+file in ``tmp_path``, ``redis`` the test Redis (``ZLINK_TEST_REDIS``) without a prefix --
+the kit gives every cluster a fresh one and deletes its keys at exit; absent Redis
+fails under ``CI`` and skips locally (``tests/store/redis_helpers.py``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+HERE = Path(__file__).parent
+
+
+def _redis_helpers() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "kit_redis_helpers", HERE.parent / "store" / "redis_helpers.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def kit_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store URL for ``open_test_cluster`` on each backend (see the module doc); a sync
+    fixture, so that sync tests (a race model runs its own ``trio.run``) take it too."""
+    if request.param == "memory":
+        return "memory://"
+    if request.param == "sqlite":
+        return f"sqlite://{tmp_path / 'kit.db'}"
+    helpers = _redis_helpers()
+
+    async def ping() -> str:
+        try:
+            async with helpers.raw_client() as client:
+                await client.ping()
+        except Exception as exc:
+            return str(exc)
+        return ""
+
+    problem = trio.run(ping)
+    if problem:
+        helpers.unreachable(problem)
+    return str(helpers.REDIS_URL)

@@ -1,0 +1,162 @@
+"""The runtime invariants ``SpotRaceModel`` checks, as functions of what the model saw.
+
+Theory of operation
+-------------------
+Each check reads the operations the model started (:class:`RaceOp`: what was called,
+from which node, with what message, and how it ended) and the cluster's
+:class:`~zlink_trio.testing.recorder.Recorder` (factory runs, turns, closes, logs), and
+raises ``AssertionError`` saying what broke.  :func:`check_authority` also reads the
+nodes' catalogs and the store.  They run on a settled snapshot, after every rule
+(:func:`check_exactly_once` once every operation ended).
+
+Messages are told apart by *value*: the kit cannot put an operation number into a
+user's message, so the exactly-once checks compare multisets -- a message may run at
+most as often as calls that were not refused sent it, and must run at least as often
+as calls that got a reply or were admitted (less the sends that may legitimately be
+lost, :func:`may_be_lost`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import TYPE_CHECKING, Final
+
+import attrs
+
+import zlink_trio as zl
+from zlink_trio.core.records import AuthorityState
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from zlink_trio.testing.cluster import TestCluster
+    from zlink_trio.testing.recorder import Recorder
+
+__all__ = ("AMBIGUOUS", "ENDINGS", "RaceOp", "check_at_most_once", "check_authority",
+           "check_deadlines", "check_exactly_once", "check_factory_runs", "check_first_turns",
+           "may_be_lost")
+
+#: Errors that may leave it open whether the message ran (the call cannot tell).
+AMBIGUOUS: Final = (zl.DeadlineExceeded, zl.Unavailable)
+#: Close reasons after which an admitted send may legitimately never run.
+ENDINGS: Final = frozenset({zl.CloseReason.CLOSED, zl.CloseReason.IDLE_EVICTED,
+                            zl.CloseReason.OWNERSHIP_LOST, zl.CloseReason.ACTIVATION_FAILED})
+
+
+@attrs.define(eq=False)
+class RaceOp:
+    """One operation the model started, and how it ended."""
+
+    n: int
+    kind: str  # request | send | goc | create | close | relocate
+    spot_id: str
+    node: str
+    #: With Instance intent (request, send); from the owner (relocate).
+    intent: bool = False
+    timeout: float | None = None
+    message: object = None
+    ref: zl.SpotRef | None = None
+    started_at: float = math.nan
+    deadline: float = math.inf
+    done: bool = False
+    outcome: object = None
+
+
+async def check_authority(cluster: TestCluster, spot_ids: Sequence[str],
+                          ops: Sequence[RaceOp]) -> None:
+    """One Ready authority: at most one node serves an ID, and a Ready record's owner
+    serves exactly that generation (unless a move of it runs)."""
+    moving = {op.spot_id for op in ops if op.kind == "relocate" and not op.done}
+    for spot_id in spot_ids:
+        serving = [node.node_id for node in cluster
+                   if (host := node._rt.catalog.hosts.get(spot_id)) is not None
+                   and host.state == "serving"]
+        assert len(serving) <= 1, f"{spot_id} is served by {serving}"
+        with cluster.in_flight.io("the race model's own store read"):
+            found = await cluster.store.location.find(spot_id)
+        if found is None or found.state is not AuthorityState.READY or spot_id in moving:
+            continue
+        owners = [node for node in cluster if node.node_rid == found.owner.node_rid]
+        host = owners[0]._rt.catalog.hosts.get(spot_id) if owners else None
+        served = None if host is None else host.generation
+        assert served == found.object_generation, (
+            f"{spot_id}: the store says Ready generation {found.object_generation} "
+            f"at {found.owner}, which serves {served}")
+
+
+def check_factory_runs(ops: Sequence[RaceOp], record: Recorder) -> None:
+    """Factory once per incarnation: per (ID, generation), plus once per move asked."""
+    moves = Counter(op.spot_id for op in ops if op.kind == "relocate")
+    runs = Counter((r.spot_id, r.generation) for r in record.factory_runs)
+    for (spot_id, generation), count in runs.items():
+        assert count <= 1 + moves[spot_id], (
+            f"the factory of {spot_id}@{generation} ran {count} times "
+            f"({moves[spot_id]} relocations asked)")
+
+
+def check_first_turns(ops: Sequence[RaceOp], record: Recorder,
+                      instance_ids: set[str]) -> None:
+    """First message first: an Instance incarnation's first turn ran a message some call
+    with Instance intent sent (the one that activated it)."""
+    for (spot_id, generation), turns in record.turns_by_incarnation().items():
+        if spot_id not in instance_ids:
+            continue
+        first = turns[0]
+        intended = {repr(op.message) for op in ops
+                    if op.spot_id == spot_id and op.intent and op.kind != "relocate"}
+        assert repr(first.message) in intended, (
+            f"{spot_id}@{generation} first handled {first.message!r} on {first.node}, "
+            "which no call with Instance intent sent: a message overtook the one that "
+            "activated it")
+
+
+def check_at_most_once(ops: Sequence[RaceOp], record: Recorder) -> None:
+    """No message runs more often than calls that did not fail before admission sent it."""
+    handled = Counter((t.spot_id, repr(t.message)) for t in record.turns)
+    possible = Counter((op.spot_id, repr(op.message)) for op in ops
+                       if op.kind in ("request", "send")
+                       and (not op.done or not isinstance(op.outcome, Exception)
+                            or isinstance(op.outcome, AMBIGUOUS)))
+    for key, count in handled.items():
+        assert count <= possible[key], (
+            f"{key[0]}: {key[1]} ran {count} times, but only {possible[key]} calls sent "
+            "it that did not fail before admission")
+
+
+def check_deadlines(ops: Sequence[RaceOp], now: float) -> None:
+    """Every call bounded: none still runs past its deadline."""
+    late = [op for op in ops if not op.done and now > op.deadline + 1e-9]
+    assert not late, f"operations outlived their deadline at t={now}: {late}"
+
+
+def check_exactly_once(ops: Sequence[RaceOp], record: Recorder) -> None:
+    """At the end: every request that got a reply and every admitted send ran (unless
+    :func:`may_be_lost`)."""
+    handled = Counter((t.spot_id, repr(t.message)) for t in record.turns)
+    needed: Counter[tuple[str, str]] = Counter()
+    for op in ops:
+        replied = op.kind == "request" and not isinstance(op.outcome, Exception)
+        admitted = op.kind == "send" and op.outcome is None and not may_be_lost(op, record)
+        if replied or admitted:
+            needed[op.spot_id, repr(op.message)] += 1
+    for key, count in needed.items():
+        assert handled[key] >= count, (
+            f"{key[0]}: {key[1]} was accepted {count} times (a reply, or an admitted "
+            f"send to a Spot that never closed after) but ran {handled[key]} times; "
+            f"the calls: {[op for op in ops if op.spot_id == key[0]]}; "
+            f"closes: {record.closes_of(key[0])}; logs: "
+            f"{[log for log in record.logs if repr(key[0]) in log]}")
+
+
+def may_be_lost(send: RaceOp, record: Recorder) -> bool:
+    """Whether an admitted one-way send may legitimately never run: its Spot closed (or
+    idled out, or lost its owner) after it was sent; or it was sent on a route cached
+    before such a close, and the node that no longer owns the Spot dropped it with a
+    warning (a remote send returns once sent, before the target admits it)."""
+    closes = [c for c in record.closes_of(send.spot_id) if c.reason in ENDINGS]
+    if any(c.at >= send.started_at - 1e-9 for c in closes):
+        return True
+    dropped = any("was not admitted" in log and repr(send.spot_id) in log
+                  for log in record.logs)
+    return bool(closes) and dropped
