@@ -2,6 +2,8 @@
 
 =====================  ==================================================================
 ``host``               ``Host``: one incarnation's lanes, turns, close and release
+``handler_turn``       one message's turn: the checks before it, the handler, the reply
+                       (withheld past the lease deadline)
 ``work``               the items a host runs as turns: ``MessageWork``, timer ticks
 ``moving``             ``Move``: the source side of a relocation -- seal, hold, unseal,
                        finish

@@ -35,12 +35,11 @@ restored first record of a cold activation, which is durable and always runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 import trio
 
 from zlink_trio.core.errors import (
-    DeadlineExceeded,
     InvalidOperation,
     StaleRoute,
     Unavailable,
@@ -59,12 +58,11 @@ from zlink_trio.runtime.coordinators.first_record import (
 from zlink_trio.runtime.declaration.policies import CloseReason
 from zlink_trio.runtime.incarnation.app_calls import (
     activate,
-    check_reply,
     construct,
-    handler_error,
     run_on_close,
 )
 from zlink_trio.runtime.incarnation.context import SpotContext
+from zlink_trio.runtime.incarnation.handler_turn import lease_passed, run_handler
 from zlink_trio.runtime.incarnation.timers import HostTimers, TimerWork
 from zlink_trio.runtime.incarnation.work import MessageWork, Work
 from zlink_trio.runtime.state import LOGGER
@@ -224,7 +222,7 @@ class Host:
 
     def _lease_passed(self) -> bool:
         """Whether the owner's lease deadline passed (before a renewal moved it)."""
-        return self.rt.now() >= self.rt.lease_expires_at
+        return lease_passed(self.rt)
 
     def _fire_due_timers(self) -> None:
         if self.state not in INCARNATION.tags.fires_timers:
@@ -431,47 +429,8 @@ class Host:
             await self._begin_self_close()
 
     async def _run_message(self, item: MessageWork) -> None:
-        completion = item.completion
-        if completion is not None and item.first is None:
-            if completion.done:
-                return  # the caller's deadline already completed it
-            if trio.current_time() >= item.deadline.at:
-                completion.set_error(DeadlineExceeded(
-                    f"the request to Spot {self.spot_id!r} waited in its queue past its "
-                    "deadline and was not run; use a longer .timeout() or send less work"
-                ))
-                return
-        if item.first is None and self._lease_passed():
-            # 09 §4: an owner past its lease deadline starts no turn (a process paused
-            # with work queued wakes up here; another lifecycle may own the Spot now).
-            self._refuse_past_lease(item, "was not run")
-            return
         try:
-            if observers.OBSERVERS:
-                result: Any = await self._observed(item)
-            else:
-                result = await getattr(self.instance, item.info.name)(item.msg)
-        except Exception as exc:
-            what = f"handler {self.spot_type.cls.__qualname__}.{item.info.name}"
-            if completion is not None:
-                completion.set_error(handler_error(what, exc))
-            else:
-                LOGGER.error("Spot %r: %s raised on a one-way send", self.spot_id, what,
-                             exc_info=exc)
-        else:
-            if completion is not None:
-                mismatch = check_reply(self.spot_type, item.info, result)
-                if self._lease_passed():
-                    # The turn outlived the lease (the process was paused in it, or the
-                    # store was out of reach past the deadline): the reply is withheld,
-                    # since another lifecycle may own the Spot now and this incarnation's
-                    # state, with the handler's effect, is lost with it. (A fence on the
-                    # reply -- Kleppmann's fencing token, checked by the one who acts.)
-                    self._refuse_past_lease(item, "ran, but its effect is lost")
-                elif mismatch is None:
-                    completion.set_result(result)
-                else:
-                    completion.set_error(mismatch)
+            await run_handler(self, item)
         finally:
             self.last_work_finished_at = trio.current_time()
         if item.first is not None and not self.ownership_lost:
@@ -481,36 +440,6 @@ class Host:
             await record_first_completion(self.rt, self.spot_id, self.generation, item.first)
             if self._first_cleanup is not None:
                 self._first_cleanup.set()
-
-    def _refuse_past_lease(self, item: MessageWork, what: str) -> None:
-        """End ``item`` with Unavailable: the owner's lease deadline has passed."""
-        error = Unavailable(
-            f"Spot {self.spot_id!r}: this node's lease ran out at {self.rt.lease_expires_at} "
-            f"before the turn ended (the process was paused or cut off from the store); the "
-            f"message {what} and no reply is given, because another node may own the Spot "
-            "now. Retry the call: it resolves the current owner"
-        )
-        if item.completion is not None:
-            item.completion.set_error(error)
-        else:
-            LOGGER.warning("%s", error.message.replace("no reply is given", "it was one-way"))
-
-    async def _observed(self, item: MessageWork) -> object:
-        """Run ``item``'s handler with every observer told (and able to hold it first)."""
-        node_id, name, msg = self.rt.node_id, item.info.name, item.msg
-        for observer in list(observers.OBSERVERS):
-            await observer.before_turn(node_id, self.spot_id, self.generation)
-        for observer in observers.OBSERVERS:
-            observer.turn_began(node_id, self.spot_id, self.generation, name, msg)
-        try:
-            result: object = await getattr(self.instance, name)(msg)
-        except Exception as exc:
-            for observer in observers.OBSERVERS:
-                observer.turn_ended(node_id, self.spot_id, self.generation, name, msg, None, exc)
-            raise
-        for observer in observers.OBSERVERS:
-            observer.turn_ended(node_id, self.spot_id, self.generation, name, msg, result, None)
-        return result
 
     def _fail_queued(self, error: Unavailable) -> None:
         """Complete every queued request with ``error`` without running it (sends are dropped
