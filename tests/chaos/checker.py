@@ -1,0 +1,165 @@
+"""The chaos checker: pure functions over the callers' and handlers' JSON-lines logs.
+
+Inputs (see ``node_worker.py``): one **call** line per call a caller made (``rid, spot,
+start, end, deadline, outcome``; ``outcome`` is ``"ok"`` or the typed error's class
+name) and one **handler** line per message a Spot handled (``rid, spot, node,
+node_rid, generation, start, end``), plus the times the fault healed (``heals``: the
+heal, or the restart, after which every Spot must serve again). :func:`check` returns
+a :class:`Verdict`:
+
+* **lost** -- acknowledged (``ok``) and no handler line: the reply claims an effect
+  nobody applied;
+* **duplicated** -- a request ID with two or more handler lines, split into the
+  acknowledged ones (an error) and the unacknowledged ones (ran twice although the
+  caller saw an error or nothing; reported too);
+* **overlaps** -- two handler turns for one Spot whose ``[start, end]`` intersect while
+  run by different owners (node lifecycle ``node_rid`` or ``generation``), or by one
+  owner (a Spot runs one turn at a time);
+* **late** -- calls that ended after ``deadline + slack``; **untyped** -- calls that
+  ended with anything but ``ok`` or a ``ZLinkError`` subclass;
+* **unusable** -- Spots with no ``ok`` call started after the last heal;
+  **serve_again** -- for each heal, the seconds until every Spot had an ``ok`` reply to
+  a call started after it (the largest is reported).
+
+Nothing here reads a clock or a file: the tests feed it hand-made logs.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
+
+__all__ = ("Verdict", "check", "read_lines")
+
+Line = dict[str, Any]
+
+
+@attrs.frozen(kw_only=True)
+class Verdict:
+    attempted: int
+    acknowledged: int
+    errors: dict[str, int]
+    lost: list[str]
+    duplicated_acked: list[str]
+    duplicated_unacked: list[str]
+    overlaps: list[tuple[Line, Line]]
+    late: list[Line]
+    untyped: list[Line]
+    unusable: list[str]
+    serve_again: float | None
+    #: Handler lines whose request ID no call line has (calls still in flight when a
+    #: caller was stopped, never the case with a clean stop).
+    unlogged_handlers: int
+
+    @property
+    def duplicated(self) -> int:
+        return len(self.duplicated_acked) + len(self.duplicated_unacked)
+
+    @property
+    def ok(self) -> bool:
+        """Every promise held (unacknowledged duplicates are reported, and fail too)."""
+        return not (self.lost or self.duplicated or self.overlaps or self.late
+                    or self.untyped or self.unusable)
+
+    def problems(self) -> str:
+        """What broke, with the evidence, for an assertion message."""
+        out = []
+        for name in ("lost", "duplicated_acked", "duplicated_unacked", "unusable"):
+            if getattr(self, name):
+                out.append(f"{name}: {getattr(self, name)[:10]}")
+        for name in ("overlaps", "late", "untyped"):
+            if getattr(self, name):
+                out.append(f"{name} ({len(getattr(self, name))}): "
+                           + json.dumps(getattr(self, name)[:3]))
+        return "\n".join(out) or "none"
+
+    def summary(self) -> dict[str, Any]:
+        return {"attempted": self.attempted, "acknowledged": self.acknowledged,
+                "errors": self.errors, "lost": len(self.lost),
+                "duplicated_acked": len(self.duplicated_acked),
+                "duplicated_unacked": len(self.duplicated_unacked),
+                "overlaps": len(self.overlaps), "late": len(self.late),
+                "untyped": len(self.untyped), "unusable": self.unusable,
+                "serve_again": self.serve_again,
+                "unlogged_handlers": self.unlogged_handlers}
+
+
+def read_lines(paths: Iterable[Path]) -> list[Line]:
+    """Every JSON line of ``paths`` (a torn last line of a killed writer is skipped)."""
+    lines = []
+    for path in paths:
+        for raw in path.read_text().splitlines():
+            try:
+                lines.append(dict(json.loads(raw)))
+            except ValueError:
+                continue
+    return lines
+
+
+def overlapping_turns(handlers: list[Line]) -> list[tuple[Line, Line]]:
+    """Pairs of turns of one Spot whose ``[start, end]`` intersect (any owners)."""
+    by_spot: dict[str, list[Line]] = collections.defaultdict(list)
+    for line in handlers:
+        by_spot[line["spot"]].append(line)
+    pairs = []
+    for turns in by_spot.values():
+        turns.sort(key=lambda line: float(line["start"]))
+        latest: Line | None = None  # the turn that ends last among those seen
+        for turn in turns:
+            if latest is not None and float(turn["start"]) < float(latest["end"]):
+                pairs.append((latest, turn))
+            if latest is None or float(turn["end"]) > float(latest["end"]):
+                latest = turn
+    return pairs
+
+
+def serve_again_after(calls: list[Line], spots: Iterable[str], heal: float) -> float | None:
+    """Seconds from ``heal`` until every Spot answered ``ok`` a call started after it."""
+    first: dict[str, float] = {}
+    for call in calls:
+        if call["outcome"] == "ok" and float(call["start"]) >= heal:
+            spot = call["spot"]
+            first[spot] = min(first.get(spot, float("inf")), float(call["end"]))
+    wanted = list(spots)
+    if not wanted or any(spot not in first for spot in wanted):
+        return None
+    return max(first[spot] for spot in wanted) - heal
+
+
+def check(calls: list[Line], handlers: list[Line], *, spots: Iterable[str],
+          heals: Iterable[float], slack: float) -> Verdict:
+    """The verdict on one run's logs; see the module doc."""
+    spots = sorted(spots)
+    heals = sorted(heals)
+    ran: collections.Counter[str] = collections.Counter(line["rid"] for line in handlers)
+    acked = {call["rid"] for call in calls if call["outcome"] == "ok"}
+    called = {call["rid"] for call in calls}
+    errors = collections.Counter(call["outcome"] for call in calls if call["outcome"] != "ok")
+    late = [call for call in calls
+            if float(call["end"]) - float(call["start"]) > float(call["deadline"]) + slack]
+    untyped = [call for call in calls if call["outcome"].startswith("untyped")]
+    dup = sorted(rid for rid, count in ran.items() if count > 1)
+    unusable: list[str] = []
+    serve_again: float | None = 0.0 if not heals else None
+    if heals:
+        times = [serve_again_after(calls, spots, heal) for heal in heals]
+        last = heals[-1]
+        served = {c["spot"] for c in calls if c["outcome"] == "ok" and float(c["start"]) >= last}
+        unusable = [spot for spot in spots if spot not in served]
+        serve_again = None if any(t is None for t in times) else max(
+            t for t in times if t is not None)
+    return Verdict(
+        attempted=len(calls), acknowledged=len(acked), errors=dict(sorted(errors.items())),
+        lost=sorted(rid for rid in acked if rid not in ran),
+        duplicated_acked=[rid for rid in dup if rid in acked],
+        duplicated_unacked=[rid for rid in dup if rid not in acked],
+        overlaps=overlapping_turns(handlers), late=late, untyped=untyped,
+        unusable=unusable, serve_again=serve_again,
+        unlogged_handlers=sum(1 for rid in ran if rid not in called))

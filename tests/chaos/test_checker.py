@@ -1,0 +1,157 @@
+"""The chaos checker on hand-made logs: it finds each kind of broken promise.
+
+Every test builds a small clean history (one caller, two Spots, one owner each), checks
+that it passes, then breaks one thing -- a lost ack, a duplicate, overlapping owners,
+a late call, an untyped error, a Spot never served again -- and checks that exactly
+that is reported. No I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from checker import check, overlapping_turns, serve_again_after
+
+SPOTS = ["a", "b"]
+DEADLINE = 2.0
+SLACK = 0.5
+
+
+def call(rid: str, spot: str, start: float, end: float, outcome: str = "ok") -> dict[str, Any]:
+    return {"caller": "c0", "rid": rid, "spot": spot, "start": start, "end": end,
+            "deadline": DEADLINE, "outcome": outcome, "owner": "s0"}
+
+
+def turn(rid: str, spot: str, start: float, end: float, node_rid: str = "rid-1",
+         generation: int = 1) -> dict[str, Any]:
+    return {"spot": spot, "rid": rid, "node": "s0", "node_rid": node_rid,
+            "generation": generation, "start": start, "end": end}
+
+
+def history() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Four calls; the fault (0.2 -> heal at 10) made call 2 fail; all others ran once."""
+    calls = [call("c0-0-0", "a", 0.0, 0.1), call("c0-0-1", "b", 0.2, 2.2, "DeadlineExceeded"),
+             call("c0-0-2", "a", 10.0, 10.1), call("c0-0-3", "b", 10.2, 10.4)]
+    handlers = [turn("c0-0-0", "a", 0.01, 0.02), turn("c0-0-2", "a", 10.01, 10.02),
+                turn("c0-0-3", "b", 10.21, 10.3, node_rid="rid-2")]
+    return calls, handlers
+
+
+def verdict(calls: list[dict[str, Any]], handlers: list[dict[str, Any]],
+            heals: tuple[float, ...] = (10.0,)) -> Any:
+    return check(calls, handlers, spots=SPOTS, heals=heals, slack=SLACK)
+
+
+def test_a_clean_history_passes_with_its_counts():
+    result = verdict(*history())
+    assert result.ok, result.problems()
+    assert (result.attempted, result.acknowledged) == (4, 3)
+    assert result.errors == {"DeadlineExceeded": 1}
+    assert result.serve_again == pytest.approx(0.4)  # "b" answered at 10.4
+    assert result.duplicated == 0
+    assert result.unlogged_handlers == 0
+
+
+def test_an_acknowledged_request_without_a_handler_line_is_lost():
+    calls, handlers = history()
+    handlers = [h for h in handlers if h["rid"] != "c0-0-2"]
+    result = verdict(calls, handlers)
+    assert result.lost == ["c0-0-2"]
+    assert not result.ok
+
+
+def test_an_unacknowledged_request_without_a_handler_line_is_not_lost():
+    calls, handlers = history()  # c0-0-1 failed and never ran: allowed
+    assert verdict(calls, handlers).lost == []
+
+
+def test_two_handler_lines_for_one_acknowledged_request_are_a_duplicate():
+    calls, handlers = history()
+    handlers.append(turn("c0-0-0", "a", 5.0, 5.01, node_rid="rid-9"))
+    result = verdict(calls, handlers)
+    assert result.duplicated_acked == ["c0-0-0"]
+    assert result.duplicated_unacked == []
+    assert not result.ok
+
+
+def test_an_unacknowledged_request_that_ran_twice_is_reported_as_a_duplicate():
+    calls, handlers = history()
+    handlers += [turn("c0-0-1", "b", 0.3, 0.31), turn("c0-0-1", "b", 3.0, 3.01, "rid-2")]
+    result = verdict(calls, handlers)
+    assert result.duplicated_unacked == ["c0-0-1"]
+    assert result.duplicated_acked == []
+    assert not result.ok
+
+
+def test_turns_of_two_owners_of_one_spot_at_overlapping_times_are_found():
+    calls, handlers = history()
+    calls.append(call("c0-0-4", "a", 10.0, 10.2, "Unavailable"))
+    zombie = turn("c0-0-4", "a", 9.9, 10.015, node_rid="rid-old")  # ends after 10.01
+    handlers.append(zombie)
+    result = verdict(calls, handlers)
+    assert len(result.overlaps) == 1
+    first, second = result.overlaps[0]
+    assert {first["node_rid"], second["node_rid"]} == {"rid-old", "rid-1"}
+    assert not result.ok
+
+
+def test_turns_that_only_touch_or_are_on_other_spots_do_not_overlap():
+    turns = [turn("1", "a", 0.0, 1.0), turn("2", "a", 1.0, 2.0, "rid-2"),
+             turn("3", "b", 0.5, 1.5, "rid-3")]
+    assert overlapping_turns(turns) == []
+
+
+def test_a_long_turn_overlapping_a_later_one_is_found_past_a_short_one():
+    turns = [turn("1", "a", 0.0, 5.0, "old"), turn("2", "a", 1.0, 1.1, "old"),
+             turn("3", "a", 2.0, 2.1, "new")]
+    pairs = overlapping_turns(turns)
+    assert [(p[0]["rid"], p[1]["rid"]) for p in pairs] == [("1", "2"), ("1", "3")]
+
+
+def test_a_call_that_ended_after_its_deadline_and_slack_is_late():
+    calls, handlers = history()
+    calls.append(call("c0-0-5", "b", 11.0, 11.0 + DEADLINE + SLACK + 0.01, "DeadlineExceeded"))
+    result = verdict(calls, handlers)
+    assert [c["rid"] for c in result.late] == ["c0-0-5"]
+    assert not result.ok
+
+
+def test_a_call_within_its_slack_is_not_late():
+    calls, handlers = history()
+    calls.append(call("c0-0-5", "b", 11.0, 11.0 + DEADLINE + SLACK - 0.01, "DeadlineExceeded"))
+    assert verdict(calls, handlers).ok
+
+
+def test_an_error_that_is_not_a_zlink_error_is_untyped():
+    calls, handlers = history()
+    calls.append(call("c0-0-6", "a", 11.0, 11.1, "untyped:KeyError:KeyError('x')"))
+    result = verdict(calls, handlers)
+    assert [c["rid"] for c in result.untyped] == ["c0-0-6"]
+    assert not result.ok
+
+
+def test_a_spot_without_an_ok_reply_after_the_heal_is_unusable():
+    calls, handlers = history()
+    calls = [c for c in calls if c["rid"] != "c0-0-3"]
+    calls.append(call("c0-0-3", "b", 10.2, 10.4, "Unavailable"))
+    handlers = [h for h in handlers if h["rid"] != "c0-0-3"]
+    result = verdict(calls, handlers)
+    assert result.unusable == ["b"]
+    assert result.serve_again is None
+    assert not result.ok
+
+
+def test_an_ok_reply_to_a_call_started_before_the_heal_does_not_count_as_served():
+    calls = [call("1", "a", 9.0, 10.5), call("2", "a", 10.6, 10.7)]
+    assert serve_again_after(calls, ["a"], 10.0) == pytest.approx(0.7)
+    assert serve_again_after(calls[:1], ["a"], 10.0) is None
+
+
+def test_serve_again_is_the_slowest_heal_of_several():
+    calls, handlers = history()
+    calls += [call("c0-0-7", "a", 20.0, 20.1), call("c0-0-8", "b", 20.1, 21.5)]
+    handlers += [turn("c0-0-7", "a", 20.01, 20.02), turn("c0-0-8", "b", 20.2, 20.3, "rid-2")]
+    result = verdict(calls, handlers, heals=(10.0, 20.0))
+    assert result.serve_again == pytest.approx(1.5)
+    assert result.ok, result.problems()
