@@ -15,6 +15,10 @@ a :class:`Verdict`:
 * **overlaps** -- two handler turns for one Spot whose ``[start, end]`` intersect while
   run by different owners (node lifecycle ``node_rid`` or ``generation``), or by one
   owner (a Spot runs one turn at a time);
+* **zombie turns** -- handler lines that ended after the lease deadline their own node
+  lifecycle held at that moment (a turn that straddled a freeze, or ran once the lease
+  had passed); a **zombie ack** is one whose reply reached its caller as ``ok``: an
+  owner past its lease acknowledged work, which breaks the lease's promise;
 * **late** -- calls that ended after ``deadline + slack``; **untyped** -- calls that
   ended with anything but ``ok`` or a ``ZLinkError`` subclass;
 * **unusable** -- Spots with no ``ok`` call started after the last heal;
@@ -50,6 +54,8 @@ class Verdict:
     duplicated_acked: list[str]
     duplicated_unacked: list[str]
     overlaps: list[tuple[Line, Line]]
+    zombie_turns: list[Line]
+    zombie_acks: list[Line]
     late: list[Line]
     untyped: list[Line]
     unusable: list[str]
@@ -65,8 +71,8 @@ class Verdict:
     @property
     def ok(self) -> bool:
         """Every promise held (unacknowledged duplicates are reported, and fail too)."""
-        return not (self.lost or self.duplicated or self.overlaps or self.late
-                    or self.untyped or self.unusable)
+        return not (self.lost or self.duplicated or self.overlaps or self.zombie_acks
+                    or self.late or self.untyped or self.unusable)
 
     def problems(self) -> str:
         """What broke, with the evidence, for an assertion message."""
@@ -74,7 +80,7 @@ class Verdict:
         for name in ("lost", "duplicated_acked", "duplicated_unacked", "unusable"):
             if getattr(self, name):
                 out.append(f"{name}: {getattr(self, name)[:10]}")
-        for name in ("overlaps", "late", "untyped"):
+        for name in ("overlaps", "zombie_acks", "late", "untyped"):
             if getattr(self, name):
                 out.append(f"{name} ({len(getattr(self, name))}): "
                            + json.dumps(getattr(self, name)[:3]))
@@ -85,7 +91,8 @@ class Verdict:
                 "errors": self.errors, "lost": len(self.lost),
                 "duplicated_acked": len(self.duplicated_acked),
                 "duplicated_unacked": len(self.duplicated_unacked),
-                "overlaps": len(self.overlaps), "late": len(self.late),
+                "overlaps": len(self.overlaps), "zombie_turns": len(self.zombie_turns),
+                "zombie_acks": len(self.zombie_acks), "late": len(self.late),
                 "untyped": len(self.untyped), "unusable": self.unusable,
                 "serve_again": self.serve_again,
                 "unlogged_handlers": self.unlogged_handlers}
@@ -146,6 +153,8 @@ def check(calls: list[Line], handlers: list[Line], *, spots: Iterable[str],
             if float(call["end"]) - float(call["start"]) > float(call["deadline"]) + slack]
     untyped = [call for call in calls if call["outcome"].startswith("untyped")]
     dup = sorted(rid for rid, count in ran.items() if count > 1)
+    zombies = [line for line in handlers if line.get("lease_expires_at") is not None
+               and float(line["end"]) > float(line["lease_expires_at"])]
     unusable: list[str] = []
     serve_again: float | None = 0.0 if not heals else None
     if heals:
@@ -160,6 +169,8 @@ def check(calls: list[Line], handlers: list[Line], *, spots: Iterable[str],
         lost=sorted(rid for rid in acked if rid not in ran),
         duplicated_acked=[rid for rid in dup if rid in acked],
         duplicated_unacked=[rid for rid in dup if rid not in acked],
-        overlaps=overlapping_turns(handlers), late=late, untyped=untyped,
+        overlaps=overlapping_turns(handlers), zombie_turns=zombies,
+        zombie_acks=[line for line in zombies if line["rid"] in acked], late=late,
+        untyped=untyped,
         unusable=unusable, serve_again=serve_again,
         unlogged_handlers=sum(1 for rid in ran if rid not in called))

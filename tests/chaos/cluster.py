@@ -100,11 +100,11 @@ class Cluster:
         self.events.append({"event": event, "t": now, **fields})
         return now
 
-    async def launch(self, name: str, role: str) -> Proc:
+    async def launch(self, name: str, role: str, deadline: float | None = None) -> Proc:
         err_path = self.logs / f"{name}-{os.urandom(3).hex()}.err"
         argv = [sys.executable, str(WORKER), "--role", role, "--node", name,
                 "--store", self.store, "--logs", str(self.logs), "--lease", str(self.lease),
-                "--deadline", str(self.deadline), "--spots", str(self.spots),
+                "--deadline", str(deadline or self.deadline), "--spots", str(self.spots),
                 "--lifetime", str(LIFETIME)]
         for key, value in self.worker_options.items():
             argv += [f"--{key}", str(value)]
@@ -204,8 +204,12 @@ async def _reap(proc: Proc) -> None:
 @asynccontextmanager
 async def open_cluster(store: str, logs: Path, *, servers: int = 3, callers: int = 2,
                        lease: float = 1.5, deadline: float = 2.0, spots: int = 12,
+                       caller_deadlines: tuple[float, ...] = (),
                        **worker_options: Any) -> AsyncIterator[Cluster]:
-    """Run the cluster (see the module doc); every process is reaped when it ends."""
+    """Run the cluster (see the module doc); every process is reaped when it ends.
+
+    Caller ``i`` calls with ``caller_deadlines[i]`` when given, else ``deadline``.
+    """
     async with trio.open_nursery() as nursery:
         cluster = Cluster(store, logs, nursery, lease, deadline, spots, worker_options)
         try:
@@ -215,7 +219,8 @@ async def open_cluster(store: str, logs: Path, *, servers: int = 3, callers: int
             for name in cluster.relays:  # all at once: start-up is most of a row's time
                 await cluster.start_server(name)
             for i in range(callers):
-                cluster.callers.append(await cluster.launch(f"c{i}", "caller"))
+                own = caller_deadlines[i] if i < len(caller_deadlines) else None
+                cluster.callers.append(await cluster.launch(f"c{i}", "caller", own))
             for proc in [*cluster.servers.values(), *cluster.callers]:
                 await proc.wait_for("open", 1, READY_TIMEOUT)
             for proc in cluster.callers:

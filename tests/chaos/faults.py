@@ -60,6 +60,8 @@ class Fault:
     may_lose_lease: ClassVar[bool] = False
     #: Whether every call must succeed (the fault only slows things down).
     no_errors: ClassVar[bool] = False
+    #: Deadlines of callers ``c0``, ``c1``, ... (the others: ``scenario.DEADLINE``).
+    caller_deadlines: ClassVar[tuple[float, ...]] = ()
 
     async def prepare(self, stack: AsyncExitStack, url: str, knobs: Knobs) -> str:
         return url
@@ -118,6 +120,9 @@ class LinkBlackhole(Fault):
 class SigstopZombie(Fault):
     name = "SIGSTOP past the lease (zombie)"
     may_lose_lease = True
+    #: ``c1`` waits longer than the freeze: a turn the zombie runs or finishes once
+    #: resumed would reach it as an ``ok`` (a zombie ack), not a DeadlineExceeded.
+    caller_deadlines = (2.0, 10.0)
     promise = ("the frozen owner's Spots answer Unavailable / DeadlineExceeded; a "
                "replacement process under the same NodeId takes them over once the frozen "
                "lease ran out; the zombie, resumed, runs no handler turn beside the new "
@@ -127,13 +132,20 @@ class SigstopZombie(Fault):
         name = victim(cluster, rng)
         zombie = cluster.servers[name]
         await zombie.send(op="no_reopen")  # resumed, it must leave, not claim again
+        # Freeze it in the middle of a turn: ``c1`` sends one whose handler takes 0.8 s
+        # longer, to a Spot the victim owns, and the freeze comes 0.3 s into it.
+        spot = rng.choice(sorted(s for s, owner in cluster.owners().items() if owner == name))
+        await cluster.callers[1].send(op="slow", spot=spot, hold=0.8, deadline=10.0)
+        await trio.sleep(0.3)
         zombie.signal(signal.SIGSTOP)
-        cluster.mark("fault", what="SIGSTOP", node=name, pid=zombie.proc.pid)
+        cluster.mark("fault", what="SIGSTOP in a turn", node=name, pid=zombie.proc.pid,
+                     spot=spot)
         await trio.sleep(knobs.lease * 1.3)  # its lease has run out
         restart = cluster.mark("restart", node=name)
         replacement = await cluster.start_server(name)
         await replacement.wait_for("open", 1, 30)
-        await cluster.wait_served(restart, 2.0 + 3 * knobs.lease)  # as scenario.RECOVERY
+        # At most 3 s more: the zombie resumes before ``c1``'s 10 s calls give up.
+        await cluster.wait_served(restart, 3.0)
         zombie.signal(signal.SIGCONT)
         resumed = cluster.mark("resume", node=name, pid=zombie.proc.pid)
         await trio.sleep(knobs.hold(1.5, 5.0))

@@ -13,7 +13,9 @@ lease loss ``{"event": "lease_lost", ...}``; the driver reads them (a relay in f
 server follows its ``bound`` port). Commands on stdin, one JSON line each:
 ``{"op": "stop"}`` (callers finish their call and stop; the node closes; exit 0) and
 ``{"op": "no_reopen"}`` (after the next lease loss the process exits instead) and
-``{"op": "go"}`` (callers start calling: the driver sends it once every node is open).
+``{"op": "go"}`` (callers start calling: the driver sends it once every node is open)
+and ``{"op": "slow", "spot": ID, "hold": S, "deadline": S}`` (one more call, ``NODE-slow-k``,
+whose turn takes ``hold`` seconds longer: the driver freezes its owner during it).
 
 * **server** (placement weight 1) serves ``ChaosCounter`` (Instance Spot
   ``chaoscounter``). Every handled ``Add`` appends one JSON line to
@@ -53,11 +55,15 @@ NODE = ""
 HANDLER_LOG = ""
 #: The node the supervisor has open (``None`` while it reopens).
 CURRENT: zl.Node | None = None
+#: Every node this process opened, by NodeRid (a turn reads its own node's lease).
+NODES: dict[str, zl.Node] = {}
 
 
 @attrs.frozen
 class Add:
     rid: str
+    #: Extra seconds the turn takes (the driver's "slow" calls).
+    hold: float = 0.0
 
 
 @attrs.frozen
@@ -90,13 +96,15 @@ class ChaosCounter:
     async def add(self, msg: Add) -> Total:
         start = time.time()
         self.total += 1
-        await trio.sleep(HANDLER_HOLD)
-        node = CURRENT
+        await trio.sleep(HANDLER_HOLD + msg.hold)
+        rid = str(self.ctx.ref.node_rid)
+        node = NODES.get(rid)
+        # The lease deadline this lifecycle holds now (renewals move it on; a lost or
+        # frozen lease keeps its last one): a turn that ends after it is a zombie's.
         lease = node.statistics().lease_expires_at if node is not None else None
         append(HANDLER_LOG, {"spot": self.ctx.spot_id, "rid": msg.rid, "node": NODE,
-                             "node_rid": str(self.ctx.ref.node_rid),
-                             "generation": self.ctx.generation, "start": start,
-                             "end": time.time(), "lease_expires_at": lease,
+                             "node_rid": rid, "generation": self.ctx.generation,
+                             "start": start, "end": time.time(), "lease_expires_at": lease,
                              "value": self.total})
         return Total(self.total, NODE)
 
@@ -112,6 +120,7 @@ class Supervisor:
     #: Set whenever ``in_flight`` drops to zero.
     idle: trio.Event = attrs.Factory(trio.Event)
     go: trio.Event = attrs.Factory(trio.Event)
+    slow: int = 0
 
     async def run_node(self) -> None:
         args = self.args
@@ -130,7 +139,7 @@ class Supervisor:
                     bound = transport.endpoint.rsplit(":", 1)[1] if transport else "0"
                     say("open", node=args.node, node_rid=str(node.node_rid),
                         bound=int(bound))
-                    CURRENT = node
+                    CURRENT = NODES[str(node.node_rid)] = node
                     self.ready.set()
                     lost = await self.watch(node)
                     CURRENT = None
@@ -158,9 +167,31 @@ class Supervisor:
                 await self.stopping.wait()
         return False
 
+    async def call(self, node: zl.Node, spot: str, rid: str, deadline: float,
+                   hold: float = 0.0) -> None:
+        """One request ``Add(rid)`` to ``spot``, logged when it ended."""
+        start = time.time()
+        owner = None
+        self.in_flight += 1
+        try:
+            total = await node.client.request(spot, Add(rid, hold), reply=Total).instance_spot(
+                "chaoscounter").timeout(deadline)
+            outcome, owner = "ok", total.node
+        except zl.ZLinkError as error:
+            outcome = type(error).__name__
+        except Exception as exc:  # a runtime bug: the checker reports it
+            outcome = f"untyped:{type(exc).__name__}:{exc!r}"[:300]
+        finally:
+            self.in_flight -= 1
+            if not self.in_flight:
+                self.idle.set()
+                self.idle = trio.Event()
+        append(os.path.join(self.args.logs, f"calls-{self.args.node}-{os.getpid()}.jsonl"),
+               {"caller": self.args.node, "rid": rid, "spot": spot, "start": start,
+                "end": time.time(), "deadline": deadline, "outcome": outcome, "owner": owner})
+
     async def call_loop(self, index: int) -> None:
         args = self.args
-        log = os.path.join(args.logs, f"calls-{args.node}-{os.getpid()}.jsonl")
         seq = 0
         await self.go.wait()
         while not self.stopping.is_set():
@@ -169,31 +200,12 @@ class Supervisor:
                 with trio.move_on_after(0.05):
                     await self.ready.wait()
                 continue
-            spot = f"chaos-{(index + seq) % args.spots}"
-            rid = f"{args.node}-{index}-{seq}"
+            await self.call(node, f"chaos-{(index + seq) % args.spots}",
+                            f"{args.node}-{index}-{seq}", args.deadline)
             seq += 1
-            start = time.time()
-            owner = None
-            self.in_flight += 1
-            try:
-                total = await node.client.request(spot, Add(rid), reply=Total).instance_spot(
-                    "chaoscounter").timeout(args.deadline)
-                outcome, owner = "ok", total.node
-            except zl.ZLinkError as error:
-                outcome = type(error).__name__
-            except Exception as exc:  # a runtime bug: the checker reports it
-                outcome = f"untyped:{type(exc).__name__}:{exc!r}"[:300]
-            finally:
-                self.in_flight -= 1
-                if not self.in_flight:
-                    self.idle.set()
-                    self.idle = trio.Event()
-            append(log, {"caller": args.node, "rid": rid, "spot": spot, "start": start,
-                         "end": time.time(), "deadline": args.deadline, "outcome": outcome,
-                         "owner": owner})
             await trio.sleep(args.pace)
 
-    async def commands(self) -> None:
+    async def commands(self, nursery: trio.Nursery) -> None:
         async with trio.lowlevel.FdStream(os.dup(sys.stdin.fileno())) as stdin:
             buffer = b""
             while True:
@@ -203,9 +215,15 @@ class Supervisor:
                 buffer += chunk
                 while b"\n" in buffer:
                     line, _, buffer = buffer.partition(b"\n")
-                    op = json.loads(line)["op"]
+                    cmd = json.loads(line)
+                    op = cmd["op"]
                     if op == "go":
                         self.go.set()
+                    elif op == "slow" and CURRENT is not None:
+                        self.slow += 1
+                        nursery.start_soon(self.call, CURRENT, cmd["spot"],
+                                           f"{self.args.node}-slow-{self.slow}",
+                                           float(cmd["deadline"]), float(cmd["hold"]))
                     elif op == "no_reopen":
                         self.reopen = False
                     elif op == "stop":
@@ -223,13 +241,14 @@ async def main(args: argparse.Namespace) -> None:
     supervisor = Supervisor(args)
     with trio.fail_after(args.lifetime):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(supervisor.commands)
             if args.role == "caller":
                 async with trio.open_nursery() as callers:
+                    nursery.start_soon(supervisor.commands, callers)
                     callers.start_soon(supervisor.run_node)
                     for index in range(args.callers):
                         callers.start_soon(supervisor.call_loop, index)
             else:
+                nursery.start_soon(supervisor.commands, nursery)
                 await supervisor.run_node()
             nursery.cancel_scope.cancel()
     say("exit", node=args.node)

@@ -24,8 +24,8 @@ RULE = "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---
 
 def _held(run: dict[str, Any]) -> bool:
     return not (run["lost"] or run["duplicated_acked"] or run["duplicated_unacked"]
-                or run["overlaps"] or run["late"] or run["untyped"] or run["unusable"]
-                or run.get("broken_promises"))
+                or run["overlaps"] or run.get("zombie_acks") or run["late"]
+                or run["untyped"] or run["unusable"] or run.get("broken_promises"))
 
 
 def _again(runs: list[dict[str, Any]]) -> str:
@@ -39,9 +39,9 @@ def _again(runs: list[dict[str, Any]]) -> str:
 def _why(runs: list[dict[str, Any]]) -> str:
     reasons: set[str] = set()
     for run in runs:
-        for name in ("lost", "duplicated_acked", "duplicated_unacked", "overlaps", "late",
-                     "untyped"):
-            if run[name]:
+        for name in ("lost", "duplicated_acked", "duplicated_unacked", "overlaps",
+                     "zombie_acks", "late", "untyped"):
+            if run.get(name):
                 reasons.add(name.replace("_", " "))
         if run["unusable"]:
             reasons.add("not usable again")

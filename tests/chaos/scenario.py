@@ -72,7 +72,8 @@ async def run_fault(key: str, backend: str, url: str, logs: Path, *, long: bool,
     async with AsyncExitStack() as stack:
         url = await fault.prepare(stack, url, knobs)
         async with open_cluster(url, logs, lease=LEASE, deadline=DEADLINE,
-                                callers=3 if long else 2) as cluster:
+                                callers=3 if long else 2,
+                                caller_deadlines=fault.caller_deadlines) as cluster:
             warm = await cluster.wait_served(cluster.events[0]["t"], 15)
             assert warm, f"not every Spot answered before the fault; logs in {logs}"
             await trio.sleep(steady)
@@ -80,7 +81,7 @@ async def run_fault(key: str, backend: str, url: str, logs: Path, *, long: bool,
             served = await cluster.wait_served(max(heals), RECOVERY)
             cluster.mark("served" if served else "not_served")
             await trio.sleep(tail)
-            await cluster.stop_callers(DEADLINE + 5)
+            await cluster.stop_callers(max((DEADLINE, *fault.caller_deadlines)) + 5)
             events = cluster.events
             node_events = [{"name": proc.name, "pid": proc.proc.pid,
                             "events": [line["event"] for line in proc.lines]}

@@ -155,3 +155,20 @@ def test_serve_again_is_the_slowest_heal_of_several():
     result = verdict(calls, handlers, heals=(10.0, 20.0))
     assert result.serve_again == pytest.approx(1.5)
     assert result.ok, result.problems()
+
+
+def test_a_turn_that_ended_past_its_own_lease_is_a_zombie_turn_and_an_ack_of_it_fails():
+    calls, handlers = history()
+    calls += [call("c0-0-9", "a", 11.0, 19.0), call("c0-0-10", "b", 11.0, 12.0, "Unavailable")]
+    handlers += [dict(turn("c0-0-9", "a", 11.0, 18.9), lease_expires_at=12.0),
+                 dict(turn("c0-0-10", "b", 11.0, 11.9), lease_expires_at=11.5)]
+    result = verdict(calls, handlers)
+    assert [line["rid"] for line in result.zombie_turns] == ["c0-0-9", "c0-0-10"]
+    assert [line["rid"] for line in result.zombie_acks] == ["c0-0-9"]
+    assert not result.ok
+    handlers[-2]["lease_expires_at"] = 19.5  # renewed meanwhile: a valid owner
+    calls[-2]["end"] = 11.0 + DEADLINE  # (not late either)
+    handlers[-2]["end"] = 12.9
+    result = verdict(calls, handlers)
+    assert [line["rid"] for line in result.zombie_turns] == ["c0-0-10"]
+    assert result.ok, result.problems()  # an unacknowledged zombie turn is reported only
