@@ -21,7 +21,8 @@ a :class:`Verdict`:
   owner past its lease acknowledged work, which breaks the lease's promise;
 * **late** -- calls that ended after ``deadline + slack``; **untyped** -- calls that
   ended with anything but ``ok`` or a ``ZLinkError`` subclass;
-* **unusable** -- Spots with no ``ok`` call started after the last heal;
+* **unusable** -- Spots with no ``ok`` call started after the last heal, or whose last
+  call (the run ends under load, after the heal) failed: served once, then broke;
   **serve_again** -- for each heal, the seconds until every Spot had an ``ok`` reply to
   a call started after it (the largest is reported).
 
@@ -161,7 +162,11 @@ def check(calls: list[Line], handlers: list[Line], *, spots: Iterable[str],
         times = [serve_again_after(calls, spots, heal) for heal in heals]
         last = heals[-1]
         served = {c["spot"] for c in calls if c["outcome"] == "ok" and float(c["start"]) >= last}
-        unusable = [spot for spot in spots if spot not in served]
+        final: dict[str, Line] = {}
+        for c in sorted(calls, key=lambda c: float(c["start"])):
+            final[c["spot"]] = c
+        unusable = [spot for spot in spots if spot not in served
+                    or final[spot]["outcome"] != "ok"]
         serve_again = None if any(t is None for t in times) else max(
             t for t in times if t is not None)
     return Verdict(

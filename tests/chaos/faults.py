@@ -207,7 +207,7 @@ class RedisRelayCut(Fault):
     relay: Relay | None = None
 
     def outage(self, knobs: Knobs) -> float:
-        return knobs.hold(knobs.lease * 0.5, knobs.lease * 0.6)
+        return knobs.lease * 0.5
 
     async def prepare(self, stack: AsyncExitStack, url: str, knobs: Knobs) -> str:
         relay = self.relay = Relay(upstream=_redis_port(url))
@@ -244,9 +244,12 @@ class SqliteLock(Fault):
                "within their deadline, no lease is lost; after the release every Spot "
                "serves")
 
+    def outage(self, knobs: Knobs) -> float:
+        return knobs.lease * 0.6
+
     async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
         path = urlsplit(cluster.store).path
-        hold = knobs.hold(knobs.lease * 0.6, knobs.lease * 0.6)
+        hold = self.outage(knobs)
         locker = await trio.lowlevel.open_process(
             [sys.executable, "-c", LOCKER, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         assert locker.stdout is not None
@@ -269,8 +272,29 @@ class SqliteLock(Fault):
         return [cluster.mark("heal")]
 
 
+class RedisRelayCutPastLease(RedisRelayCut):
+    name = "Redis link cut past the lease"
+    may_lose_lease = True
+    promise = ("every node loses its lease (calls end Unavailable, typed), runs no work "
+               "and restarts itself once the store answers; then every Spot serves again")
+
+    def outage(self, knobs: Knobs) -> float:
+        return knobs.lease * 1.6
+
+
+class SqliteLockPastLease(SqliteLock):
+    name = "SQLite file locked past the lease"
+    may_lose_lease = True
+    promise = RedisRelayCutPastLease.promise
+
+    def outage(self, knobs: Knobs) -> float:
+        return knobs.lease * 1.6
+
+
 FAULTS: dict[str, type[Fault]] = {
     "link-cut": LinkCut, "link-delay": LinkDelay, "link-blackhole": LinkBlackhole,
     "sigstop-zombie": SigstopZombie, "sigkill-restart": SigkillRestart,
-    "redis-pause": RedisPause, "redis-relay-cut": RedisRelayCut, "sqlite-lock": SqliteLock,
+    "redis-pause": RedisPause, "redis-relay-cut": RedisRelayCut,
+    "redis-relay-cut-past-lease": RedisRelayCutPastLease, "sqlite-lock": SqliteLock,
+    "sqlite-lock-past-lease": SqliteLockPastLease,
 }

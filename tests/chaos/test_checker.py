@@ -38,6 +38,13 @@ def history() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return calls, handlers
 
 
+def end_healthy(calls: list[dict[str, Any]], handlers: list[dict[str, Any]]) -> None:
+    """One last ok call per Spot, as a run that ends under load after the heal has."""
+    for spot in SPOTS:
+        calls.append(call(f"end-{spot}", spot, 30.0, 30.1))
+        handlers.append(turn(f"end-{spot}", spot, 30.01, 30.02, node_rid=f"rid-{spot}"))
+
+
 def verdict(calls: list[dict[str, Any]], handlers: list[dict[str, Any]],
             heals: tuple[float, ...] = (10.0,)) -> Any:
     return check(calls, handlers, spots=SPOTS, heals=heals, slack=SLACK)
@@ -120,6 +127,7 @@ def test_a_call_that_ended_after_its_deadline_and_slack_is_late():
 def test_a_call_within_its_slack_is_not_late():
     calls, handlers = history()
     calls.append(call("c0-0-5", "b", 11.0, 11.0 + DEADLINE + SLACK - 0.01, "DeadlineExceeded"))
+    end_healthy(calls, handlers)
     assert verdict(calls, handlers).ok
 
 
@@ -139,6 +147,14 @@ def test_a_spot_without_an_ok_reply_after_the_heal_is_unusable():
     result = verdict(calls, handlers)
     assert result.unusable == ["b"]
     assert result.serve_again is None
+    assert not result.ok
+
+
+def test_a_spot_that_served_after_the_heal_and_then_failed_to_the_end_is_unusable():
+    calls, handlers = history()
+    calls.append(call("c0-0-11", "b", 12.0, 12.1, "Unavailable"))
+    result = verdict(calls, handlers)
+    assert result.unusable == ["b"]
     assert not result.ok
 
 
@@ -169,6 +185,7 @@ def test_a_turn_that_ended_past_its_own_lease_is_a_zombie_turn_and_an_ack_of_it_
     handlers[-2]["lease_expires_at"] = 19.5  # renewed meanwhile: a valid owner
     calls[-2]["end"] = 11.0 + DEADLINE  # (not late either)
     handlers[-2]["end"] = 12.9
+    end_healthy(calls, handlers)
     result = verdict(calls, handlers)
     assert [line["rid"] for line in result.zombie_turns] == ["c0-0-10"]
     assert result.ok, result.problems()  # an unacknowledged zombie turn is reported only
