@@ -251,6 +251,45 @@ def test_release_refuses_entry_and_creating(capsys, sqlite_store):
     assert trio.run(_find, url, "creating") == creating
 
 
+def test_release_node_releases_everything_a_dead_node_id_owned(capsys, sqlite_store):
+    url, seeded = sqlite_store
+    status, out, err = run(capsys, "release", "--store", url, "--node", "node-a")
+    assert (status, err) == (0, ""), err
+    for spot_id in ("a-1", "a-2", "a-3", "creating"):
+        assert f"released {spot_id!r}" in out
+        assert trio.run(_find, url, spot_id) is None
+    assert "4 Spot(s) released, 0 left, 1 dead claim(s) removed" in out
+    assert trio.run(_find, url, seeded["a"].descriptor.entry_spot_id) is None  # Entry claim
+    assert trio.run(_find, url, "b-1") == seeded["b-1"]  # another node's Spot is untouched
+    status, out, _ = run(capsys, "release", "--store", url, "--node", "node-a")
+    assert status == 0
+    assert "0 Spot(s) released, 0 left, 0 dead claim(s) removed" in out
+
+
+def test_release_node_refuses_a_node_id_with_a_live_claim(capsys, sqlite_store):
+    url, seeded = sqlite_store
+    status, out, err = run(capsys, "release", "--store", url, "--node", "node-b")
+    assert (status, out) == (1, "")
+    assert "NodeId 'node-b' holds a live claim" in err
+    assert "stop it, or wait for its lease to end" in err
+    assert trio.run(_find, url, "b-1") == seeded["b-1"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["--node", "node-a", "a-1"],
+    ["--node", "node-a", "--generation", "1"],
+    ["a-1", "--generation", "1"],
+    [],
+    ["--node", ""],
+])
+def test_release_usage_errors_say_which_form(capsys, sqlite_store, argv):
+    url, _ = sqlite_store
+    status, out, err = run(capsys, "release", "--store", url, *argv)
+    assert (status, out) == (2, "")
+    assert "error:" in err
+    assert trio.run(_find, url, "a-1") is not None
+
+
 # -- usage errors -------------------------------------------------------------------------------
 
 

@@ -25,10 +25,12 @@ fixture; each test then checks one scenario:
 * ``test_..._outcome`` -- the issue's rule: before relay-ready the source serves again
   when the target died, and the Spot is Unavailable until the source restarts when
   the source died; after relay-ready the target serves when the source died, and the
-  Spot is Unavailable until the target restarts when the target died. Restart recovery
-  of a moving record (or of the Ready record a dead lifecycle owned) is not built yet:
-  after the restart the tests assert today's behaviour -- the Spot stays Unavailable --
-  and ``docs/relocation.md`` ("When a node dies during a move") notes it.
+  Spot is Unavailable until the target restarts when the target died. The restart
+  releases what its dead lifecycle owned (issue #13 item 1, ``store.dead_lifecycle``):
+  a move that had not reached relay-ready is aborted and released, a committed record
+  released, and the next Instance-intent call activates a new incarnation. A RelayReady
+  record (the target died before committing) is the source's and only the target may
+  end it: it stays Unavailable (``docs/relocation.md``).
 * ``test_a_caller_whose_route_names_the_dead_source_reaches_the_target_next`` --
   ``committed`` and ``relaying``: ``c``'s cached route names the dead source.
 
@@ -83,6 +85,9 @@ RESTART_LEASE = 1.5
 #: the victim restarts under its NodeId and the survivors call the Spot once more.
 RESTARTS = {("before_seal", "source"), ("sealed", "source"), ("captured", "source"),
             ("relay_ready", "target"), ("target_committed", "target")}
+#: Of those, where the dead lifecycle owned the record: the restart releases it
+#: (``store.dead_lifecycle``) and the Spot is usable again as a new incarnation.
+RELEASED = RESTARTS - {("relay_ready", "target")}
 #: The source's ``default_timeout``: how long it waits for a target past relay-ready.
 SETTLE = 2.0
 #: Each call's own deadline inside the worker.
@@ -209,8 +214,12 @@ async def _scenario(step: str, victim_role: str, url: str, tmp: Path) -> Outcome
             again = await start(victim.name, weight=1 if on_source else 0,
                                 default_timeout=SETTLE)
             await wait_ready(again)
+            roles[again.node_rid] = victim.name
             restarted = {
-                "again": await again.call(op="step", spot=SPOT, seq=400, timeout=CALL),
+                # Released by the restart when the dead lifecycle owned the record: the
+                # Instance-intent call activates a new incarnation (RELEASED).
+                "again": await again.call(op="step", spot=SPOT, seq=400, timeout=CALL,
+                                          intent=(step, victim_role) in RELEASED),
                 "c": await c.call(op="step", spot=SPOT, seq=401, timeout=CALL),
                 survivor.name: await survivor.call(op="step", spot=SPOT, seq=402,
                                                    timeout=CALL)}
@@ -335,9 +344,16 @@ def test_a_node_killed_during_a_move_leaves_never_two_owners_and_no_acknowledged
         assert record is not None
         hosting = {name.split()[0] for name, spots in hosts.items() if SPOT in spots}
         assert hosting <= {record[1]}, (record, hosts)
-    # One incarnation: built once at s, at most once more (the restored shell) at t.
-    assert sorted(node for _, _, node in o.factories) in (["s"], ["s", "t"]), o.factories
-    assert len({generation for _, generation, _ in o.factories}) == 1, o.factories
+    # One incarnation: built once at s, at most once more (the restored shell) at t --
+    # and, once a restart released the dead lifecycle's record, one new incarnation
+    # (a larger generation) built once.
+    by_generation = collections.defaultdict(list)
+    for _, generation, node in o.factories:
+        by_generation[generation].append(node)
+    first, *later = sorted(by_generation)
+    assert sorted(by_generation[first]) in (["s"], ["s", "t"]), o.factories
+    assert len(later) == (1 if (step, victim) in RELEASED else 0), o.factories
+    assert all(len(by_generation[g]) == 1 for g in later), o.factories
 
 
 @pytest.mark.parametrize(("backend", "step", "victim"), scenario_params())
@@ -354,15 +370,15 @@ def test_a_node_killed_during_a_move_outcome(outcomes, backend, step, victim):
         assert o.hosts == {"s": [SPOT]}
         assert o.roots == 0
     elif victim == "source" and step in ("before_seal", "sealed", "captured"):
-        # Before relay-ready, the source died: Unavailable (until it restarts -- restart
-        # recovery of a moving record is not built: today it stays Unavailable after).
+        # Before relay-ready, the source died: Unavailable until it restarts. The restart
+        # aborts the move and releases the record its dead lifecycle owned; the next
+        # Instance-intent call activates a new incarnation on the restarted source.
         state = "relocating" if step == "before_seal" else "sealed"
         assert o.record == (state, "s", "t", 1)
         assert all(_unavailable(a) for a in o.settled.values()), o.settled
         assert o.hosts == {"t": []}
-        assert o.record_after_restart == o.record
-        assert all(_unavailable(a) for a in o.restarted.values()), o.restarted
-        assert o.hosts_after_restart == {"s restarted": [], "t": []}
+        _assert_served_again(o)
+        assert o.hosts_after_restart == {"s restarted": [SPOT], "t": []}
         # The captured payload root stays in the Relocation Store (nothing cleans it up).
         leftover = 1 if step == "captured" else 0
         assert (o.roots, o.roots_after_restart) == (leftover, leftover)
@@ -376,22 +392,35 @@ def test_a_node_killed_during_a_move_outcome(outcomes, backend, step, victim):
         assert o.hosts == {"t": [SPOT]}
         assert o.roots == 0
     else:
-        # After relay-ready, the target died: Unavailable until the target restarts
-        # (restart recovery is not built: today it stays Unavailable after the restart).
+        # After relay-ready, the target died: Unavailable until the target restarts.
         assert o.relocate is not None
         if step == "relay_ready":
-            assert _unavailable(o.relocate), o.relocate  # the target never committed
+            # The target never committed and the record is still the source's: only
+            # the target may end a move past relay-ready, and its restart cannot (its
+            # state died): it stays Unavailable (docs/relocation.md).
+            assert _unavailable(o.relocate), o.relocate
             assert o.record == ("relay_ready", "s", "t", 1)
+            assert o.record_after_restart == o.record
+            assert all(_unavailable(a) for a in o.restarted.values()), o.restarted
         else:
+            # Committed: the dead target owned the Ready record; its restart releases
+            # it, and the next Instance-intent call activates a new incarnation
+            # (placed on ``s``: the restarted target takes no new Spots, weight 0).
             assert o.relocate["outcome"] == "committed", o.relocate
             assert o.record == ("ready", "t", None, 2)
             assert o.hosts == {"s": []}
+            _assert_served_again(o)
+            assert o.hosts_after_restart == {"t restarted": [], "s": [SPOT]}
         assert all(_unavailable(a) for a in o.settled.values()), o.settled
-        assert o.record_after_restart == o.record
-        assert all(_unavailable(a) for a in o.restarted.values()), o.restarted
-        assert o.hosts_after_restart["t restarted"] == []
         # The target died before deleting the payload root: it stays.
         assert (o.roots, o.roots_after_restart) == (1, 1)
+
+
+def _assert_served_again(o: Outcome) -> None:
+    """After the restart released the record: one new incarnation at ``s`` serves all."""
+    assert o.record_after_restart == ("ready", "s", None, 1), o.record_after_restart
+    assert all(_served_by(a, "s") for a in o.restarted.values()), o.restarted
+    assert o.restarted["again"]["count"] == 1, o.restarted  # a new state: nothing moved
 
 
 @pytest.mark.parametrize(("backend", "step", "victim"), [

@@ -15,7 +15,8 @@ and :class:`Room` (User Spot ``"room"``; its ``on_create`` can be held, and decl
 :class:`Hold` and :class:`Blob` until ``PROBE.hold_gate`` is set.
 
 :func:`open_test_node` opens a node of these Spots on ``MockClock`` without mesh links
-(``runtime_spots.open_test_node``); :func:`wait_until` polls in mock time. Where an item
+(``runtime_spots.open_test_node``); :func:`wait_until` polls in mock time (on the real
+clock of ``test_spec_0*_cross_node.py``, in real time). Where an item
 says nothing is written or built, :func:`store_unchanged` reads the store around the calls
 (never writing it), and :func:`missing_calls_end_not_found` makes the plain calls to a
 Missing Spot that both specs say build nothing.
@@ -239,13 +240,15 @@ def open_test_node(node_id: str = "node-a", *, spots: tuple[type, ...] = (Counte
     Trio's clock is ``memory://``'s default; SQLite and Redis default to wall time, which a
     single-process test on ``MockClock`` must not use for leases (``conftest.py``). MockClock
     tests run without mesh links: an autojump clock would jump while a real socket waits.
-    Cross-node behaviour is tested on the real clock (``tests/mesh/``).
+    Cross-node behaviour is tested on the real clock with listening nodes
+    (``test_spec_0*_cross_node.py``, and across processes ``tests/mesh/``).
     """
     return runtime_spots.open_test_node(node_id, store=store, spots=list(spots), **options)
 
 
 async def wait_until(predicate: Callable[[], Awaitable[bool]], *, step: float = 0.01) -> None:
-    """Poll ``predicate`` in mock time (bounded by the test's fail_after)."""
+    """Poll ``predicate`` every ``step`` seconds of Trio's clock (mock or real), bounded by
+    the test's fail_after."""
     for _ in range(100_000):
         if await predicate():
             return

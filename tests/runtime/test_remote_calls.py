@@ -5,8 +5,10 @@ links exactly as separate processes do (tests/mesh/ runs them as processes). The
 run on the real clock -- an autojump ``MockClock`` would jump while a socket waits -- and
 every one is bounded by ``trio.fail_after``; nothing sleeps to wait for something.
 
-The two spec 06 §10 items about commands 47 and 48 live here (named after them), since
-they need real links; ``test_spec_06.py`` lists them.
+The two spec 06 §10 items about commands 47 and 48 are contract-tested on every store
+backend, with their failure branches, in ``test_spec_0*_cross_node.py``; the tests of the
+same names here stay on memory and also check what needs a hand-written frame (a
+redelivered operation ID gets the retained command 20).
 """
 
 from __future__ import annotations

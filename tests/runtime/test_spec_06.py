@@ -7,21 +7,36 @@ written", the test reads the store (the ``store`` fixture: ``location.find`` /
 ``statistics``), never writes it. The items that touch the store (creation convergence,
 cold activation, close) run on every backend -- ``memory://``, SQLite and Redis -- through
 the ``store_url`` fixture (``conftest.py``); the rest use their own ``MemoryStore``.
-Several nodes of one process may share one store; that is how "another Mesh" or "another
-target" is shown here. These nodes run on ``MockClock`` and so without mesh links
-(``listen=None``): a message that would have to cross nodes ends in ``zl.Unavailable``,
-and the tests accept exactly that where it applies. Calls across links are tested on the
-real clock in ``test_remote_calls.py`` and, across processes, in ``tests/mesh/``.
+These nodes run on ``MockClock`` and so without mesh links (``listen=None``), so no test
+here sends a message across nodes: several nodes of one process share a store only where
+an item is about the store's one namespace (a Spot ID in two Meshes).
+
+The items about more than one node run on two or three *listening* nodes (real loopback
+links) on every backend in ``test_spec_0*_cross_node.py``, under the same names (a suffix for
+a second branch):
+
+- "Remote User Spot create fixes provider reservation and target lifecycle in command 47,
+  reads Pending creation content directly from the store, and returns the terminal result
+  exactly once via command 20." -- ``test_remote_user_spot_create_fixes_reservation_in_
+  command_47`` and ``..._withdrawn_at_deadline`` (a redelivered operation ID:
+  ``test_remote_calls.py``).
+- "Remote User Spot Close fixes the SpotRef, owner generation, StoreVersion, and target
+  lifecycle in command 48, and doesn't use a Location row lookup or application control
+  packet as completion." -- ``test_remote_user_spot_close_fixes_ref_and_fences_in_command_
+  48`` (stale generation) and ``..._moving_conflict``.
+- "The cold-activation source doesn't create an owner claim ..." -- source and target on
+  two nodes there; source and target on one node here.
+- "A message isn't delivered to a local instance that doesn't match the Store's current
+  authority. A target that didn't obtain creation authority doesn't create a separate
+  instance." -- there only (the loser is the other node).
+- "Missing, Creating, and Store failure aren't negative-cached." -- Missing and Creating
+  seen from another node there; Store failure here.
 
 Covered elsewhere or by later issues (no stubs here):
 
 - "Entry Spot join and placement use the descriptor's lifecycle mapping and don't parse the
   Spot ID string." -- needs Actor join into an Entry Spot (membership, spec 05) and remote
   placement through published descriptors of other processes.
-- "Remote User Spot create fixes provider reservation and target lifecycle in command 47,
-  reads Pending creation content directly from the store, and returns the terminal result
-  exactly once via command 20." -- needs real links, so it is
-  ``test_remote_calls.py::test_remote_user_spot_create_fixes_reservation_in_command_47``.
 - "Message Follow only uses a committed route. Its relay queue has no relocation-specific
   item-count or byte bound, and it preserves operation identity." -- needs two node
   processes with listening links, so it is ``tests/mesh/test_mesh_relocation.py::
@@ -29,10 +44,6 @@ Covered elsewhere or by later issues (no stubs here):
   (the checks one rule each: ``test_message_follow.py``).
 - "User Spot Close doesn't secretly clean up active membership." -- needs Actor membership,
   which this version does not have.
-- "Remote User Spot Close fixes the SpotRef, owner generation, StoreVersion, and target
-  lifecycle in command 48, and doesn't use a Location row lookup or application control
-  packet as completion." -- needs real links, so it is
-  ``test_remote_calls.py::test_remote_user_spot_close_fixes_ref_and_fences_in_command_48``.
 - "C++, .NET, JVM, and Node.js provide the same terminal results for create competition,
   logical messaging, cold activation, close, and Message Follow." -- needs the other
   language implementations.
@@ -463,37 +474,18 @@ async def test_cold_activation_source_creates_no_owner_claim_and_submits_envelop
     autojump_clock, store_url, store,
 ):
     """The cold-activation source doesn't create an owner claim — it submits the activation
-    envelope, including the first message, to the target."""
+    envelope, including the first message, to the target. (Source and target on one node;
+    on two: ``test_spec_0*_cross_node.py``.)"""
     mem = store
     with trio.fail_after(10):
-        async with (
-            open_test_node("node-a", store=store_url, mesh="mesh-a") as a,
-            open_test_node("node-b", store=store_url, mesh="mesh-b") as b,
-        ):
-            # Source node-b, target node-a (the only node of mesh-a).
-            try:
-                pong = await (
-                    b.client.request("c-1", Note("first"), reply=Pong)
-                    .instance_spot("counter").in_mesh("mesh-a").timeout(5)
-                )
-            except zl.Unavailable:
-                # No cross-node delivery in this version: the source wrote nothing at all.
-                assert await mem.location.find("c-1") is None
-                location = await mem.location.statistics()
-                assert (location.creating, location.ready) == (0, 2)
-                assert (await mem.relocation.statistics()).roots == 0
-                assert PROBE.factory_runs == []
-            else:
-                assert pong.node_rid == str(a.node_rid)
-                assert (await mem.location.find("c-1")).owner.node_rid == a.node_rid
-
-            # Source and target node-a: the target stores the envelope, then owns the Spot.
+        async with open_test_node("node-a", store=store_url) as a:
+            # The target stores the envelope, then reserves: Creating with its owner claim.
             gate = PROBE.activate_gates["c-2"] = trio.Event()
             replies: list[Pong] = []
 
             async def first_call() -> None:
                 call = a.client.request("c-2", Note("first"), reply=Pong).instance_spot("counter")
-                replies.append(await call.in_mesh("mesh-a").timeout(5))
+                replies.append(await call.timeout(5))
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(first_call)
@@ -556,51 +548,6 @@ async def test_first_message_of_cold_activation_is_processed_first(
             assert {r.node_rid for r in replies} == {str(node.node_rid)}
 
 
-async def test_message_not_delivered_to_instance_without_authority_and_loser_builds_none(
-    autojump_clock, store_url, store,
-):
-    """A message isn't delivered to a local instance that doesn't match the Store's current
-    authority. A target that didn't obtain creation authority doesn't create a separate
-    instance."""
-    mem = store
-    gate = PROBE.activate_gates["c-1"] = trio.Event()
-    outcomes: dict[str, object] = {}
-    with trio.fail_after(10):
-        async with (
-            open_test_node("node-a", store=store_url, mesh="mesh-a") as a,
-            open_test_node("node-b", store=store_url, mesh="mesh-b") as b,
-        ):
-
-            async def call(node: object, mesh: str) -> None:
-                builder = node.client.request("c-1", Note(f"from-{mesh}"), reply=Pong)
-                try:
-                    outcomes[mesh] = await builder.instance_spot("counter").in_mesh(mesh).timeout(8)
-                except zl.ZLinkError as exc:
-                    outcomes[mesh] = exc
-
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(call, a, "mesh-a")  # target node-a wins the reservation
-                await PROBE.started("c-1").wait()
-                nursery.start_soon(call, b, "mesh-b")  # target node-b finds it Creating
-                await trio.sleep(2)
-                assert len(PROBE.factory_runs) == 1
-                gate.set()
-            a_rid, b_rid = str(a.node_rid), str(b.node_rid)
-            assert [run[3] for run in PROBE.factory_runs] == [a_rid]
-            assert outcomes["mesh-a"].node_rid == a_rid
-            # node-b's caller gets the Spot on node-a (or, in this version, Unavailable).
-            loser = outcomes["mesh-b"]
-            assert isinstance(loser, zl.Unavailable) or loser.node_rid == a_rid, loser
-            assert [rid for _, _, rid, _ in PROBE.handled if rid == b_rid] == []
-            assert PROBE.messages_of("c-1").count(Note("from-mesh-a")) == 1
-            assert (await a.spots.find("c-1")).node_rid == a.node_rid
-
-            async def roots_gone() -> bool:  # the loser's envelope root is deleted too
-                return (await mem.relocation.statistics()).roots == 0
-
-            await wait_until(roots_gone)
-
-
 # --- Route cache ---------------------------------------------------------------------------
 
 
@@ -617,53 +564,9 @@ class FlakyLocation(MemoryLocationStore):
 
 
 async def test_missing_creating_and_store_failure_are_not_negative_cached(autojump_clock):
-    """Missing, Creating, and Store failure aren't negative-cached."""
-    mem = MemoryStore()
+    """Missing, Creating, and Store failure aren't negative-cached. (Store failure; Missing
+    and Creating seen from another node: ``test_spec_0*_cross_node.py``.)"""
     with trio.fail_after(10):
-        async with (
-            open_test_node("node-a", store=mem, mesh="mesh-a") as a,
-            open_test_node("node-b", store=mem, mesh="mesh-b") as b,
-        ):
-            # Missing: node-a sees NotFound, node-b creates r-1, node-a sees it at once.
-            with pytest.raises(zl.NotFound):
-                await a.client.request("r-1", Ping(), reply=Pong).timeout(5)
-            assert await a.spots.find("r-1") is None
-            created = await b.spots.get_or_create("r-1", "room").in_mesh("mesh-b").timeout(5)
-            start = trio.current_time()
-            assert await a.spots.find("r-1") == created.ref
-            try:
-                pong = await a.client.request("r-1", Ping(), reply=Pong).timeout(5)
-            except zl.Unavailable:
-                pass  # Ready on node-b, and no cross-node delivery in this version
-            else:
-                assert pong.generation == created.ref.generation
-            assert trio.current_time() - start < 1
-
-            # Creating: node-a waits for Ready and then sees it at once.
-            gate = PROBE.activate_gates["r-2"] = trio.Event()
-            done: list[float] = []
-
-            async def create_r2() -> None:
-                await b.spots.get_or_create("r-2", "room").in_mesh("mesh-b").timeout(9)
-
-            async def call_r2() -> None:
-                # Unavailable: Ready on node-b, and no cross-node delivery in this version.
-                with contextlib.suppress(zl.Unavailable):
-                    await a.client.request("r-2", Ping(), reply=Pong).timeout(9)
-                done.append(trio.current_time())
-
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(create_r2)
-                await PROBE.started("r-2").wait()
-                nursery.start_soon(call_r2)
-                await trio.sleep(1)
-                assert done == []  # waiting on Creating, not NotFound
-                assert await a.spots.find("r-2") is None  # not Ready yet
-                released = trio.current_time()
-                gate.set()
-            assert done[0] - released < 5  # not held for a cached Creating (age 15 s)
-            assert (await a.spots.find("r-2")).generation > created.ref.generation
-
         # Store failure: the next call reads the store again.
         flaky = MemoryStoreWith(FlakyLocation())
         async with open_test_node(store=flaky) as node:

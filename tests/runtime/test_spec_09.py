@@ -13,6 +13,31 @@ The five "Execution Queue Bound" items are also tested on the sans-IO lanes in
 handler blocks on a ``trio.Event`` piles work up, and ``node.client.send`` (which completes
 at admission) is refused with ``zl.CapacityExceeded`` whose ``lane`` is ``"application"``.
 
+These nodes run on ``MockClock`` without mesh links (``listen=None``), so no test here
+sends a message across nodes. The items about more than one node run on two or three
+*listening* nodes (real loopback links) on every backend in ``test_spec_0*_cross_node.py``,
+under the same names:
+
+- "Even if several callers request creation of the same object at the same time, the
+  factory runs only once, and the remaining callers target the object it created." --
+  there with callers on both nodes; here on one node.
+- "When only the fact that the owner can't be used is confirmed (Unavailable) ..." --
+  there only: the unusable owner is another node whose lease ran out on the caller's
+  store clock, after the same call reached it across the link.
+- "Even right after an object is recreated, an ordinary message isn't rejected for a
+  generation mismatch." -- there with another node's cached route to the old
+  generation; here on one node.
+- "A call sent to a stale owner ends in an error without automatic retry." -- there with
+  a cached route to a node that no longer owns the Spot (it closed, or was re-created on
+  a third node); here the two stale owners one node can produce through the public API:
+  an incarnation whose close has begun (admission sealed, authority Closing), and a node
+  whose lease deadline passed on the store clock before its renewal noticed (so the owner
+  validity check fails).
+- "Once the active-object count reaches the ceiling, new activation is rejected at that
+  node." -- there for a request already sent to a full node (refused by its local
+  activation, also while an activation is pending there) and a Spot moving in; here on
+  one node.
+
 Covered elsewhere (no stubs here):
 
 - "Entry Spot isn't in the relocation candidate list, and an Actor that was on an Entry Spot
@@ -20,17 +45,6 @@ Covered elsewhere (no stubs here):
   with listening links: ``tests/mesh/test_mesh_relocation.py::
   test_entry_spot_is_not_in_the_relocation_candidate_list``; the second needs Actors,
   which this version does not have.
-
-Notes on two items that one node can only show through a stand-in:
-
-- "When only the fact that the owner can't be used is confirmed (Unavailable) ..." -- the
-  unusable owner is another node (same store) whose lease ran out: ``MockClock.jump`` moves
-  the clock past its lease deadline. Its Spot keeps authority (Unavailable is not Missing),
-  so a caller on the other node must end Unavailable and nothing may be built.
-- "A call sent to a stale owner ends in an error without automatic retry." -- two stale
-  owners one node can produce through the public API: an incarnation whose close has begun
-  (admission sealed, authority Closing), and a node whose lease deadline passed on the
-  store clock before its renewal noticed (so the owner validity check fails).
 
 The Spots, their messages, the probe they record into and the node opener are shared with
 ``test_spec_06.py`` in ``spec_helpers.py``.
@@ -192,45 +206,6 @@ async def test_message_right_after_creation_is_processed_without_cache_delay(aut
                 released = trio.current_time()
                 gate.set()
             assert done[0] - released < 1
-
-
-async def test_unavailable_owner_starts_no_new_creation_and_ends_request_with_it(
-    autojump_clock, store_url, store,
-):
-    """When only the fact that the owner can't be used is confirmed (Unavailable), a new
-    creation isn't started, and that result is delivered only as the terminal completion of
-    the in-progress request."""
-    mem = store
-    with trio.fail_after(10):
-        async with (
-            open_test_node("node-a", store=store_url, mesh="mesh-a", lease=3) as a,
-            open_test_node("node-b", store=store_url, mesh="mesh-b", lease=60) as b,
-        ):
-            pong = await (
-                a.client.request("c-1", Ping(), reply=Pong)
-                .instance_spot("counter").in_mesh("mesh-a").timeout(5)
-            )
-            await trio.sleep(1)
-            # node-a's lease runs out (the clock jumps past it): c-1 keeps its authority,
-            # but its owner can no longer be used.
-            autojump_clock.jump(4)
-            await trio.sleep(1)
-            record_before = await mem.location.find("c-1")
-            location_before = await mem.location.statistics()
-            # node-b cannot use the owner (node-a): it must not build c-1 itself.
-            with pytest.raises(zl.Unavailable):
-                await (
-                    b.client.request("c-1", Note("from-b"), reply=Pong)
-                    .instance_spot("counter").in_mesh("mesh-b").timeout(5)
-                )
-            with pytest.raises(zl.Unavailable):
-                await b.client.request("c-1", Note("from-b"), reply=Pong).timeout(5)
-            assert await mem.location.find("c-1") == record_before
-            assert await mem.location.statistics() == location_before
-            assert (await mem.relocation.statistics()).roots == 0
-            assert PROBE.factory_ids() == ["c-1"]
-            assert Note("from-b") not in PROBE.messages_of("c-1")
-            assert (await b.spots.find("c-1")).generation == pong.generation
 
 
 # --- Stale owner filtering -----------------------------------------------------------------

@@ -77,7 +77,7 @@ async def test_new_claim_descriptor_conflict_changes_nothing(store):
         assert await snapshot(store) == before
         assert await store.location.find(again.entry_spot_id) is None
         # No lifecycle generation was consumed by the refused claim.
-        nxt = await claim(store, "node-a")
+        nxt = await claim(store, "node-a", now=LEASE)  # once the first lease is over
         assert nxt.lifecycle_generation == 2
 
 
@@ -116,8 +116,8 @@ async def test_lifecycle_generation_increases_per_node_id(store):
         a1 = await claim(store, "node-a")
         b1 = await claim(store, "node-b")
         assert await store.location.remove(MESH, a1.descriptor.node_rid, 1)
-        a2 = await claim(store, "node-a")
-        a3 = await claim(store, "node-a", mesh="other")
+        a2 = await claim(store, "node-a", lease=1.0)
+        a3 = await claim(store, "node-a", mesh="other", now=1.0)  # a2's lease is over
         assert (a1.lifecycle_generation, a2.lifecycle_generation, a3.lifecycle_generation) == (
             1, 2, 3)
         assert b1.lifecycle_generation == 1

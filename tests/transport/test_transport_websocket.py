@@ -238,3 +238,25 @@ async def test_a_request_arriving_byte_by_byte_is_still_read():
         async with trio.open_nursery() as nursery:
             nursery.start_soon(trickle)
             await server_upgrade(server, MAX)
+
+
+def test_before_authentication_one_message_is_parsed_and_the_rest_waits():
+    peer = _reference(client=True)
+    ours = WebSocket(None, client=False, max_message=10, pre_auth=True)
+    wire = peer.send(Message(data=b"hello")) + peer.send(Message(data=b"x" * 5000))
+    assert list(ours.receive(wire)) == [b"hello"]  # the 5000-byte frame is not looked at
+    assert ours.pending()
+    ours.authenticated(MAX)  # the handshake decided: what waited is parsed under MAX
+    assert list(ours.inbox) == [b"x" * 5000]
+
+
+@pytest.mark.parametrize(("wire", "match", "pongs"), [
+    (_raw_frame(0x02, b"he", mask=True) + _raw_frame(0x80, b"llo", mask=True), "fragmented", 0),
+    (_raw_frame(0x89, b"", mask=True) * 2 + _raw_frame(0x8A, b"", mask=True), "Ping/Pong", 2),
+    (_raw_frame(0x89, b"", mask=True) * 100, "Ping/Pong", 2),
+])
+def test_before_authentication_fragments_and_ping_floods_are_refused(wire, match, pongs):
+    ours = WebSocket(None, client=False, max_message=MAX, pre_auth=True)
+    with pytest.raises(RemoteProtocolError, match=match):
+        list(ours.receive(wire))
+    assert len(ours.control) == pongs  # Pings within the budget are answered, no more

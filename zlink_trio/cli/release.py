@@ -1,4 +1,5 @@
-"""``zlink-trio release --store URL SPOT_ID --generation G --owner-generation OG``.
+"""``zlink-trio release --store URL SPOT_ID --generation G --owner-generation OG``,
+and ``zlink-trio release --store URL --node NODE_ID``.
 
 Theory of operation
 -------------------
@@ -18,7 +19,16 @@ nodes stamp leases with on shared stores -- and reports what happened:
 
 The fence (``--generation`` and ``--owner-generation``, both shown by
 ``inspect``) makes it safe: it never frees a newer incarnation or a Spot that
-moved since it was read. Nothing ever runs this automatically.
+moved since it was read. Only a human runs it (a restarted node does the same for its
+own NodeId, ``--node`` below).
+
+``--node NODE_ID`` releases everything the dead lifecycles of a NodeId still own
+-- what a restart of that NodeId would do itself (``store.dead_lifecycle``), for a
+NodeId that will not come back: Ready Spots, unfinished closes, creations and moves
+that had not reached relay-ready, each with its own fenced transaction, then the dead
+claims that own nothing any more (with their Entry claims). It is refused (exit 1,
+nothing written) while any process holds a live claim of that NodeId. Exit 0 when
+every record was released; 1 when some were left (each is printed with the reason).
 """
 
 from __future__ import annotations
@@ -30,20 +40,24 @@ import trio
 
 from zlink_trio.cli.store_command import (
     EXIT_OK,
+    EXIT_REFUSED,
     UsageError,
     add_store_arguments,
     describe_owner,
+    iso,
     open_cli_store,
     positive_int,
     run_command,
     wall_time,
 )
 from zlink_trio.core.errors import InvalidOperation, ZLinkError
-from zlink_trio.core.identity import validate_spot_id
+from zlink_trio.core.identity import validate_node_id, validate_spot_id
 from zlink_trio.store import MAX_INBOX_READ
+from zlink_trio.store.dead_lifecycle import release_dead_node
 
 if TYPE_CHECKING:
     import argparse
+    from typing import TextIO
 
     from zlink_trio.core.records import AuthorityRecord
     from zlink_trio.store import Store
@@ -54,18 +68,45 @@ __all__ = ("add_parser", "run")
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``release``."""
     parser = commands.add_parser(
-        "release", help="free a Ready Spot whose owner's lease expired (operator action)",
+        "release", help="free a Ready Spot whose owner's lease expired, or everything a "
+                        "dead NodeId owned (operator action)",
         description="Release the Ready authority of SPOT_ID whose owner's lease has expired, "
                     "fenced by its object and owner generations (see zlink-trio inspect). "
                     "Refuses a live owner, a stale fence, Entry claims and records that are "
-                    "not Ready. Exit 0 released, 1 refused, 2 usage error.")
+                    "not Ready. With --node NODE_ID instead: release everything the dead "
+                    "lifecycles of NODE_ID own (refused while it has a live claim). Exit 0 "
+                    "released, 1 refused (or, with --node, some records left), 2 usage error.")
     add_store_arguments(parser)
-    parser.add_argument("spot_id", metavar="SPOT_ID")
-    parser.add_argument("--generation", type=positive_int, required=True, metavar="G",
-                        help="the record's object generation")
-    parser.add_argument("--owner-generation", type=positive_int, required=True, metavar="OG",
-                        help="the record's owner generation")
+    parser.add_argument("spot_id", metavar="SPOT_ID", nargs="?",
+                        help="the Spot to release (or --node)")
+    parser.add_argument("--generation", type=positive_int, metavar="G",
+                        help="the record's object generation (with SPOT_ID)")
+    parser.add_argument("--owner-generation", type=positive_int, metavar="OG",
+                        help="the record's owner generation (with SPOT_ID)")
+    parser.add_argument("--node", metavar="NODE_ID",
+                        help="release everything the dead lifecycles of NODE_ID own, and "
+                             "their claims (refused while NODE_ID has a live claim)")
     parser.set_defaults(run=run)
+
+
+def _check_form(args: argparse.Namespace) -> None:
+    """Exactly one of SPOT_ID (with both generations) and --node."""
+    if args.node is not None:
+        if (args.spot_id, args.generation, args.owner_generation) != (None, None, None):
+            raise UsageError("--node NODE_ID releases a whole node; give it without SPOT_ID, "
+                             "--generation and --owner-generation")
+        try:
+            validate_node_id(args.node)
+        except InvalidOperation as error:
+            raise UsageError(error.message) from None
+        return
+    if args.spot_id is None or args.generation is None or args.owner_generation is None:
+        raise UsageError("give SPOT_ID --generation G --owner-generation OG (see zlink-trio "
+                         "inspect), or --node NODE_ID")
+    try:
+        validate_spot_id(args.spot_id)
+    except InvalidOperation as error:
+        raise UsageError(error.message) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,10 +114,9 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout
 
     async def body() -> int:
-        try:
-            validate_spot_id(args.spot_id)
-        except InvalidOperation as error:
-            raise UsageError(error.message) from None
+        _check_form(args)
+        if args.node is not None:
+            return await _release_node(args, out)
         async with open_cli_store(args.store) as store:
             with trio.fail_after(args.timeout):
                 record = await store.location.release_expired(
@@ -94,6 +134,33 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     return run_command("release", body)
+
+
+async def _release_node(args: argparse.Namespace, out: TextIO) -> int:
+    """``--node``: refuse a live NodeId, else release what its dead lifecycles own."""
+    async with open_cli_store(args.store) as store:
+        with trio.fail_after(args.timeout):
+            live = [c for c in await store.location.descriptors(now=wall_time())
+                    if c.descriptor.node_id == args.node]
+            if live:
+                holder = live[0]
+                raise InvalidOperation(
+                    f"NodeId {args.node!r} holds a live claim (node "
+                    f"{holder.descriptor.node_rid} lifecycle {holder.lifecycle_generation}, "
+                    f"lease until {iso(holder.lease_expires_at)}): a running node ends its "
+                    "own Spots; stop it, or wait for its lease to end, then retry")
+            done = await release_dead_node(store, args.node, now=wall_time)
+    for record in done.released:
+        print(f"released {record.spot_id!r}: {record.kind.name.lower()}, generation "
+              f"{record.object_generation}, was {record.state.value}", file=out)
+    for record, why in done.left:
+        print(f"left {record.spot_id!r}: generation {record.object_generation}, "
+              f"{record.state.value}: {why}", file=out)
+    print(f"NodeId {args.node!r}: {len(done.released)} Spot(s) released, {len(done.left)} "
+          f"left, {done.claims_removed} dead claim(s) removed. Released Instance Spots "
+          "activate anew on their next call; released User Spots must be created again.",
+          file=out)
+    return EXIT_REFUSED if done.left else EXIT_OK
 
 
 async def _inbox_note(store: Store, record: AuthorityRecord) -> str:

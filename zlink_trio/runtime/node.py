@@ -57,6 +57,7 @@ from zlink_trio.runtime.calls.deadlines import deadline_after
 from zlink_trio.runtime.calls.manager import SpotManager
 from zlink_trio.runtime.charts import NODE, step
 from zlink_trio.runtime.coordinators.lease import keep_lease, wait_stopped
+from zlink_trio.runtime.coordinators.node_claim import claim_node_id
 from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
 from zlink_trio.runtime.coordinators.placement import close_placement
 from zlink_trio.runtime.coordinators.recovery import recover_orphans
@@ -287,7 +288,11 @@ async def open_node(
 
     Raises :class:`InvalidConfiguration` for invalid options or Spot declarations
     (including a stable type registered twice) and when the descriptor or Entry claim
-    conflicts with a live one, before yielding; nothing is written then.
+    conflicts with a live one, before yielding; nothing is written then. A NodeId held by
+    another process's live claim is waited for while that lease runs out (a restart after
+    a crash: the predecessor's lease expires, then this lifecycle releases what it left,
+    see ``store.dead_lifecycle``) and refused as soon as the holder renews it (two live
+    processes may not share a NodeId): ``InvalidConfiguration`` caused by ``NodeIdInUse``.
     """
     state = NODE.initial
     try:
@@ -320,8 +325,9 @@ async def open_node(
                      else new_entry_spot_id(node_id))
             descriptor = _descriptor(node_rid, node_id, mesh, entry, options, registry)
             try:
-                claim = await opened.location.new_claim(descriptor, now=read_clock(),
-                                                        lease=options.lease)
+                claim = await claim_node_id(opened.location, descriptor,
+                                            lease=options.lease, clock=read_clock,
+                                            wait_limit=options.default_timeout)
             except AlreadyExists as exc:
                 step(NODE, state, NODE.ev.claim_conflict)
                 raise InvalidConfiguration(

@@ -15,6 +15,8 @@ Modules:
 - ``open``      -- :func:`open_store` and the URL schemes (:data:`SCHEMES`); with
                    ``relocation=URL`` the Relocation Store comes from a second backend
 - ``memory``    -- the ``memory://`` backend: the rules over in-process dicts
+- ``dead_lifecycle`` -- :func:`release_dead_node`: end what the expired lifecycles of a
+                   NodeId still own (restart recovery, ``zlink-trio release --node``)
 - ``separate``  -- :class:`SeparateSteps` and :func:`with_combined`: the combined
                    transactions as separate calls, for a store without its own;
                    :class:`SplitStore`: the two halves in two backends
@@ -42,6 +44,7 @@ from zlink_trio.store.values import AuthorityExists as AuthorityExists
 from zlink_trio.store.values import FirstRecordCleanup as FirstRecordCleanup
 from zlink_trio.store.values import InboxRecord as InboxRecord
 from zlink_trio.store.values import LocationStatistics as LocationStatistics
+from zlink_trio.store.values import NodeIdInUse as NodeIdInUse
 from zlink_trio.store.values import OwnerAlive as OwnerAlive
 from zlink_trio.store.values import Page as Page
 from zlink_trio.store.values import RelocationStatistics as RelocationStatistics
@@ -59,6 +62,7 @@ __all__ = (
     "LocationStatistics",
     "LocationStore",
     "MemoryStore",
+    "NodeIdInUse",
     "OwnerAlive",
     "Page",
     "RelocationStatistics",

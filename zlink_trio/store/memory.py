@@ -187,6 +187,17 @@ class MemoryLocationStore:
         await trio.lowlevel.checkpoint()
         return recovery.txn_orphans(self.state, node_id, now=now, after=after, limit=limit)
 
+    async def dead_owned(self, node_id: str, *, now: float, after: str | None = None,
+                         limit: int = 1000) -> list[AuthorityRecord]:
+        """Every record of a dead lifecycle (one read); see the protocol."""
+        await trio.lowlevel.checkpoint()
+        return recovery.txn_dead_owned(self.state, node_id, now=now, after=after, limit=limit)
+
+    async def remove_dead_claims(self, node_id: str, *, now: float) -> int:
+        """RemoveDeadClaims (one transaction); see the protocol."""
+        await trio.lowlevel.checkpoint()
+        return recovery.txn_remove_dead_claims(self.state, node_id, now=now)
+
     async def adopt_orphan(self, spot_id: str, *, object_generation: int,
                            owner_generation: int, old_owner: OwnerFence,
                            new_owner: OwnerFence, now: float) -> AuthorityRecord:

@@ -90,8 +90,12 @@ class LocationStore(RelocationSteps, Protocol):
         Ready, owned by the new lifecycle, a fresh ObjectGeneration).
 
         Raises :class:`AlreadyExists` if a *live* claim holds ``(mesh,
-        node_rid)`` or any record holds the Entry Spot ID; then nothing is
-        written (no descriptor, no Entry claim, no generation consumed). An
+        node_rid)``; :class:`NodeIdInUse` (an AlreadyExists) if a live claim
+        of another NodeRid holds ``descriptor.node_id`` in any Mesh (one
+        process per NodeId; checked in the same transaction, so two processes
+        starting at once cannot both win); :class:`AlreadyExists` if any
+        record holds the Entry Spot ID; then nothing is written (no
+        descriptor, no Entry claim, no generation consumed). An
         *expired* claim at the same key is replaced, and its Entry claim
         deleted, in the same transaction. :class:`InvalidOperation` for a
         non-positive or non-finite ``lease``. Not idempotent: a retry after a
@@ -213,10 +217,12 @@ class LocationStore(RelocationSteps, Protocol):
 
         Spec 06 §9: an expired owner cannot change authority, so a Ready Spot
         whose owner never comes back would keep its ID forever. This is the
-        explicit, fenced way out, for an operator only: **nothing in the
-        runtime calls it** (an owner that restarts under the same NodeId
-        resumes its Spots itself, and a lease that looks expired may be a
-        clock or network fault). It deletes the record and releases the
+        explicit, fenced way out, taken only for a dead lifecycle *of the
+        caller's own NodeId* (a node restarted under that NodeId, whose
+        NewClaim proved every earlier lifecycle over) or by an operator
+        (``zlink-trio release``) -- never by another node on its own, since
+        a lease that looks expired may be a clock or network fault
+        (``store.dead_lifecycle``). It deletes the record and releases the
         owner's active capacity unit, so the ID can be reserved again (with a
         larger ObjectGeneration). Returns the record as it was just before
         the deletion. The StoreVersion sequence ends with the record.
@@ -280,6 +286,30 @@ class LocationStore(RelocationSteps, Protocol):
         the backend's: memory and SQLite read only the dead claims' records
         (SQLite through its owner index); Redis scans every Spot ID of the
         store in bounded server-side pages (see docs/stores.md).
+        """
+
+    async def dead_owned(self, node_id: str, *, now: float, after: str | None = None,
+                         limit: int = 1000) -> list[AuthorityRecord]:
+        """Every record a dead lifecycle of ``node_id`` still owns, in any state.
+
+        Like :meth:`orphans` (owner's claim of ``node_id``, expired at ``now``; by
+        Spot ID above ``after``, at most ``limit``, 1..1000, else
+        :class:`InvalidOperation`), but every state -- steady Ready, Closing and
+        moving records too -- and never an Entry claim (those end with their
+        claim, :meth:`remove_dead_claims`). Read-only, at the cost of
+        :meth:`orphans`. A restarted node and ``zlink-trio release --node``
+        release what it returns, each record with its own fenced transaction.
+        """
+
+    async def remove_dead_claims(self, node_id: str, *, now: float) -> int:
+        """RemoveDeadClaims: delete the empty expired claims of ``node_id``.
+
+        One transaction: every claim of ``node_id`` whose lease is over at ``now``
+        and that holds no capacity unit (no record is owned by that lifecycle and
+        none is moving to it) is deleted with its linked Entry claim, as
+        :meth:`remove` would. Returns how many; 0 writes nothing. Claims that still
+        own records are kept: they prove the NodeId of those records to
+        :meth:`adopt_orphan`. :class:`InvalidOperation` for a bad NodeId or ``now``.
         """
 
     async def adopt_orphan(self, spot_id: str, *, object_generation: int,

@@ -13,6 +13,7 @@ import attrs
 from zlink_trio.core.errors import AlreadyExists, InvalidOperation, Unavailable
 
 if TYPE_CHECKING:
+    from zlink_trio.core.descriptor import NodeClaim
     from zlink_trio.core.records import AuthorityRecord
 
 __all__ = (
@@ -23,6 +24,7 @@ __all__ = (
     "FirstRecordCleanup",
     "InboxRecord",
     "LocationStatistics",
+    "NodeIdInUse",
     "OwnerAlive",
     "Page",
     "RelocationStatistics",
@@ -76,6 +78,29 @@ class OwnerAlive(InvalidOperation):
         )
         self.record: Final = record
         self.lease_expires_at: Final = lease_expires_at
+
+
+class NodeIdInUse(AlreadyExists):
+    """Raised by NewClaim when a live claim of another process holds the same NodeId.
+
+    Nothing was written. A NodeId names one process at a time: two live lifecycles
+    would each believe they own the other's Spots. ``holder`` is the live claim found
+    (its NodeRid, lifecycle generation and lease expiry). A restarted process meets its
+    dead predecessor's claim here until that lease runs out; ``open_node`` waits for
+    that, and refuses to start when the claim is renewed (a second live process).
+    """
+
+    def __init__(self, holder: NodeClaim, now: float) -> None:
+        left = holder.lease_expires_at - now
+        super().__init__(
+            f"NodeId {holder.descriptor.node_id!r} is held by a live process: node "
+            f"{holder.descriptor.node_rid} lifecycle {holder.lifecycle_generation} in mesh "
+            f"{holder.descriptor.mesh!r}, endpoint {holder.descriptor.endpoint!r}, lease "
+            f"until {holder.lease_expires_at!r} ({left:.3f} s left); stop that process or "
+            "give this one another node_id (a restarted process may claim the NodeId once "
+            "its predecessor's lease has expired)"
+        )
+        self.holder: Final = holder
 
 
 class RootIntegrityError(Unavailable):

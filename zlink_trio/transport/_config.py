@@ -98,7 +98,12 @@ class TransportConfig:
     upgrade and HELLO/WELCOME on the server; HELLO/WELCOME and ``check_peer``
     on the client); ``connect_timeout`` bounds dialling up to the websocket
     upgrade. At most ``max_unauthenticated`` connections may be
-    authenticating at once; more are closed as soon as they are accepted. At
+    authenticating at once, shared fairly between source addresses: when all
+    are taken, a newcomer evicts the oldest pending handshake of the source
+    holding the most, if that source holds at least two more than the
+    newcomer's, and is otherwise closed as soon as it is accepted (no cap per
+    source: peers sharing an address, as on loopback, are never refused for
+    it; see ``_handshake_slots``). At
     most ``max_links`` links (inbound and outbound) are open at once: a
     connection beyond it is closed when accepted, a dial beyond it is
     :class:`Unavailable`. A

@@ -13,9 +13,15 @@ machine) and then framed by :mod:`._ws`, both driven on the stream by the
 calling task, so nothing runs in the background while a link is being
 opened. The sans-IO handshake machines (:mod:`zlink_trio.wire.handshake`)
 decide; this module only moves their bytes. Until the peer is authenticated
-the websocket accepts messages of at most :data:`MIN_FRAME_BYTES` (1 KiB), so
-an unauthenticated peer cannot make the node buffer a large message; a larger
-one ends the connection. Once authenticated, the limit becomes
+the websocket accepts messages of at most :data:`MIN_FRAME_BYTES` (1 KiB),
+unfragmented, and at most two Pings or Pongs (:mod:`._ws`), so an
+unauthenticated peer cannot make the node buffer a large message or answer a
+flood; either ends the connection. The server reads exactly one message (the
+HELLO): anything behind it before the WELCOME is sent -- a second frame, a
+Ping, part of a frame -- ends the connection before the MAC is checked. The
+client reads exactly two (CHALLENGE, WELCOME) and refuses anything behind the
+CHALLENGE; what arrives behind the WELCOME is the link's first traffic and is
+parsed under the new limit. Once authenticated, the limit becomes
 ``identity.max_frame_bytes``.
 
 :func:`dial` opens the TCP (or TLS) stream itself, so that whatever happens --
@@ -37,6 +43,8 @@ from zlink_trio.wire.frames import MIN_FRAME_BYTES
 from zlink_trio.wire.handshake import ClientHandshake, PeerIdentity, ServerHandshake
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from zlink_trio.core.identity import NodeRid
     from zlink_trio.transport._config import TransportConfig
     from zlink_trio.transport._link import LinkHandler
@@ -92,12 +100,14 @@ async def accept(
     stream: trio.abc.Stream,
     config: TransportConfig,
     handler: LinkHandler,
+    on_verified: Callable[[], None] | None = None,
 ) -> tuple[WebSocket, PeerIdentity] | None:
     """Authenticate one accepted stream; ``None`` if ``check_peer`` refused the peer.
 
-    Raises :class:`RemoteProtocolError` for an upgrade or handshake the peer
-    got wrong and :class:`WebSocketClosed` if the peer went away. The caller
-    closes ``stream`` on every outcome but success.
+    ``on_verified`` is called once the HELLO's MAC checked out, before
+    ``check_peer``. Raises :class:`RemoteProtocolError` for an upgrade or
+    handshake the peer got wrong and :class:`WebSocketClosed` if the peer
+    went away. The caller closes ``stream`` on every outcome but success.
     """
     if isinstance(stream, trio.SSLStream):
         # Fail a bad TLS client now, with the TLS error as the reason.
@@ -107,13 +117,19 @@ async def accept(
         secret=config.secret, identity=config.identity, random_bytes=config.random_bytes
     )
     await ws.send_message(machine.start())
-    welcome = machine.receive(await ws.get_message())
+    hello = await ws.get_message()
+    if ws.pending():
+        raise RemoteProtocolError("a second websocket frame before authentication (only the "
+                                  "HELLO may come before the WELCOME)")
+    welcome = machine.receive(hello)
     peer = machine.result
+    if on_verified is not None:
+        on_verified()
     if not await _admit(handler, peer):
         return None
     for data in welcome:
         await ws.send_message(data)
-    ws.max_message = config.identity.max_frame_bytes
+    ws.authenticated(config.identity.max_frame_bytes)
     return ws, peer
 
 
@@ -167,7 +183,11 @@ async def dial(
                 expected_node_id=node_id,
             )
             machine.start()
-            for data in machine.receive(await ws.get_message()):
+            challenge = await ws.get_message()
+            if ws.pending():
+                raise RemoteProtocolError("a second websocket frame before the HELLO (the "
+                                          "server may send only the CHALLENGE)")
+            for data in machine.receive(challenge):
                 await ws.send_message(data)
             machine.receive(await ws.get_message())
             peer = machine.result
@@ -178,7 +198,9 @@ async def dial(
                 )
             if not await _admit(handler, peer):
                 raise Unavailable(f"cannot link to {where}: this node's check_peer refused it")
-        ws.max_message = config.identity.max_frame_bytes
+            # Frames behind the WELCOME are the link's; a Ping among them is answered now.
+            ws.authenticated(config.identity.max_frame_bytes)
+            await ws.send_control()
         opened, stream = stream, None
         return opened, ws, peer
     except trio.TooSlowError:

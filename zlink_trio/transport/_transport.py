@@ -9,9 +9,12 @@ outlives the ``async with`` block. On exit every link is closed (and
 ``link_closed`` called for each) before the block returns.
 
 Inbound. Each accepted stream first takes one of ``max_unauthenticated``
-slots; with none free it is closed at once, unread. The slot is held through
-TLS, the websocket upgrade and the HELLO/WELCOME exchange, all bounded by one
-``handshake_timeout``, and freed when the peer is authenticated or refused.
+slots (:mod:`._handshake_slots`); with none free it takes the slot of the
+oldest pending handshake of the source holding the most, if that source holds
+more than its own, and is otherwise closed at once, unread. The slot is held
+through TLS, the websocket upgrade and the HELLO/WELCOME exchange, all bounded
+by one ``handshake_timeout``, and freed when the peer is authenticated or
+refused; an evicted handshake is cancelled and its connection closed.
 A refused peer sees its connection close; no frame says why. Refusals are
 logged on ``zlink_trio.transport`` without any secret.
 
@@ -38,6 +41,7 @@ import trio
 from zlink_trio.core.errors import InvalidConfiguration, RemoteProtocolError, Unavailable
 from zlink_trio.transport import _connect
 from zlink_trio.transport._connect import Endpoint
+from zlink_trio.transport._handshake_slots import HandshakeSlots, source_of
 from zlink_trio.transport._link import Link
 from zlink_trio.transport._ws import WebSocketClosed
 
@@ -82,7 +86,7 @@ class MeshTransport:
         self._nursery = nursery
         self._links: dict[NodeRid, list[Link]] = {}
         self._dials: dict[NodeRid, _Dial] = {}
-        self._unauthenticated = 0
+        self._handshakes = HandshakeSlots(config.max_unauthenticated)
         self._closing = False
 
     def __repr__(self) -> str:
@@ -191,19 +195,36 @@ class MeshTransport:
                            self._link_count(), config.max_links)
             await trio.aclose_forcefully(stream)
             return
-        if self._unauthenticated >= config.max_unauthenticated or self._closing:
+        if self._closing:
+            await trio.aclose_forcefully(stream)
+            return
+        source = source_of(stream)
+        slot, evicted = self._handshakes.admit(source)
+        if slot is None:
             logger.warning(
-                "refusing a connection: %d connections are already authenticating "
-                "(max_unauthenticated=%d)", self._unauthenticated, config.max_unauthenticated,
+                "refusing a connection from %s: %d connections are already authenticating "
+                "(max_unauthenticated=%d), %d of them from that source, and no other source "
+                "holds more", source, len(self._handshakes), config.max_unauthenticated,
+                self._handshakes.held_by(source),
             )
             await trio.aclose_forcefully(stream)
             return
+        if evicted is not None:
+            logger.warning(
+                "closing the oldest pending handshake from %s (it holds the most of the "
+                "max_unauthenticated=%d slots) to admit a connection from %s",
+                evicted.source, config.max_unauthenticated, source,
+            )
+            evicted.cancel_scope.cancel()
         authenticated: tuple[WebSocket, PeerIdentity] | None = None
-        self._unauthenticated += 1
         try:
-            with trio.move_on_after(config.handshake_timeout) as timeout:
-                authenticated = await _connect.accept(stream, config, self._handler)
-            if timeout.cancelled_caught:
+            with slot.cancel_scope, trio.move_on_after(config.handshake_timeout) as timeout:
+                authenticated = await _connect.accept(stream, config, self._handler,
+                                                      slot.verify)
+            if slot.evicted:
+                logger.info("closed a pending handshake from %s: evicted for a connection "
+                            "from a source holding fewer slots", source)
+            elif timeout.cancelled_caught:
                 logger.info(
                     "refusing a connection: not authenticated within handshake_timeout "
                     "(%s s)", config.handshake_timeout,
@@ -217,7 +238,7 @@ class MeshTransport:
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             logger.info("a connection closed during authentication: %r", exc)
         finally:
-            self._unauthenticated -= 1
+            self._handshakes.release(slot)
             if authenticated is None:
                 await trio.aclose_forcefully(stream)
         if authenticated is None:

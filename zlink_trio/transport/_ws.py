@@ -28,6 +28,14 @@ internal reader task and no channel between it and the consumer
   on the client side, as RFC 6455 requires); callers queue and write those.
 * Messages that arrived behind the HTTP upgrade (``buffered``) are parsed
   at once into :attr:`WebSocket.inbox`; its consumer takes them first.
+* Until :meth:`WebSocket.authenticated` the websocket is in its
+  *pre-authentication* state: the parser stops after each complete message
+  (what follows it stays unparsed, to be read under the limits that apply
+  once the handshake decided), refuses a fragmented message, and answers at
+  most :data:`PRE_AUTH_CONTROL_FRAMES` Pings or Pongs in all -- one more is
+  a :class:`~zlink_trio.core.errors.RemoteProtocolError`, so a peer that has
+  not proved the secret can neither flood the node with Pings nor make it
+  send more than a few hundred bytes of Pongs.
 * :meth:`WebSocket.get_message` is for the handshake phase only, when one
   task both reads and writes.
 * :meth:`WebSocket.aclose` sends a Close (unless a write was cut short, which
@@ -52,6 +60,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 __all__ = (
+    "PRE_AUTH_CONTROL_FRAMES",
     "RECEIVE_BUFFER_BYTES",
     "WebSocket",
     "WebSocketClosed",
@@ -59,6 +68,8 @@ __all__ = (
 
 #: Bytes asked of the stream per read.
 RECEIVE_BUFFER_BYTES: Final = 64 * 1024
+#: Pings and Pongs (together) a peer may send before authentication; one more closes.
+PRE_AUTH_CONTROL_FRAMES: Final = 2
 
 #: Opcodes (RFC 6455 5.2).
 _CONTINUATION: Final = 0x0
@@ -140,14 +151,16 @@ class WebSocket:
     ``client`` is true on the side that dialled (its frames are masked, the
     peer's must not be). ``max_message`` is the largest message accepted; it
     may be raised once the peer is trusted. ``buffered`` are bytes that arrived
-    behind the upgrade.
+    behind the upgrade. With ``pre_auth`` the websocket starts in the
+    pre-authentication state (module docstring) until :meth:`authenticated`.
     """
 
-    __slots__ = ("_client", "_held", "_held_size", "_need", "_open", "_parts", "_parts_size",
-                 "_peer_closed", "_stream", "_write_cut", "control", "inbox", "max_message")
+    __slots__ = ("_client", "_control_budget", "_held", "_held_size", "_more", "_need",
+                 "_open", "_parts", "_parts_size", "_peer_closed", "_pre_auth", "_stream",
+                 "_write_cut", "control", "inbox", "max_message")
 
     def __init__(self, stream: trio.abc.Stream, *, client: bool, max_message: int,
-                 buffered: bytes = b"") -> None:
+                 buffered: bytes = b"", pre_auth: bool = False) -> None:
         self._stream = stream
         self._client = client
         self.max_message = max_message
@@ -160,6 +173,12 @@ class WebSocket:
         self._held: list[bytes] = []
         self._held_size = 0
         self._need = 0
+        #: The held bytes may complete a frame without more input (the parser stopped
+        #: after a pre-authentication message).
+        self._more = False
+        #: Pre-authentication: one message per parse, no fragments, few control frames.
+        self._pre_auth = pre_auth
+        self._control_budget = PRE_AUTH_CONTROL_FRAMES
         #: The fragments of a message whose last frame has not arrived (None: none).
         self._parts: list[bytes] | None = None
         self._parts_size = 0
@@ -169,7 +188,7 @@ class WebSocket:
         #: A write was cancelled or broke part-way: the stream may hold half a frame.
         self._write_cut = False
         if buffered:
-            self.inbox.extend(self.receive(buffered))
+            self.inbox.extend(self.receive(buffered))  # one message when pre_auth
 
     # ----------------------------------------------------------------- sending
 
@@ -203,7 +222,10 @@ class WebSocket:
         Raises :class:`WebSocketClosed` when the peer sent a Close, and
         :class:`RemoteProtocolError` for a malformed frame, a text message or a
         message above ``max_message`` -- after yielding the messages before it.
+        Before authentication it yields at most one message per call and keeps
+        the bytes behind it (:meth:`pending`).
         """
+        self._more = False
         if self._held:
             self._held.append(data)
             self._held_size += len(data)
@@ -211,6 +233,7 @@ class WebSocket:
                 return  # a large frame still arriving: parse it once, when complete
             data = b"".join(self._held)
             self._held.clear()
+            self._held_size = 0
             self._need = 0
         end = len(data)
         pos = 0
@@ -267,6 +290,12 @@ class WebSocket:
             if opcode == _BINARY and self._parts is None:
                 if b0 & 0x80:
                     yield payload
+                    if self._pre_auth:
+                        self._more = pos < end
+                        break  # the rest waits for the handshake's verdict
+                elif self._pre_auth:
+                    raise RemoteProtocolError("a fragmented websocket message before "
+                                              "authentication")
                 else:
                     self._parts = [payload]
                     self._parts_size = length
@@ -278,11 +307,16 @@ class WebSocket:
                     self._parts = None
                     self._parts_size = 0
                     yield message
+            elif opcode in (_PING, _PONG) and self._pre_auth and self._control_budget < 1:
+                raise RemoteProtocolError(
+                    f"more than {PRE_AUTH_CONTROL_FRAMES} websocket Ping/Pong frames before "
+                    "authentication")
             elif opcode == _PING:
+                self._control_budget -= 1
                 if self._open:
                     self.control.append(_frame(_PONG, payload, self._client))
             elif opcode == _PONG:
-                pass  # liveness only; the caller noted that bytes arrived
+                self._control_budget -= 1  # liveness only; the caller noted that bytes arrived
             elif opcode == _CLOSE:
                 code, reason = _close_payload(payload)
                 self._peer_closed = True
@@ -300,6 +334,21 @@ class WebSocket:
             self._held_size = len(rest)
             self._need = need
 
+    def pending(self) -> bool:
+        """Whether bytes arrived that no message taken so far accounts for (parsed or not)."""
+        return bool(self.inbox) or bool(self._held)
+
+    def authenticated(self, max_message: int) -> None:
+        """Leave the pre-authentication state; the largest message becomes ``max_message``.
+
+        Bytes that arrived behind the last handshake message are parsed now, under
+        the new limit, into :attr:`inbox`; raises as :meth:`receive` does.
+        """
+        self._pre_auth = False
+        self.max_message = max_message
+        if self._held:
+            self.inbox.extend(self.receive(b""))
+
     async def get_message(self) -> bytes:
         """The next binary message (handshake phase: this task alone reads and writes).
 
@@ -307,6 +356,10 @@ class WebSocket:
         :class:`RemoteProtocolError` for anything that is not a binary message.
         """
         while not self.inbox:
+            if self._more:  # complete frames held behind the previous message
+                self.inbox.extend(self.receive(b""))
+                await self.send_control()
+                continue
             try:
                 data = await self._stream.receive_some(RECEIVE_BUFFER_BYTES)
             except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:

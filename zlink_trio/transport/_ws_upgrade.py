@@ -9,7 +9,8 @@ it is fed the HTTP head as it arrives -- a peer that does not speak HTTP is
 refused without waiting for more -- but never a byte past its end, so whatever
 arrived behind it is handed to the :class:`~._ws.WebSocket` the upgrade
 returns, which parses those bytes as its first frames (docs/decisions.md,
-"Links drive the websocket themselves").
+"Links drive the websocket themselves"). That websocket starts in its
+pre-authentication state; the handshake driver ends it.
 
 Nothing here applies a timeout or closes the stream.
 """
@@ -103,7 +104,8 @@ async def client_upgrade(stream: trio.abc.Stream, host: str, resource: str,
     except ProtocolError as exc:
         raise RemoteProtocolError(f"a bad websocket upgrade response: {exc}") from None
     if isinstance(event, AcceptConnection):
-        return WebSocket(stream, client=True, max_message=max_message, buffered=behind)
+        return WebSocket(stream, client=True, max_message=max_message, buffered=behind,
+                         pre_auth=True)
     if isinstance(event, RejectConnection):
         raise WebSocketClosed(
             f"the server refused the websocket upgrade (HTTP {event.status_code})")
@@ -155,7 +157,8 @@ async def server_upgrade(stream: trio.abc.Stream, max_message: int) -> WebSocket
                         has_body=False)))
                 raise RemoteProtocolError(f"not a websocket upgrade request: {problem}")
             await _send_upgrade_bytes(stream, ws.send(AcceptConnection()))
-            return WebSocket(stream, client=False, max_message=max_message, buffered=behind)
+            return WebSocket(stream, client=False, max_message=max_message, buffered=behind,
+                             pre_auth=True)
     except ProtocolError as exc:
         hint = getattr(exc, "event_hint", None)
         if isinstance(hint, RejectConnection):

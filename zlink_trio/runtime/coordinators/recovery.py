@@ -2,8 +2,9 @@
 
 Theory of operation
 -------------------
-``open_node`` runs :func:`recover_orphans` after NewClaim and the start of the lease
-renewal, and *before* it opens admission, so no application message reaches this
+``open_node`` runs :func:`recover_orphans` after NewClaim (which succeeds only once
+every earlier lifecycle of this NodeId is over) and the start of the lease renewal,
+and *before* it opens admission, so no application message reaches this
 node until every orphan is handled. An orphan (``LocationStore.orphans``) is a
 Creating record, or a Ready record that still has a recovery pointer, owned by an
 expired lifecycle of this NodeId. They are read in pages of 1000 by Spot ID and each
@@ -36,8 +37,16 @@ is handled on its own (an error is logged and the scan goes on):
   inbox and root, logged as an error: the first message is then lost.
 * A Spot type this node no longer registers: a Creating orphan is aborted with its
   dead fence (its first message is dropped, logged as an error); a Ready orphan is
-  left as it is, logged, for an operator's ``release`` (the store would refuse to
-  adopt it anyway: the new descriptor does not serve the type).
+  not adopted (the new descriptor does not serve the type) and is released below.
+
+After the orphans, everything else the dead lifecycles of this NodeId still own --
+steady Ready Spots, unfinished closes, moves that had not reached relay-ready -- is
+released with its own fenced transaction, and their empty claims are deleted
+(``store.dead_lifecycle``; the choice per kind is in docs/decisions.md): an Instance
+Spot activates anew (a larger ObjectGeneration) on its next call, a User Spot is
+``NotFound`` until created again. No other NodeId ever does this (no failover to
+another node, 09 §3); an operator does it for a NodeId that never comes back with
+``zlink-trio release --node``.
 
 The original caller of the first message died with the process, so no reply is
 sent; the first message's handler still runs once (twice only when the process died
@@ -55,7 +64,7 @@ import trio
 from zlink_trio.core.deadline import MAX_WALL_MS, Deadline
 from zlink_trio.core.errors import ZLinkError
 from zlink_trio.core.identity import SpotKind
-from zlink_trio.core.records import AuthorityState, ReservationFence
+from zlink_trio.core.records import AuthorityState
 from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.charts import COLD, step
 from zlink_trio.runtime.coordinators.envelope import ActivationEnvelope
@@ -63,6 +72,7 @@ from zlink_trio.runtime.coordinators.first_record import FirstRecord, record_fir
 from zlink_trio.runtime.incarnation.host import Host
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.state import LOGGER
+from zlink_trio.store.dead_lifecycle import release_dead_node, reservation_fence
 
 if TYPE_CHECKING:
     from statecharts.names import ColdActivationState
@@ -78,42 +88,14 @@ _PAGE = 1000
 NO_DEADLINE: Final = Deadline(math.inf, MAX_WALL_MS)
 
 
-def fence_of(record: AuthorityRecord) -> ReservationFence:
-    """The reservation fence of a Creating record as it is stored now."""
-    return ReservationFence(spot_id=record.spot_id, store_version=record.store_version,
-                            object_generation=record.object_generation,
-                            owner_generation=record.owner_generation, owner=record.owner,
-                            owner_lease_expires_at=0.0)
-
-
-async def wait_for_previous_lifecycles(rt: NodeRuntime) -> None:
-    """Wait (bounded) until earlier lifecycles of this NodeId hold no live lease.
-
-    A restarted process is usually faster than its predecessor's lease: its work is
-    adopted only once that lease ran out (the store refuses earlier, 06 §9), so the
-    scan waits for it -- at most half of ``default_timeout``. A claim still live after
-    that is another running process with this NodeId (a configuration error): its
-    records are left alone and a warning is logged.
-    """
-    limit = trio.current_time() + rt.options.default_timeout / 2
-    while True:
-        now = rt.now()
-        live = [c for c in await rt.store.location.descriptors(rt.mesh, now=now)
-                if c.descriptor.node_id == rt.node_id and c.descriptor.node_rid != rt.node_rid]
-        if not live:
-            return
-        wait = min(c.lease_expires_at for c in live) - now + 0.01
-        if trio.current_time() + wait > limit:
-            LOGGER.warning("node %r: another lifecycle of this NodeId (node %s) still holds "
-                           "a live lease; its Spots are not recovered by this one",
-                           rt.node_id, live[0].descriptor.node_rid)
-            return
-        await trio.sleep(max(wait, 0.01))
-
-
 async def recover_orphans(rt: NodeRuntime) -> int:
-    """Handle every orphan of this NodeId's dead lifecycles; return how many were seen."""
-    await wait_for_previous_lifecycles(rt)
+    """Handle every orphan of this NodeId's dead lifecycles; return how many were seen.
+
+    Then release what those lifecycles still own (steady Ready Spots, unfinished
+    closes and moves) and delete their empty claims: ``store.dead_lifecycle``. The
+    NodeId's claim is this lifecycle's alone by now (NewClaim refuses a NodeId with a
+    live claim), so every earlier lifecycle is over.
+    """
     seen = 0
     after: str | None = None
     while True:
@@ -132,7 +114,26 @@ async def recover_orphans(rt: NodeRuntime) -> int:
         after = page[-1].spot_id
     if seen:
         LOGGER.info("node %r: startup authority scan handled %d orphan(s)", rt.node_id, seen)
+    await _release_dead(rt)
     return seen
+
+
+async def _release_dead(rt: NodeRuntime) -> None:
+    """Release what dead lifecycles of this NodeId still own (docs/decisions.md)."""
+    done = await release_dead_node(rt.store, rt.node_id, now=rt.now)
+    for record in done.released:
+        LOGGER.info("node %r: released Spot %r (%s, generation %d, %s) left by lifecycle %d; "
+                    "its state died with that process", rt.node_id, record.spot_id,
+                    record.kind.name, record.object_generation, record.state.value,
+                    record.owner.lifecycle_generation)
+    for record, why in done.left:
+        LOGGER.error("node %r: Spot %r (generation %d) of a dead lifecycle was not "
+                     "released: %s; an operator may have to end it", rt.node_id,
+                     record.spot_id, record.object_generation, why)
+    if done.released:
+        LOGGER.warning("node %r: released %d Spot(s) a dead lifecycle of this NodeId owned "
+                       "(Instance Spots activate anew on their next call, User Spots must be "
+                       "created again)", rt.node_id, len(done.released))
 
 
 async def _recover_one(rt: NodeRuntime, record: AuthorityRecord) -> None:
@@ -160,7 +161,7 @@ async def _recover_one(rt: NodeRuntime, record: AuthorityRecord) -> None:
 
 async def _abort_user_create(rt: NodeRuntime, record: AuthorityRecord) -> None:
     """A creation whose caller died with the process: abort with its own fence."""
-    await rt.store.location.abort_creating(fence_of(record))
+    await rt.store.location.abort_creating(reservation_fence(record))
     if record.creation_intent is not None:
         await rt.store.relocation.delete_root(record.creation_intent.receipt())
     LOGGER.warning("node %r: aborted the unfinished creation of Spot %r (generation %d) "
@@ -171,7 +172,7 @@ async def _abort_user_create(rt: NodeRuntime, record: AuthorityRecord) -> None:
 async def _abort_dead(rt: NodeRuntime, record: AuthorityRecord) -> None:
     """Abort a cold activation this node will not resume (dead fence, no lease needed)."""
     state = step(COLD, COLD.st.recovering_reservation, COLD.ev.abort_creating)
-    await rt.store.location.abort_creating(fence_of(record))
+    await rt.store.location.abort_creating(reservation_fence(record))
     await _drop(rt, record)
     assert state == COLD.st.creation_failed
 
@@ -246,7 +247,7 @@ async def _resume_creation(rt: NodeRuntime, orphan: AuthorityRecord,
         await _abort_dead(rt, orphan)
         return
     adopted = await _adopt(rt, orphan)
-    fence = fence_of(adopted)
+    fence = reservation_fence(adopted)
     state = step(COLD, state, COLD.ev.resume_creation)
     host = Host(rt, spot_type, adopted.spot_id, adopted.object_generation, adopted.mesh)
     rt.catalog.pending += 1
@@ -294,7 +295,7 @@ async def _build_or_abort(rt: NodeRuntime, host: Host, adopted: AuthorityRecord,
                      else COLD.ev.factory_failed)
         with trio.CancelScope(shield=True):
             await host.activation_failed()
-            await rt.store.location.abort_creating(fence_of(adopted))
+            await rt.store.location.abort_creating(reservation_fence(adopted))
             await _drop(rt, adopted)
         step(COLD, state, COLD.ev.abort_creating)
         if isinstance(exc, trio.Cancelled):

@@ -58,10 +58,10 @@ from zlink_trio.runtime.coordinators.create_operation import (
     build_reserved,
     reserve,
 )
-from zlink_trio.runtime.coordinators.recovery import fence_of
 from zlink_trio.runtime.declaration.message_classes import message_class
 from zlink_trio.runtime.mesh.remote_calls import operation_number, round_trip
 from zlink_trio.runtime.state import LOGGER
+from zlink_trio.store.dead_lifecycle import reservation_fence
 from zlink_trio.wire.frames import (
     CreateOutcome,
     EncodedMessage,
@@ -238,7 +238,7 @@ async def _create_here(rt: NodeRuntime, frame: UserSpotCreate) -> CreateOutcome:
         try:
             rt.catalog.pending += 1
             try:
-                result = await build_reserved(op, fence_of(record), receipt, record.mesh)
+                result = await build_reserved(op, reservation_fence(record), receipt, record.mesh)
             finally:
                 rt.catalog.pending -= 1
         finally:

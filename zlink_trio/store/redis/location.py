@@ -21,6 +21,7 @@ from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
 from zlink_trio.core.errors import InvalidOperation, Unavailable
 from zlink_trio.core.identity import (
     SpotKind,
+    validate_node_id,
     validate_spot_id,
 )
 from zlink_trio.core.records import (
@@ -47,6 +48,7 @@ from zlink_trio.store.values import (
     MAX_PAGE_BYTES,
     MAX_PAGE_SIZE,
     LocationStatistics,
+    NodeIdInUse,
     OwnerAlive,
     Page,
 )
@@ -110,6 +112,8 @@ class RedisLocationStore:
              descriptor.mesh, descriptor.entry_spot_id,
              *claim_args(descriptor)])
         reply = _seq(reply)
+        if text(reply[0]) == "NODE_LIVE":
+            raise NodeIdInUse(decode_claim(reply[1]), now)
         raise_status(reply, what)
         return NodeClaim(descriptor=descriptor, lifecycle_generation=int(text(reply[1])),
                          lease_expires_at=float(expires))
@@ -329,6 +333,21 @@ class RedisLocationStore:
         """Incomplete activations of a dead lifecycle (paged read scripts); see the protocol."""
         return await redis_orphans(self._run, self._keys, node_id, now=now, after=after,
                                    limit=limit)
+
+    async def dead_owned(self, node_id: str, *, now: float, after: str | None = None,
+                         limit: int = 1000) -> list[AuthorityRecord]:
+        """Every record of a dead lifecycle (paged read scripts); see the protocol."""
+        return await redis_orphans(self._run, self._keys, node_id, now=now, after=after,
+                                   limit=limit, every_state=True)
+
+    async def remove_dead_claims(self, node_id: str, *, now: float) -> int:
+        """RemoveDeadClaims (one script over every claim); see the protocol."""
+        validate_node_id(node_id)
+        check_finite(now, "now")
+        reply = await self._script(f"remove_dead_claims of NodeId {node_id!r}",
+                                   "remove_dead_claims", self._keys.meta("ids"), node_id,
+                                   repr(float(now)))
+        return int(reply[1])
 
     async def adopt_orphan(self, spot_id: str, *, object_generation: int,
                            owner_generation: int, old_owner: OwnerFence,

@@ -57,8 +57,12 @@ def _seq(value: object) -> Sequence[Any]:
 
 
 async def redis_orphans(runner: ScriptRunner, keys: Keys, node_id: str, *, now: float,
-                        after: str | None, limit: int) -> list[AuthorityRecord]:
-    """``LocationStore.orphans`` on Redis (see the module docstring for the cost)."""
+                        after: str | None, limit: int,
+                        every_state: bool = False) -> list[AuthorityRecord]:
+    """``LocationStore.orphans`` on Redis (see the module docstring for the cost).
+
+    ``every_state``: ``LocationStore.dead_owned`` instead (every non-Entry record).
+    """
     check_orphans_args(node_id, now=now, after=after, limit=limit)
     claims = [decode_claim(values) for values in _seq(await runner.script(
         "orphans (claims)", "descriptors", [keys.meta("claims")], [], write=False))]
@@ -73,7 +77,8 @@ async def redis_orphans(runner: ScriptRunner, keys: Keys, node_id: str, *, now: 
     while len(found) < limit:
         reply = _seq(await runner.script(
             f"orphans of NodeId {node_id!r}", "recovery_orphans", [keys.meta("ids")],
-            [cursor, SCAN_BUDGET, limit - len(found), *owners], write=False))
+            [cursor, SCAN_BUDGET, limit - len(found), "owned" if every_state else "orphans",
+             *owners], write=False))
         found += [decode_record(flat) for flat in reply[2:]]
         cursor = text(reply[0])
         if int(reply[1]) == 1 or not cursor:

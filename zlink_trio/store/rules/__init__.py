@@ -18,7 +18,8 @@ Modules (one idea each):
 - ``claims``            -- descriptor claims: NewClaim, Renew, ClosePlacement, Remove,
                            descriptors
 - ``relocation_steps``  -- a planned move: BeginRelocation, Seal, Commit, Abort
-- ``recovery``          -- startup recovery of incomplete activations: orphans, AdoptOrphan
+- ``recovery``          -- startup recovery of incomplete activations: orphans, AdoptOrphan;
+                           what dead lifecycles own (DeadOwned) and RemoveDeadClaims
 - ``operator``          -- the operator's ReleaseExpired and its refusals
 - ``relocation_store``  -- :class:`RelocationState`: content-addressed roots and
                            durable activation inboxes

@@ -12,6 +12,8 @@ function, each checks everything before its first write.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
 
 from zlink_trio.core._checks import check_finite, check_generation
@@ -20,9 +22,13 @@ from zlink_trio.core.errors import AlreadyExists, InvalidOperation, StaleFence, 
 from zlink_trio.core.identity import NodeRid, SpotKind
 from zlink_trio.core.records import ENTRY_STABLE_TYPE, AuthorityRecord, AuthorityState
 from zlink_trio.store.rules.location import LocationState, next_generation
+from zlink_trio.store.values import NodeIdInUse
 
-__all__ = ("txn_close_placement", "txn_descriptors", "txn_new_claim", "txn_remove",
-           "txn_renew")
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ("check_node_id_free", "txn_close_placement", "txn_descriptors", "txn_new_claim",
+           "txn_remove", "txn_renew")
 
 
 def _lease(now: float, lease: float) -> float:
@@ -37,9 +43,26 @@ def _entry_of(state: LocationState, claim: NodeClaim) -> AuthorityRecord | None:
     return None
 
 
+def check_node_id_free(claims: Iterable[NodeClaim], descriptor: NodeDescriptor,
+                       now: float) -> None:
+    """NodeIdInUse if a live claim of another NodeRid holds ``descriptor.node_id``.
+
+    ``claims`` must hold at least every live claim of that NodeId (in any Mesh: a NodeId
+    is one process identity store-wide, its lifecycle generations are one sequence).
+    """
+    for claim in claims:
+        if (claim.descriptor.node_id == descriptor.node_id and claim.is_live(now)
+                and claim.descriptor.node_rid != descriptor.node_rid):
+            raise NodeIdInUse(claim, now)
+
+
 def txn_new_claim(state: LocationState, descriptor: NodeDescriptor, *, now: float,
-                  lease: float) -> NodeClaim:
-    """NewClaim; see ``LocationStore.new_claim``."""
+                  lease: float, same_node_id: Iterable[NodeClaim] | None = None) -> NodeClaim:
+    """NewClaim; see ``LocationStore.new_claim``.
+
+    ``same_node_id``: the live claims of ``descriptor.node_id`` when ``state.claims``
+    cannot be iterated (the SQLite view loads rows by key); default: ``state.claims``.
+    """
     if not isinstance(descriptor, NodeDescriptor):
         raise InvalidOperation(f"new_claim takes a NodeDescriptor, got {type(descriptor)}")
     expires = _lease(now, lease)
@@ -51,6 +74,8 @@ def txn_new_claim(state: LocationState, descriptor: NodeDescriptor, *, now: floa
             f"(NodeId {old.descriptor.node_id!r}, lifecycle {old.lifecycle_generation}); start "
             "this lifecycle with a fresh NodeRid"
         )
+    check_node_id_free(state.claims.values() if same_node_id is None else same_node_id,
+                       descriptor, now)
     old_entry = None if old is None else _entry_of(state, old)
     taken = state.records.get(descriptor.entry_spot_id)
     if taken is not None and taken is not old_entry:

@@ -6,10 +6,11 @@ Spec 06 §9: an owner whose lease expired "can't perform ... a location
 update", so a Ready Spot whose owner died and never restarts (its NodeId is
 gone for good, or came back under a new NodeRid that does not resume it)
 would hold its ID forever. :func:`txn_release_expired` is the one way out: an
-*operator's* explicit, fenced release of that Ready record. Nothing in the
-runtime calls it -- a lease that merely looks expired to one process may be a
-clock or network problem, and an owner that restarts under the same NodeId
-resumes its Spots itself -- so only a human (``zlink-trio release``) decides.
+explicit, fenced release of that Ready record, taken by a node restarted under the
+*same* NodeId (its NewClaim proved every earlier lifecycle over) or by an operator
+(``zlink-trio release``) -- never by another node on its own: a lease that merely
+looks expired to one process may be a clock or network problem
+(``store.dead_lifecycle``).
 
 Like every ``txn_*`` function it checks everything before its first write,
 so a refusal writes nothing. :func:`release_expired_refusal` holds the checks

@@ -26,10 +26,20 @@ every other ``txn_*`` function:
   leave the orphan stuck; the node's load may exceed its descriptor capacity
   by the adopted units until they finish.
 
-Neither transaction takes over a *steady* Ready record (no pointer): that is the
-operator's fenced release (09 §3: stored creation intent is never used for
-takeover after a steady Ready owner failure). Like every ``txn_*`` function,
-each checks everything before its first write.
+Neither transaction takes over a *steady* Ready record (no pointer): 09 §3, stored
+creation intent is never used for takeover after a steady Ready owner failure.
+Those records are *released* instead, by the restarted node or an operator
+(``zlink-trio release --node``), through the ordinary fenced transactions
+(ReleaseExpired, Release, AbortRelocation, AbortCreating); two more functions
+serve that:
+
+- :func:`txn_dead_owned` lists every record (any state, Entry claims excluded)
+  owned by an expired claim of one NodeId, paged like :func:`txn_orphans`.
+- :func:`txn_remove_dead_claims` deletes the expired claims of one NodeId that
+  hold no capacity unit (no record is owned by them, none is moving to them),
+  each with its Entry claim, so dead lifecycles do not pile up.
+
+Like every ``txn_*`` function, each checks everything before its first write.
 """
 
 from __future__ import annotations
@@ -40,20 +50,26 @@ import attrs
 
 from zlink_trio.core._checks import MAX_GENERATION, check_finite, check_generation, check_int
 from zlink_trio.core.errors import InvalidOperation, StaleFence, Unavailable
-from zlink_trio.core.identity import validate_node_id, validate_spot_id
+from zlink_trio.core.identity import SpotKind, validate_node_id, validate_spot_id
 from zlink_trio.core.records import AuthorityRecord, AuthorityState, OwnerFence
+from zlink_trio.store.rules.claims import txn_remove
 from zlink_trio.store.rules.location import LocationState, capacity_key, check_owner, shift
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from zlink_trio.core.descriptor import NodeClaim
 
 __all__ = (
     "MAX_ORPHANS",
     "check_adopt_args",
     "check_orphans_args",
+    "empty_dead_claims",
     "is_orphan_state",
     "txn_adopt_orphan",
+    "txn_dead_owned",
     "txn_orphans",
+    "txn_remove_dead_claims",
 )
 
 #: The most orphans one ``orphans`` call returns.
@@ -87,6 +103,51 @@ def txn_orphans(state: LocationState, node_id: str, *, now: float, after: str | 
                     and (after is None or r.spot_id > after)),
                    key=lambda r: r.spot_id)
     return found[:limit]
+
+
+def txn_dead_owned(state: LocationState, node_id: str, *, now: float,
+                   after: str | None = None, limit: int = MAX_ORPHANS) -> list[AuthorityRecord]:
+    """Every record of a dead lifecycle of ``node_id``; see ``LocationStore.dead_owned``."""
+    check_orphans_args(node_id, now=now, after=after, limit=limit)
+    owners = _expired_claims_of(state, node_id, now)
+    if not owners:
+        return []
+    found = sorted((r for r in state.records.values()
+                    if r.owner in owners and r.kind is not SpotKind.ENTRY
+                    and (after is None or r.spot_id > after)),
+                   key=lambda r: r.spot_id)
+    return found[:limit]
+
+
+def empty_dead_claims(state: LocationState, claims: Iterable[NodeClaim], node_id: str,
+                      now: float) -> list[NodeClaim]:
+    """Of ``claims``, the expired claims of ``node_id`` that hold no capacity unit."""
+    empty = []
+    for claim in claims:
+        if claim.descriptor.node_id != node_id or claim.is_live(now):
+            continue
+        key = capacity_key(claim.descriptor.mesh, claim.owner())
+        if not state.pending.get(key, 0) and not state.active.get(key, 0):
+            empty.append(claim)
+    return empty
+
+
+def txn_remove_dead_claims(state: LocationState, node_id: str, *, now: float,
+                           claims: Iterable[NodeClaim] | None = None) -> int:
+    """RemoveDeadClaims; see ``LocationStore.remove_dead_claims``.
+
+    ``claims``: the claims of ``node_id`` when ``state.claims`` cannot be iterated
+    (the SQLite view); default: ``state.claims``.
+    """
+    validate_node_id(node_id)
+    check_finite(now, "now")
+    found = empty_dead_claims(state, list(state.claims.values()) if claims is None
+                              else claims, node_id, now)
+    # -- writes --
+    for claim in found:
+        txn_remove(state, claim.descriptor.mesh, claim.descriptor.node_rid,
+                   claim.lifecycle_generation)
+    return len(found)
 
 
 def _old_claim(state: LocationState, record: AuthorityRecord, old_owner: OwnerFence,

@@ -46,6 +46,19 @@ __all__ = ("SqliteLocationStore",)
 T = TypeVar("T")
 
 
+def _node_claims(conn: sqlite3.Connection, node_id: str, *, live_at: float | None = None,
+                 expired_at: float | None = None) -> list[NodeClaim]:
+    """The claims of ``node_id``: live at ``live_at``, or expired at ``expired_at``."""
+    if live_at is not None:
+        rows = conn.execute("SELECT body FROM loc_claims WHERE lease_expires_at > ?",
+                            (live_at,)).fetchall()
+    else:
+        rows = conn.execute("SELECT body FROM loc_claims WHERE lease_expires_at <= ?",
+                            (expired_at,)).fetchall()
+    found = (decode_claim(row[0]) for row in rows)
+    return [claim for claim in found if claim.descriptor.node_id == node_id]
+
+
 class SqliteLocationStore:
     """A :class:`~zlink_trio.store.LocationStore` on SQLite; see the protocol for contracts."""
 
@@ -68,9 +81,19 @@ class SqliteLocationStore:
 
     async def new_claim(self, descriptor: NodeDescriptor, *, now: float,
                         lease: float) -> NodeClaim:
-        """NewClaim (one transaction); see ``LocationStore.new_claim``."""
-        return await self._txn(lambda s: claims.txn_new_claim(s, descriptor, now=now,
-                                                              lease=lease), generation=True)
+        """NewClaim (one transaction); see ``LocationStore.new_claim``.
+
+        The live claims of the NodeId are read inside the same ``BEGIN IMMEDIATE``
+        transaction, so two processes claiming one NodeId at once are serialized.
+        """
+        def body(conn: sqlite3.Connection) -> NodeClaim:
+            view = LocationView(conn, generation=True)
+            live = _node_claims(conn, descriptor.node_id, live_at=now)
+            result = claims.txn_new_claim(view.state, descriptor, now=now, lease=lease,
+                                          same_node_id=live)
+            view.flush()
+            return result
+        return await self._db.write(body)
 
     async def renew(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int, *,
                     now: float, lease: float) -> NodeClaim:
@@ -237,6 +260,42 @@ class SqliteLocationStore:
                     state.records[spot_id] = decode_record(text)
             return recovery.txn_orphans(state, node_id, now=now, after=after, limit=limit)
         return await self._db.read(body)
+
+    async def dead_owned(self, node_id: str, *, now: float, after: str | None = None,
+                         limit: int = 1000) -> list[AuthorityRecord]:
+        """Every record of a dead lifecycle (one read); see the protocol.
+
+        Reads the expired claims of ``node_id``, then at most ``limit`` rows of each
+        through the owner index; the oracle filters and pages them.
+        """
+        recovery.txn_dead_owned(loc.LocationState(), node_id, now=now, after=after,
+                                limit=limit)
+
+        def body(conn: sqlite3.Connection) -> list[AuthorityRecord]:
+            state = loc.LocationState()
+            for claim in _node_claims(conn, node_id, expired_at=now):
+                state.claims[(claim.descriptor.mesh, claim.descriptor.node_rid)] = claim
+                for (spot_id, text) in conn.execute(
+                        "SELECT spot_id, body FROM loc_records WHERE mesh = ? AND owner_rid = ? "
+                        "AND owner_lifecycle = ? AND spot_id > ? ORDER BY spot_id LIMIT ?",
+                        # + 1: the claim's own Entry record may be among the rows
+                        (claim.descriptor.mesh, str(claim.descriptor.node_rid),
+                         claim.lifecycle_generation, after or "", limit + 1)).fetchall():
+                    state.records[spot_id] = decode_record(text)
+            return recovery.txn_dead_owned(state, node_id, now=now, after=after, limit=limit)
+        return await self._db.read(body)
+
+    async def remove_dead_claims(self, node_id: str, *, now: float) -> int:
+        """RemoveDeadClaims (one transaction); see the protocol."""
+        recovery.txn_remove_dead_claims(loc.LocationState(), node_id, now=now)
+
+        def body(conn: sqlite3.Connection) -> int:
+            view = LocationView(conn, generation=False)
+            dead = _node_claims(conn, node_id, expired_at=now)
+            result = recovery.txn_remove_dead_claims(view.state, node_id, now=now, claims=dead)
+            view.flush()
+            return result
+        return await self._db.write(body)
 
     async def adopt_orphan(self, spot_id: str, *, object_generation: int,
                            owner_generation: int, old_owner: OwnerFence,

@@ -46,6 +46,13 @@ local now, exp, node_id, rid, mesh, entry = ARGV[3], ARGV[4], ARGV[5], ARGV[6], 
 local ck = KEYS[1]
 local old = rec(ck)
 if old and tonumber(now) < tonumber(old.exp) then return {'ALREADY', old.node, old.lc} end
+-- one live process per NodeId, store-wide (O(claims); claims are few)
+for _, k in ipairs(redis.call('ZRANGE', META .. 'claims', 0, -1)) do
+  local v = redis.call('HMGET', k, 'node', 'exp', 'rid')
+  if v[1] == node_id and v[3] ~= rid and tonumber(now) < tonumber(v[2]) then
+    return {'NODE_LIVE', redis.call('HMGET', k, 'desc', 'lc', 'exp', 'ver', 'closed')}
+  end
+end
 local old_entry = nil
 if old then
   local e = rec(spot_key(old.entry))
@@ -104,6 +111,25 @@ if e and e.kind == 'entry' and e.orid == c.rid and e.olc == c.lc then drop_recor
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', META .. 'claims', KEYS[1])
 return 1
+"""
+
+# ARGV: P, R, node_id, now. Deletes the expired claims of node_id with no capacity unit.
+_REMOVE_DEAD_CLAIMS: Final = r"""
+local removed = 0
+for _, ck in ipairs(redis.call('ZRANGE', META .. 'claims', 0, -1)) do
+  local c = rec(ck)
+  if c and c.node == ARGV[3] and not (tonumber(ARGV[4]) < tonumber(c.exp)) then
+    local load = redis.call('HMGET', load_key(c.mesh, c.rid, c.lc), 'pending', 'active')
+    if (tonumber(load[1]) or 0) == 0 and (tonumber(load[2]) or 0) == 0 then
+      local e = rec(spot_key(c.entry))
+      if e and e.kind == 'entry' and e.orid == c.rid and e.olc == c.lc then drop_record(e) end
+      redis.call('DEL', ck)
+      redis.call('ZREM', META .. 'claims', ck)
+      removed = removed + 1
+    end
+  end
+end
+return {'OK', removed}
 """
 
 # ARGV: P, R. Every claim (live or not) as {desc, lc, exp, ver, closed} (codec.CLAIM_FIELDS).
@@ -291,6 +317,7 @@ LOCATION_SCRIPTS: Final = {
     "close_placement": script(_CLOSE_PLACEMENT),
     "remove": script(_REMOVE),
     "descriptors": script(_DESCRIPTORS),
+    "remove_dead_claims": script(_REMOVE_DEAD_CLAIMS),
     "reserve": script(_RESERVE),
     "commit_ready": script(_COMMIT_READY),
     "abort_creating": script(_ABORT_CREATING),

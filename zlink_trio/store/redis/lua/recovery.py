@@ -56,22 +56,24 @@ shift(load_key(r.mesh, nrid, nlc), field, 1)
 return reply(KEYS[1])
 """
 
-# KEYS: the ids index. ARGV: P, R, after ('' = from the start), budget, limit, then
-# (rid, lc) pairs of the dead lifecycles. Returns {last id examined, done, records...}.
+# KEYS: the ids index. ARGV: P, R, after ('' = from the start), budget, limit, mode
+# ('orphans': incomplete activations; 'owned': every non-Entry record), then (rid, lc)
+# pairs of the dead lifecycles. Returns {last id examined, done, records...}.
 _ORPHANS: Final = r"""#!lua flags=no-writes
 local lo = '-'
 if ARGV[3] ~= '' then lo = '(' .. ARGV[3] end
-local budget, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
+local budget, limit, every = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == 'owned'
 local owners = {}
-for i = 6, #ARGV, 2 do owners[ARGV[i] .. '/' .. ARGV[i + 1]] = true end
+for i = 7, #ARGV, 2 do owners[ARGV[i] .. '/' .. ARGV[i + 1]] = true end
 local ids = redis.call('ZRANGEBYLEX', META .. 'ids', lo, '+', 'LIMIT', 0, budget)
 local out = {'', 0}
 local full = false
 for _, id in ipairs(ids) do
   out[1] = id
-  local v = redis.call('HMGET', spot_key(id), 'orid', 'olc', 'state', 'pr')
-  if owners[(v[1] or '') .. '/' .. (v[2] or '')]
-      and (v[3] == 'creating' or (v[3] == 'ready' and v[4])) then
+  local v = redis.call('HMGET', spot_key(id), 'orid', 'olc', 'state', 'pr', 'kind')
+  if owners[(v[1] or '') .. '/' .. (v[2] or '')] and (
+      (every and v[5] ~= 'entry')
+      or (not every and (v[3] == 'creating' or (v[3] == 'ready' and v[4])))) then
     out[#out + 1] = redis.call('HGETALL', spot_key(id))
     if #out - 2 >= limit then full = true break end
   end

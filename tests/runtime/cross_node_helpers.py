@@ -1,0 +1,105 @@
+"""Shared parts of the cross-node spec tests (``test_spec_06_cross_node.py``,
+``test_spec_09_cross_node.py``): the nodes, their shared store per backend, the probe.
+
+``shared`` (a fixture) opens one store per test on the ``url`` backend (memory: one
+``MemoryStore`` object given to every node); :func:`open_nodes` opens listening nodes on
+it with the given placement weights; the other helpers read what ran where and what the
+store holds. See the test modules' docstrings for the items and the timing rules.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import attrs
+from spec_helpers import (
+    PROBE,
+    Counter,
+    Recorder,
+    Room,
+    RoomSpec,
+    wait_until,
+)
+
+import zlink_trio as zl
+from zlink_trio.store import MemoryStore, open_store
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from zlink_trio.store import Store
+
+#: Real seconds a test may take (a healthy one takes well under two).
+LIMIT = 30
+
+
+@zl.user_spot("hall", relocation=zl.RecreateOnRelocation())
+class Hall(Recorder):
+    """A User Spot that can move (Room cannot): for the close-meets-a-move branch."""
+
+    def __init__(self, ctx: zl.SpotContext, request: RoomSpec | None) -> None:
+        self._constructed(ctx)
+
+
+SPOTS = (Counter, Room, Hall)
+
+
+@attrs.frozen
+class Shared:
+    """What every node is opened on, and the same store opened for the test to read."""
+
+    store: MemoryStore | str
+    view: Store
+
+
+@asynccontextmanager
+async def shared_store(url: str) -> AsyncIterator[Shared]:
+    """Each backend: one MemoryStore object for all nodes, or the SQLite / Redis URL.
+
+    The test modules' ``shared`` fixture (a fresh probe, then this).
+    """
+    PROBE.reset()
+    if url.startswith("memory://"):
+        memory = MemoryStore()
+        yield Shared(memory, memory)
+        return
+    async with open_store(url) as view:
+        yield Shared(url, view)
+
+
+def open_node(shared: Shared, name: str, weight: float, **options: Any) -> Any:
+    """A listening node of :data:`SPOTS` on the shared store (loopback, any free port)."""
+    return zl.open_node(name, store=shared.store, spots=list(SPOTS),
+                        placement_weight=weight, **options)
+
+
+@asynccontextmanager
+async def open_nodes(shared: Shared, *weights: float) -> AsyncIterator[list[Any]]:
+    """Nodes ``node-a``, ``node-b``... of these placement weights on the shared store."""
+    async with AsyncExitStack() as stack:
+        yield [await stack.enter_async_context(open_node(shared, f"node-{chr(97 + i)}", w))
+               for i, w in enumerate(weights)]
+
+
+def ran_on(node: Any) -> list[object]:
+    """The messages handled on ``node``, in order."""
+    return [msg for _, _, rid, msg in PROBE.handled if rid == str(node.node_rid)]
+
+
+async def record_state(view: Store, spot_id: str) -> str | None:
+    record = await view.location.find(spot_id)
+    return None if record is None else record.state.name
+
+
+async def settled(view: Store, *, creating: int = 0, roots: int = 0) -> None:
+    """Wait until the store holds ``creating`` Creating records and ``roots`` roots."""
+
+    async def done() -> bool:
+        location = await view.location.statistics()
+        relocation = await view.relocation.statistics()
+        return (location.creating, relocation.roots) == (creating, roots)
+
+    await wait_until(done)
+
+

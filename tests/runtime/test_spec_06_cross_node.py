@@ -1,0 +1,432 @@
+"""Contract tests for the spec 06 §10 items about more than one node, on real links.
+
+The 09 §8 half is ``test_spec_09_cross_node.py``; the nodes and fixtures are in
+``cross_node_helpers.py``. What follows covers both halves.
+
+Every test here runs two (or three) nodes of one process that **listen** (real loopback
+websocket links, as separate processes use) and share one store, on each backend:
+``memory`` (one :class:`~zlink_trio.store.MemoryStore` *object* given to every node),
+``sqlite`` (one file) and ``redis`` (one key prefix) -- the ``url`` fixture of
+``conftest.py`` (Redis absent fails under ``CI``, skips locally). A message that has to
+cross nodes crosses a link, so no test accepts ``zl.Unavailable`` in place of the
+outcome its item names: where Unavailable *is* the outcome (an owner whose lease ran
+out, a close meeting a move), the test first shows the same call succeeding across the
+link, and checks the reason the error gives.
+
+Each test is named after its item (the same name as the single-node test of
+``test_spec_06.py`` / ``test_spec_09.py`` where that one covers the one-node half; a
+suffix names the branch when an item has several) and quotes it in its docstring. Only
+the public surface is used (``import zlink_trio as zl``: ``open_node``, ``node.spots``,
+``node.client``, ``node.relocate``, ``node.statistics()``), plus reads of the store for
+"nothing was written". Placement is steered with ``placement_weight`` (a node of weight
+0 takes no new Spots), so the owner of every Spot is known.
+
+The items, and where each is tested:
+
+- 06 "Remote User Spot create fixes provider reservation and target lifecycle in command
+  47, reads Pending creation content directly from the store, and returns the terminal
+  result exactly once via command 20." -- here, with its failure branch (the source's
+  deadline passes while the target builds: the reservation is withdrawn with its fence
+  and the target's CommitReady is refused). The redelivery of one operation ID (a second
+  47 with the same ID gets the retained reply) is ``test_remote_calls.py``'s test of the
+  same name (it writes a frame by hand, so it stays memory-only).
+- 06 "Remote User Spot Close fixes the SpotRef, owner generation, StoreVersion, and
+  target lifecycle in command 48 ..." -- here, with the stale-generation branch
+  (InvalidOperation, no retarget) and the moving conflict (a close reaching the owner
+  while the Spot is sealed for relocation is Unavailable, docs/relocation.md; a
+  get-or-create meanwhile is Existing and builds nothing).
+- 06 "The cold-activation source doesn't create an owner claim ..." -- here (source and
+  target on different nodes); the one-node half stays in ``test_spec_06.py``.
+- 06 "A message isn't delivered to a local instance that doesn't match the Store's
+  current authority. A target that didn't obtain creation authority doesn't create a
+  separate instance." -- here (the loser's caller is on the other node).
+- 06 "Missing, Creating, and Store failure aren't negative-cached." -- Missing and
+  Creating seen from another node here; the store-failure part (a store double) stays in
+  ``test_spec_06.py``.
+- 09 "Even if several callers request creation of the same object at the same time, the
+  factory runs only once, and the remaining callers target the object it created." --
+  here with callers on both nodes (06 §4.2); one node: ``test_spec_09.py``.
+- 09 "When only the fact that the owner can't be used is confirmed (Unavailable) ..." --
+  here: the owner is another node whose lease ran out on the caller's store clock.
+- 09 "Even right after an object is recreated, an ordinary message isn't rejected for a
+  generation mismatch." -- here: another node's cached route names the old generation
+  (06 §5: the current Ready Spot of that owner runs it); the one-node half stays.
+- 09 "A call sent to a stale owner ends in an error without automatic retry." -- here:
+  a cached route to a node that no longer owns the Spot (closed, or re-created on a
+  third node) ends StaleRoute and is run nowhere (06 §6); the one-node stand-ins
+  (Closing, an owner validity that passed) stay in ``test_spec_09.py``.
+- 09 "Once the active-object count reaches the ceiling, new activation is rejected at
+  that node." -- here: a request already sent to a full node (its sender cannot see the
+  target's load) is refused by the target's local check, also while an activation there
+  is still pending; the one-node half stays.
+
+Not here: "User Spot Close doesn't secretly clean up active membership" (06) and the
+"active membership" branch of command 48 -- Actor membership (spec 05) does not exist in
+this version, so there is no membership to keep or to clean up. "Message Follow only
+uses a committed route ..." (06) and "Entry Spot isn't in the relocation candidate list
+..." (09) run on node processes in ``tests/mesh/test_mesh_relocation.py``.
+
+Timing: the real clock (an autojump ``MockClock`` would jump while a socket waits);
+every test is bounded by ``trio.fail_after``, and nothing sleeps to wait for something
+-- it polls the store or the probe with :func:`wait_until` under that bound.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import trio
+import trio.testing
+from cross_node_helpers import (
+    LIMIT,
+    Shared,
+    open_nodes,
+    ran_on,
+    record_state,
+    settled,
+    shared_store,
+)
+from spec_helpers import (
+    PROBE,
+    Hold,
+    Note,
+    Ping,
+    Pong,
+    RoomSpec,
+    Welcome,
+    wait_until,
+)
+
+import zlink_trio as zl
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+
+@pytest.fixture
+async def shared(url: str) -> AsyncIterator[Shared]:
+    """The nodes' store on each backend (``cross_node_helpers.shared_store``)."""
+    async with shared_store(url) as opened:
+        yield opened
+
+
+# --- 06: remote create (47/20) -------------------------------------------------------------
+
+
+async def test_remote_user_spot_create_fixes_reservation_in_command_47(shared: Shared) -> None:
+    """Remote User Spot create fixes provider reservation and target lifecycle in command
+    47, reads Pending creation content directly from the store, and returns the terminal
+    result exactly once via command 20."""
+    view = shared.view
+    gate = PROBE.activate_gates["r-1"] = trio.Event()
+    results: list[zl.CreateResult] = []
+    with trio.fail_after(LIMIT):
+        async with open_nodes(shared, 1, 0) as (a, b):
+
+            async def get_or_create(node: Any, spec: RoomSpec) -> None:
+                call = node.spots.get_or_create("r-1", "room").request(spec)
+                results.append(await call.timeout(20))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(get_or_create, b, RoomSpec("from-b"))
+                await PROBE.started("r-1").wait()
+                # The source reserved for the target: Creating, owned by node-a's
+                # lifecycle, its request in the store (the frame does not carry it).
+                creating = await view.location.find("r-1")
+                assert creating is not None
+                assert creating.state.name == "CREATING"
+                assert creating.owner.node_rid == a.node_rid
+                assert creating.creation_intent is not None
+                assert (await view.relocation.statistics()).roots == 1
+                for i in range(5):  # rivals on both nodes meet the reservation and wait
+                    nursery.start_soon(get_or_create, a, RoomSpec(f"rival-a-{i}"))
+                    nursery.start_soon(get_or_create, b, RoomSpec(f"rival-b-{i}"))
+                gate.set()
+            created = [r for r in results if r.state is zl.CreateState.CREATED]
+            assert len(created) == 1
+            assert [r.state for r in results].count(zl.CreateState.EXISTING) == 10
+            assert {r.ref for r in results} == {created[0].ref}
+            ref = created[0].ref
+            assert ref.node_rid == a.node_rid
+            assert ref.generation == creating.object_generation
+            assert created[0].reply == Welcome("welcome to r-1")
+            # The target read the source's request from the store and built once.
+            assert PROBE.create_requests == [("r-1", RoomSpec("from-b"))]
+            assert [run[1:] for run in PROBE.factory_runs] == [
+                ("r-1", ref.generation, str(a.node_rid))]
+            assert await b.spots.find("r-1") == ref
+            await settled(view)  # the request root is deleted after the commit
+
+            # Rejected at the target: its reply comes back, nothing stays in the store.
+            rejected = await b.spots.get_or_create("r-2", "room").request(
+                RoomSpec("reject")).timeout(20)
+            assert rejected.state is zl.CreateState.REJECTED
+            assert rejected.reply == Welcome("declined")
+            assert rejected.ref.node_rid == a.node_rid
+            assert await view.location.find("r-2") is None
+            await settled(view)
+
+
+async def test_remote_user_spot_create_fixes_reservation_in_command_47_withdrawn_at_deadline(
+    shared: Shared,
+) -> None:
+    """Remote User Spot create ... (the failure branch of 06 §3.3): the source's deadline
+    passes while the target runs on_create, so the source withdraws the reservation with
+    its fence; the target's CommitReady then meets a stale fence and nothing is created.
+    The next call competes afresh and gets a new generation."""
+    view = shared.view
+    gate = PROBE.activate_gates["r-1"] = trio.Event()
+    with trio.fail_after(LIMIT):
+        async with open_nodes(shared, 1, 0) as (a, b):
+            with pytest.raises(zl.DeadlineExceeded):
+                await b.spots.get_or_create("r-1", "room").timeout(0.5)
+            assert PROBE.started("r-1").is_set()  # the target was building it
+            withdrawn = await view.location.find("r-1")
+            assert withdrawn is None  # AbortCreating by the source, with the 47's fence
+            gate.set()
+            await settled(view)
+            assert await a.spots.find("r-1") is None  # the target did not commit
+            PROBE.activate_gates.pop("r-1")
+            again = await b.spots.get_or_create("r-1", "room").timeout(20)
+            assert again.state is zl.CreateState.CREATED
+            assert again.ref.node_rid == a.node_rid
+            first_generation = PROBE.factory_runs[0][2]
+            assert again.ref.generation > first_generation
+            assert await a.spots.find("r-1") == again.ref
+
+
+# --- 06: remote close (48/20) --------------------------------------------------------------
+
+
+async def test_remote_user_spot_close_fixes_ref_and_fences_in_command_48(
+    shared: Shared,
+) -> None:
+    """Remote User Spot Close fixes the SpotRef, owner generation, StoreVersion, and target
+    lifecycle in command 48, and doesn't use a Location row lookup or application control
+    packet as completion."""
+    with trio.fail_after(LIMIT):
+        async with open_nodes(shared, 1, 0) as (a, b):
+            first = (await b.spots.get_or_create("r-1", "room").timeout(20)).ref
+            assert first.node_rid == a.node_rid
+            await b.client.request("r-1", Ping(), reply=Pong).timeout(20)  # b caches it
+            assert await b.spots.close(first) is True
+            # The owner closed it before the reply: on_close ran there, the row is gone.
+            assert PROBE.closes == [("r-1", first.generation, zl.CloseReason.CLOSED)]
+            assert await a.spots.find("r-1") is None
+            assert await b.spots.close(first) is False  # that incarnation is gone
+            with pytest.raises(zl.NotFound):  # the closer dropped its route too
+                await b.client.request("r-1", Ping(), reply=Pong).timeout(20)
+            # A stale generation is a typed failure; the new incarnation is not closed.
+            second = (await a.spots.get_or_create("r-1", "room").timeout(20)).ref
+            assert second.generation > first.generation
+            with pytest.raises(zl.InvalidOperation, match="never retargets"):
+                await b.spots.close(first)
+            assert await b.spots.find("r-1") == second
+            assert len(PROBE.closes) == 1
+            pong = await b.client.request("r-1", Ping(), reply=Pong).timeout(20)
+            assert (pong.generation, pong.node_rid) == (second.generation, str(a.node_rid))
+            assert await b.spots.close(second) is True
+            assert PROBE.closes[-1] == ("r-1", second.generation, zl.CloseReason.CLOSED)
+            assert await a.spots.find("r-1") is None
+
+
+async def test_remote_user_spot_close_fixes_ref_and_fences_in_command_48_moving_conflict(
+    shared: Shared,
+) -> None:
+    """Remote User Spot Close ... (06 §7.1: "Stale generation and a moving conflict are
+    typed failures"): a command 48 reaching the owner while the Spot is sealed for a move
+    is Unavailable and closes nothing (06 §7), a get-or-create meanwhile is Existing and
+    builds nothing; once the move committed, the same ref closes at the new owner."""
+    view = shared.view
+    moved: list[zl.RelocationResult] = []
+    with trio.fail_after(LIMIT):
+        async with open_nodes(shared, 1, 0, 0) as (a, b, c):
+            ref = (await b.spots.get_or_create("h-1", "hall").timeout(20)).ref
+            assert ref.node_rid == a.node_rid
+            await b.client.send("h-1", Hold("running"))
+            await PROBE.holding.wait()
+
+            async def relocate() -> None:
+                moved.append(await a.relocate("h-1", to="node-c", timeout=20))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(relocate)
+
+                async def sealed() -> bool:  # the move waits at the seal for the turn
+                    return await record_state(view, "h-1") == "SEALED"
+
+                await wait_until(sealed)
+                with pytest.raises(zl.Unavailable, match="sealed for relocation"):
+                    await b.spots.close(ref)
+                existing = await b.spots.get_or_create("h-1", "hall").timeout(20)
+                assert (existing.state, existing.ref.generation) == (
+                    zl.CreateState.EXISTING, ref.generation)
+                assert PROBE.closes == []
+                PROBE.hold_gate.set()
+            assert moved[0].outcome is zl.RelocationOutcome.COMMITTED
+            assert moved[0].ref.node_rid == c.node_rid
+            assert await b.spots.close(ref) is True  # same generation, new owner: 48 to c
+            assert PROBE.closes == [("h-1", ref.generation, zl.CloseReason.RELOCATED),
+                                    ("h-1", ref.generation, zl.CloseReason.CLOSED)]
+            assert await view.location.find("h-1") is None
+            assert len([run for run in PROBE.factory_runs if run[1] == "h-1"]) == 2  # a, c
+
+
+# --- 06: cold activation across nodes ------------------------------------------------------
+
+
+async def test_cold_activation_source_creates_no_owner_claim_and_submits_envelope(
+    shared: Shared,
+) -> None:
+    """The cold-activation source doesn't create an owner claim — it submits the activation
+    envelope, including the first message, to the target."""
+    view = shared.view
+    gate = PROBE.activate_gates["c-1"] = trio.Event()
+    replies: list[Pong] = []
+    with trio.fail_after(LIMIT):
+        async with open_nodes(shared, 1, 0) as (a, b):  # source node-b, target node-a
+
+            async def first_call() -> None:
+                call = b.client.request("c-1", Note("first"), reply=Pong)
+                replies.append(await call.instance_spot("counter").timeout(20))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(first_call)
+                await PROBE.started("c-1").wait()
+                creating = await view.location.find("c-1")
+                assert creating is not None
+                assert creating.state.name == "CREATING"
+                assert creating.owner.node_rid == a.node_rid  # the target's claim only
+                assert creating.recovery_pointer is not None  # the envelope the target kept
+                assert (await view.relocation.statistics()).roots == 1
+                assert b.statistics().activating == 0
+                gate.set()
+            assert replies == [Pong("c-1", creating.object_generation, "Counter",
+                                    str(a.node_rid))]
+            assert ran_on(a) == [Note("first")]  # the first message came in the envelope
+            assert ran_on(b) == []
+            assert [run[3] for run in PROBE.factory_runs] == [str(a.node_rid)]
+            await settled(view)  # root deleted once the first message's record settled
+            ready = await view.location.find("c-1")
+            assert ready.state.name == "READY"
+            assert ready.recovery_pointer is None
+            assert b.statistics().active_spots == 0
+
+
+async def test_message_not_delivered_to_instance_without_authority_and_loser_builds_none(
+    shared: Shared,
+) -> None:
+    """A message isn't delivered to a local instance that doesn't match the Store's current
+    authority. A target that didn't obtain creation authority doesn't create a separate
+    instance."""
+    gate = PROBE.activate_gates["c-1"] = trio.Event()
+    outcomes: dict[str, Pong] = {}
+    with trio.fail_after(LIMIT):
+        async with open_nodes(shared, 1, 0) as (a, b):
+
+            async def call(node: Any, tag: str) -> None:
+                builder = node.client.request("c-1", Note(tag), reply=Pong)
+                outcomes[tag] = await builder.instance_spot("counter").timeout(20)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call, a, "from-a")  # node-a wins the reservation
+                await PROBE.started("c-1").wait()
+                nursery.start_soon(call, b, "from-b")  # node-b's caller finds it Creating
+                await trio.testing.wait_all_tasks_blocked(0.05)
+                assert outcomes == {}
+                assert len(PROBE.factory_runs) == 1
+                gate.set()
+            generation = PROBE.factory_runs[0][2]
+            # Both callers were served by the one instance, on node-a, exactly once each.
+            assert outcomes == {tag: Pong("c-1", generation, "Counter", str(a.node_rid))
+                                for tag in ("from-a", "from-b")}
+            assert ran_on(a) == [Note("from-a"), Note("from-b")]
+            assert ran_on(b) == []
+            assert [run[3] for run in PROBE.factory_runs] == [str(a.node_rid)]
+            assert b.statistics().active_spots == 0
+            await settled(shared.view)
+
+
+async def test_concurrent_creation_runs_factory_once_and_others_target_created_object(
+    shared: Shared,
+) -> None:
+    """Even if several callers request creation of the same object at the same time, the
+    factory runs only once, and the remaining callers target the object it created. (The
+    callers are on both nodes, 06 §4.2; one node: ``test_spec_09.py``.)"""
+    gate = PROBE.activate_gates["c-1"] = trio.Event()
+    replies: list[Pong] = []
+    with trio.fail_after(LIMIT):
+        async with open_nodes(shared, 1, 0) as (a, b):
+
+            async def request(node: Any, tag: str) -> None:
+                call = node.client.request("c-1", Note(tag), reply=Pong)
+                replies.append(await call.instance_spot("counter").timeout(20))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(request, b, "b-0")
+                await PROBE.started("c-1").wait()
+                for i in range(1, 20):
+                    nursery.start_soon(request, b, f"b-{i}")
+                    nursery.start_soon(request, a, f"a-{i}")
+                await trio.testing.wait_all_tasks_blocked(0.05)
+                gate.set()
+            assert len(PROBE.factory_runs) == 1
+            generation = PROBE.factory_runs[0][2]
+            assert {(r.generation, r.node_rid) for r in replies} == {
+                (generation, str(a.node_rid))}
+            tags = sorted(msg.tag for msg in ran_on(a))
+            assert tags == sorted([f"b-{i}" for i in range(20)] +
+                                  [f"a-{i}" for i in range(1, 20)])
+            assert ran_on(a)[0] == Note("b-0")  # the first message ran first
+            assert ran_on(b) == []
+            await settled(shared.view)
+
+
+# --- 06: no negative caching, seen from another node ---------------------------------------
+
+
+async def test_missing_creating_and_store_failure_are_not_negative_cached(
+    shared: Shared,
+) -> None:
+    """Missing, Creating, and Store failure aren't negative-cached. (Missing and Creating
+    seen from another node; Store failure: ``test_spec_06.py``.)"""
+    with trio.fail_after(LIMIT):
+        async with open_nodes(shared, 0, 1) as (a, b):  # caller node-a, owner node-b
+            # Missing: node-a sees NotFound, node-b creates r-1, node-a reaches it at once.
+            with pytest.raises(zl.NotFound):
+                await a.client.request("r-1", Ping(), reply=Pong).timeout(20)
+            created = await b.spots.get_or_create("r-1", "room").timeout(20)
+            assert created.ref.node_rid == b.node_rid
+            start = time.monotonic()
+            assert await a.spots.find("r-1") == created.ref
+            pong = await a.client.request("r-1", Ping(), reply=Pong).timeout(20)
+            assert (pong.generation, pong.node_rid) == (created.ref.generation,
+                                                         str(b.node_rid))
+            assert time.monotonic() - start < 5  # not one route-cache age (15 s)
+
+            # Creating: node-a waits for Ready and is then served at once.
+            gate = PROBE.activate_gates["r-2"] = trio.Event()
+            done: list[Pong] = []
+
+            async def create_r2() -> None:
+                await a.spots.get_or_create("r-2", "room").timeout(20)  # placed on node-b
+
+            async def call_r2() -> None:
+                done.append(await a.client.request("r-2", Ping(), reply=Pong).timeout(20))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(create_r2)
+                await PROBE.started("r-2").wait()
+                nursery.start_soon(call_r2)
+                await trio.testing.wait_all_tasks_blocked(0.05)
+                assert done == []  # waiting on Creating, not NotFound
+                assert await a.spots.find("r-2") is None  # not Ready yet
+                released = time.monotonic()
+                gate.set()
+            assert time.monotonic() - released < 5  # not held for a cached Creating
+            ref = await a.spots.find("r-2")
+            assert done == [Pong("r-2", ref.generation, "Room", str(b.node_rid))]
+
+

@@ -1,0 +1,141 @@
+"""Release what dead lifecycles of one NodeId still own: restart recovery and the operator.
+
+Theory of operation
+-------------------
+A process that died (SIGKILL, power loss) leaves its records owned by a lifecycle
+whose lease runs out. Spec 06 §9 forbids an expired owner to act, and 09 §3 forbids
+*another* node to take the Spots over, so without help those IDs stay ``Unavailable``
+for ever. :func:`release_dead_node` is the help, used by two callers:
+
+- ``open_node``, after its startup authority scan (06 §4.1.1) resumed the incomplete
+  activations: a node started under a NodeId releases everything the dead
+  lifecycles of *that same* NodeId still own, before admission opens;
+- ``zlink-trio release --node NODE_ID``, for a NodeId that will not come back
+  (refused while the NodeId holds a live claim).
+
+It pages :meth:`LocationStore.dead_owned` and ends each record with the ordinary
+fenced transaction of its state -- nothing new is allowed to an expired owner:
+
+=================  =====================================================================
+state              transaction
+=================  =====================================================================
+Ready              ``release_expired`` (ObjectGeneration + owner generation fence; the
+                   store re-checks that the owner's lease is over)
+Closing            ``release`` with the Closing fence (the close had begun)
+Relocating/Sealed  ``abort_relocation`` (the move had not reached relay-ready, so the
+                   source is restored), then ``release_expired``
+Creating           ``abort_creating`` with the record's own reservation fence
+RelayReady         left alone: past relay-ready only the target may end the move
+                   (06 §6.1, §8); it commits, or an operator looks at it
+=================  =====================================================================
+
+Then the durable inbox of the released incarnation and its roots (recovery pointer,
+creation request) are deleted, and :meth:`LocationStore.remove_dead_claims` deletes
+the dead claims that own nothing any more, with their Entry claims. Every step is
+fenced by the generations it read, so a zombie of the old lifecycle (a paused process
+that wakes up) can never act on a record again -- its own steps need a live lease --
+and a record that changed meanwhile is skipped, not overwritten. A record whose
+release fails is reported in :attr:`DeadRelease.left` with the reason, and the rest
+go on.
+
+The in-memory state of a released Spot died with its process: an Instance Spot's next
+Instance-intent call activates a new incarnation (a larger ObjectGeneration); a User
+Spot is Missing (``NotFound``) until it is created again (docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import attrs
+
+from zlink_trio.core.errors import ZLinkError
+from zlink_trio.core.records import AuthorityRecord, AuthorityState, ReservationFence
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from zlink_trio.store.protocol import StorePair
+
+__all__ = ("DeadRelease", "release_dead_node", "reservation_fence")
+
+_PAGE: Final = 1000
+
+
+def reservation_fence(record: AuthorityRecord) -> ReservationFence:
+    """The reservation fence of a Creating record as it is stored now."""
+    return ReservationFence(spot_id=record.spot_id, store_version=record.store_version,
+                            object_generation=record.object_generation,
+                            owner_generation=record.owner_generation, owner=record.owner,
+                            owner_lease_expires_at=0.0)
+
+
+@attrs.frozen
+class DeadRelease:
+    """What :func:`release_dead_node` did."""
+
+    #: The records released, as they were read (state before the release).
+    released: tuple[AuthorityRecord, ...]
+    #: Records left owned by a dead lifecycle, each with why.
+    left: tuple[tuple[AuthorityRecord, str], ...]
+    #: Dead claims deleted (with their Entry claims).
+    claims_removed: int
+
+
+async def release_dead_node(store: StorePair, node_id: str, *,
+                            now: Callable[[], float]) -> DeadRelease:
+    """Release every record the expired lifecycles of ``node_id`` own; see the module doc.
+
+    ``now`` reads the clock leases are stamped with. Store errors of one record are
+    caught and reported in ``left``; an error of the listing itself propagates.
+    """
+    released: list[AuthorityRecord] = []
+    left: list[tuple[AuthorityRecord, str]] = []
+    after: str | None = None
+    while True:
+        page = await store.location.dead_owned(node_id, now=now(), after=after, limit=_PAGE)
+        for record in page:
+            try:
+                why = await _release_one(store, record, now)
+            except ZLinkError as exc:
+                why = f"{type(exc).__name__}: {exc.message}"
+            if why is None:
+                released.append(record)
+            else:
+                left.append((record, why))
+        if len(page) < _PAGE:
+            break
+        after = page[-1].spot_id
+    removed = await store.location.remove_dead_claims(node_id, now=now())
+    return DeadRelease(released=tuple(released), left=tuple(left), claims_removed=removed)
+
+
+async def _release_one(store: StorePair, record: AuthorityRecord,
+                       now: Callable[[], float]) -> str | None:
+    """End ``record`` with its state's transaction; ``None`` when released, else why not."""
+    location = store.location
+    state = record.state
+    if state is AuthorityState.RELAY_READY:
+        return ("RelayReady: the move is past relay-ready, only its target "
+                f"{record.relocation_target} can end it (commit_relocation)")
+    if state is AuthorityState.CREATING:
+        await location.abort_creating(reservation_fence(record))
+    elif state is AuthorityState.CLOSING:
+        await location.release(record.fence())
+    else:
+        if state in (AuthorityState.RELOCATING, AuthorityState.SEALED):
+            record = await location.abort_relocation(record.fence())
+        await location.release_expired(record.spot_id,
+                                       object_generation=record.object_generation,
+                                       owner_generation=record.owner_generation, now=now())
+    await _drop_leftovers(store, record)
+    return None
+
+
+async def _drop_leftovers(store: StorePair, record: AuthorityRecord) -> None:
+    """The released incarnation's inbox and roots: nobody can read them any more."""
+    relocation = store.relocation
+    await relocation.inbox_drop(record.spot_id, record.object_generation)
+    for ref in (record.recovery_pointer, record.creation_intent):
+        if ref is not None:
+            await relocation.delete_root(ref.receipt())
