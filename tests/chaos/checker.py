@@ -12,9 +12,14 @@ a :class:`Verdict`:
 * **duplicated** -- a request ID with two or more handler lines, split into the
   acknowledged ones (an error) and the unacknowledged ones (ran twice although the
   caller saw an error or nothing; reported too);
-* **overlaps** -- two handler turns for one Spot whose ``[start, end]`` intersect while
-  run by different owners (node lifecycle ``node_rid`` or ``generation``), or by one
-  owner (a Spot runs one turn at a time);
+* **overlaps** -- two handler turns for one Spot whose ``[start, end]`` intersect: by one
+  owner (a Spot runs one turn at a time), or by two owners (node lifecycle
+  ``node_rid`` / ``generation``) that both held their lease when their turns began.
+  **frozen overlaps** are reported apart: the earlier turn began before its owner's
+  lease deadline, the process was frozen in it (SIGSTOP, a long GC pause), and the later
+  turn -- the new owner's -- began only after that deadline. No runtime can stop the
+  code of a frozen process from going on once it is resumed; what it must not do is
+  acknowledge that turn, which a zombie ack (below) catches;
 * **zombie turns** -- handler lines that ended after the lease deadline their own node
   lifecycle held at that moment (a turn that straddled a freeze, or ran once the lease
   had passed); a **zombie ack** is one whose reply reached its caller as ``ok``: an
@@ -55,6 +60,7 @@ class Verdict:
     duplicated_acked: list[str]
     duplicated_unacked: list[str]
     overlaps: list[tuple[Line, Line]]
+    frozen_overlaps: list[tuple[Line, Line]]
     zombie_turns: list[Line]
     zombie_acks: list[Line]
     late: list[Line]
@@ -92,7 +98,8 @@ class Verdict:
                 "errors": self.errors, "lost": len(self.lost),
                 "duplicated_acked": len(self.duplicated_acked),
                 "duplicated_unacked": len(self.duplicated_unacked),
-                "overlaps": len(self.overlaps), "zombie_turns": len(self.zombie_turns),
+                "overlaps": len(self.overlaps), "frozen_overlaps": len(self.frozen_overlaps),
+                "zombie_turns": len(self.zombie_turns),
                 "zombie_acks": len(self.zombie_acks), "late": len(self.late),
                 "untyped": len(self.untyped), "unusable": self.unusable,
                 "serve_again": self.serve_again,
@@ -128,6 +135,16 @@ def overlapping_turns(handlers: list[Line]) -> list[tuple[Line, Line]]:
     return pairs
 
 
+def frozen(first: Line, second: Line) -> bool:
+    """Whether ``first`` (the earlier turn) overlaps ``second`` only because its owner
+    was frozen in it: another owner, and ``second`` began after ``first``'s lease."""
+    if (first["node_rid"], first["generation"]) == (second["node_rid"], second["generation"]):
+        return False
+    lease = first.get("lease_expires_at")
+    return lease is not None and float(first["start"]) < float(lease) <= float(
+        second["start"])
+
+
 def serve_again_after(calls: list[Line], spots: Iterable[str], heal: float) -> float | None:
     """Seconds from ``heal`` until every Spot answered ``ok`` a call started after it."""
     first: dict[str, float] = {}
@@ -154,6 +171,7 @@ def check(calls: list[Line], handlers: list[Line], *, spots: Iterable[str],
             if float(call["end"]) - float(call["start"]) > float(call["deadline"]) + slack]
     untyped = [call for call in calls if call["outcome"].startswith("untyped")]
     dup = sorted(rid for rid, count in ran.items() if count > 1)
+    pairs = overlapping_turns(handlers)
     zombies = [line for line in handlers if line.get("lease_expires_at") is not None
                and float(line["end"]) > float(line["lease_expires_at"])]
     unusable: list[str] = []
@@ -174,7 +192,8 @@ def check(calls: list[Line], handlers: list[Line], *, spots: Iterable[str],
         lost=sorted(rid for rid in acked if rid not in ran),
         duplicated_acked=[rid for rid in dup if rid in acked],
         duplicated_unacked=[rid for rid in dup if rid not in acked],
-        overlaps=overlapping_turns(handlers), zombie_turns=zombies,
+        overlaps=[pair for pair in pairs if not frozen(*pair)],
+        frozen_overlaps=[pair for pair in pairs if frozen(*pair)], zombie_turns=zombies,
         zombie_acks=[line for line in zombies if line["rid"] in acked], late=late,
         untyped=untyped,
         unusable=unusable, serve_again=serve_again,

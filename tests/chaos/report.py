@@ -4,7 +4,9 @@
 runs appended to ``$ZLINK_CHAOS_REPORT`` (one per run, see ``scenario.py``) and prints
 one Markdown table row per (fault, store, mode) -- runs, requests attempted /
 acknowledged / lost / duplicated, the slowest time to serve again, calls past their
-deadline + slack, and whether every promise held -- followed by what each row promises.
+deadline + slack, and whether every promise held -- then a second table with the
+details (the errors callers saw, by type; lease losses; zombie turns and acks; frozen
+overlaps; how far the slowest call ended past its deadline) and what each row promises.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ __all__ = ("render",)
 HEADER = ("| fault | store | mode | runs | attempted | acknowledged | lost | duplicated "
           "(acked / unacked) | max s to serve again | past deadline + slack | promises held |")
 RULE = "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+DETAILS = ("| fault | store | mode | errors the callers saw | lease losses | zombie turns / "
+           "acks | frozen overlaps | slowest call vs its deadline (s) |")
+DETAILS_RULE = "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |"
 
 
 def _held(run: dict[str, Any]) -> bool:
@@ -68,6 +73,19 @@ def render(runs: list[dict[str, Any]]) -> str:
             f"{sum(r['duplicated_unacked'] for r in group)}",
             _again(group), str(sum(run["late"] for run in group)),
             "yes" if held == len(group) else _why(group)]) + " |")
+    lines += ["", DETAILS, DETAILS_RULE]
+    for (row, backend, mode), group in groups.items():
+        errors: collections.Counter[str] = collections.Counter()
+        for run in group:
+            errors.update(run["errors"])
+        shown = ", ".join(f"{name} {count}" for name, count in sorted(errors.items()))
+        lines.append("| " + " | ".join([
+            row, backend, mode, shown or "none",
+            str(sum(run.get("lease_losses", 0) for run in group)),
+            f"{sum(r.get('zombie_turns', 0) for r in group)} / "
+            f"{sum(r.get('zombie_acks', 0) for r in group)}",
+            str(sum(run.get("frozen_overlaps", 0) for run in group)),
+            f"{max(run.get('max_overshoot', 0.0) for run in group):+.3f}"]) + " |")
     lines += ["", "What each row promises:", ""]
     lines += [f"- **{row}**: {promise}." for row, promise in promises.items()]
     return "\n".join(lines) + "\n"

@@ -21,8 +21,19 @@ from stores import chaos_store
 RUN_TIMEOUT = 60
 LONG_RUN_TIMEOUT = 120
 
-ROWS = [pytest.param(key, backend, id=f"{key}-{backend}")
-        for key, fault in FAULTS.items() for backend in fault.backends]
+#: Rows that find a runtime bug today: the run and its record are real (the report and
+#: docs/reliability.md show them), the test is an expected failure until it is fixed.
+KNOWN_BUGS = {
+    "sigstop-zombie": (
+        "zombie acks (docs/reliability.md, Findings 1): a process frozen past its lease "
+        "finishes the turn it was in and starts the turns queued before the freeze once "
+        "resumed, and replies ok, while the restarted NodeId's new incarnation serves the "
+        "same Spot (Host._run_message checks no lease; timer turns do)"),
+}
+
+ROWS = [pytest.param(key, backend, id=f"{key}-{backend}", marks=[
+            pytest.mark.xfail(reason=KNOWN_BUGS[key], strict=False)] if key in KNOWN_BUGS
+        else []) for key, fault in FAULTS.items() for backend in fault.backends]
 
 
 @pytest.mark.parametrize(("key", "backend"), ROWS)

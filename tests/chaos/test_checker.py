@@ -103,6 +103,28 @@ def test_turns_of_two_owners_of_one_spot_at_overlapping_times_are_found():
     assert not result.ok
 
 
+def test_a_turn_frozen_past_its_lease_beside_the_new_owner_is_a_frozen_overlap():
+    calls, handlers = history()
+    calls.append(call("c0-0-4", "a", 9.0, 10.2, "Unavailable"))
+    zombie = dict(turn("c0-0-4", "a", 9.0, 10.015, node_rid="rid-old"), lease_expires_at=9.5)
+    handlers.append(zombie)  # began while valid, ended after the new owner's turn began
+    result = verdict(calls, handlers)
+    assert result.overlaps == []
+    assert [(a["rid"], b["rid"]) for a, b in result.frozen_overlaps] == [("c0-0-4", "c0-0-2")]
+    assert result.ok, result.problems()  # not acknowledged: reported, not failed
+    calls[-1]["outcome"] = "ok"
+    calls[-1]["owner"] = "s0"
+    assert [z["rid"] for z in verdict(calls, handlers).zombie_acks] == ["c0-0-4"]
+
+
+def test_a_new_owner_that_began_before_the_old_lease_ended_is_an_overlap():
+    turns = [dict(turn("1", "a", 0.0, 5.0, "old"), lease_expires_at=4.0),
+             dict(turn("2", "a", 3.0, 3.1, "new"), lease_expires_at=9.0)]
+    result = check([], turns, spots=[], heals=[], slack=SLACK)
+    assert len(result.overlaps) == 1  # two valid owners at 3.0
+    assert result.frozen_overlaps == []
+
+
 def test_turns_that_only_touch_or_are_on_other_spots_do_not_overlap():
     turns = [turn("1", "a", 0.0, 1.0), turn("2", "a", 1.0, 2.0, "rid-2"),
              turn("3", "b", 0.5, 1.5, "rid-3")]
