@@ -107,14 +107,14 @@ class Verdict:
 
 
 def read_lines(paths: Iterable[Path]) -> list[Line]:
-    """Every JSON line of ``paths`` (a torn last line of a killed writer is skipped)."""
+    """Every JSON line of ``paths``; a line not complete yet (its writer is in the middle
+    of it, read live) is skipped."""
     lines = []
     for path in paths:
-        for raw in path.read_text().splitlines():
-            try:
-                lines.append(dict(json.loads(raw)))
-            except ValueError:
-                continue
+        for raw in path.read_text().splitlines(keepends=True):
+            if not raw.endswith("\n"):
+                continue  # still being written
+            lines.append(dict(json.loads(raw)))
     return lines
 
 

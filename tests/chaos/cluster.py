@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
+from checker import read_lines
 from relay import Relay
 
 if TYPE_CHECKING:
@@ -154,22 +155,19 @@ class Cluster:
     def owners(self) -> dict[str, str]:
         """Spot ID -> the server NodeId that last answered it ok (from the call logs)."""
         owners: dict[str, str] = {}
-        for path in sorted(self.logs.glob("calls-*.jsonl")):
-            for raw in path.read_text().splitlines():
-                line = json.loads(raw)
-                if line["outcome"] == "ok":
-                    owners[line["spot"]] = line["owner"]
+        for line in self.calls():
+            if line["outcome"] == "ok":
+                owners[line["spot"]] = line["owner"]
         return owners
+
+    def calls(self) -> list[dict[str, Any]]:
+        """The call lines so far (a line being written right now is skipped)."""
+        return read_lines(sorted(self.logs.glob("calls-*.jsonl")))
 
     def served_since(self, since: float) -> set[str]:
         """The Spots with an ok call started at or after ``since``."""
-        served = set()
-        for path in sorted(self.logs.glob("calls-*.jsonl")):
-            for raw in path.read_text().splitlines():
-                line = json.loads(raw)
-                if line["outcome"] == "ok" and line["start"] >= since:
-                    served.add(line["spot"])
-        return served
+        return {line["spot"] for line in self.calls()
+                if line["outcome"] == "ok" and line["start"] >= since}
 
     async def wait_served(self, since: float, within: float) -> bool:
         """Poll the call logs until every Spot has an ok call started since ``since``."""

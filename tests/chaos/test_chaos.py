@@ -29,6 +29,11 @@ KNOWN_BUGS = {
         "finishes the turn it was in and starts the turns queued before the freeze once "
         "resumed, and replies ok, while the restarted NodeId's new incarnation serves the "
         "same Spot (Host._run_message checks no lease; timer turns do)"),
+    "redis-relay-cut": (
+        "lease lost to a store outage of half the lease, most runs (docs/reliability.md, "
+        "Findings 2): the renewal's retry back-off (5 ms doubling) sleeps min(retry, left), "
+        "so its last sleep can run to the lease deadline although the store answers again "
+        "0.3 s before it; the node then counts its lease as lost"),
 }
 
 ROWS = [pytest.param(key, backend, id=f"{key}-{backend}", marks=[
@@ -38,15 +43,17 @@ ROWS = [pytest.param(key, backend, id=f"{key}-{backend}", marks=[
 
 @pytest.mark.parametrize(("key", "backend"), ROWS)
 async def test_fault_row(key, backend, tmp_path, chaos_long, chaos_runs):
-    for run in range(chaos_runs):
+    outcomes = []
+    for run in range(chaos_runs):  # every run is recorded, then all are judged
         logs = tmp_path / f"run-{run}"
         logs.mkdir()
         with trio.fail_after(LONG_RUN_TIMEOUT if chaos_long else RUN_TIMEOUT):
             async with chaos_store(backend, logs) as url:
-                outcome = await run_fault(key, backend, url, logs, long=chaos_long)
+                outcomes.append(await run_fault(key, backend, url, logs, long=chaos_long))
+    for run, outcome in enumerate(outcomes):
         assert outcome.verdict.acknowledged > 0, outcome.record
         assert outcome.ok, (f"{key} on {backend} (run {run}, seed {outcome.record['seed']}, "
-                            f"logs in {logs}):\n{outcome.problems()}\n"
+                            f"logs in {outcome.logs}):\n{outcome.problems()}\n"
                             f"errors: {outcome.record['errors']}\n"
                             f"timeline: {outcome.record['timeline']}\n"
                             f"nodes: {outcome.record['node_events']}")

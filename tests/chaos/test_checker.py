@@ -3,7 +3,7 @@
 Every test builds a small clean history (one caller, two Spots, one owner each), checks
 that it passes, then breaks one thing -- a lost ack, a duplicate, overlapping owners,
 a late call, an untyped error, a Spot never served again -- and checks that exactly
-that is reported. No I/O, no clock.
+that is reported. No clock; only the log reader touches a file.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from checker import check, overlapping_turns, serve_again_after
+from checker import check, overlapping_turns, read_lines, serve_again_after
 
 SPOTS = ["a", "b"]
 DEADLINE = 2.0
@@ -211,3 +211,9 @@ def test_a_turn_that_ended_past_its_own_lease_is_a_zombie_turn_and_an_ack_of_it_
     result = verdict(calls, handlers)
     assert [line["rid"] for line in result.zombie_turns] == ["c0-0-10"]
     assert result.ok, result.problems()  # an unacknowledged zombie turn is reported only
+
+
+def test_the_reader_skips_a_line_still_being_written(tmp_path):
+    log = tmp_path / "calls-c0-1.jsonl"
+    log.write_text('{"rid": "a"}\n{"rid": "b"}\n{"rid": "c", "spo')
+    assert read_lines([log]) == [{"rid": "a"}, {"rid": "b"}]
