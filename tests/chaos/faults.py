@@ -125,8 +125,9 @@ class SigstopZombie(Fault):
     caller_deadlines = (2.0, 10.0)
     promise = ("the frozen owner's Spots answer Unavailable / DeadlineExceeded; a "
                "replacement process under the same NodeId takes them over once the frozen "
-               "lease ran out; the zombie, resumed, runs no handler turn beside the new "
-               "owner (no overlapping owners) and leaves; every Spot serves again")
+               "lease ran out; the zombie, resumed, starts no turn and acknowledges nothing "
+               "past its lease (the turn it was frozen in may run to its end: a frozen "
+               "overlap, reported) and leaves; every Spot serves again")
 
     async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
         name = victim(cluster, rng)
