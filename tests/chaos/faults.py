@@ -166,7 +166,9 @@ class SigkillRestart(Fault):
         cluster.mark("fault", what="SIGKILL", node=name, pid=proc.proc.pid)
         await proc.proc.wait()
         restart = cluster.mark("restart", node=name)
-        await cluster.start_server(name)
+        replacement = await cluster.start_server(name)
+        opened = await replacement.wait_for("open", 1, 30)  # it waited the dead lease out
+        cluster.mark("reopened", node=name, at=opened["t"])
         return [restart]
 
 

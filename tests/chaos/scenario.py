@@ -84,7 +84,8 @@ async def run_fault(key: str, backend: str, url: str, logs: Path, *, long: bool,
             await cluster.stop_callers(max((DEADLINE, *fault.caller_deadlines)) + 5)
             events = cluster.events
             node_events = [{"name": proc.name, "pid": proc.proc.pid,
-                            "events": [line["event"] for line in proc.lines]}
+                            "events": [line["event"] for line in proc.lines],
+                            "times": [round(line["t"], 3) for line in proc.lines]}
                            for proc in [*cluster.retired, *cluster.servers.values(),
                                         *cluster.callers]]
     calls, handlers = read_logs(logs)
