@@ -3,6 +3,8 @@
 :func:`start_nodes` starts one worker per node name (concurrently), waits for each
 ready line and yields :class:`NodeProc` handles; when the block ends -- normally, by
 a failure or by cancellation -- every process still running is killed and reaped.
+``together=True`` lets every worker load its imports first and then releases all of
+their node opens with one line each, so their store opens race.
 :meth:`NodeProc.call` sends one JSON command and reads its one-line answer under a
 deadline. :func:`factory_runs` parses the shared side-effect log, :func:`handled_steps`
 the log of the relocation tests' ``Step`` messages.
@@ -130,14 +132,33 @@ async def stop(node: NodeProc) -> None:
                 await stream.aclose()
 
 
+async def wait_loaded(node: NodeProc) -> None:
+    """Until a ``--wait-go`` worker has imported everything (before it opens its node)."""
+    line = await node.read_line(READY_TIMEOUT)
+    assert line.get("loaded"), (line, node.stderr())
+
+
 @asynccontextmanager
-async def start_nodes(names: list[str], url: str, tmp_path: Path,
+async def start_nodes(names: list[str], url: str, tmp_path: Path, *, together: bool = False,
                       **options: object) -> AsyncIterator[list[NodeProc]]:
-    """Run one node process per name on ``url``; all are killed when the block ends."""
+    """Run one node process per name on ``url``; all are killed when the block ends.
+
+    ``together``: every process first loads its imports, then all are told to open their
+    nodes at once, so their store opens (a fresh SQLite file's creation) race.
+    """
     nodes: list[NodeProc] = []
+    if together:
+        options["wait_go"] = 1
     try:
         for name in names:
             nodes.append(await launch(name, url, tmp_path, **options))
+        if together:
+            async with trio.open_nursery() as nursery:
+                for node in nodes:
+                    nursery.start_soon(wait_loaded, node)
+            for node in nodes:  # one write each: the opens start within a millisecond
+                assert node.proc.stdin is not None
+                await node.proc.stdin.send_all(b'{"op": "go"}\n')
         async with trio.open_nursery() as nursery:
             for node in nodes:
                 nursery.start_soon(wait_ready, node)

@@ -8,8 +8,12 @@
 
 * ``{"op": "request", "spot": ID, "n": N, "intent": bool, "timeout": S}`` -- a
   ``request(Add(n))`` (with ``.instance_spot()`` when ``intent``);
-* ``{"op": "burst", "ids": [...], "count": K, "timeout": S}`` -- K concurrent requests
-  ``Add(1)`` with Instance intent, request ``i`` to ``ids[i % len(ids)]``;
+* ``{"op": "burst", "ids": [...], "count": K, "timeout": S, "at_once": A, "spread":
+  M}`` -- K concurrent requests ``Add(1)`` with Instance intent, request ``i`` to
+  ``ids[i % len(ids)]``; with ``spread`` the first A start at once, then the starts
+  pause at a checkpoint after every M (so later calls meet activations in flight, not
+  only missing IDs); the answer names the most requests in flight at once
+  (``peak_in_flight``);
 * ``{"op": "find", "spot": ID}``; ``{"op": "get_or_create", "spot": ID}``;
   ``{"op": "close", "spot": ID}`` (finds the ref, then closes it);
 * ``{"op": "quit"}`` (or end of stdin) -- close the node and exit 0.
@@ -44,7 +48,10 @@ and these commands (see :class:`Session`):
 
 Every ``Step`` handled appends ``handle SPOT_ID SEQ NODE_ID PID`` to ``LOG.handled``
 (one write, like the factory log). ``--lane-items`` bounds the application lane's item
-count, ``--default-timeout`` is ``open_node(default_timeout=...)``.
+count, ``--default-timeout`` is ``open_node(default_timeout=...)``. With ``--wait-go 1``
+the process prints ``{"loaded": true, "pid": ...}`` once its imports are done and opens
+the node (store included) only when the next stdin line arrives: the tests start
+several processes' store opens at the same moment that way.
 
 A call answers ``{"ok": true, "value": total, "node": owner NodeId}`` or
 ``{"ok": false, "error": class name, "message": ...}``. Every factory run appends
@@ -161,15 +168,22 @@ async def handle(node: zl.Node, cmd: dict[str, Any]) -> dict[str, Any]:
     if op == "burst":
         ids, count = list(cmd["ids"]), int(cmd["count"])
         results: list[dict[str, Any]] = [{}] * count
+        in_flight = [0, 0]  # now, peak
 
         async def one(i: int) -> None:
+            in_flight[0] += 1
+            in_flight[1] = max(in_flight)
             results[i] = await request(node, ids[i % len(ids)], 1, True, timeout)
             results[i]["spot"] = ids[i % len(ids)]
+            in_flight[0] -= 1
 
+        spread, at_once = int(cmd.get("spread", 0)), int(cmd.get("at_once", 0))
         async with trio.open_nursery() as nursery:
             for i in range(count):
                 nursery.start_soon(one, i)
-        return {"ok": True, "results": results}
+                if spread and i >= at_once and (i - at_once) % spread == spread - 1:
+                    await trio.lowlevel.checkpoint()  # let the started calls run a step
+        return {"ok": True, "results": results, "peak_in_flight": in_flight[1]}
     if op == "find":
         return {"ok": True, "ref": ref_json(await node.spots.find(cmd["spot"]))}
     if op == "get_or_create":
@@ -538,14 +552,19 @@ async def main(args: argparse.Namespace) -> None:
     if args.default_timeout:
         options["default_timeout"] = args.default_timeout
     with trio.fail_after(args.timeout):
-        async with open_session(args.node, args.store, args.log, lane_items=args.lane_items,
-                                **options) as session:
-            node = session.node
-            print(json.dumps({"ready": True, "node_rid": str(node.node_rid), "pid": os.getpid(),
-                              "endpoint": node._rt.options.endpoint,
-                              "entry_spot_id": node.entry_spot_id}), flush=True)
-            async with trio.lowlevel.FdStream(os.dup(sys.stdin.fileno())) as stdin:
-                async for line in lines(stdin):
+        async with trio.lowlevel.FdStream(os.dup(sys.stdin.fileno())) as stdin:
+            commands = lines(stdin)
+            if args.wait_go:  # imports done: open the node when the test says go
+                print(json.dumps({"loaded": True, "pid": os.getpid()}), flush=True)
+                if await anext(commands, None) is None:
+                    return
+            async with open_session(args.node, args.store, args.log,
+                                    lane_items=args.lane_items, **options) as session:
+                node = session.node
+                print(json.dumps({"ready": True, "node_rid": str(node.node_rid),
+                                  "pid": os.getpid(), "endpoint": node._rt.options.endpoint,
+                                  "entry_spot_id": node.entry_spot_id}), flush=True)
+                async for line in commands:
                     cmd = json.loads(line)
                     if cmd["op"] == "quit":
                         break
@@ -563,6 +582,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--lane-items", type=int, default=0)
     parser.add_argument("--default-timeout", type=float, default=0.0)
+    parser.add_argument("--wait-go", type=int, default=0)
     return parser.parse_args(argv)
 
 
