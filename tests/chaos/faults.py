@@ -156,8 +156,9 @@ class SigstopZombie(Fault):
 class SigkillRestart(Fault):
     name = "SIGKILL + restart"
     promise = ("calls in flight to the killed node end Unavailable (may or may not have "
-               "run; never acknowledged without running); after the restart under the same "
-               "NodeId its Spots serve again within about a lease")
+               "run; never acknowledged without running); once the process restarted under "
+               "the same NodeId has opened (it waits the dead lease out), every Spot serves "
+               "again within 2 leases")
 
     async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
         name = victim(cluster, rng)

@@ -97,13 +97,21 @@ async def run_fault(key: str, backend: str, url: str, logs: Path, *, long: bool,
         broken.append("a lease was lost")
     if fault.no_errors and verdict.errors:
         broken.append("calls failed")
+    reopened = [e["at"] for e in events if e["event"] == "reopened"]
+    after_open = None
+    if reopened and verdict.serve_again is not None:  # the restart's own share of it
+        after_open = round(max(heals) + verdict.serve_again - reopened[-1], 3)
+        if after_open > 2 * LEASE:
+            broken.append(f"Spots served {after_open} s after the restarted node opened "
+                          f"(more than 2 leases)")
     overshoot = max((float(c["end"]) - float(c["start"]) - float(c["deadline"])
                      for c in calls), default=0.0)
     record = {"fault": key, "row": fault.name, "backend": backend,
               "mode": "long" if long else "default", "seed": seed,
               "seconds": round(time.time() - began, 2), "promise": fault.promise,
               **verdict.summary(), "lease_losses": lease_losses, "broken_promises": broken,
-              "max_overshoot": round(overshoot, 3), "timeline": events,
+              "max_overshoot": round(overshoot, 3), "serve_after_reopen": after_open,
+              "timeline": events,
               "node_events": node_events}
     append_report(record)
     return Outcome(verdict, record, logs)

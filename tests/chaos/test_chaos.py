@@ -30,7 +30,7 @@ KNOWN_BUGS = {
         "resumed, and replies ok, while the restarted NodeId's new incarnation serves the "
         "same Spot (Host._run_message checks no lease; timer turns do)"),
     "redis-relay-cut": (
-        "lease lost to a store outage of half the lease, most runs (docs/reliability.md, "
+        "lease lost to a store outage of half the lease, in some runs (docs/reliability.md, "
         "Findings 2): the renewal's retry back-off (5 ms doubling) sleeps min(retry, left), "
         "so its last sleep can run to the lease deadline although the store answers again "
         "0.3 s before it; the node then counts its lease as lost"),
