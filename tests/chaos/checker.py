@@ -21,9 +21,12 @@ a :class:`Verdict`:
   code of a frozen process from going on once it is resumed; what it must not do is
   acknowledge that turn, which a zombie ack (below) catches;
 * **zombie turns** -- handler lines that ended after the lease deadline their own node
-  lifecycle held at that moment (a turn that straddled a freeze, or ran once the lease
-  had passed); a **zombie ack** is one whose reply reached its caller as ``ok``: an
-  owner past its lease acknowledged work, which breaks the lease's promise;
+  lifecycle held at that moment (a turn that straddled a freeze or the deadline, or
+  began once the lease had passed). A **zombie ack** -- the caller got ``ok`` -- breaks
+  the lease's promise when the turn *began* past the lease, or when another owner ran a
+  turn of that Spot before it ended (two owners acknowledged side by side). A **late
+  ack** is any other acknowledged zombie turn: begun by a valid owner, answered a moment
+  after the deadline, no other owner in between (reported);
 * **late** -- calls that ended after ``deadline + slack``; **untyped** -- calls that
   ended with anything but ``ok`` or a ``ZLinkError`` subclass;
 * **unusable** -- Spots with no ``ok`` call started after the last heal, or whose last
@@ -63,6 +66,7 @@ class Verdict:
     frozen_overlaps: list[tuple[Line, Line]]
     zombie_turns: list[Line]
     zombie_acks: list[Line]
+    late_acks: list[Line]
     late: list[Line]
     untyped: list[Line]
     unusable: list[str]
@@ -100,7 +104,8 @@ class Verdict:
                 "duplicated_unacked": len(self.duplicated_unacked),
                 "overlaps": len(self.overlaps), "frozen_overlaps": len(self.frozen_overlaps),
                 "zombie_turns": len(self.zombie_turns),
-                "zombie_acks": len(self.zombie_acks), "late": len(self.late),
+                "zombie_acks": len(self.zombie_acks), "late_acks": len(self.late_acks),
+                "late": len(self.late),
                 "untyped": len(self.untyped), "unusable": self.unusable,
                 "serve_again": self.serve_again,
                 "unlogged_handlers": self.unlogged_handlers}
@@ -143,6 +148,17 @@ def frozen(first: Line, second: Line) -> bool:
     lease = first.get("lease_expires_at")
     return lease is not None and float(first["start"]) < float(lease) <= float(
         second["start"])
+
+
+def breaks_lease(turn: Line, handlers: list[Line]) -> bool:
+    """Whether a zombie ``turn`` began past its lease, or another owner of its Spot ran a
+    turn before it ended."""
+    if float(turn["start"]) >= float(turn["lease_expires_at"]):
+        return True
+    owner = (turn["node_rid"], turn["generation"])
+    return any(other["spot"] == turn["spot"] and (other["node_rid"], other["generation"]) != owner
+               and float(turn["start"]) < float(other["end"])
+               and float(other["start"]) < float(turn["end"]) for other in handlers)
 
 
 def serve_again_after(calls: list[Line], spots: Iterable[str], heal: float) -> float | None:
@@ -194,7 +210,9 @@ def check(calls: list[Line], handlers: list[Line], *, spots: Iterable[str],
         duplicated_unacked=[rid for rid in dup if rid not in acked],
         overlaps=[pair for pair in pairs if not frozen(*pair)],
         frozen_overlaps=[pair for pair in pairs if frozen(*pair)], zombie_turns=zombies,
-        zombie_acks=[line for line in zombies if line["rid"] in acked], late=late,
+        zombie_acks=[z for z in zombies if z["rid"] in acked and breaks_lease(z, handlers)],
+        late_acks=[z for z in zombies if z["rid"] in acked and not breaks_lease(z, handlers)],
+        late=late,
         untyped=untyped,
         unusable=unusable, serve_again=serve_again,
         unlogged_handlers=sum(1 for rid in ran if rid not in called))

@@ -23,7 +23,7 @@ HEADER = ("| fault | store | mode | runs | attempted | acknowledged | lost | dup
           "(acked / unacked) | max s to serve again | past deadline + slack | promises held |")
 RULE = "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 DETAILS = ("| fault | store | mode | errors the callers saw | lease losses | zombie turns / "
-           "acks | frozen overlaps | slowest call vs its deadline (s) |")
+           "acks / late acks | frozen overlaps | slowest call vs its deadline (s) |")
 DETAILS_RULE = "| --- | --- | --- | --- | ---: | ---: | ---: | ---: |"
 
 
@@ -83,7 +83,8 @@ def render(runs: list[dict[str, Any]]) -> str:
             row, backend, mode, shown or "none",
             str(sum(run.get("lease_losses", 0) for run in group)),
             f"{sum(r.get('zombie_turns', 0) for r in group)} / "
-            f"{sum(r.get('zombie_acks', 0) for r in group)}",
+            f"{sum(r.get('zombie_acks', 0) for r in group)} / "
+            f"{sum(r.get('late_acks', 0) for r in group)}",
             str(sum(run.get("frozen_overlaps", 0) for run in group)),
             f"{max(run.get('max_overshoot', 0.0) for run in group):+.3f}"]) + " |")
     lines += ["", "What each row promises:", ""]

@@ -195,22 +195,48 @@ def test_serve_again_is_the_slowest_heal_of_several():
     assert result.ok, result.problems()
 
 
-def test_a_turn_that_ended_past_its_own_lease_is_a_zombie_turn_and_an_ack_of_it_fails():
+def test_an_acked_turn_begun_past_its_own_lease_is_a_zombie_ack():
     calls, handlers = history()
-    calls += [call("c0-0-9", "a", 11.0, 19.0), call("c0-0-10", "b", 11.0, 12.0, "Unavailable")]
-    handlers += [dict(turn("c0-0-9", "a", 11.0, 18.9), lease_expires_at=12.0),
+    calls += [call("c0-0-9", "a", 11.0, 13.0), call("c0-0-10", "b", 11.0, 12.0, "Unavailable")]
+    handlers += [dict(turn("c0-0-9", "a", 12.5, 12.9), lease_expires_at=12.0),
                  dict(turn("c0-0-10", "b", 11.0, 11.9), lease_expires_at=11.5)]
+    end_healthy(calls, handlers)
     result = verdict(calls, handlers)
     assert [line["rid"] for line in result.zombie_turns] == ["c0-0-9", "c0-0-10"]
     assert [line["rid"] for line in result.zombie_acks] == ["c0-0-9"]
     assert not result.ok
-    handlers[-2]["lease_expires_at"] = 19.5  # renewed meanwhile: a valid owner
-    calls[-2]["end"] = 11.0 + DEADLINE  # (not late either)
-    handlers[-2]["end"] = 12.9
+
+
+def test_an_acked_turn_ended_past_its_lease_beside_another_owner_is_a_zombie_ack():
+    calls, handlers = history()
+    calls.append(call("c0-0-9", "a", 9.0, 10.5))  # frozen from 9.1; new owner at 10.01
+    handlers.append(dict(turn("c0-0-9", "a", 9.0, 10.4, "rid-old"), lease_expires_at=9.5))
     end_healthy(calls, handlers)
     result = verdict(calls, handlers)
-    assert [line["rid"] for line in result.zombie_turns] == ["c0-0-10"]
-    assert result.ok, result.problems()  # an unacknowledged zombie turn is reported only
+    assert [line["rid"] for line in result.zombie_acks] == ["c0-0-9"]
+    assert result.late_acks == []
+    assert not result.ok
+
+
+def test_an_acked_turn_that_crossed_its_lease_deadline_alone_is_a_late_ack():
+    calls, handlers = history()
+    calls.append(call("c0-0-9", "a", 11.0, 11.2))
+    handlers.append(dict(turn("c0-0-9", "a", 11.0, 11.1), lease_expires_at=11.05))
+    end_healthy(calls, handlers)
+    result = verdict(calls, handlers)
+    assert result.zombie_acks == []
+    assert [line["rid"] for line in result.late_acks] == ["c0-0-9"]
+    assert result.ok, result.problems()  # reported, not failed
+
+
+def test_a_turn_of_an_owner_that_renewed_meanwhile_is_no_zombie_turn():
+    calls, handlers = history()
+    calls.append(call("c0-0-9", "a", 11.0, 13.0))
+    handlers.append(dict(turn("c0-0-9", "a", 11.0, 12.9), lease_expires_at=19.5))
+    end_healthy(calls, handlers)
+    result = verdict(calls, handlers)
+    assert result.zombie_turns == []
+    assert result.ok, result.problems()
 
 
 def test_the_reader_skips_a_line_still_being_written(tmp_path):

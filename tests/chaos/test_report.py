@@ -25,7 +25,8 @@ def test_runs_of_one_row_add_up_and_the_slowest_recovery_is_shown():
                    "| yes |")
     assert "- **link cut**: it heals." in table
     details = [line for line in table.splitlines() if line.startswith("| link cut")][1]
-    assert details == "| link cut | sqlite | default | Unavailable 6 | 0 | 0 / 0 | 0 | -1.500 |"
+    assert details == ("| link cut | sqlite | default | Unavailable 6 | 0 | 0 / 0 / 0 | 0 "
+                       "| -1.500 |")
 
 
 def test_a_broken_promise_is_named_in_its_row():
