@@ -180,13 +180,13 @@ class Cluster:
         return False
 
     async def stop_callers(self, within: float) -> None:
-        """Stop the callers (each logs its last call, closes its node and exits); the
-        servers are killed when the cluster block ends (nothing of theirs is pending)."""
+        """Stop the callers' calls: each logs its last one and says ``calls_done``. Every
+        process is then killed when the cluster block ends: nothing of theirs is pending."""
         with trio.move_on_after(within):
             for proc in self.callers:
                 await proc.send(op="stop")
             for proc in self.callers:
-                await proc.proc.wait()
+                await proc.wait_for("calls_done", 1, within)
 
 
 async def _reap(proc: Proc) -> None:

@@ -81,7 +81,7 @@ class LinkCut(Fault):
         relay = cluster.relays[name]
         cluster.mark("fault", what="cut", node=name)
         relay.cut()
-        await trio.sleep(knobs.hold(1.5, 6.0))
+        await trio.sleep(knobs.hold(1.2, 6.0))
         relay.heal()
         return [cluster.mark("heal", node=name)]
 
@@ -97,7 +97,7 @@ class LinkDelay(Fault):
         relay = cluster.relays[name]
         cluster.mark("fault", what="delay 0.2 s each way", node=name)
         relay.delay(0.2)
-        await trio.sleep(knobs.hold(1.5, 6.0))
+        await trio.sleep(knobs.hold(1.2, 6.0))
         relay.heal()
         return [cluster.mark("heal", node=name)]
 
@@ -112,7 +112,7 @@ class LinkBlackhole(Fault):
         relay = cluster.relays[name]
         cluster.mark("fault", what="black-hole", node=name)
         relay.blackhole()
-        await trio.sleep(knobs.hold(2.5, 8.0))
+        await trio.sleep(knobs.hold(2.3, 8.0))  # past the 2 s deadline
         relay.heal()
         return [cluster.mark("heal", node=name)]
 
@@ -149,7 +149,7 @@ class SigstopZombie(Fault):
         await cluster.wait_served(restart, 3.0)
         zombie.signal(signal.SIGCONT)
         resumed = cluster.mark("resume", node=name, pid=zombie.proc.pid)
-        await trio.sleep(knobs.hold(1.5, 5.0))
+        await trio.sleep(knobs.hold(1.0, 5.0))
         return [restart, resumed]
 
 

@@ -11,7 +11,8 @@ application ("restart the node"). Every (re)open prints one JSON line on stdout,
 ``{"event": "open", "node_rid": ..., "bound": PORT, "pid": ..., "t": wall}``, and every
 lease loss ``{"event": "lease_lost", ...}``; the driver reads them (a relay in front of a
 server follows its ``bound`` port). Commands on stdin, one JSON line each:
-``{"op": "stop"}`` (callers finish their call and stop; the node closes; exit 0) and
+``{"op": "stop"}`` (callers finish their call and stop -- ``{"event": "calls_done"}`` once
+every call is logged --, the node closes, exit 0) and
 ``{"op": "no_reopen"}`` (after the next lease loss the process exits instead) and
 ``{"op": "go"}`` (callers start calling: the driver sends it once every node is open)
 and ``{"op": "slow", "spot": ID, "hold": S, "deadline": S}`` (one more call, ``NODE-slow-k``,
@@ -245,8 +246,13 @@ async def main(args: argparse.Namespace) -> None:
                 async with trio.open_nursery() as callers:
                     nursery.start_soon(supervisor.commands, callers)
                     callers.start_soon(supervisor.run_node)
-                    for index in range(args.callers):
-                        callers.start_soon(supervisor.call_loop, index)
+                    async with trio.open_nursery() as loops:
+                        for index in range(args.callers):
+                            loops.start_soon(supervisor.call_loop, index)
+                    with trio.move_on_after(args.deadline + 1):
+                        while supervisor.in_flight:  # a "slow" call of the driver's
+                            await supervisor.idle.wait()
+                    say("calls_done", node=args.node)  # every call is logged
             else:
                 nursery.start_soon(supervisor.commands, nursery)
                 await supervisor.run_node()

@@ -67,7 +67,7 @@ async def run_fault(key: str, backend: str, url: str, logs: Path, *, long: bool,
     seed = random.randrange(1 << 30) if seed is None else seed
     rng = random.Random(seed)
     knobs = Knobs(lease=LEASE, long=long, seed=seed)
-    steady, tail = (3.0, 3.0) if long else (0.5, 0.5)
+    steady, tail = (3.0, 3.0) if long else (0.3, 0.3)
     began = time.time()
     async with AsyncExitStack() as stack:
         url = await fault.prepare(stack, url, knobs)
