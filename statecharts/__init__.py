@@ -9,6 +9,12 @@ transition the chart does not define (DESIGN.md §2).  ``python -m statecharts r
 docs/statecharts`` writes the diagrams; ``python -m statecharts check DIR`` fails on
 drift.
 
+Beside the charts: :mod:`statecharts.links` names the runtime modules that drive
+each chart and the tests that cover it (the pages link them); :mod:`statecharts.trace`
+is the JSON-lines trace file of transitions a run took (``TraceWriter`` records one
+from the runtime's ``charts.TRACE``); :mod:`statecharts.diagram` draws one chart with
+a trace highlighted, as mermaid or Graphviz DOT (``zlink-trio statecharts``).
+
 This package is pure: it never imports trio or zlink_trio and does no I/O except in
 :mod:`statecharts.render` when asked to write pages.
 """

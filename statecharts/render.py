@@ -5,7 +5,9 @@ Theory of operation
 
 :func:`render_pages` is pure: it maps file names to page text, one page per chart
 plus ``index.md``.  A page holds the chart's title, its module docstring (the theory
-of operation, with the spec citations), the ``format(Chart, "mermaid")`` diagram that
+of operation, with the spec citations), links to the runtime modules that drive the
+chart and the tests that cover it (:mod:`statecharts.links`), the
+``format(Chart, "mermaid")`` diagram that
 python-statemachine generates from the class, a state table and a transition table.
 The tables are built from :func:`statecharts.compile`'s table rather than from
 python-statemachine's ``format(Chart, "md")``, because that one shows display names
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from statecharts import ALL_CHARTS
 from statecharts._compile import compile
+from statecharts.links import CHART_LINKS
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -59,6 +62,26 @@ def _ids(items: Iterable[str]) -> str:
     return ", ".join(f"`{item}`" for item in items) or "—"
 
 
+def _links(paths: Iterable[str]) -> str:
+    return ", ".join(f"[`{path}`](../../{path})" for path in paths)
+
+
+def _code_section(chart: type[StrictChart]) -> list[str]:
+    links = CHART_LINKS.get(chart.__name__)
+    if links is None:
+        raise ValueError(f"{chart.__name__} has no entry in statecharts.links.CHART_LINKS; "
+                         "add the modules that drive it and the tests that cover it")
+    return [
+        "## Code",
+        "",
+        f"- Driven by: {_links(links.drivers)}.",
+        f"- Covered by: {_links(links.tests)}.",
+        f"- Explore a recorded run: `zlink-trio statecharts {page_name(chart)[:-3]} --trace "
+        "FILE` (a JSON-lines trace, `statecharts.trace`).",
+        "",
+    ]
+
+
 def render_page(chart: type[StrictChart]) -> str:
     """The Markdown page of one chart (pure, deterministic)."""
     table = compile(chart)
@@ -78,6 +101,7 @@ def render_page(chart: type[StrictChart]) -> str:
         "",
         body,
         "",
+        *_code_section(chart),
         "## Diagram",
         "",
         "```mermaid",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -155,15 +156,19 @@ def test_inspect_one_shows_every_field_and_the_owner_lease(capsys, sqlite_store)
         assert any(line.startswith(field) for line in out.splitlines()), field
     assert f"object generation  {r.object_generation}" in out
     assert "not live" in out
-    assert (f"zlink-trio release --store URL a-1 --generation {r.object_generation} "
-            "--owner-generation 1") in out
+    hint = out.splitlines()[-1].strip()
+    assert hint == (f"zlink-trio release --store {shlex.quote(url)} a-1 --generation "
+                    f"{r.object_generation} --owner-generation 1")
+    status, out, _ = run(capsys, *shlex.split(hint)[1:])  # the hint is a command that works
+    assert status == 0
+    assert "released 'a-1'" in out
     status, out, _ = run(capsys, "inspect", "--store", url, "b-1")
     assert status == 0
     assert "live until" in out
     assert "zlink-trio release" not in out
-    status, out, _ = run(capsys, "inspect", "--store", url, "a-1", "--json")
+    status, out, _ = run(capsys, "inspect", "--store", url, "a-2", "--json")
     shown = json.loads(out)
-    assert shown["objectGeneration"] == str(r.object_generation)
+    assert shown["objectGeneration"] == str(seeded["a-2"].object_generation)
     assert shown["ownerLease"] == {"live": False, "expiresAt": None}
     status, out, _ = run(capsys, "inspect", "--store", url, "b-1", "--json")
     assert json.loads(out)["ownerLease"]["live"] is True
@@ -176,6 +181,62 @@ def test_inspect_missing_exits_1(capsys, sqlite_store):
     assert "'nope' is Missing" in out
     status, out, _ = run(capsys, "inspect", "--store", url, "nope", "--json")
     assert (status, json.loads(out)) == (1, {"spotId": "nope", "state": "missing"})
+
+
+def test_inspect_columns_line_up_whatever_the_values(capsys, sqlite_store):
+    url, _ = sqlite_store
+    status, out, _ = run(capsys, "inspect", "--store", url)
+    assert status == 0
+    header, *rows, _ = out.splitlines()
+    assert max(len(row.split()[0]) for row in rows) > 24  # Entry IDs are long
+    for heading in ("KIND", "TYPE", "STATE", "OWNER NODE RID/LIFECYCLE"):
+        start = header.index(heading)
+        for row in rows:
+            assert row[start - 2:start] == "  ", (heading, row)
+            assert row[start] != " ", (heading, row)
+    for heading in ("GENERATION", "VERSION"):  # numbers end under their heading's end
+        end = header.index(heading) + len(heading)
+        assert all(row[end - 1].isdigit() and row[end:end + 1] in ("", " ") for row in rows)
+
+
+def test_inspect_more_hint_is_the_command_that_continues(capsys, sqlite_store):
+    url, seeded = sqlite_store
+    status, out, _ = run(capsys, "inspect", "--store", url, "--page-size", "2")
+    assert status == 0
+    hint = out.splitlines()[-1].split("more: ", 1)[1].split("   (or add --all)")[0]
+    argv = shlex.split(hint)
+    assert argv[:5] == ["zlink-trio", "inspect", "--store", url, "--page-size"]
+    status, out, _ = run(capsys, *argv[1:])
+    assert status == 0
+    assert [line.split()[0] for line in out.splitlines()[1:-1]] == all_ids(seeded)[2:4]
+
+
+def test_release_json(capsys, sqlite_store):
+    url, seeded = sqlite_store
+    r = seeded["a-1"]
+    status, out, _ = run(capsys, "release", "--store", url, "a-1", "--generation",
+                         str(r.object_generation), "--owner-generation", "1", "--json")
+    assert status == 0
+    assert json.loads(out) == {"released": r.to_json(), "inboxLeft": "0"}
+    status, out, err = run(capsys, "release", "--store", url, "a-1", "--generation",
+                           str(r.object_generation), "--owner-generation", "1", "--json")
+    assert status == 1
+    error = json.loads(out)["error"]
+    assert (error["command"], error["status"]) == ("release", 1)
+    assert error["message"] in err
+    status, out, _ = run(capsys, "release", "--store", url, "--node", "node-a", "--json")
+    assert status == 0
+    shown = json.loads(out)
+    assert shown["nodeId"] == "node-a"
+    assert sorted(rec["spotId"] for rec in shown["released"]) == ["a-2", "a-3", "creating"]
+    assert (shown["left"], shown["claimsRemoved"]) == ([], 1)
+
+
+def test_usage_errors_are_json_too(capsys, sqlite_store):
+    url, _ = sqlite_store
+    status, out, _ = run(capsys, "inspect", "--store", url, "--cursor", "bogus", "--json")
+    assert status == 2
+    assert json.loads(out)["error"]["status"] == 2
 
 
 # -- release ------------------------------------------------------------------------------------

@@ -41,6 +41,9 @@ from zlink_trio.wire.frames import (
     FollowRoute,
     Hello,
     MessageOutcome,
+    NodeAction,
+    NodeOperation,
+    NodeOperationOutcome,
     Ping,
     Pong,
     ReadyRoute,
@@ -416,6 +419,53 @@ GOLDEN: dict[str, tuple[object, Pieces]] = {
             ("message", "0006 7365616c6564"),
         ],
     ),
+    "operation-relocate": (
+        NodeOperation(correlation=8, operation_id=9, source=OWNER_A, target=OWNER_B,
+                      action=NodeAction.RELOCATE, spot_id="r-1", to_node="b",
+                      deadline_ms=DEADLINE),
+        [
+            ("header", "5a4c013d"),
+            ("correlation", "0000000000000008"),
+            ("operation id", "0000000000000009"),
+            ("source rid", HEX_A),
+            ("source lifecycle", "0000000000000003"),
+            ("target rid", HEX_B),
+            ("target lifecycle", "0000000000000002"),
+            ("action", "01"),
+            ("spot id", "03 722d31"),
+            ("node", "01 62"),
+            ("deadline", HEX_DEADLINE),
+        ],
+    ),
+    "operation-drain": (
+        NodeOperation(correlation=8, operation_id=9, source=OWNER_A, target=OWNER_B,
+                      action=NodeAction.DRAIN, deadline_ms=DEADLINE),
+        [
+            ("header", "5a4c013d"),
+            ("correlation", "0000000000000008"),
+            ("operation id", "0000000000000009"),
+            ("source rid", HEX_A),
+            ("source lifecycle", "0000000000000003"),
+            ("target rid", HEX_B),
+            ("target lifecycle", "0000000000000002"),
+            ("action", "02"),
+            ("spot id", "00"),
+            ("node", "00"),
+            ("deadline", HEX_DEADLINE),
+        ],
+    ),
+    "reply-operation": (
+        Reply(correlation=8, answers=Command.NODE_OPERATION,
+              outcome=NodeOperationOutcome(report=b'{"a":1}')),
+        [
+            ("header", "5a4c0114"),
+            ("correlation", "0000000000000008"),
+            ("terminal result", "00"),
+            ("failure code", "0000"),
+            ("answers", "3d"),
+            ("report", "00000007 7b2261223a317d"),
+        ],
+    ),
 }
 
 
@@ -450,7 +500,7 @@ def test_every_command_has_a_golden_frame():
     assert {golden(name)[4] for name in GOLDEN if name.startswith("message")} == set(RouteKind)
     answered = {golden(name)[15] for name in GOLDEN if name.startswith("reply")}
     assert answered == {Command.SPOT_MESSAGE, Command.USER_SPOT_CREATE,
-                        Command.USER_SPOT_CLOSE, Command.RELOCATE_SPOT}
+                        Command.USER_SPOT_CLOSE, Command.RELOCATE_SPOT, Command.NODE_OPERATION}
 
 
 def test_wire_doc_lists_every_command_with_its_frame_class():
@@ -466,6 +516,7 @@ def test_wire_doc_lists_every_command_with_its_frame_class():
         Command.USER_SPOT_CREATE: UserSpotCreate,
         Command.USER_SPOT_CLOSE: UserSpotClose,
         Command.RELOCATE_SPOT: RelocateSpot,
+        Command.NODE_OPERATION: NodeOperation,
     }
     assert set(classes) == set(Command)
     for command, cls in classes.items():
@@ -603,6 +654,15 @@ FRAMES = {
         payload=roots,
         deadline_ms=gens,
     ),
+    "operation": st.builds(
+        NodeOperation, correlation=ids, operation_id=ids, source=owners, target=owners,
+        action=st.just(NodeAction.RELOCATE), spot_id=text8s, to_node=st.none() | text8s,
+        deadline_ms=gens,
+    )
+    | st.builds(
+        NodeOperation, correlation=ids, operation_id=ids, source=owners, target=owners,
+        action=st.just(NodeAction.DRAIN), deadline_ms=gens,
+    ),
     "reply": st.builds(
         Reply,
         correlation=ids,
@@ -626,6 +686,12 @@ FRAMES = {
         correlation=ids,
         answers=st.just(Command.RELOCATE_SPOT),
         outcome=st.builds(RelocateOutcome, ref=refs) | failures,
+    )
+    | st.builds(
+        Reply,
+        correlation=ids,
+        answers=st.just(Command.NODE_OPERATION),
+        outcome=st.builds(NodeOperationOutcome, report=st.binary(max_size=200)) | failures,
     ),
 }
 frames = st.one_of(*FRAMES.values())
@@ -754,7 +820,7 @@ def test_unknown_version_is_refused(version):
     refused(golden("ping", header=f"5a4c{version:02x}04"), "unsupported wire version")
 
 
-@pytest.mark.parametrize("command", [0, 6, 19, 21, 38, 40, 46, 49, 59, 61, 255])
+@pytest.mark.parametrize("command", [0, 6, 19, 21, 38, 40, 46, 49, 59, 62, 255])
 def test_unknown_command_is_refused(command):
     refused(golden("ping", header=f"5a4c01{command:02x}"), "unknown command")
 

@@ -289,8 +289,8 @@ def test_a_success_tail_of_another_command_is_refused(answers, outcome):
         ("27", "reply flag must be 0 or 1"),  # 39's tail: the spotref's length byte 3
         ("30", "closed must be 0 or 1"),  # 48's tail: likewise
         ("2f", "truncated"),  # 47's tail: state 3 (REJECTED), then a 114-byte Spot ID
-        ("3b", "cannot answer command 59; known: 39, 47, 48, 60"),
-        ("3d", "cannot answer command 61"),
+        ("3b", "cannot answer command 59; known: 39, 47, 48, 60, 61"),
+        ("3d", "node operation report is 57814321 bytes, above"),  # 61: u32 length
     ],
 )
 def test_a_reply_to_60s_tail_under_another_command_is_refused(answers, needle):

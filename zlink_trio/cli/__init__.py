@@ -5,6 +5,9 @@ Modules, one concept each:
 - ``main``          -- the argparse dispatcher: every subcommand, exit statuses 0 / 1 / 2
 - ``inspect``       -- ``zlink-trio inspect``: read a shared store's authority records
 - ``release``       -- ``zlink-trio release``: fenced release of a Spot whose owner's lease expired
+- ``charts``        -- ``zlink-trio statecharts``: list the charts, render one (md / svg), trace
+- ``nodes``         -- ``zlink-trio nodes``: the live nodes, their leases and Spot counts
+- ``operators``     -- ``zlink-trio relocate`` / ``drain``: through a client-only node
 - ``store_command`` -- what store subcommands share: opening a store, one line per error, formats
 - ``__main__``      -- ``python -m zlink_trio.cli``
 

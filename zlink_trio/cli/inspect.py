@@ -35,6 +35,7 @@ from zlink_trio.cli.store_command import (
     HEADER,
     UsageError,
     add_store_arguments,
+    column_widths,
     describe_owner,
     iso,
     open_cli_store,
@@ -75,7 +76,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = commands.add_parser(
         "inspect", help="list authority records, or show one Spot's",
         description="List the Location Store's authority records page by page, or show "
-                    "one Spot's record. Read-only.")
+                    "one Spot's record. Read-only. Exit 0 shown, 1 the Spot is Missing or the "
+                    "store is unavailable, 2 usage error.")
     add_store_arguments(parser)
     parser.add_argument("spot_id", nargs="?", metavar="SPOT_ID",
                         help="show this Spot's record (exit 1 when it is Missing)")
@@ -105,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
                 return await _show(store, args, out)
             return await _list(store, args, out)
 
-    return run_command("inspect", body)
+    return run_command("inspect", body, as_json=args.json)
 
 
 async def _query(store: Store, args: argparse.Namespace, cursor: str | None) -> Page:
@@ -120,16 +122,17 @@ async def _query(store: Store, args: argparse.Namespace, cursor: str | None) -> 
 async def _list(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     page = await _query(store, args, args.cursor)  # before any output: a bad cursor is usage
     count = 0
+    widths = column_widths(page.records)  # the first page sets the columns
     if args.json:
         out.write('{"records": [')
     else:
-        print(record_line(HEADER), file=out)
+        print(record_line(HEADER, widths), file=out)
     while True:
         for record in page.records:
             if args.json:
                 out.write(("," if count else "") + "\n  " + json.dumps(record.to_json()))
             else:
-                print(record_line(record), file=out)
+                print(record_line(record, widths), file=out)
             count += 1
         if page.next_cursor is None or not args.all:
             break
@@ -140,8 +143,9 @@ async def _list(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     elif cursor is None:
         print(f"{count} record(s)", file=out)
     else:
-        print(f"{count} record(s); more: continue with --cursor {shlex.quote(cursor)} "
-              "(or pass --all)", file=out)
+        size = "" if args.page_size is None else f" --page-size {args.page_size}"
+        print(f"{count} record(s); more: zlink-trio inspect --store {shlex.quote(args.store)}"
+              f"{size} --cursor {shlex.quote(cursor)}   (or add --all)", file=out)
     return EXIT_OK
 
 
@@ -168,9 +172,10 @@ async def _show(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     if (record.state is AuthorityState.READY and record.kind is not SpotKind.ENTRY
             and lease is None):
         print("\nIts owner's lease is over. If that node is gone for good, an operator may "
-              "free the Spot with:\n  zlink-trio release --store URL "
-              f"{shlex.quote(spot_id)} --generation {record.object_generation} "
-              f"--owner-generation {record.owner_generation}", file=out)
+              "free the Spot with:\n  zlink-trio release --store "
+              f"{shlex.quote(args.store)} {shlex.quote(spot_id)} --generation "
+              f"{record.object_generation} --owner-generation {record.owner_generation}",
+              file=out)
     return EXIT_OK
 
 

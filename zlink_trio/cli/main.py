@@ -13,11 +13,16 @@ An argparse parser with one subcommand each:
   the child, which decides how it ends, and its exit status is this one;
 - ``inspect`` (:mod:`.inspect`) reads authority records of a shared store;
 - ``release`` (:mod:`.release`) is the operator's fenced release of a Ready
-  Spot whose owner's lease expired.
+  Spot whose owner's lease expired;
+- ``nodes`` (:mod:`.nodes`) lists the live nodes with their endpoint, lease and Spots;
+- ``relocate`` and ``drain`` (:mod:`.operators`) act on running nodes through a
+  client-only node that joins the Mesh;
+- ``statecharts`` (:mod:`.charts`) lists the lifecycle charts or renders one.
 
-Exit status: ``0`` success, ``1`` refused / Missing / store unavailable (the
-message says why and what to do), ``2`` usage error. Typed zlink_trio errors
-become one readable line on stderr, never a traceback (:mod:`.store_command`).
+Exit status: ``0`` success, ``1`` refused / Missing / not (all) moved / store or node
+unavailable (the message says why and what to do), ``2`` usage error. Typed zlink_trio
+errors become one readable line on stderr, never a traceback (:mod:`.store_command`);
+``--json`` on every command prints one JSON document (docs/operations.md).
 """
 
 from __future__ import annotations
@@ -28,12 +33,15 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
-from zlink_trio.cli import inspect, release
+from zlink_trio.cli import charts, inspect, nodes, operators, release
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 __all__ = ("build_parser", "main")
+
+#: The subcommands argparse parses (besides the forwarded ones).
+_COMMANDS = ("inspect", "release", "nodes", "relocate", "drain", "statecharts")
 
 #: Subcommands that own their arguments: name -> (the module run as a program, help).
 _FORWARDED: dict[str, tuple[str, str]] = {
@@ -58,14 +66,19 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``zlink-trio`` parser with every subcommand."""
     parser = argparse.ArgumentParser(
         prog="zlink-trio", description="Tools that ship with the zlink_trio runtime.",
-        epilog="Exit status: 0 success, 1 refused or Missing (the message says why), "
-               "2 usage error.")
+        epilog="Exit status: 0 success, 1 refused, Missing, not (all) moved, or a store or "
+               "node unavailable (the message says why), 2 usage error. --json on every "
+               "command prints one JSON document, a failure as {\"error\": {\"command\", "
+               "\"status\", \"message\"}}. Reference: docs/operations.md.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, help_) in _FORWARDED.items():
         commands.add_parser(name, help=f"{help_} (arguments: see zlink-trio {name} --help)",
                             add_help=False)
     inspect.add_parser(commands)
     release.add_parser(commands)
+    nodes.add_parser(commands)
+    operators.add_parsers(commands)
+    charts.add_parser(commands)
     return parser
 
 
@@ -78,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args:
         parser.print_help(sys.stderr)
         return 2
-    if not args[0].startswith("-") and args[0] not in (*_FORWARDED, "inspect", "release"):
+    if not args[0].startswith("-") and args[0] not in (*_FORWARDED, *_COMMANDS):
         print(f"zlink-trio: unknown command {args[0]!r}\n", file=sys.stderr)
         parser.print_usage(sys.stderr)
         return 2

@@ -29,10 +29,17 @@ that had not reached relay-ready, each with its own fenced transaction, then the
 claims that own nothing any more (with their Entry claims). It is refused (exit 1,
 nothing written) while any process holds a live claim of that NodeId. Exit 0 when
 every record was released; 1 when some were left (each is printed with the reason).
+
+``--json`` prints one JSON document: ``{"released": RECORD, "inboxLeft": N}`` for a
+Spot (``RECORD`` as ``AuthorityRecord.to_json`` of the record as it was, ``N`` the
+unhandled durable-inbox records counted, ``"1024+"`` past the read bound), and
+``{"nodeId", "released": [RECORD...], "left": [{"record": RECORD, "reason"}...],
+"claimsRemoved": N}`` for ``--node``; a failure is ``{"error": {...}}``.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import TYPE_CHECKING
 
@@ -86,6 +93,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--node", metavar="NODE_ID",
                         help="release everything the dead lifecycles of NODE_ID own, and "
                              "their claims (refused while NODE_ID has a live claim)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(run=run)
 
 
@@ -122,18 +130,23 @@ def run(args: argparse.Namespace) -> int:
                 record = await store.location.release_expired(
                     args.spot_id, object_generation=args.generation,
                     owner_generation=args.owner_generation, now=wall_time())
-            print(f"released {record.spot_id!r}: generation {record.object_generation}, "
-                  f"owner generation {record.owner_generation}, owner "
-                  f"{describe_owner(record.owner)} (lease over). The Spot is Missing now; "
-                  "its next activation creates a new incarnation with a larger generation.",
-                  file=out)
+            left: str | None = None
             with trio.move_on_after(args.timeout):
-                note = await _inbox_note(store, record)
-                if note:
-                    print(note, file=out)
+                left = await _inbox_left(store, record)
+        if args.json:
+            print(json.dumps({"released": record.to_json(), "inboxLeft": left}), file=out)
+            return EXIT_OK
+        print(f"released {record.spot_id!r}: generation {record.object_generation}, "
+              f"owner generation {record.owner_generation}, owner "
+              f"{describe_owner(record.owner)} (lease over). The Spot is Missing now; "
+              "its next activation creates a new incarnation with a larger generation.",
+              file=out)
+        if left not in (None, "0"):
+            print(f"note: {left} unhandled record(s) remain in the released incarnation's "
+                  "durable inbox; they are not delivered to the new incarnation", file=out)
         return EXIT_OK
 
-    return run_command("release", body)
+    return run_command("release", body, as_json=args.json)
 
 
 async def _release_node(args: argparse.Namespace, out: TextIO) -> int:
@@ -150,6 +163,13 @@ async def _release_node(args: argparse.Namespace, out: TextIO) -> int:
                     f"lease until {iso(holder.lease_expires_at)}): a running node ends its "
                     "own Spots; stop it, or wait for its lease to end, then retry")
             done = await release_dead_node(store, args.node, now=wall_time)
+    status = EXIT_REFUSED if done.left else EXIT_OK
+    if args.json:
+        print(json.dumps({
+            "nodeId": args.node, "released": [r.to_json() for r in done.released],
+            "left": [{"record": r.to_json(), "reason": why} for r, why in done.left],
+            "claimsRemoved": done.claims_removed}, indent=2), file=out)
+        return status
     for record in done.released:
         print(f"released {record.spot_id!r}: {record.kind.name.lower()}, generation "
               f"{record.object_generation}, was {record.state.value}", file=out)
@@ -160,18 +180,15 @@ async def _release_node(args: argparse.Namespace, out: TextIO) -> int:
           f"left, {done.claims_removed} dead claim(s) removed. Released Instance Spots "
           "activate anew on their next call; released User Spots must be created again.",
           file=out)
-    return EXIT_REFUSED if done.left else EXIT_OK
+    return status
 
 
-async def _inbox_note(store: Store, record: AuthorityRecord) -> str:
-    """A warning when the released incarnation's durable inbox still holds messages."""
+async def _inbox_left(store: Store, record: AuthorityRecord) -> str | None:
+    """How many records the released incarnation's durable inbox still holds (``"N"``,
+    ``"N+"`` past the read bound), ``None`` when the store could not say."""
     try:
         left = await store.relocation.inbox_read(record.spot_id, record.object_generation,
                                                  limit=MAX_INBOX_READ)
     except ZLinkError:
-        return ""  # released either way; the note is a courtesy
-    if not left:
-        return ""
-    count = f"{len(left)}+" if len(left) == MAX_INBOX_READ else str(len(left))
-    return (f"note: {count} unhandled record(s) remain in the released incarnation's durable "
-            "inbox; they are not delivered to the new incarnation")
+        return None  # released either way; the count is a courtesy
+    return f"{len(left)}+" if len(left) == MAX_INBOX_READ else str(len(left))

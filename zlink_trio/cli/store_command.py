@@ -12,14 +12,19 @@ other processes share. Its exit status is one of three:
   (argparse's own errors exit 2 as well).
 
 Every typed zlink_trio error becomes one readable line on stderr, never a
-traceback. ``memory://`` is refused: a memory store lives inside one process,
-so a command in another process would only ever see an empty store. A
-``sqlite:///`` path must name an existing file, so a typo does not quietly
-create an empty store. Each store call is bounded by ``--timeout``.
+traceback; with ``--json`` the same failure is also printed on stdout as
+``{"error": {"command", "status", "message"}}`` (:func:`run_command`), so a script
+reads one JSON document whatever happened.
+
+``memory://`` is refused: a memory store lives inside one process, so a command in
+another process would only ever see an empty store. A ``sqlite:///`` path must name an
+existing file, so a typo does not quietly create an empty store. Each store call is
+bounded by ``--timeout``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -42,7 +47,7 @@ from zlink_trio.store import OwnerAlive, open_store
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import AsyncIterator, Awaitable, Callable
+    from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
     from zlink_trio.core.records import AuthorityRecord, OwnerFence
     from zlink_trio.store import Store
@@ -54,6 +59,7 @@ __all__ = (
     "HEADER",
     "UsageError",
     "add_store_arguments",
+    "column_widths",
     "describe_owner",
     "iso",
     "open_cli_store",
@@ -133,34 +139,49 @@ def _leaf(error: BaseException) -> BaseException:
 
 
 def run_command(command: str, body: Callable[[], Awaitable[int]], *,
-                err: TextIO | None = None) -> int:
-    """Run ``body`` in ``trio.run``; turn every expected failure into a line and a status."""
+                err: TextIO | None = None, as_json: bool = False,
+                unavailable: str = "store unavailable", not_found: str = "not released",
+                too_slow: str = "the store did not answer within --timeout; nothing is known "
+                                "to have changed, check with zlink-trio inspect") -> int:
+    """Run ``body`` in ``trio.run``; turn every expected failure into a line and a status.
+
+    ``as_json`` also prints the failure on stdout as ``{"error": {...}}``;
+    ``unavailable`` labels Unavailable / DeadlineExceeded, ``not_found`` NotFound, and
+    ``too_slow`` is the line for a ``--timeout`` that ran out (the operator commands
+    reach nodes, not only a store).
+    """
     err = sys.stderr if err is None else err
     try:
         return trio.run(body)
     except BaseException as raised:
         error = _leaf(raised)
-        if isinstance(error, UsageError | InvalidConfiguration):
-            print(f"zlink-trio {command}: error: {error}", file=err)
-            return EXIT_USAGE
-        if isinstance(error, trio.TooSlowError):
-            print(f"zlink-trio {command}: the store did not answer within --timeout; nothing "
-                  "is known to have changed, check with zlink-trio inspect", file=err)
-            return EXIT_REFUSED
-        # StaleFence is an Unavailable, but it is the store's answer, not a fault.
-        if isinstance(error, DeadlineExceeded | Unavailable) and not isinstance(error,
-                                                                              StaleFence):
-            print(f"zlink-trio {command}: store unavailable: {error.message}", file=err)
-            return EXIT_REFUSED
-        if isinstance(error, ZLinkError):
-            label = "not released" if isinstance(error, NotFound) else "refused"
-            extra = (f" (the lease ends {iso(error.lease_expires_at)})"
-                     if isinstance(error, OwnerAlive) else "")
-            print(f"zlink-trio {command}: {label}: {error.message}{extra}", file=err)
-            return EXIT_REFUSED
-        if error is raised:
-            raise
-        raise error from raised
+        status, line = _failure(error, unavailable, not_found, too_slow)
+        if status is None:
+            if error is raised:
+                raise
+            raise error from raised
+        print(f"zlink-trio {command}: {line}", file=err)
+        if as_json:
+            print(json.dumps({"error": {"command": command, "status": status,
+                                        "message": line}}))
+        return status
+
+
+def _failure(error: BaseException, unavailable: str, not_found: str,
+             too_slow: str) -> tuple[int | None, str]:
+    if isinstance(error, UsageError | InvalidConfiguration):
+        return EXIT_USAGE, f"error: {error}"
+    if isinstance(error, trio.TooSlowError):
+        return EXIT_REFUSED, too_slow
+    # StaleFence is an Unavailable, but it is the store's answer, not a fault.
+    if isinstance(error, DeadlineExceeded | Unavailable) and not isinstance(error, StaleFence):
+        return EXIT_REFUSED, f"{unavailable}: {error.message}"
+    if isinstance(error, ZLinkError):
+        label = not_found if isinstance(error, NotFound) else "refused"
+        extra = (f" (the lease ends {iso(error.lease_expires_at)})"
+                 if isinstance(error, OwnerAlive) else "")
+        return EXIT_REFUSED, f"{label}: {error.message}{extra}"
+    return None, ""
 
 
 def describe_owner(owner: OwnerFence) -> str:
@@ -181,20 +202,35 @@ def iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")
 
 
-#: Column layout of one record in ``inspect``'s list (wider values just push right).
+#: Column headings of ``inspect``'s list.
 HEADER: Final = ("SPOT ID", "KIND", "TYPE", "STATE", "GENERATION", "OWNER GEN",
                  "OWNER NODE RID/LIFECYCLE", "VERSION")
+#: Columns aligned right (numbers); the others are aligned left.
+_RIGHT: Final = frozenset({4, 5, 7})
 
 
-def record_line(values: tuple[str, ...] | AuthorityRecord) -> str:
-    """One list line: a record, or the header when given :data:`HEADER`."""
-    if isinstance(values, tuple):
-        cells = values
-    else:
-        r = values
-        cells = (r.spot_id, encode_kind(r.kind), r.stable_type, r.state.value,
-                 str(r.object_generation), str(r.owner_generation),
-                 f"{r.owner.node_rid}/{r.owner.lifecycle_generation}", str(r.store_version))
-    spot, kind, stype, state, gen, ogen, owner, version = cells
-    return (f"{spot:<24} {kind:<8} {stype:<16} {state:<11} {gen:>10} {ogen:>9} "
-            f"{owner:<36} {version:>7}").rstrip()
+def _cells(record: AuthorityRecord) -> tuple[str, ...]:
+    r = record
+    return (r.spot_id, encode_kind(r.kind), r.stable_type, r.state.value,
+            str(r.object_generation), str(r.owner_generation),
+            f"{r.owner.node_rid}/{r.owner.lifecycle_generation}", str(r.store_version))
+
+
+def column_widths(records: Iterable[AuthorityRecord]) -> tuple[int, ...]:
+    """Widths that fit :data:`HEADER` and every one of ``records``."""
+    widths = [len(heading) for heading in HEADER]
+    for record in records:
+        for index, cell in enumerate(_cells(record)):
+            widths[index] = max(widths[index], len(cell))
+    return tuple(widths)
+
+
+def record_line(values: tuple[str, ...] | AuthorityRecord,
+                widths: tuple[int, ...] | None = None) -> str:
+    """One list line -- a record, or the header when given :data:`HEADER` -- in columns
+    of ``widths`` (:func:`column_widths`; a wider value pushes the rest right)."""
+    cells = values if isinstance(values, tuple) else _cells(values)
+    widths = widths or tuple(len(cell) for cell in cells)
+    return "  ".join(cell.rjust(width) if index in _RIGHT else cell.ljust(width)
+                     for index, (cell, width) in enumerate(zip(cells, widths, strict=True))
+                     ).rstrip()

@@ -59,14 +59,14 @@ from zlink_trio.runtime.charts import NODE, step
 from zlink_trio.runtime.coordinators.lease import keep_lease, wait_stopped
 from zlink_trio.runtime.coordinators.node_claim import claim_node_id
 from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
-from zlink_trio.runtime.coordinators.placement import close_placement
 from zlink_trio.runtime.coordinators.recovery import recover_orphans
-from zlink_trio.runtime.coordinators.relocation import drain, relocate_spot
+from zlink_trio.runtime.coordinators.relocation import relocate_spot
 from zlink_trio.runtime.coordinators.routing import CallRouter
 from zlink_trio.runtime.declaration.registry import SpotTypeRegistry
 from zlink_trio.runtime.incarnation.catalog import Catalog
 from zlink_trio.runtime.mesh.inbound import inbound_handler
 from zlink_trio.runtime.mesh.peers import Peers
+from zlink_trio.runtime.mesh.remote_operation import drain_here, drain_node, relocate_on_owner
 from zlink_trio.runtime.mesh.setup import mesh_settings, open_mesh
 from zlink_trio.runtime.options import (
     DEFAULT_ACTIVE_OBJECT_CEILING,
@@ -188,10 +188,42 @@ class Node:
         ``default_timeout``) bounds the whole drain.
         """
         seconds = self._rt.options.default_timeout if timeout is None else check_timeout(timeout)
-        deadline = deadline_after(seconds)
-        self._rt.placement_closed = True
-        await close_placement(self._rt, deadline)
-        return await drain(self._rt, deadline)
+        return await drain_here(self._rt, deadline_after(seconds))
+
+    async def ask_relocate(self, spot_id: str, *, to: str | None = None,
+                           timeout: float | None = None,  # noqa: ASYNC109 -- as relocate
+                           ) -> RelocationResult:
+        """Have the node that owns ``spot_id`` relocate it, as ``relocate`` there would.
+
+        For an operator or an API edge (a ``client_only`` node): this node need not own
+        the Spot. When it does, this is :meth:`relocate`; otherwise the owner's live
+        lifecycle is asked over its link (command 61) and runs the move. Same result and
+        errors as :meth:`relocate` -- plus :class:`Unavailable` when the owner is not
+        live or its link fails, and :class:`DeadlineExceeded` when no answer came in time
+        (the move may then have happened: check with ``spots.find``).
+        """
+        spot_id = validate_spot_id(spot_id)
+        if to is not None:
+            to = validate_node_id(to)
+        seconds = self._rt.options.default_timeout if timeout is None else check_timeout(timeout)
+        return await relocate_on_owner(self._rt, spot_id, to, deadline_after(seconds))
+
+    async def ask_drain(self, node_id: str, *,
+                        timeout: float | None = None,  # noqa: ASYNC109 -- as drain
+                        ) -> DrainResult:
+        """Have the live node ``node_id`` of this Mesh drain, as ``drain`` there would.
+
+        ``node_id`` may be this node's own (then it is :meth:`drain`). The drained node
+        keeps running, takes no new Spots and relocates every Spot it hosts; stop it
+        afterwards for maintenance. Raises :class:`NotFound` when no live node has that
+        NodeId in this Mesh, :class:`Unavailable` when its link fails and
+        :class:`DeadlineExceeded` when it did not answer in time (what it moved stays
+        moved). A report too long for one answer lists the first results and counts the
+        rest in ``DrainResult.unlisted``.
+        """
+        node_id = validate_node_id(node_id)
+        seconds = self._rt.options.default_timeout if timeout is None else check_timeout(timeout)
+        return await drain_node(self._rt, node_id, deadline_after(seconds))
 
     def statistics(self) -> NodeStatistics:
         """A frozen snapshot of the node's state and counters."""
@@ -222,7 +254,12 @@ def _config(what: str, exc: InvalidOperation) -> InvalidConfiguration:
 
 
 def _descriptor(rt_rid: NodeRid, node_id: str, mesh: str, entry: str, options: NodeOptions,
-                registry: SpotTypeRegistry) -> NodeDescriptor:
+                registry: SpotTypeRegistry, client_only: bool) -> NodeDescriptor:
+    if client_only:  # hosts nothing: no served type, no capacity, no weight, no server role
+        return NodeDescriptor(
+            mesh=mesh, node_rid=rt_rid, node_id=node_id, endpoint=options.endpoint,
+            roles={Role.OBJECT_CLIENT}, served_types={}, capacity=0, placement_weight=0.0,
+            entry_spot_id=entry)
     return NodeDescriptor(
         mesh=mesh, node_rid=rt_rid, node_id=node_id, endpoint=options.endpoint,
         roles={Role.OBJECT_CLIENT, Role.OBJECT_SERVER},
@@ -230,6 +267,16 @@ def _descriptor(rt_rid: NodeRid, node_id: str, mesh: str, entry: str, options: N
                       if t.kind in (SpotKind.USER, SpotKind.INSTANCE)},
         capacity=options.active_object_ceiling, placement_weight=options.placement_weight,
         entry_spot_id=entry)
+
+
+def _check_client_only(client_only: object, spots: list[object]) -> bool:
+    if not isinstance(client_only, bool):
+        raise InvalidConfiguration(f"client_only must be a bool, got {client_only!r}")
+    if client_only and spots:
+        raise InvalidConfiguration(
+            f"a client_only node hosts no Spots, but spots= names {len(spots)} type(s); "
+            "pass spots=[] or drop client_only=True")
+    return client_only
 
 
 @asynccontextmanager
@@ -256,6 +303,7 @@ async def open_node(
     lease: float = DEFAULT_LEASE,
     default_timeout: float = DEFAULT_TIMEOUT,
     placement_weight: float = 1.0,
+    client_only: bool = False,
     clock: Callable[[], float] | None = None,
     random: _random.Random | None = None,
 ) -> AsyncIterator[Node]:
@@ -286,6 +334,12 @@ async def open_node(
     between processes, whose leases every process must read on one clock. ``random`` seeds
     IDs and placement (default: ``os.urandom``).
 
+    ``client_only=True`` makes a node that hosts no Spots -- an API edge, or the
+    operator commands' node: it joins the Mesh (claim, links, lease) with only the
+    object-client role, no served types, capacity 0 and placement weight 0, so no
+    placement, creation or relocation ever chooses it; it calls, creates, closes and
+    relocates Spots on the other nodes. ``spots`` must then be empty.
+
     Raises :class:`InvalidConfiguration` for invalid options or Spot declarations
     (including a stable type registered twice) and when the descriptor or Entry claim
     conflicts with a live one, before yielding; nothing is written then. A NodeId held by
@@ -308,6 +362,8 @@ async def open_node(
             active_object_ceiling=active_object_ceiling, application_lane=application_lane,
             lifecycle_lane=lifecycle_lane, lease=lease, default_timeout=default_timeout,
             placement_weight=placement_weight)
+        spots = list(spots)
+        client_only = _check_client_only(client_only, spots)
         registry = SpotTypeRegistry.build(spots)
     except InvalidOperation as exc:
         step(NODE, state, NODE.ev.configuration_invalid)
@@ -323,7 +379,8 @@ async def open_node(
                 options = attrs.evolve(options, endpoint=transport.endpoint)
             entry = (new_entry_spot_id(node_id, random_bytes) if random_bytes
                      else new_entry_spot_id(node_id))
-            descriptor = _descriptor(node_rid, node_id, mesh, entry, options, registry)
+            descriptor = _descriptor(node_rid, node_id, mesh, entry, options, registry,
+                                     client_only)
             try:
                 claim = await claim_node_id(opened.location, descriptor,
                                             lease=options.lease, clock=read_clock,
@@ -341,6 +398,7 @@ async def open_node(
                 owner=OwnerFence(node_rid, claim.lifecycle_generation),
                 lease_expires_at=claim.lease_expires_at, state=step(NODE, state, NODE.ev.new_claim))
             rt.peers = Peers(rt, inbound_handler(rt))
+            rt.placement_closed = client_only  # never chooses itself for a new Spot
             if transport is not None:
                 links.attach(rt.peers, transport, LocalIdentity(
                     node_id=node_id, node_rid=node_rid,

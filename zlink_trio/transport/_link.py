@@ -64,6 +64,7 @@ from zlink_trio.transport._ws import (
 )
 from zlink_trio.wire.frames import (
     Frame,
+    NodeOperation,
     Ping,
     Pong,
     RelocateSpot,
@@ -92,7 +93,7 @@ SILENT_INTERVALS: Final = 3
 
 ApplicationFrame = SpotMessage | UserSpotCreate | UserSpotClose | Reply
 _APPLICATION: Final = frozenset({SpotMessage, UserSpotCreate, UserSpotClose, RelocateSpot,
-                                 Reply})
+                                 NodeOperation, Reply})
 
 #: Websocket close code for a handler bug (RFC 6455 7.4.1, internal error).
 _CLOSE_INTERNAL: Final = 1011
@@ -243,7 +244,8 @@ class Link:
         if type(frame) not in _APPLICATION:
             raise InvalidOperation(
                 f"send_nowait sends application frames (SpotMessage, UserSpotCreate, "
-                f"UserSpotClose, RelocateSpot, Reply), got {type(frame).__name__}; the "
+                f"UserSpotClose, RelocateSpot, NodeOperation, Reply), got "
+                f"{type(frame).__name__}; the "
                 "transport sends handshake and keepalive frames itself"
             )
         try:

@@ -3,7 +3,8 @@
 Theory of operation
 -------------------
 Every frame's fourth byte is a :class:`Command`; command 39 carries a
-:class:`RouteKind`, command 20 a :class:`TerminalResult` and, after 47, a
+:class:`RouteKind`, command 61 a :class:`NodeAction`, command 20 a
+:class:`TerminalResult` and, after 47, a
 :class:`WireCreateState`. They are :class:`IntEnum` values whose numbers are
 the wire bytes: a number keeps its meaning for good and a retired one is not
 reused (``docs/wire.md``, "Versioning"). Decoding refuses a number that is not
@@ -17,15 +18,15 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-__all__ = ("Command", "RouteKind", "TerminalResult", "WireCreateState")
+__all__ = ("Command", "NodeAction", "RouteKind", "TerminalResult", "WireCreateState")
 
 
 class Command(IntEnum):
     """The command byte of the frame header.
 
     20, 39, 47 and 48 are the spec's numbers (spec 06 §3.3, §4.1, §7.1); 1..5
-    are zlink_trio's own handshake and keepalive commands, and 60 its own
-    planned-relocation handover.
+    are zlink_trio's own handshake and keepalive commands, 60 its own
+    planned-relocation handover and 61 its own operator request.
     """
 
     #: Server -> client, first frame on a link: the server's nonce.
@@ -49,6 +50,8 @@ class Command(IntEnum):
     USER_SPOT_CLOSE = 48
     #: Planned relocation: the source asks the target to take a sealed Spot over.
     RELOCATE_SPOT = 60
+    #: An operator request to a node: relocate a Spot it owns, or drain (``NodeAction``).
+    NODE_OPERATION = 61
 
 
 class RouteKind(IntEnum):
@@ -60,6 +63,15 @@ class RouteKind(IntEnum):
     ACTIVATION = 2
     #: Relayed by an old owner along its committed Message Follow route to the new owner.
     FOLLOW = 3
+
+
+class NodeAction(IntEnum):
+    """What a command 61 asks its target node to do."""
+
+    #: Relocate the Spot it owns that the frame names (to the node named, if any).
+    RELOCATE = 1
+    #: Drain: take no new Spots and relocate every Spot it hosts.
+    DRAIN = 2
 
 
 class TerminalResult(IntEnum):

@@ -35,6 +35,8 @@ from zlink_trio.wire._frame_types import (
     Challenge,
     FollowRoute,
     Hello,
+    NodeAction,
+    NodeOperation,
     Ping,
     Pong,
     ReadyRoute,
@@ -57,6 +59,7 @@ __all__ = (
     "read_close",
     "read_create",
     "read_hello",
+    "read_node_operation",
     "read_ping",
     "read_pong",
     "read_relocate",
@@ -67,6 +70,7 @@ __all__ = (
     "write_close",
     "write_create",
     "write_introduction",
+    "write_node_operation",
     "write_relocate",
     "write_spot_message",
     "write_token",
@@ -376,3 +380,39 @@ def read_relocate(r: Reader, max_body_bytes: int) -> RelocateSpot:
         payload=r.root_receipt("payload root"),
         deadline_ms=r.gen("deadline"),
     )
+
+
+_ACTIONS: Final = ", ".join(f"{int(a)} ({a.name.lower()})" for a in NodeAction)
+
+
+def write_node_operation(w: Writer, frame: NodeOperation) -> None:
+    """Command 61: the two lifecycles, the action, its Spot ID and node, the deadline."""
+    w.u64(frame.correlation)
+    w.u64(frame.operation_id)
+    w.owner(frame.source)
+    w.owner(frame.target)
+    w.u8(frame.action)
+    w.optional_text8(frame.spot_id)
+    w.optional_text8(frame.to_node)
+    w.u64(frame.deadline_ms)
+
+
+def read_node_operation(r: Reader, max_body_bytes: int) -> NodeOperation:
+    """Command 61."""
+    correlation = r.u64_nonzero("correlation")
+    operation_id = r.u64_nonzero("operation id")
+    source = r.owner("source")
+    target = r.owner("target")
+    number = r.u8("node action")
+    if number not in NodeAction._value2member_map_:
+        raise RemoteProtocolError(f"unknown node action {number}; known: {_ACTIONS}")
+    action = NodeAction(number)
+    spot_id = r.optional_text8("Spot ID")
+    to_node = r.optional_text8("node")
+    if action is NodeAction.RELOCATE and spot_id is None:
+        raise RemoteProtocolError("a RELOCATE node operation has no Spot ID")
+    if action is NodeAction.DRAIN and (spot_id, to_node) != (None, None):
+        raise RemoteProtocolError("a DRAIN node operation carries a Spot ID or a node")
+    return NodeOperation(correlation=correlation, operation_id=operation_id, source=source,
+                         target=target, action=action, spot_id=spot_id, to_node=to_node,
+                         deadline_ms=r.gen("deadline"))

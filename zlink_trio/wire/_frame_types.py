@@ -30,13 +30,20 @@ This module is sans-IO: no trio, no clock, no I/O.
 
 from __future__ import annotations
 
-from zlink_trio.wire._frame_enums import Command, RouteKind, TerminalResult, WireCreateState
+from zlink_trio.wire._frame_enums import (
+    Command,
+    NodeAction,
+    RouteKind,
+    TerminalResult,
+    WireCreateState,
+)
 from zlink_trio.wire._link_frames import MIN_FRAME_BYTES, Challenge, Hello, Ping, Pong, Welcome
 from zlink_trio.wire._reply_frames import (
     CloseOutcome,
     CreateOutcome,
     Failure,
     MessageOutcome,
+    NodeOperationOutcome,
     Outcome,
     RelocateOutcome,
     Reply,
@@ -45,6 +52,7 @@ from zlink_trio.wire._request_frames import (
     MAX_FOLLOW_HOPS,
     ActivationRoute,
     FollowRoute,
+    NodeOperation,
     ReadyRoute,
     RelocateSpot,
     Route,
@@ -66,6 +74,9 @@ __all__ = (
     "Frame",
     "Hello",
     "MessageOutcome",
+    "NodeAction",
+    "NodeOperation",
+    "NodeOperationOutcome",
     "Outcome",
     "Ping",
     "Pong",
@@ -86,5 +97,5 @@ __all__ = (
 #: Every frame the codec encodes and decodes.
 Frame = (
     Challenge | Hello | Welcome | Ping | Pong | SpotMessage | UserSpotCreate | UserSpotClose
-    | RelocateSpot | Reply
+    | RelocateSpot | NodeOperation | Reply
 )

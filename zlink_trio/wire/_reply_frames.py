@@ -6,7 +6,8 @@ A :class:`Reply` names the command it ``answers`` and carries one
 ``outcome``: a :class:`Failure` (a :class:`ZLinkError` code and message,
 answering any command the same way) or that command's success tail --
 :class:`MessageOutcome` after 39, :class:`CreateOutcome` after 47,
-:class:`CloseOutcome` after 48, :class:`RelocateOutcome` after 60. The
+:class:`CloseOutcome` after 48, :class:`RelocateOutcome` after 60,
+:class:`NodeOperationOutcome` after 61. The
 constructor refuses a success tail of another command, and an EXISTING
 create outcome with an application reply (spec 06 §3.3). ``terminal_result``
 and ``failure_code`` are derived from the outcome, so a reply cannot say OK
@@ -46,6 +47,7 @@ __all__ = (
     "CreateOutcome",
     "Failure",
     "MessageOutcome",
+    "NodeOperationOutcome",
     "Outcome",
     "RelocateOutcome",
     "Reply",
@@ -102,6 +104,22 @@ class RelocateOutcome:
     ref: SpotRef = attrs.field(validator=check_ref)
 
 
+def _check_report(instance: object, attribute: attrs.Attribute[T], value: T) -> None:
+    if type(value) is not bytes:
+        raise LocalProtocolError(f"report must be bytes (UTF-8 JSON), got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class NodeOperationOutcome:
+    """Success tail after 61: the operation's report, UTF-8 JSON the runtime reads.
+
+    The codec carries the bytes as they are (bounded like an application body); the
+    runtime (``runtime.mesh.remote_operation``) defines and checks the JSON.
+    """
+
+    report: bytes = attrs.field(validator=_check_report)
+
+
 def _check_failure_code(instance: object, attribute: attrs.Attribute[T], value: T) -> None:
     if not int_in(value, 1, MAX_U16):
         raise LocalProtocolError(
@@ -136,20 +154,22 @@ class Failure:
 
 
 #: What a command 20 reply carries after ``failureCode``.
-Outcome = CreateOutcome | CloseOutcome | MessageOutcome | RelocateOutcome | Failure
+Outcome = (CreateOutcome | CloseOutcome | MessageOutcome | RelocateOutcome
+           | NodeOperationOutcome | Failure)
 
 _SUCCESS_FOR: dict[Command, type[object]] = {
     Command.SPOT_MESSAGE: MessageOutcome,
     Command.USER_SPOT_CREATE: CreateOutcome,
     Command.USER_SPOT_CLOSE: CloseOutcome,
     Command.RELOCATE_SPOT: RelocateOutcome,
+    Command.NODE_OPERATION: NodeOperationOutcome,
 }
 _ANSWERABLE = ", ".join(command.name for command in _SUCCESS_FOR)
 
 
 @attrs.frozen(kw_only=True)
 class Reply:
-    """Command 20: the terminal result of a 39 request, a 47, a 48 or a 60.
+    """Command 20: the terminal result of a 39 request, a 47, a 48, a 60 or a 61.
 
     ``answers`` names the request's command; ``outcome`` is a
     :class:`Failure` or the success tail of that command.

@@ -29,6 +29,7 @@ from zlink_trio.wire._frame_types import (
     CreateOutcome,
     Failure,
     MessageOutcome,
+    NodeOperationOutcome,
     Outcome,
     RelocateOutcome,
     Reply,
@@ -92,14 +93,23 @@ def _read_relocated(r: Reader, max_body_bytes: int) -> RelocateOutcome:
     return RelocateOutcome(ref=r.spot_ref("SpotRef"))
 
 
+def _write_operated(w: Writer, outcome: NodeOperationOutcome) -> None:
+    w.blob32(outcome.report)
+
+
+def _read_operated(r: Reader, max_body_bytes: int) -> NodeOperationOutcome:
+    return NodeOperationOutcome(report=r.blob32("node operation report", max_body_bytes))
+
+
 #: A success tail: what an OK reply carries after the answered command.
-Success = CreateOutcome | CloseOutcome | MessageOutcome | RelocateOutcome
+Success = CreateOutcome | CloseOutcome | MessageOutcome | RelocateOutcome | NodeOperationOutcome
 
 _OUTCOME_RULES: Final = (
     rule(MessageOutcome, Command.SPOT_MESSAGE, _write_answered, _read_answered, _reply_body),
     rule(CreateOutcome, Command.USER_SPOT_CREATE, _write_created, _read_created, _reply_body),
     rule(CloseOutcome, Command.USER_SPOT_CLOSE, _write_closed, _read_closed),
     rule(RelocateOutcome, Command.RELOCATE_SPOT, _write_relocated, _read_relocated),
+    rule(NodeOperationOutcome, Command.NODE_OPERATION, _write_operated, _read_operated),
 )
 #: Command 20's success tails: outcome class -> its row (tag: the command it answers).
 OUTCOMES: Final[dict[type, Rule[Success]]] = {row.cls: row for row in _OUTCOME_RULES}

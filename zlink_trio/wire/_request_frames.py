@@ -11,8 +11,9 @@ committed Message Follow route (spec 06 §6) -- the common part (operation ID,
 reply correlation, deadline, source, payload) is the original message's, unchanged.
 Commands 47 and 48 carry the fences of a remote User Spot create and close
 (spec 06 §3.3, §7.1), and 60 asks the target of a planned relocation to take
-a sealed Spot over (:class:`RelocateSpot`). Every request has a nonzero
-``operation_id`` and an absolute ``deadline_ms``; 47, 48 and 60 also have a
+a sealed Spot over (:class:`RelocateSpot`); 61 is an operator's request to a
+node -- relocate a Spot it owns, or drain (:class:`NodeOperation`). Every request has a nonzero
+``operation_id`` and an absolute ``deadline_ms``; 47, 48, 60 and 61 also have a
 nonzero ``correlation``, and a 39 has one unless it is one-way
 (``reply_correlation`` 0). A request with a correlation is answered by
 exactly one command 20 (:mod:`zlink_trio.wire._reply_frames`).
@@ -46,7 +47,7 @@ from zlink_trio.wire._frame_checks import (
     check_u64_nonzero,
     int_in,
 )
-from zlink_trio.wire._frame_enums import RouteKind
+from zlink_trio.wire._frame_enums import NodeAction, RouteKind
 from zlink_trio.wire._frame_fields import MAX_GEN, MAX_METADATA_BYTES, MAX_U32
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ __all__ = (
     "MAX_FOLLOW_HOPS",
     "ActivationRoute",
     "FollowRoute",
+    "NodeOperation",
     "ReadyRoute",
     "RelocateSpot",
     "Route",
@@ -270,3 +272,35 @@ class RelocateSpot:
     expected_store_version: int = attrs.field(validator=check_gen)
     payload: RootReceipt = attrs.field(validator=_check_receipt)
     deadline_ms: int = attrs.field(validator=check_deadline)
+
+
+def _check_action(instance: object, attribute: attrs.Attribute[T], value: T) -> None:
+    if not isinstance(value, NodeAction):
+        raise LocalProtocolError(f"action must be a NodeAction, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class NodeOperation:
+    """Command 61: an operator's request to the node lifecycle ``target``.
+
+    ``RELOCATE`` moves the Spot ``spot_id`` that the target owns, to the node whose
+    NodeId is ``to_node`` or, without it, to one placement picks; ``DRAIN`` asks the
+    target to take no new Spots and relocate every Spot it hosts (``spot_id`` and
+    ``to_node`` absent). One command 20 answers it, with a
+    :class:`~zlink_trio.wire._reply_frames.NodeOperationOutcome` or a failure.
+    """
+
+    correlation: int = attrs.field(validator=check_u64_nonzero)
+    operation_id: int = attrs.field(validator=check_u64_nonzero)
+    source: OwnerFence = attrs.field(validator=check_owner)
+    target: OwnerFence = attrs.field(validator=check_owner)
+    action: NodeAction = attrs.field(validator=_check_action)
+    spot_id: str | None = attrs.field(default=None, validator=_check_optional_text8)
+    to_node: str | None = attrs.field(default=None, validator=_check_optional_text8)
+    deadline_ms: int = attrs.field(validator=check_deadline)
+
+    def __attrs_post_init__(self) -> None:
+        if self.action is NodeAction.RELOCATE and self.spot_id is None:
+            raise LocalProtocolError("a RELOCATE node operation names the Spot ID to move")
+        if self.action is NodeAction.DRAIN and (self.spot_id, self.to_node) != (None, None):
+            raise LocalProtocolError("a DRAIN node operation names no Spot ID and no node")

@@ -81,8 +81,8 @@ async def close_here(rt: NodeRuntime, ref: SpotRef, state: CloseOperationState,
         )
     if record.kind is not SpotKind.USER:
         raise InvalidOperation(
-            f"Spot {ref.spot_id!r} is a {record.kind.name.title()} Spot; spots.close() closes "
-            "User Spots only (an Instance Spot closes itself with ctx.close())"
+            f"Spot {ref.spot_id!r} is {_article(record.kind.name.title())} Spot; "
+            "spots.close() closes User Spots only (an Instance Spot closes itself with ctx.close())"
         )
     if record.owner != rt.owner:
         if remote is not None and record.owner.node_rid != rt.node_rid:
@@ -132,3 +132,8 @@ async def close_here(rt: NodeRuntime, ref: SpotRef, state: CloseOperationState,
     for event in (CLOSE.ev.turns_finished, CLOSE.ev.cleanup_done, CLOSE.ev.release):
         state = step(CLOSE, state, event)
     return True
+
+
+def _article(word: str) -> str:
+    """``word`` with its indefinite article ("an Instance", "an Entry", "a User")."""
+    return f"{'an' if word[:1] in 'AEIOU' else 'a'} {word}"

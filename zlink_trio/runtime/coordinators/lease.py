@@ -14,7 +14,10 @@ nursery.  The node *learns* that its lease is gone -- ``NodeLifecycle``
 * a renewal was answered only after the lease deadline had passed (too late: for a
   while this node was no valid owner, and others may have acted on that).
 
-Any other store error is retried (5 ms doubling to 1 s) while lease time remains.
+Any other store error is retried (5 ms doubling, at most a tenth of the lease apart)
+while lease time remains: an outage that ends before the lease does is always met by
+an attempt with room to spare, instead of one last attempt a few milliseconds before
+the deadline that a slow reconnect makes too late (found by ``tests/chaos``).
 
 :func:`lose_lease` then stops the lifecycle's work without a single store write (06 §9:
 an expired owner may not admit messages or timers nor update a location; cleaning
@@ -25,7 +28,8 @@ up the authority this node held is an operator action):
 2. cold activations in flight are cancelled (their callers get that Unavailable, and
    their aborts skip the store);
 3. every local incarnation seals admission, completes its queued work with that
-   Unavailable without running it, cancels its timers, lets its running turn finish,
+   Unavailable without running it, cancels its timers, lets its running turn finish
+   (withholding its reply if the lease deadline passed first: ``Host._run_message``),
    runs ``on_close(OWNERSHIP_LOST)`` once and leaves the catalog (``Host.lose_ownership``);
 4. once all are gone (bounded by ``default_timeout``) the node steps ``stop`` ->
    ``stopped``.  The ``async with open_node`` block is left by the application; its
@@ -62,6 +66,11 @@ async def keep_lease(rt: NodeRuntime) -> None:
             return
 
 
+def _next_retry(rt: NodeRuntime, retry: float) -> float:
+    """The pause before the next renewal attempt: doubling, capped at a tenth of the lease."""
+    return min(retry * 2, _MAX_RETRY, rt.options.lease / 10)
+
+
 async def _renew(rt: NodeRuntime) -> str | None:
     """One renewal, retried on transient errors; ``None`` when renewed, else why it is lost."""
     retry = _FIRST_RETRY
@@ -81,7 +90,7 @@ async def _renew(rt: NodeRuntime) -> str | None:
             LOGGER.warning("node %r: store unavailable for lease renewal (%s); retrying for "
                            "%.3f s more", rt.node_id, exc, left)
             await trio.sleep(min(retry, left))
-            retry = min(retry * 2, _MAX_RETRY)
+            retry = _next_retry(rt, retry)
             continue
         except (StaleFence, Unavailable) as exc:
             return f"the store refused its renewal: {exc.message}"
@@ -89,7 +98,7 @@ async def _renew(rt: NodeRuntime) -> str | None:
             LOGGER.warning("node %r: lease renewal failed (%s); retrying for %.3f s more",
                            rt.node_id, exc, left)
             await trio.sleep(min(retry, left))
-            retry = min(retry * 2, _MAX_RETRY)
+            retry = _next_retry(rt, retry)
             continue
         if scope.cancelled_caught:
             return f"no renewal was answered before it expired at {deadline}"

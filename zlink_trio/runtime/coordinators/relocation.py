@@ -100,6 +100,9 @@ class DrainResult:
 
     moved: list[RelocationResult]
     not_moved: list[RelocationResult]
+    #: Results left out of the lists: only a drain of another node whose report was too
+    #: long to carry every result (``Node.ask_drain``); 0 otherwise.
+    unlisted: int = 0
 
 
 @attrs.define(eq=False)

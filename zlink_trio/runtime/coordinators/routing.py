@@ -167,10 +167,11 @@ def _check_kind(call: Delivery, record: AuthorityRecord) -> None:
         return
     if record.kind is not SpotKind.INSTANCE or (
             intent.stable_type is not None and intent.stable_type != record.stable_type):
-        wanted = intent.stable_type or "an Instance type"
+        wanted = (repr(intent.stable_type) if intent.stable_type is not None
+                  else "an Instance Spot (no type)")
         raise TypeMismatch(
             f"Spot {record.spot_id!r} exists as {record.kind.name.title()} Spot type "
-            f"{record.stable_type!r}, but the call's Instance intent names {wanted!r}; "
+            f"{record.stable_type!r}, but the call's Instance intent names {wanted}; "
             "call it without instance_spot(), or with its own type"
         )
 

@@ -429,6 +429,11 @@ class Host:
                     "deadline and was not run; use a longer .timeout() or send less work"
                 ))
                 return
+        if item.first is None and self._lease_passed():
+            # 09 §4: an owner past its lease deadline starts no turn (a process paused
+            # with work queued wakes up here; another lifecycle may own the Spot now).
+            self._refuse_past_lease(item, "was not run")
+            return
         try:
             result: Any = await getattr(self.instance, item.info.name)(item.msg)
         except Exception as exc:
@@ -441,7 +446,14 @@ class Host:
         else:
             if completion is not None:
                 mismatch = check_reply(self.spot_type, item.info, result)
-                if mismatch is None:
+                if self._lease_passed():
+                    # The turn outlived the lease (the process was paused in it, or the
+                    # store was out of reach past the deadline): the reply is withheld,
+                    # since another lifecycle may own the Spot now and this incarnation's
+                    # state, with the handler's effect, is lost with it. (A fence on the
+                    # reply -- Kleppmann's fencing token, checked by the one who acts.)
+                    self._refuse_past_lease(item, "ran, but its effect is lost")
+                elif mismatch is None:
                     completion.set_result(result)
                 else:
                     completion.set_error(mismatch)
@@ -453,6 +465,19 @@ class Host:
             await record_first_completion(self.rt, self.spot_id, self.generation, item.first)
             if self._first_cleanup is not None:
                 self._first_cleanup.set()
+
+    def _refuse_past_lease(self, item: MessageWork, what: str) -> None:
+        """End ``item`` with Unavailable: the owner's lease deadline has passed."""
+        error = Unavailable(
+            f"Spot {self.spot_id!r}: this node's lease ran out at {self.rt.lease_expires_at} "
+            f"before the turn ended (the process was paused or cut off from the store); the "
+            f"message {what} and no reply is given, because another node may own the Spot "
+            "now. Retry the call: it resolves the current owner"
+        )
+        if item.completion is not None:
+            item.completion.set_error(error)
+        else:
+            LOGGER.warning("%s", error.message.replace("no reply is given", "it was one-way"))
 
     def _fail_queued(self, error: Unavailable) -> None:
         """Complete every queued request with ``error`` without running it (sends are dropped

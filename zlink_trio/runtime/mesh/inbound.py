@@ -30,6 +30,8 @@ Theory of operation
   third node -- and relays that owner's reply back unchanged (06 §4.2).
 * **47 / 48**: a catalog task each (:mod:`._create_remote`, :mod:`._close`), answered
   with one command 20.
+* **61** (:mod:`.remote_operation`): an operator's relocate or drain request, a catalog
+  task answered by command 20.
 
 A request's command 20 goes back on the link it came from.  Failures before admission
 are answered at once; a one-way send's failure is logged (the sender returned at
@@ -60,12 +62,14 @@ from zlink_trio.runtime.mesh.link_reply import LinkReply, send_reply
 from zlink_trio.runtime.mesh.message_follow import follow, follow_now, superseded
 from zlink_trio.runtime.mesh.remote_close import serve_remote_close
 from zlink_trio.runtime.mesh.remote_create import serve_remote_create
+from zlink_trio.runtime.mesh.remote_operation import serve_node_operation
 from zlink_trio.runtime.mesh.remote_relocation import serve_relocate
 from zlink_trio.runtime.state import LOGGER
 from zlink_trio.wire.frames import (
     ActivationRoute,
     Command,
     Failure,
+    NodeOperation,
     RelocateSpot,
     Reply,
     SpotMessage,
@@ -240,7 +244,7 @@ def _answer(rt: NodeRuntime, link: Link, correlation: int, answers: Command,
 
 
 def inbound_handler(rt: NodeRuntime) -> Callable[[Link, InboundFrame], None]:
-    """The function :class:`~.peers.Peers` hands every inbound 39, 47, 48 and 60 to."""
+    """The function :class:`~.peers.Peers` hands every inbound 39, 47, 48, 60 and 61 to."""
 
     def on_frame(link: Link, frame: InboundFrame) -> None:
         if isinstance(frame, SpotMessage):
@@ -254,6 +258,9 @@ def inbound_handler(rt: NodeRuntime) -> Callable[[Link, InboundFrame], None]:
         elif isinstance(frame, RelocateSpot):
             _answer(rt, link, frame.correlation, Command.RELOCATE_SPOT,
                     lambda: serve_relocate(rt, link, frame))
+        elif isinstance(frame, NodeOperation):
+            _answer(rt, link, frame.correlation, Command.NODE_OPERATION,
+                    lambda: serve_node_operation(rt, frame))
         else:
             _answer(rt, link, frame.correlation, Command.USER_SPOT_CLOSE,
                     lambda: serve_remote_close(rt, frame))

@@ -50,10 +50,16 @@ if TYPE_CHECKING:
     from zlink_trio.core.route_cache import CachedRoute
     from zlink_trio.runtime.state import NodeState
     from zlink_trio.transport import Link, MeshTransport
-    from zlink_trio.wire.frames import RelocateSpot, SpotMessage, UserSpotClose, UserSpotCreate
+    from zlink_trio.wire.frames import (
+        NodeOperation,
+        RelocateSpot,
+        SpotMessage,
+        UserSpotClose,
+        UserSpotCreate,
+    )
     from zlink_trio.wire.handshake import PeerIdentity
 
-    InboundFrame = SpotMessage | UserSpotCreate | UserSpotClose | RelocateSpot
+    InboundFrame = SpotMessage | UserSpotCreate | UserSpotClose | RelocateSpot | NodeOperation
 
 __all__ = ("Peers", "Pending")
 
