@@ -21,20 +21,11 @@ from stores import chaos_store
 RUN_TIMEOUT = 60
 LONG_RUN_TIMEOUT = 120
 
-#: Rows that find a runtime bug today: the run and its record are real (the report and
-#: docs/reliability.md show them), the test is an expected failure until it is fixed.
-KNOWN_BUGS = {
-    "sigstop-zombie": (
-        "zombie acks (docs/reliability.md, Findings 1): a process frozen past its lease "
-        "finishes the turn it was in and starts the turns queued before the freeze once "
-        "resumed, and replies ok, while the restarted NodeId's new incarnation serves the "
-        "same Spot (Host._run_message checks no lease; timer turns do)"),
-    "redis-relay-cut": (
-        "lease lost to a store outage of half the lease, in some runs (docs/reliability.md, "
-        "Findings 2): the renewal's retry back-off (5 ms doubling) sleeps min(retry, left), "
-        "so its last sleep can run to the lease deadline although the store answers again "
-        "0.3 s before it; the node then counts its lease as lost"),
-}
+#: Rows that find a runtime bug today, by ``faults.FAULTS`` key -> the bug: the run and
+#: its record stay real (the report shows them), the test is an expected failure until
+#: the bug is fixed. Empty: the zombie acks and the renewal back-off the harness found
+#: are fixed (docs/reliability.md, Findings).
+KNOWN_BUGS: dict[str, str] = {}
 
 ROWS = [pytest.param(key, backend, id=f"{key}-{backend}", marks=[
             pytest.mark.xfail(reason=KNOWN_BUGS[key], strict=False)] if key in KNOWN_BUGS
