@@ -3,13 +3,16 @@
 :func:`run_fault` is what every ``test_chaos`` test calls. The run:
 
 1. :meth:`Fault.prepare` (e.g. a relay in front of Redis), then the cluster
-   (``cluster.open_cluster``: 3 servers, 2 callers of 3 tasks, 12 counter Spots);
+   (``cluster.open_cluster``: 3 servers, 2 caller processes of 3 tasks -- 3 in the long
+   mode --, 12 counter Spots);
 2. **warm-up** until every Spot answered ``ok`` once, then ``steady`` seconds of load;
 3. :meth:`Fault.inject` -- the fault and its heal (or restart) under the same load;
 4. **recovery** until every Spot answered ``ok`` to a call started after the last
-   heal (bounded by ``recovery``), then ``tail`` seconds more;
-5. the callers stop (each logs its last call), the processes are reaped, and
-   ``checker.check`` reads every caller's and handler's log.
+   heal (bounded by ``RECOVERY``), then ``tail`` seconds more;
+5. the callers stop (each logs its last call), every process is killed and reaped, and
+   ``checker.check`` reads every caller's and handler's log; the row's own promises
+   (no lease lost where none may be, no error at all for the delay, a restarted node
+   serving within 2 leases of its open) are checked beside it.
 
 The result -- the checker's counts, the driver's timeline, the seconds it took -- is
 appended as one JSON line to ``$ZLINK_CHAOS_REPORT`` when that is set
