@@ -1,0 +1,304 @@
+"""The fault rows of the chaos harness: what each one does to a running cluster.
+
+A :class:`Fault` has an optional :meth:`~Fault.prepare` (runs before the cluster starts;
+may put a relay in front of the store and return the URL the nodes use) and
+:meth:`~Fault.inject`, which breaks something under load, heals it, and returns the
+*heal* times after which every Spot must serve again (see ``checker.serve_again``). Each
+records its steps in ``cluster.events``. Durations come from :class:`Knobs` (the lease,
+long mode), so a fault "past the lease" stays past it whatever the lease is.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from typing import TYPE_CHECKING, ClassVar
+from urllib.parse import urlsplit, urlunsplit
+
+import attrs
+import trio
+from relay import Relay
+
+if TYPE_CHECKING:
+    import random
+    from contextlib import AsyncExitStack
+
+    from cluster import Cluster
+
+__all__ = ("FAULTS", "Fault", "Knobs")
+
+
+@attrs.frozen
+class Knobs:
+    lease: float
+    long: bool
+    seed: int
+
+    def hold(self, short: float, long: float) -> float:
+        return long if self.long else short
+
+
+def victim(cluster: Cluster, rng: random.Random) -> str:
+    """A server that owns at least one Spot (the one owning most, ties at random)."""
+    owned: dict[str, int] = dict.fromkeys(cluster.servers, 0)
+    for owner in cluster.owners().values():
+        if owner in owned:
+            owned[owner] += 1
+    best = max(owned.values())
+    return rng.choice(sorted(name for name, count in owned.items() if count == best))
+
+
+@attrs.define
+class Fault:
+    """One row: a name, the backends it applies to, and what the runtime promises."""
+
+    name: ClassVar[str] = ""
+    backends: ClassVar[tuple[str, ...]] = ("sqlite", "redis")
+    promise: ClassVar[str] = ""
+    #: Whether a node may lose its lease in this row (else a loss breaks a promise).
+    may_lose_lease: ClassVar[bool] = False
+    #: Whether every call must succeed (the fault only slows things down).
+    no_errors: ClassVar[bool] = False
+    #: Deadlines of callers ``c0``, ``c1``, ... (the others: ``scenario.DEADLINE``).
+    caller_deadlines: ClassVar[tuple[float, ...]] = ()
+
+    async def prepare(self, stack: AsyncExitStack, url: str, knobs: Knobs) -> str:
+        return url
+
+    async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
+        raise NotImplementedError
+
+
+class LinkCut(Fault):
+    name = "link cut"
+    promise = ("calls to the cut node's Spots end Unavailable (or DeadlineExceeded) "
+               "within their deadline; the other Spots keep serving; after the heal every "
+               "Spot serves again (the next call dials again)")
+
+    async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
+        name = victim(cluster, rng)
+        relay = cluster.relays[name]
+        cluster.mark("fault", what="cut", node=name)
+        relay.cut()
+        await trio.sleep(knobs.hold(1.2, 6.0))
+        relay.heal()
+        return [cluster.mark("heal", node=name)]
+
+
+class LinkDelay(Fault):
+    name = "link delay"
+    no_errors = True
+    promise = ("every call to the delayed node's Spots is slower by the delay and still "
+               "answered within its deadline: no error, none late")
+
+    async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
+        name = victim(cluster, rng)
+        relay = cluster.relays[name]
+        cluster.mark("fault", what="delay 0.2 s each way", node=name)
+        relay.delay(0.2)
+        await trio.sleep(knobs.hold(1.2, 6.0))
+        relay.heal()
+        return [cluster.mark("heal", node=name)]
+
+
+class LinkBlackhole(Fault):
+    name = "link black-hole"
+    promise = ("calls to the silent node's Spots end DeadlineExceeded (or Unavailable) at "
+               "their deadline, none later; once the bytes flow again every Spot serves")
+
+    async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
+        name = victim(cluster, rng)
+        relay = cluster.relays[name]
+        cluster.mark("fault", what="black-hole", node=name)
+        relay.blackhole()
+        await trio.sleep(knobs.hold(2.3, 8.0))  # past the 2 s deadline
+        relay.heal()
+        return [cluster.mark("heal", node=name)]
+
+
+class SigstopZombie(Fault):
+    name = "SIGSTOP past the lease (zombie)"
+    may_lose_lease = True
+    #: ``c1`` waits longer than the freeze: a turn the zombie runs or finishes once
+    #: resumed would reach it as an ``ok`` (a zombie ack), not a DeadlineExceeded.
+    caller_deadlines = (2.0, 10.0)
+    promise = ("the frozen owner's Spots answer Unavailable / DeadlineExceeded; a "
+               "replacement process under the same NodeId takes them over once the frozen "
+               "lease ran out; the zombie, resumed, starts no turn and acknowledges nothing "
+               "past its lease (the turn it was frozen in may run to its end: a frozen "
+               "overlap, reported) and leaves; every Spot serves again")
+
+    async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
+        name = victim(cluster, rng)
+        zombie = cluster.servers[name]
+        await zombie.send(op="no_reopen")  # resumed, it must leave, not claim again
+        # Freeze it in the middle of a turn: ``c1`` sends one whose handler takes 0.8 s
+        # longer, to a Spot the victim owns, and the freeze comes 0.3 s into it.
+        spot = rng.choice(sorted(s for s, owner in cluster.owners().items() if owner == name))
+        await cluster.callers[1].send(op="slow", spot=spot, hold=0.8, deadline=10.0)
+        await trio.sleep(0.3)
+        zombie.signal(signal.SIGSTOP)
+        cluster.mark("fault", what="SIGSTOP in a turn", node=name, pid=zombie.proc.pid,
+                     spot=spot)
+        await trio.sleep(knobs.lease * 1.3)  # its lease has run out
+        restart = cluster.mark("restart", node=name)
+        replacement = await cluster.start_server(name)
+        await replacement.wait_for("open", 1, 30)
+        # At most 3 s more: the zombie resumes before ``c1``'s 10 s calls give up.
+        await cluster.wait_served(restart, 3.0)
+        zombie.signal(signal.SIGCONT)
+        resumed = cluster.mark("resume", node=name, pid=zombie.proc.pid)
+        await trio.sleep(knobs.hold(1.0, 5.0))
+        return [restart, resumed]
+
+
+class SigkillRestart(Fault):
+    name = "SIGKILL + restart"
+    promise = ("calls in flight to the killed node end Unavailable (may or may not have "
+               "run; never acknowledged without running); once the process restarted under "
+               "the same NodeId has opened (it waits the dead lease out), every Spot serves "
+               "again within 2 leases")
+
+    async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
+        name = victim(cluster, rng)
+        await trio.sleep(rng.uniform(0.0, knobs.hold(0.8, 3.0)))  # a random moment
+        proc = cluster.kill(name)
+        cluster.mark("fault", what="SIGKILL", node=name, pid=proc.proc.pid)
+        await proc.proc.wait()
+        restart = cluster.mark("restart", node=name)
+        replacement = await cluster.start_server(name)
+        opened = await replacement.wait_for("open", 1, 30)  # it waited the dead lease out
+        cluster.mark("reopened", node=name, at=opened["t"])
+        return [restart]
+
+
+def _redis_port(url: str) -> int:
+    return urlsplit(url).port or 6379
+
+
+class RedisPause(Fault):
+    name = "Redis CLIENT PAUSE past the lease"
+    backends = ("redis",)
+    may_lose_lease = True
+    promise = ("every node loses its lease: its calls end Unavailable (typed), it runs no "
+               "work and restarts itself; after the pause every Spot serves again")
+
+    async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
+        import coredis
+
+        pause = knobs.lease * 1.6
+        parts = urlsplit(cluster.store)
+        async with coredis.Redis(host=parts.hostname or "127.0.0.1",
+                                 port=parts.port or 6379) as client:
+            try:
+                # The pause ends by itself after ``pause`` even if this process dies.
+                await client.client_pause(round(pause * 1000))
+                cluster.mark("fault", what=f"CLIENT PAUSE {pause:.1f} s")
+                await trio.sleep(pause)
+            finally:
+                with trio.CancelScope(shield=True), trio.move_on_after(5):
+                    await client.client_unpause()
+        return [cluster.mark("heal")]
+
+
+class RedisRelayCut(Fault):
+    name = "Redis link cut (relay)"
+    backends = ("redis",)
+    promise = ("a store outage shorter than the lease: calls that need the store fail "
+               "typed (StoreUnavailable / Unavailable) or wait within their deadline; no "
+               "node loses its lease; after the heal every Spot serves")
+    relay: Relay | None = None
+
+    def outage(self, knobs: Knobs) -> float:
+        return knobs.lease * 0.5
+
+    async def prepare(self, stack: AsyncExitStack, url: str, knobs: Knobs) -> str:
+        relay = self.relay = Relay(upstream=_redis_port(url))
+        nursery = await stack.enter_async_context(trio.open_nursery())
+        stack.callback(nursery.cancel_scope.cancel)
+        await nursery.start(relay.serve)
+        parts = urlsplit(url)
+        return urlunsplit(parts._replace(netloc=f"127.0.0.1:{relay.port}"))
+
+    async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
+        assert self.relay is not None
+        cluster.mark("fault", what="cut the store link")
+        self.relay.cut()
+        await trio.sleep(self.outage(knobs))
+        self.relay.heal()
+        return [cluster.mark("heal")]
+
+
+LOCKER = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+conn.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+sys.stdin.readline()
+conn.execute("ROLLBACK")
+"""
+
+
+class SqliteLock(Fault):
+    name = "SQLite file locked"
+    backends = ("sqlite",)
+    promise = ("another process holds BEGIN EXCLUSIVE past the busy timeout (shorter "
+               "than the lease): store writes fail typed (StoreUnavailable / Unavailable) "
+               "within their deadline, no lease is lost; after the release every Spot "
+               "serves")
+
+    def outage(self, knobs: Knobs) -> float:
+        return knobs.lease * 0.6
+
+    async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
+        path = urlsplit(cluster.store).path
+        hold = self.outage(knobs)
+        locker = await trio.lowlevel.open_process(
+            [sys.executable, "-c", LOCKER, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert locker.stdout is not None
+        assert locker.stdin is not None
+        try:
+            with trio.fail_after(10):
+                assert (await locker.stdout.receive_some(64)).startswith(b"locked")
+            cluster.mark("fault", what=f"BEGIN EXCLUSIVE for {hold:.1f} s")
+            await trio.sleep(hold)
+            await locker.stdin.send_all(b"\n")
+            with trio.fail_after(10):
+                await locker.wait()
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(5):
+                if locker.returncode is None:
+                    locker.kill()
+                await locker.wait()
+                await locker.stdin.aclose()
+                await locker.stdout.aclose()
+        return [cluster.mark("heal")]
+
+
+class RedisRelayCutPastLease(RedisRelayCut):
+    name = "Redis link cut past the lease"
+    may_lose_lease = True
+    promise = ("every node loses its lease (calls end Unavailable, typed), runs no work "
+               "and restarts itself once the store answers; then every Spot serves again")
+
+    def outage(self, knobs: Knobs) -> float:
+        return knobs.lease * 1.6
+
+
+class SqliteLockPastLease(SqliteLock):
+    name = "SQLite file locked past the lease"
+    may_lose_lease = True
+    promise = RedisRelayCutPastLease.promise
+
+    def outage(self, knobs: Knobs) -> float:
+        return knobs.lease * 1.6
+
+
+FAULTS: dict[str, type[Fault]] = {
+    "link-cut": LinkCut, "link-delay": LinkDelay, "link-blackhole": LinkBlackhole,
+    "sigstop-zombie": SigstopZombie, "sigkill-restart": SigkillRestart,
+    "redis-pause": RedisPause, "redis-relay-cut": RedisRelayCut,
+    "redis-relay-cut-past-lease": RedisRelayCutPastLease, "sqlite-lock": SqliteLock,
+    "sqlite-lock-past-lease": SqliteLockPastLease,
+}

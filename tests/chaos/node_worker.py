@@ -1,0 +1,284 @@
+"""One node process of the chaos harness: a server of counter Spots, or a caller.
+
+``python node_worker.py --role server|caller --node NODE_ID --store URL --logs DIR
+[--lease S] [--endpoint ws://127.0.0.1:PORT] [--spots N] [--callers K] [--deadline S]
+[--pace S] [--lifetime S]``
+
+Both roles run a **supervisor**: it opens the node, and when the node loses its lease
+(store paused or cut past the lease, or a process stopped past it) it leaves
+``open_node`` and opens it again under the same NodeId -- what the runtime asks of an
+application ("restart the node"). Every (re)open prints one JSON line on stdout,
+``{"event": "open", "node_rid": ..., "bound": PORT, "pid": ..., "t": wall}``, and every
+lease loss ``{"event": "lease_lost", ...}``; the driver reads them (a relay in front of a
+server follows its ``bound`` port). Commands on stdin, one JSON line each:
+``{"op": "stop"}`` (callers finish their call and stop -- ``{"event": "calls_done"}`` once
+every call is logged --, the node closes, exit 0) and
+``{"op": "no_reopen"}`` (after the next lease loss the process exits instead) and
+``{"op": "go"}`` (callers start calling: the driver sends it once every node is open)
+and ``{"op": "slow", "spot": ID, "hold": S, "deadline": S}`` (one more call, ``NODE-slow-k``,
+whose turn takes ``hold`` seconds longer: the driver freezes its owner during it).
+
+* **server** (placement weight 1) serves ``ChaosCounter`` (Instance Spot
+  ``chaoscounter``). Every handled ``Add`` appends one JSON line to
+  ``DIR/handlers-NODE-PID.jsonl`` -- ``spot, rid, node, node_rid, generation, start,
+  end, lease_expires_at, value`` -- with one ``O_APPEND`` write *before the handler
+  returns its reply*, so an acknowledged request always has its handler line (the
+  line survives SIGKILL: it is in the kernel once ``write`` returned).
+* **caller** (placement weight 0: it owns nothing) runs K caller tasks; task ``i``
+  sends ``Add(rid)`` with Instance intent to the Spots ``chaos-0 .. chaos-(N-1)`` in
+  turn, each with a ``--deadline`` timeout, and appends one line per call to
+  ``DIR/calls-NODE-PID.jsonl``: ``caller, rid, spot, start, end, deadline, outcome``
+  (``"ok"``, the ``ZLinkError`` subclass name, or ``"untyped:<type>"``), ``owner``.
+  Request IDs are ``NODE-i-seq``: unique per caller. ``--pace`` seconds pass between
+  two calls of one task (the load's shape, not a wait for anything).
+
+``--lifetime`` bounds the whole process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import attrs
+import trio
+
+import zlink_trio as zl
+
+#: A handler turn takes this long, so a turn of one owner that overlaps another
+#: owner's turns is visible in the logs.
+HANDLER_HOLD = 0.003
+NODE = ""
+HANDLER_LOG = ""
+#: The node the supervisor has open (``None`` while it reopens).
+CURRENT: zl.Node | None = None
+#: Every node this process opened, by NodeRid (a turn reads its own node's lease).
+NODES: dict[str, zl.Node] = {}
+
+
+@attrs.frozen
+class Add:
+    rid: str
+    #: Extra seconds the turn takes (the driver's "slow" calls).
+    hold: float = 0.0
+
+
+@attrs.frozen
+class Total:
+    value: int
+    node: str
+
+
+def append(path: str, record: dict[str, Any]) -> None:
+    """One ``O_APPEND`` write: lines of concurrent writers never interleave."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (json.dumps(record) + "\n").encode())
+    finally:
+        os.close(fd)
+
+
+def say(event: str, **fields: Any) -> None:
+    print(json.dumps({"event": event, "t": time.time(), "pid": os.getpid(), **fields}),
+          flush=True)
+
+
+@zl.instance_spot("chaoscounter", relocation=zl.DisableRelocation())
+class ChaosCounter:
+    def __init__(self, ctx: zl.SpotContext) -> None:
+        self.ctx = ctx
+        self.total = 0
+
+    @zl.handler
+    async def add(self, msg: Add) -> Total:
+        start = time.time()
+        self.total += 1
+        await trio.sleep(HANDLER_HOLD + msg.hold)
+        rid = str(self.ctx.ref.node_rid)
+        node = NODES.get(rid)
+        # The lease deadline this lifecycle holds now (renewals move it on; a lost or
+        # frozen lease keeps its last one): a turn that ends after it is a zombie's.
+        lease = node.statistics().lease_expires_at if node is not None else None
+        append(HANDLER_LOG, {"spot": self.ctx.spot_id, "rid": msg.rid, "node": NODE,
+                             "node_rid": rid, "generation": self.ctx.generation,
+                             "start": start, "end": time.time(), "lease_expires_at": lease,
+                             "value": self.total})
+        return Total(self.total, NODE)
+
+
+@attrs.define
+class Supervisor:
+    args: argparse.Namespace
+    stopping: trio.Event = attrs.Factory(trio.Event)
+    reopen: bool = True
+    #: Set while a node is open; callers wait on it.
+    ready: trio.Event = attrs.Factory(trio.Event)
+    in_flight: int = 0
+    #: Set whenever ``in_flight`` drops to zero.
+    idle: trio.Event = attrs.Factory(trio.Event)
+    go: trio.Event = attrs.Factory(trio.Event)
+    slow: int = 0
+
+    async def run_node(self) -> None:
+        args = self.args
+        global CURRENT
+        while not self.stopping.is_set():
+            options: dict[str, Any] = {
+                "store": args.store, "mesh": "chaos", "spots": [ChaosCounter],
+                "lease": args.lease, "default_timeout": max(args.deadline, 2.0),
+                "instance_idle_timeout": 0,
+                "placement_weight": 1.0 if args.role == "server" else 0.0}
+            if args.endpoint:
+                options["endpoint"] = args.endpoint
+            try:
+                async with zl.open_node(args.node, **options) as node:
+                    transport = node._rt.peers.transport
+                    bound = transport.endpoint.rsplit(":", 1)[1] if transport else "0"
+                    say("open", node=args.node, node_rid=str(node.node_rid),
+                        bound=int(bound))
+                    CURRENT = NODES[str(node.node_rid)] = node
+                    self.ready.set()
+                    lost = await self.watch(node)
+                    CURRENT = None
+                    self.ready = trio.Event()
+                    with trio.move_on_after(args.deadline + 1):
+                        while self.in_flight:  # the callers' calls on it end first
+                            await self.idle.wait()
+                    if lost:
+                        say("lease_lost", node=args.node, node_rid=str(node.node_rid),
+                            why=node._rt.lease_loss)
+            except zl.ZLinkError as error:  # store unreachable: try again shortly
+                say("open_failed", node=args.node, error=type(error).__name__,
+                    message=str(error)[:300])
+                await trio.sleep(0.1)
+                continue
+            if lost and not self.reopen:
+                return
+
+    async def watch(self, node: zl.Node) -> bool:
+        """Until the node lost its lease (True) or the process is stopping (False)."""
+        while not self.stopping.is_set():
+            if node.statistics().state in ("lease_lost", "stopped"):
+                return True
+            with trio.move_on_after(0.02):
+                await self.stopping.wait()
+        return False
+
+    async def call(self, node: zl.Node, spot: str, rid: str, deadline: float,
+                   hold: float = 0.0) -> None:
+        """One request ``Add(rid)`` to ``spot``, logged when it ended."""
+        start = time.time()
+        owner = None
+        self.in_flight += 1
+        try:
+            total = await node.client.request(spot, Add(rid, hold), reply=Total).instance_spot(
+                "chaoscounter").timeout(deadline)
+            outcome, owner = "ok", total.node
+        except zl.ZLinkError as error:
+            outcome = type(error).__name__
+        except Exception as exc:  # a runtime bug: the checker reports it
+            outcome = f"untyped:{type(exc).__name__}:{exc!r}"[:300]
+        finally:
+            self.in_flight -= 1
+            if not self.in_flight:
+                self.idle.set()
+                self.idle = trio.Event()
+        append(os.path.join(self.args.logs, f"calls-{self.args.node}-{os.getpid()}.jsonl"),
+               {"caller": self.args.node, "rid": rid, "spot": spot, "start": start,
+                "end": time.time(), "deadline": deadline, "outcome": outcome, "owner": owner})
+
+    async def call_loop(self, index: int) -> None:
+        args = self.args
+        seq = 0
+        await self.go.wait()
+        while not self.stopping.is_set():
+            node = CURRENT
+            if node is None:
+                with trio.move_on_after(0.05):
+                    await self.ready.wait()
+                continue
+            await self.call(node, f"chaos-{(index + seq) % args.spots}",
+                            f"{args.node}-{index}-{seq}", args.deadline)
+            seq += 1
+            await trio.sleep(args.pace)
+
+    async def commands(self, nursery: trio.Nursery) -> None:
+        async with trio.lowlevel.FdStream(os.dup(sys.stdin.fileno())) as stdin:
+            buffer = b""
+            while True:
+                chunk = await stdin.receive_some(4096)
+                if not chunk:
+                    break  # the driver went away: stop
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, _, buffer = buffer.partition(b"\n")
+                    cmd = json.loads(line)
+                    op = cmd["op"]
+                    if op == "go":
+                        self.go.set()
+                    elif op == "slow" and CURRENT is not None:
+                        self.slow += 1
+                        nursery.start_soon(self.call, CURRENT, cmd["spot"],
+                                           f"{self.args.node}-slow-{self.slow}",
+                                           float(cmd["deadline"]), float(cmd["hold"]))
+                    elif op == "no_reopen":
+                        self.reopen = False
+                    elif op == "stop":
+                        self.go.set()
+                        self.stopping.set()
+                        return
+        self.go.set()
+        self.stopping.set()
+
+
+async def main(args: argparse.Namespace) -> None:
+    global NODE, HANDLER_LOG
+    NODE = args.node
+    HANDLER_LOG = os.path.join(args.logs, f"handlers-{args.node}-{os.getpid()}.jsonl")
+    supervisor = Supervisor(args)
+    with trio.fail_after(args.lifetime):
+        async with trio.open_nursery() as nursery:
+            if args.role == "caller":
+                async with trio.open_nursery() as callers:
+                    nursery.start_soon(supervisor.commands, callers)
+                    callers.start_soon(supervisor.run_node)
+                    async with trio.open_nursery() as loops:
+                        for index in range(args.callers):
+                            loops.start_soon(supervisor.call_loop, index)
+                    with trio.move_on_after(args.deadline + 1):
+                        while supervisor.in_flight:  # a "slow" call of the driver's
+                            await supervisor.idle.wait()
+                    say("calls_done", node=args.node)  # every call is logged
+            else:
+                nursery.start_soon(supervisor.commands, nursery)
+                await supervisor.run_node()
+            nursery.cancel_scope.cancel()
+    say("exit", node=args.node)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
+    parser.add_argument("--role", choices=["server", "caller"], required=True)
+    parser.add_argument("--node", required=True)
+    parser.add_argument("--store", required=True)
+    parser.add_argument("--logs", required=True)
+    parser.add_argument("--lease", type=float, default=1.5)
+    parser.add_argument("--endpoint", default="")
+    parser.add_argument("--spots", type=int, default=12)
+    parser.add_argument("--callers", type=int, default=3)
+    parser.add_argument("--deadline", type=float, default=2.0)
+    parser.add_argument("--pace", type=float, default=0.02)
+    parser.add_argument("--lifetime", type=float, default=120.0)
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    # Imported as ``node_worker`` (not ``__main__``): message classes travel by
+    # module-qualified name, and servers and callers must agree on it.
+    import node_worker
+
+    trio.run(node_worker.main, node_worker.parse_args())
