@@ -3,9 +3,9 @@
 Theory of operation
 -------------------
 The descriptor claim carries the lease every owner check uses (09 §4).
-:func:`keep_lease` renews it every third of its length, as a task of the node's
-nursery.  The node *learns* that its lease is gone -- ``NodeLifecycle``
-``lease_expired`` -> ``lease_lost`` -- when
+:func:`keep_lease` renews it every third of its length (two thirds before the
+deadline the last renewal set), as a task of the node's nursery.  The node *learns*
+that its lease is gone -- ``NodeLifecycle`` ``lease_expired`` -> ``lease_lost`` -- when
 
 * the store refuses a renewal (StaleFence: the claim was removed or replaced;
   Unavailable: the lease had already expired in the store), or
@@ -59,7 +59,10 @@ async def keep_lease(rt: NodeRuntime) -> None:
     """Renew the lease every third of it until it is lost (then stop the node's Spots)."""
     period = rt.options.lease / 3
     while True:
-        await trio.sleep(period)
+        # From the lease deadline, not from the last answer: a renewal is stamped when
+        # it is sent, so a slow answer must not push the next one later (found by
+        # tests/chaos on a loaded machine).
+        await trio.sleep(max(rt.lease_expires_at - 2 * period - rt.now(), period / 100))
         why = await _renew(rt)
         if why is not None:
             await lose_lease(rt, why)
