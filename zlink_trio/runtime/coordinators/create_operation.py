@@ -53,7 +53,7 @@ from zlink_trio.runtime.charts import CREATE, step
 from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.declaration.policies import Reject
 from zlink_trio.runtime.incarnation.host import Host
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.logs import CREATE as LOGGER
 from zlink_trio.store import AuthorityExists
 
 if TYPE_CHECKING:

@@ -56,7 +56,9 @@ from zlink_trio.runtime.incarnation.moving import Move
 from zlink_trio.runtime.mesh.follow_routes import FollowRoute
 from zlink_trio.runtime.mesh.message_follow import relay_held
 from zlink_trio.runtime.mesh.remote_relocation import send_relocate
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.fields import Operation
+from zlink_trio.runtime.observe.logs import RELOCATION as LOGGER
+from zlink_trio.runtime.observe.operations import observe_operation
 
 if TYPE_CHECKING:
     from statecharts.names import PlannedRelocationEvent, PlannedRelocationState
@@ -128,6 +130,15 @@ def _refused(ref: SpotRef, state: PlannedRelocationState, event: PlannedRelocati
 async def relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
                         deadline: Deadline) -> RelocationResult:
     """Move ``spot_id`` to node ``to`` (or one placement picks); see the module docstring."""
+    with observe_operation(rt, Operation.RELOCATION, spot_id) as observed:
+        result = await _relocate_spot(rt, spot_id, to, deadline)
+        observed.outcome = result.outcome.value
+        observed.mesh, observed.generation = result.ref.mesh, result.ref.generation
+        return result
+
+
+async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
+                         deadline: Deadline) -> RelocationResult:
     rt.check_admission()
     state = RELOCATION.initial
     record = await rt.store.location.find(spot_id)

@@ -66,7 +66,9 @@ from zlink_trio.runtime.incarnation.app_calls import (
 from zlink_trio.runtime.incarnation.context import SpotContext
 from zlink_trio.runtime.incarnation.timers import HostTimers, TimerWork
 from zlink_trio.runtime.incarnation.work import MessageWork, Work
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.events import stale
+from zlink_trio.runtime.observe.fields import StaleReason
+from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -176,12 +178,19 @@ class Host:
         on a node that lost its lease or is draining."""
         if self.sealed:
             self.rt.check_usable()  # a lost lease explains a sealed host best
+            stale(self.rt, StaleReason.CLOSING, self.spot_id, generation=self.generation,
+                  mesh=self.mesh)
             raise StaleRoute(
                 f"Spot {self.spot_id!r} generation {self.generation} is closing on this node "
                 "and admits no new messages; the message was not run. Send a new call once "
                 "it is closed (with Instance intent it is activated again)"
             )
-        self.rt.check_admission()
+        try:
+            self.rt.check_admission()
+        except StaleRoute:
+            stale(self.rt, StaleReason.LEASE_EXPIRED, self.spot_id, generation=self.generation,
+                  mesh=self.mesh)
+            raise
         if self.state == INCARNATION.st.sealed and self.move is not None:
             refusal = self.move.refusal()
             if refusal is not None:
