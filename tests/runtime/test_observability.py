@@ -229,6 +229,10 @@ async def test_a_scrape_shows_every_series_with_the_values_of_what_ran(store):
     assert a.value("zlink_relocations_total", outcome="committed") == 1
     assert a.value("zlink_relocation_duration_seconds_count") == 1
     assert a.value("zlink_relocation_duration_seconds_sum") > 0
+    # Incarnations that ended here: c-1 moved away, c-2 closed itself, the room closed.
+    assert a.value("zlink_incarnations_closed_total", reason="relocated") == 1
+    assert a.value("zlink_incarnations_closed_total", reason="closed") == 2
+    assert a.value("zlink_incarnations_closed_total", reason="idle_evicted") == 0
     # Route cache hits and misses.
     assert b.value("zlink_route_cache_hits_total") >= 1
     assert b.value("zlink_route_cache_misses_total") >= 1
@@ -301,6 +305,9 @@ async def test_log_records_carry_the_documented_fields(caplog):
     assert records(spot_id="nobody", resolve="missing")
     assert records(spot_id="c-2", stale="no_incarnation", node_id="node-a")
     assert records(spot_id="c-2", stale="answered", node_id="node-b")
+    ended = records(spot_id="c-2", outcome="closed", node_id="node-a")
+    assert ended
+    assert ended[0].name == "zlink_trio.runtime.spots"
 
 
 async def test_the_exposition_answers_only_get_metrics_and_closes_with_the_node():

@@ -66,7 +66,7 @@ from zlink_trio.runtime.incarnation.app_calls import (
 from zlink_trio.runtime.incarnation.context import SpotContext
 from zlink_trio.runtime.incarnation.timers import HostTimers, TimerWork
 from zlink_trio.runtime.incarnation.work import MessageWork, Work
-from zlink_trio.runtime.observe.events import stale
+from zlink_trio.runtime.observe.events import incarnation_closed, stale
 from zlink_trio.runtime.observe.fields import StaleReason
 from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
 
@@ -323,6 +323,8 @@ class Host:
         self.leave_catalog()
         self.state = step(INCARNATION, self.state, INCARNATION.ev.dispose)
         self.finished.set()
+        incarnation_closed(self.rt, self.close_reason.value, self.spot_id, self.mesh,
+                           self.generation)
         if not self.ownership_lost:  # else inbox and root stay as evidence for the operator
             await self._bounded("recovery cleanup", lambda: drop_recovery(
                 self.rt, self.spot_id, self.generation, self._first))
@@ -338,6 +340,8 @@ class Host:
         self._cleanup_started = True
         await run_on_close(self.spot_type, self.instance, self.spot_id, CloseReason.RELOCATED)
         self.finished.set()
+        incarnation_closed(self.rt, CloseReason.RELOCATED.value, self.spot_id, self.mesh,
+                           self.generation)
 
     def wake(self) -> None:
         """Wake the task to look at its state and queue again."""

@@ -23,6 +23,7 @@ from zlink_trio.runtime.observe.fields import (
     NODE_ID,
     OBJECT_GENERATION,
     OPERATION,
+    OUTCOME,
     RESOLVE,
     SPOT_ID,
     STALE,
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.observe.fields import ResolveResult, StaleReason
     from zlink_trio.runtime.state import NodeState
 
-__all__ = ("follow_event", "resolved", "stale")
+__all__ = ("follow_event", "incarnation_closed", "resolved", "stale")
 
 
 def resolved(rt: NodeState, spot_id: str, result: ResolveResult, *, mesh: str | None = None,
@@ -62,6 +63,17 @@ def follow_event(rt: NodeState, event: FollowEvent, spot_id: str, generation: in
                             OBJECT_GENERATION: generation,
                             OPERATION: Operation.FOLLOW.value, FOLLOW: event.value,
                             FOLLOW_HOPS: hops})
+
+
+def incarnation_closed(rt: NodeState, reason: str, spot_id: str, mesh: str,
+                       generation: int) -> None:
+    """A local incarnation ended (``reason``: its ``CloseReason`` value)."""
+    rt.metrics.incarnation_closed(reason)
+    if logs.SPOTS.isEnabledFor(logging.DEBUG):
+        logs.SPOTS.debug("node %r: Spot %r (generation %d) ended: %s", rt.node_id, spot_id,
+                         generation, reason, extra={
+                             NODE_ID: rt.node_id, SPOT_ID: spot_id, MESH: mesh,
+                             OBJECT_GENERATION: generation, OUTCOME: reason})
 
 
 def stale(rt: NodeState, reason: StaleReason, spot_id: str, *,

@@ -105,9 +105,9 @@ class NodeSample:
 class MetricsRecorder(Recorder):
     """The counts of one node (``node_id``), for its registry's collector."""
 
-    __slots__ = ("follow_events", "node_id", "operation_seconds", "operations",
-                 "request_seconds", "requests", "sample", "stale_reasons", "store_errors",
-                 "store_seconds")
+    __slots__ = ("closed_incarnations", "follow_events", "node_id", "operation_seconds",
+                 "operations", "request_seconds", "requests", "sample", "stale_reasons",
+                 "store_errors", "store_seconds")
 
     enabled: ClassVar[bool] = True
 
@@ -119,6 +119,7 @@ class MetricsRecorder(Recorder):
         self.operation_seconds: dict[str, Histogram] = {}
         self.follow_events: dict[str, int] = {}
         self.stale_reasons: dict[str, int] = {}
+        self.closed_incarnations: dict[str, int] = {}
         self.store_seconds: dict[tuple[str, str, str], Histogram] = {}
         self.store_errors: dict[tuple[str, str, str, str], int] = {}
         #: Builds the node's gauges at scrape time (set once the node runs).
@@ -149,6 +150,10 @@ class MetricsRecorder(Recorder):
     def stale(self, reason: StaleReason) -> None:
         """Count one stale classification."""
         self.stale_reasons[reason.value] = self.stale_reasons.get(reason.value, 0) + 1
+
+    def incarnation_closed(self, reason: str) -> None:
+        """Count one local incarnation that ended, by close reason."""
+        self.closed_incarnations[reason] = self.closed_incarnations.get(reason, 0) + 1
 
     def store_call(self, backend: str, part: str, method: str, seconds: float,
                    error: str | None) -> None:

@@ -28,6 +28,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from zlink_trio.runtime.declaration.policies import CloseReason
 from zlink_trio.runtime.observe.fields import FollowEvent, Operation, StaleReason
 
 if TYPE_CHECKING:
@@ -154,6 +155,15 @@ def _operation_families(nodes: list[tuple[MetricsRecorder, NodeSample | None]]
             if seconds is not None:
                 histogram.add_metric((node.node_id,), seconds.cumulative(), seconds.total)
         out.extend((counter, histogram))
+    ended = CounterMetricFamily(
+        "zlink_incarnations_closed", "Local Spot incarnations that ended, by close reason "
+        "(closed, idle_evicted, node_shutdown, relocated, ownership_lost, activation_failed)",
+        labels=("node_id", "reason"))
+    for node, _ in nodes:
+        for reason in CloseReason:
+            ended.add_metric((node.node_id, reason.value),
+                             node.closed_incarnations.get(reason.value, 0))
+    out.append(ended)
     return out
 
 

@@ -41,6 +41,9 @@ class Recorder:
     def stale(self, reason: StaleReason) -> None:
         """A message was classified stale (it ended StaleRoute without running)."""
 
+    def incarnation_closed(self, reason: str) -> None:
+        """A local incarnation ended (``reason``: a ``CloseReason`` value)."""
+
     def store_call(self, backend: str, part: str, method: str, seconds: float,
                    error: str | None) -> None:
         """One store call returned (``error`` is ``None``) or raised (its class name)."""
