@@ -62,7 +62,7 @@ from zlink_trio.runtime.coordinators.envelope import ActivationEnvelope
 from zlink_trio.runtime.coordinators.first_record import FirstRecord
 from zlink_trio.runtime.incarnation.host import Host
 from zlink_trio.runtime.incarnation.work import MessageWork
-from zlink_trio.runtime.observe.fields import MESH, OPERATION, OUTCOME, SPOT_ID, Operation
+from zlink_trio.runtime.observe.fields import Operation, spot_fields
 from zlink_trio.runtime.observe.logs import ACTIVATION as LOGGER
 from zlink_trio.runtime.observe.operations import observe_operation
 from zlink_trio.store import AuthorityExists
@@ -119,15 +119,18 @@ def encode_envelope(job: ActivationJob) -> bytes:
         deadline_ms=job.deadline.wall_ms).encode()
 
 
+def _fields(job: ActivationJob, generation: int | None) -> dict[str, object]:
+    return spot_fields(job.spot_id, node_id=job.rt.node_id, mesh=job.mesh,
+                       generation=generation, operation=Operation.COLD_ACTIVATION)
+
+
 def _fail(job: ActivationJob, error: BaseException) -> None:
     job.observed.failed(error)
     if job.completion is not None:
         job.completion.set_error(error)
     else:
         LOGGER.error("cold activation of Spot %r for a one-way send failed: %s",
-                     job.spot_id, error, extra={SPOT_ID: job.spot_id, MESH: job.mesh,
-                                                OPERATION: Operation.COLD_ACTIVATION.value,
-                                                OUTCOME: job.observed.outcome})
+                     job.spot_id, error, extra=_fields(job, None))
 
 
 async def run_activation(job: ActivationJob) -> None:
@@ -291,13 +294,15 @@ async def _abort(job: ActivationJob, fence: ReservationFence, receipt: RootRecei
     rt = job.rt
     if rt.lease_lost:
         LOGGER.error("Spot %r: creation abandoned after the lease was lost; its Creating "
-                     "record stays until an operator cleans it up", job.spot_id)
+                     "record stays until an operator cleans it up", job.spot_id,
+                     extra=_fields(job, fence.object_generation))
         return
     try:
         await rt.store.location.abort_creating(fence)
         await rt.store.relocation.inbox_drop(job.spot_id, fence.object_generation)
         await rt.store.relocation.delete_root(receipt)
     except ZLinkError as exc:
-        LOGGER.error("Spot %r: cleanup of a failed activation failed: %s", job.spot_id, exc)
+        LOGGER.error("Spot %r: cleanup of a failed activation failed: %s", job.spot_id, exc,
+                     extra=_fields(job, fence.object_generation))
     if COLD.allows(job.state, COLD.ev.abort_creating):
         job.state = step(COLD, job.state, COLD.ev.abort_creating)

@@ -56,7 +56,7 @@ from zlink_trio.runtime.incarnation.moving import Move
 from zlink_trio.runtime.mesh.follow_routes import FollowRoute
 from zlink_trio.runtime.mesh.message_follow import relay_held
 from zlink_trio.runtime.mesh.remote_relocation import send_relocate
-from zlink_trio.runtime.observe.fields import Operation
+from zlink_trio.runtime.observe.fields import Operation, spot_fields
 from zlink_trio.runtime.observe.logs import RELOCATION as LOGGER
 from zlink_trio.runtime.observe.operations import observe_operation
 
@@ -119,6 +119,12 @@ class _Relocation:
 
     def step(self, event: PlannedRelocationEvent) -> None:
         self.state = step(RELOCATION, self.state, event)
+
+
+def _fields(job: _Relocation) -> dict[str, object]:
+    return spot_fields(job.record.spot_id, node_id=job.rt.node_id, mesh=job.record.mesh,
+                       generation=job.record.object_generation,
+                       operation=Operation.RELOCATION)
 
 
 def _refused(ref: SpotRef, state: PlannedRelocationState, event: PlannedRelocationEvent,
@@ -258,7 +264,7 @@ async def _committed(job: _Relocation, ref: SpotRef) -> RelocationResult:
             await relay_held(rt, route, held)
         await job.host.moved_away()
     LOGGER.info("node %r: Spot %r moved to node %r", rt.node_id, record.spot_id,
-                job.claim.descriptor.node_id)
+                job.claim.descriptor.node_id, extra=_fields(job))
     return RelocationResult(outcome=RelocationOutcome.COMMITTED, ref=ref)
 
 
@@ -274,7 +280,7 @@ async def _abort(job: _Relocation, reason: str, *, sealed: bool) -> RelocationRe
             await rt.store.location.abort_relocation(job.record.fence())
         except ZLinkError as exc:
             LOGGER.warning("node %r: the relocation of Spot %r could not be aborted (%s)",
-                           rt.node_id, job.record.spot_id, exc)
+                           rt.node_id, job.record.spot_id, exc, extra=_fields(job))
             return None
         for correlation in job.correlations:
             rt.peers.forget(correlation)
@@ -338,7 +344,7 @@ async def _await_commit(job: _Relocation, why: str) -> None:
         await _follow_store(job, why)
     except ZLinkError as exc:
         LOGGER.error("node %r: the move of Spot %r could not be finished: %s", job.rt.node_id,
-                     job.record.spot_id, exc)
+                     job.record.spot_id, exc, extra=_fields(job))
 
 
 async def drain(rt: NodeRuntime, deadline: Deadline) -> DrainResult:

@@ -67,7 +67,7 @@ from zlink_trio.runtime.incarnation.context import SpotContext
 from zlink_trio.runtime.incarnation.timers import HostTimers, TimerWork
 from zlink_trio.runtime.incarnation.work import MessageWork, Work
 from zlink_trio.runtime.observe.events import incarnation_closed, stale
-from zlink_trio.runtime.observe.fields import StaleReason
+from zlink_trio.runtime.observe.fields import StaleReason, spot_fields
 from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
 
 if TYPE_CHECKING:
@@ -167,6 +167,11 @@ class Host:
         self.state = step(INCARNATION, self.state, INCARNATION.ev.open_barrier)
         self.last_work_finished_at = trio.current_time()
 
+    def log_fields(self) -> dict[str, object]:
+        """The structured fields of a record about this incarnation (``observe.fields``)."""
+        return spot_fields(self.spot_id, node_id=self.rt.node_id, mesh=self.mesh,
+                           generation=self.generation)
+
     @property
     def sealed(self) -> bool:
         """Whether admission is sealed (closing or gone)."""
@@ -238,13 +243,15 @@ class Host:
             # An owner past its lease deadline is no valid owner (09 §4): no tick runs,
             # as no message is admitted (a periodic timer comes due again).
             LOGGER.warning("Spot %r: %d timer tick(s) skipped: this node's lease deadline "
-                           "passed before a renewal", self.spot_id, len(due))
+                           "passed before a renewal", self.spot_id, len(due),
+                           extra=self.log_fields())
             return
         for tick in due:
             try:
                 self.lanes.application.admit(tick, 0)
             except ZLinkError as exc:
-                LOGGER.warning("Spot %r: timer tick skipped: %s", self.spot_id, exc)
+                LOGGER.warning("Spot %r: timer tick skipped: %s", self.spot_id, exc,
+                               extra=self.log_fields())
 
     # ------------------------------------------------------------------ close
 
@@ -304,7 +311,8 @@ class Host:
                     self.spot_id, object_generation=self.generation, owner=self.rt.owner,
                     now=self.rt.now())
             except ZLinkError as exc:
-                LOGGER.warning("Spot %r: ctx.close() could not begin: %s", self.spot_id, exc)
+                LOGGER.warning("Spot %r: ctx.close() could not begin: %s", self.spot_id, exc,
+                               extra=self.log_fields())
         if record is not None:
             self.request_close(CloseReason.CLOSED, record.fence())
 
@@ -365,10 +373,12 @@ class Host:
             try:
                 await call()
             except ZLinkError as exc:
-                LOGGER.error("Spot %r: %s failed: %s", self.spot_id, what, exc)
+                LOGGER.error("Spot %r: %s failed: %s", self.spot_id, what, exc,
+                             extra=self.log_fields())
         if scope.cancelled_caught:
             LOGGER.error("Spot %r: %s got no answer from the store within %s s; the record "
-                         "stays until an operator cleans it up", self.spot_id, what, timeout)
+                         "stays until an operator cleans it up", self.spot_id, what, timeout,
+                         extra=self.log_fields())
 
     # ------------------------------------------------------------------ the task
 
@@ -450,7 +460,7 @@ class Host:
                 completion.set_error(handler_error(what, exc))
             else:
                 LOGGER.error("Spot %r: %s raised on a one-way send", self.spot_id, what,
-                             exc_info=exc)
+                             exc_info=exc, extra=self.log_fields())
         else:
             if completion is not None:
                 mismatch = check_reply(self.spot_type, item.info, result)
@@ -480,4 +490,4 @@ class Host:
             self.lanes.complete(turn.ticket)
         if dropped:
             LOGGER.warning("Spot %r: %d queued one-way send(s) were not run: %s",
-                           self.spot_id, dropped, error)
+                           self.spot_id, dropped, error, extra=self.log_fields())

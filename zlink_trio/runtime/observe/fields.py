@@ -35,6 +35,7 @@ __all__ = (
     "ResolveResult",
     "StaleReason",
     "outcome_of",
+    "spot_fields",
 )
 
 #: The global Spot ID (str).
@@ -132,6 +133,22 @@ class StaleReason(StrEnum):
     LEASE_EXPIRED = "lease_expired"
     #: The owner answered StaleRoute; the cached route was dropped (caller side).
     ANSWERED = "answered"
+
+
+def spot_fields(spot_id: str, *, node_id: str | None = None, mesh: str | None = None,
+                generation: int | None = None,
+                operation: Operation | None = None) -> dict[str, object]:
+    """The ``extra=`` of a record about one Spot (only the fields that are known)."""
+    fields: dict[str, object] = {SPOT_ID: spot_id}
+    if node_id is not None:
+        fields[NODE_ID] = node_id
+    if mesh is not None:
+        fields[MESH] = mesh
+    if generation is not None:
+        fields[OBJECT_GENERATION] = generation
+    if operation is not None:
+        fields[OPERATION] = operation.value
+    return fields
 
 
 def outcome_of(exc: BaseException) -> str:
