@@ -1,16 +1,17 @@
 """Observability (06 §9, docs/observability.md): the metric series a scrape shows, the
 structured fields log records carry, and what a node prints by default.
 
-Three listening nodes share one store (memory: one ``MemoryStore`` object; SQLite: one
-file): ``node-a`` takes every new Spot (``node-b`` and ``node-c`` have placement weight
-0), ``node-a`` and ``node-b`` record metrics in registries of their own and serve them on
-``metrics_port=0``; ``node-c`` records none. :func:`drive` runs, through the public API,
-a cold activation, a create and a get_or_create, a close from another node, a
-relocation, a call that follows the Spot along its Message Follow route, a stale route,
-errors, a node restart (a reconnect) and a held handler turn with a message queued
-behind it; the test then scrapes ``GET /metrics`` over HTTP and checks every series the
-issue names with the values those steps imply. On the real clock (the scrape is a real
-socket), each test under ``trio.fail_after``.
+Three listening nodes share one store (the ``url`` fixture: a named memory store, a
+SQLite file, Redis under a fresh prefix): ``node-a`` takes every new Spot (``node-b``
+and ``node-c`` have placement weight 0), ``node-a`` and ``node-b`` record metrics in
+registries of their own and serve them on ``metrics_port=0``; ``node-c`` records none.
+:func:`drive` runs, through the public API, a cold activation, a create and a
+get_or_create, a close from another node, a relocation, a call that follows the Spot
+along its Message Follow route, a stale route, errors, a node restart (a reconnect) and
+a held handler turn with a message queued behind it; the test then scrapes ``GET
+/metrics`` over HTTP and checks every series the issue names with the values those
+steps imply. On the real clock (the scrape is a real socket), each test under
+``trio.fail_after``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from zlink_trio.store import MemoryStore
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
-    from pathlib import Path
 
 #: Real seconds a test may take (a healthy one takes about one).
 LIMIT = 30
@@ -75,6 +75,7 @@ class ObsCounter:
 
     @zl.handler
     async def hold(self, msg: Hold) -> None:
+        GATE["holding"].set()
         await GATE["hold"].wait()
 
     @zl.handler
@@ -140,7 +141,7 @@ async def drive(store: MemoryStore | str, check: Callable[[Any, Any], Awaitable[
                 ) -> None:
     """Open the nodes, run every kind of operation, call ``check(a, b)`` while a handler
     turn on node-a is held with one more message queued behind it."""
-    GATE["hold"] = trio.Event()
+    GATE["hold"], GATE["holding"] = trio.Event(), trio.Event()
     async with AsyncExitStack() as stack:
         a = await stack.enter_async_context(open_node(
             "node-a", store, metrics=CollectorRegistry(), metrics_port=0))
@@ -183,6 +184,7 @@ async def drive(store: MemoryStore | str, check: Callable[[Any, Any], Awaitable[
             await a.client.request("h-1", Add(0), reply=Total).instance_spot("obs-counter")
             await a.client.send("h-1", Hold())
             await a.client.send("h-1", Add(5))
+            await GATE["holding"].wait()
             await check(a, b)
             GATE["hold"].set()
 
@@ -195,20 +197,22 @@ async def _links(node: Any, count: int) -> bool:
     return bool(node.statistics().links == count)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> MemoryStore | str:
-    return MemoryStore() if request.param == "memory" else f"sqlite:///{tmp_path}/obs.db"
-
-
-async def test_a_scrape_shows_every_series_with_the_values_of_what_ran(store):
-    backend = "memory" if isinstance(store, MemoryStore) else "sqlite"
+async def test_a_scrape_shows_every_series_with_the_values_of_what_ran(url):
+    backend = url.split("://", 1)[0]
     seen: dict[str, Scraped] = {}
 
     async def check(a: Any, b: Any) -> None:
-        seen["a"], seen["b"] = await scrape(a), await scrape(b)
+        # A turn's reservation is returned once its first-record cleanup (a store call)
+        # is done, which may trail its reply: wait for the lanes to hold just h-1's two.
+        async def settled() -> bool:
+            seen["a"] = await scrape(a)
+            return seen["a"].value("zlink_lane_items", lane="application") == 2
+
+        await wait_until(settled)
+        seen["b"] = await scrape(b)
 
     with trio.fail_after(LIMIT):
-        await drive(store, check)
+        await drive(url, check)
     a, b = seen["a"], seen["b"]
     # Requests by kind and outcome (the callers' node).
     assert b.value("zlink_requests_total", kind="request", outcome="ok") == 4
@@ -310,16 +314,35 @@ async def test_log_records_carry_the_documented_fields(caplog):
     assert ended[0].name == "zlink_trio.runtime.spots"
 
 
-async def test_the_exposition_answers_only_get_metrics_and_closes_with_the_node():
+class Broken:
+    def collect(self) -> list[Any]:
+        raise RuntimeError("broken collector")
+
+
+async def test_the_exposition_answers_only_get_metrics_and_closes_with_the_node(caplog):
+    registry = CollectorRegistry()
     with trio.fail_after(LIMIT):
-        async with open_node("node-a", MemoryStore(), listen=None, metrics_port=0) as node:
+        async with open_node("node-a", MemoryStore(), listen=None, metrics=registry,
+                             metrics_port=0) as node:
             url = node.metrics_url
             assert url is not None
             assert url.startswith("http://127.0.0.1:")
             async with httpx.AsyncClient() as client:
                 assert (await client.get(url)).status_code == 200
                 assert (await client.get(url.replace("/metrics", "/other"))).status_code == 404
-                assert (await client.post(url)).status_code == 405
+                refused = await client.post(url)
+                assert refused.status_code == 405
+                assert refused.headers["allow"] == "GET, HEAD"
+                head = await client.head(url)
+                assert head.status_code == 200
+                assert head.content == b""
+                # A collector that raises fails that scrape (500, logged), not the node.
+                broken = Broken()
+                registry.register(broken)
+                assert (await client.get(url)).status_code == 500
+                registry.unregister(broken)
+                assert "a collector of the registry raised" in caplog.text
+                await node.client.request("c-1", Add(1), reply=Total).instance_spot()
                 # A node without links: its gauges still come, with zero links.
                 text = (await client.get(url)).text
             assert 'zlink_links{node_id="node-a"} 0.0' in text

@@ -5,7 +5,8 @@ is a configuration error and nothing is written); :func:`serve_metrics` serves i
 a task of the node's nursery, so it ends with the node.  No thread, no framework: each
 connection reads one request head (at most :data:`MAX_HEAD_BYTES`, within
 :data:`IO_TIMEOUT` seconds), answers it with ``prometheus_client.generate_latest`` (or
-404 / 405 / 400) and closes.  At most :data:`MAX_CONNECTIONS` are served at once; one
+404 / 405 / 400; 500 when a collector of the registry raises -- logged, the node goes on)
+and closes.  At most :data:`MAX_CONNECTIONS` are served at once; one
 more is closed unread.
 """
 
@@ -19,6 +20,7 @@ import trio
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from zlink_trio.core.errors import InvalidConfiguration
+from zlink_trio.runtime.observe.logs import NODE
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -99,7 +101,10 @@ class _Server:
                 head += chunk
         status, body, content_type = self._response(head)
         lines = [f"HTTP/1.1 {status}", f"Content-Type: {content_type}",
-                 f"Content-Length: {len(body)}", "Connection: close", "", ""]
+                 f"Content-Length: {len(body)}", "Connection: close"]
+        if status.startswith("405"):
+            lines.append("Allow: GET, HEAD")
+        lines += ["", ""]
         with trio.move_on_after(IO_TIMEOUT):
             await stream.send_all("\r\n".join(lines).encode("ascii") + (
                 b"" if head.startswith(b"HEAD ") else body))
@@ -116,4 +121,8 @@ class _Server:
             return "405 Method Not Allowed", b"only GET /metrics\n", text
         if target not in (b"/metrics", b"/"):
             return "404 Not Found", b"the metrics are at /metrics\n", text
-        return "200 OK", generate_latest(self.registry), CONTENT_TYPE_LATEST
+        try:
+            return "200 OK", generate_latest(self.registry), CONTENT_TYPE_LATEST
+        except Exception:  # a broken collector fails this scrape, never the node
+            NODE.exception("the metrics scrape failed (a collector of the registry raised)")
+            return "500 Internal Server Error", b"a collector raised; see the log\n", text
