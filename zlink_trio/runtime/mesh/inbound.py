@@ -86,9 +86,14 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.mesh.follow_routes import FollowRoute
     from zlink_trio.runtime.mesh.peers import InboundFrame
     from zlink_trio.transport import Link
-    from zlink_trio.wire.frames import Outcome
+    from zlink_trio.wire.frames import Outcome, Route
 
 __all__ = ("inbound_handler",)
+
+
+def _generation(route: Route) -> int | None:
+    """The ObjectGeneration a route names (an activation envelope names none)."""
+    return None if isinstance(route, ActivationRoute) else route.object_generation
 
 
 def _fail(completion: Completion | None, error: ZLinkError, frame: SpotMessage) -> None:
@@ -107,11 +112,11 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
             rt.check_admission()
         except StaleRoute:
             stale(rt, StaleReason.LEASE_EXPIRED, route.spot_id,
-                  generation=getattr(route, "object_generation", None))
+                  generation=_generation(route))
             raise
         if route.target != rt.owner:
             stale(rt, StaleReason.WRONG_LIFECYCLE, route.spot_id,
-                  generation=getattr(route, "object_generation", None))
+                  generation=_generation(route))
             raise StaleRoute(f"the message to Spot {route.spot_id!r} was addressed to "
                              f"{route.target}, not to this lifecycle ({rt.owner}); it was not "
                              "run. Send a new call")
@@ -170,7 +175,7 @@ def _admit_direct(rt: NodeRuntime, frame: SpotMessage, reply: LinkReply | None) 
         host = rt.catalog.hosts.get(route.spot_id)
         if host is None:
             stale(rt, StaleReason.NO_INCARNATION, route.spot_id,
-                  generation=getattr(route, "object_generation", None))
+                  generation=_generation(route))
             raise StaleRoute(f"node {rt.node_id!r} no longer owns Spot {route.spot_id!r}; the "
                              "message was not run. Send a new call")
         if isinstance(route, FollowFrameRoute) and host.generation != route.object_generation:
