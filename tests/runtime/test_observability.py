@@ -271,6 +271,29 @@ async def test_a_scrape_shows_every_series_with_the_values_of_what_ran(url):
         assert not values & set(SPOT_IDS)
 
 
+async def test_a_message_followed_to_an_owner_that_left_is_a_counted_drop(caplog):
+    caplog.set_level(logging.INFO, logger="zlink_trio.runtime.follow")
+    store = MemoryStore()
+    with trio.fail_after(LIMIT):
+        async with open_node("node-a", store, metrics=CollectorRegistry(),
+                             metrics_port=0) as a, open_node("node-c", store) as c:
+            async with open_node("node-b", store) as _b:
+                await c.client.request("c-1", Add(1), reply=Total).instance_spot()
+                await c.client.request("c-1", Add(1), reply=Total)  # c caches a's route
+                assert (await a.relocate("c-1", to="node-b")).outcome is \
+                    zl.RelocationOutcome.COMMITTED
+            # node-b left (its Spots closed with it); a's Message Follow route remains.
+            with pytest.raises(zl.Unavailable):
+                await c.client.request("c-1", Add(1), reply=Total)
+            scraped = await scrape(a)
+    assert scraped.value("zlink_follow_drops_total", reason="unreachable") == 1
+    assert scraped.value("zlink_follow_hops_total") == 0
+    (drop,) = [r for r in caplog.records if getattr(r, "follow", None) == "drop_unreachable"]
+    assert drop.spot_id == "c-1"
+    assert drop.operation == "follow"
+    assert drop.levelno == logging.INFO
+
+
 async def test_log_records_carry_the_documented_fields(caplog):
     caplog.set_level(logging.DEBUG, logger="zlink_trio")
 
