@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, ClassVar, Final
 
 import attrs
 
+from zlink_trio.runtime.observe.fields import Operation
 from zlink_trio.runtime.observe.recorder import Recorder
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from zlink_trio.runtime.observe.fields import FollowEvent, Operation, StaleReason
+    from zlink_trio.runtime.observe.fields import FollowEvent, StaleReason
 
 __all__ = (
     "OPERATION_BUCKETS",
@@ -114,7 +115,10 @@ class MetricsRecorder(Recorder):
     def __init__(self, node_id: str) -> None:
         self.node_id: Final = node_id
         self.requests: dict[tuple[str, str], int] = {}
-        self.request_seconds: dict[str, Histogram] = {}
+        # Both kinds exist from the start: a call's report is two dict updates, no branch.
+        self.request_seconds: dict[str, Histogram] = {
+            Operation.SEND.value: Histogram(REQUEST_BUCKETS),
+            Operation.REQUEST.value: Histogram(REQUEST_BUCKETS)}
         self.operations: dict[tuple[str, str], int] = {}
         self.operation_seconds: dict[str, Histogram] = {}
         self.follow_events: dict[str, int] = {}
@@ -127,12 +131,11 @@ class MetricsRecorder(Recorder):
 
     def request(self, kind: Operation, outcome: str, seconds: float) -> None:
         """Count the call by kind and outcome and its latency by kind."""
-        key = (kind.value, outcome)
-        self.requests[key] = self.requests.get(key, 0) + 1
-        histogram = self.request_seconds.get(kind.value)
-        if histogram is None:
-            histogram = self.request_seconds[kind.value] = Histogram(REQUEST_BUCKETS)
-        histogram.observe(seconds)
+        # ``kind`` is a StrEnum: it hashes and compares as its value, so it is the key.
+        key = (kind, outcome)
+        requests = self.requests
+        requests[key] = requests.get(key, 0) + 1
+        self.request_seconds[kind].observe(seconds)
 
     def operation(self, kind: Operation, outcome: str, seconds: float) -> None:
         """Count the operation by kind and outcome and its latency by kind."""
