@@ -39,7 +39,7 @@ def test_bench_reports_every_figure_and_converges_on_one_factory_run():
     # The relocation figures have their own test (tests/test_bench_relocation.py).
     figures = trio.run(lambda: suite.run(requests=200, cold=10, idle=10, txn=20, remote=False,
                                          relocation=False))
-    for name in ("local_request_ratio", "local_pipelined_ratio",
+    for name in ("local_request_ratio", "local_pipelined_ratio", "local_metrics_ratio",
                  "memory_per_idle_spot_bytes", "raw_channel_round_trips_per_s"):
         assert figures[name] > 0, name
     convergence = figures["get_or_create_convergence"]

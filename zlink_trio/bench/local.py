@@ -167,7 +167,9 @@ async def measure_local(*, requests: int, idle: int) -> dict[str, object]:
     ``local_request_ratio``, ``raw_channel_pipelined_per_s``,
     ``local_pipelined_per_s``, ``local_pipelined_ratio``,
     ``get_or_create_convergence`` (``{"callers", "ms", "factory_runs",
-    "created"}``) and ``memory_per_idle_spot_bytes``.
+    "created"}``), ``memory_per_idle_spot_bytes``, ``local_metrics_requests_per_s``
+    and ``local_metrics_ratio`` (the sequential rate of a node with
+    ``metrics=``, and its ratio to ``local_requests_per_s``).
     """
     figures: dict[str, object] = {}
     raw_seq = await _raw_channel_rate(requests, 1)
@@ -177,6 +179,8 @@ async def measure_local(*, requests: int, idle: int) -> dict[str, object]:
         instance_idle_timeout=0, active_object_ceiling=idle + 10,
     ) as node:
         spot_seq = await _spot_rate(node, requests, 1)
+        # Right beside it (same heap, same moment), so the ratio compares like with like.
+        figures.update(await _with_metrics(requests, spot_seq))
         spot_par = await _spot_rate(node, requests, IN_FLIGHT)
         figures["raw_channel_round_trips_per_s"] = round(raw_seq)
         figures["local_requests_per_s"] = round(spot_seq)
@@ -187,3 +191,20 @@ async def measure_local(*, requests: int, idle: int) -> dict[str, object]:
         figures["get_or_create_convergence"] = await _convergence(node, 100)
         figures["memory_per_idle_spot_bytes"] = round(await _memory_per_idle_spot(node, idle))
     return figures
+
+
+async def _with_metrics(requests: int, without: float) -> dict[str, object]:
+    """The sequential local request rate of a node recording metrics, and its ratio to the
+    same node without (``local_metrics_*``; ``null`` without prometheus-client)."""
+    try:
+        from prometheus_client import CollectorRegistry
+    except ImportError:
+        reason = "prometheus-client is not installed (the metrics extra)"
+        return {"local_metrics_requests_per_s": None, "local_metrics_ratio": None,
+                "unavailable": {"local_metrics_requests_per_s": reason}}
+    async with zl.open_node("bench-metrics", store="memory://", mesh="bench", spots=[Echo],
+                            listen=None, instance_idle_timeout=0,
+                            metrics=CollectorRegistry()) as node:
+        with_metrics = await _spot_rate(node, requests, 1)
+    return {"local_metrics_requests_per_s": round(with_metrics),
+            "local_metrics_ratio": round(with_metrics / without, 3)}

@@ -22,5 +22,7 @@ the code.  Imports point one way, and a test fails on any import cycle:
                        activation, create, close, recovery, lease
 ``mesh/``              this node's side of the links: peers, commands 39/47/48, retained
                        results
+``observe/``           structured log fields and the logger tree, metrics (a no-op
+                       recorder unless ``open_node(metrics=...)``), the /metrics server
 =====================  ==================================================================
 """

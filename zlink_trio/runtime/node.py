@@ -55,6 +55,7 @@ from zlink_trio.core.route_cache import RouteCache, RouteCacheStatistics
 from zlink_trio.runtime.calls.client import SpotClient
 from zlink_trio.runtime.calls.deadlines import deadline_after
 from zlink_trio.runtime.calls.manager import SpotManager
+from zlink_trio.runtime.calls.metered import MeteredRouter
 from zlink_trio.runtime.charts import NODE, step
 from zlink_trio.runtime.coordinators.lease import keep_lease, wait_stopped
 from zlink_trio.runtime.coordinators.node_claim import claim_node_id
@@ -68,6 +69,15 @@ from zlink_trio.runtime.mesh.inbound import inbound_handler
 from zlink_trio.runtime.mesh.peers import Peers
 from zlink_trio.runtime.mesh.remote_operation import drain_here, drain_node, relocate_on_owner
 from zlink_trio.runtime.mesh.setup import mesh_settings, open_mesh
+from zlink_trio.runtime.observe.logs import NODE as LOGGER
+from zlink_trio.runtime.observe.setup import (
+    metrics_listeners,
+    metrics_settings,
+    new_recorder,
+    serve_metrics_on,
+    start_metrics,
+    timed,
+)
 from zlink_trio.runtime.options import (
     DEFAULT_ACTIVE_OBJECT_CEILING,
     DEFAULT_IDLE_SWEEP_INTERVAL,
@@ -77,7 +87,6 @@ from zlink_trio.runtime.options import (
     NodeOptions,
     check_timeout,
 )
-from zlink_trio.runtime.state import LOGGER
 from zlink_trio.store import MemoryStore, open_store, with_combined
 from zlink_trio.wire.codec import MessageCodec
 from zlink_trio.wire.frames import DEFAULT_MAX_FRAME_BYTES
@@ -87,6 +96,8 @@ if TYPE_CHECKING:
     import random as _random
     import ssl
     from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+
+    from prometheus_client.registry import CollectorRegistry
 
     from statecharts.names import NodeLifecycleState
     from zlink_trio.runtime.coordinators.relocation import DrainResult, RelocationResult
@@ -119,9 +130,11 @@ class NodeStatistics:
 class Node:
     """A running node: what ``open_node`` yields. Not constructed directly."""
 
-    def __init__(self, rt: NodeRuntime) -> None:
+    def __init__(self, rt: NodeRuntime, metrics_url: str | None = None) -> None:
         self._rt = rt
-        self._client = SpotClient(CallRouter(rt))
+        self._metrics_url = metrics_url
+        router = CallRouter(rt)
+        self._client = SpotClient(router if not rt.metrics.enabled else MeteredRouter(rt, router))
         self._spots = SpotManager(rt)
         rt.client = self._client
 
@@ -144,6 +157,11 @@ class Node:
     def mesh(self) -> str:
         """The Mesh this node serves."""
         return self._rt.mesh
+
+    @property
+    def metrics_url(self) -> str | None:
+        """``http://host:port/metrics`` when opened with ``metrics_port=``, else ``None``."""
+        return self._metrics_url
 
     @property
     def client(self) -> SpotClient:
@@ -306,6 +324,9 @@ async def open_node(
     client_only: bool = False,
     clock: Callable[[], float] | None = None,
     random: _random.Random | None = None,
+    metrics: CollectorRegistry | None = None,
+    metrics_port: int | None = None,
+    metrics_host: str = "127.0.0.1",
 ) -> AsyncIterator[Node]:
     """Run a node serving ``spots`` in ``mesh`` for the duration of the ``async with`` block.
 
@@ -340,6 +361,14 @@ async def open_node(
     placement, creation or relocation ever chooses it; it calls, creates, closes and
     relocates Spots on the other nodes. ``spots`` must then be empty.
 
+    Metrics (``docs/observability.md``; needs prometheus-client, the ``metrics`` extra):
+    ``metrics`` is a ``prometheus_client.CollectorRegistry`` this node's series are
+    collected in while it runs, each labelled ``node_id`` (several nodes may share one
+    registry); without it nothing is recorded and prometheus-client is not imported.
+    ``metrics_port`` (0: any free port) serves the registry -- a registry of the node's
+    own when ``metrics`` is not given -- as ``GET /metrics`` on ``metrics_host``
+    (loopback by default) for the node's lifetime; :attr:`Node.metrics_url` names it.
+
     Raises :class:`InvalidConfiguration` for invalid options or Spot declarations
     (including a stable type registered twice) and when the descriptor or Entry claim
     conflicts with a live one, before yielding; nothing is written then. A NodeId held by
@@ -365,6 +394,7 @@ async def open_node(
         spots = list(spots)
         client_only = _check_client_only(client_only, spots)
         registry = SpotTypeRegistry.build(spots)
+        metrics_setup = metrics_settings(metrics, metrics_port, metrics_host)
     except InvalidOperation as exc:
         step(NODE, state, NODE.ev.configuration_invalid)
         raise _config("open_node: invalid configuration", exc) from exc
@@ -374,7 +404,8 @@ async def open_node(
     try:
         rng = random_bytes or os.urandom
         async with open_store(store, relocation=relocation_store) as opened, open_mesh(
-                settings, node_id, node_rid, mesh, rng) as (links, transport):
+                settings, node_id, node_rid, mesh, rng) as (links, transport), \
+                metrics_listeners(metrics_setup) as metrics_at:
             if transport is not None and endpoint is None:
                 options = attrs.evolve(options, endpoint=transport.endpoint)
             entry = (new_entry_spot_id(node_id, random_bytes) if random_bytes
@@ -390,13 +421,18 @@ async def open_node(
                 raise InvalidConfiguration(
                     f"startup configuration error: {exc.message}"
                 ) from exc
+            recorder = new_recorder(metrics_setup, node_id)
             rt = NodeRuntime(
                 node_id=node_id, mesh=mesh, node_rid=node_rid, entry_spot_id=entry,
-                options=options, registry=registry, store=with_combined(opened),
+                options=options, registry=registry,
+                store=timed(with_combined(opened), metrics_setup, recorder, store,
+                            relocation_store),
                 codec=MessageCodec(),
                 route_cache=RouteCache(options.route_cache), clock=read_clock, rng=random,
                 owner=OwnerFence(node_rid, claim.lifecycle_generation),
                 lease_expires_at=claim.lease_expires_at, state=step(NODE, state, NODE.ev.new_claim))
+            if recorder is not None:
+                rt.metrics = recorder
             rt.peers = Peers(rt, inbound_handler(rt))
             rt.placement_closed = client_only  # never chooses itself for a new Spot
             if transport is not None:
@@ -408,7 +444,7 @@ async def open_node(
                 rt.catalog = Catalog(rt, nursery)
                 await nursery.start(rt.catalog.serve)
                 nursery.start_soon(rt.deadlines.run)
-                node = Node(rt)
+                node = Node(rt, serve_metrics_on(nursery, metrics_setup, metrics_at))
                 nursery.start_soon(rt.peers.sweep)
                 renewal = trio.CancelScope()
                 nursery.start_soon(_run_in, renewal, keep_lease, rt)
@@ -425,11 +461,13 @@ async def open_node(
                         "node did not start. Restart it: the scan resumes what is left"
                     )
                 rt.state = step(NODE, rt.state, NODE.ev.open_admission)
+                detach = start_metrics(rt, metrics_setup, recorder)
                 try:
                     yield node
                 finally:
                     with trio.CancelScope(shield=True):
                         await _drain(rt, renewal)
+                    detach()
                     rt.catalog.cancel_all()
                     nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:

@@ -26,6 +26,7 @@ from zlink_trio.core.errors import InvalidOperation, StaleRoute, Unavailable
 from zlink_trio.core.identity import new_uuid4
 from zlink_trio.runtime.calls.deadlines import Deadlines
 from zlink_trio.runtime.charts import NODE
+from zlink_trio.runtime.observe.recorder import NO_METRICS
 
 if TYPE_CHECKING:
     import random
@@ -38,13 +39,14 @@ if TYPE_CHECKING:
     from zlink_trio.core.route_cache import RouteCache
     from zlink_trio.runtime.calls.client import SpotClient
     from zlink_trio.runtime.declaration.registry import SpotTypeRegistry
+    from zlink_trio.runtime.observe.recorder import Recorder
     from zlink_trio.runtime.options import NodeOptions
     from zlink_trio.store import Store
     from zlink_trio.wire.codec import MessageCodec
 
 __all__ = ("LOGGER", "NodeState")
 
-#: The logger every runtime module writes to.
+#: The package logger (``observe.logs.PACKAGE``): every runtime logger is its child.
 LOGGER: Final = logging.getLogger("zlink_trio")
 
 
@@ -81,6 +83,9 @@ class NodeState:
     #: read (``coordinators.placement``); ``None`` until the first cold activation.
     placement_claims: tuple[float, list[NodeClaim]] | None = attrs.field(default=None,
                                                                           init=False)
+    #: What the runtime reports to metrics (``observe.recorder``); records nothing
+    #: unless ``open_node(metrics=...)`` set one.
+    metrics: Recorder = attrs.field(default=NO_METRICS, init=False)
 
     def now(self) -> float:
         """The store clock (leases, route-cache expiry)."""

@@ -20,6 +20,8 @@ Modules:
 - ``separate``  -- :class:`SeparateSteps` and :func:`with_combined`: the combined
                    transactions as separate calls, for a store without its own;
                    :class:`SplitStore`: the two halves in two backends
+- ``timed``     -- :func:`~zlink_trio.store.timed.timed_store`: every call timed by
+                   backend, part and method (``open_node(metrics=...)`` only)
 - ``rules/``    -- the pure transaction functions every backend matches (the oracle)
 - ``sqlite/``   -- the ``sqlite:///path.db`` backend (one file, processes of one host)
 - ``redis/``    -- the ``redis://host:port/db`` backend (coredis, imported only on open)

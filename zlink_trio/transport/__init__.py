@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from zlink_trio.transport._config import TransportConfig
 from zlink_trio.transport._link import ApplicationFrame, Link, LinkHandler
-from zlink_trio.transport._transport import MeshTransport, open_transport
+from zlink_trio.transport._transport import MeshTransport, TransportStatistics, open_transport
 
 __all__ = (
     "ApplicationFrame",
@@ -29,5 +29,6 @@ __all__ = (
     "LinkHandler",
     "MeshTransport",
     "TransportConfig",
+    "TransportStatistics",
     "open_transport",
 )

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from zlink_trio.transport._ws import WebSocket
     from zlink_trio.wire.handshake import LocalIdentity, PeerIdentity
 
-__all__ = ("MeshTransport", "open_transport")
+__all__ = ("MeshTransport", "TransportStatistics", "open_transport")
 
 logger: Final = logging.getLogger("zlink_trio.transport")
 
@@ -69,6 +69,20 @@ class _Dial:
         self.done = trio.Event()
         self.link: Link | None = None
         self.error: Unavailable | None = None
+
+
+@attrs.frozen(kw_only=True)
+class TransportStatistics:
+    """A snapshot of a transport's links and counters (metrics read it on scrape)."""
+
+    #: Open authenticated links, both directions.
+    links: int
+    #: Links opened since the transport started, both directions.
+    links_opened: int
+    #: Links opened to a NodeId this transport had a link to before that closed.
+    reconnects: int
+    #: Outbound attempts that ended Unavailable (connect, TLS or handshake failed).
+    dial_failures: int
 
 
 class MeshTransport:
@@ -92,6 +106,9 @@ class MeshTransport:
         self._dials: dict[NodeRid, _Dial] = {}
         self._handshakes = HandshakeSlots(config.max_unauthenticated)
         self._closing = False
+        self._opened = self._reconnects = self._dial_failures = 0
+        #: NodeIds a link to which has closed (a later link to one is a reconnect).
+        self._lost_peers: set[str] = set()
 
     def __repr__(self) -> str:
         return f"<MeshTransport {self._config.identity.node_id!r} {self.endpoint}>"
@@ -99,6 +116,12 @@ class MeshTransport:
     def links(self) -> list[Link]:
         """The open authenticated links, both directions (diagnostics and tests)."""
         return [link for links in self._links.values() for link in links if not link.closed]
+
+    def statistics(self) -> TransportStatistics:
+        """Open links and the link counters. Never raises."""
+        return TransportStatistics(links=len(self.links()), links_opened=self._opened,
+                                   reconnects=self._reconnects,
+                                   dial_failures=self._dial_failures)
 
     def set_identity(self, identity: LocalIdentity) -> None:
         """Announce ``identity`` on every handshake from now on.
@@ -171,6 +194,7 @@ class MeshTransport:
                     network=self._network)
             except Unavailable as exc:
                 logger.warning("%s", exc.message)
+                self._dial_failures += 1
                 attempt.error = exc
                 return
             link = self._register(stream, ws, peer, outbound=True)
@@ -272,6 +296,9 @@ class MeshTransport:
             max_send_buffer_bytes=config.max_send_buffer_bytes,
         )
         self._links.setdefault(peer.node_rid, []).append(link)
+        self._opened += 1
+        if peer.node_id in self._lost_peers:
+            self._reconnects += 1
         logger.info(
             "link %s node %r (rid %s, lifecycle %d) open",
             "to" if outbound else "from", peer.node_id, peer.node_rid, peer.lifecycle_generation,
@@ -279,6 +306,7 @@ class MeshTransport:
         return link
 
     def _unregister(self, link: Link) -> None:
+        self._lost_peers.add(link.peer.node_id)
         links = self._links.get(link.peer.node_rid, [])
         if link in links:
             links.remove(link)

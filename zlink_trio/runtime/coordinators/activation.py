@@ -62,7 +62,9 @@ from zlink_trio.runtime.coordinators.envelope import ActivationEnvelope
 from zlink_trio.runtime.coordinators.first_record import FirstRecord
 from zlink_trio.runtime.incarnation.host import Host
 from zlink_trio.runtime.incarnation.work import MessageWork
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.fields import Operation, spot_fields
+from zlink_trio.runtime.observe.logs import ACTIVATION as LOGGER
+from zlink_trio.runtime.observe.operations import observe_operation
 from zlink_trio.store import AuthorityExists
 
 if TYPE_CHECKING:
@@ -76,6 +78,7 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.declaration.handlers import HandlerInfo
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.catalog import Attempt
+    from zlink_trio.runtime.observe.operations import ObservedOperation
 
 __all__ = ("ActivationJob", "encode_envelope", "run_activation")
 
@@ -104,6 +107,8 @@ class ActivationJob:
     #: skipped; Reserve's ``AuthorityExists`` still reports any owner that won since.
     source_saw_missing: bool = False
     delivered: bool = False
+    #: The observation of this activation (metrics and its log record).
+    observed: ObservedOperation = attrs.field(init=False)
 
 
 def encode_envelope(job: ActivationJob) -> bytes:
@@ -114,34 +119,48 @@ def encode_envelope(job: ActivationJob) -> bytes:
         deadline_ms=job.deadline.wall_ms).encode()
 
 
+def _fields(job: ActivationJob, generation: int | None) -> dict[str, object]:
+    return spot_fields(job.spot_id, node_id=job.rt.node_id, mesh=job.mesh,
+                       generation=generation, operation=Operation.COLD_ACTIVATION)
+
+
 def _fail(job: ActivationJob, error: BaseException) -> None:
+    job.observed.failed(error)
     if job.completion is not None:
         job.completion.set_error(error)
     else:
         LOGGER.error("cold activation of Spot %r for a one-way send failed: %s",
-                     job.spot_id, error)
+                     job.spot_id, error, extra=_fields(job, None))
 
 
 async def run_activation(job: ActivationJob) -> None:
-    """Run one cold activation to its end; the outcome reaches the job's completion."""
-    try:
-        with trio.move_on_at(job.deadline.at) as scope:
-            await _activate(job)
-        if scope.cancelled_caught and not job.delivered:
-            _fail(job, DeadlineExceeded(
-                f"cold activation of Spot {job.spot_id!r} did not finish before the call's "
-                "deadline; it may or may not have been created. Use a longer .timeout()"
-            ))
-    except ZLinkError as error:
-        _fail(job, error)
-    finally:
-        if job.rt.lease_lost and not job.delivered:  # cancelled by the lost lease
-            _fail(job, job.rt.lease_lost_error())
-        job.rt.catalog.end_attempt(job.attempt)
+    """Run one cold activation to its end; the outcome reaches the job's completion.
+
+    Observed as one ``cold_activation``: ``activated`` (this attempt built it),
+    ``redelivered`` (another attempt owns the ID; the message went there) or the error.
+    """
+    with observe_operation(job.rt, Operation.COLD_ACTIVATION, job.spot_id,
+                           job.mesh) as job.observed:
+        try:
+            with trio.move_on_at(job.deadline.at) as scope:
+                await _activate(job)
+            if scope.cancelled_caught and not job.delivered:
+                _fail(job, DeadlineExceeded(
+                    f"cold activation of Spot {job.spot_id!r} did not finish before the "
+                    "call's deadline; it may or may not have been created. Use a longer "
+                    ".timeout()"
+                ))
+        except ZLinkError as error:
+            _fail(job, error)
+        finally:
+            if job.rt.lease_lost and not job.delivered:  # cancelled by the lost lease
+                _fail(job, job.rt.lease_lost_error())
+            job.rt.catalog.end_attempt(job.attempt)
 
 
 async def _redeliver(job: ActivationJob, event: ColdActivationEvent) -> None:
     job.state = step(COLD, job.state, event)
+    job.observed.outcome = "redelivered"
     job.rt.catalog.end_attempt(job.attempt)
     await job.redeliver()
     # Only now: a redelivery cut short by the deadline must still be reported (a one-way
@@ -255,6 +274,7 @@ def _publish(job: ActivationJob, host: Host, ready: AuthorityRecord, seq: int,
              receipt: RootReceipt) -> None:
     """CommitReady succeeded: route, queue head and barrier in one continuation (09 §3)."""
     job.state = step(COLD, job.state, COLD.ev.commit_ready)
+    job.observed.outcome, job.observed.generation = "activated", host.generation
     first = FirstRecord(seq=seq, ready_version=ready.store_version, receipt=receipt)
     host.open(MessageWork(job.msg, job.info, job.completion, job.deadline, first=first))
     job.rt.catalog.register(host)
@@ -274,13 +294,15 @@ async def _abort(job: ActivationJob, fence: ReservationFence, receipt: RootRecei
     rt = job.rt
     if rt.lease_lost:
         LOGGER.error("Spot %r: creation abandoned after the lease was lost; its Creating "
-                     "record stays until an operator cleans it up", job.spot_id)
+                     "record stays until an operator cleans it up", job.spot_id,
+                     extra=_fields(job, fence.object_generation))
         return
     try:
         await rt.store.location.abort_creating(fence)
         await rt.store.relocation.inbox_drop(job.spot_id, fence.object_generation)
         await rt.store.relocation.delete_root(receipt)
     except ZLinkError as exc:
-        LOGGER.error("Spot %r: cleanup of a failed activation failed: %s", job.spot_id, exc)
+        LOGGER.error("Spot %r: cleanup of a failed activation failed: %s", job.spot_id, exc,
+                     extra=_fields(job, fence.object_generation))
     if COLD.allows(job.state, COLD.ev.abort_creating):
         job.state = step(COLD, job.state, COLD.ev.abort_creating)

@@ -18,6 +18,8 @@ from zlink_trio.core.records import SpotRef
 from zlink_trio.runtime.charts import CLOSE
 from zlink_trio.runtime.coordinators.close_operation import close_here
 from zlink_trio.runtime.mesh.remote_close import close_remote
+from zlink_trio.runtime.observe.fields import Operation
+from zlink_trio.runtime.observe.operations import observe_operation
 
 if TYPE_CHECKING:
     from zlink_trio.core.deadline import Deadline
@@ -34,14 +36,17 @@ async def close_user_spot(rt: NodeRuntime, ref: SpotRef, deadline: Deadline) -> 
             f"got {type(ref).__name__}"
         )
     state = CLOSE.initial
-    with trio.move_on_at(deadline.at):
-        closed = await close_here(rt, ref, state, deadline, remote=close_remote)
-        # This node's own route to the closed incarnation (the owner may be another
-        # node) goes too: its next call resolves through the store -- NotFound -- and
-        # a one-way send is not dropped at the old owner (issue #13 item 3).
-        rt.route_cache.invalidate(ref.spot_id)
-        return closed
-    raise DeadlineExceeded(
-        f"closing Spot {ref.spot_id!r} generation {ref.generation} did not finish before its "
-        "deadline; if it began, it still completes. Check with find()"
-    )
+    with observe_operation(rt, Operation.CLOSE, ref.spot_id, ref.mesh) as observed:
+        observed.generation = ref.generation
+        with trio.move_on_at(deadline.at):
+            closed = await close_here(rt, ref, state, deadline, remote=close_remote)
+            # This node's own route to the closed incarnation (the owner may be another
+            # node) goes too: its next call resolves through the store -- NotFound -- and
+            # a one-way send is not dropped at the old owner (issue #13 item 3).
+            rt.route_cache.invalidate(ref.spot_id)
+            observed.outcome = "closed" if closed else "not_closed"
+            return closed
+        raise DeadlineExceeded(
+            f"closing Spot {ref.spot_id!r} generation {ref.generation} did not finish before "
+            "its deadline; if it began, it still completes. Check with find()"
+        )

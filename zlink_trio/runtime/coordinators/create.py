@@ -49,6 +49,8 @@ from zlink_trio.runtime.coordinators.create_operation import (
 from zlink_trio.runtime.coordinators.placement import candidates
 from zlink_trio.runtime.coordinators.routing import Backoff, wait_for_change
 from zlink_trio.runtime.mesh.remote_create import compete_remote
+from zlink_trio.runtime.observe.fields import Operation
+from zlink_trio.runtime.observe.operations import observe_operation
 
 if TYPE_CHECKING:
     from zlink_trio.core.deadline import Deadline
@@ -70,14 +72,18 @@ async def create_user_spot(rt: NodeRuntime, spot_id: str, stable_type: str,
     op.state = step(CREATE, op.state, CREATE.ev.spot_id_issued if create_only
                     else CREATE.ev.spot_id_given)
     data = encode_request(rt, op)
-    with trio.move_on_at(deadline.at) as scope:
-        return await _run(op, data)
-    if scope.cancelled_caught and CREATE.allows(op.state, CREATE.ev.deadline_expired):
-        op.state = step(CREATE, op.state, CREATE.ev.deadline_expired)
-    raise DeadlineExceeded(
-        f"creating Spot {spot_id!r} ({stable_type!r}) did not finish before its deadline; "
-        "the next call re-checks the store. Use a longer .timeout()"
-    )
+    with observe_operation(rt, Operation.CREATE, spot_id, in_mesh) as observed:
+        with trio.move_on_at(deadline.at) as scope:
+            result = await _run(op, data)
+            observed.outcome = result.state.value
+            observed.mesh, observed.generation = result.ref.mesh, result.ref.generation
+            return result
+        if scope.cancelled_caught and CREATE.allows(op.state, CREATE.ev.deadline_expired):
+            op.state = step(CREATE, op.state, CREATE.ev.deadline_expired)
+        raise DeadlineExceeded(
+            f"creating Spot {spot_id!r} ({stable_type!r}) did not finish before its "
+            "deadline; the next call re-checks the store. Use a longer .timeout()"
+        )
 
 
 async def _run(op: CreateOperation, data: bytes) -> CreateResult:

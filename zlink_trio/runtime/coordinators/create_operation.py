@@ -53,7 +53,8 @@ from zlink_trio.runtime.charts import CREATE, step
 from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.declaration.policies import Reject
 from zlink_trio.runtime.incarnation.host import Host
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.fields import Operation, spot_fields
+from zlink_trio.runtime.observe.logs import CREATE as LOGGER
 from zlink_trio.store import AuthorityExists
 
 if TYPE_CHECKING:
@@ -274,6 +275,11 @@ def lost(op: CreateOperation, current: AuthorityRecord) -> CreateResult | None:
     return None
 
 
+def _fields(op: CreateOperation, generation: int) -> dict[str, object]:
+    return spot_fields(op.spot_id, node_id=op.rt.node_id, generation=generation,
+                       operation=Operation.CREATE)
+
+
 async def abort(op: CreateOperation, fence: ReservationFence, receipt: RootReceipt) -> None:
     """AbortCreating with the same fence and delete the request root (caller shields).
 
@@ -282,12 +288,14 @@ async def abort(op: CreateOperation, fence: ReservationFence, receipt: RootRecei
     """
     if op.rt.lease_lost:
         LOGGER.error("Spot %r: creation abandoned after the lease was lost; its Creating "
-                     "record stays until an operator cleans it up", op.spot_id)
+                     "record stays until an operator cleans it up", op.spot_id,
+                     extra=_fields(op, fence.object_generation))
         return
     try:
         await op.rt.store.location.abort_creating(fence)
     except ZLinkError as exc:
-        LOGGER.error("Spot %r: aborting a failed creation failed: %s", op.spot_id, exc)
+        LOGGER.error("Spot %r: aborting a failed creation failed: %s", op.spot_id, exc,
+                     extra=_fields(op, fence.object_generation))
     await delete_root(op.rt, receipt)
     if CREATE.allows(op.state, CREATE.ev.abort_creating):
         op.state = step(CREATE, op.state, CREATE.ev.abort_creating)

@@ -25,7 +25,7 @@ import attrs
 
 from zlink_trio.core.errors import StaleFence, ZLinkError
 from zlink_trio.runtime.charts import COLD, step
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.logs import ACTIVATION as LOGGER
 from zlink_trio.store import SeparateSteps
 
 if TYPE_CHECKING:

@@ -44,7 +44,7 @@ import trio
 
 from zlink_trio.core.errors import StaleFence, StoreUnavailable, Unavailable, ZLinkError
 from zlink_trio.runtime.charts import NODE, step
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.logs import LEASE as LOGGER
 
 if TYPE_CHECKING:
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.logs import LEASE as LOGGER
 from zlink_trio.store.values import NodeIdInUse
 
 if TYPE_CHECKING:

@@ -45,7 +45,7 @@ from zlink_trio.runtime.calls.delivery import handler_for
 from zlink_trio.runtime.charts import COLD, step
 from zlink_trio.runtime.coordinators.activation import ActivationJob, run_activation
 from zlink_trio.runtime.mesh.remote_calls import send_spot_message
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.logs import NODE as LOGGER
 from zlink_trio.wire.frames import ActivationRoute
 
 if TYPE_CHECKING:

@@ -71,7 +71,7 @@ from zlink_trio.runtime.coordinators.envelope import ActivationEnvelope
 from zlink_trio.runtime.coordinators.first_record import FirstRecord, record_first_completion
 from zlink_trio.runtime.incarnation.host import Host
 from zlink_trio.runtime.incarnation.work import MessageWork
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.logs import RECOVERY as LOGGER
 from zlink_trio.store.dead_lifecycle import release_dead_node, reservation_fence
 
 if TYPE_CHECKING:

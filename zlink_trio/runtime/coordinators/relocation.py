@@ -56,7 +56,9 @@ from zlink_trio.runtime.incarnation.moving import Move
 from zlink_trio.runtime.mesh.follow_routes import FollowRoute
 from zlink_trio.runtime.mesh.message_follow import relay_held
 from zlink_trio.runtime.mesh.remote_relocation import send_relocate
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.fields import Operation, spot_fields
+from zlink_trio.runtime.observe.logs import RELOCATION as LOGGER
+from zlink_trio.runtime.observe.operations import observe_operation
 
 if TYPE_CHECKING:
     from statecharts.names import PlannedRelocationEvent, PlannedRelocationState
@@ -122,6 +124,12 @@ class _Relocation:
         self.state = step(RELOCATION, self.state, event)
 
 
+def _fields(job: _Relocation) -> dict[str, object]:
+    return spot_fields(job.record.spot_id, node_id=job.rt.node_id, mesh=job.record.mesh,
+                       generation=job.record.object_generation,
+                       operation=Operation.RELOCATION)
+
+
 def _refused(ref: SpotRef, state: PlannedRelocationState, event: PlannedRelocationEvent,
              reason: str) -> RelocationResult:
     step(RELOCATION, state, event)
@@ -131,6 +139,15 @@ def _refused(ref: SpotRef, state: PlannedRelocationState, event: PlannedRelocati
 async def relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
                         deadline: Deadline) -> RelocationResult:
     """Move ``spot_id`` to node ``to`` (or one placement picks); see the module docstring."""
+    with observe_operation(rt, Operation.RELOCATION, spot_id) as observed:
+        result = await _relocate_spot(rt, spot_id, to, deadline)
+        observed.outcome = result.outcome.value
+        observed.mesh, observed.generation = result.ref.mesh, result.ref.generation
+        return result
+
+
+async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
+                         deadline: Deadline) -> RelocationResult:
     rt.check_admission()
     state = RELOCATION.initial
     record = await rt.store.location.find(spot_id)
@@ -250,7 +267,7 @@ async def _committed(job: _Relocation, ref: SpotRef) -> RelocationResult:
             await relay_held(rt, route, held)
         await job.host.moved_away()
     LOGGER.info("node %r: Spot %r moved to node %r", rt.node_id, record.spot_id,
-                job.claim.descriptor.node_id)
+                job.claim.descriptor.node_id, extra=_fields(job))
     return RelocationResult(outcome=RelocationOutcome.COMMITTED, ref=ref)
 
 
@@ -266,7 +283,7 @@ async def _abort(job: _Relocation, reason: str, *, sealed: bool) -> RelocationRe
             await rt.store.location.abort_relocation(job.record.fence())
         except ZLinkError as exc:
             LOGGER.warning("node %r: the relocation of Spot %r could not be aborted (%s)",
-                           rt.node_id, job.record.spot_id, exc)
+                           rt.node_id, job.record.spot_id, exc, extra=_fields(job))
             return None
         for correlation in job.correlations:
             rt.peers.forget(correlation)
@@ -330,7 +347,7 @@ async def _await_commit(job: _Relocation, why: str) -> None:
         await _follow_store(job, why)
     except ZLinkError as exc:
         LOGGER.error("node %r: the move of Spot %r could not be finished: %s", job.rt.node_id,
-                     job.record.spot_id, exc)
+                     job.record.spot_id, exc, extra=_fields(job))
 
 
 async def drain(rt: NodeRuntime, deadline: Deadline) -> DrainResult:

@@ -54,6 +54,8 @@ from zlink_trio.runtime.calls.delivery import Delivery, handler_for
 from zlink_trio.runtime.coordinators.placement import place_and_start
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.mesh.remote_calls import send_spot_message
+from zlink_trio.runtime.observe.events import resolved, stale
+from zlink_trio.runtime.observe.fields import ResolveResult, StaleReason
 from zlink_trio.wire.frames import ReadyRoute
 
 if TYPE_CHECKING:
@@ -239,11 +241,15 @@ async def _send_cached(rt: NodeRuntime, call: Delivery, route: CachedRoute) -> N
 
 def _local_host(rt: NodeRuntime, record: AuthorityRecord) -> Host:
     if record.owner != rt.owner:
+        stale(rt, StaleReason.EARLIER_LIFECYCLE, record.spot_id,
+              generation=record.object_generation, mesh=record.mesh)
         raise StaleRoute(f"Spot {record.spot_id!r} belongs to an earlier lifecycle of this "
                          "node; the message was not run. Its authority must be cleaned "
                          "up (an operator action) before the Spot can be used again")
     host = rt.catalog.hosts.get(record.spot_id)
     if host is None or host.generation != record.object_generation:
+        stale(rt, StaleReason.NO_INCARNATION, record.spot_id,
+              generation=record.object_generation, mesh=record.mesh)
         raise StaleRoute(
             f"this node has no running incarnation matching the store's authority for Spot "
             f"{record.spot_id!r}; the message was not run. Send a new call"
@@ -326,6 +332,7 @@ async def deliver(rt: NodeRuntime, call: Delivery,
         cached = None
         record = await rt.store.location.find(call.spot_id)
         if record is None:
+            resolved(rt, call.spot_id, ResolveResult.MISSING)
             attempt = rt.catalog.attempts.get(call.spot_id)
             if attempt is not None:  # an envelope this node accepted is activating
                 await attempt.done.wait()
@@ -344,8 +351,12 @@ async def deliver(rt: NodeRuntime, call: Delivery,
             # A moving Spot still belongs to its source: not yet sealed it runs the
             # message, sealed it holds it and relays it after the commit (06 §9).
             if record.owner.node_rid != rt.node_rid:
+                resolved(rt, call.spot_id, ResolveResult.REMOTE, mesh=record.mesh,
+                         generation=record.object_generation)
                 await _send_remote(rt, call, record)
                 return
+            resolved(rt, call.spot_id, ResolveResult.LOCAL, mesh=record.mesh,
+                     generation=record.object_generation)
             attempt = rt.catalog.attempts.get(call.spot_id)
             if attempt is not None and call.spot_id not in rt.catalog.hosts:
                 # This node's activation committed Ready, and this call read it, before
@@ -358,7 +369,15 @@ async def deliver(rt: NodeRuntime, call: Delivery,
                 return
             await sealed.finished.wait()  # idle eviction racing: refresh the route
             continue
+        if record.state is AuthorityState.CLOSING:
+            resolved(rt, call.spot_id, ResolveResult.CLOSING, mesh=record.mesh,
+                     generation=record.object_generation)
+        else:
+            resolved(rt, call.spot_id, ResolveResult.CREATING, mesh=record.mesh,
+                     generation=record.object_generation)
         if record.state is AuthorityState.CLOSING and call.intent is None:
+            stale(rt, StaleReason.CLOSING, call.spot_id, generation=record.object_generation,
+                  mesh=record.mesh)
             raise StaleRoute(
                 f"Spot {call.spot_id!r} is closing and admits no new messages; the "
                 "message was not run. Send a new call once it is closed, or call with "

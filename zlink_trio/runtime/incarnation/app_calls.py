@@ -24,7 +24,7 @@ import trio
 
 from zlink_trio.core.errors import HandlerError, InvalidOperation
 from zlink_trio.runtime.declaration.spot_types import InstanceSpotType, UserSpotType
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
 
 if TYPE_CHECKING:
     from zlink_trio.runtime.declaration.handlers import HandlerInfo

@@ -43,7 +43,7 @@ from zlink_trio.core.placement import check_local_activation
 from zlink_trio.core.route_cache import CachedRoute
 from zlink_trio.runtime.charts import INCARNATION
 from zlink_trio.runtime.declaration.policies import CloseReason
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -31,7 +31,7 @@ import trio
 from zlink_trio.core.errors import DeadlineExceeded, Unavailable
 from zlink_trio.runtime import observers
 from zlink_trio.runtime.incarnation.app_calls import check_reply, handler_error
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
 
 if TYPE_CHECKING:
     from zlink_trio.runtime.declaration.spot_types import SpotType
@@ -54,6 +54,9 @@ class TurnHost(Protocol):
     def generation(self) -> int: ...
     @property
     def instance(self) -> object | None: ...
+
+    def log_fields(self) -> dict[str, object]:
+        """The structured log fields of this incarnation (``runtime.observe.fields``)."""
 
 
 def lease_passed(rt: NodeState) -> bool:
@@ -87,7 +90,7 @@ async def run_handler(host: TurnHost, item: MessageWork) -> None:
             completion.set_error(handler_error(what, exc))
         else:
             LOGGER.error("Spot %r: %s raised on a one-way send", host.spot_id, what,
-                         exc_info=exc)
+                         exc_info=exc, extra=host.log_fields())
         return
     if completion is None:
         return
@@ -111,7 +114,8 @@ def _refuse_past_lease(host: TurnHost, item: MessageWork, what: str) -> None:
     if item.completion is not None:
         item.completion.set_error(error)
     else:
-        LOGGER.warning("%s", error.message.replace("no reply is given", "it was one-way"))
+        LOGGER.warning("%s", error.message.replace("no reply is given", "it was one-way"),
+                       extra=host.log_fields())
 
 
 async def _observed(host: TurnHost, item: MessageWork) -> object:

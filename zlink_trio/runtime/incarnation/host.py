@@ -65,7 +65,9 @@ from zlink_trio.runtime.incarnation.context import SpotContext
 from zlink_trio.runtime.incarnation.handler_turn import lease_passed, run_handler
 from zlink_trio.runtime.incarnation.timers import HostTimers, TimerWork
 from zlink_trio.runtime.incarnation.work import MessageWork, Work
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.events import incarnation_closed, stale
+from zlink_trio.runtime.observe.fields import StaleReason, spot_fields
+from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -168,6 +170,11 @@ class Host:
         self.state = step(INCARNATION, self.state, INCARNATION.ev.open_barrier)
         self.last_work_finished_at = trio.current_time()
 
+    def log_fields(self) -> dict[str, object]:
+        """The structured fields of a record about this incarnation (``observe.fields``)."""
+        return spot_fields(self.spot_id, node_id=self.rt.node_id, mesh=self.mesh,
+                           generation=self.generation)
+
     @property
     def sealed(self) -> bool:
         """Whether admission is sealed (closing or gone)."""
@@ -179,12 +186,19 @@ class Host:
         on a node that lost its lease or is draining."""
         if self.sealed:
             self.rt.check_usable()  # a lost lease explains a sealed host best
+            stale(self.rt, StaleReason.CLOSING, self.spot_id, generation=self.generation,
+                  mesh=self.mesh)
             raise StaleRoute(
                 f"Spot {self.spot_id!r} generation {self.generation} is closing on this node "
                 "and admits no new messages; the message was not run. Send a new call once "
                 "it is closed (with Instance intent it is activated again)"
             )
-        self.rt.check_admission()
+        try:
+            self.rt.check_admission()
+        except StaleRoute:
+            stale(self.rt, StaleReason.LEASE_EXPIRED, self.spot_id, generation=self.generation,
+                  mesh=self.mesh)
+            raise
         if self.state == INCARNATION.st.sealed and self.move is not None:
             refusal = self.move.refusal()
             if refusal is not None:
@@ -232,13 +246,15 @@ class Host:
             # An owner past its lease deadline is no valid owner (09 §4): no tick runs,
             # as no message is admitted (a periodic timer comes due again).
             LOGGER.warning("Spot %r: %d timer tick(s) skipped: this node's lease deadline "
-                           "passed before a renewal", self.spot_id, len(due))
+                           "passed before a renewal", self.spot_id, len(due),
+                           extra=self.log_fields())
             return
         for tick in due:
             try:
                 self.lanes.application.admit(tick, 0)
             except ZLinkError as exc:
-                LOGGER.warning("Spot %r: timer tick skipped: %s", self.spot_id, exc)
+                LOGGER.warning("Spot %r: timer tick skipped: %s", self.spot_id, exc,
+                               extra=self.log_fields())
 
     # ------------------------------------------------------------------ close
 
@@ -298,7 +314,8 @@ class Host:
                     self.spot_id, object_generation=self.generation, owner=self.rt.owner,
                     now=self.rt.now())
             except ZLinkError as exc:
-                LOGGER.warning("Spot %r: ctx.close() could not begin: %s", self.spot_id, exc)
+                LOGGER.warning("Spot %r: ctx.close() could not begin: %s", self.spot_id, exc,
+                               extra=self.log_fields())
         if record is not None:
             self.request_close(CloseReason.CLOSED, record.fence())
 
@@ -318,6 +335,8 @@ class Host:
         self.leave_catalog()
         self.state = step(INCARNATION, self.state, INCARNATION.ev.dispose)
         self.finished.set()
+        incarnation_closed(self.rt, self.close_reason.value, self.spot_id, self.mesh,
+                           self.generation)
         if not self.ownership_lost:  # else inbox and root stay as evidence for the operator
             await self._bounded("recovery cleanup", lambda: drop_recovery(
                 self.rt, self.spot_id, self.generation, self._first))
@@ -334,6 +353,8 @@ class Host:
         await run_on_close(self.spot_type, self.instance, self.spot_id, CloseReason.RELOCATED)
         self._observe_close(CloseReason.RELOCATED)
         self.finished.set()
+        incarnation_closed(self.rt, CloseReason.RELOCATED.value, self.spot_id, self.mesh,
+                           self.generation)
 
     def _observe_close(self, reason: CloseReason) -> None:
         if observers.OBSERVERS and self.instance is not None:
@@ -362,10 +383,12 @@ class Host:
             try:
                 await call()
             except ZLinkError as exc:
-                LOGGER.error("Spot %r: %s failed: %s", self.spot_id, what, exc)
+                LOGGER.error("Spot %r: %s failed: %s", self.spot_id, what, exc,
+                             extra=self.log_fields())
         if scope.cancelled_caught:
             LOGGER.error("Spot %r: %s got no answer from the store within %s s; the record "
-                         "stays until an operator cleans it up", self.spot_id, what, timeout)
+                         "stays until an operator cleans it up", self.spot_id, what, timeout,
+                         extra=self.log_fields())
 
     # ------------------------------------------------------------------ the task
 
@@ -454,4 +477,4 @@ class Host:
             self.lanes.complete(turn.ticket)
         if dropped:
             LOGGER.warning("Spot %r: %d queued one-way send(s) were not run: %s",
-                           self.spot_id, dropped, error)
+                           self.spot_id, dropped, error, extra=self.log_fields())

@@ -25,7 +25,7 @@ import attrs
 
 from zlink_trio.core.errors import InvalidOperation
 from zlink_trio.core.timers import TimerSchedule
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

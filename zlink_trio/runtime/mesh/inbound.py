@@ -64,7 +64,9 @@ from zlink_trio.runtime.mesh.remote_close import serve_remote_close
 from zlink_trio.runtime.mesh.remote_create import serve_remote_create
 from zlink_trio.runtime.mesh.remote_operation import serve_node_operation
 from zlink_trio.runtime.mesh.remote_relocation import serve_relocate
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.events import follow_event, stale
+from zlink_trio.runtime.observe.fields import FollowEvent, StaleReason
+from zlink_trio.runtime.observe.logs import MESH as LOGGER
 from zlink_trio.wire.frames import (
     ActivationRoute,
     Command,
@@ -88,9 +90,14 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.mesh.follow_routes import FollowRoute
     from zlink_trio.runtime.mesh.peers import InboundFrame
     from zlink_trio.transport import Link
-    from zlink_trio.wire.frames import Outcome
+    from zlink_trio.wire.frames import Outcome, Route
 
 __all__ = ("inbound_handler",)
+
+
+def _generation(route: Route) -> int | None:
+    """The ObjectGeneration a route names (an activation envelope names none)."""
+    return None if isinstance(route, ActivationRoute) else route.object_generation
 
 
 def _fail(completion: Completion | None, error: ZLinkError, frame: SpotMessage) -> None:
@@ -105,8 +112,15 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
     reply = LinkReply(rt, link, frame.reply_correlation) if frame.reply_correlation else None
     route = frame.route
     try:
-        rt.check_admission()
+        try:
+            rt.check_admission()
+        except StaleRoute:
+            stale(rt, StaleReason.LEASE_EXPIRED, route.spot_id,
+                  generation=_generation(route))
+            raise
         if route.target != rt.owner:
+            stale(rt, StaleReason.WRONG_LIFECYCLE, route.spot_id,
+                  generation=_generation(route))
             raise StaleRoute(f"the message to Spot {route.spot_id!r} was addressed to "
                              f"{route.target}, not to this lifecycle ({rt.owner}); it was not "
                              "run. Send a new call")
@@ -133,6 +147,8 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
                 _fail(reply, exc, frame)
             return
         if isinstance(route, FollowFrameRoute):
+            follow_event(rt, FollowEvent.DROP_NO_ROUTE, route.spot_id, route.object_generation,
+                         route.hops)
             _fail(reply, Unavailable(
                 f"Spot {route.spot_id!r} followed a relocation to this node, which neither "
                 "hosts it nor has a Message Follow route for it; the message was not run. "
@@ -162,6 +178,8 @@ def _admit_direct(rt: NodeRuntime, frame: SpotMessage, reply: LinkReply | None) 
     try:
         host = rt.catalog.hosts.get(route.spot_id)
         if host is None:
+            stale(rt, StaleReason.NO_INCARNATION, route.spot_id,
+                  generation=_generation(route))
             raise StaleRoute(f"node {rt.node_id!r} no longer owns Spot {route.spot_id!r}; the "
                              "message was not run. Send a new call")
         if isinstance(route, FollowFrameRoute) and host.generation != route.object_generation:

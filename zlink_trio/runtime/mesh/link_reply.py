@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from zlink_trio.core.errors import Unavailable, ZLinkError
 from zlink_trio.runtime.calls.completion import Completion
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.logs import MESH as LOGGER
 from zlink_trio.wire.frames import Command, EncodedMessage, Failure, MessageOutcome, Reply
 
 if TYPE_CHECKING:

@@ -34,10 +34,13 @@ from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.calls.delivery import SEND, Delivery
 from zlink_trio.runtime.mesh.link_reply import LinkReply
 from zlink_trio.runtime.mesh.remote_calls import send_spot_message
+from zlink_trio.runtime.observe.events import follow_event
+from zlink_trio.runtime.observe.fields import FollowEvent
 from zlink_trio.wire.frames import ActivationRoute
 from zlink_trio.wire.frames import FollowRoute as FollowFrameRoute
 
 if TYPE_CHECKING:
+    from zlink_trio.core.errors import ZLinkError
     from zlink_trio.runtime.calls.completion import Completion
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.runtime.incarnation.work import MessageWork
@@ -72,14 +75,15 @@ def superseded(route: FollowRoute, frame: SpotMessage) -> bool:
     return held > route.source_owner_generation
 
 
-def next_hop(route: FollowRoute, frame: SpotMessage) -> int:
-    """The hop count of ``frame`` sent on along ``route``; raises when it may not go on."""
+def _hop(route: FollowRoute, frame: SpotMessage) -> int | tuple[FollowEvent, ZLinkError]:
+    """The hop count of ``frame`` sent on along ``route``, or why it may not go on."""
     incoming = frame.route
     if isinstance(incoming, ActivationRoute):
-        raise InvalidOperation(f"an activation envelope of Spot {route.spot_id!r} reached a "
-                               "node it moved away from; nothing was created")
+        return FollowEvent.DROP_ENVELOPE, InvalidOperation(
+            f"an activation envelope of Spot {route.spot_id!r} reached a node it moved away "
+            "from; nothing was created")
     if incoming.object_generation != route.object_generation:
-        raise InvalidOperation(
+        return FollowEvent.DROP_GENERATION, InvalidOperation(
             f"the message to Spot {route.spot_id!r} names ObjectGeneration "
             f"{incoming.object_generation}, but this node's Message Follow route is for "
             f"generation {route.object_generation}; the message was not run"
@@ -92,17 +96,25 @@ def next_hop(route: FollowRoute, frame: SpotMessage) -> int:
         # Addressed to an owner generation this node never held before its latest move
         # (an older one did: the Spot came back and left again, and the caller's route
         # predates that -- it follows the same way).
-        raise Unavailable(
+        return FollowEvent.DROP_OWNER_GENERATION, Unavailable(
             f"the message to Spot {route.spot_id!r} names owner generation {held}, newer "
             f"than the {route.source_owner_generation} this node's Message Follow route "
             "was installed for; the message was not run. Send a new call"
         )
     if hops > MAX_HOPS:
-        raise Unavailable(
+        return FollowEvent.DROP_MAX_HOPS, Unavailable(
             f"the message to Spot {route.spot_id!r} followed {MAX_HOPS} relocations already; "
             "it was not run. Send a new call (it resolves the current owner)"
         )
     return hops
+
+
+def next_hop(route: FollowRoute, frame: SpotMessage) -> int:
+    """The hop count of ``frame`` sent on along ``route``; raises when it may not go on."""
+    hop = _hop(route, frame)
+    if isinstance(hop, int):
+        return hop
+    raise hop[1]
 
 
 def _route_frame(route: FollowRoute, hops: int) -> FollowFrameRoute:
@@ -113,9 +125,13 @@ def _route_frame(route: FollowRoute, hops: int) -> FollowFrameRoute:
         hops=hops)
 
 
-def _forwarded(route: FollowRoute, frame: SpotMessage,
+def _forwarded(rt: NodeRuntime, route: FollowRoute, frame: SpotMessage,
                reply: Completion | None) -> tuple[Delivery, FollowFrameRoute]:
-    hops = next_hop(route, frame)
+    hops = _hop(route, frame)
+    if not isinstance(hops, int):
+        follow_event(rt, hops[0], route.spot_id, route.object_generation, None,
+                     hops[1].message)
+        raise hops[1]
     call = Delivery(
         spot_id=route.spot_id, msg=None, size=len(frame.payload.body), intent=None,
         completion=reply, reply=SEND, deadline=deadline_from_wall_ms(frame.deadline_ms),
@@ -134,17 +150,34 @@ def follow_now(rt: NodeRuntime, route: FollowRoute, frame: SpotMessage,
     link = rt.peers.open_link_to(route.target)
     if link is None:
         return False
-    call, route_frame = _forwarded(route, frame, reply)
-    send_spot_message(rt, call, link, route_frame)
+    call, route_frame = _forwarded(rt, route, frame, reply)
+    _send(rt, call, link, route_frame)
     return True
 
 
 async def follow(rt: NodeRuntime, route: FollowRoute, frame: SpotMessage,
                  reply: Completion | None) -> None:
     """Send ``frame`` on along ``route``, dialing the new owner; see :func:`follow_now`."""
-    call, route_frame = _forwarded(route, frame, reply)
-    link = await rt.peers.link_to_owner(route.target, f"Spot {route.spot_id!r}")
-    send_spot_message(rt, call, link, route_frame)
+    call, route_frame = _forwarded(rt, route, frame, reply)
+    try:
+        link = await rt.peers.link_to_owner(route.target, f"Spot {route.spot_id!r}")
+    except Unavailable as exc:
+        follow_event(rt, FollowEvent.DROP_UNREACHABLE, route.spot_id, route.object_generation,
+                     route_frame.hops, exc.message)
+        raise
+    _send(rt, call, link, route_frame)
+
+
+def _send(rt: NodeRuntime, call: Delivery, link: Link, route_frame: FollowFrameRoute) -> None:
+    """Send one followed message; a hop when it left, a drop when the link refused it."""
+    try:
+        send_spot_message(rt, call, link, route_frame)
+    except Unavailable as exc:
+        follow_event(rt, FollowEvent.DROP_UNREACHABLE, route_frame.spot_id,
+                     route_frame.object_generation, route_frame.hops, exc.message)
+        raise
+    follow_event(rt, FollowEvent.HOP, route_frame.spot_id, route_frame.object_generation,
+                 route_frame.hops)
 
 
 async def relay_held(rt: NodeRuntime, route: FollowRoute,
@@ -170,8 +203,14 @@ async def relay_held(rt: NodeRuntime, route: FollowRoute,
             deadline=work.deadline, op_id="", encoded=None)
         try:
             if link is None:
-                link = await rt.peers.link_to_owner(route.target, f"Spot {route.spot_id!r}")
-            send_spot_message(rt, call, link, _route_frame(route, 1))
+                try:
+                    link = await rt.peers.link_to_owner(route.target,
+                                                        f"Spot {route.spot_id!r}")
+                except Unavailable as exc:
+                    follow_event(rt, FollowEvent.DROP_UNREACHABLE, route.spot_id,
+                                 route.object_generation, 1, exc.message)
+                    raise
+            _send(rt, call, link, _route_frame(route, 1))
         except (Unavailable, InvalidOperation) as exc:
             if work.completion is not None:
                 work.completion.set_error(exc)

@@ -37,7 +37,7 @@ import trio
 from zlink_trio.core.errors import Unavailable, ZLinkError
 from zlink_trio.runtime.declaration.message_classes import registry_classes
 from zlink_trio.runtime.mesh.retained import RetainedResults
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.logs import MESH as LOGGER
 from zlink_trio.wire.frames import Reply
 
 if TYPE_CHECKING:

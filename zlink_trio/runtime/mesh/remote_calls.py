@@ -35,6 +35,8 @@ from zlink_trio.core.errors import (
     ZLinkError,
 )
 from zlink_trio.runtime.calls.completion import Completion
+from zlink_trio.runtime.observe.events import stale
+from zlink_trio.runtime.observe.fields import StaleReason
 from zlink_trio.wire.frames import (
     EncodedMessage,
     Failure,
@@ -112,6 +114,8 @@ def completer(rt: NodeRuntime, call: Delivery) -> Callable[[Reply], None]:
         except ZLinkError as exc:
             if isinstance(exc, StaleRoute | Unavailable):  # the next call resolves afresh
                 rt.route_cache.invalidate(call.spot_id)
+                if isinstance(exc, StaleRoute):
+                    stale(rt, StaleReason.ANSWERED, call.spot_id)
             completion.set_error(exc)
         except Exception as exc:  # never let one bad reply take the link down
             completion.set_error(InvalidOperation(

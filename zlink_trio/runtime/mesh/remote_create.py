@@ -60,7 +60,7 @@ from zlink_trio.runtime.coordinators.create_operation import (
 )
 from zlink_trio.runtime.declaration.message_classes import message_class
 from zlink_trio.runtime.mesh.remote_calls import operation_number, round_trip
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.logs import CREATE as LOGGER
 from zlink_trio.store.dead_lifecycle import reservation_fence
 from zlink_trio.wire.frames import (
     CreateOutcome,

@@ -56,7 +56,7 @@ from zlink_trio.runtime.incarnation.moving import open_moved
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.mesh.link_reply import LinkReply
 from zlink_trio.runtime.mesh.remote_calls import operation_number, outcome_of, round_trip
-from zlink_trio.runtime.state import LOGGER
+from zlink_trio.runtime.observe.logs import RELOCATION as LOGGER
 from zlink_trio.wire.frames import RelocateOutcome, RelocateSpot
 
 if TYPE_CHECKING:

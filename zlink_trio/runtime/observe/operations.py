@@ -1,0 +1,94 @@
+"""``observe_operation``: time, count and log one create, activation, close or relocation.
+
+Used as ``with observe_operation(rt, Operation.CREATE, spot_id, mesh) as op:``; the
+block sets :attr:`ObservedOperation.outcome` (and the generation once known) on
+success, and an exception sets it to the error's class name (``fields.outcome_of``).
+On exit the node's recorder counts it and, when the operation's logger is enabled
+for DEBUG, one record with the structured fields is written (``docs/observability.md``).
+Operations are rare next to messages, so this costs nothing a message pays.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Final
+
+from zlink_trio.runtime.observe import logs
+from zlink_trio.runtime.observe.fields import (
+    DURATION,
+    MESH,
+    NODE_ID,
+    OBJECT_GENERATION,
+    OPERATION,
+    OUTCOME,
+    SPOT_ID,
+    Operation,
+    outcome_of,
+)
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from zlink_trio.runtime.state import NodeState
+
+__all__ = ("ObservedOperation", "observe_operation")
+
+_LOGGERS: Final = {
+    Operation.CREATE: logs.CREATE,
+    Operation.COLD_ACTIVATION: logs.ACTIVATION,
+    Operation.CLOSE: logs.CLOSE,
+    Operation.RELOCATION: logs.RELOCATION,
+    Operation.FOLLOW: logs.FOLLOW,
+    Operation.SEND: logs.CALLS,
+    Operation.REQUEST: logs.CALLS,
+}
+
+
+class ObservedOperation:
+    """One operation being observed; see :func:`observe_operation`."""
+
+    __slots__ = ("_rt", "_started", "generation", "kind", "mesh", "outcome", "spot_id")
+
+    def __init__(self, rt: NodeState, kind: Operation, spot_id: str | None,
+                 mesh: str | None) -> None:
+        self._rt = rt
+        self.kind: Final = kind
+        self.spot_id = spot_id
+        self.mesh = mesh
+        #: The ObjectGeneration, once the operation knows it.
+        self.generation: int | None = None
+        #: How it ended; ``ok`` unless the block says more (or raises).
+        self.outcome = "ok"
+        self._started = 0.0
+
+    def failed(self, error: BaseException) -> None:
+        """The operation ended with ``error`` without raising it (reported elsewhere)."""
+        self.outcome = outcome_of(error)
+
+    def __enter__(self) -> ObservedOperation:
+        self._started = time.perf_counter()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc is not None:
+            self.outcome = outcome_of(exc)
+        seconds = time.perf_counter() - self._started
+        rt = self._rt
+        rt.metrics.operation(self.kind, self.outcome, seconds)
+        log = _LOGGERS[self.kind]
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("node %r: %s of Spot %r (mesh %r, generation %s): %s in %.3f ms",
+                      rt.node_id, self.kind.value, self.spot_id, self.mesh, self.generation,
+                      self.outcome, seconds * 1000, extra={
+                          NODE_ID: rt.node_id, OPERATION: self.kind.value,
+                          SPOT_ID: self.spot_id, MESH: self.mesh,
+                          OBJECT_GENERATION: self.generation, OUTCOME: self.outcome,
+                          DURATION: seconds})
+
+
+def observe_operation(rt: NodeState, kind: Operation, spot_id: str | None,
+                      mesh: str | None = None) -> ObservedOperation:
+    """A context manager observing one operation of ``kind`` on ``rt``'s node."""
+    return ObservedOperation(rt, kind, spot_id, mesh)
