@@ -21,6 +21,7 @@ import os
 import signal
 import time
 
+import pytest
 import trio
 from mesh_node_procs import factory_runs, launch, running, start_nodes, stop
 
@@ -121,7 +122,15 @@ async def test_a_paused_owner_woken_after_its_restart_never_acts_again(mesh_url,
     """Item 1, fencing: the GC-pause zombie. ``r0`` is SIGSTOPped past its lease, a new
     process starts under NodeId ``r0`` and releases the Spot, which activates anew there;
     the old process is then SIGCONTed: it handles nothing any more (its own local call
-    fails), and the Spot keeps being served by the new process only."""
+    fails), and the Spot keeps being served by the new process only.
+
+    Redis only: on SQLite a process frozen inside a write transaction (a lease renewal's
+    commit and fsync) keeps the file's write lock until it resumes, and every other
+    process's store calls fail ``StoreUnavailable`` after the busy timeout meanwhile --
+    the "SQLite locked" rows of ``tests/chaos`` cover that outage (docs/reliability.md).
+    """
+    if not mesh_url.startswith("redis"):
+        pytest.skip("a SIGSTOPped SQLite writer may hold the file's lock (see docstring)")
     spot = "zombie-1"
     with trio.fail_after(TEST_TIMEOUT):
         async with start_nodes(["caller"], mesh_url, tmp_path, weight=0) as (caller,):
