@@ -118,6 +118,7 @@ def _handled_by_pid(tmp_path) -> list[tuple[int, int]]:
     return [(int(seq), int(pid)) for _, _, seq, _, pid in (line.split(" ") for line in lines)]
 
 
+@pytest.mark.parametrize("mesh_url", ["redis"], indirect=True)
 async def test_a_paused_owner_woken_after_its_restart_never_acts_again(mesh_url, tmp_path):
     """Item 1, fencing: the GC-pause zombie. ``r0`` is SIGSTOPped past its lease, a new
     process starts under NodeId ``r0`` and releases the Spot, which activates anew there;
@@ -129,8 +130,6 @@ async def test_a_paused_owner_woken_after_its_restart_never_acts_again(mesh_url,
     process's store calls fail ``StoreUnavailable`` after the busy timeout meanwhile --
     the "SQLite locked" rows of ``tests/chaos`` cover that outage (docs/reliability.md).
     """
-    if not mesh_url.startswith("redis"):
-        pytest.skip("a SIGSTOPped SQLite writer may hold the file's lock (see docstring)")
     spot = "zombie-1"
     with trio.fail_after(TEST_TIMEOUT):
         async with start_nodes(["caller"], mesh_url, tmp_path, weight=0) as (caller,):
