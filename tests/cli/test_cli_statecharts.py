@@ -26,6 +26,7 @@ from statecharts.links import CHART_LINKS
 from statecharts.trace import TraceWriter, read_trace
 from zlink_trio import cli
 from zlink_trio.runtime import charts
+from zlink_trio.testing import Recorder
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -221,3 +222,24 @@ def test_usage_errors_exit_2(capsys, argv, says):
     status, _, err = run(capsys, *argv)
     assert status == 2
     assert says in err
+
+
+async def _record_with_the_kit(path: Path) -> int:
+    with trio.fail_after(10), Recorder() as recorder:
+        async with zl.open_node("trace-b", spots=[Counter], listen=None) as node:
+            with recorder.operation("first-call"):
+                await node.client.request("c-2", Add(1), reply=Total).instance_spot(
+                    "trace-counter").timeout(5)
+        return recorder.write_trace(path, "first-call")
+
+
+def test_the_kits_recorder_writes_a_trace_the_command_highlights(capsys, tmp_path):
+    path = tmp_path / "kit-trace.jsonl"
+    written = trio.run(_record_with_the_kit, path)
+    records = read_trace(path.read_text("utf-8").splitlines())
+    assert len(records) == written > 0
+    cold = [r for r in records if r.chart == "ColdActivation"]
+    assert cold, records  # the operation's cold activation was recorded
+    status, out, _ = run(capsys, "statecharts", "cold_activation", "--trace", str(path))
+    assert status == 0
+    assert f"## Trace: {len(cold)} step(s), ending in `{cold[-1].target}`" in out

@@ -36,10 +36,12 @@ import attrs
 import trio
 
 import statecharts
+from statecharts.trace import trace_line
 from zlink_trio.runtime import charts as _charts
 from zlink_trio.runtime import observers as _observers
 
 if TYPE_CHECKING:
+    import os
     from collections.abc import Iterator
     from types import TracebackType
 
@@ -225,6 +227,19 @@ class Recorder:
     def transitions_of(self, label: str) -> list[Transition]:
         """The chart transitions the operation ``label`` took, in order."""
         return [t for t in self.transitions if t.operation == label]
+
+    def write_trace(self, path: str | os.PathLike[str], label: str) -> int:
+        """Write the transitions of operation ``label`` to a chart trace file.
+
+        The file is JSON lines in the format of ``statecharts.trace`` (what
+        ``zlink-trio statecharts CHART --trace FILE`` highlights); returns how many
+        transitions were written.
+        """
+        taken = self.transitions_of(label)
+        with open(path, "w", encoding="utf-8") as out:
+            for t in taken:
+                out.write(trace_line(t.chart, t.state, t.event, t.target))
+        return len(taken)
 
     def factory_runs_of(self, spot_id: str) -> list[FactoryRun]:
         return [run for run in self.factory_runs if run.spot_id == spot_id]
