@@ -23,6 +23,11 @@ KEYS = {
     "remote_pipelined_per_s",
     "remote_pipelined_ratio",
     "remote_cold_activation_ms",
+    # The raw Trio TCP floor: no optional dependency, so measured in every run.
+    "raw_tcp_echo_per_s",
+    "raw_tcp_pipelined_per_s",
+    "remote_sequential_tcp_ratio",
+    "remote_pipelined_tcp_ratio",
 }
 RAW = {"raw_ws_echo_per_s", "raw_ws_echo_pipelined_per_s", "remote_request_ratio",
        "remote_pipelined_ratio"}

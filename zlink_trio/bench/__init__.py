@@ -5,14 +5,16 @@ Every figure beside its physical baseline, in one run; the keys are a contract
 
 - ``suite``    -- the whole run: every figure (``run``), printed as a table or one JSON line
 - ``local``    -- local requests beside a raw memory channel, convergence, memory; the Spots
+- ``footprint`` -- resident memory per idle Spot (RSS delta / N), in a fresh process
 - ``cold``     -- cold activations per store backend, with their store calls and transactions
 - ``stores``   -- private stores per backend, store-call counting, Reserve/CommitReady timing
-- ``remote``   -- Spot requests between two processes beside a raw websocket echo
+- ``remote``   -- Spot requests between two processes beside raw websocket and TCP echoes
 - ``peer``     -- the other process of the remote figures (started by ``remote``)
 - ``relocation`` -- planned moves per backend, idle and under load; lost/duplicated messages
 - ``follow``   -- the Message Follow relay rate beside direct remote requests
 - ``moving``   -- the relocation figures' recording Spot, three nodes on one store, the tally
 - ``raw_ws``   -- the raw websocket echo, the only user of trio-websocket (the ``bench`` extra)
+- ``raw_tcp``  -- the raw Trio TCP echo of length-prefixed frames (the remote figures' floor)
 - ``output``   -- how every benchmark program prints its figures
 - ``__main__`` -- ``python -m zlink_trio.bench``
 

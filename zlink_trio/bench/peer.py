@@ -5,16 +5,18 @@ be run by hand. It serves, on 127.0.0.1 (any free ports):
 
 * a raw trio-websocket echo server (:func:`zlink_trio.bench.raw_ws.serve_echo`): every
   message is sent back unchanged, one at a time per connection (the physical baseline;
-  not with ``--no-raw``, which the benchmark passes when trio-websocket is missing), and
+  not with ``--no-raw``, which the benchmark passes when trio-websocket is missing),
+* a raw Trio TCP echo server (:func:`zlink_trio.bench.raw_tcp.serve_echo`): every
+  length-prefixed frame sent back unchanged (the floor: no websocket; always served), and
 * a zlink node ``bench-peer`` in mesh ``bench-remote`` on the store ``URL``, owning the
   :class:`~zlink_trio.bench.remote.RemoteEcho` Spots (placement weight 1; the measuring
   node has weight 0, so every cold activation lands here).
 
-When both listen, it prints one JSON line on stdout, ``{"raw": "ws://..."}`` (``null``
-with ``--no-raw``), and runs until its stdin reaches end of file (the parent closes it,
-or dies), then closes the node and exits 0. ``--lifetime`` (600 s) bounds it in case
-nothing ever closes stdin. ``--profile PATH`` writes a cProfile of the whole serving
-time to ``PATH``.
+When all listen, it prints one JSON line on stdout, ``{"raw": "ws://...", "tcp": PORT}``
+(``"raw"`` is ``null`` with ``--no-raw``), and runs until its stdin reaches end of file
+(the parent closes it, or dies), then closes the node and exits 0. ``--lifetime`` (600 s)
+bounds it in case nothing ever closes stdin. ``--profile PATH`` writes a cProfile of the
+whole serving time to ``PATH``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 import trio
 
 import zlink_trio as zl
+from zlink_trio.bench import raw_tcp
 from zlink_trio.bench.remote import MESH, RemoteEcho
 
 __all__ = ("main",)
@@ -56,7 +59,8 @@ async def serve(store_url: str, lifetime: float, *, raw: bool = True) -> None:
                 from zlink_trio.bench import raw_ws  # the bench extra (trio-websocket)
 
                 url = await raw_ws.serve_echo(nursery)
-            print(json.dumps({"raw": url}), flush=True)
+            tcp_port = await raw_tcp.serve_echo(nursery)
+            print(json.dumps({"raw": url, "tcp": tcp_port}), flush=True)
             await _stdin_closed()
             nursery.cancel_scope.cancel()
 

@@ -1,11 +1,13 @@
-"""Remote figures: Spot requests between two processes, each beside a raw websocket echo.
+"""Remote figures: Spot requests between two processes, beside raw websocket and TCP echoes.
 
 Theory of operation
 -------------------
 :func:`measure_remote` starts one helper process, ``python -m
-zlink_trio.bench.peer``, which serves two things on 127.0.0.1: a raw
+zlink_trio.bench.peer``, which serves three things on 127.0.0.1: a raw
 trio-websocket echo server (the physical baseline,
-:mod:`zlink_trio.bench.raw_ws`) and a zlink node owning the benchmark Spots.
+:mod:`zlink_trio.bench.raw_ws`), a raw Trio TCP echo server of length-prefixed
+frames (the floor, :mod:`zlink_trio.bench.raw_tcp`) and a zlink node owning the
+benchmark Spots.
 Both processes share one SQLite store file in a temporary
 directory. This process runs a node with ``placement_weight=0``, so every cold
 activation it asks for lands on the peer; the Spot answering the request
@@ -14,20 +16,22 @@ kind 1) over one mesh link.
 
 Raw and remote figures are measured in the same run with the same payload: a
 ~100-byte JSON body (:data:`PAYLOAD`), echoed back. The raw echo sends those
-bytes as one websocket binary message and waits for the echo; the remote
+bytes as one websocket binary message and waits for the echo, the raw TCP echo
+as one frame (4-byte length, then the bytes); the remote
 request sends them as the body of a :class:`Blob` message, and the Spot replies
 with the same :class:`Blob`. Each figure is measured for a fixed time in every
 round, rounds alternate raw and remote so that a burst of load from other
 processes hits both, and the best round of each figure is reported (load on a
-shared machine only ever lowers a rate). Ratios are best remote / best raw.
+shared machine only ever lowers a rate). Ratios are best remote / best raw
+(``remote_*_ratio`` to the websocket echo, ``remote_*_tcp_ratio`` to TCP).
 
 Cold activations are timed one at a time: a request with Instance intent to a
 new ID, placed on the peer (route kind 2), activated there on SQLite and
 answered; p50 and p99 in milliseconds.
 
 The raw echo needs trio-websocket, an optional dependency (the ``bench``
-extra). Without it the Spot figures are still measured; the raw figures and
-the ratios are ``null`` and ``unavailable`` says why (the peer is started
+extra). Without it the Spot and raw TCP figures are still measured; the raw
+websocket figures and their ratios are ``null`` and ``unavailable`` says why (the peer is started
 with ``--no-raw``).
 
 Nothing here is asserted; the benchmark runs on the real clock. ``python -m
@@ -55,6 +59,7 @@ import attrs
 import trio
 
 import zlink_trio as zl
+from zlink_trio.bench import raw_tcp
 from zlink_trio.bench.output import print_figures
 
 if TYPE_CHECKING:
@@ -175,6 +180,7 @@ def _percentile(samples: list[float], fraction: float) -> float:
 @attrs.frozen
 class _PeerInfo:
     raw_url: str | None
+    tcp_port: int
     pid: int
 
 
@@ -206,7 +212,7 @@ async def _peer(store_url: str, profile: Path | None, *, raw: bool) -> AsyncIter
     try:
         with trio.fail_after(START_TIMEOUT):
             ready = json.loads(await _read_line(process.stdout))
-        yield _PeerInfo(raw_url=ready["raw"], pid=process.pid)
+        yield _PeerInfo(raw_url=ready["raw"], tcp_port=ready["tcp"], pid=process.pid)
     finally:
         with trio.CancelScope(shield=True):
             await process.stdin.aclose()  # the peer's signal to stop
@@ -251,7 +257,7 @@ async def _cold_ms(node: zl.Node, prefix: str, seconds: float) -> list[float]:
 async def _measure(*, rounds: int, seconds: float, profile_dir: Path | None = None
                    ) -> dict[str, object]:
     best: dict[str, float] = {"raw_seq": 0.0, "remote_seq": 0.0, "raw_par": 0.0,
-                              "remote_par": 0.0}
+                              "remote_par": 0.0, "tcp_seq": 0.0, "tcp_par": 0.0}
     cold: list[float] = []
     missing = raw_ws_unavailable()
     round_trip: Callable[[], Awaitable[None]] | None = None
@@ -271,6 +277,8 @@ async def _measure(*, rounds: int, seconds: float, profile_dir: Path | None = No
 
                 round_trip = await stack.enter_async_context(
                     raw_ws.open_echo(peer.raw_url, PAYLOAD))
+            tcp_round_trip = await stack.enter_async_context(
+                raw_tcp.open_echo(peer.tcp_port, PAYLOAD))
 
             async def raw_rate(in_flight: int) -> float:
                 if round_trip is None:
@@ -287,12 +295,17 @@ async def _measure(*, rounds: int, seconds: float, profile_dir: Path | None = No
             for _ in range(20):  # warm both paths (route cache, link, allocator)
                 if round_trip is not None:
                     await round_trip()
+                await tcp_round_trip()
                 await node.client.request(spot_id, Blob(0, _TEXT), reply=Blob)
             for r in range(rounds):
                 with profiler or nullcontext():
+                    best["tcp_seq"] = max(best["tcp_seq"],
+                                          await _raw_rate(tcp_round_trip, seconds, 1))
                     best["raw_seq"] = max(best["raw_seq"], await raw_rate(1))
                     best["remote_seq"] = max(best["remote_seq"],
                                              await _remote_rate(node, spot_id, seconds, 1))
+                    best["tcp_par"] = max(best["tcp_par"],
+                                          await _raw_rate(tcp_round_trip, seconds, IN_FLIGHT))
                     best["raw_par"] = max(best["raw_par"], await raw_rate(IN_FLIGHT))
                     best["remote_par"] = max(
                         best["remote_par"], await _remote_rate(node, spot_id, seconds, IN_FLIGHT))
@@ -307,6 +320,10 @@ async def _measure(*, rounds: int, seconds: float, profile_dir: Path | None = No
         "raw_ws_echo_pipelined_per_s": round(best["raw_par"]) if raw else None,
         "remote_pipelined_per_s": round(best["remote_par"]),
         "remote_pipelined_ratio": round(best["remote_par"] / best["raw_par"], 3) if raw else None,
+        "raw_tcp_echo_per_s": round(best["tcp_seq"]),
+        "remote_sequential_tcp_ratio": round(best["remote_seq"] / best["tcp_seq"], 3),
+        "raw_tcp_pipelined_per_s": round(best["tcp_par"]),
+        "remote_pipelined_tcp_ratio": round(best["remote_par"] / best["tcp_par"], 3),
         "remote_cold_activation_ms": {
             "p50": round(statistics.median(cold), 3),
             "p99": round(_percentile(cold, 0.99), 3),
@@ -322,11 +339,13 @@ async def measure_remote(*, quick: bool) -> dict[str, object]:
 
     Keys: ``raw_ws_echo_per_s``, ``remote_requests_per_s``, ``remote_request_ratio``,
     ``raw_ws_echo_pipelined_per_s``, ``remote_pipelined_per_s``,
-    ``remote_pipelined_ratio`` and ``remote_cold_activation_ms`` (``{"p50", "p99"}``);
-    without trio-websocket the two raw figures and the two ratios are ``None`` and
+    ``remote_pipelined_ratio``, ``raw_tcp_echo_per_s``, ``remote_sequential_tcp_ratio``,
+    ``raw_tcp_pipelined_per_s``, ``remote_pipelined_tcp_ratio`` and
+    ``remote_cold_activation_ms`` (``{"p50", "p99"}``); without trio-websocket the two
+    raw websocket figures and the two ratios are ``None`` and
     ``unavailable`` is ``{"raw_ws_echo": reason}``.
     ``quick`` measures one round of ~0.2 s per figure (a smoke run); otherwise three
-    alternating rounds of 2 s per figure (about 40 s). Raises :class:`~zlink_trio.Unavailable`
+    alternating rounds of 2 s per figure (about 50 s). Raises :class:`~zlink_trio.Unavailable`
     if the peer process cannot start (or the Spot was not placed on it), and what the
     node raises if a call fails; the peer process is stopped on every outcome.
     """

@@ -8,11 +8,13 @@ it, all in one run (:func:`run`):
 
 - local requests beside a raw Trio memory-channel round trip, get-or-create
   convergence and memory per idle Spot (:mod:`zlink_trio.bench.local`);
+- resident memory per idle Spot, the RSS growth over 100,000 idle Spots in a
+  fresh process divided by their number (:mod:`zlink_trio.bench.footprint`);
 - cold activations on every store backend, with the store calls one
   activation makes and the latency of Reserve and CommitReady
   (:mod:`zlink_trio.bench.cold`);
-- remote requests between two processes beside a raw trio-websocket echo
-  between the same two processes (:mod:`zlink_trio.bench.remote`);
+- remote requests between two processes beside a raw trio-websocket echo and a
+  raw Trio TCP echo between the same two processes (:mod:`zlink_trio.bench.remote`);
 - planned relocations on every store backend, idle and under load, with the
   messages a move lost or duplicated, and the Message Follow relay rate beside
   direct remote requests (:mod:`zlink_trio.bench.relocation`).
@@ -38,6 +40,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from zlink_trio.bench.cold import measure_backends
+from zlink_trio.bench.footprint import measure_footprint
 from zlink_trio.bench.local import measure_local
 from zlink_trio.bench.output import print_figures
 from zlink_trio.bench.relocation import measure_relocation
@@ -63,13 +66,14 @@ def _merge(figures: dict[str, object], more: dict[str, object]) -> None:
 
 
 async def run(*, requests: int = 20_000, cold: int = 2_000, idle: int = 2_000,
-              txn: int = 2_000, backends: Sequence[str] = BACKENDS,
+              txn: int = 2_000, idle_rss: int = 100_000, backends: Sequence[str] = BACKENDS,
               redis_url: str = DEFAULT_REDIS_URL, remote: bool = True,
               moves: int = 50, relocation: bool = True,
               quick: bool = False) -> dict[str, object]:
     """Measure every figure and return them as a JSON-ready dict.
 
-    ``requests`` calls per local mode, ``idle`` Spots for the memory figure,
+    ``requests`` calls per local mode, ``idle`` Spots for the traced memory figure and
+    ``idle_rss`` for the resident one (a fresh process; 100,000 take about a minute),
     ``cold`` activations per backend and mode, ``txn`` Reserve/CommitReady pairs per
     backend; ``backends`` is a subset of ``memory``, ``sqlite``, ``redis``. ``remote``
     adds the two-process figures of :mod:`zlink_trio.bench.remote` (``quick``: short);
@@ -77,6 +81,8 @@ async def run(*, requests: int = 20_000, cold: int = 2_000, idle: int = 2_000,
     ``moves`` timed moves per backend and mode.
     """
     figures = await measure_local(requests=requests, idle=idle)
+    gc.collect()
+    _merge(figures, await measure_footprint(idle_rss))
     _merge(figures, await measure_backends(backends, cold=cold, txn=txn, redis_url=redis_url))
     if remote:
         gc.collect()
@@ -104,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-relocation", action="store_true",
                         help="skip the relocation and Message Follow figures")
     args = parser.parse_args(argv)
-    sizes = ({"requests": 1_000, "cold": 100, "idle": 100, "txn": 200, "moves": 6}
+    sizes = ({"requests": 1_000, "cold": 100, "idle": 100, "txn": 200, "moves": 6,
+              "idle_rss": 2_000}
              if args.quick else {})
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     figures = trio.run(lambda: run(**sizes, backends=backends, redis_url=args.redis,
