@@ -4,7 +4,29 @@
 ``shared`` (a fixture) opens one store per test on the ``url`` backend (memory: one
 ``MemoryStore`` object given to every node); :func:`open_nodes` opens listening nodes on
 it with the given placement weights; the other helpers read what ran where and what the
-store holds. See the test modules' docstrings for the items and the timing rules.
+store holds. The test modules' docstrings list their items.
+
+Every test here runs two (or three) nodes of one process that **listen** (real loopback
+websocket links, as separate processes use) and share one store, on each backend:
+``memory`` (one :class:`~zlink_trio.store.MemoryStore` *object* given to every node),
+``sqlite`` (one file) and ``redis`` (one key prefix) -- the ``url`` fixture of
+``conftest.py`` (Redis absent fails under ``CI``, skips locally). A message that has to
+cross nodes crosses a link, so no test accepts ``zl.Unavailable`` in place of the
+outcome its item names: where Unavailable *is* the outcome (an owner whose lease ran
+out, a close meeting a move), the test first shows the same call succeeding across the
+link, and checks the reason the error gives.
+
+Each test is named after its item (the same name as the single-node test of
+``test_spec_06.py`` / ``test_spec_09.py`` where that one covers the one-node half; a
+suffix names the branch when an item has several) and quotes it in its docstring. Only
+the public surface is used (``import zlink_trio as zl``: ``open_node``, ``node.spots``,
+``node.client``, ``node.relocate``, ``node.statistics()``), plus reads of the store for
+"nothing was written". Placement is steered with ``placement_weight`` (a node of weight
+0 takes no new Spots), so the owner of every Spot is known.
+
+Timing: the real clock (an autojump ``MockClock`` would jump while a socket waits);
+every test is bounded by ``trio.fail_after``, and nothing sleeps to wait for something
+-- it polls the store or the probe with :func:`wait_until` under that bound.
 """
 
 from __future__ import annotations

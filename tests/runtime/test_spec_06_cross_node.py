@@ -1,25 +1,8 @@
 """Contract tests for the spec 06 §10 items about more than one node, on real links.
 
 The 09 §8 half is ``test_spec_09_cross_node.py``; the nodes and fixtures are in
-``cross_node_helpers.py``. What follows covers both halves.
-
-Every test here runs two (or three) nodes of one process that **listen** (real loopback
-websocket links, as separate processes use) and share one store, on each backend:
-``memory`` (one :class:`~zlink_trio.store.MemoryStore` *object* given to every node),
-``sqlite`` (one file) and ``redis`` (one key prefix) -- the ``url`` fixture of
-``conftest.py`` (Redis absent fails under ``CI``, skips locally). A message that has to
-cross nodes crosses a link, so no test accepts ``zl.Unavailable`` in place of the
-outcome its item names: where Unavailable *is* the outcome (an owner whose lease ran
-out, a close meeting a move), the test first shows the same call succeeding across the
-link, and checks the reason the error gives.
-
-Each test is named after its item (the same name as the single-node test of
-``test_spec_06.py`` / ``test_spec_09.py`` where that one covers the one-node half; a
-suffix names the branch when an item has several) and quotes it in its docstring. Only
-the public surface is used (``import zlink_trio as zl``: ``open_node``, ``node.spots``,
-``node.client``, ``node.relocate``, ``node.statistics()``), plus reads of the store for
-"nothing was written". Placement is steered with ``placement_weight`` (a node of weight
-0 takes no new Spots), so the owner of every Spot is known.
+``cross_node_helpers.py``, whose docstring says how
+these tests run (listening nodes, the three backends, names, timing).
 
 The items, and where each is tested:
 
@@ -43,32 +26,12 @@ The items, and where each is tested:
 - 06 "Missing, Creating, and Store failure aren't negative-cached." -- Missing and
   Creating seen from another node here; the store-failure part (a store double) stays in
   ``test_spec_06.py``.
-- 09 "Even if several callers request creation of the same object at the same time, the
-  factory runs only once, and the remaining callers target the object it created." --
-  here with callers on both nodes (06 §4.2); one node: ``test_spec_09.py``.
-- 09 "When only the fact that the owner can't be used is confirmed (Unavailable) ..." --
-  here: the owner is another node whose lease ran out on the caller's store clock.
-- 09 "Even right after an object is recreated, an ordinary message isn't rejected for a
-  generation mismatch." -- here: another node's cached route names the old generation
-  (06 §5: the current Ready Spot of that owner runs it); the one-node half stays.
-- 09 "A call sent to a stale owner ends in an error without automatic retry." -- here:
-  a cached route to a node that no longer owns the Spot (closed, or re-created on a
-  third node) ends StaleRoute and is run nowhere (06 §6); the one-node stand-ins
-  (Closing, an owner validity that passed) stay in ``test_spec_09.py``.
-- 09 "Once the active-object count reaches the ceiling, new activation is rejected at
-  that node." -- here: a request already sent to a full node (its sender cannot see the
-  target's load) is refused by the target's local check, also while an activation there
-  is still pending; the one-node half stays.
 
 Not here: "User Spot Close doesn't secretly clean up active membership" (06) and the
 "active membership" branch of command 48 -- Actor membership (spec 05) does not exist in
 this version, so there is no membership to keep or to clean up. "Message Follow only
 uses a committed route ..." (06) and "Entry Spot isn't in the relocation candidate list
 ..." (09) run on node processes in ``tests/mesh/test_mesh_relocation.py``.
-
-Timing: the real clock (an autojump ``MockClock`` would jump while a socket waits);
-every test is bounded by ``trio.fail_after``, and nothing sleeps to wait for something
--- it polls the store or the probe with :func:`wait_until` under that bound.
 """
 
 from __future__ import annotations

@@ -1,48 +1,11 @@
 """Contract tests for the spec 09 §8 items about more than one node, on real links.
 
 The 06 §10 half is ``test_spec_06_cross_node.py``; the nodes and fixtures are in
-``cross_node_helpers.py``. What follows covers both halves.
-
-Every test here runs two (or three) nodes of one process that **listen** (real loopback
-websocket links, as separate processes use) and share one store, on each backend:
-``memory`` (one :class:`~zlink_trio.store.MemoryStore` *object* given to every node),
-``sqlite`` (one file) and ``redis`` (one key prefix) -- the ``url`` fixture of
-``conftest.py`` (Redis absent fails under ``CI``, skips locally). A message that has to
-cross nodes crosses a link, so no test accepts ``zl.Unavailable`` in place of the
-outcome its item names: where Unavailable *is* the outcome (an owner whose lease ran
-out, a close meeting a move), the test first shows the same call succeeding across the
-link, and checks the reason the error gives.
-
-Each test is named after its item (the same name as the single-node test of
-``test_spec_06.py`` / ``test_spec_09.py`` where that one covers the one-node half; a
-suffix names the branch when an item has several) and quotes it in its docstring. Only
-the public surface is used (``import zlink_trio as zl``: ``open_node``, ``node.spots``,
-``node.client``, ``node.relocate``, ``node.statistics()``), plus reads of the store for
-"nothing was written". Placement is steered with ``placement_weight`` (a node of weight
-0 takes no new Spots), so the owner of every Spot is known.
+``cross_node_helpers.py``, whose docstring says how
+these tests run (listening nodes, the three backends, names, timing).
 
 The items, and where each is tested:
 
-- 06 "Remote User Spot create fixes provider reservation and target lifecycle in command
-  47, reads Pending creation content directly from the store, and returns the terminal
-  result exactly once via command 20." -- here, with its failure branch (the source's
-  deadline passes while the target builds: the reservation is withdrawn with its fence
-  and the target's CommitReady is refused). The redelivery of one operation ID (a second
-  47 with the same ID gets the retained reply) is ``test_remote_calls.py``'s test of the
-  same name (it writes a frame by hand, so it stays memory-only).
-- 06 "Remote User Spot Close fixes the SpotRef, owner generation, StoreVersion, and
-  target lifecycle in command 48 ..." -- here, with the stale-generation branch
-  (InvalidOperation, no retarget) and the moving conflict (a close reaching the owner
-  while the Spot is sealed for relocation is Unavailable, docs/relocation.md; a
-  get-or-create meanwhile is Existing and builds nothing).
-- 06 "The cold-activation source doesn't create an owner claim ..." -- here (source and
-  target on different nodes); the one-node half stays in ``test_spec_06.py``.
-- 06 "A message isn't delivered to a local instance that doesn't match the Store's
-  current authority. A target that didn't obtain creation authority doesn't create a
-  separate instance." -- here (the loser's caller is on the other node).
-- 06 "Missing, Creating, and Store failure aren't negative-cached." -- Missing and
-  Creating seen from another node here; the store-failure part (a store double) stays in
-  ``test_spec_06.py``.
 - 09 "Even if several callers request creation of the same object at the same time, the
   factory runs only once, and the remaining callers target the object it created." --
   here with callers on both nodes (06 §4.2); one node: ``test_spec_09.py``.
@@ -65,10 +28,6 @@ Not here: "User Spot Close doesn't secretly clean up active membership" (06) and
 this version, so there is no membership to keep or to clean up. "Message Follow only
 uses a committed route ..." (06) and "Entry Spot isn't in the relocation candidate list
 ..." (09) run on node processes in ``tests/mesh/test_mesh_relocation.py``.
-
-Timing: the real clock (an autojump ``MockClock`` would jump while a socket waits);
-every test is bounded by ``trio.fail_after``, and nothing sleeps to wait for something
--- it polls the store or the probe with :func:`wait_until` under that bound.
 """
 
 from __future__ import annotations

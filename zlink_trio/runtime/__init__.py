@@ -6,8 +6,8 @@ the code.  Imports point one way, and a test fails on any import cycle:
 ``coordinators.node_runtime`` <- the coordinators and the mesh handlers <- ``node``.
 
 =====================  ==================================================================
-``node``               ``open_node``: one node lifecycle -- claim, serve, drain, remove;
-                       ``Node`` and ``NodeStatistics``
+``node``               ``open_node``: one node lifecycle -- claim, serve, drain, remove
+``node_handle``        ``Node`` (what ``open_node`` yields) and ``NodeStatistics``
 ``options``            ``NodeOptions``: every tunable of ``open_node``, validated first
 ``charts``             the compiled, typed lifecycle charts and ``step()``
 ``observers``          what a node tells the test kit about its Spots (factory runs,

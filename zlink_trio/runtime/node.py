@@ -46,28 +46,20 @@ from zlink_trio.core.identity import (
     validate_entry_prefix,
     validate_mesh_name,
     validate_node_id,
-    validate_spot_id,
 )
 from zlink_trio.core.lanes import DEFAULT_APPLICATION_BOUNDS, DEFAULT_LIFECYCLE_BOUNDS, LaneBounds
 from zlink_trio.core.placement import Role
 from zlink_trio.core.records import OwnerFence
-from zlink_trio.core.route_cache import RouteCache, RouteCacheStatistics
-from zlink_trio.runtime.calls.client import SpotClient
-from zlink_trio.runtime.calls.deadlines import deadline_after
-from zlink_trio.runtime.calls.manager import SpotManager
-from zlink_trio.runtime.calls.metered import MeteredRouter
+from zlink_trio.core.route_cache import RouteCache
 from zlink_trio.runtime.charts import NODE, step
 from zlink_trio.runtime.coordinators.lease import keep_lease, wait_stopped
 from zlink_trio.runtime.coordinators.node_claim import claim_node_id
 from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
 from zlink_trio.runtime.coordinators.recovery import recover_orphans
-from zlink_trio.runtime.coordinators.relocation import relocate_spot
-from zlink_trio.runtime.coordinators.routing import CallRouter
 from zlink_trio.runtime.declaration.registry import SpotTypeRegistry
 from zlink_trio.runtime.incarnation.catalog import Catalog
 from zlink_trio.runtime.mesh.inbound import inbound_handler
 from zlink_trio.runtime.mesh.peers import Peers
-from zlink_trio.runtime.mesh.remote_operation import drain_here, drain_node, relocate_on_owner
 from zlink_trio.runtime.mesh.setup import mesh_settings, open_mesh
 from zlink_trio.runtime.observe.logs import NODE as LOGGER
 from zlink_trio.runtime.observe.setup import (
@@ -85,7 +77,6 @@ from zlink_trio.runtime.options import (
     DEFAULT_LEASE,
     DEFAULT_TIMEOUT,
     NodeOptions,
-    check_timeout,
 )
 from zlink_trio.store import MemoryStore, open_store, with_combined
 from zlink_trio.wire.codec import MessageCodec
@@ -99,161 +90,11 @@ if TYPE_CHECKING:
 
     from prometheus_client.registry import CollectorRegistry
 
-    from statecharts.names import NodeLifecycleState
-    from zlink_trio.runtime.coordinators.relocation import DrainResult, RelocationResult
+
+from zlink_trio.runtime.node_handle import Node as Node
+from zlink_trio.runtime.node_handle import NodeStatistics as NodeStatistics
 
 __all__ = ("Node", "NodeStatistics", "open_node")
-
-
-@attrs.frozen(kw_only=True)
-class NodeStatistics:
-    """A snapshot of one node."""
-
-    node_id: str
-    node_rid: NodeRid
-    #: NodeLifecycle state id (``serving``, ``draining``, ``lease_lost``, ...).
-    state: NodeLifecycleState
-    #: Local Ready incarnations.
-    active_spots: int
-    #: Local creations in flight (reserved, not yet Ready).
-    activating: int
-    lease_expires_at: float
-    route_cache: RouteCacheStatistics
-    #: The published endpoint (``ws://host:port``; ``local://`` without links).
-    endpoint: str = "local://"
-    #: Open authenticated links to other nodes, both directions.
-    links: int = 0
-    #: Requests sent to other nodes and not answered yet.
-    pending_replies: int = 0
-
-
-class Node:
-    """A running node: what ``open_node`` yields. Not constructed directly."""
-
-    def __init__(self, rt: NodeRuntime, metrics_url: str | None = None) -> None:
-        self._rt = rt
-        self._metrics_url = metrics_url
-        router = CallRouter(rt)
-        self._client = SpotClient(router if not rt.metrics.enabled else MeteredRouter(rt, router))
-        self._spots = SpotManager(rt)
-        rt.client = self._client
-
-    @property
-    def node_id(self) -> str:
-        """The operator-given NodeId."""
-        return self._rt.node_id
-
-    @property
-    def node_rid(self) -> NodeRid:
-        """This lifecycle's fresh routing ID."""
-        return self._rt.node_rid
-
-    @property
-    def entry_spot_id(self) -> str:
-        """The framework-issued Entry Spot ID ``<node_id>-entry-<uuid4>``."""
-        return self._rt.entry_spot_id
-
-    @property
-    def mesh(self) -> str:
-        """The Mesh this node serves."""
-        return self._rt.mesh
-
-    @property
-    def metrics_url(self) -> str | None:
-        """``http://host:port/metrics`` when opened with ``metrics_port=``, else ``None``."""
-        return self._metrics_url
-
-    @property
-    def client(self) -> SpotClient:
-        """Direct calls to Spots by ID."""
-        return self._client
-
-    @property
-    def spots(self) -> SpotManager:
-        """Explicit User Spot create, find and close."""
-        return self._spots
-
-    async def relocate(self, spot_id: str, *, to: str | None = None,
-                       timeout: float | None = None,  # noqa: ASYNC109 -- travels to the target
-                       ) -> RelocationResult:
-        """Move Spot ``spot_id``, which this node owns, to node ``to`` (a NodeId of this Mesh)
-        or, without ``to``, to another node placement picks (06 §8).
-
-        Returns a :class:`RelocationResult`: COMMITTED (``ref`` names the new owner: same
-        Spot ID and ObjectGeneration), ABORTED (the Spot stayed and serves here; ``reason``
-        says why) or REFUSED (nothing changed: an Entry Spot, a ``DisableRelocation``
-        type, a Spot already moving, no other node able to take it). Raises
-        :class:`NotFound` for an unknown ID, :class:`InvalidOperation` for a Spot this node
-        does not own or a bad argument, and :class:`Unavailable` when the move passed
-        relay-ready but its target did not commit (the Spot is unavailable until it
-        does or restarts). ``timeout`` (default ``default_timeout``) bounds the move.
-        """
-        spot_id = validate_spot_id(spot_id)
-        if to is not None:
-            to = validate_node_id(to)
-        seconds = self._rt.options.default_timeout if timeout is None else check_timeout(timeout)
-        return await relocate_spot(self._rt, spot_id, to, deadline_after(seconds))
-
-    async def drain(self, *, timeout: float | None = None,  # noqa: ASYNC109 -- as relocate
-                    ) -> DrainResult:
-        """Relocate every Spot this node hosts (for maintenance); what moved and what not.
-
-        This node stops choosing itself for new Spots first, and marks its claim in
-        the store so the other nodes stop placing new Spots on it too (a store error
-        is logged and the drain goes on). Spots that cannot move
-        (``DisableRelocation``, no other node) are listed in ``not_moved`` with the
-        reason; the Entry Spot never moves and is not listed. ``timeout`` (default
-        ``default_timeout``) bounds the whole drain.
-        """
-        seconds = self._rt.options.default_timeout if timeout is None else check_timeout(timeout)
-        return await drain_here(self._rt, deadline_after(seconds))
-
-    async def ask_relocate(self, spot_id: str, *, to: str | None = None,
-                           timeout: float | None = None,  # noqa: ASYNC109 -- as relocate
-                           ) -> RelocationResult:
-        """Have the node that owns ``spot_id`` relocate it, as ``relocate`` there would.
-
-        For an operator or an API edge (a ``client_only`` node): this node need not own
-        the Spot. When it does, this is :meth:`relocate`; otherwise the owner's live
-        lifecycle is asked over its link (command 61) and runs the move. Same result and
-        errors as :meth:`relocate` -- plus :class:`Unavailable` when the owner is not
-        live or its link fails, and :class:`DeadlineExceeded` when no answer came in time
-        (the move may then have happened: check with ``spots.find``).
-        """
-        spot_id = validate_spot_id(spot_id)
-        if to is not None:
-            to = validate_node_id(to)
-        seconds = self._rt.options.default_timeout if timeout is None else check_timeout(timeout)
-        return await relocate_on_owner(self._rt, spot_id, to, deadline_after(seconds))
-
-    async def ask_drain(self, node_id: str, *,
-                        timeout: float | None = None,  # noqa: ASYNC109 -- as drain
-                        ) -> DrainResult:
-        """Have the live node ``node_id`` of this Mesh drain, as ``drain`` there would.
-
-        ``node_id`` may be this node's own (then it is :meth:`drain`). The drained node
-        keeps running, takes no new Spots and relocates every Spot it hosts; stop it
-        afterwards for maintenance. Raises :class:`NotFound` when no live node has that
-        NodeId in this Mesh, :class:`Unavailable` when its link fails and
-        :class:`DeadlineExceeded` when it did not answer in time (what it moved stays
-        moved). A report too long for one answer lists the first results and counts the
-        rest in ``DrainResult.unlisted``.
-        """
-        node_id = validate_node_id(node_id)
-        seconds = self._rt.options.default_timeout if timeout is None else check_timeout(timeout)
-        return await drain_node(self._rt, node_id, deadline_after(seconds))
-
-    def statistics(self) -> NodeStatistics:
-        """A frozen snapshot of the node's state and counters."""
-        rt = self._rt
-        transport = rt.peers.transport
-        return NodeStatistics(node_id=rt.node_id, node_rid=rt.node_rid, state=rt.state,
-                              active_spots=len(rt.catalog.hosts), activating=rt.catalog.pending,
-                              lease_expires_at=rt.lease_expires_at,
-                              route_cache=rt.route_cache.statistics(),
-                              endpoint=rt.options.endpoint,
-                              links=len(transport.links()) if transport is not None else 0,
-                              pending_replies=rt.peers.pending)
 
 
 def _default_store_clock(store: str | MemoryStore) -> Callable[[], float]:

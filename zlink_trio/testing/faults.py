@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
-    from zlink_trio.runtime.node import Node
+    from zlink_trio.runtime.node_handle import Node
     from zlink_trio.store import Store
 
 __all__ = ("CRASH_STEPS", "Faults", "FaultyStore", "InjectedFault", "SimulatedCrash")
