@@ -54,9 +54,9 @@ from zlink_trio.runtime.declaration.spot_types import instance_spot as instance_
 from zlink_trio.runtime.declaration.spot_types import user_spot as user_spot
 from zlink_trio.runtime.incarnation.context import SpotContext as SpotContext
 from zlink_trio.runtime.incarnation.context import TimerHandle as TimerHandle
+from zlink_trio.runtime.node import open_node as open_node
 from zlink_trio.runtime.node_handle import Node as Node
 from zlink_trio.runtime.node_handle import NodeStatistics as NodeStatistics
-from zlink_trio.runtime.node import open_node as open_node
 from zlink_trio.store import open_store as open_store
 from zlink_trio.wire.codec import EncodedMessage as EncodedMessage
 from zlink_trio.wire.codec import MessageCodec as MessageCodec
