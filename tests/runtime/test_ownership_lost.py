@@ -155,7 +155,7 @@ def snapshot(store: MemoryStore) -> tuple[Any, ...]:
     loc, rel = store.location.state, store.relocation.state
     return (dict(loc.claims), dict(loc.records), dict(loc.lifecycles), loc.last_generation,
             dict(loc.pending), dict(loc.active), dict(rel.roots),
-            {key: (dict(inbox.records), inbox.last_seq, inbox.cursor)
+            {key: (dict(inbox.records or {}), inbox.last_seq, inbox.cursor)
              for key, inbox in rel.inboxes.items()})
 
 

@@ -175,8 +175,11 @@ class Lane(Generic[T]):
                 "build one with LaneBounds(max_items, max_bytes)"
             )
         self._bounds: Final = bounds
-        self._queue: deque[tuple[T, Ticket]] = deque()
-        self._running: set[Ticket] = set()
+        # Both are created on first use and dropped when they empty again: an idle
+        # Spot's two lanes then hold no container at all (an empty deque is ~760 B,
+        # an empty set ~220 B: most of an idle Spot's footprint, docs/performance.md).
+        self._queue: deque[tuple[T, Ticket]] | None = None
+        self._running: set[Ticket] | None = None
         self._bytes = 0
         self._popped_once = False
         self._pushed_front = False
@@ -194,7 +197,13 @@ class Lane(Generic[T]):
     @property
     def queued(self) -> int:
         """How many items wait in the lane (not yet popped). Never raises."""
-        return len(self._queue)
+        return len(self._queue) if self._queue is not None else 0
+
+    def _tail(self) -> deque[tuple[T, Ticket]]:
+        queue = self._queue
+        if queue is None:
+            queue = self._queue = deque()
+        return queue
 
     def admit(self, item: T, payload_size: int) -> Ticket:
         """Queue ``item`` at the tail, reserving ``payload_size + PER_ITEM_BYTES`` bytes.
@@ -207,7 +216,7 @@ class Lane(Generic[T]):
         """
         _check_payload_size(payload_size)
         reservation = payload_size + PER_ITEM_BYTES
-        items = len(self._queue) + len(self._running)
+        items = self.queued + (len(self._running) if self._running is not None else 0)
         count_hit = items + 1 > self._bounds.max_items
         bytes_hit = self._bytes + reservation > self._bounds.max_bytes
         if count_hit or bytes_hit:
@@ -215,7 +224,7 @@ class Lane(Generic[T]):
                 self._refusal(count_hit, bytes_hit, reservation, items), lane=self._kind.value
             )
         ticket = Ticket(lane=self._kind, reserved_bytes=reservation)
-        self._queue.append((item, ticket))
+        self._tail().append((item, ticket))
         self._bytes += reservation
         return ticket
 
@@ -253,7 +262,7 @@ class Lane(Generic[T]):
             )
         reservation = payload_size + PER_ITEM_BYTES
         ticket = Ticket(lane=self._kind, reserved_bytes=reservation)
-        self._queue.appendleft((item, ticket))
+        self._tail().appendleft((item, ticket))
         self._bytes += reservation
         self._pushed_front = True
         return ticket
@@ -269,13 +278,13 @@ class Lane(Generic[T]):
         _check_payload_size(payload_size)
         reservation = payload_size + PER_ITEM_BYTES
         ticket = Ticket(lane=self._kind, reserved_bytes=reservation)
-        self._queue.append((item, ticket))
+        self._tail().append((item, ticket))
         self._bytes += reservation
         return ticket
 
     def queued_items(self) -> list[T]:
         """The queued (not yet popped) items, oldest first; the lane is unchanged."""
-        return [item for item, _ in self._queue]
+        return [item for item, _ in self._queue or ()]
 
     def take_queued(self) -> list[T]:
         """Remove every queued item, oldest first, returning their reservations.
@@ -283,9 +292,10 @@ class Lane(Generic[T]):
         For work that leaves this lane whole (a committed relocation moved it to the
         target); running items are not touched.
         """
-        taken = [item for item, _ in self._queue]
-        self._bytes -= sum(ticket.reserved_bytes for _, ticket in self._queue)
-        self._queue.clear()
+        queue = self._queue or ()
+        taken = [item for item, _ in queue]
+        self._bytes -= sum(ticket.reserved_bytes for _, ticket in queue)
+        self._queue = None
         return taken
 
     def pop(self) -> tuple[T, Ticket] | None:
@@ -294,10 +304,16 @@ class Lane(Generic[T]):
         The item becomes *running*: its reservation stays held until
         :meth:`complete` is called with the returned ticket. Never raises.
         """
-        if not self._queue:
+        queue = self._queue
+        if not queue:
             return None
-        entry = self._queue.popleft()
-        self._running.add(entry[1])
+        entry = queue.popleft()
+        if not queue:
+            self._queue = None
+        running = self._running
+        if running is None:
+            running = self._running = set()
+        running.add(entry[1])
         self._popped_once = True
         return entry
 
@@ -309,18 +325,26 @@ class Lane(Generic[T]):
         idempotent, a second call is a bookkeeping bug), still queued (pop it
         first), or issued by another lane.
         """
-        if ticket not in self._running:
+        running = self._running
+        if running is None or ticket not in running:
             raise InvalidOperation(
                 f"ticket is not running in the {self._kind.value} lane: it was already "
                 "completed, is still queued, or was issued by another lane; complete each "
                 "ticket exactly once, after pop(), on the lane that issued it"
             )
-        self._running.remove(ticket)
+        running.remove(ticket)
+        if not running:
+            self._running = None
         self._bytes -= ticket.reserved_bytes
+
+    def counts(self) -> tuple[int, int]:
+        """Queued and running items (what :meth:`statistics` reports, without the snapshot)."""
+        return self.queued, (len(self._running) if self._running is not None else 0)
 
     def statistics(self) -> LaneStatistics:
         """Return a frozen snapshot of the lane's usage. Never raises."""
-        queued, running = len(self._queue), len(self._running)
+        queued = self.queued
+        running = len(self._running) if self._running is not None else 0
         return LaneStatistics(
             lane=self._kind,
             bounds=self._bounds,
@@ -329,6 +353,11 @@ class Lane(Generic[T]):
             queued=queued,
             running=running,
         )
+
+
+def _idle_statistics(kind: LaneKind, bounds: LaneBounds) -> LaneStatistics:
+    """The snapshot of a lane that holds nothing (one not built yet)."""
+    return LaneStatistics(lane=kind, bounds=bounds, items=0, bytes=0, queued=0, running=0)
 
 
 @attrs.frozen(kw_only=True)
@@ -353,10 +382,12 @@ class Lanes(Generic[T]):
 
     ``application`` and ``lifecycle`` are the two :class:`Lane` objects; admit
     work on the one it belongs to. Raises :class:`InvalidConfiguration` for
-    bounds that are not :class:`LaneBounds`.
+    bounds that are not :class:`LaneBounds`. The lifecycle lane is built the
+    first time it is asked for: most Spots never queue framework work, and
+    every resident Spot would pay for an empty lane.
     """
 
-    __slots__ = ("application", "lifecycle")
+    __slots__ = ("_lifecycle", "_lifecycle_bounds", "application")
 
     def __init__(
         self,
@@ -364,8 +395,20 @@ class Lanes(Generic[T]):
         application: LaneBounds = DEFAULT_APPLICATION_BOUNDS,
         lifecycle: LaneBounds = DEFAULT_LIFECYCLE_BOUNDS,
     ) -> None:
-        self.application: Final = Lane[T](LaneKind.APPLICATION, application)
-        self.lifecycle: Final = Lane[T](LaneKind.LIFECYCLE, lifecycle)
+        # No ``Lane[T](...)``: calling a subscripted generic builds an alias per call.
+        self.application: Final[Lane[T]] = Lane(LaneKind.APPLICATION, application)
+        if not isinstance(lifecycle, LaneBounds):
+            Lane(LaneKind.LIFECYCLE, lifecycle)  # raises the same error at once
+        self._lifecycle_bounds: Final = lifecycle
+        self._lifecycle: Lane[T] | None = None
+
+    @property
+    def lifecycle(self) -> Lane[T]:
+        """The lifecycle lane (built on first use)."""
+        lane = self._lifecycle
+        if lane is None:
+            lane = self._lifecycle = Lane(LaneKind.LIFECYCLE, self._lifecycle_bounds)
+        return lane
 
     def lane(self, kind: LaneKind) -> Lane[T]:
         """Return the lane named ``kind``."""
@@ -377,11 +420,22 @@ class Lanes(Generic[T]):
         The popped item is running until :meth:`complete` gets its ticket.
         Never raises.
         """
-        for lane in (self.lifecycle, self.application):
-            entry = lane.pop()
-            if entry is not None:
-                return Turn(lane=lane.kind, item=entry[0], ticket=entry[1])
+        lifecycle = self._lifecycle
+        entry = lifecycle.pop() if lifecycle is not None else None
+        if entry is not None:
+            return Turn(lane=LaneKind.LIFECYCLE, item=entry[0], ticket=entry[1])
+        entry = self.application.pop()
+        if entry is not None:
+            return Turn(lane=LaneKind.APPLICATION, item=entry[0], ticket=entry[1])
         return None
+
+    def counts(self) -> tuple[int, int]:
+        """Queued and running items over both lanes, without building a snapshot."""
+        queued, running = self.application.counts()
+        if self._lifecycle is not None:
+            more_queued, more_running = self._lifecycle.counts()
+            queued, running = queued + more_queued, running + more_running
+        return queued, running
 
     def complete(self, ticket: Ticket) -> None:
         """Complete ``ticket`` on the lane that issued it; see :meth:`Lane.complete`."""
@@ -391,5 +445,6 @@ class Lanes(Generic[T]):
         """Return a frozen snapshot of both lanes. Never raises."""
         return LanesStatistics(
             application=self.application.statistics(),
-            lifecycle=self.lifecycle.statistics(),
+            lifecycle=(self._lifecycle.statistics() if self._lifecycle is not None
+                       else _idle_statistics(LaneKind.LIFECYCLE, self._lifecycle_bounds)),
         )

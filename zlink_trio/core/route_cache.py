@@ -26,9 +26,10 @@ sender's cached route to a previous owner expires while that owner still
 relays (follows) messages to the new one. 0 turns the cache, respectively
 Message Follow, off; then the rule does not apply.
 
-The cache is bounded (``max_entries``, least recently used evicted first) and
-keeps an index by owner NodeRid so :meth:`RouteCache.invalidate_node` drops a
-lost node's routes without a scan.
+The cache is bounded (``max_entries``, least recently used evicted first).
+:meth:`RouteCache.invalidate_node` drops a lost node's routes with one scan of the
+entries: it is rare, and an index by owner would cost every entry -- every
+resident Spot has one, its local route -- about 100 bytes (docs/performance.md).
 
 This module is sans-IO: ``now`` is an argument (seconds on the runtime's
 clock), and nothing reads a clock.
@@ -206,7 +207,7 @@ class RouteCache:
     :class:`RouteCacheConfig` or ``max_entries`` is not a positive int.
     """
 
-    __slots__ = ("_by_node", "_config", "_entries", "_evictions", "_hits", "_max_entries",
+    __slots__ = ("_config", "_entries", "_evictions", "_hits", "_max_entries",
                  "_misses")
 
     def __init__(
@@ -221,7 +222,6 @@ class RouteCache:
         self._config = RouteCacheConfig()
         self.configure(config if config is not None else RouteCacheConfig())
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
-        self._by_node: dict[NodeRid, set[str]] = {}
         self._hits = self._misses = self._evictions = 0
 
     @property
@@ -261,7 +261,6 @@ class RouteCache:
         if not self._config.cache_enabled or expires_at <= now:
             return False
         self._entries[route.spot_id] = _Entry(route, expires_at)
-        self._by_node.setdefault(route.node_rid, set()).add(route.spot_id)
         while len(self._entries) > self._max_entries:
             oldest = next(iter(self._entries))
             self._remove(oldest)
@@ -291,8 +290,8 @@ class RouteCache:
         return self._remove(spot_id)
 
     def invalidate_node(self, node_rid: NodeRid) -> int:
-        """Drop every route whose owner is ``node_rid``; return how many. Idempotent."""
-        spot_ids = list(self._by_node.get(node_rid, ()))
+        """Drop every route whose owner is ``node_rid``; return how many. Idempotent. O(size)."""
+        spot_ids = [s for s, e in self._entries.items() if e.route.node_rid == node_rid]
         for spot_id in spot_ids:
             self._remove(spot_id)
         return len(spot_ids)
@@ -315,12 +314,4 @@ class RouteCache:
         )
 
     def _remove(self, spot_id: str) -> bool:
-        entry = self._entries.pop(spot_id, None)
-        if entry is None:
-            return False
-        node = entry.route.node_rid
-        peers = self._by_node[node]
-        peers.discard(spot_id)
-        if not peers:
-            del self._by_node[node]
-        return True
+        return self._entries.pop(spot_id, None) is not None

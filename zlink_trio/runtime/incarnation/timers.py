@@ -63,48 +63,67 @@ def method_name(instance: object, callback: object) -> str:
     )
 
 
-class HostTimers:
-    """One incarnation's registered timers and their callbacks (no I/O, no clock)."""
+#: The activation timers of an incarnation that registered none (shared: empty sets cost
+#: ~220 B each).
+_NO_TIMERS: Final[frozenset[TimerId]] = frozenset()
 
-    __slots__ = ("_activation", "_callbacks", "schedule")
+
+class HostTimers:
+    """One incarnation's registered timers and their callbacks (no I/O, no clock).
+
+    The schedule and the callbacks are built by the first :meth:`add`: most Spots
+    never start a timer, and an idle Spot should not pay for an empty schedule
+    (docs/performance.md, "Where an idle Spot's bytes go"). Once built, the schedule
+    stays, so a :class:`TimerId` is never issued twice by one incarnation.
+    """
+
+    __slots__ = ("_activation", "_callbacks", "_schedule")
 
     def __init__(self) -> None:
-        self.schedule: Final = TimerSchedule()
-        self._callbacks: dict[TimerId, Callable[[], Awaitable[object]]] = {}
+        self._schedule: TimerSchedule | None = None
+        self._callbacks: dict[TimerId, Callable[[], Awaitable[object]]] | None = None
         #: Timers registered by the factory or ``on_activate``: they register again
         #: wherever the Spot activates, so a relocation does not move them.
-        self._activation: frozenset[TimerId] = frozenset()
+        self._activation: frozenset[TimerId] = _NO_TIMERS
 
     def __contains__(self, timer_id: object) -> bool:
-        return timer_id in self.schedule
+        return self._schedule is not None and timer_id in self._schedule
 
     def __len__(self) -> int:
-        return len(self.schedule)
+        return len(self._schedule) if self._schedule is not None else 0
 
     def add(self, delay: float, callback: Callable[[], Awaitable[object]], *,
             period: float | None, now: float) -> TimerId:
         """Register ``callback`` to tick after ``delay`` (then every ``period``)."""
-        timer_id = self.schedule.add(delay, now=now, period=period)
+        if self._schedule is None:
+            self._schedule = TimerSchedule()
+        if self._callbacks is None:
+            self._callbacks = {}
+        timer_id = self._schedule.add(delay, now=now, period=period)
         self._callbacks[timer_id] = callback
         return timer_id
 
     def cancel(self, timer_id: TimerId) -> bool:
         """Unregister a timer; ``True`` if it was registered."""
+        if self._schedule is None or self._callbacks is None:
+            return False
         self._callbacks.pop(timer_id, None)
-        return self.schedule.cancel(timer_id)
+        return self._schedule.cancel(timer_id)
 
     def cancel_all(self) -> None:
         """Unregister every timer (close, failed activation, lost ownership)."""
-        self.schedule.cancel_all()
-        self._callbacks.clear()
+        if self._schedule is not None:
+            self._schedule.cancel_all()
+        self._callbacks = None
 
     def next_deadline(self) -> float | None:
         """When the next timer comes due, or ``None`` without timers."""
-        return self.schedule.next_deadline()
+        return self._schedule.next_deadline() if self._schedule is not None else None
 
     def mark_activation(self) -> None:
         """The instance is built: the timers registered so far are its activation's."""
-        self._activation = frozenset(self._callbacks)
+        if self._callbacks:
+            self._activation = frozenset(self._callbacks)
 
     def movable(self, instance: object, now: float) -> list[tuple[str, float, float | None]]:
         """The timers a relocation moves: ``(method name, seconds until due, period)``.
@@ -113,8 +132,10 @@ class HostTimers:
         :class:`InvalidOperation` for one whose callback is not a method of
         ``instance`` (only a method can be found again on the target's instance).
         """
-        moved = []
-        for info in self.schedule.timers():
+        moved: list[tuple[str, float, float | None]] = []
+        if self._schedule is None or self._callbacks is None:
+            return moved
+        for info in self._schedule.timers():
             if info.timer_id in self._activation:
                 continue
             callback = self._callbacks[info.timer_id]
@@ -130,10 +151,13 @@ class HostTimers:
 
     def due(self, now: float) -> list[TimerWork]:
         """The ticks due at ``now``, in due order; fired one-shots forget their callback."""
-        ticks = []
-        for timer_id in self.schedule.due(now):
-            callback = (self._callbacks.get(timer_id) if timer_id in self.schedule
-                        else self._callbacks.pop(timer_id, None))
+        ticks: list[TimerWork] = []
+        schedule, callbacks = self._schedule, self._callbacks
+        if schedule is None or callbacks is None:
+            return ticks
+        for timer_id in schedule.due(now):
+            callback = (callbacks.get(timer_id) if timer_id in schedule
+                        else callbacks.pop(timer_id, None))
             if callback is not None:
                 ticks.append(TimerWork(timer_id, callback))
         return ticks

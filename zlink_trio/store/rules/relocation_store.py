@@ -65,7 +65,9 @@ MAX_SEQ: Final = 2**63 - 1
 class Inbox:
     """One incarnation's durable activation inbox."""
 
-    records: dict[int, bytes] = attrs.Factory(dict)
+    #: ``None`` while it holds none: every resident Spot keeps its inbox, and most hold
+    #: no record once the first one is handled (an empty dict is 64 B).
+    records: dict[int, bytes] | None = None
     last_seq: int = 0
     cursor: int = 0
 
@@ -165,6 +167,8 @@ def txn_inbox_append(state: RelocationState, spot_id: str, object_generation: in
     seq = (0 if inbox is None else inbox.last_seq) + 1
     if inbox is None:
         inbox = state.inboxes[key] = Inbox()
+    if inbox.records is None:
+        inbox.records = {}
     inbox.records[seq] = raw
     inbox.last_seq = seq
     return seq
@@ -180,7 +184,8 @@ def txn_inbox_read(state: RelocationState, spot_id: str, object_generation: int,
     if inbox is None:
         return []
     # Records are kept in ascending sequence (dict insertion order).
-    return [InboxRecord(seq, data) for seq, data in inbox.records.items() if seq > after][:limit]
+    held = inbox.records or {}
+    return [InboxRecord(seq, data) for seq, data in held.items() if seq > after][:limit]
 
 
 def txn_inbox_set_cursor(state: RelocationState, spot_id: str, object_generation: int,
@@ -194,8 +199,12 @@ def txn_inbox_set_cursor(state: RelocationState, spot_id: str, object_generation
     check_cursor_move(spot_id, object_generation, seq, last, cursor)
     if seq == cursor or inbox is None:
         return False
-    for handled in [s for s in inbox.records if s <= seq]:
-        del inbox.records[handled]
+    records = inbox.records
+    if records is not None:
+        for handled in [s for s in records if s <= seq]:
+            del records[handled]
+        if not records:
+            inbox.records = None
     inbox.cursor = seq
     return True
 
@@ -216,5 +225,5 @@ def txn_statistics(state: RelocationState) -> RelocationStatistics:
     return RelocationStatistics(
         roots=len(state.roots), root_bytes=sum(len(r) for r in state.roots.values()),
         inboxes=len(state.inboxes),
-        inbox_records=sum(len(i.records) for i in state.inboxes.values()),
+        inbox_records=sum(len(i.records or ()) for i in state.inboxes.values()),
     )
