@@ -267,6 +267,25 @@ class RouteCache:
             self._evictions += 1
         return True
 
+    def local_expiry(self, now: float, owner_lease_deadline: float) -> float:
+        """Until when a node may admit to its own Ready incarnation without the store.
+
+        The expiry :meth:`put` would give that route (``-inf`` while the cache is
+        off). The node keeps it on the incarnation itself rather than as an entry
+        here: every resident Spot has its local route, and an entry costs it about
+        300 bytes (docs/performance.md). Count such lookups with :meth:`count_local`.
+        """
+        if not self._config.cache_enabled:
+            return -math.inf
+        return min(now + self._config.max_age, owner_lease_deadline)
+
+    def count_local(self, *, hit: bool) -> None:
+        """Count a lookup a local incarnation's route answered (``hit``) or not (expired)."""
+        if hit:
+            self._hits += 1
+        else:
+            self._misses += 1
+
     def get(self, spot_id: str, now: float) -> CachedRoute | None:
         """Return the cached Ready route of ``spot_id`` if it has not expired at ``now``.
 

@@ -254,25 +254,36 @@ def _local_host(rt: NodeRuntime, record: AuthorityRecord) -> Host:
             f"this node has no running incarnation matching the store's authority for Spot "
             f"{record.spot_id!r}; the message was not run. Send a new call"
         )
-    rt.route_cache.put(CachedRoute(
-        spot_id=record.spot_id, object_generation=record.object_generation, mesh=record.mesh,
-        node_rid=rt.node_rid, kind=record.kind, stable_type=record.stable_type,
-        owner_lease_deadline=rt.lease_expires_at), rt.now())
+    host.route_expires_at = rt.route_cache.local_expiry(rt.now(), rt.lease_expires_at)
     return host
 
 
 def _cached_host(rt: NodeRuntime, call: Delivery) -> Host | CachedRoute | None:
-    """The local host (or remote route) the route cache names for ``call`` (one lookup)."""
-    route = rt.route_cache.get(call.spot_id, rt.now())
-    if route is None:
+    """The local host (its route on the host itself) or remote route for ``call``.
+
+    A local incarnation's route is valid until ``host.route_expires_at``, the expiry a
+    cached route would have (06 §6); past it, the store is read again.
+    """
+    now = rt.now()
+    host = rt.catalog.hosts.get(call.spot_id)
+    if host is not None:
+        fresh = host.route_expires_at > now
+        rt.route_cache.count_local(hit=fresh)
+        if not fresh or (call.intent is not None and _intent_mismatch(
+                call, host.spot_type.kind, host.spot_type.stable_type)):
+            return None  # the store's record decides (and produces any TypeMismatch)
+        return host
+    route = rt.route_cache.get(call.spot_id, now)
+    if route is None or route.owner is None or route.node_rid == rt.node_rid:
         return None
-    if call.intent is not None and (
-            route.kind is not SpotKind.INSTANCE
-            or call.intent.stable_type not in (None, route.stable_type)):
+    if call.intent is not None and _intent_mismatch(call, route.kind, route.stable_type):
         return None  # let the store's record produce the TypeMismatch
-    if route.node_rid != rt.node_rid:
-        return route if route.owner is not None else None
-    return rt.catalog.hosts.get(call.spot_id)
+    return route
+
+
+def _intent_mismatch(call: Delivery, kind: SpotKind, stable_type: str) -> bool:
+    assert call.intent is not None
+    return kind is not SpotKind.INSTANCE or call.intent.stable_type not in (None, stable_type)
 
 
 def admit_cached(rt: NodeRuntime, call: Delivery) -> Host | CachedRoute | bool:

@@ -40,7 +40,6 @@ from zlink_trio.core.errors import Unavailable, ZLinkError
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.idle import IdleSweep, is_idle
 from zlink_trio.core.placement import check_local_activation
-from zlink_trio.core.route_cache import CachedRoute
 from zlink_trio.runtime.charts import INCARNATION
 from zlink_trio.runtime.declaration.policies import CloseReason
 from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
@@ -100,11 +99,7 @@ class Catalog:
         rt = self.rt
         self.hosts[host.spot_id] = host
         host.registration = self
-        rt.route_cache.put(CachedRoute(
-            spot_id=host.spot_id, object_generation=host.generation, mesh=host.mesh,
-            node_rid=rt.node_rid, kind=host.spot_type.kind,
-            stable_type=host.spot_type.stable_type, owner_lease_deadline=rt.lease_expires_at,
-        ), rt.now())
+        host.route_expires_at = rt.route_cache.local_expiry(rt.now(), rt.lease_expires_at)
         _start(self._hosts, self._nursery, host.run)
         if rt.lease_lost:  # committed while the lease was being lost: stop it at once
             host.lose_ownership(rt.lease_lost_error())

@@ -81,6 +81,8 @@ if TYPE_CHECKING:
 
 __all__ = ("Host", "Registration")
 
+#: ``Host.route_expires_at`` before the catalog registers the incarnation.
+_NO_ROUTE: Final = float("-inf")
 #: ``Host._before_idle``: do not park, look at the lanes again.
 _NO_WAIT: Final = -1.0
 
@@ -102,8 +104,8 @@ class Host:
     __slots__ = ("_cleanup_started", "_fence", "_finished", "_first", "_first_cleanup",
                  "_is_finished", "_parked", "_self_close", "_woken", "close_reason", "ctx",
                  "generation", "instance", "lanes", "last_work_finished_at", "mesh", "move",
-                 "ownership_lost", "registration", "rt", "spot_id", "spot_type", "state",
-                 "timers")
+                 "ownership_lost", "registration", "route_expires_at", "rt", "spot_id",
+                 "spot_type", "state", "timers")
 
     def __init__(self, rt: NodeState, spot_type: SpotType, spot_id: str, generation: int,
                  mesh: str) -> None:
@@ -138,6 +140,10 @@ class Host:
         self.move: Move | None = None
         self._cleanup_started = False
         self.last_work_finished_at = trio.current_time()
+        #: Until when this node admits to the incarnation without reading the store: the
+        #: expiry a cached route would have (``RouteCache.local_expiry``, 06 §6), set when
+        #: the catalog registers it and whenever a store read confirms it.
+        self.route_expires_at = _NO_ROUTE
 
     @property
     def finished(self) -> trio.Event:
