@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from zlink_trio.core.errors import InvalidConfiguration, InvalidOperation
 from zlink_trio.core.identity import SpotKind
-from zlink_trio.core.idle import DEFAULT_SWEEP_BATCH, IdleSweep, is_idle
+from zlink_trio.core.idle import DEFAULT_SWEEP_BATCH, IdleRing, IdleSweep, is_idle
 
 QUIET = {"pending": 0, "running": 0, "relocating": False, "last_work_finished_at": 0.0}
 
@@ -148,3 +148,68 @@ def test_a_sweep_never_examines_more_than_64_or_a_key_twice(candidate_lists):
         assert len(chosen) == min(64, len(keys))
         assert len(set(chosen)) == len(chosen)
         assert set(chosen) <= set(keys)
+
+
+# -- IdleRing: the catalog's candidates, kept by the ring itself -------------------------
+
+
+def test_ring_examines_at_most_a_batch_and_every_live_key_within_one_pass():
+    ring = IdleRing[int](batch_size=4)
+    for key in range(10):
+        ring.add(key)
+    alive = set(range(10)).__contains__
+    seen = [ring.sweep(float(t), alive) for t in range(3)]
+    assert [len(batch) for batch in seen] == [4, 4, 4]
+    assert {k for batch in seen for k in batch} == set(range(10))
+    assert seen[2] == [8, 9, 0, 1]  # resumes after the last key and wraps
+    assert ring.statistics().examined == 12
+
+
+def test_ring_skips_departed_keys_and_compacts_them_away():
+    ring = IdleRing[int](batch_size=3)
+    live = set(range(100))
+    for key in sorted(live):
+        ring.add(key)
+    for key in range(0, 100, 2):  # half of them leave
+        live.discard(key)
+        ring.discard(live.__contains__)
+    assert len(ring) <= 2 * len(live) + 1  # departed entries do not pile up
+    batch = ring.sweep(0.0, live.__contains__)
+    assert batch
+    assert all(key in live for key in batch)
+    for key in sorted(live):
+        live.discard(key)
+        ring.discard(live.__contains__)
+    assert len(ring) <= 1
+    assert ring.sweep(1.0, live.__contains__) == []
+
+
+def test_ring_examines_a_re_added_key_once_per_sweep():
+    ring = IdleRing[str](batch_size=8)
+    ring.add("a")
+    ring.add("b")
+    ring.add("a")  # left and registered again before its old entry was compacted
+    assert sorted(ring.sweep(0.0, {"a", "b"}.__contains__)) == ["a", "b"]
+
+
+def test_ring_sweep_work_does_not_grow_with_the_number_of_keys():
+    for size in (1_000, 100_000):
+        ring = IdleRing[int](batch_size=64)
+        for key in range(size):
+            ring.add(key)
+        calls = 0
+
+        def alive(key: int) -> bool:
+            nonlocal calls
+            calls += 1
+            return True
+
+        ring.sweep(0.0, alive)
+        assert calls == 64  # one look per examined key, whatever the size
+
+
+def test_ring_reports_the_next_sweep_after_the_interval():
+    ring = IdleRing[int](interval=5)
+    assert ring.next_deadline() is None
+    ring.sweep(10.0, lambda _: True)
+    assert ring.next_deadline() == 15.0

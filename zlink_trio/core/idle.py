@@ -18,6 +18,13 @@ Two decisions live here, both pure:
   sits when nothing before it changed; when keys before it also vanished, a
   few keys may wait one extra pass (they are not skipped for good).
 
+  :class:`IdleRing` is the same rule for a catalog too large to list on every
+  sweep: it keeps the candidates itself, in the order they were added (``add``
+  when a Spot registers, ``discard`` when it leaves), so a sweep costs
+  O(batch_size) -- plus the entries of departed Spots it passes, each passed at
+  most once -- however many Spots are resident; departed entries are compacted
+  away once they outnumber the live ones (amortized O(1) per departure).
+
 * **Whether one Spot is idle** (:func:`is_idle`). Only Instance Spots qualify:
   Entry Spots belong to their node's lifecycle (09 §2) and User Spots are
   never recreated by an ordinary message (09 §5), so evicting either would
@@ -46,11 +53,12 @@ from zlink_trio.core.errors import InvalidConfiguration, InvalidOperation
 from zlink_trio.core.identity import SpotKind
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
 __all__ = (
     "DEFAULT_SWEEP_BATCH",
     "DEFAULT_SWEEP_INTERVAL",
+    "IdleRing",
     "IdleSweep",
     "IdleSweepStatistics",
     "is_idle",
@@ -204,6 +212,10 @@ class IdleSweep(Generic[K]):
         """When the next sweep is due: ``None`` before the first sweep (sweep now)."""
         return None if self._last_at is None else self._last_at + self._interval
 
+    def count_examined(self, count: int) -> None:
+        """Count candidates a caller chose itself (:class:`IdleRing`) as examined."""
+        self._examined += count
+
     def statistics(self) -> IdleSweepStatistics:
         """Return a frozen snapshot. Never raises."""
         return IdleSweepStatistics(
@@ -213,3 +225,78 @@ class IdleSweep(Generic[K]):
             examined=self._examined,
             last_sweep_at=self._last_at,
         )
+
+
+class IdleRing(Generic[K]):
+    """The idle sweep's candidates, kept in arrival order, handed out ``batch_size`` at a time.
+
+    The same examination rule as :class:`IdleSweep` (at most ``batch_size`` per sweep,
+    resuming after the last one, wrapping), without the candidate list a caller would
+    rebuild on every sweep: :meth:`add` a key when its Spot registers, :meth:`discard`
+    it when it leaves. A departed key is skipped (``alive`` says which keys still count)
+    and compacted away with the others once they outnumber the live ones. A key added
+    again while its old entry is still here is examined once per pass: compaction keeps
+    the first of each. Raises :class:`InvalidConfiguration` as :class:`IdleSweep`.
+    """
+
+    __slots__ = ("_cursor", "_departed", "_keys", "_sweep")
+
+    def __init__(
+        self, *, batch_size: int = DEFAULT_SWEEP_BATCH, interval: float = DEFAULT_SWEEP_INTERVAL
+    ) -> None:
+        self._sweep: Final[IdleSweep[K]] = IdleSweep(batch_size=batch_size, interval=interval)
+        self._keys: list[K] = []
+        self._cursor = 0
+        self._departed = 0
+
+    def __len__(self) -> int:
+        """Entries held, departed ones not yet compacted included."""
+        return len(self._keys)
+
+    def add(self, key: K) -> None:
+        """A candidate arrived: it is examined in the pass after the current one at the latest."""
+        self._keys.append(key)
+
+    def discard(self, alive: Callable[[K], bool]) -> None:
+        """A candidate left (its key no longer passes ``alive``); compacts when due."""
+        self._departed += 1
+        if self._departed * 2 > len(self._keys):
+            self._compact(alive)
+
+    def _compact(self, alive: Callable[[K], bool]) -> None:
+        before = self._keys[:self._cursor]
+        kept = list(dict.fromkeys(key for key in self._keys if alive(key)))
+        self._cursor = len(dict.fromkeys(key for key in before if alive(key)))
+        self._keys = kept
+        self._departed = 0
+
+    def sweep(self, now: float, alive: Callable[[K], bool]) -> list[K]:
+        """The next at most ``batch_size`` live keys, resuming after the last sweep's.
+
+        Passes each departed entry it meets at most once per pass. Raises
+        :class:`InvalidOperation` if ``now`` is not finite.
+        """
+        record = self._sweep.sweep((), now)  # the timing and the sweep count
+        assert record == []
+        keys, batch = self._keys, self._sweep.statistics().batch_size
+        chosen: list[K] = []
+        n = len(keys)
+        passed = 0
+        while len(chosen) < batch and passed < n:
+            if self._cursor >= n:
+                self._cursor = 0
+            key = keys[self._cursor]
+            self._cursor += 1
+            passed += 1
+            if alive(key) and key not in chosen:
+                chosen.append(key)
+        self._sweep.count_examined(len(chosen))
+        return chosen
+
+    def next_deadline(self) -> float | None:
+        """When the next sweep is due: ``None`` before the first sweep (sweep now)."""
+        return self._sweep.next_deadline()
+
+    def statistics(self) -> IdleSweepStatistics:
+        """Return a frozen snapshot. Never raises."""
+        return self._sweep.statistics()
