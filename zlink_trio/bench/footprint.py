@@ -40,7 +40,8 @@ import trio
 import zlink_trio as zl
 from zlink_trio.bench.local import Echo, Ping, Pong
 
-__all__ = ("RSS_MISSING", "WORKERS", "main", "measure_footprint")
+__all__ = ("RSS_MISSING", "STATM", "WORKERS", "activate_idle", "main", "measure_footprint",
+           "rss_bytes")
 
 #: Activations in flight while the Spots are created.
 WORKERS: Final = 100
@@ -48,15 +49,17 @@ WORKERS: Final = 100
 WARM: Final = 200
 #: Deadline of the whole child process (100,000 Spots take ~1 minute on a loaded machine).
 CHILD_TIMEOUT: Final = 600.0
-_STATM: Final = Path("/proc/self/statm")
+#: Where Linux reports a process's memory.
+STATM: Final = Path("/proc/self/statm")
 
 #: Why the figure cannot be measured on this system.
 RSS_MISSING: Final = ("/proc/self/statm is not readable here (not Linux), so the resident "
                       "set size per idle Spot cannot be measured; run the benchmark on Linux")
 
 
-def _rss_bytes() -> int:
-    return int(_STATM.read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+def rss_bytes() -> int:
+    """This process's resident set size in bytes (Linux: ``/proc/self/statm``)."""
+    return int(STATM.read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def _task_count() -> int:
@@ -71,7 +74,8 @@ def _task_count() -> int:
     return count
 
 
-async def _activate(node: zl.Node, prefix: str, count: int) -> None:
+async def activate_idle(node: zl.Node, prefix: str, count: int) -> None:
+    """Activate ``<prefix>-0`` .. ``<prefix>-<count - 1>``, :data:`WORKERS` at a time."""
     async def worker(first: int) -> None:
         for i in range(first, count, WORKERS):
             await node.client.request(f"{prefix}-{i}", Ping(i), reply=Pong).instance_spot(
@@ -87,12 +91,12 @@ async def _measure_here(count: int) -> dict[str, int]:
         "bench-footprint", store="memory://", mesh="bench-footprint", spots=[Echo],
         listen=None, instance_idle_timeout=0, active_object_ceiling=WARM + count + 10,
     ) as node:
-        await _activate(node, "bench-warm", WARM)
+        await activate_idle(node, "bench-warm", WARM)
         gc.collect()
-        tasks_before, before = _task_count(), _rss_bytes()
-        await _activate(node, "bench-idle", count)
+        tasks_before, before = _task_count(), rss_bytes()
+        await activate_idle(node, "bench-idle", count)
         gc.collect()
-        tasks_after, after = _task_count(), _rss_bytes()
+        tasks_after, after = _task_count(), rss_bytes()
     return {"idle_spot_rss_bytes": round((after - before) / count), "count": count,
             "tasks_added": tasks_after - tasks_before}
 
@@ -103,7 +107,7 @@ async def measure_footprint(count: int) -> dict[str, object]:
     ``null``, with ``unavailable`` saying why, where RSS cannot be read. Raises
     :class:`~zlink_trio.Unavailable` if the child process fails.
     """
-    if not _STATM.exists():
+    if not STATM.exists():
         return {"idle_spot_rss_bytes": None, "unavailable": {"idle_spot_rss_bytes": RSS_MISSING}}
     with trio.fail_after(CHILD_TIMEOUT):
         done = await trio.run_process(

@@ -157,13 +157,26 @@ class Catalog:
         """Evict idle Instance Spots, at most 64 examined per sweep (09 §5). Runs forever."""
         ring = self.idle_ring
         while True:
-            for spot_id in ring.sweep(trio.current_time(), self.hosts.__contains__):
-                host = self.hosts.get(spot_id)
-                if host is not None and self._idle(host):
+            for host in self.idle_candidates():
+                if self._idle(host):  # again: an earlier eviction awaited the store
                     await self._evict(host)
             deadline = ring.next_deadline()
             assert deadline is not None
             await trio.sleep_until(deadline)
+
+    def idle_candidates(self) -> list[Host]:
+        """One sweep's examination, synchronous: the idle ones of the next 64 Instance Spots.
+
+        What a sweep tick costs apart from its store calls (the growth benchmark times
+        it: ``zlink_trio.bench.growth``).
+        """
+        hosts = self.hosts
+        found = []
+        for spot_id in self.idle_ring.sweep(trio.current_time(), hosts.__contains__):
+            host = hosts.get(spot_id)
+            if host is not None and self._idle(host):
+                found.append(host)
+        return found
 
     def _idle(self, host: Host) -> bool:
         if not (INCARNATION.allows(host.state, INCARNATION.ev.begin_idle_eviction)

@@ -1,0 +1,149 @@
+"""How cost grows with resident Spots: ``python -m zlink_trio.bench.growth``.
+
+Theory of operation
+-------------------
+One node on ``memory://`` is filled, in one fresh process, with idle Ready Instance
+Spots -- 10,000, then 100,000, then 1,000,000 (``--sizes``) -- each its own Trio
+task, as the footprint figure makes them. At each size, with every Spot resident
+(idle eviction on, with a timeout far longer than the run, so the sweep runs and
+examines but evicts nothing), it measures:
+
+- ``cold_activations_per_s``: first messages with Instance intent to new IDs,
+  :data:`PROBE` of them, 100 in flight (they stay resident: the next size counts
+  them);
+- ``warm_request_ms``: ``p50`` / ``p99`` of :data:`PROBE` sequential requests to
+  resident Spots picked at random (so neither the route lookup nor the Spot's task
+  is cache-warm);
+- ``idle_sweep_us_per_tick``: the median wall time of one idle-sweep examination
+  (the next 64 candidates, and whether each is idle: ``Catalog.idle_candidates``,
+  what a sweep tick does apart from the store calls of an eviction), over
+  :data:`SWEEP_TICKS` ticks;
+- ``rss_bytes_per_spot``: resident memory over the Spots filled so far.
+
+A flat curve means each figure stays the same as the node grows. Prints one figure
+set per size (``--json``: ``{"growth": {"10000": {...}, ...}}`` on the last line).
+Nothing here is a test: no figure is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import statistics
+import sys
+import time
+from typing import Final
+
+import trio
+
+import zlink_trio as zl
+from zlink_trio.bench.footprint import RSS_MISSING, STATM, activate_idle, rss_bytes
+from zlink_trio.bench.local import IN_FLIGHT, Echo, Ping, Pong, rate
+from zlink_trio.bench.output import print_figures
+
+__all__ = ("PROBE", "SIZES", "SWEEP_TICKS", "main", "measure_growth")
+
+#: The node sizes measured by default.
+SIZES: Final = (10_000, 100_000, 1_000_000)
+#: Cold activations and warm requests measured at each size.
+PROBE: Final = 5_000
+#: Idle-sweep examinations timed at each size.
+SWEEP_TICKS: Final = 2_000
+#: Idle timeout of the measured node: longer than any run, so the sweep evicts nothing.
+IDLE_TIMEOUT: Final = 24 * 3600.0
+
+
+def _ms(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    p99 = ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
+    return {"p50": round(statistics.median(ordered) * 1e3, 4), "p99": round(p99 * 1e3, 4)}
+
+
+async def _size_figures(node: zl.Node, filled: int, base_rss: int, rng: random.Random
+                        ) -> dict[str, object]:
+    async def cold(i: int) -> None:
+        await node.client.request(f"growth-cold-{filled}-{i}", Ping(i),
+                                  reply=Pong).instance_spot("bench-echo").timeout(60)
+
+    cold_rate = await rate(PROBE, cold, IN_FLIGHT)
+    warm: list[float] = []
+    for _ in range(PROBE):
+        spot = f"growth-{rng.randrange(filled)}"
+        start = time.perf_counter()
+        await node.client.request(spot, Ping(0), reply=Pong).timeout(60)
+        warm.append(time.perf_counter() - start)
+    catalog = node._rt.catalog  # the sweep's own examination, timed alone
+    ticks: list[float] = []
+    for _ in range(SWEEP_TICKS):
+        start = time.perf_counter()
+        catalog.idle_candidates()
+        ticks.append(time.perf_counter() - start)
+    gc.collect()
+    resident = len(catalog.hosts)
+    return {"cold_activations_per_s": round(cold_rate), "warm_request_ms": _ms(warm),
+            "idle_sweep_us_per_tick": round(statistics.median(ticks) * 1e6, 2),
+            "rss_bytes_per_spot": (round((rss_bytes() - base_rss) / resident)
+                                   if STATM.exists() else None),
+            "resident_spots": resident}
+
+
+async def measure_growth(sizes: tuple[int, ...] = SIZES, *, seed: int = 1
+                         ) -> dict[str, object]:
+    """The figures above at each of ``sizes`` (ascending), on one node filled in turn."""
+    rng = random.Random(seed)
+    ordered = sorted(set(sizes))
+    ceiling = ordered[-1] + len(ordered) * PROBE + 1_000
+    async with zl.open_node(
+        "bench-growth", store="memory://", mesh="bench-growth", spots=[Echo], listen=None,
+        instance_idle_timeout=IDLE_TIMEOUT, active_object_ceiling=ceiling,
+    ) as node:
+        await activate_idle(node, "growth-warm", 200)
+        gc.collect()
+        base_rss = rss_bytes() if STATM.exists() else 0
+        figures: dict[str, object] = {}
+        filled = 0
+        for size in ordered:
+            await _fill(node, filled, size)
+            filled = size
+            figures[str(size)] = await _size_figures(node, filled, base_rss, rng)
+    result: dict[str, object] = {"growth": figures}
+    if not STATM.exists():
+        result["unavailable"] = {"rss_bytes_per_spot": RSS_MISSING}
+    return result
+
+
+async def _fill(node: zl.Node, first: int, end: int) -> None:
+    """Activate ``growth-<first>`` .. ``growth-<end - 1>``, 100 in flight."""
+    async def worker(offset: int) -> None:
+        for i in range(first + offset, end, IN_FLIGHT):
+            await node.client.request(f"growth-{i}", Ping(i), reply=Pong).instance_spot(
+                "bench-echo").timeout(60)
+
+    async with trio.open_nursery() as nursery:
+        for w in range(min(IN_FLIGHT, end - first)):
+            nursery.start_soon(worker, w)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m zlink_trio.bench.growth [--sizes N,N,...] [--json]``."""
+    parser = argparse.ArgumentParser(prog="python -m zlink_trio.bench.growth",
+                                     description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default=",".join(str(n) for n in SIZES),
+                        help="resident Spot counts, comma-separated (10000,100000,1000000)")
+    parser.add_argument("--json", action="store_true", help="one JSON line")
+    args = parser.parse_args(argv)
+    try:
+        sizes = tuple(int(n) for n in args.sizes.split(",") if n.strip())
+    except ValueError:
+        parser.error(f"--sizes takes comma-separated counts, got {args.sizes!r}")
+    if not sizes or min(sizes) < 1:
+        parser.error("--sizes takes positive counts")
+    figures = trio.run(measure_growth, sizes)
+    print_figures(figures, as_json=args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
