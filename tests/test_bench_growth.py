@@ -33,6 +33,7 @@ async def test_growth_reports_every_figure_at_every_size(small: None) -> None:
         assert at["cold_activations_per_s"] > 0
         assert 0 < at["warm_request_ms"]["p50"] <= at["warm_request_ms"]["p99"]
         assert at["idle_sweep_us_per_tick"] > 0
+        assert at["full_gc_ms"] > 0
         # the warm-up Spots, the filled ones and every probe so far, none evicted
         probes = 100 * (1 + list(sizes).index(size))
         assert at["resident_spots"] == 200 + int(size) + probes
