@@ -52,3 +52,12 @@ def test_growth_command_refuses_bad_sizes() -> None:
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert "--sizes takes comma-separated counts" in done.stderr
+
+
+async def test_growth_in_a_fresh_process_reports_the_same_keys() -> None:
+    with trio.fail_after(120):
+        figures = await growth.measure_growth_process((150,))
+    sizes = figures["growth"]
+    assert isinstance(sizes, dict)
+    assert set(sizes["150"]) >= {"cold_activations_per_s", "warm_request_ms",
+                                 "idle_sweep_us_per_tick", "full_gc_ms", "rss_bytes_per_spot"}

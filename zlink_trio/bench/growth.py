@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import random
 import statistics
 import sys
@@ -52,7 +53,8 @@ from zlink_trio.bench.footprint import RSS_MISSING, STATM, activate_idle, rss_by
 from zlink_trio.bench.local import IN_FLIGHT, Echo, Ping, Pong, rate
 from zlink_trio.bench.output import print_figures
 
-__all__ = ("PROBE", "SIZES", "SWEEP_TICKS", "main", "measure_growth")
+__all__ = ("PROBE", "SIZES", "SWEEP_TICKS", "main", "measure_growth",
+           "measure_growth_process")
 
 #: The node sizes measured by default.
 SIZES: Final = (10_000, 100_000, 1_000_000)
@@ -66,6 +68,8 @@ IDLE_TIMEOUT: Final = 24 * 3600.0
 LEASE: Final = 60.0
 #: Spots filled between two ``gc.freeze()``.
 CHUNK: Final = 50_000
+#: Deadline of the whole child process (a million Spots take several minutes).
+CHILD_TIMEOUT: Final = 1_800.0
 
 
 def _ms(samples: list[float]) -> dict[str, float]:
@@ -145,6 +149,23 @@ async def _fill(node: zl.Node, first: int, end: int) -> None:
     async with trio.open_nursery() as nursery:
         for w in range(min(IN_FLIGHT, end - first)):
             nursery.start_soon(worker, w)
+
+
+async def measure_growth_process(sizes: tuple[int, ...] = SIZES) -> dict[str, object]:
+    """:func:`measure_growth` in a fresh process, so its million Spots, their heap and
+    the frozen generation stay out of the caller (``python -m zlink_trio.bench``).
+
+    Raises :class:`~zlink_trio.Unavailable` if the child process fails.
+    """
+    with trio.fail_after(CHILD_TIMEOUT):
+        done = await trio.run_process(
+            [sys.executable, "-m", "zlink_trio.bench.growth", "--json", "--sizes",
+             ",".join(str(n) for n in sizes)], capture_stdout=True, check=False)
+    if done.returncode != 0:
+        raise zl.Unavailable(f"the growth process (python -m zlink_trio.bench.growth) exited "
+                             f"with status {done.returncode}; its error is on stderr above")
+    found: dict[str, object] = json.loads(done.stdout.decode().splitlines()[-1])
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
