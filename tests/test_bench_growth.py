@@ -7,7 +7,6 @@ and that the command line prints the JSON line.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
@@ -37,14 +36,6 @@ async def test_growth_reports_every_figure_at_every_size(small: None) -> None:
         # the warm-up Spots, the filled ones and every probe so far, none evicted
         probes = 100 * (1 + list(sizes).index(size))
         assert at["resident_spots"] == 200 + int(size) + probes
-
-
-def test_growth_command_prints_one_json_line() -> None:
-    done = subprocess.run([sys.executable, "-m", "zlink_trio.bench.growth", "--sizes", "150",
-                           "--json"], capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout.splitlines()[-1])
-    assert set(found["growth"]) == {"150"}
 
 
 def test_growth_command_refuses_bad_sizes() -> None:
