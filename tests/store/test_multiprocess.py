@@ -6,8 +6,9 @@ Redis Cluster (its default 1024 buckets) under one fresh key prefix. Each stores
 its own node claim, then runs 200 concurrent GetOrCreate attempts over the same
 10 Spot IDs -- Find, wait on a Creating/Closing record, Reserve, the factory,
 CommitReady or (sometimes) AbortCreating as a rejection -- and a closer that
-closes and releases Ready records it owns so that the others re-create them. Every factory run appends
-``pid spot_id generation`` to one shared ``O_APPEND`` log.
+closes and releases Ready records it owns so that the others re-create them.
+Every factory run appends ``pid spot_id generation`` to one shared ``O_APPEND``
+log.
 
 The parent then checks, from the workers' JSON reports, the log and the
 store's final contents:
