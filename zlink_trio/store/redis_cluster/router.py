@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 coredis's cluster client (``coredis.RedisCluster``) reads the topology
-(``CLUSTER SLOTS``: which master serves each hash slot); the calls themselves go
+(``CLUSTER SHARDS``: which master serves each hash slot); the calls themselves go
 through the single-Redis backend's auto-pipelines (``store.redis.pipeline``), one
 write pipeline and one read pipeline per master, started on demand in the store's
 nursery. A call names its slot (the hash slot of the keys it declares, ``keys``); the
@@ -48,6 +48,10 @@ _ASKING: Final = encode_command(["ASKING"])
 Address = tuple[str, int]
 
 
+def _str(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def _address(text: str) -> Address:
     host, _, port = text.rpartition(":")
     return host, int(port)
@@ -72,15 +76,21 @@ class Router:
         self.moved = self.asked = self.retried = 0
 
     async def refresh(self) -> None:
-        """Read the slot map again (``CLUSTER SLOTS`` through coredis)."""
+        """Read the slot map again (``CLUSTER SHARDS`` through coredis)."""
         async with self._refreshing:
             if trio.current_time() - self._refreshed < _REFRESH_GAP:
                 return
-            ranges = await self._client.cluster_slots()
-            for (first, last), nodes in ranges.items():
-                master = (str(nodes[0]["host"]), int(nodes[0]["port"]))
-                for slot in range(first, last + 1):
-                    self._slots[slot] = master
+            for shard in await self._client.cluster_shards():
+                fields = {_str(k): v for k, v in shard.items()}
+                masters = [{_str(k): v for k, v in node.items()} for node in fields["nodes"]]
+                master = next((n for n in masters if _str(n["role"]) == "master"), None)
+                if master is None:
+                    continue
+                address = (_str(master.get("ip") or master["endpoint"]), int(master["port"]))
+                bounds = [int(v) for v in fields["slots"]]
+                for i in range(0, len(bounds), 2):
+                    for slot in range(bounds[i], bounds[i + 1] + 1):
+                        self._slots[slot] = address
             self._refreshed = trio.current_time()
 
     def start(self, nursery: trio.Nursery) -> None:

@@ -179,7 +179,7 @@ async def open_redis_cluster_store(url: str) -> AsyncIterator[RedisClusterStore]
     runner = ClusterRunner(router, keys, timeout=config.timeout, where=config.where)
     try:
         async with client:
-            await runner.bounded("open (CLUSTER SLOTS)", router.refresh)
+            await runner.bounded("open (CLUSTER SHARDS)", router.refresh)
             async with trio.open_nursery() as nursery:
                 router.start(nursery)
                 try:
