@@ -28,14 +28,14 @@ has the guarantees, what a failover may lose and what ``WAIT`` would cost.
 from __future__ import annotations
 
 import math
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import attrs
 import trio
 
-from zlink_trio.core.errors import InvalidConfiguration, single_error
+from zlink_trio.core.errors import InvalidConfiguration, StoreUnavailable, single_error
 from zlink_trio.store.redis.codec import text
 from zlink_trio.store.redis_cluster.keys import ClusterKeys
 from zlink_trio.store.redis_cluster.location import ClusterLocationStore
@@ -43,6 +43,8 @@ from zlink_trio.store.redis_cluster.relocation import ClusterCombined, ClusterRe
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+
+    import coredis
 
     from zlink_trio.store.redis_cluster.router import Router
     from zlink_trio.store.redis_cluster.runner import ClusterRunner
@@ -178,7 +180,7 @@ async def open_redis_cluster_store(url: str) -> AsyncIterator[RedisClusterStore]
                             timeout=config.timeout, where=config.where)
     runner = ClusterRunner(router, keys, timeout=config.timeout, where=config.where)
     try:
-        async with client:
+        async with _entered(client, config):
             await runner.bounded("open (CLUSTER SHARDS)", router.refresh)
             async with trio.open_nursery() as nursery:
                 router.start(nursery)
@@ -194,6 +196,27 @@ async def open_redis_cluster_store(url: str) -> AsyncIterator[RedisClusterStore]
         raise inner from inner.__cause__
     finally:
         _close_layout_streams(client)
+
+
+@asynccontextmanager
+async def _entered(client: coredis.RedisCluster[bytes],
+                   config: ClusterConfig) -> AsyncIterator[None]:
+    """``async with client``; a failure to reach any listed node is StoreUnavailable.
+
+    Entering connects (coredis reads the layout), bounded by the URL's timeout through
+    coredis's own connect timeout -- a cancel scope may not span its task group."""
+    from coredis.exceptions import RedisError
+
+    stack = AsyncExitStack()
+    try:
+        await stack.enter_async_context(client)
+    except (RedisError, OSError) as error:
+        await stack.aclose()
+        raise StoreUnavailable(
+            f"open: no node of Redis Cluster at {config.where} could be reached "
+            f"({type(error).__name__}: {error}); start it or list reachable masters") from error
+    async with stack:
+        yield
 
 
 def _close_layout_streams(client: object) -> None:
