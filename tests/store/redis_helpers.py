@@ -1,16 +1,28 @@
-"""Opening the test Redis: a fresh key prefix per test, fail (CI) or skip (local) when absent.
+"""Opening the test Redis (and Redis Cluster): a fresh key prefix per test, fail (CI) or
+skip (local) when absent.
 
 ``ZLINK_TEST_REDIS`` names the server (default ``redis://127.0.0.1:6379/0``).
 Every test gets its own ``?prefix=`` so tests never see each other's keys, and
 every key under that prefix is deleted when the test ends. When Redis cannot
 be reached the test **fails** if ``CI`` is set (CI must never silently skip a
 backend) and is skipped with the reason otherwise.
+
+The Redis Cluster tests read ``ZLINK_TEST_REDIS_CLUSTER``
+(``redis+cluster://host:port,...``; ``.ci/run`` starts a 3-master cluster and sets it).
+When it is unset and ``redis-server`` is on PATH, the first test that needs a cluster
+starts a throw-away one with ``.ci/redis-cluster`` on free loopback ports and stops it
+when the test session ends; without either it fails under ``CI`` and skips otherwise.
 """
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
+import shutil
+import socket
+import subprocess
+import tempfile
 import uuid
 import warnings
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -95,3 +107,90 @@ async def redis_test_store(**options: object):
             yield store
     if problem:
         unreachable(problem)
+
+
+# -- Redis Cluster ------------------------------------------------------------------------
+
+_CLUSTER_SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", ".ci", "redis-cluster")
+_started: list[str] = []  # the URL of the cluster this process started, if any
+
+
+def _ports_free(base: int) -> bool:
+    for port in (base, base + 1, base + 2, base + 10000, base + 10001, base + 10002):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+    return True
+
+
+def cluster_url() -> str:
+    """``ZLINK_TEST_REDIS_CLUSTER``, or a cluster started for this test session ('' if none)."""
+    url = os.environ.get("ZLINK_TEST_REDIS_CLUSTER", "")
+    if url or _started:
+        return url or _started[0]
+    if shutil.which("redis-server") is None or shutil.which("redis-cli") is None:
+        return ""
+    directory = tempfile.mkdtemp(prefix="zlink-cluster-")
+    for base in range(17000 + os.getpid() % 50 * 20, 19000, 20):
+        if not _ports_free(base):
+            continue
+        done = subprocess.run([_CLUSTER_SCRIPT, "start", directory, str(base)],
+                              capture_output=True, text=True, timeout=60, check=False)
+        if done.returncode == 0:
+            _started.append(done.stdout.strip())
+            atexit.register(subprocess.run, [_CLUSTER_SCRIPT, "stop", directory],
+                            capture_output=True, timeout=60, check=False)
+            return _started[0]
+        subprocess.run([_CLUSTER_SCRIPT, "stop", directory], capture_output=True,
+                       timeout=60, check=False)
+    return ""
+
+
+def cluster_url_with(prefix: str, **options: object) -> str:
+    """The test cluster's URL with ``?prefix=`` (and further options) set."""
+    query = "&".join([f"prefix={prefix}", *(f"{k}={v}" for k, v in options.items())])
+    return f"{cluster_url().split('?')[0]}?{query}"
+
+
+def cluster_unreachable(error: object) -> None:
+    """Fail under CI, skip locally: no Redis Cluster to test against."""
+    message = (f"Redis Cluster (env ZLINK_TEST_REDIS_CLUSTER) cannot be reached: {error}. "
+               "Start one with .ci/redis-cluster start, or put redis-server on PATH")
+    collect_failed_connections()
+    if os.environ.get("CI"):
+        pytest.fail(message, pytrace=False)
+    pytest.skip(reason=message)
+
+
+async def delete_cluster_prefix(store: object) -> int:
+    """Delete every key of ``store``'s prefix on every master of the cluster."""
+    prefix = store.config.prefix  # type: ignore[attr-defined]
+    deleted = 0
+    with trio.fail_after(CLEANUP_TIMEOUT):
+        for host, port in store.router.masters():  # type: ignore[attr-defined]
+            async with coredis.Redis(host=host, port=port, decode_responses=False) as one:
+                keys = [k async for k in one.scan_iter(match=f"{prefix}:*", count=1000)]
+                for key in keys:  # one by one: keys of many slots
+                    deleted += await one.delete([key])
+    return deleted
+
+
+@asynccontextmanager
+async def cluster_test_store(**options: object):
+    """Open a Redis Cluster store under a fresh prefix; delete its keys afterwards."""
+    url = cluster_url()
+    problem = "" if url else "ZLINK_TEST_REDIS_CLUSTER is unset and redis-server is absent"
+    async with AsyncExitStack() as stack:
+        if not problem:
+            try:
+                store = await stack.enter_async_context(
+                    open_store(cluster_url_with(fresh_prefix(), **options)))
+            except Unavailable as error:
+                problem = error.message
+        if not problem:
+            stack.push_async_callback(delete_cluster_prefix, store)
+            yield store
+    if problem:
+        cluster_unreachable(problem)

@@ -1,13 +1,14 @@
-"""Several processes, one store (issue 4, item 4): SQLite file and Redis database.
+"""Several processes, one store (issue 4, item 4): SQLite file, Redis database, Redis Cluster.
 
 Three OS processes (``multiprocess_worker.py``, run with this interpreter)
-share one store: one SQLite file (default dispatch) or one Redis database
-under one fresh key prefix. Each stores its own node claim, then runs 200
-concurrent GetOrCreate attempts over the same 10 Spot IDs -- Find, wait on a
-Creating/Closing record, Reserve, the factory, CommitReady or (sometimes)
-AbortCreating as a rejection -- and a closer that closes and releases Ready
-records it owns so that the others re-create them. Every factory run appends
-``pid spot_id generation`` to one shared ``O_APPEND`` log.
+share one store: one SQLite file (default dispatch), one Redis database or one
+Redis Cluster (its default 1024 buckets) under one fresh key prefix. Each stores
+its own node claim, then runs 200 concurrent GetOrCreate attempts over the same
+10 Spot IDs -- Find, wait on a Creating/Closing record, Reserve, the factory,
+CommitReady or (sometimes) AbortCreating as a rejection -- and a closer that
+closes and releases Ready records it owns so that the others re-create them.
+Every factory run appends ``pid spot_id generation`` to one shared ``O_APPEND``
+log.
 
 The parent then checks, from the workers' JSON reports, the log and the
 store's final contents:
@@ -45,7 +46,14 @@ from typing import Any
 
 import pytest
 import trio
-from redis_helpers import raw_client, redis_test_store, url_with
+from redis_helpers import (
+    cluster_test_store,
+    cluster_url_with,
+    delete_cluster_prefix,
+    raw_client,
+    redis_test_store,
+    url_with,
+)
 
 from statecharts import SpotAuthority, UndefinedTransition, UserCreate, compile
 from zlink_trio.core.identity import SpotKind
@@ -334,6 +342,16 @@ async def test_three_processes_share_one_redis_database(tmp_path):
             await exercise(store, url_with(prefix), tmp_path)
         async with raw_client() as client:
             assert [k async for k in client.scan_iter(match=f"{prefix}:*")] == []
+
+
+async def test_three_processes_share_one_redis_cluster(tmp_path):
+    with trio.fail_after(TEST_TIMEOUT):
+        # One fresh prefix on the test cluster (ZLINK_TEST_REDIS_CLUSTER, redis_helpers);
+        # fails (not skips) under CI without it, deletes the prefix's keys afterwards.
+        async with cluster_test_store() as store:
+            await exercise(store, cluster_url_with(store.config.prefix), tmp_path)
+            assert await delete_cluster_prefix(store) > 0
+            assert await delete_cluster_prefix(store) == 0
 
 
 # -- the checks have teeth ----------------------------------------------------------------

@@ -1,9 +1,11 @@
 """Differential model: memory (the oracle), SQLite and Redis stores must agree on everything.
 
-One Hypothesis ``RuleBasedStateMachine`` applies the *same* operation to four
+One Hypothesis ``RuleBasedStateMachine`` applies the *same* operation to five
 stores -- ``memory://``, SQLite with ``dispatch=inline`` and with
-``dispatch=thread`` (a fresh file in a fresh temporary directory per example)
-and Redis (a fresh key prefix per example, every key deleted afterwards) --
+``dispatch=thread`` (a fresh file in a fresh temporary directory per example),
+Redis and Redis Cluster (a fresh key prefix per example, every key deleted
+afterwards; the cluster with ``buckets=1``, since the model compares
+ObjectGenerations with the oracle's store-wide sequence, see tests/store/conftest.py) --
 and asserts after every rule that each backend returned what the memory store
 returned: the same value (records and claims compared through ``to_json()``,
 receipts, fences, sequences and statistics as attrs values; query pages by
@@ -39,12 +41,13 @@ inside one NewClaim, so there it may only grow); the last issued
 ObjectGeneration never decreases.
 
 Mechanics: stores are async and rules are sync, so each example runs one
-``trio.run`` in a background thread that opens the four stores and serves
+``trio.run`` in a background thread that opens the five stores and serves
 calls (``trio.from_thread.run`` with its token, each call under
 ``trio.fail_after``) until teardown closes them. Everything is deterministic:
 NodeRids and Entry Spot IDs come from counters, ``now`` is an argument.
-Redis is ``ZLINK_TEST_REDIS``; when it is absent the module fails under
-``CI`` and is skipped otherwise (``redis_helpers.unreachable``).
+Redis is ``ZLINK_TEST_REDIS``, Redis Cluster ``ZLINK_TEST_REDIS_CLUSTER``; when
+either is absent the module fails under ``CI`` and is skipped otherwise
+(``redis_helpers.unreachable`` / ``cluster_unreachable``).
 """
 
 from __future__ import annotations
@@ -68,7 +71,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
-from redis_helpers import redis_test_store
+from redis_helpers import cluster_test_store, redis_test_store
 from store_helpers import MESH, descriptor
 
 from zlink_trio.core.descriptor import NodeClaim
@@ -164,6 +167,8 @@ class Host:
                 self.stores[f"sqlite-{dispatch}"] = await stack.enter_async_context(
                     open_store(url))
             self.stores["redis"] = await stack.enter_async_context(redis_test_store())
+            self.stores["redis-cluster"] = await stack.enter_async_context(
+                cluster_test_store(buckets=1))
             self._token = trio.lowlevel.current_trio_token()
             self._stop = trio.Event()
             self._ready.set()
@@ -619,7 +624,7 @@ def _redis_answers():
     """Fail (CI) or skip (locally) the whole module once when Redis is absent."""
 
     async def probe() -> None:
-        async with redis_test_store():
+        async with redis_test_store(), cluster_test_store(buckets=1):
             pass
 
     trio.run(probe)

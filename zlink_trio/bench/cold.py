@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 :func:`measure_backends` measures, on every store backend it is given
 (``memory://``, a SQLite file in a temporary directory, and the Redis at
-``redis_url`` under a fresh key prefix that is deleted afterwards; see
+``redis_url`` under a fresh key prefix that is deleted afterwards, and -- when a
+``redis+cluster://`` URL is given -- the Redis Cluster backend as ``redis_cluster``; see
 :func:`zlink_trio.bench.stores.bench_store_url`):
 
 - ``cold_activations_per_s``: first messages with Instance intent to new IDs
@@ -76,7 +77,7 @@ async def _backend_figures(url: str, cold: int) -> dict[str, object]:
 
 
 async def measure_backends(backends: Sequence[str], *, cold: int, txn: int,
-                           redis_url: str) -> dict[str, object]:
+                           redis_url: str, cluster_url: str = "") -> dict[str, object]:
     """The figures above for each of ``backends`` (``memory``, ``sqlite``, ``redis``).
 
     ``cold`` activations per backend and mode, ``txn`` Reserve/CommitReady pairs
@@ -84,7 +85,10 @@ async def measure_backends(backends: Sequence[str], *, cold: int, txn: int,
     ``cold_activations_sequential_per_s``, ``store_calls_per_cold_activation``
     and ``store_txn_ms`` (each ``{backend: figure or None}``), plus
     ``unavailable`` (``{backend: reason}``) when a backend could not be opened.
+    ``cluster_url`` (a ``redis+cluster://`` URL) adds the ``redis_cluster`` backend.
     """
+    if cluster_url and "redis_cluster" not in backends:
+        backends = [*backends, "redis_cluster"]
     sequential: dict[str, object] = {}
     in_flight: dict[str, object] = {}
     calls: dict[str, object] = {}
@@ -92,9 +96,11 @@ async def measure_backends(backends: Sequence[str], *, cold: int, txn: int,
     unavailable: dict[str, str] = {}
     for backend in backends:
         try:
-            async with bench_store_url(backend, redis_url=redis_url) as url:
+            async with bench_store_url(backend, redis_url=redis_url,
+                                       cluster_url=cluster_url) as url:
                 figures = await _backend_figures(url, cold)
-            async with bench_store_url(backend, redis_url=redis_url) as url:
+            async with bench_store_url(backend, redis_url=redis_url,
+                                       cluster_url=cluster_url) as url:
                 txn_figs = await txn_figures(url, count=txn)
         except (zl.ZLinkError, OSError) as exc:
             unavailable[backend] = f"{type(exc).__name__}: {exc}"

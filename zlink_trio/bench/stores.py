@@ -94,10 +94,44 @@ async def _delete_redis_prefix(redis_url: str, prefix: str) -> None:
             await client.delete(keys[i:i + 500])
 
 
+async def _delete_cluster_prefix(url: str) -> None:
+    import coredis
+
+    from zlink_trio.store.redis_cluster import open_redis_cluster_store
+
+    async with open_redis_cluster_store(url) as store:
+        prefix = store.config.prefix
+        for host, port in store.router.masters():
+            async with coredis.Redis(host=host, port=port, decode_responses=False) as one:
+                keys = [key async for key in one.scan_iter(match=f"{prefix}:*", count=1000)]
+                for key in keys:  # one at a time: the keys span many slots
+                    await one.delete([key])
+
+
 @asynccontextmanager
 async def bench_store_url(backend: str, *, redis_url: str = DEFAULT_REDIS_URL,
-                          directory: str | None = None) -> AsyncIterator[str]:
-    """A store URL of ``backend`` that nothing else uses; its data is removed on exit."""
+                          directory: str | None = None,
+                          cluster_url: str = "") -> AsyncIterator[str]:
+    """A store URL of ``backend`` that nothing else uses; its data is removed on exit.
+
+    ``redis_cluster`` (not in :data:`BACKENDS`: measured only when a cluster is given)
+    uses ``cluster_url``, a ``redis+cluster://`` URL, under a fresh prefix.
+    """
+    if backend == "redis_cluster":
+        if not cluster_url:
+            raise ValueError("the redis_cluster backend needs a redis+cluster:// URL "
+                             "(--redis-cluster or ZLINK_BENCH_REDIS_CLUSTER)")
+        url = f"{cluster_url.split('?')[0]}?prefix=zlbench-{uuid.uuid4().hex[:12]}"
+        try:
+            yield url
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(60):
+                try:
+                    await _delete_cluster_prefix(url)
+                except Exception as exc:  # the block's own error is what counts
+                    print(f"could not delete the benchmark's Redis Cluster keys of {url} "
+                          f"({type(exc).__name__}: {exc})", file=sys.stderr)
+        return
     if backend == "memory":
         yield "memory://"
     elif backend == "sqlite":

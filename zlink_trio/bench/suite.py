@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -69,7 +70,7 @@ async def run(*, requests: int = 20_000, cold: int = 2_000, idle: int = 2_000,
               txn: int = 2_000, idle_rss: int = 100_000, backends: Sequence[str] = BACKENDS,
               redis_url: str = DEFAULT_REDIS_URL, remote: bool = True,
               moves: int = 50, relocation: bool = True,
-              quick: bool = False) -> dict[str, object]:
+              quick: bool = False, cluster_url: str = "") -> dict[str, object]:
     """Measure every figure and return them as a JSON-ready dict.
 
     ``requests`` calls per local mode, ``idle`` Spots for the traced memory figure and
@@ -78,12 +79,14 @@ async def run(*, requests: int = 20_000, cold: int = 2_000, idle: int = 2_000,
     backend; ``backends`` is a subset of ``memory``, ``sqlite``, ``redis``. ``remote``
     adds the two-process figures of :mod:`zlink_trio.bench.remote` (``quick``: short);
     ``relocation`` the figures of :mod:`zlink_trio.bench.relocation` on ``backends``,
-    ``moves`` timed moves per backend and mode.
+    ``moves`` timed moves per backend and mode. ``cluster_url`` (``redis+cluster://``)
+    adds a ``redis_cluster`` entry to the cold-activation figures.
     """
     figures = await measure_local(requests=requests, idle=idle)
     gc.collect()
     _merge(figures, await measure_footprint(idle_rss))
-    _merge(figures, await measure_backends(backends, cold=cold, txn=txn, redis_url=redis_url))
+    _merge(figures, await measure_backends(backends, cold=cold, txn=txn, redis_url=redis_url,
+                                           cluster_url=cluster_url))
     if remote:
         gc.collect()
         _merge(figures, await measure_remote(quick=quick))
@@ -105,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="store backends for the cold-activation and relocation figures "
                              "(default: all)")
     parser.add_argument("--redis", default=DEFAULT_REDIS_URL, help="the Redis to measure")
+    parser.add_argument("--redis-cluster", default=os.environ.get("ZLINK_BENCH_REDIS_CLUSTER", ""),
+                        help="a redis+cluster:// URL: adds the redis_cluster backend to the "
+                             "cold-activation figures (default: env ZLINK_BENCH_REDIS_CLUSTER)")
     parser.add_argument("--no-remote", action="store_true",
                         help="skip the two-process remote request figures")
     parser.add_argument("--no-relocation", action="store_true",
@@ -116,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     figures = trio.run(lambda: run(**sizes, backends=backends, redis_url=args.redis,
                                    remote=not args.no_remote,
-                                   relocation=not args.no_relocation, quick=args.quick))
+                                   relocation=not args.no_relocation, quick=args.quick,
+                                   cluster_url=args.redis_cluster))
     print_figures(figures, as_json=args.json)
     return 0
 

@@ -25,6 +25,8 @@ Modules:
 - ``rules/``    -- the pure transaction functions every backend matches (the oracle)
 - ``sqlite/``   -- the ``sqlite:///path.db`` backend (one file, processes of one host)
 - ``redis/``    -- the ``redis://host:port/db`` backend (coredis, imported only on open)
+- ``redis_cluster/`` -- the ``redis+cluster://host:port,...`` backend: ``redis/``'s scripts
+                   per bucket (one hash slot each) on Redis Cluster
 """
 
 from zlink_trio.store.memory import MemoryStore as MemoryStore

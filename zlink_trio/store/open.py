@@ -11,7 +11,9 @@ not leak state into each other as long as they close what they open). A
 yielded as is and stays usable after the block.
 
 ``sqlite:///path.db`` opens the SQLite backend (``store/sqlite/``).
-``redis://host:port/db`` opens the Redis backend (``store/redis/``).
+``redis://host:port/db`` opens the Redis backend (``store/redis/``),
+``redis+cluster://host:port[,host:port...]`` the Redis Cluster backend
+(``store/redis_cluster/``).
 Any other scheme is refused with :class:`InvalidConfiguration` raised before
 anything is opened.
 
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
 __all__ = ("SCHEMES", "open_store")
 
 #: Every URL scheme ``open_store`` knows, available or not.
-SCHEMES: Final = ("memory", "sqlite", "redis")
+SCHEMES: Final = ("memory", "sqlite", "redis", "redis+cluster")
 _PLANNED: Final = frozenset[str]()
 
 _shared: dict[str, tuple[MemoryStore, int]] = {}
@@ -90,6 +92,10 @@ def _check(url: str | MemoryStore) -> None:
         from zlink_trio.store.redis.store import parse_redis_url
 
         parse_redis_url(url)
+    elif scheme == "redis+cluster":
+        from zlink_trio.store.redis_cluster.store import parse_cluster_url
+
+        parse_cluster_url(url)
     else:
         _memory_name(url)
 
@@ -146,6 +152,12 @@ async def _open_one(url: str | MemoryStore) -> AsyncIterator[Store]:
 
         async with open_redis_store(url) as redis_store:
             yield redis_store
+        return
+    if scheme == "redis+cluster":
+        from zlink_trio.store.redis_cluster import open_redis_cluster_store
+
+        async with open_redis_cluster_store(url) as cluster_store:
+            yield cluster_store
         return
     name = _memory_name(url)
     await trio.lowlevel.checkpoint()

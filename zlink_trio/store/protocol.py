@@ -160,7 +160,9 @@ class LocationStore(RelocationSteps, Protocol):
         a live lease (:class:`Unavailable`); the owner serves ``stable_type``
         as ``kind`` (:class:`InvalidOperation`); capacity
         (:class:`CapacityExceeded`). Then it issues a new ObjectGeneration
-        larger than any the store ever issued, owner generation 1,
+        larger than any the store ever issued (on Redis Cluster: than any the
+        ID's bucket issued -- strictly increasing per ID and unique store-wide,
+        docs/decisions.md), owner generation 1,
         StoreVersion 1, records the intent and pointer, and returns the fence.
         Not idempotent: a retry meets its own record (AuthorityExists).
         """

@@ -145,7 +145,8 @@ class LocationStatistics:
     sealed: int
     #: Moves past relay-ready (only a commit at the target ends them).
     relay_ready: int
-    #: The last ObjectGeneration issued (0 before the first).
+    #: The last ObjectGeneration issued (0 before the first; on Redis Cluster the
+    #: largest any bucket issued).
     last_object_generation: int
 
 

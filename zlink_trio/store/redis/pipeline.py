@@ -139,10 +139,12 @@ class _Reader:
 
 
 class _Item:
-    __slots__ = ("abandoned", "done", "frame", "limit", "state", "value")
+    __slots__ = ("abandoned", "done", "frame", "limit", "replies", "state", "value")
 
-    def __init__(self, frame: bytes, limit: float) -> None:
+    def __init__(self, frame: bytes, limit: float, replies: int = 1) -> None:
         self.frame = frame
+        #: Replies the frame draws (``ASKING`` + a command: 2); the item gets the last one.
+        self.replies = replies
         #: When the caller stops waiting (its deadline or the store timeout, the earlier).
         self.limit = limit
         self.state = _QUEUED
@@ -184,8 +186,12 @@ class Pipeline:
         self.batches = 0
         self.items = 0
 
-    async def call(self, frame: bytes) -> Any:
+    async def call(self, frame: bytes, *, replies: int = 1) -> Any:
         """Queue ``frame`` and return its reply; cancellation follows the timeout rule.
+
+        ``replies``: how many commands ``frame`` holds (Redis Cluster's ``ASKING`` goes
+        in front of the command it redirects, on the same connection); the last reply
+        is returned, or the first error among them.
 
         Raises :class:`StoreUnavailable` when the connection failed; a Redis error
         reply is raised as coredis' own exception (``NoScriptError``, ``ResponseError``).
@@ -195,7 +201,7 @@ class Pipeline:
         if self._closed:
             raise StoreUnavailable(f"the Redis store at {self._where} is closed; nothing "
                                    "was written (open the store again)")
-        item = _Item(frame, trio.current_effective_deadline())
+        item = _Item(frame, trio.current_effective_deadline(), replies)
         self._queue.append(item)
         self._wakeup.set()
         try:
@@ -292,6 +298,9 @@ class Pipeline:
         reader = self._reader
         for item in batch:
             value = await _next_reply(stream, reader)
+            for _ in range(item.replies - 1):
+                later = await _next_reply(stream, reader)
+                value = value if isinstance(value, BaseException) else later
             item.state = _DONE
             item.value = value
             item.done.set()

@@ -18,8 +18,8 @@ deployment or a test run.
 Scripts that check a Spot *and* its owner's claim and capacity (Reserve,
 CommitReady, BeginClose, the relocation steps) touch keys of several hash
 slots. That is atomic on one Redis server, which is what this backend
-supports; Redis Cluster would refuse it (``CROSSSLOT``) -- ``docs/stores.md``
-says how the scripts would be split for Cluster.
+supports; Redis Cluster would refuse it (``CROSSSLOT``) -- the
+``redis+cluster://`` backend (``store/redis_cluster/``) runs these scripts per bucket.
 
 Connection loss, timeouts and a paused server become :class:`Unavailable`,
 the caller's deadline :class:`DeadlineExceeded` (``client``).

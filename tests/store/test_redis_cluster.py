@@ -1,0 +1,141 @@
+"""What the Redis Cluster backend adds beyond the conformance suite: its URL, its buckets.
+
+The conformance suite runs the backend with one bucket (tests/store/conftest.py says
+why); these tests use many buckets, so Spot IDs spread over slots and masters, and
+check what a user can observe of that layout: ObjectGenerations strictly increasing
+per ID and unique store-wide without a store-wide counter, every key of a Spot in one
+hash slot, Query / statistics / orphans merged over every bucket, a bucket count that
+cannot change under a deployment, and typed errors for bad URLs and absent clusters.
+"""
+
+from __future__ import annotations
+
+import coredis
+import pytest
+import trio
+from redis_helpers import cluster_test_store, cluster_url_with, collect_failed_connections
+from store_helpers import MESH, claim, ready, reserve
+
+from zlink_trio.core.errors import InvalidConfiguration, StoreUnavailable
+from zlink_trio.store import open_store
+from zlink_trio.store.redis_cluster import parse_cluster_url
+from zlink_trio.store.redis_cluster.keys import hash_slot
+
+TIMEOUT = 30
+
+
+@pytest.mark.parametrize("url", [
+    "redis+cluster://",
+    "redis+cluster://127.0.0.1",
+    "redis+cluster://127.0.0.1:7001,nohost",
+    "redis+cluster://127.0.0.1:7001/3",
+    "redis+cluster://127.0.0.1:7001?buckets=0",
+    "redis+cluster://127.0.0.1:7001?buckets=16385",
+    "redis+cluster://127.0.0.1:7001?prefix=a{b}",
+    "redis+cluster://127.0.0.1:7001?db=1",
+])
+async def test_malformed_urls_are_refused_before_anything_is_opened(url):
+    with pytest.raises(InvalidConfiguration):
+        async with open_store(url):
+            pass
+
+
+def test_a_url_lists_masters_and_options():
+    config = parse_cluster_url(
+        "redis+cluster://u:p%40ss@10.0.0.1:7001,10.0.0.2:7002?prefix=app&buckets=64&timeout=2")
+    assert config.nodes == (("10.0.0.1", 7001), ("10.0.0.2", 7002))
+    assert (config.username, config.password) == ("u", "p@ss")
+    assert (config.prefix, config.buckets, config.timeout) == ("app", 64, 2.0)
+    assert "p@ss" not in config.where
+
+
+async def test_an_unreachable_cluster_is_a_typed_error():
+    with trio.fail_after(TIMEOUT):
+        with pytest.raises(StoreUnavailable):
+            async with open_store("redis+cluster://127.0.0.1:1?timeout=0.5"):
+                pass
+    collect_failed_connections()
+
+
+async def test_generations_increase_per_id_and_are_unique_store_wide():
+    with trio.fail_after(TIMEOUT):
+        async with cluster_test_store(buckets=64) as store:
+            node = await claim(store, capacity=100)
+            seen: dict[str, list[int]] = {}
+            for _ in range(3):
+                for i in range(20):
+                    spot_id = f"g-{i}"
+                    record = await ready(store, node, spot_id)
+                    seen.setdefault(spot_id, []).append(record.object_generation)
+                    closing = await store.location.begin_close(
+                        spot_id, object_generation=record.object_generation,
+                        owner=record.owner, now=0.0)
+                    await store.location.release(closing.fence())
+            everything = [g for gens in seen.values() for g in gens]
+            assert len(set(everything)) == len(everything)
+            assert all(gens == sorted(set(gens)) for gens in seen.values())
+            assert len({store.keys.bucket(i) for i in seen}) > 1  # several buckets used
+            stats = await store.location.statistics()
+            assert stats.last_object_generation == max(everything)
+
+
+async def _keys_of(store) -> list[bytes]:
+    found = []
+    for host, port in store.router.masters():
+        async with coredis.Redis(host=host, port=port, decode_responses=False) as one:
+            found += [k async for k in one.scan_iter(match=f"{store.config.prefix}:*")]
+    return found
+
+
+async def test_every_key_of_a_spot_shares_one_hash_slot():
+    with trio.fail_after(TIMEOUT):
+        async with cluster_test_store(buckets=64) as store:
+            node = await claim(store)
+            fence, _ = await store.combined.reserve_with_root(
+                "s-1", b"root bytes", kind=node.descriptor.served_types["room"],
+                stable_type="room", mesh=MESH, owner=node.owner(), now=0.0)
+            await store.combined.commit_ready_with_first_record(fence, b"first", now=0.0)
+            keys = [k.decode() for k in await _keys_of(store) if b":s-1" in k]
+            assert any(":spot:" in k for k in keys)
+            assert any(":inbox:" in k for k in keys)
+            spot_slot = hash_slot(store.keys.spot("s-1"))
+            assert {hash_slot(k) for k in keys} == {spot_slot}
+            # ... and so do the counters its transactions change.
+            assert {hash_slot(k) for k in store.keys.bucket_meta(store.keys.bucket("s-1"))} == {
+                spot_slot}
+
+
+async def test_query_statistics_and_orphans_cover_every_bucket():
+    with trio.fail_after(TIMEOUT):
+        async with cluster_test_store(buckets=16) as store:
+            node = await claim(store, "node-q", capacity=100, lease=5.0)
+            ids = sorted(f"q-{i:02d}" for i in range(30))
+            for spot_id in ids[:20]:
+                await ready(store, node, spot_id)
+            for spot_id in ids[20:]:
+                await reserve(store, node, spot_id)  # left Creating: orphans once it dies
+            walked, cursor = [], None
+            while True:
+                page = await store.location.query(page_size=7, cursor=cursor)
+                walked += [r.spot_id for r in page.records]
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+            assert walked == sorted([*ids, node.descriptor.entry_spot_id])
+            stats = await store.location.statistics()
+            assert (stats.claims, stats.ready, stats.creating) == (1, 21, 10)
+            orphans = await store.location.orphans("node-q", now=10.0, limit=6)
+            assert [r.spot_id for r in orphans] == ids[20:26]
+            rest = await store.location.orphans("node-q", now=10.0, after=ids[25])
+            assert [r.spot_id for r in rest] == ids[26:]
+
+
+async def test_the_bucket_count_of_a_deployment_cannot_change():
+    with trio.fail_after(TIMEOUT):
+        async with cluster_test_store(buckets=8) as store:
+            prefix = store.config.prefix
+            async with open_store(cluster_url_with(prefix, buckets=8)):
+                pass
+            with pytest.raises(InvalidConfiguration, match="buckets=8"):
+                async with open_store(cluster_url_with(prefix, buckets=16)):
+                    pass

@@ -1,0 +1,122 @@
+"""Key layout of the Redis Cluster backend: buckets, each one hash slot, and the nodes slot.
+
+Theory of operation
+-------------------
+A Redis Cluster script may touch the keys of **one** hash slot only, so the layout
+groups keys by what one transaction touches. Every Spot ID and every root ref maps to
+one of ``B`` **buckets** (``crc16(text) % B``; ``B`` from the URL's ``?buckets=``,
+default 1024, fixed for the life of a deployment); a bucket's keys share the hash
+tag ``{b<k>}``, so they live in one slot. ``P`` = ``<prefix>:loc:``, ``R`` =
+``<prefix>:rel:``::
+
+    P {b<k>}:spot:<spot_id>          hash: one authority record (codec's fields)
+    P {b<k>}:ids                     zset (score 0): the bucket's Spot IDs, for Query
+    P {b<k>}:counts                  hash: the bucket's records per state
+    P {b<k>}:gen                     the bucket's last issued ObjectGeneration
+    R {b<k>}:inbox:<spot_id>:<gen>   one incarnation's inbox (``[:log]``: its records)
+    R {b<k>}:root:<ref>              one root's bytes (bucket of the ref)
+    R {b<k>}:stats                   hash: the bucket's Relocation Store counts
+    P {nodes}:claims                 hash: ``<rid>|<mesh>`` -> one claim as JSON
+    P {nodes}:lifecycles             hash: NodeId -> last lifecycle generation
+    P {nodes}:load:<lc>:<mesh>:<rid> hash: pending / active capacity units
+    P {nodes}:config                 hash: ``buckets`` (checked at every open)
+
+So a Spot's record, its inboxes and the counters its transactions change share a
+slot; node claims, lifecycles and loads share another (low rate: claims, renewals,
+capacity units). ObjectGeneration is per bucket -- see ``lua`` and docs/decisions.md.
+"""
+
+from __future__ import annotations
+
+from binascii import crc_hqx
+from typing import TYPE_CHECKING, Final
+
+from zlink_trio.store.redis.codec import Keys
+
+if TYPE_CHECKING:
+    from zlink_trio.core.identity import NodeRid
+
+__all__ = ("NODES_TAG", "SLOTS", "ClusterKeys", "hash_slot")
+
+#: Hash slots of a Redis Cluster.
+SLOTS: Final = 16384
+NODES_TAG: Final = "nodes"
+
+
+def hash_slot(key: str | bytes) -> int:
+    """The hash slot of ``key`` (Redis Cluster's CRC16 of the hash tag, or the whole key)."""
+    raw = key.encode("utf-8") if isinstance(key, str) else key
+    start = raw.find(b"{")
+    if start > -1:
+        end = raw.find(b"}", start + 1)
+        if end > start + 1:
+            raw = raw[start + 1:end]
+    return crc_hqx(raw, 0) % SLOTS
+
+
+def tag_of(key: str) -> str:
+    """The hash tag (text between the first braces) of one of this layout's keys."""
+    start = key.index("{")
+    return key[start + 1:key.index("}", start)]
+
+
+class ClusterKeys(Keys):
+    """The key names of one deployment ``prefix`` with ``buckets`` buckets."""
+
+    def __init__(self, prefix: str, buckets: int) -> None:
+        super().__init__(prefix)
+        self.buckets: Final = buckets
+        self.prefix: Final = prefix
+
+    def bucket(self, text: str) -> int:
+        """The bucket of a Spot ID or a root ref."""
+        return crc_hqx(text.encode("utf-8"), 0) % self.buckets
+
+    def bucket_tag(self, bucket: int) -> str:
+        return f"b{bucket}"
+
+    def _b(self, text: str) -> str:
+        return f"{{b{self.bucket(text)}}}"
+
+    def spot(self, spot_id: str) -> str:
+        return f"{self.location}{self._b(spot_id)}:spot:{spot_id}"
+
+    def root(self, ref: str) -> str:
+        return f"{self.relocation}{self._b(ref)}:root:{ref}"
+
+    def inbox(self, spot_id: str, object_generation: int) -> tuple[str, str]:
+        base = f"{self.relocation}{self._b(spot_id)}:inbox:{spot_id}:{object_generation}"
+        return base, f"{base}:log"
+
+    def bucket_meta(self, bucket: int) -> list[str]:
+        """The keys every script of ``bucket`` declares besides its own: ids, counts,
+        gen (Location) and stats (Relocation), so a resharding migration of the slot
+        answers TRYAGAIN rather than running a script on half of a bucket."""
+        tag = f"{{b{bucket}}}"
+        return [f"{self.location}{tag}:ids", f"{self.location}{tag}:counts",
+                f"{self.location}{tag}:gen", f"{self.relocation}{tag}:stats"]
+
+    def ids(self, bucket: int) -> str:
+        return f"{self.location}{{b{bucket}}}:ids"
+
+    def nodes(self, name: str) -> str:
+        """A key of the nodes slot: ``claims``, ``lifecycles``, ``config``."""
+        return f"{self.location}{{{NODES_TAG}}}:{name}"
+
+    def claim(self, mesh: str, node_rid: NodeRid) -> str:
+        """The claims hash (one field per claim: :meth:`claim_field`)."""
+        return self.nodes("claims")
+
+    def load(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int) -> str:
+        return f"{self.location}{{{NODES_TAG}}}:load:{lifecycle_generation}:{mesh}:{node_rid}"
+
+    def meta(self, name: str) -> str:
+        return self.nodes(name)
+
+    def patterns(self) -> tuple[str, str]:
+        return f"{self.prefix}:loc:*", f"{self.prefix}:rel:*"
+
+
+def claim_field(mesh: str, node_rid: NodeRid | str) -> str:
+    """The field of one claim in the claims hash."""
+    return f"{node_rid}|{mesh}"

@@ -1,0 +1,339 @@
+"""The Redis Cluster Location Store: bucket scripts, node scripts, and reads over buckets.
+
+Theory of operation
+-------------------
+:class:`ClusterLocationStore` is the single-Redis :class:`RedisLocationStore` on a
+:class:`ClusterRunner`: every authority transaction of one Spot (Reserve, CommitReady,
+BeginClose, Release, the relocation steps, ReleaseExpired, AdoptOrphan, ...) is the
+same script in the Spot's bucket, with the owner's claim passed in as facts
+(``runner``). What touches the nodes slot and buckets is split here, each part one
+script, in the oracle's order of checks:
+
+- **NewClaim**: the node checks (ALREADY, NodeIdInUse) read-only; the Entry check in
+  the Entry's bucket (ENTRY_TAKEN, GEN_SPENT) read-only; LC_SPENT; then the claim is
+  written in the nodes slot (its checks again, and the old claim must be the one
+  checked -- else start over), then the Entry record in its bucket (an Entry ID taken
+  in between removes the new claim again and raises ENTRY_TAKEN), then the old
+  claim's own Entry record is dropped in its bucket.
+- **Remove** / **RemoveDeadClaims**: the claim(s) in the nodes slot, then each
+  linked Entry record in its bucket (fenced by owner, so a replacement is never touched).
+- **Query**, **statistics**, **orphans**, **dead_owned**: every bucket is read (one
+  command or read-only script per bucket, all in flight together) and merged in Spot
+  ID order. They are not one snapshot across buckets; each bucket's part is.
+
+Between the parts of a split a reader may see the claim without its Entry record (or
+the reverse); the runtime never relies on reading both at once.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from zlink_trio.core._checks import check_finite, check_int
+from zlink_trio.core._json_fields import encode_kind
+from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
+from zlink_trio.core.errors import InvalidOperation, StoreUnavailable
+from zlink_trio.core.identity import validate_node_id
+from zlink_trio.store.redis.codec import claim_args, decode_claim, decode_record, raise_status
+from zlink_trio.store.redis.codec import text as _text
+from zlink_trio.store.redis.location import RedisLocationStore, _lease
+from zlink_trio.store.redis.recovery import SCAN_BUDGET
+from zlink_trio.store.redis_cluster.keys import claim_field
+from zlink_trio.store.rules.location import check_reserve_args, page_of, parse_cursor
+from zlink_trio.store.rules.recovery import check_orphans_args
+from zlink_trio.store.values import (
+    MAX_PAGE_BYTES,
+    MAX_PAGE_SIZE,
+    LocationStatistics,
+    NodeIdInUse,
+    Page,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Sequence
+
+    from zlink_trio.core.identity import NodeRid, SpotKind
+    from zlink_trio.core.records import (
+        AuthorityRecord,
+        CreationIntent,
+        OwnerFence,
+        RecoveryPointer,
+        ReservationFence,
+    )
+    from zlink_trio.store.redis_cluster.keys import ClusterKeys
+    from zlink_trio.store.redis_cluster.runner import ClusterRunner
+
+__all__ = ("ClusterLocationStore", "gather")
+
+#: NewClaim starts over at most this often when the old claim changes under it.
+_CLAIM_ROUNDS = 3
+
+
+async def gather(calls: Sequence[Callable[[], Awaitable[Any]]]) -> list[Any]:
+    """Run ``calls`` concurrently (they share the pipelines' round trips); their results."""
+    results: list[Any] = [None] * len(calls)
+
+    async def one(i: int) -> None:
+        results[i] = await calls[i]()
+
+    async with trio.open_nursery() as nursery:
+        for i in range(len(calls)):
+            nursery.start_soon(one, i)
+    return results
+
+
+def _claims(flat: Sequence[Any] | None) -> list[dict[str, Any]]:
+    flat = flat or []
+    return [json.loads(flat[i + 1]) for i in range(0, len(flat), 2)]
+
+
+def _claim(c: dict[str, Any]) -> NodeClaim:
+    return decode_claim([c["desc"], c["lc"], c["exp"], c["ver"], c.get("closed")])
+
+
+class ClusterLocationStore(RedisLocationStore):
+    """A :class:`~zlink_trio.store.LocationStore` on Redis Cluster; see the protocol."""
+
+    _run: ClusterRunner  # type: ignore[assignment]
+    _keys: ClusterKeys
+
+    def __init__(self, runner: ClusterRunner, keys: ClusterKeys) -> None:
+        super().__init__(runner, keys)  # type: ignore[arg-type]  # same interface
+
+    async def _node(self, what: str, name: str, keys: Sequence[str],
+                    *args: str | int | bytes, write: bool = True) -> Any:
+        return await self._run.bounded(what, lambda: self._run.node(name, keys, args,
+                                                                     write=write))
+
+    async def _all_claims(self, what: str) -> list[dict[str, Any]]:
+        return _claims(await self._run.command(what, ["HGETALL", self._keys.nodes("claims")]))
+
+    # -- descriptor claims -----------------------------------------------------------------
+
+    async def new_claim(self, descriptor: NodeDescriptor, *, now: float,
+                        lease: float) -> NodeClaim:
+        """NewClaim (node and bucket scripts, see the module docstring)."""
+        if not isinstance(descriptor, NodeDescriptor):
+            raise InvalidOperation(f"new_claim takes a NodeDescriptor, got {type(descriptor)}")
+        expires = _lease(now, lease)
+        rid, mesh, entry = str(descriptor.node_rid), descriptor.mesh, descriptor.entry_spot_id
+        what = f"new_claim of node {rid} in mesh {mesh!r}"
+        nodes = [self._keys.nodes("claims"), self._keys.nodes("lifecycles")]
+        field = claim_field(mesh, rid)
+        base = [repr(float(now)), descriptor.node_id, rid, field]
+        entry_key = self._keys.spot(entry)
+        for _ in range(_CLAIM_ROUNDS):
+            check = await self._node(what, "n_new_claim", nodes, *base, write=False)
+            self._claim_refusal(check, what, now)
+            old_lc, old_entry, spent = _text(check[1]), _text(check[2]), int(check[3])
+            raise_status(await self._script(what, "entry", entry_key, entry, rid, old_lc,
+                                            "check"), what)
+            if spent:
+                raise_status(["LC_SPENT"], what)
+            written = await self._node(what, "n_new_claim", nodes, *base, old_lc, expires,
+                                       entry, mesh, *claim_args(descriptor))
+            if _text(written[0]) == "RETRY":
+                continue
+            self._claim_refusal(written, what, now)
+            lc = _text(written[1])
+            made = await self._script(what, "entry", entry_key, entry, rid, old_lc, "write",
+                                      lc, mesh)
+            if _text(made[0]) != "OK":
+                await self._node(what, "n_remove", nodes[:1], field, lc)
+                raise_status(made, what)
+            if old_lc and old_entry and old_entry != entry:
+                await self._script(what, "entry_drop", self._keys.spot(old_entry), rid, old_lc)
+            return NodeClaim(descriptor=descriptor, lifecycle_generation=int(lc),
+                             lease_expires_at=float(expires))
+        raise StoreUnavailable(f"{what}: the claim kept changing under NewClaim; nothing "
+                               "was written, retry")
+
+    @staticmethod
+    def _claim_refusal(reply: Sequence[Any], what: str, now: float) -> None:
+        if _text(reply[0]) == "NODE_LIVE":
+            raise NodeIdInUse(decode_claim(reply[1]), now)
+        raise_status(reply, what)
+
+    async def renew(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int, *,
+                    now: float, lease: float) -> NodeClaim:
+        """Renew (one node script); see ``LocationStore.renew``."""
+        expires = _lease(now, lease)
+        what = f"renew of node {node_rid} lifecycle {lifecycle_generation}"
+        reply = await self._node(what, "n_renew", [self._keys.nodes("claims")],
+                                 claim_field(mesh, node_rid), str(lifecycle_generation),
+                                 repr(float(now)), expires)
+        if _text(reply[0]) == "STALE_OWNER":
+            reply = ["STALE_OWNER", str(node_rid), str(lifecycle_generation), mesh]
+        raise_status(reply, what)
+        return decode_claim(reply[1])
+
+    async def close_placement(self, mesh: str, node_rid: NodeRid,
+                              lifecycle_generation: int) -> bool:
+        """ClosePlacement (one node script); see ``LocationStore.close_placement``."""
+        what = f"close_placement of node {node_rid} lifecycle {lifecycle_generation}"
+        reply = await self._node(what, "n_close_placement", [self._keys.nodes("claims")],
+                                 claim_field(mesh, node_rid), str(lifecycle_generation))
+        raise_status(reply, what)
+        return bool(reply[1])
+
+    async def remove(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int) -> bool:
+        """Remove (node script, then the Entry record's bucket); see the protocol."""
+        what = f"remove of node {node_rid}"
+        reply = await self._node(what, "n_remove", [self._keys.nodes("claims")],
+                                 claim_field(mesh, node_rid), str(lifecycle_generation))
+        if not int(reply[0]):
+            return False
+        entry = _text(reply[1])
+        await self._script(what, "entry_drop", self._keys.spot(entry), str(node_rid),
+                           str(lifecycle_generation))
+        return True
+
+    async def descriptors(self, mesh: str | None = None, *, now: float) -> list[NodeClaim]:
+        """Live claims (one read of the claims hash); see ``LocationStore.descriptors``."""
+        check_finite(now, "now")
+        claims = [_claim(c) for c in await self._all_claims("descriptors")]
+        return sorted((c for c in claims
+                       if (mesh is None or c.descriptor.mesh == mesh) and c.is_live(now)),
+                      key=lambda c: (c.descriptor.mesh, c.descriptor.node_rid.value))
+
+    async def remove_dead_claims(self, node_id: str, *, now: float) -> int:
+        """RemoveDeadClaims (node script, then the Entry records); see the protocol."""
+        validate_node_id(node_id)
+        check_finite(now, "now")
+        what = f"remove_dead_claims of NodeId {node_id!r}"
+        dead = [c for c in await self._all_claims(what)
+                if c["node"] == node_id and not float(c["exp"]) > now]
+        if not dead:
+            return 0
+        loads = [self._keys.load(c["mesh"], c["rid"], int(c["lc"])) for c in dead]
+        removed = await self._node(what, "n_remove_dead", [self._keys.nodes("claims"), *loads],
+                                   repr(float(now)),
+                                   *(claim_field(c["mesh"], c["rid"]) for c in dead))
+        for _, entry, rid, lc in ([_text(v) for v in r] for r in removed):
+            await self._script(what, "entry_drop", self._keys.spot(entry), rid, lc)
+        return len(removed)
+
+    # -- authority -------------------------------------------------------------------------
+
+    async def reserve(self, spot_id: str, *, kind: SpotKind, stable_type: str, mesh: str,
+                      owner: OwnerFence, now: float,
+                      creation_intent: CreationIntent | None = None,
+                      recovery_pointer: RecoveryPointer | None = None) -> ReservationFence:
+        """Reserve: the owner's unit first (nodes slot), then the bucket script."""
+        from zlink_trio.core.records import ReservationFence
+        from zlink_trio.store.redis.codec import optional_fields
+
+        check_reserve_args(spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner,
+                           now=now, creation_intent=creation_intent,
+                           recovery_pointer=recovery_pointer)
+        what = f"reserve of {spot_id!r}"
+        reply = _seq(await self._run.script(
+            what, "reserve", [self._keys.spot(spot_id)],
+            [spot_id, encode_kind(kind), stable_type, mesh, str(owner.node_rid),
+             owner.lifecycle_generation, repr(float(now)),
+             *optional_fields(creation_intent, recovery_pointer)],
+            take=(mesh, str(owner.node_rid), owner.lifecycle_generation)))
+        raise_status(reply, what)
+        return ReservationFence(spot_id=spot_id, store_version=1,
+                                object_generation=int(_text(reply[1])), owner_generation=1,
+                                owner=owner, owner_lease_expires_at=float(_text(reply[2])))
+
+    # -- reads over every bucket -----------------------------------------------------------
+
+    def _each_bucket(self, make: Callable[[int], Callable[[], Awaitable[Any]]]
+                     ) -> Awaitable[list[Any]]:
+        return gather([make(b) for b in range(self._keys.buckets)])
+
+    async def query(self, *, page_size: int, cursor: str | None = None,
+                    max_bytes: int = MAX_PAGE_BYTES) -> Page:
+        """One Query page: the next IDs of every bucket, merged, then their records."""
+        check_int(page_size, "page_size", 1, MAX_PAGE_SIZE)
+        after = parse_cursor(cursor)
+        low = "-" if after is None else "(" + after
+        run = self._run
+
+        def listing(b: int) -> Callable[[], Awaitable[Any]]:
+            return lambda: run.command("query", ["ZRANGEBYLEX", self._keys.ids(b), low, "+",
+                                                 "LIMIT", 0, page_size + 1])
+
+        ids = sorted({bytes(i) for part in await self._each_bucket(listing) for i in part})
+        ids = ids[:page_size + 1]
+        def record(spot_id: bytes) -> Callable[[], Awaitable[Any]]:
+            return lambda: run.command("query", ["HGETALL", self._keys.spot(spot_id.decode())])
+
+        flats = await gather([record(i) for i in ids[:page_size]])
+        return page_of((decode_record(f) for f in flats if f), listed=len(ids),
+                       max_bytes=max_bytes)
+
+    async def bucket_statistics(self) -> list[Any]:
+        run = self._run
+
+        def stats(b: int) -> Callable[[], Awaitable[Any]]:
+            return lambda: run.script("statistics", "bucket_statistics",
+                                      [self._keys.ids(b)], [], write=False)
+
+        return await self._each_bucket(stats)
+
+    async def statistics(self) -> LocationStatistics:
+        """Counts summed over every bucket; the largest ObjectGeneration any issued."""
+        claims = await self._run.command("statistics", ["HLEN", self._keys.nodes("claims")])
+        n = [0] * 6
+        last = 0
+        for counts, gen, _ in await self.bucket_statistics():
+            for i, v in enumerate(counts):
+                n[i] += 0 if v is None else int(_text(v))
+            if gen is not None:
+                last = max(last, int(_text(gen)))
+        return LocationStatistics(
+            claims=int(claims), creating=n[0], ready=n[1], closing=n[2], relocating=n[3],
+            sealed=n[4], relay_ready=n[5], last_object_generation=last)
+
+    async def _owned(self, node_id: str, *, now: float, after: str | None, limit: int,
+                     mode: str) -> list[AuthorityRecord]:
+        check_orphans_args(node_id, now=now, after=after, limit=limit)
+        owners: list[str | int] = []
+        for c in await self._all_claims("orphans (claims)"):
+            claim = _claim(c)
+            if claim.descriptor.node_id == node_id and not claim.is_live(now):
+                owners += [str(claim.descriptor.node_rid), str(claim.lifecycle_generation)]
+        if not owners:
+            return []
+        run = self._run
+
+        def scan(b: int) -> Callable[[], Awaitable[Any]]:
+            async def pages() -> list[AuthorityRecord]:
+                found: list[AuthorityRecord] = []
+                cursor = after or ""
+                while len(found) < limit:
+                    reply = _seq(await run.script(
+                        f"orphans of NodeId {node_id!r}", "recovery_orphans",
+                        [self._keys.ids(b)], [cursor, SCAN_BUDGET, limit - len(found), mode,
+                                              *owners], write=False))
+                    found += [decode_record(flat) for flat in reply[2:]]
+                    cursor = _text(reply[0])
+                    if int(reply[1]) == 1 or not cursor:
+                        break
+                return found
+            return pages
+
+        found = [r for part in await self._each_bucket(scan) for r in part]
+        return sorted(found, key=lambda r: r.spot_id.encode())[:limit]
+
+    async def orphans(self, node_id: str, *, now: float, after: str | None = None,
+                      limit: int = 1000) -> list[AuthorityRecord]:
+        """Incomplete activations of a dead lifecycle (every bucket); see the protocol."""
+        return await self._owned(node_id, now=now, after=after, limit=limit, mode="orphans")
+
+    async def dead_owned(self, node_id: str, *, now: float, after: str | None = None,
+                         limit: int = 1000) -> list[AuthorityRecord]:
+        """Every record of a dead lifecycle (every bucket); see the protocol."""
+        return await self._owned(node_id, now=now, after=after, limit=limit, mode="owned")
+
+
+def _seq(value: object) -> list[Any]:
+    assert isinstance(value, list), value
+    return value
+

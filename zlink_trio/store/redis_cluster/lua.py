@@ -1,0 +1,390 @@
+"""The Redis Cluster backend's Lua: bucket scripts (the single-Redis bodies) and node scripts.
+
+Theory of operation
+-------------------
+**Bucket scripts** run in one bucket's slot. They are the single-Redis backend's own
+script bodies (``store.redis.lua``), run after a *bucket prelude* made from the
+single-Redis prelude by swapping the helpers that reached outside the Spot's slot:
+
+- ``ARGV[1]`` carries, besides the Location prefix ``P``, the bucket's tag, the
+  bucket count ``B``, the bucket's index and the **facts** (JSON) the runner read from
+  the nodes slot just before: the claims of the NodeRids involved and the capacity
+  units it took. ``owner_claim``, ``serves`` and ``load_of`` answer from the facts;
+  when a script needs a fact it was not given (the claim of a NodeRid read from the
+  record, a capacity unit) it stops before its first write and asks for it
+  (``{'FACTS', rid}`` / ``{'TAKE', mesh, rid, lc}``); the runner fetches it and sends
+  the script again (``runner``).
+- Changes to a lifecycle's load (``shift`` on ``load_key``) are not written here: they
+  are returned beside the reply (``{reply, shifts}``) and the runner applies them in
+  the nodes slot right after (a taken unit nets its own ``pending + 1``).
+- ``META`` / ``spot_key`` / ``RSTATS`` name the bucket's keys (``keys``); the
+  ObjectGeneration is the bucket's: ``gen`` starts at the bucket's index and grows by
+  ``B`` (``INCRBY``), so generations are strictly increasing per Spot ID (an ID never
+  changes bucket) and unique store-wide, with no store-wide counter.
+
+**Node scripts** run in the nodes slot (``{nodes}``): claims as JSON in one hash,
+lifecycles, capacity units, and the checks that read them. NewClaim, Remove and
+RemoveDeadClaims are a node script plus bucket scripts for the Entry record
+(``location``).
+
+Both kinds declare every key they touch (the runner appends the bucket's counter keys),
+so while ``redis-cli --cluster reshard`` migrates a slot a script either sees all of
+its keys or is answered ``TRYAGAIN`` / ``ASK`` -- never half a bucket.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from zlink_trio.store.redis.lua import SCRIPTS as SINGLE
+from zlink_trio.store.redis.lua.prelude import PRELUDE
+
+__all__ = ("BUCKET_SCRIPTS", "NODE_SCRIPTS")
+
+_HEAD_SINGLE: Final = r"""
+local P = ARGV[1]
+local R = ARGV[2]
+local MAXGEN = '9223372036854775807'
+local META = P .. 'meta:{m}:'
+local RSTATS = R .. 'meta:{m}:stats'
+"""
+
+_HEAD: Final = r"""
+local P, TAG, NB, BIDX, FJ = string.match(ARGV[1], '^(.-)\n(.-)\n(.-)\n(.-)\n(.*)$')
+local R = ARGV[2]
+local MAXGEN = '9223372036854775807'
+local META = P .. '{' .. TAG .. '}:'
+local RSTATS = R .. '{' .. TAG .. '}:stats'
+local F = cjson.decode(FJ)
+local DEFER = {}
+local function need(t) error({zl_need = t}) end
+local function claimf(mesh, rid)
+  if F.f[rid] == nil then need({'FACTS', rid}) end
+  return F.c[rid .. '|' .. mesh]
+end
+"""
+
+_KEYS_SINGLE: Final = r"""
+local function spot_key(id) return P .. 'spot:{' .. id .. '}' end
+local function claim_key(mesh, rid) return P .. 'node:{' .. rid .. '}:claim:' .. mesh end
+local function load_key(mesh, rid, lc)
+  return P .. 'node:{' .. rid .. '}:load:' .. lc .. ':' .. mesh
+end
+local function shift(key, field, delta)
+  if redis.call('HINCRBY', key, field, delta) == 0 then redis.call('HDEL', key, field) end
+end
+"""
+
+_KEYS: Final = r"""
+local function spot_key(id) return P .. '{' .. TAG .. '}:spot:' .. id end
+local function load_key(mesh, rid, lc) return {mesh, rid, lc} end
+local function shift(key, field, delta)
+  if type(key) == 'table' then
+    DEFER[#DEFER + 1] = {key[1], key[2], key[3], field, tostring(delta)}
+    return
+  end
+  if redis.call('HINCRBY', key, field, delta) == 0 then redis.call('HDEL', key, field) end
+end
+"""
+
+_OWNER_SINGLE: Final = r"""
+local function owner_claim(mesh, rid, lc, now)
+  local c = rec(claim_key(mesh, rid))
+  if c == nil or c.lc ~= lc then return nil, {'STALE_OWNER', rid, lc, mesh} end
+  if not (tonumber(now) < tonumber(c.exp)) then return nil, {'EXPIRED', rid, lc, c.exp} end
+  return c
+end
+local function load_of(mesh, rid, lc)
+  local v = redis.call('HMGET', load_key(mesh, rid, lc), 'pending', 'active')
+  return (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0)
+end
+local function serves(mesh, rid, stype, kind)
+  return redis.call('HGET', claim_key(mesh, rid), 'serves:' .. stype) == kind
+end
+"""
+
+_OWNER: Final = r"""
+local function owner_claim(mesh, rid, lc, now)
+  local c = claimf(mesh, rid)
+  if c == nil or c.lc ~= lc then return nil, {'STALE_OWNER', rid, lc, mesh} end
+  if not (tonumber(now) < tonumber(c.exp)) then return nil, {'EXPIRED', rid, lc, c.exp} end
+  return c
+end
+-- The load before the unit the runner took for this lifecycle (asked for when absent).
+local function load_of(mesh, rid, lc)
+  local t = F.t[mesh .. '|' .. rid .. '|' .. lc]
+  if t == nil then need({'TAKE', mesh, rid, lc}) end
+  return tonumber(t)
+end
+local function serves(mesh, rid, stype, kind)
+  local c = claimf(mesh, rid)
+  return c ~= nil and c.serves[stype] == kind
+end
+"""
+
+_GEN_SINGLE: Final = r"""
+local function next_gen()
+  local seq = redis.call('GET', META .. 'seq')
+  if seq == MAXGEN then return nil end
+  return true
+end
+local function issue_gen()
+  redis.call('INCR', META .. 'seq')
+  return redis.call('GET', META .. 'seq')
+end
+"""
+
+_GEN: Final = r"""
+local function next_gen()
+  local g = redis.call('GET', META .. 'gen')
+  if g and tonumber(g) >= 9.2e18 then return nil end
+  return true
+end
+local function issue_gen()
+  if redis.call('EXISTS', META .. 'gen') == 0 then redis.call('SET', META .. 'gen', BIDX) end
+  redis.call('INCRBY', META .. 'gen', NB)
+  return redis.call('GET', META .. 'gen')
+end
+"""
+
+
+def _swap(text: str, old: str, new: str) -> str:
+    if old not in text:
+        raise AssertionError(f"the single-Redis prelude changed; cannot find:\n{old}")
+    return text.replace(old, new)
+
+
+_BUCKET_PRELUDE: Final = _swap(_swap(_swap(_swap(
+    PRELUDE, _HEAD_SINGLE, _HEAD), _KEYS_SINGLE, _KEYS), _OWNER_SINGLE, _OWNER),
+    _GEN_SINGLE, _GEN)
+
+
+def bucket_script(body: str) -> str:
+    """A bucket script: the prelude, then ``body`` run so that a request for a fact
+    (``need``) stops it before any write, and its load shifts go back with the reply."""
+    shebang = ""
+    if body.startswith("#!"):
+        shebang, _, body = body.partition("\n")
+        shebang += "\n"
+    return (f"{shebang}{_BUCKET_PRELUDE}\nlocal zl_ok, zl_r = pcall(function()\n{body}\nend)\n"
+            "if not zl_ok then\n"
+            "  if type(zl_r) == 'table' and zl_r.zl_need then return {zl_r.zl_need, {}} end\n"
+            "  error(zl_r)\nend\n"
+            "if zl_r == nil then zl_r = false end\n"
+            "return {zl_r, DEFER}\n")
+
+
+def _body(name: str) -> str:
+    """The body of single-Redis script ``name`` (its source without the prelude)."""
+    source = SINGLE[name]
+    if source.startswith("#!"):
+        first, _, rest = source.partition("\n")
+        return first + "\n" + _swap(rest, PRELUDE, "")
+    return _swap(source, PRELUDE, "")
+
+
+#: Single-Redis bodies that run unchanged in one bucket.
+_AS_IS: Final = (
+    "reserve", "commit_ready", "abort_creating", "begin_close", "release",
+    "remove_recovery_pointer", "begin_relocation", "seal_relocation", "accept_relay_ready",
+    "commit_relocation", "abort_relocation", "recovery_orphans", "rel_put_root",
+    "rel_delete_root", "rel_inbox_append", "rel_inbox_read", "rel_inbox_set_cursor",
+    "rel_inbox_drop", "rel_statistics", "commit_ready_with_first_record",
+)
+
+# Claims are read from the facts instead of the node's claim key.
+_CLAIM_READERS: Final = ("release_expired", "recovery_adopt_orphan")
+
+# KEYS: inbox key, log key, spot key. ARGV: P, R, gen, seq, expected version.
+# finish_first_record without the root (the root lives in its own bucket).
+_FINISH_FIRST_RECORD: Final = r"""
+local err, move, cursor = cursor_move(KEYS[1], ARGV[4])
+if err then return err end
+local perr, remove = pointer_removal(KEYS[3], ARGV[3], ARGV[5])
+if perr then return perr end
+if move then move_cursor(KEYS[1], KEYS[2], cursor, ARGV[4]) end
+if remove then remove_pointer(KEYS[3]) end
+return {'OK', move and 1 or 0, remove and 1 or 0}
+"""
+
+# The Entry record of a NewClaim. KEYS: entry spot key. ARGV: P, R, entry, rid, old lc
+# ('' = no old claim), then (write) new lc, mesh. ENTRY_TAKEN unless the record is the
+# old claim's own Entry; GEN_SPENT. The check alone with 'check'.
+_ENTRY: Final = r"""
+local entry, rid, old_lc, mode = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local e = rec(KEYS[1])
+local own = e and old_lc ~= '' and e.kind == 'entry' and e.orid == rid and e.olc == old_lc
+if e and not own then return {'ENTRY_TAKEN', entry} end
+if not next_gen() then return {'GEN_SPENT'} end
+if mode == 'check' then return {'OK'} end
+if own then drop_record(e) end
+local gen = issue_gen()
+redis.call('HSET', KEYS[1], 'id', entry, 'kind', 'entry', 'type', 'zlink.entry',
+           'mesh', ARGV[8], 'state', 'ready', 'gen', gen, 'ogen', '1', 'ver', '1',
+           'orid', rid, 'olc', ARGV[7])
+redis.call('ZADD', META .. 'ids', 0, entry)
+count('ready', 1)
+return {'OK', gen}
+"""
+
+# KEYS: spot key. ARGV: P, R, rid, lc. Drops the Entry record owned by (rid, lc).
+_ENTRY_DROP: Final = r"""
+local e = rec(KEYS[1])
+if e and e.kind == 'entry' and e.orid == ARGV[3] and e.olc == ARGV[4] then
+  drop_record(e)
+  return {'OK', 1}
+end
+return {'OK', 0}
+"""
+
+# ARGV: P, R. The bucket's counts, last generation and Relocation counts.
+_BUCKET_STATISTICS: Final = r"""#!lua flags=no-writes
+return {redis.call('HMGET', META .. 'counts', 'creating', 'ready', 'closing', 'relocating',
+                   'sealed', 'relay_ready'),
+        redis.call('GET', META .. 'gen') or false,
+        redis.call('HMGET', RSTATS, 'roots', 'root_bytes', 'inboxes', 'inbox_records')}
+"""
+
+#: Name -> full source of every bucket script.
+BUCKET_SCRIPTS: Final = {
+    **{name: bucket_script(_body(name)) for name in _AS_IS},
+    **{name: bucket_script(_swap(_body(name), "rec(claim_key(", "claimf(").replace(
+        "claimf(r.mesh, r.orid))", "claimf(r.mesh, r.orid)").replace(
+        "claimf(r.mesh, orid))", "claimf(r.mesh, orid)")) for name in _CLAIM_READERS},
+    "finish_first_record": bucket_script(_FINISH_FIRST_RECORD),
+    "entry": bucket_script(_ENTRY),
+    "entry_drop": bucket_script(_ENTRY_DROP),
+    "bucket_statistics": bucket_script(_BUCKET_STATISTICS),
+}
+
+# -- node scripts (the nodes slot) ------------------------------------------------------
+
+_NODE_PRELUDE: Final = r"""
+local MAXGEN = '9223372036854775807'
+local function claim_of(field)
+  local j = redis.call('HGET', KEYS[1], field)
+  if not j then return nil end
+  return cjson.decode(j)
+end
+local function fields(c) return {c.desc, c.lc, c.exp, c.ver, c.closed or false} end
+local function live(c, now) return tonumber(now) < tonumber(c.exp) end
+"""
+
+# KEYS: claims, load key. ARGV: field, lc. Takes one pending unit when the claim of
+# this lifecycle is there and below capacity. {took, load before, every claim}.
+_TAKE: Final = r"""
+local c = claim_of(ARGV[1])
+local took, load = 0, 0
+if c and c.lc == ARGV[2] then
+  local v = redis.call('HMGET', KEYS[2], 'pending', 'active')
+  load = (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0)
+  if load < tonumber(c.cap) then
+    redis.call('HINCRBY', KEYS[2], 'pending', 1)
+    took = 1
+  end
+end
+return {took, tostring(load), redis.call('HGETALL', KEYS[1])}
+"""
+
+# KEYS: load keys. ARGV: (field, delta) per key.
+_SHIFT: Final = r"""
+for i = 1, #KEYS do
+  if redis.call('HINCRBY', KEYS[i], ARGV[2 * i - 1], ARGV[2 * i]) == 0 then
+    redis.call('HDEL', KEYS[i], ARGV[2 * i - 1])
+  end
+end
+return #KEYS
+"""
+
+# NewClaim's node checks. KEYS: claims, lifecycles. ARGV: now, node_id, rid, field,
+# then (write) expected old lc ('' none), exp, entry, mesh, descriptor, capacity, then
+# (stable type, kind) pairs. Check: {'OK', old lc or '', old entry or '', lc spent}.
+_NEW_CLAIM: Final = r"""
+local now, node_id, rid, field = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local old = claim_of(field)
+if old and live(old, now) then return {'ALREADY', old.node, old.lc} end
+for _, j in ipairs(redis.call('HVALS', KEYS[1])) do
+  local c = cjson.decode(j)
+  if c.node == node_id and c.rid ~= rid and live(c, now) then
+    return {'NODE_LIVE', fields(c)}
+  end
+end
+local spent = redis.call('HGET', KEYS[2], node_id) == MAXGEN
+if #ARGV == 4 then
+  return {'OK', old and old.lc or '', old and old.entry or '', spent and 1 or 0}
+end
+if (old and old.lc or '') ~= ARGV[5] then return {'RETRY'} end
+if spent then return {'LC_SPENT'} end
+redis.call('HINCRBY', KEYS[2], node_id, 1)
+local lc = redis.call('HGET', KEYS[2], node_id)
+local serves = {}
+for i = 11, #ARGV, 2 do serves[ARGV[i]] = ARGV[i + 1] end
+local c = {desc = ARGV[9], node = node_id, entry = ARGV[7], mesh = ARGV[8], rid = rid,
+           lc = lc, exp = ARGV[6], ver = '1', cap = ARGV[10], serves = serves}
+redis.call('HSET', KEYS[1], field, cjson.encode(c))
+return {'OK', lc}
+"""
+
+# KEYS: claims. ARGV: field, lc, now, expires.
+_RENEW: Final = r"""
+local c = claim_of(ARGV[1])
+if c == nil or c.lc ~= ARGV[2] then return {'STALE_OWNER', '', ARGV[2], ''} end
+if not live(c, ARGV[3]) then return {'EXPIRED', c.rid, c.lc, c.exp} end
+if c.ver == MAXGEN then return {'SPENT'} end
+if tonumber(ARGV[4]) > tonumber(c.exp) then c.exp = ARGV[4] end
+c.ver = tostring(tonumber(c.ver) + 1)
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(c))
+return {'OK', fields(c)}
+"""
+
+# KEYS: claims. ARGV: field, lc.
+_CLOSE_PLACEMENT: Final = r"""
+local c = claim_of(ARGV[1])
+if c == nil or c.lc ~= ARGV[2] then return {'OK', 0} end
+if c.closed then return {'OK', 1} end
+if c.ver == MAXGEN then return {'SPENT'} end
+c.closed = '1'
+c.ver = tostring(tonumber(c.ver) + 1)
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(c))
+return {'OK', 1}
+"""
+
+# KEYS: claims. ARGV: field, lc. {1, entry} when removed, {0} otherwise.
+_REMOVE: Final = r"""
+local c = claim_of(ARGV[1])
+if c == nil or c.lc ~= ARGV[2] then return {0} end
+redis.call('HDEL', KEYS[1], ARGV[1])
+return {1, c.entry}
+"""
+
+# KEYS: claims, then the load key of each candidate. ARGV: now, then the candidates'
+# fields. Deletes each still expired candidate with no capacity unit; returns
+# (field, entry, rid, lc) of each.
+_REMOVE_DEAD: Final = r"""
+local out = {}
+for i = 2, #ARGV do
+  local c = claim_of(ARGV[i])
+  if c and not live(c, ARGV[1]) then
+    local v = redis.call('HMGET', KEYS[i], 'pending', 'active')
+    if (tonumber(v[1]) or 0) == 0 and (tonumber(v[2]) or 0) == 0 then
+      redis.call('HDEL', KEYS[1], ARGV[i])
+      out[#out + 1] = {ARGV[i], c.entry, c.rid, c.lc}
+    end
+  end
+end
+return out
+"""
+
+# KEYS: config. ARGV: buckets. The deployment's bucket count (set by the first open).
+_CONFIG: Final = r"""
+redis.call('HSETNX', KEYS[1], 'buckets', ARGV[1])
+return redis.call('HGET', KEYS[1], 'buckets')
+"""
+
+#: Name -> full source of every node script.
+NODE_SCRIPTS: Final = {
+    name: _NODE_PRELUDE + body for name, body in (
+        ("n_take", _TAKE), ("n_shift", _SHIFT), ("n_new_claim", _NEW_CLAIM),
+        ("n_renew", _RENEW), ("n_close_placement", _CLOSE_PLACEMENT),
+        ("n_remove", _REMOVE), ("n_remove_dead", _REMOVE_DEAD), ("n_config", _CONFIG))
+}

@@ -1,0 +1,121 @@
+"""The Redis Cluster Relocation Store and combined transactions (bucket scripts).
+
+Theory of operation
+-------------------
+Roots live in the bucket of their ref, inboxes in the bucket of their Spot ID
+(``keys``), so every Relocation Store transaction is one bucket script: the
+single-Redis classes run unchanged on the cluster runner, except ``statistics``, which
+sums every bucket's counts.
+
+The combined transactions keep their single-script form where the keys share a
+bucket -- ``commit_ready_with_first_record`` (the Spot's record and its inbox) -- and
+are two steps where the root's bucket differs from the Spot's:
+
+- ``reserve_with_root``: Reserve (with the recovery pointer), then PutRoot. A refused
+  Reserve writes nothing (no root); a PutRoot that fails after the Reserve aborts the
+  creation again before the error propagates (a kill in between leaves a Creating
+  record whose pointer names a missing root: startup recovery aborts it, as it does
+  for any orphan whose root is gone).
+- ``finish_first_record``: the inbox cursor and the pointer in the Spot's bucket (one
+  script, refusals before writes), then the root's deletion in its bucket (the
+  SHA-1-guarded DeleteRoot). A root that is not the receipt's bytes is refused
+  (:class:`RootIntegrityError`) before anything moves, as on one Redis.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from zlink_trio.store.redis.codec import raise_status, text
+from zlink_trio.store.redis.combined import RedisCombined
+from zlink_trio.store.redis.relocation import RedisRelocationStore
+from zlink_trio.store.rules.combined import check_finish_args
+from zlink_trio.store.rules.relocation_store import MAX_SEQ, check_cursor_move
+from zlink_trio.store.values import FirstRecordCleanup, RelocationStatistics
+
+if TYPE_CHECKING:
+    from zlink_trio.core.identity import SpotKind
+    from zlink_trio.core.records import OwnerFence, ReservationFence, RootReceipt
+    from zlink_trio.store.redis_cluster.location import ClusterLocationStore
+
+__all__ = ("ClusterCombined", "ClusterRelocationStore")
+
+
+class ClusterRelocationStore(RedisRelocationStore):
+    """A :class:`~zlink_trio.store.RelocationStore` on Redis Cluster."""
+
+    location: ClusterLocationStore
+
+    async def statistics(self) -> RelocationStatistics:
+        """Counts summed over every bucket; see the protocol."""
+        totals = [0, 0, 0, 0]
+        for _, _, rel in await self.location.bucket_statistics():
+            for i, v in enumerate(rel):
+                totals[i] += 0 if v is None else int(text(v))
+        return RelocationStatistics(roots=totals[0], root_bytes=totals[1], inboxes=totals[2],
+                                    inbox_records=totals[3])
+
+
+class ClusterCombined(RedisCombined):
+    """The combined transactions of a cluster store (see the module docstring)."""
+
+    location: ClusterLocationStore
+
+    async def reserve_with_root(self, spot_id: str, root: bytes, *, kind: SpotKind,
+                                stable_type: str, mesh: str, owner: OwnerFence,
+                                now: float) -> tuple[ReservationFence, RootReceipt]:
+        """Reserve (with the pointer), then PutRoot; see the module docstring."""
+        from zlink_trio.core.records import RecoveryPointer
+        from zlink_trio.store.rules.relocation_store import check_bytes, receipt_of
+
+        raw = check_bytes(root, "root")
+        receipt = receipt_of(raw)
+        fence = await self.location.reserve(
+            spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner, now=now,
+            recovery_pointer=RecoveryPointer.from_receipt(receipt))
+        try:
+            await self._relocation.put_root(raw)
+        except BaseException:
+            # Shielded and bounded; if even this fails, startup recovery aborts it.
+            with (trio.CancelScope(shield=True), trio.move_on_after(self._run.timeout),
+                  contextlib.suppress(Exception)):
+                await self.location.abort_creating(fence)
+            raise
+        self._written[receipt.ref] = hashlib.sha1(raw, usedforsecurity=False).hexdigest()
+        if len(self._written) > 65_536:
+            self._written.clear()
+        return fence, receipt
+
+    async def finish_first_record(self, spot_id: str, object_generation: int, *, seq: int,
+                                  expected_version: int,
+                                  root: RootReceipt) -> FirstRecordCleanup:
+        """Cursor and pointer in the Spot's bucket, then the root in its own."""
+        check_finish_args(spot_id, object_generation, seq, expected_version, root)
+        what = f"finish_first_record of {spot_id!r}"
+        written = self._written.pop(root.ref, None)
+        if written is None:
+            raw = await self._relocation.read_verified(root)  # RootIntegrityError first
+            written = "" if raw is None else hashlib.sha1(
+                raw, usedforsecurity=False).hexdigest()
+        keys = [*self._keys.inbox(spot_id, object_generation), self._keys.spot(spot_id)]
+        reply: list[Any] = await self._run.script(what, "finish_first_record", keys,
+                                                  [object_generation, seq, expected_version])
+        code = text(reply[0])
+        if code in ("BACK", "PAST"):
+            value = int(text(reply[1]))
+            last, cursor = (value, 0) if code == "PAST" else (MAX_SEQ, value)
+            check_cursor_move(spot_id, object_generation, seq, last, cursor)
+        raise_status(reply, what)
+        deleted = False
+        if written:
+            done = await self._run.script(f"delete_root {root.ref}", "rel_delete_root",
+                                          [self._keys.root(root.ref)], [written])
+            deleted = int(done) == 1
+            if int(done) < 0:  # the bytes differ from what was written: verify, delete
+                deleted = await self._relocation.delete_root(root)
+        return FirstRecordCleanup(cursor_moved=bool(int(reply[1])),
+                                  pointer_removed=bool(int(reply[2])), root_deleted=deleted)

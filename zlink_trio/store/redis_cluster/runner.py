@@ -1,0 +1,232 @@
+"""The cluster's script runner: facts from the nodes slot, one bucket script, load shifts.
+
+Theory of operation
+-------------------
+:class:`ClusterRunner` offers what the single-Redis ``ScriptRunner`` offers
+(``script``, ``command``, ``bounded``, the same deadline and typed-error rules), so the
+single-Redis store classes run on it unchanged where a transaction is one bucket's.
+A bucket script (``lua``) may need facts of the nodes slot; the runner
+
+1. optionally **takes a capacity unit** first (``take=``; Reserve): the ``n_take`` node
+   script checks the owner's claim of that lifecycle is there and below capacity and
+   adds one pending unit, returning every claim as facts;
+2. sends the bucket script with the facts; when it answers ``FACTS`` (the claims of a
+   NodeRid it was not given) or ``TAKE`` (a unit for a lifecycle), the runner reads or
+   takes them in the nodes slot and sends the script again (it wrote nothing);
+3. applies the load shifts the script returned in the nodes slot (``n_shift``; a taken
+   unit's own ``pending + 1`` is netted), and gives back a unit the script did not use.
+
+Step 3 runs shielded from the caller's cancellation, bounded by the store timeout. Facts
+are sound to act on because of how claims change (``store.rules.claims``): a claim's
+expiry only grows while it lives, and a lifecycle that expired or was removed never
+comes back, so "lifecycle L of NodeRid N is live until E" and "L is gone" read just
+before stay true when the bucket script runs. The window a split opens -- a unit taken
+and the caller cancelled before step 3, or a shift lost when the nodes slot fails --
+leaves a lifecycle counting one unit too many (never too few); docs/stores.md ("Redis
+Cluster") says how dead-lifecycle cleanup bounds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+import anyio
+import trio
+from coredis.exceptions import NoScriptError, RedisError
+
+from zlink_trio.core.errors import DeadlineExceeded, StoreUnavailable
+from zlink_trio.store.redis.codec import text
+from zlink_trio.store.redis.pipeline import encode_command
+from zlink_trio.store.redis_cluster.keys import claim_field, hash_slot, tag_of
+from zlink_trio.store.redis_cluster.lua import BUCKET_SCRIPTS, NODE_SCRIPTS
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Sequence
+
+    from zlink_trio.store.redis_cluster.keys import ClusterKeys
+    from zlink_trio.store.redis_cluster.router import Router
+
+__all__ = ("ClusterRunner",)
+
+T = TypeVar("T")
+
+_FAILURES = (RedisError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError,
+             anyio.EndOfStream)
+#: Rounds of facts / units a bucket script may ask for before the call gives up.
+_FACT_ROUNDS: Final = 6
+#: Scripts that always check the claim of a NodeRid among their arguments (the index of
+#: each in ``args``): the claims are read before the first send, saving the round trip
+#: of a ``FACTS`` answer.
+_PREFETCH: Final = {
+    "commit_ready": (2,), "commit_ready_with_first_record": (2,), "begin_close": (1,),
+    "seal_relocation": (2,), "accept_relay_ready": (4,), "begin_relocation": (2, 4),
+    "recovery_adopt_orphan": (2, 4),
+}
+
+
+class _Facts:
+    """What the runner read from the nodes slot for one call."""
+
+    def __init__(self) -> None:
+        self.fetched: dict[str, int] = {}
+        self.claims: dict[str, dict[str, Any]] = {}
+        #: ``mesh|rid|lc`` -> load before the unit taken (text), and the units taken.
+        self.loads: dict[str, str] = {}
+        self.taken: dict[tuple[str, str, str], int] = {}
+
+    def add_claims(self, flat: Sequence[Any]) -> None:
+        for i in range(0, len(flat), 2):
+            c = json.loads(flat[i + 1])
+            self.fetched[c["rid"]] = 1
+            self.claims[text(flat[i])] = {k: c[k] for k in ("lc", "exp", "node", "cap")} | {
+                "serves": c.get("serves") or {}}
+
+    def encode(self) -> str:
+        return json.dumps({"f": self.fetched, "c": self.claims, "t": self.loads},
+                          separators=(",", ":"))
+
+
+class ClusterRunner:
+    """Scripts and commands on a Redis Cluster, with the single-Redis runner's rules."""
+
+    def __init__(self, router: Router, keys: ClusterKeys, *, timeout: float,
+                 where: str) -> None:
+        self.router = router
+        self.keys = keys
+        self.timeout = timeout
+        self.where = where
+        self.prefixes: Final = (keys.location, keys.relocation)
+        self._sha = {name: hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
+                     for name, source in {**BUCKET_SCRIPTS, **NODE_SCRIPTS}.items()}
+        self._source = {**BUCKET_SCRIPTS, **NODE_SCRIPTS}
+        self._claims_key = keys.nodes("claims")
+        #: Load shifts that could not be applied yet (retried before the next shift).
+        self._backlog: list[tuple[str, str, int]] = []
+
+    async def bounded(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        """Run ``call`` under the deadline rule; map every Redis failure to a typed error."""
+        caller = trio.current_effective_deadline()
+        limit = trio.current_time() + self.timeout
+        with trio.move_on_at(min(caller, limit)):
+            try:
+                return await call()
+            except _FAILURES as error:
+                raise StoreUnavailable(
+                    f"{what}: Redis Cluster at {self.where} failed ({type(error).__name__}: "
+                    f"{error}); the transaction did not complete, retry once the store is "
+                    "reachable") from error
+        if caller <= limit:
+            raise DeadlineExceeded(
+                f"{what}: the caller's deadline passed before Redis Cluster at {self.where} "
+                "answered; a write in flight was abandoned, re-read before retrying")
+        raise StoreUnavailable(
+            f"{what}: Redis Cluster at {self.where} did not answer within {self.timeout} s "
+            "(paused, overloaded, failing over or unreachable); retry later")
+
+    async def _eval(self, name: str, keys: Sequence[str], argv: Sequence[str | int | bytes],
+                    write: bool) -> Any:
+        slot = hash_slot(keys[0])
+        call = encode_command(["EVALSHA", self._sha[name], len(keys), *keys, *argv])
+        try:
+            return await self.router.call(slot, call, write=write)
+        except NoScriptError:
+            await self.router.call(slot, encode_command(["SCRIPT", "LOAD", self._source[name]]),
+                                   write=write)
+            return await self.router.call(slot, call, write=write)
+
+    async def _eval_read(self, args: Sequence[str]) -> Any:
+        return await self.router.call(hash_slot(args[1]), encode_command(args), write=False)
+
+    async def node(self, name: str, keys: Sequence[str], args: Sequence[str | int | bytes],
+                   *, write: bool = True) -> Any:
+        """Run node script ``name`` (keys of the nodes slot) without the deadline wrapper."""
+        return await self._eval(name, keys, args, write)
+
+    async def script(self, what: str, name: str, keys: Sequence[str],
+                     args: Sequence[str | int | bytes], *, write: bool = True,
+                     take: tuple[str, str, int] | None = None) -> Any:
+        """Run bucket script ``name`` as one transaction (facts and shifts around it).
+
+        ``take``: ``(mesh, rid, lc)`` whose capacity unit to take before the script.
+        """
+        return await self.bounded(what, lambda: self._bucket(name, keys, args, write, take))
+
+    async def _bucket(self, name: str, keys: Sequence[str], args: Sequence[str | int | bytes],
+                      write: bool, take: tuple[str, str, int] | None) -> Any:
+        tag = tag_of(keys[0])
+        bucket = int(tag[1:])
+        all_keys = [*keys, *self.keys.bucket_meta(bucket)]
+        facts = _Facts()
+        if take is not None:
+            await self._take(facts, *take)
+        elif name in _PREFETCH:
+            facts.add_claims(await self._eval_read(["HGETALL", self._claims_key]) or [])
+            for i in _PREFETCH[name]:
+                facts.fetched[text(args[i])] = 1
+        try:
+            for _ in range(_FACT_ROUNDS):
+                head = "\n".join((self.keys.location, tag, str(self.keys.buckets), str(bucket),
+                                  facts.encode()))
+                status, shifts = await self._eval(name, all_keys,
+                                                  [head, self.keys.relocation, *args], write)
+                code = text(status[0]) if isinstance(status, list) and status else ""
+                if code == "FACTS":
+                    facts.add_claims(await self._eval_read(["HGETALL", self._claims_key]) or [])
+                    facts.fetched[text(status[1])] = 1
+                    continue
+                if code == "TAKE":
+                    mesh, rid, lc = (text(v) for v in status[1:4])
+                    await self._take(facts, mesh, rid, int(lc))
+                    continue
+                await self._settle(facts, shifts)
+                return status
+        except BaseException:
+            # The script may have run: keep any unit taken (a lifecycle never counts too
+            # few units; docs/stores.md says how cleanup bounds the excess).
+            raise
+        await self._settle(facts, [])
+        raise StoreUnavailable(f"the claims in Redis Cluster at {self.where} kept changing "
+                               "under the transaction; nothing was written, retry")
+
+    async def _take(self, facts: _Facts, mesh: str, rid: str, lc: int) -> None:
+        key = self.keys.load(mesh, rid, lc)  # type: ignore[arg-type]
+        took, load, flat = await self._eval("n_take", [self._claims_key, key],
+                                            [claim_field(mesh, rid), str(lc)], True)
+        facts.add_claims(flat)
+        facts.fetched[rid] = 1
+        facts.loads[f"{mesh}|{rid}|{lc}"] = text(load)
+        if int(took):
+            facts.taken[mesh, rid, str(lc)] = 1
+
+    async def _settle(self, facts: _Facts, shifts: Sequence[Any]) -> None:
+        """Apply the script's load shifts and give back unused units (shielded)."""
+        moves: list[tuple[str, str, int]] = []
+        taken = dict(facts.taken)
+        for mesh, rid, lc, field, delta in ([text(v) for v in s] for s in shifts or []):
+            if field == "pending" and delta == "1" and taken.pop((mesh, rid, lc), 0):
+                continue  # the unit taken before the script
+            moves.append((self.keys.load(mesh, rid, int(lc)), field, int(delta)))  # type: ignore[arg-type]
+        for mesh, rid, lc in taken:
+            moves.append((self.keys.load(mesh, rid, int(lc)), "pending", -1))  # type: ignore[arg-type]
+        if not moves and not self._backlog:
+            return
+        moves, self._backlog = [*self._backlog, *moves], []
+        args: list[str | int] = []
+        for _, field, change in moves:
+            args += [field, change]
+        with trio.CancelScope(shield=True), trio.move_on_after(self.timeout):
+            try:
+                await self._eval("n_shift", [k for k, _, _ in moves], args, True)
+                return
+            except (StoreUnavailable, *_FAILURES):
+                pass
+        self._backlog = moves  # applied before the next shift (never lost silently here)
+
+    async def command(self, what: str, args: Sequence[str | int | bytes]) -> Any:
+        """Run one read command on the key ``args[1]`` and return its raw RESP2 reply."""
+        frame = encode_command(args)
+        key = args[1]
+        slot = hash_slot(key if isinstance(key, str | bytes) else str(key))
+        return await self.bounded(what, lambda: self.router.call(slot, frame, write=False))
