@@ -38,7 +38,8 @@ def test_cli_demo_and_bench_run_their_programs(capfd):
 def test_bench_reports_every_figure_and_converges_on_one_factory_run():
     # The relocation figures have their own test (tests/test_bench_relocation.py).
     figures = trio.run(lambda: suite.run(requests=200, cold=10, idle=10, txn=20, idle_rss=1_000,
-                                         remote=False, relocation=False))
+                                         remote=False, relocation=False, scale=False,
+                                         growth=False))
     for name in ("local_request_ratio", "local_pipelined_ratio", "local_metrics_ratio",
                  "memory_per_idle_spot_bytes", "idle_spot_rss_bytes",
                  "raw_channel_round_trips_per_s"):

@@ -17,7 +17,11 @@ it, all in one run (:func:`run`):
   raw Trio TCP echo between the same two processes (:mod:`zlink_trio.bench.remote`);
 - planned relocations on every store backend, idle and under load, with the
   messages a move lost or duplicated, and the Message Follow relay rate beside
-  direct remote requests (:mod:`zlink_trio.bench.relocation`).
+  direct remote requests (:mod:`zlink_trio.bench.relocation`);
+- cold activations with 1, 2 and 4 node processes sharing one SQLite file or
+  Redis (:mod:`zlink_trio.bench.scale`);
+- how cost grows: one node at 10,000, 100,000 and 1,000,000 resident Spots, in a
+  fresh process (:mod:`zlink_trio.bench.growth`, several minutes; ``--no-growth``).
 
 A figure that cannot be measured here -- a backend that cannot be opened (no
 Redis running), the raw websocket echo without trio-websocket (the ``bench``
@@ -42,10 +46,12 @@ import trio
 
 from zlink_trio.bench.cold import measure_backends
 from zlink_trio.bench.footprint import measure_footprint
+from zlink_trio.bench.growth import SIZES, measure_growth_process
 from zlink_trio.bench.local import measure_local
 from zlink_trio.bench.output import print_figures
 from zlink_trio.bench.relocation import measure_relocation
 from zlink_trio.bench.remote import measure_remote
+from zlink_trio.bench.scale import PER_PROCESS, PROCESSES, SHARED, measure_scale
 from zlink_trio.bench.stores import BACKENDS, DEFAULT_REDIS_URL
 
 if TYPE_CHECKING:
@@ -70,7 +76,8 @@ async def run(*, requests: int = 20_000, cold: int = 2_000, idle: int = 2_000,
               txn: int = 2_000, idle_rss: int = 100_000, backends: Sequence[str] = BACKENDS,
               redis_url: str = DEFAULT_REDIS_URL, remote: bool = True,
               moves: int = 50, relocation: bool = True,
-              quick: bool = False, cluster_url: str = "") -> dict[str, object]:
+              quick: bool = False, cluster_url: str = "", scale: bool = True,
+              growth: bool = True) -> dict[str, object]:
     """Measure every figure and return them as a JSON-ready dict.
 
     ``requests`` calls per local mode, ``idle`` Spots for the traced memory figure and
@@ -80,7 +87,11 @@ async def run(*, requests: int = 20_000, cold: int = 2_000, idle: int = 2_000,
     adds the two-process figures of :mod:`zlink_trio.bench.remote` (``quick``: short);
     ``relocation`` the figures of :mod:`zlink_trio.bench.relocation` on ``backends``,
     ``moves`` timed moves per backend and mode. ``cluster_url`` (``redis+cluster://``)
-    adds a ``redis_cluster`` entry to the cold-activation figures.
+    adds a ``redis_cluster`` entry to the cold-activation figures. ``scale`` adds the
+    cold activations of 1, 2 and 4 node processes on one store
+    (:mod:`zlink_trio.bench.scale`, on the shared ones of ``backends``), ``growth`` the
+    figures of one node at 10k / 100k / 1M resident Spots in a fresh process
+    (:mod:`zlink_trio.bench.growth`; ``quick``: 2k and 10k).
     """
     figures = await measure_local(requests=requests, idle=idle)
     gc.collect()
@@ -94,6 +105,14 @@ async def run(*, requests: int = 20_000, cold: int = 2_000, idle: int = 2_000,
         gc.collect()
         _merge(figures, await measure_relocation(backends, moves=moves, redis_url=redis_url,
                                                  quick=quick))
+    shared = [b for b in backends if b in SHARED]
+    if scale and shared:
+        gc.collect()
+        _merge(figures, await measure_scale(
+            shared, processes=(1, 2) if quick else PROCESSES,
+            per_process=200 if quick else PER_PROCESS, redis_url=redis_url))
+    if growth:
+        _merge(figures, await measure_growth_process((2_000, 10_000) if quick else SIZES))
     return figures
 
 
@@ -113,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
                              "cold-activation figures (default: env ZLINK_BENCH_REDIS_CLUSTER)")
     parser.add_argument("--no-remote", action="store_true",
                         help="skip the two-process remote request figures")
+    parser.add_argument("--no-scale", action="store_true",
+                        help="skip the 1/2/4 node-process figures")
+    parser.add_argument("--no-growth", action="store_true",
+                        help="skip the 10k/100k/1M resident-Spot figures (several minutes)")
     parser.add_argument("--no-relocation", action="store_true",
                         help="skip the relocation and Message Follow figures")
     args = parser.parse_args(argv)
@@ -123,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     figures = trio.run(lambda: run(**sizes, backends=backends, redis_url=args.redis,
                                    remote=not args.no_remote,
                                    relocation=not args.no_relocation, quick=args.quick,
-                                   cluster_url=args.redis_cluster))
+                                   cluster_url=args.redis_cluster, scale=not args.no_scale,
+                                   growth=not args.no_growth))
     print_figures(figures, as_json=args.json)
     return 0
 
