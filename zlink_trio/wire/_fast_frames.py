@@ -80,12 +80,26 @@ def _gen(value: int) -> int:
     return value
 
 
+#: Owner fences decoded lately, by their 24 bytes: a link carries the same two or three
+#: (its two nodes' lifecycles) in every frame. Fences are immutable, so one is shared.
+_OWNERS: Final[dict[bytes, OwnerFence]] = {}
+_OWNERS_KEPT: Final = 256
+
+
 def _owner(data: bytes, pos: int) -> OwnerFence:
-    raw = data[pos:pos + 16]
-    if len(raw) != 16 or raw == _ZERO_RID:
+    key = data[pos:pos + 24]
+    owner = _OWNERS.get(key)
+    if owner is not None:
+        return owner
+    raw = key[:16]
+    if len(key) != 24 or raw == _ZERO_RID:
         raise _Refused
-    return _build(OwnerFence, node_rid=_build(NodeRid, value=raw),
-                  lifecycle_generation=_gen(_Q.unpack_from(data, pos + 16)[0]))
+    owner = _build(OwnerFence, node_rid=_build(NodeRid, value=raw),
+                   lifecycle_generation=_gen(_Q.unpack_from(key, 16)[0]))
+    if len(_OWNERS) >= _OWNERS_KEPT:
+        _OWNERS.clear()
+    _OWNERS[key] = owner
+    return owner
 
 
 def _text8(data: bytes, pos: int) -> tuple[str, int]:
