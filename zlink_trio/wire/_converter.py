@@ -286,6 +286,17 @@ _DECODER: Final = json.JSONDecoder(parse_constant=_refuse_constant, parse_float=
                                    object_pairs_hook=_no_duplicates)
 
 
+def _parse(text: str) -> object:
+    """``json.loads`` with this module's hooks: compact text (what :func:`dump_json`
+    writes) is parsed in one scan; anything else -- whitespace around the value, extra
+    data, an error -- goes through the decoder's full ``decode``, which decides."""
+    try:
+        value, end = _DECODER.raw_decode(text)
+    except ValueError:
+        value, end = None, -1
+    return value if end == len(text) else _DECODER.decode(text)
+
+
 def _make_encode() -> Callable[[object], str]:
     """Compact JSON text of an unstructured value (``json.dumps`` with this module's options).
 
@@ -367,7 +378,7 @@ def load_json(converter: cattrs.Converter, data: bytes, cl: type[T], *, max_byte
             f"JSON body of {len(data)} bytes exceeds the {max_bytes}-byte bound"
         )
     try:
-        raw = _DECODER.decode(data.decode("utf-8"))
+        raw = _parse(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise RemoteProtocolError(f"body is not valid UTF-8 JSON: {exc}") from exc
     if attrs.has(cl) and type(raw) is not dict:
