@@ -112,6 +112,30 @@ def _masked(key: bytes, data: bytes) -> bytes:
         n, "little")
 
 
+class _MaskKeys:
+    """Masking keys from ``os.urandom`` (RFC 6455 5.3: a strong source of entropy), drawn
+    :data:`_KEYS_PER_DRAW` at a time: one system call per many frames, not one per frame."""
+
+    __slots__ = ("_pool", "_pos")
+
+    def __init__(self) -> None:
+        self._pool = b""
+        self._pos = 0
+
+    def next(self) -> bytes:
+        pos = self._pos
+        if pos >= len(self._pool):
+            self._pool = os.urandom(4 * _KEYS_PER_DRAW)
+            pos = 0
+        self._pos = pos + 4
+        return self._pool[pos:pos + 4]
+
+
+#: Masking keys drawn from the system at once.
+_KEYS_PER_DRAW: Final = 1024
+_mask_key: Final = _MaskKeys().next
+
+
 def _frame(opcode: int, payload: bytes, mask: bool) -> bytes:
     """One final frame with ``payload`` (masked with a random key if ``mask``)."""
     n = len(payload)
@@ -124,7 +148,7 @@ def _frame(opcode: int, payload: bytes, mask: bool) -> bytes:
         head = bytes((0x80 | opcode, bit | 127)) + n.to_bytes(8, "big")
     if not mask:
         return head + payload
-    key = os.urandom(4)
+    key = _mask_key()
     return head + key + _masked(key, payload)
 
 

@@ -8,7 +8,9 @@ back, so their encoding and decoding is on the hot path of the mesh.  The genera
 :class:`~._frame_fields.Reader` and builds frames through their validating
 constructors; here the same layouts are read with precompiled :mod:`struct` formats at
 computed offsets, and the frames are built without re-running validators on values this
-module has just checked.
+module has just checked.  The owner fences and Ready routes of recent frames are kept
+(bounded; each is immutable), since a link carries the same few in every frame: a
+cached one is returned for the same bytes instead of being decoded again.
 
 The fast paths are *partial*: the decoders return ``None`` for anything they do not
 accept -- a success reply to 47, 48 or 60, a Message Follow relay (route kind 3: rare,
@@ -74,18 +76,45 @@ def _build(cls: type[T], **fields: object) -> T:
     return obj
 
 
+def _encoded(type_name: str, body: bytes) -> EncodedMessage:
+    obj = _new(EncodedMessage)
+    _set(obj, "type_name", type_name)
+    _set(obj, "body", body)
+    return obj
+
+
 def _gen(value: int) -> int:
     if not 1 <= value <= MAX_GEN:
         raise _Refused
     return value
 
 
+#: Owner fences decoded lately, by their 24 bytes: a link carries the same two or three
+#: (its two nodes' lifecycles) in every frame. Fences are immutable, so one is shared.
+_OWNERS: Final[dict[bytes, OwnerFence]] = {}
+_OWNERS_KEPT: Final = 256
+
+
+#: Ready routes decoded lately, by their bytes: every call to one Spot carries the same
+#: route (its ID, generations and owner) until the Spot moves. Routes are immutable.
+_ROUTES: Final[dict[bytes, ReadyRoute]] = {}
+_ROUTES_KEPT: Final = 1024
+
+
 def _owner(data: bytes, pos: int) -> OwnerFence:
-    raw = data[pos:pos + 16]
-    if len(raw) != 16 or raw == _ZERO_RID:
+    key = data[pos:pos + 24]
+    owner = _OWNERS.get(key)
+    if owner is not None:
+        return owner
+    raw = key[:16]
+    if len(key) != 24 or raw == _ZERO_RID:
         raise _Refused
-    return _build(OwnerFence, node_rid=_build(NodeRid, value=raw),
-                  lifecycle_generation=_gen(_Q.unpack_from(data, pos + 16)[0]))
+    owner = _build(OwnerFence, node_rid=_build(NodeRid, value=raw),
+                   lifecycle_generation=_gen(_Q.unpack_from(key, 16)[0]))
+    if len(_OWNERS) >= _OWNERS_KEPT:
+        _OWNERS.clear()
+    _OWNERS[key] = owner
+    return owner
 
 
 def _text8(data: bytes, pos: int) -> tuple[str, int]:
@@ -102,17 +131,25 @@ def _payload(data: bytes, pos: int, max_body_bytes: int) -> tuple[EncodedMessage
     end = pos + 4 + size
     if size > max_body_bytes or end > len(data):
         raise _Refused
-    return _build(EncodedMessage, type_name=type_name, body=data[pos + 4:end]), end
+    return _encoded(type_name, data[pos + 4:end]), end
 
 
 def _route(data: bytes) -> tuple[ReadyRoute | ActivationRoute, int]:
     kind = data[4]
     if kind == 1:
+        end = 46 + data[5]  # kind, spot_id (text8), two generations, the target's fence
+        key = data[4:end]
+        route = _ROUTES.get(key)
+        if route is not None:
+            return route, end
         spot_id, pos = _text8(data, 5)
         object_generation, owner_generation = _QQ.unpack_from(data, pos)
-        return _build(ReadyRoute, spot_id=spot_id, object_generation=_gen(object_generation),
-                      owner_generation=_gen(owner_generation),
-                      target=_owner(data, pos + 16)), pos + 40
+        route = _build(ReadyRoute, spot_id=spot_id, object_generation=_gen(object_generation),
+                       owner_generation=_gen(owner_generation), target=_owner(data, pos + 16))
+        if len(_ROUTES) >= _ROUTES_KEPT:
+            _ROUTES.clear()
+        _ROUTES[key] = route
+        return route, end
     if kind == 2:
         mesh, pos = _text8(data, 5)
         target = _owner(data, pos)
@@ -153,10 +190,16 @@ def decode_spot_message(data: bytes, max_body_bytes: int) -> SpotMessage | None:
         payload, pos = _payload(data, pos, max_body_bytes)
         if pos != len(data):
             raise _Refused
-        return _build(SpotMessage, route=route, operation_id=operation_id,
-                      reply_correlation=correlation, deadline_ms=_gen(deadline),
-                      source=source, source_spot_id=source_spot_id, metadata=metadata,
-                      payload=payload)
+        frame = _new(SpotMessage)
+        _set(frame, "route", route)
+        _set(frame, "operation_id", operation_id)
+        _set(frame, "reply_correlation", correlation)
+        _set(frame, "deadline_ms", _gen(deadline))
+        _set(frame, "source", source)
+        _set(frame, "source_spot_id", source_spot_id)
+        _set(frame, "metadata", metadata)
+        _set(frame, "payload", payload)
+        return frame
     except (_Refused, IndexError, struct.error, UnicodeDecodeError):
         return None
 
@@ -187,10 +230,15 @@ def decode_reply(data: bytes, max_body_bytes: int) -> Reply | None:
                 raise _Refused
             if pos != len(data):
                 raise _Refused
-            outcome = _build(MessageOutcome, reply=reply)
+            outcome = _new(MessageOutcome)
+            _set(outcome, "reply", reply)
         else:
             raise _Refused
-        return _build(Reply, correlation=correlation, answers=command, outcome=outcome)
+        frame = _new(Reply)
+        _set(frame, "correlation", correlation)
+        _set(frame, "answers", command)
+        _set(frame, "outcome", outcome)
+        return frame
     except (_Refused, IndexError, struct.error, UnicodeDecodeError):
         return None
 

@@ -203,8 +203,8 @@ class MessageCodec:
         decodable attrs class (a local bug).
         """
         want = self._name_of(expected)
-        _check_wire_name(type_name)
-        if type_name != want:
+        if type_name != want:  # (the expected name is well formed: no check when equal)
+            _check_wire_name(type_name)
             raise TypeMismatch(
                 f"expected a message of type {want!r}, got {type_name!r}; the sender and "
                 "the receiver disagree on the message or reply type"

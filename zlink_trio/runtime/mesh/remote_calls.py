@@ -19,7 +19,8 @@ Nothing is ever resent: a link that closes first ends the request :class:`Unavai
 :func:`round_trip` is the same for 47 and 48, whose caller waits for the reply itself.
 
 The wire carries the operation ID as a 64-bit integer: the first 16 hex digits of the
-call's uuid4 (random, non-zero with overwhelming probability; 1 otherwise).
+call's uuid4 (random, non-zero with overwhelming probability; 1 otherwise), or, for a
+call that has no operation ID (a direct call to a Ready Spot), 64 random bits.
 """
 
 from __future__ import annotations
@@ -64,6 +65,17 @@ OutcomeT = TypeVar("OutcomeT")
 def operation_number(op_id: str) -> int:
     """The wire operation ID (u64, non-zero) of the uuid4 ``op_id``."""
     return int(op_id.replace("-", "")[:16], 16) or 1
+
+
+def _operation_number(rt: NodeRuntime, call: Delivery) -> int:
+    """The wire operation ID of ``call``: its operation ID's, or 64 fresh random bits.
+
+    A call that has no operation ID yet (a direct call to a Ready Spot: only the wire
+    needs one) gets no uuid4 drawn and formatted just to keep its first 16 hex digits.
+    """
+    if call.op_id:
+        return operation_number(call.op_id)
+    return int.from_bytes(rt.random_bytes(8)) or 1
 
 
 def _encoded(rt: NodeRuntime, call: Delivery) -> EncodedMessage:
@@ -148,7 +160,7 @@ def send_spot_message(rt: NodeRuntime, call: Delivery, link: Link,
         correlation = rt.peers.expect_reply(link, call.deadline, completer(rt, call),
                                             _on_lost(rt, call.spot_id, completion))
     frame = SpotMessage(
-        route=route, operation_id=operation_number(call.operation_id(rt.new_uuid4)),
+        route=route, operation_id=_operation_number(rt, call),
         reply_correlation=correlation,
         deadline_ms=call.deadline.wall_ms, source=rt.owner, source_spot_id=None,
         metadata=None, payload=_encoded(rt, call))
