@@ -13,6 +13,13 @@ One :class:`MemoryStore` may be shared by any number of nodes in the same
 process (and the same Trio run): pass the instance around, or open the same
 ``memory://<name>`` URL from several places (see ``open_store``). Nothing is
 persisted; the store lives as long as the object.
+
+The four store calls of a cold activation are also offered without the checkpoint,
+as plain calls of the same transaction functions (:class:`MemoryImmediate`,
+``MemoryStore.immediate``; ``store.immediate`` says why): the runtime then runs an
+activation in one synchronous continuation. ``immediate`` is ``None`` as soon as
+one of those methods was replaced -- a subclass, a swapped half, a test's or the
+benchmark's patch of the class -- so whatever replaced it sees every call.
 """
 
 from __future__ import annotations
@@ -47,7 +54,8 @@ if TYPE_CHECKING:
         RelocationStatistics,
     )
 
-__all__ = ("MemoryCombined", "MemoryLocationStore", "MemoryRelocationStore", "MemoryStore")
+__all__ = ("MemoryCombined", "MemoryImmediate", "MemoryLocationStore", "MemoryRelocationStore",
+           "MemoryStore")
 
 
 class MemoryLocationStore:
@@ -303,6 +311,45 @@ class MemoryCombined:
             object_generation, seq=seq, expected_version=expected_version, root=root)
 
 
+class MemoryImmediate:
+    """The cold activation's four store calls without a checkpoint (``store.immediate``).
+
+    Each runs the same transaction function as the ``async`` method of the same name,
+    on the same states, in one critical section; only the checkpoint is left out.
+    """
+
+    __slots__ = ("_location", "_relocation")
+
+    def __init__(self, location: loc.LocationState, relocation: rel.RelocationState) -> None:
+        self._location = location
+        self._relocation = relocation
+
+    def find(self, spot_id: str) -> AuthorityRecord | None:
+        """``MemoryLocationStore.find`` without the checkpoint."""
+        return self._location.records.get(spot_id)
+
+    def reserve_with_root(self, spot_id: str, root: bytes, *, kind: SpotKind,
+                          stable_type: str, mesh: str, owner: OwnerFence,
+                          now: float) -> tuple[ReservationFence, RootReceipt]:
+        """``MemoryCombined.reserve_with_root`` without the checkpoint."""
+        return combined.txn_reserve_with_root(
+            self._location, self._relocation, spot_id, root, kind=kind,
+            stable_type=stable_type, mesh=mesh, owner=owner, now=now)
+
+    def commit_ready_with_first_record(self, fence: ReservationFence, record: bytes, *,
+                                       now: float) -> tuple[AuthorityRecord, int]:
+        """``MemoryCombined.commit_ready_with_first_record`` without the checkpoint."""
+        return combined.txn_commit_ready_with_first_record(
+            self._location, self._relocation, fence, record, now=now)
+
+    def finish_first_record(self, spot_id: str, object_generation: int, *, seq: int,
+                            expected_version: int, root: RootReceipt) -> FirstRecordCleanup:
+        """``MemoryCombined.finish_first_record`` without the checkpoint."""
+        return combined.txn_finish_first_record(
+            self._location, self._relocation, spot_id, object_generation, seq=seq,
+            expected_version=expected_version, root=root)
+
+
 class MemoryStore:
     """A Location Store and a Relocation Store in memory, shareable in one process.
 
@@ -314,6 +361,22 @@ class MemoryStore:
         self._location = MemoryLocationStore()
         self._relocation = MemoryRelocationStore()
         self._combined = MemoryCombined(self)
+        self._immediate: tuple[MemoryLocationStore, MemoryRelocationStore,
+                               MemoryImmediate] | None = None
+
+    @property
+    def immediate(self) -> MemoryImmediate | None:
+        """The synchronous transactions, or ``None`` once a method they stand for was
+        replaced (see the module docstring)."""
+        location, relocation = self._location, self._relocation
+        if (type(self) is not MemoryStore or type(location) is not MemoryLocationStore
+                or type(relocation) is not MemoryRelocationStore or not _originals_intact()):
+            return None
+        cached = self._immediate
+        if cached is None or cached[0] is not location or cached[1] is not relocation:
+            cached = self._immediate = (location, relocation,
+                                        MemoryImmediate(location.state, relocation.state))
+        return cached[2]
 
     @property
     def combined(self) -> MemoryCombined:
@@ -331,7 +394,21 @@ class MemoryStore:
         return self._relocation
 
 
+#: The methods :class:`MemoryImmediate` stands for, as defined here.
+_ORIGINALS: tuple[object, ...] = (
+    MemoryLocationStore.find, MemoryCombined.reserve_with_root,
+    MemoryCombined.commit_ready_with_first_record, MemoryCombined.finish_first_record)
+
+
+def _originals_intact() -> bool:
+    """Whether none of :data:`_ORIGINALS` was replaced on its class (patched)."""
+    return (MemoryLocationStore.find, MemoryCombined.reserve_with_root,
+            MemoryCombined.commit_ready_with_first_record,
+            MemoryCombined.finish_first_record) == _ORIGINALS
+
+
 if TYPE_CHECKING:
+    from zlink_trio.store.immediate import ImmediateTransactions
     from zlink_trio.store.protocol import (
         CombinedTransactions,
         LocationStore,
@@ -339,7 +416,8 @@ if TYPE_CHECKING:
         Store,
     )
 
-    def _conforms(store: MemoryStore) -> tuple[LocationStore, RelocationStore, Store,
-                                               CombinedTransactions]:
+    def _conforms(store: MemoryStore, immediate: MemoryImmediate
+                  ) -> tuple[LocationStore, RelocationStore, Store, CombinedTransactions,
+                             ImmediateTransactions]:
         # mypy proves here that the memory classes satisfy the protocols.
-        return store.location, store.relocation, store, store.combined
+        return store.location, store.relocation, store, store.combined, immediate

@@ -32,6 +32,15 @@ leaves no root), first inbox record + CommitReady (the record is durable exactly
 the authority is Ready), and step 12's three writes -- one transaction each where both
 stores live in one backend, the separate calls otherwise (``zlink_trio.store.separate``).
 
+On a store with synchronous transactions (``store.immediate``: ``memory://``) and a
+type whose activation hooks are synchronous, :func:`activate_now` runs the same steps
+in the caller's continuation, with nothing awaited: no task, no cancel scope, no
+checkpoint -- nothing can interleave, so nothing needs shielding and the deadline
+cannot pass half-way.  Every durable step is still taken, in the same order, with
+the same chart events; a failure after Reserve (the factory raised, CommitReady
+refused) hands the cleanup -- ``on_close(ACTIVATION_FAILED)``, AbortCreating, root --
+to a catalog task, as :func:`run_activation` would run it.
+
 Store writes (root, Reserve, first record, CommitReady, AbortCreating) are shielded
 from the deadline so none is cut in half; the deadline is honoured while the factory
 runs, and any failure after Reserve aborts the creation with the same fence and deletes
@@ -64,7 +73,7 @@ from zlink_trio.runtime.incarnation.host import Host
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.observe.fields import Operation, spot_fields
 from zlink_trio.runtime.observe.logs import ACTIVATION as LOGGER
-from zlink_trio.runtime.observe.operations import observe_operation
+from zlink_trio.runtime.observe.operations import ObservedOperation, observe_operation
 from zlink_trio.store import AuthorityExists
 
 if TYPE_CHECKING:
@@ -78,9 +87,10 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.declaration.handlers import HandlerInfo
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.catalog import Attempt
-    from zlink_trio.runtime.observe.operations import ObservedOperation
+    from zlink_trio.store.immediate import ImmediateTransactions
+    from zlink_trio.wire.codec import EncodedMessage
 
-__all__ = ("ActivationJob", "encode_envelope", "run_activation")
+__all__ = ("ActivationJob", "activate_now", "encode_envelope", "run_activation")
 
 
 @attrs.define(eq=False)
@@ -88,7 +98,9 @@ class ActivationJob:
     """One activation envelope accepted by this node as the target."""
 
     rt: NodeRuntime
-    attempt: Attempt
+    #: This node's creation attempt (``None`` while :func:`activate_now` runs it: nothing
+    #: can interleave, so no other caller needs to wait on it).
+    attempt: Attempt | None
     spot_type: SpotType
     info: HandlerInfo
     mesh: str
@@ -106,6 +118,9 @@ class ActivationJob:
     #: the local attempt: the target's re-read (step 9) would repeat it, so it is
     #: skipped; Reserve's ``AuthorityExists`` still reports any owner that won since.
     source_saw_missing: bool = False
+    #: The first message as the codec encoded it, if the caller has it (the envelope
+    #: carries it; else it is encoded again).
+    encoded: EncodedMessage | None = None
     delivered: bool = False
     #: The observation of this activation (metrics and its log record).
     observed: ObservedOperation = attrs.field(init=False)
@@ -115,7 +130,8 @@ def encode_envelope(job: ActivationJob) -> bytes:
     """The complete activation envelope as compact JSON (the recovery root's bytes)."""
     return ActivationEnvelope(
         operation_id=job.op_id, spot_id=job.spot_id, stable_type=job.spot_type.stable_type,
-        mesh=job.mesh, recorded_by=str(job.rt.node_rid), message=job.rt.codec.encode(job.msg),
+        mesh=job.mesh, recorded_by=str(job.rt.node_rid),
+        message=job.encoded if job.encoded is not None else job.rt.codec.encode(job.msg),
         deadline_ms=job.deadline.wall_ms).encode()
 
 
@@ -155,13 +171,18 @@ async def run_activation(job: ActivationJob) -> None:
         finally:
             if job.rt.lease_lost and not job.delivered:  # cancelled by the lost lease
                 _fail(job, job.rt.lease_lost_error())
-            job.rt.catalog.end_attempt(job.attempt)
+            _end_attempt(job)
+
+
+def _end_attempt(job: ActivationJob) -> None:
+    if job.attempt is not None:
+        job.rt.catalog.end_attempt(job.attempt)
 
 
 async def _redeliver(job: ActivationJob, event: ColdActivationEvent) -> None:
     job.state = step(COLD, job.state, event)
     job.observed.outcome = "redelivered"
-    job.rt.catalog.end_attempt(job.attempt)
+    _end_attempt(job)
     await job.redeliver()
     # Only now: a redelivery cut short by the deadline must still be reported (a one-way
     # send was acknowledged at admission), not dropped as if it had been handed over.
@@ -189,6 +210,16 @@ async def _activate(job: ActivationJob) -> None:
         await _reserve_and_build(job)
     finally:
         rt.catalog.pending -= 1
+
+
+def _reserve_lost(job: ActivationJob, exc: AuthorityExists) -> ColdActivationEvent:
+    """The event of a Reserve another attempt won; TypeMismatch if it is another type."""
+    current = exc.current
+    if not current.matches(SpotKind.INSTANCE, job.spot_type.stable_type):
+        job.state = step(COLD, job.state, COLD.ev.reserve_refused_type)
+        raise _mismatch(current, job) from None
+    return (COLD.ev.reserve_lost_ready if current.state is AuthorityState.READY
+            else COLD.ev.reserve_lost_creating)
 
 
 def _mismatch(record: AuthorityRecord, job: ActivationJob) -> TypeMismatch:
@@ -222,12 +253,7 @@ async def _reserve_and_build(job: ActivationJob) -> None:
         try:
             fence, receipt = await _store_root_and_reserve(job, envelope)
         except AuthorityExists as exc:
-            current = exc.current
-            if not current.matches(SpotKind.INSTANCE, job.spot_type.stable_type):
-                job.state = step(COLD, job.state, COLD.ev.reserve_refused_type)
-                raise _mismatch(current, job) from None
-            reserve_lost = (COLD.ev.reserve_lost_ready if current.state is AuthorityState.READY
-                            else COLD.ev.reserve_lost_creating)
+            reserve_lost = _reserve_lost(job, exc)
         except CapacityExceeded:
             job.state = step(COLD, job.state, COLD.ev.reserve_refused_capacity)
             raise
@@ -261,13 +287,17 @@ async def _reserve_and_build(job: ActivationJob) -> None:
         except ZLinkError as exc:
             await host.activation_failed()
             await _abort(job, fence, receipt)
-            raise Unavailable(
-                f"cold activation of Spot {job.spot_id!r} lost its reservation before Ready "
-                f"({exc.message}); nothing was created. Send a new call"
-            ) from exc
+            raise _commit_refused(job, exc) from exc
     if crash_points.ARMED:
         crash_points.point("cold", "after_ready_before_restore", rt.node_id)
     _publish(job, host, ready, seq, receipt)
+
+
+def _commit_refused(job: ActivationJob, exc: ZLinkError) -> Unavailable:
+    return Unavailable(
+        f"cold activation of Spot {job.spot_id!r} lost its reservation before Ready "
+        f"({exc.message}); nothing was created. Send a new call"
+    )
 
 
 def _publish(job: ActivationJob, host: Host, ready: AuthorityRecord, seq: int,
@@ -282,7 +312,7 @@ def _publish(job: ActivationJob, host: Host, ready: AuthorityRecord, seq: int,
     job.state = step(COLD, job.state, COLD.ev.queue_head_restored)
     first.state = job.state
     job.delivered = True
-    job.rt.catalog.end_attempt(job.attempt)
+    _end_attempt(job)
 
 
 async def _abort(job: ActivationJob, fence: ReservationFence, receipt: RootReceipt) -> None:
@@ -306,3 +336,107 @@ async def _abort(job: ActivationJob, fence: ReservationFence, receipt: RootRecei
                      extra=_fields(job, fence.object_generation))
     if COLD.allows(job.state, COLD.ev.abort_creating):
         job.state = step(COLD, job.state, COLD.ev.abort_creating)
+
+
+def activate_now(job: ActivationJob, immediate: ImmediateTransactions) -> bool:
+    """:func:`run_activation` with nothing awaited (see the module docstring).
+
+    For a job whose source saw the ID Missing in this same continuation, on a store
+    with ``immediate`` transactions, for a type that activates synchronously, with no
+    crash point armed. ``False``: another attempt owns the ID (the chart took
+    ``reserve_lost_*``): the caller resolves again, as :func:`_redeliver` would.
+    """
+    job.observed = observed = ObservedOperation(job.rt, Operation.COLD_ACTIVATION,
+                                                job.spot_id, job.mesh).__enter__()
+    handed_off = False
+    try:
+        result = _activate_now(job, immediate)
+        handed_off = result is None
+        return True if result is None else result
+    except ZLinkError as error:
+        _fail(job, error)
+        return True
+    finally:
+        if not handed_off:
+            observed.__exit__(None, None, None)
+
+
+def _activate_now(job: ActivationJob, immediate: ImmediateTransactions) -> bool | None:
+    """The steps of :func:`_activate` and :func:`_reserve_and_build`, synchronous.
+
+    ``None``: a failure after Reserve was handed to a catalog task (:func:`_cleanup`).
+    """
+    rt = job.rt
+    try:
+        rt.catalog.check_ceiling()
+    except CapacityExceeded:
+        job.state = step(COLD, job.state, COLD.ev.over_ceiling)
+        raise
+    job.state = step(COLD, job.state, COLD.ev.owner_missing)
+    envelope = encode_envelope(job)
+    job.state = step(COLD, job.state, COLD.ev.root_stored)
+    try:
+        fence, receipt = immediate.reserve_with_root(
+            job.spot_id, envelope, kind=SpotKind.INSTANCE,
+            stable_type=job.spot_type.stable_type, mesh=job.mesh, owner=rt.owner,
+            now=rt.now())
+    except AuthorityExists as exc:
+        lost = _reserve_lost(job, exc)
+        job.state = step(COLD, job.state, lost)
+        job.observed.outcome = "redelivered"
+        return False
+    except CapacityExceeded:
+        job.state = step(COLD, job.state, COLD.ev.reserve_refused_capacity)
+        raise
+    job.state = step(COLD, job.state, COLD.ev.reserve_won)
+    host = Host(rt, job.spot_type, job.spot_id, fence.object_generation, job.mesh)
+    try:
+        host.build_now()
+    except Exception as exc:
+        job.state = step(COLD, job.state, COLD.ev.factory_failed)
+        _hand_off(job, host, fence, receipt, exc)
+        return None
+    job.state = step(COLD, job.state, COLD.ev.factory_initialized)
+    try:
+        rt.check_usable()  # no CommitReady once the lease is known lost
+        ready, seq = immediate.commit_ready_with_first_record(fence, envelope, now=rt.now())
+        job.state = step(COLD, job.state, COLD.ev.first_record_durable)
+    except ZLinkError as exc:
+        error = _commit_refused(job, exc)
+        error.__cause__ = exc
+        _hand_off(job, host, fence, receipt, error)
+        return None
+    _publish(job, host, ready, seq, receipt)
+    return True
+
+
+def _hand_off(job: ActivationJob, host: Host, fence: ReservationFence, receipt: RootReceipt,
+              error: Exception) -> None:
+    """A failure after Reserve: the cleanup runs as a catalog task, as it would in
+    :func:`run_activation`; other local callers wait on the attempt meanwhile."""
+    rt = job.rt
+    job.attempt = rt.catalog.begin_attempt(job.spot_id)
+    rt.catalog.pending += 1
+    rt.catalog.start_job(lambda: _cleanup(job, host, fence, receipt, error))
+
+
+async def _cleanup(job: ActivationJob, host: Host, fence: ReservationFence,
+                   receipt: RootReceipt, error: Exception) -> None:
+    """``on_close(ACTIVATION_FAILED)``, AbortCreating, then ``error`` reaches the caller."""
+    rt = job.rt
+    try:
+        with trio.CancelScope(shield=True):
+            await host.activation_failed()
+            await _abort(job, fence, receipt)
+    finally:
+        rt.catalog.pending -= 1
+        try:
+            if isinstance(error, ZLinkError):
+                _fail(job, error)
+            if rt.lease_lost and not job.delivered:
+                _fail(job, rt.lease_lost_error())
+        finally:
+            _end_attempt(job)
+            job.observed.__exit__(None, None, None)
+    if not isinstance(error, ZLinkError):
+        raise error

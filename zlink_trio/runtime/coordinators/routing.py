@@ -39,8 +39,9 @@ Every wait runs under the caller's deadline (:meth:`CallRouter.submit`).
 
 from __future__ import annotations
 
+import enum
 import time
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 import trio
 
@@ -51,11 +52,13 @@ from zlink_trio.core.records import MOVING_STATES, AuthorityState
 from zlink_trio.core.route_cache import CachedRoute
 from zlink_trio.runtime.calls.completion import Completion
 from zlink_trio.runtime.calls.delivery import Delivery, handler_for
-from zlink_trio.runtime.coordinators.placement import place_and_start
+from zlink_trio.runtime.coordinators.activation import activate_now
+from zlink_trio.runtime.coordinators.placement import local_job_now, place_and_start
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.mesh.remote_calls import send_spot_message
 from zlink_trio.runtime.observe.events import resolved, stale
 from zlink_trio.runtime.observe.fields import ResolveResult, StaleReason
+from zlink_trio.store.immediate import immediate_of
 from zlink_trio.wire.frames import ReadyRoute
 
 if TYPE_CHECKING:
@@ -63,6 +66,7 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.calls.delivery import Intent
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.runtime.incarnation.host import Host
+    from zlink_trio.store.immediate import ImmediateTransactions
     from zlink_trio.transport import Link
 
 __all__ = ("Backoff", "CallRouter", "admit_cached", "deliver", "wait_for_change")
@@ -132,8 +136,19 @@ class CallRouter:
 
     async def _resolve(self, call: Delivery, first: Host | CachedRoute | bool,
                        what: str) -> None:
+        rt = self._rt
+        prefetched: AuthorityRecord | _Unread | None = _UNREAD
+        if first is False:
+            immediate = immediate_of(rt.store)
+            if immediate is not None:
+                # A store without waits: first try it all in this continuation -- no
+                # scope, since nothing waits (a deadline is only passed by waiting).
+                done = deliver_now(rt, call, immediate)
+                if done is True:
+                    return
+                first, prefetched = done
         with trio.move_on_at(call.deadline.at):
-            await deliver(self._rt, call, first)
+            await deliver(rt, call, first, prefetched)
             return
         raise DeadlineExceeded(
             f"{what} to Spot {call.spot_id!r} was not admitted before its deadline; use a "
@@ -299,14 +314,54 @@ def admit_cached(rt: NodeRuntime, call: Delivery) -> Host | CachedRoute | bool:
     return True if sealed is None else sealed
 
 
+class _Unread(enum.Enum):
+    UNREAD = enum.auto()
+
+
+#: ``deliver``'s ``record`` when it has not been read yet.
+_UNREAD: Final = _Unread.UNREAD
+
+
+def deliver_now(rt: NodeRuntime, call: Delivery, immediate: ImmediateTransactions
+                ) -> Literal[True] | tuple[Host | bool, AuthorityRecord | _Unread | None]:
+    """The first round of :func:`deliver` with nothing awaited, on a store with
+    synchronous transactions (``store.immediate``), after a route-cache miss.
+
+    ``True``: admitted to a local Ready host, or a Missing Spot activated here at once
+    (``placement.local_job_now``, ``activation.activate_now``). Otherwise pass the
+    pair -- what the round got to (``False``: go on resolving; a sealed local host:
+    await its end) and the record it read and did not act on (:data:`_UNREAD`: read
+    again) -- to :func:`deliver` as ``first`` and ``record``.
+    """
+    record = immediate.find(call.spot_id)
+    if record is None:
+        job = local_job_now(rt, call)
+        if job is None:
+            return False, None
+        resolved(rt, call.spot_id, ResolveResult.MISSING)
+        if activate_now(job, immediate):
+            return True
+        return False, _UNREAD  # another attempt won the Reserve: resolve again
+    if (record.state is not AuthorityState.READY or record.kind is SpotKind.ENTRY
+            or record.owner.node_rid != rt.node_rid or call.spot_id not in rt.catalog.hosts):
+        return False, record
+    _check_kind(call, record)
+    resolved(rt, call.spot_id, ResolveResult.LOCAL, mesh=record.mesh,
+             generation=record.object_generation)
+    sealed = _admit(rt, call, _local_host(rt, record))
+    return True if sealed is None else (sealed, _UNREAD)
+
+
 async def deliver(rt: NodeRuntime, call: Delivery,
-                  first: Host | CachedRoute | bool | None = None) -> None:
+                  first: Host | CachedRoute | bool | None = None,
+                  prefetched: AuthorityRecord | _Unread | None = _UNREAD) -> None:
     """Resolve ``call.spot_id`` and admit the message (or hand it to a cold activation).
 
     Returns at admission (for another node: when its link accepted the frame). Raises
     NotFound, TypeMismatch, StaleRoute, Unavailable, CapacityExceeded, NotConfigured or
     InvalidOperation as the module docstring says. ``first`` is the result of an
-    :func:`admit_cached` the caller already ran.
+    :func:`admit_cached` the caller already ran; ``prefetched`` the record the caller
+    just read (:func:`deliver_now`), used for the first round instead of a ``find``.
     """
     backoff = Backoff()
     cached: Host | CachedRoute | bool | None = first
@@ -330,7 +385,10 @@ async def deliver(rt: NodeRuntime, call: Delivery,
             cached = None
             continue
         cached = None
-        record = await rt.store.location.find(call.spot_id)
+        if prefetched is _UNREAD:
+            record = await rt.store.location.find(call.spot_id)
+        else:
+            record, prefetched = prefetched, _UNREAD
         if record is None:
             resolved(rt, call.spot_id, ResolveResult.MISSING)
             attempt = rt.catalog.attempts.get(call.spot_id)

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.declaration.policies import CloseReason
     from zlink_trio.runtime.declaration.spot_types import SpotType
 
-__all__ = ("CLEANUP_TIMEOUT", "activate", "call_hook", "check_reply", "construct", "handler_error",
-           "run_on_close")
+__all__ = ("CLEANUP_TIMEOUT", "activate", "activate_now", "activates_synchronously", "call_hook",
+           "check_reply", "construct", "handler_error", "run_on_close")
 
 #: Bound on an ``on_close`` that runs while the node cleans up (shielded work).
 CLEANUP_TIMEOUT: Final = 10.0
@@ -72,6 +72,25 @@ async def activate(spot_type: SpotType, instance: object, request: object | None
         raise handler_error(f"the activation hooks of {spot_type.stable_type!r}", exc,
                             activating=True) from exc
     return None
+
+
+def activates_synchronously(spot_type: SpotType) -> bool:
+    """Whether an Instance Spot of ``spot_type`` activates with nothing to await: no
+    ``on_activate``, or a synchronous one (then :func:`activate_now` stands for
+    :func:`activate`)."""
+    hook = spot_type.hooks.on_activate
+    return hook is None or not hook.is_async
+
+
+def activate_now(spot_type: SpotType, instance: object) -> None:
+    """:func:`activate` of an Instance Spot whose type :func:`activates_synchronously`."""
+    if spot_type.hooks.on_activate is None:
+        return
+    try:
+        instance.on_activate()  # type: ignore[attr-defined]
+    except Exception as exc:
+        raise handler_error(f"the activation hooks of {spot_type.stable_type!r}", exc,
+                            activating=True) from exc
 
 
 async def call_hook(instance: object, hook_name: str, is_async: bool, *args: object) -> object:
