@@ -79,6 +79,10 @@ class SpotKind(IntEnum):
 
 
 def _validate_text(value: object, what: str) -> str:
+    # The common case without encoding: an ASCII str's UTF-8 size is its length (and
+    # it holds no surrogate); ``isascii`` reads a flag CPython keeps on every str.
+    if type(value) is str and value.isascii() and 0 < len(value) <= MAX_ID_BYTES:
+        return value
     if not isinstance(value, str):
         raise InvalidOperation(
             f"{what} must be a str of 1..{MAX_ID_BYTES} UTF-8 bytes, got {type(value).__name__}"
@@ -195,7 +199,7 @@ def _check_rid(instance: NodeRid, attribute: attrs.Attribute[bytes], value: byte
         raise InvalidOperation("the all-zero NodeRid is reserved for 'absent'")
 
 
-@attrs.frozen(order=True)
+@attrs.frozen(order=True, cache_hash=True)  # a dict key everywhere: hash it once
 class NodeRid:
     """A node's 128-bit routing ID, fresh for every process lifecycle.
 

@@ -148,7 +148,8 @@ def _rid(instance: object, attribute: attrs.Attribute[NodeRid], value: NodeRid) 
 
 
 def _generation(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    check_generation(value, attribute.name)
+    if type(value) is not int or not 0 < value <= MAX_GENERATION:  # (check_generation, inline)
+        check_generation(value, attribute.name)
 
 
 def _spot_id(instance: object, attribute: attrs.Attribute[str], value: str) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import attrs
 import trio
 
 from zlink_trio.core.errors import NotFound, Unavailable, ZLinkError
@@ -62,7 +63,8 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.catalog import Attempt
 
-__all__ = ("candidates", "close_placement", "local_job_now", "place_and_start")
+__all__ = ("PlacementPlans", "candidates", "close_placement", "local_job_now",
+           "place_and_start")
 
 
 def _recent_claims(rt: NodeRuntime) -> list[NodeClaim] | None:
@@ -171,6 +173,43 @@ def _is_local_server(rt: NodeRuntime, node: PlacementCandidate) -> bool:
     return node.node_rid == rt.node_rid and Role.OBJECT_SERVER in node.roles
 
 
+@attrs.frozen
+class _Plan:
+    """Mesh, type and the hosts serving it, decided once per claims read (see
+    :func:`_placed_here`); ``own`` is this node's index in ``hosts``, if it is one."""
+
+    mesh: str
+    stable_type: str
+    hosts: tuple[PlacementCandidate, ...]
+    own: int | None
+
+
+class PlacementPlans:
+    """The plans decided on one claims read, by what they depend on besides the load."""
+
+    __slots__ = ("plans", "seen")
+
+    def __init__(self, seen: tuple[float, list[NodeClaim]]) -> None:
+        self.seen = seen
+        self.plans: dict[tuple[int, bool, str | None, str | None], _Plan | None] = {}
+
+
+def _plan(rt: NodeRuntime, live: list[NodeClaim], intent: Intent) -> _Plan | None:
+    """Mesh and type as ``core.placement`` selects them from ``live``, and the hosts of
+    the type; ``None`` when the selection refuses (a fresh read decides then)."""
+    found = _candidates(rt, live)
+    try:
+        mesh = select_mesh(found, intent.mesh)
+        stable_type = select_instance_type(found, mesh, intent.stable_type)
+    except ZLinkError:
+        return None
+    hosts = tuple(c for c in found if c.mesh == mesh and c.serving
+                  and Role.OBJECT_SERVER in c.roles
+                  and c.served_types.get(stable_type) is SpotKind.INSTANCE)
+    own = next((i for i, c in enumerate(hosts) if c.node_rid == rt.node_rid), None)
+    return _Plan(mesh, stable_type, hosts, own)
+
+
 def _placed_here(rt: NodeRuntime, intent: Intent, spot_id: str
                  ) -> tuple[str, str, PlacementCandidate] | None:
     """Mesh, type and node from the recent claims, when they place the Spot here.
@@ -178,19 +217,44 @@ def _placed_here(rt: NodeRuntime, intent: Intent, spot_id: str
     ``None`` when there is no recent read or it decides anything else (another node,
     no Mesh, no type, no capacity): that is decided on a fresh read. Nothing is
     stepped: the chart takes the placement's events once it is acted on.
+
+    What ``core.placement`` decides from a read -- Mesh, type, the hosts serving it --
+    depends on the claims still live, this node's serving flag and the intent, not on
+    the load, so it is decided once per read and those (:class:`PlacementPlans`); the
+    room of each host (``eligible_nodes``: this node's live load and ceiling) and the
+    rendezvous choice among several are checked for every activation.
     """
     recent = _recent_claims(rt)
     if recent is None:
         return None
-    found = _candidates(rt, recent)
-    try:
-        mesh = select_mesh(found, intent.mesh)
-        stable_type = select_instance_type(found, mesh, intent.stable_type)
-        eligible = eligible_nodes(found, mesh, stable_type, SpotKind.INSTANCE)
-        node = choose_node(eligible, rt.random, spot_id=spot_id)
-    except ZLinkError:
+    seen = rt.placement_claims
+    assert seen is not None
+    plans = rt.placement_plans
+    if plans is None or plans.seen is not seen:
+        plans = rt.placement_plans = PlacementPlans(seen)
+    key = (len(recent), rt.serving and not rt.placement_closed, intent.mesh,
+           intent.stable_type)
+    if key in plans.plans:
+        plan = plans.plans[key]
+    else:
+        plan = plans.plans[key] = _plan(rt, recent, intent)
+    if plan is None or plan.own is None:
         return None
-    return (mesh, stable_type, node) if _is_local_server(rt, node) else None
+    kept = []
+    for i, host in enumerate(plan.hosts):
+        if host.weight <= 0:
+            continue
+        if i == plan.own:
+            load, ceiling = len(rt.catalog.hosts) + rt.catalog.pending, \
+                rt.options.active_object_ceiling
+        else:
+            load, ceiling = 0, None
+        if load < host.capacity and (ceiling is None or load < ceiling):
+            kept.append(host)
+    if not kept:
+        return None
+    node = kept[0] if len(kept) == 1 else choose_node(kept, rt.random, spot_id=spot_id)
+    return (plan.mesh, plan.stable_type, node) if _is_local_server(rt, node) else None
 
 
 def _placed_state() -> ColdActivationState:

@@ -60,11 +60,12 @@ def txn_reserve_with_root(lstate: loc.LocationState, rstate: rel.RelocationState
     """PutRoot + Reserve; see ``CombinedTransactions.reserve_with_root``."""
     raw = rel.check_bytes(root, "root")
     receipt = rel.receipt_of(raw)
-    # txn_reserve checks everything before it writes; put_root cannot refuse after check_bytes.
+    # txn_reserve checks everything before it writes; put_root cannot refuse after check_bytes
+    # (its write alone: the bytes are checked and their receipt is made once).
     fence = loc.txn_reserve(lstate, spot_id, kind=kind, stable_type=stable_type, mesh=mesh,
                             owner=owner, now=now,
                             recovery_pointer=RecoveryPointer.from_receipt(receipt))
-    rel.txn_put_root(rstate, raw)
+    rel.store_root(rstate, raw, receipt)
     return fence, receipt
 
 

@@ -128,8 +128,13 @@ def txn_put_root(state: RelocationState, data: bytes) -> RootReceipt:
     """PutRoot; see ``RelocationStore.put_root``."""
     raw = check_bytes(data, "root")
     receipt = receipt_of(raw)
-    state.roots.setdefault(receipt.ref, raw)
+    store_root(state, raw, receipt)
     return receipt
+
+
+def store_root(state: RelocationState, raw: bytes, receipt: RootReceipt) -> None:
+    """PutRoot's write, for bytes :func:`check_bytes` passed and their :func:`receipt_of`."""
+    state.roots.setdefault(receipt.ref, raw)
 
 
 def verified_root(state: RelocationState, receipt: RootReceipt) -> bytes | None:
