@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import re
-import uuid
 from collections.abc import Callable
 from enum import IntEnum
 from typing import Final
@@ -175,12 +174,21 @@ def is_lowercase_uuid4(value: str) -> bool:
 
 def is_entry_spot_id(value: str) -> bool:
     """Tell whether ``value`` has the reserved Entry format ``<prefix>-entry-<uuid4>``."""
-    return _ENTRY.match(value) is not None
+    return "-entry-" in value and _ENTRY.match(value) is not None
 
 
 def new_uuid4(random_bytes: RandomBytes = os.urandom) -> str:
-    """Return a fresh lowercase canonical uuid4 string (Create's automatic Spot ID)."""
-    return str(uuid.UUID(bytes=random_bytes(16), version=4))
+    """Return a fresh lowercase canonical uuid4 string (Create's automatic Spot ID).
+
+    ``str(uuid.UUID(bytes=random_bytes(16), version=4))``, spelt out (a third of its cost).
+    """
+    raw = bytearray(random_bytes(16))
+    if len(raw) != 16:
+        raise ValueError("bytes is not a 16-char string")
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def new_entry_spot_id(prefix: str, random_bytes: RandomBytes = os.urandom) -> str:

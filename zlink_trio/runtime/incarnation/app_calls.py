@@ -75,19 +75,23 @@ async def activate(spot_type: SpotType, instance: object, request: object | None
 
 
 def activates_synchronously(spot_type: SpotType) -> bool:
-    """Whether an Instance Spot of ``spot_type`` activates with nothing to await: no
-    ``on_activate``, or a synchronous one (then :func:`activate_now` stands for
-    :func:`activate`)."""
-    hook = spot_type.hooks.on_activate
-    return hook is None or not hook.is_async
+    """Whether a cold activation of ``spot_type`` has nothing to await: its
+    ``on_activate`` and ``on_create`` are absent or synchronous (then
+    :func:`activate_now` stands for :func:`activate`)."""
+    hooks = spot_type.hooks
+    return ((hooks.on_activate is None or not hooks.on_activate.is_async)
+            and (hooks.on_create is None or not hooks.on_create.is_async))
 
 
 def activate_now(spot_type: SpotType, instance: object) -> None:
-    """:func:`activate` of an Instance Spot whose type :func:`activates_synchronously`."""
-    if spot_type.hooks.on_activate is None:
-        return
+    """:func:`activate` of a cold activation (``create``, no request) for a type that
+    :func:`activates_synchronously`; what ``on_create`` returns is not used there."""
+    hooks = spot_type.hooks
     try:
-        instance.on_activate()  # type: ignore[attr-defined]
+        if hooks.on_activate is not None:
+            instance.on_activate()  # type: ignore[attr-defined]
+        if hooks.on_create is not None:
+            instance.on_create(None)  # type: ignore[attr-defined]
     except Exception as exc:
         raise handler_error(f"the activation hooks of {spot_type.stable_type!r}", exc,
                             activating=True) from exc

@@ -340,13 +340,18 @@ def txn_remove_recovery_pointer(state: LocationState, spot_id: str, *, object_ge
     if not pointer_removal(record, object_generation, expected_version):
         return False
     assert record is not None
-    state.records[spot_id] = AuthorityRecord(  # attrs.evolve, spelt out (twice as cheap)
+    remove_pointer(state, record)
+    return True
+
+
+def remove_pointer(state: LocationState, record: AuthorityRecord) -> None:
+    """RemoveRecoveryPointer's write, after :func:`pointer_removal` said it removes."""
+    state.records[record.spot_id] = AuthorityRecord(  # attrs.evolve, spelt out (twice as cheap)
         spot_id=record.spot_id, kind=record.kind, stable_type=record.stable_type,
         mesh=record.mesh, state=record.state, object_generation=record.object_generation,
         owner_generation=record.owner_generation, store_version=record.store_version + 1,
         owner=record.owner, creation_intent=record.creation_intent,
         relocation_target=record.relocation_target)
-    return True
 
 
 def parse_cursor(cursor: str | None) -> str | None:

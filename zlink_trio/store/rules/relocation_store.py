@@ -166,6 +166,11 @@ def txn_inbox_append(state: RelocationState, spot_id: str, object_generation: in
     """InboxAppend; see ``RelocationStore.inbox_append``."""
     key = inbox_key(spot_id, object_generation)
     raw = check_bytes(record, "inbox record")
+    return append(state, key, raw)
+
+
+def append(state: RelocationState, key: InboxKey, raw: bytes) -> int:
+    """InboxAppend's write, for a validated key and checked bytes; the new sequence."""
     inbox = state.inboxes.get(key)
     seq = (0 if inbox is None else inbox.last_seq) + 1
     if inbox is None:
@@ -197,7 +202,12 @@ def txn_inbox_set_cursor(state: RelocationState, spot_id: str, object_generation
     cursor = 0 if inbox is None else inbox.cursor
     last = 0 if inbox is None else inbox.last_seq
     check_cursor_move(spot_id, object_generation, seq, last, cursor)
-    if seq == cursor or inbox is None:
+    return move_cursor(inbox, seq)
+
+
+def move_cursor(inbox: Inbox | None, seq: int) -> bool:
+    """InboxSetCursor's write, after :func:`check_cursor_move` passed: whether it moved."""
+    if inbox is None or seq == inbox.cursor:
         return False
     for handled in [s for s in inbox.records if s <= seq]:
         del inbox.records[handled]
