@@ -285,7 +285,7 @@ def _cached_host(rt: NodeRuntime, call: Delivery) -> Host | CachedRoute | None:
             route.kind is not SpotKind.INSTANCE
             or call.intent.stable_type not in (None, route.stable_type)):
         return None  # let the store's record produce the TypeMismatch
-    if route.node_rid != rt.node_rid:
+    if route.node_rid is not rt.node_rid and route.node_rid != rt.node_rid:
         return route if route.owner is not None else None
     return rt.catalog.hosts.get(call.spot_id)
 
