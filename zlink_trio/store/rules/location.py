@@ -204,7 +204,7 @@ def txn_reserve(state: LocationState, spot_id: str, *, kind: SpotKind, stable_ty
 def _matches_reservation(record: AuthorityRecord, fence: ReservationFence) -> bool:
     return (record.object_generation == fence.object_generation
             and record.owner_generation == fence.owner_generation
-            and record.owner == fence.owner)
+            and (record.owner is fence.owner or record.owner == fence.owner))
 
 
 def txn_commit_ready(state: LocationState, fence: ReservationFence, *,
