@@ -132,3 +132,20 @@ async def test_a_send_with_intent_activates_and_runs_its_message_first(autojump_
             assert await node.client.request("q", Put(1), reply=Got) == Got(6)
             assert [e for e in EVENTS if e[0] == "handle"] == [("handle", "q", 5),
                                                               ("handle", "q", 1)]
+
+
+async def test_activating_sends_still_let_other_tasks_run(autojump_clock):
+    ran: list[int] = []
+
+    async def other() -> None:
+        ran.append(len(EVENTS))
+
+    with trio.fail_after(10):
+        async with open_test_node("node-a", store=MemoryStore(), spots=[Quick]) as node:
+            # Placement has read the claims: the sends below activate with nothing to await.
+            await node.client.request("q-warm", Put(0), reply=Got).instance_spot()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(other)
+                for i in range(3):
+                    await node.client.send(f"q-{i}", Put(i)).instance_spot()
+                assert ran  # a send that resolved yielded once (nothing else would)

@@ -15,11 +15,12 @@ process (and the same Trio run): pass the instance around, or open the same
 persisted; the store lives as long as the object.
 
 The four store calls of a cold activation are also offered without the checkpoint,
-as plain calls of the same transaction functions (:class:`MemoryImmediate`,
-``MemoryStore.immediate``; ``store.immediate`` says why): the runtime then runs an
-activation in one synchronous continuation. ``immediate`` is ``None`` as soon as
-one of those methods was replaced -- a subclass, a swapped half, a test's or the
-benchmark's patch of the class -- so whatever replaced it sees every call.
+as plain calls of the same transaction functions (``MemoryStore.immediate``, a
+:class:`~zlink_trio.store.memory_immediate.MemoryImmediate`; ``store.immediate`` says
+why): the runtime then runs an activation in one synchronous continuation.
+``immediate`` is ``None`` as soon as one of those methods was replaced -- a
+subclass, a swapped half, a test's or the benchmark's patch of the class -- so
+whatever replaced it sees every call.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from zlink_trio.store.memory_immediate import MemoryImmediate
 from zlink_trio.store.rules import claims, combined, recovery
 from zlink_trio.store.rules import location as loc
 from zlink_trio.store.rules import operator as ops
@@ -54,8 +56,7 @@ if TYPE_CHECKING:
         RelocationStatistics,
     )
 
-__all__ = ("MemoryCombined", "MemoryImmediate", "MemoryLocationStore", "MemoryRelocationStore",
-           "MemoryStore")
+__all__ = ("MemoryCombined", "MemoryLocationStore", "MemoryRelocationStore", "MemoryStore")
 
 
 class MemoryLocationStore:
@@ -309,45 +310,6 @@ class MemoryCombined:
         return combined.txn_finish_first_record(
             self._store.location.state, self._store.relocation.state, spot_id,
             object_generation, seq=seq, expected_version=expected_version, root=root)
-
-
-class MemoryImmediate:
-    """The cold activation's four store calls without a checkpoint (``store.immediate``).
-
-    Each runs the same transaction function as the ``async`` method of the same name,
-    on the same states, in one critical section; only the checkpoint is left out.
-    """
-
-    __slots__ = ("_location", "_relocation")
-
-    def __init__(self, location: loc.LocationState, relocation: rel.RelocationState) -> None:
-        self._location = location
-        self._relocation = relocation
-
-    def find(self, spot_id: str) -> AuthorityRecord | None:
-        """``MemoryLocationStore.find`` without the checkpoint."""
-        return self._location.records.get(spot_id)
-
-    def reserve_with_root(self, spot_id: str, root: bytes, *, kind: SpotKind,
-                          stable_type: str, mesh: str, owner: OwnerFence,
-                          now: float) -> tuple[ReservationFence, RootReceipt]:
-        """``MemoryCombined.reserve_with_root`` without the checkpoint."""
-        return combined.txn_reserve_with_root(
-            self._location, self._relocation, spot_id, root, kind=kind,
-            stable_type=stable_type, mesh=mesh, owner=owner, now=now)
-
-    def commit_ready_with_first_record(self, fence: ReservationFence, record: bytes, *,
-                                       now: float) -> tuple[AuthorityRecord, int]:
-        """``MemoryCombined.commit_ready_with_first_record`` without the checkpoint."""
-        return combined.txn_commit_ready_with_first_record(
-            self._location, self._relocation, fence, record, now=now)
-
-    def finish_first_record(self, spot_id: str, object_generation: int, *, seq: int,
-                            expected_version: int, root: RootReceipt) -> FirstRecordCleanup:
-        """``MemoryCombined.finish_first_record`` without the checkpoint."""
-        return combined.txn_finish_first_record(
-            self._location, self._relocation, spot_id, object_generation, seq=seq,
-            expected_version=expected_version, root=root)
 
 
 class MemoryStore:

@@ -33,13 +33,9 @@ the authority is Ready), and step 12's three writes -- one transaction each wher
 stores live in one backend, the separate calls otherwise (``zlink_trio.store.separate``).
 
 On a store with synchronous transactions (``store.immediate``: ``memory://``) and a
-type whose activation hooks are synchronous, :func:`activate_now` runs the same steps
-in the caller's continuation, with nothing awaited: no task, no cancel scope, no
-checkpoint -- nothing can interleave, so nothing needs shielding and the deadline
-cannot pass half-way.  Every durable step is still taken, in the same order, with
-the same chart events; a failure after Reserve (the factory raised, CommitReady
-refused) hands the cleanup -- ``on_close(ACTIVATION_FAILED)``, AbortCreating, root --
-to a catalog task, as :func:`run_activation` would run it.
+type whose activation hooks are synchronous, :mod:`.activation_now` runs the same
+steps in the caller's continuation, with nothing awaited, sharing this module's
+synchronous steps (:func:`publish`, :func:`reserve_lost_event`, :func:`fail_job`, ...).
 
 Store writes (root, Reserve, first record, CommitReady, AbortCreating) are shielded
 from the deadline so none is cut in half; the deadline is honoured while the factory
@@ -73,7 +69,7 @@ from zlink_trio.runtime.incarnation.host import Host
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.observe.fields import Operation, spot_fields
 from zlink_trio.runtime.observe.logs import ACTIVATION as LOGGER
-from zlink_trio.runtime.observe.operations import ObservedOperation, observe_operation
+from zlink_trio.runtime.observe.operations import observe_operation
 from zlink_trio.store import AuthorityExists
 
 if TYPE_CHECKING:
@@ -87,10 +83,11 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.declaration.handlers import HandlerInfo
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.catalog import Attempt
-    from zlink_trio.store.immediate import ImmediateTransactions
+    from zlink_trio.runtime.observe.operations import ObservedOperation
     from zlink_trio.wire.codec import EncodedMessage
 
-__all__ = ("ActivationJob", "activate_now", "encode_envelope", "run_activation")
+__all__ = ("ActivationJob", "abort_creation", "commit_refused", "encode_envelope", "end_attempt",
+           "fail_job", "publish", "reserve_lost_event", "run_activation")
 
 
 @attrs.define(eq=False)
@@ -140,7 +137,9 @@ def _fields(job: ActivationJob, generation: int | None) -> dict[str, object]:
                        generation=generation, operation=Operation.COLD_ACTIVATION)
 
 
-def _fail(job: ActivationJob, error: BaseException) -> None:
+def fail_job(job: ActivationJob, error: BaseException) -> None:
+    """The activation ended with ``error``: the caller's completion gets it (or, for a
+    one-way send, it is logged)."""
     job.observed.failed(error)
     if job.completion is not None:
         job.completion.set_error(error)
@@ -161,20 +160,21 @@ async def run_activation(job: ActivationJob) -> None:
             with trio.move_on_at(job.deadline.at) as scope:
                 await _activate(job)
             if scope.cancelled_caught and not job.delivered:
-                _fail(job, DeadlineExceeded(
+                fail_job(job, DeadlineExceeded(
                     f"cold activation of Spot {job.spot_id!r} did not finish before the "
                     "call's deadline; it may or may not have been created. Use a longer "
                     ".timeout()"
                 ))
         except ZLinkError as error:
-            _fail(job, error)
+            fail_job(job, error)
         finally:
             if job.rt.lease_lost and not job.delivered:  # cancelled by the lost lease
-                _fail(job, job.rt.lease_lost_error())
-            _end_attempt(job)
+                fail_job(job, job.rt.lease_lost_error())
+            end_attempt(job)
 
 
-def _end_attempt(job: ActivationJob) -> None:
+def end_attempt(job: ActivationJob) -> None:
+    """End this node's creation attempt, if the job holds one (waiters re-read)."""
     if job.attempt is not None:
         job.rt.catalog.end_attempt(job.attempt)
 
@@ -182,7 +182,7 @@ def _end_attempt(job: ActivationJob) -> None:
 async def _redeliver(job: ActivationJob, event: ColdActivationEvent) -> None:
     job.state = step(COLD, job.state, event)
     job.observed.outcome = "redelivered"
-    _end_attempt(job)
+    end_attempt(job)
     await job.redeliver()
     # Only now: a redelivery cut short by the deadline must still be reported (a one-way
     # send was acknowledged at admission), not dropped as if it had been handed over.
@@ -212,7 +212,7 @@ async def _activate(job: ActivationJob) -> None:
         rt.catalog.pending -= 1
 
 
-def _reserve_lost(job: ActivationJob, exc: AuthorityExists) -> ColdActivationEvent:
+def reserve_lost_event(job: ActivationJob, exc: AuthorityExists) -> ColdActivationEvent:
     """The event of a Reserve another attempt won; TypeMismatch if it is another type."""
     current = exc.current
     if not current.matches(SpotKind.INSTANCE, job.spot_type.stable_type):
@@ -253,7 +253,7 @@ async def _reserve_and_build(job: ActivationJob) -> None:
         try:
             fence, receipt = await _store_root_and_reserve(job, envelope)
         except AuthorityExists as exc:
-            reserve_lost = _reserve_lost(job, exc)
+            reserve_lost = reserve_lost_event(job, exc)
         except CapacityExceeded:
             job.state = step(COLD, job.state, COLD.ev.reserve_refused_capacity)
             raise
@@ -272,7 +272,7 @@ async def _reserve_and_build(job: ActivationJob) -> None:
         job.state = step(COLD, job.state, event)
         with trio.CancelScope(shield=True):
             await host.activation_failed()
-            await _abort(job, fence, receipt)
+            await abort_creation(job, fence, receipt)
         raise
     job.state = step(COLD, job.state, COLD.ev.factory_initialized)
     with trio.CancelScope(shield=True):
@@ -286,21 +286,22 @@ async def _reserve_and_build(job: ActivationJob) -> None:
             job.state = step(COLD, job.state, COLD.ev.first_record_durable)
         except ZLinkError as exc:
             await host.activation_failed()
-            await _abort(job, fence, receipt)
-            raise _commit_refused(job, exc) from exc
+            await abort_creation(job, fence, receipt)
+            raise commit_refused(job, exc) from exc
     if crash_points.ARMED:
         crash_points.point("cold", "after_ready_before_restore", rt.node_id)
-    _publish(job, host, ready, seq, receipt)
+    publish(job, host, ready, seq, receipt)
 
 
-def _commit_refused(job: ActivationJob, exc: ZLinkError) -> Unavailable:
+def commit_refused(job: ActivationJob, exc: ZLinkError) -> Unavailable:
+    """The caller's error when CommitReady refused with ``exc``."""
     return Unavailable(
         f"cold activation of Spot {job.spot_id!r} lost its reservation before Ready "
         f"({exc.message}); nothing was created. Send a new call"
     )
 
 
-def _publish(job: ActivationJob, host: Host, ready: AuthorityRecord, seq: int,
+def publish(job: ActivationJob, host: Host, ready: AuthorityRecord, seq: int,
              receipt: RootReceipt) -> None:
     """CommitReady succeeded: route, queue head and barrier in one continuation (09 §3)."""
     job.state = step(COLD, job.state, COLD.ev.commit_ready)
@@ -312,10 +313,10 @@ def _publish(job: ActivationJob, host: Host, ready: AuthorityRecord, seq: int,
     job.state = step(COLD, job.state, COLD.ev.queue_head_restored)
     first.state = job.state
     job.delivered = True
-    _end_attempt(job)
+    end_attempt(job)
 
 
-async def _abort(job: ActivationJob, fence: ReservationFence, receipt: RootReceipt) -> None:
+async def abort_creation(job: ActivationJob, fence: ReservationFence, receipt: RootReceipt) -> None:
     """AbortCreating with the same fence, drop the inbox and the root (shielded caller).
 
     After a lost lease nothing is written: the Creating record, inbox and root stay
@@ -337,106 +338,3 @@ async def _abort(job: ActivationJob, fence: ReservationFence, receipt: RootRecei
     if COLD.allows(job.state, COLD.ev.abort_creating):
         job.state = step(COLD, job.state, COLD.ev.abort_creating)
 
-
-def activate_now(job: ActivationJob, immediate: ImmediateTransactions) -> bool:
-    """:func:`run_activation` with nothing awaited (see the module docstring).
-
-    For a job whose source saw the ID Missing in this same continuation, on a store
-    with ``immediate`` transactions, for a type that activates synchronously, with no
-    crash point armed. ``False``: another attempt owns the ID (the chart took
-    ``reserve_lost_*``): the caller resolves again, as :func:`_redeliver` would.
-    """
-    job.observed = observed = ObservedOperation(job.rt, Operation.COLD_ACTIVATION,
-                                                job.spot_id, job.mesh).__enter__()
-    handed_off = False
-    try:
-        result = _activate_now(job, immediate)
-        handed_off = result is None
-        return True if result is None else result
-    except ZLinkError as error:
-        _fail(job, error)
-        return True
-    finally:
-        if not handed_off:
-            observed.__exit__(None, None, None)
-
-
-def _activate_now(job: ActivationJob, immediate: ImmediateTransactions) -> bool | None:
-    """The steps of :func:`_activate` and :func:`_reserve_and_build`, synchronous.
-
-    ``None``: a failure after Reserve was handed to a catalog task (:func:`_cleanup`).
-    """
-    rt = job.rt
-    try:
-        rt.catalog.check_ceiling()
-    except CapacityExceeded:
-        job.state = step(COLD, job.state, COLD.ev.over_ceiling)
-        raise
-    job.state = step(COLD, job.state, COLD.ev.owner_missing)
-    envelope = encode_envelope(job)
-    job.state = step(COLD, job.state, COLD.ev.root_stored)
-    try:
-        fence, receipt = immediate.reserve_with_root(
-            job.spot_id, envelope, kind=SpotKind.INSTANCE,
-            stable_type=job.spot_type.stable_type, mesh=job.mesh, owner=rt.owner,
-            now=rt.now())
-    except AuthorityExists as exc:
-        lost = _reserve_lost(job, exc)
-        job.state = step(COLD, job.state, lost)
-        job.observed.outcome = "redelivered"
-        return False
-    except CapacityExceeded:
-        job.state = step(COLD, job.state, COLD.ev.reserve_refused_capacity)
-        raise
-    job.state = step(COLD, job.state, COLD.ev.reserve_won)
-    host = Host(rt, job.spot_type, job.spot_id, fence.object_generation, job.mesh)
-    try:
-        host.build_now()
-    except Exception as exc:
-        job.state = step(COLD, job.state, COLD.ev.factory_failed)
-        _hand_off(job, host, fence, receipt, exc)
-        return None
-    job.state = step(COLD, job.state, COLD.ev.factory_initialized)
-    try:
-        rt.check_usable()  # no CommitReady once the lease is known lost
-        ready, seq = immediate.commit_ready_with_first_record(fence, envelope, now=rt.now())
-        job.state = step(COLD, job.state, COLD.ev.first_record_durable)
-    except ZLinkError as exc:
-        error = _commit_refused(job, exc)
-        error.__cause__ = exc
-        _hand_off(job, host, fence, receipt, error)
-        return None
-    _publish(job, host, ready, seq, receipt)
-    return True
-
-
-def _hand_off(job: ActivationJob, host: Host, fence: ReservationFence, receipt: RootReceipt,
-              error: Exception) -> None:
-    """A failure after Reserve: the cleanup runs as a catalog task, as it would in
-    :func:`run_activation`; other local callers wait on the attempt meanwhile."""
-    rt = job.rt
-    job.attempt = rt.catalog.begin_attempt(job.spot_id)
-    rt.catalog.pending += 1
-    rt.catalog.start_job(lambda: _cleanup(job, host, fence, receipt, error))
-
-
-async def _cleanup(job: ActivationJob, host: Host, fence: ReservationFence,
-                   receipt: RootReceipt, error: Exception) -> None:
-    """``on_close(ACTIVATION_FAILED)``, AbortCreating, then ``error`` reaches the caller."""
-    rt = job.rt
-    try:
-        with trio.CancelScope(shield=True):
-            await host.activation_failed()
-            await _abort(job, fence, receipt)
-    finally:
-        rt.catalog.pending -= 1
-        try:
-            if isinstance(error, ZLinkError):
-                _fail(job, error)
-            if rt.lease_lost and not job.delivered:
-                _fail(job, rt.lease_lost_error())
-        finally:
-            _end_attempt(job)
-            job.observed.__exit__(None, None, None)
-    if not isinstance(error, ZLinkError):
-        raise error

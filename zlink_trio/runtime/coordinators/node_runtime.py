@@ -20,7 +20,7 @@ from zlink_trio.runtime.mesh.follow_routes import FollowRoutes
 from zlink_trio.runtime.state import NodeState
 
 if TYPE_CHECKING:
-    from zlink_trio.runtime.coordinators.placement import PlacementPlans
+    from zlink_trio.runtime.coordinators.placement_plans import PlacementPlans
     from zlink_trio.runtime.incarnation.catalog import Catalog
     from zlink_trio.runtime.mesh.peers import Peers
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import attrs
 import trio
 
 from zlink_trio.core.errors import NotFound, Unavailable, ZLinkError
@@ -46,6 +45,7 @@ from zlink_trio.runtime.calls.delivery import handler_for
 from zlink_trio.runtime.charts import COLD, step
 from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.coordinators.activation import ActivationJob, run_activation
+from zlink_trio.runtime.coordinators.placement_plans import PlacementPlans, Plan
 from zlink_trio.runtime.incarnation.app_calls import activates_synchronously
 from zlink_trio.runtime.mesh.remote_calls import send_spot_message
 from zlink_trio.runtime.observe.logs import NODE as LOGGER
@@ -63,8 +63,7 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.catalog import Attempt
 
-__all__ = ("PlacementPlans", "candidates", "close_placement", "local_job_now",
-           "place_and_start")
+__all__ = ("candidates", "close_placement", "local_job_now", "place_and_start")
 
 
 def _recent_claims(rt: NodeRuntime) -> list[NodeClaim] | None:
@@ -173,28 +172,7 @@ def _is_local_server(rt: NodeRuntime, node: PlacementCandidate) -> bool:
     return node.node_rid == rt.node_rid and Role.OBJECT_SERVER in node.roles
 
 
-@attrs.frozen
-class _Plan:
-    """Mesh, type and the hosts serving it, decided once per claims read (see
-    :func:`_placed_here`); ``own`` is this node's index in ``hosts``, if it is one."""
-
-    mesh: str
-    stable_type: str
-    hosts: tuple[PlacementCandidate, ...]
-    own: int | None
-
-
-class PlacementPlans:
-    """The plans decided on one claims read, by what they depend on besides the load."""
-
-    __slots__ = ("plans", "seen")
-
-    def __init__(self, seen: tuple[float, list[NodeClaim]]) -> None:
-        self.seen = seen
-        self.plans: dict[tuple[int, bool, str | None, str | None], _Plan | None] = {}
-
-
-def _plan(rt: NodeRuntime, live: list[NodeClaim], intent: Intent) -> _Plan | None:
+def _plan(rt: NodeRuntime, live: list[NodeClaim], intent: Intent) -> Plan | None:
     """Mesh and type as ``core.placement`` selects them from ``live``, and the hosts of
     the type; ``None`` when the selection refuses (a fresh read decides then)."""
     found = _candidates(rt, live)
@@ -207,7 +185,7 @@ def _plan(rt: NodeRuntime, live: list[NodeClaim], intent: Intent) -> _Plan | Non
                   and Role.OBJECT_SERVER in c.roles
                   and c.served_types.get(stable_type) is SpotKind.INSTANCE)
     own = next((i for i, c in enumerate(hosts) if c.node_rid == rt.node_rid), None)
-    return _Plan(mesh, stable_type, hosts, own)
+    return Plan(mesh, stable_type, hosts, own)
 
 
 def _placed_here(rt: NodeRuntime, intent: Intent, spot_id: str
