@@ -88,7 +88,13 @@ from zlink_trio.core._roots import (
     RootReceipt,
 )
 from zlink_trio.core.errors import InvalidOperation
-from zlink_trio.core.identity import NodeRid, SpotKind, validate_spot_id, validate_stable_type
+from zlink_trio.core.identity import (
+    MAX_ID_BYTES,
+    NodeRid,
+    SpotKind,
+    validate_spot_id,
+    validate_stable_type,
+)
 
 __all__ = (
     "ENTRY_STABLE_TYPE",
@@ -148,19 +154,26 @@ def _rid(instance: object, attribute: attrs.Attribute[NodeRid], value: NodeRid) 
 
 
 def _generation(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    check_generation(value, attribute.name)
+    if type(value) is not int or not 0 < value <= MAX_GENERATION:  # (check_generation, inline)
+        check_generation(value, attribute.name)
 
+
+# The three text validators test the common case -- an ASCII str within the bound, what
+# ``identity``'s validators accept without encoding -- before calling them.
 
 def _spot_id(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
-    validate_spot_id(value)
+    if not (type(value) is str and value.isascii() and 0 < len(value) <= MAX_ID_BYTES):
+        validate_spot_id(value)
 
 
 def _mesh(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
-    validate_mesh_name(value)
+    if not (type(value) is str and value.isascii() and 0 < len(value) <= MAX_ID_BYTES):
+        validate_mesh_name(value)
 
 
 def _stable_type(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
-    validate_stable_type(value)
+    if not (type(value) is str and value.isascii() and 0 < len(value) <= MAX_ID_BYTES):
+        validate_stable_type(value)
 
 
 def _finite(instance: object, attribute: attrs.Attribute[float], value: float) -> None:

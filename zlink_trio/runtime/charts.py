@@ -50,13 +50,19 @@ E = TypeVar("E", bound=str)
 
 
 def step(chart: TypedChart[S, E], state: S, event: E) -> S:
-    """Return the target of ``event`` from ``state``; InvalidOperation if the chart has none."""
-    try:
-        target = chart.step(state, event)
-    except UndefinedTransition as exc:
-        raise InvalidOperation(
-            f"internal lifecycle error: {exc}; this is a zlink_trio bug, please report it"
-        ) from exc
+    """Return the target of ``event`` from ``state``; InvalidOperation if the chart has none.
+
+    One lookup in the compiled table (``TransitionTable.transitions``); only a miss
+    asks the chart, for the error naming the events it does define.
+    """
+    target: S | None = chart.table.transitions.get((state, event))  # type: ignore[assignment]
+    if target is None:
+        try:
+            target = chart.step(state, event)
+        except UndefinedTransition as exc:
+            raise InvalidOperation(
+                f"internal lifecycle error: {exc}; this is a zlink_trio bug, please report it"
+            ) from exc
     if TRACE:
         for observer in TRACE:
             observer(chart.name, state, event, target)

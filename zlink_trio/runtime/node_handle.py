@@ -25,8 +25,8 @@ from zlink_trio.runtime.calls.client import SpotClient
 from zlink_trio.runtime.calls.deadlines import deadline_after
 from zlink_trio.runtime.calls.manager import SpotManager
 from zlink_trio.runtime.calls.metered import MeteredRouter
+from zlink_trio.runtime.coordinators.call_router import CallRouter
 from zlink_trio.runtime.coordinators.relocation import relocate_spot
-from zlink_trio.runtime.coordinators.routing import CallRouter
 from zlink_trio.runtime.mesh.remote_operation import drain_here, drain_node, relocate_on_owner
 from zlink_trio.runtime.options import (
     check_timeout,

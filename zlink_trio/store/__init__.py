@@ -15,6 +15,10 @@ Modules:
 - ``open``      -- :func:`open_store` and the URL schemes (:data:`SCHEMES`); with
                    ``relocation=URL`` the Relocation Store comes from a second backend
 - ``memory``    -- the ``memory://`` backend: the rules over in-process dicts
+- ``memory_immediate`` -- its synchronous transactions (``MemoryStore.immediate``)
+- ``immediate`` -- :class:`~zlink_trio.store.immediate.ImmediateTransactions`: a cold
+                   activation's store calls as plain calls, on a store with nothing to
+                   wait for (``memory://``), and :func:`~zlink_trio.store.immediate.immediate_of`
 - ``dead_lifecycle`` -- :func:`release_dead_node`: end what the expired lifecycles of a
                    NodeId still own (restart recovery, ``zlink-trio release --node``)
 - ``separate``  -- :class:`SeparateSteps` and :func:`with_combined`: the combined

@@ -13,6 +13,14 @@ One :class:`MemoryStore` may be shared by any number of nodes in the same
 process (and the same Trio run): pass the instance around, or open the same
 ``memory://<name>`` URL from several places (see ``open_store``). Nothing is
 persisted; the store lives as long as the object.
+
+The four store calls of a cold activation are also offered without the checkpoint,
+as plain calls of the same transaction functions (``MemoryStore.immediate``, a
+:class:`~zlink_trio.store.memory_immediate.MemoryImmediate`; ``store.immediate`` says
+why): the runtime then runs an activation in one synchronous continuation.
+``immediate`` is ``None`` as soon as one of those methods was replaced -- a
+subclass, a swapped half, a test's or the benchmark's patch of the class -- so
+whatever replaced it sees every call.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from zlink_trio.store.memory_immediate import MemoryImmediate
 from zlink_trio.store.rules import claims, combined, recovery
 from zlink_trio.store.rules import location as loc
 from zlink_trio.store.rules import operator as ops
@@ -314,6 +323,22 @@ class MemoryStore:
         self._location = MemoryLocationStore()
         self._relocation = MemoryRelocationStore()
         self._combined = MemoryCombined(self)
+        self._immediate: tuple[MemoryLocationStore, MemoryRelocationStore,
+                               MemoryImmediate] | None = None
+
+    @property
+    def immediate(self) -> MemoryImmediate | None:
+        """The synchronous transactions, or ``None`` once a method they stand for was
+        replaced (see the module docstring)."""
+        location, relocation = self._location, self._relocation
+        if (type(self) is not MemoryStore or type(location) is not MemoryLocationStore
+                or type(relocation) is not MemoryRelocationStore or not _originals_intact()):
+            return None
+        cached = self._immediate
+        if cached is None or cached[0] is not location or cached[1] is not relocation:
+            cached = self._immediate = (location, relocation,
+                                        MemoryImmediate(location.state, relocation.state))
+        return cached[2]
 
     @property
     def combined(self) -> MemoryCombined:
@@ -331,7 +356,21 @@ class MemoryStore:
         return self._relocation
 
 
+#: The methods :class:`MemoryImmediate` stands for, as defined here.
+_ORIGINALS: tuple[object, ...] = (
+    MemoryLocationStore.find, MemoryCombined.reserve_with_root,
+    MemoryCombined.commit_ready_with_first_record, MemoryCombined.finish_first_record)
+
+
+def _originals_intact() -> bool:
+    """Whether none of :data:`_ORIGINALS` was replaced on its class (patched)."""
+    return (MemoryLocationStore.find, MemoryCombined.reserve_with_root,
+            MemoryCombined.commit_ready_with_first_record,
+            MemoryCombined.finish_first_record) == _ORIGINALS
+
+
 if TYPE_CHECKING:
+    from zlink_trio.store.immediate import ImmediateTransactions
     from zlink_trio.store.protocol import (
         CombinedTransactions,
         LocationStore,
@@ -339,7 +378,8 @@ if TYPE_CHECKING:
         Store,
     )
 
-    def _conforms(store: MemoryStore) -> tuple[LocationStore, RelocationStore, Store,
-                                               CombinedTransactions]:
+    def _conforms(store: MemoryStore, immediate: MemoryImmediate
+                  ) -> tuple[LocationStore, RelocationStore, Store, CombinedTransactions,
+                             ImmediateTransactions]:
         # mypy proves here that the memory classes satisfy the protocols.
-        return store.location, store.relocation, store, store.combined
+        return store.location, store.relocation, store, store.combined, immediate

@@ -102,10 +102,8 @@ class SendCall(_Call):
     """A one-way send; ``await`` it to submit. Completes at admission, returns ``None``."""
 
     def __await__(self) -> Generator[Any, Any, None]:
-        return self._run().__await__()
-
-    async def _run(self) -> None:
-        await self._router.send(self._start(SEND, request=False))
+        # The router's coroutine itself: no coroutine of our own around it.
+        return self._router.send(self._start(SEND, request=False)).__await__()
 
 
 class RequestCall(_Call, Generic[R]):
@@ -117,10 +115,9 @@ class RequestCall(_Call, Generic[R]):
         self._reply = reply
 
     def __await__(self) -> Generator[Any, Any, R]:
-        return self._run().__await__()
-
-    async def _run(self) -> R:
-        return cast("R", await self._router.request(self._start(self._reply, request=True)))
+        # The router's coroutine itself: no coroutine of our own around it.
+        return cast("Generator[Any, Any, R]",
+                    self._router.request(self._start(self._reply, request=True)).__await__())
 
 
 class SpotClient:

@@ -5,7 +5,7 @@ ID, the message (and its encoding, reused if the call leaves the node), the Inst
 intent, the reply class the caller asked for, the completion its reply arrives in and
 the call's one deadline.  The client builds nothing else and decides nothing about
 where the Spot lives: it hands the delivery to the node's :class:`Router`
-(:class:`~zlink_trio.runtime.coordinators.routing.CallRouter`), which resolves the
+(:class:`~zlink_trio.runtime.coordinators.call_router.CallRouter`), which resolves the
 ID, admits the message and waits for the reply.  That protocol is all the calls wing
 knows of the coordinators, so ``SpotClient`` -- which every Spot reaches through
 ``ctx.client`` -- imports nothing that imports a Spot host.
@@ -90,7 +90,7 @@ def handler_for(spot_type: SpotType, call: Delivery) -> HandlerInfo:
 
 
 class Router(Protocol):
-    """How a client hands its calls to the node (``coordinators.routing.CallRouter``)."""
+    """How a client hands its calls to the node (``coordinators.call_router.CallRouter``)."""
 
     def delivery(self, spot_id: str, msg: object, *, intent: Intent | None, reply: object,
                  request: bool, timeout: float | None) -> Delivery:

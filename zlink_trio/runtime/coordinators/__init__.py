@@ -6,10 +6,12 @@ peers) as their first argument and step the lifecycle charts through
 
 =====================  ==================================================================
 ``node_runtime``       ``NodeRuntime``: ``NodeState`` plus the catalog and the mesh peers
-``routing``            resolve a Spot ID and admit a call (route cache, store, waiting);
-                       ``CallRouter``, the client's way in
+``call_router``        ``CallRouter``, the client's way in: a call's delivery and reply
+``routing``            resolve a Spot ID and admit a call (route cache, store, waiting)
 ``placement``          cold activation, source side: Mesh, type and node; the envelope
-``activation``         cold activation, target side (06 §4.1 steps 9-12)
+``placement_plans``    what placement decided on one claims read, kept for the next
+``activation``         cold activation, target side (06 §4.1 steps 9-12), as a task
+``activation_now``     the same with nothing awaited (``memory://``, synchronous hooks)
 ``first_record``       the durable first record of a cold activation and its cleanup
 ``create``             User Spot Create / GetOrCreate (06 §3): resolve, place, compete
 ``create_operation``   one creation: request root, Reserve, factory, commit or abort --

@@ -32,6 +32,11 @@ leaves no root), first inbox record + CommitReady (the record is durable exactly
 the authority is Ready), and step 12's three writes -- one transaction each where both
 stores live in one backend, the separate calls otherwise (``zlink_trio.store.separate``).
 
+On a store with synchronous transactions (``store.immediate``: ``memory://``) and a
+type whose activation hooks are synchronous, :mod:`.activation_now` runs the same
+steps in the caller's continuation, with nothing awaited, sharing this module's
+synchronous steps (:func:`publish`, :func:`reserve_lost_event`, :func:`fail_job`, ...).
+
 Store writes (root, Reserve, first record, CommitReady, AbortCreating) are shielded
 from the deadline so none is cut in half; the deadline is honoured while the factory
 runs, and any failure after Reserve aborts the creation with the same fence and deletes
@@ -79,8 +84,10 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.catalog import Attempt
     from zlink_trio.runtime.observe.operations import ObservedOperation
+    from zlink_trio.wire.codec import EncodedMessage
 
-__all__ = ("ActivationJob", "encode_envelope", "run_activation")
+__all__ = ("ActivationJob", "abort_creation", "commit_refused", "encode_envelope", "end_attempt",
+           "fail_job", "publish", "reserve_lost_event", "run_activation")
 
 
 @attrs.define(eq=False)
@@ -88,7 +95,9 @@ class ActivationJob:
     """One activation envelope accepted by this node as the target."""
 
     rt: NodeRuntime
-    attempt: Attempt
+    #: This node's creation attempt (``None`` while :func:`activate_now` runs it: nothing
+    #: can interleave, so no other caller needs to wait on it).
+    attempt: Attempt | None
     spot_type: SpotType
     info: HandlerInfo
     mesh: str
@@ -106,6 +115,9 @@ class ActivationJob:
     #: the local attempt: the target's re-read (step 9) would repeat it, so it is
     #: skipped; Reserve's ``AuthorityExists`` still reports any owner that won since.
     source_saw_missing: bool = False
+    #: The first message as the codec encoded it, if the caller has it (the envelope
+    #: carries it; else it is encoded again).
+    encoded: EncodedMessage | None = None
     delivered: bool = False
     #: The observation of this activation (metrics and its log record).
     observed: ObservedOperation = attrs.field(init=False)
@@ -115,7 +127,8 @@ def encode_envelope(job: ActivationJob) -> bytes:
     """The complete activation envelope as compact JSON (the recovery root's bytes)."""
     return ActivationEnvelope(
         operation_id=job.op_id, spot_id=job.spot_id, stable_type=job.spot_type.stable_type,
-        mesh=job.mesh, recorded_by=str(job.rt.node_rid), message=job.rt.codec.encode(job.msg),
+        mesh=job.mesh, recorded_by=str(job.rt.node_rid),
+        message=job.encoded if job.encoded is not None else job.rt.codec.encode(job.msg),
         deadline_ms=job.deadline.wall_ms).encode()
 
 
@@ -124,7 +137,9 @@ def _fields(job: ActivationJob, generation: int | None) -> dict[str, object]:
                        generation=generation, operation=Operation.COLD_ACTIVATION)
 
 
-def _fail(job: ActivationJob, error: BaseException) -> None:
+def fail_job(job: ActivationJob, error: BaseException) -> None:
+    """The activation ended with ``error``: the caller's completion gets it (or, for a
+    one-way send, it is logged)."""
     job.observed.failed(error)
     if job.completion is not None:
         job.completion.set_error(error)
@@ -145,23 +160,29 @@ async def run_activation(job: ActivationJob) -> None:
             with trio.move_on_at(job.deadline.at) as scope:
                 await _activate(job)
             if scope.cancelled_caught and not job.delivered:
-                _fail(job, DeadlineExceeded(
+                fail_job(job, DeadlineExceeded(
                     f"cold activation of Spot {job.spot_id!r} did not finish before the "
                     "call's deadline; it may or may not have been created. Use a longer "
                     ".timeout()"
                 ))
         except ZLinkError as error:
-            _fail(job, error)
+            fail_job(job, error)
         finally:
             if job.rt.lease_lost and not job.delivered:  # cancelled by the lost lease
-                _fail(job, job.rt.lease_lost_error())
-            job.rt.catalog.end_attempt(job.attempt)
+                fail_job(job, job.rt.lease_lost_error())
+            end_attempt(job)
+
+
+def end_attempt(job: ActivationJob) -> None:
+    """End this node's creation attempt, if the job holds one (waiters re-read)."""
+    if job.attempt is not None:
+        job.rt.catalog.end_attempt(job.attempt)
 
 
 async def _redeliver(job: ActivationJob, event: ColdActivationEvent) -> None:
     job.state = step(COLD, job.state, event)
     job.observed.outcome = "redelivered"
-    job.rt.catalog.end_attempt(job.attempt)
+    end_attempt(job)
     await job.redeliver()
     # Only now: a redelivery cut short by the deadline must still be reported (a one-way
     # send was acknowledged at admission), not dropped as if it had been handed over.
@@ -189,6 +210,16 @@ async def _activate(job: ActivationJob) -> None:
         await _reserve_and_build(job)
     finally:
         rt.catalog.pending -= 1
+
+
+def reserve_lost_event(job: ActivationJob, exc: AuthorityExists) -> ColdActivationEvent:
+    """The event of a Reserve another attempt won; TypeMismatch if it is another type."""
+    current = exc.current
+    if not current.matches(SpotKind.INSTANCE, job.spot_type.stable_type):
+        job.state = step(COLD, job.state, COLD.ev.reserve_refused_type)
+        raise _mismatch(current, job) from None
+    return (COLD.ev.reserve_lost_ready if current.state is AuthorityState.READY
+            else COLD.ev.reserve_lost_creating)
 
 
 def _mismatch(record: AuthorityRecord, job: ActivationJob) -> TypeMismatch:
@@ -222,12 +253,7 @@ async def _reserve_and_build(job: ActivationJob) -> None:
         try:
             fence, receipt = await _store_root_and_reserve(job, envelope)
         except AuthorityExists as exc:
-            current = exc.current
-            if not current.matches(SpotKind.INSTANCE, job.spot_type.stable_type):
-                job.state = step(COLD, job.state, COLD.ev.reserve_refused_type)
-                raise _mismatch(current, job) from None
-            reserve_lost = (COLD.ev.reserve_lost_ready if current.state is AuthorityState.READY
-                            else COLD.ev.reserve_lost_creating)
+            reserve_lost = reserve_lost_event(job, exc)
         except CapacityExceeded:
             job.state = step(COLD, job.state, COLD.ev.reserve_refused_capacity)
             raise
@@ -246,7 +272,7 @@ async def _reserve_and_build(job: ActivationJob) -> None:
         job.state = step(COLD, job.state, event)
         with trio.CancelScope(shield=True):
             await host.activation_failed()
-            await _abort(job, fence, receipt)
+            await abort_creation(job, fence, receipt)
         raise
     job.state = step(COLD, job.state, COLD.ev.factory_initialized)
     with trio.CancelScope(shield=True):
@@ -260,17 +286,22 @@ async def _reserve_and_build(job: ActivationJob) -> None:
             job.state = step(COLD, job.state, COLD.ev.first_record_durable)
         except ZLinkError as exc:
             await host.activation_failed()
-            await _abort(job, fence, receipt)
-            raise Unavailable(
-                f"cold activation of Spot {job.spot_id!r} lost its reservation before Ready "
-                f"({exc.message}); nothing was created. Send a new call"
-            ) from exc
+            await abort_creation(job, fence, receipt)
+            raise commit_refused(job, exc) from exc
     if crash_points.ARMED:
         crash_points.point("cold", "after_ready_before_restore", rt.node_id)
-    _publish(job, host, ready, seq, receipt)
+    publish(job, host, ready, seq, receipt)
 
 
-def _publish(job: ActivationJob, host: Host, ready: AuthorityRecord, seq: int,
+def commit_refused(job: ActivationJob, exc: ZLinkError) -> Unavailable:
+    """The caller's error when CommitReady refused with ``exc``."""
+    return Unavailable(
+        f"cold activation of Spot {job.spot_id!r} lost its reservation before Ready "
+        f"({exc.message}); nothing was created. Send a new call"
+    )
+
+
+def publish(job: ActivationJob, host: Host, ready: AuthorityRecord, seq: int,
              receipt: RootReceipt) -> None:
     """CommitReady succeeded: route, queue head and barrier in one continuation (09 §3)."""
     job.state = step(COLD, job.state, COLD.ev.commit_ready)
@@ -282,10 +313,10 @@ def _publish(job: ActivationJob, host: Host, ready: AuthorityRecord, seq: int,
     job.state = step(COLD, job.state, COLD.ev.queue_head_restored)
     first.state = job.state
     job.delivered = True
-    job.rt.catalog.end_attempt(job.attempt)
+    end_attempt(job)
 
 
-async def _abort(job: ActivationJob, fence: ReservationFence, receipt: RootReceipt) -> None:
+async def abort_creation(job: ActivationJob, fence: ReservationFence, receipt: RootReceipt) -> None:
     """AbortCreating with the same fence, drop the inbox and the root (shielded caller).
 
     After a lost lease nothing is written: the Creating record, inbox and root stay
@@ -306,3 +337,4 @@ async def _abort(job: ActivationJob, fence: ReservationFence, receipt: RootRecei
                      extra=_fields(job, fence.object_generation))
     if COLD.allows(job.state, COLD.ev.abort_creating):
         job.state = step(COLD, job.state, COLD.ev.abort_creating)
+

@@ -8,7 +8,9 @@ authority as the recovery pointer and appends it to the activation inbox as seq 
 handler completed, :func:`record_first_completion` moves the inbox cursor to it,
 removes the recovery pointer by expected-version CAS (re-reading once if a close
 changed the record since Ready) and deletes the root -- one call of ``store.combined``,
-then of its separate steps (which re-read) if that refused with StaleFence -- stepping the
+then of its separate steps (which re-read) if that refused with StaleFence (on a store
+with synchronous transactions, ``store.immediate``, the combined call is a plain call:
+nothing is awaited) -- stepping the
 ``ColdActivation`` chart through ``first_completion_recorded``, ``pointer_removed``
 and ``root_deleted``.  Each step is idempotent, so a retry after a crash is safe; a
 failure is logged and leaves the rest to recovery.
@@ -27,6 +29,7 @@ from zlink_trio.core.errors import StaleFence, ZLinkError
 from zlink_trio.runtime.charts import COLD, step
 from zlink_trio.runtime.observe.logs import ACTIVATION as LOGGER
 from zlink_trio.store import SeparateSteps
+from zlink_trio.store.immediate import immediate_of
 
 if TYPE_CHECKING:
     from statecharts.names import ColdActivationState
@@ -60,11 +63,17 @@ async def record_first_completion(rt: NodeState, spot_id: str, generation: int,
     since Ready (StaleFence), the separate steps run instead: they re-read the record.
     """
     store = rt.store
+    immediate = immediate_of(store)
     try:
         try:
-            await store.combined.finish_first_record(
-                spot_id, generation, seq=first.seq, expected_version=first.ready_version,
-                root=first.receipt)
+            if immediate is not None:  # nothing to wait for (``store.immediate``)
+                immediate.finish_first_record(
+                    spot_id, generation, seq=first.seq, expected_version=first.ready_version,
+                    root=first.receipt)
+            else:
+                await store.combined.finish_first_record(
+                    spot_id, generation, seq=first.seq, expected_version=first.ready_version,
+                    root=first.receipt)
         except StaleFence:  # the record changed since Ready: the separate steps re-read
             await SeparateSteps(store.location, store.relocation).finish_first_record(
                 spot_id, generation, seq=first.seq, expected_version=first.ready_version,

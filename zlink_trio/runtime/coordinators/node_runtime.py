@@ -20,6 +20,7 @@ from zlink_trio.runtime.mesh.follow_routes import FollowRoutes
 from zlink_trio.runtime.state import NodeState
 
 if TYPE_CHECKING:
+    from zlink_trio.runtime.coordinators.placement_plans import PlacementPlans
     from zlink_trio.runtime.incarnation.catalog import Catalog
     from zlink_trio.runtime.mesh.peers import Peers
 
@@ -36,3 +37,5 @@ class NodeRuntime(NodeState):
     peers: Peers = attrs.field(init=False)
     #: Message Follow routes of the Spots that moved away from this node.
     follow: FollowRoutes = attrs.field(factory=FollowRoutes, init=False)
+    #: What placement decided on the claims it read last (``placement._placed_here``).
+    placement_plans: PlacementPlans | None = attrs.field(default=None, init=False)

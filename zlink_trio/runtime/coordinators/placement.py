@@ -43,7 +43,10 @@ from zlink_trio.core.placement import (
 from zlink_trio.core.records import OwnerFence
 from zlink_trio.runtime.calls.delivery import handler_for
 from zlink_trio.runtime.charts import COLD, step
+from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.coordinators.activation import ActivationJob, run_activation
+from zlink_trio.runtime.coordinators.placement_plans import PlacementPlans, Plan
+from zlink_trio.runtime.incarnation.app_calls import activates_synchronously
 from zlink_trio.runtime.mesh.remote_calls import send_spot_message
 from zlink_trio.runtime.observe.logs import NODE as LOGGER
 from zlink_trio.wire.frames import ActivationRoute
@@ -56,8 +59,11 @@ if TYPE_CHECKING:
     from zlink_trio.core.descriptor import NodeClaim
     from zlink_trio.runtime.calls.delivery import Delivery, Intent
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
+    from zlink_trio.runtime.declaration.handlers import HandlerInfo
+    from zlink_trio.runtime.declaration.spot_types import SpotType
+    from zlink_trio.runtime.incarnation.catalog import Attempt
 
-__all__ = ("candidates", "close_placement", "place_and_start")
+__all__ = ("candidates", "close_placement", "local_job_now", "place_and_start")
 
 
 def _recent_claims(rt: NodeRuntime) -> list[NodeClaim] | None:
@@ -166,6 +172,116 @@ def _is_local_server(rt: NodeRuntime, node: PlacementCandidate) -> bool:
     return node.node_rid == rt.node_rid and Role.OBJECT_SERVER in node.roles
 
 
+def _plan(rt: NodeRuntime, live: list[NodeClaim], intent: Intent) -> Plan | None:
+    """Mesh and type as ``core.placement`` selects them from ``live``, and the hosts of
+    the type; ``None`` when the selection refuses (a fresh read decides then)."""
+    found = _candidates(rt, live)
+    try:
+        mesh = select_mesh(found, intent.mesh)
+        stable_type = select_instance_type(found, mesh, intent.stable_type)
+    except ZLinkError:
+        return None
+    hosts = tuple(c for c in found if c.mesh == mesh and c.serving
+                  and Role.OBJECT_SERVER in c.roles
+                  and c.served_types.get(stable_type) is SpotKind.INSTANCE)
+    own = next((i for i, c in enumerate(hosts) if c.node_rid == rt.node_rid), None)
+    return Plan(mesh, stable_type, hosts, own)
+
+
+def _placed_here(rt: NodeRuntime, intent: Intent, spot_id: str
+                 ) -> tuple[str, str, PlacementCandidate] | None:
+    """Mesh, type and node from the recent claims, when they place the Spot here.
+
+    ``None`` when there is no recent read or it decides anything else (another node,
+    no Mesh, no type, no capacity): that is decided on a fresh read. Nothing is
+    stepped: the chart takes the placement's events once it is acted on.
+
+    What ``core.placement`` decides from a read -- Mesh, type, the hosts serving it --
+    depends on the claims still live, this node's serving flag and the intent, not on
+    the load, so it is decided once per read and those (:class:`PlacementPlans`); the
+    room of each host (``eligible_nodes``: this node's live load and ceiling) and the
+    rendezvous choice among several are checked for every activation.
+    """
+    recent = _recent_claims(rt)
+    if recent is None:
+        return None
+    seen = rt.placement_claims
+    assert seen is not None
+    plans = rt.placement_plans
+    if plans is None or plans.seen is not seen:
+        plans = rt.placement_plans = PlacementPlans(seen)
+    key = (len(recent), rt.serving and not rt.placement_closed, intent.mesh,
+           intent.stable_type)
+    if key in plans.plans:
+        plan = plans.plans[key]
+    else:
+        plan = plans.plans[key] = _plan(rt, recent, intent)
+    if plan is None or plan.own is None:
+        return None
+    kept = []
+    for i, host in enumerate(plan.hosts):
+        if host.weight <= 0:
+            continue
+        if i == plan.own:
+            load, ceiling = len(rt.catalog.hosts) + rt.catalog.pending, \
+                rt.options.active_object_ceiling
+        else:
+            load, ceiling = 0, None
+        if load < host.capacity and (ceiling is None or load < ceiling):
+            kept.append(host)
+    if not kept:
+        return None
+    node = kept[0] if len(kept) == 1 else choose_node(kept, rt.random, spot_id=spot_id)
+    return (plan.mesh, plan.stable_type, node) if _is_local_server(rt, node) else None
+
+
+def _placed_state() -> ColdActivationState:
+    """The chart's state after a placement that succeeded (06 §4.1 steps 4-6)."""
+    state = step(COLD, COLD.initial, COLD.ev.found_missing_with_intent)
+    state = step(COLD, state, COLD.ev.mesh_selected)
+    return step(COLD, state, COLD.ev.type_selected)
+
+
+def _local_job(rt: NodeRuntime, call: Delivery, state: ColdActivationState, mesh: str,
+               spot_type: SpotType, info: HandlerInfo, attempt: Attempt | None, *,
+               redeliver: Callable[[], Awaitable[None]]) -> ActivationJob:
+    state = step(COLD, state, COLD.ev.capacity_available)
+    return ActivationJob(rt=rt, attempt=attempt, spot_type=spot_type, info=info, mesh=mesh,
+                         spot_id=call.spot_id, msg=call.msg, size=call.size,
+                         completion=call.completion, deadline=call.deadline,
+                         op_id=call.operation_id(rt.new_uuid4),
+                         state=step(COLD, state, COLD.ev.envelope_accepted),
+                         redeliver=redeliver, source_saw_missing=True, encoded=call.encoded)
+
+
+def local_job_now(rt: NodeRuntime, call: Delivery) -> ActivationJob | None:
+    """The job of :func:`place_and_start` with nothing awaited, for a call whose ``find``
+    saw the ID Missing in this same continuation, for ``activation.activate_now``.
+
+    ``None`` when it cannot be done without awaiting (no Instance intent, an attempt
+    of this node already competes, no recent claims placing the Spot here, a type
+    with an async ``on_activate``, a crash point armed): nothing was done, and
+    :func:`place_and_start` decides. Raises what ``handler_for`` raises.
+    """
+    intent = call.intent
+    if intent is None or crash_points.ARMED or call.spot_id in rt.catalog.attempts:
+        return None
+    placed = _placed_here(rt, intent, call.spot_id)
+    if placed is None:
+        return None
+    mesh, stable_type, _ = placed
+    spot_type = rt.registry.lookup(stable_type, SpotKind.INSTANCE)
+    if not activates_synchronously(spot_type):
+        return None
+    info = handler_for(spot_type, call)
+    return _local_job(rt, call, _placed_state(), mesh, spot_type, info, None,
+                      redeliver=_never)
+
+
+async def _never() -> None:
+    raise AssertionError("an activation run by activate_now redelivers through its caller")
+
+
 async def place_and_start(rt: NodeRuntime, call: Delivery, *,
                           redeliver: Callable[[], Awaitable[None]]) -> bool:
     """Source side of cold activation (06 §4.1 steps 4-8); ``False``: resolve again.
@@ -177,38 +293,28 @@ async def place_and_start(rt: NodeRuntime, call: Delivery, *,
     """
     intent = call.intent
     assert intent is not None
-    initial = step(COLD, COLD.initial, COLD.ev.found_missing_with_intent)
-    placed = None
-    recent = _recent_claims(rt)
-    if recent is not None:
-        # A recent read is used only when it places the Spot here; any other outcome
-        # (another node, no mesh, no type, no capacity) is decided on a fresh read.
-        try:
-            placed = _place(rt, intent, _candidates(rt, recent), initial, call.spot_id)
-        except ZLinkError:
-            placed = None
-        if placed is not None and not _is_local_server(rt, placed[3]):
-            placed = None
-    if placed is None:
+    # A recent read is used only when it places the Spot here; any other outcome
+    # (another node, no mesh, no type, no capacity) is decided on a fresh read.
+    placed = _placed_here(rt, intent, call.spot_id)
+    if placed is not None:
+        state = _placed_state()
+        mesh, stable_type, node = placed
+    else:
         found = _candidates(rt, await _read_claims(rt))
-        placed = _place(rt, intent, found, initial, call.spot_id)
-    state, mesh, stable_type, node = placed
+        state, mesh, stable_type, node = _place(
+            rt, intent, found, step(COLD, COLD.initial, COLD.ev.found_missing_with_intent),
+            call.spot_id)
     if not _is_local_server(rt, node):
         await _send_envelope(rt, call, state, mesh, stable_type, node)
         return True
     spot_type = rt.registry.lookup(stable_type, SpotKind.INSTANCE)
     info = handler_for(spot_type, call)
-    state = step(COLD, state, COLD.ev.capacity_available)
     attempt = rt.catalog.begin_attempt(call.spot_id)
     if attempt is None:
+        step(COLD, state, COLD.ev.capacity_available)
         await rt.catalog.attempts[call.spot_id].done.wait()
         return False
-    job = ActivationJob(rt=rt, attempt=attempt, spot_type=spot_type, info=info, mesh=mesh,
-                        spot_id=call.spot_id, msg=call.msg, size=call.size,
-                        completion=call.completion, deadline=call.deadline,
-                        op_id=call.operation_id(rt.new_uuid4),
-                        state=step(COLD, state, COLD.ev.envelope_accepted),
-                        redeliver=redeliver, source_saw_missing=True)
+    job = _local_job(rt, call, state, mesh, spot_type, info, attempt, redeliver=redeliver)
     rt.catalog.start_job(lambda: run_activation(job))
     return True
 

@@ -2,10 +2,11 @@
 
 Theory of operation
 -------------------
-:class:`CallRouter` is the node's :class:`~zlink_trio.runtime.calls.delivery.Router`:
-``node.client`` hands it every call as one
-:class:`~zlink_trio.runtime.calls.delivery.Delivery`, and :func:`deliver` is the
-terminal step of that call.  It loops:
+:class:`~.call_router.CallRouter`, the node's
+:class:`~zlink_trio.runtime.calls.delivery.Router`, hands every call of ``node.client``
+here as one :class:`~zlink_trio.runtime.calls.delivery.Delivery`; :func:`deliver` is
+the terminal step of that call (after :func:`deliver_now`, its first round with
+nothing awaited, on a store whose transactions are plain calls).  It loops:
 
 1. The positive route cache names this node and the catalog has the host -> admit;
    it names another node -> command 39 route kind 1 to that owner, without reading
@@ -39,19 +40,18 @@ Every wait runs under the caller's deadline (:meth:`CallRouter.submit`).
 
 from __future__ import annotations
 
-import time
-from typing import TYPE_CHECKING, Final
+import enum
+from typing import TYPE_CHECKING, Final, Literal
 
 import trio
 
-from zlink_trio.core.deadline import Deadline
-from zlink_trio.core.errors import DeadlineExceeded, NotFound, StaleRoute, TypeMismatch, Unavailable
+from zlink_trio.core.errors import NotFound, StaleRoute, TypeMismatch, Unavailable
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import MOVING_STATES, AuthorityState
 from zlink_trio.core.route_cache import CachedRoute
-from zlink_trio.runtime.calls.completion import Completion
-from zlink_trio.runtime.calls.delivery import Delivery, handler_for
-from zlink_trio.runtime.coordinators.placement import place_and_start
+from zlink_trio.runtime.calls.delivery import handler_for
+from zlink_trio.runtime.coordinators.activation_now import activate_now
+from zlink_trio.runtime.coordinators.placement import local_job_now, place_and_start
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.mesh.remote_calls import send_spot_message
 from zlink_trio.runtime.observe.events import resolved, stale
@@ -60,12 +60,14 @@ from zlink_trio.wire.frames import ReadyRoute
 
 if TYPE_CHECKING:
     from zlink_trio.core.records import AuthorityRecord
-    from zlink_trio.runtime.calls.delivery import Intent
+    from zlink_trio.runtime.calls.delivery import Delivery
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.runtime.incarnation.host import Host
+    from zlink_trio.store.immediate import ImmediateTransactions
     from zlink_trio.transport import Link
 
-__all__ = ("Backoff", "CallRouter", "admit_cached", "deliver", "wait_for_change")
+__all__ = ("UNREAD", "Backoff", "Unread", "admit_cached", "deliver", "deliver_now",
+           "wait_for_change")
 
 _FIRST_POLL: Final = 0.005
 _MAX_POLL: Final = 0.25
@@ -83,62 +85,6 @@ class Backoff:
         """Sleep the current delay, then double it (bounded)."""
         await trio.sleep(self.delay)
         self.delay = min(self.delay * 2, _MAX_POLL)
-
-
-class CallRouter:
-    """The node's router: what ``node.client`` (and every ``ctx.client``) calls through."""
-
-    __slots__ = ("_rt",)
-
-    def __init__(self, rt: NodeRuntime) -> None:
-        self._rt = rt
-
-    def delivery(self, spot_id: str, msg: object, *, intent: Intent | None, reply: object,
-                 request: bool, timeout: float | None) -> Delivery:
-        """The call as one Delivery, encoded, with its deadline fixed now."""
-        rt = self._rt
-        rt.check_usable()
-        encoded = rt.codec.encode(msg)
-        seconds = rt.options.default_timeout if timeout is None else timeout
-        return Delivery(
-            spot_id=spot_id, msg=msg, size=len(encoded.body), intent=intent,
-            completion=Completion() if request else None, reply=reply,
-            deadline=Deadline.after(seconds, now=trio.current_time(), wall_now=time.time()),
-            op_id="", encoded=encoded)
-
-    async def send(self, call: Delivery) -> None:
-        """Admit a one-way ``call``; DeadlineExceeded when its deadline passes first."""
-        # The route-cache hit admits without awaiting anything, so it needs no deadline
-        # scope (no wait happens); every other path waits under the call's deadline.
-        first = admit_cached(self._rt, call)
-        if first is not True:
-            await self._resolve(call, first, "the send")
-
-    async def request(self, call: Delivery) -> object:
-        """Admit ``call`` as :meth:`send` does, then wait for its reply (same deadline).
-
-        A StaleRoute answer (the owner no longer hosts it; not run) fails this call and
-        drops the cached route: it is not resubmitted, the next call resolves afresh
-        (06 §6).
-        """
-        rt = self._rt
-        first = admit_cached(rt, call)
-        if first is not True:
-            await self._resolve(call, first, "the request")
-        await rt.peers.flush()  # a frame for another node: write it from here
-        assert call.completion is not None
-        return await call.completion.wait(call.deadline, f"the request to Spot "
-                                          f"{call.spot_id!r}", rt.deadlines)
-
-    async def _resolve(self, call: Delivery, first: Host | CachedRoute | bool,
-                       what: str) -> None:
-        with trio.move_on_at(call.deadline.at):
-            await deliver(self._rt, call, first)
-            return
-        raise DeadlineExceeded(
-            f"{what} to Spot {call.spot_id!r} was not admitted before its deadline; use a "
-            "longer .timeout()"
-        )
 
 
 async def wait_for_change(rt: NodeRuntime, spot_id: str, backoff: Backoff) -> None:
@@ -310,14 +256,56 @@ def admit_cached(rt: NodeRuntime, call: Delivery) -> Host | CachedRoute | bool:
     return True if sealed is None else sealed
 
 
+class Unread(enum.Enum):
+    """The type of :data:`UNREAD`."""
+
+    UNREAD = enum.auto()
+
+
+#: ``deliver``'s ``record`` when it has not been read yet.
+UNREAD: Final = Unread.UNREAD
+
+
+def deliver_now(rt: NodeRuntime, call: Delivery, immediate: ImmediateTransactions
+                ) -> Literal[True] | tuple[Host | bool, AuthorityRecord | Unread | None]:
+    """The first round of :func:`deliver` with nothing awaited, on a store with
+    synchronous transactions (``store.immediate``), after a route-cache miss.
+
+    ``True``: admitted to a local Ready host, or a Missing Spot activated here at once
+    (``placement.local_job_now``, ``activation.activate_now``). Otherwise pass the
+    pair -- what the round got to (``False``: go on resolving; a sealed local host:
+    await its end) and the record it read and did not act on (:data:`UNREAD`: read
+    again) -- to :func:`deliver` as ``first`` and ``record``.
+    """
+    record = immediate.find(call.spot_id)
+    if record is None:
+        job = local_job_now(rt, call)
+        if job is None:
+            return False, None
+        resolved(rt, call.spot_id, ResolveResult.MISSING)
+        if activate_now(job, immediate):
+            return True
+        return False, UNREAD  # another attempt won the Reserve: resolve again
+    if (record.state is not AuthorityState.READY or record.kind is SpotKind.ENTRY
+            or record.owner.node_rid != rt.node_rid or call.spot_id not in rt.catalog.hosts):
+        return False, record
+    _check_kind(call, record)
+    resolved(rt, call.spot_id, ResolveResult.LOCAL, mesh=record.mesh,
+             generation=record.object_generation)
+    sealed = _admit(rt, call, _local_host(rt, record))
+    return True if sealed is None else (sealed, UNREAD)
+
+
 async def deliver(rt: NodeRuntime, call: Delivery,
-                  first: Host | CachedRoute | bool | None = None) -> None:
+                  first: Host | CachedRoute | bool | None = None,
+                  prefetched: AuthorityRecord | Unread | None = UNREAD) -> None:
     """Resolve ``call.spot_id`` and admit the message (or hand it to a cold activation).
 
     Returns at admission (for another node: when its link accepted the frame). Raises
     NotFound, TypeMismatch, StaleRoute, Unavailable, CapacityExceeded, NotConfigured or
     InvalidOperation as the module docstring says. ``first`` is the result of an
-    :func:`admit_cached` the caller already ran.
+    :func:`admit_cached` the caller already ran; ``prefetched`` the record the caller
+    just read (:func:`deliver_now`), used for the first round instead of a ``find``.
     """
     backoff = Backoff()
     cached: Host | CachedRoute | bool | None = first
@@ -341,7 +329,10 @@ async def deliver(rt: NodeRuntime, call: Delivery,
             cached = None
             continue
         cached = None
-        record = await rt.store.location.find(call.spot_id)
+        if prefetched is UNREAD:
+            record = await rt.store.location.find(call.spot_id)
+        else:
+            record, prefetched = prefetched, UNREAD
         if record is None:
             resolved(rt, call.spot_id, ResolveResult.MISSING)
             attempt = rt.catalog.attempts.get(call.spot_id)

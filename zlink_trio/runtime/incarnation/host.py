@@ -58,6 +58,7 @@ from zlink_trio.runtime.coordinators.first_record import (
 from zlink_trio.runtime.declaration.policies import CloseReason
 from zlink_trio.runtime.incarnation.app_calls import (
     activate,
+    activate_now,
     construct,
     run_on_close,
 )
@@ -183,6 +184,17 @@ class Host:
         result = await activate(self.spot_type, self.instance, request, create=not relocated)
         self.timers.mark_activation()
         return result
+
+    def build_now(self) -> None:
+        """:meth:`build` of a cold activation whose type activates synchronously
+        (``app_calls.activates_synchronously``): nothing is awaited."""
+        self.instance = construct(self.spot_type, self.ctx, None)
+        if observers.OBSERVERS:
+            for observer in observers.OBSERVERS:
+                observer.factory_ran(self.rt.node_id, self.spot_id, self.generation,
+                                     self.spot_type.stable_type)
+        activate_now(self.spot_type, self.instance)
+        self.timers.mark_activation()
 
     async def activation_failed(self) -> None:
         """``on_close(ACTIVATION_FAILED)`` once if constructed; the host is disposed.

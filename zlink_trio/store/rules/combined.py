@@ -6,8 +6,9 @@ Each ``txn_*`` here spans a :class:`LocationState` and a :class:`RelocationState
 (``memory://`` keeps both in one process) and is one transaction in the sense of
 ``location``: every check of every merged step first -- argument checks, then
 the state checks in the order ``protocol.CombinedTransactions`` documents -- and
-only then the writes, which reuse the single-store ``txn_*`` functions (they check
-again and cannot refuse any more). The SQLite and Redis backends implement the same
+only then the writes -- the write halves of the single-store ``txn_*`` functions
+(``store_root``, ``append``, ``move_cursor``, ``remove_pointer``), so nothing is
+checked twice. The SQLite and Redis backends implement the same
 contracts in one SQL transaction / one Lua script; the conformance suite and the
 differential model hold them to these outcomes.
 
@@ -60,11 +61,12 @@ def txn_reserve_with_root(lstate: loc.LocationState, rstate: rel.RelocationState
     """PutRoot + Reserve; see ``CombinedTransactions.reserve_with_root``."""
     raw = rel.check_bytes(root, "root")
     receipt = rel.receipt_of(raw)
-    # txn_reserve checks everything before it writes; put_root cannot refuse after check_bytes.
+    # txn_reserve checks everything before it writes; put_root cannot refuse after check_bytes
+    # (its write alone: the bytes are checked and their receipt is made once).
     fence = loc.txn_reserve(lstate, spot_id, kind=kind, stable_type=stable_type, mesh=mesh,
                             owner=owner, now=now,
                             recovery_pointer=RecoveryPointer.from_receipt(receipt))
-    rel.txn_put_root(rstate, raw)
+    rel.store_root(rstate, raw, receipt)
     return fence, receipt
 
 
@@ -80,7 +82,7 @@ def txn_commit_ready_with_first_record(lstate: loc.LocationState,
     if ready is before:  # this very commit already happened: nothing more is written
         inbox = rstate.inboxes.get(key)
         return ready, 0 if inbox is None else inbox.last_seq
-    return ready, rel.txn_inbox_append(rstate, key[0], key[1], raw)
+    return ready, rel.append(rstate, key, raw)
 
 
 def txn_finish_first_record(lstate: loc.LocationState, rstate: rel.RelocationState,
@@ -92,13 +94,13 @@ def txn_finish_first_record(lstate: loc.LocationState, rstate: rel.RelocationSta
     inbox = rstate.inboxes.get((spot_id, object_generation))
     last, cursor = (0, 0) if inbox is None else (inbox.last_seq, inbox.cursor)
     rel.check_cursor_move(spot_id, object_generation, seq, last, cursor)
-    remove = loc.pointer_removal(lstate.records.get(spot_id), object_generation,
-                                 expected_version)
-    # -- writes (each re-checks and can no longer refuse) --
-    moved = rel.txn_inbox_set_cursor(rstate, spot_id, object_generation, seq)
+    record = lstate.records.get(spot_id)
+    remove = loc.pointer_removal(record, object_generation, expected_version)
+    # -- writes (the single-store transactions' writes: every check above passed) --
+    moved = rel.move_cursor(inbox, seq)
     if remove:
-        loc.txn_remove_recovery_pointer(lstate, spot_id, object_generation=object_generation,
-                                        expected_version=expected_version)
+        assert record is not None
+        loc.remove_pointer(lstate, record)
     if delete:
-        rel.txn_delete_root(rstate, root)
+        del rstate.roots[root.ref]
     return FirstRecordCleanup(moved, remove, delete)

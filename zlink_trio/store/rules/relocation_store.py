@@ -130,8 +130,13 @@ def txn_put_root(state: RelocationState, data: bytes) -> RootReceipt:
     """PutRoot; see ``RelocationStore.put_root``."""
     raw = check_bytes(data, "root")
     receipt = receipt_of(raw)
-    state.roots.setdefault(receipt.ref, raw)
+    store_root(state, raw, receipt)
     return receipt
+
+
+def store_root(state: RelocationState, raw: bytes, receipt: RootReceipt) -> None:
+    """PutRoot's write, for bytes :func:`check_bytes` passed and their :func:`receipt_of`."""
+    state.roots.setdefault(receipt.ref, raw)
 
 
 def verified_root(state: RelocationState, receipt: RootReceipt) -> bytes | None:
@@ -163,6 +168,11 @@ def txn_inbox_append(state: RelocationState, spot_id: str, object_generation: in
     """InboxAppend; see ``RelocationStore.inbox_append``."""
     key = inbox_key(spot_id, object_generation)
     raw = check_bytes(record, "inbox record")
+    return append(state, key, raw)
+
+
+def append(state: RelocationState, key: InboxKey, raw: bytes) -> int:
+    """InboxAppend's write, for a validated key and checked bytes; the new sequence."""
     inbox = state.inboxes.get(key)
     seq = (0 if inbox is None else inbox.last_seq) + 1
     if inbox is None:
@@ -197,7 +207,12 @@ def txn_inbox_set_cursor(state: RelocationState, spot_id: str, object_generation
     cursor = 0 if inbox is None else inbox.cursor
     last = 0 if inbox is None else inbox.last_seq
     check_cursor_move(spot_id, object_generation, seq, last, cursor)
-    if seq == cursor or inbox is None:
+    return move_cursor(inbox, seq)
+
+
+def move_cursor(inbox: Inbox | None, seq: int) -> bool:
+    """InboxSetCursor's write, after :func:`check_cursor_move` passed: whether it moved."""
+    if inbox is None or seq == inbox.cursor:
         return False
     records = inbox.records
     if records is not None:

@@ -1,0 +1,112 @@
+"""``CallRouter``: what ``node.client`` (and every ``ctx.client``) calls through.
+
+Theory of operation
+-------------------
+The client validates a call and hands it to the node's router, which builds the
+:class:`~zlink_trio.runtime.calls.delivery.Delivery` (encoded, with its one deadline),
+admits it -- through the route cache with nothing awaited (:func:`~.routing.admit_cached`),
+else by resolving (:mod:`.routing`: first :func:`~.routing.deliver_now` on a store whose
+transactions are plain calls, then :func:`~.routing.deliver` under the call's deadline)
+-- and for a request waits for the reply under the same deadline.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import trio
+
+from zlink_trio.core.deadline import Deadline
+from zlink_trio.core.errors import DeadlineExceeded
+from zlink_trio.runtime.calls.completion import Completion
+from zlink_trio.runtime.calls.delivery import Delivery
+from zlink_trio.runtime.coordinators.routing import (
+    UNREAD,
+    Unread,
+    admit_cached,
+    deliver,
+    deliver_now,
+)
+from zlink_trio.store.immediate import immediate_of
+
+if TYPE_CHECKING:
+    from zlink_trio.core.records import AuthorityRecord
+    from zlink_trio.core.route_cache import CachedRoute
+    from zlink_trio.runtime.calls.delivery import Intent
+    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
+    from zlink_trio.runtime.incarnation.host import Host
+
+__all__ = ("CallRouter",)
+
+
+class CallRouter:
+    """The node's router: what ``node.client`` (and every ``ctx.client``) calls through."""
+
+    __slots__ = ("_rt",)
+
+    def __init__(self, rt: NodeRuntime) -> None:
+        self._rt = rt
+
+    def delivery(self, spot_id: str, msg: object, *, intent: Intent | None, reply: object,
+                 request: bool, timeout: float | None) -> Delivery:
+        """The call as one Delivery, encoded, with its deadline fixed now."""
+        rt = self._rt
+        rt.check_usable()
+        encoded = rt.codec.encode(msg)
+        seconds = rt.options.default_timeout if timeout is None else timeout
+        return Delivery(
+            spot_id=spot_id, msg=msg, size=len(encoded.body), intent=intent,
+            completion=Completion() if request else None, reply=reply,
+            deadline=Deadline.after(seconds, now=trio.current_time(), wall_now=time.time()),
+            op_id="", encoded=encoded)
+
+    async def send(self, call: Delivery) -> None:
+        """Admit a one-way ``call``; DeadlineExceeded when its deadline passes first."""
+        # The route-cache hit admits without awaiting anything, so it needs no deadline
+        # scope (no wait happens); every other path waits under the call's deadline.
+        first = admit_cached(self._rt, call)
+        if first is not True:
+            await self._resolve(call, first, "the send")
+            # A send resolved on a store that never waits (``store.immediate``) may have
+            # admitted -- even activated a Spot -- without yielding: yield once, so a loop
+            # of such sends still lets the node's other tasks (lease, the new Spots) run.
+            # Shielded: the message is admitted, so no Cancelled may say otherwise.
+            await trio.lowlevel.cancel_shielded_checkpoint()
+
+    async def request(self, call: Delivery) -> object:
+        """Admit ``call`` as :meth:`send` does, then wait for its reply (same deadline).
+
+        A StaleRoute answer (the owner no longer hosts it; not run) fails this call and
+        drops the cached route: it is not resubmitted, the next call resolves afresh
+        (06 §6).
+        """
+        rt = self._rt
+        first = admit_cached(rt, call)
+        if first is not True:
+            await self._resolve(call, first, "the request")
+        await rt.peers.flush()  # a frame for another node: write it from here
+        assert call.completion is not None
+        return await call.completion.wait(call.deadline, f"the request to Spot "
+                                          f"{call.spot_id!r}", rt.deadlines)
+
+    async def _resolve(self, call: Delivery, first: Host | CachedRoute | bool,
+                       what: str) -> None:
+        rt = self._rt
+        prefetched: AuthorityRecord | Unread | None = UNREAD
+        if first is False:
+            immediate = immediate_of(rt.store)
+            if immediate is not None:
+                # A store without waits: first try it all in this continuation -- no
+                # scope, since nothing waits (a deadline is only passed by waiting).
+                done = deliver_now(rt, call, immediate)
+                if done is True:
+                    return
+                first, prefetched = done
+        with trio.move_on_at(call.deadline.at):
+            await deliver(rt, call, first, prefetched)
+            return
+        raise DeadlineExceeded(
+            f"{what} to Spot {call.spot_id!r} was not admitted before its deadline; use a "
+            "longer .timeout()"
+        )
