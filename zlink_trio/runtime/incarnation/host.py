@@ -286,8 +286,8 @@ class Host:
         return lease_passed(self.rt)
 
     def _fire_due_timers(self) -> None:
-        if self.state not in INCARNATION.tags.fires_timers:
-            return
+        if not self.timers or self.state not in INCARNATION.tags.fires_timers:
+            return  # (most Spots have no timer: no clock read)
         due = self.timers.due(trio.current_time())
         if due and self._lease_passed():
             # An owner past its lease deadline is no valid owner (09 §4): no tick runs,
