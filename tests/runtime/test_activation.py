@@ -14,7 +14,7 @@ async def first_records_cleaned_up(node) -> None:
     """Wait until every local Spot's first-record cleanup (after its reply) is done."""
     hosts = node._rt.catalog.hosts.values()
     for _ in range(10_000):
-        if all(h._first is None or h._first.done for h in hosts):
+        if all(h.first_record_settled for h in hosts):
             return
         await trio.sleep(0.001)
     raise AssertionError("the first-record cleanup did not finish")

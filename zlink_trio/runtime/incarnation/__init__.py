@@ -1,7 +1,8 @@
 """Incarnation: one Spot instance on this node, its task, timers and context; the catalog.
 
 =====================  ==================================================================
-``host``               ``Host``: one incarnation's lanes, turns, close and release
+``host``               ``Host``: one incarnation's lanes, turns, and when it closes
+``closing``            how it ends: ``on_close``, Release, the catalog, the queued work
 ``handler_turn``       one message's turn: the checks before it, the handler, the reply
                        (withheld past the lease deadline)
 ``work``               the items a host runs as turns: ``MessageWork``, timer ticks

@@ -17,7 +17,8 @@ store granted a reservation.  It keeps the ``Incarnation`` chart's state id:
   succeeded; admission is sealed at once (new messages end ``StaleRoute``), the turns
   accepted before the seal still run, then ``on_close(reason)`` runs once, timers are
   cancelled, the authority is released with the Closing record's fence, and the
-  catalog entry and cached route are dropped in the same continuation (06 §7, 09 §5).
+  catalog entry and cached route are dropped in the same continuation (06 §7, 09 §5);
+  those last steps are :mod:`.closing`'s.
 * ownership lost (the node learned its lease is gone, ``._lease``) -- the local part
   of a close, via ``begin_close`` (the chart has no event of its own: a lost lease is a
   node state): admission sealed, queued items end :class:`Unavailable` *without
@@ -52,7 +53,6 @@ from zlink_trio.runtime.charts import INCARNATION, step
 from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.coordinators.first_record import (
     FirstRecord,
-    drop_recovery,
     record_first_completion,
 )
 from zlink_trio.runtime.declaration.policies import CloseReason
@@ -62,11 +62,11 @@ from zlink_trio.runtime.incarnation.app_calls import (
     construct,
     run_on_close,
 )
+from zlink_trio.runtime.incarnation.closing import fail_queued, finish, moved_away
 from zlink_trio.runtime.incarnation.context import SpotContext
 from zlink_trio.runtime.incarnation.handler_turn import lease_passed, run_handler
 from zlink_trio.runtime.incarnation.timers import HostTimers, TimerWork
-from zlink_trio.runtime.incarnation.work import MessageWork, Work
-from zlink_trio.runtime.observe.events import incarnation_closed, stale
+from zlink_trio.runtime.observe.events import stale
 from zlink_trio.runtime.observe.fields import StaleReason, spot_fields
 from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
 
@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.timers import TimerId
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.moving import Move
+    from zlink_trio.runtime.incarnation.work import MessageWork, Work
     from zlink_trio.runtime.state import NodeState
 
 __all__ = ("Host", "Registration")
@@ -102,11 +103,33 @@ class Host:
     of these (docs/performance.md, "Where an idle Spot's bytes go").
     """
 
-    __slots__ = ("_cleanup_started", "_fence", "_finished", "_first", "_first_cleanup",
-                 "_is_finished", "_parked", "_self_close", "_woken", "close_reason", "ctx",
-                 "generation", "instance", "lanes", "last_work_finished_at", "mesh", "move",
-                 "ownership_lost", "registration", "route_expires_at", "rt", "spot_id",
-                 "spot_type", "state", "timers")
+    __slots__ = (
+        "_finished",
+        "_first_cleanup",
+        "_is_finished",
+        "_parked",
+        "_self_close",
+        "_woken",
+        "cleanup_started",
+        "close_fence",
+        "close_reason",
+        "ctx",
+        "first_record",
+        "generation",
+        "instance",
+        "lanes",
+        "last_work_finished_at",
+        "mesh",
+        "move",
+        "ownership_lost",
+        "registration",
+        "route_expires_at",
+        "rt",
+        "spot_id",
+        "spot_type",
+        "state",
+        "timers",
+    )
 
     def __init__(self, rt: NodeState, spot_type: SpotType, spot_id: str, generation: int,
                  mesh: str) -> None:
@@ -129,9 +152,9 @@ class Host:
         self._finished: trio.Event | None = None  # built by the first ``finished`` reader
         self._is_finished = False
         self.close_reason: CloseReason | None = None
-        self._fence: AuthorityFence | None = None
+        self.close_fence: AuthorityFence | None = None
         self._self_close = False
-        self._first: FirstRecord | None = None
+        self.first_record: FirstRecord | None = None
         self._first_cleanup: trio.Event | None = None
         #: The node lost its lease: finish without any store write.
         self.ownership_lost = False
@@ -139,7 +162,7 @@ class Host:
         self.registration: Registration | None = None
         #: A planned relocation of this incarnation in progress (``incarnation.moving``).
         self.move: Move | None = None
-        self._cleanup_started = False
+        self.cleanup_started = False
         self.last_work_finished_at = trio.current_time()
         #: Until when this node admits to the incarnation without reading the store: the
         #: expiry a cached route would have (``RouteCache.local_expiry``, 06 §6), set when
@@ -156,7 +179,7 @@ class Host:
                 event.set()
         return event
 
-    def _set_finished(self) -> None:
+    def set_finished(self) -> None:
         self._is_finished = True
         if self._finished is not None:
             self._finished.set()
@@ -213,7 +236,7 @@ class Host:
         """
         self.state = step(INCARNATION, self.state, INCARNATION.ev.commit_ready)
         if first is not None:
-            self._first = first.first
+            self.first_record = first.first
             self._first_cleanup = trio.Event()
             self.lanes.application.push_front(first, 0)
         self.state = step(INCARNATION, self.state, INCARNATION.ev.open_barrier)
@@ -319,7 +342,7 @@ class Host:
             return
         self.state = step(INCARNATION, self.state, event)
         self.close_reason = reason
-        self._fence = fence
+        self.close_fence = fence
         self.wake()
 
     def lose_ownership(self, error: Unavailable) -> None:
@@ -336,11 +359,11 @@ class Host:
             self.move.unseal()
         if INCARNATION.allows(self.state, INCARNATION.ev.begin_close):
             self.state = step(INCARNATION, self.state, INCARNATION.ev.begin_close)
-        if not self._cleanup_started:
+        if not self.cleanup_started:
             self.close_reason = CloseReason.OWNERSHIP_LOST
         self._self_close = False
         self.timers.cancel_all()
-        self._fail_queued(error)
+        fail_queued(self, error)
         self.wake()
 
     @property
@@ -366,28 +389,6 @@ class Host:
         if record is not None:
             self.request_close(CloseReason.CLOSED, record.fence())
 
-    async def _finish(self) -> None:
-        """All accepted work is done: cleanup once, release, unregister (06 §7).
-
-        Without ownership (the node lost its lease) nothing is written to the store.
-        """
-        assert self.close_reason is not None
-        self.timers.cancel_all()
-        self._cleanup_started = True
-        await run_on_close(self.spot_type, self.instance, self.spot_id, self.close_reason)
-        self._observe_close(self.close_reason)
-        fence = self._fence
-        if not self.ownership_lost and fence is not None:
-            await self._bounded("Release", lambda: self.rt.store.location.release(fence))
-        self.leave_catalog()
-        self.state = step(INCARNATION, self.state, INCARNATION.ev.dispose)
-        self._set_finished()
-        incarnation_closed(self.rt, self.close_reason.value, self.spot_id, self.mesh,
-                           self.generation)
-        if not self.ownership_lost:  # else inbox and root stay as evidence for the operator
-            await self._bounded("recovery cleanup", lambda: drop_recovery(
-                self.rt, self.spot_id, self.generation, self._first))
-
     def leave_catalog(self) -> None:
         """Leave the catalog and drop the cached route, in one continuation."""
         if self.registration is not None:
@@ -396,17 +397,7 @@ class Host:
 
     async def moved_away(self) -> None:
         """After a committed relocation: ``on_close(RELOCATED)`` once, then ``finished``."""
-        self._cleanup_started = True
-        await run_on_close(self.spot_type, self.instance, self.spot_id, CloseReason.RELOCATED)
-        self._observe_close(CloseReason.RELOCATED)
-        self._set_finished()
-        incarnation_closed(self.rt, CloseReason.RELOCATED.value, self.spot_id, self.mesh,
-                           self.generation)
-
-    def _observe_close(self, reason: CloseReason) -> None:
-        if observers.OBSERVERS and self.instance is not None:
-            for observer in observers.OBSERVERS:
-                observer.closed(self.rt.node_id, self.spot_id, self.generation, reason)
+        await moved_away(self)
 
     def wake(self) -> None:
         """Wake the task to look at its state and queue again (at once if it is parked)."""
@@ -434,27 +425,13 @@ class Host:
     @property
     def first_record_settled(self) -> bool:
         """Whether no first-record cleanup of a cold activation is pending (06 §4.1 step 12)."""
-        return self._first is None or self._first.done
+        return self.first_record is None or self.first_record.done
 
     async def wait_first_record(self) -> None:
         """Wait until the first record's cleanup ran (done or failed); the caller bounds it."""
         cleanup = self._first_cleanup
         if cleanup is not None:
             await cleanup.wait()
-
-    async def _bounded(self, what: str, call: Callable[[], Awaitable[object]]) -> None:
-        """One store call of the (shielded) cleanup, bounded by ``default_timeout``; logged."""
-        timeout = self.rt.options.default_timeout
-        with trio.move_on_after(timeout) as scope:
-            try:
-                await call()
-            except ZLinkError as exc:
-                LOGGER.error("Spot %r: %s failed: %s", self.spot_id, what, exc,
-                             extra=self.log_fields())
-        if scope.cancelled_caught:
-            LOGGER.error("Spot %r: %s got no answer from the store within %s s; the record "
-                         "stays until an operator cleans it up", self.spot_id, what, timeout,
-                         extra=self.log_fields())
 
     # ------------------------------------------------------------------ the task
 
@@ -489,9 +466,9 @@ class Host:
                     continue
                 await self._run_turn(turn)
             with trio.CancelScope(shield=True):
-                await self._finish()
+                await finish(self)
         finally:
-            self._fail_queued(Unavailable(
+            fail_queued(self, Unavailable(
                 f"Spot {self.spot_id!r} stopped on this node before the request ran; "
                 "send a new call"
             ))
@@ -530,23 +507,8 @@ class Host:
                 crash_points.point("cold", "after_first_handler_before_completion",
                                    self.rt.node_id)
             await record_first_completion(self.rt, self.spot_id, self.generation, item.first)
-            if item.first.done and self._first is item.first:
-                self._first = None  # nothing left to clean up at close (``drop_recovery``)
+            if item.first.done and self.first_record is item.first:
+                self.first_record = None  # nothing left to clean up at close (``drop_recovery``)
             if self._first_cleanup is not None:
                 self._first_cleanup.set()
                 self._first_cleanup = None
-
-    def _fail_queued(self, error: Unavailable) -> None:
-        """Complete every queued request with ``error`` without running it (sends are dropped
-        and logged); no caller may wait for a turn that never comes."""
-        dropped = 0
-        while (turn := self.lanes.next_turn()) is not None:
-            if isinstance(turn.item, MessageWork):
-                if turn.item.completion is not None:
-                    turn.item.completion.set_error(error)
-                else:
-                    dropped += 1
-            self.lanes.complete(turn.ticket)
-        if dropped:
-            LOGGER.warning("Spot %r: %d queued one-way send(s) were not run: %s",
-                           self.spot_id, dropped, error, extra=self.log_fields())
