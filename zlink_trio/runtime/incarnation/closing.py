@@ -32,6 +32,7 @@ from zlink_trio.runtime.charts import INCARNATION, step
 from zlink_trio.runtime.coordinators.first_record import drop_recovery
 from zlink_trio.runtime.declaration.policies import CloseReason
 from zlink_trio.runtime.incarnation.app_calls import run_on_close
+from zlink_trio.runtime.incarnation.handler_turn import TurnHost
 from zlink_trio.runtime.incarnation.work import MessageWork, Work
 from zlink_trio.runtime.observe.events import incarnation_closed
 from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
@@ -44,24 +45,15 @@ if TYPE_CHECKING:
     from zlink_trio.core.lanes import Lanes
     from zlink_trio.core.records import AuthorityFence
     from zlink_trio.runtime.coordinators.first_record import FirstRecord
-    from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.timers import HostTimers
-    from zlink_trio.runtime.state import NodeState
 
 __all__ = ("ClosingHost", "bounded", "fail_queued", "finish", "moved_away")
 
 
-class ClosingHost(Protocol):
-    """What the last steps read and change of their incarnation (a :class:`~.host.Host`)."""
+class ClosingHost(TurnHost, Protocol):
+    """What the last steps read and change of their incarnation (a :class:`~.host.Host`),
+    besides what a turn reads."""
 
-    @property
-    def rt(self) -> NodeState: ...
-    @property
-    def spot_type(self) -> SpotType: ...
-    @property
-    def spot_id(self) -> str: ...
-    @property
-    def generation(self) -> int: ...
     @property
     def mesh(self) -> str: ...
     @property
@@ -69,7 +61,6 @@ class ClosingHost(Protocol):
     @property
     def lanes(self) -> Lanes[Work]: ...
 
-    instance: object | None
     state: IncarnationState
     close_reason: CloseReason | None
     close_fence: AuthorityFence | None
@@ -79,7 +70,6 @@ class ClosingHost(Protocol):
 
     def leave_catalog(self) -> None: ...
     def set_finished(self) -> None: ...
-    def log_fields(self) -> dict[str, object]: ...
 
 
 async def finish(host: ClosingHost) -> None:
