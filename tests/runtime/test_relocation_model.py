@@ -633,11 +633,16 @@ class World:
                         f"this generation handled {history}")
         history.append(n)
         if op.sender is not None:
+            # An earlier send dropped at a stale owner (09 §4: a stale-route error, no
+            # automatic retry; for a one-way send nobody waits for it) never runs, so a
+            # later message of the same sender that resolved afresh does not overtake it:
+            # the loss is what final_check judges, by the same rule.
             overtaken = [m for m, earlier in self.ops.items()
                          if m < n and earlier.sender == op.sender
                          and earlier.spot_id == op.spot_id and earlier.done
                          and earlier.outcome is None and earlier.kind in ("send", "arm", "stop")
-                         and not self.handled[m] and not self._closed_since(earlier)]
+                         and not self.handled[m] and not self._closed_since(earlier)
+                         and not self._lost_to_a_stale_route(earlier)]
             self.expect(not overtaken, f"{where}: overtook the same sender's admitted "
                                        f"{overtaken}")
 
