@@ -52,10 +52,7 @@ class ClusterRelocationStore(RedisRelocationStore):
 
     async def statistics(self) -> RelocationStatistics:
         """Counts summed over every bucket; see the protocol."""
-        totals = [0, 0, 0, 0]
-        for _, _, rel in await self.location.bucket_statistics():
-            for i, v in enumerate(rel):
-                totals[i] += 0 if v is None else int(text(v))
+        _, totals, _ = await self.location.totals()
         return RelocationStatistics(roots=totals[0], root_bytes=totals[1], inboxes=totals[2],
                                     inbox_records=totals[3])
 

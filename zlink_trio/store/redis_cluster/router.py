@@ -123,6 +123,16 @@ class Router:
             self._nursery.start_soon(pipeline.run)
         return pipeline
 
+    def master_of(self, slot: int) -> Address | None:
+        """The master the slot map names for ``slot`` (``None``: not known yet)."""
+        return self._slots[slot]
+
+    async def call_master(self, address: Address, frame: bytes) -> Any:
+        """Send a read ``frame`` to ``address`` as is: a redirect or retry answer is raised
+        (``ResponseError``), never followed -- for calls on keys of several slots, which
+        no single redirect can place (``sweep``)."""
+        return await self._pipeline(address, False).call(frame)
+
     async def call(self, slot: int, frame: bytes, *, write: bool) -> Any:
         """Send ``frame`` (a command on keys of ``slot``) to its master; follow redirects."""
         delay = 0.005
