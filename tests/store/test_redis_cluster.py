@@ -162,6 +162,7 @@ async def test_reads_over_every_bucket_fall_back_to_one_call_per_bucket():
             for slot, address in enumerate(slots):  # every slot "on" the next master
                 if address is not None:
                     slots[slot] = masters[(masters.index(address) + 1) % len(masters)]
+            store.router.version += 1
             stale = (await store.location.query(page_size=1000),
                      await store.location.statistics(), await store.relocation.statistics())
             assert stale == right

@@ -248,9 +248,10 @@ class ClusterLocationStore(RedisLocationStore):
             return run.command("query", ["ZRANGEBYLEX", keys.ids(b), low, "+", "LIMIT", 0,
                                          page_size + 1])
 
-        parts = await run.bounded("query", lambda: self.sweep.each(
-            LISTING, lambda b: (keys.ids(b),), [low, page_size + 1], listing))
-        ids = sorted({bytes(i) for part in parts for i in part})[:page_size + 1]
+        alone, merged = await run.bounded("query", lambda: self.sweep.parts(
+            LISTING, lambda b: (keys.ids(b),), [low, page_size + 1], listing, whole=True))
+        ids = sorted({bytes(i) for part in (*alone, *merged) if part for i in part})
+        ids = ids[:page_size + 1]
         def record(spot_id: bytes) -> Callable[[], Awaitable[Any]]:
             return lambda: run.command("query", ["HGETALL", self._keys.spot(spot_id.decode())])
 

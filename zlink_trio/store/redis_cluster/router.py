@@ -74,6 +74,8 @@ class Router:
         self._refreshing = trio.Lock()
         #: Redirects and retries followed (tests and the benchmark read them).
         self.moved = self.asked = self.retried = 0
+        #: Grows whenever the slot map changes (``sweep`` keeps its groups per version).
+        self.version = 0
 
     async def refresh(self) -> None:
         """Read the slot map again (``CLUSTER SHARDS`` through coredis)."""
@@ -92,6 +94,7 @@ class Router:
                     for slot in range(bounds[i], bounds[i + 1] + 1):
                         self._slots[slot] = address
             self._refreshed = trio.current_time()
+            self.version += 1
 
     def start(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
@@ -154,6 +157,7 @@ class Router:
                 if kind == "MOVED":
                     self.moved += 1
                     self._slots[slot] = _address(text.split()[2])
+                    self.version += 1
                     await self.refresh()
                     continue
                 if kind == "ASK":

@@ -74,11 +74,15 @@ end
 return {loc, rel, gens}
 """
 
-#: ARGV: low bound, count, then each bucket's ids key. Per bucket its next IDs.
+#: ARGV: low bound, count, then each bucket's ids key. The next IDs of every bucket, in
+#: one list (the caller merges them all in order anyway).
 LISTING: Final = _FLAGS + r"""
 local out = {}
 for i = 3, #ARGV do
-  out[i - 2] = redis.call('ZRANGEBYLEX', ARGV[i], ARGV[1], '+', 'LIMIT', 0, ARGV[2])
+  for _, id in ipairs(redis.call('ZRANGEBYLEX', ARGV[i], ARGV[1], '+', 'LIMIT', 0,
+                                 ARGV[2])) do
+    out[#out + 1] = id
+  end
 end
 return out
 """
@@ -105,8 +109,12 @@ class Sweep:
         self._buckets = buckets
         #: The hash slot of each bucket (fixed: the slot of its tag ``{b<k>}``).
         self._slots = [hash_slot(f"{{b{b}}}") for b in range(buckets)]
-        #: Each script's arguments per bucket, built once (``keys`` never changes).
+        #: Per script, each bucket's key names, built once (``keys`` never changes).
         self._keys: dict[str, list[Sequence[str]]] = {}
+        #: The groups of the slot map as it was at ``router.version``, and per script
+        #: and group its key names encoded (RESP, no array header), built once.
+        self._groups: tuple[int, dict[Address, tuple[int, ...]], list[int]] | None = None
+        self._frames: dict[tuple[str, tuple[int, ...]], tuple[int, bytes]] = {}
         self._sha = {source: hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
                      for source in (STATISTICS, TOTALS, LISTING)}
         #: Groups sent / groups that fell back to one call per bucket (tests read them).
@@ -136,15 +144,7 @@ class Sweep:
         per_bucket = self._keys.get(source)
         if per_bucket is None:
             per_bucket = self._keys[source] = [keys(b) for b in range(self._buckets)]
-        groups: dict[Address, list[int]] = {}
-        alone: list[int] = []
-        master_of = self._router.master_of
-        for b, slot in enumerate(self._slots):
-            address = master_of(slot)
-            if address is None:
-                alone.append(b)
-            else:
-                groups.setdefault(address, []).append(b)
+        groups, alone = self._grouping()
         parts: list[Any] = [None] * self._buckets
 
         def by_bucket(b: int) -> Callable[[], Awaitable[None]]:
@@ -152,9 +152,14 @@ class Sweep:
                 parts[b] = await one(b)
             return run
 
-        def by_master(address: Address, members: list[int]) -> Callable[[], Awaitable[None]]:
+        def by_master(address: Address, members: tuple[int, ...]
+                      ) -> Callable[[], Awaitable[None]]:
             async def run() -> None:
-                named = [k for b in members for k in per_bucket[b]]
+                named = self._frames.get((source, members))
+                if named is None:
+                    names = [k for b in members for k in per_bucket[b]]
+                    named = (len(names), encode_command(names).split(b"\r\n", 1)[1])
+                    self._frames[source, members] = named
                 try:
                     replies = await self._script(address, source, named, args)
                 except ResponseError:  # a key not served here (now): nothing written
@@ -174,9 +179,33 @@ class Sweep:
                       *(by_bucket(b) for b in alone)])
         return parts, summaries
 
-    async def _script(self, address: Address, source: str, keys: Sequence[str],
+    def _grouping(self) -> tuple[dict[Address, tuple[int, ...]], list[int]]:
+        """The buckets of each master in the slot map (cached per map version); the
+        buckets whose slot has no master in it yet."""
+        version = self._router.version
+        if self._groups is not None and self._groups[0] == version:
+            return self._groups[1], self._groups[2]
+        groups: dict[Address, list[int]] = {}
+        alone: list[int] = []
+        master_of = self._router.master_of
+        for b, slot in enumerate(self._slots):
+            address = master_of(slot)
+            if address is None:
+                alone.append(b)
+            else:
+                groups.setdefault(address, []).append(b)
+        fixed = {a: tuple(m) for a, m in groups.items()}
+        if not alone:  # a map with holes is being read again: do not keep it
+            self._groups = (version, fixed, alone)
+        if len(self._frames) > 64:  # groups of old maps
+            self._frames.clear()
+        return fixed, alone
+
+    async def _script(self, address: Address, source: str, named: tuple[int, bytes],
                       args: Sequence[str | int]) -> Any:
-        frame = encode_command(["EVALSHA", self._sha[source], 0, *args, *keys])
+        count, names = named
+        head = encode_command(["EVALSHA", self._sha[source], 0, *args])
+        frame = b"*%d\r\n" % (3 + len(args) + count) + head.split(b"\r\n", 1)[1] + names
         try:
             return await self._router.call_master(address, frame)
         except NoScriptError:
