@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 import trio
-from store_helpers import LEASE, MESH, claim, descriptor, ready, reserve
+from store_helpers import LEASE, MESH, claim, descriptor, issued, ready, reserve
 
 from zlink_trio.core.errors import (
     CapacityExceeded,
@@ -45,7 +45,7 @@ async def test_releases_expired_owners_ready_spot_so_it_can_be_created_again(sto
     with trio.fail_after(TIMEOUT):
         a = await claim(store, "node-a", capacity=1)
         r = await ready(store, a)
-        before = await store.location.statistics()
+        before, counters = await store.location.statistics(), await issued(store)
         with pytest.raises(CapacityExceeded):  # r-1 holds a's only unit
             await reserve(store, a, "r-2")
         released = await release(store, r)  # lease_expires_at == now: expired
@@ -54,6 +54,7 @@ async def test_releases_expired_owners_ready_spot_so_it_can_be_created_again(sto
         after = await store.location.statistics()
         assert (after.ready, after.last_object_generation) == (
             before.ready - 1, before.last_object_generation)
+        assert await issued(store) == counters  # neither used nor gave back a generation
         page = await store.location.query(page_size=10)
         assert "r-1" not in [x.spot_id for x in page.records]
         # a's active unit was released: a reserve while a was live now fits.

@@ -1,11 +1,13 @@
 """What the Redis Cluster backend adds beyond the conformance suite: its URL, its buckets.
 
-The conformance suite runs the backend with one bucket (tests/store/conftest.py says
-why); these tests use many buckets, so Spot IDs spread over slots and masters, and
-check what a user can observe of that layout: ObjectGenerations strictly increasing
-per ID and unique store-wide without a store-wide counter, every key of a Spot in one
-hash slot, Query / statistics / orphans merged over every bucket, a bucket count that
-cannot change under a deployment, and typed errors for bad URLs and absent clusters.
+The conformance suite and the differential model run the backend with its default
+1024 buckets; these tests use a few buckets, so that a handful of Spot IDs spread over
+slots and masters, and check what a user can observe of that layout: ObjectGenerations
+strictly increasing per ID and unique store-wide without a store-wide counter, every
+key of a Spot in one hash slot, Query / statistics / orphans merged over every bucket
+(one script per master, or one call per bucket when the slot map is stale), a bucket
+count that cannot change under a deployment, and typed errors for bad URLs and absent
+clusters.
 """
 
 from __future__ import annotations
@@ -139,3 +141,30 @@ async def test_the_bucket_count_of_a_deployment_cannot_change():
             with pytest.raises(InvalidConfiguration, match="buckets=8"):
                 async with open_store(cluster_url_with(prefix, buckets=16)):
                     pass
+
+
+async def test_reads_over_every_bucket_fall_back_to_one_call_per_bucket():
+    # Query and statistics read each master's buckets in one script (redis_cluster.sweep);
+    # with a stale slot map that script meets keys its node does not serve, fails having
+    # written nothing, and that master's buckets are read one call each (with redirects).
+    with trio.fail_after(TIMEOUT):
+        async with cluster_test_store(buckets=32) as store:
+            node = await claim(store, capacity=100)
+            for i in range(12):
+                await ready(store, node, f"f-{i}")
+            await store.relocation.put_root(b"a root")
+            sweep = store.location.sweep
+            right = (await store.location.query(page_size=1000),
+                     await store.location.statistics(), await store.relocation.statistics())
+            assert (sweep.grouped, sweep.fell_back) == (9, 0)  # 3 reads x 3 masters
+            masters = store.router.masters()
+            slots = store.router._slots
+            for slot, address in enumerate(slots):  # every slot "on" the next master
+                if address is not None:
+                    slots[slot] = masters[(masters.index(address) + 1) % len(masters)]
+            store.router.version += 1
+            stale = (await store.location.query(page_size=1000),
+                     await store.location.statistics(), await store.relocation.statistics())
+            assert stale == right
+            assert sweep.fell_back >= 3
+            assert store.router.moved > 0

@@ -17,6 +17,7 @@ Modules:
 - ``runner``      -- :class:`ClusterRunner`: facts, capacity units, load shifts, deadlines
 - ``router``      -- the slot map, per-master auto-pipelines, MOVED / ASK / TRYAGAIN
 - ``location``    -- :class:`ClusterLocationStore`: split claims, reads over buckets
+- ``sweep``       -- reads over every bucket: one script per master, per bucket if not
 - ``relocation``  -- the Relocation Store and the combined transactions
 """
 

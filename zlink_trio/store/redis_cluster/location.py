@@ -17,9 +17,11 @@ script, in the oracle's order of checks:
   claim's own Entry record is dropped in its bucket.
 - **Remove** / **RemoveDeadClaims**: the claim(s) in the nodes slot, then each
   linked Entry record in its bucket (fenced by owner, so a replacement is never touched).
-- **Query**, **statistics**, **orphans**, **dead_owned**: every bucket is read (one
-  command or read-only script per bucket, all in flight together) and merged in Spot
-  ID order. They are not one snapshot across buckets; each bucket's part is.
+- **Query**, **statistics**, **orphans**, **dead_owned**: every bucket is read and
+  merged in Spot ID order -- Query's listing and the statistics by one read-only
+  script per master over all of its buckets (``sweep``), orphans by one script per
+  bucket, all in flight together. They are not one snapshot across buckets; each
+  bucket's part is.
 
 Between the parts of a split a reader may see the claim without its Entry record (or
 the reverse); the runtime never relies on reading both at once.
@@ -28,9 +30,7 @@ the reverse); the runtime never relies on reading both at once.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
-
-import trio
+from typing import TYPE_CHECKING, Any, Final
 
 from zlink_trio.core._checks import check_finite, check_int
 from zlink_trio.core._json_fields import encode_kind
@@ -42,6 +42,7 @@ from zlink_trio.store.redis.codec import text as _text
 from zlink_trio.store.redis.location import RedisLocationStore, _lease
 from zlink_trio.store.redis.recovery import SCAN_BUDGET
 from zlink_trio.store.redis_cluster.keys import claim_field
+from zlink_trio.store.redis_cluster.sweep import LISTING, STATISTICS, TOTALS, Sweep, gather
 from zlink_trio.store.rules.location import check_reserve_args, page_of, parse_cursor
 from zlink_trio.store.rules.recovery import check_orphans_args
 from zlink_trio.store.values import (
@@ -72,19 +73,6 @@ __all__ = ("ClusterLocationStore", "gather")
 _CLAIM_ROUNDS = 3
 
 
-async def gather(calls: Sequence[Callable[[], Awaitable[Any]]]) -> list[Any]:
-    """Run ``calls`` concurrently (they share the pipelines' round trips); their results."""
-    results: list[Any] = [None] * len(calls)
-
-    async def one(i: int) -> None:
-        results[i] = await calls[i]()
-
-    async with trio.open_nursery() as nursery:
-        for i in range(len(calls)):
-            nursery.start_soon(one, i)
-    return results
-
-
 def _claims(flat: Sequence[Any] | None) -> list[dict[str, Any]]:
     flat = flat or []
     return [json.loads(flat[i + 1]) for i in range(0, len(flat), 2)]
@@ -102,6 +90,7 @@ class ClusterLocationStore(RedisLocationStore):
 
     def __init__(self, runner: ClusterRunner, keys: ClusterKeys) -> None:
         super().__init__(runner, keys)  # type: ignore[arg-type]  # same interface
+        self.sweep: Final = Sweep(runner.router, keys.buckets)
 
     async def _node(self, what: str, name: str, keys: Sequence[str],
                     *args: str | int | bytes, write: bool = True) -> Any:
@@ -253,13 +242,15 @@ class ClusterLocationStore(RedisLocationStore):
         check_int(page_size, "page_size", 1, MAX_PAGE_SIZE)
         after = parse_cursor(cursor)
         low = "-" if after is None else "(" + after
-        run = self._run
+        run, keys = self._run, self._keys
 
-        def listing(b: int) -> Callable[[], Awaitable[Any]]:
-            return lambda: run.command("query", ["ZRANGEBYLEX", self._keys.ids(b), low, "+",
-                                                 "LIMIT", 0, page_size + 1])
+        def listing(b: int) -> Awaitable[Any]:
+            return run.command("query", ["ZRANGEBYLEX", keys.ids(b), low, "+", "LIMIT", 0,
+                                         page_size + 1])
 
-        ids = sorted({bytes(i) for part in await self._each_bucket(listing) for i in part})
+        alone, merged = await run.bounded("query", lambda: self.sweep.parts(
+            LISTING, lambda b: (keys.ids(b),), [low, page_size + 1], listing, whole=True))
+        ids = sorted({bytes(i) for part in (*alone, *merged) if part for i in part})
         ids = ids[:page_size + 1]
         def record(spot_id: bytes) -> Callable[[], Awaitable[Any]]:
             return lambda: run.command("query", ["HGETALL", self._keys.spot(spot_id.decode())])
@@ -269,24 +260,46 @@ class ClusterLocationStore(RedisLocationStore):
                        max_bytes=max_bytes)
 
     async def bucket_statistics(self) -> list[Any]:
-        run = self._run
+        """Per bucket: its counts per state, last ObjectGeneration and Relocation counts."""
+        run, keys = self._run, self._keys
 
-        def stats(b: int) -> Callable[[], Awaitable[Any]]:
-            return lambda: run.script("statistics", "bucket_statistics",
-                                      [self._keys.ids(b)], [], write=False)
+        def stats(b: int) -> Awaitable[Any]:
+            return run.script("statistics", "bucket_statistics", [keys.ids(b)], [],
+                              write=False)
 
-        return await self._each_bucket(stats)
+        return await run.bounded("statistics", lambda: self.sweep.each(
+            STATISTICS, self._counters, [], stats))
+
+    def _counters(self, bucket: int) -> Sequence[str]:
+        return self._keys.bucket_meta(bucket)[1:]  # counts, gen, Relocation stats
+
+    async def totals(self) -> tuple[list[int], list[int], int]:
+        """Every bucket's counts summed (Location, Relocation) and the largest generation."""
+        run, keys = self._run, self._keys
+
+        def stats(b: int) -> Awaitable[Any]:
+            return run.script("statistics", "bucket_statistics", [keys.ids(b)], [],
+                              write=False)
+
+        parts, summaries = await run.bounded("statistics", lambda: self.sweep.parts(
+            TOTALS, self._counters, [], stats, whole=True))
+        loc, rel, gens = [0] * 6, [0] * 4, [0]
+        for counts, rcounts, issued in summaries:
+            _add(loc, counts)
+            _add(rel, rcounts)
+            gens += (int(_text(g)) for g in issued)
+        for part in parts:
+            if part is not None:  # a bucket read alone
+                counts, gen, rcounts = part
+                _add(loc, counts)
+                _add(rel, rcounts)
+                gens.append(0 if gen is None else int(_text(gen)))
+        return loc, rel, max(gens)
 
     async def statistics(self) -> LocationStatistics:
         """Counts summed over every bucket; the largest ObjectGeneration any issued."""
         claims = await self._run.command("statistics", ["HLEN", self._keys.nodes("claims")])
-        n = [0] * 6
-        last = 0
-        for counts, gen, _ in await self.bucket_statistics():
-            for i, v in enumerate(counts):
-                n[i] += 0 if v is None else int(_text(v))
-            if gen is not None:
-                last = max(last, int(_text(gen)))
+        n, _, last = await self.totals()
         return LocationStatistics(
             claims=int(claims), creating=n[0], ready=n[1], closing=n[2], relocating=n[3],
             sealed=n[4], relay_ready=n[5], last_object_generation=last)
@@ -331,6 +344,11 @@ class ClusterLocationStore(RedisLocationStore):
                          limit: int = 1000) -> list[AuthorityRecord]:
         """Every record of a dead lifecycle (every bucket); see the protocol."""
         return await self._owned(node_id, now=now, after=after, limit=limit, mode="owned")
+
+
+def _add(totals: list[int], values: Sequence[Any]) -> None:
+    for i, v in enumerate(values):
+        totals[i] += 0 if v is None else int(_text(v))
 
 
 def _seq(value: object) -> list[Any]:

@@ -52,10 +52,7 @@ class ClusterRelocationStore(RedisRelocationStore):
 
     async def statistics(self) -> RelocationStatistics:
         """Counts summed over every bucket; see the protocol."""
-        totals = [0, 0, 0, 0]
-        for _, _, rel in await self.location.bucket_statistics():
-            for i, v in enumerate(rel):
-                totals[i] += 0 if v is None else int(text(v))
+        _, totals, _ = await self.location.totals()
         return RelocationStatistics(roots=totals[0], root_bytes=totals[1], inboxes=totals[2],
                                     inbox_records=totals[3])
 
@@ -85,9 +82,10 @@ class ClusterCombined(RedisCombined):
                   contextlib.suppress(Exception)):
                 await self.location.abort_creating(fence)
             raise
-        self._written[receipt.ref] = hashlib.sha1(raw, usedforsecurity=False).hexdigest()
         if len(self._written) > 65_536:
             self._written.clear()
+        self._written[_receipt_key(receipt)] = hashlib.sha1(
+            raw, usedforsecurity=False).hexdigest()
         return fence, receipt
 
     async def finish_first_record(self, spot_id: str, object_generation: int, *, seq: int,
@@ -96,7 +94,9 @@ class ClusterCombined(RedisCombined):
         """Cursor and pointer in the Spot's bucket, then the root in its own."""
         check_finish_args(spot_id, object_generation, seq, expected_version, root)
         what = f"finish_first_record of {spot_id!r}"
-        written = self._written.pop(root.ref, None)
+        # Only the very receipt written here skips the read: one with another size or
+        # hash is checked against the bytes (RootIntegrityError first, as the oracle).
+        written = self._written.pop(_receipt_key(root), None)
         if written is None:
             raw = await self._relocation.read_verified(root)  # RootIntegrityError first
             written = "" if raw is None else hashlib.sha1(
@@ -119,3 +119,8 @@ class ClusterCombined(RedisCombined):
                 deleted = await self._relocation.delete_root(root)
         return FirstRecordCleanup(cursor_moved=bool(int(reply[1])),
                                   pointer_removed=bool(int(reply[2])), root_deleted=deleted)
+
+
+def _receipt_key(receipt: RootReceipt) -> str:
+    """What a remembered root is found by: the whole receipt, not only its ref."""
+    return f"{receipt.ref}|{receipt.sha256}|{receipt.size}"

@@ -74,6 +74,8 @@ class Router:
         self._refreshing = trio.Lock()
         #: Redirects and retries followed (tests and the benchmark read them).
         self.moved = self.asked = self.retried = 0
+        #: Grows whenever the slot map changes (``sweep`` keeps its groups per version).
+        self.version = 0
 
     async def refresh(self) -> None:
         """Read the slot map again (``CLUSTER SHARDS`` through coredis)."""
@@ -92,6 +94,7 @@ class Router:
                     for slot in range(bounds[i], bounds[i + 1] + 1):
                         self._slots[slot] = address
             self._refreshed = trio.current_time()
+            self.version += 1
 
     def start(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
@@ -123,6 +126,16 @@ class Router:
             self._nursery.start_soon(pipeline.run)
         return pipeline
 
+    def master_of(self, slot: int) -> Address | None:
+        """The master the slot map names for ``slot`` (``None``: not known yet)."""
+        return self._slots[slot]
+
+    async def call_master(self, address: Address, frame: bytes) -> Any:
+        """Send a read ``frame`` to ``address`` as is: a redirect or retry answer is raised
+        (``ResponseError``), never followed -- for calls on keys of several slots, which
+        no single redirect can place (``sweep``)."""
+        return await self._pipeline(address, False).call(frame)
+
     async def call(self, slot: int, frame: bytes, *, write: bool) -> Any:
         """Send ``frame`` (a command on keys of ``slot``) to its master; follow redirects."""
         delay = 0.005
@@ -144,6 +157,7 @@ class Router:
                 if kind == "MOVED":
                     self.moved += 1
                     self._slots[slot] = _address(text.split()[2])
+                    self.version += 1
                     await self.refresh()
                     continue
                 if kind == "ASK":
