@@ -26,8 +26,8 @@ from zlink_trio.store.rules.relocation_store import receipt_of
 from zlink_trio.store.sqlite.relocation import (
     append_sync,
     inbox_state,
-    load_root,
     set_cursor_sync,
+    take_root,
     write_cursor_sync,
 )
 from zlink_trio.store.sqlite.view import LocationView
@@ -92,7 +92,9 @@ class SqliteCombined:
 
         def body(conn: sqlite3.Connection) -> FirstRecordCleanup:
             state = rel.RelocationState()
-            data = load_root(conn, root.ref)
+            # Deleted at once and checked before anything else: bytes that do not match
+            # raise RootIntegrityError, which rolls the deletion back with the rest.
+            data = take_root(conn, root.ref)
             if data is not None:
                 state.roots[root.ref] = data
             delete = rel.verified_root(state, root) is not None  # RootIntegrityError first
@@ -108,7 +110,5 @@ class SqliteCombined:
                                                 object_generation=object_generation,
                                                 expected_version=expected_version)
                 view.flush()
-            if delete:
-                conn.execute("DELETE FROM rel_roots WHERE ref = ?", (root.ref,))
-            return FirstRecordCleanup(moved, remove, delete)
+            return FirstRecordCleanup(moved, remove, delete)  # the root went with take_root
         return await self._db.write(body, size=root.size)
