@@ -134,71 +134,91 @@ def decode_claim(body: str) -> NodeClaim:
     return claim
 
 
-class Rows(Generic[K, V]):
-    """A lazy, write-remembering view of one table for one transaction."""
+#: In a :class:`Rows` cache: the row was loaded and does not exist.
+_ABSENT: Any = object()
 
-    __slots__ = ("_known", "_load", "_rows", "changed")
+
+class Rows(Generic[K, V]):
+    """A lazy, write-remembering view of one table for one transaction.
+
+    One dict holds what is known (a loaded row, or :data:`_ABSENT`); the set of written
+    keys is made on the first write (most views only read most of their tables).
+    """
+
+    __slots__ = ("_load", "_rows", "changed")
 
     def __init__(self, load: Callable[[K], V | None]) -> None:
         self._load = load
-        self._rows: dict[K, V] = {}
-        self._known: set[K] = set()
-        self.changed: set[K] = set()
+        self._rows: dict[K, Any] = {}
+        self.changed: set[K] | None = None
 
-    def _resolve(self, key: K) -> None:
-        if key not in self._known:
-            self._known.add(key)
-            value = self._load(key)
-            if value is not None:
-                self._rows[key] = value
+    def _value(self, key: K) -> Any:
+        """The row at ``key`` or :data:`_ABSENT`, loaded on first use."""
+        value = self._rows.get(key, _MISSING)
+        if value is _MISSING:
+            loaded = self._load(key)
+            value = self._rows[key] = _ABSENT if loaded is None else loaded
+        return value
+
+    def _changed(self, key: K) -> None:
+        if self.changed is None:
+            self.changed = {key}
+        else:
+            self.changed.add(key)
 
     def get(self, key: K, default: Any = None) -> Any:
         """The value at ``key`` (loaded on first use) or ``default``."""
-        if key not in self._known:  # _resolve, inlined: the hottest call of a view
-            self._known.add(key)
-            value = self._load(key)
-            if value is not None:
-                self._rows[key] = value
-                return value
-            return default
-        return self._rows.get(key, default)
+        value = self._rows.get(key, _MISSING)
+        if value is _MISSING:  # _value, inlined: the hottest call of a view
+            loaded = self._load(key)
+            value = self._rows[key] = _ABSENT if loaded is None else loaded
+        return default if value is _ABSENT else value
 
     def __getitem__(self, key: K) -> V:
-        self._resolve(key)
-        return self._rows[key]
+        value = self._value(key)
+        if value is _ABSENT:
+            raise KeyError(key)
+        return cast("V", value)
 
     def __contains__(self, key: object) -> bool:
-        self._resolve(cast("K", key))
-        return key in self._rows
+        return self._value(cast("K", key)) is not _ABSENT
 
     def __setitem__(self, key: K, value: V) -> None:
-        self._known.add(key)
-        self.changed.add(key)
+        self._changed(key)
         self._rows[key] = value
 
     def __delitem__(self, key: K) -> None:
-        self._resolve(key)
-        del self._rows[key]
-        self.changed.add(key)
+        if self._value(key) is _ABSENT:
+            raise KeyError(key)
+        self._rows[key] = _ABSENT
+        self._changed(key)
 
     def pop(self, key: K, default: Any = _MISSING) -> Any:
         """Remove and return ``key``'s value (``default`` when absent)."""
-        self._resolve(key)
-        if key in self._rows:
-            self.changed.add(key)
-        return self._rows.pop(key) if default is _MISSING else self._rows.pop(key, default)
+        value = self._value(key)
+        if value is _ABSENT:
+            if default is _MISSING:
+                raise KeyError(key)
+            return default
+        self._rows[key] = _ABSENT
+        self._changed(key)
+        return value
 
     def setdefault(self, key: K, default: V) -> V:
         """The value at ``key``, storing ``default`` first when absent."""
-        self._resolve(key)
-        if key not in self._rows:
+        value = self._value(key)
+        if value is _ABSENT:
             self[key] = default
-        return self._rows[key]
+            return default
+        return cast("V", value)
 
     def changes(self) -> Iterator[tuple[K, V | None]]:
         """Every written key with its final value (``None``: delete the row)."""
+        if self.changed is None:
+            return
         for key in self.changed:
-            yield key, self._rows.get(key)
+            value = self._rows[key]
+            yield key, None if value is _ABSENT else value
 
 
 class GroupRows:
@@ -404,7 +424,9 @@ class LocationView:
             assert generation is not None  # lifecycle generations are never deleted
             conn.execute("INSERT OR REPLACE INTO loc_lifecycles VALUES (?, ?)",
                          (node_id, generation))
-        changed = self.pending.changed | self.active.changed
+        pending_changed, active_changed = self.pending.changed, self.active.changed
+        changed = ((pending_changed or set()) | active_changed if active_changed
+                   else pending_changed or ())
         for key in changed:
             pending, active = self.pending.get(key, 0), self.active.get(key, 0)
             if group is None:
