@@ -184,3 +184,44 @@ async def test_a_body_rolled_back_after_its_writes_leaves_the_shared_rows_as_the
             later = await reserve(store, owner, "x-3")
             assert later.object_generation == generations[1] + 1
             assert (await units(store, owner)) == (3, 0)
+
+
+async def test_a_checks_first_body_failing_after_its_writes_fails_its_whole_group(db_path):
+    # A body that promises to check before it writes runs without a savepoint; should
+    # it fail after writing anyway, nothing of its group may be written.
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path)) as store:
+            owner = await claim(store, "node-a", lease=100.0, capacity=10)
+            db = store.location._db
+            groups = db.groups
+            errors: list[BaseException] = []
+
+            def broken(conn: object) -> None:
+                conn.execute("INSERT INTO rel_roots VALUES ('half', x'00')")  # type: ignore[attr-defined]
+                raise RuntimeError("after a write")
+
+            async def bad() -> None:
+                try:
+                    await db.write(broken, checks_first=True)
+                except RuntimeError as error:
+                    errors.append(error)
+
+            async def good(spot_id: str) -> None:
+                try:
+                    await reserve(store, owner, spot_id)
+                except RuntimeError as error:
+                    errors.append(error)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(good, "y-1")
+                nursery.start_soon(bad)
+                nursery.start_soon(good, "y-2")
+            assert db.groups - groups == 1  # the three ran as one group, which failed whole
+            assert len(errors) == 3  # every caller was told
+            assert await store.location.find("y-1") is None
+            assert await store.location.find("y-2") is None
+            assert (await units(store, owner)) == (0, 0)
+            row = await db.read(lambda conn: conn.execute(
+                "SELECT count(*) FROM rel_roots WHERE ref = 'half'").fetchone()[0])
+            assert row == 0
+            assert await reserve(store, owner, "y-1") is not None  # the next group runs

@@ -89,10 +89,13 @@ class _Busy(Exception):
 class _Txn:
     """One queued write transaction of a group (see *Group commit*)."""
 
-    __slots__ = ("body", "error", "lead", "taken", "task", "value")
+    __slots__ = ("body", "checks_first", "error", "lead", "taken", "task", "value")
 
-    def __init__(self, body: Callable[[sqlite3.Connection], object]) -> None:
+    def __init__(self, body: Callable[[sqlite3.Connection], object],
+                 checks_first: bool = False) -> None:
         self.body = body
+        #: The body raises only before its first write (see :meth:`SqliteConnection.write`).
+        self.checks_first = checks_first
         self.task = trio.lowlevel.current_task()
         self.taken = False
         self.lead = False  # woken to lead the next group, not with an outcome
@@ -174,12 +177,18 @@ class SqliteConnection:
             raise
         return self
 
-    async def write(self, body: Callable[[sqlite3.Connection], T], *, size: int = 0) -> T:
+    async def write(self, body: Callable[[sqlite3.Connection], T], *, size: int = 0,
+                    checks_first: bool = False) -> T:
         """Run ``body`` as one ``BEGIN IMMEDIATE`` transaction.
 
         ``size`` is the payload the body moves, in bytes; above
         :data:`INLINE_MAX_BYTES` the transaction always runs in the worker
         thread, so hashing or copying a large root never stalls the loop.
+
+        ``checks_first``: the body does every check that may refuse before its first
+        write, so in a group it needs no savepoint -- a refusal has written nothing.
+        Should it still fail after writing (SQLite failing halfway), the whole group
+        fails, as when an error ends the transaction: nothing of it is written.
         """
         if self._closed:
             raise Unavailable(f"SQLite store {self.options.path!r} is closed")
@@ -187,7 +196,7 @@ class SqliteConnection:
             result = await trio.to_thread.run_sync(self._transaction, body, True,
                                                    limiter=self._limiter)
         else:
-            result = cast("T", await self._grouped(body))
+            result = cast("T", await self._grouped(body, checks_first))
         if self.checkpointer is not None:
             self.checkpointer.committed()
         return result
@@ -267,9 +276,10 @@ class SqliteConnection:
             raise self._failure(error, wait) from error
         return result
 
-    async def _grouped(self, body: Callable[[sqlite3.Connection], object]) -> object:
+    async def _grouped(self, body: Callable[[sqlite3.Connection], object],
+                       checks_first: bool = False) -> object:
         """One write transaction, committed in a group with its concurrent peers."""
-        txn = _Txn(body)
+        txn = _Txn(body, checks_first)
         self._queue.append(txn)
         if self._leading:
             def abort(_: object) -> trio.lowlevel.Abort:
@@ -347,21 +357,29 @@ class SqliteConnection:
             try:
                 for txn in batch:
                     txn.value, txn.error = None, None
-                    conn.execute("SAVEPOINT zlink_group")
+                    # A body that checks before it writes needs no savepoint: it is
+                    # refused with nothing written (total_changes tells if it wrote).
+                    savepoint = not txn.checks_first
+                    if savepoint:
+                        conn.execute("SAVEPOINT zlink_group")
+                    changes = conn.total_changes
                     shared.begin()
                     try:
                         txn.value = txn.body(conn)
                     except Exception as error:
                         if not conn.in_transaction or (
-                                isinstance(error, sqlite3.Error) and is_busy(error)):
+                                isinstance(error, sqlite3.Error) and is_busy(error)) or (
+                                not savepoint and conn.total_changes != changes):
                             raise  # the whole group is lost
-                        conn.execute("ROLLBACK TO zlink_group")
+                        if savepoint:
+                            conn.execute("ROLLBACK TO zlink_group")
                         shared.undo()
                         txn.error = (_unavailable(self.options.path, error)
                                      if isinstance(error, sqlite3.Error) else error)
                     # Released, not left open: every open savepoint makes each later
                     # page write costlier (twice the time per body with ~70 left open).
-                    conn.execute("RELEASE zlink_group")
+                    if savepoint:
+                        conn.execute("RELEASE zlink_group")
                 shared.write(conn)
                 conn.execute("COMMIT")
             except BaseException:

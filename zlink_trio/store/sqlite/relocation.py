@@ -40,7 +40,6 @@ __all__ = (
     "inbox_state",
     "load_root",
     "set_cursor_sync",
-    "take_root",
     "write_cursor_sync",
 )
 
@@ -85,19 +84,6 @@ def append_sync(conn: sqlite3.Connection, key: tuple[str, int], raw: bytes) -> i
     conn.execute("INSERT INTO rel_inbox_records VALUES (?, ?, ?, ?)", (*key, seq, raw))
     return seq
 
-
-def take_root(conn: sqlite3.Connection, ref: str) -> bytes | None:
-    """Delete root ``ref`` and return the bytes it had (``None``: there was none).
-
-    The caller verifies them and raises to roll the deletion back if they do not match.
-    """
-    if not _RETURNING:
-        data = load_root(conn, ref)
-        if data is not None:
-            conn.execute("DELETE FROM rel_roots WHERE ref = ?", (ref,))
-        return data
-    row = conn.execute("DELETE FROM rel_roots WHERE ref = ? RETURNING data", (ref,)).fetchone()
-    return None if row is None else bytes(row[0])
 
 
 def set_cursor_sync(conn: sqlite3.Connection, key: tuple[str, int], seq: int, *,
