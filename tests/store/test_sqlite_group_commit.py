@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
-from store_helpers import claim, reserve
+from store_helpers import claim, reserve, units
 from test_sqlite_backend import Blocker, url_of
 
 from zlink_trio.core.errors import CapacityExceeded, Unavailable
@@ -141,3 +141,87 @@ async def test_a_group_meeting_another_connections_lock_fails_whole(db_path):
             assert all("locked" in str(f) for f in failures)
             assert (await store.location.statistics()).creating == 0
             await reserve(store, owner, "l-1")  # the store serves again
+
+
+async def test_a_body_rolled_back_after_its_writes_leaves_the_shared_rows_as_they_were(db_path):
+    # The bodies of a group share the sequence and capacity rows (view.GroupRows); one
+    # that fails after writing them must leave them as if it had never run.
+    from zlink_trio.core.identity import SpotKind
+    from zlink_trio.store.rules import location as loc
+    from zlink_trio.store.sqlite.view import LocationView
+
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path)) as store:
+            owner = await claim(store, "node-a", lease=100.0, capacity=10)
+            fence = owner.owner()
+            db = store.location._db
+            groups = db.groups
+            fences: list[object] = []
+
+            def failing(conn: object) -> None:
+                view = LocationView(conn)  # type: ignore[arg-type]
+                loc.txn_reserve(view.state, "lost", kind=SpotKind.USER, stable_type="room",
+                                mesh=owner.descriptor.mesh, owner=fence, now=0.0)
+                view.flush()
+                raise RuntimeError("after the writes")
+
+            async def bad() -> None:
+                with pytest.raises(RuntimeError, match="after the writes"):
+                    await db.write(failing)
+
+            async def good(spot_id: str) -> None:
+                fences.append(await reserve(store, owner, spot_id))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(good, "x-1")
+                nursery.start_soon(bad)
+                nursery.start_soon(good, "x-2")
+            assert db.groups - groups == 1  # all three in one group
+            assert await store.location.find("lost") is None
+            assert (await units(store, owner)) == (2, 0)
+            generations = sorted(f.object_generation for f in fences)  # type: ignore[attr-defined]
+            assert generations[1] == generations[0] + 1  # the lost one's was never issued
+            later = await reserve(store, owner, "x-3")
+            assert later.object_generation == generations[1] + 1
+            assert (await units(store, owner)) == (3, 0)
+
+
+async def test_a_checks_first_body_failing_after_its_writes_fails_its_whole_group(db_path):
+    # A body that promises to check before it writes runs without a savepoint; should
+    # it fail after writing anyway, nothing of its group may be written.
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path)) as store:
+            owner = await claim(store, "node-a", lease=100.0, capacity=10)
+            db = store.location._db
+            groups = db.groups
+            errors: list[BaseException] = []
+
+            def broken(conn: object) -> None:
+                conn.execute("INSERT INTO rel_roots VALUES ('half', x'00')")  # type: ignore[attr-defined]
+                raise RuntimeError("after a write")
+
+            async def bad() -> None:
+                try:
+                    await db.write(broken, checks_first=True)
+                except RuntimeError as error:
+                    errors.append(error)
+
+            async def good(spot_id: str) -> None:
+                try:
+                    await reserve(store, owner, spot_id)
+                except RuntimeError as error:
+                    errors.append(error)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(good, "y-1")
+                nursery.start_soon(bad)
+                nursery.start_soon(good, "y-2")
+            assert db.groups - groups == 1  # the three ran as one group, which failed whole
+            assert len(errors) == 3  # every caller was told
+            assert await store.location.find("y-1") is None
+            assert await store.location.find("y-2") is None
+            assert (await units(store, owner)) == (0, 0)
+            row = await db.read(lambda conn: conn.execute(
+                "SELECT count(*) FROM rel_roots WHERE ref = 'half'").fetchone()[0])
+            assert row == 0
+            assert await reserve(store, owner, "y-1") is not None  # the next group runs

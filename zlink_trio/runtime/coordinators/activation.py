@@ -39,15 +39,19 @@ synchronous steps (:func:`publish`, :func:`reserve_lost_event`, :func:`fail_job`
 
 Store writes (root, Reserve, first record, CommitReady, AbortCreating) are shielded
 from the deadline so none is cut in half; the deadline is honoured while the factory
-runs, and any failure after Reserve aborts the creation with the same fence and deletes
-the root (09 §3 "If Creation Fails Midway").  A factory/hook exception reaches the
+runs (for a job whose source saw Missing and a type whose hooks are synchronous,
+nothing between Reserve and CommitReady awaits but those writes, so with no crash point
+armed one shielded scope covers the steps and no deadline scope is opened -- the same
+outcome), and any failure after Reserve aborts the creation with the same fence and
+deletes the root (09 §3 "If Creation Fails Midway").  A factory/hook exception reaches the
 caller as :class:`HandlerError`; ``on_close(ACTIVATION_FAILED)`` runs once if the
 instance was constructed.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Final
 
 import attrs
 import trio
@@ -65,6 +69,7 @@ from zlink_trio.runtime.charts import COLD, step
 from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.coordinators.envelope import ActivationEnvelope
 from zlink_trio.runtime.coordinators.first_record import FirstRecord
+from zlink_trio.runtime.incarnation.app_calls import activates_synchronously
 from zlink_trio.runtime.incarnation.host import Host
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.observe.fields import Operation, spot_fields
@@ -157,14 +162,13 @@ async def run_activation(job: ActivationJob) -> None:
     with observe_operation(job.rt, Operation.COLD_ACTIVATION, job.spot_id,
                            job.mesh) as job.observed:
         try:
-            with trio.move_on_at(job.deadline.at) as scope:
-                await _activate(job)
-            if scope.cancelled_caught and not job.delivered:
-                fail_job(job, DeadlineExceeded(
-                    f"cold activation of Spot {job.spot_id!r} did not finish before the "
-                    "call's deadline; it may or may not have been created. Use a longer "
-                    ".timeout()"
-                ))
+            if (job.source_saw_missing and not crash_points.ARMED
+                    and activates_synchronously(job.spot_type)):
+                await _activate_shielded(job)
+            else:
+                with trio.move_on_at(job.deadline.at) as scope:
+                    await _activate(job)
+                _check_deadline(job, scope)
         except ZLinkError as error:
             fail_job(job, error)
         finally:
@@ -207,9 +211,61 @@ async def _activate(job: ActivationJob) -> None:
     job.state = step(COLD, job.state, COLD.ev.owner_missing)
     rt.catalog.pending += 1
     try:
-        await _reserve_and_build(job)
+        lost = await _reserve_and_build(job, _shield)
+        if lost is not None:
+            await _redeliver(job, lost)
     finally:
         rt.catalog.pending -= 1
+
+
+async def _activate_shielded(job: ActivationJob) -> None:
+    """:func:`_activate` for a job whose source saw Missing (no re-read), a type that
+    activates synchronously and no crash point armed.
+
+    Between Reserve and CommitReady nothing but the two store calls awaits, and those
+    are shielded either way, so one shielded scope covers all of it and no deadline
+    scope is opened (none could fire outside the shield); only a redelivery runs under
+    the call's deadline, as on the other path.
+    """
+    rt = job.rt
+    try:
+        rt.catalog.check_ceiling()
+    except CapacityExceeded:
+        job.state = step(COLD, job.state, COLD.ev.over_ceiling)
+        raise
+    job.state = step(COLD, job.state, COLD.ev.owner_missing)
+    rt.catalog.pending += 1
+    try:
+        with trio.CancelScope(shield=True):
+            lost = await _reserve_and_build(job, _inside_shield)
+        if lost is not None:
+            with trio.move_on_at(job.deadline.at) as scope:
+                await _redeliver(job, lost)
+            _check_deadline(job, scope)
+    finally:
+        rt.catalog.pending -= 1
+
+
+def _check_deadline(job: ActivationJob, scope: trio.CancelScope) -> None:
+    if scope.cancelled_caught and not job.delivered:
+        fail_job(job, DeadlineExceeded(
+            f"cold activation of Spot {job.spot_id!r} did not finish before the "
+            "call's deadline; it may or may not have been created. Use a longer "
+            ".timeout()"
+        ))
+
+
+def _shield() -> AbstractContextManager[object]:
+    """A store write's own shield (the caller's deadline scope is around it)."""
+    return trio.CancelScope(shield=True)
+
+
+def _inside_shield() -> AbstractContextManager[object]:
+    """No scope: the whole activation already runs shielded (:func:`_activate_shielded`)."""
+    return _NO_SCOPE
+
+
+_NO_SCOPE: Final = nullcontext()
 
 
 def reserve_lost_event(job: ActivationJob, exc: AuthorityExists) -> ColdActivationEvent:
@@ -245,11 +301,19 @@ async def _store_root_and_reserve(job: ActivationJob, envelope: bytes
         now=rt.now())
 
 
-async def _reserve_and_build(job: ActivationJob) -> None:
+async def _reserve_and_build(job: ActivationJob,
+                             shield: Callable[[], AbstractContextManager[object]]
+                             ) -> ColdActivationEvent | None:
+    """Root + Reserve, factory and hooks, first record + CommitReady, publish.
+
+    ``shield`` gives the scope each store write runs in. Returns the event of a
+    Reserve another attempt won (the caller redelivers, under the deadline); ``None``
+    once published.
+    """
     rt = job.rt
     envelope = encode_envelope(job)
     reserve_lost: ColdActivationEvent | None = None
-    with trio.CancelScope(shield=True):
+    with shield():
         try:
             fence, receipt = await _store_root_and_reserve(job, envelope)
         except AuthorityExists as exc:
@@ -258,8 +322,7 @@ async def _reserve_and_build(job: ActivationJob) -> None:
             job.state = step(COLD, job.state, COLD.ev.reserve_refused_capacity)
             raise
     if reserve_lost is not None:
-        await _redeliver(job, reserve_lost)
-        return
+        return reserve_lost
     if crash_points.ARMED:
         crash_points.point("cold", "after_reserve", rt.node_id)
     job.state = step(COLD, job.state, COLD.ev.reserve_won)
@@ -270,12 +333,12 @@ async def _reserve_and_build(job: ActivationJob) -> None:
         event = (COLD.ev.deadline_expired if isinstance(exc, trio.Cancelled)
                  else COLD.ev.factory_failed)
         job.state = step(COLD, job.state, event)
-        with trio.CancelScope(shield=True):
+        with shield():
             await host.activation_failed()
             await abort_creation(job, fence, receipt)
         raise
     job.state = step(COLD, job.state, COLD.ev.factory_initialized)
-    with trio.CancelScope(shield=True):
+    with shield():
         try:
             if crash_points.ARMED:
                 crash_points.point("cold", "after_factory_before_commit", rt.node_id)
@@ -291,6 +354,7 @@ async def _reserve_and_build(job: ActivationJob) -> None:
     if crash_points.ARMED:
         crash_points.point("cold", "after_ready_before_restore", rt.node_id)
     publish(job, host, ready, seq, receipt)
+    return None
 
 
 def commit_refused(job: ActivationJob, exc: ZLinkError) -> Unavailable:

@@ -45,7 +45,7 @@ import trio
 from coredis.exceptions import NoScriptError, RedisError
 
 from zlink_trio.core.errors import DeadlineExceeded, StoreUnavailable
-from zlink_trio.store.redis.pipeline import encode_command
+from zlink_trio.store.redis.pipeline import Expired, encode_args, encode_command
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -78,6 +78,12 @@ class ScriptRunner:
         self.prefixes: Final = tuple(prefixes)
         self._scripts: dict[str, Script[bytes]] = {
             name: client.register_script(source) for name, source in scripts.items()}
+        #: Each script's ``EVALSHA <sha>`` as bulk strings, and the prefixes', encoded
+        #: once (a frame is then the header, these, the key count, keys and arguments).
+        self._heads: dict[str, bytes] = {
+            name: encode_args(["EVALSHA", script.sha]) for name, script in self._scripts.items()}
+        self._prefix_frame = encode_args(self.prefixes)
+        self._head_args = 3 + len(self.prefixes)  # EVALSHA, SHA, numkeys, prefixes
         #: Auto-pipelines for write scripts and for reads (``pipeline``), set by
         #: ``open_redis_store`` while the store is open; ``None`` before and after, when a
         #: call fails at once with :class:`StoreUnavailable`.
@@ -92,19 +98,10 @@ class ScriptRunner:
             try:
                 return await call()
             except _FAILURES as error:
-                raise StoreUnavailable(
-                    f"{what}: Redis at {self.where} failed ({type(error).__name__}: {error}); "
-                    "the transaction did not complete, retry once the store is reachable"
-                ) from error
+                raise self._failed(what, error) from error
         if caller <= limit:
-            raise DeadlineExceeded(
-                f"{what}: the caller's deadline passed before Redis at {self.where} answered; "
-                "a write in flight was abandoned with its connection, re-read before retrying"
-            )
-        raise StoreUnavailable(
-            f"{what}: Redis at {self.where} did not answer within {self.timeout} s (paused, "
-            "overloaded or unreachable); nothing was written, retry later"
-        )
+            raise self._late(what)
+        raise self._timed_out(what)
 
     async def script(self, what: str, name: str, keys: Sequence[str],
                      args: Sequence[str | int | bytes], *, write: bool = True) -> Any:
@@ -112,26 +109,60 @@ class ScriptRunner:
 
         ``args`` are the script's own arguments: they follow :attr:`prefixes`.
         """
-        script = self._scripts[name]
-
-        async def attempt() -> Any:
-            pipeline = self._pipeline(what, write)
-            call = encode_command(["EVALSHA", script.sha, len(keys), *keys, *self.prefixes,
-                                   *args])
-            try:
-                return await pipeline.call(call)
-            except NoScriptError:
-                # Loaded on the same connection, so the retry (in order) finds it.
-                await pipeline.call(encode_command(["SCRIPT", "LOAD", script.script]))
-                return await pipeline.call(call)
-
-        return await self.bounded(what, attempt)
+        pipeline = self._pipeline(what, write)
+        head = self._heads[name]
+        frame = b"*%d\r\n%b%b%b%b" % (
+            len(keys) + len(args) + self._head_args, head, b"$%d\r\n%d\r\n" % (
+                len(str(len(keys))), len(keys)), encode_args(keys),
+            self._prefix_frame + encode_args(args))
+        return await self._call(what, pipeline, frame, name)
 
     async def command(self, what: str, args: Sequence[str | int | bytes]) -> Any:
         """Run one read command (``HGETALL``, ``GET``, ...) and return its raw RESP2 reply."""
-        reads = self._pipeline(what, write=False)
-        frame = encode_command(args)
-        return await self.bounded(what, lambda: reads.call(frame))
+        return await self._call(what, self._pipeline(what, write=False), encode_command(args))
+
+    async def _call(self, what: str, pipeline: Pipeline, frame: bytes,
+                    script: str | None = None) -> Any:
+        """``frame`` on ``pipeline`` under the deadline rule, without a cancel scope.
+
+        The same outcomes as :meth:`bounded`: the caller's deadline reaches the call as a
+        cancellation of its own scope; the store timeout is the pipeline's ``expires``.
+        """
+        caller = trio.current_effective_deadline()
+        now = trio.current_time()
+        if caller <= now:  # the caller's time is up already: nothing is sent
+            raise self._late(what)
+        expires = now + self.timeout
+        try:
+            try:
+                return await pipeline.call(frame, caller=caller, expires=expires)
+            except NoScriptError:
+                if script is None:
+                    raise
+                # Loaded on the same connection, so the retry (in order) finds it.
+                await pipeline.call(
+                    encode_command(["SCRIPT", "LOAD", self._scripts[script].script]),
+                    caller=caller, expires=expires)
+                return await pipeline.call(frame, caller=caller, expires=expires)
+        except Expired:
+            raise self._timed_out(what) from None
+        except _FAILURES as error:
+            raise self._failed(what, error) from error
+
+    def _failed(self, what: str, error: BaseException) -> StoreUnavailable:
+        return StoreUnavailable(
+            f"{what}: Redis at {self.where} failed ({type(error).__name__}: {error}); "
+            "the transaction did not complete, retry once the store is reachable")
+
+    def _late(self, what: str) -> DeadlineExceeded:
+        return DeadlineExceeded(
+            f"{what}: the caller's deadline passed before Redis at {self.where} answered; "
+            "a write in flight was abandoned with its connection, re-read before retrying")
+
+    def _timed_out(self, what: str) -> StoreUnavailable:
+        return StoreUnavailable(
+            f"{what}: Redis at {self.where} did not answer within {self.timeout} s (paused, "
+            "overloaded or unreachable); nothing was written, retry later")
 
     def _pipeline(self, what: str, write: bool) -> Pipeline:
         pipeline = self.writes if write else self.reads

@@ -132,7 +132,8 @@ def _flat(value: object) -> Sequence[object]:
 
 
 def _pairs(flat: Sequence[object]) -> dict[str, str]:
-    return {text(flat[i]): text(flat[i + 1]) for i in range(0, len(flat), 2)}
+    decoded = [v.decode() if type(v) is bytes else text(v) for v in flat]
+    return dict(zip(decoded[0::2], decoded[1::2], strict=True))
 
 
 def _owner(rid: str, lc: str) -> dict[str, str]:

@@ -29,6 +29,15 @@ when that passes:
   kept for that caller, so this item **may have run** -- :class:`StoreUnavailable`
   with the re-read rule (every transaction is fenced; the caller's re-read decides).
 
+**Who enforces the time.** A caller's own deadline (any cancel scope around it) reaches
+it as a cancellation while it waits, and the rule above runs in its task. The store
+timeout may instead be handed to :meth:`Pipeline.call` as ``expires``: then no cancel
+scope is opened per call; the pipeline's watchdog task wakes when the oldest
+outstanding item's ``expires`` passes and applies the same rule to every expired item
+(``Expired``: certainly not run; the "may have run" :class:`StoreUnavailable`
+otherwise). The watchdog sleeps until the earliest ``expires`` of the items still
+outstanding, so it wakes about once per timeout, not once per call.
+
 Items whose reply arrived keep their answer. A lost connection (EOF, reset, refused)
 fails the items still in flight with :class:`StoreUnavailable` ("may have run") and
 the items never sent with "nothing written"; the next batch reconnects.
@@ -55,17 +64,24 @@ It costs one checkpoint per read.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
 from coredis.exceptions import NoScriptError, ResponseError
 
-from zlink_trio.core.errors import StoreUnavailable
+from zlink_trio.core.errors import StoreUnavailable, single_error
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ("Pipeline", "encode_command")
+__all__ = ("Expired", "Pipeline", "encode_args", "encode_command")
+
+_BULK: Final = ord("$")
+_ARRAY: Final = ord("*")
+_INT: Final = ord(":")
+_STATUS: Final = ord("+")
+_ERROR: Final = ord("-")
 
 _QUEUED: Final = 0
 _SENT: Final = 1
@@ -74,14 +90,17 @@ _DONE: Final = 2
 
 def encode_command(args: Sequence[str | int | bytes]) -> bytes:
     """One command as a RESP array of bulk strings."""
-    parts = [b"*%d\r\n" % len(args)]
+    return b"*%d\r\n%b" % (len(args), encode_args(args))
+
+
+def encode_args(args: Sequence[str | int | bytes]) -> bytes:
+    """The bulk strings of ``args``, without the array header (a frame's tail or body)."""
+    parts: list[bytes] = []
     append = parts.append
     for arg in args:
-        raw = (arg.encode("utf-8") if isinstance(arg, str)
-               else arg if isinstance(arg, bytes) else str(arg).encode("ascii"))
-        append(b"$%d\r\n" % len(raw))
-        append(raw)
-        append(b"\r\n")
+        raw = (arg.encode() if isinstance(arg, str) else arg if isinstance(arg, bytes)
+               else str(arg).encode("ascii"))
+        append(b"$%d\r\n%b\r\n" % (len(raw), raw))
     return b"".join(parts)
 
 
@@ -111,43 +130,89 @@ class _Reader:
 
     def _parse(self) -> Any:
         buf = self.buf
-        end = buf.find(b"\r\n", self.pos)
+        pos = self.pos
+        end = buf.find(b"\r\n", pos)
         if end < 0:
             raise _NeedMore
-        kind, rest = buf[self.pos:self.pos + 1], buf[self.pos + 1:end]
-        self.pos = end + 2
-        if kind == b"$":
-            size = int(rest)
+        kind = buf[pos]
+        if kind == _BULK:
+            size = int(buf[pos + 1:end])
             if size < 0:
+                self.pos = end + 2
                 return None
-            start = self.pos
-            if len(buf) < start + size + 2:
+            start = end + 2
+            stop = start + size
+            if len(buf) < stop + 2:
                 raise _NeedMore
-            self.pos = start + size + 2
-            return buf[start:start + size]
-        if kind == b"*":
-            count = int(rest)
-            return None if count < 0 else [self._parse() for _ in range(count)]
-        if kind == b":":
+            self.pos = stop + 2
+            return buf[start:stop]
+        if kind == _ARRAY:
+            count = int(buf[pos + 1:end])
+            self.pos = end + 2
+            if count < 0:
+                return None
+            out: list[Any] = []
+            append = out.append
+            find = buf.find
+            size_of = len(buf)
+            for _ in range(count):
+                # Inline the common element, a bulk string (a hash's fields and values).
+                pos = self.pos
+                if pos < size_of and buf[pos] == _BULK:
+                    end = find(b"\r\n", pos)
+                    if end < 0:
+                        raise _NeedMore
+                    size = int(buf[pos + 1:end])
+                    if size < 0:
+                        self.pos = end + 2
+                        append(None)
+                        continue
+                    start = end + 2
+                    stop = start + size
+                    if size_of < stop + 2:
+                        raise _NeedMore
+                    self.pos = stop + 2
+                    append(buf[start:stop])
+                else:
+                    append(self._parse())
+            return out
+        rest = buf[pos + 1:end]
+        self.pos = end + 2
+        if kind == _INT:
             return int(rest)
-        if kind == b"+":
+        if kind == _STATUS:
             return rest
-        if kind == b"-":
+        if kind == _ERROR:
             text = rest.decode("utf-8", "replace")
             return NoScriptError(text) if text.startswith("NOSCRIPT") else ResponseError(text)
-        raise StoreUnavailable(f"Redis sent an unknown reply type {kind!r}; reconnecting")
+        raise StoreUnavailable(f"Redis sent an unknown reply type {bytes([kind])!r}; "
+                               "reconnecting")
+
+
+class Expired(Exception):
+    """The store timeout (``expires``) passed and the call certainly did not run.
+
+    Raised by :meth:`Pipeline.call` to a caller that handed it ``expires``; the caller
+    words the error (``client.ScriptRunner``: "did not answer within ...").
+    """
 
 
 class _Item:
-    __slots__ = ("abandoned", "done", "frame", "limit", "replies", "state", "value")
+    __slots__ = ("abandoned", "done", "expires", "frame", "limit", "replies", "state",
+                 "value")
 
-    def __init__(self, frame: bytes, limit: float, replies: int = 1) -> None:
+    def __init__(self, frame: bytes, limit: float, replies: int = 1,
+                 expires: float | None = None) -> None:
         self.frame = frame
         #: Replies the frame draws (``ASKING`` + a command: 2); the item gets the last one.
         self.replies = replies
         #: When the caller stops waiting (its deadline or the store timeout, the earlier).
         self.limit = limit
+        #: The store timeout the watchdog enforces (``None``: the caller's scopes do).
+        self.expires = expires
         self.state = _QUEUED
+        #: Its caller stopped waiting (or was answered by the watchdog): a reply read
+        #: later is dropped, never handed to anyone.
         self.abandoned = False
         self.done = trio.Event()
         self.value: Any = None
@@ -182,16 +247,27 @@ class Pipeline:
         #: The sender's scope: shielded from outside cancellation, cancelled by close().
         self._life = trio.CancelScope(shield=True)
         self._closed = False
+        #: The watchdog's next wake-up (``inf``: idle), its event and its sleep's scope.
+        self._watch_due = math.inf
+        self._watch_wakeup = trio.Event()
+        self._watch_scope: trio.CancelScope | None = None
         #: Batches sent and items in them (the benchmark reports the mean batch).
         self.batches = 0
         self.items = 0
 
-    async def call(self, frame: bytes, *, replies: int = 1) -> Any:
+    async def call(self, frame: bytes, *, replies: int = 1, caller: float | None = None,
+                   expires: float | None = None) -> Any:
         """Queue ``frame`` and return its reply; cancellation follows the timeout rule.
 
         ``replies``: how many commands ``frame`` holds (Redis Cluster's ``ASKING`` goes
         in front of the command it redirects, on the same connection); the last reply
         is returned, or the first error among them.
+
+        ``caller``: the caller's effective deadline, if it already read it (else it is
+        read here). ``expires``: the store timeout as a point in time, enforced by the
+        watchdog (see "Who enforces the time"); when it passes, the call raises
+        :class:`Expired` (nothing was written) or the "may have run"
+        :class:`StoreUnavailable`.
 
         Raises :class:`StoreUnavailable` when the connection failed; a Redis error
         reply is raised as coredis' own exception (``NoScriptError``, ``ResponseError``).
@@ -201,17 +277,22 @@ class Pipeline:
         if self._closed:
             raise StoreUnavailable(f"the Redis store at {self._where} is closed; nothing "
                                    "was written (open the store again)")
-        item = _Item(frame, trio.current_effective_deadline(), replies)
+        if caller is None:
+            caller = trio.current_effective_deadline()
+        item = _Item(frame, caller if expires is None or caller < expires else expires,
+                     replies, expires)
         self._queue.append(item)
         self._wakeup.set()
+        if expires is not None and expires < self._watch_due:
+            self._watch_due = expires  # earlier than the watchdog's wake-up: move it
+            self._watch_wakeup.set()
+            if self._watch_scope is not None:
+                self._watch_scope.deadline = expires
         try:
             await item.done.wait()
         except BaseException:
             if item.state != _DONE and not self._abandon(item):
-                raise StoreUnavailable(
-                    f"Redis at {self._where} did not answer in time and the connection is "
-                    "shared with calls still waiting, so this transaction may have run; "
-                    "re-read before retrying") from None
+                raise StoreUnavailable(_may_have_run(self._where)) from None
             raise
         if self._reads:
             await trio.lowlevel.cancel_shielded_checkpoint()
@@ -224,7 +305,12 @@ class Pipeline:
         item.abandoned = True
         if item.state == _QUEUED:
             self._queue.remove(item)
+            item.state = _DONE
             return True
+        return self._all_gone()
+
+    def _all_gone(self) -> bool:
+        """Every caller of the batch on the wire is gone: cancel it (``True``), else ``False``."""
         # Callers whose time is also up count as gone (their wake-up may simply not
         # have run yet): they would be told "nothing written" too.
         now = trio.current_time()
@@ -233,6 +319,53 @@ class Pipeline:
                 self._batch_scope.cancel()  # the sender closes the connection
             return True
         return False
+
+    def _expire(self) -> None:
+        """Answer every outstanding item whose ``expires`` passed (the watchdog's rule)."""
+        now = trio.current_time()
+        queued = [i for i in self._queue if i.expires is not None and i.expires <= now]
+        for item in queued:  # never sent: nothing written
+            self._queue.remove(item)
+            self._answer(item, Expired())
+        sent = [i for i in self._inflight if i.state == _SENT and not i.abandoned
+                and i.expires is not None and i.expires <= now]
+        if not sent:
+            return
+        for item in sent:
+            item.abandoned = True
+        gone = self._all_gone()
+        for item in sent:
+            item.value = Expired() if gone else StoreUnavailable(_may_have_run(self._where))
+            item.done.set()
+
+    def _answer(self, item: _Item, value: object) -> None:
+        item.abandoned = True
+        item.state = _DONE
+        item.value = value
+        item.done.set()
+
+    def _next_expiry(self) -> float:
+        due = math.inf
+        for batch in (self._inflight, self._queue):
+            for item in batch:
+                if (item.expires is not None and item.expires < due and not item.abandoned
+                        and item.state != _DONE):
+                    due = item.expires
+        return due
+
+    async def _watch(self) -> None:
+        """The watchdog: enforce ``expires`` (see "Who enforces the time")."""
+        while True:
+            self._watch_due = due = self._next_expiry()
+            if due == math.inf:
+                await self._watch_wakeup.wait()
+                self._watch_wakeup = trio.Event()
+                continue
+            with trio.CancelScope(deadline=due) as self._watch_scope:
+                await trio.sleep_forever()
+            self._watch_scope = None
+            self._watch_wakeup = trio.Event()
+            self._expire()
 
     def close(self) -> None:
         """Stop the sender (it answers every call still waiting); later calls fail at once."""
@@ -243,12 +376,15 @@ class Pipeline:
         """The sender task: one batch on the wire at a time, until :meth:`close`."""
         try:
             with self._life:  # shielded: see "Every call is answered" above
-                while True:
-                    await self._wakeup.wait()
-                    self._wakeup = trio.Event()
-                    if self._queue:
-                        batch, self._queue = self._queue, []
-                        await self._send_batch(batch)
+                try:
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(self._watch)
+                        await self._send_loop()
+                except BaseExceptionGroup as group:  # the sender's own failure, as raised
+                    inner = single_error(group)
+                    if inner is None or isinstance(inner, trio.Cancelled):
+                        raise
+                    raise inner from inner.__cause__
         finally:
             # Nobody may wait for a sender that is gone (closed, or failed itself).
             self._closed = True
@@ -260,6 +396,14 @@ class Pipeline:
                 item.done.set()
             self._queue = []
             await self._close()
+
+    async def _send_loop(self) -> None:
+        while True:
+            await self._wakeup.wait()
+            self._wakeup = trio.Event()
+            if self._queue:
+                batch, self._queue = self._queue, []
+                await self._send_batch(batch)
 
     async def _send_batch(self, batch: list[_Item]) -> None:
         # Taken from the queue: from now on an abandoned item is settled by closing the
@@ -302,8 +446,9 @@ class Pipeline:
                 later = await _next_reply(stream, reader)
                 value = value if isinstance(value, BaseException) else later
             item.state = _DONE
-            item.value = value
-            item.done.set()
+            if not item.abandoned:  # else its caller was answered already
+                item.value = value
+                item.done.set()
 
     async def _connect(self) -> None:
         stream = await trio.open_tcp_stream(*self._address)
@@ -330,15 +475,21 @@ class Pipeline:
                   "complete, retry once the store is reachable")
         for item in batch:
             if item.state != _DONE:  # one exception per caller: each raises its own
-                item.value = StoreUnavailable(sent if on_wire else unsent)
                 item.state = _DONE
-                item.done.set()
+                if not item.abandoned:
+                    item.value = StoreUnavailable(sent if on_wire else unsent)
+                    item.done.set()
 
     async def _close(self) -> None:
         stream, self._stream, self._reader = self._stream, None, _Reader()
         if stream is not None:
             with trio.CancelScope(shield=True):
                 await stream.aclose()
+
+
+def _may_have_run(where: str) -> str:
+    return (f"Redis at {where} did not answer in time and the connection is shared with "
+            "calls still waiting, so this transaction may have run; re-read before retrying")
 
 
 async def _next_reply(stream: trio.SocketStream, reader: _Reader) -> Any:

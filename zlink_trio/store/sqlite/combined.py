@@ -64,7 +64,8 @@ class SqliteCombined:
             view.flush()
             conn.execute("INSERT OR IGNORE INTO rel_roots VALUES (?, ?)", (receipt.ref, raw))
             return fence, receipt
-        return await self._db.write(body, size=len(raw))
+        # The oracle checks everything before the view is flushed: no savepoint needed.
+        return await self._db.write(body, size=len(raw), checks_first=True)
 
     async def commit_ready_with_first_record(self, fence: ReservationFence, record: bytes, *,
                                              now: float) -> tuple[AuthorityRecord, int]:
@@ -81,7 +82,7 @@ class SqliteCombined:
                 return ready, 0 if found is None else found[0]
             view.flush()
             return ready, append_sync(conn, key, raw)
-        return await self._db.write(body, size=len(raw))
+        return await self._db.write(body, size=len(raw), checks_first=True)
 
     async def finish_first_record(self, spot_id: str, object_generation: int, *, seq: int,
                                   expected_version: int,
@@ -91,6 +92,7 @@ class SqliteCombined:
         key = (spot_id, object_generation)
 
         def body(conn: sqlite3.Connection) -> FirstRecordCleanup:
+            # Every check first (RootIntegrityError first of all), then the writes.
             state = rel.RelocationState()
             data = load_root(conn, root.ref)
             if data is not None:
@@ -100,15 +102,16 @@ class SqliteCombined:
             view = LocationView(conn, generation=False)
             remove = pointer_removal(view.state.records.get(spot_id), object_generation,
                                      expected_version)
+            if remove:  # the oracle's step, on the view: nothing written yet
+                loc.txn_remove_recovery_pointer(view.state, spot_id,
+                                                object_generation=object_generation,
+                                                expected_version=expected_version)
             # -- writes --
             if moved:
                 write_cursor_sync(conn, key, seq)
             if remove:
-                loc.txn_remove_recovery_pointer(view.state, spot_id,
-                                                object_generation=object_generation,
-                                                expected_version=expected_version)
                 view.flush()
             if delete:
                 conn.execute("DELETE FROM rel_roots WHERE ref = ?", (root.ref,))
             return FirstRecordCleanup(moved, remove, delete)
-        return await self._db.write(body, size=root.size)
+        return await self._db.write(body, size=root.size, checks_first=True)

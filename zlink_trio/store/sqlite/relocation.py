@@ -19,7 +19,8 @@ handled record. Reads are bounded by ``limit``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar, cast
+import sqlite3
+from typing import TYPE_CHECKING, Final, TypeVar, cast
 
 from zlink_trio.core._checks import check_int
 from zlink_trio.store.rules import relocation_store as rel
@@ -28,7 +29,6 @@ from zlink_trio.store.sqlite.view import Rows
 from zlink_trio.store.values import MAX_INBOX_READ, InboxRecord, RelocationStatistics
 
 if TYPE_CHECKING:
-    import sqlite3
     from collections.abc import Callable
 
     from zlink_trio.core.records import RootReceipt
@@ -63,16 +63,27 @@ def load_root(conn: sqlite3.Connection, ref: str) -> bytes | None:
     return None if row is None else bytes(row[0])
 
 
+#: ``UPSERT … RETURNING`` (SQLite 3.35): an append's inbox row in one statement.
+_RETURNING: Final = sqlite3.sqlite_version_info >= (3, 35, 0)
+
+
 def append_sync(conn: sqlite3.Connection, key: tuple[str, int], raw: bytes) -> int:
     """InboxAppend's body (inside the caller's write transaction): the new sequence."""
-    found = _inbox(conn, key)
-    seq = (0 if found is None else found[0]) + 1
-    if found is None:
-        conn.execute("INSERT INTO rel_inboxes VALUES (?, ?, ?, 0)", (*key, seq))
+    if _RETURNING:  # create the inbox at 1 or count on from its last_seq, one statement
+        seq = int(conn.execute(
+            "INSERT INTO rel_inboxes VALUES (?, ?, 1, 0) ON CONFLICT (spot_id, "
+            "object_generation) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq",
+            key).fetchone()[0])
     else:
-        conn.execute(f"UPDATE rel_inboxes SET last_seq = ? WHERE {_KEY}", (seq, *key))
+        found = _inbox(conn, key)
+        seq = (0 if found is None else found[0]) + 1
+        if found is None:
+            conn.execute("INSERT INTO rel_inboxes VALUES (?, ?, ?, 0)", (*key, seq))
+        else:
+            conn.execute(f"UPDATE rel_inboxes SET last_seq = ? WHERE {_KEY}", (seq, *key))
     conn.execute("INSERT INTO rel_inbox_records VALUES (?, ?, ?, ?)", (*key, seq, raw))
     return seq
+
 
 
 def set_cursor_sync(conn: sqlite3.Connection, key: tuple[str, int], seq: int, *,

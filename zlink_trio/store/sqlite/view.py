@@ -21,12 +21,26 @@ one ``BEGIN IMMEDIATE`` transaction (``connection``), so a raise anywhere --
 in a check, a constructor, or SQLite itself -- rolls back whole, and two
 processes never interleave. Same checks, same order, same errors and same
 return values as ``memory://`` by construction.
+
+**Rows shared by a group commit** (:class:`GroupRows`). The transactions of one group
+(``connection``, *Group commit*) run inside one ``BEGIN IMMEDIATE``, so nothing but
+them can change the file meanwhile. Concurrent activations touch the same few rows --
+the ObjectGeneration sequence, the owner's claim and its capacity counters -- so
+while a group runs, those rows are read once and kept in its :class:`GroupRows`;
+the sequence and the capacity counters are also written once, by
+:meth:`GroupRows.write` just before the group's ``COMMIT`` (claims are written at
+once, as every other row). Each body's changes to these rows are undone when the
+body is rolled back to its savepoint (:meth:`GroupRows.undo`), so every body sees
+exactly what it would have read from the tables. Only the views touch these tables
+inside a write transaction (the one raw read, ``new_claim``'s scan of
+``loc_claims``, sees claims, which are written at once).
 """
 
 from __future__ import annotations
 
 import json
 from functools import partial
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar, cast
 
 from zlink_trio.core.descriptor import NodeClaim
@@ -40,13 +54,16 @@ if TYPE_CHECKING:
     from zlink_trio.core.identity import NodeRid
 
 __all__ = (
+    "GroupRows",
     "LocationView",
     "Rows",
+    "close_group",
     "decode_claim",
     "decode_record",
     "dumps",
     "encode_claim",
     "encode_record",
+    "open_group",
 )
 
 K = TypeVar("K")
@@ -57,13 +74,20 @@ _MISSING: Any = object()
 _CACHE_SIZE = 512
 
 
-# One encoder for every call: json.dumps with options builds a new encoder each time.
-_ENCODE: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+# One encoder for every call: json.dumps with options builds a new encoder each time,
+# and JSONEncoder.encode builds its C encoder on every call too; this one is built once
+# (the same options, so the same text).
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_C_ENCODE: Final[Any] = (
+    None if c_make_encoder is None else c_make_encoder(
+        {}, _ENCODER.default, encode_basestring, None, ":", ",", False, False, True))
 
 
 def dumps(value: object) -> str:
     """Compact JSON text, the stored form of records and claims."""
-    return _ENCODE(value)
+    if _C_ENCODE is None:
+        return _ENCODER.encode(value)
+    return "".join(_C_ENCODE(value, 0))
 
 
 # Records and claims are immutable values fully determined by their stored text,
@@ -110,65 +134,181 @@ def decode_claim(body: str) -> NodeClaim:
     return claim
 
 
-class Rows(Generic[K, V]):
-    """A lazy, write-remembering view of one table for one transaction."""
+#: In a :class:`Rows` cache: the row was loaded and does not exist.
+_ABSENT: Any = object()
 
-    __slots__ = ("_known", "_load", "_rows", "changed")
+
+class Rows(Generic[K, V]):
+    """A lazy, write-remembering view of one table for one transaction.
+
+    One dict holds what is known (a loaded row, or :data:`_ABSENT`); the set of written
+    keys is made on the first write (most views only read most of their tables).
+    """
+
+    __slots__ = ("_load", "_rows", "changed")
 
     def __init__(self, load: Callable[[K], V | None]) -> None:
         self._load = load
-        self._rows: dict[K, V] = {}
-        self._known: set[K] = set()
-        self.changed: set[K] = set()
+        self._rows: dict[K, Any] = {}
+        self.changed: set[K] | None = None
 
-    def _resolve(self, key: K) -> None:
-        if key not in self._known:
-            self._known.add(key)
-            value = self._load(key)
-            if value is not None:
-                self._rows[key] = value
+    def _value(self, key: K) -> Any:
+        """The row at ``key`` or :data:`_ABSENT`, loaded on first use."""
+        value = self._rows.get(key, _MISSING)
+        if value is _MISSING:
+            loaded = self._load(key)
+            value = self._rows[key] = _ABSENT if loaded is None else loaded
+        return value
+
+    def _changed(self, key: K) -> None:
+        if self.changed is None:
+            self.changed = {key}
+        else:
+            self.changed.add(key)
 
     def get(self, key: K, default: Any = None) -> Any:
         """The value at ``key`` (loaded on first use) or ``default``."""
-        self._resolve(key)
-        return self._rows.get(key, default)
+        value = self._rows.get(key, _MISSING)
+        if value is _MISSING:  # _value, inlined: the hottest call of a view
+            loaded = self._load(key)
+            value = self._rows[key] = _ABSENT if loaded is None else loaded
+        return default if value is _ABSENT else value
 
     def __getitem__(self, key: K) -> V:
-        self._resolve(key)
-        return self._rows[key]
+        value = self._value(key)
+        if value is _ABSENT:
+            raise KeyError(key)
+        return cast("V", value)
 
     def __contains__(self, key: object) -> bool:
-        self._resolve(cast("K", key))
-        return key in self._rows
+        return self._value(cast("K", key)) is not _ABSENT
 
     def __setitem__(self, key: K, value: V) -> None:
-        self._known.add(key)
-        self.changed.add(key)
+        self._changed(key)
         self._rows[key] = value
 
     def __delitem__(self, key: K) -> None:
-        self._resolve(key)
-        del self._rows[key]
-        self.changed.add(key)
+        if self._value(key) is _ABSENT:
+            raise KeyError(key)
+        self._rows[key] = _ABSENT
+        self._changed(key)
 
     def pop(self, key: K, default: Any = _MISSING) -> Any:
         """Remove and return ``key``'s value (``default`` when absent)."""
-        self._resolve(key)
-        if key in self._rows:
-            self.changed.add(key)
-        return self._rows.pop(key) if default is _MISSING else self._rows.pop(key, default)
+        value = self._value(key)
+        if value is _ABSENT:
+            if default is _MISSING:
+                raise KeyError(key)
+            return default
+        self._rows[key] = _ABSENT
+        self._changed(key)
+        return value
 
     def setdefault(self, key: K, default: V) -> V:
         """The value at ``key``, storing ``default`` first when absent."""
-        self._resolve(key)
-        if key not in self._rows:
+        value = self._value(key)
+        if value is _ABSENT:
             self[key] = default
-        return self._rows[key]
+            return default
+        return cast("V", value)
 
     def changes(self) -> Iterator[tuple[K, V | None]]:
         """Every written key with its final value (``None``: delete the row)."""
+        if self.changed is None:
+            return
         for key in self.changed:
-            yield key, self._rows.get(key)
+            value = self._rows[key]
+            yield key, None if value is _ABSENT else value
+
+
+class GroupRows:
+    """The sequence, claim and capacity rows of one group commit (see the module docstring).
+
+    ``claims`` and ``capacity`` hold every row read or written so far in the group
+    (``None`` / ``(0, 0)``: no row); ``generation`` the sequence once read. The
+    sequence and the capacity rows changed are written by :meth:`write`.
+    """
+
+    __slots__ = ("capacity", "claims", "dirty", "generation", "generation_dirty", "log")
+
+    def __init__(self) -> None:
+        self.claims: dict[tuple[str, NodeRid], NodeClaim | None] = {}
+        self.capacity: dict[CapacityKey, tuple[int, int]] = {}
+        self.generation: int | None = None
+        self.dirty: set[CapacityKey] = set()
+        self.generation_dirty = False
+        #: The current body's changes, oldest first, as (table, key, previous value).
+        self.log: list[tuple[str, Any, Any]] = []
+
+    def begin(self) -> None:
+        """A body starts (after its ``SAVEPOINT``)."""
+        self.log.clear()
+
+    def undo(self) -> None:
+        """The body was rolled back to its savepoint: forget its changes."""
+        for table, key, previous in reversed(self.log):
+            if table == "claims":
+                if previous is _MISSING:  # never read: the table has it (rolled back)
+                    del self.claims[key]
+                else:
+                    self.claims[key] = previous
+            elif table == "capacity":
+                if previous is _MISSING:  # never read, so no earlier body changed it
+                    del self.capacity[key]
+                    self.dirty.discard(key)
+                else:
+                    self.capacity[key] = previous  # written by write(): the same row
+            else:
+                self.generation = previous
+        self.log.clear()
+
+    def set_claim(self, key: tuple[str, NodeRid], claim: NodeClaim | None) -> None:
+        self.log.append(("claims", key, self.claims.get(key, _MISSING)))
+        self.claims[key] = claim
+
+    def set_capacity(self, key: CapacityKey, row: tuple[int, int]) -> None:
+        self.log.append(("capacity", key, self.capacity.get(key, _MISSING)))
+        self.capacity[key] = row
+        self.dirty.add(key)
+
+    def set_generation(self, value: int) -> None:
+        self.log.append(("generation", None, self.generation))
+        self.generation = value
+        self.generation_dirty = True
+
+    def write(self, conn: sqlite3.Connection) -> None:
+        """Write the sequence and the capacity rows the group changed (before COMMIT)."""
+        for key in self.dirty:
+            pending, active = self.capacity[key]
+            _write_capacity(conn, key, pending, active)
+        if self.generation_dirty:
+            conn.execute("INSERT OR REPLACE INTO loc_sequence VALUES (?, ?)",
+                         (_SEQUENCE, self.generation))
+
+
+#: The group commit each connection is running, if any (set by ``connection``).
+_groups: dict[sqlite3.Connection, GroupRows] = {}
+
+
+def open_group(conn: sqlite3.Connection) -> GroupRows:
+    """Start sharing rows between the transactions of a group on ``conn``."""
+    rows = _groups[conn] = GroupRows()
+    return rows
+
+
+def close_group(conn: sqlite3.Connection) -> None:
+    """The group on ``conn`` ended (committed or rolled back)."""
+    _groups.pop(conn, None)
+
+
+def _write_capacity(conn: sqlite3.Connection, key: CapacityKey, pending: int,
+                    active: int) -> None:
+    if pending or active:
+        conn.execute("INSERT OR REPLACE INTO loc_capacity VALUES (?, ?, ?, ?, ?)",
+                     (key[0], str(key[1]), key[2], pending, active))
+    else:
+        conn.execute("DELETE FROM loc_capacity WHERE mesh = ? AND node_rid = ? AND "
+                     "lifecycle = ?", (key[0], str(key[1]), key[2]))
 
 
 def _one(conn: sqlite3.Connection, sql: str, args: tuple[object, ...]) -> Any:
@@ -180,6 +320,15 @@ def _load_claim(conn: sqlite3.Connection, key: tuple[str, NodeRid]) -> NodeClaim
     body = _one(conn, "SELECT body FROM loc_claims WHERE mesh = ? AND node_rid = ?",
                 (key[0], str(key[1])))
     return None if body is None else decode_claim(body)
+
+
+def _load_group_claim(conn: sqlite3.Connection, group: GroupRows,
+                      key: tuple[str, NodeRid]) -> NodeClaim | None:
+    claims = group.claims
+    if key in claims:
+        return claims[key]
+    claim = claims[key] = _load_claim(conn, key)
+    return claim
 
 
 def _load_record(conn: sqlite3.Connection, spot_id: str) -> AuthorityRecord | None:
@@ -211,34 +360,48 @@ class LocationView:
 
         Only transactions that issue an ObjectGeneration (NewClaim, Reserve) need the
         sequence row; the others save that statement. :meth:`flush` refuses to write
-        a sequence that was never read.
+        a sequence that was never read. Inside a group commit the view reads and
+        writes the group's shared rows (:class:`GroupRows`).
         """
         self._conn = conn
+        self._group = group = _groups.get(conn) if _groups else None
         # The loaders hold the connection, never the view: a view referenced from its
         # own Rows would be a reference cycle, garbage that only the cyclic collector
         # frees (three per activation, a third of SQLite's CPU in GC before this).
-        capacity: dict[CapacityKey, tuple[int, int]] = {}
-        self.claims: Rows[tuple[str, NodeRid], NodeClaim] = Rows(partial(_load_claim, conn))
+        capacity: dict[CapacityKey, tuple[int, int]] = (
+            {} if group is None else group.capacity)
+        self.claims: Rows[tuple[str, NodeRid], NodeClaim] = Rows(
+            partial(_load_claim, conn) if group is None
+            else partial(_load_group_claim, conn, group))
         self.records: Rows[str, AuthorityRecord] = Rows(partial(_load_record, conn))
         self.lifecycles: Rows[str, int] = Rows(partial(_load_lifecycle, conn))
         self.pending: Rows[CapacityKey, int] = Rows(partial(_load_capacity, conn, capacity, 0))
         self.active: Rows[CapacityKey, int] = Rows(partial(_load_capacity, conn, capacity, 1))
         self._read_generation = generation
-        self._generation = int(_one(conn, "SELECT value FROM loc_sequence WHERE name = ?",
-                                    (_SEQUENCE,)) or 0) if generation else 0
+        if not generation:
+            self._generation = 0
+        elif group is not None and group.generation is not None:
+            self._generation = group.generation
+        else:
+            self._generation = int(_one(conn, "SELECT value FROM loc_sequence WHERE name = ?",
+                                        (_SEQUENCE,)) or 0)
+            if group is not None:
+                group.generation = self._generation
         self.state = LocationState(
-            claims=cast("dict[tuple[str, NodeRid], NodeClaim]", self.claims),
-            records=cast("dict[str, AuthorityRecord]", self.records),
-            lifecycles=cast("dict[str, int]", self.lifecycles),
+            claims=self.claims,  # type: ignore[arg-type]  # a Rows stands for the dict
+            records=self.records,  # type: ignore[arg-type]
+            lifecycles=self.lifecycles,  # type: ignore[arg-type]
             last_generation=self._generation,
-            pending=cast("dict[CapacityKey, int]", self.pending),
-            active=cast("dict[CapacityKey, int]", self.active),
+            pending=self.pending,  # type: ignore[arg-type]
+            active=self.active,  # type: ignore[arg-type]
         )
 
     def flush(self) -> None:
         """Write every change the oracle made back to the tables (same transaction)."""
         conn = self._conn
-        for (mesh, rid), claim in self.claims.changes():
+        group = self._group
+        for claim_key, claim in self.claims.changes():
+            mesh, rid = claim_key
             if claim is None:
                 conn.execute("DELETE FROM loc_claims WHERE mesh = ? AND node_rid = ?",
                              (mesh, str(rid)))
@@ -246,6 +409,8 @@ class LocationView:
                 conn.execute("INSERT OR REPLACE INTO loc_claims VALUES (?, ?, ?, ?, ?)",
                              (mesh, str(rid), claim.lifecycle_generation,
                               claim.lease_expires_at, encode_claim(claim)))
+            if group is not None:
+                group.set_claim(claim_key, claim)
         for spot_id, record in self.records.changes():
             if record is None:
                 conn.execute("DELETE FROM loc_records WHERE spot_id = ?", (spot_id,))
@@ -259,15 +424,19 @@ class LocationView:
             assert generation is not None  # lifecycle generations are never deleted
             conn.execute("INSERT OR REPLACE INTO loc_lifecycles VALUES (?, ?)",
                          (node_id, generation))
-        for key in self.pending.changed | self.active.changed:
+        pending_changed, active_changed = self.pending.changed, self.active.changed
+        changed = ((pending_changed or set()) | active_changed if active_changed
+                   else pending_changed or ())
+        for key in changed:
             pending, active = self.pending.get(key, 0), self.active.get(key, 0)
-            if pending or active:
-                conn.execute("INSERT OR REPLACE INTO loc_capacity VALUES (?, ?, ?, ?, ?)",
-                             (key[0], str(key[1]), key[2], pending, active))
-            else:
-                conn.execute("DELETE FROM loc_capacity WHERE mesh = ? AND node_rid = ? AND "
-                             "lifecycle = ?", (key[0], str(key[1]), key[2]))
+            if group is None:
+                _write_capacity(conn, key, pending, active)
+            else:  # written once, before the group's COMMIT
+                group.set_capacity(key, (pending, active))
         if self.state.last_generation != self._generation:
             assert self._read_generation, "a generation was issued without reading the sequence"
-            conn.execute("INSERT OR REPLACE INTO loc_sequence VALUES (?, ?)",
-                         (_SEQUENCE, self.state.last_generation))
+            if group is None:
+                conn.execute("INSERT OR REPLACE INTO loc_sequence VALUES (?, ?)",
+                             (_SEQUENCE, self.state.last_generation))
+            else:
+                group.set_generation(self.state.last_generation)
