@@ -257,14 +257,10 @@ async def test_refused_finish_first_record_writes_nothing(store):
         assert await store.relocation.get_root(second) == b"second"
 
 
-async def test_finish_first_record_checks_the_root_before_the_record(store, request):
+async def test_finish_first_record_checks_the_root_before_the_record(store):
     # The oracle's order: a receipt that does not name the root's bytes is refused
     # before the record is looked at -- also where the backend remembers the root it
     # wrote in reserve_with_root (a forged size or hash is not the receipt it wrote).
-    if request.node.callspec.id == "redis":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "store/redis/combined.py trusts a remembered root by its ref alone and "
-            "answers InvalidOperation (still Creating) first")))
     with trio.fail_after(TIMEOUT):
         node = await claim(store)
         fence, receipt = await _reserve(store.combined, node.owner())  # still Creating

@@ -63,7 +63,7 @@ class RedisCombined:
         self._run = runner
         self._keys = keys
         self._relocation = relocation
-        #: Root ref -> SHA-1 of the bytes ``reserve_with_root`` stored, until
+        #: Receipt (ref, hash, size) -> SHA-1 of the bytes ``reserve_with_root`` stored, until
         #: ``finish_first_record`` deletes that root: the script can then check the
         #: stored bytes itself, which saves the verified read's round trip.
         self._written: dict[str, str] = {}
@@ -90,7 +90,8 @@ class RedisCombined:
         raise_status(reply, what)
         if len(self._written) >= _WRITTEN_MAX:  # roots never finished here: forget them
             self._written.clear()
-        self._written[receipt.ref] = hashlib.sha1(raw, usedforsecurity=False).hexdigest()
+        self._written[receipt_key(receipt)] = hashlib.sha1(raw,
+                                                           usedforsecurity=False).hexdigest()
         fence = ReservationFence(spot_id=spot_id, store_version=1,
                                  object_generation=int(text(reply[1])), owner_generation=1,
                                  owner=owner, owner_lease_expires_at=float(text(reply[2])))
@@ -127,7 +128,9 @@ class RedisCombined:
         what = f"finish_first_record of {spot_id!r}"
         keys = [*self._keys.inbox(spot_id, object_generation), self._keys.spot(spot_id),
                 self._keys.root(root.ref)]
-        written = self._written.pop(root.ref, None)
+        # Only the very receipt written here skips the read: one with another size or
+        # hash is checked against the bytes (RootIntegrityError first, as the oracle).
+        written = self._written.pop(receipt_key(root), None)
         for _ in range(_ATTEMPTS + (written is not None)):
             if written is not None:
                 sha1, written = written, None
@@ -152,3 +155,8 @@ class RedisCombined:
             f"root {root.ref!r} kept changing while it was deleted; it is damaged or "
             "written by a foreign client, treat it as lost"
         )
+
+
+def receipt_key(receipt: RootReceipt) -> str:
+    """What a remembered root is found by: the whole receipt, not only its ref."""
+    return f"{receipt.ref}|{receipt.sha256}|{receipt.size}"

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from zlink_trio.store.redis.codec import raise_status, text
-from zlink_trio.store.redis.combined import RedisCombined
+from zlink_trio.store.redis.combined import RedisCombined, receipt_key
 from zlink_trio.store.redis.relocation import RedisRelocationStore
 from zlink_trio.store.rules.combined import check_finish_args
 from zlink_trio.store.rules.relocation_store import MAX_SEQ, check_cursor_move
@@ -84,7 +84,7 @@ class ClusterCombined(RedisCombined):
             raise
         if len(self._written) > 65_536:
             self._written.clear()
-        self._written[_receipt_key(receipt)] = hashlib.sha1(
+        self._written[receipt_key(receipt)] = hashlib.sha1(
             raw, usedforsecurity=False).hexdigest()
         return fence, receipt
 
@@ -96,7 +96,7 @@ class ClusterCombined(RedisCombined):
         what = f"finish_first_record of {spot_id!r}"
         # Only the very receipt written here skips the read: one with another size or
         # hash is checked against the bytes (RootIntegrityError first, as the oracle).
-        written = self._written.pop(_receipt_key(root), None)
+        written = self._written.pop(receipt_key(root), None)
         if written is None:
             raw = await self._relocation.read_verified(root)  # RootIntegrityError first
             written = "" if raw is None else hashlib.sha1(
@@ -119,8 +119,3 @@ class ClusterCombined(RedisCombined):
                 deleted = await self._relocation.delete_root(root)
         return FirstRecordCleanup(cursor_moved=bool(int(reply[1])),
                                   pointer_removed=bool(int(reply[2])), root_deleted=deleted)
-
-
-def _receipt_key(receipt: RootReceipt) -> str:
-    """What a remembered root is found by: the whole receipt, not only its ref."""
-    return f"{receipt.ref}|{receipt.sha256}|{receipt.size}"
