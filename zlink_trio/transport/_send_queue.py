@@ -112,6 +112,11 @@ class SendQueue:
         self._writer_task: trio.lowlevel.Task | None = None
 
     @property
+    def queued(self) -> int:
+        """The frames (or rest of a frame) queued and not written yet."""
+        return len(self._queue)
+
+    @property
     def can_send_close(self) -> bool:
         """True if a websocket Close may be written: no write owns the stream, no frame is cut.
 
