@@ -84,19 +84,40 @@ def _payload_bytes(payload: EncodedMessage, what: str) -> bytes:
                                  "EncodedMessage; build the frame from validated values")
     body = payload.body
     name = payload.type_name
-    try:
-        raw = name.encode("utf-8")
-    except (AttributeError, UnicodeEncodeError):
-        raw = b""
-    if not 1 <= len(raw) <= MAX_ID_BYTES or type(name) is not str or type(body) is not bytes:
+    head = _NAMES.get(name) if type(name) is str else None
+    if head is None:
+        head = _name_bytes(name, payload, what)
+    if type(body) is not bytes:
         raise LocalProtocolError(
-            f"cannot encode {what}={payload!r}: it must be an EncodedMessage(type_name: "
-            f"1..{MAX_ID_BYTES} UTF-8 bytes, body: bytes); build the frame from validated values")
+            f"cannot encode {what}={payload!r}: its body must be bytes; build the frame from "
+            "validated values")
     if len(body) > MAX_BODY_BYTES:
         raise LocalProtocolError(
             f"message body of {name!r} is {len(body)} bytes, above the {MAX_BODY_BYTES}-byte "
             "limit; send a smaller message or raise the limit")
-    return bytes((len(raw),)) + raw + _I.pack(len(body)) + body
+    return head + _I.pack(len(body)) + body
+
+
+#: The text8 bytes of the message type names written lately (a node sends few types).
+_NAMES: Final[dict[str, bytes]] = {}
+_NAMES_KEPT: Final = 1024
+
+
+def _name_bytes(name: object, payload: EncodedMessage, what: str) -> bytes:
+    """``name`` as text8, checked (1..255 UTF-8 bytes) and remembered."""
+    try:
+        raw = name.encode("utf-8") if type(name) is str else b""
+    except UnicodeEncodeError:
+        raw = b""
+    if not 1 <= len(raw) <= MAX_ID_BYTES:
+        raise LocalProtocolError(
+            f"cannot encode {what}={payload!r}: it must be an EncodedMessage(type_name: "
+            f"1..{MAX_ID_BYTES} UTF-8 bytes, body: bytes); build the frame from validated values")
+    assert isinstance(name, str)
+    if len(_NAMES) >= _NAMES_KEPT:
+        _NAMES.clear()
+    head = _NAMES[name] = bytes((len(raw),)) + raw
+    return head
 
 
 def encode_ready_message(route: bytes, operation_id: int, correlation: int, deadline_ms: int,
