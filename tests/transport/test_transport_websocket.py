@@ -260,3 +260,41 @@ def test_before_authentication_fragments_and_ping_floods_are_refused(wire, match
     with pytest.raises(RemoteProtocolError, match=match):
         list(ours.receive(wire))
     assert len(ours.control) == pongs  # Pings within the budget are answered, no more
+
+
+def _receive_outcome(ws: WebSocket, data: bytes) -> object:
+    try:
+        return list(ws.receive(data))
+    except (RemoteProtocolError, WebSocketClosed) as exc:
+        return type(exc)
+
+
+@settings(max_examples=300, deadline=None)
+@given(payload=st.binary(max_size=300) | st.sampled_from([b"x" * 125, b"y" * 126, b"z" * 70000]),
+       from_client=st.booleans(), mutate=st.integers(0, 2**16), cut=st.integers(-3, 3),
+       limit=st.sampled_from([100, MAX]))
+def test_the_single_frame_read_is_what_the_parser_gives(payload, from_client, mutate, cut,
+                                                        limit):
+    # A frame as the peer's side builds it, possibly cut, extended or with a byte changed:
+    # single() gives the parser's one message, or None (the parser decides, nothing consumed).
+    wire = bytearray(_reference(client=from_client).send(BytesMessage(data=payload)))
+    if mutate % 3 == 0 and wire:
+        wire[mutate % len(wire)] ^= 1 + mutate % 255
+    wire = wire[:len(wire) + cut] if cut < 0 else wire + bytes(cut)
+    data = bytes(wire)
+    ours = _ours(client=not from_client, max_message=limit)
+    one = ours.single(data)
+    expected = _receive_outcome(_ours(client=not from_client, max_message=limit), data)
+    if one is not None:
+        assert expected == [one]
+    assert _receive_outcome(ours, data) == expected  # single() consumed nothing
+
+
+def test_the_single_frame_read_leaves_held_bytes_and_handshakes_to_the_parser():
+    frame = _reference(client=True).send(BytesMessage(data=b"hello"))
+    ours = _ours(client=False)
+    assert ours.single(frame) == b"hello"
+    assert list(ours.receive(frame[:3])) == []
+    assert ours.single(frame) is None  # the start of a frame is held
+    pre = WebSocket(None, client=False, max_message=MAX, pre_auth=True)
+    assert pre.single(frame) is None

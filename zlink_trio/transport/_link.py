@@ -72,8 +72,8 @@ from zlink_trio.wire.frames import (
     SpotMessage,
     UserSpotClose,
     UserSpotCreate,
-    decode,
     encode,
+    link_decoder,
 )
 
 if TYPE_CHECKING:
@@ -162,6 +162,7 @@ class Link:
 
     __slots__ = (
         "_close_code",
+        "_decode",
         "_finished",
         "_handler",
         "_keepalive_interval",
@@ -193,6 +194,8 @@ class Link:
         self._stream = stream
         self._handler = handler
         self._keepalive_interval = keepalive_interval
+        #: Decodes this link's messages (the negotiated limit, checked once).
+        self._decode = link_decoder(peer.max_frame_bytes)
         #: The frames to write; its ``closed`` is the link's (set by _close_now).
         self._sender = SendQueue(ws, max_bytes=max_send_buffer_bytes,
                                  describe=self._describe(), close_link=self._close_now)
@@ -215,6 +218,11 @@ class Link:
     def closed(self) -> bool:
         """True once the link is closing or closed; it never reopens."""
         return self._sender.closed
+
+    @property
+    def unwritten(self) -> bool:
+        """True while frames are queued that no write took yet (a flush would write them)."""
+        return bool(self._sender.queued)
 
     def _describe(self) -> str:
         return f"node {self.peer.node_id!r} (rid {self.peer.node_rid})"
@@ -251,10 +259,40 @@ class Link:
         try:
             data = encode(frame, max_frame_bytes=self.peer.max_frame_bytes)
         except LocalProtocolError as exc:
-            raise InvalidOperation(
-                f"cannot send to {self._describe()}: {exc.message}; the link's negotiated "
-                f"frame limit is {self.peer.max_frame_bytes} bytes"
-            ) from exc
+            raise self.cannot_send(exc) from exc
+        self._enqueue(data, write)
+
+    def send_encoded_nowait(self, data: bytes, *, write: bool = False) -> None:
+        """Queue one application frame already encoded (``zlink_trio.wire.frames``' direct
+        writers: a Ready call, its success reply); as :meth:`send_nowait` otherwise.
+
+        Raises :class:`Unavailable` as :meth:`send_nowait` does, and
+        :class:`InvalidOperation` if ``data`` is above ``peer.max_frame_bytes``
+        (nothing is sent then and the link stays open).
+        """
+        if self._sender.closed:
+            raise Unavailable(
+                f"the link to {self._describe()} is closed; call link_to again to reconnect"
+            )
+        if len(data) > self.peer.max_frame_bytes:
+            raise self.cannot_send(LocalProtocolError(
+                f"the frame is {len(data)} bytes, above the {self.peer.max_frame_bytes}-byte "
+                "frame limit; send less or raise the limit"))
+        try:  # (_enqueue inlined: this is every request's and reply's path)
+            wire = self._ws.frame(data)
+        except WebSocketClosed:
+            self._enqueue(data, write)  # raises Unavailable, closing the link
+            return
+        self._sender.enqueue(wire, write=write)
+
+    def cannot_send(self, exc: LocalProtocolError) -> InvalidOperation:
+        """The error of a frame that cannot be sent on this link (``exc`` says why)."""
+        return InvalidOperation(
+            f"cannot send to {self._describe()}: {exc.message}; the link's negotiated "
+            f"frame limit is {self.peer.max_frame_bytes} bytes"
+        )
+
+    def _enqueue(self, data: bytes, write: bool) -> None:
         try:
             wire = self._ws.frame(data)
         except WebSocketClosed:
@@ -262,7 +300,7 @@ class Link:
             raise Unavailable(
                 f"the link to {self._describe()} is closing; call link_to again to reconnect"
             ) from None
-        sender.enqueue(wire, write=write)
+        self._sender.enqueue(wire, write=write)
 
     def _close_now(self) -> None:
         """Start closing without waiting: mark closed, cancel the link's tasks."""
@@ -340,20 +378,40 @@ class Link:
         ws = self._ws
         receive = self._receive
         enqueue = self._sender.enqueue
+        dispatch = self._dispatch
+        sock = self._socket
+        wait_readable = trio.lowlevel.wait_readable
+        # The run's clock itself: what trio.current_time() reads, one call instead of three.
+        now = trio.lowlevel.current_clock().current_time
         try:
             # Messages that arrived with the last handshake message come first.
             while ws.inbox:
-                if not self._dispatch(ws.inbox.popleft()):
+                if not dispatch(ws.inbox.popleft()):
                     return
             while True:
-                data = await receive()
+                if sock is not None:
+                    # _receive inlined (one coroutine less per read): wait, one recv.
+                    await wait_readable(sock)
+                    try:
+                        data = sock.recv(RECEIVE_BUFFER_BYTES)
+                    except BlockingIOError:
+                        continue  # a spurious wake-up
+                    except OSError as exc:
+                        raise trio.BrokenResourceError(str(exc)) from exc
+                else:
+                    data = await receive()
                 if not data:
                     logger.info("the link to %s closed: the peer closed the connection",
                                 self._describe())
                     return
-                self._last_received = trio.current_time()
+                self._last_received = now()
+                one = ws.single(data)  # the common read: one whole frame
+                if one is not None:
+                    if not dispatch(one):
+                        return
+                    continue
                 for message in ws.receive(data):
-                    if not self._dispatch(message):
+                    if not dispatch(message):
                         return
                 if ws.control:  # Pongs to websocket Pings, in order with our frames
                     for control in ws.control:
@@ -376,7 +434,7 @@ class Link:
 
         Raises RemoteProtocolError for a message that is not a frame of an open link.
         """
-        frame = decode(data, max_frame_bytes=self.peer.max_frame_bytes)
+        frame = self._decode(data)
         kind = type(frame)
         if kind in _APPLICATION:
             try:

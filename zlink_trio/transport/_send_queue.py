@@ -112,6 +112,11 @@ class SendQueue:
         self._writer_task: trio.lowlevel.Task | None = None
 
     @property
+    def queued(self) -> int:
+        """The frames (or rest of a frame) queued and not written yet."""
+        return len(self._queue)
+
+    @property
     def can_send_close(self) -> bool:
         """True if a websocket Close may be written: no write owns the stream, no frame is cut.
 
@@ -144,8 +149,24 @@ class SendQueue:
                 f"above max_send_buffer_bytes={self._max_bytes} (the peer is not "
                 "reading); retry later or raise the bound"
             )
+        queue = self._queue
+        if write and not queue and not self._sending and self.socket is not None:
+            # The common case of a lone request or reply: one send, no queue round trip.
+            try:
+                sent = self.socket.send(data)
+            except BlockingIOError:
+                sent = 0
+            except OSError as exc:
+                logger.info("the link to %s broke while sending: %s", self._describe, exc)
+                self._close_link()
+                return
+            if sent == len(data):
+                return
+            data = data[sent:]
+            self._cut_frame = sent > 0
+            queued -= sent
         self._queued_bytes = queued
-        self._queue.append(data)
+        queue.append(data)
         if ((write or len(self._queue) >= _EARLY_WRITE) and self.socket is not None
                 and not self._sending and self._write_now()):
             return

@@ -358,6 +358,40 @@ class WebSocket:
             self._held_size = len(rest)
             self._need = need
 
+    def single(self, data: bytes) -> bytes | None:
+        """The message of ``data`` if it is exactly one whole binary frame; else ``None``.
+
+        The common read of a link (one request or reply per read) without the
+        general parser: only when nothing is held or fragmented, after
+        authentication, for a final, unfragmented binary frame of a valid length
+        under ``max_message``, masked as the peer's side must mask. Anything else --
+        including every malformed frame -- is ``None`` and nothing is consumed:
+        :meth:`receive` then parses ``data`` (and raises what it raises).
+        """
+        if self._held or self._parts is not None or self._pre_auth or len(data) < 2:
+            return None
+        if data[0] != 0x80 | _BINARY:  # final, no reserved bits, binary
+            return None
+        b1 = data[1]
+        length = b1 & 0x7F
+        head = 2
+        if length == 126:
+            length = int.from_bytes(data[2:4], "big")
+            head = 4
+            if length < 126:
+                return None
+        elif length == 127:
+            return None  # 64 KiB or more: the general parser
+        if length > self.max_message:
+            return None
+        if self._client:
+            if b1 & 0x80 or len(data) != head + length:
+                return None
+            return data[head:]
+        if not b1 & 0x80 or len(data) != head + 4 + length:
+            return None
+        return _masked(data[head:head + 4], data[head + 4:])
+
     def pending(self) -> bool:
         """Whether bytes arrived that no message taken so far accounts for (parsed or not)."""
         return bool(self.inbox) or bool(self._held)

@@ -340,17 +340,21 @@ def _describe(exc: Exception) -> str:
     return text
 
 
-def dump_json(converter: cattrs.Converter, value: object, *, max_bytes: int) -> bytes:
+def dump_json(converter: cattrs.Converter, value: object, *, max_bytes: int,
+              unstructure: Callable[[object], object] | None = None) -> bytes:
     """Unstructure ``value`` and return it as compact UTF-8 JSON.
 
     The same value always gives the same bytes (attrs field order, dict
     insertion order). Raises :class:`InvalidOperation` if the value has no
     JSON form (NaN, a set, a lone surrogate, a foreign object, a cycle) or
     the result is longer than ``max_bytes``. Use it for records as well as
-    messages so both share one set of hooks.
+    messages so both share one set of hooks. ``unstructure`` is the converter's
+    unstructure hook for ``type(value)`` if the caller kept it (the same result,
+    without the converter's dispatch).
     """
     try:
-        body = _encode(converter.unstructure(value)).encode("utf-8")
+        raw = converter.unstructure(value) if unstructure is None else unstructure(value)
+        body = _encode(raw).encode("utf-8")
     except (TypeError, ValueError, RecursionError, UnicodeEncodeError) as exc:
         raise InvalidOperation(
             f"cannot encode {type(value).__qualname__} as JSON ({exc}); use only the "
@@ -364,14 +368,18 @@ def dump_json(converter: cattrs.Converter, value: object, *, max_bytes: int) -> 
     return body
 
 
-def load_json(converter: cattrs.Converter, data: bytes, cl: type[T], *, max_bytes: int) -> T:
+def load_json(converter: cattrs.Converter, data: bytes, cl: type[T], *, max_bytes: int,
+              structure: Callable[[object, type[T]], T] | None = None,
+              is_attrs: bool | None = None) -> T:
     """Parse JSON ``data`` from a peer and structure it as ``cl``.
 
     Total: returns a ``cl`` or raises :class:`RemoteProtocolError` (invalid
     UTF-8, invalid or non-finite JSON, duplicate keys, more than
     ``max_bytes`` bytes, a shape that does not match ``cl``, or a validator of
     ``cl`` refusing a value). ``BaseException``\\ s that are not errors
-    (e.g. ``KeyboardInterrupt``) pass through.
+    (e.g. ``KeyboardInterrupt``) pass through. ``structure`` (the converter's
+    structure hook for ``cl``) and ``is_attrs`` (``attrs.has(cl)``) are what the
+    caller kept of them, if it did (the same result, without looking them up).
     """
     if len(data) > max_bytes:
         raise RemoteProtocolError(
@@ -381,13 +389,15 @@ def load_json(converter: cattrs.Converter, data: bytes, cl: type[T], *, max_byte
         raw = _parse(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise RemoteProtocolError(f"body is not valid UTF-8 JSON: {exc}") from exc
-    if attrs.has(cl) and type(raw) is not dict:
+    if (attrs.has(cl) if is_attrs is None else is_attrs) and type(raw) is not dict:
         raise RemoteProtocolError(
             f"body does not match {cl.__qualname__}: expected a JSON object, "
             f"got a JSON {_json_kind(raw)}"
         )
     try:
-        return converter.structure(raw, cl)
+        if structure is None:
+            return converter.structure(raw, cl)
+        return structure(raw, cl)
     except Exception as exc:  # cattrs groups, validators' errors, RecursionError, ...
         raise RemoteProtocolError(
             f"body does not match {cl.__qualname__}: {_describe(exc)}"

@@ -76,13 +76,6 @@ def _build(cls: type[T], **fields: object) -> T:
     return obj
 
 
-def _encoded(type_name: str, body: bytes) -> EncodedMessage:
-    obj = _new(EncodedMessage)
-    _set(obj, "type_name", type_name)
-    _set(obj, "body", body)
-    return obj
-
-
 def _gen(value: int) -> int:
     if not 1 <= value <= MAX_GEN:
         raise _Refused
@@ -125,13 +118,29 @@ def _text8(data: bytes, pos: int) -> tuple[str, int]:
     return data[pos + 1:end].decode("utf-8"), end
 
 
+#: Message type names decoded lately, by their UTF-8 bytes (a link carries few types).
+_NAMES: Final[dict[bytes, str]] = {}
+_NAMES_KEPT: Final = 1024
+
+
 def _payload(data: bytes, pos: int, max_body_bytes: int) -> tuple[EncodedMessage, int]:
-    type_name, pos = _text8(data, pos)
-    size = _I.unpack_from(data, pos)[0]
-    end = pos + 4 + size
+    size = data[pos]
+    start = pos + 1 + size
+    raw = data[pos + 1:start]
+    type_name = _NAMES.get(raw)
+    if type_name is None:
+        type_name, _ = _text8(data, pos)
+        if len(_NAMES) >= _NAMES_KEPT:
+            _NAMES.clear()
+        _NAMES[raw] = type_name
+    size = _I.unpack_from(data, start)[0]
+    end = start + 4 + size
     if size > max_body_bytes or end > len(data):
         raise _Refused
-    return _encoded(type_name, data[pos + 4:end]), end
+    obj = _new(EncodedMessage)
+    _set(obj, "type_name", type_name)
+    _set(obj, "body", data[start + 4:end])
+    return obj, end
 
 
 def _route(data: bytes) -> tuple[ReadyRoute | ActivationRoute, int]:

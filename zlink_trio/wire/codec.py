@@ -45,7 +45,7 @@ This module is sans-IO: no trio, no clock, no I/O.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar, cast
 
 import attrs
 from cattrs.errors import StructureHandlerNotFoundError
@@ -60,7 +60,7 @@ from zlink_trio.core.identity import MAX_ID_BYTES
 from zlink_trio.wire._converter import dump_json, load_json, make_converter
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
     import cattrs
 
@@ -159,6 +159,12 @@ class MessageCodec:
     #: crosses encode and decode, so the checks run once per class, not per message.
     _checked: dict[type[object], str] = attrs.field(factory=dict, init=False, eq=False,
                                                     repr=False)
+    #: Per class, the converter's hooks (kept on first use: the converter's own dispatch
+    #: is skipped per message), and for decoding whether it is an attrs class.
+    _unstructure: dict[type[object], Callable[[object], object]] = attrs.field(
+        factory=dict, init=False, eq=False, repr=False)
+    _structure: dict[type[object], tuple[Callable[[object, type[object]], object], bool]] = (
+        attrs.field(factory=dict, init=False, eq=False, repr=False))
 
     def _name_of(self, cl: type[object]) -> str:
         name = self._checked.get(cl)
@@ -190,8 +196,13 @@ class MessageCodec:
         attrs classes"), a class with a field type that cannot be decoded, a
         value with no JSON form, a body above ``max_body_bytes``.
         """
-        name = self._name_of(type(msg))
-        return EncodedMessage(name, dump_json(self.converter, msg, max_bytes=self.max_body_bytes))
+        cl = type(msg)
+        name = self._name_of(cl)
+        hook = self._unstructure.get(cl)
+        if hook is None:
+            hook = self._unstructure[cl] = self.converter.get_unstructure_hook(cl)
+        return EncodedMessage(name, dump_json(self.converter, msg, max_bytes=self.max_body_bytes,
+                                              unstructure=hook))
 
     def decode(self, type_name: str, body: bytes, expected: type[T]) -> T:
         """Decode a message the receiver expects to be of class ``expected``.
@@ -209,7 +220,13 @@ class MessageCodec:
                 f"expected a message of type {want!r}, got {type_name!r}; the sender and "
                 "the receiver disagree on the message or reply type"
             )
-        return load_json(self.converter, body, expected, max_bytes=self.max_body_bytes)
+        hooks = self._structure.get(expected)
+        if hooks is None:
+            hooks = self._structure[expected] = (self.converter.get_structure_hook(expected),
+                                                 attrs.has(expected))
+        structure = cast("Callable[[object, type[T]], T]", hooks[0])
+        return load_json(self.converter, body, expected, max_bytes=self.max_body_bytes,
+                         structure=structure, is_attrs=hooks[1])
 
     def to_json(self, value: object) -> bytes:
         """The JSON body of the attrs value ``value`` alone, without a type name.

@@ -54,13 +54,19 @@ This module is sans-IO: no trio, no clock, no I/O.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from zlink_trio.core.errors import (
     InvalidConfiguration,
     InvalidOperation,
     LocalProtocolError,
     RemoteProtocolError,
+)
+from zlink_trio.wire._direct_frames import (
+    encode_message_reply,
+    encode_ready_message,
+    owner_bytes,
+    ready_route_bytes,
 )
 from zlink_trio.wire._fast_frames import (
     decode_reply,
@@ -126,6 +132,9 @@ from zlink_trio.wire._frame_types import (
 from zlink_trio.wire._reply_layouts import read_reply, reply_bodies, write_reply
 from zlink_trio.wire.codec import MAX_BODY_BYTES, EncodedMessage
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 __all__ = (
     "DEFAULT_MAX_FRAME_BYTES",
     "FRAMES",
@@ -169,6 +178,11 @@ __all__ = (
     "WireCreateState",
     "decode",
     "encode",
+    "encode_message_reply",
+    "encode_ready_message",
+    "link_decoder",
+    "owner_bytes",
+    "ready_route_bytes",
 )
 
 #: The first two bytes of every frame.
@@ -300,3 +314,31 @@ def decode(
         raise RemoteProtocolError(f"invalid {Command(command).name} frame: {exc}") from exc
     r.end()
     return frame
+
+
+def link_decoder(
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> Callable[[bytes], Frame]:
+    """:func:`decode` with these limits, checked once: the decoder of one link's messages.
+
+    The function returned gives, for every input, exactly what ``decode(data,
+    max_frame_bytes=..., max_body_bytes=...)`` gives (a frame or the same
+    :class:`RemoteProtocolError`); the hot frames (39, 20) skip the argument checks
+    and go straight to their fast paths. Raises :class:`InvalidConfiguration` at
+    once if a limit is not an int in range.
+    """
+    _check_limits(max_frame_bytes, max_body_bytes)
+    fast = {_HEADER + bytes((row.tag,)): row.fast_read
+            for row in _FRAME_RULES if row.fast_read is not None}
+
+    def decode_one(data: bytes) -> Frame:
+        if type(data) is bytes and len(data) <= max_frame_bytes:
+            read = fast.get(data[:4])
+            if read is not None:
+                frame = read(data, max_body_bytes)
+                if frame is not None:
+                    return frame
+        return decode(data, max_frame_bytes=max_frame_bytes, max_body_bytes=max_body_bytes)
+
+    return decode_one

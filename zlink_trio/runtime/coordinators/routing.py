@@ -53,10 +53,9 @@ from zlink_trio.runtime.calls.delivery import handler_for
 from zlink_trio.runtime.coordinators.activation_now import activate_now
 from zlink_trio.runtime.coordinators.placement import local_job_now, place_and_start
 from zlink_trio.runtime.incarnation.work import MessageWork
-from zlink_trio.runtime.mesh.remote_calls import send_spot_message
+from zlink_trio.runtime.mesh.remote_calls import send_ready_call
 from zlink_trio.runtime.observe.events import resolved, stale
 from zlink_trio.runtime.observe.fields import ResolveResult, StaleReason
-from zlink_trio.wire.frames import ReadyRoute
 
 if TYPE_CHECKING:
     from zlink_trio.core.records import AuthorityRecord
@@ -146,12 +145,8 @@ def _admit(rt: NodeRuntime, call: Delivery, host: Host) -> Host | None:
 
 
 def _send_ready(rt: NodeRuntime, call: Delivery, link: Link, route: CachedRoute) -> None:
-    assert route.owner is not None
-    assert route.owner_generation is not None
     try:
-        send_spot_message(rt, call, link, ReadyRoute(
-            spot_id=call.spot_id, object_generation=route.object_generation,
-            owner_generation=route.owner_generation, target=route.owner))
+        send_ready_call(rt, call, link, route)
     except Unavailable:
         rt.route_cache.invalidate(call.spot_id)
         raise

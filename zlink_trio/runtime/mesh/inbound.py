@@ -87,6 +87,7 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.declaration.handlers import HandlerInfo
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.catalog import Attempt
+    from zlink_trio.runtime.incarnation.host import Host
     from zlink_trio.runtime.mesh.follow_routes import FollowRoute
     from zlink_trio.runtime.mesh.peers import InboundFrame
     from zlink_trio.transport import Link
@@ -118,7 +119,11 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
             stale(rt, StaleReason.LEASE_EXPIRED, route.spot_id,
                   generation=_generation(route))
             raise
-        if route.target != rt.owner:
+        target, owner = route.target, rt.owner
+        # (Field by field: the fences are different objects with the same value.)
+        if target is not owner and (
+                target.lifecycle_generation != owner.lifecycle_generation
+                or target.node_rid.value != owner.node_rid.value):
             stale(rt, StaleReason.WRONG_LIFECYCLE, route.spot_id,
                   generation=_generation(route))
             raise StaleRoute(f"the message to Spot {route.spot_id!r} was addressed to "
@@ -127,7 +132,8 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
     except ZLinkError as exc:
         _fail(reply, exc, frame)
         return
-    if route.spot_id not in rt.catalog.hosts:
+    host = rt.catalog.hosts.get(route.spot_id)
+    if host is None:
         attempt = rt.catalog.attempts.get(route.spot_id)
         if attempt is not None:
             # This node's activation committed Ready in the store, and another node read
@@ -154,7 +160,7 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
                 "hosts it nor has a Message Follow route for it; the message was not run. "
                 "Send a new call"), frame)
             return
-    _admit_direct(rt, frame, reply)
+    _admit_direct(rt, frame, reply, host)
 
 
 async def _follow(rt: NodeRuntime, route: FollowRoute, frame: SpotMessage,
@@ -172,11 +178,14 @@ async def _admit_after(rt: NodeRuntime, attempt: Attempt, frame: SpotMessage,
     _admit_direct(rt, frame, reply)
 
 
-def _admit_direct(rt: NodeRuntime, frame: SpotMessage, reply: LinkReply | None) -> None:
-    """Admit a direct call to the local incarnation, or fail it with StaleRoute."""
+def _admit_direct(rt: NodeRuntime, frame: SpotMessage, reply: LinkReply | None,
+                  host: Host | None = None) -> None:
+    """Admit a direct call to the local incarnation (``host``, if the caller just looked
+    it up), or fail it with StaleRoute."""
     route = frame.route
     try:
-        host = rt.catalog.hosts.get(route.spot_id)
+        if host is None:
+            host = rt.catalog.hosts.get(route.spot_id)
         if host is None:
             stale(rt, StaleReason.NO_INCARNATION, route.spot_id,
                   generation=_generation(route))

@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING
 from zlink_trio.core.errors import Unavailable, ZLinkError
 from zlink_trio.runtime.calls.completion import Completion
 from zlink_trio.runtime.observe.logs import MESH as LOGGER
-from zlink_trio.wire.frames import Command, EncodedMessage, Failure, MessageOutcome, Reply
+from zlink_trio.wire.frames import (
+    Command,
+    EncodedMessage,
+    Failure,
+    Reply,
+    encode_message_reply,
+)
 
 if TYPE_CHECKING:
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
@@ -78,8 +84,21 @@ class LinkReply(Completion):
             try:
                 encoded = (value if value is None or isinstance(value, EncodedMessage)
                            else self._rt.codec.encode(value))
-                outcome = MessageOutcome(reply=encoded)
+                # A success is written straight from its fields (no Reply object).
+                data = encode_message_reply(self._correlation, encoded)
             except ZLinkError as exc:
                 outcome = Failure.from_error(exc)
+            else:
+                _send_encoded(link, self._correlation, data, write=open_replies <= 0)
+                return
         send_reply(link, Reply(correlation=self._correlation, answers=Command.SPOT_MESSAGE,
                           outcome=outcome), write=open_replies <= 0)
+
+
+def _send_encoded(link: Link, correlation: int, data: bytes, *, write: bool) -> None:
+    """:func:`send_reply` for a reply already encoded."""
+    try:
+        link.send_encoded_nowait(data, write=write)
+    except ZLinkError as exc:
+        LOGGER.info("reply %d to node %r not sent: %s", correlation, link.peer.node_id,
+                    exc.message)

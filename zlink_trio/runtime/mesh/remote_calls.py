@@ -20,15 +20,18 @@ Nothing is ever resent: a link that closes first ends the request :class:`Unavai
 
 The wire carries the operation ID as a 64-bit integer: the first 16 hex digits of the
 call's uuid4 (random, non-zero with overwhelming probability; 1 otherwise), or, for a
-call that has no operation ID (a direct call to a Ready Spot), 64 random bits.
+call that has no operation ID (a direct call to a Ready Spot), 64 random bits
+(from ``os.urandom``, drawn 512 at a time; from the injected generator one at a time).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar, cast
+import os
+from typing import TYPE_CHECKING, Final, TypeVar, cast
 
 from zlink_trio.core.errors import (
     InvalidOperation,
+    LocalProtocolError,
     RemoteProtocolError,
     StaleRoute,
     TypeMismatch,
@@ -42,21 +45,27 @@ from zlink_trio.wire.frames import (
     EncodedMessage,
     Failure,
     MessageOutcome,
+    ReadyRoute,
     Reply,
     SpotMessage,
+    encode_ready_message,
+    owner_bytes,
+    ready_route_bytes,
 )
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from zlink_trio.core.deadline import Deadline
+    from zlink_trio.core.records import OwnerFence
+    from zlink_trio.core.route_cache import CachedRoute
     from zlink_trio.runtime.calls.delivery import Delivery
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.transport import Link
     from zlink_trio.wire.frames import Frame, Route
 
 __all__ = ("completer", "decode_reply", "operation_number", "outcome_of", "round_trip",
-           "send_spot_message")
+           "send_ready_call", "send_spot_message")
 
 
 OutcomeT = TypeVar("OutcomeT")
@@ -75,7 +84,32 @@ def _operation_number(rt: NodeRuntime, call: Delivery) -> int:
     """
     if call.op_id:
         return operation_number(call.op_id)
+    if rt.rng is None:  # the system's randomness, drawn many IDs at a time
+        return _draw_number()
     return int.from_bytes(rt.random_bytes(8)) or 1
+
+
+class _RandomNumbers:
+    """64-bit random numbers from ``os.urandom``, :data:`_NUMBERS_PER_DRAW` per system call."""
+
+    __slots__ = ("_numbers",)
+
+    def __init__(self) -> None:
+        self._numbers: list[int] = []
+
+    def draw(self) -> int:
+        numbers = self._numbers
+        if not numbers:
+            pool = os.urandom(8 * _NUMBERS_PER_DRAW)
+            numbers.extend(int.from_bytes(pool[i:i + 8]) or 1
+                           for i in range(0, len(pool), 8))
+        return numbers.pop()
+
+
+#: Operation IDs drawn from the system at once (a node with an injected generator draws
+#: each from it instead, in order).
+_NUMBERS_PER_DRAW: Final = 512
+_draw_number: Final = _RandomNumbers().draw
 
 
 def _encoded(rt: NodeRuntime, call: Delivery) -> EncodedMessage:
@@ -174,6 +208,75 @@ def send_spot_message(rt: NodeRuntime, call: Delivery, link: Link,
             rt.peers.forget(correlation)
         raise
     rt.peers.queued_on(link)  # over TLS the requester's flush writes it
+
+
+#: The wire bytes of the cached routes and lifecycle fences calls were sent with lately,
+#: by the object's identity (the route cache hands out the same immutable route for a
+#: Spot until it changes; a node's own fence is one object): each entry keeps its object,
+#: so an identity is never reused while it is here. Bounded: cleared when full.
+_WRITTEN: Final[dict[int, tuple[object, str, bytes]]] = {}
+_WRITTEN_KEPT: Final = 1024
+
+
+def _route_bytes(spot_id: str, route: CachedRoute) -> bytes:
+    """Route kind 1 of a call to ``spot_id`` on the cached ``route``, built and checked
+    (:class:`ReadyRoute`'s validators) on first use only."""
+    entry = _WRITTEN.get(id(route))
+    if entry is not None and entry[0] is route and entry[1] == spot_id:
+        return entry[2]
+    assert route.owner is not None
+    assert route.owner_generation is not None
+    data = ready_route_bytes(ReadyRoute(
+        spot_id=spot_id, object_generation=route.object_generation,
+        owner_generation=route.owner_generation, target=route.owner))
+    _remember(route, spot_id, data)
+    return data
+
+
+def _source_bytes(owner: OwnerFence) -> bytes:
+    entry = _WRITTEN.get(id(owner))
+    if entry is not None and entry[0] is owner:
+        return entry[2]
+    data = owner_bytes(owner)
+    _remember(owner, "", data)
+    return data
+
+
+def _remember(obj: object, key: str, data: bytes) -> None:
+    if len(_WRITTEN) >= _WRITTEN_KEPT:
+        _WRITTEN.clear()
+    _WRITTEN[id(obj)] = (obj, key, data)
+
+
+def send_ready_call(rt: NodeRuntime, call: Delivery, link: Link, route: CachedRoute) -> None:
+    """Queue ``call`` on ``link`` as command 39, route kind 1 from the cached ``route``.
+
+    The same frame as ``send_spot_message(rt, call, link, ReadyRoute(...))``, written
+    straight from the call's fields (``wire/_direct_frames.py``): no frame object is
+    built per call. Returns at outbound admission; raises what :func:`send_spot_message`
+    raises, and nothing stays registered then.
+    """
+    data_route = _route_bytes(call.spot_id, route)
+    completion = call.completion
+    correlation = 0
+    if completion is not None:
+        correlation = rt.peers.expect_reply(link, call.deadline, completer(rt, call),
+                                            _on_lost(rt, call.spot_id, completion))
+    try:
+        try:
+            data = encode_ready_message(data_route, _operation_number(rt, call), correlation,
+                                        call.deadline.wall_ms, _source_bytes(rt.owner),
+                                        _encoded(rt, call))
+        except LocalProtocolError as exc:
+            raise link.cannot_send(exc) from exc
+        # As in send_spot_message: a lone request is written at once by this task.
+        link.send_encoded_nowait(data, write=correlation != 0 and rt.peers.pending <= 1)
+    except BaseException:
+        if correlation:
+            rt.peers.forget(correlation)
+        raise
+    if link.unwritten:  # (a lone request's write took it all: nothing to flush)
+        rt.peers.queued_on(link)
 
 
 def outcome_of(reply: Reply, expected: type[OutcomeT], what: str) -> OutcomeT:
