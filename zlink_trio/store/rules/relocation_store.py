@@ -23,6 +23,7 @@ from typing import Final
 import attrs
 
 from zlink_trio.core._checks import check_generation, check_int
+from zlink_trio.core._roots import receipt_of_digest
 from zlink_trio.core.errors import CapacityExceeded, InvalidOperation, NotFound
 from zlink_trio.core.identity import validate_spot_id
 from zlink_trio.core.records import MAX_ROOT_BYTES, RootReceipt
@@ -97,8 +98,7 @@ def inbox_key(spot_id: str, object_generation: int) -> InboxKey:
 
 def receipt_of(raw: bytes) -> RootReceipt:
     """The content-addressed receipt of root bytes (as ``put_root`` issues it)."""
-    digest = hashlib.sha256(raw).hexdigest()
-    return RootReceipt(ref=f"sha256:{digest}", sha256=digest, size=len(raw))
+    return receipt_of_digest(hashlib.sha256(raw).hexdigest(), len(raw))
 
 
 def check_root(raw: bytes, receipt: RootReceipt) -> bytes:
