@@ -261,9 +261,14 @@ class Catalog:
 class _Group:
     """A nursery held open by a task of its own, cancelled as a whole."""
 
+    __slots__ = ("cancelled", "nursery", "scope")
+
     def __init__(self, scope: trio.CancelScope, nursery: trio.Nursery) -> None:
         self.scope = scope
         self.nursery = nursery
+        #: :meth:`cancel` ran -- the only way the scope is cancelled (it has no deadline),
+        #: and cheaper to ask than ``scope.cancel_called``, which reads the clock.
+        self.cancelled = False
 
     @classmethod
     async def hold(cls, shield: bool, *,
@@ -274,6 +279,7 @@ class _Group:
                 await trio.sleep_forever()
 
     def cancel(self) -> None:
+        self.cancelled = True
         self.scope.cancel()
 
 
@@ -285,7 +291,7 @@ def _start(group: _Group | None, fallback: trio.Nursery,
     drain, a job accepted as the node stops) must still run its own cleanup, so it
     runs in the node's nursery under a cancelled scope, as if cancelled at once.
     """
-    if group is not None and not group.scope.cancel_called:
+    if group is not None and not group.cancelled:
         try:
             group.nursery.start_soon(task)
         except RuntimeError:  # the group's nursery closed: fall through

@@ -87,6 +87,8 @@ __all__ = ("Host", "Registration")
 _NO_ROUTE: Final = float("-inf")
 #: ``Host._before_idle``: do not park, look at the lanes again.
 _NO_WAIT: Final = -1.0
+#: The Incarnation chart's initial state (read once: ``initial`` is a property).
+_ACTIVATING: Final = INCARNATION.initial
 
 
 class Registration(Protocol):
@@ -139,7 +141,7 @@ class Host:
         self.generation: Final = generation
         self.mesh: Final = mesh
         #: Incarnation chart state id.
-        self.state = INCARNATION.initial
+        self.state = _ACTIVATING
         self.instance: object | None = None
         self.ctx: Final = SpotContext(self)
         self.lanes: Final[Lanes[Work]] = Lanes(application=rt.options.application_lane,
