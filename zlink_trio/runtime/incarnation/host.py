@@ -108,6 +108,7 @@ class Host:
     __slots__ = (
         "_finished",
         "_first_cleanup",
+        "_first_pending",
         "_is_finished",
         "_parked",
         "_self_close",
@@ -157,6 +158,9 @@ class Host:
         self.close_fence: AuthorityFence | None = None
         self._self_close = False
         self.first_record: FirstRecord | None = None
+        # The first record's cleanup is pending; its Event is built by the first waiter
+        # (``wait_first_record``): most cold activations have none.
+        self._first_pending = False
         self._first_cleanup: trio.Event | None = None
         #: The node lost its lease: finish without any store write.
         self.ownership_lost = False
@@ -239,7 +243,7 @@ class Host:
         self.state = step(INCARNATION, self.state, INCARNATION.ev.commit_ready)
         if first is not None:
             self.first_record = first.first
-            self._first_cleanup = trio.Event()
+            self._first_pending = True
             self.lanes.application.push_front(first, 0)
         self.state = step(INCARNATION, self.state, INCARNATION.ev.open_barrier)
         self.last_work_finished_at = trio.current_time()
@@ -431,9 +435,10 @@ class Host:
 
     async def wait_first_record(self) -> None:
         """Wait until the first record's cleanup ran (done or failed); the caller bounds it."""
-        cleanup = self._first_cleanup
-        if cleanup is not None:
-            await cleanup.wait()
+        if self._first_pending:
+            if self._first_cleanup is None:
+                self._first_cleanup = trio.Event()
+            await self._first_cleanup.wait()
 
     # ------------------------------------------------------------------ the task
 
@@ -511,6 +516,7 @@ class Host:
             await record_first_completion(self.rt, self.spot_id, self.generation, item.first)
             if item.first.done and self.first_record is item.first:
                 self.first_record = None  # nothing left to clean up at close (``drop_recovery``)
+            self._first_pending = False
             if self._first_cleanup is not None:
                 self._first_cleanup.set()
                 self._first_cleanup = None
