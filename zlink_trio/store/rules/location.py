@@ -20,6 +20,7 @@ the operator's release in ``operator``; all share the helpers below.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import attrs
@@ -32,6 +33,7 @@ from zlink_trio.core.errors import (
     Unavailable,
 )
 from zlink_trio.core.identity import (
+    MAX_ID_BYTES,
     NodeRid,
     SpotKind,
     validate_spot_id,
@@ -149,17 +151,25 @@ def check_reserve_args(spot_id: str, *, kind: SpotKind, stable_type: str, mesh: 
                        owner: OwnerFence, now: float, creation_intent: CreationIntent | None,
                        recovery_pointer: RecoveryPointer | None) -> None:
     """Reserve's argument checks, shared by every backend (InvalidOperation, nothing read)."""
-    validate_user_spot_id(spot_id)
+    # Each text check tests the common case first -- an ASCII str within the bound (and,
+    # for the ID, not of the reserved Entry form) -- before the full validator.
+    if not (type(spot_id) is str and spot_id.isascii() and 0 < len(spot_id) <= MAX_ID_BYTES
+            and "-entry-" not in spot_id):
+        validate_user_spot_id(spot_id)
     if kind not in (SpotKind.USER, SpotKind.INSTANCE):
         raise InvalidOperation(f"reserve creates USER or INSTANCE Spots, not {kind!r}")
-    validate_stable_type(stable_type)
-    validate_mesh_name(mesh)
+    if not (type(stable_type) is str and stable_type.isascii()
+            and 0 < len(stable_type) <= MAX_ID_BYTES):
+        validate_stable_type(stable_type)
+    if not (type(mesh) is str and mesh.isascii() and 0 < len(mesh) <= MAX_ID_BYTES):
+        validate_mesh_name(mesh)
     if not isinstance(owner, OwnerFence):
         raise InvalidOperation(f"owner must be an OwnerFence, got {type(owner).__name__}")
     if not isinstance(creation_intent, CreationIntent | None) or not isinstance(
             recovery_pointer, RecoveryPointer | None):
         raise InvalidOperation("creation_intent / recovery_pointer have the wrong type")
-    check_finite(now, "now")
+    if not (type(now) is float and math.isfinite(now)):
+        check_finite(now, "now")
 
 
 def txn_reserve(state: LocationState, spot_id: str, *, kind: SpotKind, stable_type: str,
@@ -207,7 +217,8 @@ def _matches_reservation(record: AuthorityRecord, fence: ReservationFence) -> bo
 def txn_commit_ready(state: LocationState, fence: ReservationFence, *,
                      now: float) -> AuthorityRecord:
     """CommitReady; see ``LocationStore.commit_ready``."""
-    check_finite(now, "now")
+    if not (type(now) is float and math.isfinite(now)):
+        check_finite(now, "now")
     record = state.records.get(fence.spot_id)
     if record is not None and _matches_reservation(record, fence):
         if (record.state is AuthorityState.READY

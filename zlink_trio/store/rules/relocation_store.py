@@ -83,6 +83,8 @@ class RelocationState:
 
 def check_bytes(data: object, what: str) -> bytes:
     """``data`` as ``bytes`` of at most 64 MiB: InvalidOperation / CapacityExceeded."""
+    if type(data) is bytes and len(data) <= MAX_ROOT_BYTES:  # the common case
+        return data
     if not isinstance(data, bytes | bytearray | memoryview):
         raise InvalidOperation(f"{what} must be bytes, got {type(data).__name__}")
     raw = bytes(data)
@@ -141,7 +143,7 @@ def store_root(state: RelocationState, raw: bytes, receipt: RootReceipt) -> None
 
 def verified_root(state: RelocationState, receipt: RootReceipt) -> bytes | None:
     """The bytes of ``receipt``'s root after :func:`check_root`, or ``None`` when gone."""
-    if not isinstance(receipt, RootReceipt):
+    if type(receipt) is not RootReceipt and not isinstance(receipt, RootReceipt):
         raise InvalidOperation(f"expected a RootReceipt, got {type(receipt).__name__}")
     raw = state.roots.get(receipt.ref)
     return None if raw is None else check_root(raw, receipt)
