@@ -99,13 +99,14 @@ def txn_finish_first_record(lstate: loc.LocationState, rstate: rel.RelocationSta
     """Cursor + pointer CAS + root deletion; see ``CombinedTransactions.finish_first_record``."""
     check_finish_args(spot_id, object_generation, seq, expected_version, root)
     delete = rel.verified_root(rstate, root) is not None  # RootIntegrityError first
-    inbox = rstate.inboxes.get((spot_id, object_generation))
+    key = (spot_id, object_generation)
+    inbox = rstate.inboxes.get(key)
     last, cursor = (0, 0) if inbox is None else (inbox.last_seq, inbox.cursor)
     rel.check_cursor_move(spot_id, object_generation, seq, last, cursor)
     record = lstate.records.get(spot_id)
     remove = loc.pointer_removal(record, object_generation, expected_version)
     # -- writes (the single-store transactions' writes: every check above passed) --
-    moved = rel.move_cursor(inbox, seq)
+    moved = rel.move_cursor(rstate, key, inbox, seq)
     if remove:
         assert record is not None
         loc.remove_pointer(lstate, record)

@@ -35,6 +35,7 @@ from zlink_trio.store.values import (
 )
 
 __all__ = (
+    "HANDLED_FIRST",
     "MAX_SEQ",
     "Inbox",
     "InboxKey",
@@ -71,6 +72,14 @@ class Inbox:
     records: dict[int, bytes] | None = None
     last_seq: int = 0
     cursor: int = 0
+
+
+#: The inbox of an incarnation whose first (and only) record is handled: no record,
+#: sequence 1, cursor 1 -- what nearly every resident Spot keeps after its cold
+#: activation. One shared instance stands for all of them (a GC-tracked object and
+#: 56 B less per Spot); it is never changed: :func:`append` replaces it before it
+#: writes, and :func:`move_cursor` has nothing to move on it.
+HANDLED_FIRST: Final = Inbox(None, 1, 1)
 
 
 @attrs.define
@@ -179,6 +188,8 @@ def append(state: RelocationState, key: InboxKey, raw: bytes) -> int:
     seq = (0 if inbox is None else inbox.last_seq) + 1
     if inbox is None:
         inbox = state.inboxes[key] = Inbox()
+    elif inbox is HANDLED_FIRST:  # shared: this inbox gets its own again
+        inbox = state.inboxes[key] = Inbox(None, HANDLED_FIRST.last_seq, HANDLED_FIRST.cursor)
     if inbox.records is None:
         inbox.records = {}
     inbox.records[seq] = raw
@@ -209,12 +220,16 @@ def txn_inbox_set_cursor(state: RelocationState, spot_id: str, object_generation
     cursor = 0 if inbox is None else inbox.cursor
     last = 0 if inbox is None else inbox.last_seq
     check_cursor_move(spot_id, object_generation, seq, last, cursor)
-    return move_cursor(inbox, seq)
+    return move_cursor(state, key, inbox, seq)
 
 
-def move_cursor(inbox: Inbox | None, seq: int) -> bool:
-    """InboxSetCursor's write, after :func:`check_cursor_move` passed: whether it moved."""
-    if inbox is None or seq == inbox.cursor:
+def move_cursor(state: RelocationState, key: InboxKey, inbox: Inbox | None, seq: int) -> bool:
+    """InboxSetCursor's write, after :func:`check_cursor_move` passed: whether it moved.
+
+    ``inbox`` is ``state.inboxes.get(key)``; once it holds nothing at sequence and
+    cursor 1, :data:`HANDLED_FIRST` stands for it.
+    """
+    if inbox is None or seq == inbox.cursor:  # (always so for HANDLED_FIRST)
         return False
     records = inbox.records
     if records is not None:
@@ -223,6 +238,8 @@ def move_cursor(inbox: Inbox | None, seq: int) -> bool:
         if not records:
             inbox.records = None
     inbox.cursor = seq
+    if seq == 1 and inbox.records is None and inbox.last_seq == 1:
+        state.inboxes[key] = HANDLED_FIRST
     return True
 
 
