@@ -87,8 +87,6 @@ __all__ = ("Host", "Registration")
 _NO_ROUTE: Final = float("-inf")
 #: ``Host._before_idle``: do not park, look at the lanes again.
 _NO_WAIT: Final = -1.0
-#: The Incarnation chart's initial state (read once: ``initial`` is a property).
-_ACTIVATING: Final = INCARNATION.initial
 
 
 class Registration(Protocol):
@@ -96,6 +94,20 @@ class Registration(Protocol):
 
     def remove(self, host: Host) -> None:
         """Drop ``host`` if it is still the registered incarnation of its ID."""
+
+
+class _NoWaiter:
+    """``Host._first_cleanup`` while the first record's cleanup is pending and nobody
+    waits for it -- most cold activations: no Event is built, and ``set`` wakes nobody.
+    The first ``wait_first_record`` replaces it with an Event."""
+
+    __slots__ = ()
+
+    def set(self) -> None:
+        """Nobody to wake."""
+
+
+_NO_WAITER: Final = _NoWaiter()
 
 
 class Host:
@@ -108,7 +120,6 @@ class Host:
     __slots__ = (
         "_finished",
         "_first_cleanup",
-        "_first_pending",
         "_is_finished",
         "_parked",
         "_self_close",
@@ -142,7 +153,7 @@ class Host:
         self.generation: Final = generation
         self.mesh: Final = mesh
         #: Incarnation chart state id.
-        self.state = _ACTIVATING
+        self.state = INCARNATION.initial
         self.instance: object | None = None
         self.ctx: Final = SpotContext(self)
         self.lanes: Final[Lanes[Work]] = Lanes(application=rt.options.application_lane,
@@ -158,10 +169,7 @@ class Host:
         self.close_fence: AuthorityFence | None = None
         self._self_close = False
         self.first_record: FirstRecord | None = None
-        # The first record's cleanup is pending; its Event is built by the first waiter
-        # (``wait_first_record``): most cold activations have none.
-        self._first_pending = False
-        self._first_cleanup: trio.Event | None = None
+        self._first_cleanup: trio.Event | _NoWaiter | None = None
         #: The node lost its lease: finish without any store write.
         self.ownership_lost = False
         #: The catalog that registered this host (set by ``Catalog.register``).
@@ -243,7 +251,7 @@ class Host:
         self.state = step(INCARNATION, self.state, INCARNATION.ev.commit_ready)
         if first is not None:
             self.first_record = first.first
-            self._first_pending = True
+            self._first_cleanup = _NO_WAITER  # an Event only once someone waits
             self.lanes.application.push_front(first, 0)
         self.state = step(INCARNATION, self.state, INCARNATION.ev.open_barrier)
         self.last_work_finished_at = trio.current_time()
@@ -435,10 +443,11 @@ class Host:
 
     async def wait_first_record(self) -> None:
         """Wait until the first record's cleanup ran (done or failed); the caller bounds it."""
-        if self._first_pending:
-            if self._first_cleanup is None:
-                self._first_cleanup = trio.Event()
-            await self._first_cleanup.wait()
+        cleanup = self._first_cleanup
+        if isinstance(cleanup, _NoWaiter):
+            cleanup = self._first_cleanup = trio.Event()
+        if cleanup is not None:
+            await cleanup.wait()
 
     # ------------------------------------------------------------------ the task
 
@@ -516,7 +525,6 @@ class Host:
             await record_first_completion(self.rt, self.spot_id, self.generation, item.first)
             if item.first.done and self.first_record is item.first:
                 self.first_record = None  # nothing left to clean up at close (``drop_recovery``)
-            self._first_pending = False
             if self._first_cleanup is not None:
                 self._first_cleanup.set()
                 self._first_cleanup = None
