@@ -106,7 +106,7 @@ class Catalog:
         self.hosts[host.spot_id] = host
         host.registration = self
         host.route_expires_at = rt.route_cache.local_expiry(rt.now(), rt.lease_expires_at)
-        _start(self._hosts, self._nursery, host.run)
+        _start(self._hosts, self._nursery, host.run, _task_name(type(host)))
         if rt.lease_lost:  # committed while the lease was being lost: stop it at once
             host.lose_ownership(rt.lease_lost_error())
 
@@ -283,8 +283,19 @@ class _Group:
         self.scope.cancel()
 
 
+#: A host class's task name (what Trio would derive from ``host.run`` for every spawn).
+_TASK_NAMES: dict[type, str] = {}
+
+
+def _task_name(cls: type) -> str:
+    name = _TASK_NAMES.get(cls)
+    if name is None:
+        name = _TASK_NAMES[cls] = f"{cls.run.__module__}.{cls.run.__qualname__}"  # type: ignore[attr-defined]
+    return name
+
+
 def _start(group: _Group | None, fallback: trio.Nursery,
-           task: Callable[[], Awaitable[None]]) -> None:
+           task: Callable[[], Awaitable[None]], name: str | None = None) -> None:
     """Run ``task`` in ``group``; once the group is cancelled, already cancelled.
 
     A task that arrives after its group was cancelled (a commit finishing during the
@@ -293,7 +304,7 @@ def _start(group: _Group | None, fallback: trio.Nursery,
     """
     if group is not None and not group.cancelled:
         try:
-            group.nursery.start_soon(task)
+            group.nursery.start_soon(task, name=name)
         except RuntimeError:  # the group's nursery closed: fall through
             pass
         else:
