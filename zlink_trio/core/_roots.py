@@ -15,6 +15,12 @@ These values sit below :mod:`zlink_trio.core.records`, which re-exports
 them: the record imports them, never the other way round. All are frozen
 attrs classes whose validators raise :class:`InvalidOperation`; nothing
 here does I/O or reads a clock.
+
+Hot paths build these from parts that are valid already -- a receipt from the
+digest the store just computed, a pointer from a receipt, which passed the same
+checks when it was built -- so :func:`receipt_of_digest` and
+:meth:`RecoveryPointer.from_receipt` set the fields without running the
+validators again (each validator pass is most of such a value's cost).
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ __all__ = (
     "CreationIntent",
     "RecoveryPointer",
     "RootReceipt",
+    "receipt_of_digest",
 )
 
 #: Largest encoded creation request (spec 06 §3.1).
@@ -76,6 +83,35 @@ class RootReceipt:
     @size.validator
     def _size(self, attribute: attrs.Attribute[int], value: int) -> None:
         check_int(value, "root size", 0, MAX_ROOT_BYTES)
+
+
+_new: Final = object.__new__
+# The slots' own setters: they bypass the frozen ``__setattr__`` and the validators.
+_SET_REF: Final = RootReceipt.__dict__["ref"].__set__
+_SET_SHA: Final = RootReceipt.__dict__["sha256"].__set__
+_SET_SIZE: Final = RootReceipt.__dict__["size"].__set__
+
+
+def _receipt(ref: str, sha256: str, size: int) -> RootReceipt:
+    # Only for fields that passed RootReceipt's (or an equally strict) validation.
+    receipt: RootReceipt = _new(RootReceipt)
+    _SET_REF(receipt, ref)
+    _SET_SHA(receipt, sha256)
+    _SET_SIZE(receipt, size)
+    return receipt
+
+
+def receipt_of_digest(digest: str, size: int) -> RootReceipt:
+    """The receipt ``sha256:<digest>`` of a root of ``size`` bytes.
+
+    For the store that just hashed the bytes: ``digest`` is what ``hexdigest()``
+    returned. Its two cheap checks keep the receipt's contract (64 lowercase hex
+    digits, a size within :data:`MAX_ROOT_BYTES`); the validators do not run again.
+    """
+    if (type(digest) is not str or len(digest) != 64 or digest.strip("0123456789abcdef")
+            or type(size) is not int or not 0 <= size <= MAX_ROOT_BYTES):
+        return RootReceipt(ref=f"sha256:{digest}", sha256=digest, size=size)  # raises
+    return _receipt(f"sha256:{digest}", digest, size)
 
 
 @attrs.frozen(kw_only=True)
@@ -137,13 +173,26 @@ class RecoveryPointer:
 
     @classmethod
     def from_receipt(cls, receipt: RootReceipt, *, version: int = 1) -> RecoveryPointer:
-        """Point at a root the Relocation Store confirmed."""
-        return cls(root_ref=receipt.ref, sha256=receipt.sha256, size=receipt.size,
-                   version=version)
+        """Point at a root the Relocation Store confirmed.
+
+        A :class:`RootReceipt`'s fields passed the pointer's own checks (same text,
+        digest and size bounds) when it was built, so with the default version they
+        are taken as they are.
+        """
+        if cls is not RecoveryPointer or type(receipt) is not RootReceipt or version != 1:
+            return cls(root_ref=receipt.ref, sha256=receipt.sha256, size=receipt.size,
+                       version=version)
+        pointer: RecoveryPointer = _new(RecoveryPointer)
+        _SET_POINTER_REF(pointer, receipt.ref)
+        _SET_POINTER_SHA(pointer, receipt.sha256)
+        _SET_POINTER_SIZE(pointer, receipt.size)
+        _SET_POINTER_VERSION(pointer, 1)
+        return pointer
 
     def receipt(self) -> RootReceipt:
         """The receipt to read or delete the root with."""
-        return RootReceipt(ref=self.root_ref, sha256=self.sha256, size=self.size)
+        # The pointer's fields passed the receipt's checks (same bounds) when it was built.
+        return _receipt(self.root_ref, self.sha256, self.size)
 
     def to_json(self) -> dict[str, object]:
         """Encode as ``{"rootRef", "sha256", "size", "version"}`` (the record's field)."""
@@ -159,3 +208,9 @@ class RecoveryPointer:
             sha256=json_str(raw["sha256"], "sha256"),
             size=json_int(raw["size"], "size", 0, MAX_ROOT_BYTES),
             version=json_int(raw["version"], "version", 1, MAX_GENERATION))
+
+
+_SET_POINTER_REF: Final = RecoveryPointer.__dict__["root_ref"].__set__
+_SET_POINTER_SHA: Final = RecoveryPointer.__dict__["sha256"].__set__
+_SET_POINTER_SIZE: Final = RecoveryPointer.__dict__["size"].__set__
+_SET_POINTER_VERSION: Final = RecoveryPointer.__dict__["version"].__set__

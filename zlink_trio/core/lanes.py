@@ -168,7 +168,8 @@ class Lane(Generic[T]):
                  "_running")
 
     def __init__(self, kind: LaneKind, bounds: LaneBounds) -> None:
-        self._kind: Final = LaneKind(kind)
+        # (a LaneKind as it is: calling the enum is most of a lane's construction)
+        self._kind: Final = kind if type(kind) is LaneKind else LaneKind(kind)
         if not isinstance(bounds, LaneBounds):
             raise InvalidConfiguration(
                 f"bounds must be a LaneBounds, got {type(bounds).__name__}; "

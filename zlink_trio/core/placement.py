@@ -450,11 +450,13 @@ def check_local_activation(active: int, pending: int, ceiling: int | None) -> No
     no ceiling); raises :class:`CapacityExceeded` (``lane=None``) otherwise,
     and :class:`InvalidOperation` for negative or non-int arguments. Pure.
     """
-    _non_negative("active", active)
-    _non_negative("pending", pending)
-    if ceiling is not None:
-        _non_negative("ceiling", ceiling)
-    if ceiling is not None and active + pending >= ceiling:
+    if not (type(active) is int and type(pending) is int and active >= 0 <= pending):
+        _non_negative("active", active)
+        _non_negative("pending", pending)
+    if ceiling is None:
+        return
+    _non_negative("ceiling", ceiling)
+    if active + pending >= ceiling:
         raise CapacityExceeded(
             f"this node is at its active-object ceiling of {ceiling} ({active} active, "
             f"{pending} activating), so it refuses a new activation; retry later, let idle "

@@ -362,11 +362,14 @@ _ORIGINALS: tuple[object, ...] = (
     MemoryCombined.commit_ready_with_first_record, MemoryCombined.finish_first_record)
 
 
+_FIND, _RESERVE, _COMMIT, _FINISH = _ORIGINALS
+
+
 def _originals_intact() -> bool:
     """Whether none of :data:`_ORIGINALS` was replaced on its class (patched)."""
-    return (MemoryLocationStore.find, MemoryCombined.reserve_with_root,
-            MemoryCombined.commit_ready_with_first_record,
-            MemoryCombined.finish_first_record) == _ORIGINALS
+    return (MemoryLocationStore.find is _FIND and MemoryCombined.reserve_with_root is _RESERVE
+            and MemoryCombined.commit_ready_with_first_record is _COMMIT
+            and MemoryCombined.finish_first_record is _FINISH)
 
 
 if TYPE_CHECKING:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import json.encoder
 from typing import Final
 
 import attrs
@@ -35,6 +36,8 @@ __all__ = ("ENVELOPE_FORMAT", "ActivationEnvelope")
 ENVELOPE_FORMAT: Final = "instance-activation-recovery-v1"
 # Built once: json.dumps with options builds a new encoder per call.
 _ENVELOPE_JSON: Final = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+#: How that encoder writes a ``str`` (``ensure_ascii``: ASCII with escapes).
+_quote: Final = json.encoder.encode_basestring_ascii
 
 
 @attrs.frozen(kw_only=True)
@@ -54,6 +57,18 @@ class ActivationEnvelope:
 
     def encode(self) -> bytes:
         """The envelope's bytes (the recovery root)."""
+        deadline_ms = self.deadline_ms
+        if type(deadline_ms) is int or deadline_ms is None:
+            # What the encoder writes, spelt out: the keys in sorted order, each string
+            # escaped by the encoder's own (C) function -- a third of the encoder's cost.
+            text = (f'{{"body":"{base64.b64encode(self.message.body).decode("ascii")}",'
+                    f'"deadlineMs":{"null" if deadline_ms is None else deadline_ms},'
+                    f'"format":"{ENVELOPE_FORMAT}","mesh":{_quote(self.mesh)},'
+                    f'"messageType":{_quote(self.message.type_name)},'
+                    f'"operationId":{_quote(self.operation_id)},'
+                    f'"sourceNodeRid":{_quote(self.recorded_by)},'
+                    f'"spotId":{_quote(self.spot_id)},"stableType":{_quote(self.stable_type)}}}')
+            return text.encode("utf-8")
         return _ENVELOPE_JSON({
             "format": ENVELOPE_FORMAT,
             "operationId": self.operation_id,

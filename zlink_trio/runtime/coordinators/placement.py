@@ -26,7 +26,7 @@ moves Spots there, unless a relocation names it with ``to=``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import trio
 
@@ -42,7 +42,7 @@ from zlink_trio.core.placement import (
 )
 from zlink_trio.core.records import OwnerFence
 from zlink_trio.runtime.calls.delivery import handler_for
-from zlink_trio.runtime.charts import COLD, step
+from zlink_trio.runtime.charts import COLD, TRACE, step
 from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.coordinators.activation import ActivationJob, run_activation
 from zlink_trio.runtime.coordinators.placement_plans import PlacementPlans, Plan
@@ -54,7 +54,7 @@ from zlink_trio.wire.frames import ActivationRoute
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from statecharts.names import ColdActivationState
+    from statecharts.names import ColdActivationEvent, ColdActivationState
     from zlink_trio.core.deadline import Deadline
     from zlink_trio.core.descriptor import NodeClaim
     from zlink_trio.runtime.calls.delivery import Delivery, Intent
@@ -66,13 +66,15 @@ if TYPE_CHECKING:
 __all__ = ("candidates", "close_placement", "local_job_now", "place_and_start")
 
 
-def _recent_claims(rt: NodeRuntime) -> list[NodeClaim] | None:
-    """The live claims placement read last, if that read is recent; else ``None``.
+def _recent_plans(rt: NodeRuntime) -> tuple[PlacementPlans, float] | None:
+    """The plans of the claims placement read last and the time now, if that read is
+    recent; else ``None``.
 
-    A reused list drops the claims whose lease has run out since (this node's own
-    claim is renewed by its lease keeper, so it stays); a claim added or removed since
-    is missed for at most ``options.placement_max_age``, which is why a reused list is
-    only ever acted on when it places the Spot on this node (:func:`place_and_start`).
+    Its live claims (:meth:`PlacementPlans.live`) drop the claims whose lease has run
+    out since (this node's own claim is renewed by its lease keeper, so it stays); a
+    claim added or removed since is missed for at most ``options.placement_max_age``,
+    which is why a reused list is only ever acted on when it places the Spot on this
+    node (:func:`place_and_start`).
     """
     seen = rt.placement_claims
     if seen is None:
@@ -80,8 +82,10 @@ def _recent_claims(rt: NodeRuntime) -> list[NodeClaim] | None:
     now = rt.now()
     if not 0 <= now - seen[0] < rt.options.placement_max_age:
         return None
-    return [c for c in seen[1]
-            if c.lease_expires_at > now or c.descriptor.node_rid == rt.node_rid]
+    plans = rt.placement_plans
+    if plans is None or plans.seen is not seen:
+        plans = rt.placement_plans = PlacementPlans(seen, rt.node_rid)
+    return plans, now
 
 
 async def _read_claims(rt: NodeRuntime) -> list[NodeClaim]:
@@ -202,32 +206,34 @@ def _placed_here(rt: NodeRuntime, intent: Intent, spot_id: str
     room of each host (``eligible_nodes``: this node's live load and ceiling) and the
     rendezvous choice among several are checked for every activation.
     """
-    recent = _recent_claims(rt)
+    recent = _recent_plans(rt)
     if recent is None:
         return None
-    seen = rt.placement_claims
-    assert seen is not None
-    plans = rt.placement_plans
-    if plans is None or plans.seen is not seen:
-        plans = rt.placement_plans = PlacementPlans(seen)
-    key = (len(recent), rt.serving and not rt.placement_closed, intent.mesh,
+    plans, now = recent
+    live = plans.live(now)
+    key = (len(live), rt.serving and not rt.placement_closed, intent.mesh,
            intent.stable_type)
     if key in plans.plans:
         plan = plans.plans[key]
     else:
-        plan = plans.plans[key] = _plan(rt, recent, intent)
+        plan = plans.plans[key] = _plan(rt, live, intent)
     if plan is None or plan.own is None:
         return None
+    hosts = plan.hosts
+    own_load = len(rt.catalog.hosts) + rt.catalog.pending
+    ceiling = rt.options.active_object_ceiling
+    if len(hosts) == 1:  # this node alone serves the type: no rendezvous choice
+        host = hosts[0]
+        if host.weight > 0 and own_load < host.capacity and (ceiling is None
+                                                             or own_load < ceiling):
+            return plan.mesh, plan.stable_type, host  # a host of a plan is an object server
+        return None
     kept = []
-    for i, host in enumerate(plan.hosts):
+    for i, host in enumerate(hosts):
         if host.weight <= 0:
             continue
-        if i == plan.own:
-            load, ceiling = len(rt.catalog.hosts) + rt.catalog.pending, \
-                rt.options.active_object_ceiling
-        else:
-            load, ceiling = 0, None
-        if load < host.capacity and (ceiling is None or load < ceiling):
+        load, limit = (own_load, ceiling) if i == plan.own else (0, None)
+        if load < host.capacity and (limit is None or load < limit):
             kept.append(host)
     if not kept:
         return None
@@ -235,22 +241,40 @@ def _placed_here(rt: NodeRuntime, intent: Intent, spot_id: str
     return (plan.mesh, plan.stable_type, node) if _is_local_server(rt, node) else None
 
 
+#: The ColdActivation events of a placement that succeeded (06 §4.1 steps 4-6), then of
+#: the local target accepting the envelope (step 8).
+_PLACING: Final = (COLD.ev.found_missing_with_intent, COLD.ev.mesh_selected,
+                   COLD.ev.type_selected)
+_ACCEPTING: Final = (COLD.ev.capacity_available, COLD.ev.envelope_accepted)
+
+
+def _steps(state: ColdActivationState, events: tuple[ColdActivationEvent, ...]
+           ) -> ColdActivationState:
+    for event in events:
+        state = step(COLD, state, event)
+    return state
+
+
+# Both paths start from fixed states, so they end in fixed states: stepped once here (an
+# event the chart stops defining fails at import), and again per activation only while a
+# test observes every step (``charts.TRACE``).
+_PLACED: Final = _steps(COLD.initial, _PLACING)
+_ACCEPTED: Final = _steps(_PLACED, _ACCEPTING)
+
+
 def _placed_state() -> ColdActivationState:
     """The chart's state after a placement that succeeded (06 §4.1 steps 4-6)."""
-    state = step(COLD, COLD.initial, COLD.ev.found_missing_with_intent)
-    state = step(COLD, state, COLD.ev.mesh_selected)
-    return step(COLD, state, COLD.ev.type_selected)
+    return _steps(COLD.initial, _PLACING) if TRACE else _PLACED
 
 
 def _local_job(rt: NodeRuntime, call: Delivery, state: ColdActivationState, mesh: str,
                spot_type: SpotType, info: HandlerInfo, attempt: Attempt | None, *,
                redeliver: Callable[[], Awaitable[None]]) -> ActivationJob:
-    state = step(COLD, state, COLD.ev.capacity_available)
+    state = _ACCEPTED if state == _PLACED and not TRACE else _steps(state, _ACCEPTING)
     return ActivationJob(rt=rt, attempt=attempt, spot_type=spot_type, info=info, mesh=mesh,
                          spot_id=call.spot_id, msg=call.msg, size=call.size,
                          completion=call.completion, deadline=call.deadline,
-                         op_id=call.operation_id(rt.new_uuid4),
-                         state=step(COLD, state, COLD.ev.envelope_accepted),
+                         op_id=call.operation_id(rt.new_uuid4), state=state,
                          redeliver=redeliver, source_saw_missing=True, encoded=call.encoded)
 
 

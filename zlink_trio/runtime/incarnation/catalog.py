@@ -106,7 +106,7 @@ class Catalog:
         self.hosts[host.spot_id] = host
         host.registration = self
         host.route_expires_at = rt.route_cache.local_expiry(rt.now(), rt.lease_expires_at)
-        _start(self._hosts, self._nursery, host.run)
+        _start(self._hosts, self._nursery, host.run, _task_name(type(host)))
         if rt.lease_lost:  # committed while the lease was being lost: stop it at once
             host.lose_ownership(rt.lease_lost_error())
 
@@ -261,9 +261,14 @@ class Catalog:
 class _Group:
     """A nursery held open by a task of its own, cancelled as a whole."""
 
+    __slots__ = ("cancelled", "nursery", "scope")
+
     def __init__(self, scope: trio.CancelScope, nursery: trio.Nursery) -> None:
         self.scope = scope
         self.nursery = nursery
+        #: :meth:`cancel` ran -- the only way the scope is cancelled (it has no deadline),
+        #: and cheaper to ask than ``scope.cancel_called``, which reads the clock.
+        self.cancelled = False
 
     @classmethod
     async def hold(cls, shield: bool, *,
@@ -274,20 +279,32 @@ class _Group:
                 await trio.sleep_forever()
 
     def cancel(self) -> None:
+        self.cancelled = True
         self.scope.cancel()
 
 
+#: A host class's task name (what Trio would derive from ``host.run`` for every spawn).
+_TASK_NAMES: dict[type, str] = {}
+
+
+def _task_name(cls: type) -> str:
+    name = _TASK_NAMES.get(cls)
+    if name is None:
+        name = _TASK_NAMES[cls] = f"{cls.run.__module__}.{cls.run.__qualname__}"  # type: ignore[attr-defined]
+    return name
+
+
 def _start(group: _Group | None, fallback: trio.Nursery,
-           task: Callable[[], Awaitable[None]]) -> None:
+           task: Callable[[], Awaitable[None]], name: str | None = None) -> None:
     """Run ``task`` in ``group``; once the group is cancelled, already cancelled.
 
     A task that arrives after its group was cancelled (a commit finishing during the
     drain, a job accepted as the node stops) must still run its own cleanup, so it
     runs in the node's nursery under a cancelled scope, as if cancelled at once.
     """
-    if group is not None and not group.scope.cancel_called:
+    if group is not None and not group.cancelled:
         try:
-            group.nursery.start_soon(task)
+            group.nursery.start_soon(task, name=name)
         except RuntimeError:  # the group's nursery closed: fall through
             pass
         else:

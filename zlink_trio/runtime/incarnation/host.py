@@ -96,6 +96,20 @@ class Registration(Protocol):
         """Drop ``host`` if it is still the registered incarnation of its ID."""
 
 
+class _NoWaiter:
+    """``Host._first_cleanup`` while the first record's cleanup is pending and nobody
+    waits for it -- most cold activations: no Event is built, and ``set`` wakes nobody.
+    The first ``wait_first_record`` replaces it with an Event."""
+
+    __slots__ = ()
+
+    def set(self) -> None:
+        """Nobody to wake."""
+
+
+_NO_WAITER: Final = _NoWaiter()
+
+
 class Host:
     """One local incarnation of a Spot; see the module docstring.
 
@@ -155,7 +169,7 @@ class Host:
         self.close_fence: AuthorityFence | None = None
         self._self_close = False
         self.first_record: FirstRecord | None = None
-        self._first_cleanup: trio.Event | None = None
+        self._first_cleanup: trio.Event | _NoWaiter | None = None
         #: The node lost its lease: finish without any store write.
         self.ownership_lost = False
         #: The catalog that registered this host (set by ``Catalog.register``).
@@ -237,7 +251,7 @@ class Host:
         self.state = step(INCARNATION, self.state, INCARNATION.ev.commit_ready)
         if first is not None:
             self.first_record = first.first
-            self._first_cleanup = trio.Event()
+            self._first_cleanup = _NO_WAITER  # an Event only once someone waits
             self.lanes.application.push_front(first, 0)
         self.state = step(INCARNATION, self.state, INCARNATION.ev.open_barrier)
         self.last_work_finished_at = trio.current_time()
@@ -430,6 +444,8 @@ class Host:
     async def wait_first_record(self) -> None:
         """Wait until the first record's cleanup ran (done or failed); the caller bounds it."""
         cleanup = self._first_cleanup
+        if isinstance(cleanup, _NoWaiter):
+            cleanup = self._first_cleanup = trio.Event()
         if cleanup is not None:
             await cleanup.wait()
 

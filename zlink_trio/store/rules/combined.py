@@ -23,17 +23,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from zlink_trio.core._checks import check_generation, check_int
+from zlink_trio.core._checks import MAX_GENERATION, check_generation, check_int
 from zlink_trio.core.errors import InvalidOperation
-from zlink_trio.core.identity import validate_spot_id
-from zlink_trio.core.records import RecoveryPointer, RootReceipt
+from zlink_trio.core.identity import MAX_ID_BYTES, validate_spot_id
+from zlink_trio.core.records import RecoveryPointer, ReservationFence, RootReceipt
 from zlink_trio.store.rules import location as loc
 from zlink_trio.store.rules import relocation_store as rel
 from zlink_trio.store.values import FirstRecordCleanup
 
 if TYPE_CHECKING:
     from zlink_trio.core.identity import SpotKind
-    from zlink_trio.core.records import AuthorityRecord, OwnerFence, ReservationFence
+    from zlink_trio.core.records import AuthorityRecord, OwnerFence
 
 __all__ = (
     "check_finish_args",
@@ -46,6 +46,12 @@ __all__ = (
 def check_finish_args(spot_id: str, object_generation: int, seq: int, expected_version: int,
                       root: RootReceipt) -> None:
     """``finish_first_record``'s argument checks, shared by every backend (InvalidOperation)."""
+    if (type(spot_id) is str and spot_id.isascii() and 0 < len(spot_id) <= MAX_ID_BYTES
+            and type(object_generation) is int and 0 < object_generation <= MAX_GENERATION
+            and type(seq) is int and 0 <= seq <= rel.MAX_SEQ
+            and type(expected_version) is int and 0 < expected_version <= MAX_GENERATION
+            and type(root) is RootReceipt):
+        return  # the common case, tested first: every check below passes
     validate_spot_id(spot_id)
     check_generation(object_generation, "object_generation")
     check_int(seq, "seq", 0, rel.MAX_SEQ)
@@ -75,7 +81,9 @@ def txn_commit_ready_with_first_record(lstate: loc.LocationState,
                                        record: bytes, *,
                                        now: float) -> tuple[AuthorityRecord, int]:
     """InboxAppend + CommitReady; see ``CombinedTransactions.commit_ready_with_first_record``."""
-    key = rel.inbox_key(fence.spot_id, fence.object_generation)
+    # A ReservationFence's ID and generation passed these checks when it was built.
+    key = ((fence.spot_id, fence.object_generation) if type(fence) is ReservationFence
+           else rel.inbox_key(fence.spot_id, fence.object_generation))
     raw = rel.check_bytes(record, "inbox record")
     before = lstate.records.get(fence.spot_id)
     ready = loc.txn_commit_ready(lstate, fence, now=now)  # checks first, then writes
@@ -91,13 +99,14 @@ def txn_finish_first_record(lstate: loc.LocationState, rstate: rel.RelocationSta
     """Cursor + pointer CAS + root deletion; see ``CombinedTransactions.finish_first_record``."""
     check_finish_args(spot_id, object_generation, seq, expected_version, root)
     delete = rel.verified_root(rstate, root) is not None  # RootIntegrityError first
-    inbox = rstate.inboxes.get((spot_id, object_generation))
+    key = (spot_id, object_generation)
+    inbox = rstate.inboxes.get(key)
     last, cursor = (0, 0) if inbox is None else (inbox.last_seq, inbox.cursor)
     rel.check_cursor_move(spot_id, object_generation, seq, last, cursor)
     record = lstate.records.get(spot_id)
     remove = loc.pointer_removal(record, object_generation, expected_version)
     # -- writes (the single-store transactions' writes: every check above passed) --
-    moved = rel.move_cursor(inbox, seq)
+    moved = rel.move_cursor(rstate, key, inbox, seq)
     if remove:
         assert record is not None
         loc.remove_pointer(lstate, record)

@@ -20,6 +20,7 @@ the operator's release in ``operator``; all share the helpers below.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import attrs
@@ -32,6 +33,7 @@ from zlink_trio.core.errors import (
     Unavailable,
 )
 from zlink_trio.core.identity import (
+    MAX_ID_BYTES,
     NodeRid,
     SpotKind,
     validate_spot_id,
@@ -47,6 +49,8 @@ from zlink_trio.core.records import (
     OwnerFence,
     RecoveryPointer,
     ReservationFence,
+    record_of,
+    reservation_fence,
     validate_mesh_name,
 )
 from zlink_trio.store.values import (
@@ -147,17 +151,25 @@ def check_reserve_args(spot_id: str, *, kind: SpotKind, stable_type: str, mesh: 
                        owner: OwnerFence, now: float, creation_intent: CreationIntent | None,
                        recovery_pointer: RecoveryPointer | None) -> None:
     """Reserve's argument checks, shared by every backend (InvalidOperation, nothing read)."""
-    validate_user_spot_id(spot_id)
+    # Each text check tests the common case first -- an ASCII str within the bound (and,
+    # for the ID, not of the reserved Entry form) -- before the full validator.
+    if not (type(spot_id) is str and spot_id.isascii() and 0 < len(spot_id) <= MAX_ID_BYTES
+            and "-entry-" not in spot_id):
+        validate_user_spot_id(spot_id)
     if kind not in (SpotKind.USER, SpotKind.INSTANCE):
         raise InvalidOperation(f"reserve creates USER or INSTANCE Spots, not {kind!r}")
-    validate_stable_type(stable_type)
-    validate_mesh_name(mesh)
+    if not (type(stable_type) is str and stable_type.isascii()
+            and 0 < len(stable_type) <= MAX_ID_BYTES):
+        validate_stable_type(stable_type)
+    if not (type(mesh) is str and mesh.isascii() and 0 < len(mesh) <= MAX_ID_BYTES):
+        validate_mesh_name(mesh)
     if not isinstance(owner, OwnerFence):
         raise InvalidOperation(f"owner must be an OwnerFence, got {type(owner).__name__}")
     if not isinstance(creation_intent, CreationIntent | None) or not isinstance(
             recovery_pointer, RecoveryPointer | None):
         raise InvalidOperation("creation_intent / recovery_pointer have the wrong type")
-    check_finite(now, "now")
+    if not (type(now) is float and math.isfinite(now)):
+        check_finite(now, "now")
 
 
 def txn_reserve(state: LocationState, spot_id: str, *, kind: SpotKind, stable_type: str,
@@ -185,15 +197,10 @@ def txn_reserve(state: LocationState, spot_id: str, *, kind: SpotKind, stable_ty
             "active + pending); choose another node or retry later"
         )
     generation = next_generation(state)
-    record = AuthorityRecord(
-        spot_id=spot_id, kind=kind, stable_type=stable_type, mesh=mesh,
-        state=AuthorityState.CREATING, object_generation=generation, owner_generation=1,
-        store_version=1, owner=owner, creation_intent=creation_intent,
-        recovery_pointer=recovery_pointer,
-    )
-    fence = ReservationFence(spot_id=spot_id, store_version=1, object_generation=generation,
-                             owner_generation=1, owner=owner,
-                             owner_lease_expires_at=claim.lease_expires_at)
+    # Every field was checked above (check_reserve_args, the sequence): no second pass.
+    record = record_of(spot_id, kind, stable_type, mesh, AuthorityState.CREATING, generation,
+                       1, 1, owner, creation_intent, recovery_pointer)
+    fence = reservation_fence(record, claim.lease_expires_at)
     # -- writes --
     state.records[spot_id] = record
     state.last_generation = generation
@@ -210,7 +217,8 @@ def _matches_reservation(record: AuthorityRecord, fence: ReservationFence) -> bo
 def txn_commit_ready(state: LocationState, fence: ReservationFence, *,
                      now: float) -> AuthorityRecord:
     """CommitReady; see ``LocationStore.commit_ready``."""
-    check_finite(now, "now")
+    if not (type(now) is float and math.isfinite(now)):
+        check_finite(now, "now")
     record = state.records.get(fence.spot_id)
     if record is not None and _matches_reservation(record, fence):
         if (record.state is AuthorityState.READY
@@ -218,13 +226,11 @@ def txn_commit_ready(state: LocationState, fence: ReservationFence, *,
             return record  # this very commit already happened: idempotent retry
         if record.state is AuthorityState.CREATING and record.store_version == fence.store_version:
             check_owner(state, record.mesh, record.owner, now)
-            ready = AuthorityRecord(  # attrs.evolve, spelt out (it costs twice as much)
-                spot_id=record.spot_id, kind=record.kind, stable_type=record.stable_type,
-                mesh=record.mesh, state=AuthorityState.READY,
-                object_generation=record.object_generation,
-                owner_generation=record.owner_generation,
-                store_version=record.store_version + 1, owner=record.owner,
-                recovery_pointer=record.recovery_pointer)
+            # The stored record's fields are valid; Ready keeps no creation intent.
+            ready = record_of(record.spot_id, record.kind, record.stable_type, record.mesh,
+                              AuthorityState.READY, record.object_generation,
+                              record.owner_generation, record.store_version + 1,
+                              record.owner, None, record.recovery_pointer)
             key = capacity_key(record.mesh, record.owner)
             state.records[record.spot_id] = ready
             shift(state.pending, key, -1)
@@ -346,12 +352,11 @@ def txn_remove_recovery_pointer(state: LocationState, spot_id: str, *, object_ge
 
 def remove_pointer(state: LocationState, record: AuthorityRecord) -> None:
     """RemoveRecoveryPointer's write, after :func:`pointer_removal` said it removes."""
-    state.records[record.spot_id] = AuthorityRecord(  # attrs.evolve, spelt out (twice as cheap)
-        spot_id=record.spot_id, kind=record.kind, stable_type=record.stable_type,
-        mesh=record.mesh, state=record.state, object_generation=record.object_generation,
-        owner_generation=record.owner_generation, store_version=record.store_version + 1,
-        owner=record.owner, creation_intent=record.creation_intent,
-        relocation_target=record.relocation_target)
+    # The stored record's fields are valid, and dropping the pointer breaks no invariant.
+    state.records[record.spot_id] = record_of(
+        record.spot_id, record.kind, record.stable_type, record.mesh, record.state,
+        record.object_generation, record.owner_generation, record.store_version + 1,
+        record.owner, record.creation_intent, None, record.relocation_target)
 
 
 def parse_cursor(cursor: str | None) -> str | None:

@@ -23,6 +23,7 @@ from typing import Final
 import attrs
 
 from zlink_trio.core._checks import check_generation, check_int
+from zlink_trio.core._roots import receipt_of_digest
 from zlink_trio.core.errors import CapacityExceeded, InvalidOperation, NotFound
 from zlink_trio.core.identity import validate_spot_id
 from zlink_trio.core.records import MAX_ROOT_BYTES, RootReceipt
@@ -34,6 +35,7 @@ from zlink_trio.store.values import (
 )
 
 __all__ = (
+    "HANDLED_FIRST",
     "MAX_SEQ",
     "Inbox",
     "InboxKey",
@@ -72,6 +74,14 @@ class Inbox:
     cursor: int = 0
 
 
+#: The inbox of an incarnation whose first (and only) record is handled: no record,
+#: sequence 1, cursor 1 -- what nearly every resident Spot keeps after its cold
+#: activation. One shared instance stands for all of them (a GC-tracked object and
+#: 56 B less per Spot); it is never changed: :func:`append` replaces it before it
+#: writes, and :func:`move_cursor` has nothing to move on it.
+HANDLED_FIRST: Final = Inbox(None, 1, 1)
+
+
 @attrs.define
 class RelocationState:
     """Everything a memory Relocation Store holds."""
@@ -82,6 +92,8 @@ class RelocationState:
 
 def check_bytes(data: object, what: str) -> bytes:
     """``data`` as ``bytes`` of at most 64 MiB: InvalidOperation / CapacityExceeded."""
+    if type(data) is bytes and len(data) <= MAX_ROOT_BYTES:  # the common case
+        return data
     if not isinstance(data, bytes | bytearray | memoryview):
         raise InvalidOperation(f"{what} must be bytes, got {type(data).__name__}")
     raw = bytes(data)
@@ -97,8 +109,7 @@ def inbox_key(spot_id: str, object_generation: int) -> InboxKey:
 
 def receipt_of(raw: bytes) -> RootReceipt:
     """The content-addressed receipt of root bytes (as ``put_root`` issues it)."""
-    digest = hashlib.sha256(raw).hexdigest()
-    return RootReceipt(ref=f"sha256:{digest}", sha256=digest, size=len(raw))
+    return receipt_of_digest(hashlib.sha256(raw).hexdigest(), len(raw))
 
 
 def check_root(raw: bytes, receipt: RootReceipt) -> bytes:
@@ -141,7 +152,7 @@ def store_root(state: RelocationState, raw: bytes, receipt: RootReceipt) -> None
 
 def verified_root(state: RelocationState, receipt: RootReceipt) -> bytes | None:
     """The bytes of ``receipt``'s root after :func:`check_root`, or ``None`` when gone."""
-    if not isinstance(receipt, RootReceipt):
+    if type(receipt) is not RootReceipt and not isinstance(receipt, RootReceipt):
         raise InvalidOperation(f"expected a RootReceipt, got {type(receipt).__name__}")
     raw = state.roots.get(receipt.ref)
     return None if raw is None else check_root(raw, receipt)
@@ -177,6 +188,8 @@ def append(state: RelocationState, key: InboxKey, raw: bytes) -> int:
     seq = (0 if inbox is None else inbox.last_seq) + 1
     if inbox is None:
         inbox = state.inboxes[key] = Inbox()
+    elif inbox is HANDLED_FIRST:  # shared: this inbox gets its own again
+        inbox = state.inboxes[key] = Inbox(None, HANDLED_FIRST.last_seq, HANDLED_FIRST.cursor)
     if inbox.records is None:
         inbox.records = {}
     inbox.records[seq] = raw
@@ -207,12 +220,16 @@ def txn_inbox_set_cursor(state: RelocationState, spot_id: str, object_generation
     cursor = 0 if inbox is None else inbox.cursor
     last = 0 if inbox is None else inbox.last_seq
     check_cursor_move(spot_id, object_generation, seq, last, cursor)
-    return move_cursor(inbox, seq)
+    return move_cursor(state, key, inbox, seq)
 
 
-def move_cursor(inbox: Inbox | None, seq: int) -> bool:
-    """InboxSetCursor's write, after :func:`check_cursor_move` passed: whether it moved."""
-    if inbox is None or seq == inbox.cursor:
+def move_cursor(state: RelocationState, key: InboxKey, inbox: Inbox | None, seq: int) -> bool:
+    """InboxSetCursor's write, after :func:`check_cursor_move` passed: whether it moved.
+
+    ``inbox`` is ``state.inboxes.get(key)``; once it holds nothing at sequence and
+    cursor 1, :data:`HANDLED_FIRST` stands for it.
+    """
+    if inbox is None or seq == inbox.cursor:  # (always so for HANDLED_FIRST)
         return False
     records = inbox.records
     if records is not None:
@@ -221,6 +238,8 @@ def move_cursor(inbox: Inbox | None, seq: int) -> bool:
         if not records:
             inbox.records = None
     inbox.cursor = seq
+    if seq == 1 and inbox.records is None and inbox.last_seq == 1:
+        state.inboxes[key] = HANDLED_FIRST
     return True
 
 
