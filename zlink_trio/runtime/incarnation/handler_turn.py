@@ -34,6 +34,8 @@ from zlink_trio.runtime.incarnation.app_calls import check_reply, handler_error
 from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.work import MessageWork
     from zlink_trio.runtime.state import NodeState
@@ -61,16 +63,20 @@ class TurnHost(Protocol):
 
 def lease_passed(rt: NodeState) -> bool:
     """Whether the owner's lease deadline passed (before a renewal moved it)."""
-    return rt.now() >= rt.lease_expires_at
+    return rt.clock() >= rt.lease_expires_at  # (``rt.now()``, one call less per turn)
 
 
-async def run_handler(host: TurnHost, item: MessageWork) -> None:
-    """Run ``item``'s handler and complete its request; see the module docstring."""
+async def run_handler(host: TurnHost, item: MessageWork,
+                      now: Callable[[], float] = trio.current_time) -> None:
+    """Run ``item``'s handler and complete its request; see the module docstring.
+
+    ``now`` reads the Trio clock (the host passes the run's clock itself).
+    """
     completion = item.completion
     if completion is not None and item.first is None:
         if completion.done:
             return  # the caller's deadline already completed it
-        if trio.current_time() >= item.deadline.at:
+        if now() >= item.deadline.at:
             completion.set_error(DeadlineExceeded(
                 f"the request to Spot {host.spot_id!r} waited in its queue past its "
                 "deadline and was not run; use a longer .timeout() or send less work"
@@ -94,7 +100,10 @@ async def run_handler(host: TurnHost, item: MessageWork) -> None:
         return
     if completion is None:
         return
-    mismatch = check_reply(host.spot_type, item.info, result)
+    expected = item.info.reply_type
+    # The declared class exactly (or None for ``-> None``); else check_reply words it.
+    mismatch = (None if type(result) is expected or (result is None and expected is None)
+                else check_reply(host.spot_type, item.info, result))
     if lease_passed(host.rt):
         _refuse_past_lease(host, item, "ran, but its effect is lost")
     elif mismatch is None:
