@@ -70,21 +70,25 @@ async def run_handler(host: TurnHost, item: MessageWork,
                       now: Callable[[], float] = trio.current_time) -> None:
     """Run ``item``'s handler and complete its request; see the module docstring.
 
-    ``now`` reads the Trio clock (the host passes the run's clock itself).
+    ``now`` reads the Trio clock (the host passes the run's clock itself); when it is
+    the store clock too (``rt.clock is now``, ``memory://``), one reading serves both
+    checks before the turn.
     """
-    completion = item.completion
-    if completion is not None and item.first is None:
-        if completion.done:
-            return  # the caller's deadline already completed it
-        if now() >= item.deadline.at:
-            completion.set_error(DeadlineExceeded(
-                f"the request to Spot {host.spot_id!r} waited in its queue past its "
-                "deadline and was not run; use a longer .timeout() or send less work"
-            ))
+    completion, first, rt = item.completion, item.first, host.rt
+    if first is None:
+        at = now()
+        if completion is not None:
+            if completion.done:
+                return  # the caller's deadline already completed it
+            if at >= item.deadline.at:
+                completion.set_error(DeadlineExceeded(
+                    f"the request to Spot {host.spot_id!r} waited in its queue past its "
+                    "deadline and was not run; use a longer .timeout() or send less work"
+                ))
+                return
+        if (at if rt.clock is now else rt.clock()) >= rt.lease_expires_at:
+            _refuse_past_lease(host, item, "was not run")
             return
-    if item.first is None and lease_passed(host.rt):
-        _refuse_past_lease(host, item, "was not run")
-        return
     try:
         if observers.OBSERVERS:
             result: Any = await _observed(host, item)
@@ -104,7 +108,7 @@ async def run_handler(host: TurnHost, item: MessageWork,
     # The declared class exactly (or None for ``-> None``); else check_reply words it.
     mismatch = (None if type(result) is expected or (result is None and expected is None)
                 else check_reply(host.spot_type, item.info, result))
-    if lease_passed(host.rt):
+    if lease_passed(rt):
         _refuse_past_lease(host, item, "ran, but its effect is lost")
     elif mismatch is None:
         completion.set_result(result)

@@ -87,6 +87,10 @@ __all__ = ("Host", "Registration")
 _NO_ROUTE: Final = float("-inf")
 #: ``Host._before_idle``: do not park, look at the lanes again.
 _NO_WAIT: Final = -1.0
+#: The chart's tags and states the task and the admission look at for every message.
+_ADMISSION_SEALED: Final = INCARNATION.tags.admission_sealed
+_RUNS_TURNS: Final = INCARNATION.tags.runs_turns
+_CLOSING: Final = INCARNATION.st.closing
 
 
 class Registration(Protocol):
@@ -250,13 +254,14 @@ class Host:
     @property
     def sealed(self) -> bool:
         """Whether admission is sealed (closing or gone)."""
-        return self.state in INCARNATION.tags.admission_sealed
+        return self.state in _ADMISSION_SEALED
 
-    def admit(self, work: MessageWork, payload_size: int) -> None:
+    def admit(self, work: MessageWork, payload_size: int, now: float | None = None) -> None:
         """Queue an application message. StaleRoute when sealed or the owner is invalid;
         CapacityExceeded (``lane="application"``) when a lane bound is hit; Unavailable
-        on a node that lost its lease or is draining."""
-        if self.sealed:
+        on a node that lost its lease or is draining. ``now``: the store clock, if the
+        caller just read it (the lease check needs no second reading)."""
+        if self.state in _ADMISSION_SEALED:
             self.rt.check_usable()  # a lost lease explains a sealed host best
             stale(self.rt, StaleReason.CLOSING, self.spot_id, generation=self.generation,
                   mesh=self.mesh)
@@ -266,12 +271,12 @@ class Host:
                 "it is closed (with Instance intent it is activated again)"
             )
         try:
-            self.rt.check_admission()
+            self.rt.check_admission(now)
         except StaleRoute:
             stale(self.rt, StaleReason.LEASE_EXPIRED, self.spot_id, generation=self.generation,
                   mesh=self.mesh)
             raise
-        if self.state == INCARNATION.st.sealed and self.move is not None:
+        if self.move is not None and self.state == INCARNATION.st.sealed:
             refusal = self.move.refusal()
             if refusal is not None:
                 raise refusal
@@ -442,10 +447,12 @@ class Host:
         # ``trio.current_time`` reads, without its three calls).
         task = trio.lowlevel.current_task()
         now = trio.lowlevel.current_clock().current_time
-        runs_turns, lanes = INCARNATION.tags.runs_turns, self.lanes
+        if self.rt.clock == now:  # (the store clock is the run's: handler_turn shares it)
+            now = self.rt.clock
+        lanes = self.lanes
         try:
             while True:
-                if self.state not in runs_turns:
+                if self.state not in _RUNS_TURNS:
                     if self.state == INCARNATION.st.disposed:
                         return  # moved to another node: its queue went with it
                     # Sealed for a relocation: no turn runs until it commits or aborts.
@@ -455,7 +462,7 @@ class Host:
                     continue
                 turn = lanes.next_turn()
                 if turn is None:
-                    if self.state == INCARNATION.st.closing:
+                    if self.state == _CLOSING:
                         break
                     if self._self_close:
                         await self._begin_self_close()
@@ -488,7 +495,7 @@ class Host:
         if deadline is not None:  # (most Spots have no timer: no clock read)
             self._fire_due_timers()
             deadline = timers.next_deadline()
-        if self.lanes.application.queued or self.state == INCARNATION.st.closing:
+        if self.lanes.application.queued or self.state == _CLOSING:
             return _NO_WAIT
         return deadline
 
