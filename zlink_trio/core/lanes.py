@@ -443,10 +443,14 @@ class Lanes(Generic[T]):
         Never raises.
         """
         lifecycle = self._lifecycle
-        entry = lifecycle.pop() if lifecycle is not None else None
-        if entry is not None:
-            return _new_tuple(Turn, (LaneKind.LIFECYCLE, *entry))
-        entry = self.application.pop()
+        if lifecycle is not None:
+            entry = lifecycle.pop()
+            if entry is not None:
+                return _new_tuple(Turn, (LaneKind.LIFECYCLE, *entry))
+        application = self.application
+        if not application._queue:  # (nothing queued: asked after every turn)
+            return None
+        entry = application.pop()
         if entry is not None:
             return _new_tuple(Turn, (LaneKind.APPLICATION, *entry))
         return None

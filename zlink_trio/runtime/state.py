@@ -48,6 +48,7 @@ __all__ = ("LOGGER", "NodeState")
 
 #: The NodeLifecycle states of a closed node (every public call checks it: one set).
 _CLOSED: Final = frozenset((NODE.st.stopped, NODE.st.removed, NODE.st.startup_failed))
+_SERVING: Final = NODE.st.serving
 
 #: The package logger (``observe.logs.PACKAGE``): every runtime logger is its child.
 LOGGER: Final = logging.getLogger("zlink_trio")
@@ -129,6 +130,8 @@ class NodeState:
     def check_usable(self) -> None:
         """Unavailable if the node lost its lease, InvalidOperation once it is closed
         (every public call checks this first)."""
+        if self.state == _SERVING:
+            return  # (the common case: neither lost nor closed)
         if self.lease_lost:
             raise self.lease_lost_error()
         if self.state in _CLOSED:

@@ -67,28 +67,29 @@ def lease_passed(rt: NodeState) -> bool:
 
 
 async def run_handler(host: TurnHost, item: MessageWork,
-                      now: Callable[[], float] = trio.current_time) -> None:
+                      now: Callable[[], float] = trio.current_time) -> float | None:
     """Run ``item``'s handler and complete its request; see the module docstring.
 
     ``now`` reads the Trio clock (the host passes the run's clock itself); when it is
     the store clock too (``rt.clock is now``, ``memory://``), one reading serves both
-    checks before the turn.
+    checks before the turn, and the lease check after it is what this returns: the
+    Trio time the turn ended (``None`` when it read none then; the host reads it).
     """
     completion, first, rt = item.completion, item.first, host.rt
     if first is None:
         at = now()
         if completion is not None:
             if completion.done:
-                return  # the caller's deadline already completed it
+                return None  # the caller's deadline already completed it
             if at >= item.deadline.at:
                 completion.set_error(DeadlineExceeded(
                     f"the request to Spot {host.spot_id!r} waited in its queue past its "
                     "deadline and was not run; use a longer .timeout() or send less work"
                 ))
-                return
+                return None
         if (at if rt.clock is now else rt.clock()) >= rt.lease_expires_at:
             _refuse_past_lease(host, item, "was not run")
-            return
+            return None
     try:
         if observers.OBSERVERS:
             result: Any = await _observed(host, item)
@@ -101,19 +102,21 @@ async def run_handler(host: TurnHost, item: MessageWork,
         else:
             LOGGER.error("Spot %r: %s raised on a one-way send", host.spot_id, what,
                          exc_info=exc, extra=host.log_fields())
-        return
+        return None
     if completion is None:
-        return
+        return None
     expected = item.info.reply_type
     # The declared class exactly (or None for ``-> None``); else check_reply words it.
     mismatch = (None if type(result) is expected or (result is None and expected is None)
                 else check_reply(host.spot_type, item.info, result))
-    if lease_passed(rt):
+    ended = now() if rt.clock is now else None
+    if (rt.clock() if ended is None else ended) >= rt.lease_expires_at:
         _refuse_past_lease(host, item, "ran, but its effect is lost")
     elif mismatch is None:
         completion.set_result(result)
     else:
         completion.set_error(mismatch)
+    return ended
 
 
 def _refuse_past_lease(host: TurnHost, item: MessageWork, what: str) -> None:

@@ -507,10 +507,11 @@ class Host:
                 if not self._lease_passed():  # (queued before the deadline passed)
                     await item.run(self.spot_id)
             else:
+                ended: float | None = None
                 try:
-                    await run_handler(self, item, now)
+                    ended = await run_handler(self, item, now)
                 finally:
-                    self.last_work_finished_at = now()
+                    self.last_work_finished_at = now() if ended is None else ended
                 if item.first is not None:
                     await self._first_handled(item.first)
         finally:
