@@ -74,12 +74,7 @@ class Completion:
         if self._done:
             return False
         self._value = value
-        # (``_finish``, inline: every request's reply comes through here)
-        self._done = True
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            trio.lowlevel.reschedule(waiter)
+        self._finish()
         return True
 
     def set_error(self, error: BaseException) -> bool:
