@@ -53,7 +53,7 @@ from __future__ import annotations
 
 from collections import deque
 from enum import StrEnum
-from typing import Final, Generic, TypeVar
+from typing import Final, Generic, NamedTuple, TypeVar
 
 import attrs
 
@@ -121,17 +121,32 @@ DEFAULT_APPLICATION_BOUNDS: Final = LaneBounds(1024, 64 * _MiB)
 DEFAULT_LIFECYCLE_BOUNDS: Final = LaneBounds(128, 4 * _MiB)
 
 
-@attrs.frozen(kw_only=True, eq=False)
-class Ticket:
-    """Proof of one admitted work item's reservation; hand it back to :meth:`Lane.complete`.
-
-    Tickets compare by identity: every admission issues a distinct ticket.
-    """
-
+class _TicketFields(NamedTuple):
     #: The lane that issued the ticket.
     lane: LaneKind
     #: Bytes this item reserves (payload + PER_ITEM_BYTES).
     reserved_bytes: int
+
+
+class Ticket(_TicketFields):
+    """Proof of one admitted work item's reservation; hand it back to :meth:`Lane.complete`.
+
+    ``lane`` is the lane that issued it, ``reserved_bytes`` the bytes the item reserves
+    (payload + PER_ITEM_BYTES). Tickets compare by identity: every admission issues a
+    distinct ticket. Immutable; a ``NamedTuple`` (built with :data:`_new_tuple`) because
+    every admission makes one, and an attrs frozen class costs several times as much.
+    """
+
+    __slots__ = ()
+
+    # Identity, not the tuple's value: two items of the same size are two reservations.
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__
+
+
+# Building a Ticket or a Turn skips the NamedTuple's Python-level ``__new__``.
+_new_tuple: Final = tuple.__new__
 
 
 @attrs.frozen(kw_only=True)
@@ -215,17 +230,22 @@ class Lane(Generic[T]):
         for a negative or non-int ``payload_size``. Not idempotent: admitting
         the same object twice queues it twice.
         """
-        _check_payload_size(payload_size)
+        if type(payload_size) is not int or payload_size < 0:
+            _check_payload_size(payload_size)  # (raises)
         reservation = payload_size + PER_ITEM_BYTES
-        items = self.queued + (len(self._running) if self._running is not None else 0)
-        count_hit = items + 1 > self._bounds.max_items
-        bytes_hit = self._bytes + reservation > self._bounds.max_bytes
+        queue, running, bounds = self._queue, self._running, self._bounds
+        items = ((len(queue) if queue is not None else 0)
+                 + (len(running) if running is not None else 0))
+        count_hit = items + 1 > bounds.max_items
+        bytes_hit = self._bytes + reservation > bounds.max_bytes
         if count_hit or bytes_hit:
             raise CapacityExceeded(
                 self._refusal(count_hit, bytes_hit, reservation, items), lane=self._kind.value
             )
-        ticket = Ticket(lane=self._kind, reserved_bytes=reservation)
-        self._tail().append((item, ticket))
+        ticket: Ticket = _new_tuple(Ticket, (self._kind, reservation))
+        if queue is None:
+            queue = self._queue = deque()
+        queue.append((item, ticket))
         self._bytes += reservation
         return ticket
 
@@ -262,7 +282,7 @@ class Lane(Generic[T]):
                 + "; use admit() for later work"
             )
         reservation = payload_size + PER_ITEM_BYTES
-        ticket = Ticket(lane=self._kind, reserved_bytes=reservation)
+        ticket = _new_tuple(Ticket, (self._kind, reservation))
         self._tail().appendleft((item, ticket))
         self._bytes += reservation
         self._pushed_front = True
@@ -278,7 +298,7 @@ class Lane(Generic[T]):
         """
         _check_payload_size(payload_size)
         reservation = payload_size + PER_ITEM_BYTES
-        ticket = Ticket(lane=self._kind, reserved_bytes=reservation)
+        ticket = _new_tuple(Ticket, (self._kind, reservation))
         self._tail().append((item, ticket))
         self._bytes += reservation
         return ticket
@@ -361,9 +381,11 @@ def _idle_statistics(kind: LaneKind, bounds: LaneBounds) -> LaneStatistics:
     return LaneStatistics(lane=kind, bounds=bounds, items=0, bytes=0, queued=0, running=0)
 
 
-@attrs.frozen(kw_only=True)
-class Turn(Generic[T]):
-    """The work :meth:`Lanes.next_turn` chose: run ``item``, then complete ``ticket``."""
+class Turn(NamedTuple, Generic[T]):
+    """The work :meth:`Lanes.next_turn` chose: run ``item``, then complete ``ticket``.
+
+    Immutable; a ``NamedTuple`` because every turn makes one.
+    """
 
     lane: LaneKind
     item: T
@@ -422,12 +444,16 @@ class Lanes(Generic[T]):
         Never raises.
         """
         lifecycle = self._lifecycle
-        entry = lifecycle.pop() if lifecycle is not None else None
+        if lifecycle is not None:
+            entry = lifecycle.pop()
+            if entry is not None:
+                return _new_tuple(Turn, (LaneKind.LIFECYCLE, *entry))
+        application = self.application
+        if not application._queue:  # (nothing queued: asked after every turn)
+            return None
+        entry = application.pop()
         if entry is not None:
-            return Turn(lane=LaneKind.LIFECYCLE, item=entry[0], ticket=entry[1])
-        entry = self.application.pop()
-        if entry is not None:
-            return Turn(lane=LaneKind.APPLICATION, item=entry[0], ticket=entry[1])
+            return _new_tuple(Turn, (LaneKind.APPLICATION, *entry))
         return None
 
     def counts(self) -> tuple[int, int]:
@@ -440,7 +466,10 @@ class Lanes(Generic[T]):
 
     def complete(self, ticket: Ticket) -> None:
         """Complete ``ticket`` on the lane that issued it; see :meth:`Lane.complete`."""
-        self.lane(ticket.lane).complete(ticket)
+        if ticket.lane is LaneKind.APPLICATION:
+            self.application.complete(ticket)
+        else:
+            self.lifecycle.complete(ticket)
 
     def statistics(self) -> LanesStatistics:
         """Return a frozen snapshot of both lanes. Never raises."""

@@ -46,6 +46,10 @@ if TYPE_CHECKING:
 
 __all__ = ("LOGGER", "NodeState")
 
+#: The NodeLifecycle states of a closed node (every public call checks it: one set).
+_CLOSED: Final = frozenset((NODE.st.stopped, NODE.st.removed, NODE.st.startup_failed))
+_SERVING: Final = NODE.st.serving
+
 #: The package logger (``observe.logs.PACKAGE``): every runtime logger is its child.
 LOGGER: Final = logging.getLogger("zlink_trio")
 
@@ -126,17 +130,21 @@ class NodeState:
     def check_usable(self) -> None:
         """Unavailable if the node lost its lease, InvalidOperation once it is closed
         (every public call checks this first)."""
+        if self.state == _SERVING:
+            return  # (the common case: neither lost nor closed)
         if self.lease_lost:
             raise self.lease_lost_error()
-        if self.state in (NODE.st.stopped, NODE.st.removed, NODE.st.startup_failed):
+        if self.state in _CLOSED:
             raise InvalidOperation(
                 f"node {self.node_id!r} is closed: its `async with zl.open_node(...)` block "
                 "has ended, so it sends, creates and finds nothing. Use the node inside "
                 "that block, or open it again"
             )
 
-    def check_admission(self) -> None:
+    def check_admission(self, now: float | None = None) -> None:
         """Raise unless this lifecycle may admit work now: serving and the lease valid.
+
+        ``now`` is the store clock (:meth:`now`) if the caller just read it.
 
         A node that learned its lease is gone raises Unavailable (it must be restarted);
         a draining node refuses new work (Unavailable). Owner validity (09 §4): a node
@@ -150,7 +158,7 @@ class NodeState:
                 f"node {self.node_id!r} is shutting down and admits no new work; retry on "
                 "another node or after it restarts"
             )
-        if self.now() >= self.lease_expires_at:
+        if (self.clock() if now is None else now) >= self.lease_expires_at:
             raise StaleRoute(
                 f"node {self.node_id!r} is no longer a valid owner (its lease expired at "
                 f"{self.lease_expires_at}); the message was not run. Resolve again and send "

@@ -46,8 +46,11 @@ class OnceBuilder:
     already said so.
     """
 
+    #: The options set so far: a shared empty set until the first one (most calls set
+    #: none, and every call builds a builder).
+    _set: frozenset[str] = frozenset()
+
     def __init__(self) -> None:
-        self._set: set[str] = set()
         self._awaited = False
 
     def __del__(self) -> None:
@@ -66,7 +69,7 @@ class OnceBuilder:
             raise InvalidOperation(f".{name}() after the call was awaited; build a new call")
         if name in self._set:
             raise InvalidOperation(f".{name}() was already set on this call; set it once")
-        self._set.add(name)
+        self._set = self._set | {name}
 
     def _submit(self) -> None:
         """Mark the call submitted; InvalidOperation if it already was."""

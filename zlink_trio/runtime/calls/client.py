@@ -44,17 +44,22 @@ R = TypeVar("R")
 
 
 class _Call(OnceBuilder):
-    """Options shared by request and send builders."""
+    """Options shared by request and send builders.
+
+    The options' defaults are class attributes and ``__init__`` sets the rest itself
+    (no ``super().__init__`` chain): every call builds one of these.
+    """
+
+    _intent = False
+    _type: str | None = None
+    _mesh: str | None = None
+    _timeout: float | None = None
 
     def __init__(self, router: Router, spot_id: str, msg: object) -> None:
-        super().__init__()
+        self._awaited = False  # (OnceBuilder's state)
         self._router = router
         self._spot_id = spot_id
         self._msg = msg
-        self._intent = False
-        self._type: str | None = None
-        self._mesh: str | None = None
-        self._timeout: float | None = None
 
     def _describe(self) -> str:
         return f"the call to Spot {self._spot_id!r}"
@@ -91,11 +96,13 @@ class _Call(OnceBuilder):
 
     def _start(self, reply: object, *, request: bool) -> Delivery:
         self._submit()
-        spot_id = (_validate_user_id(self._spot_id) if self._intent
-                   else validate_spot_id(self._spot_id))
-        return self._router.delivery(
-            spot_id, self._msg, intent=Intent(self._type, self._mesh) if self._intent else None,
-            reply=reply, request=request, timeout=self._timeout)
+        if self._intent:
+            return self._router.delivery(
+                _validate_user_id(self._spot_id), self._msg,
+                intent=Intent(self._type, self._mesh), reply=reply, request=request,
+                timeout=self._timeout)
+        return self._router.delivery(validate_spot_id(self._spot_id), self._msg, intent=None,
+                                     reply=reply, request=request, timeout=self._timeout)
 
 
 class SendCall(_Call):
@@ -111,7 +118,10 @@ class RequestCall(_Call, Generic[R]):
 
     def __init__(self, router: Router, spot_id: str, msg: object, reply: type[R] | None
                  ) -> None:
-        super().__init__(router, spot_id, msg)
+        self._awaited = False  # (OnceBuilder's and _Call's state, set here: one call less)
+        self._router = router
+        self._spot_id = spot_id
+        self._msg = msg
         self._reply = reply
 
     def __await__(self) -> Generator[Any, Any, R]:

@@ -65,6 +65,8 @@ class Deadlines:
         self._heap: list[tuple[float, int, Completion, str]] = []
         self._order = itertools.count()
         self._scope: trio.CancelScope | None = None
+        #: ``self._scope.deadline`` (read for every request; the property costs a call).
+        self._scope_at = math.inf
         self._check_at = COMPACT_AT
         #: Whether the deadline task runs (else waits bound themselves).
         self.running = False
@@ -73,9 +75,8 @@ class Deadlines:
         """Fail ``completion`` with DeadlineExceeded at ``deadline`` unless answered first."""
         heap = self._heap
         heapq.heappush(heap, (deadline, next(self._order), completion, what))
-        scope = self._scope
-        if scope is not None and deadline < scope.deadline:
-            scope.deadline = deadline
+        if deadline < self._scope_at and self._scope is not None:
+            self._scope.deadline = self._scope_at = deadline
         if len(heap) > self._check_at:
             self._compact()
 
@@ -96,13 +97,14 @@ class Deadlines:
                     _, _, completion, what = heapq.heappop(heap)
                     if not completion.done:
                         completion.set_error(deadline_exceeded(what))
-                with trio.CancelScope(deadline=heap[0][0] if heap else math.inf) as scope:
-                    self._scope = scope
+                at = heap[0][0] if heap else math.inf
+                with trio.CancelScope(deadline=at) as scope:
+                    self._scope, self._scope_at = scope, at
                     await trio.sleep_forever()
-                self._scope = None
+                self._scope, self._scope_at = None, math.inf
         finally:
             self.running = False
-            self._scope = None
+            self._scope, self._scope_at = None, math.inf
             heap, self._heap = self._heap, []
             for _, _, completion, _ in heap:
                 completion.set_error(Unavailable(

@@ -76,7 +76,9 @@ def handler_for(spot_type: SpotType, call: Delivery) -> HandlerInfo:
     The one reply-type check of every call, local or remote: a one-way send (``SEND``)
     accepts any reply; a request must ask for exactly the declared reply class.
     """
-    info = spot_type.handlers.find(type(call.msg))
+    handlers = spot_type.handlers
+    # (``find`` itself only when the table has none: it words the TypeMismatch.)
+    info = handlers.by_type.get(type(call.msg)) or handlers.find(type(call.msg))
     if call.reply is not SEND and info.reply_type is not call.reply:
         declared = "None" if info.reply_type is None else info.reply_type.__qualname__
         asked = "None" if call.reply is None else getattr(call.reply, "__qualname__",

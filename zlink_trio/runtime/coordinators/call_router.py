@@ -13,7 +13,7 @@ transactions are plain calls, then :func:`~.routing.deliver` under the call's de
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import trio
 
@@ -43,10 +43,13 @@ __all__ = ("CallRouter",)
 class CallRouter:
     """The node's router: what ``node.client`` (and every ``ctx.client``) calls through."""
 
-    __slots__ = ("_rt",)
+    __slots__ = ("_now", "_rt")
 
     def __init__(self, rt: NodeRuntime) -> None:
         self._rt = rt
+        # What ``trio.current_time`` reads, without its three calls: the router lives
+        # in the run that opened the node.
+        self._now: Final = trio.lowlevel.current_clock().current_time
 
     def delivery(self, spot_id: str, msg: object, *, intent: Intent | None, reply: object,
                  request: bool, timeout: float | None) -> Delivery:
@@ -56,10 +59,8 @@ class CallRouter:
         encoded = rt.codec.encode(msg)
         seconds = rt.options.default_timeout if timeout is None else timeout
         return Delivery(
-            spot_id=spot_id, msg=msg, size=len(encoded.body), intent=intent,
-            completion=Completion() if request else None, reply=reply,
-            deadline=Deadline.after(seconds, now=trio.current_time(), wall_now=time.time()),
-            op_id="", encoded=encoded)
+            spot_id, msg, len(encoded.body), intent, Completion() if request else None, reply,
+            Deadline.after(seconds, now=self._now(), wall_now=time.time()), "", encoded)
 
     async def send(self, call: Delivery) -> None:
         """Admit a one-way ``call``; DeadlineExceeded when its deadline passes first."""
@@ -85,7 +86,8 @@ class CallRouter:
         first = admit_cached(rt, call)
         if first is not True:
             await self._resolve(call, first, "the request")
-        await rt.peers.flush()  # a frame for another node: write it from here
+        if rt.peers.unflushed:  # (a frame for another node: write it from here)
+            await rt.peers.flush()
         assert call.completion is not None
         return await call.completion.wait(call.deadline, f"the request to Spot "
                                           f"{call.spot_id!r}", rt.deadlines)

@@ -130,17 +130,19 @@ def _check_remote_reply(rt: NodeRuntime, call: Delivery, stable_type: str) -> No
         handler_for(spot_type, call)
 
 
-def _admit(rt: NodeRuntime, call: Delivery, host: Host) -> Host | None:
+def _admit(rt: NodeRuntime, call: Delivery, host: Host, now: float | None = None
+           ) -> Host | None:
     """Admit ``call`` to the local ``host``: the one admission of cached and resolved routes.
 
     ``None`` once admitted; the host itself when it is sealed and the call has Instance
     intent (idle eviction racing: the caller waits for its end and resolves again).
-    Raises TypeMismatch, StaleRoute, Unavailable or CapacityExceeded.
+    ``now``: the store clock, if the caller just read it. Raises TypeMismatch,
+    StaleRoute, Unavailable or CapacityExceeded.
     """
     info = handler_for(host.spot_type, call)
-    if host.sealed and call.intent is not None:
+    if call.intent is not None and host.sealed:
         return host
-    host.admit(MessageWork(call.msg, info, call.completion, call.deadline), call.size)
+    host.admit(MessageWork(call.msg, info, call.completion, call.deadline), call.size, now)
     return None
 
 
@@ -199,13 +201,13 @@ def _local_host(rt: NodeRuntime, record: AuthorityRecord) -> Host:
     return host
 
 
-def _cached_host(rt: NodeRuntime, call: Delivery) -> Host | CachedRoute | None:
-    """The local host (its route on the host itself) or remote route for ``call``.
+def _cached_host(rt: NodeRuntime, call: Delivery, now: float) -> Host | CachedRoute | None:
+    """The local host (its route on the host itself) or remote route for ``call`` at
+    store-clock time ``now``.
 
     A local incarnation's route is valid until ``host.route_expires_at``, the expiry a
     cached route would have (06 §6); past it, the store is read again.
     """
-    now = rt.now()
     host = rt.catalog.hosts.get(call.spot_id)
     if host is not None:
         fresh = host.route_expires_at > now
@@ -237,7 +239,8 @@ def admit_cached(rt: NodeRuntime, call: Delivery) -> Host | CachedRoute | bool:
     as ``first`` to go on without consulting the cache again. Raises what
     :func:`deliver` raises on its cached path.
     """
-    host = _cached_host(rt, call)
+    now = rt.clock()  # (``rt.now()``): the route's freshness, and the lease at admission
+    host = _cached_host(rt, call, now)
     if host is None:
         return False
     if isinstance(host, CachedRoute):
@@ -247,7 +250,7 @@ def admit_cached(rt: NodeRuntime, call: Delivery) -> Host | CachedRoute | bool:
         _check_remote_reply(rt, call, host.stable_type)
         _send_ready(rt, call, link, host)
         return True
-    sealed = _admit(rt, call, host)
+    sealed = _admit(rt, call, host, now)
     return True if sealed is None else sealed
 
 

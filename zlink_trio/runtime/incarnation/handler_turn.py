@@ -34,6 +34,8 @@ from zlink_trio.runtime.incarnation.app_calls import check_reply, handler_error
 from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.work import MessageWork
     from zlink_trio.runtime.state import NodeState
@@ -61,24 +63,33 @@ class TurnHost(Protocol):
 
 def lease_passed(rt: NodeState) -> bool:
     """Whether the owner's lease deadline passed (before a renewal moved it)."""
-    return rt.now() >= rt.lease_expires_at
+    return rt.clock() >= rt.lease_expires_at  # (``rt.now()``, one call less per turn)
 
 
-async def run_handler(host: TurnHost, item: MessageWork) -> None:
-    """Run ``item``'s handler and complete its request; see the module docstring."""
-    completion = item.completion
-    if completion is not None and item.first is None:
-        if completion.done:
-            return  # the caller's deadline already completed it
-        if trio.current_time() >= item.deadline.at:
-            completion.set_error(DeadlineExceeded(
-                f"the request to Spot {host.spot_id!r} waited in its queue past its "
-                "deadline and was not run; use a longer .timeout() or send less work"
-            ))
-            return
-    if item.first is None and lease_passed(host.rt):
-        _refuse_past_lease(host, item, "was not run")
-        return
+async def run_handler(host: TurnHost, item: MessageWork,
+                      now: Callable[[], float] = trio.current_time) -> float | None:
+    """Run ``item``'s handler and complete its request; see the module docstring.
+
+    ``now`` reads the Trio clock (the host passes the run's clock itself); when it is
+    the store clock too (``rt.clock is now``, ``memory://``), one reading serves both
+    checks before the turn, and the lease check after it is what this returns: the
+    Trio time the turn ended (``None`` when it read none then; the host reads it).
+    """
+    completion, first, rt = item.completion, item.first, host.rt
+    if first is None:
+        at = now()
+        if completion is not None:
+            if completion.done:
+                return None  # the caller's deadline already completed it
+            if at >= item.deadline.at:
+                completion.set_error(DeadlineExceeded(
+                    f"the request to Spot {host.spot_id!r} waited in its queue past its "
+                    "deadline and was not run; use a longer .timeout() or send less work"
+                ))
+                return None
+        if (at if rt.clock is now else rt.clock()) >= rt.lease_expires_at:
+            _refuse_past_lease(host, item, "was not run")
+            return None
     try:
         if observers.OBSERVERS:
             result: Any = await _observed(host, item)
@@ -91,16 +102,21 @@ async def run_handler(host: TurnHost, item: MessageWork) -> None:
         else:
             LOGGER.error("Spot %r: %s raised on a one-way send", host.spot_id, what,
                          exc_info=exc, extra=host.log_fields())
-        return
+        return None
     if completion is None:
-        return
-    mismatch = check_reply(host.spot_type, item.info, result)
-    if lease_passed(host.rt):
+        return None
+    expected = item.info.reply_type
+    # The declared class exactly (or None for ``-> None``); else check_reply words it.
+    mismatch = (None if type(result) is expected or (result is None and expected is None)
+                else check_reply(host.spot_type, item.info, result))
+    ended = now() if rt.clock is now else None
+    if (rt.clock() if ended is None else ended) >= rt.lease_expires_at:
         _refuse_past_lease(host, item, "ran, but its effect is lost")
     elif mismatch is None:
         completion.set_result(result)
     else:
         completion.set_error(mismatch)
+    return ended
 
 
 def _refuse_past_lease(host: TurnHost, item: MessageWork, what: str) -> None:

@@ -87,6 +87,10 @@ __all__ = ("Host", "Registration")
 _NO_ROUTE: Final = float("-inf")
 #: ``Host._before_idle``: do not park, look at the lanes again.
 _NO_WAIT: Final = -1.0
+#: The chart's tags and states the task and the admission look at for every message.
+_ADMISSION_SEALED: Final = INCARNATION.tags.admission_sealed
+_RUNS_TURNS: Final = INCARNATION.tags.runs_turns
+_CLOSING: Final = INCARNATION.st.closing
 
 
 class Registration(Protocol):
@@ -264,13 +268,14 @@ class Host:
     @property
     def sealed(self) -> bool:
         """Whether admission is sealed (closing or gone)."""
-        return self.state in INCARNATION.tags.admission_sealed
+        return self.state in _ADMISSION_SEALED
 
-    def admit(self, work: MessageWork, payload_size: int) -> None:
+    def admit(self, work: MessageWork, payload_size: int, now: float | None = None) -> None:
         """Queue an application message. StaleRoute when sealed or the owner is invalid;
         CapacityExceeded (``lane="application"``) when a lane bound is hit; Unavailable
-        on a node that lost its lease or is draining."""
-        if self.sealed:
+        on a node that lost its lease or is draining. ``now``: the store clock, if the
+        caller just read it (the lease check needs no second reading)."""
+        if self.state in _ADMISSION_SEALED:
             self.rt.check_usable()  # a lost lease explains a sealed host best
             stale(self.rt, StaleReason.CLOSING, self.spot_id, generation=self.generation,
                   mesh=self.mesh)
@@ -280,12 +285,12 @@ class Host:
                 "it is closed (with Instance intent it is activated again)"
             )
         try:
-            self.rt.check_admission()
+            self.rt.check_admission(now)
         except StaleRoute:
             stale(self.rt, StaleReason.LEASE_EXPIRED, self.spot_id, generation=self.generation,
                   mesh=self.mesh)
             raise
-        if self.state == INCARNATION.st.sealed and self.move is not None:
+        if self.move is not None and self.state == INCARNATION.st.sealed:
             refusal = self.move.refusal()
             if refusal is not None:
                 raise refusal
@@ -421,14 +426,15 @@ class Host:
             self._parked = None
             trio.lowlevel.reschedule(task)
 
-    def _will_park(self) -> bool:
-        """Whether the task parks now: not when :meth:`wake` was called since ``_woken``
-        was last cleared (it looks again instead); else it is recorded as parked, and its
-        caller awaits ``wait_task_rescheduled(self._unpark)`` in the same continuation."""
+    def _will_park(self, task: trio.lowlevel.Task) -> bool:
+        """Whether the task (``task``, the current one) parks now: not when :meth:`wake`
+        was called since ``_woken`` was last cleared (it looks again instead); else it is
+        recorded as parked, and its caller awaits ``wait_task_rescheduled(self._unpark)``
+        in the same continuation."""
         if self._woken:
             self._woken = False
             return False
-        self._parked = trio.lowlevel.current_task()
+        self._parked = task
         return True
 
     def _unpark(self, _: object) -> trio.lowlevel.Abort:
@@ -453,19 +459,26 @@ class Host:
 
     async def run(self) -> None:
         """The incarnation's task: one turn at a time until closed and released."""
+        # Read once per task, not once per turn: this task, and the run's clock (what
+        # ``trio.current_time`` reads, without its three calls).
+        task = trio.lowlevel.current_task()
+        now = trio.lowlevel.current_clock().current_time
+        if self.rt.clock == now:  # (the store clock is the run's: handler_turn shares it)
+            now = self.rt.clock
+        lanes = self.lanes
         try:
             while True:
-                if self.state not in INCARNATION.tags.runs_turns:
+                if self.state not in _RUNS_TURNS:
                     if self.state == INCARNATION.st.disposed:
                         return  # moved to another node: its queue went with it
                     # Sealed for a relocation: no turn runs until it commits or aborts.
                     self._woken = False
-                    if self._will_park():
+                    if self._will_park(task):
                         await trio.lowlevel.wait_task_rescheduled(self._unpark)
                     continue
-                turn = self.lanes.next_turn()
+                turn = lanes.next_turn()
                 if turn is None:
-                    if self.state == INCARNATION.st.closing:
+                    if self.state == _CLOSING:
                         break
                     if self._self_close:
                         await self._begin_self_close()
@@ -473,14 +486,14 @@ class Host:
                     # Parked in this very frame (not in a helper coroutine): each frame
                     # on an idle Spot's stack is ~220 B that 100,000 Spots all pay.
                     deadline = self._before_idle()
-                    if deadline is not _NO_WAIT and self._will_park():
+                    if deadline is not _NO_WAIT and self._will_park(task):
                         if deadline is None:  # no timer: only a wake or a cancel ends it
                             await trio.lowlevel.wait_task_rescheduled(self._unpark)
                         else:
                             with trio.move_on_at(deadline):
                                 await trio.lowlevel.wait_task_rescheduled(self._unpark)
                     continue
-                await self._run_turn(turn)
+                await self._run_turn(turn, now)
             with trio.CancelScope(shield=True):
                 await finish(self)
         finally:
@@ -493,19 +506,30 @@ class Host:
         """Fire the due timers; the next timer's deadline, ``None`` without timers, or
         :data:`_NO_WAIT` when there is work (or the close) to look at at once."""
         self._woken = False  # what follows looks at everything a wake announces
-        self._fire_due_timers()
-        if self.lanes.application.queued or self.state == INCARNATION.st.closing:
+        timers = self.timers
+        deadline = timers.next_deadline()
+        if deadline is not None:  # (most Spots have no timer: no clock read)
+            self._fire_due_timers()
+            deadline = timers.next_deadline()
+        if self.lanes.application.queued or self.state == _CLOSING:
             return _NO_WAIT
-        return self.timers.next_deadline()
+        return deadline
 
-    async def _run_turn(self, turn: Turn[Work]) -> None:
+    async def _run_turn(self, turn: Turn[Work], now: Callable[[], float]) -> None:
+        """Run ``turn`` (``now`` reads the Trio clock) and return its reservation."""
         item = turn.item
         try:
             if isinstance(item, TimerWork):
                 if not self._lease_passed():  # (queued before the deadline passed)
                     await item.run(self.spot_id)
             else:
-                await self._run_message(item)
+                ended: float | None = None
+                try:
+                    ended = await run_handler(self, item, now)
+                finally:
+                    self.last_work_finished_at = now() if ended is None else ended
+                if item.first is not None:
+                    await self._first_handled(item.first)
         finally:
             self.lanes.complete(turn.ticket)
             if self.move is not None:
@@ -513,18 +537,16 @@ class Host:
         if self._self_close and not self.sealed:
             await self._begin_self_close()
 
-    async def _run_message(self, item: MessageWork) -> None:
-        try:
-            await run_handler(self, item)
-        finally:
-            self.last_work_finished_at = trio.current_time()
-        if item.first is not None and not self.ownership_lost:
-            if crash_points.ARMED:
-                crash_points.point("cold", "after_first_handler_before_completion",
-                                   self.rt.node_id)
-            await record_first_completion(self.rt, self.spot_id, self.generation, item.first)
-            if item.first.done and self.first_record is item.first:
-                self.first_record = None  # nothing left to clean up at close (``drop_recovery``)
-            if self._first_cleanup is not None:
-                self._first_cleanup.set()
-                self._first_cleanup = None
+    async def _first_handled(self, first: FirstRecord) -> None:
+        """After the restored first record's turn: record its completion (06 §4.1)."""
+        if self.ownership_lost:
+            return
+        if crash_points.ARMED:
+            crash_points.point("cold", "after_first_handler_before_completion",
+                               self.rt.node_id)
+        await record_first_completion(self.rt, self.spot_id, self.generation, first)
+        if first.done and self.first_record is first:
+            self.first_record = None  # nothing left to clean up at close (``drop_recovery``)
+        if self._first_cleanup is not None:
+            self._first_cleanup.set()
+            self._first_cleanup = None

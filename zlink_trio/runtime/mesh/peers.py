@@ -173,6 +173,11 @@ class Peers:
         """A frame was just queued on ``link`` (see :meth:`flush`)."""
         self._unflushed = link
 
+    @property
+    def unflushed(self) -> bool:
+        """Whether a frame was queued since the last :meth:`flush` (else it does nothing)."""
+        return self._unflushed is not None
+
     async def flush(self) -> None:
         """Write what was just queued from this task instead of the link's writer.
 
