@@ -18,6 +18,7 @@ Modules:
 - ``codec``       -- the key layout, argument encoding, reply decoding, refusal codes
 - ``client``      -- :class:`ScriptRunner`: EVALSHA / NOSCRIPT, deadlines, typed errors
 - ``pipeline``    -- auto-pipelining: the calls of one scheduling tick share a round trip
+- ``resp``        -- RESP2 framing of the store's own connections (commands out, replies in)
 - ``lua``         -- the scripts: one prelude, one module per script family
 """
 

@@ -45,7 +45,8 @@ import trio
 from coredis.exceptions import NoScriptError, RedisError
 
 from zlink_trio.core.errors import DeadlineExceeded, StoreUnavailable
-from zlink_trio.store.redis.pipeline import Expired, encode_args, encode_command
+from zlink_trio.store.redis.pipeline import Expired
+from zlink_trio.store.redis.resp import encode_args, encode_command
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping, Sequence

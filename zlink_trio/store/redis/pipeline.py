@@ -65,128 +65,18 @@ It costs one checkpoint per read.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import trio
-from coredis.exceptions import NoScriptError, ResponseError
 
 from zlink_trio.core.errors import StoreUnavailable, single_error
+from zlink_trio.store.redis.resp import NeedMore, Reader, encode_command
 
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-__all__ = ("Expired", "Pipeline", "encode_args", "encode_command")
-
-_BULK: Final = ord("$")
-_ARRAY: Final = ord("*")
-_INT: Final = ord(":")
-_STATUS: Final = ord("+")
-_ERROR: Final = ord("-")
+__all__ = ("Expired", "Pipeline")
 
 _QUEUED: Final = 0
 _SENT: Final = 1
 _DONE: Final = 2
-
-
-def encode_command(args: Sequence[str | int | bytes]) -> bytes:
-    """One command as a RESP array of bulk strings."""
-    return b"*%d\r\n%b" % (len(args), encode_args(args))
-
-
-def encode_args(args: Sequence[str | int | bytes]) -> bytes:
-    """The bulk strings of ``args``, without the array header (a frame's tail or body)."""
-    parts: list[bytes] = []
-    append = parts.append
-    for arg in args:
-        raw = (arg.encode() if isinstance(arg, str) else arg if isinstance(arg, bytes)
-               else str(arg).encode("ascii"))
-        append(b"$%d\r\n%b\r\n" % (len(raw), raw))
-    return b"".join(parts)
-
-
-class _NeedMore(Exception):
-    """Internal: the buffer ends inside a reply."""
-
-
-class _Reader:
-    """Incremental RESP2 reply parser over one connection's byte stream."""
-
-    def __init__(self) -> None:
-        self.buf = b""
-        self.pos = 0
-
-    def feed(self, data: bytes) -> None:
-        self.buf = self.buf[self.pos:] + data
-        self.pos = 0
-
-    def reply(self) -> Any:
-        """The next whole reply (errors are returned as exceptions); :class:`_NeedMore`."""
-        start = self.pos
-        try:
-            return self._parse()
-        except _NeedMore:
-            self.pos = start
-            raise
-
-    def _parse(self) -> Any:
-        buf = self.buf
-        pos = self.pos
-        end = buf.find(b"\r\n", pos)
-        if end < 0:
-            raise _NeedMore
-        kind = buf[pos]
-        if kind == _BULK:
-            size = int(buf[pos + 1:end])
-            if size < 0:
-                self.pos = end + 2
-                return None
-            start = end + 2
-            stop = start + size
-            if len(buf) < stop + 2:
-                raise _NeedMore
-            self.pos = stop + 2
-            return buf[start:stop]
-        if kind == _ARRAY:
-            count = int(buf[pos + 1:end])
-            self.pos = end + 2
-            if count < 0:
-                return None
-            out: list[Any] = []
-            append = out.append
-            find = buf.find
-            size_of = len(buf)
-            for _ in range(count):
-                # Inline the common element, a bulk string (a hash's fields and values).
-                pos = self.pos
-                if pos < size_of and buf[pos] == _BULK:
-                    end = find(b"\r\n", pos)
-                    if end < 0:
-                        raise _NeedMore
-                    size = int(buf[pos + 1:end])
-                    if size < 0:
-                        self.pos = end + 2
-                        append(None)
-                        continue
-                    start = end + 2
-                    stop = start + size
-                    if size_of < stop + 2:
-                        raise _NeedMore
-                    self.pos = stop + 2
-                    append(buf[start:stop])
-                else:
-                    append(self._parse())
-            return out
-        rest = buf[pos + 1:end]
-        self.pos = end + 2
-        if kind == _INT:
-            return int(rest)
-        if kind == _STATUS:
-            return rest
-        if kind == _ERROR:
-            text = rest.decode("utf-8", "replace")
-            return NoScriptError(text) if text.startswith("NOSCRIPT") else ResponseError(text)
-        raise StoreUnavailable(f"Redis sent an unknown reply type {bytes([kind])!r}; "
-                               "reconnecting")
 
 
 class Expired(Exception):
@@ -240,7 +130,7 @@ class Pipeline:
         self._queue: list[_Item] = []
         self._wakeup = trio.Event()
         self._stream: trio.SocketStream | None = None
-        self._reader = _Reader()
+        self._reader = Reader()
         self._inflight: list[_Item] = []
         self._batch_scope: trio.CancelScope | None = None
         self._on_wire = False  # the current batch's bytes started to leave
@@ -452,7 +342,7 @@ class Pipeline:
 
     async def _connect(self) -> None:
         stream = await trio.open_tcp_stream(*self._address)
-        reader = _Reader()
+        reader = Reader()
         try:
             await stream.send_all(b"".join(self._setup))
             for _ in self._setup:
@@ -481,7 +371,7 @@ class Pipeline:
                     item.done.set()
 
     async def _close(self) -> None:
-        stream, self._stream, self._reader = self._stream, None, _Reader()
+        stream, self._stream, self._reader = self._stream, None, Reader()
         if stream is not None:
             with trio.CancelScope(shield=True):
                 await stream.aclose()
@@ -492,12 +382,12 @@ def _may_have_run(where: str) -> str:
             "calls still waiting, so this transaction may have run; re-read before retrying")
 
 
-async def _next_reply(stream: trio.SocketStream, reader: _Reader) -> Any:
+async def _next_reply(stream: trio.SocketStream, reader: Reader) -> Any:
     """The next reply on ``stream``, reading more bytes until ``reader`` has it whole."""
     while True:
         try:
             return reader.reply()
-        except _NeedMore:
+        except NeedMore:
             data = await stream.receive_some(65536)
             if not data:
                 raise StoreUnavailable("Redis closed the connection") from None

@@ -33,7 +33,8 @@ import trio
 from coredis.exceptions import ResponseError
 
 from zlink_trio.core.errors import StoreUnavailable
-from zlink_trio.store.redis.pipeline import Pipeline, encode_command
+from zlink_trio.store.redis.pipeline import Pipeline
+from zlink_trio.store.redis.resp import encode_command
 from zlink_trio.store.redis_cluster.keys import SLOTS
 
 if TYPE_CHECKING:

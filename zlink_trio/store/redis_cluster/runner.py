@@ -38,7 +38,7 @@ from coredis.exceptions import NoScriptError, RedisError
 
 from zlink_trio.core.errors import DeadlineExceeded, StoreUnavailable
 from zlink_trio.store.redis.codec import text
-from zlink_trio.store.redis.pipeline import encode_command
+from zlink_trio.store.redis.resp import encode_command
 from zlink_trio.store.redis_cluster.keys import claim_field, hash_slot, tag_of
 from zlink_trio.store.redis_cluster.lua import BUCKET_SCRIPTS, NODE_SCRIPTS
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 from coredis.exceptions import NoScriptError, ResponseError
 
-from zlink_trio.store.redis.pipeline import encode_command
+from zlink_trio.store.redis.resp import encode_command
 from zlink_trio.store.redis_cluster.keys import hash_slot
 
 if TYPE_CHECKING:

@@ -1,0 +1,134 @@
+"""RESP2 framing for the store's own connections: commands out, replies in.
+
+Theory of operation
+-------------------
+:func:`encode_command` writes one command as a RESP array of bulk strings;
+:func:`encode_args` writes only the bulk strings, so a caller can keep a pre-encoded
+head (``EVALSHA`` and a script's SHA) and append each call's arguments. :class:`Reader`
+parses replies incrementally from one connection's byte stream: :meth:`Reader.reply`
+returns the next whole reply or raises :class:`NeedMore` with the position unchanged;
+an error reply is *returned* as coredis' own exception (``NoScriptError``,
+``ResponseError``) for the caller to raise; an unknown reply type is
+:class:`StoreUnavailable` (the connection is out of step: reconnect). Arrays of bulk
+strings, the common reply (a hash's fields and values), are parsed inline.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from coredis.exceptions import NoScriptError, ResponseError
+
+from zlink_trio.core.errors import StoreUnavailable
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ("NeedMore", "Reader", "encode_args", "encode_command")
+
+_BULK: Final = ord("$")
+_ARRAY: Final = ord("*")
+_INT: Final = ord(":")
+_STATUS: Final = ord("+")
+_ERROR: Final = ord("-")
+
+
+def encode_command(args: Sequence[str | int | bytes]) -> bytes:
+    """One command as a RESP array of bulk strings."""
+    return b"*%d\r\n%b" % (len(args), encode_args(args))
+
+
+def encode_args(args: Sequence[str | int | bytes]) -> bytes:
+    """The bulk strings of ``args``, without the array header (a frame's tail or body)."""
+    parts: list[bytes] = []
+    append = parts.append
+    for arg in args:
+        raw = (arg.encode() if isinstance(arg, str) else arg if isinstance(arg, bytes)
+               else str(arg).encode("ascii"))
+        append(b"$%d\r\n%b\r\n" % (len(raw), raw))
+    return b"".join(parts)
+
+
+class NeedMore(Exception):
+    """Internal: the buffer ends inside a reply."""
+
+
+class Reader:
+    """Incremental RESP2 reply parser over one connection's byte stream."""
+
+    def __init__(self) -> None:
+        self.buf = b""
+        self.pos = 0
+
+    def feed(self, data: bytes) -> None:
+        self.buf = self.buf[self.pos:] + data
+        self.pos = 0
+
+    def reply(self) -> Any:
+        """The next whole reply (errors are returned as exceptions); :class:`NeedMore`."""
+        start = self.pos
+        try:
+            return self._parse()
+        except NeedMore:
+            self.pos = start
+            raise
+
+    def _parse(self) -> Any:
+        buf = self.buf
+        pos = self.pos
+        end = buf.find(b"\r\n", pos)
+        if end < 0:
+            raise NeedMore
+        kind = buf[pos]
+        if kind == _BULK:
+            size = int(buf[pos + 1:end])
+            if size < 0:
+                self.pos = end + 2
+                return None
+            start = end + 2
+            stop = start + size
+            if len(buf) < stop + 2:
+                raise NeedMore
+            self.pos = stop + 2
+            return buf[start:stop]
+        if kind == _ARRAY:
+            count = int(buf[pos + 1:end])
+            self.pos = end + 2
+            if count < 0:
+                return None
+            out: list[Any] = []
+            append = out.append
+            find = buf.find
+            size_of = len(buf)
+            for _ in range(count):
+                # Inline the common element, a bulk string (a hash's fields and values).
+                pos = self.pos
+                if pos < size_of and buf[pos] == _BULK:
+                    end = find(b"\r\n", pos)
+                    if end < 0:
+                        raise NeedMore
+                    size = int(buf[pos + 1:end])
+                    if size < 0:
+                        self.pos = end + 2
+                        append(None)
+                        continue
+                    start = end + 2
+                    stop = start + size
+                    if size_of < stop + 2:
+                        raise NeedMore
+                    self.pos = stop + 2
+                    append(buf[start:stop])
+                else:
+                    append(self._parse())
+            return out
+        rest = buf[pos + 1:end]
+        self.pos = end + 2
+        if kind == _INT:
+            return int(rest)
+        if kind == _STATUS:
+            return rest
+        if kind == _ERROR:
+            text = rest.decode("utf-8", "replace")
+            return NoScriptError(text) if text.startswith("NOSCRIPT") else ResponseError(text)
+        raise StoreUnavailable(f"Redis sent an unknown reply type {bytes([kind])!r}; "
+                               "reconnecting")
