@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 import trio
 
 from zlink_trio import cli
@@ -42,8 +43,12 @@ def test_bench_reports_every_figure_and_converges_on_one_factory_run():
                                          growth=False))
     for name in ("local_request_ratio", "local_pipelined_ratio", "local_metrics_ratio",
                  "memory_per_idle_spot_bytes", "idle_spot_rss_bytes",
-                 "raw_channel_round_trips_per_s"):
+                 "raw_channel_round_trips_per_s", "raw_spawn_per_s",
+                 "cold_activation_spawn_ratio"):
         assert figures[name] > 0, name
+    # The ratio is the memory backend's activations over the raw spawns of the same run.
+    assert figures["cold_activation_spawn_ratio"] == pytest.approx(
+        figures["cold_activations_per_s"]["memory"] / figures["raw_spawn_per_s"], rel=0.01)
     convergence = figures["get_or_create_convergence"]
     assert convergence["factory_runs"] == 1
     assert convergence["created"] == 1

@@ -17,6 +17,7 @@ Every figure beside its physical baseline, in one run; the keys are a contract
 - ``moving``   -- the relocation figures' recording Spot, three nodes on one store, the tally
 - ``raw_ws``   -- the raw websocket echo, the only user of trio-websocket (the ``bench`` extra)
 - ``raw_tcp``  -- the raw Trio TCP echo of length-prefixed frames (the remote figures' floor)
+- ``raw_spawn`` -- the raw Trio spawn of a task with its own channel (the cold activations' floor)
 - ``output``   -- how every benchmark program prints its figures
 - ``__main__`` -- ``python -m zlink_trio.bench``
 

@@ -18,7 +18,12 @@ Theory of operation
   over :data:`COUNTED` sequential activations before the timed ones (counting wraps
   the methods, so the timed runs are not counted);
 - ``store_txn_ms``: the latency of the store's Reserve and CommitReady
-  transactions alone (:func:`~zlink_trio.bench.stores.txn_figures`).
+  transactions alone (:func:`~zlink_trio.bench.stores.txn_figures`);
+- ``raw_spawn_per_s`` (with ``memory``): the raw Trio baseline of an activation, a task
+  spawned with its own channel and one round trip to it, as many in flight
+  (:func:`~zlink_trio.bench.raw_spawn.raw_spawn_rate`), measured right after the
+  memory backend's figures; ``cold_activation_spawn_ratio`` is
+  ``cold_activations_per_s.memory`` divided by it.
 
 Each mode runs on a fresh node after a full garbage collection, so neither
 pays for the Spots the other left resident. A backend that cannot be opened
@@ -33,6 +38,7 @@ from typing import TYPE_CHECKING
 
 import zlink_trio as zl
 from zlink_trio.bench.local import IN_FLIGHT, Echo, Ping, Pong, rate
+from zlink_trio.bench.raw_spawn import raw_spawn_rate
 from zlink_trio.bench.stores import bench_store_url, count_store_calls, txn_figures
 from zlink_trio.store import open_store
 
@@ -99,6 +105,7 @@ async def measure_backends(backends: Sequence[str], *, cold: int, txn: int,
     and ``store_txn_ms`` (each ``{backend: figure or None}``), plus
     ``unavailable`` (``{backend: reason}``) when a backend could not be opened.
     ``cluster_url`` (a ``redis+cluster://`` URL) adds the ``redis_cluster`` backend.
+    With ``memory`` measured: ``raw_spawn_per_s`` and ``cold_activation_spawn_ratio``.
     """
     if cluster_url and "redis_cluster" not in backends:
         backends = [*backends, "redis_cluster"]
@@ -107,6 +114,7 @@ async def measure_backends(backends: Sequence[str], *, cold: int, txn: int,
     calls: dict[str, object] = {}
     txn_ms: dict[str, object] = {}
     unavailable: dict[str, str] = {}
+    spawn: dict[str, object] = {}
     for backend in backends:
         try:
             async with bench_store_url(backend, redis_url=redis_url,
@@ -124,11 +132,18 @@ async def measure_backends(backends: Sequence[str], *, cold: int, txn: int,
         calls[backend] = figures["store_calls"]
         txn_ms[backend] = {"reserve": txn_figs["reserve"],
                            "commit_ready": txn_figs["commit_ready"]}
+        if backend == "memory":  # its baseline, in the same minutes
+            raw = await raw_spawn_rate(cold, min(IN_FLIGHT, cold))
+            activations = figures["in_flight"]
+            assert isinstance(activations, int)
+            spawn = {"raw_spawn_per_s": round(raw),
+                     "cold_activation_spawn_ratio": round(activations / raw, 3)}
     result: dict[str, object] = {
         "cold_activations_per_s": in_flight,
         "cold_activations_sequential_per_s": sequential,
         "store_calls_per_cold_activation": calls,
         "store_txn_ms": txn_ms,
+        **spawn,
     }
     if unavailable:
         result["unavailable"] = unavailable
