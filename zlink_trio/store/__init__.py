@@ -6,8 +6,10 @@ and every backend passes one conformance suite (``tests/store/``).
 
 Modules:
 
-- ``protocol``  -- the contracts: :class:`LocationStore`, :class:`RelocationStore`,
-                   :class:`CombinedTransactions` and :class:`Store` (the three together)
+- ``protocol``  -- the contracts: :class:`LocationStore`, :class:`RelocationStore`
+                   and :class:`Store` (the two with their combined transactions)
+- ``combined_protocol`` -- :class:`CombinedTransactions`: a cold activation's three
+                   groups of steps, one transaction each, with the merged steps' guarantees
 - ``relocation_steps`` -- :class:`RelocationSteps`: the planned-move part of the
                    Location Store contract (begin, seal, accept relay-ready, commit, abort)
 - ``values``    -- the frozen values and errors the protocols return or raise
@@ -33,10 +35,10 @@ Modules:
                    per bucket (one hash slot each) on Redis Cluster
 """
 
+from zlink_trio.store.combined_protocol import CombinedTransactions as CombinedTransactions
 from zlink_trio.store.memory import MemoryStore as MemoryStore
 from zlink_trio.store.open import SCHEMES as SCHEMES
 from zlink_trio.store.open import open_store as open_store
-from zlink_trio.store.protocol import CombinedTransactions as CombinedTransactions
 from zlink_trio.store.protocol import LocationStore as LocationStore
 from zlink_trio.store.protocol import RelocationStore as RelocationStore
 from zlink_trio.store.protocol import Store as Store

@@ -32,21 +32,17 @@ The Relocation Store is a separate key space: immutable content-addressed
 roots (activation envelopes, creation requests, relocation payloads) and one
 durable activation inbox per ``(spot_id, object_generation)``.
 
-A cold activation (06 §4.1) writes to both stores in three groups -- root and
-Reserve; first inbox record and CommitReady; cursor, pointer removal and root
-deletion -- which every :class:`Store` offers as :class:`CombinedTransactions`
-(``store.combined``). A backend holding both stores (one process, SQLite file or
-Redis server) runs each group as one transaction **with the guarantees of the
-methods it merges**: every check of every merged step, in the documented order,
-before the first write, so a refusal raises the same typed error and writes
-nothing (``rules.combined``: what merging changes). A store whose halves are not
-shared gets them as separate calls (``separate.SeparateSteps``, ``with_combined``).
+A cold activation (06 §4.1) writes to both stores in three groups, which every
+:class:`Store` offers as one transaction each, with the guarantees of the methods they
+merge: :class:`~zlink_trio.store.combined_protocol.CombinedTransactions`
+(``store.combined``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from zlink_trio.store.combined_protocol import CombinedTransactions
 from zlink_trio.store.relocation_steps import RelocationSteps
 
 if TYPE_CHECKING:
@@ -62,7 +58,6 @@ if TYPE_CHECKING:
         RootReceipt,
     )
     from zlink_trio.store.values import (
-        FirstRecordCleanup,
         InboxRecord,
         LocationStatistics,
         Page,
@@ -396,60 +391,6 @@ class RelocationStore(Protocol):
 
     async def statistics(self) -> RelocationStatistics:
         """A snapshot of counts; read-only."""
-
-
-class CombinedTransactions(Protocol):
-    """The three groups of a cold activation, one transaction each (see the module docstring)."""
-
-    async def reserve_with_root(self, spot_id: str, root: bytes, *, kind: SpotKind,
-                                stable_type: str, mesh: str, owner: OwnerFence,
-                                now: float) -> tuple[ReservationFence, RootReceipt]:
-        """PutRoot(``root``) + Reserve with the recovery pointer naming it, atomically.
-
-        Checks, in order: ``root`` is bytes of at most 64 MiB (as ``put_root``:
-        :class:`InvalidOperation` / :class:`CapacityExceeded`), then every check of
-        ``LocationStore.reserve`` in its order (:class:`AuthorityExists` carrying
-        the current record, :class:`StaleFence`, :class:`Unavailable`,
-        :class:`InvalidOperation`, :class:`CapacityExceeded`). On any refusal
-        nothing is written: no root, no record, no generation consumed. Then it
-        stores the root (content addressed; an identical root already there is
-        kept) and the Creating record whose recovery pointer is
-        ``RecoveryPointer.from_receipt(receipt)``, and returns the reservation
-        fence and the root's receipt. Not idempotent, as Reserve.
-        """
-
-    async def commit_ready_with_first_record(self, fence: ReservationFence, record: bytes, *,
-                                             now: float) -> tuple[AuthorityRecord, int]:
-        """InboxAppend(``record``) to the fence's incarnation + CommitReady, atomically.
-
-        Checks, in order: ``record`` is bytes of at most 64 MiB
-        (:class:`InvalidOperation` / :class:`CapacityExceeded`), then every check of
-        ``LocationStore.commit_ready`` (:class:`StaleFence`, :class:`Unavailable`).
-        Nothing is written on a refusal. Otherwise the record is appended to the
-        inbox of ``(fence.spot_id, fence.object_generation)`` and the authority
-        becomes Ready in the same transaction; returns the Ready record and the
-        appended sequence. Idempotent as CommitReady: when the record already is
-        the Ready result of this very commit, nothing is written and the sequence
-        returned is the inbox's last one (0 when it has none).
-        """
-
-    async def finish_first_record(self, spot_id: str, object_generation: int, *, seq: int,
-                                  expected_version: int,
-                                  root: RootReceipt) -> FirstRecordCleanup:
-        """InboxSetCursor(``seq``) + RemoveRecoveryPointer CAS + DeleteRoot, atomically.
-
-        The cleanup after the first record's handler completed (06 §4.1 step 12).
-        Checks, in order: the arguments (:class:`InvalidOperation`); the root as
-        ``delete_root`` (:class:`RootIntegrityError` when the stored bytes do not
-        match ``root``); the cursor move as ``inbox_set_cursor``
-        (:class:`InvalidOperation` backwards or past the last sequence); the pointer
-        removal as ``remove_recovery_pointer`` (:class:`InvalidOperation` while
-        Creating, :class:`StaleFence` when the StoreVersion is not
-        ``expected_version``). Nothing is written on a refusal (the caller may then
-        fall back to the separate steps, ``SeparateSteps``, which re-read). Each part
-        is idempotent on its own, so a retry succeeds and reports ``False`` for what
-        was already done.
-        """
 
 
 class StorePair(Protocol):
