@@ -46,17 +46,16 @@ node refuses a new local activation when it is at or over its ceiling, so a
 request already routed to it (or a relocation arriving) cannot bypass it.
 
 All functions are pure and deterministic given ``random`` (and the Spot ID);
-candidates are considered in the order given.
+candidates are considered in the order given. :class:`PlacementCandidate`, the node
+as placement sees it, and :class:`Role` are :mod:`.placement_candidate`'s (and
+importable from here).
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from enum import StrEnum
-from types import MappingProxyType
-from typing import Final
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
@@ -67,11 +66,14 @@ from zlink_trio.core.errors import (
     NotFound,
     TypeMismatch,
 )
-from zlink_trio.core.identity import (
-    NodeRid,
-    SpotKind,
-    validate_mesh_name,
-    validate_stable_type,
+from zlink_trio.core.identity import SpotKind, validate_stable_type
+from zlink_trio.core.placement_candidate import (
+    PLACEABLE_KINDS,
+    PlacementCandidate,
+    Role,
+    check_non_negative,
+    roles_from,
+    served_types_from,
 )
 
 __all__ = (
@@ -92,133 +94,6 @@ __all__ = (
 
 #: A source of floats uniformly distributed in ``[0, 1)`` (``random.random``).
 Random = Callable[[], float]
-
-_PLACEABLE: Final = frozenset({SpotKind.USER, SpotKind.INSTANCE})
-
-
-class Role(StrEnum):
-    """The object roles a node can have in a Mesh."""
-
-    #: Sends calls to Spots (can start Create and cold activation).
-    OBJECT_CLIENT = "object_client"
-    #: Hosts Spots (can be chosen by placement).
-    OBJECT_SERVER = "object_server"
-
-
-def _mesh_name(value: object) -> str:
-    return validate_mesh_name(value)
-
-
-def roles_from(value: Iterable[str] | str) -> frozenset[Role]:
-    """Convert role names (or one name) to a frozenset of :class:`Role`.
-
-    Raises :class:`InvalidOperation` naming the valid roles otherwise. Used by
-    :class:`PlacementCandidate` and the node descriptor alike.
-    """
-    if isinstance(value, str):
-        value = (value,)
-    try:
-        return frozenset(Role(role) for role in value)
-    except (TypeError, ValueError):
-        raise InvalidOperation(
-            f"roles must be an iterable of Role values {[r.value for r in Role]}, got {value!r}"
-        ) from None
-
-
-def served_types_from(value: Mapping[str, SpotKind]) -> Mapping[str, SpotKind]:
-    """Validate stable type -> kind and return a read-only copy sorted by type.
-
-    Only USER and INSTANCE kinds can be served (Entry Spots are issued by the
-    framework, never placed). Raises :class:`InvalidOperation` otherwise.
-    """
-    if not isinstance(value, Mapping):
-        raise InvalidOperation(
-            f"served_types must map stable type -> SpotKind, got {type(value).__name__}"
-        )
-    types: dict[str, SpotKind] = {}
-    for stable_type in sorted(value):
-        kind = value[stable_type]
-        try:
-            validate_stable_type(stable_type)
-        except InvalidOperation as error:
-            raise InvalidOperation(f"served_types: {error.message}") from None
-        if kind not in _PLACEABLE:
-            raise InvalidOperation(
-                f"served_types maps {stable_type!r} to {kind!r}; a node serves only USER or "
-                "INSTANCE types (Entry Spots are never placed)"
-            )
-        types[stable_type] = SpotKind(kind)
-    return MappingProxyType(types)
-
-
-def _non_negative(name: str, value: object) -> None:
-    if type(value) is not int or value < 0:
-        raise InvalidOperation(f"{name} must be a non-negative int, got {value!r}")
-
-
-def _count(instance: PlacementCandidate, attribute: attrs.Attribute[int], value: int) -> None:
-    _non_negative(attribute.name, value)
-
-
-def _ceiling(
-    instance: PlacementCandidate, attribute: attrs.Attribute[int | None], value: int | None
-) -> None:
-    if value is not None:
-        _non_negative(attribute.name, value)
-
-
-def _weight(instance: PlacementCandidate, attribute: attrs.Attribute[float], value: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not (
-        math.isfinite(value) and value >= 0
-    ):
-        raise InvalidOperation(f"weight must be a finite float >= 0, got {value!r}")
-
-
-def _bool(instance: PlacementCandidate, attribute: attrs.Attribute[bool], value: bool) -> None:
-    if not isinstance(value, bool):
-        raise InvalidOperation(f"{attribute.name} must be a bool, got {value!r}")
-
-
-def _check_rid(instance: PlacementCandidate, attribute: attrs.Attribute[NodeRid], value: NodeRid
-               ) -> None:
-    if not isinstance(value, NodeRid):
-        raise InvalidOperation(f"node_rid must be a NodeRid, got {type(value).__name__}")
-
-
-@attrs.frozen(kw_only=True)
-class PlacementCandidate:
-    """One node as placement sees it: a snapshot of its descriptor and load.
-
-    Raises :class:`InvalidOperation` for malformed fields (bad MeshName or
-    stable type, a served kind other than USER/INSTANCE, negative counts, a
-    negative or non-finite weight).
-    """
-
-    mesh: str = attrs.field(converter=_mesh_name)
-    node_rid: NodeRid = attrs.field(validator=_check_rid)
-    roles: frozenset[Role] = attrs.field(converter=roles_from)
-    #: stable type -> USER or INSTANCE; copied into a read-only mapping.
-    served_types: Mapping[str, SpotKind] = attrs.field(converter=served_types_from, hash=False)
-    #: Spots active on the node.
-    active: int = attrs.field(validator=_count)
-    #: Creations in flight on the node (reserved, not yet Ready).
-    pending: int = attrs.field(validator=_count)
-    #: Most Spots (active + pending) placement may put on the node.
-    capacity: int = attrs.field(validator=_count)
-    #: The node's active-object ceiling (spec 09 §5); ``None`` when it configures none.
-    active_object_ceiling: int | None = attrs.field(default=None, validator=_ceiling)
-    #: Node-wide placement weight; 0 means "place no new Spots here".
-    weight: float = attrs.field(default=1.0, validator=_weight)
-    #: ``False`` while the node is draining or not yet open for new Spots.
-    serving: bool = attrs.field(default=True, validator=_bool)
-
-    @property
-    def has_room(self) -> bool:
-        """Whether one more Spot fits under capacity and the ceiling."""
-        load = self.active + self.pending
-        ceiling = self.active_object_ceiling
-        return load < self.capacity and (ceiling is None or load < ceiling)
-
 
 @attrs.frozen(kw_only=True)
 class Placement:
@@ -429,7 +304,7 @@ def place(
     :func:`choose_node` raise, in that order, and :class:`InvalidOperation`
     for another ``kind`` or a User placement without a type.
     """
-    if kind not in _PLACEABLE:
+    if kind not in PLACEABLE_KINDS:
         raise InvalidOperation(f"only USER and INSTANCE Spots are placed, not {kind!r}")
     mesh = select_mesh(candidates, in_mesh)
     if kind is SpotKind.USER:
@@ -451,11 +326,11 @@ def check_local_activation(active: int, pending: int, ceiling: int | None) -> No
     and :class:`InvalidOperation` for negative or non-int arguments. Pure.
     """
     if not (type(active) is int and type(pending) is int and active >= 0 <= pending):
-        _non_negative("active", active)
-        _non_negative("pending", pending)
+        check_non_negative("active", active)
+        check_non_negative("pending", pending)
     if ceiling is None:
         return
-    _non_negative("ceiling", ceiling)
+    check_non_negative("ceiling", ceiling)
     if active + pending >= ceiling:
         raise CapacityExceeded(
             f"this node is at its active-object ceiling of {ceiling} ({active} active, "
