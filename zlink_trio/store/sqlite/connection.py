@@ -40,6 +40,10 @@ worker thread. A caller cancelled while queued is removed (nothing written); onc
 its group started it gets the group's outcome. This saves the per-transaction
 ``BEGIN``/``COMMIT`` and the limiter hand-off between concurrent writers.
 
+Every write transaction (group or alone, either dispatch) opens the connection's
+row cache (``rowcache``) after its ``BEGIN IMMEDIATE`` and empties it when anything
+in it raises.
+
 Failures map to typed errors: SQLITE_BUSY/LOCKED after the busy timeout, and
 any other ``sqlite3`` error, is :class:`StoreUnavailable` chained with ``from``;
 errors the body raises (StaleFence, AuthorityExists, ...) pass through
@@ -56,8 +60,9 @@ from typing import TYPE_CHECKING, Final, TypeVar, cast
 import trio
 
 from zlink_trio.core.errors import StoreUnavailable, Unavailable
+from zlink_trio.store.sqlite.group_rows import close_group, open_group
+from zlink_trio.store.sqlite.rowcache import RowCache
 from zlink_trio.store.sqlite.schema import SqliteOptions, migrate
-from zlink_trio.store.sqlite.view import close_group, open_group
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -117,6 +122,8 @@ class SqliteConnection:
         #: Inline dispatch: WAL checkpoints in a worker thread (``checkpoint``).
         self.checkpointer: Checkpointer | None = None
         self._leading = False  # a leader will take the queued transactions
+        #: Rows kept between this connection's write transactions (``rowcache``).
+        self.cache = RowCache()
         #: Groups committed and the transactions in them (benchmark figures).
         self.groups = 0
         self.grouped = 0
@@ -266,12 +273,18 @@ class SqliteConnection:
                 return body(conn)
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
+                if write:
+                    self.cache.open(conn)
                 result = body(conn)
                 conn.execute("COMMIT")
             except BaseException:
+                if write:
+                    self.cache.clear()  # what it wrote is rolled back
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+            finally:
+                self.cache.close(conn)
         except sqlite3.Error as error:
             raise self._failure(error, wait) from error
         return result
@@ -355,6 +368,7 @@ class SqliteConnection:
             conn.execute("BEGIN IMMEDIATE")
             shared = open_group(conn)  # the rows every body of the group shares
             try:
+                self.cache.open(conn)
                 for txn in batch:
                     txn.value, txn.error = None, None
                     # A body that checks before it writes needs no savepoint: it is
@@ -374,6 +388,7 @@ class SqliteConnection:
                         if savepoint:
                             conn.execute("ROLLBACK TO zlink_group")
                         shared.undo()
+                        self.cache.clear()  # rows it wrote are rolled back
                         txn.error = (_unavailable(self.options.path, error)
                                      if isinstance(error, sqlite3.Error) else error)
                     # Released, not left open: every open savepoint makes each later
@@ -383,11 +398,13 @@ class SqliteConnection:
                 shared.write(conn)
                 conn.execute("COMMIT")
             except BaseException:
+                self.cache.clear()  # nothing of the group was written
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
             finally:
                 close_group(conn)
+                self.cache.close(conn)
         except sqlite3.Error as error:
             raise self._failure(error, wait) from error
 
