@@ -18,7 +18,8 @@ Modules:
 - ``rowcache``    -- rows kept between a connection's write transactions
 - ``codec``       -- the stored JSON of records and claims
 - ``connection``  -- one connection: transactions, dispatch (inline / thread), group
-                     commit, SQLite errors mapped to typed ones
+                     commit
+- ``errors``      -- SQLite errors mapped to typed ones
 - ``checkpoint``  -- WAL checkpoints in a worker thread (inline dispatch)
 - ``schema``      -- URL options and the versioned schema, created or migrated at open
 """

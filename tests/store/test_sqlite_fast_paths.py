@@ -1,4 +1,4 @@
-"""SQLite fast paths against the general path: the row cache, record UPDATEs, the codec.
+"""SQLite fast paths against the general path: row cache, record UPDATEs, codec, reads.
 
 ``zlink_trio/store/sqlite/rowcache.py`` keeps rows between a connection's write
 transactions while no other connection commits; ``view.py`` writes a known record
@@ -6,7 +6,10 @@ row with an ``UPDATE``; ``codec.encode_record`` builds a record's text without
 ``to_json``'s dict. Each is held here to the general path it replaces: the same
 outcomes as a store whose cache is off, the rows another connection wrote or a
 rollback undid never served from the cache, the columns of every record row equal
-to its body, and the same text as ``dumps(record.to_json())``.
+to its body, and the same text as ``dumps(record.to_json())``. A read that meets a
+leader gathering its group (``connection.py``) runs at once instead of waiting for the
+limiter; it sees the state before the group or, when it cannot run at once, waits its
+turn as every read did.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from zlink_trio.core.records import (
 from zlink_trio.store import AuthorityExists, open_store
 from zlink_trio.store.rules import location as loc
 from zlink_trio.store.sqlite.codec import dumps, encode_record
+from zlink_trio.store.sqlite.errors import Busy
 from zlink_trio.store.sqlite.view import LocationView
 
 TIMEOUT = 20
@@ -251,3 +255,45 @@ async def test_an_activation_reads_each_row_once(tmp_path):
     assert [s for s in selects if "loc_records" in s or "rel_" in s] == [
         "SELECT body FROM loc_records WHERE spot_id = 'c-1'"]
     assert _rows_match_bodies(path) == 2  # the Entry record and c-1
+
+
+@pytest.mark.parametrize("busy", [False, True])
+async def test_a_read_beside_a_gathering_group(tmp_path, busy, monkeypatch):
+    path = tmp_path / "gather.db"
+    with trio.fail_after(TIMEOUT):
+        async with _open(path, cache=True) as store:
+            owner = await claim(store, "node-a", lease=1e6, capacity=60)
+            db = store.location._db
+            waited: list[bool] = []
+            real = db._read
+
+            def read(body, single, *, wait=True):
+                waited.append(wait)
+                if busy and not wait:  # the attempt at once meets another connection's lock
+                    raise Busy
+                return real(body, single, wait=wait)
+            monkeypatch.setattr(db, "_read", read)
+            for attempt in range(50):  # until this task runs inside a leader's gathering
+                done: list[object] = []
+
+                async def one(spot_id: str, done: list[object] = done) -> None:
+                    done.append(await reserve(store, owner, spot_id))
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(one, f"g-{attempt}")
+                    while not db._gathering and not done:
+                        await trio.lowlevel.checkpoint()
+                    if not db._gathering:
+                        continue
+                    waited.clear()
+                    record = await store.location.find(f"g-{attempt}")
+                break
+            else:
+                pytest.fail("never met a gathering leader")
+            if busy:  # tried at once, then waited its turn: after the group committed
+                assert waited == [False, False, True]
+                assert record.state.value == "creating"
+            else:  # at once, without the limiter: before the group committed
+                assert waited == [False]
+                assert record is None
+            assert (await store.location.find(f"g-{attempt}")).state.value == "creating"
