@@ -13,10 +13,13 @@ Modules:
 - ``relocation``  -- :class:`SqliteRelocationStore`: roots, inboxes and statistics in the
                      ``rel_*`` tables, and the inbox bodies the combined transactions reuse
 - ``combined``    -- :class:`SqliteCombined`: the combined cold-activation transactions
-- ``view``        -- the ``loc_*`` tables seen as a ``LocationState`` (lazy :class:`Rows`),
-                     record and claim encoding
+- ``view``        -- the ``loc_*`` tables seen as a ``LocationState`` (lazy :class:`Rows`)
+- ``group_rows``  -- the sequence, claim and capacity rows a group commit shares
+- ``rowcache``    -- rows kept between a connection's write transactions
+- ``codec``       -- the stored JSON of records and claims
 - ``connection``  -- one connection: transactions, dispatch (inline / thread), group
-                     commit, SQLite errors mapped to typed ones
+                     commit
+- ``errors``      -- SQLite errors mapped to typed ones
 - ``checkpoint``  -- WAL checkpoints in a worker thread (inline dispatch)
 - ``schema``      -- URL options and the versioned schema, created or migrated at open
 """

@@ -25,7 +25,9 @@ from zlink_trio.store.rules.location import pointer_removal
 from zlink_trio.store.rules.relocation_store import receipt_of
 from zlink_trio.store.sqlite.relocation import (
     append_sync,
+    delete_root,
     inbox_state,
+    insert_root,
     load_root,
     set_cursor_sync,
     write_cursor_sync,
@@ -62,7 +64,7 @@ class SqliteCombined:
             fence = loc.txn_reserve(view.state, spot_id, kind=kind, stable_type=stable_type,
                                     mesh=mesh, owner=owner, now=now, recovery_pointer=pointer)
             view.flush()
-            conn.execute("INSERT OR IGNORE INTO rel_roots VALUES (?, ?)", (receipt.ref, raw))
+            insert_root(conn, receipt.ref, raw, or_ignore=True)
             return fence, receipt
         # The oracle checks everything before the view is flushed: no savepoint needed.
         return await self._db.write(body, size=len(raw), checks_first=True)
@@ -112,6 +114,6 @@ class SqliteCombined:
             if remove:
                 view.flush()
             if delete:
-                conn.execute("DELETE FROM rel_roots WHERE ref = ?", (root.ref,))
+                delete_root(conn, root.ref)
             return FirstRecordCleanup(moved, remove, delete)
         return await self._db.write(body, size=root.size, checks_first=True)

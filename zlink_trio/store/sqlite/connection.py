@@ -40,6 +40,13 @@ worker thread. A caller cancelled while queued is removed (nothing written); onc
 its group started it gets the group's outcome. This saves the per-transaction
 ``BEGIN``/``COMMIT`` and the limiter hand-off between concurrent writers.
 
+A read that finds the connection held by a leader gathering its group (below) runs
+at once: the connection is idle until the leader resumes, and the read is synchronous.
+
+Every write transaction (group or alone, either dispatch) opens the connection's
+row cache (``rowcache``) after its ``BEGIN IMMEDIATE`` and empties it when anything
+in it raises.
+
 Failures map to typed errors: SQLITE_BUSY/LOCKED after the busy timeout, and
 any other ``sqlite3`` error, is :class:`StoreUnavailable` chained with ``from``;
 errors the body raises (StaleFence, AuthorityExists, ...) pass through
@@ -56,8 +63,10 @@ from typing import TYPE_CHECKING, Final, TypeVar, cast
 import trio
 
 from zlink_trio.core.errors import StoreUnavailable, Unavailable
+from zlink_trio.store.sqlite.errors import Busy, is_busy, unavailable
+from zlink_trio.store.sqlite.group_rows import close_group, open_group
+from zlink_trio.store.sqlite.rowcache import RowCache
 from zlink_trio.store.sqlite.schema import SqliteOptions, migrate
-from zlink_trio.store.sqlite.view import close_group, open_group
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -70,21 +79,6 @@ T = TypeVar("T")
 
 #: Largest payload an inline transaction moves; bigger ones go to the worker thread.
 INLINE_MAX_BYTES: Final = 256 * 1024
-
-_BUSY_CODES: Final = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-
-
-def is_busy(error: BaseException) -> bool:
-    """Whether ``error`` is SQLite's "another connection holds the lock"."""
-    code = getattr(error, "sqlite_errorcode", None)
-    return isinstance(error, sqlite3.OperationalError) and (
-        (code is not None and code & 0xFF in _BUSY_CODES)
-        or "locked" in str(error) or "busy" in str(error))
-
-
-class _Busy(Exception):
-    """Internal: an inline attempt met another connection's lock; retry in a thread."""
-
 
 class _Txn:
     """One queued write transaction of a group (see *Group commit*)."""
@@ -117,6 +111,9 @@ class SqliteConnection:
         #: Inline dispatch: WAL checkpoints in a worker thread (``checkpoint``).
         self.checkpointer: Checkpointer | None = None
         self._leading = False  # a leader will take the queued transactions
+        self._gathering = False  # a leader holds the limiter; the connection is idle
+        #: Rows kept between this connection's write transactions (``rowcache``).
+        self.cache = RowCache()
         #: Groups committed and the transactions in them (benchmark figures).
         self.groups = 0
         self.grouped = 0
@@ -171,7 +168,7 @@ class SqliteConnection:
                 self = cls(conn, options)
                 self._transaction(lambda c: migrate(c, options.path), write=True)
             except sqlite3.Error as error:
-                raise _unavailable(options.path, error) from error
+                raise unavailable(options.path, error) from error
         except BaseException:
             conn.close()
             raise
@@ -220,6 +217,14 @@ class SqliteConnection:
         try:
             limiter.acquire_nowait()
         except trio.WouldBlock:
+            if self._gathering:  # the holder waits for its group: the connection is idle
+                try:
+                    result = self._read(body, single, wait=False)
+                except Busy:
+                    pass  # another connection's lock: wait in turn, as below
+                else:
+                    await trio.lowlevel.cancel_shielded_checkpoint()
+                    return result
             async with limiter:
                 return await self._read_inline(body, single)
         try:
@@ -234,7 +239,7 @@ class SqliteConnection:
         (the caller holds the limiter)."""
         try:
             return self._read(body, single, wait=False)
-        except _Busy:
+        except Busy:
             pass
         # Another connection holds the lock: wait for it off the Trio thread.
         return await trio.to_thread.run_sync(self._read, body, single)
@@ -244,8 +249,8 @@ class SqliteConnection:
         return self._transaction(body, False, wait=wait, single=single)
 
     def _failure(self, error: sqlite3.Error, wait: bool) -> Exception:
-        """What a SQLite error becomes: _Busy (retry in the thread) when not waiting."""
-        return _Busy() if not wait and is_busy(error) else _unavailable(self.options.path,
+        """What a SQLite error becomes: Busy (retry in the thread) when not waiting."""
+        return Busy() if not wait and is_busy(error) else unavailable(self.options.path,
                                                                           error)
 
     def _set_wait(self, wait: bool) -> None:
@@ -266,12 +271,19 @@ class SqliteConnection:
                 return body(conn)
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
+                if write:
+                    self.cache.open(conn)
                 result = body(conn)
                 conn.execute("COMMIT")
             except BaseException:
+                if write:
+                    self.cache.clear()  # what it wrote is rolled back
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+            finally:
+                if write:
+                    self.cache.close(conn)
         except sqlite3.Error as error:
             raise self._failure(error, wait) from error
         return result
@@ -312,8 +324,13 @@ class SqliteConnection:
                     self._leading = False
                 raise
         else:
-            # Shielded: let every runnable peer queue its transaction behind ours.
-            await trio.lowlevel.cancel_shielded_checkpoint()
+            # Shielded: let every runnable peer queue its transaction behind ours. The
+            # connection is idle meanwhile, so a read runs at once (``read``).
+            self._gathering = True
+            try:
+                await trio.lowlevel.cancel_shielded_checkpoint()
+            finally:
+                self._gathering = False
         batch, self._queue, self._leading = self._queue, [], False
         for txn in batch:
             txn.taken = True
@@ -324,7 +341,7 @@ class SqliteConnection:
                     await trio.to_thread.run_sync(self._group, batch, True)
                 else:
                     self._group(batch, wait=False)
-            except _Busy:
+            except Busy:
                 # Another connection holds the lock: wait for it off the Trio thread.
                 await trio.to_thread.run_sync(self._group, batch, True)
         except BaseException as error:
@@ -355,6 +372,7 @@ class SqliteConnection:
             conn.execute("BEGIN IMMEDIATE")
             shared = open_group(conn)  # the rows every body of the group shares
             try:
+                self.cache.open(conn)
                 for txn in batch:
                     txn.value, txn.error = None, None
                     # A body that checks before it writes needs no savepoint: it is
@@ -374,7 +392,8 @@ class SqliteConnection:
                         if savepoint:
                             conn.execute("ROLLBACK TO zlink_group")
                         shared.undo()
-                        txn.error = (_unavailable(self.options.path, error)
+                        self.cache.clear()  # rows it wrote are rolled back
+                        txn.error = (unavailable(self.options.path, error)
                                      if isinstance(error, sqlite3.Error) else error)
                     # Released, not left open: every open savepoint makes each later
                     # page write costlier (twice the time per body with ~70 left open).
@@ -383,11 +402,13 @@ class SqliteConnection:
                 shared.write(conn)
                 conn.execute("COMMIT")
             except BaseException:
+                self.cache.clear()  # nothing of the group was written
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
             finally:
                 close_group(conn)
+                self.cache.close(conn)
         except sqlite3.Error as error:
             raise self._failure(error, wait) from error
 
@@ -411,14 +432,3 @@ def _wake(batch: list[_Txn], mine: _Txn) -> None:
     for txn in batch:
         if txn is not mine:
             trio.lowlevel.reschedule(txn.task)
-
-
-def _unavailable(path: str, error: sqlite3.Error) -> Unavailable:
-    # StoreUnavailable: the store was not asked, which says nothing about leases or
-    # records (the lease keeper retries it; a StaleFence-like Unavailable it would not).
-    if is_busy(error):
-        return StoreUnavailable(
-            f"SQLite store {path!r} is locked by another connection past the busy timeout "
-            f"({error}); nothing was written, retry later or raise ?busy_timeout="
-        )
-    return StoreUnavailable(f"SQLite store {path!r} failed: {error}; nothing was written")

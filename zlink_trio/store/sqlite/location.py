@@ -21,7 +21,8 @@ from zlink_trio.store.rules import claims, recovery
 from zlink_trio.store.rules import location as loc
 from zlink_trio.store.rules import operator as ops
 from zlink_trio.store.rules import relocation_steps as steps
-from zlink_trio.store.sqlite.view import LocationView, decode_claim, decode_record
+from zlink_trio.store.sqlite.codec import decode_claim, decode_record
+from zlink_trio.store.sqlite.view import LocationView
 from zlink_trio.store.values import MAX_PAGE_SIZE, LocationStatistics
 
 if TYPE_CHECKING:

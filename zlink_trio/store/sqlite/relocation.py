@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Final, TypeVar, cast
 from zlink_trio.core._checks import check_int
 from zlink_trio.store.rules import relocation_store as rel
 from zlink_trio.store.rules.relocation_store import check_cursor_move
+from zlink_trio.store.sqlite.rowcache import ABSENT, cache_of, put
 from zlink_trio.store.sqlite.view import Rows
 from zlink_trio.store.values import MAX_INBOX_READ, InboxRecord, RelocationStatistics
 
@@ -37,7 +38,9 @@ if TYPE_CHECKING:
 __all__ = (
     "SqliteRelocationStore",
     "append_sync",
+    "delete_root",
     "inbox_state",
+    "insert_root",
     "load_root",
     "set_cursor_sync",
     "write_cursor_sync",
@@ -49,18 +52,64 @@ _KEY = "spot_id = ? AND object_generation = ?"
 
 
 def inbox_state(conn: sqlite3.Connection, key: tuple[str, int]) -> tuple[int, int] | None:
-    """``(last_seq, cursor)`` of an inbox, or ``None`` when it does not exist."""
+    """``(last_seq, cursor)`` of an inbox, or ``None`` when it does not exist.
+
+    Inside a write transaction the row cache (``rowcache``) is asked first and filled.
+    """
+    cache = cache_of(conn)
+    if cache is not None:
+        found = cache.inboxes.get(key)
+        if found is not None:
+            return None if found is ABSENT else found
     row = conn.execute(f"SELECT last_seq, cursor FROM rel_inboxes WHERE {_KEY}", key).fetchone()
-    return None if row is None else (int(row[0]), int(row[1]))
+    state = None if row is None else (int(row[0]), int(row[1]))
+    if cache is not None:
+        put(cache.inboxes, key, ABSENT if state is None else state)
+    return state
 
 
 _inbox = inbox_state
 
 
 def load_root(conn: sqlite3.Connection, ref: str) -> bytes | None:
-    """The stored bytes of root ``ref``, or ``None`` (one primary-key read)."""
+    """The stored bytes of root ``ref``, or ``None`` (one primary-key read, unless the
+    row cache of a write transaction holds it)."""
+    cache = cache_of(conn)
+    if cache is not None:
+        data = cache.roots.get(ref)
+        if data is not None:
+            return data
     row = conn.execute("SELECT data FROM rel_roots WHERE ref = ?", (ref,)).fetchone()
-    return None if row is None else bytes(row[0])
+    if row is None:
+        return None
+    data = bytes(row[0])
+    if cache is not None:
+        cache.put_root(ref, data)
+    return data
+
+
+_INSERT_ROOT: Final = ("INSERT INTO rel_roots VALUES (?, ?)",
+                       "INSERT OR IGNORE INTO rel_roots VALUES (?, ?)")
+
+
+def insert_root(conn: sqlite3.Connection, ref: str, data: bytes, *,
+                or_ignore: bool = False) -> None:
+    """Store root ``ref`` (``or_ignore``: unless a row for ``ref`` exists)."""
+    inserted = conn.execute(_INSERT_ROOT[or_ignore], (ref, data)).rowcount
+    cache = cache_of(conn)
+    if cache is not None:
+        if inserted == 1:
+            cache.put_root(ref, data)
+        else:  # an existing row: not read here
+            cache.roots.pop(ref, None)
+
+
+def delete_root(conn: sqlite3.Connection, ref: str) -> None:
+    """Delete root ``ref``'s row (if any)."""
+    conn.execute("DELETE FROM rel_roots WHERE ref = ?", (ref,))
+    cache = cache_of(conn)
+    if cache is not None:
+        cache.roots.pop(ref, None)
 
 
 #: ``UPSERT … RETURNING`` (SQLite 3.35): an append's inbox row in one statement.
@@ -70,17 +119,21 @@ _RETURNING: Final = sqlite3.sqlite_version_info >= (3, 35, 0)
 def append_sync(conn: sqlite3.Connection, key: tuple[str, int], raw: bytes) -> int:
     """InboxAppend's body (inside the caller's write transaction): the new sequence."""
     if _RETURNING:  # create the inbox at 1 or count on from its last_seq, one statement
-        seq = int(conn.execute(
+        seq, cursor = conn.execute(
             "INSERT INTO rel_inboxes VALUES (?, ?, 1, 0) ON CONFLICT (spot_id, "
-            "object_generation) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq",
-            key).fetchone()[0])
+            "object_generation) DO UPDATE SET last_seq = last_seq + 1 "
+            "RETURNING last_seq, cursor", key).fetchone()
+        seq, cursor = int(seq), int(cursor)
     else:
         found = _inbox(conn, key)
-        seq = (0 if found is None else found[0]) + 1
+        seq, cursor = (1, 0) if found is None else (found[0] + 1, found[1])
         if found is None:
             conn.execute("INSERT INTO rel_inboxes VALUES (?, ?, ?, 0)", (*key, seq))
         else:
             conn.execute(f"UPDATE rel_inboxes SET last_seq = ? WHERE {_KEY}", (seq, *key))
+    cache = cache_of(conn)
+    if cache is not None:  # the row as written
+        put(cache.inboxes, key, (seq, cursor))
     conn.execute("INSERT INTO rel_inbox_records VALUES (?, ?, ?, ?)", (*key, seq, raw))
     return seq
 
@@ -107,6 +160,11 @@ def write_cursor_sync(conn: sqlite3.Connection, key: tuple[str, int], seq: int) 
     """The writes of a cursor move that ``set_cursor_sync(check_only=True)`` approved."""
     conn.execute(f"DELETE FROM rel_inbox_records WHERE {_KEY} AND seq <= ?", (*key, seq))
     conn.execute(f"UPDATE rel_inboxes SET cursor = ? WHERE {_KEY}", (seq, *key))
+    cache = cache_of(conn)
+    if cache is not None:
+        found = cache.inboxes.pop(key, None)
+        if found is not None and found is not ABSENT:  # the row as written
+            put(cache.inboxes, key, (found[0], seq))
 
 
 class SqliteRelocationStore:
@@ -122,9 +180,9 @@ class SqliteRelocationStore:
             result = fn(rel.RelocationState(roots=cast("dict[str, bytes]", roots)))
             for ref, data in roots.changes():
                 if data is None:
-                    conn.execute("DELETE FROM rel_roots WHERE ref = ?", (ref,))
+                    delete_root(conn, ref)
                 else:
-                    conn.execute("INSERT INTO rel_roots VALUES (?, ?)", (ref, data))
+                    insert_root(conn, ref, data)
             return result
         if write:
             return await self._db.write(body, size=size)
@@ -188,7 +246,11 @@ class SqliteRelocationStore:
 
         def body(conn: sqlite3.Connection) -> bool:
             conn.execute(f"DELETE FROM rel_inbox_records WHERE {_KEY}", key)
-            return conn.execute(f"DELETE FROM rel_inboxes WHERE {_KEY}", key).rowcount > 0
+            dropped = conn.execute(f"DELETE FROM rel_inboxes WHERE {_KEY}", key).rowcount > 0
+            cache = cache_of(conn)
+            if cache is not None:
+                put(cache.inboxes, key, ABSENT)
+            return dropped
         return await self._db.write(body)
 
     async def statistics(self) -> RelocationStatistics:

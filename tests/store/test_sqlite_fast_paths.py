@@ -1,0 +1,299 @@
+"""SQLite fast paths against the general path: row cache, record UPDATEs, codec, reads.
+
+``zlink_trio/store/sqlite/rowcache.py`` keeps rows between a connection's write
+transactions while no other connection commits; ``view.py`` writes a known record
+row with an ``UPDATE``; ``codec.encode_record`` builds a record's text without
+``to_json``'s dict. Each is held here to the general path it replaces: the same
+outcomes as a store whose cache is off, the rows another connection wrote or a
+rollback undid never served from the cache, the columns of every record row equal
+to its body, and the same text as ``dumps(record.to_json())``. A read that meets a
+leader gathering its group (``connection.py``) runs at once instead of waiting for the
+limiter; it sees the state before the group or, when it cannot run at once, waits its
+turn as every read did.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+
+import pytest
+import trio
+from store_helpers import MESH, claim, reserve
+from test_sqlite_backend import url_of
+
+from zlink_trio.core.errors import StaleFence, ZLinkError
+from zlink_trio.core.identity import NodeRid, SpotKind
+from zlink_trio.core.records import (
+    AuthorityRecord,
+    AuthorityState,
+    CreationIntent,
+    OwnerFence,
+    RecoveryPointer,
+)
+from zlink_trio.store import AuthorityExists, open_store
+from zlink_trio.store.rules import location as loc
+from zlink_trio.store.sqlite.codec import dumps, encode_record
+from zlink_trio.store.sqlite.errors import Busy
+from zlink_trio.store.sqlite.view import LocationView
+
+TIMEOUT = 20
+SHA = "ab" * 32
+
+
+def _records():
+    owner, target = OwnerFence(NodeRid(bytes(range(16))), 3), OwnerFence(NodeRid(b"\1" * 16), 9)
+    intent = CreationIntent(content_ref="c-1", sha256=SHA, size=12)
+    pointer = RecoveryPointer(root_ref=f"sha256:{SHA}", sha256=SHA, size=300, version=1)
+    base = {"spot_id": "r-1", "kind": SpotKind.USER, "stable_type": "room", "mesh": "world",
+            "object_generation": 5, "owner_generation": 2, "store_version": 7, "owner": owner}
+    yield AuthorityRecord(**base, state=AuthorityState.CREATING, creation_intent=intent)
+    yield AuthorityRecord(**{**base, "kind": SpotKind.INSTANCE}, state=AuthorityState.CREATING,
+                          recovery_pointer=pointer)
+    for state in AuthorityState:
+        moving = state in (AuthorityState.RELOCATING, AuthorityState.SEALED,
+                           AuthorityState.RELAY_READY)
+        for kept in (pointer, None):
+            try:
+                record = AuthorityRecord(**base, state=state, recovery_pointer=kept,
+                                         relocation_target=target if moving else None)
+            except ZLinkError:
+                continue  # a state that keeps no pointer
+            yield record
+    yield AuthorityRecord(**{**base, "spot_id": 'é "q" \\ \u2028 x', "mesh": "wörld",
+                             "stable_type": "t\u00e9\t"}, state=AuthorityState.READY)
+    yield AuthorityRecord(**{**base, "object_generation": 2**63 - 1, "store_version": 1},
+                          state=AuthorityState.CLOSING)
+
+
+def test_encode_record_is_dumps_of_to_json():
+    seen = 0
+    for record in _records():
+        assert encode_record(record) == dumps(record.to_json())
+        assert AuthorityRecord.from_json(json.loads(encode_record(record))) == record
+        seen += 1
+    assert seen >= 6
+
+
+def _open(path, *, cache: bool, dispatch: str = "inline"):
+    class Opened:
+        async def __aenter__(self):
+            self._cm = open_store(url_of(path, dispatch=dispatch))
+            store = await self._cm.__aenter__()
+            store.location._db.cache.enabled = cache
+            return store
+
+        async def __aexit__(self, *exc):
+            return await self._cm.__aexit__(*exc)
+    return Opened()
+
+
+def _rows_match_bodies(path) -> int:
+    """Every loc_records row's columns are what its body says; returns the row count."""
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute("SELECT spot_id, state, mesh, owner_rid, owner_lifecycle, "
+                            "object_generation, body FROM loc_records").fetchall()
+    finally:
+        conn.close()
+    for spot_id, state, mesh, rid, lifecycle, generation, body in rows:
+        record = AuthorityRecord.from_json(json.loads(body))
+        assert (spot_id, state, mesh, rid, lifecycle, generation) == (
+            record.spot_id, record.state.value, record.mesh, str(record.owner.node_rid),
+            record.owner.lifecycle_generation, record.object_generation)
+    return len(rows)
+
+
+def _plain(result: object) -> object:
+    """An outcome without its ObjectGenerations (the order of a batch decides those)."""
+    if isinstance(result, AuthorityRecord):
+        return {k: v for k, v in result.to_json().items() if k != "objectGeneration"}
+    if isinstance(result, tuple):
+        return tuple(_plain(part) for part in result)
+    if hasattr(result, "object_generation"):  # a fence
+        return (type(result).__name__, result.spot_id)
+    return result
+
+
+async def _mixed(store, seed: int) -> list[list[object]]:
+    """Batches of eight calls at once (so group commits form) on eight distinct Spot IDs:
+    cold activations, repeated commits, closes, releases and inbox calls. Returns each
+    batch's outcomes, sorted (within a batch no two calls touch the same ID)."""
+    owner = (await claim(store, "node-a", lease=1e6, capacity=50,
+                         node_rid=NodeRid(b"\7" * 16))).owner()
+    fences: dict[str, tuple[object, object]] = {}
+    batches: list[list[object]] = []
+
+    async def one(rng: random.Random, spot: str, outcomes: list[object]) -> None:
+        try:
+            action = rng.randrange(6)
+            if action <= 1:
+                fence, receipt = await store.combined.reserve_with_root(
+                    spot, f"root-{spot}".encode(), kind=SpotKind.INSTANCE,
+                    stable_type="counter", mesh=MESH, owner=owner, now=1.0)
+                fences[spot] = (fence, receipt)
+                result: object = fence
+                if action == 1:
+                    ready, seq = await store.combined.commit_ready_with_first_record(
+                        fence, b"first", now=1.0)
+                    result = (ready, seq, await store.combined.finish_first_record(
+                        spot, fence.object_generation, seq=seq,
+                        expected_version=ready.store_version, root=receipt))
+            elif action == 2 and spot in fences:
+                fence, receipt = fences[spot]
+                result = await store.combined.commit_ready_with_first_record(
+                    fence, b"again", now=1.0)
+            elif action == 3:
+                record = await store.location.find(spot)
+                result = None if record is None else await store.location.begin_close(
+                    spot, object_generation=record.object_generation, owner=owner, now=2.0)
+            elif action == 4:
+                record = await store.location.find(spot)
+                result = None if record is None else await store.location.release(
+                    record.fence())
+            else:
+                record = await store.location.find(spot)
+                key = (spot, 1 if record is None else record.object_generation)
+                result = (await store.relocation.inbox_append(*key, b"x"),
+                          await store.relocation.inbox_set_cursor(*key, 1),
+                          await store.relocation.inbox_cursor(*key))
+        except (ZLinkError, AuthorityExists) as error:
+            result = type(error).__name__
+        outcomes.append((spot, action, _plain(result)))
+
+    rng = random.Random(seed)
+    for _ in range(20):
+        outcomes: list[object] = []
+        async with trio.open_nursery() as nursery:
+            for spot in rng.sample([f"m-{i}" for i in range(12)], 8):
+                nursery.start_soon(one, random.Random(rng.random()), spot, outcomes)
+        batches.append(sorted(outcomes, key=repr))
+    return batches
+
+
+@pytest.mark.parametrize("dispatch", ["inline", "thread"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_cached_and_uncached_stores_agree(tmp_path, dispatch, seed):
+    results = {}
+    with trio.fail_after(TIMEOUT):
+        for cache in (True, False):
+            path = tmp_path / f"{cache}.db"
+            async with _open(path, cache=cache, dispatch=dispatch) as store:
+                batches = await _mixed(store, seed)
+                found = [_plain(await store.location.find(f"m-{i}")) for i in range(12)]
+                results[cache] = (batches, found, await store.location.statistics(),
+                                  await store.relocation.statistics())
+            assert _rows_match_bodies(path) > 1
+    assert results[True] == results[False]
+
+
+async def test_another_connections_write_is_never_served_from_the_cache(tmp_path):
+    path = tmp_path / "other.db"
+    with trio.fail_after(TIMEOUT):
+        async with _open(path, cache=True) as store:
+            owner = await claim(store, "node-a", lease=1e6, capacity=5)
+            fence = await reserve(store, owner, "o-1")  # the Creating record is now cached
+            other = sqlite3.connect(path, isolation_level=None)
+            try:
+                other.execute("DELETE FROM loc_records WHERE spot_id = 'o-1'")
+            finally:
+                other.close()
+            with pytest.raises(StaleFence):  # the table's truth, not the cached record
+                await store.location.commit_ready(fence, now=0.0)
+            fence = await reserve(store, owner, "o-1")  # and the ID is free again
+            assert (await store.location.commit_ready(fence, now=0.0)).state.value == "ready"
+
+
+async def test_a_rolled_back_write_leaves_nothing_in_the_cache(tmp_path):
+    path = tmp_path / "rollback.db"
+    with trio.fail_after(TIMEOUT):
+        async with _open(path, cache=True) as store:
+            owner = (await claim(store, "node-a", lease=1e6, capacity=5)).owner()
+            db = store.location._db
+
+            def reserve_then_fail(conn):
+                view = LocationView(conn)
+                loc.txn_reserve(view.state, "rb-1", kind=SpotKind.USER, stable_type="room",
+                                mesh=MESH, owner=owner, now=0.0)
+                view.flush()  # written (and cached) ...
+                raise RuntimeError("after the write")  # ... then rolled back
+
+            for together in (1, 3):  # alone, and in a group beside two others
+                async def failing():
+                    with pytest.raises(RuntimeError):
+                        await db.write(reserve_then_fail)
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(failing)
+                    for i in range(together - 1):
+                        nursery.start_soon(reserve, store, owner, f"peer-{together}-{i}")
+                assert await store.location.find("rb-1") is None
+                fence = await reserve(store, owner, "rb-1")  # not AuthorityExists
+                assert await store.location.abort_creating(fence)
+
+
+async def test_an_activation_reads_each_row_once(tmp_path):
+    path = tmp_path / "count.db"
+    with trio.fail_after(TIMEOUT):
+        async with _open(path, cache=True) as store:
+            owner = (await claim(store, "node-a", lease=1e6, capacity=5)).owner()
+            statements: list[str] = []
+            store.location._db._conn.set_trace_callback(statements.append)
+            fence, receipt = await store.combined.reserve_with_root(
+                "c-1", b"root", kind=SpotKind.INSTANCE, stable_type="counter", mesh=MESH,
+                owner=owner, now=1.0)
+            ready, seq = await store.combined.commit_ready_with_first_record(fence, b"r",
+                                                                             now=1.0)
+            done = await store.combined.finish_first_record(
+                "c-1", fence.object_generation, seq=seq, expected_version=ready.store_version,
+                root=receipt)
+            store.location._db._conn.set_trace_callback(None)
+    assert (done.cursor_moved, done.pointer_removed, done.root_deleted) == (True, True, True)
+    selects = [s for s in statements if s.startswith("SELECT")]
+    # Reserve reads the record (absent); nothing later reads a row written before.
+    assert [s for s in selects if "loc_records" in s or "rel_" in s] == [
+        "SELECT body FROM loc_records WHERE spot_id = 'c-1'"]
+    assert _rows_match_bodies(path) == 2  # the Entry record and c-1
+
+
+@pytest.mark.parametrize("busy", [False, True])
+async def test_a_read_beside_a_gathering_group(tmp_path, busy, monkeypatch):
+    path = tmp_path / "gather.db"
+    with trio.fail_after(TIMEOUT):
+        async with _open(path, cache=True) as store:
+            owner = await claim(store, "node-a", lease=1e6, capacity=60)
+            db = store.location._db
+            waited: list[bool] = []
+            real = db._read
+
+            def read(body, single, *, wait=True):
+                waited.append(wait)
+                if busy and not wait:  # the attempt at once meets another connection's lock
+                    raise Busy
+                return real(body, single, wait=wait)
+            monkeypatch.setattr(db, "_read", read)
+            for attempt in range(50):  # until this task runs inside a leader's gathering
+                done: list[object] = []
+
+                async def one(spot_id: str, done: list[object] = done) -> None:
+                    done.append(await reserve(store, owner, spot_id))
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(one, f"g-{attempt}")
+                    while not db._gathering and not done:
+                        await trio.lowlevel.checkpoint()
+                    if not db._gathering:
+                        continue
+                    waited.clear()
+                    record = await store.location.find(f"g-{attempt}")
+                break
+            else:
+                pytest.fail("never met a gathering leader")
+            if busy:  # tried at once, then waited its turn: after the group committed
+                assert waited == [False, False, True]
+                assert record.state.value == "creating"
+            else:  # at once, without the limiter: before the group committed
+                assert waited == [False]
+                assert record is None
+            assert (await store.location.find(f"g-{attempt}")).state.value == "creating"
