@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 from zlink_trio.core._checks import check_finite
 from zlink_trio.core._json_fields import encode_kind
 from zlink_trio.core.records import RecoveryPointer, ReservationFence, RootReceipt
-from zlink_trio.store.redis.codec import decode_record, optional_fields, raise_status, text
+from zlink_trio.store.redis.codec import decode_ready, optional_fields, raise_status, text
 from zlink_trio.store.rules.combined import check_finish_args
 from zlink_trio.store.rules.location import check_reserve_args
 from zlink_trio.store.rules.relocation_store import (
@@ -111,7 +111,7 @@ class RedisCombined:
             fence.owner.lifecycle_generation, fence.store_version, fence.store_version + 1,
             repr(float(now)), raw)
         raise_status(reply, what)
-        return decode_record(reply[1]), int(text(reply[2]))
+        return decode_ready(reply[1], fence), int(text(reply[2]))
 
     async def finish_first_record(self, spot_id: str, object_generation: int, *, seq: int,
                                   expected_version: int,
