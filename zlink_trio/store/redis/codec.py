@@ -218,10 +218,30 @@ def claim_args(descriptor: NodeDescriptor) -> list[str | int]:
 CLAIM_FIELDS: Final = ("desc", "lc", "exp", "ver", "closed")
 
 
+#: Decoded descriptors by their stored JSON: a claim's descriptor never changes, and
+#: every ``descriptors`` read returns the same few again -- decoding one (JSON, checks,
+#: SHA-256 digest) was most of a read. A pure function of the bytes, so one cache serves
+#: every store; bounded (cleared when full).
+_DESCRIPTORS: dict[object, NodeDescriptor] = {}
+_DESCRIPTORS_MAX: Final = 1024
+
+
+def _descriptor(raw: object) -> NodeDescriptor:
+    if type(raw) is not bytes and type(raw) is not str:  # not a stored text: no cache
+        return NodeDescriptor.from_json(json.loads(text(raw)))
+    found = _DESCRIPTORS.get(raw)
+    if found is None:
+        found = NodeDescriptor.from_json(json.loads(text(raw)))
+        if len(_DESCRIPTORS) >= _DESCRIPTORS_MAX:
+            _DESCRIPTORS.clear()
+        _DESCRIPTORS[raw] = found
+    return found
+
+
 def decode_claim(values: Sequence[object]) -> NodeClaim:
     """The :class:`NodeClaim` of an ``HMGET desc lc exp ver closed`` reply."""
-    desc, lc, exp, ver = (text(v) for v in values[:4])
-    return NodeClaim(descriptor=NodeDescriptor.from_json(json.loads(desc)),
+    lc, exp, ver = (text(v) for v in values[1:4])
+    return NodeClaim(descriptor=_descriptor(values[0]),
                      lifecycle_generation=int(lc), lease_expires_at=float(exp),
                      store_version=int(ver),
                      accepts_placements=len(values) < 5 or values[4] is None)
