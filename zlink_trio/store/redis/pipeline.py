@@ -345,7 +345,12 @@ class Pipeline:
         await stream.send_all(b"".join(item.frame for item in batch))
         reader = self._reader
         for item in batch:
-            value = await _next_reply(stream, reader)
+            # _next_reply inlined for the common case (the reply is buffered already):
+            # no coroutine per reply.
+            try:
+                value = reader.reply()
+            except NeedMore:
+                value = await _next_reply(stream, reader)
             for _ in range(item.replies - 1):
                 later = await _next_reply(stream, reader)
                 value = value if isinstance(value, BaseException) else later
