@@ -11,6 +11,7 @@ Theory of operation
    and claim the descriptor and the Entry Spot in one NewClaim.  A conflict is a startup
    configuration error; no second Entry UUID is tried.
 3. Open a nursery holding the lease renewal (every ``lease / 3``, :mod:`._lease`), the
+   refresh of the placement claims (:mod:`.coordinators.claims_refresh`), the
    idle sweep, the catalog's Spot tasks and cold activations, and yield the :class:`Node`.
 4. On exit -- also on error or cancellation, shielded and bounded by
    ``default_timeout`` -- drain: creation attempts are cancelled (they abort with their
@@ -52,6 +53,7 @@ from zlink_trio.core.placement import Role
 from zlink_trio.core.records import OwnerFence
 from zlink_trio.core.route_cache import RouteCache
 from zlink_trio.runtime.charts import NODE, step
+from zlink_trio.runtime.coordinators.claims_refresh import refresh_claims
 from zlink_trio.runtime.coordinators.lease import keep_lease, wait_stopped
 from zlink_trio.runtime.coordinators.node_claim import claim_node_id
 from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
@@ -289,6 +291,7 @@ async def open_node(
                 nursery.start_soon(rt.deadlines.run)
                 node = Node(rt, serve_metrics_on(nursery, metrics_setup, metrics_at))
                 nursery.start_soon(rt.peers.sweep)
+                nursery.start_soon(refresh_claims, rt)
                 renewal = trio.CancelScope()
                 nursery.start_soon(_run_in, renewal, keep_lease, rt)
                 if options.instance_idle_timeout > 0:

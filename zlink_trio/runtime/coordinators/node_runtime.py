@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from zlink_trio.runtime.coordinators.claims_refresh import ClaimsRefresh
 from zlink_trio.runtime.mesh.follow_routes import FollowRoutes
 from zlink_trio.runtime.state import NodeState
 
@@ -39,3 +40,5 @@ class NodeRuntime(NodeState):
     follow: FollowRoutes = attrs.field(factory=FollowRoutes, init=False)
     #: What placement decided on the claims it read last (``placement._placed_here``).
     placement_plans: PlacementPlans | None = attrs.field(default=None, init=False)
+    #: The single-flight refresh of those claims ahead of their expiry (``.claims_refresh``).
+    claims_refresh: ClaimsRefresh = attrs.field(factory=ClaimsRefresh, init=False)

@@ -74,14 +74,20 @@ def _recent_plans(rt: NodeRuntime) -> tuple[PlacementPlans, float] | None:
     out since (this node's own claim is renewed by its lease keeper, so it stays); a
     claim added or removed since is missed for at most ``options.placement_max_age``,
     which is why a reused list is only ever acted on when it places the Spot on this
-    node (:func:`place_and_start`).
+    node (:func:`place_and_start`). A read older than half its max age asks for one
+    refresh in the background (:mod:`.claims_refresh`), so a burst of activations does
+    not find it expired together and read it again each.
     """
     seen = rt.placement_claims
     if seen is None:
         return None
     now = rt.now()
-    if not 0 <= now - seen[0] < rt.options.placement_max_age:
+    age = now - seen[0]
+    max_age = rt.options.placement_max_age
+    if not 0 <= age < max_age:
         return None
+    if age >= max_age / 2:  # one refresh in the background, before it expires
+        rt.claims_refresh.ask(seen)
     plans = rt.placement_plans
     if plans is None or plans.seen is not seen:
         plans = rt.placement_plans = PlacementPlans(seen, rt.node_rid)

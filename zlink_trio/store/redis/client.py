@@ -49,7 +49,7 @@ from zlink_trio.store.redis.pipeline import Expired
 from zlink_trio.store.redis.resp import encode_args, encode_command
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Mapping, Sequence
+    from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 
     import coredis
     from coredis.commands.script import Script
@@ -104,11 +104,14 @@ class ScriptRunner:
             raise self._late(what)
         raise self._timed_out(what)
 
-    async def script(self, what: str, name: str, keys: Sequence[str],
-                     args: Sequence[str | int | bytes], *, write: bool = True) -> Any:
-        """Run script ``name`` as one atomic transaction and return its raw reply.
+    def script(self, what: str, name: str, keys: Sequence[str],
+               args: Sequence[str | int | bytes], *, write: bool = True
+               ) -> Coroutine[Any, Any, Any]:
+        """Run script ``name`` as one atomic transaction; await it for its raw reply.
 
-        ``args`` are the script's own arguments: they follow :attr:`prefixes`.
+        ``args`` are the script's own arguments: they follow :attr:`prefixes`. A plain
+        function returning :meth:`_call`'s coroutine (one coroutine frame less on every
+        suspension and resumption of the store call); a closed store raises here.
         """
         pipeline = self._pipeline(what, write)
         head = self._heads[name]
@@ -116,11 +119,13 @@ class ScriptRunner:
             len(keys) + len(args) + self._head_args, head, b"$%d\r\n%d\r\n" % (
                 len(str(len(keys))), len(keys)), encode_args(keys),
             self._prefix_frame + encode_args(args))
-        return await self._call(what, pipeline, frame, name)
+        return self._call(what, pipeline, frame, name)
 
-    async def command(self, what: str, args: Sequence[str | int | bytes]) -> Any:
-        """Run one read command (``HGETALL``, ``GET``, ...) and return its raw RESP2 reply."""
-        return await self._call(what, self._pipeline(what, write=False), encode_command(args))
+    def command(self, what: str, args: Sequence[str | int | bytes]
+                ) -> Coroutine[Any, Any, Any]:
+        """Run one read command (``HGETALL``, ``GET``, ...); await it for its raw RESP2
+        reply (a plain function, as :meth:`script`)."""
+        return self._call(what, self._pipeline(what, write=False), encode_command(args))
 
     async def _call(self, what: str, pipeline: Pipeline, frame: bytes,
                     script: str | None = None) -> Any:

@@ -40,9 +40,9 @@ typed error.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from zlink_trio.core._json_fields import encode_kind
+from zlink_trio.core._json_fields import decode_kind, encode_kind
 from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
 from zlink_trio.core.errors import (
     AlreadyExists,
@@ -50,9 +50,10 @@ from zlink_trio.core.errors import (
     InvalidOperation,
     StaleFence,
     Unavailable,
+    ZLinkError,
 )
 from zlink_trio.core.placement import Role
-from zlink_trio.core.records import AuthorityRecord
+from zlink_trio.core.records import AuthorityRecord, AuthorityState, RecoveryPointer
 from zlink_trio.store.rules.relocation_steps import past_relay_ready
 from zlink_trio.store.values import AuthorityExists
 
@@ -60,13 +61,14 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from zlink_trio.core.identity import NodeRid
-    from zlink_trio.core.records import CreationIntent, RecoveryPointer
+    from zlink_trio.core.records import CreationIntent, ReservationFence
 
 __all__ = (
     "CLAIM_FIELDS",
     "Keys",
     "claim_args",
     "decode_claim",
+    "decode_ready",
     "decode_record",
     "optional_fields",
     "raise_status",
@@ -156,6 +158,40 @@ def decode_record(flat: Sequence[object]) -> AuthorityRecord:
     })
 
 
+def decode_ready(flat: Sequence[object], fence: ReservationFence) -> AuthorityRecord:
+    """:func:`decode_record` of the record CommitReady with ``fence`` just made Ready.
+
+    The script wrote the fields it compared with the fence; when the reply holds
+    exactly those values (Spot ID, generations, owner, StoreVersion one past the
+    fence's, Ready, no intent or relocation target), they are taken from the already
+    checked fence instead of being parsed again, and only kind, type, Mesh and pointer
+    are decoded -- the same record, checked by the same constructor. Any other reply
+    is decoded by :func:`decode_record` (and its errors are raised from there).
+    """
+    f: dict[object, Any] = dict(zip(flat[0::2], flat[1::2], strict=True))  # bytes: bytes
+    owner = fence.owner
+    if (f.get(b"id") != fence.spot_id.encode() or f.get(b"state") != b"ready"
+            or f.get(b"gen") != b"%d" % fence.object_generation
+            or f.get(b"ogen") != b"%d" % fence.owner_generation
+            or f.get(b"ver") != b"%d" % (fence.store_version + 1)
+            or f.get(b"olc") != b"%d" % owner.lifecycle_generation
+            or f.get(b"orid") != str(owner.node_rid).encode()
+            or b"ir" in f or b"trid" in f or len(f) * 2 != len(flat)):
+        return decode_record(flat)
+    try:
+        pointer = None if b"pr" not in f else RecoveryPointer.from_json({
+            "rootRef": f[b"pr"].decode(), "sha256": f[b"psh"].decode(),
+            "size": int(f[b"psz"]), "version": int(f[b"pv"])})
+        return AuthorityRecord(
+            spot_id=fence.spot_id, kind=decode_kind(f[b"kind"].decode()),
+            stable_type=f[b"type"].decode(), mesh=f[b"mesh"].decode(),
+            state=AuthorityState.READY, object_generation=fence.object_generation,
+            owner_generation=fence.owner_generation, store_version=fence.store_version + 1,
+            owner=owner, recovery_pointer=pointer)
+    except (ZLinkError, KeyError, ValueError):
+        return decode_record(flat)  # the general decoding says what is wrong
+
+
 def optional_fields(intent: CreationIntent | None,
                     pointer: RecoveryPointer | None) -> list[str | int]:
     """Field/value pairs of a new record's creation intent and recovery pointer."""
@@ -182,10 +218,30 @@ def claim_args(descriptor: NodeDescriptor) -> list[str | int]:
 CLAIM_FIELDS: Final = ("desc", "lc", "exp", "ver", "closed")
 
 
+#: Decoded descriptors by their stored JSON: a claim's descriptor never changes, and
+#: every ``descriptors`` read returns the same few again -- decoding one (JSON, checks,
+#: SHA-256 digest) was most of a read. A pure function of the bytes, so one cache serves
+#: every store; bounded (cleared when full).
+_DESCRIPTORS: dict[object, NodeDescriptor] = {}
+_DESCRIPTORS_MAX: Final = 1024
+
+
+def _descriptor(raw: object) -> NodeDescriptor:
+    if type(raw) is not bytes and type(raw) is not str:  # not a stored text: no cache
+        return NodeDescriptor.from_json(json.loads(text(raw)))
+    found = _DESCRIPTORS.get(raw)
+    if found is None:
+        found = NodeDescriptor.from_json(json.loads(text(raw)))
+        if len(_DESCRIPTORS) >= _DESCRIPTORS_MAX:
+            _DESCRIPTORS.clear()
+        _DESCRIPTORS[raw] = found
+    return found
+
+
 def decode_claim(values: Sequence[object]) -> NodeClaim:
     """The :class:`NodeClaim` of an ``HMGET desc lc exp ver closed`` reply."""
-    desc, lc, exp, ver = (text(v) for v in values[:4])
-    return NodeClaim(descriptor=NodeDescriptor.from_json(json.loads(desc)),
+    lc, exp, ver = (text(v) for v in values[1:4])
+    return NodeClaim(descriptor=_descriptor(values[0]),
                      lifecycle_generation=int(lc), lease_expires_at=float(exp),
                      store_version=int(ver),
                      accepts_placements=len(values) < 5 or values[4] is None)
@@ -198,9 +254,9 @@ def raise_status(reply: Sequence[object], what: str) -> None:
     Returns only when ``reply`` is an ``OK`` status.
     """
     code = text(reply[0])
-    detail = [text(v) if not isinstance(v, list) else v for v in reply[1:]]
     if code == "OK":
         return
+    detail = [text(v) if not isinstance(v, list) else v for v in reply[1:]]
     if code == "EXISTS":
         raise AuthorityExists(decode_record(_flat(reply[1])))
     if code == "STALE":

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 from zlink_trio.core._checks import check_finite
 from zlink_trio.core._json_fields import encode_kind
 from zlink_trio.core.records import RecoveryPointer, ReservationFence, RootReceipt
-from zlink_trio.store.redis.codec import decode_record, optional_fields, raise_status, text
+from zlink_trio.store.redis.codec import decode_ready, optional_fields, raise_status, text
 from zlink_trio.store.rules.combined import check_finish_args
 from zlink_trio.store.rules.location import check_reserve_args
 from zlink_trio.store.rules.relocation_store import (
@@ -68,10 +68,6 @@ class RedisCombined:
         #: stored bytes itself, which saves the verified read's round trip.
         self._written: dict[str, str] = {}
 
-    async def _script(self, what: str, name: str, keys: list[str],
-                      *args: str | int | bytes) -> list[Any]:
-        return _seq(await self._run.script(what, name, keys, args))
-
     async def reserve_with_root(self, spot_id: str, root: bytes, *, kind: SpotKind,
                                 stable_type: str, mesh: str, owner: OwnerFence,
                                 now: float) -> tuple[ReservationFence, RootReceipt]:
@@ -82,11 +78,12 @@ class RedisCombined:
         check_reserve_args(spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner,
                            now=now, creation_intent=None, recovery_pointer=pointer)
         what = f"reserve of {spot_id!r}"
-        reply = await self._script(
+        # The runner's coroutine is awaited here (no helper coroutine): one frame less.
+        reply = _seq(await self._run.script(
             what, "reserve_with_root", [self._keys.spot(spot_id), self._keys.root(receipt.ref)],
-            spot_id, encode_kind(kind), stable_type, mesh, str(owner.node_rid),
-            owner.lifecycle_generation, repr(float(now)), raw,
-            *optional_fields(None, pointer))
+            [spot_id, encode_kind(kind), stable_type, mesh, str(owner.node_rid),
+             owner.lifecycle_generation, repr(float(now)), raw,
+             *optional_fields(None, pointer)]))
         raise_status(reply, what)
         if len(self._written) >= _WRITTEN_MAX:  # roots never finished here: forget them
             self._written.clear()
@@ -104,14 +101,14 @@ class RedisCombined:
         raw = check_bytes(record, "inbox record")
         check_finite(now, "now")
         what = f"commit_ready of {fence.spot_id!r}"
-        reply = await self._script(
+        reply = _seq(await self._run.script(
             what, "commit_ready_with_first_record",
             [self._keys.spot(fence.spot_id), *self._keys.inbox(*key)],
-            fence.object_generation, fence.owner_generation, str(fence.owner.node_rid),
-            fence.owner.lifecycle_generation, fence.store_version, fence.store_version + 1,
-            repr(float(now)), raw)
+            [fence.object_generation, fence.owner_generation, str(fence.owner.node_rid),
+             fence.owner.lifecycle_generation, fence.store_version, fence.store_version + 1,
+             repr(float(now)), raw]))
         raise_status(reply, what)
-        return decode_record(reply[1]), int(text(reply[2]))
+        return decode_ready(reply[1], fence), int(text(reply[2]))
 
     async def finish_first_record(self, spot_id: str, object_generation: int, *, seq: int,
                                   expected_version: int,
@@ -138,8 +135,9 @@ class RedisCombined:
                 raw = await self._relocation.read_verified(root)  # RootIntegrityError first
                 sha1 = ("" if raw is None
                         else hashlib.sha1(raw, usedforsecurity=False).hexdigest())
-            reply = await self._script(what, "finish_first_record", keys, object_generation,
-                                       seq, expected_version, sha1)
+            reply = _seq(await self._run.script(what, "finish_first_record", keys,
+                                                [object_generation, seq, expected_version,
+                                                 sha1]))
             code = text(reply[0])
             if code == "CHANGED":
                 continue

@@ -88,7 +88,7 @@ class Expired(Exception):
 
 
 class _Item:
-    __slots__ = ("abandoned", "done", "expires", "frame", "limit", "replies", "state",
+    __slots__ = ("abandoned", "expires", "frame", "limit", "replies", "state", "task",
                  "value")
 
     def __init__(self, frame: bytes, limit: float, replies: int = 1,
@@ -104,8 +104,21 @@ class _Item:
         #: Its caller stopped waiting (or was answered by the watchdog): a reply read
         #: later is dropped, never handed to anyone.
         self.abandoned = False
-        self.done = trio.Event()
+        #: The caller's task while it waits for the answer (parked, no ``trio.Event``:
+        #: this is once per store call); ``None`` once woken or its wait was cancelled.
+        self.task: trio.lowlevel.Task | None = None
         self.value: Any = None
+
+    def wake(self) -> None:
+        """Wake the caller waiting for this item (idempotent; no-op once it stopped)."""
+        task = self.task
+        if task is not None:
+            self.task = None
+            trio.lowlevel.reschedule(task)
+
+    def _abort(self, _raise_cancel: object) -> trio.lowlevel.Abort:
+        self.task = None  # cancelled while parked: never reschedule it
+        return trio.lowlevel.Abort.SUCCEEDED
 
 
 class Pipeline:
@@ -178,8 +191,9 @@ class Pipeline:
             self._watch_wakeup.set()
             if self._watch_scope is not None:
                 self._watch_scope.deadline = expires
+        item.task = trio.lowlevel.current_task()
         try:
-            await item.done.wait()
+            await trio.lowlevel.wait_task_rescheduled(item._abort)
         except BaseException:
             if item.state != _DONE and not self._abandon(item):
                 raise StoreUnavailable(_may_have_run(self._where)) from None
@@ -226,13 +240,13 @@ class Pipeline:
         gone = self._all_gone()
         for item in sent:
             item.value = Expired() if gone else StoreUnavailable(_may_have_run(self._where))
-            item.done.set()
+            item.wake()
 
     def _answer(self, item: _Item, value: object) -> None:
         item.abandoned = True
         item.state = _DONE
         item.value = value
-        item.done.set()
+        item.wake()
 
     def _next_expiry(self) -> float:
         due = math.inf
@@ -283,7 +297,7 @@ class Pipeline:
                 item.value = StoreUnavailable(
                     f"the Redis store at {self._where} was closed before this call was "
                     "sent; nothing was written")
-                item.done.set()
+                item.wake()
             self._queue = []
             await self._close()
 
@@ -331,14 +345,19 @@ class Pipeline:
         await stream.send_all(b"".join(item.frame for item in batch))
         reader = self._reader
         for item in batch:
-            value = await _next_reply(stream, reader)
+            # _next_reply inlined for the common case (the reply is buffered already):
+            # no coroutine per reply.
+            try:
+                value = reader.reply()
+            except NeedMore:
+                value = await _next_reply(stream, reader)
             for _ in range(item.replies - 1):
                 later = await _next_reply(stream, reader)
                 value = value if isinstance(value, BaseException) else later
             item.state = _DONE
             if not item.abandoned:  # else its caller was answered already
                 item.value = value
-                item.done.set()
+                item.wake()
 
     async def _connect(self) -> None:
         stream = await trio.open_tcp_stream(*self._address)
@@ -368,7 +387,7 @@ class Pipeline:
                 item.state = _DONE
                 if not item.abandoned:
                     item.value = StoreUnavailable(sent if on_wire else unsent)
-                    item.done.set()
+                    item.wake()
 
     async def _close(self) -> None:
         stream, self._stream, self._reader = self._stream, None, Reader()
