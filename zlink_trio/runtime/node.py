@@ -53,7 +53,6 @@ from zlink_trio.core.placement import Role
 from zlink_trio.core.records import OwnerFence
 from zlink_trio.core.route_cache import RouteCache
 from zlink_trio.runtime.charts import NODE, step
-from zlink_trio.runtime.coordinators.claims_refresh import refresh_claims
 from zlink_trio.runtime.coordinators.lease import keep_lease, wait_stopped
 from zlink_trio.runtime.coordinators.node_claim import claim_node_id
 from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
@@ -291,7 +290,7 @@ async def open_node(
                 nursery.start_soon(rt.deadlines.run)
                 node = Node(rt, serve_metrics_on(nursery, metrics_setup, metrics_at))
                 nursery.start_soon(rt.peers.sweep)
-                nursery.start_soon(refresh_claims, rt)
+                nursery.start_soon(rt.claims_refresh.serve, rt)
                 renewal = trio.CancelScope()
                 nursery.start_soon(_run_in, renewal, keep_lease, rt)
                 if options.instance_idle_timeout > 0:

@@ -10,8 +10,8 @@ worst exactly when the node is slow).
 
 So an activation that uses a read older than half its max age asks for a refresh
 (:meth:`ClaimsRefresh.ask`, synchronous, idempotent per read) and goes on with the
-still-valid read.  :func:`refresh_claims`, a task of the node's nursery, does the one
-read: it replaces the claims (stamped with the store-clock time the read started, as
+still-valid read.  :meth:`ClaimsRefresh.serve`, a task of the node's nursery, does the
+one read: it replaces the claims (stamped with the store-clock time the read started, as
 ``placement._read_claims`` does) unless a newer read was stored meanwhile.  The read is
 bounded by ``placement_max_age`` (a read that takes longer is expired once it
 arrives).  A refresh that fails or is cut short changes nothing, and the read it was
@@ -30,9 +30,9 @@ from zlink_trio.runtime.observe.logs import NODE as LOGGER
 
 if TYPE_CHECKING:
     from zlink_trio.core.descriptor import NodeClaim
-    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
+    from zlink_trio.runtime.state import NodeState
 
-__all__ = ("ClaimsRefresh", "refresh_claims")
+__all__ = ("ClaimsRefresh",)
 
 
 class ClaimsRefresh:
@@ -53,27 +53,24 @@ class ClaimsRefresh:
             self._asked = seen
             self._wanted.set()
 
-    async def wanted(self) -> None:
-        """Wait until a refresh is asked for (then the next ask waits again)."""
-        await self._wanted.wait()
-        self._wanted = trio.Event()
+    async def serve(self, rt: NodeState) -> None:
+        """The node's refresh task: one bounded read per :meth:`ask`. Runs forever.
 
-
-async def refresh_claims(rt: NodeRuntime) -> None:
-    """The node's refresh task: one bounded read per :meth:`ClaimsRefresh.ask`. Runs forever."""
-    refresh = rt.claims_refresh
-    while True:
-        await refresh.wanted()  # idle until asked: nothing to bound
-        refresh.reads += 1
-        now = rt.now()
-        with trio.move_on_after(rt.options.placement_max_age):
-            try:
-                claims = await rt.store.location.descriptors(now=now)
-            except ZLinkError as exc:
-                LOGGER.debug("node %r: refreshing the descriptor claims failed (%s); "
-                             "placement reads them itself once they expire", rt.node_id,
-                             exc.message)
-                continue
-            seen = rt.placement_claims
-            if seen is None or seen[0] <= now:  # never replace a newer read
-                rt.placement_claims = (now, claims)
+        ``rt`` is the node's state (``NodeRuntime``, which holds this object).
+        """
+        while True:
+            await self._wanted.wait()  # idle until asked: nothing to bound
+            self._wanted = trio.Event()
+            self.reads += 1
+            now = rt.now()
+            with trio.move_on_after(rt.options.placement_max_age):
+                try:
+                    claims = await rt.store.location.descriptors(now=now)
+                except ZLinkError as exc:
+                    LOGGER.debug("node %r: refreshing the descriptor claims failed (%s); "
+                                 "placement reads them itself once they expire", rt.node_id,
+                                 exc.message)
+                    continue
+                seen = rt.placement_claims
+                if seen is None or seen[0] <= now:  # never replace a newer read
+                    rt.placement_claims = (now, claims)
