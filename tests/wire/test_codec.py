@@ -549,3 +549,21 @@ def test_dump_and_load_json_for_non_message_values() -> None:
         load_json(conv, body, list[Point], max_bytes=len(body) - 1)
     with pytest.raises(RemoteProtocolError):
         load_json(conv, b'{"x":1}', list[Point], max_bytes=100)
+
+
+@pytest.mark.parametrize(("body", "decoded"), [
+    (b'{"s":"plain ascii"}', "plain ascii"),
+    ('{"s":"é ✓"}'.encode(), "é ✓"),
+    (b'{"s":"\\u00e9"}', "é"),
+    (b'{"s":"\\ud800"}', None),  # a lone surrogate: refused on the slow path too
+    (b'{"s":5}', None),
+])
+def test_the_exact_str_shortcut_decodes_what_the_full_check_decodes(body: bytes,
+                                                                    decoded: str | None) -> None:
+    # ASCII text of a plain ``str`` field skips the enum and surrogate checks; anything
+    # else still goes through them.
+    if decoded is None:
+        with pytest.raises(RemoteProtocolError):
+            CODEC.decode(type_name_of(Blob), body, Blob)
+    else:
+        assert CODEC.decode(type_name_of(Blob), body, Blob) == Blob(decoded)

@@ -376,7 +376,9 @@ class WebSocket:
         length = b1 & 0x7F
         head = 2
         if length == 126:
-            length = int.from_bytes(data[2:4], "big")
+            if len(data) < 4:
+                return None
+            length = data[2] << 8 | data[3]  # (int.from_bytes without a slice)
             head = 4
             if length < 126:
                 return None

@@ -94,6 +94,8 @@ def _enum_value(value: object, cl: type[enum.Enum]) -> enum.Enum:
 
 
 def _structure_int(value: object, cl: type[int]) -> object:
+    if cl is int and type(value) is int:  # the common field: no enum to look for
+        return value
     # Singledispatch also routes int subclasses (IntEnum, IntFlag) here.
     if isinstance(cl, type) and issubclass(cl, enum.Enum):
         return _enum_value(value, cl)
@@ -112,6 +114,8 @@ def _structure_float(value: object, cl: type[float]) -> float:
 
 
 def _structure_str(value: object, cl: type[str]) -> object:
+    if cl is str and type(value) is str and value.isascii():  # no enum, no surrogate
+        return value
     # Singledispatch also routes str subclasses (StrEnum) here.
     if isinstance(cl, type) and issubclass(cl, enum.Enum):
         return _enum_value(value, cl)
