@@ -8,7 +8,9 @@ records its completion (cursor, recovery pointer, root: 06 §4.1 step 12,
 :func:`~zlink_trio.runtime.coordinators.first_record.record_first_completion`) --
 unless the node lost its lease, which leaves the records as evidence -- and wakes
 whoever waits for it (:func:`wait_first_record`: a relocation must not move a Spot
-whose first record is not settled).
+whose first record is not settled).  On a store whose transactions are plain calls
+(``store.immediate``) :func:`first_handled_now` does the same in the turn's
+continuation, with no coroutine of its own.
 
 Most cold activations have nobody waiting: the pending cleanup is then marked by
 :data:`NO_WAITER`, and only the first waiter builds an Event.
@@ -21,13 +23,17 @@ from typing import TYPE_CHECKING, Final, Protocol
 import trio
 
 from zlink_trio.runtime.coordinators import crash_points
-from zlink_trio.runtime.coordinators.first_record import record_first_completion
+from zlink_trio.runtime.coordinators.first_record import (
+    record_first_completion,
+    record_first_completion_now,
+)
 
 if TYPE_CHECKING:
     from zlink_trio.runtime.coordinators.first_record import FirstRecord
     from zlink_trio.runtime.state import NodeState
 
-__all__ = ("NO_WAITER", "FirstRecordHost", "NoWaiter", "first_handled", "wait_first_record")
+__all__ = ("NO_WAITER", "FirstRecordHost", "NoWaiter", "first_handled", "first_handled_now",
+           "wait_first_record")
 
 
 class NoWaiter:
@@ -67,6 +73,23 @@ async def first_handled(host: FirstRecordHost, first: FirstRecord) -> None:
     if crash_points.ARMED:
         crash_points.point("cold", "after_first_handler_before_completion", host.rt.node_id)
     await record_first_completion(host.rt, host.spot_id, host.generation, first)
+    _settled(host, first)
+
+
+def first_handled_now(host: FirstRecordHost, first: FirstRecord) -> bool:
+    """:func:`first_handled` with nothing awaited, on a store whose transactions are
+    plain calls (``first_record.record_first_completion_now``) and no crash point
+    armed. ``False``: nothing was done; await :func:`first_handled`."""
+    if host.ownership_lost:
+        return True
+    if crash_points.ARMED or not record_first_completion_now(
+            host.rt, host.spot_id, host.generation, first):
+        return False
+    _settled(host, first)
+    return True
+
+
+def _settled(host: FirstRecordHost, first: FirstRecord) -> None:
     if first.done and host.first_record is first:
         host.first_record = None  # nothing left to clean up at close (``drop_recovery``)
     if host.first_cleanup is not None:

@@ -40,7 +40,7 @@ import trio
 
 from zlink_trio.core.errors import InvalidOperation, StaleRoute, Unavailable
 from zlink_trio.core.lanes import Lanes
-from zlink_trio.runtime.charts import INCARNATION, step
+from zlink_trio.runtime.charts import INCARNATION, TRACE, step
 from zlink_trio.runtime.incarnation.building import activation_failed, build, build_now
 from zlink_trio.runtime.incarnation.close_requests import (
     begin_self_close,
@@ -53,6 +53,7 @@ from zlink_trio.runtime.incarnation.first_turn import (
     NO_WAITER,
     NoWaiter,
     first_handled,
+    first_handled_now,
     wait_first_record,
 )
 from zlink_trio.runtime.incarnation.handler_turn import lease_passed, run_handler
@@ -84,6 +85,10 @@ _NO_WAIT: Final = -1.0
 _ADMISSION_SEALED: Final = INCARNATION.tags.admission_sealed
 _RUNS_TURNS: Final = INCARNATION.tags.runs_turns
 _CLOSING: Final = INCARNATION.st.closing
+#: ``open``'s two steps from the initial state (once here; stepped while ``TRACE`` observes).
+_OPENED: Final = step(INCARNATION, step(INCARNATION, INCARNATION.initial,
+                                        INCARNATION.ev.commit_ready),
+                      INCARNATION.ev.open_barrier)
 
 
 class Registration(Protocol):
@@ -214,12 +219,15 @@ class Host:
 
         The caller registers the host in the catalog in the same continuation.
         """
-        self.state = step(INCARNATION, self.state, INCARNATION.ev.commit_ready)
+        opened = self.state == INCARNATION.initial and not TRACE
+        if not opened:
+            self.state = step(INCARNATION, self.state, INCARNATION.ev.commit_ready)
         if first is not None:
             self.first_record = first.first
             self.first_cleanup = NO_WAITER  # an Event only once someone waits
             self.lanes.application.push_front(first, 0)
-        self.state = step(INCARNATION, self.state, INCARNATION.ev.open_barrier)
+        self.state = (_OPENED if opened
+                      else step(INCARNATION, self.state, INCARNATION.ev.open_barrier))
         self.last_work_finished_at = trio.current_time()
 
     def log_fields(self) -> dict[str, object]:
@@ -423,8 +431,9 @@ class Host:
                     ended = await run_handler(self, item, now)
                 finally:
                     self.last_work_finished_at = now() if ended is None else ended
-                if item.first is not None:
-                    await first_handled(self, item.first)
+                first = item.first
+                if first is not None and not first_handled_now(self, first):
+                    await first_handled(self, first)
         finally:
             self.lanes.complete(turn.ticket)
             if self.move is not None:
