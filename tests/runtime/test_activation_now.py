@@ -187,3 +187,40 @@ async def test_the_synchronous_path_records_the_envelope_the_task_path_records(
     assert now == awaited
     assert now["spotId"] == "q"
     assert now["stableType"] == "quick"
+
+
+def test_pooled_operation_ids_are_fresh_lowercase_uuid4s():
+    from zlink_trio.core.identity import is_lowercase_uuid4
+    from zlink_trio.runtime.calls.delivery import pooled_uuid4
+
+    ids = [pooled_uuid4() for _ in range(1000)]  # several reads of the pool
+    assert all(is_lowercase_uuid4(i) for i in ids)
+    assert len(set(ids)) == len(ids)
+
+
+async def test_without_trace_the_fixed_paths_end_where_stepping_ends(autojump_clock):
+    # activate_now, the first record's cleanup and Host.open index precomputed states
+    # unless charts.TRACE observes; they must be where stepping each event leads.
+    from zlink_trio.runtime.coordinators import activation_now, first_record
+
+    assert not charts.TRACE
+    with trio.fail_after(10):
+        async with open_test_node("node-a", store=MemoryStore(), spots=[Quick]) as node:
+            assert await node.client.request("q", Put(1), reply=Got).instance_spot() == Got(1)
+            assert await node.client.request("q", Put(1), reply=Got) == Got(2)
+            host = node._rt.catalog.hosts["q"]
+            assert host.state == charts.INCARNATION.st.serving
+            assert host.first_record_settled
+    assert activation_now._WALKS
+    for start, walk in activation_now._WALKS.items():
+        state, stepped = start, []
+        for event in activation_now._PATH:
+            state = charts.step(charts.COLD, state, event)
+            stepped.append(state)
+        assert tuple(stepped) == walk
+    assert first_record._CLEANED
+    for start, end in first_record._CLEANED.items():
+        state = start
+        for event in first_record._CLEANUP:
+            state = charts.step(charts.COLD, state, event)
+        assert state == end == charts.COLD.st.activated
