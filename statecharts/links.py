@@ -62,6 +62,7 @@ CHART_LINKS: Final[dict[str, ChartLinks]] = {
     ),
     "Incarnation": ChartLinks(
         drivers=(_RT + "incarnation/host.py", _RT + "incarnation/catalog.py",
+                 _RT + "incarnation/building.py", _RT + "incarnation/close_requests.py",
                  _RT + "incarnation/closing.py", _RT + "incarnation/moving.py",
                  _RT + "coordinators/relocation.py"),
         tests=("tests/runtime/test_execution.py", "tests/runtime/test_runtime_model.py",

@@ -389,3 +389,25 @@ def test_take_queued_removes_the_queued_items_and_their_reservations_only():
     assert lane.statistics().bytes == 5 + PER_ITEM_BYTES  # the running item keeps its own
     lane.complete(popped[1])
     assert lane.statistics().bytes == 0
+
+
+def test_several_running_items_complete_in_any_order():
+    # One running item is kept as its ticket alone; a second one makes it a set.
+    lane: Lane[int] = Lane(LaneKind.APPLICATION, LaneBounds(10, 10 * MiB))
+    tickets = [lane.admit(i, i) for i in range(3)]
+    popped = [lane.pop() for _ in range(3)]
+    assert [entry[1] for entry in popped if entry is not None] == tickets
+    assert lane.counts() == (0, 3)
+    for ticket in (tickets[1], tickets[2], tickets[0]):
+        lane.complete(ticket)
+        with pytest.raises(InvalidOperation):
+            lane.complete(ticket)
+    assert lane.counts() == (0, 0)
+    assert lane.statistics().bytes == 0
+    ticket = lane.admit(9, 0)
+    lane.pop()
+    assert lane.counts() == (0, 1)
+    with pytest.raises(InvalidOperation):
+        lane.complete(tickets[0])  # not running: the one running ticket is another
+    lane.complete(ticket)
+    assert lane.counts() == (0, 0)

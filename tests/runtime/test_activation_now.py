@@ -7,6 +7,7 @@ failure after Reserve still aborts with the fence and reports HandlerError.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import attrs
@@ -16,6 +17,7 @@ from runtime_spots import store_counts
 
 import zlink_trio as zl
 from zlink_trio.runtime import charts
+from zlink_trio.runtime.coordinators.envelope import ActivationEnvelope
 from zlink_trio.store import MemoryStore
 from zlink_trio.store.immediate import immediate_of
 from zlink_trio.testing import open_test_node
@@ -149,3 +151,76 @@ async def test_activating_sends_still_let_other_tasks_run(autojump_clock):
                 for i in range(3):
                     await node.client.send(f"q-{i}", Put(i)).instance_spot()
                 assert ran  # a send that resolved yielded once (nothing else would)
+
+
+async def _recorded_envelope(store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+                             ) -> dict[str, Any]:
+    from zlink_trio.store.rules import combined
+
+    roots: list[bytes] = []
+    original = combined.txn_reserve_with_root
+
+    def recording(lstate: Any, rstate: Any, spot_id: str, root: bytes, **kwargs: Any) -> Any:
+        roots.append(root)
+        return original(lstate, rstate, spot_id, root, **kwargs)
+
+    monkeypatch.setattr(combined, "txn_reserve_with_root", recording)
+    async with open_test_node("node-a", store=store, spots=[Quick]) as node:
+        assert await node.client.request("q", Put(3), reply=Got).instance_spot() == Got(3)
+        node_rid = str(node._rt.node_rid)
+    monkeypatch.undo()
+    assert len(roots) == 1
+    fields = json.loads(roots[0])
+    assert ActivationEnvelope.decode(roots[0]).encode() == roots[0]
+    assert fields.pop("sourceNodeRid") == node_rid
+    assert fields.pop("operationId")
+    assert fields.pop("deadlineMs") > 0
+    return fields
+
+
+async def test_the_synchronous_path_records_the_envelope_the_task_path_records(
+        autojump_clock, monkeypatch):
+    # activate_now writes the envelope's bytes without an ActivationEnvelope object.
+    with trio.fail_after(10):
+        now = await _recorded_envelope(MemoryStore(), monkeypatch)
+        awaited = await _recorded_envelope(AwaitedStore(), monkeypatch)
+    assert now == awaited
+    assert now["spotId"] == "q"
+    assert now["stableType"] == "quick"
+
+
+def test_pooled_operation_ids_are_fresh_lowercase_uuid4s():
+    from zlink_trio.core.identity import is_lowercase_uuid4
+    from zlink_trio.runtime.calls.delivery import pooled_uuid4
+
+    ids = [pooled_uuid4() for _ in range(1000)]  # several reads of the pool
+    assert all(is_lowercase_uuid4(i) for i in ids)
+    assert len(set(ids)) == len(ids)
+
+
+async def test_without_trace_the_fixed_paths_end_where_stepping_ends(autojump_clock):
+    # activate_now, the first record's cleanup and Host.open index precomputed states
+    # unless charts.TRACE observes; they must be where stepping each event leads.
+    from zlink_trio.runtime.coordinators import activation_now, first_record
+
+    assert not charts.TRACE
+    with trio.fail_after(10):
+        async with open_test_node("node-a", store=MemoryStore(), spots=[Quick]) as node:
+            assert await node.client.request("q", Put(1), reply=Got).instance_spot() == Got(1)
+            assert await node.client.request("q", Put(1), reply=Got) == Got(2)
+            host = node._rt.catalog.hosts["q"]
+            assert host.state == charts.INCARNATION.st.serving
+            assert host.first_record_settled
+    assert activation_now._WALKS
+    for start, walk in activation_now._WALKS.items():
+        state, stepped = start, []
+        for event in activation_now._PATH:
+            state = charts.step(charts.COLD, state, event)
+            stepped.append(state)
+        assert tuple(stepped) == walk
+    assert first_record._CLEANED
+    for start, end in first_record._CLEANED.items():
+        state = start
+        for event in first_record._CLEANUP:
+            state = charts.step(charts.COLD, state, event)
+        assert state == end == charts.COLD.st.activated

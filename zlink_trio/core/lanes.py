@@ -191,11 +191,11 @@ class Lane(Generic[T]):
                 "build one with LaneBounds(max_items, max_bytes)"
             )
         self._bounds: Final = bounds
-        # Both are created on first use and dropped when they empty again: an idle
-        # Spot's two lanes then hold no container at all (an empty deque is ~760 B,
-        # an empty set ~220 B: most of an idle Spot's footprint, docs/performance.md).
+        # Built on first use, dropped when empty: an idle Spot's lanes hold no container
+        # (an empty deque is ~760 B, an empty set ~220 B, docs/performance.md); one running
+        # item (a host runs one turn at a time) is its Ticket itself, a set only for more.
         self._queue: deque[tuple[T, Ticket]] | None = None
-        self._running: set[Ticket] | None = None
+        self._running: set[Ticket] | Ticket | None = None
         self._bytes = 0
         self._popped_once = False
         self._pushed_front = False
@@ -235,7 +235,7 @@ class Lane(Generic[T]):
         reservation = payload_size + PER_ITEM_BYTES
         queue, running, bounds = self._queue, self._running, self._bounds
         items = ((len(queue) if queue is not None else 0)
-                 + (len(running) if running is not None else 0))
+                 + (0 if running is None else 1 if type(running) is Ticket else len(running)))
         count_hit = items + 1 > bounds.max_items
         bytes_hit = self._bytes + reservation > bounds.max_bytes
         if count_hit or bytes_hit:
@@ -333,8 +333,11 @@ class Lane(Generic[T]):
             self._queue = None
         running = self._running
         if running is None:
-            running = self._running = set()
-        running.add(entry[1])
+            self._running = entry[1]
+        elif isinstance(running, set):
+            running.add(entry[1])
+        else:
+            self._running = {running, entry[1]}
         self._popped_once = True
         return entry
 
@@ -347,33 +350,31 @@ class Lane(Generic[T]):
         first), or issued by another lane.
         """
         running = self._running
-        if running is None or ticket not in running:
+        if running is ticket:
+            self._running = None
+        elif not isinstance(running, set) or ticket not in running:
             raise InvalidOperation(
                 f"ticket is not running in the {self._kind.value} lane: it was already "
                 "completed, is still queued, or was issued by another lane; complete each "
                 "ticket exactly once, after pop(), on the lane that issued it"
             )
-        running.remove(ticket)
-        if not running:
-            self._running = None
+        else:
+            running.remove(ticket)
+            if not running:
+                self._running = None
         self._bytes -= ticket.reserved_bytes
 
     def counts(self) -> tuple[int, int]:
         """Queued and running items (what :meth:`statistics` reports, without the snapshot)."""
-        return self.queued, (len(self._running) if self._running is not None else 0)
+        running = self._running
+        return self.queued, (0 if running is None else 1 if type(running) is Ticket
+                             else len(running))
 
     def statistics(self) -> LaneStatistics:
         """Return a frozen snapshot of the lane's usage. Never raises."""
-        queued = self.queued
-        running = len(self._running) if self._running is not None else 0
-        return LaneStatistics(
-            lane=self._kind,
-            bounds=self._bounds,
-            items=queued + running,
-            bytes=self._bytes,
-            queued=queued,
-            running=running,
-        )
+        queued, running = self.counts()
+        return LaneStatistics(lane=self._kind, bounds=self._bounds, items=queued + running,
+                              bytes=self._bytes, queued=queued, running=running)
 
 
 def _idle_statistics(kind: LaneKind, bounds: LaneBounds) -> LaneStatistics:

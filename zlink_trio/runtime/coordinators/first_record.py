@@ -21,12 +21,12 @@ record's cleanup did not get that far -- the root, after the authority is releas
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
 from zlink_trio.core.errors import StaleFence, ZLinkError
-from zlink_trio.runtime.charts import COLD, step
+from zlink_trio.runtime.charts import COLD, TRACE, step
 from zlink_trio.runtime.observe.logs import ACTIVATION as LOGGER
 from zlink_trio.store import SeparateSteps
 from zlink_trio.store.immediate import immediate_of
@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from zlink_trio.core.records import RootReceipt
     from zlink_trio.runtime.state import NodeState
 
-__all__ = ("FirstRecord", "drop_recovery", "record_first_completion")
+__all__ = ("FirstRecord", "drop_recovery", "record_first_completion",
+           "record_first_completion_now")
 
 
 @attrs.define(eq=False)
@@ -81,9 +82,52 @@ async def record_first_completion(rt: NodeState, spot_id: str, generation: int,
     except ZLinkError as exc:
         LOGGER.warning("Spot %r: activation recovery cleanup failed: %s", spot_id, exc)
         return
-    for event in (COLD.ev.first_completion_recorded, COLD.ev.pointer_removed,
-                  COLD.ev.root_deleted):
-        first.state = step(COLD, first.state, event)
+    _recorded(first)
+
+
+def record_first_completion_now(rt: NodeState, spot_id: str, generation: int,
+                                first: FirstRecord) -> bool:
+    """:func:`record_first_completion` with nothing awaited, on a store whose
+    transactions are plain calls (``store.immediate``): the same combined call, the same
+    chart steps, the same logged failure.
+
+    ``False`` when it cannot be done so -- no immediate transactions, or the combined
+    call refused with StaleFence (a close changed the record since Ready; nothing was
+    written): await :func:`record_first_completion`, which runs the separate steps.
+    """
+    immediate = immediate_of(rt.store)
+    if immediate is None:
+        return False
+    try:
+        immediate.finish_first_record(
+            spot_id, generation, seq=first.seq, expected_version=first.ready_version,
+            root=first.receipt)
+    except StaleFence:
+        return False
+    except ZLinkError as exc:
+        LOGGER.warning("Spot %r: activation recovery cleanup failed: %s", spot_id, exc)
+        return True
+    _recorded(first)
+    return True
+
+
+#: The cleanup's ColdActivation events, in order.
+_CLEANUP: Final = (COLD.ev.first_completion_recorded, COLD.ev.pointer_removed,
+                   COLD.ev.root_deleted)
+#: Where :data:`_CLEANUP` ends, per start state (stepped once per start state).
+_CLEANED: dict[ColdActivationState, ColdActivationState] = {}
+
+
+def _recorded(first: FirstRecord) -> None:
+    cleaned = None if TRACE else _CLEANED.get(first.state)  # (TRACE sees every step)
+    if cleaned is None:
+        start = state = first.state
+        for event in _CLEANUP:
+            state = step(COLD, state, event)
+        cleaned = state
+        if not TRACE:
+            _CLEANED[start] = cleaned
+    first.state = cleaned
 
 
 async def drop_recovery(rt: NodeState, spot_id: str, generation: int,

@@ -41,7 +41,7 @@ from zlink_trio.core.placement import (
     select_mesh,
 )
 from zlink_trio.core.records import OwnerFence
-from zlink_trio.runtime.calls.delivery import handler_for
+from zlink_trio.runtime.calls.delivery import handler_for, pooled_uuid4
 from zlink_trio.runtime.charts import COLD, TRACE, step
 from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.coordinators.activation import ActivationJob, run_activation
@@ -277,11 +277,15 @@ def _local_job(rt: NodeRuntime, call: Delivery, state: ColdActivationState, mesh
                spot_type: SpotType, info: HandlerInfo, attempt: Attempt | None, *,
                redeliver: Callable[[], Awaitable[None]]) -> ActivationJob:
     state = _ACCEPTED if state == _PLACED and not TRACE else _steps(state, _ACCEPTING)
-    return ActivationJob(rt=rt, attempt=attempt, spot_type=spot_type, info=info, mesh=mesh,
-                         spot_id=call.spot_id, msg=call.msg, size=call.size,
-                         completion=call.completion, deadline=call.deadline,
-                         op_id=call.operation_id(rt.new_uuid4), state=state,
-                         redeliver=redeliver, source_saw_missing=True, encoded=call.encoded)
+    # Positional, in ActivationJob's field order (rt, attempt, spot_type, info, mesh,
+    # spot_id, msg, size, completion, deadline, op_id, state, redeliver,
+    # source_saw_missing, encoded): an attrs __init__ called with keywords costs three
+    # times as much, and every cold activation builds one.
+    return ActivationJob(rt, attempt, spot_type, info, mesh, call.spot_id, call.msg,
+                         call.size, call.completion, call.deadline,
+                         call.operation_id(rt.new_uuid4 if rt.rng is not None
+                                           else pooled_uuid4),
+                         state, redeliver, True, call.encoded)
 
 
 def local_job_now(rt: NodeRuntime, call: Delivery) -> ActivationJob | None:

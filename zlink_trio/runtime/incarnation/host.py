@@ -17,13 +17,9 @@ store granted a reservation.  It keeps the ``Incarnation`` chart's state id:
   succeeded; admission is sealed at once (new messages end ``StaleRoute``), the turns
   accepted before the seal still run, then ``on_close(reason)`` runs once, timers are
   cancelled, the authority is released with the Closing record's fence, and the
-  catalog entry and cached route are dropped in the same continuation (06 §7, 09 §5);
-  those last steps are :mod:`.closing`'s.
-* ownership lost (the node learned its lease is gone, ``._lease``) -- the local part
-  of a close, via ``begin_close`` (the chart has no event of its own: a lost lease is a
-  node state): admission sealed, queued items end :class:`Unavailable` *without
-  running* (06 §9), timers cancelled, the running turn finishes, ``on_close(
-  OWNERSHIP_LOST)`` runs once, ``dispose`` -- and no store write (no Release/cleanup).
+  catalog entry and cached route are dropped in the same continuation (06 §7, 09 §5).
+  How a close begins (also ``ctx.close()``, and a lost lease: the local part of a close
+  with no store write) is :mod:`.close_requests`'s; its last steps are :mod:`.closing`'s.
 * ``sealed`` -- a planned relocation (:mod:`.moving`): admission goes to the hold, no
   turn runs; it ends ``serving`` again (abort) or ``disposed`` (the move committed:
   ``on_close(RELOCATED)``, no Release).  A target's host opens with the moved queue.
@@ -31,7 +27,9 @@ store granted a reservation.  It keeps the ``Incarnation`` chart's state id:
 A handler's exception fails only its own turn: a request gets :class:`HandlerError`
 (the exception chained as ``__cause__``), a send's failure is logged.  A queued request
 whose deadline passed is completed with DeadlineExceeded without running, except the
-restored first record of a cold activation, which is durable and always runs.
+restored first record of a cold activation, which is durable and always runs; its
+cleanup after the turn is :mod:`.first_turn`'s, and timer ticks are queued by
+:mod:`.timer_firing`.
 """
 
 from __future__ import annotations
@@ -40,35 +38,29 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 import trio
 
-from zlink_trio.core.errors import (
-    InvalidOperation,
-    StaleRoute,
-    Unavailable,
-    ZLinkError,
-)
-from zlink_trio.core.identity import SpotKind
+from zlink_trio.core.errors import InvalidOperation, StaleRoute, Unavailable
 from zlink_trio.core.lanes import Lanes
-from zlink_trio.runtime import observers
-from zlink_trio.runtime.charts import INCARNATION, step
-from zlink_trio.runtime.coordinators import crash_points
-from zlink_trio.runtime.coordinators.first_record import (
-    FirstRecord,
-    record_first_completion,
-)
-from zlink_trio.runtime.declaration.policies import CloseReason
-from zlink_trio.runtime.incarnation.app_calls import (
-    activate,
-    activate_now,
-    construct,
-    run_on_close,
+from zlink_trio.runtime.charts import INCARNATION, TRACE, step
+from zlink_trio.runtime.incarnation.building import activation_failed, build, build_now
+from zlink_trio.runtime.incarnation.close_requests import (
+    begin_self_close,
+    lose_ownership,
+    request_close,
 )
 from zlink_trio.runtime.incarnation.closing import fail_queued, finish, moved_away
 from zlink_trio.runtime.incarnation.context import SpotContext
+from zlink_trio.runtime.incarnation.first_turn import (
+    NO_WAITER,
+    NoWaiter,
+    first_handled,
+    first_handled_now,
+    wait_first_record,
+)
 from zlink_trio.runtime.incarnation.handler_turn import lease_passed, run_handler
+from zlink_trio.runtime.incarnation.timer_firing import fire_due_timers
 from zlink_trio.runtime.incarnation.timers import HostTimers, TimerWork
 from zlink_trio.runtime.observe.events import stale
 from zlink_trio.runtime.observe.fields import StaleReason, spot_fields
-from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -76,6 +68,8 @@ if TYPE_CHECKING:
     from zlink_trio.core.lanes import Turn
     from zlink_trio.core.records import AuthorityFence
     from zlink_trio.core.timers import TimerId
+    from zlink_trio.runtime.coordinators.first_record import FirstRecord
+    from zlink_trio.runtime.declaration.policies import CloseReason
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.moving import Move
     from zlink_trio.runtime.incarnation.work import MessageWork, Work
@@ -91,6 +85,10 @@ _NO_WAIT: Final = -1.0
 _ADMISSION_SEALED: Final = INCARNATION.tags.admission_sealed
 _RUNS_TURNS: Final = INCARNATION.tags.runs_turns
 _CLOSING: Final = INCARNATION.st.closing
+#: ``open``'s two steps from the initial state (once here; stepped while ``TRACE`` observes).
+_OPENED: Final = step(INCARNATION, step(INCARNATION, INCARNATION.initial,
+                                        INCARNATION.ev.commit_ready),
+                      INCARNATION.ev.open_barrier)
 
 
 class Registration(Protocol):
@@ -98,20 +96,6 @@ class Registration(Protocol):
 
     def remove(self, host: Host) -> None:
         """Drop ``host`` if it is still the registered incarnation of its ID."""
-
-
-class _NoWaiter:
-    """``Host._first_cleanup`` while the first record's cleanup is pending and nobody
-    waits for it -- most cold activations: no Event is built, and ``set`` wakes nobody.
-    The first ``wait_first_record`` replaces it with an Event."""
-
-    __slots__ = ()
-
-    def set(self) -> None:
-        """Nobody to wake."""
-
-
-_NO_WAITER: Final = _NoWaiter()
 
 
 class Host:
@@ -123,15 +107,14 @@ class Host:
 
     __slots__ = (
         "_finished",
-        "_first_cleanup",
         "_is_finished",
         "_parked",
-        "_self_close",
         "_woken",
         "cleanup_started",
         "close_fence",
         "close_reason",
         "ctx",
+        "first_cleanup",
         "first_record",
         "generation",
         "instance",
@@ -143,6 +126,7 @@ class Host:
         "registration",
         "route_expires_at",
         "rt",
+        "self_close",
         "spot_id",
         "spot_type",
         "state",
@@ -171,9 +155,11 @@ class Host:
         self._is_finished = False
         self.close_reason: CloseReason | None = None
         self.close_fence: AuthorityFence | None = None
-        self._self_close = False
+        #: ``ctx.close()`` was called and its close has not begun yet.
+        self.self_close = False
         self.first_record: FirstRecord | None = None
-        self._first_cleanup: trio.Event | _NoWaiter | None = None
+        #: What to wake once the first record's cleanup ran (``None``: none pending).
+        self.first_cleanup: trio.Event | NoWaiter | None = None
         #: The node lost its lease: finish without any store write.
         self.ownership_lost = False
         #: The catalog that registered this host (set by ``Catalog.register``).
@@ -214,50 +200,34 @@ class Host:
         cancellation propagates. The caller runs :meth:`activation_failed` when this
         raises or the result is a Reject.
         """
-        self.instance = construct(self.spot_type, self.ctx, request)
-        if observers.OBSERVERS:
-            for observer in observers.OBSERVERS:
-                observer.factory_ran(self.rt.node_id, self.spot_id, self.generation,
-                                     self.spot_type.stable_type)
-        if crash_points.ARMED:
-            crash_points.point("create" if self.spot_type.kind is SpotKind.USER else "cold",
-                               "in_factory", self.rt.node_id)
-        result = await activate(self.spot_type, self.instance, request, create=not relocated)
-        self.timers.mark_activation()
-        return result
+        return await build(self, request, relocated=relocated)
 
     def build_now(self) -> None:
         """:meth:`build` of a cold activation whose type activates synchronously
         (``app_calls.activates_synchronously``): nothing is awaited."""
-        self.instance = construct(self.spot_type, self.ctx, None)
-        if observers.OBSERVERS:
-            for observer in observers.OBSERVERS:
-                observer.factory_ran(self.rt.node_id, self.spot_id, self.generation,
-                                     self.spot_type.stable_type)
-        activate_now(self.spot_type, self.instance)
-        self.timers.mark_activation()
+        build_now(self)
 
     async def activation_failed(self) -> None:
         """``on_close(ACTIVATION_FAILED)`` once if constructed; the host is disposed.
 
         Runs shielded with a bound, so a failing attempt always gets to clean up.
         """
-        self.state = step(INCARNATION, self.state, INCARNATION.ev.activation_failed)
-        self.timers.cancel_all()
-        await run_on_close(self.spot_type, self.instance, self.spot_id,
-                           CloseReason.ACTIVATION_FAILED)
+        await activation_failed(self)
 
     def open(self, first: MessageWork | None) -> None:
         """Commit -> registered -> (first record at the head) -> serving; synchronous.
 
         The caller registers the host in the catalog in the same continuation.
         """
-        self.state = step(INCARNATION, self.state, INCARNATION.ev.commit_ready)
+        opened = self.state == INCARNATION.initial and not TRACE
+        if not opened:
+            self.state = step(INCARNATION, self.state, INCARNATION.ev.commit_ready)
         if first is not None:
             self.first_record = first.first
-            self._first_cleanup = _NO_WAITER  # an Event only once someone waits
+            self.first_cleanup = NO_WAITER  # an Event only once someone waits
             self.lanes.application.push_front(first, 0)
-        self.state = step(INCARNATION, self.state, INCARNATION.ev.open_barrier)
+        self.state = (_OPENED if opened
+                      else step(INCARNATION, self.state, INCARNATION.ev.open_barrier))
         self.last_work_finished_at = trio.current_time()
 
     def log_fields(self) -> dict[str, object]:
@@ -306,7 +276,7 @@ class Host:
     def add_timer(self, delay: float, callback: Callable[[], Awaitable[object]],
                   period: float | None) -> TimerId:
         """Register a timer (see ``SpotContext.start_timer``)."""
-        if self.sealed or self._self_close:
+        if self.sealed or self.self_close:
             raise InvalidOperation(
                 f"Spot {self.spot_id!r} is closing; it cannot start new timers (start "
                 "them while it serves, e.g. in on_activate or a handler)"
@@ -323,90 +293,27 @@ class Host:
         """Whether ``timer_id`` is still registered (a fired one-shot is not)."""
         return timer_id in self.timers
 
-    def _lease_passed(self) -> bool:
-        """Whether the owner's lease deadline passed (before a renewal moved it)."""
-        return lease_passed(self.rt)
-
-    def _fire_due_timers(self) -> None:
-        if not self.timers or self.state not in INCARNATION.tags.fires_timers:
-            return  # (most Spots have no timer: no clock read)
-        due = self.timers.due(trio.current_time())
-        if due and self._lease_passed():
-            # An owner past its lease deadline is no valid owner (09 §4): no tick runs,
-            # as no message is admitted (a periodic timer comes due again).
-            LOGGER.warning("Spot %r: %d timer tick(s) skipped: this node's lease deadline "
-                           "passed before a renewal", self.spot_id, len(due),
-                           extra=self.log_fields())
-            return
-        for tick in due:
-            try:
-                self.lanes.application.admit(tick, 0)
-            except ZLinkError as exc:
-                LOGGER.warning("Spot %r: timer tick skipped: %s", self.spot_id, exc,
-                               extra=self.log_fields())
-
     # ------------------------------------------------------------------ close
 
     def request_self_close(self) -> None:
         """``ctx.close()``: begin the close after the current turn."""
         if not self.sealed:
-            self._self_close = True
+            self.self_close = True
             self.wake()
 
     def request_close(self, reason: CloseReason, fence: AuthorityFence) -> None:
         """Seal admission for a close whose BeginClose succeeded; merges with a running one."""
-        event = (INCARNATION.ev.begin_idle_eviction if reason is CloseReason.IDLE_EVICTED
-                 else INCARNATION.ev.begin_close)
-        if self.close_reason is not None or not INCARNATION.allows(self.state, event):
-            return
-        self.state = step(INCARNATION, self.state, event)
-        self.close_reason = reason
-        self.close_fence = fence
-        self.wake()
+        request_close(self, reason, fence)
 
     def lose_ownership(self, error: Unavailable) -> None:
-        """The node lost its lease: seal, fail queued work with ``error``, cancel timers.
-
-        The task then finishes the running turn, runs ``on_close(OWNERSHIP_LOST)`` once
-        (unless a close already started its ``on_close``) and leaves the catalog without
-        writing to the store. Synchronous; idempotent.
-        """
-        if self.ownership_lost or self.state not in INCARNATION.tags.task_running:
-            return
-        self.ownership_lost = True
-        if self.move is not None:  # the move cannot go on without a lease
-            self.move.unseal()
-        if INCARNATION.allows(self.state, INCARNATION.ev.begin_close):
-            self.state = step(INCARNATION, self.state, INCARNATION.ev.begin_close)
-        if not self.cleanup_started:
-            self.close_reason = CloseReason.OWNERSHIP_LOST
-        self._self_close = False
-        self.timers.cancel_all()
-        fail_queued(self, error)
-        self.wake()
+        """The node lost its lease: seal, fail queued work with ``error``, cancel timers
+        (``close_requests.lose_ownership``). Synchronous; idempotent."""
+        lose_ownership(self, error)
 
     @property
     def self_close_requested(self) -> bool:
         """Whether ``ctx.close()`` was called and its close has not begun yet."""
-        return self._self_close
-
-    async def _begin_self_close(self) -> None:
-        if self.state == INCARNATION.st.sealed:
-            return  # the relocation that sealed behind the turn sees it and aborts
-        self._self_close = False
-        if not INCARNATION.allows(self.state, INCARNATION.ev.begin_close):
-            return
-        record = None
-        with trio.move_on_after(self.rt.options.default_timeout):
-            try:
-                record = await self.rt.store.location.begin_close(
-                    self.spot_id, object_generation=self.generation, owner=self.rt.owner,
-                    now=self.rt.now())
-            except ZLinkError as exc:
-                LOGGER.warning("Spot %r: ctx.close() could not begin: %s", self.spot_id, exc,
-                               extra=self.log_fields())
-        if record is not None:
-            self.request_close(CloseReason.CLOSED, record.fence())
+        return self.self_close
 
     def leave_catalog(self) -> None:
         """Leave the catalog and drop the cached route, in one continuation."""
@@ -449,11 +356,7 @@ class Host:
 
     async def wait_first_record(self) -> None:
         """Wait until the first record's cleanup ran (done or failed); the caller bounds it."""
-        cleanup = self._first_cleanup
-        if isinstance(cleanup, _NoWaiter):
-            cleanup = self._first_cleanup = trio.Event()
-        if cleanup is not None:
-            await cleanup.wait()
+        await wait_first_record(self)
 
     # ------------------------------------------------------------------ the task
 
@@ -480,8 +383,8 @@ class Host:
                 if turn is None:
                     if self.state == _CLOSING:
                         break
-                    if self._self_close:
-                        await self._begin_self_close()
+                    if self.self_close:
+                        await begin_self_close(self)
                         continue
                     # Parked in this very frame (not in a helper coroutine): each frame
                     # on an idle Spot's stack is ~220 B that 100,000 Spots all pay.
@@ -509,7 +412,7 @@ class Host:
         timers = self.timers
         deadline = timers.next_deadline()
         if deadline is not None:  # (most Spots have no timer: no clock read)
-            self._fire_due_timers()
+            fire_due_timers(self)
             deadline = timers.next_deadline()
         if self.lanes.application.queued or self.state == _CLOSING:
             return _NO_WAIT
@@ -520,7 +423,7 @@ class Host:
         item = turn.item
         try:
             if isinstance(item, TimerWork):
-                if not self._lease_passed():  # (queued before the deadline passed)
+                if not lease_passed(self.rt):  # (queued before the deadline passed)
                     await item.run(self.spot_id)
             else:
                 ended: float | None = None
@@ -528,25 +431,12 @@ class Host:
                     ended = await run_handler(self, item, now)
                 finally:
                     self.last_work_finished_at = now() if ended is None else ended
-                if item.first is not None:
-                    await self._first_handled(item.first)
+                first = item.first
+                if first is not None and not first_handled_now(self, first):
+                    await first_handled(self, first)
         finally:
             self.lanes.complete(turn.ticket)
             if self.move is not None:
                 self.move.turn_finished()
-        if self._self_close and not self.sealed:
-            await self._begin_self_close()
-
-    async def _first_handled(self, first: FirstRecord) -> None:
-        """After the restored first record's turn: record its completion (06 §4.1)."""
-        if self.ownership_lost:
-            return
-        if crash_points.ARMED:
-            crash_points.point("cold", "after_first_handler_before_completion",
-                               self.rt.node_id)
-        await record_first_completion(self.rt, self.spot_id, self.generation, first)
-        if first.done and self.first_record is first:
-            self.first_record = None  # nothing left to clean up at close (``drop_recovery``)
-        if self._first_cleanup is not None:
-            self._first_cleanup.set()
-            self._first_cleanup = None
+        if self.self_close and not self.sealed:
+            await begin_self_close(self)
