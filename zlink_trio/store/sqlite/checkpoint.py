@@ -29,11 +29,9 @@ commit of this process lands meanwhile. Other tasks go on running; the
 transactions wait on an ``await``, not on a stalled loop. The first commit after
 that complete checkpoint restarts the WAL and fsyncs its new header (even with
 ``synchronous=normal``), so :meth:`Checkpointer.take_restart` sends that one
-group to the worker thread too -- after any checkpoint that copied every frame it
-saw, held or not (a passive one that met no commit also ends in a restart). The
-WAL thus stays near :data:`RESTART_FRAMES` frames plus what :data:`CHECKPOINT_EVERY`
-transactions write (other processes writing during the catch-up can delay the
-restart, as they can SQLite's own).
+group to the worker thread too. The WAL thus stays near :data:`RESTART_FRAMES`
+frames plus what :data:`CHECKPOINT_EVERY` transactions write (other processes
+writing during the catch-up can delay the restart, as they can SQLite's own).
 ``dispatch=thread`` keeps SQLite's automatic checkpoint: it already runs off the
 Trio thread.
 
@@ -129,10 +127,9 @@ class Checkpointer:
             self._limiter.release_on_behalf_of(self)
         if isinstance(result, outcome.Value):
             busy, log, copied = result.value
-            # All copied: the next writer restarts the WAL -- surely when held (nothing
-            # landed meanwhile), maybe when not (then the thread was a precaution).
-            self._restart = copied_all = not busy and 0 < log == copied
-            self._catch_up = log >= RESTART_FRAMES and not (held and copied_all)
+            # Held: nothing landed meanwhile, so all copied means the next writer restarts.
+            self._restart = held and not busy and 0 < log == copied
+            self._catch_up = log >= RESTART_FRAMES and not self._restart
             self.checkpoints += 1
         elif isinstance(result, outcome.Error):
             LOGGER.warning("SQLite store %r: a WAL checkpoint failed (%s); the pages stay in "
