@@ -28,27 +28,18 @@ from zlink_trio.runtime.incarnation.app_calls import (
     construct,
     run_on_close,
 )
+from zlink_trio.runtime.incarnation.handler_turn import TurnHost
 
 if TYPE_CHECKING:
     from statecharts.names import IncarnationState
-    from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.timers import HostTimers
-    from zlink_trio.runtime.state import NodeState
 
 __all__ = ("BuildHost", "activation_failed", "build", "build_now")
 
 
-class BuildHost(Protocol):
+class BuildHost(TurnHost, Protocol):
     """What building reads and sets of its host (a :class:`~.host.Host`)."""
 
-    @property
-    def rt(self) -> NodeState: ...
-    @property
-    def spot_type(self) -> SpotType: ...
-    @property
-    def spot_id(self) -> str: ...
-    @property
-    def generation(self) -> int: ...
     @property
     def ctx(self) -> object: ...
     @property

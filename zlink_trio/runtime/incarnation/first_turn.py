@@ -27,10 +27,10 @@ from zlink_trio.runtime.coordinators.first_record import (
     record_first_completion,
     record_first_completion_now,
 )
+from zlink_trio.runtime.incarnation.handler_turn import TurnHost
 
 if TYPE_CHECKING:
     from zlink_trio.runtime.coordinators.first_record import FirstRecord
-    from zlink_trio.runtime.state import NodeState
 
 __all__ = ("NO_WAITER", "FirstRecordHost", "NoWaiter", "first_handled", "first_handled_now",
            "wait_first_record")
@@ -50,15 +50,8 @@ class NoWaiter:
 NO_WAITER: Final = NoWaiter()
 
 
-class FirstRecordHost(Protocol):
+class FirstRecordHost(TurnHost, Protocol):
     """What the first record's cleanup reads and changes of its host (``.host.Host``)."""
-
-    @property
-    def rt(self) -> NodeState: ...
-    @property
-    def spot_id(self) -> str: ...
-    @property
-    def generation(self) -> int: ...
 
     ownership_lost: bool
     first_record: FirstRecord | None
