@@ -3,16 +3,31 @@
 Each check returns the value it accepted or raises :class:`InvalidOperation`
 with a message that says what was wrong and what to pass instead, so the
 attrs validators and the JSON decoders refuse bad input the same way.
+
+The ``*_field`` functions are attrs validators (``(instance, attribute, value)``,
+returning nothing) that the authority record, the fences and SpotRef share; the
+text ones test the common case -- an ASCII str within the bound, what
+``identity``'s validators accept without encoding -- before calling them.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from zlink_trio.core.errors import InvalidOperation
-from zlink_trio.core.identity import MAX_ID_BYTES, MAX_OBJECT_GENERATION, validate_mesh_name
+from zlink_trio.core.identity import (
+    MAX_ID_BYTES,
+    MAX_OBJECT_GENERATION,
+    NodeRid,
+    validate_mesh_name,
+    validate_spot_id,
+    validate_stable_type,
+)
+
+if TYPE_CHECKING:
+    import attrs
 
 __all__ = (
     "MAX_GENERATION",
@@ -21,7 +36,12 @@ __all__ = (
     "check_int",
     "check_sha256_hex",
     "check_text",
+    "generation_field",
+    "mesh_field",
+    "node_rid_field",
     "parse_decimal",
+    "spot_id_field",
+    "stable_type_field",
     "validate_mesh_name",
 )
 
@@ -94,3 +114,36 @@ def parse_decimal(value: object, what: str) -> int:
             f"{what} must be a decimal string without sign or leading zeros, got {value!r}"
         )
     return check_generation(int(value), what)
+
+
+# -- attrs validators (see the module docstring) ------------------------------------------
+
+def node_rid_field(instance: object, attribute: attrs.Attribute[NodeRid], value: NodeRid
+                   ) -> None:
+    """Refuse a ``value`` that is not a :class:`NodeRid`."""
+    if not isinstance(value, NodeRid):
+        raise InvalidOperation(f"{attribute.name} must be a NodeRid, got {type(value).__name__}")
+
+
+def generation_field(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    """Refuse a ``value`` that is not a non-zero unsigned 63-bit ``int`` (a generation)."""
+    if type(value) is not int or not 0 < value <= MAX_GENERATION:  # (check_generation, inline)
+        check_generation(value, attribute.name)
+
+
+def spot_id_field(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    """Refuse a ``value`` that is not a valid Spot ID."""
+    if not (type(value) is str and value.isascii() and 0 < len(value) <= MAX_ID_BYTES):
+        validate_spot_id(value)
+
+
+def mesh_field(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    """Refuse a ``value`` that is not a valid Mesh name."""
+    if not (type(value) is str and value.isascii() and 0 < len(value) <= MAX_ID_BYTES):
+        validate_mesh_name(value)
+
+
+def stable_type_field(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
+    """Refuse a ``value`` that is not a valid stable type."""
+    if not (type(value) is str and value.isascii() and 0 < len(value) <= MAX_ID_BYTES):
+        validate_stable_type(value)

@@ -5,19 +5,16 @@ Theory of operation
 A Spot runs one handler turn at a time. Work waiting for (or running in) a
 turn sits in one of two FIFO lanes: *application* (messages from callers) and
 *lifecycle* (close, idle eviction, relocation steps and other framework work).
-Each lane has two bounds, both mandatory (spec 09 §6 "no unbounded execution
-queue"):
+Each lane has two bounds, both mandatory (spec 09 §6 "no unbounded execution queue"):
 
 * a **count** bound — how many work items hold a reservation, and
 * a **byte** bound — how many bytes those reservations add up to.
 
-A reservation is the item's payload size plus :data:`PER_ITEM_BYTES` (256): the
-fixed cost of its envelope, metadata and queue node, so an empty payload still
-counts. Admission checks both bounds and whichever would be exceeded first
-refuses the item with :class:`~zlink_trio.core.errors.CapacityExceeded` whose
-``lane`` names the lane. A single axis could be gamed through the other: count
-alone lets a few huge payloads exhaust memory, bytes alone lets empty payloads
-pile up without limit.
+A reservation is the item's payload size plus :data:`PER_ITEM_BYTES` (256), so
+an empty payload still counts. Admission checks both bounds and whichever would be
+exceeded first refuses the item with :class:`~zlink_trio.core.errors.CapacityExceeded`
+whose ``lane`` names the lane. A single axis could be gamed through the other: count
+alone lets a few huge payloads exhaust memory, bytes alone lets empty payloads pile up.
 
 The reservation is held from admission until the handler's *terminal
 completion*, not until dequeue: :meth:`Lane.pop` hands the item and its
@@ -46,17 +43,29 @@ fed only by the framework, it cannot starve the application lane in practice.
 Running one turn at a time is the runtime's job; this module only decides
 what runs next and keeps the books.
 
-This module is sans-IO: no trio, no clock, no I/O.
+The values it keeps its books with (:class:`LaneKind`, :class:`LaneBounds` and
+the defaults, :class:`Ticket`, :class:`LaneStatistics`) live one layer down in
+:mod:`zlink_trio.core._lane_values`, re-exported here. Sans-IO: no trio, no clock, no I/O.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from enum import StrEnum
 from typing import Final, Generic, NamedTuple, TypeVar
 
 import attrs
 
+# Imported by name: the hot methods below read these as this module's globals.
+from zlink_trio.core._lane_values import (
+    DEFAULT_APPLICATION_BOUNDS,
+    DEFAULT_LIFECYCLE_BOUNDS,
+    PER_ITEM_BYTES,
+    LaneBounds,
+    LaneKind,
+    LaneStatistics,
+    Ticket,
+    idle_lane_statistics,
+)
 from zlink_trio.core.errors import CapacityExceeded, InvalidConfiguration, InvalidOperation
 
 __all__ = (
@@ -73,96 +82,10 @@ __all__ = (
     "Turn",
 )
 
-#: Fixed retained cost, in bytes, of one work item on top of its payload.
-PER_ITEM_BYTES: Final = 256
-
-_MiB: Final = 1024 * 1024
-
 T = TypeVar("T")
-
-
-class LaneKind(StrEnum):
-    """The two execution lanes of a Spot; the value is what ``CapacityExceeded.lane`` holds."""
-
-    #: Application messages from callers.
-    APPLICATION = "application"
-    #: Framework lifecycle work (close, idle eviction, relocation steps).
-    LIFECYCLE = "lifecycle"
-
-
-def _positive_int(instance: LaneBounds, attribute: attrs.Attribute[int], value: int) -> None:
-    # bool is an int subclass, and float('inf') or None would mean "unbounded".
-    if type(value) is not int or value <= 0:
-        raise InvalidConfiguration(
-            f"lane bound {attribute.name} must be a positive int, got {value!r}; "
-            "every execution lane needs a finite count and byte bound (spec 09 §6), "
-            "so pass a whole number greater than 0"
-        )
-
-
-@attrs.frozen
-class LaneBounds:
-    """The count and byte bound of one execution lane.
-
-    Both bounds are mandatory positive ``int``\\ s: ``0``, negative values,
-    ``None``, floats (including ``inf``) and ``bool`` raise
-    :class:`InvalidConfiguration`, because an unbounded lane is forbidden.
-    """
-
-    #: Largest number of work items holding a reservation (queued + running).
-    max_items: int = attrs.field(validator=_positive_int)
-    #: Largest sum of reservations (payload bytes + PER_ITEM_BYTES each).
-    max_bytes: int = attrs.field(validator=_positive_int)
-
-
-#: Default bounds of the application lane: 1,024 items / 64 MiB.
-DEFAULT_APPLICATION_BOUNDS: Final = LaneBounds(1024, 64 * _MiB)
-#: Default bounds of the lifecycle lane: 128 items / 4 MiB.
-DEFAULT_LIFECYCLE_BOUNDS: Final = LaneBounds(128, 4 * _MiB)
-
-
-class _TicketFields(NamedTuple):
-    #: The lane that issued the ticket.
-    lane: LaneKind
-    #: Bytes this item reserves (payload + PER_ITEM_BYTES).
-    reserved_bytes: int
-
-
-class Ticket(_TicketFields):
-    """Proof of one admitted work item's reservation; hand it back to :meth:`Lane.complete`.
-
-    ``lane`` is the lane that issued it, ``reserved_bytes`` the bytes the item reserves
-    (payload + PER_ITEM_BYTES). Tickets compare by identity: every admission issues a
-    distinct ticket. Immutable; a ``NamedTuple`` (built with :data:`_new_tuple`) because
-    every admission makes one, and an attrs frozen class costs several times as much.
-    """
-
-    __slots__ = ()
-
-    # Identity, not the tuple's value: two items of the same size are two reservations.
-    __eq__ = object.__eq__
-    __ne__ = object.__ne__
-    __hash__ = object.__hash__
-
 
 # Building a Ticket or a Turn skips the NamedTuple's Python-level ``__new__``.
 _new_tuple: Final = tuple.__new__
-
-
-@attrs.frozen(kw_only=True)
-class LaneStatistics:
-    """A snapshot of one lane's usage (``items == queued + running``)."""
-
-    lane: LaneKind
-    bounds: LaneBounds
-    #: Work items holding a reservation.
-    items: int
-    #: Sum of the outstanding reservations.
-    bytes: int
-    #: Items admitted and not yet popped.
-    queued: int
-    #: Items popped and not yet completed.
-    running: int
 
 
 def _check_payload_size(payload_size: int) -> None:
@@ -377,11 +300,6 @@ class Lane(Generic[T]):
                               bytes=self._bytes, queued=queued, running=running)
 
 
-def _idle_statistics(kind: LaneKind, bounds: LaneBounds) -> LaneStatistics:
-    """The snapshot of a lane that holds nothing (one not built yet)."""
-    return LaneStatistics(lane=kind, bounds=bounds, items=0, bytes=0, queued=0, running=0)
-
-
 class Turn(NamedTuple, Generic[T]):
     """The work :meth:`Lanes.next_turn` chose: run ``item``, then complete ``ticket``.
 
@@ -477,5 +395,5 @@ class Lanes(Generic[T]):
         return LanesStatistics(
             application=self.application.statistics(),
             lifecycle=(self._lifecycle.statistics() if self._lifecycle is not None
-                       else _idle_statistics(LaneKind.LIFECYCLE, self._lifecycle_bounds)),
+                       else idle_lane_statistics(LaneKind.LIFECYCLE, self._lifecycle_bounds)),
         )

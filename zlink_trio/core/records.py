@@ -38,23 +38,18 @@ Four counters order what happens to a Spot ID:
   lifecycle of a NodeId; it comes from the node's descriptor claim.
 
 A *fence* is the set of these values a caller read; a store transaction that
-receives a fence re-reads the record and refuses (``StaleFence``) when they
-differ, so a caller acting on an old view never writes. :class:`ReservationFence`
-is the fence Reserve issues for one creation attempt (spec 06 §3.3);
-:class:`AuthorityFence` is the owner/generation fence of close, release and
-relocation steps (spec 06 §7).
+receives one refuses (``StaleFence``) when the record no longer has them.
+:class:`SpotRef` is the public snapshot of a location. Both live one layer
+down -- the fences (:class:`OwnerFence`, :class:`AuthorityFence`,
+:class:`ReservationFence`) in :mod:`zlink_trio.core._fences`, SpotRef in
+:mod:`zlink_trio.core._spot_ref` -- and so do the pointers into the Relocation
+Store a record carries (:class:`RootReceipt`, :class:`CreationIntent`,
+:class:`RecoveryPointer`, in :mod:`zlink_trio.core._roots`). Each of those
+modules explains its values; all are re-exported here.
 
-:class:`SpotRef` is the public, immutable snapshot of a location (spec 06
-§2.2); its JSON form writes the generation as a decimal string, because
-63-bit integers do not survive JavaScript number parsing.
-
-The pointers into the Relocation Store a record carries
-(:class:`RootReceipt`, :class:`CreationIntent`, :class:`RecoveryPointer`)
-live one layer down, in :mod:`zlink_trio.core._roots`, and are re-exported
-here.
-
-All values are frozen attrs classes whose validators raise
-:class:`InvalidOperation`; nothing here does I/O or reads a clock.
+All values are frozen attrs classes whose validators (shared with the lower
+modules, in :mod:`zlink_trio.core._checks`) raise :class:`InvalidOperation`;
+nothing here does I/O or reads a clock.
 
 The store's transactions build most records from parts that were validated already:
 the arguments Reserve checked, a stored record (valid when it was built) with a new
@@ -76,12 +71,13 @@ import attrs
 
 from zlink_trio.core._checks import (
     MAX_GENERATION,
-    check_finite,
-    check_generation,
-    check_int,
-    parse_decimal,
+    generation_field,
+    mesh_field,
+    spot_id_field,
+    stable_type_field,
     validate_mesh_name,
 )
+from zlink_trio.core._fences import AuthorityFence, OwnerFence, ReservationFence
 from zlink_trio.core._json_fields import (
     decode_kind,
     encode_kind,
@@ -96,14 +92,9 @@ from zlink_trio.core._roots import (
     RecoveryPointer,
     RootReceipt,
 )
+from zlink_trio.core._spot_ref import SpotRef
 from zlink_trio.core.errors import InvalidOperation
-from zlink_trio.core.identity import (
-    MAX_ID_BYTES,
-    NodeRid,
-    SpotKind,
-    validate_spot_id,
-    validate_stable_type,
-)
+from zlink_trio.core.identity import SpotKind, validate_spot_id, validate_stable_type
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -132,7 +123,6 @@ __all__ = (
 ENTRY_STABLE_TYPE: Final = "zlink.entry"
 
 _KINDS: Final = frozenset({SpotKind.ENTRY, SpotKind.USER, SpotKind.INSTANCE})
-_OWNER_KEYS: Final = frozenset({"nodeRid", "lifecycleGeneration"})
 _RECORD_KEYS: Final = frozenset({
     "spotId", "kind", "stableType", "mesh", "state", "objectGeneration", "ownerGeneration",
     "storeVersion", "owner", "creationIntent", "recoveryPointer", "relocationTarget"})
@@ -162,136 +152,6 @@ MOVING_STATES: Final = frozenset(
     {AuthorityState.RELOCATING, AuthorityState.SEALED, AuthorityState.RELAY_READY})
 
 
-def _rid(instance: object, attribute: attrs.Attribute[NodeRid], value: NodeRid) -> None:
-    if not isinstance(value, NodeRid):
-        raise InvalidOperation(f"{attribute.name} must be a NodeRid, got {type(value).__name__}")
-
-
-def _generation(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
-    if type(value) is not int or not 0 < value <= MAX_GENERATION:  # (check_generation, inline)
-        check_generation(value, attribute.name)
-
-
-# The three text validators test the common case -- an ASCII str within the bound, what
-# ``identity``'s validators accept without encoding -- before calling them.
-
-def _spot_id(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
-    if not (type(value) is str and value.isascii() and 0 < len(value) <= MAX_ID_BYTES):
-        validate_spot_id(value)
-
-
-def _mesh(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
-    if not (type(value) is str and value.isascii() and 0 < len(value) <= MAX_ID_BYTES):
-        validate_mesh_name(value)
-
-
-def _stable_type(instance: object, attribute: attrs.Attribute[str], value: str) -> None:
-    if not (type(value) is str and value.isascii() and 0 < len(value) <= MAX_ID_BYTES):
-        validate_stable_type(value)
-
-
-def _finite(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
-    check_finite(value, attribute.name)
-
-
-@attrs.frozen
-class OwnerFence:
-    """Which process lifecycle owns something: ``(node_rid, lifecycle_generation)``."""
-
-    node_rid: NodeRid = attrs.field(validator=_rid)
-    lifecycle_generation: int = attrs.field(validator=_generation)
-
-    def to_json(self) -> dict[str, str]:
-        """Encode as ``{"nodeRid": hex, "lifecycleGeneration": decimal}``."""
-        return {"nodeRid": str(self.node_rid),
-                "lifecycleGeneration": str(self.lifecycle_generation)}
-
-    @classmethod
-    def from_json(cls, value: object) -> OwnerFence:
-        """Decode :meth:`to_json`'s object; :class:`InvalidOperation` when malformed."""
-        obj = json_object(value, _OWNER_KEYS, "OwnerFence")
-        return cls(NodeRid.parse(json_str(obj["nodeRid"], "nodeRid")),
-                   json_generation(obj["lifecycleGeneration"], "lifecycleGeneration"))
-
-
-@attrs.frozen(kw_only=True)
-class AuthorityFence:
-    """The owner/generation fence of close, release and relocation steps (spec 06 §7)."""
-
-    spot_id: str = attrs.field(validator=_spot_id)
-    object_generation: int = attrs.field(validator=_generation)
-    owner_generation: int = attrs.field(validator=_generation)
-    owner: OwnerFence = attrs.field(validator=attrs.validators.instance_of(OwnerFence))
-
-
-@attrs.frozen(kw_only=True)
-class ReservationFence:
-    """The provider-issued fence of one creation attempt (spec 06 §3.3).
-
-    CommitReady and AbortCreating succeed only while the record still has
-    exactly this StoreVersion, ObjectGeneration, owner generation and owner.
-    ``owner_lease_expires_at`` is what the owner lease was at Reserve; it is
-    informational (the lease is re-checked live at commit, never compared).
-    """
-
-    spot_id: str = attrs.field(validator=_spot_id)
-    store_version: int = attrs.field(validator=_generation)
-    object_generation: int = attrs.field(validator=_generation)
-    owner_generation: int = attrs.field(validator=_generation)
-    owner: OwnerFence = attrs.field(validator=attrs.validators.instance_of(OwnerFence))
-    owner_lease_expires_at: float = attrs.field(validator=_finite)
-    #: Capacity units the attempt holds as pending (one Spot = one unit).
-    pending_capacity: int = attrs.field(default=1)
-
-    @pending_capacity.validator
-    def _pending(self, attribute: attrs.Attribute[int], value: int) -> None:
-        check_int(value, "pending_capacity", 1, 1)
-
-
-@attrs.frozen(kw_only=True)
-class SpotRef:
-    """An immutable snapshot of where a Spot was at lookup time (spec 06 §2.2).
-
-    Not a messaging target and not an owner capability: if the owner moved,
-    ``mesh`` and ``node_rid`` may be out of date; re-query by Spot ID.
-    """
-
-    spot_id: str = attrs.field(validator=_spot_id)
-    generation: int = attrs.field(validator=_generation)
-    mesh: str = attrs.field(validator=_mesh)
-    node_rid: NodeRid = attrs.field(validator=_rid)
-
-    def to_json(self) -> dict[str, str]:
-        """Encode as a JSON object; the generation is a decimal string."""
-        return {
-            "spotId": self.spot_id,
-            "generation": str(self.generation),
-            "mesh": self.mesh,
-            "nodeRid": str(self.node_rid),
-        }
-
-    @classmethod
-    def from_json(cls, value: object) -> SpotRef:
-        """Decode :meth:`to_json`'s object (already parsed from JSON).
-
-        Raises :class:`InvalidOperation` when ``value`` is not an object with
-        exactly the keys ``spotId``, ``generation``, ``mesh``, ``nodeRid``, or
-        any field is invalid (generation not a decimal string in 1..2**63-1,
-        NodeRid not 32 hex digits, ...).
-        """
-        keys = {"spotId", "generation", "mesh", "nodeRid"}
-        if not isinstance(value, dict) or set(value) != keys:
-            raise InvalidOperation(
-                f"a SpotRef is a JSON object with exactly the keys {sorted(keys)}, got {value!r}"
-            )
-        return cls(
-            spot_id=validate_spot_id(value["spotId"]),
-            generation=parse_decimal(value["generation"], "SpotRef generation"),
-            mesh=validate_mesh_name(value["mesh"]),
-            node_rid=NodeRid.parse(value["nodeRid"]),
-        )
-
-
 @attrs.frozen(kw_only=True)
 class AuthorityRecord:
     """The Location Store's authority over one Spot ID.
@@ -302,14 +162,14 @@ class AuthorityRecord:
     generation 1 and no intent, pointer or relocation target.
     """
 
-    spot_id: str = attrs.field(validator=_spot_id)
+    spot_id: str = attrs.field(validator=spot_id_field)
     kind: SpotKind = attrs.field()
-    stable_type: str = attrs.field(validator=_stable_type)
-    mesh: str = attrs.field(validator=_mesh)
+    stable_type: str = attrs.field(validator=stable_type_field)
+    mesh: str = attrs.field(validator=mesh_field)
     state: AuthorityState = attrs.field(validator=attrs.validators.instance_of(AuthorityState))
-    object_generation: int = attrs.field(validator=_generation)
-    owner_generation: int = attrs.field(validator=_generation)
-    store_version: int = attrs.field(validator=_generation)
+    object_generation: int = attrs.field(validator=generation_field)
+    owner_generation: int = attrs.field(validator=generation_field)
+    store_version: int = attrs.field(validator=generation_field)
     owner: OwnerFence = attrs.field(validator=attrs.validators.instance_of(OwnerFence))
     creation_intent: CreationIntent | None = None
     recovery_pointer: RecoveryPointer | None = None
