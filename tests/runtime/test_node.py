@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import random
 
 import pytest
 import trio
-from runtime_spots import Add, Counter, Room, Total, journal
+from runtime_spots import KNOBS, Add, Block, Counter, Room, Total, journal
 
 import zlink_trio as zl
 from zlink_trio.core.identity import is_entry_spot_id
+from zlink_trio.runtime.incarnation.catalog import SHUTDOWN_CLOSES_IN_FLIGHT
 from zlink_trio.store import MemoryStore
 
 
@@ -100,6 +102,51 @@ async def test_exit_closes_local_spots_with_node_shutdown_and_releases_them(auto
         assert (await store.relocation.statistics()).roots == 0
 
 
+async def _exit_closes_more_spots_than_one_batch(url: str) -> None:
+    # More Spots than the shutdown keeps BeginClose calls in flight: every one closes with
+    # NODE_SHUTDOWN and is released, none twice.
+    count = SHUTDOWN_CLOSES_IN_FLIGHT * 2 + 7
+    events = journal()
+    with trio.fail_after(60):
+        async with zl.open_node("node-a", store=url, spots=[Counter]) as node:
+            for i in range(count):
+                await node.client.request(f"c-{i}", Add(1), reply=Total).instance_spot()
+        closes = [e for e in events if e[0] == "close"]
+        assert sorted(e[1] for e in closes) == sorted(f"c-{i}" for i in range(count))
+        assert {e[3] for e in closes} == {zl.CloseReason.NODE_SHUTDOWN}
+        async with zl.open_store(url) as store:
+            assert [await store.location.find(f"c-{i}") for i in range(0, count, 10)] == [
+                None] * len(range(0, count, 10))
+
+
+async def test_exit_closes_more_spots_than_one_batch_of_shutdown_closes(autojump_clock):
+    await _exit_closes_more_spots_than_one_batch("memory://")
+
+
+async def test_exit_closes_more_spots_than_one_batch_of_shutdown_closes_on_sqlite(tmp_path):
+    # The real clock: SQLite's worker threads are real time (no autojump past them).
+    await _exit_closes_more_spots_than_one_batch(f"sqlite://{tmp_path / 'exit.db'}")
+
+
+async def test_a_shutdown_past_default_timeout_says_how_many_spots_stayed_and_what_to_do(
+        autojump_clock, caplog):
+    caplog.set_level(logging.ERROR, logger="zlink_trio")
+    journal()
+    KNOBS["gate"] = trio.Event()  # never set: the Spot's running turn never ends
+    store = MemoryStore()
+    with trio.fail_after(60):
+        async with zl.open_node("node-a", store=store, spots=[Counter],
+                                default_timeout=2.0) as node:
+            await node.client.request("c-1", Add(1), reply=Total).instance_spot()
+            await node.client.request("c-2", Add(1), reply=Total).instance_spot()
+            await node.client.send("c-1", Block("forever"))
+        errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        assert len(errors) == 1, errors
+        assert "1 local Spots did not close within default_timeout (2.0 s)" in errors[0]
+        assert "zlink-trio release --store URL --node node-a" in errors[0]
+        # The other Spot closed; the blocked one's record stays, owned by the old lifecycle.
+        assert await store.location.find("c-2") is None
+        assert await store.location.find("c-1") is not None
 async def test_an_error_in_the_block_comes_out_unwrapped(autojump_clock):
     with trio.fail_after(10), pytest.raises(zl.NotFound):
         async with zl.open_node("node-a", spots=[Counter]) as node:

@@ -343,8 +343,13 @@ async def _drain(rt: NodeRuntime, renewal: trio.CancelScope) -> None:
         with trio.move_on_after(rt.options.default_timeout) as scope:
             await rt.catalog.shutdown()
         if scope.cancelled_caught:
-            LOGGER.error("node %r: local Spots did not close within %s s; removing anyway",
-                         rt.node_id, rt.options.default_timeout)
+            LOGGER.error(
+                "node %r: %d local Spots did not close within default_timeout (%s s); the "
+                "node leaves anyway, and their records stay owned by this lifecycle until "
+                "this NodeId starts again (its startup scan releases them) or an operator "
+                "runs `zlink-trio release --store URL --node %s`; give a node with this many "
+                "resident Spots a longer default_timeout", rt.node_id, len(rt.catalog.hosts),
+                rt.options.default_timeout, rt.node_id)
     if rt.lease_lost:
         await wait_stopped(rt)
         return

@@ -33,7 +33,7 @@ flight) to stop without store writes; :meth:`Catalog.wait_stopped` waits for the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import attrs
 import trio
@@ -52,7 +52,10 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.incarnation.host import Host
     from zlink_trio.runtime.state import NodeState
 
-__all__ = ("Attempt", "Catalog")
+__all__ = ("SHUTDOWN_CLOSES_IN_FLIGHT", "Attempt", "Catalog")
+
+#: BeginClose calls a node's shutdown keeps in flight at once.
+SHUTDOWN_CLOSES_IN_FLIGHT: Final = 64
 
 
 @attrs.define(eq=False)
@@ -238,24 +241,40 @@ class Catalog:
         while self.attempts:  # user creates still cleaning up in their callers' tasks
             await next(iter(self.attempts.values())).done.wait()
         hosts = list(self.hosts.values())
-        for host in hosts:
-            if self.rt.lease_lost:
-                break  # an owner without a lease may not begin a close (06 §9)
-            if not INCARNATION.allows(host.state, INCARNATION.ev.begin_close):
-                continue
-            try:
-                record = await self.rt.store.location.begin_close(
-                    host.spot_id, object_generation=host.generation, owner=self.rt.owner,
-                    now=self.rt.now())
-            except ZLinkError as exc:
-                LOGGER.warning("shutdown close of Spot %r could not begin: %s",
-                               host.spot_id, exc)
-                continue
-            if record is not None:
-                host.request_close(CloseReason.NODE_SHUTDOWN, record.fence())
+        # BeginClose for SHUTDOWN_CLOSES_IN_FLIGHT hosts at a time, so a store that
+        # batches concurrent calls (SQLite's group commit, the Redis write pipeline)
+        # batches these too: one at a time, a node with 50,000 resident Spots on SQLite or
+        # Redis spent its whole shutdown deadline here (≈ 0.6 ms each).
+        queue = iter(hosts)  # shared: each closer takes the next host
+
+        async def closer() -> None:
+            for host in queue:
+                if self.rt.lease_lost:
+                    return  # an owner without a lease may not begin a close (06 §9)
+                await self._begin_shutdown_close(host)
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(min(SHUTDOWN_CLOSES_IN_FLIGHT, len(hosts))):
+                nursery.start_soon(closer)
         for host in hosts:
             if host.close_reason is not None:
                 await host.finished.wait()
+
+
+    async def _begin_shutdown_close(self, host: Host) -> None:
+        """BeginClose for ``host`` and, when the store gave it, its NODE_SHUTDOWN close."""
+        if not INCARNATION.allows(host.state, INCARNATION.ev.begin_close):
+            return
+        try:
+            record = await self.rt.store.location.begin_close(
+                host.spot_id, object_generation=host.generation, owner=self.rt.owner,
+                now=self.rt.now())
+        except ZLinkError as exc:
+            LOGGER.warning("shutdown close of Spot %r could not begin: %s",
+                           host.spot_id, exc)
+            return
+        if record is not None:  # merges with a close that began meanwhile
+            host.request_close(CloseReason.NODE_SHUTDOWN, record.fence())
 
 
 class _Group:
