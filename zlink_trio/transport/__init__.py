@@ -15,6 +15,26 @@ link, never the node. ``docs/wire.md`` ("Links") describes the life of a link.
 ``_memory`` is an in-process network for tests (``zlink_trio.testing``'s
 ``links="memory"``): a transport opened while its context variable is set listens and
 dials over memory streams instead of sockets.
+
+Modules, each importing only modules listed below it:
+
+- ``_transport``       -- :func:`open_transport`, :class:`MeshTransport`: serving, dialling,
+                          the registry of links, statistics
+- ``_connect``         -- opening a link: the websocket upgrade and the authentication
+                          driver, for both sides
+- ``_link_tasks``      -- the tasks that serve an open link: the reader (decode, dispatch),
+                          the writer, the keepalive, and the close after them
+- ``_link``            -- :class:`Link` (its sending side) and :class:`LinkHandler`, what the
+                          layer above provides
+- ``_send_queue``      -- a link's queue of websocket-framed bytes, its writer and flushes
+- ``_ws_upgrade``      -- the HTTP upgrade, checked by wsproto's handshake machine
+- ``_ws``              -- a link's :class:`~._ws.WebSocket`: RFC 6455 frames parsed and built
+                          on the stream, the pre-authentication limits, the close handshake
+- ``_ws_frames``       -- frame primitives without state or I/O: opcodes, close codes,
+                          masking, one frame, a Close's payload, ``WebSocketClosed``
+- ``_handshake_slots`` -- the ``max_unauthenticated`` slots, shared fairly between sources
+- ``_memory``          -- the in-process network for tests
+- ``_config``          -- :class:`TransportConfig`, checked when it is built
 """
 
 from __future__ import annotations

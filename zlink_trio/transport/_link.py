@@ -1,50 +1,38 @@
-"""One authenticated mesh link: a reader, a writer and a keepalive task over one websocket.
+"""One authenticated mesh link: what the layer above provides, and the link's sending side.
 
 Theory of operation
 -------------------
 A :class:`Link` exists only after the handshake authenticated the peer. From
-then on three tasks serve it, all in one nursery owned by the transport:
+then on three tasks serve it -- a reader, a writer and a keepalive, all in
+one nursery owned by the transport -- until it closes, and then the transport's
+``on_closed`` callback runs exactly once; it calls ``handler.link_closed``.
+:func:`._link_tasks.serve_link` runs them and describes them, what they do
+with the peer's frames and how a link closes. This module holds what the rest
+of the node sees of a link:
 
-* the **reader** reads the stream, feeds the bytes to the link's
-  :class:`~._ws.WebSocket` (a frame parser with no task of its own), decodes
-  each complete binary message with :func:`zlink_trio.wire.frames.decode` and
-  dispatches it *synchronously*: application frames go to
-  ``handler.frame_received``, a Ping is answered with a Pong, a Pong only
-  proves liveness. No task is spawned per frame and nothing sits between the
-  socket and the handler; the reader never waits for anything but the next
-  bytes, so it never blocks on a handler. A websocket-level Ping is answered
-  through the send queue.
-* the **writer** drains the link's :class:`~._send_queue.SendQueue` of
-  websocket-framed bytes into the stream, joining what is queued into as few
-  socket writes as it can. :meth:`Link.send_nowait` only encodes, frames and
-  enqueues, so a caller never waits for the network; a caller with nothing
-  more to send for now (``send_nowait(write=True)``) or about to wait anyway
-  (``await link.flush()``) writes the queue itself and saves the hop to the
-  writer. Over plain TCP those writes, and the reader's reads, use a
-  duplicate of the socket directly. A link whose peer stops reading is
-  closed once its queue would pass ``max_send_buffer_bytes``.
+* :class:`LinkHandler`, what the layer above provides: admitting a peer, every
+  application frame of a link (from its reader, synchronously, in arrival
+  order) and the one ``link_closed`` per link.
+* the **sending** side. The link's :class:`~._send_queue.SendQueue` holds
+  websocket-framed bytes; the writer drains it into the stream, joining what is
+  queued into as few socket writes as it can. :meth:`Link.send_nowait` only
+  encodes, frames and enqueues, so a caller never waits for the network; a
+  caller with nothing more to send for now (``send_nowait(write=True)``) or
+  about to wait anyway (``await link.flush()``) writes the queue itself and
+  saves the hop to the writer. Over plain TCP those writes, and the reader's
+  reads, use a duplicate of the socket directly. A link whose peer stops
+  reading is closed once its queue would pass ``max_send_buffer_bytes``.
   :mod:`._send_queue` describes how the queue is written.
-* the **keepalive** sleeps until the link has been silent (nothing
-  received) for one ``keepalive_interval``, then sends a Ping every interval;
-  after three intervals of silence it closes the link.
+* closing: :meth:`Link.aclose`, bounded by :data:`CLOSE_TIMEOUT` for the
+  websocket close handshake; a closed link never reopens.
 
-Whichever task ends first -- the peer closed, a protocol error, a handler
-bug, the writer's socket broke, keepalive expiry, :meth:`Link.aclose` or the
-transport's shutdown -- ends the other two. Then the websocket close
-handshake runs (bounded by :data:`CLOSE_TIMEOUT`, shielded so it also runs
-on cancellation), the stream is closed, and the transport's ``on_closed``
-callback runs exactly once; it calls ``handler.link_closed``.
-
-Errors. Bytes from the peer that are not a valid frame (at the websocket or
-the mesh level), a text message, a message above the negotiated
-``max_frame_bytes``, or a handshake frame after authentication are a
-:class:`RemoteProtocolError`: logged, and that link alone is closed.
+Errors. Sending on a closed link is :class:`Unavailable` (naming the peer); a
+frame the link cannot send is :class:`InvalidOperation`, and nothing is sent.
+What the peer sends wrong is the reader's to judge (:mod:`._link_tasks`).
 """
 
 from __future__ import annotations
 
-import logging
-import socket
 from typing import TYPE_CHECKING, Final, Protocol
 
 import trio
@@ -52,21 +40,14 @@ import trio
 from zlink_trio.core.errors import (
     InvalidOperation,
     LocalProtocolError,
-    RemoteProtocolError,
     Unavailable,
 )
 from zlink_trio.transport._send_queue import SendQueue
-from zlink_trio.transport._ws import (
-    CLOSE_NORMAL,
-    CLOSE_PROTOCOL_ERROR,
-    RECEIVE_BUFFER_BYTES,
-    WebSocketClosed,
-)
+from zlink_trio.transport._ws import WebSocketClosed
+from zlink_trio.transport._ws_frames import CLOSE_NORMAL
 from zlink_trio.wire.frames import (
     Frame,
     NodeOperation,
-    Ping,
-    Pong,
     RelocateSpot,
     Reply,
     SpotMessage,
@@ -77,6 +58,7 @@ from zlink_trio.wire.frames import (
 )
 
 if TYPE_CHECKING:
+    import socket
     from collections.abc import Awaitable, Callable
 
     from zlink_trio.transport._ws import WebSocket
@@ -84,36 +66,13 @@ if TYPE_CHECKING:
 
 __all__ = ("CLOSE_TIMEOUT", "ApplicationFrame", "Link", "LinkHandler")
 
-logger: Final = logging.getLogger("zlink_trio.transport")
-
 #: Seconds a closing link waits for the websocket close handshake before dropping TCP.
 CLOSE_TIMEOUT: Final = 1.0
-#: A link closes after this many keepalive intervals without receiving anything.
-SILENT_INTERVALS: Final = 3
 
 ApplicationFrame = SpotMessage | UserSpotCreate | UserSpotClose | Reply
+#: The frames a link carries for the layer above (:meth:`Link.send_nowait`, the reader).
 _APPLICATION: Final = frozenset({SpotMessage, UserSpotCreate, UserSpotClose, RelocateSpot,
                                  NodeOperation, Reply})
-
-#: Websocket close code for a handler bug (RFC 6455 7.4.1, internal error).
-_CLOSE_INTERNAL: Final = 1011
-
-
-def _duplicate_socket(stream: trio.abc.Stream) -> socket.socket | None:
-    """A duplicate of a plain TCP stream's non-blocking socket, ``None`` for TLS or on failure.
-
-    Writing to it from synchronous code is the same as the stream's own first,
-    non-blocking ``send`` attempt, without the checkpoint trio adds after it (the
-    reader reads from it too, see :meth:`Link._receive`). The duplicate shares the
-    open socket (and its O_NONBLOCK flag); closing it closes only the duplicate.
-    """
-    if type(stream) is not trio.SocketStream:
-        return None
-    original = stream.socket
-    try:
-        return socket.fromfd(original.fileno(), original.family, original.type, original.proto)
-    except (OSError, AttributeError):
-        return None
 
 
 class LinkHandler(Protocol):
@@ -146,7 +105,9 @@ class Link:
 
     ``peer`` is the authenticated identity (with the negotiated
     ``max_frame_bytes``); ``outbound`` is true if this node dialled it.
-    Built by the transport only.
+    Built by the transport only, and served by :func:`._link_tasks.serve_link`,
+    which shares the link's private state (its websocket, stream, send queue,
+    socket duplicate, close code and cancel scope) with the methods here.
 
     ``await link.flush()`` writes the queued frames from the calling task, unless a
     write is under way: a caller about to wait anyway (a request waiting for its
@@ -317,163 +278,3 @@ class Link:
         self._close_now()
         await self._finished.wait()
 
-    # ----------------------------------------------------------------- tasks
-
-    async def _serve(self, on_closed: Callable[[Link], None]) -> None:
-        """Run the link until it closes; then close the websocket and call ``on_closed``."""
-        sender = self._sender
-        try:
-            self._socket = sender.socket = _duplicate_socket(self._stream)
-            async with trio.open_nursery() as nursery:
-                self._scope = nursery.cancel_scope
-                if sender.closed:
-                    nursery.cancel_scope.cancel()
-                nursery.start_soon(self._until_done, sender.writer)
-                nursery.start_soon(self._until_done, self._keepalive)
-                await self._until_done(self._reader)
-        finally:
-            sender.closed = True
-            if self._socket is not None:
-                # Only the duplicate: the stream still owns the socket.
-                trio.lowlevel.notify_closing(self._socket)
-                self._socket.close()
-                self._socket = sender.socket = None
-            with trio.CancelScope(shield=True):
-                # A flush still writing (shielded, bounded) owns the stream, and a Close
-                # behind part of a frame would be garbage: no close handshake then.
-                if sender.can_send_close:
-                    with trio.move_on_after(CLOSE_TIMEOUT):
-                        await self._ws.aclose(self._close_code)
-                await trio.aclose_forcefully(self._stream)
-            try:
-                on_closed(self)
-            finally:
-                self._finished.set()
-
-    async def _until_done(self, task: Callable[[], Awaitable[None]]) -> None:
-        try:
-            await task()
-        finally:
-            self._close_now()  # the link is closing: no more sends, the other tasks end
-
-    async def _receive(self) -> bytes:
-        """The next bytes from the peer (b"" at end of stream); one wait per read.
-
-        With a plain TCP socket the read skips the stream's wrappers: wait until the
-        socket is readable (this task's checkpoint), then one non-blocking ``recv``.
-        """
-        sock = self._socket
-        if sock is None:
-            return bytes(await self._stream.receive_some(RECEIVE_BUFFER_BYTES))
-        while True:
-            await trio.lowlevel.wait_readable(sock)
-            try:
-                return sock.recv(RECEIVE_BUFFER_BYTES)
-            except BlockingIOError:
-                continue  # a spurious wake-up
-            except OSError as exc:
-                raise trio.BrokenResourceError(str(exc)) from exc
-
-    async def _reader(self) -> None:
-        ws = self._ws
-        receive = self._receive
-        enqueue = self._sender.enqueue
-        dispatch = self._dispatch
-        sock = self._socket
-        wait_readable = trio.lowlevel.wait_readable
-        # The run's clock itself: what trio.current_time() reads, one call instead of three.
-        now = trio.lowlevel.current_clock().current_time
-        try:
-            # Messages that arrived with the last handshake message come first.
-            while ws.inbox:
-                if not dispatch(ws.inbox.popleft()):
-                    return
-            while True:
-                if sock is not None:
-                    # _receive inlined (one coroutine less per read): wait, one recv.
-                    await wait_readable(sock)
-                    try:
-                        data = sock.recv(RECEIVE_BUFFER_BYTES)
-                    except BlockingIOError:
-                        continue  # a spurious wake-up
-                    except OSError as exc:
-                        raise trio.BrokenResourceError(str(exc)) from exc
-                else:
-                    data = await receive()
-                if not data:
-                    logger.info("the link to %s closed: the peer closed the connection",
-                                self._describe())
-                    return
-                self._last_received = now()
-                one = ws.single(data)  # the common read: one whole frame
-                if one is not None:
-                    if not dispatch(one):
-                        return
-                    continue
-                for message in ws.receive(data):
-                    if not dispatch(message):
-                        return
-                if ws.control:  # Pongs to websocket Pings, in order with our frames
-                    for control in ws.control:
-                        enqueue(control)
-                    ws.control.clear()
-        except WebSocketClosed as exc:
-            logger.info("the link to %s closed: %s", self._describe(), exc.reason)
-        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-            logger.info("the link to %s broke: %s", self._describe(), exc)
-        except RemoteProtocolError as exc:
-            self._close_code = CLOSE_PROTOCOL_ERROR
-            logger.warning(
-                "closing the link to %s: protocol error: %s", self._describe(), exc.message
-            )
-        except Unavailable:
-            pass  # enqueue already logged the overflow and closed the link.
-
-    def _dispatch(self, data: bytes) -> bool:
-        """Decode and hand on one message; False if the link must close (a handler bug).
-
-        Raises RemoteProtocolError for a message that is not a frame of an open link.
-        """
-        frame = self._decode(data)
-        kind = type(frame)
-        if kind in _APPLICATION:
-            try:
-                self._handler.frame_received(self, frame)  # type: ignore[arg-type]
-            except Exception:
-                logger.exception(
-                    "frame_received raised on the link to %s (a bug in the handler); "
-                    "closing that link", self._describe(),
-                )
-                self._close_code = _CLOSE_INTERNAL
-                return False
-        elif kind is Ping:
-            assert isinstance(frame, Ping)
-            self._sender.enqueue(self._ws.frame(encode(Pong(token=frame.token))))
-        elif kind is not Pong:
-            raise RemoteProtocolError(
-                f"{kind.__name__} frame on an authenticated link; the handshake is over"
-            )
-        return True
-
-    async def _keepalive(self) -> None:
-        interval = self._keepalive_interval
-        token = 0
-        pinged: tuple[float, int] | None = None
-        while True:
-            last = self._last_received
-            silence = trio.current_time() - last
-            if silence >= SILENT_INTERVALS * interval:
-                logger.warning(
-                    "closing the link to %s: nothing received for %.3f s (keepalive_interval "
-                    "%.3f s)", self._describe(), silence, interval,
-                )
-                return
-            intervals = int(silence // interval)
-            if intervals >= 1 and pinged != (last, intervals):
-                pinged = (last, intervals)
-                token = (token + 1) & 0xFFFF_FFFF_FFFF_FFFF
-                try:
-                    self._sender.enqueue(self._ws.frame(encode(Ping(token=token))))
-                except (Unavailable, WebSocketClosed):
-                    return
-            await trio.sleep_until(last + (intervals + 1) * interval)

@@ -26,7 +26,8 @@ attempt's outcome, so a caller that gives up (its own cancel scope) does not
 abort the attempt for the others.
 
 Both directions end in the same place: a :class:`Link` registered by the
-peer's node rid and served by :meth:`Link._serve` in the task that opened it.
+peer's node rid and served by :func:`~._link_tasks.serve_link` in the task
+that opened it.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from zlink_trio.transport import _connect, _memory
 from zlink_trio.transport._connect import Endpoint
 from zlink_trio.transport._handshake_slots import HandshakeSlots, source_of
 from zlink_trio.transport._link import Link
+from zlink_trio.transport._link_tasks import serve_link
 from zlink_trio.transport._ws import WebSocketClosed
 
 if TYPE_CHECKING:
@@ -202,7 +204,7 @@ class MeshTransport:
             attempt.done.set()
             if self._dials.get(rid) is attempt:
                 del self._dials[rid]
-            await link._serve(self._unregister)
+            await serve_link(link, self._unregister)
         finally:
             if self._dials.get(rid) is attempt:
                 del self._dials[rid]
@@ -273,7 +275,7 @@ class MeshTransport:
             return
         ws, peer = authenticated
         link = self._register(stream, ws, peer, outbound=False)
-        await link._serve(self._unregister)
+        await serve_link(link, self._unregister)
 
     # ----------------------------------------------------------------- registry
 

@@ -9,8 +9,9 @@ it) gets each complete binary message the moment its bytes are parsed -- no
 internal reader task and no channel between it and the consumer
 (docs/decisions.md, "Links drive the websocket themselves").
 
-* Frames are parsed and built here (:func:`_frame`,
-  :meth:`WebSocket.receive`): the subset a link speaks -- binary messages,
+* Frames are parsed and built here (:meth:`WebSocket.receive`,
+  :meth:`WebSocket.frame`, with :mod:`._ws_frames`' primitives: one frame,
+  masking, a Close's payload): the subset a link speaks -- binary messages,
   possibly fragmented, Ping, Pong and Close, no extension -- checked as strictly
   as RFC 6455 requires (reserved bits, masking direction, minimal lengths,
   control frames short and unfragmented). It is the same job wsproto's
@@ -18,11 +19,11 @@ internal reader task and no channel between it and the consumer
 * :meth:`WebSocket.receive` feeds bytes read from the stream and yields the
   binary messages they complete, in order. It answers a Ping by appending the
   Pong's bytes to :attr:`WebSocket.control` (the caller sends them, in order
-  with its own writes). A Close from the peer raises :class:`WebSocketClosed`;
-  anything the link does not speak (a text message, a malformed frame, a
-  message above ``max_message``) raises
-  :class:`~zlink_trio.core.errors.RemoteProtocolError` -- both after the
-  messages that came before it. A message larger than ``max_message`` is
+  with its own writes). A Close from the peer raises :class:`WebSocketClosed`
+  (from :mod:`._ws_frames`, re-exported here); anything the link does not
+  speak (a text message, a malformed frame, a message above ``max_message``)
+  raises :class:`~zlink_trio.core.errors.RemoteProtocolError` -- both after
+  the messages that came before it. A message larger than ``max_message`` is
   refused from its header, never buffered.
 * :meth:`WebSocket.frame` turns one message into its websocket bytes (masked
   on the client side, as RFC 6455 requires); callers queue and write those.
@@ -48,13 +49,26 @@ Nothing here applies a timeout or closes the stream.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections import deque
 from typing import TYPE_CHECKING, Final
 
 import trio
 
 from zlink_trio.core.errors import RemoteProtocolError
+from zlink_trio.transport._ws_frames import (
+    _BINARY,
+    _CLOSE,
+    _CONTINUATION,
+    _PING,
+    _PONG,
+    _TEXT,
+    CLOSE_NORMAL,
+    WebSocketClosed,
+    _broken,
+    _close_payload,
+    _frame,
+    _masked,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -70,103 +84,6 @@ __all__ = (
 RECEIVE_BUFFER_BYTES: Final = 64 * 1024
 #: Pings and Pongs (together) a peer may send before authentication; one more closes.
 PRE_AUTH_CONTROL_FRAMES: Final = 2
-
-#: Opcodes (RFC 6455 5.2).
-_CONTINUATION: Final = 0x0
-_TEXT: Final = 0x1
-_BINARY: Final = 0x2
-_CLOSE: Final = 0x8
-_PING: Final = 0x9
-_PONG: Final = 0xA
-#: Close codes (RFC 6455 7.4.1).
-CLOSE_NORMAL: Final = 1000
-CLOSE_PROTOCOL_ERROR: Final = 1002
-CLOSE_TOO_BIG: Final = 1009
-_NO_STATUS: Final = 1005
-
-
-class WebSocketClosed(Exception):
-    """The websocket ended: the peer closed it, or the stream broke or reached its end.
-
-    ``reason`` says which, for logs.
-    """
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-def _broken(exc: BaseException) -> WebSocketClosed:
-    """The WebSocketClosed for a stream that broke under a read or write (also the upgrade's)."""
-    cause = exc.__cause__ or exc
-    return WebSocketClosed(f"the connection broke: {str(cause) or type(cause).__name__}")
-
-
-def _masked(key: bytes, data: bytes) -> bytes:
-    """``data`` XOR the 4-byte ``key`` repeated (masking and unmasking are the same)."""
-    n = len(data)
-    if not n:
-        return b""
-    stream = (key * (n // 4 + 1))[:n]
-    return (int.from_bytes(data, "little") ^ int.from_bytes(stream, "little")).to_bytes(
-        n, "little")
-
-
-class _MaskKeys:
-    """Masking keys from ``os.urandom`` (RFC 6455 5.3: a strong source of entropy), drawn
-    :data:`_KEYS_PER_DRAW` at a time: one system call per many frames, not one per frame."""
-
-    __slots__ = ("_pool", "_pos")
-
-    def __init__(self) -> None:
-        self._pool = b""
-        self._pos = 0
-
-    def next(self) -> bytes:
-        pos = self._pos
-        if pos >= len(self._pool):
-            self._pool = os.urandom(4 * _KEYS_PER_DRAW)
-            pos = 0
-        self._pos = pos + 4
-        return self._pool[pos:pos + 4]
-
-
-#: Masking keys drawn from the system at once.
-_KEYS_PER_DRAW: Final = 1024
-_mask_key: Final = _MaskKeys().next
-
-
-def _frame(opcode: int, payload: bytes, mask: bool) -> bytes:
-    """One final frame with ``payload`` (masked with a random key if ``mask``)."""
-    n = len(payload)
-    bit = 0x80 if mask else 0
-    if n < 126:
-        head = bytes((0x80 | opcode, bit | n))
-    elif n < 0x10000:
-        head = bytes((0x80 | opcode, bit | 126)) + n.to_bytes(2, "big")
-    else:
-        head = bytes((0x80 | opcode, bit | 127)) + n.to_bytes(8, "big")
-    if not mask:
-        return head + payload
-    key = _mask_key()
-    return head + key + _masked(key, payload)
-
-
-def _close_payload(payload: bytes) -> tuple[int, str]:
-    """The code and reason of a received Close; RemoteProtocolError if malformed."""
-    if not payload:
-        return _NO_STATUS, ""
-    if len(payload) == 1:
-        raise RemoteProtocolError("a websocket Close with a 1-byte payload")
-    code = int.from_bytes(payload[:2], "big")
-    if not (1000 <= code <= 4999) or code in (1004, 1005, 1006, 1015) or (
-            1016 <= code <= 2999):
-        raise RemoteProtocolError(f"a websocket Close with the invalid code {code}")
-    try:
-        reason = payload[2:].decode()
-    except UnicodeDecodeError:
-        raise RemoteProtocolError("a websocket Close whose reason is not UTF-8") from None
-    return code, reason
 
 
 class WebSocket:

@@ -28,12 +28,8 @@ from wsproto.events import AcceptConnection, Event, RejectConnection, Request
 from wsproto.utilities import ProtocolError
 
 from zlink_trio.core.errors import RemoteProtocolError
-from zlink_trio.transport._ws import (
-    RECEIVE_BUFFER_BYTES,
-    WebSocket,
-    WebSocketClosed,
-    _broken,
-)
+from zlink_trio.transport._ws import RECEIVE_BUFFER_BYTES, WebSocket, WebSocketClosed
+from zlink_trio.transport._ws_frames import _broken
 
 __all__ = ("MAX_UPGRADE_HEAD", "client_upgrade", "server_upgrade")
 
