@@ -62,6 +62,9 @@ class Fault:
     no_errors: ClassVar[bool] = False
     #: Deadlines of callers ``c0``, ``c1``, ... (the others: ``scenario.DEADLINE``).
     caller_deadlines: ClassVar[tuple[float, ...]] = ()
+    #: Whether the fault acts on the whole store server (a Redis ``CLIENT PAUSE``): the
+    #: row then runs on a server of its own (``stores.chaos_store``), never the shared one.
+    acts_on_the_store_server: ClassVar[bool] = False
 
     async def prepare(self, stack: AsyncExitStack, url: str, knobs: Knobs) -> str:
         return url
@@ -181,6 +184,7 @@ class RedisPause(Fault):
     name = "Redis CLIENT PAUSE past the lease"
     backends = ("redis",)
     may_lose_lease = True
+    acts_on_the_store_server = True
     promise = ("every node loses its lease: its calls end Unavailable (typed), it runs no "
                "work and restarts itself; after the pause every Spot serves again")
 

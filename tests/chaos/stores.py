@@ -3,13 +3,16 @@
 :func:`chaos_store` yields a store URL: a SQLite file in ``directory`` with a 0.5 s busy
 timeout (so "locked past the busy timeout" fits the time budget), or the test Redis
 (``tests/store/redis_helpers.py``, ``ZLINK_TEST_REDIS``) under a fresh ``?prefix=`` whose
-keys are deleted afterwards; absent Redis fails under ``CI`` and skips locally.
+keys are deleted afterwards; absent Redis fails under ``CI`` and skips locally. A row that
+acts on the whole Redis server (``Fault.acts_on_the_store_server``: ``CLIENT PAUSE``) gets a
+``redis-server`` of its own (``redis_helpers.own_server``): paused, the shared one would
+stall every test running beside it.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,24 +35,27 @@ def redis_helpers() -> Any:
 
 
 @asynccontextmanager
-async def chaos_store(backend: str, directory: Path) -> AsyncIterator[str]:
-    """A fresh store URL on ``backend`` (``sqlite`` or ``redis``); see the module doc."""
+async def chaos_store(backend: str, directory: Path, *, own_server: bool = False
+                      ) -> AsyncIterator[str]:
+    """A fresh store URL on ``backend`` (``sqlite`` or ``redis``; with ``own_server``, on
+    a Redis server of this run alone); see the module doc."""
     if backend == "sqlite":
         yield f"sqlite://{directory / 'chaos.db'}?busy_timeout=0.5"
         return
     helpers = redis_helpers()
-
-    try:
-        async with helpers.raw_client() as client:
-            await client.ping()
-    except Exception as exc:
-        problem = str(exc)
-    else:
-        problem = ""
-    if problem:
-        helpers.unreachable(problem)
-    prefix = helpers.fresh_prefix()
-    try:
-        yield helpers.url_with(prefix)
-    finally:
-        await helpers.delete_prefix(prefix)
+    async with AsyncExitStack() as stack:
+        server = await stack.enter_async_context(helpers.own_server()) if own_server else ""
+        try:
+            async with helpers.raw_client(server) as client:
+                await client.ping()
+        except Exception as exc:
+            problem = str(exc)
+        else:
+            problem = ""
+        if problem:
+            helpers.unreachable(problem)
+        prefix = helpers.fresh_prefix()
+        try:
+            yield helpers.url_with(prefix, server)
+        finally:
+            await helpers.delete_prefix(prefix, server)

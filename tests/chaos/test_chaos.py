@@ -39,7 +39,8 @@ async def test_fault_row(key, backend, tmp_path, chaos_long, chaos_runs):
         logs = tmp_path / f"run-{run}"
         logs.mkdir()
         with trio.fail_after(LONG_RUN_TIMEOUT if chaos_long else RUN_TIMEOUT):
-            async with chaos_store(backend, logs) as url:
+            async with chaos_store(
+                    backend, logs, own_server=FAULTS[key].acts_on_the_store_server) as url:
                 outcomes.append(await run_fault(key, backend, url, logs, long=chaos_long))
     for run, outcome in enumerate(outcomes):
         assert outcome.verdict.acknowledged > 0, outcome.record

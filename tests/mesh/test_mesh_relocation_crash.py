@@ -7,7 +7,7 @@ file and on Redis (a fresh key prefix per scenario): two node processes share th
 store -- ``s`` owns the Spot (a ``MeshMover``: every handled ``Step(seq)`` is logged
 with its node), ``t`` is the target -- and a caller node ``c`` runs in the test's
 process (a real node with a listening link; it owns nothing). ``c`` sends acknowledged
-steps 1..2 and ``t`` step 3; then ``c`` keeps sending steps 100, 101, ... (each waits
+steps 1..2 and ``t`` step 3; then ``c`` keeps sending steps 10000, 10001, ... (each waits
 for its reply) while ``s`` moves the Spot to ``t``, and the process whose role the
 step belongs to -- started with ``ZLINK_CRASH_AT=relocation:<step>``, the only one --
 SIGKILLs itself there. The survivors and the store are then observed, including a new
@@ -93,6 +93,12 @@ SETTLE = 2.0
 #: Each call's own deadline inside the worker.
 CALL = 3.0
 PACE = 0.2
+#: ``c``'s stream of steps during the move: STREAM_FIRST, STREAM_FIRST + 1, ... -- above
+#: every fixed step number of a scenario (1..3, 200..203, 300, 400..402), however many it
+#: sends before the victim dies (a slow store on a loaded machine makes the move take
+#: hundreds of steps): two requests with one number would look like one run twice.
+STREAM_FIRST = 10_000
+STREAM_MAX = 100_000
 
 def redis_helpers() -> Any:
     spec = importlib.util.spec_from_file_location(
@@ -186,7 +192,8 @@ async def _scenario(step: str, victim_role: str, url: str, tmp: Path) -> Outcome
                await t.call(op="step", spot=SPOT, seq=3)]
         assert [(a["ok"], a["node"]) for a in pre] == [(True, "s")] * 3, pre
         await c.call(op="spawn", tag="stream", cmd={
-            "op": "stream", "spot": SPOT, "first": 100, "stop_after": 200, "timeout": CALL})
+            "op": "stream", "spot": SPOT, "first": STREAM_FIRST, "stop_after": STREAM_MAX,
+            "timeout": CALL})
         await s.call(op="spawn", tag="move", cmd={
             "op": "relocate", "spot": SPOT, "to": "t", "timeout": 10})
         with trio.fail_after(20):

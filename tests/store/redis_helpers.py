@@ -5,7 +5,9 @@ skip (local) when absent.
 Every test gets its own ``?prefix=`` so tests never see each other's keys, and
 every key under that prefix is deleted when the test ends. When Redis cannot
 be reached the test **fails** if ``CI`` is set (CI must never silently skip a
-backend) and is skipped with the reason otherwise.
+backend) and is skipped with the reason otherwise. A test that acts on the whole
+server (``CLIENT PAUSE``, ``SCRIPT FLUSH``) runs on a ``redis-server`` of its own
+(:func:`own_server`), so it never stalls the tests running beside it.
 
 The Redis Cluster tests read ``ZLINK_TEST_REDIS_CLUSTER``
 (``redis+cluster://host:port,...``; ``.ci/run`` starts a 3-master cluster and sets it).
@@ -26,6 +28,7 @@ import tempfile
 import uuid
 import warnings
 from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import coredis
@@ -34,6 +37,9 @@ import trio
 
 from zlink_trio.core.errors import Unavailable
 from zlink_trio.store import open_store
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 REDIS_URL = os.environ.get("ZLINK_TEST_REDIS") or "redis://127.0.0.1:6379/0"
 CLEANUP_TIMEOUT = 10
@@ -44,15 +50,16 @@ def fresh_prefix() -> str:
     return f"zltest-{uuid.uuid4().hex[:12]}"
 
 
-def url_with(prefix: str, **options: object) -> str:
-    """``REDIS_URL`` with ``?prefix=`` (and further options) set."""
+def url_with(prefix: str, server: str = "", **options: object) -> str:
+    """``REDIS_URL`` (or ``server``) with ``?prefix=`` (and further options) set."""
     query = "&".join([f"prefix={prefix}", *(f"{k}={v}" for k, v in options.items())])
-    return f"{REDIS_URL.split('?')[0]}?{query}"
+    return f"{(server or REDIS_URL).split('?')[0]}?{query}"
 
 
-def raw_client() -> coredis.Redis:
-    """A plain coredis client on the test server (enter it with ``async with``)."""
-    parts = urlsplit(REDIS_URL)
+def raw_client(server: str = "") -> coredis.Redis:
+    """A plain coredis client on the test server, or on ``server`` (enter it with
+    ``async with``)."""
+    parts = urlsplit(server or REDIS_URL)
     db = int(parts.path.strip("/") or 0)
     return coredis.Redis(host=parts.hostname or "127.0.0.1", port=parts.port or 6379, db=db,
                          password=parts.password, decode_responses=False)
@@ -81,11 +88,12 @@ def unreachable(error: object) -> None:
     pytest.skip(reason=message)
 
 
-async def delete_prefix(prefix: str) -> int:
-    """Delete every key of ``prefix`` (both stores); returns how many."""
+async def delete_prefix(prefix: str, server: str = "") -> int:
+    """Delete every key of ``prefix`` (both stores) on the test server or ``server``;
+    returns how many."""
     deleted = 0
     with trio.fail_after(CLEANUP_TIMEOUT):
-        async with raw_client() as client:
+        async with raw_client(server) as client:
             keys = [k async for k in client.scan_iter(match=f"{prefix}:*", count=1000)]
             for i in range(0, len(keys), 500):
                 deleted += await client.delete(keys[i:i + 500])
@@ -93,20 +101,91 @@ async def delete_prefix(prefix: str) -> int:
 
 
 @asynccontextmanager
-async def redis_test_store(**options: object):
-    """Open a Redis store under a fresh prefix; delete its keys afterwards."""
+async def redis_test_store(server: str = "", **options: object):
+    """Open a Redis store under a fresh prefix (on ``REDIS_URL``, or on ``server``: see
+    :func:`own_server`); delete its keys afterwards."""
     prefix = fresh_prefix()
     problem = ""
     async with AsyncExitStack() as stack:
         try:
-            store = await stack.enter_async_context(open_store(url_with(prefix, **options)))
+            store = await stack.enter_async_context(
+                open_store(url_with(prefix, server, **options)))
         except Unavailable as error:
             problem = error.message  # fail/skip outside the handler, once the error is gone
         if not problem:
-            stack.push_async_callback(delete_prefix, prefix)
+            stack.push_async_callback(delete_prefix, prefix, server)
             yield store
     if problem:
         unreachable(problem)
+
+
+#: Bound on an own server's start-up (its "Ready to accept connections" line).
+SERVER_START_TIMEOUT = 10
+
+
+@asynccontextmanager
+async def own_server() -> AsyncIterator[str]:
+    """The URL of a ``redis-server`` of this test alone, stopped when the block ends.
+
+    For the tests that act on the whole server -- ``CLIENT PAUSE``, ``SCRIPT FLUSH``:
+    on the shared ``REDIS_URL`` a pause stalls every client of every test running
+    beside them (pytest-xdist, or another run on the machine), and the short leases
+    of the crash, relocation and chaos tests then run out. Without ``redis-server``
+    on PATH it yields ``REDIS_URL`` (the shared server; run such tests alone).
+    """
+    binary = shutil.which("redis-server")
+    if binary is None:
+        yield REDIS_URL
+        return
+    directory = tempfile.mkdtemp(prefix="zlink-redis-")
+    proc = None
+    try:
+        with trio.fail_after(SERVER_START_TIMEOUT):
+            for _attempt in range(3):  # a free port another process took meanwhile
+                port = _free_port()
+                proc = await trio.lowlevel.open_process(
+                    [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                     "--appendonly", "no", "--dir", directory],
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                if await _ready(proc):
+                    break
+                await _stop_server(proc)
+                proc = None
+        assert proc is not None, "redis-server did not start on a free loopback port"
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        if proc is not None:
+            await _stop_server(proc)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def _ready(proc: trio.Process) -> bool:
+    """Until the server says it accepts connections (True) or exits (False)."""
+    assert proc.stdout is not None
+    seen = b""
+    while b"Ready to accept connections" not in seen:
+        chunk = await proc.stdout.receive_some(65536)
+        if not chunk:
+            return False
+        seen = seen[-200:] + chunk
+    return True
+
+
+async def _stop_server(proc: trio.Process) -> None:
+    with trio.CancelScope(shield=True), trio.move_on_after(CLEANUP_TIMEOUT):
+        proc.terminate()
+        with trio.move_on_after(CLEANUP_TIMEOUT / 2):
+            await proc.wait()
+        proc.kill()
+        await proc.wait()
+        if proc.stdout is not None:
+            await proc.stdout.aclose()
 
 
 # -- Redis Cluster ------------------------------------------------------------------------

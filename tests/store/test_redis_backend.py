@@ -19,6 +19,7 @@ from redis_helpers import (
     collect_failed_connections,
     delete_prefix,
     fresh_prefix,
+    own_server,
     raw_client,
     redis_test_store,
 )
@@ -76,7 +77,8 @@ async def test_a_spots_keys_share_its_hash_tag_and_the_stores_do_not_share_a_pre
 
 async def test_paused_redis_write_is_unavailable_within_its_timeout_and_writes_nothing():
     with trio.fail_after(TIMEOUT):
-        async with redis_test_store(timeout=OP_TIMEOUT) as store, raw_client() as admin:
+        async with (own_server() as server, redis_test_store(server, timeout=OP_TIMEOUT) as store,
+                    raw_client(server) as admin):
             c = await claim(store)
             before = await store.location.statistics()
             await admin.client_pause(PAUSE_MS, "WRITE")
@@ -96,7 +98,8 @@ async def test_paused_redis_write_is_unavailable_within_its_timeout_and_writes_n
 
 async def test_callers_deadline_during_a_pause_is_deadline_exceeded():
     with trio.fail_after(TIMEOUT):
-        async with redis_test_store() as store, raw_client() as admin:  # store timeout 5 s
+        async with (own_server() as server, redis_test_store(server) as store,
+                    raw_client(server) as admin):  # store timeout 5 s
             c = await claim(store)
             await admin.client_pause(PAUSE_MS, "WRITE")
             with (trio.CancelScope(deadline=trio.current_time() + OP_TIMEOUT),
@@ -125,7 +128,8 @@ async def test_connection_refused_is_unavailable_quickly():
 
 async def test_noscript_after_script_flush_reloads_and_runs_once():
     with trio.fail_after(TIMEOUT):
-        async with redis_test_store() as store, raw_client() as admin:
+        async with (own_server() as server, redis_test_store(server) as store,
+                    raw_client(server) as admin):
             c = await claim(store)
             await admin.script_flush()
             fence = await reserve(store, c, "r-1")  # NOSCRIPT -> SCRIPT LOAD -> EVALSHA

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
-from redis_helpers import raw_client, redis_test_store, url_with
+from redis_helpers import own_server, raw_client, redis_test_store, url_with
 from store_helpers import claim, reserve
 
 from zlink_trio.core.errors import DeadlineExceeded, Unavailable
@@ -69,7 +69,8 @@ async def test_concurrent_writes_all_land_in_fewer_round_trips():
 
 async def test_a_write_that_timed_out_while_queued_was_never_sent():
     with trio.fail_after(TIMEOUT):
-        async with redis_test_store() as store, raw_client() as admin:
+        async with (own_server() as server, redis_test_store(server) as store,
+                    raw_client(server) as admin):
             c = await claim(store)
             await admin.client_pause(PAUSE_MS, "WRITE")
             outcome: dict[str, object] = {}
@@ -91,8 +92,12 @@ async def test_a_write_that_timed_out_while_queued_was_never_sent():
 
 async def test_a_timed_out_write_on_a_shared_connection_may_have_run():
     with trio.fail_after(TIMEOUT):
-        async with redis_test_store() as store, raw_client() as admin:
+        async with (own_server() as server, redis_test_store(server) as store,
+                    raw_client(server) as admin):
             c = await claim(store)
+            # The server knows the script (its own server is fresh): the paused call is
+            # the script's EVALSHA alone, not a NOSCRIPT reload after the pause.
+            await reserve(store, c, "s-0")
             await admin.client_pause(PAUSE_MS, "WRITE")
             errors: list[Unavailable] = []
 
@@ -118,7 +123,8 @@ async def test_a_timed_out_write_on_a_shared_connection_may_have_run():
 
 async def test_writes_abandoned_together_close_the_connection_and_write_nothing():
     with trio.fail_after(TIMEOUT):
-        async with redis_test_store(timeout=SHORT) as store, raw_client() as admin:
+        async with (own_server() as server, redis_test_store(server, timeout=SHORT) as store,
+                    raw_client(server) as admin):
             c = await claim(store)
             await admin.client_pause(PAUSE_MS, "WRITE")
             failures: list[Unavailable] = []
@@ -135,8 +141,9 @@ async def test_closing_the_store_answers_every_call_still_waiting():
     failures: list[Unavailable] = []
     with trio.fail_after(TIMEOUT):
         # A second store on the guard's prefix, closed while the pause still holds.
-        async with redis_test_store() as guard, raw_client() as admin:
-            url = url_with(guard.config.prefix)
+        async with (own_server() as server, redis_test_store(server) as guard,
+                    raw_client(server) as admin):
+            url = url_with(guard.config.prefix, server)
             async with trio.open_nursery() as nursery, open_store(url) as store:
                 c = await claim(store)
                 await admin.client_pause(PAUSE_MS, "WRITE")
@@ -186,7 +193,8 @@ async def test_a_broken_connection_answers_every_call_and_the_next_call_reconnec
     import socket
 
     with trio.fail_after(TIMEOUT):
-        async with redis_test_store() as store, raw_client() as admin:
+        async with (own_server() as server, redis_test_store(server) as store,
+                    raw_client(server) as admin):
             c = await claim(store)
             writes = store._location._run.writes  # the connection to break
             await admin.client_pause(PAUSE_MS, "WRITE")
@@ -206,7 +214,8 @@ async def test_a_broken_connection_answers_every_call_and_the_next_call_reconnec
 
 async def test_a_flushed_script_is_loaded_again_on_the_pipeline():
     with trio.fail_after(TIMEOUT):
-        async with redis_test_store() as store, raw_client() as admin:
+        async with (own_server() as server, redis_test_store(server) as store,
+                    raw_client(server) as admin):
             c = await claim(store, capacity=10)
             await admin.script_flush()
             fences = []
