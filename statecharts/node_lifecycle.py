@@ -29,6 +29,11 @@ with ``compile(NodeLifecycle)``.
   ``remove`` -> ``removed`` (final): Remove deletes the descriptor and releases the
   linked Entry claim in one transaction, only if the stored owner lease and lifecycle
   match; a stale remove cannot delete a replacement lifecycle's records (06 §2.1).
+  ``abandon`` -> ``stopped`` (final) when the drain could not close every local Spot
+  within its deadline: the descriptor is *not* removed and renewal stops, so the claim
+  expires with the records it still owns linked to it, and this NodeId's next
+  lifecycle (its startup authority scan) or an operator (``release --node``) finds
+  and releases them, as after a crash.
 * ``lease_lost`` -- from ``claimed``, ``serving`` or ``draining``, when renewal is
   refused or the lease expired locally (``lease_expired``): no new message/timer
   admission and no location update.  ``stop`` -> ``stopped`` (final): the process
@@ -71,6 +76,7 @@ class NodeLifecycle(StrictChart):
     renew = claimed.to.itself() | serving.to.itself() | draining.to.itself()
     begin_drain = claimed.to(draining) | serving.to(draining)
     remove = draining.to(removed)
+    abandon = draining.to(stopped)
     lease_expired = lease_lost.from_(claimed, serving, draining)
     stop = lease_lost.to(stopped)
 

@@ -58,6 +58,7 @@ class NodeLifecycleEvents:
     renew: Final = NodeLifecycleEvent("renew")
     begin_drain: Final = NodeLifecycleEvent("begin_drain")
     remove: Final = NodeLifecycleEvent("remove")
+    abandon: Final = NodeLifecycleEvent("abandon")
     lease_expired: Final = NodeLifecycleEvent("lease_expired")
     stop: Final = NodeLifecycleEvent("stop")
 

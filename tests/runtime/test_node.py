@@ -144,9 +144,22 @@ async def test_a_shutdown_past_default_timeout_says_how_many_spots_stayed_and_wh
         assert len(errors) == 1, errors
         assert "1 local Spots did not close within default_timeout (2.0 s)" in errors[0]
         assert "zlink-trio release --store URL --node node-a" in errors[0]
-        # The other Spot closed; the blocked one's record stays, owned by the old lifecycle.
+        # The other Spot closed; the blocked one's record stays, owned by the old lifecycle,
+        # and so does its descriptor (not removed: it expires with the lease).
         assert await store.location.find("c-2") is None
-        assert await store.location.find("c-1") is not None
+        left = await store.location.find("c-1")
+        assert left is not None
+        assert [c.descriptor.node_rid for c in store.location.state.claims.values()] == [
+            left.owner.node_rid]
+        # The next start of the NodeId waits that lease out and its startup scan releases
+        # what the abandoned lifecycle owned: c-1 activates anew, a larger generation.
+        KNOBS.pop("gate")
+        async with zl.open_node("node-a", store=store, spots=[Counter]) as node:
+            assert await node.client.request("c-1", Add(5), reply=Total).instance_spot() == (
+                Total(5))
+            again = await store.location.find("c-1")
+            assert again is not None
+            assert again.object_generation > left.object_generation
 async def test_an_error_in_the_block_comes_out_unwrapped(autojump_clock):
     with trio.fail_after(10), pytest.raises(zl.NotFound):
         async with zl.open_node("node-a", spots=[Counter]) as node:

@@ -335,21 +335,29 @@ async def _run_in(scope: trio.CancelScope, task: Callable[[NodeRuntime], Awaitab
 async def _drain(rt: NodeRuntime, renewal: trio.CancelScope) -> None:
     """Close local Spots (NODE_SHUTDOWN), then remove the descriptor with the fence.
 
-    With a lost lease (also one lost while draining) no store record is touched.
+    With a lost lease (also one lost while draining) no store record is touched. When
+    the Spots do not all close within ``default_timeout`` the descriptor stays, to
+    expire (``abandon``): its records are then recovered as a crashed lifecycle's.
     """
     if NODE.allows(rt.state, NODE.ev.begin_drain):
         rt.state = step(NODE, rt.state, NODE.ev.begin_drain)
     if not rt.lease_lost:
         with trio.move_on_after(rt.options.default_timeout) as scope:
             await rt.catalog.shutdown()
-        if scope.cancelled_caught:
+        if scope.cancelled_caught and not rt.lease_lost:
+            # Removing the descriptor now would unlink the records these Spots still own
+            # from every NodeId-level recovery: leave the claim to expire instead.
+            renewal.cancel()
+            rt.state = step(NODE, rt.state, NODE.ev.abandon)
             LOGGER.error(
                 "node %r: %d local Spots did not close within default_timeout (%s s); the "
-                "node leaves anyway, and their records stay owned by this lifecycle until "
-                "this NodeId starts again (its startup scan releases them) or an operator "
-                "runs `zlink-trio release --store URL --node %s`; give a node with this many "
+                "node leaves without removing its descriptor, whose lease (%s s) then "
+                "expires with the records those Spots own: the next start of NodeId %r "
+                "releases them (its startup scan), or an operator runs `zlink-trio release "
+                "--store URL --node %s` once the lease is over; give a node with this many "
                 "resident Spots a longer default_timeout", rt.node_id, len(rt.catalog.hosts),
-                rt.options.default_timeout, rt.node_id)
+                rt.options.default_timeout, rt.options.lease, rt.node_id, rt.node_id)
+            return
     if rt.lease_lost:
         await wait_stopped(rt)
         return
