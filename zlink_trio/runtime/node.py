@@ -350,13 +350,14 @@ async def _drain(rt: NodeRuntime, renewal: trio.CancelScope) -> None:
             renewal.cancel()
             rt.state = step(NODE, rt.state, NODE.ev.abandon)
             LOGGER.error(
-                "node %r: %d local Spots did not close within default_timeout (%s s); the "
-                "node leaves without removing its descriptor, whose lease (%s s) then "
-                "expires with the records those Spots own: the next start of NodeId %r "
-                "releases them (its startup scan), or an operator runs `zlink-trio release "
-                "--store URL --node %s` once the lease is over; give a node with this many "
-                "resident Spots a longer default_timeout", rt.node_id, len(rt.catalog.hosts),
-                rt.options.default_timeout, rt.options.lease, rt.node_id, rt.node_id)
+                "node %r: %d local Spots did not close (and %d creations did not end) within "
+                "default_timeout (%s s); the node leaves without removing its descriptor, "
+                "whose lease (%s s) then expires with the records they own: the next start "
+                "of NodeId %r releases them (its startup scan), or an operator runs "
+                "`zlink-trio release --store URL --node %s` once the lease is over; give a "
+                "node with this many resident Spots a longer default_timeout", rt.node_id,
+                len(rt.catalog.hosts), rt.catalog.pending, rt.options.default_timeout,
+                rt.options.lease, rt.node_id, rt.node_id)
             return
     if rt.lease_lost:
         await wait_stopped(rt)
