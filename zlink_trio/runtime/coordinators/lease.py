@@ -107,6 +107,11 @@ async def _renew(rt: NodeRuntime) -> str | None:
             return f"no renewal was answered before it expired at {deadline}"
         if rt.now() >= deadline:
             return f"the renewal was answered after it had expired at {deadline}"
+        if not NODE.allows(rt.state, NODE.ev.renew):
+            # The node ended while this renewal's write was under way (a store write that
+            # has begun finishes despite the cancel): the drain removed or abandoned the
+            # claim, so the late answer changes nothing.
+            return None
         rt.lease_expires_at = claim.lease_expires_at
         rt.state = step(NODE, rt.state, NODE.ev.renew)
         return None
