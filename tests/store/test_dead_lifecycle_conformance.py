@@ -18,7 +18,7 @@ from test_location_conformance import snapshot
 from zlink_trio.core.errors import AlreadyExists, InvalidOperation
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.store import NodeIdInUse
-from zlink_trio.store.dead_lifecycle import release_dead_node
+from zlink_trio.store.dead_lifecycle import RELEASES_IN_FLIGHT, release_dead_node
 
 TIMEOUT = 5
 NOW = 5.0
@@ -148,5 +148,24 @@ async def test_release_dead_node_removes_the_claims_it_emptied(store):
         assert [r.spot_id for r in done.released] == ["s-1"]
         assert done.claims_removed == 1
         assert await store.location.find(dead.descriptor.entry_spot_id) is None
+        stats = await store.location.statistics()
+        assert (stats.claims, stats.ready) == (0, 0)
+
+
+async def test_release_dead_node_releases_more_records_than_it_keeps_in_flight(store):
+    # Released RELEASES_IN_FLIGHT at a time: every record of a larger lifecycle is released
+    # once, reported in listing order, and the emptied claim goes with its capacity units.
+    count = RELEASES_IN_FLIGHT * 2 + 3
+    with trio.fail_after(TIMEOUT * 4):
+        dead = await claim(store, "node-a", now=0.0, lease=1.0, capacity=count)
+        ids = sorted(f"s-{i:04d}" for i in range(count))
+        for spot_id in ids:
+            await ready(store, dead, spot_id)
+        done = await release_dead_node(store, "node-a", now=lambda: NOW)
+        assert [r.spot_id for r in done.released] == ids
+        assert done.left == ()
+        assert done.claims_removed == 1
+        assert [await store.location.find(spot_id) for spot_id in ids[::10]] == [
+            None] * len(ids[::10])
         stats = await store.location.statistics()
         assert (stats.claims, stats.ready) == (0, 0)

@@ -36,7 +36,8 @@ fenced by the generations it read, so a zombie of the old lifecycle (a paused pr
 that wakes up) can never act on a record again -- its own steps need a live lease --
 and a record that changed meanwhile is skipped, not overwritten. A record whose
 release fails is reported in :attr:`DeadRelease.left` with the reason, and the rest
-go on.
+go on. Records are released :data:`RELEASES_IN_FLIGHT` at a time, so a store that
+batches concurrent calls batches these.
 
 The in-memory state of a released Spot died with its process: an Instance Spot's next
 Instance-intent call activates a new incarnation (a larger ObjectGeneration); a User
@@ -48,6 +49,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 import attrs
+import trio
 
 from zlink_trio.core.errors import ZLinkError
 from zlink_trio.core.records import AuthorityRecord, AuthorityState, ReservationFence
@@ -57,9 +59,11 @@ if TYPE_CHECKING:
 
     from zlink_trio.store.protocol import StorePair
 
-__all__ = ("DeadRelease", "release_dead_node", "reservation_fence")
+__all__ = ("RELEASES_IN_FLIGHT", "DeadRelease", "release_dead_node", "reservation_fence")
 
 _PAGE: Final = 1000
+#: Records released at once (each its own fenced transaction).
+RELEASES_IN_FLIGHT: Final = 64
 
 
 def reservation_fence(record: AuthorityRecord) -> ReservationFence:
@@ -94,11 +98,7 @@ async def release_dead_node(store: StorePair, node_id: str, *,
     after: str | None = None
     while True:
         page = await store.location.dead_owned(node_id, now=now(), after=after, limit=_PAGE)
-        for record in page:
-            try:
-                why = await _release_one(store, record, now)
-            except ZLinkError as exc:
-                why = f"{type(exc).__name__}: {exc.message}"
+        for record, why in await _release_page(store, page, now):
             if why is None:
                 released.append(record)
             else:
@@ -108,6 +108,29 @@ async def release_dead_node(store: StorePair, node_id: str, *,
         after = page[-1].spot_id
     removed = await store.location.remove_dead_claims(node_id, now=now())
     return DeadRelease(released=tuple(released), left=tuple(left), claims_removed=removed)
+
+
+async def _release_page(store: StorePair, page: list[AuthorityRecord],
+                        now: Callable[[], float]) -> list[tuple[AuthorityRecord, str | None]]:
+    """:func:`_release_one` for each record of ``page``, :data:`RELEASES_IN_FLIGHT` at a
+    time (independent fenced transactions, so the stores batch them: one at a time, a
+    restart that found 100,000 Spots of a dead lifecycle spent minutes here); the
+    outcomes in ``page``'s order."""
+    outcomes: list[tuple[AuthorityRecord, str | None]] = [(record, None) for record in page]
+    queue = iter(enumerate(page))  # shared: each releaser takes the next record
+
+    async def releaser() -> None:
+        for i, record in queue:
+            try:
+                why = await _release_one(store, record, now)
+            except ZLinkError as exc:
+                why = f"{type(exc).__name__}: {exc.message}"
+            outcomes[i] = (record, why)
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(min(RELEASES_IN_FLIGHT, len(page))):
+            nursery.start_soon(releaser)
+    return outcomes
 
 
 async def _release_one(store: StorePair, record: AuthorityRecord,
