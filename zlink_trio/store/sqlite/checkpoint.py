@@ -169,7 +169,9 @@ class Checkpointer:
             # since wrote about as many frames each as those before.
             frames = log + self._commits * log // max(1, self._in_wal)
             self._catch_up = frames >= RESTART_FRAMES and not self._restart
-            if self._restart:
+            if self._restart or (not busy and log == copied and self._commits == 0):
+                # Everything copied and nothing since: the WAL restarts at its next writer
+                # (SQLite's own rule, held or not), so count its transactions from there.
                 self._in_wal = 0
             self.checkpoints += 1
         elif isinstance(result, outcome.Error):
