@@ -150,8 +150,9 @@ async def test_a_shutdown_past_default_timeout_says_how_many_spots_stayed_and_wh
         assert await store.location.find("c-2") is None
         left = await store.location.find("c-1")
         assert left is not None
-        assert [c.descriptor.node_rid for c in store.location.state.claims.values()] == [
-            left.owner.node_rid]
+        claims = list(store.location.state.claims.values())
+        assert [c.descriptor.node_rid for c in claims] == [left.owner.node_rid]
+        assert not claims[0].accepts_placements  # no other node places new Spots on it
         # The next start of the NodeId waits that lease out and its startup scan releases
         # what the abandoned lifecycle owned: c-1 activates anew, a larger generation.
         KNOBS.pop("gate")

@@ -52,10 +52,12 @@ from zlink_trio.core.lanes import DEFAULT_APPLICATION_BOUNDS, DEFAULT_LIFECYCLE_
 from zlink_trio.core.placement import Role
 from zlink_trio.core.records import OwnerFence
 from zlink_trio.core.route_cache import RouteCache
+from zlink_trio.runtime.calls.deadlines import deadline_after
 from zlink_trio.runtime.charts import NODE, step
 from zlink_trio.runtime.coordinators.lease import keep_lease, wait_stopped
 from zlink_trio.runtime.coordinators.node_claim import claim_node_id
 from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
+from zlink_trio.runtime.coordinators.placement import close_placement
 from zlink_trio.runtime.coordinators.recovery import recover_orphans
 from zlink_trio.runtime.declaration.registry import SpotTypeRegistry
 from zlink_trio.runtime.incarnation.catalog import Catalog
@@ -346,7 +348,10 @@ async def _drain(rt: NodeRuntime, renewal: trio.CancelScope) -> None:
             await rt.catalog.shutdown()
         if scope.cancelled_caught and not rt.lease_lost:
             # Removing the descriptor now would unlink the records these Spots still own
-            # from every NodeId-level recovery: leave the claim to expire instead.
+            # from every NodeId-level recovery: leave the claim to expire instead, marked
+            # so that no other node places new Spots on it meanwhile (bounded by one
+            # renewal interval: the node is leaving).
+            await close_placement(rt, deadline_after(rt.options.lease / 3))
             renewal.cancel()
             rt.state = step(NODE, rt.state, NODE.ev.abandon)
             LOGGER.error(
