@@ -45,17 +45,4 @@ async def chaos_store(backend: str, directory: Path, *, own_server: bool = False
     helpers = redis_helpers()
     async with AsyncExitStack() as stack:
         server = await stack.enter_async_context(helpers.own_server()) if own_server else ""
-        try:
-            async with helpers.raw_client(server) as client:
-                await client.ping()
-        except Exception as exc:
-            problem = str(exc)
-        else:
-            problem = ""
-        if problem:
-            helpers.unreachable(problem)
-        prefix = helpers.fresh_prefix()
-        try:
-            yield helpers.url_with(prefix, server)
-        finally:
-            await helpers.delete_prefix(prefix, server)
+        yield await stack.enter_async_context(helpers.fresh_url(server))

@@ -41,21 +41,8 @@ async def shared_url(backend: str, tmp_path: Path) -> AsyncIterator[str]:
     if backend == "sqlite":
         yield f"sqlite://{tmp_path / 'mesh.db'}"
         return
-    helpers = redis_helpers()
-    try:
-        async with helpers.raw_client() as client:
-            await client.ping()
-    except Exception as exc:
-        problem = str(exc)
-    else:
-        problem = ""
-    if problem:
-        helpers.unreachable(problem)
-    prefix = helpers.fresh_prefix()
-    try:
-        yield helpers.url_with(prefix)
-    finally:
-        await helpers.delete_prefix(prefix)
+    async with redis_helpers().fresh_url() as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "redis"])

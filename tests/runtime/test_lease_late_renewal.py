@@ -14,10 +14,8 @@ import zlink_trio as zl
 from zlink_trio.store import MemoryStore
 
 
-async def test_a_renewal_in_flight_when_the_drain_abandons_does_not_fail_the_exit(
-        autojump_clock):
-    journal()
-    KNOBS["gate"] = trio.Event()  # never set: c-1's turn never ends
+def _store_answering_renewals_late() -> MemoryStore:
+    """A store whose renewals land at once but are answered 1.5 s later (shielded)."""
     store = MemoryStore()
     location = store.location
     plain_renew = location.renew
@@ -29,6 +27,14 @@ async def test_a_renewal_in_flight_when_the_drain_abandons_does_not_fail_the_exi
         return claim
 
     location.renew = renew_answered_late  # type: ignore[method-assign]
+    return store
+
+
+async def test_a_renewal_in_flight_when_the_drain_abandons_does_not_fail_the_exit(
+        autojump_clock):
+    journal()
+    KNOBS["gate"] = trio.Event()  # never set: c-1's turn never ends
+    store = _store_answering_renewals_late()
     with trio.fail_after(60):
         async with zl.open_node("node-a", store=store, spots=[Counter], lease=3.0,
                                 default_timeout=2.0) as node:
@@ -40,17 +46,7 @@ async def test_a_renewal_in_flight_when_the_drain_abandons_does_not_fail_the_exi
 async def test_a_renewal_in_flight_when_the_drain_removes_does_not_fail_the_exit(
         autojump_clock):
     journal()
-    store = MemoryStore()
-    location = store.location
-    plain_renew = location.renew
-
-    async def renew_answered_late(*args, **kwargs):  # type: ignore[no-untyped-def]
-        claim = await plain_renew(*args, **kwargs)
-        with trio.CancelScope(shield=True):  # the write landed; its answer is on its way
-            await trio.sleep(1.5)
-        return claim
-
-    location.renew = renew_answered_late  # type: ignore[method-assign]
+    store = _store_answering_renewals_late()
     with trio.fail_after(60):
         async with zl.open_node("node-a", store=store, spots=[Counter], lease=3.0,
                                 default_timeout=2.0) as node:

@@ -119,6 +119,27 @@ async def redis_test_store(server: str = "", **options: object):
         unreachable(problem)
 
 
+@asynccontextmanager
+async def fresh_url(server: str = "") -> AsyncIterator[str]:
+    """A store URL on the test server (or ``server``) under a fresh prefix, for tests
+    that open their own stores or nodes; fails/skips as above when Redis cannot be
+    reached, and deletes the prefix's keys afterwards."""
+    try:
+        async with raw_client(server) as client:
+            await client.ping()
+    except Exception as exc:
+        problem = str(exc)
+    else:
+        problem = ""
+    if problem:
+        unreachable(problem)  # outside the handler, once the error is gone
+    prefix = fresh_prefix()
+    try:
+        yield url_with(prefix, server)
+    finally:
+        await delete_prefix(prefix, server)
+
+
 #: Bound on an own server's start-up (its "Ready to accept connections" line).
 SERVER_START_TIMEOUT = 10
 
