@@ -27,6 +27,15 @@ Field names. A body's keys are the attribute names, unless the class declares
 :meth:`MessageCodec.to_json` and :meth:`MessageCodec.from_json` give and take a
 body alone, for JSON whose type its context names (an HTTP route, a stored record).
 
+Isolation. A Spot and its callers never share a message or a reply object: what
+crosses the wire is a copy by nature, and :meth:`MessageCodec.isolated` gives a call
+served on its own node the same guarantee. A value whose class is *deeply
+immutable* -- a frozen attrs class whose fields are only ``int``, ``float``,
+``bool``, ``str``, ``bytes``, ``None``, enums, ``datetime`` / ``date``, other deeply
+immutable attrs classes, and ``tuple`` / ``frozenset`` / unions of those, decided
+once per class from its annotations -- is passed as it is (nobody can change it);
+any other value is copied by decoding its encoding.
+
 Who is at fault. Encoding is the local side's job: anything that cannot be
 sent (not an attrs class, a field type the receiver could not decode, a value
 with no JSON form, a body above ``max_body_bytes``) is
@@ -45,7 +54,11 @@ This module is sans-IO: no trio, no clock, no I/O.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final, TypeVar, cast
+import datetime as dt
+import enum
+import types
+import typing
+from typing import TYPE_CHECKING, Final, TypeVar, cast, get_args, get_origin
 
 import attrs
 from cattrs.errors import StructureHandlerNotFoundError
@@ -68,6 +81,7 @@ __all__ = (
     "MAX_BODY_BYTES",
     "EncodedMessage",
     "MessageCodec",
+    "deeply_immutable",
     "dump_json",
     "load_json",
     "make_converter",
@@ -165,6 +179,9 @@ class MessageCodec:
         factory=dict, init=False, eq=False, repr=False)
     _structure: dict[type[object], tuple[Callable[[object, type[object]], object], bool]] = (
         attrs.field(factory=dict, init=False, eq=False, repr=False))
+    #: Per class, whether it is deeply immutable (:meth:`isolated` passes it as it is).
+    _immutable: dict[type[object], bool] = attrs.field(factory=dict, init=False, eq=False,
+                                                       repr=False)
 
     def _name_of(self, cl: type[object]) -> str:
         name = self._checked.get(cl)
@@ -228,6 +245,28 @@ class MessageCodec:
         return load_json(self.converter, body, expected, max_bytes=self.max_body_bytes,
                          structure=structure, is_attrs=hooks[1])
 
+    def isolated(self, value: T, encoded: EncodedMessage | None = None) -> T:
+        """``value`` for a receiver on this node that must not share it with the sender.
+
+        ``value`` itself when its class is deeply immutable (see the module
+        docstring); otherwise a new object decoded from ``encoded`` -- the encoding
+        of ``value`` the caller already holds, so isolating costs one decode -- or,
+        when ``encoded`` is ``None``, from ``value`` encoded now. ``None`` stays
+        ``None``. Raises what :meth:`encode` raises when ``value`` cannot be sent.
+        """
+        if value is None:
+            return value
+        cl = type(value)
+        immutable = self._immutable.get(cl)
+        if immutable is None:
+            self._name_of(cl)  # (an attrs class the codec can decode, else InvalidOperation)
+            immutable = self._immutable[cl] = deeply_immutable(cl)
+        if immutable:
+            return value
+        if encoded is None:
+            encoded = self.encode(value)
+        return self.decode(encoded.type_name, encoded.body, cl)
+
     def to_json(self, value: object) -> bytes:
         """The JSON body of the attrs value ``value`` alone, without a type name.
 
@@ -267,6 +306,50 @@ class MessageCodec:
                 "Spot type does not accept this message"
             )
         return self.decode(type_name, body, cl)
+
+
+#: Field types whose values nobody can change (besides deeply immutable attrs classes).
+_IMMUTABLE_SCALARS: Final = frozenset({int, float, bool, str, bytes, type(None), dt.datetime,
+                                       dt.date})
+
+
+def deeply_immutable(cl: type[object]) -> bool:
+    """Whether every instance of the attrs class ``cl`` is deeply immutable.
+
+    True for a frozen attrs class whose field annotations name only the types the
+    module docstring lists; False for anything else, and for annotations that cannot
+    be resolved (a copy is always safe).
+    """
+    return _immutable_class(cl, set())
+
+
+def _immutable_class(cl: type[object], seen: set[type[object]]) -> bool:
+    if cl in seen:
+        return True  # (a recursive class: decided by its other fields)
+    if not attrs.has(cl) or not attrs.inspect(cl).is_frozen:
+        return False
+    seen.add(cl)
+    try:
+        hints = typing.get_type_hints(cl)
+    except Exception:  # (unresolvable annotations: a copy is always safe)
+        return False
+    return all(_immutable_type(hints.get(field.name, object), seen)
+               for field in attrs.fields(cl))
+
+
+def _immutable_type(tp: object, seen: set[type[object]]) -> bool:
+    if tp in _IMMUTABLE_SCALARS:
+        return True
+    origin = get_origin(tp)
+    if origin is None:
+        if isinstance(tp, type):
+            return issubclass(tp, enum.Enum) or _immutable_class(tp, seen)
+        return False
+    if origin is typing.Literal:
+        return True
+    if origin in (tuple, frozenset, typing.Union, types.UnionType):
+        return all(arg is Ellipsis or _immutable_type(arg, seen) for arg in get_args(tp))
+    return False
 
 
 def _check_wire_name(type_name: object) -> None:

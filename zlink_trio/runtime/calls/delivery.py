@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.calls.completion import Completion
     from zlink_trio.runtime.declaration.handlers import HandlerInfo
     from zlink_trio.runtime.declaration.spot_types import SpotType
-    from zlink_trio.wire.codec import EncodedMessage
+    from zlink_trio.wire.codec import EncodedMessage, MessageCodec
 
 __all__ = ("SEND", "Delivery", "Intent", "Router", "handler_for", "pooled_uuid4")
 
@@ -64,6 +64,26 @@ class Delivery:
     op_id: str
     #: The message as the codec encoded it (reused when it goes to another node).
     encoded: EncodedMessage | None = None
+    #: Whether ``msg`` is the caller's own object (a call made on this node), not a
+    #: copy decoded for this delivery: then a Spot on this node gets its own copy of
+    #: it, and the caller its own copy of the reply (:meth:`message_for_local_turn`).
+    shared: bool = True
+    #: Set once the message was admitted to a Spot on this node: the reply the caller
+    #: receives is then the handler's own object, copied for the caller.
+    copy_reply: bool = False
+
+    def message_for_local_turn(self, codec: MessageCodec) -> object:
+        """The message a handler on this node receives for this call.
+
+        A local call is isolated like a remote one: the handler gets its own copy of
+        a caller's message (``MessageCodec.isolated``: the message itself when its
+        class is deeply immutable, else decoded from :attr:`encoded`), and the reply
+        is marked to be copied for the caller (:attr:`copy_reply`).
+        """
+        if not self.shared:
+            return self.msg
+        self.copy_reply = True
+        return codec.isolated(self.msg, self.encoded)
 
     def operation_id(self, new_id: Callable[[], str]) -> str:
         """The call's operation ID, drawn with ``new_id`` the first time it is needed."""

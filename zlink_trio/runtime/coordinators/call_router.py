@@ -89,8 +89,11 @@ class CallRouter:
         if rt.peers.unflushed:  # (a frame for another node: write it from here)
             await rt.peers.flush()
         assert call.completion is not None
-        return await call.completion.wait(call.deadline, f"the request to Spot "
-                                          f"{call.spot_id!r}", rt.deadlines)
+        reply = await call.completion.wait(call.deadline, f"the request to Spot "
+                                           f"{call.spot_id!r}", rt.deadlines)
+        # A reply from a handler on this node is its own object: the caller gets a copy,
+        # as it would from another node (``Delivery.message_for_local_turn``).
+        return rt.codec.isolated(reply) if call.copy_reply else reply
 
     async def _resolve(self, call: Delivery, first: Host | CachedRoute | bool,
                        what: str) -> None:

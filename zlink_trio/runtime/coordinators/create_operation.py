@@ -67,6 +67,7 @@ if TYPE_CHECKING:
         RootReceipt,
     )
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
+    from zlink_trio.wire.codec import EncodedMessage
 
 __all__ = (
     "CreateOperation",
@@ -203,8 +204,10 @@ async def build_reserved(op: CreateOperation, fence: ReservationFence, receipt: 
     declined = SpotRef(spot_id=op.spot_id, generation=fence.object_generation, mesh=mesh,
                        node_rid=rt.node_rid)
     try:
-        outcome = await host.build(op.request)
-        _check_outcome(rt, op, outcome)
+        # The factory and hooks get their own copy of the caller's request, and the caller
+        # its own copy of the reply (``MessageCodec.isolated``), as across nodes.
+        outcome = await host.build(rt.codec.isolated(op.request))
+        encoded = _check_outcome(rt, op, outcome)
     except BaseException as exc:
         event = (CREATE.ev.deadline_expired if isinstance(exc, trio.Cancelled)
                  else CREATE.ev.factory_failed)
@@ -218,7 +221,8 @@ async def build_reserved(op: CreateOperation, fence: ReservationFence, receipt: 
         with trio.CancelScope(shield=True):
             await host.activation_failed()
             await abort(op, fence, receipt)
-        return CreateResult(state=CreateState.REJECTED, ref=declined, reply=outcome.reply)
+        return CreateResult(state=CreateState.REJECTED, ref=declined,
+                            reply=rt.codec.isolated(outcome.reply))
     op.state = step(CREATE, op.state, CREATE.ev.create_accepted)
     if crash_points.ARMED:
         crash_points.point("create", "after_factory_before_commit", rt.node_id)
@@ -238,14 +242,18 @@ async def build_reserved(op: CreateOperation, fence: ReservationFence, receipt: 
         rt.catalog.register(host)
         op.state = step(CREATE, op.state, CREATE.ev.commit_ready)
         await delete_root(rt, receipt)
-    return CreateResult(state=CreateState.CREATED, ref=ready.ref(), reply=outcome)
+    return CreateResult(state=CreateState.CREATED, ref=ready.ref(),
+                        reply=rt.codec.isolated(outcome, encoded))
 
 
-def _check_outcome(rt: NodeRuntime, op: CreateOperation, outcome: object) -> None:
+def _check_outcome(rt: NodeRuntime, op: CreateOperation, outcome: object
+                   ) -> EncodedMessage | None:
+    """``on_create``'s reply encoded (``None`` for none or a Reject); HandlerError when
+    it cannot be a reply."""
     if outcome is None or isinstance(outcome, Reject):
-        return
+        return None
     try:
-        rt.codec.encode(outcome)
+        return rt.codec.encode(outcome)
     except InvalidOperation as exc:
         raise HandlerError(
             f"on_create of {op.stable_type!r} returned {type(outcome).__qualname__}, which "

@@ -281,8 +281,9 @@ def _local_job(rt: NodeRuntime, call: Delivery, state: ColdActivationState, mesh
     # spot_id, msg, size, completion, deadline, op_id, state, redeliver,
     # source_saw_missing, encoded): an attrs __init__ called with keywords costs three
     # times as much, and every cold activation builds one.
-    return ActivationJob(rt, attempt, spot_type, info, mesh, call.spot_id, call.msg,
-                         call.size, call.completion, call.deadline,
+    return ActivationJob(rt, attempt, spot_type, info, mesh, call.spot_id,
+                         call.message_for_local_turn(rt.codec), call.size, call.completion,
+                         call.deadline,
                          call.operation_id(rt.new_uuid4 if rt.rng is not None
                                            else pooled_uuid4),
                          state, redeliver, True, call.encoded)

@@ -142,7 +142,8 @@ def _admit(rt: NodeRuntime, call: Delivery, host: Host, now: float | None = None
     info = handler_for(host.spot_type, call)
     if call.intent is not None and host.sealed:
         return host
-    host.admit(MessageWork(call.msg, info, call.completion, call.deadline), call.size, now)
+    host.admit(MessageWork(call.message_for_local_turn(rt.codec), info, call.completion,
+                           call.deadline), call.size, now)
     return None
 
 

@@ -226,7 +226,8 @@ def _envelope(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
         spot_id=route.spot_id, msg=msg, size=len(payload.body),
         intent=Intent(route.stable_type, route.target_mesh), completion=reply, reply=SEND,
         deadline=deadline_from_wall_ms(frame.deadline_ms),
-        op_id=f"{frame.operation_id:016x}-{frame.source.node_rid}", encoded=payload)
+        op_id=f"{frame.operation_id:016x}-{frame.source.node_rid}", encoded=payload,
+        shared=False)
     rt.catalog.start_job(lambda: _activate(rt, call, spot_type, info, frame))
 
 
