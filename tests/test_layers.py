@@ -49,6 +49,7 @@ _BELOW_THE_API = (
     "statecharts",
     "zlink_trio.core",
     "zlink_trio.wire",
+    "zlink_trio.lowlevel",
     "zlink_trio.store",
     "zlink_trio.transport",
     "zlink_trio.runtime",
@@ -59,14 +60,17 @@ LAYERS: tuple[Layer, ...] = (
     Layer("statecharts", may_import=(), sans_io=True),
     Layer("zlink_trio.core", may_import=("statecharts",), sans_io=True),
     Layer("zlink_trio.wire", may_import=("statecharts", "zlink_trio.core"), sans_io=True),
+    # Trio and system primitives with one home each (parking a task, pooled randomness).
+    Layer("zlink_trio.lowlevel", may_import=(), sans_io=False),
     Layer(
         "zlink_trio.store",
-        may_import=("statecharts", "zlink_trio.core", "zlink_trio.wire"),
+        may_import=("statecharts", "zlink_trio.core", "zlink_trio.wire", "zlink_trio.lowlevel"),
         sans_io=False,
     ),
     Layer(
         "zlink_trio.transport",
-        may_import=("statecharts", "zlink_trio.core", "zlink_trio.wire", "zlink_trio.store"),
+        may_import=("statecharts", "zlink_trio.core", "zlink_trio.wire", "zlink_trio.lowlevel",
+                    "zlink_trio.store"),
         sans_io=False,
     ),
     Layer(
@@ -75,6 +79,7 @@ LAYERS: tuple[Layer, ...] = (
             "statecharts",
             "zlink_trio.core",
             "zlink_trio.wire",
+            "zlink_trio.lowlevel",
             "zlink_trio.store",
             "zlink_trio.transport",
         ),

@@ -9,7 +9,7 @@ network.
 * The **writer** (:meth:`SendQueue.writer`, one of the link's three tasks)
   drains the queue into the stream, joining what is queued into as few socket
   writes as it can. While the queue is empty, or another task is writing, it
-  is parked; :meth:`SendQueue.enqueue` reschedules it (no channel, no event).
+  is parked (a ``lowlevel.parking.ParkingSlot``); :meth:`SendQueue.enqueue` wakes it.
 * A caller with nothing more to send for now (``enqueue(write=True)``) or
   about to wait anyway (:meth:`SendQueue.flush`, which the link exposes as
   its own ``flush``) writes the queue itself and saves the hop to the writer
@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from zlink_trio.core.errors import Unavailable
+from zlink_trio.lowlevel.parking import ParkingSlot
 from zlink_trio.transport._ws import WebSocketClosed
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ class SendQueue:
         "_queue",
         "_queued_bytes",
         "_sending",
-        "_writer_task",
+        "_writer_parked",
         "_ws",
         "closed",
         "socket",
@@ -109,7 +110,8 @@ class SendQueue:
         #: A task is writing queued frames to the websocket (the writer or a flush).
         self._sending = False
         #: The writer task while it is parked waiting for frames.
-        self._writer_task: trio.lowlevel.Task | None = None
+        #: Where the writer task waits while there is nothing to send.
+        self._writer_parked = ParkingSlot()
 
     @property
     def queued(self) -> int:
@@ -173,10 +175,7 @@ class SendQueue:
         self._wake_writer()
 
     def _wake_writer(self) -> None:
-        writer = self._writer_task
-        if writer is not None:
-            self._writer_task = None
-            trio.lowlevel.reschedule(writer)
+        self._writer_parked.wake()
 
     def _write_now(self) -> bool:
         """Write the queue to the plain TCP socket without waiting; True if it is empty now.
@@ -270,10 +269,6 @@ class SendQueue:
         finally:
             self._sending = False
 
-    def _abort_park(self, _: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
-        self._writer_task = None
-        return trio.lowlevel.Abort.SUCCEEDED
-
     async def writer(self) -> None:
         """The link's writer task: write what is queued until cancelled or the stream breaks.
 
@@ -283,8 +278,7 @@ class SendQueue:
             while True:
                 if self._sending or not self._queue:
                     # Parked until enqueue has something (a flush may take it first).
-                    self._writer_task = trio.lowlevel.current_task()
-                    await trio.lowlevel.wait_task_rescheduled(self._abort_park)
+                    await self._writer_parked.park()
                     continue
                 # Everything queued meanwhile goes out in as few socket writes as it can:
                 # without waiting if the socket takes it all, else through the stream.

@@ -8,7 +8,7 @@ with them) and :mod:`._ws_upgrade`:
 
 * :func:`_frame` builds one final frame, masked with a fresh key on the
   client side (RFC 6455 5.3); :func:`_masked` masks or unmasks a payload.
-  Masking keys come from ``os.urandom``, :data:`_KEYS_PER_DRAW` at a time.
+  Masking keys come from ``lowlevel.pooled_random`` (many per ``os.urandom`` read).
 * :func:`_close_payload` checks a received Close's payload (code and UTF-8
   reason) and raises :class:`~zlink_trio.core.errors.RemoteProtocolError` for
   a malformed one.
@@ -23,10 +23,10 @@ globals. Nothing here does I/O or imports trio.
 
 from __future__ import annotations
 
-import os
 from typing import Final
 
 from zlink_trio.core.errors import RemoteProtocolError
+from zlink_trio.lowlevel.pooled_random import SYSTEM
 
 __all__ = (
     "CLOSE_NORMAL",
@@ -76,28 +76,6 @@ def _masked(key: bytes, data: bytes) -> bytes:
         n, "little")
 
 
-class _MaskKeys:
-    """Masking keys from ``os.urandom`` (RFC 6455 5.3: a strong source of entropy), drawn
-    :data:`_KEYS_PER_DRAW` at a time: one system call per many frames, not one per frame."""
-
-    __slots__ = ("_pool", "_pos")
-
-    def __init__(self) -> None:
-        self._pool = b""
-        self._pos = 0
-
-    def next(self) -> bytes:
-        pos = self._pos
-        if pos >= len(self._pool):
-            self._pool = os.urandom(4 * _KEYS_PER_DRAW)
-            pos = 0
-        self._pos = pos + 4
-        return self._pool[pos:pos + 4]
-
-
-#: Masking keys drawn from the system at once.
-_KEYS_PER_DRAW: Final = 1024
-_mask_key: Final = _MaskKeys().next
 
 
 def _frame(opcode: int, payload: bytes, mask: bool) -> bytes:
@@ -112,7 +90,7 @@ def _frame(opcode: int, payload: bytes, mask: bool) -> bytes:
         head = bytes((0x80 | opcode, bit | 127)) + n.to_bytes(8, "big")
     if not mask:
         return head + payload
-    key = _mask_key()
+    key = SYSTEM.take(4)
     return head + key + _masked(key, payload)
 
 

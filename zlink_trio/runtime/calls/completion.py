@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 import trio
 
 from zlink_trio.core.errors import DeadlineExceeded
+from zlink_trio.lowlevel.parking import ParkingSlot
 
 if TYPE_CHECKING:
     from zlink_trio.core.deadline import Deadline
@@ -42,20 +43,20 @@ class DeadlineKeeper(Protocol):
         ...
 
 
-class Completion:
+class Completion(ParkingSlot):
     """One request's terminal result: a value or an exception, set once.
 
-    At most one task waits (the caller); it parks with ``trio.lowlevel`` and the
-    completing side reschedules it, which is cheaper than a ``trio.Event`` per request.
+    At most one task waits (the caller): the completion is the caller's parking slot
+    (``lowlevel.parking``), which is cheaper than a ``trio.Event`` per request.
     """
 
-    __slots__ = ("_done", "_error", "_value", "_waiter")
+    __slots__ = ("_done", "_error", "_value")
 
     def __init__(self) -> None:
+        super().__init__()
         self._done = False
         self._value: object = None
         self._error: BaseException | None = None
-        self._waiter: trio.lowlevel.Task | None = None
 
     @property
     def done(self) -> bool:
@@ -63,11 +64,9 @@ class Completion:
         return self._done
 
     def _finish(self) -> None:
+        """Mark the result set and wake the caller (a subclass sends it on too)."""
         self._done = True
-        waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            trio.lowlevel.reschedule(waiter)
+        self.wake()
 
     def set_result(self, value: object) -> bool:
         """Complete with ``value``; ``False`` (nothing changes) if already completed."""
@@ -85,31 +84,26 @@ class Completion:
         self._finish()
         return True
 
-    def _abort(self, _: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
-        self._waiter = None
-        return trio.lowlevel.Abort.SUCCEEDED
-
     async def wait(self, deadline: Deadline, what: str,
                    deadlines: DeadlineKeeper | None = None) -> object:
         """Return the value (or raise the error) once set; DeadlineExceeded at ``deadline``.
 
         A deadline that passes first completes the slot with the DeadlineExceeded it
         raises, so a late reply is dropped rather than delivered twice. Only one task
-        may wait. With the node's running ``deadlines`` the deadline is kept there
-        (no cancel scope per wait, see ``calls.deadlines``); otherwise a scope bounds it.
+        may wait. With the node's running ``deadlines`` the
+        deadline is kept there (no cancel scope per wait, see ``calls.deadlines``);
+        otherwise a scope bounds it.
         """
-        if self._waiter is not None:
+        if self.occupied:
             raise RuntimeError("a Completion is awaited by one task only")
         if self._done:
             await trio.lowlevel.checkpoint()
         elif deadlines is not None and deadlines.running:
             deadlines.add(deadline.at, self, what)
-            self._waiter = trio.lowlevel.current_task()
-            await trio.lowlevel.wait_task_rescheduled(self._abort)
+            await self.park()
         else:
             with trio.move_on_at(deadline.at):
-                self._waiter = trio.lowlevel.current_task()
-                await trio.lowlevel.wait_task_rescheduled(self._abort)
+                await self.park()
             if not self._done:
                 self.set_error(deadline_exceeded(what))
         if self._error is not None:

@@ -13,13 +13,13 @@ knows of the coordinators, so ``SpotClient`` -- which every Spot reaches through
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Final, Protocol
 
 import attrs
 
 from zlink_trio.core.errors import TypeMismatch
 from zlink_trio.core.identity import new_uuid4
+from zlink_trio.lowlevel.pooled_random import SYSTEM
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -92,30 +92,10 @@ class Delivery:
         return self.op_id
 
 
-#: 16-byte pieces of one ``os.urandom`` read, handed out once each (``list.pop`` is atomic,
-#: so threads never share a piece; a child process starts with none, see below).
-_RANDOM: Final[list[bytes]] = []
-_PIECES: Final = 256
-
-
-def _random16(n: int) -> bytes:
-    if n != 16:
-        return os.urandom(n)
-    try:
-        return _RANDOM.pop()
-    except IndexError:
-        raw = os.urandom(16 * _PIECES)  # one read for the next 256 IDs
-        _RANDOM.extend(raw[i:i + 16] for i in range(16, 16 * _PIECES, 16))
-        return raw[:16]
-
-
-os.register_at_fork(after_in_child=_RANDOM.clear)  # a fork must not reuse the parent's bytes
-
-
 def pooled_uuid4() -> str:
-    """``core.identity.new_uuid4()`` (``os.urandom`` bytes) with the bytes read 256 IDs at
+    """``core.identity.new_uuid4()`` with its bytes from ``lowlevel.pooled_random`` (many IDs
     a time: an operation ID per cold activation, without a system call for each."""
-    return new_uuid4(_random16)
+    return new_uuid4(SYSTEM.take)
 
 
 def handler_for(spot_type: SpotType, call: Delivery) -> HandlerInfo:

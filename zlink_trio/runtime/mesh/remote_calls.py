@@ -21,12 +21,11 @@ Nothing is ever resent: a link that closes first ends the request :class:`Unavai
 The wire carries the operation ID as a 64-bit integer: the first 16 hex digits of the
 call's uuid4 (random, non-zero with overwhelming probability; 1 otherwise), or, for a
 call that has no operation ID (a direct call to a Ready Spot), 64 random bits
-(from ``os.urandom``, drawn 512 at a time; from the injected generator one at a time).
+(from ``lowlevel.pooled_random``; from the injected generator one at a time).
 """
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Final, TypeVar, cast
 
 from zlink_trio.core.errors import (
@@ -38,6 +37,7 @@ from zlink_trio.core.errors import (
     Unavailable,
     ZLinkError,
 )
+from zlink_trio.lowlevel.pooled_random import SYSTEM
 from zlink_trio.runtime.calls.completion import Completion
 from zlink_trio.runtime.observe.events import stale
 from zlink_trio.runtime.observe.fields import StaleReason
@@ -85,31 +85,10 @@ def _operation_number(rt: NodeRuntime, call: Delivery) -> int:
     if call.op_id:
         return operation_number(call.op_id)
     if rt.rng is None:  # the system's randomness, drawn many IDs at a time
-        return _draw_number()
+        return SYSTEM.number64()
     return int.from_bytes(rt.random_bytes(8)) or 1
 
 
-class _RandomNumbers:
-    """64-bit random numbers from ``os.urandom``, :data:`_NUMBERS_PER_DRAW` per system call."""
-
-    __slots__ = ("_numbers",)
-
-    def __init__(self) -> None:
-        self._numbers: list[int] = []
-
-    def draw(self) -> int:
-        numbers = self._numbers
-        if not numbers:
-            pool = os.urandom(8 * _NUMBERS_PER_DRAW)
-            numbers.extend(int.from_bytes(pool[i:i + 8]) or 1
-                           for i in range(0, len(pool), 8))
-        return numbers.pop()
-
-
-#: Operation IDs drawn from the system at once (a node with an injected generator draws
-#: each from it instead, in order).
-_NUMBERS_PER_DRAW: Final = 512
-_draw_number: Final = _RandomNumbers().draw
 
 
 def _encoded(rt: NodeRuntime, call: Delivery) -> EncodedMessage:

@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Final, TypeVar, cast
 import trio
 
 from zlink_trio.core.errors import StoreUnavailable, Unavailable
+from zlink_trio.lowlevel.parking import ParkingSlot
 from zlink_trio.store.sqlite.errors import Busy, is_busy, unavailable
 from zlink_trio.store.sqlite.group_rows import close_group, open_group
 from zlink_trio.store.sqlite.rowcache import RowCache
@@ -80,21 +81,32 @@ T = TypeVar("T")
 #: Largest payload an inline transaction moves; bigger ones go to the worker thread.
 INLINE_MAX_BYTES: Final = 256 * 1024
 
-class _Txn:
-    """One queued write transaction of a group (see *Group commit*)."""
+class _Txn(ParkingSlot):
+    """One queued write transaction of a group (see *Group commit*); its caller parks
+    in it until its group ran (or it leads the next one)."""
 
-    __slots__ = ("body", "checks_first", "error", "lead", "taken", "task", "value")
+    __slots__ = ("body", "checks_first", "error", "lead", "queue", "taken", "value")
 
-    def __init__(self, body: Callable[[sqlite3.Connection], object],
+    def __init__(self, body: Callable[[sqlite3.Connection], object], queue: list[_Txn],
                  checks_first: bool = False) -> None:
+        super().__init__()
         self.body = body
         #: The body raises only before its first write (see :meth:`SqliteConnection.write`).
         self.checks_first = checks_first
-        self.task = trio.lowlevel.current_task()
+        #: The connection's queue of transactions waiting for the next group.
+        self.queue = queue
         self.taken = False
         self.lead = False  # woken to lead the next group, not with an outcome
         self.value: object = None
         self.error: BaseException | None = None
+
+    def on_cancel(self) -> bool:
+        """A cancelled caller: its transaction leaves the queue, unless its group runs
+        (then the caller gets the group's outcome)."""
+        if self.taken:
+            return False
+        self.queue.remove(self)  # never started: nothing written
+        return True
 
 
 class SqliteConnection:
@@ -291,16 +303,10 @@ class SqliteConnection:
     async def _grouped(self, body: Callable[[sqlite3.Connection], object],
                        checks_first: bool = False) -> object:
         """One write transaction, committed in a group with its concurrent peers."""
-        txn = _Txn(body, checks_first)
+        txn = _Txn(body, self._queue, checks_first)
         self._queue.append(txn)
         if self._leading:
-            def abort(_: object) -> trio.lowlevel.Abort:
-                if txn.taken:  # its group runs: the caller gets the group's outcome
-                    return trio.lowlevel.Abort.FAILED
-                self._queue.remove(txn)  # never started: nothing written
-                return trio.lowlevel.Abort.SUCCEEDED
-
-            await trio.lowlevel.wait_task_rescheduled(abort)
+            await txn.park()
             if not txn.lead:
                 return _outcome(txn)
         else:
@@ -319,7 +325,7 @@ class SqliteConnection:
                 self._queue.remove(mine)
                 if self._queue:  # hand the lead to the next queued transaction
                     self._queue[0].lead = True
-                    trio.lowlevel.reschedule(self._queue[0].task)
+                    self._queue[0].wake()
                 else:
                     self._leading = False
                 raise
@@ -431,4 +437,4 @@ def _outcome(txn: _Txn) -> object:
 def _wake(batch: list[_Txn], mine: _Txn) -> None:
     for txn in batch:
         if txn is not mine:
-            trio.lowlevel.reschedule(txn.task)
+            txn.wake()

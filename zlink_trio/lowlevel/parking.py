@@ -1,0 +1,74 @@
+"""``ParkingSlot``: one task parked until another task wakes it.
+
+Theory of operation
+-------------------
+A ``trio.Event`` costs an object, a parking lot and a set of waiters; the hot paths
+of this runtime (every request's reply, every store call's answer, a link's writer
+between bursts) have exactly one waiter each, known in advance. A slot holds that
+one task: :meth:`ParkingSlot.park` suspends the current task with
+``trio.lowlevel.wait_task_rescheduled`` and :meth:`ParkingSlot.wake` reschedules it.
+The slot is the only place in the code base that pairs those two calls, so the
+rules of that pairing live here:
+
+* A task is rescheduled exactly once: :meth:`wake` forgets the task before it
+  reschedules it, and a cancelled wait forgets it too, so a late :meth:`wake` is a
+  harmless ``False``.
+* A cancel (a deadline, a nursery) ends the wait with ``trio.Cancelled``, unless the
+  slot's :meth:`~ParkingSlot.on_cancel` (a subclass's) says the waker has already
+  taken the task's work over (a group commit that already runs the parked
+  transaction): then the wait goes on until :meth:`wake`, and the cancel is
+  delivered at the task's next checkpoint.
+* At most one task parks in a slot at a time (a second is a bug of the caller:
+  ``RuntimeError``).
+"""
+
+from __future__ import annotations
+
+import trio
+
+__all__ = ("ParkingSlot",)
+
+
+class ParkingSlot:
+    """Where one task waits until another wakes it (see the module docstring)."""
+
+    __slots__ = ("_task",)
+
+    def __init__(self) -> None:
+        self._task: trio.lowlevel.Task | None = None
+
+    @property
+    def occupied(self) -> bool:
+        """Whether a task is parked here now."""
+        return self._task is not None
+
+    async def park(self) -> None:
+        """Suspend the current task until :meth:`wake` (or a cancel, see above)."""
+        if self._task is not None:
+            raise RuntimeError("a ParkingSlot holds one parked task at a time")
+        self._task = trio.lowlevel.current_task()
+        await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def wake(self) -> bool:
+        """Reschedule the parked task; ``False`` (nothing happens) when none is parked."""
+        task = self._task
+        if task is None:
+            return False
+        self._task = None
+        trio.lowlevel.reschedule(task)
+        return True
+
+    def on_cancel(self) -> bool:
+        """Called once when the parked task is cancelled: whether its wait ends now.
+
+        ``True`` here; a subclass returns ``False`` when the waker has taken the task's
+        work over and will :meth:`wake` it (the cancel then reaches the task at its
+        next checkpoint).
+        """
+        return True
+
+    def _abort(self, _: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+        if not self.on_cancel():
+            return trio.lowlevel.Abort.FAILED
+        self._task = None
+        return trio.lowlevel.Abort.SUCCEEDED
