@@ -408,6 +408,16 @@ def _pages() -> Iterator[tuple[Place, str]]:
         yield Place(str(page.relative_to(ROOT))), FENCE.sub("", page.read_text())
 
 
+def _paths_in_blocks() -> Iterator[tuple[Place, str]]:
+    """The paths written in a page's text and shell blocks (maps, commands), not in code."""
+    for page in PAGES:
+        for block in FENCE.findall(page.read_text()):
+            language = block.partition("\n")[0].strip("`").strip()
+            if language in {"", "text", "sh", "bash"}:
+                for word in block.split()[1:-1]:
+                    yield Place(str(page.relative_to(ROOT))), word.strip(",;:()[]'\"")
+
+
 def stale_references() -> list[str]:
     """Every reference to our code that does not resolve, as ``place: reference``."""
     stale = []
@@ -426,6 +436,10 @@ def stale_references() -> list[str]:
                     stale.append(f"{place.where}: {literal}")
             elif _ours_and_missing(literal, place, role=False):
                 stale.append(f"{place.where}: {literal}")
+    for place, word in _paths_in_blocks():
+        if PATH.fullmatch(word) and "/" in word and _is_our_path(word) \
+                and not _path_exists(word):
+            stale.append(f"{place.where}: {word}")
     return stale
 
 
