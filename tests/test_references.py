@@ -357,12 +357,14 @@ def _foreign_or_in_scope(first: str, rest: list[str], place: Place) -> bool:
 
 @functools.cache
 def _every_defined_name() -> frozenset[str]:
-    """Every name our code defines or assigns anywhere: functions, classes, attributes."""
+    """Every name our code defines, imports or assigns anywhere."""
     names: set[str] = set()
     for path in code().modules.values():
         for node in ast.walk(_tree(path)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 names.add(node.name)
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                names.update(alias.asname or alias.name for alias in node.names)
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 names.add(node.id)
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute):
