@@ -5,18 +5,31 @@ module; the module docstring is its theory of operation and cites the spec secti
 it encodes.  The runtime does not keep chart instances: it calls
 :func:`compile` once per chart class and steps a plain state id through the
 resulting :class:`TransitionTable`, which raises :class:`UndefinedTransition` for any
-transition the chart does not define (DESIGN.md §2).  ``python -m statecharts render
+transition the chart does not define.  ``python -m statecharts render
 docs/statecharts`` writes the diagrams; ``python -m statecharts check DIR`` fails on
 drift.
 
-Beside the charts: :mod:`statecharts.links` names the runtime modules that drive
-each chart and the tests that cover it (the pages link them); :mod:`statecharts.trace`
-is the JSON-lines trace file of transitions a run took (``TraceWriter`` records one
-from the runtime's ``charts.TRACE``); :mod:`statecharts.diagram` draws one chart with
-a trace highlighted, as mermaid or Graphviz DOT (``zlink-trio statecharts``).
-
 This package is pure: it never imports trio or zlink_trio and does no I/O except in
 :mod:`statecharts.render` when asked to write pages.
+
+Modules:
+
+- ``spot_authority``, ``cold_activation``, ``user_create``, ``incarnation``,
+  ``relocation``, ``close``, ``node_lifecycle`` -- the charts, one lifecycle each
+- ``_base``     -- :class:`StrictChart`, the strict base every chart derives from
+- ``_compile``  -- :func:`compile`: a chart as an immutable :class:`TransitionTable`
+- ``_typed``    -- a compiled chart with typed state, event and tag names
+- ``names/``    -- those names for every chart (``CHART.st``, ``.ev``, ``.tags``),
+                   generated: do not edit
+- ``codegen``   -- writes ``names/`` from the compiled charts
+- ``links``     -- the runtime modules that drive each chart and the tests that cover
+                   it (the pages link them)
+- ``trace``     -- the JSON-lines trace file of transitions a run took (``TraceWriter``
+                   records one from the runtime's ``charts.TRACE``)
+- ``diagram``   -- one chart with a trace highlighted, as mermaid or Graphviz DOT
+                   (``zlink-trio statecharts``)
+- ``render``    -- the Markdown page of every chart and the index; the drift check
+- ``__main__``  -- ``python -m statecharts render DIR`` / ``check DIR``
 """
 
 from __future__ import annotations

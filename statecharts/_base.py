@@ -19,7 +19,7 @@ bound to asyncio (``asyncio.get_running_loop``), and zlink_trio runs on Trio, so
 coroutine callback would either fail or silently pull asyncio into a Trio program.
 The charts in this package declare no callbacks at all -- they are pure data that
 :func:`statecharts.compile` turns into a transition table -- but the check keeps a
-future edit from sneaking one in.  See DESIGN.md §2 and STYLE.md habit 3.
+future edit from sneaking one in.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 
-DESIGN.md §2 measured one python-statemachine instance at ~0.7 ms / ~10 KB to create
+We measured one python-statemachine instance at ~0.7 ms / ~10 KB to create
 and ~77 µs per transition.  The runtime keeps one lifecycle per Spot, so it cannot
 afford an instance per Spot on hot paths.  Instead each chart *class* is compiled once
 (:func:`compile` is cached per class) into a :class:`TransitionTable`, and the runtime

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 
 An incarnation is the node-local object for one (Spot ID, ObjectGeneration): the
-application instance, its two execution lanes and its timers (DESIGN.md §7).  Its
+application instance, its two execution lanes and its timers, run by one Trio task.  Its
 state decides *admission* -- whether a message or timer arriving at this node may be
 queued and whether a handler may run -- while the store's ``SpotAuthority`` decides
 ownership.  The runtime keeps one state id per incarnation and steps it with

@@ -10,7 +10,7 @@ side of ``SpotAuthority``, run its transactions; ``tests`` are the test modules 
 check runs against the chart (TRACE observers, model tests, path tests).
 
 The rendered pages (:mod:`statecharts.render`) and ``zlink-trio statecharts`` show
-these links.  ``tests/statecharts/test_chart_links.py`` keeps them honest: every path
+these links.  ``tests/statecharts/test_chart_links_trace.py`` keeps them honest: every path
 exists, every chart has both kinds, and every ``zlink_trio`` module that steps a
 chart's typed names is listed as one of its drivers.
 

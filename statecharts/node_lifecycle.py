@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 
-A node (NodeId, with a fresh NodeRid per process lifecycle, DESIGN.md §3) publishes a
+A node (NodeId, with a fresh NodeRid per process lifecycle) publishes a
 descriptor in the Location Store.  Its lease is the validity period that every owner
 check uses (09 §4): an owner whose lease expired may not admit new messages or timers
 nor update a location (06 §9).  The runtime keeps the node's state id and steps it

@@ -5,7 +5,7 @@ Theory of operation
 
 The Location Store keeps, per global Spot ID, one authority record: its owner,
 ObjectGeneration, AuthorityOwnerGeneration, StoreVersion and lifecycle state.  Every
-store transaction (DESIGN.md §5) is one event of this chart, and a store backend
+store transaction (``docs/stores.md``) is one event of this chart, and a store backend
 applies an event only when ``compile(SpotAuthority).step(state, event)`` allows it;
 anything else is refused as ``InvalidOperation`` without writing.
 
@@ -38,7 +38,7 @@ Relocation of an existing owner (06 §6.1, §8):
   relay-ready.  From here the source is never restored (06 §6.1, §8), so the record
   no longer accepts ``abort_relocation``; this is how the store fences a late abort.
 * ``commit_relocation`` -- ``relay_ready`` -> ``ready`` with the target as owner
-  (AuthorityOwnerGeneration + 1, DESIGN.md §3) and the Message Follow route installed.
+  (AuthorityOwnerGeneration + 1) and the Message Follow route installed.
 * ``abort_relocation`` -- from ``relocating`` or ``sealed`` back to ``ready`` at the
   source (held ingress returns to the source queue in arrival order).
 

@@ -23,8 +23,9 @@ wants, and whoever records a single operation keeps the file to that operation.
   must be a transition the chart defines.
 
 ``zlink-trio statecharts CHART --trace FILE`` reads such a file and highlights the
-path (:func:`statecharts.render.highlight`).  Pure: the writer only calls ``write``
-on the stream it is given, and nothing here imports trio or ``zlink_trio``.
+path (:func:`statecharts.diagram.mermaid`, :func:`~statecharts.diagram.dot`).  Pure:
+the writer only calls ``write`` on the stream it is given, and nothing here imports
+trio or ``zlink_trio``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ deadline is fixed at submit and spans resolve, reservation, factory and the Read
 barrier.  Each store answer is its own event, so the chart has no guards.
 
 * ``validating`` -- the caller's input is checked at the API edge before any store
-  call (06 §2, §2.1; DESIGN.md §3): a malformed ID or one in the reserved Entry format
+  call (06 §2, §2.1): a malformed ID or one in the reserved Entry format
   -> ``input_invalid`` -> ``invalid_operation``, nothing written.  ``Create`` then
   issues a fresh lowercase UUID v4 (``spot_id_issued``, straight to placement: there is
   nothing to resolve); ``GetOrCreate`` resolves the caller's ID (``spot_id_given``).

@@ -1,4 +1,4 @@
-"""Layering: imports only point down (DESIGN.md §1), and the sans-IO layers stay sans-IO.
+"""Layering: imports only point down (docs/architecture.md), and the sans-IO layers stay sans-IO.
 
 The rule is the table ``LAYERS`` below, bottom layer first. Each row names a
 package, the packages of ours it may import besides itself, and whether it

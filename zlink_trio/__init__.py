@@ -12,6 +12,20 @@ store by URL with ``async with zl.open_store(url) as store`` to read what the
 nodes sharing it left there. ``zl.MessageCodec`` is the typed JSON codec the
 nodes use, for the JSON a program exchanges elsewhere (an HTTP edge, a store
 of its own): the same classes, names and rules as on the wire.
+
+Packages, bottom layer first (imports only point down; ``docs/architecture.md`` tells
+why, and each package's ``__init__`` maps its modules):
+
+- ``core``      -- sans-IO values and decisions: identities, errors, records, placement
+- ``wire``      -- bytes at the edge: the typed JSON codec, frames, the handshake (sans-IO)
+- ``store``     -- the Location and Relocation Stores: protocols, rules, backends by URL
+- ``transport`` -- authenticated websocket links between the nodes of a cluster
+- ``runtime``   -- everything that awaits on behalf of a node: ``open_node`` and its wings
+- ``testing``   -- the public test kit (``docs/testing.md``); ``import zlink_trio`` does
+                   not import it
+- ``cli``       -- the ``zlink-trio`` command
+- ``bench``     -- the benchmark (``python -m zlink_trio.bench``)
+- ``samples``   -- the demos and the ShoppingMall sample, on this public API only
 """
 
 

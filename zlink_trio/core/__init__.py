@@ -5,7 +5,7 @@ argument (``now``) and randomness is injected. A test enforces the rule.
 
 Modules:
 
-- ``errors``      -- the typed error hierarchy (DESIGN §4)
+- ``errors``      -- the typed error hierarchy (``docs/errors.md``)
 - ``identity``    -- Spot IDs, stable types, Entry Spot IDs, uuid4s, NodeIds and NodeRids
 - ``records``     -- authority records, fences and SpotRef (what the Location Store keeps)
 - ``_fences``     -- owner, authority and reservation fences (re-exported by ``records``)

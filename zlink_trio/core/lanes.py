@@ -1,4 +1,4 @@
-"""Execution-lane accounting: two bounded FIFO lanes per Spot (spec 09 §6, DESIGN §7).
+"""Execution-lane accounting: two bounded FIFO lanes per Spot (spec 09 §6).
 
 Theory of operation
 -------------------

@@ -1,4 +1,4 @@
-"""The runtime layer: everything that awaits on behalf of a node (DESIGN.md §1).
+"""The runtime layer: everything that awaits on behalf of a node (docs/architecture.md).
 
 Users import what they need from :mod:`zlink_trio`; this map is for those who read
 the code.  Imports point one way, and a test fails on any import cycle:

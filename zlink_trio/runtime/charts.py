@@ -1,6 +1,6 @@
 """Stepping the compiled lifecycle charts: one state id per incarnation and per operation.
 
-The runtime keeps no chart instances (DESIGN.md §2): each chart class is compiled once
+The runtime keeps no chart instances (``docs/architecture.md``): each chart class is compiled once
 and wrapped with its typed names (:mod:`statecharts.names`), and every lifecycle
 change goes through :func:`step` with those names -- ``step(COLD, job.state,
 COLD.ev.reserve_won)`` -- so a misspelt event or an event of another chart fails

@@ -10,14 +10,14 @@ Theory of operation
 2. Open the store, draw a fresh NodeRid and Entry Spot ID ``<node_id>-entry-<uuid4>``
    and claim the descriptor and the Entry Spot in one NewClaim.  A conflict is a startup
    configuration error; no second Entry UUID is tried.
-3. Open a nursery holding the lease renewal (every ``lease / 3``, :mod:`._lease`), the
+3. Open a nursery holding the lease renewal (every ``lease / 3``, :mod:`.coordinators.lease`), the
    refresh of the placement claims (:mod:`.coordinators.claims_refresh`), the
    idle sweep, the catalog's Spot tasks and cold activations, and yield the :class:`Node`.
 4. On exit -- also on error or cancellation, shielded and bounded by
    ``default_timeout`` -- drain: creation attempts are cancelled (they abort with their
    fence), every local Spot closes with NODE_SHUTDOWN and releases its authority, the
    renewal stops, then the descriptor and Entry claim are removed with the lifecycle
-   fence.  If the lease was lost (:func:`._lease.lose_lease` already stopped every
+   fence.  If the lease was lost (:func:`.coordinators.lease.lose_lease` already stopped every
    local Spot with OWNERSHIP_LOST) the store is not touched: the lifecycle is over.
 """
 

@@ -5,7 +5,9 @@ Run ``python -m zlink_trio.samples.demo`` (also ``zlink-trio demo``). Modules, o
 - ``spots``     -- the sample Spots both demos run (Counter, Room), their messages, ``Events``
 - ``demo``      -- the demo story on one node, told and checked line by line (``--nodes N``)
 - ``demo_mesh`` -- the same story over N node processes on one SQLite file: driver and node
+- ``shoppingmall/`` -- the ShoppingMall sample: ``python -m zlink_trio.samples.shoppingmall``
+  (``docs/shoppingmall.md``)
 
-The ShoppingMall sample will live beside them. This is the top layer: a sample imports
-only what ``zlink_trio`` exports, and other samples (``tests/test_layers.py`` enforces it).
+This is the top layer: a sample imports only what ``zlink_trio`` exports, and other
+samples (``tests/test_layers.py`` enforces it).
 """

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-Every request waits on a :class:`~._completion.Completion` until its reply or its
+Every request waits on a :class:`~.completion.Completion` until its reply or its
 deadline. A ``trio.move_on_at`` around each wait costs a cancel scope per request
 (~10 µs here, a tenth of a remote request's CPU), so the node keeps the deadlines of
 waiting completions itself: :meth:`Deadlines.add` pushes ``(deadline, completion)``

@@ -25,7 +25,10 @@ peers) as their first argument and step the lifecycle charts through
 ``relocation_payload`` the relocation payload's format (a Relocation Store root)
 ``envelope``           the activation envelope's format (a recovery root)
 ``recovery``           the startup scan: resume or abort what a dead lifecycle left
+``node_claim``         NewClaim at startup: one live process per NodeId, a dead
+                       predecessor waited out
 ``lease``              keeping the node's lease, and stopping when it is lost
+``claims_refresh``     placement's claims read again ahead of their expiry
 ``crash_points``       ``ZLINK_CRASH_AT``: named steps where a test may kill the process
 =====================  ==================================================================
 """

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-The source side (:mod:`._resolve`) chose this node and handed it an
+The source side (:mod:`.placement`) chose this node and handed it an
 :class:`ActivationJob`; :func:`run_activation` runs it as a catalog task under the
 operation's single deadline, stepping the ``ColdActivation`` chart:
 
@@ -24,7 +24,7 @@ operation's single deadline, stepping the ``ColdActivation`` chart:
     the first record is pushed to the head of its queue and the barrier opens.
 12. The host runs the first message before anything else and afterwards moves the
     inbox cursor, removes the recovery pointer by expected-version CAS and deletes the
-    root (:func:`._first_record.record_first_completion`).
+    root (:func:`.first_record.record_first_completion`).
 
 The store's combined transactions (``store.combined``, see
 ``zlink_trio.store.protocol``) group the steps: root + Reserve (a refused Reserve

@@ -35,7 +35,8 @@ frame); a request's reply arrives as command 20 and completes the caller's
 ``Completion``.  A StaleRoute answer drops the cached route, so the next call resolves
 afresh; nothing is ever resent automatically (06 §5).
 
-Every wait runs under the caller's deadline (:meth:`CallRouter.submit`).
+Every wait runs under the caller's deadline (:meth:`.call_router.CallRouter.send`,
+:meth:`~.call_router.CallRouter.request`).
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 Theory of operation
 -------------------
-The catalog owns the nurseries every Spot task and every cold-activation task runs in
-(DESIGN.md §7) -- one for Spot tasks (shielded, ended by :meth:`Catalog.cancel_all` after
-the drain) and one for activation jobs, both held by :meth:`Catalog.serve` -- and the
-node-local views the coordinators consult:
+The catalog owns the nurseries every Spot task (each Spot is one Trio task) and every
+cold-activation task runs in -- one for Spot tasks (shielded, ended by
+:meth:`Catalog.cancel_all` after the drain) and one for activation jobs, both held by
+:meth:`Catalog.serve` -- and the node-local views the coordinators consult:
 
 * ``hosts`` -- Spot ID -> :class:`Host` for incarnations that are Ready here (the
   "instance intent projection" of 09 §3).  :meth:`Catalog.register` adds a host and

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-:func:`inbound_handler` returns what :class:`._peers.Peers` calls for every command 39,
+:func:`inbound_handler` returns what :class:`.peers.Peers` calls for every command 39,
 47 and 48 an authenticated link delivers, in arrival order, from the link's reader:
 
 * **39, route kind 1** (direct call): admitted synchronously -- no task per message.
@@ -24,11 +24,11 @@ Theory of operation
 * **39, route kind 2** (cold-activation envelope): checked the same way (lifecycle, Mesh,
   a served Instance type, a handler for the message), then run as a catalog task from
   the chart's ``checking_target_owner`` state by the same code as a local activation
-  (:mod:`._activation`): the target re-reads the store, stores the envelope, reserves,
-  and so on.  If another attempt owns the ID, the first message is handed to the
+  (:mod:`..coordinators.activation`): the target re-reads the store, stores the
+  envelope, reserves, and so on.  If another attempt owns the ID, the first message is handed to the
   resolver *here*, which delivers it exactly once to the current owner -- possibly a
   third node -- and relays that owner's reply back unchanged (06 §4.2).
-* **47 / 48**: a catalog task each (:mod:`._create_remote`, :mod:`._close`), answered
+* **47 / 48**: a catalog task each (:mod:`.remote_create`, :mod:`.remote_close`), answered
   with one command 20.
 * **61** (:mod:`.remote_operation`): an operator's relocate or drain request, a catalog
   task answered by command 20.

@@ -18,7 +18,7 @@ The transport has to be listening before the descriptor is claimed (the descript
 publishes the bound port), but the handshake announces the lifecycle generation that
 the claim issues.  So :class:`MeshEntry` is the transport's handler from the start and
 refuses every link until :meth:`MeshEntry.attach` gives it the node's
-:class:`~._peers.Peers` and the transport its final identity.
+:class:`~.peers.Peers` and the transport its final identity.
 """
 
 from __future__ import annotations

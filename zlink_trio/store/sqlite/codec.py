@@ -13,7 +13,7 @@ builds the same text as ``dumps(record.to_json())`` without the intermediate dic
 the fields in ``to_json``'s order, strings escaped by the JSON module's own C
 escaper, and each nested value (owner, intent, pointer, relocation target) encoded
 once per object -- an activation's records share one owner and one pointer object
--- by :func:`dumps` itself. ``tests/store/test_sqlite_codec.py`` holds it to
+-- by :func:`dumps` itself. ``tests/store/test_sqlite_fast_paths.py`` holds it to
 ``dumps(record.to_json())`` over records of every state and shape, and the import
 below refuses a ``to_json`` whose keys changed.
 """
