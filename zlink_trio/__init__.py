@@ -18,6 +18,7 @@ why, and each package's ``__init__`` maps its modules):
 
 - ``core``      -- sans-IO values and decisions: identities, errors, records, placement
 - ``wire``      -- bytes at the edge: the typed JSON codec, frames, the handshake (sans-IO)
+- ``lowlevel``  -- primitives with one home each: parking a task, pooled system randomness
 - ``store``     -- the Location and Relocation Stores: protocols, rules, backends by URL
 - ``transport`` -- authenticated websocket links between the nodes of a cluster
 - ``runtime``   -- everything that awaits on behalf of a node: ``open_node`` and its wings
