@@ -144,9 +144,10 @@ class AuthorityRecord:
     """The Location Store's authority over one Spot ID.
 
     Invariants (checked at construction, :class:`InvalidOperation`): never
-    MISSING (that is the absence of a record); ``creation_intent`` only while CREATING; ``relocation_target`` exactly
-    while moving (RELOCATING, SEALED or RELAY_READY); an ENTRY record is READY with owner
-    generation 1 and no intent, pointer or relocation target.
+    MISSING (that is the absence of a record); ``creation_intent`` only while
+    CREATING; ``relocation_target`` exactly while moving (RELOCATING, SEALED or
+    RELAY_READY); an ENTRY record is READY with owner generation 1 and no intent,
+    pointer or relocation target.
     """
 
     spot_id: str = attrs.field(validator=spot_id_field)
