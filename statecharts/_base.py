@@ -110,9 +110,17 @@ class StrictChart(StateChart[Any], metaclass=_StrictChartMeta):
     of the chart's states (``tags = state_tags(admission_sealed=(closing, disposed))``):
     declared once here, compiled into the table, generated into ``statecharts.names``
     and rendered on the chart's page, so no runtime module compares state ids itself.
+
+    ``state_enum`` names a ``StrEnum`` of the chart's states that ``statecharts.names``
+    generates beside the typed names (members ``READY = "ready"``, in declaration
+    order), for a chart whose state is *stored* and so needs a value type of its own:
+    ``SpotAuthority`` sets it to ``AuthorityState``, the state an authority record keeps.
+    ``None`` (the default): no enum.
     """
 
     allow_event_without_transition = False
     catch_errors_as_events = False
     #: Tag name -> the states that answer it (see the class docstring).
     tags: ClassVar[Mapping[str, tuple[State, ...]]] = MappingProxyType({})
+    #: The name of the generated enum of the chart's states, or ``None`` (see above).
+    state_enum: ClassVar[str | None] = None

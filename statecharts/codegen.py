@@ -10,7 +10,10 @@ order, a ``NewType`` for the chart's states and one for its events, a namespace 
 of state constants (``st``), one of event constants (``ev``), one of the chart's tags
 (``tags``: frozensets of states), and a :class:`~statecharts._typed.TypedChart`
 subclass holding the three with the compiled table, bound to an upper-case constant
-(``ColdActivation`` -> ``COLD_ACTIVATION``).  The output is deterministic, so
+(``ColdActivation`` -> ``COLD_ACTIVATION``).  A chart that sets ``state_enum``
+(:class:`~statecharts.StrictChart`) also gets that ``StrEnum`` of its states, the
+value type a store keeps (``SpotAuthority`` -> ``AuthorityState``).  The output is
+deterministic, so
 ``python -m statecharts check`` compares it with the committed module byte for byte,
 exactly like the rendered pages; ``python -m statecharts render`` rewrites it.
 """
@@ -97,6 +100,7 @@ def _chart_block(chart: type[StrictChart]) -> list[str]:
                      "frozenset((")
         lines += [f"        {name}States.{s}," for s in members]
         lines.append("    ))")
+    lines += _state_enum(chart, table.state_order)
     lines += [
         "",
         "",
@@ -115,6 +119,23 @@ def _chart_block(chart: type[StrictChart]) -> list[str]:
         "",
         "",
     ]
+    return lines
+
+
+def _state_enum(chart: type[StrictChart], states: tuple[str, ...]) -> list[str]:
+    """The ``StrEnum`` the chart's ``state_enum`` names (no lines when it names none)."""
+    enum = chart.state_enum
+    if enum is None:
+        return []
+    name = chart.__name__
+    lines = [
+        "",
+        "",
+        f"class {_check_identifier(name, 'state_enum', enum)}(StrEnum):",
+        f'    """The states of :class:`~statecharts.{name}` as stored values."""',
+        "",
+    ]
+    lines += [f'    {_check_identifier(name, "state", s).upper()} = "{s}"' for s in states]
     return lines
 
 
@@ -138,14 +159,17 @@ def _sorted_exports(exported: Iterable[str]) -> list[str]:
 
 
 def _exports(chart: type[StrictChart]) -> list[str]:
+    enum = [] if chart.state_enum is None else [chart.state_enum]
     return _sorted_exports(
-        [constant_name(chart)] + [f"{chart.__name__}{suffix}" for suffix in
-                                  ("Chart", "Event", "Events", "State", "States", "Tags")])
+        [constant_name(chart), *enum] + [f"{chart.__name__}{suffix}" for suffix in
+                                         ("Chart", "Event", "Events", "State", "States", "Tags")])
 
 
 def _chart_module(chart: type[StrictChart]) -> str:
     module = chart.__module__.rsplit(".", 1)[-1]
     lines = _module_header(f"Typed names of :class:`~statecharts.{chart.__name__}`.")
+    if chart.state_enum is not None:
+        lines += ["from enum import StrEnum"]
     lines += [
         "from typing import Final, NewType, final",
         "",

@@ -40,10 +40,13 @@ _RT = "zlink_trio/runtime/"
 #: Chart class name -> its links, in the order of ``statecharts.ALL_CHARTS``.
 CHART_LINKS: Final[dict[str, ChartLinks]] = {
     "SpotAuthority": ChartLinks(
-        drivers=("zlink_trio/store/rules/location.py", "zlink_trio/store/rules/recovery.py",
+        drivers=("zlink_trio/store/rules/authority.py", "zlink_trio/store/rules/location.py",
+                 "zlink_trio/store/rules/recovery.py",
                  "zlink_trio/store/rules/operator.py", "zlink_trio/store/rules/relocation_steps.py",
-                 _RT + "coordinators/recovery.py"),
-        tests=("tests/store/test_memory_model.py", "tests/store/test_multiprocess.py",
+                 "zlink_trio/store/redis/lua/authority.py", _RT + "coordinators/recovery.py"),
+        tests=("tests/store/test_authority_chart_conformance.py",
+               "tests/store/test_redis_authority_lua.py",
+               "tests/store/test_memory_model.py", "tests/store/test_multiprocess.py",
                "tests/core/test_store_records.py", "tests/statecharts/test_chart_paths.py"),
     ),
     "ColdActivation": ChartLinks(

@@ -43,11 +43,22 @@ Relocation of an existing owner (06 §6.1, §8):
   source (held ingress returns to the source queue in arrival order).
 
 Close, idle eviction and a new relocation are refused while relocating, sealed or
-relay-ready:
+relay-ready (the ``moving`` tag):
 a close that meets a move is ``Unavailable`` (06 §7), and idle-eviction candidates
 must not participate in relocation (09 §5).  An owner whose lease expired keeps its
-record (the resolver reports ``Unavailable``, 09 §3); what happens next belongs to the
-failure policy, not to this chart.
+record (the resolver reports ``Unavailable``, 09 §3).  The failure policy's one way
+out (06 §9) is ``release_expired``: ``ready`` -> ``missing``, the fenced release of a
+Ready record whose owner's lease expired, taken by the same NodeId restarted or by an
+operator (``store.rules.operator``), never by another node on its own.
+
+Entry Spot records are not this chart's: they are written and deleted with their
+node's descriptor claim (NewClaim, Remove) and are always ``ready``.
+
+The states are also the stored ones: ``state_enum`` makes ``statecharts.names``
+generate ``AuthorityState``, the enum an authority record keeps (``missing`` is the
+absence of a record, so no record holds it).  The stores step this chart for every
+state change -- ``store.rules.authority`` in Python (memory and SQLite), the Lua
+fragment ``store.redis.lua.authority`` on Redis.
 
 There is no final state: the record cycles back to ``missing`` and a later Reserve
 starts a new incarnation with a strictly larger ObjectGeneration.  Every state can
@@ -58,7 +69,7 @@ from __future__ import annotations
 
 from statemachine import State
 
-from statecharts._base import StrictChart
+from statecharts._base import StrictChart, state_tags
 
 __all__ = ("SpotAuthority",)
 
@@ -87,3 +98,8 @@ class SpotAuthority(StrictChart):
     accept_relay_ready = sealed.to(relay_ready)
     commit_relocation = relay_ready.to(ready)
     abort_relocation = relocating.to(ready) | sealed.to(ready)
+
+    release_expired = ready.to(missing)
+
+    tags = state_tags(moving=(relocating, sealed, relay_ready))
+    state_enum = "AuthorityState"

@@ -44,6 +44,7 @@ from statecharts.names.relocation import PlannedRelocationState as PlannedReloca
 from statecharts.names.relocation import PlannedRelocationStates as PlannedRelocationStates
 from statecharts.names.relocation import PlannedRelocationTags as PlannedRelocationTags
 from statecharts.names.spot_authority import SPOT_AUTHORITY as SPOT_AUTHORITY
+from statecharts.names.spot_authority import AuthorityState as AuthorityState
 from statecharts.names.spot_authority import SpotAuthorityChart as SpotAuthorityChart
 from statecharts.names.spot_authority import SpotAuthorityEvent as SpotAuthorityEvent
 from statecharts.names.spot_authority import SpotAuthorityEvents as SpotAuthorityEvents
@@ -66,6 +67,7 @@ __all__ = (
     "PLANNED_RELOCATION",
     "SPOT_AUTHORITY",
     "USER_CREATE",
+    "AuthorityState",
     "CloseOperationChart",
     "CloseOperationEvent",
     "CloseOperationEvents",

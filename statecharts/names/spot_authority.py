@@ -8,6 +8,7 @@ a fresh render.  See :mod:`statecharts._typed` for what the names are for.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Final, NewType, final
 
 from statecharts._compile import compile
@@ -16,6 +17,7 @@ from statecharts.spot_authority import SpotAuthority
 
 __all__ = (
     "SPOT_AUTHORITY",
+    "AuthorityState",
     "SpotAuthorityChart",
     "SpotAuthorityEvent",
     "SpotAuthorityEvents",
@@ -61,6 +63,7 @@ class SpotAuthorityEvents:
     accept_relay_ready: Final = SpotAuthorityEvent("accept_relay_ready")
     commit_relocation: Final = SpotAuthorityEvent("commit_relocation")
     abort_relocation: Final = SpotAuthorityEvent("abort_relocation")
+    release_expired: Final = SpotAuthorityEvent("release_expired")
 
 
 @final
@@ -68,6 +71,24 @@ class SpotAuthorityTags:
     """The tags of :class:`~statecharts.SpotAuthority`: the states answering each question."""
 
     __slots__ = ()
+
+    moving: Final[frozenset[SpotAuthorityState]] = frozenset((
+        SpotAuthorityStates.relocating,
+        SpotAuthorityStates.sealed,
+        SpotAuthorityStates.relay_ready,
+    ))
+
+
+class AuthorityState(StrEnum):
+    """The states of :class:`~statecharts.SpotAuthority` as stored values."""
+
+    MISSING = "missing"
+    CREATING = "creating"
+    READY = "ready"
+    CLOSING = "closing"
+    RELOCATING = "relocating"
+    SEALED = "sealed"
+    RELAY_READY = "relay_ready"
 
 
 @final

@@ -98,6 +98,7 @@ def test_authority_record_ref_and_json():
         {"kind": SpotKind.INVALID},
         {"kind": SpotKind.ENTRY, "state": AuthorityState.CLOSING},
         {"store_version": 0},
+        {"state": AuthorityState.MISSING},
     ],
 )
 def test_authority_record_invariants(patch):
@@ -106,9 +107,13 @@ def test_authority_record_invariants(patch):
 
 
 def test_stored_states_are_the_authority_charts():
-    # Missing is the absence of a record; every other chart state is a stored one.
+    # AuthorityState is the chart's state set, in its order; Missing is the absence of a
+    # record, so no record holds it (a record that says so is refused).
     table = compile(SpotAuthority)
-    assert {s.value for s in AuthorityState} | {"missing"} == set(table.states)
+    assert tuple(s.value for s in AuthorityState) == table.state_order
+    assert {s.value for s in MOVING_STATES} == table.tags["moving"]
+    with pytest.raises(InvalidOperation):
+        AuthorityRecord.from_json({**record().to_json(), "state": "missing"})
     # A move is what the chart can reach from Ready by begin_relocation before Ready again.
     moving, frontier = set(), {table.step("ready", "begin_relocation")}
     while frontier:

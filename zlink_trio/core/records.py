@@ -3,10 +3,12 @@
 Theory of operation
 -------------------
 The Location Store holds at most one :class:`AuthorityRecord` per Spot ID
-(spec 06 §2). "Missing" is not a stored state: it is the absence of a record,
-so :class:`AuthorityState` has no ``MISSING`` member and a transition to
-Missing deletes the record. The stored states follow the Spot-authority
-statechart::
+(spec 06 §2). :class:`AuthorityState` is the state set of the Spot-authority
+statechart (``statecharts.spot_authority``), generated from it into
+``statecharts.names`` -- one definition, re-exported here. "Missing" is its
+initial state but never a stored one: it is the absence of a record, so no
+record holds ``MISSING`` (the constructor refuses it) and a transition to
+Missing deletes the record. The stored states follow the chart::
 
     (missing) --reserve--> CREATING --commit_ready--> READY --begin_close--> CLOSING
         ^                      |                      |  ^                      |
@@ -21,9 +23,12 @@ statechart::
                                                                         v
                                READY at the target <--commit_relocation-- RELAY_READY
 
-A move is Relocating, Sealed or RelayReady (:data:`MOVING_STATES`); abort
-returns Relocating and Sealed to Ready at the source, commit takes RelayReady
-to Ready at the target, and nothing ever takes RelayReady back to the source.
+A move is Relocating, Sealed or RelayReady (:data:`MOVING_STATES`, the chart's
+``moving`` tag); abort returns Relocating and Sealed to Ready at the source,
+commit takes RelayReady to Ready at the target, and nothing ever takes RelayReady
+back to the source. The operator's ``release_expired`` takes a Ready record whose
+owner's lease expired to Missing. Which transitions exist is the chart's to say:
+the store's transactions step it (``store.rules.authority``).
 
 Four counters order what happens to a Spot ID:
 
@@ -64,11 +69,11 @@ from outside input goes through the checking constructor.
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from typing import TYPE_CHECKING, Final
 
 import attrs
 
+from statecharts.names import SPOT_AUTHORITY, AuthorityState
 from zlink_trio.core._checks import (
     MAX_GENERATION,
     generation_field,
@@ -128,38 +133,21 @@ _RECORD_KEYS: Final = frozenset({
     "storeVersion", "owner", "creationIntent", "recoveryPointer", "relocationTarget"})
 
 
-class AuthorityState(StrEnum):
-    """A stored authority state; Missing is the absence of a record."""
-
-    #: Reserved by one owner; the factory may run; not routable.
-    CREATING = "creating"
-    #: Published; the owner accepts application messages.
-    READY = "ready"
-    #: The owner sealed admission and is cleaning up; release makes it Missing.
-    CLOSING = "closing"
-    #: A move to ``relocation_target`` is prepared; the source still serves.
-    RELOCATING = "relocating"
-    #: The source stopped admission; ingress is held until commit or abort.
-    SEALED = "sealed"
-    #: The target accepted relay-ready: past the point of no return, only commit ends it
-    #: (the source is never restored, spec 06 §6.1, §8).
-    RELAY_READY = "relay_ready"
-
-
-#: The states of a move in progress: the record names a ``relocation_target``, the
-#: source holds an active capacity unit and the target a pending one.
-MOVING_STATES: Final = frozenset(
-    {AuthorityState.RELOCATING, AuthorityState.SEALED, AuthorityState.RELAY_READY})
+#: The states of a move in progress (the chart's ``moving`` tag): the record names a
+#: ``relocation_target``, the source holds an active capacity unit and the target a
+#: pending one.
+MOVING_STATES: Final = frozenset(AuthorityState(s) for s in SPOT_AUTHORITY.tags.moving)
 
 
 @attrs.frozen(kw_only=True)
 class AuthorityRecord:
     """The Location Store's authority over one Spot ID.
 
-    Invariants (checked at construction, :class:`InvalidOperation`):
-    ``creation_intent`` only while CREATING; ``relocation_target`` exactly
-    while moving (RELOCATING, SEALED or RELAY_READY); an ENTRY record is READY with owner
-    generation 1 and no intent, pointer or relocation target.
+    Invariants (checked at construction, :class:`InvalidOperation`): never
+    MISSING (that is the absence of a record); ``creation_intent`` only while
+    CREATING; ``relocation_target`` exactly while moving (RELOCATING, SEALED or
+    RELAY_READY); an ENTRY record is READY with owner generation 1 and no intent,
+    pointer or relocation target.
     """
 
     spot_id: str = attrs.field(validator=spot_id_field)
@@ -183,6 +171,9 @@ class AuthorityRecord:
 
     def __attrs_post_init__(self) -> None:
         state = self.state
+        if state is AuthorityState.MISSING:
+            raise InvalidOperation("an authority record is never Missing: Missing is the "
+                                   "absence of a record, delete the record instead")
         if self.creation_intent is not None and state is not AuthorityState.CREATING:
             raise InvalidOperation("a creation intent is kept only while the record is Creating")
         if (state in MOVING_STATES) != (self.relocation_target is not None):

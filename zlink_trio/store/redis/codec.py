@@ -34,7 +34,8 @@ ClosePlacement marked it; a claim hash without that field (also one an earlier
 version wrote) accepts placements.
 
 :func:`raise_status` maps a script's refusal code to the memory oracle's
-typed error.
+typed error (``UNDEFINED``, a step the SpotAuthority chart lacks -- ``lua.authority``
+-- is :class:`InvalidOperation`, as ``store.rules.authority.step`` raises).
 """
 
 from __future__ import annotations
@@ -292,6 +293,11 @@ def raise_status(reply: Sequence[object], what: str) -> None:
         raise past_relay_ready(decode_record(_flat(reply[1])))
     if code == "MOVING":
         raise Unavailable(f"{what}: the Spot is {detail[0]} for a move; retry after it")
+    if code == "UNDEFINED":
+        raise InvalidOperation(
+            f"{what}: the SpotAuthority chart has no transition {detail[1]!r} from "
+            f"{detail[0] or 'missing'!r}; nothing was written -- re-read the authority and "
+            "take the step its state allows")
     if code == "INVALID":
         raise InvalidOperation(f"{what}: {_INVALID.get(str(detail[0]), detail[0])} "
                                f"{detail[1] if len(detail) > 1 else ''}".rstrip())

@@ -220,10 +220,10 @@ if mode == 'check' then return {'OK'} end
 if own then drop_record(e) end
 local gen = issue_gen()
 redis.call('HSET', KEYS[1], 'id', entry, 'kind', 'entry', 'type', 'zlink.entry',
-           'mesh', ARGV[8], 'state', 'ready', 'gen', gen, 'ogen', '1', 'ver', '1',
+           'mesh', ARGV[8], 'state', ST_READY, 'gen', gen, 'ogen', '1', 'ver', '1',
            'orid', rid, 'olc', ARGV[7])
 redis.call('ZADD', META .. 'ids', 0, entry)
-count('ready', 1)
+count(ST_READY, 1)
 return {'OK', gen}
 """
 
@@ -239,8 +239,8 @@ return {'OK', 0}
 
 # ARGV: P, R. The bucket's counts, last generation and Relocation counts.
 _BUCKET_STATISTICS: Final = r"""#!lua flags=no-writes
-return {redis.call('HMGET', META .. 'counts', 'creating', 'ready', 'closing', 'relocating',
-                   'sealed', 'relay_ready'),
+return {redis.call('HMGET', META .. 'counts', ST_CREATING, ST_READY, ST_CLOSING,
+                   ST_RELOCATING, ST_SEALED, ST_RELAY_READY),
         redis.call('GET', META .. 'gen') or false,
         redis.call('HMGET', RSTATS, 'roots', 'root_bytes', 'inboxes', 'inbox_records')}
 """

@@ -9,8 +9,13 @@ Redis re-implements them in Lua, reusing the argument checks and error
 builders below; the conformance suite and the differential model hold every
 backend to their outcomes.
 
+Every state change of an authority record is a step of the SpotAuthority chart
+(``authority``), so the chart, not the transactions, says which transitions exist.
+
 Modules (one idea each):
 
+- ``authority``         -- stepping the compiled SpotAuthority chart: a record's new
+                           state, and the refusal of a transition the chart lacks
 - ``location``          -- :class:`LocationState`, the shared helpers (capacity,
                            owner check, generations), and the authority transactions:
                            Reserve, CommitReady, AbortCreating, BeginClose, Release,

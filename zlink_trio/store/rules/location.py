@@ -53,6 +53,7 @@ from zlink_trio.core.records import (
     reservation_fence,
     validate_mesh_name,
 )
+from zlink_trio.store.rules.authority import EV, step, step_to_missing
 from zlink_trio.store.values import (
     MAX_PAGE_BYTES,
     MAX_PAGE_SIZE,
@@ -198,8 +199,8 @@ def txn_reserve(state: LocationState, spot_id: str, *, kind: SpotKind, stable_ty
         )
     generation = next_generation(state)
     # Every field was checked above (check_reserve_args, the sequence): no second pass.
-    record = record_of(spot_id, kind, stable_type, mesh, AuthorityState.CREATING, generation,
-                       1, 1, owner, creation_intent, recovery_pointer)
+    record = record_of(spot_id, kind, stable_type, mesh, step(AuthorityState.MISSING, EV.reserve),
+                       generation, 1, 1, owner, creation_intent, recovery_pointer)
     fence = reservation_fence(record, claim.lease_expires_at)
     # -- writes --
     state.records[spot_id] = record
@@ -228,7 +229,7 @@ def txn_commit_ready(state: LocationState, fence: ReservationFence, *,
             check_owner(state, record.mesh, record.owner, now)
             # The stored record's fields are valid; Ready keeps no creation intent.
             ready = record_of(record.spot_id, record.kind, record.stable_type, record.mesh,
-                              AuthorityState.READY, record.object_generation,
+                              step(record.state, EV.commit_ready), record.object_generation,
                               record.owner_generation, record.store_version + 1,
                               record.owner, None, record.recovery_pointer)
             key = capacity_key(record.mesh, record.owner)
@@ -254,6 +255,7 @@ def txn_abort_creating(state: LocationState, fence: ReservationFence) -> bool:
             f"at StoreVersion {record.store_version}, not the Creating reservation "
             f"{fence.store_version}; re-read the authority"
         )
+    step_to_missing(record.state, EV.abort_creating)
     del state.records[record.spot_id]
     shift(state.pending, capacity_key(record.mesh, record.owner), -1)
     return True
@@ -291,7 +293,7 @@ def txn_begin_close(state: LocationState, spot_id: str, *, object_generation: in
             "expected fence; re-read the authority"
         )
     check_owner(state, record.mesh, owner, now)
-    closing = attrs.evolve(record, state=AuthorityState.CLOSING,
+    closing = attrs.evolve(record, state=step(record.state, EV.begin_close),
                            store_version=record.store_version + 1)
     state.records[spot_id] = closing
     return closing
@@ -308,6 +310,7 @@ def txn_release(state: LocationState, fence: AuthorityFence) -> bool:
             f"{fence.spot_id!r} is {record.state.value} under {record.owner} owner generation "
             f"{record.owner_generation}; only its Closing owner may release it"
         )
+    step_to_missing(record.state, EV.release)
     del state.records[record.spot_id]
     shift(state.active, capacity_key(record.mesh, record.owner), -1)
     return True

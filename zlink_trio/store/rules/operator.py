@@ -27,6 +27,7 @@ from zlink_trio.core._checks import check_finite, check_generation
 from zlink_trio.core.errors import InvalidOperation, NotFound, StaleFence
 from zlink_trio.core.identity import SpotKind, validate_spot_id
 from zlink_trio.core.records import AuthorityState
+from zlink_trio.store.rules.authority import EV, step_to_missing
 from zlink_trio.store.rules.location import capacity_key, shift
 from zlink_trio.store.values import OwnerAlive
 
@@ -113,6 +114,7 @@ def txn_release_expired(state: LocationState, spot_id: str, *, object_generation
     if (claim is not None and claim.lifecycle_generation == record.owner.lifecycle_generation
             and claim.is_live(now)):
         raise OwnerAlive(record, claim.lease_expires_at, now)
+    step_to_missing(record.state, EV.release_expired)
     # -- writes --
     del state.records[spot_id]
     shift(state.active, capacity_key(record.mesh, record.owner), -1)

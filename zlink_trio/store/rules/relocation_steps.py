@@ -28,6 +28,7 @@ from zlink_trio.core._checks import check_finite, check_generation
 from zlink_trio.core.errors import CapacityExceeded, InvalidOperation, StaleFence
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityFence, AuthorityRecord, AuthorityState, OwnerFence
+from zlink_trio.store.rules.authority import EV, step
 from zlink_trio.store.rules.location import LocationState, capacity_key, check_owner, shift
 
 __all__ = (
@@ -95,7 +96,8 @@ def txn_begin_relocation(state: LocationState, fence: AuthorityFence, *, target:
     if load >= claim.descriptor.capacity:
         raise CapacityExceeded(f"target {target.node_rid} is at capacity ({load} of "
                                f"{claim.descriptor.capacity}); choose another target")
-    moving = attrs.evolve(record, state=AuthorityState.RELOCATING, relocation_target=target,
+    moving = attrs.evolve(record, state=step(record.state, EV.begin_relocation),
+                          relocation_target=target,
                           store_version=record.store_version + 1)
     state.records[record.spot_id] = moving
     shift(state.pending, key, +1)
@@ -110,7 +112,7 @@ def txn_seal_relocation(state: LocationState, fence: AuthorityFence, *,
     if record.state is AuthorityState.SEALED:
         return record
     check_owner(state, record.mesh, record.owner, now)
-    sealed = attrs.evolve(record, state=AuthorityState.SEALED,
+    sealed = attrs.evolve(record, state=step(record.state, EV.seal),
                           store_version=record.store_version + 1)
     state.records[record.spot_id] = sealed
     return sealed
@@ -133,7 +135,7 @@ def txn_accept_relay_ready(state: LocationState, fence: AuthorityFence, *, targe
             "authority"
         )
     check_owner(state, record.mesh, target, now)
-    relay = attrs.evolve(record, state=AuthorityState.RELAY_READY,
+    relay = attrs.evolve(record, state=step(record.state, EV.accept_relay_ready),
                          store_version=record.store_version + 1)
     state.records[record.spot_id] = relay
     return relay
@@ -148,7 +150,8 @@ def txn_commit_relocation(state: LocationState, fence: AuthorityFence, *,
     assert target is not None
     check_owner(state, record.mesh, target, now)
     moved = attrs.evolve(
-        record, state=AuthorityState.READY, owner=target, relocation_target=None,
+        record, state=step(record.state, EV.commit_relocation), owner=target,
+        relocation_target=None,
         owner_generation=check_generation(record.owner_generation + 1, "owner generation"),
         store_version=record.store_version + 1,
     )
@@ -178,7 +181,8 @@ def txn_abort_relocation(state: LocationState, fence: AuthorityFence) -> Authori
     record = _fenced(state, fence, AuthorityState.RELOCATING, AuthorityState.SEALED)
     target = record.relocation_target
     assert target is not None
-    kept = attrs.evolve(record, state=AuthorityState.READY, relocation_target=None,
+    kept = attrs.evolve(record, state=step(record.state, EV.abort_relocation),
+                        relocation_target=None,
                         store_version=record.store_version + 1)
     state.records[record.spot_id] = kept
     shift(state.pending, capacity_key(record.mesh, target), -1)

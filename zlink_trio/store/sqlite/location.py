@@ -227,9 +227,11 @@ class SqliteLocationStore:
             (count,) = conn.execute("SELECT count(*) FROM loc_claims").fetchone()
             last = conn.execute("SELECT value FROM loc_sequence").fetchone()
             return LocationStatistics(
-                claims=count, creating=by_state["creating"], ready=by_state["ready"],
-                closing=by_state["closing"], relocating=by_state["relocating"],
-                sealed=by_state["sealed"], relay_ready=by_state["relay_ready"],
+                claims=count, creating=by_state[AuthorityState.CREATING],
+                ready=by_state[AuthorityState.READY], closing=by_state[AuthorityState.CLOSING],
+                relocating=by_state[AuthorityState.RELOCATING],
+                sealed=by_state[AuthorityState.SEALED],
+                relay_ready=by_state[AuthorityState.RELAY_READY],
                 last_object_generation=0 if last is None else last[0])
         return await self._db.read(body)
 
@@ -253,11 +255,13 @@ class SqliteLocationStore:
                 state.claims[(claim.descriptor.mesh, claim.descriptor.node_rid)] = claim
                 for (spot_id, text) in conn.execute(
                         "SELECT spot_id, body FROM loc_records WHERE mesh = ? AND owner_rid = ? "
-                        "AND owner_lifecycle = ? AND spot_id > ? AND (state = 'creating' OR "
-                        "(state = 'ready' AND json_extract(body, '$.recoveryPointer') IS NOT "
+                        "AND owner_lifecycle = ? AND spot_id > ? AND (state = ? OR "
+                        "(state = ? AND json_extract(body, '$.recoveryPointer') IS NOT "
                         "NULL)) ORDER BY spot_id LIMIT ?",
                         (claim.descriptor.mesh, str(claim.descriptor.node_rid),
-                         claim.lifecycle_generation, after or "", limit)).fetchall():
+                         claim.lifecycle_generation, after or "",
+                         AuthorityState.CREATING.value, AuthorityState.READY.value,
+                         limit)).fetchall():
                     state.records[spot_id] = decode_record(text)
             return recovery.txn_orphans(state, node_id, now=now, after=after, limit=limit)
         return await self._db.read(body)

@@ -8,6 +8,8 @@ first write (Redis has no rollback), a status table back.
 
 Modules:
 
+- ``authority``   -- the SpotAuthority chart as Lua, built from the compiled chart:
+                     state and event names, tags, ``step`` (part of the prelude)
 - ``prelude``     -- the shared helpers: records and claims, counters, owner checks,
                      the ObjectGeneration sequence, and the bodies several scripts run
 - ``location``    -- the Location Store's transactions (claims, authority, moves,

@@ -74,9 +74,9 @@ for i = 11, #ARGV, 2 do redis.call('HSET', ck, 'serves:' .. ARGV[i], ARGV[i + 1]
 redis.call('ZADD', META .. 'claims', 0, ck)
 local gen = issue_gen()
 redis.call('HSET', KEYS[2], 'id', entry, 'kind', 'entry', 'type', 'zlink.entry', 'mesh', mesh,
-           'state', 'ready', 'gen', gen, 'ogen', '1', 'ver', '1', 'orid', rid, 'olc', lc)
+           'state', ST_READY, 'gen', gen, 'ogen', '1', 'ver', '1', 'orid', rid, 'olc', lc)
 redis.call('ZADD', META .. 'ids', 0, entry)
-count('ready', 1)
+count(ST_READY, 1)
 return {'OK', lc, gen}
 """
 
@@ -159,10 +159,12 @@ return reply(KEYS[1])
 _ABORT_CREATING: Final = r"""
 local r = rec(KEYS[1])
 if r == nil or r.gen ~= ARGV[3] then return {'OK', 0} end
-if r.state ~= 'creating' or not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6])
+if r.state ~= ST_CREATING or not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6])
     or r.ver ~= ARGV[7] then
   return stale(KEYS[1])
 end
+local serr = step_to_missing(r.state, EV_ABORT_CREATING)
+if serr then return serr end
 release_record(r, 'pending')
 return {'OK', 1}
 """
@@ -173,17 +175,17 @@ local r = rec(KEYS[1])
 if r == nil then return {'NONE'} end
 if r.gen ~= ARGV[3] then return {'INVALID', 'generation', r.gen} end
 if r.kind == 'entry' then return {'INVALID', 'entry', ''} end
-if r.state == 'creating' then return {'INVALID', 'creating', ''} end
-if r.state == 'relocating' or r.state == 'sealed' or r.state == 'relay_ready' then
-  return {'MOVING', r.state}
-end
+if r.state == ST_CREATING then return {'INVALID', ST_CREATING, ''} end
+if TAG_MOVING[r.state] then return {'MOVING', r.state} end
 local is_stale = r.orid ~= ARGV[4] or r.olc ~= ARGV[5] or (ARGV[7] ~= '' and ARGV[7] ~= r.ogen)
-if r.state == 'closing' and not is_stale then return reply(KEYS[1]) end
+if r.state == ST_CLOSING and not is_stale then return reply(KEYS[1]) end
 if is_stale or (ARGV[8] ~= '' and ARGV[8] ~= r.ver) then return stale(KEYS[1]) end
 local _, err = owner_claim(r.mesh, ARGV[4], ARGV[5], ARGV[6])
 if err then return err end
 if r.ver == MAXGEN then return {'SPENT'} end
-transition(KEYS[1], 'ready', 'closing')
+local new, serr = step(r.state, EV_BEGIN_CLOSE)
+if serr then return serr end
+transition(KEYS[1], r.state, new)
 return reply(KEYS[1])
 """
 
@@ -191,9 +193,11 @@ return reply(KEYS[1])
 _RELEASE: Final = r"""
 local r = rec(KEYS[1])
 if r == nil or r.gen ~= ARGV[3] then return {'OK', 0} end
-if r.state ~= 'closing' or not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) then
+if r.state ~= ST_CLOSING or not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) then
   return stale(KEYS[1])
 end
+local serr = step_to_missing(r.state, EV_RELEASE)
+if serr then return serr end
 release_record(r, 'active')
 return {'OK', 1}
 """
@@ -212,11 +216,11 @@ _BEGIN_RELOCATION: Final = r"""
 local trid, tlc, now = ARGV[7], ARGV[8], ARGV[9]
 local r = rec(KEYS[1])
 local fence_ok = fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6])
-if r and r.state == 'relocating' and r.trid == trid and r.tlc == tlc then
+if r and r.state == ST_RELOCATING and r.trid == trid and r.tlc == tlc then
   if fence_ok then return reply(KEYS[1]) end
   return stale(KEYS[1])
 end
-if not fence_ok or r.state ~= 'ready' then return stale(KEYS[1]) end
+if not fence_ok or r.state ~= ST_READY then return stale(KEYS[1]) end
 if r.kind == 'entry' then return {'INVALID', 'entry', ''} end
 if trid == r.orid then return {'INVALID', 'same_node', trid} end
 local _, err = owner_claim(r.mesh, r.orid, r.olc, now)
@@ -227,21 +231,25 @@ if not serves(r.mesh, trid, r.type, r.kind) then return {'NOT_SERVED', trid, r.t
 local load = load_of(r.mesh, trid, tlc)
 if load >= tonumber(tc.cap) then return {'CAPACITY', trid, tostring(load), tc.cap} end
 if r.ver == MAXGEN then return {'SPENT'} end
+local new, serr = step(r.state, EV_BEGIN_RELOCATION)
+if serr then return serr end
 redis.call('HSET', KEYS[1], 'trid', trid, 'tlc', tlc)
-transition(KEYS[1], 'ready', 'relocating')
+transition(KEYS[1], r.state, new)
 shift(load_key(r.mesh, trid, tlc), 'pending', 1)
 return reply(KEYS[1])
 """
 
 # ARGV: P, R, gen, ogen, rid, lc, now.
 _SEAL_RELOCATION: Final = r"""
-local r, refused = fenced_in('relocating', 'sealed')
+local r, refused = fenced_in(ST_RELOCATING, ST_SEALED)
 if refused then return refused end
-if r.state == 'sealed' then return reply(KEYS[1]) end
+if r.state == ST_SEALED then return reply(KEYS[1]) end
 local _, err = owner_claim(r.mesh, r.orid, r.olc, ARGV[7])
 if err then return err end
 if r.ver == MAXGEN then return {'SPENT'} end
-transition(KEYS[1], 'relocating', 'sealed')
+local new, serr = step(r.state, EV_SEAL)
+if serr then return serr end
+transition(KEYS[1], r.state, new)
 return reply(KEYS[1])
 """
 
@@ -251,26 +259,30 @@ local trid, tlc = ARGV[7], ARGV[8]
 local r = rec(KEYS[1])
 local fence_ok = fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6])
 local toward = fence_ok and r.trid == trid and r.tlc == tlc
-if toward and r.state == 'relay_ready' then return reply(KEYS[1]) end
-if not toward or r.state ~= 'sealed' then return stale(KEYS[1]) end
+if toward and r.state == ST_RELAY_READY then return reply(KEYS[1]) end
+if not toward or r.state ~= ST_SEALED then return stale(KEYS[1]) end
 local _, err = owner_claim(r.mesh, trid, tlc, ARGV[9])
 if err then return err end
 if r.ver == MAXGEN then return {'SPENT'} end
-transition(KEYS[1], 'sealed', 'relay_ready')
+local new, serr = step(r.state, EV_ACCEPT_RELAY_READY)
+if serr then return serr end
+transition(KEYS[1], r.state, new)
 return reply(KEYS[1])
 """
 
 # ARGV: P, R, gen, ogen, rid, lc, now.
 _COMMIT_RELOCATION: Final = r"""
-local r, refused = fenced_in('relay_ready')
+local r, refused = fenced_in(ST_RELAY_READY)
 if refused then return refused end
 local _, err = owner_claim(r.mesh, r.trid, r.tlc, ARGV[7])
 if err then return err end
 if r.ver == MAXGEN or r.ogen == MAXGEN then return {'SPENT'} end
+local new, serr = step(r.state, EV_COMMIT_RELOCATION)
+if serr then return serr end
 redis.call('HSET', KEYS[1], 'orid', r.trid, 'olc', r.tlc)
 redis.call('HDEL', KEYS[1], 'trid', 'tlc')
 redis.call('HINCRBY', KEYS[1], 'ogen', 1)
-transition(KEYS[1], 'relay_ready', 'ready')
+transition(KEYS[1], r.state, new)
 shift(load_key(r.mesh, r.orid, r.olc), 'active', -1)
 local tk = load_key(r.mesh, r.trid, r.tlc)
 shift(tk, 'pending', -1)
@@ -280,12 +292,16 @@ return reply(KEYS[1])
 
 # ARGV: P, R, gen, ogen, rid, lc. Past relay-ready: {'PAST_RELAY_READY', record}.
 _ABORT_RELOCATION: Final = r"""
-local r, refused = fenced_in('relocating', 'sealed', 'relay_ready')
+local r, refused = fenced_in(ST_RELOCATING, ST_SEALED, ST_RELAY_READY)
 if refused then return refused end
-if r.state == 'relay_ready' then return {'PAST_RELAY_READY', redis.call('HGETALL', KEYS[1])} end
+if r.state == ST_RELAY_READY then
+  return {'PAST_RELAY_READY', redis.call('HGETALL', KEYS[1])}
+end
 if r.ver == MAXGEN then return {'SPENT'} end
+local new, serr = step(r.state, EV_ABORT_RELOCATION)
+if serr then return serr end
 redis.call('HDEL', KEYS[1], 'trid', 'tlc')
-transition(KEYS[1], r.state, 'ready')
+transition(KEYS[1], r.state, new)
 shift(load_key(r.mesh, r.trid, r.tlc), 'pending', -1)
 return reply(KEYS[1])
 """
@@ -304,8 +320,8 @@ return out
 
 # ARGV: P, R.
 _STATISTICS: Final = r"""#!lua flags=no-writes
-local counts = redis.call('HMGET', META .. 'counts', 'creating', 'ready', 'closing',
-                          'relocating', 'sealed', 'relay_ready')
+local counts = redis.call('HMGET', META .. 'counts', ST_CREATING, ST_READY, ST_CLOSING,
+                          ST_RELOCATING, ST_SEALED, ST_RELAY_READY)
 return {redis.call('ZCARD', META .. 'claims'), counts, redis.call('GET', META .. 'seq')}
 """
 

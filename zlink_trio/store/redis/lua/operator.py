@@ -28,13 +28,15 @@ __all__ = ("OPERATOR_SCRIPTS",)
 _RELEASE_EXPIRED: Final = r"""
 local r = rec(KEYS[1])
 if r == nil then return {'NONE'} end
-if r.gen ~= ARGV[3] or r.ogen ~= ARGV[4] or r.kind == 'entry' or r.state ~= 'ready' then
+if r.gen ~= ARGV[3] or r.ogen ~= ARGV[4] or r.kind == 'entry' or r.state ~= ST_READY then
   return {'REFUSED', redis.call('HGETALL', KEYS[1])}
 end
 local c = rec(claim_key(r.mesh, r.orid))
 if c ~= nil and c.lc == r.olc and tonumber(ARGV[5]) < tonumber(c.exp) then
   return {'OWNER_ALIVE', redis.call('HGETALL', KEYS[1]), c.exp}
 end
+local serr = step_to_missing(r.state, EV_RELEASE_EXPIRED)
+if serr then return serr end
 local before = redis.call('HGETALL', KEYS[1])
 -- writes
 release_record(r, 'active')

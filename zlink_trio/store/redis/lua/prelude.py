@@ -6,6 +6,9 @@ Every store transaction is one script (``location``, ``relocation``, ``recovery`
 ``operator``, ``combined``); :func:`script` puts :data:`PRELUDE` in front of its
 body, so every script sees the same names:
 
+- The SpotAuthority chart (``authority``): the state and event names ``ST_*`` /
+  ``EV_*``, the tags ``TAG_*`` and ``step`` -- scripts never spell a state, and take
+  every new state from ``step`` among their checks.
 - ``ARGV[1]`` is the Location key prefix ``P`` (``<prefix>:loc:``) and ``ARGV[2]``
   the Relocation key prefix ``R`` (``<prefix>:rel:``) -- ``ScriptRunner`` sends both
   first, on every call -- and a script's own arguments start at ``ARGV[3]``.
@@ -33,10 +36,12 @@ from __future__ import annotations
 
 from typing import Final
 
+from zlink_trio.store.redis.lua.authority import AUTHORITY_LUA
+
 __all__ = ("PRELUDE", "script")
 
 #: The helpers every script starts with (see the module docstring).
-PRELUDE: Final = r"""
+PRELUDE: Final = AUTHORITY_LUA + r"""
 local P = ARGV[1]
 local R = ARGV[2]
 local MAXGEN = '9223372036854775807'
@@ -58,7 +63,8 @@ local function shift(key, field, delta)
   if redis.call('HINCRBY', key, field, delta) == 0 then redis.call('HDEL', key, field) end
 end
 local function count(state, delta) shift(META .. 'counts', state, delta) end
--- The record at key goes from state old to new: its StoreVersion + 1, the counts follow.
+-- The record at key goes from state old to new (the target step gave): its StoreVersion
+-- + 1, the counts follow.
 local function transition(key, old, new)
   redis.call('HSET', key, 'state', new)
   redis.call('HINCRBY', key, 'ver', 1)
@@ -134,14 +140,16 @@ local function reserve_spot(o, first)
   local load = load_of(mesh, rid, lc)
   if load >= tonumber(c.cap) then return {'CAPACITY', rid, tostring(load), c.cap} end
   if not next_gen() then return {'GEN_SPENT'} end
+  local new, serr = step(ST_MISSING, EV_RESERVE)
+  if serr then return serr end
   -- writes
   local gen = issue_gen()
   redis.call('HSET', KEYS[1], 'id', id, 'kind', kind, 'type', stype, 'mesh', mesh,
-             'state', 'creating', 'gen', gen, 'ogen', '1', 'ver', '1', 'orid', rid, 'olc', lc)
+             'state', new, 'gen', gen, 'ogen', '1', 'ver', '1', 'orid', rid, 'olc', lc)
   for i = first, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
   redis.call('ZADD', META .. 'ids', 0, id)
   shift(load_key(mesh, rid, lc), 'pending', 1)
-  count('creating', 1)
+  count(new, 1)
   return nil, gen, c.exp
 end
 -- CommitReady (Creating -> Ready) of KEYS[1]: ARGV[3..9] are gen, ogen, rid, lc, the
@@ -150,14 +158,16 @@ end
 local function commit_ready_spot()
   local r = rec(KEYS[1])
   if fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) then
-    if r.state == 'ready' and r.ver == ARGV[8] then return nil, false end
-    if r.state == 'creating' and r.ver == ARGV[7] then
+    if r.state == ST_READY and r.ver == ARGV[8] then return nil, false end
+    if r.state == ST_CREATING and r.ver == ARGV[7] then
       local _, err = owner_claim(r.mesh, r.orid, r.olc, ARGV[9])
       if err then return err end
       if r.ver == MAXGEN then return {'SPENT'} end
+      local new, serr = step(r.state, EV_COMMIT_READY)
+      if serr then return serr end
       -- writes
       redis.call('HDEL', KEYS[1], 'ir', 'ish', 'isz')
-      transition(KEYS[1], 'creating', 'ready')
+      transition(KEYS[1], r.state, new)
       local lk = load_key(r.mesh, r.orid, r.olc)
       shift(lk, 'pending', -1)
       shift(lk, 'active', 1)
@@ -171,7 +181,7 @@ end
 local function pointer_removal(sk, gen, ver)
   local r = rec(sk)
   if r == nil or r.gen ~= gen then return nil, false end
-  if r.state == 'creating' then return {'INVALID', 'creating', ''} end
+  if r.state == ST_CREATING then return {'INVALID', ST_CREATING, ''} end
   if r.pr == nil then return nil, false end
   if r.ver ~= ver then return stale(sk) end
   if r.ver == MAXGEN then return {'SPENT'} end

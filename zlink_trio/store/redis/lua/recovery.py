@@ -30,7 +30,7 @@ local gen, ogen, orid, olc, nrid, nlc, now, next_ogen =
 local r = rec(KEYS[1])
 if r == nil then return {'GONE', ''} end
 if r.gen ~= gen then return {'GONE', r.gen} end
-local orphan = r.state == 'creating' or (r.state == 'ready' and r.pr ~= nil)
+local orphan = r.state == ST_CREATING or (r.state == ST_READY and r.pr ~= nil)
 if r.orid == nrid and r.olc == nlc and r.ogen == next_ogen and orphan then
   return reply(KEYS[1])
 end
@@ -50,7 +50,7 @@ redis.call('HSET', KEYS[1], 'orid', nrid, 'olc', nlc)
 redis.call('HINCRBY', KEYS[1], 'ogen', 1)
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
 local field = 'active'
-if r.state == 'creating' then field = 'pending' end
+if r.state == ST_CREATING then field = 'pending' end
 shift(load_key(r.mesh, orid, olc), field, -1)
 shift(load_key(r.mesh, nrid, nlc), field, 1)
 return reply(KEYS[1])
@@ -73,7 +73,7 @@ for _, id in ipairs(ids) do
   local v = redis.call('HMGET', spot_key(id), 'orid', 'olc', 'state', 'pr', 'kind')
   if owners[(v[1] or '') .. '/' .. (v[2] or '')] and (
       (every and v[5] ~= 'entry')
-      or (not every and (v[3] == 'creating' or (v[3] == 'ready' and v[4])))) then
+      or (not every and (v[3] == ST_CREATING or (v[3] == ST_READY and v[4])))) then
     out[#out + 1] = redis.call('HGETALL', spot_key(id))
     if #out - 2 >= limit then full = true break end
   end
