@@ -38,11 +38,6 @@ from zlink_trio.core.lanes import LaneBounds as LaneBounds
 from zlink_trio.core.records import SpotRef as SpotRef
 from zlink_trio.runtime.calls.client import SpotClient as SpotClient
 from zlink_trio.runtime.calls.manager import SpotManager as SpotManager
-from zlink_trio.runtime.coordinators.create_operation import CreateResult as CreateResult
-from zlink_trio.runtime.coordinators.create_operation import CreateState as CreateState
-from zlink_trio.runtime.coordinators.relocation import DrainResult as DrainResult
-from zlink_trio.runtime.coordinators.relocation import RelocationOutcome as RelocationOutcome
-from zlink_trio.runtime.coordinators.relocation import RelocationResult as RelocationResult
 from zlink_trio.runtime.declaration.handlers import handler as handler
 from zlink_trio.runtime.declaration.policies import CloseReason as CloseReason
 from zlink_trio.runtime.declaration.policies import DisableRelocation as DisableRelocation
@@ -56,7 +51,12 @@ from zlink_trio.runtime.incarnation.context import SpotContext as SpotContext
 from zlink_trio.runtime.incarnation.context import TimerHandle as TimerHandle
 from zlink_trio.runtime.node import open_node as open_node
 from zlink_trio.runtime.node_handle import Node as Node
-from zlink_trio.runtime.node_handle import NodeStatistics as NodeStatistics
+from zlink_trio.runtime.results import CreateResult as CreateResult
+from zlink_trio.runtime.results import CreateState as CreateState
+from zlink_trio.runtime.results import DrainResult as DrainResult
+from zlink_trio.runtime.results import NodeStatistics as NodeStatistics
+from zlink_trio.runtime.results import RelocationOutcome as RelocationOutcome
+from zlink_trio.runtime.results import RelocationResult as RelocationResult
 from zlink_trio.store import open_store as open_store
 from zlink_trio.wire.codec import EncodedMessage as EncodedMessage
 from zlink_trio.wire.codec import MessageCodec as MessageCodec

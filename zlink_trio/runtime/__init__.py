@@ -7,7 +7,9 @@ the code.  Imports point one way, and a test fails on any import cycle:
 
 =====================  ==================================================================
 ``node``               ``open_node``: one node lifecycle -- claim, serve, drain, remove
-``node_handle``        ``Node`` (what ``open_node`` yields) and ``NodeStatistics``
+``node_handle``        ``Node`` (what ``open_node`` yields)
+``results``            what the public API hands back: ``CreateResult``,
+                       ``RelocationResult``, ``DrainResult``, ``NodeStatistics``, ...
 ``options``            ``NodeOptions``: every tunable of ``open_node``, validated first
 ``charts``             the compiled, typed lifecycle charts and ``step()``
 ``observers``          what a node tells the test kit about its Spots (factory runs,

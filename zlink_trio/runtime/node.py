@@ -95,9 +95,8 @@ if TYPE_CHECKING:
 
 
 from zlink_trio.runtime.node_handle import Node as Node
-from zlink_trio.runtime.node_handle import NodeStatistics as NodeStatistics
 
-__all__ = ("Node", "NodeStatistics", "open_node")
+__all__ = ("Node", "open_node")
 
 
 def _default_store_clock(store: str | MemoryStore) -> Callable[[], float]:

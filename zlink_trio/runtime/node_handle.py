@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import attrs
-
 from zlink_trio.core.identity import (
     NodeRid,
     validate_node_id,
@@ -28,40 +26,14 @@ from zlink_trio.runtime.calls.metered import MeteredRouter
 from zlink_trio.runtime.coordinators.call_router import CallRouter
 from zlink_trio.runtime.coordinators.relocation import relocate_spot
 from zlink_trio.runtime.mesh.remote_operation import drain_here, drain_node, relocate_on_owner
-from zlink_trio.runtime.options import (
-    check_timeout,
-)
+from zlink_trio.runtime.options import check_timeout
+from zlink_trio.runtime.results import NodeStatistics
 
 if TYPE_CHECKING:
-
-    from statecharts.names import NodeLifecycleState
-    from zlink_trio.core.route_cache import RouteCacheStatistics
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
-    from zlink_trio.runtime.coordinators.relocation import DrainResult, RelocationResult
+    from zlink_trio.runtime.results import DrainResult, RelocationResult
 
-__all__ = ("Node", "NodeStatistics")
-
-
-@attrs.frozen(kw_only=True)
-class NodeStatistics:
-    """A snapshot of one node."""
-
-    node_id: str
-    node_rid: NodeRid
-    #: NodeLifecycle state id (``serving``, ``draining``, ``lease_lost``, ...).
-    state: NodeLifecycleState
-    #: Local Ready incarnations.
-    active_spots: int
-    #: Local creations in flight (reserved, not yet Ready).
-    activating: int
-    lease_expires_at: float
-    route_cache: RouteCacheStatistics
-    #: The published endpoint (``ws://host:port``; ``local://`` without links).
-    endpoint: str = "local://"
-    #: Open authenticated links to other nodes, both directions.
-    links: int = 0
-    #: Requests sent to other nodes and not answered yet.
-    pending_replies: int = 0
+__all__ = ("Node",)
 
 
 class Node:
