@@ -10,7 +10,8 @@ the code.  Imports point one way, and a test fails on any import cycle:
 ``node_handle``        ``Node`` (what ``open_node`` yields)
 ``results``            what the public API hands back: ``CreateResult``,
                        ``RelocationResult``, ``DrainResult``, ``NodeStatistics``, ...
-``options``            ``NodeOptions``: every tunable of ``open_node``, validated first
+``options``            ``open_node``'s option groups (``TimingOptions``, ``CapacityOptions``,
+                       ``InjectedOptions``), their keyword shortcuts, ``NodeOptions``
 ``charts``             the compiled, typed lifecycle charts and ``step()``
 ``observers``          what a node tells the test kit about its Spots (factory runs,
                        handler turns, closes); empty in production

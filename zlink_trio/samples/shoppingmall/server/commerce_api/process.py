@@ -125,7 +125,8 @@ async def run_api_node(
     async with AsyncExitStack() as stack:
         node = await stack.enter_async_context(zl.open_node(
             node_id, store=store_url, relocation_store=relocation_store_url,
-            mesh=WORKFLOW_MESH, spots=[], listen=listen, secret=secret, clock=read_clock))
+            mesh=WORKFLOW_MESH, spots=[], listen=listen, secret=secret,
+            injected=zl.InjectedOptions(clock=read_clock)))
         directory = await stack.enter_async_context(zl.open_store(store_url))
         commerce = await stack.enter_async_context(open_commerce_state_store(app_store_url))
         read_model = await stack.enter_async_context(open_order_read_model_store(
