@@ -51,6 +51,7 @@ from zlink_trio.runtime.declaration.spot_types import instance_spot as instance_
 from zlink_trio.runtime.declaration.spot_types import user_spot as user_spot
 from zlink_trio.runtime.incarnation.context import SpotContext as SpotContext
 from zlink_trio.runtime.incarnation.context import TimerHandle as TimerHandle
+from zlink_trio.runtime.inspection import NodeInspection as NodeInspection
 from zlink_trio.runtime.mesh.setup import NetworkOptions as NetworkOptions
 from zlink_trio.runtime.node import open_node as open_node
 from zlink_trio.runtime.node_handle import Node as Node
@@ -61,6 +62,7 @@ from zlink_trio.runtime.options import TimingOptions as TimingOptions
 from zlink_trio.runtime.results import CreateResult as CreateResult
 from zlink_trio.runtime.results import CreateState as CreateState
 from zlink_trio.runtime.results import DrainResult as DrainResult
+from zlink_trio.runtime.results import HostedSpot as HostedSpot
 from zlink_trio.runtime.results import NodeStatistics as NodeStatistics
 from zlink_trio.runtime.results import RelocationOutcome as RelocationOutcome
 from zlink_trio.runtime.results import RelocationResult as RelocationResult
@@ -82,6 +84,7 @@ __all__ = (
     "DrainResult",
     "EncodedMessage",
     "HandlerError",
+    "HostedSpot",
     "InjectedOptions",
     "InvalidConfiguration",
     "InvalidOperation",
@@ -90,6 +93,7 @@ __all__ = (
     "MessageCodec",
     "NetworkOptions",
     "Node",
+    "NodeInspection",
     "NodeRid",
     "NodeStatistics",
     "NotConfigured",

@@ -8,8 +8,11 @@ the code.  Imports point one way, and a test fails on any import cycle:
 =====================  ==================================================================
 ``node``               ``open_node``: one node lifecycle -- claim, serve, drain, remove
 ``node_handle``        ``Node`` (what ``open_node`` yields)
+``inspection``         ``NodeInspection`` (``node.inspection``): hosted Spots, links, idle
+                       sweep, and the test hooks the test kit and benchmark use
 ``results``            what the public API hands back: ``CreateResult``,
-                       ``RelocationResult``, ``DrainResult``, ``NodeStatistics``, ...
+                       ``RelocationResult``, ``DrainResult``, ``NodeStatistics``,
+                       ``HostedSpot``
 ``options``            ``open_node``'s option groups (``TimingOptions``, ``CapacityOptions``,
                        ``InjectedOptions``), their keyword shortcuts, ``NodeOptions``
 ``charts``             the compiled, typed lifecycle charts and ``step()``

@@ -5,8 +5,9 @@ Theory of operation
 A :class:`Node` is a thin handle over one lifecycle's :class:`NodeRuntime`: its
 identity (NodeId, NodeRid, Entry Spot ID, Mesh), ``client`` and ``spots`` (the call and
 lifecycle APIs), planned moves (``relocate``, ``drain`` here, and ``ask_relocate`` /
-``ask_drain`` through another node, wire command 61) and a :class:`NodeStatistics`
-snapshot. ``open_node`` (``runtime.node``) builds it once the node serves; every method
+``ask_drain`` through another node, wire command 61), a :class:`NodeStatistics`
+snapshot, and ``inspection`` (:mod:`.inspection`: what tests and tools see inside).
+``open_node`` (``runtime.node``) builds it once the node serves; every method
 checks the node is still usable first.
 """
 
@@ -25,6 +26,7 @@ from zlink_trio.runtime.calls.manager import SpotManager
 from zlink_trio.runtime.calls.metered import MeteredRouter
 from zlink_trio.runtime.coordinators.call_router import CallRouter
 from zlink_trio.runtime.coordinators.relocation import relocate_spot
+from zlink_trio.runtime.inspection import NodeInspection
 from zlink_trio.runtime.mesh.remote_operation import drain_here, drain_node, relocate_on_owner
 from zlink_trio.runtime.options import check_timeout
 from zlink_trio.runtime.results import NodeStatistics
@@ -45,6 +47,7 @@ class Node:
         router = CallRouter(rt)
         self._client = SpotClient(router if not rt.metrics.enabled else MeteredRouter(rt, router))
         self._spots = SpotManager(rt)
+        self._inspection = NodeInspection(rt)
         rt.client = self._client
 
     @property
@@ -71,6 +74,12 @@ class Node:
     def metrics_url(self) -> str | None:
         """``http://host:port/metrics`` when opened with ``metrics_port=``, else ``None``."""
         return self._metrics_url
+
+    @property
+    def inspection(self) -> NodeInspection:
+        """The inside of this node for tests, benchmarks and tools: the Spots it hosts,
+        its links, and test hooks that make it fail (``NodeInspection``)."""
+        return self._inspection
 
     @property
     def client(self) -> SpotClient:

@@ -1,15 +1,15 @@
-"""The values the public API hands back: create, relocation and drain results, statistics.
+"""The values the public API hands back: create, relocation and drain results, snapshots.
 
 Theory of operation
 -------------------
 Every type a user receives from ``node.spots``, ``node.relocate`` / ``node.drain`` /
-``node.ask_*`` and ``node.statistics()`` lives here, once, as a frozen ``attrs`` value
-or a ``StrEnum``; ``zlink_trio`` re-exports each under the same name.  The
-coordinators that build them (``coordinators.create_operation``,
-``coordinators.relocation``, ``mesh.remote_create``, ``mesh.remote_operation``) and
-the handle that returns them (``node_handle``) import them from here, so a result's
-shape never depends on which coordinator produced it, and this module imports nothing
-of the runtime: only the core values the results carry.
+``node.ask_*``, ``node.statistics()`` and ``node.inspection`` lives here, once, as a
+frozen ``attrs`` value or a ``StrEnum``; ``zlink_trio`` re-exports each under the same
+name.  The coordinators that build them (``coordinators.create_operation``,
+``coordinators.relocation``, ``mesh.remote_create``, ``mesh.remote_operation``) and the
+handles that return them (``node_handle``, ``inspection``) import them from here, so a
+result's shape never depends on which coordinator produced it, and this module imports
+nothing of the runtime: only the core values the results carry.
 """
 
 from __future__ import annotations
@@ -25,13 +25,14 @@ from zlink_trio.core.identity import NodeRid  # noqa: TC001
 from zlink_trio.core.records import SpotRef  # noqa: TC001
 
 if TYPE_CHECKING:
-    from statecharts.names import NodeLifecycleState
+    from statecharts.names import IncarnationState, NodeLifecycleState
     from zlink_trio.core.route_cache import RouteCacheStatistics
 
 __all__ = (
     "CreateResult",
     "CreateState",
     "DrainResult",
+    "HostedSpot",
     "NodeStatistics",
     "RelocationOutcome",
     "RelocationResult",
@@ -115,3 +116,15 @@ class NodeStatistics:
     links: int = 0
     #: Requests sent to other nodes and not answered yet.
     pending_replies: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class HostedSpot:
+    """One Spot incarnation a node hosts (``node.inspection.hosted_spot``)."""
+
+    spot_id: str
+    #: The incarnation's ObjectGeneration.
+    generation: int
+    #: Its Incarnation chart state id (``serving`` while it admits and runs turns;
+    #: ``activating``, ``sealed``, ``closing`` ... otherwise).
+    state: IncarnationState

@@ -52,7 +52,6 @@ import trio
 import trio.testing
 
 import zlink_trio as zl
-from zlink_trio.runtime.coordinators.lease import finish_lease_loss, mark_lease_lost
 from zlink_trio.runtime.options import DEFAULT_TIMEOUT
 from zlink_trio.store import MemoryStore, open_store
 from zlink_trio.testing.faults import Faults, SimulatedCrash
@@ -177,14 +176,13 @@ class TestCluster:
         if node is None:
             return
         self._killed.add(name)
-        rt = node._rt
-        if mark_lease_lost(rt, "the test killed this node (zlink_trio.testing)"):
-            self._nursery.start_soon(self._finish_kill, name, rt)
+        if node.inspection.lose_lease("the test killed this node (zlink_trio.testing)"):
+            self._nursery.start_soon(self._finish_kill, name, node)
         else:
             self._scopes[name].cancel()
 
-    async def _finish_kill(self, name: str, rt: Any) -> None:
-        await finish_lease_loss(rt)
+    async def _finish_kill(self, name: str, node: zl.Node) -> None:
+        await node.inspection.wait_lease_lost()
         scope = self._scopes.get(name)
         if scope is not None:
             scope.cancel()
