@@ -46,17 +46,17 @@ from zlink_trio.samples.shoppingmall.server.commerce_api.markers import (
 )
 from zlink_trio.samples.shoppingmall.server.commerce_api.orders import OrderService
 from zlink_trio.samples.shoppingmall.server.commerce_api.readiness import watch_object_routes
-from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import (
-    open_commerce_state_store,
-)
 from zlink_trio.samples.shoppingmall.server.commerce_api.workflow_calls import (
     DEFAULT_WORKFLOW_TIMEOUT,
-    WORKFLOW_MESH,
     OrderWorkflowCalls,
 )
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.read_model_store import (
     open_order_read_model_store,
 )
+from zlink_trio.samples.shoppingmall.server.storage.commerce_state_store import (
+    open_commerce_state_store,
+)
+from zlink_trio.samples.shoppingmall.shared.contracts import WORKFLOW_MESH
 
 if TYPE_CHECKING:
     from collections.abc import Callable
