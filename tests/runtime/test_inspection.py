@@ -7,34 +7,18 @@ Every test is bounded by ``trio.fail_after``. Single nodes run without links on
 
 from __future__ import annotations
 
-import attrs
 import pytest
 import trio
+from runtime_spots import Add, Counter, Total, journal
 
 import zlink_trio as zl
 from zlink_trio.store import MemoryStore
 from zlink_trio.testing import open_test_cluster, open_test_node
 
 
-@attrs.frozen
-class Add:
-    n: int
-
-
-@attrs.frozen
-class Total:
-    value: int
-
-
-@zl.instance_spot("inspected-counter", relocation=zl.RecreateOnRelocation())
-class Counter:
-    def __init__(self, ctx: zl.SpotContext) -> None:
-        self.total = 0
-
-    @zl.handler
-    async def add(self, msg: Add) -> Total:
-        self.total += msg.n
-        return Total(self.total)
+@pytest.fixture(autouse=True)
+def _fresh_journal() -> None:
+    journal()
 
 
 async def test_hosted_spots_name_each_local_incarnation_with_its_generation_and_state(
