@@ -5,7 +5,9 @@ re-exported in ``X as X`` form and listed in ``__all__``. Implementation
 modules may move; these names stay. ``tests/test_public_api.py`` checks that
 every exported name is listed and documented.
 
-Start a node with ``async with zl.open_node(...) as node``; declare Spot types
+Start a node with ``async with zl.open_node(...) as node`` (its options come in groups:
+``NetworkOptions``, ``TimingOptions``, ``CapacityOptions``, ``ObservabilityOptions``,
+``InjectedOptions``, most with keyword shortcuts); declare Spot types
 with ``@zl.instance_spot`` / ``@zl.user_spot`` and ``@zl.handler``; call them
 through ``node.client`` and manage User Spots through ``node.spots``. Open a
 store by URL with ``async with zl.open_store(url) as store`` to read what the
@@ -53,11 +55,6 @@ from zlink_trio.core.lanes import LaneBounds as LaneBounds
 from zlink_trio.core.records import SpotRef as SpotRef
 from zlink_trio.runtime.calls.client import SpotClient as SpotClient
 from zlink_trio.runtime.calls.manager import SpotManager as SpotManager
-from zlink_trio.runtime.coordinators.create_operation import CreateResult as CreateResult
-from zlink_trio.runtime.coordinators.create_operation import CreateState as CreateState
-from zlink_trio.runtime.coordinators.relocation import DrainResult as DrainResult
-from zlink_trio.runtime.coordinators.relocation import RelocationOutcome as RelocationOutcome
-from zlink_trio.runtime.coordinators.relocation import RelocationResult as RelocationResult
 from zlink_trio.runtime.declaration.handlers import handler as handler
 from zlink_trio.runtime.declaration.policies import CloseReason as CloseReason
 from zlink_trio.runtime.declaration.policies import DisableRelocation as DisableRelocation
@@ -69,9 +66,21 @@ from zlink_trio.runtime.declaration.spot_types import instance_spot as instance_
 from zlink_trio.runtime.declaration.spot_types import user_spot as user_spot
 from zlink_trio.runtime.incarnation.context import SpotContext as SpotContext
 from zlink_trio.runtime.incarnation.context import TimerHandle as TimerHandle
+from zlink_trio.runtime.inspection import NodeInspection as NodeInspection
+from zlink_trio.runtime.mesh.setup import NetworkOptions as NetworkOptions
 from zlink_trio.runtime.node import open_node as open_node
 from zlink_trio.runtime.node_handle import Node as Node
-from zlink_trio.runtime.node_handle import NodeStatistics as NodeStatistics
+from zlink_trio.runtime.observe.setup import ObservabilityOptions as ObservabilityOptions
+from zlink_trio.runtime.options import CapacityOptions as CapacityOptions
+from zlink_trio.runtime.options import InjectedOptions as InjectedOptions
+from zlink_trio.runtime.options import TimingOptions as TimingOptions
+from zlink_trio.runtime.results import CreateResult as CreateResult
+from zlink_trio.runtime.results import CreateState as CreateState
+from zlink_trio.runtime.results import DrainResult as DrainResult
+from zlink_trio.runtime.results import HostedSpot as HostedSpot
+from zlink_trio.runtime.results import NodeStatistics as NodeStatistics
+from zlink_trio.runtime.results import RelocationOutcome as RelocationOutcome
+from zlink_trio.runtime.results import RelocationResult as RelocationResult
 from zlink_trio.store import open_store as open_store
 from zlink_trio.wire.codec import EncodedMessage as EncodedMessage
 from zlink_trio.wire.codec import MessageCodec as MessageCodec
@@ -81,6 +90,7 @@ __version__ = "0.1.0"
 __all__ = (
     "AlreadyExists",
     "CapacityExceeded",
+    "CapacityOptions",
     "CloseReason",
     "CreateResult",
     "CreateState",
@@ -89,16 +99,21 @@ __all__ = (
     "DrainResult",
     "EncodedMessage",
     "HandlerError",
+    "HostedSpot",
+    "InjectedOptions",
     "InvalidConfiguration",
     "InvalidOperation",
     "LaneBounds",
     "LocalProtocolError",
     "MessageCodec",
+    "NetworkOptions",
     "Node",
+    "NodeInspection",
     "NodeRid",
     "NodeStatistics",
     "NotConfigured",
     "NotFound",
+    "ObservabilityOptions",
     "PreserveStateWith",
     "ProtocolError",
     "RecreateOnRelocation",
@@ -116,6 +131,7 @@ __all__ = (
     "StaleRoute",
     "StoreUnavailable",
     "TimerHandle",
+    "TimingOptions",
     "TypeMismatch",
     "Unavailable",
     "ZLinkError",

@@ -93,8 +93,8 @@ async def two_nodes(url: str, rng: Steered) -> AsyncIterator[tuple[zl.Node, zl.N
     async with AsyncExitStack() as stack:
         if url.startswith("memory://"):  # the named in-process store lives while held
             await stack.enter_async_context(open_store(url))
-        a = await stack.enter_async_context(zl.open_node("node-a", store=url, spots=SPOTS,
-                                                         random=rng))
+        a = await stack.enter_async_context(zl.open_node(
+            "node-a", store=url, spots=SPOTS, injected=zl.InjectedOptions(random=rng)))
         b = await stack.enter_async_context(zl.open_node("node-b", store=url, spots=SPOTS))
         yield a, b
 

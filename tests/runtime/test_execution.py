@@ -182,7 +182,8 @@ async def test_message_to_a_closing_spot_is_stale_and_not_run(autojump_clock):
 async def test_stale_owner_filtering_uses_lease_validity_not_generation(autojump_clock):
     now = [0.0]
     with trio.fail_after(50):
-        async with zl.open_node("node-a", spots=[Counter], clock=lambda: now[0],
+        async with zl.open_node("node-a", spots=[Counter],
+                                injected=zl.InjectedOptions(clock=lambda: now[0]),
                                 lease=10.0) as node:
             await node.client.request("c", Add(1), reply=Total).instance_spot()
             now[0] = 11.0  # the store clock passes the lease deadline: owner invalid

@@ -79,10 +79,12 @@ async def test_invalid_node_id_is_a_configuration_error(node_id):
 async def test_claim_conflict_is_a_startup_configuration_error(autojump_clock):
     store = MemoryStore()
     with trio.fail_after(10):
-        async with zl.open_node("node-a", store=store, random=random.Random(7)):
+        async with zl.open_node("node-a", store=store,
+                                injected=zl.InjectedOptions(random=random.Random(7))):
             # The same seed draws the same NodeRid and Entry ID: the claim conflicts.
             with pytest.raises(zl.InvalidConfiguration, match="startup configuration error"):
-                async with zl.open_node("node-a", store=store, random=random.Random(7)):
+                async with zl.open_node("node-a", store=store,
+                                        injected=zl.InjectedOptions(random=random.Random(7))):
                     pytest.fail("must not start")
             assert len(store.location.state.claims) == 1
 

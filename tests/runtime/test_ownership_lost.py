@@ -292,7 +292,7 @@ async def test_a_paused_owner_runs_no_queued_turn_and_withholds_a_late_reply(aut
     EVENTS["gate"] = trio.Event()
     outcomes: dict[str, Any] = {}
     with trio.fail_after(30):
-        async with open_test_node(store, clock=store.clock) as node, \
+        async with open_test_node(store, injected=zl.InjectedOptions(clock=store.clock)) as node, \
                 trio.open_nursery() as nursery:
             async def call(name: str, msg: object) -> None:
                 try:
@@ -338,7 +338,7 @@ async def test_removed_claim_is_learned_at_the_next_renewal(autojump_clock):
 async def test_unanswered_renewal_loses_the_lease_at_its_deadline(autojump_clock):
     store = LeaseStore()
     with trio.fail_after(30):
-        async with open_test_node(store, clock=store.clock) as node:
+        async with open_test_node(store, injected=zl.InjectedOptions(clock=store.clock)) as node:
             await node.spots.get_or_create("r-1", "room")
             expires = node.statistics().lease_expires_at
             store.location.mode = "hang"
@@ -353,7 +353,7 @@ async def test_unanswered_renewal_loses_the_lease_at_its_deadline(autojump_clock
 async def test_renewal_answered_after_the_deadline_loses_the_lease(autojump_clock):
     store = LeaseStore()
     with trio.fail_after(30):
-        async with open_test_node(store, clock=store.clock) as node:
+        async with open_test_node(store, injected=zl.InjectedOptions(clock=store.clock)) as node:
             await node.spots.get_or_create("r-1", "room")
             store.location.mode = "late"
             await wait_until(lambda: node.statistics().state == "stopped")
@@ -462,7 +462,7 @@ async def test_no_timer_tick_runs_past_the_lease_deadline(autojump_clock):
     message is admitted."""
     store = LeaseStore()
     with trio.fail_after(30):
-        async with open_test_node(store, clock=store.clock) as node:
+        async with open_test_node(store, injected=zl.InjectedOptions(clock=store.clock)) as node:
             await node.client.request("w-1", Ping("first"), reply=Pong).instance_spot()
             await node.client.request("w-1", Arm(0.25), reply=None)
             await trio.sleep(0.6)

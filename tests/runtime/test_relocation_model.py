@@ -341,9 +341,10 @@ class World:
                 stack.push_async_callback(self._read_leftovers)
                 for i, name in enumerate(NODES):
                     node = await stack.enter_async_context(zl.open_node(
-                        name, store=url, spots=[Kept, Fresh, Room], clock=trio.current_time,
+                        name, store=url, spots=[Kept, Fresh, Room],
                         instance_idle_timeout=IDLE_TIMEOUT, idle_sweep_interval=SWEEP_INTERVAL,
-                        default_timeout=DEFAULT_TIMEOUT, random=random.Random(i)))
+                        default_timeout=DEFAULT_TIMEOUT, injected=zl.InjectedOptions(
+                            clock=trio.current_time, random=random.Random(i))))
                     self.nodes.append(node)
                     self.node_names[str(node.node_rid)] = name
                 async with trio.open_nursery() as ops:

@@ -381,7 +381,8 @@ async def test_concurrent_first_calls_agree_on_one_placement_and_weights_hold():
     with trio.fail_after(30):
         async with AsyncExitStack() as stack:
             nodes = [await stack.enter_async_context(zl.open_node(
-                f"node-{i}", store=store, spots=SPOTS, random=random.Random(i)))
+                f"node-{i}", store=store, spots=SPOTS,
+                injected=zl.InjectedOptions(random=random.Random(i))))
                 for i in range(3)]
             caller = nodes[0]
 

@@ -282,7 +282,8 @@ class World:
             async with zl.open_node(
                     "model", store=self.store, spots=[MCounter, MRoom],
                     instance_idle_timeout=IDLE_TIMEOUT, idle_sweep_interval=SWEEP_INTERVAL,
-                    default_timeout=DEFAULT_TIMEOUT, random=random.Random(0)) as node:
+                    default_timeout=DEFAULT_TIMEOUT,
+                    injected=zl.InjectedOptions(random=random.Random(0))) as node:
                 self.node = node
                 async with trio.open_nursery() as ops:
                     self.ops_nursery = ops

@@ -83,9 +83,10 @@ async def test_unavailable_owner_starts_no_new_creation_and_ends_request_with_it
     skew = [0.0]  # node-b's store clock runs ahead of node-a's (wall time) by this much
     with trio.fail_after(LIMIT):
         async with (
-            open_node(shared, "node-a", 1, lease=3, clock=time.time) as a,
+            open_node(shared, "node-a", 1, lease=3,
+                      injected=zl.InjectedOptions(clock=time.time)) as a,
             open_node(shared, "node-b", 0, lease=60,
-                      clock=lambda: time.time() + skew[0]) as b,
+                      injected=zl.InjectedOptions(clock=lambda: time.time() + skew[0])) as b,
         ):
             first = await b.client.request("c-1", Ping(), reply=Pong).instance_spot(
                 "counter").timeout(20)
@@ -188,7 +189,8 @@ async def test_call_to_stale_owner_ends_in_error_without_retry(shared: Shared) -
             assert await a.spots.close(old) is True
             # node-c, opened now with a far larger weight, is where r-1 goes next (seeded
             # NodeRids make the weighted rendezvous choice fixed).
-            async with open_node(shared, "node-c", 1000.0, random=random.Random(7)) as c:
+            async with open_node(shared, "node-c", 1000.0,
+                                 injected=zl.InjectedOptions(random=random.Random(7))) as c:
                 new = (await a.spots.get_or_create("r-1", "room").timeout(20)).ref
                 assert new.node_rid == c.node_rid
                 with pytest.raises(zl.StaleRoute, match="no longer owns"):

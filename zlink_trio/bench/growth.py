@@ -91,18 +91,18 @@ async def _size_figures(node: zl.Node, filled: int, base_rss: int, rng: random.R
         start = time.perf_counter()
         await node.client.request(spot, Ping(0), reply=Pong).timeout(60)
         warm.append(time.perf_counter() - start)
-    catalog = node._rt.catalog  # the sweep's own examination, timed alone
+    inspection = node.inspection  # the sweep's own examination, timed alone
     ticks: list[float] = []
     for _ in range(SWEEP_TICKS):
         start = time.perf_counter()
-        catalog.idle_candidates()
+        inspection.idle_candidates()
         ticks.append(time.perf_counter() - start)
     gc.unfreeze()
     start = time.perf_counter()
     gc.collect()
     full_gc = time.perf_counter() - start
     gc.freeze()
-    resident = len(catalog.hosts)
+    resident = node.statistics().active_spots
     return {"cold_activations_per_s": round(cold_rate), "warm_request_ms": _ms(warm),
             "idle_sweep_us_per_tick": round(statistics.median(ticks) * 1e6, 2),
             "full_gc_ms": round(full_gc * 1e3, 1),

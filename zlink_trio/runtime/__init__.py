@@ -7,8 +7,14 @@ the code.  Imports point one way, and a test fails on any import cycle:
 
 =====================  ==================================================================
 ``node``               ``open_node``: one node lifecycle -- claim, serve, drain, remove
-``node_handle``        ``Node`` (what ``open_node`` yields) and ``NodeStatistics``
-``options``            ``NodeOptions``: every tunable of ``open_node``, validated first
+``node_handle``        ``Node`` (what ``open_node`` yields)
+``inspection``         ``NodeInspection`` (``node.inspection``): hosted Spots, links, idle
+                       sweep, and the test hooks the test kit and benchmark use
+``results``            what the public API hands back: ``CreateResult``,
+                       ``RelocationResult``, ``DrainResult``, ``NodeStatistics``,
+                       ``HostedSpot``
+``options``            ``open_node``'s option groups (``TimingOptions``, ``CapacityOptions``,
+                       ``InjectedOptions``), their keyword shortcuts, ``NodeOptions``
 ``charts``             the compiled, typed lifecycle charts and ``step()``
 ``observers``          what a node tells the test kit about its Spots (factory runs,
                        handler turns, closes); empty in production

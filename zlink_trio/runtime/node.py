@@ -48,7 +48,6 @@ from zlink_trio.core.identity import (
     validate_mesh_name,
     validate_node_id,
 )
-from zlink_trio.core.lanes import DEFAULT_APPLICATION_BOUNDS, DEFAULT_LIFECYCLE_BOUNDS, LaneBounds
 from zlink_trio.core.placement import Role
 from zlink_trio.core.records import OwnerFence
 from zlink_trio.core.route_cache import RouteCache
@@ -63,9 +62,10 @@ from zlink_trio.runtime.declaration.registry import SpotTypeRegistry
 from zlink_trio.runtime.incarnation.catalog import Catalog
 from zlink_trio.runtime.mesh.inbound import inbound_handler
 from zlink_trio.runtime.mesh.peers import Peers
-from zlink_trio.runtime.mesh.setup import mesh_settings, open_mesh
+from zlink_trio.runtime.mesh.setup import NetworkOptions, mesh_settings, open_mesh
 from zlink_trio.runtime.observe.logs import NODE as LOGGER
 from zlink_trio.runtime.observe.setup import (
+    ObservabilityOptions,
     metrics_listeners,
     metrics_settings,
     new_recorder,
@@ -74,12 +74,12 @@ from zlink_trio.runtime.observe.setup import (
     timed,
 )
 from zlink_trio.runtime.options import (
-    DEFAULT_ACTIVE_OBJECT_CEILING,
-    DEFAULT_IDLE_SWEEP_INTERVAL,
-    DEFAULT_INSTANCE_IDLE_TIMEOUT,
-    DEFAULT_LEASE,
-    DEFAULT_TIMEOUT,
+    UNSET,
+    CapacityOptions,
+    InjectedOptions,
     NodeOptions,
+    TimingOptions,
+    with_shortcuts,
 )
 from zlink_trio.store import MemoryStore, open_store, with_combined
 from zlink_trio.wire.codec import MessageCodec
@@ -87,17 +87,17 @@ from zlink_trio.wire.frames import DEFAULT_MAX_FRAME_BYTES
 from zlink_trio.wire.handshake import LocalIdentity
 
 if TYPE_CHECKING:
-    import random as _random
     import ssl
     from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
     from prometheus_client.registry import CollectorRegistry
 
+    from zlink_trio.core.lanes import LaneBounds
+
 
 from zlink_trio.runtime.node_handle import Node as Node
-from zlink_trio.runtime.node_handle import NodeStatistics as NodeStatistics
 
-__all__ = ("Node", "NodeStatistics", "open_node")
+__all__ = ("Node", "open_node")
 
 
 def _default_store_clock(store: str | MemoryStore) -> Callable[[], float]:
@@ -151,28 +151,32 @@ async def open_node(
     relocation_store: str | None = None,
     mesh: str = "world",
     spots: Iterable[object] = (),
-    listen: str | None = "127.0.0.1:0",
-    secret: bytes | str | None = None,
-    ssl_context: ssl.SSLContext | None = None,
-    client_ssl_context: ssl.SSLContext | None = None,
-    endpoint: str | None = None,
-    max_links: int = 1024,
-    route_cache_max_age: float = 15.0,
-    message_follow_duration: float = 30.0,
-    instance_idle_timeout: float = DEFAULT_INSTANCE_IDLE_TIMEOUT,
-    idle_sweep_interval: float = DEFAULT_IDLE_SWEEP_INTERVAL,
-    active_object_ceiling: int = DEFAULT_ACTIVE_OBJECT_CEILING,
-    application_lane: LaneBounds = DEFAULT_APPLICATION_BOUNDS,
-    lifecycle_lane: LaneBounds = DEFAULT_LIFECYCLE_BOUNDS,
-    lease: float = DEFAULT_LEASE,
-    default_timeout: float = DEFAULT_TIMEOUT,
-    placement_weight: float = 1.0,
     client_only: bool = False,
-    clock: Callable[[], float] | None = None,
-    random: _random.Random | None = None,
-    metrics: CollectorRegistry | None = None,
-    metrics_port: int | None = None,
-    metrics_host: str = "127.0.0.1",
+    network: NetworkOptions | None = None,
+    timing: TimingOptions | None = None,
+    capacity: CapacityOptions | None = None,
+    observability: ObservabilityOptions | None = None,
+    injected: InjectedOptions | None = None,
+    # Shortcuts: each is the field of the same name of the group above it.
+    listen: str | None = UNSET,
+    secret: bytes | str | None = UNSET,
+    ssl_context: ssl.SSLContext | None = UNSET,
+    client_ssl_context: ssl.SSLContext | None = UNSET,
+    endpoint: str | None = UNSET,
+    max_links: int = UNSET,
+    route_cache_max_age: float = UNSET,
+    message_follow_duration: float = UNSET,
+    lease: float = UNSET,
+    default_timeout: float = UNSET,
+    instance_idle_timeout: float = UNSET,
+    idle_sweep_interval: float = UNSET,
+    active_object_ceiling: int = UNSET,
+    application_lane: LaneBounds = UNSET,
+    lifecycle_lane: LaneBounds = UNSET,
+    placement_weight: float = UNSET,
+    metrics: CollectorRegistry | None = UNSET,
+    metrics_port: int | None = UNSET,
+    metrics_host: str = UNSET,
 ) -> AsyncIterator[Node]:
     """Run a node serving ``spots`` in ``mesh`` for the duration of the ``async with`` block.
 
@@ -183,37 +187,41 @@ async def open_node(
     in ``store``'s backend under its own key prefix or tables (06: "may share a
     deployment, but not a keyspace").
 
-    Mesh: the node serves websocket links on ``listen`` (``"127.0.0.1:0"``: any free
-    loopback port; ``None``: no links, so only Spots this node owns are reachable) and
-    publishes the bound ``ws://`` address in its descriptor (``endpoint`` overrides what
-    is published, e.g. behind NAT). Links are authenticated with ``secret`` (bytes or
-    str, >= 32 bytes, the same on every node); it is required on a non-loopback address.
-    ``ssl_context`` makes the server speak TLS (``wss://``); ``client_ssl_context`` is
-    used to dial ``wss://`` peers. At most ``max_links`` links (1024) are open at once:
-    a connection beyond it is refused, a call that would dial one more is Unavailable.
-    ``instance_idle_timeout`` defaults to 300 s (0 disables idle
-    eviction); ``active_object_ceiling`` (10,000) bounds local Ready + activating Spots
-    and is the descriptor's capacity; ``lease`` (10 s) is renewed every third;
-    ``default_timeout`` (30 s) is the deadline of calls without ``.timeout()``.
-    ``clock`` is the store's clock: leases and route-cache ages are stamped with it. It
-    defaults to ``trio.current_time`` for an in-process ``memory://`` store (so tests on
-    ``MockClock`` control leases) and to wall-clock ``time.time`` for any store shared
-    between processes, whose leases every process must read on one clock. ``random`` seeds
-    IDs and placement (default: ``os.urandom``).
-
     ``client_only=True`` makes a node that hosts no Spots -- an API edge, or the
     operator commands' node: it joins the Mesh (claim, links, lease) with only the
     object-client role, no served types, capacity 0 and placement weight 0, so no
     placement, creation or relocation ever chooses it; it calls, creates, closes and
     relocates Spots on the other nodes. ``spots`` must then be empty.
 
-    Metrics (``docs/observability.md``; needs prometheus-client, the ``metrics`` extra):
-    ``metrics`` is a ``prometheus_client.CollectorRegistry`` this node's series are
-    collected in while it runs, each labelled ``node_id`` (several nodes may share one
-    registry); without it nothing is recorded and prometheus-client is not imported.
-    ``metrics_port`` (0: any free port) serves the registry -- a registry of the node's
-    own when ``metrics`` is not given -- as ``GET /metrics`` on ``metrics_host``
-    (loopback by default) for the node's lifetime; :attr:`Node.metrics_url` names it.
+    Every other option belongs to one of five groups, each a frozen class checked when
+    it is built (its docstring describes each field and its default):
+
+    * ``network`` -- :class:`NetworkOptions`: ``listen`` (``"127.0.0.1:0"``; ``None``: no
+      links), ``secret`` (required off loopback), ``ssl_context``,
+      ``client_ssl_context``, ``endpoint`` (what the descriptor publishes), ``max_links``
+      (1024);
+    * ``timing`` -- :class:`TimingOptions`: ``route_cache_max_age`` (15 s),
+      ``message_follow_duration`` (30 s), ``lease`` (10 s, renewed every third),
+      ``default_timeout`` (30 s, the deadline of calls without ``.timeout()``);
+    * ``capacity`` -- :class:`CapacityOptions`: ``active_object_ceiling`` (10,000),
+      ``application_lane`` / ``lifecycle_lane`` (``LaneBounds``),
+      ``instance_idle_timeout`` (300 s; 0 disables idle eviction),
+      ``idle_sweep_interval`` (1 s), ``placement_weight`` (1.0);
+    * ``observability`` -- :class:`ObservabilityOptions`: ``metrics`` (a
+      ``prometheus_client.CollectorRegistry``; needs the ``metrics`` extra,
+      ``docs/observability.md``), ``metrics_port`` (serves ``GET /metrics``;
+      :attr:`Node.metrics_url` names it), ``metrics_host`` (``127.0.0.1``);
+    * ``injected`` -- :class:`InjectedOptions`: the store ``clock`` (leases and
+      route-cache ages; Trio's clock for an in-process ``memory://`` store, wall time for
+      a shared one) and ``random`` (NodeRid, IDs, placement; ``os.urandom`` by default),
+      for tests and simulations.
+
+    Each field of the first four groups is also a keyword of the same name, a shortcut:
+    ``open_node("a", lease=5, listen=None)`` is ``open_node("a",
+    timing=TimingOptions(lease=5), network=NetworkOptions(listen=None))``. A keyword
+    fills its field; given together with a group whose field holds another value than
+    the keyword's (not the default), the option is given twice and
+    :class:`InvalidConfiguration` says so.
 
     Raises :class:`InvalidConfiguration` for invalid options or Spot declarations
     (including a stable type registered twice) and when the descriptor or Entry claim
@@ -228,22 +236,33 @@ async def open_node(
         node_id = validate_node_id(node_id)
         validate_entry_prefix(node_id)
         mesh = validate_mesh_name(mesh)
-        settings = mesh_settings(listen, secret, ssl_context, client_ssl_context, max_links)
-        options = NodeOptions(
-            endpoint="local://" if endpoint is None else endpoint,
-            route_cache_max_age=route_cache_max_age,
-            message_follow_duration=message_follow_duration,
-            instance_idle_timeout=instance_idle_timeout, idle_sweep_interval=idle_sweep_interval,
-            active_object_ceiling=active_object_ceiling, application_lane=application_lane,
-            lifecycle_lane=lifecycle_lane, lease=lease, default_timeout=default_timeout,
+        network = with_shortcuts(
+            NetworkOptions, network, "network", listen=listen, secret=secret,
+            ssl_context=ssl_context, client_ssl_context=client_ssl_context,
+            endpoint=endpoint, max_links=max_links)
+        timing = with_shortcuts(
+            TimingOptions, timing, "timing", route_cache_max_age=route_cache_max_age,
+            message_follow_duration=message_follow_duration, lease=lease,
+            default_timeout=default_timeout)
+        capacity = with_shortcuts(
+            CapacityOptions, capacity, "capacity", instance_idle_timeout=instance_idle_timeout,
+            idle_sweep_interval=idle_sweep_interval, active_object_ceiling=active_object_ceiling,
+            application_lane=application_lane, lifecycle_lane=lifecycle_lane,
             placement_weight=placement_weight)
+        observability = with_shortcuts(
+            ObservabilityOptions, observability, "observability", metrics=metrics,
+            metrics_port=metrics_port, metrics_host=metrics_host)
+        injected = with_shortcuts(InjectedOptions, injected, "injected")
+        settings = mesh_settings(network)
+        options = NodeOptions.of(timing, capacity, network.endpoint or "local://")
         spots = list(spots)
         client_only = _check_client_only(client_only, spots)
         registry = SpotTypeRegistry.build(spots)
-        metrics_setup = metrics_settings(metrics, metrics_port, metrics_host)
+        metrics_setup = metrics_settings(observability)
     except InvalidOperation as exc:
         step(NODE, state, NODE.ev.configuration_invalid)
         raise _config("open_node: invalid configuration", exc) from exc
+    clock, random = injected.clock, injected.random
     read_clock = _default_store_clock(store) if clock is None else clock
     random_bytes = random.randbytes if random is not None else None
     node_rid = NodeRid.generate(random_bytes) if random_bytes else NodeRid.generate()
@@ -252,7 +271,7 @@ async def open_node(
         async with open_store(store, relocation=relocation_store) as opened, open_mesh(
                 settings, node_id, node_rid, mesh, rng) as (links, transport), \
                 metrics_listeners(metrics_setup) as metrics_at:
-            if transport is not None and endpoint is None:
+            if transport is not None and network.endpoint is None:
                 options = attrs.evolve(options, endpoint=transport.endpoint)
             entry = (new_entry_spot_id(node_id, random_bytes) if random_bytes
                      else new_entry_spot_id(node_id))

@@ -5,16 +5,15 @@ Theory of operation
 A :class:`Node` is a thin handle over one lifecycle's :class:`NodeRuntime`: its
 identity (NodeId, NodeRid, Entry Spot ID, Mesh), ``client`` and ``spots`` (the call and
 lifecycle APIs), planned moves (``relocate``, ``drain`` here, and ``ask_relocate`` /
-``ask_drain`` through another node, wire command 61) and a :class:`NodeStatistics`
-snapshot. ``open_node`` (``runtime.node``) builds it once the node serves; every method
+``ask_drain`` through another node, wire command 61), a :class:`NodeStatistics`
+snapshot, and ``inspection`` (:mod:`.inspection`: what tests and tools see inside).
+``open_node`` (``runtime.node``) builds it once the node serves; every method
 checks the node is still usable first.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-
-import attrs
 
 from zlink_trio.core.identity import (
     NodeRid,
@@ -27,41 +26,16 @@ from zlink_trio.runtime.calls.manager import SpotManager
 from zlink_trio.runtime.calls.metered import MeteredRouter
 from zlink_trio.runtime.coordinators.call_router import CallRouter
 from zlink_trio.runtime.coordinators.relocation import relocate_spot
+from zlink_trio.runtime.inspection import NodeInspection
 from zlink_trio.runtime.mesh.remote_operation import drain_here, drain_node, relocate_on_owner
-from zlink_trio.runtime.options import (
-    check_timeout,
-)
+from zlink_trio.runtime.options import check_timeout
+from zlink_trio.runtime.results import NodeStatistics
 
 if TYPE_CHECKING:
-
-    from statecharts.names import NodeLifecycleState
-    from zlink_trio.core.route_cache import RouteCacheStatistics
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
-    from zlink_trio.runtime.coordinators.relocation import DrainResult, RelocationResult
+    from zlink_trio.runtime.results import DrainResult, RelocationResult
 
-__all__ = ("Node", "NodeStatistics")
-
-
-@attrs.frozen(kw_only=True)
-class NodeStatistics:
-    """A snapshot of one node."""
-
-    node_id: str
-    node_rid: NodeRid
-    #: NodeLifecycle state id (``serving``, ``draining``, ``lease_lost``, ...).
-    state: NodeLifecycleState
-    #: Local Ready incarnations.
-    active_spots: int
-    #: Local creations in flight (reserved, not yet Ready).
-    activating: int
-    lease_expires_at: float
-    route_cache: RouteCacheStatistics
-    #: The published endpoint (``ws://host:port``; ``local://`` without links).
-    endpoint: str = "local://"
-    #: Open authenticated links to other nodes, both directions.
-    links: int = 0
-    #: Requests sent to other nodes and not answered yet.
-    pending_replies: int = 0
+__all__ = ("Node",)
 
 
 class Node:
@@ -73,6 +47,7 @@ class Node:
         router = CallRouter(rt)
         self._client = SpotClient(router if not rt.metrics.enabled else MeteredRouter(rt, router))
         self._spots = SpotManager(rt)
+        self._inspection = NodeInspection(rt)
         rt.client = self._client
 
     @property
@@ -99,6 +74,12 @@ class Node:
     def metrics_url(self) -> str | None:
         """``http://host:port/metrics`` when opened with ``metrics_port=``, else ``None``."""
         return self._metrics_url
+
+    @property
+    def inspection(self) -> NodeInspection:
+        """The inside of this node for tests, benchmarks and tools: the Spots it hosts,
+        its links, and test hooks that make it fail (``NodeInspection``)."""
+        return self._inspection
 
     @property
     def client(self) -> SpotClient:

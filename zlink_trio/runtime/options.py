@@ -1,10 +1,31 @@
-"""Node options: every tunable of ``open_node`` with its default, validated before startup.
+"""Node options: ``open_node``'s tunables in a few groups, each validated when it is built.
 
 Theory of operation
 -------------------
-``open_node`` takes its options as keyword arguments and builds one frozen
-:class:`NodeOptions` from them *before* it touches the store, so a bad option is an
-:class:`InvalidConfiguration` and nothing is written (no descriptor, no Entry claim).
+``open_node`` takes its options in five frozen ``attrs`` groups, each a public class
+that checks its values when it is constructed (an :class:`InvalidConfiguration` that
+names the option and says what to pass), so a bad option never reaches the store:
+
+* ``network=NetworkOptions(...)`` (:mod:`zlink_trio.runtime.mesh.setup`): ``listen``,
+  ``secret``, ``ssl_context``, ``client_ssl_context``, ``endpoint``, ``max_links``;
+* ``timing=TimingOptions(...)``: ``route_cache_max_age``, ``message_follow_duration``,
+  ``lease``, ``default_timeout``;
+* ``capacity=CapacityOptions(...)``: ``active_object_ceiling``, ``application_lane``,
+  ``lifecycle_lane``, ``instance_idle_timeout``, ``idle_sweep_interval``,
+  ``placement_weight``;
+* ``observability=ObservabilityOptions(...)`` (:mod:`zlink_trio.runtime.observe.setup`):
+  ``metrics``, ``metrics_port``, ``metrics_host``;
+* ``injected=InjectedOptions(...)``: ``clock``, ``random`` -- for tests and simulations.
+
+Every field but ``clock`` and ``random`` is also a keyword of ``open_node`` of the same
+name -- a shortcut (``open_node("a", lease=5)`` is ``timing=TimingOptions(lease=5)``).
+:func:`with_shortcuts` folds the keywords given into their group: a field left at its
+default gives way to the keyword; a field set to another value than the keyword is an
+:class:`InvalidConfiguration` (the option was given twice, differently).  A group is
+checked as a whole when it is built, so options whose rule spans two fields (the route
+cache's age against the follow duration, a secret for a non-loopback ``listen``) go into
+the same group together.
+
 The defaults are the spec's where it has them:
 
 * ``route_cache_max_age`` 15 s and ``message_follow_duration`` 30 s (06 §6); when both
@@ -18,19 +39,27 @@ The defaults are the spec's where it has them:
   placement and Reserve agree with the local check.
 * ``lease`` 10 s, renewed every ``lease / 3``; ``default_timeout`` 30 s, the deadline of
   any call that sets no ``.timeout()``.
+
+:class:`NodeOptions` is the runtime's flat view of the validated ``timing`` and
+``capacity`` groups plus the published endpoint: what every part of a running node
+reads as ``rt.options``.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Final
+import random as _random
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import attrs
 
-from zlink_trio.core.descriptor import MAX_CAPACITY, MAX_ENDPOINT_BYTES
+from zlink_trio.core.descriptor import MAX_CAPACITY
 from zlink_trio.core.errors import InvalidConfiguration, InvalidOperation
 from zlink_trio.core.lanes import DEFAULT_APPLICATION_BOUNDS, DEFAULT_LIFECYCLE_BOUNDS, LaneBounds
 from zlink_trio.core.route_cache import DEFAULT_FOLLOW_DURATION, DEFAULT_MAX_AGE, RouteCacheConfig
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = (
     "DEFAULT_ACTIVE_OBJECT_CEILING",
@@ -38,8 +67,13 @@ __all__ = (
     "DEFAULT_INSTANCE_IDLE_TIMEOUT",
     "DEFAULT_LEASE",
     "DEFAULT_TIMEOUT",
+    "UNSET",
+    "CapacityOptions",
+    "InjectedOptions",
     "NodeOptions",
+    "TimingOptions",
     "check_timeout",
+    "with_shortcuts",
 )
 
 #: InstanceSpotIdleTimeout default, seconds (0 disables idle eviction).
@@ -52,6 +86,53 @@ DEFAULT_LEASE: Final = 10.0
 DEFAULT_TIMEOUT: Final = 30.0
 #: Seconds between two idle sweeps.
 DEFAULT_IDLE_SWEEP_INTERVAL: Final = 1.0
+
+
+class _Unset:
+    """The default of ``open_node``'s shortcut keywords: "not given, use the group's"."""
+
+    def __repr__(self) -> str:
+        return "<the option group's value>"
+
+
+#: What an ``open_node`` shortcut keyword is when the caller did not give it (typed
+#: ``Any`` so each keyword keeps the type of its field).
+UNSET: Final[Any] = _Unset()
+
+_Group = TypeVar("_Group", bound=attrs.AttrsInstance)
+
+
+def with_shortcuts(cls: type[_Group], group: object, group_arg: str,
+                   **shortcuts: object) -> _Group:
+    """``group`` (``cls()`` when ``None``) with the shortcut keywords that were given.
+
+    ``shortcuts`` maps each field of ``cls`` to the keyword's value, :data:`UNSET` when
+    the caller left it out.  Raises :class:`InvalidConfiguration` when ``group`` is not a
+    ``cls``, when a keyword and a field of ``group`` set to another value both name the
+    option, and for any value the group refuses.
+    """
+    if group is None:
+        base = cls()
+    elif isinstance(group, cls):
+        base = group
+    else:
+        raise InvalidConfiguration(
+            f"{group_arg} must be a zlink_trio.{cls.__name__}, got {type(group).__name__}")
+    given = {name: value for name, value in shortcuts.items() if value is not UNSET}
+    if not given:
+        return base
+    if group is not None:
+        for field in attrs.fields(cls):
+            if field.name not in given:
+                continue
+            current, value = getattr(base, field.name), given[field.name]
+            if current is not value and current != field.default and current != value:
+                raise InvalidConfiguration(
+                    f"{field.name} is given twice with different values: {field.name}="
+                    f"{value!r} and {group_arg}={cls.__name__}({field.name}={current!r}); "
+                    f"give it once, as the keyword or in {cls.__name__}"
+                )
+    return cls(**{**attrs.asdict(base, recurse=False), **given})
 
 
 def _seconds(value: object, name: str, *, positive: bool) -> float:
@@ -76,50 +157,51 @@ def check_timeout(value: object, name: str = "timeout") -> float:
 
 
 @attrs.frozen(kw_only=True)
-class NodeOptions:
-    """The validated options of one node; see ``open_node`` for their meaning.
+class TimingOptions:
+    """How long routes, follow routes, the lease and calls last (``open_node(timing=)``).
 
-    Raises :class:`InvalidConfiguration` for any value that cannot work.
+    ``route_cache_max_age`` (15 s; 0 disables the route cache) and
+    ``message_follow_duration`` (30 s; 0 disables Message Follow): when both are positive
+    the age must be at least 5 s shorter. ``lease`` (10 s) is renewed every third of it.
+    ``default_timeout`` (30 s) is the deadline of a call without ``.timeout()``, and
+    bounds the startup scan and the drain. Raises :class:`InvalidConfiguration` for a
+    value that cannot work.
     """
 
-    endpoint: str = "local://"
     route_cache_max_age: float = DEFAULT_MAX_AGE
     message_follow_duration: float = DEFAULT_FOLLOW_DURATION
-    instance_idle_timeout: float = DEFAULT_INSTANCE_IDLE_TIMEOUT
-    idle_sweep_interval: float = DEFAULT_IDLE_SWEEP_INTERVAL
+    lease: float = DEFAULT_LEASE
+    default_timeout: float = DEFAULT_TIMEOUT
+
+    def __attrs_post_init__(self) -> None:
+        RouteCacheConfig(self.route_cache_max_age, self.message_follow_duration)
+        _seconds(self.lease, "lease", positive=True)
+        _seconds(self.default_timeout, "default_timeout", positive=True)
+
+
+@attrs.frozen(kw_only=True)
+class CapacityOptions:
+    """How much one node hosts and for how long (``open_node(capacity=)``).
+
+    ``active_object_ceiling`` (10,000) bounds local Ready + activating Spots and is the
+    descriptor's capacity; ``application_lane`` (1,024 items / 64 MiB) and
+    ``lifecycle_lane`` (128 / 4 MiB) bound each Spot's two queues;
+    ``instance_idle_timeout`` (300 s; 0 disables idle eviction) and
+    ``idle_sweep_interval`` (1 s between two sweeps of at most 64 Spots);
+    ``placement_weight`` (1.0; 0: place nothing new here) weighs this node in placement.
+    Raises :class:`InvalidConfiguration` for a value that cannot work.
+    """
+
     active_object_ceiling: int = DEFAULT_ACTIVE_OBJECT_CEILING
     application_lane: LaneBounds = DEFAULT_APPLICATION_BOUNDS
     lifecycle_lane: LaneBounds = DEFAULT_LIFECYCLE_BOUNDS
-    lease: float = DEFAULT_LEASE
-    default_timeout: float = DEFAULT_TIMEOUT
+    instance_idle_timeout: float = DEFAULT_INSTANCE_IDLE_TIMEOUT
+    idle_sweep_interval: float = DEFAULT_IDLE_SWEEP_INTERVAL
     placement_weight: float = 1.0
-    route_cache: RouteCacheConfig = attrs.field(init=False)
-
-    @route_cache.default
-    def _route_cache(self) -> RouteCacheConfig:
-        return RouteCacheConfig(self.route_cache_max_age, self.message_follow_duration)
-
-    @property
-    def placement_max_age(self) -> float:
-        """How long placement may reuse the descriptor claims it read (store clock, seconds).
-
-        A tenth of the shorter of the lease and the route cache's age: 1 s by default.
-        The mesh directory reuses the same read for as long (``mesh.peers``).
-        """
-        return min(self.lease, self.route_cache_max_age) / 10
 
     def __attrs_post_init__(self) -> None:
-        size = len(self.endpoint.encode("utf-8", "replace")) if isinstance(
-            self.endpoint, str) else 0
-        if not 1 <= size <= MAX_ENDPOINT_BYTES:
-            raise InvalidConfiguration(
-                f"endpoint must be a str of 1..{MAX_ENDPOINT_BYTES} UTF-8 bytes, got "
-                f"{self.endpoint!r}"
-            )
         _seconds(self.instance_idle_timeout, "instance_idle_timeout", positive=False)
         _seconds(self.idle_sweep_interval, "idle_sweep_interval", positive=True)
-        _seconds(self.lease, "lease", positive=True)
-        _seconds(self.default_timeout, "default_timeout", positive=True)
         _seconds(self.placement_weight, "placement_weight", positive=False)
         ceiling = self.active_object_ceiling
         if type(ceiling) is not int or not 0 <= ceiling <= MAX_CAPACITY:
@@ -132,3 +214,70 @@ class NodeOptions:
                     f"{name} must be a LaneBounds(max_items, max_bytes), got "
                     f"{getattr(self, name)!r}"
                 )
+
+
+@attrs.frozen(kw_only=True)
+class InjectedOptions:
+    """The clock and randomness a node uses, injected by tests (``open_node(injected=)``).
+
+    ``clock`` is the store's clock: leases and route-cache ages are stamped with it. By
+    default it is ``trio.current_time`` for an in-process ``memory://`` store (so tests
+    on ``MockClock`` control leases) and wall-clock ``time.time`` for any store shared
+    between processes, whose leases every process must read on one clock. ``random``
+    (a ``random.Random``) draws the NodeRid, the Entry Spot ID, operation IDs and
+    placement's choices, so a seeded one makes them repeatable; by default they come
+    from ``os.urandom``. Raises :class:`InvalidConfiguration` for anything else.
+    """
+
+    clock: Callable[[], float] | None = None
+    random: _random.Random | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.clock is not None and not callable(self.clock):
+            raise InvalidConfiguration(
+                f"clock must be a function returning seconds (e.g. time.time), got "
+                f"{self.clock!r}")
+        if self.random is not None and not isinstance(self.random, _random.Random):
+            raise InvalidConfiguration(
+                f"random must be a random.Random (e.g. random.Random(7)), got "
+                f"{type(self.random).__name__}")
+
+
+@attrs.frozen(kw_only=True)
+class NodeOptions:
+    """What a running node reads of its options: the validated ``timing`` and ``capacity``
+    groups, flat, plus the endpoint its descriptor publishes (built by :meth:`of`).
+    """
+
+    endpoint: str
+    route_cache_max_age: float
+    message_follow_duration: float
+    instance_idle_timeout: float
+    idle_sweep_interval: float
+    active_object_ceiling: int
+    application_lane: LaneBounds
+    lifecycle_lane: LaneBounds
+    lease: float
+    default_timeout: float
+    placement_weight: float
+    route_cache: RouteCacheConfig = attrs.field(init=False)
+
+    @route_cache.default
+    def _route_cache(self) -> RouteCacheConfig:
+        return RouteCacheConfig(self.route_cache_max_age, self.message_follow_duration)
+
+    @classmethod
+    def of(cls, timing: TimingOptions, capacity: CapacityOptions, endpoint: str
+           ) -> NodeOptions:
+        """The flat view of ``timing`` and ``capacity`` (both validated when built)."""
+        return cls(endpoint=endpoint, **attrs.asdict(timing, recurse=False),
+                   **attrs.asdict(capacity, recurse=False))
+
+    @property
+    def placement_max_age(self) -> float:
+        """How long placement may reuse the descriptor claims it read (store clock, seconds).
+
+        A tenth of the shorter of the lease and the route cache's age: 1 s by default.
+        The mesh directory reuses the same read for as long (``mesh.peers``).
+        """
+        return min(self.lease, self.route_cache_max_age) / 10

@@ -52,7 +52,6 @@ import trio
 import trio.testing
 
 import zlink_trio as zl
-from zlink_trio.runtime.coordinators.lease import finish_lease_loss, mark_lease_lost
 from zlink_trio.runtime.options import DEFAULT_TIMEOUT
 from zlink_trio.store import MemoryStore, open_store
 from zlink_trio.testing.faults import Faults, SimulatedCrash
@@ -61,6 +60,7 @@ from zlink_trio.testing.store_io import InFlight, Patcher, settle
 from zlink_trio.transport._memory import NETWORK, MemoryNetwork
 
 if TYPE_CHECKING:
+    import random as _random
     from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 
     from zlink_trio.store import Store
@@ -72,14 +72,17 @@ LINK_CUSHION: Final = 0.004
 
 
 def open_test_node(node_id: str, *, store: str | MemoryStore = "memory://",
-                   **options: Any) -> Any:
-    """``zl.open_node`` for a test: the store clock on Trio's clock (``clock=``
+                   clock: Callable[[], float] | None = None,
+                   random: _random.Random | None = None, **options: Any) -> Any:
+    """``zl.open_node`` for a test: the store clock on Trio's clock (``clock``
     ``trio.current_time`` unless given) and no links (``listen=None`` unless given), so a
     test on ``MockClock(autojump_threshold=0)`` controls leases and never waits on a
-    socket. An ``async with`` context manager yielding the :class:`zlink_trio.Node`."""
-    options.setdefault("clock", trio.current_time)
+    socket. ``clock`` and ``random`` become the node's ``zl.InjectedOptions``; every other
+    keyword goes to ``zl.open_node``. An ``async with`` context manager yielding the
+    :class:`zlink_trio.Node`."""
     options.setdefault("listen", None)
-    return zl.open_node(node_id, store=store, **options)
+    return zl.open_node(node_id, store=store, injected=zl.InjectedOptions(
+        clock=trio.current_time if clock is None else clock, random=random), **options)
 
 
 class TestCluster:
@@ -173,14 +176,13 @@ class TestCluster:
         if node is None:
             return
         self._killed.add(name)
-        rt = node._rt
-        if mark_lease_lost(rt, "the test killed this node (zlink_trio.testing)"):
-            self._nursery.start_soon(self._finish_kill, name, rt)
+        if node.inspection.lose_lease("the test killed this node (zlink_trio.testing)"):
+            self._nursery.start_soon(self._finish_kill, name, node)
         else:
             self._scopes[name].cancel()
 
-    async def _finish_kill(self, name: str, rt: Any) -> None:
-        await finish_lease_loss(rt)
+    async def _finish_kill(self, name: str, node: zl.Node) -> None:
+        await node.inspection.wait_lease_lost()
         scope = self._scopes.get(name)
         if scope is not None:
             scope.cancel()
@@ -255,6 +257,7 @@ async def open_test_cluster(
     *,
     store: str | MemoryStore = "memory://",
     clock: Callable[[], float] | None = None,
+    random: _random.Random | None = None,
     spots: Sequence[object] = (),
     names: Sequence[str] | None = None,
     links: bool | str = True,
@@ -262,7 +265,9 @@ async def open_test_cluster(
 ) -> AsyncIterator[TestCluster]:
     """Run ``n`` nodes serving ``spots`` on one ``store`` for the ``async with`` block.
 
-    ``clock`` is the store clock (default ``trio.current_time``); ``names`` the NodeIds
+    ``clock`` is the store clock (default ``trio.current_time``) and ``random`` the
+    nodes' random source (``zl.InjectedOptions``; one ``random.Random`` for them all,
+    default ``os.urandom``); ``names`` the NodeIds
     (default ``node-0`` ..); ``links`` is ``True`` (``"tcp"``: loopback websocket links),
     ``"memory"`` (the same links over in-process memory streams) or ``False`` (none).
     Every other
@@ -279,8 +284,8 @@ async def open_test_cluster(
     if links not in (True, False, "tcp", "memory"):
         raise ValueError(f"open_test_cluster: links must be True, 'tcp', 'memory' or False, "
                          f"got {links!r}")
-    node_options = dict(options, spots=list(spots),
-                        clock=trio.current_time if clock is None else clock)
+    node_options = dict(options, spots=list(spots), injected=zl.InjectedOptions(
+        clock=trio.current_time if clock is None else clock, random=random))
     node_options.setdefault("listen", "127.0.0.1:0" if links else None)
     network = MemoryNetwork() if links == "memory" else None
     url: str | MemoryStore = store

@@ -5,10 +5,9 @@ Theory of operation
 :class:`Faults` belongs to one test cluster (``cluster.faults``).  When a node starts,
 the cluster hands it to :meth:`Faults.attach`, which puts a :class:`FaultyStore` in
 front of the node's store (every store call of that node passes :meth:`Faults._gate`
-first) and wraps the node's link admission (``Peers.link_to`` for dialling out,
-``Peers.check_peer`` for links dialled in) so that a cut pair of nodes cannot link.
-Nothing here patches a class: each node's own objects are wrapped, and only while the
-cluster runs.  The hooks:
+first) and refuses the node's links with a node it is cut from, dialled out or in --
+both through the node's test hooks (``node.inspection``: ``wrap_store``,
+``refuse_links``). Nothing here patches a class or reaches past ``node.inspection``.  The hooks:
 
 * :meth:`~Faults.fail_next_store_call` -- the next store call (of one node, of one
   method such as ``"renew"`` or ``"reserve"``, or any) raises :class:`InjectedFault`
@@ -48,7 +47,6 @@ from zlink_trio.runtime.coordinators import crash_points
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.runtime.node_handle import Node
     from zlink_trio.store import Store
 
@@ -131,25 +129,16 @@ class Faults:
         name = node.node_id
         self._nodes[name] = node
         self._dead.discard(name)
-        rt = _rt(node)
-        rt.store = FaultyStore(rt.store, self, name)
-        peers = rt.peers
-        link_to, check_peer = peers.link_to, peers.check_peer
+        inspection = node.inspection
+        inspection.wrap_store(lambda store: FaultyStore(store, self, name))
 
-        async def guarded_link_to(claim: Any) -> Any:
-            other = claim.descriptor.node_id
-            if self._is_cut(name, other):
-                raise Unavailable(f"the link from node {name!r} to node {other!r} is cut "
-                                  "(zlink_trio.testing: Faults.cut); heal it to reconnect")
-            return await link_to(claim)
+        def refusal(other: str) -> str | None:
+            if not self._is_cut(name, other):
+                return None
+            return (f"the link from node {name!r} to node {other!r} is cut "
+                    "(zlink_trio.testing: Faults.cut); heal it to reconnect")
 
-        async def guarded_check_peer(peer: Any) -> bool:
-            if self._is_cut(name, peer.node_id):
-                return False
-            return await check_peer(peer)
-
-        peers.link_to = guarded_link_to  # type: ignore[method-assign]
-        peers.check_peer = guarded_check_peer  # type: ignore[method-assign]
+        inspection.refuse_links(refusal)
 
     def detach(self, node: Node) -> None:
         """Forget ``node`` (it stopped)."""
@@ -206,22 +195,18 @@ class Faults:
         self._cuts.discard(frozenset((a, b)))
 
     async def _close_links(self, a: str, b: str | None = None) -> None:
-        for name in (a, b) if b is not None else (a,):
-            node = self._nodes.get(name)
-            transport = None if node is None else _rt(node).peers.transport
-            if transport is None:
-                continue
-            for link in transport.links():
-                other = link.peer.node_id
-                if b is None or other in (a, b):
-                    await link.aclose()
-        if b is None:  # every node's links to ``a``
-            for name, node in self._nodes.items():
-                transport = _rt(node).peers.transport
-                if name != a and transport is not None:
-                    for link in transport.links():
-                        if link.peer.node_id == a:
-                            await link.aclose()
+        if b is not None:  # the links between ``a`` and ``b``, from both ends
+            for name, other in ((a, b), (b, a)):
+                node = self._nodes.get(name)
+                if node is not None:
+                    await node.inspection.close_links(to=other)
+            return
+        node = self._nodes.get(a)
+        if node is not None:
+            await node.inspection.close_links()  # every link of ``a`` ...
+        for name, node in self._nodes.items():
+            if name != a:  # ... and every node's links to ``a``
+                await node.inspection.close_links(to=a)
 
     # ------------------------------------------------------------------ nodes
 
@@ -282,7 +267,3 @@ class Faults:
                            f"{sorted(self._nodes)}")
         return node
 
-
-def _rt(node: Node) -> NodeRuntime:
-    # The runtime behind a Node: the test kit may reach it (DESIGN.md §1, documented hooks).
-    return node._rt

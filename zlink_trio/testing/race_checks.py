@@ -70,16 +70,16 @@ async def check_authority(cluster: TestCluster, spot_ids: Sequence[str],
     moving = {op.spot_id for op in ops if op.kind == "relocate" and not op.done}
     for spot_id in spot_ids:
         serving = [node.node_id for node in cluster
-                   if (host := node._rt.catalog.hosts.get(spot_id)) is not None
-                   and host.state == "serving"]
+                   if (hosted := node.inspection.hosted_spot(spot_id)) is not None
+                   and hosted.state == "serving"]
         assert len(serving) <= 1, f"{spot_id} is served by {serving}"
         with cluster.in_flight.io("the race model's own store read"):
             found = await cluster.store.location.find(spot_id)
         if found is None or found.state is not AuthorityState.READY or spot_id in moving:
             continue
         owners = [node for node in cluster if node.node_rid == found.owner.node_rid]
-        host = owners[0]._rt.catalog.hosts.get(spot_id) if owners else None
-        served = None if host is None else host.generation
+        hosted = owners[0].inspection.hosted_spot(spot_id) if owners else None
+        served = None if hosted is None else hosted.generation
         assert served == found.object_generation, (
             f"{spot_id}: the store says Ready generation {found.object_generation} "
             f"at {found.owner}, which serves {served}")

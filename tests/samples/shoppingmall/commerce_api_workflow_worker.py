@@ -17,10 +17,10 @@ import trio
 from commerce_api_world import StandInWorkflow, reset_world
 
 import zlink_trio as zl
-from zlink_trio.samples.shoppingmall.server.commerce_api.workflow_calls import WORKFLOW_MESH
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.read_model_store import (
     open_order_read_model_store,
 )
+from zlink_trio.samples.shoppingmall.shared.contracts import WORKFLOW_MESH
 
 
 async def main(node_id: str, location: str, read_model_url: str, lifetime: float) -> None:

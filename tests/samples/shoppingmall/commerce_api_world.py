@@ -35,22 +35,22 @@ import zlink_trio as zl
 from zlink_trio.samples.shoppingmall.server.commerce_api.app import build_app
 from zlink_trio.samples.shoppingmall.server.commerce_api.cart import CartSnapshot, encode_cart
 from zlink_trio.samples.shoppingmall.server.commerce_api.orders import OrderService
-from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import (
-    IdempotencyMapping,
-    IdempotencyStatus,
-    ReserveResult,
-    StartResult,
-)
 from zlink_trio.samples.shoppingmall.server.commerce_api.workflow_calls import (
-    ORDER_WORKFLOW_TYPE,
-    WORKFLOW_MESH,
     OrderWorkflowCalls,
 )
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.read_model_store import (
     PutResult,
     ReadModel,
 )
+from zlink_trio.samples.shoppingmall.server.storage.commerce_state_store import (
+    IdempotencyMapping,
+    IdempotencyStatus,
+    ReserveResult,
+    StartResult,
+)
 from zlink_trio.samples.shoppingmall.shared.contracts import (
+    ORDER_WORKFLOW_TYPE,
+    WORKFLOW_MESH,
     ContinueOrderWorkflowReq,
     ContinueOrderWorkflowRes,
     OrderLine,

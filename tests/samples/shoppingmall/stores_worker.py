@@ -14,13 +14,13 @@ import sys
 
 import trio
 
-from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import (
-    open_commerce_state_store,
-)
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.event_store import (
     ExpectedVersionConflict,
     NewEvent,
     open_order_event_store,
+)
+from zlink_trio.samples.shoppingmall.server.storage.commerce_state_store import (
+    open_commerce_state_store,
 )
 
 

@@ -32,15 +32,15 @@ from store_backends import url
 
 import zlink_trio as zl
 from zlink_trio.samples.shoppingmall.server.commerce_api.cart import encode_cart
-from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import (
-    IdempotencyStatus,
-    open_commerce_state_store,
-)
-from zlink_trio.samples.shoppingmall.server.commerce_api.workflow_calls import WORKFLOW_MESH
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.read_model_store import (
     open_order_read_model_store,
 )
+from zlink_trio.samples.shoppingmall.server.storage.commerce_state_store import (
+    IdempotencyStatus,
+    open_commerce_state_store,
+)
 from zlink_trio.samples.shoppingmall.shared.contracts import (
+    WORKFLOW_MESH,
     GetOrderStateRes,
     OrderStatus,
     StartOrderRes,

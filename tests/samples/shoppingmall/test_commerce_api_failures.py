@@ -47,15 +47,13 @@ import zlink_trio as zl
 from zlink_trio.samples.shoppingmall.server.commerce_api.cart import encode_cart
 from zlink_trio.samples.shoppingmall.server.commerce_api.http_errors import error_status
 from zlink_trio.samples.shoppingmall.server.commerce_api.inputs import ValidationError
-from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import IdempotencyStatus
-from zlink_trio.samples.shoppingmall.server.commerce_api.workflow_calls import (
-    ORDER_WORKFLOW_TYPE,
-    WORKFLOW_MESH,
-)
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.read_model_store import (
     open_order_read_model_store,
 )
+from zlink_trio.samples.shoppingmall.server.storage.commerce_state_store import IdempotencyStatus
 from zlink_trio.samples.shoppingmall.shared.contracts import (
+    ORDER_WORKFLOW_TYPE,
+    WORKFLOW_MESH,
     StartOrderWorkflowReq,
     StartOrderWorkflowRes,
 )

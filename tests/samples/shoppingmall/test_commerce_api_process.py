@@ -33,14 +33,17 @@ import zlink_trio as zl
 from zlink_trio.samples.shoppingmall.server.commerce_api.cart import encode_cart
 from zlink_trio.samples.shoppingmall.server.commerce_api.inputs import MAX_BODY_BYTES
 from zlink_trio.samples.shoppingmall.server.commerce_api.process import run_api_node
-from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import (
-    open_commerce_state_store,
-)
-from zlink_trio.samples.shoppingmall.server.commerce_api.workflow_calls import WORKFLOW_MESH
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.read_model_store import (
     open_order_read_model_store,
 )
-from zlink_trio.samples.shoppingmall.shared.contracts import GetOrderStateRes, StartOrderRes
+from zlink_trio.samples.shoppingmall.server.storage.commerce_state_store import (
+    open_commerce_state_store,
+)
+from zlink_trio.samples.shoppingmall.shared.contracts import (
+    WORKFLOW_MESH,
+    GetOrderStateRes,
+    StartOrderRes,
+)
 
 
 class Log:

@@ -13,10 +13,7 @@ import trio
 
 import zlink_trio as zl
 from zlink_trio.samples.shoppingmall.server.commerce_api.readiness import watch_object_routes
-from zlink_trio.samples.shoppingmall.server.commerce_api.workflow_calls import (
-    ORDER_WORKFLOW_TYPE,
-    WORKFLOW_MESH,
-)
+from zlink_trio.samples.shoppingmall.shared.contracts import ORDER_WORKFLOW_TYPE, WORKFLOW_MESH
 
 
 @attrs.frozen

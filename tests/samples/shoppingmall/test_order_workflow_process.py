@@ -11,9 +11,6 @@ import trio
 from workflow_harness import CALL, TIMEOUT
 
 import zlink_trio as zl
-from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import (
-    open_commerce_state_store,
-)
 from zlink_trio.samples.shoppingmall.server.order_workflow.domain import start_command_id
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.commerce_adapter import (
     find_payment_method,
@@ -23,9 +20,6 @@ from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.eviden
 )
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.inventory import (
     open_inventory,
-)
-from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.order_workflow_spot import (  # noqa: E501
-    MESH,
 )
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.payment import (
     open_payment,
@@ -40,7 +34,11 @@ from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.workfl
     start_order_workflow,
 )
 from zlink_trio.samples.shoppingmall.server.order_workflow.process import run_workflow_node
+from zlink_trio.samples.shoppingmall.server.storage.commerce_state_store import (
+    open_commerce_state_store,
+)
 from zlink_trio.samples.shoppingmall.shared.contracts import (
+    WORKFLOW_MESH,
     OrderLine,
     OrderStatus,
     StartOrderWorkflowReq,
@@ -63,7 +61,7 @@ async def test_run_workflow_node_serves_orders_until_cancelled(tmp_path):
                                   commerce_url=urls["commerce"], evidence=Evidence(lines.append),
                                   task_status=task_status)))
             assert node.node_id == "workflow-a"
-            async with zl.open_node("api-a", store=urls["zlink"], mesh=MESH) as api, \
+            async with zl.open_node("api-a", store=urls["zlink"], mesh=WORKFLOW_MESH) as api, \
                     open_order_read_model_store(urls["read-model"]) as read_models:
                 req = StartOrderWorkflowReq(
                     order_id="order-p", cart_id="cart-p", shipping_address_id="addr",

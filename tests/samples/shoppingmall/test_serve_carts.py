@@ -12,11 +12,11 @@ import zlink_trio as zl
 from zlink_trio.samples.shoppingmall.seeds import derive_cart, derived_cart_document
 from zlink_trio.samples.shoppingmall.server.commerce_api.cart import load_cart
 from zlink_trio.samples.shoppingmall.server.commerce_api.inputs import ValidationError
-from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import (
-    open_commerce_state_store,
-)
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.commerce_adapter import (
     find_payment_method,
+)
+from zlink_trio.samples.shoppingmall.server.storage.commerce_state_store import (
+    open_commerce_state_store,
 )
 
 if TYPE_CHECKING:

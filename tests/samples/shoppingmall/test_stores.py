@@ -26,7 +26,7 @@ from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.event_
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.read_model_store import (
     open_order_read_model_store,
 )
-from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.store_url import (
+from zlink_trio.samples.shoppingmall.server.storage.store_url import (
     RedisTarget,
     SqliteTarget,
     parse_store_url,

@@ -13,11 +13,6 @@ import trio
 from store_backends import TIMEOUT, Line, url
 
 import zlink_trio as zl
-from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import (
-    IdempotencyStatus,
-    MappingConflict,
-    open_commerce_state_store,
-)
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.effect_calls import (
     EffectResult,
     ModuleCall,
@@ -32,6 +27,11 @@ from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.paymen
     REJECTED,
     UNKNOWN_METHOD,
     open_payment,
+)
+from zlink_trio.samples.shoppingmall.server.storage.commerce_state_store import (
+    IdempotencyStatus,
+    MappingConflict,
+    open_commerce_state_store,
 )
 
 __all__ = ("url",)  # the fixture, imported for pytest

@@ -21,10 +21,6 @@ import attrs
 import trio
 
 import zlink_trio as zl
-from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import (
-    CommerceStateStore,
-    open_commerce_state_store,
-)
 from zlink_trio.samples.shoppingmall.server.order_workflow.domain import start_command_id
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.event_store import (
     OrderEventStore,
@@ -41,7 +37,6 @@ from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.invent
     open_inventory,
 )
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.order_workflow_spot import (  # noqa: E501
-    MESH,
     order_workflow_spot,
 )
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.payment import (
@@ -58,7 +53,12 @@ from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.read_m
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.services import (
     open_workflow_services,
 )
+from zlink_trio.samples.shoppingmall.server.storage.commerce_state_store import (
+    CommerceStateStore,
+    open_commerce_state_store,
+)
 from zlink_trio.samples.shoppingmall.shared.contracts import (
+    WORKFLOW_MESH,
     OrderLine,
     OrderState,
     OrderStatus,
@@ -217,7 +217,7 @@ async def open_harness(directory: Path) -> AsyncIterator[Harness]:
                 projection=_Notifying(services.ports.projection, "put", watch))
             services = attrs.evolve(services, ports=ports)
             nodes[name] = await stack.enter_async_context(zl.open_node(
-                name, store=store_url, mesh=MESH, spots=[order_workflow_spot(services)],
+                name, store=store_url, mesh=WORKFLOW_MESH, spots=[order_workflow_spot(services)],
                 placement_weight=weight))
         yield Harness(
             directory=directory, nodes=nodes, fixtures=fixtures, lines=lines,

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from collections.abc import Generator
     from typing import Self
 
-    from zlink_trio.runtime.coordinators.create_operation import CreateResult
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
+    from zlink_trio.runtime.results import CreateResult
 
 __all__ = ("CreateCall", "GetOrCreateCall", "SpotManager")
 

@@ -39,7 +39,6 @@ from zlink_trio.runtime.charts import CREATE, step
 from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.coordinators.create_operation import (
     CreateOperation,
-    CreateResult,
     Reserved,
     build_reserved,
     classify,
@@ -56,6 +55,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.deadline import Deadline
     from zlink_trio.core.placement import PlacementCandidate
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
+    from zlink_trio.runtime.results import CreateResult
 
 __all__ = ("create_user_spot",)
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import base64
 import json
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
 import attrs
@@ -55,6 +54,7 @@ from zlink_trio.runtime.declaration.policies import Reject
 from zlink_trio.runtime.incarnation.host import Host
 from zlink_trio.runtime.observe.fields import Operation, spot_fields
 from zlink_trio.runtime.observe.logs import CREATE as LOGGER
+from zlink_trio.runtime.results import CreateResult, CreateState
 from zlink_trio.store import AuthorityExists
 
 if TYPE_CHECKING:
@@ -71,8 +71,6 @@ if TYPE_CHECKING:
 
 __all__ = (
     "CreateOperation",
-    "CreateResult",
-    "CreateState",
     "Reserved",
     "abort",
     "build_reserved",
@@ -82,30 +80,6 @@ __all__ = (
     "lost",
     "reserve",
 )
-
-
-class CreateState(StrEnum):
-    """How a Create / GetOrCreate ended (06 §3.2)."""
-
-    #: A Ready incarnation of the same User type was used; no factory ran, no reply.
-    EXISTING = "existing"
-    #: A new incarnation was committed Ready; ``reply`` is what ``on_create`` returned.
-    CREATED = "created"
-    #: ``on_create`` returned ``zl.Reject(reply)``; nothing was created and ``ref`` names
-    #: the declined attempt (not a current location).
-    REJECTED = "rejected"
-
-
-@attrs.frozen(kw_only=True)
-class CreateResult:
-    """The terminal result of ``spots.create`` / ``spots.get_or_create``."""
-
-    #: EXISTING, CREATED or REJECTED.
-    state: CreateState
-    #: The incarnation used, created, or declined.
-    ref: SpotRef
-    #: The optional reply ``on_create`` built (always ``None`` for EXISTING).
-    reply: object | None = None
 
 
 @attrs.define(eq=False)

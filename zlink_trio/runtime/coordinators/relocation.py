@@ -37,7 +37,6 @@ candidate, 09 §8) and reports what moved and what did not.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import TYPE_CHECKING, Final
 
 import attrs
@@ -59,6 +58,7 @@ from zlink_trio.runtime.mesh.remote_relocation import send_relocate
 from zlink_trio.runtime.observe.fields import Operation, spot_fields
 from zlink_trio.runtime.observe.logs import RELOCATION as LOGGER
 from zlink_trio.runtime.observe.operations import observe_operation
+from zlink_trio.runtime.results import DrainResult, RelocationOutcome, RelocationResult
 
 if TYPE_CHECKING:
     from statecharts.names import PlannedRelocationEvent, PlannedRelocationState
@@ -68,43 +68,10 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.runtime.incarnation.host import Host
 
-__all__ = ("DrainResult", "RelocationOutcome", "RelocationResult", "drain", "relocate_spot")
+__all__ = ("drain", "relocate_spot")
 
 #: How many relocations a drain runs at once.
 DRAIN_PARALLEL: Final = 16
-
-
-class RelocationOutcome(StrEnum):
-    """How one ``node.relocate`` ended."""
-
-    #: The Spot lives at the target now (same Spot ID and ObjectGeneration).
-    COMMITTED = "committed"
-    #: The move failed before relay-ready; the Spot stayed and serves at the source.
-    ABORTED = "aborted"
-    #: The Spot was not moved at all (Entry Spot, DisableRelocation, no target, ...).
-    REFUSED = "refused"
-
-
-@attrs.frozen(kw_only=True)
-class RelocationResult:
-    """The terminal result of ``node.relocate`` (and each entry of a ``DrainResult``)."""
-
-    outcome: RelocationOutcome
-    #: The Spot after the operation: at the target when COMMITTED, else where it was.
-    ref: SpotRef
-    #: Why it was aborted or refused (``None`` when committed).
-    reason: str | None = None
-
-
-@attrs.frozen(kw_only=True)
-class DrainResult:
-    """What ``node.drain`` moved and what it could not."""
-
-    moved: list[RelocationResult]
-    not_moved: list[RelocationResult]
-    #: Results left out of the lists: only a drain of another node whose report was too
-    #: long to carry every result (``Node.ask_drain``); 0 otherwise.
-    unlisted: int = 0
 
 
 @attrs.define(eq=False)

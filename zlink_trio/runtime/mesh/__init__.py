@@ -1,7 +1,8 @@
 """Mesh: this node's side of the links to other nodes.
 
 =====================  ==================================================================
-``setup``              listen address, secret, and the transport's lifetime
+``setup``              ``NetworkOptions`` (listen address, secret, TLS, endpoint, link
+                       bound), and the transport's lifetime
 ``peers``              the directory of live nodes, links to them, replies by correlation
 ``retained``           terminal results of remote operations, for redeliveries
 ``remote_calls``       command 39 to another node; request/reply round trips

@@ -95,6 +95,9 @@ class Peers:
         self._unflushed: Link | None = None
         #: Requests each link brought that are not answered yet (``mesh.link_reply.LinkReply``).
         self.serving: Final[dict[Link, int]] = {}
+        #: A test's link refusal (``Node.inspection.refuse_links``): given another node's
+        #: NodeId, why this node may not link with it now, or ``None``.
+        self.refusal: Callable[[str], str | None] | None = None
 
     # ------------------------------------------------------------------ directory
 
@@ -137,6 +140,8 @@ class Peers:
 
     async def link_to(self, claim: NodeClaim) -> Link:
         """An authenticated link to the node of ``claim`` (opened on first use)."""
+        if self.refusal is not None and (why := self.refusal(claim.descriptor.node_id)):
+            raise Unavailable(why)
         if self.transport is None:
             raise Unavailable(
                 f"node {claim.descriptor.node_id!r} is another node, but this node was "
@@ -223,6 +228,8 @@ class Peers:
     async def check_peer(self, peer: PeerIdentity) -> bool:
         """Admit a link only from a live claim of exactly that lifecycle in our Mesh."""
         rt = self._rt
+        if self.refusal is not None and self.refusal(peer.node_id):
+            return False
         if peer.mesh != rt.mesh:
             return False
         try:

@@ -52,8 +52,6 @@ from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.charts import CREATE, step
 from zlink_trio.runtime.coordinators.create_operation import (
     CreateOperation,
-    CreateResult,
-    CreateState,
     Reserved,
     build_reserved,
     reserve,
@@ -61,6 +59,7 @@ from zlink_trio.runtime.coordinators.create_operation import (
 from zlink_trio.runtime.declaration.message_classes import message_class
 from zlink_trio.runtime.mesh.remote_calls import operation_number, round_trip
 from zlink_trio.runtime.observe.logs import CREATE as LOGGER
+from zlink_trio.runtime.results import CreateResult, CreateState
 from zlink_trio.store.dead_lifecycle import reservation_fence
 from zlink_trio.wire.frames import (
     CreateOutcome,

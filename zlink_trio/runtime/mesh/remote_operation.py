@@ -45,14 +45,9 @@ from zlink_trio.core.errors import (
 from zlink_trio.core.records import SpotRef
 from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.coordinators.placement import close_placement
-from zlink_trio.runtime.coordinators.relocation import (
-    DrainResult,
-    RelocationOutcome,
-    RelocationResult,
-    drain,
-    relocate_spot,
-)
+from zlink_trio.runtime.coordinators.relocation import drain, relocate_spot
 from zlink_trio.runtime.mesh.remote_calls import operation_number, outcome_of, round_trip
+from zlink_trio.runtime.results import DrainResult, RelocationOutcome, RelocationResult
 from zlink_trio.wire.frames import NodeAction, NodeOperation, NodeOperationOutcome
 
 if TYPE_CHECKING:

@@ -1,9 +1,9 @@
-"""Starting a node's mesh links: listen address, secret, and the transport's lifetime.
+"""Starting a node's mesh links: ``NetworkOptions``, and the transport's lifetime.
 
 Theory of operation
 -------------------
-``open_node(listen=..., secret=...)`` is checked by :func:`mesh_settings` before the
-store is touched:
+:class:`NetworkOptions` (``open_node(network=...)``, or its fields as keywords) is
+checked when it is built, before the store is touched, by :func:`mesh_settings`:
 
 * ``listen`` is ``"host:port"`` (``"[v6]:port"`` for IPv6; port 0 = any free port) or
   ``None`` for a node with no links, which can only reach Spots it owns.  The default
@@ -13,6 +13,8 @@ store is touched:
   one.  On loopback a missing secret means a fixed, publicly known development key:
   it keeps a laptop demo working, and it authenticates nothing -- so anything that
   leaves the machine needs a real secret (and TLS, ``ssl_context=``).
+* ``endpoint`` overrides the address the descriptor publishes (1..2048 UTF-8 bytes);
+  ``max_links`` bounds the open links.
 
 The transport has to be listening before the descriptor is claimed (the descriptor
 publishes the bound port), but the handshake announces the lifecycle generation that
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
+from zlink_trio.core.descriptor import MAX_ENDPOINT_BYTES
 from zlink_trio.core.errors import InvalidConfiguration
 from zlink_trio.transport import TransportConfig, open_transport
 from zlink_trio.wire.frames import DEFAULT_MAX_FRAME_BYTES
@@ -44,7 +47,8 @@ if TYPE_CHECKING:
     from zlink_trio.wire.frames import Reply
     from zlink_trio.wire.handshake import PeerIdentity
 
-__all__ = ("DEV_SECRET", "MeshEntry", "MeshSettings", "mesh_settings", "open_mesh")
+__all__ = ("DEV_SECRET", "MeshEntry", "MeshSettings", "NetworkOptions", "mesh_settings",
+           "open_mesh")
 
 #: The development key used on loopback when no secret is given (public: not a secret).
 DEV_SECRET: Final = b"zlink-trio development key: loopback only, authenticates nothing"
@@ -84,11 +88,44 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def mesh_settings(listen: str | None, secret: bytes | str | None,
-                  ssl_context: ssl.SSLContext | None,
-                  client_ssl_context: ssl.SSLContext | None,
-                  max_links: int = 1024) -> MeshSettings:
+@attrs.frozen(kw_only=True)
+class NetworkOptions:
+    """How a node links to the other nodes of its Mesh (``open_node(network=...)``).
+
+    ``listen``: the ``"host:port"`` its websocket links are served on (``"127.0.0.1:0"``:
+    any free loopback port; ``None``: no links, so only Spots this node owns are
+    reachable). ``secret`` (bytes or str, >= 32 bytes, the same on every node)
+    authenticates the links; it is required on a non-loopback address.
+    ``ssl_context`` makes the server speak TLS (``wss://``); ``client_ssl_context`` is
+    used to dial ``wss://`` peers. ``endpoint`` overrides the ``ws://`` address the
+    descriptor publishes (e.g. behind NAT). At most ``max_links`` (1024) links are open
+    at once: a connection beyond it is refused, a call that would dial one more is
+    ``Unavailable``. Raises :class:`InvalidConfiguration`, saying what to change, for
+    options that cannot work together.
+    """
+
+    listen: str | None = "127.0.0.1:0"
+    secret: bytes | str | None = None
+    ssl_context: ssl.SSLContext | None = None
+    client_ssl_context: ssl.SSLContext | None = None
+    endpoint: str | None = None
+    max_links: int = 1024
+
+    def __attrs_post_init__(self) -> None:
+        mesh_settings(self)
+        endpoint = self.endpoint
+        if endpoint is not None and not (isinstance(endpoint, str) and 1 <= len(
+                endpoint.encode("utf-8", "replace")) <= MAX_ENDPOINT_BYTES):
+            raise InvalidConfiguration(
+                f"endpoint must be a str of 1..{MAX_ENDPOINT_BYTES} UTF-8 bytes, got "
+                f"{endpoint!r}"
+            )
+
+
+def mesh_settings(network: NetworkOptions) -> MeshSettings:
     """Check the mesh options of ``open_node``; InvalidConfiguration says what to change."""
+    listen, secret, max_links = network.listen, network.secret, network.max_links
+    ssl_context, client_ssl_context = network.ssl_context, network.client_ssl_context
     if isinstance(max_links, bool) or not isinstance(max_links, int) or max_links < 1:
         raise InvalidConfiguration(f"max_links must be an int >= 1, got {max_links!r}")
     if listen is not None and not isinstance(listen, str):

@@ -19,6 +19,7 @@ What operators read is documented in ``docs/observability.md`` (the logger tree,
                        only when ``open_node(metrics=...)`` is given)
 ``sampling``           :func:`~.sampling.sample_node`: a node's gauges, read at scrape time
 ``exposition``         ``metrics_port=``: ``GET /metrics`` served by a small Trio server
-``setup``              ``open_node``'s metrics options: validated, bound, attached, served
+``setup``              ``ObservabilityOptions``, ``open_node``'s metrics options: validated,
+                       bound, attached, served
 =====================  ==================================================================
 """

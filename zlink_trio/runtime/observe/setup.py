@@ -1,9 +1,12 @@
 """``open_node``'s metrics options: validated first, then bound, attached and served.
 
-:func:`metrics_settings` checks ``metrics=`` / ``metrics_port=`` / ``metrics_host=``
-before the store is touched (:class:`InvalidConfiguration`, nothing written) and
-imports prometheus-client only when one of them is given -- a node without metrics
-never imports it.  :func:`metrics_listeners` binds the exposition port (before the
+:class:`ObservabilityOptions` (``open_node(observability=...)``, or its fields
+``metrics=`` / ``metrics_port=`` / ``metrics_host=`` as keywords) checks its values when
+it is built, before the store is touched (:class:`InvalidConfiguration`, nothing
+written), and imports prometheus-client only when ``metrics`` or ``metrics_port`` is
+given -- a node without metrics never imports it.  :func:`metrics_settings` then picks
+the registry (the node's own when only a port is given) and claims the ``zlink_``
+names in it.  :func:`metrics_listeners` binds the exposition port (before the
 node's claim, so a port in use writes nothing); :func:`start_metrics` gives the running
 node its :class:`~.metrics.MetricsRecorder` and adds it to the registry.
 """
@@ -22,6 +25,7 @@ from zlink_trio.store.timed import backend_of, timed_store
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
+    from types import ModuleType
 
     import trio
     from prometheus_client.registry import CollectorRegistry
@@ -29,8 +33,8 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.store import Store
 
-__all__ = ("MetricsSettings", "metrics_listeners", "metrics_settings", "new_recorder",
-           "serve_metrics_on", "start_metrics", "timed")
+__all__ = ("MetricsSettings", "ObservabilityOptions", "metrics_listeners", "metrics_settings",
+           "new_recorder", "serve_metrics_on", "start_metrics", "timed")
 
 _MISSING = ("open_node(metrics=..., metrics_port=...) needs prometheus-client, which is not "
             "installed; install it with `pip install 'zlink-trio[metrics]'`, or leave both "
@@ -46,34 +50,63 @@ class MetricsSettings:
     port: int | None
 
 
-def metrics_settings(metrics: object, port: object, host: object) -> MetricsSettings | None:
-    """``None`` when neither ``metrics`` nor ``port`` is given; else the checked options.
-
-    ``port`` without ``metrics`` serves a registry of this node's own.
-    """
-    if metrics is None and port is None:
-        return None
+def _prometheus() -> ModuleType:
     try:
         from zlink_trio.runtime.observe import prometheus
     except ImportError as exc:  # pragma: no cover - prometheus-client is a test dependency
         raise InvalidConfiguration(_MISSING) from exc
-    if metrics is None:
-        registry = prometheus.new_registry()
-    elif isinstance(metrics, prometheus.CollectorRegistry):
-        registry = metrics
-    else:
-        raise InvalidConfiguration(
-            f"metrics must be a prometheus_client.CollectorRegistry (e.g. "
-            f"prometheus_client.REGISTRY), got {type(metrics).__name__}"
-        )
-    if port is not None and (type(port) is not int or not 0 <= port <= 65535):
-        raise InvalidConfiguration(
-            f"metrics_port must be an int in 0..65535 (0: any free port), got {port!r}"
-        )
-    if not isinstance(host, str) or not host:
-        raise InvalidConfiguration(
-            f"metrics_host must be a host name or address, got {host!r}"
-        )
+    return prometheus
+
+
+@attrs.frozen(kw_only=True)
+class ObservabilityOptions:
+    """Where a node's Prometheus metrics go (``open_node(observability=...)``).
+
+    ``metrics`` is a ``prometheus_client.CollectorRegistry`` the node's series are
+    collected in while it runs, each labelled ``node_id`` (several nodes may share one
+    registry); without it nothing is recorded and prometheus-client is not imported.
+    ``metrics_port`` (0: any free port) serves the registry -- a registry of the node's
+    own when ``metrics`` is not given -- as ``GET /metrics`` on ``metrics_host``
+    (loopback by default) for the node's lifetime. Raises
+    :class:`InvalidConfiguration` for a value that cannot work, or when
+    prometheus-client (the ``metrics`` extra) is not installed.
+    """
+
+    metrics: CollectorRegistry | None = None
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+
+    def __attrs_post_init__(self) -> None:
+        metrics, port, host = self.metrics, self.metrics_port, self.metrics_host
+        if metrics is None and port is None:
+            return
+        prometheus = _prometheus()
+        if metrics is not None and not isinstance(metrics, prometheus.CollectorRegistry):
+            raise InvalidConfiguration(
+                f"metrics must be a prometheus_client.CollectorRegistry (e.g. "
+                f"prometheus_client.REGISTRY), got {type(metrics).__name__}"
+            )
+        if port is not None and (type(port) is not int or not 0 <= port <= 65535):
+            raise InvalidConfiguration(
+                f"metrics_port must be an int in 0..65535 (0: any free port), got {port!r}"
+            )
+        if not isinstance(host, str) or not host:
+            raise InvalidConfiguration(
+                f"metrics_host must be a host name or address, got {host!r}"
+            )
+
+
+def metrics_settings(options: ObservabilityOptions) -> MetricsSettings | None:
+    """``None`` when neither ``metrics`` nor ``metrics_port`` is given; else the registry
+    (a new one of the node's own for a port without ``metrics``), host and port.
+
+    Raises :class:`InvalidConfiguration` when the registry already has a collector using
+    a ``zlink_`` metric name.
+    """
+    if options.metrics is None and options.metrics_port is None:
+        return None
+    prometheus = _prometheus()
+    registry = prometheus.new_registry() if options.metrics is None else options.metrics
     try:
         prometheus.hub_of(registry)
     except ValueError as exc:
@@ -81,7 +114,7 @@ def metrics_settings(metrics: object, port: object, host: object) -> MetricsSett
             f"metrics: the registry already has a collector using a zlink_ metric name "
             f"({exc}); pass a registry of its own"
         ) from exc
-    return MetricsSettings(registry, host, port)
+    return MetricsSettings(registry, options.metrics_host, options.metrics_port)
 
 
 @asynccontextmanager

@@ -16,9 +16,6 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
 import zlink_trio as zl
-from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import (
-    open_commerce_state_store,
-)
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.event_store import (
     open_order_event_store,
 )
@@ -30,6 +27,9 @@ from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.paymen
 )
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.read_model_store import (
     open_order_read_model_store,
+)
+from zlink_trio.samples.shoppingmall.server.storage.commerce_state_store import (
+    open_commerce_state_store,
 )
 
 if TYPE_CHECKING:

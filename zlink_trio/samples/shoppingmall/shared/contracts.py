@@ -28,6 +28,9 @@ Who sends what, and what a reply means, is §6.2; each class's docstring says it
 in one line. The event classes are the payloads the OrderEventStore records in
 its envelope (eventId, orderId, eventType, version, sourceCommandId?,
 createdAtUnixMs); ``eventType`` is the class name (:data:`EVENT_TYPES`).
+
+The two names every part addresses the workflow by -- its stable type
+:data:`ORDER_WORKFLOW_TYPE` and its Mesh :data:`WORKFLOW_MESH` -- are here too, once.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ from typing import ClassVar, Final
 import attrs
 
 __all__ = (
-    "EVENT_TYPES", "MESSAGE_TYPES", "AuthorizePaymentReq", "AuthorizePaymentRes",
+    "EVENT_TYPES", "MESSAGE_TYPES", "ORDER_WORKFLOW_TYPE", "WORKFLOW_MESH", "AuthorizePaymentReq",
+    "AuthorizePaymentRes",
     "ContinueOrderWorkflowReq", "ContinueOrderWorkflowRes", "GetOrderStateReq", "GetOrderStateRes",
     "InventoryReleasedEvent", "InventoryReservationFailedEvent", "InventoryReservedEvent",
     "OrderConfirmedEvent", "OrderFailedEvent", "OrderLine", "OrderStartedEvent", "OrderState",
@@ -47,6 +51,14 @@ __all__ = (
     "ReserveInventoryReq", "ReserveInventoryRes", "StartOrderReq", "StartOrderRes",
     "StartOrderWorkflowReq", "StartOrderWorkflowRes",
 )
+
+#: The OrderWorkflowSpot's stable type (§3): an Instance Spot whose Spot ID is the OrderId.
+ORDER_WORKFLOW_TYPE: Final = "shoppingmall.order-workflow"
+
+#: The RouteMesh CommerceApi and OrderWorkflow share (§3): the Workflow nodes serve
+#: :data:`ORDER_WORKFLOW_TYPE` in it, the API nodes join it as object clients.
+WORKFLOW_MESH: Final = "shoppingmall.workflow"
+
 
 class OrderStatus(enum.StrEnum):
     """``OrderState.status`` (§6.3); Confirmed and Failed are terminal."""

@@ -2,10 +2,10 @@
 
 The HTTP edge of the sample: a stateless Starlette app served by Hypercorn on
 Trio, on a node that is an object client of the ``shoppingmall.workflow``
-Mesh. Modules, bottom up:
+Mesh. Its CommerceStateStore (IdempotencyKey -> OrderId, pending then started, §4,
+and the cart snapshots) is in ``server/storage/``, which the OrderWorkflow uses too.
+Modules, bottom up:
 
-- ``state_store``    -- CommerceStateStore: IdempotencyKey -> OrderId, pending then started
-  (§4), and the cart snapshots
 - ``inputs``         -- ``ValidationError``, the 64 KiB bounded body read, the identifier rule
 - ``cart``           -- ``CartSnapshot``: the cart JSON the runner seeds and a start reads
 - ``markers``        -- the §10.1 lines an API node prints, verbatim

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     import zlink_trio as zl
-    from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import (
+    from zlink_trio.samples.shoppingmall.server.storage.commerce_state_store import (
         CommerceStateStore,
     )
 

@@ -56,8 +56,8 @@ import zlink_trio as zl
 from zlink_trio.samples.shoppingmall.server.commerce_api.cart import load_cart
 from zlink_trio.samples.shoppingmall.server.commerce_api.inputs import check_id
 from zlink_trio.samples.shoppingmall.server.commerce_api.markers import evidence_line
-from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import IdempotencyStatus
 from zlink_trio.samples.shoppingmall.server.order_workflow.domain.ids import start_command_id
+from zlink_trio.samples.shoppingmall.server.storage.commerce_state_store import IdempotencyStatus
 from zlink_trio.samples.shoppingmall.shared.contracts import (
     ContinueOrderWorkflowRes,
     GetOrderStateRes,
@@ -73,15 +73,15 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from zlink_trio.samples.shoppingmall.server.commerce_api.markers import LogLine
-    from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import (
-        CommerceStateStore,
-        IdempotencyMapping,
-    )
     from zlink_trio.samples.shoppingmall.server.commerce_api.workflow_calls import (
         OrderWorkflowCalls,
     )
     from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.read_model_store import (  # noqa: E501
         OrderReadModelStore,
+    )
+    from zlink_trio.samples.shoppingmall.server.storage.commerce_state_store import (
+        CommerceStateStore,
+        IdempotencyMapping,
     )
 
 __all__ = ("OrderService", "new_order_id")

@@ -46,17 +46,17 @@ from zlink_trio.samples.shoppingmall.server.commerce_api.markers import (
 )
 from zlink_trio.samples.shoppingmall.server.commerce_api.orders import OrderService
 from zlink_trio.samples.shoppingmall.server.commerce_api.readiness import watch_object_routes
-from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import (
-    open_commerce_state_store,
-)
 from zlink_trio.samples.shoppingmall.server.commerce_api.workflow_calls import (
     DEFAULT_WORKFLOW_TIMEOUT,
-    WORKFLOW_MESH,
     OrderWorkflowCalls,
 )
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.read_model_store import (
     open_order_read_model_store,
 )
+from zlink_trio.samples.shoppingmall.server.storage.commerce_state_store import (
+    open_commerce_state_store,
+)
+from zlink_trio.samples.shoppingmall.shared.contracts import WORKFLOW_MESH
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -125,7 +125,8 @@ async def run_api_node(
     async with AsyncExitStack() as stack:
         node = await stack.enter_async_context(zl.open_node(
             node_id, store=store_url, relocation_store=relocation_store_url,
-            mesh=WORKFLOW_MESH, spots=[], listen=listen, secret=secret, clock=read_clock))
+            mesh=WORKFLOW_MESH, spots=[], listen=listen, secret=secret,
+            injected=zl.InjectedOptions(clock=read_clock)))
         directory = await stack.enter_async_context(zl.open_store(store_url))
         commerce = await stack.enter_async_context(open_commerce_state_store(app_store_url))
         read_model = await stack.enter_async_context(open_order_read_model_store(

@@ -31,10 +31,7 @@ import trio
 
 import zlink_trio as zl
 from zlink_trio.samples.shoppingmall.server.commerce_api.markers import object_route_ready_line
-from zlink_trio.samples.shoppingmall.server.commerce_api.workflow_calls import (
-    ORDER_WORKFLOW_TYPE,
-    WORKFLOW_MESH,
-)
+from zlink_trio.samples.shoppingmall.shared.contracts import ORDER_WORKFLOW_TYPE, WORKFLOW_MESH
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

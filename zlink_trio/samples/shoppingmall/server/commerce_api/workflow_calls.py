@@ -38,6 +38,8 @@ import trio
 
 import zlink_trio as zl
 from zlink_trio.samples.shoppingmall.shared.contracts import (
+    ORDER_WORKFLOW_TYPE,
+    WORKFLOW_MESH,
     ContinueOrderWorkflowReq,
     ContinueOrderWorkflowRes,
     RebuildOrderProjectionReq,
@@ -49,16 +51,9 @@ from zlink_trio.samples.shoppingmall.shared.contracts import (
 if TYPE_CHECKING:
     from zlink_trio.samples.shoppingmall.shared.contracts import OrderState
 
-__all__ = ("DEFAULT_WORKFLOW_TIMEOUT", "ORDER_WORKFLOW_TYPE", "STALE_ROUTE_RESENDS",
-           "WORKFLOW_MESH", "OrderWorkflowCalls")
+__all__ = ("DEFAULT_WORKFLOW_TIMEOUT", "STALE_ROUTE_RESENDS", "OrderWorkflowCalls")
 
 R = TypeVar("R")
-
-#: The OrderWorkflowSpot's stable type (§3).
-ORDER_WORKFLOW_TYPE: Final = "shoppingmall.order-workflow"
-
-#: The RouteMesh CommerceApi and OrderWorkflow share (§3).
-WORKFLOW_MESH: Final = "shoppingmall.workflow"
 
 #: How often a request refused with StaleRoute (not run) is sent again.
 STALE_ROUTE_RESENDS: Final = 3

@@ -21,12 +21,12 @@ import trio
 
 import zlink_trio as zl
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.order_workflow_spot import (  # noqa: E501
-    MESH,
     order_workflow_spot,
 )
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.services import (
     open_workflow_services,
 )
+from zlink_trio.samples.shoppingmall.shared.contracts import WORKFLOW_MESH
 
 if TYPE_CHECKING:
     from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.evidence import (
@@ -64,7 +64,7 @@ async def run_workflow_node(
                                       commerce_url=commerce_url, evidence=evidence,
                                       control=fixtures) as services:
         spot = order_workflow_spot(services)
-        async with zl.open_node(node_id, store=store_url, mesh=MESH, spots=[spot],
+        async with zl.open_node(node_id, store=store_url, mesh=WORKFLOW_MESH, spots=[spot],
                                 **node_options) as node:
             task_status.started(node)
             await trio.sleep_forever()

@@ -10,9 +10,9 @@ as ``async with open_<store>(url) as store``. Modules, one concept each:
 - ``payment``          -- the Payment module stand-in: first result per PaymentId
 - ``effect_calls``     -- the evidence both modules record for every call (for the runner)
 - ``effect_scripts``   -- the modules' Redis Lua scripts and their refusal reasons
-- ``store_url``        -- which backend a URL names
-- ``sqlite_db``        -- one SQLite connection: WAL, whole transactions off the Trio thread
-- ``redis_db``         -- one coredis client: Lua scripts, bounded calls, typed errors
+
+They open through ``server/storage/`` (``app_store.open_app_store``: the URL, the SQLite
+or Redis connection, closed with the block), like the CommerceStateStore.
 
 The framework adapter and the application's ports:
 
@@ -24,6 +24,7 @@ The framework adapter and the application's ports:
 - ``projection_adapter``  -- OrderReadModelStore as Projection; ``read_order_state`` for lookups
 - ``effects_adapter``     -- Inventory and Payment as Effects, with the repeated-effect check
 - ``commerce_adapter``    -- the idempotency mapping's started mark; the payment method lookup
+  (on ``storage.commerce_state_store``)
 - ``evidence``            -- the §10.1 evidence lines, spelled once
 - ``fixture_control``     -- the runner-only fixtures (§9.2-2, §9.2-3, §9.2-6)
 """

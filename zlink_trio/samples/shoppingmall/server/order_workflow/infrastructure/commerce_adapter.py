@@ -34,7 +34,7 @@ import zlink_trio as zl
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import (
+    from zlink_trio.samples.shoppingmall.server.storage.commerce_state_store import (
         CommerceStateStore,
     )
 

@@ -25,9 +25,6 @@ from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.effect
 )
 
 if TYPE_CHECKING:
-    from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import (
-        CommerceStateStore,
-    )
     from zlink_trio.samples.shoppingmall.server.order_workflow.domain import (
         AuthorizePayment,
         ReleaseInventory,
@@ -44,6 +41,9 @@ if TYPE_CHECKING:
     )
     from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.payment import (
         Payment,
+    )
+    from zlink_trio.samples.shoppingmall.server.storage.commerce_state_store import (
+        CommerceStateStore,
     )
 
 __all__ = ("ModuleEffects",)

@@ -22,16 +22,15 @@ Each append is one atomic transaction, with its checks in this order:
    expected version exactly one wins.
 3. All the events are written, or none (never a half-written append).
 
-Backends (``store_url``): SQLite -- table ``order_events``, one ``BEGIN IMMEDIATE``
-transaction per append; Redis -- ``<prefix>:ev:{<order>}:log`` (a list of JSON
-envelopes; its length is the version) and ``<prefix>:ev:{<order>}:src``
-(SourceCommandId -> ``first:last`` versions), one Lua script per append. Both
-keys of a stream share the hash tag of the OrderId.
+Backends (``storage.store_url``, opened by ``storage.app_store``): SQLite -- table
+``order_events``, one ``BEGIN IMMEDIATE`` transaction per append; Redis --
+``<prefix>:ev:{<order>}:log`` (a list of JSON envelopes; its length is the version) and
+``<prefix>:ev:{<order>}:src`` (SourceCommandId -> ``first:last`` versions), one Lua
+script per append. Both keys of a stream share the hash tag of the OrderId.
 """
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Final, Protocol
 
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.event_records import (
@@ -43,25 +42,17 @@ from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.event_
     check_append,
     check_order_id,
 )
-from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.redis_db import (
-    open_redis_db,
-)
-from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.sqlite_db import (
-    open_sqlite_db,
-)
-from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.store_url import (
-    SqliteTarget,
-    parse_store_url,
-)
+from zlink_trio.samples.shoppingmall.server.storage.app_store import open_app_store
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import AsyncIterator, Sequence
+    from collections.abc import Sequence
+    from contextlib import AbstractAsyncContextManager
 
-    from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.redis_db import (
+    from zlink_trio.samples.shoppingmall.server.storage.redis_db import (
         RedisDb,
     )
-    from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.sqlite_db import (
+    from zlink_trio.samples.shoppingmall.server.storage.sqlite_db import (
         SqliteDb,
     )
 
@@ -257,21 +248,16 @@ class RedisOrderEventStore:
                                           lambda: client.llen(log)))
 
 
-@asynccontextmanager
-async def open_order_event_store(url: str) -> AsyncIterator[OrderEventStore]:
+def open_order_event_store(url: str) -> AbstractAsyncContextManager[OrderEventStore]:
     """Open the OrderEventStore ``url`` names (``sqlite:///path.db`` or ``redis://...``).
 
     Raises :class:`zlink_trio.InvalidConfiguration` for a malformed URL and
     :class:`zlink_trio.StoreUnavailable` when the store cannot be reached.
     Leaving the block closes it.
     """
-    target = parse_store_url(url)
-    if isinstance(target, SqliteTarget):
-        async with open_sqlite_db(target, SQLITE_SCHEMA) as sqlite_db:
-            yield SqliteOrderEventStore(sqlite_db)
-        return
-    async with open_redis_db(target, _SCRIPTS, "OrderEventStore") as redis_db:
-        yield RedisOrderEventStore(redis_db)
+    return open_app_store(
+        url, name="OrderEventStore", sqlite_schema=SQLITE_SCHEMA, redis_scripts=_SCRIPTS,
+        on_sqlite=SqliteOrderEventStore, on_redis=RedisOrderEventStore)
 
 
 if TYPE_CHECKING:

@@ -29,7 +29,6 @@ keeps the module's results in that store (tables ``inventory_*``; Redis keys
 from __future__ import annotations
 
 import json
-from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Final, Protocol
 
 import zlink_trio as zl
@@ -52,25 +51,17 @@ from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.effect
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.event_records import (
     check_order_id,
 )
-from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.redis_db import (
-    open_redis_db,
-)
-from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.sqlite_db import (
-    open_sqlite_db,
-)
-from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.store_url import (
-    SqliteTarget,
-    parse_store_url,
-)
+from zlink_trio.samples.shoppingmall.server.storage.app_store import open_app_store
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import AsyncIterator, Iterable
+    from collections.abc import Iterable
+    from contextlib import AbstractAsyncContextManager
 
-    from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.redis_db import (
+    from zlink_trio.samples.shoppingmall.server.storage.redis_db import (
         RedisDb,
     )
-    from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.sqlite_db import (
+    from zlink_trio.samples.shoppingmall.server.storage.sqlite_db import (
         SqliteDb,
     )
 
@@ -326,20 +317,15 @@ class RedisInventory:
         return tuple(c for c in map(ModuleCall.from_json, items) if c.module == _MODULE)
 
 
-@asynccontextmanager
-async def open_inventory(url: str) -> AsyncIterator[Inventory]:
+def open_inventory(url: str) -> AbstractAsyncContextManager[Inventory]:
     """Open the Inventory stand-in on ``url`` (the CommerceStateStore's; module docstring).
 
     Raises :class:`zlink_trio.InvalidConfiguration` for a malformed URL and
     :class:`zlink_trio.StoreUnavailable` when the store cannot be reached.
     """
-    target = parse_store_url(url)
-    if isinstance(target, SqliteTarget):
-        async with open_sqlite_db(target, SQLITE_SCHEMA) as sqlite_db:
-            yield SqliteInventory(sqlite_db)
-        return
-    async with open_redis_db(target, _SCRIPTS, "Inventory") as redis_db:
-        yield RedisInventory(redis_db)
+    return open_app_store(
+        url, name="Inventory", sqlite_schema=SQLITE_SCHEMA, redis_scripts=_SCRIPTS,
+        on_sqlite=SqliteInventory, on_redis=RedisInventory)
 
 
 if TYPE_CHECKING:

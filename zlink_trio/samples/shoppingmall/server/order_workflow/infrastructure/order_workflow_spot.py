@@ -2,8 +2,8 @@
 
 Theory of operation
 -------------------
-Stable type ``shoppingmall.order-workflow`` (:data:`STABLE_TYPE`) in Mesh
-``shoppingmall.workflow`` (:data:`MESH`); the Spot ID is the OrderId. It
+Stable type ``shoppingmall.order-workflow`` (``contracts.ORDER_WORKFLOW_TYPE``) in Mesh
+``shoppingmall.workflow`` (``contracts.WORKFLOW_MESH``); the Spot ID is the OrderId. It
 declares ``zl.RecreateOnRelocation()``: no application state travels with a
 move -- the target's factory replays the order's stream (``on_activate``),
 under the same ObjectGeneration, and goes on from the fold's next step.
@@ -69,6 +69,7 @@ from zlink_trio.samples.shoppingmall.server.order_workflow.domain import (
     next_step,
 )
 from zlink_trio.samples.shoppingmall.shared.contracts import (
+    ORDER_WORKFLOW_TYPE,
     ContinueOrderWorkflowReq,
     ContinueOrderWorkflowRes,
     RebuildOrderProjectionReq,
@@ -82,12 +83,8 @@ if TYPE_CHECKING:
         WorkflowServices,
     )
 
-__all__ = ("MESH", "STABLE_TYPE", "STORE_RETRY", "order_workflow_spot")
+__all__ = ("STORE_RETRY", "order_workflow_spot")
 
-#: The OrderWorkflowSpot's stable type (§3).
-STABLE_TYPE: Final = "shoppingmall.order-workflow"
-#: The RouteMesh CommerceApi and OrderWorkflow share (§3).
-MESH: Final = "shoppingmall.workflow"
 #: Seconds the continuation waits before it tries again when a store is unavailable.
 STORE_RETRY: Final = 1.0
 
@@ -105,7 +102,7 @@ def _start_command(msg: StartOrderWorkflowReq) -> StartOrder:
 def order_workflow_spot(services: WorkflowServices) -> type[object]:
     """The OrderWorkflowSpot class for a node whose Spots use ``services``."""
 
-    @zl.instance_spot(STABLE_TYPE, relocation=zl.RecreateOnRelocation())
+    @zl.instance_spot(ORDER_WORKFLOW_TYPE, relocation=zl.RecreateOnRelocation())
     class OrderWorkflowSpot:
         """One order's owner (module docstring)."""
 

@@ -22,7 +22,6 @@ back with ``calls(order_id)``. Open it on the CommerceStateStore's URL (tables
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
 from decimal import Decimal
 from typing import TYPE_CHECKING, Final, Protocol
 
@@ -45,25 +44,16 @@ from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.effect
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.event_records import (
     check_order_id,
 )
-from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.redis_db import (
-    open_redis_db,
-)
-from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.sqlite_db import (
-    open_sqlite_db,
-)
-from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.store_url import (
-    SqliteTarget,
-    parse_store_url,
-)
+from zlink_trio.samples.shoppingmall.server.storage.app_store import open_app_store
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import AsyncIterator
+    from contextlib import AbstractAsyncContextManager
 
-    from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.redis_db import (
+    from zlink_trio.samples.shoppingmall.server.storage.redis_db import (
         RedisDb,
     )
-    from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.sqlite_db import (
+    from zlink_trio.samples.shoppingmall.server.storage.sqlite_db import (
         SqliteDb,
     )
 
@@ -221,20 +211,15 @@ class RedisPayment:
         return tuple(c for c in map(ModuleCall.from_json, items) if c.module == _MODULE)
 
 
-@asynccontextmanager
-async def open_payment(url: str) -> AsyncIterator[Payment]:
+def open_payment(url: str) -> AbstractAsyncContextManager[Payment]:
     """Open the Payment stand-in on ``url`` (the CommerceStateStore's; module docstring).
 
     Raises :class:`zlink_trio.InvalidConfiguration` for a malformed URL and
     :class:`zlink_trio.StoreUnavailable` when the store cannot be reached.
     """
-    target = parse_store_url(url)
-    if isinstance(target, SqliteTarget):
-        async with open_sqlite_db(target, SQLITE_SCHEMA) as sqlite_db:
-            yield SqlitePayment(sqlite_db)
-        return
-    async with open_redis_db(target, _SCRIPTS, "Payment") as redis_db:
-        yield RedisPayment(redis_db)
+    return open_app_store(
+        url, name="Payment", sqlite_schema=SQLITE_SCHEMA, redis_scripts=_SCRIPTS,
+        on_sqlite=SqlitePayment, on_redis=RedisPayment)
 
 
 if TYPE_CHECKING:

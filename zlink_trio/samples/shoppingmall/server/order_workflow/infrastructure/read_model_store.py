@@ -17,14 +17,14 @@ holds now.
 
 The store is generic over the document: JSON text it never parses.
 
-Backends (``store_url``): SQLite -- table ``order_read_models``, one
-``BEGIN IMMEDIATE`` per put; Redis -- a hash ``<prefix>:rm:{<order>}`` with
-fields ``version`` and ``document``, one Lua script per put.
+Backends (``storage.store_url``, opened by ``storage.app_store``): SQLite -- table
+``order_read_models``, one ``BEGIN IMMEDIATE`` per put; Redis -- a hash
+``<prefix>:rm:{<order>}`` with fields ``version`` and ``document``, one Lua script per
+put.
 """
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Final, Protocol
 
 import attrs
@@ -33,25 +33,16 @@ import zlink_trio as zl
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.event_records import (
     check_order_id,
 )
-from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.redis_db import (
-    open_redis_db,
-)
-from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.sqlite_db import (
-    open_sqlite_db,
-)
-from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.store_url import (
-    SqliteTarget,
-    parse_store_url,
-)
+from zlink_trio.samples.shoppingmall.server.storage.app_store import open_app_store
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import AsyncIterator
+    from contextlib import AbstractAsyncContextManager
 
-    from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.redis_db import (
+    from zlink_trio.samples.shoppingmall.server.storage.redis_db import (
         RedisDb,
     )
-    from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.sqlite_db import (
+    from zlink_trio.samples.shoppingmall.server.storage.sqlite_db import (
         SqliteDb,
     )
 
@@ -200,21 +191,16 @@ class RedisOrderReadModelStore:
                                           lambda: client.delete([key]))) == 1
 
 
-@asynccontextmanager
-async def open_order_read_model_store(url: str) -> AsyncIterator[OrderReadModelStore]:
+def open_order_read_model_store(url: str) -> AbstractAsyncContextManager[OrderReadModelStore]:
     """Open the OrderReadModelStore ``url`` names (``sqlite:///path.db`` or ``redis://...``).
 
     Raises :class:`zlink_trio.InvalidConfiguration` for a malformed URL and
     :class:`zlink_trio.StoreUnavailable` when the store cannot be reached.
     Leaving the block closes it.
     """
-    target = parse_store_url(url)
-    if isinstance(target, SqliteTarget):
-        async with open_sqlite_db(target, SQLITE_SCHEMA) as sqlite_db:
-            yield SqliteOrderReadModelStore(sqlite_db)
-        return
-    async with open_redis_db(target, _SCRIPTS, "OrderReadModelStore") as redis_db:
-        yield RedisOrderReadModelStore(redis_db)
+    return open_app_store(
+        url, name="OrderReadModelStore", sqlite_schema=SQLITE_SCHEMA, redis_scripts=_SCRIPTS,
+        on_sqlite=SqliteOrderReadModelStore, on_redis=RedisOrderReadModelStore)
 
 
 if TYPE_CHECKING:

@@ -15,9 +15,6 @@ from typing import TYPE_CHECKING
 import attrs
 
 import zlink_trio as zl
-from zlink_trio.samples.shoppingmall.server.commerce_api.state_store import (
-    open_commerce_state_store,
-)
 from zlink_trio.samples.shoppingmall.server.order_workflow.application import (
     RUN_FREELY,
     ContinuationControl,
@@ -49,6 +46,9 @@ from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.read_m
 )
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.stream_adapter import (
     EventStoreStream,
+)
+from zlink_trio.samples.shoppingmall.server.storage.commerce_state_store import (
+    open_commerce_state_store,
 )
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ async def open_workflow_services(
     ``events_url``: the OrderEventStore; ``read_model_url``: the
     OrderReadModelStore; ``commerce_url``: the CommerceStateStore, the
     Inventory and the Payment module (§3 keeps their results there). Each is
-    ``sqlite:///path.db`` or ``redis://...`` (``store_url``). ``evidence``
+    ``sqlite:///path.db`` or ``redis://...`` (``storage.store_url``). ``evidence``
     defaults to standard output, ``control`` to ``RUN_FREELY`` (no fixtures).
     Raises :class:`zlink_trio.InvalidConfiguration` for a malformed URL and
     :class:`zlink_trio.StoreUnavailable` when a store cannot be reached.

@@ -4,7 +4,7 @@ Every call is a Spot request to the global Spot ID = the OrderId with
 Instance intent for ``shoppingmall.order-workflow``: the framework finds the
 current owner, or cold-activates the order on an eligible node; the caller
 never names a node or an endpoint (§5, §9.3-4). The calling node must be
-opened in Mesh ``shoppingmall.workflow`` (``order_workflow_spot.MESH``).
+opened in Mesh ``shoppingmall.workflow`` (``contracts.WORKFLOW_MESH``).
 
 ``seconds`` is the call's one end-to-end deadline (resolve, activation,
 dispatch and reply: the builder's ``.timeout``). A timeout, a
@@ -26,10 +26,8 @@ from typing import TYPE_CHECKING, Final, TypeVar
 import trio
 
 import zlink_trio as zl
-from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.order_workflow_spot import (  # noqa: E501
-    STABLE_TYPE,
-)
 from zlink_trio.samples.shoppingmall.shared.contracts import (
+    ORDER_WORKFLOW_TYPE,
     ContinueOrderWorkflowReq,
     ContinueOrderWorkflowRes,
     OrderState,
@@ -64,7 +62,7 @@ async def _request(client: zl.SpotClient, order_id: str, msg: object, reply: typ
         left = max(deadline - trio.current_time(), 0.001)
         try:
             return await client.request(order_id, msg, reply=reply) \
-                .instance_spot(STABLE_TYPE).timeout(left)
+                .instance_spot(ORDER_WORKFLOW_TYPE).timeout(left)
         except zl.StaleRoute:
             if attempt == STALE_ROUTE_RETRIES:
                 raise

@@ -20,41 +20,37 @@ Every call is one atomic transaction. The Inventory and Payment module
 stand-ins (``order_workflow.infrastructure.inventory``/``payment``) keep their
 seeds and first results beside these records: open them on the same URL.
 
-Backends (``order_workflow.infrastructure.store_url``): SQLite -- tables
+Backends (``storage.store_url``): SQLite -- tables
 ``commerce_idempotency`` and ``commerce_carts``; Redis -- a hash
 ``<prefix>:cs:idem:{<key>}`` per mapping and a string ``<prefix>:cs:cart:{<cart>}``
-per snapshot, one Lua script per write. The SQLite/Redis plumbing is shared
-with the OrderWorkflow's stores (``order_workflow.infrastructure``).
+per snapshot, one Lua script per write. It opens like every store of the sample,
+through ``storage.app_store.open_app_store``.
+
+It lives in ``server/storage/`` rather than in ``commerce_api``: both server parts
+use it (the CommerceApi reserves keys and reads carts; the OrderWorkflow marks
+orders started and looks up payment methods), and neither part imports the other's
+stores through it.
 """
 
 from __future__ import annotations
 
 import enum
-from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Final, Protocol
 
 import attrs
 
 import zlink_trio as zl
-from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.redis_db import (
-    open_redis_db,
-)
-from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.sqlite_db import (
-    open_sqlite_db,
-)
-from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.store_url import (
-    SqliteTarget,
-    parse_store_url,
-)
+from zlink_trio.samples.shoppingmall.server.storage.app_store import open_app_store
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import AsyncIterator, Sequence
+    from collections.abc import Sequence
+    from contextlib import AbstractAsyncContextManager
 
-    from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.redis_db import (
+    from zlink_trio.samples.shoppingmall.server.storage.redis_db import (
         RedisDb,
     )
-    from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.sqlite_db import (
+    from zlink_trio.samples.shoppingmall.server.storage.sqlite_db import (
         SqliteDb,
     )
 
@@ -349,21 +345,16 @@ class RedisCommerceStateStore:
         return None if value is None else value.decode()
 
 
-@asynccontextmanager
-async def open_commerce_state_store(url: str) -> AsyncIterator[CommerceStateStore]:
+def open_commerce_state_store(url: str) -> AbstractAsyncContextManager[CommerceStateStore]:
     """Open the CommerceStateStore ``url`` names (``sqlite:///path.db`` or ``redis://...``).
 
     Raises :class:`zlink_trio.InvalidConfiguration` for a malformed URL and
     :class:`zlink_trio.StoreUnavailable` when the store cannot be reached.
     Leaving the block closes it.
     """
-    target = parse_store_url(url)
-    if isinstance(target, SqliteTarget):
-        async with open_sqlite_db(target, SQLITE_SCHEMA) as sqlite_db:
-            yield SqliteCommerceStateStore(sqlite_db)
-        return
-    async with open_redis_db(target, _SCRIPTS, "CommerceStateStore") as redis_db:
-        yield RedisCommerceStateStore(redis_db)
+    return open_app_store(
+        url, name="CommerceStateStore", sqlite_schema=SQLITE_SCHEMA, redis_scripts=_SCRIPTS,
+        on_sqlite=SqliteCommerceStateStore, on_redis=RedisCommerceStateStore)
 
 
 if TYPE_CHECKING:

@@ -48,7 +48,7 @@ import zlink_trio as zl
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Sequence
 
-    from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.store_url import (
+    from zlink_trio.samples.shoppingmall.server.storage.store_url import (
         SqliteTarget,
     )
 

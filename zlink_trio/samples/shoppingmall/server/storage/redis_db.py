@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     import coredis
     from coredis.commands.script import Script
 
-    from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.store_url import (
+    from zlink_trio.samples.shoppingmall.server.storage.store_url import (
         RedisTarget,
     )
 
