@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.route_cache import CachedRoute
     from zlink_trio.runtime.calls.delivery import Intent
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
-    from zlink_trio.runtime.incarnation.host import Host
+    from zlink_trio.runtime.incarnation.incarnation import Incarnation
 
 __all__ = ("CallRouter",)
 
@@ -92,7 +92,7 @@ class CallRouter:
         return await call.completion.wait(call.deadline, f"the request to Spot "
                                           f"{call.spot_id!r}", rt.deadlines)
 
-    async def _resolve(self, call: Delivery, first: Host | CachedRoute | bool,
+    async def _resolve(self, call: Delivery, first: Incarnation | CachedRoute | bool,
                        what: str) -> None:
         rt = self._rt
         prefetched: AuthorityRecord | Unread | None = UNREAD

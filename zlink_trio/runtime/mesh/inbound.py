@@ -87,7 +87,7 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.declaration.handlers import HandlerInfo
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.catalog import Attempt
-    from zlink_trio.runtime.incarnation.host import Host
+    from zlink_trio.runtime.incarnation.incarnation import Incarnation
     from zlink_trio.runtime.mesh.follow_routes import FollowRoute
     from zlink_trio.runtime.mesh.peers import InboundFrame
     from zlink_trio.transport import Link
@@ -179,7 +179,7 @@ async def _admit_after(rt: NodeRuntime, attempt: Attempt, frame: SpotMessage,
 
 
 def _admit_direct(rt: NodeRuntime, frame: SpotMessage, reply: LinkReply | None,
-                  host: Host | None = None) -> None:
+                  host: Incarnation | None = None) -> None:
     """Admit a direct call to the local incarnation (``host``, if the caller just looked
     it up), or fail it with StaleRoute."""
     route = frame.route
