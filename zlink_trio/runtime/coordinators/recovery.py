@@ -174,7 +174,7 @@ async def _abort_dead(rt: NodeRuntime, record: AuthorityRecord) -> None:
     state = step(COLD, COLD.st.recovering_reservation, COLD.ev.abort_creating)
     await rt.store.location.abort_creating(reservation_fence(record))
     await _drop(rt, record)
-    assert state == COLD.st.creation_failed
+    assert COLD.is_final(state), state
 
 
 async def _drop(rt: NodeRuntime, record: AuthorityRecord) -> None:

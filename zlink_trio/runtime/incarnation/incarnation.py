@@ -34,11 +34,14 @@ it (``INCARNATION.tags``):
 Admission
 ---------
 :meth:`Incarnation.admit` is the one gate of a message on its way to a Spot, local or
-from another node, and :meth:`Incarnation.admission` its one decision: refused
-(sealed: ``StaleRoute``, or what a lost lease or a closed node explains better; the
-node not admitting work or its lease past: ``Unavailable`` / ``StaleRoute``; a
-stranded relocation: ``Unavailable``), held (sealed for a relocation), or queued
-(``CapacityExceeded`` naming the lane when a bound is hit).
+from another node (the callers check no admission of their own), and
+:meth:`Incarnation.admission` its one decision, which compares the lease once:
+refused (the node lost its lease or drains: ``Unavailable``; its lease deadline
+passed: ``StaleRoute``; admission sealed, closing or gone: ``StaleRoute``; a stranded
+relocation: ``Unavailable``), held (sealed for a relocation), or queued
+(``CapacityExceeded`` naming the lane when a bound is hit).  The lease is compared
+again only around the turn: before it (the message waited in the queue) and after it
+(the fencing rule on the reply, below).
 
 A turn
 ------
@@ -438,17 +441,23 @@ class Incarnation:
         return self.state in _ADMISSION_SEALED
 
     def admission(self, now: float | None = None) -> Move | None:
-        """Whether a message may come in now: the one admission decision of every hop.
+        """Whether a message may come in now: the one admission decision of its hop.
 
-        Returns ``None`` to queue it, or the :class:`Move` whose hold takes it. Raises
-        StaleRoute when admission is sealed (or what explains that better: the lease
-        lost, the node closed); Unavailable on a node that lost its lease or is
-        draining, or for a relocation that stranded; StaleRoute for an owner past its
-        lease deadline. ``now``: the store clock, if the caller just read it.
+        Returns ``None`` to queue it, or the :class:`Move` whose hold takes it. Raises,
+        the node's state first (it explains a refusal best): Unavailable on a node that
+        lost its lease or is draining; StaleRoute for an owner past its lease deadline;
+        StaleRoute when admission is sealed (closing or gone); Unavailable for a
+        relocation that stranded. ``now``: the store clock, if the caller just read it.
         """
-        state, rt = self.state, self.rt
+        rt = self.rt
+        try:
+            rt.check_admission(now)
+        except StaleRoute:
+            stale(rt, StaleReason.LEASE_EXPIRED, self.spot_id, generation=self.generation,
+                  mesh=self.mesh)
+            raise
+        state = self.state
         if state in _ADMISSION_SEALED:
-            rt.check_usable()  # a lost lease explains a sealed incarnation best
             stale(rt, StaleReason.CLOSING, self.spot_id, generation=self.generation,
                   mesh=self.mesh)
             raise StaleRoute(
@@ -456,12 +465,6 @@ class Incarnation:
                 "and admits no new messages; the message was not run. Send a new call once "
                 "it is closed (with Instance intent it is activated again)"
             )
-        try:
-            rt.check_admission(now)
-        except StaleRoute:
-            stale(rt, StaleReason.LEASE_EXPIRED, self.spot_id, generation=self.generation,
-                  mesh=self.mesh)
-            raise
         move = self.move
         if move is not None and state in _HOLDS_INGRESS:
             refusal = move.refusal()
