@@ -49,6 +49,10 @@ Tags -- the questions the runtime asks of an incarnation's state:
 
 * ``admission_sealed`` (``closing``, ``disposed``) -- a new message is refused as
   stale: the incarnation is closing or gone.
+* ``holds_ingress`` (``sealed``) -- a new message goes to the relocation hold, not the
+  queue.
+* ``closes_when_drained`` (``closing``) -- once no accepted work is left, the task
+  runs the close's last steps.
 * ``fires_timers`` (``serving``) -- due timer ticks are queued as turns.
 * ``runs_turns`` (``serving``, ``closing``) -- the task takes the next queued turn (a
   sealed incarnation keeps its queue for the relocation and runs nothing).
@@ -89,6 +93,8 @@ class Incarnation(StrictChart):
 
     tags = state_tags(
         admission_sealed=(closing, disposed),
+        holds_ingress=(sealed,),
+        closes_when_drained=(closing,),
         fires_timers=(serving,),
         runs_turns=(serving, closing),
         task_running=(serving, sealed, closing),

@@ -64,9 +64,7 @@ CHART_LINKS: Final[dict[str, ChartLinks]] = {
                "tests/runtime/test_runtime_races.py", "tests/statecharts/test_chart_paths.py"),
     ),
     "Incarnation": ChartLinks(
-        drivers=(_RT + "incarnation/host.py", _RT + "incarnation/catalog.py",
-                 _RT + "incarnation/building.py", _RT + "incarnation/close_requests.py",
-                 _RT + "incarnation/closing.py", _RT + "incarnation/moving.py",
+        drivers=(_RT + "incarnation/incarnation.py", _RT + "incarnation/catalog.py",
                  _RT + "coordinators/relocation.py"),
         tests=("tests/runtime/test_execution.py", "tests/runtime/test_runtime_model.py",
                "tests/runtime/test_relocation_model.py", "tests/runtime/test_runtime_idle.py"),

@@ -45,6 +45,8 @@ Tags -- the questions the runtime asks of the node's state:
 * ``admits_work`` (``serving``) -- new messages, creations and links are admitted.
 * ``lease_lost`` (``lease_lost``, ``stopped``) -- this lifecycle learned its lease is
   gone: every call is Unavailable and nothing is written to the store.
+* ``closed`` (``removed``, ``startup_failed``, ``stopped``) -- the lifecycle has ended:
+  the node sends, creates and finds nothing any more.
 """
 
 from __future__ import annotations
@@ -83,4 +85,5 @@ class NodeLifecycle(StrictChart):
     tags = state_tags(
         admits_work=(serving,),
         lease_lost=(lease_lost, stopped),
+        closed=(removed, startup_failed, stopped),
     )

@@ -63,6 +63,8 @@ Tags -- the questions the runtime asks of an operation's state:
 
 * ``reads_authority`` (``resolving``, ``waiting_on_creating``) -- the operation reads
   the store's current authority next and decides from what it finds.
+* ``waits_on_other_attempt`` (``waiting_on_creating``) -- what it reads is the outcome of
+  another attempt it waited for (Missing: that attempt failed; Ready: it won).
 """
 
 from __future__ import annotations
@@ -145,4 +147,5 @@ class UserCreate(StrictChart):
 
     tags = state_tags(
         reads_authority=(resolving, waiting_on_creating),
+        waits_on_other_attempt=(waiting_on_creating,),
     )

@@ -70,8 +70,14 @@ class IncarnationTags:
         IncarnationStates.closing,
         IncarnationStates.disposed,
     ))
+    closes_when_drained: Final[frozenset[IncarnationState]] = frozenset((
+        IncarnationStates.closing,
+    ))
     fires_timers: Final[frozenset[IncarnationState]] = frozenset((
         IncarnationStates.serving,
+    ))
+    holds_ingress: Final[frozenset[IncarnationState]] = frozenset((
+        IncarnationStates.sealed,
     ))
     runs_turns: Final[frozenset[IncarnationState]] = frozenset((
         IncarnationStates.serving,

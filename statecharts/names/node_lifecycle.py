@@ -72,6 +72,11 @@ class NodeLifecycleTags:
     admits_work: Final[frozenset[NodeLifecycleState]] = frozenset((
         NodeLifecycleStates.serving,
     ))
+    closed: Final[frozenset[NodeLifecycleState]] = frozenset((
+        NodeLifecycleStates.removed,
+        NodeLifecycleStates.startup_failed,
+        NodeLifecycleStates.stopped,
+    ))
     lease_lost: Final[frozenset[NodeLifecycleState]] = frozenset((
         NodeLifecycleStates.lease_lost,
         NodeLifecycleStates.stopped,

@@ -104,6 +104,9 @@ class UserCreateTags:
         UserCreateStates.resolving,
         UserCreateStates.waiting_on_creating,
     ))
+    waits_on_other_attempt: Final[frozenset[UserCreateState]] = frozenset((
+        UserCreateStates.waiting_on_creating,
+    ))
 
 
 @final

@@ -3,8 +3,8 @@
 Theory of operation
 -------------------
 :data:`OBSERVERS` is a list of :class:`SpotObserver` objects that every
-:class:`~zlink_trio.runtime.incarnation.host.Host` tells, in order, when the Spot class
-was constructed (a factory run), when a handler turn begins and ends, and when
+:class:`~zlink_trio.runtime.incarnation.incarnation.Incarnation` tells, in order, when the
+Spot class was constructed (a factory run), when a handler turn begins and ends, and when
 ``on_close`` ran.  It exists for the public test kit (:mod:`zlink_trio.testing`'s
 recorder and race model); it is empty in production, where each hook costs one
 truthiness test.  Like :data:`zlink_trio.runtime.charts.TRACE`, it is process-wide:

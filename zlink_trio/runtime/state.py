@@ -46,9 +46,9 @@ if TYPE_CHECKING:
 
 __all__ = ("LOGGER", "NodeState")
 
-#: The NodeLifecycle states of a closed node (every public call checks it: one set).
-_CLOSED: Final = frozenset((NODE.st.stopped, NODE.st.removed, NODE.st.startup_failed))
-_SERVING: Final = NODE.st.serving
+#: The NodeLifecycle tags every public call asks about.
+_ADMITS_WORK: Final = NODE.tags.admits_work
+_CLOSED: Final = NODE.tags.closed
 
 #: The package logger (``observe.logs.PACKAGE``): every runtime logger is its child.
 LOGGER: Final = logging.getLogger("zlink_trio")
@@ -130,7 +130,7 @@ class NodeState:
     def check_usable(self) -> None:
         """Unavailable if the node lost its lease, InvalidOperation once it is closed
         (every public call checks this first)."""
-        if self.state == _SERVING:
+        if self.state in _ADMITS_WORK:
             return  # (the common case: neither lost nor closed)
         if self.lease_lost:
             raise self.lease_lost_error()

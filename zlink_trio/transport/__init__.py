@@ -22,10 +22,10 @@ Modules, each importing only modules listed below it:
                           the registry of links, statistics
 - ``_connect``         -- opening a link: the websocket upgrade and the authentication
                           driver, for both sides
-- ``_link_tasks``      -- the tasks that serve an open link: the reader (decode, dispatch),
-                          the writer, the keepalive, and the close after them
-- ``_link``            -- :class:`Link` (its sending side) and :class:`LinkHandler`, what the
-                          layer above provides
+- ``_link``            -- :class:`Link`: one open link, its tasks (the reader -- decode,
+                          dispatch --, the writer, the keepalive, and the close after
+                          them) and its sending side; :class:`LinkHandler`, what the layer
+                          above provides
 - ``_send_queue``      -- a link's queue of websocket-framed bytes, its writer and flushes
 - ``_ws_upgrade``      -- the HTTP upgrade, checked by wsproto's handshake machine
 - ``_ws``              -- a link's :class:`~._ws.WebSocket`: RFC 6455 frames parsed and built

@@ -1,38 +1,56 @@
-"""One authenticated mesh link: what the layer above provides, and the link's sending side.
+"""One authenticated mesh link: what the layer above provides, its tasks, its sending side.
 
 Theory of operation
 -------------------
-A :class:`Link` exists only after the handshake authenticated the peer. From
-then on three tasks serve it -- a reader, a writer and a keepalive, all in
-one nursery owned by the transport -- until it closes, and then the transport's
-``on_closed`` callback runs exactly once; it calls ``handler.link_closed``.
-:func:`._link_tasks.serve_link` runs them and describes them, what they do
-with the peer's frames and how a link closes. This module holds what the rest
-of the node sees of a link:
+A :class:`Link` exists only after the handshake authenticated the peer. From then on
+:meth:`Link.serve` runs it, in the task that registered it, until it closes; three
+tasks serve it, all in one nursery, and then the transport's ``on_closed`` callback
+runs exactly once; it calls ``handler.link_closed``.
 
-* :class:`LinkHandler`, what the layer above provides: admitting a peer, every
-  application frame of a link (from its reader, synchronously, in arrival
-  order) and the one ``link_closed`` per link.
-* the **sending** side. The link's :class:`~._send_queue.SendQueue` holds
-  websocket-framed bytes; the writer drains it into the stream, joining what is
-  queued into as few socket writes as it can. :meth:`Link.send_nowait` only
-  encodes, frames and enqueues, so a caller never waits for the network; a
-  caller with nothing more to send for now (``send_nowait(write=True)``) or
-  about to wait anyway (``await link.flush()``) writes the queue itself and
-  saves the hop to the writer. Over plain TCP those writes, and the reader's
-  reads, use a duplicate of the socket directly. A link whose peer stops
-  reading is closed once its queue would pass ``max_send_buffer_bytes``.
+* :class:`LinkHandler` is what the layer above provides: admitting a peer, every
+  application frame of a link (from its reader, synchronously, in arrival order) and
+  the one ``link_closed`` per link.
+* the **reader** reads the stream, feeds the bytes to the link's
+  :class:`~._ws.WebSocket` (a frame parser with no task of its own), decodes each
+  complete binary message with the link's decoder (``wire.frames.link_decoder``) and
+  dispatches it *synchronously*: application frames go to ``handler.frame_received``,
+  a Ping is answered with a Pong, a Pong only proves liveness. No task is spawned per
+  frame and nothing sits between the socket and the handler; the reader never waits
+  for anything but the next bytes, so it never blocks on a handler. A websocket-level
+  Ping is answered through the send queue. Over plain TCP it reads a duplicate of the
+  socket directly (one wait and one non-blocking ``recv`` per read), which the send
+  queue writes to as well.
+* the **writer** is the link's :meth:`~._send_queue.SendQueue.writer`. The queue holds
+  websocket-framed bytes; the writer drains it into the stream, joining what is queued
+  into as few socket writes as it can. :meth:`Link.send_nowait` only encodes, frames
+  and enqueues, so a caller never waits for the network; a caller with nothing more to
+  send for now (``send_nowait(write=True)``) or about to wait anyway (``await
+  link.flush()``) writes the queue itself and saves the hop to the writer. A link whose
+  peer stops reading is closed once its queue would pass ``max_send_buffer_bytes``.
   :mod:`._send_queue` describes how the queue is written.
-* closing: :meth:`Link.aclose`, bounded by :data:`CLOSE_TIMEOUT` for the
-  websocket close handshake; a closed link never reopens.
+* the **keepalive** sleeps until the link has been silent (nothing received) for one
+  ``keepalive_interval``, then sends a Ping every interval; after
+  :data:`SILENT_INTERVALS` intervals of silence it closes the link.
 
-Errors. Sending on a closed link is :class:`Unavailable` (naming the peer); a
-frame the link cannot send is :class:`InvalidOperation`, and nothing is sent.
-What the peer sends wrong is the reader's to judge (:mod:`._link_tasks`).
+Whichever task ends first -- the peer closed, a protocol error, a handler bug, the
+writer's socket broke, keepalive expiry, :meth:`Link.aclose` or the transport's
+shutdown (:meth:`Link.close_soon`) -- ends the other two. Then the websocket close
+handshake runs (bounded by :data:`CLOSE_TIMEOUT`, shielded so it also runs on
+cancellation), the stream is closed, and ``on_closed`` runs exactly once. A closed
+link never reopens.
+
+Errors. Sending on a closed link is :class:`Unavailable` (naming the peer); a frame
+the link cannot send is :class:`InvalidOperation`, and nothing is sent. Bytes from the
+peer that are not a valid frame (at the websocket or the mesh level), a text message,
+a message above the negotiated ``max_frame_bytes``, or a handshake frame after
+authentication are a :class:`RemoteProtocolError`: logged, and that link alone is
+closed.
 """
 
 from __future__ import annotations
 
+import logging
+import socket
 from typing import TYPE_CHECKING, Final, Protocol
 
 import trio
@@ -40,14 +58,17 @@ import trio
 from zlink_trio.core.errors import (
     InvalidOperation,
     LocalProtocolError,
+    RemoteProtocolError,
     Unavailable,
 )
 from zlink_trio.transport._send_queue import SendQueue
-from zlink_trio.transport._ws import WebSocketClosed
-from zlink_trio.transport._ws_frames import CLOSE_NORMAL
+from zlink_trio.transport._ws import RECEIVE_BUFFER_BYTES, WebSocketClosed
+from zlink_trio.transport._ws_frames import CLOSE_NORMAL, CLOSE_PROTOCOL_ERROR
 from zlink_trio.wire.frames import (
     Frame,
     NodeOperation,
+    Ping,
+    Pong,
     RelocateSpot,
     Reply,
     SpotMessage,
@@ -58,16 +79,21 @@ from zlink_trio.wire.frames import (
 )
 
 if TYPE_CHECKING:
-    import socket
     from collections.abc import Awaitable, Callable
 
     from zlink_trio.transport._ws import WebSocket
     from zlink_trio.wire.handshake import PeerIdentity
 
-__all__ = ("CLOSE_TIMEOUT", "ApplicationFrame", "Link", "LinkHandler")
+__all__ = ("CLOSE_TIMEOUT", "SILENT_INTERVALS", "ApplicationFrame", "Link", "LinkHandler")
+
+logger: Final = logging.getLogger("zlink_trio.transport")
 
 #: Seconds a closing link waits for the websocket close handshake before dropping TCP.
 CLOSE_TIMEOUT: Final = 1.0
+#: A link closes after this many keepalive intervals without receiving anything.
+SILENT_INTERVALS: Final = 3
+#: Websocket close code for a handler bug (RFC 6455 7.4.1, internal error).
+_CLOSE_INTERNAL: Final = 1011
 
 ApplicationFrame = SpotMessage | UserSpotCreate | UserSpotClose | Reply
 #: The frames a link carries for the layer above (:meth:`Link.send_nowait`, the reader).
@@ -105,9 +131,7 @@ class Link:
 
     ``peer`` is the authenticated identity (with the negotiated
     ``max_frame_bytes``); ``outbound`` is true if this node dialled it.
-    Built by the transport only, and served by :func:`._link_tasks.serve_link`,
-    which shares the link's private state (its websocket, stream, send queue,
-    socket duplicate, close code and cancel scope) with the methods here.
+    Built by the transport only, and run by it with :meth:`serve`.
 
     ``await link.flush()`` writes the queued frames from the calling task, unless a
     write is under way: a caller about to wait anyway (a request waiting for its
@@ -157,9 +181,9 @@ class Link:
         self._keepalive_interval = keepalive_interval
         #: Decodes this link's messages (the negotiated limit, checked once).
         self._decode = link_decoder(peer.max_frame_bytes)
-        #: The frames to write; its ``closed`` is the link's (set by _close_now).
+        #: The frames to write; its ``closed`` is the link's (set by close_soon).
         self._sender = SendQueue(ws, max_bytes=max_send_buffer_bytes,
-                                 describe=self._describe(), close_link=self._close_now)
+                                 describe=self._describe(), close_link=self.close_soon)
         #: See the class docstring.
         self.flush: Final[Callable[[], Awaitable[None]]] = self._sender.flush
         #: A duplicate of a plain TCP stream's socket, to read from (and, as the
@@ -257,13 +281,13 @@ class Link:
         try:
             wire = self._ws.frame(data)
         except WebSocketClosed:
-            self._close_now()
+            self.close_soon()
             raise Unavailable(
                 f"the link to {self._describe()} is closing; call link_to again to reconnect"
             ) from None
         self._sender.enqueue(wire, write=write)
 
-    def _close_now(self) -> None:
+    def close_soon(self) -> None:
         """Start closing without waiting: mark closed, cancel the link's tasks."""
         self._sender.closed = True
         if self._scope is not None:
@@ -275,6 +299,189 @@ class Link:
         Idempotent. The wait is bounded: closing takes at most
         :data:`CLOSE_TIMEOUT` for the websocket close handshake.
         """
-        self._close_now()
+        self.close_soon()
         await self._finished.wait()
 
+    # ------------------------------------------------------------------ its tasks
+
+    async def serve(self, on_closed: Callable[[Link], None]) -> None:
+        """Run the link until it closes; then close its websocket and call ``on_closed``.
+
+        Called once per link, by the transport, in the task that registered it;
+        returns once ``on_closed`` has run (exactly once, whatever ended the link).
+        """
+        sender = self._sender
+        try:
+            self._socket = sender.socket = _duplicate_socket(self._stream)
+            async with trio.open_nursery() as nursery:
+                self._scope = nursery.cancel_scope
+                if sender.closed:
+                    nursery.cancel_scope.cancel()
+                nursery.start_soon(self._until_done, sender.writer)
+                nursery.start_soon(self._until_done, self._keepalive)
+                await self._until_done(self._read)
+        finally:
+            sender.closed = True
+            if self._socket is not None:
+                # Only the duplicate: the stream still owns the socket.
+                trio.lowlevel.notify_closing(self._socket)
+                self._socket.close()
+                self._socket = sender.socket = None
+            with trio.CancelScope(shield=True):
+                # A flush still writing (shielded, bounded) owns the stream, and a Close
+                # behind part of a frame would be garbage: no close handshake then.
+                if sender.can_send_close:
+                    with trio.move_on_after(CLOSE_TIMEOUT):
+                        await self._ws.aclose(self._close_code)
+                await trio.aclose_forcefully(self._stream)
+            try:
+                on_closed(self)
+            finally:
+                self._finished.set()
+
+    async def _until_done(self, task: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await task()
+        finally:
+            self.close_soon()  # the link is closing: no more sends, the other tasks end
+
+    async def _receive(self) -> bytes:
+        """The next bytes from the peer (b"" at end of stream); one wait per read.
+
+        With a plain TCP socket the read skips the stream's wrappers: wait until the
+        socket is readable (this task's checkpoint), then one non-blocking ``recv``.
+        """
+        sock = self._socket
+        if sock is None:
+            return bytes(await self._stream.receive_some(RECEIVE_BUFFER_BYTES))
+        while True:
+            await trio.lowlevel.wait_readable(sock)
+            try:
+                return sock.recv(RECEIVE_BUFFER_BYTES)
+            except BlockingIOError:
+                continue  # a spurious wake-up
+            except OSError as exc:
+                raise trio.BrokenResourceError(str(exc)) from exc
+
+    async def _read(self) -> None:
+        """The reader task (module docstring)."""
+        ws = self._ws
+        receive = self._receive
+        enqueue = self._sender.enqueue
+        dispatch = self._dispatch
+        sock = self._socket
+        wait_readable = trio.lowlevel.wait_readable
+        # The run's clock itself: what trio.current_time() reads, one call instead of three.
+        now = trio.lowlevel.current_clock().current_time
+        try:
+            # Messages that arrived with the last handshake message come first.
+            while ws.inbox:
+                if not dispatch(ws.inbox.popleft()):
+                    return
+            while True:
+                if sock is not None:
+                    # _receive inlined (one coroutine less per read): wait, one recv.
+                    await wait_readable(sock)
+                    try:
+                        data = sock.recv(RECEIVE_BUFFER_BYTES)
+                    except BlockingIOError:
+                        continue  # a spurious wake-up
+                    except OSError as exc:
+                        raise trio.BrokenResourceError(str(exc)) from exc
+                else:
+                    data = await receive()
+                if not data:
+                    logger.info("the link to %s closed: the peer closed the connection",
+                                self._describe())
+                    return
+                self._last_received = now()
+                one = ws.single(data)  # the common read: one whole frame
+                if one is not None:
+                    if not dispatch(one):
+                        return
+                    continue
+                for message in ws.receive(data):
+                    if not dispatch(message):
+                        return
+                if ws.control:  # Pongs to websocket Pings, in order with our frames
+                    for control in ws.control:
+                        enqueue(control)
+                    ws.control.clear()
+        except WebSocketClosed as exc:
+            logger.info("the link to %s closed: %s", self._describe(), exc.reason)
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            logger.info("the link to %s broke: %s", self._describe(), exc)
+        except RemoteProtocolError as exc:
+            self._close_code = CLOSE_PROTOCOL_ERROR
+            logger.warning(
+                "closing the link to %s: protocol error: %s", self._describe(), exc.message
+            )
+        except Unavailable:
+            pass  # enqueue already logged the overflow and closed the link.
+
+    def _dispatch(self, data: bytes) -> bool:
+        """Decode and hand on one message; False if the link must close (a handler bug).
+
+        Raises RemoteProtocolError for a message that is not a frame of an open link.
+        """
+        frame = self._decode(data)
+        kind = type(frame)
+        if kind in _APPLICATION:
+            try:
+                self._handler.frame_received(self, frame)  # type: ignore[arg-type]
+            except Exception:
+                logger.exception(
+                    "frame_received raised on the link to %s (a bug in the handler); "
+                    "closing that link", self._describe(),
+                )
+                self._close_code = _CLOSE_INTERNAL
+                return False
+        elif kind is Ping:
+            assert isinstance(frame, Ping)
+            self._sender.enqueue(self._ws.frame(encode(Pong(token=frame.token))))
+        elif kind is not Pong:
+            raise RemoteProtocolError(
+                f"{kind.__name__} frame on an authenticated link; the handshake is over"
+            )
+        return True
+
+    async def _keepalive(self) -> None:
+        """The keepalive task (module docstring)."""
+        interval = self._keepalive_interval
+        token = 0
+        pinged: tuple[float, int] | None = None
+        while True:
+            last = self._last_received
+            silence = trio.current_time() - last
+            if silence >= SILENT_INTERVALS * interval:
+                logger.warning(
+                    "closing the link to %s: nothing received for %.3f s "
+                    "(keepalive_interval %.3f s)", self._describe(), silence, interval,
+                )
+                return
+            intervals = int(silence // interval)
+            if intervals >= 1 and pinged != (last, intervals):
+                pinged = (last, intervals)
+                token = (token + 1) & 0xFFFF_FFFF_FFFF_FFFF
+                try:
+                    self._sender.enqueue(self._ws.frame(encode(Ping(token=token))))
+                except (Unavailable, WebSocketClosed):
+                    return
+            await trio.sleep_until(last + (intervals + 1) * interval)
+
+
+def _duplicate_socket(stream: trio.abc.Stream) -> socket.socket | None:
+    """A duplicate of a plain TCP stream's non-blocking socket, ``None`` for TLS or on failure.
+
+    Writing to it from synchronous code is the same as the stream's own first,
+    non-blocking ``send`` attempt, without the checkpoint trio adds after it (the
+    reader reads from it too, see :meth:`Link._receive`). The duplicate shares the
+    open socket (and its O_NONBLOCK flag); closing it closes only the duplicate.
+    """
+    if type(stream) is not trio.SocketStream:
+        return None
+    original = stream.socket
+    try:
+        return socket.fromfd(original.fileno(), original.family, original.type, original.proto)
+    except (OSError, AttributeError):
+        return None

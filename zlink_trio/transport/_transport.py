@@ -26,7 +26,7 @@ attempt's outcome, so a caller that gives up (its own cancel scope) does not
 abort the attempt for the others.
 
 Both directions end in the same place: a :class:`Link` registered by the
-peer's node rid and served by :func:`~._link_tasks.serve_link` in the task
+peer's node rid and served by :meth:`~._link.Link.serve` in the task
 that opened it.
 """
 
@@ -44,7 +44,6 @@ from zlink_trio.transport import _connect, _memory
 from zlink_trio.transport._connect import Endpoint
 from zlink_trio.transport._handshake_slots import HandshakeSlots, source_of
 from zlink_trio.transport._link import Link
-from zlink_trio.transport._link_tasks import serve_link
 from zlink_trio.transport._ws import WebSocketClosed
 
 if TYPE_CHECKING:
@@ -204,7 +203,7 @@ class MeshTransport:
             attempt.done.set()
             if self._dials.get(rid) is attempt:
                 del self._dials[rid]
-            await serve_link(link, self._unregister)
+            await link.serve(self._unregister)
         finally:
             if self._dials.get(rid) is attempt:
                 del self._dials[rid]
@@ -275,7 +274,7 @@ class MeshTransport:
             return
         ws, peer = authenticated
         link = self._register(stream, ws, peer, outbound=False)
-        await serve_link(link, self._unregister)
+        await link.serve(self._unregister)
 
     # ----------------------------------------------------------------- registry
 
@@ -323,7 +322,7 @@ class MeshTransport:
         self._closing = True
         links = [link for group in self._links.values() for link in group]
         for link in links:
-            link._close_now()
+            link.close_soon()
         async with trio.open_nursery() as nursery:
             for link in links:
                 nursery.start_soon(link.aclose)

@@ -70,7 +70,7 @@ from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.coordinators.envelope import ActivationEnvelope
 from zlink_trio.runtime.coordinators.first_record import FirstRecord
 from zlink_trio.runtime.incarnation.app_calls import activates_synchronously
-from zlink_trio.runtime.incarnation.host import Host
+from zlink_trio.runtime.incarnation.incarnation import Incarnation
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.observe.fields import Operation, spot_fields
 from zlink_trio.runtime.observe.logs import ACTIVATION as LOGGER
@@ -327,7 +327,7 @@ async def _reserve_and_build(job: ActivationJob,
     if crash_points.ARMED:
         crash_points.point("cold", "after_reserve", rt.node_id)
     job.state = step(COLD, job.state, COLD.ev.reserve_won)
-    host = Host(rt, job.spot_type, job.spot_id, fence.object_generation, job.mesh)
+    host = Incarnation(rt, job.spot_type, job.spot_id, fence.object_generation, job.mesh)
     try:
         await host.build()
     except BaseException as exc:
@@ -366,7 +366,7 @@ def commit_refused(job: ActivationJob, exc: ZLinkError) -> Unavailable:
     )
 
 
-def publish(job: ActivationJob, host: Host, ready: AuthorityRecord, seq: int,
+def publish(job: ActivationJob, host: Incarnation, ready: AuthorityRecord, seq: int,
              receipt: RootReceipt) -> None:
     """CommitReady succeeded: route, queue head and barrier in one continuation (09 §3)."""
     job.state = step(COLD, job.state, COLD.ev.commit_ready)

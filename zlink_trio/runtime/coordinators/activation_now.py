@@ -8,7 +8,7 @@ calls (``store.immediate``), for a type whose ``on_activate`` / ``on_create`` ar
 synchronous (``app_calls.activates_synchronously``), with no crash point armed.  It
 takes the same steps of 06 §4.1 in the same order, with the same chart events --
 ceiling (checked by ``placement.local_job_now`` in the same continuation), root +
-Reserve, factory and hooks (``Host.build_now``), first record + CommitReady, then
+Reserve, factory and hooks (``Incarnation.build_now``), first record + CommitReady, then
 route, queue head and barrier (:func:`.activation.publish`) -- in the caller's
 continuation: no task, no cancel scope, no checkpoint.  Nothing can interleave, so no
 step needs shielding and the deadline cannot pass half-way; no other local caller can
@@ -38,7 +38,7 @@ from zlink_trio.runtime.coordinators.activation import (
     reserve_lost_event,
 )
 from zlink_trio.runtime.coordinators.envelope import envelope_bytes
-from zlink_trio.runtime.incarnation.host import Host
+from zlink_trio.runtime.incarnation.incarnation import Incarnation
 from zlink_trio.runtime.observe.fields import Operation
 from zlink_trio.runtime.observe.operations import ObservedOperation
 from zlink_trio.store import AuthorityExists
@@ -129,7 +129,7 @@ def _activate_now(job: ActivationJob, immediate: ImmediateTransactions) -> bool 
         job.state = step(COLD, job.state, COLD.ev.reserve_refused_capacity)
         raise
     job.state = walk[2] if walk else step(COLD, job.state, COLD.ev.reserve_won)
-    host = Host(rt, job.spot_type, job.spot_id, fence.object_generation, job.mesh)
+    host = Incarnation(rt, job.spot_type, job.spot_id, fence.object_generation, job.mesh)
     try:
         host.build_now()
     except Exception as exc:
@@ -150,7 +150,7 @@ def _activate_now(job: ActivationJob, immediate: ImmediateTransactions) -> bool 
     return True
 
 
-def _hand_off(job: ActivationJob, host: Host, fence: ReservationFence, receipt: RootReceipt,
+def _hand_off(job: ActivationJob, host: Incarnation, fence: ReservationFence, receipt: RootReceipt,
               error: Exception) -> None:
     """A failure after Reserve: the cleanup runs as a catalog task, as it would in
     ``run_activation``; other local callers wait on the attempt meanwhile."""
@@ -160,7 +160,7 @@ def _hand_off(job: ActivationJob, host: Host, fence: ReservationFence, receipt: 
     rt.catalog.start_job(lambda: _cleanup(job, host, fence, receipt, error))
 
 
-async def _cleanup(job: ActivationJob, host: Host, fence: ReservationFence,
+async def _cleanup(job: ActivationJob, host: Incarnation, fence: ReservationFence,
                    receipt: RootReceipt, error: Exception) -> None:
     """``on_close(ACTIVATION_FAILED)``, AbortCreating, then ``error`` reaches the caller."""
     rt = job.rt

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.route_cache import CachedRoute
     from zlink_trio.runtime.calls.delivery import Intent
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
-    from zlink_trio.runtime.incarnation.host import Host
+    from zlink_trio.runtime.incarnation.incarnation import Incarnation
 
 __all__ = ("CallRouter",)
 
@@ -95,7 +95,7 @@ class CallRouter:
         # as it would from another node (``Delivery.message_for_local_turn``).
         return rt.codec.isolated(reply) if call.copy_reply else reply
 
-    async def _resolve(self, call: Delivery, first: Host | CachedRoute | bool,
+    async def _resolve(self, call: Delivery, first: Incarnation | CachedRoute | bool,
                        what: str) -> None:
         rt = self._rt
         prefetched: AuthorityRecord | Unread | None = UNREAD

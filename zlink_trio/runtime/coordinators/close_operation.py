@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.deadline import Deadline
     from zlink_trio.core.records import AuthorityRecord, SpotRef
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
-    from zlink_trio.runtime.incarnation.host import Host
+    from zlink_trio.runtime.incarnation.incarnation import Incarnation
 
     #: Closes a Spot owned by another node (``mesh.remote_close.close_remote``).
     RemoteClose = Callable[[NodeRuntime, SpotRef, AuthorityRecord, Deadline],
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 __all__ = ("close_here",)
 
 
-def _check_released(rt: NodeRuntime, host: Host) -> None:
+def _check_released(rt: NodeRuntime, host: Incarnation) -> None:
     """Unavailable if the host stopped because the lease was lost (nothing was released)."""
     if host.ownership_lost:
         raise rt.lease_lost_error()

@@ -93,7 +93,7 @@ async def _run(op: CreateOperation, data: bytes) -> CreateResult:
         rt.check_usable()
         if op.state in CREATE.tags.reads_authority:
             record = await rt.store.location.find(op.spot_id)
-            waiting = op.state == CREATE.st.waiting_on_creating
+            waiting = op.state in CREATE.tags.waits_on_other_attempt
             if record is None:
                 op.state = step(CREATE, op.state, CREATE.ev.other_attempt_missing if waiting
                                 else CREATE.ev.found_missing)
@@ -115,7 +115,7 @@ async def _run(op: CreateOperation, data: bytes) -> CreateResult:
                                 else CREATE.ev.found_creating)
             await wait_for_change(rt, op.spot_id, backoff)
             continue
-        assert op.state == CREATE.st.selecting_placement, op.state
+        assert CREATE.allows(op.state, CREATE.ev.placement_selected), op.state
         result = await _compete(op, data)
         if result is not None:
             return result

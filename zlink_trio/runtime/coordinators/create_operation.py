@@ -51,7 +51,7 @@ from zlink_trio.core.records import (
 from zlink_trio.runtime.charts import CREATE, step
 from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.declaration.policies import Reject
-from zlink_trio.runtime.incarnation.host import Host
+from zlink_trio.runtime.incarnation.incarnation import Incarnation
 from zlink_trio.runtime.observe.fields import Operation, spot_fields
 from zlink_trio.runtime.observe.logs import CREATE as LOGGER
 from zlink_trio.runtime.results import CreateResult, CreateState
@@ -173,7 +173,7 @@ async def build_reserved(op: CreateOperation, fence: ReservationFence, receipt: 
     """
     rt = op.rt
     location = rt.store.location
-    host = Host(rt, rt.registry.lookup(op.stable_type, SpotKind.USER), op.spot_id,
+    host = Incarnation(rt, rt.registry.lookup(op.stable_type, SpotKind.USER), op.spot_id,
                 fence.object_generation, mesh)
     declined = SpotRef(spot_id=op.spot_id, generation=fence.object_generation, mesh=mesh,
                        node_rid=rt.node_rid)

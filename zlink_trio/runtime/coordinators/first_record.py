@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 __all__ = ("FirstRecord", "drop_recovery", "record_first_completion",
            "record_first_completion_now")
 
+#: The ColdActivation chart's final states: where the cleanup's steps end.
+_FINAL: Final = COLD.table.finals
+
 
 @attrs.define(eq=False)
 class FirstRecord:
@@ -52,8 +55,8 @@ class FirstRecord:
 
     @property
     def done(self) -> bool:
-        """Whether the cleanup reached its end (the root is deleted)."""
-        return self.state == COLD.st.activated
+        """Whether the cleanup reached its end (the root is deleted): a final state."""
+        return self.state in _FINAL
 
 
 async def record_first_completion(rt: NodeState, spot_id: str, generation: int,

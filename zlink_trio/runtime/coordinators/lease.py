@@ -29,8 +29,9 @@ up the authority this node held is an operator action):
    their aborts skip the store);
 3. every local incarnation seals admission, completes its queued work with that
    Unavailable without running it, cancels its timers, lets its running turn finish
-   (withholding its reply if the lease deadline passed first: ``Host._run_message``),
-   runs ``on_close(OWNERSHIP_LOST)`` once and leaves the catalog (``Host.lose_ownership``);
+   (withholding its reply if the lease deadline passed first), runs
+   ``on_close(OWNERSHIP_LOST)`` once and leaves the catalog
+   (``Incarnation.lose_ownership``);
 4. once all are gone (bounded by ``default_timeout``) the node steps ``stop`` ->
    ``stopped``.  The ``async with open_node`` block is left by the application; its
    exit touches no store record either.

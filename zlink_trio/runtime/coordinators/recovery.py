@@ -69,7 +69,7 @@ from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.charts import COLD, step
 from zlink_trio.runtime.coordinators.envelope import ActivationEnvelope
 from zlink_trio.runtime.coordinators.first_record import FirstRecord, record_first_completion
-from zlink_trio.runtime.incarnation.host import Host
+from zlink_trio.runtime.incarnation.incarnation import Incarnation
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.observe.logs import RECOVERY as LOGGER
 from zlink_trio.store.dead_lifecycle import release_dead_node, reservation_fence
@@ -174,7 +174,7 @@ async def _abort_dead(rt: NodeRuntime, record: AuthorityRecord) -> None:
     state = step(COLD, COLD.st.recovering_reservation, COLD.ev.abort_creating)
     await rt.store.location.abort_creating(reservation_fence(record))
     await _drop(rt, record)
-    assert state == COLD.st.creation_failed
+    assert COLD.is_final(state), state
 
 
 async def _drop(rt: NodeRuntime, record: AuthorityRecord) -> None:
@@ -249,7 +249,7 @@ async def _resume_creation(rt: NodeRuntime, orphan: AuthorityRecord,
     adopted = await _adopt(rt, orphan)
     fence = reservation_fence(adopted)
     state = step(COLD, state, COLD.ev.resume_creation)
-    host = Host(rt, spot_type, adopted.spot_id, adopted.object_generation, adopted.mesh)
+    host = Incarnation(rt, spot_type, adopted.spot_id, adopted.object_generation, adopted.mesh)
     rt.catalog.pending += 1
     try:
         built = False
@@ -282,7 +282,7 @@ async def _resume_creation(rt: NodeRuntime, orphan: AuthorityRecord,
                 rt.node_id, adopted.spot_id, adopted.object_generation)
 
 
-async def _build_or_abort(rt: NodeRuntime, host: Host, adopted: AuthorityRecord,
+async def _build_or_abort(rt: NodeRuntime, host: Incarnation, adopted: AuthorityRecord,
                           state: ColdActivationState) -> bool:
     """The resumed factory; ``False`` once a failure aborted with the adopted fence.
 
@@ -306,7 +306,7 @@ async def _build_or_abort(rt: NodeRuntime, host: Host, adopted: AuthorityRecord,
     return True
 
 
-def _serve(rt: NodeRuntime, host: Host, message: _FirstMessage, first: FirstRecord,
+def _serve(rt: NodeRuntime, host: Incarnation, message: _FirstMessage, first: FirstRecord,
            state: ColdActivationState) -> None:
     """Register, first record at the queue head, barrier open: one continuation.
 
@@ -331,7 +331,7 @@ async def _resume_ready(rt: NodeRuntime, orphan: AuthorityRecord, spot_type: Spo
     # step 12), so a non-zero cursor means that handler must not run again.
     cursor = await relocation.inbox_cursor(spot_id, generation)
     done = cursor > 0
-    host = Host(rt, spot_type, spot_id, generation, adopted.mesh)
+    host = Incarnation(rt, spot_type, spot_id, generation, adopted.mesh)
     try:
         if done:
             await host.build()
@@ -359,7 +359,7 @@ async def _resume_ready(rt: NodeRuntime, orphan: AuthorityRecord, spot_type: Spo
                 rt.node_id, spot_id)
 
 
-async def _give_up_ready(rt: NodeRuntime, host: Host, adopted: AuthorityRecord,
+async def _give_up_ready(rt: NodeRuntime, host: Incarnation, adopted: AuthorityRecord,
                          error: ZLinkError) -> None:
     """The instance cannot be rebuilt: close the incarnation with the adopted fence."""
     LOGGER.error("node %r: rebuilding Spot %r failed (%s); it is closed and its first "

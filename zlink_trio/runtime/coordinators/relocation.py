@@ -51,7 +51,7 @@ from zlink_trio.runtime.coordinators.relocation_capture import capture
 from zlink_trio.runtime.coordinators.relocation_target import choose_target
 from zlink_trio.runtime.declaration.policies import DisableRelocation
 from zlink_trio.runtime.declaration.spot_types import relocation_of
-from zlink_trio.runtime.incarnation.moving import Move
+from zlink_trio.runtime.incarnation.incarnation import Move
 from zlink_trio.runtime.mesh.follow_routes import FollowRoute
 from zlink_trio.runtime.mesh.message_follow import relay_held
 from zlink_trio.runtime.mesh.remote_relocation import send_relocate
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.descriptor import NodeClaim
     from zlink_trio.core.records import AuthorityRecord, RootReceipt
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
-    from zlink_trio.runtime.incarnation.host import Host
+    from zlink_trio.runtime.incarnation.incarnation import Incarnation
 
 __all__ = ("drain", "relocate_spot")
 
@@ -77,13 +77,12 @@ DRAIN_PARALLEL: Final = 16
 @attrs.define(eq=False)
 class _Relocation:
     rt: NodeRuntime
-    host: Host
+    host: Incarnation
     record: AuthorityRecord
     target: OwnerFence
     claim: NodeClaim
     deadline: Deadline
     state: PlannedRelocationState
-    move: Move
     root: RootReceipt | None = None
     correlations: list[int] = attrs.Factory(list)
 
@@ -140,14 +139,14 @@ async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
             await host.wait_first_record()
     if (record.state is not AuthorityState.READY or host is None or host.move is not None
             or host.generation != record.object_generation
-            or not host.first_record_settled or host.sealed):
+            or not host.first_record_settled or host.admission_sealed):
         why = (f"it is {record.state.value}" if record.state is not AuthorityState.READY
                else "it is already moving, closing or still recording its first message")
         return _refused(ref, state, RELOCATION.ev.already_moving,
                         f"Spot {spot_id!r} cannot move now: {why}; retry later")
     # Claimed in the continuation that checked it: a relocate started meanwhile is refused
     # as already moving (the store would take its BeginRelocation as a retry of this one).
-    move = host.move = Move(host)
+    move = host.move = Move()
     try:
         claim, why_not = await choose_target(rt, record, to)
         if claim is None:
@@ -161,9 +160,10 @@ async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
             return _refused(ref, state, RELOCATION.ev.begin_refused, exc.message)
         return await _run(_Relocation(
             rt=rt, host=host, record=moving, target=target, claim=claim, deadline=deadline,
-            state=step(RELOCATION, state, RELOCATION.ev.begin_relocation), move=move))
+            state=step(RELOCATION, state, RELOCATION.ev.begin_relocation)))
     finally:
-        if host.move is move and host.state == INCARNATION.st.serving:
+        if host.move is move and INCARNATION.allows(host.state,
+                                                   INCARNATION.ev.seal_for_relocation):
             host.move = None  # refused or aborted before the seal: nothing to hold
 
 
@@ -177,13 +177,13 @@ async def _run(job: _Relocation) -> RelocationResult:
             with trio.CancelScope(shield=True):
                 job.record = await rt.store.location.seal_relocation(job.record.fence(),
                                                                       now=rt.now())
-            job.move.seal()
+            job.host.seal_for_relocation()
             sealed = True
             job.step(RELOCATION.ev.seal)
             if crash_points.ARMED:
                 crash_points.point("relocation", "sealed", rt.node_id)
-            await job.move.wait_no_turn()
-            if job.host.self_close_requested:
+            await job.host.wait_no_turn()
+            if job.host.self_close:
                 raise InvalidOperation(
                     f"Spot {job.record.spot_id!r} called ctx.close() in the turn that ran at "
                     "the seal; it closes instead of moving")
@@ -224,7 +224,7 @@ async def _committed(job: _Relocation, ref: SpotRef) -> RelocationResult:
     if rt.options.message_follow_duration > 0:
         rt.follow.sweep(trio.current_time())  # each move drops the routes that expired
         rt.follow.install(route)
-    _moved, held = job.move.finish()
+    _moved, held = job.host.finish_relocation()
     if crash_points.ARMED:
         crash_points.point("relocation", "relaying", rt.node_id)
     with trio.CancelScope(shield=True):
@@ -255,7 +255,7 @@ async def _abort(job: _Relocation, reason: str, *, sealed: bool) -> RelocationRe
         for correlation in job.correlations:
             rt.peers.forget(correlation)
         if sealed:
-            job.move.unseal()
+            job.host.unseal()
         job.host.move = None
         if job.root is not None:
             try:
@@ -280,7 +280,7 @@ async def _settle(job: _Relocation, why: str) -> RelocationResult:
         f"{job.claim.descriptor.node_id!r} did not commit it ({why}); the Spot is unavailable "
         "until that node commits or restarts"
     )
-    job.move.strand(stuck)
+    job.host.strand(stuck)
     rt.catalog.start_job(lambda: _await_commit(job, why))
     raise Unavailable(stuck)
 
@@ -295,7 +295,8 @@ async def _follow_store(job: _Relocation, why: str) -> RelocationResult:
             raise Unavailable(f"Spot {job.record.spot_id!r} is gone from the store while it "
                               "moved; it is not recreated")
         if current.state in (AuthorityState.RELOCATING, AuthorityState.SEALED):
-            aborted = await _abort(job, why, sealed=job.host.state == INCARNATION.st.sealed)
+            sealed = job.host.state in INCARNATION.tags.holds_ingress
+            aborted = await _abort(job, why, sealed=sealed)
             if aborted is not None:
                 return aborted
         elif current.state is AuthorityState.READY and current.owner != job.record.owner:

@@ -34,7 +34,7 @@ from zlink_trio.runtime.mesh.remote_calls import completer
 if TYPE_CHECKING:
     from zlink_trio.core.records import AuthorityRecord
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
-    from zlink_trio.runtime.incarnation.host import Host
+    from zlink_trio.runtime.incarnation.incarnation import Incarnation
     from zlink_trio.transport import Link
 
 __all__ = ("capture",)
@@ -44,7 +44,7 @@ def _ms(seconds: float) -> int:
     return max(0, round(seconds * 1000))
 
 
-def _state(host: Host) -> bytes | None:
+def _state(host: Incarnation) -> bytes | None:
     policy = relocation_of(host.spot_type)
     if not isinstance(policy, PreserveStateWith):
         return None
@@ -64,7 +64,7 @@ def _state(host: Host) -> bytes | None:
     return data
 
 
-def capture(rt: NodeRuntime, host: Host, record: AuthorityRecord,
+def capture(rt: NodeRuntime, host: Incarnation, record: AuthorityRecord,
             link: Link) -> tuple[RelocationPayload, list[int]]:
     """The payload of ``host`` (sealed, idle) and the reply correlations registered.
 

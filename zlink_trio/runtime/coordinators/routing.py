@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.records import AuthorityRecord
     from zlink_trio.runtime.calls.delivery import Delivery
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
-    from zlink_trio.runtime.incarnation.host import Host
+    from zlink_trio.runtime.incarnation.incarnation import Incarnation
     from zlink_trio.store.immediate import ImmediateTransactions
     from zlink_trio.transport import Link
 
@@ -98,7 +98,7 @@ async def wait_for_change(rt: NodeRuntime, spot_id: str, backoff: Backoff) -> No
         await attempt.done.wait()
         return
     host = rt.catalog.hosts.get(spot_id)
-    if host is not None and host.sealed:
+    if host is not None and host.admission_sealed:
         await host.finished.wait()
         return
     await backoff.sleep()
@@ -131,8 +131,8 @@ def _check_remote_reply(rt: NodeRuntime, call: Delivery, stable_type: str) -> No
         handler_for(spot_type, call)
 
 
-def _admit(rt: NodeRuntime, call: Delivery, host: Host, now: float | None = None
-           ) -> Host | None:
+def _admit(rt: NodeRuntime, call: Delivery, host: Incarnation, now: float | None = None
+           ) -> Incarnation | None:
     """Admit ``call`` to the local ``host``: the one admission of cached and resolved routes.
 
     ``None`` once admitted; the host itself when it is sealed and the call has Instance
@@ -141,7 +141,7 @@ def _admit(rt: NodeRuntime, call: Delivery, host: Host, now: float | None = None
     StaleRoute, Unavailable or CapacityExceeded.
     """
     info = handler_for(host.spot_type, call)
-    if call.intent is not None and host.sealed:
+    if call.intent is not None and host.admission_sealed:
         return host
     host.admit(MessageWork(call.message_for_local_turn(rt.codec), info, call.completion,
                            call.deadline), call.size, now)
@@ -184,7 +184,7 @@ async def _send_cached(rt: NodeRuntime, call: Delivery, route: CachedRoute) -> N
     _send_ready(rt, call, link, route)
 
 
-def _local_host(rt: NodeRuntime, record: AuthorityRecord) -> Host:
+def _local_host(rt: NodeRuntime, record: AuthorityRecord) -> Incarnation:
     if record.owner != rt.owner:
         stale(rt, StaleReason.EARLIER_LIFECYCLE, record.spot_id,
               generation=record.object_generation, mesh=record.mesh)
@@ -203,7 +203,7 @@ def _local_host(rt: NodeRuntime, record: AuthorityRecord) -> Host:
     return host
 
 
-def _cached_host(rt: NodeRuntime, call: Delivery, now: float) -> Host | CachedRoute | None:
+def _cached_host(rt: NodeRuntime, call: Delivery, now: float) -> Incarnation | CachedRoute | None:
     """The local host (its route on the host itself) or remote route for ``call`` at
     store-clock time ``now``.
 
@@ -231,11 +231,11 @@ def _intent_mismatch(call: Delivery, kind: SpotKind, stable_type: str) -> bool:
     return kind is not SpotKind.INSTANCE or call.intent.stable_type not in (None, stable_type)
 
 
-def admit_cached(rt: NodeRuntime, call: Delivery) -> Host | CachedRoute | bool:
+def admit_cached(rt: NodeRuntime, call: Delivery) -> Incarnation | CachedRoute | bool:
     """The synchronous first step of :func:`deliver`: admit through the route cache.
 
     ``True``: admitted (nothing was awaited). ``False``: the cache names no local host,
-    so the store must be asked. A :class:`Host`: it is sealed and the call has Instance
+    so the store must be asked. A :class:`Incarnation`: it is sealed and the call has Instance
     intent, so its end must be awaited. A :class:`CachedRoute`: the Spot is Ready on
     another node, to be sent there. Pass a non-``True`` result to :func:`deliver`
     as ``first`` to go on without consulting the cache again. Raises what
@@ -267,7 +267,7 @@ UNREAD: Final = Unread.UNREAD
 
 
 def deliver_now(rt: NodeRuntime, call: Delivery, immediate: ImmediateTransactions
-                ) -> Literal[True] | tuple[Host | bool, AuthorityRecord | Unread | None]:
+                ) -> Literal[True] | tuple[Incarnation | bool, AuthorityRecord | Unread | None]:
     """The first round of :func:`deliver` with nothing awaited, on a store with
     synchronous transactions (``store.immediate``), after a route-cache miss.
 
@@ -297,7 +297,7 @@ def deliver_now(rt: NodeRuntime, call: Delivery, immediate: ImmediateTransaction
 
 
 async def deliver(rt: NodeRuntime, call: Delivery,
-                  first: Host | CachedRoute | bool | None = None,
+                  first: Incarnation | CachedRoute | bool | None = None,
                   prefetched: AuthorityRecord | Unread | None = UNREAD) -> None:
     """Resolve ``call.spot_id`` and admit the message (or hand it to a cold activation).
 
@@ -308,7 +308,7 @@ async def deliver(rt: NodeRuntime, call: Delivery,
     just read (:func:`deliver_now`), used for the first round instead of a ``find``.
     """
     backoff = Backoff()
-    cached: Host | CachedRoute | bool | None = first
+    cached: Incarnation | CachedRoute | bool | None = first
     while True:
         if cached is None:
             cached = admit_cached(rt, call)

@@ -7,10 +7,10 @@ cold-activation task runs in -- one for Spot tasks (shielded, ended by
 :meth:`Catalog.cancel_all` after the drain) and one for activation jobs, both held by
 :meth:`Catalog.serve` -- and the node-local views the coordinators consult:
 
-* ``hosts`` -- Spot ID -> :class:`Host` for incarnations that are Ready here (the
-  "instance intent projection" of 09 §3).  :meth:`Catalog.register` adds a host and
-  its positive route in one synchronous step, right after CommitReady; the host's own
-  task removes both in one step right after Release.
+* ``hosts`` -- Spot ID -> :class:`~.incarnation.Incarnation` for incarnations that are
+  Ready here (the "instance intent projection" of 09 §3).  :meth:`Catalog.register`
+  adds an incarnation and its positive route in one synchronous step, right after
+  CommitReady; the incarnation's own task removes both in one step right after Release.
 * ``attempts`` -- Spot ID -> :class:`Attempt` while *this node* competes for creation
   authority of that ID.  A second local caller for the same ID waits on the attempt's
   event instead of competing (so one node never runs two reservations for one ID) and
@@ -23,12 +23,12 @@ The idle sweep (09 §5) runs every ``idle_sweep_interval`` seconds when
 at most 64 candidates per sweep, resuming where it stopped.  The ring keeps the
 Instance Spot IDs in registration order itself (added at ``register``, discarded at
 ``remove``), so a sweep costs the same with 10,000 or 1,000,000 resident Spots.  An
-idle Instance Spot gets BeginClose in the store, then its host seals admission and runs
-``on_close(IDLE_EVICTED)`` before the location is released.
+idle Instance Spot gets BeginClose in the store, then its incarnation seals admission
+and runs ``on_close(IDLE_EVICTED)`` before the location is released.
 
 When the node loses its lease, :meth:`Catalog.lose_ownership` cancels the cold
-activations and tells every host (also one registered later by a commit already in
-flight) to stop without store writes; :meth:`Catalog.wait_stopped` waits for them.
+activations and tells every incarnation (also one registered later by a commit already
+in flight) to stop without store writes; :meth:`Catalog.wait_stopped` waits for them.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from zlink_trio.runtime.incarnation.host import Host
+    from zlink_trio.runtime.incarnation.incarnation import Incarnation
     from zlink_trio.runtime.state import NodeState
 
 __all__ = ("SHUTDOWN_CLOSES_IN_FLIGHT", "Attempt", "Catalog")
@@ -72,7 +72,9 @@ class Catalog:
     def __init__(self, rt: NodeState, nursery: trio.Nursery) -> None:
         self.rt = rt
         self._nursery = nursery
-        self.hosts: dict[str, Host] = {}
+        self.hosts: dict[str, Incarnation] = {}
+        #: :meth:`remove`, bound once: every registered incarnation holds it.
+        self._remove: Final = self.remove
         self.attempts: dict[str, Attempt] = {}
         self.pending = 0
         #: The idle sweep's candidates: the Instance Spots registered here.
@@ -101,19 +103,19 @@ class Catalog:
 
     # ------------------------------------------------------------------ views
 
-    def register(self, host: Host) -> None:
-        """Add a Ready host and its route, synchronously (09 §3). Idempotent."""
+    def register(self, host: Incarnation) -> None:
+        """Add a Ready incarnation and its route, synchronously (09 §3). Idempotent."""
         rt = self.rt
         if self.hosts.get(host.spot_id) is not host and host.spot_type.kind is SpotKind.INSTANCE:
             self.idle_ring.add(host.spot_id)
         self.hosts[host.spot_id] = host
-        host.registration = self
+        host.unregister = self._remove
         host.route_expires_at = rt.route_cache.local_expiry(rt.now(), rt.lease_expires_at)
         _start(self._hosts, self._nursery, host.run, _task_name(type(host)))
         if rt.lease_lost:  # committed while the lease was being lost: stop it at once
             host.lose_ownership(rt.lease_lost_error())
 
-    def remove(self, host: Host) -> None:
+    def remove(self, host: Incarnation) -> None:
         """Drop ``host`` if it is still the registered incarnation of its ID."""
         if self.hosts.get(host.spot_id) is host:
             del self.hosts[host.spot_id]
@@ -167,7 +169,7 @@ class Catalog:
             assert deadline is not None
             await trio.sleep_until(deadline)
 
-    def idle_candidates(self) -> list[Host]:
+    def idle_candidates(self) -> list[Incarnation]:
         """One sweep's examination, synchronous: the idle ones of the next 64 Instance Spots.
 
         What a sweep tick costs apart from its store calls (the growth benchmark times
@@ -181,17 +183,17 @@ class Catalog:
                 found.append(host)
         return found
 
-    def _idle(self, host: Host) -> bool:
+    def _idle(self, host: Incarnation) -> bool:
         if not (INCARNATION.allows(host.state, INCARNATION.ev.begin_idle_eviction)
                 and self.rt.serving):
             return False
-        pending, running = host.pending_and_running()
+        pending, running = host.lanes.counts()
         return is_idle(host.spot_type.kind, pending=pending, running=running,
                        relocating=host.move is not None,
                        last_work_finished_at=host.last_work_finished_at,
                        now=trio.current_time(), timeout=self.rt.options.instance_idle_timeout)
 
-    async def _evict(self, host: Host) -> None:
+    async def _evict(self, host: Incarnation) -> None:
         record = None
         with trio.move_on_after(self.rt.options.default_timeout):  # a hung store: next sweep
             try:
@@ -207,7 +209,7 @@ class Catalog:
     # ------------------------------------------------------------------ shutdown
 
     def lose_ownership(self, error: Unavailable) -> None:
-        """The lease is lost: cancel cold activations, stop every host (no store writes)."""
+        """The lease is lost: cancel cold activations, stop every incarnation (no store writes)."""
         self._cancel_jobs()
         for host in list(self.hosts.values()):
             host.lose_ownership(error)
@@ -217,7 +219,7 @@ class Catalog:
             self._jobs.cancel()
 
     async def wait_stopped(self) -> None:
-        """After :meth:`lose_ownership`: wait until no activation and no host is left.
+        """After :meth:`lose_ownership`: wait until no activation and no incarnation is left.
 
         The caller bounds this with a deadline.
         """
@@ -261,7 +263,7 @@ class Catalog:
                 await host.finished.wait()
 
 
-    async def _begin_shutdown_close(self, host: Host) -> None:
+    async def _begin_shutdown_close(self, host: Incarnation) -> None:
         """BeginClose for ``host`` and, when the store gave it, its NODE_SHUTDOWN close."""
         if not INCARNATION.allows(host.state, INCARNATION.ev.begin_close):
             return
@@ -302,7 +304,7 @@ class _Group:
         self.scope.cancel()
 
 
-#: A host class's task name (what Trio would derive from ``host.run`` for every spawn).
+#: An incarnation class's task name (what Trio would derive from ``run`` for every spawn).
 _TASK_NAMES: dict[type, str] = {}
 
 

@@ -22,113 +22,92 @@ if TYPE_CHECKING:
     from zlink_trio.core.timers import TimerId
     from zlink_trio.runtime.calls.client import SpotClient
     from zlink_trio.runtime.declaration.spot_types import SpotType
+    from zlink_trio.runtime.incarnation.timers import IncarnationTimers
     from zlink_trio.runtime.state import NodeState
 
-__all__ = ("ContextHost", "SpotContext", "TimerHandle")
+__all__ = ("SpotContext", "TimerHandle")
 
 
-class ContextHost(Protocol):
-    """What a context reads from and asks of its incarnation (the node's ``Host``)."""
-
-    @property
-    def rt(self) -> NodeState:
-        """The node the incarnation runs on."""
-        ...
+class _Incarnation(Protocol):
+    """What a context reads of its incarnation
+    (:class:`~zlink_trio.runtime.incarnation.incarnation.Incarnation`, which builds the
+    context). A Protocol rather than that class: naming it here would close an import
+    cycle between the incarnation and the public face it builds."""
 
     @property
-    def spot_type(self) -> SpotType:
-        """The incarnation's Spot type."""
-        ...
-
+    def rt(self) -> NodeState: ...
     @property
-    def spot_id(self) -> str:
-        """The global Spot ID."""
-        ...
-
+    def spot_type(self) -> SpotType: ...
     @property
-    def generation(self) -> int:
-        """The incarnation's ObjectGeneration."""
-        ...
-
+    def spot_id(self) -> str: ...
     @property
-    def mesh(self) -> str:
-        """The Mesh the incarnation lives in."""
-        ...
-
-    def has_timer(self, timer_id: TimerId) -> bool:
-        """Whether ``timer_id`` is still registered."""
-        ...
+    def generation(self) -> int: ...
+    @property
+    def mesh(self) -> str: ...
+    @property
+    def timers(self) -> IncarnationTimers: ...
 
     def add_timer(self, delay: float, callback: Callable[[], Awaitable[object]],
-                  period: float | None) -> TimerId:
-        """Register a timer; see :meth:`SpotContext.start_timer`."""
-        ...
-
-    def cancel_timer(self, timer_id: TimerId) -> bool:
-        """Unregister a timer; ``True`` if it was registered."""
-        ...
-
-    def request_self_close(self) -> None:
-        """Begin the close after the current turn."""
-        ...
+                  period: float | None) -> TimerId: ...
+    def request_self_close(self) -> None: ...
 
 
 class TimerHandle:
     """A timer registered with :meth:`SpotContext.start_timer`; cancel it with :meth:`cancel`."""
 
-    __slots__ = ("_host", "_timer_id")
+    __slots__ = ("_incarnation", "_timer_id")
 
-    def __init__(self, host: ContextHost, timer_id: TimerId) -> None:
-        self._host = host
+    def __init__(self, incarnation: _Incarnation, timer_id: TimerId) -> None:
+        self._incarnation = incarnation
         self._timer_id = timer_id
 
     @property
     def active(self) -> bool:
         """Whether the timer is still registered (a fired one-shot or cancelled timer is not)."""
-        return self._host.has_timer(self._timer_id)
+        return self._timer_id in self._incarnation.timers
 
     def cancel(self) -> bool:
         """Unregister the timer; ``True`` if it was registered. Idempotent, never raises.
 
         A tick already queued as a turn still runs; no further tick is queued.
         """
-        return self._host.cancel_timer(self._timer_id)
+        return self._incarnation.timers.cancel(self._timer_id)
 
 
 class SpotContext:
     """The runtime's face towards one Spot incarnation; passed to the Spot's constructor."""
 
-    __slots__ = ("_host",)
+    __slots__ = ("_incarnation",)
 
-    def __init__(self, host: ContextHost) -> None:
-        self._host = host
+    def __init__(self, incarnation: _Incarnation) -> None:
+        self._incarnation = incarnation
 
     @property
     def spot_id(self) -> str:
         """The global Spot ID."""
-        return self._host.spot_id
+        return self._incarnation.spot_id
 
     @property
     def generation(self) -> int:
         """This incarnation's ObjectGeneration."""
-        return self._host.generation
+        return self._incarnation.generation
 
     @property
     def stable_type(self) -> str:
         """The Spot's stable type."""
-        return self._host.spot_type.stable_type
+        return self._incarnation.spot_type.stable_type
 
     @property
     def kind(self) -> SpotKind:
         """USER or INSTANCE."""
-        return self._host.spot_type.kind
+        return self._incarnation.spot_type.kind
 
     @property
     def ref(self) -> SpotRef:
         """The SpotRef of this incarnation at this node."""
-        host = self._host
-        return SpotRef(spot_id=host.spot_id, generation=host.generation, mesh=host.mesh,
-                       node_rid=host.rt.node_rid)
+        incarnation = self._incarnation
+        return SpotRef(spot_id=incarnation.spot_id, generation=incarnation.generation,
+                       mesh=incarnation.mesh, node_rid=incarnation.rt.node_rid)
 
     @property
     def client(self) -> SpotClient:
@@ -137,7 +116,7 @@ class SpotContext:
         Do not ``request`` the Spot itself from its own handler: it runs one turn at a
         time, so the request waits for the running turn and ends at its deadline.
         """
-        return self._host.rt.client
+        return self._incarnation.rt.client
 
     def start_timer(
         self,
@@ -163,7 +142,8 @@ class SpotContext:
                 f"start_timer needs an async callable without arguments, got {callback!r}; "
                 "pass an 'async def' method of the Spot, e.g. ctx.start_timer(5, self.tick)"
             )
-        return TimerHandle(self._host, self._host.add_timer(delay, callback, period))
+        return TimerHandle(self._incarnation,
+                           self._incarnation.add_timer(delay, callback, period))
 
     def close(self) -> None:
         """Close this Instance Spot after the current turn (06 §7), with reason CLOSED.
@@ -173,9 +153,9 @@ class SpotContext:
         new generation. Idempotent. Raises :class:`InvalidOperation` for a User Spot
         (close it with ``node.spots.close(ref)``).
         """
-        if self._host.spot_type.kind is not SpotKind.INSTANCE:
+        if self._incarnation.spot_type.kind is not SpotKind.INSTANCE:
             raise InvalidOperation(
                 f"{self.stable_type!r} is a User Spot; close it with node.spots.close(ref) "
                 "(only Instance Spots close themselves from their context)"
             )
-        self._host.request_self_close()
+        self._incarnation.request_self_close()

@@ -4,17 +4,18 @@ Theory of operation
 -------------------
 ``ctx.start_timer(delay, callback, period=...)`` registers a timer here; the sans-IO
 :class:`~zlink_trio.core.timers.TimerSchedule` keeps the deadlines (periodic timers
-never burst, at most 1,024 per Spot) and :class:`HostTimers` keeps the async callback
-of each registered timer.  The host's task asks :meth:`HostTimers.next_deadline` how
-long it may sleep and, once awake, :meth:`HostTimers.due` for the ticks to queue: each
-tick is a :class:`TimerWork` item admitted to the application lane, so a callback runs
-as an ordinary turn of the Spot, one at a time with the handlers.
+never burst, at most 1,024 per Spot) and :class:`IncarnationTimers` keeps the async
+callback of each registered timer.  The incarnation's task asks
+:meth:`IncarnationTimers.next_deadline` how long it may sleep and, once awake,
+:meth:`IncarnationTimers.due` for the ticks to queue: each tick is a :class:`TimerWork`
+item admitted to the application lane, so a callback runs as an ordinary turn of the
+Spot, one at a time with the handlers.
 
 A fired one-shot timer's callback is dropped with it; a cancelled timer's callback is
 dropped at once, so the callback table never outgrows the schedule.  A tick already
 queued still runs after ``cancel`` (no further tick is queued).  Every timer is
 cancelled when the incarnation closes, fails to activate or loses its owner
-(:meth:`HostTimers.cancel_all`).
+(:meth:`IncarnationTimers.cancel_all`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
     from zlink_trio.core.timers import TimerId
 
-__all__ = ("HostTimers", "TimerWork", "method_name")
+__all__ = ("IncarnationTimers", "TimerWork", "method_name")
 
 
 @attrs.define(eq=False)
@@ -68,7 +69,7 @@ def method_name(instance: object, callback: object) -> str:
 _NO_TIMERS: Final[frozenset[TimerId]] = frozenset()
 
 
-class HostTimers:
+class IncarnationTimers:
     """One incarnation's registered timers and their callbacks (no I/O, no clock).
 
     The schedule and the callbacks are built by the first :meth:`add`: most Spots

@@ -1,10 +1,10 @@
-"""The work items a Spot's host runs as turns: application messages and timer ticks.
+"""The work items a Spot's incarnation runs as turns: application messages and timer ticks.
 
 A :class:`MessageWork` is one admitted message -- decoded, matched to its handler,
 with the completion its reply goes to (``None`` for a one-way send) and the call's
 deadline; the restored first record of a cold activation carries its
 :class:`~zlink_trio.runtime.coordinators.first_record.FirstRecord`.  A timer tick is
-a :class:`~zlink_trio.runtime.incarnation.timers.TimerWork`.  Both wait in the host's
+a :class:`~zlink_trio.runtime.incarnation.timers.TimerWork`.  Both wait in the incarnation's
 lanes (``core.lanes``) until their turn.
 """
 
@@ -37,5 +37,5 @@ class MessageWork:
 
 
 
-#: What a host's lanes hold.
+#: What an incarnation's lanes hold.
 Work = MessageWork | TimerWork

@@ -7,15 +7,18 @@ Theory of operation
 
 * **39, route kind 1** (direct call): admitted synchronously -- no task per message.
   The frame must name this lifecycle (else :class:`StaleRoute`: the node no longer owns
-  the Spot, and nothing runs), the node must admit work (its lease valid, not draining),
-  and a local incarnation of the Spot must be serving (else StaleRoute).  One exception
-  waits: while this node's own creation attempt for the ID is still running -- its
-  CommitReady is in the store and another node read it before the activation task
-  resumed to register the Spot -- the message is admitted once the attempt ended
-  (behind the first message), bounded by its deadline.  Generations
-  are not compared for ordinary messages (09 §4): the current Ready incarnation handles
-  it.  The message is decoded with the handler's own class and admitted like a local
-  call, with a :class:`LinkReply` as its completion.
+  the Spot, and nothing runs) and a local incarnation of the Spot must be serving (else
+  StaleRoute); its :meth:`~zlink_trio.runtime.incarnation.incarnation.Incarnation.admit`
+  is the message's one admission gate (the node admits work, its lease is valid, the
+  incarnation is not closing).  Without a local incarnation the node's own admission is
+  checked before anything else happens to the message.  One exception waits: while
+  this node's own creation attempt for the ID is still running -- its CommitReady is in
+  the store and another node read it before the activation task resumed to register
+  the Spot -- the message is admitted once the attempt ended (behind the first
+  message), bounded by its deadline.  Generations are not compared for ordinary
+  messages (09 §4): the current Ready incarnation handles it.  The message is decoded
+  with the handler's own class and admitted like a local call, with a
+  :class:`LinkReply` as its completion.
 * **39, route kind 3** (Message Follow, :mod:`.message_follow`): a message that followed
   a relocated Spot; admitted like route kind 1 by its new owner (which checks the
   ObjectGeneration), or sent on if the Spot moved again.  A route kind 1 message for a
@@ -87,7 +90,7 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.declaration.handlers import HandlerInfo
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.catalog import Attempt
-    from zlink_trio.runtime.incarnation.host import Host
+    from zlink_trio.runtime.incarnation.incarnation import Incarnation
     from zlink_trio.runtime.mesh.follow_routes import FollowRoute
     from zlink_trio.runtime.mesh.peers import InboundFrame
     from zlink_trio.transport import Link
@@ -112,13 +115,12 @@ def _fail(completion: Completion | None, error: ZLinkError, frame: SpotMessage) 
 def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
     reply = LinkReply(rt, link, frame.reply_correlation) if frame.reply_correlation else None
     route = frame.route
+    host = rt.catalog.hosts.get(route.spot_id)
     try:
-        try:
-            rt.check_admission()
-        except StaleRoute:
-            stale(rt, StaleReason.LEASE_EXPIRED, route.spot_id,
-                  generation=_generation(route))
-            raise
+        if host is None:
+            # No incarnation here to decide its admission (``Incarnation.admit``, the only
+            # gate of a message it reaches): the node decides before waiting or following.
+            _check_admission(rt, route)
         target, owner = route.target, rt.owner
         # (Field by field: the fences are different objects with the same value.)
         if target is not owner and (
@@ -132,7 +134,6 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
     except ZLinkError as exc:
         _fail(reply, exc, frame)
         return
-    host = rt.catalog.hosts.get(route.spot_id)
     if host is None:
         attempt = rt.catalog.attempts.get(route.spot_id)
         if attempt is not None:
@@ -163,6 +164,15 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
     _admit_direct(rt, frame, reply, host)
 
 
+def _check_admission(rt: NodeRuntime, route: Route) -> None:
+    """The node's admission of a message no local incarnation decides on (yet)."""
+    try:
+        rt.check_admission()
+    except StaleRoute:
+        stale(rt, StaleReason.LEASE_EXPIRED, route.spot_id, generation=_generation(route))
+        raise
+
+
 async def _follow(rt: NodeRuntime, route: FollowRoute, frame: SpotMessage,
                   reply: LinkReply | None) -> None:
     try:
@@ -179,7 +189,7 @@ async def _admit_after(rt: NodeRuntime, attempt: Attempt, frame: SpotMessage,
 
 
 def _admit_direct(rt: NodeRuntime, frame: SpotMessage, reply: LinkReply | None,
-                  host: Host | None = None) -> None:
+                  host: Incarnation | None = None) -> None:
     """Admit a direct call to the local incarnation (``host``, if the caller just looked
     it up), or fail it with StaleRoute."""
     route = frame.route

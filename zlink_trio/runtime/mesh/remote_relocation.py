@@ -51,8 +51,7 @@ from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.coordinators.relocation_payload import RelocationPayload
 from zlink_trio.runtime.declaration.policies import PreserveStateWith
 from zlink_trio.runtime.declaration.spot_types import relocation_of
-from zlink_trio.runtime.incarnation.host import Host
-from zlink_trio.runtime.incarnation.moving import open_moved
+from zlink_trio.runtime.incarnation.incarnation import Incarnation
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.mesh.link_reply import LinkReply
 from zlink_trio.runtime.mesh.remote_calls import operation_number, outcome_of, round_trip
@@ -115,9 +114,9 @@ def _mismatch(frame: RelocateSpot, record: AuthorityRecord | None, rt: NodeRunti
 
 
 async def _shell(rt: NodeRuntime, spot_type: SpotType, record: AuthorityRecord,
-                 payload: RelocationPayload) -> tuple[Host, list[tuple[MessageWork, int]]]:
+                 payload: RelocationPayload) -> tuple[Incarnation, list[tuple[MessageWork, int]]]:
     """Build and restore the target's host (not registered); the moved queue decoded."""
-    host = Host(rt, spot_type, record.spot_id, record.object_generation, record.mesh)
+    host = Incarnation(rt, spot_type, record.spot_id, record.object_generation, record.mesh)
     try:
         await host.build(relocated=True)
         policy = relocation_of(spot_type)
@@ -192,7 +191,7 @@ async def _take_over(rt: NodeRuntime, link: Link, frame: RelocateSpot) -> Outcom
             crash_points.point("relocation", "target_committed", rt.node_id)
         step(RELOCATION, state, RELOCATION.ev.commit_relocation)
         # The replies of the moved requests go to the source, which registered them.
-        open_moved(host, [
+        host.open_moved([
             (MessageWork(work.msg, work.info,
                          LinkReply(rt, link, moved.reply_correlation)
                          if moved.reply_correlation else None, work.deadline), size)
@@ -205,7 +204,7 @@ async def _take_over(rt: NodeRuntime, link: Link, frame: RelocateSpot) -> Outcom
     return RelocateOutcome(ref=ready.ref())
 
 
-async def _commit(rt: NodeRuntime, host: Host, relay: AuthorityRecord) -> AuthorityRecord:
+async def _commit(rt: NodeRuntime, host: Incarnation, relay: AuthorityRecord) -> AuthorityRecord:
     """CommitRelocation after relay-ready, retried within ``default_timeout``."""
     with trio.move_on_after(rt.options.default_timeout):
         delay = 0.005

@@ -1,0 +1,955 @@
+"""One Spot incarnation on this node: its instance, lanes, timers, turns, close and move.
+
+Theory of operation
+-------------------
+An :class:`Incarnation` is created by a coordinator (cold activation, user create,
+recovery, the target of a relocation) once the store granted it authority.  It keeps
+the ``Incarnation`` chart's state id and asks the chart's tags every question about
+it (``INCARNATION.tags``):
+
+* ``activating`` -- the coordinator builds the instance (:meth:`Incarnation.build`:
+  the factory, the ``in_factory`` crash point, ``on_activate`` and, for a User Spot
+  that is created rather than relocated, ``on_create``; the timers registered so far
+  are the activation's).  It is not in the catalog yet, so nothing can reach it.  When
+  building raises or ``on_create`` rejects, the coordinator runs
+  :meth:`Incarnation.activation_failed` (``on_close(ACTIVATION_FAILED)`` once if the
+  instance was constructed).  ``commit_ready`` -> ``barrier_closed`` ->
+  ``open_barrier`` -> ``serving`` happen in the coordinator's continuation right after
+  CommitReady (:meth:`Incarnation.open`), with the catalog registration and (cold
+  activation) the restored first record: no message is admitted between the commit
+  and the route (09 §3).  The target of a relocation opens with the moved queue
+  instead (:meth:`Incarnation.open_moved`).
+* ``serving`` -- :meth:`Incarnation.run` (a task in the catalog's nursery) takes one
+  turn at a time from the two lanes (lifecycle first, then application,
+  ``core.lanes``); a reservation is returned when its turn ends, whatever the outcome.
+* ``closing`` -- a close began; admission is sealed at once (new messages end
+  ``StaleRoute``), the turns accepted before the seal still run, then ``on_close``
+  runs once, timers are cancelled, the authority is released with the Closing
+  record's fence, and the catalog entry and cached route are dropped in the same
+  continuation (06 §7, 09 §5).  See "Closing" below.
+* ``sealed`` -- a planned relocation sealed the incarnation: admission goes to the
+  relocation hold, no turn runs; it ends ``serving`` again (abort) or ``disposed``
+  (the move committed: ``on_close(RELOCATED)``, no Release).  See "Moving" below.
+
+Admission
+---------
+:meth:`Incarnation.admit` is the one gate of a message on its way to a Spot, local or
+from another node (the callers check no admission of their own), and
+:meth:`Incarnation.admission` its one decision, which compares the lease once:
+refused (the node lost its lease or drains: ``Unavailable``; its lease deadline
+passed: ``StaleRoute``; admission sealed, closing or gone: ``StaleRoute``; a stranded
+relocation: ``Unavailable``), held (sealed for a relocation), or queued
+(``CapacityExceeded`` naming the lane when a bound is hit).  The lease is compared
+again only around the turn: before it (the message waited in the queue) and after it
+(the fencing rule on the reply, below).
+
+A turn
+------
+A queued request whose caller already gave up (its completion is done) or whose
+deadline passed while it was queued is not run (``DeadlineExceeded``) -- except the
+restored first record of a cold activation, which is durable and always runs.  An
+owner past its lease deadline starts no turn (09 §4; a process paused with work
+queued wakes up here and another lifecycle may own the Spot now): ``Unavailable``.
+The handler is called (through the runtime's observers when any are installed,
+``runtime.observers``: the test kit holds and records turns there); its reply is
+checked against the declared reply type; an exception fails only its own turn: a
+request gets :class:`HandlerError` (the exception chained as ``__cause__``), a
+send's failure is logged.  A turn that ended **after** the lease deadline does not
+reply: the caller gets ``Unavailable``, because another lifecycle may own the Spot by
+now and this incarnation's state, with the handler's effect, is lost with it.  It is
+the fencing rule on the reply (Kleppmann's fencing token, checked by whoever acts on
+the result); ``tests/chaos`` found the acknowledgement a paused owner gave without it.
+
+After the restored first record's turn its completion is recorded (cursor, recovery
+pointer, root: 06 §4.1 step 12,
+:func:`~zlink_trio.runtime.coordinators.first_record.record_first_completion`) --
+unless the node lost its lease, which leaves the records as evidence -- and whoever
+waits for it is woken (:meth:`Incarnation.wait_first_record`: a relocation must not
+move a Spot whose first record is not settled).  Most cold activations have nobody
+waiting: the pending cleanup is then marked by :data:`_NO_WAITER`, and only the first
+waiter builds an Event.
+
+Timers
+------
+Before the task parks it queues the due timer ticks (``IncarnationTimers.due``) on the
+application lane, so a callback runs as an ordinary turn, one at a time with the
+handlers.  No tick is queued while the state fires no timers (closing, sealed) nor
+by an owner past its lease deadline (09 §4: a periodic timer comes due again); a tick
+the lane refuses (its bound) is skipped and logged.
+
+Closing
+-------
+A close begins for one of three reasons, each sealing admission at once:
+
+* :meth:`Incarnation.request_close` -- a store BeginClose succeeded (an explicit
+  close, idle eviction, node shutdown): the chart takes ``begin_close``
+  (``begin_idle_eviction``), the reason and the Closing record's fence are kept for
+  the Release, and a close already under way absorbs a second one;
+* ``ctx.close()`` asked for it during a turn (:meth:`Incarnation.request_self_close`):
+  once that turn ended, the task runs the BeginClose itself (bounded by the node's
+  ``default_timeout``; a refusal is logged and the Spot keeps serving);
+* :meth:`Incarnation.lose_ownership` -- the node learned its lease is gone: the local
+  part of a close without any store write; queued items end :class:`Unavailable`
+  without running, timers are cancelled, a relocation in progress is unsealed.
+
+Once all accepted work is done the task finishes it: ``on_close(reason)`` once,
+then (with ownership) Release with the Closing record's fence, the catalog entry
+dropped, ``disposed``, ``finished`` set, and the activation inbox and any leftover
+first-record root deleted.  Without ownership nothing is written: the inbox and root
+stay as evidence for the operator.  Every store call of that cleanup is bounded by
+the node's ``default_timeout`` and logged when it fails or gets no answer: it runs
+shielded, so a hung store must not hold the task forever.  Whatever ends the task,
+the requests still queued end with an error without running (a one-way send is
+dropped and logged): no caller waits for a turn that never comes.
+
+Moving
+------
+A :class:`Move` is attached to the source's incarnation (``incarnation.move``) for
+the length of one relocation, by the relocation coordinator
+(:mod:`zlink_trio.runtime.coordinators.relocation`):
+
+* **Relocating, waiting for the permit** -- the incarnation keeps ``serving``:
+  messages and timers are admitted and run as usual (06 §6.1 "a Relocating unit that
+  is waiting for a permit hasn't been sealed yet"), but the idle sweep skips it
+  (09 §5).
+* :meth:`Incarnation.seal_for_relocation` -> ``sealed``: from here no turn runs and no
+  timer fires; a message admitted now goes to the **relocation hold** (``Move.hold``:
+  arrival order, no bound of its own, 09 §6) instead of the queue.  The turn running
+  at the seal finishes; :meth:`Incarnation.wait_no_turn` waits for it, so the queue
+  the coordinator then captures is exactly the not-yet-run work.
+* :meth:`Incarnation.unseal` -- an explicit abort before relay-ready:
+  ``abort_relocation`` -> ``serving``; the held ingress goes to the end of the queue
+  in arrival order (behind the work that was queued at the seal) and the task runs
+  again.
+* :meth:`Incarnation.strand` -- past relay-ready the target did not commit in time:
+  the held requests end with ``Unavailable`` and new ingress is refused with it; the
+  incarnation stays ``sealed`` until the commit is seen.
+* :meth:`Incarnation.finish_relocation` -- the relocation committed:
+  ``commit_relocation`` -> ``disposed``.  The queued work left with the payload, so it
+  is taken out of the lanes without being completed here (the target runs it and its
+  replies come back through this node); timers are cancelled, the incarnation leaves
+  the catalog and the route cache, and its task ends -- without a Release: the
+  authority now belongs to the target.  The hold is returned to the coordinator,
+  which relays it along the Message Follow route; then :meth:`Incarnation.moved_away`
+  runs ``on_close(RELOCATED)`` once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import trio
+
+from zlink_trio.core.errors import (
+    DeadlineExceeded,
+    InvalidOperation,
+    StaleRoute,
+    Unavailable,
+    ZLinkError,
+)
+from zlink_trio.core.identity import SpotKind
+from zlink_trio.core.lanes import Lanes
+from zlink_trio.runtime import observers
+from zlink_trio.runtime.charts import INCARNATION, TRACE, step
+from zlink_trio.runtime.coordinators import crash_points
+from zlink_trio.runtime.coordinators.first_record import (
+    drop_recovery,
+    record_first_completion,
+    record_first_completion_now,
+)
+from zlink_trio.runtime.declaration.policies import CloseReason
+from zlink_trio.runtime.incarnation.app_calls import (
+    activate,
+    activate_now,
+    check_reply,
+    construct,
+    handler_error,
+    run_on_close,
+)
+from zlink_trio.runtime.incarnation.context import SpotContext
+from zlink_trio.runtime.incarnation.timers import IncarnationTimers, TimerWork
+from zlink_trio.runtime.incarnation.work import MessageWork
+from zlink_trio.runtime.observe.events import incarnation_closed, stale
+from zlink_trio.runtime.observe.fields import StaleReason, spot_fields
+from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from zlink_trio.core.lanes import Turn
+    from zlink_trio.core.records import AuthorityFence
+    from zlink_trio.core.timers import TimerId
+    from zlink_trio.runtime.coordinators.first_record import FirstRecord
+    from zlink_trio.runtime.declaration.spot_types import SpotType
+    from zlink_trio.runtime.incarnation.work import Work
+    from zlink_trio.runtime.state import NodeState
+
+__all__ = ("Incarnation", "Move")
+
+#: ``Incarnation.route_expires_at`` before the catalog registers the incarnation.
+_NO_ROUTE: Final = float("-inf")
+#: ``Incarnation._before_idle``: do not park, look at the lanes again.
+_NO_WAIT: Final = -1.0
+#: The chart's tags the task and the admission look at for every message.
+_ADMISSION_SEALED: Final = INCARNATION.tags.admission_sealed
+_HOLDS_INGRESS: Final = INCARNATION.tags.holds_ingress
+_RUNS_TURNS: Final = INCARNATION.tags.runs_turns
+_TASK_RUNNING: Final = INCARNATION.tags.task_running
+_CLOSES_WHEN_DRAINED: Final = INCARNATION.tags.closes_when_drained
+_FIRES_TIMERS: Final = INCARNATION.tags.fires_timers
+#: The compiled chart's transitions, ``(state, event) -> target``.
+_TRANSITIONS: Final = INCARNATION.table.transitions
+#: ``open``'s two steps from the initial state (once here; stepped while ``TRACE`` observes).
+_OPENED: Final = step(INCARNATION, step(INCARNATION, INCARNATION.initial,
+                                        INCARNATION.ev.commit_ready),
+                      INCARNATION.ev.open_barrier)
+
+
+class _NoWaiter:
+    """``Incarnation.first_cleanup`` while the first record's cleanup is pending and
+    nobody waits for it -- most cold activations: no Event is built, and ``set`` wakes
+    nobody.  The first :meth:`Incarnation.wait_first_record` replaces it with an Event."""
+
+    __slots__ = ()
+
+    def set(self) -> None:
+        """Nobody to wake."""
+
+
+_NO_WAITER: Final = _NoWaiter()
+
+
+def _lease_passed(rt: NodeState) -> bool:
+    """Whether the owner's lease deadline passed (before a renewal moved it)."""
+    return rt.clock() >= rt.lease_expires_at  # (``rt.now()``, one call less per turn)
+
+
+class Move:
+    """One relocation of an incarnation, on its source (see the module docstring, "Moving").
+
+    Attached as ``incarnation.move`` by the relocation coordinator; the incarnation's
+    relocation methods step it.
+    """
+
+    __slots__ = ("_turn_done", "hold", "stranded")
+
+    def __init__(self) -> None:
+        #: Ingress admitted after the seal, in arrival order: ``(work, payload size)``.
+        self.hold: list[tuple[Any, int]] = []
+        #: Set by ``Incarnation.strand``: why the Spot is unavailable here (admission refuses).
+        self.stranded: str | None = None
+        self._turn_done: trio.Event | None = None
+
+    def turn_finished(self) -> None:
+        """Called by the incarnation's task after each turn (wakes :meth:`next_turn_end`)."""
+        done = self._turn_done
+        if done is not None:
+            self._turn_done = None
+            done.set()
+
+    async def next_turn_end(self) -> None:
+        """Wait until the running turn has finished (the caller bounds it)."""
+        done = self._turn_done = trio.Event()
+        await done.wait()
+
+    def refusal(self) -> Unavailable | None:
+        """The error a new message gets once stranded (``None`` while it may be held)."""
+        return None if self.stranded is None else Unavailable(self.stranded)
+
+
+class Incarnation:
+    """One local incarnation of a Spot; see the module docstring.
+
+    Slotted, with its containers built on first use: 100,000 idle Spots are 100,000
+    of these (docs/performance.md, "Where an idle Spot's bytes go").
+    """
+
+    __slots__ = (
+        "_finished",
+        "_is_finished",
+        "_parked",
+        "_woken",
+        "cleanup_started",
+        "close_fence",
+        "close_reason",
+        "ctx",
+        "first_cleanup",
+        "first_record",
+        "generation",
+        "instance",
+        "lanes",
+        "last_work_finished_at",
+        "mesh",
+        "move",
+        "ownership_lost",
+        "route_expires_at",
+        "rt",
+        "self_close",
+        "spot_id",
+        "spot_type",
+        "state",
+        "timers",
+        "unregister",
+    )
+
+    def __init__(self, rt: NodeState, spot_type: SpotType, spot_id: str, generation: int,
+                 mesh: str) -> None:
+        self.rt: Final = rt
+        self.spot_type: Final = spot_type
+        self.spot_id: Final = spot_id
+        self.generation: Final = generation
+        self.mesh: Final = mesh
+        #: Incarnation chart state id.
+        self.state = INCARNATION.initial
+        self.instance: object | None = None
+        self.ctx: Final = SpotContext(self)
+        self.lanes: Final[Lanes[Work]] = Lanes(application=rt.options.application_lane,
+                                               lifecycle=rt.options.lifecycle_lane)
+        self.timers: Final = IncarnationTimers()
+        # The task parks itself (``_will_park``) rather than waiting on an Event: an idle
+        # Spot then holds no Event, no ParkingLot and two fewer coroutine frames.
+        self._parked: trio.lowlevel.Task | None = None
+        self._woken = False
+        self._finished: trio.Event | None = None  # built by the first ``finished`` reader
+        self._is_finished = False
+        self.close_reason: CloseReason | None = None
+        self.close_fence: AuthorityFence | None = None
+        #: ``ctx.close()`` was called and its close has not begun yet.
+        self.self_close = False
+        self.first_record: FirstRecord | None = None
+        #: What to wake once the first record's cleanup ran (``None``: none pending).
+        self.first_cleanup: trio.Event | _NoWaiter | None = None
+        #: The node lost its lease: finish without any store write.
+        self.ownership_lost = False
+        #: Drops this incarnation from the catalog that registered it (the catalog's
+        #: ``remove``, set by ``Catalog.register``).
+        self.unregister: Callable[[Incarnation], None] | None = None
+        #: A planned relocation of this incarnation in progress (see "Moving").
+        self.move: Move | None = None
+        self.cleanup_started = False
+        self.last_work_finished_at = trio.current_time()
+        #: Until when this node admits to the incarnation without reading the store: the
+        #: expiry a cached route would have (``RouteCache.local_expiry``, 06 §6), set when
+        #: the catalog registers it and whenever a store read confirms it.
+        self.route_expires_at = _NO_ROUTE
+
+    @property
+    def finished(self) -> trio.Event:
+        """Set once the incarnation is released and gone from the catalog."""
+        event = self._finished
+        if event is None:
+            event = self._finished = trio.Event()
+            if self._is_finished:
+                event.set()
+        return event
+
+    def _set_finished(self) -> None:
+        self._is_finished = True
+        if self._finished is not None:
+            self._finished.set()
+
+    def log_fields(self) -> dict[str, object]:
+        """The structured fields of a record about this incarnation (``observe.fields``)."""
+        return spot_fields(self.spot_id, node_id=self.rt.node_id, mesh=self.mesh,
+                           generation=self.generation)
+
+    # ------------------------------------------------------------------ activation
+
+    def _construct(self, request: object | None) -> object:
+        instance = self.instance = construct(self.spot_type, self.ctx, request)
+        if observers.OBSERVERS:
+            for observer in observers.OBSERVERS:
+                observer.factory_ran(self.rt.node_id, self.spot_id, self.generation,
+                                     self.spot_type.stable_type)
+        return instance
+
+    async def build(self, request: object | None = None, *,
+                    relocated: bool = False) -> object | None:
+        """Construct the instance and run ``on_activate`` (and ``on_create`` for User Spots).
+
+        Returns what ``on_create`` returned (``None`` for Instance Spots, and for the
+        target of a relocation, ``relocated``, which runs no ``on_create``: the Spot
+        was created long ago). Application exceptions become :class:`HandlerError`;
+        cancellation propagates. The caller runs :meth:`activation_failed` when this
+        raises or the result is a Reject.
+        """
+        instance = self._construct(request)
+        if crash_points.ARMED:
+            crash_points.point("create" if self.spot_type.kind is SpotKind.USER else "cold",
+                               "in_factory", self.rt.node_id)
+        result = await activate(self.spot_type, instance, request, create=not relocated)
+        self.timers.mark_activation()
+        return result
+
+    def build_now(self) -> None:
+        """:meth:`build` of a cold activation whose type activates synchronously
+        (``app_calls.activates_synchronously``): nothing is awaited, no crash point is
+        armed. It belongs to the synchronous cold activation
+        (``coordinators.activation_now``)."""
+        activate_now(self.spot_type, self._construct(None))
+        self.timers.mark_activation()
+
+    async def activation_failed(self) -> None:
+        """``on_close(ACTIVATION_FAILED)`` once if constructed; the incarnation is disposed.
+
+        The caller runs it shielded: a failing attempt always gets to clean up
+        (``on_close`` is bounded by ``app_calls.CLEANUP_TIMEOUT``).
+        """
+        self.state = step(INCARNATION, self.state, INCARNATION.ev.activation_failed)
+        self.timers.cancel_all()
+        await run_on_close(self.spot_type, self.instance, self.spot_id,
+                           CloseReason.ACTIVATION_FAILED)
+
+    def open(self, first: MessageWork | None) -> None:
+        """Commit -> registered -> (first record at the head) -> serving; synchronous.
+
+        The caller registers the incarnation in the catalog in the same continuation.
+        """
+        # From a state the chart lets commit (the initial one alone) the two steps end
+        # in ``_OPENED``: stepped once at import, unless TRACE observes every step.
+        opened = (self.state, INCARNATION.ev.commit_ready) in _TRANSITIONS and not TRACE
+        if not opened:
+            self.state = step(INCARNATION, self.state, INCARNATION.ev.commit_ready)
+        if first is not None:
+            self.first_record = first.first
+            self.first_cleanup = _NO_WAITER  # an Event only once someone waits
+            self.lanes.application.push_front(first, 0)
+        self.state = (_OPENED if opened
+                      else step(INCARNATION, self.state, INCARNATION.ev.open_barrier))
+        self.last_work_finished_at = trio.current_time()
+
+    def open_moved(self, queue: list[tuple[Any, int]]) -> None:
+        """The target of a committed relocation: the moved queue first, then serving.
+
+        ``commit_relocation`` -> ``barrier_closed``, the moved work queued in order (it
+        was accepted at the source: never refused here), ``open_barrier`` -> ``serving``.
+        Synchronous, like :meth:`open`: the caller registers the incarnation in the
+        catalog in the same continuation.
+        """
+        self.state = step(INCARNATION, self.state, INCARNATION.ev.commit_relocation)
+        lane = self.lanes.application
+        for work, size in queue:
+            lane.append_unbounded(work, size)
+        self.state = step(INCARNATION, self.state, INCARNATION.ev.open_barrier)
+
+    # ------------------------------------------------------------------ admission
+
+    @property
+    def admission_sealed(self) -> bool:
+        """Whether admission is sealed: the incarnation is closing or gone (not the
+        chart's ``sealed`` state, which holds admitted messages for a relocation)."""
+        return self.state in _ADMISSION_SEALED
+
+    def admission(self, now: float | None = None) -> Move | None:
+        """Whether a message may come in now: the one admission decision of its hop.
+
+        Returns ``None`` to queue it, or the :class:`Move` whose hold takes it. Raises,
+        the node's state first (it explains a refusal best): Unavailable on a node that
+        lost its lease or is draining; StaleRoute for an owner past its lease deadline;
+        StaleRoute when admission is sealed (closing or gone); Unavailable for a
+        relocation that stranded. ``now``: the store clock, if the caller just read it.
+        """
+        rt = self.rt
+        try:
+            rt.check_admission(now)
+        except StaleRoute:
+            stale(rt, StaleReason.LEASE_EXPIRED, self.spot_id, generation=self.generation,
+                  mesh=self.mesh)
+            raise
+        state = self.state
+        if state in _ADMISSION_SEALED:
+            stale(rt, StaleReason.CLOSING, self.spot_id, generation=self.generation,
+                  mesh=self.mesh)
+            raise StaleRoute(
+                f"Spot {self.spot_id!r} generation {self.generation} is closing on this node "
+                "and admits no new messages; the message was not run. Send a new call once "
+                "it is closed (with Instance intent it is activated again)"
+            )
+        move = self.move
+        if move is not None and state in _HOLDS_INGRESS:
+            refusal = move.refusal()
+            if refusal is not None:
+                raise refusal
+            return move
+        return None
+
+    def admit(self, work: MessageWork, payload_size: int, now: float | None = None) -> None:
+        """Queue an application message (or hold it for a relocation), if
+        :meth:`admission` lets it in; CapacityExceeded (``lane="application"``) when a
+        lane bound is hit. ``now``: the store clock, if the caller just read it."""
+        move = self.admission(now)
+        if move is not None:
+            move.hold.append((work, payload_size))  # no bound of its own (09 §6)
+            return
+        self.lanes.application.admit(work, payload_size)
+        self.wake()
+
+    # ------------------------------------------------------------------ timers
+
+    def add_timer(self, delay: float, callback: Callable[[], Awaitable[object]],
+                  period: float | None) -> TimerId:
+        """Register a timer (see ``SpotContext.start_timer``)."""
+        if self.admission_sealed or self.self_close:
+            raise InvalidOperation(
+                f"Spot {self.spot_id!r} is closing; it cannot start new timers (start "
+                "them while it serves, e.g. in on_activate or a handler)"
+            )
+        timer_id = self.timers.add(delay, callback, period=period, now=trio.current_time())
+        self.wake()
+        return timer_id
+
+    def _fire_due_timers(self) -> None:
+        """Queue the due ticks on the application lane (module docstring, "Timers")."""
+        timers = self.timers
+        if not timers or self.state not in _FIRES_TIMERS:
+            return  # (most Spots have no timer: no clock read)
+        due = timers.due(trio.current_time())
+        if due and _lease_passed(self.rt):
+            # An owner past its lease deadline is no valid owner (09 §4): no tick runs,
+            # as no message is admitted (a periodic timer comes due again).
+            LOGGER.warning("Spot %r: %d timer tick(s) skipped: this node's lease deadline "
+                           "passed before a renewal", self.spot_id, len(due),
+                           extra=self.log_fields())
+            return
+        for tick in due:
+            try:
+                self.lanes.application.admit(tick, 0)
+            except ZLinkError as exc:
+                LOGGER.warning("Spot %r: timer tick skipped: %s", self.spot_id, exc,
+                               extra=self.log_fields())
+
+    # ------------------------------------------------------------------ the task
+
+    def wake(self) -> None:
+        """Wake the task to look at its state and queue again (at once if it is parked)."""
+        self._woken = True
+        task = self._parked
+        if task is not None:
+            self._parked = None
+            trio.lowlevel.reschedule(task)
+
+    def _will_park(self, task: trio.lowlevel.Task) -> bool:
+        """Whether the task (``task``, the current one) parks now: not when :meth:`wake`
+        was called since ``_woken`` was last cleared (it looks again instead); else it is
+        recorded as parked, and its caller awaits ``wait_task_rescheduled(self._unpark)``
+        in the same continuation."""
+        if self._woken:
+            self._woken = False
+            return False
+        self._parked = task
+        return True
+
+    def _unpark(self, _: object) -> trio.lowlevel.Abort:
+        """The parked task is cancelled (its timer deadline, or its nursery)."""
+        self._parked = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    async def run(self) -> None:
+        """The incarnation's task: one turn at a time until closed and released."""
+        # Read once per task, not once per turn: this task, and the run's clock (what
+        # ``trio.current_time`` reads, without its three calls).
+        task = trio.lowlevel.current_task()
+        now = trio.lowlevel.current_clock().current_time
+        if self.rt.clock == now:  # (the store clock is the run's: ``_run_handler`` shares it)
+            now = self.rt.clock
+        lanes = self.lanes
+        try:
+            while True:
+                if self.state not in _RUNS_TURNS:
+                    if self.state not in _TASK_RUNNING:
+                        return  # moved to another node: its queue went with it
+                    # Sealed for a relocation: no turn runs until it commits or aborts.
+                    self._woken = False
+                    if self._will_park(task):
+                        await trio.lowlevel.wait_task_rescheduled(self._unpark)
+                    continue
+                turn = lanes.next_turn()
+                if turn is None:
+                    if self.state in _CLOSES_WHEN_DRAINED:
+                        break
+                    if self.self_close:
+                        await self._begin_self_close()
+                        continue
+                    # Parked in this very frame (not in a helper coroutine): each frame
+                    # on an idle Spot's stack is ~220 B that 100,000 Spots all pay.
+                    deadline = self._before_idle()
+                    if deadline is not _NO_WAIT and self._will_park(task):
+                        if deadline is None:  # no timer: only a wake or a cancel ends it
+                            await trio.lowlevel.wait_task_rescheduled(self._unpark)
+                        else:
+                            with trio.move_on_at(deadline):
+                                await trio.lowlevel.wait_task_rescheduled(self._unpark)
+                    continue
+                await self._run_turn(turn, now)
+            with trio.CancelScope(shield=True):
+                await self._finish()
+        finally:
+            self._fail_queued(Unavailable(
+                f"Spot {self.spot_id!r} stopped on this node before the request ran; "
+                "send a new call"
+            ))
+
+    def _before_idle(self) -> float | None:
+        """Fire the due timers; the next timer's deadline, ``None`` without timers, or
+        :data:`_NO_WAIT` when there is work (or the close) to look at at once."""
+        self._woken = False  # what follows looks at everything a wake announces
+        timers = self.timers
+        deadline = timers.next_deadline()
+        if deadline is not None:  # (most Spots have no timer: no clock read)
+            self._fire_due_timers()
+            deadline = timers.next_deadline()
+        if self.lanes.application.queued or self.state in _CLOSES_WHEN_DRAINED:
+            return _NO_WAIT
+        return deadline
+
+    async def _run_turn(self, turn: Turn[Work], now: Callable[[], float]) -> None:
+        """Run ``turn`` (``now`` reads the Trio clock) and return its reservation."""
+        item = turn.item
+        try:
+            if isinstance(item, TimerWork):
+                if not _lease_passed(self.rt):  # (queued before the deadline passed)
+                    await item.run(self.spot_id)
+            else:
+                ended: float | None = None
+                try:
+                    ended = await self._run_handler(item, now)
+                finally:
+                    self.last_work_finished_at = now() if ended is None else ended
+                first = item.first
+                if first is not None and not self._first_handled_now(first):
+                    await self._first_handled(first)
+        finally:
+            self.lanes.complete(turn.ticket)
+            if self.move is not None:
+                self.move.turn_finished()
+        if self.self_close and not self.admission_sealed:
+            await self._begin_self_close()
+
+    # ------------------------------------------------------------------ a message's turn
+
+    async def _run_handler(self, item: MessageWork,
+                           now: Callable[[], float] = trio.current_time) -> float | None:
+        """Run ``item``'s handler and complete its request (module docstring, "A turn").
+
+        ``now`` reads the Trio clock (the task passes the run's clock itself); when it
+        is the store clock too (``rt.clock is now``, ``memory://``), one reading serves
+        both checks before the turn, and the lease check after it is what this returns:
+        the Trio time the turn ended (``None`` when it read none then; the task reads it).
+        """
+        completion, first, rt = item.completion, item.first, self.rt
+        if first is None:
+            at = now()
+            if completion is not None:
+                if completion.done:
+                    return None  # the caller's deadline already completed it
+                if at >= item.deadline.at:
+                    completion.set_error(DeadlineExceeded(
+                        f"the request to Spot {self.spot_id!r} waited in its queue past its "
+                        "deadline and was not run; use a longer .timeout() or send less work"
+                    ))
+                    return None
+            if (at if rt.clock is now else rt.clock()) >= rt.lease_expires_at:
+                self._refuse_past_lease(item, "was not run")
+                return None
+        try:
+            if observers.OBSERVERS:
+                result: Any = await self._observed(item)
+            else:
+                result = await getattr(self.instance, item.info.name)(item.msg)
+        except Exception as exc:
+            what = f"handler {self.spot_type.cls.__qualname__}.{item.info.name}"
+            if completion is not None:
+                completion.set_error(handler_error(what, exc))
+            else:
+                LOGGER.error("Spot %r: %s raised on a one-way send", self.spot_id, what,
+                             exc_info=exc, extra=self.log_fields())
+            return None
+        if completion is None:
+            return None
+        expected = item.info.reply_type
+        # The declared class exactly (or None for ``-> None``); else check_reply words it.
+        mismatch = (None if type(result) is expected or (result is None and expected is None)
+                    else check_reply(self.spot_type, item.info, result))
+        ended = now() if rt.clock is now else None
+        if (rt.clock() if ended is None else ended) >= rt.lease_expires_at:
+            self._refuse_past_lease(item, "ran, but its effect is lost")
+        elif mismatch is None:
+            completion.set_result(result)
+        else:
+            completion.set_error(mismatch)
+        return ended
+
+    def _refuse_past_lease(self, item: MessageWork, what: str) -> None:
+        """End ``item`` with Unavailable: the owner's lease deadline has passed."""
+        error = Unavailable(
+            f"Spot {self.spot_id!r}: this node's lease ran out at {self.rt.lease_expires_at} "
+            f"before the turn ended (the process was paused or cut off from the store); the "
+            f"message {what} and no reply is given, because another node may own the Spot "
+            "now. Retry the call: it resolves the current owner"
+        )
+        if item.completion is not None:
+            item.completion.set_error(error)
+        else:
+            LOGGER.warning("%s", error.message.replace("no reply is given", "it was one-way"),
+                           extra=self.log_fields())
+
+    async def _observed(self, item: MessageWork) -> object:
+        """Run ``item``'s handler with every observer told (and able to hold it first)."""
+        node_id, name, msg = self.rt.node_id, item.info.name, item.msg
+        spot_id, generation = self.spot_id, self.generation
+        for observer in list(observers.OBSERVERS):
+            await observer.before_turn(node_id, spot_id, generation)
+        for observer in observers.OBSERVERS:
+            observer.turn_began(node_id, spot_id, generation, name, msg)
+        try:
+            result: object = await getattr(self.instance, name)(msg)
+        except Exception as exc:
+            for observer in observers.OBSERVERS:
+                observer.turn_ended(node_id, spot_id, generation, name, msg, None, exc)
+            raise
+        for observer in observers.OBSERVERS:
+            observer.turn_ended(node_id, spot_id, generation, name, msg, result, None)
+        return result
+
+    # ------------------------------------------------------------------ the first record
+
+    @property
+    def first_record_settled(self) -> bool:
+        """Whether no first-record cleanup of a cold activation is pending (06 §4.1 step 12)."""
+        return self.first_record is None or self.first_record.done
+
+    async def wait_first_record(self) -> None:
+        """Wait until the first record's cleanup ran (done or failed); the caller bounds it."""
+        cleanup = self.first_cleanup
+        if isinstance(cleanup, _NoWaiter):
+            cleanup = self.first_cleanup = trio.Event()
+        if cleanup is not None:
+            await cleanup.wait()
+
+    async def _first_handled(self, first: FirstRecord) -> None:
+        """After the restored first record's turn: record its completion (06 §4.1)."""
+        if self.ownership_lost:
+            return
+        if crash_points.ARMED:
+            crash_points.point("cold", "after_first_handler_before_completion",
+                               self.rt.node_id)
+        await record_first_completion(self.rt, self.spot_id, self.generation, first)
+        self._first_settled(first)
+
+    def _first_handled_now(self, first: FirstRecord) -> bool:
+        """:meth:`_first_handled` with nothing awaited, on a store whose transactions are
+        plain calls (``first_record.record_first_completion_now``) and no crash point
+        armed. ``False``: nothing was done; await :meth:`_first_handled`. It belongs to
+        the synchronous cold activation (``coordinators.activation_now``)."""
+        if self.ownership_lost:
+            return True
+        if crash_points.ARMED or not record_first_completion_now(
+                self.rt, self.spot_id, self.generation, first):
+            return False
+        self._first_settled(first)
+        return True
+
+    def _first_settled(self, first: FirstRecord) -> None:
+        if first.done and self.first_record is first:
+            self.first_record = None  # nothing left to clean up at close (``drop_recovery``)
+        if self.first_cleanup is not None:
+            self.first_cleanup.set()
+            self.first_cleanup = None
+
+    # ------------------------------------------------------------------ close requests
+
+    def request_self_close(self) -> None:
+        """``ctx.close()``: begin the close after the current turn."""
+        if not self.admission_sealed:
+            self.self_close = True
+            self.wake()
+
+    def request_close(self, reason: CloseReason, fence: AuthorityFence) -> None:
+        """Seal admission for a close whose BeginClose succeeded; merges with a running one."""
+        event = (INCARNATION.ev.begin_idle_eviction if reason is CloseReason.IDLE_EVICTED
+                 else INCARNATION.ev.begin_close)
+        if self.close_reason is not None or not INCARNATION.allows(self.state, event):
+            return
+        self.state = step(INCARNATION, self.state, event)
+        self.close_reason = reason
+        self.close_fence = fence
+        self.wake()
+
+    def lose_ownership(self, error: Unavailable) -> None:
+        """The node lost its lease: seal, fail queued work with ``error``, cancel timers.
+
+        The task then finishes the running turn, runs ``on_close(OWNERSHIP_LOST)`` once
+        (unless a close already started its ``on_close``) and leaves the catalog without
+        writing to the store. Synchronous; idempotent.
+        """
+        if self.ownership_lost or self.state not in _TASK_RUNNING:
+            return
+        self.ownership_lost = True
+        if self.move is not None:  # the move cannot go on without a lease
+            self.unseal()
+        if INCARNATION.allows(self.state, INCARNATION.ev.begin_close):
+            self.state = step(INCARNATION, self.state, INCARNATION.ev.begin_close)
+        if not self.cleanup_started:
+            self.close_reason = CloseReason.OWNERSHIP_LOST
+        self.self_close = False
+        self.timers.cancel_all()
+        self._fail_queued(error)
+        self.wake()
+
+    async def _begin_self_close(self) -> None:
+        """``ctx.close()``'s BeginClose, after the turn that asked for it (by the task)."""
+        if self.state in _HOLDS_INGRESS:
+            return  # the relocation that sealed behind the turn sees it and aborts
+        self.self_close = False
+        if not INCARNATION.allows(self.state, INCARNATION.ev.begin_close):
+            return
+        rt = self.rt
+        record = None
+        with trio.move_on_after(rt.options.default_timeout):
+            try:
+                record = await rt.store.location.begin_close(
+                    self.spot_id, object_generation=self.generation, owner=rt.owner,
+                    now=rt.now())
+            except ZLinkError as exc:
+                LOGGER.warning("Spot %r: ctx.close() could not begin: %s", self.spot_id, exc,
+                               extra=self.log_fields())
+        if record is not None:
+            self.request_close(CloseReason.CLOSED, record.fence())
+
+    # ------------------------------------------------------------------ closing
+
+    def leave_catalog(self) -> None:
+        """Leave the catalog and drop the cached route, in one continuation."""
+        if self.unregister is not None:
+            self.unregister(self)
+        self.rt.route_cache.invalidate(self.spot_id)
+
+    async def _finish(self) -> None:
+        """All accepted work is done: cleanup once, release, unregister (06 §7).
+
+        Without ownership (the node lost its lease) nothing is written to the store.
+        """
+        reason = self.close_reason
+        assert reason is not None
+        self.timers.cancel_all()
+        self.cleanup_started = True
+        await run_on_close(self.spot_type, self.instance, self.spot_id, reason)
+        self._observe_close(reason)
+        fence = self.close_fence
+        if not self.ownership_lost and fence is not None:
+            await self._bounded("Release", lambda: self.rt.store.location.release(fence))
+        self.leave_catalog()
+        self.state = step(INCARNATION, self.state, INCARNATION.ev.dispose)
+        self._set_finished()
+        incarnation_closed(self.rt, reason.value, self.spot_id, self.mesh, self.generation)
+        if not self.ownership_lost:  # else inbox and root stay as evidence for the operator
+            first = self.first_record
+            await self._bounded("recovery cleanup", lambda: drop_recovery(
+                self.rt, self.spot_id, self.generation, first))
+
+    async def moved_away(self) -> None:
+        """After a committed relocation: ``on_close(RELOCATED)`` once, then ``finished``."""
+        self.cleanup_started = True
+        await run_on_close(self.spot_type, self.instance, self.spot_id, CloseReason.RELOCATED)
+        self._observe_close(CloseReason.RELOCATED)
+        self._set_finished()
+        incarnation_closed(self.rt, CloseReason.RELOCATED.value, self.spot_id, self.mesh,
+                           self.generation)
+
+    def _observe_close(self, reason: CloseReason) -> None:
+        if observers.OBSERVERS and self.instance is not None:
+            for observer in observers.OBSERVERS:
+                observer.closed(self.rt.node_id, self.spot_id, self.generation, reason)
+
+    async def _bounded(self, what: str, call: Callable[[], Awaitable[object]]) -> None:
+        """One store call of the (shielded) cleanup, bounded by ``default_timeout``; logged."""
+        timeout = self.rt.options.default_timeout
+        with trio.move_on_after(timeout) as scope:
+            try:
+                await call()
+            except ZLinkError as exc:
+                LOGGER.error("Spot %r: %s failed: %s", self.spot_id, what, exc,
+                             extra=self.log_fields())
+        if scope.cancelled_caught:
+            LOGGER.error("Spot %r: %s got no answer from the store within %s s; the record "
+                         "stays until an operator cleans it up", self.spot_id, what, timeout,
+                         extra=self.log_fields())
+
+    def _fail_queued(self, error: Unavailable) -> None:
+        """Complete every queued request with ``error`` without running it (sends are
+        dropped and logged); no caller may wait for a turn that never comes."""
+        dropped = 0
+        lanes = self.lanes
+        while (turn := lanes.next_turn()) is not None:
+            if isinstance(turn.item, MessageWork):
+                if turn.item.completion is not None:
+                    turn.item.completion.set_error(error)
+                else:
+                    dropped += 1
+            lanes.complete(turn.ticket)
+        if dropped:
+            LOGGER.warning("Spot %r: %d queued one-way send(s) were not run: %s",
+                           self.spot_id, dropped, error, extra=self.log_fields())
+
+    # ------------------------------------------------------------------ moving
+
+    def seal_for_relocation(self) -> None:
+        """Seal admission into the move's hold; no turn runs and no timer fires from now on."""
+        self.state = step(INCARNATION, self.state, INCARNATION.ev.seal_for_relocation)
+        self.wake()
+
+    async def wait_no_turn(self) -> None:
+        """Wait until the turn that was running at the seal has finished (caller bounds it)."""
+        move = self.move
+        assert move is not None
+        while self.lanes.counts()[1]:
+            await move.next_turn_end()
+
+    def unseal(self) -> list[tuple[Any, int]]:
+        """Abort before relay-ready: serve again, the hold queued behind the captured work.
+
+        Returns what was held (now queued). Idempotent once unsealed.
+        """
+        move = self.move
+        assert move is not None
+        if INCARNATION.allows(self.state, INCARNATION.ev.abort_relocation):
+            self.state = step(INCARNATION, self.state, INCARNATION.ev.abort_relocation)
+        held, move.hold = move.hold, []
+        lane = self.lanes.application
+        for work, size in held:
+            lane.append_unbounded(work, size)  # accepted already: never refused now
+        self.wake()
+        return held
+
+    def strand(self, why: str) -> None:
+        """Past relay-ready, the target did not commit in time: end the hold, refuse ingress.
+
+        The source never serves again and the Spot is unavailable until the target
+        commits (a restart of it included), so holding without end would only turn each
+        caller's wait into a DeadlineExceeded: each held request gets ``Unavailable(why)``
+        now and :meth:`admission` refuses new ingress the same way.
+        :meth:`finish_relocation` still runs at the commit.
+        """
+        move = self.move
+        assert move is not None
+        move.stranded = why
+        held, move.hold = move.hold, []
+        for work, _size in held:
+            if work.completion is not None:
+                work.completion.set_error(Unavailable(why))
+
+    def finish_relocation(self) -> tuple[list[Any], list[tuple[Any, int]]]:
+        """The relocation committed: dispose of the source incarnation, no store write.
+
+        Returns the queued work that left with the payload (oldest first) and the hold
+        (arrival order), for the coordinator to account for and relay.
+        """
+        move = self.move
+        assert move is not None
+        self.state = step(INCARNATION, self.state, INCARNATION.ev.commit_relocation)
+        moved = self.lanes.application.take_queued()
+        self.timers.cancel_all()
+        held, move.hold = move.hold, []
+        self.leave_catalog()
+        self.wake()  # its task sees ``disposed`` and returns
+        return moved, held
