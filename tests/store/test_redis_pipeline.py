@@ -231,9 +231,7 @@ async def test_a_flushed_script_is_loaded_again_on_the_pipeline():
 
 
 def test_replies_split_anywhere_on_the_wire_decode_whole():
-    from coredis.exceptions import NoScriptError
-
-    from zlink_trio.store.redis.resp import NeedMore, Reader
+    from zlink_trio.store.redis.resp import NeedMore, NoScriptError, Reader
 
     wire = b"*3\r\n$3\r\nabc\r\n:12\r\n*2\r\n$-1\r\n+OK\r\n-NOSCRIPT gone\r\n$0\r\n\r\n"
     for cut in range(len(wire) + 1):
