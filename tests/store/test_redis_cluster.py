@@ -12,14 +12,16 @@ clusters.
 
 from __future__ import annotations
 
-import coredis
+from functools import partial
+
 import pytest
 import trio
-from redis_helpers import cluster_test_store, cluster_url_with, collect_failed_connections
+from redis_helpers import cluster_test_store, cluster_url_with
 from store_helpers import MESH, claim, ready, reserve
 
 from zlink_trio.core.errors import InvalidConfiguration, StoreUnavailable
 from zlink_trio.store import open_store
+from zlink_trio.store.redis.admin import scan_keys
 from zlink_trio.store.redis_cluster import parse_cluster_url
 from zlink_trio.store.redis_cluster.keys import hash_slot
 
@@ -56,7 +58,6 @@ async def test_an_unreachable_cluster_is_a_typed_error():
         with pytest.raises(StoreUnavailable):
             async with open_store("redis+cluster://127.0.0.1:1?timeout=0.5"):
                 pass
-    collect_failed_connections()
 
 
 async def test_generations_increase_per_id_and_are_unique_store_wide():
@@ -83,9 +84,9 @@ async def test_generations_increase_per_id_and_are_unique_store_wide():
 
 async def _keys_of(store) -> list[bytes]:
     found = []
-    for host, port in store.router.masters():
-        async with coredis.Redis(host=host, port=port, decode_responses=False) as one:
-            found += [k async for k in one.scan_iter(match=f"{store.config.prefix}:*")]
+    for master in store.router.masters():
+        found += await scan_keys(partial(store.router.call_master, master),
+                                 f"{store.config.prefix}:*")
     return found
 
 
