@@ -125,6 +125,18 @@ async def test_connection_refused_is_unavailable_quickly():
         assert trio.current_time() - started < 1.0
 
 
+async def test_the_blocks_own_error_leaves_the_store_as_raised():
+    # The store's connections run in a nursery around the block (redis.pipeline's
+    # open_pipelines); the block's error still comes out as itself, not in a group.
+    async def fail_inside() -> None:
+        async with redis_test_store() as store:
+            await store.location.find("e-1")
+            raise LookupError("the block's own")
+
+    with trio.fail_after(TIMEOUT), pytest.raises(LookupError, match="the block's own"):
+        await fail_inside()
+
+
 async def test_noscript_after_script_flush_reloads_and_runs_once():
     with trio.fail_after(TIMEOUT):
         async with (own_server() as server, redis_test_store(server) as store,

@@ -12,6 +12,7 @@ clusters.
 
 from __future__ import annotations
 
+import socket
 from functools import partial
 
 import pytest
@@ -131,6 +132,32 @@ async def test_query_statistics_and_orphans_cover_every_bucket():
             assert [r.spot_id for r in orphans] == ids[20:26]
             rest = await store.location.orphans("node-q", now=10.0, after=ids[25])
             assert [r.spot_id for r in rest] == ids[26:]
+
+
+async def test_a_listed_node_that_does_not_answer_is_passed_over():
+    # The slot map is read from the first listed node that answers (redis_cluster.router).
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()[1]  # nothing listens once the probe is closed
+    with trio.fail_after(TIMEOUT):
+        async with cluster_test_store(buckets=8) as store:
+            node = await claim(store)
+            await ready(store, node, "d-1")
+            url = cluster_url_with(store.config.prefix, buckets=8).replace(
+                "redis+cluster://", f"redis+cluster://127.0.0.1:{dead},", 1)
+            async with open_store(url) as other:
+                assert (await other.location.find("d-1")) is not None
+                assert ("127.0.0.1", dead) not in other.router.masters()
+
+
+async def test_the_blocks_own_error_leaves_the_store_as_raised():
+    async def fail_inside() -> None:
+        async with cluster_test_store() as store:
+            await store.location.find("e-1")
+            raise LookupError("the block's own")
+
+    with trio.fail_after(TIMEOUT), pytest.raises(LookupError, match="the block's own"):
+        await fail_inside()
 
 
 async def test_the_bucket_count_of_a_deployment_cannot_change():
