@@ -19,7 +19,6 @@ import time
 import uuid
 from pathlib import Path
 
-import coredis
 import pytest
 import trio
 
@@ -29,6 +28,7 @@ from zlink_trio.core.errors import Unavailable
 from zlink_trio.core.identity import NodeRid, SpotKind, new_entry_spot_id
 from zlink_trio.core.placement import Role
 from zlink_trio.store import open_store
+from zlink_trio.store.redis.admin import delete_matching, open_connection
 
 TIMEOUT = 10
 MESH = "world"
@@ -408,10 +408,8 @@ def test_console_script_runs_inspect(sqlite_store):
 
 async def _drop_prefix(prefix: str) -> None:
     with trio.fail_after(TIMEOUT):
-        async with coredis.Redis(host="127.0.0.1", port=6379, db=0) as client:
-            keys = [k async for k in client.scan_iter(match=f"{prefix}:*", count=1000)]
-            if keys:
-                await client.delete(keys)
+        async with open_connection("redis://127.0.0.1:6379/0") as connection:
+            await delete_matching(connection.call, f"{prefix}:*", per_command=500)
 
 
 def test_inspect_and_release_on_redis(capsys):

@@ -189,20 +189,20 @@ class RedisPause(Fault):
                "work and restarts itself; after the pause every Spot serves again")
 
     async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
-        import coredis
+        from zlink_trio.store.redis.admin import open_connection
 
         pause = knobs.lease * 1.6
         parts = urlsplit(cluster.store)
-        async with coredis.Redis(host=parts.hostname or "127.0.0.1",
-                                 port=parts.port or 6379) as client:
+        server = f"redis://{parts.hostname or '127.0.0.1'}:{parts.port or 6379}/0"
+        async with open_connection(server) as client:
             try:
                 # The pause ends by itself after ``pause`` even if this process dies.
-                await client.client_pause(round(pause * 1000))
+                await client.command(["CLIENT", "PAUSE", round(pause * 1000)])
                 cluster.mark("fault", what=f"CLIENT PAUSE {pause:.1f} s")
                 await trio.sleep(pause)
             finally:
                 with trio.CancelScope(shield=True), trio.move_on_after(5):
-                    await client.client_unpause()
+                    await client.command(["CLIENT", "UNPAUSE"])
         return [cluster.mark("heal")]
 
 

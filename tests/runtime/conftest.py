@@ -148,7 +148,7 @@ async def url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[s
     helpers = redis_helpers()
     try:
         async with helpers.raw_client() as client:
-            await client.ping()
+            await client.command(["PING"])
     except Exception as exc:
         helpers.unreachable(str(exc))
     prefix = helpers.fresh_prefix()

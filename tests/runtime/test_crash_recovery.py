@@ -153,7 +153,7 @@ def redis_outcomes(tmp_path_factory):
     async def reachable() -> str:
         try:
             async with helpers.raw_client() as client:
-                await client.ping()
+                await client.command(["PING"])
         except Exception as exc:
             return str(exc)
         return ""

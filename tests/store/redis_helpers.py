@@ -28,18 +28,21 @@ import tempfile
 import uuid
 import warnings
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
-import coredis
 import pytest
 import trio
 
 from zlink_trio.core.errors import Unavailable
 from zlink_trio.store import open_store
+from zlink_trio.store.redis.admin import delete_matching, open_connection
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+    from contextlib import AbstractAsyncContextManager
+
+    from zlink_trio.store.redis.pipeline import Pipeline
 
 REDIS_URL = os.environ.get("ZLINK_TEST_REDIS") or "redis://127.0.0.1:6379/0"
 CLEANUP_TIMEOUT = 10
@@ -56,22 +59,20 @@ def url_with(prefix: str, server: str = "", **options: object) -> str:
     return f"{(server or REDIS_URL).split('?')[0]}?{query}"
 
 
-def raw_client(server: str = "") -> coredis.Redis:
-    """A plain coredis client on the test server, or on ``server`` (enter it with
-    ``async with``)."""
-    parts = urlsplit(server or REDIS_URL)
-    db = int(parts.path.strip("/") or 0)
-    return coredis.Redis(host=parts.hostname or "127.0.0.1", port=parts.port or 6379, db=db,
-                         password=parts.password, decode_responses=False)
+def raw_client(server: str = "") -> AbstractAsyncContextManager[Pipeline]:
+    """One plain connection (the store's own client) to the test server, or to
+    ``server``: enter it with ``async with``, send with ``await client.command([...])``."""
+    return open_connection(server or REDIS_URL)
 
 
 def collect_failed_connections() -> None:
     """Collect the coredis connections that failed to connect, without their warnings.
 
-    coredis 6.9 leaves the memory streams of a connection that never connected
-    unclosed; their ``ResourceWarning`` would surface (as an error, under
-    ``filterwarnings = error``) in whichever later test the GC happens to run.
-    Tests that make connections fail on purpose call this right after.
+    coredis 6.9 (the ShoppingMall sample's application stores use it) leaves the memory
+    streams of a connection that never connected unclosed; their ``ResourceWarning``
+    would surface (as an error, under ``filterwarnings = error``) in whichever later
+    test the GC happens to run. Tests that make its connections fail on purpose call
+    this right after.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResourceWarning)
@@ -91,13 +92,9 @@ def unreachable(error: object) -> None:
 async def delete_prefix(prefix: str, server: str = "") -> int:
     """Delete every key of ``prefix`` (both stores) on the test server or ``server``;
     returns how many."""
-    deleted = 0
     with trio.fail_after(CLEANUP_TIMEOUT):
         async with raw_client(server) as client:
-            keys = [k async for k in client.scan_iter(match=f"{prefix}:*", count=1000)]
-            for i in range(0, len(keys), 500):
-                deleted += await client.delete(keys[i:i + 500])
-    return deleted
+            return await delete_matching(client.call, f"{prefix}:*", per_command=500)
 
 
 @asynccontextmanager
@@ -126,7 +123,7 @@ async def fresh_url(server: str = "") -> AsyncIterator[str]:
     reached, and deletes the prefix's keys afterwards."""
     try:
         async with raw_client(server) as client:
-            await client.ping()
+            await client.command(["PING"])
     except Exception as exc:
         problem = str(exc)
     else:
@@ -268,12 +265,11 @@ async def delete_cluster_prefix(store: object) -> int:
     """Delete every key of ``store``'s prefix on every master of the cluster."""
     prefix = store.config.prefix  # type: ignore[attr-defined]
     deleted = 0
+    router = store.router  # type: ignore[attr-defined]
     with trio.fail_after(CLEANUP_TIMEOUT):
-        for host, port in store.router.masters():  # type: ignore[attr-defined]
-            async with coredis.Redis(host=host, port=port, decode_responses=False) as one:
-                keys = [k async for k in one.scan_iter(match=f"{prefix}:*", count=1000)]
-                for key in keys:  # one by one: keys of many slots
-                    deleted += await one.delete([key])
+        for master in router.masters():  # one key per DEL: keys of many slots
+            deleted += await delete_matching(partial(router.call_master, master),
+                                             f"{prefix}:*")
     return deleted
 
 

@@ -12,14 +12,17 @@ clusters.
 
 from __future__ import annotations
 
-import coredis
+import socket
+from functools import partial
+
 import pytest
 import trio
-from redis_helpers import cluster_test_store, cluster_url_with, collect_failed_connections
+from redis_helpers import cluster_test_store, cluster_url_with
 from store_helpers import MESH, claim, ready, reserve
 
 from zlink_trio.core.errors import InvalidConfiguration, StoreUnavailable
 from zlink_trio.store import open_store
+from zlink_trio.store.redis.admin import scan_keys
 from zlink_trio.store.redis_cluster import parse_cluster_url
 from zlink_trio.store.redis_cluster.keys import hash_slot
 
@@ -56,7 +59,6 @@ async def test_an_unreachable_cluster_is_a_typed_error():
         with pytest.raises(StoreUnavailable):
             async with open_store("redis+cluster://127.0.0.1:1?timeout=0.5"):
                 pass
-    collect_failed_connections()
 
 
 async def test_generations_increase_per_id_and_are_unique_store_wide():
@@ -83,9 +85,9 @@ async def test_generations_increase_per_id_and_are_unique_store_wide():
 
 async def _keys_of(store) -> list[bytes]:
     found = []
-    for host, port in store.router.masters():
-        async with coredis.Redis(host=host, port=port, decode_responses=False) as one:
-            found += [k async for k in one.scan_iter(match=f"{store.config.prefix}:*")]
+    for master in store.router.masters():
+        found += await scan_keys(partial(store.router.call_master, master),
+                                 f"{store.config.prefix}:*")
     return found
 
 
@@ -130,6 +132,32 @@ async def test_query_statistics_and_orphans_cover_every_bucket():
             assert [r.spot_id for r in orphans] == ids[20:26]
             rest = await store.location.orphans("node-q", now=10.0, after=ids[25])
             assert [r.spot_id for r in rest] == ids[26:]
+
+
+async def test_a_listed_node_that_does_not_answer_is_passed_over():
+    # The slot map is read from the first listed node that answers (redis_cluster.router).
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()[1]  # nothing listens once the probe is closed
+    with trio.fail_after(TIMEOUT):
+        async with cluster_test_store(buckets=8) as store:
+            node = await claim(store)
+            await ready(store, node, "d-1")
+            url = cluster_url_with(store.config.prefix, buckets=8).replace(
+                "redis+cluster://", f"redis+cluster://127.0.0.1:{dead},", 1)
+            async with open_store(url) as other:
+                assert (await other.location.find("d-1")) is not None
+                assert ("127.0.0.1", dead) not in other.router.masters()
+
+
+async def test_the_blocks_own_error_leaves_the_store_as_raised():
+    async def fail_inside() -> None:
+        async with cluster_test_store() as store:
+            await store.location.find("e-1")
+            raise LookupError("the block's own")
+
+    with trio.fail_after(TIMEOUT), pytest.raises(LookupError, match="the block's own"):
+        await fail_inside()
 
 
 async def test_the_bucket_count_of_a_deployment_cannot_change():

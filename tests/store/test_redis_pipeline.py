@@ -29,7 +29,7 @@ SHORT = 0.1
 
 async def _probe_after_pause(store: object, admin: object) -> None:
     prefix = store.config.prefix  # type: ignore[attr-defined]
-    await admin.set(f"{prefix}:rel:probe", "after-pause")  # type: ignore[attr-defined]
+    await admin.command(["SET", f"{prefix}:rel:probe", "after-pause"])  # type: ignore[attr-defined]
 
 
 def _reserve_each(nursery: trio.Nursery, store: object, c: object, spot_ids: tuple[str, ...],
@@ -72,7 +72,7 @@ async def test_a_write_that_timed_out_while_queued_was_never_sent():
         async with (own_server() as server, redis_test_store(server) as store,
                     raw_client(server) as admin):
             c = await claim(store)
-            await admin.client_pause(PAUSE_MS, "WRITE")
+            await admin.command(["CLIENT", "PAUSE", PAUSE_MS, "WRITE"])
             outcome: dict[str, object] = {}
 
             async def first() -> None:  # on the wire, held by the pause
@@ -98,7 +98,7 @@ async def test_a_timed_out_write_on_a_shared_connection_may_have_run():
             # The server knows the script (its own server is fresh): the paused call is
             # the script's EVALSHA alone, not a NOSCRIPT reload after the pause.
             await reserve(store, c, "s-0")
-            await admin.client_pause(PAUSE_MS, "WRITE")
+            await admin.command(["CLIENT", "PAUSE", PAUSE_MS, "WRITE"])
             errors: list[Unavailable] = []
 
             async def short() -> None:
@@ -126,7 +126,7 @@ async def test_writes_abandoned_together_close_the_connection_and_write_nothing(
         async with (own_server() as server, redis_test_store(server, timeout=SHORT) as store,
                     raw_client(server) as admin):
             c = await claim(store)
-            await admin.client_pause(PAUSE_MS, "WRITE")
+            await admin.command(["CLIENT", "PAUSE", PAUSE_MS, "WRITE"])
             failures: list[Unavailable] = []
             async with trio.open_nursery() as nursery:
                 _reserve_each(nursery, store, c, ("t-1", "t-2", "t-3"), failures)
@@ -146,7 +146,7 @@ async def test_closing_the_store_answers_every_call_still_waiting():
             url = url_with(guard.config.prefix, server)
             async with trio.open_nursery() as nursery, open_store(url) as store:
                 c = await claim(store)
-                await admin.client_pause(PAUSE_MS, "WRITE")
+                await admin.command(["CLIENT", "PAUSE", PAUSE_MS, "WRITE"])
 
                 async def one(spot_id: str) -> None:
                     try:
@@ -197,7 +197,7 @@ async def test_a_broken_connection_answers_every_call_and_the_next_call_reconnec
                     raw_client(server) as admin):
             c = await claim(store)
             writes = store._location._run.writes  # the connection to break
-            await admin.client_pause(PAUSE_MS, "WRITE")
+            await admin.command(["CLIENT", "PAUSE", PAUSE_MS, "WRITE"])
             failures: list[Unavailable] = []
             async with trio.open_nursery() as nursery:
                 _reserve_each(nursery, store, c, ("b-1", "b-2", "b-3"), failures)
@@ -217,7 +217,7 @@ async def test_a_flushed_script_is_loaded_again_on_the_pipeline():
         async with (own_server() as server, redis_test_store(server) as store,
                     raw_client(server) as admin):
             c = await claim(store, capacity=10)
-            await admin.script_flush()
+            await admin.command(["SCRIPT", "FLUSH"])
             fences = []
 
             async def one(i: int) -> None:
@@ -231,9 +231,7 @@ async def test_a_flushed_script_is_loaded_again_on_the_pipeline():
 
 
 def test_replies_split_anywhere_on_the_wire_decode_whole():
-    from coredis.exceptions import NoScriptError
-
-    from zlink_trio.store.redis.resp import NeedMore, Reader
+    from zlink_trio.store.redis.resp import NeedMore, NoScriptError, Reader
 
     wire = b"*3\r\n$3\r\nabc\r\n:12\r\n*2\r\n$-1\r\n+OK\r\n-NOSCRIPT gone\r\n$0\r\n\r\n"
     for cut in range(len(wire) + 1):

@@ -41,7 +41,7 @@ def kit_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     async def ping() -> str:
         try:
             async with helpers.raw_client() as client:
-                await client.ping()
+                await client.command(["PING"])
         except Exception as exc:
             return str(exc)
         return ""

@@ -41,7 +41,6 @@ import uuid
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlsplit
 
 import trio
 
@@ -81,31 +80,22 @@ def _ms(samples: list[float]) -> dict[str, float]:
 
 
 async def _delete_redis_prefix(redis_url: str, prefix: str) -> None:
-    import coredis
+    from zlink_trio.store.redis.admin import delete_matching, open_connection
 
-    parts = urlsplit(redis_url)
-    client: coredis.Redis[bytes] = coredis.Redis(
-        host=parts.hostname or "127.0.0.1", port=parts.port or 6379,
-        db=int(parts.path.strip("/") or 0), username=parts.username, password=parts.password,
-        decode_responses=False)
-    async with client:
-        keys = [key async for key in client.scan_iter(match=f"{prefix}:*", count=1000)]
-        for i in range(0, len(keys), 500):
-            await client.delete(keys[i:i + 500])
+    async with open_connection(redis_url) as connection:
+        await delete_matching(connection.call, f"{prefix}:*", per_command=500)
 
 
 async def _delete_cluster_prefix(url: str) -> None:
-    import coredis
+    from functools import partial
 
+    from zlink_trio.store.redis.admin import delete_matching
     from zlink_trio.store.redis_cluster import open_redis_cluster_store
 
     async with open_redis_cluster_store(url) as store:
         prefix = store.config.prefix
-        for host, port in store.router.masters():
-            async with coredis.Redis(host=host, port=port, decode_responses=False) as one:
-                keys = [key async for key in one.scan_iter(match=f"{prefix}:*", count=1000)]
-                for key in keys:  # one at a time: the keys span many slots
-                    await one.delete([key])
+        for master in store.router.masters():  # one key per DEL: the keys span many slots
+            await delete_matching(partial(store.router.call_master, master), f"{prefix}:*")
 
 
 @asynccontextmanager

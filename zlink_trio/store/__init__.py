@@ -30,7 +30,7 @@ Modules:
                    backend, part and method (``open_node(metrics=...)`` only)
 - ``rules/``    -- the pure transaction functions every backend matches (the oracle)
 - ``sqlite/``   -- the ``sqlite:///path.db`` backend (one file, processes of one host)
-- ``redis/``    -- the ``redis://host:port/db`` backend (coredis, imported only on open)
+- ``redis/``    -- the ``redis://host:port/db`` backend (its own RESP2 client)
 - ``redis_cluster/`` -- the ``redis+cluster://host:port,...`` backend: ``redis/``'s scripts
                    per bucket (one hash slot each) on Redis Cluster
 """

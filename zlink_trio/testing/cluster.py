@@ -236,19 +236,12 @@ def _redis_url(url: str) -> tuple[str, str | None]:
 
 
 async def _delete_redis_prefix(url: str, prefix: str, in_flight: InFlight) -> None:
-    from urllib.parse import urlsplit
+    from zlink_trio.store.redis.admin import delete_matching, open_connection
 
-    import coredis  # the redis backend's own client
-
-    parts = urlsplit(url)
     with in_flight.io(f"deleting the keys of {prefix!r}", scoped=False), \
             trio.move_on_after(10), trio.CancelScope(shield=True):
-        async with coredis.Redis(host=parts.hostname or "127.0.0.1", port=parts.port or 6379,
-                                 db=int(parts.path.strip("/") or 0), password=parts.password,
-                                 decode_responses=False) as client:
-            keys = [k async for k in client.scan_iter(match=f"{prefix}:*", count=1000)]
-            for i in range(0, len(keys), 500):
-                await client.delete(keys[i:i + 500])
+        async with open_connection(url) as connection:
+            await delete_matching(connection.call, f"{prefix}:*", per_command=500)
 
 
 @asynccontextmanager

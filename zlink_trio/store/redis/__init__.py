@@ -1,11 +1,11 @@
-"""The ``redis://host:port/db`` backend: both stores on one Redis server, via coredis.
+"""The ``redis://host:port/db`` backend: both stores on one Redis server.
 
 Every transaction is one Lua script (checks before the first write, no
 rollback needed); keys are hash-tagged per Spot ID under ``<prefix>:loc:`` and
 ``<prefix>:rel:``. ``store`` tells the whole story; docs/stores.md ("Redis")
-the guarantees, failures and options. coredis is the optional extra
-``zlink-trio[redis]``: importing this package does not import it, only
-:func:`open_redis_store` does.
+the guarantees, failures and options. The backend speaks RESP2 itself over Trio
+sockets (``resp``, ``pipeline``): it needs no Redis client library, and the
+Redis Cluster backend (``store.redis_cluster``) runs on the same client.
 
 Modules:
 
@@ -16,10 +16,15 @@ Modules:
 - ``combined``    -- :class:`RedisCombined`: the combined cold-activation transactions
 - ``recovery``    -- the ``orphans`` read and ``adopt_orphan`` of startup recovery
 - ``codec``       -- the key layout, argument encoding, reply decoding, refusal codes
-- ``client``      -- :class:`ScriptRunner`: EVALSHA / NOSCRIPT, deadlines, typed errors
-- ``pipeline``    -- auto-pipelining: the calls of one scheduling tick share a round trip
-- ``resp``        -- RESP2 framing of the store's own connections (commands out, replies in)
-- ``lua``         -- the scripts: one prelude, one module per script family
+- ``client``      -- :class:`ScriptRunner`: EVALSHA / NOSCRIPT, script SHAs, deadlines,
+                     typed errors
+- ``pipeline``    -- auto-pipelining: the calls of one scheduling tick share a round
+                     trip; ``open_pipelines``, the nursery of a store's senders
+- ``resp``        -- RESP2 framing (commands out, replies in) and the error replies
+                     (``ReplyError``, ``NoScriptError``)
+- ``admin``       -- one plain connection and a pattern's keys, for tools and tests
+- ``lua``         -- the scripts: one prelude (shared with the Redis Cluster backend),
+                     one module per script family
 """
 
 from zlink_trio.store.redis.combined import RedisCombined as RedisCombined

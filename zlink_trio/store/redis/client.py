@@ -1,23 +1,25 @@
-"""Running the backend's scripts and commands on coredis, with deadlines and typed errors.
+"""Running the backend's scripts and commands, with deadlines and typed errors.
 
 Theory of operation
 -------------------
-:class:`ScriptRunner` owns the registered Lua scripts (``coredis`` ``Script``
-objects; the SHA is computed locally) and sends each call as ``EVALSHA``.
-When the server answers ``NOSCRIPT`` (restarted, ``SCRIPT FLUSH``, failover
-to a replica that never saw the script) it loads the script and sends the
-call once more; the first call did nothing, so the retry is safe. Nothing
-else is ever retried: a write that may have run must not run twice.
+:class:`ScriptRunner` holds the registered Lua scripts and their SHA1 digests
+(``hashlib``, as Redis computes them) and sends each call as ``EVALSHA``. When
+the server answers ``NOSCRIPT`` (restarted, ``SCRIPT FLUSH``, failover to a
+replica that never saw the script) it loads the script and sends the call once
+more; the first call did nothing, so the retry is safe. Nothing else is ever
+retried: a write that may have run must not run twice.
 
 **Deadlines.** Every call ends by the earlier of the caller's deadline
 (``trio.current_effective_deadline()``) and the store's operation timeout
-(URL ``?timeout=``, default 5 s). When the operation timeout is what cut
-it, the call raises :class:`Unavailable`; when the caller's deadline did, it
-raises :class:`DeadlineExceeded` (an explicit cancel still propagates as
-``Cancelled``). Connection loss, refused connections, a server that is
-loading, read-only or paused past the timeout, and any other Redis error
-become :class:`Unavailable` chained with ``from``; no coredis exception
-leaves the store.
+(URL ``?timeout=``, default 5 s). A caller whose deadline passed before the call
+raises :class:`DeadlineExceeded` at once, and so does :meth:`ScriptRunner.bounded`
+when the caller's deadline is what cut it; a deadline that passes while a call waits
+reaches it as a cancellation of the caller's own scope (the timeout rule of
+``pipeline`` decides what it raises). When the operation timeout is what cut a call,
+it raises :class:`StoreUnavailable`. Connection loss, refused connections, a server
+that is loading, read-only or paused past the timeout, and any other Redis error
+reply become :class:`StoreUnavailable` (chained with ``from`` where there is an
+underlying error); no exception of the RESP layer leaves the store.
 
 **Scripts and reads are auto-pipelined** (``pipeline``): every script and every
 read command is queued on one of two pipelines -- write scripts on one connection,
@@ -31,58 +33,56 @@ disconnects), has written nothing; one that shares its connection with a caller 
 waiting "may have run" and says so (:class:`StoreUnavailable`: re-read before
 retrying). The ambiguous case of a reply lost after the script ran (connection cut
 mid-reply) remains: the transaction happened, atomically, and the caller's re-read
-(every fence check is idempotent or reports its own record) tells which. Only the
-opening ``PING`` goes through coredis. A call made once the store is closed raises
+(every fence check is idempotent or reports its own record) tells which. The opening
+``PING`` is a read on the same pipeline. A call made once the store is closed raises
 :class:`StoreUnavailable` at once.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-import anyio
 import trio
-from coredis.exceptions import NoScriptError, RedisError
 
 from zlink_trio.core.errors import DeadlineExceeded, StoreUnavailable
 from zlink_trio.store.redis.pipeline import Expired
-from zlink_trio.store.redis.resp import encode_args, encode_command
+from zlink_trio.store.redis.resp import NoScriptError, ReplyError, encode_args, encode_command
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 
-    import coredis
-    from coredis.commands.script import Script
-
     from zlink_trio.store.redis.pipeline import Pipeline
 
-__all__ = ("ScriptRunner",)
+__all__ = ("ScriptRunner", "script_sha")
 
 T = TypeVar("T")
 
-#: What a call may raise when Redis or the link to it fails (never leaves the store).
-_FAILURES = (RedisError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError,
-             anyio.EndOfStream)
+
+def script_sha(source: str) -> str:
+    """The SHA1 hex digest ``EVALSHA`` names ``source`` by (what ``SCRIPT LOAD`` returns)."""
+    return hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
 
 
 class ScriptRunner:
     """Sends scripts and commands to one Redis with the deadline and error rules above."""
 
-    def __init__(self, client: coredis.Redis[bytes], scripts: Mapping[str, str], *,
-                 timeout: float, where: str, prefixes: Sequence[str]) -> None:
-        self.client = client
+    def __init__(self, scripts: Mapping[str, str], *, timeout: float, where: str,
+                 prefixes: Sequence[str]) -> None:
         self.timeout = timeout
         #: Where the store is, for messages (``redis://host:port/db``, no password).
         self.where = where
         #: Sent before every script's own arguments: the Location and Relocation key
         #: prefixes, the prelude's ``P`` and ``R`` (``lua.prelude``).
         self.prefixes: Final = tuple(prefixes)
-        self._scripts: dict[str, Script[bytes]] = {
-            name: client.register_script(source) for name, source in scripts.items()}
+        #: Each script's ``SCRIPT LOAD`` frame, sent when the server answers ``NOSCRIPT``.
+        self._loads: dict[str, bytes] = {
+            name: encode_command(["SCRIPT", "LOAD", source]) for name, source in scripts.items()}
         #: Each script's ``EVALSHA <sha>`` as bulk strings, and the prefixes', encoded
         #: once (a frame is then the header, these, the key count, keys and arguments).
         self._heads: dict[str, bytes] = {
-            name: encode_args(["EVALSHA", script.sha]) for name, script in self._scripts.items()}
+            name: encode_args(["EVALSHA", script_sha(source)])
+            for name, source in scripts.items()}
         self._prefix_frame = encode_args(self.prefixes)
         self._head_args = 3 + len(self.prefixes)  # EVALSHA, SHA, numkeys, prefixes
         #: Auto-pipelines for write scripts and for reads (``pipeline``), set by
@@ -98,7 +98,7 @@ class ScriptRunner:
         with trio.move_on_at(min(caller, limit)):
             try:
                 return await call()
-            except _FAILURES as error:
+            except ReplyError as error:
                 raise self._failed(what, error) from error
         if caller <= limit:
             raise self._late(what)
@@ -146,13 +146,11 @@ class ScriptRunner:
                 if script is None:
                     raise
                 # Loaded on the same connection, so the retry (in order) finds it.
-                await pipeline.call(
-                    encode_command(["SCRIPT", "LOAD", self._scripts[script].script]),
-                    caller=caller, expires=expires)
+                await pipeline.call(self._loads[script], caller=caller, expires=expires)
                 return await pipeline.call(frame, caller=caller, expires=expires)
         except Expired:
             raise self._timed_out(what) from None
-        except _FAILURES as error:
+        except ReplyError as error:
             raise self._failed(what, error) from error
 
     def _failed(self, what: str, error: BaseException) -> StoreUnavailable:

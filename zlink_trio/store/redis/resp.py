@@ -7,24 +7,27 @@ Theory of operation
 head (``EVALSHA`` and a script's SHA) and append each call's arguments. :class:`Reader`
 parses replies incrementally from one connection's byte stream: :meth:`Reader.reply`
 returns the next whole reply or raises :class:`NeedMore` with the position unchanged;
-an error reply is *returned* as coredis' own exception (``NoScriptError``,
-``ResponseError``) for the caller to raise; an unknown reply type is
+an error reply is *returned* as a :class:`ReplyError` (:class:`NoScriptError` for
+``NOSCRIPT``) for the caller to raise; an unknown reply type is
 :class:`StoreUnavailable` (the connection is out of step: reconnect). Arrays of bulk
 strings, the common reply (a hash's fields and values), are parsed inline.
+
+:class:`ReplyError` and :class:`NoScriptError` never leave the store: the runners
+(``client.ScriptRunner``, ``redis_cluster.runner.ClusterRunner``) answer ``NOSCRIPT`` by
+loading the script, the cluster's router follows ``MOVED`` / ``ASK`` / ``TRYAGAIN``, and
+every other error reply becomes :class:`StoreUnavailable` chained with ``from``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from coredis.exceptions import NoScriptError, ResponseError
-
 from zlink_trio.core.errors import StoreUnavailable
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ("NeedMore", "Reader", "encode_args", "encode_command")
+__all__ = ("NeedMore", "NoScriptError", "Reader", "ReplyError", "encode_args", "encode_command")
 
 _BULK: Final = ord("$")
 _ARRAY: Final = ord("*")
@@ -51,6 +54,21 @@ def encode_args(args: Sequence[str | int | bytes]) -> bytes:
 
 class NeedMore(Exception):
     """Internal: the buffer ends inside a reply."""
+
+
+class ReplyError(Exception):
+    """Redis answered a command with an error reply (``-ERR ...``, ``-MOVED ...``).
+
+    Its message is the reply's text without the leading ``-``, so its first word is the
+    error's kind (``MOVED``, ``ASK``, ``TRYAGAIN``, ``BUSY``, ...). Internal to the Redis
+    backends (see the module docstring): it never reaches a store's caller.
+    """
+
+
+class NoScriptError(ReplyError):
+    """``NOSCRIPT``: the server does not hold the script an ``EVALSHA`` named (restarted,
+    ``SCRIPT FLUSH``, a fresh replica); the command did nothing, so loading the script
+    and sending it again is safe."""
 
 
 class Reader:
@@ -129,6 +147,6 @@ class Reader:
             return rest
         if kind == _ERROR:
             text = rest.decode("utf-8", "replace")
-            return NoScriptError(text) if text.startswith("NOSCRIPT") else ResponseError(text)
+            return NoScriptError(text) if text.startswith("NOSCRIPT") else ReplyError(text)
         raise StoreUnavailable(f"Redis sent an unknown reply type {bytes([kind])!r}; "
                                "reconnecting")

@@ -1,4 +1,4 @@
-"""The ``redis://host:port/db`` backend: both store protocols on one Redis, via coredis.
+"""The ``redis://host:port/db`` backend: both store protocols on one Redis.
 
 Theory of operation
 -------------------
@@ -21,14 +21,17 @@ slots. That is atomic on one Redis server, which is what this backend
 supports; Redis Cluster would refuse it (``CROSSSLOT``) -- the
 ``redis+cluster://`` backend (``store/redis_cluster/``) runs these scripts per bucket.
 
-Connection loss, timeouts and a paused server become :class:`Unavailable`,
-the caller's deadline :class:`DeadlineExceeded` (``client``).
+Calls travel on the store's own two connections, one for write scripts and one for
+reads, auto-pipelined (``pipeline``, RESP2 framing in ``resp``). Connection loss,
+timeouts and a paused server become :class:`Unavailable`, the caller's deadline
+:class:`DeadlineExceeded` (``client``).
 Durability is the server's: see ``docs/stores.md`` ("Redis") for what
 ``appendonly`` / ``appendfsync`` and replica promotion mean.
 
 URL: ``redis://[[user]:password@]host[:port][/db][?prefix=P&timeout=S&max_connections=N]``
-(``timeout``: seconds per operation, default 5; ``max_connections``: pool
-size, default 64). coredis is the optional extra ``zlink-trio[redis]``.
+(``timeout``: seconds per operation, default 5; ``max_connections``: checked and
+kept for URLs written for earlier versions, which sized a connection pool with it --
+the store opens two connections whatever it says).
 """
 
 from __future__ import annotations
@@ -39,9 +42,8 @@ from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import attrs
-import trio
 
-from zlink_trio.core.errors import InvalidConfiguration, single_error
+from zlink_trio.core.errors import InvalidConfiguration
 from zlink_trio.store.redis.codec import Keys
 from zlink_trio.store.redis.combined import RedisCombined
 from zlink_trio.store.redis.location import RedisLocationStore
@@ -156,62 +158,33 @@ class RedisStore:
 async def open_redis_store(url: str) -> AsyncIterator[RedisStore]:
     """Connect to the Redis ``url`` names, check it answers, and yield a :class:`RedisStore`.
 
-    Raises :class:`InvalidConfiguration` for a malformed URL or when coredis
-    is not installed, :class:`Unavailable` when Redis cannot be reached
-    within the URL's ``timeout`` (:class:`DeadlineExceeded` when the caller's
-    deadline is earlier). Leaving the block closes every connection.
+    Raises :class:`InvalidConfiguration` for a malformed URL, :class:`Unavailable`
+    when Redis cannot be reached within the URL's ``timeout``
+    (:class:`DeadlineExceeded` when the caller's deadline is earlier). Leaving the
+    block closes every connection; an exception raised in the block comes out as
+    raised.
     """
     config = parse_redis_url(url)
-    try:
-        import coredis
-        from coredis.retry import NoRetryPolicy
-    except ImportError:
-        raise InvalidConfiguration(
-            f"store URL {config.where}: the Redis backend needs coredis; install "
-            "'zlink-trio[redis]'"
-        ) from None
     from zlink_trio.store.redis.client import ScriptRunner
     from zlink_trio.store.redis.lua import SCRIPTS
-    from zlink_trio.store.redis.pipeline import Pipeline
+    from zlink_trio.store.redis.pipeline import open_pipelines
 
-    client: coredis.Redis[bytes] = coredis.Redis(
-        host=config.host, port=config.port, db=config.db, username=config.username,
-        password=config.password, connect_timeout=config.timeout,
-        pool_timeout=config.timeout, max_connections=config.max_connections,
-        retry_policy=NoRetryPolicy(), client_name="zlink-trio", decode_responses=False,
-    )
     keys = Keys(config.prefix)
-    runner = ScriptRunner(client, SCRIPTS, timeout=config.timeout, where=config.where,
+    runner = ScriptRunner(SCRIPTS, timeout=config.timeout, where=config.where,
                           prefixes=(keys.location, keys.relocation))
-    try:
-        # The client's task group must not live inside a cancel scope it outlives,
-        # so enter it first (that connects nothing), then bound the first round trip.
-        async with client:
-            await runner.bounded("open (PING)", client.ping)
-            # The senders stop when the store closes, not when a scope around the store
-            # is cancelled: a shielded caller inside may still need them (``pipeline``).
-            writes, reads = (Pipeline(
-                host=config.host, port=config.port, db=config.db, username=config.username,
-                password=config.password, timeout=config.timeout, where=config.where,
-                name=name, reads=name == "reads") for name in ("writes", "reads"))
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(writes.run)
-                nursery.start_soon(reads.run)
-                runner.writes, runner.reads = writes, reads
-                try:
-                    yield RedisStore(runner, config)
-                finally:
-                    runner.writes = runner.reads = None
-                    writes.close()
-                    reads.close()
-    except BaseExceptionGroup as group:
-        # coredis's task group wraps whatever crosses it (our Unavailable, or the
-        # caller's own exception from the block); hand the single error back as is.
-        inner = single_error(group)
-        if inner is None:
-            raise
-        raise inner from inner.__cause__
-
+    # The senders stop when the store closes, not when a scope around the store is
+    # cancelled: a shielded caller inside may still need them (``pipeline``).
+    async with open_pipelines() as pipelines:
+        runner.writes, runner.reads = (pipelines.open(
+            host=config.host, port=config.port, db=config.db, username=config.username,
+            password=config.password, timeout=config.timeout, where=config.where,
+            name=name, reads=name == "reads") for name in ("writes", "reads"))
+        try:
+            await runner.bounded("open (PING)",
+                                 lambda: runner.command("open (PING)", ["PING"]))
+            yield RedisStore(runner, config)
+        finally:
+            runner.writes = runner.reads = None
 
 
 if TYPE_CHECKING:

@@ -3,19 +3,20 @@
 A Spot's keys and its bucket's counters share one hash slot, node claims and capacity
 units another; each Spot transaction is the single-Redis backend's Lua script run in
 the Spot's bucket with facts from the nodes slot (``store`` tells the whole story;
-docs/stores.md, "Redis Cluster", the guarantees). coredis is the optional extra
-``zlink-trio[redis]``: importing this package does not import it, only
-:func:`open_redis_cluster_store` does.
+docs/stores.md, "Redis Cluster", the guarantees). It runs on the single-Redis backend's
+own client (``store.redis.pipeline``, ``store.redis.resp``) and its Lua prelude
+(``store.redis.lua.prelude``, on the bucket layout).
 
 Modules:
 
 - ``store``       -- :class:`ClusterConfig` (the URL), :class:`RedisClusterStore`,
                      :func:`open_redis_cluster_store` (the theory of operation)
 - ``keys``        -- the key layout: buckets, the nodes slot, ``hash_slot``
-- ``lua``         -- bucket scripts (the single-Redis bodies on a bucket prelude) and
-                     node scripts
+- ``lua``         -- bucket scripts (the single-Redis bodies on the prelude's bucket
+                     layout) and node scripts
 - ``runner``      -- :class:`ClusterRunner`: facts, capacity units, load shifts, deadlines
-- ``router``      -- the slot map, per-master auto-pipelines, MOVED / ASK / TRYAGAIN
+- ``router``      -- the slot map (``CLUSTER SHARDS``), per-master auto-pipelines,
+                     MOVED / ASK / TRYAGAIN
 - ``location``    -- :class:`ClusterLocationStore`: split claims, reads over buckets
 - ``sweep``       -- reads over every bucket: one script per master, per bucket if not
 - ``relocation``  -- the Relocation Store and the combined transactions

@@ -3,8 +3,9 @@
 Theory of operation
 -------------------
 **Bucket scripts** run in one bucket's slot. They are the single-Redis backend's own
-script bodies (``store.redis.lua``), run after a *bucket prelude* made from the
-single-Redis prelude by swapping the helpers that reached outside the Spot's slot:
+script bodies (``store.redis.lua``), run after the one prelude on its *bucket layout*
+(:data:`BUCKET`, a ``PreludeLayout``): the helpers that would reach outside the Spot's
+slot are the bucket's own, every other helper is the prelude's:
 
 - ``ARGV[1]`` carries, besides the Location prefix ``P``, the bucket's tag, the
   bucket count ``B``, the bucket's index and the **facts** (JSON) the runner read from
@@ -36,19 +37,14 @@ from __future__ import annotations
 
 from typing import Final
 
-from zlink_trio.store.redis.lua import SCRIPTS as SINGLE
-from zlink_trio.store.redis.lua.prelude import PRELUDE
+from zlink_trio.store.redis.lua import BODIES
+from zlink_trio.store.redis.lua.prelude import PreludeLayout, script
 
-__all__ = ("BUCKET_SCRIPTS", "NODE_SCRIPTS")
+__all__ = ("BUCKET", "BUCKET_SCRIPTS", "NODE_SCRIPTS", "bucket_script")
 
-_HEAD_SINGLE: Final = r"""
-local P = ARGV[1]
-local R = ARGV[2]
-local MAXGEN = '9223372036854775807'
-local META = P .. 'meta:{m}:'
-local RSTATS = R .. 'meta:{m}:stats'
-"""
+# -- the prelude's bucket layout -----------------------------------------------------------
 
+#: ``ARGV[1]`` split into ``P``, the bucket's tag, ``B``, its index and the facts.
 _HEAD: Final = r"""
 local P, TAG, NB, BIDX, FJ = string.match(ARGV[1], '^(.-)\n(.-)\n(.-)\n(.-)\n(.*)$')
 local R = ARGV[2]
@@ -64,17 +60,7 @@ local function claimf(mesh, rid)
 end
 """
 
-_KEYS_SINGLE: Final = r"""
-local function spot_key(id) return P .. 'spot:{' .. id .. '}' end
-local function claim_key(mesh, rid) return P .. 'node:{' .. rid .. '}:claim:' .. mesh end
-local function load_key(mesh, rid, lc)
-  return P .. 'node:{' .. rid .. '}:load:' .. lc .. ':' .. mesh
-end
-local function shift(key, field, delta)
-  if redis.call('HINCRBY', key, field, delta) == 0 then redis.call('HDEL', key, field) end
-end
-"""
-
+#: The bucket's keys; a load shift is deferred to the runner (``DEFER``).
 _KEYS: Final = r"""
 local function spot_key(id) return P .. '{' .. TAG .. '}:spot:' .. id end
 local function load_key(mesh, rid, lc) return {mesh, rid, lc} end
@@ -87,22 +73,7 @@ local function shift(key, field, delta)
 end
 """
 
-_OWNER_SINGLE: Final = r"""
-local function owner_claim(mesh, rid, lc, now)
-  local c = rec(claim_key(mesh, rid))
-  if c == nil or c.lc ~= lc then return nil, {'STALE_OWNER', rid, lc, mesh} end
-  if not (tonumber(now) < tonumber(c.exp)) then return nil, {'EXPIRED', rid, lc, c.exp} end
-  return c
-end
-local function load_of(mesh, rid, lc)
-  local v = redis.call('HMGET', load_key(mesh, rid, lc), 'pending', 'active')
-  return (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0)
-end
-local function serves(mesh, rid, stype, kind)
-  return redis.call('HGET', claim_key(mesh, rid), 'serves:' .. stype) == kind
-end
-"""
-
+#: The owner checks answer from the facts (``need`` when one is missing).
 _OWNER: Final = r"""
 local function owner_claim(mesh, rid, lc, now)
   local c = claimf(mesh, rid)
@@ -122,18 +93,7 @@ local function serves(mesh, rid, stype, kind)
 end
 """
 
-_GEN_SINGLE: Final = r"""
-local function next_gen()
-  local seq = redis.call('GET', META .. 'seq')
-  if seq == MAXGEN then return nil end
-  return true
-end
-local function issue_gen()
-  redis.call('INCR', META .. 'seq')
-  return redis.call('GET', META .. 'seq')
-end
-"""
-
+#: The bucket's ObjectGeneration: its index, then + ``B`` per issue.
 _GEN: Final = r"""
 local function next_gen()
   local g = redis.call('GET', META .. 'gen')
@@ -148,39 +108,31 @@ end
 """
 
 
-def _swap(text: str, old: str, new: str) -> str:
-    if old not in text:
-        raise AssertionError(f"the single-Redis prelude changed; cannot find:\n{old}")
-    return text.replace(old, new)
-
-
-_BUCKET_PRELUDE: Final = _swap(_swap(_swap(_swap(
-    PRELUDE, _HEAD_SINGLE, _HEAD), _KEYS_SINGLE, _KEYS), _OWNER_SINGLE, _OWNER),
-    _GEN_SINGLE, _GEN)
+#: The prelude's bucket layout (``store.redis.lua.prelude``): every other helper is the
+#: single-Redis prelude's own.
+BUCKET: Final = PreludeLayout(head=_HEAD, keys=_KEYS, owner=_OWNER, generation=_GEN)
 
 
 def bucket_script(body: str) -> str:
-    """A bucket script: the prelude, then ``body`` run so that a request for a fact
-    (``need``) stops it before any write, and its load shifts go back with the reply."""
+    """A bucket script: the prelude on :data:`BUCKET`, then ``body`` run so that a request
+    for a fact (``need``) stops it before any write, and its load shifts go back with
+    the reply."""
     shebang = ""
     if body.startswith("#!"):
         shebang, _, body = body.partition("\n")
         shebang += "\n"
-    return (f"{shebang}{_BUCKET_PRELUDE}\nlocal zl_ok, zl_r = pcall(function()\n{body}\nend)\n"
-            "if not zl_ok then\n"
-            "  if type(zl_r) == 'table' and zl_r.zl_need then return {zl_r.zl_need, {}} end\n"
-            "  error(zl_r)\nend\n"
-            "if zl_r == nil then zl_r = false end\n"
-            "return {zl_r, DEFER}\n")
+    return script(f"{shebang}local zl_ok, zl_r = pcall(function()\n{body}\nend)\n"
+                  "if not zl_ok then\n"
+                  "  if type(zl_r) == 'table' and zl_r.zl_need then return {zl_r.zl_need, {}} end\n"
+                  "  error(zl_r)\nend\n"
+                  "if zl_r == nil then zl_r = false end\n"
+                  "return {zl_r, DEFER}\n", BUCKET)
 
 
-def _body(name: str) -> str:
-    """The body of single-Redis script ``name`` (its source without the prelude)."""
-    source = SINGLE[name]
-    if source.startswith("#!"):
-        first, _, rest = source.partition("\n")
-        return first + "\n" + _swap(rest, PRELUDE, "")
-    return _swap(source, PRELUDE, "")
+def _swap(text: str, old: str, new: str) -> str:
+    if old not in text:
+        raise AssertionError(f"a single-Redis script body changed; cannot find:\n{old}")
+    return text.replace(old, new)
 
 
 #: Single-Redis bodies that run unchanged in one bucket.
@@ -247,8 +199,8 @@ return {redis.call('HMGET', META .. 'counts', ST_CREATING, ST_READY, ST_CLOSING,
 
 #: Name -> full source of every bucket script.
 BUCKET_SCRIPTS: Final = {
-    **{name: bucket_script(_body(name)) for name in _AS_IS},
-    **{name: bucket_script(_swap(_body(name), "rec(claim_key(", "claimf(").replace(
+    **{name: bucket_script(BODIES[name]) for name in _AS_IS},
+    **{name: bucket_script(_swap(BODIES[name], "rec(claim_key(", "claimf(").replace(
         "claimf(r.mesh, r.orid))", "claimf(r.mesh, r.orid)").replace(
         "claimf(r.mesh, orid))", "claimf(r.mesh, orid)")) for name in _CLAIM_READERS},
     "finish_first_record": bucket_script(_FINISH_FIRST_RECORD),

@@ -2,12 +2,13 @@
 
 Theory of operation
 -------------------
-coredis's cluster client (``coredis.RedisCluster``) reads the topology
-(``CLUSTER SHARDS``: which master serves each hash slot); the calls themselves go
-through the single-Redis backend's auto-pipelines (``store.redis.pipeline``), one
-write pipeline and one read pipeline per master, started on demand in the store's
-nursery. A call names its slot (the hash slot of the keys it declares, ``keys``); the
-router sends it to that slot's master and follows the cluster's answers:
+The router reads the topology with ``CLUSTER SHARDS`` (which master serves each hash
+slot), sent on a read pipeline to the first node that answers: the masters of the map
+it has, then the nodes the URL lists. Every call goes through the single-Redis
+backend's auto-pipelines (``store.redis.pipeline``), one write pipeline and one read
+pipeline per master, started on demand in the store's ``Pipelines``. A call names its
+slot (the hash slot of the keys it declares, ``keys``); the router sends it to that
+slot's master and follows the cluster's answers:
 
 - ``MOVED slot host:port`` -- the slot lives elsewhere now: the router records the new
   master, refreshes the whole map (at most once per ``_REFRESH_GAP`` s) and sends the
@@ -30,15 +31,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
-from coredis.exceptions import ResponseError
 
 from zlink_trio.core.errors import StoreUnavailable
-from zlink_trio.store.redis.pipeline import Pipeline
-from zlink_trio.store.redis.resp import encode_command
+from zlink_trio.store.redis.resp import ReplyError, encode_command
 from zlink_trio.store.redis_cluster.keys import SLOTS
 
 if TYPE_CHECKING:
-    import coredis
+    from collections.abc import Sequence
+
+    from zlink_trio.store.redis.pipeline import Pipeline, Pipelines
 
 __all__ = ("Router",)
 
@@ -58,19 +59,26 @@ def _address(text: str) -> Address:
     return host, int(port)
 
 
+def _fields(flat: Sequence[Any]) -> dict[str, Any]:
+    """A RESP2 map (a flat list of names and values) as a dict keyed by text."""
+    return {_str(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}
+
+
 class Router:
     """The slot -> master map and the pipelines to each master."""
 
-    def __init__(self, client: coredis.RedisCluster[bytes], *, username: str | None,
-                 password: str | None, timeout: float, where: str) -> None:
-        self._client = client
+    def __init__(self, pipelines: Pipelines, *, nodes: Sequence[Address],
+                 username: str | None, password: str | None, timeout: float,
+                 where: str) -> None:
+        self._opened = pipelines
+        #: The nodes the URL lists: asked for the slot map when no master of it answers.
+        self._listed = tuple(nodes)
         self._username = username
         self._password = password
         self._timeout = timeout
         self.where = where
         self._slots: list[Address | None] = [None] * SLOTS
         self._pipelines: dict[tuple[Address, bool], Pipeline] = {}
-        self._nursery: trio.Nursery | None = None
         self._refreshed = -1.0
         self._refreshing = trio.Lock()
         #: Redirects and retries followed (tests and the benchmark read them).
@@ -79,31 +87,43 @@ class Router:
         self.version = 0
 
     async def refresh(self) -> None:
-        """Read the slot map again (``CLUSTER SHARDS`` through coredis)."""
+        """Read the slot map again: ``CLUSTER SHARDS`` from the first node that answers.
+
+        Raises :class:`StoreUnavailable` naming each node's failure when none answers.
+        Not bounded here: the runner bounds the call it is part of.
+        """
         async with self._refreshing:
             if trio.current_time() - self._refreshed < _REFRESH_GAP:
                 return
-            for shard in await self._client.cluster_shards():
-                fields = {_str(k): v for k, v in shard.items()}
-                masters = [{_str(k): v for k, v in node.items()} for node in fields["nodes"]]
-                master = next((n for n in masters if _str(n["role"]) == "master"), None)
-                if master is None:
+            failures: list[str] = []
+            for address in dict.fromkeys([*self.masters(), *self._listed]):
+                try:
+                    shards = await self._pipeline(address, False).command(
+                        ["CLUSTER", "SHARDS"])
+                except (StoreUnavailable, ReplyError) as error:
+                    failures.append(f"{address[0]}:{address[1]}: {error}")
                     continue
-                address = (_str(master.get("ip") or master["endpoint"]), int(master["port"]))
-                bounds = [int(v) for v in fields["slots"]]
-                for i in range(0, len(bounds), 2):
-                    for slot in range(bounds[i], bounds[i + 1] + 1):
-                        self._slots[slot] = address
-            self._refreshed = trio.current_time()
-            self.version += 1
+                self._read_shards(shards)
+                return
+            raise StoreUnavailable(
+                f"no node of Redis Cluster at {self.where} could be reached to read the "
+                f"slot map ({'; '.join(failures)}); start it or list reachable masters")
 
-    def start(self, nursery: trio.Nursery) -> None:
-        self._nursery = nursery
-
-    def close(self) -> None:
-        self._nursery = None
-        for pipeline in self._pipelines.values():
-            pipeline.close()
+    def _read_shards(self, shards: Sequence[Any]) -> None:
+        """Take each shard's slot ranges for its master (``CLUSTER SHARDS``, RESP2)."""
+        for shard in shards:
+            fields = _fields(shard)
+            masters = [_fields(node) for node in fields["nodes"]]
+            master = next((n for n in masters if _str(n["role"]) == "master"), None)
+            if master is None:
+                continue
+            address = (_str(master.get("ip") or master["endpoint"]), int(master["port"]))
+            bounds = [int(v) for v in fields["slots"]]
+            for i in range(0, len(bounds), 2):
+                for slot in range(bounds[i], bounds[i + 1] + 1):
+                    self._slots[slot] = address
+        self._refreshed = trio.current_time()
+        self.version += 1
 
     def masters(self) -> list[Address]:
         """Every master of the slot map, in port order."""
@@ -115,16 +135,12 @@ class Router:
     def _pipeline(self, address: Address, write: bool) -> Pipeline:
         pipeline = self._pipelines.get((address, write))
         if pipeline is None:
-            if self._nursery is None:
-                raise StoreUnavailable(f"the Redis Cluster store at {self.where} is closed; "
-                                       "nothing was written (open the store again)")
             host, port = address
-            pipeline = Pipeline(host=host, port=port, db=0, username=self._username,
-                                password=self._password, timeout=self._timeout,
-                                where=f"{self.where} (master {host}:{port})",
-                                name="writes" if write else "reads", reads=not write)
+            pipeline = self._opened.open(host=host, port=port, db=0, username=self._username,
+                                         password=self._password, timeout=self._timeout,
+                                         where=f"{self.where} (master {host}:{port})",
+                                         name="writes" if write else "reads", reads=not write)
             self._pipelines[address, write] = pipeline
-            self._nursery.start_soon(pipeline.run)
         return pipeline
 
     def master_of(self, slot: int) -> Address | None:
@@ -133,7 +149,7 @@ class Router:
 
     async def call_master(self, address: Address, frame: bytes) -> Any:
         """Send a read ``frame`` to ``address`` as is: a redirect or retry answer is raised
-        (``ResponseError``), never followed -- for calls on keys of several slots, which
+        (``ReplyError``), never followed -- for calls on keys of several slots, which
         no single redirect can place (``sweep``)."""
         return await self._pipeline(address, False).call(frame)
 
@@ -152,7 +168,7 @@ class Router:
                         "once every slot is served")
             try:
                 return await self._pipeline(address, write).call(frame)
-            except ResponseError as error:
+            except ReplyError as error:
                 text = str(error)
                 kind = text.split(" ", 1)[0]
                 if kind == "MOVED":
@@ -167,7 +183,7 @@ class Router:
                     try:
                         return await self._pipeline(target, write).call(
                             _ASKING + frame, replies=2)
-                    except ResponseError as asked:
+                    except ReplyError as asked:
                         if not str(asked).startswith(("TRYAGAIN", "MOVED", "ASK")):
                             raise
                 elif kind not in ("TRYAGAIN", "CLUSTERDOWN", "LOADING"):

@@ -28,17 +28,15 @@ Cluster") says how dead-lifecycle cleanup bounds it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-import anyio
 import trio
-from coredis.exceptions import NoScriptError, RedisError
 
 from zlink_trio.core.errors import DeadlineExceeded, StoreUnavailable
+from zlink_trio.store.redis.client import script_sha
 from zlink_trio.store.redis.codec import text
-from zlink_trio.store.redis.resp import encode_command
+from zlink_trio.store.redis.resp import NoScriptError, ReplyError, encode_command
 from zlink_trio.store.redis_cluster.keys import claim_field, hash_slot, tag_of
 from zlink_trio.store.redis_cluster.lua import BUCKET_SCRIPTS, NODE_SCRIPTS
 
@@ -52,8 +50,6 @@ __all__ = ("ClusterRunner",)
 
 T = TypeVar("T")
 
-_FAILURES = (RedisError, OSError, anyio.BrokenResourceError, anyio.ClosedResourceError,
-             anyio.EndOfStream)
 #: Rounds of facts / units a bucket script may ask for before the call gives up.
 _FACT_ROUNDS: Final = 6
 #: Scripts that always check the claim of a NodeRid among their arguments (the index of
@@ -98,7 +94,7 @@ class ClusterRunner:
         self.timeout = timeout
         self.where = where
         self.prefixes: Final = (keys.location, keys.relocation)
-        self._sha = {name: hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
+        self._sha = {name: script_sha(source)
                      for name, source in {**BUCKET_SCRIPTS, **NODE_SCRIPTS}.items()}
         self._source = {**BUCKET_SCRIPTS, **NODE_SCRIPTS}
         self._claims_key = keys.nodes("claims")
@@ -112,7 +108,7 @@ class ClusterRunner:
         with trio.move_on_at(min(caller, limit)):
             try:
                 return await call()
-            except _FAILURES as error:
+            except ReplyError as error:
                 raise StoreUnavailable(
                     f"{what}: Redis Cluster at {self.where} failed ({type(error).__name__}: "
                     f"{error}); the transaction did not complete, retry once the store is "
@@ -220,7 +216,7 @@ class ClusterRunner:
             try:
                 await self._eval("n_shift", [k for k, _, _ in moves], args, True)
                 return
-            except (StoreUnavailable, *_FAILURES):
+            except (StoreUnavailable, ReplyError):
                 pass
         self._backlog = moves  # applied before the next shift (never lost silently here)
 

@@ -1,4 +1,4 @@
-"""The ``redis+cluster://`` backend: both stores on a Redis Cluster, via coredis.
+"""The ``redis+cluster://`` backend: both stores on a Redis Cluster.
 
 Theory of operation
 -------------------
@@ -12,8 +12,9 @@ Remove and the store-wide reads are split or iterate the buckets (``location``).
 ObjectGeneration is per bucket: strictly increasing per Spot ID, unique store-wide, no
 store-wide counter (docs/decisions.md, "ObjectGeneration on Redis Cluster").
 
-coredis's cluster client reads the topology; calls go through auto-pipelines, one pair
-per master, that follow ``MOVED`` / ``ASK`` and retry ``TRYAGAIN`` (``router``). The
+The router reads the topology (``CLUSTER SHARDS``) and sends every call through the
+single-Redis backend's auto-pipelines, one pair per master, following ``MOVED`` /
+``ASK`` and retrying ``TRYAGAIN`` (``router``). The
 deadline and typed-error contract is the single-Redis backend's (``store.redis.client``):
 the caller's deadline gives :class:`DeadlineExceeded`, the store timeout and every Redis
 or connection failure :class:`StoreUnavailable`.
@@ -28,14 +29,13 @@ has the guarantees, what a failover may lose and what ``WAIT`` would cost.
 from __future__ import annotations
 
 import math
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import attrs
-import trio
 
-from zlink_trio.core.errors import InvalidConfiguration, StoreUnavailable, single_error
+from zlink_trio.core.errors import InvalidConfiguration
 from zlink_trio.store.redis.codec import text
 from zlink_trio.store.redis_cluster.keys import ClusterKeys
 from zlink_trio.store.redis_cluster.location import ClusterLocationStore
@@ -44,9 +44,6 @@ from zlink_trio.store.redis_cluster.relocation import ClusterCombined, ClusterRe
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    import coredis
-
-    from zlink_trio.store.redis_cluster.router import Router
     from zlink_trio.store.redis_cluster.runner import ClusterRunner
 
 __all__ = ("ClusterConfig", "RedisClusterStore", "open_redis_cluster_store",
@@ -155,76 +152,26 @@ class RedisClusterStore:
 async def open_redis_cluster_store(url: str) -> AsyncIterator[RedisClusterStore]:
     """Connect to the cluster ``url`` names, read its slot map, yield a store.
 
-    Raises :class:`InvalidConfiguration` for a malformed URL, a bucket count other than
-    the deployment's, or without coredis; :class:`StoreUnavailable` when no listed node
-    answers within the URL's ``timeout`` (:class:`DeadlineExceeded` for the caller's
-    deadline). Leaving the block closes every connection.
+    Raises :class:`InvalidConfiguration` for a malformed URL or a bucket count other
+    than the deployment's; :class:`StoreUnavailable` when no listed node answers within
+    the URL's ``timeout`` (:class:`DeadlineExceeded` for the caller's deadline). Leaving
+    the block closes every connection; an exception raised in the block comes out as
+    raised.
     """
     config = parse_cluster_url(url)
-    try:
-        import coredis
-        from coredis.retry import NoRetryPolicy
-    except ImportError:
-        raise InvalidConfiguration(f"store URL {config.where}: the Redis Cluster backend "
-                                   "needs coredis; install 'zlink-trio[redis]'") from None
+    from zlink_trio.store.redis.pipeline import open_pipelines
     from zlink_trio.store.redis_cluster.router import Router
     from zlink_trio.store.redis_cluster.runner import ClusterRunner
 
-    client: coredis.RedisCluster[bytes] = coredis.RedisCluster(
-        startup_nodes=[coredis.typing.Node(host=h, port=p) for h, p in config.nodes],
-        username=config.username, password=config.password, connect_timeout=config.timeout,
-        stream_timeout=config.timeout, pool_timeout=config.timeout,
-        retry_policy=NoRetryPolicy(), decode_responses=False)
     keys = ClusterKeys(config.prefix, config.buckets)
-    router: Router = Router(client, username=config.username, password=config.password,
-                            timeout=config.timeout, where=config.where)
-    runner = ClusterRunner(router, keys, timeout=config.timeout, where=config.where)
-    try:
-        async with _entered(client, config):
-            await runner.bounded("open (CLUSTER SHARDS)", router.refresh)
-            async with trio.open_nursery() as nursery:
-                router.start(nursery)
-                try:
-                    await _check_buckets(runner, config)
-                    yield RedisClusterStore(runner, config)
-                finally:
-                    router.close()
-    except BaseExceptionGroup as group:
-        inner = single_error(group)
-        if inner is None:
-            raise
-        raise inner from inner.__cause__
-    finally:
-        _close_layout_streams(client)
-
-
-@asynccontextmanager
-async def _entered(client: coredis.RedisCluster[bytes],
-                   config: ClusterConfig) -> AsyncIterator[None]:
-    """``async with client``; a failure to reach any listed node is StoreUnavailable.
-
-    Entering connects (coredis reads the layout), bounded by the URL's timeout through
-    coredis's own connect timeout -- a cancel scope may not span its task group."""
-    from coredis.exceptions import RedisError
-
-    stack = AsyncExitStack()
-    try:
-        await stack.enter_async_context(client)
-    except (RedisError, OSError) as error:
-        await stack.aclose()
-        raise StoreUnavailable(
-            f"open: no node of Redis Cluster at {config.where} could be reached "
-            f"({type(error).__name__}: {error}); start it or list reachable masters") from error
-    async with stack:
-        yield
-
-
-def _close_layout_streams(client: object) -> None:
-    """Close the error channel coredis 6.9's cluster layout leaves open (else a
-    ResourceWarning fires whenever the client is collected)."""
-    layout = getattr(getattr(client, "connection_pool", None), "cluster_layout", None)
-    for stream in getattr(layout, "_error_stream", ()):
-        stream.close()
+    async with open_pipelines() as pipelines:
+        router = Router(pipelines, nodes=config.nodes, username=config.username,
+                        password=config.password, timeout=config.timeout,
+                        where=config.where)
+        runner = ClusterRunner(router, keys, timeout=config.timeout, where=config.where)
+        await runner.bounded("open (CLUSTER SHARDS)", router.refresh)
+        await _check_buckets(runner, config)
+        yield RedisClusterStore(runner, config)
 
 
 async def _check_buckets(runner: ClusterRunner, config: ClusterConfig) -> None:

@@ -25,13 +25,12 @@ transaction, its keys declared.
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
-from coredis.exceptions import NoScriptError, ResponseError
 
-from zlink_trio.store.redis.resp import encode_command
+from zlink_trio.store.redis.client import script_sha
+from zlink_trio.store.redis.resp import NoScriptError, ReplyError, encode_command
 from zlink_trio.store.redis_cluster.keys import hash_slot
 
 if TYPE_CHECKING:
@@ -115,8 +114,7 @@ class Sweep:
         #: and group its key names encoded (RESP, no array header), built once.
         self._groups: tuple[int, dict[Address, tuple[int, ...]], list[int]] | None = None
         self._frames: dict[tuple[str, tuple[int, ...]], tuple[int, bytes]] = {}
-        self._sha = {source: hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
-                     for source in (STATISTICS, TOTALS, LISTING)}
+        self._sha = {source: script_sha(source) for source in (STATISTICS, TOTALS, LISTING)}
         #: Groups sent / groups that fell back to one call per bucket (tests read them).
         self.grouped = self.fell_back = 0
 
@@ -162,7 +160,7 @@ class Sweep:
                     self._frames[source, members] = named
                 try:
                     replies = await self._script(address, source, named, args)
-                except ResponseError:  # a key not served here (now): nothing written
+                except ReplyError:  # a key not served here (now): nothing written
                     self.fell_back += 1
                     await gather([by_bucket(b) for b in members])
                     return

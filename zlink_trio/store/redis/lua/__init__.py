@@ -1,17 +1,19 @@
 """The Redis backend's Lua scripts: one prelude, one module per script family.
 
-Every script is :data:`prelude.PRELUDE` followed by its body
+Every script is the prelude (``prelude``) followed by its body
 (:func:`prelude.script`), so each helper is defined once and every script gets
 the same arguments first (``ARGV[1]`` / ``ARGV[2]``: the Location and Relocation
 key prefixes). Each script is one store transaction: every check before the
-first write (Redis has no rollback), a status table back.
+first write (Redis has no rollback), a status table back. The Redis Cluster backend
+runs the same bodies on the prelude's bucket layout (``store.redis_cluster.lua``).
 
 Modules:
 
 - ``authority``   -- the SpotAuthority chart as Lua, built from the compiled chart:
                      state and event names, tags, ``step`` (part of the prelude)
 - ``prelude``     -- the shared helpers: records and claims, counters, owner checks,
-                     the ObjectGeneration sequence, and the bodies several scripts run
+                     the ObjectGeneration sequence, and the bodies several scripts run;
+                     the helpers that depend on where keys live, per layout
 - ``location``    -- the Location Store's transactions (claims, authority, moves,
                      Query, statistics)
 - ``operator``    -- the operator's ReleaseExpired
@@ -19,19 +21,24 @@ Modules:
 - ``relocation``  -- the Relocation Store's transactions (roots, inboxes, statistics)
 - ``combined``    -- the combined cold-activation transactions over both key spaces
 
-:data:`SCRIPTS` is every script by the name the backend calls it.
+:data:`BODIES` is every script's body and :data:`SCRIPTS` every full script, by the
+name the backend calls it.
 """
 
 from typing import Final
 
-from zlink_trio.store.redis.lua.combined import COMBINED_SCRIPTS
-from zlink_trio.store.redis.lua.location import LOCATION_SCRIPTS
-from zlink_trio.store.redis.lua.operator import OPERATOR_SCRIPTS
-from zlink_trio.store.redis.lua.recovery import RECOVERY_SCRIPTS
-from zlink_trio.store.redis.lua.relocation import RELOCATION_SCRIPTS
+from zlink_trio.store.redis.lua.combined import COMBINED_BODIES
+from zlink_trio.store.redis.lua.location import LOCATION_BODIES
+from zlink_trio.store.redis.lua.operator import OPERATOR_BODIES
+from zlink_trio.store.redis.lua.prelude import script
+from zlink_trio.store.redis.lua.recovery import RECOVERY_BODIES
+from zlink_trio.store.redis.lua.relocation import RELOCATION_BODIES
 
-__all__ = ("SCRIPTS",)
+__all__ = ("BODIES", "SCRIPTS")
 
-#: Name -> full Lua source of every script the Redis backend registers.
-SCRIPTS: Final = {**LOCATION_SCRIPTS, **OPERATOR_SCRIPTS, **RECOVERY_SCRIPTS,
-                  **RELOCATION_SCRIPTS, **COMBINED_SCRIPTS}
+#: Name -> Lua body (without the prelude) of every script the Redis backend registers.
+BODIES: Final = {**LOCATION_BODIES, **OPERATOR_BODIES, **RECOVERY_BODIES,
+                 **RELOCATION_BODIES, **COMBINED_BODIES}
+
+#: Name -> full Lua source (the prelude, then the body) of every script.
+SCRIPTS: Final = {name: script(body) for name, body in BODIES.items()}

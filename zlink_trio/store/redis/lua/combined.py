@@ -16,9 +16,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from zlink_trio.store.redis.lua.prelude import script
-
-__all__ = ("COMBINED_SCRIPTS",)
+__all__ = ("COMBINED_BODIES",)
 
 # KEYS: spot key, root key. ARGV: P, R, id, kind, stable_type, mesh, rid, lc, now, root
 # bytes, then the recovery pointer's field/value pairs. The checks are reserve_spot's.
@@ -59,9 +57,9 @@ if v then drop_root(KEYS[4], v) end
 return {'OK', move and 1 or 0, remove and 1 or 0, v and 1 or 0}
 """
 
-#: Name -> full Lua source of every combined transaction.
-COMBINED_SCRIPTS: Final = {
-    "reserve_with_root": script(_RESERVE_WITH_ROOT),
-    "commit_ready_with_first_record": script(_COMMIT_READY_WITH_FIRST_RECORD),
-    "finish_first_record": script(_FINISH_FIRST_RECORD),
+#: Name -> Lua body of every combined transaction (``prelude.script`` adds the prelude).
+COMBINED_BODIES: Final = {
+    "reserve_with_root": _RESERVE_WITH_ROOT,
+    "commit_ready_with_first_record": _COMMIT_READY_WITH_FIRST_RECORD,
+    "finish_first_record": _FINISH_FIRST_RECORD,
 }

@@ -34,9 +34,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from zlink_trio.store.redis.lua.prelude import script
-
-__all__ = ("LOCATION_SCRIPTS",)
+__all__ = ("LOCATION_BODIES",)
 
 
 # ARGV: P, R, now, expires, node_id, rid, mesh, entry_id, descriptor_json, capacity,
@@ -326,25 +324,26 @@ return {redis.call('ZCARD', META .. 'claims'), counts, redis.call('GET', META ..
 """
 
 
-#: Name -> full Lua source of every Location Store transaction.
-LOCATION_SCRIPTS: Final = {
-    "new_claim": script(_NEW_CLAIM),
-    "renew": script(_RENEW),
-    "close_placement": script(_CLOSE_PLACEMENT),
-    "remove": script(_REMOVE),
-    "descriptors": script(_DESCRIPTORS),
-    "remove_dead_claims": script(_REMOVE_DEAD_CLAIMS),
-    "reserve": script(_RESERVE),
-    "commit_ready": script(_COMMIT_READY),
-    "abort_creating": script(_ABORT_CREATING),
-    "begin_close": script(_BEGIN_CLOSE),
-    "release": script(_RELEASE),
-    "remove_recovery_pointer": script(_REMOVE_POINTER),
-    "begin_relocation": script(_BEGIN_RELOCATION),
-    "seal_relocation": script(_SEAL_RELOCATION),
-    "accept_relay_ready": script(_ACCEPT_RELAY_READY),
-    "commit_relocation": script(_COMMIT_RELOCATION),
-    "abort_relocation": script(_ABORT_RELOCATION),
-    "query": script(_QUERY),
-    "statistics": script(_STATISTICS),
+#: Name -> Lua body of every Location Store transaction (``prelude.script`` adds the
+#: prelude).
+LOCATION_BODIES: Final = {
+    "new_claim": _NEW_CLAIM,
+    "renew": _RENEW,
+    "close_placement": _CLOSE_PLACEMENT,
+    "remove": _REMOVE,
+    "descriptors": _DESCRIPTORS,
+    "remove_dead_claims": _REMOVE_DEAD_CLAIMS,
+    "reserve": _RESERVE,
+    "commit_ready": _COMMIT_READY,
+    "abort_creating": _ABORT_CREATING,
+    "begin_close": _BEGIN_CLOSE,
+    "release": _RELEASE,
+    "remove_recovery_pointer": _REMOVE_POINTER,
+    "begin_relocation": _BEGIN_RELOCATION,
+    "seal_relocation": _SEAL_RELOCATION,
+    "accept_relay_ready": _ACCEPT_RELAY_READY,
+    "commit_relocation": _COMMIT_RELOCATION,
+    "abort_relocation": _ABORT_RELOCATION,
+    "query": _QUERY,
+    "statistics": _STATISTICS,
 }

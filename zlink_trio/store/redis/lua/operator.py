@@ -20,9 +20,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from zlink_trio.store.redis.lua.prelude import script
-
-__all__ = ("OPERATOR_SCRIPTS",)
+__all__ = ("OPERATOR_BODIES",)
 
 # ARGV: P, R, gen, ogen, now. KEYS: spot key.
 _RELEASE_EXPIRED: Final = r"""
@@ -43,5 +41,6 @@ release_record(r, 'active')
 return {'OK', before}
 """
 
-#: Name -> full Lua source (registered beside the Location Store's scripts).
-OPERATOR_SCRIPTS: Final = {"release_expired": script(_RELEASE_EXPIRED)}
+#: Name -> Lua body (``prelude.script`` adds the prelude; registered beside the Location
+#: Store's scripts).
+OPERATOR_BODIES: Final = {"release_expired": _RELEASE_EXPIRED}

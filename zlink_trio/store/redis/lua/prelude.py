@@ -1,10 +1,10 @@
-"""The Lua prelude every script of the Redis backend is built from (each helper once).
+"""The Lua prelude every script of both Redis backends is built from (each helper once).
 
 Theory of operation
 -------------------
 Every store transaction is one script (``location``, ``relocation``, ``recovery``,
-``operator``, ``combined``); :func:`script` puts :data:`PRELUDE` in front of its
-body, so every script sees the same names:
+``operator``, ``combined``); :func:`script` puts the prelude in front of its body,
+so every script sees the same names:
 
 - The SpotAuthority chart (``authority``): the state and event names ``ST_*`` /
   ``EV_*``, the tags ``TAG_*`` and ``step`` -- scripts never spell a state, and take
@@ -28,6 +28,15 @@ body, so every script sees the same names:
   writes are a separate helper or come after every check, because Redis runs a
   script atomically but has no rollback.
 
+**One prelude, two layouts.** The Redis Cluster backend runs the same script bodies in
+one bucket's hash slot (``store.redis_cluster.lua``). The helpers that depend on where
+the keys live -- the names ``P`` / ``R`` / ``META`` / ``RSTATS``, ``spot_key`` /
+``load_key`` / ``shift``, the owner checks, the ObjectGeneration sequence -- are the
+four fields of a :class:`PreludeLayout`; every other helper is written once here, and
+:func:`prelude` puts the layout's helpers in their places among them. :data:`ONE_REDIS`
+is one server's layout (:data:`PRELUDE`, every single-Redis script's), and the
+cluster's bucket layout is ``redis_cluster.lua``'s.
+
 A script body that starts with a shebang (``#!lua flags=no-writes``: read-only
 scripts that must run while writes are refused) keeps it as its first line.
 """
@@ -36,24 +45,25 @@ from __future__ import annotations
 
 from typing import Final
 
+import attrs
+
 from zlink_trio.store.redis.lua.authority import AUTHORITY_LUA
 
-__all__ = ("PRELUDE", "script")
+__all__ = ("ONE_REDIS", "PRELUDE", "PreludeLayout", "prelude", "script")
 
-#: The helpers every script starts with (see the module docstring).
-PRELUDE: Final = AUTHORITY_LUA + r"""
+# -- one Redis server: the layout's own helpers ----------------------------------------
+
+#: The prefixes ``P`` / ``R`` (``ARGV[1]`` / ``ARGV[2]``) and the store-wide keys.
+_HEAD: Final = r"""
 local P = ARGV[1]
 local R = ARGV[2]
 local MAXGEN = '9223372036854775807'
 local META = P .. 'meta:{m}:'
 local RSTATS = R .. 'meta:{m}:stats'
-local function rec(key)
-  local flat = redis.call('HGETALL', key)
-  if #flat == 0 then return nil end
-  local t = {}
-  for i = 1, #flat, 2 do t[flat[i]] = flat[i + 1] end
-  return t
-end
+"""
+
+#: Where a Spot's and a node's keys are; ``shift`` writes a counter where it is.
+_KEYS: Final = r"""
 local function spot_key(id) return P .. 'spot:{' .. id .. '}' end
 local function claim_key(mesh, rid) return P .. 'node:{' .. rid .. '}:claim:' .. mesh end
 local function load_key(mesh, rid, lc)
@@ -62,6 +72,76 @@ end
 local function shift(key, field, delta)
   if redis.call('HINCRBY', key, field, delta) == 0 then redis.call('HDEL', key, field) end
 end
+"""
+
+#: The owner checks (``store.rules.location``) read the claim and load keys.
+_OWNER: Final = r"""
+-- check_owner: the live claim of (mesh, rid) with lifecycle lc, or an error reply.
+local function owner_claim(mesh, rid, lc, now)
+  local c = rec(claim_key(mesh, rid))
+  if c == nil or c.lc ~= lc then return nil, {'STALE_OWNER', rid, lc, mesh} end
+  if not (tonumber(now) < tonumber(c.exp)) then return nil, {'EXPIRED', rid, lc, c.exp} end
+  return c
+end
+local function load_of(mesh, rid, lc)
+  local v = redis.call('HMGET', load_key(mesh, rid, lc), 'pending', 'active')
+  return (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0)
+end
+local function serves(mesh, rid, stype, kind)
+  return redis.call('HGET', claim_key(mesh, rid), 'serves:' .. stype) == kind
+end
+"""
+
+#: The store-wide ObjectGeneration sequence.
+_GENERATION: Final = r"""
+local function next_gen()
+  local seq = redis.call('GET', META .. 'seq')
+  if seq == MAXGEN then return nil end
+  return true
+end
+local function issue_gen()
+  redis.call('INCR', META .. 'seq')
+  return redis.call('GET', META .. 'seq')
+end
+"""
+
+
+@attrs.frozen(kw_only=True)
+class PreludeLayout:
+    """The prelude's helpers that depend on where a script runs (the module docstring).
+
+    Each field is Lua that defines the names the shared helpers and the script bodies
+    call; :data:`ONE_REDIS` is one Redis server's, ``redis_cluster.lua`` has a bucket's.
+    """
+
+    #: ``P``, ``R``, ``MAXGEN``, ``META``, ``RSTATS`` and anything the layout adds.
+    head: str
+    #: ``spot_key``, ``load_key`` and ``shift`` (one Redis also: ``claim_key``).
+    keys: str
+    #: ``owner_claim``, ``load_of`` and ``serves``.
+    owner: str
+    #: ``next_gen`` and ``issue_gen``.
+    generation: str
+
+
+#: One Redis server: every key under the prefixes, read and written where it is.
+ONE_REDIS: Final = PreludeLayout(head=_HEAD, keys=_KEYS, owner=_OWNER, generation=_GENERATION)
+
+# -- the helpers every layout shares -----------------------------------------------------
+
+#: Reading a record.
+_RECORDS: Final = r"""
+local function rec(key)
+  local flat = redis.call('HGETALL', key)
+  if #flat == 0 then return nil end
+  local t = {}
+  for i = 1, #flat, 2 do t[flat[i]] = flat[i + 1] end
+  return t
+end
+"""
+
+#: Counters, a record's state change, the status replies.
+_COUNTERS: Final = r"""
 local function count(state, delta) shift(META .. 'counts', state, delta) end
 -- The record at key goes from state old to new (the target step gave): its StoreVersion
 -- + 1, the counts follow.
@@ -79,20 +159,10 @@ local function rstat(field, delta)
 end
 local function reply(key) return {'OK', redis.call('HGETALL', key)} end
 local function stale(key) return {'STALE', redis.call('HGETALL', key)} end
--- check_owner: the live claim of (mesh, rid) with lifecycle lc, or an error reply.
-local function owner_claim(mesh, rid, lc, now)
-  local c = rec(claim_key(mesh, rid))
-  if c == nil or c.lc ~= lc then return nil, {'STALE_OWNER', rid, lc, mesh} end
-  if not (tonumber(now) < tonumber(c.exp)) then return nil, {'EXPIRED', rid, lc, c.exp} end
-  return c
-end
-local function load_of(mesh, rid, lc)
-  local v = redis.call('HMGET', load_key(mesh, rid, lc), 'pending', 'active')
-  return (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0)
-end
-local function serves(mesh, rid, stype, kind)
-  return redis.call('HGET', claim_key(mesh, rid), 'serves:' .. stype) == kind
-end
+"""
+
+#: The fence checks and a record's deletion.
+_FENCES: Final = r"""
 local function fenced(r, gen, ogen, rid, lc)
   return r ~= nil and r.gen == gen and r.ogen == ogen and r.orid == rid and r.olc == lc
 end
@@ -117,15 +187,10 @@ local function release_record(r, field)
   drop_record(r)
   shift(load_key(r.mesh, r.orid, r.olc), field, -1)
 end
-local function next_gen()
-  local seq = redis.call('GET', META .. 'seq')
-  if seq == MAXGEN then return nil end
-  return true
-end
-local function issue_gen()
-  redis.call('INCR', META .. 'seq')
-  return redis.call('GET', META .. 'seq')
-end
+"""
+
+#: The bodies more than one script runs.
+_BODIES: Final = r"""
 -- Reserve (Missing -> Creating) of KEYS[1]: ARGV[o..o+6] are id, kind, stable type,
 -- mesh, rid, lc, now; ARGV[first..] the record's extra field/value pairs. Every check
 -- before the first write. Returns nil, generation, lease expiry -- or an error reply.
@@ -245,10 +310,23 @@ end
 """
 
 
-def script(body: str) -> str:
-    """The full Lua source of a script: :data:`PRELUDE`, then ``body``."""
+def prelude(layout: PreludeLayout = ONE_REDIS) -> str:
+    """The prelude on ``layout``: the shared helpers, each layout helper in its place."""
+    parts = (AUTHORITY_LUA, layout.head, _RECORDS, layout.keys, _COUNTERS, layout.owner,
+             _FENCES, layout.generation, _BODIES)
+    # Each part opens on a line of its own in this file; the Lua has no blank lines.
+    return "\n" + "".join(part.removeprefix("\n") for part in parts)
+
+
+#: The prelude of every single-Redis script (see the module docstring).
+PRELUDE: Final = prelude()
+
+
+def script(body: str, layout: PreludeLayout = ONE_REDIS) -> str:
+    """The full Lua source of a script: the prelude on ``layout``, then ``body``."""
+    head = PRELUDE if layout is ONE_REDIS else prelude(layout)
     # A shebang must stay the first line, so the prelude goes after it.
     if body.startswith("#!"):
         first, _, rest = body.partition("\n")
-        return f"{first}\n{PRELUDE}\n{rest}"
-    return f"{PRELUDE}\n{body}"
+        return f"{first}\n{head}\n{rest}"
+    return f"{head}\n{body}"

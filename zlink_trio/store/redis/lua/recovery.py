@@ -19,9 +19,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from zlink_trio.store.redis.lua.prelude import script
-
-__all__ = ("RECOVERY_SCRIPTS",)
+__all__ = ("RECOVERY_BODIES",)
 
 # KEYS: spot key. ARGV: P, R, gen, ogen, old rid, old lc, new rid, new lc, now, ogen + 1.
 _ADOPT_ORPHAN: Final = r"""
@@ -82,8 +80,9 @@ if not full and #ids < budget then out[2] = 1 end
 return out
 """
 
-#: Name -> full Lua source (registered beside the Location Store's scripts).
-RECOVERY_SCRIPTS: Final = {
-    "recovery_adopt_orphan": script(_ADOPT_ORPHAN),
-    "recovery_orphans": script(_ORPHANS),
+#: Name -> Lua body (``prelude.script`` adds the prelude; registered beside the Location
+#: Store's scripts).
+RECOVERY_BODIES: Final = {
+    "recovery_adopt_orphan": _ADOPT_ORPHAN,
+    "recovery_orphans": _ORPHANS,
 }

@@ -22,9 +22,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from zlink_trio.store.redis.lua.prelude import script
-
-__all__ = ("RELOCATION_SCRIPTS",)
+__all__ = ("RELOCATION_BODIES",)
 
 # KEYS: root key. ARGV: P, R, data. 1 when stored, 0 when it was already there.
 _PUT_ROOT: Final = r"""
@@ -82,14 +80,14 @@ _STATISTICS: Final = r"""#!lua flags=no-writes
 return redis.call('HMGET', RSTATS, 'roots', 'root_bytes', 'inboxes', 'inbox_records')
 """
 
-#: Name -> full Lua source of every Relocation Store transaction (``rel_`` names: the
-#: scripts share one registry with the Location Store's).
-RELOCATION_SCRIPTS: Final = {
-    "rel_put_root": script(_PUT_ROOT),
-    "rel_delete_root": script(_DELETE_ROOT),
-    "rel_inbox_append": script(_INBOX_APPEND),
-    "rel_inbox_read": script(_INBOX_READ),
-    "rel_inbox_set_cursor": script(_INBOX_SET_CURSOR),
-    "rel_inbox_drop": script(_INBOX_DROP),
-    "rel_statistics": script(_STATISTICS),
+#: Name -> Lua body of every Relocation Store transaction (``prelude.script`` adds the
+#: prelude; ``rel_`` names: the scripts share one registry with the Location Store's).
+RELOCATION_BODIES: Final = {
+    "rel_put_root": _PUT_ROOT,
+    "rel_delete_root": _DELETE_ROOT,
+    "rel_inbox_append": _INBOX_APPEND,
+    "rel_inbox_read": _INBOX_READ,
+    "rel_inbox_set_cursor": _INBOX_SET_CURSOR,
+    "rel_inbox_drop": _INBOX_DROP,
+    "rel_statistics": _STATISTICS,
 }

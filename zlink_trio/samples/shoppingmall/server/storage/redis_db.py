@@ -143,7 +143,7 @@ async def open_redis_db(target: RedisTarget, scripts: Mapping[str, str],
     except ImportError:
         raise zl.InvalidConfiguration(
             f"{what} at {target.where}: the Redis backend needs coredis; install "
-            "'zlink-trio[redis]'") from None
+            "'zlink-trio[shoppingmall]'") from None
     client: coredis.Redis[bytes] = coredis.Redis(
         host=target.host, port=target.port, db=target.db, username=target.username,
         password=target.password, connect_timeout=target.timeout,
