@@ -62,8 +62,8 @@ async def test_lua_step_is_the_charts_step():
         async with redis_test_store(), raw_client() as client:
             for state in CHART.state_order:
                 for event in CHART.event_order:
-                    reply = await client.eval(AUTHORITY_LUA + body, [], [state, event])
-                    ends = await client.eval(AUTHORITY_LUA + missing, [], [state, event])
+                    reply = await client.command(["EVAL", AUTHORITY_LUA + body, 0, state, event])
+                    ends = await client.command(["EVAL", AUTHORITY_LUA + missing, 0, state, event])
                     where = f"{event} from {state}"
                     if CHART.allows(state, event):
                         target = CHART.step(state, event)
