@@ -42,9 +42,13 @@ async def test_a_cancelled_wait_leaves_the_slot_empty(autojump_clock: trio.abc.C
 
 async def test_a_second_waiter_is_refused() -> None:
     slot = ParkingSlot()
+
+    async def waiter() -> None:
+        await slot.park()
+
     with trio.fail_after(LIMIT):
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(slot.park)
+            nursery.start_soon(waiter)
             await trio.testing.wait_all_tasks_blocked()
             with pytest.raises(RuntimeError, match="one parked task"):
                 await slot.park()

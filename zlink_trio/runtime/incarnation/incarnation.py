@@ -149,6 +149,7 @@ from zlink_trio.core.errors import (
 )
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.lanes import Lanes
+from zlink_trio.lowlevel.parking import ParkingSlot
 from zlink_trio.runtime import observers
 from zlink_trio.runtime.charts import INCARNATION, TRACE, step
 from zlink_trio.runtime.coordinators import crash_points
@@ -257,17 +258,18 @@ class Move:
         return None if self.stranded is None else Unavailable(self.stranded)
 
 
-class Incarnation:
+class Incarnation(ParkingSlot):
     """One local incarnation of a Spot; see the module docstring.
 
     Slotted, with its containers built on first use: 100,000 idle Spots are 100,000
-    of these (docs/performance.md, "Where an idle Spot's bytes go").
+    of these (docs/performance.md, "Where an idle Spot's bytes go"). Its task parks in
+    the incarnation itself (a ``lowlevel.parking.ParkingSlot``) while it has nothing to
+    do: an idle Spot then holds no Event, no ParkingLot and no extra coroutine frame.
     """
 
     __slots__ = (
         "_finished",
         "_is_finished",
-        "_parked",
         "_woken",
         "cleanup_started",
         "close_fence",
@@ -294,6 +296,7 @@ class Incarnation:
 
     def __init__(self, rt: NodeState, spot_type: SpotType, spot_id: str, generation: int,
                  mesh: str) -> None:
+        super().__init__()
         self.rt: Final = rt
         self.spot_type: Final = spot_type
         self.spot_id: Final = spot_id
@@ -306,9 +309,7 @@ class Incarnation:
         self.lanes: Final[Lanes[Work]] = Lanes(application=rt.options.application_lane,
                                                lifecycle=rt.options.lifecycle_lane)
         self.timers: Final = IncarnationTimers()
-        # The task parks itself (``_will_park``) rather than waiting on an Event: an idle
-        # Spot then holds no Event, no ParkingLot and two fewer coroutine frames.
-        self._parked: trio.lowlevel.Task | None = None
+        #: :meth:`wake` was called since the task last looked (``_will_park``).
         self._woken = False
         self._finished: trio.Event | None = None  # built by the first ``finished`` reader
         self._is_finished = False
@@ -520,35 +521,25 @@ class Incarnation:
 
     # ------------------------------------------------------------------ the task
 
-    def wake(self) -> None:
-        """Wake the task to look at its state and queue again (at once if it is parked)."""
+    def wake(self) -> bool:
+        """Wake the task to look at its state and queue again (at once if it is parked;
+        ``True`` then)."""
         self._woken = True
-        task = self._parked
-        if task is not None:
-            self._parked = None
-            trio.lowlevel.reschedule(task)
+        return super().wake()
 
-    def _will_park(self, task: trio.lowlevel.Task) -> bool:
-        """Whether the task (``task``, the current one) parks now: not when :meth:`wake`
-        was called since ``_woken`` was last cleared (it looks again instead); else it is
-        recorded as parked, and its caller awaits ``wait_task_rescheduled(self._unpark)``
-        in the same continuation."""
+    def _will_park(self) -> bool:
+        """Whether the task parks now (in this incarnation, its parking slot): not when
+        :meth:`wake` was called since ``_woken`` was last cleared (it looks again
+        instead)."""
         if self._woken:
             self._woken = False
             return False
-        self._parked = task
         return True
-
-    def _unpark(self, _: object) -> trio.lowlevel.Abort:
-        """The parked task is cancelled (its timer deadline, or its nursery)."""
-        self._parked = None
-        return trio.lowlevel.Abort.SUCCEEDED
 
     async def run(self) -> None:
         """The incarnation's task: one turn at a time until closed and released."""
-        # Read once per task, not once per turn: this task, and the run's clock (what
+        # Read once per task, not once per turn: the run's clock (what
         # ``trio.current_time`` reads, without its three calls).
-        task = trio.lowlevel.current_task()
         now = trio.lowlevel.current_clock().current_time
         if self.rt.clock == now:  # (the store clock is the run's: ``_run_handler`` shares it)
             now = self.rt.clock
@@ -560,8 +551,8 @@ class Incarnation:
                         return  # moved to another node: its queue went with it
                     # Sealed for a relocation: no turn runs until it commits or aborts.
                     self._woken = False
-                    if self._will_park(task):
-                        await trio.lowlevel.wait_task_rescheduled(self._unpark)
+                    if self._will_park():
+                        await self.park()
                     continue
                 turn = lanes.next_turn()
                 if turn is None:
@@ -573,12 +564,12 @@ class Incarnation:
                     # Parked in this very frame (not in a helper coroutine): each frame
                     # on an idle Spot's stack is ~220 B that 100,000 Spots all pay.
                     deadline = self._before_idle()
-                    if deadline is not _NO_WAIT and self._will_park(task):
+                    if deadline is not _NO_WAIT and self._will_park():
                         if deadline is None:  # no timer: only a wake or a cancel ends it
-                            await trio.lowlevel.wait_task_rescheduled(self._unpark)
+                            await self.park()
                         else:
                             with trio.move_on_at(deadline):
-                                await trio.lowlevel.wait_task_rescheduled(self._unpark)
+                                await self.park()
                     continue
                 await self._run_turn(turn, now)
             with trio.CancelScope(shield=True):

@@ -77,6 +77,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from zlink_trio.core.errors import StoreUnavailable
+from zlink_trio.lowlevel.parking import ParkingSlot
 from zlink_trio.store.redis.resp import NeedMore, Reader, encode_command
 
 if TYPE_CHECKING:
@@ -97,12 +98,15 @@ class Expired(Exception):
     """
 
 
-class _Item:
-    __slots__ = ("abandoned", "expires", "frame", "limit", "replies", "state", "task",
-                 "value")
+class _Item(ParkingSlot):
+    """One call in the pipeline; its caller parks in it (no ``trio.Event``: this is once
+    per store call) until its answer is there or its wait is given up."""
+
+    __slots__ = ("abandoned", "expires", "frame", "limit", "replies", "state", "value")
 
     def __init__(self, frame: bytes, limit: float, replies: int = 1,
                  expires: float | None = None) -> None:
+        super().__init__()
         self.frame = frame
         #: Replies the frame draws (``ASKING`` + a command: 2); the item gets the last one.
         self.replies = replies
@@ -114,21 +118,7 @@ class _Item:
         #: Its caller stopped waiting (or was answered by the watchdog): a reply read
         #: later is dropped, never handed to anyone.
         self.abandoned = False
-        #: The caller's task while it waits for the answer (parked, no ``trio.Event``:
-        #: this is once per store call); ``None`` once woken or its wait was cancelled.
-        self.task: trio.lowlevel.Task | None = None
         self.value: Any = None
-
-    def wake(self) -> None:
-        """Wake the caller waiting for this item (idempotent; no-op once it stopped)."""
-        task = self.task
-        if task is not None:
-            self.task = None
-            trio.lowlevel.reschedule(task)
-
-    def _abort(self, _raise_cancel: object) -> trio.lowlevel.Abort:
-        self.task = None  # cancelled while parked: never reschedule it
-        return trio.lowlevel.Abort.SUCCEEDED
 
 
 class Pipeline:
@@ -202,9 +192,8 @@ class Pipeline:
             self._watch_wakeup.set()
             if self._watch_scope is not None:
                 self._watch_scope.deadline = expires
-        item.task = trio.lowlevel.current_task()
         try:
-            await trio.lowlevel.wait_task_rescheduled(item._abort)
+            await item.park()
         except BaseException:
             if item.state != _DONE and not self._abandon(item):
                 raise StoreUnavailable(_may_have_run(self._where)) from None
