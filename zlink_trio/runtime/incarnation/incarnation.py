@@ -657,10 +657,7 @@ class Incarnation(ParkingSlot):
             return None
         if completion is None:
             return None
-        expected = item.info.reply_type
-        # The declared class exactly (or None for ``-> None``); else check_reply words it.
-        mismatch = (None if type(result) is expected or (result is None and expected is None)
-                    else check_reply(self.spot_type, item.info, result))
+        mismatch = check_reply(self.spot_type, item.info, result)
         ended = now() if rt.clock is now else None
         if (rt.clock() if ended is None else ended) >= rt.lease_expires_at:
             self._refuse_past_lease(item, "ran, but its effect is lost")
