@@ -47,6 +47,7 @@ from zlink_trio.transport._ws import WebSocketClosed
 from zlink_trio.transport._ws_frames import CLOSE_NORMAL
 from zlink_trio.wire.frames import (
     Frame,
+    LinkDecoder,
     NodeOperation,
     RelocateSpot,
     Reply,
@@ -54,7 +55,6 @@ from zlink_trio.wire.frames import (
     UserSpotClose,
     UserSpotCreate,
     encode,
-    link_decoder,
 )
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ class Link:
         self._handler = handler
         self._keepalive_interval = keepalive_interval
         #: Decodes this link's messages (the negotiated limit, checked once).
-        self._decode = link_decoder(peer.max_frame_bytes)
+        self._decode = LinkDecoder(peer.max_frame_bytes)
         #: The frames to write; its ``closed`` is the link's (set by _close_now).
         self._sender = SendQueue(ws, max_bytes=max_send_buffer_bytes,
                                  describe=self._describe(), close_link=self._close_now)
