@@ -48,7 +48,7 @@ from __future__ import annotations
 import linecache
 import struct
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Final, Protocol, TypeAlias, TypeVar, cast
+from typing import TYPE_CHECKING, ClassVar, Final, Protocol, TypeAlias, TypeVar, cast
 
 import attrs
 
@@ -511,21 +511,31 @@ MS: Final = Int("Q", 0, MAX_GEN, f"milliseconds since the Unix epoch in 0..{MAX_
 DEADLINE: Final = Int("Q", 1, MAX_GEN, f"milliseconds since the Unix epoch in 1..{MAX_GEN}")
 
 
-@attrs.frozen
-class Flag(Encoding):
-    """``flag``: a ``bool`` as a ``u8`` that is exactly 0 or 1."""
+class Fixed(Encoding):
+    """A fixed-width field: its :mod:`struct` format (``FORMAT``) and what it holds."""
+
+    FORMAT: ClassVar[str] = ""
+    EXPECTED: ClassVar[str] = ""
 
     @property
     def fmt(self) -> str:
-        return "B"
+        return self.FORMAT
 
     @property
     def size(self) -> int:
-        return 1
+        return struct.calcsize(">" + self.fmt)
 
     @property
     def expected(self) -> str:
-        return "a bool"
+        return self.EXPECTED
+
+
+@attrs.frozen
+class Flag(Fixed):
+    """``flag``: a ``bool`` as a ``u8`` that is exactly 0 or 1."""
+
+    FORMAT: ClassVar[str] = "B"
+    EXPECTED: ClassVar[str] = "a bool"
 
     def accepts(self, value: object) -> bool:
         return type(value) is bool
@@ -543,18 +553,12 @@ FLAG: Final = Flag()
 
 
 @attrs.frozen
-class Enum8(Encoding):
+class Enum8(Fixed):
     """An :class:`~enum.IntEnum` member as a ``u8``; a number that is no member is refused."""
 
     cls: type[IntEnum]
 
-    @property
-    def fmt(self) -> str:
-        return "B"
-
-    @property
-    def size(self) -> int:
-        return 1
+    FORMAT: ClassVar[str] = "B"
 
     @property
     def expected(self) -> str:
@@ -579,7 +583,7 @@ class Enum8(Encoding):
 
 
 @attrs.frozen
-class Raw(Encoding):
+class Raw(Fixed):
     """Exactly ``length`` raw bytes (a nonce, a MAC)."""
 
     length: int
@@ -587,10 +591,6 @@ class Raw(Encoding):
     @property
     def fmt(self) -> str:
         return f"{self.length}s"
-
-    @property
-    def size(self) -> int:
-        return self.length
 
     @property
     def expected(self) -> str:
@@ -606,20 +606,11 @@ class Raw(Encoding):
 
 
 @attrs.frozen
-class Rid(Encoding):
+class Rid(Fixed):
     """``rid``: a :class:`NodeRid`, 16 raw bytes that are never all zero."""
 
-    @property
-    def fmt(self) -> str:
-        return "16s"
-
-    @property
-    def size(self) -> int:
-        return 16
-
-    @property
-    def expected(self) -> str:
-        return "a NodeRid"
+    FORMAT: ClassVar[str] = "16s"
+    EXPECTED: ClassVar[str] = "a NodeRid"
 
     def accepts(self, value: object) -> bool:
         return isinstance(value, NodeRid)
@@ -639,20 +630,11 @@ RID: Final = Rid()
 
 
 @attrs.frozen
-class Sha256(Encoding):
+class Sha256(Fixed):
     """A SHA-256 digest: 64 lowercase hex digits in Python, 32 raw bytes on the wire."""
 
-    @property
-    def fmt(self) -> str:
-        return f"{SHA256_BYTES}s"
-
-    @property
-    def size(self) -> int:
-        return SHA256_BYTES
-
-    @property
-    def expected(self) -> str:
-        return "64 hex digits"
+    FORMAT: ClassVar[str] = f"{SHA256_BYTES}s"
+    EXPECTED: ClassVar[str] = "64 hex digits"
 
     def accepts(self, value: object) -> bool:
         try:
