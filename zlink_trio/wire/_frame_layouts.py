@@ -1071,12 +1071,22 @@ class Union(Encoding):
 
 def instance_writer(names: dict[str, object], prefix: bytes, layout: Layout
                     ) -> InstanceWriter:
-    """``write(instance, mb)``: ``prefix`` (its tag), then its layout's writer of its fields."""
-    fields = Code(names, {}).const(_writer(names, layout, prefix), "write")
-    args = ", ".join(f"value.{a.name}" for a in attrs.fields(layout.cls))
-    return cast("InstanceWriter", _function(
-        names, f"write_{layout.cls.__name__}_instance", "value, mb",
-        [f"    return {fields}({args}, mb)"]))
+    """``write(instance, mb)``: ``prefix`` (its tag), then its layout's writer of its fields.
+
+    Compiled once per generated module ``names``.
+    """
+    made = names.setdefault(_INSTANCE_WRITERS, {})
+    assert isinstance(made, dict)
+    if layout.cls not in made:
+        fields = Code(names, {}).const(_writer(names, layout, prefix), "write")
+        args = ", ".join(f"value.{a.name}" for a in attrs.fields(layout.cls))
+        made[layout.cls] = _function(names, f"write_{layout.cls.__name__}_instance",
+                                     "value, mb", [f"    return {fields}({args}, mb)"])
+    return cast("InstanceWriter", made[layout.cls])
+
+
+#: The key of a generated module's instance writers: class -> writer.
+_INSTANCE_WRITERS: Final = "__instance_writers__"
 
 
 # --------------------------------------------------------------------------- compiling
