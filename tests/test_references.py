@@ -64,15 +64,8 @@ UNMAPPED = {
 
 #: Findings known today whose fix is owned by work in progress elsewhere, and that work.
 #: Each must still be found: once it is fixed, the test fails until its line is deleted.
-KNOWN_STALE = {
-    "zlink_trio/wire/handshake.py:1: NOTES-stores-security.md (no such document here)":
-        "wire/ is reworked for one layout per frame (issue #25 item 2)",
-}
-KNOWN_MAP_ERRORS = {
-    "zlink_trio.wire: the map does not list "
-    "['_direct_frames', '_frame_enums', '_link_frames', '_reply_frames', '_request_frames']":
-        "wire/__init__ is rewritten with the one-layout-per-frame codec (issue #25 item 2)",
-}
+KNOWN_STALE: dict[str, str] = {}
+KNOWN_MAP_ERRORS: dict[str, str] = {}
 
 ROLE = re.compile(r":(?:mod|func|class|meth|attr|data|exc|obj|const):`([^`]+)`")
 DOUBLE = re.compile(r"``([^`]+)``")

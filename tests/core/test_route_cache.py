@@ -222,7 +222,7 @@ def test_missing_creating_and_store_failure_are_not_negative_cached():
     # A Ready route has no state field that could say Missing/Creating/failed.
     assert {f.name for f in attrs.fields(CachedRoute)} == {
         "spot_id", "object_generation", "mesh", "node_rid", "kind", "stable_type",
-        "owner_lease_deadline", "owner", "owner_generation",
+        "owner_lease_deadline", "owner", "owner_generation", "wire_route",
     }
     with pytest.raises(InvalidOperation):
         attrs.evolve(route(), object_generation=0)  # no "not yet created" generation

@@ -179,6 +179,12 @@ class CachedRoute:
     #: The authority's AuthorityOwnerGeneration when the route was read (with ``owner``).
     owner_generation: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(_generation))
+    #: The route's bytes on the wire (command 39's route kind 1, built by the runtime
+    #: with ``zlink_trio.wire.frames.encode_route``), kept with the route so that every
+    #: call on it reuses them; ``None`` for a route to this node.
+    wire_route: bytes | None = attrs.field(
+        default=None, eq=False,
+        validator=attrs.validators.optional(attrs.validators.instance_of(bytes)))
 
 
 @attrs.frozen(kw_only=True)

@@ -12,7 +12,7 @@ runs exactly once; it calls ``handler.link_closed``.
   the one ``link_closed`` per link.
 * the **reader** reads the stream, feeds the bytes to the link's
   :class:`~._ws.WebSocket` (a frame parser with no task of its own), decodes each
-  complete binary message with the link's decoder (``wire.frames.link_decoder``) and
+  complete binary message with the link's decoder (``wire.frames.LinkDecoder``) and
   dispatches it *synchronously*: application frames go to ``handler.frame_received``,
   a Ping is answered with a Pong, a Pong only proves liveness. No task is spawned per
   frame and nothing sits between the socket and the handler; the reader never waits
@@ -66,6 +66,7 @@ from zlink_trio.transport._ws import RECEIVE_BUFFER_BYTES, WebSocketClosed
 from zlink_trio.transport._ws_frames import CLOSE_NORMAL, CLOSE_PROTOCOL_ERROR
 from zlink_trio.wire.frames import (
     Frame,
+    LinkDecoder,
     NodeOperation,
     Ping,
     Pong,
@@ -75,7 +76,6 @@ from zlink_trio.wire.frames import (
     UserSpotClose,
     UserSpotCreate,
     encode,
-    link_decoder,
 )
 
 if TYPE_CHECKING:
@@ -180,7 +180,7 @@ class Link:
         self._handler = handler
         self._keepalive_interval = keepalive_interval
         #: Decodes this link's messages (the negotiated limit, checked once).
-        self._decode = link_decoder(peer.max_frame_bytes)
+        self._decode = LinkDecoder(peer.max_frame_bytes)
         #: The frames to write; its ``closed`` is the link's (set by close_soon).
         self._sender = SendQueue(ws, max_bytes=max_send_buffer_bytes,
                                  describe=self._describe(), close_link=self.close_soon)

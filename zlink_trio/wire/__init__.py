@@ -11,16 +11,17 @@ Application messages (``codec``, public to the runtime):
 
 Frames (``frames``, the public face; ``docs/wire.md`` has the byte tables):
 
-- ``frames``: ``encode(frame) -> bytes``, ``decode(data) -> Frame``, the ``FRAMES`` table.
-- ``_frame_types``: the index of the frame classes and ``Frame``, their union, from
-  ``_frame_enums`` (command byte, route kind, results), ``_link_frames`` (handshake and
-  keepalive, 1..5), ``_request_frames`` (39, 47, 48, 60) and ``_reply_frames`` (20).
-- ``_frame_fields``: field encodings (``text8``, ``rid``, ``gen``, ...), ``Reader``/``Writer``.
-- ``_frame_checks``: the attrs validators of the frame classes (what this side may send).
-- ``_frame_layouts``: one writer and one reader per command but 20; command 39's route table.
-- ``_reply_layouts``: the writer and reader of the reply (20); the outcome table.
-- ``_frame_rules``: the ``Rule`` row that ties a class to its tag, layout and bodies.
-- ``_fast_frames``: struct-based fast paths for commands 39 and 20.
+- ``frames``: the table of commands, ``encode(frame) -> bytes``, ``decode(data) -> Frame``,
+  ``LinkDecoder`` (one link's readers and their caches), and the writers of the hot
+  commands 39 and 20 with the pre-encoders of their slots.
+- ``_frame_types``: the index of the frame classes and ``Frame``, their union.
+- ``_frame_enums``: the command byte, route kind, node action and results.
+- ``_link_frames``: the handshake and keepalive frames (commands 1..5).
+- ``_request_frames``: the Spot message (39) and its routes, 47, 48, 60 and 61.
+- ``_reply_frames``: the reply (20) and its outcomes.
+- ``_frame_layouts``: the field encodings (``text8``, ``rid``, ``gen``, ...) and the
+  compiler that makes one writer and one reader per command from the classes. Each
+  frame class is its layout: its attrs fields in wire order, each with its encoding.
 
 Peer authentication (``handshake``, the public face):
 
@@ -29,5 +30,6 @@ Peer authentication (``handshake``, the public face):
 - ``_handshake_macs``: the HMAC-SHA256 inputs and labels of HELLO and WELCOME.
 
 Dependencies point up this list and never back: the handshake builds frames, and frames
-carry the codec's bodies; within a group the public module is built on the private ones.
+carry the codec's bodies; within a group the public module is built on the private ones
+(the frame classes on ``_frame_layouts``, which compiles them when ``frames`` asks).
 """

@@ -27,7 +27,7 @@ import hmac
 from hashlib import sha256
 from typing import TYPE_CHECKING, Final
 
-from zlink_trio.wire._frame_fields import NONCE_BYTES
+from zlink_trio.wire._frame_layouts import NONCE_BYTES
 from zlink_trio.wire.frames import HEADER_BYTES, encode
 
 if TYPE_CHECKING:

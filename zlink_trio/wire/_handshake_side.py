@@ -40,7 +40,7 @@ from zlink_trio.core.errors import (
     LocalProtocolError,
     RemoteProtocolError,
 )
-from zlink_trio.wire._frame_fields import NONCE_BYTES
+from zlink_trio.wire._frame_layouts import NONCE_BYTES
 from zlink_trio.wire._frame_types import MIN_FRAME_BYTES, Challenge, Hello, Welcome
 from zlink_trio.wire.frames import decode as _decode
 

@@ -11,48 +11,49 @@ handshake frame fits below any limit a node may announce. PING and PONG
 carry an opaque ``u64`` token. No frame here carries an application body.
 
 Constructors raise :class:`LocalProtocolError` for a value that cannot be
-sent (see :mod:`zlink_trio.wire._frame_types`).
+sent (see :mod:`zlink_trio.wire._frame_types`). Each class is its layout: its
+attrs fields, in order, with their encodings (:mod:`zlink_trio.wire._frame_layouts`).
 
 This module is sans-IO: no trio, no clock, no I/O.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Final
+
 import attrs
 
-from zlink_trio.core.errors import LocalProtocolError
-from zlink_trio.core.identity import NodeRid
-from zlink_trio.wire._frame_checks import T, check_gen, check_text8, check_u64, int_in
-from zlink_trio.wire._frame_fields import MAX_U32, NONCE_BYTES
+from zlink_trio.wire._frame_layouts import (
+    GEN,
+    MAX_U32,
+    NONCE_BYTES,
+    RID,
+    TEXT8,
+    U64,
+    Int,
+    Raw,
+    wire,
+)
+
+if TYPE_CHECKING:
+    from zlink_trio.core.identity import NodeRid
 
 __all__ = ("MIN_FRAME_BYTES", "Challenge", "Hello", "Ping", "Pong", "Welcome")
 
 #: Smallest frame-size limit a node may announce or configure; every handshake frame fits.
-MIN_FRAME_BYTES = 1024
+MIN_FRAME_BYTES: Final = 1024
 
-
-def _check_nonce(instance: object, attribute: attrs.Attribute[bytes], value: bytes) -> None:
-    if not isinstance(value, bytes) or len(value) != NONCE_BYTES or type(value) is not bytes:
-        raise LocalProtocolError(f"{attribute.name} must be exactly {NONCE_BYTES} bytes")
-
-
-def _check_frame_limit(instance: object, attribute: attrs.Attribute[T], value: T) -> None:
-    if not int_in(value, MIN_FRAME_BYTES, MAX_U32):
-        raise LocalProtocolError(
-            f"{attribute.name} must be an int in {MIN_FRAME_BYTES}..{MAX_U32}, got {value!r}"
-        )
-
-
-def _check_rid(instance: object, attribute: attrs.Attribute[T], value: T) -> None:
-    if not isinstance(value, NodeRid):
-        raise LocalProtocolError(f"{attribute.name} must be a NodeRid, got {value!r}")
+_NONCE: Final = Raw(NONCE_BYTES)
+_LIMIT: Final = Int(
+    "I", MIN_FRAME_BYTES, MAX_U32,
+    refusal=lambda what, value: f"{what} is {value}, below the {MIN_FRAME_BYTES}-byte minimum")
 
 
 @attrs.frozen(kw_only=True)
 class Challenge:
     """Command 1: the server's fresh nonce, sent first on every accepted link."""
 
-    nonce: bytes = attrs.field(validator=_check_nonce)
+    nonce: bytes = attrs.field(validator=_NONCE.validator, metadata=wire(_NONCE, "nonce"))
 
 
 @attrs.frozen(kw_only=True)
@@ -63,13 +64,15 @@ class _Introduction:
     handshake); ``max_frame_bytes`` is the largest frame the sender accepts.
     """
 
-    node_id: str = attrs.field(validator=check_text8)
-    node_rid: NodeRid = attrs.field(validator=_check_rid)
-    lifecycle_generation: int = attrs.field(validator=check_gen)
-    mesh: str = attrs.field(validator=check_text8)
-    max_frame_bytes: int = attrs.field(validator=_check_frame_limit)
-    nonce: bytes = attrs.field(validator=_check_nonce)
-    mac: bytes = attrs.field(validator=_check_nonce)
+    node_id: str = attrs.field(validator=TEXT8.validator, metadata=wire(TEXT8, "node id"))
+    node_rid: NodeRid = attrs.field(validator=RID.validator, metadata=wire(RID, "node rid"))
+    lifecycle_generation: int = attrs.field(validator=GEN.validator,
+                                            metadata=wire(GEN, "lifecycle generation"))
+    mesh: str = attrs.field(validator=TEXT8.validator, metadata=wire(TEXT8, "mesh"))
+    max_frame_bytes: int = attrs.field(validator=_LIMIT.validator,
+                                       metadata=wire(_LIMIT, "max frame bytes"))
+    nonce: bytes = attrs.field(validator=_NONCE.validator, metadata=wire(_NONCE, "nonce"))
+    mac: bytes = attrs.field(validator=_NONCE.validator, metadata=wire(_NONCE, "mac"))
 
 
 @attrs.frozen(kw_only=True)
@@ -86,11 +89,11 @@ class Welcome(_Introduction):
 class Ping:
     """Command 4: keepalive probe; ``token`` is any u64, echoed by PONG."""
 
-    token: int = attrs.field(validator=check_u64)
+    token: int = attrs.field(validator=U64.validator, metadata=wire(U64, "token"))
 
 
 @attrs.frozen(kw_only=True)
 class Pong:
     """Command 5: keepalive answer carrying the PING's token."""
 
-    token: int = attrs.field(validator=check_u64)
+    token: int = attrs.field(validator=U64.validator, metadata=wire(U64, "token"))

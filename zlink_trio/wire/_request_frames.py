@@ -24,38 +24,57 @@ Metadata is bounded here (16 KiB), the payload by ``encode`` (its limit is
 configurable); anything else a request cannot carry is refused at
 construction with :class:`LocalProtocolError`.
 
+Each class is its layout: its attrs fields, in order, are the frame's fields after
+the header, each with its encoding and label (``metadata=wire(...)``, see
+:mod:`zlink_trio.wire._frame_layouts`); :data:`ROUTE` is command 39's union of
+routes, tagged by the route kind. The rules between fields are stated twice, once
+per side: in a constructor (what this side may send) and in a :class:`Check` (what
+a peer's bytes may say).
+
 This module is sans-IO: no trio, no clock, no I/O.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 import attrs
 
 from zlink_trio.core.errors import LocalProtocolError
-from zlink_trio.core.records import RootReceipt
-from zlink_trio.wire._frame_checks import (
-    T,
-    check_deadline,
-    check_gen,
-    check_owner,
-    check_payload,
-    check_ref,
-    check_text8,
-    check_u64,
-    check_u64_nonzero,
-    int_in,
-)
 from zlink_trio.wire._frame_enums import NodeAction, RouteKind
-from zlink_trio.wire._frame_fields import MAX_GEN, MAX_METADATA_BYTES, MAX_U32
+from zlink_trio.wire._frame_layouts import (
+    DEADLINE,
+    GEN,
+    ID,
+    MAX_METADATA_BYTES,
+    MAX_U32,
+    MS,
+    OPTIONAL_TEXT8,
+    OWNER,
+    PAYLOAD,
+    ROOT,
+    SPOT_REF,
+    TEXT8,
+    U64,
+    Blob32,
+    Check,
+    Enum8,
+    Int,
+    Optional,
+    Union,
+    layout_of,
+    wire,
+)
 
 if TYPE_CHECKING:
-    from zlink_trio.core.records import OwnerFence, SpotRef
+    from zlink_trio.core.records import OwnerFence, RootReceipt, SpotRef
     from zlink_trio.wire.codec import EncodedMessage
+
+T = TypeVar("T")
 
 __all__ = (
     "MAX_FOLLOW_HOPS",
+    "ROUTE",
     "ActivationRoute",
     "FollowRoute",
     "NodeOperation",
@@ -70,64 +89,52 @@ __all__ = (
 #: The most Message Follow routes one message may take, counting the last (spec 06 §6).
 MAX_FOLLOW_HOPS: Final = 8
 
-
-def _check_lease(instance: object, attribute: attrs.Attribute[T], value: T) -> None:
-    if not int_in(value, 0, MAX_GEN):
-        raise LocalProtocolError(
-            f"{attribute.name} must be milliseconds since the Unix epoch in 0..{MAX_GEN}, "
-            f"got {value!r}"
-        )
-
-
-def _check_capacity(instance: object, attribute: attrs.Attribute[T], value: T) -> None:
-    if not int_in(value, 1, MAX_U32):
-        raise LocalProtocolError(f"{attribute.name} must be an int in 1..{MAX_U32}, got {value!r}")
+_HOPS: Final = Int(
+    "B", 1, MAX_FOLLOW_HOPS,
+    f"an int in 1..{MAX_FOLLOW_HOPS} (the Message Follow routes taken, this one included)",
+    refusal=lambda what, hops: (f"{what} is {hops}; a followed message has taken "
+                                f"1..{MAX_FOLLOW_HOPS} Message Follow routes"))
+_CAPACITY: Final = Int(
+    "I", 1, MAX_U32,
+    refusal=lambda what, value: f"{what} is 0; a reservation holds at least 1")
+_METADATA: Final = Optional(Blob32(MAX_METADATA_BYTES))
+_ACTION: Final = Enum8(NodeAction)
 
 
-def _check_optional_text8(instance: object, attribute: attrs.Attribute[T], value: T) -> None:
-    if value is not None:
-        check_text8(instance, attribute, value)
-
-
-def _check_metadata(
-    instance: object, attribute: attrs.Attribute[bytes | None], value: bytes | None
-) -> None:
-    if value is None:
-        return
-    if not isinstance(value, bytes) or len(value) > MAX_METADATA_BYTES or type(value) is not bytes:
-        raise LocalProtocolError(
-            f"{attribute.name} must be None or bytes of at most {MAX_METADATA_BYTES} bytes"
-        )
+# --------------------------------------------------------------------------- command 39
 
 
 @attrs.frozen(kw_only=True)
 class ReadyRoute:
     """Route kind 1: to the owner of a Ready authority, with its generation fence."""
 
-    spot_id: str = attrs.field(validator=check_text8)
-    object_generation: int = attrs.field(validator=check_gen)
-    owner_generation: int = attrs.field(validator=check_gen)
-    target: OwnerFence = attrs.field(validator=check_owner)
+    spot_id: str = attrs.field(validator=TEXT8.validator, metadata=wire(TEXT8, "Spot ID"))
+    object_generation: int = attrs.field(validator=GEN.validator,
+                                         metadata=wire(GEN, "object generation"))
+    owner_generation: int = attrs.field(validator=GEN.validator,
+                                        metadata=wire(GEN, "owner generation"))
+    target: OwnerFence = attrs.field(validator=OWNER.validator, metadata=wire(OWNER, "target"))
 
 
 @attrs.frozen(kw_only=True)
 class ActivationRoute:
     """Route kind 2: cold activation of a Missing Spot (no authority generation exists yet)."""
 
-    target_mesh: str = attrs.field(validator=check_text8)
-    target: OwnerFence = attrs.field(validator=check_owner)
-    spot_id: str = attrs.field(validator=check_text8)
-    stable_type: str = attrs.field(validator=check_text8)
+    target_mesh: str = attrs.field(validator=TEXT8.validator, metadata=wire(TEXT8, "target mesh"))
+    target: OwnerFence = attrs.field(validator=OWNER.validator, metadata=wire(OWNER, "target"))
+    spot_id: str = attrs.field(validator=TEXT8.validator, metadata=wire(TEXT8, "Spot ID"))
+    stable_type: str = attrs.field(validator=TEXT8.validator, metadata=wire(TEXT8, "stable type"))
     #: The StoreVersion of the target's descriptor claim the source selected.
-    descriptor_version: int = attrs.field(validator=check_gen)
+    descriptor_version: int = attrs.field(validator=GEN.validator,
+                                          metadata=wire(GEN, "descriptor version"))
 
 
-def _check_hops(instance: object, attribute: attrs.Attribute[T], value: T) -> None:
-    if not int_in(value, 1, MAX_FOLLOW_HOPS):
-        raise LocalProtocolError(
-            f"{attribute.name} must be an int in 1..{MAX_FOLLOW_HOPS} (the Message Follow "
-            f"routes taken, this one included), got {value!r}"
-        )
+def _not_newer(source_owner_generation: int, target_owner_generation: int) -> str | None:
+    if target_owner_generation > source_owner_generation:
+        return None
+    return (f"target owner generation {target_owner_generation} is not above the source "
+            f"owner generation {source_owner_generation}; a Message Follow route leads to a "
+            "newer owner")
 
 
 @attrs.frozen(kw_only=True)
@@ -143,12 +150,17 @@ class FollowRoute:
     is the original message's.
     """
 
-    spot_id: str = attrs.field(validator=check_text8)
-    object_generation: int = attrs.field(validator=check_gen)
-    source_owner_generation: int = attrs.field(validator=check_gen)
-    target_owner_generation: int = attrs.field(validator=check_gen)
-    target: OwnerFence = attrs.field(validator=check_owner)
-    hops: int = attrs.field(validator=_check_hops)
+    spot_id: str = attrs.field(validator=TEXT8.validator, metadata=wire(TEXT8, "Spot ID"))
+    object_generation: int = attrs.field(validator=GEN.validator,
+                                         metadata=wire(GEN, "object generation"))
+    source_owner_generation: int = attrs.field(validator=GEN.validator,
+                                               metadata=wire(GEN, "source owner generation"))
+    target_owner_generation: int = attrs.field(
+        validator=GEN.validator,
+        metadata=wire(GEN, "target owner generation", check=Check(
+            ("source_owner_generation", "target_owner_generation"), _not_newer)))
+    target: OwnerFence = attrs.field(validator=OWNER.validator, metadata=wire(OWNER, "target"))
+    hops: int = attrs.field(validator=_HOPS.validator, metadata=wire(_HOPS, "hops"))
 
     def __attrs_post_init__(self) -> None:
         if self.target_owner_generation <= self.source_owner_generation:
@@ -161,13 +173,13 @@ class FollowRoute:
 
 #: Every route of command 39.
 Route = ReadyRoute | ActivationRoute | FollowRoute
-
-
-def _check_route(instance: object, attribute: attrs.Attribute[T], value: T) -> None:
-    if not isinstance(value, Route):
-        raise LocalProtocolError(
-            f"route must be a ReadyRoute, an ActivationRoute or a FollowRoute, got {value!r}"
-        )
+#: Command 39's route: the route kind byte, then that route's fields. Every call to one
+#: Spot carries the same Ready route until the Spot moves, so a link keeps them.
+ROUTE: Final = Union("route kind", {
+    RouteKind.READY: layout_of(ReadyRoute, cached=1024),
+    RouteKind.ACTIVATION: layout_of(ActivationRoute),
+    RouteKind.FOLLOW: layout_of(FollowRoute),
+})
 
 
 @attrs.frozen(kw_only=True)
@@ -177,16 +189,25 @@ class SpotMessage:
     ``reply_correlation`` is 0 for a one-way send (no command 20 follows).
     ``metadata`` is ``None`` when the metadata flag is 0; ``b""`` is present
     but empty. ``deadline_ms`` is the operation's single end-to-end deadline.
+    The writer takes ``route`` and ``source`` pre-encoded too (``frames.encode_route``,
+    ``frames.encode_owner``): a call keeps them with its cached route and its node.
     """
 
-    route: Route = attrs.field(validator=_check_route)
-    operation_id: int = attrs.field(validator=check_u64_nonzero)
-    reply_correlation: int = attrs.field(validator=check_u64)
-    deadline_ms: int = attrs.field(validator=check_deadline)
-    source: OwnerFence = attrs.field(validator=check_owner)
-    source_spot_id: str | None = attrs.field(validator=_check_optional_text8)
-    metadata: bytes | None = attrs.field(validator=_check_metadata)
-    payload: EncodedMessage = attrs.field(validator=check_payload)
+    route: Route = attrs.field(validator=ROUTE.validator, metadata=wire(ROUTE, "route",
+                                                                        slot=True))
+    operation_id: int = attrs.field(validator=ID.validator, metadata=wire(ID, "operation id"))
+    reply_correlation: int = attrs.field(validator=U64.validator,
+                                         metadata=wire(U64, "reply correlation"))
+    deadline_ms: int = attrs.field(validator=DEADLINE.validator,
+                                   metadata=wire(DEADLINE, "deadline"))
+    source: OwnerFence = attrs.field(validator=OWNER.validator,
+                                     metadata=wire(OWNER, "source", slot=True))
+    source_spot_id: str | None = attrs.field(validator=OPTIONAL_TEXT8.validator,
+                                             metadata=wire(OPTIONAL_TEXT8, "source Spot ID"))
+    metadata: bytes | None = attrs.field(validator=_METADATA.validator,
+                                         metadata=wire(_METADATA, "metadata"))
+    payload: EncodedMessage = attrs.field(validator=PAYLOAD.validator,
+                                          metadata=wire(PAYLOAD, "payload"))
 
     @property
     def route_kind(self) -> RouteKind:
@@ -198,7 +219,7 @@ class SpotMessage:
         return RouteKind.ACTIVATION
 
 
-# --------------------------------------------------------------------------- commands 47, 48, 60
+# ----------------------------------------------------------------------- commands 47, 48, 60, 61
 
 
 @attrs.frozen(kw_only=True)
@@ -211,40 +232,41 @@ class UserSpotCreate:
     reads it from the store's Pending creation projection.
     """
 
-    correlation: int = attrs.field(validator=check_u64_nonzero)
-    operation_id: int = attrs.field(validator=check_u64_nonzero)
-    source: OwnerFence = attrs.field(validator=check_owner)
-    spot_id: str = attrs.field(validator=check_text8)
-    stable_type: str = attrs.field(validator=check_text8)
-    expected_store_version: int = attrs.field(validator=check_gen)
-    object_generation: int = attrs.field(validator=check_gen)
-    owner_generation: int = attrs.field(validator=check_gen)
-    target: OwnerFence = attrs.field(validator=check_owner)
-    owner_lease_expires_ms: int = attrs.field(validator=_check_lease)
-    pending_capacity: int = attrs.field(validator=_check_capacity)
-    deadline_ms: int = attrs.field(validator=check_deadline)
+    correlation: int = attrs.field(validator=ID.validator, metadata=wire(ID, "correlation"))
+    operation_id: int = attrs.field(validator=ID.validator, metadata=wire(ID, "operation id"))
+    source: OwnerFence = attrs.field(validator=OWNER.validator, metadata=wire(OWNER, "source"))
+    spot_id: str = attrs.field(validator=TEXT8.validator, metadata=wire(TEXT8, "Spot ID"))
+    stable_type: str = attrs.field(validator=TEXT8.validator, metadata=wire(TEXT8, "stable type"))
+    expected_store_version: int = attrs.field(validator=GEN.validator,
+                                              metadata=wire(GEN, "expected store version"))
+    object_generation: int = attrs.field(validator=GEN.validator,
+                                         metadata=wire(GEN, "object generation"))
+    owner_generation: int = attrs.field(validator=GEN.validator,
+                                        metadata=wire(GEN, "owner generation"))
+    target: OwnerFence = attrs.field(validator=OWNER.validator, metadata=wire(OWNER, "target"))
+    owner_lease_expires_ms: int = attrs.field(validator=MS.validator,
+                                              metadata=wire(MS, "owner lease"))
+    pending_capacity: int = attrs.field(validator=_CAPACITY.validator,
+                                        metadata=wire(_CAPACITY, "pending capacity"))
+    deadline_ms: int = attrs.field(validator=DEADLINE.validator,
+                                   metadata=wire(DEADLINE, "deadline"))
 
 
 @attrs.frozen(kw_only=True)
 class UserSpotClose:
     """Command 48: close a remote User Spot incarnation (spec 06 §7.1)."""
 
-    correlation: int = attrs.field(validator=check_u64_nonzero)
-    operation_id: int = attrs.field(validator=check_u64_nonzero)
-    source: OwnerFence = attrs.field(validator=check_owner)
-    ref: SpotRef = attrs.field(validator=check_ref)
-    target: OwnerFence = attrs.field(validator=check_owner)
-    expected_owner_generation: int = attrs.field(validator=check_gen)
-    expected_store_version: int = attrs.field(validator=check_gen)
-    deadline_ms: int = attrs.field(validator=check_deadline)
-
-
-def _check_receipt(instance: object, attribute: attrs.Attribute[T], value: T) -> None:
-    if not isinstance(value, RootReceipt):
-        raise LocalProtocolError(
-            f"{attribute.name} must be a RootReceipt(ref, sha256, size) of the relocation "
-            f"payload root, got {value!r}"
-        )
+    correlation: int = attrs.field(validator=ID.validator, metadata=wire(ID, "correlation"))
+    operation_id: int = attrs.field(validator=ID.validator, metadata=wire(ID, "operation id"))
+    source: OwnerFence = attrs.field(validator=OWNER.validator, metadata=wire(OWNER, "source"))
+    ref: SpotRef = attrs.field(validator=SPOT_REF.validator, metadata=wire(SPOT_REF, "SpotRef"))
+    target: OwnerFence = attrs.field(validator=OWNER.validator, metadata=wire(OWNER, "target"))
+    expected_owner_generation: int = attrs.field(validator=GEN.validator,
+                                                 metadata=wire(GEN, "expected owner generation"))
+    expected_store_version: int = attrs.field(validator=GEN.validator,
+                                              metadata=wire(GEN, "expected store version"))
+    deadline_ms: int = attrs.field(validator=DEADLINE.validator,
+                                   metadata=wire(DEADLINE, "deadline"))
 
 
 @attrs.frozen(kw_only=True)
@@ -258,25 +280,39 @@ class RelocateSpot:
     a :class:`~zlink_trio.wire._reply_frames.RelocateOutcome` or a failure.
     """
 
-    correlation: int = attrs.field(validator=check_u64_nonzero)
-    operation_id: int = attrs.field(validator=check_u64_nonzero)
-    source: OwnerFence = attrs.field(validator=check_owner)
-    target: OwnerFence = attrs.field(validator=check_owner)
-    spot_id: str = attrs.field(validator=check_text8)
-    stable_type: str = attrs.field(validator=check_text8)
-    mesh: str = attrs.field(validator=check_text8)
-    object_generation: int = attrs.field(validator=check_gen)
+    correlation: int = attrs.field(validator=ID.validator, metadata=wire(ID, "correlation"))
+    operation_id: int = attrs.field(validator=ID.validator, metadata=wire(ID, "operation id"))
+    source: OwnerFence = attrs.field(validator=OWNER.validator, metadata=wire(OWNER, "source"))
+    target: OwnerFence = attrs.field(validator=OWNER.validator, metadata=wire(OWNER, "target"))
+    spot_id: str = attrs.field(validator=TEXT8.validator, metadata=wire(TEXT8, "Spot ID"))
+    stable_type: str = attrs.field(validator=TEXT8.validator, metadata=wire(TEXT8, "stable type"))
+    mesh: str = attrs.field(validator=TEXT8.validator, metadata=wire(TEXT8, "mesh"))
+    object_generation: int = attrs.field(validator=GEN.validator,
+                                         metadata=wire(GEN, "object generation"))
     #: The source's AuthorityOwnerGeneration, the one it sealed the Spot at.
-    owner_generation: int = attrs.field(validator=check_gen)
+    owner_generation: int = attrs.field(validator=GEN.validator,
+                                        metadata=wire(GEN, "owner generation"))
     #: The StoreVersion of the Sealed record.
-    expected_store_version: int = attrs.field(validator=check_gen)
-    payload: RootReceipt = attrs.field(validator=_check_receipt)
-    deadline_ms: int = attrs.field(validator=check_deadline)
+    expected_store_version: int = attrs.field(validator=GEN.validator,
+                                              metadata=wire(GEN, "expected store version"))
+    payload: RootReceipt = attrs.field(validator=ROOT.validator,
+                                       metadata=wire(ROOT, "payload root"))
+    deadline_ms: int = attrs.field(validator=DEADLINE.validator,
+                                   metadata=wire(DEADLINE, "deadline"))
 
 
 def _check_action(instance: object, attribute: attrs.Attribute[T], value: T) -> None:
     if not isinstance(value, NodeAction):
         raise LocalProtocolError(f"action must be a NodeAction, got {value!r}")
+
+
+def _action_mismatch(action: NodeAction, spot_id: str | None, to_node: str | None
+                     ) -> str | None:
+    if action is NodeAction.RELOCATE and spot_id is None:
+        return "a RELOCATE node operation has no Spot ID"
+    if action is NodeAction.DRAIN and (spot_id, to_node) != (None, None):
+        return "a DRAIN node operation carries a Spot ID or a node"
+    return None
 
 
 @attrs.frozen(kw_only=True)
@@ -290,14 +326,19 @@ class NodeOperation:
     :class:`~zlink_trio.wire._reply_frames.NodeOperationOutcome` or a failure.
     """
 
-    correlation: int = attrs.field(validator=check_u64_nonzero)
-    operation_id: int = attrs.field(validator=check_u64_nonzero)
-    source: OwnerFence = attrs.field(validator=check_owner)
-    target: OwnerFence = attrs.field(validator=check_owner)
-    action: NodeAction = attrs.field(validator=_check_action)
-    spot_id: str | None = attrs.field(default=None, validator=_check_optional_text8)
-    to_node: str | None = attrs.field(default=None, validator=_check_optional_text8)
-    deadline_ms: int = attrs.field(validator=check_deadline)
+    correlation: int = attrs.field(validator=ID.validator, metadata=wire(ID, "correlation"))
+    operation_id: int = attrs.field(validator=ID.validator, metadata=wire(ID, "operation id"))
+    source: OwnerFence = attrs.field(validator=OWNER.validator, metadata=wire(OWNER, "source"))
+    target: OwnerFence = attrs.field(validator=OWNER.validator, metadata=wire(OWNER, "target"))
+    action: NodeAction = attrs.field(validator=_check_action, metadata=wire(_ACTION, "node action"))
+    spot_id: str | None = attrs.field(default=None, validator=OPTIONAL_TEXT8.validator,
+                                      metadata=wire(OPTIONAL_TEXT8, "Spot ID"))
+    to_node: str | None = attrs.field(
+        default=None, validator=OPTIONAL_TEXT8.validator,
+        metadata=wire(OPTIONAL_TEXT8, "node",
+                      check=Check(("action", "spot_id", "to_node"), _action_mismatch)))
+    deadline_ms: int = attrs.field(validator=DEADLINE.validator,
+                                   metadata=wire(DEADLINE, "deadline"))
 
     def __attrs_post_init__(self) -> None:
         if self.action is NodeAction.RELOCATE and self.spot_id is None:

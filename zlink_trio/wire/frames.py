@@ -7,15 +7,24 @@ layer: a message is a whole frame. Every frame starts with the 4-byte
 header ``b"ZL"`` (magic), the version byte (:data:`VERSION`) and the command
 byte (:class:`Command`), followed by the command's fields in a fixed order.
 ``docs/wire.md`` has the byte table of every frame; the field encodings
-(``text8``, ``rid``, ``gen``, ...) are in :mod:`zlink_trio.wire._frame_fields`.
+(``text8``, ``rid``, ``gen``, ...) are in :mod:`zlink_trio.wire._frame_layouts`.
 
-The rules are data. :data:`FRAMES` has one row per frame class: its command
-byte, the writer and reader of its fields
-(:mod:`zlink_trio.wire._frame_layouts`, :mod:`zlink_trio.wire._reply_layouts`),
-the application bodies it carries
-and, for the two frames of every request (39 and 20), the fast paths of
-:mod:`zlink_trio.wire._fast_frames`. :func:`encode` and :func:`decode` only
-look rows up: adding a command is adding a row.
+The rules are data. :data:`FRAMES` maps every command byte to its frame class,
+and each class declares its fields in wire order with their encodings (see
+:mod:`zlink_trio.wire._frame_layouts`). From that table the layout compiler
+makes one writer and one reader per command, and they are the only ones: the
+writer of command 39 is :func:`encode_spot_message`, of command 20
+:func:`encode_reply`, and :func:`encode` hands any frame's fields to its
+command's writer; :class:`LinkDecoder` holds a link's readers (and the caches
+they keep), and :func:`decode` uses a fresh one. Adding a command is adding a
+class and a row.
+
+The hot frames skip the frame objects on the way out: a Ready call hands
+:func:`encode_spot_message` its cached route and its node's fence already
+encoded (:func:`encode_route`, :func:`encode_owner`), a success reply hands
+:func:`encode_reply` its outcome already encoded
+(:func:`encode_message_outcome`). The writer checks everything else it is
+given, as the frame constructors would.
 
 The encoding is canonical: each frame has exactly one byte form, so for any
 ``data`` that decodes, ``encode(decode(data)) == data``. Flags are exactly 0
@@ -54,49 +63,16 @@ This module is sans-IO: no trio, no clock, no I/O.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol, cast
 
-from zlink_trio.core.errors import (
-    InvalidConfiguration,
-    InvalidOperation,
-    LocalProtocolError,
-    RemoteProtocolError,
-)
-from zlink_trio.wire._direct_frames import (
-    encode_message_reply,
-    encode_ready_message,
-    owner_bytes,
-    ready_route_bytes,
-)
-from zlink_trio.wire._fast_frames import (
-    decode_reply,
-    decode_spot_message,
-    encode_reply,
-    encode_spot_message,
-)
-from zlink_trio.wire._frame_fields import MAX_METADATA_BYTES, MAX_U32, NONCE_BYTES, Reader, Writer
+from zlink_trio.core.errors import InvalidConfiguration, LocalProtocolError, RemoteProtocolError
 from zlink_trio.wire._frame_layouts import (
-    read_challenge,
-    read_close,
-    read_create,
-    read_hello,
-    read_node_operation,
-    read_ping,
-    read_pong,
-    read_relocate,
-    read_spot_message,
-    read_welcome,
-    spot_message_bodies,
-    write_challenge,
-    write_close,
-    write_create,
-    write_introduction,
-    write_node_operation,
-    write_relocate,
-    write_spot_message,
-    write_token,
+    MAX_METADATA_BYTES,
+    MAX_U32,
+    NONCE_BYTES,
+    Readers,
+    compile_frames,
 )
-from zlink_trio.wire._frame_rules import Rule, rule, rule_for
 from zlink_trio.wire._frame_types import (
     MAX_FOLLOW_HOPS,
     MIN_FRAME_BYTES,
@@ -129,11 +105,10 @@ from zlink_trio.wire._frame_types import (
     Welcome,
     WireCreateState,
 )
-from zlink_trio.wire._reply_layouts import read_reply, reply_bodies, write_reply
 from zlink_trio.wire.codec import MAX_BODY_BYTES, EncodedMessage
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from zlink_trio.core.records import OwnerFence
 
 __all__ = (
     "DEFAULT_MAX_FRAME_BYTES",
@@ -157,6 +132,7 @@ __all__ = (
     "FollowRoute",
     "Frame",
     "Hello",
+    "LinkDecoder",
     "MessageOutcome",
     "NodeAction",
     "NodeOperation",
@@ -168,9 +144,12 @@ __all__ = (
     "RelocateOutcome",
     "RelocateSpot",
     "Reply",
+    "ReplyWriter",
     "Route",
     "RouteKind",
+    "SlotEncoder",
     "SpotMessage",
+    "SpotMessageWriter",
     "TerminalResult",
     "UserSpotClose",
     "UserSpotCreate",
@@ -178,11 +157,11 @@ __all__ = (
     "WireCreateState",
     "decode",
     "encode",
-    "encode_message_reply",
-    "encode_ready_message",
-    "link_decoder",
-    "owner_bytes",
-    "ready_route_bytes",
+    "encode_message_outcome",
+    "encode_owner",
+    "encode_reply",
+    "encode_route",
+    "encode_spot_message",
 )
 
 #: The first two bytes of every frame.
@@ -197,24 +176,67 @@ FRAME_HEADROOM_BYTES: Final = 32 * 1024
 #: Default bound of a whole frame: 1 MiB body + 32 KiB headroom.
 DEFAULT_MAX_FRAME_BYTES: Final = MAX_BODY_BYTES + FRAME_HEADROOM_BYTES
 
-_FRAME_RULES: Final = (
-    rule(Challenge, Command.CHALLENGE, write_challenge, read_challenge),
-    rule(Hello, Command.HELLO, write_introduction, read_hello),
-    rule(Welcome, Command.WELCOME, write_introduction, read_welcome),
-    rule(Ping, Command.PING, write_token, read_ping),
-    rule(Pong, Command.PONG, write_token, read_pong),
-    rule(SpotMessage, Command.SPOT_MESSAGE, write_spot_message, read_spot_message,
-         spot_message_bodies, fast_write=encode_spot_message, fast_read=decode_spot_message),
-    rule(UserSpotCreate, Command.USER_SPOT_CREATE, write_create, read_create),
-    rule(UserSpotClose, Command.USER_SPOT_CLOSE, write_close, read_close),
-    rule(RelocateSpot, Command.RELOCATE_SPOT, write_relocate, read_relocate),
-    rule(NodeOperation, Command.NODE_OPERATION, write_node_operation, read_node_operation),
-    rule(Reply, Command.REPLY, write_reply, read_reply, reply_bodies,
-         fast_write=encode_reply, fast_read=decode_reply),
-)
-#: Every frame class -> its row (tag: the command byte). The codec reads nothing else.
-FRAMES: Final[dict[type, Rule[Frame]]] = {row.cls: row for row in _FRAME_RULES}
-_FOR_COMMAND: Final[dict[int, Rule[Frame]]] = {row.tag: row for row in _FRAME_RULES}
+#: Every command byte -> its frame class. The codec reads nothing else.
+FRAMES: Final[dict[Command, type]] = {
+    Command.CHALLENGE: Challenge,
+    Command.HELLO: Hello,
+    Command.WELCOME: Welcome,
+    Command.PING: Ping,
+    Command.PONG: Pong,
+    Command.SPOT_MESSAGE: SpotMessage,
+    Command.USER_SPOT_CREATE: UserSpotCreate,
+    Command.USER_SPOT_CLOSE: UserSpotClose,
+    Command.RELOCATE_SPOT: RelocateSpot,
+    Command.NODE_OPERATION: NodeOperation,
+    Command.REPLY: Reply,
+}
+_COMPILED: Final = compile_frames(_HEADER, {int(c): cls for c, cls in FRAMES.items()})
+_FRAME_WRITERS: Final = _COMPILED.frame_writers
+
+
+class SpotMessageWriter(Protocol):
+    """Command 39's writer (:data:`encode_spot_message`)."""
+
+    def __call__(self, route: Route | bytes, operation_id: int, reply_correlation: int,
+                 deadline_ms: int, source: OwnerFence | bytes, source_spot_id: str | None,
+                 metadata: bytes | None, payload: EncodedMessage, mb: int = ...) -> bytes:
+        """The frame's bytes; ``mb`` is ``max_body_bytes`` (default 1 MiB)."""
+
+
+class ReplyWriter(Protocol):
+    """Command 20's writer (:data:`encode_reply`)."""
+
+    def __call__(self, correlation: int, answers: Command, outcome: Outcome | bytes,
+                 mb: int = ...) -> bytes:
+        """The frame's bytes; ``mb`` is ``max_body_bytes`` (default 1 MiB)."""
+
+
+class SlotEncoder(Protocol):
+    """The pre-encoder of one slot: the bytes its frame's writer takes as they are."""
+
+    def __call__(self, value: object, mb: int = ...) -> bytes:
+        """``value``'s bytes, checked as the writer would check it."""
+
+
+#: Command 39's writer: ``encode_spot_message(route, operation_id, reply_correlation,
+#: deadline_ms, source, source_spot_id, metadata, payload, max_body_bytes)`` -> the
+#: frame's bytes; ``route`` and ``source`` may be :func:`encode_route` and
+#: :func:`encode_owner` bytes. Raises :class:`LocalProtocolError` for a value a
+#: :class:`SpotMessage` could not hold, or a body above ``max_body_bytes``.
+encode_spot_message: Final = cast("SpotMessageWriter",
+                                  _COMPILED.writers[Command.SPOT_MESSAGE])
+#: Command 20's writer: ``encode_reply(correlation, answers, outcome, max_body_bytes)``
+#: -> the frame's bytes; ``outcome`` may be :func:`encode_message_outcome` bytes (which
+#: name the answered command). Raises :class:`LocalProtocolError` as :class:`Reply`
+#: and :func:`encode` would.
+encode_reply: Final = cast("ReplyWriter", _COMPILED.writers[Command.REPLY])
+#: ``encode_route(route)``: the route kind and fields of a command 39 route, checked.
+encode_route: Final = cast("SlotEncoder", _COMPILED.slots[Command.SPOT_MESSAGE, "route"])
+#: ``encode_owner(owner)``: the 24 bytes of an :class:`OwnerFence`, checked.
+encode_owner: Final = cast("SlotEncoder", _COMPILED.slots[Command.SPOT_MESSAGE, "source"])
+#: ``encode_message_outcome(reply, max_body_bytes)``: the outcome of a command 20 that
+#: answers a 39 with success and ``reply`` (an :class:`EncodedMessage` or ``None``).
+encode_message_outcome: Final = cast("SlotEncoder", _COMPILED.writers_by_class[MessageOutcome])
 
 
 def _check_limits(max_frame_bytes: int, max_body_bytes: int) -> None:
@@ -235,27 +257,20 @@ def encode(
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     max_body_bytes: int = MAX_BODY_BYTES,
 ) -> bytes:
-    """Encode ``frame`` as one websocket binary message.
+    """Encode ``frame`` as one websocket binary message (its command's writer).
 
     Raises :class:`LocalProtocolError` if ``frame`` is not a frame, a body is
     above ``max_body_bytes`` or the frame is above ``max_frame_bytes``;
     :class:`InvalidConfiguration` if a limit is not an int in range.
     """
     _check_limits(max_frame_bytes, max_body_bytes)
-    row = FRAMES.get(type(frame)) or rule_for(FRAMES, frame)
-    for payload in row.bodies(frame):
-        if payload is not None and len(payload.body) > max_body_bytes:
-            raise LocalProtocolError(
-                f"message body of {payload.type_name!r} is {len(payload.body)} bytes, above "
-                f"the {max_body_bytes}-byte limit; send a smaller message or raise the limit"
-            )
-    data = row.fast_write(frame) if row.fast_write is not None else None
-    if data is None:
-        w = Writer()
-        w.raw(_HEADER)
-        w.u8(row.tag)
-        row.write(w, frame)
-        data = bytes(w)
+    write = _FRAME_WRITERS.get(type(frame))
+    if write is None:
+        write = next((_FRAME_WRITERS[c] for c in type(frame).__mro__ if c in _FRAME_WRITERS),
+                     None)
+        if write is None:
+            raise LocalProtocolError(f"cannot encode {frame!r}: it is not a frame")
+    data = write(frame, max_body_bytes)
     if len(data) > max_frame_bytes:
         raise LocalProtocolError(
             f"{type(frame).__name__} frame is {len(data)} bytes, above the "
@@ -264,81 +279,84 @@ def encode(
     return data
 
 
+class LinkDecoder:
+    """The decoder of one link's messages: :func:`decode` with fixed limits, and caches.
+
+    Calling it gives, for every input, exactly what ``decode(data,
+    max_frame_bytes=..., max_body_bytes=...)`` gives (a frame or the same
+    :class:`RemoteProtocolError`). It owns the link's readers and the values they
+    keep (owner fences, Ready routes, type names, bounded); a link makes one and
+    drops it when it closes. Raises :class:`InvalidConfiguration` at once if a limit
+    is not an int in range.
+    """
+
+    __slots__ = ("_by_command", "_by_header", "_max_body_bytes", "_max_frame_bytes", "readers")
+
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+                 max_body_bytes: int = MAX_BODY_BYTES) -> None:
+        _check_limits(max_frame_bytes, max_body_bytes)
+        self._max_frame_bytes = max_frame_bytes
+        self._max_body_bytes = max_body_bytes
+        #: The readers and their caches.
+        self.readers = Readers(_COMPILED)
+        self._by_command = self.readers.by_command
+        self._by_header = {_HEADER + bytes((command,)): read
+                           for command, read in self._by_command.items()}
+
+    def __call__(self, data: bytes | bytearray | memoryview | str) -> Frame:
+        """Decode one websocket message received from the peer (see :func:`decode`)."""
+        if type(data) is bytes and len(data) <= self._max_frame_bytes:
+            read = self._by_header.get(data[:4])
+            if read is not None:
+                return read(data, self._max_body_bytes)  # type: ignore[return-value]
+        return self._decode_checked(data)
+
+    def _decode_checked(self, data: bytes | bytearray | memoryview | str) -> Frame:
+        if isinstance(data, str):
+            raise RemoteProtocolError(
+                "frames travel in binary websocket messages, got a text message")
+        if isinstance(data, bytearray | memoryview):
+            data = bytes(data)
+        if not isinstance(data, bytes):
+            raise RemoteProtocolError(f"a frame is bytes, got {type(data).__name__}")
+        if len(data) > self._max_frame_bytes:
+            raise RemoteProtocolError(
+                f"frame is {len(data)} bytes, above the {self._max_frame_bytes}-byte frame limit"
+            )
+        _check_header(data)
+        read = self._by_command.get(data[3])
+        if read is None:
+            raise RemoteProtocolError(f"unknown command {data[3]}")
+        return read(data, self._max_body_bytes)  # type: ignore[return-value]
+
+
+def _check_header(data: bytes) -> None:
+    """Refuse a frame whose magic or version is not this module's, or that has none."""
+    for what, end in (("magic", 2), ("version", 3), ("command", 4)):
+        if len(data) < end:
+            start = end - 1 if end > 2 else 0
+            raise RemoteProtocolError(
+                f"truncated frame: {what} needs {end - start} bytes at offset {start}, "
+                f"only {len(data) - start} remain"
+            )
+        if what == "magic" and data[:2] != MAGIC:
+            raise RemoteProtocolError(
+                f"bad magic {data[:2]!r}; a zlink frame starts with {MAGIC!r}")
+        if what == "version" and data[2] != VERSION:
+            raise RemoteProtocolError(
+                f"unsupported wire version {data[2]}; this node speaks version {VERSION}")
+
+
 def decode(
     data: bytes | bytearray | memoryview | str,
     *,
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     max_body_bytes: int = MAX_BODY_BYTES,
 ) -> Frame:
-    """Decode one websocket message received from a peer.
+    """Decode one websocket message received from a peer (with a fresh :class:`LinkDecoder`).
 
     Total: returns a frame or raises :class:`RemoteProtocolError` -- for a
     ``str`` (a text websocket message) too. Raises
     :class:`InvalidConfiguration` only if a limit is not an int in range.
     """
-    _check_limits(max_frame_bytes, max_body_bytes)
-    if isinstance(data, str):
-        raise RemoteProtocolError("frames travel in binary websocket messages, got a text message")
-    if isinstance(data, bytearray | memoryview):
-        data = bytes(data)
-    if not isinstance(data, bytes):
-        raise RemoteProtocolError(f"a frame is bytes, got {type(data).__name__}")
-    if len(data) > max_frame_bytes:
-        raise RemoteProtocolError(
-            f"frame is {len(data)} bytes, above the {max_frame_bytes}-byte frame limit"
-        )
-    if data[:3] == _HEADER and len(data) > 3:  # the hot frames first (docs: _fast_frames)
-        row = _FOR_COMMAND.get(data[3])
-        if row is not None and row.fast_read is not None:
-            fast = row.fast_read(data, max_body_bytes)
-            if fast is not None:
-                return fast
-    r = Reader(data)
-    magic = r.raw(len(MAGIC), "magic")
-    if magic != MAGIC:
-        raise RemoteProtocolError(f"bad magic {magic!r}; a zlink frame starts with {MAGIC!r}")
-    version = r.u8("version")
-    if version != VERSION:
-        raise RemoteProtocolError(
-            f"unsupported wire version {version}; this node speaks version {VERSION}"
-        )
-    command = r.u8("command")
-    row = _FOR_COMMAND.get(command)
-    if row is None:
-        raise RemoteProtocolError(f"unknown command {command}")
-    try:
-        frame = row.read(r, max_body_bytes)
-    except (InvalidOperation, LocalProtocolError) as exc:  # pragma: no cover - defence in depth
-        # The reader checks every value before a constructor sees it; should a
-        # constructor still refuse one, it is the peer's bytes that are wrong.
-        raise RemoteProtocolError(f"invalid {Command(command).name} frame: {exc}") from exc
-    r.end()
-    return frame
-
-
-def link_decoder(
-    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-    max_body_bytes: int = MAX_BODY_BYTES,
-) -> Callable[[bytes], Frame]:
-    """:func:`decode` with these limits, checked once: the decoder of one link's messages.
-
-    The function returned gives, for every input, exactly what ``decode(data,
-    max_frame_bytes=..., max_body_bytes=...)`` gives (a frame or the same
-    :class:`RemoteProtocolError`); the hot frames (39, 20) skip the argument checks
-    and go straight to their fast paths. Raises :class:`InvalidConfiguration` at
-    once if a limit is not an int in range.
-    """
-    _check_limits(max_frame_bytes, max_body_bytes)
-    fast = {_HEADER + bytes((row.tag,)): row.fast_read
-            for row in _FRAME_RULES if row.fast_read is not None}
-
-    def decode_one(data: bytes) -> Frame:
-        if type(data) is bytes and len(data) <= max_frame_bytes:
-            read = fast.get(data[:4])
-            if read is not None:
-                frame = read(data, max_body_bytes)
-                if frame is not None:
-                    return frame
-        return decode(data, max_frame_bytes=max_frame_bytes, max_body_bytes=max_body_bytes)
-
-    return decode_one
+    return LinkDecoder(max_frame_bytes, max_body_bytes)(data)

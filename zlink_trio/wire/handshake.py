@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 Every node shares one secret key ``K`` with the rest of its cluster. When a
 link opens, the two ends prove to each other that they hold ``K`` and say who
-they are (``NOTES-stores-security.md`` §C.2)::
+they are (docs/wire.md has the frames byte by byte)::
 
     server                                       client
       CHALLENGE(nonce_s)                 ->

@@ -54,7 +54,7 @@ from zlink_trio.runtime.calls.delivery import handler_for
 from zlink_trio.runtime.coordinators.activation_now import activate_now
 from zlink_trio.runtime.coordinators.placement import local_job_now, place_and_start
 from zlink_trio.runtime.incarnation.work import MessageWork
-from zlink_trio.runtime.mesh.remote_calls import send_ready_call
+from zlink_trio.runtime.mesh.remote_calls import ready_route_bytes, send_ready_call
 from zlink_trio.runtime.observe.events import resolved, stale
 from zlink_trio.runtime.observe.fields import ResolveResult, StaleReason
 
@@ -165,7 +165,9 @@ async def _send_remote(rt: NodeRuntime, call: Delivery, record: AuthorityRecord)
         spot_id=record.spot_id, object_generation=record.object_generation, mesh=record.mesh,
         node_rid=record.owner.node_rid, kind=record.kind, stable_type=record.stable_type,
         owner_lease_deadline=claim.lease_expires_at, owner=record.owner,
-        owner_generation=record.owner_generation)
+        owner_generation=record.owner_generation,
+        wire_route=ready_route_bytes(record.spot_id, record.object_generation,
+                                     record.owner_generation, record.owner))
     _send_ready(rt, call, link, route)
     rt.route_cache.put(route, rt.now())
 

@@ -20,7 +20,8 @@ from zlink_trio.wire.frames import (
     EncodedMessage,
     Failure,
     Reply,
-    encode_message_reply,
+    encode_message_outcome,
+    encode_reply,
 )
 
 if TYPE_CHECKING:
@@ -84,8 +85,9 @@ class LinkReply(Completion):
             try:
                 encoded = (value if value is None or isinstance(value, EncodedMessage)
                            else self._rt.codec.encode(value))
-                # A success is written straight from its fields (no Reply object).
-                data = encode_message_reply(self._correlation, encoded)
+                # A success is written from its fields (no Reply or outcome object).
+                data = encode_reply(self._correlation, Command.SPOT_MESSAGE,
+                                    encode_message_outcome(encoded))
             except ZLinkError as exc:
                 outcome = Failure.from_error(exc)
             else:

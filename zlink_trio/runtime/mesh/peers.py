@@ -38,7 +38,7 @@ from zlink_trio.core.errors import Unavailable, ZLinkError
 from zlink_trio.runtime.declaration.message_classes import registry_classes
 from zlink_trio.runtime.mesh.retained import RetainedResults
 from zlink_trio.runtime.observe.logs import MESH as LOGGER
-from zlink_trio.wire.frames import Reply
+from zlink_trio.wire.frames import Reply, encode_owner
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -98,6 +98,16 @@ class Peers:
         #: A test's link refusal (``Node.inspection.refuse_links``): given another node's
         #: NodeId, why this node may not link with it now, or ``None``.
         self.refusal: Callable[[str], str | None] | None = None
+        #: This node's lifecycle fence and its bytes (:meth:`own_fence_bytes`).
+        self._own_fence: tuple[OwnerFence, bytes] | None = None
+
+    def own_fence_bytes(self) -> bytes:
+        """This node's lifecycle fence as command 39 carries it (``frames.encode_owner``)."""
+        owner = self._rt.owner
+        known = self._own_fence
+        if known is None or known[0] is not owner:
+            known = self._own_fence = (owner, encode_owner(owner))
+        return known[1]
 
     # ------------------------------------------------------------------ directory
 

@@ -26,7 +26,7 @@ call that has no operation ID (a direct call to a Ready Spot), 64 random bits
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from zlink_trio.core.errors import (
     InvalidOperation,
@@ -48,9 +48,8 @@ from zlink_trio.wire.frames import (
     ReadyRoute,
     Reply,
     SpotMessage,
-    encode_ready_message,
-    owner_bytes,
-    ready_route_bytes,
+    encode_route,
+    encode_spot_message,
 )
 
 if TYPE_CHECKING:
@@ -64,8 +63,16 @@ if TYPE_CHECKING:
     from zlink_trio.transport import Link
     from zlink_trio.wire.frames import Frame, Route
 
-__all__ = ("completer", "decode_reply", "operation_number", "outcome_of", "round_trip",
-           "send_ready_call", "send_spot_message")
+__all__ = (
+    "completer",
+    "operation_number",
+    "outcome_of",
+    "ready_route_bytes",
+    "reply_value",
+    "round_trip",
+    "send_ready_call",
+    "send_spot_message",
+)
 
 
 OutcomeT = TypeVar("OutcomeT")
@@ -97,7 +104,7 @@ def _encoded(rt: NodeRuntime, call: Delivery) -> EncodedMessage:
     return rt.codec.encode(call.msg)
 
 
-def decode_reply(rt: NodeRuntime, expected: object, outcome: MessageOutcome) -> object:
+def reply_value(rt: NodeRuntime, expected: object, outcome: MessageOutcome) -> object:
     """The reply value of a 39 request that asked for ``expected`` (a class, None or SEND).
 
     A relayed call (``expected`` not a class or None) passes the encoded reply through.
@@ -135,7 +142,7 @@ def completer(rt: NodeRuntime, call: Delivery) -> Callable[[Reply], None]:
                     f"the reply to a Spot message carried {type(outcome).__name__}; the peer "
                     "is broken or speaks another protocol version"
                 )
-            completion.set_result(decode_reply(rt, call.reply, outcome))
+            completion.set_result(reply_value(rt, call.reply, outcome))
         except ZLinkError as exc:
             if isinstance(exc, StaleRoute | Unavailable):  # the next call resolves afresh
                 rt.route_cache.invalidate(call.spot_id)
@@ -189,53 +196,32 @@ def send_spot_message(rt: NodeRuntime, call: Delivery, link: Link,
     rt.peers.queued_on(link)  # over TLS the requester's flush writes it
 
 
-#: The wire bytes of the cached routes and lifecycle fences calls were sent with lately,
-#: by the object's identity (the route cache hands out the same immutable route for a
-#: Spot until it changes; a node's own fence is one object): each entry keeps its object,
-#: so an identity is never reused while it is here. Bounded: cleared when full.
-_WRITTEN: Final[dict[int, tuple[object, str, bytes]]] = {}
-_WRITTEN_KEPT: Final = 1024
+def ready_route_bytes(spot_id: str, object_generation: int, owner_generation: int,
+                      owner: OwnerFence) -> bytes:
+    """Command 39's route kind 1 to ``owner`` for a Spot, checked (:class:`ReadyRoute`).
 
-
-def _route_bytes(spot_id: str, route: CachedRoute) -> bytes:
-    """Route kind 1 of a call to ``spot_id`` on the cached ``route``, built and checked
-    (:class:`ReadyRoute`'s validators) on first use only."""
-    entry = _WRITTEN.get(id(route))
-    if entry is not None and entry[0] is route and entry[1] == spot_id:
-        return entry[2]
-    assert route.owner is not None
-    assert route.owner_generation is not None
-    data = ready_route_bytes(ReadyRoute(
-        spot_id=spot_id, object_generation=route.object_generation,
-        owner_generation=route.owner_generation, target=route.owner))
-    _remember(route, spot_id, data)
-    return data
-
-
-def _source_bytes(owner: OwnerFence) -> bytes:
-    entry = _WRITTEN.get(id(owner))
-    if entry is not None and entry[0] is owner:
-        return entry[2]
-    data = owner_bytes(owner)
-    _remember(owner, "", data)
-    return data
-
-
-def _remember(obj: object, key: str, data: bytes) -> None:
-    if len(_WRITTEN) >= _WRITTEN_KEPT:
-        _WRITTEN.clear()
-    _WRITTEN[id(obj)] = (obj, key, data)
+    A :class:`CachedRoute` to another node keeps these bytes (``wire_route``), so that
+    every call on it reuses them.
+    """
+    return encode_route(ReadyRoute(spot_id=spot_id, object_generation=object_generation,
+                                   owner_generation=owner_generation, target=owner))
 
 
 def send_ready_call(rt: NodeRuntime, call: Delivery, link: Link, route: CachedRoute) -> None:
     """Queue ``call`` on ``link`` as command 39, route kind 1 from the cached ``route``.
 
     The same frame as ``send_spot_message(rt, call, link, ReadyRoute(...))``, written
-    straight from the call's fields (``wire/_direct_frames.py``): no frame object is
-    built per call. Returns at outbound admission; raises what :func:`send_spot_message`
-    raises, and nothing stays registered then.
+    by command 39's writer (``frames.encode_spot_message``) from the call's fields, the
+    route's bytes the cached route keeps and this node's encoded fence: no frame object
+    is built per call. Returns at outbound admission; raises what
+    :func:`send_spot_message` raises, and nothing stays registered then.
     """
-    data_route = _route_bytes(call.spot_id, route)
+    data_route = route.wire_route
+    if data_route is None:  # a route built without its bytes (not by the resolver)
+        assert route.owner is not None
+        assert route.owner_generation is not None
+        data_route = ready_route_bytes(call.spot_id, route.object_generation,
+                                       route.owner_generation, route.owner)
     completion = call.completion
     correlation = 0
     if completion is not None:
@@ -243,9 +229,9 @@ def send_ready_call(rt: NodeRuntime, call: Delivery, link: Link, route: CachedRo
                                             _on_lost(rt, call.spot_id, completion))
     try:
         try:
-            data = encode_ready_message(data_route, _operation_number(rt, call), correlation,
-                                        call.deadline.wall_ms, _source_bytes(rt.owner),
-                                        _encoded(rt, call))
+            data = encode_spot_message(data_route, _operation_number(rt, call), correlation,
+                                       call.deadline.wall_ms, rt.peers.own_fence_bytes(),
+                                       None, None, _encoded(rt, call))
         except LocalProtocolError as exc:
             raise link.cannot_send(exc) from exc
         # As in send_spot_message: a lone request is written at once by this task.
