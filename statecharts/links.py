@@ -51,7 +51,7 @@ CHART_LINKS: Final[dict[str, ChartLinks]] = {
     ),
     "ColdActivation": ChartLinks(
         drivers=(_RT + "coordinators/activation.py", _RT + "coordinators/activation_now.py",
-                 _RT + "coordinators/placement.py", _RT + "coordinators/first_record.py",
+                 _RT + "coordinators/placement.py", _RT + "incarnation/first_record.py",
                  _RT + "coordinators/recovery.py", _RT + "mesh/inbound.py"),
         tests=("tests/runtime/test_activation.py", "tests/runtime/test_activation_now.py",
                "tests/runtime/test_runtime_model.py",

@@ -57,7 +57,7 @@ A call answers ``{"ok": true, "value": total, "node": owner NodeId}`` or
 ``{"ok": false, "error": class name, "message": ...}``. Every factory run appends
 ``factory SPOT_ID GENERATION NODE_ID PID`` to ``--log`` with one ``O_APPEND`` write,
 so the log survives SIGKILL and proves how often each incarnation was built.
-``ZLINK_CRASH_AT`` (see ``zlink_trio/runtime/coordinators/crash_points.py``) may kill the
+``ZLINK_CRASH_AT`` (see ``zlink_trio/runtime/crash_points.py``) may kill the
 process at a cold-activation step. ``--timeout`` bounds the whole process.
 """
 

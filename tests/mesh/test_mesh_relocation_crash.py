@@ -1,6 +1,6 @@
 """SIGKILL of the source or of the target at each step of a relocation (issue #11).
 
-For every relocation crash point (``zlink_trio/runtime/coordinators/crash_points.py``;
+For every relocation crash point (``zlink_trio/runtime/crash_points.py``;
 source: ``before_seal``, ``sealed``, ``captured``, ``committed``, ``relaying``; target:
 ``target_reserved``, ``restored``, ``relay_ready``, ``target_committed``), on a SQLite
 file and on Redis (a fresh key prefix per scenario): two node processes share the

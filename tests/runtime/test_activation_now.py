@@ -201,7 +201,8 @@ def test_pooled_operation_ids_are_fresh_lowercase_uuid4s():
 async def test_without_trace_the_fixed_paths_end_where_stepping_ends(autojump_clock):
     # activate_now, the first record's cleanup and Incarnation.open index precomputed states
     # unless charts.TRACE observes; they must be where stepping each event leads.
-    from zlink_trio.runtime.coordinators import activation_now, first_record
+    from zlink_trio.runtime.coordinators import activation_now
+    from zlink_trio.runtime.incarnation import first_record
 
     assert not charts.TRACE
     with trio.fail_after(10):

@@ -18,6 +18,7 @@ the code.  Imports point one way, and a test fails on any import cycle:
 ``charts``             the compiled, typed lifecycle charts and ``step()``
 ``observers``          what a node tells the test kit about its Spots (factory runs,
                        handler turns, closes); empty in production
+``crash_points``       ``ZLINK_CRASH_AT``: named steps where a test may kill the process
 ``state``              ``NodeState``: identity, options, store, caches, lease -- what every
                        part of the runtime reads; the ``zlink_trio`` logger
 ``declaration/``       what a node serves: Spot types, handlers, policies, the registry

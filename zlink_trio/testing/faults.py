@@ -28,7 +28,7 @@ both through the node's test hooks (``node.inspection``: ``wrap_store``,
   Spots' ``on_close(OWNERSHIP_LOST)`` runs.)
 * :meth:`~Faults.crash_at` -- ``ZLINK_CRASH_AT`` as an API: the node that reaches the
   named step (``"cold:after_reserve"``, ``"create:in_factory"``, ``"relocation:sealed"``
-  ...; the steps are listed in :mod:`zlink_trio.runtime.coordinators.crash_points`) is
+  ...; the steps are listed in :mod:`zlink_trio.runtime.crash_points`) is
   killed there: the task that reached it raises :class:`SimulatedCrash` and nothing the
   node does after it reaches the store.
 """
@@ -42,7 +42,7 @@ import attrs
 import trio
 
 from zlink_trio.core.errors import Unavailable
-from zlink_trio.runtime.coordinators import crash_points
+from zlink_trio.runtime import crash_points
 
 if TYPE_CHECKING:
     from collections.abc import Callable

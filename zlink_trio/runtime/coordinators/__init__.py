@@ -12,7 +12,6 @@ peers) as their first argument and step the lifecycle charts through
 ``placement_plans``    what placement decided on one claims read, kept for the next
 ``activation``         cold activation, target side (06 §4.1 steps 9-12), as a task
 ``activation_now``     the same with nothing awaited (``memory://``, synchronous hooks)
-``first_record``       the durable first record of a cold activation and its cleanup
 ``create``             User Spot Create / GetOrCreate (06 §3): resolve, place, compete
 ``create_operation``   one creation: request root, Reserve, factory, commit or abort --
                        shared with the remote create
@@ -29,6 +28,5 @@ peers) as their first argument and step the lifecycle charts through
                        predecessor waited out
 ``lease``              keeping the node's lease, and stopping when it is lost
 ``claims_refresh``     placement's claims read again ahead of their expiry
-``crash_points``       ``ZLINK_CRASH_AT``: named steps where a test may kill the process
 =====================  ==================================================================
 """

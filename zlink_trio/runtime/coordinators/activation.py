@@ -24,7 +24,7 @@ operation's single deadline, stepping the ``ColdActivation`` chart:
     the first record is pushed to the head of its queue and the barrier opens.
 12. The host runs the first message before anything else and afterwards moves the
     inbox cursor, removes the recovery pointer by expected-version CAS and deletes the
-    root (:func:`.first_record.record_first_completion`).
+    root (:func:`~zlink_trio.runtime.incarnation.first_record.record_first_completion`).
 
 The store's combined transactions (``store.combined``, see
 ``zlink_trio.store.protocol``) group the steps: root + Reserve (a refused Reserve
@@ -65,11 +65,11 @@ from zlink_trio.core.errors import (
 )
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import MOVING_STATES, AuthorityRecord, AuthorityState
+from zlink_trio.runtime import crash_points
 from zlink_trio.runtime.charts import COLD, step
-from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.coordinators.envelope import ActivationEnvelope
-from zlink_trio.runtime.coordinators.first_record import FirstRecord
 from zlink_trio.runtime.incarnation.app_calls import activates_synchronously
+from zlink_trio.runtime.incarnation.first_record import FirstRecord
 from zlink_trio.runtime.incarnation.incarnation import Incarnation
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.observe.fields import Operation, spot_fields

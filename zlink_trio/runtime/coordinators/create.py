@@ -35,8 +35,8 @@ from zlink_trio.core.errors import (
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.placement import choose_node, eligible_nodes, select_mesh, select_user_type
 from zlink_trio.core.records import AuthorityState
+from zlink_trio.runtime import crash_points
 from zlink_trio.runtime.charts import CREATE, step
-from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.coordinators.create_operation import (
     CreateOperation,
     Reserved,

@@ -48,8 +48,8 @@ from zlink_trio.core.records import (
     CreationIntent,
     SpotRef,
 )
+from zlink_trio.runtime import crash_points
 from zlink_trio.runtime.charts import CREATE, step
-from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.declaration.policies import Reject
 from zlink_trio.runtime.incarnation.incarnation import Incarnation
 from zlink_trio.runtime.observe.fields import Operation, spot_fields

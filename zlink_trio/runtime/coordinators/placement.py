@@ -41,9 +41,9 @@ from zlink_trio.core.placement import (
     select_mesh,
 )
 from zlink_trio.core.records import OwnerFence
+from zlink_trio.runtime import crash_points
 from zlink_trio.runtime.calls.delivery import handler_for, pooled_uuid4
 from zlink_trio.runtime.charts import COLD, TRACE, step
-from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.coordinators.activation import ActivationJob, run_activation
 from zlink_trio.runtime.coordinators.placement_plans import PlacementPlans, Plan
 from zlink_trio.runtime.incarnation.app_calls import activates_synchronously

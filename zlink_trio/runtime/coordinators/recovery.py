@@ -68,7 +68,7 @@ from zlink_trio.core.records import AuthorityState
 from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.charts import COLD, step
 from zlink_trio.runtime.coordinators.envelope import ActivationEnvelope
-from zlink_trio.runtime.coordinators.first_record import FirstRecord, record_first_completion
+from zlink_trio.runtime.incarnation.first_record import FirstRecord, record_first_completion
 from zlink_trio.runtime.incarnation.incarnation import Incarnation
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.observe.logs import RECOVERY as LOGGER

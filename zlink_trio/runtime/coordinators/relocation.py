@@ -45,8 +45,8 @@ import trio
 from zlink_trio.core.errors import InvalidOperation, NotFound, Unavailable, ZLinkError
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityState, OwnerFence, SpotRef
+from zlink_trio.runtime import crash_points
 from zlink_trio.runtime.charts import INCARNATION, RELOCATION, step
-from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.coordinators.relocation_capture import capture
 from zlink_trio.runtime.coordinators.relocation_target import choose_target
 from zlink_trio.runtime.declaration.policies import DisableRelocation

@@ -5,6 +5,8 @@
                        building, admission, turns, timers' ticks, close and move -- and
                        ``Move``, the state of a relocation on its source
 ``work``               the items an incarnation runs as turns: ``MessageWork``, timer ticks
+``first_record``       the durable first record of a cold activation (its first turn
+                       writes it) and its cleanup
 ``timers``             an incarnation's timers (over ``core.timers``) and their ticks
 ``context``            ``SpotContext`` (what a Spot instance gets) and ``TimerHandle``
 ``app_calls``          calling application code: hooks, ``on_close``, replies, errors

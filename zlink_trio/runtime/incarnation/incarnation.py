@@ -62,7 +62,7 @@ the result); ``tests/chaos`` found the acknowledgement a paused owner gave witho
 
 After the restored first record's turn its completion is recorded (cursor, recovery
 pointer, root: 06 §4.1 step 12,
-:func:`~zlink_trio.runtime.coordinators.first_record.record_first_completion`) --
+:func:`~zlink_trio.runtime.incarnation.first_record.record_first_completion`) --
 unless the node lost its lease, which leaves the records as evidence -- and whoever
 waits for it is woken (:meth:`Incarnation.wait_first_record`: a relocation must not
 move a Spot whose first record is not settled).  Most cold activations have nobody
@@ -150,14 +150,8 @@ from zlink_trio.core.errors import (
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.lanes import Lanes
 from zlink_trio.lowlevel.parking import ParkingSlot
-from zlink_trio.runtime import observers
+from zlink_trio.runtime import crash_points, observers
 from zlink_trio.runtime.charts import INCARNATION, TRACE, step
-from zlink_trio.runtime.coordinators import crash_points
-from zlink_trio.runtime.coordinators.first_record import (
-    drop_recovery,
-    record_first_completion,
-    record_first_completion_now,
-)
 from zlink_trio.runtime.declaration.policies import CloseReason
 from zlink_trio.runtime.incarnation.app_calls import (
     activate,
@@ -168,6 +162,11 @@ from zlink_trio.runtime.incarnation.app_calls import (
     run_on_close,
 )
 from zlink_trio.runtime.incarnation.context import SpotContext
+from zlink_trio.runtime.incarnation.first_record import (
+    drop_recovery,
+    record_first_completion,
+    record_first_completion_now,
+)
 from zlink_trio.runtime.incarnation.timers import IncarnationTimers, TimerWork
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.observe.events import incarnation_closed, stale
@@ -180,8 +179,8 @@ if TYPE_CHECKING:
     from zlink_trio.core.lanes import Turn
     from zlink_trio.core.records import AuthorityFence
     from zlink_trio.core.timers import TimerId
-    from zlink_trio.runtime.coordinators.first_record import FirstRecord
     from zlink_trio.runtime.declaration.spot_types import SpotType
+    from zlink_trio.runtime.incarnation.first_record import FirstRecord
     from zlink_trio.runtime.incarnation.work import Work
     from zlink_trio.runtime.state import NodeState
 

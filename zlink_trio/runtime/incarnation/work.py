@@ -3,7 +3,7 @@
 A :class:`MessageWork` is one admitted message -- decoded, matched to its handler,
 with the completion its reply goes to (``None`` for a one-way send) and the call's
 deadline; the restored first record of a cold activation carries its
-:class:`~zlink_trio.runtime.coordinators.first_record.FirstRecord`.  A timer tick is
+:class:`~zlink_trio.runtime.incarnation.first_record.FirstRecord`.  A timer tick is
 a :class:`~zlink_trio.runtime.incarnation.timers.TimerWork`.  Both wait in the incarnation's
 lanes (``core.lanes``) until their turn.
 """
@@ -19,8 +19,8 @@ from zlink_trio.runtime.incarnation.timers import TimerWork
 if TYPE_CHECKING:
     from zlink_trio.core.deadline import Deadline
     from zlink_trio.runtime.calls.completion import Completion
-    from zlink_trio.runtime.coordinators.first_record import FirstRecord
     from zlink_trio.runtime.declaration.handlers import HandlerInfo
+    from zlink_trio.runtime.incarnation.first_record import FirstRecord
 
 __all__ = ("MessageWork", "Work")
 

@@ -45,9 +45,9 @@ from zlink_trio.core.errors import (
     ZLinkError,
 )
 from zlink_trio.core.records import AuthorityState
+from zlink_trio.runtime import crash_points
 from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.charts import RELOCATION, step
-from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.coordinators.relocation_payload import RelocationPayload
 from zlink_trio.runtime.declaration.policies import PreserveStateWith
 from zlink_trio.runtime.declaration.spot_types import relocation_of

@@ -4,8 +4,8 @@ Theory of operation
 -------------------
 A cold activation stores its envelope as an immutable recovery root, names it in the
 authority as the recovery pointer and appends it to the activation inbox as seq 1
-(:mod:`.activation`).  The host runs that record before any other message; after its
-handler completed, :func:`record_first_completion` moves the inbox cursor to it,
+(:mod:`~zlink_trio.runtime.coordinators.activation`).  The host runs that record
+before any other message; after its handler completed, :func:`record_first_completion` moves the inbox cursor to it,
 removes the recovery pointer by expected-version CAS (re-reading once if a close
 changed the record since Ready) and deletes the root -- one call of ``store.combined``,
 then of its separate steps (which re-read) if that refused with StaleFence (on a store
