@@ -10,6 +10,7 @@ the code.  Imports point one way, and a test fails on any import cycle:
 ``node_handle``        ``Node`` (what ``open_node`` yields)
 ``inspection``         ``NodeInspection`` (``node.inspection``): hosted Spots, links, idle
                        sweep, and the test hooks the test kit and benchmark use
+``sampling``           :func:`~.sampling.sample_node`: a node's gauges, read at scrape time
 ``results``            what the public API hands back: ``CreateResult``,
                        ``RelocationResult``, ``DrainResult``, ``NodeStatistics``,
                        ``HostedSpot``

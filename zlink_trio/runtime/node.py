@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import time
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING
 
 import attrs
@@ -81,6 +82,7 @@ from zlink_trio.runtime.options import (
     TimingOptions,
     with_shortcuts,
 )
+from zlink_trio.runtime.sampling import sample_node
 from zlink_trio.store import MemoryStore, open_store, with_combined
 from zlink_trio.wire.codec import MessageCodec
 from zlink_trio.wire.frames import DEFAULT_MAX_FRAME_BYTES
@@ -327,7 +329,7 @@ async def open_node(
                         "node did not start. Restart it: the scan resumes what is left"
                     )
                 rt.state = step(NODE, rt.state, NODE.ev.open_admission)
-                detach = start_metrics(rt, metrics_setup, recorder)
+                detach = start_metrics(partial(sample_node, rt), metrics_setup, recorder)
                 try:
                     yield node
                 finally:

@@ -159,7 +159,7 @@ async def run_activation(job: ActivationJob) -> None:
     Observed as one ``cold_activation``: ``activated`` (this attempt built it),
     ``redelivered`` (another attempt owns the ID; the message went there) or the error.
     """
-    with observe_operation(job.rt, Operation.COLD_ACTIVATION, job.spot_id,
+    with observe_operation(job.rt.node_id, job.rt.metrics, Operation.COLD_ACTIVATION, job.spot_id,
                            job.mesh) as job.observed:
         try:
             if (job.source_saw_missing and not crash_points.ARMED

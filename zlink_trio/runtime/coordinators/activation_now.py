@@ -84,8 +84,9 @@ def activate_now(job: ActivationJob, immediate: ImmediateTransactions) -> bool:
     crash point armed. ``False``: another attempt owns the ID (the chart took
     ``reserve_lost_*``): the caller resolves again, as the task path redelivers.
     """
-    job.observed = observed = ObservedOperation(job.rt, Operation.COLD_ACTIVATION,
-                                                job.spot_id, job.mesh).__enter__()
+    job.observed = observed = ObservedOperation(job.rt.node_id, job.rt.metrics,
+                                                Operation.COLD_ACTIVATION, job.spot_id,
+                                                job.mesh).__enter__()
     handed_off = False
     try:
         result = _activate_now(job, immediate)

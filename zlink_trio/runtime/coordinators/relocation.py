@@ -105,7 +105,7 @@ def _refused(ref: SpotRef, state: PlannedRelocationState, event: PlannedRelocati
 async def relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
                         deadline: Deadline) -> RelocationResult:
     """Move ``spot_id`` to node ``to`` (or one placement picks); see the module docstring."""
-    with observe_operation(rt, Operation.RELOCATION, spot_id) as observed:
+    with observe_operation(rt.node_id, rt.metrics, Operation.RELOCATION, spot_id) as observed:
         result = await _relocate_spot(rt, spot_id, to, deadline)
         observed.outcome = result.outcome.value
         observed.mesh, observed.generation = result.ref.mesh, result.ref.generation

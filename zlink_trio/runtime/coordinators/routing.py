@@ -188,14 +188,14 @@ async def _send_cached(rt: NodeRuntime, call: Delivery, route: CachedRoute) -> N
 
 def _local_host(rt: NodeRuntime, record: AuthorityRecord) -> Incarnation:
     if record.owner != rt.owner:
-        stale(rt, StaleReason.EARLIER_LIFECYCLE, record.spot_id,
+        stale(rt.node_id, rt.metrics, StaleReason.EARLIER_LIFECYCLE, record.spot_id,
               generation=record.object_generation, mesh=record.mesh)
         raise StaleRoute(f"Spot {record.spot_id!r} belongs to an earlier lifecycle of this "
                          "node; the message was not run. Its authority must be cleaned "
                          "up (an operator action) before the Spot can be used again")
     host = rt.catalog.hosts.get(record.spot_id)
     if host is None or host.generation != record.object_generation:
-        stale(rt, StaleReason.NO_INCARNATION, record.spot_id,
+        stale(rt.node_id, rt.metrics, StaleReason.NO_INCARNATION, record.spot_id,
               generation=record.object_generation, mesh=record.mesh)
         raise StaleRoute(
             f"this node has no running incarnation matching the store's authority for Spot "
@@ -284,7 +284,7 @@ def deliver_now(rt: NodeRuntime, call: Delivery, immediate: ImmediateTransaction
         job = local_job_now(rt, call)
         if job is None:
             return False, None
-        resolved(rt, call.spot_id, ResolveResult.MISSING)
+        resolved(rt.node_id, call.spot_id, ResolveResult.MISSING)
         if activate_now(job, immediate):
             return True
         return False, UNREAD  # another attempt won the Reserve: resolve again
@@ -292,7 +292,7 @@ def deliver_now(rt: NodeRuntime, call: Delivery, immediate: ImmediateTransaction
             or record.owner.node_rid != rt.node_rid or call.spot_id not in rt.catalog.hosts):
         return False, record
     _check_kind(call, record)
-    resolved(rt, call.spot_id, ResolveResult.LOCAL, mesh=record.mesh,
+    resolved(rt.node_id, call.spot_id, ResolveResult.LOCAL, mesh=record.mesh,
              generation=record.object_generation)
     sealed = _admit(rt, call, _local_host(rt, record))
     return True if sealed is None else (sealed, UNREAD)
@@ -336,7 +336,7 @@ async def deliver(rt: NodeRuntime, call: Delivery,
         else:
             record, prefetched = prefetched, UNREAD
         if record is None:
-            resolved(rt, call.spot_id, ResolveResult.MISSING)
+            resolved(rt.node_id, call.spot_id, ResolveResult.MISSING)
             attempt = rt.catalog.attempts.get(call.spot_id)
             if attempt is not None:  # an envelope this node accepted is activating
                 await attempt.done.wait()
@@ -355,11 +355,11 @@ async def deliver(rt: NodeRuntime, call: Delivery,
             # A moving Spot still belongs to its source: not yet sealed it runs the
             # message, sealed it holds it and relays it after the commit (06 §9).
             if record.owner.node_rid != rt.node_rid:
-                resolved(rt, call.spot_id, ResolveResult.REMOTE, mesh=record.mesh,
+                resolved(rt.node_id, call.spot_id, ResolveResult.REMOTE, mesh=record.mesh,
                          generation=record.object_generation)
                 await _send_remote(rt, call, record)
                 return
-            resolved(rt, call.spot_id, ResolveResult.LOCAL, mesh=record.mesh,
+            resolved(rt.node_id, call.spot_id, ResolveResult.LOCAL, mesh=record.mesh,
                      generation=record.object_generation)
             attempt = rt.catalog.attempts.get(call.spot_id)
             if attempt is not None and call.spot_id not in rt.catalog.hosts:
@@ -374,14 +374,14 @@ async def deliver(rt: NodeRuntime, call: Delivery,
             await sealed.finished.wait()  # idle eviction racing: refresh the route
             continue
         if record.state is AuthorityState.CLOSING:
-            resolved(rt, call.spot_id, ResolveResult.CLOSING, mesh=record.mesh,
+            resolved(rt.node_id, call.spot_id, ResolveResult.CLOSING, mesh=record.mesh,
                      generation=record.object_generation)
         else:
-            resolved(rt, call.spot_id, ResolveResult.CREATING, mesh=record.mesh,
+            resolved(rt.node_id, call.spot_id, ResolveResult.CREATING, mesh=record.mesh,
                      generation=record.object_generation)
         if record.state is AuthorityState.CLOSING and call.intent is None:
-            stale(rt, StaleReason.CLOSING, call.spot_id, generation=record.object_generation,
-                  mesh=record.mesh)
+            stale(rt.node_id, rt.metrics, StaleReason.CLOSING, call.spot_id,
+                  generation=record.object_generation, mesh=record.mesh)
             raise StaleRoute(
                 f"Spot {call.spot_id!r} is closing and admits no new messages; the "
                 "message was not run. Send a new call once it is closed, or call with "

@@ -5,15 +5,15 @@ Theory of operation
 A cold activation stores its envelope as an immutable recovery root, names it in the
 authority as the recovery pointer and appends it to the activation inbox as seq 1
 (:mod:`~zlink_trio.runtime.coordinators.activation`).  The host runs that record
-before any other message; after its handler completed, :func:`record_first_completion` moves the inbox cursor to it,
-removes the recovery pointer by expected-version CAS (re-reading once if a close
-changed the record since Ready) and deletes the root -- one call of ``store.combined``,
-then of its separate steps (which re-read) if that refused with StaleFence (on a store
-with synchronous transactions, ``store.immediate``, the combined call is a plain call:
-nothing is awaited) -- stepping the
-``ColdActivation`` chart through ``first_completion_recorded``, ``pointer_removed``
-and ``root_deleted``.  Each step is idempotent, so a retry after a crash is safe; a
-failure is logged and leaves the rest to recovery.
+before any other message; after its handler completed, :func:`record_first_completion`
+moves the inbox cursor to it, removes the recovery pointer by expected-version CAS
+(re-reading once if a close changed the record since Ready) and deletes the root --
+one call of ``store.combined``, then of its separate steps (which re-read) if that
+refused with StaleFence (on a store with synchronous transactions,
+``store.immediate``, the combined call is a plain call: nothing is awaited) --
+stepping the ``ColdActivation`` chart through ``first_completion_recorded``,
+``pointer_removed`` and ``root_deleted``.  Each step is idempotent, so a retry after a
+crash is safe; a failure is logged and leaves the rest to recovery.
 
 When the incarnation closes, :func:`drop_recovery` drops its inbox and -- if the first
 record's cleanup did not get that far -- the root, after the authority is released.

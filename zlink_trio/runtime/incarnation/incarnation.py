@@ -453,13 +453,13 @@ class Incarnation(ParkingSlot):
         try:
             rt.check_admission(now)
         except StaleRoute:
-            stale(rt, StaleReason.LEASE_EXPIRED, self.spot_id, generation=self.generation,
-                  mesh=self.mesh)
+            stale(rt.node_id, rt.metrics, StaleReason.LEASE_EXPIRED, self.spot_id,
+                  generation=self.generation, mesh=self.mesh)
             raise
         state = self.state
         if state in _ADMISSION_SEALED:
-            stale(rt, StaleReason.CLOSING, self.spot_id, generation=self.generation,
-                  mesh=self.mesh)
+            stale(rt.node_id, rt.metrics, StaleReason.CLOSING, self.spot_id,
+                  generation=self.generation, mesh=self.mesh)
             raise StaleRoute(
                 f"Spot {self.spot_id!r} generation {self.generation} is closing on this node "
                 "and admits no new messages; the message was not run. Send a new call once "
@@ -828,7 +828,8 @@ class Incarnation(ParkingSlot):
         self.leave_catalog()
         self.state = step(INCARNATION, self.state, INCARNATION.ev.dispose)
         self._set_finished()
-        incarnation_closed(self.rt, reason.value, self.spot_id, self.mesh, self.generation)
+        incarnation_closed(self.rt.node_id, self.rt.metrics, reason.value, self.spot_id,
+                           self.mesh, self.generation)
         if not self.ownership_lost:  # else inbox and root stay as evidence for the operator
             first = self.first_record
             await self._bounded("recovery cleanup", lambda: drop_recovery(
@@ -840,8 +841,8 @@ class Incarnation(ParkingSlot):
         await run_on_close(self.spot_type, self.instance, self.spot_id, CloseReason.RELOCATED)
         self._observe_close(CloseReason.RELOCATED)
         self._set_finished()
-        incarnation_closed(self.rt, CloseReason.RELOCATED.value, self.spot_id, self.mesh,
-                           self.generation)
+        incarnation_closed(self.rt.node_id, self.rt.metrics, CloseReason.RELOCATED.value,
+                           self.spot_id, self.mesh, self.generation)
 
     def _observe_close(self, reason: CloseReason) -> None:
         if observers.OBSERVERS and self.instance is not None:

@@ -126,7 +126,7 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
         if target is not owner and (
                 target.lifecycle_generation != owner.lifecycle_generation
                 or target.node_rid.value != owner.node_rid.value):
-            stale(rt, StaleReason.WRONG_LIFECYCLE, route.spot_id,
+            stale(rt.node_id, rt.metrics, StaleReason.WRONG_LIFECYCLE, route.spot_id,
                   generation=_generation(route))
             raise StaleRoute(f"the message to Spot {route.spot_id!r} was addressed to "
                              f"{route.target}, not to this lifecycle ({rt.owner}); it was not "
@@ -154,8 +154,8 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
                 _fail(reply, exc, frame)
             return
         if isinstance(route, FollowFrameRoute):
-            follow_event(rt, FollowEvent.DROP_NO_ROUTE, route.spot_id, route.object_generation,
-                         route.hops)
+            follow_event(rt.node_id, rt.metrics, FollowEvent.DROP_NO_ROUTE, route.spot_id,
+                         route.object_generation, route.hops)
             _fail(reply, Unavailable(
                 f"Spot {route.spot_id!r} followed a relocation to this node, which neither "
                 "hosts it nor has a Message Follow route for it; the message was not run. "
@@ -169,7 +169,8 @@ def _check_admission(rt: NodeRuntime, route: Route) -> None:
     try:
         rt.check_admission()
     except StaleRoute:
-        stale(rt, StaleReason.LEASE_EXPIRED, route.spot_id, generation=_generation(route))
+        stale(rt.node_id, rt.metrics, StaleReason.LEASE_EXPIRED, route.spot_id,
+              generation=_generation(route))
         raise
 
 
@@ -197,7 +198,7 @@ def _admit_direct(rt: NodeRuntime, frame: SpotMessage, reply: LinkReply | None,
         if host is None:
             host = rt.catalog.hosts.get(route.spot_id)
         if host is None:
-            stale(rt, StaleReason.NO_INCARNATION, route.spot_id,
+            stale(rt.node_id, rt.metrics, StaleReason.NO_INCARNATION, route.spot_id,
                   generation=_generation(route))
             raise StaleRoute(f"node {rt.node_id!r} no longer owns Spot {route.spot_id!r}; the "
                              "message was not run. Send a new call")

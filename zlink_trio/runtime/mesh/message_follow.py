@@ -129,7 +129,7 @@ def _forwarded(rt: NodeRuntime, route: FollowRoute, frame: SpotMessage,
                reply: Completion | None) -> tuple[Delivery, FollowFrameRoute]:
     hops = _hop(route, frame)
     if not isinstance(hops, int):
-        follow_event(rt, hops[0], route.spot_id, route.object_generation, None,
+        follow_event(rt.node_id, rt.metrics, hops[0], route.spot_id, route.object_generation, None,
                      hops[1].message)
         raise hops[1]
     call = Delivery(
@@ -162,8 +162,8 @@ async def follow(rt: NodeRuntime, route: FollowRoute, frame: SpotMessage,
     try:
         link = await rt.peers.link_to_owner(route.target, f"Spot {route.spot_id!r}")
     except Unavailable as exc:
-        follow_event(rt, FollowEvent.DROP_UNREACHABLE, route.spot_id, route.object_generation,
-                     route_frame.hops, exc.message)
+        follow_event(rt.node_id, rt.metrics, FollowEvent.DROP_UNREACHABLE, route.spot_id,
+                     route.object_generation, route_frame.hops, exc.message)
         raise
     _send(rt, call, link, route_frame)
 
@@ -173,11 +173,11 @@ def _send(rt: NodeRuntime, call: Delivery, link: Link, route_frame: FollowFrameR
     try:
         send_spot_message(rt, call, link, route_frame)
     except Unavailable as exc:
-        follow_event(rt, FollowEvent.DROP_UNREACHABLE, route_frame.spot_id,
+        follow_event(rt.node_id, rt.metrics, FollowEvent.DROP_UNREACHABLE, route_frame.spot_id,
                      route_frame.object_generation, route_frame.hops, exc.message)
         raise
-    follow_event(rt, FollowEvent.HOP, route_frame.spot_id, route_frame.object_generation,
-                 route_frame.hops)
+    follow_event(rt.node_id, rt.metrics, FollowEvent.HOP, route_frame.spot_id,
+                 route_frame.object_generation, route_frame.hops)
 
 
 async def relay_held(rt: NodeRuntime, route: FollowRoute,
@@ -207,8 +207,8 @@ async def relay_held(rt: NodeRuntime, route: FollowRoute,
                     link = await rt.peers.link_to_owner(route.target,
                                                         f"Spot {route.spot_id!r}")
                 except Unavailable as exc:
-                    follow_event(rt, FollowEvent.DROP_UNREACHABLE, route.spot_id,
-                                 route.object_generation, 1, exc.message)
+                    follow_event(rt.node_id, rt.metrics, FollowEvent.DROP_UNREACHABLE,
+                                 route.spot_id, route.object_generation, 1, exc.message)
                     raise
             _send(rt, call, link, _route_frame(route, 1))
         except (Unavailable, InvalidOperation) as exc:

@@ -147,7 +147,7 @@ def completer(rt: NodeRuntime, call: Delivery) -> Callable[[Reply], None]:
             if isinstance(exc, StaleRoute | Unavailable):  # the next call resolves afresh
                 rt.route_cache.invalidate(call.spot_id)
                 if isinstance(exc, StaleRoute):
-                    stale(rt, StaleReason.ANSWERED, call.spot_id)
+                    stale(rt.node_id, rt.metrics, StaleReason.ANSWERED, call.spot_id)
             completion.set_error(exc)
         except Exception as exc:  # never let one bad reply take the link down
             completion.set_error(InvalidOperation(

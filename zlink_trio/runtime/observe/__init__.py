@@ -17,7 +17,6 @@ What operators read is documented in ``docs/observability.md`` (the logger tree,
                        plain Python for one node, read by the collector on scrape
 ``prometheus``         the prometheus-client collector of a registry's nodes (imported
                        only when ``open_node(metrics=...)`` is given)
-``sampling``           :func:`~.sampling.sample_node`: a node's gauges, read at scrape time
 ``exposition``         ``metrics_port=``: ``GET /metrics`` served by a small Trio server
 ``setup``              ``ObservabilityOptions``, ``open_node``'s metrics options: validated,
                        bound, attached, served

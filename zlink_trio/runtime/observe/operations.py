@@ -1,6 +1,7 @@
 """``observe_operation``: time, count and log one create, activation, close or relocation.
 
-Used as ``with observe_operation(rt, Operation.CREATE, spot_id, mesh) as op:``; the
+Used as ``with observe_operation(rt.node_id, rt.metrics, Operation.CREATE, spot_id, mesh)
+as op:``; the
 block sets :attr:`ObservedOperation.outcome` (and the generation once known) on
 success, and an exception sets it to the error's class name (``fields.outcome_of``).
 On exit the node's recorder counts it and, when the operation's logger is enabled
@@ -30,7 +31,7 @@ from zlink_trio.runtime.observe.fields import (
 if TYPE_CHECKING:
     from types import TracebackType
 
-    from zlink_trio.runtime.state import NodeState
+    from zlink_trio.runtime.observe.recorder import Recorder
 
 __all__ = ("ObservedOperation", "observe_operation")
 
@@ -48,11 +49,13 @@ _LOGGERS: Final = {
 class ObservedOperation:
     """One operation being observed; see :func:`observe_operation`."""
 
-    __slots__ = ("_rt", "_started", "generation", "kind", "mesh", "outcome", "spot_id")
+    __slots__ = ("_metrics", "_node_id", "_started", "generation", "kind", "mesh", "outcome",
+                 "spot_id")
 
-    def __init__(self, rt: NodeState, kind: Operation, spot_id: str | None,
+    def __init__(self, node_id: str, metrics: Recorder, kind: Operation, spot_id: str | None,
                  mesh: str | None) -> None:
-        self._rt = rt
+        self._node_id = node_id
+        self._metrics = metrics
         self.kind: Final = kind
         self.spot_id = spot_id
         self.mesh = mesh
@@ -75,20 +78,21 @@ class ObservedOperation:
         if exc is not None:
             self.outcome = outcome_of(exc)
         seconds = time.perf_counter() - self._started
-        rt = self._rt
-        rt.metrics.operation(self.kind, self.outcome, seconds)
+        node_id = self._node_id
+        self._metrics.operation(self.kind, self.outcome, seconds)
         log = _LOGGERS[self.kind]
         if log.isEnabledFor(logging.DEBUG):
             log.debug("node %r: %s of Spot %r (mesh %r, generation %s): %s in %.3f ms",
-                      rt.node_id, self.kind.value, self.spot_id, self.mesh, self.generation,
+                      node_id, self.kind.value, self.spot_id, self.mesh, self.generation,
                       self.outcome, seconds * 1000, extra={
-                          NODE_ID: rt.node_id, OPERATION: self.kind.value,
+                          NODE_ID: node_id, OPERATION: self.kind.value,
                           SPOT_ID: self.spot_id, MESH: self.mesh,
                           OBJECT_GENERATION: self.generation, OUTCOME: self.outcome,
                           DURATION: seconds})
 
 
-def observe_operation(rt: NodeState, kind: Operation, spot_id: str | None,
+def observe_operation(node_id: str, metrics: Recorder, kind: Operation, spot_id: str | None,
                       mesh: str | None = None) -> ObservedOperation:
-    """A context manager observing one operation of ``kind`` on ``rt``'s node."""
-    return ObservedOperation(rt, kind, spot_id, mesh)
+    """A context manager observing one operation of ``kind`` on node ``node_id``, counted
+    on its recorder ``metrics``."""
+    return ObservedOperation(node_id, metrics, kind, spot_id, mesh)

@@ -20,7 +20,6 @@ import attrs
 
 from zlink_trio.core.errors import InvalidConfiguration
 from zlink_trio.runtime.observe.metrics import MetricsRecorder
-from zlink_trio.runtime.observe.sampling import sample_node
 from zlink_trio.store.timed import backend_of, timed_store
 
 if TYPE_CHECKING:
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
     import trio
     from prometheus_client.registry import CollectorRegistry
 
-    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
+    from zlink_trio.runtime.observe.metrics import NodeSample
     from zlink_trio.store import Store
 
 __all__ = ("MetricsSettings", "ObservabilityOptions", "metrics_listeners", "metrics_settings",
@@ -152,15 +151,15 @@ def serve_metrics_on(nursery: trio.Nursery, settings: MetricsSettings | None,
     return url_of(listeners)
 
 
-def start_metrics(rt: NodeRuntime, settings: MetricsSettings | None,
+def start_metrics(sample: Callable[[], NodeSample], settings: MetricsSettings | None,
                   recorder: MetricsRecorder | None) -> Callable[[], None]:
-    """Add ``rt``'s recorder to the registry (its series appear); returns the detach
-    function (its series go)."""
+    """Add the node's recorder to the registry (its series appear), with ``sample`` to
+    read the node's gauges at each scrape; returns the detach function (its series go)."""
     if settings is None or recorder is None:
         return lambda: None
     from zlink_trio.runtime.observe import prometheus
 
-    recorder.sample = lambda: sample_node(rt)
+    recorder.sample = sample
     return prometheus.attach(settings.registry, recorder)
 
 
