@@ -54,7 +54,7 @@ from zlink_trio.core.identity import SpotKind as SpotKind
 from zlink_trio.core.lanes import LaneBounds as LaneBounds
 from zlink_trio.core.records import SpotRef as SpotRef
 from zlink_trio.runtime.calls.client import SpotClient as SpotClient
-from zlink_trio.runtime.calls.manager import SpotManager as SpotManager
+from zlink_trio.runtime.coordinators.manager import SpotManager as SpotManager
 from zlink_trio.runtime.declaration.handlers import handler as handler
 from zlink_trio.runtime.declaration.policies import CloseReason as CloseReason
 from zlink_trio.runtime.declaration.policies import DisableRelocation as DisableRelocation

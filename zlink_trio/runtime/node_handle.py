@@ -22,9 +22,9 @@ from zlink_trio.core.identity import (
 )
 from zlink_trio.runtime.calls.client import SpotClient
 from zlink_trio.runtime.calls.deadlines import deadline_after
-from zlink_trio.runtime.calls.manager import SpotManager
 from zlink_trio.runtime.calls.metered import MeteredRouter
 from zlink_trio.runtime.coordinators.call_router import CallRouter
+from zlink_trio.runtime.coordinators.manager import SpotManager
 from zlink_trio.runtime.coordinators.relocation import relocate_spot
 from zlink_trio.runtime.inspection import NodeInspection
 from zlink_trio.runtime.mesh.remote_operation import drain_here, drain_node, relocate_on_owner
@@ -45,7 +45,8 @@ class Node:
         self._rt = rt
         self._metrics_url = metrics_url
         router = CallRouter(rt)
-        self._client = SpotClient(router if not rt.metrics.enabled else MeteredRouter(rt, router))
+        self._client = SpotClient(router if not rt.metrics.enabled
+                                  else MeteredRouter(rt.metrics, router))
         self._spots = SpotManager(rt)
         self._inspection = NodeInspection(rt)
         rt.client = self._client

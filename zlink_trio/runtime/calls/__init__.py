@@ -1,4 +1,7 @@
-"""Calls: the public call surface -- ``node.client`` and ``node.spots`` -- and its plumbing.
+"""Calls: ``node.client`` (and every ``ctx.client``) and the plumbing of a call.
+
+What the client hands a call to is a :class:`~.delivery.Router` (implemented above, by
+``coordinators.call_router``); ``node.spots`` is ``coordinators.manager``.
 
 =====================  ==================================================================
 ``client``             ``SpotClient``: ``send`` / ``request`` builders for direct calls
@@ -6,7 +9,6 @@
                        check, and the ``Router`` protocol the client hands calls to
 ``metered``            ``MeteredRouter``: the router with every call counted and timed
                        (only with ``open_node(metrics=...)``)
-``manager``            ``SpotManager``: User Spot create / get_or_create / find / close
 ``builders``           the builder rule: each option once, awaited once
 ``completion``         ``Completion``: a request's one-shot reply slot
 ``deadlines``          ``Deadlines``: the node task that keeps waiting requests' deadlines

@@ -16,19 +16,19 @@ from zlink_trio.runtime.observe.fields import Operation, outcome_of
 
 if TYPE_CHECKING:
     from zlink_trio.runtime.calls.delivery import Delivery, Intent, Router
-    from zlink_trio.runtime.state import NodeState
+    from zlink_trio.runtime.observe.recorder import Recorder
 
 __all__ = ("MeteredRouter",)
 
 
 class MeteredRouter:
-    """``router`` with every call reported to ``rt.metrics``."""
+    """``router`` with every call reported to ``recorder`` (the node's ``NodeState.metrics``)."""
 
     __slots__ = ("_recorder", "_router")
 
-    def __init__(self, rt: NodeState, router: Router) -> None:
+    def __init__(self, recorder: Recorder, router: Router) -> None:
         self._router = router
-        self._recorder = rt.metrics
+        self._recorder = recorder
 
     def delivery(self, spot_id: str, msg: object, *, intent: Intent | None, reply: object,
                  request: bool, timeout: float | None) -> Delivery:

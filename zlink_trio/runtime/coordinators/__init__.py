@@ -7,6 +7,8 @@ peers) as their first argument and step the lifecycle charts through
 =====================  ==================================================================
 ``node_runtime``       ``NodeRuntime``: ``NodeState`` plus the catalog and the mesh peers
 ``call_router``        ``CallRouter``, the client's way in: a call's delivery and reply
+``manager``            ``SpotManager`` (``node.spots``), the manager's way in: User Spot
+                       create / get_or_create / find / close
 ``routing``            resolve a Spot ID and admit a call (route cache, store, waiting)
 ``placement``          cold activation, source side: Mesh, type and node; the envelope
 ``placement_plans``    what placement decided on one claims read, kept for the next
