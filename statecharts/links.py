@@ -52,14 +52,14 @@ CHART_LINKS: Final[dict[str, ChartLinks]] = {
     "ColdActivation": ChartLinks(
         drivers=(_RT + "coordinators/activation.py", _RT + "coordinators/activation_now.py",
                  _RT + "coordinators/placement.py", _RT + "incarnation/first_record.py",
-                 _RT + "coordinators/recovery.py", _RT + "mesh/inbound.py"),
+                 _RT + "coordinators/recovery.py", _RT + "coordinators/inbound.py"),
         tests=("tests/runtime/test_activation.py", "tests/runtime/test_activation_now.py",
                "tests/runtime/test_runtime_model.py",
                "tests/runtime/test_runtime_races.py", "tests/runtime/test_crash_recovery.py"),
     ),
     "UserCreate": ChartLinks(
         drivers=(_RT + "coordinators/create_operation.py", _RT + "coordinators/create.py",
-                 _RT + "mesh/remote_create.py"),
+                 _RT + "coordinators/remote_create.py"),
         tests=("tests/runtime/test_create.py", "tests/runtime/test_runtime_model.py",
                "tests/runtime/test_runtime_races.py", "tests/statecharts/test_chart_paths.py"),
     ),
@@ -75,7 +75,7 @@ CHART_LINKS: Final[dict[str, ChartLinks]] = {
                "tests/runtime/test_runtime_races.py"),
     ),
     "PlannedRelocation": ChartLinks(
-        drivers=(_RT + "coordinators/relocation.py", _RT + "mesh/remote_relocation.py"),
+        drivers=(_RT + "coordinators/relocation.py", _RT + "coordinators/remote_relocation.py"),
         tests=("tests/runtime/test_relocation.py", "tests/runtime/test_relocation_model.py",
                "tests/mesh/test_mesh_relocation.py"),
     ),

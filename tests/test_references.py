@@ -21,7 +21,7 @@ every page under ``docs/`` and the README, and check:
 
 How a name resolves. A docstring in module ``a.b.c`` may name things relative to
 ``a.b.c`` itself, its package ``a.b`` or any package above it (``coordinators.routing``
-from ``runtime/mesh/inbound.py`` is ``zlink_trio.runtime.coordinators.routing``); one
+from ``runtime/mesh/peers.py`` is ``zlink_trio.runtime.coordinators.routing``); one
 leading dot means the same, as in Sphinx, and two or more climb like a relative import.
 A first name that reaches nothing from there may be any module of ours so named
 (``charts.TRACE``); on a page it always may. The names that make up a module must be a
@@ -535,15 +535,15 @@ def test_every_package_map_lists_exactly_its_modules():
 def test_the_checks_catch_what_they_are_for():
     """The resolver refuses stale names and accepts the forms the docs use."""
     node = Place("zlink_trio/runtime/node.py", "zlink_trio.runtime.node")
-    inbound = Place("zlink_trio/runtime/mesh/inbound.py", "zlink_trio.runtime.mesh.inbound")
+    peers = Place("zlink_trio/runtime/mesh/peers.py", "zlink_trio.runtime.mesh.peers")
     page = Place("docs/architecture.md")
-    for reference, place in [("._lease", node), ("coordinators.nowhere", inbound),
+    for reference, place in [("._lease", node), ("coordinators.nowhere", peers),
                              ("zlink_trio.runtime.node.no_such_name", page),
                              ("calls.delivery.NoRouter", page),
                              ("CallRouter.no_such_method", page)]:
         assert _ours_and_missing(reference, place, role=True), reference
-    for reference, place in [(".coordinators.lease", node), ("coordinators.routing", inbound),
-                             (".message_follow", inbound), ("~.peers.Peers", inbound),
+    for reference, place in [(".coordinators.lease", node), ("coordinators.routing", peers),
+                             (".message_follow", peers), ("~.peers.Peers", peers),
                              ("calls.delivery.Router", page), ("node.client", page),
                              ("zlink_trio.runtime.node.open_node", page), ("trio.sleep", page)]:
         assert not _ours_and_missing(reference, place, role=True), reference

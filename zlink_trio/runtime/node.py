@@ -54,6 +54,7 @@ from zlink_trio.core.records import OwnerFence
 from zlink_trio.core.route_cache import RouteCache
 from zlink_trio.runtime.calls.deadlines import deadline_after
 from zlink_trio.runtime.charts import NODE, step
+from zlink_trio.runtime.coordinators.inbound import inbound_handler
 from zlink_trio.runtime.coordinators.lease import keep_lease, wait_stopped
 from zlink_trio.runtime.coordinators.node_claim import claim_node_id
 from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
@@ -61,7 +62,6 @@ from zlink_trio.runtime.coordinators.placement import close_placement
 from zlink_trio.runtime.coordinators.recovery import recover_orphans
 from zlink_trio.runtime.declaration.registry import SpotTypeRegistry
 from zlink_trio.runtime.incarnation.catalog import Catalog
-from zlink_trio.runtime.mesh.inbound import inbound_handler
 from zlink_trio.runtime.mesh.peers import Peers
 from zlink_trio.runtime.mesh.setup import NetworkOptions, mesh_settings, open_mesh
 from zlink_trio.runtime.observe.logs import NODE as LOGGER

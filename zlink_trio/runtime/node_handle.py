@@ -26,8 +26,12 @@ from zlink_trio.runtime.calls.metered import MeteredRouter
 from zlink_trio.runtime.coordinators.call_router import CallRouter
 from zlink_trio.runtime.coordinators.manager import SpotManager
 from zlink_trio.runtime.coordinators.relocation import relocate_spot
+from zlink_trio.runtime.coordinators.remote_operation import (
+    drain_here,
+    drain_node,
+    relocate_on_owner,
+)
 from zlink_trio.runtime.inspection import NodeInspection
-from zlink_trio.runtime.mesh.remote_operation import drain_here, drain_node, relocate_on_owner
 from zlink_trio.runtime.options import check_timeout
 from zlink_trio.runtime.results import NodeStatistics
 

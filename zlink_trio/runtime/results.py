@@ -6,10 +6,11 @@ Every type a user receives from ``node.spots``, ``node.relocate`` / ``node.drain
 ``node.ask_*``, ``node.statistics()`` and ``node.inspection`` lives here, once, as a
 frozen ``attrs`` value or a ``StrEnum``; ``zlink_trio`` re-exports each under the same
 name.  The coordinators that build them (``coordinators.create_operation``,
-``coordinators.relocation``, ``mesh.remote_create``, ``mesh.remote_operation``) and the
-handles that return them (``node_handle``, ``inspection``) import them from here, so a
-result's shape never depends on which coordinator produced it, and this module imports
-nothing of the runtime: only the core values the results carry.
+``coordinators.relocation``, ``coordinators.remote_create``,
+``coordinators.remote_operation``) and the handles that return them (``node_handle``,
+``inspection``) import them from here, so a result's shape never depends on which
+coordinator produced it, and this module imports nothing of the runtime: only the core
+values the results carry.
 """
 
 from __future__ import annotations

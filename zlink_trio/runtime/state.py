@@ -1,11 +1,11 @@
 """The state every part of a node's runtime reads: identity, options, store, caches, lease.
 
 :class:`NodeState` is a plain holder built by ``open_node`` once the descriptor is
-claimed.  Spot hosts, the catalog and the mesh directory take it as their first
-argument; the coordinators take its subclass
-:class:`~zlink_trio.runtime.coordinators.node_runtime.NodeRuntime`, which adds the
-node's catalog and peers.  The split keeps the imports one-way: what a host or the
-catalog needs never names the coordinators that drive them.  It owns nothing that
+claimed.  Spot hosts, the catalog and the mesh (its directory and its senders, which
+also get the ``Peers``) take it as their first argument; the coordinators take its
+subclass :class:`~zlink_trio.runtime.coordinators.node_runtime.NodeRuntime`, which adds
+the node's catalog and peers.  The split keeps the imports one-way: what a host, the
+catalog or the mesh needs never names the coordinators that drive them.  It owns nothing that
 needs closing: the store and the nursery belong to ``open_node``'s ``async with``.
 
 Two clocks meet here.  Deadlines, idle times and timers read ``trio.current_time()``

@@ -143,7 +143,7 @@ class NodeOperationOutcome:
     """Success tail after 61: the operation's report, UTF-8 JSON the runtime reads.
 
     The codec carries the bytes as they are (bounded like an application body); the
-    runtime (``runtime.mesh.remote_operation``) defines and checks the JSON.
+    runtime (``runtime.coordinators.remote_operation``) defines and checks the JSON.
     """
 
     report: bytes = attrs.field(validator=_check_report,

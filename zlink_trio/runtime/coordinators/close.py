@@ -3,7 +3,7 @@
 :func:`close_user_spot` is the operation ``node.spots.close`` awaits: one deadline
 around :func:`~zlink_trio.runtime.coordinators.close_operation.close_here`, which
 verifies and closes the incarnation on this node, or -- when another live node owns
-it -- hands it to :func:`~zlink_trio.runtime.mesh.remote_close.close_remote`
+it -- hands it to :func:`~zlink_trio.runtime.coordinators.remote_close.close_remote`
 (command 48).
 """
 
@@ -17,7 +17,7 @@ from zlink_trio.core.errors import DeadlineExceeded, InvalidOperation
 from zlink_trio.core.records import SpotRef
 from zlink_trio.runtime.charts import CLOSE
 from zlink_trio.runtime.coordinators.close_operation import close_here
-from zlink_trio.runtime.mesh.remote_close import close_remote
+from zlink_trio.runtime.coordinators.remote_close import close_remote
 from zlink_trio.runtime.observe.fields import Operation
 from zlink_trio.runtime.observe.operations import observe_operation
 

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 :func:`close_here` is the close both ``spots.close`` (:mod:`.close`) and the target
-of a command 48 (:mod:`zlink_trio.runtime.mesh.remote_close`) run.  It verifies
+of a command 48 (:mod:`zlink_trio.runtime.coordinators.remote_close`) run.  It verifies
 before it acts, in one read of the authority: gone -> ``False`` (idempotent, never
 retargeted to a newer incarnation); another generation -> InvalidOperation; not a
 User Spot -> InvalidOperation (Instance Spots close themselves with ``ctx.close()``);
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.runtime.incarnation.incarnation import Incarnation
 
-    #: Closes a Spot owned by another node (``mesh.remote_close.close_remote``).
+    #: Closes a Spot owned by another node (``coordinators.remote_close.close_remote``).
     RemoteClose = Callable[[NodeRuntime, SpotRef, AuthorityRecord, Deadline],
                            Awaitable[bool]]
 

@@ -14,7 +14,7 @@ Theory of operation
 * Competing: placement (``core.placement`` over a fresh read of the live descriptors),
   then -- on this node -- the ceiling, Reserve and the factory
   (:mod:`.create_operation`), or -- on another node -- a reservation for that node and
-  command 47 (:mod:`zlink_trio.runtime.mesh.remote_create`).  One node never runs two
+  command 47 (:mod:`zlink_trio.runtime.coordinators.remote_create`).  One node never runs two
   reservations for one ID: a second local operation waits for the first's attempt.
 """
 
@@ -46,8 +46,8 @@ from zlink_trio.runtime.coordinators.create_operation import (
     reserve,
 )
 from zlink_trio.runtime.coordinators.placement import candidates
+from zlink_trio.runtime.coordinators.remote_create import compete_remote
 from zlink_trio.runtime.coordinators.routing import Backoff, wait_for_change
-from zlink_trio.runtime.mesh.remote_create import compete_remote
 from zlink_trio.runtime.observe.fields import Operation
 from zlink_trio.runtime.observe.operations import observe_operation
 

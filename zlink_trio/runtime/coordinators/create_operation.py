@@ -5,7 +5,7 @@ Theory of operation
 A Create / GetOrCreate is one :class:`CreateOperation` (Spot ID, stable type, the
 creation request, the optional Mesh, its one deadline, its ``UserCreate`` chart state
 and operation ID).  Two coordinators compete for it -- :mod:`.create` when placement
-chose this node, :mod:`zlink_trio.runtime.mesh.remote_create` when it chose another --
+chose this node, :mod:`zlink_trio.runtime.coordinators.remote_create` when it chose another --
 and both go through the steps here, so a local and a remote creation cannot differ:
 
 * :func:`encode_request` -- the creation request root (<= 1 MiB encoded, with the

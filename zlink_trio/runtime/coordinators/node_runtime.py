@@ -1,13 +1,14 @@
 """``NodeRuntime``: a node's state together with its catalog and mesh peers.
 
-The coordinators (routing, placement, activation, create, close, recovery, lease) and
-the mesh handlers that call them take a :class:`NodeRuntime` as their first argument.
-It is the node's :class:`~zlink_trio.runtime.state.NodeState` -- identity, options,
+The coordinators (routing, placement, activation, create, close, recovery, lease, and
+the handlers of what other nodes send) take a :class:`NodeRuntime` as their first
+argument.  It is the node's :class:`~zlink_trio.runtime.state.NodeState` -- identity, options,
 store, caches, lease -- plus the two collaborators ``open_node`` binds once they
 exist: the :class:`~zlink_trio.runtime.incarnation.catalog.Catalog` (it needs the
 node's nursery) and the :class:`~zlink_trio.runtime.mesh.peers.Peers` (they need the
-runtime they serve).  Hosts, the catalog and the peers themselves only see the
-``NodeState`` they were given, so nothing below the coordinators imports them.
+runtime they serve).  Hosts, the catalog, the peers and the mesh's senders only see
+the ``NodeState`` (and the ``Peers``) they are given, so nothing below the coordinators
+imports this module.
 """
 
 from __future__ import annotations

@@ -366,7 +366,7 @@ async def _send_envelope(rt: NodeRuntime, call: Delivery, state: ColdActivationS
         handler_for(known, call)
     state = step(COLD, state, COLD.ev.capacity_available)
     link = await rt.peers.link_to(claim)
-    send_spot_message(rt, call, link, ActivationRoute(
+    send_spot_message(rt, rt.peers, call, link, ActivationRoute(
         target_mesh=mesh, target=OwnerFence(node.node_rid, claim.lifecycle_generation),
         spot_id=call.spot_id, stable_type=stable_type, descriptor_version=claim.store_version))
     step(COLD, state, COLD.ev.envelope_accepted)  # the target goes on from checking_target_owner

@@ -18,7 +18,7 @@ stepping the ``PlannedRelocation`` chart:
    (``PreserveStateWith``), the timers registered after activation and the
    not-yet-run messages, stored as one root.  A reply correlation is registered for
    each queued request: the target will answer it on this link.
-4. **Command 60** to the target (:mod:`zlink_trio.runtime.mesh.remote_relocation`),
+4. **Command 60** to the target (:mod:`zlink_trio.runtime.coordinators.remote_relocation`),
    which builds its shell, restores, records relay-ready in the store -- the point of
    no return -- commits the authority (owner generation + 1) and serves.  Its answer
    steps the source's chart through to ``committed``; the source then installs the
@@ -49,12 +49,12 @@ from zlink_trio.runtime import crash_points
 from zlink_trio.runtime.charts import INCARNATION, RELOCATION, step
 from zlink_trio.runtime.coordinators.relocation_capture import capture
 from zlink_trio.runtime.coordinators.relocation_target import choose_target
+from zlink_trio.runtime.coordinators.remote_relocation import send_relocate
 from zlink_trio.runtime.declaration.policies import DisableRelocation
 from zlink_trio.runtime.declaration.spot_types import relocation_of
 from zlink_trio.runtime.incarnation.incarnation import Move
 from zlink_trio.runtime.mesh.follow_routes import FollowRoute
 from zlink_trio.runtime.mesh.message_follow import relay_held
-from zlink_trio.runtime.mesh.remote_relocation import send_relocate
 from zlink_trio.runtime.observe.fields import Operation, spot_fields
 from zlink_trio.runtime.observe.logs import RELOCATION as LOGGER
 from zlink_trio.runtime.observe.operations import observe_operation
@@ -231,7 +231,7 @@ async def _committed(job: _Relocation, ref: SpotRef) -> RelocationResult:
         # The hold goes first, before on_close(RELOCATED) runs: a message sent after the
         # commit must not overtake a held one of the same sender (relay_held).
         if held:
-            await relay_held(rt, route, held)
+            await relay_held(rt, rt.peers, route, held)
         await job.host.moved_away()
     LOGGER.info("node %r: Spot %r moved to node %r", rt.node_id, record.spot_id,
                 job.claim.descriptor.node_id, extra=_fields(job))

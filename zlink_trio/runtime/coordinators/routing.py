@@ -150,7 +150,7 @@ def _admit(rt: NodeRuntime, call: Delivery, host: Incarnation, now: float | None
 
 def _send_ready(rt: NodeRuntime, call: Delivery, link: Link, route: CachedRoute) -> None:
     try:
-        send_ready_call(rt, call, link, route)
+        send_ready_call(rt, rt.peers, call, link, route)
     except Unavailable:
         rt.route_cache.invalidate(call.spot_id)
         raise

@@ -1,4 +1,10 @@
-"""Mesh: this node's side of the links to other nodes.
+"""Mesh: this node's side of the links to other nodes, and what travels on them.
+
+Below the coordinators: the coordinators send through these modules (a call as command
+39, an operation's frame as a round trip, a reply as command 20, a message along its
+Message Follow route), and the frames other nodes send are handed up to
+``coordinators.inbound``.  Nothing here takes the whole node: a function gets the
+``NodeState`` and the :class:`~.peers.Peers` it uses.
 
 =====================  ==================================================================
 ``setup``              ``NetworkOptions`` (listen address, secret, TLS, endpoint, link
@@ -6,12 +12,7 @@
 ``peers``              the directory of live nodes, links to them, replies by correlation
 ``retained``           terminal results of remote operations, for redeliveries
 ``remote_calls``       command 39 to another node; request/reply round trips
-``inbound``            frames other nodes send to this node (39, 47, 48, 60, 61)
-``remote_create``      remote User Spot creation: command 47, both sides
-``remote_close``       closing a Spot another node owns: command 48, both sides
 ``link_reply``         ``LinkReply``: the command 20 of a request that came over a link
-``remote_relocation``  planned relocation between nodes: command 60, both sides
-``remote_operation``   an operator's relocate / drain asked of another node: command 61
 ``follow_routes``      the Message Follow routes of the Spots that moved away
 ``message_follow``     Message Follow: sending a message on after its Spot moved
 =====================  ==================================================================

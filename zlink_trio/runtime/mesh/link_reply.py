@@ -25,7 +25,8 @@ from zlink_trio.wire.frames import (
 )
 
 if TYPE_CHECKING:
-    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
+    from zlink_trio.runtime.mesh.peers import Peers
+    from zlink_trio.runtime.state import NodeState
     from zlink_trio.transport import Link
     from zlink_trio.wire.frames import Outcome
 
@@ -58,20 +59,21 @@ class LinkReply(Completion):
     left to the link's writer, which joins the replies of one burst into one write.
     """
 
-    __slots__ = ("_correlation", "_link", "_rt")
+    __slots__ = ("_correlation", "_link", "_peers", "_rt")
 
-    def __init__(self, rt: NodeRuntime, link: Link, correlation: int) -> None:
+    def __init__(self, rt: NodeState, peers: Peers, link: Link, correlation: int) -> None:
         super().__init__()
         self._rt = rt
+        self._peers = peers
         self._link = link
         self._correlation = correlation
-        serving = rt.peers.serving
+        serving = peers.serving
         serving[link] = serving.get(link, 0) + 1
 
     def _finish(self) -> None:
         super()._finish()
         link = self._link
-        serving = self._rt.peers.serving
+        serving = self._peers.serving
         open_replies = serving.get(link, 1) - 1
         if open_replies > 0:
             serving[link] = open_replies

@@ -42,9 +42,10 @@ from zlink_trio.wire.frames import FollowRoute as FollowFrameRoute
 if TYPE_CHECKING:
     from zlink_trio.core.errors import ZLinkError
     from zlink_trio.runtime.calls.completion import Completion
-    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.runtime.incarnation.work import MessageWork
     from zlink_trio.runtime.mesh.follow_routes import FollowRoute
+    from zlink_trio.runtime.mesh.peers import Peers
+    from zlink_trio.runtime.state import NodeState
     from zlink_trio.transport import Link
     from zlink_trio.wire.frames import SpotMessage
 
@@ -125,7 +126,7 @@ def _route_frame(route: FollowRoute, hops: int) -> FollowFrameRoute:
         hops=hops)
 
 
-def _forwarded(rt: NodeRuntime, route: FollowRoute, frame: SpotMessage,
+def _forwarded(rt: NodeState, route: FollowRoute, frame: SpotMessage,
                reply: Completion | None) -> tuple[Delivery, FollowFrameRoute]:
     hops = _hop(route, frame)
     if not isinstance(hops, int):
@@ -139,7 +140,7 @@ def _forwarded(rt: NodeRuntime, route: FollowRoute, frame: SpotMessage,
     return call, _route_frame(route, hops)
 
 
-def follow_now(rt: NodeRuntime, route: FollowRoute, frame: SpotMessage,
+def follow_now(rt: NodeState, peers: Peers, route: FollowRoute, frame: SpotMessage,
                reply: Completion | None) -> bool:
     """Send ``frame`` on along ``route`` now if the link to the new owner is open.
 
@@ -147,31 +148,32 @@ def follow_now(rt: NodeRuntime, route: FollowRoute, frame: SpotMessage,
     in the caller's continuation keeps one sender's messages in order. Raises
     Unavailable / InvalidOperation (module docstring) without sending anything.
     """
-    link = rt.peers.open_link_to(route.target)
+    link = peers.open_link_to(route.target)
     if link is None:
         return False
     call, route_frame = _forwarded(rt, route, frame, reply)
-    _send(rt, call, link, route_frame)
+    _send(rt, peers, call, link, route_frame)
     return True
 
 
-async def follow(rt: NodeRuntime, route: FollowRoute, frame: SpotMessage,
+async def follow(rt: NodeState, peers: Peers, route: FollowRoute, frame: SpotMessage,
                  reply: Completion | None) -> None:
     """Send ``frame`` on along ``route``, dialing the new owner; see :func:`follow_now`."""
     call, route_frame = _forwarded(rt, route, frame, reply)
     try:
-        link = await rt.peers.link_to_owner(route.target, f"Spot {route.spot_id!r}")
+        link = await peers.link_to_owner(route.target, f"Spot {route.spot_id!r}")
     except Unavailable as exc:
         follow_event(rt.node_id, rt.metrics, FollowEvent.DROP_UNREACHABLE, route.spot_id,
                      route.object_generation, route_frame.hops, exc.message)
         raise
-    _send(rt, call, link, route_frame)
+    _send(rt, peers, call, link, route_frame)
 
 
-def _send(rt: NodeRuntime, call: Delivery, link: Link, route_frame: FollowFrameRoute) -> None:
+def _send(rt: NodeState, peers: Peers, call: Delivery, link: Link,
+          route_frame: FollowFrameRoute) -> None:
     """Send one followed message; a hop when it left, a drop when the link refused it."""
     try:
-        send_spot_message(rt, call, link, route_frame)
+        send_spot_message(rt, peers, call, link, route_frame)
     except Unavailable as exc:
         follow_event(rt.node_id, rt.metrics, FollowEvent.DROP_UNREACHABLE, route_frame.spot_id,
                      route_frame.object_generation, route_frame.hops, exc.message)
@@ -180,7 +182,7 @@ def _send(rt: NodeRuntime, call: Delivery, link: Link, route_frame: FollowFrameR
                  route_frame.object_generation, route_frame.hops)
 
 
-async def relay_held(rt: NodeRuntime, route: FollowRoute,
+async def relay_held(rt: NodeState, peers: Peers, route: FollowRoute,
                      held: list[tuple[MessageWork, int]]) -> None:
     """Relay the hold of a Spot that moved, in arrival order, along its new route.
 
@@ -193,7 +195,7 @@ async def relay_held(rt: NodeRuntime, route: FollowRoute,
     message sent after the commit (from this node, or forwarded along ``route``) can
     overtake a held one of the same sender -- one link keeps its frames in order.
     """
-    link: Link | None = rt.peers.open_link_to(route.target)
+    link: Link | None = peers.open_link_to(route.target)
     for work, size in held:
         reply = work.info.reply_type
         call = Delivery(
@@ -204,13 +206,13 @@ async def relay_held(rt: NodeRuntime, route: FollowRoute,
         try:
             if link is None:
                 try:
-                    link = await rt.peers.link_to_owner(route.target,
-                                                        f"Spot {route.spot_id!r}")
+                    link = await peers.link_to_owner(route.target,
+                                                    f"Spot {route.spot_id!r}")
                 except Unavailable as exc:
                     follow_event(rt.node_id, rt.metrics, FollowEvent.DROP_UNREACHABLE,
                                  route.spot_id, route.object_generation, 1, exc.message)
                     raise
-            _send(rt, call, link, _route_frame(route, 1))
+            _send(rt, peers, call, link, _route_frame(route, 1))
         except (Unavailable, InvalidOperation) as exc:
             if work.completion is not None:
                 work.completion.set_error(exc)

@@ -59,7 +59,8 @@ if TYPE_CHECKING:
     from zlink_trio.core.records import OwnerFence
     from zlink_trio.core.route_cache import CachedRoute
     from zlink_trio.runtime.calls.delivery import Delivery
-    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
+    from zlink_trio.runtime.mesh.peers import Peers
+    from zlink_trio.runtime.state import NodeState
     from zlink_trio.transport import Link
     from zlink_trio.wire.frames import Frame, Route
 
@@ -83,7 +84,7 @@ def operation_number(op_id: str) -> int:
     return int(op_id.replace("-", "")[:16], 16) or 1
 
 
-def _operation_number(rt: NodeRuntime, call: Delivery) -> int:
+def _operation_number(rt: NodeState, call: Delivery) -> int:
     """The wire operation ID of ``call``: its operation ID's, or 64 fresh random bits.
 
     A call that has no operation ID yet (a direct call to a Ready Spot: only the wire
@@ -98,13 +99,13 @@ def _operation_number(rt: NodeRuntime, call: Delivery) -> int:
 
 
 
-def _encoded(rt: NodeRuntime, call: Delivery) -> EncodedMessage:
+def _encoded(rt: NodeState, call: Delivery) -> EncodedMessage:
     if call.encoded is not None:
         return call.encoded
     return rt.codec.encode(call.msg)
 
 
-def reply_value(rt: NodeRuntime, expected: object, outcome: MessageOutcome) -> object:
+def reply_value(rt: NodeState, expected: object, outcome: MessageOutcome) -> object:
     """The reply value of a 39 request that asked for ``expected`` (a class, None or SEND).
 
     A relayed call (``expected`` not a class or None) passes the encoded reply through.
@@ -127,7 +128,7 @@ def reply_value(rt: NodeRuntime, expected: object, outcome: MessageOutcome) -> o
     return rt.codec.decode(encoded.type_name, encoded.body, expected)
 
 
-def completer(rt: NodeRuntime, call: Delivery) -> Callable[[Reply], None]:
+def completer(rt: NodeState, call: Delivery) -> Callable[[Reply], None]:
     """What completes ``call``'s completion with a command 20 answering it."""
     completion = call.completion
     assert completion is not None
@@ -157,7 +158,7 @@ def completer(rt: NodeRuntime, call: Delivery) -> Callable[[Reply], None]:
     return on_reply
 
 
-def _on_lost(rt: NodeRuntime, spot_id: str,
+def _on_lost(rt: NodeState, spot_id: str,
              completion: Completion) -> Callable[[Unavailable], None]:
     """The link closed before the reply: the call fails, the next one resolves afresh."""
     def on_lost(exc: Unavailable) -> None:
@@ -167,7 +168,7 @@ def _on_lost(rt: NodeRuntime, spot_id: str,
     return on_lost
 
 
-def send_spot_message(rt: NodeRuntime, call: Delivery, link: Link,
+def send_spot_message(rt: NodeState, peers: Peers, call: Delivery, link: Link,
                       route: Route) -> None:
     """Queue ``call`` on ``link`` as command 39; returns at outbound admission.
 
@@ -177,7 +178,7 @@ def send_spot_message(rt: NodeRuntime, call: Delivery, link: Link,
     completion = call.completion
     correlation = 0
     if completion is not None:
-        correlation = rt.peers.expect_reply(link, call.deadline, completer(rt, call),
+        correlation = peers.expect_reply(link, call.deadline, completer(rt, call),
                                             _on_lost(rt, call.spot_id, completion))
     frame = SpotMessage(
         route=route, operation_id=_operation_number(rt, call),
@@ -186,14 +187,14 @@ def send_spot_message(rt: NodeRuntime, call: Delivery, link: Link,
         metadata=None, payload=_encoded(rt, call))
     # A lone request is written at once by this task (it waits for the reply next);
     # with others in flight the link's writer joins the frames of one scheduler pass.
-    write = correlation != 0 and rt.peers.pending <= 1
+    write = correlation != 0 and peers.pending <= 1
     try:
         link.send_nowait(frame, write=write)
     except BaseException:
         if correlation:
-            rt.peers.forget(correlation)
+            peers.forget(correlation)
         raise
-    rt.peers.queued_on(link)  # over TLS the requester's flush writes it
+    peers.queued_on(link)  # over TLS the requester's flush writes it
 
 
 def ready_route_bytes(spot_id: str, object_generation: int, owner_generation: int,
@@ -207,13 +208,14 @@ def ready_route_bytes(spot_id: str, object_generation: int, owner_generation: in
                                    owner_generation=owner_generation, target=owner))
 
 
-def send_ready_call(rt: NodeRuntime, call: Delivery, link: Link, route: CachedRoute) -> None:
+def send_ready_call(rt: NodeState, peers: Peers, call: Delivery, link: Link,
+                    route: CachedRoute) -> None:
     """Queue ``call`` on ``link`` as command 39, route kind 1 from the cached ``route``.
 
-    The same frame as ``send_spot_message(rt, call, link, ReadyRoute(...))``, written
-    by command 39's writer (``frames.encode_spot_message``) from the call's fields, the
-    route's bytes the cached route keeps and this node's encoded fence: no frame object
-    is built per call. Returns at outbound admission; raises what
+    The same frame as ``send_spot_message(rt, peers, call, link, ReadyRoute(...))``,
+    written by command 39's writer (``frames.encode_spot_message``) from the call's
+    fields, the route's bytes the cached route keeps and this node's encoded fence: no
+    frame object is built per call. Returns at outbound admission; raises what
     :func:`send_spot_message` raises, and nothing stays registered then.
     """
     data_route = route.wire_route
@@ -225,23 +227,23 @@ def send_ready_call(rt: NodeRuntime, call: Delivery, link: Link, route: CachedRo
     completion = call.completion
     correlation = 0
     if completion is not None:
-        correlation = rt.peers.expect_reply(link, call.deadline, completer(rt, call),
+        correlation = peers.expect_reply(link, call.deadline, completer(rt, call),
                                             _on_lost(rt, call.spot_id, completion))
     try:
         try:
             data = encode_spot_message(data_route, _operation_number(rt, call), correlation,
-                                       call.deadline.wall_ms, rt.peers.own_fence_bytes(),
+                                       call.deadline.wall_ms, peers.own_fence_bytes(),
                                        None, None, _encoded(rt, call))
         except LocalProtocolError as exc:
             raise link.cannot_send(exc) from exc
         # As in send_spot_message: a lone request is written at once by this task.
-        link.send_encoded_nowait(data, write=correlation != 0 and rt.peers.pending <= 1)
+        link.send_encoded_nowait(data, write=correlation != 0 and peers.pending <= 1)
     except BaseException:
         if correlation:
-            rt.peers.forget(correlation)
+            peers.forget(correlation)
         raise
     if link.unwritten:  # (a lone request's write took it all: nothing to flush)
-        rt.peers.queued_on(link)
+        peers.queued_on(link)
 
 
 def outcome_of(reply: Reply, expected: type[OutcomeT], what: str) -> OutcomeT:
@@ -258,16 +260,16 @@ def outcome_of(reply: Reply, expected: type[OutcomeT], what: str) -> OutcomeT:
     return outcome
 
 
-async def round_trip(rt: NodeRuntime, link: Link, deadline: Deadline,
+async def round_trip(rt: NodeState, peers: Peers, link: Link, deadline: Deadline,
                      make: Callable[[int], Frame], what: str) -> Reply:
     """Send the frame ``make(correlation)`` on ``link`` and wait for its command 20.
 
     DeadlineExceeded at ``deadline``; Unavailable if the link closes first.
     """
     slot = Completion()
-    correlation = rt.peers.expect_reply(link, deadline, slot.set_result, slot.set_error)
+    correlation = peers.expect_reply(link, deadline, slot.set_result, slot.set_error)
     try:
         link.send_nowait(make(correlation))
         return cast("Reply", await slot.wait(deadline, what, rt.deadlines))
     finally:
-        rt.peers.forget(correlation)
+        peers.forget(correlation)

@@ -24,9 +24,9 @@ reads the Creating record **from the store** and checks every fence field agains
 the creation intent's root (SHA-256 and size are checked by the store), decodes the
 request, and runs the same factory / CommitReady / AbortCreating code as a local create
 (:func:`~zlink_trio.runtime.coordinators.create_operation.build_reserved`).  The
-operation's terminal reply is kept for a while (:class:`.retained.RetainedResults`),
-so a redelivery of the same operation ID gets the same reply and never a second
-factory run.
+operation's terminal reply is kept for a while
+(:class:`~zlink_trio.runtime.mesh.retained.RetainedResults`), so a redelivery of the
+same operation ID gets the same reply and never a second factory run.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ async def compete_remote(op: CreateOperation, data: bytes, mesh: str, node: Plac
 
     try:
         what = f"creating Spot {op.spot_id!r} on node {claim.descriptor.node_id!r}"
-        reply = await round_trip(rt, link, op.deadline, frame, what)
+        reply = await round_trip(rt, rt.peers, link, op.deadline, frame, what)
     except BaseException as exc:
         expired = isinstance(exc, trio.Cancelled | DeadlineExceeded)
         op.state = step(CREATE, op.state, CREATE.ev.deadline_expired if expired

@@ -87,7 +87,7 @@ async def send_relocate(rt: NodeRuntime, link: Link, sealed: AuthorityRecord,
             deadline_ms=deadline.wall_ms)
 
     what = f"relocating Spot {sealed.spot_id!r}"
-    reply = await round_trip(rt, link, deadline, frame, what)
+    reply = await round_trip(rt, rt.peers, link, deadline, frame, what)
     return outcome_of(reply, RelocateOutcome, what).ref
 
 
@@ -193,7 +193,7 @@ async def _take_over(rt: NodeRuntime, link: Link, frame: RelocateSpot) -> Outcom
         # The replies of the moved requests go to the source, which registered them.
         host.open_moved([
             (MessageWork(work.msg, work.info,
-                         LinkReply(rt, link, moved.reply_correlation)
+                         LinkReply(rt, rt.peers, link, moved.reply_correlation)
                          if moved.reply_correlation else None, work.deadline), size)
             for (work, size), moved in zip(queue, payload.messages, strict=True)])
         rt.catalog.register(host)

@@ -132,7 +132,7 @@ async def _ask(rt: NodeRuntime, claim: NodeClaim, action: NodeAction, deadline: 
                              target=target, action=action, spot_id=spot_id, to_node=to,
                              deadline_ms=deadline.wall_ms)
 
-    reply = await round_trip(rt, link, deadline, frame, what)
+    reply = await round_trip(rt, rt.peers, link, deadline, frame, what)
     return _report(outcome_of(reply, NodeOperationOutcome, what), what)
 
 

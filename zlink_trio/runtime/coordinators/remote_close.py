@@ -47,7 +47,7 @@ async def close_remote(rt: NodeRuntime, ref: SpotRef, record: AuthorityRecord,
             expected_store_version=record.store_version, deadline_ms=deadline.wall_ms)
 
     what = f"closing Spot {ref.spot_id!r}"
-    reply = await round_trip(rt, link, deadline, frame, what)
+    reply = await round_trip(rt, rt.peers, link, deadline, frame, what)
     return outcome_of(reply, CloseOutcome, what).closed
 
 

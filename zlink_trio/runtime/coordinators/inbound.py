@@ -2,8 +2,10 @@
 
 Theory of operation
 -------------------
-:func:`inbound_handler` returns what :class:`.peers.Peers` calls for every command 39,
-47 and 48 an authenticated link delivers, in arrival order, from the link's reader:
+:func:`inbound_handler` returns what the mesh's
+:class:`~zlink_trio.runtime.mesh.peers.Peers` calls for every command 39, 47 and 48 an
+authenticated link delivers, in arrival order, from the link's reader; each is handed
+to the coordinator that serves it:
 
 * **39, route kind 1** (direct call): admitted synchronously -- no task per message.
   The frame must name this lifecycle (else :class:`StaleRoute`: the node no longer owns
@@ -19,15 +21,16 @@ Theory of operation
   messages (09 §4): the current Ready incarnation handles it.  The message is decoded
   with the handler's own class and admitted like a local call, with a
   :class:`LinkReply` as its completion.
-* **39, route kind 3** (Message Follow, :mod:`.message_follow`): a message that followed
-  a relocated Spot; admitted like route kind 1 by its new owner (which checks the
-  ObjectGeneration), or sent on if the Spot moved again.  A route kind 1 message for a
-  Spot that moved away from this node follows its Message Follow route the same way.
+* **39, route kind 3** (Message Follow, :mod:`~zlink_trio.runtime.mesh.message_follow`):
+  a message that followed a relocated Spot; admitted like route kind 1 by its new owner
+  (which checks the ObjectGeneration), or sent on if the Spot moved again.  A route
+  kind 1 message for a Spot that moved away from this node follows its Message Follow
+  route the same way.
 * **60** (:mod:`.remote_relocation`): take a sealed Spot over, answered by command 20.
 * **39, route kind 2** (cold-activation envelope): checked the same way (lifecycle, Mesh,
   a served Instance type, a handler for the message), then run as a catalog task from
   the chart's ``checking_target_owner`` state by the same code as a local activation
-  (:mod:`..coordinators.activation`): the target re-reads the store, stores the
+  (:mod:`.activation`): the target re-reads the store, stores the
   envelope, reserves, and so on.  If another attempt owns the ID, the first message is handed to the
   resolver *here*, which delivers it exactly once to the current owner -- possibly a
   third node -- and relays that owner's reply back unchanged (06 §4.2).
@@ -59,14 +62,14 @@ from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.calls.delivery import SEND, Delivery, Intent
 from zlink_trio.runtime.charts import COLD
 from zlink_trio.runtime.coordinators.activation import ActivationJob, run_activation
+from zlink_trio.runtime.coordinators.remote_close import serve_remote_close
+from zlink_trio.runtime.coordinators.remote_create import serve_remote_create
+from zlink_trio.runtime.coordinators.remote_operation import serve_node_operation
+from zlink_trio.runtime.coordinators.remote_relocation import serve_relocate
 from zlink_trio.runtime.coordinators.routing import deliver
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.mesh.link_reply import LinkReply, send_reply
 from zlink_trio.runtime.mesh.message_follow import follow, follow_now, superseded
-from zlink_trio.runtime.mesh.remote_close import serve_remote_close
-from zlink_trio.runtime.mesh.remote_create import serve_remote_create
-from zlink_trio.runtime.mesh.remote_operation import serve_node_operation
-from zlink_trio.runtime.mesh.remote_relocation import serve_relocate
 from zlink_trio.runtime.observe.events import follow_event, stale
 from zlink_trio.runtime.observe.fields import FollowEvent, StaleReason
 from zlink_trio.runtime.observe.logs import MESH as LOGGER
@@ -113,7 +116,8 @@ def _fail(completion: Completion | None, error: ZLinkError, frame: SpotMessage) 
 
 
 def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
-    reply = LinkReply(rt, link, frame.reply_correlation) if frame.reply_correlation else None
+    reply = (LinkReply(rt, rt.peers, link, frame.reply_correlation)
+             if frame.reply_correlation else None)
     route = frame.route
     host = rt.catalog.hosts.get(route.spot_id)
     try:
@@ -148,7 +152,7 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
             follow_route = None
         if follow_route is not None:  # it moved away: Message Follow (06 §6)
             try:
-                if not follow_now(rt, follow_route, frame, reply):
+                if not follow_now(rt, rt.peers, follow_route, frame, reply):
                     rt.catalog.start_job(lambda: _follow(rt, follow_route, frame, reply))
             except ZLinkError as exc:
                 _fail(reply, exc, frame)
@@ -177,7 +181,7 @@ def _check_admission(rt: NodeRuntime, route: Route) -> None:
 async def _follow(rt: NodeRuntime, route: FollowRoute, frame: SpotMessage,
                   reply: LinkReply | None) -> None:
     try:
-        await follow(rt, route, frame, reply)
+        await follow(rt, rt.peers, route, frame, reply)
     except ZLinkError as exc:
         _fail(reply, exc, frame)
 
@@ -217,7 +221,8 @@ def _admit_direct(rt: NodeRuntime, frame: SpotMessage, reply: LinkReply | None,
 
 
 def _envelope(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
-    reply = LinkReply(rt, link, frame.reply_correlation) if frame.reply_correlation else None
+    reply = (LinkReply(rt, rt.peers, link, frame.reply_correlation)
+             if frame.reply_correlation else None)
     route = frame.route
     assert isinstance(route, ActivationRoute)
     try:
@@ -283,7 +288,8 @@ def _answer(rt: NodeRuntime, link: Link, correlation: int, answers: Command,
 
 
 def inbound_handler(rt: NodeRuntime) -> Callable[[Link, InboundFrame], None]:
-    """The function :class:`~.peers.Peers` hands every inbound 39, 47, 48, 60 and 61 to."""
+    """The function :class:`~zlink_trio.runtime.mesh.peers.Peers` hands every inbound 39,
+    47, 48, 60 and 61 to."""
 
     def on_frame(link: Link, frame: InboundFrame) -> None:
         if isinstance(frame, SpotMessage):
