@@ -6,11 +6,11 @@ A coordinator that won a reservation builds the host's instance before CommitRea
 :func:`build` runs the factory (``app_calls.construct``), tells the observers
 (``runtime.observers``), passes the ``in_factory`` crash point, then ``on_activate``
 (and ``on_create`` for a User Spot that is created, not relocated); the timers
-registered so far are the activation's (``HostTimers.mark_activation``).
-:func:`build_now` is the same for a cold activation whose type activates synchronously
-(``app_calls.activates_synchronously``), with nothing awaited and no crash point armed.
-When either raises or the result is a Reject, the coordinator runs
-:func:`activation_failed`: ``on_close(ACTIVATION_FAILED)`` once if constructed.
+registered so far are the activation's (``HostTimers.mark_activation``).  For a
+type whose hooks are synchronous (``app_calls.activates_synchronously``) and no crash
+point armed, :func:`build` ends without suspending.  When it raises or the result is
+a Reject, the coordinator runs :func:`activation_failed`: ``on_close(ACTIVATION_FAILED)``
+once if constructed.
 """
 
 from __future__ import annotations
@@ -22,19 +22,14 @@ from zlink_trio.runtime import observers
 from zlink_trio.runtime.charts import INCARNATION, step
 from zlink_trio.runtime.coordinators import crash_points
 from zlink_trio.runtime.declaration.policies import CloseReason
-from zlink_trio.runtime.incarnation.app_calls import (
-    activate,
-    activate_now,
-    construct,
-    run_on_close,
-)
+from zlink_trio.runtime.incarnation.app_calls import activate, construct, run_on_close
 from zlink_trio.runtime.incarnation.handler_turn import TurnHost
 
 if TYPE_CHECKING:
     from statecharts.names import IncarnationState
     from zlink_trio.runtime.incarnation.timers import HostTimers
 
-__all__ = ("BuildHost", "activation_failed", "build", "build_now")
+__all__ = ("BuildHost", "activation_failed", "build")
 
 
 class BuildHost(TurnHost, Protocol):
@@ -67,12 +62,6 @@ async def build(host: BuildHost, request: object | None, *, relocated: bool) -> 
     result = await activate(host.spot_type, instance, request, create=not relocated)
     host.timers.mark_activation()
     return result
-
-
-def build_now(host: BuildHost) -> None:
-    """:func:`build` of a cold activation whose type activates synchronously."""
-    activate_now(host.spot_type, _construct(host, None))
-    host.timers.mark_activation()
 
 
 async def activation_failed(host: BuildHost) -> None:

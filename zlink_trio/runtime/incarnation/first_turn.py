@@ -8,9 +8,8 @@ records its completion (cursor, recovery pointer, root: 06 §4.1 step 12,
 :func:`~zlink_trio.runtime.coordinators.first_record.record_first_completion`) --
 unless the node lost its lease, which leaves the records as evidence -- and wakes
 whoever waits for it (:func:`wait_first_record`: a relocation must not move a Spot
-whose first record is not settled).  On a store whose transactions are plain calls
-(``store.immediate``) :func:`first_handled_now` does the same in the turn's
-continuation, with no coroutine of its own.
+whose first record is not settled).  On a store whose transactions never suspend
+(``memory://``) it ends without suspending.
 
 Most cold activations have nobody waiting: the pending cleanup is then marked by
 :data:`NO_WAITER`, and only the first waiter builds an Event.
@@ -23,17 +22,13 @@ from typing import TYPE_CHECKING, Final, Protocol
 import trio
 
 from zlink_trio.runtime.coordinators import crash_points
-from zlink_trio.runtime.coordinators.first_record import (
-    record_first_completion,
-    record_first_completion_now,
-)
+from zlink_trio.runtime.coordinators.first_record import record_first_completion
 from zlink_trio.runtime.incarnation.handler_turn import TurnHost
 
 if TYPE_CHECKING:
     from zlink_trio.runtime.coordinators.first_record import FirstRecord
 
-__all__ = ("NO_WAITER", "FirstRecordHost", "NoWaiter", "first_handled", "first_handled_now",
-           "wait_first_record")
+__all__ = ("NO_WAITER", "FirstRecordHost", "NoWaiter", "first_handled", "wait_first_record")
 
 
 class NoWaiter:
@@ -67,19 +62,6 @@ async def first_handled(host: FirstRecordHost, first: FirstRecord) -> None:
         crash_points.point("cold", "after_first_handler_before_completion", host.rt.node_id)
     await record_first_completion(host.rt, host.spot_id, host.generation, first)
     _settled(host, first)
-
-
-def first_handled_now(host: FirstRecordHost, first: FirstRecord) -> bool:
-    """:func:`first_handled` with nothing awaited, on a store whose transactions are
-    plain calls (``first_record.record_first_completion_now``) and no crash point
-    armed. ``False``: nothing was done; await :func:`first_handled`."""
-    if host.ownership_lost:
-        return True
-    if crash_points.ARMED or not record_first_completion_now(
-            host.rt, host.spot_id, host.generation, first):
-        return False
-    _settled(host, first)
-    return True
 
 
 def _settled(host: FirstRecordHost, first: FirstRecord) -> None:

@@ -41,7 +41,7 @@ import trio
 from zlink_trio.core.errors import InvalidOperation, StaleRoute, Unavailable
 from zlink_trio.core.lanes import Lanes
 from zlink_trio.runtime.charts import INCARNATION, TRACE, step
-from zlink_trio.runtime.incarnation.building import activation_failed, build, build_now
+from zlink_trio.runtime.incarnation.building import activation_failed, build
 from zlink_trio.runtime.incarnation.close_requests import (
     begin_self_close,
     lose_ownership,
@@ -53,7 +53,6 @@ from zlink_trio.runtime.incarnation.first_turn import (
     NO_WAITER,
     NoWaiter,
     first_handled,
-    first_handled_now,
     wait_first_record,
 )
 from zlink_trio.runtime.incarnation.handler_turn import lease_passed, run_handler
@@ -201,11 +200,6 @@ class Host:
         raises or the result is a Reject.
         """
         return await build(self, request, relocated=relocated)
-
-    def build_now(self) -> None:
-        """:meth:`build` of a cold activation whose type activates synchronously
-        (``app_calls.activates_synchronously``): nothing is awaited."""
-        build_now(self)
 
     async def activation_failed(self) -> None:
         """``on_close(ACTIVATION_FAILED)`` once if constructed; the host is disposed.
@@ -432,7 +426,7 @@ class Host:
                 finally:
                     self.last_work_finished_at = now() if ended is None else ended
                 first = item.first
-                if first is not None and not first_handled_now(self, first):
+                if first is not None:
                     await first_handled(self, first)
         finally:
             self.lanes.complete(turn.ticket)

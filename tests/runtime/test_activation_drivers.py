@@ -1,8 +1,9 @@
 """Cold activation in one synchronous continuation (``memory://``, a type without async hooks).
 
-``activation.activate_now`` runs the steps of 06 §4.1 with nothing awaited; these tests
-check it takes the same durable steps and chart events as the task path, and that a
-failure after Reserve still aborts with the fence and reports HandlerError.
+``activation.activate_inline`` (the sync driver) runs the steps of 06 §4.1 with nothing
+awaited; these tests check it takes the same durable steps and chart events as the
+task path (``activation.run_activation``, the async driver), and that a failure after
+Reserve still aborts with the fence and reports HandlerError.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import zlink_trio as zl
 from zlink_trio.runtime import charts
 from zlink_trio.runtime.coordinators.envelope import ActivationEnvelope
 from zlink_trio.store import MemoryStore
-from zlink_trio.store.immediate import immediate_of
+from zlink_trio.store.combined_protocol import immediate_of
 from zlink_trio.testing import open_test_node
 
 KNOBS: dict[str, Any] = {}
@@ -180,7 +181,7 @@ async def _recorded_envelope(store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 
 async def test_the_synchronous_path_records_the_envelope_the_task_path_records(
         autojump_clock, monkeypatch):
-    # activate_now writes the envelope's bytes without an ActivationEnvelope object.
+    # Both drivers write the envelope's bytes without an ActivationEnvelope object.
     with trio.fail_after(10):
         now = await _recorded_envelope(MemoryStore(), monkeypatch)
         awaited = await _recorded_envelope(AwaitedStore(), monkeypatch)
@@ -199,9 +200,9 @@ def test_pooled_operation_ids_are_fresh_lowercase_uuid4s():
 
 
 async def test_without_trace_the_fixed_paths_end_where_stepping_ends(autojump_clock):
-    # activate_now, the first record's cleanup and Host.open index precomputed states
+    # The activation, the first record's cleanup and Host.open index precomputed states
     # unless charts.TRACE observes; they must be where stepping each event leads.
-    from zlink_trio.runtime.coordinators import activation_now, first_record
+    from zlink_trio.runtime.coordinators import activation, first_record
 
     assert not charts.TRACE
     with trio.fail_after(10):
@@ -211,10 +212,10 @@ async def test_without_trace_the_fixed_paths_end_where_stepping_ends(autojump_cl
             host = node._rt.catalog.hosts["q"]
             assert host.state == charts.INCARNATION.st.serving
             assert host.first_record_settled
-    assert activation_now._WALKS
-    for start, walk in activation_now._WALKS.items():
+    assert activation._WALKS
+    for start, walk in activation._WALKS.items():
         state, stepped = start, []
-        for event in activation_now._PATH:
+        for event in activation._PATH:
             state = charts.step(charts.COLD, state, event)
             stepped.append(state)
         assert tuple(stepped) == walk
