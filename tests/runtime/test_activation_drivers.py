@@ -128,6 +128,32 @@ async def test_a_failure_after_reserve_aborts_and_reports_handler_error(autojump
             assert await node.client.request("q", Put(1), reply=Got).instance_spot() == Got(1)
 
 
+async def test_a_refused_commit_after_reserve_aborts_and_reports_unavailable(
+        autojump_clock, monkeypatch):
+    # CommitReady refused after an inline Reserve: the cleanup (on_close, AbortCreating)
+    # goes on in a catalog task and the caller gets Unavailable once it is done.
+    from zlink_trio.core.errors import StaleFence
+    from zlink_trio.store.rules import combined
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise StaleFence("the reservation changed (test)")
+
+    store = MemoryStore()
+    with trio.fail_after(10):
+        async with open_test_node("node-a", store=store, spots=[Quick]) as node:
+            await node.client.request("warm", Put(0), reply=Got).instance_spot()
+            original = combined.txn_commit_ready_with_first_record
+            monkeypatch.setattr(combined, "txn_commit_ready_with_first_record", refuse)
+            with pytest.raises(zl.Unavailable, match="lost its reservation before Ready"):
+                await node.client.request("q", Put(1), reply=Got).instance_spot()
+            monkeypatch.setattr(combined, "txn_commit_ready_with_first_record", original)
+            assert await store_counts(store) == (1, 0, 1)  # "warm" only: "q" aborted
+            assert [e for e in EVENTS if e[0] == "close"] == [
+                ("close", "q", zl.CloseReason.ACTIVATION_FAILED)]
+            assert node.statistics().activating == 0
+            assert await node.client.request("q", Put(1), reply=Got).instance_spot() == Got(1)
+
+
 async def test_a_send_with_intent_activates_and_runs_its_message_first(autojump_clock):
     with trio.fail_after(10):
         async with open_test_node("node-a", store=MemoryStore(), spots=[Quick]) as node:

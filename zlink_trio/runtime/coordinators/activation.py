@@ -417,9 +417,8 @@ async def _reserve_and_build(job: ActivationJob, driving: _Driving,
                              ) -> ColdActivationEvent | None:
     """Root + Reserve, factory and hooks, first record + CommitReady, publish.
 
-    Store writes are shielded on their own when ``driving`` is a plain job task (else
-    nothing can cancel them). Returns the event of a Reserve another attempt won (the
-    caller redelivers, under the deadline); ``None`` once published.
+    Returns the event of a Reserve another attempt won (the caller redelivers, under
+    the deadline); ``None`` once published.
     """
     rt = job.rt
     # The complete activation envelope as compact JSON: the recovery root's bytes.
@@ -431,15 +430,10 @@ async def _reserve_and_build(job: ActivationJob, driving: _Driving,
     # refused Reserve leaves no root (the store deletes one it stored).
     job.state = walk[1] if walk else step(COLD, job.state, COLD.ev.root_stored)
     try:
-        reserving = transactions.reserve_with_root(
+        fence, receipt = await _write(driving, transactions.reserve_with_root(
             job.spot_id, envelope, kind=SpotKind.INSTANCE,
             stable_type=job.spot_type.stable_type, mesh=job.mesh, owner=rt.owner,
-            now=rt.now())
-        if driving is _TASK:
-            with trio.CancelScope(shield=True):
-                fence, receipt = await reserving
-        else:
-            fence, receipt = await reserving
+            now=rt.now()))
     except AuthorityExists as exc:
         return _reserve_lost_event(job, exc)
     except CapacityExceeded:
@@ -463,13 +457,8 @@ async def _reserve_and_build(job: ActivationJob, driving: _Driving,
             crash_points.point("cold", "after_factory_before_commit", rt.node_id)
         rt.check_usable()  # no CommitReady once the lease is known lost
         # The first record is durable (at the latest) when the authority is Ready.
-        committing = transactions.commit_ready_with_first_record(fence, envelope,
-                                                                 now=rt.now())
-        if driving is _TASK:
-            with trio.CancelScope(shield=True):
-                ready, seq = await committing
-        else:
-            ready, seq = await committing
+        ready, seq = await _write(driving, transactions.commit_ready_with_first_record(
+            fence, envelope, now=rt.now()))
         job.state = walk[4] if walk else step(COLD, job.state, COLD.ev.first_record_durable)
     except ZLinkError as exc:
         await _abandon(job, driving, host, fence, receipt)
@@ -481,6 +470,15 @@ async def _reserve_and_build(job: ActivationJob, driving: _Driving,
         crash_points.point("cold", "after_ready_before_restore", rt.node_id)
     _publish(job, host, ready, seq, receipt, walk)
     return None
+
+
+async def _write(driving: _Driving, write: Awaitable[_T]) -> _T:
+    """A store write: shielded on its own in a plain job task (``TASK``); otherwise
+    nothing can cut it in half (inside the steps' shield, or nothing suspends)."""
+    if driving is _TASK:
+        with trio.CancelScope(shield=True):
+            return await write
+    return await write
 
 
 async def _abandon(job: ActivationJob, driving: _Driving, host: Host,
