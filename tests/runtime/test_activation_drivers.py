@@ -128,10 +128,13 @@ async def test_a_failure_after_reserve_aborts_and_reports_handler_error(autojump
             assert await node.client.request("q", Put(1), reply=Got).instance_spot() == Got(1)
 
 
-async def test_a_refused_commit_after_reserve_aborts_and_reports_unavailable(
-        autojump_clock, monkeypatch):
-    # CommitReady refused after an inline Reserve: the cleanup (on_close, AbortCreating)
-    # goes on in a catalog task and the caller gets Unavailable once it is done.
+@pytest.mark.parametrize("knob", ["fail_factory", "fail_activate", "refuse_commit"])
+async def test_a_failure_after_an_inline_reserve_hands_its_cleanup_to_a_task(
+        autojump_clock, monkeypatch, knob):
+    # Placement has read the claims ("warm"), so "q" activates in the caller's
+    # continuation; a failure after its Reserve (the factory, on_activate, CommitReady)
+    # goes on cleaning up (on_close, AbortCreating) in a catalog task, and the caller
+    # gets the error once that is done.
     from zlink_trio.core.errors import StaleFence
     from zlink_trio.store.rules import combined
 
@@ -143,13 +146,19 @@ async def test_a_refused_commit_after_reserve_aborts_and_reports_unavailable(
         async with open_test_node("node-a", store=store, spots=[Quick]) as node:
             await node.client.request("warm", Put(0), reply=Got).instance_spot()
             original = combined.txn_commit_ready_with_first_record
-            monkeypatch.setattr(combined, "txn_commit_ready_with_first_record", refuse)
-            with pytest.raises(zl.Unavailable, match="lost its reservation before Ready"):
+            if knob == "refuse_commit":
+                monkeypatch.setattr(combined, "txn_commit_ready_with_first_record", refuse)
+            else:
+                KNOBS[knob] = True
+            expected = zl.Unavailable if knob == "refuse_commit" else zl.HandlerError
+            with pytest.raises(expected):
                 await node.client.request("q", Put(1), reply=Got).instance_spot()
             monkeypatch.setattr(combined, "txn_commit_ready_with_first_record", original)
+            KNOBS.clear()
             assert await store_counts(store) == (1, 0, 1)  # "warm" only: "q" aborted
-            assert [e for e in EVENTS if e[0] == "close"] == [
-                ("close", "q", zl.CloseReason.ACTIVATION_FAILED)]
+            closes = [e for e in EVENTS if e[0] == "close"]
+            assert closes == ([] if knob == "fail_factory"
+                              else [("close", "q", zl.CloseReason.ACTIVATION_FAILED)])
             assert node.statistics().activating == 0
             assert await node.client.request("q", Put(1), reply=Got).instance_spot() == Got(1)
 
