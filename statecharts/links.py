@@ -50,10 +50,10 @@ CHART_LINKS: Final[dict[str, ChartLinks]] = {
                "tests/core/test_store_records.py", "tests/statecharts/test_chart_paths.py"),
     ),
     "ColdActivation": ChartLinks(
-        drivers=(_RT + "coordinators/activation.py", _RT + "coordinators/activation_now.py",
+        drivers=(_RT + "coordinators/activation.py",
                  _RT + "coordinators/placement.py", _RT + "incarnation/first_record.py",
                  _RT + "coordinators/recovery.py", _RT + "coordinators/inbound.py"),
-        tests=("tests/runtime/test_activation.py", "tests/runtime/test_activation_now.py",
+        tests=("tests/runtime/test_activation.py", "tests/runtime/test_activation_drivers.py",
                "tests/runtime/test_runtime_model.py",
                "tests/runtime/test_runtime_races.py", "tests/runtime/test_crash_recovery.py"),
     ),

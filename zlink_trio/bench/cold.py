@@ -68,7 +68,7 @@ def _cold_node(url: str, cold: int) -> AbstractAsyncContextManager[zl.Node]:
 
 
 #: Sequential cold activations whose store calls are counted (apart from the timed ones:
-#: counting wraps every store method, and on ``memory://`` it turns ``store.immediate``
+#: counting wraps every store method, and on ``memory://`` it turns ``MemoryStore.immediate``
 #: off, so a counted run takes the awaited path -- same calls, other costs).
 COUNTED: int = 100
 

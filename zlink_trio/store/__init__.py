@@ -9,18 +9,17 @@ Modules:
 - ``protocol``  -- the contracts: :class:`LocationStore`, :class:`RelocationStore`
                    and :class:`Store` (the two with their combined transactions)
 - ``combined_protocol`` -- :class:`CombinedTransactions`: a cold activation's three
-                   groups of steps, one transaction each, with the merged steps' guarantees
+                   groups of steps, one transaction each, with the merged steps' guarantees;
+                   ``ImmediateTransactions``: the same (and ``find``) never suspending, on a
+                   store with nothing to wait for (``memory://``), asked with ``immediate_of``
 - ``relocation_steps`` -- :class:`RelocationSteps`: the planned-move part of the
                    Location Store contract (begin, seal, accept relay-ready, commit, abort)
 - ``values``    -- the frozen values and errors the protocols return or raise
                    (:class:`Page`, :class:`InboxRecord`, statistics, :class:`AuthorityExists`, ...)
 - ``open``      -- :func:`open_store` and the URL schemes (:data:`SCHEMES`); with
                    ``relocation=URL`` the Relocation Store comes from a second backend
-- ``memory``    -- the ``memory://`` backend: the rules over in-process dicts
-- ``memory_immediate`` -- its synchronous transactions (``MemoryStore.immediate``)
-- ``immediate`` -- :class:`~zlink_trio.store.immediate.ImmediateTransactions`: a cold
-                   activation's store calls as plain calls, on a store with nothing to
-                   wait for (``memory://``), and :func:`~zlink_trio.store.immediate.immediate_of`
+- ``memory``    -- the ``memory://`` backend: the rules over in-process dicts (and their
+                   immediate transactions, ``MemoryStore.immediate``)
 - ``dead_lifecycle`` -- :func:`release_dead_node`: end what the expired lifecycles of a
                    NodeId still own (restart recovery, ``zlink-trio release --node``)
 - ``separate``  -- :class:`SeparateSteps` and :func:`with_combined`: the combined

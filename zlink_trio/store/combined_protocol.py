@@ -13,6 +13,19 @@ nothing (``rules.combined``: what merging changes). A store whose halves are not
 shared gets them as separate calls (``separate.SeparateSteps``, ``with_combined``).
 The merged methods are the ``LocationStore`` and ``RelocationStore`` methods of
 :mod:`zlink_trio.store.protocol`, whose outcome rules hold here too.
+
+A networked store answers after a round trip, so awaiting one of its transactions
+suspends the caller.  A store that has nothing to wait for may also offer them as
+:class:`ImmediateTransactions` (its ``immediate`` attribute; ``memory://`` does): the
+same transactions, plus ``find``, whose coroutines run to their end without
+suspending -- same checks, same typed errors, same writes, one critical section
+each, only no checkpoint.  The runtime then drives a whole cold activation in the
+caller's continuation (``runtime.coordinators.activation``).  :func:`immediate_of`
+is how it asks: only the store's *class* is asked for the attribute, so a proxy
+that forwards unknown attributes to the store it wraps (``timed``, ``separate``,
+the test kit's faults) offers none, and a store whose transaction methods were
+replaced (a subclass, a test's patch, a counting or timing wrapper) must offer none
+either, so whatever wraps those methods still sees every call.
 """
 
 from __future__ import annotations
@@ -29,7 +42,7 @@ if TYPE_CHECKING:
     )
     from zlink_trio.store.values import FirstRecordCleanup
 
-__all__ = ("CombinedTransactions",)
+__all__ = ("CombinedTransactions", "ImmediateTransactions", "immediate_of")
 
 
 class CombinedTransactions(Protocol):
@@ -84,3 +97,23 @@ class CombinedTransactions(Protocol):
         is idempotent on its own, so a retry succeeds and reports ``False`` for what
         was already done.
         """
+
+
+class ImmediateTransactions(CombinedTransactions, Protocol):
+    """:class:`CombinedTransactions` and ``find`` whose coroutines never suspend.
+
+    Each has the contract of the method of the same name (``LocationStore.find`` for
+    ``find``); awaiting one is not a checkpoint, so a caller may drive it to its end
+    in one ``send`` (see the module docstring).
+    """
+
+    async def find(self, spot_id: str) -> AuthorityRecord | None:
+        """``LocationStore.find``, without suspending."""
+
+
+def immediate_of(store: object) -> ImmediateTransactions | None:
+    """``store``'s :class:`ImmediateTransactions`, or ``None`` when it offers none."""
+    if getattr(type(store), "immediate", None) is None:
+        return None
+    immediate: ImmediateTransactions | None = getattr(store, "immediate", None)
+    return immediate

@@ -14,13 +14,13 @@ process (and the same Trio run): pass the instance around, or open the same
 ``memory://<name>`` URL from several places (see ``open_store``). Nothing is
 persisted; the store lives as long as the object.
 
-The four store calls of a cold activation are also offered without the checkpoint,
-as plain calls of the same transaction functions (``MemoryStore.immediate``, a
-:class:`~zlink_trio.store.memory_immediate.MemoryImmediate`; ``store.immediate`` says
-why): the runtime then runs an activation in one synchronous continuation.
-``immediate`` is ``None`` as soon as one of those methods was replaced -- a
-subclass, a swapped half, a test's or the benchmark's patch of the class -- so
-whatever replaced it sees every call.
+A cold activation's store calls are also offered without the checkpoint
+(``MemoryStore.immediate``, ``combined_protocol.ImmediateTransactions``): a second
+:class:`MemoryCombined` over the same states whose coroutines never suspend, so the
+runtime runs an activation in one synchronous continuation.  ``immediate`` is
+``None`` as soon as one of the methods it stands for was replaced -- a subclass, a
+swapped half, a test's or the benchmark's patch of the class -- so whatever replaced
+it sees every call.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from zlink_trio.store.memory_immediate import MemoryImmediate
 from zlink_trio.store.rules import claims, combined, recovery
 from zlink_trio.store.rules import location as loc
 from zlink_trio.store.rules import operator as ops
@@ -277,20 +276,33 @@ class MemoryCombined:
     """The combined cold-activation transactions over both memory stores (one process).
 
     See ``CombinedTransactions`` for the contracts; each method is one critical
-    section after a checkpoint, like every other memory method. It works on the
-    stores' states directly, so it bypasses any method a subclass overrides.
+    section after a checkpoint, like every other memory method -- or, for
+    ``MemoryStore.immediate`` (``checkpoint=False``), with no checkpoint: its
+    coroutines never suspend (``ImmediateTransactions``, which adds ``find``). It
+    works on the stores' states directly, so it bypasses any method a subclass
+    overrides.
     """
 
-    def __init__(self, store: MemoryStore) -> None:
+    __slots__ = ("_checkpoint", "_store")
+
+    def __init__(self, store: MemoryStore, *, checkpoint: bool = True) -> None:
         # Read the halves through the store at each call: a subclass (tests) may swap
         # its Location Store after construction.
         self._store = store
+        self._checkpoint = checkpoint
+
+    async def find(self, spot_id: str) -> AuthorityRecord | None:
+        """The record or ``None`` (one read); see ``LocationStore.find``."""
+        if self._checkpoint:
+            await trio.lowlevel.checkpoint()
+        return self._store.location.state.records.get(spot_id)
 
     async def reserve_with_root(self, spot_id: str, root: bytes, *, kind: SpotKind,
                                 stable_type: str, mesh: str, owner: OwnerFence,
                                 now: float) -> tuple[ReservationFence, RootReceipt]:
         """PutRoot + Reserve (one transaction); see the protocol."""
-        await trio.lowlevel.checkpoint()
+        if self._checkpoint:
+            await trio.lowlevel.checkpoint()
         return combined.txn_reserve_with_root(
             self._store.location.state, self._store.relocation.state, spot_id, root, kind=kind,
             stable_type=stable_type, mesh=mesh, owner=owner, now=now)
@@ -298,7 +310,8 @@ class MemoryCombined:
     async def commit_ready_with_first_record(self, fence: ReservationFence, record: bytes, *,
                                              now: float) -> tuple[AuthorityRecord, int]:
         """InboxAppend + CommitReady (one transaction); see the protocol."""
-        await trio.lowlevel.checkpoint()
+        if self._checkpoint:
+            await trio.lowlevel.checkpoint()
         return combined.txn_commit_ready_with_first_record(
             self._store.location.state, self._store.relocation.state, fence, record, now=now)
 
@@ -306,7 +319,8 @@ class MemoryCombined:
                                   expected_version: int,
                                   root: RootReceipt) -> FirstRecordCleanup:
         """Cursor + pointer CAS + root deletion (one transaction); see the protocol."""
-        await trio.lowlevel.checkpoint()
+        if self._checkpoint:
+            await trio.lowlevel.checkpoint()
         return combined.txn_finish_first_record(
             self._store.location.state, self._store.relocation.state, spot_id,
             object_generation, seq=seq, expected_version=expected_version, root=root)
@@ -323,22 +337,16 @@ class MemoryStore:
         self._location = MemoryLocationStore()
         self._relocation = MemoryRelocationStore()
         self._combined = MemoryCombined(self)
-        self._immediate: tuple[MemoryLocationStore, MemoryRelocationStore,
-                               MemoryImmediate] | None = None
+        self._immediate = MemoryCombined(self, checkpoint=False)
 
     @property
-    def immediate(self) -> MemoryImmediate | None:
-        """The synchronous transactions, or ``None`` once a method they stand for was
-        replaced (see the module docstring)."""
-        location, relocation = self._location, self._relocation
-        if (type(self) is not MemoryStore or type(location) is not MemoryLocationStore
-                or type(relocation) is not MemoryRelocationStore or not _originals_intact()):
+    def immediate(self) -> MemoryCombined | None:
+        """The cold activation's transactions without their checkpoint, or ``None`` once
+        a method they stand for was replaced (see the module docstring)."""
+        if (type(self) is not MemoryStore or type(self._location) is not MemoryLocationStore
+                or type(self._relocation) is not MemoryRelocationStore or not _originals_intact()):
             return None
-        cached = self._immediate
-        if cached is None or cached[0] is not location or cached[1] is not relocation:
-            cached = self._immediate = (location, relocation,
-                                        MemoryImmediate(location.state, relocation.state))
-        return cached[2]
+        return self._immediate
 
     @property
     def combined(self) -> MemoryCombined:
@@ -356,7 +364,7 @@ class MemoryStore:
         return self._relocation
 
 
-#: The methods :class:`MemoryImmediate` stands for, as defined here.
+#: The methods ``MemoryStore.immediate`` stands for, as defined here.
 _ORIGINALS: tuple[object, ...] = (
     MemoryLocationStore.find, MemoryCombined.reserve_with_root,
     MemoryCombined.commit_ready_with_first_record, MemoryCombined.finish_first_record)
@@ -373,7 +381,7 @@ def _originals_intact() -> bool:
 
 
 if TYPE_CHECKING:
-    from zlink_trio.store.immediate import ImmediateTransactions
+    from zlink_trio.store.combined_protocol import ImmediateTransactions
     from zlink_trio.store.protocol import (
         CombinedTransactions,
         LocationStore,
@@ -381,7 +389,7 @@ if TYPE_CHECKING:
         Store,
     )
 
-    def _conforms(store: MemoryStore, immediate: MemoryImmediate
+    def _conforms(store: MemoryStore, immediate: MemoryCombined
                   ) -> tuple[LocationStore, RelocationStore, Store, CombinedTransactions,
                              ImmediateTransactions]:
         # mypy proves here that the memory classes satisfy the protocols.

@@ -17,8 +17,9 @@ the coordinator that serves it.  They send through ``mesh`` (below them).
 ``routing``            resolve a Spot ID and admit a call (route cache, store, waiting)
 ``placement``          cold activation, source side: Mesh, type and node; the envelope
 ``placement_plans``    what placement decided on one claims read, kept for the next
-``activation``         cold activation, target side (06 §4.1 steps 9-12), as a task
-``activation_now``     the same with nothing awaited (``memory://``, synchronous hooks)
+``activation``         cold activation, target side (06 §4.1 steps 9-11): one algorithm,
+                       driven as a catalog task (every store) or in the caller's
+                       continuation (``memory://``, synchronous hooks)
 ``create``             User Spot Create / GetOrCreate (06 §3): resolve, place, compete
 ``create_operation``   one creation: request root, Reserve, factory, commit or abort --
                        shared with the remote create

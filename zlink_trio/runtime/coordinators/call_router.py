@@ -5,8 +5,8 @@ Theory of operation
 The client validates a call and hands it to the node's router, which builds the
 :class:`~zlink_trio.runtime.calls.delivery.Delivery` (encoded, with its one deadline),
 admits it -- through the route cache with nothing awaited (:func:`~.routing.admit_cached`),
-else by resolving (:mod:`.routing`: first :func:`~.routing.deliver_now` on a store whose
-transactions are plain calls, then :func:`~.routing.deliver` under the call's deadline)
+else by resolving (:mod:`.routing`: first :func:`~.routing.deliver_inline` on a store whose
+transactions never suspend, then :func:`~.routing.deliver` under the call's deadline)
 -- and for a request waits for the reply under the same deadline.
 """
 
@@ -26,9 +26,9 @@ from zlink_trio.runtime.coordinators.routing import (
     Unread,
     admit_cached,
     deliver,
-    deliver_now,
+    deliver_inline,
 )
-from zlink_trio.store.immediate import immediate_of
+from zlink_trio.store.combined_protocol import immediate_of
 
 if TYPE_CHECKING:
     from zlink_trio.core.records import AuthorityRecord
@@ -69,7 +69,7 @@ class CallRouter:
         first = admit_cached(self._rt, call)
         if first is not True:
             await self._resolve(call, first, "the send")
-            # A send resolved on a store that never waits (``store.immediate``) may have
+            # A send resolved on a store whose transactions never suspend may have
             # admitted -- even activated a Spot -- without yielding: yield once, so a loop
             # of such sends still lets the node's other tasks (lease, the new Spots) run.
             # Shielded: the message is admitted, so no Cancelled may say otherwise.
@@ -102,12 +102,12 @@ class CallRouter:
         if first is False:
             immediate = immediate_of(rt.store)
             if immediate is not None:
-                # A store without waits: first try it all in this continuation -- no
-                # scope, since nothing waits (a deadline is only passed by waiting).
-                done = deliver_now(rt, call, immediate)
+                # A store without waits: first try it in this continuation -- no scope,
+                # since nothing waits (a deadline is only passed by waiting).
+                done = deliver_inline(rt, call, immediate)
                 if done is True:
                     return
-                first, prefetched = done
+                prefetched = done
         with trio.move_on_at(call.deadline.at):
             await deliver(rt, call, first, prefetched)
             return

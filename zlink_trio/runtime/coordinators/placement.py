@@ -41,12 +41,14 @@ from zlink_trio.core.placement import (
     select_mesh,
 )
 from zlink_trio.core.records import OwnerFence
-from zlink_trio.runtime import crash_points
 from zlink_trio.runtime.calls.delivery import handler_for, pooled_uuid4
 from zlink_trio.runtime.charts import COLD, TRACE, step
-from zlink_trio.runtime.coordinators.activation import ActivationJob, run_activation
+from zlink_trio.runtime.coordinators.activation import (
+    ActivationJob,
+    run_activation,
+    runs_inline,
+)
 from zlink_trio.runtime.coordinators.placement_plans import PlacementPlans, Plan
-from zlink_trio.runtime.incarnation.app_calls import activates_synchronously
 from zlink_trio.runtime.mesh.remote_calls import send_spot_message
 from zlink_trio.runtime.observe.logs import NODE as LOGGER
 from zlink_trio.wire.frames import ActivationRoute
@@ -63,7 +65,7 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.catalog import Attempt
 
-__all__ = ("candidates", "close_placement", "local_job_now", "place_and_start")
+__all__ = ("candidates", "close_placement", "inline_job", "place_and_start")
 
 
 def _recent_plans(rt: NodeRuntime) -> tuple[PlacementPlans, float] | None:
@@ -289,32 +291,32 @@ def _local_job(rt: NodeRuntime, call: Delivery, state: ColdActivationState, mesh
                          state, redeliver, True, call.encoded)
 
 
-def local_job_now(rt: NodeRuntime, call: Delivery) -> ActivationJob | None:
-    """The job of :func:`place_and_start` with nothing awaited, for a call whose ``find``
-    saw the ID Missing in this same continuation, for ``activation.activate_now``.
+def inline_job(rt: NodeRuntime, call: Delivery) -> ActivationJob | None:
+    """The local job of :func:`place_and_start` for ``activation.activate_inline``, for a
+    call whose ``find`` saw the ID Missing in this same continuation.
 
-    ``None`` when it cannot be done without awaiting (no Instance intent, an attempt
-    of this node already competes, no recent claims placing the Spot here, a type
-    with an async ``on_activate``, a crash point armed): nothing was done, and
-    :func:`place_and_start` decides. Raises what ``handler_for`` raises.
+    ``None`` when the job cannot run inline (no Instance intent, an attempt of this
+    node already competes, no recent claims placing the Spot here, a type that
+    ``activation.runs_inline`` refuses): nothing was done, and :func:`place_and_start`
+    decides. Raises what ``handler_for`` raises.
     """
     intent = call.intent
-    if intent is None or crash_points.ARMED or call.spot_id in rt.catalog.attempts:
+    if intent is None or call.spot_id in rt.catalog.attempts:
         return None
     placed = _placed_here(rt, intent, call.spot_id)
     if placed is None:
         return None
     mesh, stable_type, _ = placed
     spot_type = rt.registry.lookup(stable_type, SpotKind.INSTANCE)
-    if not activates_synchronously(spot_type):
+    if not runs_inline(spot_type):
         return None
     info = handler_for(spot_type, call)
     return _local_job(rt, call, _placed_state(), mesh, spot_type, info, None,
-                      redeliver=_never)
+                      redeliver=_by_the_caller)
 
 
-async def _never() -> None:
-    raise AssertionError("an activation run by activate_now redelivers through its caller")
+async def _by_the_caller() -> None:
+    raise AssertionError("an inline activation hands its message back through its caller")
 
 
 async def place_and_start(rt: NodeRuntime, call: Delivery, *,

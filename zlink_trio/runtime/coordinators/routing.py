@@ -5,8 +5,8 @@ Theory of operation
 :class:`~.call_router.CallRouter`, the node's
 :class:`~zlink_trio.runtime.calls.delivery.Router`, hands every call of ``node.client``
 here as one :class:`~zlink_trio.runtime.calls.delivery.Delivery`; :func:`deliver` is
-the terminal step of that call (after :func:`deliver_now`, its first round with
-nothing awaited, on a store whose transactions are plain calls).  It loops:
+the terminal step of that call (after :func:`deliver_inline`, its first round in the
+caller's continuation, on a store whose transactions never suspend).  It loops:
 
 1. The positive route cache names this node and the catalog has the host -> admit;
    it names another node -> command 39 route kind 1 to that owner, without reading
@@ -51,8 +51,8 @@ from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import MOVING_STATES, AuthorityState
 from zlink_trio.core.route_cache import CachedRoute
 from zlink_trio.runtime.calls.delivery import handler_for
-from zlink_trio.runtime.coordinators.activation_now import activate_now
-from zlink_trio.runtime.coordinators.placement import local_job_now, place_and_start
+from zlink_trio.runtime.coordinators.activation import activate_inline, without_suspending
+from zlink_trio.runtime.coordinators.placement import inline_job, place_and_start
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.mesh.remote_calls import ready_route_bytes, send_ready_call
 from zlink_trio.runtime.observe.events import resolved, stale
@@ -63,10 +63,10 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.calls.delivery import Delivery
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.runtime.incarnation.incarnation import Incarnation
-    from zlink_trio.store.immediate import ImmediateTransactions
+    from zlink_trio.store.combined_protocol import ImmediateTransactions
     from zlink_trio.transport import Link
 
-__all__ = ("UNREAD", "Backoff", "Unread", "admit_cached", "deliver", "deliver_now",
+__all__ = ("UNREAD", "Backoff", "Unread", "admit_cached", "deliver", "deliver_inline",
            "wait_for_change")
 
 _FIRST_POLL: Final = 0.005
@@ -268,34 +268,25 @@ class Unread(enum.Enum):
 UNREAD: Final = Unread.UNREAD
 
 
-def deliver_now(rt: NodeRuntime, call: Delivery, immediate: ImmediateTransactions
-                ) -> Literal[True] | tuple[Incarnation | bool, AuthorityRecord | Unread | None]:
-    """The first round of :func:`deliver` with nothing awaited, on a store with
-    synchronous transactions (``store.immediate``), after a route-cache miss.
+def deliver_inline(rt: NodeRuntime, call: Delivery, transactions: ImmediateTransactions
+                   ) -> Literal[True] | AuthorityRecord | Unread | None:
+    """The first round of :func:`deliver` in the caller's continuation, after a route-cache
+    miss, on a store whose ``transactions`` never suspend: ``find``, and a Missing Spot
+    that the recent claims place here is activated at once (``placement.inline_job``,
+    ``activation.activate_inline``) -- nothing waits, so no deadline scope is needed.
 
-    ``True``: admitted to a local Ready host, or a Missing Spot activated here at once
-    (``placement.local_job_now``, ``activation.activate_now``). Otherwise pass the
-    pair -- what the round got to (``False``: go on resolving; a sealed local host:
-    await its end) and the record it read and did not act on (:data:`UNREAD`: read
-    again) -- to :func:`deliver` as ``first`` and ``record``.
+    ``True``: activated here (or failed; the call's completion has the error).
+    Otherwise pass the result to :func:`deliver` as ``prefetched``: the record read and
+    not acted on, or :data:`UNREAD` when another attempt won the Reserve (read again).
     """
-    record = immediate.find(call.spot_id)
-    if record is None:
-        job = local_job_now(rt, call)
-        if job is None:
-            return False, None
-        resolved(rt.node_id, call.spot_id, ResolveResult.MISSING)
-        if activate_now(job, immediate):
-            return True
-        return False, UNREAD  # another attempt won the Reserve: resolve again
-    if (record.state is not AuthorityState.READY or record.kind is SpotKind.ENTRY
-            or record.owner.node_rid != rt.node_rid or call.spot_id not in rt.catalog.hosts):
-        return False, record
-    _check_kind(call, record)
-    resolved(rt.node_id, call.spot_id, ResolveResult.LOCAL, mesh=record.mesh,
-             generation=record.object_generation)
-    sealed = _admit(rt, call, _local_host(rt, record))
-    return True if sealed is None else (sealed, UNREAD)
+    record = without_suspending(transactions.find(call.spot_id))
+    if record is not None:
+        return record
+    job = inline_job(rt, call)
+    if job is None:
+        return None
+    resolved(rt.node_id, call.spot_id, ResolveResult.MISSING)
+    return True if activate_inline(job, transactions) else UNREAD
 
 
 async def deliver(rt: NodeRuntime, call: Delivery,
@@ -307,7 +298,7 @@ async def deliver(rt: NodeRuntime, call: Delivery,
     NotFound, TypeMismatch, StaleRoute, Unavailable, CapacityExceeded, NotConfigured or
     InvalidOperation as the module docstring says. ``first`` is the result of an
     :func:`admit_cached` the caller already ran; ``prefetched`` the record the caller
-    just read (:func:`deliver_now`), used for the first round instead of a ``find``.
+    just read (:func:`deliver_inline`), used for the first round instead of a ``find``.
     """
     backoff = Backoff()
     cached: Incarnation | CachedRoute | bool | None = first

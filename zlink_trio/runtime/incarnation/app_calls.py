@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.declaration.policies import CloseReason
     from zlink_trio.runtime.declaration.spot_types import SpotType
 
-__all__ = ("CLEANUP_TIMEOUT", "activate", "activate_now", "activates_synchronously", "call_hook",
+__all__ = ("CLEANUP_TIMEOUT", "activate", "activates_synchronously", "call_hook",
            "check_reply", "construct", "handler_error", "run_on_close")
 
 #: Bound on an ``on_close`` that runs while the node cleans up (shielded work).
@@ -76,25 +76,11 @@ async def activate(spot_type: SpotType, instance: object, request: object | None
 
 def activates_synchronously(spot_type: SpotType) -> bool:
     """Whether a cold activation of ``spot_type`` has nothing to await: its
-    ``on_activate`` and ``on_create`` are absent or synchronous (then
-    :func:`activate_now` stands for :func:`activate`)."""
+    ``on_activate`` and ``on_create`` are absent or synchronous (then :func:`activate`
+    ends without suspending)."""
     hooks = spot_type.hooks
     return ((hooks.on_activate is None or not hooks.on_activate.is_async)
             and (hooks.on_create is None or not hooks.on_create.is_async))
-
-
-def activate_now(spot_type: SpotType, instance: object) -> None:
-    """:func:`activate` of a cold activation (``create``, no request) for a type that
-    :func:`activates_synchronously`; what ``on_create`` returns is not used there."""
-    hooks = spot_type.hooks
-    try:
-        if hooks.on_activate is not None:
-            instance.on_activate()  # type: ignore[attr-defined]
-        if hooks.on_create is not None:
-            instance.on_create(None)  # type: ignore[attr-defined]
-    except Exception as exc:
-        raise handler_error(f"the activation hooks of {spot_type.stable_type!r}", exc,
-                            activating=True) from exc
 
 
 async def call_hook(instance: object, hook_name: str, is_async: bool, *args: object) -> object:

@@ -9,11 +9,12 @@ before any other message; after its handler completed, :func:`record_first_compl
 moves the inbox cursor to it, removes the recovery pointer by expected-version CAS
 (re-reading once if a close changed the record since Ready) and deletes the root --
 one call of ``store.combined``, then of its separate steps (which re-read) if that
-refused with StaleFence (on a store with synchronous transactions,
-``store.immediate``, the combined call is a plain call: nothing is awaited) --
-stepping the ``ColdActivation`` chart through ``first_completion_recorded``,
-``pointer_removed`` and ``root_deleted``.  Each step is idempotent, so a retry after a
-crash is safe; a failure is logged and leaves the rest to recovery.
+refused with StaleFence (on a store whose transactions never suspend,
+``store.combined_protocol.ImmediateTransactions``, the combined call is one of those:
+a first record's turn on ``memory://`` then ends without suspending) -- stepping the
+``ColdActivation`` chart through ``first_completion_recorded``, ``pointer_removed``
+and ``root_deleted``.  Each step is idempotent, so a retry after a crash is safe; a
+failure is logged and leaves the rest to recovery.
 
 When the incarnation closes, :func:`drop_recovery` drops its inbox and -- if the first
 record's cleanup did not get that far -- the root, after the authority is released.
@@ -29,15 +30,14 @@ from zlink_trio.core.errors import StaleFence, ZLinkError
 from zlink_trio.runtime.charts import COLD, TRACE, step
 from zlink_trio.runtime.observe.logs import ACTIVATION as LOGGER
 from zlink_trio.store import SeparateSteps
-from zlink_trio.store.immediate import immediate_of
+from zlink_trio.store.combined_protocol import immediate_of
 
 if TYPE_CHECKING:
     from statecharts.names import ColdActivationState
     from zlink_trio.core.records import RootReceipt
     from zlink_trio.runtime.state import NodeState
 
-__all__ = ("FirstRecord", "drop_recovery", "record_first_completion",
-           "record_first_completion_now")
+__all__ = ("FirstRecord", "drop_recovery", "record_first_completion")
 
 #: The ColdActivation chart's final states: where the cleanup's steps end.
 _FINAL: Final = COLD.table.finals
@@ -67,17 +67,11 @@ async def record_first_completion(rt: NodeState, spot_id: str, generation: int,
     since Ready (StaleFence), the separate steps run instead: they re-read the record.
     """
     store = rt.store
-    immediate = immediate_of(store)
     try:
         try:
-            if immediate is not None:  # nothing to wait for (``store.immediate``)
-                immediate.finish_first_record(
-                    spot_id, generation, seq=first.seq, expected_version=first.ready_version,
-                    root=first.receipt)
-            else:
-                await store.combined.finish_first_record(
-                    spot_id, generation, seq=first.seq, expected_version=first.ready_version,
-                    root=first.receipt)
+            await (immediate_of(store) or store.combined).finish_first_record(
+                spot_id, generation, seq=first.seq, expected_version=first.ready_version,
+                root=first.receipt)
         except StaleFence:  # the record changed since Ready: the separate steps re-read
             await SeparateSteps(store.location, store.relocation).finish_first_record(
                 spot_id, generation, seq=first.seq, expected_version=first.ready_version,
@@ -86,32 +80,6 @@ async def record_first_completion(rt: NodeState, spot_id: str, generation: int,
         LOGGER.warning("Spot %r: activation recovery cleanup failed: %s", spot_id, exc)
         return
     _recorded(first)
-
-
-def record_first_completion_now(rt: NodeState, spot_id: str, generation: int,
-                                first: FirstRecord) -> bool:
-    """:func:`record_first_completion` with nothing awaited, on a store whose
-    transactions are plain calls (``store.immediate``): the same combined call, the same
-    chart steps, the same logged failure.
-
-    ``False`` when it cannot be done so -- no immediate transactions, or the combined
-    call refused with StaleFence (a close changed the record since Ready; nothing was
-    written): await :func:`record_first_completion`, which runs the separate steps.
-    """
-    immediate = immediate_of(rt.store)
-    if immediate is None:
-        return False
-    try:
-        immediate.finish_first_record(
-            spot_id, generation, seq=first.seq, expected_version=first.ready_version,
-            root=first.receipt)
-    except StaleFence:
-        return False
-    except ZLinkError as exc:
-        LOGGER.warning("Spot %r: activation recovery cleanup failed: %s", spot_id, exc)
-        return True
-    _recorded(first)
-    return True
 
 
 #: The cleanup's ColdActivation events, in order.

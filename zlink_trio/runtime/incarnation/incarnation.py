@@ -155,7 +155,6 @@ from zlink_trio.runtime.charts import INCARNATION, TRACE, step
 from zlink_trio.runtime.declaration.policies import CloseReason
 from zlink_trio.runtime.incarnation.app_calls import (
     activate,
-    activate_now,
     check_reply,
     construct,
     handler_error,
@@ -165,7 +164,6 @@ from zlink_trio.runtime.incarnation.context import SpotContext
 from zlink_trio.runtime.incarnation.first_record import (
     drop_recovery,
     record_first_completion,
-    record_first_completion_now,
 )
 from zlink_trio.runtime.incarnation.timers import IncarnationTimers, TimerWork
 from zlink_trio.runtime.incarnation.work import MessageWork
@@ -380,14 +378,6 @@ class Incarnation(ParkingSlot):
         result = await activate(self.spot_type, instance, request, create=not relocated)
         self.timers.mark_activation()
         return result
-
-    def build_now(self) -> None:
-        """:meth:`build` of a cold activation whose type activates synchronously
-        (``app_calls.activates_synchronously``): nothing is awaited, no crash point is
-        armed. It belongs to the synchronous cold activation
-        (``coordinators.activation_now``)."""
-        activate_now(self.spot_type, self._construct(None))
-        self.timers.mark_activation()
 
     async def activation_failed(self) -> None:
         """``on_close(ACTIVATION_FAILED)`` once if constructed; the incarnation is disposed.
@@ -606,7 +596,7 @@ class Incarnation(ParkingSlot):
                 finally:
                     self.last_work_finished_at = now() if ended is None else ended
                 first = item.first
-                if first is not None and not self._first_handled_now(first):
+                if first is not None:
                     await self._first_handled(first)
         finally:
             self.lanes.complete(turn.ticket)
@@ -722,19 +712,6 @@ class Incarnation(ParkingSlot):
                                self.rt.node_id)
         await record_first_completion(self.rt, self.spot_id, self.generation, first)
         self._first_settled(first)
-
-    def _first_handled_now(self, first: FirstRecord) -> bool:
-        """:meth:`_first_handled` with nothing awaited, on a store whose transactions are
-        plain calls (``first_record.record_first_completion_now``) and no crash point
-        armed. ``False``: nothing was done; await :meth:`_first_handled`. It belongs to
-        the synchronous cold activation (``coordinators.activation_now``)."""
-        if self.ownership_lost:
-            return True
-        if crash_points.ARMED or not record_first_completion_now(
-                self.rt, self.spot_id, self.generation, first):
-            return False
-        self._first_settled(first)
-        return True
 
     def _first_settled(self, first: FirstRecord) -> None:
         if first.done and self.first_record is first:

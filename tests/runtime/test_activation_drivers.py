@@ -1,8 +1,9 @@
 """Cold activation in one synchronous continuation (``memory://``, a type without async hooks).
 
-``activation.activate_now`` runs the steps of 06 §4.1 with nothing awaited; these tests
-check it takes the same durable steps and chart events as the task path, and that a
-failure after Reserve still aborts with the fence and reports HandlerError.
+``activation.activate_inline`` (the sync driver) runs the steps of 06 §4.1 with nothing
+awaited; these tests check it takes the same durable steps and chart events as the
+task path (``activation.run_activation``, the async driver), and that a failure after
+Reserve still aborts with the fence and reports HandlerError.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import zlink_trio as zl
 from zlink_trio.runtime import charts
 from zlink_trio.runtime.coordinators.envelope import ActivationEnvelope
 from zlink_trio.store import MemoryStore
-from zlink_trio.store.immediate import immediate_of
+from zlink_trio.store.combined_protocol import immediate_of
 from zlink_trio.testing import open_test_node
 
 KNOBS: dict[str, Any] = {}
@@ -127,6 +128,41 @@ async def test_a_failure_after_reserve_aborts_and_reports_handler_error(autojump
             assert await node.client.request("q", Put(1), reply=Got).instance_spot() == Got(1)
 
 
+@pytest.mark.parametrize("knob", ["fail_factory", "fail_activate", "refuse_commit"])
+async def test_a_failure_after_an_inline_reserve_hands_its_cleanup_to_a_task(
+        autojump_clock, monkeypatch, knob):
+    # Placement has read the claims ("warm"), so "q" activates in the caller's
+    # continuation; a failure after its Reserve (the factory, on_activate, CommitReady)
+    # goes on cleaning up (on_close, AbortCreating) in a catalog task, and the caller
+    # gets the error once that is done.
+    from zlink_trio.core.errors import StaleFence
+    from zlink_trio.store.rules import combined
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise StaleFence("the reservation changed (test)")
+
+    store = MemoryStore()
+    with trio.fail_after(10):
+        async with open_test_node("node-a", store=store, spots=[Quick]) as node:
+            await node.client.request("warm", Put(0), reply=Got).instance_spot()
+            original = combined.txn_commit_ready_with_first_record
+            if knob == "refuse_commit":
+                monkeypatch.setattr(combined, "txn_commit_ready_with_first_record", refuse)
+            else:
+                KNOBS[knob] = True
+            expected = zl.Unavailable if knob == "refuse_commit" else zl.HandlerError
+            with pytest.raises(expected):
+                await node.client.request("q", Put(1), reply=Got).instance_spot()
+            monkeypatch.setattr(combined, "txn_commit_ready_with_first_record", original)
+            KNOBS.clear()
+            assert await store_counts(store) == (1, 0, 1)  # "warm" only: "q" aborted
+            closes = [e for e in EVENTS if e[0] == "close"]
+            assert closes == ([] if knob == "fail_factory"
+                              else [("close", "q", zl.CloseReason.ACTIVATION_FAILED)])
+            assert node.statistics().activating == 0
+            assert await node.client.request("q", Put(1), reply=Got).instance_spot() == Got(1)
+
+
 async def test_a_send_with_intent_activates_and_runs_its_message_first(autojump_clock):
     with trio.fail_after(10):
         async with open_test_node("node-a", store=MemoryStore(), spots=[Quick]) as node:
@@ -180,7 +216,7 @@ async def _recorded_envelope(store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 
 async def test_the_synchronous_path_records_the_envelope_the_task_path_records(
         autojump_clock, monkeypatch):
-    # activate_now writes the envelope's bytes without an ActivationEnvelope object.
+    # Both drivers write the envelope's bytes without an ActivationEnvelope object.
     with trio.fail_after(10):
         now = await _recorded_envelope(MemoryStore(), monkeypatch)
         awaited = await _recorded_envelope(AwaitedStore(), monkeypatch)
@@ -199,9 +235,9 @@ def test_pooled_operation_ids_are_fresh_lowercase_uuid4s():
 
 
 async def test_without_trace_the_fixed_paths_end_where_stepping_ends(autojump_clock):
-    # activate_now, the first record's cleanup and Incarnation.open index precomputed states
+    # The activation, the first record's cleanup and Incarnation.open index precomputed states
     # unless charts.TRACE observes; they must be where stepping each event leads.
-    from zlink_trio.runtime.coordinators import activation_now
+    from zlink_trio.runtime.coordinators import activation
     from zlink_trio.runtime.incarnation import first_record
 
     assert not charts.TRACE
@@ -212,10 +248,10 @@ async def test_without_trace_the_fixed_paths_end_where_stepping_ends(autojump_cl
             host = node._rt.catalog.hosts["q"]
             assert host.state == charts.INCARNATION.st.serving
             assert host.first_record_settled
-    assert activation_now._WALKS
-    for start, walk in activation_now._WALKS.items():
+    assert activation._WALKS
+    for start, walk in activation._WALKS.items():
         state, stepped = start, []
-        for event in activation_now._PATH:
+        for event in activation._PATH:
             state = charts.step(charts.COLD, state, event)
             stepped.append(state)
         assert tuple(stepped) == walk
