@@ -151,7 +151,8 @@ async def test_a_transition_the_chart_does_not_define_is_refused(rules_store, mo
             before = (await store.location.find(case.spot_id),
                       await store.location.statistics())
             with monkeypatch.context() as patch:
-                dropped = {k: v for k, v in authority._STEPS.items() if k != (state, event)}
+                dropped = {s: {e: t for e, t in steps.items() if (s, e) != (state, event)}
+                           for s, steps in authority._STEPS.items()}
                 patch.setattr(authority, "_STEPS", dropped)
                 with pytest.raises(InvalidOperation, match="SpotAuthority chart has no"):
                     await case.take(event)

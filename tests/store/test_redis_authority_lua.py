@@ -22,6 +22,7 @@ from zlink_trio.store.redis.codec import raise_status
 from zlink_trio.store.redis.lua import SCRIPTS
 from zlink_trio.store.redis.lua.authority import AUTHORITY_LUA, authority_lua
 from zlink_trio.store.redis_cluster.lua import BUCKET_SCRIPTS, NODE_SCRIPTS
+from zlink_trio.store.redis_cluster.sweep import LISTING, STATISTICS, TOTALS
 
 TIMEOUT = 20
 CHART = compile(SpotAuthority)
@@ -37,17 +38,18 @@ def test_the_fragment_is_built_from_the_compiled_chart():
         assert f"local EV_{event.upper()} = '{event}'\n" in AUTHORITY_LUA
 
 
-@pytest.mark.parametrize("family", ["redis", "redis_cluster_bucket"])
+@pytest.mark.parametrize("family", ["redis", "redis_cluster_bucket", "redis_cluster_sweep"])
 def test_every_script_starts_from_the_chart_and_spells_no_state(family):
-    scripts = SCRIPTS if family == "redis" else BUCKET_SCRIPTS
+    scripts = {"redis": SCRIPTS, "redis_cluster_bucket": BUCKET_SCRIPTS,
+               "redis_cluster_sweep": {"statistics": STATISTICS, "totals": TOTALS}}[family]
     for name, source in scripts.items():
         assert source.count(AUTHORITY_LUA) == 1, name
         found = LITERAL.findall(source.replace(AUTHORITY_LUA, ""))
         assert not found, f"script {name} spells {found}: use the ST_/EV_ names"
 
 
-def test_node_scripts_never_see_a_record_state():
-    for name, source in NODE_SCRIPTS.items():
+def test_node_scripts_and_the_listing_never_see_a_record_state():
+    for name, source in {**NODE_SCRIPTS, "listing": LISTING}.items():
         assert not LITERAL.findall(source), name
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from zlink_trio.store.redis.client import script_sha
+from zlink_trio.store.redis.lua.authority import AUTHORITY_LUA
 from zlink_trio.store.redis.resp import NoScriptError, ReplyError, encode_command
 from zlink_trio.store.redis_cluster.keys import hash_slot
 
@@ -41,15 +42,17 @@ if TYPE_CHECKING:
 __all__ = ("LISTING", "STATISTICS", "TOTALS", "Sweep", "gather")
 
 _FLAGS: Final = "#!lua flags=no-writes,allow-cross-slot-keys\n"
+#: The statistics sweeps name the stored states as the SpotAuthority chart's Lua does.
+_STATES: Final = _FLAGS + AUTHORITY_LUA
 
 #: ARGV: per bucket its counts, gen and Relocation stats keys. Per bucket (in order)
 #: what ``bucket_statistics`` returns: counts, last generation, Relocation counts.
-STATISTICS: Final = _FLAGS + r"""
+STATISTICS: Final = _STATES + r"""
 local out = {}
 for i = 1, #ARGV, 3 do
   out[#out + 1] = {
-    redis.call('HMGET', ARGV[i], 'creating', 'ready', 'closing', 'relocating', 'sealed',
-               'relay_ready'),
+    redis.call('HMGET', ARGV[i], ST_CREATING, ST_READY, ST_CLOSING, ST_RELOCATING, ST_SEALED,
+               ST_RELAY_READY),
     redis.call('GET', ARGV[i + 1]) or false,
     redis.call('HMGET', ARGV[i + 2], 'roots', 'root_bytes', 'inboxes', 'inbox_records')}
 end
@@ -59,11 +62,11 @@ return out
 #: ARGV: as for STATISTICS. The master's part summed: {location counts (6), Relocation
 #: counts (4), every bucket's last generation that is set}. Generations stay strings
 #: (63-bit; Lua numbers are doubles); counts are far below 2^53.
-TOTALS: Final = _FLAGS + r"""
+TOTALS: Final = _STATES + r"""
 local loc, rel, gens = {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0}, {}
 for i = 1, #ARGV, 3 do
-  local c = redis.call('HMGET', ARGV[i], 'creating', 'ready', 'closing', 'relocating',
-                       'sealed', 'relay_ready')
+  local c = redis.call('HMGET', ARGV[i], ST_CREATING, ST_READY, ST_CLOSING, ST_RELOCATING,
+                       ST_SEALED, ST_RELAY_READY)
   for j = 1, 6 do loc[j] = loc[j] + (tonumber(c[j]) or 0) end
   local g = redis.call('GET', ARGV[i + 1])
   if g then gens[#gens + 1] = g end

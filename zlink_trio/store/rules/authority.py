@@ -11,9 +11,10 @@ memory and SQLite backends, which both run these rules, take exactly the
 transitions ``statecharts.spot_authority`` defines, and the Redis scripts step the
 same chart in Lua (``store.redis.lua.authority``).
 
-The chart is compiled once, at import, into :data:`_STEPS`: ``(state, event)`` ->
-the target as an :class:`AuthorityState` member, so a step is one dict lookup and
-the record keeps the enum member the rest of the store compares with ``is``. A
+The chart is compiled once, at import, into :data:`_STEPS`: state -> event -> the
+target as an :class:`AuthorityState` member, so a step is two dict lookups (no key
+tuple to build) and the record keeps the enum member the rest of the store compares
+with ``is``. A
 transition the chart does not define raises :class:`InvalidOperation` naming the
 events it does allow; the transactions call :func:`step` before their first write,
 so a refused step writes nothing. Each transaction checks its own preconditions
@@ -36,10 +37,12 @@ __all__ = ("EV", "step", "step_to_missing")
 #: The chart's events by name (``EV.begin_close``): the transactions' events.
 EV: Final = SPOT_AUTHORITY.ev
 
-#: The compiled chart: ``(state, event)`` -> target, as stored-state enum members.
-_STEPS: Final[dict[tuple[AuthorityState, str], AuthorityState]] = {
-    (AuthorityState(state), event): AuthorityState(target)
-    for (state, event), target in SPOT_AUTHORITY.table.transitions.items()}
+#: The compiled chart: state -> event -> target, as stored-state enum members (every
+#: state has its entry, empty when it accepts no event).
+_STEPS: Final[dict[AuthorityState, dict[str, AuthorityState]]] = {
+    state: {event: AuthorityState(SPOT_AUTHORITY.table.step(state, event))
+            for event in SPOT_AUTHORITY.table.events_from(state)}
+    for state in AuthorityState}
 
 
 def step(state: AuthorityState, event: SpotAuthorityEvent) -> AuthorityState:
@@ -48,7 +51,7 @@ def step(state: AuthorityState, event: SpotAuthorityEvent) -> AuthorityState:
     :class:`InvalidOperation` when the SpotAuthority chart defines no such transition;
     nothing is written then (callers step before their first write).
     """
-    target = _STEPS.get((state, event))
+    target = _STEPS[state].get(event)
     if target is None:
         allowed = SPOT_AUTHORITY.table.events_from(state)
         raise InvalidOperation(
