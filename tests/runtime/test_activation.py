@@ -195,17 +195,21 @@ async def test_owner_that_won_after_the_source_read_refuses_reserve(autojump_clo
     # The target no longer re-reads after the source's Missing: an owner that appears in
     # between must be caught by Reserve (AuthorityExists), the root deleted, the factory
     # not run here, and the message handed back to the resolver (here: owned elsewhere).
+    # The racing Reserve waits on another node's request: a transaction that suspends,
+    # so the store offers no immediate (never suspending) transactions.
+    from zlink_trio.store import MemoryStore
     from zlink_trio.store.memory import MemoryCombined
 
     events = journal()
+    shared = MemoryStore(immediate=False)
     reserve_with_root = MemoryCombined.reserve_with_root
     with trio.fail_after(10):
-        async with open_test_node("node-a", store="memory://race", spots=[Counter]) as a:
+        async with open_test_node("node-a", store=shared, spots=[Counter]) as a:
             await a.client.request("warm", Add(1), reply=Total).instance_spot("counter")
             # node-b serves another Mesh, so its own cold activation of "x" is placed on
             # node-b for sure (placement among equal weights is random), and node-a's
             # names its Mesh explicitly now that there are two.
-            async with open_test_node("node-b", store="memory://race", spots=[Counter],
+            async with open_test_node("node-b", store=shared, spots=[Counter],
                                       mesh="other") as b:
                 raced = False
 

@@ -62,8 +62,9 @@ class Quick:
         EVENTS.append(("close", self.ctx.spot_id, reason))
 
 
-class AwaitedStore(MemoryStore):
+def awaited_store() -> MemoryStore:
     """A memory store that offers no synchronous transactions: the task path runs."""
+    return MemoryStore(immediate=False)
 
 
 @pytest.fixture(autouse=True)
@@ -103,9 +104,9 @@ async def _cold_transitions(store: MemoryStore) -> list[tuple[str, str, str]]:
 async def test_the_synchronous_path_takes_every_step_of_the_task_path(autojump_clock):
     with trio.fail_after(10):
         assert immediate_of(MemoryStore()) is not None
-        assert immediate_of(AwaitedStore()) is None
+        assert immediate_of(awaited_store()) is None
         now = await _cold_transitions(MemoryStore())
-        awaited = await _cold_transitions(AwaitedStore())
+        awaited = await _cold_transitions(awaited_store())
     assert now == awaited
     assert now[-1][2] == charts.COLD.st.activated
 
@@ -219,7 +220,7 @@ async def test_the_synchronous_path_records_the_envelope_the_task_path_records(
     # Both drivers write the envelope's bytes without an ActivationEnvelope object.
     with trio.fail_after(10):
         now = await _recorded_envelope(MemoryStore(), monkeypatch)
-        awaited = await _recorded_envelope(AwaitedStore(), monkeypatch)
+        awaited = await _recorded_envelope(awaited_store(), monkeypatch)
     assert now == awaited
     assert now["spotId"] == "q"
     assert now["stableType"] == "quick"

@@ -1,8 +1,8 @@
 """``MemoryStore.immediate``: the cold activation's store calls without a checkpoint.
 
 Its coroutines never suspend and run the same transactions as the store's own
-methods, and it is offered only while nothing replaced those methods (a subclass, a
-patch, a proxy), so whatever wraps them still sees every call.
+methods; a wrapper of the class's methods sees its calls, and a store opened with
+``immediate=False`` (a test double) or seen through a proxy offers none.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from zlink_trio.store import MemoryStore
 from zlink_trio.store.combined_protocol import immediate_of
 from zlink_trio.store.memory import MemoryLocationStore
 from zlink_trio.store.timed import timed_store
+from zlink_trio.testing import MemoryStoreWith
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine
@@ -59,23 +60,33 @@ async def test_immediate_runs_the_activation_transactions() -> None:
         assert record.recovery_pointer is None
 
 
-def test_no_immediate_once_a_method_is_replaced() -> None:
+async def test_counting_sees_the_immediate_calls() -> None:
     store = MemoryStore()
-    assert immediate_of(store) is not None
-    with count_store_calls(store):  # patches the classes: every call must be counted
-        assert immediate_of(store) is None
-    assert immediate_of(store) is not None
+    owner = await claim(store)
+    immediate = immediate_of(store)
+    assert immediate is not None
+    with count_store_calls(store) as calls:  # wraps the classes' methods
+        assert immediate_of(store) is immediate
+        assert _now(immediate.find("s-1")) is None
+        _now(immediate.reserve_with_root(
+            "s-1", b"root", kind=SpotKind.INSTANCE, stable_type=_INSTANCE_TYPE, mesh=MESH,
+            owner=owner.owner(), now=0.0))
+    assert calls == {"location.find": 1, "combined.reserve_with_root": 1}
 
-    class Sub(MemoryLocationStore):
+
+def test_no_immediate_when_opened_without() -> None:
+    assert immediate_of(MemoryStore(immediate=False)) is None
+
+    class Double(MemoryLocationStore):
         pass
 
-    store._location = Sub()  # a swapped half
-    assert immediate_of(store) is None
+    # A double sees every call: its store offers no immediate transactions.
+    assert immediate_of(MemoryStoreWith(Double())) is None
 
     class SubStore(MemoryStore):
         pass
 
-    assert immediate_of(SubStore()) is None
+    assert immediate_of(SubStore()) is not None
 
 
 def test_no_immediate_through_a_proxy() -> None:

@@ -68,8 +68,7 @@ def _cold_node(url: str, cold: int) -> AbstractAsyncContextManager[zl.Node]:
 
 
 #: Sequential cold activations whose store calls are counted (apart from the timed ones:
-#: counting wraps every store method, and on ``memory://`` it turns ``MemoryStore.immediate``
-#: off, so a counted run takes the awaited path -- same calls, other costs).
+#: counting wraps every store method, which costs time of its own).
 COUNTED: int = 100
 
 

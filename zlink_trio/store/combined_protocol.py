@@ -23,9 +23,9 @@ each, only no checkpoint.  The runtime then drives a whole cold activation in th
 caller's continuation (``runtime.coordinators.activation``).  :func:`immediate_of`
 is how it asks: only the store's *class* is asked for the attribute, so a proxy
 that forwards unknown attributes to the store it wraps (``timed``, ``separate``,
-the test kit's faults) offers none, and a store whose transaction methods were
-replaced (a subclass, a test's patch, a counting or timing wrapper) must offer none
-either, so whatever wraps those methods still sees every call.
+the test kit's faults) offers none.  Immediate transactions must never suspend: a
+store whose transactions a test steers (a double, a transaction that waits on
+purpose) offers none, so that every call takes the awaited path.
 """
 
 from __future__ import annotations

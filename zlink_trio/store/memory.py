@@ -17,10 +17,13 @@ persisted; the store lives as long as the object.
 A cold activation's store calls are also offered without the checkpoint
 (``MemoryStore.immediate``, ``combined_protocol.ImmediateTransactions``): a second
 :class:`MemoryCombined` over the same states whose coroutines never suspend, so the
-runtime runs an activation in one synchronous continuation.  ``immediate`` is
-``None`` as soon as one of the methods it stands for was replaced -- a subclass, a
-swapped half, a test's or the benchmark's patch of the class -- so whatever replaced
-it sees every call.
+runtime runs an activation in one synchronous continuation.  They are the same
+methods of the same class (:class:`MemoryCombined`), so a wrapper around that class's
+methods (``bench.stores.count_store_calls``) sees their calls too; they read the
+states directly, so a subclass that must see every call -- a test double overriding
+``find`` (``testing.MemoryStoreWith``) or a transaction that suspends on purpose --
+opens its store with ``MemoryStore(immediate=False)``, and then every transaction
+goes through the awaited path.
 """
 
 from __future__ import annotations
@@ -333,19 +336,18 @@ class MemoryStore:
     like nodes sharing a SQLite file or a Redis server.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, immediate: bool = True) -> None:
+        """``immediate=False``: offer no :attr:`immediate` transactions, so every call
+        reaches the methods a subclass or a test overrides (see the module docstring)."""
         self._location = MemoryLocationStore()
         self._relocation = MemoryRelocationStore()
         self._combined = MemoryCombined(self)
-        self._immediate = MemoryCombined(self, checkpoint=False)
+        self._immediate = MemoryCombined(self, checkpoint=False) if immediate else None
 
     @property
     def immediate(self) -> MemoryCombined | None:
-        """The cold activation's transactions without their checkpoint, or ``None`` once
-        a method they stand for was replaced (see the module docstring)."""
-        if (type(self) is not MemoryStore or type(self._location) is not MemoryLocationStore
-                or type(self._relocation) is not MemoryRelocationStore or not _originals_intact()):
-            return None
+        """The cold activation's transactions without their checkpoint, or ``None`` for a
+        store opened with ``immediate=False`` (see the module docstring)."""
         return self._immediate
 
     @property
@@ -362,22 +364,6 @@ class MemoryStore:
     def relocation(self) -> MemoryRelocationStore:
         """The Relocation Store (a separate key space)."""
         return self._relocation
-
-
-#: The methods ``MemoryStore.immediate`` stands for, as defined here.
-_ORIGINALS: tuple[object, ...] = (
-    MemoryLocationStore.find, MemoryCombined.reserve_with_root,
-    MemoryCombined.commit_ready_with_first_record, MemoryCombined.finish_first_record)
-
-
-_FIND, _RESERVE, _COMMIT, _FINISH = _ORIGINALS
-
-
-def _originals_intact() -> bool:
-    """Whether none of :data:`_ORIGINALS` was replaced on its class (patched)."""
-    return (MemoryLocationStore.find is _FIND and MemoryCombined.reserve_with_root is _RESERVE
-            and MemoryCombined.commit_ready_with_first_record is _COMMIT
-            and MemoryCombined.finish_first_record is _FINISH)
 
 
 if TYPE_CHECKING:

@@ -8,7 +8,9 @@ override that method (calling ``super()`` for the real transaction), and give th
 double to :class:`MemoryStoreWith`; pass the result as ``store=`` to a node (or to
 :func:`~zlink_trio.testing.open_test_cluster`). Everything else is the memory store's,
 the combined cold-activation transactions included: they reach the Location Store
-through :attr:`MemoryStoreWith.location`, so they see the double too. For faults that
+through :attr:`MemoryStoreWith.location`, so they see the double too, and the store
+offers no immediate transactions (``MemoryStore(immediate=False)``: those read the
+states directly, past the double). For faults that
 need no subclass (fail the next call, pause a node's store) use
 :class:`~zlink_trio.testing.Faults`.
 """
@@ -29,7 +31,7 @@ class MemoryStoreWith(MemoryStore, Generic[L]):
     """A :class:`MemoryStore` whose Location Store is ``location``, a test double."""
 
     def __init__(self, location: L) -> None:
-        super().__init__()
+        super().__init__(immediate=False)
         self._double = location
 
     @property
