@@ -1,0 +1,104 @@
+"""Run the mutation gate: apply each mutation of ``catalog.MUTATIONS`` to a copy of the
+tree, run the tests that guard it, and fail unless at least one of them fails.
+
+Usage (from the repository root, with the project's virtualenv)::
+
+    .venv/bin/python tests/mutations/run.py            # every mutation
+    .venv/bin/python tests/mutations/run.py M1 M4      # some, by name
+    .venv/bin/python tests/mutations/run.py --list     # the catalog
+
+A mutation is *killed* when pytest reports a failing test (exit status 1) or the
+guard run outlives ``--timeout``; it *survives* when every guard passes. Any other
+outcome (a ``find`` that no longer occurs exactly once, a guard that is not
+collected, a usage error) is an *error*. The exit status is 0 only when every
+selected mutation was killed. The copy lives in a temporary directory; the working
+tree is never modified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from catalog import MUTATIONS, Mutation  # noqa: E402
+
+#: What the copy leaves out: the virtualenv, git's data and caches.
+_IGNORED = shutil.ignore_patterns(".venv", ".git", "__pycache__", "*.pyc", ".mypy_cache",
+                                  ".ruff_cache", ".pytest_cache", "*.egg-info", ".hypothesis")
+
+
+def _copy_tree(into: Path) -> Path:
+    copy = into / "tree"
+    shutil.copytree(ROOT, copy, ignore=_IGNORED, symlinks=True)
+    return copy
+
+
+def _run_one(copy: Path, mutation: Mutation, timeout: float) -> tuple[str, str]:
+    """``(outcome, detail)``: ``killed``, ``survived`` or ``error``."""
+    target = copy / mutation.path
+    original = target.read_text()
+    found = original.count(mutation.find)
+    if found != 1:
+        return "error", f"{mutation.path}: the text to mutate occurs {found} times, not once"
+    target.write_text(original.replace(mutation.find, mutation.replace))
+    env = dict(os.environ, PYTHONPATH=str(copy), PYTHONDONTWRITEBYTECODE="1")
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+               *mutation.guards]
+    try:
+        done = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return "killed", f"the guards ran past {timeout:.0f} s"
+    finally:
+        target.write_text(original)
+    tail = " | ".join(done.stdout.strip().splitlines()[-1:])
+    if done.returncode == 1:
+        return "killed", tail
+    if done.returncode == 0:
+        return "survived", tail
+    return "error", f"pytest exited {done.returncode}: {tail or done.stderr.strip()[-300:]}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="mutations to run (default: all)")
+    parser.add_argument("--list", action="store_true", help="print the catalog and exit")
+    parser.add_argument("--timeout", type=float, default=300.0,
+                        help="seconds one mutation's guards may run (default 300)")
+    args = parser.parse_args(argv)
+    names = {m.name for m in MUTATIONS}
+    unknown = sorted(set(args.names) - names)
+    if unknown:
+        parser.error(f"no mutation named {', '.join(unknown)}; see --list")
+    selected = [m for m in MUTATIONS if not args.names or m.name in args.names]
+    if args.list:
+        for m in selected:
+            print(f"{m.name:40} {m.family:28} {m.path}")
+        return 0
+    counts = {"killed": 0, "survived": 0, "error": 0}
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="zlink-mutations-") as scratch:
+        copy = _copy_tree(Path(scratch))
+        for m in selected:
+            began = time.monotonic()
+            outcome, detail = _run_one(copy, m, args.timeout)
+            counts[outcome] += 1
+            print(f"{outcome.upper():8} {m.name:40} {time.monotonic() - began:6.1f} s  {detail}",
+                  flush=True)
+    print(f"\nmutation gate: {counts['killed']} of {len(selected)} killed, "
+          f"{counts['survived']} survived, {counts['error']} errors "
+          f"({time.monotonic() - started:.0f} s)")
+    return 0 if counts["killed"] == len(selected) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""The mutation gate's catalog stays true to the code (``tests/mutations/``).
+
+The gate itself (``tests/mutations/run.py``) runs in CI after the suite; these checks
+run with every test run, so a change that moves or rewords a guarded rule, or renames
+a guarding test, fails here at once, naming the entry to update.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "mutations"))
+
+from catalog import MUTATIONS  # noqa: E402
+
+
+def test_names_are_unique() -> None:
+    names = [m.name for m in MUTATIONS]
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("mutation", MUTATIONS, ids=lambda m: m.name)
+def test_each_mutation_changes_one_place(mutation) -> None:
+    source = (ROOT / mutation.path).read_text()
+    assert source.count(mutation.find) == 1, (
+        f"{mutation.name}: the text to mutate must occur once in {mutation.path}")
+    assert mutation.replace != mutation.find
+
+
+@pytest.mark.parametrize("mutation", MUTATIONS, ids=lambda m: m.name)
+def test_each_guard_exists(mutation) -> None:
+    assert mutation.guards, f"{mutation.name} names no guarding test"
+    for guard in mutation.guards:
+        path, _, test = guard.partition("::")
+        source = (ROOT / path).read_text()
+        name = test.split("::")[-1].split("[")[0]
+        assert not name or f"def {name}(" in source or f"class {name}" in source, (
+            f"{mutation.name}: {guard} does not exist")
