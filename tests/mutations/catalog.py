@@ -12,33 +12,20 @@ copy: at least one of them must fail. ``tests/mutations/run.py`` applies each mu
 to a copy of the tree in turn; ``tests/test_mutation_catalog.py`` checks, in every
 ordinary test run, that each ``find`` still occurs exactly once and each guard exists,
 so the catalog cannot drift from the code silently.
+
+The entries live beside the layer they guard: ``store_rules`` (the store's fences, the
+oracle and every backend), ``runtime_rules`` (routing, admission, create, close, the
+47/48 targets, ceilings and lanes), ``relocation_rules`` (the relocation hold, Message
+Follow, relay). This module joins them in that order.
 """
 
 from __future__ import annotations
 
-import attrs
+from mutation import Mutation
+from relocation_rules import RELOCATION_RULES
+from runtime_rules import RUNTIME_RULES
+from store_rules import STORE_RULES
 
 __all__ = ("MUTATIONS", "Mutation")
 
-
-@attrs.frozen
-class Mutation:
-    """One rule and the change that deletes it."""
-
-    #: A short unique name (``M1``... for the audit's five, ``family.rule`` otherwise).
-    name: str
-    #: The row of the "Where each rule lives" table (docs/architecture.md).
-    family: str
-    #: What the rule says, in a sentence.
-    rule: str
-    #: The file that enforces it, relative to the repository root.
-    path: str
-    #: Source text that occurs exactly once in ``path``.
-    find: str
-    #: What ``find`` becomes.
-    replace: str
-    #: Pytest node IDs (files, or ``file::test``); one must fail under the mutation.
-    guards: tuple[str, ...] = attrs.field(converter=tuple)
-
-
-MUTATIONS: tuple[Mutation, ...] = ()
+MUTATIONS: tuple[Mutation, ...] = (*STORE_RULES, *RUNTIME_RULES, *RELOCATION_RULES)

@@ -1,0 +1,30 @@
+"""One entry of the mutation gate: a safety rule, a change that deletes it, its guards.
+
+See ``catalog.py`` for how the gate uses them.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+__all__ = ("Mutation",)
+
+
+@attrs.frozen
+class Mutation:
+    """One rule and the change that deletes it."""
+
+    #: A short unique name (``M1``... for the audit's five, ``family.rule`` otherwise).
+    name: str
+    #: The row of the "Where each rule lives" table (docs/architecture.md).
+    family: str
+    #: What the rule says, in a sentence.
+    rule: str
+    #: The file that enforces it, relative to the repository root.
+    path: str
+    #: Source text that occurs exactly once in ``path``.
+    find: str
+    #: What ``find`` becomes.
+    replace: str
+    #: Pytest node IDs (files, or ``file::test``); one must fail under the mutation.
+    guards: tuple[str, ...] = attrs.field(converter=tuple)
