@@ -1,8 +1,14 @@
 """The mutation gate's entries for the store:
 every fence check of the transaction rules (``store/rules/``, the
-oracle) and of the backends that do not run them (the Redis Lua).
+oracle) and of the backends that do not run them (the Redis Lua, SQLite's own SQL).
 
 Each entry is a :class:`~mutation.Mutation`; see ``catalog.py``.
+
+Guards are single parametrized conformance tests on one backend: ``[memory://]`` for a
+rule of ``store/rules/`` (memory runs the rules as they are; SQLite runs the same
+functions), ``[redis]`` for a Lua script (``ZLINK_TEST_REDIS``), ``[sqlite://...]`` for
+SQLite's own SQL. One test on one backend keeps each entry's run to pytest's start-up
+plus a fraction of a second, so the store's whole share of the gate stays short.
 """
 
 from __future__ import annotations
@@ -11,15 +17,678 @@ from mutation import Mutation
 
 __all__ = ("STORE_RULES",)
 
+#: The rows of docs/architecture.md's "Where each rule lives" table.
+_TXN = "Store transactions (06 §3, §4.1, §7, §8)"
+_STEPS = ("Relocation steps in the store: begin, seal, accept relay-ready, commit, abort "
+          "(06 §6.1, §8)")
+_CHARTS = "Lifecycles (every chart)"
+
+_RULES = "zlink_trio/store/rules/"
+_LUA = "zlink_trio/store/redis/lua/"
+
+
+def _on(backend: str, test: str, *params: str) -> str:
+    """The node ID of conformance test ``file::name`` on ``backend`` (and ``params``)."""
+    return f"tests/store/{test}[{'-'.join((backend, *params))}]"
+
+
+def _mem(test: str, *params: str) -> str:
+    return _on("memory://", test, *params)
+
+
+def _redis(test: str, *params: str) -> str:
+    return _on("redis", test, *params)
+
+
+def _sqlite(test: str, *params: str) -> str:
+    return _on("sqlite://?dispatch=inline", test, *params)
+
+
+_LOC = "test_location_conformance.py::"
+_CLOSE = "test_location_close_conformance.py::"
+_MOVE = "test_relocation_steps_conformance.py::"
+_RELEASE = "test_location_release_conformance.py::"
+_ADOPT = "test_location_recovery_conformance.py::"
+_DEAD = "test_dead_lifecycle_conformance.py::"
+_INBOX = "test_relocation_conformance.py::"
+_COMBINED = "test_combined_conformance.py::"
+_CHART = "test_authority_chart_conformance.py::"
+
 STORE_RULES: tuple[Mutation, ...] = (
+    # -- location.py: the owner check every authority change makes -------------------------
     Mutation(
         name="store.owner_lifecycle_fence",
-        family="Store transactions (06 §3, §4.1, §7, §8)",
+        family=_TXN,
         rule="An owner fence whose lifecycle generation is not the claim's current one "
              "changes no authority (StaleFence).",
-        path="zlink_trio/store/rules/location.py",
+        path=_RULES + "location.py",
         find="if claim is None or claim.lifecycle_generation != owner.lifecycle_generation:",
         replace="if claim is None:",
-        guards=["tests/store/test_location_conformance.py"],
+        guards=[_mem(_LOC + "test_reserve_refuses_expired_or_stale_owner")],
+    ),
+    Mutation(
+        name="store.owner_lease",
+        family=_TXN,
+        rule="An owner whose lease expired changes no authority (Unavailable).",
+        path=_RULES + "location.py",
+        find="    if not claim.is_live(now):\n        raise Unavailable(",
+        replace="    if False:\n        raise Unavailable(",
+        guards=[_mem(_LOC + "test_reserve_refuses_expired_or_stale_owner")],
+    ),
+    # -- location.py: Reserve ---------------------------------------------------------------
+    Mutation(
+        name="store.reserve_authority_exists",
+        family=_TXN,
+        rule="Reserve of an ID that has an authority record is refused with AuthorityExists "
+             "carrying that record.",
+        path=_RULES + "location.py",
+        find="    if current is not None:\n        raise AuthorityExists(current)",
+        replace="    if False:\n        raise AuthorityExists(current)",
+        guards=[_mem(_LOC + "test_reserve_existing_authority_raises_with_current_record")],
+    ),
+    Mutation(
+        name="store.reserve_capacity",
+        family=_TXN,
+        rule="Reserve counts active + pending units against the owner's capacity "
+             "(CapacityExceeded at the bound).",
+        path=_RULES + "location.py",
+        find="    if load >= claim.descriptor.capacity:",
+        replace="    if load > claim.descriptor.capacity:",
+        guards=[_mem(_LOC + "test_capacity_counts_pending_and_active")],
+    ),
+    # -- location.py: CommitReady -----------------------------------------------------------
+    Mutation(
+        name="store.commit_ready_store_version",
+        family=_TXN,
+        rule="CommitReady needs the reservation's StoreVersion (StaleFence otherwise).",
+        path=_RULES + "location.py",
+        find="if record.state is AuthorityState.CREATING and record.store_version == "
+             "fence.store_version:",
+        replace="if record.state is AuthorityState.CREATING:",
+        guards=[_mem(_LOC + "test_commit_ready_refuses_stale_fence_and_writes_nothing")],
+    ),
+    Mutation(
+        name="store.commit_ready_object_generation",
+        family=_TXN,
+        rule="A reservation fence of another ObjectGeneration commits nothing (StaleFence).",
+        path=_RULES + "location.py",
+        find="    return (record.object_generation == fence.object_generation\n",
+        replace="    return (True\n",
+        guards=[_mem(_LOC + "test_commit_ready_refuses_stale_fence_and_writes_nothing")],
+    ),
+    Mutation(
+        name="store.commit_ready_owner",
+        family=_TXN,
+        rule="A reservation fence of another owner or owner generation commits nothing "
+             "(StaleFence).",
+        path=_RULES + "location.py",
+        find="            and record.owner_generation == fence.owner_generation\n"
+             "            and (record.owner is fence.owner or record.owner == fence.owner))",
+        replace="            and True)",
+        guards=[_mem(_LOC + "test_commit_ready_refuses_stale_fence_and_writes_nothing")],
+    ),
+    Mutation(
+        name="store.commit_ready_owner_live",
+        family=_TXN,
+        rule="CommitReady needs the owner's live claim (Unavailable / StaleFence).",
+        path=_RULES + "location.py",
+        find="            check_owner(state, record.mesh, record.owner, now)\n"
+             "            # The stored record's fields",
+        replace="            # The stored record's fields",
+        guards=[_mem(_LOC + "test_commit_ready_refuses_expired_or_replaced_owner")],
+    ),
+    # -- location.py: BeginClose / Release / RemoveRecoveryPointer --------------------------
+    Mutation(
+        name="store.begin_close_owner",
+        family=_TXN,
+        rule="BeginClose by another owner than the record's is refused (StaleFence).",
+        path=_RULES + "location.py",
+        find="    stale = (record.owner != owner\n",
+        replace="    stale = (False\n",
+        guards=[_mem(_CLOSE + "test_begin_close_refuses_stale_fences")],
+    ),
+    Mutation(
+        name="store.begin_close_owner_generation",
+        family=_TXN,
+        rule="BeginClose with an expected owner generation that is not the record's is "
+             "refused (StaleFence).",
+        path=_RULES + "location.py",
+        find="             or expected_owner_generation not in (None, record.owner_generation))",
+        replace="             or False)",
+        guards=[_mem(_CLOSE + "test_begin_close_refuses_stale_fences")],
+    ),
+    Mutation(
+        name="store.begin_close_store_version",
+        family=_TXN,
+        rule="BeginClose with an expected StoreVersion that is not the record's is refused "
+             "(StaleFence).",
+        path=_RULES + "location.py",
+        find="    if stale or expected_store_version not in (None, record.store_version):",
+        replace="    if stale:",
+        guards=[_mem(_CLOSE + "test_begin_close_refuses_stale_fences")],
+    ),
+    Mutation(
+        name="store.begin_close_owner_lease",
+        family=_TXN,
+        rule="BeginClose needs the owner's live lease (Unavailable).",
+        path=_RULES + "location.py",
+        find="    check_owner(state, record.mesh, owner, now)\n    closing = attrs.evolve(",
+        replace="    closing = attrs.evolve(",
+        guards=[_mem(_CLOSE + "test_begin_close_refuses_stale_fences")],
+    ),
+    Mutation(
+        name="store.release_owner_fence",
+        family=_TXN,
+        rule="Only the Closing owner, at its owner generation, releases a record "
+             "(StaleFence).",
+        path=_RULES + "location.py",
+        find="    if (record.state is not AuthorityState.CLOSING or record.owner != fence.owner\n"
+             "            or record.owner_generation != fence.owner_generation):",
+        replace="    if (record.state is not AuthorityState.CLOSING):",
+        guards=[_mem(_CLOSE + "test_release_refuses_a_fence_that_does_not_hold_closing")],
+    ),
+    Mutation(
+        name="store.release_object_generation",
+        family=_TXN,
+        rule="Release with another ObjectGeneration's fence touches nothing (False).",
+        path=_RULES + "location.py",
+        find="    if record is None or record.object_generation != fence.object_generation:\n"
+             "        return False\n    if (record.state is not AuthorityState.CLOSING",
+        replace="    if record is None:\n"
+                "        return False\n    if (record.state is not AuthorityState.CLOSING",
+        guards=[_mem(_CLOSE + "test_begin_close_other_generation_is_invalid_operation")],
+    ),
+    Mutation(
+        name="store.recovery_pointer_cas",
+        family=_TXN,
+        rule="RemoveRecoveryPointer is a compare-and-set on the StoreVersion (StaleFence).",
+        path=_RULES + "location.py",
+        find="    if record.store_version != expected_version:",
+        replace="    if False:",
+        guards=[_mem(_CLOSE + "test_remove_recovery_pointer_is_an_expected_version_cas")],
+    ),
+    # -- claims.py --------------------------------------------------------------------------
+    Mutation(
+        name="store.new_claim_live_claim",
+        family=_TXN,
+        rule="NewClaim never replaces a live claim of the same (mesh, NodeRid) "
+             "(AlreadyExists).",
+        path=_RULES + "claims.py",
+        find="    if old is not None and old.is_live(now):",
+        replace="    if False:",
+        guards=[_mem(_LOC + "test_new_claim_descriptor_conflict_changes_nothing")],
+    ),
+    Mutation(
+        name="store.node_id_in_use",
+        family=_TXN,
+        rule="A NodeId with a live claim of another NodeRid cannot be claimed again "
+             "(NodeIdInUse).",
+        path=_RULES + "claims.py",
+        find="        if (claim.descriptor.node_id == descriptor.node_id and claim.is_live(now)",
+        replace="        if (False and claim.is_live(now)",
+        guards=[_mem(_DEAD + "test_new_claim_refuses_a_node_id_held_live_by_another_process")],
+    ),
+    Mutation(
+        name="store.renew_lifecycle_fence",
+        family=_TXN,
+        rule="Renew of a lifecycle that is not the claim's current one is refused "
+             "(StaleFence).",
+        path=_RULES + "claims.py",
+        find="    if claim is None or claim.lifecycle_generation != lifecycle_generation:\n"
+             "        raise StaleFence(",
+        replace="    if claim is None:\n        raise StaleFence(",
+        guards=[_mem(_LOC + "test_renew_refuses_stale_lifecycle_and_missing_claim")],
+    ),
+    # -- relocation_steps.py ----------------------------------------------------------------
+    Mutation(
+        name="store.move_fence_object_generation",
+        family=_STEPS,
+        rule="A relocation step with another ObjectGeneration's fence is refused "
+             "(StaleFence).",
+        path=_RULES + "relocation_steps.py",
+        find="    return (record is not None and record.object_generation == "
+             "fence.object_generation\n",
+        replace="    return (record is not None\n",
+        guards=[_mem(_MOVE + "test_accept_relay_ready_refuses_a_wrong_fence",
+                     "object_generation")],
+    ),
+    Mutation(
+        name="store.move_fence_owner_generation",
+        family=_STEPS,
+        rule="A relocation step with another owner generation's fence is refused "
+             "(StaleFence).",
+        path=_RULES + "relocation_steps.py",
+        find="            and record.owner_generation == fence.owner_generation\n"
+             "            and record.owner == fence.owner)",
+        replace="            and record.owner == fence.owner)",
+        guards=[_mem(_MOVE + "test_accept_relay_ready_refuses_a_wrong_fence",
+                     "owner_generation")],
+    ),
+    Mutation(
+        name="store.move_fence_owner",
+        family=_STEPS,
+        rule="A relocation step with another owner's fence is refused (StaleFence).",
+        path=_RULES + "relocation_steps.py",
+        find="            and record.owner == fence.owner)",
+        replace="            and True)",
+        guards=[_mem(_MOVE + "test_accept_relay_ready_refuses_a_wrong_fence", "owner")],
+    ),
+    Mutation(
+        name="store.begin_relocation_target_claim",
+        family=_STEPS,
+        rule="BeginRelocation needs the target's live claim of the named lifecycle "
+             "(StaleFence / Unavailable).",
+        path=_RULES + "relocation_steps.py",
+        find="    claim = check_owner(state, record.mesh, target, now)",
+        replace="    claim = state.claims[(record.mesh, target.node_rid)]",
+        guards=[_mem(_MOVE + "test_begin_relocation_needs_both_live_claims")],
+    ),
+    Mutation(
+        name="store.begin_relocation_source_lease",
+        family=_STEPS,
+        rule="BeginRelocation needs the source owner's live lease (Unavailable).",
+        path=_RULES + "relocation_steps.py",
+        find="    check_owner(state, record.mesh, record.owner, now)\n"
+             "    claim = check_owner(state, record.mesh, target, now)",
+        replace="    claim = check_owner(state, record.mesh, target, now)",
+        guards=[_mem(_MOVE + "test_begin_relocation_needs_both_live_claims")],
+    ),
+    Mutation(
+        name="store.begin_relocation_capacity",
+        family=_STEPS,
+        rule="BeginRelocation counts the target's active + pending units against its "
+             "capacity (CapacityExceeded).",
+        path=_RULES + "relocation_steps.py",
+        find="    if load >= claim.descriptor.capacity:",
+        replace="    if load > claim.descriptor.capacity:",
+        guards=[_mem(_MOVE + "test_begin_relocation_refuses_a_full_target")],
+    ),
+    Mutation(
+        name="store.seal_source_lease",
+        family=_STEPS,
+        rule="Seal needs the source owner's live lease (Unavailable).",
+        path=_RULES + "relocation_steps.py",
+        find="    check_owner(state, record.mesh, record.owner, now)\n    sealed = attrs.evolve(",
+        replace="    sealed = attrs.evolve(",
+        guards=[_mem(_MOVE + "test_seal_needs_the_source_lease")],
+    ),
+    Mutation(
+        name="store.accept_relay_ready_target",
+        family=_STEPS,
+        rule="Only the target the move names accepts relay-ready (StaleFence).",
+        path=_RULES + "relocation_steps.py",
+        find="    if record.relocation_target != target:",
+        replace="    if False:",
+        guards=[_mem(_MOVE + "test_accept_relay_ready_refuses_another_target")],
+    ),
+    Mutation(
+        name="store.accept_relay_ready_target_lease",
+        family=_STEPS,
+        rule="AcceptRelayReady needs the target's live lease (Unavailable).",
+        path=_RULES + "relocation_steps.py",
+        find="    check_owner(state, record.mesh, target, now)\n    relay = attrs.evolve(",
+        replace="    relay = attrs.evolve(",
+        guards=[_mem(_MOVE + "test_accept_relay_ready_refuses_an_expired_target_lease")],
+    ),
+    Mutation(
+        name="store.commit_relocation_target_lease",
+        family=_STEPS,
+        rule="CommitRelocation needs the target's live lease (Unavailable).",
+        path=_RULES + "relocation_steps.py",
+        find="    check_owner(state, record.mesh, target, now)\n    moved = attrs.evolve(",
+        replace="    moved = attrs.evolve(",
+        guards=[_mem(_MOVE + "test_commit_needs_the_target_lease")],
+    ),
+    Mutation(
+        name="store.abort_past_relay_ready",
+        family=_STEPS,
+        rule="AbortRelocation of a RelayReady record is refused with InvalidOperation naming "
+             "commit_relocation: the source is never restored.",
+        path=_RULES + "relocation_steps.py",
+        find="    if record is not None and record.state is AuthorityState.RELAY_READY and "
+             "_matches(",
+        replace="    if False and record.state is AuthorityState.RELAY_READY and _matches(",
+        guards=[_mem(_MOVE + "test_abort_after_relay_ready_is_refused")],
+    ),
+    # -- authority.py -----------------------------------------------------------------------
+    Mutation(
+        name="store.chart_step_undefined",
+        family=_CHARTS,
+        rule="A transition the SpotAuthority chart does not define is refused "
+             "(InvalidOperation) and writes nothing.",
+        path=_RULES + "authority.py",
+        find="    target = _STEPS[state].get(event)",
+        replace="    target = _STEPS[state].get(event, state)",
+        guards=["tests/store/" + _CHART + "test_the_rules_step_is_the_compiled_chart"],
+    ),
+    # -- operator.py: ReleaseExpired (zlink-trio release --generation --owner-generation) --
+    Mutation(
+        name="store.release_expired_object_generation",
+        family=_TXN,
+        rule="ReleaseExpired with another ObjectGeneration is refused (StaleFence).",
+        path=_RULES + "operator.py",
+        find="    if record.object_generation != object_generation:\n        return StaleFence(",
+        replace="    if False:\n        return StaleFence(",
+        guards=[_mem(_RELEASE + "test_refuses_stale_generations_and_writes_nothing")],
+    ),
+    Mutation(
+        name="store.release_expired_owner_generation",
+        family=_TXN,
+        rule="ReleaseExpired with another owner generation is refused (StaleFence).",
+        path=_RULES + "operator.py",
+        find="    if record.owner_generation != owner_generation:\n        return StaleFence(",
+        replace="    if False:\n        return StaleFence(",
+        guards=[_mem(_RELEASE + "test_refuses_stale_owner_generation_after_a_move")],
+    ),
+    Mutation(
+        name="store.release_expired_owner_alive",
+        family=_TXN,
+        rule="ReleaseExpired of a record whose owner's lease is live is refused "
+             "(OwnerAlive).",
+        path=_RULES + "operator.py",
+        find="            and claim.is_live(now)):",
+        replace="            and False):",
+        guards=[_mem(_RELEASE + "test_refuses_a_live_lease_and_writes_nothing")],
+    ),
+    # -- recovery.py: AdoptOrphan and the dead lifecycles -----------------------------------
+    Mutation(
+        name="store.adopt_orphan_fence",
+        family=_TXN,
+        rule="AdoptOrphan needs the old owner and owner generation the record has "
+             "(StaleFence).",
+        path=_RULES + "recovery.py",
+        find="    if record.owner != old_owner or record.owner_generation != owner_generation:",
+        replace="    if False:",
+        guards=[_mem(_ADOPT + "test_adopt_refusals_write_nothing")],
+    ),
+    Mutation(
+        name="store.adopt_orphan_same_node_id",
+        family=_TXN,
+        rule="Only the same NodeId adopts an orphan: no takeover by another node "
+             "(InvalidOperation).",
+        path=_RULES + "recovery.py",
+        find="    if new_claim.descriptor.node_id != old_claim.descriptor.node_id:",
+        replace="    if False:",
+        guards=[_mem(_ADOPT + "test_adopt_refusals_write_nothing")],
+    ),
+    Mutation(
+        name="store.dead_owned_expired_only",
+        family=_TXN,
+        rule="Orphans and DeadOwned list only records of expired lifecycles: a live "
+             "owner's records are never released as dead.",
+        path=_RULES + "recovery.py",
+        find="            if claim.descriptor.node_id == node_id and not claim.is_live(now)}",
+        replace="            if claim.descriptor.node_id == node_id}",
+        guards=[_mem(_DEAD + "test_dead_owned_lists_every_state_of_expired_lifecycles_only")],
+    ),
+    # -- relocation_store.py: roots and inboxes ---------------------------------------------
+    Mutation(
+        name="store.inbox_cursor_forward_only",
+        family=_TXN,
+        rule="An inbox cursor never moves back (InvalidOperation).",
+        path=_RULES + "relocation_store.py",
+        find="    if seq < cursor:",
+        replace="    if False:",
+        guards=[_mem(_INBOX + "test_inbox_cursor_is_monotonic")],
+    ),
+    Mutation(
+        name="store.inbox_sequence_never_reused",
+        family=_TXN,
+        rule="An inbox append takes the next sequence after the last one ever issued, "
+             "never a handled one.",
+        path=_RULES + "relocation_store.py",
+        find="    seq = (0 if inbox is None else inbox.last_seq) + 1",
+        replace="    seq = (0 if inbox is None else len(inbox.records or ())) + 1",
+        guards=[_mem(_INBOX + "test_inbox_cursor_is_monotonic")],
+    ),
+    Mutation(
+        name="store.root_integrity",
+        family=_TXN,
+        rule="A root is returned only when its bytes' SHA-256 is the receipt's "
+             "(RootIntegrityError).",
+        path=_RULES + "relocation_store.py",
+        find="    if len(raw) != receipt.size or hashlib.sha256(raw).hexdigest() != "
+             "receipt.sha256:",
+        replace="    if len(raw) != receipt.size:",
+        guards=[_mem(_INBOX + "test_get_root_verifies_receipt")],
+    ),
+    # -- combined.py: the merged transactions' checks, in the documented order --------------
+    Mutation(
+        name="store.combined_reserve_root_after_checks",
+        family=_TXN,
+        rule="ReserveWithRoot stores the root only when Reserve accepted: a refusal leaves "
+             "no root.",
+        path=_RULES + "combined.py",
+        find="    fence = loc.txn_reserve(lstate, spot_id,",
+        replace="    rel.store_root(rstate, raw, receipt)\n"
+                "    fence = loc.txn_reserve(lstate, spot_id,",
+        guards=[_mem(_COMBINED + "test_refused_reserve_with_root_writes_nothing", "built-in")],
+    ),
+    Mutation(
+        name="store.combined_commit_retry_appends_nothing",
+        family=_TXN,
+        rule="A retried CommitReadyWithFirstRecord of a commit that happened appends no "
+             "second record.",
+        path=_RULES + "combined.py",
+        find="    if ready is before:",
+        replace="    if False:",
+        guards=[_mem(_COMBINED + "test_commit_ready_with_first_record_retry_appends_nothing")],
+    ),
+    Mutation(
+        name="store.combined_finish_root_first",
+        family=_TXN,
+        rule="FinishFirstRecord checks the root's integrity before the cursor and the "
+             "record (the documented order).",
+        path=_RULES + "combined.py",
+        find="    delete = rel.verified_root(rstate, root) is not None  # RootIntegrityError first\n"
+             "    key = (spot_id, object_generation)\n"
+             "    inbox = rstate.inboxes.get(key)\n"
+             "    last, cursor = (0, 0) if inbox is None else (inbox.last_seq, inbox.cursor)\n"
+             "    rel.check_cursor_move(spot_id, object_generation, seq, last, cursor)\n"
+             "    record = lstate.records.get(spot_id)\n"
+             "    remove = loc.pointer_removal(record, object_generation, expected_version)\n",
+        replace="    key = (spot_id, object_generation)\n"
+                "    inbox = rstate.inboxes.get(key)\n"
+                "    last, cursor = (0, 0) if inbox is None else (inbox.last_seq, inbox.cursor)\n"
+                "    rel.check_cursor_move(spot_id, object_generation, seq, last, cursor)\n"
+                "    record = lstate.records.get(spot_id)\n"
+                "    remove = loc.pointer_removal(record, object_generation, expected_version)\n"
+                "    delete = rel.verified_root(rstate, root) is not None\n",
+        guards=[_mem(_COMBINED + "test_finish_first_record_checks_the_root_before_the_record")],
+    ),
+    Mutation(
+        name="store.combined_finish_pointer_cas",
+        family=_TXN,
+        rule="FinishFirstRecord removes the recovery pointer only at the expected "
+             "StoreVersion (StaleFence, nothing written).",
+        path=_RULES + "combined.py",
+        find="    remove = loc.pointer_removal(record, object_generation, expected_version)",
+        replace="    remove = record is not None and record.recovery_pointer is not None",
+        guards=[_mem(_COMBINED + "test_refused_finish_first_record_writes_nothing")],
+    ),
+    # -- SQLite's own SQL (the checks that do not go through store/rules) -------------------
+    Mutation(
+        name="store.sqlite.node_id_live_claims",
+        family=_TXN,
+        rule="SQLite's NewClaim reads every live claim of the NodeId for the NodeIdInUse "
+             "check.",
+        path="zlink_trio/store/sqlite/location.py",
+        find='rows = conn.execute("SELECT body FROM loc_claims WHERE lease_expires_at > ?",',
+        replace='rows = conn.execute("SELECT body FROM loc_claims WHERE lease_expires_at < ?",',
+        guards=[_sqlite(_DEAD + "test_new_claim_refuses_a_node_id_held_live_by_another_process")],
+    ),
+    Mutation(
+        name="store.sqlite.cursor_trims_handled",
+        family=_TXN,
+        rule="SQLite's cursor move deletes every record at or below the cursor: a reader "
+             "never sees a handled record.",
+        path="zlink_trio/store/sqlite/relocation.py",
+        find='conn.execute(f"DELETE FROM rel_inbox_records WHERE {_KEY} AND seq <= ?", '
+             "(*key, seq))",
+        replace='conn.execute(f"DELETE FROM rel_inbox_records WHERE {_KEY} AND seq < ?", '
+                "(*key, seq))",
+        guards=[_sqlite(_INBOX + "test_inbox_cursor_is_monotonic")],
+    ),
+    # -- the Redis Lua (the backend that re-implements the rules) ---------------------------
+    Mutation(
+        name="store.lua.owner_lifecycle_fence",
+        family=_TXN,
+        rule="Lua: an owner fence whose lifecycle is not the claim's current one changes no "
+             "authority (StaleFence).",
+        path=_LUA + "prelude.py",
+        find="  if c == nil or c.lc ~= lc then return nil, {'STALE_OWNER', rid, lc, mesh} end",
+        replace="  if c == nil then return nil, {'STALE_OWNER', rid, lc, mesh} end",
+        guards=[_redis(_LOC + "test_reserve_refuses_expired_or_stale_owner")],
+    ),
+    Mutation(
+        name="store.lua.owner_lease",
+        family=_TXN,
+        rule="Lua: an owner whose lease expired changes no authority (Unavailable).",
+        path=_LUA + "prelude.py",
+        find="  if not (tonumber(now) < tonumber(c.exp)) then return nil, "
+             "{'EXPIRED', rid, lc, c.exp} end",
+        replace="",
+        guards=[_redis(_LOC + "test_reserve_refuses_expired_or_stale_owner")],
+    ),
+    Mutation(
+        name="store.lua.reserve_authority_exists",
+        family=_TXN,
+        rule="Lua: Reserve of an ID that has an authority record is refused "
+             "(AuthorityExists).",
+        path=_LUA + "prelude.py",
+        find="  if #cur > 0 then return {'EXISTS', cur} end",
+        replace="",
+        guards=[_redis(_LOC + "test_reserve_existing_authority_raises_with_current_record")],
+    ),
+    Mutation(
+        name="store.lua.commit_ready_fence",
+        family=_TXN,
+        rule="Lua: CommitReady needs the reservation's owner and generations "
+             "(StaleFence).",
+        path=_LUA + "prelude.py",
+        find="  if fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) then\n"
+             "    if r.state == ST_READY",
+        replace="  if r ~= nil and r.gen == ARGV[3] then\n    if r.state == ST_READY",
+        guards=[_redis(_LOC + "test_commit_ready_refuses_stale_fence_and_writes_nothing")],
+    ),
+    Mutation(
+        name="store.lua.commit_ready_store_version",
+        family=_TXN,
+        rule="Lua: CommitReady needs the reservation's StoreVersion (StaleFence).",
+        path=_LUA + "prelude.py",
+        find="    if r.state == ST_CREATING and r.ver == ARGV[7] then",
+        replace="    if r.state == ST_CREATING then",
+        guards=[_redis(_LOC + "test_commit_ready_refuses_stale_fence_and_writes_nothing")],
+    ),
+    Mutation(
+        name="store.lua.move_fence_owner_generation",
+        family=_STEPS,
+        rule="Lua: a fenced step (relocation, abort, release) with another owner "
+             "generation's fence is refused (StaleFence).",
+        path=_LUA + "prelude.py",
+        find="  return r ~= nil and r.gen == gen and r.ogen == ogen and r.orid == rid",
+        replace="  return r ~= nil and r.gen == gen and r.orid == rid",
+        guards=[_redis(_MOVE + "test_accept_relay_ready_refuses_a_wrong_fence",
+                       "owner_generation")],
+    ),
+    Mutation(
+        name="store.lua.begin_close_fence",
+        family=_TXN,
+        rule="Lua: BeginClose by another owner or expected owner generation is refused "
+             "(StaleFence).",
+        path=_LUA + "location.py",
+        find="local is_stale = r.orid ~= ARGV[4] or r.olc ~= ARGV[5] or "
+             "(ARGV[7] ~= '' and ARGV[7] ~= r.ogen)",
+        replace="local is_stale = false",
+        guards=[_redis(_CLOSE + "test_begin_close_refuses_stale_fences")],
+    ),
+    Mutation(
+        name="store.lua.begin_close_store_version",
+        family=_TXN,
+        rule="Lua: BeginClose with an expected StoreVersion that is not the record's is "
+             "refused (StaleFence).",
+        path=_LUA + "location.py",
+        find="if is_stale or (ARGV[8] ~= '' and ARGV[8] ~= r.ver) then return stale(KEYS[1]) end",
+        replace="if is_stale then return stale(KEYS[1]) end",
+        guards=[_redis(_CLOSE + "test_begin_close_refuses_stale_fences")],
+    ),
+    Mutation(
+        name="store.lua.release_fence",
+        family=_TXN,
+        rule="Lua: only the Closing owner, at its owner generation, releases a record "
+             "(StaleFence).",
+        path=_LUA + "location.py",
+        find="if r.state ~= ST_CLOSING or not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) "
+             "then",
+        replace="if r.state ~= ST_CLOSING then",
+        guards=[_redis(_CLOSE + "test_release_refuses_a_fence_that_does_not_hold_closing")],
+    ),
+    Mutation(
+        name="store.lua.accept_relay_ready_target",
+        family=_STEPS,
+        rule="Lua: only the target the move names accepts relay-ready (StaleFence).",
+        path=_LUA + "location.py",
+        find="local toward = fence_ok and r.trid == trid and r.tlc == tlc",
+        replace="local toward = fence_ok",
+        guards=[_redis(_MOVE + "test_accept_relay_ready_refuses_another_target")],
+    ),
+    Mutation(
+        name="store.lua.commit_relocation_target_lease",
+        family=_STEPS,
+        rule="Lua: CommitRelocation needs the target's live lease (Unavailable).",
+        path=_LUA + "location.py",
+        find="local _, err = owner_claim(r.mesh, r.trid, r.tlc, ARGV[7])\n"
+             "if err then return err end\n",
+        replace="",
+        guards=[_redis(_MOVE + "test_commit_needs_the_target_lease")],
+    ),
+    Mutation(
+        name="store.lua.abort_past_relay_ready",
+        family=_STEPS,
+        rule="Lua: AbortRelocation of a RelayReady record is refused naming "
+             "commit_relocation: the source is never restored.",
+        path=_LUA + "location.py",
+        find="if r.state == ST_RELAY_READY then\n  return {'PAST_RELAY_READY'",
+        replace="if false then\n  return {'PAST_RELAY_READY'",
+        guards=[_redis(_MOVE + "test_abort_after_relay_ready_is_refused")],
+    ),
+    Mutation(
+        name="store.lua.begin_relocation_target_claim",
+        family=_STEPS,
+        rule="Lua: BeginRelocation needs the target's live claim of the named lifecycle "
+             "(StaleFence / Unavailable).",
+        path=_LUA + "location.py",
+        find="local tc, terr = owner_claim(r.mesh, trid, tlc, now)\nif terr then return terr end",
+        replace="local tc = rec(claim_key(r.mesh, trid))",
+        guards=[_redis(_MOVE + "test_begin_relocation_needs_both_live_claims")],
+    ),
+    Mutation(
+        name="store.lua.release_expired_owner_alive",
+        family=_TXN,
+        rule="Lua: ReleaseExpired of a record whose owner's lease is live is refused "
+             "(OwnerAlive).",
+        path=_LUA + "operator.py",
+        find="if c ~= nil and c.lc == r.olc and tonumber(ARGV[5]) < tonumber(c.exp) then",
+        replace="if false then",
+        guards=[_redis(_RELEASE + "test_refuses_a_live_lease_and_writes_nothing")],
+    ),
+    Mutation(
+        name="store.lua.inbox_cursor_forward_only",
+        family=_TXN,
+        rule="Lua: an inbox cursor never moves back (InvalidOperation).",
+        path=_LUA + "prelude.py",
+        find="  if n < cursor then return {'BACK', tostring(m[2] or '0')} end",
+        replace="",
+        guards=[_redis(_INBOX + "test_inbox_cursor_is_monotonic")],
+    ),
+    Mutation(
+        name="store.lua.node_id_in_use",
+        family=_TXN,
+        rule="Lua: a NodeId with a live claim of another NodeRid cannot be claimed again "
+             "(NodeIdInUse).",
+        path=_LUA + "location.py",
+        find="  if v[1] == node_id and v[3] ~= rid and tonumber(now) < tonumber(v[2]) then",
+        replace="  if false then",
+        guards=[_redis(_DEAD + "test_new_claim_refuses_a_node_id_held_live_by_another_process")],
     ),
 )

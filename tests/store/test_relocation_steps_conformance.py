@@ -12,7 +12,7 @@ from __future__ import annotations
 import attrs
 import pytest
 import trio
-from store_helpers import LEASE, MESH, claim, ready, reserve, units
+from store_helpers import LEASE, MESH, claim, ready, reserve, rid, units
 
 from zlink_trio.core.errors import (
     CapacityExceeded,
@@ -120,6 +120,78 @@ async def test_commit_moves_owner_and_capacity(store):
             await store.location.begin_relocation(r.fence(), target=a.owner(), now=0.0)
         with pytest.raises(StaleFence):  # a retried commit meets owner generation 2
             await store.location.commit_relocation(r.fence(), now=0.0)
+
+
+# -- begin and seal: the live claims and the target's capacity ---------------------------------
+
+
+async def test_begin_relocation_needs_both_live_claims(store):
+    with trio.fail_after(TIMEOUT):
+        a, b, r = await _moving(store, "ready")
+        loc = store.location
+        before = await _snapshot(store, a, b)
+        # A target lifecycle that has no claim (b's next one, or a node never claimed).
+        for target in (OwnerFence(b.descriptor.node_rid, b.lifecycle_generation + 1),
+                       OwnerFence(rid(), 1)):
+            with pytest.raises(StaleFence):
+                await loc.begin_relocation(r.fence(), target=target, now=0.0)
+        assert await _snapshot(store, a, b) == before
+        # Only the target's lease expired.
+        await loc.renew(MESH, a.descriptor.node_rid, a.lifecycle_generation, now=0.0,
+                        lease=10 * LATE)
+        with pytest.raises(Unavailable) as caught:
+            await loc.begin_relocation(r.fence(), target=b.owner(), now=LATE)
+        assert not isinstance(caught.value, StaleFence)
+        # Only the source's lease expired.
+        await loc.renew(MESH, b.descriptor.node_rid, b.lifecycle_generation, now=0.0,
+                        lease=100 * LATE)
+        with pytest.raises(Unavailable) as caught:
+            await loc.begin_relocation(r.fence(), target=b.owner(), now=20 * LATE)
+        assert not isinstance(caught.value, StaleFence)
+        assert await _snapshot(store, a, b) == before
+        # Both live: the same step begins the move.
+        moving = await loc.begin_relocation(r.fence(), target=b.owner(), now=LATE)
+        assert moving.state is AuthorityState.RELOCATING
+
+
+async def test_begin_relocation_refuses_a_full_target(store):
+    with trio.fail_after(TIMEOUT):
+        a = await claim(store, "node-a")
+        b = await claim(store, "node-b", capacity=1)
+        c = await claim(store, "node-c", capacity=1)
+        r = await ready(store, a)
+        full = await ready(store, b, "b-1")  # b's one unit is active
+        loc = store.location
+        before = await _snapshot(store, a, b, c)
+        with pytest.raises(CapacityExceeded):
+            await loc.begin_relocation(r.fence(), target=b.owner(), now=0.0)
+        assert await _snapshot(store, a, b, c) == before
+        # A move toward c holds c's one unit pending: a second move does not fit.
+        r2 = await ready(store, a, "r-2")
+        await loc.begin_relocation(r2.fence(), target=c.owner(), now=0.0)
+        before = await _snapshot(store, a, b, c)
+        with pytest.raises(CapacityExceeded):
+            await loc.begin_relocation(r.fence(), target=c.owner(), now=0.0)
+        assert await _snapshot(store, a, b, c) == before
+        # b's unit given back, the move fits.
+        await loc.release((await loc.begin_close(
+            "b-1", object_generation=full.object_generation, owner=b.owner(), now=0.0)).fence())
+        moving = await loc.begin_relocation(r.fence(), target=b.owner(), now=0.0)
+        assert moving.relocation_target == b.owner()
+
+
+async def test_seal_needs_the_source_lease(store):
+    with trio.fail_after(TIMEOUT):
+        a, b, r = await _moving(store, "relocating")
+        await store.location.renew(MESH, b.descriptor.node_rid, b.lifecycle_generation,
+                                   now=0.0, lease=10 * LATE)  # only the source expires
+        before = await _snapshot(store, a, b)
+        with pytest.raises(Unavailable) as caught:
+            await store.location.seal_relocation(r.fence(), now=LATE)
+        assert not isinstance(caught.value, StaleFence)
+        assert await _snapshot(store, a, b) == before
+        sealed = await store.location.seal_relocation(r.fence(), now=0.0)
+        assert sealed.state is AuthorityState.SEALED
 
 
 # -- accept_relay_ready ---------------------------------------------------------------------------
