@@ -480,7 +480,8 @@ STORE_RULES: tuple[Mutation, ...] = (
         rule="FinishFirstRecord checks the root's integrity before the cursor and the "
              "record (the documented order).",
         path=_RULES + "combined.py",
-        find="    delete = rel.verified_root(rstate, root) is not None  # RootIntegrityError first\n"
+        find="    delete = rel.verified_root(rstate, root) is not None"
+             "  # RootIntegrityError first\n"
              "    key = (spot_id, object_generation)\n"
              "    inbox = rstate.inboxes.get(key)\n"
              "    last, cursor = (0, 0) if inbox is None else (inbox.last_seq, inbox.cursor)\n"
