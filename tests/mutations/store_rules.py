@@ -96,6 +96,16 @@ STORE_RULES: tuple[Mutation, ...] = (
         replace="    if load > claim.descriptor.capacity:",
         guards=[_mem(_LOC + "test_capacity_counts_pending_and_active")],
     ),
+    Mutation(
+        name="store.reserve_serves",
+        family=_TXN,
+        rule="Reserve on a node whose descriptor does not serve the type as that kind is "
+             "refused (InvalidOperation).",
+        path=_RULES + "location.py",
+        find="    if not claim.descriptor.serves(stable_type, kind):",
+        replace="    if False:",
+        guards=[_mem(_LOC + "test_reserve_refuses_entry_ids_and_kinds")],
+    ),
     # -- location.py: CommitReady -----------------------------------------------------------
     Mutation(
         name="store.commit_ready_store_version",
@@ -136,6 +146,16 @@ STORE_RULES: tuple[Mutation, ...] = (
              "            # The stored record's fields",
         replace="            # The stored record's fields",
         guards=[_mem(_LOC + "test_commit_ready_refuses_expired_or_replaced_owner")],
+    ),
+    Mutation(
+        name="store.commit_ready_retry_is_this_commit",
+        family=_TXN,
+        rule="A retried CommitReady returns the record only while it is that commit's "
+             "result (StoreVersion one more); after a later change it is StaleFence.",
+        path=_RULES + "location.py",
+        find="                and record.store_version == fence.store_version + 1):",
+        replace="                ):",
+        guards=[_mem(_LOC + "test_commit_ready_retry_after_a_later_change_is_stale")],
     ),
     # -- location.py: BeginClose / Release / RemoveRecoveryPointer --------------------------
     Mutation(
@@ -206,6 +226,19 @@ STORE_RULES: tuple[Mutation, ...] = (
         find="    if record.store_version != expected_version:",
         replace="    if False:",
         guards=[_mem(_CLOSE + "test_remove_recovery_pointer_is_an_expected_version_cas")],
+    ),
+    Mutation(
+        name="store.recovery_pointer_object_generation",
+        family=_TXN,
+        rule="RemoveRecoveryPointer of another ObjectGeneration removes nothing (False), "
+             "even at the record's StoreVersion.",
+        path=_RULES + "location.py",
+        find="    if record is None or record.object_generation != object_generation:\n"
+             "        return False\n    if record.state is AuthorityState.CREATING:",
+        replace="    if record is None:\n"
+                "        return False\n    if record.state is AuthorityState.CREATING:",
+        guards=[_mem(_CLOSE
+                     + "test_remove_recovery_pointer_of_another_generation_removes_nothing")],
     ),
     # -- claims.py --------------------------------------------------------------------------
     Mutation(
@@ -304,6 +337,16 @@ STORE_RULES: tuple[Mutation, ...] = (
         guards=[_mem(_MOVE + "test_begin_relocation_refuses_a_full_target")],
     ),
     Mutation(
+        name="store.begin_relocation_retry_fence",
+        family=_STEPS,
+        rule="A retried BeginRelocation with a fence that does not match is refused "
+             "(StaleFence), not answered with the record.",
+        path=_RULES + "relocation_steps.py",
+        find="        _fenced(state, fence, AuthorityState.RELOCATING)\n        return record",
+        replace="        return record",
+        guards=[_mem(_MOVE + "test_a_retried_step_still_checks_the_fence", "owner_generation")],
+    ),
+    Mutation(
         name="store.seal_source_lease",
         family=_STEPS,
         rule="Seal needs the source owner's live lease (Unavailable).",
@@ -329,6 +372,16 @@ STORE_RULES: tuple[Mutation, ...] = (
         find="    check_owner(state, record.mesh, target, now)\n    relay = attrs.evolve(",
         replace="    relay = attrs.evolve(",
         guards=[_mem(_MOVE + "test_accept_relay_ready_refuses_an_expired_target_lease")],
+    ),
+    Mutation(
+        name="store.accept_relay_ready_retry_fence",
+        family=_STEPS,
+        rule="A retried AcceptRelayReady with a fence that does not match is refused "
+             "(StaleFence), not answered with the record.",
+        path=_RULES + "relocation_steps.py",
+        find="            and record.relocation_target == target and _matches(record, fence)):",
+        replace="            and record.relocation_target == target):",
+        guards=[_mem(_MOVE + "test_a_retried_step_still_checks_the_fence", "owner_generation")],
     ),
     Mutation(
         name="store.commit_relocation_target_lease",
@@ -360,6 +413,16 @@ STORE_RULES: tuple[Mutation, ...] = (
         find="    target = _STEPS[state].get(event)",
         replace="    target = _STEPS[state].get(event, state)",
         guards=["tests/store/" + _CHART + "test_the_rules_step_is_the_compiled_chart"],
+    ),
+    Mutation(
+        name="store.chart_step_to_missing",
+        family=_CHARTS,
+        rule="An event that deletes the record must take it to missing in the chart; a step "
+             "to a stored state deletes nothing (InvalidOperation).",
+        path=_RULES + "authority.py",
+        find="    if target is not AuthorityState.MISSING:",
+        replace="    if False:",
+        guards=["tests/store/" + _CHART + "test_the_rules_step_to_missing_ends_only_the_record"],
     ),
     # -- operator.py: ReleaseExpired (zlink-trio release --generation --owner-generation) --
     Mutation(
@@ -421,6 +484,16 @@ STORE_RULES: tuple[Mutation, ...] = (
         replace="            if claim.descriptor.node_id == node_id}",
         guards=[_mem(_DEAD + "test_dead_owned_lists_every_state_of_expired_lifecycles_only")],
     ),
+    Mutation(
+        name="store.remove_dead_claims_empty_only",
+        family=_TXN,
+        rule="RemoveDeadClaims deletes only expired claims that hold no capacity unit (a "
+             "claim that owns records stays, as their proof).",
+        path=_RULES + "recovery.py",
+        find="        if not state.pending.get(key, 0) and not state.active.get(key, 0):",
+        replace="        if True:",
+        guards=[_mem(_DEAD + "test_remove_dead_claims_deletes_only_empty_expired_claims")],
+    ),
     # -- relocation_store.py: roots and inboxes ---------------------------------------------
     Mutation(
         name="store.inbox_cursor_forward_only",
@@ -451,6 +524,16 @@ STORE_RULES: tuple[Mutation, ...] = (
              "receipt.sha256:",
         replace="    if len(raw) != receipt.size:",
         guards=[_mem(_INBOX + "test_get_root_verifies_receipt")],
+    ),
+    Mutation(
+        name="store.root_delete_verified",
+        family=_TXN,
+        rule="DeleteRoot deletes only the bytes the receipt names (RootIntegrityError "
+             "otherwise).",
+        path=_RULES + "relocation_store.py",
+        find="    if verified_root(state, receipt) is None:\n        return False",
+        replace="    if state.roots.get(receipt.ref) is None:\n        return False",
+        guards=[_mem(_INBOX + "test_delete_root_is_idempotent_and_verified")],
     ),
     # -- combined.py: the merged transactions' checks, in the documented order --------------
     Mutation(
@@ -582,6 +665,26 @@ STORE_RULES: tuple[Mutation, ...] = (
         guards=[_redis(_LOC + "test_commit_ready_refuses_stale_fence_and_writes_nothing")],
     ),
     Mutation(
+        name="store.lua.commit_ready_retry_is_this_commit",
+        family=_TXN,
+        rule="Lua: a retried CommitReady returns the record only while it is that commit's "
+             "result; after a later change it is StaleFence.",
+        path=_LUA + "prelude.py",
+        find="    if r.state == ST_READY and r.ver == ARGV[8] then return nil, false end",
+        replace="    if r.state == ST_READY then return nil, false end",
+        guards=[_redis(_LOC + "test_commit_ready_retry_after_a_later_change_is_stale")],
+    ),
+    Mutation(
+        name="store.lua.abort_creating_fence",
+        family=_TXN,
+        rule="Lua: AbortCreating with a fence of another owner or owner generation is "
+             "refused (StaleFence).",
+        path=_LUA + "location.py",
+        find="if r.state ~= ST_CREATING or not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6])\n",
+        replace="if r.state ~= ST_CREATING\n",
+        guards=[_redis(_LOC + "test_abort_creating_with_fence")],
+    ),
+    Mutation(
         name="store.lua.move_fence_owner_generation",
         family=_STEPS,
         rule="Lua: a fenced step (relocation, abort, release) with another owner "
@@ -625,6 +728,16 @@ STORE_RULES: tuple[Mutation, ...] = (
         guards=[_redis(_CLOSE + "test_release_refuses_a_fence_that_does_not_hold_closing")],
     ),
     Mutation(
+        name="store.lua.recovery_pointer_cas",
+        family=_TXN,
+        rule="Lua: RemoveRecoveryPointer is a compare-and-set on the StoreVersion "
+             "(StaleFence).",
+        path=_LUA + "prelude.py",
+        find="  if r.ver ~= ver then return stale(sk) end",
+        replace="",
+        guards=[_redis(_CLOSE + "test_remove_recovery_pointer_is_an_expected_version_cas")],
+    ),
+    Mutation(
         name="store.lua.accept_relay_ready_target",
         family=_STEPS,
         rule="Lua: only the target the move names accepts relay-ready (StaleFence).",
@@ -662,6 +775,18 @@ STORE_RULES: tuple[Mutation, ...] = (
         find="local tc, terr = owner_claim(r.mesh, trid, tlc, now)\nif terr then return terr end",
         replace="local tc = rec(claim_key(r.mesh, trid))",
         guards=[_redis(_MOVE + "test_begin_relocation_needs_both_live_claims")],
+    ),
+    Mutation(
+        name="store.lua.seal_source_lease",
+        family=_STEPS,
+        rule="Lua: Seal needs the source owner's live lease (Unavailable).",
+        path=_LUA + "location.py",
+        find="local _, err = owner_claim(r.mesh, r.orid, r.olc, ARGV[7])\nif err then return "
+             "err end\nif r.ver == MAXGEN then return {'SPENT'} end\n"
+             "local new, serr = step(r.state, EV_SEAL)",
+        replace="if r.ver == MAXGEN then return {'SPENT'} end\n"
+                "local new, serr = step(r.state, EV_SEAL)",
+        guards=[_redis(_MOVE + "test_seal_needs_the_source_lease")],
     ),
     Mutation(
         name="store.lua.release_expired_owner_alive",

@@ -173,3 +173,13 @@ def test_the_rules_step_is_the_compiled_chart():
             else:
                 with pytest.raises(InvalidOperation, match=f"no transition '{event}'"):
                     authority.step(stored, event)
+
+
+def test_the_rules_step_to_missing_ends_only_the_record():
+    for state, event in sorted(CHART.transitions):
+        stored = AuthorityState(state)
+        if CHART.step(state, event) == "missing":
+            assert authority.step_to_missing(stored, event) is None
+        else:  # a step to a stored state: the record stays, so nothing may delete it
+            with pytest.raises(InvalidOperation, match="not to missing"):
+                authority.step_to_missing(stored, event)

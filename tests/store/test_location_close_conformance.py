@@ -145,6 +145,21 @@ async def test_remove_recovery_pointer_is_an_expected_version_cas(store):
         assert await store.location.find("r-1") == after
 
 
+async def test_remove_recovery_pointer_of_another_generation_removes_nothing(store):
+    with trio.fail_after(TIMEOUT):
+        c = await claim(store)
+        pointer = RecoveryPointer(root_ref="sha256:" + SHA, sha256=SHA, size=3)
+        fence = await reserve(store, c, kind=SpotKind.INSTANCE, stable_type="counter",
+                              recovery_pointer=pointer)
+        r = await store.location.commit_ready(fence, now=0.0)
+        # The StoreVersion matches, the ObjectGeneration does not: another incarnation's.
+        assert await store.location.remove_recovery_pointer(
+            "r-1", object_generation=r.object_generation + 1,
+            expected_version=r.store_version) is False
+        assert await store.location.find("r-1") == r
+        assert r.recovery_pointer == pointer
+
+
 # -- Query ---------------------------------------------------------------------------------------
 
 

@@ -242,6 +242,23 @@ async def test_commit_ready_refuses_stale_fence_and_writes_nothing(store):
         assert await snapshot(store) == before
 
 
+async def test_commit_ready_retry_after_a_later_change_is_stale(store):
+    # A retry returns the record only while it is this very commit's result.
+    with trio.fail_after(TIMEOUT):
+        c = await claim(store)
+        pointer = RecoveryPointer(root_ref="sha256:" + SHA, sha256=SHA, size=40)
+        fence = await reserve(store, c, kind=SpotKind.INSTANCE, stable_type="counter",
+                              recovery_pointer=pointer)
+        record = await store.location.commit_ready(fence, now=1.0)
+        assert await store.location.remove_recovery_pointer(
+            "r-1", object_generation=record.object_generation,
+            expected_version=record.store_version)
+        changed = await store.location.find("r-1")
+        with pytest.raises(StaleFence):
+            await store.location.commit_ready(fence, now=1.0)
+        assert await store.location.find("r-1") == changed
+
+
 async def test_commit_ready_refuses_expired_or_replaced_owner(store):
     with trio.fail_after(TIMEOUT):
         c = await claim(store, now=0.0)

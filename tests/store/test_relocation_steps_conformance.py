@@ -194,6 +194,29 @@ async def test_seal_needs_the_source_lease(store):
         assert sealed.state is AuthorityState.SEALED
 
 
+@pytest.mark.parametrize("field", ["object_generation", "owner_generation", "owner"])
+async def test_a_retried_step_still_checks_the_fence(store, field):
+    # BeginRelocation and AcceptRelayReady answer a retry of a step that happened with
+    # the record as it is; a fence that does not match is stale all the same.
+    with trio.fail_after(TIMEOUT):
+        a, b, r = await _moving(store, "relocating")
+        fence = r.fence()
+        wrong = attrs.evolve(fence, **{field: {
+            "object_generation": fence.object_generation + 1,
+            "owner_generation": fence.owner_generation + 1, "owner": b.owner()}[field]})
+        loc = store.location
+        before = await _snapshot(store, a, b)
+        with pytest.raises(StaleFence):
+            await loc.begin_relocation(wrong, target=b.owner(), now=0.0)
+        assert await _snapshot(store, a, b) == before
+        await loc.seal_relocation(fence, now=0.0)
+        await loc.accept_relay_ready(fence, target=b.owner(), now=0.0)
+        before = await _snapshot(store, a, b)
+        with pytest.raises(StaleFence):
+            await loc.accept_relay_ready(wrong, target=b.owner(), now=0.0)
+        assert await _snapshot(store, a, b) == before
+
+
 # -- accept_relay_ready ---------------------------------------------------------------------------
 
 
