@@ -272,6 +272,17 @@ STORE_RULES: tuple[Mutation, ...] = (
         replace="    if claim is None:\n        raise StaleFence(",
         guards=[_mem(_LOC + "test_renew_refuses_stale_lifecycle_and_missing_claim")],
     ),
+    Mutation(
+        name="store.remove_lifecycle_fence",
+        family=_TXN,
+        rule="Remove by a lifecycle that is not the claim's current one deletes nothing: a "
+             "stale process never removes its replacement (False).",
+        path=_RULES + "claims.py",
+        find="    if claim is None or claim.lifecycle_generation != lifecycle_generation:\n"
+             "        return False\n    entry = _entry_of(state, claim)",
+        replace="    if claim is None:\n        return False\n    entry = _entry_of(state, claim)",
+        guards=[_mem(_LOC + "test_stale_remove_cannot_delete_replacement")],
+    ),
     # -- relocation_steps.py ----------------------------------------------------------------
     Mutation(
         name="store.move_fence_object_generation",
@@ -675,6 +686,16 @@ STORE_RULES: tuple[Mutation, ...] = (
         guards=[_redis(_LOC + "test_commit_ready_retry_after_a_later_change_is_stale")],
     ),
     Mutation(
+        name="store.lua.commit_ready_owner_live",
+        family=_TXN,
+        rule="Lua: CommitReady needs the owner's live claim (Unavailable / StaleFence).",
+        path=_LUA + "prelude.py",
+        find="      local _, err = owner_claim(r.mesh, r.orid, r.olc, ARGV[9])\n"
+             "      if err then return err end\n",
+        replace="",
+        guards=[_redis(_LOC + "test_commit_ready_refuses_expired_or_replaced_owner")],
+    ),
+    Mutation(
         name="store.lua.abort_creating_fence",
         family=_TXN,
         rule="Lua: AbortCreating with a fence of another owner or owner generation is "
@@ -717,6 +738,16 @@ STORE_RULES: tuple[Mutation, ...] = (
         guards=[_redis(_CLOSE + "test_begin_close_refuses_stale_fences")],
     ),
     Mutation(
+        name="store.lua.begin_close_owner_lease",
+        family=_TXN,
+        rule="Lua: BeginClose needs the owner's live lease (Unavailable).",
+        path=_LUA + "location.py",
+        find="local _, err = owner_claim(r.mesh, ARGV[4], ARGV[5], ARGV[6])\n"
+             "if err then return err end\n",
+        replace="",
+        guards=[_redis(_CLOSE + "test_begin_close_refuses_stale_fences")],
+    ),
+    Mutation(
         name="store.lua.release_fence",
         family=_TXN,
         rule="Lua: only the Closing owner, at its owner generation, releases a record "
@@ -745,6 +776,15 @@ STORE_RULES: tuple[Mutation, ...] = (
         find="local toward = fence_ok and r.trid == trid and r.tlc == tlc",
         replace="local toward = fence_ok",
         guards=[_redis(_MOVE + "test_accept_relay_ready_refuses_another_target")],
+    ),
+    Mutation(
+        name="store.lua.accept_relay_ready_target_lease",
+        family=_STEPS,
+        rule="Lua: AcceptRelayReady needs the target's live lease (Unavailable).",
+        path=_LUA + "location.py",
+        find="local _, err = owner_claim(r.mesh, trid, tlc, ARGV[9])\nif err then return err end\n",
+        replace="",
+        guards=[_redis(_MOVE + "test_accept_relay_ready_refuses_an_expired_target_lease")],
     ),
     Mutation(
         name="store.lua.commit_relocation_target_lease",
@@ -797,6 +837,15 @@ STORE_RULES: tuple[Mutation, ...] = (
         find="if c ~= nil and c.lc == r.olc and tonumber(ARGV[5]) < tonumber(c.exp) then",
         replace="if false then",
         guards=[_redis(_RELEASE + "test_refuses_a_live_lease_and_writes_nothing")],
+    ),
+    Mutation(
+        name="store.lua.release_expired_owner_generation",
+        family=_TXN,
+        rule="Lua: ReleaseExpired with another owner generation is refused (StaleFence).",
+        path=_LUA + "operator.py",
+        find="if r.gen ~= ARGV[3] or r.ogen ~= ARGV[4] or",
+        replace="if r.gen ~= ARGV[3] or",
+        guards=[_redis(_RELEASE + "test_refuses_stale_generations_and_writes_nothing")],
     ),
     Mutation(
         name="store.lua.inbox_cursor_forward_only",
