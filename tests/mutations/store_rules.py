@@ -1,8 +1,16 @@
 """The mutation gate's entries for the store:
-every fence check of the transaction rules (``store/rules/``, the
+the fence checks of the transaction rules (``store/rules/``, the
 oracle) and of the backends that do not run them (the Redis Lua, SQLite's own SQL).
 
 Each entry is a :class:`~mutation.Mutation`; see ``catalog.py``.
+
+Every fence of ``store/rules/`` has an entry; the Lua has one for each fence of Reserve,
+CommitReady, BeginClose / Release, the pointer CAS, the relocation steps and
+ReleaseExpired, plus the owner check all scripts share. Left out (each deletion is
+refused anyway, by the SpotAuthority chart's step or by a check before it, so only the
+error class would change): the state checks that only pick the error class (a Creating
+record's BeginClose, AcceptRelayReady before Sealed, CommitRelocation before
+RelayReady) and the Entry check of BeginRelocation (no node serves the Entry type).
 
 Guards are single parametrized conformance tests on one backend: ``[memory://]`` for a
 rule of ``store/rules/`` (memory runs the rules as they are; SQLite runs the same
