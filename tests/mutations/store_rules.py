@@ -7,12 +7,14 @@ Each entry is a :class:`~mutation.Mutation`; see ``catalog.py``.
 Each kind of fence has at least one entry: the owner check (lifecycle, lease), Reserve,
 CommitReady, BeginClose / Release, the pointer CAS, the claim fences, each relocation
 step, the chart's step, ReleaseExpired, AdoptOrphan and the dead lifecycles, roots and
-inboxes, the combined transactions, SQLite's own SQL; the Lua of each of these but the
-claims and recovery ones. The rest of the checks beside them are left out to keep the
-gate's time (each entry costs a pytest start-up); so are the state checks that only pick
-the error class -- delete one and the SpotAuthority chart's step still refuses (a
-Creating record's BeginClose, AcceptRelayReady before Sealed, CommitRelocation before
-RelayReady) -- and BeginRelocation's Entry check (no node serves the Entry type).
+inboxes, the combined transactions, SQLite's own SQL; and the Lua of the owner check,
+Reserve, CommitReady, AbortCreating, BeginClose / Release, the pointer CAS, the
+relocation steps, ReleaseExpired, the inbox cursor and NodeIdInUse. The rest of the
+checks beside them are left out to keep the gate's time (each entry costs a pytest
+start-up); so are the state checks that only pick the error class -- delete one and the
+SpotAuthority chart's step still refuses (a Creating record's BeginClose,
+AcceptRelayReady before Sealed, CommitRelocation before RelayReady) -- and
+BeginRelocation's Entry check (no node serves the Entry type).
 
 Guards are single parametrized conformance tests on one backend: ``[memory://]`` for a
 rule of ``store/rules/`` (memory runs the rules as they are; SQLite runs the same
