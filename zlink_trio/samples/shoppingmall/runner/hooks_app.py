@@ -84,9 +84,9 @@ class HookContext:
 
 
 def _stdout_line(line: str) -> None:
+    """One line to standard output, flushed: the node's log, in the order it was written."""
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
-
 
 
 async def _body(request: Request) -> dict[str, Any]:

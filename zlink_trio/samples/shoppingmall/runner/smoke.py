@@ -157,7 +157,7 @@ async def _smoke(store: str | None, work_dir: Path, run_id: str) -> str:
             dead = [f"{n} exited; its log ends: {_tail(node)!r}"
                     for n, node in nodes.items() if not node.is_alive()]
             raise SmokeFailure("; ".join([f"readiness: {exc}", *dead]), last) from exc
-        last = "all four nodes ready"
+        last = "every node ready"
         carts, concurrent = cart_ids(run_id)
         async with httpx.AsyncClient(timeout=30.0) as http:
             hooks = Hooks(http, {w: deployment.node(w).hooks_url
