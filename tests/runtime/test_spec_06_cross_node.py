@@ -34,7 +34,7 @@ The items, and where each is tested:
   too, Mesh-wide: the nodes' registries differ (one serves two types, one a single type,
   one is a client of none) and, for the second, two Meshes have object-role nodes, so a
   node that decided from its own registry or its own Mesh would answer otherwise. The
-  nodes of these tests are opened with :func:`open_mesh_node`.
+  nodes of these tests are given their registries one by one (``open_node(spots=)``).
 
 Not here: "User Spot Close doesn't secretly clean up active membership" (06) and the
 "active membership" branch of command 48 -- Actor membership (spec 05) does not exist in
@@ -54,8 +54,12 @@ import pytest
 import trio
 import trio.testing
 from cross_node_helpers import (
+    CLIENT,
     LIMIT,
+    SPOTS,
+    Hall,
     Shared,
+    open_node,
     open_nodes,
     ran_on,
     record_state,
@@ -88,17 +92,6 @@ async def shared(url: str) -> AsyncIterator[Shared]:
     """The nodes' store on each backend (``cross_node_helpers.shared_store``)."""
     async with shared_store(url) as opened:
         yield opened
-
-
-
-def open_mesh_node(shared: Shared, name: str, *spots: type, mesh: str = "world",
-                   weight: float = 1.0) -> Any:
-    """A listening node of ``mesh`` serving exactly ``spots`` (none: a ``client_only``
-    node), so the nodes of one test have registries that differ (the Mesh-wide items)."""
-    if not spots:
-        return zl.open_node(name, store=shared.store, mesh=mesh, client_only=True)
-    return zl.open_node(name, store=shared.store, mesh=mesh, spots=list(spots),
-                        placement_weight=weight)
 
 
 class Resolves(logging.Handler):
@@ -142,7 +135,7 @@ async def test_remote_user_spot_create_fixes_reservation_in_command_47(shared: S
     gate = PROBE.activate_gates["r-1"] = trio.Event()
     results: list[zl.CreateResult] = []
     with trio.fail_after(LIMIT):
-        async with open_nodes(shared, 1, 0) as (a, b):
+        async with open_nodes(shared, 1, 0, spots=(SPOTS, CLIENT)) as (a, b):
 
             async def get_or_create(node: Any, spec: RoomSpec) -> None:
                 call = node.spots.get_or_create("r-1", "room").request(spec)
@@ -198,7 +191,7 @@ async def test_remote_user_spot_create_fixes_reservation_in_command_47_withdrawn
     view = shared.view
     gate = PROBE.activate_gates["r-1"] = trio.Event()
     with trio.fail_after(LIMIT):
-        async with open_nodes(shared, 1, 0) as (a, b):
+        async with open_nodes(shared, 1, 0, spots=(SPOTS, CLIENT)) as (a, b):
             with pytest.raises(zl.DeadlineExceeded):
                 await b.spots.get_or_create("r-1", "room").timeout(0.5)
             assert PROBE.started("r-1").is_set()  # the target was building it
@@ -226,7 +219,7 @@ async def test_remote_user_spot_close_fixes_ref_and_fences_in_command_48(
     lifecycle in command 48, and doesn't use a Location row lookup or application control
     packet as completion."""
     with trio.fail_after(LIMIT):
-        async with open_nodes(shared, 1, 0) as (a, b):
+        async with open_nodes(shared, 1, 0, spots=(SPOTS, CLIENT)) as (a, b):
             first = (await b.spots.get_or_create("r-1", "room").timeout(20)).ref
             assert first.node_rid == a.node_rid
             await b.client.request("r-1", Ping(), reply=Pong).timeout(20)  # b caches it
@@ -261,7 +254,8 @@ async def test_remote_user_spot_close_fixes_ref_and_fences_in_command_48_moving_
     view = shared.view
     moved: list[zl.RelocationResult] = []
     with trio.fail_after(LIMIT):
-        async with open_nodes(shared, 1, 0, 0) as (a, b, c):
+        async with open_nodes(shared, 1, 0, 0, spots=(SPOTS, CLIENT, (Hall,))) as (
+                a, b, c):
             ref = (await b.spots.get_or_create("h-1", "hall").timeout(20)).ref
             assert ref.node_rid == a.node_rid
             await b.client.send("h-1", Hold("running"))
@@ -305,7 +299,7 @@ async def test_cold_activation_source_creates_no_owner_claim_and_submits_envelop
     gate = PROBE.activate_gates["c-1"] = trio.Event()
     replies: list[Pong] = []
     with trio.fail_after(LIMIT):
-        async with open_nodes(shared, 1, 0) as (a, b):  # source node-b, target node-a
+        async with open_nodes(shared, 1, 0, spots=(SPOTS, (Room,))) as (a, b):  # source b, target a
 
             async def first_call() -> None:
                 call = b.client.request("c-1", Note("first"), reply=Pong)
@@ -343,7 +337,7 @@ async def test_message_not_delivered_to_instance_without_authority_and_loser_bui
     gate = PROBE.activate_gates["c-1"] = trio.Event()
     outcomes: dict[str, Pong] = {}
     with trio.fail_after(LIMIT):
-        async with open_nodes(shared, 1, 0) as (a, b):
+        async with open_nodes(shared, 1, 0, spots=(SPOTS, (Room,))) as (a, b):
 
             async def call(node: Any, tag: str) -> None:
                 builder = node.client.request("c-1", Note(tag), reply=Pong)
@@ -377,7 +371,7 @@ async def test_concurrent_creation_runs_factory_once_and_others_target_created_o
     gate = PROBE.activate_gates["c-1"] = trio.Event()
     replies: list[Pong] = []
     with trio.fail_after(LIMIT):
-        async with open_nodes(shared, 1, 0) as (a, b):
+        async with open_nodes(shared, 1, 0, spots=(SPOTS, CLIENT)) as (a, b):
 
             async def request(node: Any, tag: str) -> None:
                 call = node.client.request("c-1", Note(tag), reply=Pong)
@@ -412,7 +406,7 @@ async def test_missing_creating_and_store_failure_are_not_negative_cached(
     """Missing, Creating, and Store failure aren't negative-cached. (Missing and Creating
     seen from another node; Store failure: ``test_spec_06.py``.)"""
     with trio.fail_after(LIMIT):
-        async with open_nodes(shared, 0, 1) as (a, b):  # caller node-a, owner node-b
+        async with open_nodes(shared, 0, 1, spots=(CLIENT, SPOTS)) as (a, b):  # caller a, owner b
             # Missing: node-a sees NotFound, node-b creates r-1, node-a reaches it at once.
             with pytest.raises(zl.NotFound):
                 await a.client.request("r-1", Ping(), reply=Pong).timeout(20)
@@ -476,9 +470,9 @@ async def test_missing_creating_and_store_failure_are_not_negative_cached_creati
     view = shared.view
     with trio.fail_after(LIMIT):
         async with (
-            open_mesh_node(shared, "node-a", Room, weight=0) as a,
-            open_mesh_node(shared, "node-b", Room) as b,
-            open_mesh_node(shared, "node-c") as c,
+            open_node(shared, "node-a", 0, spots=(Room,)) as a,
+            open_node(shared, "node-b", 1, spots=(Room,)) as b,
+            open_node(shared, "node-c", 0, spots=CLIENT) as c,
         ):
             # node-c's link to node-b is open before the timing below starts.
             first = await a.spots.get_or_create("r-1", "room").timeout(20)
@@ -539,10 +533,10 @@ async def test_instance_type_auto_selected_only_when_mesh_has_exactly_one(shared
     view = shared.view
     with trio.fail_after(LIMIT):
         async with (
-            open_mesh_node(shared, "node-b", Counter) as b,
-            open_mesh_node(shared, "node-c") as c,
+            open_node(shared, "node-b", 1, spots=(Counter,)) as b,
+            open_node(shared, "node-c", 0, spots=CLIENT) as c,
         ):
-            async with open_mesh_node(shared, "node-a", Counter, Gauge) as a:
+            async with open_node(shared, "node-a", 1, spots=(Counter, Gauge)) as a:
                 # Two Instance types in the Mesh: the type is required, whoever asks --
                 # node-b too, although it registers only one.
                 async with store_unchanged(view):
@@ -589,9 +583,9 @@ async def test_instance_intent_cold_activates_only_missing_spot_with_optional_me
     view = shared.view
     with trio.fail_after(LIMIT):
         async with (
-            open_mesh_node(shared, "node-a", Counter, Gauge, Room) as a,
-            open_mesh_node(shared, "node-b", Gauge, mesh="shop") as b,
-            open_mesh_node(shared, "node-c") as c,
+            open_node(shared, "node-a", 1, spots=(Counter, Gauge, Room)) as a,
+            open_node(shared, "node-b", 1, spots=(Gauge,), mesh="shop") as b,
+            open_node(shared, "node-c", 0, spots=CLIENT) as c,
         ):
             async with store_unchanged(view):
                 for node in (a, b, c):

@@ -45,7 +45,9 @@ import pytest
 import trio
 import trio.testing
 from cross_node_helpers import (
+    CLIENT,
     LIMIT,
+    SPOTS,
     Shared,
     open_node,
     open_nodes,
@@ -97,10 +99,9 @@ async def test_message_right_after_creation_is_processed_without_cache_delay(
     gate = PROBE.activate_gates["c-2"] = trio.Event()
     with trio.fail_after(LIMIT):
         async with (
-            zl.open_node("node-a", store=shared.store, spots=[Gauge],
-                         placement_weight=0) as a,
-            zl.open_node("node-b", store=shared.store, spots=[Counter]) as b,
-            zl.open_node("node-c", store=shared.store, client_only=True) as c,
+            open_node(shared, "node-a", 0, spots=(Gauge,)) as a,
+            open_node(shared, "node-b", 1, spots=(Counter,)) as b,
+            open_node(shared, "node-c", 0, spots=CLIENT) as c,
         ):
             first = await a.client.request("c-1", Ping(), reply=Pong).instance_spot(
                 "counter").timeout(20)
@@ -154,7 +155,7 @@ async def test_unavailable_owner_starts_no_new_creation_and_ends_request_with_it
         async with (
             open_node(shared, "node-a", 1, lease=3,
                       injected=zl.InjectedOptions(clock=time.time)) as a,
-            open_node(shared, "node-b", 0, lease=60,
+            open_node(shared, "node-b", 0, spots=CLIENT, lease=60,
                       injected=zl.InjectedOptions(clock=lambda: time.time() + skew[0])) as b,
         ):
             first = await b.client.request("c-1", Ping(), reply=Pong).instance_spot(
@@ -191,7 +192,7 @@ async def test_ordinary_message_not_rejected_for_generation_mismatch_after_recre
     generation mismatch. (Another node's cached route names the old generation; close and
     re-create happened on the same owner, so its current Ready Spot runs it, 06 §5.)"""
     with trio.fail_after(LIMIT):
-        async with open_nodes(shared, 1, 0) as (a, b):
+        async with open_nodes(shared, 1, 0, spots=(SPOTS, CLIENT)) as (a, b):
             old = (await a.spots.get_or_create("r-1", "room").timeout(20)).ref
             pong = await b.client.request("r-1", Ping(), reply=Pong).timeout(20)
             assert pong.generation == old.generation  # node-b caches the route now
@@ -232,7 +233,7 @@ async def test_call_to_stale_owner_ends_in_error_without_retry(shared: Shared) -
     node's cached route names a node that no longer owns the Spot: StaleRoute, run
     nowhere, not resent to the new owner, 06 §6.)"""
     with trio.fail_after(LIMIT):
-        async with open_nodes(shared, 1, 0) as (a, b):
+        async with open_nodes(shared, 1, 0, spots=(SPOTS, CLIENT)) as (a, b):
             # The owner's incarnation closed itself; node-b still caches the route.
             first = await b.client.request("c-1", Ping(), reply=Pong).instance_spot(
                 "counter").timeout(20)
@@ -285,7 +286,7 @@ async def test_new_activation_rejected_at_ceiling(shared: Shared) -> None:
     with trio.fail_after(LIMIT):
         async with (
             open_node(shared, "node-a", 1, active_object_ceiling=2) as a,
-            open_node(shared, "node-b", 0) as b,
+            open_node(shared, "node-b", 0, spots=(Counter,)) as b,
         ):
             await b.client.request("c-1", Ping(), reply=Pong).instance_spot(
                 "counter").timeout(20)
