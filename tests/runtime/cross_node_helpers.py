@@ -14,9 +14,10 @@ websocket links, as separate processes use) and share one store, on each backend
 differ: the owner serves the types of the test, a caller fewer or none (a
 :data:`CLIENT` node), so a node that decided from its own registry instead of the
 Mesh's descriptors would fail them. A message that has to cross nodes crosses a link,
-so no test accepts ``zl.Unavailable`` in place of the outcome its item names: where Unavailable *is* the outcome (an owner whose lease ran
-out, a close meeting a move), the test first shows the same call succeeding across the
-link, and checks the reason the error gives.
+so no test accepts ``zl.Unavailable`` in place of the outcome its item names: where
+Unavailable *is* the outcome (an owner whose lease ran out, a close meeting a move),
+the test first shows the same call succeeding across the link, and checks the reason
+the error gives.
 
 Each test is named after its item (the same name as the single-node test of
 ``test_spec_06.py`` / ``test_spec_09.py`` where that one covers the one-node half; a
