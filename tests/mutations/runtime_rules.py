@@ -63,6 +63,20 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
                 "test_instance_type_auto_selected_only_when_mesh_has_exactly_one"],
     ),
     Mutation(
+        name="mesh.user_type_from_every_descriptor",
+        family="User Spot Create / GetOrCreate (06 §3, §3.1\u20133.3)",
+        rule="Create checks the stable type against every serving node of the Mesh, so a "
+             "node that does not register it (a client) still creates it on one that does.",
+        path="zlink_trio/runtime/coordinators/create.py",
+        find="        select_user_type(found, mesh, op.stable_type)\n",
+        replace="        select_user_type(\n"
+                "            [c for c in found if c.node_rid == rt.node_rid] or found, mesh,\n"
+                "            op.stable_type)\n",
+        guards=["tests/runtime/test_spec_06_cross_node.py::"
+                "test_instance_intent_cold_activates_only_missing_spot_with_"
+                "optional_mesh_and_type"],
+    ),
+    Mutation(
         name="mesh.candidates_keep_their_mesh",
         family="Cold activation (06 §4.1, §4.1.1, §4.2)",
         rule="Placement sees each node in its own Mesh: with two object Meshes and no "
