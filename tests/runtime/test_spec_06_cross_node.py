@@ -464,9 +464,10 @@ async def test_missing_creating_and_store_failure_are_not_negative_cached_creati
 ) -> None:
     """Missing, Creating, and Store failure aren't negative-cached. (Creating seen from a
     third node: node-a creates r-2, placed on node-b, while node-c -- a client-only node,
-    no Spot type of its own and no attempt of its own to wait on -- asks for it. node-c
-    reads the store again and again with the documented backoff, and is served by node-b
-    within a few poll intervals of Ready, however long r-2 stayed Creating.)"""
+    no Spot type of its own and no attempt of its own to wait on -- calls it, and asks to
+    get-or-create it. node-c reads the store again and again with the documented backoff;
+    within a few poll intervals of Ready, however long r-2 stayed Creating, its call is
+    served by node-b and its get-or-create is Existing.)"""
     view = shared.view
     with trio.fail_after(LIMIT):
         async with (
@@ -482,6 +483,7 @@ async def test_missing_creating_and_store_failure_are_not_negative_cached_creati
             gate = PROBE.activate_gates["r-2"] = trio.Event()
             created: list[zl.CreateResult] = []
             served: list[tuple[Pong, float]] = []
+            rival: list[tuple[zl.CreateResult, float]] = []
 
             async def create_r2() -> None:
                 created.append(await a.spots.get_or_create("r-2", "room").timeout(20))
@@ -490,12 +492,17 @@ async def test_missing_creating_and_store_failure_are_not_negative_cached_creati
                 pong = await c.client.request("r-2", Ping(), reply=Pong).timeout(20)
                 served.append((pong, trio.current_time()))
 
+            async def get_or_create_r2() -> None:
+                existing = await c.spots.get_or_create("r-2", "room").timeout(20)
+                rival.append((existing, trio.current_time()))
+
             with counting_resolves("node-c", "r-2", "creating") as polls:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(create_r2)
                     await PROBE.started("r-2").wait()
                     assert await record_state(view, "r-2") == "CREATING"
                     nursery.start_soon(call_r2)
+                    nursery.start_soon(get_or_create_r2)
 
                     async def polled() -> bool:
                         return polls.count >= POLLS
@@ -507,7 +514,7 @@ async def test_missing_creating_and_store_failure_are_not_negative_cached_creati
                         f"node-c read the Creating record {polls.count} time(s) in "
                         f"{trio.current_time() - started:.1f} s; the documented poll backs "
                         f"off from 5 ms to {POLL_CAP} s")
-                    assert served == []  # waiting on Creating: not NotFound, not cached
+                    assert (served, rival) == ([], [])  # waiting: not NotFound, not cached
                     assert await c.spots.find("r-2") is None
                     released = trio.current_time()
                     gate.set()
@@ -515,9 +522,15 @@ async def test_missing_creating_and_store_failure_are_not_negative_cached_creati
             assert at - released < SERVED_WITHIN, (
                 f"node-c was served {at - released:.2f} s after r-2 could become Ready; "
                 f"its poll of a Creating Spot is documented to back off to {POLL_CAP} s")
+            existing, existing_at = rival[0]
+            assert existing_at - released < SERVED_WITHIN, (
+                f"node-c's get-or-create ended {existing_at - released:.2f} s after r-2 "
+                f"could become Ready")
             ref = created[0].ref
             assert (created[0].state, ref.node_rid) == (zl.CreateState.CREATED, b.node_rid)
+            assert (existing.state, existing.ref) == (zl.CreateState.EXISTING, ref)
             assert pong == Pong("r-2", ref.generation, "Room", str(b.node_rid))
+            assert [spot for spot, _ in PROBE.create_requests] == ["r-1", "r-2"]
             assert ran_on(b) == [Ping(), Ping()]
             assert (ran_on(a), ran_on(c)) == ([], [])
 
