@@ -1,10 +1,13 @@
 """One mesh node process for the multi-process tests, driven by JSON lines on stdin/stdout.
 
 ``python mesh_node_worker.py --node NODE_ID --store URL --log FILE [--lease S]
-[--secret S] [--weight W] [--timeout S]`` opens a node on ``127.0.0.1:0`` serving
-``MeshCounter`` (Instance Spot ``meshcounter``) and ``MeshRoom`` (User Spot
-``meshroom``), prints one ready line ``{"ready": true, "node_rid": ..., "endpoint":
-..., "pid": ...}`` and then answers one JSON line per command line, in order:
+[--secret S] [--weight W] [--timeout S] [--spots TYPES]`` opens a node on
+``127.0.0.1:0`` serving ``MeshCounter`` (Instance Spot ``meshcounter``) and ``MeshRoom``
+(User Spot ``meshroom``), prints one ready line ``{"ready": true, "node_rid": ...,
+"endpoint": ..., "pid": ...}`` and then answers one JSON line per command line, in
+order. ``--spots`` names the stable types the node registers, comma-separated
+(``meshcounter,meshroom,meshmover`` by default; ``none``: a ``client_only`` node), so
+the processes of one Mesh can have registries that differ. The commands:
 
 * ``{"op": "request", "spot": ID, "n": N, "intent": bool, "timeout": S}`` -- a
   ``request(Add(n))`` (with ``.instance_spot()`` when ``intent``);
@@ -482,6 +485,9 @@ class Session:
 
 
 RELOCATION_SPOTS = [MeshCounter, MeshRoom, MeshMover]
+#: ``--spots``: the stable types a process may register.
+BY_TYPE: dict[str, type] = {"meshcounter": MeshCounter, "meshroom": MeshRoom,
+                            "meshmover": MeshMover}
 #: Wakes ``wait_step`` (one per process: the charts' TRACE is process-wide).
 STEPPED = Changed()
 #: The sessions of this process being opened or open (the TRACE observer is installed
@@ -499,8 +505,10 @@ def observe_step(chart: str, _state: str, event: str, _target: str) -> None:
 
 @asynccontextmanager
 async def open_session(name: str, store: str, log: str, *, lane_items: int = 0,
+                       spots: list[type] | None = None,
                        **options: Any) -> AsyncIterator[Session]:
-    """Open node ``name`` with the mesh test Spots; its session while the block runs.
+    """Open node ``name`` with the mesh test Spots (``spots``: these instead; ``[]``: a
+    client-only node); its session while the block runs.
 
     Several sessions may share one process (the in-process ``memory://`` runs of the
     relocation tests): the step counts start at zero when the first one opens.
@@ -513,7 +521,11 @@ async def open_session(name: str, store: str, log: str, *, lane_items: int = 0,
     OPEN_SESSIONS.append(name)
     rid = ""
     try:
-        async with zl.open_node(name, store=store, mesh="world", spots=RELOCATION_SPOTS,
+        if spots == []:
+            options["client_only"] = True
+            options.pop("placement_weight", None)
+        async with zl.open_node(name, store=store, mesh="world",
+                                spots=RELOCATION_SPOTS if spots is None else spots,
                                 **options) as node, trio.open_nursery() as nursery:
             rid = str(node.node_rid)
             session = SESSIONS[rid] = Session(node=node, name=name, log=log, nursery=nursery,
@@ -558,8 +570,11 @@ async def main(args: argparse.Namespace) -> None:
                 print(json.dumps({"loaded": True, "pid": os.getpid()}), flush=True)
                 if await anext(commands, None) is None:
                     return
+            spots = (None if args.spots is None else [] if args.spots == "none"
+                     else [BY_TYPE[name] for name in args.spots.split(",")])
             async with open_session(args.node, args.store, args.log,
-                                    lane_items=args.lane_items, **options) as session:
+                                    lane_items=args.lane_items, spots=spots,
+                                    **options) as session:
                 node = session.node
                 print(json.dumps({"ready": True, "node_rid": str(node.node_rid),
                                   "pid": os.getpid(), "endpoint": node._rt.options.endpoint,
@@ -583,6 +598,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lane-items", type=int, default=0)
     parser.add_argument("--default-timeout", type=float, default=0.0)
     parser.add_argument("--wait-go", type=int, default=0)
+    parser.add_argument("--spots", default=None)
     return parser.parse_args(argv)
 
 
