@@ -120,17 +120,6 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
         guards=["tests/core/test_placement.py::test_local_activation_is_refused_at_the_ceiling"],
     ),
     Mutation(
-        name="ceiling.checked_by_the_runtime",
-        family=_CEILING,
-        rule="The node checks its ceiling before every local activation.",
-        path="zlink_trio/runtime/incarnation/catalog.py",
-        find="        check_local_activation(len(self.hosts), self.pending,\n"
-             "                               self.rt.options.active_object_ceiling)",
-        replace="        return",
-        guards=["tests/runtime/test_spec_09_cross_node.py::"
-                "test_new_activation_rejected_at_ceiling[memory]"],
-    ),
-    Mutation(
         name="idle.work_in_progress_not_idle",
         family=_IDLE,
         rule="A Spot with pending or running work is never idle.",
@@ -179,6 +168,18 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
                 "test_large_messages_hit_byte_bound_before_count_bound"],
     ),
     Mutation(
+        name="lanes.running_items_count",
+        family=_LANES,
+        rule="An item holds its lane slot until its turn completes, not only while queued.",
+        path="zlink_trio/core/lanes.py",
+        find="        items = ((len(queue) if queue is not None else 0)\n"
+             "                 + (0 if running is None else 1 if type(running) is Ticket "
+             "else len(running)))",
+        replace="        items = (len(queue) if queue is not None else 0)",
+        guards=["tests/core/test_lanes.py::"
+                "test_reservation_is_held_until_completion_not_dequeue"],
+    ),
+    Mutation(
         name="create.type_mismatch",
         family=_CREATE,
         rule="GetOrCreate of an ID that exists as another kind or type is TypeMismatch, "
@@ -204,14 +205,15 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
                 "test_create_issues_lowercase_uuid4_and_no_second_uuid_on_conflict"],
     ),
     Mutation(
-        name="close.generation",
+        name="close.closer_drops_its_route",
         family=_CLOSE,
-        rule="Close of a ref whose generation is no longer the Spot's is InvalidOperation: "
-             "never retargeted to a newer incarnation.",
-        path="zlink_trio/runtime/coordinators/close_operation.py",
-        find="    if record.object_generation != ref.generation:",
-        replace="    if False:",
-        guards=["tests/runtime/test_close.py::test_close_checks_the_generation_and_never_retargets[memory]"],
+        rule="The node that closed a Spot drops its own route to it: its next call is "
+             "NotFound, and a send is not dropped at the old owner.",
+        path="zlink_trio/runtime/coordinators/close.py",
+        find="            rt.route_cache.invalidate(ref.spot_id)\n",
+        replace="",
+        guards=["tests/runtime/test_remote_calls.py::"
+                "test_after_closing_a_remote_spot_the_closers_next_calls_are_not_found"],
     ),
     Mutation(
         name="close.user_spots_only",
