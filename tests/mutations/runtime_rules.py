@@ -111,6 +111,17 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
                 "test_a_paused_owner_runs_no_queued_turn_and_withholds_a_late_reply"],
     ),
     Mutation(
+        name="lease.no_tick_past_deadline",
+        family=_OWNER,
+        rule="A timer tick queued while the lease was valid does not run once the owner's "
+             "lease deadline has passed.",
+        path="zlink_trio/runtime/incarnation/incarnation.py",
+        find="                if not _lease_passed(self.rt):  # (queued before the deadline",
+        replace="                if True:  # (queued before the deadline",
+        guards=["tests/runtime/test_ownership_lost.py::"
+                "test_a_tick_queued_before_the_lease_deadline_does_not_run_after_it"],
+    ),
+    Mutation(
         name="ceiling.refused_at_ceiling",
         family=_CEILING,
         rule="A new local activation is refused once active + activating reach the ceiling.",
