@@ -55,22 +55,25 @@ async def test_a_restarted_target_releases_the_move_it_died_in_past_relay_ready(
             target = await cluster.start(target_name)  # waits for the dead lease, recovers
             assert await store.location.find(SPOT) is None  # released, not resumed
             assert (await store.relocation.statistics()).roots == 0
-            again = await target.client.request(SPOT, Add(7), reply=Total).instance_spot(
-                "counter").timeout(10)
-            assert again == Total(7)  # a new incarnation: the moved state died with it
-            assert await source.client.request(SPOT, Add(1), reply=Total).timeout(10) \
-                == Total(8)
-            current = await store.location.find(SPOT)
-            assert current is not None
-            assert current.state is AuthorityState.READY
-            assert current.object_generation > record.object_generation
-            # The source's stranded incarnation ends without a store write once it sees the
-            # record gone (it polls the store at most a second apart: mock seconds here).
+            # The source's stranded incarnation ends without a store write once it sees
+            # the record gone (it polls the store at most a second apart: mock seconds).
             await trio.sleep(1.5)
             await cluster.settle()
             closes = cluster.recorder.closes_of(SPOT)
             assert [c.reason for c in closes if c.generation == record.object_generation] \
                 == [zl.CloseReason.OWNERSHIP_LOST]
+            assert not source.inspection.hosted_spot(SPOT)
+            # The Spot is usable again, from either node: a new incarnation (the moved
+            # state died with the old one).
+            again = await source.client.request(SPOT, Add(7), reply=Total).instance_spot(
+                "counter").timeout(10)
+            assert again == Total(7)
+            assert await target.client.request(SPOT, Add(1), reply=Total).timeout(10) \
+                == Total(8)
+            current = await store.location.find(SPOT)
+            assert current is not None
+            assert current.state is AuthorityState.READY
+            assert current.object_generation > record.object_generation
             # No message ran twice: the first incarnation ran Add(5) only (the refused
             # call never ran), the new one each of its two calls once.
             turns = cluster.recorder.turns_by_incarnation()

@@ -214,11 +214,6 @@ def _cached_host(rt: NodeRuntime, call: Delivery, now: float) -> Incarnation | C
     """
     host = rt.catalog.hosts.get(call.spot_id)
     if host is not None:
-        move = host.move
-        if move is not None and move.stranded is not None:
-            # Past relay-ready with no commit seen: the store's record decides (its
-            # target's restart may have released the move, 06 §8; docs/relocation.md).
-            return None
         fresh = host.route_expires_at > now
         rt.route_cache.count_local(hit=fresh)
         if not fresh or (call.intent is not None and _intent_mismatch(
