@@ -16,8 +16,10 @@ stepping the ``PlannedRelocation`` chart:
    awaited.
 3. **Capture** (:mod:`.relocation_payload`): the adapter's bytes
    (``PreserveStateWith``), the timers registered after activation and the
-   not-yet-run messages, stored as one root.  A reply correlation is registered for
-   each queued request: the target will answer it on this link.
+   not-yet-run messages, stored as one root -- named on the Sealed record first
+   (RecordRelocationPayload), so whoever ends a move that died deletes it.  A reply
+   correlation is registered for each queued request: the target will answer it on
+   this link.
 4. **Command 60** to the target (:mod:`zlink_trio.runtime.coordinators.remote_relocation`),
    which builds its shell, restores, records relay-ready in the store -- the point of
    no return -- commits the authority (owner generation + 1) and serves.  Its answer
@@ -29,7 +31,10 @@ stepping the ``PlannedRelocation`` chart:
    the queue behind the captured work, the source serves again.  When the answer is
    lost, the store says what happened: Sealed -> abort; Ready at the target ->
    committed; RelayReady -> the target passed the point of no return and is expected
-   to commit, so the source waits (bounded) and reports ``Unavailable`` if it did not.
+   to commit, so the source waits (bounded) and reports ``Unavailable`` if it did not,
+   then keeps watching: a later commit finishes the move, and a record released
+   because the target died (its restart's ReleaseRelayReady) ends this incarnation
+   (:func:`_released`).
 
 :func:`drain` relocates every Spot this node hosts (the Entry Spot is not a
 candidate, 09 §8) and reports what moved and what did not.
