@@ -20,9 +20,12 @@ import trio
 
 import zlink_trio as zl
 from zlink_trio.core.deadline import Deadline
+from zlink_trio.core.records import AuthorityState
 from zlink_trio.runtime import charts
 from zlink_trio.runtime.calls.completion import Completion
 from zlink_trio.runtime.calls.delivery import Delivery
+from zlink_trio.runtime.coordinators.relocation_payload import RelocationPayload
+from zlink_trio.runtime.coordinators.remote_relocation import send_relocate
 from zlink_trio.runtime.incarnation.incarnation import Incarnation
 from zlink_trio.runtime.mesh import remote_calls
 from zlink_trio.store import open_store
@@ -703,6 +706,7 @@ async def test_held_and_followed_messages_keep_their_operation_ids_and_run_once(
             await c.client.request("k-20", Put(1), reply=Where)  # c's route names a
             await a.client.send("k-20", Hold("running"))
             await KNOBS["holding"].wait()
+            lane = a._rt.catalog.hosts["k-20"].lanes.application
 
             async def relocate() -> None:
                 moved.append(await a.relocate("k-20", to="node-1"))
@@ -711,6 +715,9 @@ async def test_held_and_followed_messages_keep_their_operation_ids_and_run_once(
                 replies[n] = await c.client.request("k-20", Put(n), reply=Where).timeout(15)
 
             async with trio.open_nursery() as nursery:
+                nursery.start_soon(put, 50)  # queued behind the running turn: it moves
+                while not lane.queued:  # with the payload
+                    await trio.testing.wait_all_tasks_blocked()
                 with on_step("PlannedRelocation", "seal") as sealed:
                     nursery.start_soon(relocate)
                     await sealed.wait()
@@ -725,25 +732,27 @@ async def test_held_and_followed_messages_keep_their_operation_ids_and_run_once(
             replies[400] = await c.client.request("k-20", Put(400), reply=Where)
             generation, owner = moved[0].ref.generation, await owner_generation(b, "k-20")
             held_100 = sent[Put(100)]
-            # a redelivers operation 100 (same ID, another message): refused, not run
-            with pytest.raises(zl.InvalidOperation, match="already reached"):
-                await send_followed(a, b, Put(7), generation=generation,
-                                    owner_generations=(owner - 1, owner), operation_id=held_100)
+            # a redelivers operations 100 (held) and 50 (moved in the payload), with
+            # other messages: refused, not run
+            for op in (held_100, sent[Put(50)]):
+                with pytest.raises(zl.InvalidOperation, match="already reached"):
+                    await send_followed(a, b, Put(7), generation=generation,
+                                        owner_generations=(owner - 1, owner), operation_id=op)
             # a message with an ID of its own goes the same way and runs
             assert await send_followed(a, b, Put(8), generation=generation,
                                        owner_generations=(owner - 1, owner),
-                                       operation_id=held_100 ^ 1) == Where(1010, str(b.node_rid))
+                                       operation_id=held_100 ^ 1) == Where(1060, str(b.node_rid))
     assert moved[0].outcome is zl.RelocationOutcome.COMMITTED
-    assert replies == {100: Where(102, str(b.node_rid)), 200: Where(302, str(b.node_rid)),
-                       400: Where(1002, str(b.node_rid))}
-    originals = {n: sent[Put(n)] for n in (100, 200, 300, 400)}
+    assert replies == {50: Where(52, str(b.node_rid)), 100: Where(152, str(b.node_rid)),
+                       200: Where(352, str(b.node_rid)), 400: Where(1052, str(b.node_rid))}
+    originals = {n: sent[Put(n)] for n in (50, 100, 200, 300, 400)}
     assert 0 not in originals.values()
-    assert len(set(originals.values())) == 4
+    assert len(set(originals.values())) == 5
     at_b = [(msg.n, op) for rid, msg, op in ran if rid == str(b.node_rid)
             and isinstance(msg, Put)]
-    # each ran at b once, under its caller's operation ID; the redelivery never ran
+    # each ran at b once, under its caller's operation ID; the redeliveries never ran
     assert at_b == [*originals.items(), (8, held_100 ^ 1)]
-    assert ran_at(b) == [100, 200, 300, 400, 8]
+    assert ran_at(b) == [50, 100, 200, 300, 400, 8]
 
 
 async def test_a_forged_message_follow_is_refused_and_direct_messages_ignore_generations(
@@ -892,3 +901,56 @@ async def test_ingress_after_the_capture_waits_in_the_hold_and_follows_the_spot(
     assert moved[0].outcome is zl.RelocationOutcome.COMMITTED
     assert ran_at(b) == [5, 6, 7]
     assert replies == [Where(19, str(b.node_rid))]
+
+
+async def test_the_target_takes_over_only_the_sealed_record_its_command_names(url: str):
+    """06 §6.1, §8: command 60 is checked against the store's record before anything is
+    built -- Sealed toward this node, owned by the sender, the same owner generation and
+    StoreVersion (a delayed 60 of an earlier seal names an older one) -- so a stale or
+    forged one moves nothing, and the real move still commits, once."""
+    with trio.fail_after(30):
+        async with nodes(url, 3) as (a, b, c):
+            await a.client.request("s-21", Put(1), reply=Where).instance_spot("slow")
+            KNOBS.update(activate_gate=trio.Event(), activating=trio.Event())
+            moved: list[zl.RelocationResult] = []
+
+            async def relocate() -> None:
+                moved.append(await a.relocate("s-21", to="node-1"))
+
+            async def forged(sender: zl.Node, record: Any) -> str:
+                rt = sender._rt
+                link = await rt.peers.link_to_owner(b._rt.owner, "the test's command 60")
+                deadline = Deadline.after(3, now=trio.current_time(), wall_now=time.time())
+                with pytest.raises(zl.Unavailable) as refused:
+                    await send_relocate(rt, link, record, b._rt.owner, root, deadline)
+                return refused.value.message
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(relocate)
+                await KNOBS["activating"].wait()  # b builds its shell for the real command
+                sealed = await a._rt.store.location.find("s-21")
+                assert sealed is not None
+                assert sealed.state is AuthorityState.SEALED
+                root = await a._rt.store.relocation.put_root(RelocationPayload(
+                    spot_id="s-21", object_generation=sealed.object_generation,
+                    stable_type="slow", mesh=sealed.mesh,
+                    owner_generation=sealed.owner_generation, state=b"1000", timers=(),
+                    messages=()).encode())
+                stale = [
+                    await forged(a, attrs.evolve(sealed, store_version=sealed.store_version - 1)),
+                    await forged(a, attrs.evolve(sealed, owner_generation=2)),
+                    await forged(c, sealed)]
+                KNOBS["activate_gate"].set()
+                ready = await a._rt.store.location.find("s-21")
+            after = await forged(a, sealed)  # the record is Ready at b now
+            assert await c.client.request("s-21", Put(1), reply=Where) == \
+                Where(2, str(b.node_rid))
+    assert moved[0].outcome is zl.RelocationOutcome.COMMITTED
+    assert [why.partition("no longer matches the store: ")[2] for why in stale] == [
+        f"its StoreVersion is {sealed.store_version}; nothing moved",
+        f"its owner generation is {sealed.owner_generation}; nothing moved",
+        f"it is owned by {sealed.owner}; nothing moved"]
+    assert ready is not None
+    assert "no longer matches the store: it is ready" in after
+    assert [e for e in EVENTS if e[0] == "factory" and e[2] == str(b.node_rid)] == [
+        ("factory", "s-21", str(b.node_rid), sealed.object_generation)]
