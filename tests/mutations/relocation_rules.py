@@ -45,7 +45,9 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
         replace="        for work, size in reversed(held):\n"
                 "            lane.append_unbounded(work, size)",
         guards=[_relocation_test(
-            "test_held_messages_of_a_move_aborted_before_relay_ready_run_in_arrival_order")],
+            "test_held_messages_of_a_move_aborted_before_relay_ready_run_in_arrival_order"),
+            "tests/runtime/test_relocation_model.py::"
+            "test_held_messages_of_an_aborted_move_keep_their_order_in_the_model"],
     ),
     Mutation(
         name="hold.sealed_admission_holds",
