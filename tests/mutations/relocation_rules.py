@@ -32,6 +32,8 @@ _FORGED = _relocation_test(
     "test_a_forged_message_follow_is_refused_and_direct_messages_ignore_generations")
 _COMMAND_60 = _relocation_test(
     "test_the_target_takes_over_only_the_sealed_record_its_command_names")
+_STRANDED = _relocation_test(
+    "test_past_relay_ready_the_source_is_never_restored_and_ends_its_hold")
 
 RELOCATION_RULES: tuple[Mutation, ...] = (
     # ------------------------------------------------------------ the relocation hold
@@ -228,6 +230,36 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
         find="        if isinstance(route, FollowFrameRoute):\n            follow_event(",
         replace="        if False:\n            follow_event(",
         guards=[_relocation_test("test_a_followed_message_that_finds_no_route_is_unavailable")],
+    ),
+    # ------------------------------------------------ past relay-ready, on the source
+    Mutation(
+        name="relay_ready.source_never_restored",
+        family=FAMILY,
+        rule="Past relay-ready the source never serves again, even when the target does "
+             "not commit (06 §6.1, §8).",
+        path="zlink_trio/runtime/coordinators/relocation.py",
+        find="    job.host.strand(stuck)",
+        replace="    job.host.unseal()",
+        guards=[_STRANDED],
+    ),
+    Mutation(
+        name="relay_ready.held_end_unavailable",
+        family=FAMILY,
+        rule="A stranded move ends its held requests Unavailable at once, not at their "
+             "deadlines.",
+        path="zlink_trio/runtime/incarnation/incarnation.py",
+        find="                work.completion.set_error(Unavailable(why))",
+        replace="                pass",
+        guards=[_STRANDED],
+    ),
+    Mutation(
+        name="relay_ready.ingress_refused",
+        family=FAMILY,
+        rule="A stranded move refuses new ingress with Unavailable instead of holding it.",
+        path="zlink_trio/runtime/incarnation/incarnation.py",
+        find="        move.stranded = why",
+        replace="        pass",
+        guards=[_STRANDED],
     ),
     # ------------------------------------------------ command 60: the target's fences
     Mutation(

@@ -954,3 +954,55 @@ async def test_the_target_takes_over_only_the_sealed_record_its_command_names(ur
     assert "no longer matches the store: it is ready" in after
     assert [e for e in EVENTS if e[0] == "factory" and e[2] == str(b.node_rid)] == [
         ("factory", "s-21", str(b.node_rid), sealed.object_generation)]
+
+
+async def test_past_relay_ready_the_source_is_never_restored_and_ends_its_hold(url: str):
+    """06 §6.1, §8: once the target accepted relay-ready the source never serves again.
+    When the target then cannot commit, the move ends Unavailable: the held requests end
+    Unavailable without running anywhere, new ingress at the source is refused the same
+    way, and the record stays RelayReady (only the target may end it)."""
+    KNOBS["gate"] = trio.Event()
+    KNOBS["holding"] = trio.Event()
+    outcomes: dict[str, Any] = {}
+    with trio.fail_after(20):
+        async with nodes(url, 2, default_timeout=1.0) as (a, b):
+            await a.client.request("k-23", Put(1), reply=Where).instance_spot("kept")
+            location = b._rt.store.location
+
+            async def refused_commit(*args: Any, **kwargs: Any) -> Any:
+                raise zl.InvalidOperation("the test refuses CommitRelocation")
+
+            location.commit_relocation = refused_commit  # type: ignore[method-assign]
+            await a.client.send("k-23", Hold("running"))
+            await KNOBS["holding"].wait()
+
+            async def relocate() -> None:
+                try:
+                    outcomes["move"] = await a.relocate("k-23", to="node-1", timeout=10)
+                except zl.ZLinkError as exc:
+                    outcomes["move"] = exc
+
+            async def held() -> None:
+                try:
+                    outcomes["held"] = await a.client.request("k-23", Put(10),
+                                                              reply=Where).timeout(5)
+                except zl.ZLinkError as exc:
+                    outcomes["held"] = exc
+
+            async with trio.open_nursery() as nursery:
+                with on_step("PlannedRelocation", "seal") as sealed:
+                    nursery.start_soon(relocate)
+                    await sealed.wait()
+                nursery.start_soon(held)
+                await trio.testing.wait_all_tasks_blocked()
+                KNOBS["gate"].set()
+            with pytest.raises(zl.Unavailable, match="passed relay-ready"):
+                await a.client.request("k-23", Put(20), reply=Where).timeout(5)
+            record = await a._rt.store.location.find("k-23")
+            del location.commit_relocation
+    assert isinstance(outcomes["move"], zl.Unavailable), outcomes
+    assert isinstance(outcomes["held"], zl.Unavailable), outcomes
+    assert "passed relay-ready" in outcomes["held"].message
+    assert record is not None
+    assert record.state is AuthorityState.RELAY_READY
+    assert [e[3] for e in EVENTS if e[0] == "put"] == [1]
