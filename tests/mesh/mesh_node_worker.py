@@ -49,8 +49,12 @@ and these commands (see :class:`Session`):
 * ``{"op": "spawn", "tag": T, "cmd": {...}}`` -- run ``cmd`` in the background (answered
   at once); ``{"op": "join", "tag": T}`` -- its answer, once it has one.
 
-Every ``Step`` handled appends ``handle SPOT_ID SEQ NODE_ID PID`` to ``LOG.handled``
-(one write, like the factory log). ``--lane-items`` bounds the application lane's item
+Every ``Step`` handled appends ``handle SPOT_ID SEQ NODE_ID PID OPERATION`` to
+``LOG.handled`` (one write, like the factory log): OPERATION is the operation ID the
+turn that ran it carried (``Incarnation._run_handler``, wrapped while a session is
+open). ``{"op": "operations"}`` answers the operation ID each ``Step`` this node sent
+left with (``{"operations": {seq: id}}``: its first command 39; a call served on this
+node draws none). ``--lane-items`` bounds the application lane's item
 count, ``--default-timeout`` is ``open_node(default_timeout=...)``. With ``--wait-go 1``
 the process prints ``{"loaded": true, "pid": ...}`` once its imports are done and opens
 the node (store included) only when the next stdin line arrives: the tests start
@@ -68,6 +72,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextvars
 import json
 import os
 import sys
@@ -79,6 +84,8 @@ import trio
 
 import zlink_trio as zl
 from zlink_trio.runtime import charts
+from zlink_trio.runtime.incarnation.incarnation import Incarnation
+from zlink_trio.runtime.mesh import remote_calls
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -262,7 +269,7 @@ class MeshMover:
         session = session_of(self.ctx)
         self.seen.append(msg.seq)
         side_effect("handle", self.ctx.spot_id, msg.seq, session.name, os.getpid(),
-                    log=session.log + ".handled")
+                    TURN_OPERATION.get(), log=session.log + ".handled")
         return Seen(msg.seq, len(self.seen), session.name)
 
     @zl.handler
@@ -300,6 +307,33 @@ class Changed:
     async def until(self, condition: Any) -> None:
         while not condition():
             await self.event.wait()
+
+
+#: The operation ID of the turn running in this task (set by ``_operation_turn``).
+TURN_OPERATION: contextvars.ContextVar[int] = contextvars.ContextVar("turn_operation",
+                                                                     default=0)
+#: ``(node name, seq) -> operation ID`` of every ``Step`` a node of this process sent.
+SENT: dict[tuple[str, int], int] = {}
+_RUN_HANDLER = Incarnation._run_handler
+_OPERATION_NUMBER = remote_calls._operation_number
+
+
+async def _operation_turn(self: Incarnation, item: Any, *args: Any) -> Any:
+    TURN_OPERATION.set(item.operation_id)
+    return await _RUN_HANDLER(self, item, *args)
+
+
+def _first_operation_number(rt: Any, call: Any) -> int:
+    op = _OPERATION_NUMBER(rt, call)
+    if isinstance(call.msg, Step):
+        SENT.setdefault((rt.node_id, call.msg.seq), op)
+    return op
+
+
+def record_operations(on: bool) -> None:
+    """Record operation IDs (``TURN_OPERATION``, ``SENT``) while sessions are open."""
+    Incarnation._run_handler = _operation_turn if on else _RUN_HANDLER  # type: ignore[method-assign]
+    remote_calls._operation_number = _first_operation_number if on else _OPERATION_NUMBER
 
 
 #: How often this process stepped each ``(chart, event)`` (the charts' TRACE).
@@ -436,6 +470,9 @@ class Session:
                                   for r in drained.not_moved]}
         if op == "hosts":
             return {"ok": True, "hosts": sorted(node._rt.catalog.hosts)}
+        if op == "operations":
+            return {"ok": True, "operations": {str(seq): number for (name, seq), number
+                                               in SENT.items() if name == self.name}}
         if op == "cached_route":
             route = node._rt.route_cache.get(spot, node._rt.now())
             return {"ok": True, "node_rid": None if route is None else str(route.node_rid)}
@@ -517,7 +554,9 @@ async def open_session(name: str, store: str, log: str, *, lane_items: int = 0,
         options["application_lane"] = zl.LaneBounds(lane_items, 64 * 1024 * 1024)
     if not OPEN_SESSIONS:
         STEPS.clear()
+        SENT.clear()
         charts.TRACE.append(observe_step)
+        record_operations(True)
     OPEN_SESSIONS.append(name)
     rid = ""
     try:
@@ -542,6 +581,7 @@ async def open_session(name: str, store: str, log: str, *, lane_items: int = 0,
         OPEN_SESSIONS.remove(name)
         if not OPEN_SESSIONS:
             charts.TRACE.remove(observe_step)
+            record_operations(False)
 
 async def lines(stream: trio.lowlevel.FdStream) -> Any:
     buffer = b""

@@ -54,7 +54,11 @@ from zlink_trio.runtime.calls.delivery import handler_for
 from zlink_trio.runtime.coordinators.activation import activate_inline, without_suspending
 from zlink_trio.runtime.coordinators.placement import inline_job, place_and_start
 from zlink_trio.runtime.incarnation.work import MessageWork
-from zlink_trio.runtime.mesh.remote_calls import ready_route_bytes, send_ready_call
+from zlink_trio.runtime.mesh.remote_calls import (
+    operation_number,
+    ready_route_bytes,
+    send_ready_call,
+)
 from zlink_trio.runtime.observe.events import resolved, stale
 from zlink_trio.runtime.observe.fields import ResolveResult, StaleReason
 
@@ -144,7 +148,9 @@ def _admit(rt: NodeRuntime, call: Delivery, host: Incarnation, now: float | None
     if call.intent is not None and host.admission_sealed:
         return host
     host.admit(MessageWork(call.message_for_local_turn(rt.codec), info, call.completion,
-                           call.deadline), call.size, now)
+                           call.deadline,
+                           operation_id=operation_number(call.op_id) if call.op_id else 0),
+               call.size, now)
     return None
 
 

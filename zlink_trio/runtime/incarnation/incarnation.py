@@ -178,6 +178,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.records import AuthorityFence
     from zlink_trio.core.timers import TimerId
     from zlink_trio.runtime.declaration.spot_types import SpotType
+    from zlink_trio.runtime.incarnation.arrival import Arrival
     from zlink_trio.runtime.incarnation.first_record import FirstRecord
     from zlink_trio.runtime.incarnation.work import Work
     from zlink_trio.runtime.state import NodeState
@@ -268,6 +269,7 @@ class Incarnation(ParkingSlot):
         "_finished",
         "_is_finished",
         "_woken",
+        "arrival",
         "cleanup_started",
         "close_fence",
         "close_reason",
@@ -324,6 +326,8 @@ class Incarnation(ParkingSlot):
         self.unregister: Callable[[Incarnation], None] | None = None
         #: A planned relocation of this incarnation in progress (see "Moving").
         self.move: Move | None = None
+        #: How it arrived, when a relocation opened it here (:meth:`open_moved`).
+        self.arrival: Arrival | None = None
         self.cleanup_started = False
         self.last_work_finished_at = trio.current_time()
         #: Until when this node admits to the incarnation without reading the store: the
@@ -408,17 +412,22 @@ class Incarnation(ParkingSlot):
                       else step(INCARNATION, self.state, INCARNATION.ev.open_barrier))
         self.last_work_finished_at = trio.current_time()
 
-    def open_moved(self, queue: list[tuple[Any, int]]) -> None:
+    def open_moved(self, queue: list[tuple[MessageWork, int]], arrival: Arrival) -> None:
         """The target of a committed relocation: the moved queue first, then serving.
 
         ``commit_relocation`` -> ``barrier_closed``, the moved work queued in order (it
-        was accepted at the source: never refused here), ``open_barrier`` -> ``serving``.
-        Synchronous, like :meth:`open`: the caller registers the incarnation in the
-        catalog in the same continuation.
+        was accepted at the source: never refused here; each operation ID recorded in
+        ``arrival``, which followed messages are checked against from now on),
+        ``open_barrier`` -> ``serving``. Synchronous, like :meth:`open`: the caller
+        registers the incarnation in the catalog in the same continuation.
         """
         self.state = step(INCARNATION, self.state, INCARNATION.ev.commit_relocation)
+        self.arrival = arrival
         lane = self.lanes.application
+        now = trio.current_time()
         for work, size in queue:
+            if work.operation_id:
+                arrival.first_delivery(work.operation_id, work.deadline.at, now)
             lane.append_unbounded(work, size)
         self.state = step(INCARNATION, self.state, INCARNATION.ev.open_barrier)
 

@@ -23,13 +23,34 @@ A Spot that moved again forwards again: each hop raises the owner
 generation by one (it can never loop) and the frame counts its hops -- the ninth is
 refused with ``Unavailable`` (06 §6: "up to 8 hops").  The routes are kept in memory
 only and dropped when they expire; nothing is resent when a forward fails (06 §5).
+
+A held message keeps what it came with: the operation ID its caller's frame carried (or
+its local call drew), its deadline, payload and reply route (06 §6.1: "the operation
+ID, generation, and reply route are preserved as they are").  Only a local call that
+never drew an ID gets one when it leaves.
+
+The receiver
+------------
+A followed message is checked where it arrives, too (:func:`check_followed`): only the
+incarnation a relocation opened there takes it in, and only as that relocation left it
+(its ``incarnation.arrival.Arrival``) -- the same ObjectGeneration (else
+``InvalidOperation``), source and target owner generations one apart with the target's
+the incarnation's own, and sent by the node it moved from (else ``Unavailable``:
+another owner fence, 06 §9).  Ordinary messages are never filtered by generation (09
+§4); these are the move relay's, which is (06 §6).  An operation ID that already
+reached the incarnation along the move -- moved with the queue or followed before -- is
+a redelivery: it is refused with ``InvalidOperation`` and runs at most once.  A
+followed message whose deadline passed on the way is not admitted
+(``DeadlineExceeded``): the receiver remembers an operation ID until its deadline only.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from zlink_trio.core.errors import InvalidOperation, Unavailable
+import trio
+
+from zlink_trio.core.errors import DeadlineExceeded, InvalidOperation, Unavailable
 from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.calls.delivery import SEND, Delivery
 from zlink_trio.runtime.mesh.link_reply import LinkReply
@@ -40,16 +61,21 @@ from zlink_trio.wire.frames import ActivationRoute
 from zlink_trio.wire.frames import FollowRoute as FollowFrameRoute
 
 if TYPE_CHECKING:
+    from zlink_trio.core.deadline import Deadline
     from zlink_trio.core.errors import ZLinkError
+    from zlink_trio.core.records import OwnerFence
     from zlink_trio.runtime.calls.completion import Completion
+    from zlink_trio.runtime.incarnation.incarnation import Incarnation
     from zlink_trio.runtime.incarnation.work import MessageWork
     from zlink_trio.runtime.mesh.follow_routes import FollowRoute
     from zlink_trio.runtime.mesh.peers import Peers
     from zlink_trio.runtime.state import NodeState
     from zlink_trio.transport import Link
     from zlink_trio.wire.frames import SpotMessage
+    from zlink_trio.wire.handshake import PeerIdentity
 
-__all__ = ("MAX_HOPS", "follow", "follow_now", "next_hop", "relay_held", "superseded")
+__all__ = ("MAX_HOPS", "check_followed", "follow", "follow_now", "next_hop", "relay_held",
+           "superseded")
 
 #: How many Message Follow routes one message may take (06 §6).
 MAX_HOPS: Final = 8
@@ -186,8 +212,9 @@ async def relay_held(rt: NodeState, peers: Peers, route: FollowRoute,
                      held: list[tuple[MessageWork, int]]) -> None:
     """Relay the hold of a Spot that moved, in arrival order, along its new route.
 
-    Each message keeps its reply route: a local caller's completion is completed with
-    the decoded reply, a remote requester's (a ``LinkReply``) with the encoded one.
+    Each message keeps its operation ID (module docstring) and its reply route: a local
+    caller's completion is completed with the decoded reply, a remote requester's (a
+    ``LinkReply``) with the encoded one.
     One that cannot be sent ends with the error; nothing is resent.
 
     When the link to the new owner is open, the whole hold is queued on it before the
@@ -202,7 +229,8 @@ async def relay_held(rt: NodeState, peers: Peers, route: FollowRoute,
             spot_id=route.spot_id, msg=work.msg, size=size, intent=None,
             completion=work.completion,
             reply=SEND if isinstance(work.completion, LinkReply) else reply,
-            deadline=work.deadline, op_id="", encoded=None)
+            deadline=work.deadline,
+            op_id=f"{work.operation_id:016x}" if work.operation_id else "", encoded=None)
         try:
             if link is None:
                 try:
@@ -216,3 +244,54 @@ async def relay_held(rt: NodeState, peers: Peers, route: FollowRoute,
         except (Unavailable, InvalidOperation) as exc:
             if work.completion is not None:
                 work.completion.set_error(exc)
+
+
+def _same_lifecycle(peer: PeerIdentity, fence: OwnerFence) -> bool:
+    return (peer.lifecycle_generation == fence.lifecycle_generation
+            and peer.node_rid.value == fence.node_rid.value)
+
+
+def check_followed(rt: NodeState, host: Incarnation, peer: PeerIdentity, frame: SpotMessage,
+                   deadline: Deadline) -> None:
+    """Let a followed message (route kind 3) that reached ``host``'s node from ``peer`` in,
+    or raise why not (module docstring, "The receiver"): InvalidOperation for another
+    ObjectGeneration or a redelivered operation ID, Unavailable when it does not follow
+    the relocation that brought ``host`` here, DeadlineExceeded past its deadline.
+    Records the operation ID when it lets the message in."""
+    route = frame.route
+    assert isinstance(route, FollowFrameRoute)
+    spot_id = route.spot_id
+    if route.object_generation != host.generation:
+        follow_event(rt.node_id, rt.metrics, FollowEvent.DROP_GENERATION, spot_id,
+                     route.object_generation, route.hops)
+        raise InvalidOperation(
+            f"the message followed Spot {spot_id!r} generation {route.object_generation}, "
+            f"but this node hosts generation {host.generation}; the message was not run")
+    arrival = host.arrival
+    if arrival is None or route.target_owner_generation != arrival.owner_generation \
+            or route.source_owner_generation + 1 != route.target_owner_generation:
+        held = "no owner generation it moved in with" if arrival is None \
+            else f"owner generation {arrival.owner_generation}"
+        follow_event(rt.node_id, rt.metrics, FollowEvent.DROP_OWNER_GENERATION, spot_id,
+                     route.object_generation, route.hops)
+        raise Unavailable(
+            f"the message followed Spot {spot_id!r} from owner generation "
+            f"{route.source_owner_generation} to {route.target_owner_generation}, but this "
+            f"node hosts it at {held}; no relocation here matches, so the message was not "
+            "run. Send a new call")
+    if not _same_lifecycle(peer, arrival.source):
+        follow_event(rt.node_id, rt.metrics, FollowEvent.DROP_OWNER_GENERATION, spot_id,
+                     route.object_generation, route.hops)
+        raise Unavailable(
+            f"a message following Spot {spot_id!r} came from node {peer.node_id!r}, but the "
+            f"Spot moved here from {arrival.source}, the only node that relays to it; the "
+            "message was not run. Send a new call")
+    now = trio.current_time()
+    if now >= deadline.at:
+        raise DeadlineExceeded(
+            f"the message followed Spot {spot_id!r} but its deadline passed on the way; it "
+            "was not run. Use a longer .timeout()")
+    if not arrival.first_delivery(frame.operation_id, deadline.at, now):
+        raise InvalidOperation(
+            f"operation {frame.operation_id:016x} already reached Spot {spot_id!r} here along "
+            "its relocation; the redelivery was not run (an operation runs at most once)")
