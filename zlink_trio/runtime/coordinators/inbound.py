@@ -69,7 +69,12 @@ from zlink_trio.runtime.coordinators.remote_relocation import serve_relocate
 from zlink_trio.runtime.coordinators.routing import deliver
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.mesh.link_reply import LinkReply, send_reply
-from zlink_trio.runtime.mesh.message_follow import follow, follow_now, superseded
+from zlink_trio.runtime.mesh.message_follow import (
+    follow,
+    follow_now,
+    queue_behind,
+    superseded,
+)
 from zlink_trio.runtime.observe.events import follow_event, stale
 from zlink_trio.runtime.observe.fields import FollowEvent, StaleReason
 from zlink_trio.runtime.observe.logs import MESH as LOGGER
@@ -152,7 +157,10 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
             follow_route = None
         if follow_route is not None:  # it moved away: Message Follow (06 §6)
             try:
-                if not follow_now(rt, rt.peers, follow_route, frame, reply):
+                relay = rt.follow.relay(route.spot_id)
+                if relay is not None:  # behind the hold still being relayed, in order
+                    queue_behind(rt, rt.peers, relay, follow_route, frame, reply)
+                elif not follow_now(rt, rt.peers, follow_route, frame, reply):
                     rt.catalog.start_job(lambda: _follow(rt, follow_route, frame, reply))
             except ZLinkError as exc:
                 _fail(reply, exc, frame)
@@ -214,8 +222,11 @@ def _admit_direct(rt: NodeRuntime, frame: SpotMessage, reply: LinkReply | None,
         payload = frame.payload
         info = host.spot_type.handlers.find_wire(payload.type_name)
         msg = rt.codec.decode(payload.type_name, payload.body, info.message_type)
-        host.admit(MessageWork(msg, info, reply, deadline_from_wall_ms(frame.deadline_ms)),
-                   len(payload.body))
+        work = MessageWork(msg, info, reply, deadline_from_wall_ms(frame.deadline_ms))
+        if isinstance(route, FollowFrameRoute):
+            host.admit_followed(work, len(payload.body))
+        else:
+            host.admit(work, len(payload.body))
     except ZLinkError as exc:
         _fail(reply, exc, frame)
 

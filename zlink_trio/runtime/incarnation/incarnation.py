@@ -474,6 +474,22 @@ class Incarnation(ParkingSlot):
         self.lanes.application.admit(work, payload_size)
         self.wake()
 
+    def admit_followed(self, work: MessageWork, payload_size: int) -> None:
+        """Queue a message that followed this Spot along a Message Follow route, past the
+        application lane's bounds (its reservation counts), if :meth:`admission` lets it in.
+
+        The route's queue has no bound of its own (06 §6) and its messages were accepted
+        by the Spot's previous owner -- a relocation's hold above all, whose one-way sends
+        already returned -- so the new owner does not refuse them for capacity, as it
+        does not refuse the moved queue (:meth:`open_moved`).
+        """
+        move = self.admission()
+        if move is not None:
+            move.hold.append((work, payload_size))
+            return
+        self.lanes.application.append_unbounded(work, payload_size)
+        self.wake()
+
     # ------------------------------------------------------------------ timers
 
     def add_timer(self, delay: float, callback: Callable[[], Awaitable[object]],

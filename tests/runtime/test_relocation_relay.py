@@ -1,0 +1,169 @@
+"""A relocation's hold far larger than a link may queue is relayed within its flow control.
+
+Issue #26 item 5. The hold has no bound of its own (09 §6), while a link closes once more
+than ``max_send_buffer_bytes`` (64 MiB) would be queued on it unsent. Here 80 MiB are held
+while a Spot moves: the relay must stream them (``mesh.message_follow``, "The relay
+streams"), every message must reach the new owner exactly once and in order -- one sent
+after the commit as well -- and other calls on the same link must keep working, with their
+latency bounded, while it runs. Two nodes in one process over real loopback links, on the
+real clock (a link waits on its socket), bounded by ``trio.fail_after``; gates and events,
+no sleeps.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack, contextmanager
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import trio
+
+import zlink_trio as zl
+from zlink_trio.runtime import charts
+from zlink_trio.store import open_store
+from zlink_trio.transport._send_queue import HIGH_WATER_BYTES
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+#: 1,280 one-way messages of 64 KiB: 80 MiB held, above the link's 64 MiB bound.
+HELD = int(__import__("os").environ.get("RELAY_HELD", 1280))
+BODY = "x" * (64 * 1024)
+
+STATE: dict[str, Any] = {}
+
+
+@attrs.frozen
+class Chunk:
+    n: int
+    body: str
+
+
+@attrs.frozen
+class Block:
+    pass
+
+
+@attrs.frozen
+class Ping:
+    pass
+
+
+@attrs.frozen
+class Pong:
+    node: str
+
+
+class Adapter:
+    def capture(self, spot: Any) -> bytes:
+        return b""
+
+    def restore(self, spot: Any, data: bytes) -> None:
+        pass
+
+
+@zl.instance_spot("sink", relocation=zl.PreserveStateWith(Adapter()))
+class Sink:
+    def __init__(self, ctx: zl.SpotContext) -> None:
+        self.ctx = ctx
+
+    @zl.handler
+    async def chunk(self, msg: Chunk) -> None:
+        assert len(msg.body) == len(BODY)
+        received = STATE["received"]
+        received.append(msg.n)
+        if len(received) == HELD + 1:
+            STATE["all_in"].set()
+
+    @zl.handler
+    async def hello(self, msg: Ping) -> None:
+        pass
+
+    @zl.handler
+    async def block(self, msg: Block) -> None:
+        STATE["blocking"].set()
+        await STATE["gate"].wait()
+
+
+@zl.instance_spot("echo", relocation=zl.PreserveStateWith(Adapter()))
+class Echo:
+    def __init__(self, ctx: zl.SpotContext) -> None:
+        self.ctx = ctx
+
+    @zl.handler
+    async def ping(self, msg: Ping) -> Pong:
+        return Pong(str(self.ctx.ref.node_rid))
+
+
+@contextmanager
+def on_step(chart: str, event: str) -> Iterator[trio.Event]:
+    seen = trio.Event()
+
+    def observer(name: str, _state: str, taken: str, _target: str) -> None:
+        if name == chart and taken == event:
+            seen.set()
+
+    charts.TRACE.append(observer)
+    try:
+        yield seen
+    finally:
+        charts.TRACE.remove(observer)
+
+
+async def test_a_hold_above_the_links_bound_streams_exactly_once_in_order_beside_other_calls():
+    STATE.update(received=[], all_in=trio.Event(), blocking=trio.Event(), gate=trio.Event())
+    latencies: list[float] = []
+    unsent: list[int] = []
+    moved: list[zl.RelocationResult] = []
+    relayed = trio.Event()
+    with trio.fail_after(120):
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(open_store("memory://relay-stream"))
+            a, b = [await stack.enter_async_context(zl.open_node(
+                f"node-{i}", store="memory://relay-stream", spots=[Sink, Echo],
+                placement_weight=1.0 if i == 0 else 0.0)) for i in range(2)]
+            # The other calls' Spot lives at b: a's calls to it share the link a -> b.
+            await a.client.request("echo-1", Ping(), reply=Pong).instance_spot("echo")
+            assert (await a.relocate("echo-1", to="node-1")).outcome is \
+                zl.RelocationOutcome.COMMITTED
+            assert await a.client.request("echo-1", Ping(), reply=Pong) == Pong(str(b.node_rid))
+
+            await a.client.request("sink-1", Ping(), reply=None).instance_spot("sink")
+            await a.client.send("sink-1", Block())
+            await STATE["blocking"].wait()  # the turn running at the seal
+
+            async def relocate() -> None:
+                moved.append(await a.relocate("sink-1", to="node-1"))
+                relayed.set()
+
+            async def after_commit() -> None:
+                await committed.wait()  # the relay is under way (or done): still behind it
+                await a.client.send("sink-1", Chunk(HELD, BODY))
+
+            async def other_calls() -> None:
+                while not relayed.is_set():
+                    began = trio.current_time()
+                    assert await a.client.request("echo-1", Ping(), reply=Pong).timeout(10) \
+                        == Pong(str(b.node_rid))
+                    latencies.append(trio.current_time() - began)
+                    unsent.append(a.inspection.unsent_bytes("node-1"))
+
+            async with trio.open_nursery() as nursery:
+                with on_step("PlannedRelocation", "seal") as sealed, \
+                        on_step("PlannedRelocation", "commit_relocation") as committed:
+                    nursery.start_soon(relocate)
+                    await sealed.wait()
+                    for n in range(HELD):  # all held: 80 MiB
+                        await a.client.send("sink-1", Chunk(n, BODY))
+                    nursery.start_soon(after_commit)
+                    nursery.start_soon(other_calls)
+                    STATE["gate"].set()
+                    await STATE["all_in"].wait()
+    assert moved[0].outcome is zl.RelocationOutcome.COMMITTED
+    # Every held message once, in arrival order, and the one sent after the commit last.
+    assert STATE["received"] == list(range(HELD + 1))
+    # The other calls on the link went on while the relay ran, none waiting long, and the
+    # link never held much more than its high-water mark unsent.
+    assert len(latencies) >= 2
+    assert max(latencies) < 5.0, latencies
+    assert max(unsent) <= HIGH_WATER_BYTES + 2 * len(BODY), max(unsent)
