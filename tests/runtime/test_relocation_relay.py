@@ -74,6 +74,8 @@ class Sink:
     async def chunk(self, msg: Chunk) -> None:
         received = STATE["received"]
         received.append(msg.n)
+        if "first_in" in STATE:
+            STATE["first_in"].set()
         if len(received) == STATE.get("expect", HELD + 1):
             STATE["all_in"].set()
 
@@ -130,7 +132,9 @@ def on_step(chart: str, event: str) -> Iterator[trio.Event]:
 
 
 async def test_a_hold_above_the_links_bound_streams_exactly_once_in_order_beside_other_calls():
-    STATE.update(received=[], all_in=trio.Event(), blocking=trio.Event(), gate=trio.Event())
+    STATE.update(received=[], all_in=trio.Event(), blocking=trio.Event(), gate=trio.Event(),
+                 first_in=trio.Event())
+    late: list[bool] = []
     latencies: list[float] = []
     unsent: list[int] = []
     moved: list[zl.RelocationResult] = []
@@ -146,8 +150,9 @@ async def test_a_hold_above_the_links_bound_streams_exactly_once_in_order_beside
                 relayed.set()
 
             async def after_commit() -> None:
-                await committed.wait()  # the relay is under way (or done): still behind it
-                await a.client.send("sink-1", Chunk(HELD, BODY))
+                await STATE["first_in"].wait()  # the relay reached b and goes on
+                late.append(relayed.is_set())
+                await a.client.send("sink-1", Chunk(HELD, BODY))  # behind the hold
 
             async def other_calls() -> None:
                 while not relayed.is_set():
@@ -158,8 +163,7 @@ async def test_a_hold_above_the_links_bound_streams_exactly_once_in_order_beside
                     unsent.append(a.inspection.unsent_bytes("node-1"))
 
             async with trio.open_nursery() as nursery:
-                with on_step("PlannedRelocation", "seal") as sealed, \
-                        on_step("PlannedRelocation", "commit_relocation") as committed:
+                with on_step("PlannedRelocation", "seal") as sealed:
                     nursery.start_soon(relocate)
                     await sealed.wait()
                     for n in range(HELD):  # all held: 80 MiB
@@ -169,7 +173,9 @@ async def test_a_hold_above_the_links_bound_streams_exactly_once_in_order_beside
                     STATE["gate"].set()
                     await STATE["all_in"].wait()
     assert moved[0].outcome is zl.RelocationOutcome.COMMITTED
-    # Every held message once, in arrival order, and the one sent after the commit last.
+    # Every held message once, in arrival order, and the one sent after the commit, while
+    # the relay still ran, last.
+    assert late == [False]
     assert STATE["received"] == list(range(HELD + 1))
     # The other calls on the link went on while the relay ran, none waiting long, and the
     # link never held much more than its high-water mark unsent.
@@ -189,32 +195,36 @@ async def test_the_new_owner_queues_a_relayed_hold_past_its_full_application_lan
     with trio.fail_after(60):
         async with two_nodes(application_lane=zl.LaneBounds(8, 64 * 1024 * 1024)) as (a, b), \
                 trio.open_nursery() as nursery:
-            await a.client.request("sink-1", Ping(), reply=None).instance_spot("sink")
-            await a.client.send("sink-1", Block())
-            await STATE["blocking"].wait()  # the turn running at the seal
+            try:
+                await a.client.request("sink-1", Ping(), reply=None).instance_spot("sink")
+                await a.client.send("sink-1", Block())
+                await STATE["blocking"].wait()  # the turn running at the seal
 
-            async def relocate() -> None:
-                moved.append(await a.relocate("sink-1", to="node-1"))
-                relocated.set()
+                async def relocate() -> None:
+                    moved.append(await a.relocate("sink-1", to="node-1"))
+                    relocated.set()
 
-            async def last() -> None:  # held last: it runs after every chunk, at b
-                await a.client.request("sink-1", Ping(), reply=None).timeout(30)
-                answered.set()
+                async def last() -> None:  # held last: it runs after every chunk, at b
+                    await a.client.request("sink-1", Ping(), reply=None).timeout(30)
+                    answered.set()
 
-            with on_step("PlannedRelocation", "seal") as sealed:
-                nursery.start_soon(relocate)
-                await sealed.wait()
-            # Held: a turn that blocks b's lane first, then 20 chunks and a request.
-            await a.client.send("sink-1", Block("target_gate"))
-            for n in range(held):
-                await a.client.send("sink-1", Chunk(n, "x"))
-            nursery.start_soon(last)
-            await trio.testing.wait_all_tasks_blocked()
-            STATE["gate"].set()
-            await relocated.wait()
-            assert moved[0].outcome is zl.RelocationOutcome.COMMITTED
-            # b dispatched every relayed frame before this reply (one link, in order).
-            assert await a.client.request("echo-1", Ping(), reply=Pong) == Pong(str(b.node_rid))
-            STATE["target_gate"].set()
-            await answered.wait()
+                with on_step("PlannedRelocation", "seal") as sealed:
+                    nursery.start_soon(relocate)
+                    await sealed.wait()
+                # Held: a turn that blocks b's lane first, then 20 chunks and a request.
+                await a.client.send("sink-1", Block("target_gate"))
+                for n in range(held):
+                    await a.client.send("sink-1", Chunk(n, "x"))
+                nursery.start_soon(last)
+                await trio.testing.wait_all_tasks_blocked()
+                STATE["gate"].set()
+                await relocated.wait()
+                assert moved[0].outcome is zl.RelocationOutcome.COMMITTED
+                # b dispatched every relayed frame before this reply (one link, in order).
+                assert await a.client.request("echo-1", Ping(), reply=Pong) == Pong(str(b.node_rid))
+                STATE["target_gate"].set()
+                await answered.wait()
+            finally:  # a failure must not leave a turn blocked (nodes wait for it)
+                STATE["gate"].set()
+                STATE["target_gate"].set()
     assert STATE["received"] == list(range(held))
