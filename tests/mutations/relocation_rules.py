@@ -57,4 +57,17 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
         guards=["tests/runtime/test_relocation_relay.py::"
                 "test_the_new_owner_queues_a_relayed_hold_past_its_full_application_lane"],
     ),
+    # The lifecycle lane's admission is the incarnation's (runtime_rules' family
+    # "Execution lanes"); it is listed here, with the relay, because the relocation's
+    # seal is the lifecycle work a full application lane must not refuse.
+    Mutation(
+        name="lanes.lifecycle_admission",
+        family="Execution lanes (09 §6)",
+        rule="Lifecycle work (a relocation's seal, ctx.close()'s BeginClose) is admitted "
+             "under the lifecycle lane's own bounds, however full the application lane is.",
+        path="zlink_trio/runtime/incarnation/incarnation.py",
+        find="        self.lanes.lifecycle.admit(work, 0)",
+        replace="        self.lanes.application.admit(work, 0)",
+        guards=["tests/runtime/test_lifecycle_lane.py"],
+    ),
 )

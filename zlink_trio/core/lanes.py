@@ -375,6 +375,15 @@ class Lanes(Generic[T]):
             return _new_tuple(Turn, (LaneKind.APPLICATION, *entry))
         return None
 
+    def next_lifecycle_turn(self) -> Turn[T] | None:
+        """Pop the next lifecycle work item only (``None`` if there is none): for a Spot
+        that runs no application turn now (sealed for a relocation). Never raises."""
+        lifecycle = self._lifecycle
+        if lifecycle is None:
+            return None
+        entry = lifecycle.pop()
+        return None if entry is None else _new_tuple(Turn, (LaneKind.LIFECYCLE, *entry))
+
     def counts(self) -> tuple[int, int]:
         """Queued and running items over both lanes, without building a snapshot."""
         queued, running = self.application.counts()
