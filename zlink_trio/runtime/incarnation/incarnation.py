@@ -28,8 +28,9 @@ it (``INCARNATION.tags``):
   record's fence, and the catalog entry and cached route are dropped in the same
   continuation (06 §7, 09 §5).  See "Closing" below.
 * ``sealed`` -- a planned relocation sealed the incarnation: admission goes to the
-  relocation hold, no turn runs; it ends ``serving`` again (abort) or ``disposed``
-  (the move committed: ``on_close(RELOCATED)``, no Release).  See "Moving" below.
+  relocation hold, no application turn runs (lifecycle work does); it ends
+  ``serving`` again (abort) or ``disposed`` (the move committed:
+  ``on_close(RELOCATED)``, no Release).  See "Moving" below.
 
 Admission
 ---------
@@ -86,7 +87,9 @@ A close begins for one of three reasons, each sealing admission at once:
   (``begin_idle_eviction``), the reason and the Closing record's fence are kept for
   the Release, and a close already under way absorbs a second one;
 * ``ctx.close()`` asked for it during a turn (:meth:`Incarnation.request_self_close`):
-  once that turn ended, the task runs the BeginClose itself (bounded by the node's
+  lifecycle work (``work.LifecycleWork``, admitted under the lifecycle lane's own
+  bounds, however full the application lane is): its turn, once that turn ended and
+  ahead of the queued application work, runs the BeginClose (bounded by the node's
   ``default_timeout``; a refusal is logged and the Spot keeps serving);
 * :meth:`Incarnation.lose_ownership` -- the node learned its lease is gone: the local
   part of a close without any store write; queued items end :class:`Unavailable`
@@ -112,11 +115,13 @@ the length of one relocation, by the relocation coordinator
   messages and timers are admitted and run as usual (06 §6.1 "a Relocating unit that
   is waiting for a permit hasn't been sealed yet"), but the idle sweep skips it
   (09 §5).
-* :meth:`Incarnation.seal_for_relocation` -> ``sealed``: from here no turn runs and no
-  timer fires; a message admitted now goes to the **relocation hold** (``Move.hold``:
-  arrival order, no bound of its own, 09 §6) instead of the queue.  The turn running
-  at the seal finishes; :meth:`Incarnation.wait_no_turn` waits for it, so the queue
-  the coordinator then captures is exactly the not-yet-run work.
+* :meth:`Incarnation.seal_for_relocation` -> ``sealed``: from here no application turn
+  runs and no timer fires; a message admitted now goes to the **relocation hold**
+  (``Move.hold``: arrival order, no bound of its own, 09 §6) instead of the queue.
+  The seal is lifecycle work, admitted under the lifecycle lane's own bounds: its turn
+  comes once the turn running at the seal finished, and
+  :meth:`Incarnation.wait_no_turn` waits for it, so the queue the coordinator then
+  captures is exactly the not-yet-run work.
 * :meth:`Incarnation.unseal` -- an explicit abort before relay-ready:
   ``abort_relocation`` -> ``serving``; the held ingress goes to the end of the queue
   in arrival order (behind the work that was queued at the seal) and the task runs
