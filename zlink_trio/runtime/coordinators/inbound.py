@@ -23,9 +23,11 @@ to the coordinator that serves it:
   :class:`LinkReply` as its completion.
 * **39, route kind 3** (Message Follow, :mod:`~zlink_trio.runtime.mesh.message_follow`):
   a message that followed a relocated Spot; admitted like route kind 1 by its new owner
-  (which checks the ObjectGeneration), or sent on if the Spot moved again.  A route
-  kind 1 message for a Spot that moved away from this node follows its Message Follow
-  route the same way.
+  (which checks the ObjectGeneration), but past its application lane's bounds
+  (``Incarnation.admit_followed``: the route's queue has no bound, and a relayed hold
+  was accepted at the source), or sent on if the Spot moved again.  A route kind 1
+  message for a Spot that moved away from this node follows its Message Follow route
+  the same way -- behind the hold, while that is still being relayed.
 * **60** (:mod:`.remote_relocation`): take a sealed Spot over, answered by command 20.
 * **39, route kind 2** (cold-activation envelope): checked the same way (lifecycle, Mesh,
   a served Instance type, a handler for the message), then run as a catalog task from
