@@ -234,7 +234,7 @@ def _relay_one(rt: NodeState, peers: Peers, call: Delivery, route_frame: FollowF
                          route_frame.hops, to.message)
             raise to
         _send(rt, peers, call, to, route_frame)
-    except (Unavailable, InvalidOperation) as exc:
+    except ZLinkError as exc:  # (the link refused it, or its message cannot be encoded)
         if call.completion is not None:
             call.completion.set_error(exc)
 
