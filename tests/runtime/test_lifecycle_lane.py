@@ -130,16 +130,23 @@ async def test_a_spot_with_a_full_application_lane_still_closes_itself_after_its
                 "node-0", store=url, spots=[LaneSpot], application_lane=FULL, listen=None))
             try:
                 await _fill(node, "l-2", Block(close=True))
+                closed = node.inspection.hosted_spot("l-2")
+                assert closed is not None
                 STATE["gate"].set()
                 await STATE["asked"].wait()
                 assert "close_error" not in STATE, STATE.get("close_error")
                 await STATE["closed"].wait()
             finally:
                 STATE["gate"].set()
-            assert node.inspection.hosted_spot("l-2") is None
-            assert await node.spots.find("l-2") is None
+            # The next call with Instance intent waits for the close to end, then
+            # activates a new generation: the close went all the way.
+            await node.client.request("l-2", Put(7), reply=None).instance_spot("lane")
+            again = node.inspection.hosted_spot("l-2")
+            assert again is not None
+            assert again.generation > closed.generation
+            seen = EVENTS[:]
     rid = str(node.node_rid)
     # The work accepted before the close ran first, then on_close, once.
     expected = [("put", rid, -1), ("put", rid, 0), ("put", rid, 1), ("put", rid, 2),
-                ("close", rid, zl.CloseReason.CLOSED)]
-    assert expected == EVENTS[:]
+                ("close", rid, zl.CloseReason.CLOSED), ("put", rid, 7)]
+    assert expected == seen
