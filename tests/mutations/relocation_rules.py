@@ -77,8 +77,8 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
         family=FAMILY,
         rule="A message from another node keeps the operation ID its frame carried.",
         path="zlink_trio/runtime/coordinators/inbound.py",
-        find="operation_id=frame.operation_id),",
-        replace="operation_id=0),",
+        find="deadline, operation_id=frame.operation_id)",
+        replace="deadline, operation_id=0)",
         guards=[_IDENTITY],
     ),
     Mutation(
@@ -407,5 +407,52 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
         replace="    job.host.move.stranded = error.message if job.host.move else None",
         guards=["tests/runtime/test_relocation_target_died.py::"
                 "test_a_restarted_target_releases_the_move_it_died_in_past_relay_ready[memory]"],
+    ),
+    # relay and lifecycle lane
+    Mutation(
+        name="relay.flow_control",
+        family="Planned relocation and Message Follow (06 §6, §6.1, §8; 09 §2)",
+        rule="The relay of a hold streams within the link's flow control: it waits while "
+             "the link is not writable instead of queuing the whole hold at once.",
+        path="zlink_trio/runtime/mesh/message_follow.py",
+        find="        if not link.writable:\n",
+        replace="        if False:\n",
+        guards=["tests/runtime/test_relocation_relay.py::"
+                "test_a_hold_above_the_links_bound_streams_exactly_once_in_order_beside_other_calls"],
+    ),
+    Mutation(
+        name="relay.behind_the_hold",
+        family="Planned relocation and Message Follow (06 §6, §6.1, §8; 09 §2)",
+        rule="A call this node sends to a Spot whose hold is still being relayed goes "
+             "behind the hold, never overtaking a held message.",
+        path="zlink_trio/runtime/coordinators/routing.py",
+        find="    relay = rt.follow.relay(call.spot_id)\n",
+        replace="    relay = None\n",
+        guards=["tests/runtime/test_relocation_relay.py::"
+                "test_a_hold_above_the_links_bound_streams_exactly_once_in_order_beside_other_calls"],
+    ),
+    Mutation(
+        name="relay.target_queues_the_hold",
+        family="Planned relocation and Message Follow (06 §6, §6.1, §8; 09 §2)",
+        rule="The new owner queues a followed (relayed) message past its application "
+             "lane's bounds: the hold was accepted at the source.",
+        path="zlink_trio/runtime/coordinators/inbound.py",
+        find="            host.admit_followed(work, len(payload.body))",
+        replace="            host.admit(work, len(payload.body))",
+        guards=["tests/runtime/test_relocation_relay.py::"
+                "test_the_new_owner_queues_a_relayed_hold_past_its_full_application_lane"],
+    ),
+    # The lifecycle lane's admission is the incarnation's (runtime_rules' family
+    # "Execution lanes"); it is listed here, with the relay, because the relocation's
+    # seal is the lifecycle work a full application lane must not refuse.
+    Mutation(
+        name="lanes.lifecycle_admission",
+        family="Execution lanes (09 §6)",
+        rule="Lifecycle work (a relocation's seal, ctx.close()'s BeginClose) is admitted "
+             "under the lifecycle lane's own bounds, however full the application lane is.",
+        path="zlink_trio/runtime/incarnation/incarnation.py",
+        find="        self.lanes.lifecycle.admit(work, 0)",
+        replace="        self.lanes.application.admit(work, 0)",
+        guards=["tests/runtime/test_lifecycle_lane.py"],
     ),
 )

@@ -28,9 +28,12 @@ to the coordinator that serves it:
   generation is used to filter lifecycle changes and move relay") -- the
   ObjectGeneration, the owner generations and the relaying node must be the ones the
   relocation gave the local incarnation, and an operation ID that already reached it
-  is not run again.  A node that no longer hosts the Spot sends it on if the Spot
-  moved again, else it ends ``Unavailable``.  A route kind 1 message for a Spot that
-  moved away from this node follows its Message Follow route the same way.
+  is not run again -- and past its application lane's bounds
+  (``Incarnation.admit_followed``: the route's queue has no bound, and a relayed hold
+  was accepted at the source).  A node that no longer hosts the Spot sends it on if
+  the Spot moved again, else it ends ``Unavailable``.  A route kind 1 message for a
+  Spot that moved away from this node follows its Message Follow route the same way
+  -- behind the hold, while that is still being relayed.
 * **60** (:mod:`.remote_relocation`): take a sealed Spot over, answered by command 20.
 * **39, route kind 2** (cold-activation envelope): checked the same way (lifecycle, Mesh,
   a served Instance type, a handler for the message), then run as a catalog task from
@@ -77,6 +80,7 @@ from zlink_trio.runtime.mesh.message_follow import (
     check_followed,
     follow,
     follow_now,
+    queue_behind,
     superseded,
 )
 from zlink_trio.runtime.observe.events import follow_event, stale
@@ -161,7 +165,10 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
             follow_route = None
         if follow_route is not None:  # it moved away: Message Follow (06 §6)
             try:
-                if not follow_now(rt, rt.peers, follow_route, frame, reply):
+                relay = rt.follow.relay(route.spot_id)
+                if relay is not None:  # behind the hold still being relayed, in order
+                    queue_behind(rt, rt.peers, relay, follow_route, frame, reply)
+                elif not follow_now(rt, rt.peers, follow_route, frame, reply):
                     rt.catalog.start_job(lambda: _follow(rt, follow_route, frame, reply))
             except ZLinkError as exc:
                 _fail(reply, exc, frame)
@@ -222,8 +229,11 @@ def _admit_direct(rt: NodeRuntime, link: Link, frame: SpotMessage, reply: LinkRe
         payload = frame.payload
         info = host.spot_type.handlers.find_wire(payload.type_name)
         msg = rt.codec.decode(payload.type_name, payload.body, info.message_type)
-        host.admit(MessageWork(msg, info, reply, deadline, operation_id=frame.operation_id),
-                   len(payload.body))
+        work = MessageWork(msg, info, reply, deadline, operation_id=frame.operation_id)
+        if isinstance(route, FollowFrameRoute):
+            host.admit_followed(work, len(payload.body))
+        else:
+            host.admit(work, len(payload.body))
     except ZLinkError as exc:
         _fail(reply, exc, frame)
 

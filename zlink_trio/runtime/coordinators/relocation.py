@@ -267,7 +267,7 @@ async def _committed(job: _Relocation, ref: SpotRef) -> RelocationResult:
         # The hold goes first, before on_close(RELOCATED) runs: a message sent after the
         # commit must not overtake a held one of the same sender (relay_held).
         if held:
-            await relay_held(rt, rt.peers, route, held)
+            await relay_held(rt, rt.peers, rt.follow, route, held)
         await job.host.moved_away()
     LOGGER.info("node %r: Spot %r moved to node %r", rt.node_id, record.spot_id,
                 job.claim.descriptor.node_id, extra=_fields(job))

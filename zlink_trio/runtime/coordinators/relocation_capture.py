@@ -29,6 +29,7 @@ from zlink_trio.runtime.coordinators.relocation_payload import (
 from zlink_trio.runtime.declaration.policies import PreserveStateWith
 from zlink_trio.runtime.declaration.spot_types import relocation_of
 from zlink_trio.runtime.incarnation.timers import TimerWork, method_name
+from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.mesh.link_reply import LinkReply
 from zlink_trio.runtime.mesh.remote_calls import completer
 
@@ -84,6 +85,7 @@ def capture(rt: NodeRuntime, host: Incarnation, record: AuthorityRecord,
             if isinstance(item, TimerWork):  # a tick already due: it fires at the target
                 timers.append(MovedTimer(method_name(instance, item.callback), 0, None))
                 continue
+            assert isinstance(item, MessageWork)  # (lifecycle work has a lane of its own)
             encoded = rt.codec.encode(item.msg)
             correlation = 0
             if item.completion is not None:
