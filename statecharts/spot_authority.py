@@ -49,7 +49,11 @@ must not participate in relocation (09 §5).  An owner whose lease expired keeps
 record (the resolver reports ``Unavailable``, 09 §3).  The failure policy's one way
 out (06 §9) is ``release_expired``: ``ready`` -> ``missing``, the fenced release of a
 Ready record whose owner's lease expired, taken by the same NodeId restarted or by an
-operator (``store.rules.operator``), never by another node on its own.
+operator (``store.rules.operator``), never by another node on its own.  A move whose
+target died past relay-ready has its own way out, ``release_relay_ready``:
+``relay_ready`` -> ``missing``, taken by restart recovery (the target's NodeId
+restarted) or an operator once the target's lifecycle is over -- the move is not
+resumed (06 §8), the source is not restored (06 §6.1), the incarnation ends.
 
 Entry Spot records are not this chart's: they are written and deleted with their
 node's descriptor claim (NewClaim, Remove) and are always ``ready``.
@@ -100,6 +104,7 @@ class SpotAuthority(StrictChart):
     abort_relocation = relocating.to(ready) | sealed.to(ready)
 
     release_expired = ready.to(missing)
+    release_relay_ready = relay_ready.to(missing)
 
     tags = state_tags(moving=(relocating, sealed, relay_ready))
     state_enum = "AuthorityState"

@@ -64,6 +64,7 @@ class SpotAuthorityEvents:
     commit_relocation: Final = SpotAuthorityEvent("commit_relocation")
     abort_relocation: Final = SpotAuthorityEvent("abort_relocation")
     release_expired: Final = SpotAuthorityEvent("release_expired")
+    release_relay_ready: Final = SpotAuthorityEvent("release_relay_ready")
 
 
 @final

@@ -7,7 +7,8 @@ a failure or by cancellation -- every process still running is killed and reaped
 their node opens with one line each, so their store opens race.
 :meth:`NodeProc.call` sends one JSON command and reads its one-line answer under a
 deadline. :func:`factory_runs` parses the shared side-effect log, :func:`handled_steps`
-the log of the relocation tests' ``Step`` messages.
+the log of the relocation tests' ``Step`` messages and :func:`handled_operations` the
+operation IDs their turns carried.
 
 :func:`open_mesh` starts the nodes of a relocation test: one process each (with its own
 environment, e.g. ``ZLINK_CRASH_AT``) on a SQLite or Redis URL, or -- on ``memory://``,
@@ -203,9 +204,19 @@ def handled_steps(tmp_path: Path) -> list[tuple[str, int, str]]:
         return []
     steps = []
     for line in log.read_text().splitlines():
-        _, spot_id, seq, node, _pid = line.split(" ")
+        _, spot_id, seq, node, _pid, _operation = line.split(" ")
         steps.append((spot_id, int(seq), node))
     return steps
+
+
+def handled_operations(tmp_path: Path) -> dict[int, list[int]]:
+    """seq -> the operation ID of each turn that handled that ``Step``, in log order."""
+    log = tmp_path / "factory.log.handled"
+    by_seq: dict[int, list[int]] = {}
+    for line in log.read_text().splitlines() if log.exists() else []:
+        _, _spot_id, seq, _node, _pid, operation = line.split(" ")
+        by_seq.setdefault(int(seq), []).append(int(operation))
+    return by_seq
 
 
 @attrs.define

@@ -1,10 +1,13 @@
 """One mesh node process for the multi-process tests, driven by JSON lines on stdin/stdout.
 
 ``python mesh_node_worker.py --node NODE_ID --store URL --log FILE [--lease S]
-[--secret S] [--weight W] [--timeout S]`` opens a node on ``127.0.0.1:0`` serving
-``MeshCounter`` (Instance Spot ``meshcounter``) and ``MeshRoom`` (User Spot
-``meshroom``), prints one ready line ``{"ready": true, "node_rid": ..., "endpoint":
-..., "pid": ...}`` and then answers one JSON line per command line, in order:
+[--secret S] [--weight W] [--timeout S] [--spots TYPES]`` opens a node on
+``127.0.0.1:0`` serving ``MeshCounter`` (Instance Spot ``meshcounter``) and ``MeshRoom``
+(User Spot ``meshroom``), prints one ready line ``{"ready": true, "node_rid": ...,
+"endpoint": ..., "pid": ...}`` and then answers one JSON line per command line, in
+order. ``--spots`` names the stable types the node registers, comma-separated
+(``meshcounter,meshroom,meshmover`` by default; ``none``: a ``client_only`` node), so
+the processes of one Mesh can have registries that differ. The commands:
 
 * ``{"op": "request", "spot": ID, "n": N, "intent": bool, "timeout": S}`` -- a
   ``request(Add(n))`` (with ``.instance_spot()`` when ``intent``);
@@ -46,8 +49,12 @@ and these commands (see :class:`Session`):
 * ``{"op": "spawn", "tag": T, "cmd": {...}}`` -- run ``cmd`` in the background (answered
   at once); ``{"op": "join", "tag": T}`` -- its answer, once it has one.
 
-Every ``Step`` handled appends ``handle SPOT_ID SEQ NODE_ID PID`` to ``LOG.handled``
-(one write, like the factory log). ``--lane-items`` bounds the application lane's item
+Every ``Step`` handled appends ``handle SPOT_ID SEQ NODE_ID PID OPERATION`` to
+``LOG.handled`` (one write, like the factory log): OPERATION is the operation ID the
+turn that ran it carried (``Incarnation._run_handler``, wrapped while a session is
+open). ``{"op": "operations"}`` answers the operation ID each ``Step`` this node sent
+left with (``{"operations": {seq: id}}``: its first command 39; a call served on this
+node draws none). ``--lane-items`` bounds the application lane's item
 count, ``--default-timeout`` is ``open_node(default_timeout=...)``. With ``--wait-go 1``
 the process prints ``{"loaded": true, "pid": ...}`` once its imports are done and opens
 the node (store included) only when the next stdin line arrives: the tests start
@@ -65,6 +72,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextvars
 import json
 import os
 import sys
@@ -76,6 +84,8 @@ import trio
 
 import zlink_trio as zl
 from zlink_trio.runtime import charts
+from zlink_trio.runtime.incarnation.incarnation import Incarnation
+from zlink_trio.runtime.mesh import remote_calls
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -259,7 +269,7 @@ class MeshMover:
         session = session_of(self.ctx)
         self.seen.append(msg.seq)
         side_effect("handle", self.ctx.spot_id, msg.seq, session.name, os.getpid(),
-                    log=session.log + ".handled")
+                    TURN_OPERATION.get(), log=session.log + ".handled")
         return Seen(msg.seq, len(self.seen), session.name)
 
     @zl.handler
@@ -297,6 +307,33 @@ class Changed:
     async def until(self, condition: Any) -> None:
         while not condition():
             await self.event.wait()
+
+
+#: The operation ID of the turn running in this task (set by ``_operation_turn``).
+TURN_OPERATION: contextvars.ContextVar[int] = contextvars.ContextVar("turn_operation",
+                                                                     default=0)
+#: ``(node name, seq) -> operation ID`` of every ``Step`` a node of this process sent.
+SENT: dict[tuple[str, int], int] = {}
+_RUN_HANDLER = Incarnation._run_handler
+_OPERATION_NUMBER = remote_calls._operation_number
+
+
+async def _operation_turn(self: Incarnation, item: Any, *args: Any) -> Any:
+    TURN_OPERATION.set(item.operation_id)
+    return await _RUN_HANDLER(self, item, *args)
+
+
+def _first_operation_number(rt: Any, call: Any) -> int:
+    op = _OPERATION_NUMBER(rt, call)
+    if isinstance(call.msg, Step):
+        SENT.setdefault((rt.node_id, call.msg.seq), op)
+    return op
+
+
+def record_operations(on: bool) -> None:
+    """Record operation IDs (``TURN_OPERATION``, ``SENT``) while sessions are open."""
+    Incarnation._run_handler = _operation_turn if on else _RUN_HANDLER  # type: ignore[method-assign]
+    remote_calls._operation_number = _first_operation_number if on else _OPERATION_NUMBER
 
 
 #: How often this process stepped each ``(chart, event)`` (the charts' TRACE).
@@ -433,6 +470,9 @@ class Session:
                                   for r in drained.not_moved]}
         if op == "hosts":
             return {"ok": True, "hosts": sorted(node._rt.catalog.hosts)}
+        if op == "operations":
+            return {"ok": True, "operations": {str(seq): number for (name, seq), number
+                                               in SENT.items() if name == self.name}}
         if op == "cached_route":
             route = node._rt.route_cache.get(spot, node._rt.now())
             return {"ok": True, "node_rid": None if route is None else str(route.node_rid)}
@@ -482,6 +522,9 @@ class Session:
 
 
 RELOCATION_SPOTS = [MeshCounter, MeshRoom, MeshMover]
+#: ``--spots``: the stable types a process may register.
+BY_TYPE: dict[str, type] = {"meshcounter": MeshCounter, "meshroom": MeshRoom,
+                            "meshmover": MeshMover}
 #: Wakes ``wait_step`` (one per process: the charts' TRACE is process-wide).
 STEPPED = Changed()
 #: The sessions of this process being opened or open (the TRACE observer is installed
@@ -499,8 +542,10 @@ def observe_step(chart: str, _state: str, event: str, _target: str) -> None:
 
 @asynccontextmanager
 async def open_session(name: str, store: str, log: str, *, lane_items: int = 0,
+                       spots: list[type] | None = None,
                        **options: Any) -> AsyncIterator[Session]:
-    """Open node ``name`` with the mesh test Spots; its session while the block runs.
+    """Open node ``name`` with the mesh test Spots (``spots``: these instead; ``[]``: a
+    client-only node); its session while the block runs.
 
     Several sessions may share one process (the in-process ``memory://`` runs of the
     relocation tests): the step counts start at zero when the first one opens.
@@ -509,11 +554,17 @@ async def open_session(name: str, store: str, log: str, *, lane_items: int = 0,
         options["application_lane"] = zl.LaneBounds(lane_items, 64 * 1024 * 1024)
     if not OPEN_SESSIONS:
         STEPS.clear()
+        SENT.clear()
         charts.TRACE.append(observe_step)
+        record_operations(True)
     OPEN_SESSIONS.append(name)
     rid = ""
     try:
-        async with zl.open_node(name, store=store, mesh="world", spots=RELOCATION_SPOTS,
+        if spots == []:
+            options["client_only"] = True
+            options.pop("placement_weight", None)
+        async with zl.open_node(name, store=store, mesh="world",
+                                spots=RELOCATION_SPOTS if spots is None else spots,
                                 **options) as node, trio.open_nursery() as nursery:
             rid = str(node.node_rid)
             session = SESSIONS[rid] = Session(node=node, name=name, log=log, nursery=nursery,
@@ -530,6 +581,7 @@ async def open_session(name: str, store: str, log: str, *, lane_items: int = 0,
         OPEN_SESSIONS.remove(name)
         if not OPEN_SESSIONS:
             charts.TRACE.remove(observe_step)
+            record_operations(False)
 
 async def lines(stream: trio.lowlevel.FdStream) -> Any:
     buffer = b""
@@ -558,8 +610,11 @@ async def main(args: argparse.Namespace) -> None:
                 print(json.dumps({"loaded": True, "pid": os.getpid()}), flush=True)
                 if await anext(commands, None) is None:
                     return
+            spots = (None if args.spots is None else [] if args.spots == "none"
+                     else [BY_TYPE[name] for name in args.spots.split(",")])
             async with open_session(args.node, args.store, args.log,
-                                    lane_items=args.lane_items, **options) as session:
+                                    lane_items=args.lane_items, spots=spots,
+                                    **options) as session:
                 node = session.node
                 print(json.dumps({"ready": True, "node_rid": str(node.node_rid),
                                   "pid": os.getpid(), "endpoint": node._rt.options.endpoint,
@@ -583,6 +638,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lane-items", type=int, default=0)
     parser.add_argument("--default-timeout", type=float, default=0.0)
     parser.add_argument("--wait-go", type=int, default=0)
+    parser.add_argument("--spots", default=None)
     return parser.parse_args(argv)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 
 import trio
-from mesh_node_procs import factory_runs, runs_per_id, start_nodes
+from mesh_node_procs import factory_runs, launch, running, runs_per_id, start_nodes
 
 NAMES = ["n0", "n1", "n2"]
 TEST_TIMEOUT = 60
@@ -88,3 +88,52 @@ async def test_300_concurrent_first_messages_build_one_incarnation_per_id(mesh_u
     for spot in ids:
         assert sorted(values[spot]) == list(range(1, 31)), (spot, sorted(values[spot]))
         assert owners[spot] == {next(node for s, _, node in runs if s == spot)}
+
+
+async def test_placement_reads_the_mesh_not_the_callers_registry(mesh_url, tmp_path):
+    """Issue #26 item 7: three processes whose registries differ -- n0 registers
+    meshcounter and meshroom, n1 only meshroom, n2 nothing (a client-only node).
+
+    Concurrent first messages with Instance intent for meshcounter from all three build
+    each ID once, on n0, the only node that serves the type (two of the callers do not
+    register it); the User Spots n2 creates land on n0 or n1, whose descriptors serve
+    meshroom; and every node reaches every Spot across the links.
+    """
+    ids = [f"wide-{i}" for i in range(6)]
+    rooms = [f"room-{i}" for i in range(4)]
+    with trio.fail_after(TEST_TIMEOUT):
+        async with (
+            running(await launch("n0", mesh_url, tmp_path,
+                                 spots="meshcounter,meshroom")) as n0,
+            running(await launch("n1", mesh_url, tmp_path, spots="meshroom")) as n1,
+            running(await launch("n2", mesh_url, tmp_path, spots="none")) as n2,
+        ):
+            nodes = [n0, n1, n2]
+            answers: dict[str, dict] = {}
+
+            async def burst(node) -> None:
+                answers[node.name] = await node.call(op="burst", ids=ids, count=30,
+                                                     timeout=30)
+
+            async with trio.open_nursery() as nursery:
+                for node in nodes:
+                    nursery.start_soon(burst, node)
+            for room in rooms:
+                created = await n2.call(op="get_or_create", spot=room, timeout=20)
+                assert created["ok"], created
+            room_owner = {room: next(node for spot, _, node in factory_runs(tmp_path)
+                                     if spot == room) for room in rooms}
+            for node in nodes:
+                for room in rooms:
+                    answer = await node.call(op="request", spot=room, n=1, timeout=20)
+                    assert (answer["ok"], answer["node"]) == (True, room_owner[room]), (
+                        node.name, room, answer)
+    results = [r for name in ("n0", "n1", "n2") for r in answers[name]["results"]]
+    failed = [r for r in results if not r["ok"]]
+    assert not failed, f"{len(failed)} of 90 failed, e.g. {failed[:3]}"
+    assert {r["node"] for r in results} == {"n0"}
+    runs = runs_per_id(tmp_path)
+    assert {spot: [node for _, node in runs[spot]] for spot in ids} == {
+        spot: ["n0"] for spot in ids}
+    assert set(room_owner.values()) <= {"n0", "n1"}
+    assert all(len(runs[room]) == 1 for room in rooms)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import collections
 
 import trio
-from mesh_node_procs import handled_steps, open_mesh
+from mesh_node_procs import handled_operations, handled_steps, open_mesh
 
 from zlink_trio.core.records import AuthorityState
 from zlink_trio.store import open_store
@@ -74,10 +74,13 @@ async def test_message_follow_only_uses_a_committed_route_has_no_relocation_boun
       application lane takes ``LANE`` items: the hold takes every one in (none is
       refused, none runs anywhere, none is sent on) and, after the commit, relays them
       all to the target, which runs each once and answers ``c`` -- the original caller,
-      through the source -- with its own seq: operation and reply route preserved.
+      through the source -- with its own seq: reply route preserved.
     * After the commit ``c``'s cached route still names the source: the source sends
       the call on along its committed route and the target handles it (never the
       source), with the state the Spot had.
+    * Operation identity: the turn that ran each of ``c``'s requests -- at the source
+      after the abort, at the target after the hold's relay or a follow -- carried the
+      operation ID ``c``'s own frame did (each node logs the ID of every turn it ran).
     """
     with trio.fail_after(TEST_TIMEOUT):
         async with open_store(relocation_url) as store, open_mesh(
@@ -126,6 +129,8 @@ async def test_message_follow_only_uses_a_committed_route_has_no_relocation_boun
             from_t = await t.call(op="step", spot=SPOT, seq=101)
             hosts = {node.name: (await node.call(op="hosts"))["hosts"] for node in (s, t)}
             record = await store.location.find(SPOT)
+            sent = {int(seq): op for seq, op in
+                    (await c.call(op="operations"))["operations"].items()}
     assert ran_while_sealed == {1, 2, 3, 4, 5}  # a held message runs nowhere while sealed
     assert cached["node_rid"] == s.node_rid  # so the call below took the source's route
     assert [(r["ok"], r["seq"], r["node"]) for r in relayed] == [(True, seq, "t") for seq in held]
@@ -137,7 +142,14 @@ async def test_message_follow_only_uses_a_committed_route_has_no_relocation_boun
     assert (record.state, str(record.owner.node_rid)) == (AuthorityState.READY, t.node_rid)
     by_seq = handled_at(tmp_path)
     assert by_seq == {**{seq: ["s"] for seq in (1, 2, 3, 4, 5)},
-                      **{seq: ["t"] for seq in [*held, 100, 101]}}
+                      **{seq: ["t"] for seq in [*held, 100]}, 101: ["t"]}
+    # Every call of c ran once, under the operation ID c's frame carried: held and
+    # returned to the queue (2-4), held and relayed (held), followed (100).
+    from_c = [2, 3, 4, *held, 100]
+    assert len({sent[seq] for seq in from_c}) == len(from_c)
+    assert 0 not in sent.values()
+    operations = handled_operations(tmp_path)
+    assert {seq: operations[seq] for seq in from_c} == {seq: [sent[seq]] for seq in from_c}
 
 
 async def test_entry_spot_is_not_in_the_relocation_candidate_list(relocation_url, tmp_path):

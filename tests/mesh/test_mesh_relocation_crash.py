@@ -28,9 +28,12 @@ fixture; each test then checks one scenario:
   Spot is Unavailable until the target restarts when the target died. The restart
   releases what its dead lifecycle owned (issue #13 item 1, ``store.dead_lifecycle``):
   a move that had not reached relay-ready is aborted and released, a committed record
-  released, and the next Instance-intent call activates a new incarnation. A RelayReady
-  record (the target died before committing) is the source's and only the target may
-  end it: it stays Unavailable (``docs/relocation.md``).
+  released, a RelayReady record (the target died before committing, issue #26 item 4)
+  released -- not resumed (06 §8, ``docs/decisions.md``) -- and the next Instance-intent
+  call activates a new incarnation. No payload root is left once the restart is done.
+* ``test_the_target_died_after_relay_ready_row_loses_and_duplicates_nothing`` -- the
+  row the issue names: 0 lost (every acknowledged step ran, where its reply says), 0
+  duplicated (no step ran twice), every call ended, and the Spot usable again.
 * ``test_a_caller_whose_route_names_the_dead_source_reaches_the_target_next`` --
   ``committed`` and ``relaying``: ``c``'s cached route names the dead source.
 
@@ -85,9 +88,10 @@ RESTART_LEASE = 1.5
 #: the victim restarts under its NodeId and the survivors call the Spot once more.
 RESTARTS = {("before_seal", "source"), ("sealed", "source"), ("captured", "source"),
             ("relay_ready", "target"), ("target_committed", "target")}
-#: Of those, where the dead lifecycle owned the record: the restart releases it
-#: (``store.dead_lifecycle``) and the Spot is usable again as a new incarnation.
-RELEASED = RESTARTS - {("relay_ready", "target")}
+#: Of those, where the restart releases the record (``store.dead_lifecycle``: the dead
+#: lifecycle owned it, or -- ``relay_ready`` -- was the target of its move past relay-ready)
+#: and the Spot is usable again as a new incarnation: all of them.
+RELEASED = RESTARTS
 #: The source's ``default_timeout``: how long it waits for a target past relay-ready.
 SETTLE = 2.0
 #: Each call's own deadline inside the worker.
@@ -386,9 +390,9 @@ def test_a_node_killed_during_a_move_outcome(outcomes, backend, step, victim):
         assert o.hosts == {"t": []}
         _assert_served_again(o)
         assert o.hosts_after_restart == {"s restarted": [SPOT], "t": []}
-        # The captured payload root stays in the Relocation Store (nothing cleans it up).
+        # A captured payload root is named on the Sealed record: the restart deletes it.
         leftover = 1 if step == "captured" else 0
-        assert (o.roots, o.roots_after_restart) == (leftover, leftover)
+        assert (o.roots, o.roots_after_restart) == (leftover, 0)
     elif victim == "source":
         # After relay-ready (committed at the target), the source died: the target serves
         # -- its own calls and a caller that resolves afresh (for a caller whose cached
@@ -402,13 +406,15 @@ def test_a_node_killed_during_a_move_outcome(outcomes, backend, step, victim):
         # After relay-ready, the target died: Unavailable until the target restarts.
         assert o.relocate is not None
         if step == "relay_ready":
-            # The target never committed and the record is still the source's: only
-            # the target may end a move past relay-ready, and its restart cannot (its
-            # state died): it stays Unavailable (docs/relocation.md).
+            # The target never committed and the record is still the source's: the
+            # source cannot abort, the target's restart releases the move (it is not
+            # resumed, 06 §8) and deletes its payload root; the source's incarnation
+            # ends, and the next Instance-intent call activates a new one (on ``s``).
             assert _unavailable(o.relocate), o.relocate
             assert o.record == ("relay_ready", "s", "t", 1)
-            assert o.record_after_restart == o.record
-            assert all(_unavailable(a) for a in o.restarted.values()), o.restarted
+            assert o.roots == 1
+            _assert_served_again(o)
+            assert o.hosts_after_restart == {"t restarted": [], "s": [SPOT]}
         else:
             # Committed: the dead target owned the Ready record; its restart releases
             # it, and the next Instance-intent call activates a new incarnation
@@ -418,9 +424,11 @@ def test_a_node_killed_during_a_move_outcome(outcomes, backend, step, victim):
             assert o.hosts == {"s": []}
             _assert_served_again(o)
             assert o.hosts_after_restart == {"t restarted": [], "s": [SPOT]}
+            # The target died before deleting the payload root; the source, which saw
+            # the commit in the store, deleted it.
+            assert o.roots == 0
         assert all(_unavailable(a) for a in o.settled.values()), o.settled
-        # The target died before deleting the payload root: it stays.
-        assert (o.roots, o.roots_after_restart) == (1, 1)
+        assert o.roots_after_restart == 0  # no payload root is left
 
 
 def _assert_served_again(o: Outcome) -> None:
@@ -443,3 +451,26 @@ def test_a_caller_whose_route_names_the_dead_source_reaches_the_target_next(
     assert o.record == ("ready", "t", None, 2)
     assert _unavailable(failed) or _served_by(failed, "t"), failed
     assert _served_by(following, "t"), following
+
+
+def lost_and_duplicated(o: Outcome) -> tuple[int, int]:
+    """``(lost, duplicated)``: acknowledged steps that did not run where their reply says
+    (or at all), and steps that ran more than once."""
+    runs = collections.Counter(seq for _, seq, _ in o.handled)
+    handler = {seq: node for _, seq, node in o.handled}
+    lost = sum(1 for a in o.acknowledged() if handler.get(a["seq"]) != a["node"])
+    return lost, sum(1 for n in runs.values() if n > 1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_target_died_after_relay_ready_row_loses_and_duplicates_nothing(
+        outcomes, backend):
+    """SIGKILL of the target after relay-ready, restart under the same NodeId: the Spot
+    is usable again, 0 lost / 0 duplicated, every call ended, no payload root left."""
+    o = _outcome(outcomes, backend, "relay_ready", "target")
+    assert o.victim_rc == -9, o.stderr
+    assert lost_and_duplicated(o) == (0, 0), o.handled
+    answers = [*o.pre, *o.stream, *o.settled.values(), *o.restarted.values()]
+    assert all(a.get("ok") or a.get("error") for a in answers), answers  # each one ended
+    assert all(_served_by(a, "s") for a in o.restarted.values()), o.restarted
+    assert o.roots_after_restart == 0

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import queue
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,8 +39,8 @@ _IGNORED = shutil.ignore_patterns(".venv", ".git", "__pycache__", "*.pyc", ".myp
                                   ".ruff_cache", ".pytest_cache", "*.egg-info", ".hypothesis")
 
 
-def _copy_tree(into: Path) -> Path:
-    copy = into / "tree"
+def _copy_tree(into: Path, index: int) -> Path:
+    copy = into / f"tree-{index}"
     shutil.copytree(ROOT, copy, ignore=_IGNORED, symlinks=True)
     return copy
 
@@ -74,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="print the catalog and exit")
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="seconds one mutation's guards may run (default 300)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="mutations run at once, each in a copy of its own "
+                             "(default: the number of CPUs)")
     args = parser.parse_args(argv)
     names = {m.name for m in MUTATIONS}
     unknown = sorted(set(args.names) - names)
@@ -86,14 +92,28 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     counts = {"killed": 0, "survived": 0, "error": 0}
     started = time.monotonic()
+    jobs = max(1, min(args.jobs, len(selected)))
     with tempfile.TemporaryDirectory(prefix="zlink-mutations-") as scratch:
-        copy = _copy_tree(Path(scratch))
-        for m in selected:
-            began = time.monotonic()
-            outcome, detail = _run_one(copy, m, args.timeout)
-            counts[outcome] += 1
-            print(f"{outcome.upper():8} {m.name:40} {time.monotonic() - began:6.1f} s  {detail}",
-                  flush=True)
+        lock = threading.Lock()
+        copies: queue.SimpleQueue[Path] = queue.SimpleQueue()
+        for index in range(jobs):
+            copies.put(_copy_tree(Path(scratch), index))
+
+        def run(m: Mutation) -> None:
+            copy = copies.get()  # a copy no other mutation is using
+            try:
+                began = time.monotonic()
+                outcome, detail = _run_one(copy, m, args.timeout)
+            finally:
+                copies.put(copy)
+            with lock:
+                counts[outcome] += 1
+                print(f"{outcome.upper():8} {m.name:40} {time.monotonic() - began:6.1f} s  "
+                      f"{detail}", flush=True)
+
+        with ThreadPoolExecutor(jobs) as pool:
+            for future in [pool.submit(run, m) for m in selected]:
+                future.result()
     print(f"\nmutation gate: {counts['killed']} of {len(selected)} killed, "
           f"{counts['survived']} survived, {counts['error']} errors "
           f"({time.monotonic() - started:.0f} s)")

@@ -3,18 +3,21 @@
 
 ``shared`` (a fixture) opens one store per test on the ``url`` backend (memory: one
 ``MemoryStore`` object given to every node); :func:`open_nodes` opens listening nodes on
-it with the given placement weights; the other helpers read what ran where and what the
-store holds. The test modules' docstrings list their items.
+it with the given placement weights and registries; the other helpers read what ran
+where and what the store holds. The test modules' docstrings list their items.
 
 Every test here runs two (or three) nodes of one process that **listen** (real loopback
 websocket links, as separate processes use) and share one store, on each backend:
 ``memory`` (one :class:`~zlink_trio.store.MemoryStore` *object* given to every node),
 ``sqlite`` (one file) and ``redis`` (one key prefix) -- the ``url`` fixture of
-``conftest.py`` (Redis absent fails under ``CI``, skips locally). A message that has to
-cross nodes crosses a link, so no test accepts ``zl.Unavailable`` in place of the
-outcome its item names: where Unavailable *is* the outcome (an owner whose lease ran
-out, a close meeting a move), the test first shows the same call succeeding across the
-link, and checks the reason the error gives.
+``conftest.py`` (Redis absent fails under ``CI``, skips locally). Their registries
+differ: the owner serves the types of the test, a caller fewer or none (a
+:data:`CLIENT` node), so a node that decided from its own registry instead of the
+Mesh's descriptors would fail them. A message that has to cross nodes crosses a link,
+so no test accepts ``zl.Unavailable`` in place of the outcome its item names: where
+Unavailable *is* the outcome (an owner whose lease ran out, a close meeting a move),
+the test first shows the same call succeeding across the link, and checks the reason
+the error gives.
 
 Each test is named after its item (the same name as the single-node test of
 ``test_spec_06.py`` / ``test_spec_09.py`` where that one covers the one-node half; a
@@ -48,7 +51,7 @@ import zlink_trio as zl
 from zlink_trio.store import MemoryStore, open_store
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Sequence
 
     from zlink_trio.store import Store
 
@@ -90,18 +93,35 @@ async def shared_store(url: str) -> AsyncIterator[Shared]:
         yield Shared(url, view)
 
 
-def open_node(shared: Shared, name: str, weight: float, **options: Any) -> Any:
-    """A listening node of :data:`SPOTS` on the shared store (loopback, any free port)."""
-    return zl.open_node(name, store=shared.store, spots=list(SPOTS),
+#: The registry of a client-only node: it hosts nothing (``open_node(client_only=True)``).
+CLIENT: tuple[type, ...] = ()
+
+
+def open_node(shared: Shared, name: str, weight: float, *,
+              spots: Sequence[type] = SPOTS, **options: Any) -> Any:
+    """A listening node serving ``spots`` on the shared store (loopback, any free port).
+
+    ``spots`` is its registry, :data:`SPOTS` by default; :data:`CLIENT` (none) opens a
+    ``client_only`` node, whose placement weight is 0 whatever ``weight`` says.
+    """
+    if not spots:
+        return zl.open_node(name, store=shared.store, client_only=True, **options)
+    return zl.open_node(name, store=shared.store, spots=list(spots),
                         placement_weight=weight, **options)
 
 
 @asynccontextmanager
-async def open_nodes(shared: Shared, *weights: float) -> AsyncIterator[list[Any]]:
-    """Nodes ``node-a``, ``node-b``... of these placement weights on the shared store."""
+async def open_nodes(shared: Shared, *weights: float,
+                     spots: Sequence[Sequence[type]] = ()) -> AsyncIterator[list[Any]]:
+    """Nodes ``node-a``, ``node-b``... of these placement weights on the shared store.
+
+    ``spots`` gives the nodes' registries in the same order (:func:`open_node`), so the
+    nodes of a Mesh-wide item can differ; a node it does not reach serves :data:`SPOTS`.
+    """
     async with AsyncExitStack() as stack:
-        yield [await stack.enter_async_context(open_node(shared, f"node-{chr(97 + i)}", w))
-               for i, w in enumerate(weights)]
+        yield [await stack.enter_async_context(open_node(
+            shared, f"node-{chr(97 + i)}", w, spots=spots[i] if i < len(spots) else SPOTS))
+            for i, w in enumerate(weights)]
 
 
 def ran_on(node: Any) -> list[object]:

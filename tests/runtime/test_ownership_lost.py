@@ -61,6 +61,13 @@ class Arm:
     period: float
 
 
+@attrs.frozen
+class ArmTwo:
+    """Two one-shot timers due together: ``slow_tick`` (waits for the gate), then ``tick``."""
+
+    delay: float
+
+
 class _Base:
     ctx: zl.SpotContext
 
@@ -80,8 +87,18 @@ class _Base:
     async def arm(self, msg: Arm) -> None:
         self.ctx.start_timer(msg.period, self.tick, period=msg.period)
 
+    @zl.handler
+    async def arm_two(self, msg: ArmTwo) -> None:
+        self.ctx.start_timer(msg.delay, self.slow_tick)
+        self.ctx.start_timer(msg.delay, self.tick)
+
     async def tick(self) -> None:
         LOG.append(("tick", self.ctx.spot_id))
+
+    async def slow_tick(self) -> None:
+        LOG.append(("slow-tick-start", self.ctx.spot_id))
+        await EVENTS["gate"].wait()
+        LOG.append(("slow-tick-end", self.ctx.spot_id))
 
     async def on_close(self, reason: zl.CloseReason) -> None:
         LOG.append(("close", self.ctx.spot_id, reason))
@@ -473,3 +490,21 @@ async def test_no_timer_tick_runs_past_the_lease_deadline(autojump_clock):
             store.location.offset += 60
             await trio.sleep(1.0)
             assert LOG.count(("tick", "w-1")) == ticks
+
+
+async def test_a_tick_queued_before_the_lease_deadline_does_not_run_after_it(autojump_clock):
+    """Two ticks come due together and are queued while the lease is valid; the first one
+    runs past the lease deadline (the store clock jumps while it waits). The second does
+    not run after it: the lease is compared again at the start of every tick's turn."""
+    store = LeaseStore()
+    EVENTS["gate"] = trio.Event()
+    with trio.fail_after(30):
+        async with open_test_node(store, injected=zl.InjectedOptions(clock=store.clock)) as node:
+            await node.client.request("w-1", Ping("first"), reply=Pong).instance_spot()
+            await node.client.request("w-1", ArmTwo(0.25), reply=None)
+            await wait_until(lambda: ("slow-tick-start", "w-1") in LOG)
+            store.location.offset += 60  # the lease deadline passes during the first tick
+            EVENTS["gate"].set()
+            await wait_until(lambda: ("slow-tick-end", "w-1") in LOG)
+            await trio.sleep(1.0)
+            assert ("tick", "w-1") not in LOG

@@ -9,6 +9,7 @@ the tests run on the real clock (links wait on sockets) and every one is bounded
 
 from __future__ import annotations
 
+import time
 import uuid
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
@@ -18,8 +19,18 @@ import pytest
 import trio
 
 import zlink_trio as zl
+from zlink_trio.core.deadline import Deadline
+from zlink_trio.core.records import AuthorityState
 from zlink_trio.runtime import charts
+from zlink_trio.runtime.calls.completion import Completion
+from zlink_trio.runtime.calls.delivery import Delivery
+from zlink_trio.runtime.coordinators.relocation_payload import RelocationPayload
+from zlink_trio.runtime.coordinators.remote_relocation import send_relocate
+from zlink_trio.runtime.incarnation.incarnation import Incarnation
+from zlink_trio.runtime.mesh import remote_calls
 from zlink_trio.store import open_store
+from zlink_trio.wire.frames import FollowRoute as FollowFrameRoute
+from zlink_trio.wire.frames import ReadyRoute
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
@@ -481,7 +492,8 @@ async def test_with_message_follow_off_the_old_route_fails_and_the_next_call_res
             await c.client.request("k-13", Put(1), reply=Where)  # c caches the route to a
             assert (await a.relocate("k-13", to="node-1")).outcome is \
                 zl.RelocationOutcome.COMMITTED
-            with pytest.raises((zl.StaleRoute, zl.Unavailable)):
+            # a has no route: it answers as a node that no longer owns the Spot (09 §4)
+            with pytest.raises(zl.StaleRoute, match="no longer owns"):
                 await c.client.request("k-13", Put(10), reply=Where)
             # Not run anywhere, not resent: the next call resolves the new owner afresh.
             assert await c.client.request("k-13", Put(1), reply=Where) == Where(
@@ -592,3 +604,405 @@ async def test_a_call_to_a_closed_generation_is_not_refused_by_a_later_ones_rout
                 await c.client.request("r-2", Put(1), reply=Where)
             assert await c.client.request("r-2", Put(5), reply=Where) == \
                 Where(5, str(b.node_rid))
+
+
+# ---------------------------------------------------------------- operation identity
+
+
+@contextmanager
+def operation_ids(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[dict[Any, int],
+                                                                      list[tuple[str, Any, int]]]]:
+    """``(sent, ran)``: the operation ID each message got when it first left a node
+    (``msg -> u64``, the caller's own), and ``(node_rid, msg, operation ID)`` for every
+    turn the runtime ran -- the IDs a handler's turn carried."""
+    sent: dict[Any, int] = {}
+    ran: list[tuple[str, Any, int]] = []
+    number = remote_calls._operation_number
+
+    def first_number(rt: Any, call: Any) -> int:
+        op = number(rt, call)
+        if call.msg is not None:
+            sent.setdefault(call.msg, op)
+        return op
+
+    run_handler = Incarnation._run_handler
+
+    async def recorded(self: Incarnation, item: Any, *args: Any) -> Any:
+        ran.append((str(self.rt.node_rid), item.msg, item.operation_id))
+        return await run_handler(self, item, *args)
+
+    monkeypatch.setattr(remote_calls, "_operation_number", first_number)
+    monkeypatch.setattr(Incarnation, "_run_handler", recorded)
+    yield sent, ran
+
+
+async def send_followed(sender: zl.Node, to: zl.Node, msg: Any, *, generation: int,
+                        owner_generations: tuple[int, int], operation_id: int) -> Any:
+    """Send ``msg`` from ``sender`` to ``to`` as a Message Follow message (route kind 3)
+    naming ``generation`` and ``owner_generations`` (source, target), with operation ID
+    ``operation_id``, as a node that relays it would; its reply (or raises its error)."""
+    rt = sender._rt
+    target = to._rt.owner
+    link = await rt.peers.link_to_owner(target, "the test's followed message")
+    completion = Completion()
+    deadline = Deadline.after(5, now=trio.current_time(), wall_now=time.time())
+    call = Delivery(spot_id="k-20", msg=msg, size=0, intent=None, completion=completion,
+                    reply=Where, deadline=deadline, op_id=f"{operation_id:016x}")
+    source, target_owner = owner_generations
+    remote_calls.send_spot_message(rt, rt.peers, call, link, FollowFrameRoute(
+        spot_id="k-20", object_generation=generation, source_owner_generation=source,
+        target_owner_generation=target_owner, target=target, hops=1))
+    return await completion.wait(deadline, "the test's followed message")
+
+
+class WatchedHold(list):  # type: ignore[type-arg]
+    """A relocation hold that wakes :meth:`wait_for` on every message it takes in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._changed = trio.Event()
+
+    def append(self, item: Any) -> None:
+        super().append(item)
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_for(self, count: int) -> None:
+        while len(self) < count:
+            await self._changed.wait()
+
+
+def watch_hold(node: zl.Node, spot_id: str) -> WatchedHold:
+    """Watch the hold of ``spot_id``'s incarnation on ``node``, sealed a moment ago."""
+    move = node._rt.catalog.hosts[spot_id].move
+    assert move is not None
+    assert not move.hold, "sealed a moment ago: nothing is held yet"
+    hold = move.hold = WatchedHold()
+    return hold
+
+
+async def owner_generation(node: zl.Node, spot_id: str) -> int:
+    record = await node._rt.store.location.find(spot_id)
+    assert record is not None
+    return record.owner_generation
+
+
+def ran_at(node: zl.Node) -> list[int]:
+    return [e[3] for e in done("put", node)]
+
+
+async def test_held_and_followed_messages_keep_their_operation_ids_and_run_once(
+        url: str, monkeypatch: pytest.MonkeyPatch):
+    """06 §6, §6.1: a message held during a move, or followed after it, reaches the new
+    owner with its caller's operation ID (the turn that runs it carries the ID the
+    caller's frame did), and a redelivery of that ID does not run again there."""
+    KNOBS["gate"] = trio.Event()
+    KNOBS["holding"] = trio.Event()
+    replies: dict[int, Any] = {}
+    moved: list[zl.RelocationResult] = []
+    with operation_ids(monkeypatch) as (sent, ran), trio.fail_after(20):
+        async with nodes(url, 3) as (a, b, c):
+            await a.client.request("k-20", Put(1), reply=Where).instance_spot("kept")
+            await c.client.request("k-20", Put(1), reply=Where)  # c's route names a
+            await a.client.send("k-20", Hold("running"))
+            await KNOBS["holding"].wait()
+            lane = a._rt.catalog.hosts["k-20"].lanes.application
+
+            async def relocate() -> None:
+                moved.append(await a.relocate("k-20", to="node-1"))
+
+            async def put(n: int) -> None:
+                replies[n] = await c.client.request("k-20", Put(n), reply=Where).timeout(15)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(put, 50)  # queued behind the running turn: it moves
+                while not lane.queued:  # with the payload
+                    await trio.testing.wait_all_tasks_blocked()
+                with on_step("PlannedRelocation", "seal") as sealed:
+                    nursery.start_soon(relocate)
+                    await sealed.wait()
+                hold = watch_hold(a, "k-20")
+                for count, n in enumerate((100, 200), 1):  # requests from c, held at a
+                    nursery.start_soon(put, n)
+                    await hold.wait_for(count)
+                await c.client.send("k-20", Put(300))
+                await hold.wait_for(3)
+                KNOBS["gate"].set()
+            # c's route still names a, which follows this call along its route to b.
+            replies[400] = await c.client.request("k-20", Put(400), reply=Where)
+            generation, owner = moved[0].ref.generation, await owner_generation(b, "k-20")
+            held_100 = sent[Put(100)]
+            # a redelivers operations 100 (held) and 50 (moved in the payload), with
+            # other messages: refused, not run
+            for op in (held_100, sent[Put(50)]):
+                with pytest.raises(zl.InvalidOperation, match="already reached"):
+                    await send_followed(a, b, Put(7), generation=generation,
+                                        owner_generations=(owner - 1, owner), operation_id=op)
+            # a message with an ID of its own goes the same way and runs
+            assert await send_followed(a, b, Put(8), generation=generation,
+                                       owner_generations=(owner - 1, owner),
+                                       operation_id=held_100 ^ 1) == Where(1060, str(b.node_rid))
+    assert moved[0].outcome is zl.RelocationOutcome.COMMITTED
+    assert replies == {50: Where(52, str(b.node_rid)), 100: Where(152, str(b.node_rid)),
+                       200: Where(352, str(b.node_rid)), 400: Where(1052, str(b.node_rid))}
+    originals = {n: sent[Put(n)] for n in (50, 100, 200, 300, 400)}
+    assert 0 not in originals.values()
+    assert len(set(originals.values())) == 5
+    at_b = [(msg.n, op) for rid, msg, op in ran if rid == str(b.node_rid)
+            and isinstance(msg, Put)]
+    # each ran at b once, under its caller's operation ID; the redeliveries never ran
+    assert at_b == [*originals.items(), (8, held_100 ^ 1)]
+    assert ran_at(b) == [50, 100, 200, 300, 400, 8]
+
+
+async def test_a_forged_message_follow_is_refused_and_direct_messages_ignore_generations(
+        url: str):
+    """06 §6, 09 §4: the receiver of a followed message checks it against the relocation
+    that brought the Spot: another ObjectGeneration is InvalidOperation; another owner
+    generation, or a sender that is not the node the Spot moved from, is Unavailable --
+    and none of them runs. A direct message naming wrong generations runs (ordinary
+    messages are not filtered by generation)."""
+    with trio.fail_after(20):
+        async with nodes(url, 3) as (a, b, c):
+            await a.client.request("k-20", Put(1), reply=Where).instance_spot("kept")
+            for source, to in ((a, "node-1"), (b, "node-0"), (a, "node-1")):
+                moved = await source.relocate("k-20", to=to)
+                assert moved.outcome is zl.RelocationOutcome.COMMITTED
+            generation, owner = moved.ref.generation, await owner_generation(b, "k-20")
+            assert owner == 4
+            right = (owner - 1, owner)
+            with pytest.raises(zl.InvalidOperation, match="hosts generation"):
+                await send_followed(a, b, Put(10), generation=generation + 1,
+                                    owner_generations=right, operation_id=11)
+            for wrong in ((owner, owner + 1), (owner - 1, owner + 1), (owner - 2, owner)):
+                with pytest.raises(zl.Unavailable, match="no relocation here matches"):
+                    await send_followed(a, b, Put(20), generation=generation,
+                                        owner_generations=wrong, operation_id=12)
+            with pytest.raises(zl.Unavailable, match="the only node that relays to it"):
+                await send_followed(c, b, Put(30), generation=generation,
+                                    owner_generations=right, operation_id=13)
+            # The same message, from the node it moved from, runs.
+            assert await send_followed(a, b, Put(40), generation=generation,
+                                       owner_generations=right, operation_id=14) == \
+                Where(41, str(b.node_rid))
+            # A direct message (route kind 1) naming other generations is run by the
+            # current instance: generations filter relays, not ordinary messages.
+            rt = c._rt
+            link = await rt.peers.link_to_owner(b._rt.owner, "the test's direct message")
+            completion = Completion()
+            deadline = Deadline.after(5, now=trio.current_time(), wall_now=time.time())
+            remote_calls.send_spot_message(rt, rt.peers, Delivery(
+                spot_id="k-20", msg=Put(50), size=0, intent=None, completion=completion,
+                reply=Where, deadline=deadline, op_id=""), link, ReadyRoute(
+                    spot_id="k-20", object_generation=generation + 5,
+                    owner_generation=owner + 5, target=b._rt.owner))
+            assert await completion.wait(deadline, "the direct message") == \
+                Where(91, str(b.node_rid))
+    assert ran_at(b) == [40, 50]
+
+
+async def test_a_call_on_an_expired_route_is_a_stale_route_and_the_next_call_resolves(url: str):
+    """06 §6, 09 §4: once its Message Follow route expired, the old owner answers a call
+    on the old route as any node that no longer owns the Spot: StaleRoute, not run."""
+    with trio.fail_after(20):
+        async with nodes(url, 3) as (a, b, c):
+            await a.client.request("k-21", Put(1), reply=Where).instance_spot("kept")
+            await c.client.request("k-21", Put(1), reply=Where)  # c's route names a
+            assert (await a.relocate("k-21", to="node-1")).outcome is \
+                zl.RelocationOutcome.COMMITTED
+            route = a._rt.follow.get("k-21", trio.current_time())
+            assert route is not None
+            a._rt.follow.install(attrs.evolve(route, expires_at=trio.current_time()))
+            with pytest.raises(zl.StaleRoute, match="no longer owns"):
+                await c.client.request("k-21", Put(10), reply=Where)
+            assert await c.client.request("k-21", Put(1), reply=Where) == \
+                Where(3, str(b.node_rid))
+    assert ran_at(a) == [1, 1]
+
+
+async def test_a_followed_message_that_finds_no_route_is_unavailable(url: str):
+    """06 §6: a message that follows a Spot to a node that neither hosts it nor has a
+    Message Follow route of its own (it moved there, then closed) ends Unavailable, not
+    run; only the next call resolves afresh."""
+    with trio.fail_after(20):
+        async with nodes(url, 3) as (a, b, c):
+            created = await a.spots.get_or_create("r-20", "room").request(Hold("x"))
+            await c.client.request("r-20", Put(1), reply=Where)  # c's route names a
+            assert (await a.relocate("r-20", to="node-1")).outcome is \
+                zl.RelocationOutcome.COMMITTED
+            assert await b.spots.close(created.ref)
+            with pytest.raises(zl.Unavailable, match="neither hosts it nor has a Message"):
+                await c.client.request("r-20", Put(2), reply=Where)
+            with pytest.raises(zl.NotFound):
+                await c.client.request("r-20", Put(3), reply=Where)
+    assert [e[3] for e in EVENTS if e[0] == "put"] == [1]
+
+
+async def test_held_messages_of_a_move_aborted_before_relay_ready_run_in_arrival_order(
+        url: str):
+    """06 §6.1: a move that aborts before relay-ready returns its hold to the source's
+    queue in arrival order, behind the work queued at the seal."""
+    KNOBS.update(gate=trio.Event(), holding=trio.Event(), fail_restore=True)
+    moved: list[zl.RelocationResult] = []
+    with trio.fail_after(20):
+        async with nodes(url, 2) as (a, _b):
+            await a.client.request("k-22", Put(1), reply=Where).instance_spot("kept")
+            await a.client.send("k-22", Hold("running"))
+            await KNOBS["holding"].wait()
+            await a.client.send("k-22", Put(10))  # queued before the seal
+            await a.client.send("k-22", Put(20))
+
+            async def relocate() -> None:
+                moved.append(await a.relocate("k-22", to="node-1"))
+
+            async with trio.open_nursery() as nursery:
+                with on_step("PlannedRelocation", "seal") as sealed:
+                    nursery.start_soon(relocate)
+                    await sealed.wait()
+                for n in (100, 200, 300, 400):  # held, in this order
+                    await a.client.send("k-22", Put(n))
+                KNOBS["gate"].set()
+            last = await a.client.request("k-22", Put(0), reply=Where)
+    assert moved[0].outcome is zl.RelocationOutcome.ABORTED
+    assert "restore" in (moved[0].reason or "")
+    assert ran_at(a) == [1, 10, 20, 100, 200, 300, 400, 0]
+    assert last == Where(1031, str(a.node_rid))
+
+
+async def test_ingress_after_the_capture_waits_in_the_hold_and_follows_the_spot(url: str):
+    """06 §6.1, 09 §9: while the target builds its shell (the source sealed and captured),
+    the source's ingress waits in the relocation hold -- it is neither run nor queued --
+    and follows the Spot once the target commits, in arrival order, each once."""
+    replies: list[Where] = []
+    with trio.fail_after(20):
+        async with nodes(url, 2) as (a, b), trio.open_nursery() as nursery:
+            await a.client.request("s-20", Put(1), reply=Where).instance_spot("slow")
+            KNOBS.update(activate_gate=trio.Event(), activating=trio.Event())
+            moved: list[zl.RelocationResult] = []
+
+            async def relocate() -> None:
+                moved.append(await a.relocate("s-20", to="node-1"))
+
+            async def put(n: int) -> None:
+                replies.append(await a.client.request("s-20", Put(n), reply=Where))
+
+            nursery.start_soon(relocate)
+            await KNOBS["activating"].wait()  # b runs on_activate of its shell
+            host = a._rt.catalog.hosts["s-20"]
+            await a.client.send("s-20", Put(5))
+            await a.client.send("s-20", Put(6))
+            nursery.start_soon(put, 7)
+            await trio.testing.wait_all_tasks_blocked()
+            assert host.move is not None
+            assert [work.msg for work, _ in host.move.hold] == [Put(5), Put(6), Put(7)]
+            assert host.lanes.counts() == (0, 0)
+            assert ran_at(a) == [1]
+            KNOBS["activate_gate"].set()
+    assert moved[0].outcome is zl.RelocationOutcome.COMMITTED
+    assert ran_at(b) == [5, 6, 7]
+    assert replies == [Where(19, str(b.node_rid))]
+
+
+async def test_the_target_takes_over_only_the_sealed_record_its_command_names(url: str):
+    """06 §6.1, §8: command 60 is checked against the store's record before anything is
+    built -- Sealed toward this node, owned by the sender, the same owner generation and
+    StoreVersion (a delayed 60 of an earlier seal names an older one) -- so a stale or
+    forged one moves nothing, and the real move still commits, once."""
+    with trio.fail_after(30):
+        async with nodes(url, 3) as (a, b, c):
+            await a.client.request("s-21", Put(1), reply=Where).instance_spot("slow")
+            KNOBS.update(activate_gate=trio.Event(), activating=trio.Event())
+            moved: list[zl.RelocationResult] = []
+
+            async def relocate() -> None:
+                moved.append(await a.relocate("s-21", to="node-1"))
+
+            async def forged(sender: zl.Node, record: Any) -> str:
+                rt = sender._rt
+                link = await rt.peers.link_to_owner(b._rt.owner, "the test's command 60")
+                deadline = Deadline.after(3, now=trio.current_time(), wall_now=time.time())
+                with pytest.raises(zl.Unavailable) as refused:
+                    await send_relocate(rt, link, record, b._rt.owner, root, deadline)
+                return refused.value.message
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(relocate)
+                await KNOBS["activating"].wait()  # b builds its shell for the real command
+                sealed = await a._rt.store.location.find("s-21")
+                assert sealed is not None
+                assert sealed.state is AuthorityState.SEALED
+                root = await a._rt.store.relocation.put_root(RelocationPayload(
+                    spot_id="s-21", object_generation=sealed.object_generation,
+                    stable_type="slow", mesh=sealed.mesh,
+                    owner_generation=sealed.owner_generation, state=b"1000", timers=(),
+                    messages=()).encode())
+                stale = [
+                    await forged(a, attrs.evolve(sealed, store_version=sealed.store_version - 1)),
+                    await forged(a, attrs.evolve(sealed, owner_generation=2)),
+                    await forged(c, sealed)]
+                KNOBS["activate_gate"].set()
+                ready = await a._rt.store.location.find("s-21")
+            after = await forged(a, sealed)  # the record is Ready at b now
+            assert await c.client.request("s-21", Put(1), reply=Where) == \
+                Where(2, str(b.node_rid))
+    assert moved[0].outcome is zl.RelocationOutcome.COMMITTED
+    assert [why.partition("no longer matches the store: ")[2] for why in stale] == [
+        f"its StoreVersion is {sealed.store_version}; nothing moved",
+        f"its owner generation is {sealed.owner_generation}; nothing moved",
+        f"it is owned by {sealed.owner}; nothing moved"]
+    assert ready is not None
+    assert "no longer matches the store: it is ready" in after
+    assert [e for e in EVENTS if e[0] == "factory" and e[2] == str(b.node_rid)] == [
+        ("factory", "s-21", str(b.node_rid), sealed.object_generation)]
+
+
+async def test_past_relay_ready_the_source_is_never_restored_and_ends_its_hold(url: str):
+    """06 §6.1, §8: once the target accepted relay-ready the source never serves again.
+    When the target then cannot commit, the move ends Unavailable: the held requests end
+    Unavailable without running anywhere, new ingress at the source is refused the same
+    way, and the record stays RelayReady (only the target may end it)."""
+    KNOBS["gate"] = trio.Event()
+    KNOBS["holding"] = trio.Event()
+    outcomes: dict[str, Any] = {}
+    with trio.fail_after(20):
+        async with nodes(url, 2, default_timeout=1.0) as (a, b):
+            await a.client.request("k-23", Put(1), reply=Where).instance_spot("kept")
+            location = b._rt.store.location
+
+            async def refused_commit(*args: Any, **kwargs: Any) -> Any:
+                raise zl.InvalidOperation("the test refuses CommitRelocation")
+
+            location.commit_relocation = refused_commit  # type: ignore[method-assign]
+            await a.client.send("k-23", Hold("running"))
+            await KNOBS["holding"].wait()
+
+            async def relocate() -> None:
+                try:
+                    outcomes["move"] = await a.relocate("k-23", to="node-1", timeout=10)
+                except zl.ZLinkError as exc:
+                    outcomes["move"] = exc
+
+            async def held() -> None:
+                try:
+                    outcomes["held"] = await a.client.request("k-23", Put(10),
+                                                              reply=Where).timeout(5)
+                except zl.ZLinkError as exc:
+                    outcomes["held"] = exc
+
+            async with trio.open_nursery() as nursery:
+                with on_step("PlannedRelocation", "seal") as sealed:
+                    nursery.start_soon(relocate)
+                    await sealed.wait()
+                nursery.start_soon(held)
+                await trio.testing.wait_all_tasks_blocked()
+                KNOBS["gate"].set()
+            with pytest.raises(zl.Unavailable, match="passed relay-ready"):
+                await a.client.request("k-23", Put(20), reply=Where).timeout(5)
+            record = await a._rt.store.location.find("k-23")
+            del location.commit_relocation
+    assert isinstance(outcomes["move"], zl.Unavailable), outcomes
+    assert isinstance(outcomes["held"], zl.Unavailable), outcomes
+    assert "passed relay-ready" in outcomes["held"].message
+    assert record is not None
+    assert record.state is AuthorityState.RELAY_READY
+    assert [e[3] for e in EVENTS if e[0] == "put"] == [1]

@@ -66,7 +66,7 @@ import attrs
 import pytest
 import trio
 import trio.testing
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 from store_calls import redis_helpers
@@ -851,3 +851,57 @@ async def _patch_backend(backend: str, in_flight: InFlight, tmp_path: Path,
     except Unavailable as error:
         helpers.unreachable(error.message)
     in_flight.patch_open_store(monkeypatch)
+
+
+class AbortedMoveReplay(TrioMachine):
+    """One fixed program of :class:`RelocationModel`'s rules, checked by its invariants:
+    a move sealed behind a running turn takes two messages of one ordered sender into
+    its hold, then aborts before relay-ready (its deadline passes while it waits for the
+    turn); once the turn ends, the two must run in the order they were sent (06 §6.1:
+    "the held ingress returns to the source queue in arrival order")."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = RelocationModel()
+        self.replayed = False
+
+    @rule()
+    def replay(self) -> None:
+        if self.replayed:
+            return
+        self.replayed = True
+        model = self.model
+        steps: list[tuple[Any, tuple[Any, ...]]] = [
+            (model.open_nodes, (set(), (0, 0, 0))),
+            (model.gate, ("k0", "close")),
+            (model.call, ("request", "k0", 0, False, None)),  # the turn running at the seal
+            (model.relocate, ("k0", 0, None, 0.5)),  # from its owner, wherever it is
+            (model.call, ("send", "k0", 0, True, None)),  # held, in this order
+            (model.call, ("send", "k0", 0, True, None)),
+            (model.advance, (0.8,)),  # the move's deadline: it aborts before relay-ready
+            (model.gate, ("k0", "open")),
+        ]
+        for step, args in steps:
+            step(*args)
+            model.spec_invariants()
+        world = model.world
+        assert world is not None
+        relocation = next(op for op in world.ops.values() if op.kind == "relocate")
+        assert isinstance(relocation.outcome, zl.RelocationResult)
+        assert relocation.outcome.outcome is ABORTED, relocation.outcome
+        sends = [op.n for op in world.ops.values() if op.kind == "send"]
+        assert [world.handled[n] for n in sends] == [1, 1]  # both ran, once
+
+    def teardown(self) -> None:
+        self.model.teardown()
+
+
+def test_held_messages_of_an_aborted_move_keep_their_order_in_the_model(
+        tmp_path: Path) -> None:
+    """:class:`AbortedMoveReplay` on ``memory://``: the race model's sender-order
+    invariant sees the hold of an aborted move return to the queue in arrival order."""
+    setup = Setup("memory", tmp_path, InFlight())
+    run_race_model(AbortedMoveReplay, settings=settings(
+        max_examples=1, stateful_step_count=1, deadline=None, database=None,
+        phases=[Phase.generate], suppress_health_check=list(HealthCheck)),
+        data={"setup": setup})

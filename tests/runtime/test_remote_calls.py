@@ -24,6 +24,7 @@ import trio.testing
 from runtime_spots import (
     KNOBS,
     Add,
+    Block,
     Boom,
     Counter,
     Note,
@@ -117,6 +118,28 @@ async def test_message_to_a_node_that_no_longer_owns_the_spot_is_stale_and_not_r
     factories = [e for e in events if e[0] == "factory"]
     assert len(factories) == 2  # the first generation, then the one the intent call made
     assert factories[0] == ("factory", "c-1", events[0][2])
+
+
+async def test_a_request_whose_deadline_passed_in_the_owners_queue_is_not_run():
+    """One deadline end to end (06 §5): a request queued on another node behind a long turn
+    is not run there once its deadline has passed -- its caller already ended with
+    DeadlineExceeded, and the owner does not run it afterwards."""
+    events = journal()
+    KNOBS["gate"] = gate = trio.Event()
+    store = MemoryStore()
+    with trio.fail_after(20):
+        async with open_nodes(store, 1, 0) as (a, b):
+            assert await b.client.request("c-1", Add(1), reply=Total).instance_spot() == \
+                Total(1)
+            assert (await b.spots.find("c-1")).node_rid == a.node_rid  # placed on node-a
+            await b.client.send("c-1", Block("long"))  # node-a runs it until the gate opens
+            with pytest.raises(zl.DeadlineExceeded):
+                await b.client.request("c-1", Add(5), reply=Total).timeout(0.5)
+            gate.set()
+            # Behind the same link: node-a ran the long turn, then skipped Add(5).
+            assert await b.client.request("c-1", Add(0), reply=Total) == Total(1)
+    assert [e[3] for e in events if e[0] == "handle"] == [1, 0]
+    assert ("block-end", "c-1", "long") in events
 
 
 async def test_a_direct_call_that_overtakes_the_owners_registration_waits_for_it():

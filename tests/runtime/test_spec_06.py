@@ -28,7 +28,8 @@ a second branch):
   two nodes there; source and target on one node here.
 - "A message isn't delivered to a local instance that doesn't match the Store's current
   authority. A target that didn't obtain creation authority doesn't create a separate
-  instance." -- there only (the loser is the other node).
+  instance." -- there (the loser is the other node); here, the first sentence for this
+  node's own incarnation of an earlier generation (``..._local_generation``).
 - "Missing, Creating, and Store failure aren't negative-cached." -- Missing and Creating
   seen from another node there; Store failure here.
 
@@ -546,6 +547,42 @@ async def test_first_message_of_cold_activation_is_processed_first(
             record = await mem.location.find("c-1")
             assert record.owner.node_rid == node.node_rid
             assert {r.node_rid for r in replies} == {str(node.node_rid)}
+
+
+async def test_message_not_delivered_to_instance_without_authority_local_generation(
+    autojump_clock,
+):
+    """A message isn't delivered to a local instance that doesn't match the Store's current
+    authority. (This node's own incarnation, once the store names a newer generation of the
+    Spot for the same lifecycle; the loser of a creation race: the cross-node test.)"""
+    mem = MemoryStore()
+    with trio.fail_after(60):
+        async with open_test_node(store=mem) as node:
+            old = await node.spots.get_or_create("r-1", "room").timeout(5)
+            assert await node.client.request("r-1", Ping(), reply=Pong).timeout(5) == Pong(
+                "r-1", old.ref.generation, "Room", str(node.node_rid))
+            # Behind this node's back the store's authority moves on: the generation it
+            # hosts is closed and released, and a newer one is made Ready for the same
+            # lifecycle. The node still hosts the old incarnation.
+            record = await mem.location.find("r-1")
+            now = trio.current_time()
+            closing = await mem.location.begin_close(
+                "r-1", object_generation=record.object_generation, owner=record.owner, now=now)
+            assert await mem.location.release(closing.fence())
+            fence = await mem.location.reserve(
+                "r-1", kind=record.kind, stable_type=record.stable_type, mesh=record.mesh,
+                owner=record.owner, now=now)
+            newer = await mem.location.commit_ready(fence, now=now)
+            assert newer.owner == record.owner
+            assert newer.object_generation > old.ref.generation
+            assert node.statistics().active_spots == 1  # the old incarnation is still here
+            await trio.sleep(16)  # past the local route's 15 s: the next call reads the store
+            with pytest.raises(zl.StaleRoute, match="no running incarnation"):
+                await node.client.request("r-1", Ping(), reply=Pong).timeout(5)
+            with pytest.raises(zl.StaleRoute, match="no running incarnation"):
+                await node.client.send("r-1", Note("late"))
+            await trio.sleep(1)
+            assert PROBE.messages_of("r-1") == [Ping()]  # neither ran on the old instance
 
 
 # --- Route cache ---------------------------------------------------------------------------

@@ -24,8 +24,17 @@ The items, and where each is tested:
   current authority. A target that didn't obtain creation authority doesn't create a
   separate instance." -- here (the loser's caller is on the other node).
 - 06 "Missing, Creating, and Store failure aren't negative-cached." -- Missing and
-  Creating seen from another node here; the store-failure part (a store double) stays in
-  ``test_spec_06.py``.
+  Creating seen from another node here, and Creating seen from a third node (a client
+  with no attempt of its own to wait on, so it polls the store) with a timing bound
+  derived from the documented poll (``..._creating_third_node``); the store-failure part
+  (a store double) stays in ``test_spec_06.py``.
+- 06 "If the selected Mesh has exactly one distinct Instance type, it's auto-selected;
+  with multiple, type specification is required." and "Instance intent only starts cold
+  activation on a Missing Spot, using optional initial Mesh and stable type." -- here
+  too, Mesh-wide: the nodes' registries differ (one serves two types, one a single type,
+  one is a client of none) and, for the second, two Meshes have object-role nodes, so a
+  node that decided from its own registry or its own Mesh would answer otherwise. The
+  nodes of these tests are given their registries one by one (``open_node(spots=)``).
 
 Not here: "User Spot Close doesn't secretly clean up active membership" (06) and the
 "active membership" branch of command 48 -- Actor membership (spec 05) does not exist in
@@ -36,6 +45,8 @@ uses a committed route ..." (06) and "Entry Spot isn't in the relocation candida
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -43,8 +54,12 @@ import pytest
 import trio
 import trio.testing
 from cross_node_helpers import (
+    CLIENT,
     LIMIT,
+    SPOTS,
+    Hall,
     Shared,
+    open_node,
     open_nodes,
     ran_on,
     record_state,
@@ -53,19 +68,23 @@ from cross_node_helpers import (
 )
 from spec_helpers import (
     PROBE,
+    Counter,
+    Gauge,
     Hold,
     Note,
     Ping,
     Pong,
+    Room,
     RoomSpec,
     Welcome,
+    store_unchanged,
     wait_until,
 )
 
 import zlink_trio as zl
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Iterator
 
 
 @pytest.fixture
@@ -73,6 +92,36 @@ async def shared(url: str) -> AsyncIterator[Shared]:
     """The nodes' store on each backend (``cross_node_helpers.shared_store``)."""
     async with shared_store(url) as opened:
         yield opened
+
+
+class Resolves(logging.Handler):
+    """Counts the resolve records (``zlink_trio.runtime.calls``, DEBUG; docs/observability.md)
+    one node writes for one Spot with one ``resolve`` value: each is one read of the store."""
+
+    def __init__(self, node_id: str, spot_id: str, result: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.key = (node_id, spot_id, result)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if (getattr(record, "node_id", None), getattr(record, "spot_id", None),
+                getattr(record, "resolve", None)) == self.key:
+            self.count += 1
+
+
+@contextlib.contextmanager
+def counting_resolves(node_id: str, spot_id: str, result: str) -> Iterator[Resolves]:
+    """:class:`Resolves` attached to the calls logger, at DEBUG, for the block."""
+    logger = logging.getLogger("zlink_trio.runtime.calls")
+    handler = Resolves(node_id, spot_id, result)
+    level = logger.level
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 # --- 06: remote create (47/20) -------------------------------------------------------------
@@ -86,7 +135,7 @@ async def test_remote_user_spot_create_fixes_reservation_in_command_47(shared: S
     gate = PROBE.activate_gates["r-1"] = trio.Event()
     results: list[zl.CreateResult] = []
     with trio.fail_after(LIMIT):
-        async with open_nodes(shared, 1, 0) as (a, b):
+        async with open_nodes(shared, 1, 0, spots=(SPOTS, CLIENT)) as (a, b):
 
             async def get_or_create(node: Any, spec: RoomSpec) -> None:
                 call = node.spots.get_or_create("r-1", "room").request(spec)
@@ -142,7 +191,7 @@ async def test_remote_user_spot_create_fixes_reservation_in_command_47_withdrawn
     view = shared.view
     gate = PROBE.activate_gates["r-1"] = trio.Event()
     with trio.fail_after(LIMIT):
-        async with open_nodes(shared, 1, 0) as (a, b):
+        async with open_nodes(shared, 1, 0, spots=(SPOTS, CLIENT)) as (a, b):
             with pytest.raises(zl.DeadlineExceeded):
                 await b.spots.get_or_create("r-1", "room").timeout(0.5)
             assert PROBE.started("r-1").is_set()  # the target was building it
@@ -170,7 +219,7 @@ async def test_remote_user_spot_close_fixes_ref_and_fences_in_command_48(
     lifecycle in command 48, and doesn't use a Location row lookup or application control
     packet as completion."""
     with trio.fail_after(LIMIT):
-        async with open_nodes(shared, 1, 0) as (a, b):
+        async with open_nodes(shared, 1, 0, spots=(SPOTS, CLIENT)) as (a, b):
             first = (await b.spots.get_or_create("r-1", "room").timeout(20)).ref
             assert first.node_rid == a.node_rid
             await b.client.request("r-1", Ping(), reply=Pong).timeout(20)  # b caches it
@@ -205,7 +254,8 @@ async def test_remote_user_spot_close_fixes_ref_and_fences_in_command_48_moving_
     view = shared.view
     moved: list[zl.RelocationResult] = []
     with trio.fail_after(LIMIT):
-        async with open_nodes(shared, 1, 0, 0) as (a, b, c):
+        async with open_nodes(shared, 1, 0, 0, spots=(SPOTS, CLIENT, (Hall,))) as (
+                a, b, c):
             ref = (await b.spots.get_or_create("h-1", "hall").timeout(20)).ref
             assert ref.node_rid == a.node_rid
             await b.client.send("h-1", Hold("running"))
@@ -249,7 +299,7 @@ async def test_cold_activation_source_creates_no_owner_claim_and_submits_envelop
     gate = PROBE.activate_gates["c-1"] = trio.Event()
     replies: list[Pong] = []
     with trio.fail_after(LIMIT):
-        async with open_nodes(shared, 1, 0) as (a, b):  # source node-b, target node-a
+        async with open_nodes(shared, 1, 0, spots=(SPOTS, (Room,))) as (a, b):  # source b, target a
 
             async def first_call() -> None:
                 call = b.client.request("c-1", Note("first"), reply=Pong)
@@ -287,7 +337,7 @@ async def test_message_not_delivered_to_instance_without_authority_and_loser_bui
     gate = PROBE.activate_gates["c-1"] = trio.Event()
     outcomes: dict[str, Pong] = {}
     with trio.fail_after(LIMIT):
-        async with open_nodes(shared, 1, 0) as (a, b):
+        async with open_nodes(shared, 1, 0, spots=(SPOTS, (Room,))) as (a, b):
 
             async def call(node: Any, tag: str) -> None:
                 builder = node.client.request("c-1", Note(tag), reply=Pong)
@@ -321,7 +371,7 @@ async def test_concurrent_creation_runs_factory_once_and_others_target_created_o
     gate = PROBE.activate_gates["c-1"] = trio.Event()
     replies: list[Pong] = []
     with trio.fail_after(LIMIT):
-        async with open_nodes(shared, 1, 0) as (a, b):
+        async with open_nodes(shared, 1, 0, spots=(SPOTS, CLIENT)) as (a, b):
 
             async def request(node: Any, tag: str) -> None:
                 call = node.client.request("c-1", Note(tag), reply=Pong)
@@ -356,7 +406,7 @@ async def test_missing_creating_and_store_failure_are_not_negative_cached(
     """Missing, Creating, and Store failure aren't negative-cached. (Missing and Creating
     seen from another node; Store failure: ``test_spec_06.py``.)"""
     with trio.fail_after(LIMIT):
-        async with open_nodes(shared, 0, 1) as (a, b):  # caller node-a, owner node-b
+        async with open_nodes(shared, 0, 1, spots=(CLIENT, SPOTS)) as (a, b):  # caller a, owner b
             # Missing: node-a sees NotFound, node-b creates r-1, node-a reaches it at once.
             with pytest.raises(zl.NotFound):
                 await a.client.request("r-1", Ping(), reply=Pong).timeout(20)
@@ -393,3 +443,197 @@ async def test_missing_creating_and_store_failure_are_not_negative_cached(
             assert done == [Pong("r-2", ref.generation, "Room", str(b.node_rid))]
 
 
+
+
+#: The store poll of a caller waiting for another node's Creating Spot (docs/decisions.md:
+#: "remote Creating is polled with 5 ms -> 250 ms backoff"): the cap of its delay.
+POLL_CAP = 0.25
+#: Reads of the Creating record the third node makes before the test lets it become
+#: Ready. The backoff reaches its cap at the 7th (5 ms doubled six times is 320 ms), so
+#: 11 take about 1.3 s; a backoff without that cap would then be sleeping 5 s.
+POLLS = 11
+#: How long those reads may take (three times what the documented backoff needs).
+POLLING_WITHIN = 3 * (0.315 + (POLLS - 7) * POLL_CAP)
+#: How soon after Ready the third node must be served: ten poll intervals, a bound that
+#: a loaded machine meets and a 15 s poll (or a backoff without its cap) cannot.
+SERVED_WITHIN = 10 * POLL_CAP
+
+
+async def test_missing_creating_and_store_failure_are_not_negative_cached_creating_third_node(
+    shared: Shared,
+) -> None:
+    """Missing, Creating, and Store failure aren't negative-cached. (Creating seen from a
+    third node: node-a creates r-2, placed on node-b, while node-c -- a client-only node,
+    no Spot type of its own and no attempt of its own to wait on -- calls it, and asks to
+    get-or-create it. node-c reads the store again and again with the documented backoff;
+    within a few poll intervals of Ready, however long r-2 stayed Creating, its call is
+    served by node-b and its get-or-create is Existing.)"""
+    view = shared.view
+    with trio.fail_after(LIMIT):
+        async with (
+            open_node(shared, "node-a", 0, spots=(Room,)) as a,
+            open_node(shared, "node-b", 1, spots=(Room,)) as b,
+            open_node(shared, "node-c", 0, spots=CLIENT) as c,
+        ):
+            # node-c's link to node-b is open before the timing below starts.
+            first = await a.spots.get_or_create("r-1", "room").timeout(20)
+            assert first.ref.node_rid == b.node_rid
+            await c.client.request("r-1", Ping(), reply=Pong).timeout(20)
+
+            gate = PROBE.activate_gates["r-2"] = trio.Event()
+            created: list[zl.CreateResult] = []
+            served: list[tuple[Pong, float]] = []
+            rival: list[tuple[zl.CreateResult, float]] = []
+
+            async def create_r2() -> None:
+                created.append(await a.spots.get_or_create("r-2", "room").timeout(20))
+
+            async def call_r2() -> None:
+                pong = await c.client.request("r-2", Ping(), reply=Pong).timeout(20)
+                served.append((pong, trio.current_time()))
+
+            async def get_or_create_r2() -> None:
+                existing = await c.spots.get_or_create("r-2", "room").timeout(20)
+                rival.append((existing, trio.current_time()))
+
+            with counting_resolves("node-c", "r-2", "creating") as polls:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(create_r2)
+                    await PROBE.started("r-2").wait()
+                    assert await record_state(view, "r-2") == "CREATING"
+                    nursery.start_soon(call_r2)
+                    nursery.start_soon(get_or_create_r2)
+
+                    async def polled() -> bool:
+                        return polls.count >= POLLS
+
+                    started = trio.current_time()
+                    with trio.move_on_after(POLLING_WITHIN):
+                        await wait_until(polled)
+                    assert polls.count >= POLLS, (
+                        f"node-c read the Creating record {polls.count} time(s) in "
+                        f"{trio.current_time() - started:.1f} s; the documented poll backs "
+                        f"off from 5 ms to {POLL_CAP} s")
+                    assert (served, rival) == ([], [])  # waiting: not NotFound, not cached
+                    assert await c.spots.find("r-2") is None
+                    released = trio.current_time()
+                    gate.set()
+            pong, at = served[0]
+            assert at - released < SERVED_WITHIN, (
+                f"node-c was served {at - released:.2f} s after r-2 could become Ready; "
+                f"its poll of a Creating Spot is documented to back off to {POLL_CAP} s")
+            existing, existing_at = rival[0]
+            assert existing_at - released < SERVED_WITHIN, (
+                f"node-c's get-or-create ended {existing_at - released:.2f} s after r-2 "
+                f"could become Ready")
+            ref = created[0].ref
+            assert (created[0].state, ref.node_rid) == (zl.CreateState.CREATED, b.node_rid)
+            assert (existing.state, existing.ref) == (zl.CreateState.EXISTING, ref)
+            assert pong == Pong("r-2", ref.generation, "Room", str(b.node_rid))
+            assert [spot for spot, _ in PROBE.create_requests] == ["r-1", "r-2"]
+            assert ran_on(b) == [Ping(), Ping()]
+            assert (ran_on(a), ran_on(c)) == ([], [])
+
+
+# --- 06: Mesh-wide placement, nodes whose registries differ -------------------------------
+
+
+async def test_instance_type_auto_selected_only_when_mesh_has_exactly_one(shared: Shared) -> None:
+    """If the selected Mesh has exactly one distinct Instance type, it's auto-selected; with
+    multiple, type specification is required. (Across the Mesh: node-a serves counter and
+    gauge, node-b only counter, node-c none -- each decides from every node's descriptor,
+    not from its own registry. One node: ``test_spec_06.py``.)"""
+    view = shared.view
+    with trio.fail_after(LIMIT):
+        async with (
+            open_node(shared, "node-b", 1, spots=(Counter,)) as b,
+            open_node(shared, "node-c", 0, spots=CLIENT) as c,
+        ):
+            async with open_node(shared, "node-a", 1, spots=(Counter, Gauge)) as a:
+                # Two Instance types in the Mesh: the type is required, whoever asks --
+                # node-b too, although it registers only one.
+                async with store_unchanged(view):
+                    for node in (b, c, a):
+                        with pytest.raises(zl.InvalidOperation, match="several Instance"):
+                            await node.client.request("m-1", Ping(), reply=Pong).instance_spot(
+                                ).timeout(20)
+                        with pytest.raises(zl.InvalidOperation, match="several Instance"):
+                            await node.client.send("m-1", Ping()).instance_spot().timeout(20)
+                # A type only node-a serves, asked for by node-b and node-c: built there.
+                gauge = await b.client.request("g-1", Ping(), reply=Pong).instance_spot(
+                    "gauge").timeout(20)
+                assert (gauge.kind, gauge.node_rid) == ("Gauge", str(a.node_rid))
+                counter = await c.client.request("c-1", Ping(), reply=Pong).instance_spot(
+                    "counter").timeout(20)
+                assert counter.kind == "Counter"
+                assert counter.node_rid in {str(a.node_rid), str(b.node_rid)}
+                # An existing Instance Spot needs no type: the stored one is used.
+                again = await c.client.request("g-1", Ping(), reply=Pong).instance_spot(
+                    ).timeout(20)
+                assert (again.generation, again.node_rid) == (gauge.generation,
+                                                              gauge.node_rid)
+                assert ran_on(c) == []
+            # node-a left: counter is the one Instance type of the Mesh, auto-selected for
+            # node-c, which registers none, and built on node-b.
+            pong = await c.client.request("c-2", Ping(), reply=Pong).instance_spot(
+                ).timeout(20)
+            assert (pong.kind, pong.node_rid) == ("Counter", str(b.node_rid))
+            assert PROBE.factory_ids()[-1] == "c-2"
+            assert ran_on(c) == []
+
+
+async def test_instance_intent_cold_activates_only_missing_spot_with_optional_mesh_and_type(
+    shared: Shared,
+) -> None:
+    """Instance intent only starts cold activation on a Missing Spot, using optional initial
+    Mesh and stable type. (Across Meshes: node-a serves counter, gauge and room in
+    ``world``, node-b only gauge in ``shop``, node-c is a client of ``world``. Two object
+    Meshes: without in_mesh the Mesh cannot be chosen, whoever asks (06 §3.1, §4.1 step 4:
+    InvalidOperation); a named Mesh is used with its own types, and a Mesh nobody is in is
+    NotFound. The zero-Mesh branch (NotConfigured) cannot be reached with a node: every
+    node, a client-only one too, has the object-client role in its own Mesh;
+    ``tests/core/test_placement.py`` checks it. One node: ``test_spec_06.py``.)"""
+    view = shared.view
+    with trio.fail_after(LIMIT):
+        async with (
+            open_node(shared, "node-a", 1, spots=(Counter, Gauge, Room)) as a,
+            open_node(shared, "node-b", 1, spots=(Gauge,), mesh="shop") as b,
+            open_node(shared, "node-c", 0, spots=CLIENT) as c,
+        ):
+            async with store_unchanged(view):
+                for node in (a, b, c):
+                    with pytest.raises(zl.InvalidOperation, match="several Meshes"):
+                        await node.client.request("g-1", Ping(), reply=Pong).instance_spot(
+                            "gauge").timeout(20)
+                    with pytest.raises(zl.InvalidOperation, match="several Meshes"):
+                        await node.spots.get_or_create("r-1", "room").timeout(20)
+                # world serves two Instance types, although node-c registers none.
+                with pytest.raises(zl.InvalidOperation, match="several Instance"):
+                    await c.client.request("g-1", Ping(), reply=Pong).instance_spot(
+                        ).in_mesh("world").timeout(20)
+                with pytest.raises(zl.NotFound, match="counter"):  # shop has no counter
+                    await c.client.request("c-1", Ping(), reply=Pong).instance_spot(
+                        "counter").in_mesh("shop").timeout(20)
+                with pytest.raises(zl.NotFound, match="nowhere"):
+                    await c.client.request("c-1", Ping(), reply=Pong).instance_spot(
+                        ).in_mesh("nowhere").timeout(20)
+                with pytest.raises(zl.NotFound, match="room"):  # nobody in shop serves room
+                    await c.spots.get_or_create("r-1", "room").in_mesh("shop").timeout(20)
+            # The named Mesh and its one type: gauge in shop, built on node-b.
+            shop = await b.client.request("g-1", Ping(), reply=Pong).instance_spot(
+                ).in_mesh("shop").timeout(20)
+            assert (shop.kind, shop.node_rid) == ("Gauge", str(b.node_rid))
+            assert (await c.spots.find("g-1")).mesh == "shop"
+            # A type node-c does not register, in its Mesh: built on node-a.
+            pong = await c.client.request("c-1", Ping(), reply=Pong).instance_spot(
+                "counter").in_mesh("world").timeout(20)
+            assert (pong.kind, pong.node_rid) == ("Counter", str(a.node_rid))
+            created = await c.spots.get_or_create("r-1", "room").in_mesh("world").timeout(20)
+            assert (created.state, created.ref.node_rid, created.ref.mesh) == (
+                zl.CreateState.CREATED, a.node_rid, "world")
+            # Ready already: intent activates nothing, and in_mesh moves nothing.
+            again = await c.client.request("c-1", Ping(), reply=Pong).instance_spot(
+                ).in_mesh("shop").timeout(20)
+            assert (again.generation, again.node_rid) == (pong.generation, pong.node_rid)
+            assert sorted(PROBE.factory_ids()) == ["c-1", "g-1", "r-1"]
+            assert ran_on(c) == []

@@ -75,6 +75,8 @@ class Case:
             await loc.commit_relocation(record.fence(), now=0.0)
         elif event == "abort_relocation":
             await loc.abort_relocation(record.fence())
+        elif event == "release_relay_ready":  # the target's lease is over at LATE
+            await loc.release_relay_ready(record.fence(), target=self.b.owner(), now=LATE)
         elif event == "release_expired":
             await loc.release_expired(self.spot_id, object_generation=record.object_generation,
                                       owner_generation=record.owner_generation, now=LATE)

@@ -17,8 +17,10 @@ from test_location_conformance import snapshot
 
 from zlink_trio.core.errors import AlreadyExists, InvalidOperation
 from zlink_trio.core.identity import SpotKind
+from zlink_trio.core.records import AuthorityState
 from zlink_trio.store import NodeIdInUse
 from zlink_trio.store.dead_lifecycle import RELEASES_IN_FLIGHT, release_dead_node
+from zlink_trio.store.rules.relocation_store import receipt_of
 
 TIMEOUT = 5
 NOW = 5.0
@@ -169,3 +171,74 @@ async def test_release_dead_node_releases_more_records_than_it_keeps_in_flight(s
             None] * len(ids[::10])
         stats = await store.location.statistics()
         assert (stats.claims, stats.ready) == (0, 0)
+
+
+# -- a move whose target died past relay-ready (issue #26 item 4) ---------------------------
+
+
+async def _captured_move(store, source, target, spot_id, *, relay):
+    """``spot_id`` Ready at ``source``, moved toward ``target``: Sealed with its payload
+    root named and stored (as the source does it), then RelayReady when ``relay``."""
+    record = await ready(store, source, spot_id)
+    loc = store.location
+    await loc.begin_relocation(record.fence(), target=target.owner(), now=0.0)
+    await loc.seal_relocation(record.fence(), now=0.0)
+    receipt = receipt_of(f"payload of {spot_id}".encode())
+    moving = await loc.record_relocation_payload(record.fence(), payload=receipt, now=0.0)
+    assert await store.relocation.put_root(f"payload of {spot_id}".encode()) == receipt
+    if relay:
+        moving = await loc.accept_relay_ready(record.fence(), target=target.owner(), now=0.0)
+    return moving, receipt
+
+
+async def test_dead_owned_lists_a_move_past_relay_ready_toward_a_dead_target(store):
+    with trio.fail_after(TIMEOUT):
+        source = await claim(store, "node-s", now=0.0, lease=100.0)
+        target = await claim(store, "node-t", now=0.0, lease=1.0)
+        relay, _ = await _captured_move(store, source, target, "s-relay", relay=True)
+        sealed, _ = await _captured_move(store, source, target, "s-sealed", relay=False)
+        assert await store.location.dead_owned("node-t", now=0.5) == []  # still live
+        # The source owns the record; the move's dead target lists it (not the Sealed
+        # one: before relay-ready the live source aborts it itself).
+        assert await store.location.dead_owned("node-t", now=NOW) == [relay]
+        assert await store.location.dead_owned("node-s", now=NOW) == []  # live
+        assert sealed.state is AuthorityState.SEALED
+
+
+async def test_a_restarted_target_releases_a_move_its_dead_lifecycle_left_past_relay_ready(
+        store):
+    with trio.fail_after(TIMEOUT):
+        source = await claim(store, "node-s", now=0.0, lease=100.0, capacity=10)
+        target = await claim(store, "node-t", now=0.0, lease=1.0, capacity=10)
+        relay, receipt = await _captured_move(store, source, target, "s-relay", relay=True)
+        assert (await store.relocation.statistics()).roots == 1
+        restarted = await claim(store, "node-t", now=NOW, capacity=10)
+        done = await release_dead_node(store, "node-t", now=lambda: NOW)
+        assert done.released == (relay,)
+        assert done.left == ()
+        # The incarnation ended: no record, its payload root deleted, both units back,
+        # and the dead lifecycle's claim (empty now) removed with its Entry claim.
+        assert await store.location.find("s-relay") is None
+        assert (await store.relocation.statistics()).roots == 0
+        assert await store.relocation.delete_root(receipt) is False
+        assert await units(store, source) == (0, 0)
+        assert await units(store, target) == (0, 0)
+        assert done.claims_removed == 1
+        assert await store.location.find(target.descriptor.entry_spot_id) is None
+        # The ID takes a new incarnation (a larger ObjectGeneration), on either node.
+        again = await ready(store, restarted, "s-relay")
+        assert again.object_generation > relay.object_generation
+        assert (await release_dead_node(store, "node-t", now=lambda: NOW)).released == ()
+
+
+async def test_a_restarted_source_deletes_the_payload_root_of_a_move_it_captured(store):
+    with trio.fail_after(TIMEOUT):
+        dead = await claim(store, "node-a", now=0.0, lease=1.0, capacity=10)
+        target = await claim(store, "node-b", now=0.0, lease=100.0, capacity=10)
+        sealed, _ = await _captured_move(store, dead, target, "s-sealed", relay=False)
+        assert sealed.relocation_payload is not None
+        done = await release_dead_node(store, "node-a", now=lambda: NOW)
+        assert [r.spot_id for r in done.released] == ["s-sealed"]
+        assert await store.location.find("s-sealed") is None
+        assert (await store.relocation.statistics()).roots == 0
+        assert await units(store, target) == (0, 0)

@@ -190,6 +190,41 @@ async def test_newer_schema_version_is_refused(db_path):
                 pass
 
 
+async def test_a_version_1_file_is_migrated_to_name_relocation_payloads(db_path):
+    # Version 2: a record's body carries ``relocationPayload`` (the payload root of a move
+    # past its capture). A version-1 file -- bodies without the key -- is migrated at
+    # open: every record reads back as it was, and a move can name its payload.
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path)) as store:
+            a = await claim(store, "node-a", lease=100.0)
+            b = await claim(store, "node-b", lease=100.0)
+            fence = await reserve(store, a, "r-1")
+            record = await store.location.commit_ready(fence, now=1.0)
+            await store.location.begin_relocation(record.fence(), target=b.owner(), now=1.0)
+            sealed = await store.location.seal_relocation(record.fence(), now=1.0)
+            before = await snapshot(store)
+        conn = sqlite3.connect(db_path)
+        with conn:  # back to version 1: the key is not there, the version is 1
+            conn.execute("UPDATE loc_records SET body = json_remove(body, '$.relocationPayload')")
+            conn.execute("PRAGMA user_version = 1")
+        conn.close()
+        async with open_store(url_of(db_path)) as store:
+            assert await snapshot(store) == before
+            payload = await store.relocation.put_root(b"payload")
+            named = await store.location.record_relocation_payload(
+                sealed.fence(), payload=payload, now=1.0)
+            assert (await store.location.find("r-1")).relocation_payload == payload
+            assert named.relocation_payload == payload
+        conn = sqlite3.connect(db_path)
+        try:
+            assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+            missing = conn.execute("SELECT count(*) FROM loc_records WHERE "
+                                   "json_type(body, '$.relocationPayload') IS NULL").fetchone()
+        finally:
+            conn.close()
+        assert missing == (0,)
+
+
 async def test_foreign_database_is_refused(db_path):
     conn = sqlite3.connect(db_path)
     conn.execute("CREATE TABLE users (id INTEGER)")

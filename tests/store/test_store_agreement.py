@@ -28,8 +28,9 @@ The rules cover the whole store protocol:
   ``release``, ``remove_recovery_pointer`` (right and wrong versions) and
   begin / seal / accept relay-ready / commit / abort relocation (whole moves
   stopping at each step, an abort after relay-ready included, and single steps
-  with current and stale fences and the named or another target), all with current
-  and stale fences;
+  with current and stale fences and the named or another target), the payload
+  receipt of a Sealed move and the release of a RelayReady one (refused while its
+  target lives), all with current and stale fences;
 - ``query`` pages of size 0..5 walked step by step (0 is refused), forged cursors;
 - the Relocation Store: ``put_root`` / ``get_root`` / ``delete_root`` (with
   forged receipts) and ``inbox_append`` / ``inbox_read`` / ``inbox_set_cursor``
@@ -90,6 +91,7 @@ from zlink_trio.core.records import (
     RootReceipt,
 )
 from zlink_trio.store import AuthorityExists, LocationStatistics, Page, open_store
+from zlink_trio.store.rules.relocation_store import receipt_of
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -598,7 +600,8 @@ class StoreAgreement(RuleBasedStateMachine):
             self.run("commit_relocation",
                      lambda s: s.location.commit_relocation(self.at(s, fence), now=now))
 
-    @rule(spot=index, step=st.sampled_from(("seal", "relay_ready", "commit", "abort")),
+    @rule(spot=index, step=st.sampled_from(("seal", "payload", "relay_ready", "commit",
+                                            "abort", "release")),
           how=st.sampled_from(TWEAKS), i=index, named=st.booleans())
     def relocation_step(self, spot, step, how, i, named):
         r = self.record(self.spot_of(spot))
@@ -617,6 +620,16 @@ class StoreAgreement(RuleBasedStateMachine):
         elif step == "commit":
             self.run("commit_relocation",
                      lambda s: s.location.commit_relocation(self.at(s, fence), now=now))
+        elif step == "payload":  # the same receipt again, or another one
+            payload = receipt_of(f"payload {i % 2}".encode())
+            self.run("record_relocation_payload", lambda s: s.location.record_relocation_payload(
+                self.at(s, fence), payload=payload, now=now))
+        elif step == "release":  # refused while the target lives (advance ``now`` first)
+            target = r.relocation_target
+            if not named or target is None:
+                target = self.pick_claim(i).owner()
+            self.run("release_relay_ready", lambda s: s.location.release_relay_ready(
+                self.at(s, fence), target=target, now=now))
         else:
             self.run("abort_relocation",
                      lambda s: s.location.abort_relocation(self.at(s, fence)))

@@ -6,6 +6,7 @@ from functools import partial
 
 import pytest
 import trio
+import trio.testing
 from transport_helpers import (
     Recorder,
     authenticated_raw,
@@ -17,7 +18,12 @@ from transport_helpers import (
 )
 
 from zlink_trio.core.errors import InvalidConfiguration, InvalidOperation, Unavailable
-from zlink_trio.transport import TransportConfig, open_transport
+from zlink_trio.transport import (
+    HIGH_WATER_BYTES,
+    LOW_WATER_BYTES,
+    TransportConfig,
+    open_transport,
+)
 from zlink_trio.wire.frames import MIN_FRAME_BYTES, Ping, Pong, decode, encode
 
 LIMIT = 5
@@ -142,6 +148,52 @@ async def test_send_buffer_overflow_closes_the_link():
                     link.send_nowait(spot_message(n, body=b"x" * 16_000))
             assert link.closed
             assert await hb.closed_rx.receive() is link
+
+
+async def test_a_sender_minding_flow_control_never_overflows_a_peer_that_stops_reading():
+    hb = Recorder()
+    frame = spot_message(1, body=b"x" * 16_000)
+    with trio.fail_after(LIMIT):
+        async with open_transport(config("b", max_send_buffer_bytes=4 * 1024 * 1024), hb) \
+                as tb, authenticated_raw(tb.endpoint) as (_ws, _peer):
+            link = tb.links()[0]
+            sent = 0
+            while link.writable:  # what a relay does: queue only while the link is writable
+                link.send_nowait(frame)
+                sent += 1
+                await trio.lowlevel.checkpoint()  # the writer fills the socket's buffers
+            assert not link.closed
+            assert sent > HIGH_WATER_BYTES // 16_000  # the socket took some, the queue the rest
+            assert HIGH_WATER_BYTES < link.queued_bytes <= HIGH_WATER_BYTES + 17_000
+            async with trio.open_nursery() as nursery:
+                woken = trio.Event()
+
+                async def wait() -> None:
+                    await link.wait_writable()  # the peer reads nothing: only the close wakes it
+                    woken.set()
+
+                nursery.start_soon(wait)
+                await trio.testing.wait_all_tasks_blocked()
+                assert not woken.is_set()
+                link.close_soon()
+                await woken.wait()
+            assert link.writable  # a closed link has nothing to wait for (a send raises)
+
+
+async def test_wait_writable_returns_once_the_writes_brought_the_queue_to_low_water():
+    ha, hb = Recorder(), Recorder()
+    with trio.fail_after(LIMIT):
+        async with open_transport(config("a"), ha) as ta, open_transport(config("b"), hb) as tb:
+            link = await ta.link_to(tb._config.identity.node_rid, "b", tb.endpoint)
+            count = 600  # 9.6 MB without yielding: more than the sockets take, so queued
+            for n in range(1, count + 1):
+                link.send_nowait(spot_message(n, body=b"z" * 16_000))
+            assert not link.writable
+            await link.wait_writable()
+            assert link.queued_bytes <= LOW_WATER_BYTES
+            for n in range(1, count + 1):
+                _, frame = await hb.frame_rx.receive()
+                assert frame.operation_id == n
 
 
 async def test_frames_queued_behind_a_busy_socket_arrive_in_order():

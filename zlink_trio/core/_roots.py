@@ -52,6 +52,7 @@ MAX_CREATION_REQUEST_BYTES: Final = 1024 * 1024
 #: Largest immutable root the Relocation Store keeps (activation envelopes, relocation payloads).
 MAX_ROOT_BYTES: Final = 64 * 1024 * 1024
 
+_RECEIPT_KEYS: Final = frozenset({"ref", "sha256", "size"})
 _INTENT_KEYS: Final = frozenset({"contentRef", "sha256", "size"})
 _POINTER_KEYS: Final = frozenset({"rootRef", "sha256", "size", "version"})
 
@@ -83,6 +84,17 @@ class RootReceipt:
     @size.validator
     def _size(self, attribute: attrs.Attribute[int], value: int) -> None:
         check_int(value, "root size", 0, MAX_ROOT_BYTES)
+
+    def to_json(self) -> dict[str, object]:
+        """Encode as ``{"ref", "sha256", "size"}`` (a moving record's relocation payload)."""
+        return {"ref": self.ref, "sha256": self.sha256, "size": self.size}
+
+    @classmethod
+    def from_json(cls, value: object) -> RootReceipt:
+        """Decode :meth:`to_json`'s object; :class:`InvalidOperation` when malformed."""
+        raw = json_object(value, _RECEIPT_KEYS, "root receipt")
+        return cls(ref=json_str(raw["ref"], "ref"), sha256=json_str(raw["sha256"], "sha256"),
+                   size=json_int(raw["size"], "size", 0, MAX_ROOT_BYTES))
 
 
 _new: Final = object.__new__

@@ -3,8 +3,10 @@
 Theory of operation
 -------------------
 A Spot runs one handler turn at a time. Work waiting for (or running in) a
-turn sits in one of two FIFO lanes: *application* (messages from callers) and
-*lifecycle* (close, idle eviction, relocation steps and other framework work).
+turn sits in one of two FIFO lanes: *application* (messages from callers, timer
+ticks) and *lifecycle* (the framework's own requests the Spot's task takes up at a
+turn boundary: a relocation's seal, ``ctx.close()``'s BeginClose; docs/decisions.md,
+"The lifecycle lane carries lifecycle work").
 Each lane has two bounds, both mandatory (spec 09 §6 "no unbounded execution queue"):
 
 * a **count** bound — how many work items hold a reservation, and
@@ -36,8 +38,8 @@ message is processed first".
 
 :class:`Lanes` holds both lanes of one Spot. :meth:`Lanes.next_turn` takes
 lifecycle work before application work (strict priority): lifecycle work is
-what changes whether application work may run at all (close seals admission,
-relocation seals the unit), so it must not wait behind up to 1,024 queued
+what changes whether application work may run at all (a close seals admission,
+a relocation seals the unit), so it must not wait behind up to 1,024 queued
 application messages; and because the lifecycle lane is small (128 items) and
 fed only by the framework, it cannot starve the application lane in practice.
 Running one turn at a time is the runtime's job; this module only decides
@@ -374,6 +376,15 @@ class Lanes(Generic[T]):
         if entry is not None:
             return _new_tuple(Turn, (LaneKind.APPLICATION, *entry))
         return None
+
+    def next_lifecycle_turn(self) -> Turn[T] | None:
+        """Pop the next lifecycle work item only (``None`` if there is none): for a Spot
+        that runs no application turn now (sealed for a relocation). Never raises."""
+        lifecycle = self._lifecycle
+        if lifecycle is None:
+            return None
+        entry = lifecycle.pop()
+        return None if entry is None else _new_tuple(Turn, (LaneKind.LIFECYCLE, *entry))
 
     def counts(self) -> tuple[int, int]:
         """Queued and running items over both lanes, without building a snapshot."""

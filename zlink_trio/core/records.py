@@ -130,7 +130,11 @@ ENTRY_STABLE_TYPE: Final = "zlink.entry"
 _KINDS: Final = frozenset({SpotKind.ENTRY, SpotKind.USER, SpotKind.INSTANCE})
 _RECORD_KEYS: Final = frozenset({
     "spotId", "kind", "stableType", "mesh", "state", "objectGeneration", "ownerGeneration",
-    "storeVersion", "owner", "creationIntent", "recoveryPointer", "relocationTarget"})
+    "storeVersion", "owner", "creationIntent", "recoveryPointer", "relocationTarget",
+    "relocationPayload"})
+#: The states in which a record may name its move's payload root: from the capture
+#: (Sealed) to the end of the move.
+_PAYLOAD_STATES: Final = frozenset({AuthorityState.SEALED, AuthorityState.RELAY_READY})
 
 
 #: The states of a move in progress (the chart's ``moving`` tag): the record names a
@@ -146,7 +150,9 @@ class AuthorityRecord:
     Invariants (checked at construction, :class:`InvalidOperation`): never
     MISSING (that is the absence of a record); ``creation_intent`` only while
     CREATING; ``relocation_target`` exactly while moving (RELOCATING, SEALED or
-    RELAY_READY); an ENTRY record is READY with owner generation 1 and no intent,
+    RELAY_READY); ``relocation_payload`` (the receipt of the move's payload root in the
+    Relocation Store, recorded before the root is written) only while SEALED or
+    RELAY_READY; an ENTRY record is READY with owner generation 1 and no intent,
     pointer or relocation target.
     """
 
@@ -162,6 +168,7 @@ class AuthorityRecord:
     creation_intent: CreationIntent | None = None
     recovery_pointer: RecoveryPointer | None = None
     relocation_target: OwnerFence | None = None
+    relocation_payload: RootReceipt | None = None
 
     @kind.validator
     def _kind(self, attribute: attrs.Attribute[SpotKind], value: SpotKind) -> None:
@@ -179,6 +186,9 @@ class AuthorityRecord:
         if (state in MOVING_STATES) != (self.relocation_target is not None):
             raise InvalidOperation("relocation_target is set exactly while the record moves "
                                    "(Relocating, Sealed or RelayReady)")
+        if self.relocation_payload is not None and state not in _PAYLOAD_STATES:
+            raise InvalidOperation("relocation_payload is kept only while the record is Sealed "
+                                   "or RelayReady (a move past its capture)")
         if self.kind is SpotKind.ENTRY and (
             state is not AuthorityState.READY
             or self.owner_generation != 1
@@ -210,6 +220,7 @@ class AuthorityRecord:
         intent = self.creation_intent
         pointer = self.recovery_pointer
         target = self.relocation_target
+        payload = self.relocation_payload
         return {
             "spotId": self.spot_id,
             "kind": encode_kind(self.kind),
@@ -223,6 +234,7 @@ class AuthorityRecord:
             "creationIntent": None if intent is None else intent.to_json(),
             "recoveryPointer": None if pointer is None else pointer.to_json(),
             "relocationTarget": None if target is None else target.to_json(),
+            "relocationPayload": None if payload is None else payload.to_json(),
         }
 
     @classmethod
@@ -239,6 +251,7 @@ class AuthorityRecord:
         pointer = (None if obj["recoveryPointer"] is None
                    else RecoveryPointer.from_json(obj["recoveryPointer"]))
         target = obj["relocationTarget"]
+        payload = obj["relocationPayload"]
         try:
             state = AuthorityState(json_str(obj["state"], "state"))
         except ValueError:
@@ -253,6 +266,7 @@ class AuthorityRecord:
             owner=OwnerFence.from_json(obj["owner"]),
             creation_intent=intent, recovery_pointer=pointer,
             relocation_target=None if target is None else OwnerFence.from_json(target),
+            relocation_payload=None if payload is None else RootReceipt.from_json(payload),
         )
 
     def encoded_size(self) -> int:
@@ -272,10 +286,10 @@ def _setters(cls: type, *names: str) -> tuple[Callable[[object, object], None], 
 
 
 (_R_ID, _R_KIND, _R_TYPE, _R_MESH, _R_STATE, _R_GEN, _R_OWNER_GEN, _R_VERSION, _R_OWNER,
- _R_INTENT, _R_POINTER, _R_TARGET) = _setters(
+ _R_INTENT, _R_POINTER, _R_TARGET, _R_PAYLOAD) = _setters(
     AuthorityRecord, "spot_id", "kind", "stable_type", "mesh", "state", "object_generation",
     "owner_generation", "store_version", "owner", "creation_intent", "recovery_pointer",
-    "relocation_target")
+    "relocation_target", "relocation_payload")
 (_F_ID, _F_VERSION, _F_GEN, _F_OWNER_GEN, _F_OWNER, _F_LEASE, _F_PENDING) = _setters(
     ReservationFence, "spot_id", "store_version", "object_generation", "owner_generation",
     "owner", "owner_lease_expires_at", "pending_capacity")
@@ -286,14 +300,15 @@ def record_of(spot_id: str, kind: SpotKind, stable_type: str, mesh: str,
               store_version: int, owner: OwnerFence,
               creation_intent: CreationIntent | None = None,
               recovery_pointer: RecoveryPointer | None = None,
-              relocation_target: OwnerFence | None = None) -> AuthorityRecord:
+              relocation_target: OwnerFence | None = None,
+              relocation_payload: RootReceipt | None = None) -> AuthorityRecord:
     """An :class:`AuthorityRecord` of fields that are valid already (trusted).
 
     The caller guarantees what the constructor would check: every field passes its
     validator (taken from a valid record, or checked by the transaction) and the
     invariants hold (an intent only while Creating, a relocation target exactly
-    while moving, the Entry rules). Equal to ``AuthorityRecord(...)`` of the same
-    fields, at a third of the cost.
+    while moving, a payload only while Sealed or RelayReady, the Entry rules).
+    Equal to ``AuthorityRecord(...)`` of the same fields, at a third of the cost.
     """
     record: AuthorityRecord = _new(AuthorityRecord)
     _R_ID(record, spot_id)
@@ -308,6 +323,7 @@ def record_of(spot_id: str, kind: SpotKind, stable_type: str, mesh: str,
     _R_INTENT(record, creation_intent)
     _R_POINTER(record, recovery_pointer)
     _R_TARGET(record, relocation_target)
+    _R_PAYLOAD(record, relocation_payload)
     return record
 
 

@@ -12,7 +12,7 @@ runtime behind a :class:`~zlink_trio.Node`.
 
 Reads (no side effect): :meth:`~NodeInspection.hosted_spot`,
 :meth:`~NodeInspection.hosted_spots`, :meth:`~NodeInspection.linked_nodes`,
-:meth:`~NodeInspection.idle_candidates`.
+:meth:`~NodeInspection.unsent_bytes`, :meth:`~NodeInspection.idle_candidates`.
 
 Test hooks (they change how the node behaves, for the rest of its lifecycle):
 :meth:`~NodeInspection.wrap_store` (every later store call goes through the wrapper),
@@ -68,6 +68,13 @@ class NodeInspection:
         """The NodeIds of the nodes this node has an open link with (either direction)."""
         transport = self._rt.peers.transport
         return [] if transport is None else [link.peer.node_id for link in transport.links()]
+
+    def unsent_bytes(self, to: str) -> int:
+        """The bytes queued on this node's open links with node ``to`` and not written yet
+        (a relay's flow control keeps them near 1 MiB however much it has to send)."""
+        transport = self._rt.peers.transport
+        return 0 if transport is None else sum(
+            link.queued_bytes for link in transport.links() if link.peer.node_id == to)
 
     def idle_candidates(self) -> list[str]:
         """One idle sweep's examination, without its store calls: the Spot IDs among the

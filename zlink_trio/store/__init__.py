@@ -58,6 +58,7 @@ from zlink_trio.store.values import OwnerAlive as OwnerAlive
 from zlink_trio.store.values import Page as Page
 from zlink_trio.store.values import RelocationStatistics as RelocationStatistics
 from zlink_trio.store.values import RootIntegrityError as RootIntegrityError
+from zlink_trio.store.values import TargetAlive as TargetAlive
 
 __all__ = (
     "MAX_INBOX_READ",
@@ -82,6 +83,7 @@ __all__ = (
     "SplitStore",
     "Store",
     "StorePair",
+    "TargetAlive",
     "open_store",
     "with_combined",
 )

@@ -25,13 +25,25 @@ Closing            ``release`` with the Closing fence (the close had begun)
 Relocating/Sealed  ``abort_relocation`` (the move had not reached relay-ready, so the
                    source is restored), then ``release_expired``
 Creating           ``abort_creating`` with the record's own reservation fence
-RelayReady         left alone: past relay-ready only the target may end the move
-                   (06 §6.1, §8); it commits, or an operator looks at it
+RelayReady         ``release_relay_ready``: a move whose target is a dead lifecycle of
+                   that NodeId (``dead_owned`` lists those too) or whose source is one;
+                   the store refuses it while the target's lease is live
+                   (:class:`~zlink_trio.store.values.TargetAlive`: a live target
+                   commits), so a move toward a live target is left to it
 =================  =====================================================================
 
+A RelayReady move is *released*, not resumed (docs/decisions.md, "A move whose target
+died past relay-ready"): 06 §8 continues a move past relay-ready "only on the same
+target process selected earlier" and says a move whose target terminated "isn't
+automatically resumed"; a restarted target is another process (a new NodeRid and
+lifecycle), and 09 §3 lets stored intent resume only the same node *and lifecycle*.
+The source is never restored (06 §6.1), so the incarnation ends, like any Spot whose
+owner died: an Instance Spot activates anew on its next call, a User Spot is Missing.
+
 Then the durable inbox of the released incarnation and its roots (recovery pointer,
-creation request) are deleted, and :meth:`LocationStore.remove_dead_claims` deletes
-the dead claims that own nothing any more, with their Entry claims. Every step is
+creation request, the payload root of a move that died after its capture) are
+deleted, and :meth:`LocationStore.remove_dead_claims` deletes the dead claims that own
+nothing any more, with their Entry claims. Every step is
 fenced by the generations it read, so a zombie of the old lifecycle (a paused process
 that wakes up) can never act on a record again -- its own steps need a live lease --
 and a record that changed meanwhile is skipped, not overwritten. A record whose
@@ -53,6 +65,7 @@ import trio
 
 from zlink_trio.core.errors import ZLinkError
 from zlink_trio.core.records import AuthorityRecord, AuthorityState, ReservationFence
+from zlink_trio.store.values import TargetAlive
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -139,18 +152,30 @@ async def _release_one(store: StorePair, record: AuthorityRecord,
     location = store.location
     state = record.state
     if state is AuthorityState.RELAY_READY:
-        return ("RelayReady: the move is past relay-ready, only its target "
-                f"{record.relocation_target} can end it (commit_relocation)")
-    if state is AuthorityState.CREATING:
+        target = record.relocation_target
+        assert target is not None
+        try:
+            # ``None``: that incarnation is gone already (a retry): the leftovers go too.
+            await location.release_relay_ready(record.fence(), target=target, now=now())
+        except TargetAlive:
+            return (f"RelayReady toward the live target {target}: the move is past "
+                    "relay-ready and its target commits it (commit_relocation)")
+    elif state is AuthorityState.CREATING:
         await location.abort_creating(reservation_fence(record))
     elif state is AuthorityState.CLOSING:
         await location.release(record.fence())
     else:
         if state in (AuthorityState.RELOCATING, AuthorityState.SEALED):
-            record = await location.abort_relocation(record.fence())
-        await location.release_expired(record.spot_id,
-                                       object_generation=record.object_generation,
-                                       owner_generation=record.owner_generation, now=now())
+            # Back at the source without the payload receipt: its root goes below.
+            kept = await location.abort_relocation(record.fence())
+            await location.release_expired(kept.spot_id,
+                                           object_generation=kept.object_generation,
+                                           owner_generation=kept.owner_generation, now=now())
+        else:
+            await location.release_expired(record.spot_id,
+                                           object_generation=record.object_generation,
+                                           owner_generation=record.owner_generation,
+                                           now=now())
     await _drop_leftovers(store, record)
     return None
 
@@ -162,3 +187,5 @@ async def _drop_leftovers(store: StorePair, record: AuthorityRecord) -> None:
     for ref in (record.recovery_pointer, record.creation_intent):
         if ref is not None:
             await relocation.delete_root(ref.receipt())
+    if record.relocation_payload is not None:
+        await relocation.delete_root(record.relocation_payload)

@@ -182,6 +182,18 @@ class MemoryLocationStore:
         await trio.lowlevel.checkpoint()
         return steps.txn_abort_relocation(self.state, fence)
 
+    async def record_relocation_payload(self, fence: AuthorityFence, *, payload: RootReceipt,
+                                        now: float) -> AuthorityRecord:
+        """RecordRelocationPayload (one transaction); see the protocol."""
+        await trio.lowlevel.checkpoint()
+        return steps.txn_record_relocation_payload(self.state, fence, payload=payload, now=now)
+
+    async def release_relay_ready(self, fence: AuthorityFence, *, target: OwnerFence,
+                                  now: float) -> AuthorityRecord | None:
+        """ReleaseRelayReady (one transaction); see the protocol."""
+        await trio.lowlevel.checkpoint()
+        return steps.txn_release_relay_ready(self.state, fence, target=target, now=now)
+
     async def query(self, *, page_size: int, cursor: str | None = None) -> Page:
         """One Query page (one read); see ``LocationStore.query``."""
         await trio.lowlevel.checkpoint()

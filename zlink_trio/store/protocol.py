@@ -235,7 +235,8 @@ class LocationStore(RelocationSteps, Protocol):
         their node's claim) and is Ready (:class:`InvalidOperation` naming
         the way out: Creating -> ``abort_creating``, Closing -> ``release``,
         Relocating/Sealed -> ``abort_relocation`` or finishing the move,
-        RelayReady -> only the target's ``commit_relocation``, an abort being
+        RelayReady -> the target's ``commit_relocation``, or
+        ``release_relay_ready`` once the target is dead, an abort being
         impossible past relay-ready); its owner's lease is over
         at ``now``: no claim at ``(mesh, owner node_rid)``, a claim of
         another lifecycle, or ``lease_expires_at <= now`` -- otherwise
@@ -292,8 +293,9 @@ class LocationStore(RelocationSteps, Protocol):
         Like :meth:`orphans` (owner's claim of ``node_id``, expired at ``now``; by
         Spot ID above ``after``, at most ``limit``, 1..1000, else
         :class:`InvalidOperation`), but every state -- steady Ready, Closing and
-        moving records too -- and never an Entry claim (those end with their
-        claim, :meth:`remove_dead_claims`). Read-only, at the cost of
+        moving records too, and the RelayReady records whose move *targets* such a
+        lifecycle (the target died past relay-ready) -- and never an Entry claim
+        (those end with their claim, :meth:`remove_dead_claims`). Read-only, at the cost of
         :meth:`orphans`. A restarted node and ``zlink-trio release --node``
         release what it returns, each record with its own fenced transaction.
         """

@@ -27,6 +27,15 @@ checking everything before its first write, like every Location Store method::
   unit is released.
 - ``abort_relocation`` (either side, before relay-ready) returns the record to
   Ready at the source and releases the target's pending unit.
+- ``record_relocation_payload`` (the source, Sealed) names the receipt of the
+  move's payload root on the record *before* the root is written, so a move that
+  dies after its capture leaves no root nobody can find: whoever ends the move
+  deletes it. Commit and abort clear the receipt.
+- ``release_relay_ready`` (restart recovery of the target's NodeId, or an
+  operator) ends a RelayReady move whose target's lifecycle is over: the record
+  is deleted (the incarnation ends) and both capacity units are returned. The
+  move is not resumed by the target's next lifecycle (06 §8 "relocation isn't
+  automatically resumed") and the source is not restored (06 §6.1).
 
 Until the commit the record stays owned by the source, so every step takes the
 :class:`AuthorityFence` of the Ready record the move began from (the source's
@@ -42,13 +51,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from zlink_trio.core.records import AuthorityFence, AuthorityRecord, OwnerFence
+    from zlink_trio.core.records import AuthorityFence, AuthorityRecord, OwnerFence, RootReceipt
 
 __all__ = ("RelocationSteps",)
 
 
 class RelocationSteps(Protocol):
-    """The five transactions of a planned move; part of every ``LocationStore``."""
+    """The transactions of a planned move; part of every ``LocationStore``."""
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
                                now: float) -> AuthorityRecord:
@@ -124,4 +133,48 @@ class RelocationSteps(Protocol):
         (:class:`StaleFence`, gone included). No lease is needed. Then the
         record is Ready at the source without a target, StoreVersion + 1, and
         the target's pending unit is released.
+        """
+
+    async def record_relocation_payload(self, fence: AuthorityFence, *, payload: RootReceipt,
+                                        now: float) -> AuthorityRecord:
+        """RecordRelocationPayload: name the move's payload root on the Sealed record.
+
+        The source's call, after its capture and *before* it writes the root (the
+        receipt is the content address of the bytes), so a process that dies
+        after the capture leaves a root the record names. Checks, in order
+        (nothing written on any refusal): ``now`` is finite and ``payload`` a
+        :class:`RootReceipt` (:class:`InvalidOperation`); the record matches the
+        fence and is Sealed (:class:`StaleFence`, gone included); a record that
+        already names ``payload`` is returned unchanged (idempotent); the
+        source's claim is that lifecycle (:class:`StaleFence`) with a live lease
+        (:class:`Unavailable`). Then ``relocation_payload`` is ``payload``,
+        StoreVersion + 1. AcceptRelayReady keeps it; CommitRelocation and
+        AbortRelocation clear it (the root's deletion is the caller's).
+        """
+
+    async def release_relay_ready(self, fence: AuthorityFence, *, target: OwnerFence,
+                                  now: float) -> AuthorityRecord | None:
+        """ReleaseRelayReady: RelayReady -> Missing once the move's target is dead.
+
+        Past relay-ready the source is never restored (06 §6.1, §8) and a move is
+        never resumed by another process (06 §8); when the target's lifecycle
+        ended before it committed, this ends the incarnation instead. Taken by
+        restart recovery of the target's NodeId (``store.dead_lifecycle``) or an
+        operator, never by another node on its own. ``fence`` is the source's
+        fence (the record is the source's until a commit), ``target`` the move's
+        target as the record names it.
+
+        Checks, in order (nothing written on any refusal): ``now`` is finite and
+        ``target`` an :class:`OwnerFence` (:class:`InvalidOperation`); no record,
+        or another ObjectGeneration, is ``None`` (idempotent: that incarnation
+        is gone); the record matches the fence and is RelayReady
+        (:class:`StaleFence`) toward ``target`` (:class:`StaleFence`); the
+        target's lease is over at ``now``: no claim at ``(mesh, target
+        node_rid)``, a claim of another lifecycle, or ``lease_expires_at <=
+        now`` -- otherwise :class:`~zlink_trio.store.values.TargetAlive` (an
+        InvalidOperation: a live target commits). Then the record is deleted,
+        the source's active unit and the target's pending unit are released,
+        and the record as it was just before is returned (its
+        ``relocation_payload`` names the root to delete). The ID can be
+        reserved again with a larger ObjectGeneration.
         """

@@ -29,6 +29,7 @@ __all__ = (
     "Page",
     "RelocationStatistics",
     "RootIntegrityError",
+    "TargetAlive",
 )
 
 #: Largest Query page size (spec 06 §3.4).
@@ -75,6 +76,27 @@ class OwnerAlive(InvalidOperation):
             f"is live until {lease_expires_at!r} (now {now!r}, {lease_expires_at - now:.3f} s "
             "left); a live owner must close the Spot itself, and an operator may release it "
             "only after that lease has expired"
+        )
+        self.record: Final = record
+        self.lease_expires_at: Final = lease_expires_at
+
+
+class TargetAlive(InvalidOperation):
+    """Raised by ReleaseRelayReady when the move's target still holds a live lease.
+
+    Nothing was written. Past relay-ready a live target finishes the move itself
+    (CommitRelocation); a move is released only once its target's lifecycle is
+    over. ``record`` is the RelayReady record found and ``lease_expires_at`` the
+    target's lease expiry (store time, as the node stamped it).
+    """
+
+    def __init__(self, record: AuthorityRecord, lease_expires_at: float, now: float) -> None:
+        super().__init__(
+            f"{record.spot_id!r} (generation {record.object_generation}) is past relay-ready "
+            f"toward node {record.relocation_target}, whose lease is live until "
+            f"{lease_expires_at!r} (now {now!r}, {lease_expires_at - now:.3f} s left); a live "
+            "target commits the move itself, and the move may be released only after that "
+            "lease has expired"
         )
         self.record: Final = record
         self.lease_expires_at: Final = lease_expires_at

@@ -41,9 +41,12 @@ from __future__ import annotations
 
 from zlink_trio.transport._config import TransportConfig
 from zlink_trio.transport._link import ApplicationFrame, Link, LinkHandler
+from zlink_trio.transport._send_queue import HIGH_WATER_BYTES, LOW_WATER_BYTES
 from zlink_trio.transport._transport import MeshTransport, TransportStatistics, open_transport
 
 __all__ = (
+    "HIGH_WATER_BYTES",
+    "LOW_WATER_BYTES",
     "ApplicationFrame",
     "Link",
     "LinkHandler",

@@ -26,7 +26,9 @@ runs exactly once; it calls ``handler.link_closed``.
   and enqueues, so a caller never waits for the network; a caller with nothing more to
   send for now (``send_nowait(write=True)``) or about to wait anyway (``await
   link.flush()``) writes the queue itself and saves the hop to the writer. A link whose
-  peer stops reading is closed once its queue would pass ``max_send_buffer_bytes``.
+  peer stops reading is closed once its queue would pass ``max_send_buffer_bytes``; a
+  sender with much to send keeps below that with the link's flow control
+  (:attr:`Link.writable`, :meth:`Link.wait_writable`).
   :mod:`._send_queue` describes how the queue is written.
 * the **keepalive** sleeps until the link has been silent (nothing received) for one
   ``keepalive_interval``, then sends a Ping every interval; after
@@ -209,6 +211,28 @@ class Link:
         """True while frames are queued that no write took yet (a flush would write them)."""
         return bool(self._sender.queued)
 
+    @property
+    def queued_bytes(self) -> int:
+        """The bytes queued on the link and not written yet."""
+        return self._sender.queued_bytes
+
+    @property
+    def writable(self) -> bool:
+        """False while more than ``HIGH_WATER_BYTES`` (1 MiB) are queued on the open link.
+
+        Flow control for a sender with much to send (a relocation's relay): queue a
+        frame while the link is writable, else ``await`` :meth:`wait_writable` first.
+        """
+        return self._sender.writable
+
+    async def wait_writable(self) -> None:
+        """Wait until the queue is down to ``LOW_WATER_BYTES`` (256 KiB), or the link closed.
+
+        Never raises; the caller bounds the wait (a peer that stops reading keeps it
+        waiting).
+        """
+        await self._sender.wait_writable()
+
     def _describe(self) -> str:
         return f"node {self.peer.node_id!r} (rid {self.peer.node_rid})"
 
@@ -289,7 +313,7 @@ class Link:
 
     def close_soon(self) -> None:
         """Start closing without waiting: mark closed, cancel the link's tasks."""
-        self._sender.closed = True
+        self._sender.mark_closed()
         if self._scope is not None:
             self._scope.cancel()
 
@@ -321,7 +345,7 @@ class Link:
                 nursery.start_soon(self._until_done, self._keepalive)
                 await self._until_done(self._read)
         finally:
-            sender.closed = True
+            sender.mark_closed()
             if self._socket is not None:
                 # Only the duplicate: the stream still owns the socket.
                 trio.lowlevel.notify_closing(self._socket)

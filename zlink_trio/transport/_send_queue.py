@@ -29,6 +29,12 @@ network.
   websocket close handshake then (:attr:`SendQueue.can_send_close`).
 * The queued bytes are counted; a link whose peer stops reading is closed once
   they would pass ``max_send_buffer_bytes`` instead of growing without bound.
+* **Flow control** for a sender with much to send (a relocation's relay): above
+  :data:`HIGH_WATER_BYTES` queued the queue is not :attr:`SendQueue.writable`, and
+  :meth:`SendQueue.wait_writable` waits until the writes brought it down to
+  :data:`LOW_WATER_BYTES` (or the link closed). Such a sender keeps the queue near the
+  high-water mark whatever it has to send, and every other frame queued meanwhile
+  waits behind at most that much.
 
 Errors. Overflow, a broken socket and a stalled flush close the link through
 the ``close_link`` callback it passed in (its tasks end, the link closes);
@@ -54,7 +60,8 @@ if TYPE_CHECKING:
 
     from zlink_trio.transport._ws import WebSocket
 
-__all__ = ("FLUSH_MAX_BYTES", "FLUSH_TIMEOUT", "SendQueue")
+__all__ = ("FLUSH_MAX_BYTES", "FLUSH_TIMEOUT", "HIGH_WATER_BYTES", "LOW_WATER_BYTES",
+           "SendQueue")
 
 logger: Final = logging.getLogger("zlink_trio.transport")
 
@@ -62,6 +69,11 @@ logger: Final = logging.getLogger("zlink_trio.transport")
 FLUSH_MAX_BYTES: Final = 64 * 1024
 #: Seconds a flush may take before the link counts as stalled and is closed.
 FLUSH_TIMEOUT: Final = 1.0
+
+#: Above this many queued bytes a link is not writable (:attr:`SendQueue.writable`).
+HIGH_WATER_BYTES: Final = 1024 * 1024
+#: :meth:`SendQueue.wait_writable` returns once the queued bytes are down to this.
+LOW_WATER_BYTES: Final = 256 * 1024
 
 #: A burst writes every this many queued frames from the sending task, so the peer
 #: starts on the first frames while the rest are produced (not one batch at the end).
@@ -86,6 +98,7 @@ class SendQueue:
         "_queue",
         "_queued_bytes",
         "_sending",
+        "_space",
         "_writer_parked",
         "_ws",
         "closed",
@@ -112,11 +125,50 @@ class SendQueue:
         #: The writer task while it is parked waiting for frames.
         #: Where the writer task waits while there is nothing to send.
         self._writer_parked = ParkingSlot()
+        #: Set once the queue is down to LOW_WATER_BYTES (or closed); built by a waiter.
+        self._space: trio.Event | None = None
 
     @property
     def queued(self) -> int:
         """The frames (or rest of a frame) queued and not written yet."""
         return len(self._queue)
+
+    @property
+    def queued_bytes(self) -> int:
+        """The bytes queued and not written yet."""
+        return self._queued_bytes
+
+    @property
+    def writable(self) -> bool:
+        """False while more than :data:`HIGH_WATER_BYTES` are queued on an open link: a
+        sender with more to send waits (:meth:`wait_writable`) before queuing more."""
+        return self._queued_bytes <= HIGH_WATER_BYTES or self.closed
+
+    async def wait_writable(self) -> None:
+        """Wait until the queued bytes are down to :data:`LOW_WATER_BYTES`, or the link closed.
+
+        Returns at once when they are; never raises (a send on a link that closed
+        meanwhile raises :class:`Unavailable`). The caller bounds the wait: a peer that
+        stops reading keeps it waiting.
+        """
+        while self._queued_bytes > LOW_WATER_BYTES and not self.closed:
+            space = self._space
+            if space is None:
+                space = self._space = trio.Event()
+            self._wake_writer()
+            await space.wait()
+
+    def _freed(self) -> None:
+        """Bytes were written: wake the flow-control waiters once low water is reached."""
+        if self._queued_bytes <= LOW_WATER_BYTES or self.closed:
+            space, self._space = self._space, None
+            if space is not None:
+                space.set()
+
+    def mark_closed(self) -> None:
+        """The link is closing: nothing more is written by flushes; waiters wake."""
+        self.closed = True
+        self._freed()
 
     @property
     def can_send_close(self) -> bool:
@@ -208,8 +260,12 @@ class SendQueue:
             if sent < len(data):
                 queue.appendleft(data[sent:])
                 self._cut_frame = sent > 0 or self._cut_frame
+                if self._space is not None:
+                    self._freed()
                 return False
             self._cut_frame = False
+        if self._space is not None:
+            self._freed()
         return True
 
     async def flush(self) -> None:
@@ -259,6 +315,8 @@ class SendQueue:
         await self._ws.send_all(data)
         self._cut_frame = False
         self._queued_bytes -= len(data)
+        if self._space is not None:
+            self._freed()
 
     async def _drain(self) -> None:
         """Send everything queued (also what is queued meanwhile); one sender at a time."""

@@ -6,17 +6,19 @@ import json
 
 import pytest
 
-from zlink_trio.samples.shoppingmall.client.asks import AskRefused, Asks, ask_line, parse_fields
 from zlink_trio.samples.shoppingmall.client.config import (
     CART_ROLES,
+    ORDER_ROLES,
     ClientConfig,
     config_names_and_values,
     forbidden_names,
 )
 from zlink_trio.samples.shoppingmall.client.program import first_failure
+from zlink_trio.samples.shoppingmall.client.reports import parse_fields
 from zlink_trio.samples.shoppingmall.client.scenario import ScenarioFailure
 from zlink_trio.samples.shoppingmall.runner.smoke import cart_ids
 from zlink_trio.samples.shoppingmall.runner.topology import (
+    FIXTURE_NODE,
     NODES,
     Deployment,
     plan_deployment,
@@ -89,25 +91,50 @@ def test_an_unknown_store_scheme_is_refused(tmp_path):
 def test_the_base_port_numbers_the_nodes_and_the_file_round_trips(tmp_path):
     deployment = plan_deployment(run_id="sm-1", stores=store_urls(None, tmp_path, "sm-1"),
                                  base_port=9000, runner_mode=True)
-    assert [n.node_id for n in deployment.nodes] == list(NODES)
+    assert [n.node_id for n in deployment.nodes] == [*NODES, FIXTURE_NODE]
     assert [deployment.node(n).http_port for n in ("api-a", "api-b")] == [9000, 9001]
     assert [deployment.node(n).hooks_port for n in ("workflow-a", "workflow-b")] == [9002, 9003]
     assert Deployment.from_json(deployment.to_json()) == deployment
 
 
-def test_serve_mode_opens_no_hooks(tmp_path):
+def test_the_runners_fixture_node_takes_no_placements(tmp_path):
+    deployment = plan_deployment(run_id="sm-1", stores=store_urls(None, tmp_path, "sm-1"),
+                                 base_port=9000, runner_mode=True)
+    fixture = deployment.node(FIXTURE_NODE)
+    assert (fixture.role, fixture.placement_weight, fixture.hooks_port) == ("workflow", 0, 9004)
+    assert all(deployment.node(n).placement_weight is None for n in NODES)
+
+
+def test_serve_mode_opens_no_hooks_and_has_no_fixture_node(tmp_path):
     deployment = plan_deployment(run_id="sm-1", stores=store_urls(None, tmp_path, "sm-1"),
                                  base_port=0, runner_mode=False)
+    assert [n.node_id for n in deployment.nodes] == list(NODES)
     assert [n.hooks_port for n in deployment.nodes] == [0, 0, 0, 0]
 
 
-def test_the_client_config_names_no_node_rid_or_endpoint():
+def _config(orders: dict[str, str] | None = None) -> ClientConfig:
     carts, concurrent = cart_ids("sm-1")
-    assert set(carts) == set(CART_ROLES)
-    config = ClientConfig(apis=("http://127.0.0.1:1", "http://127.0.0.1:2"), carts=carts,
-                          concurrent_carts=concurrent)
+    return ClientConfig(apis=("http://127.0.0.1:1", "http://127.0.0.1:2"), carts=carts,
+                        concurrent_carts=concurrent,
+                        orders={role: f"order-{i}" for i, role in enumerate(ORDER_ROLES)}
+                        if orders is None else orders)
+
+
+def test_the_client_config_names_no_node_rid_or_endpoint():
+    config = _config()
+    assert set(config.carts) == set(CART_ROLES)
     assert forbidden_names(*config_names_and_values(config)) == []
     assert ClientConfig.from_json(config.to_json()) == config
+
+
+def test_the_client_config_carries_every_prepared_order():
+    with pytest.raises(ValueError, match="prepared orders"):
+        ClientConfig.from_json(_config(orders={"rebuild": "order-1"}).to_json())
+
+
+def test_an_owner_named_in_a_prepared_order_would_be_found():
+    config = _config(orders={"failureBoundary": "workflow-a"})
+    assert forbidden_names(*config_names_and_values(config)) == ["workflow-a"]
 
 
 def test_forbidden_names_are_whole_camel_case_words():
@@ -116,39 +143,9 @@ def test_forbidden_names_are_whole_camel_case_words():
         ["nodeRid", "targetRid", "ownerNode", "ws://127.0.0.1:2"]
 
 
-def test_an_ask_line_parses_back():
-    line = ask_line("relocate", order="order-1")
-    assert line == "shoppingmall-client ask=relocate order=order-1"
-    assert parse_fields(line) == {"ask": "relocate", "order": "order-1"}
-
-
-async def test_an_ask_returns_the_runners_answer():
-    sent: list[str] = []
-
-    async def read() -> str:
-        return json.dumps({"answer": "relocate", "ok": True, "generation": "3"}) + "\n"
-
-    answer = await Asks(sent.append, read).ask("relocate", order="o-1")
-    assert answer["generation"] == "3"
-    assert sent == ["shoppingmall-client ask=relocate order=o-1"]
-
-
-async def test_a_refused_ask_fails_the_client():
-    async def read() -> str:
-        return json.dumps({"answer": "kill-owner", "ok": False, "reason": "no owner"})
-
-    with pytest.raises(AskRefused, match="no owner"):
-        await Asks(lambda line: None, read).ask("kill-owner", order="o-1")
-
-
-async def test_an_unanswered_ask_fails_within_its_bound(autojump_clock):
-    async def read() -> str:
-        import trio
-        await trio.sleep_forever()
-        raise AssertionError
-
-    with pytest.raises(AskRefused, match="no answer"):
-        await Asks(lambda line: None, read, timeout=5).ask("relocate", order="o-1")
+def test_a_report_line_parses_back():
+    line = "shoppingmall-client passed item=9.2-6 order=order-1"
+    assert parse_fields(line) == {"item": "9.2-6", "order": "order-1"}
 
 
 def test_a_failure_in_a_concurrent_step_is_the_cause():

@@ -3,8 +3,10 @@
 Each test runs ``python -m zlink_trio.samples.shoppingmall smoke`` as a
 separate process (four node processes and a Client process under it) and
 reads what it printed. It asserts the Client's ``shoppingmall=completed``,
-the runner's ``shoppingmall-placement=completed``, exit code 0, and each
-§10.1 row's per-node counts. The Redis test **fails** under CI when Redis is
+the runner's ``shoppingmall-placement=completed``, exit code 0, each
+§10.1 row's per-node counts, and that the runner prepared its four fixture
+orders before the Client's first report (§10.1: fixtures before the Client
+starts, evidence after it finishes). The Redis test **fails** under CI when Redis is
 unreachable (``tests/store/redis_helpers.py``) and deletes its run's keys.
 A run takes a few seconds; the bound is :data:`BOUND`.
 """
@@ -57,6 +59,15 @@ def _assert_passed(code: int, lines: list[str]) -> None:
     passed = {line.split()[2] for line in lines
               if line.startswith("shoppingmall-client passed ")}
     assert len(passed) == 15, sorted(passed)
+    prepared = [i for i, line in enumerate(lines)
+                if line.startswith("shoppingmall-runner prepared role=")]
+    first_report = next(i for i, line in enumerate(lines)
+                        if line.startswith("shoppingmall-client passed "))
+    assert len(prepared) == 4, tail
+    assert max(prepared) < first_report, tail
+    completed = lines.index("shoppingmall=completed")
+    assert all(i > completed for i, line in enumerate(lines)
+               if line.startswith("shoppingmall-runner row=")), tail
 
 
 async def test_smoke_on_sqlite(tmp_path):

@@ -22,10 +22,18 @@ to the coordinator that serves it:
   with the handler's own class and admitted like a local call, with a
   :class:`LinkReply` as its completion.
 * **39, route kind 3** (Message Follow, :mod:`~zlink_trio.runtime.mesh.message_follow`):
-  a message that followed a relocated Spot; admitted like route kind 1 by its new owner
-  (which checks the ObjectGeneration), or sent on if the Spot moved again.  A route
-  kind 1 message for a Spot that moved away from this node follows its Message Follow
-  route the same way.
+  a message that followed a relocated Spot.  Its new owner admits it like route kind 1
+  once :func:`~zlink_trio.runtime.mesh.message_follow.check_followed` let it in: the
+  generations are checked here, unlike an ordinary message's (09 §4: "object
+  generation is used to filter lifecycle changes and move relay") -- the
+  ObjectGeneration, the owner generations and the relaying node must be the ones the
+  relocation gave the local incarnation, and an operation ID that already reached it
+  is not run again -- and past its application lane's bounds
+  (``Incarnation.admit_followed``: the route's queue has no bound, and a relayed hold
+  was accepted at the source).  A node that no longer hosts the Spot sends it on if
+  the Spot moved again, else it ends ``Unavailable``.  A route kind 1 message for a
+  Spot that moved away from this node follows its Message Follow route the same way
+  -- behind the hold, while that is still being relayed.
 * **60** (:mod:`.remote_relocation`): take a sealed Spot over, answered by command 20.
 * **39, route kind 2** (cold-activation envelope): checked the same way (lifecycle, Mesh,
   a served Instance type, a handler for the message), then run as a catalog task from
@@ -52,7 +60,6 @@ import trio
 
 from zlink_trio.core.errors import (
     DeadlineExceeded,
-    InvalidOperation,
     StaleRoute,
     Unavailable,
     ZLinkError,
@@ -69,7 +76,13 @@ from zlink_trio.runtime.coordinators.remote_relocation import serve_relocate
 from zlink_trio.runtime.coordinators.routing import deliver
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.mesh.link_reply import LinkReply, send_reply
-from zlink_trio.runtime.mesh.message_follow import follow, follow_now, superseded
+from zlink_trio.runtime.mesh.message_follow import (
+    check_followed,
+    follow,
+    follow_now,
+    queue_behind,
+    superseded,
+)
 from zlink_trio.runtime.observe.events import follow_event, stale
 from zlink_trio.runtime.observe.fields import FollowEvent, StaleReason
 from zlink_trio.runtime.observe.logs import MESH as LOGGER
@@ -144,7 +157,7 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
             # This node's activation committed Ready in the store, and another node read
             # it and sent this, before the activation task resumed to register the Spot
             # (or it is still creating): admit it once that attempt has ended.
-            rt.catalog.start_job(lambda: _admit_after(rt, attempt, frame, reply))
+            rt.catalog.start_job(lambda: _admit_after(rt, link, attempt, frame, reply))
             return
         follow_route = rt.follow.get(route.spot_id, trio.current_time())
         if follow_route is not None and superseded(follow_route, frame):
@@ -152,7 +165,10 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
             follow_route = None
         if follow_route is not None:  # it moved away: Message Follow (06 §6)
             try:
-                if not follow_now(rt, rt.peers, follow_route, frame, reply):
+                relay = rt.follow.relay(route.spot_id)
+                if relay is not None:  # behind the hold still being relayed, in order
+                    queue_behind(rt, rt.peers, relay, follow_route, frame, reply)
+                elif not follow_now(rt, rt.peers, follow_route, frame, reply):
                     rt.catalog.start_job(lambda: _follow(rt, follow_route, frame, reply))
             except ZLinkError as exc:
                 _fail(reply, exc, frame)
@@ -165,7 +181,7 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
                 "hosts it nor has a Message Follow route for it; the message was not run. "
                 "Send a new call"), frame)
             return
-    _admit_direct(rt, frame, reply, host)
+    _admit_direct(rt, link, frame, reply, host)
 
 
 def _check_admission(rt: NodeRuntime, route: Route) -> None:
@@ -186,17 +202,18 @@ async def _follow(rt: NodeRuntime, route: FollowRoute, frame: SpotMessage,
         _fail(reply, exc, frame)
 
 
-async def _admit_after(rt: NodeRuntime, attempt: Attempt, frame: SpotMessage,
+async def _admit_after(rt: NodeRuntime, link: Link, attempt: Attempt, frame: SpotMessage,
                        reply: LinkReply | None) -> None:
     with trio.move_on_at(deadline_from_wall_ms(frame.deadline_ms).at):
         await attempt.done.wait()
-    _admit_direct(rt, frame, reply)
+    _admit_direct(rt, link, frame, reply)
 
 
-def _admit_direct(rt: NodeRuntime, frame: SpotMessage, reply: LinkReply | None,
+def _admit_direct(rt: NodeRuntime, link: Link, frame: SpotMessage, reply: LinkReply | None,
                   host: Incarnation | None = None) -> None:
-    """Admit a direct call to the local incarnation (``host``, if the caller just looked
-    it up), or fail it with StaleRoute."""
+    """Admit a direct call (or a followed message, once :func:`check_followed` let it in)
+    to the local incarnation (``host``, if the caller just looked it up), or fail it with
+    StaleRoute."""
     route = frame.route
     try:
         if host is None:
@@ -206,16 +223,17 @@ def _admit_direct(rt: NodeRuntime, frame: SpotMessage, reply: LinkReply | None,
                   generation=_generation(route))
             raise StaleRoute(f"node {rt.node_id!r} no longer owns Spot {route.spot_id!r}; the "
                              "message was not run. Send a new call")
-        if isinstance(route, FollowFrameRoute) and host.generation != route.object_generation:
-            raise InvalidOperation(
-                f"the message followed Spot {route.spot_id!r} generation "
-                f"{route.object_generation}, but this node hosts generation {host.generation}; "
-                "the message was not run")
+        deadline = deadline_from_wall_ms(frame.deadline_ms)
+        if isinstance(route, FollowFrameRoute):
+            check_followed(rt, host, link.peer, frame, deadline)
         payload = frame.payload
         info = host.spot_type.handlers.find_wire(payload.type_name)
         msg = rt.codec.decode(payload.type_name, payload.body, info.message_type)
-        host.admit(MessageWork(msg, info, reply, deadline_from_wall_ms(frame.deadline_ms)),
-                   len(payload.body))
+        work = MessageWork(msg, info, reply, deadline, operation_id=frame.operation_id)
+        if isinstance(route, FollowFrameRoute):
+            host.admit_followed(work, len(payload.body))
+        else:
+            host.admit(work, len(payload.body))
     except ZLinkError as exc:
         _fail(reply, exc, frame)
 

@@ -40,8 +40,9 @@ is handled on its own (an error is logged and the scan goes on):
   not adopted (the new descriptor does not serve the type) and is released below.
 
 After the orphans, everything else the dead lifecycles of this NodeId still own --
-steady Ready Spots, unfinished closes, moves that had not reached relay-ready -- is
-released with its own fenced transaction, and their empty claims are deleted
+steady Ready Spots, unfinished closes, moves that had not reached relay-ready, and the
+moves past relay-ready toward a dead lifecycle of it (released, not resumed: 06 §8) --
+is released with its own fenced transaction, and their empty claims are deleted
 (``store.dead_lifecycle``; the choice per kind is in docs/decisions.md): an Instance
 Spot activates anew (a larger ObjectGeneration) on its next call, a User Spot is
 ``NotFound`` until created again. No other NodeId ever does this (no failover to

@@ -16,8 +16,10 @@ stepping the ``PlannedRelocation`` chart:
    awaited.
 3. **Capture** (:mod:`.relocation_payload`): the adapter's bytes
    (``PreserveStateWith``), the timers registered after activation and the
-   not-yet-run messages, stored as one root.  A reply correlation is registered for
-   each queued request: the target will answer it on this link.
+   not-yet-run messages, stored as one root -- named on the Sealed record first
+   (RecordRelocationPayload), so whoever ends a move that died deletes it.  A reply
+   correlation is registered for each queued request: the target will answer it on
+   this link.
 4. **Command 60** to the target (:mod:`zlink_trio.runtime.coordinators.remote_relocation`),
    which builds its shell, restores, records relay-ready in the store -- the point of
    no return -- commits the authority (owner generation + 1) and serves.  Its answer
@@ -29,7 +31,10 @@ stepping the ``PlannedRelocation`` chart:
    the queue behind the captured work, the source serves again.  When the answer is
    lost, the store says what happened: Sealed -> abort; Ready at the target ->
    committed; RelayReady -> the target passed the point of no return and is expected
-   to commit, so the source waits (bounded) and reports ``Unavailable`` if it did not.
+   to commit, so the source waits (bounded) and reports ``Unavailable`` if it did not,
+   then keeps watching: a later commit finishes the move, and a record released
+   because the target died (its restart's ReleaseRelayReady) ends this incarnation
+   (:func:`_released`).
 
 :func:`drain` relocates every Spot this node hosts (the Entry Spot is not a
 candidate, 09 §8) and reports what moved and what did not.
@@ -59,6 +64,7 @@ from zlink_trio.runtime.observe.fields import Operation, spot_fields
 from zlink_trio.runtime.observe.logs import RELOCATION as LOGGER
 from zlink_trio.runtime.observe.operations import observe_operation
 from zlink_trio.runtime.results import DrainResult, RelocationOutcome, RelocationResult
+from zlink_trio.store.rules.relocation_store import receipt_of
 
 if TYPE_CHECKING:
     from statecharts.names import PlannedRelocationEvent, PlannedRelocationState
@@ -85,6 +91,8 @@ class _Relocation:
     state: PlannedRelocationState
     root: RootReceipt | None = None
     correlations: list[int] = attrs.Factory(list)
+    #: The record was released past relay-ready (:func:`_released`).
+    released: bool = False
 
     def step(self, event: PlannedRelocationEvent) -> None:
         self.state = step(RELOCATION, self.state, event)
@@ -190,7 +198,7 @@ async def _run(job: _Relocation) -> RelocationResult:
             link = await rt.peers.link_to(job.claim)
             payload, job.correlations = capture(rt, job.host, job.record, link)
             with trio.CancelScope(shield=True):
-                job.root = await rt.store.relocation.put_root(payload.encode())
+                await _store_payload(job, payload.encode())
             job.step(RELOCATION.ev.capture_done)
             if crash_points.ARMED:
                 crash_points.point("relocation", "captured", rt.node_id)
@@ -205,6 +213,34 @@ async def _run(job: _Relocation) -> RelocationResult:
             return await _settle(job, exc.message)
         return await _committed(job, committed)
     return await _settle(job, "the relocation did not finish before its deadline")
+
+
+async def _store_payload(job: _Relocation, data: bytes) -> None:
+    """The payload root, named on the Sealed record first (RecordRelocationPayload).
+
+    The receipt is the root's content address, so the record names it before the root
+    exists: a process that dies after the capture leaves no root that nobody can find
+    (whoever ends the move -- the abort, a restart's release -- deletes it).
+    """
+    location, relocation = job.rt.store.location, job.rt.store.relocation
+    receipt = receipt_of(data)
+    job.record = await location.record_relocation_payload(job.record.fence(), payload=receipt,
+                                                          now=job.rt.now())
+    job.root = await relocation.put_root(data)
+    if job.root != receipt:  # a backend that addresses roots otherwise: name its receipt
+        job.record = await location.record_relocation_payload(
+            job.record.fence(), payload=job.root, now=job.rt.now())
+
+
+async def _delete_root(job: _Relocation) -> None:
+    """Delete the payload root (idempotent: the target deletes it after its commit too)."""
+    if job.root is None:
+        return
+    with trio.CancelScope(shield=True):
+        try:
+            await job.rt.store.relocation.delete_root(job.root)
+        except ZLinkError as exc:
+            LOGGER.warning("could not delete relocation root %s: %s", job.root.ref, exc)
 
 
 async def _committed(job: _Relocation, ref: SpotRef) -> RelocationResult:
@@ -231,7 +267,7 @@ async def _committed(job: _Relocation, ref: SpotRef) -> RelocationResult:
         # The hold goes first, before on_close(RELOCATED) runs: a message sent after the
         # commit must not overtake a held one of the same sender (relay_held).
         if held:
-            await relay_held(rt, rt.peers, route, held)
+            await relay_held(rt, rt.peers, rt.follow, route, held)
         await job.host.moved_away()
     LOGGER.info("node %r: Spot %r moved to node %r", rt.node_id, record.spot_id,
                 job.claim.descriptor.node_id, extra=_fields(job))
@@ -257,11 +293,7 @@ async def _abort(job: _Relocation, reason: str, *, sealed: bool) -> RelocationRe
         if sealed:
             job.host.unseal()
         job.host.move = None
-        if job.root is not None:
-            try:
-                await rt.store.relocation.delete_root(job.root)
-            except ZLinkError as exc:
-                LOGGER.warning("could not delete relocation root %s: %s", job.root.ref, exc)
+    await _delete_root(job)
     job.step(RELOCATION.ev.abort_relocation)
     return RelocationResult(outcome=RelocationOutcome.ABORTED, ref=job.record.ref(),
                             reason=reason)
@@ -292,16 +324,17 @@ async def _follow_store(job: _Relocation, why: str) -> RelocationResult:
     while True:
         current = await rt.store.location.find(job.record.spot_id)
         if current is None or current.object_generation != job.record.object_generation:
-            raise Unavailable(f"Spot {job.record.spot_id!r} is gone from the store while it "
-                              "moved; it is not recreated")
+            raise _released(job)
         if current.state in (AuthorityState.RELOCATING, AuthorityState.SEALED):
             sealed = job.host.state in INCARNATION.tags.holds_ingress
             aborted = await _abort(job, why, sealed=sealed)
             if aborted is not None:
                 return aborted
         elif current.state is AuthorityState.READY and current.owner != job.record.owner:
-            job.target = current.owner  # committed (by a restarted target, maybe)
-            return await _committed(job, current.ref())
+            job.target = current.owner  # committed, its answer lost (the target died?)
+            committed = await _committed(job, current.ref())
+            await _delete_root(job)  # a target that died after its commit left it
+            return committed
         elif current.state is not AuthorityState.RELAY_READY:
             raise Unavailable(f"Spot {job.record.spot_id!r} is {current.state.value} under "
                               f"{current.owner} after its move; nothing more was done")
@@ -309,11 +342,38 @@ async def _follow_store(job: _Relocation, why: str) -> RelocationResult:
         delay = min(delay * 2, 1.0)
 
 
+def _released(job: _Relocation) -> Unavailable:
+    """The record is gone (or another incarnation): the move was released past relay-ready.
+
+    Only ReleaseRelayReady (its target died: the restart of that NodeId, or an operator)
+    deletes a record moving past relay-ready, and the move is not resumed (06 §8): this
+    incarnation ends here without a store write, like one whose owner lost its lease --
+    ``on_close(OWNERSHIP_LOST)``, every request still queued or held ends ``Unavailable``,
+    it leaves the catalog. Returns the error for the caller to raise.
+    """
+    rt, spot_id = job.rt, job.record.spot_id
+    error = Unavailable(
+        f"the move of Spot {spot_id!r} to node {job.claim.descriptor.node_id!r} was released "
+        "past relay-ready: that node died before it committed, and its restart (or an "
+        "operator) ended the incarnation -- a move is not resumed (06 §8); the message was "
+        "not run. Send a new call: an Instance Spot activates anew, a User Spot must be "
+        "created again")
+    for correlation in job.correlations:
+        rt.peers.forget(correlation)
+    job.released = True
+    job.host.lose_ownership(error)
+    LOGGER.warning("node %r: the move of Spot %r was released past relay-ready (its target "
+                   "died); this incarnation ends", rt.node_id, spot_id, extra=_fields(job))
+    return error
+
+
 async def _await_commit(job: _Relocation, why: str) -> None:
     """A catalog job: wait (until the node stops) for the stuck move's commit, then finish."""
     try:
         await _follow_store(job, why)
     except ZLinkError as exc:
+        if job.released:
+            return  # _released logged it
         LOGGER.error("node %r: the move of Spot %r could not be finished: %s", job.rt.node_id,
                      job.record.spot_id, exc, extra=_fields(job))
 

@@ -3,13 +3,14 @@
 :func:`capture` runs on the source once its host is sealed and no turn runs (the
 ``Incarnation`` chart's ``sealed``): it asks a ``PreserveStateWith`` adapter for the
 Spot's bytes, lists the timers registered after activation and the ticks already
-queued, and encodes the queued messages in order.  For each queued request it
-registers a reply correlation on the link to the target: the target runs the message
-and answers that correlation, and the original caller -- a local completion, or a
-requester on another link -- is completed with the answer, exactly as if the Spot had
-run it here.  A failure here (the adapter raised or returned no bytes, a timer's
-callback is not a method of the Spot, a message that cannot be encoded) raises before
-anything was sent, and the coordinator aborts the move.
+queued, and encodes the queued messages in order, each with its operation ID.  For
+each queued request it registers a reply correlation on the link to the target: the
+target runs the message and answers that correlation, and the original caller -- a
+local completion, or a requester on another link -- is completed with the answer,
+exactly as if the Spot had run it here.  A failure here (the adapter raised or
+returned no bytes, a timer's callback is not a method of the Spot, a message that
+cannot be encoded) raises before anything was sent, and the coordinator aborts the
+move.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from zlink_trio.runtime.coordinators.relocation_payload import (
 from zlink_trio.runtime.declaration.policies import PreserveStateWith
 from zlink_trio.runtime.declaration.spot_types import relocation_of
 from zlink_trio.runtime.incarnation.timers import TimerWork, method_name
+from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.mesh.link_reply import LinkReply
 from zlink_trio.runtime.mesh.remote_calls import completer
 
@@ -83,6 +85,7 @@ def capture(rt: NodeRuntime, host: Incarnation, record: AuthorityRecord,
             if isinstance(item, TimerWork):  # a tick already due: it fires at the target
                 timers.append(MovedTimer(method_name(instance, item.callback), 0, None))
                 continue
+            assert isinstance(item, MessageWork)  # (lifecycle work has a lane of its own)
             encoded = rt.codec.encode(item.msg)
             correlation = 0
             if item.completion is not None:
@@ -91,11 +94,12 @@ def capture(rt: NodeRuntime, host: Incarnation, record: AuthorityRecord,
                     intent=None, completion=item.completion,
                     reply=SEND if isinstance(item.completion, LinkReply)
                     else item.info.reply_type,
-                    deadline=item.deadline, op_id="", encoded=encoded)
+                    deadline=item.deadline, op_id="", encoded=encoded)  # (for its reply)
                 correlation = rt.peers.expect_reply(link, item.deadline, completer(rt, call),
                                                     item.completion.set_error)
                 correlations.append(correlation)
-            messages.append(MovedMessage(encoded, item.deadline.wall_ms, correlation))
+            messages.append(MovedMessage(encoded, item.deadline.wall_ms, correlation,
+                                         item.operation_id))
     except ZLinkError:
         for correlation in correlations:
             rt.peers.forget(correlation)

@@ -19,7 +19,9 @@ the store -- never from the frame -- before it builds its shell.
   milliseconds until it is due and its period; a tick that was already queued is a
   one-shot timer due at once;
 * ``messages`` -- the not-yet-run messages in queue order: wire type name, body,
-  deadline (wall-clock ms) and the source's reply correlation (0: a one-way send).  The
+  deadline (wall-clock ms), the source's reply correlation (0: a one-way send) and the
+  caller's operation ID (0: none drawn; absent in a payload written before it was
+  carried, which reads as 0).  The
   target runs them before anything else and sends each reply to the source on the
   link the command came on; the source completes the original caller with it.
 """
@@ -54,12 +56,15 @@ class MovedTimer:
 
 @attrs.frozen
 class MovedMessage:
-    """One not-yet-run message: the encoded message, its deadline and reply correlation."""
+    """One not-yet-run message: the encoded message, its deadline, reply correlation and
+    operation ID."""
 
     message: EncodedMessage
     deadline_ms: int
     #: The correlation the source registered for the reply (0: a one-way send).
     reply_correlation: int
+    #: The caller's operation ID as the wire carries it (0: the call never drew one).
+    operation_id: int = 0
 
 
 @attrs.frozen(kw_only=True)
@@ -89,7 +94,8 @@ class RelocationPayload:
                        for t in self.timers],
             "messages": [{"type": m.message.type_name,
                           "body": base64.b64encode(m.message.body).decode(),
-                          "deadlineMs": m.deadline_ms, "replyCorrelation": m.reply_correlation}
+                          "deadlineMs": m.deadline_ms, "replyCorrelation": m.reply_correlation,
+                          "operationId": m.operation_id}
                          for m in self.messages],
         }).encode("utf-8")
 
@@ -114,7 +120,8 @@ class RelocationPayload:
                 messages=tuple(
                     MovedMessage(EncodedMessage(str(m["type"]),
                                                 base64.b64decode(m["body"], validate=True)),
-                                 _int(m["deadlineMs"]), _int(m["replyCorrelation"], low=0))
+                                 _int(m["deadlineMs"]), _int(m["replyCorrelation"], low=0),
+                                 _int(m.get("operationId", 0), low=0))
                     for m in fields["messages"]))
         except (ValueError, KeyError, TypeError, AttributeError, binascii.Error) as exc:
             raise InvalidOperation(

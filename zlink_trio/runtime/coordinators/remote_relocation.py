@@ -22,8 +22,11 @@ Target (:func:`serve_relocate`), stepping ``PlannedRelocation`` from ``captured`
 3. **AcceptRelayReady** in the store -- the point of no return -- then
    **CommitRelocation** (owner generation + 1).  Only now does the host open: it is
    registered with its route in the same continuation and runs the moved messages
-   first; their replies go to the source on the link the command came on.  The root
-   is deleted and the answer names the new SpotRef.
+   first (each keeps its caller's operation ID); their replies go to the source on the
+   link the command came on.  The host remembers how it arrived (an
+   ``incarnation.arrival.Arrival``: the source's lifecycle and the new owner
+   generation), which every followed message must name.  The root is deleted and the
+   answer names the new SpotRef.
 
 The outcome is retained per operation ID, like commands 47 and 48: a redelivery gets
 the same answer and never a second shell.
@@ -51,6 +54,7 @@ from zlink_trio.runtime.charts import RELOCATION, step
 from zlink_trio.runtime.coordinators.relocation_payload import RelocationPayload
 from zlink_trio.runtime.declaration.policies import PreserveStateWith
 from zlink_trio.runtime.declaration.spot_types import relocation_of
+from zlink_trio.runtime.incarnation.arrival import Arrival
 from zlink_trio.runtime.incarnation.incarnation import Incarnation
 from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.mesh.link_reply import LinkReply
@@ -138,8 +142,8 @@ async def _shell(rt: NodeRuntime, spot_type: SpotType, record: AuthorityRecord,
             encoded = moved.message
             info = spot_type.handlers.find_wire(encoded.type_name)
             msg = rt.codec.decode(encoded.type_name, encoded.body, info.message_type)
-            queue.append((MessageWork(msg, info, None, deadline_from_wall_ms(moved.deadline_ms)),
-                          len(encoded.body)))
+            queue.append((MessageWork(msg, info, None, deadline_from_wall_ms(moved.deadline_ms),
+                                      operation_id=moved.operation_id), len(encoded.body)))
     except BaseException:
         with trio.CancelScope(shield=True):
             await host.activation_failed()
@@ -194,8 +198,10 @@ async def _take_over(rt: NodeRuntime, link: Link, frame: RelocateSpot) -> Outcom
         host.open_moved([
             (MessageWork(work.msg, work.info,
                          LinkReply(rt, rt.peers, link, moved.reply_correlation)
-                         if moved.reply_correlation else None, work.deadline), size)
-            for (work, size), moved in zip(queue, payload.messages, strict=True)])
+                         if moved.reply_correlation else None, work.deadline,
+                         operation_id=work.operation_id), size)
+            for (work, size), moved in zip(queue, payload.messages, strict=True)],
+            Arrival(frame.source, ready.owner_generation))
         rt.catalog.register(host)
         try:
             await rt.store.relocation.delete_root(frame.payload)

@@ -42,11 +42,12 @@ Every wait runs under the caller's deadline (:meth:`.call_router.CallRouter.send
 from __future__ import annotations
 
 import enum
+import functools
 from typing import TYPE_CHECKING, Final, Literal
 
 import trio
 
-from zlink_trio.core.errors import NotFound, StaleRoute, TypeMismatch, Unavailable
+from zlink_trio.core.errors import NotFound, StaleRoute, TypeMismatch, Unavailable, ZLinkError
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import MOVING_STATES, AuthorityState
 from zlink_trio.core.route_cache import CachedRoute
@@ -54,7 +55,11 @@ from zlink_trio.runtime.calls.delivery import handler_for
 from zlink_trio.runtime.coordinators.activation import activate_inline, without_suspending
 from zlink_trio.runtime.coordinators.placement import inline_job, place_and_start
 from zlink_trio.runtime.incarnation.work import MessageWork
-from zlink_trio.runtime.mesh.remote_calls import ready_route_bytes, send_ready_call
+from zlink_trio.runtime.mesh.remote_calls import (
+    operation_number,
+    ready_route_bytes,
+    send_ready_call,
+)
 from zlink_trio.runtime.observe.events import resolved, stale
 from zlink_trio.runtime.observe.fields import ResolveResult, StaleReason
 
@@ -144,16 +149,38 @@ def _admit(rt: NodeRuntime, call: Delivery, host: Incarnation, now: float | None
     if call.intent is not None and host.admission_sealed:
         return host
     host.admit(MessageWork(call.message_for_local_turn(rt.codec), info, call.completion,
-                           call.deadline), call.size, now)
+                           call.deadline,
+                           operation_id=operation_number(call.op_id) if call.op_id else 0),
+               call.size, now)
     return None
 
 
 def _send_ready(rt: NodeRuntime, call: Delivery, link: Link, route: CachedRoute) -> None:
+    relay = rt.follow.relay(call.spot_id)
+    if relay is not None:
+        # The Spot just moved away from this node and its hold is still being relayed:
+        # this call goes behind it, in order (``mesh.message_follow``, "The relay streams").
+        relay.append(functools.partial(_send_behind_relay, rt, call, route))
+        return
     try:
         send_ready_call(rt, rt.peers, call, link, route)
     except Unavailable:
         rt.route_cache.invalidate(call.spot_id)
         raise
+
+
+def _send_behind_relay(rt: NodeRuntime, call: Delivery, route: CachedRoute,
+                       to: Link | ZLinkError) -> None:
+    """A call queued behind a relay: sent on the relay's link, or ended with its error."""
+    try:
+        if isinstance(to, ZLinkError):
+            raise to
+        send_ready_call(rt, rt.peers, call, to, route)
+    except ZLinkError as exc:
+        if isinstance(exc, Unavailable):
+            rt.route_cache.invalidate(call.spot_id)
+        if call.completion is not None:
+            call.completion.set_error(exc)
 
 
 async def _send_remote(rt: NodeRuntime, call: Delivery, record: AuthorityRecord) -> None:

@@ -5,6 +5,8 @@
                        building, admission, turns, timers' ticks, close and move -- and
                        ``Move``, the state of a relocation on its source
 ``work``               the items an incarnation runs as turns: ``MessageWork``, timer ticks
+``arrival``            ``Arrival``: how a relocated incarnation arrived -- what a followed
+                       message must name, and the operation IDs that already reached it
 ``first_record``       the durable first record of a cold activation (its first turn
                        writes it) and its cleanup
 ``timers``             an incarnation's timers (over ``core.timers``) and their ticks

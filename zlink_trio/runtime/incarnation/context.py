@@ -150,8 +150,11 @@ class SpotContext:
 
         Turns accepted before the close still run; ``on_close`` runs once; then the
         location is released and the next message with Instance intent activates a
-        new generation. Idempotent. Raises :class:`InvalidOperation` for a User Spot
-        (close it with ``node.spots.close(ref)``).
+        new generation. Idempotent. The request is lifecycle work: however full the
+        Spot's application lane is, it is admitted (on the lifecycle lane, whose bound
+        only a bug reaches: ``CapacityExceeded`` then, and nothing changes). Raises
+        :class:`InvalidOperation` for a User Spot (close it with
+        ``node.spots.close(ref)``).
         """
         if self._incarnation.spot_type.kind is not SpotKind.INSTANCE:
             raise InvalidOperation(

@@ -28,8 +28,9 @@ it (``INCARNATION.tags``):
   record's fence, and the catalog entry and cached route are dropped in the same
   continuation (06 §7, 09 §5).  See "Closing" below.
 * ``sealed`` -- a planned relocation sealed the incarnation: admission goes to the
-  relocation hold, no turn runs; it ends ``serving`` again (abort) or ``disposed``
-  (the move committed: ``on_close(RELOCATED)``, no Release).  See "Moving" below.
+  relocation hold, no application turn runs (lifecycle work does); it ends
+  ``serving`` again (abort) or ``disposed`` (the move committed:
+  ``on_close(RELOCATED)``, no Release).  See "Moving" below.
 
 Admission
 ---------
@@ -86,7 +87,9 @@ A close begins for one of three reasons, each sealing admission at once:
   (``begin_idle_eviction``), the reason and the Closing record's fence are kept for
   the Release, and a close already under way absorbs a second one;
 * ``ctx.close()`` asked for it during a turn (:meth:`Incarnation.request_self_close`):
-  once that turn ended, the task runs the BeginClose itself (bounded by the node's
+  lifecycle work (``work.LifecycleWork``, admitted under the lifecycle lane's own
+  bounds, however full the application lane is): its turn, once that turn ended and
+  ahead of the queued application work, runs the BeginClose (bounded by the node's
   ``default_timeout``; a refusal is logged and the Spot keeps serving);
 * :meth:`Incarnation.lose_ownership` -- the node learned its lease is gone: the local
   part of a close without any store write; queued items end :class:`Unavailable`
@@ -112,11 +115,13 @@ the length of one relocation, by the relocation coordinator
   messages and timers are admitted and run as usual (06 §6.1 "a Relocating unit that
   is waiting for a permit hasn't been sealed yet"), but the idle sweep skips it
   (09 §5).
-* :meth:`Incarnation.seal_for_relocation` -> ``sealed``: from here no turn runs and no
-  timer fires; a message admitted now goes to the **relocation hold** (``Move.hold``:
-  arrival order, no bound of its own, 09 §6) instead of the queue.  The turn running
-  at the seal finishes; :meth:`Incarnation.wait_no_turn` waits for it, so the queue
-  the coordinator then captures is exactly the not-yet-run work.
+* :meth:`Incarnation.seal_for_relocation` -> ``sealed``: from here no application turn
+  runs and no timer fires; a message admitted now goes to the **relocation hold**
+  (``Move.hold``: arrival order, no bound of its own, 09 §6) instead of the queue.
+  The seal is lifecycle work, admitted under the lifecycle lane's own bounds: its turn
+  comes once the turn running at the seal finished, and
+  :meth:`Incarnation.wait_no_turn` waits for it, so the queue the coordinator then
+  captures is exactly the not-yet-run work.
 * :meth:`Incarnation.unseal` -- an explicit abort before relay-ready:
   ``abort_relocation`` -> ``serving``; the held ingress goes to the end of the queue
   in arrival order (behind the work that was queued at the seal) and the task runs
@@ -166,7 +171,7 @@ from zlink_trio.runtime.incarnation.first_record import (
     record_first_completion,
 )
 from zlink_trio.runtime.incarnation.timers import IncarnationTimers, TimerWork
-from zlink_trio.runtime.incarnation.work import MessageWork
+from zlink_trio.runtime.incarnation.work import LifecycleKind, LifecycleWork, MessageWork
 from zlink_trio.runtime.observe.events import incarnation_closed, stale
 from zlink_trio.runtime.observe.fields import StaleReason, spot_fields
 from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
@@ -178,6 +183,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.records import AuthorityFence
     from zlink_trio.core.timers import TimerId
     from zlink_trio.runtime.declaration.spot_types import SpotType
+    from zlink_trio.runtime.incarnation.arrival import Arrival
     from zlink_trio.runtime.incarnation.first_record import FirstRecord
     from zlink_trio.runtime.incarnation.work import Work
     from zlink_trio.runtime.state import NodeState
@@ -229,26 +235,15 @@ class Move:
     relocation methods step it.
     """
 
-    __slots__ = ("_turn_done", "hold", "stranded")
+    __slots__ = ("hold", "seal_turn", "stranded")
 
     def __init__(self) -> None:
         #: Ingress admitted after the seal, in arrival order: ``(work, payload size)``.
         self.hold: list[tuple[Any, int]] = []
         #: Set by ``Incarnation.strand``: why the Spot is unavailable here (admission refuses).
         self.stranded: str | None = None
-        self._turn_done: trio.Event | None = None
-
-    def turn_finished(self) -> None:
-        """Called by the incarnation's task after each turn (wakes :meth:`next_turn_end`)."""
-        done = self._turn_done
-        if done is not None:
-            self._turn_done = None
-            done.set()
-
-    async def next_turn_end(self) -> None:
-        """Wait until the running turn has finished (the caller bounds it)."""
-        done = self._turn_done = trio.Event()
-        await done.wait()
+        #: Set once the seal's lifecycle turn ran (or was dropped): no handler runs now.
+        self.seal_turn = trio.Event()
 
     def refusal(self) -> Unavailable | None:
         """The error a new message gets once stranded (``None`` while it may be held)."""
@@ -268,6 +263,7 @@ class Incarnation(ParkingSlot):
         "_finished",
         "_is_finished",
         "_woken",
+        "arrival",
         "cleanup_started",
         "close_fence",
         "close_reason",
@@ -324,6 +320,8 @@ class Incarnation(ParkingSlot):
         self.unregister: Callable[[Incarnation], None] | None = None
         #: A planned relocation of this incarnation in progress (see "Moving").
         self.move: Move | None = None
+        #: How it arrived, when a relocation opened it here (:meth:`open_moved`).
+        self.arrival: Arrival | None = None
         self.cleanup_started = False
         self.last_work_finished_at = trio.current_time()
         #: Until when this node admits to the incarnation without reading the store: the
@@ -408,17 +406,22 @@ class Incarnation(ParkingSlot):
                       else step(INCARNATION, self.state, INCARNATION.ev.open_barrier))
         self.last_work_finished_at = trio.current_time()
 
-    def open_moved(self, queue: list[tuple[Any, int]]) -> None:
+    def open_moved(self, queue: list[tuple[MessageWork, int]], arrival: Arrival) -> None:
         """The target of a committed relocation: the moved queue first, then serving.
 
         ``commit_relocation`` -> ``barrier_closed``, the moved work queued in order (it
-        was accepted at the source: never refused here), ``open_barrier`` -> ``serving``.
-        Synchronous, like :meth:`open`: the caller registers the incarnation in the
-        catalog in the same continuation.
+        was accepted at the source: never refused here; each operation ID recorded in
+        ``arrival``, which followed messages are checked against from now on),
+        ``open_barrier`` -> ``serving``. Synchronous, like :meth:`open`: the caller
+        registers the incarnation in the catalog in the same continuation.
         """
         self.state = step(INCARNATION, self.state, INCARNATION.ev.commit_relocation)
+        self.arrival = arrival
         lane = self.lanes.application
+        now = trio.current_time()
         for work, size in queue:
+            if work.operation_id:
+                arrival.first_delivery(work.operation_id, work.deadline.at, now)
             lane.append_unbounded(work, size)
         self.state = step(INCARNATION, self.state, INCARNATION.ev.open_barrier)
 
@@ -472,6 +475,30 @@ class Incarnation(ParkingSlot):
             move.hold.append((work, payload_size))  # no bound of its own (09 §6)
             return
         self.lanes.application.admit(work, payload_size)
+        self.wake()
+
+    def admit_followed(self, work: MessageWork, payload_size: int) -> None:
+        """Queue a message that followed this Spot along a Message Follow route, past the
+        application lane's bounds (its reservation counts), if :meth:`admission` lets it in.
+
+        The route's queue has no bound of its own (06 §6) and its messages were accepted
+        by the Spot's previous owner -- a relocation's hold above all, whose one-way sends
+        already returned -- so the new owner does not refuse them for capacity, as it
+        does not refuse the moved queue (:meth:`open_moved`).
+        """
+        move = self.admission()
+        if move is not None:
+            move.hold.append((work, payload_size))
+            return
+        self.lanes.application.append_unbounded(work, payload_size)
+        self.wake()
+
+    def admit_lifecycle(self, work: LifecycleWork) -> None:
+        """Queue lifecycle work on the lifecycle lane, under that lane's own bounds (09 §6):
+        however full the application lane is, a seal or a close is admitted, and its turn
+        comes before any queued application work. CapacityExceeded (``lane="lifecycle"``)
+        when the lifecycle lane's bound is hit; nothing is queued then."""
+        self.lanes.lifecycle.admit(work, 0)
         self.wake()
 
     # ------------------------------------------------------------------ timers
@@ -538,7 +565,12 @@ class Incarnation(ParkingSlot):
                 if self.state not in _RUNS_TURNS:
                     if self.state not in _TASK_RUNNING:
                         return  # moved to another node: its queue went with it
-                    # Sealed for a relocation: no turn runs until it commits or aborts.
+                    # Sealed for a relocation: only lifecycle work runs until it commits
+                    # or aborts.
+                    turn = lanes.next_lifecycle_turn()
+                    if turn is not None:
+                        await self._run_turn(turn, now)
+                        continue
                     self._woken = False
                     if self._will_park():
                         await self.park()
@@ -585,6 +617,12 @@ class Incarnation(ParkingSlot):
     async def _run_turn(self, turn: Turn[Work], now: Callable[[], float]) -> None:
         """Run ``turn`` (``now`` reads the Trio clock) and return its reservation."""
         item = turn.item
+        if isinstance(item, LifecycleWork):
+            try:
+                await self._lifecycle_turn(item)
+            finally:
+                self.lanes.complete(turn.ticket)
+            return
         try:
             if isinstance(item, TimerWork):
                 if not _lease_passed(self.rt):  # (queued before the deadline passed)
@@ -600,10 +638,15 @@ class Incarnation(ParkingSlot):
                     await self._first_handled(first)
         finally:
             self.lanes.complete(turn.ticket)
-            if self.move is not None:
-                self.move.turn_finished()
-        if self.self_close and not self.admission_sealed:
-            await self._begin_self_close()
+
+    async def _lifecycle_turn(self, item: LifecycleWork) -> None:
+        """Run one lifecycle turn (``work.LifecycleKind``); no handler runs meanwhile."""
+        try:
+            if (item.kind is LifecycleKind.BEGIN_CLOSE and self.self_close
+                    and not self.admission_sealed):
+                await self._begin_self_close()
+        finally:
+            item.finished()  # (a seal's: the coordinator captures the queue now)
 
     # ------------------------------------------------------------------ a message's turn
 
@@ -723,10 +766,14 @@ class Incarnation(ParkingSlot):
     # ------------------------------------------------------------------ close requests
 
     def request_self_close(self) -> None:
-        """``ctx.close()``: begin the close after the current turn."""
-        if not self.admission_sealed:
+        """``ctx.close()``: begin the close after the current turn (lifecycle work).
+
+        Raises CapacityExceeded (``lane="lifecycle"``) when the lifecycle lane is full;
+        nothing changes then.
+        """
+        if not self.admission_sealed and not self.self_close:
+            self.admit_lifecycle(LifecycleWork(LifecycleKind.BEGIN_CLOSE))
             self.self_close = True
-            self.wake()
 
     def request_close(self, reason: CloseReason, fence: AuthorityFence) -> None:
         """Seal admission for a close whose BeginClose succeeded; merges with a running one."""
@@ -846,7 +893,9 @@ class Incarnation(ParkingSlot):
         dropped = 0
         lanes = self.lanes
         while (turn := lanes.next_turn()) is not None:
-            if isinstance(turn.item, MessageWork):
+            if isinstance(turn.item, LifecycleWork):
+                turn.item.finished()
+            elif isinstance(turn.item, MessageWork):
                 if turn.item.completion is not None:
                     turn.item.completion.set_error(error)
                 else:
@@ -859,16 +908,21 @@ class Incarnation(ParkingSlot):
     # ------------------------------------------------------------------ moving
 
     def seal_for_relocation(self) -> None:
-        """Seal admission into the move's hold; no turn runs and no timer fires from now on."""
-        self.state = step(INCARNATION, self.state, INCARNATION.ev.seal_for_relocation)
-        self.wake()
-
-    async def wait_no_turn(self) -> None:
-        """Wait until the turn that was running at the seal has finished (caller bounds it)."""
+        """Seal admission into the move's hold; no application turn runs and no timer
+        fires from now on. The seal is lifecycle work: its turn (the first moment no
+        handler runs) is what :meth:`wait_no_turn` waits for. Raises CapacityExceeded
+        (``lane="lifecycle"``) when the lifecycle lane is full; nothing changes then."""
         move = self.move
         assert move is not None
-        while self.lanes.counts()[1]:
-            await move.next_turn_end()
+        self.admit_lifecycle(LifecycleWork(LifecycleKind.SEAL, move.seal_turn))
+        self.state = step(INCARNATION, self.state, INCARNATION.ev.seal_for_relocation)
+
+    async def wait_no_turn(self) -> None:
+        """Wait until the turn that was running at the seal has finished: the seal's
+        lifecycle turn ran (the caller bounds it)."""
+        move = self.move
+        assert move is not None
+        await move.seal_turn.wait()
 
     def unseal(self) -> list[tuple[Any, int]]:
         """Abort before relay-ready: serve again, the hold queued behind the captured work.

@@ -2,19 +2,35 @@
 
 One :class:`FollowRoute` per Spot that relocated from this node, installed by the
 relocation's commit and kept for ``MessageFollowDuration`` (:mod:`.message_follow`
-uses them).  Plain values and a dict: nothing here awaits or reads a clock.
+uses them).  While a moved Spot's hold is being relayed to its new owner, its
+:data:`RelayQueue` is here too (:attr:`FollowRoutes.relays`): every message this node
+sends to that Spot meanwhile -- followed, or from a local caller -- joins the queue's
+tail instead of overtaking the hold.  Plain values and dicts: nothing here awaits or
+reads a clock.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import collections
+from typing import TYPE_CHECKING, TypeAlias
 
 import attrs
 
 if TYPE_CHECKING:
-    from zlink_trio.core.records import OwnerFence
+    from collections.abc import Callable
 
-__all__ = ("FollowRoute", "FollowRoutes")
+    from zlink_trio.core.errors import ZLinkError
+    from zlink_trio.core.records import OwnerFence
+    from zlink_trio.transport import Link
+
+__all__ = ("FollowRoute", "FollowRoutes", "RelayItem", "RelayQueue")
+
+#: One message waiting in a relay: called once, with the link to send it on (it
+#: handles its own send errors), or with the error that keeps it from being sent.
+RelayItem: TypeAlias = "Callable[[Link | ZLinkError], None]"
+#: The messages of one Spot still to be relayed, oldest first; no bound of its own
+#: (06 §6): the relay drains it within the link's flow control.
+RelayQueue: TypeAlias = "collections.deque[RelayItem]"
 
 
 @attrs.frozen
@@ -34,10 +50,12 @@ class FollowRoute:
 class FollowRoutes:
     """The Message Follow routes of one node, by Spot ID; expired ones are dropped."""
 
-    __slots__ = ("_routes",)
+    __slots__ = ("_routes", "relays")
 
     def __init__(self) -> None:
         self._routes: dict[str, FollowRoute] = {}
+        #: The relays under way, by Spot ID (see the module docstring).
+        self.relays: dict[str, RelayQueue] = {}
 
     def __len__(self) -> int:
         return len(self._routes)
@@ -62,3 +80,19 @@ class FollowRoutes:
         """Drop every expired route."""
         for spot_id in [s for s, r in self._routes.items() if now >= r.expires_at]:
             del self._routes[spot_id]
+
+    def start_relay(self, spot_id: str) -> RelayQueue:
+        """The queue of a relay of ``spot_id``'s hold that starts now (one per Spot)."""
+        queue: RelayQueue = collections.deque()
+        self.relays[spot_id] = queue
+        return queue
+
+    def relay(self, spot_id: str) -> RelayQueue | None:
+        """The queue of the relay of ``spot_id`` under way, if there is one."""
+        relays = self.relays
+        return relays.get(spot_id) if relays else None
+
+    def end_relay(self, spot_id: str, queue: RelayQueue) -> None:
+        """The relay that drained ``queue`` ended: sends to ``spot_id`` go straight out."""
+        if self.relays.get(spot_id) is queue:
+            del self.relays[spot_id]

@@ -13,6 +13,24 @@ keeps the correlation and hands the reply back on the link the message came on).
 messages the Spot's hold took in while it was sealed leave the same way, from the
 source itself (:func:`relay_held`).
 
+The relay streams
+-----------------
+The hold has no bound of its own (09 §6), so it may be far larger than a link may
+queue (``max_send_buffer_bytes``, 64 MiB, closes a link whose queue passes it).
+:func:`relay_held` therefore never queues it at once: it registers the Spot's relay
+queue (``FollowRoutes.start_relay``) in the continuation that disposed of the source,
+then sends the queue one frame after another within the link's flow control -- while
+the link holds more than its high-water mark (1 MiB) unsent, it waits until the writes
+brought it down (``Link.wait_writable``), and it lets the other tasks run every
+:data:`RELAY_BATCH` frames.  At most about that mark of the hold is encoded at any
+time, and a frame another call queues on the link meanwhile waits behind no more.
+Order is kept: until the queue is drained, every message this node sends to the
+Spot -- followed along its route (:func:`queue_behind`) or from a local caller (the
+router's ``_send_ready``) -- joins the queue's tail, and the relay ends in the
+continuation that found the queue empty.  A link that takes nothing for the node's
+``default_timeout`` is closed (its peer stopped reading); what is left then ends
+``Unavailable``, as when the new owner cannot be reached.
+
 The route is checked before anything is sent: another ObjectGeneration is
 ``InvalidOperation`` (the route belongs to another incarnation); an owner generation
 newer than the one the route was installed for, or an expired or missing route, is
@@ -23,13 +41,36 @@ A Spot that moved again forwards again: each hop raises the owner
 generation by one (it can never loop) and the frame counts its hops -- the ninth is
 refused with ``Unavailable`` (06 §6: "up to 8 hops").  The routes are kept in memory
 only and dropped when they expire; nothing is resent when a forward fails (06 §5).
+
+A held message keeps what it came with: the operation ID its caller's frame carried (or
+its local call drew), its deadline, payload and reply route (06 §6.1: "the operation
+ID, generation, and reply route are preserved as they are").  Only a local call that
+never drew an ID gets one when it leaves.
+
+The receiver
+------------
+A followed message is checked where it arrives, too (:func:`check_followed`): only the
+incarnation a relocation opened there takes it in, and only as that relocation left it
+(its ``incarnation.arrival.Arrival``) -- the same ObjectGeneration (else
+``InvalidOperation``), source and target owner generations one apart with the target's
+the incarnation's own, and sent by the node it moved from (else ``Unavailable``:
+another owner fence, 06 §9).  Ordinary messages are never filtered by generation (09
+§4); these are the move relay's, which is (06 §6).  An operation ID that already
+reached the incarnation along the move -- moved with the queue or followed before -- is
+a redelivery: it is refused with ``InvalidOperation`` and runs at most once.  A
+followed message whose deadline passed on the way is not admitted
+(``DeadlineExceeded``): the receiver remembers an operation ID until its deadline only.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 from typing import TYPE_CHECKING, Final
 
-from zlink_trio.core.errors import InvalidOperation, Unavailable
+import trio
+
+from zlink_trio.core.errors import DeadlineExceeded, InvalidOperation, Unavailable, ZLinkError
 from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.calls.delivery import SEND, Delivery
 from zlink_trio.runtime.mesh.link_reply import LinkReply
@@ -40,19 +81,33 @@ from zlink_trio.wire.frames import ActivationRoute
 from zlink_trio.wire.frames import FollowRoute as FollowFrameRoute
 
 if TYPE_CHECKING:
-    from zlink_trio.core.errors import ZLinkError
+    from zlink_trio.core.deadline import Deadline
+    from zlink_trio.core.records import OwnerFence
     from zlink_trio.runtime.calls.completion import Completion
+    from zlink_trio.runtime.incarnation.incarnation import Incarnation
     from zlink_trio.runtime.incarnation.work import MessageWork
-    from zlink_trio.runtime.mesh.follow_routes import FollowRoute
+    from zlink_trio.runtime.mesh.follow_routes import (
+        FollowRoute,
+        FollowRoutes,
+        RelayItem,
+        RelayQueue,
+    )
     from zlink_trio.runtime.mesh.peers import Peers
     from zlink_trio.runtime.state import NodeState
     from zlink_trio.transport import Link
     from zlink_trio.wire.frames import SpotMessage
+    from zlink_trio.wire.handshake import PeerIdentity
 
-__all__ = ("MAX_HOPS", "follow", "follow_now", "next_hop", "relay_held", "superseded")
+__all__ = ("MAX_HOPS", "RELAY_BATCH", "check_followed", "follow", "follow_now", "next_hop",
+           "queue_behind", "relay_held", "superseded")
+
+logger: Final = logging.getLogger("zlink_trio.runtime.relocation")
 
 #: How many Message Follow routes one message may take (06 §6).
 MAX_HOPS: Final = 8
+#: A relay lets the other tasks run after this many frames, even while its link is
+#: writable (the socket took them all at once).
+RELAY_BATCH: Final = 64
 
 
 def superseded(route: FollowRoute, frame: SpotMessage) -> bool:
@@ -182,37 +237,161 @@ def _send(rt: NodeState, peers: Peers, call: Delivery, link: Link,
                  route_frame.object_generation, route_frame.hops)
 
 
-async def relay_held(rt: NodeState, peers: Peers, route: FollowRoute,
+def queue_behind(rt: NodeState, peers: Peers, queue: RelayQueue, route: FollowRoute,
+                 frame: SpotMessage, reply: Completion | None) -> None:
+    """Send ``frame`` along ``route`` behind the relay under way (``queue``), in order.
+
+    Checks the route as :func:`follow_now` does (and raises the same, sending nothing).
+    """
+    call, route_frame = _forwarded(rt, route, frame, reply)
+    queue.append(functools.partial(_relay_one, rt, peers, call, route_frame))
+
+
+def _relay_one(rt: NodeState, peers: Peers, call: Delivery, route_frame: FollowFrameRoute,
+               to: Link | ZLinkError) -> None:
+    """One relayed message: sent on the link ``to``, or ended with the error ``to``."""
+    try:
+        if isinstance(to, ZLinkError):
+            follow_event(rt.node_id, rt.metrics, FollowEvent.DROP_UNREACHABLE,
+                         route_frame.spot_id, route_frame.object_generation,
+                         route_frame.hops, to.message)
+            raise to
+        _send(rt, peers, call, to, route_frame)
+    except ZLinkError as exc:  # (the link refused it, or its message cannot be encoded)
+        if call.completion is not None:
+            call.completion.set_error(exc)
+
+
+def _held_call(route: FollowRoute, work: MessageWork, size: int) -> Delivery:
+    """The delivery of one held message along ``route`` (its reply route kept)."""
+    reply = work.info.reply_type
+    return Delivery(
+        spot_id=route.spot_id, msg=work.msg, size=size, intent=None,
+        completion=work.completion,
+        reply=SEND if isinstance(work.completion, LinkReply) else reply,
+        deadline=work.deadline,
+        op_id=f"{work.operation_id:016x}" if work.operation_id else "", encoded=None)
+
+
+def _relay_held_one(rt: NodeState, peers: Peers, route: FollowRoute,
+                    route_frame: FollowFrameRoute, work: MessageWork, size: int,
+                    to: Link | ZLinkError) -> None:
+    # (The Delivery is built when its frame is: the queue holds no more than the hold.)
+    _relay_one(rt, peers, _held_call(route, work, size), route_frame, to)
+
+
+async def relay_held(rt: NodeState, peers: Peers, routes: FollowRoutes, route: FollowRoute,
                      held: list[tuple[MessageWork, int]]) -> None:
     """Relay the hold of a Spot that moved, in arrival order, along its new route.
 
-    Each message keeps its reply route: a local caller's completion is completed with
-    the decoded reply, a remote requester's (a ``LinkReply``) with the encoded one.
+    Each message keeps its operation ID (module docstring) and its reply route: a local
+    caller's completion is completed with the decoded reply, a remote requester's (a
+    ``LinkReply``) with the encoded one.
     One that cannot be sent ends with the error; nothing is resent.
 
-    When the link to the new owner is open, the whole hold is queued on it before the
-    first await: call this in the continuation that disposed of the source, and no
-    message sent after the commit (from this node, or forwarded along ``route``) can
-    overtake a held one of the same sender -- one link keeps its frames in order.
+    The Spot's relay queue is registered in ``routes`` before the first await: call
+    this in the continuation that disposed of the source, and no message sent after
+    the commit (from this node, or forwarded along ``route``) can overtake a held one
+    of the same sender -- it joins the queue's tail. The queue is then streamed
+    within the link's flow control (module docstring, "The relay streams"); this
+    returns once it is empty.
     """
+    queue = routes.start_relay(route.spot_id)
+    route_frame = _route_frame(route, 1)
+    queue.extend(functools.partial(_relay_held_one, rt, peers, route, route_frame, work, size)
+                 for work, size in held)
+    try:
+        await _stream(rt, peers, route, queue)
+    finally:
+        # (No await since the queue was last found empty: nothing is left behind.)
+        routes.end_relay(route.spot_id, queue)
+        _end_all(queue, Unavailable(
+            f"the relay of Spot {route.spot_id!r} to its new owner was cancelled; the "
+            "message was not sent. Send a new call"))
+
+
+def _end_all(queue: RelayQueue, error: ZLinkError) -> None:
+    while queue:
+        queue.popleft()(error)
+
+
+async def _stream(rt: NodeState, peers: Peers, route: FollowRoute, queue: RelayQueue) -> None:
+    """Send ``queue`` to ``route.target``, oldest first, within the link's flow control."""
     link: Link | None = peers.open_link_to(route.target)
-    for work, size in held:
-        reply = work.info.reply_type
-        call = Delivery(
-            spot_id=route.spot_id, msg=work.msg, size=size, intent=None,
-            completion=work.completion,
-            reply=SEND if isinstance(work.completion, LinkReply) else reply,
-            deadline=work.deadline, op_id="", encoded=None)
+    if link is None:
         try:
-            if link is None:
-                try:
-                    link = await peers.link_to_owner(route.target,
-                                                    f"Spot {route.spot_id!r}")
-                except Unavailable as exc:
-                    follow_event(rt.node_id, rt.metrics, FollowEvent.DROP_UNREACHABLE,
-                                 route.spot_id, route.object_generation, 1, exc.message)
-                    raise
-            _send(rt, peers, call, link, _route_frame(route, 1))
-        except (Unavailable, InvalidOperation) as exc:
-            if work.completion is not None:
-                work.completion.set_error(exc)
+            link = await peers.link_to_owner(route.target, f"Spot {route.spot_id!r}")
+        except Unavailable as exc:
+            _end_all(queue, exc)
+            return
+    stall = rt.options.default_timeout
+    sent = 0
+    while queue:
+        item: RelayItem = queue.popleft()
+        item(link)
+        sent += 1
+        if not link.writable:
+            with trio.move_on_after(stall) as waited:
+                await link.wait_writable()
+            if waited.cancelled_caught:
+                logger.warning(
+                    "closing the link to %s: it took nothing of the relay of Spot %r for "
+                    "%s s (the peer is not reading)", route.target, route.spot_id, stall)
+                link.close_soon()
+                _end_all(queue, Unavailable(
+                    f"the link to the new owner of Spot {route.spot_id!r} took nothing for "
+                    f"{stall} s and was closed; the message was not sent. Send a new call"))
+                return
+        elif sent % RELAY_BATCH == 0:
+            await trio.lowlevel.checkpoint()
+
+
+def _same_lifecycle(peer: PeerIdentity, fence: OwnerFence) -> bool:
+    return (peer.lifecycle_generation == fence.lifecycle_generation
+            and peer.node_rid.value == fence.node_rid.value)
+
+
+def check_followed(rt: NodeState, host: Incarnation, peer: PeerIdentity, frame: SpotMessage,
+                   deadline: Deadline) -> None:
+    """Let a followed message (route kind 3) that reached ``host``'s node from ``peer`` in,
+    or raise why not (module docstring, "The receiver"): InvalidOperation for another
+    ObjectGeneration or a redelivered operation ID, Unavailable when it does not follow
+    the relocation that brought ``host`` here, DeadlineExceeded past its deadline.
+    Records the operation ID when it lets the message in."""
+    route = frame.route
+    assert isinstance(route, FollowFrameRoute)
+    spot_id = route.spot_id
+    if route.object_generation != host.generation:
+        follow_event(rt.node_id, rt.metrics, FollowEvent.DROP_GENERATION, spot_id,
+                     route.object_generation, route.hops)
+        raise InvalidOperation(
+            f"the message followed Spot {spot_id!r} generation {route.object_generation}, "
+            f"but this node hosts generation {host.generation}; the message was not run")
+    arrival = host.arrival
+    if arrival is None or route.target_owner_generation != arrival.owner_generation \
+            or route.source_owner_generation + 1 != route.target_owner_generation:
+        held = "no owner generation it moved in with" if arrival is None \
+            else f"owner generation {arrival.owner_generation}"
+        follow_event(rt.node_id, rt.metrics, FollowEvent.DROP_OWNER_GENERATION, spot_id,
+                     route.object_generation, route.hops)
+        raise Unavailable(
+            f"the message followed Spot {spot_id!r} from owner generation "
+            f"{route.source_owner_generation} to {route.target_owner_generation}, but this "
+            f"node hosts it at {held}; no relocation here matches, so the message was not "
+            "run. Send a new call")
+    if not _same_lifecycle(peer, arrival.source):
+        follow_event(rt.node_id, rt.metrics, FollowEvent.DROP_OWNER_GENERATION, spot_id,
+                     route.object_generation, route.hops)
+        raise Unavailable(
+            f"a message following Spot {spot_id!r} came from node {peer.node_id!r}, but the "
+            f"Spot moved here from {arrival.source}, the only node that relays to it; the "
+            "message was not run. Send a new call")
+    now = trio.current_time()
+    if now >= deadline.at:
+        raise DeadlineExceeded(
+            f"the message followed Spot {spot_id!r} but its deadline passed on the way; it "
+            "was not run. Use a longer .timeout()")
+    if not arrival.first_delivery(frame.operation_id, deadline.at, now):
+        raise InvalidOperation(
+            f"operation {frame.operation_id:016x} already reached Spot {spot_id!r} here along "
+            "its relocation; the redelivery was not run (an operation runs at most once)")

@@ -24,7 +24,8 @@ Spot's keys). Node keys are tagged by NodeRid, never Spot keys by node.
 
 An authority record is a hash of short fields: ``id kind type mesh state gen
 ogen ver orid olc`` plus ``ir ish isz`` (creation intent), ``pr psh psz pv``
-(recovery pointer) and ``trid tlc`` (relocation target) when present. Kinds
+(recovery pointer), ``trid tlc`` (relocation target) and ``mr msh msz`` (the
+move's payload root, Sealed and RelayReady only) when present. Kinds
 and states are the JSON names ``AuthorityRecord.to_json`` uses, counters are
 decimal strings, so :func:`decode_record` rebuilds the record through
 ``AuthorityRecord.from_json`` and its validation. A claim keeps the
@@ -156,6 +157,8 @@ def decode_record(flat: Sequence[object]) -> AuthorityRecord:
         "storeVersion": f["ver"], "owner": _owner(f["orid"], f["olc"]),
         "creationIntent": intent, "recoveryPointer": pointer,
         "relocationTarget": None if "trid" not in f else _owner(f["trid"], f["tlc"]),
+        "relocationPayload": None if "mr" not in f else {
+            "ref": f["mr"], "sha256": f["msh"], "size": int(f["msz"])},
     })
 
 
@@ -177,7 +180,7 @@ def decode_ready(flat: Sequence[object], fence: ReservationFence) -> AuthorityRe
             or f.get(b"ver") != b"%d" % (fence.store_version + 1)
             or f.get(b"olc") != b"%d" % owner.lifecycle_generation
             or f.get(b"orid") != str(owner.node_rid).encode()
-            or b"ir" in f or b"trid" in f or len(f) * 2 != len(flat)):
+            or b"ir" in f or b"trid" in f or b"mr" in f or len(f) * 2 != len(flat)):
         return decode_record(flat)
     try:
         pointer = None if b"pr" not in f else RecoveryPointer.from_json({

@@ -31,6 +31,7 @@ from zlink_trio.core.records import (
     OwnerFence,
     RecoveryPointer,
     ReservationFence,
+    RootReceipt,
 )
 from zlink_trio.store.redis.codec import (
     claim_args,
@@ -43,7 +44,7 @@ from zlink_trio.store.redis.codec import (
 from zlink_trio.store.redis.recovery import redis_adopt_orphan, redis_orphans
 from zlink_trio.store.rules.location import check_reserve_args, page_of, parse_cursor
 from zlink_trio.store.rules.operator import release_expired_refusal
-from zlink_trio.store.rules.relocation_steps import check_target
+from zlink_trio.store.rules.relocation_steps import check_payload, check_target
 from zlink_trio.store.values import (
     MAX_PAGE_BYTES,
     MAX_PAGE_SIZE,
@@ -51,6 +52,7 @@ from zlink_trio.store.values import (
     NodeIdInUse,
     OwnerAlive,
     Page,
+    TargetAlive,
 )
 
 if TYPE_CHECKING:
@@ -304,6 +306,30 @@ class RedisLocationStore:
         """AbortRelocation (one script); see the protocol."""
         return await self._record(f"abort_relocation of {fence.spot_id!r}", "abort_relocation",
                                   self._keys.spot(fence.spot_id), *_fence_args(fence))
+
+    async def record_relocation_payload(self, fence: AuthorityFence, *, payload: RootReceipt,
+                                        now: float) -> AuthorityRecord:
+        """RecordRelocationPayload (one script); see the protocol."""
+        check_finite(now, "now")
+        check_payload(payload)
+        return await self._record(f"record_relocation_payload of {fence.spot_id!r}",
+                                  "record_relocation_payload", self._keys.spot(fence.spot_id),
+                                  *_fence_args(fence), payload.ref, payload.sha256,
+                                  payload.size, repr(float(now)))
+
+    async def release_relay_ready(self, fence: AuthorityFence, *, target: OwnerFence,
+                                  now: float) -> AuthorityRecord | None:
+        """ReleaseRelayReady (one script); see the protocol."""
+        check_finite(now, "now")
+        check_target(target)
+        what = f"release_relay_ready of {fence.spot_id!r}"
+        reply = await self._script(what, "release_relay_ready", self._keys.spot(fence.spot_id),
+                                   *_fence_args(fence), str(target.node_rid),
+                                   target.lifecycle_generation, repr(float(now)))
+        if text(reply[0]) == "TARGET_ALIVE":
+            raise TargetAlive(decode_record(reply[1]), float(text(reply[2])), now)
+        raise_status(reply, what)
+        return decode_record(reply[2]) if int(reply[1]) else None
 
     # -- reads -----------------------------------------------------------------------------
 

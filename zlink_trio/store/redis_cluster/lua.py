@@ -142,10 +142,11 @@ _AS_IS: Final = (
     "commit_relocation", "abort_relocation", "recovery_orphans", "rel_put_root",
     "rel_delete_root", "rel_inbox_append", "rel_inbox_read", "rel_inbox_set_cursor",
     "rel_inbox_drop", "rel_statistics", "commit_ready_with_first_record",
+    "record_relocation_payload",
 )
 
 # Claims are read from the facts instead of the node's claim key.
-_CLAIM_READERS: Final = ("release_expired", "recovery_adopt_orphan")
+_CLAIM_READERS: Final = ("release_expired", "recovery_adopt_orphan", "release_relay_ready")
 
 # KEYS: inbox key, log key, spot key. ARGV: P, R, gen, seq, expected version.
 # finish_first_record without the root (the root lives in its own bucket).
@@ -202,7 +203,8 @@ BUCKET_SCRIPTS: Final = {
     **{name: bucket_script(BODIES[name]) for name in _AS_IS},
     **{name: bucket_script(_swap(BODIES[name], "rec(claim_key(", "claimf(").replace(
         "claimf(r.mesh, r.orid))", "claimf(r.mesh, r.orid)").replace(
-        "claimf(r.mesh, orid))", "claimf(r.mesh, orid)")) for name in _CLAIM_READERS},
+        "claimf(r.mesh, orid))", "claimf(r.mesh, orid)").replace(
+        "claimf(r.mesh, r.trid))", "claimf(r.mesh, r.trid)")) for name in _CLAIM_READERS},
     "finish_first_record": bucket_script(_FINISH_FIRST_RECORD),
     "entry": bucket_script(_ENTRY),
     "entry_drop": bucket_script(_ENTRY_DROP),

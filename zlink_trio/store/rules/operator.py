@@ -55,9 +55,9 @@ _NOT_READY = {
         "Ready record if its owner expired"),
     AuthorityState.RELAY_READY: (
         "is RelayReady: the move is past relay-ready and can no longer be aborted (the source "
-        "is never restored, spec 06 §6.1, §8); only its target {target} can end it, with "
-        "commit_relocation (a target process that restarted must recover the move itself: it "
-        "never goes to another node), then release the Ready record if its owner expired"),
+        "is never restored, spec 06 §6.1, §8); its target {target} ends it with "
+        "commit_relocation, or, once that target's lease is over, release_relay_ready ends "
+        "the incarnation (the restart of the target's NodeId, or release --node, does it)"),
 }
 
 

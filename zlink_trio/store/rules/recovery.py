@@ -34,7 +34,9 @@ Those records are *released* instead, by the restarted node or an operator
 serve that:
 
 - :func:`txn_dead_owned` lists every record (any state, Entry claims excluded)
-  owned by an expired claim of one NodeId, paged like :func:`txn_orphans`.
+  owned by an expired claim of one NodeId, and every RelayReady record whose move
+  targets one (the target died past relay-ready: ``release_relay_ready`` ends it),
+  paged like :func:`txn_orphans`.
 - :func:`txn_remove_dead_claims` deletes the expired claims of one NodeId that
   hold no capacity unit (no record is owned by them, none is moving to them),
   each with its Entry claim, so dead lifecycles do not pile up.
@@ -65,6 +67,7 @@ __all__ = (
     "check_adopt_args",
     "check_orphans_args",
     "empty_dead_claims",
+    "is_dead_target_move",
     "is_orphan_state",
     "txn_adopt_orphan",
     "txn_dead_owned",
@@ -113,10 +116,15 @@ def txn_dead_owned(state: LocationState, node_id: str, *, now: float,
     if not owners:
         return []
     found = sorted((r for r in state.records.values()
-                    if r.owner in owners and r.kind is not SpotKind.ENTRY
-                    and (after is None or r.spot_id > after)),
+                    if (r.owner in owners or is_dead_target_move(r, owners))
+                    and r.kind is not SpotKind.ENTRY and (after is None or r.spot_id > after)),
                    key=lambda r: r.spot_id)
     return found[:limit]
+
+
+def is_dead_target_move(record: AuthorityRecord, dead: set[OwnerFence]) -> bool:
+    """Whether ``record`` is a move past relay-ready toward one of the ``dead`` lifecycles."""
+    return record.state is AuthorityState.RELAY_READY and record.relocation_target in dead
 
 
 def empty_dead_claims(state: LocationState, claims: Iterable[NodeClaim], node_id: str,

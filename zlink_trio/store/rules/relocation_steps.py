@@ -9,9 +9,15 @@ relay-ready: the point of no return) to Ready at the target, with the owner
 generation one higher. Only Relocating and Sealed can abort back to Ready at the
 source: after relay-ready the source is never restored (spec 06 §6.1, §8), so
 AbortRelocation refuses a RelayReady record with :class:`InvalidOperation` and
-CommitRelocation is the only way on. The procedure around these steps (payload
-capture, the relay itself, Message Follow) belongs to the runtime; the store
-only keeps authority and capacity right.
+CommitRelocation is the only way on -- while the target lives: once the target's
+lifecycle is over, ReleaseRelayReady ends the incarnation (RelayReady -> Missing,
+the move is not resumed and the source not restored; restart recovery of the
+target's NodeId or an operator takes it). A Sealed record may name the receipt of
+the move's payload root (RecordRelocationPayload, written by the source before the
+root itself), so whoever ends a move that died can delete the root; commit and
+abort clear it. The procedure around these steps (payload capture, the relay
+itself, Message Follow) belongs to the runtime; the store only keeps authority,
+capacity and that receipt right.
 
 Every step takes the :class:`AuthorityFence` the caller read (the source's:
 AcceptRelayReady and CommitRelocation are the target's calls, but the record
@@ -27,17 +33,27 @@ import attrs
 from zlink_trio.core._checks import check_finite, check_generation
 from zlink_trio.core.errors import CapacityExceeded, InvalidOperation, StaleFence
 from zlink_trio.core.identity import SpotKind
-from zlink_trio.core.records import AuthorityFence, AuthorityRecord, AuthorityState, OwnerFence
-from zlink_trio.store.rules.authority import EV, step
+from zlink_trio.core.records import (
+    AuthorityFence,
+    AuthorityRecord,
+    AuthorityState,
+    OwnerFence,
+    RootReceipt,
+)
+from zlink_trio.store.rules.authority import EV, step, step_to_missing
 from zlink_trio.store.rules.location import LocationState, capacity_key, check_owner, shift
+from zlink_trio.store.values import TargetAlive
 
 __all__ = (
+    "check_payload",
     "check_target",
     "past_relay_ready",
     "txn_abort_relocation",
     "txn_accept_relay_ready",
     "txn_begin_relocation",
     "txn_commit_relocation",
+    "txn_record_relocation_payload",
+    "txn_release_relay_ready",
     "txn_seal_relocation",
 )
 
@@ -52,6 +68,12 @@ def check_target(target: OwnerFence) -> None:
     """The ``target`` argument check of BeginRelocation and AcceptRelayReady (every backend)."""
     if not isinstance(target, OwnerFence):
         raise InvalidOperation(f"target must be an OwnerFence, got {type(target).__name__}")
+
+
+def check_payload(payload: RootReceipt) -> None:
+    """The ``payload`` argument check of RecordRelocationPayload (every backend)."""
+    if not isinstance(payload, RootReceipt):
+        raise InvalidOperation(f"payload must be a RootReceipt, got {type(payload).__name__}")
 
 
 def _fenced(state: LocationState, fence: AuthorityFence, *allowed: AuthorityState
@@ -151,7 +173,7 @@ def txn_commit_relocation(state: LocationState, fence: AuthorityFence, *,
     check_owner(state, record.mesh, target, now)
     moved = attrs.evolve(
         record, state=step(record.state, EV.commit_relocation), owner=target,
-        relocation_target=None,
+        relocation_target=None, relocation_payload=None,
         owner_generation=check_generation(record.owner_generation + 1, "owner generation"),
         store_version=record.store_version + 1,
     )
@@ -182,8 +204,49 @@ def txn_abort_relocation(state: LocationState, fence: AuthorityFence) -> Authori
     target = record.relocation_target
     assert target is not None
     kept = attrs.evolve(record, state=step(record.state, EV.abort_relocation),
-                        relocation_target=None,
+                        relocation_target=None, relocation_payload=None,
                         store_version=record.store_version + 1)
     state.records[record.spot_id] = kept
     shift(state.pending, capacity_key(record.mesh, target), -1)
     return kept
+
+
+def txn_record_relocation_payload(state: LocationState, fence: AuthorityFence, *,
+                                  payload: RootReceipt, now: float) -> AuthorityRecord:
+    """RecordRelocationPayload; see ``LocationStore.record_relocation_payload``."""
+    check_finite(now, "now")
+    check_payload(payload)
+    record = _fenced(state, fence, AuthorityState.SEALED)
+    if record.relocation_payload == payload:
+        return record  # idempotent retry
+    check_owner(state, record.mesh, record.owner, now)
+    named = attrs.evolve(record, relocation_payload=payload,
+                         store_version=record.store_version + 1)
+    state.records[record.spot_id] = named
+    return named
+
+
+def txn_release_relay_ready(state: LocationState, fence: AuthorityFence, *,
+                            target: OwnerFence, now: float) -> AuthorityRecord | None:
+    """ReleaseRelayReady; see ``LocationStore.release_relay_ready``."""
+    check_finite(now, "now")
+    check_target(target)
+    record = state.records.get(fence.spot_id)
+    if record is None or record.object_generation != fence.object_generation:
+        return None  # that incarnation is gone: idempotent
+    record = _fenced(state, fence, AuthorityState.RELAY_READY)
+    if record.relocation_target != target:
+        raise StaleFence(
+            f"{record.spot_id!r} moves to {record.relocation_target}, not to {target}; "
+            "re-read the authority and name the target the move names"
+        )
+    claim = state.claims.get((record.mesh, target.node_rid))
+    if (claim is not None and claim.lifecycle_generation == target.lifecycle_generation
+            and claim.is_live(now)):
+        raise TargetAlive(record, claim.lease_expires_at, now)
+    step_to_missing(record.state, EV.release_relay_ready)
+    # -- writes --
+    del state.records[record.spot_id]
+    shift(state.active, capacity_key(record.mesh, record.owner), -1)
+    shift(state.pending, capacity_key(record.mesh, target), -1)
+    return record

@@ -81,7 +81,7 @@ def decode_record(body: str) -> AuthorityRecord:
 #: ``to_json``'s keys in its order: the text below is built in this order.
 _KEYS: Final = ("spotId", "kind", "stableType", "mesh", "state", "objectGeneration",
                 "ownerGeneration", "storeVersion", "owner", "creationIntent",
-                "recoveryPointer", "relocationTarget")
+                "recoveryPointer", "relocationTarget", "relocationPayload")
 if frozenset(_KEYS) != _RECORD_KEYS:  # pragma: no cover - a changed record format
     raise ImportError("AuthorityRecord.to_json changed its keys: update "
                       "zlink_trio.store.sqlite.codec.encode_record to match")
@@ -134,7 +134,8 @@ def encode_record(record: AuthorityRecord) -> str:
         f'"owner":{_nested_text(record.owner)},'
         f'"creationIntent":{_nested_text(record.creation_intent)},'
         f'"recoveryPointer":{_nested_text(record.recovery_pointer)},'
-        f'"relocationTarget":{_nested_text(record.relocation_target)}}}')
+        f'"relocationTarget":{_nested_text(record.relocation_target)},'
+        f'"relocationPayload":{_nested_text(record.relocation_payload)}}}')
     _remember(_records, text, record)
     return text
 

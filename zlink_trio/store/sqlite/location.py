@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         OwnerFence,
         RecoveryPointer,
         ReservationFence,
+        RootReceipt,
     )
     from zlink_trio.store.sqlite.connection import SqliteConnection
     from zlink_trio.store.values import Page
@@ -204,6 +205,18 @@ class SqliteLocationStore:
         """AbortRelocation (one transaction); see the protocol."""
         return await self._txn(lambda s: steps.txn_abort_relocation(s, fence))
 
+    async def record_relocation_payload(self, fence: AuthorityFence, *, payload: RootReceipt,
+                                        now: float) -> AuthorityRecord:
+        """RecordRelocationPayload (one transaction); see the protocol."""
+        return await self._txn(lambda s: steps.txn_record_relocation_payload(
+            s, fence, payload=payload, now=now))
+
+    async def release_relay_ready(self, fence: AuthorityFence, *, target: OwnerFence,
+                                  now: float) -> AuthorityRecord | None:
+        """ReleaseRelayReady (one transaction); see the protocol."""
+        return await self._txn(lambda s: steps.txn_release_relay_ready(
+            s, fence, target=target, now=now))
+
     async def query(self, *, page_size: int, cursor: str | None = None) -> Page:
         """One Query page (one read of at most ``page_size + 1`` rows); see the protocol."""
         check_int(page_size, "page_size", 1, MAX_PAGE_SIZE)
@@ -271,7 +284,8 @@ class SqliteLocationStore:
         """Every record of a dead lifecycle (one read); see the protocol.
 
         Reads the expired claims of ``node_id``, then at most ``limit`` rows of each
-        through the owner index; the oracle filters and pages them.
+        through the owner index, and the RelayReady rows through the state index (a
+        move toward a dead lifecycle); the oracle filters and pages them.
         """
         recovery.txn_dead_owned(loc.LocationState(), node_id, now=now, after=after,
                                 limit=limit)
@@ -286,6 +300,13 @@ class SqliteLocationStore:
                         # + 1: the claim's own Entry record may be among the rows
                         (claim.descriptor.mesh, str(claim.descriptor.node_rid),
                          claim.lifecycle_generation, after or "", limit + 1)).fetchall():
+                    state.records[spot_id] = decode_record(text)
+            if state.claims:
+                # Moves past relay-ready toward a dead lifecycle (few: a move is brief),
+                # through the state index; the oracle keeps those of the dead claims.
+                for (spot_id, text) in conn.execute(
+                        "SELECT spot_id, body FROM loc_records WHERE state = ? AND spot_id > ?",
+                        (AuthorityState.RELAY_READY.value, after or "")).fetchall():
                     state.records[spot_id] = decode_record(text)
             return recovery.txn_dead_owned(state, node_id, now=now, after=after, limit=limit)
         return await self._db.read(body)

@@ -44,7 +44,7 @@ __all__ = (
 )
 
 #: The newest schema this code reads and writes.
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 #: ``PRAGMA application_id`` of a zlink store file ("ZLNK").
 APPLICATION_ID: Final = 0x5A4C4E4B
 #: Largest accepted busy timeout, seconds (a bound on how long a cancel may wait).
@@ -85,8 +85,18 @@ _V1: Final = (
         data BLOB NOT NULL, PRIMARY KEY (spot_id, object_generation, seq))""",
 )
 
+_V2: Final = (
+    # A moving record names its payload root (``relocationPayload``, the last key of
+    # ``AuthorityRecord.to_json``): every stored body gets the key, null -- no record
+    # was past a capture in a version-1 file's format -- so bodies stay exactly
+    # ``to_json``'s text and a version-1 release refuses the file instead of meeting a
+    # key it does not know.
+    """UPDATE loc_records SET body = json_insert(body, '$.relocationPayload', json('null'))
+        WHERE json_type(body, '$.relocationPayload') IS NULL""",
+)
+
 #: Migration ``n`` takes a file from version ``n - 1`` to ``n``.
-MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _V1}
+MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _V1, 2: _V2}
 
 
 @attrs.frozen(kw_only=True)

@@ -15,8 +15,8 @@ import httpx
 import trio
 
 from zlink_trio.samples.shoppingmall.client.api import ApiError, OrderApi, StatusWaitTimeout
-from zlink_trio.samples.shoppingmall.client.asks import AskRefused, Asks, stdout_line
 from zlink_trio.samples.shoppingmall.client.config import ClientConfig
+from zlink_trio.samples.shoppingmall.client.reports import stdout_line
 from zlink_trio.samples.shoppingmall.client.scenario import Scenario, ScenarioFailure
 
 __all__ = ("COMPLETED", "first_failure", "main", "run_client")
@@ -24,7 +24,7 @@ __all__ = ("COMPLETED", "first_failure", "main", "run_client")
 COMPLETED: Final = "shoppingmall=completed"
 #: Seconds per HTTP request.
 HTTP_TIMEOUT: Final = 30.0
-_FAILURES: Final = (ScenarioFailure, ApiError, StatusWaitTimeout, AskRefused, httpx.HTTPError)
+_FAILURES: Final = (ScenarioFailure, ApiError, StatusWaitTimeout, httpx.HTTPError)
 
 
 def first_failure(exc: BaseException) -> BaseException:
@@ -47,11 +47,10 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
     return found
 
 
-async def run_client(config: ClientConfig, asks: Asks | None = None) -> bool:
+async def run_client(config: ClientConfig) -> bool:
     """Run the scenario; whether every item passed (the marker is printed then)."""
     async with httpx.AsyncClient(timeout=HTTP_TIMEOUT) as http:
-        scenario = Scenario(config, [OrderApi(http, url) for url in config.apis],
-                            asks or Asks())
+        scenario = Scenario(config, [OrderApi(http, url) for url in config.apis])
         try:
             await scenario.run()
         except (*_FAILURES, BaseExceptionGroup) as exc:

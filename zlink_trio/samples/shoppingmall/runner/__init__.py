@@ -1,6 +1,7 @@
 """The process runner (§10): ``serve``, the ``smoke`` command, and the node processes.
 
-- ``topology`` -- the four nodes, their ports and the five store URLs of one deployment
+- ``topology`` -- the four nodes (and the smoke's fixture node), their ports and the five
+  store URLs of one deployment
 - ``parts`` -- the one place the roles' entry points are looked up (``run_api_node``,
   ``run_workflow_node``, ``FixtureControl``)
 - ``processes`` -- start the node processes, report them, stop them (SIGTERM, then kill)
@@ -11,8 +12,9 @@
 - ``load`` -- ``load``: orders/s through both APIs and StartOrder latency
 - ``serve`` -- ``serve``: the default seeds and the four processes until interrupted
 - ``evidence`` -- the §10.1 rows verbatim, and counting them in one node log
-- ``log_wait`` -- bounded log waits (100 ms x 300)
-- ``ask_desk`` -- the runner's answers to the Client's mid-scenario asks
+- ``log_wait`` -- bounded log waits (100 ms x 300), over one log or several, with marks
+- ``prepare`` -- the orders the runner prepares before the Client starts (relocation,
+  deleted projection, release, terminated owner)
 - ``verify`` -- event streams, external effects and §10.1 rows after the Client
 - ``smoke`` -- the §10 order as one command, and its two markers
 """

@@ -21,11 +21,16 @@ Bodies and replies are JSON:
 ``POST /self-check/projection/delete``      ``{"orderId"}`` -> ``{"deleted": bool}``
 ``GET  /self-check/evidence/{orderId}``     ``{"events": [eventType...], "calls":
                                             [{"module", "operation", "effect", "caller"}]}``
+``POST /self-check/mark``                   ``{"token"}``: print ``shoppingmall-runner mark
+                                            node=<NodeId> token=<Token>`` (``log_wait.MARK``)
+                                            to this node's log, after everything it wrote
+                                            before; the runner's exact-count rows wait for it
 ==========================================  ==============================================
 """
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -35,6 +40,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from zlink_trio.samples.shoppingmall.runner import parts
+from zlink_trio.samples.shoppingmall.runner.evidence import render
+from zlink_trio.samples.shoppingmall.runner.log_wait import MARK
 from zlink_trio.samples.shoppingmall.runner.seeding import apply_seed_plan
 from zlink_trio.samples.shoppingmall.seeds import seed_plan
 
@@ -72,7 +79,14 @@ class HookContext:
     read_models: OrderReadModelStore
     inventory: Inventory
     payment: Payment
+    #: Writes one line to this node's log (default: standard output, flushed).
+    say: Callable[[str], None] = attrs.field(factory=lambda: _stdout_line)
 
+
+def _stdout_line(line: str) -> None:
+    """One line to standard output, flushed: the node's log, in the order it was written."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 async def _body(request: Request) -> dict[str, Any]:
@@ -146,6 +160,15 @@ async def _evidence(ctx: HookContext, request: Request) -> JSONResponse:
     })
 
 
+async def _mark(ctx: HookContext, request: Request) -> JSONResponse:
+    data = await _body(request)
+    token = str(data["token"])
+    if not token or any(c.isspace() for c in token):
+        raise ValueError(f"a mark token is one non-blank word, got {token!r}")
+    ctx.say(render(MARK, NodeId=ctx.node_id, Token=token))
+    return JSONResponse({"marked": token, "node": ctx.node_id})
+
+
 def _route(path: str, method: str, ctx: HookContext,
            handler: Callable[[HookContext, Request], Awaitable[JSONResponse]]) -> Route:
     async def handle(request: Request) -> JSONResponse:
@@ -171,4 +194,5 @@ def build_hooks_app(ctx: HookContext) -> Starlette:
         _route("/self-check/relocate", "POST", ctx, _relocate),
         _route("/self-check/projection/delete", "POST", ctx, _delete_projection),
         _route("/self-check/evidence/{orderId}", "GET", ctx, _evidence),
+        _route("/self-check/mark", "POST", ctx, _mark),
     ])

@@ -99,6 +99,10 @@ class Hooks:
         _, data = await self.call(self.live[0], "projection/delete", {"orderId": order_id})
         return bool(data["deleted"])
 
+    async def mark(self, node_id: str, token: str) -> None:
+        """Have ``node_id`` print its mark line with ``token`` (``log_wait.MARK``)."""
+        await self.call(node_id, "mark", {"token": token})
+
     async def evidence(self, order_id: str) -> dict[str, Any]:
         """``{"events": [...], "calls": [...]}`` of ``order_id`` (from the shared stores)."""
         _, data = await self.call(self.live[0], f"evidence/{order_id}")

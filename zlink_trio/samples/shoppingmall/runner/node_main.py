@@ -1,6 +1,7 @@
 """One node process: ``python -m zlink_trio.samples.shoppingmall node <NodeId> --deployment FILE``.
 
-The launcher (``processes``) starts four of these. Each reads the deployment
+The launcher (``processes``) starts four of these (five in runner mode: the
+fixture node, ``topology.FIXTURE_NODE``, with its placement weight). Each reads the deployment
 file (``topology``), runs its role through the role's entry point
 (``parts``) until SIGINT or SIGTERM, and then leaves every ``async with`` in
 order, so the node removes its claim from the Location Store:
@@ -95,11 +96,12 @@ async def run_node(deployment: Deployment, node_id: str, secret: str | None) -> 
         return
     run_workflow_node = parts.load(parts.WORKFLOW_PROCESS)
     fixtures = parts.new_fixture_control() if deployment.runner_mode else None
+    weight = {} if spec.placement_weight is None else {"placement_weight": spec.placement_weight}
     async with trio.open_nursery() as nursery:
         node = await nursery.start(partial(
             run_workflow_node, node_id, store_url=urls.location, events_url=urls.events,
             read_model_url=urls.read_model, commerce_url=urls.commerce, fixtures=fixtures,
-            relocation_store=urls.relocation, secret=secret))
+            relocation_store=urls.relocation, secret=secret, **weight))
         if deployment.runner_mode and spec.hooks_port:
             await _serve_hooks(spec, deployment, node, fixtures)
 

@@ -1,4 +1,6 @@
-"""Start the four node processes, report them, and stop them all (§10 step 3).
+"""Start the node processes, report them, and stop them all (§10 step 3).
+
+Four in ``serve``; the smoke adds its fixture node (``topology.FIXTURE_NODE``).
 
 :func:`open_deployment` is the entry point ``serve`` and the smoke runner
 share: it writes the deployment file, starts ``python -m

@@ -4,15 +4,19 @@
    the Location and Relocation Stores in separate keyspaces (§3).
 2. Start the four nodes through the same launcher as ``serve`` (``processes``),
    in runner mode (fixture controls and ``/self-check/*`` hooks on the Workflow
-   nodes).
+   nodes), plus the runner's fixture node (``topology.FIXTURE_NODE``).
 3. Wait, bounded (100 ms x 300), for both readiness lines of each API node
    (``shoppingmall-ready kind=http`` and ``kind=object-route`` once per
-   Workflow node) and for each Workflow node's hooks line.
-4. Seed this run's carts and arm the fixtures by cart (hooks), then run the
-   Client self-check as its own process, answering its asks (``ask_desk``).
-5. Confirm ``shoppingmall=completed`` in the Client's output, observe the event
-   streams and external effects (``verify.verify_items``) and count the §10.1
-   rows per node log (``verify.verify_rows``).
+   sample Workflow node) and for each Workflow node's hooks line.
+4. Seed this run's carts and arm the fixtures by cart (hooks), prepare the
+   orders the Client needs a runner step for (``prepare``), then run the Client
+   self-check as its own process, with those OrderIds in its configuration. The
+   runner does nothing while the Client runs: fixtures are prepared before it
+   starts and evidence is read after it finishes (§10.1).
+5. Confirm ``shoppingmall=completed`` in the Client's output; then mark the
+   Workflow logs and wait for the marks (``verify.settle``), observe the event
+   streams and external effects (``verify.verify_items``, ``verify_rebuilt``)
+   and poll the §10.1 rows per node log (``verify.verify_rows``).
 6. Print ``shoppingmall-placement=completed`` only when all of that passed;
    otherwise the cause and the last confirmed state. Exit 0 only on success.
 """
@@ -30,24 +34,31 @@ from typing import TYPE_CHECKING, Final
 import httpx
 import trio
 
-from zlink_trio.samples.shoppingmall.client.asks import ASK_PREFIX, PASSED_PREFIX, parse_fields
+from zlink_trio.samples.shoppingmall.client.api import OrderApi
 from zlink_trio.samples.shoppingmall.client.config import ClientConfig
 from zlink_trio.samples.shoppingmall.client.program import COMPLETED
+from zlink_trio.samples.shoppingmall.client.reports import PASSED_PREFIX, parse_fields
 from zlink_trio.samples.shoppingmall.runner import evidence as ev
-from zlink_trio.samples.shoppingmall.runner.ask_desk import AskDesk
 from zlink_trio.samples.shoppingmall.runner.hooks_client import HookError, Hooks
 from zlink_trio.samples.shoppingmall.runner.log_wait import LogWaitTimeout, wait_for_count
 from zlink_trio.samples.shoppingmall.runner.node_main import HOOKS_READY
+from zlink_trio.samples.shoppingmall.runner.prepare import PrepareError, prepare_fixtures
 from zlink_trio.samples.shoppingmall.runner.processes import child_env, open_deployment
 from zlink_trio.samples.shoppingmall.runner.seeding import prepare_stores
 from zlink_trio.samples.shoppingmall.runner.serve import new_run_id
 from zlink_trio.samples.shoppingmall.runner.topology import (
     API_NODES,
+    FIXTURE_NODE,
     WORKFLOW_NODES,
     plan_deployment,
     store_urls,
 )
-from zlink_trio.samples.shoppingmall.runner.verify import verify_items, verify_rows
+from zlink_trio.samples.shoppingmall.runner.verify import (
+    settle,
+    verify_items,
+    verify_rebuilt,
+    verify_rows,
+)
 
 if TYPE_CHECKING:
     from zlink_trio.samples.shoppingmall.runner.processes import NodeProcess
@@ -58,10 +69,12 @@ PLACEMENT_COMPLETED: Final = "shoppingmall-placement=completed"
 #: Seconds the Client self-check may take in all.
 CLIENT_BUDGET: Final = 240.0
 CONCURRENT_ORDERS: Final = 8
+#: The fixtures armed by cart before anything starts (the prepared orders' too).
 _FIXTURES: Final = {"resume": "stop-at-reserved", "failureBoundary": "stop-at-reserved",
                     "terminalProjection": "skip-terminal-projection",
                     "relocation": "gate-after-reserved"}
-_PREFIX: Final = {"noStock": "cart-no-stock-", "payReject": "cart-pay-reject-"}
+_PREFIX: Final = {"noStock": "cart-no-stock-", "released": "cart-no-stock-",
+                  "payReject": "cart-pay-reject-"}
 
 
 class SmokeFailure(Exception):
@@ -79,7 +92,7 @@ def _say(line: str) -> None:
 def cart_ids(run_id: str) -> tuple[dict[str, str], tuple[str, ...]]:
     """This run's cart per Client role, and its concurrent carts (IDs no other run uses)."""
     roles = ("success", "noStock", "payReject", "duplicate", "resume", "terminalProjection",
-             "relocation", "failureBoundary")
+             "rebuild", "released", "relocation", "failureBoundary")
     carts = {role: f"{_PREFIX.get(role, 'cart-ok-')}{run_id}-{role}" for role in roles}
     return carts, tuple(f"cart-ok-{run_id}-c{i}" for i in range(CONCURRENT_ORDERS))
 
@@ -97,21 +110,20 @@ async def _wait_ready(nodes: dict[str, NodeProcess]) -> None:
             await wait_for_count(node.read_log, ev.READY_ROUTE, alive=node.is_alive,
                                  values={"NodeId": api, "WorkflowNodeId": target})
         _say(f"shoppingmall-runner ready node={api} kind=http,object-route")
-    for workflow in WORKFLOW_NODES:
+    for workflow in (*WORKFLOW_NODES, FIXTURE_NODE):
         node = nodes[workflow]
         await wait_for_count(node.read_log, HOOKS_READY, alive=node.is_alive,
                              values={"NodeId": workflow})
 
 
-async def _run_client(config_file: Path, desk: AskDesk, log_dir: Path,
-                      lines: list[str]) -> None:
+async def _run_client(config_file: Path, log_dir: Path, lines: list[str]) -> None:
+    """Run the Client process to its end, keeping its lines; the runner only listens."""
     env = child_env(None)  # the Client is no mesh node: no secret
     with (log_dir / "client.stderr.log").open("ab") as stderr:
         process = await trio.lowlevel.open_process(
             [sys.executable, "-m", "zlink_trio.samples.shoppingmall", "client", "--config",
-             str(config_file)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+             str(config_file)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=stderr, env=env)
-    assert process.stdin is not None
     assert process.stdout is not None
     buffer = b""
     try:
@@ -123,9 +135,6 @@ async def _run_client(config_file: Path, desk: AskDesk, log_dir: Path,
                     line = raw.decode("utf-8", "replace").rstrip("\r")
                     lines.append(line)
                     _say(line)
-                    if line.startswith(ASK_PREFIX):
-                        answer = await desk.answer(line)
-                        await process.stdin.send_all(answer.encode() + b"\n")
             await process.wait()
     finally:
         if process.returncode is None:
@@ -148,25 +157,31 @@ async def _smoke(store: str | None, work_dir: Path, run_id: str) -> str:
             dead = [f"{n} exited; its log ends: {_tail(node)!r}"
                     for n, node in nodes.items() if not node.is_alive()]
             raise SmokeFailure("; ".join([f"readiness: {exc}", *dead]), last) from exc
-        last = "all four nodes ready"
+        last = "every node ready"
         carts, concurrent = cart_ids(run_id)
         async with httpx.AsyncClient(timeout=30.0) as http:
-            hooks = Hooks(http, {w: deployment.node(w).hooks_url for w in WORKFLOW_NODES})
+            hooks = Hooks(http, {w: deployment.node(w).hooks_url
+                                 for w in (*WORKFLOW_NODES, FIXTURE_NODE)})
             try:
                 await hooks.seed([*carts.values(), *concurrent])
                 for role, fixture in _FIXTURES.items():
                     await hooks.arm(fixture, carts[role])
             except (HookError, httpx.HTTPError) as exc:
                 raise SmokeFailure(f"seeding or arming fixtures: {exc}", last) from exc
-            last = "seeds and fixtures in place"
-            config = ClientConfig(apis=tuple(deployment.node(a).base_url for a in API_NODES),
-                                  carts=carts, concurrent_carts=concurrent)
+            last = "seeds and fixtures armed"
+            apis = [OrderApi(http, deployment.node(a).base_url) for a in API_NODES]
+            try:
+                prepared = await prepare_fixtures(hooks, nodes, apis, carts, _say)
+            except (PrepareError, httpx.HTTPError) as exc:
+                raise SmokeFailure(f"preparing fixtures: {exc}", last) from exc
+            last = "fixtures prepared before the client"
+            config = ClientConfig(apis=tuple(api.base_url for api in apis), carts=carts,
+                                  concurrent_carts=concurrent, orders=prepared.orders)
             config_file = work_dir / "client.json"
             config_file.write_text(config.to_json(), encoding="utf-8")
-            desk = AskDesk(hooks, nodes)
             lines: list[str] = []
             try:
-                await _run_client(config_file, desk, work_dir / "logs", lines)
+                await _run_client(config_file, work_dir / "logs", lines)
             except trio.TooSlowError as exc:
                 raise SmokeFailure(f"the client ran over {CLIENT_BUDGET} s", last) from exc
             if COMPLETED not in lines:
@@ -174,10 +189,15 @@ async def _smoke(store: str | None, work_dir: Path, run_id: str) -> str:
                 raise SmokeFailure(f"the client did not print {COMPLETED}: {client_last}", last)
             last = "the client self-check passed"
             reports = [parse_fields(ln) for ln in lines if ln.startswith(PASSED_PREFIX)]
-            logs = {n: node.read_log() for n, node in nodes.items()}
-            problems = await verify_items(reports, hooks, desk.facts, logs, _say)
-            problems += await verify_rows({n: node.read_log for n, node in nodes.items()},
-                                          desk.facts, _say)
+            reads = {n: node.read_log for n, node in nodes.items()}
+            try:
+                marks, logs = await settle(hooks, reads, _say)
+            except (HookError, httpx.HTTPError, LogWaitTimeout) as exc:
+                raise SmokeFailure(f"marking the workflow logs: {exc}", last) from exc
+            facts = prepared.facts
+            problems = await verify_items(reports, hooks, facts, logs, _say)
+            problems += await verify_rebuilt(apis[0], facts, _say)
+            problems += await verify_rows(reads, facts, _say, marks=marks)
             if problems:
                 raise SmokeFailure("; ".join(problems), last)
             return "every §10.1 row passed"

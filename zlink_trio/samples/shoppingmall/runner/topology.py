@@ -1,5 +1,11 @@
 """One deployment's layout: the four nodes, their ports, and the store URLs (§3, §10 steps 2-3).
 
+In runner mode (the smoke) a fifth process joins: :data:`FIXTURE_NODE`, an
+OrderWorkflow node with placement weight 0 (no order is ever placed on it) that
+the runner uses only before the Client starts, to prepare the §9.3-2 fixture:
+it moves one order there by planned relocation and terminates it (``prepare``).
+The four sample nodes run through the whole Client scenario.
+
 :func:`plan_deployment` decides everything the processes need and
 :meth:`Deployment.to_json` writes it to one file that every node process reads
 (``node <NodeId> --deployment FILE``); nothing about another node is passed on
@@ -33,12 +39,15 @@ import attrs
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ("API_NODES", "HOST", "NODES", "WORKFLOW_NODES", "Deployment", "NodeSpec",
+__all__ = ("API_NODES", "FIXTURE_NODE", "HOST", "NODES", "WORKFLOW_NODES", "Deployment",
+           "NodeSpec",
            "StoreUrls", "free_port", "plan_deployment", "store_urls")
 
 API_NODES: Final = ("api-a", "api-b")
 WORKFLOW_NODES: Final = ("workflow-a", "workflow-b")
 NODES: Final = (*API_NODES, *WORKFLOW_NODES)
+#: The runner's own Workflow process (runner mode only; module docstring).
+FIXTURE_NODE: Final = "workflow-fixture"
 HOST: Final = "127.0.0.1"
 
 
@@ -61,6 +70,8 @@ class NodeSpec:
     role: str  # "api" or "workflow"
     http_port: int = 0
     hooks_port: int = 0
+    #: ``zl.open_node``'s ``placement_weight`` (``None``: the default).
+    placement_weight: int | None = None
 
     @property
     def base_url(self) -> str:
@@ -137,7 +148,7 @@ def store_urls(store: str | None, work_dir: Path, run_id: str) -> StoreUrls:
 
 def plan_deployment(*, run_id: str, stores: StoreUrls, base_port: int,
                     runner_mode: bool) -> Deployment:
-    """The four nodes with their ports (module docstring)."""
+    """The four nodes with their ports, and in runner mode the fixture node (module docstring)."""
     def port(offset: int) -> int:
         return base_port + offset if base_port else free_port()
     nodes = [NodeSpec(node_id=node_id, role="api", http_port=port(i))
@@ -145,4 +156,7 @@ def plan_deployment(*, run_id: str, stores: StoreUrls, base_port: int,
     nodes += [NodeSpec(node_id=node_id, role="workflow",
                        hooks_port=port(2 + i) if runner_mode else 0)
               for i, node_id in enumerate(WORKFLOW_NODES)]
+    if runner_mode:
+        nodes.append(NodeSpec(node_id=FIXTURE_NODE, role="workflow", hooks_port=port(4),
+                              placement_weight=0))
     return Deployment(run_id=run_id, stores=stores, nodes=tuple(nodes), runner_mode=runner_mode)

@@ -1,31 +1,49 @@
 """The runner's own observation after the Client: the event streams, effects and §10.1 rows.
 
+:func:`settle` first asks each sample Workflow node to print a mark line
+(``log_wait.MARK``, through the ``mark`` hook) and polls (100 ms x 300) until
+every mark is in its log; it returns the logs of that read, so the activation
+lines the item checks use cover everything the nodes wrote before.
 :func:`verify_items` reads, through the hooks, the event stream and external
 module calls of each order the Client reported (``shoppingmall-client passed
 item=<n> order=<id>``) and checks what the Client cannot see (§9: "the runner
 separately observes the event stream and external effects").
-:func:`verify_rows` counts the §10.1 rows in each node log separately, with
-the bounded waits of ``log_wait``. Each returns a list of problems (empty:
-all passed) and says one ``shoppingmall-runner`` line per check.
+:func:`verify_rebuilt` compares the rebuilt order's lookup with the state the
+runner saw before it deleted the projection (§9.2-4: "the same OrderState").
+:func:`verify_rows` counts the §10.1 rows in each node log separately, every
+row with a bounded poll (``log_wait.wait_for_counts``), never a single read: an
+at-least row until its count is reached, an exact row (``order-replayed`` 1,
+``external-effect-repeated`` 0) until each Workflow log shows its mark. Each
+returns a list of problems (empty: all passed) and says one
+``shoppingmall-runner`` line per check.
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 from typing import TYPE_CHECKING, Any, Final
 
+import attrs
+
+from zlink_trio.samples.shoppingmall.client.api import ApiError
 from zlink_trio.samples.shoppingmall.runner import evidence as ev
-from zlink_trio.samples.shoppingmall.runner.log_wait import LogWaitTimeout, wait_for_count
+from zlink_trio.samples.shoppingmall.runner.log_wait import (
+    MARK,
+    LogWaitTimeout,
+    wait_for_counts,
+)
 from zlink_trio.samples.shoppingmall.runner.topology import API_NODES, WORKFLOW_NODES
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from zlink_trio.samples.shoppingmall.runner.ask_desk import Facts
+    from zlink_trio.samples.shoppingmall.client.api import OrderApi
     from zlink_trio.samples.shoppingmall.runner.hooks_client import Hooks
+    from zlink_trio.samples.shoppingmall.runner.prepare import Facts
 
-__all__ = ("ACTIVATED", "FAILURE_INVENTORY", "FAILURE_PAYMENT", "SUCCESS", "verify_items",
-           "verify_rows")
+__all__ = ("ACTIVATED", "FAILURE_INVENTORY", "FAILURE_PAYMENT", "SUCCESS", "settle",
+           "verify_items", "verify_rebuilt", "verify_rows")
 
 SUCCESS: Final = ["OrderStartedEvent", "InventoryReservedEvent", "PaymentAuthorizedEvent",
                   "OrderConfirmedEvent"]
@@ -85,10 +103,15 @@ def _check_item(item: str, order_id: str, data: dict[str, Any], facts: Facts,
                             f"{[c['caller'] for c in pays]}; wanted {moved.source} then "
                             f"{moved.target}")
     if item == "9.3-2":
-        killed = facts.killed.get(order_id)
-        others = [n for g, n in activations(logs, order_id) if n != killed]
-        if killed is None or others:
-            problems.append(f"owner {killed} terminated; activated elsewhere: {others}")
+        kill = facts.kill
+        found = activations(logs, order_id)
+        if kill is None or kill.order_id != order_id:
+            problems.append("the runner terminated no owner of this order")
+        elif (kill.generation, kill.node) not in found or any(
+                g != kill.generation or n not in (kill.source, kill.node) for g, n in found):
+            # a re-creation anywhere would be a factory run under a larger generation
+            problems.append(f"owner {kill.node} (generation {kill.generation}, placed at "
+                            f"{kill.source}) terminated; activations {found}")
     return problems
 
 
@@ -108,57 +131,105 @@ async def verify_items(reports: list[dict[str, str]], hooks: Hooks, facts: Facts
     return problems
 
 
+async def settle(hooks: Hooks, reads: Mapping[str, Callable[[], str]],
+                 say: Callable[[str], None]) -> tuple[dict[str, str], dict[str, str]]:
+    """Mark each sample Workflow log and wait until every mark is in (module docstring).
+
+    Returns ``(marks, logs)``: the token per Workflow NodeId, and every log of
+    ``reads`` as read once the marks were all in. Raises :class:`LogWaitTimeout`
+    when a mark is missing after 100 ms x 300.
+    """
+    marks = {node_id: f"{uuid.uuid4().hex}" for node_id in WORKFLOW_NODES}
+    for node_id, token in marks.items():
+        await hooks.mark(node_id, token)
+    marked = {n: reads[n] for n in WORKFLOW_NODES}
+    await wait_for_counts(marked, MARK, done=lambda counts: True, wanted="its mark",
+                          marks=marks)
+    say(f"shoppingmall-runner marked nodes={sorted(marks)}")
+    return marks, {node_id: read() for node_id, read in reads.items()}
+
+
+async def verify_rebuilt(api: OrderApi, facts: Facts, say: Callable[[str], None]) -> list[str]:
+    """The rebuilt order reads the state it had before its projection was deleted."""
+    before = facts.rebuilt_before
+    if before is None:
+        return ["item 9.2-4: the runner deleted no projection"]
+    try:
+        now = await api.get(before.order_id)
+    except ApiError as exc:
+        now_text, ok = str(exc), False
+    else:
+        now_text = str(now)
+        ok = attrs.evolve(now, updated_at_unix_ms=0) == attrs.evolve(before,
+                                                                     updated_at_unix_ms=0)
+    say(f"shoppingmall-runner observed item=9.2-4-same-state order={before.order_id} "
+        f"{'ok' if ok else 'FAILED'}")
+    return [] if ok else [f"item 9.2-4 order {before.order_id}: reads {now_text} after the "
+                          f"rebuild, read {before} before its projection was deleted"]
+
+
 async def _row(what: str, reads: Mapping[str, Callable[[], str]], template: str, *,
-               at_least: int, exactly: int | None, say: Callable[[str], None],
+               at_least: int | None = None, exactly: int | None = None,
+               marks: Mapping[str, str] | None = None, say: Callable[[str], None],
                **values: str) -> str | None:
-    """Wait for one row over some logs, each counted on its own; a problem or ``None``."""
-    counts: dict[str, int] = {}
-    for node_id, read in reads.items():
-        try:
-            counts[node_id] = await wait_for_count(read, template, at_least=at_least,
-                                                   values=values)
-        except LogWaitTimeout as exc:
-            counts[node_id] = exc.seen
-    total = sum(counts.values())
-    ok = all(c >= at_least for c in counts.values()) if exactly is None else total == exactly
+    """Poll one row over some logs, each counted on its own; a problem or ``None``.
+
+    ``at_least``: every log needs that many. ``exactly``: the total over the
+    logs must be that, counted at a read where each log shows its ``marks``
+    line (and, for a positive count, once the total reached it).
+    """
+    if at_least is not None:
+        def done(counts: Mapping[str, int]) -> bool:
+            return all(c >= at_least for c in counts.values())
+        wanted = f"at least {at_least} in each log"
+    else:
+        assert exactly is not None
+        def done(counts: Mapping[str, int]) -> bool:
+            return sum(counts.values()) >= exactly
+        wanted = f"exactly {exactly} over the logs, with each log's mark"
+    try:
+        counts = await wait_for_counts(reads, template, done=done, wanted=wanted,
+                                       values=values, marks=marks)
+        ok = exactly is None or sum(counts.values()) == exactly
+    except LogWaitTimeout as exc:
+        counts, ok = exc.counts, False
     say(f"shoppingmall-runner row={what} counts={counts} {'ok' if ok else 'FAILED'}")
     return None if ok else f"§10.1 row {what!r}: counts {counts}"
 
 
 async def verify_rows(reads: Mapping[str, Callable[[], str]], facts: Facts,
-                      say: Callable[[str], None]) -> list[str]:
-    """The §10.1 server evidence rows (module docstring); the problems."""
+                      say: Callable[[str], None], *, marks: Mapping[str, str]) -> list[str]:
+    """The §10.1 server evidence rows (module docstring); the problems.
+
+    ``marks``: the token each sample Workflow node printed (:func:`settle`).
+    """
     workflow = {n: reads[n] for n in WORKFLOW_NODES}
     problems = [
-        await _row("order-started", workflow, ev.ORDER_STARTED, at_least=1, exactly=None,
-                   say=say),
+        await _row("order-started", workflow, ev.ORDER_STARTED, at_least=1, say=say),
         await _api_row(reads, say),
     ]
     moved = facts.relocation
     if moved is None:
         problems.append("§10.1 row 'order-replayed': no planned relocation ran")
     else:
-        # One wait over the target's log; the total over every Workflow log must be 1.
-        await _row("order-replayed-wait", {moved.target: reads[moved.target]},
-                   ev.ORDER_REPLAYED, at_least=1, exactly=None, say=say,
-                   OrderId=moved.order_id, N=moved.generation)
-        problems.append(await _row("order-replayed", workflow, ev.ORDER_REPLAYED, at_least=0,
-                                   exactly=1, say=say, OrderId=moved.order_id,
+        problems.append(await _row("order-replayed", workflow, ev.ORDER_REPLAYED, exactly=1,
+                                   marks=marks, say=say, OrderId=moved.order_id,
                                    N=moved.generation))
     problems.append(await _row("external-effect-repeated", workflow, ev.EFFECT_REPEATED,
-                               at_least=0, exactly=0, say=say))
+                               exactly=0, marks=marks, say=say))
     return [p for p in problems if p is not None]
 
 
 async def _api_row(reads: Mapping[str, Callable[[], str]], say: Callable[[str], None],
                    ) -> str | None:
-    counts = {n: 0 for n in API_NODES}
-    for node_id in API_NODES:
-        try:
-            counts[node_id] = await wait_for_count(reads[node_id], ev.API_EVIDENCE,
-                                                   attempts=1 if any(counts.values()) else 300)
-        except LogWaitTimeout as exc:
-            counts[node_id] = exc.seen
-    ok = sum(counts.values()) >= 1
+    """At least one line over both API logs, each read and counted on its own at every poll."""
+    api = {n: reads[n] for n in API_NODES}
+    try:
+        counts = await wait_for_counts(api, ev.API_EVIDENCE,
+                                       done=lambda c: sum(c.values()) >= 1,
+                                       wanted="at least 1 over both API logs")
+        ok = True
+    except LogWaitTimeout as exc:
+        counts, ok = exc.counts, False
     say(f"shoppingmall-runner row=api-evidence counts={counts} {'ok' if ok else 'FAILED'}")
     return None if ok else f"§10.1 row 'api-evidence': counts {counts}"

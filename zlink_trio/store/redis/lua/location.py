@@ -278,7 +278,7 @@ if r.ver == MAXGEN or r.ogen == MAXGEN then return {'SPENT'} end
 local new, serr = step(r.state, EV_COMMIT_RELOCATION)
 if serr then return serr end
 redis.call('HSET', KEYS[1], 'orid', r.trid, 'olc', r.tlc)
-redis.call('HDEL', KEYS[1], 'trid', 'tlc')
+redis.call('HDEL', KEYS[1], 'trid', 'tlc', 'mr', 'msh', 'msz')
 redis.call('HINCRBY', KEYS[1], 'ogen', 1)
 transition(KEYS[1], r.state, new)
 shift(load_key(r.mesh, r.orid, r.olc), 'active', -1)
@@ -298,10 +298,45 @@ end
 if r.ver == MAXGEN then return {'SPENT'} end
 local new, serr = step(r.state, EV_ABORT_RELOCATION)
 if serr then return serr end
-redis.call('HDEL', KEYS[1], 'trid', 'tlc')
+redis.call('HDEL', KEYS[1], 'trid', 'tlc', 'mr', 'msh', 'msz')
 transition(KEYS[1], r.state, new)
 shift(load_key(r.mesh, r.trid, r.tlc), 'pending', -1)
 return reply(KEYS[1])
+"""
+
+# ARGV: P, R, gen, ogen, rid, lc, payload ref, sha256, size, now.
+_RECORD_PAYLOAD: Final = r"""
+local r, refused = fenced_in(ST_SEALED)
+if refused then return refused end
+if r.mr == ARGV[7] and r.msh == ARGV[8] and r.msz == ARGV[9] then return reply(KEYS[1]) end
+local _, err = owner_claim(r.mesh, r.orid, r.olc, ARGV[10])
+if err then return err end
+if r.ver == MAXGEN then return {'SPENT'} end
+redis.call('HSET', KEYS[1], 'mr', ARGV[7], 'msh', ARGV[8], 'msz', ARGV[9])
+redis.call('HINCRBY', KEYS[1], 'ver', 1)
+return reply(KEYS[1])
+"""
+
+# ARGV: P, R, gen, ogen, rid, lc (the source's fence), target rid, target lc, now.
+# {'OK', 0} gone; {'OK', 1, record before}; {'TARGET_ALIVE', record, lease expiry}.
+_RELEASE_RELAY_READY: Final = r"""
+local r = rec(KEYS[1])
+if r == nil or r.gen ~= ARGV[3] then return {'OK', 0} end
+if not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) or r.state ~= ST_RELAY_READY
+    or r.trid ~= ARGV[7] or r.tlc ~= ARGV[8] then
+  return stale(KEYS[1])
+end
+local c = rec(claim_key(r.mesh, r.trid))
+if c ~= nil and c.lc == r.tlc and tonumber(ARGV[9]) < tonumber(c.exp) then
+  return {'TARGET_ALIVE', redis.call('HGETALL', KEYS[1]), c.exp}
+end
+local serr = step_to_missing(r.state, EV_RELEASE_RELAY_READY)
+if serr then return serr end
+local before = redis.call('HGETALL', KEYS[1])
+-- writes
+release_record(r, 'active')
+shift(load_key(r.mesh, r.trid, r.tlc), 'pending', -1)
+return {'OK', 1, before}
 """
 
 # ARGV: P, R, after ('' = from the start), ids to list (page + 1), records to return (page).
@@ -344,6 +379,8 @@ LOCATION_BODIES: Final = {
     "accept_relay_ready": _ACCEPT_RELAY_READY,
     "commit_relocation": _COMMIT_RELOCATION,
     "abort_relocation": _ABORT_RELOCATION,
+    "record_relocation_payload": _RECORD_PAYLOAD,
+    "release_relay_ready": _RELEASE_RELAY_READY,
     "query": _QUERY,
     "statistics": _STATISTICS,
 }

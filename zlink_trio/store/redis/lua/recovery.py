@@ -55,8 +55,9 @@ return reply(KEYS[1])
 """
 
 # KEYS: the ids index. ARGV: P, R, after ('' = from the start), budget, limit, mode
-# ('orphans': incomplete activations; 'owned': every non-Entry record), then (rid, lc)
-# pairs of the dead lifecycles. Returns {last id examined, done, records...}.
+# ('orphans': incomplete activations; 'owned': every non-Entry record, and every
+# RelayReady record moving toward one of them), then (rid, lc) pairs of the dead
+# lifecycles. Returns {last id examined, done, records...}.
 _ORPHANS: Final = r"""#!lua flags=no-writes
 local lo = '-'
 if ARGV[3] ~= '' then lo = '(' .. ARGV[3] end
@@ -68,8 +69,11 @@ local out = {'', 0}
 local full = false
 for _, id in ipairs(ids) do
   out[1] = id
-  local v = redis.call('HMGET', spot_key(id), 'orid', 'olc', 'state', 'pr', 'kind')
-  if owners[(v[1] or '') .. '/' .. (v[2] or '')] and (
+  local v = redis.call('HMGET', spot_key(id), 'orid', 'olc', 'state', 'pr', 'kind', 'trid',
+                      'tlc')
+  local toward_dead = every and v[3] == ST_RELAY_READY
+    and owners[(v[6] or '') .. '/' .. (v[7] or '')]
+  if toward_dead or owners[(v[1] or '') .. '/' .. (v[2] or '')] and (
       (every and v[5] ~= 'entry')
       or (not every and (v[3] == ST_CREATING or (v[3] == ST_READY and v[4])))) then
     out[#out + 1] = redis.call('HGETALL', spot_key(id))
