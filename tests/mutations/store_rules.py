@@ -65,6 +65,7 @@ _DEAD = "test_dead_lifecycle_conformance.py::"
 _INBOX = "test_relocation_conformance.py::"
 _COMBINED = "test_combined_conformance.py::"
 _CHART = "test_authority_chart_conformance.py::"
+_PAYLOAD = "test_relocation_release_conformance.py::"
 
 STORE_RULES: tuple[Mutation, ...] = (
     # -- location.py: the owner check every authority change makes -------------------------
@@ -383,8 +384,10 @@ STORE_RULES: tuple[Mutation, ...] = (
         family=_STEPS,
         rule="Only the target the move names accepts relay-ready (StaleFence).",
         path=_RULES + "relocation_steps.py",
-        find="    if record.relocation_target != target:",
-        replace="    if False:",
+        find="    if record.relocation_target != target:\n        raise StaleFence(\n"
+             "            f\"{record.spot_id!r} is sealed for a move to",
+        replace="    if False:\n        raise StaleFence(\n"
+                "            f\"{record.spot_id!r} is sealed for a move to",
         guards=[_mem(_MOVE + "test_accept_relay_ready_refuses_another_target")],
     ),
     Mutation(
@@ -425,6 +428,27 @@ STORE_RULES: tuple[Mutation, ...] = (
              "_matches(",
         replace="    if False and record.state is AuthorityState.RELAY_READY and _matches(",
         guards=[_mem(_MOVE + "test_abort_after_relay_ready_is_refused")],
+    ),
+    Mutation(
+        name="store.relocation_payload_sealed_only",
+        family=_STEPS,
+        rule="RecordRelocationPayload names a payload only on the Sealed record of the "
+             "fence (StaleFence otherwise).",
+        path=_RULES + "relocation_steps.py",
+        find="    record = _fenced(state, fence, AuthorityState.SEALED)\n"
+             "    if record.relocation_payload == payload:",
+        replace="    record = _fenced(state, fence, *AuthorityState)\n"
+                "    if record.relocation_payload == payload:",
+        guards=[_mem(_PAYLOAD + "test_only_a_sealed_record_takes_a_payload", "relocating")],
+    ),
+    Mutation(
+        name="store.relocation_payload_source_lease",
+        family=_STEPS,
+        rule="RecordRelocationPayload needs the source owner's live lease (Unavailable).",
+        path=_RULES + "relocation_steps.py",
+        find="    check_owner(state, record.mesh, record.owner, now)\n    named = attrs.evolve(",
+        replace="    named = attrs.evolve(",
+        guards=[_mem(_PAYLOAD + "test_record_relocation_payload_refusals_write_nothing")],
     ),
     # -- authority.py -----------------------------------------------------------------------
     Mutation(
@@ -817,6 +841,16 @@ STORE_RULES: tuple[Mutation, ...] = (
         find="if r.state == ST_RELAY_READY then\n  return {'PAST_RELAY_READY'",
         replace="if false then\n  return {'PAST_RELAY_READY'",
         guards=[_redis(_MOVE + "test_abort_after_relay_ready_is_refused")],
+    ),
+    Mutation(
+        name="store.lua.release_relay_ready_fence",
+        family=_STEPS,
+        rule="Lua: ReleaseRelayReady with a fence of another owner generation is refused "
+             "(StaleFence).",
+        path=_LUA + "location.py",
+        find="if not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) or r.state ~= ST_RELAY_READY\n",
+        replace="if r.state ~= ST_RELAY_READY\n",
+        guards=[_redis(_PAYLOAD + "test_release_relay_ready_refusals_write_nothing")],
     ),
     Mutation(
         name="store.lua.begin_relocation_target_claim",
