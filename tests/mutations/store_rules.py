@@ -439,7 +439,7 @@ STORE_RULES: tuple[Mutation, ...] = (
              "    if record.relocation_payload == payload:",
         replace="    record = _fenced(state, fence, *AuthorityState)\n"
                 "    if record.relocation_payload == payload:",
-        guards=[_mem(_PAYLOAD + "test_only_a_sealed_record_takes_a_payload", "relocating")],
+        guards=[_mem(_PAYLOAD + "test_only_a_sealed_record_takes_a_payload", "relay_ready")],
     ),
     Mutation(
         name="store.relocation_payload_source_lease",
