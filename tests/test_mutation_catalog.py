@@ -40,3 +40,29 @@ def test_each_guard_exists(mutation) -> None:
         name = test.split("::")[-1].split("[")[0]
         assert not name or f"def {name}(" in source or f"class {name}" in source, (
             f"{mutation.name}: {guard} does not exist")
+
+
+def _rule_table() -> dict[str, str]:
+    """docs/architecture.md's "Where each rule lives": family -> its mutations cell."""
+    lines = (ROOT / "docs" / "architecture.md").read_text().splitlines()
+    start = lines.index("| Rule family (spec) | Implemented in | Checked by | Mutations killed |")
+    rows: dict[str, str] = {}
+    for line in lines[start + 2:]:
+        if not line.startswith("| "):
+            break
+        cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+        rows[cells[0]] = cells[-1]
+    return rows
+
+
+def test_every_family_is_a_row_of_the_rule_table() -> None:
+    rows = _rule_table()
+    assert {m.family for m in MUTATIONS} <= set(rows)
+
+
+def test_the_rule_table_gives_each_familys_count() -> None:
+    # The gate (tests/mutations/run.py) fails CI unless every mutation is killed, so
+    # the table can state "killed of total" as "n / n".
+    for family, cell in _rule_table().items():
+        total = sum(m.family == family for m in MUTATIONS)
+        assert cell == (f"{total} / {total}" if total else "none"), family

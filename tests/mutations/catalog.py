@@ -13,7 +13,8 @@ to a copy of the tree in turn; ``tests/test_mutation_catalog.py`` checks, in eve
 ordinary test run, that each ``find`` still occurs exactly once and each guard exists,
 so the catalog cannot drift from the code silently.
 
-The entries live beside the layer they guard: ``store_rules`` (the store's fences, the
+The entries live beside the layer they guard: ``input_rules`` (identity formats and
+the handshake's authentication), ``store_rules`` (the store's fences, the
 oracle and every backend), ``runtime_rules`` (routing, admission, create, close, the
 47/48 targets, ceilings and lanes), ``relocation_rules`` (the relocation hold, Message
 Follow, relay). This module joins them in that order.
@@ -21,6 +22,7 @@ Follow, relay). This module joins them in that order.
 
 from __future__ import annotations
 
+from input_rules import INPUT_RULES
 from mutation import Mutation
 from relocation_rules import RELOCATION_RULES
 from runtime_rules import RUNTIME_RULES
@@ -28,4 +30,5 @@ from store_rules import STORE_RULES
 
 __all__ = ("MUTATIONS", "Mutation")
 
-MUTATIONS: tuple[Mutation, ...] = (*STORE_RULES, *RUNTIME_RULES, *RELOCATION_RULES)
+MUTATIONS: tuple[Mutation, ...] = (*INPUT_RULES, *STORE_RULES, *RUNTIME_RULES,
+                                   *RELOCATION_RULES)

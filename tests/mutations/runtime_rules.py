@@ -298,6 +298,25 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
         guards=["tests/runtime/test_spec_09.py::"
                 "test_call_to_stale_owner_ends_in_error_without_retry[memory]"],
     ),
+    # Timers (core/timers.py)
+    Mutation(
+        name="timers.bounded_per_spot",
+        family="Timers",
+        rule="A Spot registers at most max_timers timers (CapacityExceeded past it).",
+        path="zlink_trio/core/timers.py",
+        find="        if len(self._live) >= self._max_timers:",
+        replace="        if False:",
+        guards=["tests/core/test_timers.py::test_timers_per_spot_are_bounded"],
+    ),
+    Mutation(
+        name="timers.cancelled_never_fires",
+        family="Timers",
+        rule="A cancelled timer never fires.",
+        path="zlink_trio/core/timers.py",
+        find="self._live.pop(timer_id.value, None) is None:",
+        replace="self._live.get(timer_id.value) is None:",
+        guards=["tests/core/test_timers.py::test_cancel_is_idempotent_and_reports_whether_it_removed_something"],
+    ),
     # Mesh-wide (several listening nodes)
     Mutation(
         name="M5",
