@@ -112,10 +112,12 @@ async def test_second_process_with_a_live_node_id_is_refused_at_start(mesh_url, 
 
 
 def _handled_by_pid(tmp_path) -> list[tuple[int, int]]:
-    """``(seq, pid)`` of every ``Step`` handled, from the worker's append-only log."""
+    """``(seq, pid)`` of every ``Step`` handled, from the worker's append-only log
+    (``handle SPOT_ID SEQ NODE_ID PID OPERATION``)."""
     log = tmp_path / "factory.log.handled"
     lines = log.read_text().splitlines() if log.exists() else []
-    return [(int(seq), int(pid)) for _, _, seq, _, pid in (line.split(" ") for line in lines)]
+    fields = (line.split(" ") for line in lines)
+    return [(int(seq), int(pid)) for _, _, seq, _, pid, _operation in fields]
 
 
 @pytest.mark.parametrize("mesh_url", ["redis"], indirect=True)
