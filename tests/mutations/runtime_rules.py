@@ -317,6 +317,19 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
         replace="self._live.get(timer_id.value) is None:",
         guards=["tests/core/test_timers.py::test_cancel_is_idempotent_and_reports_whether_it_removed_something"],
     ),
+    # Operators (issue #14)
+    Mutation(
+        name="operators.client_only_hosts_nothing",
+        family="Operators: client-only node, relocate / drain asked of another node "
+               "(issue #14)",
+        rule="A client-only node claims no server role, type or capacity, so placement "
+             "never chooses it.",
+        path="zlink_trio/runtime/node.py",
+        find="roles={Role.OBJECT_CLIENT}, served_types={}, capacity=0,",
+        replace="roles={Role.OBJECT_CLIENT, Role.OBJECT_SERVER}, served_types={}, capacity=0,",
+        guards=["tests/runtime/test_operator_requests.py::"
+                "test_the_client_only_claim_has_only_the_client_role_and_no_capacity"],
+    ),
     # Mesh-wide (several listening nodes)
     Mutation(
         name="M5",

@@ -912,4 +912,15 @@ STORE_RULES: tuple[Mutation, ...] = (
         replace="  if false then",
         guards=[_redis(_DEAD + "test_new_claim_refuses_a_node_id_held_live_by_another_process")],
     ),
+    Mutation(
+        name="store.relocation_store_apart",
+        family='A Relocation Store apart (06: "not a keyspace")',
+        rule="With relocation=URL the Relocation Store's roots and inboxes live only in "
+             "that backend.",
+        path="zlink_trio/store/open.py",
+        find="yield SplitStore(located.location, relocated.relocation)",
+        replace="yield SplitStore(located.location, located.relocation)",
+        guards=["tests/store/test_split_store.py::"
+                "test_each_half_keeps_its_data_in_its_own_backend"],
+    ),
 )
