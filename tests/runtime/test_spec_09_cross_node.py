@@ -8,7 +8,9 @@ The items, and where each is tested:
 
 - 09 "Even if several callers request creation of the same object at the same time, the
   factory runs only once, and the remaining callers target the object it created." --
-  here with callers on both nodes (06 §4.2); one node: ``test_spec_09.py``.
+  with callers on both nodes in ``test_spec_06_cross_node.py``
+  (``test_concurrent_creation_runs_factory_once_and_others_target_created_object``, the
+  same rule as 06 §4.2); one node: ``test_spec_09.py``.
 - 09 "A message sent right after creation finishes is processed immediately, not
   delayed by the cache lifetime." -- here too, on three nodes whose registries differ:
   the first message of a third node right after creation, and one it sent while the
