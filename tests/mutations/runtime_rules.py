@@ -298,6 +298,17 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
         guards=["tests/runtime/test_spec_09.py::"
                 "test_call_to_stale_owner_ends_in_error_without_retry[memory]"],
     ),
+    Mutation(
+        name="lease.ran_out_during_startup",
+        family="Failure of an owner: lease, ownership lost, Unavailable (06 §9, 09 §4)",
+        rule="A new lifecycle whose lease ran out before admission opened does not open: "
+             "open_node raises Unavailable (never an internal lifecycle error).",
+        path="zlink_trio/runtime/node.py",
+        find="    if rt.lease_lost or rt.now() >= rt.lease_expires_at:",
+        replace="    if False:",
+        guards=["tests/runtime/test_node_startup.py::"
+                "test_a_lease_that_ran_out_during_startup_is_a_typed_error"],
+    ),
     # Timers (core/timers.py)
     Mutation(
         name="timers.bounded_per_spot",

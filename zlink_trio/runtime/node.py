@@ -66,6 +66,7 @@ from zlink_trio.runtime.mesh.peers import Peers
 from zlink_trio.runtime.mesh.setup import NetworkOptions, mesh_settings, open_mesh
 from zlink_trio.runtime.observe.logs import NODE as LOGGER
 from zlink_trio.runtime.observe.setup import (
+    MetricsSettings,
     ObservabilityOptions,
     metrics_listeners,
     metrics_settings,
@@ -143,6 +144,45 @@ def _check_client_only(client_only: object, spots: list[object]) -> bool:
             f"a client_only node hosts no Spots, but spots= names {len(spots)} type(s); "
             "pass spots=[] or drop client_only=True")
     return client_only
+
+
+async def _start(rt: NodeRuntime, nursery: trio.Nursery, metrics_setup: MetricsSettings | None,
+                 metrics_at: list[trio.SocketListener] | None
+                 ) -> tuple[Node, trio.CancelScope]:
+    """Start the node's background tasks in ``nursery``, run the startup scan and open
+    admission: the node and its lease renewal's scope.
+
+    Raises Unavailable (typed, never an internal lifecycle error) when the scan does not
+    finish within ``default_timeout`` or the new lifecycle's lease ran out before
+    admission opened: the node did not start, and restarting it resumes what is left.
+    """
+    options, node_id = rt.options, rt.node_id
+    nursery.start_soon(rt.deadlines.run)
+    node = Node(rt, serve_metrics_on(nursery, metrics_setup, metrics_at))
+    nursery.start_soon(rt.peers.sweep)
+    nursery.start_soon(rt.claims_refresh.serve, rt)
+    renewal = trio.CancelScope()
+    nursery.start_soon(_run_in, renewal, keep_lease, rt)
+    if options.instance_idle_timeout > 0:
+        nursery.start_soon(rt.catalog.idle_sweep)
+    # 06 §4.1.1: resume or abort what a dead lifecycle of this NodeId left, before
+    # admission opens (bounded like any startup store work).
+    with trio.move_on_after(options.default_timeout) as scan:
+        await recover_orphans(rt)
+    if scan.cancelled_caught:
+        raise Unavailable(
+            f"node {node_id!r}: the startup authority scan did not finish within "
+            f"{options.default_timeout} s (store slow or a factory hung); the node did not "
+            "start. Restart it: the scan resumes what is left"
+        )
+    if rt.lease_lost or rt.now() >= rt.lease_expires_at:
+        raise Unavailable(
+            f"node {node_id!r}: its lease ran out before it opened admission (the store "
+            "answered too slowly during startup); the node did not start. Restart it: "
+            "the new lifecycle's scan resumes what is left"
+        )
+    rt.state = step(NODE, rt.state, NODE.ev.open_admission)
+    return node, renewal
 
 
 @asynccontextmanager
@@ -310,32 +350,19 @@ async def open_node(
             async with trio.open_nursery() as nursery:
                 rt.catalog = Catalog(rt, nursery)
                 await nursery.start(rt.catalog.serve)
-                nursery.start_soon(rt.deadlines.run)
-                node = Node(rt, serve_metrics_on(nursery, metrics_setup, metrics_at))
-                nursery.start_soon(rt.peers.sweep)
-                nursery.start_soon(rt.claims_refresh.serve, rt)
-                renewal = trio.CancelScope()
-                nursery.start_soon(_run_in, renewal, keep_lease, rt)
-                if options.instance_idle_timeout > 0:
-                    nursery.start_soon(rt.catalog.idle_sweep)
-                # 06 §4.1.1: resume or abort what a dead lifecycle of this NodeId left,
-                # before admission opens (bounded like any startup store work).
-                with trio.move_on_after(options.default_timeout) as scan:
-                    await recover_orphans(rt)
-                if scan.cancelled_caught:
-                    raise Unavailable(
-                        f"node {node_id!r}: the startup authority scan did not finish within "
-                        f"{options.default_timeout} s (store slow or a factory hung); the "
-                        "node did not start. Restart it: the scan resumes what is left"
-                    )
-                rt.state = step(NODE, rt.state, NODE.ev.open_admission)
-                detach = start_metrics(partial(sample_node, rt), metrics_setup, recorder)
+                # From here on the Spots' group (shielded) must be cancelled on every way
+                # out, a failed startup included: otherwise the nursery waits on it for
+                # ever and ``open_node`` never returns.
                 try:
-                    yield node
+                    node, renewal = await _start(rt, nursery, metrics_setup, metrics_at)
+                    detach = start_metrics(partial(sample_node, rt), metrics_setup, recorder)
+                    try:
+                        yield node
+                    finally:
+                        with trio.CancelScope(shield=True):
+                            await _drain(rt, renewal)
+                        detach()
                 finally:
-                    with trio.CancelScope(shield=True):
-                        await _drain(rt, renewal)
-                    detach()
                     rt.catalog.cancel_all()
                     nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
