@@ -7,7 +7,7 @@ every exported name is listed and documented.
 
 Start a node with ``async with zl.open_node(...) as node`` (its options come in groups:
 ``NetworkOptions``, ``TimingOptions``, ``CapacityOptions``, ``ObservabilityOptions``,
-``InjectedOptions``, most with keyword shortcuts); declare Spot types
+``LifecycleOptions``, ``InjectedOptions``, most with keyword shortcuts); declare Spot types
 with ``@zl.instance_spot`` / ``@zl.user_spot`` and ``@zl.handler``; call them
 through ``node.client`` and manage User Spots through ``node.spots``. Open a
 store by URL with ``async with zl.open_store(url) as store`` to read what the
@@ -39,6 +39,7 @@ from zlink_trio.core.errors import HandlerError as HandlerError
 from zlink_trio.core.errors import InvalidConfiguration as InvalidConfiguration
 from zlink_trio.core.errors import InvalidOperation as InvalidOperation
 from zlink_trio.core.errors import LocalProtocolError as LocalProtocolError
+from zlink_trio.core.errors import NodeLost as NodeLost
 from zlink_trio.core.errors import NotConfigured as NotConfigured
 from zlink_trio.core.errors import NotFound as NotFound
 from zlink_trio.core.errors import ProtocolError as ProtocolError
@@ -73,6 +74,7 @@ from zlink_trio.runtime.node_handle import Node as Node
 from zlink_trio.runtime.observe.setup import ObservabilityOptions as ObservabilityOptions
 from zlink_trio.runtime.options import CapacityOptions as CapacityOptions
 from zlink_trio.runtime.options import InjectedOptions as InjectedOptions
+from zlink_trio.runtime.options import LifecycleOptions as LifecycleOptions
 from zlink_trio.runtime.options import TimingOptions as TimingOptions
 from zlink_trio.runtime.results import CreateResult as CreateResult
 from zlink_trio.runtime.results import CreateState as CreateState
@@ -104,11 +106,13 @@ __all__ = (
     "InvalidConfiguration",
     "InvalidOperation",
     "LaneBounds",
+    "LifecycleOptions",
     "LocalProtocolError",
     "MessageCodec",
     "NetworkOptions",
     "Node",
     "NodeInspection",
+    "NodeLost",
     "NodeRid",
     "NodeStatistics",
     "NotConfigured",

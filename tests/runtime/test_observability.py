@@ -103,7 +103,7 @@ async def wait_until(predicate: Callable[[], Awaitable[bool]]) -> None:
 
 
 def open_node(name: str, store: MemoryStore | str, **options: Any) -> Any:
-    return zl.open_node(name, store=store, spots=SPOTS,
+    return zl.open_node(name, store=store, spots=SPOTS, on_stop="close",
                         placement_weight=1.0 if name == "node-a" else 0.0, **options)
 
 

@@ -28,13 +28,15 @@ SHORTCUTS = {
     "lifecycle_lane": zl.CapacityOptions, "placement_weight": zl.CapacityOptions,
     "metrics": zl.ObservabilityOptions, "metrics_port": zl.ObservabilityOptions,
     "metrics_host": zl.ObservabilityOptions,
+    "on_stop": zl.LifecycleOptions, "stop_drain_timeout": zl.LifecycleOptions,
+    "stop_on": zl.LifecycleOptions, "on_lease_lost": zl.LifecycleOptions,
 }
 
 
 def test_every_keyword_of_open_node_named_by_the_docs_is_a_shortcut_of_a_group_field():
     parameters = inspect.signature(zl.open_node).parameters
     top = {"node_id", "store", "relocation_store", "mesh", "spots", "client_only",
-           "network", "timing", "capacity", "observability", "injected"}
+           "network", "timing", "capacity", "observability", "lifecycle", "injected"}
     assert set(parameters) == top | set(SHORTCUTS)
     for name, group in SHORTCUTS.items():
         assert name in {field.name for field in group.__attrs_attrs__}, name

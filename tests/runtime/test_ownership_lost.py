@@ -8,7 +8,9 @@ turns finish (a reply that would come after the lease deadline is withheld: the 
 gets ``zl.Unavailable``, as from a process paused past its lease), timers are cancelled
 and ``on_close(OWNERSHIP_LOST)`` runs once per Spot -- with no store write at all, also
 at exit. Later calls on the node raise ``zl.Unavailable``
-saying it lost its lease and must be restarted.
+saying it lost its lease and that it rejoins the Mesh by itself (what the rejoin does is
+tested in ``test_lease_rejoin.py``; here the store takes no new claim while it fails, so
+the lost lifecycle is watched alone).
 
 The store is a :class:`MemoryStore` whose renewal the test controls (``LeaseStore``), or a
 plain one whose claim the test removes through the store API. Timing runs on MockClock
@@ -26,19 +28,20 @@ import trio
 import zlink_trio as zl
 from zlink_trio.core.errors import DeadlineExceeded
 from zlink_trio.core.records import AuthorityState
-from zlink_trio.store import MemoryStore
 from zlink_trio.store.memory import MemoryLocationStore
 from zlink_trio.testing import MemoryStoreWith
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from zlink_trio.store import MemoryStore
+
 #: What the Spots did, in order.
 LOG: list[tuple[Any, ...]] = []
 #: ``gate`` (a handler waits for it) and ``activate`` (on_activate waits for it, if set).
 EVENTS: dict[str, trio.Event] = {}
 
-LOST = r"lost its lease.*Restart the node"
+LOST = r"lost its lease.*rejoins the Mesh by itself"
 
 
 @attrs.frozen
@@ -128,16 +131,24 @@ class LeaseLocation(MemoryLocationStore):
     ``ok``: renew; ``refuse``: the store refuses (Unavailable); ``hang``: never answers;
     ``late``: the round trip takes a whole lease on the store clock, then renews;
     ``flaky``: one transient error, then ``ok``; any mode: while trio's clock is before
-    ``outage_until`` the store cannot be reached (StoreUnavailable).
+    ``outage_until`` the store cannot be reached (StoreUnavailable). A new claim (the
+    node rejoining after it lost its lease) is refused as unreachable unless the mode is
+    ``ok`` and ``claims_open`` is true, so the lost lifecycle writes nothing it should not.
     """
 
     def __init__(self) -> None:
         super().__init__()
         self.mode = "ok"
+        self.claims_open = True
         self.renewals = 0
         self.outage_until = 0.0
         #: Added to trio's clock by :meth:`LeaseStore.clock` (the store clock).
         self.offset = 0.0
+
+    async def new_claim(self, descriptor: Any, *, now: float, lease: float) -> Any:
+        if self.mode != "ok" or not self.claims_open:
+            raise zl.StoreUnavailable("test: the store takes no new claim")
+        return await super().new_claim(descriptor, now=now, lease=lease)
 
     async def renew(self, mesh: str, node_rid: Any, lifecycle_generation: int, *,
                     now: float, lease: float) -> Any:
@@ -333,10 +344,11 @@ async def test_a_paused_owner_runs_no_queued_turn_and_withholds_a_late_reply(aut
 
 
 async def test_removed_claim_is_learned_at_the_next_renewal(autojump_clock):
-    store = MemoryStore()
+    store = LeaseStore()
     with trio.fail_after(30):
         async with open_test_node(store) as node:
             room = await node.spots.get_or_create("r-1", "room")
+            store.location.claims_open = False
             (claim,) = await store.location.descriptors(now=trio.current_time())
             assert await store.location.remove(node.mesh, node.node_rid,
                                                claim.lifecycle_generation)

@@ -154,12 +154,12 @@ async def nodes(url: str, count: int, **options: Any) -> AsyncIterator[list[zl.N
             await stack.enter_async_context(open_store(url))
         yield [await stack.enter_async_context(zl.open_node(
             f"node-{i}", store=url, spots=SPOTS, placement_weight=1.0 if i == 0 else 0.0,
-            **options)) for i in range(count)]
+            on_stop="close", **options)) for i in range(count)]
 
 
 def another_node(url: str, index: int) -> Any:
     """A node that placement may choose, opened after the first one's Spots were placed."""
-    return zl.open_node(f"node-{index}", store=url, spots=SPOTS)
+    return zl.open_node(f"node-{index}", store=url, spots=SPOTS, on_stop="close")
 
 
 @contextmanager

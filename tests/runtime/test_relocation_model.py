@@ -343,7 +343,8 @@ class World:
                     node = await stack.enter_async_context(zl.open_node(
                         name, store=url, spots=[Kept, Fresh, Room],
                         instance_idle_timeout=IDLE_TIMEOUT, idle_sweep_interval=SWEEP_INTERVAL,
-                        default_timeout=DEFAULT_TIMEOUT, injected=zl.InjectedOptions(
+                        default_timeout=DEFAULT_TIMEOUT, on_stop="close",
+                        injected=zl.InjectedOptions(
                             clock=trio.current_time, random=random.Random(i))))
                     self.nodes.append(node)
                     self.node_names[str(node.node_rid)] = name

@@ -52,7 +52,7 @@ def open_nodes(store: MemoryStore, *weights: float, **options: Any) -> Any:
             await stack.__aenter__()
             return [await stack.enter_async_context(zl.open_node(
                 f"node-{chr(97 + i)}", store=store, spots=SPOTS, placement_weight=w,
-                **options)) for i, w in enumerate(weights)]
+                on_stop="close", **options)) for i, w in enumerate(weights)]
 
         async def __aexit__(self, *exc: object) -> bool | None:
             return await stack.__aexit__(*exc)
@@ -404,7 +404,7 @@ async def test_concurrent_first_calls_agree_on_one_placement_and_weights_hold():
     with trio.fail_after(30):
         async with AsyncExitStack() as stack:
             nodes = [await stack.enter_async_context(zl.open_node(
-                f"node-{i}", store=store, spots=SPOTS,
+                f"node-{i}", store=store, spots=SPOTS, on_stop="close",
                 injected=zl.InjectedOptions(random=random.Random(i))))
                 for i in range(3)]
             caller = nodes[0]

@@ -52,14 +52,21 @@ async def test_a_node_paused_past_its_lease_learns_it_lost_the_lease_when_resume
         async with open_test_cluster(1, spots=[Counter], links=False, lease=3.0) as cluster:
             node = cluster[0]
             await node.client.request("c-1", Add(1), reply=Total).instance_spot("kit-counter")
+            first = node.node_rid
             await cluster.faults.pause("node-0")
             await trio.sleep(10)  # mock seconds: more than a lease without a renewal
-            cluster.faults.resume("node-0")
-            await trio.sleep(1)
             with pytest.raises(zl.Unavailable, match="lost its lease"):
                 await node.client.request("c-1", Add(1), reply=Total).timeout(2)
+            cluster.faults.resume("node-0")
+            for _ in range(10_000):  # it rejoins as a new lifecycle (bounded above)
+                if node.node_rid != first:
+                    break
+                await trio.sleep(0.1)
             assert [c.reason for c in cluster.recorder.closes_of("c-1")] == [
                 zl.CloseReason.OWNERSHIP_LOST]
+            # The new lifecycle released what the lost one owned: c-1 starts anew.
+            assert await node.client.request("c-1", Add(1), reply=Total).instance_spot(
+                "kit-counter").timeout(5) == Total(1)
 
 
 async def test_a_node_crashed_after_reserve_is_recovered_by_its_restart(

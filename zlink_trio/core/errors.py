@@ -32,6 +32,7 @@ __all__ = (
     "InvalidConfiguration",
     "InvalidOperation",
     "LocalProtocolError",
+    "NodeLost",
     "NotConfigured",
     "NotFound",
     "ProtocolError",
@@ -191,6 +192,19 @@ class StoreUnavailable(Unavailable):
     code = 17
 
 
+class NodeLost(Unavailable):
+    """Raised out of ``open_node`` when the node lost its lease and was told not to rejoin.
+
+    With ``LifecycleOptions(on_lease_lost="raise")`` a node whose lease is gone (a store
+    outage or pause longer than the lease, a store that lost its data) stops its Spots
+    without touching the store and ends its ``async with`` block with this error, so
+    the process exits and its supervisor starts it again. Also raised when the node
+    tried to rejoin but its NodeId is held by another live process.
+    """
+
+    code = 18
+
+
 class StaleRoute(ZLinkError):
     """Raised when a message reached a node that no longer owns the Spot.
 
@@ -265,6 +279,7 @@ for _cls in (
     RemoteProtocolError,
     HandlerError,
     StoreUnavailable,
+    NodeLost,
 ):
     # Codes are the wire contract: two classes sharing one would be a bug.
     assert _cls.code not in _BY_CODE, _cls

@@ -27,7 +27,7 @@ import os
 import time
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import attrs
 import trio
@@ -37,6 +37,7 @@ from zlink_trio.core.errors import (
     AlreadyExists,
     InvalidConfiguration,
     InvalidOperation,
+    NodeLost,
     Unavailable,
     ZLinkError,
     single_error,
@@ -64,6 +65,7 @@ from zlink_trio.runtime.declaration.registry import SpotTypeRegistry
 from zlink_trio.runtime.incarnation.catalog import Catalog
 from zlink_trio.runtime.mesh.peers import Peers
 from zlink_trio.runtime.mesh.setup import NetworkOptions, mesh_settings, open_mesh
+from zlink_trio.runtime.observe.logs import LEASE as REJOIN
 from zlink_trio.runtime.observe.logs import NODE as LOGGER
 from zlink_trio.runtime.observe.setup import (
     MetricsSettings,
@@ -79,23 +81,30 @@ from zlink_trio.runtime.options import (
     UNSET,
     CapacityOptions,
     InjectedOptions,
+    LifecycleOptions,
     NodeOptions,
     TimingOptions,
     with_shortcuts,
 )
 from zlink_trio.runtime.sampling import sample_node
+from zlink_trio.runtime.stopping import Stopping, move_spots_away, watch_signals
 from zlink_trio.store import MemoryStore, open_store, with_combined
 from zlink_trio.wire.codec import MessageCodec
 from zlink_trio.wire.frames import DEFAULT_MAX_FRAME_BYTES
 from zlink_trio.wire.handshake import LocalIdentity
 
 if TYPE_CHECKING:
+    import random as random_module
+    import signal
     import ssl
     from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
     from prometheus_client.registry import CollectorRegistry
 
     from zlink_trio.core.lanes import LaneBounds
+    from zlink_trio.runtime.mesh.setup import MeshSettings
+    from zlink_trio.runtime.observe.metrics import MetricsRecorder
+    from zlink_trio.store import Store
 
 
 from zlink_trio.runtime.node_handle import Node as Node
@@ -146,11 +155,9 @@ def _check_client_only(client_only: object, spots: list[object]) -> bool:
     return client_only
 
 
-async def _start(rt: NodeRuntime, nursery: trio.Nursery, metrics_setup: MetricsSettings | None,
-                 metrics_at: list[trio.SocketListener] | None
-                 ) -> tuple[Node, trio.CancelScope]:
-    """Start the node's background tasks in ``nursery``, run the startup scan and open
-    admission: the node and its lease renewal's scope.
+async def _start(rt: NodeRuntime, nursery: trio.Nursery) -> trio.CancelScope:
+    """Start the lifecycle's background tasks in ``nursery``, run the startup scan and
+    open admission: the lease renewal's scope.
 
     Raises Unavailable (typed, never an internal lifecycle error) when the scan does not
     finish within ``default_timeout`` or the new lifecycle's lease ran out before
@@ -158,7 +165,6 @@ async def _start(rt: NodeRuntime, nursery: trio.Nursery, metrics_setup: MetricsS
     """
     options, node_id = rt.options, rt.node_id
     nursery.start_soon(rt.deadlines.run)
-    node = Node(rt, serve_metrics_on(nursery, metrics_setup, metrics_at))
     nursery.start_soon(rt.peers.sweep)
     nursery.start_soon(rt.claims_refresh.serve, rt)
     renewal = trio.CancelScope()
@@ -182,7 +188,7 @@ async def _start(rt: NodeRuntime, nursery: trio.Nursery, metrics_setup: MetricsS
             "the new lifecycle's scan resumes what is left"
         )
     rt.state = step(NODE, rt.state, NODE.ev.open_admission)
-    return node, renewal
+    return renewal
 
 
 @asynccontextmanager
@@ -198,6 +204,7 @@ async def open_node(
     timing: TimingOptions | None = None,
     capacity: CapacityOptions | None = None,
     observability: ObservabilityOptions | None = None,
+    lifecycle: LifecycleOptions | None = None,
     injected: InjectedOptions | None = None,
     # Shortcuts: each is the field of the same name of the group above it.
     listen: str | None = UNSET,
@@ -219,6 +226,10 @@ async def open_node(
     metrics: CollectorRegistry | None = UNSET,
     metrics_port: int | None = UNSET,
     metrics_host: str = UNSET,
+    on_stop: str = UNSET,
+    stop_drain_timeout: float = UNSET,
+    stop_on: tuple[signal.Signals, ...] = UNSET,
+    on_lease_lost: str = UNSET,
 ) -> AsyncIterator[Node]:
     """Run a node serving ``spots`` in ``mesh`` for the duration of the ``async with`` block.
 
@@ -294,6 +305,10 @@ async def open_node(
         observability = with_shortcuts(
             ObservabilityOptions, observability, "observability", metrics=metrics,
             metrics_port=metrics_port, metrics_host=metrics_host)
+        lifecycle = with_shortcuts(
+            LifecycleOptions, lifecycle, "lifecycle", on_stop=on_stop,
+            stop_drain_timeout=stop_drain_timeout, stop_on=stop_on,
+            on_lease_lost=on_lease_lost)
         injected = with_shortcuts(InjectedOptions, injected, "injected")
         settings = mesh_settings(network)
         options = NodeOptions.of(timing, capacity, network.endpoint or "local://")
@@ -305,66 +320,35 @@ async def open_node(
         step(NODE, state, NODE.ev.configuration_invalid)
         raise _config("open_node: invalid configuration", exc) from exc
     clock, random = injected.clock, injected.random
-    read_clock = _default_store_clock(store) if clock is None else clock
-    random_bytes = random.randbytes if random is not None else None
-    node_rid = NodeRid.generate(random_bytes) if random_bytes else NodeRid.generate()
+    stop = Stopping()
     try:
-        rng = random_bytes or os.urandom
-        async with open_store(store, relocation=relocation_store) as opened, open_mesh(
-                settings, node_id, node_rid, mesh, rng) as (links, transport), \
-                metrics_listeners(metrics_setup) as metrics_at:
-            if transport is not None and network.endpoint is None:
-                options = attrs.evolve(options, endpoint=transport.endpoint)
-            entry = (new_entry_spot_id(node_id, random_bytes) if random_bytes
-                     else new_entry_spot_id(node_id))
-            descriptor = _descriptor(node_rid, node_id, mesh, entry, options, registry,
-                                     client_only)
-            try:
-                claim = await claim_node_id(opened.location, descriptor,
-                                            lease=options.lease, clock=read_clock,
-                                            wait_limit=options.default_timeout)
-            except AlreadyExists as exc:
-                step(NODE, state, NODE.ev.claim_conflict)
-                raise InvalidConfiguration(
-                    f"startup configuration error: {exc.message}"
-                ) from exc
+        async with open_store(store, relocation=relocation_store) as opened, \
+                metrics_listeners(metrics_setup) as metrics_at, \
+                _signals(lifecycle.stop_on) as received, \
+                trio.open_nursery() as nursery:
             recorder = new_recorder(metrics_setup, node_id)
-            rt = NodeRuntime(
-                node_id=node_id, mesh=mesh, node_rid=node_rid, entry_spot_id=entry,
-                options=options, registry=registry,
+            setup = _Setup(
+                node_id=node_id, mesh=mesh, settings=settings, options=options,
+                registry=registry, client_only=client_only, lifecycle=lifecycle,
                 store=timed(with_combined(opened), metrics_setup, recorder, store,
                             relocation_store),
-                codec=MessageCodec(),
-                route_cache=RouteCache(options.route_cache), clock=read_clock, rng=random,
-                owner=OwnerFence(node_rid, claim.lifecycle_generation),
-                lease_expires_at=claim.lease_expires_at, state=step(NODE, state, NODE.ev.new_claim))
-            if recorder is not None:
-                rt.metrics = recorder
-            rt.peers = Peers(rt, inbound_handler(rt))
-            rt.placement_closed = client_only  # never chooses itself for a new Spot
-            if transport is not None:
-                links.attach(rt.peers, transport, LocalIdentity(
-                    node_id=node_id, node_rid=node_rid,
-                    lifecycle_generation=claim.lifecycle_generation, mesh=mesh,
-                    max_frame_bytes=DEFAULT_MAX_FRAME_BYTES))
-            async with trio.open_nursery() as nursery:
-                rt.catalog = Catalog(rt, nursery)
-                await nursery.start(rt.catalog.serve)
-                # From here on the Spots' group (shielded) must be cancelled on every way
-                # out, a failed startup included: otherwise the nursery waits on it for
-                # ever and ``open_node`` never returns.
-                try:
-                    node, renewal = await _start(rt, nursery, metrics_setup, metrics_at)
-                    detach = start_metrics(partial(sample_node, rt), metrics_setup, recorder)
-                    try:
-                        yield node
-                    finally:
-                        with trio.CancelScope(shield=True):
-                            await _drain(rt, renewal)
-                        detach()
-                finally:
-                    rt.catalog.cancel_all()
-                    nursery.cancel_scope.cancel()
+                clock=_default_store_clock(store) if clock is None else clock,
+                random=random, metrics_setup=metrics_setup, recorder=recorder,
+                metrics_url=serve_metrics_on(nursery, metrics_setup, metrics_at))
+            node: Node = await nursery.start(_run_lifecycles, setup, stop)
+            if received is not None:
+                nursery.start_soon(watch_signals, received, stop, node_id)
+            graceful = False
+            try:
+                with stop.body:
+                    yield node
+                graceful = True  # the block ended normally, or a stop_on signal ended it
+            finally:
+                with trio.CancelScope(shield=True):
+                    stop.request(graceful=graceful)
+                    with trio.move_on_after(_stop_bound(options, lifecycle)):
+                        await stop.done.wait()
+                nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         # The block's own exception comes out as it was raised, not wrapped in the
         # groups of the nurseries it crossed (the node's, the transport's, the store's;
@@ -374,6 +358,188 @@ async def open_node(
         if single is None:
             raise
         raise single from single.__cause__
+
+
+@asynccontextmanager
+async def _signals(signals: tuple[signal.Signals, ...]
+                   ) -> AsyncIterator[AsyncIterator[int] | None]:
+    """The signal receiver of ``stop_on`` (``None`` without signals)."""
+    if not signals:
+        yield None
+        return
+    try:
+        receiver = trio.open_signal_receiver(*signals)
+        received = receiver.__enter__()
+    except RuntimeError as exc:  # not the main thread
+        raise InvalidConfiguration(
+            f"open_node: stop_on={tuple(s.name for s in signals)} needs the main thread, "
+            f"where Python delivers signals ({exc}); open the node there, or leave stop_on "
+            "out and stop it yourself") from exc
+    try:
+        yield received
+    finally:
+        receiver.__exit__(None, None, None)
+
+
+def _stop_bound(options: NodeOptions, lifecycle: LifecycleOptions) -> float:
+    """How long the block's exit waits for the lifecycle task to leave the Mesh: the
+    drain, then closing the Spots and removing the descriptor (each bounded itself)."""
+    return lifecycle.stop_drain_timeout + 3 * options.default_timeout + options.lease
+
+
+@attrs.define(eq=False, kw_only=True)
+class _Setup:
+    """What every lifecycle of one ``open_node`` shares: options, store, metrics, handle."""
+
+    node_id: str
+    mesh: str
+    settings: MeshSettings
+    options: NodeOptions
+    registry: SpotTypeRegistry
+    client_only: bool
+    lifecycle: LifecycleOptions
+    store: Store
+    clock: Callable[[], float]
+    random: random_module.Random | None
+    metrics_setup: MetricsSettings | None
+    recorder: MetricsRecorder | None
+    metrics_url: str | None
+    #: The handle the block holds, bound to each lifecycle in turn.
+    node: Node | None = None
+
+
+#: The first pause before trying again to rejoin the Mesh, and the longest (seconds).
+_REJOIN_FIRST_PAUSE: Final = 0.05
+_REJOIN_MAX_PAUSE: Final = 1.0
+
+
+async def _run_lifecycles(setup: _Setup, stop: Stopping, *,
+                          task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED
+                          ) -> None:
+    """Run lifecycles of this node until the stop: the first one's startup errors
+    propagate; after a lost lease a new one joins as soon as the store answers."""
+    try:
+        lost = await _lifecycle(setup, stop, task_status.started)
+        pause = _REJOIN_FIRST_PAUSE
+        while lost and not stop.requested.is_set():
+            if setup.lifecycle.on_lease_lost == "raise":
+                raise NodeLost(
+                    f"node {setup.node_id!r} lost its lease ({lost}); its Spots stopped "
+                    "without touching the store. open_node was told not to rejoin "
+                    "(on_lease_lost='raise'): start the process again, and the new "
+                    "lifecycle releases what this one left")
+            try:
+                try:
+                    lost = await _lifecycle(setup, stop, None)
+                except BaseExceptionGroup as group:  # the lifecycle's nursery wraps it
+                    single = single_error(group)
+                    if not isinstance(single, ZLinkError):
+                        raise
+                    raise single from single.__cause__
+                pause = _REJOIN_FIRST_PAUSE
+            except InvalidConfiguration as exc:
+                raise NodeLost(
+                    f"node {setup.node_id!r} lost its lease and cannot rejoin the Mesh: "
+                    f"{exc.message}") from exc
+            except ZLinkError as exc:  # the store does not answer yet, or too slowly
+                REJOIN.info("node %r: rejoining the Mesh failed (%s); trying again in "
+                            "%.2f s", setup.node_id, exc.message, pause)
+                with trio.move_on_after(pause):
+                    await stop.requested.wait()
+                pause = min(pause * 2, _REJOIN_MAX_PAUSE, setup.options.lease / 10)
+    finally:
+        stop.done.set()
+
+
+async def _lifecycle(setup: _Setup, stop: Stopping,
+                     started: Callable[[Node], None] | None) -> str | None:
+    """One lifecycle, from claim to leaving the Mesh: why it lost its lease, or ``None``
+    when it stopped on request. ``started`` gets the handle once it serves (the first
+    lifecycle); later ones bind the same handle."""
+    node_id, mesh, options = setup.node_id, setup.mesh, setup.options
+    random_bytes = setup.random.randbytes if setup.random is not None else None
+    node_rid = NodeRid.generate(random_bytes) if random_bytes else NodeRid.generate()
+    state = NODE.initial
+    async with open_mesh(setup.settings, node_id, node_rid, mesh,
+                         random_bytes or os.urandom) as (links, transport):
+        if transport is not None and options.endpoint == "local://":
+            options = attrs.evolve(options, endpoint=transport.endpoint)
+        entry = (new_entry_spot_id(node_id, random_bytes) if random_bytes
+                 else new_entry_spot_id(node_id))
+        descriptor = _descriptor(node_rid, node_id, mesh, entry, options, setup.registry,
+                                 setup.client_only)
+        # A later lifecycle uses the store as the last one did (a test may have wrapped it).
+        store = setup.store if setup.node is None else setup.node._rt.store
+        try:
+            claim = await claim_node_id(store.location, descriptor,
+                                        lease=options.lease, clock=setup.clock,
+                                        wait_limit=options.default_timeout)
+        except AlreadyExists as exc:
+            step(NODE, state, NODE.ev.claim_conflict)
+            raise InvalidConfiguration(
+                f"startup configuration error: {exc.message}"
+            ) from exc
+        rt = NodeRuntime(
+            node_id=node_id, mesh=mesh, node_rid=node_rid, entry_spot_id=entry,
+            options=options, registry=setup.registry, store=store,
+            codec=MessageCodec(), route_cache=RouteCache(options.route_cache),
+            clock=setup.clock, rng=setup.random,
+            owner=OwnerFence(node_rid, claim.lifecycle_generation),
+            lease_expires_at=claim.lease_expires_at,
+            state=step(NODE, state, NODE.ev.new_claim))
+        rt.on_lease_lost = setup.lifecycle.on_lease_lost
+        if setup.recorder is not None:
+            rt.metrics = setup.recorder
+        rt.peers = Peers(rt, inbound_handler(rt))
+        rt.placement_closed = setup.client_only  # never chooses itself for a new Spot
+        if setup.node is not None:
+            setup.node.pass_test_hooks(rt)
+        if transport is not None:
+            links.attach(rt.peers, transport, LocalIdentity(
+                node_id=node_id, node_rid=node_rid,
+                lifecycle_generation=claim.lifecycle_generation, mesh=mesh,
+                max_frame_bytes=DEFAULT_MAX_FRAME_BYTES))
+        async with trio.open_nursery() as nursery:
+            rt.catalog = Catalog(rt, nursery)
+            await nursery.start(rt.catalog.serve)
+            # From here on the Spots' group (shielded) must be cancelled on every way
+            # out, a failed startup included: otherwise the nursery waits on it for
+            # ever and ``open_node`` never returns.
+            try:
+                renewal = await _start(rt, nursery)
+                if setup.node is None:
+                    setup.node = Node(rt, setup.metrics_url)
+                else:
+                    setup.node.bind(rt)
+                    REJOIN.warning("node %r rejoined the Mesh as a new lifecycle (%d) and "
+                                   "serves again", node_id, claim.lifecycle_generation)
+                detach = start_metrics(partial(sample_node, rt), setup.metrics_setup,
+                                       setup.recorder)
+                try:
+                    if started is not None:
+                        started(setup.node)
+                    await _until_stop_or_loss(rt, stop)
+                finally:
+                    with trio.CancelScope(shield=True):
+                        if stop.graceful:
+                            await move_spots_away(rt, setup.lifecycle, stop)
+                        await _drain(rt, renewal)
+                    detach()
+            finally:
+                rt.catalog.cancel_all()
+                nursery.cancel_scope.cancel()
+        return rt.lease_loss if rt.lease_lost else None
+
+
+async def _until_stop_or_loss(rt: NodeRuntime, stop: Stopping) -> None:
+    """Serve until the stop is requested or this lifecycle's lease loss is complete."""
+    async with trio.open_nursery() as nursery:
+        async def until(event: trio.Event) -> None:
+            await event.wait()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(until, stop.requested)
+        nursery.start_soon(until, rt.stopped)
 
 
 async def _run_in(scope: trio.CancelScope, task: Callable[[NodeRuntime], Awaitable[None]],

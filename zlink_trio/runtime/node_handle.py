@@ -48,11 +48,26 @@ class Node:
     def __init__(self, rt: NodeRuntime, metrics_url: str | None = None) -> None:
         self._rt = rt
         self._metrics_url = metrics_url
-        router = CallRouter(rt)
+        self._router = router = CallRouter(rt)
         self._client = SpotClient(router if not rt.metrics.enabled
                                   else MeteredRouter(rt.metrics, router))
         self._spots = SpotManager(rt)
         self._inspection = NodeInspection(rt)
+        rt.client = self._client
+
+    def pass_test_hooks(self, rt: NodeRuntime) -> None:
+        """Give the next lifecycle ``rt`` the link refusal a test hook installed on this
+        one (``NodeInspection.refuse_links``), before it starts."""
+        rt.peers.refusal = self._rt.peers.refusal
+
+    def bind(self, rt: NodeRuntime) -> None:
+        """Act on lifecycle ``rt`` from now on: the node rejoined the Mesh after losing its
+        lease (``open_node`` calls this). ``client``, ``spots`` and ``inspection`` stay
+        the same objects, so references an application keeps go on working."""
+        self._rt = rt
+        self._router.bind(rt)
+        self._spots._rt = rt
+        self._inspection._rt = rt
         rt.client = self._client
 
     @property

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-``open_node`` takes its options in five frozen ``attrs`` groups, each a public class
+``open_node`` takes its options in six frozen ``attrs`` groups, each a public class
 that checks its values when it is constructed (an :class:`InvalidConfiguration` that
 names the option and says what to pass), so a bad option never reaches the store:
 
@@ -15,6 +15,8 @@ names the option and says what to pass), so a bad option never reaches the store
   ``placement_weight``;
 * ``observability=ObservabilityOptions(...)`` (:mod:`zlink_trio.runtime.observe.setup`):
   ``metrics``, ``metrics_port``, ``metrics_host``;
+* ``lifecycle=LifecycleOptions(...)``: ``on_stop``, ``stop_drain_timeout``, ``stop_on``,
+  ``on_lease_lost`` -- how the node stops and what it does when it loses its lease;
 * ``injected=InjectedOptions(...)``: ``clock``, ``random`` -- for tests and simulations.
 
 Every field but ``clock`` and ``random`` is also a keyword of ``open_node`` of the same
@@ -49,6 +51,7 @@ from __future__ import annotations
 
 import math
 import random as _random
+import signal
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import attrs
@@ -66,10 +69,12 @@ __all__ = (
     "DEFAULT_IDLE_SWEEP_INTERVAL",
     "DEFAULT_INSTANCE_IDLE_TIMEOUT",
     "DEFAULT_LEASE",
+    "DEFAULT_STOP_DRAIN_TIMEOUT",
     "DEFAULT_TIMEOUT",
     "UNSET",
     "CapacityOptions",
     "InjectedOptions",
+    "LifecycleOptions",
     "NodeOptions",
     "TimingOptions",
     "check_timeout",
@@ -86,6 +91,10 @@ DEFAULT_LEASE: Final = 10.0
 DEFAULT_TIMEOUT: Final = 30.0
 #: Seconds between two idle sweeps.
 DEFAULT_IDLE_SWEEP_INTERVAL: Final = 1.0
+#: How long a stop may spend moving Spots to other nodes before it closes the rest:
+#: half of the 30 s a process supervisor (systemd, Kubernetes) grants after SIGTERM,
+#: so that closing what did not move still fits.
+DEFAULT_STOP_DRAIN_TIMEOUT: Final = 15.0
 
 
 class _Unset:
@@ -214,6 +223,73 @@ class CapacityOptions:
                     f"{name} must be a LaneBounds(max_items, max_bytes), got "
                     f"{getattr(self, name)!r}"
                 )
+
+
+_ON_STOP: Final = ("drain", "close")
+_ON_LEASE_LOST: Final = ("rejoin", "raise")
+
+
+def _signals(value: object) -> tuple[signal.Signals, ...]:
+    if isinstance(value, int):
+        value = (value,)
+    if not isinstance(value, tuple | list):
+        raise InvalidConfiguration(
+            f"stop_on must be a tuple of signals, e.g. (signal.SIGTERM, signal.SIGINT), got "
+            f"{value!r}")
+    found = []
+    for item in value:
+        try:
+            found.append(signal.Signals(item))
+        except (ValueError, TypeError):
+            raise InvalidConfiguration(
+                f"stop_on: {item!r} is not a signal of this platform; pass e.g. "
+                "(signal.SIGTERM, signal.SIGINT)") from None
+    return tuple(dict.fromkeys(found))
+
+
+@attrs.frozen(kw_only=True)
+class LifecycleOptions:
+    """How a node stops, and what it does after losing its lease (``open_node(lifecycle=)``).
+
+    ``on_stop`` (``"drain"``): leaving the ``open_node`` block normally -- or the first
+    signal of ``stop_on`` -- first moves this node's Spots to the other live nodes that
+    serve their types, each by its relocation policy (``PreserveStateWith`` with its
+    state, ``RecreateOnRelocation`` re-created there, ``DisableRelocation`` closed), for
+    at most ``stop_drain_timeout`` seconds (15); what has not moved by then closes as
+    with ``"close"``, which closes every Spot at once (their state is lost unless they
+    saved it). With no other node serving their types, both close.
+
+    ``stop_on`` (``()``): signals that stop the node, e.g.
+    ``(signal.SIGTERM, signal.SIGINT)``: the first one ends the ``async with`` block
+    (the code in it is cancelled) and starts the stop above; a second one skips what is
+    left of the drain and closes at once. Needs the main thread (Python delivers
+    signals there).
+
+    ``on_lease_lost`` (``"rejoin"``): a node that learns it lost its lease (a store
+    outage or a pause longer than the lease, a store that lost its data) stops its Spots
+    without touching the store, then rejoins the Mesh by itself under the same NodeId as
+    a new lifecycle, as soon as the store answers; calls meanwhile raise
+    :class:`Unavailable`. ``"raise"`` leaves that to a process supervisor instead: the
+    ``open_node`` block is cancelled and ``open_node`` raises :class:`NodeLost`.
+
+    Raises :class:`InvalidConfiguration` for a value that cannot work.
+    """
+
+    on_stop: str = "drain"
+    stop_drain_timeout: float = DEFAULT_STOP_DRAIN_TIMEOUT
+    stop_on: tuple[signal.Signals, ...] = attrs.field(default=(), converter=_signals)
+    on_lease_lost: str = "rejoin"
+
+    def __attrs_post_init__(self) -> None:
+        if self.on_stop not in _ON_STOP:
+            raise InvalidConfiguration(
+                f"on_stop must be 'drain' (move the Spots to other nodes, then close) or "
+                f"'close' (close them at once), got {self.on_stop!r}")
+        if self.on_lease_lost not in _ON_LEASE_LOST:
+            raise InvalidConfiguration(
+                f"on_lease_lost must be 'rejoin' (the node rejoins the Mesh by itself) or "
+                f"'raise' (open_node raises NodeLost), got {self.on_lease_lost!r}")
+        _seconds(self.stop_drain_timeout, "stop_drain_timeout", positive=False)
 
 
 @attrs.frozen(kw_only=True)

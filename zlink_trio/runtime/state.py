@@ -81,6 +81,8 @@ class NodeState:
     lease_loss: str | None = attrs.field(default=None, init=False)
     #: Set once the local teardown after a lost lease is complete (state ``stopped``).
     stopped: trio.Event = attrs.field(factory=trio.Event, init=False)
+    #: What the node does once it lost its lease (``LifecycleOptions.on_lease_lost``).
+    on_lease_lost: str = attrs.field(default="rejoin", init=False)
     #: ``node.drain`` ran: placement no longer chooses this node for new Spots.
     placement_closed: bool = attrs.field(default=False, init=False)
     #: The live descriptor claims placement last read and the store-clock time of that
@@ -120,11 +122,15 @@ class NodeState:
 
     def lease_lost_error(self) -> Unavailable:
         """The error of every call on a node that lost its lease."""
+        if self.on_lease_lost == "rejoin":
+            then = ("it rejoins the Mesh by itself as a new lifecycle as soon as the store "
+                    "answers; retry then")
+        else:
+            then = ("open_node ends with NodeLost (on_lease_lost='raise'): start the node "
+                    "again, and its new lifecycle releases what this one left")
         return Unavailable(
             f"node {self.node_id!r} lost its lease ({self.lease_loss or 'lease expired'}); it "
-            "no longer owns its Spots and runs no work. Restart the node (leave open_node "
-            "and open it again); its Spots' authority stays in the store until an operator "
-            "cleans it up"
+            f"no longer owns its Spots and runs no work: {then}"
         )
 
     def check_usable(self) -> None:
@@ -146,7 +152,7 @@ class NodeState:
 
         ``now`` is the store clock (:meth:`now`) if the caller just read it.
 
-        A node that learned its lease is gone raises Unavailable (it must be restarted);
+        A node that learned its lease is gone raises Unavailable (it rejoins or ends);
         a draining node refuses new work (Unavailable). Owner validity (09 §4): a node
         whose lease deadline passed (before the node noticed) is no longer a valid
         owner, so its messages end stale. One state test on the admitting path.

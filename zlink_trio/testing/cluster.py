@@ -78,9 +78,12 @@ def open_test_node(node_id: str, *, store: str | MemoryStore = "memory://",
     ``trio.current_time`` unless given) and no links (``listen=None`` unless given), so a
     test on ``MockClock(autojump_threshold=0)`` controls leases and never waits on a
     socket. ``clock`` and ``random`` become the node's ``zl.InjectedOptions``; every other
-    keyword goes to ``zl.open_node``. An ``async with`` context manager yielding the
-    :class:`zlink_trio.Node`."""
+    keyword goes to ``zl.open_node``; ``on_stop`` is ``"close"`` unless given, so leaving
+    the block closes the node's Spots instead of moving them to the test's other nodes
+    (pass ``on_stop="drain"`` to test a stop that moves them). An ``async with`` context
+    manager yielding the :class:`zlink_trio.Node`."""
     options.setdefault("listen", None)
+    options.setdefault("on_stop", "close")
     return zl.open_node(node_id, store=store, injected=zl.InjectedOptions(
         clock=trio.current_time if clock is None else clock, random=random), **options)
 
@@ -198,7 +201,8 @@ class TestCluster:
         try:
             with trio.CancelScope() as scope:
                 self._scopes[name] = scope
-                async with zl.open_node(name, store=self.url, **self._options) as node:
+                async with zl.open_node(name, store=self.url,
+                                        **{"on_stop": "close", **self._options}) as node:
                     self.faults.attach(node)
                     self.nodes[name] = node
                     started = True

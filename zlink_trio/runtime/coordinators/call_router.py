@@ -51,6 +51,10 @@ class CallRouter:
         # in the run that opened the node.
         self._now: Final = trio.lowlevel.current_clock().current_time
 
+    def bind(self, rt: NodeRuntime) -> None:
+        """Route through ``rt`` from now on: the node rejoined the Mesh as a new lifecycle."""
+        self._rt = rt
+
     def delivery(self, spot_id: str, msg: object, *, intent: Intent | None, reply: object,
                  request: bool, timeout: float | None) -> Delivery:
         """The call as one Delivery, encoded, with its deadline fixed now."""

@@ -24,7 +24,7 @@ an expired owner may not admit messages or timers nor update a location; cleanin
 up the authority this node held is an operator action):
 
 1. every later call on the node raises :class:`Unavailable` saying the node lost its
-   lease and must be restarted (``NodeRuntime.check_usable``);
+   lease and what happens next (``NodeRuntime.check_usable``);
 2. cold activations in flight are cancelled (their callers get that Unavailable, and
    their aborts skip the store);
 3. every local incarnation seals admission, completes its queued work with that
@@ -33,8 +33,9 @@ up the authority this node held is an operator action):
    ``on_close(OWNERSHIP_LOST)`` once and leaves the catalog
    (``Incarnation.lose_ownership``);
 4. once all are gone (bounded by ``default_timeout``) the node steps ``stop`` ->
-   ``stopped``.  The ``async with open_node`` block is left by the application; its
-   exit touches no store record either.
+   ``stopped``.  The lifecycle ends without touching any store record; ``open_node``
+   then starts a new lifecycle of the same NodeId as soon as the store answers, or,
+   with ``on_lease_lost="raise"``, ends its block with :class:`NodeLost`.
 """
 
 from __future__ import annotations
@@ -134,8 +135,10 @@ def mark_lease_lost(rt: NodeRuntime, why: str) -> bool:
     rt.lease_loss = why
     rt.state = step(NODE, rt.state, NODE.ev.lease_expired)
     LOGGER.error("node %r lost its lease: %s; its %d local Spot(s) stop without touching "
-                 "the store (on_close(OWNERSHIP_LOST)), and the node must be restarted",
-                 rt.node_id, why, len(rt.catalog.hosts))
+                 "the store (on_close(OWNERSHIP_LOST)); then %s", rt.node_id, why,
+                 len(rt.catalog.hosts),
+                 "it rejoins the Mesh as a new lifecycle" if rt.on_lease_lost == "rejoin"
+                 else "open_node raises NodeLost")
     rt.catalog.lose_ownership(rt.lease_lost_error())
     return True
 

@@ -378,13 +378,15 @@ async def _await_commit(job: _Relocation, why: str) -> None:
                      job.record.spot_id, exc, extra=_fields(job))
 
 
-async def drain(rt: NodeRuntime, deadline: Deadline) -> DrainResult:
+async def drain(rt: NodeRuntime, deadline: Deadline, *,
+                halt: trio.Event | None = None) -> DrainResult:
     """Relocate every Spot this node hosts; what moved and what did not (09 §8).
 
     Runs in passes: a Spot activated here while a pass ran (placed by a node that read
     this node's claim before the drain closed it to placements) is moved by the next
     pass. Each Spot is tried once; the drain ends when a pass finds nothing new, or at
-    its deadline (the Spots not tried by then are not listed).
+    its deadline (the Spots not tried by then are not listed). Once ``halt`` is set no
+    further move starts (those already under way finish, by the deadline).
     """
     moved: list[RelocationResult] = []
     not_moved: list[RelocationResult] = []
@@ -393,6 +395,8 @@ async def drain(rt: NodeRuntime, deadline: Deadline) -> DrainResult:
 
     async def one(spot_id: str) -> None:
         async with limiter:
+            if halt is not None and halt.is_set():
+                return
             try:
                 result = await relocate_spot(rt, spot_id, None, deadline)
             except ZLinkError as exc:
@@ -405,7 +409,7 @@ async def drain(rt: NodeRuntime, deadline: Deadline) -> DrainResult:
 
     # Each relocation keeps to the deadline itself (cancelling one from outside could
     # strand it between two store steps); the loop only starts no new pass after it.
-    while trio.current_time() < deadline.at and (
+    while trio.current_time() < deadline.at and not (halt is not None and halt.is_set()) and (
             batch := sorted(set(rt.catalog.hosts) - tried)):
         tried.update(batch)
         async with trio.open_nursery() as nursery:

@@ -151,11 +151,13 @@ async def relocate_on_owner(rt: NodeRuntime, spot_id: str, to: str | None,
     return _parsed(what, lambda: _relocation_from(report))
 
 
-async def drain_here(rt: NodeRuntime, deadline: Deadline) -> DrainResult:
-    """``node.drain`` on this node: take no new Spots, relocate every Spot it hosts."""
+async def drain_here(rt: NodeRuntime, deadline: Deadline, *,
+                     halt: trio.Event | None = None) -> DrainResult:
+    """``node.drain`` on this node: take no new Spots, relocate every Spot it hosts
+    (no further move starts once ``halt`` is set)."""
     rt.placement_closed = True
     await close_placement(rt, deadline)
-    return await drain(rt, deadline)
+    return await drain(rt, deadline, halt=halt)
 
 
 def _drain_from(value: object) -> DrainResult:

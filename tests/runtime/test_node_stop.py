@@ -1,0 +1,252 @@
+"""A stop is a drain; a lost lease heals itself (``runtime/node.py``, ``runtime/stopping.py``).
+
+Leaving the ``open_node`` block normally first moves the node's Spots to another live
+node that serves their types, each by its relocation policy, bounded by
+``stop_drain_timeout``; ``on_stop="close"`` closes them at once, as does a stop with no
+other node. A node that lost its lease rejoins the Mesh as a new lifecycle of the same
+NodeId as soon as the store answers (``on_lease_lost="rejoin"``, the default), or ends
+its block with ``NodeLost`` (``"raise"``).
+
+The nodes share one in-process store. The stop tests link them over loopback (a move
+streams the Spot to its target) and run on the real clock; the lease tests need no
+links and run on Trio's ``MockClock``. Every test is bounded by ``trio.fail_after``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import pytest
+import trio
+
+import zlink_trio as zl
+from zlink_trio.store import MemoryStore
+from zlink_trio.store.memory import MemoryLocationStore
+from zlink_trio.testing import MemoryStoreWith, open_test_node
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+#: What the Spots did: ``(event, spot_id, detail)``.
+EVENTS: list[tuple[Any, ...]] = []
+
+
+@attrs.frozen
+class Add:
+    n: int
+
+
+@attrs.frozen
+class Total:
+    value: int
+
+
+class Adapter:
+    def capture(self, spot: Any) -> bytes:
+        return str(spot.total).encode()
+
+    def restore(self, spot: Any, data: bytes) -> None:
+        spot.total = int(data)
+
+
+class _Base:
+    def __init__(self, ctx: zl.SpotContext) -> None:
+        self.ctx = ctx
+        self.total = 0
+        EVENTS.append(("factory", ctx.spot_id, ctx.generation))
+
+    @zl.handler
+    async def add(self, msg: Add) -> Total:
+        self.total += msg.n
+        return Total(self.total)
+
+    async def on_close(self, reason: zl.CloseReason) -> None:
+        EVENTS.append(("close", self.ctx.spot_id, reason))
+
+
+@zl.instance_spot("kept", relocation=zl.PreserveStateWith(Adapter()))
+class Kept(_Base):
+    pass
+
+
+@zl.instance_spot("fresh", relocation=zl.RecreateOnRelocation())
+class Fresh(_Base):
+    pass
+
+
+@zl.instance_spot("pinned", relocation=zl.DisableRelocation())
+class Pinned(_Base):
+    pass
+
+
+SPOTS = [Kept, Fresh, Pinned]
+
+
+@pytest.fixture(autouse=True)
+def _clean() -> None:
+    EVENTS.clear()
+
+
+async def _fill(node: zl.Node) -> None:
+    """One Spot of each type on ``node``, each with a total of 5."""
+    for spot_id, kind in (("k-1", "kept"), ("f-1", "fresh"), ("p-1", "pinned")):
+        reply = await node.client.request(spot_id, Add(5), reply=Total).instance_spot(kind)
+        assert reply == Total(5)
+
+
+def linked(node_id: str, store: MemoryStore, **options: Any) -> Any:
+    """A node with loopback links on the real clock, stopping by ``on_stop="drain"``."""
+    options.setdefault("on_stop", "drain")
+    return zl.open_node(node_id, store=store, spots=SPOTS, **options)
+
+
+def _owner(store: MemoryStore, spot_id: str) -> zl.NodeRid | None:
+    record = store.location.state.records.get(spot_id)
+    return None if record is None else record.owner.node_rid
+
+
+@asynccontextmanager
+async def a_then_b(store: MemoryStore, *, fail: bool = False,
+                   **a_options: Any) -> AsyncIterator[tuple[zl.Node, zl.Node]]:
+    """Node ``a`` fills itself (one Spot of each type), then ``b`` starts, then ``a``'s
+    block ends -- by raising when ``fail`` -- while ``b`` serves; yields both once ``a``
+    has left (``a`` placed its Spots alone: ``b`` was not there yet)."""
+    filled, leave, left = trio.Event(), trio.Event(), trio.Event()
+    held: list[zl.Node] = []
+
+    async def run_a() -> None:
+        with pytest.raises(KeyError) if fail else contextlib.nullcontext():
+            async with linked("a", store, **a_options) as a:
+                held.append(a)
+                await _fill(a)
+                filled.set()
+                await leave.wait()
+                if fail:
+                    raise KeyError("the application failed")
+        left.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run_a)
+        await filled.wait()
+        assert {_owner(store, s) for s in ("k-1", "f-1", "p-1")} == {held[0].node_rid}
+        async with linked("b", store) as b:
+            leave.set()
+            await left.wait()
+            yield held[0], b
+
+
+async def test_leaving_the_block_moves_each_spot_by_its_policy_to_another_node() -> None:
+    store = MemoryStore()
+    with trio.fail_after(30):
+        async with a_then_b(store) as (_, b):
+            # The block ended normally: k-1 and f-1 moved to b, p-1 (DisableRelocation)
+            # closed with a's shutdown.
+            assert _owner(store, "k-1") == b.node_rid
+            assert _owner(store, "f-1") == b.node_rid
+            assert _owner(store, "p-1") is None
+            assert ("close", "p-1", zl.CloseReason.NODE_SHUTDOWN) in EVENTS
+            # State went with PreserveStateWith, not with RecreateOnRelocation.
+            assert await b.client.request("k-1", Add(1), reply=Total) == Total(6)
+            assert await b.client.request("f-1", Add(1), reply=Total) == Total(1)
+            assert await b.client.request("p-1", Add(1), reply=Total).instance_spot(
+                "pinned") == Total(1)
+
+
+async def test_on_stop_close_closes_every_spot_even_with_another_node() -> None:
+    store = MemoryStore()
+    with trio.fail_after(30):
+        async with a_then_b(store, on_stop="close"):
+            assert [_owner(store, s) for s in ("k-1", "f-1", "p-1")] == [None] * 3
+            assert sorted(e[1] for e in EVENTS if e[0] == "close") == ["f-1", "k-1", "p-1"]
+
+
+async def test_with_no_other_node_the_stop_closes_every_spot() -> None:
+    store = MemoryStore()
+    with trio.fail_after(30):
+        async with linked("a", store) as a:
+            await _fill(a)
+        assert [_owner(store, s) for s in ("k-1", "f-1", "p-1")] == [None] * 3
+        assert sorted(e[1:] for e in EVENTS if e[0] == "close") == [
+            (s, zl.CloseReason.NODE_SHUTDOWN) for s in ("f-1", "k-1", "p-1")]
+
+
+async def test_a_block_that_raises_closes_instead_of_moving() -> None:
+    store = MemoryStore()
+    with trio.fail_after(30):
+        async with a_then_b(store, fail=True):
+            assert [_owner(store, s) for s in ("k-1", "f-1", "p-1")] == [None] * 3
+
+
+async def test_the_stop_drain_is_bounded_by_stop_drain_timeout() -> None:
+    """A store that answers a move's first step only after 2 s (a real one answers or
+    times out): the stop gives up after ``stop_drain_timeout`` and closes what did not
+    move, long before ``default_timeout``."""
+
+    class Slow(MemoryLocationStore):
+        async def begin_relocation(self, *args: Any, **kwargs: Any) -> Any:
+            await trio.sleep(2)
+            return await super().begin_relocation(*args, **kwargs)
+
+    store = MemoryStoreWith(Slow())
+    with trio.fail_after(30):
+        started = trio.current_time()
+        async with a_then_b(store, default_timeout=100, stop_drain_timeout=0.5):
+            assert trio.current_time() - started < 10
+            assert [_owner(store, s) for s in ("k-1", "f-1", "p-1")] == [None] * 3
+
+
+async def rejoined(node: zl.Node, first: zl.NodeRid) -> None:
+    """Wait (in mock time, bounded by the test's fail_after) for a new lifecycle."""
+    for _ in range(100_000):
+        if node.node_rid != first:
+            return
+        await trio.sleep(0.05)
+    pytest.fail("the node never rejoined")
+
+
+class Flushable(MemoryLocationStore):
+    """A store that can lose everything at once (Redis restarted without persistence)."""
+
+    def flush(self) -> None:
+        fresh = MemoryLocationStore()
+        self.state = fresh.state
+
+
+async def test_a_node_whose_store_lost_its_data_rejoins_and_serves_again(
+        autojump_clock: Any) -> None:
+    location = Flushable()
+    store = MemoryStoreWith(location)
+    with trio.fail_after(60):
+        async with open_test_node("a", store=store, spots=SPOTS, lease=3) as a:
+            await _fill(a)
+            first_rid = a.node_rid
+            location.flush()
+            store.relocation.state = type(store.relocation.state)()
+            lost_at = trio.current_time()
+            # The next renewal finds the claim gone: the lifecycle ends (every Spot stops
+            # with OWNERSHIP_LOST), and a new one joins under the same NodeId.
+            await rejoined(a, first_rid)
+            assert trio.current_time() - lost_at < 2 * 3
+            assert ("close", "k-1", zl.CloseReason.OWNERSHIP_LOST) in EVENTS
+            assert a.node_id == "a"
+            assert a.statistics().state == "serving"
+            reply = await a.client.request("k-1", Add(1), reply=Total).instance_spot("kept")
+            assert reply == Total(1)  # the state was lost with the store, the Spot is new
+            assert _owner(store, "k-1") == a.node_rid
+
+
+async def test_on_lease_lost_raise_ends_the_block_with_node_lost(autojump_clock: Any) -> None:
+    location = Flushable()
+    store = MemoryStoreWith(location)
+    async def run() -> None:
+        async with open_test_node("a", store=store, spots=SPOTS, lease=3,
+                                  on_lease_lost="raise") as a:
+            await _fill(a)
+            location.flush()
+            await trio.sleep_forever()  # the node's loss cancels the block
+
+    with trio.fail_after(60), pytest.raises(zl.NodeLost, match="on_lease_lost='raise'"):
+        await run()
