@@ -1,4 +1,6 @@
-"""The test Redis helpers, loaded once for the runtime tests (``tests/store/redis_helpers.py``).
+"""Helpers of the other suites, loaded once for the runtime tests: the test Redis helpers
+(``tests/store/redis_helpers.py``) and the chaos harness's TCP relay
+(``tests/chaos/relay.py``).
 
 Counting store calls in flight (MockClock autojump suspended meanwhile, a watchdog for
 hangs) is the public test kit's :class:`zlink_trio.testing.InFlight`.
@@ -15,15 +17,25 @@ if TYPE_CHECKING:
     from types import ModuleType
 
 
-def redis_helpers() -> ModuleType:
-    """``tests/store/redis_helpers.py``, shared (one module object) with the store suite."""
-    module = sys.modules.get("redis_helpers")
+def _shared(name: str, suite: str) -> ModuleType:
+    """``tests/<suite>/<name>.py``, one module object shared with its own suite."""
+    module = sys.modules.get(name)
     if module is None:
-        path = Path(__file__).parent.parent / "store" / "redis_helpers.py"
-        spec = importlib.util.spec_from_file_location("redis_helpers", path)
+        path = Path(__file__).parent.parent / suite / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None
         assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
-        sys.modules["redis_helpers"] = module
+        sys.modules[name] = module
         spec.loader.exec_module(module)
     return module
+
+
+def redis_helpers() -> ModuleType:
+    """``tests/store/redis_helpers.py``, shared (one module object) with the store suite."""
+    return _shared("redis_helpers", "store")
+
+
+def chaos_relay() -> ModuleType:
+    """``tests/chaos/relay.py``: a loopback TCP relay that can cut the links it carries."""
+    return _shared("relay", "chaos")

@@ -10,6 +10,7 @@ connection returns exactly when a ``CLIENT PAUSE`` ends.
 from __future__ import annotations
 
 import binascii
+import logging
 import socket
 
 import pytest
@@ -210,6 +211,51 @@ async def test_redis_stopped_is_unavailable_and_the_store_serves_again_when_back
                 proxy.stop()
         finally:
             await delete_prefix(prefix)
+
+
+async def test_a_redis_outage_logs_one_warning_for_all_its_failed_calls_and_one_info_after(
+        caplog):
+    """Refused connections for 30 calls, reads and writes: one WARNING for them all, one
+    INFO once a call is answered again, and nothing more (the store speaks RESP itself:
+    no client library logs a traceback)."""
+    caplog.set_level(logging.DEBUG)
+    with trio.fail_after(TIMEOUT):
+        async with redis_test_store():  # fails (CI) or skips here if Redis is absent
+            pass
+        prefix = fresh_prefix()
+        port = unused_port()
+        try:
+            async with trio.open_nursery() as nursery:
+                proxy = Proxy(nursery, port)
+                await proxy.start()
+                url = f"redis://127.0.0.1:{port}/0"
+                where = f"{url} (prefix {prefix!r})"
+                async with open_store(f"{url}?prefix={prefix}&timeout=1") as store:
+                    c = await claim(store)
+                    proxy.stop()
+                    caplog.clear()
+                    for n in range(15):
+                        with pytest.raises(Unavailable):
+                            await store.location.find(f"r-{n}")
+                        with pytest.raises(Unavailable):
+                            await reserve(store, c, f"r-{n}")
+                    [warning] = [r for r in caplog.records if r.levelno >= logging.WARNING]
+                    assert warning.name == "zlink_trio.store"
+                    assert warning.getMessage().startswith(
+                        f"the Redis store at {where} is unavailable: ")
+                    await proxy.start()
+                    caplog.clear()
+                    assert (await store.location.find("r-0")) is None
+                    await reserve(store, c, "r-0")
+                    [back] = [r for r in caplog.records if r.name.startswith("zlink_trio")]
+                    assert back.levelno == logging.INFO
+                    assert back.getMessage().startswith(
+                        f"the Redis store at {where} works again after ")
+                    assert back.getMessage().endswith("(30 failed calls in all)")
+                proxy.stop()
+        finally:
+            await delete_prefix(prefix)
+    assert "Traceback" not in caplog.text
 
 
 async def test_finish_first_record_refuses_a_root_overwritten_after_its_reserve():

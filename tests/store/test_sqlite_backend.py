@@ -9,6 +9,7 @@ timeout expiring.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import sys
 import threading
@@ -265,6 +266,34 @@ async def test_locked_past_busy_timeout_is_unavailable_then_recovers(db_path, di
             await store.location.new_claim(descriptor("node-b"), now=0.0, lease=1.0)
             await reserve(store, owner, "r-1")
             assert (await store.location.statistics()).creating == 1
+
+
+@pytest.mark.parametrize("dispatch", DISPATCH)
+async def test_a_lock_outage_logs_one_warning_for_all_its_failed_calls_and_one_info_after(
+        db_path, dispatch, caplog):
+    caplog.set_level(logging.INFO, logger="zlink_trio.store")
+    url = url_of(db_path, busy_timeout=0.01, dispatch=dispatch)
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url) as store:
+            owner = await claim(store, "node-a", lease=100.0)
+            async with Blocker(db_path) as blocker:
+                for n in range(30):
+                    with pytest.raises(Unavailable, match="locked"):
+                        await reserve(store, owner, f"r-{n}")
+                [warning] = [r for r in caplog.records if r.levelno >= logging.WARNING]
+                assert warning.name == "zlink_trio.store"
+                assert warning.getMessage().startswith(
+                    f"the SQLite store {str(db_path)!r} is unavailable: SQLite store "
+                    f"{str(db_path)!r} is locked by another connection past the busy timeout")
+                assert await store.location.find("r-0") is None  # reads go on meanwhile
+                blocker.release()
+            caplog.clear()
+            await reserve(store, owner, "r-0")
+            await reserve(store, owner, "r-1")
+    [back] = caplog.records
+    assert back.levelno == logging.INFO
+    assert back.getMessage().startswith(f"the SQLite store {str(db_path)!r} works again after ")
+    assert back.getMessage().endswith("(30 failed calls in all)")
 
 
 @pytest.mark.parametrize("dispatch", DISPATCH)

@@ -23,7 +23,10 @@ Outbound. :meth:`MeshTransport.link_to` returns an open link to the node
 dialling attempt for that node rid: a task in the transport's nursery bounded
 by ``connect_timeout + handshake_timeout``. Callers only wait for the
 attempt's outcome, so a caller that gives up (its own cancel scope) does not
-abort the attempt for the others.
+abort the attempt for the others. A failed attempt is logged as part of the peer's
+outage episode (``lowlevel.outage``): one WARNING when the first attempt fails, a
+count of the calls that failed at most every 30 s after it, one INFO when a link to
+that NodeId opens again (either direction) -- never a line per call.
 
 Both directions end in the same place: a :class:`Link` registered by the
 peer's node rid and served by :meth:`~._link.Link.serve` in the task
@@ -40,6 +43,7 @@ import attrs
 import trio
 
 from zlink_trio.core.errors import InvalidConfiguration, RemoteProtocolError, Unavailable
+from zlink_trio.lowlevel.outage import Outage
 from zlink_trio.transport import _connect, _memory
 from zlink_trio.transport._connect import Endpoint
 from zlink_trio.transport._handshake_slots import HandshakeSlots, source_of
@@ -64,12 +68,14 @@ logger: Final = logging.getLogger("zlink_trio.transport")
 class _Dial:
     """One dialling attempt that any number of ``link_to`` callers wait for."""
 
-    __slots__ = ("done", "error", "link")
+    __slots__ = ("done", "error", "link", "waiting")
 
     def __init__(self) -> None:
         self.done = trio.Event()
         self.link: Link | None = None
         self.error: Unavailable | None = None
+        #: Callers waiting for the outcome (the calls a failure fails).
+        self.waiting = 0
 
 
 @attrs.frozen(kw_only=True)
@@ -110,6 +116,8 @@ class MeshTransport:
         self._opened = self._reconnects = self._dial_failures = 0
         #: NodeIds a link to which has closed (a later link to one is a reconnect).
         self._lost_peers: set[str] = set()
+        #: The outage episode of each NodeId whose last dial failed (until a link opens).
+        self._outages: dict[str, Outage] = {}
 
     def __repr__(self) -> str:
         return f"<MeshTransport {self._config.identity.node_id!r} {self.endpoint}>"
@@ -176,7 +184,11 @@ class MeshTransport:
             self._dials[node_rid] = attempt
             self._nursery.start_soon(self._dial, attempt, parsed, node_id, node_rid)
         # The attempt always ends within connect_timeout + handshake_timeout.
-        await attempt.done.wait()
+        attempt.waiting += 1
+        try:
+            await attempt.done.wait()
+        finally:
+            attempt.waiting -= 1
         if attempt.link is not None and not attempt.link.closed:
             return attempt.link
         if attempt.error is not None:
@@ -194,7 +206,7 @@ class MeshTransport:
                     endpoint, self._config, self._handler, node_id=node_id, node_rid=rid,
                     network=self._network)
             except Unavailable as exc:
-                logger.warning("%s", exc.message)
+                self._outage(node_id).failed(exc.message, attempt.waiting)
                 self._dial_failures += 1
                 attempt.error = exc
                 return
@@ -213,6 +225,12 @@ class MeshTransport:
                     "transport is shutting down"
                 )
             attempt.done.set()
+
+    def _outage(self, node_id: str) -> Outage:
+        outage = self._outages.get(node_id)
+        if outage is None:
+            outage = self._outages[node_id] = Outage(logger, f"the link to node {node_id!r}")
+        return outage
 
     # ----------------------------------------------------------------- inbound
 
@@ -300,6 +318,9 @@ class MeshTransport:
         self._opened += 1
         if peer.node_id in self._lost_peers:
             self._reconnects += 1
+        outage = self._outages.pop(peer.node_id, None)
+        if outage is not None:
+            outage.recovered()
         logger.info(
             "link %s node %r (rid %s, lifecycle %d) open",
             "to" if outbound else "from", peer.node_id, peer.node_rid, peer.lifecycle_generation,

@@ -8,7 +8,9 @@ processes. Each test bounds itself with ``trio.fail_after``; nothing sleeps.
 
 from __future__ import annotations
 
+import functools
 import json
+import logging
 import random
 import sys
 from pathlib import Path
@@ -26,6 +28,7 @@ from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.event_
 from zlink_trio.samples.shoppingmall.server.order_workflow.infrastructure.read_model_store import (
     open_order_read_model_store,
 )
+from zlink_trio.samples.shoppingmall.server.storage.redis_db import ONE_LINE
 from zlink_trio.samples.shoppingmall.server.storage.store_url import (
     RedisTarget,
     SqliteTarget,
@@ -237,6 +240,39 @@ async def test_unreachable_redis_is_store_unavailable():
             async with open_order_event_store("redis://127.0.0.1:1/0?timeout=2"):
                 pass
     redis_helpers().collect_failed_connections()
+
+
+async def test_a_redis_that_does_not_answer_is_one_coredis_line_without_a_traceback(caplog):
+    """coredis logs a connection that failed during its setup with pages of traceback; while
+    a store of the sample is open that is one line naming the errors, and the filter
+    that does it leaves the ``coredis`` logger with the last store."""
+    caplog.set_level(logging.INFO, logger="coredis")
+
+    async def silent(stream: trio.SocketStream) -> None:
+        async with stream:  # accepts, never answers: a paused or half-started server
+            await trio.sleep_forever()
+
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            listeners = await nursery.start(
+                functools.partial(trio.serve_tcp, silent, 0, host="127.0.0.1"))
+            port = listeners[0].socket.getsockname()[1]
+            for _ in range(3):
+                with pytest.raises(zl.StoreUnavailable, match="Unable to establish"):
+                    async with open_order_event_store(
+                            f"redis://127.0.0.1:{port}/0?timeout=0.2"):
+                        pass
+            nursery.cancel_scope.cancel()
+    redis_helpers().collect_failed_connections()
+    lines = [r for r in caplog.records if r.name == "coredis"]
+    assert len(lines) == 3  # one per failed connection attempt
+    for record in lines:
+        assert record.levelno == logging.ERROR
+        assert record.exc_info is None
+        assert record.getMessage().startswith("Connection attempt failed unexpectedly! (")
+        assert "\n" not in record.getMessage()
+    assert "Traceback" not in caplog.text
+    assert ONE_LINE not in logging.getLogger("coredis").filters
 
 
 async def test_two_processes_converge_on_one_order(url):

@@ -17,7 +17,9 @@ that its lease is gone -- ``NodeLifecycle`` ``lease_expired`` -> ``lease_lost`` 
 Any other store error is retried (5 ms doubling, at most a tenth of the lease apart)
 while lease time remains: an outage that ends before the lease does is always met by
 an attempt with room to spare, instead of one last attempt a few milliseconds before
-the deadline that a slow reconnect makes too late (found by ``tests/chaos``).
+the deadline that a slow reconnect makes too late (found by ``tests/chaos``). The
+retries of one renewal are logged as one outage episode (``lowlevel.outage``): a
+WARNING at the first failure, a count at most every 30 s, an INFO once it is renewed.
 
 :func:`lose_lease` then stops the lifecycle's work without a single store write (06 §9:
 an expired owner may not admit messages or timers nor update a location; cleaning
@@ -45,6 +47,7 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from zlink_trio.core.errors import StaleFence, StoreUnavailable, Unavailable, ZLinkError
+from zlink_trio.lowlevel.outage import Outage
 from zlink_trio.runtime.charts import NODE, step
 from zlink_trio.runtime.observe.logs import LEASE as LOGGER
 
@@ -79,6 +82,8 @@ def _next_retry(rt: NodeRuntime, retry: float) -> float:
 async def _renew(rt: NodeRuntime) -> str | None:
     """One renewal, retried on transient errors; ``None`` when renewed, else why it is lost."""
     retry = _FIRST_RETRY
+    outage = Outage(LOGGER, f"the lease renewal of node {rt.node_id!r}",
+                    counted="failed attempts")
     while True:
         deadline = rt.lease_expires_at
         left = deadline - rt.now()
@@ -92,16 +97,14 @@ async def _renew(rt: NodeRuntime) -> str | None:
         except StoreUnavailable as exc:
             # The store was not reached (busy, paused, disconnected): says nothing
             # about the lease, so retry while lease time remains.
-            LOGGER.warning("node %r: store unavailable for lease renewal (%s); retrying for "
-                           "%.3f s more", rt.node_id, exc, left)
+            outage.failed(f"the store was not reached ({exc}); retrying for {left:.3f} s more")
             await trio.sleep(min(retry, left))
             retry = _next_retry(rt, retry)
             continue
         except (StaleFence, Unavailable) as exc:
             return f"the store refused its renewal: {exc.message}"
         except ZLinkError as exc:
-            LOGGER.warning("node %r: lease renewal failed (%s); retrying for %.3f s more",
-                           rt.node_id, exc, left)
+            outage.failed(f"{exc}; retrying for {left:.3f} s more")
             await trio.sleep(min(retry, left))
             retry = _next_retry(rt, retry)
             continue
@@ -116,6 +119,7 @@ async def _renew(rt: NodeRuntime) -> str | None:
             return None
         rt.lease_expires_at = claim.lease_expires_at
         rt.state = step(NODE, rt.state, NODE.ev.renew)
+        outage.recovered()
         return None
 
 

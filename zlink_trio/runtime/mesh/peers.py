@@ -15,7 +15,9 @@ directory of the Mesh:
   restarts (startup scan) or an operator releases it.
 * **Admission of a peer.** :meth:`Peers.check_peer` accepts an authenticated link only
   from a node whose exact (NodeRid, lifecycle generation) holds a live claim in this
-  node's Mesh: a restarted or zombie process with an older lifecycle is refused.
+  node's Mesh: a restarted or zombie process with an older lifecycle is refused.  While
+  the store cannot be read every link is refused; that is logged as one outage episode
+  (``lowlevel.outage``), not once per refused link.
 * **Correlations.** Every request this node sends (39 with a reply, 47, 48) gets a
   fresh correlation and a :class:`Pending` entry naming the link, the deadline and
   what to do with the reply.  The reply frame completes it exactly once; a link that
@@ -35,6 +37,7 @@ import attrs
 import trio
 
 from zlink_trio.core.errors import Unavailable, ZLinkError
+from zlink_trio.lowlevel.outage import Outage
 from zlink_trio.runtime.declaration.message_classes import registry_classes
 from zlink_trio.runtime.mesh.retained import RetainedResults
 from zlink_trio.runtime.observe.logs import MESH as LOGGER
@@ -100,6 +103,9 @@ class Peers:
         self.refusal: Callable[[str], str | None] | None = None
         #: This node's lifecycle fence and its bytes (:meth:`own_fence_bytes`).
         self._own_fence: tuple[OwnerFence, bytes] | None = None
+        #: The outage episodes of :meth:`check_peer`'s store reads.
+        self._admission = Outage(LOGGER, f"the peer check of node {rt.node_id!r}",
+                                 counted="refused links")
 
     def own_fence_bytes(self) -> bytes:
         """This node's lifecycle fence as command 39 carries it (``frames.encode_owner``)."""
@@ -245,9 +251,10 @@ class Peers:
         try:
             claims = await rt.store.location.descriptors(rt.mesh, now=rt.now())
         except ZLinkError as exc:
-            LOGGER.warning("node %r: refused a link from %r: the store could not be read "
-                           "(%s)", rt.node_id, peer.node_id, exc)
+            self._admission.failed(f"the store could not be read ({exc}), so the link from "
+                                   f"{peer.node_id!r} and every other link are refused")
             return False
+        self._admission.recovered()
         for claim in claims:
             d = claim.descriptor
             if (d.node_rid == peer.node_rid and d.node_id == peer.node_id

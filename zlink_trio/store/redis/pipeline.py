@@ -42,6 +42,14 @@ Items whose reply arrived keep their answer. A lost connection (EOF, reset, refu
 fails the items still in flight with :class:`StoreUnavailable` ("may have run") and
 the items never sent with "nothing written"; the next batch reconnects.
 
+**Outages are logged as episodes** (``lowlevel.outage``), one per Redis server of the
+store, shared by its pipelines: a batch the connection failed, or calls the watchdog
+answered because the server said nothing within the store timeout, open it with one
+WARNING on ``zlink_trio.store`` (then a count of the failed calls at most every 30 s);
+the next batch answered whole by a pipeline that failed closes it with one INFO. Only
+a pipeline that failed itself closes it, so reads answered while writes are paused
+(``CLIENT PAUSE ... WRITE``) do not end the writes' episode.
+
 **Every call is answered.** The sender runs in a *shielded* scope that only
 :meth:`Pipeline.close` cancels: a cancellation from outside (the scope around the
 ``async with`` that opened the store) must not stop it, because a caller may still be
@@ -70,6 +78,7 @@ as raised: it is carried past the senders' nursery (which would wrap it in an
 
 from __future__ import annotations
 
+import logging
 import math
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final
@@ -77,6 +86,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from zlink_trio.core.errors import StoreUnavailable
+from zlink_trio.lowlevel.outage import Outage
 from zlink_trio.lowlevel.parking import ParkingSlot
 from zlink_trio.store.redis.resp import NeedMore, Reader, encode_command
 
@@ -84,6 +94,8 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
 
 __all__ = ("Expired", "Pipeline", "Pipelines", "open_pipelines")
+
+LOGGER: Final = logging.getLogger("zlink_trio.store")
 
 _QUEUED: Final = 0
 _SENT: Final = 1
@@ -126,8 +138,12 @@ class Pipeline:
 
     def __init__(self, *, host: str, port: int, db: int, username: str | None,
                  password: str | None, timeout: float, where: str, name: str,
-                 reads: bool = False) -> None:
+                 outage: Outage, reads: bool = False) -> None:
         self._address = (host, port)
+        #: The outage episodes of the server (shared with the store's other pipelines to
+        #: it), and whether this pipeline failed since its last answered batch.
+        self._outage = outage
+        self._failing = False
         self._setup = [encode_command(["CLIENT", "SETNAME", f"zlink-trio-{name}"])]
         if password is not None:
             auth: list[str | int | bytes] = ["AUTH", password]
@@ -237,6 +253,9 @@ class Pipeline:
             self._answer(item, Expired())
         sent = [i for i in self._inflight if i.state == _SENT and not i.abandoned
                 and i.expires is not None and i.expires <= now]
+        if queued or sent:
+            self._failed(f"no answer within {self._timeout} s (paused, overloaded or "
+                         "unreachable)", len(queued) + len(sent))
         if not sent:
             return
         for item in sent:
@@ -319,9 +338,13 @@ class Pipeline:
                 try:
                     await self._exchange(batch)
                 except Exception as error:  # any failure (even a garbled reply) fails it
-                    self._fail(batch, f"{type(error).__name__}: {error}",
-                               on_wire=self._on_wire)
+                    reason = f"{type(error).__name__}: {error}"
+                    self._failed(reason, self._fail(batch, reason, on_wire=self._on_wire))
                     await self._close()  # reconnect for the next batch
+                else:
+                    if self._failing:
+                        self._failing = False
+                        self._outage.recovered()
             if self._batch_scope.cancelled_caught:  # every caller left: drop the link
                 await self._close()
         finally:
@@ -372,20 +395,29 @@ class Pipeline:
             raise
         self._stream, self._reader = stream, reader
 
-    def _fail(self, batch: list[_Item], reason: str, *, on_wire: bool) -> None:
-        """Answer every item of ``batch`` still without a reply (idempotent)."""
+    def _failed(self, reason: str, calls: int) -> None:
+        """``calls`` calls failed because the server did not answer: the outage episode."""
+        self._failing = True
+        self._outage.failed(reason, calls)
+
+    def _fail(self, batch: list[_Item], reason: str, *, on_wire: bool) -> int:
+        """Answer every item of ``batch`` still without a reply (idempotent); returns how
+        many callers were answered."""
         if all(item.state == _DONE for item in batch):
-            return
+            return 0
         sent = (f"the connection to Redis at {self._where} failed ({reason}) while this "
                 "transaction was in flight; it may have run, re-read before retrying")
         unsent = (f"Redis at {self._where} failed ({reason}); the transaction did not "
                   "complete, retry once the store is reachable")
+        answered = 0
         for item in batch:
             if item.state != _DONE:  # one exception per caller: each raises its own
                 item.state = _DONE
                 if not item.abandoned:
                     item.value = StoreUnavailable(sent if on_wire else unsent)
                     item.wake()
+                    answered += 1
+        return answered
 
     async def _close(self) -> None:
         stream, self._stream, self._reader = self._stream, None, Reader()
@@ -401,6 +433,8 @@ class Pipelines:
         self._nursery = nursery
         self._pipelines: list[Pipeline] = []
         self._closed = False
+        #: One outage episode log per server (``where``), shared by its pipelines.
+        self._outages: dict[str, Outage] = {}
 
     def open(self, *, host: str, port: int, db: int, username: str | None,
              password: str | None, timeout: float, where: str, name: str,
@@ -413,9 +447,12 @@ class Pipelines:
         if self._closed:
             raise StoreUnavailable(f"the Redis store at {where} is closed; nothing was "
                                    "written (open the store again)")
+        outage = self._outages.get(where)
+        if outage is None:
+            outage = self._outages[where] = Outage(LOGGER, f"the Redis store at {where}")
         pipeline = Pipeline(host=host, port=port, db=db, username=username,
                             password=password, timeout=timeout, where=where, name=name,
-                            reads=reads)
+                            reads=reads, outage=outage)
         self._pipelines.append(pipeline)
         self._nursery.start_soon(pipeline.run)
         return pipeline

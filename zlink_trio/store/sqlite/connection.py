@@ -51,10 +51,18 @@ Failures map to typed errors: SQLITE_BUSY/LOCKED after the busy timeout, and
 any other ``sqlite3`` error, is :class:`StoreUnavailable` chained with ``from``;
 errors the body raises (StaleFence, AuthorityExists, ...) pass through
 after the rollback.
+
+**Outages are logged as episodes** (``lowlevel.outage``): the first
+:class:`StoreUnavailable` a read or write raises writes one WARNING on
+``zlink_trio.store``, the later ones are counted (a line at most every 30 s), and the
+next write that commits writes one INFO -- a write, not a read, because in WAL mode
+reads go on while another process holds the write lock, and the episode is the
+writes'.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import time
@@ -63,6 +71,7 @@ from typing import TYPE_CHECKING, Final, TypeVar, cast
 import trio
 
 from zlink_trio.core.errors import StoreUnavailable, Unavailable
+from zlink_trio.lowlevel.outage import Outage
 from zlink_trio.lowlevel.parking import ParkingSlot
 from zlink_trio.store.sqlite.errors import Busy, is_busy, unavailable
 from zlink_trio.store.sqlite.group_rows import close_group, open_group
@@ -80,6 +89,8 @@ T = TypeVar("T")
 
 #: Largest payload an inline transaction moves; bigger ones go to the worker thread.
 INLINE_MAX_BYTES: Final = 256 * 1024
+
+LOGGER: Final = logging.getLogger("zlink_trio.store")
 
 class _Txn(ParkingSlot):
     """One queued write transaction of a group (see *Group commit*); its caller parks
@@ -126,6 +137,8 @@ class SqliteConnection:
         self._gathering = False  # a leader holds the limiter; the connection is idle
         #: Rows kept between this connection's write transactions (``rowcache``).
         self.cache = RowCache()
+        #: The store's outage episodes (see *Outages* above).
+        self.outage = Outage(LOGGER, f"the SQLite store {options.path!r}")
         #: Groups committed and the transactions in them (benchmark figures).
         self.groups = 0
         self.grouped = 0
@@ -201,11 +214,17 @@ class SqliteConnection:
         """
         if self._closed:
             raise Unavailable(f"SQLite store {self.options.path!r} is closed")
-        if self.options.dispatch == "thread" or size > INLINE_MAX_BYTES:
-            result = await trio.to_thread.run_sync(self._transaction, body, True,
-                                                   limiter=self._limiter)
-        else:
-            result = cast("T", await self._grouped(body, checks_first))
+        try:
+            if self.options.dispatch == "thread" or size > INLINE_MAX_BYTES:
+                result = await trio.to_thread.run_sync(self._transaction, body, True,
+                                                       limiter=self._limiter)
+            else:
+                result = cast("T", await self._grouped(body, checks_first))
+        except StoreUnavailable as error:
+            self.outage.failed(error.message)
+            raise
+        if self.outage.down:
+            self.outage.recovered()
         if self.checkpointer is not None:
             self.checkpointer.committed()
         return result
@@ -219,32 +238,36 @@ class SqliteConnection:
         """
         if self._closed:
             raise Unavailable(f"SQLite store {self.options.path!r} is closed")
-        if self.options.dispatch == "thread" or size > INLINE_MAX_BYTES:
-            return await trio.to_thread.run_sync(self._read, body, single,
-                                                 limiter=self._limiter)
-        # ``async with limiter`` without its bookkeeping when the connection is free:
-        # the same cancellation check first and the same one schedule point.
-        await trio.lowlevel.checkpoint_if_cancelled()
-        limiter = self._limiter
         try:
-            limiter.acquire_nowait()
-        except trio.WouldBlock:
-            if self._gathering:  # the holder waits for its group: the connection is idle
-                try:
-                    result = self._read(body, single, wait=False)
-                except Busy:
-                    pass  # another connection's lock: wait in turn, as below
-                else:
-                    await trio.lowlevel.cancel_shielded_checkpoint()
-                    return result
-            async with limiter:
-                return await self._read_inline(body, single)
-        try:
-            result = await self._read_inline(body, single)
-        finally:
-            limiter.release()
-        await trio.lowlevel.cancel_shielded_checkpoint()
-        return result
+            if self.options.dispatch == "thread" or size > INLINE_MAX_BYTES:
+                return await trio.to_thread.run_sync(self._read, body, single,
+                                                     limiter=self._limiter)
+            # ``async with limiter`` without its bookkeeping when the connection is free:
+            # the same cancellation check first and the same one schedule point.
+            await trio.lowlevel.checkpoint_if_cancelled()
+            limiter = self._limiter
+            try:
+                limiter.acquire_nowait()
+            except trio.WouldBlock:
+                if self._gathering:  # the holder waits for its group: the connection is idle
+                    try:
+                        result = self._read(body, single, wait=False)
+                    except Busy:
+                        pass  # another connection's lock: wait in turn, as below
+                    else:
+                        await trio.lowlevel.cancel_shielded_checkpoint()
+                        return result
+                async with limiter:
+                    return await self._read_inline(body, single)
+            try:
+                result = await self._read_inline(body, single)
+            finally:
+                limiter.release()
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            return result
+        except StoreUnavailable as error:
+            self.outage.failed(error.message)
+            raise
 
     async def _read_inline(self, body: Callable[[sqlite3.Connection], T], single: bool) -> T:
         """A read on the Trio thread, or in the worker thread when another holds the lock

@@ -21,6 +21,13 @@ of its pattern, on the public coredis API:
 - coredis runs on anyio (Trio backend here). The client must be used as an
   async context manager; its task group wraps errors in exception groups,
   which :func:`open_redis_db` unwraps so a caller sees the single error.
+- coredis logs a connection that failed while it was being set up (a server
+  that accepts but does not answer: paused, still starting, behind a proxy
+  whose backend is gone) with ``logger.exception`` on the ``coredis`` logger:
+  pages of exception-group traceback per attempt, while the caller already
+  gets the typed error. While a store of the sample is open, a filter on that
+  logger (:class:`OneLineRecords`) writes such a record as one line naming the
+  errors, without the traceback; the last store to close removes it.
 
 Keys: every key starts with ``<prefix>:`` and the name of the store that owns
 it (``ev``, ``rm``, ``cs``, ``inv``, ``pay``, ``calls``), so one prefix may hold
@@ -31,8 +38,9 @@ what the sample supports (Redis Cluster would refuse them with ``CROSSSLOT``).
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+import logging
+from contextlib import asynccontextmanager, contextmanager
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import anyio
 import trio
@@ -40,7 +48,7 @@ import trio
 import zlink_trio as zl
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+    from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 
     import coredis
     from coredis.commands.script import Script
@@ -49,9 +57,66 @@ if TYPE_CHECKING:
         RedisTarget,
     )
 
-__all__ = ("RedisDb", "open_redis_db")
+__all__ = ("OneLineRecords", "RedisDb", "open_redis_db")
 
 T = TypeVar("T")
+
+#: The logger coredis writes every record to.
+CORE_LOGGER: Final = "coredis"
+
+
+class OneLineRecords(logging.Filter):
+    """A record with a traceback becomes one line naming its errors, without the traceback.
+
+    Installed on the ``coredis`` logger while a store of the sample is open (see the
+    module docstring); the record keeps its level and is never dropped.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: Stores open now; the filter is on the logger while there is one.
+        self.users = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None:
+            record.msg, record.args = "%s (%s)", (record.getMessage(), _errors(error))
+            record.exc_info = record.exc_text = record.stack_info = None
+        return True
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        """On the ``coredis`` logger for the block (nested blocks share one install)."""
+        logger = logging.getLogger(CORE_LOGGER)
+        if self.users == 0:
+            logger.addFilter(self)
+        self.users += 1
+        try:
+            yield
+        finally:
+            self.users -= 1
+            if self.users == 0:
+                logger.removeFilter(self)
+
+
+#: The one filter every store of the sample installs.
+ONE_LINE: Final = OneLineRecords()
+
+
+def _errors(error: BaseException) -> str:
+    """``Type: message`` of each distinct error in ``error`` (the leaves of a group)."""
+    seen: list[str] = []
+    pending = [error]
+    while pending:
+        current = pending.pop(0)
+        if isinstance(current, BaseExceptionGroup):
+            pending[:0] = current.exceptions
+            continue
+        text = f"{type(current).__name__}: {current}" if str(current) else \
+            type(current).__name__
+        if text not in seen:
+            seen.append(text)
+    return "; ".join(seen)
 
 
 def _failures() -> tuple[type[BaseException], ...]:
@@ -155,12 +220,13 @@ async def open_redis_db(target: RedisTarget, scripts: Mapping[str, str],
     try:
         # The client's task group must not live inside a cancel scope it outlives,
         # so enter it first (that connects nothing), then bound the first round trip.
-        async with client:
-            await db.bounded(f"{what}: open (PING)", client.ping)
-            try:
-                yield db
-            finally:
-                db.close()
+        with ONE_LINE.installed():
+            async with client:
+                await db.bounded(f"{what}: open (PING)", client.ping)
+                try:
+                    yield db
+                finally:
+                    db.close()
     except BaseExceptionGroup as group:
         inner = _single(group)
         if inner is None:
