@@ -1,4 +1,4 @@
-"""``python -m zlink_trio.samples.shoppingmall serve [--store URL] [--base-port N]``.
+"""``python -m zlink_trio.samples.shoppingmall serve [--store URL] [--base-port N] [--lease S]``.
 
 Seeds the default set (``seeds``: a few carts of each prefix, the stock and
 the payment methods), starts the four nodes through ``processes`` (one line
@@ -7,13 +7,14 @@ it, and runs until SIGINT or SIGTERM -- or until a node exits by itself; then
 it stops them all (exit code 0 after a signal, 1 when a node died). The stores
 are SQLite files in a fresh work directory (or ``--store redis://...``); the
 work directory holds the deployment file and one log per node, and its path
-is printed first.
+is printed first. ``--lease`` sets every node's lease (default: the framework's).
 """
 
 from __future__ import annotations
 
 import secrets
 import signal
+import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
+import zlink_trio as zl
 from zlink_trio.samples.shoppingmall.runner.evidence import READY_HTTP, READY_ROUTE
 from zlink_trio.samples.shoppingmall.runner.log_wait import LogWaitTimeout, wait_for_count
 from zlink_trio.samples.shoppingmall.runner.processes import open_deployment
@@ -83,13 +85,13 @@ async def _watch(nodes: list[NodeProcess], signals: AsyncIterator[int]) -> int:
     return outcome
 
 
-async def _run(store: str | None, base_port: int, work_dir: Path) -> int:
+async def _run(store: str | None, base_port: int, work_dir: Path, lease: float | None) -> int:
     run_id = new_run_id()
     urls = store_urls(store, work_dir / "stores", run_id)
     await prepare_stores(urls)
     await apply_seed_plan(urls.commerce, seed_plan(DEMO_CARTS))
     deployment = plan_deployment(run_id=run_id, stores=urls, base_port=base_port,
-                                 runner_mode=False)
+                                 runner_mode=False, lease=lease)
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_deployment(deployment, work_dir,
                                    secret=secrets.token_hex(32)) as nodes:
@@ -110,8 +112,14 @@ async def _run(store: str | None, base_port: int, work_dir: Path) -> int:
 
 
 def serve(store: str | None, base_port: int = DEFAULT_BASE_PORT,
-          work_dir: str | None = None) -> int:
-    """The ``serve`` subcommand; its exit code."""
+          work_dir: str | None = None, lease: float | None = None) -> int:
+    """The ``serve`` subcommand; its exit code (2: a bad ``lease``)."""
+    if lease is not None:
+        try:
+            zl.TimingOptions(lease=lease)
+        except zl.InvalidConfiguration as exc:
+            print(f"shoppingmall serve --lease: {exc.message}", file=sys.stderr, flush=True)
+            return 2
     directory = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="shoppingmall-"))
     print(f"shoppingmall work directory {directory}", flush=True)
-    return trio.run(_run, store, base_port, directory)
+    return trio.run(_run, store, base_port, directory, lease)
