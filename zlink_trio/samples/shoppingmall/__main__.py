@@ -1,7 +1,7 @@
 """``python -m zlink_trio.samples.shoppingmall serve | smoke | client | node``.
 
-- ``serve [--store URL] [--base-port N]`` -- the four processes with the default seeds,
-  until Ctrl-C (``runner.serve``)
+- ``serve [--store URL] [--base-port N] [--work-dir DIR] [--lease S]`` -- the four
+  processes with the default seeds, until Ctrl-C (``runner.serve``)
 - ``smoke [--store URL]`` -- the §10 runner: processes, readiness, Client self-check,
   evidence; prints ``shoppingmall=completed`` and ``shoppingmall-placement=completed``
   on success (``runner.smoke``)
@@ -26,6 +26,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--base-port", type=int, default=8080,
                        help="api-a's HTTP port; api-b takes the next (0: any free ports)")
     serve.add_argument("--work-dir", help="where the deployment file and logs go")
+    serve.add_argument("--lease", type=float,
+                       help="every node's lease in seconds (default: the framework's, 10); "
+                            "a dead Workflow node takes new orders until it runs out")
     smoke = commands.add_parser("smoke", help="run the §10 smoke test once")
     smoke.add_argument("--store", help="sqlite:///DIR (default: a temp dir) or redis://host:port/db")
     smoke.add_argument("--work-dir", help="keep the stores and logs here")
@@ -48,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         from zlink_trio.samples.shoppingmall.runner.serve import serve
-        return serve(args.store, args.base_port, args.work_dir)
+        return serve(args.store, args.base_port, args.work_dir, args.lease)
     if args.command == "smoke":
         from zlink_trio.samples.shoppingmall.runner.smoke import smoke
         return smoke(args.store, args.work_dir, args.run_id, args.keep)

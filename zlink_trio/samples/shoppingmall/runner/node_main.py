@@ -92,16 +92,18 @@ async def run_node(deployment: Deployment, node_id: str, secret: str | None) -> 
                            app_store_url=urls.commerce, read_model_url=urls.read_model,
                            relocation_store_url=urls.relocation, secret=secret,
                            # serve: any cart ID with a seed prefix; the smoke seeds its own
-                           derive_cart=None if deployment.runner_mode else derived_cart_document)
+                           derive_cart=None if deployment.runner_mode else derived_cart_document,
+                           lease=deployment.lease)
         return
     run_workflow_node = parts.load(parts.WORKFLOW_PROCESS)
     fixtures = parts.new_fixture_control() if deployment.runner_mode else None
     weight = {} if spec.placement_weight is None else {"placement_weight": spec.placement_weight}
+    lease = {} if deployment.lease is None else {"lease": deployment.lease}
     async with trio.open_nursery() as nursery:
         node = await nursery.start(partial(
             run_workflow_node, node_id, store_url=urls.location, events_url=urls.events,
             read_model_url=urls.read_model, commerce_url=urls.commerce, fixtures=fixtures,
-            relocation_store=urls.relocation, secret=secret, **weight))
+            relocation_store=urls.relocation, secret=secret, **weight, **lease))
         if deployment.runner_mode and spec.hooks_port:
             await _serve_hooks(spec, deployment, node, fixtures)
 

@@ -9,7 +9,8 @@ The process runner starts each node through the role's own entry point:
   (runner mode only), armed with ``Fixture`` members.
 - CommerceApi: ``server.commerce_api.process.run_api_node(node_id, *,
   http_port, store_url, app_store_url, read_model_url, relocation_store_url,
-  secret, task_status)``; ``task_status.started`` gets the HTTP base URL.
+  secret, derive_cart, lease, task_status)``; ``task_status.started`` gets the HTTP
+  base URL.
 
 Both are looked up by name when a node starts (:func:`load`), so this package
 stays importable -- and type-checks -- while a role is still being built, and a

@@ -92,6 +92,8 @@ class Deployment:
     stores: StoreUrls
     nodes: tuple[NodeSpec, ...]
     runner_mode: bool
+    #: Every node's lease in seconds (``zl.open_node``'s ``lease``; ``None``: its default).
+    lease: float | None = None
 
     def node(self, node_id: str) -> NodeSpec:
         """The spec of ``node_id`` (``KeyError`` if there is none)."""
@@ -110,7 +112,7 @@ class Deployment:
         data = json.loads(text)
         return cls(run_id=data["run_id"], stores=StoreUrls(**data["stores"]),
                    nodes=tuple(NodeSpec(**n) for n in data["nodes"]),
-                   runner_mode=bool(data["runner_mode"]))
+                   runner_mode=bool(data["runner_mode"]), lease=data.get("lease"))
 
 
 def free_port() -> int:
@@ -147,8 +149,11 @@ def store_urls(store: str | None, work_dir: Path, run_id: str) -> StoreUrls:
 
 
 def plan_deployment(*, run_id: str, stores: StoreUrls, base_port: int,
-                    runner_mode: bool) -> Deployment:
-    """The four nodes with their ports, and in runner mode the fixture node (module docstring)."""
+                    runner_mode: bool, lease: float | None = None) -> Deployment:
+    """The four nodes with their ports, and in runner mode the fixture node (module docstring).
+
+    ``lease``: every node's lease in seconds (``None``: ``zl.open_node``'s default).
+    """
     def port(offset: int) -> int:
         return base_port + offset if base_port else free_port()
     nodes = [NodeSpec(node_id=node_id, role="api", http_port=port(i))
@@ -159,4 +164,5 @@ def plan_deployment(*, run_id: str, stores: StoreUrls, base_port: int,
     if runner_mode:
         nodes.append(NodeSpec(node_id=FIXTURE_NODE, role="workflow", hooks_port=port(4),
                               placement_weight=0))
-    return Deployment(run_id=run_id, stores=stores, nodes=tuple(nodes), runner_mode=runner_mode)
+    return Deployment(run_id=run_id, stores=stores, nodes=tuple(nodes), runner_mode=runner_mode,
+                      lease=lease)

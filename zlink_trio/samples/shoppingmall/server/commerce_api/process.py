@@ -94,6 +94,7 @@ async def run_api_node(
     log: LogLine = print_line,
     clock: Callable[[], float] | None = None,
     derive_cart: Callable[[str], str | None] | None = None,
+    lease: float | None = None,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run CommerceApi node ``node_id`` until cancelled (module docstring).
@@ -110,7 +111,8 @@ async def run_api_node(
     output); ``clock`` is the store clock (default :func:`store_clock`).
     ``derive_cart`` builds the snapshot of a cart the store lacks (``serve``
     passes its seed rule, so any ``cart-ok-…`` ID works; ``None``: such a cart
-    is a ValidationError).
+    is a ValidationError). ``lease`` is the node's lease in seconds (``zl.open_node``'s
+    ``lease``; ``None``: its default).
 
     ``task_status`` (for ``nursery.start``) is started with the HTTP base URL
     (``http://127.0.0.1:<port>``) once the edge listens and the ready line is
@@ -126,7 +128,8 @@ async def run_api_node(
         node = await stack.enter_async_context(zl.open_node(
             node_id, store=store_url, relocation_store=relocation_store_url,
             mesh=WORKFLOW_MESH, spots=[], listen=listen, secret=secret,
-            injected=zl.InjectedOptions(clock=read_clock)))
+            injected=zl.InjectedOptions(clock=read_clock),
+            timing=None if lease is None else zl.TimingOptions(lease=lease)))
         directory = await stack.enter_async_context(zl.open_store(store_url))
         commerce = await stack.enter_async_context(open_commerce_state_store(app_store_url))
         read_model = await stack.enter_async_context(open_order_read_model_store(
