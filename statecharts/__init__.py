@@ -1,8 +1,9 @@
 """The formal lifecycle definitions of zlink_trio, as python-statemachine charts.
 
-Each lifecycle of spec chapters 06 and 09 is one flat :class:`StrictChart` in its own
-module; the module docstring is its theory of operation and cites the spec sections
-it encodes.  The runtime does not keep chart instances: it calls
+Each lifecycle (a Spot's authority, cold activation, User Spot create, close, the
+incarnation, planned relocation, the node) is one flat :class:`StrictChart` in its own
+module; the module docstring is its theory of operation and states the rules it
+encodes.  The runtime does not keep chart instances: it calls
 :func:`compile` once per chart class and steps a plain state id through the
 resulting :class:`TransitionTable`, which raises :class:`UndefinedTransition` for any
 transition the chart does not define.  ``python -m statecharts render

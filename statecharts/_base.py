@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 
 python-statemachine's ``StateChart`` follows SCXML defaults that are wrong for a
-runtime that must *refuse* what the specification does not allow:
+runtime that must *refuse* every transition its chart does not define:
 
 * ``allow_event_without_transition = True`` silently ignores an event that has no
   transition from the current state.  A lifecycle event that the chart does not

@@ -4,11 +4,11 @@ Theory of operation
 -------------------
 
 One chart instance follows one ``close(ref)`` (local, or remote through command 48
-answered by command 20; spec 06 §7, §7.1) and the same steps serve an Instance
-Spot's local close from its own lifecycle context and the catalog's idle eviction
-(09 §5).  The owner verifies everything *before* the Closing CAS, in one read of the
-current authority (06 §7.1): object generation, owner generation, StoreVersion, active
-Actor membership, Closing, and relocation state.  Each finding is its own event:
+answered by command 20) and the same steps serve an Instance Spot's local close from
+its own lifecycle context and the catalog's idle eviction.  The owner verifies
+everything *before* the Closing CAS, in one read of the current authority: object
+generation, owner generation, StoreVersion, active Actor membership, Closing, and
+relocation state.  Each finding is its own event:
 
 * ``incarnation_gone`` -> ``already_gone`` (final, ``closed=False``): the same
   incarnation no longer exists; idempotent, never retargeted to a newer one.
@@ -18,15 +18,18 @@ Actor membership, Closing, and relocation state.  Each finding is its own event:
   least one Actor membership remains; admission and authority are kept, no member is
   moved or destroyed.
 * ``sealed_for_move`` / ``owner_fence_mismatch`` -> ``unavailable`` (final): the unit
-  is relocating, or the owner fence (owner, lifecycle, lease) differs (06 §9).
+  is relocating, or the owner fence (owner, lifecycle, lease) differs: an owner whose
+  lease expired or that another lifecycle replaced changes no authority
+  (docs/concepts.md, "Fences").
 * ``already_closing`` -> ``joining_close``: another close of the same incarnation has
-  passed its CAS; this request merges with it (09 §5) and completes when that one
-  releases (``release`` -> ``closed``).  Interpretation: the merged request reports
-  ``closed=True``, because the incarnation it named was closed by the merged
-  transaction; ``closed=False`` is reserved for "already gone before we looked".
+  passed its CAS; this request merges with it (closes of one Spot ID run once) and
+  completes when that one releases (``release`` -> ``closed``).  Interpretation: the
+  merged request reports ``closed=True``, because the incarnation it named was closed by
+  the merged transaction; ``closed=False`` is reserved for "already gone before we
+  looked".
 * ``verified`` -> ``beginning_close``.
 
-Then, in order (06 §7):
+Then, in order:
 
 1. ``beginning_close`` -- ``begin_close``: Closing CAS with the expected owner and
    generation (``SpotAuthority``: ready -> closing).  A lost CAS (the record changed
@@ -73,7 +76,7 @@ class CloseOperation(StrictChart):
     unavailable = State(final=True)
     deadline_exceeded = State(final=True)
 
-    # verification of the current authority (06 §7.1)
+    # verification of the current authority, before any write
     incarnation_gone = verifying.to(already_gone)
     other_generation = verifying.to(invalid_operation)
     active_membership = verifying.to(kept_for_membership)
@@ -81,7 +84,7 @@ class CloseOperation(StrictChart):
     owner_fence_mismatch = verifying.to(unavailable)
     already_closing = verifying.to(joining_close)
     verified = verifying.to(beginning_close)
-    # the close procedure (06 §7)
+    # the close procedure, in order
     begin_close = beginning_close.to(sealing_admission)
     cas_conflict = beginning_close.to(verifying)
     admission_sealed = sealing_admission.to(finishing_turns)

@@ -4,29 +4,30 @@ Theory of operation
 -------------------
 
 One chart instance (in the runtime: one state id kept beside the attempt) follows a
-direct call that carries Instance intent from resolve to the removal of its recovery
-root (spec 06 §4.1, §4.1.1, §4.2; 09 §3, §5).  Every store answer or local outcome is
-its own event, so the chart needs no guards: the runtime knows which case it observed.
+direct call that carries Instance intent (docs/concepts.md, "Intent") from resolve to
+the removal of its recovery root.  Every store answer or local outcome is its own
+event, so the chart needs no guards: the runtime knows which case it observed.
 
-Step numbers follow the spec's own cross-reference ("the barrier defined by §4.1
-step 11"): the route-kind/deadline/operation-identity paragraphs belong to step 8.
+The steps are numbered 1-12 below, and the code cites them by number ("cold
+activation step 8", "the step 11 barrier"); the envelope's route kind, deadline and
+operation identity belong to step 8.
 
 Source side:
 
 1. ``resolving`` -- query the Spot ID's current authority.  The resolver hands its
-   closed result to exactly one component (09 §3):
+   closed result to exactly one component:
 2. Ready -> ``found_ready`` -> ``delivered_to_existing_owner`` (final): sent to the
    current owner with the stored kind and stable type (route kind 1, generation
    fenced).  A Ready authority of another kind/type -> ``found_type_mismatch`` ->
-   ``type_mismatch`` (06 §4.2).  Creating -> ``found_creating`` ->
+   ``type_mismatch``.  Creating -> ``found_creating`` ->
    ``deferred_to_other_attempt`` (final): handed to the waiter for the same attempt,
-   which delivers the first message once that attempt is Ready (09 §3, 06 §4.2); it
-   is never negative-cached.  Owner unusable -> ``found_unavailable`` ->
-   ``unavailable`` (terminal completion adapter, no new creation; 09 §3, §8).
+   which delivers the first message once that attempt is Ready; it is never
+   negative-cached.  Owner unusable -> ``found_unavailable`` -> ``unavailable``
+   (terminal completion adapter: an unusable owner starts no new creation).
 3. Missing without Instance intent -> ``not_found`` (no creation intent is written).
 4. ``selecting_mesh`` -- InMesh or the single object-role Mesh; 0 candidates ->
    ``not_configured``, two or more -> ``invalid_operation``, unknown InMesh ->
-   ``not_found`` (06 §3.1, §4.1).
+   ``not_found``.
 5. ``selecting_type`` -- a named stable type that no serving node provides ->
    ``type_not_provided`` -> ``not_found``.
 6. ``selecting_type`` with the type omitted -- auto-selected only when exactly one
@@ -36,7 +37,8 @@ Source side:
    ``capacity_exceeded``.
 8. ``sending_envelope`` -- one activation envelope (route kind 2) with the first
    message goes to the target.  The source registers no owner and reserves nothing.
-   A one-way send completes for its caller at ``envelope_accepted`` (06 §5).
+   A one-way send completes for its caller at ``envelope_accepted`` (a send completes
+   when its message is admitted, not when it has run).
 
 Target side:
 
@@ -44,7 +46,7 @@ Target side:
    with its own Spot list: Ready (itself or another owner) -> ``owner_ready`` ->
    ``delivered_to_existing_owner``; Creating -> ``owner_creating`` ->
    ``deferred_to_other_attempt``; other kind/type -> ``type_mismatch``; over the
-   local active-object ceiling -> ``over_ceiling`` -> ``capacity_exceeded`` (09 §5);
+   local active-object ceiling -> ``over_ceiling`` -> ``capacity_exceeded``;
    Missing -> ``owner_missing``.  A stale local Spot is never run.
 10. ``storing_recovery_root`` then ``reserving`` -- the complete envelope becomes an
     immutable recovery root; Reserve re-checks lifecycle, lease, type and capacity and
@@ -56,17 +58,18 @@ Target side:
     first message becomes the durable activation inbox's first record; no handler
     runs before it), ``committing_ready`` (CommitReady keeps the recovery root and
     replay cursor), ``registering_route`` (the instance intent route, in the same
-    synchronous continuation as the commit, 09 §3), ``restoring_queue_head`` (the first
+    synchronous continuation as the commit), ``restoring_queue_head`` (the first
     record goes to the head of the local queue; the barrier is still closed).
 12. ``serving_first_message`` (barrier open; nothing can overtake the first record),
     ``removing_pointer`` (only after the first handler's completion and replay cursor
     are durable: expected-version CAS), ``deleting_root`` (idempotent) ->
     ``activated`` (final).
 
-Failures after Reserve never leave the ID occupied (09 §3 "If Creation Fails
-Midway"): ``factory_failed`` -> ``aborting_failed_creation`` and ``deadline_expired``
--> ``aborting_expired_creation``; both release the reservation with
-``abort_creating`` (same fence) and end in ``creation_failed`` / ``deadline_exceeded``.
+Failures after Reserve never leave the ID occupied (a creation that fails midway
+makes the ID Missing again): ``factory_failed`` -> ``aborting_failed_creation`` and
+``deadline_expired`` -> ``aborting_expired_creation``; both release the reservation
+with ``abort_creating`` (same fence) and end in ``creation_failed`` /
+``deadline_exceeded``.
 Before Reserve, ``deadline_expired`` ends directly in ``deadline_exceeded``.  The
 deadline is accepted only while the attempt waits on something it may abandon (store
 reads, the envelope send, the application factory); a store write in flight (recovery
@@ -75,15 +78,15 @@ applied first, so a cancelled write never leaves an orphaned reservation.  After
 Ready commit the deadline no longer undoes anything: the caller's request ends with
 DeadlineExceeded but the durable first record is still processed.
 
-Restart resumption (06 §4.1.1): ``process_terminated`` after Reserve and before the
-commit leads to ``recovering_reservation``, where the startup authority scan re-reads
-the Pending creation and either ``resume_creation`` (same reservation and generation,
-back to ``running_factory``) or ``abort_creating`` with the same fence.  After the
-commit but before the first handler completion is durable it leads to
-``recovering_ready``: the route is registered again (idempotent) and the first record
-is restored to the queue head *before* the serving gate opens -- the step 11 barrier
-applies again in the same order.  Once the pointer is removed the attempt is done
-apart from an idempotent root deletion, which is not resumed from this chart.
+Restart resumption (docs/stores.md, "Crash recovery"): ``process_terminated`` after
+Reserve and before the commit leads to ``recovering_reservation``, where the startup
+authority scan re-reads the Pending creation and either ``resume_creation`` (same
+reservation and generation, back to ``running_factory``) or ``abort_creating`` with the
+same fence.  After the commit but before the first handler completion is durable it
+leads to ``recovering_ready``: the route is registered again (idempotent) and the first
+record is restored to the queue head *before* the serving gate opens -- the step 11
+barrier applies again in the same order.  Once the pointer is removed the attempt is
+done apart from an idempotent root deletion, which is not resumed from this chart.
 """
 
 from __future__ import annotations
@@ -116,7 +119,7 @@ class ColdActivation(StrictChart):
     serving_first_message = State()
     removing_pointer = State()
     deleting_root = State()
-    # --- cleanup and restart resumption (09 §3, 06 §4.1.1) ---
+    # --- cleanup and restart resumption ---
     aborting_failed_creation = State()
     aborting_expired_creation = State()
     recovering_reservation = State()
@@ -196,7 +199,7 @@ class ColdActivation(StrictChart):
         sending_envelope,
         checking_target_owner,
     ) | running_factory.to(aborting_expired_creation)
-    # 06 §4.1.1: the target process terminated during activation
+    # restart resumption: the target process terminated during activation
     process_terminated = recovering_reservation.from_(
         reserving,
         running_factory,

@@ -12,9 +12,9 @@ ownership.  The runtime keeps one state id per incarnation and steps it with
 
 * ``activating`` -- the shell exists; factory and initialize (create, cold
   activation) or state restore (relocation target) run.  It is not exposed to the
-  resolver or to handlers (06 §8).  ``commit_ready`` (the store committed Ready for
-  this attempt, 06 §4.1 step 11) or ``commit_relocation`` (the authority moved to this
-  node, 06 §8) -> ``barrier_closed``.  ``activation_failed`` (factory/initialize
+  resolver or to handlers.  ``commit_ready`` (the store committed Ready for this
+  attempt, cold activation step 11) or ``commit_relocation`` (the authority moved to
+  this node) -> ``barrier_closed``.  ``activation_failed`` (factory/initialize
   error, on_create rejection, deadline, abort of a relocation target, or the target's
   authority aborted with the same fence) -> ``disposed`` directly: the application
   never served.  If the instance was constructed, the runtime calls its
@@ -24,23 +24,25 @@ ownership.  The runtime keeps one state id per incarnation and steps it with
 * ``barrier_closed`` -- Ready is committed and the route is registered, so messages
   are admitted to the queue, but no handler runs until the first durable record (cold
   activation) or the relocated queue head is restored: ``open_barrier`` -> ``serving``
-  (06 §4.1 step 11, §4.1.1; 09 §3 publication order).  A User Spot create has no
-  first record and opens the barrier immediately after the commit.
+  (the step 11 barrier of ``ColdActivation``, again after a restart: a Spot is
+  published before its first message runs, and nothing overtakes that message).  A
+  User Spot create has no first record and opens the barrier immediately after the
+  commit.
 * ``serving`` -- admission open, one handler turn at a time.  A relocation that
-  waits for a permit is not sealed, so the incarnation keeps ``serving`` (06 §6.1).
-  ``seal_for_relocation`` -> ``sealed``; ``begin_close`` (explicit Close, 06 §7) or
-  ``begin_idle_eviction`` (IdleEvicted, Instance Spots only, 09 §5) -> ``closing``.
-* ``sealed`` -- ingress goes to the relocation hold and no application handler runs
-  (06 §6.1).  ``abort_relocation`` (explicit abort before relay-ready) -> ``serving``
+  waits for a permit is not sealed, so the incarnation keeps ``serving``.
+  ``seal_for_relocation`` -> ``sealed``; ``begin_close`` (explicit Close) or
+  ``begin_idle_eviction`` (IdleEvicted, Instance Spots only) -> ``closing``.
+* ``sealed`` -- ingress goes to the relocation hold and no application handler runs.
+  ``abort_relocation`` (explicit abort before relay-ready) -> ``serving``
   with the held ingress returned to the queue in arrival order.
   ``commit_relocation`` -> ``disposed``: the authority now names the target and the
   source keeps only the Message Follow route.  Refusing an abort *after* relay-ready
   is the job of ``PlannedRelocation`` and ``SpotAuthority``.
 * ``closing`` -- local admission is sealed; turns and timers accepted before the
-  seal finish, cleanup runs once (06 §7, see ``CloseOperation``).  ``dispose`` ->
+  seal finish, cleanup runs once (see ``CloseOperation``).  ``dispose`` ->
   ``disposed``.
 * ``disposed`` (final) -- the instance and its resources are gone; a message still
-  addressed to it ends stale (09 §4).
+  addressed to it ends stale (``StaleRoute``: this node no longer owns the Spot).
 
 An expired owner lease stops admission node-wide (``NodeLifecycle``), not per
 incarnation; it is therefore not an event here.

@@ -3,17 +3,17 @@
 Theory of operation
 -------------------
 
-A node (NodeId, with a fresh NodeRid per process lifecycle) publishes a
-descriptor in the Location Store.  Its lease is the validity period that every owner
-check uses (09 §4): an owner whose lease expired may not admit new messages or timers
-nor update a location (06 §9).  The runtime keeps the node's state id and steps it
-with ``compile(NodeLifecycle)``.
+A node (NodeId, with a fresh NodeRid per process lifecycle) publishes a descriptor in
+the Location Store.  Its lease is the validity period that every owner check uses: an
+owner whose lease expired may not admit new messages or timers nor update a location
+(docs/concepts.md, "Fences").  The runtime keeps the node's state id and steps it with
+``compile(NodeLifecycle)``.
 
 * ``starting`` -- registration is validated locally (registering the same stable
-  type twice is a startup error, 06 §2) -> ``configuration_invalid`` ->
+  type twice is a startup error) -> ``configuration_invalid`` ->
   ``startup_failed``.  ``new_claim`` -> ``claimed``: one Location Store transaction
   creates the (MeshName, NodeRid) descriptor and the Entry Spot ID's global claim,
-  linked to the owner lease and lifecycle generation (06 §2.1).  ``claim_conflict``
+  linked to the owner lease and lifecycle generation.  ``claim_conflict``
   (either identity is held by an active claim; nothing was changed, no second Entry
   UUID is tried) -> ``startup_failed`` (final, startup configuration error).
 * ``claimed`` -- the descriptor exists; listeners and the Entry Spot come up and the
@@ -24,11 +24,11 @@ with ``compile(NodeLifecycle)``.
 * ``serving`` -- admits Spot traffic; ``renew`` (a self-transition) extends the lease
   and may update mutable descriptor fields, never the immutable ones such as the
   Entry Spot ID.  ``begin_drain`` -> ``draining``.
-* ``draining`` -- new admission is rejected (06 §9 "Closing or Draining owner"),
+* ``draining`` -- new admission is rejected (a draining owner takes no new work),
   accepted work finishes and Spots close or move; the lease is still renewed.
   ``remove`` -> ``removed`` (final): Remove deletes the descriptor and releases the
   linked Entry claim in one transaction, only if the stored owner lease and lifecycle
-  match; a stale remove cannot delete a replacement lifecycle's records (06 §2.1).
+  match; a stale remove cannot delete a replacement lifecycle's records.
   ``abandon`` -> ``stopped`` (final) when the drain could not close every local Spot
   within its deadline: the descriptor is *not* removed and renewal stops, so the claim
   expires with the records it still owns linked to it, and this NodeId's next

@@ -4,47 +4,47 @@ Theory of operation
 -------------------
 
 One chart instance follows one explicit host Relocate of one relocation unit (a
-SpotWide User Spot with its member Actors, or an Instance Spot; spec 06 §6, §6.1, §8).
-The seal/commit/restore procedure itself is owned by the Membership chapter, which we
-do not have; this chart encodes the order 06 §6.1 and §8 state and the two rules that
-routing depends on: *abort only before relay-ready* and *no automatic resume*.
+SpotWide User Spot with its member Actors, or an Instance Spot).  This chart encodes
+the order of a move's steps (docs/relocation.md, "The procedure") and the two rules
+that routing depends on: *abort only before relay-ready* and *no automatic resume*.
 
-* ``requested`` -- the factory's relocation policy decides (06 §8):
-  ``relocation_disabled`` (DisableRelocation, or an Entry Spot, which never moves,
-  09 §2) -> ``refused`` (final).  So does the authority: ``already_moving`` (the
+* ``requested`` -- the factory's relocation policy decides:
+  ``relocation_disabled`` (DisableRelocation, or an Entry Spot, which never moves)
+  -> ``refused`` (final).  So does the authority: ``already_moving`` (the
   Spot is Relocating, Sealed or RelayReady for another move, or Closing),
   ``no_target`` (no other live node of the Mesh serves the type, or the named one
   does not), ``begin_refused`` (BeginRelocation refused: the target is full, its lease
   ended, the record changed) -> ``refused``.  ``begin_relocation`` ->
   ``waiting_for_permit``.
 * ``waiting_for_permit`` -- the unit is Relocating but not sealed: the source keeps
-  accepting application messages and timers on its owner route (06 §6.1, §9).
+  accepting application messages and timers on its owner route.
 * ``seal`` -> ``sealed`` -- ingress arriving on the source route is kept in the
-  relocation hold (no count/byte bound, 09 §6); no application handler runs for it.
+  relocation hold (no count/byte bound of its own); no application handler runs for
+  it.
 * ``captured`` -- ``capture_done``: durable capture of the unit: the adapter's opaque
   bytes (PreserveStateWith) or nothing (RecreateOnRelocation), not-yet-executed
-  messages, the accepted journal, timer registrations and pending ticks (06 §8).
+  messages, the accepted journal, timer registrations and pending ticks.
 * ``restoring_target`` -- ``target_reserved``: the target shell (same SpotId and
   ObjectGeneration, invisible to resolver and handlers) is reserved and restores.
   ``target_restored`` -> ``target_ready``.
 * ``relay_ready`` -- ``accept_relay_ready``: the point of no return.  From here the
   source is never restored, whatever the cutover-submit result; the procedure
-  continues only on the same target process (06 §6.1, §8).
+  continues only on the same target process.
 * ``committed`` (final) -- ``commit_relocation``: the authority names the target
   (owner generation + 1) and the source->target Message Follow route is installed
   in the same commit; the held ingress is relayed through it with operation ID,
-  generation and reply route preserved (06 §6, §6.1).
+  generation and reply route preserved (docs/concepts.md, "Message Follow").
 
 Failure:
 
 * ``abort_relocation`` is accepted from every state before ``relay_ready`` ->
   ``aborted`` (final): the source stays owner and held ingress returns to the source
-  queue in arrival order (06 §6.1).  An explicit failure before relay-ready -- a failed
+  queue in arrival order.  An explicit failure before relay-ready -- a failed
   capture, a target that cannot reserve/restore, or a target process that died --
   is reported by the coordinator as this explicit abort.
 * ``target_lost`` after relay-ready -> ``failed`` (final): the target process
   terminated; no other target is selected and relocation is not resumed
-  automatically (06 §8).  What the failure policy does next is outside this chart.
+  automatically.  What the failure policy does next is outside this chart.
 
 The target steps the same chart from ``captured`` -- it receives the captured unit --
 through ``target_reserved``, ``target_restored``, ``accept_relay_ready`` (it records

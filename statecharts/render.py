@@ -5,7 +5,7 @@ Theory of operation
 
 :func:`render_pages` is pure: it maps file names to page text, one page per chart
 plus ``index.md``.  A page holds the chart's title, its module docstring (the theory
-of operation, with the spec citations), links to the runtime modules that drive the
+of operation, with the rules it encodes), links to the runtime modules that drive the
 chart and the tests that cover it (:mod:`statecharts.links`), the
 ``format(Chart, "mermaid")`` diagram that
 python-statemachine generates from the class, a state table and a transition table.

@@ -9,33 +9,33 @@ store transaction (``docs/stores.md``) is one event of this chart, and a store b
 applies an event only when ``compile(SpotAuthority).step(state, event)`` allows it;
 anything else is refused as ``InvalidOperation`` without writing.
 
-Lifecycle (spec 06 §3, §4.1, §7; 09 §3):
+Lifecycle (docs/concepts.md explains generations and fences):
 
 * ``missing`` -- no authority exists.  Only ``reserve`` leaves it: the Reserve
-  transaction of an explicit User Spot create (06 §3.2) or of a cold activation
-  (06 §4.1 step 10) records the reservation fence, the pending capacity and (cold
-  activation) the recovery receipt, and moves to ``creating`` (Missing -> Creating).
+  transaction of an explicit User Spot create or of a cold activation (its step 10)
+  records the reservation fence, the pending capacity and (cold activation) the
+  recovery receipt, and moves to ``creating`` (Missing -> Creating).
 * ``creating`` -- one attempt holds the reservation.  ``commit_ready`` publishes Ready
-  authority and active capacity with the same fence (06 §4.1 step 11);
+  authority and active capacity with the same fence (cold activation step 11);
   ``abort_creating`` is the cleanup of a rejected or failed creation and returns to
-  ``missing`` (06 §3.2, 09 §3 "If Creation Fails Midway", and 06 §4.1.1 abort with
-  the same fence after a restart).  A restart that *resumes* the same reservation
-  (06 §4.1.1) changes nothing here: the record stays ``creating``.
+  ``missing`` (a creation that fails midway leaves the ID Missing; after a restart the
+  startup scan aborts with the same fence).  A restart that *resumes* the same
+  reservation changes nothing here: the record stays ``creating``.
 * ``ready`` -- the Spot can receive application messages.
-* ``closing`` -- entered by ``begin_close`` (the Closing CAS of 06 §7 / §7.1) or by
-  ``begin_idle_eviction`` (the catalog's IdleEvicted cleanup of an Instance Spot,
-  09 §5); both are the same record state, the event only names the shutdown reason.
-  ``release`` with the same owner/generation fence returns to ``missing`` (06 §7).
-  Only after a release can the resolver produce a new Missing input (09 §3).
+* ``closing`` -- entered by ``begin_close`` (the Closing CAS of a close) or by
+  ``begin_idle_eviction`` (the catalog's IdleEvicted cleanup of an Instance Spot);
+  both are the same record state, the event only names the shutdown reason.
+  ``release`` with the same owner/generation fence returns to ``missing``.
+  Only after a release can the resolver produce a new Missing input.
 
-Relocation of an existing owner (06 §6.1, §8):
+Relocation of an existing owner (docs/relocation.md):
 
 * ``begin_relocation`` -- ``ready`` -> ``relocating``: the unit waits for a permit and
   is *not yet sealed*, so the current owner keeps serving messages and timers.
 * ``seal`` -- ``relocating`` -> ``sealed``: source ingress now goes to the relocation
   hold; no application handler runs for it.
 * ``accept_relay_ready`` -- ``sealed`` -> ``relay_ready``: the target accepted
-  relay-ready.  From here the source is never restored (06 §6.1, §8), so the record
+  relay-ready.  From here the source is never restored, so the record
   no longer accepts ``abort_relocation``; this is how the store fences a late abort.
 * ``commit_relocation`` -- ``relay_ready`` -> ``ready`` with the target as owner
   (AuthorityOwnerGeneration + 1) and the Message Follow route installed.
@@ -44,16 +44,16 @@ Relocation of an existing owner (06 §6.1, §8):
 
 Close, idle eviction and a new relocation are refused while relocating, sealed or
 relay-ready (the ``moving`` tag):
-a close that meets a move is ``Unavailable`` (06 §7), and idle-eviction candidates
-must not participate in relocation (09 §5).  An owner whose lease expired keeps its
-record (the resolver reports ``Unavailable``, 09 §3).  The failure policy's one way
-out (06 §9) is ``release_expired``: ``ready`` -> ``missing``, the fenced release of a
+a close that meets a move is ``Unavailable``, and a Spot being evicted for idleness
+does not move.  An owner whose lease expired keeps its record (the resolver reports
+``Unavailable``; nothing is recreated elsewhere).  The failure policy's one way
+out is ``release_expired``: ``ready`` -> ``missing``, the fenced release of a
 Ready record whose owner's lease expired, taken by the same NodeId restarted or by an
 operator (``store.rules.operator``), never by another node on its own.  A move whose
 target died past relay-ready has its own way out, ``release_relay_ready``:
 ``relay_ready`` -> ``missing``, taken by restart recovery (the target's NodeId
 restarted) or an operator once the target's lifecycle is over -- the move is not
-resumed (06 §8), the source is not restored (06 §6.1), the incarnation ends.
+resumed, the source is not restored, the incarnation ends.
 
 Entry Spot records are not this chart's: they are written and deleted with their
 node's descriptor claim (NewClaim, Remove) and are always ``ready``.

@@ -4,12 +4,12 @@ Theory of operation
 -------------------
 
 One chart instance follows one terminal submit of ``Create(type)`` or
-``GetOrCreate(spot_id, type)`` (spec 06 §3, §3.1, §3.2, §3.3).  The single end-to-end
+``GetOrCreate(spot_id, type)`` (docs/concepts.md, "Intent").  The single end-to-end
 deadline is fixed at submit and spans resolve, reservation, factory and the Ready
 barrier.  Each store answer is its own event, so the chart has no guards.
 
 * ``validating`` -- the caller's input is checked at the API edge before any store
-  call (06 §2, §2.1): a malformed ID or one in the reserved Entry format
+  call: a malformed ID or one in the reserved Entry format
   -> ``input_invalid`` -> ``invalid_operation``, nothing written.  ``Create`` then
   issues a fresh lowercase UUID v4 (``spot_id_issued``, straight to placement: there is
   nothing to resolve); ``GetOrCreate`` resolves the caller's ID (``spot_id_given``).
@@ -17,15 +17,15 @@ barrier.  Each store answer is its own event, so the chart has no guards.
   type -> ``found_ready`` -> ``existing`` (final; no factory, no reply).  Another kind
   or type -> ``type_mismatch``.  Creating -> ``found_creating`` ->
   ``waiting_on_creating``; a Closing incarnation of the same type -> ``found_closing`` ->
-  the same wait (its release makes the ID Missing, 06 §7).  Missing -> ``found_missing``
+  the same wait (its release makes the ID Missing).  Missing -> ``found_missing``
   -> ``selecting_placement``.
 * ``waiting_on_creating`` -- another attempt holds the reservation; this operation
-  starts no reservation or factory of its own (06 §3.2).  That attempt ends Ready ->
+  starts no reservation or factory of its own.  That attempt ends Ready ->
   ``other_attempt_ready`` -> ``existing``; it ends Missing through rejection/failure
   cleanup -> ``other_attempt_missing`` -> compete again from ``selecting_placement``
   within the remaining deadline; neither before the deadline -> ``deadline_exceeded``.
   An earlier attempt's Rejected state or reply is never shared.
-* ``selecting_placement`` -- Mesh and capacity selection (06 §3.1): no object-role
+* ``selecting_placement`` -- Mesh and capacity selection: no object-role
   Mesh -> ``not_configured``; several without InMesh -> ``invalid_operation``; unknown
   InMesh -> ``not_found``; no candidate with capacity -> ``capacity_exceeded``.  The
   creation request's reference and hash are recorded into the creation intent here,
@@ -38,13 +38,13 @@ barrier.  Each store answer is its own event, so the chart has no guards.
   active authority already holds the issued UUID -> ``already_exists`` (no second UUID
   or reservation is generated).
 * ``running_factory`` -- only the reservation winner runs the factory and
-  ``on_create`` (remotely: command 47, result via command 20, 06 §3.3).
+  ``on_create`` (remotely: command 47, result via command 20, docs/wire.md).
   ``create_accepted`` -> ``committing_ready`` -> ``commit_ready`` -> ``created``
   (final, optional reply).  ``create_rejected`` -> ``cleaning_up_rejected`` ->
   ``abort_creating`` -> ``rejected`` (final; reservation and authority cleaned up, the
   SpotRef names the declined attempt, optional reply).
 * Failures after Reserve clean up with the same fence so the ID is not left occupied
-  (09 §3 "If Creation Fails Midway"): ``factory_failed`` ->
+  (a creation that fails midway leaves the ID Missing): ``factory_failed`` ->
   ``aborting_failed_creation`` -> ``creation_failed``; ``deadline_expired`` ->
   ``aborting_expired_creation`` -> ``deadline_exceeded``.  Before Reserve the deadline
   ends the operation directly in ``deadline_exceeded``; the next call re-checks the
@@ -102,20 +102,20 @@ class UserCreate(StrictChart):
     creation_failed = State(final=True)
     deadline_exceeded = State(final=True)
 
-    # API edge (06 §2, §2.1)
+    # API edge: the ID is checked before any store call
     input_invalid = validating.to(invalid_operation)
     spot_id_issued = validating.to(selecting_placement)
     spot_id_given = validating.to(resolving)
-    # resolve (06 §3.2)
+    # resolve
     found_ready = resolving.to(existing)
     found_type_mismatch = resolving.to(type_mismatch)
     found_creating = resolving.to(waiting_on_creating)
     found_closing = resolving.to(waiting_on_creating)
     found_missing = resolving.to(selecting_placement)
-    # waiting for another attempt's authority change (06 §3.2)
+    # waiting for another attempt's authority change
     other_attempt_ready = waiting_on_creating.to(existing)
     other_attempt_missing = waiting_on_creating.to(selecting_placement)
-    # Mesh and capacity selection (06 §3.1)
+    # Mesh and capacity selection
     placement_selected = selecting_placement.to(reserving)
     no_mesh_candidate = selecting_placement.to(not_configured)
     ambiguous_mesh = selecting_placement.to(invalid_operation)
@@ -129,7 +129,7 @@ class UserCreate(StrictChart):
     reserve_lost_type_mismatch = reserving.to(type_mismatch)
     reserve_refused_capacity = reserving.to(capacity_exceeded)
     reserve_conflict = reserving.to(already_exists)
-    # factory and on_create on the reservation winner (06 §3.3)
+    # factory and on_create on the reservation winner
     create_accepted = running_factory.to(committing_ready)
     create_rejected = running_factory.to(cleaning_up_rejected)
     factory_failed = running_factory.to(aborting_failed_creation)

@@ -18,6 +18,11 @@ every page under ``docs/`` and the README, and check:
 * Documents (``stores.md``, or a design document cited by section): the file exists.
 * Module maps: each package ``__init__`` docstring lists exactly the modules and
   subpackages in its folder (``UNMAPPED`` names the exceptions and why).
+* Self-contained words: no file of the code, the charts, the docs or the README cites a
+  document a reader of this repository does not have -- the specification's sections
+  ("06 §8", "spec 09"), design or style notes ("DESIGN.md", "STYLE.md", "NOTES-...") or
+  any other "§" but an RFC's. A rule is stated in a few words, or linked to the page of
+  ``docs/`` that explains it (``docs/concepts.md`` for the core ideas).
 
 How a name resolves. A docstring in module ``a.b.c`` may name things relative to
 ``a.b.c`` itself, its package ``a.b`` or any package above it (``coordinators.routing``
@@ -31,8 +36,9 @@ may also be a variable named after its class (``node.client`` is ``Node.client``
 ``store.find`` ``LocationStore.find``). Past something that is neither a module nor a
 class, the rest of a chain cannot be known and is not checked.
 
-Findings whose fix belongs to work in progress elsewhere are listed in ``KNOWN_STALE``
-and ``KNOWN_MAP_ERRORS``; each must still be found, so a fix also deletes its line.
+Findings whose fix belongs to work in progress elsewhere are listed in ``KNOWN_STALE``,
+``KNOWN_MAP_ERRORS`` and ``KNOWN_CITING``; each must still be found, so a fix also deletes
+its line.
 Nothing here runs code of ours but imports; ``__main__`` modules are read, not imported.
 """
 
@@ -66,6 +72,32 @@ UNMAPPED = {
 #: Each must still be found: once it is fixed, the test fails until its line is deleted.
 KNOWN_STALE: dict[str, str] = {}
 KNOWN_MAP_ERRORS: dict[str, str] = {}
+#: Files (or folders, ending in ``/``) that still cite what a reader does not have, and
+#: the work that removes it. Each must still cite something: delete its line once it
+#: does not.
+_ITEM_8 = "issue #27 item 8: its citations go once the parallel work on it has landed"
+KNOWN_CITING: dict[str, str] = {
+    "docs/observability.md": _ITEM_8,
+    "docs/operations.md": _ITEM_8,
+    "docs/shoppingmall.md": _ITEM_8,
+    "zlink_trio/cli/": _ITEM_8,
+    "zlink_trio/runtime/coordinators/lease.py": _ITEM_8,
+    "zlink_trio/runtime/coordinators/placement.py": _ITEM_8,
+    "zlink_trio/runtime/coordinators/relocation.py": _ITEM_8,
+    "zlink_trio/runtime/coordinators/relocation_target.py": _ITEM_8,
+    "zlink_trio/runtime/mesh/peers.py": _ITEM_8,
+    "zlink_trio/runtime/node.py": _ITEM_8,
+    "zlink_trio/runtime/node_handle.py": _ITEM_8,
+    "zlink_trio/runtime/options.py": _ITEM_8,
+    "zlink_trio/samples/": _ITEM_8,
+}
+
+#: A citation of a document that is not in this repository: a section of the
+#: specification ("06 §8", "spec 09"), its design and style notes, or any other "§"
+#: (checked against :data:`RFC_SECTION` apart: an RFC is public).
+CITATION = re.compile(r"DESIGN\.md|STYLE\.md|NOTES-|\bspec\s+0\d\b|\b0\d\s+§|§")
+#: What may stand right before a "§": an RFC's number.
+RFC_SECTION = re.compile(r"RFC\s+\d+\s+$")
 
 ROLE = re.compile(r":(?:mod|func|class|meth|attr|data|exc|obj|const):`([^`]+)`")
 DOUBLE = re.compile(r"``([^`]+)``")
@@ -496,6 +528,49 @@ def package_maps() -> dict[str, tuple[set[str], set[str]]]:
     return maps
 
 
+# -- self-contained words -----------------------------------------------------------------
+
+
+def citations(text: str) -> list[tuple[int, str]]:
+    """Each citation of a document a reader does not have, as (line, what it cites)."""
+    found = []
+    for match in CITATION.finditer(text):
+        if match.group() == "§" and RFC_SECTION.search(text[max(0, match.start() - 24):
+                                                              match.start()]):
+            continue
+        found.append((text.count("\n", 0, match.start()) + 1, match.group()))
+    return found
+
+
+def _worded_files() -> list[Path]:
+    """Every text file of the code, the charts and the docs, and the README."""
+    files = [ROOT / "README.md", ROOT / "pyproject.toml"]
+    for top in (*ROOTS, "docs"):
+        files += [path for path in sorted((ROOT / top).rglob("*"))
+                  if path.is_file() and "__pycache__" not in path.parts
+                  and path.suffix not in {".pyc", ".png", ".svg", ".db"}]
+    return files
+
+
+def citing_files() -> dict[str, list[str]]:
+    """File -> its citations (``line: text``), for every file that has one."""
+    citing = {}
+    for path in _worded_files():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        found = citations(text)
+        if found:
+            citing[str(path.relative_to(ROOT))] = [f"{line}: {what}" for line, what in found]
+    return citing
+
+
+def _known_citing(path: str) -> str | None:
+    return next((known for known in KNOWN_CITING
+                 if path == known or (known.endswith("/") and path.startswith(known))), None)
+
+
 # -- the tests ----------------------------------------------------------------------------
 
 
@@ -532,6 +607,18 @@ def test_every_package_map_lists_exactly_its_modules():
     assert not wrong, "\n".join(wrong)
 
 
+def test_no_file_cites_a_document_the_reader_does_not_have():
+    citing = citing_files()
+    unknown = [f"{path}:{where}" for path, found in citing.items()
+               if _known_citing(path) is None for where in found]
+    fixed = [f"no longer cites anything, so delete it from KNOWN_CITING: {known}"
+             for known in KNOWN_CITING if not any(_known_citing(path) == known
+                                                  for path in citing)]
+    assert not unknown + fixed, "\n".join([
+        "state the rule in a few words or link the docs/ page that explains it "
+        "(docs/concepts.md for the core ideas):", *unknown, *fixed])
+
+
 def test_the_checks_catch_what_they_are_for():
     """The resolver refuses stale names and accepts the forms the docs use."""
     node = Place("zlink_trio/runtime/node.py", "zlink_trio.runtime.node")
@@ -549,5 +636,10 @@ def test_the_checks_catch_what_they_are_for():
         assert not _ours_and_missing(reference, place, role=True), reference
     assert DOCUMENT.findall("see DESIGN §4, stores.md and docs/wire.md; not a.md5") == [
         "DESIGN", "stores.md", "wire.md"]
+    assert citations("see 06 §8.1,\nspec 09, DESIGN.md, NOTES-x, STYLE.md and (09\n§4)") == [
+        (1, "06 §"), (2, "spec 09"), (2, "DESIGN.md"), (2, "NOTES-"), (2, "STYLE.md"),
+        (2, "09\n§")]
+    assert citations("RFC 6455 §5.5.2, RFC 6455\n§4.2.1; the shop's §6.1") == [(2, "§")]
+    assert citations("version 06, 2 §, spec 10, a spec 06x") == [(1, "§")]
     assert module_map("- ``a``, ``_b``,\n  ``e`` -- x\n- ``c/`` -- y ``f``\n\n"
                       "====  ====\n``d``  z\n====  ====\n") == {"a", "_b", "c", "d", "e"}

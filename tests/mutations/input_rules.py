@@ -11,8 +11,8 @@ from mutation import Mutation
 
 __all__ = ("INPUT_RULES",)
 
-_IDENTITY = "Identity: Spot IDs, types, Entry IDs, NodeRid, generations (06 §2, §2.1)"
-_MESH = "Mesh commands 39 / 47 / 48 / 20 and the handshake (06 §4.1, §3.3, §7.1)"
+_IDENTITY = "Identity: Spot IDs, types, Entry IDs, NodeRid, generations"
+_MESH = "Mesh commands 39 / 47 / 48 / 20 and the handshake"
 _HANDSHAKE = "tests/wire/test_handshake.py"
 
 INPUT_RULES: tuple[Mutation, ...] = (

@@ -13,8 +13,8 @@ from mutation import Mutation
 
 __all__ = ("RELOCATION_RULES",)
 
-FAMILY: Final = "Planned relocation and Message Follow (06 §6, §6.1, §8; 09 §2)"
-FOLLOW_FAMILY: Final = "Route cache and Message Follow routes (06 §6)"
+FAMILY: Final = "Planned relocation and Message Follow"
+FOLLOW_FAMILY: Final = "Route cache and Message Follow routes"
 
 _FOLLOW = "zlink_trio/runtime/mesh/message_follow.py"
 _RELOCATION_TESTS = "tests/runtime/test_relocation.py"
@@ -303,7 +303,7 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
     # target died after relay-ready
     Mutation(
         name="relocation.release_needs_a_dead_target",
-        family="Planned relocation and Message Follow (06 §6, §6.1, §8; 09 §2)",
+        family="Planned relocation and Message Follow",
         rule="ReleaseRelayReady ends a move past relay-ready only once its target's "
              "lease is over (TargetAlive: a live target commits).",
         path="zlink_trio/store/rules/relocation_steps.py",
@@ -314,7 +314,7 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
     ),
     Mutation(
         name="relocation.release_needs_a_dead_target.lua",
-        family="Planned relocation and Message Follow (06 §6, §6.1, §8; 09 §2)",
+        family="Planned relocation and Message Follow",
         rule="On Redis too, ReleaseRelayReady refuses a move whose target's lease is live.",
         path="zlink_trio/store/redis/lua/location.py",
         find="if c ~= nil and c.lc == r.tlc and tonumber(ARGV[9]) < tonumber(c.exp) then",
@@ -324,7 +324,7 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
     ),
     Mutation(
         name="relocation.release_names_the_moves_target",
-        family="Planned relocation and Message Follow (06 §6, §6.1, §8; 09 §2)",
+        family="Planned relocation and Message Follow",
         rule="ReleaseRelayReady is fenced by the target the move names (StaleFence for "
              "another).",
         path="zlink_trio/store/rules/relocation_steps.py",
@@ -337,7 +337,7 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
     ),
     Mutation(
         name="relocation.dead_target_moves_are_listed",
-        family="Planned relocation and Message Follow (06 §6, §6.1, §8; 09 §2)",
+        family="Planned relocation and Message Follow",
         rule="A restarted NodeId's startup scan finds the moves past relay-ready toward "
              "its dead lifecycles (dead_owned).",
         path="zlink_trio/store/rules/recovery.py",
@@ -349,7 +349,7 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
     ),
     Mutation(
         name="relocation.restart_releases_the_dead_targets_move",
-        family="Planned relocation and Message Follow (06 §6, §6.1, §8; 09 §2)",
+        family="Planned relocation and Message Follow",
         rule="Restart recovery releases a RelayReady move whose target died "
              "(release_relay_ready), it does not leave it Unavailable.",
         path="zlink_trio/store/dead_lifecycle.py",
@@ -362,7 +362,7 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
     ),
     Mutation(
         name="relocation.live_target_keeps_its_move",
-        family="Planned relocation and Message Follow (06 §6, §6.1, §8; 09 §2)",
+        family="Planned relocation and Message Follow",
         rule="Restart recovery of a dead source leaves a move toward a live target past "
              "relay-ready to that target (reported, not released).",
         path="zlink_trio/store/dead_lifecycle.py",
@@ -373,7 +373,7 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
     ),
     Mutation(
         name="relocation.released_payload_root_deleted",
-        family="Planned relocation and Message Follow (06 §6, §6.1, §8; 09 §2)",
+        family="Planned relocation and Message Follow",
         rule="Releasing a move that died after its capture deletes the payload root its "
              "record names.",
         path="zlink_trio/store/dead_lifecycle.py",
@@ -386,7 +386,7 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
     ),
     Mutation(
         name="relocation.payload_named_before_the_root",
-        family="Planned relocation and Message Follow (06 §6, §6.1, §8; 09 §2)",
+        family="Planned relocation and Message Follow",
         rule="The source names its payload root on the Sealed record before it writes it, "
              "so a move that dies after its capture leaves no root nobody can find.",
         path="zlink_trio/runtime/coordinators/relocation.py",
@@ -399,7 +399,7 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
     ),
     Mutation(
         name="relocation.released_source_ends",
-        family="Planned relocation and Message Follow (06 §6, §6.1, §8; 09 §2)",
+        family="Planned relocation and Message Follow",
         rule="A source whose move was released past relay-ready ends its incarnation "
              "(on_close(OWNERSHIP_LOST), no store write).",
         path="zlink_trio/runtime/coordinators/relocation.py",
@@ -411,7 +411,7 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
     # relay and lifecycle lane
     Mutation(
         name="relay.flow_control",
-        family="Planned relocation and Message Follow (06 §6, §6.1, §8; 09 §2)",
+        family="Planned relocation and Message Follow",
         rule="The relay of a hold streams within the link's flow control: it waits while "
              "the link is not writable instead of queuing the whole hold at once.",
         path="zlink_trio/runtime/mesh/message_follow.py",
@@ -422,7 +422,7 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
     ),
     Mutation(
         name="relay.behind_the_hold",
-        family="Planned relocation and Message Follow (06 §6, §6.1, §8; 09 §2)",
+        family="Planned relocation and Message Follow",
         rule="A call this node sends to a Spot whose hold is still being relayed goes "
              "behind the hold, never overtaking a held message.",
         path="zlink_trio/runtime/coordinators/routing.py",
@@ -433,7 +433,7 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
     ),
     Mutation(
         name="relay.target_queues_the_hold",
-        family="Planned relocation and Message Follow (06 §6, §6.1, §8; 09 §2)",
+        family="Planned relocation and Message Follow",
         rule="The new owner queues a followed (relayed) message past its application "
              "lane's bounds: the hold was accepted at the source.",
         path="zlink_trio/runtime/coordinators/inbound.py",
@@ -447,7 +447,7 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
     # seal is the lifecycle work a full application lane must not refuse.
     Mutation(
         name="lanes.lifecycle_admission",
-        family="Execution lanes (09 §6)",
+        family="Execution lanes",
         rule="Lifecycle work (a relocation's seal, ctx.close()'s BeginClose) is admitted "
              "under the lifecycle lane's own bounds, however full the application lane is.",
         path="zlink_trio/runtime/incarnation/incarnation.py",

@@ -14,14 +14,14 @@ from mutation import Mutation
 __all__ = ("RUNTIME_RULES",)
 
 #: The rows of docs/architecture.md's "Where each rule lives" table.
-_CALLS: Final = "Direct calls: send / request, one deadline, no hidden retry (06 §4, §5)"
-_CREATE: Final = "User Spot Create / GetOrCreate (06 §3, §3.1\u20133.3)"
-_ROUTES: Final = "Route cache and Message Follow routes (06 §6)"
-_CLOSE: Final = "Close (06 §7, §7.1)"
-_OWNER: Final = "Failure of an owner: lease, ownership lost, Unavailable (06 §9, 09 §4)"
-_IDLE: Final = "Idle eviction (09 §5)"
-_CEILING: Final = "Active-object ceiling (09 §5)"
-_LANES: Final = "Execution lanes (09 §6)"
+_CALLS: Final = "Direct calls: send / request, one deadline, no hidden retry"
+_CREATE: Final = "User Spot Create / GetOrCreate"
+_ROUTES: Final = "Route cache and Message Follow routes"
+_CLOSE: Final = "Close"
+_OWNER: Final = "Failure of an owner: lease, ownership lost, Unavailable"
+_IDLE: Final = "Idle eviction"
+_CEILING: Final = "Active-object ceiling"
+_LANES: Final = "Execution lanes"
 _CHARTS: Final = "Lifecycles (every chart)"
 
 RUNTIME_RULES: tuple[Mutation, ...] = (
@@ -300,7 +300,7 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
     ),
     Mutation(
         name="lease.ran_out_during_startup",
-        family="Failure of an owner: lease, ownership lost, Unavailable (06 §9, 09 §4)",
+        family="Failure of an owner: lease, ownership lost, Unavailable",
         rule="A new lifecycle whose lease ran out before admission opened does not open: "
              "open_node raises Unavailable (never an internal lifecycle error).",
         path="zlink_trio/runtime/node.py",
@@ -344,7 +344,7 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
     # Mesh-wide (several listening nodes)
     Mutation(
         name="M5",
-        family="Route cache and Message Follow routes (06 §6)",
+        family="Route cache and Message Follow routes",
         rule="A node waiting for another node's Creating Spot polls the store with a "
              "backoff from 5 ms to 250 ms, so it sees Ready (and is routed there) at once.",
         path="zlink_trio/runtime/coordinators/routing.py",
@@ -356,7 +356,7 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
     ),
     Mutation(
         name="mesh.creating_poll_cap",
-        family="Route cache and Message Follow routes (06 §6)",
+        family="Route cache and Message Follow routes",
         rule="The Creating poll's backoff stops growing at 250 ms, however long the Spot "
              "stays Creating.",
         path="zlink_trio/runtime/coordinators/routing.py",
@@ -368,7 +368,7 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
     ),
     Mutation(
         name="mesh.type_from_every_descriptor",
-        family="Cold activation (06 §4.1, §4.1.1, §4.2)",
+        family="Cold activation",
         rule="An omitted Instance type is auto-selected from the types every serving node "
              "of the Mesh registers, not from this node's own registry.",
         path="zlink_trio/runtime/coordinators/placement.py",
@@ -383,7 +383,7 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
     ),
     Mutation(
         name="mesh.user_type_from_every_descriptor",
-        family="User Spot Create / GetOrCreate (06 §3, §3.1\u20133.3)",
+        family="User Spot Create / GetOrCreate",
         rule="Create checks the stable type against every serving node of the Mesh, so a "
              "node that does not register it (a client) still creates it on one that does.",
         path="zlink_trio/runtime/coordinators/create.py",
@@ -397,7 +397,7 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
     ),
     Mutation(
         name="mesh.candidates_keep_their_mesh",
-        family="Cold activation (06 §4.1, §4.1.1, §4.2)",
+        family="Cold activation",
         rule="Placement sees each node in its own Mesh: with two object Meshes and no "
              "in_mesh, cold activation and create are InvalidOperation.",
         path="zlink_trio/runtime/coordinators/placement.py",

@@ -30,9 +30,8 @@ from mutation import Mutation
 __all__ = ("STORE_RULES",)
 
 #: The rows of docs/architecture.md's "Where each rule lives" table.
-_TXN = "Store transactions (06 §3, §4.1, §7, §8)"
-_STEPS = ("Relocation steps in the store: begin, seal, accept relay-ready, commit, abort "
-          "(06 §6.1, §8)")
+_TXN = "Store transactions"
+_STEPS = "Relocation steps in the store: begin, seal, accept relay-ready, commit, abort"
 _CHARTS = "Lifecycles (every chart)"
 
 _RULES = "zlink_trio/store/rules/"
@@ -914,7 +913,7 @@ STORE_RULES: tuple[Mutation, ...] = (
     ),
     Mutation(
         name="store.relocation_store_apart",
-        family='A Relocation Store apart (06: "not a keyspace")',
+        family="A Relocation Store apart (never the Location Store's keyspace)",
         rule="With relocation=URL the Relocation Store's roots and inboxes live only in "
              "that backend.",
         path="zlink_trio/store/open.py",

@@ -16,11 +16,11 @@ Modules:
 - ``_checks``, ``_json_fields`` -- field checks, attrs validators and ``from_json``
                      decoders the values share
 - ``deadline``    -- an operation's one end, on this process's clock and the shared one
-- ``lanes``       -- a Spot's two bounded FIFO lanes (spec 09 §6)
+- ``lanes``       -- a Spot's two bounded FIFO lanes
 - ``_lane_values`` -- lane kinds, bounds, tickets, lane statistics (re-exported by ``lanes``)
 - ``timers``      -- one incarnation's timer schedule
 - ``idle``        -- which Instance Spots an idle sweep examines, and what counts as idle
 - ``placement``   -- choosing the Mesh, the stable type and the node for a new Spot
 - ``placement_candidate`` -- :class:`PlacementCandidate`: one node as placement sees it
-- ``route_cache`` -- recently resolved Ready routes by Spot ID (spec 06 §6, 09 §3)
+- ``route_cache`` -- recently resolved Ready routes by Spot ID
 """

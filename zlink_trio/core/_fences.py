@@ -9,9 +9,9 @@ re-reads the record and refuses (``StaleFence``) when they differ, so a caller
 acting on an old view never writes. :class:`OwnerFence` names one process
 lifecycle of a NodeId, ``(node_rid, lifecycle_generation)``, the lifecycle
 generation coming from the node's descriptor claim. :class:`ReservationFence`
-is the fence Reserve issues for one creation attempt (spec 06 §3.3);
+is the fence Reserve issues for one creation attempt;
 :class:`AuthorityFence` is the owner/generation fence of close, release and
-relocation steps (spec 06 §7).
+relocation steps (docs/concepts.md, "Fences", tells why).
 
 These values sit below :mod:`zlink_trio.core.records`, which re-exports them
 (and builds a Reserve's fence without the validators, ``reservation_fence``):
@@ -71,7 +71,7 @@ class OwnerFence:
 
 @attrs.frozen(kw_only=True)
 class AuthorityFence:
-    """The owner/generation fence of close, release and relocation steps (spec 06 §7)."""
+    """The owner/generation fence of close, release and relocation steps."""
 
     spot_id: str = attrs.field(validator=spot_id_field)
     object_generation: int = attrs.field(validator=generation_field)
@@ -81,7 +81,7 @@ class AuthorityFence:
 
 @attrs.frozen(kw_only=True)
 class ReservationFence:
-    """The provider-issued fence of one creation attempt (spec 06 §3.3).
+    """The provider-issued fence of one creation attempt.
 
     CommitReady and AbortCreating succeed only while the record still has
     exactly this StoreVersion, ObjectGeneration, owner generation and owner.

@@ -1,4 +1,4 @@
-"""Execution-lane values: lane kinds, bounds, tickets and statistics (spec 09 §6).
+"""Execution-lane values: lane kinds, bounds, tickets and statistics.
 
 Theory of operation
 -------------------
@@ -60,8 +60,8 @@ def _positive_int(instance: LaneBounds, attribute: attrs.Attribute[int], value: 
     if type(value) is not int or value <= 0:
         raise InvalidConfiguration(
             f"lane bound {attribute.name} must be a positive int, got {value!r}; "
-            "every execution lane needs a finite count and byte bound (spec 09 §6), "
-            "so pass a whole number greater than 0"
+            "every execution lane needs a finite count and byte bound (no lane is "
+            "unbounded), so pass a whole number greater than 0"
         )
 
 

@@ -6,9 +6,9 @@ The Relocation Store keeps immutable *roots* (a creation request, an
 activation recovery root, a relocation payload) addressed by ``(ref,
 sha256, size)``. :class:`RootReceipt` is that address as the store returns
 it. An authority record points at a root in two ways: a Creating record
-carries the :class:`CreationIntent` of its creation request (spec 06 §3.1,
-§3.3), and an incarnation whose activation must be recoverable carries a
-:class:`RecoveryPointer` (spec 06 §4.1, §4.1.1). Both convert to and from a
+carries the :class:`CreationIntent` of its creation request (docs/concepts.md,
+"Intent"), and an incarnation whose activation must be recoverable carries a
+:class:`RecoveryPointer` (docs/stores.md, "Crash recovery"). Both convert to and from a
 receipt, and to and from the JSON objects an authority record is stored as.
 
 These values sit below :mod:`zlink_trio.core.records`, which re-exports
@@ -47,7 +47,7 @@ __all__ = (
     "receipt_of_digest",
 )
 
-#: Largest encoded creation request (spec 06 §3.1).
+#: Largest encoded creation request (1 MiB).
 MAX_CREATION_REQUEST_BYTES: Final = 1024 * 1024
 #: Largest immutable root the Relocation Store keeps (activation envelopes, relocation payloads).
 MAX_ROOT_BYTES: Final = 64 * 1024 * 1024
@@ -128,7 +128,7 @@ def receipt_of_digest(digest: str, size: int) -> RootReceipt:
 
 @attrs.frozen(kw_only=True)
 class CreationIntent:
-    """The immutable creation request a Creating record points to (spec 06 §3.1, §3.3).
+    """The immutable creation request a Creating record points to.
 
     The request bytes live in the Relocation Store under ``content_ref``; the
     target checks SHA-256 and size before it runs the factory. At most 1 MiB.
@@ -167,7 +167,7 @@ class CreationIntent:
 
 @attrs.frozen(kw_only=True)
 class RecoveryPointer:
-    """Links an incarnation to its activation recovery root (spec 06 §4.1, §4.1.1).
+    """Links an incarnation to its activation recovery root, for restart recovery.
 
     ``version`` is the format version of the root's content (1 =
     ``instance-activation-recovery-v1``); it is data, not a CAS token: the

@@ -1,4 +1,4 @@
-"""SpotRef: the public, immutable snapshot of where a Spot was (spec 06 §2.2).
+"""SpotRef: the public, immutable snapshot of where a Spot was.
 
 Theory of operation
 -------------------
@@ -34,7 +34,7 @@ __all__ = ("SpotRef",)
 
 @attrs.frozen(kw_only=True)
 class SpotRef:
-    """An immutable snapshot of where a Spot was at lookup time (spec 06 §2.2).
+    """An immutable snapshot of where a Spot was at lookup time.
 
     Not a messaging target and not an owner capability: if the owner moved,
     ``mesh`` and ``node_rid`` may be out of date; re-query by Spot ID.

@@ -2,17 +2,17 @@
 
 Theory of operation
 -------------------
-Every operation has one end-to-end deadline (06 §3, §5), fixed when it is submitted
-and carried unchanged through resolve, the Spot queue, a cold activation, a remote
-call and the reply.  Two clocks need it:
+Every operation has one end-to-end deadline, fixed when it is submitted and carried
+unchanged through resolve, the Spot queue, a cold activation, a remote call and the
+reply.  Two clocks need it:
 
 * ``at`` -- the local Trio clock (``trio.current_time()``): cancel scopes, queue
   checks and waits use it, so tests can run on ``trio.testing.MockClock``.  It means
   nothing outside this process.
 * ``wall_ms`` -- wall-clock milliseconds since the Unix epoch: what command 39/47/48
-  carry (docs/wire.md) and what the durable activation envelope records (06 §4.1:
-  "route kind 2's deadline must match the deadline of the
-  instance-activation-recovery-v1 recorded in the Relocation Store").  Every process
+  carry (docs/wire.md) and what the durable activation envelope records (a route
+  kind 2 frame's deadline must equal the one its recovery root in the Relocation
+  Store records).  Every process
   -- a peer, or this node restarted after a crash -- reads it the same way.
 
 A :class:`Deadline` holds both, computed once from the two clock readings passed in

@@ -6,7 +6,7 @@ A node publishes one :class:`NodeDescriptor` per Mesh it joins: who it is
 (MeshName, NodeRid, NodeId), where it listens, which roles it has, which
 stable types it serves as which kind, how many Spots it may host, its
 placement weight, and the Entry Spot ID the framework issued for this
-lifecycle (spec 06 §2.1). **Every field of a descriptor is immutable for the
+lifecycle. **Every field of a descriptor is immutable for the
 lifecycle**: to change one, the process ends its claim and makes a new one
 (with a fresh NodeRid). :attr:`NodeDescriptor.digest` is a SHA-256 over a
 canonical encoding of all of them, EntrySpotId included, so peers can check
@@ -122,7 +122,7 @@ def _flag(instance: object, attribute: attrs.Attribute[bool], value: bool) -> No
 
 @attrs.frozen(kw_only=True)
 class NodeDescriptor:
-    """The immutable registration a MeshNode publishes for one lifecycle (spec 06 §2.1).
+    """The immutable registration a MeshNode publishes for one lifecycle.
 
     Raises :class:`InvalidOperation` for a malformed field: bad MeshName,
     NodeId, endpoint or stable type; an ``entry_spot_id`` not of the reserved

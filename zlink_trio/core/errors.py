@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 Every failure a user can observe is one class under :class:`ZLinkError`, named
-after the outcome the specification names (spec 06 §9, 09 §8). Each class has
+after the outcome it reports (docs/errors.md lists them all). Each class has
 a stable numeric ``code`` that travels on the wire (command 20's
 ``failureCode``); the numbers never change meaning once released, so a peer
 running another version still maps a code to the same outcome.
@@ -72,7 +72,7 @@ class NotFound(ZLinkError):
 
     A Spot with no Ready authority addressed without Instance intent, a Mesh
     named by ``in_mesh`` that no node serves, or a stable type no serving node
-    provides (spec 06 §4.1 steps 3, 5, 6).
+    provides (docs/concepts.md, "Intent").
     """
 
     code = 2
@@ -82,7 +82,7 @@ class NotConfigured(ZLinkError):
     """Raised when an operation needs configuration that is absent.
 
     For example Create or cold activation without ``in_mesh`` when no Mesh has
-    the object-client or object-server role (spec 06 §3.1).
+    the object-client or object-server role.
     """
 
     code = 3
@@ -132,7 +132,7 @@ class TypeMismatch(ZLinkError):
     """Raised when a Spot ID is already used with another kind or stable type.
 
     One Spot ID has exactly one kind and stable type while it has authority
-    (spec 06 §2, §3.2, §4.2). Use another ID or the type the Spot has.
+    (docs/concepts.md, "Spot kinds"). Use another ID or the type the Spot has.
     """
 
     code = 7
@@ -142,7 +142,7 @@ class AlreadyExists(ZLinkError):
     """Raised when a create-only operation meets an active authority.
 
     Create's fresh uuid4 collided with an active Spot (no second uuid is
-    tried, spec 06 §3.2), or a store claim met a live claim of the same key.
+    tried), or a store claim met a live claim of the same key.
     """
 
     code = 8
@@ -208,9 +208,10 @@ class NodeLost(Unavailable):
 class StaleRoute(ZLinkError):
     """Raised when a message reached a node that no longer owns the Spot.
 
-    The owner identity or owner validity did not match (spec 09 §4). The
-    message was not run and is not retried automatically: send a new call if
-    running it again is safe for your application.
+    The owner identity or owner validity did not match: the Spot moved or
+    closed, or its owner's lease ended (docs/concepts.md, "Fences"). The message
+    was not run and is not retried automatically: send a new call if running it
+    again is safe for your application.
     """
 
     code = 12

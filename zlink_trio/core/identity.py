@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 A Spot ID and a stable type are ``str`` values of 1..255 UTF-8 bytes,
-compared byte for byte (spec 06 §2). Python's ``str`` comparison is by code
+compared byte for byte. Python's ``str`` comparison is by code
 point, which orders the same as UTF-8 bytes for valid strings, so equality
 and ordering of validated values are byte comparisons. A ``str`` holding a
 lone surrogate has no UTF-8 encoding and is refused.
@@ -12,9 +12,9 @@ Validation happens at the API edge, before any store call: an invalid value
 raises :class:`InvalidOperation` and nothing is written.
 
 The Entry Spot ID format ``<prefix>-entry-<lowercase uuid4>`` is reserved for
-the framework (spec 06 §2.1); callers cannot use it for User or Instance
-Spots. The framework never parses a node relationship out of an ID: the
-descriptor publishes the mapping.
+the framework (docs/concepts.md, "Spot kinds"); callers cannot use it for User
+or Instance Spots. The framework never parses a node relationship out of an
+ID: the descriptor publishes the mapping.
 
 Randomness is injected (``random_bytes``) so tests can be deterministic; the
 default is ``os.urandom``, which reads no clock and does no I/O a test sees.
@@ -53,7 +53,7 @@ __all__ = (
 #: Upper bound, in UTF-8 bytes, of Spot IDs, stable types, NodeIds and MeshNames.
 MAX_ID_BYTES: Final = 255
 
-#: ObjectGeneration is non-zero and below 2**63 (spec 06 §2.2); this is the largest value.
+#: ObjectGeneration is non-zero and below 2**63; this is the largest value.
 MAX_OBJECT_GENERATION: Final = 2**63 - 1
 
 #: A source of random bytes: ``random_bytes(n)`` returns ``n`` bytes.
@@ -65,7 +65,7 @@ _ENTRY: Final = re.compile(rf"\A(?P<prefix>.+)-entry-(?P<uuid>{_UUID4_TEXT})\Z",
 
 
 class SpotKind(IntEnum):
-    """The closed set of Spot kinds (spec 09 §1); the numbers are wire values."""
+    """The closed set of Spot kinds (docs/concepts.md); the numbers are wire values."""
 
     #: Never a valid kind; decoding 0 is a protocol error.
     INVALID = 0
@@ -114,7 +114,7 @@ def validate_user_spot_id(value: object) -> str:
     """Return ``value`` if a caller may use it for a User or Instance Spot.
 
     Like :func:`validate_spot_id`, and also refuses the framework's reserved
-    Entry format with :class:`InvalidOperation` (spec 06 §2.1).
+    Entry format with :class:`InvalidOperation`.
     """
     spot_id = validate_spot_id(value)
     if is_entry_spot_id(spot_id):
@@ -146,7 +146,8 @@ def validate_mesh_name(value: object) -> str:
     """Return ``value`` if it is a well-formed MeshName (1..255 UTF-8 bytes).
 
     Raises :class:`InvalidOperation` otherwise. A MeshName only chooses where a
-    Spot is first placed; it is never part of a Spot's identity (spec 06 §2).
+    Spot is first placed; it is never part of a Spot's identity: one Spot ID is one
+    Spot across the whole store, whatever its Mesh.
     """
     return _validate_text(value, "mesh name")
 
@@ -194,7 +195,7 @@ def new_uuid4(random_bytes: RandomBytes = os.urandom) -> str:
 def new_entry_spot_id(prefix: str, random_bytes: RandomBytes = os.urandom) -> str:
     """Issue a framework Entry Spot ID ``<prefix>-entry-<uuid4>``.
 
-    The uuid4 is drawn fresh, never derived from the NodeRid (spec 06 §2.1).
+    The uuid4 is drawn fresh, never derived from the NodeRid.
     Raises :class:`InvalidOperation` if the prefix is invalid or too long.
     """
     return f"{validate_entry_prefix(prefix)}-entry-{new_uuid4(random_bytes)}"

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-Spec 09 §5: when the idle timeout is positive, the node's catalog checks its
+When the idle timeout is positive, the node's catalog checks its
 active Spots periodically and closes the idle ones with reason IdleEvicted.
 Two decisions live here, both pure:
 
@@ -26,8 +26,8 @@ Two decisions live here, both pure:
   away once they outnumber the live ones (amortized O(1) per departure).
 
 * **Whether one Spot is idle** (:func:`is_idle`). Only Instance Spots qualify:
-  Entry Spots belong to their node's lifecycle (09 §2) and User Spots are
-  never recreated by an ordinary message (09 §5), so evicting either would
+  Entry Spots belong to their node's lifecycle and User Spots are
+  never recreated by an ordinary message, so evicting either would
   lose it. An Instance Spot is idle only when *both* hold: no work is pending
   or running and it is not relocating (nor inside a Message Follow window),
   and at least ``timeout`` seconds have passed since its last application
@@ -64,7 +64,7 @@ __all__ = (
     "is_idle",
 )
 
-#: At most this many candidates are examined per sweep (09 §5).
+#: At most this many candidates are examined per sweep.
 DEFAULT_SWEEP_BATCH: Final = 64
 #: Default seconds between two sweeps.
 DEFAULT_SWEEP_INTERVAL: Final = 1.0
@@ -88,7 +88,7 @@ def is_idle(
     now: float,
     timeout: float,
 ) -> bool:
-    """Tell whether a Spot may be evicted as idle (09 §5).
+    """Tell whether a Spot may be evicted as idle.
 
     ``pending`` / ``running`` count its queued and executing work items (any
     lane, timer ticks included); ``relocating`` is true while it takes part in

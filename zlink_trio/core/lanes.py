@@ -1,4 +1,4 @@
-"""Execution-lane accounting: two bounded FIFO lanes per Spot (spec 09 §6).
+"""Execution-lane accounting: two bounded FIFO lanes per Spot.
 
 Theory of operation
 -------------------
@@ -7,7 +7,7 @@ turn sits in one of two FIFO lanes: *application* (messages from callers, timer
 ticks) and *lifecycle* (the framework's own requests the Spot's task takes up at a
 turn boundary: a relocation's seal, ``ctx.close()``'s BeginClose; docs/decisions.md,
 "The lifecycle lane carries lifecycle work").
-Each lane has two bounds, both mandatory (spec 09 §6 "no unbounded execution queue"):
+Each lane has two bounds, both mandatory (no execution queue is unbounded):
 
 * a **count** bound — how many work items hold a reservation, and
 * a **byte** bound — how many bytes those reservations add up to.
@@ -25,16 +25,16 @@ completion*, not until dequeue: :meth:`Lane.pop` hands the item and its
 is slow keeps its running work on the books and the bound measures everything
 the Spot holds, not just what is waiting.
 
-:meth:`Lane.push_front` restores the first message of a cold activation to
-the head of the application lane (spec 06 §4.1 step 11). That record was
-accepted before the lane existed (with the activation envelope, and durably in
-the activation inbox), so refusing it now would drop an accepted operation
-that the spec says must run first. It therefore **bypasses the bounds**: it
-always succeeds and its reservation is counted, so the lane may exceed its
-bounds by that single record until it completes; later admissions see the
-usage and are refused accordingly. It is allowed only before the lane's first
-:meth:`~Lane.pop` and only once, because anything else would break "the first
-message is processed first".
+:meth:`Lane.push_front` restores the first message of a cold activation to the
+head of the application lane (the step 11 barrier of
+``statecharts.cold_activation``). That record was accepted before the lane
+existed (with the activation envelope, and durably in the activation inbox), so
+refusing it now would drop an accepted operation that must run first. It
+therefore **bypasses the bounds**: it always succeeds and its reservation is
+counted, so the lane may exceed its bounds by that single record until it
+completes; later admissions see the usage and are refused accordingly. It is
+allowed only before the lane's first :meth:`~Lane.pop` and only once, because
+anything else would break "the first message is processed first".
 
 :class:`Lanes` holds both lanes of one Spot. :meth:`Lanes.next_turn` takes
 lifecycle work before application work (strict priority): lifecycle work is
@@ -218,8 +218,8 @@ class Lane(Generic[T]):
 
         For work that was accepted elsewhere and moves here whole: a relocation's held
         ingress returning to the source queue, or the captured queue restored at the
-        target (06 §6.1, §8: neither is refused). Raises :class:`InvalidOperation` for a
-        bad ``payload_size``.
+        target (a move loses no accepted message, so neither is refused). Raises
+        :class:`InvalidOperation` for a bad ``payload_size``.
         """
         _check_payload_size(payload_size)
         reservation = payload_size + PER_ITEM_BYTES

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 Create, GetOrCreate and cold activation place a *new* User or Instance Spot
-(spec 06 §3.1, §4.1 steps 4-7). The runtime snapshots the node descriptors it
+(docs/concepts.md, "Intent"). The runtime snapshots the node descriptors it
 knows into :class:`PlacementCandidate` values and asks this module, in order:
 
 1. **Which Mesh?** (:func:`select_mesh`) A Mesh is *eligible* when at least
@@ -25,7 +25,7 @@ knows into :class:`PlacementCandidate` values and asks this module, in order:
    ``active + pending < capacity`` and, if it has an active-object ceiling,
    ``active + pending < ceiling``: pending creations count, so a node whose
    in-flight creations would take it to the ceiling is "near the ceiling" and
-   excluded (spec 09 §5). A host with placement weight 0 takes no new objects
+   excluded. A host with placement weight 0 takes no new objects
    either (weight 0 is how an operator drains a node). None left is
    :class:`CapacityExceeded` with ``lane=None``.
 4. **Which node?** (:func:`choose_node`) For a Spot ID (cold activation,
@@ -116,7 +116,7 @@ def _hosts(candidates: Iterable[PlacementCandidate], mesh: str) -> list[Placemen
 
 
 def select_mesh(candidates: Sequence[PlacementCandidate], in_mesh: str | None) -> str:
-    """Return the Mesh to place in (spec 06 §3.1, §4.1 step 4).
+    """Return the Mesh to place in (step 4 of ``statecharts.cold_activation``; create too).
 
     Raises :class:`NotFound` if ``in_mesh`` names no Mesh with an
     object-role node; with ``in_mesh`` omitted, :class:`NotConfigured` when no
@@ -176,7 +176,7 @@ def _check_kind_served(
 def select_instance_type(
     candidates: Sequence[PlacementCandidate], mesh: str, stable_type: str | None
 ) -> str:
-    """Return the stable type of a cold activation in ``mesh`` (spec 06 §4.1 steps 5-6).
+    """Return the stable type of a cold activation in ``mesh`` (its chart's steps 5-6).
 
     Given ``stable_type``: returned when some serving object server of the
     Mesh serves it as an Instance type; :class:`TypeMismatch` when it is served

@@ -146,7 +146,7 @@ class PlacementCandidate:
     pending: int = attrs.field(validator=_count)
     #: Most Spots (active + pending) placement may put on the node.
     capacity: int = attrs.field(validator=_count)
-    #: The node's active-object ceiling (spec 09 §5); ``None`` when it configures none.
+    #: The node's active-object ceiling; ``None`` when it configures none.
     active_object_ceiling: int | None = attrs.field(default=None, validator=_ceiling)
     #: Node-wide placement weight; 0 means "place no new Spots here".
     weight: float = attrs.field(default=1.0, validator=_weight)

@@ -2,12 +2,12 @@
 
 Theory of operation
 -------------------
-The Location Store holds at most one :class:`AuthorityRecord` per Spot ID
-(spec 06 §2). :class:`AuthorityState` is the state set of the Spot-authority
-statechart (``statecharts.spot_authority``), generated from it into
-``statecharts.names`` -- one definition, re-exported here. "Missing" is its
-initial state but never a stored one: it is the absence of a record, so no
-record holds ``MISSING`` (the constructor refuses it) and a transition to
+The Location Store holds at most one :class:`AuthorityRecord` per Spot ID (one
+ID, one Spot, across every Mesh). :class:`AuthorityState` is the state set of
+the Spot-authority statechart (``statecharts.spot_authority``), generated from
+it into ``statecharts.names`` -- one definition, re-exported here. "Missing"
+is its initial state but never a stored one: it is the absence of a record, so
+no record holds ``MISSING`` (the constructor refuses it) and a transition to
 Missing deletes the record. The stored states follow the chart::
 
     (missing) --reserve--> CREATING --commit_ready--> READY --begin_close--> CLOSING

@@ -1,4 +1,4 @@
-"""The positive route cache: recently resolved Ready routes, by Spot ID (spec 06 §6, 09 §3).
+"""The positive route cache: recently resolved Ready routes, by Spot ID.
 
 Theory of operation
 -------------------
@@ -10,17 +10,17 @@ lease deadline). There is no field for Missing, Creating, Unavailable or a
 store failure, and :meth:`RouteCache.put` accepts only a ``CachedRoute``, so
 absence and in-progress creation cannot be cached: "being created" would keep
 showing for the cache lifetime after creation finished, and a cached
-"missing" would hide a Spot created a moment later (09 §3, 06 §10).
+"missing" would hide a Spot created a moment later.
 
 An entry expires at ``min(now + max_age, owner_lease_deadline)`` computed
 when it is put: the cache is used only within the owner lease's admission
-deadline *and* ``RouteCacheMaxAge`` (06 §6). An entry whose expiry is not in
+deadline *and* ``RouteCacheMaxAge``. An entry whose expiry is not in
 the future is never served and is dropped when seen. A changed configuration
-(:meth:`RouteCache.configure`) applies only to entries put afterwards, as the
-spec says of runtime changes; existing entries keep their expiry.
+(:meth:`RouteCache.configure`) applies only to entries put afterwards, like every
+runtime configuration change; existing entries keep their expiry.
 
-:class:`RouteCacheConfig` also holds the Message Follow duration because the
-spec ties the two: when both are positive, the cache age must be at least
+:class:`RouteCacheConfig` also holds the Message Follow duration because the two
+are tied: when both are positive, the cache age must be at least
 :data:`MIN_FOLLOW_MARGIN` (5 s) shorter than the follow duration, so a
 sender's cached route to a previous owner expires while that owner still
 relays (follows) messages to the new one. 0 turns the cache, respectively
@@ -91,7 +91,7 @@ def _duration(instance: RouteCacheConfig, attribute: attrs.Attribute[float], val
 
 @attrs.frozen
 class RouteCacheConfig:
-    """RouteCacheMaxAge and MessageFollowDuration, in seconds (spec 06 §6).
+    """RouteCacheMaxAge and MessageFollowDuration, in seconds.
 
     ``max_age == 0`` disables the route cache, ``follow_duration == 0``
     disables Message Follow. Raises :class:`InvalidConfiguration` for a
@@ -162,7 +162,8 @@ class CachedRoute:
     """
 
     spot_id: str = attrs.field(validator=lambda _i, _a, v: validate_spot_id(v))
-    #: Recorded for diagnostics; never a target-match condition (spec 06 §5).
+    #: Recorded for diagnostics; never a target-match condition (ordinary messages
+    #: are not filtered by generation, docs/concepts.md).
     object_generation: int = attrs.field(validator=_generation)
     mesh: str = attrs.field(validator=_mesh)
     #: The owner node.

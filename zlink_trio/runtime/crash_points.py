@@ -12,8 +12,8 @@ that every step calls with the NodeId that reached it (``zlink_trio.testing``'s
 ``Faults.crash_at`` kills that node there); every call site passes ``rt.node_id``.
 
 The value is either a bare step (fires in whichever flow reaches it first) or
-``<flow>:<step>`` with flow ``cold`` (cold activation, 06 §4.1) or ``create`` (User
-Spot creation, 06 §3). The steps:
+``<flow>:<step>`` with flow ``cold`` (cold activation) or ``create`` (User Spot
+creation). The steps:
 
 =========================================  ====  ======  ================================
 step                                       cold  create  where
@@ -29,7 +29,7 @@ step                                       cold  create  where
                                                          completion not recorded
 =========================================  ====  ======  ================================
 
-A planned relocation (flow ``relocation``, 06 §6.1, §8) has steps on both nodes:
+A planned relocation (flow ``relocation``) has steps on both nodes:
 
 =====================================  ======  =============================================
 step                                   node    where

@@ -41,7 +41,7 @@ __all__ = (
 
 
 class CreateState(StrEnum):
-    """How a Create / GetOrCreate ended (06 §3.2)."""
+    """How a Create / GetOrCreate ended."""
 
     #: A Ready incarnation of the same User type was used; no factory ran, no reply.
     EXISTING = "existing"

@@ -153,7 +153,7 @@ class NodeState:
         ``now`` is the store clock (:meth:`now`) if the caller just read it.
 
         A node that learned its lease is gone raises Unavailable (it rejoins or ends);
-        a draining node refuses new work (Unavailable). Owner validity (09 §4): a node
+        a draining node refuses new work (Unavailable). Owner validity: a node
         whose lease deadline passed (before the node noticed) is no longer a valid
         owner, so its messages end stale. One state test on the admitting path.
         """

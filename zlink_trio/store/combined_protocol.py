@@ -2,17 +2,17 @@
 
 Theory of operation
 -------------------
-A cold activation (06 §4.1) writes to both stores in three groups -- root and
-Reserve; first inbox record and CommitReady; cursor, pointer removal and root
-deletion -- which every ``Store`` offers as :class:`CombinedTransactions`
-(``store.combined``). A backend holding both stores (one process, SQLite file or
-Redis server) runs each group as one transaction **with the guarantees of the
-methods it merges**: every check of every merged step, in the documented order,
-before the first write, so a refusal raises the same typed error and writes
-nothing (``rules.combined``: what merging changes). A store whose halves are not
-shared gets them as separate calls (``separate.SeparateSteps``, ``with_combined``).
-The merged methods are the ``LocationStore`` and ``RelocationStore`` methods of
-:mod:`zlink_trio.store.protocol`, whose outcome rules hold here too.
+A cold activation (``statecharts.cold_activation``) writes to both stores in three
+groups -- root and Reserve; first inbox record and CommitReady; cursor, pointer removal
+and root deletion -- which every ``Store`` offers as :class:`CombinedTransactions`
+(``store.combined``). A backend holding both stores (one process, SQLite file or Redis
+server) runs each group as one transaction **with the guarantees of the methods it
+merges**: every check of every merged step, in the documented order, before the first
+write, so a refusal raises the same typed error and writes nothing (``rules.combined``:
+what merging changes). A store whose halves are not shared gets them as separate calls
+(``separate.SeparateSteps``, ``with_combined``). The merged methods are the
+``LocationStore`` and ``RelocationStore`` methods of :mod:`zlink_trio.store.protocol`,
+whose outcome rules hold here too.
 
 A networked store answers after a round trip, so awaiting one of its transactions
 suspends the caller.  A store that has nothing to wait for may also offer them as
@@ -85,7 +85,7 @@ class CombinedTransactions(Protocol):
                                   root: RootReceipt) -> FirstRecordCleanup:
         """InboxSetCursor(``seq``) + RemoveRecoveryPointer CAS + DeleteRoot, atomically.
 
-        The cleanup after the first record's handler completed (06 §4.1 step 12).
+        The cleanup after the first record's handler completed (cold activation step 12).
         Checks, in order: the arguments (:class:`InvalidOperation`); the root as
         ``delete_root`` (:class:`RootIntegrityError` when the stored bytes do not
         match ``root``); the cursor move as ``inbox_set_cursor``

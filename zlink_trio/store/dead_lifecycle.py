@@ -2,14 +2,15 @@
 
 Theory of operation
 -------------------
-A process that died (SIGKILL, power loss) leaves its records owned by a lifecycle
-whose lease runs out. Spec 06 §9 forbids an expired owner to act, and 09 §3 forbids
-*another* node to take the Spots over, so without help those IDs stay ``Unavailable``
-for ever. :func:`release_dead_node` is the help, used by two callers:
+A process that died (SIGKILL, power loss) leaves its records owned by a lifecycle whose
+lease runs out. An expired owner may not act (docs/concepts.md, "Fences"), and *another*
+node may not take the Spots over (a stalled owner looks exactly like a dead one), so
+without help those IDs stay ``Unavailable`` for ever. :func:`release_dead_node` is the
+help, used by two callers:
 
-- ``open_node``, after its startup authority scan (06 §4.1.1) resumed the incomplete
-  activations: a node started under a NodeId releases everything the dead
-  lifecycles of *that same* NodeId still own, before admission opens;
+- ``open_node``, after its startup authority scan (docs/stores.md, "Crash recovery")
+  resumed the incomplete activations: a node started under a NodeId releases everything
+  the dead lifecycles of *that same* NodeId still own, before admission opens;
 - ``zlink-trio release --node NODE_ID``, for a NodeId that will not come back
   (refused while the NodeId holds a live claim).
 
@@ -33,12 +34,12 @@ RelayReady         ``release_relay_ready``: a move whose target is a dead lifecy
 =================  =====================================================================
 
 A RelayReady move is *released*, not resumed (docs/decisions.md, "A move whose target
-died past relay-ready"): 06 §8 continues a move past relay-ready "only on the same
-target process selected earlier" and says a move whose target terminated "isn't
-automatically resumed"; a restarted target is another process (a new NodeRid and
-lifecycle), and 09 §3 lets stored intent resume only the same node *and lifecycle*.
-The source is never restored (06 §6.1), so the incarnation ends, like any Spot whose
-owner died: an Instance Spot activates anew on its next call, a User Spot is Missing.
+died past relay-ready"): past relay-ready a move continues only on the target process
+chosen for it, and a move whose target terminated is not resumed automatically; a
+restarted target is another process (a new NodeRid and lifecycle), and stored intent
+lets only the same node *and lifecycle* resume what it began. The source is never
+restored, so the incarnation ends, like any Spot whose owner died: an Instance Spot
+activates anew on its next call, a User Spot is Missing.
 
 Then the durable inbox of the released incarnation and its roots (recovery pointer,
 creation request, the payload root of a move that died after its capture) are

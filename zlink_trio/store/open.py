@@ -18,13 +18,13 @@ Any other scheme is refused with :class:`InvalidConfiguration` raised before
 anything is opened.
 
 By default one backend holds both stores and runs the combined cold-activation
-transactions itself. ``relocation=URL`` puts the Relocation Store apart (spec 06:
-it "may share a Redis deployment, but not a keyspace"): the Location Store comes
-from ``url`` and the Relocation Store from the second URL -- any two schemes, or
-the same scheme with another file, database or key prefix -- and the result is a
-:class:`SplitStore`, whose ``combined`` is :class:`SeparateSteps` because no
-transaction spans two backends. Both URLs are parsed before either backend is
-opened, and leaving the block closes both. The same URL twice is one store.
+transactions itself. ``relocation=URL`` puts the Relocation Store apart (it may share a
+Redis deployment with the Location Store, but not a keyspace): the Location Store comes
+from ``url`` and the Relocation Store from the second URL -- any two schemes, or the
+same scheme with another file, database or key prefix -- and the result is a
+:class:`SplitStore`, whose ``combined`` is :class:`SeparateSteps` because no transaction
+spans two backends. Both URLs are parsed before either backend is opened, and leaving
+the block closes both. The same URL twice is one store.
 """
 
 from __future__ import annotations

@@ -32,10 +32,10 @@ The Relocation Store is a separate key space: immutable content-addressed
 roots (activation envelopes, creation requests, relocation payloads) and one
 durable activation inbox per ``(spot_id, object_generation)``.
 
-A cold activation (06 §4.1) writes to both stores in three groups, which every
-:class:`Store` offers as one transaction each, with the guarantees of the methods they
-merge: :class:`~zlink_trio.store.combined_protocol.CombinedTransactions`
-(``store.combined``).
+A cold activation (``statecharts.cold_activation``) writes to both stores in three
+groups, which every :class:`Store` offers as one transaction each, with the guarantees
+of the methods they merge:
+:class:`~zlink_trio.store.combined_protocol.CombinedTransactions` (``store.combined``).
 """
 
 from __future__ import annotations
@@ -68,9 +68,9 @@ __all__ = ("CombinedTransactions", "LocationStore", "RelocationStore", "Store", 
 
 
 class LocationStore(RelocationSteps, Protocol):
-    """Descriptors, Entry claims and Spot authority (spec 06 §2.1, §3, §4.1, §7).
+    """Descriptors, Entry claims and Spot authority (docs/stores.md).
 
-    The steps of a planned move (spec 06 §6.1, §8) are part of it, documented
+    The steps of a planned move are part of it, documented
     apart in :class:`~zlink_trio.store.relocation_steps.RelocationSteps`.
     """
 
@@ -187,7 +187,7 @@ class LocationStore(RelocationSteps, Protocol):
                           now: float, expected_owner_generation: int | None = None,
                           expected_store_version: int | None = None
                           ) -> AuthorityRecord | None:
-        """BeginClose: Ready -> Closing (spec 06 §7, §7.1).
+        """BeginClose: Ready -> Closing.
 
         Returns the Closing record (its ``fence()`` is the release fence), or
         ``None`` when ``spot_id`` has no record (idempotent false). Raises
@@ -212,7 +212,7 @@ class LocationStore(RelocationSteps, Protocol):
                               owner_generation: int, now: float) -> AuthorityRecord:
         """ReleaseExpired: the operator's Ready -> Missing for an owner whose lease expired.
 
-        Spec 06 §9: an expired owner cannot change authority, so a Ready Spot
+        An expired owner cannot change authority, so a Ready Spot
         whose owner never comes back would keep its ID forever. This is the
         explicit, fenced way out, taken only for a dead lifecycle *of the
         caller's own NodeId* (a node restarted under that NodeId, whose
@@ -251,7 +251,7 @@ class LocationStore(RelocationSteps, Protocol):
 
     async def remove_recovery_pointer(self, spot_id: str, *, object_generation: int,
                                       expected_version: int) -> bool:
-        """Remove the recovery pointer by a CAS on the record's StoreVersion (spec 06 §4.1).
+        """Remove the recovery pointer by a CAS on the record's StoreVersion.
 
         ``True`` when removed; ``False`` when the record is gone, belongs to
         another generation, or has no pointer (idempotent; the root may then
@@ -274,7 +274,7 @@ class LocationStore(RelocationSteps, Protocol):
 
     async def orphans(self, node_id: str, *, now: float, after: str | None = None,
                       limit: int = 1000) -> list[AuthorityRecord]:
-        """The incomplete activations a dead lifecycle of ``node_id`` left (06 §4.1.1).
+        """The incomplete activations a dead lifecycle of ``node_id`` left.
 
         Creating records, and Ready records that still have a recovery
         pointer, whose owner's claim belongs to ``node_id`` and is expired at
@@ -316,7 +316,7 @@ class LocationStore(RelocationSteps, Protocol):
                            new_owner: OwnerFence, now: float) -> AuthorityRecord:
         """AdoptOrphan: move an incomplete activation to a new lifecycle of its NodeId.
 
-        For the startup authority scan only (06 §4.1.1). Checks, in order
+        For the startup authority scan only (docs/stores.md). Checks, in order
         (nothing written on any refusal): arguments valid
         (:class:`InvalidOperation`); the record exists with
         ``object_generation`` (:class:`StaleFence`); it is owned by

@@ -1,4 +1,4 @@
-"""The relocation steps of the Location Store protocol: one planned move (spec 06 §6.1, §8).
+"""The relocation steps of the Location Store protocol: one planned move (docs/relocation.md).
 
 Theory of operation
 -------------------
@@ -19,8 +19,8 @@ checking everything before its first write, like every Location Store method::
 - ``seal_relocation`` (the source) records that admission stopped: ingress on
   the source route goes to the relocation hold.
 - ``accept_relay_ready`` (the *target*, once it can take the relayed ingress)
-  is the point of no return: from here the source is never restored (06 §6.1,
-  §8), so ``abort_relocation`` refuses the record with
+  is the point of no return: from here the source is never restored, so
+  ``abort_relocation`` refuses the record with
   :class:`InvalidOperation`, and only ``commit_relocation`` ends the move.
 - ``commit_relocation`` (the target) makes the target the owner, one owner
   generation higher; its pending unit becomes active and the source's active
@@ -34,8 +34,8 @@ checking everything before its first write, like every Location Store method::
 - ``release_relay_ready`` (restart recovery of the target's NodeId, or an
   operator) ends a RelayReady move whose target's lifecycle is over: the record
   is deleted (the incarnation ends) and both capacity units are returned. The
-  move is not resumed by the target's next lifecycle (06 §8 "relocation isn't
-  automatically resumed") and the source is not restored (06 §6.1).
+  move is not resumed by the target's next lifecycle (no move resumes
+  automatically) and the source is not restored.
 
 Until the commit the record stays owned by the source, so every step takes the
 :class:`AuthorityFence` of the Ready record the move began from (the source's
@@ -128,7 +128,7 @@ class RelocationSteps(Protocol):
 
         Checks, in order: a record that matches the fence but is RelayReady is
         :class:`InvalidOperation` (past relay-ready the source is never
-        restored, 06 §6.1, §8: finish the move with :meth:`commit_relocation`);
+        restored: finish the move with :meth:`commit_relocation`);
         the record matches the fence and is Relocating or Sealed
         (:class:`StaleFence`, gone included). No lease is needed. Then the
         record is Ready at the source without a target, StoreVersion + 1, and
@@ -156,8 +156,8 @@ class RelocationSteps(Protocol):
                                   now: float) -> AuthorityRecord | None:
         """ReleaseRelayReady: RelayReady -> Missing once the move's target is dead.
 
-        Past relay-ready the source is never restored (06 §6.1, §8) and a move is
-        never resumed by another process (06 §8); when the target's lifecycle
+        Past relay-ready the source is never restored and a move is
+        never resumed by another process; when the target's lifecycle
         ended before it committed, this ends the incarnation instead. Taken by
         restart recovery of the target's NodeId (``store.dead_lifecycle``) or an
         operator, never by another node on its own. ``fence`` is the source's

@@ -123,8 +123,8 @@ class SplitStore:
     """A :class:`Store` whose two halves live apart; ``combined`` is :class:`SeparateSteps`.
 
     What ``open_store(url, relocation=url2)`` yields: the Location Store of one
-    backend and the Relocation Store of another (spec 06: the Relocation Store "may
-    share a Redis deployment, but not a keyspace"). No transaction can span two
+    backend and the Relocation Store of another (the Relocation Store may share a
+    Redis deployment with the Location Store, but not a keyspace). No transaction can span two
     backends, so the combined cold-activation groups are the separate calls.
     """
 

@@ -32,9 +32,9 @@ __all__ = (
     "TargetAlive",
 )
 
-#: Largest Query page size (spec 06 §3.4).
+#: Largest Query page size.
 MAX_PAGE_SIZE: Final = 1000
-#: Largest encoded Query page: the JSON array of the records' ``to_json()`` (spec 06 §3.4).
+#: Largest encoded Query page: the JSON array of the records' ``to_json()``.
 MAX_PAGE_BYTES: Final = 4 * 1024 * 1024
 #: Largest ``limit`` of one inbox read.
 MAX_INBOX_READ: Final = 1000

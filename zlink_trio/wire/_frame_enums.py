@@ -24,7 +24,7 @@ __all__ = ("Command", "NodeAction", "RouteKind", "TerminalResult", "WireCreateSt
 class Command(IntEnum):
     """The command byte of the frame header.
 
-    20, 39, 47 and 48 are the spec's numbers (spec 06 §3.3, §4.1, §7.1); 1..5
+    20, 39, 47 and 48 are the protocol's Spot commands (docs/wire.md); 1..5
     are zlink_trio's own handshake and keepalive commands, 60 its own
     planned-relocation handover and 61 its own operator request.
     """
@@ -39,14 +39,14 @@ class Command(IntEnum):
     PING = 4
     #: Keepalive answer.
     PONG = 5
-    #: The terminal reply to a 39 request, 47, 48 or 60 (spec 06 §3.3, §7.1).
+    #: The terminal reply to a 39 request, 47, 48 or 60.
     REPLY = 20
     #: A Spot message: direct call, cold-activation envelope or Message Follow relay
-    #: (spec 06 §4.1 step 8, §5, §6).
+    #: (``statecharts.cold_activation`` step 8; docs/concepts.md, "Message Follow").
     SPOT_MESSAGE = 39
-    #: Remote User Spot creation (spec 06 §3.3).
+    #: Remote User Spot creation.
     USER_SPOT_CREATE = 47
-    #: Remote User Spot close (spec 06 §7.1).
+    #: Remote User Spot close.
     USER_SPOT_CLOSE = 48
     #: Planned relocation: the source asks the target to take a sealed Spot over.
     RELOCATE_SPOT = 60
@@ -55,7 +55,7 @@ class Command(IntEnum):
 
 
 class RouteKind(IntEnum):
-    """Command 39's route kind (spec 06 §4.1, §6)."""
+    """Command 39's route kind (docs/wire.md, "Spot message")."""
 
     #: To the owner of an already-Ready authority, fenced by its generations.
     READY = 1

@@ -9,7 +9,8 @@ answering any command the same way) or that command's success tail --
 :class:`CloseOutcome` after 48, :class:`RelocateOutcome` after 60,
 :class:`NodeOperationOutcome` after 61. The
 constructor refuses a success tail of another command, and an EXISTING
-create outcome with an application reply (spec 06 §3.3). ``terminal_result``
+create outcome with an application reply (only CREATED and REJECTED carry
+``on_create``'s reply). ``terminal_result``
 and ``failure_code`` are derived from the outcome, so a reply cannot say OK
 and carry a failure.
 
@@ -92,7 +93,7 @@ def _existing_with_reply(state: WireCreateState, reply: EncodedMessage | None) -
 class CreateOutcome:
     """Success tail after 47: the create state, the attempt's SpotRef, an optional reply.
 
-    EXISTING never carries a reply (spec 06 §3.3).
+    EXISTING never carries a reply: the request it came with was not used.
     """
 
     state: WireCreateState = attrs.field(validator=_STATE.validator,

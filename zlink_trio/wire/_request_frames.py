@@ -2,21 +2,21 @@
 
 Theory of operation
 -------------------
-Command 39 takes one of three routes: a :class:`ReadyRoute` to the owner of a
-Ready authority, fenced by its object and owner generations; an
-:class:`ActivationRoute`, the cold-activation envelope of a Missing Spot
-(spec 06 §4.1); or a :class:`FollowRoute`, on which an old owner relays a
-message that reached it after a relocation to the Spot's new owner along the
-committed Message Follow route (spec 06 §6) -- the common part (operation ID,
-reply correlation, deadline, source, payload) is the original message's, unchanged.
-Commands 47 and 48 carry the fences of a remote User Spot create and close
-(spec 06 §3.3, §7.1), and 60 asks the target of a planned relocation to take
-a sealed Spot over (:class:`RelocateSpot`); 61 is an operator's request to a
-node -- relocate a Spot it owns, or drain (:class:`NodeOperation`). Every request has a nonzero
-``operation_id`` and an absolute ``deadline_ms``; 47, 48, 60 and 61 also have a
-nonzero ``correlation``, and a 39 has one unless it is one-way
-(``reply_correlation`` 0). A request with a correlation is answered by
-exactly one command 20 (:mod:`zlink_trio.wire._reply_frames`).
+Command 39 takes one of three routes: a :class:`ReadyRoute` to the owner of a Ready
+authority, fenced by its object and owner generations; an :class:`ActivationRoute`, the
+cold-activation envelope of a Missing Spot (``statecharts.cold_activation``); or a
+:class:`FollowRoute`, on which an old owner relays a message that reached it after a
+relocation to the Spot's new owner along the committed Message Follow route
+(docs/concepts.md) -- the common part (operation ID, reply correlation, deadline,
+source, payload) is the original message's, unchanged. Commands 47 and 48 carry the
+fences of a remote User Spot create and close (docs/mesh.md, "Remote create and close"),
+and 60 asks the target of a planned relocation to take a sealed Spot over
+(:class:`RelocateSpot`); 61 is an operator's request to a node -- relocate a Spot it
+owns, or drain (:class:`NodeOperation`). Every request has a nonzero ``operation_id``
+and an absolute ``deadline_ms``; 47, 48, 60 and 61 also have a nonzero ``correlation``,
+and a 39 has one unless it is one-way (``reply_correlation`` 0). A request with a
+correlation is answered by exactly one command 20
+(:mod:`zlink_trio.wire._reply_frames`).
 
 Times are integers of milliseconds since the Unix epoch (``*_ms``); the
 runtime converts its Trio clock to wall-clock time when it builds a frame.
@@ -86,7 +86,7 @@ __all__ = (
     "UserSpotCreate",
 )
 
-#: The most Message Follow routes one message may take, counting the last (spec 06 §6).
+#: The most Message Follow routes one message may take, counting the last.
 MAX_FOLLOW_HOPS: Final = 8
 
 _HOPS: Final = Int(
@@ -139,7 +139,7 @@ def _not_newer(source_owner_generation: int, target_owner_generation: int) -> st
 
 @attrs.frozen(kw_only=True)
 class FollowRoute:
-    """Route kind 3: relayed along a committed Message Follow route (spec 06 §6).
+    """Route kind 3: relayed along a committed Message Follow route.
 
     The forwarding node held the Spot at ``source_owner_generation``; its new
     owner ``target`` holds it at ``target_owner_generation``, which is greater
@@ -184,7 +184,7 @@ ROUTE: Final = Union("route kind", {
 
 @attrs.frozen(kw_only=True)
 class SpotMessage:
-    """Command 39: one application message to a Spot (spec 06 §4.1 step 8, §5).
+    """Command 39: one application message to a Spot (direct, envelope or relayed).
 
     ``reply_correlation`` is 0 for a one-way send (no command 20 follows).
     ``metadata`` is ``None`` when the metadata flag is 0; ``b""`` is present
@@ -224,7 +224,7 @@ class SpotMessage:
 
 @attrs.frozen(kw_only=True)
 class UserSpotCreate:
-    """Command 47: commit a reservation the source made, on the target (spec 06 §3.3).
+    """Command 47: commit a reservation the source made, on the target.
 
     The reservation fence is ``expected_store_version``, ``object_generation``,
     ``owner_generation``, ``target``, ``owner_lease_expires_ms`` and
@@ -254,7 +254,7 @@ class UserSpotCreate:
 
 @attrs.frozen(kw_only=True)
 class UserSpotClose:
-    """Command 48: close a remote User Spot incarnation (spec 06 §7.1)."""
+    """Command 48: close a remote User Spot incarnation."""
 
     correlation: int = attrs.field(validator=ID.validator, metadata=wire(ID, "correlation"))
     operation_id: int = attrs.field(validator=ID.validator, metadata=wire(ID, "operation id"))

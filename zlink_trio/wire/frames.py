@@ -46,7 +46,7 @@ Times. ``deadline_ms`` and ``owner_lease_expires_ms`` are absolute
 wall-clock times in milliseconds since the Unix epoch, not remaining
 durations: a frame keeps one meaning however long it waits in a queue, is
 relayed by Message Follow, or is stored byte for byte as an activation
-recovery root whose deadline must equal the envelope's (spec 06 §4.1). The
+recovery root whose deadline must equal the envelope's. The
 runtime converts between its Trio clock and the wall clock when it builds
 or reads a frame; nodes are expected to run NTP-synchronised clocks, which
 the shared stores' wall-clock leases already require.

@@ -1,7 +1,7 @@
 """The builder rule shared by every call builder: each option once, awaited once.
 
-Spec 06 §3: Create / GetOrCreate and the direct-call builders are fluent calls
-that "can only be submitted once"; setting the same option twice, or running
+Create / GetOrCreate and the direct-call builders are fluent calls that can be
+submitted only once; setting the same option twice, or running
 the terminal submit twice, is :class:`InvalidOperation`. Call builders inherit
 :class:`OnceBuilder` and call :meth:`_option` in each option method and
 :meth:`_submit` where the awaited operation starts.

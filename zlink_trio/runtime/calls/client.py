@@ -1,4 +1,4 @@
-"""SpotClient: direct ``send`` / ``request`` to a Spot by its global ID (06 §4, §5).
+"""SpotClient: direct ``send`` / ``request`` to a Spot by its global ID.
 
 Theory of operation
 -------------------
@@ -68,7 +68,7 @@ class _Call(OnceBuilder):
     def instance_spot(self, stable_type: str | None = None) -> Self:
         """Allow cold activation: a Missing Spot is created as Instance type ``stable_type``.
 
-        Omit the type to auto-select the Mesh's only Instance type (06 §4.1).
+        Omit the type to auto-select the Mesh's only Instance type.
         """
         self._option("instance_spot")
         self._type = None if stable_type is None else validate_stable_type(stable_type)

@@ -2,7 +2,7 @@
 
 A request's caller waits on its :class:`Completion`; the Spot's task completes it with
 the reply or an error.  The first completion wins and later ones are ignored (and
-reported as ``False``), so a request completes terminal-once (06 §5) even when a
+reported as ``False``), so a request completes terminal-once even when a
 deadline and a reply race.  The caller's wait is always bounded: it passes the
 operation's deadline to :meth:`Completion.wait`.
 """

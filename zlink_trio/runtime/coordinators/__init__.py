@@ -17,15 +17,15 @@ the coordinator that serves it.  They send through ``mesh`` (below them).
 ``routing``            resolve a Spot ID and admit a call (route cache, store, waiting)
 ``placement``          cold activation, source side: Mesh, type and node; the envelope
 ``placement_plans``    what placement decided on one claims read, kept for the next
-``activation``         cold activation, target side (06 §4.1 steps 9-11): one algorithm,
+``activation``         cold activation, target side (its chart's steps 9-11): one algorithm,
                        driven as a catalog task (every store) or in the caller's
                        continuation (``memory://``, synchronous hooks)
-``create``             User Spot Create / GetOrCreate (06 §3): resolve, place, compete
+``create``             User Spot Create / GetOrCreate: resolve, place, compete
 ``create_operation``   one creation: request root, Reserve, factory, commit or abort --
                        shared with the remote create
 ``remote_create``      remote User Spot creation: command 47, both sides
 ``close``              ``spots.close``: here or at the owner, under one deadline
-``close_operation``    closing one incarnation on this node (06 §7) -- shared with the
+``close_operation``    closing one incarnation on this node -- shared with the
                        target of a remote close
 ``remote_close``       closing a Spot another node owns: command 48, both sides
 ``relocation``         ``node.relocate`` / ``node.drain``: planned relocation, source side

@@ -1,4 +1,4 @@
-"""Cold activation, target side: from the activation envelope to the first message (06 §4.1).
+"""Cold activation, target side: from the activation envelope to the first message.
 
 Theory of operation
 -------------------
@@ -32,12 +32,12 @@ leaves no root), first inbox record + CommitReady (the record is durable exactly
 the authority is Ready), and step 12's three writes -- one transaction each where both
 stores live in one backend, the separate calls otherwise (``zlink_trio.store.separate``).
 
-Store writes (root, Reserve, first record, CommitReady, AbortCreating) are shielded
-from the deadline so none is cut in half; the deadline is honoured while the factory
-runs, and any failure after Reserve aborts the creation with the same fence and
-deletes the root (09 §3 "If Creation Fails Midway").  A factory/hook exception reaches the
-caller as :class:`HandlerError`; ``on_close(ACTIVATION_FAILED)`` runs once if the
-instance was constructed.
+Store writes (root, Reserve, first record, CommitReady, AbortCreating) are shielded from
+the deadline so none is cut in half; the deadline is honoured while the factory runs,
+and any failure after Reserve aborts the creation with the same fence and deletes the
+root (a creation that fails midway leaves the ID Missing).  A factory/hook exception
+reaches the caller as :class:`HandlerError`; ``on_close(ACTIVATION_FAILED)`` runs once
+if the instance was constructed.
 
 One algorithm, two drivers
 --------------------------
@@ -484,7 +484,7 @@ async def _write(driving: _Driving, write: Awaitable[_T]) -> _T:
 async def _abandon(job: ActivationJob, driving: _Driving, host: Incarnation,
                    fence: ReservationFence, receipt: RootReceipt) -> None:
     """A failure after Reserve: ``on_close(ACTIVATION_FAILED)``, AbortCreating, the
-    inbox and the root, shielded (09 §3)."""
+    inbox and the root, shielded: the ID is left Missing."""
     if driving is _INLINE:
         await _HAND_OFF  # from here on in a catalog task, where the cleanup may wait
     with nullcontext() if driving is _SHIELDED else trio.CancelScope(shield=True):
@@ -494,7 +494,11 @@ async def _abandon(job: ActivationJob, driving: _Driving, host: Incarnation,
 
 def _publish(job: ActivationJob, host: Incarnation, ready: AuthorityRecord, seq: int,
              receipt: RootReceipt, walk: tuple[ColdActivationState, ...] | None) -> None:
-    """CommitReady succeeded: route, queue head and barrier in one continuation (09 §3)."""
+    """CommitReady succeeded: route, queue head and barrier in one continuation.
+
+    Nothing can run between the commit and the registration, so a Spot that is Ready in
+    the store is reachable here at once and its first message runs before any other.
+    """
     job.state = walk[5] if walk else step(COLD, job.state, COLD.ev.commit_ready)
     job.observed.outcome, job.observed.generation = "activated", host.generation
     first = FirstRecord(seq=seq, ready_version=ready.store_version, receipt=receipt)
@@ -511,7 +515,7 @@ async def abort_creation(job: ActivationJob, fence: ReservationFence, receipt: R
     """AbortCreating with the same fence, drop the inbox and the root (shielded caller).
 
     After a lost lease nothing is written: the Creating record, inbox and root stay
-    for the operator's cleanup (06 §9).
+    for the operator's cleanup (an owner without a lease changes no authority).
     """
     rt = job.rt
     if rt.lease_lost:

@@ -83,8 +83,7 @@ class CallRouter:
         """Admit ``call`` as :meth:`send` does, then wait for its reply (same deadline).
 
         A StaleRoute answer (the owner no longer hosts it; not run) fails this call and
-        drops the cached route: it is not resubmitted, the next call resolves afresh
-        (06 §6).
+        drops the cached route: it is not resubmitted, the next call resolves afresh.
         """
         rt = self._rt
         first = admit_cached(rt, call)

@@ -1,4 +1,4 @@
-"""``spots.close(ref)``: closing one User Spot incarnation here or at its owner (06 §7).
+"""``spots.close(ref)``: closing one User Spot incarnation here or at its owner.
 
 :func:`close_user_spot` is the operation ``node.spots.close`` awaits: one deadline
 around :func:`~zlink_trio.runtime.coordinators.close_operation.close_here`, which

@@ -1,4 +1,4 @@
-"""Closing one User Spot incarnation on this node (06 §7), stepping ``CloseOperation``.
+"""Closing one User Spot incarnation on this node, stepping ``CloseOperation``.
 
 Theory of operation
 -------------------
@@ -8,7 +8,7 @@ before it acts, in one read of the authority: gone -> ``False`` (idempotent, nev
 retargeted to a newer incarnation); another generation -> InvalidOperation; not a
 User Spot -> InvalidOperation (Instance Spots close themselves with ``ctx.close()``);
 owned by another live node -> that node closes it (command 48, whose command 20 is
-the result, 06 §7.1; the owner also checks the owner generation and StoreVersion the
+the result; the owner also checks the owner generation and StoreVersion the
 source read); owned by an earlier lifecycle of this node -> Unavailable.  Then BeginClose (the
 Closing CAS with this lifecycle as the owner, shielded) and the local host seals
 admission; its task finishes the turns accepted before the seal, runs ``on_close(CLOSED)``

@@ -1,4 +1,4 @@
-"""User Spot Create and GetOrCreate on this node (06 §3), stepping the ``UserCreate`` chart.
+"""User Spot Create and GetOrCreate on this node, stepping the ``UserCreate`` chart.
 
 Theory of operation
 -------------------

@@ -1,4 +1,4 @@
-"""One User Spot creation operation: its request, reservation and factory (06 §3.1-3.3).
+"""One User Spot creation operation: its request, reservation and factory.
 
 Theory of operation
 -------------------
@@ -107,7 +107,7 @@ def encode_request(rt: NodeRuntime, op: CreateOperation) -> bytes:
     if len(data) > MAX_CREATION_REQUEST_BYTES:
         raise InvalidOperation(
             f"the encoded creation request is {len(data)} bytes, above the "
-            f"{MAX_CREATION_REQUEST_BYTES}-byte bound (06 §3.1); send less data at creation "
+            f"{MAX_CREATION_REQUEST_BYTES}-byte bound; send less data at creation "
             "and the rest in a message"
         )
     return data
@@ -136,7 +136,7 @@ class Reserved:
 
 async def reserve(op: CreateOperation, data: bytes, mesh: str, owner: OwnerFence
                   ) -> Reserved | CreateResult | None:
-    """Store the request root and Reserve for ``owner`` (shielded; 06 §3.1).
+    """Store the request root and Reserve for ``owner`` (shielded).
 
     Lost to an existing authority: :func:`lost`'s result (EXISTING, ``None`` = wait,
     or its error), and the root is deleted again.
@@ -211,7 +211,8 @@ async def build_reserved(op: CreateOperation, fence: ReservationFence, receipt: 
                 f"creating Spot {op.spot_id!r} lost its reservation before Ready "
                 f"({exc.message}); nothing was created. Try again"
             ) from exc
-        # Same continuation as the commit: serve and register (09 §3).
+        # Same continuation as the commit: serve and register, so a Spot Ready in the
+        # store is reachable here at once.
         host.open(None)
         rt.catalog.register(host)
         op.state = step(CREATE, op.state, CREATE.ev.commit_ready)
@@ -242,7 +243,7 @@ def lost(op: CreateOperation, current: AuthorityRecord) -> CreateResult | None:
         op.state = step(CREATE, op.state, CREATE.ev.reserve_conflict)
         raise AlreadyExists(
             f"the issued Spot ID {op.spot_id!r} already has authority; no second ID was "
-            "generated (06 §3.2). Call create() again"
+            "generated. Call create() again"
         )
     if not current.matches(SpotKind.USER, op.stable_type):
         op.state = step(CREATE, op.state, CREATE.ev.reserve_lost_type_mismatch)
@@ -266,7 +267,7 @@ async def abort(op: CreateOperation, fence: ReservationFence, receipt: RootRecei
     """AbortCreating with the same fence and delete the request root (caller shields).
 
     After a lost lease nothing is written: the Creating record and the root stay for
-    the operator's cleanup (06 §9).
+    the operator's cleanup (an owner without a lease changes no authority).
     """
     if op.rt.lease_lost:
         LOGGER.error("Spot %r: creation abandoned after the lease was lost; its Creating "

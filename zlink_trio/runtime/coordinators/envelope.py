@@ -2,19 +2,19 @@
 
 Theory of operation
 -------------------
-06 §4.1 step 10: before it reserves, the target of a cold activation stores "the
-complete activation envelope in the Relocation Store as an unchangeable recovery
-root" -- format ``instance-activation-recovery-v1`` -- and a restarted process reads
-it back to resume or abort the creation (06 §4.1.1).  :class:`ActivationEnvelope` is
-that record, and the one place that knows its bytes: compact JSON with sorted keys
-(the root is content addressed, so the same envelope always hashes the same).
+In cold activation step 10 (``statecharts.cold_activation``), before it reserves, the
+target stores the complete activation envelope in the Relocation Store as an
+unchangeable recovery root -- format ``instance-activation-recovery-v1`` -- and a
+restarted process reads it back to resume or abort the creation (docs/stores.md, "Crash
+recovery").  :class:`ActivationEnvelope` is that record, and the one place that knows
+its bytes: compact JSON with sorted keys (the root is content addressed, so the same
+envelope always hashes the same).
 
-The deadline is recorded as ``deadlineMs``, wall-clock milliseconds since the Unix
-epoch -- the value command 39 carried (route kind 2's deadline "must match the
-deadline of the instance-activation-recovery-v1 recorded in the Relocation Store")
--- so it means the same in the process that wrote it and in any process that reads
-it later.  An envelope without it (written before deadlines were recorded this way)
-decodes with ``deadline_ms=None``: no deadline is known.
+The deadline is recorded as ``deadlineMs``, wall-clock milliseconds since the Unix epoch
+-- the value command 39 carried (route kind 2's deadline must equal the one this
+recovery root records) -- so it means the same in the process that wrote it and in any
+process that reads it later.  An envelope without it (written before deadlines were
+recorded this way) decodes with ``deadline_ms=None``: no deadline is known.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from zlink_trio.wire.codec import EncodedMessage
 
 __all__ = ("ENVELOPE_FORMAT", "ActivationEnvelope", "envelope_bytes")
 
-#: The recovery root's format name (06 §4.1 "instance-activation-recovery-v1").
+#: The recovery root's format name.
 ENVELOPE_FORMAT: Final = "instance-activation-recovery-v1"
 # Built once: json.dumps with options builds a new encoder per call.
 _ENVELOPE_JSON: Final = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode

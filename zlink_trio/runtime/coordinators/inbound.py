@@ -13,27 +13,26 @@ to the coordinator that serves it:
   StaleRoute); its :meth:`~zlink_trio.runtime.incarnation.incarnation.Incarnation.admit`
   is the message's one admission gate (the node admits work, its lease is valid, the
   incarnation is not closing).  Without a local incarnation the node's own admission is
-  checked before anything else happens to the message.  One exception waits: while
-  this node's own creation attempt for the ID is still running -- its CommitReady is in
-  the store and another node read it before the activation task resumed to register
-  the Spot -- the message is admitted once the attempt ended (behind the first
-  message), bounded by its deadline.  Generations are not compared for ordinary
-  messages (09 §4): the current Ready incarnation handles it.  The message is decoded
-  with the handler's own class and admitted like a local call, with a
+  checked before anything else happens to the message.  One exception waits: while this
+  node's own creation attempt for the ID is still running -- its CommitReady is in the
+  store and another node read it before the activation task resumed to register the Spot
+  -- the message is admitted once the attempt ended (behind the first message), bounded
+  by its deadline.  Generations are not compared for ordinary messages
+  (docs/concepts.md, "Generations"): the current Ready incarnation handles it.  The
+  message is decoded with the handler's own class and admitted like a local call, with a
   :class:`LinkReply` as its completion.
 * **39, route kind 3** (Message Follow, :mod:`~zlink_trio.runtime.mesh.message_follow`):
   a message that followed a relocated Spot.  Its new owner admits it like route kind 1
   once :func:`~zlink_trio.runtime.mesh.message_follow.check_followed` let it in: the
-  generations are checked here, unlike an ordinary message's (09 §4: "object
-  generation is used to filter lifecycle changes and move relay") -- the
-  ObjectGeneration, the owner generations and the relaying node must be the ones the
-  relocation gave the local incarnation, and an operation ID that already reached it
-  is not run again -- and past its application lane's bounds
-  (``Incarnation.admit_followed``: the route's queue has no bound, and a relayed hold
-  was accepted at the source).  A node that no longer hosts the Spot sends it on if
-  the Spot moved again, else it ends ``Unavailable``.  A route kind 1 message for a
-  Spot that moved away from this node follows its Message Follow route the same way
-  -- behind the hold, while that is still being relayed.
+  generations are checked here, unlike an ordinary message's (generations filter
+  lifecycle changes and the move relay only) -- the ObjectGeneration, the owner
+  generations and the relaying node must be the ones the relocation gave the local
+  incarnation, and an operation ID that already reached it is not run again -- and past
+  its application lane's bounds (``Incarnation.admit_followed``: the route's queue has
+  no bound, and a relayed hold was accepted at the source).  A node that no longer hosts
+  the Spot sends it on if the Spot moved again, else it ends ``Unavailable``.  A route
+  kind 1 message for a Spot that moved away from this node follows its Message Follow
+  route the same way -- behind the hold, while that is still being relayed.
 * **60** (:mod:`.remote_relocation`): take a sealed Spot over, answered by command 20.
 * **39, route kind 2** (cold-activation envelope): checked the same way (lifecycle, Mesh,
   a served Instance type, a handler for the message), then run as a catalog task from
@@ -41,7 +40,7 @@ to the coordinator that serves it:
   (:mod:`.activation`): the target re-reads the store, stores the
   envelope, reserves, and so on.  If another attempt owns the ID, the first message is handed to the
   resolver *here*, which delivers it exactly once to the current owner -- possibly a
-  third node -- and relays that owner's reply back unchanged (06 §4.2).
+  third node -- and relays that owner's reply back unchanged.
 * **47 / 48**: a catalog task each (:mod:`.remote_create`, :mod:`.remote_close`), answered
   with one command 20.
 * **61** (:mod:`.remote_operation`): an operator's relocate or drain request, a catalog
@@ -163,7 +162,7 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
         if follow_route is not None and superseded(follow_route, frame):
             rt.follow.drop(route.spot_id)
             follow_route = None
-        if follow_route is not None:  # it moved away: Message Follow (06 §6)
+        if follow_route is not None:  # it moved away: Message Follow
             try:
                 relay = rt.follow.relay(route.spot_id)
                 if relay is not None:  # behind the hold still being relayed, in order

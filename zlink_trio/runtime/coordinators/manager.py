@@ -1,4 +1,4 @@
-"""SpotManager: explicit User Spot Create / GetOrCreate, Find and Close (06 §3, §3.4, §7).
+"""SpotManager: explicit User Spot Create / GetOrCreate, Find and Close.
 
 ``node.spots.get_or_create(spot_id, type)`` and ``node.spots.create(type)`` return
 builders with ``.in_mesh()``, ``.request(msg)`` and ``.timeout()``, each settable once,
@@ -53,7 +53,7 @@ class _CreateCall(OnceBuilder):
 
     @option
     def in_mesh(self, mesh: str) -> Self:
-        """Restrict the initial placement to ``mesh`` (06 §3.1)."""
+        """Restrict the initial placement to ``mesh``."""
         self._option("in_mesh")
         self._mesh = validate_mesh_name(mesh)
         return self
@@ -116,7 +116,7 @@ class SpotManager:
         return CreateCall(self._rt, None, stable_type)
 
     async def find(self, spot_id: str) -> SpotRef | None:
-        """The Ready authority's SpotRef of ``spot_id``, or ``None``; never creates (06 §3.4)."""
+        """The Ready authority's SpotRef of ``spot_id``, or ``None``; never creates."""
         spot_id = validate_spot_id(spot_id)
         self._rt.check_usable()
         record = None
@@ -131,7 +131,7 @@ class SpotManager:
         return record.ref()
 
     async def close(self, ref: SpotRef) -> bool:
-        """Close the User Spot incarnation ``ref`` names (06 §7).
+        """Close the User Spot incarnation ``ref`` names.
 
         ``True`` when it (or a close merged with it) closed the incarnation; ``False``
         when that incarnation no longer exists. InvalidOperation for a ref of another

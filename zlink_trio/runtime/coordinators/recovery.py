@@ -1,4 +1,4 @@
-"""The startup authority scan: resume or abort what a dead lifecycle left (06 §4.1.1).
+"""The startup authority scan: resume or abort what a dead lifecycle left.
 
 Theory of operation
 -------------------
@@ -19,7 +19,7 @@ is handled on its own (an error is logged and the scan goes on):
   to this lifecycle (same ObjectGeneration and reservation, owner generation + 1),
   the envelope is read back from the recovery root, then ``resume_creation`` and the
   normal path: factory + ``on_activate`` (they may run again for the same
-  generation: a factory runs once per *attempt*, 06 §3.1), the first inbox record is
+  generation: a factory runs once per *attempt*), the first inbox record is
   appended unless ``inbox_read`` shows it is there, CommitReady, the host is
   registered, the first record goes to the head of its queue and the barrier opens.
   A factory failure aborts the creation with the adopted fence.
@@ -41,13 +41,13 @@ is handled on its own (an error is logged and the scan goes on):
 
 After the orphans, everything else the dead lifecycles of this NodeId still own --
 steady Ready Spots, unfinished closes, moves that had not reached relay-ready, and the
-moves past relay-ready toward a dead lifecycle of it (released, not resumed: 06 §8) --
-is released with its own fenced transaction, and their empty claims are deleted
+moves past relay-ready toward a dead lifecycle of it (released, not resumed) -- is
+released with its own fenced transaction, and their empty claims are deleted
 (``store.dead_lifecycle``; the choice per kind is in docs/decisions.md): an Instance
 Spot activates anew (a larger ObjectGeneration) on its next call, a User Spot is
-``NotFound`` until created again. No other NodeId ever does this (no failover to
-another node, 09 §3); an operator does it for a NodeId that never comes back with
-``zlink-trio release --node``.
+``NotFound`` until created again. No other NodeId ever does this (no failover to another
+node: a stalled owner looks exactly like a dead one); an operator does it for a NodeId
+that never comes back with ``zlink-trio release --node``.
 
 The original caller of the first message died with the process, so no reply is
 sent; the first message's handler still runs once (twice only when the process died
@@ -239,9 +239,10 @@ async def _resume_creation(rt: NodeRuntime, orphan: AuthorityRecord,
         await _abort_dead(rt, orphan)
         return
     if first.deadline.passed(trio.current_time()):
-        # 06 §4.1.1 "continues ... or aborts creation with the same fence": the call
-        # that asked for this Spot gave up at its deadline, which every process reads
-        # the same way (wall-clock milliseconds in the envelope).
+        # A restarted node continues an activation or aborts its creation with the
+        # same fence: abort here, since the call that asked for this Spot gave up at
+        # its deadline, which every process reads the same way (wall-clock
+        # milliseconds in the envelope).
         LOGGER.warning("node %r: the cold activation of Spot %r (generation %d) left by a "
                        "previous lifecycle is past its deadline; its creation is aborted",
                        rt.node_id, orphan.spot_id, orphan.object_generation)
@@ -328,8 +329,8 @@ async def _resume_ready(rt: NodeRuntime, orphan: AuthorityRecord, spot_type: Spo
     relocation = rt.store.relocation
     adopted = await _adopt(rt, orphan)
     spot_id, generation = adopted.spot_id, adopted.object_generation
-    # The cursor moves to the first record only after its handler completed (§4.1
-    # step 12), so a non-zero cursor means that handler must not run again.
+    # The cursor moves to the first record only after its handler completed (cold
+    # activation step 12), so a non-zero cursor means that handler must not run again.
     cursor = await relocation.inbox_cursor(spot_id, generation)
     done = cursor > 0
     host = Incarnation(rt, spot_type, spot_id, generation, adopted.mesh)

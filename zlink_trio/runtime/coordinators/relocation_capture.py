@@ -1,4 +1,4 @@
-"""Capturing a sealed Spot for its move: state, timers and not-yet-run work (06 §8).
+"""Capturing a sealed Spot for its move: state, timers and not-yet-run work.
 
 :func:`capture` runs on the source once its host is sealed and no turn runs (the
 ``Incarnation`` chart's ``sealed``): it asks a ``PreserveStateWith`` adapter for the

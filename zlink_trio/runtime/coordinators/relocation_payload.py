@@ -2,13 +2,14 @@
 
 Theory of operation
 -------------------
-06 §8: "not-yet-executed messages at seal time, the accepted journal, and timer logical
-registration/pending tick are included in the relocation payload, and the target
-framework automatically restores timers"; with ``PreserveStateWith`` the adapter's
-opaque bytes travel too.  The source captures them once it is sealed and its running
-turn has ended, stores them as one immutable root (content addressed, like the
-activation envelope) and names that root in command 60; the target reads it back from
-the store -- never from the frame -- before it builds its shell.
+The messages not yet run at seal time, the accepted journal, and the timers' logical
+registrations and pending ticks are part of the relocation payload, and the target
+restores the timers by itself (docs/relocation.md, "What moves and what does not"); with
+``PreserveStateWith`` the adapter's opaque bytes travel too.  The source captures them
+once it is sealed and its running turn has ended, stores them as one immutable root
+(content addressed, like the activation envelope) and names that root in command 60; the
+target reads it back from the store -- never from the frame -- before it builds its
+shell.
 
 :class:`RelocationPayload` is that record and the one place that knows its bytes
 (format ``spot-relocation-v1``, compact JSON with sorted keys):

@@ -1,4 +1,4 @@
-"""Closing a User Spot owned by another node: command 48 and its command 20 (06 §7.1).
+"""Closing a User Spot owned by another node: command 48 and its command 20.
 
 Source (:func:`close_remote`): the close found the Spot Ready on another live node, so
 it sends command 48 to that owner with the owner generation and StoreVersion it read,
@@ -52,7 +52,7 @@ async def close_remote(rt: NodeRuntime, ref: SpotRef, record: AuthorityRecord,
 
 
 async def serve_remote_close(rt: NodeRuntime, frame: UserSpotClose) -> Outcome:
-    """Run command 48 here (06 §7.1): the terminal outcome, retained per operation ID.
+    """Run command 48 here: the terminal outcome, retained per operation ID.
 
     The frame's target lifecycle must be this one; the authority is read from the store
     and checked against the frame's generation, owner generation and StoreVersion before

@@ -1,4 +1,4 @@
-"""Remote User Spot creation: command 47 and its command 20 reply (06 §3.3).
+"""Remote User Spot creation: command 47 and its command 20 reply.
 
 Theory of operation
 -------------------

@@ -1,4 +1,4 @@
-"""Planned relocation between nodes: command 60 and its command 20 (06 §6.1, §8).
+"""Planned relocation between nodes: command 60 and its command 20.
 
 Theory of operation
 -------------------

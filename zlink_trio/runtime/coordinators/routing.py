@@ -1,4 +1,4 @@
-"""Resolve a Spot ID and admit a message: route cache, store, waiting (06 §4.1, §5).
+"""Resolve a Spot ID and admit a message: route cache, store, waiting.
 
 Theory of operation
 -------------------
@@ -21,11 +21,11 @@ caller's continuation, on a store whose transactions never suspend).  It loops:
    Unavailable: the Spot is not recreated elsewhere), and the route is cached.  Owned
    here -> the catalog must hold that incarnation (else StaleRoute: the local view
    disagrees with the store, so the message is not run).  Generations are *not*
-   compared for ordinary messages (09 §4).
+   compared for ordinary messages (docs/concepts.md, "Generations").
 4. Creating -> wait for the authority to change (the local attempt's event, or a store
    poll with backoff), then go round again; never cached.  Closing -> with Instance
-   intent wait the same way (idle eviction racing an activation refreshes the route,
-   09 §5); without intent the message ends StaleRoute.
+   intent wait the same way (idle eviction racing an activation refreshes the
+   route); without intent the message ends StaleRoute.
 
 Whichever way a local host is found -- cached or resolved -- one helper admits the
 message (:func:`_admit`), and one check (:func:`handler_for`) matches the message to
@@ -33,7 +33,7 @@ its handler and the reply class the caller asked for, before anything is queued 
 sent.  A call to another node returns at outbound admission (its link accepted the
 frame); a request's reply arrives as command 20 and completes the caller's
 ``Completion``.  A StaleRoute answer drops the cached route, so the next call resolves
-afresh; nothing is ever resent automatically (06 §5).
+afresh; nothing is ever resent automatically.
 
 Every wait runs under the caller's deadline (:meth:`.call_router.CallRouter.send`,
 :meth:`~.call_router.CallRouter.request`).
@@ -237,7 +237,7 @@ def _cached_host(rt: NodeRuntime, call: Delivery, now: float) -> Incarnation | C
     store-clock time ``now``.
 
     A local incarnation's route is valid until ``host.route_expires_at``, the expiry a
-    cached route would have (06 §6); past it, the store is read again.
+    cached route would have; past it, the store is read again.
     """
     host = rt.catalog.hosts.get(call.spot_id)
     if host is not None:
@@ -371,7 +371,7 @@ async def deliver(rt: NodeRuntime, call: Delivery,
         _check_kind(call, record)
         if record.state is AuthorityState.READY or record.state in MOVING_STATES:
             # A moving Spot still belongs to its source: not yet sealed it runs the
-            # message, sealed it holds it and relays it after the commit (06 §9).
+            # message, sealed it holds it and relays it after the commit.
             if record.owner.node_rid != rt.node_rid:
                 resolved(rt.node_id, call.spot_id, ResolveResult.REMOTE, mesh=record.mesh,
                          generation=record.object_generation)

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-Spec 06 §8: moving a Spot owner is an explicit host operation, and every
+Moving a Spot owner is an explicit host operation (docs/relocation.md), and every
 movable Spot type must say up front what happens to its state when it moves.
 There is no default and no "omitted" overload, so the decorators require one
 of three frozen values, siblings under :class:`RelocationPolicy`:
@@ -11,7 +11,7 @@ of three frozen values, siblings under :class:`RelocationPolicy`:
   is refused.
 * :class:`RecreateOnRelocation` — the target builds a fresh instance (same
   Spot ID and ObjectGeneration); in-memory state is dropped. Queued messages
-  and timers still move (06 §8), so nothing accepted is lost.
+  and timers still move, so nothing accepted is lost.
 * :class:`PreserveStateWith` — ``adapter.capture(spot)`` turns the sealed
   source instance into opaque bytes, and ``adapter.restore(spot, data)`` puts
   them into the fresh target instance before it is exposed. The application
@@ -51,7 +51,7 @@ class SpotRelocationAdapter(Protocol):
     Both methods are plain (sync) calls made from the Spot's own task: capture
     while the source is sealed (no handler runs), restore on the new instance
     before the target serves. Pending messages and timers move without the
-    adapter's help (06 §8); do not re-register timers in ``restore``.
+    adapter's help; do not re-register timers in ``restore``.
     """
 
     def capture(self, spot: Any) -> bytes:
@@ -65,7 +65,7 @@ class SpotRelocationAdapter(Protocol):
 
 @attrs.frozen
 class RelocationPolicy:
-    """Base of the three relocation policies (spec 06 §8); not usable by itself.
+    """Base of the three relocation policies; not usable by itself.
 
     Use :class:`DisableRelocation`, :class:`RecreateOnRelocation` or
     :class:`PreserveStateWith`. Instantiating the base raises ``TypeError``.
@@ -150,14 +150,14 @@ class CloseReason(StrEnum):
 
     ``on_close`` runs at most once per incarnation, after admission is sealed
     and the turns accepted before the seal have finished, and before the
-    Spot's location is released. The framework saves no state for you (09 §5):
+    Spot's location is released. The framework saves no state for you:
     save what must survive in ``on_close``.
     """
 
     #: An explicit close: ``SpotManager.close(ref)`` of a User Spot, or an
     #: Instance Spot's local close from its own lifecycle context.
     CLOSED = "closed"
-    #: The catalog evicted an idle Instance Spot (09 §5). Never given to User
+    #: The catalog evicted an idle Instance Spot. Never given to User
     #: or Entry Spots, which are never idle-evicted.
     IDLE_EVICTED = "idle_evicted"
     #: The node is shutting down in an orderly way (its ``open_node`` block exits).

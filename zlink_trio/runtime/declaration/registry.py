@@ -6,7 +6,7 @@ Theory of operation
 :meth:`SpotTypeRegistry.build` turns that list into one immutable mapping
 from stable type to :class:`~zlink_trio.runtime.declaration.spot_types.SpotType`,
 once, at startup. A stable type registered twice — two classes declaring the
-same name, or one class listed twice — is a startup error (spec 06 §2), never
+same name, or one class listed twice — is a startup error, never
 "last one wins". Lookups by kind separate "this node does not serve that
 type" (:class:`NotFound`) from "it serves it as another kind"
 (:class:`TypeMismatch`), the same split placement makes.
@@ -54,7 +54,7 @@ class SpotTypeRegistry:
 
         Raises :class:`InvalidConfiguration` for an undecorated class or when a
         stable type is registered twice — also the same class listed twice —
-        which is a startup error (spec 06 §2).
+        which is a startup error.
         """
         found: dict[str, SpotType] = {}
         for spot in spots:

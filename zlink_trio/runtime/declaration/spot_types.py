@@ -2,17 +2,17 @@
 
 Theory of operation
 -------------------
-Spec 09 §1: Entry, User and Instance Spots behave differently, so they are
-three separate types, never one type with kind flags that could all be true
-at once. :class:`SpotType` holds what every kind has (stable type, class,
-handler table, hooks) and cannot be instantiated; :class:`EntrySpotType`,
-:class:`UserSpotType` and :class:`InstanceSpotType` are its siblings, each
-with a ``kind`` class constant and the rules of its kind at its own boundary:
+Entry, User and Instance Spots behave differently (docs/concepts.md), so they are three
+separate types, never one type with kind flags that could all be true at once.
+:class:`SpotType` holds what every kind has (stable type, class, handler table, hooks)
+and cannot be instantiated; :class:`EntrySpotType`, :class:`UserSpotType` and
+:class:`InstanceSpotType` are its siblings, each with a ``kind`` class constant and the
+rules of its kind at its own boundary:
 
 ============  ==================  =================  =========================
 kind          constructor         ``on_create``      relocation policy
 ============  ==================  =================  =========================
-Entry         ``cls(ctx)``        not allowed        none (never moves, 09 §2)
+Entry         ``cls(ctx)``        not allowed        none (never moves)
 User          ``cls(ctx, req)``   optional           required
 Instance      ``cls(ctx)``        not allowed        required
 ============  ==================  =================  =========================
@@ -20,7 +20,7 @@ Instance      ``cls(ctx)``        not allowed        required
 Users declare User and Instance Spot types with :func:`user_spot` and
 :func:`instance_spot`. The decorator validates everything it cheaply can at
 import time — the stable type (1..255 UTF-8 bytes), the relocation policy
-(required: spec 06 §8 has no default), the constructor and hook arities, the
+(required: there is no default), the constructor and hook arities, the
 handler table — and attaches the resulting definition to the class as
 ``__zlink_spot__``; the class is otherwise returned unchanged. Entry Spot
 types are built by the framework, not declared by users.
@@ -145,7 +145,7 @@ class UserSpotType(SpotType):
 
     kind: ClassVar[SpotKind] = SpotKind.USER
 
-    #: What happens to the Spot's state when it relocates (06 §8).
+    #: What happens to the Spot's state when it relocates (docs/relocation.md).
     relocation: RelocationPolicy = attrs.field(validator=_policy)
 
     def construct(self, ctx: object, request: object | None) -> object:
@@ -159,7 +159,7 @@ class InstanceSpotType(SpotType):
 
     kind: ClassVar[SpotKind] = SpotKind.INSTANCE
 
-    #: What happens to the Spot's state when it relocates (06 §8).
+    #: What happens to the Spot's state when it relocates (docs/relocation.md).
     relocation: RelocationPolicy = attrs.field(validator=_policy)
 
     def construct(self, ctx: object) -> object:
@@ -170,7 +170,8 @@ class InstanceSpotType(SpotType):
 def _check_policy(value: object, where: str) -> RelocationPolicy:
     if value is _MISSING:
         raise InvalidConfiguration(
-            f"{where} needs relocation=: choose {_CHOICES} (spec 06 §8 has no default)"
+            f"{where} needs relocation=: choose {_CHOICES} (there is no default: what a "
+            "move does to a Spot's state is the application's choice)"
         )
     if isinstance(value, type) and issubclass(value, RelocationPolicy):
         raise InvalidConfiguration(

@@ -5,7 +5,7 @@ Theory of operation
 The target of a committed relocation opens its incarnation with an :class:`Arrival`
 (``incarnation.arrival``; ``None`` for an incarnation that was activated, created or
 recovered here).  It is what the receiver of a Message Follow message (command 39,
-route kind 3) checks the frame against (06 §6, ``mesh.message_follow.check_followed``):
+route kind 3) checks the frame against (``mesh.message_follow.check_followed``):
 the owner generation the commit gave this incarnation, and the node it came from -- the
 only node that relays to it, since every hop of a Message Follow chain is sent by the
 Spot's previous owner along its committed route.

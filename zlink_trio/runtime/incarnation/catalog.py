@@ -8,7 +8,7 @@ cold-activation task runs in -- one for Spot tasks (shielded, ended by
 :meth:`Catalog.serve` -- and the node-local views the coordinators consult:
 
 * ``hosts`` -- Spot ID -> :class:`~.incarnation.Incarnation` for incarnations that are
-  Ready here (the "instance intent projection" of 09 §3).  :meth:`Catalog.register`
+  Ready here (what Instance intent finds locally).  :meth:`Catalog.register`
   adds an incarnation and its positive route in one synchronous step, right after
   CommitReady; the incarnation's own task removes both in one step right after Release.
 * ``attempts`` -- Spot ID -> :class:`Attempt` while *this node* competes for creation
@@ -16,9 +16,9 @@ cold-activation task runs in -- one for Spot tasks (shielded, ended by
   event instead of competing (so one node never runs two reservations for one ID) and
   then re-reads the store; nothing about Creating is ever cached.
 * ``pending`` -- local reservations in flight, for the active-object ceiling check
-  (09 §5) that every local activation makes before it reserves.
+  that every local activation makes before it reserves.
 
-The idle sweep (09 §5) runs every ``idle_sweep_interval`` seconds when
+The idle sweep runs every ``idle_sweep_interval`` seconds when
 ``instance_idle_timeout`` is positive; :class:`~zlink_trio.core.idle.IdleRing` hands it
 at most 64 candidates per sweep, resuming where it stopped.  The ring keeps the
 Instance Spot IDs in registration order itself (added at ``register``, discarded at
@@ -104,7 +104,7 @@ class Catalog:
     # ------------------------------------------------------------------ views
 
     def register(self, host: Incarnation) -> None:
-        """Add a Ready incarnation and its route, synchronously (09 §3). Idempotent."""
+        """Add a Ready incarnation and its route, synchronously. Idempotent."""
         rt = self.rt
         if self.hosts.get(host.spot_id) is not host and host.spot_type.kind is SpotKind.INSTANCE:
             self.idle_ring.add(host.spot_id)
@@ -159,7 +159,7 @@ class Catalog:
     # ------------------------------------------------------------------ idle sweep
 
     async def idle_sweep(self) -> None:
-        """Evict idle Instance Spots, at most 64 examined per sweep (09 §5). Runs forever."""
+        """Evict idle Instance Spots, at most 64 examined per sweep. Runs forever."""
         ring = self.idle_ring
         while True:
             for host in self.idle_candidates():
@@ -252,7 +252,7 @@ class Catalog:
         async def closer() -> None:
             for host in queue:
                 if self.rt.lease_lost:
-                    return  # an owner without a lease may not begin a close (06 §9)
+                    return  # an owner without a lease may not begin a close
                 await self._begin_shutdown_close(host)
 
         async with trio.open_nursery() as nursery:

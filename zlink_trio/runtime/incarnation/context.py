@@ -146,7 +146,7 @@ class SpotContext:
                            self._incarnation.add_timer(delay, callback, period))
 
     def close(self) -> None:
-        """Close this Instance Spot after the current turn (06 §7), with reason CLOSED.
+        """Close this Instance Spot after the current turn, with reason CLOSED.
 
         Turns accepted before the close still run; ``on_close`` runs once; then the
         location is released and the next message with Instance intent activates a

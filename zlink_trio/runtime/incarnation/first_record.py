@@ -1,4 +1,4 @@
-"""The durable first record of a cold activation and its cleanup (06 §4.1 step 12).
+"""The durable first record of a cold activation and its cleanup (its chart's step 12).
 
 Theory of operation
 -------------------
@@ -61,7 +61,7 @@ class FirstRecord:
 
 async def record_first_completion(rt: NodeState, spot_id: str, generation: int,
                                   first: FirstRecord) -> None:
-    """Cursor, pointer CAS, then the root; idempotent on retry (06 §4.1 step 12).
+    """Cursor, pointer CAS, then the root; idempotent on retry (cold activation step 12).
 
     One call of ``store.combined``; when it refuses because a close changed the record
     since Ready (StaleFence), the separate steps run instead: they re-read the record.

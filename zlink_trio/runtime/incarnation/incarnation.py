@@ -17,7 +17,7 @@ it (``INCARNATION.tags``):
   ``open_barrier`` -> ``serving`` happen in the coordinator's continuation right after
   CommitReady (:meth:`Incarnation.open`), with the catalog registration and (cold
   activation) the restored first record: no message is admitted between the commit
-  and the route (09 §3).  The target of a relocation opens with the moved queue
+  and the route.  The target of a relocation opens with the moved queue
   instead (:meth:`Incarnation.open_moved`).
 * ``serving`` -- :meth:`Incarnation.run` (a task in the catalog's nursery) takes one
   turn at a time from the two lanes (lifecycle first, then application,
@@ -26,7 +26,7 @@ it (``INCARNATION.tags``):
   ``StaleRoute``), the turns accepted before the seal still run, then ``on_close``
   runs once, timers are cancelled, the authority is released with the Closing
   record's fence, and the catalog entry and cached route are dropped in the same
-  continuation (06 §7, 09 §5).  See "Closing" below.
+  continuation.  See "Closing" below.
 * ``sealed`` -- a planned relocation sealed the incarnation: admission goes to the
   relocation hold, no application turn runs (lifecycle work does); it ends
   ``serving`` again (abort) or ``disposed`` (the move committed:
@@ -46,23 +46,23 @@ again only around the turn: before it (the message waited in the queue) and afte
 
 A turn
 ------
-A queued request whose caller already gave up (its completion is done) or whose
-deadline passed while it was queued is not run (``DeadlineExceeded``) -- except the
-restored first record of a cold activation, which is durable and always runs.  An
-owner past its lease deadline starts no turn (09 §4; a process paused with work
-queued wakes up here and another lifecycle may own the Spot now): ``Unavailable``.
-The handler is called (through the runtime's observers when any are installed,
-``runtime.observers``: the test kit holds and records turns there); its reply is
-checked against the declared reply type; an exception fails only its own turn: a
-request gets :class:`HandlerError` (the exception chained as ``__cause__``), a
-send's failure is logged.  A turn that ended **after** the lease deadline does not
-reply: the caller gets ``Unavailable``, because another lifecycle may own the Spot by
-now and this incarnation's state, with the handler's effect, is lost with it.  It is
-the fencing rule on the reply (Kleppmann's fencing token, checked by whoever acts on
-the result); ``tests/chaos`` found the acknowledgement a paused owner gave without it.
+A queued request whose caller already gave up (its completion is done) or whose deadline
+passed while it was queued is not run (``DeadlineExceeded``) -- except the restored
+first record of a cold activation, which is durable and always runs.  An owner past its
+lease deadline starts no turn (it is no valid owner any more; a process paused with work
+queued wakes up here and another lifecycle may own the Spot now): ``Unavailable``.  The
+handler is called (through the runtime's observers when any are installed,
+``runtime.observers``: the test kit holds and records turns there); its reply is checked
+against the declared reply type; an exception fails only its own turn: a request gets
+:class:`HandlerError` (the exception chained as ``__cause__``), a send's failure is
+logged.  A turn that ended **after** the lease deadline does not reply: the caller gets
+``Unavailable``, because another lifecycle may own the Spot by now and this
+incarnation's state, with the handler's effect, is lost with it.  It is the fencing rule
+on the reply (Kleppmann's fencing token, checked by whoever acts on the result);
+``tests/chaos`` found the acknowledgement a paused owner gave without it.
 
 After the restored first record's turn its completion is recorded (cursor, recovery
-pointer, root: 06 §4.1 step 12,
+pointer, root: cold activation step 12,
 :func:`~zlink_trio.runtime.incarnation.first_record.record_first_completion`) --
 unless the node lost its lease, which leaves the records as evidence -- and whoever
 waits for it is woken (:meth:`Incarnation.wait_first_record`: a relocation must not
@@ -74,8 +74,8 @@ Timers
 ------
 Before the task parks it queues the due timer ticks (``IncarnationTimers.due``) on the
 application lane, so a callback runs as an ordinary turn, one at a time with the
-handlers.  No tick is queued while the state fires no timers (closing, sealed) nor
-by an owner past its lease deadline (09 §4: a periodic timer comes due again); a tick
+handlers.  No tick is queued while the state fires no timers (closing, sealed) nor by an
+owner past its lease deadline (no valid owner: a periodic timer comes due again); a tick
 the lane refuses (its bound) is skipped and logged.
 
 Closing
@@ -111,13 +111,12 @@ A :class:`Move` is attached to the source's incarnation (``incarnation.move``) f
 the length of one relocation, by the relocation coordinator
 (:mod:`zlink_trio.runtime.coordinators.relocation`):
 
-* **Relocating, waiting for the permit** -- the incarnation keeps ``serving``:
-  messages and timers are admitted and run as usual (06 §6.1 "a Relocating unit that
-  is waiting for a permit hasn't been sealed yet"), but the idle sweep skips it
-  (09 §5).
+* **Relocating, waiting for the permit** -- the incarnation keeps ``serving``: messages
+  and timers are admitted and run as usual (a Relocating Spot waiting for its permit is
+  not sealed yet), but the idle sweep skips it (a moving Spot is never evicted).
 * :meth:`Incarnation.seal_for_relocation` -> ``sealed``: from here no application turn
   runs and no timer fires; a message admitted now goes to the **relocation hold**
-  (``Move.hold``: arrival order, no bound of its own, 09 §6) instead of the queue.
+  (``Move.hold``: arrival order, no bound of its own) instead of the queue.
   The seal is lifecycle work, admitted under the lifecycle lane's own bounds: its turn
   comes once the turn running at the seal finished, and
   :meth:`Incarnation.wait_no_turn` waits for it, so the queue the coordinator then
@@ -325,7 +324,7 @@ class Incarnation(ParkingSlot):
         self.cleanup_started = False
         self.last_work_finished_at = trio.current_time()
         #: Until when this node admits to the incarnation without reading the store: the
-        #: expiry a cached route would have (``RouteCache.local_expiry``, 06 §6), set when
+        #: expiry a cached route would have (``RouteCache.local_expiry``), set when
         #: the catalog registers it and whenever a store read confirms it.
         self.route_expires_at = _NO_ROUTE
 
@@ -472,7 +471,7 @@ class Incarnation(ParkingSlot):
         lane bound is hit. ``now``: the store clock, if the caller just read it."""
         move = self.admission(now)
         if move is not None:
-            move.hold.append((work, payload_size))  # no bound of its own (09 §6)
+            move.hold.append((work, payload_size))  # the hold has no bound of its own
             return
         self.lanes.application.admit(work, payload_size)
         self.wake()
@@ -481,7 +480,7 @@ class Incarnation(ParkingSlot):
         """Queue a message that followed this Spot along a Message Follow route, past the
         application lane's bounds (its reservation counts), if :meth:`admission` lets it in.
 
-        The route's queue has no bound of its own (06 §6) and its messages were accepted
+        The route's queue has no bound of its own and its messages were accepted
         by the Spot's previous owner -- a relocation's hold above all, whose one-way sends
         already returned -- so the new owner does not refuse them for capacity, as it
         does not refuse the moved queue (:meth:`open_moved`).
@@ -494,7 +493,7 @@ class Incarnation(ParkingSlot):
         self.wake()
 
     def admit_lifecycle(self, work: LifecycleWork) -> None:
-        """Queue lifecycle work on the lifecycle lane, under that lane's own bounds (09 §6):
+        """Queue lifecycle work on the lifecycle lane, under that lane's own bounds:
         however full the application lane is, a seal or a close is admitted, and its turn
         comes before any queued application work. CapacityExceeded (``lane="lifecycle"``)
         when the lifecycle lane's bound is hit; nothing is queued then."""
@@ -522,7 +521,7 @@ class Incarnation(ParkingSlot):
             return  # (most Spots have no timer: no clock read)
         due = timers.due(trio.current_time())
         if due and _lease_passed(self.rt):
-            # An owner past its lease deadline is no valid owner (09 §4): no tick runs,
+            # An owner past its lease deadline is no valid owner: no tick runs,
             # as no message is admitted (a periodic timer comes due again).
             LOGGER.warning("Spot %r: %d timer tick(s) skipped: this node's lease deadline "
                            "passed before a renewal", self.spot_id, len(due),
@@ -735,7 +734,7 @@ class Incarnation(ParkingSlot):
 
     @property
     def first_record_settled(self) -> bool:
-        """Whether no first-record cleanup of a cold activation is pending (06 §4.1 step 12)."""
+        """Whether no first-record cleanup of a cold activation is pending (its step 12)."""
         return self.first_record is None or self.first_record.done
 
     async def wait_first_record(self) -> None:
@@ -747,7 +746,7 @@ class Incarnation(ParkingSlot):
             await cleanup.wait()
 
     async def _first_handled(self, first: FirstRecord) -> None:
-        """After the restored first record's turn: record its completion (06 §4.1)."""
+        """After the restored first record's turn: record its completion."""
         if self.ownership_lost:
             return
         if crash_points.ARMED:
@@ -836,7 +835,7 @@ class Incarnation(ParkingSlot):
         self.rt.route_cache.invalidate(self.spot_id)
 
     async def _finish(self) -> None:
-        """All accepted work is done: cleanup once, release, unregister (06 §7).
+        """All accepted work is done: cleanup once, release, unregister.
 
         Without ownership (the node lost its lease) nothing is written to the store.
         """

@@ -1,11 +1,11 @@
 """The work items a Spot's incarnation runs as turns: messages, timer ticks, lifecycle work.
 
-A :class:`MessageWork` is one admitted message -- decoded, matched to its handler,
-with the completion its reply goes to (``None`` for a one-way send), the call's
-deadline and its operation ID (the caller's, kept when the message moves with a
-relocation or follows it: 06 §6, §6.1); the restored first record of a cold activation carries its
-:class:`~zlink_trio.runtime.incarnation.first_record.FirstRecord`.  A timer tick is
-a :class:`~zlink_trio.runtime.incarnation.timers.TimerWork`.  Both wait in the
+A :class:`MessageWork` is one admitted message -- decoded, matched to its handler, with
+the completion its reply goes to (``None`` for a one-way send), the call's deadline and
+its operation ID (the caller's, kept when the message moves with a relocation or follows
+it); the restored first record of a cold activation carries its
+:class:`~zlink_trio.runtime.incarnation.first_record.FirstRecord`.  A timer tick is a
+:class:`~zlink_trio.runtime.incarnation.timers.TimerWork`.  Both wait in the
 incarnation's application lane (``core.lanes``) until their turn.  A
 :class:`LifecycleWork` is a request of the framework's own -- a relocation's seal,
 ``ctx.close()``'s BeginClose -- and waits in the lifecycle lane, ahead of them.

@@ -1,4 +1,4 @@
-"""The Message Follow routes of one node: where the Spots that moved away went (06 §6).
+"""The Message Follow routes of one node: where the Spots that moved away went.
 
 One :class:`FollowRoute` per Spot that relocated from this node, installed by the
 relocation's commit and kept for ``MessageFollowDuration`` (:mod:`.message_follow`
@@ -29,7 +29,7 @@ __all__ = ("FollowRoute", "FollowRoutes", "RelayItem", "RelayQueue")
 #: handles its own send errors), or with the error that keeps it from being sent.
 RelayItem: TypeAlias = "Callable[[Link | ZLinkError], None]"
 #: The messages of one Spot still to be relayed, oldest first; no bound of its own
-#: (06 §6): the relay drains it within the link's flow control.
+#: (a relay has none): the relay drains it within the link's flow control.
 RelayQueue: TypeAlias = "collections.deque[RelayItem]"
 
 

@@ -1,4 +1,4 @@
-"""Message Follow: a message that reaches the old owner after a relocation goes on (06 §6).
+"""Message Follow: a message that reaches the old owner after a relocation goes on.
 
 Theory of operation
 -------------------
@@ -15,21 +15,21 @@ source itself (:func:`relay_held`).
 
 The relay streams
 -----------------
-The hold has no bound of its own (09 §6), so it may be far larger than a link may
-queue (``max_send_buffer_bytes``, 64 MiB, closes a link whose queue passes it).
+The hold has no bound of its own (unlike a Spot's lanes), so it may be far larger than a
+link may queue (``max_send_buffer_bytes``, 64 MiB, closes a link whose queue passes it).
 :func:`relay_held` therefore never queues it at once: it registers the Spot's relay
 queue (``FollowRoutes.start_relay``) in the continuation that disposed of the source,
-then sends the queue one frame after another within the link's flow control -- while
-the link holds more than its high-water mark (1 MiB) unsent, it waits until the writes
+then sends the queue one frame after another within the link's flow control -- while the
+link holds more than its high-water mark (1 MiB) unsent, it waits until the writes
 brought it down (``Link.wait_writable``), and it lets the other tasks run every
-:data:`RELAY_BATCH` frames.  At most about that mark of the hold is encoded at any
-time, and a frame another call queues on the link meanwhile waits behind no more.
-Order is kept: until the queue is drained, every message this node sends to the
-Spot -- followed along its route (:func:`queue_behind`) or from a local caller (the
-router's ``_send_ready``) -- joins the queue's tail, and the relay ends in the
-continuation that found the queue empty.  A link that takes nothing for the node's
-``default_timeout`` is closed (its peer stopped reading); what is left then ends
-``Unavailable``, as when the new owner cannot be reached.
+:data:`RELAY_BATCH` frames.  At most about that mark of the hold is encoded at any time,
+and a frame another call queues on the link meanwhile waits behind no more.  Order is
+kept: until the queue is drained, every message this node sends to the Spot -- followed
+along its route (:func:`queue_behind`) or from a local caller (the router's
+``_send_ready``) -- joins the queue's tail, and the relay ends in the continuation that
+found the queue empty.  A link that takes nothing for the node's ``default_timeout`` is
+closed (its peer stopped reading); what is left then ends ``Unavailable``, as when the
+new owner cannot be reached.
 
 The route is checked before anything is sent: another ObjectGeneration is
 ``InvalidOperation`` (the route belongs to another incarnation); an owner generation
@@ -37,15 +37,16 @@ newer than the one the route was installed for, or an expired or missing route, 
 ``Unavailable``.  An older one follows too: the Spot was here at that generation,
 came back later and left again, and the caller's route predates all of it.
 
-A Spot that moved again forwards again: each hop raises the owner
-generation by one (it can never loop) and the frame counts its hops -- the ninth is
-refused with ``Unavailable`` (06 §6: "up to 8 hops").  The routes are kept in memory
-only and dropped when they expire; nothing is resent when a forward fails (06 §5).
+A Spot that moved again forwards again: each hop raises the owner generation by one (it
+can never loop) and the frame counts its hops -- the ninth is refused with
+``Unavailable`` (a message follows up to 8 hops).  The routes are kept in memory only
+and dropped when they expire; nothing is resent when a forward fails (no call is ever
+resent automatically).
 
 A held message keeps what it came with: the operation ID its caller's frame carried (or
-its local call drew), its deadline, payload and reply route (06 §6.1: "the operation
-ID, generation, and reply route are preserved as they are").  Only a local call that
-never drew an ID gets one when it leaves.
+its local call drew), its deadline, payload and reply route: a move keeps a message's
+operation ID, generation and reply route as they are.  Only a local call that never
+drew an ID gets one when it leaves.
 
 The receiver
 ------------
@@ -53,13 +54,13 @@ A followed message is checked where it arrives, too (:func:`check_followed`): on
 incarnation a relocation opened there takes it in, and only as that relocation left it
 (its ``incarnation.arrival.Arrival``) -- the same ObjectGeneration (else
 ``InvalidOperation``), source and target owner generations one apart with the target's
-the incarnation's own, and sent by the node it moved from (else ``Unavailable``:
-another owner fence, 06 §9).  Ordinary messages are never filtered by generation (09
-§4); these are the move relay's, which is (06 §6).  An operation ID that already
+the incarnation's own, and sent by the node it moved from (else ``Unavailable``: another
+owner fence).  Ordinary messages are never filtered by generation; these are the move
+relay's, which is (docs/concepts.md, "Generations").  An operation ID that already
 reached the incarnation along the move -- moved with the queue or followed before -- is
-a redelivery: it is refused with ``InvalidOperation`` and runs at most once.  A
-followed message whose deadline passed on the way is not admitted
-(``DeadlineExceeded``): the receiver remembers an operation ID until its deadline only.
+a redelivery: it is refused with ``InvalidOperation`` and runs at most once.  A followed
+message whose deadline passed on the way is not admitted (``DeadlineExceeded``): the
+receiver remembers an operation ID until its deadline only.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ __all__ = ("MAX_HOPS", "RELAY_BATCH", "check_followed", "follow", "follow_now", 
 
 logger: Final = logging.getLogger("zlink_trio.runtime.relocation")
 
-#: How many Message Follow routes one message may take (06 §6).
+#: How many Message Follow routes one message may take.
 MAX_HOPS: Final = 8
 #: A relay lets the other tasks run after this many frames, even while its link is
 #: writable (the socket took them all at once).
@@ -119,7 +120,7 @@ def superseded(route: FollowRoute, frame: SpotMessage) -> bool:
     replaced the route), and when a direct message names another ObjectGeneration than
     the route (it was sent to an incarnation that closed here; the route belongs to a
     later one). A *followed* message of another ObjectGeneration is not superseded:
-    :func:`next_hop` refuses it with InvalidOperation (06 §6).
+    :func:`next_hop` refuses it with InvalidOperation.
     """
     incoming = frame.route
     if isinstance(incoming, ActivationRoute):

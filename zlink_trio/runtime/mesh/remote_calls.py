@@ -4,13 +4,13 @@ Theory of operation
 -------------------
 :func:`send_spot_message` hands a direct call to another node as one command 39 frame
 and returns at *outbound admission* -- the moment the target's link accepted the
-frame (06 §5) -- exactly like a local call returns at queue admission:
+frame -- exactly like a local call returns at queue admission:
 
 * route kind 1 (Ready) carries the authority's generations and the owner's lifecycle
   fence, taken from the store record or the positive route cache;
 * route kind 2 (cold activation) carries the target Mesh, the target's lifecycle fence
   and descriptor version, the Spot ID and stable type -- no authority generation exists
-  yet, and the source reserves nothing (06 §4.1 steps 8-9).
+  yet, and the source reserves nothing (``statecharts.cold_activation`` steps 8-9).
 
 A request registers its correlation before the frame is queued; the target's command 20
 completes the caller's :class:`Completion` with the decoded reply or the typed error.

@@ -1,9 +1,10 @@
 """Terminal results of remote operations, kept so that a redelivery gets the same answer.
 
-Commands 47 and 48 complete terminal-once per operation ID (06 §3.3, §7.1): the target
-keeps each operation's outcome, keyed by (source NodeRid, operation ID), and answers a
-redelivery with it instead of running the operation again.  The table is bounded (the
-oldest entries go first); an operation still running has an entry with no outcome yet.
+Commands 47 and 48 complete terminal-once per operation ID (one terminal reply each):
+the target keeps each operation's outcome, keyed by (source NodeRid, operation ID), and
+answers a redelivery with it instead of running the operation again.  The table is
+bounded (the oldest entries go first); an operation still running has an entry with no
+outcome yet.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One-line reports of the events 06 §9 names: resolve results, Message Follow hops and
+"""One-line reports of the routing events: resolve results, Message Follow hops and
 drops, stale classification -- a metric and, when its logger is enabled, a record.
 
 Each function takes the reporting node's ID and recorder (``NodeState.node_id`` and

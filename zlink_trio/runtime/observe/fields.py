@@ -3,8 +3,8 @@
 Every record that is about one Spot, one operation or one route carries some of these
 as attributes (``logging``'s ``extra=``), so a JSON formatter or a log pipeline can
 filter on them without parsing messages.  They are defined here once; what each means
-is in ``docs/observability.md``.  A metric never takes :data:`SPOT_ID` as a label
-(06 §9: Spot ID is not a metric label) -- it is unbounded.
+is in ``docs/observability.md``.  A metric never takes :data:`SPOT_ID` as a label: it is
+unbounded.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ STALE: Final = "stale"
 
 
 class Operation(StrEnum):
-    """The operation kinds records and metrics distinguish (06 §9)."""
+    """The operation kinds records and metrics distinguish."""
 
     #: ``spots.create`` / ``spots.get_or_create`` (User Spot creation attempt).
     CREATE = "create"

@@ -5,7 +5,7 @@ registers one collector in it, every node adds its
 :class:`~.metrics.MetricsRecorder`, and leaving ``open_node`` removes it again (its
 series go with it).  So several nodes of one process can share a registry -- each
 series carries a ``node_id`` label -- and no metric family is registered twice.
-Spot IDs are never a label (06 §9): every label value comes from a small fixed set
+Spot IDs are never a label (they are unbounded): every label value comes from a small fixed set
 (kinds, outcomes, error class names, lane kinds, store methods) or is the NodeId.
 
 A scrape (``registry.collect()``, ``generate_latest``) builds every family from the

@@ -14,9 +14,10 @@ differential model hold them to these outcomes.
 
 The two key spaces stay separate (``loc_*`` / ``rel_*`` tables, ``<prefix>:loc:`` /
 ``<prefix>:rel:`` keys); only the transaction spans both. What merging changes for
-recovery (06 §4.1.1): the envelope root now exists exactly when the Creating record
-that points to it does (no orphan root after a kill between PutRoot and Reserve), and
-the first inbox record is durable exactly when the authority becomes Ready.
+restart recovery (docs/stores.md, "Crash recovery"): the envelope root now exists
+exactly when the Creating record that points to it does (no orphan root after a kill
+between PutRoot and Reserve), and the first inbox record is durable exactly when the
+authority becomes Ready.
 """
 
 from __future__ import annotations

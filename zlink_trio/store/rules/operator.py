@@ -2,8 +2,8 @@
 
 Theory of operation
 -------------------
-Spec 06 §9: an owner whose lease expired "can't perform ... a location
-update", so a Ready Spot whose owner died and never restarts (its NodeId is
+An owner whose lease expired cannot perform a location update (docs/concepts.md,
+"Fences"), so a Ready Spot whose owner died and never restarts (its NodeId is
 gone for good, or came back under a new NodeRid that does not resume it)
 would hold its ID forever. :func:`txn_release_expired` is the one way out: an
 explicit, fenced release of that Ready record, taken by a node restarted under the
@@ -55,7 +55,7 @@ _NOT_READY = {
         "Ready record if its owner expired"),
     AuthorityState.RELAY_READY: (
         "is RelayReady: the move is past relay-ready and can no longer be aborted (the source "
-        "is never restored, spec 06 §6.1, §8); its target {target} ends it with "
+        "is never restored); its target {target} ends it with "
         "commit_relocation, or, once that target's lease is over, release_relay_ready ends "
         "the incarnation (the restart of the target's NodeId, or release --node, does it)"),
 }

@@ -1,4 +1,4 @@
-"""Startup recovery of incomplete activations as pure transactions (spec 06 §4.1.1).
+"""Startup recovery of incomplete activations as pure transactions (docs/stores.md).
 
 Theory of operation
 -------------------
@@ -18,15 +18,15 @@ every other ``txn_*`` function:
   NodeId: fenced by ObjectGeneration, owner generation and the old owner; the
   old claim must still exist, be expired at ``now`` and name the same NodeId as
   the new owner's live claim. The record keeps its state, ObjectGeneration,
-  creation intent and recovery pointer ("continues ... with the same
-  reservation and generation"); the owner generation and StoreVersion grow by
+  creation intent and recovery pointer (the activation continues with the same
+  reservation and generation); the owner generation and StoreVersion grow by
   one and the capacity unit moves (pending stays pending, active stays
   active). Adoption does not check the new owner's capacity: the unit was
   already counted against this NodeId before the crash, and refusing would
   leave the orphan stuck; the node's load may exceed its descriptor capacity
   by the adopted units until they finish.
 
-Neither transaction takes over a *steady* Ready record (no pointer): 09 §3, stored
+Neither transaction takes over a *steady* Ready record (no pointer): stored
 creation intent is never used for takeover after a steady Ready owner failure.
 Those records are *released* instead, by the restarted node or an operator
 (``zlink-trio release --node``), through the ordinary fenced transactions

@@ -7,7 +7,7 @@ pending capacity unit reserved on it; the source still serves), Sealed (the
 source stopped admission and holds ingress) and RelayReady (the target accepted
 relay-ready: the point of no return) to Ready at the target, with the owner
 generation one higher. Only Relocating and Sealed can abort back to Ready at the
-source: after relay-ready the source is never restored (spec 06 §6.1, §8), so
+source: after relay-ready the source is never restored, so
 AbortRelocation refuses a RelayReady record with :class:`InvalidOperation` and
 CommitRelocation is the only way on -- while the target lives: once the target's
 lifecycle is over, ReleaseRelayReady ends the incarnation (RelayReady -> Missing,
@@ -188,7 +188,7 @@ def past_relay_ready(record: AuthorityRecord) -> InvalidOperation:
     """AbortRelocation's refusal of a RelayReady ``record`` (every backend raises this one)."""
     return InvalidOperation(
         f"{record.spot_id!r} is past relay-ready: the target {record.relocation_target} "
-        "accepted the relay, so the source is never restored (spec 06 §6.1, §8) and the move "
+        "accepted the relay, so the source is never restored and the move "
         "cannot be aborted; nothing was changed, finish the move with commit_relocation at "
         "the target"
     )
