@@ -21,10 +21,11 @@ lease_expires_at``; an expired claim is not active, so a new claim may
 replace it, and nothing may be done on its behalf.
 
 Placement weight stays immutable: the descriptor (and its digest) never
-changes, and Renew may not change it. Draining a node is the one mutable,
-one-way mark on the claim -- ``ClosePlacement`` sets ``accepts_placements``
-to ``False`` until the claim is removed, so other nodes stop placing new
-Spots there -- or a new lifecycle with weight 0. In JSON the mark is the
+changes, and Renew may not change it. Draining a node is the one mutable
+mark on the claim -- ``ClosePlacement`` sets ``accepts_placements`` to
+``False``, so other nodes stop placing new Spots there, until
+``OpenPlacement`` (an undrain) clears it or the claim is removed -- or a new
+lifecycle with weight 0. In JSON the mark is the
 optional key ``acceptsPlacements`` (written only when ``False``), so a claim
 stored by an earlier version, which has no such key, accepts placements.
 """
@@ -237,9 +238,10 @@ class NodeClaim:
 
     ``lifecycle_generation`` is issued by NewClaim and never changes;
     ``lease_expires_at`` changes only through Renew, ``store_version`` through
-    Renew and ClosePlacement. ``accepts_placements`` is ``True`` from NewClaim
-    until ClosePlacement marks the lifecycle as draining; then it stays
-    ``False`` (Renew keeps it) until the claim is removed.
+    Renew, ClosePlacement and OpenPlacement. ``accepts_placements`` is ``True``
+    from NewClaim until ClosePlacement marks the lifecycle as draining; then it
+    stays ``False`` (Renew keeps it) until OpenPlacement clears the mark or the
+    claim is removed.
     """
 
     descriptor: NodeDescriptor = attrs.field(
