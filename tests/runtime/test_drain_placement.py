@@ -187,8 +187,8 @@ async def test_a_drain_whose_claim_cannot_be_marked_warns_and_goes_on(
             drained = await a.drain(timeout=5)  # a hang is cut by the drain's deadline
             assert (drained.moved, drained.not_moved) == ([], [])
             assert location.calls == 1
-            # The local flag still holds: a places no new Spot on itself.
-            with pytest.raises(zl.NotFound):
+            # The local flag still holds: a places no new Spot on itself, and says so.
+            with pytest.raises(zl.Unavailable, match="draining or stopping"):
                 await a.client.request("x-1", Hello(1), reply=Here).instance_spot(
                     "drain-counter").timeout(5)
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]

@@ -21,7 +21,8 @@ A draining node (``Node.drain``) is no candidate: for itself it has
 ``placement_closed``, and :func:`close_placement` marks its claim in the store
 (``LocationStore.close_placement``), so every other node reads the claim with
 ``accepts_placements`` false and places neither Instance nor User Spots there -- nor
-moves Spots there, unless a relocation names it with ``to=``.
+moves Spots there, unless a relocation names it with ``to=``. A new Spot whose type
+only such nodes serve is ``Unavailable`` (``core.placement``), so its caller may retry.
 """
 
 from __future__ import annotations
@@ -174,6 +175,9 @@ def _place(rt: NodeRuntime, intent: Intent, found: list[PlacementCandidate],
         stable_type = select_instance_type(found, mesh, intent.stable_type)
     except NotFound:
         step(COLD, state, COLD.ev.type_not_provided)
+        raise
+    except Unavailable:  # only draining or stopping nodes serve it
+        step(COLD, state, COLD.ev.type_hosts_closed)
         raise
     state = step(COLD, state, COLD.ev.type_selected)
     eligible = eligible_nodes(found, mesh, stable_type, SpotKind.INSTANCE)
