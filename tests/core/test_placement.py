@@ -164,6 +164,17 @@ def test_a_type_served_only_by_draining_nodes_is_unavailable_and_says_so():
         select_instance_type(candidates, "world", "room")
 
 
+def test_the_unavailable_message_names_the_draining_nodes_by_node_id():
+    candidates = [PlacementCandidate(mesh="world", node_rid=rid(), roles=SERVER,
+                                     served_types={"cart": INSTANCE}, active=0, pending=0,
+                                     capacity=1, serving=False, node_id=name)
+                  for name in ("b", "a")]
+    with pytest.raises(Unavailable, match=r"type 'cart' \(nodes 'a', 'b'\) is draining"):
+        select_instance_type(candidates, "world", "cart")
+    with pytest.raises(Unavailable, match=r"type 'cart' \(node 'b'\) is draining"):
+        select_instance_type(candidates[:1], "world", "cart")
+
+
 def test_an_omitted_type_when_only_draining_nodes_serve_one_is_unavailable():
     candidates = [node(types={"cart": INSTANCE}, serving=False), node(types={"room": USER})]
     with pytest.raises(Unavailable, match="serving an INSTANCE Spot type"):

@@ -200,7 +200,7 @@ async def test_ask_undrain_reopens_a_drained_node_to_new_spots():
             # The only node serving the types is draining: retryable, and it says so.
             with pytest.raises(zl.Unavailable,
                                match=r"every node of Mesh 'world' serving INSTANCE type "
-                                     r"'op-kept' \(1 node\(s\)\) is draining or stopping"):
+                                     r"'op-kept' \(node 'a'\) is draining or stopping"):
                 await ops.client.request("k-1", Put(1), reply=Where).instance_spot(
                     "op-kept").timeout(5)
             with pytest.raises(zl.Unavailable, match=r"USER type 'op-room'.*undrain"):

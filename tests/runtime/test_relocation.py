@@ -236,8 +236,11 @@ async def test_relocating_an_unknown_or_foreign_spot_raises(url: str):
             await a.client.request("k-2", Put(1), reply=Where).instance_spot("kept")
             with pytest.raises(zl.NotFound):
                 await a.relocate("nobody")
-            with pytest.raises(zl.InvalidOperation):
+            with pytest.raises(zl.InvalidOperation,
+                               match=r"owned by node 'node-0' \(lifecycle 1\), not by "
+                                     r"node 'node-1'") as foreign:
                 await b.relocate("k-2")  # a owns it
+            assert str(a.node_rid) not in foreign.value.message  # named by NodeId only
             no_such = await a.relocate("k-2", to="node-9")
             assert no_such.outcome is zl.RelocationOutcome.REFUSED
             assert "node-9" in (no_such.reason or "")
@@ -949,7 +952,7 @@ async def test_the_target_takes_over_only_the_sealed_record_its_command_names(ur
     assert [why.partition("no longer matches the store: ")[2] for why in stale] == [
         f"its StoreVersion is {sealed.store_version}; nothing moved",
         f"its owner generation is {sealed.owner_generation}; nothing moved",
-        f"it is owned by {sealed.owner}; nothing moved"]
+        "it is owned by node 'node-0' (lifecycle 1); nothing moved"]  # named by NodeId
     assert ready is not None
     assert "no longer matches the store: it is ready" in after
     assert [e for e in EVENTS if e[0] == "factory" and e[2] == str(b.node_rid)] == [

@@ -151,19 +151,22 @@ def _check_not_only_closed(candidates: Iterable[PlacementCandidate], mesh: str,
     """Unavailable when object servers of ``mesh`` serve ``stable_type`` (``None``: any
     type) as ``kind`` but none of them takes new Spots now; the caller found no serving
     one."""
-    closed = sum(1 for c in candidates if c.mesh == mesh and not c.serving
-                 and Role.OBJECT_SERVER in c.roles
-                 and (kind in c.served_types.values() if stable_type is None
-                      else c.served_types.get(stable_type) is kind))
+    closed = [c for c in candidates if c.mesh == mesh and not c.serving
+              and Role.OBJECT_SERVER in c.roles
+              and (kind in c.served_types.values() if stable_type is None
+                   else c.served_types.get(stable_type) is kind)]
     if not closed:
         return
     what = (f"an {kind.name} Spot type" if stable_type is None
             else f"{kind.name} type {stable_type!r}")
+    names = sorted(c.node_id for c in closed if c.node_id is not None)
+    which = (("node " if len(names) == 1 else "nodes ") + ", ".join(map(repr, names))
+             if len(names) == len(closed) else f"{len(closed)} node(s)")
     raise Unavailable(
-        f"every node of Mesh {mesh!r} serving {what} ({closed} node(s)) is draining or "
-        "stopping and takes no new Spots; retry once one of them is undrained "
-        "(zlink-trio undrain NODE_ID, or node.undrain() there) or has restarted, or start "
-        "another node that registers it (zlink-trio nodes shows which nodes are draining)"
+        f"every node of Mesh {mesh!r} serving {what} ({which}) is draining or stopping and "
+        "takes no new Spots; retry once one of them is undrained (zlink-trio undrain "
+        "NODE_ID, or node.undrain() there) or has restarted, or start another node that "
+        "registers it (zlink-trio nodes shows which nodes are draining)"
     )
 
 

@@ -145,9 +145,8 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
                 or target.node_rid.value != owner.node_rid.value):
             stale(rt.node_id, rt.metrics, StaleReason.WRONG_LIFECYCLE, route.spot_id,
                   generation=_generation(route))
-            raise StaleRoute(f"the message to Spot {route.spot_id!r} was addressed to "
-                             f"{route.target}, not to this lifecycle ({rt.owner}); it was not "
-                             "run. Send a new call")
+            raise rt.not_addressed_here(f"the message to Spot {route.spot_id!r}",
+                                        route.target, "it was not run. Send a new call")
     except ZLinkError as exc:
         _fail(reply, exc, frame)
         return
@@ -245,10 +244,13 @@ def _envelope(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
     assert isinstance(route, ActivationRoute)
     try:
         rt.check_admission()
-        if route.target != rt.owner or route.target_mesh != rt.mesh:
+        if route.target_mesh != rt.mesh:
             raise StaleRoute(f"the activation envelope of Spot {route.spot_id!r} was addressed "
-                             f"to {route.target} in mesh {route.target_mesh!r}, not to this "
-                             f"lifecycle ({rt.owner}, mesh {rt.mesh!r}); nothing was created")
+                             f"to mesh {route.target_mesh!r}, but node {rt.node_id!r} serves "
+                             f"mesh {rt.mesh!r}; nothing was created")
+        if route.target != rt.owner:
+            raise rt.not_addressed_here(f"the activation envelope of Spot {route.spot_id!r}",
+                                        route.target, "nothing was created")
         spot_type = rt.registry.lookup(route.stable_type, SpotKind.INSTANCE)
         payload = frame.payload
         info = spot_type.handlers.find_wire(payload.type_name)

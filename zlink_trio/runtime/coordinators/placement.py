@@ -122,6 +122,7 @@ def _candidates(rt: NodeRuntime, claims: list[NodeClaim]) -> list[PlacementCandi
             weight=descriptor.placement_weight,
             serving=(rt.serving and not rt.placement_closed) if own
             else claim.accepts_placements,
+            node_id=descriptor.node_id,
         ))
     return result
 
@@ -395,10 +396,8 @@ async def place_and_start(rt: NodeRuntime, call: Delivery, *,
 async def _send_envelope(rt: NodeRuntime, call: Delivery, state: ColdActivationState, mesh: str,
                          stable_type: str, node: PlacementCandidate) -> None:
     """06 §4.1 step 8 to another node: command 39 route kind 2; nothing is reserved here."""
-    claim = rt.peers.claim_by_rid(node.node_rid)
-    if claim is None:
-        raise Unavailable(f"node {node.node_rid} left the mesh while Spot {call.spot_id!r} was "
-                          "being placed on it; nothing was created. Send a new call")
+    claim = rt.peers.placed_claim(node.node_rid, node.node_id, f"Spot {call.spot_id!r}",
+                                  "nothing was created. Send a new call")
     known = rt.registry.get(stable_type)
     if known is not None:  # this node knows the type too: check the reply before sending
         handler_for(known, call)

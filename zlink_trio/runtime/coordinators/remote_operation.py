@@ -44,7 +44,6 @@ from zlink_trio.core.errors import (
     InvalidOperation,
     NotFound,
     RemoteProtocolError,
-    StaleRoute,
 )
 from zlink_trio.core.records import SpotRef
 from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
@@ -229,8 +228,7 @@ async def serve_node_operation(rt: NodeRuntime, frame: NodeOperation) -> Outcome
     async def run() -> Outcome:
         rt.check_admission()
         if frame.target != rt.owner:
-            raise StaleRoute(f"{what} was addressed to {frame.target}, not to this lifecycle "
-                             f"({rt.owner}); nothing was done")
+            raise rt.not_addressed_here(what, frame.target, "nothing was done")
         deadline = _with_margin(deadline_from_wall_ms(frame.deadline_ms))
         report: dict[str, object]
         with trio.move_on_at(deadline.at):
