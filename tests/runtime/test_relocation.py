@@ -346,6 +346,33 @@ async def test_timers_move_with_the_spot_and_fire_at_the_target_only(url: str):
             assert len(done("tick", a)) == ticks_at_a  # the source fires no more
 
 
+async def test_with_no_other_node_the_refusal_says_there_is_no_other_node(url: str):
+    with trio.fail_after(20):
+        async with nodes(url, 1) as (a,):
+            await a.client.request("k-1", Put(1), reply=Where).instance_spot("kept")
+            alone = await a.relocate("k-1")
+            assert alone.outcome is zl.RelocationOutcome.REFUSED
+            assert alone.reason is not None
+            assert alone.reason.startswith("there is no other node to move Spot 'k-1'")
+            assert "node 'node-0' is the only live node of mesh 'world' that serves " \
+                   "INSTANCE type 'kept'" in alone.reason
+            itself = await a.relocate("k-1", to="node-0")
+            assert itself.outcome is zl.RelocationOutcome.REFUSED
+            assert "'node-0' is the node that owns Spot 'k-1'" in (itself.reason or "")
+            drained = await a.drain()  # nowhere to go either: listed with the same reason
+            assert [r.reason for r in drained.not_moved] == [alone.reason]
+            async with another_node(url, 1) as b:
+                await b.drain()
+                others_draining = await a.relocate("k-1")
+                assert others_draining.outcome is zl.RelocationOutcome.REFUSED
+                assert "(node 'node-1') is draining or stopping" in (
+                    others_draining.reason or "")
+                await b.undrain()
+                moved = await a.relocate("k-1")
+                assert moved.outcome is zl.RelocationOutcome.COMMITTED
+                assert moved.ref.node_rid == b.node_rid
+
+
 async def test_drain_moves_every_movable_spot_and_lists_the_rest(url: str):
     with trio.fail_after(30):
         async with nodes(url, 1) as (a,):
