@@ -293,9 +293,10 @@ class Peers:
                     and claim.lifecycle_generation == peer.lifecycle_generation
                     and claim.is_live(rt.now())):
                 return True
-        LOGGER.warning("node %r: refused a link from %r (%s, lifecycle %d): no live claim "
+        LOGGER.warning("node %r: refused a link from %r (lifecycle %d): no live claim "
                        "of that lifecycle in mesh %r", rt.node_id, peer.node_id,
-                       peer.node_rid, peer.lifecycle_generation, rt.mesh)
+                       peer.lifecycle_generation, rt.mesh)
+        LOGGER.debug("node %r: the refused link's NodeRid is %s", rt.node_id, peer.node_rid)
         return False
 
     def frame_received(self, link: Link, frame: InboundFrame | Reply) -> None:
