@@ -14,7 +14,8 @@ An argparse parser with one subcommand each:
 - ``inspect`` (:mod:`.inspect`) reads authority records of a shared store;
 - ``release`` (:mod:`.release`) is the operator's fenced release of a Ready
   Spot whose owner's lease expired;
-- ``nodes`` (:mod:`.nodes`) lists the live nodes with their endpoint, lease and Spots;
+- ``nodes`` (:mod:`.nodes`) lists the live nodes with their endpoint, lease and Spots
+  (``--all``: also the dead lifecycles that still own Spots);
 - ``relocate``, ``drain`` and ``undrain`` (:mod:`.operators`) act on running nodes
   through a client-only node that joins the Mesh;
 - ``statecharts`` (:mod:`.charts`) lists the lifecycle charts or renders one.

@@ -95,8 +95,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = commands.add_parser(
         "nodes", help="list the live nodes: NodeId, endpoint, lease left, Spot count",
         description="List the live node claims of the store (every Mesh, or --mesh) with "
-                    "their endpoint, lease left and the Spots each owns. Read-only. Exit 0, "
-                    "1 store unavailable, 2 usage error.")
+                    "their endpoint, lease left and the Spots each owns; with --all also the "
+                    "dead lifecycles that still own Spots and the command that releases them. "
+                    "Read-only. Exit 0, 1 store unavailable, 2 usage error.")
     add_store_arguments(parser)
     parser.add_argument("--mesh", metavar="MESH", help="only this Mesh's nodes")
     parser.add_argument("--max-records", type=_count, default=_DEFAULT_MAX_RECORDS,
