@@ -29,10 +29,13 @@ Source side:
    ``not_configured``, two or more -> ``invalid_operation``, unknown InMesh ->
    ``not_found``.
 5. ``selecting_type`` -- a named stable type that no serving node provides ->
-   ``type_not_provided`` -> ``not_found``.
+   ``type_not_provided`` -> ``not_found``; one that only nodes taking no new Spots
+   (draining or stopping) provide -> ``type_hosts_closed`` -> ``unavailable`` (the
+   caller may retry once one of them is undrained or restarted).
 6. ``selecting_type`` with the type omitted -- auto-selected only when exactly one
    distinct Instance type is registered in the Mesh: 0 -> ``type_not_provided`` ->
-   ``not_found``; two or more -> ``ambiguous_type`` -> ``invalid_operation``.
+   ``not_found`` (``type_hosts_closed`` when only draining or stopping nodes register
+   one); two or more -> ``ambiguous_type`` -> ``invalid_operation``.
 7. ``checking_capacity`` -- no node providing the type has capacity ->
    ``capacity_exceeded``.
 8. ``sending_envelope`` -- one activation envelope (route kind 2) with the first
@@ -152,6 +155,7 @@ class ColdActivation(StrictChart):
     # steps 5-6: stable type selection
     type_selected = selecting_type.to(checking_capacity)
     type_not_provided = selecting_type.to(not_found)
+    type_hosts_closed = selecting_type.to(unavailable)
     ambiguous_type = selecting_type.to(invalid_operation)
     # step 7: capacity
     capacity_available = checking_capacity.to(sending_envelope)

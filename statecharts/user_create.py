@@ -27,7 +27,9 @@ barrier.  Each store answer is its own event, so the chart has no guards.
   An earlier attempt's Rejected state or reply is never shared.
 * ``selecting_placement`` -- Mesh and capacity selection: no object-role
   Mesh -> ``not_configured``; several without InMesh -> ``invalid_operation``; unknown
-  InMesh -> ``not_found``; no candidate with capacity -> ``capacity_exceeded``.  The
+  InMesh -> ``not_found``; no candidate with capacity -> ``capacity_exceeded``; every
+  node serving the type takes no new Spots now (draining or stopping) -> ``hosts_closed``
+  -> ``unavailable`` (the caller may retry once one is undrained or restarted).  The
   creation request's reference and hash are recorded into the creation intent here,
   before reservation.
 * ``reserving`` -- Reserve (Missing -> Creating, see ``SpotAuthority``).  Won ->
@@ -99,6 +101,7 @@ class UserCreate(StrictChart):
     invalid_operation = State(final=True)
     not_found = State(final=True)
     capacity_exceeded = State(final=True)
+    unavailable = State(final=True)
     creation_failed = State(final=True)
     deadline_exceeded = State(final=True)
 
@@ -121,6 +124,7 @@ class UserCreate(StrictChart):
     ambiguous_mesh = selecting_placement.to(invalid_operation)
     mesh_not_found = selecting_placement.to(not_found)
     no_capacity = selecting_placement.to(capacity_exceeded)
+    hosts_closed = selecting_placement.to(unavailable)
     # Reserve (Missing -> Creating)
     reserve_won = reserving.to(running_factory)
     reserve_lost_ready = reserving.to(existing)

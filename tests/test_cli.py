@@ -1,4 +1,4 @@
-"""``zlink-trio inspect`` and ``zlink-trio release`` against a shared store.
+"""``zlink-trio inspect``, ``release`` and ``nodes --all`` against a shared store.
 
 The commands run in-process through ``cli.main`` (each one is its own
 ``trio.run``, so these tests are synchronous) against a SQLite file that a
@@ -100,7 +100,8 @@ def test_inspect_lists_one_line_per_record(capsys, sqlite_store):
     r = seeded["a-1"]
     assert lines[0].split() == [
         "a-1", "user", "room", "ready", str(r.object_generation), "1",
-        f"{r.owner.node_rid}/{r.owner.lifecycle_generation}", str(r.store_version)]
+        f"node-a/{r.owner.lifecycle_generation}", str(r.store_version)]  # by NodeId
+    assert str(r.owner.node_rid) not in out  # the NodeRid is for --json
     assert "creating" in [line.split()[3] for line in lines]
     assert total == f"{len(lines)} record(s)"
 
@@ -156,9 +157,12 @@ def test_inspect_one_shows_every_field_and_the_owner_lease(capsys, sqlite_store)
         assert any(line.startswith(field) for line in out.splitlines()), field
     assert f"object generation  {r.object_generation}" in out
     assert "not live" in out
-    hint = out.splitlines()[-1].strip()
+    assert "owner              node 'node-a' (lifecycle 1)\n" in out
+    assert str(r.owner.node_rid) not in out
+    *_, hint, _, node_hint = (line.strip() for line in out.splitlines())
     assert hint == (f"zlink-trio release --store {shlex.quote(url)} a-1 --generation "
                     f"{r.object_generation} --owner-generation 1")
+    assert node_hint == f"zlink-trio release --store {shlex.quote(url)} --node node-a"
     status, out, _ = run(capsys, *shlex.split(hint)[1:])  # the hint is a command that works
     assert status == 0
     assert "released 'a-1'" in out
@@ -189,7 +193,7 @@ def test_inspect_columns_line_up_whatever_the_values(capsys, sqlite_store):
     assert status == 0
     header, *rows, _ = out.splitlines()
     assert max(len(row.split()[0]) for row in rows) > 24  # Entry IDs are long
-    for heading in ("KIND", "TYPE", "STATE", "OWNER NODE RID/LIFECYCLE"):
+    for heading in ("KIND", "TYPE", "STATE", "OWNER NODE/LIFECYCLE"):
         start = header.index(heading)
         for row in rows:
             assert row[start - 2:start] == "  ", (heading, row)
@@ -253,6 +257,7 @@ def test_release_frees_an_expired_owners_spot(capsys, sqlite_store):
     status, out, err = release(capsys, url, "a-1", r.object_generation)
     assert (status, err) == (0, "")
     assert f"released 'a-1': generation {r.object_generation}" in out
+    assert "owner node 'node-a' (lifecycle 1) (lease over)" in out
     assert "Missing now" in out
     assert trio.run(_find, url, "a-1") is None
     status, out, _ = run(capsys, "inspect", "--store", url, "a-1")
@@ -331,9 +336,71 @@ def test_release_node_refuses_a_node_id_with_a_live_claim(capsys, sqlite_store):
     url, seeded = sqlite_store
     status, out, err = run(capsys, "release", "--store", url, "--node", "node-b")
     assert (status, out) == (1, "")
-    assert "NodeId 'node-b' holds a live claim" in err
+    assert "NodeId 'node-b' holds a live claim (lifecycle 1, lease until 20" in err
+    assert str(seeded["b"].descriptor.node_rid) not in err
     assert "stop it, or wait for its lease to end" in err
     assert trio.run(_find, url, "b-1") == seeded["b-1"]
+
+
+# -- nodes --all: the dead lifecycles that still own Spots ----------------------------------
+
+
+def test_nodes_all_lists_a_dead_lifecycle_with_its_spots_and_the_command_to_release_them(
+        capsys, sqlite_store):
+    url, seeded = sqlite_store
+    status, out, err = run(capsys, "nodes", "--store", url)
+    assert (status, err) == (0, "")
+    assert "node-a" not in out  # only the live ones without --all
+    status, out, err = run(capsys, "nodes", "--store", url, "--all")
+    assert (status, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[:3] == [lines[0], lines[1], "1 live node(s)"]
+    assert lines[1].split()[0] == "node-b"
+    header, row, total = lines[3:6]
+    assert header.split() == ["NODE", "ID", "MESH", "LIFECYCLE", "LEASE", "ENDED", "SPOTS", "TO",
+                              "RELEASE", "THEM"]
+    command = f"zlink-trio release --store {shlex.quote(url)} --node node-a"
+    assert row.split()[:3] == ["node-a", "world", "1"]
+    assert row.split()[4] == "4"  # a-1..a-3 and the Creating one
+    assert row.endswith(command)
+    assert total == "1 dead lifecycle(s) still own Spots"
+    assert str(seeded["a"].descriptor.node_rid) not in out
+    status, out, _ = run(capsys, "nodes", "--store", url, "--all", "--json")
+    (dead,) = json.loads(out)["deadLifecycles"]
+    assert dead == {"nodeId": "node-a", "nodeRid": str(seeded["a"].descriptor.node_rid),
+                    "mesh": MESH, "lifecycleGeneration": 1, "leaseExpiresAt": dead[
+                        "leaseExpiresAt"], "spots": 4, "spotsByState": {"creating": 1,
+                                                                        "ready": 3},
+                    "release": command}
+    status, out, err = run(capsys, *shlex.split(command)[1:])  # the command works as printed
+    assert (status, err) == (0, ""), err
+    status, out, _ = run(capsys, "nodes", "--store", url, "--all")
+    assert "no dead lifecycle owns Spots" in out
+    assert json.loads(run(capsys, "nodes", "--store", url, "--all", "--json")[1])[
+        "deadLifecycles"] == []
+
+
+async def _remove_claim(url: str, claim) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url) as store:
+            assert await store.location.remove(MESH, claim.descriptor.node_rid, 1)
+
+
+def test_an_owner_no_claim_names_any_more_is_shown_by_its_rid(capsys, sqlite_store):
+    url, seeded = sqlite_store
+    trio.run(_remove_claim, url, seeded["a"])
+    rid = str(seeded["a"].descriptor.node_rid)
+    status, out, _ = run(capsys, "nodes", "--store", url, "--all")
+    assert status == 0
+    (row,) = [line for line in out.splitlines() if line.startswith("(rid ")]
+    assert row.startswith(f"(rid {rid})  ?")
+    assert "no claim names its NodeId: release each Spot with zlink-trio release" in row
+    status, out, _ = run(capsys, "inspect", "--store", url)
+    assert f"(rid {rid})/1" in out.splitlines()[1]
+    status, out, _ = run(capsys, "inspect", "--store", url, "a-1")
+    assert (f"an unnamed lifecycle (lifecycle 1, rid {rid}: no claim of it was found to "
+            "name its NodeId)") in out
+    assert "--node" not in out  # no NodeId to release by
 
 
 @pytest.mark.parametrize("argv", [

@@ -86,6 +86,7 @@ class ColdActivationEvents:
     mesh_not_found: Final = ColdActivationEvent("mesh_not_found")
     type_selected: Final = ColdActivationEvent("type_selected")
     type_not_provided: Final = ColdActivationEvent("type_not_provided")
+    type_hosts_closed: Final = ColdActivationEvent("type_hosts_closed")
     ambiguous_type: Final = ColdActivationEvent("ambiguous_type")
     capacity_available: Final = ColdActivationEvent("capacity_available")
     no_capacity: Final = ColdActivationEvent("no_capacity")

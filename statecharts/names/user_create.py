@@ -54,6 +54,7 @@ class UserCreateStates:
     invalid_operation: Final = UserCreateState("invalid_operation")
     not_found: Final = UserCreateState("not_found")
     capacity_exceeded: Final = UserCreateState("capacity_exceeded")
+    unavailable: Final = UserCreateState("unavailable")
     creation_failed: Final = UserCreateState("creation_failed")
     deadline_exceeded: Final = UserCreateState("deadline_exceeded")
 
@@ -79,6 +80,7 @@ class UserCreateEvents:
     ambiguous_mesh: Final = UserCreateEvent("ambiguous_mesh")
     mesh_not_found: Final = UserCreateEvent("mesh_not_found")
     no_capacity: Final = UserCreateEvent("no_capacity")
+    hosts_closed: Final = UserCreateEvent("hosts_closed")
     reserve_won: Final = UserCreateEvent("reserve_won")
     reserve_lost_ready: Final = UserCreateEvent("reserve_lost_ready")
     reserve_lost_creating: Final = UserCreateEvent("reserve_lost_creating")

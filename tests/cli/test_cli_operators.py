@@ -1,4 +1,5 @@
-"""``zlink-trio nodes``, ``relocate`` and ``drain`` against real nodes of this process.
+"""``zlink-trio nodes``, ``relocate``, ``drain`` and ``undrain`` against real nodes of this
+process.
 
 The nodes run in the test's Trio loop on a SQLite file and real loopback links, on the
 real clock, every test under ``trio.fail_after``. The command runs as it would from a
@@ -107,16 +108,17 @@ async def test_nodes_lists_live_nodes_with_aligned_columns_and_spot_counts(capsy
     assert (status, err) == (0, "")
     header, *rows, total = out.splitlines()
     assert header.split() == ["NODE", "ID", "MESH", "LIFECYCLE", "ENDPOINT", "ROLES", "LEASE",
-                              "LEFT", "PLACEMENT", "SPOTS", "NODE", "RID"]
+                              "LEFT", "PLACEMENT", "SPOTS"]
     assert total == "3 live node(s)"
     by_id = {row.split()[0]: row.split() for row in rows}
     assert by_id["node-a"][3:5] == [a.statistics().endpoint, "server,client"]
     assert (by_id["node-a"][7], by_id["b"][7], by_id["edge"][7]) == ("3", "0", "0")
     assert by_id["edge"][4] == "client"
-    assert by_id["b"][8] == str(b.node_rid)
-    for column in ("MESH", "ENDPOINT", "PLACEMENT", "NODE RID"):  # every row lines up
+    assert str(b.node_rid) not in out  # nodes are named by NodeId; the rid is in --json
+    for column in ("MESH", "ENDPOINT", "ROLES", "PLACEMENT"):  # every row lines up
         start = header.index(column)
         assert all(row[start - 1] == " " and row[start] != " " for row in rows), column
+    assert all(len(row) == len(header) for row in rows)  # SPOTS, the last, ends under it
     assert float(by_id["node-a"][5].rstrip("s")) > 0
 
 
@@ -174,8 +176,7 @@ async def test_relocate_moves_a_spot_to_the_named_node(capsys, url):
             ref = await a.spots.find("k-1")
             assert ref is not None
             assert ref.node_rid == b.node_rid
-            assert out == (f"relocated 'k-1' to node node-b (node rid {b.node_rid}), "
-                           f"generation {ref.generation}\n")
+            assert out == f"relocated 'k-1' to node 'node-b', generation {ref.generation}\n"
             assert await a.client.request("k-1", Put(1), reply=Total) == Total(2)  # state kept
             status, out, _ = await zlink(capsys, "relocate", "k-1", "--to", "node-a",
                                          "--store", url, "--json")
@@ -214,6 +215,8 @@ async def test_relocate_refusals_and_errors_exit_1(capsys, url):
     (["drain", "a", "--store", "STORE", "--secret-file", "/no/such/secret"],
      "cannot read --secret-file"),
     (["drain", "--store", "STORE"], "required: NODE"),
+    (["undrain", "--store", "STORE"], "required: NODE"),
+    (["undrain", "", "--store", "STORE"], "NodeId"),
 ])
 async def test_operator_usage_errors_exit_2(capsys, url, argv, says):
     async with open_store(url):
@@ -245,11 +248,11 @@ async def test_the_secret_comes_from_a_file_or_the_environment(capsys, url, tmp_
             status, out, err = await zlink(capsys, "relocate", "k-1", "--to", "node-b",
                                            "--store", url, "--secret-file", str(secret_file))
             assert (status, err) == (0, ""), out
-            assert "to node node-b" in out
+            assert "to node 'node-b'" in out
             monkeypatch.setenv("ZLINK_SECRET", SECRET)
             status, out, err = await zlink(capsys, "relocate", "k-1", "--store", url)
             assert (status, err) == (0, ""), out
-            assert "to node node-a" in out
+            assert "to node 'node-a'" in out
 
 
 # -- drain --------------------------------------------------------------------------------------
@@ -264,8 +267,7 @@ async def test_drain_moves_every_spot_off_a_node(capsys, url):
                 status, out, err = await zlink(capsys, "drain", "node-a", "--store", url)
                 assert (status, err) == (0, ""), err
                 lines = out.splitlines()
-                assert sorted(lines[:-1]) == [
-                    f"moved 'k-{i}' to node node-b (node rid {b.node_rid})" for i in range(4)]
+                assert sorted(lines[:-1]) == [f"moved 'k-{i}' to node 'node-b'" for i in range(4)]
                 assert lines[-1] == ("node 'node-a' drained: 4 Spot(s) moved, 0 not moved. It "
                                      "takes no new Spots; stop it when ready.")
                 assert a.statistics().active_spots == 0
@@ -286,8 +288,8 @@ async def test_drain_that_leaves_spots_exits_1_and_lists_them(capsys, url):
                 assert status == 1
                 shown = json.loads(out)
                 assert shown["nodeId"] == "node-a"
-                assert [(m["spotId"], m["outcome"], m["ref"]["nodeRid"]) for m in
-                        shown["moved"]] == [("k-1", "committed", str(b.node_rid))]
+                assert [(m["spotId"], m["outcome"], m["ref"]["nodeRid"], m["node"]) for m in
+                        shown["moved"]] == [("k-1", "committed", str(b.node_rid), "node-b")]
                 assert [(m["spotId"], m["outcome"]) for m in shown["notMoved"]] == [
                     ("p-1", "refused")]
                 assert shown["unlisted"] == 0
@@ -296,8 +298,31 @@ async def test_drain_that_leaves_spots_exits_1_and_lists_them(capsys, url):
             assert "no live node 'node-zz'" in err
 
 
+async def test_undrain_lets_a_drained_node_take_new_spots_again(capsys, url):
+    with trio.fail_after(40):
+        async with started(url, "node-a", "node-b"):
+            status, _, err = await zlink(capsys, "drain", "node-b", "--store", url)
+            assert (status, err) == (0, ""), err
+            status, out, err = await zlink(capsys, "undrain", "node-b", "--store", url)
+            assert (status, err) == (0, ""), err
+            assert out == ("node 'node-b' undrained: it takes new Spots again (the Spots its "
+                           "drain moved stay where they went)\n")
+            status, out, _ = await zlink(capsys, "nodes", "--store", url, "--json")
+            placement = {n["nodeId"]: n["acceptsPlacements"] for n in json.loads(out)["nodes"]}
+            assert placement == {"node-a": True, "node-b": True}
+            status, out, _ = await zlink(capsys, "nodes", "--store", url)
+            assert "draining" not in out
+            status, out, _ = await zlink(capsys, "undrain", "node-b", "--store", url, "--json")
+            assert (status, json.loads(out)) == (0, {"nodeId": "node-b",
+                                                     "acceptsPlacements": True})
+            status, out, err = await zlink(capsys, "undrain", "node-zz", "--store", url)
+            assert (status, out) == (1, "")
+            assert "no live node 'node-zz'" in err
+
+
 def test_every_command_documents_its_exit_status(capsys):
-    for command in ("inspect", "release", "nodes", "relocate", "drain", "statecharts"):
+    for command in ("inspect", "release", "nodes", "relocate", "drain", "undrain",
+                    "statecharts"):
         assert cli.main([command, "--help"]) == 0
         out = " ".join(capsys.readouterr().out.split())
         assert "Exit 0" in out or "Exit status" in out, command

@@ -17,6 +17,7 @@ from zlink_trio.core.errors import (
     NotConfigured,
     NotFound,
     TypeMismatch,
+    Unavailable,
 )
 from zlink_trio.core.identity import NodeRid, SpotKind
 from zlink_trio.core.placement import (
@@ -125,11 +126,10 @@ def test_given_instance_type_needs_a_serving_server_with_that_capability():
 @pytest.mark.parametrize(
     "unfit",
     [
-        {"serving": False},
         {"roles": CLIENT},
         {"mesh": "other"},
     ],
-    ids=["draining", "client-only", "other-mesh"],
+    ids=["client-only", "other-mesh"],
 )
 def test_type_served_only_by_unfit_nodes_is_not_found(unfit):
     candidates = [node(types={"counter": INSTANCE}),
@@ -144,16 +144,43 @@ def test_instance_intent_on_a_user_type_is_type_mismatch():
         select_instance_type(candidates, "world", "room")
 
 
-def test_a_type_served_only_by_draining_nodes_says_they_take_no_new_spots():
+def test_a_type_served_only_by_draining_nodes_is_unavailable_and_says_so():
     candidates = [node(types={"cart": INSTANCE}, serving=False),
                   node(types={"room": USER}, serving=False), node(types={"other": INSTANCE})]
-    with pytest.raises(NotFound, match=r"1 node\(s\) serving it take no new Spots"):
+    with pytest.raises(Unavailable, match=r"every node of Mesh 'world' serving INSTANCE "
+                                          r"type 'cart' \(1 node\(s\)\) is draining or "
+                                          r"stopping") as cart:
         select_instance_type(candidates, "world", "cart")
-    with pytest.raises(NotFound, match="draining"):
+    assert "zlink-trio undrain" in cart.value.message  # what to do
+    assert type(cart.value) is Unavailable  # retryable, not NotFound "check the type name"
+    with pytest.raises(Unavailable, match="USER type 'room'"):
         select_user_type(candidates, "world", "room")
+    with pytest.raises(Unavailable, match="draining"):
+        eligible_nodes(candidates, "world", "cart", INSTANCE)
     with pytest.raises(NotFound) as unknown:
         select_instance_type(candidates, "world", "nothing")
     assert "draining" not in unknown.value.message  # only said when it is the cause
+    with pytest.raises(NotFound):  # a draining node serving it as the other kind: no help
+        select_instance_type(candidates, "world", "room")
+
+
+def test_the_unavailable_message_names_the_draining_nodes_by_node_id():
+    candidates = [PlacementCandidate(mesh="world", node_rid=rid(), roles=SERVER,
+                                     served_types={"cart": INSTANCE}, active=0, pending=0,
+                                     capacity=1, serving=False, node_id=name)
+                  for name in ("b", "a")]
+    with pytest.raises(Unavailable, match=r"type 'cart' \(nodes 'a', 'b'\) is draining"):
+        select_instance_type(candidates, "world", "cart")
+    with pytest.raises(Unavailable, match=r"type 'cart' \(node 'b'\) is draining"):
+        select_instance_type(candidates[:1], "world", "cart")
+
+
+def test_an_omitted_type_when_only_draining_nodes_serve_one_is_unavailable():
+    candidates = [node(types={"cart": INSTANCE}, serving=False), node(types={"room": USER})]
+    with pytest.raises(Unavailable, match="serving an INSTANCE Spot type"):
+        select_instance_type(candidates, "world", None)
+    with pytest.raises(NotFound, match="any Instance Spot type"):
+        select_instance_type([node(types={"room": USER}, serving=False)], "world", None)
 
 
 def test_omitted_instance_type_is_the_single_distinct_instance_type():
@@ -364,7 +391,8 @@ def test_placement_only_ever_chooses_an_eligible_positive_weight_node(
         and (c.active_object_ceiling is None or c.active + c.pending < c.active_object_ceiling)
     ]
     if not fitting:
-        with pytest.raises((NotFound, NotConfigured, InvalidOperation, CapacityExceeded)):
+        with pytest.raises((NotFound, NotConfigured, InvalidOperation, CapacityExceeded,
+                            Unavailable)):
             place(candidates, kind=INSTANCE, stable_type=stable_type, in_mesh=in_mesh,
                   random=fixed(draw))
         return

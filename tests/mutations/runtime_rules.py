@@ -341,6 +341,36 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
         guards=["tests/runtime/test_operator_requests.py::"
                 "test_the_client_only_claim_has_only_the_client_role_and_no_capacity"],
     ),
+    Mutation(
+        name="operators.undrain_clears_the_claims_mark",
+        family="Operators: client-only node, relocate / drain asked of another node "
+               "(issue #14)",
+        rule="An undrain clears the draining mark on the node's claim in the store, so the "
+             "other nodes place new Spots on it again (issue #27).",
+        path="zlink_trio/runtime/coordinators/placement.py",
+        find="        opened = await rt.store.location.open_placement(rt.mesh, rt.node_rid, "
+             "lifecycle)",
+        replace="        opened = True",
+        guards=["tests/runtime/test_operator_requests.py::"
+                "test_ask_undrain_reopens_a_drained_node_to_new_spots"],
+    ),
+    Mutation(
+        name="operators.draining_only_is_unavailable",
+        family="Operators: client-only node, relocate / drain asked of another node "
+               "(issue #14)",
+        rule="A new Spot whose type only draining or stopping nodes serve is Unavailable "
+             "(retryable), not NotFound (issue #27).",
+        path="zlink_trio/core/placement.py",
+        find="    _check_not_only_closed(candidates, mesh, stable_type, kind)\n"
+             "    raise NotFound(\n        f\"no serving object server in Mesh {mesh!r} provides "
+             "stable type",
+        replace="    raise NotFound(\n        f\"no serving object server in Mesh {mesh!r} "
+                "provides stable type",
+        guards=["tests/core/test_placement.py::"
+                "test_a_type_served_only_by_draining_nodes_is_unavailable_and_says_so",
+                "tests/runtime/test_operator_requests.py::"
+                "test_ask_undrain_reopens_a_drained_node_to_new_spots"],
+    ),
     # Mesh-wide (several listening nodes)
     Mutation(
         name="M5",

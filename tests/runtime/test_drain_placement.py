@@ -2,7 +2,8 @@
 
 ``Node.drain`` marks the node's claim with ``close_placement``; every other node reads
 the claim with ``accepts_placements`` false and places neither Instance nor User Spots
-there. Two nodes share one store -- ``memory://``, a SQLite file and Redis (a fresh key
+there, and ``Node.undrain`` clears the mark (``open_placement``) so that it takes new
+Spots again. Two nodes share one store -- ``memory://``, a SQLite file and Redis (a fresh key
 prefix) -- and talk over real loopback links, so these tests run on the real clock,
 each bounded by ``trio.fail_after``; nothing sleeps.
 
@@ -187,9 +188,74 @@ async def test_a_drain_whose_claim_cannot_be_marked_warns_and_goes_on(
             drained = await a.drain(timeout=5)  # a hang is cut by the drain's deadline
             assert (drained.moved, drained.not_moved) == ([], [])
             assert location.calls == 1
-            # The local flag still holds: a places no new Spot on itself.
-            with pytest.raises(zl.NotFound):
+            # The local flag still holds: a places no new Spot on itself, and says so.
+            with pytest.raises(zl.Unavailable, match="draining or stopping"):
                 await a.client.request("x-1", Hello(1), reply=Here).instance_spot(
                     "drain-counter").timeout(5)
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("draining" in m and "node-a" in m for m in warned), warned
+
+
+async def test_undrain_takes_new_spots_again_from_every_node(url: str):
+    rng = Steered()
+    with trio.fail_after(60):
+        async with two_nodes(url, rng) as (a, b):
+            await a.undrain()  # a node that never drained: nothing to undo
+            drained = await b.drain(timeout=30)
+            assert drained.moved == []
+            assert await place_new_spots(a, b, rng, "drained") == [a.node_rid] * (2 * CALLS)
+            await b.undrain()
+            await b.undrain()  # idempotent
+            # a reads b's claim as accepting again at its next read of the claims (a
+            # create reads them; a first call reuses a read that places it on a itself
+            # for up to placement_max_age): the same draws land on both nodes.
+            await a.spots.create("drain-room").request(Spec()).timeout(10)
+            after = await place_new_spots(a, b, rng, "undrained")
+            assert after.count(b.node_rid) == CALLS
+            assert after.count(a.node_rid) == CALLS
+            # b chooses itself again for an ID that hashes to it.
+            (mine, *_) = rendezvous_ids("from-b", b.node_rid, a.node_rid)
+            here = await b.client.request(mine, Hello(0), reply=Here).instance_spot(
+                "drain-counter").timeout(10)
+            assert here.node == str(b.node_rid)
+
+
+class FailingOpen(MemoryLocationStore):
+    """A Location Store whose OpenPlacement fails (``hang``: never answers)."""
+
+    def __init__(self, *, hang: bool) -> None:
+        super().__init__()
+        self.hang = hang
+
+    async def open_placement(self, mesh: str, node_rid: Any,
+                             lifecycle_generation: int) -> bool:
+        if self.hang:
+            await trio.sleep_forever()
+        raise zl.Unavailable("the store is down (test)")
+
+
+@pytest.mark.parametrize("hang", [False, True], ids=["error", "hang"])
+async def test_an_undrain_the_store_cannot_record_raises_and_changes_nothing(
+        autojump_clock: trio.abc.Clock, hang: bool):
+    location = FailingOpen(hang=hang)
+    with trio.fail_after(30):
+        async with zl.open_node("node-a", store=MemoryStoreWith(location), spots=SPOTS,
+                                listen=None) as a:
+            await a.drain(timeout=5)
+            expected = zl.DeadlineExceeded if hang else zl.Unavailable
+            with pytest.raises(expected, match="undrain again" if hang else "store is down"):
+                await a.undrain(timeout=5)
+            # Still drained, here and in the store: the mark is the one it had.
+            (claim,) = await location.descriptors(now=trio.current_time())
+            assert claim.accepts_placements is False
+            with pytest.raises(zl.Unavailable, match="draining or stopping"):
+                await a.client.request("x-1", Hello(1), reply=Here).instance_spot(
+                    "drain-counter").timeout(5)
+
+
+async def test_undrain_of_a_closed_node_is_refused(autojump_clock: trio.abc.Clock):
+    with trio.fail_after(30):
+        async with zl.open_node("node-a", spots=SPOTS, listen=None) as a:
+            pass
+        with pytest.raises(zl.InvalidOperation, match="is closed"):
+            await a.undrain()

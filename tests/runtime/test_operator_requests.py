@@ -188,3 +188,30 @@ async def test_ask_drain_empties_another_node_and_closes_it_to_placement():
                     assert (await ops.spots.find(f"n-{i}")).node_rid == b.node_rid  # type: ignore[union-attr]
                 with pytest.raises(zl.NotFound, match="no live node 'zzz'"):
                     await ops.ask_drain("zzz")
+
+
+async def test_ask_undrain_reopens_a_drained_node_to_new_spots():
+    url = f"memory://ops-{uuid.uuid4().hex}"
+    with trio.fail_after(30):
+        async with open_store(url) as store, zl.open_node("a", store=url, spots=SPOTS) as a, \
+                zl.open_node("ops", store=url, client_only=True) as ops:
+            await a.undrain()  # never drained: nothing to undo
+            await ops.ask_drain("a")
+            # The only node serving the types is draining: retryable, and it says so.
+            with pytest.raises(zl.Unavailable,
+                               match=r"every node of Mesh 'world' serving INSTANCE type "
+                                     r"'op-kept' \(node 'a'\) is draining or stopping"):
+                await ops.client.request("k-1", Put(1), reply=Where).instance_spot(
+                    "op-kept").timeout(5)
+            with pytest.raises(zl.Unavailable, match=r"USER type 'op-room'.*undrain"):
+                await ops.spots.create("op-room").timeout(5)
+            await ops.ask_undrain("a")
+            claims = await store.location.descriptors(now=trio.current_time())
+            assert {c.descriptor.node_id: c.accepts_placements for c in claims} == {
+                "a": True, "ops": True}
+            await ops.client.request("k-1", Put(1), reply=Where).instance_spot("op-kept")
+            assert (await ops.spots.find("k-1")).node_rid == a.node_rid  # type: ignore[union-attr]
+            assert (await ops.spots.create("op-room")).ref.node_rid == a.node_rid
+            await ops.ask_undrain("a")  # idempotent, across nodes too
+            with pytest.raises(zl.NotFound, match="no live node 'zzz'"):
+                await ops.ask_undrain("zzz")

@@ -236,8 +236,11 @@ async def test_relocating_an_unknown_or_foreign_spot_raises(url: str):
             await a.client.request("k-2", Put(1), reply=Where).instance_spot("kept")
             with pytest.raises(zl.NotFound):
                 await a.relocate("nobody")
-            with pytest.raises(zl.InvalidOperation):
+            with pytest.raises(zl.InvalidOperation,
+                               match=r"owned by node 'node-0' \(lifecycle 1\), not by "
+                                     r"node 'node-1'") as foreign:
                 await b.relocate("k-2")  # a owns it
+            assert str(a.node_rid) not in foreign.value.message  # named by NodeId only
             no_such = await a.relocate("k-2", to="node-9")
             assert no_such.outcome is zl.RelocationOutcome.REFUSED
             assert "node-9" in (no_such.reason or "")
@@ -341,6 +344,33 @@ async def test_timers_move_with_the_spot_and_fire_at_the_target_only(url: str):
             await KNOBS["ticked"].wait()
             assert done("tick", b)
             assert len(done("tick", a)) == ticks_at_a  # the source fires no more
+
+
+async def test_with_no_other_node_the_refusal_says_there_is_no_other_node(url: str):
+    with trio.fail_after(20):
+        async with nodes(url, 1) as (a,):
+            await a.client.request("k-1", Put(1), reply=Where).instance_spot("kept")
+            alone = await a.relocate("k-1")
+            assert alone.outcome is zl.RelocationOutcome.REFUSED
+            assert alone.reason is not None
+            assert alone.reason.startswith("there is no other node to move Spot 'k-1'")
+            assert "node 'node-0' is the only live node of mesh 'world' that serves " \
+                   "INSTANCE type 'kept'" in alone.reason
+            itself = await a.relocate("k-1", to="node-0")
+            assert itself.outcome is zl.RelocationOutcome.REFUSED
+            assert "'node-0' is the node that owns Spot 'k-1'" in (itself.reason or "")
+            drained = await a.drain()  # nowhere to go either: listed with the same reason
+            assert [r.reason for r in drained.not_moved] == [alone.reason]
+            async with another_node(url, 1) as b:
+                await b.drain()
+                others_draining = await a.relocate("k-1")
+                assert others_draining.outcome is zl.RelocationOutcome.REFUSED
+                assert "(node 'node-1') is draining or stopping" in (
+                    others_draining.reason or "")
+                await b.undrain()
+                moved = await a.relocate("k-1")
+                assert moved.outcome is zl.RelocationOutcome.COMMITTED
+                assert moved.ref.node_rid == b.node_rid
 
 
 async def test_drain_moves_every_movable_spot_and_lists_the_rest(url: str):
@@ -949,7 +979,7 @@ async def test_the_target_takes_over_only_the_sealed_record_its_command_names(ur
     assert [why.partition("no longer matches the store: ")[2] for why in stale] == [
         f"its StoreVersion is {sealed.store_version}; nothing moved",
         f"its owner generation is {sealed.owner_generation}; nothing moved",
-        f"it is owned by {sealed.owner}; nothing moved"]
+        "it is owned by node 'node-0' (lifecycle 1); nothing moved"]  # named by NodeId
     assert ready is not None
     assert "no longer matches the store: it is ready" in after
     assert [e for e in EVENTS if e[0] == "factory" and e[2] == str(b.node_rid)] == [

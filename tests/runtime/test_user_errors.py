@@ -9,6 +9,9 @@ import trio
 from runtime_spots import Add, Counter, Total
 
 import zlink_trio as zl
+from zlink_trio.core.descriptor import NodeDescriptor
+from zlink_trio.core.identity import NodeRid, SpotKind, new_entry_spot_id
+from zlink_trio.core.placement import Role
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -51,3 +54,36 @@ async def test_open_node_takes_max_links_and_refuses_a_bad_value():
                 pass
         async with zl.open_node("n-links", max_links=2) as node:
             assert node.statistics().links == 0
+
+
+async def test_a_call_to_a_dead_owner_names_it_by_node_id_and_says_how_to_release_it(
+        autojump_clock: trio.abc.Clock):
+    """The record names its owner only by NodeRid; the message names the NodeId read from
+    the dead lifecycle's claim, with the command that takes the NodeId, and without a claim
+    to read it from says so (the rid is then all there is)."""
+    url = "memory://dead-owner"
+    with trio.fail_after(30):
+        async with zl.open_store(url) as store, zl.open_node(
+                "n-live", store=url, spots=[Counter], listen=None) as node:
+            dead = await store.location.new_claim(NodeDescriptor(
+                mesh="world", node_rid=NodeRid.generate(), node_id="n-dead",
+                endpoint="ws://127.0.0.1:9/", roles=[Role.OBJECT_SERVER],
+                served_types={"counter": SpotKind.INSTANCE}, capacity=10,
+                entry_spot_id=new_entry_spot_id("n-dead")), now=trio.current_time(), lease=5)
+            fence = await store.location.reserve(
+                "c-dead", kind=SpotKind.INSTANCE, stable_type="counter", mesh="world",
+                owner=dead.owner(), now=trio.current_time())
+            await store.location.commit_ready(fence, now=trio.current_time())
+            await trio.sleep(6)  # n-dead's lease runs out; its claim stays (it owns c-dead)
+            with pytest.raises(zl.Unavailable) as named:
+                await node.client.request("c-dead", Add(1), reply=Total)
+            assert ("Spot 'c-dead' is owned by node 'n-dead' (lifecycle 1), which is not "
+                    "live") in named.value.message
+            assert "zlink-trio release --store URL --node n-dead" in named.value.message
+            assert str(dead.descriptor.node_rid) not in named.value.message
+            assert await store.location.remove("world", dead.descriptor.node_rid, 1)
+            with pytest.raises(zl.Unavailable) as unnamed:
+                await node.client.request("c-dead", Add(1), reply=Total)
+            assert (f"an unnamed lifecycle (lifecycle 1, rid {dead.descriptor.node_rid}: no "
+                    "claim of it was found to name its NodeId)") in unnamed.value.message
+            assert "zlink-trio inspect" in unnamed.value.message

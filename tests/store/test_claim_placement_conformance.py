@@ -1,10 +1,13 @@
-"""ClosePlacement conformance: a draining node's claim, as every backend must keep it.
+"""ClosePlacement / OpenPlacement conformance: a draining node's claim, as every backend
+must keep it, and the dead claims listing.
 
 ``close_placement`` marks the claim of one lifecycle as taking no new Spots
 (``NodeClaim.accepts_placements`` is ``False``), fenced by the lifecycle like
 ``remove``: a stale or foreign lifecycle marks nothing. The mark survives Renew and
-ends with the claim. Each test runs once per backend (``store`` fixture in
-``conftest.py``) under an absolute ``trio.fail_after``; time is the ``now`` argument.
+ends with ``open_placement`` (an undrain, fenced the same way) or with the claim.
+``dead_claims`` lists the claims whose lease is over, the mirror of ``descriptors``.
+Each test runs once per backend (``store`` fixture in ``conftest.py``) under an absolute
+``trio.fail_after``; time is the ``now`` argument.
 """
 
 from __future__ import annotations
@@ -117,3 +120,51 @@ async def test_close_placement_marks_an_expired_claim_of_that_lifecycle(store):
         assert await store.location.close_placement(MESH, rid, 1) is True
         listed = await store.location.descriptors(now=0.0)  # seen from before the expiry
         assert [x.accepts_placements for x in listed] == [False]
+
+
+async def test_open_placement_clears_the_mark_and_descriptors_read_it_back(store):
+    with trio.fail_after(TIMEOUT):
+        c = await claim(store)
+        rid = c.descriptor.node_rid
+        assert await store.location.close_placement(MESH, rid, 1) is True
+        assert await store.location.open_placement(MESH, rid, 1) is True
+        (opened,) = await store.location.descriptors(now=0.0)
+        assert opened.accepts_placements is True
+        assert opened.store_version == c.store_version + 2
+        assert (opened.descriptor, opened.lifecycle_generation, opened.lease_expires_at) == (
+            c.descriptor, c.lifecycle_generation, c.lease_expires_at)
+        renewed = await store.location.renew(MESH, rid, 1, now=1.0, lease=LEASE)
+        assert renewed.accepts_placements is True  # Renew keeps the cleared mark cleared
+        assert await store.location.close_placement(MESH, rid, 1) is True  # and again
+        assert (await store.location.descriptors(now=1.0))[0].accepts_placements is False
+
+
+async def test_open_placement_is_idempotent_and_fenced_by_lifecycle(store):
+    with trio.fail_after(TIMEOUT):
+        c = await claim(store)
+        rid = c.descriptor.node_rid
+        before = await snapshot(store)
+        assert await store.location.open_placement(MESH, rid, 1) is True  # never marked
+        assert await snapshot(store) == before  # nothing written
+        assert await store.location.close_placement(MESH, rid, 1) is True
+        marked = await snapshot(store)
+        assert await store.location.open_placement(MESH, rid, 2) is False
+        assert await store.location.open_placement("other", rid, 1) is False
+        assert await store.location.open_placement(MESH, descriptor("x").node_rid, 1) is False
+        assert await snapshot(store) == marked
+        assert (await store.location.descriptors(now=0.0))[0].accepts_placements is False
+
+
+async def test_dead_claims_lists_the_claims_whose_lease_is_over(store):
+    with trio.fail_after(TIMEOUT):
+        dead = await claim(store, "node-a", now=0.0)
+        live = await claim(store, "node-b", now=LEASE)
+        assert await store.location.dead_claims(now=0.0) == []
+        assert await store.location.dead_claims(now=LEASE) == [dead]  # at expiry: dead
+        assert await store.location.descriptors(now=LEASE) == [live]
+        assert await store.location.dead_claims(MESH, now=LEASE) == [dead]
+        assert await store.location.dead_claims("other", now=LEASE) == []
+        both = await store.location.dead_claims(now=3 * LEASE)
+        assert both == sorted([dead, live], key=lambda c: c.descriptor.node_rid.value)
+        assert await store.location.remove(MESH, dead.descriptor.node_rid, 1) is True
+        assert await store.location.dead_claims(now=3 * LEASE) == [live]

@@ -7,8 +7,9 @@ invariants below must hold:
 
 - at most one authority per Spot ID and per ObjectGeneration, and Entry
   claims are exactly the live-or-expired claims' linked Entry records;
-- a claim accepts placements exactly when ClosePlacement never marked its
-  lifecycle (the mark survives Renew and ends with the claim);
+- a claim accepts placements exactly when ClosePlacement did not mark its
+  lifecycle since the last OpenPlacement (the mark survives Renew and ends with
+  OpenPlacement or with the claim);
 - ObjectGeneration never decreases for an ID and strictly increases across
   re-creation;
 - the capacity counters equal the records: pending = Creating records plus
@@ -169,6 +170,24 @@ class LocationModel(RuleBasedStateMachine):
             self.closed.add((*c.key, c.lifecycle_generation))
             assert self.state.claims[c.key].store_version == current.store_version + (
                 1 if current.accepts_placements else 0)
+        else:
+            assert self.state == before
+
+    @precondition(lambda self: self.claims)
+    @rule(i=index)
+    def open_placement(self, i):
+        c = self.pick(self.claims, i)
+        before = snapshot(self.state)
+        current = before.claims.get(c.key)
+        opened = self.run(claims.txn_open_placement, MESH, c.descriptor.node_rid,
+                          c.lifecycle_generation)
+        mine = current is not None and current.lifecycle_generation == c.lifecycle_generation
+        assert opened is mine
+        assert self.state.records == before.records
+        if mine:
+            self.closed.discard((*c.key, c.lifecycle_generation))
+            assert self.state.claims[c.key].store_version == current.store_version + (
+                0 if current.accepts_placements else 1)
         else:
             assert self.state == before
 

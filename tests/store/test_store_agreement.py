@@ -17,10 +17,10 @@ spec 06 promises -- strictly increasing per Spot ID, unique store-wide, never re
 -- and to ``last_object_generation`` being the largest it issued (:class:`Generations`).
 The rules cover the whole store protocol:
 
-- claims: ``new_claim`` / ``renew`` / ``close_placement`` / ``remove`` /
-  ``descriptors`` for two NodeIds, with fresh or reused NodeRids and Entry
-  Spot IDs, so a NodeId gets second lifecycles, expired claims get replaced
-  and a drained claim's mark meets renewals, replacements and removal;
+- claims: ``new_claim`` / ``renew`` / ``close_placement`` / ``open_placement`` /
+  ``remove`` / ``descriptors`` / ``dead_claims`` for two NodeIds, with fresh or reused
+  NodeRids and Entry Spot IDs, so a NodeId gets second lifecycles, expired claims get
+  replaced and a drained claim's mark meets renewals, undrains, replacements and removal;
 - authority: ``reserve`` (User / Instance, mismatched types, Entry-form IDs,
   another mesh, with and without creation intent and recovery pointer),
   ``commit_ready`` and ``abort_creating`` with current and stale fences from
@@ -435,10 +435,22 @@ class StoreAgreement(RuleBasedStateMachine):
         self.run("close_placement", lambda s: s.location.close_placement(
             mesh, c.descriptor.node_rid, c.lifecycle_generation))
 
+    @precondition(lambda self: self.claims)
+    @rule(i=index, mesh=st.sampled_from((MESH, MESH, "elsewhere")))
+    def open_placement(self, i, mesh):
+        c = self.pick_claim(i)
+        self.run("open_placement", lambda s: s.location.open_placement(
+            mesh, c.descriptor.node_rid, c.lifecycle_generation))
+
     @rule(mesh=st.sampled_from((MESH, None, "elsewhere")))
     def descriptors(self, mesh):
         now = self.now
         self.run("descriptors", lambda s: s.location.descriptors(mesh, now=now))
+
+    @rule(mesh=st.sampled_from((MESH, None, "elsewhere")))
+    def dead_claims(self, mesh):
+        now = self.now
+        self.run("dead_claims", lambda s: s.location.dead_claims(mesh, now=now))
 
     @rule(dt=st.floats(0, 5))
     def advance(self, dt):

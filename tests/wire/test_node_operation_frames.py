@@ -38,6 +38,8 @@ def test_relocate_may_leave_the_node_out():
     ({"action": NodeAction.RELOCATE}, "names the Spot ID"),
     ({"action": NodeAction.DRAIN, "spot_id": "k-1"}, "names no Spot ID and no node"),
     ({"action": NodeAction.DRAIN, "to_node": "b"}, "names no Spot ID and no node"),
+    ({"action": NodeAction.UNDRAIN, "spot_id": "k-1"}, "UNDRAIN node operation names no"),
+    ({"action": NodeAction.UNDRAIN, "to_node": "b"}, "names no Spot ID and no node"),
     ({"action": 1, "spot_id": "k-1"}, "action must be a NodeAction"),
     ({"action": NodeAction.RELOCATE, "spot_id": ""}, "spot_id"),
 ])
@@ -49,7 +51,11 @@ def test_constructor_refuses_what_this_side_may_not_send(fields, needle):
 
 def test_decoder_refuses_a_bad_action_or_combination():
     refused(golden("operation-drain", action="00"), "unknown node action 0")
-    refused(golden("operation-drain", action="03"), "unknown node action 3")
+    refused(golden("operation-drain", action="04"), "unknown node action 4")
+    undrain = decode(golden("operation-drain", action="03"))
+    assert undrain.action is NodeAction.UNDRAIN  # type: ignore[attr-defined]
+    refused(golden("operation-drain", action="03", node="01 62"),
+            "UNDRAIN node operation carries")
     refused(golden("operation-relocate", spot_id="00"), "RELOCATE node operation has no Spot")
     refused(golden("operation-drain", node="01 62"), "DRAIN node operation carries")
     refused(golden("operation-drain", spot_id="03 722d31"), "DRAIN node operation carries")

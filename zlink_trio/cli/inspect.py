@@ -12,8 +12,11 @@ every record present for the whole walk appears exactly once.
 
 With ``SPOT_ID`` it shows that one record, every field, plus whether its
 owner's lease is live now (wall-clock time, as nodes stamp leases on shared
-stores) -- which tells whether ``zlink-trio release`` may free it -- or says
-the Spot is Missing (exit 1).
+stores) -- which tells whether ``zlink-trio release`` may free it, printing the
+commands that do -- or says the Spot is Missing (exit 1).
+
+Owners are named by NodeId (``store_command.node_names``: the claims the store keeps,
+live or dead); the NodeRid appears in ``--json`` only, or where no claim names it.
 
 ``--json``: the list is one JSON document ``{"records": [...], "nextCursor":
 ...}`` streamed page by page (records as ``AuthorityRecord.to_json``); one
@@ -36,11 +39,13 @@ from zlink_trio.cli.store_command import (
     UsageError,
     add_store_arguments,
     column_widths,
-    describe_owner,
     iso,
+    name_owner,
+    node_names,
     open_cli_store,
     owner_lease,
     record_line,
+    release_node_command,
     run_command,
     wall_time,
 )
@@ -53,6 +58,7 @@ from zlink_trio.store import MAX_PAGE_SIZE
 if TYPE_CHECKING:
     import argparse
 
+    from zlink_trio.core.identity import NodeRid
     from zlink_trio.core.records import AuthorityRecord
     from zlink_trio.store import Page, Store
 
@@ -122,7 +128,11 @@ async def _query(store: Store, args: argparse.Namespace, cursor: str | None) -> 
 async def _list(store: Store, args: argparse.Namespace, out: TextIO) -> int:
     page = await _query(store, args, args.cursor)  # before any output: a bad cursor is usage
     count = 0
-    widths = column_widths(page.records)  # the first page sets the columns
+    names = {}
+    if not args.json:
+        with trio.fail_after(args.timeout):
+            names = await node_names(store, wall_time())  # owners by NodeId
+    widths = column_widths(page.records, names)  # the first page sets the columns
     if args.json:
         out.write('{"records": [')
     else:
@@ -132,7 +142,7 @@ async def _list(store: Store, args: argparse.Namespace, out: TextIO) -> int:
             if args.json:
                 out.write(("," if count else "") + "\n  " + json.dumps(record.to_json()))
             else:
-                print(record_line(record, widths), file=out)
+                print(record_line(record, widths, names), file=out)
             count += 1
         if page.next_cursor is None or not args.all:
             break
@@ -167,7 +177,9 @@ async def _show(store: Store, args: argparse.Namespace, out: TextIO) -> int:
         shown["ownerLease"] = {"live": lease is not None, "expiresAt": lease}
         print(json.dumps(shown, indent=2), file=out)
         return EXIT_OK
-    for name, value in _fields(record, lease, now):
+    with trio.fail_after(args.timeout):
+        names = await node_names(store, now)
+    for name, value in _fields(record, lease, now, names):
         print(f"{name:<19}{value}", file=out)
     if (record.state is AuthorityState.READY and record.kind is not SpotKind.ENTRY
             and lease is None):
@@ -176,11 +188,15 @@ async def _show(store: Store, args: argparse.Namespace, out: TextIO) -> int:
               f"{shlex.quote(args.store)} {shlex.quote(spot_id)} --generation "
               f"{record.object_generation} --owner-generation {record.owner_generation}",
               file=out)
+        node_id = names.get(record.owner.node_rid)
+        if node_id is not None:
+            print(f"or free everything NodeId {node_id!r} owned with:\n  "
+                  f"{release_node_command(args.store, node_id)}", file=out)
     return EXIT_OK
 
 
-def _fields(record: AuthorityRecord, lease: float | None,
-            now: float) -> list[tuple[str, str]]:
+def _fields(record: AuthorityRecord, lease: float | None, now: float,
+            names: dict[NodeRid, str]) -> list[tuple[str, str]]:
     intent, pointer, target = (record.creation_intent, record.recovery_pointer,
                                record.relocation_target)
     return [
@@ -192,7 +208,7 @@ def _fields(record: AuthorityRecord, lease: float | None,
         ("object generation", str(record.object_generation)),
         ("owner generation", str(record.owner_generation)),
         ("store version", str(record.store_version)),
-        ("owner", describe_owner(record.owner)),
+        ("owner", name_owner(record.owner, names)),
         ("owner lease", "not live: no current claim of that lifecycle (expired, removed or "
                         "replaced)" if lease is None else
                         f"live until {iso(lease)} ({lease - now:.1f} s left)"),
@@ -201,5 +217,5 @@ def _fields(record: AuthorityRecord, lease: float | None,
         ("recovery pointer", "none" if pointer is None else
          f"root {pointer.root_ref} sha256 {pointer.sha256} size {pointer.size} "
          f"version {pointer.version}"),
-        ("relocation target", "none" if target is None else describe_owner(target)),
+        ("relocation target", "none" if target is None else name_owner(target, names)),
     ]

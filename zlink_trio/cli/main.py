@@ -14,9 +14,10 @@ An argparse parser with one subcommand each:
 - ``inspect`` (:mod:`.inspect`) reads authority records of a shared store;
 - ``release`` (:mod:`.release`) is the operator's fenced release of a Ready
   Spot whose owner's lease expired;
-- ``nodes`` (:mod:`.nodes`) lists the live nodes with their endpoint, lease and Spots;
-- ``relocate`` and ``drain`` (:mod:`.operators`) act on running nodes through a
-  client-only node that joins the Mesh;
+- ``nodes`` (:mod:`.nodes`) lists the live nodes with their endpoint, lease and Spots
+  (``--all``: also the dead lifecycles that still own Spots);
+- ``relocate``, ``drain`` and ``undrain`` (:mod:`.operators`) act on running nodes
+  through a client-only node that joins the Mesh;
 - ``statecharts`` (:mod:`.charts`) lists the lifecycle charts or renders one.
 
 Exit status: ``0`` success, ``1`` refused / Missing / not (all) moved / store or node
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 __all__ = ("build_parser", "main")
 
 #: The subcommands argparse parses (besides the forwarded ones).
-_COMMANDS = ("inspect", "release", "nodes", "relocate", "drain", "statecharts")
+_COMMANDS = ("inspect", "release", "nodes", "relocate", "drain", "undrain", "statecharts")
 
 #: Subcommands that own their arguments: name -> (the module run as a program, help).
 _FORWARDED: dict[str, tuple[str, str]] = {

@@ -1,4 +1,5 @@
-"""``zlink-trio nodes --store URL [--mesh M]``: the live nodes, their endpoints, leases and Spots.
+"""``zlink-trio nodes --store URL [--mesh M] [--all]``: the live nodes, their endpoints,
+leases and Spots -- and, with ``--all``, the dead lifecycles that still own Spots.
 
 Theory of operation
 -------------------
@@ -12,12 +13,25 @@ false``). Like ``inspect``'s list the walk is not one snapshot.
 
 Columns: NODE ID, MESH, LIFECYCLE, ENDPOINT, ROLES (``server,client`` or ``client``:
 a client-only node), LEASE LEFT (seconds), PLACEMENT (``open``, or ``draining`` once
-the node drained), SPOTS, NODE RID -- aligned to the widest value.
+the node drained), SPOTS -- aligned to the widest value. Nodes are named by NodeId; the
+NodeRid is in ``--json`` only.
+
+``--all`` adds the *dead lifecycles* that still own records: an owner the walk counted
+whose lease is over (``LocationStore.dead_claims``: a dead lifecycle keeps its claim
+while it owns records, as ``zlink-trio release --node`` and a restart's release --
+``store.dead_lifecycle`` -- need it to find them), and an owner no claim names any more.
+Each with its record count and what to run: ``zlink-trio release --store URL --node
+NODE_ID`` (the exact command), a restart when that NodeId runs again (its start releases
+them; ``release --node`` is refused while it is live), or, for an owner no claim names,
+``zlink-trio release`` of each Spot (``zlink-trio inspect`` prints the command).
 
 ``--json``: ``{"nodes": [NODE...], "spotsComplete": bool, "recordsRead": N}``; a NODE
 is its descriptor's ``to_json`` fields plus ``lifecycleGeneration``,
 ``leaseExpiresAt`` (ISO 8601 UTC), ``leaseLeft`` (seconds), ``acceptsPlacements``,
-``spots`` and ``spotsByState`` (state -> count).
+``spots`` and ``spotsByState`` (state -> count). ``--all`` adds ``"deadLifecycles":
+[DEAD...]``, a DEAD being ``{"nodeId" (null: no claim names it), "nodeRid", "mesh"
+(null likewise), "lifecycleGeneration", "leaseExpiresAt" (null likewise), "spots",
+"spotsByState", "release"}`` with ``release`` the command to run (or what to do).
 
 Exit status: 0 (also with no live node: the list is empty), 1 store unavailable, 2
 usage error.
@@ -26,10 +40,12 @@ usage error.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections import Counter
 from typing import TYPE_CHECKING, TextIO
 
+import attrs
 import trio
 
 from zlink_trio.cli.store_command import (
@@ -38,6 +54,7 @@ from zlink_trio.cli.store_command import (
     add_store_arguments,
     iso,
     open_cli_store,
+    release_node_command,
     run_command,
     wall_time,
 )
@@ -57,8 +74,10 @@ __all__ = ("add_parser", "count_spots", "run")
 
 _DEFAULT_MAX_RECORDS = 100_000
 _COLUMNS = ("NODE ID", "MESH", "LIFECYCLE", "ENDPOINT", "ROLES", "LEASE LEFT", "PLACEMENT",
-            "SPOTS", "NODE RID")
+            "SPOTS")
 _RIGHT = frozenset({2, 5, 7})
+_DEAD_COLUMNS = ("NODE ID", "MESH", "LIFECYCLE", "LEASE ENDED", "SPOTS", "TO RELEASE THEM")
+_DEAD_RIGHT = frozenset({2, 4})
 
 
 def _count(text: str) -> int:
@@ -76,13 +95,17 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = commands.add_parser(
         "nodes", help="list the live nodes: NodeId, endpoint, lease left, Spot count",
         description="List the live node claims of the store (every Mesh, or --mesh) with "
-                    "their endpoint, lease left and the Spots each owns. Read-only. Exit 0, "
-                    "1 store unavailable, 2 usage error.")
+                    "their endpoint, lease left and the Spots each owns; with --all also the "
+                    "dead lifecycles that still own Spots and the command that releases them. "
+                    "Read-only. Exit 0, 1 store unavailable, 2 usage error.")
     add_store_arguments(parser)
     parser.add_argument("--mesh", metavar="MESH", help="only this Mesh's nodes")
     parser.add_argument("--max-records", type=_count, default=_DEFAULT_MAX_RECORDS,
                         metavar="N", help="read at most N authority records to count Spots "
                                           f"(default {_DEFAULT_MAX_RECORDS:,}; 0: no counts)")
+    parser.add_argument("--all", action="store_true",
+                        help="also list the dead lifecycles that still own Spots, with the "
+                             "command that releases them")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(run=run)
 
@@ -120,15 +143,24 @@ def run(args: argparse.Namespace) -> int:
             now = wall_time()
             with trio.fail_after(args.timeout):
                 claims = await store.location.descriptors(args.mesh, now=now)
+                dead_claims = (await store.location.dead_claims(args.mesh, now=now)
+                               if args.all else [])
             counts, read, complete = await count_spots(store, args.max_records, args.timeout)
         claims.sort(key=lambda c: (c.descriptor.mesh, c.descriptor.node_id,
                                    c.lifecycle_generation))
+        dead = (_dead_lifecycles(args, claims, dead_claims, counts, complete)
+                if args.all else [])
         if args.json:
-            print(json.dumps({"nodes": [_node_json(c, counts, now) for c in claims],
-                              "spotsComplete": complete, "recordsRead": read}, indent=2),
-                  file=out)
+            shown: dict[str, object] = {
+                "nodes": [_node_json(c, counts, now) for c in claims]}
+            if args.all:
+                shown["deadLifecycles"] = [d.to_json() for d in dead]
+            print(json.dumps({**shown, "spotsComplete": complete, "recordsRead": read},
+                             indent=2), file=out)
         else:
             _print_table(claims, counts, complete, now, out)
+            if args.all:
+                _print_dead(dead, complete, out)
             if not complete:
                 print(f"Spot counts are lower bounds: the walk stopped after {read} record(s) "
                       "(raise --max-records to count them all)", file=out)
@@ -155,17 +187,100 @@ def _node_json(claim: NodeClaim, counts: dict[OwnerFence, Counter[str]],
 
 def _print_table(claims: list[NodeClaim], counts: dict[OwnerFence, Counter[str]],
                  complete: bool, now: float, out: TextIO) -> None:
-    rows = [_COLUMNS]
+    rows: list[tuple[str, ...]] = [_COLUMNS]
     for claim in claims:
         d = claim.descriptor
         spots = sum(counts.get(claim.owner(), Counter()).values())
         rows.append((d.node_id, d.mesh, str(claim.lifecycle_generation), d.endpoint,
                      _roles(claim), f"{claim.lease_expires_at - now:.1f}s",
                      "open" if claim.accepts_placements else "draining",
-                     str(spots) if complete else f">={spots}", str(d.node_rid)))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
+                     _count_text(spots, complete)))
+    _print_rows(rows, _RIGHT, out)
+    print(f"{len(claims)} live node(s)", file=out)
+
+
+def _count_text(spots: int, complete: bool) -> str:
+    return str(spots) if complete else f">={spots}"
+
+
+def _print_rows(rows: list[tuple[str, ...]], right: frozenset[int], out: TextIO) -> None:
+    """``rows`` (the headings first) in columns aligned to the widest value."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
-        print("  ".join(cell.rjust(w) if i in _RIGHT else cell.ljust(w)
+        print("  ".join(cell.rjust(w) if i in right else cell.ljust(w)
                         for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip(),
               file=out)
-    print(f"{len(claims)} live node(s)", file=out)
+
+
+@attrs.frozen
+class _Dead:
+    """A dead lifecycle that still owns records; ``claim`` is ``None`` when none names it."""
+
+    owner: OwnerFence
+    claim: NodeClaim | None
+    by_state: Counter[str]
+    #: What to run (or do) to release what it owns.
+    release: str
+
+    def to_json(self) -> dict[str, object]:
+        claim = self.claim
+        return {"nodeId": None if claim is None else claim.descriptor.node_id,
+                "nodeRid": str(self.owner.node_rid),
+                "mesh": None if claim is None else claim.descriptor.mesh,
+                "lifecycleGeneration": self.owner.lifecycle_generation,
+                "leaseExpiresAt": None if claim is None else iso(claim.lease_expires_at),
+                "spots": sum(self.by_state.values()),
+                "spotsByState": dict(sorted(self.by_state.items())),
+                "release": self.release}
+
+
+def _dead_lifecycles(args: argparse.Namespace, live: list[NodeClaim],
+                     dead_claims: list[NodeClaim], counts: dict[OwnerFence, Counter[str]],
+                     complete: bool) -> list[_Dead]:
+    """The owners the walk counted that hold no live claim, each with its claim if one is
+    left and what releases its records; a dead claim the walk counted nothing for is
+    listed only when the walk stopped early (it may own records past it)."""
+    live_owners = {claim.owner() for claim in live}
+    live_ids = {claim.descriptor.node_id: claim for claim in live}
+    by_owner = {claim.owner(): claim for claim in dead_claims}
+    found: list[_Dead] = []
+    for owner in (set(counts) | set(by_owner)) - live_owners:
+        claim = by_owner.get(owner)
+        by_state = counts.get(owner, Counter())
+        if (not by_state and complete) or (claim is None and args.mesh is not None):
+            continue  # owns nothing; or no claim tells its Mesh (a live one of another?)
+        found.append(_Dead(owner, claim, by_state, _release_hint(args, claim, live_ids)))
+    found.sort(key=lambda d: ("" if d.claim is None else d.claim.descriptor.node_id,
+                              d.owner.lifecycle_generation, d.owner.node_rid.value))
+    return found
+
+
+def _release_hint(args: argparse.Namespace, claim: NodeClaim | None,
+                  live_ids: dict[str, NodeClaim]) -> str:
+    if claim is None:
+        return (f"no claim names its NodeId: release each Spot with zlink-trio release "
+                f"(zlink-trio inspect --store {shlex.quote(args.store)} SPOT_ID prints it)")
+    node_id = claim.descriptor.node_id
+    running = live_ids.get(node_id)
+    if running is not None:
+        return (f"NodeId {node_id!r} runs again (lifecycle {running.lifecycle_generation}): "
+                "its next start releases them, or stop it and run "
+                f"{release_node_command(args.store, node_id)}")
+    return release_node_command(args.store, node_id)
+
+
+def _print_dead(dead: list[_Dead], complete: bool, out: TextIO) -> None:
+    if not dead:
+        print("no dead lifecycle owns Spots", file=out)
+        return
+    rows: list[tuple[str, ...]] = [_DEAD_COLUMNS]
+    for entry in dead:
+        claim = entry.claim
+        rows.append((f"(rid {entry.owner.node_rid})" if claim is None
+                     else claim.descriptor.node_id,
+                     "?" if claim is None else claim.descriptor.mesh,
+                     str(entry.owner.lifecycle_generation),
+                     "?" if claim is None else iso(claim.lease_expires_at),
+                     _count_text(sum(entry.by_state.values()), complete), entry.release))
+    _print_rows(rows, _DEAD_RIGHT, out)
+    print(f"{len(dead)} dead lifecycle(s) still own Spots", file=out)

@@ -1,8 +1,9 @@
-"""``zlink-trio relocate SPOT_ID [--to NODE]`` and ``zlink-trio drain NODE``: act on running nodes.
+"""``zlink-trio relocate SPOT_ID [--to NODE]``, ``drain NODE`` and ``undrain NODE``: act on
+running nodes.
 
 Theory of operation
 -------------------
-Both need the running Mesh, not only its store, so the command joins it for the
+They need the running Mesh, not only its store, so the command joins it for the
 duration of one request: it opens a *client-only* node (``open_node(...,
 client_only=True)``: it hosts no Spots, takes no placements and is never a
 relocation target) on the store the nodes share, in ``--mesh`` (default ``world``),
@@ -11,7 +12,9 @@ authenticated with the Mesh's secret, and asks through it:
 - ``relocate``: ``Node.ask_relocate`` -- the Spot's owner moves it to the node named
   by ``--to`` (a NodeId) or to one placement picks, exactly as ``node.relocate`` there;
 - ``drain``: ``Node.ask_drain`` -- node ``NODE`` stops taking new Spots and moves every
-  Spot it hosts (it keeps running: stop it afterwards).
+  Spot it hosts (it keeps running: stop it afterwards);
+- ``undrain``: ``Node.ask_undrain`` -- node ``NODE`` takes new Spots again (the undo of
+  ``drain`` for a node that stays; the Spots it moved stay where they went).
 
 The secret is read from ``--secret-file FILE`` (its bytes, surrounding whitespace
 stripped) or the ``ZLINK_SECRET`` environment variable -- never from the command line,
@@ -23,16 +26,18 @@ secret that nodes on loopback use by default is used. The client node listens on
 Nodes that serve ``wss://`` (TLS) are dialled trusting ``--ca-file FILE`` (PEM), or the
 system's certificate authorities without it.
 
-Exit status: ``0`` relocated (COMMITTED) / drained with every Spot moved; ``1`` the
-move was refused or aborted (the reason is printed), some Spots did not move, the Spot
-or node is unknown, a node or the store is unavailable, or the request timed out
-(what was done stays done: check with ``zlink-trio nodes`` / ``inspect``); ``2``
+Exit status: ``0`` relocated (COMMITTED) / drained with every Spot moved / undrained;
+``1`` the move was refused or aborted (the reason is printed), some Spots did not move,
+the Spot or node is unknown, a node or the store is unavailable, or the request timed
+out (what was done stays done: check with ``zlink-trio nodes`` / ``inspect``); ``2``
 usage error (including a bad secret).
 
-``--json``: relocate prints ``{"spotId", "outcome", "ref", "reason", "node"}``
-(``ref`` as ``SpotRef.to_json``, ``node`` the new owner's NodeId when known); drain
-prints ``{"nodeId", "moved": [...], "notMoved": [...], "unlisted"}`` with entries
-``{"spotId", "outcome", "ref", "reason"}``; a failure is ``{"error": {...}}``.
+Nodes are named by NodeId; the NodeRid of the new owner appears only in ``--json``
+(its ``ref``). ``--json``: relocate prints ``{"spotId", "outcome", "ref", "reason",
+"node"}`` (``ref`` as ``SpotRef.to_json``, ``node`` the new owner's NodeId when known);
+drain prints ``{"nodeId", "moved": [...], "notMoved": [...], "unlisted"}`` with entries
+``{"spotId", "outcome", "ref", "reason", "node"}``; undrain prints ``{"nodeId",
+"acceptsPlacements": true}``; a failure is ``{"error": {...}}``.
 """
 
 from __future__ import annotations
@@ -64,6 +69,8 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import AsyncIterator
 
+    from zlink_trio.core.identity import NodeRid
+
 __all__ = ("SECRET_ENV", "add_parsers", "read_secret")
 
 #: The environment variable holding the Mesh secret.
@@ -92,7 +99,7 @@ def _add_mesh_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``relocate`` and ``drain``."""
+    """Register ``relocate``, ``drain`` and ``undrain``."""
     relocate = commands.add_parser(
         "relocate", help="move a Spot to another node (its owner does the move)",
         description="Join the Mesh as a client-only node and ask the owner of SPOT_ID to "
@@ -110,6 +117,14 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     drain.add_argument("node", metavar="NODE", help="the NodeId to drain")
     _add_mesh_arguments(drain)
     drain.set_defaults(run=run_drain)
+    undrain = commands.add_parser(
+        "undrain", help="let a drained node take new Spots again",
+        description="Join the Mesh as a client-only node and ask node NODE to undrain: it "
+                    "takes new Spots again (the Spots its drain moved stay where they went). "
+                    "Exit 0 undrained, 1 unknown node / unavailable, 2 usage error.")
+    undrain.add_argument("node", metavar="NODE", help="the NodeId to undrain")
+    _add_mesh_arguments(undrain)
+    undrain.set_defaults(run=run_undrain)
 
 
 def read_secret(secret_file: Path | None, environ: dict[str, str] | None = None) -> bytes | None:
@@ -164,20 +179,28 @@ def _client_tls(ca_file: Path | None) -> ssl.SSLContext:
                          f"{getattr(error, 'strerror', None) or error}") from None
 
 
-def _result_json(result: zl.RelocationResult) -> dict[str, object]:
+def _result_json(result: zl.RelocationResult, names: dict[NodeRid, str]) -> dict[str, object]:
+    """One relocation for ``--json``: ``node`` is the owner's NodeId when ``names`` has it."""
     return {"spotId": result.ref.spot_id, "outcome": result.outcome.value,
-            "ref": result.ref.to_json(), "reason": result.reason}
+            "ref": result.ref.to_json(), "reason": result.reason,
+            "node": names.get(result.ref.node_rid)}
 
 
-async def _node_ids(args: argparse.Namespace) -> dict[str, str]:
-    """NodeRid (hex) -> NodeId of the Mesh's live claims ({} if the store is slow)."""
-    from zlink_trio.cli.store_command import open_cli_store
+def _name(result: zl.RelocationResult, names: dict[NodeRid, str]) -> str:
+    """The new owner's NodeId, quoted; what is known of it when no claim names it."""
+    node_id = names.get(result.ref.node_rid)
+    return repr(node_id) if node_id is not None else (
+        f"(no claim names it any more; rid {result.ref.node_rid})")
 
-    found: dict[str, str] = {}
+
+async def _node_ids(args: argparse.Namespace) -> dict[NodeRid, str]:
+    """NodeRid -> NodeId of the claims the store keeps ({} if the store is slow)."""
+    from zlink_trio.cli.store_command import node_names, open_cli_store
+
+    found: dict[NodeRid, str] = {}
     with trio.move_on_after(args.timeout):
         async with open_cli_store(args.store) as store:
-            for claim in await store.location.descriptors(args.mesh, now=wall_time()):
-                found[str(claim.descriptor.node_rid)] = claim.descriptor.node_id
+            found = await node_names(store, wall_time())
     return found
 
 
@@ -189,13 +212,13 @@ def run_relocate(args: argparse.Namespace) -> int:
         _check(args)
         async with _client_node(args) as node:
             result = await node.ask_relocate(args.spot_id, to=args.to, timeout=args.timeout)
-            where = ((await _node_ids(args)).get(str(result.ref.node_rid))
-                     if result.outcome is zl.RelocationOutcome.COMMITTED else None)
+            names = (await _node_ids(args)
+                     if result.outcome is zl.RelocationOutcome.COMMITTED else {})
         if args.json:
-            print(json.dumps({**_result_json(result), "node": where}), file=out)
+            print(json.dumps(_result_json(result, names)), file=out)
         elif result.outcome is zl.RelocationOutcome.COMMITTED:
-            print(f"relocated {args.spot_id!r} to node {where or '?'} (node rid "
-                  f"{result.ref.node_rid}), generation {result.ref.generation}", file=out)
+            print(f"relocated {args.spot_id!r} to node {_name(result, names)}, generation "
+                  f"{result.ref.generation}", file=out)
         else:
             print(f"not relocated {args.spot_id!r}: {result.outcome.value}: {result.reason}",
                   file=out)
@@ -213,18 +236,16 @@ def run_drain(args: argparse.Namespace) -> int:
         _check(args)
         async with _client_node(args) as node:
             result = await node.ask_drain(args.node, timeout=args.timeout)
-            names = await _node_ids(args) if result.moved and not args.json else {}
+            names = await _node_ids(args) if result.moved else {}
         complete = not result.not_moved and not result.unlisted
         if args.json:
             print(json.dumps({"nodeId": args.node,
-                              "moved": [_result_json(r) for r in result.moved],
-                              "notMoved": [_result_json(r) for r in result.not_moved],
+                              "moved": [_result_json(r, names) for r in result.moved],
+                              "notMoved": [_result_json(r, names) for r in result.not_moved],
                               "unlisted": result.unlisted}, indent=2), file=out)
             return EXIT_OK if complete else EXIT_REFUSED
         for moved in result.moved:
-            rid = str(moved.ref.node_rid)
-            print(f"moved {moved.ref.spot_id!r} to node {names.get(rid, '?')} (node rid {rid})",
-                  file=out)
+            print(f"moved {moved.ref.spot_id!r} to node {_name(moved, names)}", file=out)
         for left in result.not_moved:
             print(f"not moved {left.ref.spot_id!r}: {left.outcome.value}: {left.reason}",
                   file=out)
@@ -235,4 +256,23 @@ def run_drain(args: argparse.Namespace) -> int:
         return EXIT_OK if complete else EXIT_REFUSED
 
     return run_command("drain", body, as_json=args.json, unavailable=_ACROSS[0],
+                       not_found="not found", too_slow=_ACROSS[1])
+
+
+def run_undrain(args: argparse.Namespace) -> int:
+    """Run ``undrain`` with parsed ``args``; returns the exit status."""
+    out = sys.stdout
+
+    async def body() -> int:
+        _check(args)
+        async with _client_node(args) as node:
+            await node.ask_undrain(args.node, timeout=args.timeout)
+        if args.json:
+            print(json.dumps({"nodeId": args.node, "acceptsPlacements": True}), file=out)
+        else:
+            print(f"node {args.node!r} undrained: it takes new Spots again (the Spots its "
+                  "drain moved stay where they went)", file=out)
+        return EXIT_OK
+
+    return run_command("undrain", body, as_json=args.json, unavailable=_ACROSS[0],
                        not_found="not found", too_slow=_ACROSS[1])

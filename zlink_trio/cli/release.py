@@ -50,8 +50,9 @@ from zlink_trio.cli.store_command import (
     EXIT_REFUSED,
     UsageError,
     add_store_arguments,
-    describe_owner,
     iso,
+    name_owner,
+    node_names,
     open_cli_store,
     positive_int,
     run_command,
@@ -131,14 +132,16 @@ def run(args: argparse.Namespace) -> int:
                     args.spot_id, object_generation=args.generation,
                     owner_generation=args.owner_generation, now=wall_time())
             left: str | None = None
+            names = {}
             with trio.move_on_after(args.timeout):
                 left = await _inbox_left(store, record)
+                names = await node_names(store, wall_time())
         if args.json:
             print(json.dumps({"released": record.to_json(), "inboxLeft": left}), file=out)
             return EXIT_OK
         print(f"released {record.spot_id!r}: generation {record.object_generation}, "
               f"owner generation {record.owner_generation}, owner "
-              f"{describe_owner(record.owner)} (lease over). The Spot is Missing now; "
+              f"{name_owner(record.owner, names)} (lease over). The Spot is Missing now; "
               "its next activation creates a new incarnation with a larger generation.",
               file=out)
         if left not in (None, "0"):
@@ -158,10 +161,10 @@ async def _release_node(args: argparse.Namespace, out: TextIO) -> int:
             if live:
                 holder = live[0]
                 raise InvalidOperation(
-                    f"NodeId {args.node!r} holds a live claim (node "
-                    f"{holder.descriptor.node_rid} lifecycle {holder.lifecycle_generation}, "
-                    f"lease until {iso(holder.lease_expires_at)}): a running node ends its "
-                    "own Spots; stop it, or wait for its lease to end, then retry")
+                    f"NodeId {args.node!r} holds a live claim (lifecycle "
+                    f"{holder.lifecycle_generation}, lease until "
+                    f"{iso(holder.lease_expires_at)}): a running node ends its own Spots; "
+                    "stop it, or wait for its lease to end, then retry")
             done = await release_dead_node(store, args.node, now=wall_time)
     status = EXIT_REFUSED if done.left else EXIT_OK
     if args.json:

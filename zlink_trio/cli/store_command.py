@@ -20,12 +20,18 @@ reads one JSON document whatever happened.
 another process would only ever see an empty store. A ``sqlite:///`` path must name an
 existing file, so a typo does not quietly create an empty store. Each store call is
 bounded by ``--timeout``.
+
+Output names a node by its NodeId: a record names its owner only by NodeRid and
+lifecycle, so a command reads the claims the store keeps, live and dead
+(:func:`node_names`), and prints the NodeId (:func:`name_owner`, :func:`owner_cell`); the
+NodeRid itself appears only in ``--json``, or when no claim names the lifecycle any more.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 import time
 from contextlib import asynccontextmanager
@@ -35,6 +41,7 @@ from typing import TYPE_CHECKING, Final, TextIO
 import trio
 
 from zlink_trio.core._json_fields import encode_kind
+from zlink_trio.core.descriptor import describe_owner
 from zlink_trio.core.errors import (
     DeadlineExceeded,
     InvalidConfiguration,
@@ -47,8 +54,9 @@ from zlink_trio.store import OwnerAlive, open_store
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+    from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 
+    from zlink_trio.core.identity import NodeRid
     from zlink_trio.core.records import AuthorityRecord, OwnerFence
     from zlink_trio.store import Store
 
@@ -60,12 +68,15 @@ __all__ = (
     "UsageError",
     "add_store_arguments",
     "column_widths",
-    "describe_owner",
     "iso",
+    "name_owner",
+    "node_names",
     "open_cli_store",
+    "owner_cell",
     "owner_lease",
     "positive_int",
     "record_line",
+    "release_node_command",
     "run_command",
     "wall_time",
 )
@@ -184,9 +195,32 @@ def _failure(error: BaseException, unavailable: str, not_found: str,
     return None, ""
 
 
-def describe_owner(owner: OwnerFence) -> str:
-    """``node <rid> lifecycle <n>``."""
-    return f"node {owner.node_rid} lifecycle {owner.lifecycle_generation}"
+async def node_names(store: Store, now: float) -> dict[NodeRid, str]:
+    """NodeRid -> NodeId of every claim the store keeps, live or dead (lease over, not
+    removed yet): how a command names the owner a record gives only by NodeRid."""
+    claims = [*await store.location.descriptors(now=now),
+              *await store.location.dead_claims(now=now)]
+    return {claim.descriptor.node_rid: claim.descriptor.node_id for claim in claims}
+
+
+def name_owner(owner: OwnerFence, names: Mapping[NodeRid, str]) -> str:
+    """``node 'a' (lifecycle 3)`` (``core.descriptor.describe_owner``) by ``names``
+    (:func:`node_names`)."""
+    return describe_owner(owner, names.get(owner.node_rid))
+
+
+def owner_cell(owner: OwnerFence, names: Mapping[NodeRid, str]) -> str:
+    """``a/3`` -- NodeId / lifecycle -- for a table, or ``(rid <hex>)/3`` when no claim
+    names the lifecycle's NodeId any more."""
+    node_id = names.get(owner.node_rid)
+    return f"{node_id if node_id is not None else f'(rid {owner.node_rid})'}/" \
+           f"{owner.lifecycle_generation}"
+
+
+def release_node_command(url: str, node_id: str) -> str:
+    """The command that releases everything the dead lifecycles of ``node_id`` own, as an
+    operator types it (``zlink-trio release --node``)."""
+    return f"zlink-trio release --store {shlex.quote(url)} --node {shlex.quote(node_id)}"
 
 
 async def owner_lease(store: Store, record: AuthorityRecord, now: float) -> float | None:
@@ -204,32 +238,36 @@ def iso(seconds: float) -> str:
 
 #: Column headings of ``inspect``'s list.
 HEADER: Final = ("SPOT ID", "KIND", "TYPE", "STATE", "GENERATION", "OWNER GEN",
-                 "OWNER NODE RID/LIFECYCLE", "VERSION")
+                 "OWNER NODE/LIFECYCLE", "VERSION")
 #: Columns aligned right (numbers); the others are aligned left.
 _RIGHT: Final = frozenset({4, 5, 7})
 
 
-def _cells(record: AuthorityRecord) -> tuple[str, ...]:
+def _cells(record: AuthorityRecord, names: Mapping[NodeRid, str]) -> tuple[str, ...]:
     r = record
     return (r.spot_id, encode_kind(r.kind), r.stable_type, r.state.value,
-            str(r.object_generation), str(r.owner_generation),
-            f"{r.owner.node_rid}/{r.owner.lifecycle_generation}", str(r.store_version))
+            str(r.object_generation), str(r.owner_generation), owner_cell(r.owner, names),
+            str(r.store_version))
 
 
-def column_widths(records: Iterable[AuthorityRecord]) -> tuple[int, ...]:
-    """Widths that fit :data:`HEADER` and every one of ``records``."""
+def column_widths(records: Iterable[AuthorityRecord],
+                  names: Mapping[NodeRid, str]) -> tuple[int, ...]:
+    """Widths that fit :data:`HEADER` and every one of ``records`` (owners named by
+    ``names``, :func:`node_names`)."""
     widths = [len(heading) for heading in HEADER]
     for record in records:
-        for index, cell in enumerate(_cells(record)):
+        for index, cell in enumerate(_cells(record, names)):
             widths[index] = max(widths[index], len(cell))
     return tuple(widths)
 
 
 def record_line(values: tuple[str, ...] | AuthorityRecord,
-                widths: tuple[int, ...] | None = None) -> str:
-    """One list line -- a record, or the header when given :data:`HEADER` -- in columns
-    of ``widths`` (:func:`column_widths`; a wider value pushes the rest right)."""
-    cells = values if isinstance(values, tuple) else _cells(values)
+                widths: tuple[int, ...] | None = None,
+                names: Mapping[NodeRid, str] | None = None) -> str:
+    """One list line -- a record (its owner named by ``names``), or the header when given
+    :data:`HEADER` -- in columns of ``widths`` (:func:`column_widths`; a wider value
+    pushes the rest right)."""
+    cells = values if isinstance(values, tuple) else _cells(values, names or {})
     widths = widths or tuple(len(cell) for cell in cells)
     return "  ".join(cell.rjust(width) if index in _RIGHT else cell.ljust(width)
                      for index, (cell, width) in enumerate(zip(cells, widths, strict=True))

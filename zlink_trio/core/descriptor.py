@@ -21,12 +21,18 @@ lease_expires_at``; an expired claim is not active, so a new claim may
 replace it, and nothing may be done on its behalf.
 
 Placement weight stays immutable: the descriptor (and its digest) never
-changes, and Renew may not change it. Draining a node is the one mutable,
-one-way mark on the claim -- ``ClosePlacement`` sets ``accepts_placements``
-to ``False`` until the claim is removed, so other nodes stop placing new
-Spots there -- or a new lifecycle with weight 0. In JSON the mark is the
+changes, and Renew may not change it. Draining a node is the one mutable
+mark on the claim -- ``ClosePlacement`` sets ``accepts_placements`` to
+``False``, so other nodes stop placing new Spots there, until
+``OpenPlacement`` (an undrain) clears it or the claim is removed -- or a new
+lifecycle with weight 0. In JSON the mark is the
 optional key ``acceptsPlacements`` (written only when ``False``), so a claim
 stored by an earlier version, which has no such key, accepts placements.
+
+Messages and operator output name a node by its NodeId, never by its NodeRid: an
+authority record names its owner only by ``(node_rid, lifecycle_generation)``, so the
+NodeId is read from that lifecycle's claim (live, or dead but not yet removed), and
+:func:`describe_owner` is the one wording of both cases, with and without it.
 """
 
 from __future__ import annotations
@@ -72,6 +78,7 @@ __all__ = (
     "MAX_ENDPOINT_BYTES",
     "NodeClaim",
     "NodeDescriptor",
+    "describe_owner",
 )
 
 #: Prefix hashed before the canonical JSON, so a future layout hashes differently.
@@ -237,9 +244,10 @@ class NodeClaim:
 
     ``lifecycle_generation`` is issued by NewClaim and never changes;
     ``lease_expires_at`` changes only through Renew, ``store_version`` through
-    Renew and ClosePlacement. ``accepts_placements`` is ``True`` from NewClaim
-    until ClosePlacement marks the lifecycle as draining; then it stays
-    ``False`` (Renew keeps it) until the claim is removed.
+    Renew, ClosePlacement and OpenPlacement. ``accepts_placements`` is ``True``
+    from NewClaim until ClosePlacement marks the lifecycle as draining; then it
+    stays ``False`` (Renew keeps it) until OpenPlacement clears the mark or the
+    claim is removed.
     """
 
     descriptor: NodeDescriptor = attrs.field(
@@ -310,3 +318,17 @@ class NodeClaim:
     def key(self) -> tuple[str, NodeRid]:
         """The descriptor identity ``(MeshName, NodeRid)``."""
         return (self.descriptor.mesh, self.descriptor.node_rid)
+
+
+def describe_owner(owner: OwnerFence, node_id: str | None) -> str:
+    """How a message names the lifecycle ``owner`` of a record: ``node 'a' (lifecycle 3)``.
+
+    ``node_id`` is the NodeId of the claim of ``owner.node_rid`` -- live, or dead but not
+    removed yet -- or ``None`` when no such claim was found (a dead lifecycle whose claim
+    is gone): then only its NodeRid names it, ``an unnamed lifecycle (lifecycle 3, rid
+    ...: no claim of it was found to name its NodeId)``.
+    """
+    if node_id is not None:
+        return f"node {node_id!r} (lifecycle {owner.lifecycle_generation})"
+    return (f"an unnamed lifecycle (lifecycle {owner.lifecycle_generation}, rid "
+            f"{owner.node_rid}: no claim of it was found to name its NodeId)")

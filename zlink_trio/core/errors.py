@@ -71,8 +71,9 @@ class NotFound(ZLinkError):
     """Raised when the thing addressed does not exist.
 
     A Spot with no Ready authority addressed without Instance intent, a Mesh
-    named by ``in_mesh`` that no node serves, or a stable type no serving node
-    provides (docs/concepts.md, "Intent").
+    named by ``in_mesh`` that no node serves, or a stable type no node provides
+    (docs/concepts.md, "Intent"; a type that only draining or stopping nodes
+    provide is :class:`Unavailable`).
     """
 
     code = 2
@@ -162,8 +163,9 @@ class Unavailable(ZLinkError):
     """Raised when authority exists but cannot be used now.
 
     The owner's lease expired, the owner fence differs, a Spot is sealed for
-    relocation, a Message Follow route is missing or looped, or the store
-    cannot be reached. Retry after the condition clears.
+    relocation, a Message Follow route is missing or looped, every node serving
+    a new Spot's type is draining or stopping, or the store cannot be reached.
+    Retry after the condition clears.
     """
 
     code = 10

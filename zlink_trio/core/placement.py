@@ -20,7 +20,10 @@ knows into :class:`PlacementCandidate` values and asks this module, in order:
    always given and must be served as a User type. In both cases a type the
    hosts serve *only as the other kind* is :class:`TypeMismatch`, not
    NotFound: the type exists, the caller used the wrong operation for it, and
-   the message says which one to use.
+   the message says which one to use. A type that only object servers taking
+   no new Spots now serve (draining or stopping: ``serving`` false) is
+   :class:`Unavailable`, not NotFound: it exists and comes back when one of
+   them is undrained or restarts, so the caller may retry.
 3. **Which nodes have room?** (:func:`eligible_nodes`) A host is kept when
    ``active + pending < capacity`` and, if it has an active-object ceiling,
    ``active + pending < ceiling``: pending creations count, so a node whose
@@ -65,6 +68,7 @@ from zlink_trio.core.errors import (
     NotConfigured,
     NotFound,
     TypeMismatch,
+    Unavailable,
 )
 from zlink_trio.core.identity import SpotKind, validate_stable_type
 from zlink_trio.core.placement_candidate import (
@@ -142,15 +146,28 @@ def select_mesh(candidates: Sequence[PlacementCandidate], in_mesh: str | None) -
     return meshes[0]
 
 
-def _not_serving_note(candidates: Iterable[PlacementCandidate], mesh: str,
-                      stable_type: str) -> str:
-    """Why a type served only by nodes that take no new Spots is not found: say so."""
-    closed = sum(1 for c in candidates if c.mesh == mesh and not c.serving
-                 and Role.OBJECT_SERVER in c.roles and stable_type in c.served_types)
+def _check_not_only_closed(candidates: Iterable[PlacementCandidate], mesh: str,
+                           stable_type: str | None, kind: SpotKind) -> None:
+    """Unavailable when object servers of ``mesh`` serve ``stable_type`` (``None``: any
+    type) as ``kind`` but none of them takes new Spots now; the caller found no serving
+    one."""
+    closed = [c for c in candidates if c.mesh == mesh and not c.serving
+              and Role.OBJECT_SERVER in c.roles
+              and (kind in c.served_types.values() if stable_type is None
+                   else c.served_types.get(stable_type) is kind)]
     if not closed:
-        return ""
-    return (f" ({closed} node(s) serving it take no new Spots now: they are draining or "
-            "stopping; start another node that registers it or wait for them to come back)")
+        return
+    what = (f"an {kind.name} Spot type" if stable_type is None
+            else f"{kind.name} type {stable_type!r}")
+    names = sorted(c.node_id for c in closed if c.node_id is not None)
+    which = (("node " if len(names) == 1 else "nodes ") + ", ".join(map(repr, names))
+             if len(names) == len(closed) else f"{len(closed)} node(s)")
+    raise Unavailable(
+        f"every node of Mesh {mesh!r} serving {what} ({which}) is draining or stopping and "
+        "takes no new Spots; retry once one of them is undrained (zlink-trio undrain "
+        "NODE_ID, or node.undrain() there) or has restarted, or start another node that "
+        "registers it (zlink-trio nodes shows which nodes are draining)"
+    )
 
 
 def _check_kind_served(
@@ -166,10 +183,10 @@ def _check_kind_served(
         else:
             what = "an Instance Spot type; it is created by a call with instance_spot() intent"
         raise TypeMismatch(f"stable type {stable_type!r} is served in Mesh {mesh!r} as {what}")
+    _check_not_only_closed(candidates, mesh, stable_type, kind)
     raise NotFound(
         f"no serving object server in Mesh {mesh!r} provides stable type {stable_type!r}; "
         "check the type name (it is case-sensitive) or start a node that registers it"
-        + _not_serving_note(candidates, mesh, stable_type)
     )
 
 
@@ -180,9 +197,12 @@ def select_instance_type(
 
     Given ``stable_type``: returned when some serving object server of the
     Mesh serves it as an Instance type; :class:`TypeMismatch` when it is served
-    only as a User type; :class:`NotFound` otherwise; :class:`InvalidOperation`
-    if it is malformed. Omitted: the one distinct Instance type served there;
-    :class:`NotFound` for none, :class:`InvalidOperation` for several.
+    only as a User type; :class:`Unavailable` when only object servers that take
+    no new Spots now (draining or stopping) serve it; :class:`NotFound` otherwise;
+    :class:`InvalidOperation` if it is malformed. Omitted: the one distinct
+    Instance type served there; for none, :class:`Unavailable` when draining or
+    stopping nodes serve one, else :class:`NotFound`; :class:`InvalidOperation`
+    for several.
     """
     hosts = _hosts(candidates, mesh)
     if stable_type is not None:
@@ -193,6 +213,7 @@ def select_instance_type(
         t for c in hosts for t, kind in c.served_types.items() if kind is SpotKind.INSTANCE
     })
     if not types:
+        _check_not_only_closed(candidates, mesh, None, SpotKind.INSTANCE)
         raise NotFound(
             f"no serving object server in Mesh {mesh!r} provides any Instance Spot type; "
             "register one on a node of that Mesh or choose another Mesh"
@@ -211,8 +232,9 @@ def select_user_type(
     """Return ``stable_type`` if a serving object server of ``mesh`` serves it as a User type.
 
     Raises :class:`TypeMismatch` when it is served there only as an Instance
-    type, :class:`NotFound` when nobody serves it, :class:`InvalidOperation`
-    when it is malformed.
+    type, :class:`Unavailable` when only object servers that take no new Spots now
+    (draining or stopping) serve it, :class:`NotFound` when nobody serves it,
+    :class:`InvalidOperation` when it is malformed.
     """
     validate_stable_type(stable_type)
     _check_kind_served(candidates, mesh, stable_type, SpotKind.USER)
@@ -226,15 +248,16 @@ def eligible_nodes(
 
     A host is a serving object server of the Mesh that serves the type as
     ``kind``; it is kept when it has room (:attr:`PlacementCandidate.has_room`)
-    and a positive weight. Raises :class:`NotFound` if no host serves the
-    type, :class:`CapacityExceeded` (``lane=None``) if none is left.
+    and a positive weight. Raises :class:`Unavailable` if only object servers that
+    take no new Spots now (draining or stopping) serve the type, :class:`NotFound`
+    if no host serves it, :class:`CapacityExceeded` (``lane=None``) if none is left.
     """
     hosts = [c for c in _hosts(candidates, mesh) if c.served_types.get(stable_type) is kind]
     if not hosts:
+        _check_not_only_closed(candidates, mesh, stable_type, kind)
         raise NotFound(
             f"no serving object server in Mesh {mesh!r} provides {kind.name} type "
             f"{stable_type!r}; start a node that registers it"
-            + _not_serving_note(candidates, mesh, stable_type)
         )
     roomy = [c for c in hosts if c.has_room]
     kept = tuple(c for c in roomy if c.weight > 0)

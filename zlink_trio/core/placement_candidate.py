@@ -126,6 +126,12 @@ def _check_rid(instance: PlacementCandidate, attribute: attrs.Attribute[NodeRid]
         raise InvalidOperation(f"node_rid must be a NodeRid, got {type(value).__name__}")
 
 
+def _check_node_id(instance: PlacementCandidate, attribute: attrs.Attribute[str | None],
+                   value: str | None) -> None:
+    if value is not None and not isinstance(value, str):
+        raise InvalidOperation(f"node_id must be a str or None, got {type(value).__name__}")
+
+
 @attrs.frozen(kw_only=True)
 class PlacementCandidate:
     """One node as placement sees it: a snapshot of its descriptor and load.
@@ -152,6 +158,8 @@ class PlacementCandidate:
     weight: float = attrs.field(default=1.0, validator=_weight)
     #: ``False`` while the node is draining or not yet open for new Spots.
     serving: bool = attrs.field(default=True, validator=_bool)
+    #: The node's NodeId (from its descriptor), for messages; ``None`` when unknown.
+    node_id: str | None = attrs.field(default=None, validator=_check_node_id)
 
     @property
     def has_room(self) -> bool:

@@ -192,3 +192,38 @@ class Node:
                               endpoint=rt.options.endpoint,
                               links=len(transport.links()) if transport is not None else 0,
                               pending_replies=rt.peers.pending)
+
+    async def undrain(self, *, timeout: float | None = None,  # noqa: ASYNC109 -- as drain
+                      ) -> None:
+        """Undo :meth:`drain`: this node takes new Spots again, from every node.
+
+        The draining mark on this node's claim in the store is cleared first, then the
+        node chooses itself again for new Spots; the other nodes do at their next read
+        of the claims (within about a second). The Spots the drain moved away stay
+        where they are; it is idempotent (a node that never drained is left as it is).
+        Raises :class:`Unavailable` when the node is stopping, lost its lease or its claim
+        is gone, the store's error when the store cannot clear the mark (nothing
+        changed), and :class:`DeadlineExceeded` when ``timeout`` (default
+        ``default_timeout``) ran out first: undrain again.
+        """
+        from zlink_trio.runtime.coordinators.placement import open_placement
+
+        self._rt.check_usable()
+        seconds = self._rt.options.default_timeout if timeout is None else check_timeout(timeout)
+        await open_placement(self._rt, deadline_after(seconds))
+
+    async def ask_undrain(self, node_id: str, *,
+                          timeout: float | None = None,  # noqa: ASYNC109 -- as drain
+                          ) -> None:
+        """Have the live node ``node_id`` of this Mesh undrain, as ``undrain`` there would.
+
+        ``node_id`` may be this node's own (then it is :meth:`undrain`); another node is
+        asked over its link (command 61). Same errors as :meth:`undrain`, plus
+        :class:`NotFound` when no live node has that NodeId in this Mesh and
+        :class:`Unavailable` when its link fails.
+        """
+        from zlink_trio.runtime.coordinators.remote_operation import undrain_node
+
+        node_id = validate_node_id(node_id)
+        seconds = self._rt.options.default_timeout if timeout is None else check_timeout(timeout)
+        await undrain_node(self._rt, node_id, deadline_after(seconds))

@@ -147,6 +147,18 @@ class NodeState:
                 "that block, or open it again"
             )
 
+    def not_addressed_here(self, what: str, target: OwnerFence, outcome: str) -> StaleRoute:
+        """The StaleRoute of a request ``what`` addressed to the lifecycle ``target``, which
+        is not this one (``target != self.owner``); ``outcome`` says what was not done."""
+        other = ("an earlier lifecycle" if target.node_rid == self.node_rid
+                 else "another node lifecycle")
+        return StaleRoute(
+            f"{what} was addressed to {other} (lifecycle {target.lifecycle_generation}), "
+            f"not to node {self.node_id!r}'s current lifecycle "
+            f"({self.owner.lifecycle_generation}); {outcome}. The sender's view of the owner "
+            "is stale: resolve again"
+        )
+
     def check_admission(self, now: float | None = None) -> None:
         """Raise unless this lifecycle may admit work now: serving and the lease valid.
 

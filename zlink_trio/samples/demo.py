@@ -73,10 +73,11 @@ async def _cold_activation(node: zl.Node) -> None:
     total = await node.client.request("counter-1", Add(2), reply=Total).instance_spot(
         "counter").timeout(5)
     ref = await node.spots.find("counter-1")
-    _check(ref is not None and total == Total(2), "cold activation answers the first message")
+    _check(ref is not None and total == Total(2) and ref.node_rid == node.node_rid,
+           "cold activation answers the first message, on this node")
     assert ref is not None  # for the type checker; _check already refused None
     _say(f"   request(Add(2)).instance_spot('counter') -> {total}; it now lives at "
-         f"generation {ref.generation} on node {ref.node_rid}")
+         f"generation {ref.generation} on node {node.node_id!r}")
     for n in (3, 5):
         total = await node.client.request("counter-1", Add(n), reply=Total)
         _say(f"   request(Add({n})) by ID alone -> {total}")
@@ -162,8 +163,8 @@ async def _story(idle_timeout: float) -> None:
                 "demo-node", store=STORE, mesh="world", spots=[Counter, Room],
                 instance_idle_timeout=idle_timeout, idle_sweep_interval=idle_timeout / 4,
             ) as node:
-                _say(f"node 'demo-node' is serving mesh 'world' as {node.node_rid}; "
-                     f"its Entry Spot is {node.entry_spot_id}")
+                _say(f"node {node.node_id!r} is serving mesh 'world'; its Entry Spot is "
+                     f"{node.entry_spot_id}")
                 await _cold_activation(node)
                 await _not_found(node)
                 generation = await _convergence(node, story)

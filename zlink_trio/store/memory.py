@@ -87,6 +87,12 @@ class MemoryLocationStore:
         await trio.lowlevel.checkpoint()
         return claims.txn_close_placement(self.state, mesh, node_rid, lifecycle_generation)
 
+    async def open_placement(self, mesh: str, node_rid: NodeRid,
+                             lifecycle_generation: int) -> bool:
+        """OpenPlacement (one transaction); see ``LocationStore.open_placement``."""
+        await trio.lowlevel.checkpoint()
+        return claims.txn_open_placement(self.state, mesh, node_rid, lifecycle_generation)
+
     async def remove(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int) -> bool:
         """Remove (one transaction); see ``LocationStore.remove``."""
         await trio.lowlevel.checkpoint()
@@ -96,6 +102,11 @@ class MemoryLocationStore:
         """Live claims (one read); see ``LocationStore.descriptors``."""
         await trio.lowlevel.checkpoint()
         return claims.txn_descriptors(self.state, mesh, now=now)
+
+    async def dead_claims(self, mesh: str | None = None, *, now: float) -> list[NodeClaim]:
+        """Claims whose lease is over (one read); see ``LocationStore.dead_claims``."""
+        await trio.lowlevel.checkpoint()
+        return claims.txn_dead_claims(self.state, mesh, now=now)
 
     async def find(self, spot_id: str) -> AuthorityRecord | None:
         """The record or ``None`` (one read); see ``LocationStore.find``."""

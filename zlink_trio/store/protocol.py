@@ -115,15 +115,29 @@ class LocationStore(RelocationSteps, Protocol):
 
         Sets the claim's ``accepts_placements`` to ``False`` (and adds one to its
         StoreVersion), so every node reading ``descriptors`` stops placing new
-        Spots on that lifecycle. The mark is one-way: Renew keeps it, and it ends
-        only with the claim (Remove, or a NewClaim replacing an expired claim; a
-        new lifecycle accepts placements again). Returns ``True`` when the claim
+        Spots on that lifecycle. Renew keeps the mark; it ends with
+        :meth:`open_placement` (``Node.undrain``) or with the claim (Remove, or a
+        NewClaim replacing an expired claim; a new lifecycle accepts placements
+        again). Returns ``True`` when the claim
         at the key is that lifecycle -- also when it was already marked, then
         nothing is written (idempotent) -- and ``False`` (nothing written) when
         no claim is at the key or it belongs to another lifecycle, so a stale
         drain never marks a replacement. Like Remove it takes no ``now``: it
         works on an expired claim of that lifecycle too (which ``descriptors``
         no longer lists anyway). Spots already placed are not affected.
+        """
+
+    async def open_placement(self, mesh: str, node_rid: NodeRid,
+                             lifecycle_generation: int) -> bool:
+        """OpenPlacement: clear the draining mark of :meth:`close_placement`, fenced by
+        lifecycle.
+
+        Sets the claim's ``accepts_placements`` back to ``True`` (and adds one to its
+        StoreVersion), so the other nodes place new Spots on that lifecycle again.
+        Returns ``True`` when the claim at the key is that lifecycle -- also when it was
+        not marked, then nothing is written (idempotent) -- and ``False`` (nothing
+        written) when no claim is at the key or it belongs to another lifecycle. Like
+        ClosePlacement it takes no ``now``.
         """
 
     async def remove(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int) -> bool:
@@ -138,6 +152,16 @@ class LocationStore(RelocationSteps, Protocol):
 
     async def descriptors(self, mesh: str | None = None, *, now: float) -> list[NodeClaim]:
         """The live claims (``now < lease_expires_at``), of ``mesh`` or all, by key order."""
+
+    async def dead_claims(self, mesh: str | None = None, *,
+                          now: float) -> list[NodeClaim]:
+        """The claims whose lease is over at ``now``, of ``mesh`` or all, by key order.
+
+        A dead lifecycle's claim stays until it is removed: while it still owns records
+        (:meth:`remove_dead_claims` keeps those) or until its NodeId starts again. It is
+        where the NodeId of a dead owner is read (a record names only its NodeRid).
+        Read-only.
+        """
 
     async def find(self, spot_id: str) -> AuthorityRecord | None:
         """The authority record of ``spot_id`` in whatever state, or ``None`` (Missing)."""

@@ -234,7 +234,7 @@ class Link:
         await self._sender.wait_writable()
 
     def _describe(self) -> str:
-        return f"node {self.peer.node_id!r} (rid {self.peer.node_rid})"
+        return f"node {self.peer.node_id!r} (lifecycle {self.peer.lifecycle_generation})"
 
     def send_nowait(self, frame: Frame, *, write: bool = False) -> None:
         """Encode ``frame`` and queue it for the link's writer; never blocks.

@@ -50,7 +50,8 @@ class Command(IntEnum):
     USER_SPOT_CLOSE = 48
     #: Planned relocation: the source asks the target to take a sealed Spot over.
     RELOCATE_SPOT = 60
-    #: An operator request to a node: relocate a Spot it owns, or drain (``NodeAction``).
+    #: An operator request to a node: relocate a Spot it owns, drain or undrain
+    #: (``NodeAction``).
     NODE_OPERATION = 61
 
 
@@ -72,6 +73,8 @@ class NodeAction(IntEnum):
     RELOCATE = 1
     #: Drain: take no new Spots and relocate every Spot it hosts.
     DRAIN = 2
+    #: Undrain: take new Spots again (the undo of DRAIN's placement mark).
+    UNDRAIN = 3
 
 
 class TerminalResult(IntEnum):

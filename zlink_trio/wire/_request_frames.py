@@ -310,8 +310,8 @@ def _action_mismatch(action: NodeAction, spot_id: str | None, to_node: str | Non
                      ) -> str | None:
     if action is NodeAction.RELOCATE and spot_id is None:
         return "a RELOCATE node operation has no Spot ID"
-    if action is NodeAction.DRAIN and (spot_id, to_node) != (None, None):
-        return "a DRAIN node operation carries a Spot ID or a node"
+    if action is not NodeAction.RELOCATE and (spot_id, to_node) != (None, None):
+        return f"a {action.name} node operation carries a Spot ID or a node"
     return None
 
 
@@ -321,8 +321,9 @@ class NodeOperation:
 
     ``RELOCATE`` moves the Spot ``spot_id`` that the target owns, to the node whose
     NodeId is ``to_node`` or, without it, to one placement picks; ``DRAIN`` asks the
-    target to take no new Spots and relocate every Spot it hosts (``spot_id`` and
-    ``to_node`` absent). One command 20 answers it, with a
+    target to take no new Spots and relocate every Spot it hosts, ``UNDRAIN`` to take new
+    Spots again (for both, ``spot_id`` and ``to_node`` are absent). One command 20
+    answers it, with a
     :class:`~zlink_trio.wire._reply_frames.NodeOperationOutcome` or a failure.
     """
 
@@ -343,5 +344,7 @@ class NodeOperation:
     def __attrs_post_init__(self) -> None:
         if self.action is NodeAction.RELOCATE and self.spot_id is None:
             raise LocalProtocolError("a RELOCATE node operation names the Spot ID to move")
-        if self.action is NodeAction.DRAIN and (self.spot_id, self.to_node) != (None, None):
-            raise LocalProtocolError("a DRAIN node operation names no Spot ID and no node")
+        if (self.action is not NodeAction.RELOCATE
+                and (self.spot_id, self.to_node) != (None, None)):
+            raise LocalProtocolError(f"a {self.action.name} node operation names no Spot ID "
+                                     "and no node")

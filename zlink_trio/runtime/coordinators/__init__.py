@@ -33,7 +33,8 @@ the coordinator that serves it.  They send through ``mesh`` (below them).
 ``relocation_capture`` capturing a sealed Spot: state, timers, not-yet-run work
 ``relocation_payload`` the relocation payload's format (a Relocation Store root)
 ``remote_relocation``  planned relocation between nodes: command 60, both sides
-``remote_operation``   an operator's relocate / drain asked of another node: command 61
+``remote_operation``   an operator's relocate / drain / undrain asked of another node:
+                       command 61
 ``envelope``           the activation envelope's format (a recovery root)
 ``recovery``           the startup scan: resume or abort what a dead lifecycle left
 ``node_claim``         NewClaim at startup: one live process per NodeId, a dead

@@ -30,6 +30,7 @@ from zlink_trio.core.errors import (
     InvalidOperation,
     NotConfigured,
     NotFound,
+    Unavailable,
     ZLinkError,
 )
 from zlink_trio.core.identity import SpotKind
@@ -139,6 +140,9 @@ async def _place(op: CreateOperation) -> tuple[str, PlacementCandidate]:
         raise
     except CapacityExceeded:
         op.state = step(CREATE, op.state, CREATE.ev.no_capacity)
+        raise
+    except Unavailable:  # every node serving the type is draining or stopping
+        op.state = step(CREATE, op.state, CREATE.ev.hosts_closed)
         raise
     except InvalidOperation:
         op.state = step(CREATE, op.state, CREATE.ev.ambiguous_mesh)

@@ -119,12 +119,16 @@ def _generation(route: Route) -> int | None:
     return None if isinstance(route, ActivationRoute) else route.object_generation
 
 
-def _fail(completion: Completion | None, error: ZLinkError, frame: SpotMessage) -> None:
+def _fail(rt: NodeRuntime, completion: Completion | None, error: ZLinkError,
+          frame: SpotMessage) -> None:
     if completion is not None:
         completion.set_error(error)
-    else:
-        LOGGER.warning("a one-way message from node %s was not admitted: %s",
-                       frame.source.node_rid, error.message)
+        return
+    link = rt.peers.open_link_to(frame.source)
+    sender = (f"node {link.peer.node_id!r}" if link is not None
+              else f"a node whose link is gone (rid {frame.source.node_rid})")
+    LOGGER.warning("node %r: a one-way message from %s (lifecycle %d) was not admitted: %s",
+                   rt.node_id, sender, frame.source.lifecycle_generation, error.message)
 
 
 def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
@@ -144,11 +148,10 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
                 or target.node_rid.value != owner.node_rid.value):
             stale(rt.node_id, rt.metrics, StaleReason.WRONG_LIFECYCLE, route.spot_id,
                   generation=_generation(route))
-            raise StaleRoute(f"the message to Spot {route.spot_id!r} was addressed to "
-                             f"{route.target}, not to this lifecycle ({rt.owner}); it was not "
-                             "run. Send a new call")
+            raise rt.not_addressed_here(f"the message to Spot {route.spot_id!r}",
+                                        route.target, "it was not run. Send a new call")
     except ZLinkError as exc:
-        _fail(reply, exc, frame)
+        _fail(rt, reply, exc, frame)
         return
     if host is None:
         attempt = rt.catalog.attempts.get(route.spot_id)
@@ -170,12 +173,12 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
                 elif not follow_now(rt, rt.peers, follow_route, frame, reply):
                     rt.catalog.start_job(lambda: _follow(rt, follow_route, frame, reply))
             except ZLinkError as exc:
-                _fail(reply, exc, frame)
+                _fail(rt, reply, exc, frame)
             return
         if isinstance(route, FollowFrameRoute):
             follow_event(rt.node_id, rt.metrics, FollowEvent.DROP_NO_ROUTE, route.spot_id,
                          route.object_generation, route.hops)
-            _fail(reply, Unavailable(
+            _fail(rt, reply, Unavailable(
                 f"Spot {route.spot_id!r} followed a relocation to this node, which neither "
                 "hosts it nor has a Message Follow route for it; the message was not run. "
                 "Send a new call"), frame)
@@ -198,7 +201,7 @@ async def _follow(rt: NodeRuntime, route: FollowRoute, frame: SpotMessage,
     try:
         await follow(rt, rt.peers, route, frame, reply)
     except ZLinkError as exc:
-        _fail(reply, exc, frame)
+        _fail(rt, reply, exc, frame)
 
 
 async def _admit_after(rt: NodeRuntime, link: Link, attempt: Attempt, frame: SpotMessage,
@@ -234,7 +237,7 @@ def _admit_direct(rt: NodeRuntime, link: Link, frame: SpotMessage, reply: LinkRe
         else:
             host.admit(work, len(payload.body))
     except ZLinkError as exc:
-        _fail(reply, exc, frame)
+        _fail(rt, reply, exc, frame)
 
 
 def _envelope(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
@@ -244,16 +247,19 @@ def _envelope(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
     assert isinstance(route, ActivationRoute)
     try:
         rt.check_admission()
-        if route.target != rt.owner or route.target_mesh != rt.mesh:
+        if route.target_mesh != rt.mesh:
             raise StaleRoute(f"the activation envelope of Spot {route.spot_id!r} was addressed "
-                             f"to {route.target} in mesh {route.target_mesh!r}, not to this "
-                             f"lifecycle ({rt.owner}, mesh {rt.mesh!r}); nothing was created")
+                             f"to mesh {route.target_mesh!r}, but node {rt.node_id!r} serves "
+                             f"mesh {rt.mesh!r}; nothing was created")
+        if route.target != rt.owner:
+            raise rt.not_addressed_here(f"the activation envelope of Spot {route.spot_id!r}",
+                                        route.target, "nothing was created")
         spot_type = rt.registry.lookup(route.stable_type, SpotKind.INSTANCE)
         payload = frame.payload
         info = spot_type.handlers.find_wire(payload.type_name)
         msg = rt.codec.decode(payload.type_name, payload.body, info.message_type)
     except ZLinkError as exc:
-        _fail(reply, exc, frame)
+        _fail(rt, reply, exc, frame)
         return
     call = Delivery(
         spot_id=route.spot_id, msg=msg, size=len(payload.body),
@@ -285,7 +291,7 @@ async def _relay(rt: NodeRuntime, call: Delivery, frame: SpotMessage) -> None:
         raise DeadlineExceeded(f"the first message to Spot {call.spot_id!r} was not "
                                "admitted before its deadline; use a longer .timeout()")
     except ZLinkError as exc:
-        _fail(call.completion, exc, frame)
+        _fail(rt, call.completion, exc, frame)
 
 
 def _answer(rt: NodeRuntime, link: Link, correlation: int, answers: Command,

@@ -21,7 +21,10 @@ A draining node (``Node.drain``) is no candidate: for itself it has
 ``placement_closed``, and :func:`close_placement` marks its claim in the store
 (``LocationStore.close_placement``), so every other node reads the claim with
 ``accepts_placements`` false and places neither Instance nor User Spots there -- nor
-moves Spots there, unless a relocation names it with ``to=``.
+moves Spots there, unless a relocation names it with ``to=``. :func:`open_placement`
+(``Node.undrain``) is the undo: the mark is cleared first (``LocationStore.open_placement``),
+then the node chooses itself again. A new Spot whose type only such nodes serve is
+``Unavailable`` (``core.placement``), so its caller may retry.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
-from zlink_trio.core.errors import NotFound, Unavailable, ZLinkError
+from zlink_trio.core.errors import DeadlineExceeded, NotFound, Unavailable, ZLinkError
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.placement import (
     PlacementCandidate,
@@ -65,7 +68,7 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.catalog import Attempt
 
-__all__ = ("candidates", "close_placement", "inline_job", "place_and_start")
+__all__ = ("candidates", "close_placement", "inline_job", "open_placement", "place_and_start")
 
 
 def _recent_plans(rt: NodeRuntime) -> tuple[PlacementPlans, float] | None:
@@ -119,6 +122,7 @@ def _candidates(rt: NodeRuntime, claims: list[NodeClaim]) -> list[PlacementCandi
             weight=descriptor.placement_weight,
             serving=(rt.serving and not rt.placement_closed) if own
             else claim.accepts_placements,
+            node_id=descriptor.node_id,
         ))
     return result
 
@@ -160,6 +164,36 @@ async def close_placement(rt: NodeRuntime, deadline: Deadline) -> None:
                        "not marked as draining", rt.node_id, rt.owner.lifecycle_generation)
 
 
+async def open_placement(rt: NodeRuntime, deadline: Deadline) -> None:
+    """Undo a drain: clear the mark on this lifecycle's claim, then choose this node again.
+
+    OpenPlacement on the claim first, then ``placement_closed`` is cleared: when this
+    returns this node chooses itself again, and every other node at its next read of
+    the claims (a read placing a Spot on itself is reused for up to
+    ``options.placement_max_age``). Nothing else changes: the Spots a drain moved away
+    stay where they are, a drain still running goes on moving. Unlike
+    :func:`close_placement` it raises, since the operator asked for it and must know:
+    :class:`Unavailable` when the node admits no work (stopping, lease lost) or its claim
+    is gone from the store, the store's error (nothing changed), and
+    :class:`DeadlineExceeded` at ``deadline`` (the mark may or may not be cleared; the
+    node still does not choose itself: undrain again, it is idempotent).
+    """
+    rt.check_admission()
+    lifecycle = rt.owner.lifecycle_generation
+    with trio.move_on_at(deadline.at) as scope:
+        opened = await rt.store.location.open_placement(rt.mesh, rt.node_rid, lifecycle)
+    if scope.cancelled_caught:
+        raise DeadlineExceeded(
+            f"undraining node {rt.node_id!r} did not finish before its deadline: its claim "
+            "may or may not accept new Spots again, and the node does not choose itself "
+            "yet; undrain again (it is idempotent)")
+    if not opened:
+        raise Unavailable(
+            f"node {rt.node_id!r} cannot take new Spots again: its claim (lifecycle "
+            f"{lifecycle}) is gone from the store, so its lifecycle is over; restart the node")
+    rt.placement_closed = False
+
+
 def _place(rt: NodeRuntime, intent: Intent, found: list[PlacementCandidate],
            state: ColdActivationState, spot_id: str,
            ) -> tuple[ColdActivationState, str, str, PlacementCandidate]:
@@ -174,6 +208,9 @@ def _place(rt: NodeRuntime, intent: Intent, found: list[PlacementCandidate],
         stable_type = select_instance_type(found, mesh, intent.stable_type)
     except NotFound:
         step(COLD, state, COLD.ev.type_not_provided)
+        raise
+    except Unavailable:  # only draining or stopping nodes serve it
+        step(COLD, state, COLD.ev.type_hosts_closed)
         raise
     state = step(COLD, state, COLD.ev.type_selected)
     eligible = eligible_nodes(found, mesh, stable_type, SpotKind.INSTANCE)
@@ -359,10 +396,8 @@ async def place_and_start(rt: NodeRuntime, call: Delivery, *,
 async def _send_envelope(rt: NodeRuntime, call: Delivery, state: ColdActivationState, mesh: str,
                          stable_type: str, node: PlacementCandidate) -> None:
     """06 §4.1 step 8 to another node: command 39 route kind 2; nothing is reserved here."""
-    claim = rt.peers.claim_by_rid(node.node_rid)
-    if claim is None:
-        raise Unavailable(f"node {node.node_rid} left the mesh while Spot {call.spot_id!r} was "
-                          "being placed on it; nothing was created. Send a new call")
+    claim = rt.peers.placed_claim(node.node_rid, node.node_id, f"Spot {call.spot_id!r}",
+                                  "nothing was created. Send a new call")
     known = rt.registry.get(stable_type)
     if known is not None:  # this node knows the type too: check the reply before sending
         handler_for(known, call)

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 import trio
 
+from zlink_trio.core.descriptor import describe_owner
 from zlink_trio.core.errors import InvalidOperation, NotFound, Unavailable, ZLinkError
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityState, OwnerFence, SpotRef
@@ -128,9 +129,11 @@ async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
     if record is None:
         raise NotFound(f"Spot {spot_id!r} does not exist; there is nothing to relocate")
     if record.owner != rt.owner:
+        owner = describe_owner(record.owner, await rt.peers.node_id_of(record.owner.node_rid))
         raise InvalidOperation(
-            f"Spot {spot_id!r} is owned by node {record.owner.node_rid}, not by this node; "
-            "call relocate on the node that owns it"
+            f"Spot {spot_id!r} is owned by {owner}, not by node {rt.node_id!r}; call "
+            "relocate on the node that owns it, or ask_relocate (zlink-trio relocate) from "
+            "any node"
         )
     ref = record.ref()
     spot_type = rt.registry.get(record.stable_type)
@@ -336,8 +339,10 @@ async def _follow_store(job: _Relocation, why: str) -> RelocationResult:
             await _delete_root(job)  # a target that died after its commit left it
             return committed
         elif current.state is not AuthorityState.RELAY_READY:
+            owner = describe_owner(current.owner,
+                                   await rt.peers.node_id_of(current.owner.node_rid))
             raise Unavailable(f"Spot {job.record.spot_id!r} is {current.state.value} under "
-                              f"{current.owner} after its move; nothing more was done")
+                              f"{owner} after its move; nothing more was done")
         await trio.sleep(delay)  # the target commits within its own deadline
         delay = min(delay * 2, 1.0)
 

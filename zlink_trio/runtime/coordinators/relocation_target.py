@@ -5,14 +5,16 @@ keeps the other nodes that serve its stable type as its kind.  With ``to`` (a No
 that node must be one of them -- whatever its placement weight: naming it is the
 operator's choice --; without, ``core.placement`` chooses among them by weight and
 remaining capacity, as it does for a new Spot.  The source itself is never
-a candidate.  Capacity is checked again, atomically, by BeginRelocation.
+a candidate, so when no *other* node serves the type the reason says just that (not
+that nobody serves it: the source does).  Capacity is checked again, atomically, by
+BeginRelocation.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from zlink_trio.core.errors import ZLinkError
+from zlink_trio.core.errors import NotFound, ZLinkError
 from zlink_trio.core.placement import choose_node, eligible_nodes
 from zlink_trio.runtime.coordinators.placement import candidates
 
@@ -31,6 +33,9 @@ async def choose_target(rt: NodeRuntime, record: AuthorityRecord,
     what = (f"Spot {record.spot_id!r} ({record.kind.name.title()} type "
             f"{record.stable_type!r}, mesh {record.mesh!r})")
     if to is not None:
+        if to == rt.node_id:
+            return None, (f"node {to!r} is the node that owns {what} already; name another "
+                          "node or leave `to` out")
         # A named node is the operator's choice: its placement weight does not matter
         # (a weight of 0 only keeps placement from choosing it); capacity is checked
         # by BeginRelocation.
@@ -44,13 +49,13 @@ async def choose_target(rt: NodeRuntime, record: AuthorityRecord,
                       f"{record.stable_type!r}; name another node or leave `to` out")
     try:
         eligible = eligible_nodes(found, record.mesh, record.stable_type, record.kind)
-    except ZLinkError as exc:
-        return None, f"no other live node can take {what}: {exc.message}"
-    try:
         chosen = choose_node(eligible, rt.random)
-    except ZLinkError as exc:
+        return rt.peers.placed_claim(chosen.node_rid, chosen.node_id, what,
+                                     "nothing moved"), ""
+    except NotFound:  # no other node serves the type at all
+        return None, (f"there is no other node to move {what} to: node {rt.node_id!r} is the "
+                      f"only live node of mesh {record.mesh!r} that serves "
+                      f"{record.kind.name} type {record.stable_type!r}; start another node "
+                      "that registers it, then relocate again")
+    except ZLinkError as exc:  # others serve it but take no new Spots, or have no room
         return None, f"no other live node can take {what}: {exc.message}"
-    claim = rt.peers.claim_by_rid(chosen.node_rid)
-    if claim is None:
-        return None, f"node {chosen.node_rid} left the mesh while {what} was being placed"
-    return claim, ""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from zlink_trio.core.errors import DeadlineExceeded, StaleRoute
+from zlink_trio.core.errors import DeadlineExceeded
 from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.charts import CLOSE
 from zlink_trio.runtime.coordinators.close_operation import close_here
@@ -61,9 +61,8 @@ async def serve_remote_close(rt: NodeRuntime, frame: UserSpotClose) -> Outcome:
     async def run() -> Outcome:
         rt.check_admission()
         if frame.target != rt.owner:
-            raise StaleRoute(f"the close of Spot {frame.ref.spot_id!r} was addressed to "
-                             f"{frame.target}, not to this lifecycle ({rt.owner}); nothing "
-                             "was closed")
+            raise rt.not_addressed_here(f"the close of Spot {frame.ref.spot_id!r}",
+                                        frame.target, "nothing was closed")
         deadline = deadline_from_wall_ms(frame.deadline_ms)
         expected = (frame.expected_owner_generation, frame.expected_store_version)
         with trio.move_on_at(deadline.at):

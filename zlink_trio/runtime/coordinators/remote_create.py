@@ -42,7 +42,6 @@ from zlink_trio.core.errors import (
     InvalidOperation,
     RemoteProtocolError,
     StaleFence,
-    StaleRoute,
     Unavailable,
     ZLinkError,
 )
@@ -90,10 +89,8 @@ async def compete_remote(op: CreateOperation, data: bytes, mesh: str, node: Plac
                          ) -> CreateResult | None:
     """Reserve for ``node`` and have it build the Spot (see the module docstring)."""
     rt = op.rt
-    claim = rt.peers.claim_by_rid(node.node_rid)
-    if claim is None:
-        raise Unavailable(f"node {node.node_rid} left the mesh while Spot {op.spot_id!r} "
-                          "was being placed on it; nothing was created. Try again")
+    claim = rt.peers.placed_claim(node.node_rid, node.node_id, f"Spot {op.spot_id!r}",
+                                  "nothing was created. Try again")
     target = OwnerFence(node.node_rid, claim.lifecycle_generation)
     link = await rt.peers.link_to(claim)
     op.state = step(CREATE, op.state, CREATE.ev.placement_selected)
@@ -174,6 +171,10 @@ async def _withdraw(rt: NodeRuntime, fence: ReservationFence, receipt: RootRecei
 # --------------------------------------------------------------------------- target
 
 
+#: The reason of :func:`_stale` that names a lifecycle, worded once it is known.
+_RESERVED_FOR: Final = "it is reserved for another node"
+
+
 def _stale(frame: UserSpotCreate, record: AuthorityRecord | None, rt: NodeRuntime) -> str:
     """Why the store's record does not match the frame's fence ('' when it does)."""
     if record is None:
@@ -186,7 +187,7 @@ def _stale(frame: UserSpotCreate, record: AuthorityRecord | None, rt: NodeRuntim
          f"its owner generation is {record.owner_generation}"),
         (record.store_version == frame.expected_store_version,
          f"its StoreVersion is {record.store_version}"),
-        (record.owner == rt.owner, f"it is reserved for {record.owner}"),
+        (record.owner == rt.owner, _RESERVED_FOR),
         (record.matches(SpotKind.USER, frame.stable_type),
          f"it is {record.kind.name.title()} type {record.stable_type!r}"),
         (record.creation_intent is not None, "it carries no creation request"),
@@ -213,12 +214,13 @@ def _request(rt: NodeRuntime, data: bytes, frame: UserSpotCreate) -> object | No
 async def _create_here(rt: NodeRuntime, frame: UserSpotCreate) -> CreateOutcome:
     rt.check_admission()
     if frame.target != rt.owner:
-        raise StaleRoute(f"the create of Spot {frame.spot_id!r} was addressed to "
-                         f"{frame.target}, not to this lifecycle ({rt.owner}); nothing was "
-                         "created")
+        raise rt.not_addressed_here(f"the create of Spot {frame.spot_id!r}", frame.target,
+                                    "nothing was created")
     spot_type = rt.registry.lookup(frame.stable_type, SpotKind.USER)
     record = await rt.store.location.find(frame.spot_id)
     why = _stale(frame, record, rt)
+    if why == _RESERVED_FOR and record is not None:
+        why = f"it is reserved for {await rt.peers.name_owner(record.owner)}"
     if why:
         raise Unavailable(f"the reservation of Spot {frame.spot_id!r} in command 47 no longer "
                           f"matches the store: {why}; nothing was created. Try again")

@@ -1,10 +1,11 @@
-"""Operator requests to another node: relocate a Spot it owns, or drain it (command 61).
+"""Operator requests to another node: relocate a Spot it owns, drain or undrain it
+(command 61).
 
 Theory of operation
 -------------------
-``node.relocate`` and ``node.drain`` act on the node they are called on.  An
-operator -- ``zlink-trio relocate`` / ``drain``, through a client-only node that
-joined the Mesh -- needs the same on another node, so:
+``node.relocate``, ``node.drain`` and ``node.undrain`` act on the node they are called
+on.  An operator -- ``zlink-trio relocate`` / ``drain`` / ``undrain``, through a
+client-only node that joined the Mesh -- needs the same on another node, so:
 
 - :func:`relocate_on_owner` reads the Spot's authority record; if this lifecycle owns
   it, it is ``node.relocate`` here; otherwise it sends command 61 ``RELOCATE`` to the
@@ -13,6 +14,8 @@ joined the Mesh -- needs the same on another node, so:
 - :func:`drain_node` finds the live claim of a NodeId in this Mesh; this node is
   ``node.drain`` here; another is sent command 61 ``DRAIN`` and runs :func:`drain_here`
   (placement closed, every Spot relocated) and answers with the :class:`DrainResult`.
+- :func:`undrain_node` likewise: ``node.undrain`` here, or command 61 ``UNDRAIN``, which
+  runs ``placement.open_placement`` there (the node takes new Spots again).
 - :func:`serve_node_operation` is the target side, one outcome per operation ID
   (a redelivery gets the retained answer, never a second move or drain).
 
@@ -22,7 +25,8 @@ may ask for these too; there is no separate operator credential (docs/decisions.
 
 The target works to the request's deadline minus a reply margin (a tenth of the time
 left, at most 1 s), so its answer can still arrive before the caller gives up.  The
-answer's report is JSON (:func:`relocation_json`, :func:`drain_json`); a drain report
+answer's report is JSON (:func:`relocation_json`, :func:`drain_json`,
+``{"acceptsPlacements": true}`` for an undrain); a drain report
 longer than :data:`MAX_REPORT_BYTES` lists the first results and counts the rest
 (``DrainResult.unlisted``).
 """
@@ -40,11 +44,10 @@ from zlink_trio.core.errors import (
     InvalidOperation,
     NotFound,
     RemoteProtocolError,
-    StaleRoute,
 )
 from zlink_trio.core.records import SpotRef
 from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
-from zlink_trio.runtime.coordinators.placement import close_placement
+from zlink_trio.runtime.coordinators.placement import close_placement, open_placement
 from zlink_trio.runtime.coordinators.relocation import drain, relocate_spot
 from zlink_trio.runtime.mesh.remote_calls import operation_number, outcome_of, round_trip
 from zlink_trio.runtime.results import DrainResult, RelocationOutcome, RelocationResult
@@ -58,7 +61,7 @@ if TYPE_CHECKING:
     from zlink_trio.wire.frames import Outcome
 
 __all__ = ("MAX_REPORT_BYTES", "drain_here", "drain_json", "drain_node", "relocate_on_owner",
-           "relocation_json", "serve_node_operation")
+           "relocation_json", "serve_node_operation", "undrain_node")
 
 R = TypeVar("R")
 
@@ -171,20 +174,46 @@ def _drain_from(value: object) -> DrainResult:
                        not_moved=[_relocation_from(v) for v in not_moved], unlisted=unlisted)
 
 
-async def drain_node(rt: NodeRuntime, node_id: str, deadline: Deadline) -> DrainResult:
-    """Drain the live node ``node_id`` of this Mesh (here, or command 61 to it)."""
-    rt.check_admission()
-    if node_id == rt.node_id:
-        return await drain_here(rt, deadline)
+async def _live_claim(rt: NodeRuntime, node_id: str) -> NodeClaim:
+    """The claim of the live node ``node_id`` of this Mesh; NotFound without one."""
     claims = [c for c in await rt.store.location.descriptors(rt.mesh, now=rt.now())
               if c.descriptor.node_id == node_id]
     if not claims:
         raise NotFound(f"no live node {node_id!r} in mesh {rt.mesh!r}; check the NodeId "
                        "(zlink-trio nodes lists the live ones)")
-    claim = max(claims, key=lambda c: c.lifecycle_generation)
+    return max(claims, key=lambda c: c.lifecycle_generation)
+
+
+async def drain_node(rt: NodeRuntime, node_id: str, deadline: Deadline) -> DrainResult:
+    """Drain the live node ``node_id`` of this Mesh (here, or command 61 to it)."""
+    rt.check_admission()
+    if node_id == rt.node_id:
+        return await drain_here(rt, deadline)
+    claim = await _live_claim(rt, node_id)
     what = f"draining node {node_id!r}"
     report = await _ask(rt, claim, NodeAction.DRAIN, deadline, what)
     return _parsed(what, lambda: _drain_from(report))
+
+
+#: The report of an undrain: the node takes new Spots again.
+_UNDRAINED: Final = {"acceptsPlacements": True}
+
+
+def _undrain_from(value: object) -> None:
+    if value != _UNDRAINED:
+        raise InvalidOperation(f"not an undrain result: {value!r}")
+
+
+async def undrain_node(rt: NodeRuntime, node_id: str, deadline: Deadline) -> None:
+    """Undrain the live node ``node_id`` of this Mesh (here, or command 61 to it)."""
+    rt.check_admission()
+    if node_id == rt.node_id:
+        await open_placement(rt, deadline)
+        return
+    claim = await _live_claim(rt, node_id)
+    what = f"undraining node {node_id!r}"
+    report = await _ask(rt, claim, NodeAction.UNDRAIN, deadline, what)
+    _parsed(what, lambda: _undrain_from(report))
 
 
 def _with_margin(deadline: Deadline) -> Deadline:
@@ -196,13 +225,12 @@ def _with_margin(deadline: Deadline) -> Deadline:
 async def serve_node_operation(rt: NodeRuntime, frame: NodeOperation) -> Outcome:
     """Run command 61 here: the terminal outcome, retained per operation ID."""
     what = (f"the relocation of Spot {frame.spot_id!r}" if frame.action is NodeAction.RELOCATE
-            else f"the drain of node {rt.node_id!r}")
+            else f"the {frame.action.name.lower()} of node {rt.node_id!r}")
 
     async def run() -> Outcome:
         rt.check_admission()
         if frame.target != rt.owner:
-            raise StaleRoute(f"{what} was addressed to {frame.target}, not to this lifecycle "
-                             f"({rt.owner}); nothing was done")
+            raise rt.not_addressed_here(what, frame.target, "nothing was done")
         deadline = _with_margin(deadline_from_wall_ms(frame.deadline_ms))
         report: dict[str, object]
         with trio.move_on_at(deadline.at):
@@ -210,8 +238,11 @@ async def serve_node_operation(rt: NodeRuntime, frame: NodeOperation) -> Outcome
                 assert frame.spot_id is not None
                 report = relocation_json(await relocate_spot(rt, frame.spot_id, frame.to_node,
                                                              deadline))
-            else:
+            elif frame.action is NodeAction.DRAIN:
                 report = drain_json(await drain_here(rt, deadline))
+            else:
+                await open_placement(rt, deadline)
+                report = dict(_UNDRAINED)
             return NodeOperationOutcome(report=json.dumps(report).encode("utf-8"))
         raise DeadlineExceeded(f"{what} did not finish before its deadline; what was done "
                                "stays done")

@@ -34,7 +34,7 @@ the same answer and never a second shell.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import trio
 
@@ -42,7 +42,6 @@ from zlink_trio.core.errors import (
     DeadlineExceeded,
     HandlerError,
     NotFound,
-    StaleRoute,
     StoreUnavailable,
     Unavailable,
     ZLinkError,
@@ -98,14 +97,19 @@ async def send_relocate(rt: NodeRuntime, link: Link, sealed: AuthorityRecord,
 # --------------------------------------------------------------------------- target
 
 
+#: The reasons of :func:`_mismatch` that name a lifecycle, worded once it is known.
+_MOVES_TO: Final = "it moves to another node"
+_OWNED_BY: Final = "it is owned by another node"
+
+
 def _mismatch(frame: RelocateSpot, record: AuthorityRecord | None, rt: NodeRuntime) -> str:
     """Why the store's record does not match the frame ('' when it does)."""
     if record is None:
         return "the store has no record of it"
     checks = (
         (record.state is AuthorityState.SEALED, f"it is {record.state.value}"),
-        (record.relocation_target == rt.owner, f"it moves to {record.relocation_target}"),
-        (record.owner == frame.source, f"it is owned by {record.owner}"),
+        (record.relocation_target == rt.owner, _MOVES_TO),
+        (record.owner == frame.source, _OWNED_BY),
         (record.object_generation == frame.object_generation,
          f"its generation is {record.object_generation}"),
         (record.owner_generation == frame.owner_generation,
@@ -154,14 +158,18 @@ async def _shell(rt: NodeRuntime, spot_type: SpotType, record: AuthorityRecord,
 async def _take_over(rt: NodeRuntime, link: Link, frame: RelocateSpot) -> Outcome:
     rt.check_admission()
     if frame.target != rt.owner:
-        raise StaleRoute(f"the relocation of Spot {frame.spot_id!r} was addressed to "
-                         f"{frame.target}, not to this lifecycle ({rt.owner}); nothing moved")
+        raise rt.not_addressed_here(f"the relocation of Spot {frame.spot_id!r}", frame.target,
+                                    "nothing moved")
     spot_type = rt.registry.get(frame.stable_type)
     if spot_type is None:
         raise NotFound(f"this node serves no Spot type {frame.stable_type!r}, so it cannot "
                        f"take Spot {frame.spot_id!r} over; nothing moved")
     record = await rt.store.location.find(frame.spot_id)
     why = _mismatch(frame, record, rt)
+    if why == _OWNED_BY and record is not None:
+        why = f"it is owned by {await rt.peers.name_owner(record.owner)}"
+    elif why == _MOVES_TO and record is not None and record.relocation_target is not None:
+        why = f"it moves to {await rt.peers.name_owner(record.relocation_target)}"
     if why:
         raise Unavailable(f"the relocation of Spot {frame.spot_id!r} no longer matches the "
                           f"store: {why}; nothing moved")

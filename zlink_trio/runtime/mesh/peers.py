@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Final
 import attrs
 import trio
 
+from zlink_trio.core.descriptor import describe_owner
 from zlink_trio.core.errors import Unavailable, ZLinkError
 from zlink_trio.lowlevel.outage import Outage
 from zlink_trio.runtime.declaration.message_classes import registry_classes
@@ -139,18 +140,56 @@ class Peers:
                 return claim
         return None
 
+    def placed_claim(self, node_rid: NodeRid, node_id: str | None, what: str,
+                     outcome: str) -> NodeClaim:
+        """The claim of the node placement just chose (``node_rid``, named ``node_id``) in
+        the claims read last; :class:`Unavailable` saying it left the mesh while ``what``
+        was being placed on it (``outcome``: what was not done) when it is gone."""
+        claim = self.claim_by_rid(node_rid)
+        if claim is None:
+            name = "the chosen node" if node_id is None else f"node {node_id!r}"
+            raise Unavailable(f"{name} left the mesh while {what} was being placed on it; "
+                              f"{outcome}")
+        return claim
+
+    async def name_owner(self, owner: OwnerFence) -> str:
+        """``owner`` as a message names it (``core.descriptor.describe_owner``): by the
+        NodeId :meth:`node_id_of` finds."""
+        return describe_owner(owner, await self.node_id_of(owner.node_rid))
+
+    async def node_id_of(self, node_rid: NodeRid) -> str | None:
+        """The NodeId of the lifecycle ``node_rid``, for messages: from the claims read last,
+        else from the store's live and dead claims; ``None`` when no claim of it is left
+        (or the store could not say: naming a node never fails the caller)."""
+        claim = self.claim_by_rid(node_rid)
+        if claim is not None:
+            return claim.descriptor.node_id
+        rt = self._rt
+        try:
+            now = rt.now()
+            claims = [*await rt.store.location.descriptors(now=now),
+                      *await rt.store.location.dead_claims(now=now)]
+        except ZLinkError as exc:
+            LOGGER.debug("node %r: no NodeId for rid %s (%s)", rt.node_id, node_rid, exc.message)
+            return None
+        return next((c.descriptor.node_id for c in claims
+                     if c.descriptor.node_rid == node_rid), None)
+
     async def claim_of(self, owner: OwnerFence, what: str) -> NodeClaim:
         """The live claim of ``owner``'s lifecycle; :class:`Unavailable` if there is none."""
         claim = self._cached_claim(owner)
         if claim is None:
             claim = _matching(await self._read_claims(), owner, self._rt.now())
         if claim is None:
+            node_id = await self.node_id_of(owner.node_rid)
+            then = ("it becomes usable again when that node restarts, or after an operator "
+                    f"releases what it owned (zlink-trio release --store URL --node {node_id})"
+                    if node_id is not None else
+                    "an operator frees it with zlink-trio release (zlink-trio inspect --store "
+                    "URL SPOT_ID prints the command)")
             raise Unavailable(
-                f"{what} is owned by node {owner.node_rid} (lifecycle "
-                f"{owner.lifecycle_generation}), which is not live: its descriptor is gone or "
-                "its lease expired. The Spot is not recreated elsewhere; it becomes usable "
-                "again when that node restarts, or after an operator releases it "
-                "(zlink-trio release)"
+                f"{what} is owned by {describe_owner(owner, node_id)}, which is not live: its "
+                f"lease expired or it left. The Spot is not recreated elsewhere; {then}"
             )
         return claim
 
@@ -261,9 +300,10 @@ class Peers:
                     and claim.lifecycle_generation == peer.lifecycle_generation
                     and claim.is_live(rt.now())):
                 return True
-        LOGGER.warning("node %r: refused a link from %r (%s, lifecycle %d): no live claim "
+        LOGGER.warning("node %r: refused a link from %r (lifecycle %d): no live claim "
                        "of that lifecycle in mesh %r", rt.node_id, peer.node_id,
-                       peer.node_rid, peer.lifecycle_generation, rt.mesh)
+                       peer.lifecycle_generation, rt.mesh)
+        LOGGER.debug("node %r: the refused link's NodeRid is %s", rt.node_id, peer.node_rid)
         return False
 
     def frame_received(self, link: Link, frame: InboundFrame | Reply) -> None:

@@ -42,6 +42,7 @@ from zlink_trio.store.redis.codec import (
     text,
 )
 from zlink_trio.store.redis.recovery import redis_adopt_orphan, redis_orphans
+from zlink_trio.store.rules.claims import select_claims
 from zlink_trio.store.rules.location import check_reserve_args, page_of, parse_cursor
 from zlink_trio.store.rules.operator import release_expired_refusal
 from zlink_trio.store.rules.relocation_steps import check_payload, check_target
@@ -135,9 +136,20 @@ class RedisLocationStore:
     async def close_placement(self, mesh: str, node_rid: NodeRid,
                               lifecycle_generation: int) -> bool:
         """ClosePlacement (one script); see ``LocationStore.close_placement``."""
-        what = f"close_placement of node {node_rid} lifecycle {lifecycle_generation}"
-        reply = await self._script(what, "close_placement", self._keys.claim(mesh, node_rid),
-                                   str(lifecycle_generation))
+        return await self._mark_placement("close_placement", mesh, node_rid,
+                                          lifecycle_generation, closed=True)
+
+    async def open_placement(self, mesh: str, node_rid: NodeRid,
+                             lifecycle_generation: int) -> bool:
+        """OpenPlacement (one script); see ``LocationStore.open_placement``."""
+        return await self._mark_placement("open_placement", mesh, node_rid,
+                                          lifecycle_generation, closed=False)
+
+    async def _mark_placement(self, name: str, mesh: str, node_rid: NodeRid,
+                              lifecycle_generation: int, *, closed: bool) -> bool:
+        what = f"{name} of node {node_rid} lifecycle {lifecycle_generation}"
+        reply = await self._script(what, "mark_placement", self._keys.claim(mesh, node_rid),
+                                   str(lifecycle_generation), "1" if closed else "0")
         raise_status(reply, what)
         return bool(reply[1])
 
@@ -150,13 +162,19 @@ class RedisLocationStore:
 
     async def descriptors(self, mesh: str | None = None, *, now: float) -> list[NodeClaim]:
         """Live claims (one read-only script); see ``LocationStore.descriptors``."""
+        return select_claims(await self._every_claim("descriptors", now), mesh, now=now,
+                             live=True)
+
+    async def dead_claims(self, mesh: str | None = None, *, now: float) -> list[NodeClaim]:
+        """Claims whose lease is over (one read-only script); see the protocol."""
+        return select_claims(await self._every_claim("dead_claims", now), mesh, now=now,
+                             live=False)
+
+    async def _every_claim(self, what: str, now: float) -> list[NodeClaim]:
         check_finite(now, "now")
-        reply = await self._script("descriptors", "descriptors", self._keys.meta("claims"),
+        reply = await self._script(what, "descriptors", self._keys.meta("claims"),
                                    write=False)
-        claims = [decode_claim(values) for values in reply]
-        return sorted((c for c in claims
-                       if (mesh is None or c.descriptor.mesh == mesh) and c.is_live(now)),
-                      key=lambda c: (c.descriptor.mesh, c.descriptor.node_rid.value))
+        return [decode_claim(values) for values in reply]
 
     # -- authority -------------------------------------------------------------------------
 

@@ -159,12 +159,13 @@ class ClusterLocationStore(RedisLocationStore):
         raise_status(reply, what)
         return decode_claim(reply[1])
 
-    async def close_placement(self, mesh: str, node_rid: NodeRid,
-                              lifecycle_generation: int) -> bool:
-        """ClosePlacement (one node script); see ``LocationStore.close_placement``."""
-        what = f"close_placement of node {node_rid} lifecycle {lifecycle_generation}"
-        reply = await self._node(what, "n_close_placement", [self._keys.nodes("claims")],
-                                 claim_field(mesh, node_rid), str(lifecycle_generation))
+    async def _mark_placement(self, name: str, mesh: str, node_rid: NodeRid,
+                              lifecycle_generation: int, *, closed: bool) -> bool:
+        """Close- or OpenPlacement (one node script); see ``LocationStore.close_placement``."""
+        what = f"{name} of node {node_rid} lifecycle {lifecycle_generation}"
+        reply = await self._node(what, "n_mark_placement", [self._keys.nodes("claims")],
+                                 claim_field(mesh, node_rid), str(lifecycle_generation),
+                                 "1" if closed else "0")
         raise_status(reply, what)
         return bool(reply[1])
 
@@ -180,13 +181,11 @@ class ClusterLocationStore(RedisLocationStore):
                            str(lifecycle_generation))
         return True
 
-    async def descriptors(self, mesh: str | None = None, *, now: float) -> list[NodeClaim]:
-        """Live claims (one read of the claims hash); see ``LocationStore.descriptors``."""
+    async def _every_claim(self, what: str, now: float) -> list[NodeClaim]:
+        """Every claim, live or not (one read of the claims hash); ``descriptors`` and
+        ``dead_claims`` filter it."""
         check_finite(now, "now")
-        claims = [_claim(c) for c in await self._all_claims("descriptors")]
-        return sorted((c for c in claims
-                       if (mesh is None or c.descriptor.mesh == mesh) and c.is_live(now)),
-                      key=lambda c: (c.descriptor.mesh, c.descriptor.node_rid.value))
+        return [_claim(c) for c in await self._all_claims(what)]
 
     async def remove_dead_claims(self, node_id: str, *, now: float) -> int:
         """RemoveDeadClaims (node script, then the Entry records); see the protocol."""

@@ -291,13 +291,14 @@ redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(c))
 return {'OK', fields(c)}
 """
 
-# KEYS: claims. ARGV: field, lc.
-_CLOSE_PLACEMENT: Final = r"""
+# KEYS: claims. ARGV: field, lc, closed ('1': ClosePlacement, '0': OpenPlacement).
+_MARK_PLACEMENT: Final = r"""
 local c = claim_of(ARGV[1])
 if c == nil or c.lc ~= ARGV[2] then return {'OK', 0} end
-if c.closed then return {'OK', 1} end
+local closed = ARGV[3] == '1'
+if (c.closed ~= nil) == closed then return {'OK', 1} end
 if c.ver == MAXGEN then return {'SPENT'} end
-c.closed = '1'
+if closed then c.closed = '1' else c.closed = nil end
 c.ver = tostring(tonumber(c.ver) + 1)
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(c))
 return {'OK', 1}
@@ -339,6 +340,6 @@ return redis.call('HGET', KEYS[1], 'buckets')
 NODE_SCRIPTS: Final = {
     name: _NODE_PRELUDE + body for name, body in (
         ("n_take", _TAKE), ("n_shift", _SHIFT), ("n_new_claim", _NEW_CLAIM),
-        ("n_renew", _RENEW), ("n_close_placement", _CLOSE_PLACEMENT),
+        ("n_renew", _RENEW), ("n_mark_placement", _MARK_PLACEMENT),
         ("n_remove", _REMOVE), ("n_remove_dead", _REMOVE_DEAD), ("n_config", _CONFIG))
 }

@@ -2,7 +2,8 @@
 
 Theory of operation
 -------------------
-NewClaim, Renew, ClosePlacement, Remove and the live-descriptor listing, over the same
+NewClaim, Renew, ClosePlacement / OpenPlacement, Remove and the claim listings (the live
+ones, :func:`txn_descriptors`; the dead ones, :func:`txn_dead_claims`), over the same
 :class:`LocationState` as the authority transactions. A claim and its Entry
 Spot's authority record are created and deleted together; the link is the
 descriptor's ``entry_spot_id`` plus the Entry record's owner fence, so a
@@ -27,8 +28,8 @@ from zlink_trio.store.values import NodeIdInUse
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ("check_node_id_free", "txn_close_placement", "txn_descriptors", "txn_new_claim",
-           "txn_remove", "txn_renew")
+__all__ = ("check_node_id_free", "select_claims", "txn_close_placement", "txn_dead_claims",
+           "txn_descriptors", "txn_new_claim", "txn_open_placement", "txn_remove", "txn_renew")
 
 
 def _lease(now: float, lease: float) -> float:
@@ -124,19 +125,31 @@ def txn_renew(state: LocationState, mesh: str, node_rid: NodeRid, lifecycle_gene
     return renewed
 
 
-def txn_close_placement(state: LocationState, mesh: str, node_rid: NodeRid,
-                        lifecycle_generation: int) -> bool:
-    """ClosePlacement; see ``LocationStore.close_placement``."""
+def _mark_placement(state: LocationState, mesh: str, node_rid: NodeRid,
+                    lifecycle_generation: int, *, accepts: bool) -> bool:
+    """Set the claim's ``accepts_placements`` to ``accepts``, fenced by lifecycle."""
     key = (mesh, node_rid)
     claim = state.claims.get(key)
     if claim is None or claim.lifecycle_generation != lifecycle_generation:
         return False
-    if not claim.accepts_placements:
-        return True  # already marked by this lifecycle: nothing to write
+    if claim.accepts_placements is accepts:
+        return True  # already marked so by this lifecycle: nothing to write
     state.claims[key] = attrs.evolve(
-        claim, accepts_placements=False,
+        claim, accepts_placements=accepts,
         store_version=check_generation(claim.store_version + 1, "version"))
     return True
+
+
+def txn_close_placement(state: LocationState, mesh: str, node_rid: NodeRid,
+                        lifecycle_generation: int) -> bool:
+    """ClosePlacement; see ``LocationStore.close_placement``."""
+    return _mark_placement(state, mesh, node_rid, lifecycle_generation, accepts=False)
+
+
+def txn_open_placement(state: LocationState, mesh: str, node_rid: NodeRid,
+                       lifecycle_generation: int) -> bool:
+    """OpenPlacement; see ``LocationStore.open_placement``."""
+    return _mark_placement(state, mesh, node_rid, lifecycle_generation, accepts=True)
 
 
 def txn_remove(state: LocationState, mesh: str, node_rid: NodeRid,
@@ -153,9 +166,23 @@ def txn_remove(state: LocationState, mesh: str, node_rid: NodeRid,
     return True
 
 
+def select_claims(claims: Iterable[NodeClaim], mesh: str | None, *, now: float,
+                  live: bool) -> list[NodeClaim]:
+    """The claims of ``mesh`` (or all) whose lease runs at ``now`` (``live``) or is over
+    (not ``live``), by key order ``(MeshName, NodeRid)``: the one filter of
+    ``LocationStore.descriptors`` and ``LocationStore.dead_claims`` on every backend."""
+    check_finite(now, "now")
+    return sorted((claim for claim in claims
+                   if (mesh is None or claim.descriptor.mesh == mesh)
+                   and claim.is_live(now) is live),
+                  key=lambda c: (c.descriptor.mesh, c.descriptor.node_rid.value))
+
+
 def txn_descriptors(state: LocationState, mesh: str | None, *, now: float) -> list[NodeClaim]:
     """Live claims; see ``LocationStore.descriptors``."""
-    check_finite(now, "now")
-    return [claim for key, claim in sorted(state.claims.items(),
-                                           key=lambda kv: (kv[0][0], kv[0][1].value))
-            if (mesh is None or key[0] == mesh) and claim.is_live(now)]
+    return select_claims(state.claims.values(), mesh, now=now, live=True)
+
+
+def txn_dead_claims(state: LocationState, mesh: str | None, *, now: float) -> list[NodeClaim]:
+    """Claims whose lease is over; see ``LocationStore.dead_claims``."""
+    return select_claims(state.claims.values(), mesh, now=now, live=False)

@@ -110,6 +110,12 @@ class SqliteLocationStore:
         return await self._txn(lambda s: claims.txn_close_placement(s, mesh, node_rid,
                                                                     lifecycle_generation))
 
+    async def open_placement(self, mesh: str, node_rid: NodeRid,
+                             lifecycle_generation: int) -> bool:
+        """OpenPlacement (one transaction); see ``LocationStore.open_placement``."""
+        return await self._txn(lambda s: claims.txn_open_placement(s, mesh, node_rid,
+                                                                   lifecycle_generation))
+
     async def remove(self, mesh: str, node_rid: NodeRid, lifecycle_generation: int) -> bool:
         """Remove (one transaction); see ``LocationStore.remove``."""
         return await self._txn(lambda s: claims.txn_remove(s, mesh, node_rid,
@@ -123,9 +129,20 @@ class SqliteLocationStore:
             rows = conn.execute(
                 "SELECT body FROM loc_claims WHERE lease_expires_at > ? AND (? IS NULL OR "
                 "mesh = ?)", (now, mesh, mesh)).fetchall()
-            found = {(c.descriptor.mesh, c.descriptor.node_rid): c
-                     for c in (decode_claim(r[0]) for r in rows)}
-            return claims.txn_descriptors(loc.LocationState(claims=found), mesh, now=now)
+            return claims.select_claims((decode_claim(r[0]) for r in rows), mesh, now=now,
+                                        live=True)
+        return await self._db.read(body)
+
+    async def dead_claims(self, mesh: str | None = None, *, now: float) -> list[NodeClaim]:
+        """Claims whose lease is over (one read); see ``LocationStore.dead_claims``."""
+        check_finite(now, "now")
+
+        def body(conn: sqlite3.Connection) -> list[NodeClaim]:
+            rows = conn.execute(
+                "SELECT body FROM loc_claims WHERE lease_expires_at <= ? AND (? IS NULL OR "
+                "mesh = ?)", (now, mesh, mesh)).fetchall()
+            return claims.select_claims((decode_claim(r[0]) for r in rows), mesh, now=now,
+                                        live=False)
         return await self._db.read(body)
 
     async def find(self, spot_id: str) -> AuthorityRecord | None:

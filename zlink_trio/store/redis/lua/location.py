@@ -89,13 +89,19 @@ redis.call('HINCRBY', KEYS[1], 'ver', 1)
 return {'OK', redis.call('HMGET', KEYS[1], 'desc', 'lc', 'exp', 'ver', 'closed')}
 """
 
-# ARGV: P, R, lifecycle. KEYS: claim key. 1: marked (or already was); 0: not this lifecycle.
-_CLOSE_PLACEMENT: Final = r"""
+# ARGV: P, R, lifecycle, closed ('1': ClosePlacement, '0': OpenPlacement). KEYS: claim key.
+# 1: marked (or already was); 0: not this lifecycle.
+_MARK_PLACEMENT: Final = r"""
 local c = rec(KEYS[1])
 if c == nil or c.lc ~= ARGV[3] then return {'OK', 0} end
-if c.closed then return {'OK', 1} end
+local closed = ARGV[4] == '1'
+if (c.closed ~= nil) == closed then return {'OK', 1} end
 if c.ver == MAXGEN then return {'SPENT'} end
-redis.call('HSET', KEYS[1], 'closed', '1')
+if closed then
+  redis.call('HSET', KEYS[1], 'closed', '1')
+else
+  redis.call('HDEL', KEYS[1], 'closed')
+end
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
 return {'OK', 1}
 """
@@ -364,7 +370,7 @@ return {redis.call('ZCARD', META .. 'claims'), counts, redis.call('GET', META ..
 LOCATION_BODIES: Final = {
     "new_claim": _NEW_CLAIM,
     "renew": _RENEW,
-    "close_placement": _CLOSE_PLACEMENT,
+    "mark_placement": _MARK_PLACEMENT,
     "remove": _REMOVE,
     "descriptors": _DESCRIPTORS,
     "remove_dead_claims": _REMOVE_DEAD_CLAIMS,
