@@ -29,6 +29,10 @@ a :class:`Verdict`:
   after the deadline, no other owner in between (reported);
 * **late** -- calls that ended after ``deadline + slack``; **untyped** -- calls that
   ended with anything but ``ok`` or a ``ZLinkError`` subclass;
+* **resets** -- Spots whose count did not go on by one from one handled message to the
+  next (``value`` of a handler line, in the order the turns began): the state was lost
+  or forked. A row whose fault keeps state (a planned stop moves every counter with it)
+  fails on one; where a lease is lost the state goes with it by design (reported);
 * **unusable** -- Spots with no ``ok`` call started after the last heal, or whose last
   call (the run ends under load, after the heal) failed: served once, then broke;
   **serve_again** -- for each heal, the seconds until every Spot had an ``ok`` reply to
@@ -71,6 +75,8 @@ class Verdict:
     untyped: list[Line]
     unusable: list[str]
     serve_again: float | None
+    #: ``(spot, value before, value)`` where a Spot's count did not go on by one.
+    resets: list[tuple[str, int, int]]
     #: Handler lines whose request ID no call line has (calls still in flight when a
     #: caller was stopped, never the case with a clean stop).
     unlogged_handlers: int
@@ -107,7 +113,7 @@ class Verdict:
                 "zombie_acks": len(self.zombie_acks), "late_acks": len(self.late_acks),
                 "late": len(self.late),
                 "untyped": len(self.untyped), "unusable": self.unusable,
-                "serve_again": self.serve_again,
+                "serve_again": self.serve_again, "resets": len(self.resets),
                 "unlogged_handlers": self.unlogged_handlers}
 
 
@@ -161,12 +167,33 @@ def breaks_lease(turn: Line, handlers: list[Line]) -> bool:
                and float(other["start"]) < float(turn["end"]) for other in handlers)
 
 
+def count_resets(handlers: list[Line]) -> list[tuple[str, int, int]]:
+    """Where a Spot's ``value`` did not go on by one, turn after turn (by start time)."""
+    by_spot: dict[str, list[Line]] = collections.defaultdict(list)
+    for line in handlers:
+        if line.get("value") is not None:
+            by_spot[line["spot"]].append(line)
+    resets = []
+    for spot, turns in sorted(by_spot.items()):
+        turns.sort(key=lambda line: float(line["start"]))
+        for before, after in zip(turns, turns[1:], strict=False):
+            if int(after["value"]) != int(before["value"]) + 1:
+                resets.append((spot, int(before["value"]), int(after["value"])))
+    return resets
+
+
 def serve_again_after(calls: list[Line], spots: Iterable[str], heal: float) -> float | None:
-    """Seconds from ``heal`` until every Spot answered ``ok`` a call started after it."""
+    """Seconds from ``heal`` until every Spot answered ``ok`` a call started after it and
+    after the Spot's last failed call: served again for good, not once in between (a
+    node that has not yet learned its lease is gone may still answer for a moment)."""
+    since: dict[str, float] = collections.defaultdict(lambda: heal)
+    for call in calls:
+        if call["outcome"] != "ok" and float(call["start"]) >= heal:
+            since[call["spot"]] = max(since[call["spot"]], float(call["start"]))
     first: dict[str, float] = {}
     for call in calls:
-        if call["outcome"] == "ok" and float(call["start"]) >= heal:
-            spot = call["spot"]
+        spot = call["spot"]
+        if call["outcome"] == "ok" and float(call["start"]) >= since[spot]:
             first[spot] = min(first.get(spot, float("inf")), float(call["end"]))
     wanted = list(spots)
     if not wanted or any(spot not in first for spot in wanted):
@@ -214,5 +241,5 @@ def check(calls: list[Line], handlers: list[Line], *, spots: Iterable[str],
         late_acks=[z for z in zombies if z["rid"] in acked and not breaks_lease(z, handlers)],
         late=late,
         untyped=untyped,
-        unusable=unusable, serve_again=serve_again,
+        unusable=unusable, serve_again=serve_again, resets=count_resets(handlers),
         unlogged_handlers=sum(1 for rid in ran if rid not in called))

@@ -65,6 +65,12 @@ class Fault:
     #: Whether the fault acts on the whole store server (a Redis ``CLIENT PAUSE``): the
     #: row then runs on a server of its own (``stores.chaos_store``), never the shared one.
     acts_on_the_store_server: ClassVar[bool] = False
+    #: Whether every counter keeps its count through the fault (a reset fails the row).
+    keeps_state: ClassVar[bool] = False
+    #: How many counter Spots the row loads.
+    spots: ClassVar[int] = 12
+    #: Every Spot serves again within this many leases of the (last) heal, if set.
+    serves_within_leases: ClassVar[float | None] = None
 
     async def prepare(self, stack: AsyncExitStack, url: str, knobs: Knobs) -> str:
         return url
@@ -180,13 +186,66 @@ def _redis_port(url: str) -> int:
     return urlsplit(url).port or 6379
 
 
+class RollingRestart(Fault):
+    name = "rolling restart (SIGTERM, 300 counters)"
+    keeps_state = True
+    spots = 300
+    promise = ("each server in turn gets SIGTERM, drains (its counters move to the other "
+               "servers with their counts) and exits; it is started again before the next: "
+               "no acknowledged request lost or applied twice, no counter reset, every "
+               "error typed")
+
+    async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
+        restarts = []
+        for name in sorted(cluster.servers):
+            proc = cluster.servers[name]
+            cluster.mark("fault", what="SIGTERM", node=name, pid=proc.proc.pid)
+            proc.signal(signal.SIGTERM)
+            with trio.fail_after(30):
+                await proc.proc.wait()
+            cluster.mark("exited", node=name, code=proc.proc.returncode)
+            restarts.append(cluster.mark("restart", node=name))
+            replacement = await cluster.start_server(name)
+            await replacement.wait_for("open", 1, 30)
+        return restarts
+
+
+class RedisFlush(Fault):
+    name = "Redis FLUSHALL (the store lost its data)"
+    backends = ("redis",)
+    may_lose_lease = True
+    acts_on_the_store_server = True
+    serves_within_leases = 2.0
+    promise = ("every node learns at its next renewal that its claim is gone, stops its "
+               "Spots without touching the store and rejoins the Mesh by itself under the "
+               "same NodeId: every Spot serves again within 2 leases, no two owners run "
+               "turns side by side")
+
+    async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
+        from zlink_trio.store.redis.admin import open_connection
+
+        parts = urlsplit(cluster.store)
+        server = f"redis://{parts.hostname or '127.0.0.1'}:{parts.port or 6379}/0"
+        async with open_connection(server) as client:
+            await client.command(["FLUSHALL"])
+        flushed = cluster.mark("fault", what="FLUSHALL")
+        # Every node rejoins by itself (its second open), within 2 leases: the recovery
+        # phase, and the run's last calls, come after that.
+        for proc in [*cluster.servers.values(), *cluster.callers]:
+            await proc.wait_for("open", 2, 2 * knobs.lease + 3)
+        cluster.mark("rejoined")
+        return [flushed]
+
+
 class RedisPause(Fault):
     name = "Redis CLIENT PAUSE past the lease"
     backends = ("redis",)
     may_lose_lease = True
     acts_on_the_store_server = True
+    serves_within_leases = 2.0
     promise = ("every node loses its lease: its calls end Unavailable (typed), it runs no "
-               "work and restarts itself; after the pause every Spot serves again")
+               "work and rejoins the Mesh by itself; every Spot serves again within 2 leases "
+               "of the pause's end")
 
     async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
         from zlink_trio.store.redis.admin import open_connection
@@ -283,8 +342,10 @@ class SqliteLock(Fault):
 class RedisRelayCutPastLease(RedisRelayCut):
     name = "Redis link cut past the lease"
     may_lose_lease = True
+    serves_within_leases = 2.0
     promise = ("every node loses its lease (calls end Unavailable, typed), runs no work "
-               "and restarts itself once the store answers; then every Spot serves again")
+               "and rejoins the Mesh by itself once the store answers; every Spot serves "
+               "again within 2 leases of that")
 
     def outage(self, knobs: Knobs) -> float:
         return knobs.lease * 1.6
@@ -293,6 +354,7 @@ class RedisRelayCutPastLease(RedisRelayCut):
 class SqliteLockPastLease(SqliteLock):
     name = "SQLite file locked past the lease"
     may_lose_lease = True
+    serves_within_leases = 2.0
     promise = RedisRelayCutPastLease.promise
 
     def outage(self, knobs: Knobs) -> float:
@@ -304,5 +366,6 @@ FAULTS: dict[str, type[Fault]] = {
     "sigstop-zombie": SigstopZombie, "sigkill-restart": SigkillRestart,
     "redis-pause": RedisPause, "redis-relay-cut": RedisRelayCut,
     "redis-relay-cut-past-lease": RedisRelayCutPastLease, "sqlite-lock": SqliteLock,
-    "sqlite-lock-past-lease": SqliteLockPastLease,
+    "sqlite-lock-past-lease": SqliteLockPastLease, "rolling-restart": RollingRestart,
+    "redis-flush": RedisFlush,
 }

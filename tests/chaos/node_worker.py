@@ -4,13 +4,15 @@
 [--lease S] [--endpoint ws://127.0.0.1:PORT] [--spots N] [--callers K] [--deadline S]
 [--pace S] [--lifetime S]``
 
-Both roles run a **supervisor**: it opens the node, and when the node loses its lease
-(store paused or cut past the lease, or a process stopped past it) it leaves
-``open_node`` and opens it again under the same NodeId -- what the runtime asks of an
-application ("restart the node"). Every (re)open prints one JSON line on stdout,
-``{"event": "open", "node_rid": ..., "bound": PORT, "pid": ..., "t": wall}``, and every
-lease loss ``{"event": "lease_lost", ...}``; the driver reads them (a relay in front of a
-server follows its ``bound`` port). Commands on stdin, one JSON line each:
+Both roles open their node once: when it loses its lease (store paused, cut or flushed
+past the lease, or a process stopped past it) the runtime rejoins the Mesh by itself
+as a new lifecycle of the same NodeId (``on_lease_lost="rejoin"``); the worker only
+opens it again when that fails for good (``NodeLost``) or the first start failed. Every
+lifecycle prints one JSON line on stdout, ``{"event": "open", "node_rid": ..., "bound":
+PORT, "pid": ..., "t": wall}``, and every lease loss ``{"event": "lease_lost", ...}``;
+the driver reads them (a relay in front of a server follows its ``bound`` port). A
+server stops on SIGTERM (``stop_on``): its Spots move to the other servers, then it
+exits 0 (``{"event": "exit"}``). Commands on stdin, one JSON line each:
 ``{"op": "stop"}`` (callers finish their call and stop -- ``{"event": "calls_done"}`` once
 every call is logged --, the node closes, exit 0) and
 ``{"op": "no_reopen"}`` (after the next lease loss the process exits instead) and
@@ -19,11 +21,12 @@ and ``{"op": "slow", "spot": ID, "hold": S, "deadline": S}`` (one more call, ``N
 whose turn takes ``hold`` seconds longer: the driver freezes its owner during it).
 
 * **server** (placement weight 1) serves ``ChaosCounter`` (Instance Spot
-  ``chaoscounter``). Every handled ``Add`` appends one JSON line to
-  ``DIR/handlers-NODE-PID.jsonl`` -- ``spot, rid, node, node_rid, generation, start,
-  end, lease_expires_at, value`` -- with one ``O_APPEND`` write *before the handler
-  returns its reply*, so an acknowledged request always has its handler line (the
-  line survives SIGKILL: it is in the kernel once ``write`` returned).
+  ``chaoscounter``, ``PreserveStateWith``: its count moves with it). Every handled
+  ``Add`` appends one JSON line to ``DIR/handlers-NODE-PID.jsonl`` -- ``spot, rid, node,
+  node_rid, generation, start, end, lease_expires_at, value`` (the count after this
+  one) -- with one ``O_APPEND`` write *before the handler returns its reply*, so an
+  acknowledged request always has its handler line (the line survives SIGKILL: it is in
+  the kernel once ``write`` returned).
 * **caller** (placement weight 0: it owns nothing) runs K caller tasks; task ``i``
   sends ``Add(rid)`` with Instance intent to the Spots ``chaos-0 .. chaos-(N-1)`` in
   turn, each with a ``--deadline`` timeout, and appends one line per call to
@@ -40,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from typing import Any
@@ -87,7 +91,17 @@ def say(event: str, **fields: Any) -> None:
           flush=True)
 
 
-@zl.instance_spot("chaoscounter", relocation=zl.DisableRelocation())
+class CountAdapter:
+    """The counter's state on a move: its count."""
+
+    def capture(self, spot: ChaosCounter) -> bytes:
+        return str(spot.total).encode()
+
+    def restore(self, spot: ChaosCounter, data: bytes) -> None:
+        spot.total = int(data)
+
+
+@zl.instance_spot("chaoscounter", relocation=zl.PreserveStateWith(CountAdapter()))
 class ChaosCounter:
     def __init__(self, ctx: zl.SpotContext) -> None:
         self.ctx = ctx
@@ -132,41 +146,62 @@ class Supervisor:
                 "lease": args.lease, "default_timeout": max(args.deadline, 2.0),
                 "instance_idle_timeout": 0,
                 "placement_weight": 1.0 if args.role == "server" else 0.0}
+            if args.role == "server":
+                options["stop_on"] = (signal.SIGTERM,)
             if args.endpoint:
                 options["endpoint"] = args.endpoint
+            signalled = True  # unless the block's code below ran to its end
             try:
                 async with zl.open_node(args.node, **options) as node:
-                    transport = node._rt.peers.transport
-                    bound = transport.endpoint.rsplit(":", 1)[1] if transport else "0"
-                    say("open", node=args.node, node_rid=str(node.node_rid),
-                        bound=int(bound))
-                    CURRENT = NODES[str(node.node_rid)] = node
-                    self.ready.set()
-                    lost = await self.watch(node)
+                    await self.watch(node)
+                    signalled = False
                     CURRENT = None
                     self.ready = trio.Event()
                     with trio.move_on_after(args.deadline + 1):
                         while self.in_flight:  # the callers' calls on it end first
                             await self.idle.wait()
-                    if lost:
-                        say("lease_lost", node=args.node, node_rid=str(node.node_rid),
-                            why=node._rt.lease_loss)
-            except zl.ZLinkError as error:  # store unreachable: try again shortly
+            except zl.ZLinkError as error:  # store unreachable, or NodeLost: open again
                 say("open_failed", node=args.node, error=type(error).__name__,
                     message=str(error)[:300])
+                if not self.reopen:
+                    return
                 await trio.sleep(0.1)
                 continue
-            if lost and not self.reopen:
-                return
+            if signalled or not self.reopen:
+                return  # SIGTERM ended the block (the node drained and closed)
 
-    async def watch(self, node: zl.Node) -> bool:
-        """Until the node lost its lease (True) or the process is stopping (False)."""
+    def opened(self, node: zl.Node) -> None:
+        """One lifecycle serves: say so (its port) and let the callers call."""
+        global CURRENT
+        transport = node._rt.peers.transport
+        bound = transport.endpoint.rsplit(":", 1)[1] if transport else "0"
+        say("open", node=self.args.node, node_rid=str(node.node_rid), bound=int(bound))
+        NODES[str(node.node_rid)] = node
+        CURRENT = node
+        self.ready.set()
+
+    async def watch(self, node: zl.Node) -> None:
+        """Report each lifecycle of ``node`` (the runtime rejoins after a lost lease)
+        until the process is stopping, or a lease is lost and ``no_reopen`` was asked."""
+        serving = None
+        lost = None
         while not self.stopping.is_set():
-            if node.statistics().state in ("lease_lost", "stopped"):
-                return True
+            rid, state = node.node_rid, node.statistics().state
+            if state == "serving" and rid != serving:
+                if serving is not None and lost != serving:  # a loss too brief to see
+                    lost = serving
+                    say("lease_lost", node=self.args.node, node_rid=str(serving),
+                        why="a new lifecycle serves")
+                serving = rid
+                self.opened(node)
+            elif state in ("lease_lost", "stopped") and rid != lost:
+                lost = rid
+                say("lease_lost", node=self.args.node, node_rid=str(rid),
+                    why=node._rt.lease_loss)
+                if not self.reopen:
+                    return
             with trio.move_on_after(0.02):
                 await self.stopping.wait()
-        return False
 
     async def call(self, node: zl.Node, spot: str, rid: str, deadline: float,
                    hold: float = 0.0) -> None:

@@ -75,13 +75,13 @@ async def run_fault(key: str, backend: str, url: str, logs: Path, *, long: bool,
     async with AsyncExitStack() as stack:
         url = await fault.prepare(stack, url, knobs)
         async with open_cluster(url, logs, lease=LEASE, deadline=DEADLINE,
-                                callers=3 if long else 2,
+                                callers=3 if long else 2, spots=fault.spots,
                                 caller_deadlines=fault.caller_deadlines) as cluster:
-            warm = await cluster.wait_served(cluster.events[0]["t"], 15)
+            warm = await cluster.wait_served(cluster.events[0]["t"], 15 + fault.spots / 30)
             assert warm, f"not every Spot answered before the fault; logs in {logs}"
             await trio.sleep(steady)
             heals = await fault.inject(cluster, knobs, rng)
-            served = await cluster.wait_served(max(heals), RECOVERY)
+            served = await cluster.wait_served(max(heals), RECOVERY + fault.spots / 30)
             cluster.mark("served" if served else "not_served")
             await trio.sleep(tail)
             await cluster.stop_callers(max((DEADLINE, *fault.caller_deadlines)) + 5)
@@ -92,14 +92,31 @@ async def run_fault(key: str, backend: str, url: str, logs: Path, *, long: bool,
                            for proc in [*cluster.retired, *cluster.servers.values(),
                                         *cluster.callers]]
     calls, handlers = read_logs(logs)
-    verdict = check(calls, handlers, spots=[f"chaos-{i}" for i in range(12)], heals=heals,
-                    slack=SLACK)
+    verdict = check(calls, handlers, spots=[f"chaos-{i}" for i in range(fault.spots)],
+                    heals=heals, slack=SLACK)
     lease_losses = sum(entry["events"].count("lease_lost") for entry in node_events)
     broken = []
     if lease_losses and not fault.may_lose_lease:
         broken.append("a lease was lost")
     if fault.no_errors and verdict.errors:
         broken.append("calls failed")
+    if fault.keeps_state and verdict.resets:
+        broken.append(f"{len(verdict.resets)} counter(s) did not go on by one: "
+                      f"{verdict.resets[:5]}")
+    within = fault.serves_within_leases
+    if within is not None and (verdict.serve_again is None
+                               or verdict.serve_again > within * LEASE):
+        broken.append(f"Spots served again {verdict.serve_again} s after the heal (more "
+                      f"than {within:g} leases)")
+    faulted = [e["t"] for e in events if e["event"] == "fault"]
+    added_latency = None
+    if faulted:  # the slowest ok call from the first fault to the end, past the usual
+        before = sorted(float(c["end"]) - float(c["start"]) for c in calls
+                        if c["outcome"] == "ok" and float(c["end"]) < faulted[0])
+        during = [float(c["end"]) - float(c["start"]) for c in calls
+                  if c["outcome"] == "ok" and float(c["start"]) >= faulted[0]]
+        if before and during:
+            added_latency = round(max(during) - before[len(before) // 2], 3)
     reopened = [e["at"] for e in events if e["event"] == "reopened"]
     after_open = None
     if reopened and verdict.serve_again is not None:  # the restart's own share of it
@@ -114,6 +131,7 @@ async def run_fault(key: str, backend: str, url: str, logs: Path, *, long: bool,
               "seconds": round(time.time() - began, 2), "promise": fault.promise,
               **verdict.summary(), "lease_losses": lease_losses, "broken_promises": broken,
               "max_overshoot": round(overshoot, 3), "serve_after_reopen": after_open,
+              "max_added_latency": added_latency,
               "timeline": events,
               "node_events": node_events}
     append_report(record)

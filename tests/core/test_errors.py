@@ -38,6 +38,7 @@ PINNED: dict[str, tuple[int, str | None]] = {
     "RemoteProtocolError": (15, "ProtocolError"),
     "HandlerError": (16, "ZLinkError"),
     "StoreUnavailable": (17, "Unavailable"),
+    "NodeLost": (18, "Unavailable"),
 }
 
 
