@@ -455,4 +455,27 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
         replace="        self.lanes.application.admit(work, 0)",
         guards=["tests/runtime/test_lifecycle_lane.py"],
     ),
+    # A stop is a drain (runtime/node.py, runtime/stopping.py)
+    Mutation(
+        name="stop.drains_first",
+        family=FAMILY,
+        rule="Leaving the open_node block normally first moves the node's Spots to another "
+             "live node that serves their types, each by its relocation policy.",
+        path="zlink_trio/runtime/node.py",
+        find="                            await move_spots_away(rt, setup.lifecycle, stop)",
+        replace="                            pass",
+        guards=["tests/runtime/test_node_stop.py::"
+                "test_leaving_the_block_moves_each_spot_by_its_policy_to_another_node"],
+    ),
+    Mutation(
+        name="stop.close_after_failure",
+        family=FAMILY,
+        rule="A block that ended with an error closes the node's Spots instead of moving "
+             "them: only a normal stop (or a stop_on signal) is graceful.",
+        path="zlink_trio/runtime/node.py",
+        find="                        if stop.graceful:",
+        replace="                        if True:",
+        guards=["tests/runtime/test_node_stop.py::"
+                "test_a_block_that_raises_closes_instead_of_moving"],
+    ),
 )

@@ -309,6 +309,17 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
         guards=["tests/runtime/test_node_startup.py::"
                 "test_a_lease_that_ran_out_during_startup_is_a_typed_error"],
     ),
+    Mutation(
+        name="lease.rejoin",
+        family="Failure of an owner: lease, ownership lost, Unavailable",
+        rule="A node that lost its lease rejoins the Mesh by itself as a new lifecycle of "
+             "the same NodeId as soon as the store answers (on_lease_lost='rejoin').",
+        path="zlink_trio/runtime/node.py",
+        find="        while lost and not stop.requested.is_set():",
+        replace="        while False:",
+        guards=["tests/runtime/test_node_stop.py::"
+                "test_a_node_whose_store_lost_its_data_rejoins_and_serves_again"],
+    ),
     # Timers (core/timers.py)
     Mutation(
         name="timers.bounded_per_spot",

@@ -15,6 +15,9 @@ links and run on Trio's ``MockClock``. Every test is bounded by ``trio.fail_afte
 from __future__ import annotations
 
 import contextlib
+import signal
+import subprocess
+import sys
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +32,7 @@ from zlink_trio.testing import MemoryStoreWith, open_test_node
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+    from pathlib import Path
 
 #: What the Spots did: ``(event, spot_id, detail)``.
 EVENTS: list[tuple[Any, ...]] = []
@@ -250,3 +254,67 @@ async def test_on_lease_lost_raise_ends_the_block_with_node_lost(autojump_clock:
 
     with trio.fail_after(60), pytest.raises(zl.NodeLost, match="on_lease_lost='raise'"):
         await run()
+
+
+CHILD = """
+import signal, sys
+import attrs
+import trio
+import zlink_trio as zl
+
+@attrs.frozen
+class Add:
+    n: int
+
+@zl.instance_spot("kept", relocation=zl.RecreateOnRelocation())
+class Kept:
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    @zl.handler
+    async def add(self, msg: Add) -> None:
+        pass
+
+async def main():
+    async with zl.open_node("a", store=sys.argv[1], spots=[Kept],
+                            stop_on=(signal.SIGTERM, signal.SIGINT)) as node:
+        await node.client.request("k-1", Add(1), reply=None).instance_spot("kept")
+        print("ready", flush=True)
+        await trio.sleep_forever()
+    print("left the block", flush=True)
+
+trio.run(main)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+async def test_a_stop_on_signal_ends_the_block_and_the_process_leaves_cleanly(
+        tmp_path: Path, signum: int) -> None:
+    """A real process: the signal ends the block (no KeyboardInterrupt, no traceback), the
+    node stops (its Spot closes: no other node) and the process exits 0."""
+    store = f"sqlite:///{tmp_path / 'stop.db'}"
+    with trio.fail_after(60):
+        proc = await trio.lowlevel.open_process(
+            [sys.executable, "-c", CHILD, store], stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE)
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        out = b""
+        while b"ready" not in out:
+            chunk = await proc.stdout.receive_some(1024)
+            assert chunk, "the child ended before it was ready"
+            out += chunk
+        proc.send_signal(signum)
+        async with trio.open_nursery() as nursery:
+            errors: list[bytes] = []
+
+            async def read_err() -> None:
+                errors.append(b"".join([chunk async for chunk in proc.stderr]))
+
+            nursery.start_soon(read_err)
+            out += b"".join([chunk async for chunk in proc.stdout])
+        assert await proc.wait() == 0, errors
+        assert b"left the block" in out
+        assert b"Traceback" not in errors[0]
+    async with zl.open_store(store) as opened:
+        assert await opened.location.find("k-1") is None  # closed by the stop

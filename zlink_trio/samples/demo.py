@@ -24,6 +24,7 @@ statecharts, with their own command (``python -m statecharts render DIR``).
 from __future__ import annotations
 
 import argparse
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -162,6 +163,8 @@ async def _story(idle_timeout: float) -> None:
             async with zl.open_node(
                 "demo-node", store=STORE, mesh="world", spots=[Counter, Room],
                 instance_idle_timeout=idle_timeout, idle_sweep_interval=idle_timeout / 4,
+                # Ctrl-C (or SIGTERM) ends the story and stops the node cleanly.
+                stop_on=(signal.SIGINT, signal.SIGTERM),
             ) as node:
                 _say(f"node {node.node_id!r} is serving mesh 'world'; its Entry Spot is "
                      f"{node.entry_spot_id}")
