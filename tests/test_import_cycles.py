@@ -27,6 +27,7 @@ points down this order, bottom first (``RUNTIME_ORDER``)::
                     dispatch, ``SpotManager``
     sampling        a node's gauges, read at scrape time
     inspection      ``node.inspection``
+    stopping        how a node stops: stop request, signals, moving Spots away first
     node_handle     ``Node``
     node            ``open_node``
 
@@ -52,7 +53,7 @@ RUNTIME = "zlink_trio.runtime"
 RUNTIME_ORDER = (
     "declaration", "charts", "options", "results", "observers", "crash_points", "observe",
     "calls", "state", "incarnation", "mesh", "coordinators", "sampling", "inspection",
-    "node_handle", "node",
+    "stopping", "node_handle", "node",
 )
 
 

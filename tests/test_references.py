@@ -77,18 +77,7 @@ KNOWN_MAP_ERRORS: dict[str, str] = {}
 #: does not.
 _ITEM_8 = "issue #27 item 8: its citations go once the parallel work on it has landed"
 KNOWN_CITING: dict[str, str] = {
-    "docs/observability.md": _ITEM_8,
-    "docs/operations.md": _ITEM_8,
     "docs/shoppingmall.md": _ITEM_8,
-    "zlink_trio/cli/": _ITEM_8,
-    "zlink_trio/runtime/coordinators/lease.py": _ITEM_8,
-    "zlink_trio/runtime/coordinators/placement.py": _ITEM_8,
-    "zlink_trio/runtime/coordinators/relocation.py": _ITEM_8,
-    "zlink_trio/runtime/coordinators/relocation_target.py": _ITEM_8,
-    "zlink_trio/runtime/mesh/peers.py": _ITEM_8,
-    "zlink_trio/runtime/node.py": _ITEM_8,
-    "zlink_trio/runtime/node_handle.py": _ITEM_8,
-    "zlink_trio/runtime/options.py": _ITEM_8,
     "zlink_trio/samples/": _ITEM_8,
 }
 

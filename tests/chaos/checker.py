@@ -44,6 +44,7 @@ Nothing here reads a clock or a file: the tests feed it hand-made logs.
 from __future__ import annotations
 
 import collections
+import itertools
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -176,7 +177,7 @@ def count_resets(handlers: list[Line]) -> list[tuple[str, int, int]]:
     resets = []
     for spot, turns in sorted(by_spot.items()):
         turns.sort(key=lambda line: float(line["start"]))
-        for before, after in zip(turns, turns[1:], strict=False):
+        for before, after in itertools.pairwise(turns):
             if int(after["value"]) != int(before["value"]) + 1:
                 resets.append((spot, int(before["value"]), int(after["value"])))
     return resets

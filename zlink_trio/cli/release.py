@@ -4,7 +4,7 @@ and ``zlink-trio release --store URL --node NODE_ID``.
 Theory of operation
 -------------------
 The operator's way to free a Ready Spot whose owner's lease has expired and
-will not come back (spec 06 §9: an expired owner cannot change authority
+will not come back (an expired owner cannot change authority
 itself). It runs the Location Store's one fenced transaction
 ``release_expired`` with ``now`` = wall-clock ``time.time()`` -- the clock
 nodes stamp leases with on shared stores -- and reports what happened:

@@ -5,7 +5,8 @@ the code.  The wings and the top-level modules are in one order, and each import
 parts before it (``tests/test_import_cycles.py`` fails on anything else, type-only
 imports included): ``declaration``, ``charts``, ``options``, ``results``,
 ``observers``, ``crash_points``, ``observe``, ``calls``, ``state``, ``incarnation``,
-``mesh``, ``coordinators``, ``sampling``, ``inspection``, ``node_handle``, ``node``.
+``mesh``, ``coordinators``, ``sampling``, ``inspection``, ``stopping``, ``node_handle``,
+``node``.
 The table below follows that order.
 
 =====================  ==================================================================
@@ -35,6 +36,8 @@ The table below follows that order.
 ``sampling``           :func:`~.sampling.sample_node`: a node's gauges, read at scrape time
 ``inspection``         ``NodeInspection`` (``node.inspection``): hosted Spots, links, idle
                        sweep, and the test hooks the test kit and benchmark use
+``stopping``           how a node stops: the stop request, the signals that make one,
+                       the move of its Spots to other nodes before closing
 ``node_handle``        ``Node`` (what ``open_node`` yields)
 ``node``               ``open_node``: one node lifecycle -- claim, serve, drain, remove
 =====================  ==================================================================

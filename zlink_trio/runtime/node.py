@@ -171,7 +171,7 @@ async def _start(rt: NodeRuntime, nursery: trio.Nursery) -> trio.CancelScope:
     nursery.start_soon(_run_in, renewal, keep_lease, rt)
     if options.instance_idle_timeout > 0:
         nursery.start_soon(rt.catalog.idle_sweep)
-    # 06 §4.1.1: resume or abort what a dead lifecycle of this NodeId left, before
+    # Startup scan: resume or abort what a dead lifecycle of this NodeId left, before
     # admission opens (bounded like any startup store work).
     with trio.move_on_after(options.default_timeout) as scan:
         await recover_orphans(rt)

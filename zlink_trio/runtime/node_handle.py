@@ -115,7 +115,7 @@ class Node:
                        timeout: float | None = None,  # noqa: ASYNC109 -- travels to the target
                        ) -> RelocationResult:
         """Move Spot ``spot_id``, which this node owns, to node ``to`` (a NodeId of this Mesh)
-        or, without ``to``, to another node placement picks (06 §8).
+        or, without ``to``, to another node placement picks (docs/relocation.md).
 
         Returns a :class:`RelocationResult`: COMMITTED (``ref`` names the new owner: same
         Spot ID and ObjectGeneration), ABORTED (the Spot stayed and serves here; ``reason``

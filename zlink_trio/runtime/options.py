@@ -28,16 +28,16 @@ checked as a whole when it is built, so options whose rule spans two fields (the
 cache's age against the follow duration, a secret for a non-loopback ``listen``) go into
 the same group together.
 
-The defaults are the spec's where it has them:
+The defaults:
 
-* ``route_cache_max_age`` 15 s and ``message_follow_duration`` 30 s (06 §6); when both
+* ``route_cache_max_age`` 15 s and ``message_follow_duration`` 30 s; when both
   are positive the age must be at least 5 s shorter (checked by
   :class:`~zlink_trio.core.route_cache.RouteCacheConfig`).
-* ``application_lane`` 1,024 items / 64 MiB and ``lifecycle_lane`` 128 / 4 MiB (09 §6).
-* ``instance_idle_timeout`` -- the chapter with the spec's default is missing; we use
-  300 s (five minutes, the order of magnitude of Orleans' collection age), and 0
-  disables idle eviction (09 §5 "when the configured timeout is positive").
-* ``active_object_ceiling`` 10,000 (09 §5); it is also the descriptor's capacity, so
+* ``application_lane`` 1,024 items / 64 MiB and ``lifecycle_lane`` 128 / 4 MiB.
+* ``instance_idle_timeout`` 300 s (five minutes, the order of magnitude of Orleans'
+  collection age); 0 disables idle eviction (a Spot is evicted only when the timeout
+  is positive).
+* ``active_object_ceiling`` 10,000; it is also the descriptor's capacity, so
   placement and Reserve agree with the local check.
 * ``lease`` 10 s, renewed every ``lease / 3``; ``default_timeout`` 30 s, the deadline of
   any call that sets no ``.timeout()``.

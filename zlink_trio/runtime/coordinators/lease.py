@@ -1,8 +1,8 @@
-"""The node's lease: keeping it, and stopping the node's Spots when it is lost (06 §9).
+"""The node's lease: keeping it, and stopping the node's Spots when it is lost.
 
 Theory of operation
 -------------------
-The descriptor claim carries the lease every owner check uses (09 §4).
+The descriptor claim carries the lease every owner check uses (docs/concepts.md).
 :func:`keep_lease` renews it every third of its length (two thirds before the
 deadline the last renewal set), as a task of the node's nursery.  The node *learns*
 that its lease is gone -- ``NodeLifecycle`` ``lease_expired`` -> ``lease_lost`` -- when
@@ -21,8 +21,8 @@ the deadline that a slow reconnect makes too late (found by ``tests/chaos``). Th
 retries of one renewal are logged as one outage episode (``lowlevel.outage``): a
 WARNING at the first failure, a count at most every 30 s, an INFO once it is renewed.
 
-:func:`lose_lease` then stops the lifecycle's work without a single store write (06 §9:
-an expired owner may not admit messages or timers nor update a location; cleaning
+:func:`lose_lease` then stops the lifecycle's work without a single store write (an
+expired owner may not admit messages or timers nor update a location; cleaning
 up the authority this node held is an operator action):
 
 1. every later call on the node raises :class:`Unavailable` saying the node lost its

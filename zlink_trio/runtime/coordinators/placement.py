@@ -1,4 +1,4 @@
-"""Cold activation, source side: where a Missing Instance Spot is placed (06 §4.1 steps 4-8).
+"""Cold activation, source side: where a Missing Instance Spot is placed.
 
 Theory of operation
 -------------------
@@ -197,7 +197,7 @@ async def open_placement(rt: NodeRuntime, deadline: Deadline) -> None:
 def _place(rt: NodeRuntime, intent: Intent, found: list[PlacementCandidate],
            state: ColdActivationState, spot_id: str,
            ) -> tuple[ColdActivationState, str, str, PlacementCandidate]:
-    """Mesh, stable type and node from ``found`` (06 §4.1 steps 4-7): state, mesh, type, node."""
+    """Mesh, stable type and node from ``found``: state, mesh, type, node."""
     try:
         mesh = select_mesh(found, intent.mesh)
     except NotFound:
@@ -286,8 +286,8 @@ def _placed_here(rt: NodeRuntime, intent: Intent, spot_id: str
     return (plan.mesh, plan.stable_type, node) if _is_local_server(rt, node) else None
 
 
-#: The ColdActivation events of a placement that succeeded (06 §4.1 steps 4-6), then of
-#: the local target accepting the envelope (step 8).
+#: The ColdActivation events of a placement that succeeded (mesh and type chosen), then
+#: of the local target accepting the envelope.
 _PLACING: Final = (COLD.ev.found_missing_with_intent, COLD.ev.mesh_selected,
                    COLD.ev.type_selected)
 _ACCEPTING: Final = (COLD.ev.capacity_available, COLD.ev.envelope_accepted)
@@ -308,7 +308,7 @@ _ACCEPTED: Final = _steps(_PLACED, _ACCEPTING)
 
 
 def _placed_state() -> ColdActivationState:
-    """The chart's state after a placement that succeeded (06 §4.1 steps 4-6)."""
+    """The chart's state after a placement that succeeded (mesh and type chosen)."""
     return _steps(COLD.initial, _PLACING) if TRACE else _PLACED
 
 
@@ -358,7 +358,7 @@ async def _by_the_caller() -> None:
 
 async def place_and_start(rt: NodeRuntime, call: Delivery, *,
                           redeliver: Callable[[], Awaitable[None]]) -> bool:
-    """Source side of cold activation (06 §4.1 steps 4-8); ``False``: resolve again.
+    """Source side of cold activation; ``False``: resolve again.
 
     ``True`` once the envelope was accepted by its target: this node's catalog (a
     local activation job) or another node's link (command 39 route kind 2).
@@ -395,7 +395,7 @@ async def place_and_start(rt: NodeRuntime, call: Delivery, *,
 
 async def _send_envelope(rt: NodeRuntime, call: Delivery, state: ColdActivationState, mesh: str,
                          stable_type: str, node: PlacementCandidate) -> None:
-    """06 §4.1 step 8 to another node: command 39 route kind 2; nothing is reserved here."""
+    """Send the envelope to another node: command 39 route kind 2; nothing is reserved here."""
     claim = rt.peers.placed_claim(node.node_rid, node.node_id, f"Spot {call.spot_id!r}",
                                   "nothing was created. Send a new call")
     known = rt.registry.get(stable_type)

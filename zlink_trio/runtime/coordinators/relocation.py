@@ -1,4 +1,4 @@
-"""Planned relocation, source side: ``node.relocate`` and ``node.drain`` (06 §6.1, §8).
+"""Planned relocation, source side: ``node.relocate`` and ``node.drain`` (docs/relocation.md).
 
 Theory of operation
 -------------------
@@ -37,7 +37,7 @@ stepping the ``PlannedRelocation`` chart:
    (:func:`_released`).
 
 :func:`drain` relocates every Spot this node hosts (the Entry Spot is not a
-candidate, 09 §8) and reports what moved and what did not.
+candidate) and reports what moved and what did not.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
     spot_type = rt.registry.get(record.stable_type)
     if record.kind is SpotKind.ENTRY or spot_type is None:
         return _refused(ref, state, RELOCATION.ev.relocation_disabled,
-                        "an Entry Spot never moves (09 §2)")
+                        "an Entry Spot never moves")
     if isinstance(relocation_of(spot_type), DisableRelocation):
         return _refused(ref, state, RELOCATION.ev.relocation_disabled,
                         f"{record.stable_type!r} is declared DisableRelocation")
@@ -351,7 +351,7 @@ def _released(job: _Relocation) -> Unavailable:
     """The record is gone (or another incarnation): the move was released past relay-ready.
 
     Only ReleaseRelayReady (its target died: the restart of that NodeId, or an operator)
-    deletes a record moving past relay-ready, and the move is not resumed (06 §8): this
+    deletes a record moving past relay-ready, and the move is not resumed: this
     incarnation ends here without a store write, like one whose owner lost its lease --
     ``on_close(OWNERSHIP_LOST)``, every request still queued or held ends ``Unavailable``,
     it leaves the catalog. Returns the error for the caller to raise.
@@ -360,7 +360,7 @@ def _released(job: _Relocation) -> Unavailable:
     error = Unavailable(
         f"the move of Spot {spot_id!r} to node {job.claim.descriptor.node_id!r} was released "
         "past relay-ready: that node died before it committed, and its restart (or an "
-        "operator) ended the incarnation -- a move is not resumed (06 §8); the message was "
+        "operator) ended the incarnation -- a move is not resumed; the message was "
         "not run. Send a new call: an Instance Spot activates anew, a User Spot must be "
         "created again")
     for correlation in job.correlations:
@@ -385,7 +385,7 @@ async def _await_commit(job: _Relocation, why: str) -> None:
 
 async def drain(rt: NodeRuntime, deadline: Deadline, *,
                 halt: trio.Event | None = None) -> DrainResult:
-    """Relocate every Spot this node hosts; what moved and what did not (09 §8).
+    """Relocate every Spot this node hosts; what moved and what did not (the Entry Spot stays).
 
     Runs in passes: a Spot activated here while a pass ran (placed by a node that read
     this node's claim before the drain closed it to placements) is moved by the next

@@ -1,4 +1,4 @@
-"""Where a relocating Spot goes: the named node, or the one placement picks (06 §8).
+"""Where a relocating Spot goes: the named node, or the one placement picks (docs/relocation.md).
 
 :func:`choose_target` reads the live descriptor claims of the Spot's Mesh afresh and
 keeps the other nodes that serve its stable type as its kind.  With ``to`` (a NodeId)

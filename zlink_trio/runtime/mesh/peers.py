@@ -10,7 +10,7 @@ directory of the Mesh:
   ``options.placement_max_age``; an owner fence the cached claims do not know --
   another lifecycle, an expired lease -- triggers one fresh read before it is
   refused.  An owner whose claim is gone or whose lease ran out is :class:`Unavailable`
-  and nothing is sent (06 §9: an expired owner admits no new message).  The Spot is
+  and nothing is sent (an expired owner admits no new message).  The Spot is
   *not* recreated elsewhere: its authority stays in the store until the owner's NodeId
   restarts (startup scan) or an operator releases it.
 * **Admission of a peer.** :meth:`Peers.check_peer` accepts an authenticated link only
@@ -22,7 +22,7 @@ directory of the Mesh:
   fresh correlation and a :class:`Pending` entry naming the link, the deadline and
   what to do with the reply.  The reply frame completes it exactly once; a link that
   closes first fails everything pending on it with :class:`Unavailable` ("may or may
-  not have run": nothing is resent, 06 §5); :meth:`Peers.sweep` drops entries whose
+  not have run": nothing is resent); :meth:`Peers.sweep` drops entries whose
   deadline passed (their callers already got DeadlineExceeded).
 
 Deadlines travel as :class:`~zlink_trio.core.deadline.Deadline` values: the Trio-clock
@@ -210,7 +210,7 @@ class Peers:
     def open_link(self, route: CachedRoute) -> Link | None:
         """The open link to the owner a cached route names, if there is one now.
 
-        The route cache already bounds the route by the owner's lease (06 §6), so a
+        The route cache already bounds the route by the owner's lease, so a
         live link to exactly that lifecycle needs no store read.
         """
         return None if route.owner is None else self.open_link_to(route.owner)
