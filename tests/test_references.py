@@ -79,7 +79,6 @@ _ITEM_8 = "issue #27 item 8: its citations go once the parallel work on it has l
 KNOWN_CITING: dict[str, str] = {
     "docs/observability.md": _ITEM_8,
     "docs/operations.md": _ITEM_8,
-    "docs/shoppingmall.md": _ITEM_8,
     "zlink_trio/cli/": _ITEM_8,
     "zlink_trio/runtime/coordinators/lease.py": _ITEM_8,
     "zlink_trio/runtime/coordinators/placement.py": _ITEM_8,
@@ -89,7 +88,6 @@ KNOWN_CITING: dict[str, str] = {
     "zlink_trio/runtime/node.py": _ITEM_8,
     "zlink_trio/runtime/node_handle.py": _ITEM_8,
     "zlink_trio/runtime/options.py": _ITEM_8,
-    "zlink_trio/samples/": _ITEM_8,
 }
 
 #: A citation of a document that is not in this repository: a section of the
