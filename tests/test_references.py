@@ -74,12 +74,8 @@ KNOWN_STALE: dict[str, str] = {}
 KNOWN_MAP_ERRORS: dict[str, str] = {}
 #: Files (or folders, ending in ``/``) that still cite what a reader does not have, and
 #: the work that removes it. Each must still cite something: delete its line once it
-#: does not.
-_ITEM_8 = "issue #27 item 8: its citations go once the parallel work on it has landed"
-KNOWN_CITING: dict[str, str] = {
-    "docs/shoppingmall.md": _ITEM_8,
-    "zlink_trio/samples/": _ITEM_8,
-}
+#: does not. Empty: nothing cites what a reader does not have.
+KNOWN_CITING: dict[str, str] = {}
 
 #: A citation of a document that is not in this repository: a section of the
 #: specification ("06 §8", "spec 09"), its design and style notes, or any other "§"

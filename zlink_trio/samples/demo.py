@@ -11,8 +11,9 @@ The story, on one node with the ``memory://`` store:
 5. an idle counter is evicted (``on_close(IDLE_EVICTED)``) and the next call
    with Instance intent activates a new incarnation.
 
-Each step checks what it prints; exit status 0 means every step behaved as the
-spec says. No step sleeps to wait: it waits on events, under a deadline.
+Each step checks what it prints; exit status 0 means every step behaved as
+``docs/concepts.md`` describes. No step sleeps to wait: it waits on events,
+under a deadline.
 
 ``--nodes N`` (2..9) tells the same story across N node processes sharing one
 temporary SQLite file, with calls crossing processes (:mod:`.demo_mesh`). The
@@ -143,7 +144,8 @@ async def _idle_eviction(node: zl.Node, idle_timeout: float, story: _Story) -> N
     await story.evicted_counter.wait()
     # The location is released right after on_close returns. A call with Instance
     # intent that races the release refreshes the route until it completes and then
-    # activates a new generation (spec 09 §5), so the demo needs no sleep here.
+    # activates a new generation (a Spot created again under its ID gets a larger
+    # ObjectGeneration: docs/concepts.md, "Generations"), so the demo needs no sleep here.
     total = await node.client.request("counter-1", Add(1), reply=Total).instance_spot(
         "counter").timeout(5)
     after = await node.spots.find("counter-1")

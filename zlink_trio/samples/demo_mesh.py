@@ -311,8 +311,9 @@ class _Story:
         proc = next(p for p in self.procs if p.name != evicted[0][1])
         total = await proc.call(op="request", spot="counter-1", n=1, intent=True)
         if total.get("error") == "StaleRoute":
-            # 06 §5: a cached route to an owner that released the Spot ends the call
-            # StaleRoute (not run, never resent by the framework); a new call re-resolves.
+            # A cached route to an owner that released the Spot ends the call StaleRoute
+            # (not run, never resent by the framework); a new call re-resolves
+            # (docs/mesh.md, "Calls to another node").
             _say(f"   {proc.name}: its cached route still named {evicted[0][1]} -> StaleRoute: "
                  f"{total['message']}")
             total = await proc.call(op="request", spot="counter-1", n=1, intent=True)

@@ -2,7 +2,7 @@
 
 ``StandInWorkflow`` is a tiny Instance Spot of the real stable type
 (``shoppingmall.order-workflow``) that answers the three workflow contracts the way
-§6.2 says the real one does, on a toy "stream" kept in :data:`WORLD` (a module
+docs/shoppingmall.md says the real one does, on a toy "stream" kept in :data:`WORLD` (a module
 global, so it outlives any one incarnation, as the OrderEventStore does):
 
 - StartOrderWorkflowReq records ``OrderStartedEvent`` once per order (a repeat with
@@ -10,7 +10,7 @@ global, so it outlives any one incarnation, as the OrderEventStore does):
 - ContinueOrderWorkflowReq runs the order to Confirmed and projects it;
 - RebuildOrderProjectionReq projects the fold again;
 - continue / rebuild on an order without a stream raise ``zl.NotFound`` and record
-  nothing (§9.3-3).
+  nothing (item 9.3-3).
 
 A request for an order listed in ``WORLD.hold`` (``"*"``: every order) waits for
 ``WORLD.release`` before it is handled (the deadline tests). Every message
@@ -73,7 +73,7 @@ TIMEOUT = 30
 CART = CartSnapshot(lines=(OrderLine("sku-1", 2), OrderLine("sku-2", 1)), amount=30.0,
                     currency="EUR")
 
-#: The events a continue appends after the start, in §6.3's success order.
+#: The events a continue appends after the start, in the success order.
 SUCCESS_EVENTS = ("InventoryReservedEvent", "PaymentAuthorizedEvent", "OrderConfirmedEvent")
 _STATUS = {
     "OrderStartedEvent": OrderStatus.CREATED,

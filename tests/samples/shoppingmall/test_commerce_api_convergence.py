@@ -1,4 +1,4 @@
-"""Duplicate starts over two API nodes converge on one OrderId and one start (§4, §9.2-1).
+"""Duplicate starts over two API nodes converge on one OrderId and one start (item 9.2-1).
 
 Three nodes of one process share an in-process Location Store and talk over real
 loopback links, as separate processes do: ``workflow-a`` hosts the stand-in

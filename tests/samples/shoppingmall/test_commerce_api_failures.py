@@ -2,11 +2,11 @@
 
 - **503.** The order's Spot is Ready on a Workflow node the API node cannot reach
   (both nodes run without links, ``listen=None``): the framework answers
-  ``zl.Unavailable`` and the API 503 -- the owner is not recreated elsewhere (§7.5,
-  §9.3-2). A store that cannot be asked is 503 too.
+  ``zl.Unavailable`` and the API 503 -- the owner is not recreated elsewhere (item
+  9.3-2). A store that cannot be asked is 503 too.
 - **504.** The stand-in holds the request past the API's workflow deadline:
   ``zl.DeadlineExceeded``, 504. The mapping stays pending, and a retry with the same key
-  resumes the same OrderId (§4).
+  resumes the same OrderId.
 
 - **503 after SIGKILL.** The same with a real Workflow process, killed while it owns a
   Ready order (``commerce_api_workflow_worker.py``): continue and rebuild are 503, the
@@ -179,7 +179,7 @@ def test_each_outcome_has_its_status_and_name(error, expected):
 
 
 async def test_a_sigkilled_owner_process_is_a_503_and_its_order_is_not_recreated(tmp_path):
-    """§9.3-2 with a real process: the Workflow node that owns a Ready order dies."""
+    """Item 9.3-2 with a real process: the Workflow node that owns a Ready order dies."""
     location = f"sqlite://{tmp_path / 'location.db'}"
     read_model_url = f"sqlite://{tmp_path / 'read-model.db'}"
     commerce = MemoryCommerceStore()

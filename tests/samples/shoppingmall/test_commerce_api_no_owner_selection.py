@@ -1,4 +1,4 @@
-"""§9.3-4: CommerceApi's code names no owner NodeRid, physical endpoint or fixed node.
+"""Item 9.3-4: CommerceApi's code names no owner NodeRid, physical endpoint or fixed node.
 
 An AST walk over every module of ``commerce_api`` (docstrings and comments aside, so
 the prose may say what the code does not do): no attribute or name that reads or

@@ -2,7 +2,7 @@
 
 The API node joins the workflow Mesh (an in-process Location Store, real loopback
 links) beside a Workflow node hosting the stand-in OrderWorkflow Spot; its stores are
-SQLite files in ``tmp_path``. The tests check the §10.1 readiness lines -- verbatim,
+SQLite files in ``tmp_path``. The tests check the readiness evidence lines -- verbatim,
 once each, the object-route one from the store alone -- and the public order API over
 a real socket, including the 64 KiB bound on a streamed body.
 

@@ -1,4 +1,4 @@
-"""The order fold: §6.3's three event orders fold to their states; anything else is refused.
+"""The order fold: the three event orders fold to their states; anything else is refused.
 
 Pure tests: the domain has no I/O.
 """
@@ -109,7 +109,7 @@ def test_every_prefix_has_its_phase_and_status(kinds, phase, status):
 
 
 def test_the_transition_table_has_exactly_the_three_orders():
-    """Walk TRANSITIONS from NEW: its complete paths are §6.3's three orders, no other."""
+    """Walk TRANSITIONS from NEW: its complete paths are the three event orders, no other."""
     paths = []
 
     def walk(phase: d.Phase, path: tuple[type, ...]) -> None:

@@ -1,9 +1,9 @@
-"""The order domain is pure: standard library and ``attrs`` only (spec §8).
+"""The order domain is pure: standard library and ``attrs`` only.
 
-§8: "Domain doesn't directly reference the Framework, HTTP host, Redis,
-database client, or codec types." The check is stricter than that list, so it
-needs no list of forbidden names: every import in every module of
-``server/order_workflow/domain/`` must be a standard-library module, ``attrs``
+The domain does not reference the framework, the HTTP host, Redis, a database
+client or codec types (docs/shoppingmall.md, "Where each part lives"). The check
+is stricter than that list, so it needs no list of forbidden names: every import
+in every module of ``server/order_workflow/domain/`` must be a standard-library module, ``attrs``
 / ``attr``, or a relative import that stays inside the domain package. An
 absolute ``zlink_trio...`` import is refused even when it names the sample's
 own ``shared.contracts``: the domain owns its types (``domain/values.py`` says

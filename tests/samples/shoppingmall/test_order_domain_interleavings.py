@@ -1,4 +1,4 @@
-"""Any interleaving of duplicate starts, continues, interruptions and replays ends in §6.3.
+"""Any interleaving of starts, continues, interruptions and replays ends in an event order.
 
 A small world drives the domain the way the application will (replay or keep
 the fold, ask for the next step, call the module, append with the expected
@@ -14,7 +14,7 @@ operations: duplicate starts from "both API processes", single workflow
 turns, turns interrupted after the module call (the process died before the
 append) or after the append (a relocation: the next turn replays), stale
 appends built from an older fold, and plain replays. After every operation
-the stream must be a prefix of one of §6.3's three orders; after the program
+the stream must be a prefix of one of the three event orders; after the program
 and a final drain it must be exactly the seed's order, with one
 OrderStartedEvent, the deterministic IDs, no payment after a failed
 reservation, and no external effect repeated: each module ran each effect at
@@ -202,7 +202,7 @@ def test_any_interleaving_ends_in_the_seeds_event_order(seed: Seed, program: lis
         world.check_effects()
     started = any(op[0] == "start" for op in program)
     if not started:
-        # Continues of an order nobody started create nothing (§9.3-3).
+        # Continues of an order nobody started create nothing (item 9.3-3).
         assert world.records == []
         world.start(0)
     for _ in range(10):  # drain: the background continuation runs to the end
@@ -233,7 +233,7 @@ def test_any_interleaving_ends_in_the_seeds_event_order(seed: Seed, program: lis
 
 
 def test_resuming_after_inventory_reserved_starts_at_payment():
-    """§9.2-2/-6: interrupted (or relocated) right after InventoryReserved, a replay goes on
+    """Items 9.2-2/-6: interrupted (or relocated) right after InventoryReserved, a replay goes on
     with AuthorizePayment, and ReserveInventory is not asked again."""
     world = World("success")
     world.start(0)

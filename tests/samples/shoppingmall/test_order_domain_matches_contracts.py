@@ -1,6 +1,6 @@
 """The domain's own types stay name-for-name the contracts', so the application maps by name.
 
-The domain owns its events, line and status (§8 keeps wire types out of it);
+The domain owns its events, line and status (wire types stay out of it);
 the application turns a domain event into its contract (and an aggregate into
 ``OrderState``) field by field. These tests fail the moment the two drift.
 """

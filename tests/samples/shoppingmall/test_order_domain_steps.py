@@ -1,4 +1,4 @@
-"""Next step, recording outcomes, start dedupe and deterministic IDs (§7.1-§7.3).
+"""Next step, recording outcomes, start dedupe and deterministic IDs.
 
 Pure tests: the domain has no I/O.
 """

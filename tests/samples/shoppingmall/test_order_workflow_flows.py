@@ -1,5 +1,5 @@
-"""OrderWorkflowSpot's §6.3 paths on two nodes of one process: success, inventory failure,
-payment rejection (compensation), and the start's duplicate handling (§7.1-§7.3, §9.1, §9.2-1).
+"""OrderWorkflowSpot's three event orders on two nodes of one process: success, inventory failure,
+payment rejection (compensation), and the start's duplicate handling (items 9.1-n, 9.2-1).
 
 Every test is bounded by ``trio.fail_after`` and waits on the harness's Watch (woken by
 every append and projection), never on a fixed sleep.

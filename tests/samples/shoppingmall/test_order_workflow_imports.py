@@ -1,4 +1,6 @@
-"""What the workflow's application and framework adapter may import (§8, DESIGN §1).
+"""What the workflow's application and framework adapter may import.
+
+The parts depend one way (docs/shoppingmall.md, "Where each part lives").
 
 - ``application/``: the domain, the shared contracts, itself and the standard
   library (plus ``attrs``) -- no framework, no trio, no store, no codec.

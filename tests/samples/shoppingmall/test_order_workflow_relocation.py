@@ -1,4 +1,4 @@
-"""A planned relocation parked after InventoryReservedEvent (§7.3 fixture, §9.2-6, §10.1).
+"""A planned relocation parked after InventoryReservedEvent (item 9.2-6, the order-replayed row).
 
 The source's gate parks the background continuation right after the
 reservation is recorded; the order moves to ``workflow-b`` (whose control has

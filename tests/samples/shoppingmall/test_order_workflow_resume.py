@@ -1,4 +1,4 @@
-"""Continue, rebuild and the lifecycle boundary (§7.3-§7.5, §9.2-2..5, §9.3-3), two nodes.
+"""Continue, rebuild and the lifecycle boundary (items 9.2-2 to 9.2-5, 9.3-3), two nodes.
 
 The runner's fixtures interrupt only the background continuation
 (``FixtureControl``); the explicit commands go through ``workflow_calls`` as

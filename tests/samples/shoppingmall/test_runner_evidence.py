@@ -1,9 +1,9 @@
-"""The runner's evidence counter and bounded log waits (§10.1), without processes or real time.
+"""The runner's evidence counter and bounded log waits, without processes or real time.
 
 Waits run on pytest-trio's ``autojump_clock`` or with a recording ``sleep``,
-so nothing here sleeps for real. §10.1: "Log waits poll every 100 ms for at
-most 300 attempts ... Reading once without waiting is not allowed" -- for every
-row, the exact ones (0 and 1) included: those wait for each Workflow log's
+so nothing here sleeps for real. Log waits poll every 100 ms, at most 300
+times, and never settle on a single read (docs/shoppingmall.md, "Evidence
+rows") -- for every row, the exact ones (0 and 1) included: those wait for each Workflow log's
 mark line (``log_wait.MARK``) and count at that read.
 """
 
@@ -173,7 +173,7 @@ async def test_a_replay_of_another_generation_does_not_count(autojump_clock):
     reads = _logs(**{"workflow-b": "shoppingmall-order replayed order=o-9 generation=15\n"
                                    f"{STARTED_B}\n{MARK_B}"})
     problems = await verify_rows(reads, FACTS, lambda line: None, marks=MARKS)
-    assert problems == ["§10.1 row 'order-replayed': counts {'workflow-a': 0, 'workflow-b': 0}"]
+    assert problems == ["evidence row 'order-replayed': counts {'workflow-a': 0, 'workflow-b': 0}"]
 
 
 async def test_two_replays_fail_the_exactly_once_row(autojump_clock):
@@ -186,7 +186,7 @@ async def test_two_replays_fail_the_exactly_once_row(autojump_clock):
 async def test_a_repeated_effect_fails_its_zero_row(autojump_clock):
     reads = _logs(**{"workflow-b": f"{STARTED_B}\n{REPLAYED}\n{REPEATED}\n{MARK_B}"})
     problems = await verify_rows(reads, FACTS, lambda line: None, marks=MARKS)
-    assert problems == ["§10.1 row 'external-effect-repeated': counts "
+    assert problems == ["evidence row 'external-effect-repeated': counts "
                         "{'workflow-a': 0, 'workflow-b': 1}"]
 
 
@@ -197,7 +197,7 @@ async def test_the_zero_row_waits_for_the_marks_and_sees_a_late_line(autojump_cl
                       f"{STARTED_B}\n{REPLAYED}\n{REPEATED}\n{MARK_B}")
     reads = {**_logs(), "workflow-b": late_b.read}
     problems = await verify_rows(reads, FACTS, lambda line: None, marks=MARKS)
-    assert problems == ["§10.1 row 'external-effect-repeated': counts "
+    assert problems == ["evidence row 'external-effect-repeated': counts "
                         "{'workflow-a': 0, 'workflow-b': 1}"]
 
 
@@ -212,8 +212,8 @@ async def test_an_exact_row_without_its_mark_fails_after_the_full_wait(autojump_
     start = trio.current_time()
     problems = await verify_rows(reads, FACTS, lambda line: None, marks=MARKS)
     assert problems == [
-        "§10.1 row 'order-replayed': counts {'workflow-a': 0, 'workflow-b': 1}",
-        "§10.1 row 'external-effect-repeated': counts {'workflow-a': 0, 'workflow-b': 0}"]
+        "evidence row 'order-replayed': counts {'workflow-a': 0, 'workflow-b': 1}",
+        "evidence row 'external-effect-repeated': counts {'workflow-a': 0, 'workflow-b': 0}"]
     assert trio.current_time() - start == pytest.approx(2 * 29.9)
 
 
@@ -225,7 +225,7 @@ async def test_without_a_relocation_the_replayed_row_cannot_pass(autojump_clock)
 async def test_the_api_row_needs_one_line_in_either_api_log(autojump_clock):
     reads = _logs(**{"api-a": "", "api-b": "", "workflow-b": f"{STARTED_B}\n{REPLAYED}\n{MARK_B}"})
     problems = await verify_rows(reads, FACTS, lambda line: None, marks=MARKS)
-    assert problems == ["§10.1 row 'api-evidence': counts {'api-a': 0, 'api-b': 0}"]
+    assert problems == ["evidence row 'api-evidence': counts {'api-a': 0, 'api-b': 0}"]
 
 
 async def test_the_api_row_polls_the_second_api_log_too(autojump_clock):

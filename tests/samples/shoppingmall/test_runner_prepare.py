@@ -3,7 +3,7 @@
 The stand-in hooks and order API record every call in order, so the tests check
 what the runner does and in which order: every order is started through the
 public API, the relocation gate opens only after the move committed at the same
-generation, the §9.3-2 owner is moved to the fixture node and only that process
+generation, the item 9.3-2 owner is moved to the fixture node and only that process
 is killed, and a step that goes wrong stops the preparation with PrepareError.
 The status polls run on ``autojump_clock``.
 """

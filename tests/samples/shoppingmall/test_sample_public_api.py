@@ -1,4 +1,4 @@
-"""The whole ShoppingMall sample uses only what ``zlink_trio`` exports (issue #12, §8).
+"""The whole ShoppingMall sample uses only what ``zlink_trio`` exports (issue #12).
 
 Every module under ``zlink_trio/samples/shoppingmall/`` is read with :mod:`ast` (never
 imported): it may import the sample's own modules and the package ``zlink_trio``

@@ -1,9 +1,9 @@
-"""The shared contracts are §6.1, key for key, through the framework's typed JSON codec.
+"""The shared contracts are the JSON declaration, key for key, through the typed JSON codec.
 
-``spec_6_1_declarations.txt`` beside this file holds §6.1's ``message`` blocks
-verbatim. Each block is parsed into its fields (name, type, optional); every
-contract class is then encoded by the codec the runtime uses, and its JSON
-keys, their order, the optional ones and the JSON types must be the
+``spec_6_1_declarations.txt`` beside this file holds the declaration's
+``message`` blocks verbatim. Each block is parsed into its fields (name, type,
+optional); every contract class is then encoded by the codec the runtime uses,
+and its JSON keys, their order, the optional ones and the JSON types must be the
 declaration's. Pure tests, no event loop.
 """
 
@@ -60,7 +60,7 @@ def test_the_declarations_are_all_read():
 
 def test_every_declared_message_is_a_contract_and_no_other():
     assert sorted(cl.__name__ for cl in contracts.MESSAGE_TYPES) == sorted(DECLARED)
-    assert [cl.__name__ for cl in contracts.MESSAGE_TYPES] == list(DECLARED)  # §6.1's order
+    assert [cl.__name__ for cl in contracts.MESSAGE_TYPES] == list(DECLARED)  # as declared
 
 
 # --------------------------------------------------------------------------- sample values
@@ -104,7 +104,7 @@ def _json_type(value: object) -> str:
             list: "array", type(None): "null"}[type(value)]
 
 
-#: §6.1 type -> the JSON types its value may have when the field holds data.
+#: A declared type -> the JSON types its value may have when the field holds data.
 _SCALAR_TYPES = {
     "string": {"string"},
     "int32": {"int"},

@@ -1,11 +1,11 @@
-"""The §10 smoke, end to end, on SQLite and on Redis: both markers and the §10.1 counts.
+"""The smoke, end to end, on SQLite and on Redis: both markers and the evidence-row counts.
 
 Each test runs ``python -m zlink_trio.samples.shoppingmall smoke`` as a
 separate process (four node processes and a Client process under it) and
 reads what it printed. It asserts the Client's ``shoppingmall=completed``,
 the runner's ``shoppingmall-placement=completed``, exit code 0, each
-§10.1 row's per-node counts, and that the runner prepared its four fixture
-orders before the Client's first report (§10.1: fixtures before the Client
+evidence row's per-node counts, and that the runner prepared its four fixture
+orders before the Client's first report (fixtures before the Client
 starts, evidence after it finishes). The Redis test **fails** under CI when Redis is
 unreachable (``tests/store/redis_helpers.py``) and deletes its run's keys.
 A run takes a few seconds; the bound is :data:`BOUND`.

@@ -276,7 +276,7 @@ async def test_a_redis_that_does_not_answer_is_one_coredis_line_without_a_traceb
 
 
 async def test_two_processes_converge_on_one_order(url):
-    """§9.2-1 across processes: one IdempotencyKey, one OrderId, one start event."""
+    """Item 9.2-1 across processes: one IdempotencyKey, one OrderId, one start event."""
     worker = Path(__file__).parent / "stores_worker.py"
     outputs: list[bytes] = []
 

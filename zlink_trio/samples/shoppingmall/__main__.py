@@ -2,7 +2,7 @@
 
 - ``serve [--store URL] [--base-port N] [--work-dir DIR] [--lease S]`` -- the four
   processes with the default seeds, until Ctrl-C (``runner.serve``)
-- ``smoke [--store URL]`` -- the §10 runner: processes, readiness, Client self-check,
+- ``smoke [--store URL]`` -- the smoke runner: processes, readiness, Client self-check,
   evidence; prints ``shoppingmall=completed`` and ``shoppingmall-placement=completed``
   on success (``runner.smoke``)
 - ``load [--store URL] [--clients N] [--orders N]`` -- orders/s end to end through both
@@ -29,7 +29,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--lease", type=float,
                        help="every node's lease in seconds (default: the framework's, 10); "
                             "a dead Workflow node takes new orders until it runs out")
-    smoke = commands.add_parser("smoke", help="run the §10 smoke test once")
+    smoke = commands.add_parser("smoke", help="run the smoke test once")
     smoke.add_argument("--store", help="sqlite:///DIR (default: a temp dir) or redis://host:port/db")
     smoke.add_argument("--work-dir", help="keep the stores and logs here")
     smoke.add_argument("--run-id", help="name this run's keys (default: fresh)")

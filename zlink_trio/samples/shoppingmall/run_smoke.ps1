@@ -1,7 +1,7 @@
-# The ShoppingMall smoke (spec shoppingmall-sample.txt §10): a thin wrapper of
+# The ShoppingMall smoke (docs/shoppingmall.md, "The smoke"): a thin wrapper of
 #   python -m zlink_trio.samples.shoppingmall smoke [--store URL] [...]
 # The runner's logic -- readiness waits (100 ms x 300), the Client self-check,
-# the §10.1 evidence counts, both markers -- lives in Python (runner/smoke.py),
+# the evidence-row counts, both markers -- lives in Python (runner/smoke.py),
 # so this script and run_smoke.sh use the same budget and strings.
 # Exit code 0 only when shoppingmall=completed and shoppingmall-placement=completed
 # were both printed.

@@ -2,10 +2,11 @@
 
 Theory of operation
 -------------------
-The cart is built before an order starts (§1), and the Inventory and Payment
-modules answer from seeds (§4, §9). One rule derives everything a seed needs
-from the cart ID, so ``serve`` (a newcomer with curl), the smoke runner (the
-self-check's per-run carts) and any other part that must read a cart agree:
+The cart is built before an order starts (the sample does not build carts), and
+the Inventory and Payment modules answer from seeds. One rule derives everything
+a seed needs from the cart ID, so ``serve`` (a newcomer with curl), the smoke
+runner (the self-check's per-run carts) and any other part that must read a cart
+agree:
 
 ==========================  ==========================  ====================
 cart ID prefix              lines                       payment method
@@ -20,7 +21,7 @@ euros) come from the SHA-256 of the whole cart ID, so one cart ID always
 means one cart. :func:`derive_cart` gives the cart (``None`` for an ID with
 none of the prefixes); :func:`cart_document` is its snapshot text as the
 CommerceStateStore keeps it (``put_cart``): the lines, amount and currency
-CommerceApi reads (camelCase, as the §6.1 contracts) plus the
+CommerceApi reads (camelCase, as the JSON contracts) plus the
 ``paymentMethodId`` the workflow falls back to. :func:`seed_plan` lists the
 whole seed set for some carts: the two SKUs' stock, the two methods, and each
 cart's document.
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 __all__ = ("CURRENCY", "PAYMENT_METHODS", "PREFIXES", "STOCK", "SeedCart", "SeedPlan",
            "cart_document", "derive_cart", "derived_cart_document", "seed_plan")
 
-#: The branch each cart ID prefix leads to (§6.3).
+#: The branch (event order) each cart ID prefix leads to.
 PREFIXES: Final = {"cart-ok-": "success", "cart-no-stock-": "inventory-failure",
                    "cart-pay-reject-": "payment-failure"}
 #: The stock each SKU is seeded with: plenty, or none.

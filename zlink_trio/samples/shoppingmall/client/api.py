@@ -1,10 +1,10 @@
-"""The public order API of one CommerceApi, over HTTP with httpx (§6.2; the Client's only door).
+"""The public order API of one CommerceApi, over HTTP with httpx (the Client's only door).
 
-:class:`OrderApi` sends the §6.1 contracts as JSON through the framework's
-typed codec and decodes the replies into the same classes. A non-200 reply is
-:class:`ApiError` with the HTTP status and the body's ``error`` name.
-:func:`wait_status` polls a lookup, bounded (100 ms x 300 by default), until
-the order reaches one of the wanted statuses.
+:class:`OrderApi` sends the JSON contracts (``shared.contracts``) as JSON
+through the framework's typed codec and decodes the replies into the same
+classes. A non-200 reply is :class:`ApiError` with the HTTP status and the
+body's ``error`` name. :func:`wait_status` polls a lookup, bounded (100 ms x 300
+by default), until the order reaches one of the wanted statuses.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the Client is told: the public API base URLs, the carts and prepared orders (§9.3-4).
+"""What the Client is told: the public API base URLs, the carts and prepared orders.
 
 The runner writes it as JSON (``--config FILE``)::
 
@@ -8,11 +8,12 @@ The runner writes it as JSON (``--config FILE``)::
      "orders": {"rebuild": "<OrderId>", "released": "<OrderId>", ...}}
 
 ``orders`` are the OrderIds of the fixtures the runner prepared before the
-Client started (§10.1: fixtures are prepared "before the Client starts or after
-it finishes"), one per :data:`ORDER_ROLES` entry -- values this run produced.
-It holds the HTTP edge, cart IDs and OrderIds only: no NodeId, NodeRid, mesh
-endpoint or owner choice (§9.3-4), which :func:`forbidden_names` checks. The
-cart roles the scenario and the runner use are :data:`CART_ROLES`.
+Client started (the runner prepares fixtures before the Client starts and reads
+evidence after it finishes, never while it runs), one per :data:`ORDER_ROLES`
+entry -- values this run produced. It holds the HTTP edge, cart IDs and OrderIds
+only: no NodeId, NodeRid, mesh endpoint or owner choice (item 9.3-4: a caller
+never chooses an owner), which :func:`forbidden_names` checks. The cart roles
+the scenario and the runner use are :data:`CART_ROLES`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ __all__ = ("CART_ROLES", "ORDER_ROLES", "ClientConfig", "config_names_and_values
 
 _WORDS: Final = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 
-#: Each cart role and the §9 item(s) that use it.
+#: Each cart role and the self-check item(s) that use it.
 CART_ROLES: Final = {
     "success": "9.1-1, 9.1-2, 9.1-5",
     "noStock": "9.1-3",
@@ -45,7 +46,7 @@ CART_ROLES: Final = {
     "failureBoundary": "9.3-2 (the runner's order, stopped at InventoryReserved; its "
                        "owner is terminated)",
 }
-#: Each order the runner prepares before the Client starts, and the §9 item that uses it.
+#: Each order the runner prepares before the Client starts, and the self-check item using it.
 ORDER_ROLES: Final = {
     "rebuild": "9.2-4: Confirmed, then its projection deleted",
     "released": "9.2-5: Failed, and its authority released by the explicit close",

@@ -1,4 +1,4 @@
-"""The Client's entry point (§8 Client/Program): read the config, run the scenario, say how it went.
+"""The Client's entry point: read the config, run the scenario, say how it went.
 
 ``python -m zlink_trio.samples.shoppingmall client --config FILE``. Prints
 ``shoppingmall=completed`` only when every item of the scenario passed;

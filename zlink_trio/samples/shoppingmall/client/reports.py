@@ -1,8 +1,8 @@
-"""The Client's report lines: how the runner learns which order each §9 item used.
+"""The Client's report lines: how the runner learns which order each self-check item used.
 
 After each item the Client writes one line to standard output::
 
-    shoppingmall-client passed item=<§9 item> order=<OrderId> ...
+    shoppingmall-client passed item=<item, e.g. 9.2-4> order=<OrderId> ...
 
 and the runner, once the Client has finished, reads the event stream and
 external-module calls of exactly that order (``runner.verify``). The Client

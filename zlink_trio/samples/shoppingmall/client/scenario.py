@@ -1,4 +1,6 @@
-"""The §9 self-check, all 15 items, through the public order API only (§8 Client/Scenario).
+"""The Client's self-check, all 15 items, through the public order API only.
+
+The items are those of ``docs/shoppingmall.md``, "The Client's self-check".
 
 The Client starts orders, polls the read model, and sends duplicates,
 continues and rebuilds over HTTP (``api``); it asserts only public responses

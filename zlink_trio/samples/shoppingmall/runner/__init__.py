@@ -1,4 +1,4 @@
-"""The process runner (§10): ``serve``, the ``smoke`` command, and the node processes.
+"""The process runner: ``serve``, the ``smoke`` command, and the node processes.
 
 - ``topology`` -- the four nodes (and the smoke's fixture node), their ports and the five
   store URLs of one deployment
@@ -11,10 +11,10 @@
 - ``seeding`` -- write a seed plan (``..seeds``) into the CommerceStateStore and modules
 - ``load`` -- ``load``: orders/s through both APIs and StartOrder latency
 - ``serve`` -- ``serve``: the default seeds and the four processes until interrupted
-- ``evidence`` -- the §10.1 rows verbatim, and counting them in one node log
+- ``evidence`` -- the evidence rows verbatim, and counting them in one node log
 - ``log_wait`` -- bounded log waits (100 ms x 300), over one log or several, with marks
 - ``prepare`` -- the orders the runner prepares before the Client starts (relocation,
   deleted projection, release, terminated owner)
-- ``verify`` -- event streams, external effects and §10.1 rows after the Client
-- ``smoke`` -- the §10 order as one command, and its two markers
+- ``verify`` -- event streams, external effects and evidence rows after the Client
+- ``smoke`` -- the smoke's steps as one command, and its two markers
 """

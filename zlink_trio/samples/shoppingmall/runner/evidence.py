@@ -1,14 +1,15 @@
-"""The §10.1 evidence rows, verbatim, and how one node log's lines are counted against them.
+"""The evidence rows, verbatim, and how one node log's lines are counted against them.
 
-A row is a template exactly as §10.1 prints it, with ``<Name>`` placeholders.
+A row is a template exactly as ``docs/shoppingmall.md`` ("Evidence rows") prints
+it, with ``<Name>`` placeholders.
 :func:`line_pattern` turns it into a whole-line regular expression: a
 placeholder given a value matches that value literally, one left open matches
 one non-blank token. :func:`count_lines` counts the lines of *one* log that
 match; the runner calls it per node log and never joins two logs into one
-text (§10.1: "Do not pass both log files to a single search").
+text (two logs are never passed to one search).
 
 =====================  ===========================================================
-constant               §10.1 row
+constant               evidence row
 =====================  ===========================================================
 ``READY_HTTP``         the HTTP edge is open (each API node)
 ``READY_ROUTE``        RouteMesh object capability (each API node, once per Workflow node)

@@ -1,4 +1,4 @@
-"""The runner-only ``/self-check/*`` hooks a Workflow node serves in runner mode (§9, §10.1).
+"""The runner-only ``/self-check/*`` hooks a Workflow node serves in runner mode.
 
 Only the smoke runner calls these, on a loopback port of its own choosing;
 the Client never does, and ``serve`` does not open them. Each hook prepares a

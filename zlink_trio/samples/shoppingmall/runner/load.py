@@ -8,7 +8,7 @@ clients (100 by default), each with its own HTTP connection pool, run orders
 one after another until ``orders`` have been started in all: a client sends
 ``POST /orders`` (a fresh IdempotencyKey and cart) to api-a or api-b in turn,
 records how long that took (the StartOrder latency: until the Created
-boundary, §6.2), then polls ``GET /orders/{orderId}`` on the other API every
+boundary), then polls ``GET /orders/{orderId}`` on the other API every
 20 ms until the order is Confirmed or Failed. An order *completes* when its
 lookup says Confirmed; the figure is completed orders over the wall time from
 the first start to the last completion.

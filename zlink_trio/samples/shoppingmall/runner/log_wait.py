@@ -1,4 +1,6 @@
-"""Bounded log waits: poll every 100 ms, at most 300 times, never a single read (§10.1).
+"""Bounded log waits: poll every 100 ms, at most 300 times, never a single read.
+
+The rule and the rows it serves are ``docs/shoppingmall.md``, "Evidence rows".
 
 :func:`wait_for_count` re-reads one log (``read``: a callable returning its
 text so far) until :func:`~.evidence.count_lines` reaches ``at_least``, and
@@ -41,7 +43,7 @@ POLL_INTERVAL: Final = 0.1
 #: Reads of a log before a wait gives up (30 s in all).
 POLL_ATTEMPTS: Final = 300
 #: The line a Workflow node prints when the runner asks it to (``mark`` hook): a
-#: runner line, not a §10.1 row (its prefix differs from every row's).
+#: runner line, not an evidence row (its prefix differs from every row's).
 MARK: Final = "shoppingmall-runner mark node=<NodeId> token=<Token>"
 
 

@@ -10,7 +10,7 @@ order, so the node removes its claim from the Location Store:
 - a Workflow node runs ``run_workflow_node``; in runner mode it also gets a
   fixture control and serves the runner-only hooks (``hooks_app``) on its
   hooks port, and prints ``shoppingmall-runner hooks node=<NodeId>`` once they
-  listen (a line of the runner's own, not a §10.1 row).
+  listen (a line of the runner's own, not an evidence row).
 
 The mesh secret comes from the environment (:data:`SECRET_ENV`), never argv.
 """

@@ -1,12 +1,13 @@
-"""The fixtures the runner prepares before the Client starts (§9.2-4..6, §9.3-2; §10.1).
+"""The fixtures the runner prepares before the Client starts (items 9.2-4 to 9.2-6, 9.3-2).
 
-§10.1: "Fixture preparation and server-evidence checks are made by the runner
-itself, before the Client starts or after it finishes." Four §9 items need the
-runner *between* two steps of one order, so the runner takes those steps
-itself, before the Client process exists, and hands the Client the OrderIds
-(``ClientConfig.orders``). It starts each order the way any caller does --
-``POST /orders`` on a CommerceApi, through ``client.api`` -- so every OrderId it
-passes on is a value this run produced, and it never names an owner:
+The runner prepares fixtures and checks the server's evidence itself, before the
+Client starts or after it finishes, never while it runs
+(``docs/shoppingmall.md``, "The smoke"). Four items of the Client's self-check
+need the runner *between* two steps of one order, so the runner takes those
+steps itself, before the Client process exists, and hands the Client the
+OrderIds (``ClientConfig.orders``). It starts each order the way any caller does
+-- ``POST /orders`` on a CommerceApi, through ``client.api`` -- so every OrderId
+it passes on is a value this run produced, and it never names an owner:
 
 =====================  ===============================================================
 order role             what the runner does before the Client starts
@@ -15,20 +16,20 @@ order role             what the runner does before the Client starts
                        InventoryReserved), waits until it parked, relocates it to the
                        other Workflow node, checks the same ObjectGeneration there, and
                        opens the gates: the target replays and goes on at
-                       AuthorizePaymentReq (§9.2-6, §7.3)
+                       AuthorizePaymentReq (item 9.2-6)
 ``rebuild``            starts it, polls until Confirmed, remembers that state and
-                       deletes its projection (§9.2-4)
+                       deletes its projection (item 9.2-4)
 ``released``           starts a no-stock order, polls until Failed, and waits until
-                       no node hosts it (its close released the authority, §9.2-5)
+                       no node hosts it (its close released the authority, item 9.2-5)
 ``failureBoundary``    starts it (its continuation stops at InventoryReserved), moves
                        it by planned relocation to the fixture node
                        (``topology.FIXTURE_NODE``, placement weight 0), checks it is
-                       Ready there, and terminates that process (SIGKILL) (§9.3-2)
+                       Ready there, and terminates that process (SIGKILL) (item 9.3-2)
 =====================  ===============================================================
 
-Why a fixture node for §9.3-2: terminating one of the four sample nodes before
+Why a fixture node for item 9.3-2: terminating one of the four sample nodes before
 the Client would leave one OrderWorkflow process for the rest of the scenario,
-where §9.3-1 wants two; restarting it would release its Spots (restart
+where item 9.3-1 wants two; restarting it would release its Spots (restart
 recovery), so the command would build a new generation instead of ending
 ``Unavailable``. A fifth process that takes no placements owns that one order
 only; both sample Workflow nodes stay up and eligible, so "not re-created on a

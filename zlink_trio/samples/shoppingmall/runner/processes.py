@@ -1,4 +1,4 @@
-"""Start the node processes, report them, and stop them all (§10 step 3).
+"""Start the node processes, report them, and stop them all.
 
 Four in ``serve``; the smoke adds its fixture node (``topology.FIXTURE_NODE``).
 

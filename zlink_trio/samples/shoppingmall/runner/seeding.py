@@ -1,4 +1,4 @@
-"""Prepare the stores (§10 step 2) and apply a :class:`~..seeds.SeedPlan` to them.
+"""Prepare the stores (before any process starts) and apply a :class:`~..seeds.SeedPlan` to them.
 
 :func:`prepare_stores` opens each of the five stores once, before any node starts, so
 their files or key spaces and schemas exist when the four processes open them at once.

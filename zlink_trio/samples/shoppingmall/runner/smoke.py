@@ -1,7 +1,10 @@
-"""``python -m zlink_trio.samples.shoppingmall smoke [--store URL]``: §10 as one command.
+"""``python -m zlink_trio.samples.shoppingmall smoke [--store URL]``: the self-check as one command.
+
+``docs/shoppingmall.md``, "The smoke", tells the same in three phases; step by step:
 
 1. Plan the deployment (stores, ports; ``topology``) in a fresh work directory;
-   the Location and Relocation Stores in separate keyspaces (§3).
+   the Location and Relocation Stores in separate keyspaces; the stores are
+   created before any process starts.
 2. Start the four nodes through the same launcher as ``serve`` (``processes``),
    in runner mode (fixture controls and ``/self-check/*`` hooks on the Workflow
    nodes), plus the runner's fixture node (``topology.FIXTURE_NODE``).
@@ -12,11 +15,11 @@
    orders the Client needs a runner step for (``prepare``), then run the Client
    self-check as its own process, with those OrderIds in its configuration. The
    runner does nothing while the Client runs: fixtures are prepared before it
-   starts and evidence is read after it finishes (§10.1).
+   starts and evidence is read after it finishes.
 5. Confirm ``shoppingmall=completed`` in the Client's output; then mark the
    Workflow logs and wait for the marks (``verify.settle``), observe the event
    streams and external effects (``verify.verify_items``, ``verify_rebuilt``)
-   and poll the §10.1 rows per node log (``verify.verify_rows``).
+   and poll the evidence rows per node log (``verify.verify_rows``).
 6. Print ``shoppingmall-placement=completed`` only when all of that passed;
    otherwise the cause and the last confirmed state. Exit 0 only on success.
 """
@@ -143,9 +146,9 @@ async def _run_client(config_file: Path, log_dir: Path, lines: list[str]) -> Non
 
 
 async def _smoke(store: str | None, work_dir: Path, run_id: str) -> str:
-    """Run §10 (module docstring); the last confirmed state. Raises :class:`SmokeFailure`."""
+    """Run the smoke (module docstring); the last confirmed state. Raises :class:`SmokeFailure`."""
     urls = store_urls(store, work_dir / "stores", run_id)
-    await prepare_stores(urls)  # §10 step 2: the stores exist before the processes start
+    await prepare_stores(urls)  # the stores exist before the processes start
     deployment = plan_deployment(run_id=run_id, stores=urls, base_port=0, runner_mode=True)
     last = "nothing started"
     async with open_deployment(deployment, work_dir, secret=secrets.token_hex(32),
@@ -200,7 +203,7 @@ async def _smoke(store: str | None, work_dir: Path, run_id: str) -> str:
             problems += await verify_rows(reads, facts, _say, marks=marks)
             if problems:
                 raise SmokeFailure("; ".join(problems), last)
-            return "every §10.1 row passed"
+            return "every evidence row passed"
 
 
 def smoke(store: str | None, work_dir: str | None = None, run_id: str | None = None,

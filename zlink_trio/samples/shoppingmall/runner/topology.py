@@ -1,15 +1,16 @@
-"""One deployment's layout: the four nodes, their ports, and the store URLs (§3, §10 steps 2-3).
+"""One deployment's layout: the four nodes, their ports, and the store URLs.
 
 In runner mode (the smoke) a fifth process joins: :data:`FIXTURE_NODE`, an
 OrderWorkflow node with placement weight 0 (no order is ever placed on it) that
-the runner uses only before the Client starts, to prepare the §9.3-2 fixture:
-it moves one order there by planned relocation and terminates it (``prepare``).
-The four sample nodes run through the whole Client scenario.
+the runner uses only before the Client starts, to prepare the fixture of
+self-check item 9.3-2: it moves one order there by planned relocation and
+terminates it (``prepare``). The four sample nodes run through the whole Client
+scenario.
 
 :func:`plan_deployment` decides everything the processes need and
 :meth:`Deployment.to_json` writes it to one file that every node process reads
 (``node <NodeId> --deployment FILE``); nothing about another node is passed on
-a command line. Stores (§3):
+a command line. Stores (``docs/shoppingmall.md``, "Topology"):
 
 =====================  ==============================  ==================================
 resource               SQLite (default)                ``--store redis://host:port/db``
@@ -53,7 +54,7 @@ HOST: Final = "127.0.0.1"
 
 @attrs.frozen(kw_only=True)
 class StoreUrls:
-    """The five store URLs of §3 (module docstring)."""
+    """The five store URLs of one deployment (module docstring)."""
 
     location: str
     relocation: str

@@ -1,4 +1,4 @@
-"""The runner's own observation after the Client: the event streams, effects and §10.1 rows.
+"""The runner's own observation after the Client: the event streams, effects and evidence rows.
 
 :func:`settle` first asks each sample Workflow node to print a mark line
 (``log_wait.MARK``, through the ``mark`` hook) and polls (100 ms x 300) until
@@ -6,11 +6,12 @@ every mark is in its log; it returns the logs of that read, so the activation
 lines the item checks use cover everything the nodes wrote before.
 :func:`verify_items` reads, through the hooks, the event stream and external
 module calls of each order the Client reported (``shoppingmall-client passed
-item=<n> order=<id>``) and checks what the Client cannot see (§9: "the runner
-separately observes the event stream and external effects").
+item=<n> order=<id>``) and checks what the Client cannot see: the order's event
+stream and external effects (the runner's column of ``docs/shoppingmall.md``,
+"The Client's self-check").
 :func:`verify_rebuilt` compares the rebuilt order's lookup with the state the
-runner saw before it deleted the projection (§9.2-4: "the same OrderState").
-:func:`verify_rows` counts the §10.1 rows in each node log separately, every
+runner saw before it deleted the projection (item 9.2-4: the same OrderState).
+:func:`verify_rows` counts the evidence rows in each node log separately, every
 row with a bounded poll (``log_wait.wait_for_counts``), never a single read: an
 at-least row until its count is reached, an exact row (``order-replayed`` 1,
 ``external-effect-repeated`` 0) until each Workflow log shows its mark. Each
@@ -51,7 +52,7 @@ FAILURE_INVENTORY: Final = ["OrderStartedEvent", "InventoryReservationFailedEven
                             "OrderFailedEvent"]
 FAILURE_PAYMENT: Final = ["OrderStartedEvent", "InventoryReservedEvent", "PaymentFailedEvent",
                           "InventoryReleasedEvent", "OrderFailedEvent"]
-#: The Workflow's factory-execution line (§7.3 evidence; not a §10.1 row).
+#: The Workflow's factory-execution line (a relocation's evidence; not an evidence row).
 ACTIVATED: Final = re.compile(
     r"shoppingmall-workflow activated order=(\S+) generation=(\S+) node=(\S+) version=\S+")
 _EXPECTED_EVENTS: Final = {
@@ -194,12 +195,12 @@ async def _row(what: str, reads: Mapping[str, Callable[[], str]], template: str,
     except LogWaitTimeout as exc:
         counts, ok = exc.counts, False
     say(f"shoppingmall-runner row={what} counts={counts} {'ok' if ok else 'FAILED'}")
-    return None if ok else f"§10.1 row {what!r}: counts {counts}"
+    return None if ok else f"evidence row {what!r}: counts {counts}"
 
 
 async def verify_rows(reads: Mapping[str, Callable[[], str]], facts: Facts,
                       say: Callable[[str], None], *, marks: Mapping[str, str]) -> list[str]:
-    """The §10.1 server evidence rows (module docstring); the problems.
+    """The server's evidence rows (module docstring); the problems.
 
     ``marks``: the token each sample Workflow node printed (:func:`settle`).
     """
@@ -210,7 +211,7 @@ async def verify_rows(reads: Mapping[str, Callable[[], str]], facts: Facts,
     ]
     moved = facts.relocation
     if moved is None:
-        problems.append("§10.1 row 'order-replayed': no planned relocation ran")
+        problems.append("evidence row 'order-replayed': no planned relocation ran")
     else:
         problems.append(await _row("order-replayed", workflow, ev.ORDER_REPLAYED, exactly=1,
                                    marks=marks, say=say, OrderId=moved.order_id,
@@ -232,4 +233,4 @@ async def _api_row(reads: Mapping[str, Callable[[], str]], say: Callable[[str], 
     except LogWaitTimeout as exc:
         counts, ok = exc.counts, False
     say(f"shoppingmall-runner row=api-evidence counts={counts} {'ok' if ok else 'FAILED'}")
-    return None if ok else f"§10.1 row 'api-evidence': counts {counts}"
+    return None if ok else f"evidence row 'api-evidence': counts {counts}"

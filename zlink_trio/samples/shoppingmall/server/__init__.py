@@ -1,4 +1,4 @@
-"""ShoppingMall's server side (§8).
+"""ShoppingMall's server side (``docs/shoppingmall.md``, "Where each part lives").
 
 - ``storage``        -- what both parts open by URL: the SQLite / Redis plumbing
   (``app_store``, ``store_url``, ``sqlite_db``, ``redis_db``) and the CommerceStateStore

@@ -1,18 +1,19 @@
-"""ShoppingMall's JSON contracts (spec §6.1): every message and event, as frozen attrs classes.
+"""ShoppingMall's JSON contracts: every message and event, as frozen attrs classes.
 
 Theory of operation
 -------------------
-§6.1 fixes each message's JSON fields and types for every language; these
-classes are that declaration in Python. Attributes are snake_case; every class
+The sample fixes each message's JSON fields and types for every language
+(``docs/shoppingmall.md``, "JSON contracts"); these classes are that
+declaration in Python. Attributes are snake_case; every class
 declares ``__zlink_json_names__ = "camelCase"``, so the framework's typed JSON
-codec spells them exactly as §6.1 does (``order_id`` <-> ``"orderId"``,
+codec spells them exactly as the declaration does (``order_id`` <-> ``"orderId"``,
 ``updated_at_unix_ms`` <-> ``"updatedAtUnixMs"``). Nothing is registered per
 message: the codec reads both class attributes (plain strings, so this module
 imports nothing of the framework) when it first meets a class.
 Every class pins ``__zlink_type__`` to ``"shoppingmall.<MessageName>"`` so its
 wire name survives moving this module.
 
-Types follow §6.1: ``string`` is ``str``, ``int32``/``int64`` are ``int``,
+Types follow the declaration: ``string`` is ``str``, ``int32``/``int64`` are ``int``,
 ``number`` is ``float`` (a JSON integer decodes as one), ``bool`` is ``bool``,
 ``T[]`` is ``tuple[T, ...]`` (a JSON array; a tuple keeps the classes
 hashable), ``status`` is :class:`OrderStatus`. An optional field (``x?: T`` or
@@ -24,7 +25,8 @@ decodes, and the CommerceApi validates input, the workflow's domain its own
 invariants. The classes hold no behaviour and import only ``attrs`` and the
 standard library: the client, the CommerceApi and the OrderWorkflow share them.
 
-Who sends what, and what a reply means, is §6.2; each class's docstring says it
+Who sends what, and what a reply means, is "Who sends what, and when it
+completes" in ``docs/shoppingmall.md``; each class's docstring says it
 in one line. The event classes are the payloads the OrderEventStore records in
 its envelope (eventId, orderId, eventType, version, sourceCommandId?,
 createdAtUnixMs); ``eventType`` is the class name (:data:`EVENT_TYPES`).
@@ -52,16 +54,16 @@ __all__ = (
     "StartOrderWorkflowReq", "StartOrderWorkflowRes",
 )
 
-#: The OrderWorkflowSpot's stable type (§3): an Instance Spot whose Spot ID is the OrderId.
+#: The OrderWorkflowSpot's stable type: an Instance Spot whose Spot ID is the OrderId.
 ORDER_WORKFLOW_TYPE: Final = "shoppingmall.order-workflow"
 
-#: The RouteMesh CommerceApi and OrderWorkflow share (§3): the Workflow nodes serve
+#: The RouteMesh CommerceApi and OrderWorkflow share: the Workflow nodes serve
 #: :data:`ORDER_WORKFLOW_TYPE` in it, the API nodes join it as object clients.
 WORKFLOW_MESH: Final = "shoppingmall.workflow"
 
 
 class OrderStatus(enum.StrEnum):
-    """``OrderState.status`` (§6.3); Confirmed and Failed are terminal."""
+    """``OrderState.status``; Confirmed and Failed are terminal."""
 
     CREATED = "Created"
     INVENTORY_RESERVED = "InventoryReserved"
@@ -275,7 +277,7 @@ class AuthorizePaymentRes:
     reason: str | None = None
 
 
-# --------------------------------------------------------------------------- events (§6.3 order)
+# ----------------------------------------------------- events (in the order a stream may hold them)
 
 
 @attrs.frozen(kw_only=True)
@@ -388,7 +390,7 @@ EVENT_TYPES: Final[dict[str, type[object]]] = {
     )
 }
 
-#: Every contract class of §6.1, in its order there (events last).
+#: Every contract class, in the JSON declaration's order (events last).
 MESSAGE_TYPES: Final[tuple[type[object], ...]] = (
     OrderLine,
     StartOrderReq,

@@ -1,14 +1,14 @@
-"""CommerceApi (§8): input validation, idempotency mapping, workflow requests, lookups.
+"""CommerceApi: input validation, idempotency mapping, workflow requests, lookups.
 
 The HTTP edge of the sample: a stateless Starlette app served by Hypercorn on
 Trio, on a node that is an object client of the ``shoppingmall.workflow``
-Mesh. Its CommerceStateStore (IdempotencyKey -> OrderId, pending then started, §4,
+Mesh. Its CommerceStateStore (IdempotencyKey -> OrderId, pending then started,
 and the cart snapshots) is in ``server/storage/``, which the OrderWorkflow uses too.
 Modules, bottom up:
 
 - ``inputs``         -- ``ValidationError``, the 64 KiB bounded body read, the identifier rule
 - ``cart``           -- ``CartSnapshot``: the cart JSON the runner seeds and a start reads
-- ``markers``        -- the §10.1 lines an API node prints, verbatim
+- ``markers``        -- the evidence lines an API node prints, verbatim
 - ``workflow_calls`` -- the Spot requests to OrderWorkflowSpot: OrderId, Instance intent, Mesh,
   deadline
 - ``orders``         -- ``OrderService``: start (mapping, workflow, started), lookup,

@@ -1,4 +1,4 @@
-"""The public order API as a Starlette ASGI app (§6.2): four routes around :class:`OrderService`.
+"""The public order API as a Starlette ASGI app: four routes around :class:`OrderService`.
 
 The paths and JSON shapes are a contract other clients rely on:
 
@@ -9,12 +9,13 @@ The paths and JSON shapes are a contract other clients rely on:
 - ``POST /orders/{orderId}/rebuild-projection``, body ``{"sourceCommandId": ...}`` ->
   ``RebuildOrderProjectionRes``
 
-Bodies are JSON in the framework's typed codec (camelCase, §6.1), read with a
-64 KiB bound (``inputs``); replies are ``application/json``. Every failure is
-``{"error": ..., "message": ...}`` with the status ``http_errors`` assigns --
-400 refused input, 404 unknown order or route, 409 a conflict, 503 the owner
-or a store unavailable, 504 the deadline passed. A handler only reads,
-decodes, calls the service and encodes: the rules are the service's.
+Bodies are JSON in the framework's typed codec (camelCase,
+``shared.contracts``), read with a 64 KiB bound (``inputs``); replies are
+``application/json``. Every failure is ``{"error": ..., "message": ...}`` with
+the status ``http_errors`` assigns -- 400 refused input, 404 unknown order or
+route, 409 a conflict, 503 the owner or a store unavailable, 504 the deadline
+passed. A handler only reads, decodes, calls the service and encodes: the rules
+are the service's.
 
 The app holds no node, store or owner address of its own; :func:`build_app`
 takes the service, so tests drive it through ``httpx.ASGITransport`` and
@@ -58,7 +59,7 @@ class OrderCommandBody:
     """The body of ``continue`` and ``rebuild-projection``: the command's SourceCommandId.
 
     The OrderId is the path's; with it the body becomes ContinueOrderWorkflowReq
-    or RebuildOrderProjectionReq (§6.1).
+    or RebuildOrderProjectionReq.
     """
 
     __zlink_type__: ClassVar[str] = "shoppingmall.OrderCommandBody"

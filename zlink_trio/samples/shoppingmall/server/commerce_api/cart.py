@@ -1,10 +1,11 @@
 """The cart snapshot CommerceApi reads from the CommerceStateStore to start an order.
 
-The cart is built before the sample starts (§1): the runner seeds one
+The cart is built before the sample starts (the sample does not build carts): the runner
+seeds one
 snapshot per cart with ``CommerceStateStore.put_cart(cart_id, text)``, and
 CommerceApi reads it when it starts an order, to put the lines, amount and
 currency into StartOrderWorkflowReq. The text is a :class:`CartSnapshot` in
-the framework's typed JSON codec, camelCase like the §6.1 contracts::
+the framework's typed JSON codec, camelCase like the JSON contracts::
 
     {"lines": [{"sku": "sku-1", "quantity": 2}], "amount": 25.0, "currency": "EUR"}
 

@@ -42,7 +42,7 @@ __all__ = ("error_response", "error_status", "json_error")
 #: ``HandlerError.error_type`` values that keep their meaning across the Spot boundary.
 _HANDLER_STATUS: Final = {
     "NotFound": 404,
-    "UnknownOrder": 404,  # the workflow's refusal of an order with no stream (§9.3-3)
+    "UnknownOrder": 404,  # the workflow's refusal of an order with no stream: nothing created
     "AlreadyExists": 409,
     "StaleFence": 409,
     "ExpectedVersionConflict": 409,

@@ -3,9 +3,10 @@
 Theory of operation
 -------------------
 CommerceApi refuses bad input before its first store call and before any Spot
-request (§4: "HTTP input validation"), so a refused request writes nothing and
-never reaches the OrderWorkflow. Every refusal is one :class:`ValidationError`;
-the HTTP layer answers it with 400 and ``{"error": "ValidationError", ...}``.
+request (validating HTTP input is CommerceApi's role), so a refused request
+writes nothing and never reaches the OrderWorkflow. Every refusal is one
+:class:`ValidationError`; the HTTP layer answers it with 400 and
+``{"error": "ValidationError", ...}``.
 
 **The body.** :func:`read_body` reads a request body chunk by chunk and stops
 as soon as it passes :data:`MAX_BODY_BYTES` (64 KiB): it never holds more than

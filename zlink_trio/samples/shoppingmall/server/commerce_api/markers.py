@@ -1,8 +1,9 @@
-"""The evidence lines an API node prints, verbatim from §10.1, and where they go.
+"""The evidence lines an API node prints, verbatim, and where they go.
 
 The smoke runner matches these strings in each process's log, character for
-character (§10.1: "These strings are not a per-language choice"), so they are
-built here and nowhere else:
+character; they are part of the sample's contract, the same in every language
+(``docs/shoppingmall.md``, "Evidence rows"), so they are built here and nowhere
+else:
 
 - ``shoppingmall-ready kind=http node=<NodeId>`` -- once, when the HTTP edge listens
 - ``shoppingmall-ready kind=object-route node=<NodeId> target=<WorkflowNodeId>`` -- once per
@@ -34,15 +35,15 @@ def print_line(line: str) -> None:
 
 
 def http_ready_line(node_id: str) -> str:
-    """§10.1: the HTTP edge of API node ``node_id`` is open."""
+    """The evidence line: the HTTP edge of API node ``node_id`` is open."""
     return f"shoppingmall-ready kind=http node={node_id}"
 
 
 def object_route_ready_line(node_id: str, target: str) -> str:
-    """§10.1: API node ``node_id`` sees Workflow node ``target`` serve the order workflow."""
+    """The evidence line: API node ``node_id`` sees Workflow node ``target`` serve orders."""
     return f"shoppingmall-ready kind=object-route node={node_id} target={target}"
 
 
 def evidence_line(order_id: str, events: int) -> str:
-    """§10.1: CommerceApi's evidence that it looked up order ``order_id`` at ``events`` events."""
+    """CommerceApi's evidence that it looked up order ``order_id`` at ``events`` events."""
     return f"shoppingmall-evidence order={order_id} events={events}"

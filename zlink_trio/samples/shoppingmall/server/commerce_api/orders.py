@@ -2,12 +2,13 @@
 
 Theory of operation
 -------------------
-:class:`OrderService` is the whole of CommerceApi's behaviour (§4); the
+:class:`OrderService` is the whole of CommerceApi's behaviour; the
 Starlette routes (``app``) only read bodies and write JSON around it. It
 owns no order state: the mapping lives in the CommerceStateStore, the order in
 OrderWorkflowSpot, the lookup document in the OrderReadModelStore.
 
-**Start** (§6.2, §7.1, §7.3), in this order:
+**Start** (``docs/shoppingmall.md``, "Start and success" and "Duplicate start, resume,
+planned relocation"), in this order:
 
 1. Check every field (:func:`~.inputs.check_id`) and read the cart
    (:func:`~.cart.load_cart`). A refusal here has read at most the cart and
@@ -20,16 +21,16 @@ OrderWorkflowSpot, the lookup document in the OrderReadModelStore.
    address or payment method) is refused with :class:`zlink_trio.AlreadyExists`:
    one key, one order.
 3. A mapping already ``started`` whose read model exists answers with that
-   lookup state (§6.1: "it can return the current lookup model").
+   lookup state (a duplicate start may answer the order's current lookup state).
    Otherwise -- ``pending``, or started with the projection lost -- send
    StartOrderWorkflowReq to the mapped OrderId with Instance intent
    (``workflow_calls``). Its SourceCommandId is ``start:<IdempotencyKey>``
    (the domain's ``start_command_id``): every duplicate sends the same one, so
    the workflow records one OrderStartedEvent whichever arrives first and
    answers the others with its fold. A pending mapping is never a success by
-   itself (§4): the caller resumes the same OrderId's workflow.
+   itself: the caller resumes the same OrderId's workflow.
 4. The reply confirms that OrderStartedEvent and the Created projection are
-   recorded (§6.2), so the mapping moves ``pending -> started``
+   recorded, so the mapping moves ``pending -> started``
    (``mark_started``, a no-op when another caller -- or the workflow -- moved
    it first). The response carries the reply's state: Created for a new
    order, whatever the background continuation has reached for a duplicate.
@@ -37,10 +38,10 @@ OrderWorkflowSpot, the lookup document in the OrderReadModelStore.
 If step 3 fails (the owner is down, the deadline passed) the mapping stays
 pending and the error is the answer; a retry with the same key resumes it.
 
-**Lookup** reads the OrderReadModelStore and nothing else (§4: no side effect
-beyond the lookup); an order without a document is :class:`zlink_trio.NotFound`.
-A lookup that returns a terminal state prints the §10.1 evidence line, with
-the number of events the projection folded.
+**Lookup** reads the OrderReadModelStore and nothing else (a lookup has no side
+effect and never progresses an order); an order without a document is
+:class:`zlink_trio.NotFound`. A lookup that returns a terminal state prints the
+``api-evidence`` line, with the number of events the projection folded.
 
 **Continue / rebuild** check the OrderId and SourceCommandId and send
 ContinueOrderWorkflowReq / RebuildOrderProjectionReq with Instance intent;
@@ -101,7 +102,7 @@ def _no_line(line: str) -> None:
 class OrderService:
     """CommerceApi's operations (module docstring); one per API node, shared by its routes.
 
-    ``log`` receives the §10.1 evidence lines; ``new_id`` draws candidate
+    ``log`` receives the evidence lines; ``new_id`` draws candidate
     OrderIds. Every method raises :class:`~.inputs.ValidationError` for bad
     input before its first store call, :class:`zlink_trio.StoreUnavailable`
     when a store cannot be asked, and passes on the typed errors of the

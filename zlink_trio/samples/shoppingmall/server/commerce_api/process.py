@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-:func:`run_api_node` is what a CommerceApi process runs (§3, §10 step 3: two of
+:func:`run_api_node` is what a CommerceApi process runs (a deployment has two of
 them, ``api-a`` and ``api-b``). Inside one Trio program it opens, in order:
 
 1. ``zl.open_node(node_id, mesh="shoppingmall.workflow", spots=[])`` -- the node
@@ -17,14 +17,15 @@ them, ``api-a`` and ``api-b``). Inside one Trio program it opens, in order:
 
 When Hypercorn listens it prints ``shoppingmall-ready kind=http node=<NodeId>``;
 the watcher then prints ``shoppingmall-ready kind=object-route node=<NodeId>
-target=<WorkflowNodeId>`` once for each Workflow node it sees (§10.1). The
+target=<WorkflowNodeId>`` once for each Workflow node it sees (the evidence rows of
+``docs/shoppingmall.md``). The
 function runs until it is cancelled; leaving closes everything in reverse
 order (Hypercorn stops accepting, the stores close, the node drains and
 removes its claim).
 
-Nothing in the configuration names a Workflow node, NodeRid or endpoint
-(§9.3-4): the API node finds the owners through the Location Store it shares
-with them.
+Nothing in the configuration names a Workflow node, NodeRid or endpoint (a
+caller never chooses the owner): the API node finds the owners through the
+Location Store it shares with them.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ async def run_api_node(
     file or a prefix). ``secret`` authenticates the mesh links (the same on
     every node); ``listen`` is the node's mesh address. ``http_port`` is the
     HTTP port on 127.0.0.1 (0: any free port). ``workflow_timeout`` bounds each
-    workflow request; ``log`` receives the §10.1 lines (default: standard
+    workflow request; ``log`` receives the evidence lines (default: standard
     output); ``clock`` is the store clock (default :func:`store_clock`).
     ``derive_cart`` builds the snapshot of a cart the store lacks (``serve``
     passes its seed rule, so any ``cart-ok-…`` ID works; ``None``: such a cart

@@ -2,9 +2,10 @@
 
 Theory of operation
 -------------------
-§10 step 4 waits until "public readiness confirms the HTTP edge and RouteMesh
-object capability", and §10.1 confirms the second "from a passive signal":
-the runner does not send a request of its own. The signal here is the
+The smoke waits until public readiness confirms the HTTP edge and the RouteMesh
+object capability of each API node, and learns the second from a passive
+signal: the runner does not send a request of its own (``docs/shoppingmall.md``,
+"The smoke"). The signal here is the
 Location Store, where every node of a Mesh publishes its claim (NodeId,
 served stable types, lease) and where the framework's placement looks for a
 node to cold-activate a Missing order on. :func:`watch_object_routes` reads

@@ -1,33 +1,35 @@
-"""CommerceApi's three requests to OrderWorkflowSpot, as Spot requests by OrderId (§5).
+"""CommerceApi's three requests to OrderWorkflowSpot, as Spot requests by OrderId.
 
 Theory of operation
 -------------------
 Each call is ``client.request(order_id, msg, reply=...)`` with Instance intent
 for the stable type :data:`ORDER_WORKFLOW_TYPE`, placed in the Mesh
 :data:`WORKFLOW_MESH` (``.instance_spot(...).in_mesh(...)``), under one
-end-to-end deadline (``.timeout(...)``). The OrderId is the global Spot ID:
-the framework resolves the current Ready owner, or -- when the order's Spot is
+end-to-end deadline (``.timeout(...)``). The OrderId is the global Spot ID: the
+framework resolves the current Ready owner, or -- when the order's Spot is
 Missing -- cold-activates it on a node that serves the type. Nothing here names
-an owner NodeRid, an endpoint or a node (§9.3-4); the API node is an object
-client of the Mesh and serves no Spot type itself.
+an owner NodeRid, an endpoint or a node (a caller never chooses the owner); the
+API node is an object client of the Mesh and serves no Spot type itself.
 
-Instance intent on every call, not only the start: a continue or a rebuild
-must reach an order whose Spot was evicted or whose Workflow process restarted
-(§9.2-2..4); the Spot then replays the stream. For an OrderId with no stream
-the workflow records nothing and refuses (§9.3-3).
+Instance intent on every call, not only the start: a continue or a rebuild must
+reach an order whose Spot was evicted or whose Workflow process restarted
+(self-check items 9.2-2 to 9.2-4); the Spot then replays the stream. For an
+OrderId with no stream the workflow records nothing and refuses (item 9.3-3).
 
-Nothing that may have run is retried (§6.2: "the sample doesn't automatically
-resubmit a failed operation to a different owner"). The one resend is a call
-refused with :class:`zlink_trio.StaleRoute` -- the framework's word that the
-message was *not run* (the owner a route named had just closed, or had not yet
-registered an activation it committed): it is sent again, which resolves
-afresh, at most :data:`STALE_ROUTE_RESENDS` times within the same deadline (06 §6:
-the framework fails the call and only the next one resolves afresh -- this resend
-is that next call). A call ends with the reply's state or a
-typed error: :class:`zlink_trio.Unavailable` when the Ready owner cannot be
-reached (§7.5: its process died), :class:`zlink_trio.DeadlineExceeded` when the
-deadline passed, :class:`zlink_trio.HandlerError` when the workflow's handler
-raised (its ``error_type`` names what it raised).
+Nothing that may have run is retried: the sample never resubmits a failed
+operation to a different owner on its own (``docs/shoppingmall.md``, "Who sends
+what, and when it completes"). The one resend is a call refused with
+:class:`zlink_trio.StaleRoute` -- the framework's word that the message was *not
+run* (the owner a route named had just closed, or had not yet registered an
+activation it committed): it is sent again, which resolves afresh, at most
+:data:`STALE_ROUTE_RESENDS` times within the same deadline (the framework fails
+the call and only the next one resolves afresh, ``docs/mesh.md``, "Calls to
+another node" -- this resend is that next call). A call ends with the reply's
+state or a typed error: :class:`zlink_trio.Unavailable` when the Ready owner
+cannot be reached (its process died: a Ready owner is never re-created
+elsewhere), :class:`zlink_trio.DeadlineExceeded` when the deadline passed,
+:class:`zlink_trio.HandlerError` when the workflow's handler raised (its
+``error_type`` names what it raised).
 """
 
 from __future__ import annotations
@@ -78,19 +80,19 @@ class OrderWorkflowCalls:
         self._mesh = mesh
 
     async def start(self, req: StartOrderWorkflowReq) -> OrderState:
-        """StartOrderWorkflowReq: the state once Created is recorded and projected (§6.2)."""
+        """StartOrderWorkflowReq: the state once Created is recorded and projected."""
         res = await self._request(req.order_id, req, StartOrderWorkflowRes)
         return res.state
 
     async def continue_order(self, order_id: str, source_command_id: str) -> OrderState:
-        """ContinueOrderWorkflowReq: the state after the next possible steps ran (§6.2)."""
+        """ContinueOrderWorkflowReq: the state after the next possible steps ran."""
         res = await self._request(
             order_id, ContinueOrderWorkflowReq(order_id, source_command_id),
             ContinueOrderWorkflowRes)
         return res.state
 
     async def rebuild_projection(self, order_id: str, source_command_id: str) -> OrderState:
-        """RebuildOrderProjectionReq: the state replayed from the stream alone (§6.2)."""
+        """RebuildOrderProjectionReq: the state replayed from the stream alone."""
         res = await self._request(
             order_id, RebuildOrderProjectionReq(order_id, source_command_id),
             RebuildOrderProjectionRes)

@@ -1,4 +1,4 @@
-"""OrderWorkflow (§8): domain, application and infrastructure of the order owner.
+"""OrderWorkflow: domain, application and infrastructure of the order owner.
 
 - ``domain``         -- the pure order rules: events, fold, next step, deterministic IDs
 - ``application``    -- the use cases: replay, start, step, continue, rebuild, projection order

@@ -1,4 +1,4 @@
-"""One OrderWorkflow node (§4: two per deployment): the stores, the Spot, the node, until cancelled.
+"""One OrderWorkflow node (two per deployment): the stores, the Spot, the node, until cancelled.
 
 The process runner calls :func:`run_workflow_node` (directly, or as
 ``await nursery.start(run_workflow_node, ...)`` to learn when the node

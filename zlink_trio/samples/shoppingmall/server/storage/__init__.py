@@ -7,7 +7,7 @@
 - ``app_store``            -- ``open_app_store``: the one place a store's connection opens and
   closes (every store of the sample opens through it)
 - ``commerce_state_store`` -- CommerceStateStore: IdempotencyKey -> OrderId, pending then
-  started (§4), and the cart snapshots; the CommerceApi and the OrderWorkflow both use it
+  started, and the cart snapshots; the CommerceApi and the OrderWorkflow both use it
 
 It imports neither ``commerce_api`` nor ``order_workflow``.
 """

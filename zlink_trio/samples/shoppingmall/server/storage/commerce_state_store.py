@@ -1,4 +1,4 @@
-"""CommerceStateStore: cart snapshots and the IdempotencyKey -> OrderId mapping (§3, §4, §7.3).
+"""CommerceStateStore: cart snapshots and the IdempotencyKey -> OrderId mapping.
 
 Theory of operation
 -------------------
@@ -12,7 +12,8 @@ mapping ``pending -> started`` (a compare-and-set on the OrderId: exactly one
 caller sees ``changed``; a repeat is a no-op). A caller that reads ``pending``
 is not done: it resumes the same OrderId's workflow.
 
-**Cart snapshots.** The cart is built before the sample starts (§1): the runner
+**Cart snapshots.** The cart is built before the sample starts (the sample does not
+build carts): the runner
 stores a snapshot (``put_cart``) (JSON text: lines, amount, currency) and CommerceApi
 reads it when it starts the workflow. The store never parses snapshots.
 

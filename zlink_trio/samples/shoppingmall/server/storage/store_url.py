@@ -26,10 +26,11 @@ Each store is opened by its own URL and keeps its own tables (SQLite:
 ``<prefix>:ev:``, ``:rm:``, ``:cs:``, ``:inv:``, ``:pay:``, ``:calls:``), so any
 of them may share a file or a prefix without sharing a record.
 
-The sample's default on SQLite is **one file per resource of §3**:
+The sample's default on SQLite is **one file per resource** (``docs/shoppingmall.md``,
+"Topology"):
 ``events.db`` (OrderEventStore), ``read-model.db`` (OrderReadModelStore) and
 ``commerce.db`` (CommerceStateStore, with the Inventory and Payment modules,
-whose seeds and first results §3 puts in that store). SQLite has one writer
+whose seeds and first results the sample keeps in that store). SQLite has one writer
 per file, so the workflow's appends do not queue behind projection or
 idempotency writes, and deleting ``read-model.db`` loses only what a rebuild
 restores. On Redis one prefix (default ``shoppingmall``) holds them all, apart

@@ -1,4 +1,4 @@
-"""OrderWorkflow's application (§8): replay, fold, next step, expected-version appends, projection.
+"""OrderWorkflow's application: replay, fold, next step, expected-version appends, projection.
 
 It drives the pure domain (``..domain``) through ports (protocols) the
 infrastructure implements; it imports neither the framework nor a store.

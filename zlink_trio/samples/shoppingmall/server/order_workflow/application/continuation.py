@@ -1,4 +1,4 @@
-"""How the background continuation paces itself between its turns (§7.1), and who may say so.
+"""How the background continuation paces itself between its turns, and who may say so.
 
 After the start replies at the Created boundary, the order goes on by itself:
 the Spot runs one step per turn of its own (a timer it arms), and before each
@@ -12,12 +12,12 @@ answer                      what the continuation does
 =========================  ===================================================
 ``Pace.GO``                 runs the next step now, then arms its next turn
 ``Pace.STOP``               ends; the order waits for a ContinueOrderWorkflowReq
-                            (§9.2-2: interrupted at InventoryReserved)
+                            (item 9.2-2: interrupted at InventoryReserved)
 ``Pace.PARK``               runs nothing and looks again a little later; the
                             pending turn is a timer, so it moves with a planned
-                            relocation and fires at the target (§9.2-6)
+                            relocation and fires at the target (item 9.2-6)
 ``skip_projection`` True    the step's events are appended, its projection is
-                            not written (§9.2-3: interrupted after the terminal
+                            not written (item 9.2-3: interrupted after the terminal
                             event, before the read model reflected it)
 =========================  ===================================================
 

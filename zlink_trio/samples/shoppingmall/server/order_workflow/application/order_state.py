@@ -1,4 +1,4 @@
-"""The OrderState (§6.1) an order's fold shows: what the read model holds and every reply carries.
+"""The OrderState an order's fold shows: what the read model holds and every reply carries.
 
 The aggregate's read-model fields have OrderState's names (``domain.fold``),
 so this is a projection by name; only the status changes type (the domain's
@@ -19,7 +19,7 @@ __all__ = ("UnknownOrder", "order_state_of")
 
 
 class UnknownOrder(Exception):
-    """Raised by a continue or a rebuild of an OrderId whose stream is empty (§9.3-3).
+    """Raised by a continue or a rebuild of an OrderId whose stream is empty (item 9.3-3).
 
     Nothing was recorded or projected. Over the framework it reaches the
     caller as a ``zl.HandlerError`` whose ``error_type`` is ``"UnknownOrder"``

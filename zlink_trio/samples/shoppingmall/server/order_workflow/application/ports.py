@@ -11,7 +11,7 @@ Errors a port raises and the use cases handle: :class:`StreamConflict` (an
 append whose expected version is no longer the stream's: replay and decide
 again). Anything else -- the store is down, an argument is refused --
 propagates to the caller of the use case, and the request that ran it ends
-with that error (never a made-up success, §6.2).
+with that error (never a made-up success: a timeout or failure is not turned into one).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class Projection(Protocol):
 
 
 class Effects(Protocol):
-    """The external modules (§6.2): each returns the first result for its deterministic ID."""
+    """The external modules: each returns the first result for its deterministic ID."""
 
     async def reserve(self, step: ReserveInventory) -> EffectResult:
         """ReserveInventoryReq for the step's ReservationId and lines."""
@@ -95,7 +95,7 @@ class Effects(Protocol):
         ``payment_method_id`` is the start command's when this incarnation ran the
         start; ``None`` otherwise, and the adapter finds it from ``step.cart_id`` or
         the start's SourceCommandId among ``source_command_ids`` (the stream does not
-        hold it: §6.1's OrderStartedEvent has no such field).
+        hold it: the contract's OrderStartedEvent has no such field).
         """
         ...
 

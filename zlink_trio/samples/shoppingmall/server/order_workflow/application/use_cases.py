@@ -9,8 +9,8 @@ per incarnation, so everything here runs inside that order's single owner
 reads only the records above ``state.version``), so a record another writer
 made -- a retried command, a fixture -- is never missed.
 
-Every write follows one order (§7.1, §7.4): **the event first, then the read
-model**. A step is
+Every write follows one order: **the event first, then the read model**, so the
+read model can always be rebuilt from the stream. A step is
 
 1. replay; ``step = next_step(state)``; stop at NotStarted / Finished;
 2. call the module for an effect step (its deterministic ID makes a repeat
@@ -21,7 +21,7 @@ model**. A step is
    decide again (at most :data:`MAX_ATTEMPTS` times);
 5. ``advance`` the fold and put its OrderState in the read model.
 
-**SourceCommandId dedupe (§7.3).** The start's append carries the start
+**SourceCommandId dedupe.** The start's append carries the start
 command's SourceCommandId and expects version 0, so a duplicate start --
 the same command again, or the other CommerceApi's -- records nothing and
 answers with the fold. Continue and rebuild record no event of their own:
@@ -29,7 +29,7 @@ what a continue runs is recorded under the steps' own SourceCommandIds, so a
 repeated continue or rebuild (whatever its SourceCommandId) is harmless and
 returns the fold; the commands' IDs are not written anywhere.
 
-**Unknown orders (§9.3-3).** Continue and rebuild of an OrderId whose stream
+**Unknown orders.** Continue and rebuild of an OrderId whose stream
 is empty raise :class:`~.order_state.UnknownOrder` before writing anything:
 no event, no projection.
 """
@@ -74,7 +74,7 @@ __all__ = ("MAX_ATTEMPTS", "MAX_STEPS", "OrderPorts", "OrderWorkflow", "StartOut
 
 #: How often one decision is retried after a version conflict before the conflict propagates.
 MAX_ATTEMPTS: Final = 8
-#: More steps than any §6.3 path has: a continue that runs longer is a bug, not a workflow.
+#: More steps than any event order has: a continue that runs longer is a bug, not a workflow.
 MAX_STEPS: Final = 16
 
 
@@ -143,7 +143,7 @@ class OrderWorkflow:
         A duplicate (the stream already started) records nothing and returns the
         fold. The projection is written either way (a lost one is repaired), then,
         when the stream's start is this command's (same SourceCommandId), the
-        idempotency mapping moves to started (§4); another command's start of the
+        idempotency mapping moves to started; another command's start of the
         same OrderId leaves its key alone. Raises the domain's ``InvalidCommand``
         for a command of another order.
         """
@@ -179,7 +179,7 @@ class OrderWorkflow:
         """Run the next step and record its outcome (module docstring, steps 1-5).
 
         ``skip_projection(state, step)`` True leaves the read model as it is after
-        the append (the runner's §9.2-3 fixture).
+        the append (the runner's fixture for item 9.2-3).
         """
         for _ in range(MAX_ATTEMPTS):
             state = await self.replay()
@@ -209,7 +209,7 @@ class OrderWorkflow:
         Resumes wherever the stream stopped (an already-recorded step is not
         run again) and ends Finished or halted; the projection is written last,
         so a terminal event whose projection was lost is reflected before the
-        reply (§7.4). Raises :class:`UnknownOrder` for an empty stream.
+        reply. Raises :class:`UnknownOrder` for an empty stream.
         """
         await self.replay()
         if not self.state.started:
@@ -224,7 +224,7 @@ class OrderWorkflow:
         """RebuildOrderProjectionReq: fold the whole stream afresh and write its projection.
 
         Reads the stream from version 1 (not the cached fold), so the read model
-        is what the stream alone says (§7.4). Raises :class:`UnknownOrder` for
+        is what the stream alone says. Raises :class:`UnknownOrder` for
         an empty stream.
         """
         records = await self._ports.stream.read(self.order_id)

@@ -1,15 +1,15 @@
-"""OrderWorkflow's domain (§8): the order rules, pure -- no framework, HTTP, store or codec.
+"""OrderWorkflow's domain: the order rules, pure -- no framework, HTTP, store or codec.
 
 It imports only the standard library and ``attrs`` (``tests/samples/shoppingmall/
 test_order_domain_imports.py`` walks every module's imports). The application
 replays the stream, asks the domain what to do, calls the modules, appends and
 projects; the domain only decides. Modules, bottom up:
 
-- ``values`` -- ``OrderStatus`` (§6.3) and ``OrderLine``, the domain's own, named like the
+- ``values`` -- ``OrderStatus`` and ``OrderLine``, the domain's own, named like the
   contracts'
 - ``errors`` -- ``CorruptStream`` (a stream the fold refuses), ``InvalidCommand``
 - ``ids``    -- deterministic ReservationId, PaymentId, EventId and SourceCommandIds
-- ``events`` -- the eight events of §6.3 and ``Recorded``, an event with its envelope facts
+- ``events`` -- the order's eight events and ``Recorded``, an event with its envelope facts
 - ``fold``   -- ``OrderAggregate``, the ``TRANSITIONS`` table, ``apply`` and ``fold``
 - ``steps``  -- ``next_step`` and ``record``: the next step, and what its outcome appends
 - ``start``  -- ``start``: the OrderStartedEvent once, whichever duplicate comes first

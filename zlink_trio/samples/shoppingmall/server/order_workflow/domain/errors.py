@@ -15,7 +15,7 @@ class OrderRuleError(Exception):
 
 
 class CorruptStream(OrderRuleError):
-    """Raised by the fold when the stream breaks §6.3.
+    """Raised by the fold when the stream is not a prefix of one of the three event orders.
 
     A version gap, an event of another order, an event the current phase
     cannot follow with (a payment before a reservation, anything after a

@@ -1,9 +1,10 @@
-"""The order's events (§6.1, §6.3) and a recorded event's envelope facts.
+"""The order's events and a recorded event's envelope facts.
 
 Each event is a fact one step established; the fold (:mod:`.fold`) is the only
-reader. Fields are §6.1's, snake_case; the contracts in ``shared.contracts``
+reader. Fields are the JSON contracts', snake_case; the contracts in ``shared.contracts``
 carry the same names and are what the OrderEventStore stores (the application
-maps one to the other by field name). §6.3 fixes their order:
+maps one to the other by field name). A stream holds them in one of three orders
+(``docs/shoppingmall.md``, "Events, their order, and deterministic IDs"):
 
 ============================  ===========================================================
 branch                        events

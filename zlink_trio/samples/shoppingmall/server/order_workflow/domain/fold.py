@@ -6,14 +6,14 @@ The stream is the record; the aggregate is only ever computed from it, so a
 replay after a restart, a relocation or a lost projection gives the same
 state. The rule for which event may follow which is one table,
 :data:`TRANSITIONS`, keyed by the aggregate's :class:`Phase` and the event's
-class; §6.3's three event orders are its only paths from ``NEW`` to a
+class; the three event orders (``events``) are its only paths from ``NEW`` to a
 terminal phase, and an event the table does not allow is
 :class:`CorruptStream`, never skipped.
 
 A phase is finer than the status a reader sees: ``RESERVATION_FAILED``,
 ``PAYMENT_FAILED`` and ``RELEASED`` are the compensation's progress, and the
-next step depends on it, but §6.3 says "InventoryReleasedEvent records the
-compensation result but doesn't revert the status", and Failed is terminal,
+next step depends on it, but InventoryReleasedEvent records the compensation's
+result without reverting the status, and Failed is terminal,
 so the status stays at the last milestone reached (Created, InventoryReserved)
 until ``OrderFailedEvent`` makes it Failed. A client polling for a terminal
 status therefore never sees Failed while compensation is still running.
@@ -47,7 +47,7 @@ __all__ = ("STATUS_OF", "TRANSITIONS", "OrderAggregate", "Phase", "apply", "fold
 
 
 class Phase(enum.StrEnum):
-    """Where the order is in §6.3's event orders (the name of the last event, roughly)."""
+    """Where the order is in the three event orders (the name of the last event, roughly)."""
 
     NEW = "new"  #: no stream yet
     CREATED = "created"
@@ -96,7 +96,7 @@ class OrderAggregate:
     ``updated_at_unix_ms``) have ``OrderState``'s names, so the application
     projects by name. ``version`` is the stream version folded so far (0: no
     stream), the expected version of the next append; ``source_command_ids``
-    every SourceCommandId the stream holds (§7.3 dedupe).
+    every SourceCommandId the stream holds (a duplicate command records nothing).
     """
 
     order_id: str
@@ -178,7 +178,7 @@ def apply(state: OrderAggregate, record: Recorded) -> OrderAggregate:
     phase = TRANSITIONS.get((state.phase, type(event)))
     if phase is None:
         raise CorruptStream(
-            f"{where}: {type(event).__name__} cannot follow phase {state.phase.value!r} (§6.3)"
+            f"{where}: {type(event).__name__} cannot follow phase {state.phase.value!r}"
         )
     seen = state.source_command_ids
     if record.source_command_id is not None:

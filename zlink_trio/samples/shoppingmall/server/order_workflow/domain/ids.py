@@ -1,4 +1,4 @@
-"""Deterministic identifiers, all derived from the OrderId (§2.2 "duplication", §6.3).
+"""Deterministic identifiers, all derived from the OrderId, so a duplicate converges.
 
 An external effect retried with the same ID converges on its first result
 (the modules promise that), and an append retried with the same
@@ -55,7 +55,7 @@ def start_command_id(idempotency_key: str) -> str:
     """The SourceCommandId of the start, the same for every retry of one IdempotencyKey.
 
     Two CommerceApi processes starting the same key send the same ID, so the
-    OrderStartedEvent is recorded once whichever arrives first (§7.3).
+    OrderStartedEvent is recorded once whichever arrives first.
     """
     return f"start:{idempotency_key}"
 

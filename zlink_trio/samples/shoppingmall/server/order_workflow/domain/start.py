@@ -1,4 +1,4 @@
-"""The start of an order (§7.3): recorded once, whichever duplicate arrives first.
+"""The start of an order: recorded once, whichever duplicate arrives first.
 
 :func:`start` records the OrderStartedEvent, with the command's
 SourceCommandId, only on an empty stream. Otherwise nothing is recorded and

@@ -1,4 +1,4 @@
-"""The next step of an order, and what each step's outcome records (§7.1-§7.3).
+"""The next step of an order, and what each step's outcome records.
 
 Theory of operation
 -------------------
@@ -99,7 +99,7 @@ PAYMENT_REFUSED = "payment-refused"
 
 @attrs.frozen
 class NotStarted:
-    """The stream is empty: there is no order to continue (§9.3-3: create nothing)."""
+    """The stream is empty: there is no order to continue (and nothing is created)."""
 
     order_id: str
 
@@ -126,7 +126,7 @@ class ReserveInventory:
 class AuthorizePayment:
     """Ask Payment to authorize ``amount`` under the order's deterministic PaymentId.
 
-    The payment method is not in the stream (§6.1's OrderStartedEvent has no
+    The payment method is not in the stream (the contract's OrderStartedEvent has no
     paymentMethodId); the application reads it from the cart snapshot
     (``cart_id``) in the CommerceStateStore.
     """
@@ -199,7 +199,7 @@ class Halt:
     """The step's outcome cannot be recorded yet; a later continue runs the step again.
 
     Only a release that Inventory did not confirm halts: the order must not be
-    recorded Failed while its reservation may still hold stock (§7.2).
+    recorded Failed while its reservation may still hold stock.
     """
 
     order_id: str

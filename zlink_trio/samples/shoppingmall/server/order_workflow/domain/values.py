@@ -1,10 +1,10 @@
 """The order's own values: its status and a cart line.
 
-The domain owns these rather than importing ``shared.contracts``: §8 keeps the
-domain free of wire types, and the contracts may gain wire-only concerns
+The domain owns these rather than importing ``shared.contracts``: the domain
+stays free of wire types, and the contracts may gain wire-only concerns
 (names, optional keys) the rules should not see. The names and values are the
-contracts' on purpose -- ``OrderStatus`` is a ``StrEnum`` with §6.3's values,
-``OrderLine`` has §6.1's fields -- so the application maps one to the other by
+contracts' on purpose -- ``OrderStatus`` is a ``StrEnum`` with the contract's values,
+``OrderLine`` has the contract's fields -- so the application maps one to the other by
 name (a test checks they stay equal).
 """
 
@@ -18,7 +18,7 @@ __all__ = ("OrderLine", "OrderStatus")
 
 
 class OrderStatus(enum.StrEnum):
-    """§6.3: an order's status. Confirmed and Failed are terminal."""
+    """An order's status. Confirmed and Failed are terminal."""
 
     CREATED = "Created"
     INVENTORY_RESERVED = "InventoryReserved"

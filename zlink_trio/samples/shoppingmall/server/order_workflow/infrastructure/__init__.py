@@ -1,4 +1,4 @@
-"""OrderWorkflow's infrastructure (§8): the Spot, the stores, the modules, and their adapters.
+"""OrderWorkflow's infrastructure: the Spot, the stores, the modules, and their adapters.
 
 Every store opens by URL (``sqlite:///path.db`` or ``redis://host:port/db?prefix=P``)
 as ``async with open_<store>(url) as store``. Modules, one concept each:
@@ -25,6 +25,6 @@ The framework adapter and the application's ports:
 - ``effects_adapter``     -- Inventory and Payment as Effects, with the repeated-effect check
 - ``commerce_adapter``    -- the idempotency mapping's started mark; the payment method lookup
   (on ``storage.commerce_state_store``)
-- ``evidence``            -- the §10.1 evidence lines, spelled once
-- ``fixture_control``     -- the runner-only fixtures (§9.2-2, §9.2-3, §9.2-6)
+- ``evidence``            -- the evidence lines the runner counts, spelled once
+- ``fixture_control``     -- the runner-only fixtures (self-check items 9.2-2, 9.2-3, 9.2-6)
 """

@@ -1,12 +1,12 @@
 """What the workflow reads and moves in the CommerceStateStore: the mapping and the payment method.
 
-**Mapping (§4).** Once the start is recorded and Created projected, the
+**Mapping.** Once the start is recorded and Created projected, the
 workflow moves the IdempotencyKey's mapping pending -> started
 (:class:`CommerceIdempotency`). A key with no mapping (a start that did not
 come through CommerceApi) is left alone; a key mapped to another order is
 ``MappingConflict`` and fails the start's reply.
 
-**Payment method (a decision of the sample).** §6.1's OrderStartedEvent has
+**Payment method (a decision of the sample).** The contract's OrderStartedEvent has
 no paymentMethodId, so the stream cannot say which method to authorize. It
 is, in this order, the top-level ``"paymentMethodId"`` of
 

@@ -4,12 +4,13 @@ Theory of operation
 -------------------
 An external module answers with an :class:`EffectResult` (accepted or not, and
 why). It must return the *first* result for a repeated deterministic id
-(ReservationId, PaymentId: §6.3, §7.2), so each module records its first
+(ReservationId, PaymentId), so each module records its first
 result and answers every later call with the same id from that record.
 
-For the runner (§7.3 "Planned Relocation Fixture", §9.1, §10.1) every call is
-also recorded as a :class:`ModuleCall`, in the same transaction as the
-result, in a per-order log the runner reads back through the module's
+For the runner (which checks who called before and after a planned relocation,
+that an external effect ran once, and the ``external-effect-repeated`` row)
+every call is also recorded as a :class:`ModuleCall`, in the same transaction as
+the result, in a per-order log the runner reads back through the module's
 ``calls(order_id)``. ``effect`` tells the two kinds apart: ``True`` when the
 module decided (the effect happened on this call), ``False`` when it answered
 from its first result; ``caller`` is who called, as the caller said (the
@@ -100,8 +101,8 @@ class ModuleCall:
 def repeated_effects(calls: Iterable[ModuleCall]) -> tuple[ModuleCall, ...]:
     """The calls whose effect ran again: a second ``effect`` for one module, operation and id.
 
-    Empty when every external effect ran at most once -- what §10.1's
-    ``external-effect-repeated`` row (count 0) asks the runner to confirm.
+    Empty when every external effect ran at most once -- what the evidence row
+    ``external-effect-repeated`` (count 0) asks the runner to confirm.
     """
     seen: set[tuple[str, str, str]] = set()
     repeated: list[ModuleCall] = []

@@ -2,7 +2,7 @@
 
 Each call passes the module the step's deterministic ID and this node's
 NodeId as ``caller`` (the runner sees which owner called before and after a
-relocation, §7.3). The module answers its first result for a repeated ID;
+planned relocation). The module answers its first result for a repeated ID;
 after every call the adapter reads the order's module evidence and writes
 ``shoppingmall-order external-effect-repeated`` for any effect that ran twice
 (``effect_calls.repeated_effects``), once per order -- a line the runner

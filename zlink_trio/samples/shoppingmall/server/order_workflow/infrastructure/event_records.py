@@ -2,7 +2,7 @@
 
 The store is generic over payloads: an event is its type name (``"OrderStartedEvent"``)
 and its JSON text, as the domain's typed codec made it; the store never parses the
-payload. The storage envelope is the spec's (§6.1): eventId, orderId, eventType,
+payload. The storage envelope is the sample's own: eventId, orderId, eventType,
 version, sourceCommandId?, createdAtUnixMs -- plus the payload.
 """
 
@@ -52,7 +52,7 @@ class NewEvent:
 
 @attrs.frozen(kw_only=True)
 class StoredEvent:
-    """One recorded event: the storage envelope of §6.1 and the payload."""
+    """One recorded event: the storage envelope and the payload."""
 
     order_id: str
     #: 1 for the stream's first event, +1 for each later one.

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-The store is the order's source of record (§3, §4): ``append`` adds one or
+The store is the order's source of record: ``append`` adds one or
 more events to an OrderId's stream *only if* the stream is at
 ``expected_version`` (0 for a new stream), and numbers them
 ``expected_version + 1, + 2, ...``; ``read`` returns the stream in version

@@ -1,4 +1,4 @@
-"""The OrderWorkflow's evidence lines (§10.1): the only place that spells them.
+"""The OrderWorkflow's evidence lines: the only place that spells them.
 
 The runner counts these strings verbatim in each Workflow node's log, so
 they are built here and nowhere else, and written once each -- to standard
@@ -21,9 +21,10 @@ line                                                             when
 ===============================================================  ========================
 
 Besides, :meth:`Evidence.activated` writes ``shoppingmall-workflow activated
-...`` (factory execution, ObjectGeneration, owner NodeId: the §7.3 relocation
-evidence). It is not a §10.1 row, and its prefix differs from every row's, so
-no count can match it.
+...`` (factory execution, ObjectGeneration, owner NodeId: the planned
+relocation's evidence). It is not an evidence row (``docs/shoppingmall.md``,
+"Evidence rows"), and its prefix differs from every row's, so no count can match
+it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The runner's fixture hooks (§9.2-2, §9.2-3, §9.2-6): a control object a node may be given.
+"""The runner's fixture hooks (items 9.2-2, 9.2-3, 9.2-6): a control object a node may be given.
 
 Theory of operation
 -------------------
@@ -12,22 +12,22 @@ the HTTP edge reaches it: the runner drives it beside the Client, through
 whatever runner-only hook the process exposes (``/self-check/*``).
 
 The runner arms one rule per fixture, for an order it names by OrderId or by
-the CartId it seeded (a value of this run, §10.1); a rule armed by cart binds
+the CartId it seeded (a value of this run, never a fixed one); a rule armed by cart binds
 to the first order of that cart that reaches it.
 
 ==========================  =====================================================
 :class:`Fixture`            the background continuation of a matching order ...
 ==========================  =====================================================
 ``STOP_AT_RESERVED``        ends at InventoryReserved: the Client's
-                            ContinueOrderWorkflowReq resumes from payment (§9.2-2)
+                            ContinueOrderWorkflowReq resumes from payment (9.2-2)
 ``SKIP_TERMINAL_PROJECTION`` appends the terminal event but leaves the read model
                             at the state before it: the Client's continue
-                            reflects the terminal fold (§9.2-3)
+                            reflects the terminal fold (9.2-3)
 ``GATE_AFTER_RESERVED``     parks at InventoryReserved until :meth:`open_gate`:
                             the runner relocates the order meanwhile; the parked
                             turn is a timer, so it fires at the target, whose
                             control (another process, gate open) lets it go on
-                            at AuthorizePaymentReq (§9.2-6)
+                            at AuthorizePaymentReq (9.2-6)
 ==========================  =====================================================
 
 :meth:`wait_parked` (or :meth:`parked_orders`) tells the runner when a gated

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-A seeded module (§4): the runner seeds the stock of each SKU
+A seeded module: the runner seeds the stock of each SKU
 (``seed_stock``); an unseeded SKU has none. The module is an external effect
 to the workflow, so its answers must not depend on how often it is asked:
 
@@ -21,8 +21,8 @@ to the workflow, so its answers must not depend on how often it is asked:
 
 Each call is one atomic transaction that also records a
 :class:`~.effect_calls.ModuleCall` (``effect`` when this call decided), read
-back with ``calls(order_id)``. Open it on the CommerceStateStore's URL: §3
-keeps the module's results in that store (tables ``inventory_*``; Redis keys
+back with ``calls(order_id)``. Open it on the CommerceStateStore's URL: the
+sample keeps the module's results in that store (tables ``inventory_*``; Redis keys
 ``<prefix>:inv:*``).
 """
 

@@ -1,4 +1,4 @@
-"""OrderWorkflowSpot: the framework adapter, one Instance Spot per OrderId (§4, §5, §7).
+"""OrderWorkflowSpot: the framework adapter, one Instance Spot per OrderId.
 
 Theory of operation
 -------------------
@@ -11,32 +11,33 @@ under the same ObjectGeneration, and goes on from the fold's next step.
 :func:`order_workflow_spot` builds the Spot class for one node's
 :class:`~.services.WorkflowServices` (the stores travel by closure: the
 framework constructs a Spot as ``cls(ctx)``). Its handlers, typed with the
-§6.1 contracts:
+JSON contracts (``shared.contracts``):
 
 ``StartOrderWorkflowReq``
     records OrderStartedEvent once, projects Created, marks the mapping
     started, and replies at the Created boundary. Before replying it arms a
     timer (delay 0): the **background continuation** then runs reserve ->
     authorize -> confirm (or compensation) as the Spot's own later turns, one
-    step per turn, so the reply never waits for it (§7.1) and other messages
+    step per turn, so the reply never waits for it and other messages
     (a continue, a relocation's seal) fit between the steps.
 ``ContinueOrderWorkflowReq``
     runs every step the fold allows and replies with the state, the
-    projection written last (§7.3, §7.4).
+    projection written last.
 ``RebuildOrderProjectionReq``
-    folds the stream afresh and rewrites the read model (§7.4).
+    folds the stream afresh and rewrites the read model.
 
 A continue or a rebuild that cold-activated an order with no stream records
 and projects nothing, closes the incarnation it activated (so no runtime
-instance is left either, §9.3-3) and fails with ``UnknownOrder``, which the
+instance is left either) and fails with ``UnknownOrder``, which the
 caller sees as a ``zl.HandlerError`` with ``error_type == "UnknownOrder"``.
-**Termination closes the owner.** When the background continuation finds
-the order terminal it closes its incarnation (``ctx.close()``): the authority
-is released, and the next command for the OrderId -- a duplicate start, a
-continue, a rebuild -- activates a new generation, which replays the stream
-(§7.5, §9.2-5). An order a continue drove to its end stays until idle
-eviction. There is no GetOrderState handler: lookups read the read model
-(``projection_adapter.read_order_state``) and activate nothing.
+**Termination closes the owner.** When the background continuation finds the
+order terminal it closes its incarnation (``ctx.close()``): the authority is
+released, and the next command for the OrderId -- a duplicate start, a continue,
+a rebuild -- activates a new generation, which replays the stream
+(``docs/shoppingmall.md``, "Lifecycle and the failure boundary"). An order a
+continue drove to its end stays until idle eviction. There is no GetOrderState
+handler: lookups read the read model (``projection_adapter.read_order_state``)
+and activate nothing.
 
 A continuation turn that finds a store unavailable tries again
 :data:`STORE_RETRY` s later; any other error ends the continuation (the

@@ -2,11 +2,11 @@
 
 Theory of operation
 -------------------
-A seeded module (§4): the runner seeds each payment method
+A seeded module: the runner seeds each payment method
 (``seed_payment_method``): accepted, or rejected with a reason (default
 ``"payment-rejected"``); an unseeded method is rejected with
 ``"unknown-payment-method"``. There is no PSP, no 3-D Secure, nothing
-asynchronous (§1).
+asynchronous (a real PSP is out of the sample's scope).
 
 ``authorize(order_id, payment_id, payment_method_id, amount, currency)``
     The first call for a PaymentId decides from the method's seed and

@@ -1,9 +1,9 @@
 """The OrderReadModelStore as the application's Projection, and the lookup the HTTP edge uses.
 
-The document is the fold's OrderState (§6.1) as the framework's typed JSON
+The document is the fold's OrderState as the framework's typed JSON
 codec writes it (camelCase), tagged with the stream version it folds; the
 store never overwrites a newer version (``read_model_store``). GetOrderStateReq
-is served from here (§7.4): :func:`read_order_state` decodes the document the
+is served from here: :func:`read_order_state` decodes the document the
 workflow wrote, and progresses or records nothing. The Spot has no
 GetOrderState handler -- a lookup must not activate an order owner.
 """

@@ -2,10 +2,11 @@
 
 Theory of operation
 -------------------
-The read model is derived (§3, §7.4): the workflow folds the OrderEventStore
-stream into an OrderState and puts it here (``put``) as JSON text, tagged with
-the stream version the fold reached. CommerceApi reads it (``get``) for
-lookups; the runner deletes (``delete``) one to prove a rebuild from the stream alone.
+The read model is derived, and rebuildable from the stream alone: the workflow
+folds the OrderEventStore stream into an OrderState and puts it here (``put``)
+as JSON text, tagged with the stream version the fold reached. CommerceApi reads
+it (``get``) for lookups; the runner deletes (``delete``) one to prove a rebuild
+from the stream alone.
 
 **Version guard.** ``put`` writes only when the store holds no document for
 the order or holds one of the same or an *older* version, in one atomic

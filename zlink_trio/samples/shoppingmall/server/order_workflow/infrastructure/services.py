@@ -1,9 +1,10 @@
 """Everything one Workflow node's order Spots share: the ports, the evidence, the control.
 
-:func:`open_workflow_services` opens the three application resources of §3
-by URL -- the OrderEventStore, the OrderReadModelStore and the
-CommerceStateStore (which also holds the Inventory and Payment modules'
-seeds and first results) -- and adapts them to the application's ports.
+:func:`open_workflow_services` opens the three application resources
+(``docs/shoppingmall.md``, "Topology") by URL -- the OrderEventStore, the
+OrderReadModelStore and the CommerceStateStore (which also holds the Inventory
+and Payment modules' seeds and first results) -- and adapts them to the
+application's ports.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ async def open_workflow_services(
 
     ``events_url``: the OrderEventStore; ``read_model_url``: the
     OrderReadModelStore; ``commerce_url``: the CommerceStateStore, the
-    Inventory and the Payment module (§3 keeps their results there). Each is
+    Inventory and the Payment module (the sample keeps their results there). Each is
     ``sqlite:///path.db`` or ``redis://...`` (``storage.store_url``). ``evidence``
     defaults to standard output, ``control`` to ``RUN_FREELY`` (no fixtures).
     Raises :class:`zlink_trio.InvalidConfiguration` for a malformed URL and

@@ -1,6 +1,6 @@
 """The OrderEventStore as the application's OrderStream: domain events <-> stored JSON.
 
-An event is stored as its §6.1 contract class (``shared.contracts``), encoded
+An event is stored as its contract class (``shared.contracts``), encoded
 by the framework's typed JSON codec (``zl.MessageCodec.to_json``: camelCase,
 no per-message registration), under ``eventType`` = the class name. The
 domain's events carry the contracts' names field for field

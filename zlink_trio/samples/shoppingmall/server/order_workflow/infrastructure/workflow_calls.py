@@ -3,20 +3,20 @@
 Every call is a Spot request to the global Spot ID = the OrderId with
 Instance intent for ``shoppingmall.order-workflow``: the framework finds the
 current owner, or cold-activates the order on an eligible node; the caller
-never names a node or an endpoint (§5, §9.3-4). The calling node must be
+never names a node or an endpoint. The calling node must be
 opened in Mesh ``shoppingmall.workflow`` (``contracts.WORKFLOW_MESH``).
 
 ``seconds`` is the call's one end-to-end deadline (resolve, activation,
 dispatch and reply: the builder's ``.timeout``). A timeout, a
 cancellation, a route error or an ``Unavailable`` owner is raised as the
-framework's error, never turned into a reply (§6.2), and no
+framework's error, never turned into a reply, and no
 call that may have run is resent. The one exception is ``zl.StaleRoute``
 ("the message was not run"): the owner a route named had just closed (an
 order's owner closes itself at termination), so the call is sent again --
 the framework resolves afresh and activates the next generation -- at most
 :data:`STALE_ROUTE_RETRIES` times, within the same deadline. One outcome is
 an answer: a continue or a rebuild of an
-order that has no stream returns ``None`` (nothing was created, §9.3-3).
+order that has no stream returns ``None`` (nothing was created).
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ async def _unless_unknown(call: Callable[[], Awaitable[OrderState]]) -> OrderSta
 
 async def start_order_workflow(client: zl.SpotClient, msg: StartOrderWorkflowReq, *,
                                seconds: float) -> OrderState:
-    """StartOrderWorkflowReq: the state once Created is recorded and projected (§6.2)."""
+    """StartOrderWorkflowReq: the state once Created is recorded and projected."""
     res = await _request(client, msg.order_id, msg, StartOrderWorkflowRes, seconds)
     return res.state
 
