@@ -320,6 +320,17 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
         guards=["tests/runtime/test_node_stop.py::"
                 "test_a_node_whose_store_lost_its_data_rejoins_and_serves_again"],
     ),
+    Mutation(
+        name="lease.wait_after_vanished_claim",
+        family="Failure of an owner: lease, ownership lost, Unavailable",
+        rule="After the store held no claim of a lifecycle (removed, or the store lost its "
+             "data), the next lifecycle serves only once every lease granted before ran out.",
+        path="zlink_trio/runtime/node.py",
+        find="    if trio.current_time() < not_before:",
+        replace="    if False:",
+        guards=["tests/runtime/test_node_stop.py::"
+                "test_after_the_store_lost_its_data_no_node_serves_before_the_old_leases_ran_out"],
+    ),
     # Timers (core/timers.py)
     Mutation(
         name="timers.bounded_per_spot",

@@ -242,6 +242,31 @@ async def test_a_node_whose_store_lost_its_data_rejoins_and_serves_again(
             assert _owner(store, "k-1") == a.node_rid
 
 
+async def test_after_the_store_lost_its_data_no_node_serves_before_the_old_leases_ran_out(
+        autojump_clock: Any) -> None:
+    """FLUSHALL while two nodes serve: the first to notice must not serve (and activate
+    a Spot anew) while the other may still run its Spots under a lease granted before."""
+    location = Flushable()
+    store = MemoryStoreWith(location)
+    with trio.fail_after(60):
+        async with open_test_node("a", store=store, spots=SPOTS, lease=3) as a, \
+                open_test_node("b", store=store, spots=SPOTS, lease=3) as b:
+            await trio.sleep(0.5)  # the two renew at different moments
+            olds = {a: a.node_rid, b: b.node_rid}
+            granted = max(a.statistics().lease_expires_at, b.statistics().lease_expires_at)
+            location.flush()
+            served_again: dict[str, float] = {}
+            for _ in range(100_000):
+                for node, old in olds.items():
+                    if node.node_rid != old and node.node_id not in served_again:
+                        served_again[node.node_id] = trio.current_time()
+                if len(served_again) == 2:
+                    break
+                await trio.sleep(0.01)
+            assert min(served_again.values()) >= granted
+            assert max(served_again.values()) - granted < 3  # and within a lease of it
+
+
 async def test_on_lease_lost_raise_ends_the_block_with_node_lost(autojump_clock: Any) -> None:
     location = Flushable()
     store = MemoryStoreWith(location)

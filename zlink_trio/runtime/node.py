@@ -155,9 +155,17 @@ def _check_client_only(client_only: object, spots: list[object]) -> bool:
     return client_only
 
 
-async def _start(rt: NodeRuntime, nursery: trio.Nursery) -> trio.CancelScope:
+async def _start(rt: NodeRuntime, nursery: trio.Nursery, not_before: float = 0.0
+                 ) -> trio.CancelScope:
     """Start the lifecycle's background tasks in ``nursery``, run the startup scan and
-    open admission: the lease renewal's scope.
+    open admission (not before Trio time ``not_before``): the lease renewal's scope.
+
+    ``not_before`` is one lease after the last lifecycle of this process learned that the
+    store held no claim of it any more. The store may have lost its data (a Redis
+    restarted without persistence, ``FLUSHALL``): then it no longer knows which Spots
+    other nodes own, and a node that has not yet noticed still runs them under a lease
+    granted before -- for at most one lease. Serving earlier could activate a second copy
+    of such a Spot beside it.
 
     Raises Unavailable (typed, never an internal lifecycle error) when the scan does not
     finish within ``default_timeout`` or the new lifecycle's lease ran out before
@@ -181,6 +189,12 @@ async def _start(rt: NodeRuntime, nursery: trio.Nursery) -> trio.CancelScope:
             f"{options.default_timeout} s (store slow or a factory hung); the node did not "
             "start. Restart it: the scan resumes what is left"
         )
+    if trio.current_time() < not_before:
+        REJOIN.warning(
+            "node %r: the store held no claim of its last lifecycle (removed, or the store "
+            "lost its data); it serves again in %.2f s, once every lease the store granted "
+            "before has run out", node_id, not_before - trio.current_time())
+        await trio.sleep_until(not_before)
     if rt.lease_lost or rt.now() >= rt.lease_expires_at:
         raise Unavailable(
             f"node {node_id!r}: its lease ran out before it opened admission (the store "
@@ -406,6 +420,9 @@ class _Setup:
     metrics_url: str | None
     #: The handle the block holds, bound to each lifecycle in turn.
     node: Node | None = None
+    #: Trio time before which the next lifecycle does not open admission (see
+    #: :func:`_start`): set when a lifecycle's claim vanished from the store.
+    serve_not_before: float = 0.0
 
 
 #: The first pause before trying again to rejoin the Mesh, and the longest (seconds).
@@ -506,7 +523,7 @@ async def _lifecycle(setup: _Setup, stop: Stopping,
             # out, a failed startup included: otherwise the nursery waits on it for
             # ever and ``open_node`` never returns.
             try:
-                renewal = await _start(rt, nursery)
+                renewal = await _start(rt, nursery, setup.serve_not_before)
                 if setup.node is None:
                     setup.node = Node(rt, setup.metrics_url)
                 else:
@@ -528,6 +545,8 @@ async def _lifecycle(setup: _Setup, stop: Stopping,
             finally:
                 rt.catalog.cancel_all()
                 nursery.cancel_scope.cancel()
+        if rt.lease_lost and rt.claim_vanished:
+            setup.serve_not_before = trio.current_time() + options.lease
         return rt.lease_loss if rt.lease_lost else None
 
 

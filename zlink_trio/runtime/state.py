@@ -79,6 +79,10 @@ class NodeState:
     deadlines: Deadlines = attrs.field(factory=Deadlines, init=False)
     #: Why the lease was lost (``None`` while the node holds it).
     lease_loss: str | None = attrs.field(default=None, init=False)
+    #: The lease was lost because the store had no claim of this lifecycle any more
+    #: (removed, or the store lost its data): the next lifecycle waits one lease before
+    #: it serves, until every lease the store granted before has run out.
+    claim_vanished: bool = attrs.field(default=False, init=False)
     #: Set once the local teardown after a lost lease is complete (state ``stopped``).
     stopped: trio.Event = attrs.field(factory=trio.Event, init=False)
     #: What the node does once it lost its lease (``LifecycleOptions.on_lease_lost``).
@@ -172,6 +176,11 @@ class NodeState:
         if self.state not in NODE.tags.admits_work:
             if self.lease_lost:
                 raise self.lease_lost_error()
+            if self.state == "claimed":
+                raise Unavailable(
+                    f"node {self.node_id!r} is starting and admits no work yet; retry "
+                    "shortly"
+                )
             raise Unavailable(
                 f"node {self.node_id!r} is shutting down and admits no new work; retry on "
                 "another node or after it restarts"

@@ -101,7 +101,13 @@ async def _renew(rt: NodeRuntime) -> str | None:
             await trio.sleep(min(retry, left))
             retry = _next_retry(rt, retry)
             continue
-        except (StaleFence, Unavailable) as exc:
+        except StaleFence as exc:
+            # The store holds no claim of this lifecycle any more: removed by an
+            # operator, or the store lost its data (then other lifecycles may still hold
+            # leases the store no longer knows of: see ``NodeRuntime.claim_vanished``).
+            rt.claim_vanished = True
+            return f"the store refused its renewal: {exc.message}"
+        except Unavailable as exc:
             return f"the store refused its renewal: {exc.message}"
         except ZLinkError as exc:
             outage.failed(f"{exc}; retrying for {left:.3f} s more")
