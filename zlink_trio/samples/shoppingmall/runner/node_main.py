@@ -7,7 +7,9 @@ file (``topology``), runs its role through the role's entry point
 order, so the node removes its claim from the Location Store:
 
 - an API node runs ``run_api_node`` on its HTTP port;
-- a Workflow node runs ``run_workflow_node``; in runner mode it also gets a
+- a Workflow node runs ``run_workflow_node`` with ``stop_on=(SIGINT, SIGTERM)``: the
+  signal stops the node itself, which first moves its orders to the other Workflow
+  nodes that serve them (``zl.open_node``'s stop is a drain); in runner mode it also gets a
   fixture control and serves the runner-only hooks (``hooks_app``) on its
   hooks port, and prints ``shoppingmall-runner hooks node=<NodeId>`` once they
   listen (a line of the runner's own, not an evidence row).
@@ -100,15 +102,26 @@ async def run_node(deployment: Deployment, node_id: str, secret: str | None) -> 
     weight = {} if spec.placement_weight is None else {"placement_weight": spec.placement_weight}
     lease = {} if deployment.lease is None else {"lease": deployment.lease}
     async with trio.open_nursery() as nursery:
-        node = await nursery.start(partial(
-            run_workflow_node, node_id, store_url=urls.location, events_url=urls.events,
-            read_model_url=urls.read_model, commerce_url=urls.commerce, fixtures=fixtures,
-            relocation_store=urls.relocation, secret=secret, **weight, **lease))
+        async def workflow(task_status: trio.TaskStatus[Any]) -> None:
+            # SIGINT / SIGTERM stop the node (``stop_on``): its orders move to the other
+            # Workflow nodes that serve them, then it closes; the hooks go with it.
+            await run_workflow_node(
+                node_id, store_url=urls.location, events_url=urls.events,
+                read_model_url=urls.read_model, commerce_url=urls.commerce, fixtures=fixtures,
+                relocation_store=urls.relocation, secret=secret,
+                stop_on=(signal.SIGINT, signal.SIGTERM), task_status=task_status,
+                **weight, **lease)
+            nursery.cancel_scope.cancel()
+
+        node = await nursery.start(workflow)
         if deployment.runner_mode and spec.hooks_port:
             await _serve_hooks(spec, deployment, node, fixtures)
 
 
 async def _until_signalled(deployment: Deployment, node_id: str, secret: str | None) -> None:
+    if deployment.node(node_id).role != "api":
+        await run_node(deployment, node_id, secret)  # the node itself stops on the signals
+        return
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             async def stop_on_signal() -> None:
