@@ -343,12 +343,12 @@ class RedisRelayCutPastLease(RedisRelayCut):
     name = "Redis link cut past the lease"
     may_lose_lease = True
     serves_within_leases = 2.0
-    promise = ("every node loses its lease (calls end Unavailable, typed), runs no work "
-               "and rejoins the Mesh by itself once the store answers; every Spot serves "
-               "again within 2 leases of that")
+    promise = ("a store outage of 2 leases: every node loses its lease (calls end "
+               "Unavailable, typed), runs no work and rejoins the Mesh by itself once the "
+               "store answers; every Spot serves again within 2 leases of that")
 
     def outage(self, knobs: Knobs) -> float:
-        return knobs.lease * 1.6
+        return knobs.lease * 2.0
 
 
 class SqliteLockPastLease(SqliteLock):
@@ -358,7 +358,7 @@ class SqliteLockPastLease(SqliteLock):
     promise = RedisRelayCutPastLease.promise
 
     def outage(self, knobs: Knobs) -> float:
-        return knobs.lease * 1.6
+        return knobs.lease * 2.0
 
 
 FAULTS: dict[str, type[Fault]] = {

@@ -478,4 +478,15 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
         guards=["tests/runtime/test_node_stop.py::"
                 "test_a_block_that_raises_closes_instead_of_moving"],
     ),
+    Mutation(
+        name="stop.second_signal_hurries",
+        family=FAMILY,
+        rule="A second stop_on signal starts no further move: what has not moved closes at "
+             "once.",
+        path="zlink_trio/runtime/stopping.py",
+        find="            stop.hurried.set()",
+        replace="            pass",
+        guards=["tests/runtime/test_node_stop.py::"
+                "test_a_second_signal_starts_no_further_move_and_closes_the_rest"],
+    ),
 )

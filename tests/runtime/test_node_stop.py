@@ -15,6 +15,7 @@ links and run on Trio's ``MockClock``. Every test is bounded by ``trio.fail_afte
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -26,6 +27,7 @@ import pytest
 import trio
 
 import zlink_trio as zl
+from zlink_trio.runtime.coordinators.relocation import DRAIN_PARALLEL
 from zlink_trio.store import MemoryStore
 from zlink_trio.store.memory import MemoryLocationStore
 from zlink_trio.testing import MemoryStoreWith, open_test_node
@@ -343,3 +345,42 @@ async def test_a_stop_on_signal_ends_the_block_and_the_process_leaves_cleanly(
         assert b"Traceback" not in errors[0]
     async with zl.open_store(store) as opened:
         assert await opened.location.find("k-1") is None  # closed by the stop
+
+
+async def test_a_second_signal_starts_no_further_move_and_closes_the_rest() -> None:
+    """``stop_on`` in this (main) thread: the first SIGUSR1 ends node a's block and starts
+    the drain; a second one, sent as the first moves begin (each first store step takes
+    1 s here), starts no further move: the Spots not yet tried close instead."""
+
+    class Slow(MemoryLocationStore):
+        signalled = False
+
+        async def begin_relocation(self, *args: Any, **kwargs: Any) -> Any:
+            if not Slow.signalled:
+                Slow.signalled = True
+                os.kill(os.getpid(), signal.SIGUSR1)  # the second signal
+            await trio.sleep(1)
+            return await super().begin_relocation(*args, **kwargs)
+
+    store = MemoryStoreWith(Slow())
+    spot_ids = [f"k-{i}" for i in range(DRAIN_PARALLEL + 4)]
+    filled, left = trio.Event(), trio.Event()
+
+    async def run_a() -> None:
+        async with linked("a", store, stop_on=(signal.SIGUSR1,)) as a:
+            for spot_id in spot_ids:
+                await a.client.request(spot_id, Add(1), reply=Total).instance_spot("kept")
+            filled.set()
+            await trio.sleep_forever()  # the first signal ends the block here
+        left.set()
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run_a)
+            await filled.wait()
+            async with linked("b", store) as b:
+                os.kill(os.getpid(), signal.SIGUSR1)  # the first signal
+                await left.wait()
+                owners = [_owner(store, spot_id) for spot_id in spot_ids]
+    assert owners.count(b.node_rid) == DRAIN_PARALLEL, owners  # the moves under way
+    assert owners.count(None) == 4, owners  # never tried: closed
