@@ -323,8 +323,9 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
     Mutation(
         name="lease.wait_after_vanished_claim",
         family="Failure of an owner: lease, ownership lost, Unavailable",
-        rule="After the store held no claim of a lifecycle (removed, or the store lost its "
-             "data), the next lifecycle serves only once every lease granted before ran out.",
+        rule="A lifecycle whose claim shows that the store lost its data (its NodeId's "
+             "lifecycle count started over) scans and serves only once every lease the "
+             "store granted before ran out.",
         path="zlink_trio/runtime/node.py",
         find="    if trio.current_time() < not_before:",
         replace="    if False:",

@@ -1,4 +1,4 @@
-"""``open_node``: one node lifecycle -- claim, serve, drain, remove (``NodeLifecycle`` chart).
+"""``open_node``: a node's lifecycles -- claim, serve, drain, remove (``NodeLifecycle`` chart).
 
 Theory of operation
 -------------------
@@ -7,23 +7,35 @@ Theory of operation
 1. Validate everything locally -- NodeId, MeshName, options, the Spot types (a stable
    type registered twice is a startup error) -- and raise
    :class:`InvalidConfiguration` before the store is touched.
-2. Open the store, draw a fresh NodeRid and Entry Spot ID ``<node_id>-entry-<uuid4>``
-   and claim the descriptor and the Entry Spot in one NewClaim.  A conflict is a startup
-   configuration error; no second Entry UUID is tried.
-3. Open a nursery holding the lease renewal (every ``lease / 3``, :mod:`.coordinators.lease`), the
-   refresh of the placement claims (:mod:`.coordinators.claims_refresh`), the
-   idle sweep, the catalog's Spot tasks and cold activations, and yield the :class:`Node`.
-4. On exit -- also on error or cancellation, shielded and bounded by
-   ``default_timeout`` -- drain: creation attempts are cancelled (they abort with their
-   fence), every local Spot closes with NODE_SHUTDOWN and releases its authority, the
-   renewal stops, then the descriptor and Entry claim are removed with the lifecycle
-   fence.  If the lease was lost (:func:`.coordinators.lease.lose_lease` already stopped every
-   local Spot with OWNERSHIP_LOST) the store is not touched: the lifecycle is over.
+2. Open the store (and the metrics listener, and the ``stop_on`` signal receiver) and
+   start the task that runs the node's lifecycles (:func:`_run_lifecycles`). One
+   lifecycle (:func:`_lifecycle`) draws a fresh NodeRid and Entry Spot ID
+   ``<node_id>-entry-<uuid4>``, listens, and claims the descriptor and the Entry Spot in
+   one NewClaim (a conflict is a startup configuration error; no second Entry UUID is
+   tried); then it starts the lease renewal (every ``lease / 3``,
+   :mod:`.coordinators.lease`), the refresh of the placement claims, the idle sweep and
+   the catalog's Spot tasks, runs the startup scan and opens admission
+   (:func:`_start`). The first lifecycle's startup errors come out of ``open_node``;
+   once it serves, the block gets the :class:`Node`.
+3. A lifecycle ends when the block's side asks it to stop (:class:`.stopping.Stopping`)
+   or when it lost its lease (:func:`.coordinators.lease.lose_lease` stopped every local
+   Spot with OWNERSHIP_LOST, writing nothing). After a lost lease the next lifecycle of
+   the same NodeId starts as soon as the store answers, bound into the same ``Node``
+   (``on_lease_lost="rejoin"``), or ``NodeLost`` ends ``open_node`` (``"raise"``).
+4. On the block's exit -- normal, error or cancellation, shielded -- the lifecycle
+   stops: after a normal end (or a ``stop_on`` signal) it first moves its Spots to the
+   other nodes (:func:`.stopping.move_spots_away`, bounded by ``stop_drain_timeout``);
+   then, bounded by ``default_timeout``, creation attempts are cancelled (they abort
+   with their fence), every local Spot closes with NODE_SHUTDOWN and releases its
+   authority, the renewal stops, and the descriptor and Entry claim are removed with
+   the lifecycle fence (:func:`_drain`). A lifecycle that lost its lease touches no
+   store record.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from contextlib import asynccontextmanager
 from functools import partial
@@ -53,14 +65,17 @@ from zlink_trio.core.identity import (
 from zlink_trio.core.placement import Role
 from zlink_trio.core.records import OwnerFence
 from zlink_trio.core.route_cache import RouteCache
+from zlink_trio.runtime.calls.client import SpotClient
 from zlink_trio.runtime.calls.deadlines import deadline_after
 from zlink_trio.runtime.charts import NODE, step
+from zlink_trio.runtime.coordinators.call_router import CallRouter
 from zlink_trio.runtime.coordinators.inbound import inbound_handler
 from zlink_trio.runtime.coordinators.lease import keep_lease, wait_stopped
 from zlink_trio.runtime.coordinators.node_claim import claim_node_id
 from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
 from zlink_trio.runtime.coordinators.placement import close_placement
 from zlink_trio.runtime.coordinators.recovery import recover_orphans
+from zlink_trio.runtime.coordinators.remote_operation import drain_here
 from zlink_trio.runtime.declaration.registry import SpotTypeRegistry
 from zlink_trio.runtime.incarnation.catalog import Catalog
 from zlink_trio.runtime.mesh.peers import Peers
@@ -89,6 +104,7 @@ from zlink_trio.runtime.options import (
 from zlink_trio.runtime.sampling import sample_node
 from zlink_trio.runtime.stopping import Stopping, move_spots_away, watch_signals
 from zlink_trio.store import MemoryStore, open_store, with_combined
+from zlink_trio.store.values import NodeIdInUse
 from zlink_trio.wire.codec import MessageCodec
 from zlink_trio.wire.frames import DEFAULT_MAX_FRAME_BYTES
 from zlink_trio.wire.handshake import LocalIdentity
@@ -160,12 +176,12 @@ async def _start(rt: NodeRuntime, nursery: trio.Nursery, not_before: float = 0.0
     """Start the lifecycle's background tasks in ``nursery``, run the startup scan and
     open admission (not before Trio time ``not_before``): the lease renewal's scope.
 
-    ``not_before`` is one lease after the last lifecycle of this process learned that the
-    store held no claim of it any more. The store may have lost its data (a Redis
-    restarted without persistence, ``FLUSHALL``): then it no longer knows which Spots
-    other nodes own, and a node that has not yet noticed still runs them under a lease
-    granted before -- for at most one lease. Serving earlier could activate a second copy
-    of such a Spot beside it.
+    ``not_before`` is one lease after this lifecycle's claim, when the claim showed that
+    the store lost its data (a Redis restarted without persistence, ``FLUSHALL``: see
+    :func:`_lifecycle`). The store then no longer knows which Spots other nodes own, and
+    a node that has not yet noticed still runs them under a lease granted before -- for
+    at most one lease (every node of a Mesh is assumed to use the same lease). Scanning
+    or serving earlier could activate a second copy of such a Spot beside it.
 
     Raises Unavailable (typed, never an internal lifecycle error) when the scan does not
     finish within ``default_timeout`` or the new lifecycle's lease ran out before
@@ -179,6 +195,12 @@ async def _start(rt: NodeRuntime, nursery: trio.Nursery, not_before: float = 0.0
     nursery.start_soon(_run_in, renewal, keep_lease, rt)
     if options.instance_idle_timeout > 0:
         nursery.start_soon(rt.catalog.idle_sweep)
+    if trio.current_time() < not_before:
+        REJOIN.warning(
+            "node %r: the store lost its data (this NodeId's lifecycle count started over); "
+            "it serves again in %.2f s, once every lease the store granted before has run "
+            "out", node_id, not_before - trio.current_time())
+        await trio.sleep_until(not_before)  # (the renewal keeps this lifecycle's lease)
     # Startup scan: resume or abort what a dead lifecycle of this NodeId left, before
     # admission opens (bounded like any startup store work).
     with trio.move_on_after(options.default_timeout) as scan:
@@ -189,12 +211,6 @@ async def _start(rt: NodeRuntime, nursery: trio.Nursery, not_before: float = 0.0
             f"{options.default_timeout} s (store slow or a factory hung); the node did not "
             "start. Restart it: the scan resumes what is left"
         )
-    if trio.current_time() < not_before:
-        REJOIN.warning(
-            "node %r: the store held no claim of its last lifecycle (removed, or the store "
-            "lost its data); it serves again in %.2f s, once every lease the store granted "
-            "before has run out", node_id, not_before - trio.current_time())
-        await trio.sleep_until(not_before)
     if rt.lease_lost or rt.now() >= rt.lease_expires_at:
         raise Unavailable(
             f"node {node_id!r}: its lease ran out before it opened admission (the store "
@@ -260,7 +276,7 @@ async def open_node(
     placement, creation or relocation ever chooses it; it calls, creates, closes and
     relocates Spots on the other nodes. ``spots`` must then be empty.
 
-    Every other option belongs to one of five groups, each a frozen class checked when
+    Every other option belongs to one of six groups, each a frozen class checked when
     it is built (its docstring describes each field and its default):
 
     * ``network`` -- :class:`NetworkOptions`: ``listen`` (``"127.0.0.1:0"``; ``None``: no
@@ -278,12 +294,17 @@ async def open_node(
       ``prometheus_client.CollectorRegistry``; needs the ``metrics`` extra,
       ``docs/observability.md``), ``metrics_port`` (serves ``GET /metrics``;
       :attr:`Node.metrics_url` names it), ``metrics_host`` (``127.0.0.1``);
+    * ``lifecycle`` -- :class:`LifecycleOptions`: ``on_stop`` (``"drain"``: leaving the
+      block first moves the Spots to the other nodes; ``"close"``), ``stop_drain_timeout``
+      (15 s), ``stop_on`` (signals that stop the node, e.g. ``(signal.SIGTERM,
+      signal.SIGINT)``), ``on_lease_lost`` (``"rejoin"``: a new lifecycle as soon as the
+      store answers; ``"raise"``: :class:`NodeLost`);
     * ``injected`` -- :class:`InjectedOptions`: the store ``clock`` (leases and
       route-cache ages; Trio's clock for an in-process ``memory://`` store, wall time for
       a shared one) and ``random`` (NodeRid, IDs, placement; ``os.urandom`` by default),
       for tests and simulations.
 
-    Each field of the first four groups is also a keyword of the same name, a shortcut:
+    Each field of the first five groups is also a keyword of the same name, a shortcut:
     ``open_node("a", lease=5, listen=None)`` is ``open_node("a",
     timing=TimingOptions(lease=5), network=NetworkOptions(listen=None))``. A keyword
     fills its field; given together with a group whose field holds another value than
@@ -297,6 +318,9 @@ async def open_node(
     a crash: the predecessor's lease expires, then this lifecycle releases what it left,
     see ``store.dead_lifecycle``) and refused as soon as the holder renews it (two live
     processes may not share a NodeId): ``InvalidConfiguration`` caused by ``NodeIdInUse``.
+    Raises :class:`NodeLost` out of the block when the node lost its lease and
+    ``on_lease_lost="raise"``, or could not rejoin because another live process holds
+    its NodeId.
     """
     state = NODE.initial
     try:
@@ -323,6 +347,11 @@ async def open_node(
             LifecycleOptions, lifecycle, "lifecycle", on_stop=on_stop,
             stop_drain_timeout=stop_drain_timeout, stop_on=stop_on,
             on_lease_lost=on_lease_lost)
+        if lifecycle.stop_on and threading.current_thread() is not threading.main_thread():
+            raise InvalidConfiguration(
+                f"stop_on={tuple(s.name for s in lifecycle.stop_on)} needs the main thread, "
+                "where Python delivers signals; open the node there, or leave stop_on out "
+                "and stop it yourself")
         injected = with_shortcuts(InjectedOptions, injected, "injected")
         settings = mesh_settings(network)
         options = NodeOptions.of(timing, capacity, network.endpoint or "local://")
@@ -362,6 +391,8 @@ async def open_node(
                     stop.request(graceful=graceful)
                     with trio.move_on_after(_stop_bound(options, lifecycle)):
                         await stop.done.wait()
+                if setup.detach_metrics is not None:
+                    setup.detach_metrics()  # the node's series leave the registry
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         # The block's own exception comes out as it was raised, not wrapped in the
@@ -420,9 +451,16 @@ class _Setup:
     metrics_url: str | None
     #: The handle the block holds, bound to each lifecycle in turn.
     node: Node | None = None
-    #: Trio time before which the next lifecycle does not open admission (see
-    #: :func:`_start`): set when a lifecycle's claim vanished from the store.
-    serve_not_before: float = 0.0
+    #: The lifecycle generation this process claimed last (``None``: none yet). A new
+    #: claim with no greater one shows the store lost its data (:func:`_lifecycle`).
+    last_generation: int | None = None
+    #: The NodeRids of this process's lifecycles: a claim of one of them that still holds
+    #: the NodeId is waited out, never taken for another process.
+    own_rids: set[NodeRid] = attrs.Factory(set)
+    #: An operator drained the node: the next lifecycle takes no new Spots either.
+    drained: bool = False
+    #: Detaches the node's metrics from the registry (once, when ``open_node`` ends).
+    detach_metrics: Callable[[], None] | None = None
 
 
 #: The first pause before trying again to rejoin the Mesh, and the longest (seconds).
@@ -430,52 +468,84 @@ _REJOIN_FIRST_PAUSE: Final = 0.05
 _REJOIN_MAX_PAUSE: Final = 1.0
 
 
+def _held_by_us(setup: _Setup, exc: InvalidConfiguration) -> bool:
+    """Whether ``exc`` refused a claim because a lifecycle of this process still holds
+    the NodeId (its lease has not run out in the store yet)."""
+    refusal = exc.__cause__
+    return (isinstance(refusal, NodeIdInUse)
+            and refusal.holder.descriptor.node_rid in setup.own_rids)
+
+
 async def _run_lifecycles(setup: _Setup, stop: Stopping, *,
                           task_status: trio.TaskStatus[Node] = trio.TASK_STATUS_IGNORED
                           ) -> None:
     """Run lifecycles of this node until the stop: the first one's startup errors
-    propagate; after a lost lease a new one joins as soon as the store answers."""
+    propagate; after a lost lease a new one joins as soon as the store answers (or,
+    with ``on_lease_lost="raise"``, NodeLost ends ``open_node``)."""
     try:
         lost = await _lifecycle(setup, stop, task_status.started)
         pause = _REJOIN_FIRST_PAUSE
-        while lost and not stop.requested.is_set():
+        while lost is not None and not stop.requested.is_set():
             if setup.lifecycle.on_lease_lost == "raise":
+                if lost.claim_vanished:
+                    # The store may have lost its data: a process started again at once
+                    # could serve beside a node still under a lease granted before.
+                    with trio.move_on_after(setup.options.lease):
+                        await stop.requested.wait()
                 raise NodeLost(
-                    f"node {setup.node_id!r} lost its lease ({lost}); its Spots stopped "
-                    "without touching the store. open_node was told not to rejoin "
+                    f"node {setup.node_id!r} lost its lease ({lost.lease_loss}); its Spots "
+                    "stopped without touching the store. open_node was told not to rejoin "
                     "(on_lease_lost='raise'): start the process again, and the new "
                     "lifecycle releases what this one left")
             try:
                 try:
-                    lost = await _lifecycle(setup, stop, None)
+                    with trio.CancelScope() as attempt:
+                        stop.starting = attempt  # a stop now cancels the attempt
+                        lost = await _lifecycle(setup, stop, None)
+                    if attempt.cancelled_caught:
+                        return  # stopped while it was starting
                 except BaseExceptionGroup as group:  # the lifecycle's nursery wraps it
                     single = single_error(group)
                     if not isinstance(single, ZLinkError):
                         raise
                     raise single from single.__cause__
+                finally:
+                    stop.starting = None
                 pause = _REJOIN_FIRST_PAUSE
             except InvalidConfiguration as exc:
-                raise NodeLost(
-                    f"node {setup.node_id!r} lost its lease and cannot rejoin the Mesh: "
-                    f"{exc.message}") from exc
+                if not _held_by_us(setup, exc):
+                    raise NodeLost(
+                        f"node {setup.node_id!r} lost its lease and cannot rejoin the Mesh: "
+                        f"{exc.message}") from exc
+                REJOIN.info("node %r: its last lifecycle's claim has not run out in the "
+                            "store yet; rejoining in %.2f s", setup.node_id, pause)
             except ZLinkError as exc:  # the store does not answer yet, or too slowly
                 REJOIN.info("node %r: rejoining the Mesh failed (%s); trying again in "
                             "%.2f s", setup.node_id, exc.message, pause)
-                with trio.move_on_after(pause):
-                    await stop.requested.wait()
-                pause = min(pause * 2, _REJOIN_MAX_PAUSE, setup.options.lease / 10)
+            else:
+                continue
+            with trio.move_on_after(pause):
+                await stop.requested.wait()
+            pause = min(pause * 2, _REJOIN_MAX_PAUSE, setup.options.lease / 10)
     finally:
         stop.done.set()
 
 
-async def _lifecycle(setup: _Setup, stop: Stopping,
-                     started: Callable[[Node], None] | None) -> str | None:
-    """One lifecycle, from claim to leaving the Mesh: why it lost its lease, or ``None``
-    when it stopped on request. ``started`` gets the handle once it serves (the first
-    lifecycle); later ones bind the same handle."""
+async def _lifecycle(setup: _Setup, stop: Stopping, started: Callable[[Node], None] | None
+                     ) -> NodeRuntime | None:
+    """One lifecycle, from claim to leaving the Mesh: its runtime when it lost its lease,
+    ``None`` when it stopped on request. ``started`` gets the handle once it serves (the
+    first lifecycle); later ones bind the same handle.
+
+    A claim whose lifecycle generation is not above the one this process claimed before
+    shows that the store lost its data (the generation counts this NodeId's lifecycles
+    in the store): the lifecycle then waits one lease before it scans and serves (see
+    :func:`_start`).
+    """
     node_id, mesh, options = setup.node_id, setup.mesh, setup.options
     random_bytes = setup.random.randbytes if setup.random is not None else None
     node_rid = NodeRid.generate(random_bytes) if random_bytes else NodeRid.generate()
+    setup.own_rids.add(node_rid)
     state = NODE.initial
     async with open_mesh(setup.settings, node_id, node_rid, mesh,
                          random_bytes or os.urandom) as (links, transport):
@@ -496,6 +566,10 @@ async def _lifecycle(setup: _Setup, stop: Stopping,
             raise InvalidConfiguration(
                 f"startup configuration error: {exc.message}"
             ) from exc
+        previous, setup.last_generation = setup.last_generation, claim.lifecycle_generation
+        not_before = (trio.current_time() + options.lease
+                      if previous is not None and claim.lifecycle_generation <= previous
+                      else 0.0)
         rt = NodeRuntime(
             node_id=node_id, mesh=mesh, node_rid=node_rid, entry_spot_id=entry,
             options=options, registry=setup.registry, store=store,
@@ -508,6 +582,9 @@ async def _lifecycle(setup: _Setup, stop: Stopping,
         if setup.recorder is not None:
             rt.metrics = setup.recorder
         rt.peers = Peers(rt, inbound_handler(rt))
+        # ``ctx.client`` of Spots the startup scan rebuilds; the handle's client (metered,
+        # and the one the application holds) replaces it once the lifecycle serves.
+        rt.client = SpotClient(CallRouter(rt))
         rt.placement_closed = setup.client_only  # never chooses itself for a new Spot
         if setup.node is not None:
             setup.node.pass_test_hooks(rt)
@@ -523,31 +600,36 @@ async def _lifecycle(setup: _Setup, stop: Stopping,
             # out, a failed startup included: otherwise the nursery waits on it for
             # ever and ``open_node`` never returns.
             try:
-                renewal = await _start(rt, nursery, setup.serve_not_before)
+                renewal = await _start(rt, nursery, not_before)
+                if setup.drained:  # an operator's drain outlives a lost lease
+                    await drain_here(rt, deadline_after(options.default_timeout))
+                stop.starting = None  # it serves: a stop is a stop now, not a cancel
                 if setup.node is None:
                     setup.node = Node(rt, setup.metrics_url)
+                    setup.detach_metrics = start_metrics(
+                        partial(sample_node, rt), setup.metrics_setup, setup.recorder)
                 else:
                     setup.node.bind(rt)
+                    if setup.recorder is not None:
+                        setup.recorder.sample = partial(sample_node, rt)
                     REJOIN.warning("node %r rejoined the Mesh as a new lifecycle (%d) and "
                                    "serves again", node_id, claim.lifecycle_generation)
-                detach = start_metrics(partial(sample_node, rt), setup.metrics_setup,
-                                       setup.recorder)
                 try:
                     if started is not None:
                         started(setup.node)
                     await _until_stop_or_loss(rt, stop)
                 finally:
                     with trio.CancelScope(shield=True):
-                        if stop.graceful:
-                            await move_spots_away(rt, setup.lifecycle, stop)
-                        await _drain(rt, renewal)
-                    detach()
+                        try:
+                            if stop.graceful:
+                                await move_spots_away(rt, setup.lifecycle, stop)
+                        finally:
+                            setup.drained = rt.placement_closed and not setup.client_only
+                            await _drain(rt, renewal)
             finally:
                 rt.catalog.cancel_all()
                 nursery.cancel_scope.cancel()
-        if rt.lease_lost and rt.claim_vanished:
-            setup.serve_not_before = trio.current_time() + options.lease
-        return rt.lease_loss if rt.lease_lost else None
+        return rt if rt.lease_lost else None
 
 
 async def _until_stop_or_loss(rt: NodeRuntime, stop: Stopping) -> None:

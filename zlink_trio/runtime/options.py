@@ -229,8 +229,12 @@ _ON_STOP: Final = ("drain", "close")
 _ON_LEASE_LOST: Final = ("rejoin", "raise")
 
 
+#: Signals a process cannot catch.
+_UNCATCHABLE: Final = frozenset({signal.SIGKILL, signal.SIGSTOP})
+
+
 def _signals(value: object) -> tuple[signal.Signals, ...]:
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         value = (value,)
     if not isinstance(value, tuple | list):
         raise InvalidConfiguration(
@@ -239,11 +243,17 @@ def _signals(value: object) -> tuple[signal.Signals, ...]:
     found = []
     for item in value:
         try:
+            if isinstance(item, bool):
+                raise TypeError(item)
             found.append(signal.Signals(item))
         except (ValueError, TypeError):
             raise InvalidConfiguration(
                 f"stop_on: {item!r} is not a signal of this platform; pass e.g. "
                 "(signal.SIGTERM, signal.SIGINT)") from None
+        if found[-1] in _UNCATCHABLE:
+            raise InvalidConfiguration(
+                f"stop_on: {found[-1].name} cannot be caught by a process; pass e.g. "
+                "(signal.SIGTERM, signal.SIGINT)")
     return tuple(dict.fromkeys(found))
 
 
@@ -261,9 +271,10 @@ class LifecycleOptions:
 
     ``stop_on`` (``()``): signals that stop the node, e.g.
     ``(signal.SIGTERM, signal.SIGINT)``: the first one ends the ``async with`` block
-    (the code in it is cancelled) and starts the stop above; a second one skips what is
-    left of the drain and closes at once. Needs the main thread (Python delivers
-    signals there).
+    (the code in it is cancelled) and starts the stop above; a second one starts no
+    further move (those under way finish, within ``stop_drain_timeout``) and closes the
+    rest. Needs the main thread (Python delivers signals there); one node per process
+    should use it, as a signal reaches only the receiver opened last.
 
     ``on_lease_lost`` (``"rejoin"``): a node that learns it lost its lease (a store
     outage or a pause longer than the lease, a store that lost its data) stops its Spots

@@ -80,8 +80,8 @@ class NodeState:
     #: Why the lease was lost (``None`` while the node holds it).
     lease_loss: str | None = attrs.field(default=None, init=False)
     #: The lease was lost because the store had no claim of this lifecycle any more
-    #: (removed, or the store lost its data): the next lifecycle waits one lease before
-    #: it serves, until every lease the store granted before has run out.
+    #: (removed, or the store lost its data): with ``on_lease_lost="raise"``, NodeLost
+    #: waits one lease, until every lease the store granted before has run out.
     claim_vanished: bool = attrs.field(default=False, init=False)
     #: Set once the local teardown after a lost lease is complete (state ``stopped``).
     stopped: trio.Event = attrs.field(factory=trio.Event, init=False)

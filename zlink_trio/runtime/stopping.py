@@ -16,7 +16,9 @@ it is done:
 - ``hurried`` is set by a second signal: no further move starts, and what has not
   moved closes at once;
 - ``done`` is set by the lifecycle task when it has left the Mesh (always: also when it
-  failed), so the block's side never waits on a task that is gone.
+  failed), so the block's side never waits on a task that is gone;
+- ``starting`` is the cancel scope of a lifecycle that starts after a lost lease: a stop
+  requested meanwhile cancels it (nothing serves yet, so nothing has to move).
 
 :func:`move_spots_away` is the graceful part of a stop with ``on_stop="drain"``: when
 another live node serves the types of the Spots this node hosts, it drains the node
@@ -67,12 +69,17 @@ class Stopping:
     hurried: trio.Event = attrs.Factory(trio.Event)
     #: Set by the lifecycle task once it has left the Mesh (also when it failed).
     done: trio.Event = attrs.Factory(trio.Event)
+    #: The scope of a lifecycle that is starting after a lost lease: a stop cancels it
+    #: (nothing serves yet, so there is nothing to drain).
+    starting: trio.CancelScope | None = None
 
     def request(self, *, graceful: bool) -> None:
         """Stop the node (the first request decides whether it is graceful)."""
         if not self.requested.is_set():
             self.graceful = graceful
             self.requested.set()
+            if self.starting is not None:
+                self.starting.cancel()
 
 
 async def watch_signals(received: AsyncIterator[int], stop: Stopping, node_id: str) -> None:
@@ -113,12 +120,15 @@ async def _another_node_takes(rt: NodeRuntime) -> bool:
 
 
 async def move_spots_away(rt: NodeRuntime, options: LifecycleOptions, stop: Stopping) -> None:
-    """The graceful part of a stop: drain this node to the others, bounded (module doc)."""
+    """The graceful part of a stop: drain this node to the others within one deadline,
+    ``stop_drain_timeout`` from now (module doc). Never raises a ZLinkError: what did not
+    move closes next."""
     if options.on_stop != "drain" or not rt.serving or stop.hurried.is_set():
         return
-    seconds = options.stop_drain_timeout
+    deadline = deadline_after(options.stop_drain_timeout)
+    takes = False
     try:
-        with trio.move_on_after(seconds):
+        with trio.move_on_at(deadline.at):
             takes = await _another_node_takes(rt)
     except ZLinkError as exc:
         LOGGER.warning("node %r: could not read which nodes could take its Spots (%s); they "
@@ -126,10 +136,15 @@ async def move_spots_away(rt: NodeRuntime, options: LifecycleOptions, stop: Stop
         return
     if not takes:
         if rt.catalog.hosts:
-            LOGGER.info("node %r: no other live node serves the types of its Spots; they "
-                        "close", rt.node_id)
+            LOGGER.info("node %r: no other live node serves the types of its Spots (or none "
+                        "answered within stop_drain_timeout); they close", rt.node_id)
         return
-    result = await drain_here(rt, deadline_after(seconds), halt=stop.hurried)
+    try:
+        result = await drain_here(rt, deadline, halt=stop.hurried)
+    except ZLinkError as exc:
+        LOGGER.warning("node %r: moving its Spots away failed (%s); what did not move "
+                       "closes", rt.node_id, exc.message)
+        return
     left = sum(host.spot_type.kind is not SpotKind.ENTRY for host in rt.catalog.hosts.values())
     LOGGER.info("node %r: moved %d Spot(s) to other nodes before stopping; %d did not move "
                 "and close", rt.node_id, len(result.moved), left)

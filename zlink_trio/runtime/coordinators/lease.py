@@ -104,7 +104,7 @@ async def _renew(rt: NodeRuntime) -> str | None:
         except StaleFence as exc:
             # The store holds no claim of this lifecycle any more: removed by an
             # operator, or the store lost its data (then other lifecycles may still hold
-            # leases the store no longer knows of: see ``NodeRuntime.claim_vanished``).
+            # leases the store no longer knows of: see ``NodeState.claim_vanished``).
             rt.claim_vanished = True
             return f"the store refused its renewal: {exc.message}"
         except Unavailable as exc:
