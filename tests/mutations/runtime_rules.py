@@ -315,7 +315,7 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
         rule="A node that lost its lease rejoins the Mesh by itself as a new lifecycle of "
              "the same NodeId as soon as the store answers (on_lease_lost='rejoin').",
         path="zlink_trio/runtime/node.py",
-        find="        while lost and not stop.requested.is_set():",
+        find="        while lost is not None and not stop.requested.is_set():",
         replace="        while False:",
         guards=["tests/runtime/test_node_stop.py::"
                 "test_a_node_whose_store_lost_its_data_rejoins_and_serves_again"],
@@ -331,6 +331,17 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
         replace="    if False:",
         guards=["tests/runtime/test_node_stop.py::"
                 "test_after_the_store_lost_its_data_no_node_serves_before_the_old_leases_ran_out"],
+    ),
+    Mutation(
+        name="lease.stop_cancels_a_starting_rejoin",
+        family="Failure of an owner: lease, ownership lost, Unavailable",
+        rule="A stop that comes while a rejoin is starting ends that start at once, not "
+             "after the store's deadlines.",
+        path="zlink_trio/runtime/stopping.py",
+        find="                self.starting.cancel()",
+        replace="                pass",
+        guards=["tests/runtime/test_node_stop.py::"
+                "test_leaving_the_block_while_a_rejoin_waits_on_the_store_returns_at_once"],
     ),
     # Timers (core/timers.py)
     Mutation(

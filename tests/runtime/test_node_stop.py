@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -384,3 +385,46 @@ async def test_a_second_signal_starts_no_further_move_and_closes_the_rest() -> N
                 owners = [_owner(store, spot_id) for spot_id in spot_ids]
     assert owners.count(b.node_rid) == DRAIN_PARALLEL, owners  # the moves under way
     assert owners.count(None) == 4, owners  # never tried: closed
+
+
+async def test_a_stop_with_no_time_to_move_closes_everything(tmp_path: Path) -> None:
+    """``stop_drain_timeout=0`` on a store whose reads take real time: no move is tried,
+    the stop still closes every Spot and removes the claim (nothing is left behind)."""
+    url = f"sqlite:///{tmp_path / 'zero.db'}"
+    with trio.fail_after(30):
+        async with zl.open_store(url) as store:
+            async with zl.open_node("a", store=url, spots=SPOTS, stop_drain_timeout=0) as a:
+                await _fill(a)
+            assert await store.location.descriptors(now=time.time()) == []
+            for spot_id in ("k-1", "f-1", "p-1"):
+                assert await store.location.find(spot_id) is None
+
+
+async def test_leaving_the_block_while_a_rejoin_waits_on_the_store_returns_at_once(
+        autojump_clock: Any) -> None:
+    """After a lost lease the node rejoins; a stop that comes while that start waits on
+    a store that does not answer ends it at once, not after the store's deadlines."""
+
+    class Stuck(Flushable):
+        stuck = False
+
+        async def new_claim(self, *args: Any, **kwargs: Any) -> Any:
+            if self.stuck:
+                await trio.sleep_forever()
+            return await super().new_claim(*args, **kwargs)
+
+    location = Stuck()
+    store = MemoryStoreWith(location)
+    with trio.fail_after(60):
+        async with open_test_node("a", store=store, spots=SPOTS, lease=3,
+                                  default_timeout=30) as a:
+            await _fill(a)
+            location.stuck = True
+            location.flush()
+            for _ in range(100_000):  # the loss is learned at the next renewal
+                if a.statistics().state == "stopped":
+                    break
+                await trio.sleep(0.05)
+            await trio.sleep(1)  # the rejoin's claim now waits on the store
+            left = trio.current_time()
+        assert trio.current_time() - left < 1
