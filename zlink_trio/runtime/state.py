@@ -176,7 +176,7 @@ class NodeState:
         if self.state not in NODE.tags.admits_work:
             if self.lease_lost:
                 raise self.lease_lost_error()
-            if self.state == "claimed":
+            if self.state == NODE.st.claimed:
                 raise Unavailable(
                     f"node {self.node_id!r} is starting and admits no work yet; retry "
                     "shortly"
