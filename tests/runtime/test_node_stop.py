@@ -235,7 +235,13 @@ async def test_a_node_whose_store_lost_its_data_rejoins_and_serves_again(
             lost_at = trio.current_time()
             # The next renewal finds the claim gone: the lifecycle ends (every Spot stops
             # with OWNERSHIP_LOST), and a new one joins under the same NodeId.
+            for _ in range(100_000):  # a health check sees a healing node, not a dead one
+                if a.statistics().state == "stopped":
+                    break
+                await trio.sleep(0.01)
+            assert a.statistics().rejoining
             await rejoined(a, first_rid)
+            assert not a.statistics().rejoining
             assert trio.current_time() - lost_at < 2 * 3
             assert ("close", "k-1", zl.CloseReason.OWNERSHIP_LOST) in EVENTS
             assert a.node_id == "a"

@@ -191,7 +191,8 @@ class Node:
                               route_cache=rt.route_cache.statistics(),
                               endpoint=rt.options.endpoint,
                               links=len(transport.links()) if transport is not None else 0,
-                              pending_replies=rt.peers.pending)
+                              pending_replies=rt.peers.pending,
+                              rejoining=rt.lease_lost and rt.on_lease_lost == "rejoin")
 
     async def undrain(self, *, timeout: float | None = None,  # noqa: ASYNC109 -- as drain
                       ) -> None:

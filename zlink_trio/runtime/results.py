@@ -103,7 +103,8 @@ class NodeStatistics:
 
     node_id: str
     node_rid: NodeRid
-    #: NodeLifecycle state id (``serving``, ``draining``, ``lease_lost``, ...).
+    #: NodeLifecycle state id (``serving``, ``draining``, ``lease_lost``, ...) of the
+    #: node's current lifecycle.
     state: NodeLifecycleState
     #: Local Ready incarnations.
     active_spots: int
@@ -117,6 +118,9 @@ class NodeStatistics:
     links: int = 0
     #: Requests sent to other nodes and not answered yet.
     pending_replies: int = 0
+    #: The lifecycle lost its lease and the node is joining the Mesh again as a new one
+    #: (``on_lease_lost="rejoin"``): a health check should wait, not restart it.
+    rejoining: bool = False
 
 
 @attrs.frozen(kw_only=True)

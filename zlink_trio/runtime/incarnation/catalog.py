@@ -321,7 +321,8 @@ def _start(group: _Group | None, fallback: trio.Nursery,
 
     A task that arrives after its group was cancelled (a commit finishing during the
     drain, a job accepted as the node stops) must still run its own cleanup, so it
-    runs in the node's nursery under a cancelled scope, as if cancelled at once.
+    runs in the node's nursery under a cancelled scope, as if cancelled at once. Raises
+    Unavailable when that nursery has closed too: the lifecycle is over.
     """
     if group is not None and not group.cancelled:
         try:
@@ -336,4 +337,10 @@ def _start(group: _Group | None, fallback: trio.Nursery,
             scope.cancel()
             await task()
 
-    fallback.start_soon(cancelled)
+    try:
+        fallback.start_soon(cancelled)
+    except RuntimeError:  # the lifecycle itself has ended (an application task outlived it)
+        raise Unavailable(
+            "the node lifecycle this operation ran on has ended (it stopped, or lost its "
+            "lease and rejoined as a new one); the operation did not run: call again"
+        ) from None
