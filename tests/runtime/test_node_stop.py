@@ -434,3 +434,22 @@ async def test_leaving_the_block_while_a_rejoin_waits_on_the_store_returns_at_on
             await trio.sleep(1)  # the rejoin's claim now waits on the store
             left = trio.current_time()
         assert trio.current_time() - left < 1
+
+
+async def test_stop_on_outside_the_main_thread_is_refused_before_the_store_is_opened() -> None:
+    async def open_in_thread() -> None:
+        async with zl.open_node("a", store="sqlite:///nonexistent-dir/x.db", listen=None,
+                                stop_on=(signal.SIGTERM,)):
+            pytest.fail("opened")
+
+    def own_run() -> BaseException | None:
+        try:
+            trio.run(open_in_thread)
+        except BaseException as exc:  # (the outcome under test)
+            return exc
+        return None
+
+    with trio.fail_after(30):
+        error = await trio.to_thread.run_sync(own_run)
+    assert isinstance(error, zl.InvalidConfiguration), error
+    assert "main thread" in error.message

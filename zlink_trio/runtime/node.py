@@ -408,22 +408,13 @@ async def open_node(
 @asynccontextmanager
 async def _signals(signals: tuple[signal.Signals, ...]
                    ) -> AsyncIterator[AsyncIterator[int] | None]:
-    """The signal receiver of ``stop_on`` (``None`` without signals)."""
+    """The signal receiver of ``stop_on`` (``None`` without signals); the main thread
+    was checked with the options."""
     if not signals:
         yield None
         return
-    try:
-        receiver = trio.open_signal_receiver(*signals)
-        received = receiver.__enter__()
-    except RuntimeError as exc:  # not the main thread
-        raise InvalidConfiguration(
-            f"open_node: stop_on={tuple(s.name for s in signals)} needs the main thread, "
-            f"where Python delivers signals ({exc}); open the node there, or leave stop_on "
-            "out and stop it yourself") from exc
-    try:
+    with trio.open_signal_receiver(*signals) as received:
         yield received
-    finally:
-        receiver.__exit__(None, None, None)
 
 
 def _stop_bound(options: NodeOptions, lifecycle: LifecycleOptions) -> float:
