@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 MESH = "world"
 LEASE = 10.0
-SERVED = {"room": SpotKind.USER, "counter": SpotKind.INSTANCE}
+SERVED = {"room": SpotKind.USER, "counter": SpotKind.INSTANCE, "player": SpotKind.ACTOR}
 _counter = itertools.count(1)
 
 

@@ -75,6 +75,9 @@ class SpotKind(IntEnum):
     USER = 2
     #: Created by the first message that declares Instance intent; may move.
     INSTANCE = 3
+    #: Not a Spot: an Actor, a member of an Entry or User Spot (docs/actors.md). Its
+    #: authority record shares the Spot ID namespace and carries its container.
+    ACTOR = 4
 
 
 def _validate_text(value: object, what: str) -> str:

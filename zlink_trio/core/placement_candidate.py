@@ -25,6 +25,7 @@ from zlink_trio.core.identity import (
 
 __all__ = (
     "PLACEABLE_KINDS",
+    "SERVABLE_KINDS",
     "PlacementCandidate",
     "Role",
     "check_non_negative",
@@ -34,6 +35,9 @@ __all__ = (
 
 #: The kinds placement puts on a node (Entry Spots are issued, never placed).
 PLACEABLE_KINDS: Final = frozenset({SpotKind.USER, SpotKind.INSTANCE})
+#: The kinds a node's descriptor can serve: the placeable Spots, and Actor types (an
+#: Actor is created where its container is, and moves only to a node serving its type).
+SERVABLE_KINDS: Final = PLACEABLE_KINDS | {SpotKind.ACTOR}
 
 
 class Role(StrEnum):
@@ -68,7 +72,7 @@ def roles_from(value: Iterable[str] | str) -> frozenset[Role]:
 def served_types_from(value: Mapping[str, SpotKind]) -> Mapping[str, SpotKind]:
     """Validate stable type -> kind and return a read-only copy sorted by type.
 
-    Only USER and INSTANCE kinds can be served (Entry Spots are issued by the
+    Only USER, INSTANCE and ACTOR kinds can be served (Entry Spots are issued by the
     framework, never placed). Raises :class:`InvalidOperation` otherwise.
     """
     if not isinstance(value, Mapping):
@@ -82,10 +86,10 @@ def served_types_from(value: Mapping[str, SpotKind]) -> Mapping[str, SpotKind]:
             validate_stable_type(stable_type)
         except InvalidOperation as error:
             raise InvalidOperation(f"served_types: {error.message}") from None
-        if kind not in PLACEABLE_KINDS:
+        if kind not in SERVABLE_KINDS:
             raise InvalidOperation(
-                f"served_types maps {stable_type!r} to {kind!r}; a node serves only USER or "
-                "INSTANCE types (Entry Spots are never placed)"
+                f"served_types maps {stable_type!r} to {kind!r}; a node serves only USER, "
+                "INSTANCE or ACTOR types (Entry Spots are never placed)"
             )
         types[stable_type] = SpotKind(kind)
     return MappingProxyType(types)
@@ -137,7 +141,7 @@ class PlacementCandidate:
     """One node as placement sees it: a snapshot of its descriptor and load.
 
     Raises :class:`InvalidOperation` for malformed fields (bad MeshName or
-    stable type, a served kind other than USER/INSTANCE, negative counts, a
+    stable type, a served kind other than USER/INSTANCE/ACTOR, negative counts, a
     negative or non-finite weight).
     """
 

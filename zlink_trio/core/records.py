@@ -127,11 +127,14 @@ __all__ = (
 #: The stable type recorded on Entry Spot claims; never registrable by users.
 ENTRY_STABLE_TYPE: Final = "zlink.entry"
 
-_KINDS: Final = frozenset({SpotKind.ENTRY, SpotKind.USER, SpotKind.INSTANCE})
+_KINDS: Final = frozenset({SpotKind.ENTRY, SpotKind.USER, SpotKind.INSTANCE, SpotKind.ACTOR})
 _RECORD_KEYS: Final = frozenset({
     "spotId", "kind", "stableType", "mesh", "state", "objectGeneration", "ownerGeneration",
     "storeVersion", "owner", "creationIntent", "recoveryPointer", "relocationTarget",
     "relocationPayload"})
+#: An Actor's record has one more key, ``container`` (absent from every other record, so
+#: a Spot's stored form is the same as before Actors existed).
+_ACTOR_RECORD_KEYS: Final = _RECORD_KEYS | {"container"}
 #: The states in which a record may name its move's payload root: from the capture
 #: (Sealed) to the end of the move.
 _PAYLOAD_STATES: Final = frozenset({AuthorityState.SEALED, AuthorityState.RELAY_READY})
@@ -153,7 +156,8 @@ class AuthorityRecord:
     RELAY_READY); ``relocation_payload`` (the receipt of the move's payload root in the
     Relocation Store, recorded before the root is written) only while SEALED or
     RELAY_READY; an ENTRY record is READY with owner generation 1 and no intent,
-    pointer or relocation target.
+    pointer or relocation target; ``container`` is set exactly on an ACTOR record
+    (docs/actors.md: the Spot ID of the Entry or User Spot the Actor belongs to).
     """
 
     spot_id: str = attrs.field(validator=spot_id_field)
@@ -169,6 +173,9 @@ class AuthorityRecord:
     recovery_pointer: RecoveryPointer | None = None
     relocation_target: OwnerFence | None = None
     relocation_payload: RootReceipt | None = None
+    #: The Spot ID of the Entry or User Spot an Actor belongs to (ACTOR records only).
+    container: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(spot_id_field))
 
     @kind.validator
     def _kind(self, attribute: attrs.Attribute[SpotKind], value: SpotKind) -> None:
@@ -195,6 +202,9 @@ class AuthorityRecord:
             or self.recovery_pointer is not None
         ):
             raise InvalidOperation("an Entry claim is Ready, owner generation 1, no pointer")
+        if (self.kind is SpotKind.ACTOR) != (self.container is not None):
+            raise InvalidOperation("an Actor's record names its container, and only an "
+                                   "Actor's record does")
 
     def ref(self) -> SpotRef:
         """The public SpotRef of this incarnation at its current owner."""
@@ -221,7 +231,7 @@ class AuthorityRecord:
         pointer = self.recovery_pointer
         target = self.relocation_target
         payload = self.relocation_payload
-        return {
+        body: dict[str, object] = {
             "spotId": self.spot_id,
             "kind": encode_kind(self.kind),
             "stableType": self.stable_type,
@@ -236,6 +246,9 @@ class AuthorityRecord:
             "relocationTarget": None if target is None else target.to_json(),
             "relocationPayload": None if payload is None else payload.to_json(),
         }
+        if self.container is not None:
+            body["container"] = self.container
+        return body
 
     @classmethod
     def from_json(cls, value: object) -> AuthorityRecord:
@@ -245,7 +258,8 @@ class AuthorityRecord:
         exactly :meth:`to_json`'s keys, a field is invalid, or the record
         breaks an invariant (the constructor checks them all).
         """
-        obj = json_object(value, _RECORD_KEYS, "AuthorityRecord")
+        obj = json_object(value, _ACTOR_RECORD_KEYS if isinstance(value, dict)
+                          and "container" in value else _RECORD_KEYS, "AuthorityRecord")
         intent = (None if obj["creationIntent"] is None
                   else CreationIntent.from_json(obj["creationIntent"]))
         pointer = (None if obj["recoveryPointer"] is None
@@ -267,6 +281,8 @@ class AuthorityRecord:
             creation_intent=intent, recovery_pointer=pointer,
             relocation_target=None if target is None else OwnerFence.from_json(target),
             relocation_payload=None if payload is None else RootReceipt.from_json(payload),
+            container=(None if "container" not in obj
+                       else validate_spot_id(json_str(obj["container"], "container"))),
         )
 
     def encoded_size(self) -> int:
@@ -286,10 +302,10 @@ def _setters(cls: type, *names: str) -> tuple[Callable[[object, object], None], 
 
 
 (_R_ID, _R_KIND, _R_TYPE, _R_MESH, _R_STATE, _R_GEN, _R_OWNER_GEN, _R_VERSION, _R_OWNER,
- _R_INTENT, _R_POINTER, _R_TARGET, _R_PAYLOAD) = _setters(
+ _R_INTENT, _R_POINTER, _R_TARGET, _R_PAYLOAD, _R_CONTAINER) = _setters(
     AuthorityRecord, "spot_id", "kind", "stable_type", "mesh", "state", "object_generation",
     "owner_generation", "store_version", "owner", "creation_intent", "recovery_pointer",
-    "relocation_target", "relocation_payload")
+    "relocation_target", "relocation_payload", "container")
 (_F_ID, _F_VERSION, _F_GEN, _F_OWNER_GEN, _F_OWNER, _F_LEASE, _F_PENDING) = _setters(
     ReservationFence, "spot_id", "store_version", "object_generation", "owner_generation",
     "owner", "owner_lease_expires_at", "pending_capacity")
@@ -301,13 +317,15 @@ def record_of(spot_id: str, kind: SpotKind, stable_type: str, mesh: str,
               creation_intent: CreationIntent | None = None,
               recovery_pointer: RecoveryPointer | None = None,
               relocation_target: OwnerFence | None = None,
-              relocation_payload: RootReceipt | None = None) -> AuthorityRecord:
+              relocation_payload: RootReceipt | None = None,
+              container: str | None = None) -> AuthorityRecord:
     """An :class:`AuthorityRecord` of fields that are valid already (trusted).
 
     The caller guarantees what the constructor would check: every field passes its
     validator (taken from a valid record, or checked by the transaction) and the
     invariants hold (an intent only while Creating, a relocation target exactly
-    while moving, a payload only while Sealed or RelayReady, the Entry rules).
+    while moving, a payload only while Sealed or RelayReady, the Entry rules, a
+    container exactly on an Actor's record).
     Equal to ``AuthorityRecord(...)`` of the same fields, at a third of the cost.
     """
     record: AuthorityRecord = _new(AuthorityRecord)
@@ -324,6 +342,7 @@ def record_of(spot_id: str, kind: SpotKind, stable_type: str, mesh: str,
     _R_POINTER(record, recovery_pointer)
     _R_TARGET(record, relocation_target)
     _R_PAYLOAD(record, relocation_payload)
+    _R_CONTAINER(record, container)
     return record
 
 

@@ -54,6 +54,7 @@ from zlink_trio.store.values import FirstRecordCleanup as FirstRecordCleanup
 from zlink_trio.store.values import InboxRecord as InboxRecord
 from zlink_trio.store.values import LocationStatistics as LocationStatistics
 from zlink_trio.store.values import NodeIdInUse as NodeIdInUse
+from zlink_trio.store.values import MembersRemain as MembersRemain
 from zlink_trio.store.values import OwnerAlive as OwnerAlive
 from zlink_trio.store.values import Page as Page
 from zlink_trio.store.values import RelocationStatistics as RelocationStatistics
@@ -73,6 +74,7 @@ __all__ = (
     "LocationStore",
     "MemoryStore",
     "NodeIdInUse",
+    "MembersRemain",
     "OwnerAlive",
     "Page",
     "RelocationStatistics",

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from zlink_trio.store.rules import claims, combined, recovery
+from zlink_trio.store.rules import claims, combined, membership, recovery
 from zlink_trio.store.rules import location as loc
 from zlink_trio.store.rules import operator as ops
 from zlink_trio.store.rules import relocation_steps as steps
@@ -116,13 +116,28 @@ class MemoryLocationStore:
     async def reserve(self, spot_id: str, *, kind: SpotKind, stable_type: str, mesh: str,
                       owner: OwnerFence, now: float,
                       creation_intent: CreationIntent | None = None,
-                      recovery_pointer: RecoveryPointer | None = None) -> ReservationFence:
+                      recovery_pointer: RecoveryPointer | None = None,
+                      container: str | None = None) -> ReservationFence:
         """Reserve (one transaction); see ``LocationStore.reserve``."""
         await trio.lowlevel.checkpoint()
         return loc.txn_reserve(self.state, spot_id, kind=kind, stable_type=stable_type,
                                mesh=mesh, owner=owner, now=now,
                                creation_intent=creation_intent,
-                               recovery_pointer=recovery_pointer)
+                               recovery_pointer=recovery_pointer, container=container)
+
+    async def move_membership(self, actor_id: str, *, object_generation: int,
+                              owner: OwnerFence, container: str,
+                              now: float) -> AuthorityRecord:
+        """MoveMembership (one transaction); see ``LocationStore.move_membership``."""
+        await trio.lowlevel.checkpoint()
+        return membership.txn_move_membership(
+            self.state, actor_id, object_generation=object_generation, owner=owner,
+            container=container, now=now)
+
+    async def members(self, container: str) -> list[AuthorityRecord]:
+        """The Actor records naming ``container`` (one read); see ``LocationStore.members``."""
+        await trio.lowlevel.checkpoint()
+        return membership.txn_members(self.state, container)
 
     async def commit_ready(self, fence: ReservationFence, *, now: float) -> AuthorityRecord:
         """CommitReady (one transaction); see ``LocationStore.commit_ready``."""

@@ -169,16 +169,22 @@ class LocationStore(RelocationSteps, Protocol):
     async def reserve(self, spot_id: str, *, kind: SpotKind, stable_type: str, mesh: str,
                       owner: OwnerFence, now: float,
                       creation_intent: CreationIntent | None = None,
-                      recovery_pointer: RecoveryPointer | None = None) -> ReservationFence:
+                      recovery_pointer: RecoveryPointer | None = None,
+                      container: str | None = None) -> ReservationFence:
         """Reserve: Missing -> Creating for ``owner``, with a pending capacity unit.
 
         Checks, in order: ``spot_id`` is valid and not of the reserved Entry
-        form, ``kind`` is USER or INSTANCE (:class:`InvalidOperation`); the
+        form, ``kind`` is USER or INSTANCE, or ACTOR with a ``container`` (and a
+        container only for ACTOR) (:class:`InvalidOperation`); the
         ID has no record (:class:`AuthorityExists` carrying it); ``owner``'s
         claim in ``mesh`` exists with that lifecycle (:class:`StaleFence`) and
-        a live lease (:class:`Unavailable`); the owner serves ``stable_type``
+        a live lease (:class:`Unavailable`); for an Actor, its container is the
+        Ready record of an Entry or User Spot that ``owner`` owns
+        (``store.rules.location.check_container``: InvalidOperation, StaleFence,
+        Unavailable); the owner serves ``stable_type``
         as ``kind`` (:class:`InvalidOperation`); capacity
-        (:class:`CapacityExceeded`). Then it issues a new ObjectGeneration
+        (:class:`CapacityExceeded`). An Actor's record names its container from
+        the reservation on, so a BeginClose of the container sees it. Then it issues a new ObjectGeneration
         larger than any the store ever issued (on Redis Cluster: than any the
         ID's bucket issued -- strictly increasing per ID and unique store-wide,
         docs/decisions.md), owner generation 1,
@@ -217,11 +223,30 @@ class LocationStore(RelocationSteps, Protocol):
         ``None`` when ``spot_id`` has no record (idempotent false). Raises
         :class:`InvalidOperation` when another ObjectGeneration holds the ID,
         the record is an Entry claim, or it is still Creating;
+        :class:`~zlink_trio.store.values.MembersRemain` when an Actor's record
+        names it as container (checked last, with the lease; nothing written);
         :class:`Unavailable` when it moves (Relocating, Sealed or RelayReady)
         or the owner's lease expired; :class:`StaleFence` when ``owner`` or the expected owner
         generation / StoreVersion differ. Idempotent: a record already Closing
         under the same owner and generation is returned unchanged.
         """
+
+    async def move_membership(self, actor_id: str, *, object_generation: int,
+                              owner: OwnerFence, container: str,
+                              now: float) -> AuthorityRecord:
+        """MoveMembership: a Ready Actor's record names another container of its owner.
+
+        Join and Leave on one node (docs/actors.md). Raises :class:`InvalidOperation`
+        when ``actor_id`` has no record of ``object_generation`` (a control names the
+        current ActorRef), is not an Actor, or is not Ready; :class:`StaleFence` when
+        ``owner`` does not own it; :class:`Unavailable` when the owner's lease expired;
+        then the container checks of :meth:`reserve`. Returns the record with its new
+        container and StoreVersion one more; the record unchanged when it already names
+        ``container`` (idempotent).
+        """
+
+    async def members(self, container: str) -> list[AuthorityRecord]:
+        """The Actor records that name ``container``, in ActorId order (a read)."""
 
     async def release(self, fence: AuthorityFence) -> bool:
         """Release: Closing -> Missing, releasing the active capacity unit.

@@ -24,6 +24,7 @@ __all__ = (
     "FirstRecordCleanup",
     "InboxRecord",
     "LocationStatistics",
+    "MembersRemain",
     "NodeIdInUse",
     "OwnerAlive",
     "Page",
@@ -58,6 +59,24 @@ class AuthorityExists(AlreadyExists):
             "or choose another ID"
         )
         self.current: Final = current
+
+
+class MembersRemain(InvalidOperation):
+    """Raised by BeginClose of a User Spot that still has a member; nothing was written.
+
+    A Spot with a current Actor member does not close (docs/actors.md, "Rules the
+    runtime holds"): the framework never moves or destroys a member on its own, so the
+    application makes its members leave (or closes them) first. ``record`` is the
+    Spot's record, unchanged, and ``members`` how many Actors belong to it.
+    """
+
+    def __init__(self, record: AuthorityRecord, members: int) -> None:
+        super().__init__(
+            f"User Spot {record.spot_id!r} still has {members} Actor member(s); it keeps "
+            "its authority -- make them leave or close them, then close it"
+        )
+        self.record: Final = record
+        self.members: Final = members
 
 
 class OwnerAlive(InvalidOperation):

@@ -59,6 +59,7 @@ from zlink_trio.store.values import (
     MAX_PAGE_SIZE,
     AuthorityExists,
     LocationStatistics,
+    MembersRemain,
     Page,
 )
 
@@ -71,8 +72,12 @@ __all__ = (
     "CURSOR_PREFIX",
     "CapacityKey",
     "LocationState",
+    "add_member",
     "capacity_key",
+    "check_container",
     "check_owner",
+    "drop_member",
+    "forget",
     "check_reserve_args",
     "next_generation",
     "page_of",
@@ -108,6 +113,10 @@ class LocationState:
     last_generation: int = 0
     pending: dict[CapacityKey, int] = attrs.Factory(dict)
     active: dict[CapacityKey, int] = attrs.Factory(dict)
+    #: Container Spot ID -> the IDs of the Actors whose records name it (docs/actors.md):
+    #: an index of ``records``, written by the same transactions (:func:`add_member`,
+    #: :func:`drop_member`); a container without members has no entry.
+    members: dict[str, frozenset[str]] = attrs.Factory(dict)
 
 
 def capacity_key(mesh: str, owner: OwnerFence) -> CapacityKey:
@@ -123,6 +132,52 @@ def shift(counter: dict[CapacityKey, int], key: CapacityKey, delta: int) -> None
         counter[key] = value
     else:
         counter.pop(key, None)
+
+
+def add_member(state: LocationState, container: str, actor_id: str) -> None:
+    """Write helper: ``actor_id``'s record now names ``container``."""
+    state.members[container] = state.members.get(container, frozenset()) | {actor_id}
+
+
+def drop_member(state: LocationState, container: str, actor_id: str) -> None:
+    """Write helper: ``actor_id``'s record no longer names ``container``."""
+    left = state.members.get(container, frozenset()) - {actor_id}
+    if left:
+        state.members[container] = left
+    else:
+        state.members.pop(container, None)
+
+
+def forget(state: LocationState, record: AuthorityRecord) -> None:
+    """Write helper: delete ``record`` (and its membership, for an Actor's record)."""
+    del state.records[record.spot_id]
+    if record.container is not None:
+        drop_member(state, record.container, record.spot_id)
+
+
+def check_container(state: LocationState, container: str, owner: OwnerFence) -> None:
+    """That ``container`` can take a member now, for ``owner`` (docs/actors.md).
+
+    It must be the Ready record of an Entry or User Spot that ``owner`` owns:
+    :class:`InvalidOperation` when it has no record, or is an Instance Spot or an Actor
+    (they have no members); :class:`StaleFence` when another owner holds it;
+    :class:`Unavailable` while it is Creating, Closing or moving (retry once it is
+    Ready).
+    """
+    record = state.records.get(container)
+    if record is None:
+        raise InvalidOperation(f"container {container!r} has no authority; an Actor joins "
+                               "an existing Entry or User Spot")
+    if record.kind not in (SpotKind.ENTRY, SpotKind.USER):
+        raise InvalidOperation(
+            f"{container!r} is {record.kind.name}; only an Entry or User Spot has Actor "
+            "members (an Instance Spot never does)")
+    if record.owner != owner:
+        raise StaleFence(f"{container!r} is owned by {record.owner}, not {owner}; an Actor "
+                         "joins a Spot on the node that owns it -- re-read its authority")
+    if record.state is not AuthorityState.READY:
+        raise Unavailable(f"{container!r} is {record.state.value}; an Actor joins it only "
+                          "while it is Ready")
 
 
 def next_generation(state: LocationState) -> int:
@@ -150,15 +205,22 @@ def check_owner(state: LocationState, mesh: str, owner: OwnerFence, now: float) 
 
 def check_reserve_args(spot_id: str, *, kind: SpotKind, stable_type: str, mesh: str,
                        owner: OwnerFence, now: float, creation_intent: CreationIntent | None,
-                       recovery_pointer: RecoveryPointer | None) -> None:
+                       recovery_pointer: RecoveryPointer | None,
+                       container: str | None = None) -> None:
     """Reserve's argument checks, shared by every backend (InvalidOperation, nothing read)."""
     # Each text check tests the common case first -- an ASCII str within the bound (and,
     # for the ID, not of the reserved Entry form) -- before the full validator.
     if not (type(spot_id) is str and spot_id.isascii() and 0 < len(spot_id) <= MAX_ID_BYTES
             and "-entry-" not in spot_id):
         validate_user_spot_id(spot_id)
-    if kind not in (SpotKind.USER, SpotKind.INSTANCE):
-        raise InvalidOperation(f"reserve creates USER or INSTANCE Spots, not {kind!r}")
+    if kind not in (SpotKind.USER, SpotKind.INSTANCE) and (
+            kind is not SpotKind.ACTOR or container is None):
+        raise InvalidOperation(f"reserve creates USER or INSTANCE Spots, or an ACTOR in a "
+                               f"container, not {kind!r}")
+    if container is not None:
+        if kind is not SpotKind.ACTOR:
+            raise InvalidOperation("only an Actor's reservation names a container")
+        validate_spot_id(container)
     if not (type(stable_type) is str and stable_type.isascii()
             and 0 < len(stable_type) <= MAX_ID_BYTES):
         validate_stable_type(stable_type)
@@ -176,15 +238,18 @@ def check_reserve_args(spot_id: str, *, kind: SpotKind, stable_type: str, mesh: 
 def txn_reserve(state: LocationState, spot_id: str, *, kind: SpotKind, stable_type: str,
                 mesh: str, owner: OwnerFence, now: float,
                 creation_intent: CreationIntent | None = None,
-                recovery_pointer: RecoveryPointer | None = None) -> ReservationFence:
+                recovery_pointer: RecoveryPointer | None = None,
+                container: str | None = None) -> ReservationFence:
     """Reserve; see ``LocationStore.reserve``."""
     check_reserve_args(spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner,
                        now=now, creation_intent=creation_intent,
-                       recovery_pointer=recovery_pointer)
+                       recovery_pointer=recovery_pointer, container=container)
     current = state.records.get(spot_id)
     if current is not None:
         raise AuthorityExists(current)
     claim = check_owner(state, mesh, owner, now)
+    if container is not None:
+        check_container(state, container, owner)
     if not claim.descriptor.serves(stable_type, kind):
         raise InvalidOperation(
             f"node {owner.node_rid} does not serve stable type {stable_type!r} as "
@@ -200,10 +265,13 @@ def txn_reserve(state: LocationState, spot_id: str, *, kind: SpotKind, stable_ty
     generation = next_generation(state)
     # Every field was checked above (check_reserve_args, the sequence): no second pass.
     record = record_of(spot_id, kind, stable_type, mesh, step(AuthorityState.MISSING, EV.reserve),
-                       generation, 1, 1, owner, creation_intent, recovery_pointer)
+                       generation, 1, 1, owner, creation_intent, recovery_pointer,
+                       None, None, container)
     fence = reservation_fence(record, claim.lease_expires_at)
     # -- writes --
     state.records[spot_id] = record
+    if container is not None:
+        add_member(state, container, spot_id)
     state.last_generation = generation
     shift(state.pending, key, +1)
     return fence
@@ -231,7 +299,8 @@ def txn_commit_ready(state: LocationState, fence: ReservationFence, *,
             ready = record_of(record.spot_id, record.kind, record.stable_type, record.mesh,
                               step(record.state, EV.commit_ready), record.object_generation,
                               record.owner_generation, record.store_version + 1,
-                              record.owner, None, record.recovery_pointer)
+                              record.owner, None, record.recovery_pointer, None, None,
+                              record.container)
             key = capacity_key(record.mesh, record.owner)
             state.records[record.spot_id] = ready
             shift(state.pending, key, -1)
@@ -256,7 +325,7 @@ def txn_abort_creating(state: LocationState, fence: ReservationFence) -> bool:
             f"{fence.store_version}; re-read the authority"
         )
     step_to_missing(record.state, EV.abort_creating)
-    del state.records[record.spot_id]
+    forget(state, record)
     shift(state.pending, capacity_key(record.mesh, record.owner), -1)
     return True
 
@@ -293,6 +362,9 @@ def txn_begin_close(state: LocationState, spot_id: str, *, object_generation: in
             "expected fence; re-read the authority"
         )
     check_owner(state, record.mesh, owner, now)
+    members = state.members.get(spot_id)
+    if members:
+        raise MembersRemain(record, len(members))
     closing = attrs.evolve(record, state=step(record.state, EV.begin_close),
                            store_version=record.store_version + 1)
     state.records[spot_id] = closing
@@ -311,7 +383,7 @@ def txn_release(state: LocationState, fence: AuthorityFence) -> bool:
             f"{record.owner_generation}; only its Closing owner may release it"
         )
     step_to_missing(record.state, EV.release)
-    del state.records[record.spot_id]
+    forget(state, record)
     shift(state.active, capacity_key(record.mesh, record.owner), -1)
     return True
 
@@ -359,7 +431,8 @@ def remove_pointer(state: LocationState, record: AuthorityRecord) -> None:
     state.records[record.spot_id] = record_of(
         record.spot_id, record.kind, record.stable_type, record.mesh, record.state,
         record.object_generation, record.owner_generation, record.store_version + 1,
-        record.owner, record.creation_intent, None, record.relocation_target)
+        record.owner, record.creation_intent, None, record.relocation_target, None,
+        record.container)
 
 
 def parse_cursor(cursor: str | None) -> str | None:

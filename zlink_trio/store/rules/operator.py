@@ -28,7 +28,7 @@ from zlink_trio.core.errors import InvalidOperation, NotFound, StaleFence
 from zlink_trio.core.identity import SpotKind, validate_spot_id
 from zlink_trio.core.records import AuthorityState
 from zlink_trio.store.rules.authority import EV, step_to_missing
-from zlink_trio.store.rules.location import capacity_key, shift
+from zlink_trio.store.rules.location import capacity_key, forget, shift
 from zlink_trio.store.values import OwnerAlive
 
 if TYPE_CHECKING:
@@ -116,6 +116,6 @@ def txn_release_expired(state: LocationState, spot_id: str, *, object_generation
         raise OwnerAlive(record, claim.lease_expires_at, now)
     step_to_missing(record.state, EV.release_expired)
     # -- writes --
-    del state.records[spot_id]
+    forget(state, record)
     shift(state.active, capacity_key(record.mesh, record.owner), -1)
     return record

@@ -41,7 +41,13 @@ from zlink_trio.core.records import (
     RootReceipt,
 )
 from zlink_trio.store.rules.authority import EV, step, step_to_missing
-from zlink_trio.store.rules.location import LocationState, capacity_key, check_owner, shift
+from zlink_trio.store.rules.location import (
+    LocationState,
+    capacity_key,
+    check_owner,
+    forget,
+    shift,
+)
 from zlink_trio.store.values import TargetAlive
 
 __all__ = (
@@ -246,7 +252,7 @@ def txn_release_relay_ready(state: LocationState, fence: AuthorityFence, *,
         raise TargetAlive(record, claim.lease_expires_at, now)
     step_to_missing(record.state, EV.release_relay_ready)
     # -- writes --
-    del state.records[record.spot_id]
+    forget(state, record)
     shift(state.active, capacity_key(record.mesh, record.owner), -1)
     shift(state.pending, capacity_key(record.mesh, target), -1)
     return record
