@@ -229,4 +229,4 @@ async def test_actor_ids_and_spot_ids_share_one_namespace(store):
             await ready(store, c, "p-1")
         with pytest.raises(AuthorityExists):
             await actor(store, c, "room-1", c.descriptor.entry_spot_id)
-        assert MESH == (await store.location.find("p-1")).mesh
+        assert (await store.location.find("p-1")).mesh == MESH

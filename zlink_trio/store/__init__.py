@@ -53,8 +53,8 @@ from zlink_trio.store.values import AuthorityExists as AuthorityExists
 from zlink_trio.store.values import FirstRecordCleanup as FirstRecordCleanup
 from zlink_trio.store.values import InboxRecord as InboxRecord
 from zlink_trio.store.values import LocationStatistics as LocationStatistics
-from zlink_trio.store.values import NodeIdInUse as NodeIdInUse
 from zlink_trio.store.values import MembersRemain as MembersRemain
+from zlink_trio.store.values import NodeIdInUse as NodeIdInUse
 from zlink_trio.store.values import OwnerAlive as OwnerAlive
 from zlink_trio.store.values import Page as Page
 from zlink_trio.store.values import RelocationStatistics as RelocationStatistics
@@ -72,9 +72,9 @@ __all__ = (
     "InboxRecord",
     "LocationStatistics",
     "LocationStore",
+    "MembersRemain",
     "MemoryStore",
     "NodeIdInUse",
-    "MembersRemain",
     "OwnerAlive",
     "Page",
     "RelocationStatistics",

@@ -184,7 +184,8 @@ class LocationStore(RelocationSteps, Protocol):
         Unavailable); the owner serves ``stable_type``
         as ``kind`` (:class:`InvalidOperation`); capacity
         (:class:`CapacityExceeded`). An Actor's record names its container from
-        the reservation on, so a BeginClose of the container sees it. Then it issues a new ObjectGeneration
+        the reservation on, so a BeginClose of the container sees it. Then it
+        issues a new ObjectGeneration
         larger than any the store ever issued (on Redis Cluster: than any the
         ID's bucket issued -- strictly increasing per ID and unique store-wide,
         docs/decisions.md), owner generation 1,
