@@ -25,6 +25,8 @@ points down this order, bottom first (``RUNTIME_ORDER``)::
     coordinators    ``NodeRuntime`` and the operations that change authority, each with
                     its remote side (commands 47, 48, 60, 61), the inbound frames'
                     dispatch, ``SpotManager``
+    actors          Actors, members of Entry and User Spots: the membership driver and
+                    ``node.actors``
     sampling        a node's gauges, read at scrape time
     inspection      ``node.inspection``
     stopping        how a node stops: stop request, signals, moving Spots away first
@@ -52,7 +54,8 @@ PACKAGES = ("statecharts", "zlink_trio")
 RUNTIME = "zlink_trio.runtime"
 RUNTIME_ORDER = (
     "declaration", "charts", "options", "results", "observers", "crash_points", "observe",
-    "calls", "state", "incarnation", "mesh", "coordinators", "sampling", "inspection",
+    "calls", "state", "incarnation", "mesh", "coordinators", "actors", "sampling",
+    "inspection",
     "stopping", "node_handle", "node",
 )
 

@@ -9,7 +9,9 @@ Start a node with ``async with zl.open_node(...) as node`` (its options come in 
 ``NetworkOptions``, ``TimingOptions``, ``CapacityOptions``, ``ObservabilityOptions``,
 ``LifecycleOptions``, ``InjectedOptions``, most with keyword shortcuts); declare Spot types
 with ``@zl.instance_spot`` / ``@zl.user_spot`` and ``@zl.handler``; call them
-through ``node.client`` and manage User Spots through ``node.spots``. Open a
+through ``node.client`` and manage User Spots through ``node.spots``. Actors, members
+of Entry and User Spots, are declared with ``@zl.actor``, managed through
+``node.actors`` and called with ``node.client.request_actor`` (docs/actors.md). Open a
 store by URL with ``async with zl.open_store(url) as store`` to read what the
 nodes sharing it left there. ``zl.MessageCodec`` is the typed JSON codec the
 nodes use, for the JSON a program exchanges elsewhere (an HTTP edge, a store
@@ -53,7 +55,9 @@ from zlink_trio.core.errors import ZLinkError as ZLinkError
 from zlink_trio.core.identity import NodeRid as NodeRid
 from zlink_trio.core.identity import SpotKind as SpotKind
 from zlink_trio.core.lanes import LaneBounds as LaneBounds
+from zlink_trio.core.records import ActorRef as ActorRef
 from zlink_trio.core.records import SpotRef as SpotRef
+from zlink_trio.runtime.actors.manager import ActorManager as ActorManager
 from zlink_trio.runtime.calls.client import SpotClient as SpotClient
 from zlink_trio.runtime.coordinators.manager import SpotManager as SpotManager
 from zlink_trio.runtime.declaration.handlers import handler as handler
@@ -63,6 +67,7 @@ from zlink_trio.runtime.declaration.policies import PreserveStateWith as Preserv
 from zlink_trio.runtime.declaration.policies import RecreateOnRelocation as RecreateOnRelocation
 from zlink_trio.runtime.declaration.policies import Reject as Reject
 from zlink_trio.runtime.declaration.policies import SpotRelocationAdapter as SpotRelocationAdapter
+from zlink_trio.runtime.declaration.spot_types import actor as actor
 from zlink_trio.runtime.declaration.spot_types import instance_spot as instance_spot
 from zlink_trio.runtime.declaration.spot_types import user_spot as user_spot
 from zlink_trio.runtime.incarnation.context import SpotContext as SpotContext
@@ -90,6 +95,8 @@ from zlink_trio.wire.codec import MessageCodec as MessageCodec
 __version__ = "0.1.0"
 
 __all__ = (
+    "ActorManager",
+    "ActorRef",
     "AlreadyExists",
     "CapacityExceeded",
     "CapacityOptions",
@@ -139,6 +146,7 @@ __all__ = (
     "TypeMismatch",
     "Unavailable",
     "ZLinkError",
+    "actor",
     "handler",
     "instance_spot",
     "open_node",

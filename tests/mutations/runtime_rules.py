@@ -231,7 +231,7 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
         family=_CLOSE,
         rule="spots.close() closes User Spots only (InvalidOperation for an Instance Spot).",
         path="zlink_trio/runtime/coordinators/close_operation.py",
-        find="    if record.kind is not SpotKind.USER:",
+        find="    if record.kind not in kinds:",
         replace="    if False:",
         guards=["tests/runtime/test_close.py::"
                 "test_close_checks_the_generation_and_never_retargets[memory]"],

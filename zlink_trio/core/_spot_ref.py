@@ -1,4 +1,4 @@
-"""SpotRef: the public, immutable snapshot of where a Spot was.
+"""SpotRef and ActorRef: the public, immutable snapshots of where a Spot or Actor was.
 
 Theory of operation
 -------------------
@@ -10,8 +10,10 @@ JavaScript number parsing.
 
 It sits below :mod:`zlink_trio.core.records`, which re-exports it (an
 authority record builds its SpotRef with ``AuthorityRecord.ref``); the public
-name is ``zlink_trio.SpotRef``. A frozen attrs class whose validators raise
-:class:`InvalidOperation`; nothing here does I/O or reads a clock.
+name is ``zlink_trio.SpotRef``. :class:`ActorRef` is the same snapshot of an
+Actor (docs/actors.md): its ActorId and ObjectGeneration name one incarnation, which
+is what a control (join, leave, close) is checked against. Frozen attrs classes whose
+validators raise :class:`InvalidOperation`; nothing here does I/O or reads a clock.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from zlink_trio.core._checks import (
 from zlink_trio.core.errors import InvalidOperation
 from zlink_trio.core.identity import NodeRid, validate_spot_id
 
-__all__ = ("SpotRef",)
+__all__ = ("ActorRef", "SpotRef")
 
 
 @attrs.frozen(kw_only=True)
@@ -74,3 +76,21 @@ class SpotRef:
             mesh=validate_mesh_name(value["mesh"]),
             node_rid=NodeRid.parse(value["nodeRid"]),
         )
+
+
+@attrs.frozen(kw_only=True)
+class ActorRef:
+    """An immutable snapshot of one Actor incarnation and where it was (docs/actors.md).
+
+    ``generation`` names the incarnation: a control (join, leave, close) whose ref names
+    another generation than the current one is :class:`InvalidOperation`. Calls
+    (``client.request_actor``) go by ActorId and never compare generations.
+    ``container`` is the Spot ID of the Entry or User Spot it belonged to, and
+    ``node_rid`` its owner, at the time the ref was made.
+    """
+
+    actor_id: str = attrs.field(validator=spot_id_field)
+    generation: int = attrs.field(validator=generation_field)
+    mesh: str = attrs.field(validator=mesh_field)
+    node_rid: NodeRid = attrs.field(validator=node_rid_field)
+    container: str = attrs.field(validator=spot_id_field)

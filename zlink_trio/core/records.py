@@ -97,7 +97,7 @@ from zlink_trio.core._roots import (
     RecoveryPointer,
     RootReceipt,
 )
-from zlink_trio.core._spot_ref import SpotRef
+from zlink_trio.core._spot_ref import ActorRef, SpotRef
 from zlink_trio.core.errors import InvalidOperation
 from zlink_trio.core.identity import SpotKind, validate_spot_id, validate_stable_type
 
@@ -106,6 +106,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "ENTRY_STABLE_TYPE",
+    "ActorRef",
     "MAX_CREATION_REQUEST_BYTES",
     "MAX_GENERATION",
     "MAX_ROOT_BYTES",
@@ -210,6 +211,13 @@ class AuthorityRecord:
         """The public SpotRef of this incarnation at its current owner."""
         return SpotRef(spot_id=self.spot_id, generation=self.object_generation,
                        mesh=self.mesh, node_rid=self.owner.node_rid)
+
+    def actor_ref(self) -> ActorRef:
+        """The public ActorRef of this Actor incarnation (an ACTOR record only)."""
+        if self.container is None:
+            raise InvalidOperation(f"{self.spot_id!r} is a {self.kind.name} Spot, not an Actor")
+        return ActorRef(actor_id=self.spot_id, generation=self.object_generation,
+                        mesh=self.mesh, node_rid=self.owner.node_rid, container=self.container)
 
     def fence(self) -> AuthorityFence:
         """The owner/generation fence to close, release or relocate this incarnation."""

@@ -5,7 +5,7 @@ the code.  The wings and the top-level modules are in one order, and each import
 parts before it (``tests/test_import_cycles.py`` fails on anything else, type-only
 imports included): ``declaration``, ``charts``, ``options``, ``results``,
 ``observers``, ``crash_points``, ``observe``, ``calls``, ``state``, ``incarnation``,
-``mesh``, ``coordinators``, ``sampling``, ``inspection``, ``stopping``, ``node_handle``,
+``mesh``, ``coordinators``, ``actors``, ``sampling``, ``inspection``, ``stopping``, ``node_handle``,
 ``node``.
 The table below follows that order.
 
@@ -33,6 +33,8 @@ The table below follows that order.
 ``coordinators/``      the operations that change authority: routing, placement, cold
                        activation, create, close, relocation, recovery, lease, with the
                        remote sides of 47/48/60/61; ``node.spots``; the inbound frames
+``actors/``            Actors, members of Entry and User Spots (docs/actors.md): the
+                       membership driver and ``node.actors``
 ``sampling``           :func:`~.sampling.sample_node`: a node's gauges, read at scrape time
 ``inspection``         ``NodeInspection`` (``node.inspection``): hosted Spots, links, idle
                        sweep, and the test hooks the test kit and benchmark use

@@ -65,6 +65,7 @@ from zlink_trio.core.identity import (
 from zlink_trio.core.placement import Role
 from zlink_trio.core.records import OwnerFence
 from zlink_trio.core.route_cache import RouteCache
+from zlink_trio.runtime.actors.manager import ActorManager
 from zlink_trio.runtime.calls.client import SpotClient
 from zlink_trio.runtime.calls.deadlines import deadline_after
 from zlink_trio.runtime.charts import NODE, step
@@ -156,7 +157,7 @@ def _descriptor(rt_rid: NodeRid, node_id: str, mesh: str, entry: str, options: N
         mesh=mesh, node_rid=rt_rid, node_id=node_id, endpoint=options.endpoint,
         roles={Role.OBJECT_CLIENT, Role.OBJECT_SERVER},
         served_types={t.stable_type: t.kind for t in registry
-                      if t.kind in (SpotKind.USER, SpotKind.INSTANCE)},
+                      if t.kind in (SpotKind.USER, SpotKind.INSTANCE, SpotKind.ACTOR)},
         capacity=options.active_object_ceiling, placement_weight=options.placement_weight,
         entry_spot_id=entry)
 
@@ -576,6 +577,7 @@ async def _lifecycle(setup: _Setup, stop: Stopping, started: Callable[[Node], No
         # ``ctx.client`` of Spots the startup scan rebuilds; the handle's client (metered,
         # and the one the application holds) replaces it once the lifecycle serves.
         rt.client = SpotClient(CallRouter(rt))
+        rt.actors = ActorManager(rt)
         rt.placement_closed = setup.client_only  # never chooses itself for a new Spot
         if setup.node is not None:
             setup.node.pass_test_hooks(rt)

@@ -31,6 +31,7 @@ from zlink_trio.runtime.coordinators.remote_operation import (
     drain_node,
     relocate_on_owner,
 )
+from zlink_trio.runtime.actors.manager import ActorManager
 from zlink_trio.runtime.inspection import NodeInspection
 from zlink_trio.runtime.options import check_timeout
 from zlink_trio.runtime.results import NodeStatistics
@@ -52,8 +53,10 @@ class Node:
         self._client = SpotClient(router if not rt.metrics.enabled
                                   else MeteredRouter(rt.metrics, router))
         self._spots = SpotManager(rt)
+        self._actors = ActorManager(rt)
         self._inspection = NodeInspection(rt)
         rt.client = self._client
+        rt.actors = self._actors
 
     def pass_test_hooks(self, rt: NodeRuntime) -> None:
         """Give the next lifecycle ``rt`` the link refusal a test hook installed on this
@@ -62,13 +65,15 @@ class Node:
 
     def bind(self, rt: NodeRuntime) -> None:
         """Act on lifecycle ``rt`` from now on: the node rejoined the Mesh after losing its
-        lease (``open_node`` calls this). ``client``, ``spots`` and ``inspection`` stay
+        lease (``open_node`` calls this). ``client``, ``spots``, ``actors`` and ``inspection`` stay
         the same objects, so references an application keeps go on working."""
         self._rt = rt
         self._router.bind(rt)
         self._spots._rt = rt
+        self._actors._rt = rt
         self._inspection._rt = rt
         rt.client = self._client
+        rt.actors = self._actors
 
     @property
     def node_id(self) -> str:
@@ -110,6 +115,11 @@ class Node:
     def spots(self) -> SpotManager:
         """Explicit User Spot create, find and close."""
         return self._spots
+
+    @property
+    def actors(self) -> ActorManager:
+        """Actors (docs/actors.md): create, join, leave, close, find, list members."""
+        return self._actors
 
     async def relocate(self, spot_id: str, *, to: str | None = None,
                        timeout: float | None = None,  # noqa: ASYNC109 -- travels to the target

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import attrs
 import trio
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from statecharts.names import NodeLifecycleState
     from zlink_trio.core.descriptor import NodeClaim
     from zlink_trio.core.identity import NodeRid
-    from zlink_trio.core.records import OwnerFence
+    from zlink_trio.core.records import ActorRef, OwnerFence, SpotRef
     from zlink_trio.core.route_cache import RouteCache
     from zlink_trio.runtime.calls.client import SpotClient
     from zlink_trio.runtime.declaration.registry import SpotTypeRegistry
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from zlink_trio.store import Store
     from zlink_trio.wire.codec import MessageCodec
 
-__all__ = ("LOGGER", "NodeState")
+__all__ = ("LOGGER", "ActorOperations", "NodeState")
 
 #: The NodeLifecycle tags every public call asks about.
 _ADMITS_WORK: Final = NODE.tags.admits_work
@@ -52,6 +52,19 @@ _CLOSED: Final = NODE.tags.closed
 
 #: The package logger (``observe.logs.PACKAGE``): every runtime logger is its child.
 LOGGER: Final = logging.getLogger("zlink_trio")
+
+
+class ActorOperations(Protocol):
+    """What ``ctx.actors`` offers (the node's ``ActorManager``, ``runtime.actors.manager``,
+    docs/actors.md); a Protocol here because the manager lives above the Spot hosts."""
+
+    def create(self, stable_type: str, actor_id: str | None = None) -> Any: ...
+    async def join(self, ref: ActorRef, spot: SpotRef | str, *,
+                   timeout: float | None = None) -> ActorRef: ...
+    async def leave(self, ref: ActorRef, *, timeout: float | None = None) -> ActorRef: ...
+    async def close(self, ref: ActorRef, *, timeout: float | None = None) -> bool: ...
+    async def find(self, actor_id: str) -> ActorRef | None: ...
+    async def members(self, spot: SpotRef | str) -> list[ActorRef]: ...
 
 
 @attrs.define(eq=False)
@@ -96,6 +109,30 @@ class NodeState:
     #: What the runtime reports to metrics (``observe.recorder``); records nothing
     #: unless ``open_node(metrics=...)`` set one.
     metrics: Recorder = attrs.field(default=NO_METRICS, init=False)
+    #: The node's Actor operations (``node.actors``, ``ctx.actors``); set with the router.
+    actors: ActorOperations = attrs.field(init=False)
+    #: Container Spot ID -> ActorId -> ActorRef of its members Ready on this node: what
+    #: ``ctx.members()`` lists; written by the Actor driver (``actors.membership``) and
+    #: by the catalog when an Actor leaves it.
+    members: dict[str, dict[str, ActorRef]] = attrs.field(factory=dict, init=False)
+    #: ActorId -> the ActorRef of an Actor Ready on this node (its current container).
+    actor_refs: dict[str, ActorRef] = attrs.field(factory=dict, init=False)
+
+    def add_member(self, ref: ActorRef) -> None:
+        """``ref``'s Actor is Ready here as a member of ``ref.container`` (its only one)."""
+        self.drop_member(ref.actor_id)
+        self.actor_refs[ref.actor_id] = ref
+        self.members.setdefault(ref.container, {})[ref.actor_id] = ref
+
+    def drop_member(self, actor_id: str) -> ActorRef | None:
+        """``actor_id`` is no longer a member of anything here; its last ref. Idempotent."""
+        ref = self.actor_refs.pop(actor_id, None)
+        if ref is not None:
+            local = self.members[ref.container]
+            del local[actor_id]
+            if not local:
+                del self.members[ref.container]
+        return ref
 
     def now(self) -> float:
         """The store clock (leases, route-cache expiry)."""

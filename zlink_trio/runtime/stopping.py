@@ -105,7 +105,7 @@ async def _another_node_takes(rt: NodeRuntime) -> bool:
     """Whether another live node serves the type of a Spot here that may move."""
     kinds = {(host.mesh, host.spot_type.stable_type, host.spot_type.kind)
              for host in rt.catalog.hosts.values()
-             if host.spot_type.kind is not SpotKind.ENTRY
+             if host.spot_type.kind not in (SpotKind.ENTRY, SpotKind.ACTOR)
              and not isinstance(relocation_of(host.spot_type), DisableRelocation)}
     if not kinds:
         return False

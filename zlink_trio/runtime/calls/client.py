@@ -1,4 +1,4 @@
-"""SpotClient: direct ``send`` / ``request`` to a Spot by its global ID.
+"""SpotClient: direct ``send`` / ``request`` to a Spot, or to an Actor, by its global ID.
 
 Theory of operation
 -------------------
@@ -13,6 +13,11 @@ spans resolve, cold activation, dispatch and the reply.  A send completes at
 admission -- into the Spot's queue, or, when it cold-activates, when the activation
 envelope is accepted by the target -- and a request completes exactly once with the
 reply or a typed error.  Nothing is retried automatically.
+
+``client.request_actor(actor_id, msg, reply=T)`` and ``client.send_actor(actor_id, msg)``
+are the ToActor calls (docs/actors.md): the same builders, deadline and typed errors,
+with ``.timeout()`` their only option -- a message never creates an Actor. The ID must
+name an Actor (and a Spot call's must not): TypeMismatch otherwise.
 
 The client validates its input and hands the call, as one
 :class:`~zlink_trio.runtime.calls.delivery.Delivery`, to the node's
@@ -37,7 +42,7 @@ if TYPE_CHECKING:
 
     from zlink_trio.runtime.calls.delivery import Delivery, Router
 
-__all__ = ("RequestCall", "SendCall", "SpotClient")
+__all__ = ("ActorRequestCall", "ActorSendCall", "RequestCall", "SendCall", "SpotClient")
 
 R = TypeVar("R")
 
@@ -130,6 +135,54 @@ class RequestCall(_Call, Generic[R]):
                     self._router.request(self._start(self._reply, request=True)).__await__())
 
 
+class _ActorCall(OnceBuilder):
+    """Options of ToActor request and send builders: only ``.timeout()``."""
+
+    _timeout: float | None = None
+
+    def __init__(self, router: Router, actor_id: str, msg: object) -> None:
+        self._awaited = False  # (OnceBuilder's state)
+        self._router = router
+        self._actor_id = actor_id
+        self._msg = msg
+
+    def _describe(self) -> str:
+        return f"the call to Actor {self._actor_id!r}"
+
+    @option
+    def timeout(self, seconds: float) -> Self:
+        """The call's one end-to-end deadline, ``seconds`` from when it is awaited."""
+        self._option("timeout")
+        self._timeout = check_timeout(seconds)
+        return self
+
+    def _start(self, reply: object, *, request: bool) -> Delivery:
+        self._submit()
+        return self._router.delivery(validate_spot_id(self._actor_id), self._msg, intent=None,
+                                     reply=reply, request=request, timeout=self._timeout,
+                                     to_actor=True)
+
+
+class ActorSendCall(_ActorCall):
+    """A one-way send to an Actor; ``await`` it to submit. Completes at admission."""
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        return self._router.send(self._start(SEND, request=False)).__await__()
+
+
+class ActorRequestCall(_ActorCall, Generic[R]):
+    """A request to an Actor; ``await`` it for the reply of type ``R`` (or a typed error)."""
+
+    def __init__(self, router: Router, actor_id: str, msg: object, reply: type[R] | None
+                 ) -> None:
+        super().__init__(router, actor_id, msg)
+        self._reply = reply
+
+    def __await__(self) -> Generator[Any, Any, R]:
+        return cast("Generator[Any, Any, R]",
+                    self._router.request(self._start(self._reply, request=True)).__await__())
+
+
 class SpotClient:
     """Direct calls to Spots by global ID: ``node.client`` (and ``ctx.client``)."""
 
@@ -158,3 +211,25 @@ class SpotClient:
         A failure of the handler is logged on the ``zlink_trio`` logger, not reported.
         """
         return SendCall(self._router, spot_id, msg)
+
+    @overload
+    def request_actor(self, actor_id: str, msg: object, *, reply: type[R]
+                      ) -> ActorRequestCall[R]: ...
+
+    @overload
+    def request_actor(self, actor_id: str, msg: object, *, reply: None = None
+                      ) -> ActorRequestCall[None]: ...
+
+    def request_actor(self, actor_id: str, msg: object, *, reply: type[R] | None = None
+                      ) -> ActorRequestCall[R] | ActorRequestCall[None]:
+        """Build a request of ``msg`` to the Actor ``actor_id``; await it for the reply.
+
+        Goes to the Actor wherever it currently is (by ActorId; generations are not
+        compared). ``reply`` as for :meth:`request`. A missing Actor is NotFound, an ID
+        that names a Spot TypeMismatch.
+        """
+        return ActorRequestCall(self._router, actor_id, msg, reply)
+
+    def send_actor(self, actor_id: str, msg: object) -> ActorSendCall:
+        """Build a one-way send of ``msg`` to the Actor ``actor_id``; completes at admission."""
+        return ActorSendCall(self._router, actor_id, msg)

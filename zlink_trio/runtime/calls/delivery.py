@@ -71,6 +71,9 @@ class Delivery:
     #: Set once the message was admitted to a Spot on this node: the reply the caller
     #: receives is then the handler's own object, copied for the caller.
     copy_reply: bool = False
+    #: A ToActor call (``client.request_actor``): the ID must name an Actor, and a
+    #: ToSpot call's must not (TypeMismatch otherwise, before anything runs).
+    to_actor: bool = False
 
     def message_for_local_turn(self, codec: MessageCodec) -> object:
         """The message a handler on this node receives for this call.
@@ -123,7 +126,7 @@ class Router(Protocol):
     """How a client hands its calls to the node (``coordinators.call_router.CallRouter``)."""
 
     def delivery(self, spot_id: str, msg: object, *, intent: Intent | None, reply: object,
-                 request: bool, timeout: float | None) -> Delivery:
+                 request: bool, timeout: float | None, to_actor: bool = False) -> Delivery:
         """The call as one :class:`Delivery` (encoded, with its deadline fixed now).
 
         Raises Unavailable on a node that lost its lease, InvalidOperation for a

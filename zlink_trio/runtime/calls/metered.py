@@ -31,10 +31,10 @@ class MeteredRouter:
         self._recorder = recorder
 
     def delivery(self, spot_id: str, msg: object, *, intent: Intent | None, reply: object,
-                 request: bool, timeout: float | None) -> Delivery:
+                 request: bool, timeout: float | None, to_actor: bool = False) -> Delivery:
         """The router's delivery (see :meth:`Router.delivery`)."""
         return self._router.delivery(spot_id, msg, intent=intent, reply=reply,
-                                     request=request, timeout=timeout)
+                                     request=request, timeout=timeout, to_actor=to_actor)
 
     async def send(self, call: Delivery) -> None:
         """The router's send, reported as ``send``."""

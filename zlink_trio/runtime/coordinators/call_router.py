@@ -56,7 +56,7 @@ class CallRouter:
         self._rt = rt
 
     def delivery(self, spot_id: str, msg: object, *, intent: Intent | None, reply: object,
-                 request: bool, timeout: float | None) -> Delivery:
+                 request: bool, timeout: float | None, to_actor: bool = False) -> Delivery:
         """The call as one Delivery, encoded, with its deadline fixed now."""
         rt = self._rt
         rt.check_usable()
@@ -64,7 +64,8 @@ class CallRouter:
         seconds = rt.options.default_timeout if timeout is None else timeout
         return Delivery(
             spot_id, msg, len(encoded.body), intent, Completion() if request else None, reply,
-            Deadline.after(seconds, now=self._now(), wall_now=time.time()), "", encoded)
+            Deadline.after(seconds, now=self._now(), wall_now=time.time()), "", encoded,
+            to_actor=to_actor)
 
     async def send(self, call: Delivery) -> None:
         """Admit a one-way ``call``; DeadlineExceeded when its deadline passes first."""

@@ -6,7 +6,9 @@ Theory of operation
 of a command 48 (:mod:`zlink_trio.runtime.coordinators.remote_close`) run.  It verifies
 before it acts, in one read of the authority: gone -> ``False`` (idempotent, never
 retargeted to a newer incarnation); another generation -> InvalidOperation; not a
-User Spot -> InvalidOperation (Instance Spots close themselves with ``ctx.close()``);
+User Spot (or, for ``actors.close``, an Actor) -> InvalidOperation (Instance Spots close
+themselves with ``ctx.close()``); the target of a command 48 closes either, since the
+source checked the kind and a generation names one incarnation of one kind;
 owned by another live node -> that node closes it (command 48, whose command 20 is
 the result; the owner also checks the owner generation and StoreVersion the
 source read); owned by an earlier lifecycle of this node -> Unavailable.  Then BeginClose (the
@@ -16,6 +18,12 @@ and cancels timers once, releases with the Closing record's fence and leaves the
 and route cache in one continuation.  A second close of the same incarnation meets
 Closing, merges with the first and returns ``True`` once that one released.
 
+A User Spot with a current Actor member does not close: the Closing CAS itself refuses
+(``MembersRemain``, checked in the same store transaction as the other fences, so a
+member that joined after the read is seen too), the chart goes ``cas_conflict`` ->
+``active_membership`` and the close ends ``False`` with admission and authority kept.
+The framework never moves or destroys a member on its own (docs/actors.md).
+
 Once the CAS succeeded the close runs to the end even if the caller's deadline passes
 (the host task owns it); the caller alone then sees DeadlineExceeded.  If the node
 loses its lease meanwhile, the host stops without releasing and the close raises
@@ -24,7 +32,7 @@ Unavailable (the Spot stays Closing until an operator cleans it up).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import trio
 
@@ -33,6 +41,7 @@ from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import MOVING_STATES, AuthorityState
 from zlink_trio.runtime.charts import CLOSE, step
 from zlink_trio.runtime.declaration.policies import CloseReason
+from zlink_trio.store import MembersRemain
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -47,7 +56,14 @@ if TYPE_CHECKING:
     RemoteClose = Callable[[NodeRuntime, SpotRef, AuthorityRecord, Deadline],
                            Awaitable[bool]]
 
-__all__ = ("close_here",)
+__all__ = ("ACTOR_ONLY", "SPOT_OR_ACTOR", "USER_ONLY", "close_here")
+
+#: The kinds ``spots.close`` closes.
+USER_ONLY: Final = frozenset({SpotKind.USER})
+#: The kinds ``actors.close`` closes.
+ACTOR_ONLY: Final = frozenset({SpotKind.ACTOR})
+#: The kinds the target of a command 48 closes (the source checked which it meant).
+SPOT_OR_ACTOR: Final = USER_ONLY | ACTOR_ONLY
 
 
 def _check_released(rt: NodeRuntime, host: Incarnation) -> None:
@@ -59,7 +75,8 @@ def _check_released(rt: NodeRuntime, host: Incarnation) -> None:
 async def close_here(rt: NodeRuntime, ref: SpotRef, state: CloseOperationState,
                      deadline: Deadline, *,
                      remote: RemoteClose | None = None,
-                     expected: tuple[int, int] | None = None) -> bool:
+                     expected: tuple[int, int] | None = None,
+                     kinds: frozenset[SpotKind] = USER_ONLY) -> bool:
     """Close ``ref``: verify, BeginClose, seal, wait for the release (module docstring).
 
     A Spot Ready on another live node is closed there by ``remote`` (the source side of
@@ -79,10 +96,16 @@ async def close_here(rt: NodeRuntime, ref: SpotRef, state: CloseOperationState,
             f"ref's {ref.generation}; close() never retargets a newer incarnation. Call "
             "find() and decide again"
         )
-    if record.kind is not SpotKind.USER:
+    if record.kind not in kinds:
+        if kinds is ACTOR_ONLY:
+            raise InvalidOperation(
+                f"{ref.spot_id!r} is {_article(record.kind.name.title())} Spot, not an "
+                "Actor; actors.close() closes Actors only")
+        what = ("an Actor" if record.kind is SpotKind.ACTOR
+                else f"{_article(record.kind.name.title())} Spot")
         raise InvalidOperation(
-            f"Spot {ref.spot_id!r} is {_article(record.kind.name.title())} Spot; "
-            "spots.close() closes User Spots only (an Instance Spot closes itself with ctx.close())"
+            f"{ref.spot_id!r} is {what}; spots.close() closes User Spots only (an Instance "
+            "Spot closes itself with ctx.close(), an Actor is closed with actors.close())"
         )
     if record.owner != rt.owner:
         if remote is not None and record.owner.node_rid != rt.node_rid:
@@ -115,9 +138,16 @@ async def close_here(rt: NodeRuntime, ref: SpotRef, state: CloseOperationState,
         return True
     state = step(CLOSE, state, CLOSE.ev.verified)
     with trio.CancelScope(shield=True):
-        closing = await location.begin_close(
-            ref.spot_id, object_generation=ref.generation, owner=rt.owner, now=rt.now(),
-            expected_owner_generation=record.owner_generation)
+        try:
+            closing = await location.begin_close(
+                ref.spot_id, object_generation=ref.generation, owner=rt.owner,
+                now=rt.now(), expected_owner_generation=record.owner_generation)
+        except MembersRemain:
+            # The CAS found a member (the read before it could not see one that joined
+            # since): admission and authority stay; the application decides.
+            state = step(CLOSE, state, CLOSE.ev.cas_conflict)
+            step(CLOSE, state, CLOSE.ev.active_membership)
+            return False
     if closing is None:  # released between the read and the CAS
         return False
     state = step(CLOSE, state, CLOSE.ev.begin_close)

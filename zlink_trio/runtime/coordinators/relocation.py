@@ -140,6 +140,10 @@ async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
     if record.kind is SpotKind.ENTRY or spot_type is None:
         return _refused(ref, state, RELOCATION.ev.relocation_disabled,
                         "an Entry Spot never moves")
+    if record.kind is SpotKind.ACTOR or rt.members.get(spot_id):
+        return _refused(ref, state, RELOCATION.ev.relocation_disabled,
+                        "an Actor, or a Spot with Actor members, does not move yet "
+                        "(docs/actors.md)")
     if isinstance(relocation_of(spot_type), DisableRelocation):
         return _refused(ref, state, RELOCATION.ev.relocation_disabled,
                         f"{record.stable_type!r} is declared DisableRelocation")

@@ -21,7 +21,7 @@ import trio
 from zlink_trio.core.errors import DeadlineExceeded
 from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.charts import CLOSE
-from zlink_trio.runtime.coordinators.close_operation import close_here
+from zlink_trio.runtime.coordinators.close_operation import SPOT_OR_ACTOR, close_here
 from zlink_trio.runtime.mesh.remote_calls import operation_number, outcome_of, round_trip
 from zlink_trio.wire.frames import CloseOutcome, UserSpotClose
 
@@ -68,7 +68,7 @@ async def serve_remote_close(rt: NodeRuntime, frame: UserSpotClose) -> Outcome:
         with trio.move_on_at(deadline.at):
             return CloseOutcome(
                 closed=await close_here(rt, frame.ref, CLOSE.initial, deadline,
-                                        expected=expected))
+                                        expected=expected, kinds=SPOT_OR_ACTOR))
         raise DeadlineExceeded(f"closing Spot {frame.ref.spot_id!r} did not finish before "
                                "its deadline; if it began, it still completes")
 

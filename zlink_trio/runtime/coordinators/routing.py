@@ -16,7 +16,8 @@ caller's continuation, on a store whose transactions never suspend).  It loops:
    nothing is written.  Missing with Instance intent runs the source side of cold
    activation (:mod:`.placement`): Mesh, stable type and node, then the activation
    envelope goes to the chosen target -- this node or another.
-3. Ready -> the kind/type must suit the intent (TypeMismatch).  Owned by another
+3. Ready -> the kind/type must suit the intent, and an Actor's ID a ToActor call
+   (``client.request_actor``) and only it (TypeMismatch).  Owned by another
    node -> command 39 route kind 1 to its owner if its claim is live (else
    Unavailable: the Spot is not recreated elsewhere), and the route is cached.  Owned
    here -> the catalog must hold that incarnation (else StaleRoute: the local view
@@ -110,6 +111,14 @@ async def wait_for_change(rt: NodeRuntime, spot_id: str, backoff: Backoff) -> No
 
 
 def _check_kind(call: Delivery, record: AuthorityRecord) -> None:
+    if (record.kind is SpotKind.ACTOR) is not call.to_actor:
+        if call.to_actor:
+            raise TypeMismatch(
+                f"{record.spot_id!r} is {record.kind.name.title()} Spot type "
+                f"{record.stable_type!r}, not an Actor; call it with client.request / send")
+        raise TypeMismatch(
+            f"{record.spot_id!r} is an Actor of type {record.stable_type!r}, not a Spot; "
+            "call it with client.request_actor / send_actor")
     if record.kind is SpotKind.ENTRY:
         raise TypeMismatch(
             f"Spot {record.spot_id!r} is an Entry Spot, which takes no application "
@@ -243,14 +252,17 @@ def _cached_host(rt: NodeRuntime, call: Delivery, now: float) -> Incarnation | C
     if host is not None:
         fresh = host.route_expires_at > now
         rt.route_cache.count_local(hit=fresh)
-        if not fresh or (call.intent is not None and _intent_mismatch(
-                call, host.spot_type.kind, host.spot_type.stable_type)):
+        kind = host.spot_type.kind
+        if not fresh or (kind is SpotKind.ACTOR) is not call.to_actor or (
+                call.intent is not None and _intent_mismatch(
+                    call, kind, host.spot_type.stable_type)):
             return None  # the store's record decides (and produces any TypeMismatch)
         return host
     route = rt.route_cache.get(call.spot_id, now)
     if route is None or route.owner is None or route.node_rid == rt.node_rid:
         return None
-    if call.intent is not None and _intent_mismatch(call, route.kind, route.stable_type):
+    if (route.kind is SpotKind.ACTOR) is not call.to_actor or (
+            call.intent is not None and _intent_mismatch(call, route.kind, route.stable_type)):
         return None  # let the store's record produce the TypeMismatch
     return route
 
@@ -359,6 +371,10 @@ async def deliver(rt: NodeRuntime, call: Delivery,
             if attempt is not None:  # an envelope this node accepted is activating
                 await attempt.done.wait()
                 continue
+            if call.to_actor:
+                raise NotFound(
+                    f"Actor {call.spot_id!r} does not exist (no Ready authority); a message "
+                    "never creates an Actor: create it with node.actors.create() first")
             if call.intent is None:
                 raise NotFound(
                     f"Spot {call.spot_id!r} does not exist (no Ready authority) and the "

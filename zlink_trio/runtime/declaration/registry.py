@@ -101,7 +101,7 @@ class SpotTypeRegistry:
                 f"Spot type {stable_type!r} has kind {definition.kind.name.title()}, but "
                 f"this operation needs kind {kind.name.title()}; use the operation for its "
                 "kind (User Spots are created through the SpotManager, Instance Spots by a "
-                "call with Instance intent)"
+                "call with Instance intent, Actors through node.actors)"
             )
         return definition
 

@@ -1,4 +1,4 @@
-"""Spot type declarations: the three kinds as sibling types, the decorators, the registry.
+"""Spot type declarations: the three kinds and Actors as sibling types, and the decorators.
 
 Theory of operation
 -------------------
@@ -15,10 +15,14 @@ kind          constructor         ``on_create``      relocation policy
 Entry         ``cls(ctx)``        not allowed        none (never moves)
 User          ``cls(ctx, req)``   optional           required
 Instance      ``cls(ctx)``        not allowed        required
+Actor         ``cls(ctx)``        not allowed        required
 ============  ==================  =================  =========================
 
+An Actor is not a Spot but a member of one (docs/actors.md); it has handlers, hooks,
+a queue and timers like a Spot, so its type is a sibling here (:class:`ActorType`).
+
 Users declare User and Instance Spot types with :func:`user_spot` and
-:func:`instance_spot`. The decorator validates everything it cheaply can at
+:func:`instance_spot`, and Actor types with :func:`actor`. The decorator validates everything it cheaply can at
 import time — the stable type (1..255 UTF-8 bytes), the relocation policy
 (required: there is no default), the constructor and hook arities, the
 handler table — and attaches the resulting definition to the class as
@@ -50,11 +54,13 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
 __all__ = (
+    "ActorType",
     "EntrySpotType",
     "InstanceSpotType",
     "SpotHooks",
     "SpotType",
     "UserSpotType",
+    "actor",
     "instance_spot",
     "relocation_of",
     "spot_type_of",
@@ -167,6 +173,24 @@ class InstanceSpotType(SpotType):
         return self.cls(ctx)
 
 
+@attrs.frozen(kw_only=True)
+class ActorType(SpotType):
+    """An Actor type: a member of an Entry or User Spot (docs/actors.md)."""
+
+    kind: ClassVar[SpotKind] = SpotKind.ACTOR
+
+    #: What happens to the Actor's state when it moves with its container.
+    relocation: RelocationPolicy = attrs.field(validator=_policy)
+
+    def construct(self, ctx: object) -> object:
+        """Build the application instance: ``cls(ctx)``. Exceptions propagate."""
+        return self.cls(ctx)
+
+
+_DECORATORS: Final = {SpotKind.USER: "user_spot", SpotKind.INSTANCE: "instance_spot",
+                      SpotKind.ACTOR: "actor"}
+
+
 def _check_policy(value: object, where: str) -> RelocationPolicy:
     if value is _MISSING:
         raise InvalidConfiguration(
@@ -214,7 +238,7 @@ def _declare(
     kind: SpotKind,
     localns: Mapping[str, object],
 ) -> SpotType:
-    decorator = "user_spot" if kind is SpotKind.USER else "instance_spot"
+    decorator = _DECORATORS[kind]
     if not isinstance(cls, type):
         raise InvalidConfiguration(
             f"@zl.{decorator}({stable_type!r}) decorates classes, got {cls!r}"
@@ -222,9 +246,9 @@ def _declare(
     existing = vars(cls).get(_ATTR)
     if isinstance(existing, SpotType):
         raise InvalidConfiguration(
-            f"{cls.__qualname__} is already declared as {existing.kind.name.title()} Spot "
-            f"type {existing.stable_type!r}; a class is exactly one Spot type, so remove one "
-            "of its Spot decorators"
+            f"{cls.__qualname__} is already declared as {existing.kind.name.title()} "
+            f"type {existing.stable_type!r}; a class is exactly one Spot or Actor type, so "
+            "remove one of its decorators"
         )
     hooks = SpotHooks(
         on_activate=resolve_hook(cls, "on_activate", ()),
@@ -236,6 +260,11 @@ def _declare(
     if kind is SpotKind.USER:
         _check_constructor(cls, ("ctx", "request"))
         definition = UserSpotType(
+            stable_type=stable_type, cls=cls, handlers=handlers, hooks=hooks, relocation=policy
+        )
+    elif kind is SpotKind.ACTOR:
+        _check_constructor(cls, ("ctx",))
+        definition = ActorType(
             stable_type=stable_type, cls=cls, handlers=handlers, hooks=hooks, relocation=policy
         )
     else:
@@ -302,6 +331,31 @@ def user_spot(
     return decorate
 
 
+def actor(
+    stable_type: str, *, relocation: RelocationPolicy | _Missing = _MISSING
+) -> Callable[[_C], _C]:
+    """Declare the decorated class as the Actor type ``stable_type`` (docs/actors.md).
+
+    ``relocation`` is required, as for :func:`instance_spot`: what a move of the Actor
+    (with its container, or on its own) does to its state. The class is constructed as
+    ``cls(ctx)``; it may define ``on_activate(self)`` and ``on_close(self, reason)``
+    (sync or async) but not ``on_create``, and ``@zl.handler`` methods like a Spot.
+    Stable types of Spots and Actors share one namespace on a node.
+
+    Returns the class unchanged except for its ``__zlink_spot__`` attribute (the
+    :class:`ActorType`). Raises :class:`InvalidConfiguration` as :func:`user_spot` does.
+    """
+    name = _check_stable_type(stable_type, "actor")
+    policy = _check_policy(relocation, f"@zl.actor({name!r})")
+
+    def decorate(cls: _C) -> _C:
+        localns = dict(sys._getframe(1).f_locals)
+        _declare(cls, name, policy, SpotKind.ACTOR, localns)
+        return cls
+
+    return decorate
+
+
 def spot_type_of(cls: object) -> SpotType:
     """Return the :class:`SpotType` declared on the class ``cls``.
 
@@ -329,13 +383,13 @@ def spot_type_of(cls: object) -> SpotType:
         else ""
     )
     raise InvalidConfiguration(
-        f"{cls.__qualname__} is not a Spot type{hint}; decorate it with @zl.instance_spot "
-        "or @zl.user_spot"
+        f"{cls.__qualname__} is not a Spot type{hint}; decorate it with @zl.instance_spot, "
+        "@zl.user_spot or @zl.actor"
     )
 
 
 def relocation_of(spot_type: SpotType) -> RelocationPolicy:
     """The relocation policy of ``spot_type``; an Entry type never moves."""
-    if isinstance(spot_type, UserSpotType | InstanceSpotType):
+    if isinstance(spot_type, UserSpotType | InstanceSpotType | ActorType):
         return spot_type.relocation
     return DisableRelocation()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from zlink_trio.core.errors import HandlerError, InvalidOperation
-from zlink_trio.runtime.declaration.spot_types import InstanceSpotType, UserSpotType
+from zlink_trio.runtime.declaration.spot_types import ActorType, InstanceSpotType, UserSpotType
 from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
 
 if TYPE_CHECKING:
@@ -42,12 +42,12 @@ def construct(spot_type: SpotType, ctx: object, request: object | None) -> objec
     """Run the factory (``cls(ctx)``, or ``cls(ctx, request)`` for a User Spot).
 
     Raises :class:`HandlerError` (the exception chained) when it raises, and
-    :class:`InvalidOperation` for a type that is neither User nor Instance.
+    :class:`InvalidOperation` for a type that is neither User, Instance nor Actor.
     """
     try:
         if isinstance(spot_type, UserSpotType):
             return spot_type.construct(ctx, request)
-        if isinstance(spot_type, InstanceSpotType):
+        if isinstance(spot_type, InstanceSpotType | ActorType):
             return spot_type.construct(ctx)
     except Exception as exc:
         raise handler_error(f"the factory of {spot_type.stable_type!r}", exc,

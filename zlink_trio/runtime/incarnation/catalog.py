@@ -119,8 +119,11 @@ class Catalog:
         """Drop ``host`` if it is still the registered incarnation of its ID."""
         if self.hosts.get(host.spot_id) is host:
             del self.hosts[host.spot_id]
-            if host.spot_type.kind is SpotKind.INSTANCE:
+            kind = host.spot_type.kind
+            if kind is SpotKind.INSTANCE:
                 self.idle_ring.discard(self.hosts.__contains__)
+            elif kind is SpotKind.ACTOR:  # its membership ends with it on this node
+                self.rt.drop_member(host.spot_id)
 
     def check_ceiling(self) -> None:
         """CapacityExceeded when one more local activation would pass the ceiling."""
@@ -242,7 +245,17 @@ class Catalog:
         await self._jobs_done.wait()
         while self.attempts:  # user creates still cleaning up in their callers' tasks
             await next(iter(self.attempts.values())).done.wait()
+        # Actors first, to their release: a User Spot with a member does not close
+        # (``MembersRemain``), and a node that stops closes its Actors with it.
         hosts = list(self.hosts.values())
+        actors = [host for host in hosts if host.spot_type.kind is SpotKind.ACTOR]
+        if actors:
+            await self._close_for_shutdown(actors)
+            hosts = [host for host in hosts if host.spot_type.kind is not SpotKind.ACTOR]
+        await self._close_for_shutdown(hosts)
+
+    async def _close_for_shutdown(self, hosts: list[Incarnation]) -> None:
+        """Close ``hosts`` with NODE_SHUTDOWN and wait for those whose close began."""
         # BeginClose for SHUTDOWN_CLOSES_IN_FLIGHT hosts at a time, so a store that
         # batches concurrent calls (SQLite's group commit, the Redis write pipeline)
         # batches these too: one at a time, a node with 50,000 resident Spots on SQLite or
@@ -261,7 +274,6 @@ class Catalog:
         for host in hosts:
             if host.close_reason is not None:
                 await host.finished.wait()
-
 
     async def _begin_shutdown_close(self, host: Incarnation) -> None:
         """BeginClose for ``host`` and, when the store gave it, its NODE_SHUTDOWN close."""

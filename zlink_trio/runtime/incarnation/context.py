@@ -3,7 +3,9 @@
 A Spot's constructor receives its :class:`SpotContext`.  Through it the Spot learns who
 it is (``spot_id``, ``generation``, ``ref``), calls other Spots (``client``), registers
 timers that run as turns of the Spot itself (``start_timer``), and -- for Instance
-Spots -- closes itself after the current turn (``close``).  The context is only valid
+Spots and Actors -- closes itself after the current turn (``close``).  An Actor's
+handlers get the same context (docs/actors.md): ``actor_ref`` names it; a Spot lists
+its members on this node with ``members()``; ``actors`` creates and moves Actors.  The context is only valid
 for its incarnation: once the incarnation is closing, new timers are refused.
 """
 
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from zlink_trio.core.errors import InvalidOperation
 from zlink_trio.core.identity import SpotKind
-from zlink_trio.core.records import SpotRef
+from zlink_trio.core.records import ActorRef, SpotRef
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.calls.client import SpotClient
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.timers import IncarnationTimers
-    from zlink_trio.runtime.state import NodeState
+    from zlink_trio.runtime.state import ActorOperations, NodeState
 
 __all__ = ("SpotContext", "TimerHandle")
 
@@ -99,8 +101,32 @@ class SpotContext:
 
     @property
     def kind(self) -> SpotKind:
-        """USER or INSTANCE."""
+        """USER, INSTANCE, or ACTOR in an Actor's handlers."""
         return self._incarnation.spot_type.kind
+
+    @property
+    def actor_ref(self) -> ActorRef:
+        """This Actor's current ActorRef (its container included); InvalidOperation in a
+        Spot's context."""
+        ref = self._incarnation.rt.actor_refs.get(self._incarnation.spot_id)
+        if ref is None or ref.generation != self._incarnation.generation:
+            raise InvalidOperation(
+                f"{self.stable_type!r} is not an Actor Ready on this node; actor_ref is an "
+                "Actor's own ref (a Spot's is ctx.ref)")
+        return ref
+
+    @property
+    def actors(self) -> ActorOperations:
+        """The node's ``ActorManager`` (``node.actors``): create, join, leave, close Actors.
+
+        ``ctx.actors.create("player").in_spot(ctx.ref)`` makes a member of this Spot.
+        """
+        return self._incarnation.rt.actors
+
+    def members(self) -> list[ActorRef]:
+        """This Spot's Actor members Ready on this node, in ActorId order (a snapshot)."""
+        local = self._incarnation.rt.members.get(self._incarnation.spot_id)
+        return [] if local is None else [local[i] for i in sorted(local)]
 
     @property
     def ref(self) -> SpotRef:
@@ -146,17 +172,17 @@ class SpotContext:
                            self._incarnation.add_timer(delay, callback, period))
 
     def close(self) -> None:
-        """Close this Instance Spot after the current turn, with reason CLOSED.
+        """Close this Instance Spot (or Actor) after the current turn, with reason CLOSED.
 
         Turns accepted before the close still run; ``on_close`` runs once; then the
         location is released and the next message with Instance intent activates a
-        new generation. Idempotent. The request is lifecycle work: however full the
+        new generation (an Actor is gone: it is never re-created by a message). Idempotent. The request is lifecycle work: however full the
         Spot's application lane is, it is admitted (on the lifecycle lane, whose bound
         only a bug reaches: ``CapacityExceeded`` then, and nothing changes). Raises
         :class:`InvalidOperation` for a User Spot (close it with
         ``node.spots.close(ref)``).
         """
-        if self._incarnation.spot_type.kind is not SpotKind.INSTANCE:
+        if self._incarnation.spot_type.kind not in (SpotKind.INSTANCE, SpotKind.ACTOR):
             raise InvalidOperation(
                 f"{self.stable_type!r} is a User Spot; close it with node.spots.close(ref) "
                 "(only Instance Spots close themselves from their context)"

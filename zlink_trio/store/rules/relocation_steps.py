@@ -110,6 +110,12 @@ def txn_begin_relocation(state: LocationState, fence: AuthorityFence, *, target:
     record = _fenced(state, fence, AuthorityState.READY)
     if record.kind is SpotKind.ENTRY:
         raise InvalidOperation(f"{record.spot_id!r} is an Entry Spot; Entry Spots never move")
+    if record.kind is SpotKind.ACTOR or state.members.get(record.spot_id):
+        # Until moves carry members (docs/actors.md, "Rules the runtime holds" 3 and 4),
+        # a move must never split an Actor from its container.
+        raise InvalidOperation(
+            f"{record.spot_id!r} is an Actor or a Spot with Actor members, which do not "
+            "move yet; make the members leave first, or close the Actor")
     if target.node_rid == record.owner.node_rid:
         raise InvalidOperation(f"{record.spot_id!r} already lives on node {target.node_rid}")
     check_owner(state, record.mesh, record.owner, now)

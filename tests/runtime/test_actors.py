@@ -1,0 +1,283 @@
+"""Actors on one node and across two: create, call, join, leave, close (docs/actors.md).
+
+The single-node tests run on each backend (``store_url``: memory, SQLite, Redis) on
+``MockClock``; the cross-node ones on two listening nodes sharing a store on the real
+clock (``url``), bounded by ``trio.fail_after``. Only the public surface is used, plus
+reads of the store for what it holds.
+
+The specification's items are named tests here:
+
+- 06 §10 "User Spot Close doesn't secretly clean up active membership" -- locally and
+  over command 48 (:func:`test_user_spot_close_does_not_secretly_clean_up_active_membership`
+  and ``..._remote``);
+- 06 §10 "Entry Spot join and placement use the descriptor's lifecycle mapping and
+  don't parse the Spot ID string" -- :func:`test_entry_spot_join_and_placement_use_the_descriptor_mapping`.
+"""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+import trio
+
+import zlink_trio as zl
+from zlink_trio.testing import open_test_node
+
+LIMIT = 30
+
+
+@attrs.frozen
+class Say:
+    text: str
+
+
+@attrs.frozen
+class Heard:
+    by: str
+    text: str
+
+
+@attrs.frozen
+class Enroll:
+    """Ask a room to create a member of type ``player`` named ``actor_id``."""
+
+    actor_id: str
+
+
+@attrs.frozen
+class Roll:
+    """A room's members on this node, as its handler sees them."""
+
+    ids: tuple[str, ...]
+
+
+@attrs.frozen
+class List:
+    pass
+
+
+@attrs.frozen
+class Quit:
+    pass
+
+
+@zl.actor("player", relocation=zl.RecreateOnRelocation())
+class Player:
+    def __init__(self, ctx: zl.SpotContext) -> None:
+        self.ctx = ctx
+        self.heard: list[str] = []
+
+    @zl.handler
+    async def say(self, msg: Say) -> Heard:
+        self.heard.append(msg.text)
+        return Heard(self.ctx.spot_id, msg.text)
+
+    @zl.handler
+    async def quit(self, msg: Quit) -> None:
+        self.ctx.close()
+
+
+@zl.user_spot("room", relocation=zl.RecreateOnRelocation())
+class Room:
+    def __init__(self, ctx: zl.SpotContext, request: object | None) -> None:
+        self.ctx = ctx
+
+    @zl.handler
+    async def enroll(self, msg: Enroll) -> Roll:
+        await self.ctx.actors.create("player", msg.actor_id).in_spot(self.ctx.ref)
+        return Roll(tuple(ref.actor_id for ref in self.ctx.members()))
+
+    @zl.handler
+    async def roll(self, msg: List) -> Roll:
+        return Roll(tuple(ref.actor_id for ref in self.ctx.members()))
+
+    @zl.handler
+    async def say(self, msg: Say) -> Heard:
+        return Heard(self.ctx.spot_id, msg.text)
+
+
+@zl.instance_spot("counter", relocation=zl.RecreateOnRelocation())
+class Counter:
+    def __init__(self, ctx: zl.SpotContext) -> None:
+        self.ctx = ctx
+
+    @zl.handler
+    async def say(self, msg: Say) -> Heard:
+        return Heard(self.ctx.spot_id, msg.text)
+
+
+SPOTS = [Player, Room, Counter]
+
+
+def node(store_url: str, name: str = "node-a", **options: object):
+    return open_test_node(name, store=store_url, spots=SPOTS, **options)
+
+
+async def room(n: zl.Node, spot_id: str = "room-1") -> zl.SpotRef:
+    result = await n.spots.get_or_create(spot_id, "room")
+    assert result.ref is not None
+    return result.ref
+
+
+# -- one node ------------------------------------------------------------------------------
+
+
+async def test_an_actor_starts_on_its_nodes_entry_spot_and_answers_by_actor_id(store_url, store):
+    with trio.fail_after(LIMIT):
+        async with node(store_url) as n:
+            ref = await n.actors.create("player", "p-1")
+            assert (ref.actor_id, ref.container, ref.node_rid) == (
+                "p-1", n.entry_spot_id, n.node_rid)
+            heard = await n.client.request_actor("p-1", Say("hi"), reply=Heard)
+            assert heard == Heard("p-1", "hi")
+            await n.client.send_actor("p-1", Say("again"))
+            assert await n.actors.find("p-1") == ref
+            assert await n.actors.members(n.entry_spot_id) == [ref]
+            record = await store.location.find("p-1")
+            assert (record.kind, record.container) == (zl.SpotKind.ACTOR, n.entry_spot_id)
+
+
+async def test_a_fresh_actor_id_is_a_uuid4_and_a_taken_id_is_already_exists(store_url):
+    with trio.fail_after(LIMIT):
+        async with node(store_url) as n:
+            await room(n)
+            fresh = await n.actors.create("player")
+            assert len(fresh.actor_id) == 36
+            with pytest.raises(zl.AlreadyExists, match="one namespace"):
+                await n.actors.create("player", "room-1")
+            with pytest.raises(zl.AlreadyExists):
+                await n.actors.create("player", fresh.actor_id)
+
+
+async def test_spot_calls_and_actor_calls_do_not_cross(store_url):
+    with trio.fail_after(LIMIT):
+        async with node(store_url) as n:
+            await room(n)
+            await n.actors.create("player", "p-1")
+            with pytest.raises(zl.TypeMismatch, match="request_actor"):
+                await n.client.request("p-1", Say("hi"), reply=Heard)
+            with pytest.raises(zl.TypeMismatch, match="not an Actor"):
+                await n.client.request_actor("room-1", Say("hi"), reply=Heard)
+            with pytest.raises(zl.NotFound, match="never creates an Actor"):
+                await n.client.request_actor("p-404", Say("hi"), reply=Heard)
+            with pytest.raises(zl.TypeMismatch):
+                await n.actors.find("room-1")
+
+
+async def test_a_spot_creates_members_and_lists_them(store_url):
+    with trio.fail_after(LIMIT):
+        async with node(store_url) as n:
+            ref = await room(n)
+            assert await n.client.request("room-1", Enroll("p-2"), reply=Roll) == Roll(("p-2",))
+            assert await n.client.request("room-1", Enroll("p-1"), reply=Roll) == Roll(
+                ("p-1", "p-2"))
+            members = await n.actors.members(ref)
+            assert [m.container for m in members] == ["room-1", "room-1"]
+            assert await n.actors.members(n.entry_spot_id) == []
+
+
+async def test_an_instance_spot_refuses_every_membership_operation(store_url, store):
+    with trio.fail_after(LIMIT):
+        async with node(store_url) as n:
+            await n.client.request("c-1", Say("x"), reply=Heard).instance_spot("counter")
+            with pytest.raises(zl.InvalidOperation, match="Instance Spot never"):
+                await n.actors.create("player", "p-1").in_spot("c-1")
+            player = await n.actors.create("player", "p-2")
+            with pytest.raises(zl.InvalidOperation, match="Instance Spot never"):
+                await n.actors.join(player, "c-1")
+            assert await store.location.find("p-1") is None
+            assert (await n.actors.find("p-2")).container == n.entry_spot_id
+
+
+async def test_join_and_leave_move_the_membership_and_the_actor_keeps_running(store_url):
+    with trio.fail_after(LIMIT):
+        async with node(store_url) as n:
+            spot = await room(n)
+            player = await n.actors.create("player", "p-1")
+            joined = await n.actors.join(player, spot)
+            assert joined.container == "room-1"
+            assert await n.client.request("room-1", List(), reply=Roll) == Roll(("p-1",))
+            assert await n.client.request_actor("p-1", Say("in"), reply=Heard) == Heard(
+                "p-1", "in")
+            left = await n.actors.leave(joined)
+            assert left.container == n.entry_spot_id
+            assert await n.client.request("room-1", List(), reply=Roll) == Roll(())
+            assert await n.actors.members(n.entry_spot_id) == [left]
+
+
+async def test_a_control_with_another_generation_is_invalid_operation(store_url):
+    with trio.fail_after(LIMIT):
+        async with node(store_url) as n:
+            spot = await room(n)
+            first = await n.actors.create("player", "p-1")
+            assert await n.actors.close(first) is True
+            second = await n.actors.create("player", "p-1")
+            assert second.generation > first.generation
+            for control in (n.actors.join(first, spot), n.actors.leave(first),
+                            n.actors.close(first)):
+                with pytest.raises(zl.InvalidOperation, match="generation"):
+                    await control
+            # A direct message compares no generation: it reaches the current one.
+            assert await n.client.request_actor("p-1", Say("x"), reply=Heard) == Heard(
+                "p-1", "x")
+
+
+async def test_user_spot_close_does_not_secretly_clean_up_active_membership(store_url, store):
+    """06 §10: "User Spot Close doesn't secretly clean up active membership." """
+    with trio.fail_after(LIMIT):
+        async with node(store_url) as n:
+            spot = await room(n)
+            await n.client.request("room-1", Enroll("p-1"), reply=Roll)
+            assert await n.spots.close(spot) is False
+            # Admission and authority kept; the member neither moved nor closed.
+            record = await store.location.find("room-1")
+            assert record.state.name == "READY"
+            assert await n.client.request("room-1", Say("open"), reply=Heard) == Heard(
+                "room-1", "open")
+            member = await n.actors.find("p-1")
+            assert member is not None and member.container == "room-1"
+            assert await n.client.request_actor("p-1", Say("here"), reply=Heard) == Heard(
+                "p-1", "here")
+            await n.actors.leave(member)
+            assert await n.spots.close(spot) is True
+            assert await store.location.find("room-1") is None
+
+
+async def test_an_actor_closes_by_ref_or_from_its_own_handler(store_url, store):
+    with trio.fail_after(LIMIT):
+        async with node(store_url) as n:
+            spot = await room(n)
+            a = await n.actors.create("player", "p-1").in_spot(spot)
+            assert await n.actors.close(a) is True
+            assert await n.actors.close(a) is False  # gone: idempotent
+            with pytest.raises(zl.NotFound):
+                await n.client.request_actor("p-1", Say("x"), reply=Heard)
+            await n.actors.create("player", "p-2").in_spot(spot)
+            await n.client.request_actor("p-2", Quit())
+            with trio.fail_after(5):
+                while await store.location.find("p-2") is not None:
+                    await trio.sleep(0.01)
+            assert await n.client.request("room-1", List(), reply=Roll) == Roll(())
+            assert await n.spots.close(spot) is True
+
+
+async def test_a_node_that_stops_closes_its_actors_then_its_spots(store_url, store):
+    with trio.fail_after(LIMIT):
+        async with node(store_url) as n:
+            await room(n)
+            await n.client.request("room-1", Enroll("p-1"), reply=Roll)
+            await n.actors.create("player", "p-2")
+        assert await store.location.find("p-1") is None
+        assert await store.location.find("p-2") is None
+        assert await store.location.find("room-1") is None
+
+
+async def test_an_actor_or_a_spot_with_members_does_not_relocate_yet(store_url, store):
+    with trio.fail_after(LIMIT):
+        async with node(store_url) as a, node(store_url, "node-b", placement_weight=0):
+            await room(a)
+            await a.client.request("room-1", Enroll("p-1"), reply=Roll)
+            for spot_id in ("room-1", "p-1"):
+                result = await a.relocate(spot_id, to="node-b")
+                assert result.outcome is zl.RelocationOutcome.REFUSED
+            assert (await store.location.find("p-1")).owner.node_rid == a.node_rid

@@ -1,0 +1,216 @@
+"""Creating, moving and closing Actors on this node: the ActorMembership chart's driver.
+
+Theory of operation
+-------------------
+Every operation reads or writes the Actor's authority record (kind ACTOR, naming its
+container) with one fenced store transaction and keeps this node's view of its members
+(``NodeState.members``, what ``ctx.members()`` lists) in the same continuation:
+
+* :func:`create_actor` -- Reserve names the container (the Entry Spot of this node, or
+  a User Spot this node owns: the store checks it is Ready and ours in the same
+  transaction, so a Close of that Spot racing the create either sees the member or
+  refuses the create), then the factory (``cls(ctx)``, ``on_activate``), CommitReady,
+  and the host is registered and served in the same continuation as the commit. A
+  factory that raises, or a deadline that passes, aborts with the same fence: nothing
+  is left behind.
+* :func:`move_actor` -- Join (another User Spot this node owns) and Leave (back to this
+  node's Entry Spot) are one MoveMembership each; the Actor's queue, timers and state
+  stay where they are, since it does not change node.
+* :func:`close_actor` -- the Spot close procedure (``coordinators.close_operation``)
+  for an Actor: seal, finish accepted turns, ``on_close(CLOSED)``, release; from any
+  node (command 48 to its owner).
+
+A control (join, leave, close) names an :class:`~zlink_trio.core.records.ActorRef`;
+one whose generation is not the current incarnation's is InvalidOperation. The Entry
+Spot of this node is the one its descriptor published (``NodeState.entry_spot_id``):
+never derived from an ID.
+
+Not yet (docs/actors.md): moving an Actor between nodes -- a join of a User Spot on
+another node, and moves that carry members -- so an Actor and a Spot with members do
+not relocate (the store refuses it), and an Actor closes with its node.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import trio
+
+from zlink_trio.core.errors import (
+    AlreadyExists,
+    DeadlineExceeded,
+    InvalidOperation,
+    NotFound,
+    TypeMismatch,
+    Unavailable,
+    ZLinkError,
+)
+from zlink_trio.core.identity import SpotKind, validate_spot_id, validate_user_spot_id
+from zlink_trio.core.records import ActorRef, AuthorityState, SpotRef
+from zlink_trio.runtime.charts import CLOSE
+from zlink_trio.runtime.coordinators.close_operation import ACTOR_ONLY, close_here
+from zlink_trio.runtime.coordinators.remote_close import close_remote
+from zlink_trio.runtime.incarnation.incarnation import Incarnation
+from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
+from zlink_trio.store import AuthorityExists
+
+if TYPE_CHECKING:
+    from zlink_trio.core.deadline import Deadline
+    from zlink_trio.core.records import AuthorityRecord, ReservationFence
+    from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
+
+__all__ = ("close_actor", "create_actor", "find_actor", "members_of", "move_actor")
+
+
+def _deadline_passed(what: str) -> DeadlineExceeded:
+    return DeadlineExceeded(f"{what} did not finish before its deadline; if its store step "
+                            "began it still completes: check with node.actors.find()")
+
+
+async def create_actor(rt: NodeRuntime, stable_type: str, actor_id: str | None,
+                       container: str | None, deadline: Deadline) -> ActorRef:
+    """Create an Actor of ``stable_type`` in ``container`` (``None``: this node's Entry
+    Spot); its ActorRef. See the module docstring."""
+    rt.check_usable()
+    actor_type = rt.registry.lookup(stable_type, SpotKind.ACTOR)
+    actor_id = rt.new_uuid4() if actor_id is None else validate_user_spot_id(actor_id)
+    container = rt.entry_spot_id if container is None else validate_spot_id(container)
+    with trio.move_on_at(deadline.at):
+        with trio.CancelScope(shield=True):
+            try:
+                fence = await rt.store.location.reserve(
+                    actor_id, kind=SpotKind.ACTOR, stable_type=stable_type, mesh=rt.mesh,
+                    owner=rt.owner, now=rt.now(), container=container)
+            except AuthorityExists as exc:
+                raise AlreadyExists(
+                    f"the ID {actor_id!r} already names {exc.current.kind.name.title()} "
+                    f"{exc.current.stable_type!r} (Actors and Spots share one namespace); "
+                    "choose another ActorId, or omit it for a fresh one") from None
+        host = Incarnation(rt, actor_type, actor_id, fence.object_generation, rt.mesh)
+        try:
+            await host.build(None)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                await host.activation_failed()
+                await _abort(rt, fence)
+            raise
+        with trio.CancelScope(shield=True):
+            try:
+                rt.check_usable()  # no CommitReady once the lease is known lost
+                ready = await rt.store.location.commit_ready(fence, now=rt.now())
+            except ZLinkError as exc:
+                await host.activation_failed()
+                await _abort(rt, fence)
+                raise Unavailable(f"creating Actor {actor_id!r} lost its reservation before "
+                                  f"Ready ({exc.message}); nothing was created. Try again"
+                                  ) from exc
+            # Same continuation as the commit: a Ready Actor is reachable here at once.
+            ref = ready.actor_ref()
+            host.open(None)
+            rt.add_member(ref)
+            rt.catalog.register(host)
+            return ref
+    raise _deadline_passed(f"creating Actor {actor_id!r}")
+
+
+async def _abort(rt: NodeRuntime, fence: ReservationFence) -> None:
+    """AbortCreating with the same fence (the caller shields); a failure is logged."""
+    if rt.lease_lost:
+        return  # an owner without a lease writes nothing; the record waits for recovery
+    try:
+        await rt.store.location.abort_creating(fence)
+    except ZLinkError as exc:
+        LOGGER.error("Actor %r: aborting a failed creation failed: %s", fence.spot_id, exc)
+
+
+def _local_actor(rt: NodeRuntime, ref: ActorRef, what: str) -> Incarnation:
+    """The host of ``ref`` on this node; InvalidOperation for another generation or node."""
+    if not isinstance(ref, ActorRef):
+        raise InvalidOperation(f"{what} takes an ActorRef (from node.actors.create or find), "
+                               f"got {type(ref).__name__}")
+    host = rt.catalog.hosts.get(ref.actor_id)
+    if host is None or host.spot_type.kind is not SpotKind.ACTOR:
+        raise NotFound(f"Actor {ref.actor_id!r} is not Ready on this node; {what} runs on "
+                       "the node that hosts the Actor (moving an Actor between nodes is not "
+                       "supported yet: docs/actors.md)")
+    if host.generation != ref.generation:
+        raise InvalidOperation(
+            f"Actor {ref.actor_id!r} is now generation {host.generation}, not the ref's "
+            f"{ref.generation}; a control never retargets a newer incarnation -- find() it "
+            "and decide again")
+    return host
+
+
+async def move_actor(rt: NodeRuntime, ref: ActorRef, spot: SpotRef | str | None,
+                     deadline: Deadline) -> ActorRef:
+    """Join ``spot`` (a User Spot this node owns), or leave (``None``: back to this node's
+    Entry Spot); the Actor's new ActorRef. See the module docstring."""
+    rt.check_usable()
+    what = "leave" if spot is None else "join"
+    host = _local_actor(rt, ref, what)
+    if spot is None:
+        container = rt.entry_spot_id
+    elif isinstance(spot, SpotRef):
+        container = spot.spot_id
+        room = rt.catalog.hosts.get(container)
+        if room is not None and room.generation != spot.generation:
+            raise InvalidOperation(
+                f"Spot {container!r} is now generation {room.generation}, not the ref's "
+                f"{spot.generation}; find() it and decide again")
+    else:
+        container = validate_spot_id(spot)
+    record: AuthorityRecord | None = None
+    with trio.move_on_at(deadline.at), trio.CancelScope(shield=True):
+        record = await rt.store.location.move_membership(
+            ref.actor_id, object_generation=host.generation, owner=rt.owner,
+            container=container, now=rt.now())
+        moved = record.actor_ref()
+        if rt.catalog.hosts.get(ref.actor_id) is host:  # (not closed meanwhile)
+            rt.add_member(moved)
+        return moved
+    raise _deadline_passed(f"the {what} of Actor {ref.actor_id!r}")
+
+
+async def close_actor(rt: NodeRuntime, ref: ActorRef, deadline: Deadline) -> bool:
+    """Close the Actor incarnation ``ref`` names, on whichever node hosts it.
+
+    ``True`` when it (or a close merged with it) closed; ``False`` when that incarnation
+    no longer exists. InvalidOperation for another generation, or an ID that is a Spot.
+    """
+    if not isinstance(ref, ActorRef):
+        raise InvalidOperation(f"actors.close() takes an ActorRef, got {type(ref).__name__}")
+    rt.check_usable()
+    spot_ref = SpotRef(spot_id=ref.actor_id, generation=ref.generation, mesh=ref.mesh,
+                       node_rid=ref.node_rid)
+    with trio.move_on_at(deadline.at):
+        closed = await close_here(rt, spot_ref, CLOSE.initial, deadline, remote=close_remote,
+                                  kinds=ACTOR_ONLY)
+        rt.route_cache.invalidate(ref.actor_id)
+        return closed
+    raise _deadline_passed(f"closing Actor {ref.actor_id!r}")
+
+
+async def find_actor(rt: NodeRuntime, actor_id: str, deadline: Deadline) -> ActorRef | None:
+    """The Ready Actor ``actor_id``'s ActorRef, or ``None``; TypeMismatch for a Spot's ID."""
+    actor_id = validate_spot_id(actor_id)
+    rt.check_usable()
+    with trio.move_on_at(deadline.at):
+        record = await rt.store.location.find(actor_id)
+        if record is None or record.state is not AuthorityState.READY:
+            return None
+        if record.kind is not SpotKind.ACTOR:
+            raise TypeMismatch(f"{actor_id!r} is {record.kind.name.title()} Spot "
+                                   f"{record.stable_type!r}, not an Actor; use spots.find()")
+        return record.actor_ref()
+    raise _deadline_passed(f"find({actor_id!r})")
+
+
+async def members_of(rt: NodeRuntime, spot: SpotRef | str, deadline: Deadline
+                     ) -> list[ActorRef]:
+    """The Actors whose records name ``spot`` as container (the store's view), in ActorId
+    order; Creating and Closing members included, as a Close counts them."""
+    container = spot.spot_id if isinstance(spot, SpotRef) else validate_spot_id(spot)
+    rt.check_usable()
+    with trio.move_on_at(deadline.at):
+        return [r.actor_ref() for r in await rt.store.location.members(container)]
+    raise _deadline_passed(f"listing the members of {container!r}")
