@@ -1,14 +1,14 @@
 """The formal lifecycle definitions of zlink_trio, as python-statemachine charts.
 
 Each lifecycle (a Spot's authority, cold activation, User Spot create, close, the
-incarnation, planned relocation, the node) is one flat :class:`StrictChart` in its own
-module; the module docstring is its theory of operation and states the rules it
-encodes.  The runtime does not keep chart instances: it calls
-:func:`compile` once per chart class and steps a plain state id through the
-resulting :class:`TransitionTable`, which raises :class:`UndefinedTransition` for any
-transition the chart does not define.  ``python -m statecharts render
-docs/statecharts`` writes the diagrams; ``python -m statecharts check DIR`` fails on
-drift.
+incarnation, planned relocation, the node, an Actor's membership) is one flat
+:class:`StrictChart` in its own module; the module docstring is its theory of
+operation and states the rules it encodes.  The runtime does not keep chart
+instances: it calls :func:`compile` once per chart class and steps a plain state id
+through the resulting :class:`TransitionTable`, which raises
+:class:`UndefinedTransition` for any transition the chart does not define.
+``python -m statecharts render docs/statecharts`` writes the diagrams;
+``python -m statecharts check DIR`` fails on drift.
 
 This package is pure: it never imports trio or zlink_trio and does no I/O except in
 :mod:`statecharts.render` when asked to write pages.
@@ -16,7 +16,8 @@ This package is pure: it never imports trio or zlink_trio and does no I/O except
 Modules:
 
 - ``spot_authority``, ``cold_activation``, ``user_create``, ``incarnation``,
-  ``relocation``, ``close``, ``node_lifecycle`` -- the charts, one lifecycle each
+  ``relocation``, ``close``, ``node_lifecycle``, ``actor_membership`` -- the charts,
+  one lifecycle each
 - ``_base``     -- :class:`StrictChart`, the strict base every chart derives from
 - ``_compile``  -- :func:`compile`: a chart as an immutable :class:`TransitionTable`
 - ``_typed``    -- a compiled chart with typed state, event and tag names
@@ -40,6 +41,7 @@ from statecharts._compile import ChartNotCompilable as ChartNotCompilable
 from statecharts._compile import TransitionTable as TransitionTable
 from statecharts._compile import UndefinedTransition as UndefinedTransition
 from statecharts._compile import compile as compile
+from statecharts.actor_membership import ActorMembership as ActorMembership
 from statecharts.close import CloseOperation as CloseOperation
 from statecharts.cold_activation import ColdActivation as ColdActivation
 from statecharts.incarnation import Incarnation as Incarnation
@@ -57,10 +59,12 @@ ALL_CHARTS: tuple[type[StrictChart], ...] = (
     CloseOperation,
     PlannedRelocation,
     NodeLifecycle,
+    ActorMembership,
 )
 
 __all__ = (
     "ALL_CHARTS",
+    "ActorMembership",
     "ChartNotCompilable",
     "CloseOperation",
     "ColdActivation",

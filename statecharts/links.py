@@ -84,4 +84,8 @@ CHART_LINKS: Final[dict[str, ChartLinks]] = {
         tests=("tests/runtime/test_node.py", "tests/runtime/test_ownership_lost.py",
                "tests/mesh/test_mesh_crash.py", "tests/mesh/test_mesh_restart.py"),
     ),
+    "ActorMembership": ChartLinks(
+        drivers=(_RT + "actors/membership.py",),
+        tests=("tests/runtime/test_actors.py", "tests/statecharts/test_chart_paths.py"),
+    ),
 }

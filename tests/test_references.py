@@ -72,7 +72,6 @@ UNMAPPED = {
 #: Each must still be found: once it is fixed, the test fails until its line is deleted.
 _ACTORS = "issue #28: docs/actors.md designs the Actor API before it is built"
 KNOWN_STALE: dict[str, str] = {
-    "docs/actors.md: statecharts/actor_membership.py": _ACTORS,
     "docs/actors.md: client.request_actor(actor_id, msg, reply=T)": _ACTORS,
     "docs/actors.md: client.send_actor(actor_id, msg)": _ACTORS,
 }

@@ -8,6 +8,13 @@ a fresh render.  See :mod:`statecharts._typed` for what the names are for.
 
 from __future__ import annotations
 
+from statecharts.names.actor_membership import ACTOR_MEMBERSHIP as ACTOR_MEMBERSHIP
+from statecharts.names.actor_membership import ActorMembershipChart as ActorMembershipChart
+from statecharts.names.actor_membership import ActorMembershipEvent as ActorMembershipEvent
+from statecharts.names.actor_membership import ActorMembershipEvents as ActorMembershipEvents
+from statecharts.names.actor_membership import ActorMembershipState as ActorMembershipState
+from statecharts.names.actor_membership import ActorMembershipStates as ActorMembershipStates
+from statecharts.names.actor_membership import ActorMembershipTags as ActorMembershipTags
 from statecharts.names.close import CLOSE_OPERATION as CLOSE_OPERATION
 from statecharts.names.close import CloseOperationChart as CloseOperationChart
 from statecharts.names.close import CloseOperationEvent as CloseOperationEvent
@@ -60,6 +67,7 @@ from statecharts.names.user_create import UserCreateStates as UserCreateStates
 from statecharts.names.user_create import UserCreateTags as UserCreateTags
 
 __all__ = (
+    "ACTOR_MEMBERSHIP",
     "CLOSE_OPERATION",
     "COLD_ACTIVATION",
     "INCARNATION",
@@ -67,6 +75,12 @@ __all__ = (
     "PLANNED_RELOCATION",
     "SPOT_AUTHORITY",
     "USER_CREATE",
+    "ActorMembershipChart",
+    "ActorMembershipEvent",
+    "ActorMembershipEvents",
+    "ActorMembershipState",
+    "ActorMembershipStates",
+    "ActorMembershipTags",
     "AuthorityState",
     "CloseOperationChart",
     "CloseOperationEvent",

@@ -28,6 +28,7 @@ _CONSTANTS = {
     "ColdActivation": ("COLD", "COLD_ACTIVATION"), "UserCreate": ("CREATE", "USER_CREATE"),
     "CloseOperation": ("CLOSE", "CLOSE_OPERATION"), "NodeLifecycle": ("NODE", "NODE_LIFECYCLE"),
     "PlannedRelocation": ("RELOCATION", "PLANNED_RELOCATION"), "Incarnation": ("INCARNATION",),
+    "ActorMembership": ("MEMBERSHIP", "ACTOR_MEMBERSHIP"),
 }
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from statecharts import (
     ALL_CHARTS,
+    ActorMembership,
     CloseOperation,
     ColdActivation,
     Incarnation,
@@ -226,6 +227,20 @@ PATHS = [
     ),
     (NodeLifecycle, ["claim_conflict"], "startup_failed"),
     (NodeLifecycle, ["new_claim", "open_admission", "lease_expired", "stop"], "stopped"),
+    (
+        ActorMembership,
+        ["create", "admitted", "join", "join_committed", "leave", "leave_committed", "close",
+         "released"],
+        "closed",
+    ),
+    (ActorMembership, ["create", "create_failed", "create", "admitted"], "member"),
+    (ActorMembership, ["create", "admitted", "join", "join_failed"], "member"),
+    (ActorMembership, ["create", "admitted", "leave", "leave_failed"], "member"),
+    (ActorMembership, ["create", "admitted", "begin_relocation", "commit_relocation"], "member"),
+    (ActorMembership, ["create", "admitted", "begin_relocation", "abort_relocation"], "member"),
+    (ActorMembership, ["create", "admitted", "join", "move_released"], "lost"),
+    (ActorMembership, ["create", "admitted", "close", "lease_lost"], "lost"),
+    (ActorMembership, ["create", "lease_lost"], "lost"),
 ]
 
 
@@ -304,3 +319,24 @@ def test_incarnation_runs_no_handler_before_the_barrier_opens():
     assert _predecessors(table, "serving") == {"barrier_closed", "sealed"}
     assert not table.allows("barrier_closed", "begin_close")
     assert not table.allows("sealed", "begin_close")
+
+
+def test_actor_membership_changes_start_only_from_member_one_at_a_time():
+    table = compile(ActorMembership)
+    for event in ("join", "leave", "begin_relocation", "close"):
+        assert {s for s in table.states if table.allows(s, event)} == {"member"}, event
+    assert table.tags["admits_controls"] == frozenset({"member"})
+    # a change in flight ends back in member (committed or not) or in lost, nowhere else
+    for state in ("moving", "relocating", "leaving"):
+        targets = {table.step(state, event) for event in table.events_from(state)}
+        assert targets == {"member", "lost"}, state
+
+
+def test_actor_membership_lease_lost_ends_every_live_state_and_nothing_else():
+    table = compile(ActorMembership)
+    live = {s for s in table.states if table.allows(s, "lease_lost")}
+    assert live == table.tags["live"] == table.states - table.finals - {"missing"}
+    assert {table.step(s, "lease_lost") for s in live} == {"lost"}
+    # a move released past relay-ready also ends without a store write, only a move
+    assert {s for s in table.states if table.allows(s, "move_released")} == {
+        "moving", "relocating"}
