@@ -70,11 +70,7 @@ UNMAPPED = {
 
 #: Findings known today whose fix is owned by work in progress elsewhere, and that work.
 #: Each must still be found: once it is fixed, the test fails until its line is deleted.
-_ACTORS = "issue #28: docs/actors.md designs the Actor API before it is built"
-KNOWN_STALE: dict[str, str] = {
-    "docs/actors.md: client.request_actor(actor_id, msg, reply=T)": _ACTORS,
-    "docs/actors.md: client.send_actor(actor_id, msg)": _ACTORS,
-}
+KNOWN_STALE: dict[str, str] = {}
 KNOWN_MAP_ERRORS: dict[str, str] = {}
 #: Files (or folders, ending in ``/``) that still cite what a reader does not have, and
 #: the work that removes it. Each must still cite something: delete its line once it

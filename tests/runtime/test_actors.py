@@ -11,7 +11,8 @@ The specification's items are named tests here:
   over command 48 (:func:`test_user_spot_close_does_not_secretly_clean_up_active_membership`
   and ``..._remote``);
 - 06 §10 "Entry Spot join and placement use the descriptor's lifecycle mapping and
-  don't parse the Spot ID string" -- :func:`test_entry_spot_join_and_placement_use_the_descriptor_mapping`.
+  don't parse the Spot ID string" --
+  :func:`test_entry_spot_join_and_placement_use_the_descriptor_mapping`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import attrs
 import pytest
 import trio
+from spec_helpers import wait_until
 
 import zlink_trio as zl
 from zlink_trio.testing import open_test_node
@@ -235,7 +237,8 @@ async def test_user_spot_close_does_not_secretly_clean_up_active_membership(stor
             assert await n.client.request("room-1", Say("open"), reply=Heard) == Heard(
                 "room-1", "open")
             member = await n.actors.find("p-1")
-            assert member is not None and member.container == "room-1"
+            assert member is not None
+            assert member.container == "room-1"
             assert await n.client.request_actor("p-1", Say("here"), reply=Heard) == Heard(
                 "p-1", "here")
             await n.actors.leave(member)
@@ -254,9 +257,11 @@ async def test_an_actor_closes_by_ref_or_from_its_own_handler(store_url, store):
                 await n.client.request_actor("p-1", Say("x"), reply=Heard)
             await n.actors.create("player", "p-2").in_spot(spot)
             await n.client.request_actor("p-2", Quit())
-            with trio.fail_after(5):
-                while await store.location.find("p-2") is not None:
-                    await trio.sleep(0.01)
+
+            async def gone() -> bool:
+                return await store.location.find("p-2") is None
+
+            await wait_until(gone)
             assert await n.client.request("room-1", List(), reply=Roll) == Roll(())
             assert await n.spots.close(spot) is True
 

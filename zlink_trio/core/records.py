@@ -106,11 +106,11 @@ if TYPE_CHECKING:
 
 __all__ = (
     "ENTRY_STABLE_TYPE",
-    "ActorRef",
     "MAX_CREATION_REQUEST_BYTES",
     "MAX_GENERATION",
     "MAX_ROOT_BYTES",
     "MOVING_STATES",
+    "ActorRef",
     "AuthorityFence",
     "AuthorityRecord",
     "AuthorityState",

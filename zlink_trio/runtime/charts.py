@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Final, TypeVar
 
 from statecharts import UndefinedTransition
 from statecharts.names import (
+    ACTOR_MEMBERSHIP,
     CLOSE_OPERATION,
     COLD_ACTIVATION,
     INCARNATION,
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
 
     from statecharts._typed import TypedChart
 
-__all__ = ("CLOSE", "COLD", "CREATE", "INCARNATION", "NODE", "RELOCATION", "TRACE", "step")
+__all__ = ("CLOSE", "COLD", "CREATE", "INCARNATION", "MEMBERSHIP", "NODE", "RELOCATION", "TRACE",
+           "step")
 
 #: The compiled, typed charts the runtime steps.
 COLD: Final = COLD_ACTIVATION
@@ -41,6 +43,7 @@ CREATE: Final = USER_CREATE
 CLOSE: Final = CLOSE_OPERATION
 NODE: Final = NODE_LIFECYCLE
 RELOCATION: Final = PLANNED_RELOCATION
+MEMBERSHIP: Final = ACTOR_MEMBERSHIP
 
 #: Observers called with ``(chart name, state, event, target)`` after every step.
 TRACE: list[Callable[[str, str, str, str], None]] = []

@@ -20,6 +20,7 @@ from zlink_trio.core.identity import (
     validate_node_id,
     validate_spot_id,
 )
+from zlink_trio.runtime.actors.manager import ActorManager
 from zlink_trio.runtime.calls.client import SpotClient
 from zlink_trio.runtime.calls.deadlines import deadline_after
 from zlink_trio.runtime.calls.metered import MeteredRouter
@@ -31,7 +32,6 @@ from zlink_trio.runtime.coordinators.remote_operation import (
     drain_node,
     relocate_on_owner,
 )
-from zlink_trio.runtime.actors.manager import ActorManager
 from zlink_trio.runtime.inspection import NodeInspection
 from zlink_trio.runtime.options import check_timeout
 from zlink_trio.runtime.results import NodeStatistics

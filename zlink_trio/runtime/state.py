@@ -25,14 +25,14 @@ import trio
 from zlink_trio.core.errors import InvalidOperation, StaleRoute, Unavailable
 from zlink_trio.core.identity import new_uuid4
 from zlink_trio.runtime.calls.deadlines import Deadlines
-from zlink_trio.runtime.charts import NODE
+from zlink_trio.runtime.charts import MEMBERSHIP, NODE, step
 from zlink_trio.runtime.observe.recorder import NO_METRICS
 
 if TYPE_CHECKING:
     import random
     from collections.abc import Callable
 
-    from statecharts.names import NodeLifecycleState
+    from statecharts.names import ActorMembershipState, NodeLifecycleState
     from zlink_trio.core.descriptor import NodeClaim
     from zlink_trio.core.identity import NodeRid
     from zlink_trio.core.records import ActorRef, OwnerFence, SpotRef
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from zlink_trio.store import Store
     from zlink_trio.wire.codec import MessageCodec
 
-__all__ = ("LOGGER", "ActorOperations", "NodeState")
+__all__ = ("LOGGER", "ActorOperations", "Membership", "NodeState")
 
 #: The NodeLifecycle tags every public call asks about.
 _ADMITS_WORK: Final = NODE.tags.admits_work
@@ -59,12 +59,34 @@ class ActorOperations(Protocol):
     docs/actors.md); a Protocol here because the manager lives above the Spot hosts."""
 
     def create(self, stable_type: str, actor_id: str | None = None) -> Any: ...
-    async def join(self, ref: ActorRef, spot: SpotRef | str, *,
-                   timeout: float | None = None) -> ActorRef: ...
-    async def leave(self, ref: ActorRef, *, timeout: float | None = None) -> ActorRef: ...
-    async def close(self, ref: ActorRef, *, timeout: float | None = None) -> bool: ...
+    async def join(self, ref: ActorRef, spot: SpotRef | str) -> ActorRef: ...
+    async def leave(self, ref: ActorRef) -> ActorRef: ...
+    async def close(self, ref: ActorRef) -> bool: ...
     async def find(self, actor_id: str) -> ActorRef | None: ...
     async def members(self, spot: SpotRef | str) -> list[ActorRef]: ...
+
+
+@attrs.define(eq=False)
+class Membership:
+    """One Actor Ready on this node: its current ref and ActorMembership chart state.
+
+    Stepped by ``actors.membership`` (create, join, leave) and, when the Actor leaves
+    the catalog, by :meth:`NodeState.end_membership` (``close`` then ``released``, or
+    ``lease_lost``).
+    """
+
+    ref: ActorRef
+    state: ActorMembershipState = MEMBERSHIP.st.member
+    #: Set once the Actor left the catalog: ``"released"`` or ``"lost"``.
+    ended: str | None = None
+
+    def finish(self) -> None:
+        """Step the chart to its end the catalog saw (``ended``), once it allows it."""
+        if self.ended == "lost":
+            self.state = step(MEMBERSHIP, self.state, MEMBERSHIP.ev.lease_lost)
+        else:
+            self.state = step(MEMBERSHIP, self.state, MEMBERSHIP.ev.close)
+            self.state = step(MEMBERSHIP, self.state, MEMBERSHIP.ev.released)
 
 
 @attrs.define(eq=False)
@@ -112,27 +134,46 @@ class NodeState:
     #: The node's Actor operations (``node.actors``, ``ctx.actors``); set with the router.
     actors: ActorOperations = attrs.field(init=False)
     #: Container Spot ID -> ActorId -> ActorRef of its members Ready on this node: what
-    #: ``ctx.members()`` lists; written by the Actor driver (``actors.membership``) and
-    #: by the catalog when an Actor leaves it.
+    #: ``ctx.members()`` lists; kept with :attr:`memberships`.
     members: dict[str, dict[str, ActorRef]] = attrs.field(factory=dict, init=False)
-    #: ActorId -> the ActorRef of an Actor Ready on this node (its current container).
-    actor_refs: dict[str, ActorRef] = attrs.field(factory=dict, init=False)
+    #: ActorId -> the :class:`Membership` of an Actor Ready on this node.
+    memberships: dict[str, Membership] = attrs.field(factory=dict, init=False)
 
-    def add_member(self, ref: ActorRef) -> None:
-        """``ref``'s Actor is Ready here as a member of ``ref.container`` (its only one)."""
-        self.drop_member(ref.actor_id)
-        self.actor_refs[ref.actor_id] = ref
+    def admit_member(self, membership: Membership) -> None:
+        """An Actor is Ready here (its chart state ``member``), in ``membership.ref``'s
+        container."""
+        ref = membership.ref
+        self.memberships[ref.actor_id] = membership
         self.members.setdefault(ref.container, {})[ref.actor_id] = ref
 
-    def drop_member(self, actor_id: str) -> ActorRef | None:
-        """``actor_id`` is no longer a member of anything here; its last ref. Idempotent."""
-        ref = self.actor_refs.pop(actor_id, None)
-        if ref is not None:
-            local = self.members[ref.container]
-            del local[actor_id]
+    def move_member(self, membership: Membership, ref: ActorRef) -> None:
+        """The Actor's record names ``ref.container`` now (a committed join or leave)."""
+        self._unlist(membership.ref)
+        membership.ref = ref
+        if self.memberships.get(ref.actor_id) is membership:
+            self.members.setdefault(ref.container, {})[ref.actor_id] = ref
+
+    def end_membership(self, actor_id: str, *, lost: bool) -> None:
+        """The Actor left this node's catalog: released after a close, or ``lost`` with
+        the lease (no store write). Idempotent.
+
+        A join or leave still awaiting its store step finishes the chart itself
+        (``Membership.ended``): the chart has no close from the middle of a move.
+        """
+        membership = self.memberships.pop(actor_id, None)
+        if membership is None:
+            return
+        self._unlist(membership.ref)
+        membership.ended = "lost" if lost else "released"
+        if MEMBERSHIP.allows(membership.state, MEMBERSHIP.ev.close):
+            membership.finish()
+
+    def _unlist(self, ref: ActorRef) -> None:
+        local = self.members.get(ref.container)
+        if local is not None and local.get(ref.actor_id) is ref:
+            del local[ref.actor_id]
             if not local:
                 del self.members[ref.container]
-        return ref
 
     def now(self) -> float:
         """The store clock (leases, route-cache expiry)."""

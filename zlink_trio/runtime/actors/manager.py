@@ -4,9 +4,9 @@ Theory of operation
 -------------------
 :class:`ActorManager` is the public face of ``actors.membership`` in the style of
 ``node.spots``: ``create`` returns a builder (``.in_spot(ref)``, ``.timeout(seconds)``,
-each once, awaited once); the other operations are coroutines with an optional
-``timeout``. Every operation fixes one deadline (the node's ``default_timeout`` unless
-given) and validates its input before any store call. Nothing is retried behind the
+each once, awaited once); the other operations are coroutines bounded, like
+``node.spots.close``, by the node's ``default_timeout``. Every operation fixes one
+deadline and validates its input before any store call. Nothing is retried behind the
 caller's back. See docs/actors.md for what an Actor is and the rules below.
 """
 
@@ -105,27 +105,26 @@ class ActorManager:
         """
         return CreateActorCall(self._rt, stable_type, actor_id)
 
-    async def join(self, ref: ActorRef, spot: SpotRef | str, *,
-                   timeout: float | None = None) -> ActorRef:
+    async def join(self, ref: ActorRef, spot: SpotRef | str) -> ActorRef:
         """Make the Actor ``ref`` a member of the User Spot ``spot``; its new ActorRef.
 
         Runs on the node that hosts the Actor, for a Spot that node owns (moving an
         Actor between nodes comes later: docs/actors.md). InvalidOperation for a ref of
         another generation, an Instance Spot or an Actor as ``spot``.
         """
-        return await move_actor(self._rt, ref, spot, _deadline(self._rt, timeout))
+        return await move_actor(self._rt, ref, spot, _deadline(self._rt, None))
 
-    async def leave(self, ref: ActorRef, *, timeout: float | None = None) -> ActorRef:
+    async def leave(self, ref: ActorRef) -> ActorRef:
         """Return the Actor ``ref`` to the Entry Spot of the node it is on; its new ref."""
-        return await move_actor(self._rt, ref, None, _deadline(self._rt, timeout))
+        return await move_actor(self._rt, ref, None, _deadline(self._rt, None))
 
-    async def close(self, ref: ActorRef, *, timeout: float | None = None) -> bool:
+    async def close(self, ref: ActorRef) -> bool:
         """Close the Actor incarnation ``ref`` names (on whichever node hosts it).
 
         ``True`` when it closed; ``False`` when it no longer existed. InvalidOperation
         for a ref of another generation than the current one.
         """
-        return await close_actor(self._rt, ref, _deadline(self._rt, timeout))
+        return await close_actor(self._rt, ref, _deadline(self._rt, None))
 
     async def find(self, actor_id: str) -> ActorRef | None:
         """The Ready Actor ``actor_id``'s ActorRef, or ``None``."""

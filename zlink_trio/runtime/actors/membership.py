@@ -20,6 +20,13 @@ container) with one fenced store transaction and keeps this node's view of its m
   for an Actor: seal, finish accepted turns, ``on_close(CLOSED)``, release; from any
   node (command 48 to its owner).
 
+Each step is a step of the ActorMembership chart (``statecharts.actor_membership``):
+``create`` once Reserve committed, ``admitted`` with the commit or ``create_failed``
+with the abort; ``join`` / ``leave`` before the MoveMembership and ``*_committed`` or
+``*_failed`` after it. The end (``close`` and ``released``, or ``lease_lost``) is
+stepped when the Actor leaves the catalog (``NodeState.end_membership``), or here after
+a move that was in flight then.
+
 A control (join, leave, close) names an :class:`~zlink_trio.core.records.ActorRef`;
 one whose generation is not the current incarnation's is InvalidOperation. The Entry
 Spot of this node is the one its descriptor published (``NodeState.entry_spot_id``):
@@ -47,16 +54,17 @@ from zlink_trio.core.errors import (
 )
 from zlink_trio.core.identity import SpotKind, validate_spot_id, validate_user_spot_id
 from zlink_trio.core.records import ActorRef, AuthorityState, SpotRef
-from zlink_trio.runtime.charts import CLOSE
+from zlink_trio.runtime.charts import CLOSE, MEMBERSHIP, step
 from zlink_trio.runtime.coordinators.close_operation import ACTOR_ONLY, close_here
 from zlink_trio.runtime.coordinators.remote_close import close_remote
 from zlink_trio.runtime.incarnation.incarnation import Incarnation
 from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
+from zlink_trio.runtime.state import Membership
 from zlink_trio.store import AuthorityExists
 
 if TYPE_CHECKING:
     from zlink_trio.core.deadline import Deadline
-    from zlink_trio.core.records import AuthorityRecord, ReservationFence
+    from zlink_trio.core.records import ReservationFence
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
 
 __all__ = ("close_actor", "create_actor", "find_actor", "members_of", "move_actor")
@@ -86,11 +94,13 @@ async def create_actor(rt: NodeRuntime, stable_type: str, actor_id: str | None,
                     f"the ID {actor_id!r} already names {exc.current.kind.name.title()} "
                     f"{exc.current.stable_type!r} (Actors and Spots share one namespace); "
                     "choose another ActorId, or omit it for a fresh one") from None
+        state = step(MEMBERSHIP, MEMBERSHIP.initial, MEMBERSHIP.ev.create)
         host = Incarnation(rt, actor_type, actor_id, fence.object_generation, rt.mesh)
         try:
             await host.build(None)
         except BaseException:
             with trio.CancelScope(shield=True):
+                step(MEMBERSHIP, state, MEMBERSHIP.ev.create_failed)
                 await host.activation_failed()
                 await _abort(rt, fence)
             raise
@@ -99,6 +109,7 @@ async def create_actor(rt: NodeRuntime, stable_type: str, actor_id: str | None,
                 rt.check_usable()  # no CommitReady once the lease is known lost
                 ready = await rt.store.location.commit_ready(fence, now=rt.now())
             except ZLinkError as exc:
+                step(MEMBERSHIP, state, MEMBERSHIP.ev.create_failed)
                 await host.activation_failed()
                 await _abort(rt, fence)
                 raise Unavailable(f"creating Actor {actor_id!r} lost its reservation before "
@@ -107,7 +118,7 @@ async def create_actor(rt: NodeRuntime, stable_type: str, actor_id: str | None,
             # Same continuation as the commit: a Ready Actor is reachable here at once.
             ref = ready.actor_ref()
             host.open(None)
-            rt.add_member(ref)
+            rt.admit_member(Membership(ref, step(MEMBERSHIP, state, MEMBERSHIP.ev.admitted)))
             rt.catalog.register(host)
             return ref
     raise _deadline_passed(f"creating Actor {actor_id!r}")
@@ -123,22 +134,27 @@ async def _abort(rt: NodeRuntime, fence: ReservationFence) -> None:
         LOGGER.error("Actor %r: aborting a failed creation failed: %s", fence.spot_id, exc)
 
 
-def _local_actor(rt: NodeRuntime, ref: ActorRef, what: str) -> Incarnation:
-    """The host of ``ref`` on this node; InvalidOperation for another generation or node."""
+def _local_actor(rt: NodeRuntime, ref: ActorRef, what: str) -> Membership:
+    """The membership of ``ref`` on this node; InvalidOperation for another generation,
+    NotFound when it is not Ready here."""
     if not isinstance(ref, ActorRef):
         raise InvalidOperation(f"{what} takes an ActorRef (from node.actors.create or find), "
                                f"got {type(ref).__name__}")
-    host = rt.catalog.hosts.get(ref.actor_id)
-    if host is None or host.spot_type.kind is not SpotKind.ACTOR:
+    membership = rt.memberships.get(ref.actor_id)
+    if membership is None:
         raise NotFound(f"Actor {ref.actor_id!r} is not Ready on this node; {what} runs on "
                        "the node that hosts the Actor (moving an Actor between nodes is not "
                        "supported yet: docs/actors.md)")
-    if host.generation != ref.generation:
+    current = membership.ref.generation
+    if current != ref.generation:
         raise InvalidOperation(
-            f"Actor {ref.actor_id!r} is now generation {host.generation}, not the ref's "
+            f"Actor {ref.actor_id!r} is now generation {current}, not the ref's "
             f"{ref.generation}; a control never retargets a newer incarnation -- find() it "
             "and decide again")
-    return host
+    if not MEMBERSHIP.allows(membership.state, MEMBERSHIP.ev.join):
+        raise Unavailable(f"Actor {ref.actor_id!r} is {membership.state} (another join, "
+                          f"leave or close is under way); {what} it once that ended")
+    return membership
 
 
 async def move_actor(rt: NodeRuntime, ref: ActorRef, spot: SpotRef | str | None,
@@ -147,7 +163,7 @@ async def move_actor(rt: NodeRuntime, ref: ActorRef, spot: SpotRef | str | None,
     Entry Spot); the Actor's new ActorRef. See the module docstring."""
     rt.check_usable()
     what = "leave" if spot is None else "join"
-    host = _local_actor(rt, ref, what)
+    membership = _local_actor(rt, ref, what)
     if spot is None:
         container = rt.entry_spot_id
     elif isinstance(spot, SpotRef):
@@ -159,14 +175,26 @@ async def move_actor(rt: NodeRuntime, ref: ActorRef, spot: SpotRef | str | None,
                 f"{spot.generation}; find() it and decide again")
     else:
         container = validate_spot_id(spot)
-    record: AuthorityRecord | None = None
+    begin, committed, failed = ((MEMBERSHIP.ev.leave, MEMBERSHIP.ev.leave_committed,
+                                 MEMBERSHIP.ev.leave_failed) if spot is None else
+                                (MEMBERSHIP.ev.join, MEMBERSHIP.ev.join_committed,
+                                 MEMBERSHIP.ev.join_failed))
+    membership.state = step(MEMBERSHIP, membership.state, begin)
     with trio.move_on_at(deadline.at), trio.CancelScope(shield=True):
-        record = await rt.store.location.move_membership(
-            ref.actor_id, object_generation=host.generation, owner=rt.owner,
-            container=container, now=rt.now())
+        try:
+            record = await rt.store.location.move_membership(
+                ref.actor_id, object_generation=ref.generation, owner=rt.owner,
+                container=container, now=rt.now())
+        except BaseException:
+            membership.state = step(MEMBERSHIP, membership.state, failed)
+            if membership.ended is not None:
+                membership.finish()
+            raise
         moved = record.actor_ref()
-        if rt.catalog.hosts.get(ref.actor_id) is host:  # (not closed meanwhile)
-            rt.add_member(moved)
+        membership.state = step(MEMBERSHIP, membership.state, committed)
+        rt.move_member(membership, moved)
+        if membership.ended is not None:  # it left the catalog while the step ran
+            membership.finish()
         return moved
     raise _deadline_passed(f"the {what} of Actor {ref.actor_id!r}")
 

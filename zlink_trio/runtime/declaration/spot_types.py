@@ -1,4 +1,4 @@
-"""Spot type declarations: the three kinds and Actors as sibling types, and the decorators.
+"""Spot type declarations: the three kinds and Actors as sibling types; the decorators.
 
 Theory of operation
 -------------------
@@ -22,10 +22,10 @@ An Actor is not a Spot but a member of one (docs/actors.md); it has handlers, ho
 a queue and timers like a Spot, so its type is a sibling here (:class:`ActorType`).
 
 Users declare User and Instance Spot types with :func:`user_spot` and
-:func:`instance_spot`, and Actor types with :func:`actor`. The decorator validates everything it cheaply can at
-import time — the stable type (1..255 UTF-8 bytes), the relocation policy
-(required: there is no default), the constructor and hook arities, the
-handler table — and attaches the resulting definition to the class as
+:func:`instance_spot`, and Actor types with :func:`actor`. The decorator validates
+everything it cheaply can at import time — the stable type (1..255 UTF-8 bytes), the
+relocation policy (required: there is no default), the constructor and hook arities,
+the handler table — and attaches the resulting definition to the class as
 ``__zlink_spot__``; the class is otherwise returned unchanged. Entry Spot
 types are built by the framework, not declared by users.
 

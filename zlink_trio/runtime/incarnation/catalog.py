@@ -123,7 +123,7 @@ class Catalog:
             if kind is SpotKind.INSTANCE:
                 self.idle_ring.discard(self.hosts.__contains__)
             elif kind is SpotKind.ACTOR:  # its membership ends with it on this node
-                self.rt.drop_member(host.spot_id)
+                self.rt.end_membership(host.spot_id, lost=host.ownership_lost)
 
     def check_ceiling(self) -> None:
         """CapacityExceeded when one more local activation would pass the ceiling."""

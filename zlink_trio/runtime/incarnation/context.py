@@ -5,8 +5,9 @@ it is (``spot_id``, ``generation``, ``ref``), calls other Spots (``client``), re
 timers that run as turns of the Spot itself (``start_timer``), and -- for Instance
 Spots and Actors -- closes itself after the current turn (``close``).  An Actor's
 handlers get the same context (docs/actors.md): ``actor_ref`` names it; a Spot lists
-its members on this node with ``members()``; ``actors`` creates and moves Actors.  The context is only valid
-for its incarnation: once the incarnation is closing, new timers are refused.
+its members on this node with ``members()``; ``actors`` creates and moves Actors.
+The context is only valid for its incarnation: once the incarnation is closing, new
+timers are refused.
 """
 
 from __future__ import annotations
@@ -108,12 +109,12 @@ class SpotContext:
     def actor_ref(self) -> ActorRef:
         """This Actor's current ActorRef (its container included); InvalidOperation in a
         Spot's context."""
-        ref = self._incarnation.rt.actor_refs.get(self._incarnation.spot_id)
-        if ref is None or ref.generation != self._incarnation.generation:
+        membership = self._incarnation.rt.memberships.get(self._incarnation.spot_id)
+        if membership is None or membership.ref.generation != self._incarnation.generation:
             raise InvalidOperation(
                 f"{self.stable_type!r} is not an Actor Ready on this node; actor_ref is an "
                 "Actor's own ref (a Spot's is ctx.ref)")
-        return ref
+        return membership.ref
 
     @property
     def actors(self) -> ActorOperations:
@@ -176,9 +177,10 @@ class SpotContext:
 
         Turns accepted before the close still run; ``on_close`` runs once; then the
         location is released and the next message with Instance intent activates a
-        new generation (an Actor is gone: it is never re-created by a message). Idempotent. The request is lifecycle work: however full the
-        Spot's application lane is, it is admitted (on the lifecycle lane, whose bound
-        only a bug reaches: ``CapacityExceeded`` then, and nothing changes). Raises
+        new generation (an Actor is gone: a message never re-creates it). Idempotent.
+        The request is lifecycle work: however full the Spot's application lane is, it
+        is admitted (on the lifecycle lane, whose bound only a bug reaches:
+        ``CapacityExceeded`` then, and nothing changes). Raises
         :class:`InvalidOperation` for a User Spot (close it with
         ``node.spots.close(ref)``).
         """
