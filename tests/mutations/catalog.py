@@ -17,11 +17,13 @@ The entries live beside the layer they guard: ``input_rules`` (identity formats 
 the handshake's authentication), ``store_rules`` (the store's fences, the
 oracle and every backend), ``runtime_rules`` (routing, admission, create, close, the
 47/48 targets, ceilings and lanes), ``relocation_rules`` (the relocation hold, Message
-Follow, relay). This module joins them in that order.
+Follow, relay), ``actor_rules`` (Actor membership and ToActor calls). This module joins
+them in that order.
 """
 
 from __future__ import annotations
 
+from actor_rules import ACTOR_RULES
 from input_rules import INPUT_RULES
 from mutation import Mutation
 from relocation_rules import RELOCATION_RULES
@@ -31,4 +33,4 @@ from store_rules import STORE_RULES
 __all__ = ("MUTATIONS", "Mutation")
 
 MUTATIONS: tuple[Mutation, ...] = (*INPUT_RULES, *STORE_RULES, *RUNTIME_RULES,
-                                   *RELOCATION_RULES)
+                                   *RELOCATION_RULES, *ACTOR_RULES)

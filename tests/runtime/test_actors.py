@@ -17,13 +17,21 @@ The specification's items are named tests here:
 
 from __future__ import annotations
 
+import time
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
 import attrs
 import pytest
 import trio
+from cross_node_helpers import shared_store
 from spec_helpers import wait_until
 
 import zlink_trio as zl
 from zlink_trio.testing import open_test_node
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
 
 LIMIT = 30
 
@@ -286,3 +294,74 @@ async def test_an_actor_or_a_spot_with_members_does_not_relocate_yet(store_url, 
                 result = await a.relocate(spot_id, to="node-b")
                 assert result.outcome is zl.RelocationOutcome.REFUSED
             assert (await store.location.find("p-1")).owner.node_rid == a.node_rid
+
+
+# -- two listening nodes on one store (real clock, real links) -----------------------------
+
+
+@asynccontextmanager
+async def two_nodes(url: str) -> AsyncIterator[tuple[zl.Node, zl.Node, Any]]:
+    """``node-a`` hosts (weight 1), ``node-b`` serves the same types but takes no new
+    Spots (weight 0); both listen on loopback and share the ``url`` store."""
+    async with shared_store(url) as shared, AsyncExitStack() as stack:
+        a = await stack.enter_async_context(zl.open_node(
+            "node-a", store=shared.store, spots=SPOTS, placement_weight=1.0, on_stop="close"))
+        b = await stack.enter_async_context(zl.open_node(
+            "node-b", store=shared.store, spots=SPOTS, placement_weight=0.0, on_stop="close"))
+        yield a, b, shared.view
+
+
+async def test_a_toactor_call_reaches_an_actor_on_another_node(url):
+    with trio.fail_after(LIMIT):
+        async with two_nodes(url) as (a, b, _):
+            await a.actors.create("player", "p-1")
+            assert await b.client.request_actor("p-1", Say("hi"), reply=Heard) == Heard(
+                "p-1", "hi")
+            await b.client.send_actor("p-1", Say("again"))
+            with pytest.raises(zl.TypeMismatch):
+                await b.client.request("p-1", Say("x"), reply=Heard)
+            with pytest.raises(zl.NotFound):
+                await b.client.request_actor("p-404", Say("x"), reply=Heard)
+
+
+async def test_user_spot_close_does_not_secretly_clean_up_active_membership_remote(url):
+    """06 §10: "User Spot Close doesn't secretly clean up active membership", over
+    command 48: the owner checks active membership with the other fences."""
+    with trio.fail_after(LIMIT):
+        async with two_nodes(url) as (a, b, view):
+            spot = await room(b)  # placed on node-a (node-b takes no new Spots)
+            assert spot.node_rid == a.node_rid
+            await b.client.request("room-1", Enroll("p-1"), reply=Roll)
+            assert await b.spots.close(spot) is False
+            assert (await view.location.find("room-1")).state.name == "READY"
+            assert await b.client.request("room-1", List(), reply=Roll) == Roll(("p-1",))
+            assert await b.client.request_actor("p-1", Say("still"), reply=Heard) == Heard(
+                "p-1", "still")
+            member = await b.actors.find("p-1")
+            assert await b.actors.close(member) is True  # an Actor closes from any node
+            assert await b.spots.close(spot) is True
+            assert await view.location.find("room-1") is None
+
+
+async def test_entry_spot_join_and_placement_use_the_descriptor_mapping(url):
+    """06 §10: "Entry Spot join and placement use the descriptor's lifecycle mapping and
+    don't parse the Spot ID string": a new Actor, and one that leaves a room, is in the
+    Entry Spot its node's published descriptor names; another node's Entry Spot, named
+    by its ID, takes no member from here."""
+    with trio.fail_after(LIMIT):
+        async with two_nodes(url) as (a, b, view):
+            # The store clock: Trio's for memory://, wall time for SQLite and Redis.
+            now = trio.current_time() if url.startswith("memory") else time.time()
+            claims = {c.descriptor.node_id: c.descriptor
+                      for c in await view.location.descriptors(now=now)}
+            fresh = await b.actors.create("player", "p-1")
+            assert fresh.container == claims["node-b"].entry_spot_id
+            assert (await view.location.find("p-1")).container == fresh.container
+            spot = await room(b, "room-b")
+            assert spot.node_rid == a.node_rid
+            on_a = await a.actors.create("player", "p-2").in_spot(spot)
+            left = await a.actors.leave(on_a)
+            assert left.container == claims["node-a"].entry_spot_id
+            with pytest.raises(zl.StaleFence):
+                await a.actors.create("player", "p-3").in_spot(claims["node-b"].entry_spot_id)
+            assert await view.location.find("p-3") is None

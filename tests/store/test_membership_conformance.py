@@ -230,3 +230,23 @@ async def test_actor_ids_and_spot_ids_share_one_namespace(store):
         with pytest.raises(AuthorityExists):
             await actor(store, c, "room-1", c.descriptor.entry_spot_id)
         assert (await store.location.find("p-1")).mesh == MESH
+
+
+async def test_a_move_never_splits_an_actor_from_its_container(store):
+    """Until moves carry members (docs/actors.md), neither an Actor nor a Spot with a
+    member begins a relocation; a Spot whose members left moves as before."""
+    with trio.fail_after(TIMEOUT):
+        c = await claim(store, "node-a")
+        other = await claim(store, "node-b")
+        room = await ready(store, c, "room-1")
+        a = await actor(store, c, "p-1", "room-1")
+        for record in (room, a):
+            with pytest.raises(InvalidOperation, match="members"):
+                await store.location.begin_relocation(record.fence(), target=other.owner(),
+                                                      now=0.0)
+        assert await store.location.find("room-1") == room
+        closing = await close(store, a)
+        await store.location.release(closing.fence())
+        moving = await store.location.begin_relocation(room.fence(), target=other.owner(),
+                                                       now=0.0)
+        assert moving.state is AuthorityState.RELOCATING

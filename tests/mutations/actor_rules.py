@@ -1,0 +1,112 @@
+"""The mutation gate's entries for Actors (docs/actors.md): membership in the store's
+rules, a Close that keeps a Spot with members, the Entry Spot taken from the descriptor,
+and ToActor calls that never reach a Spot (or the reverse).
+
+Each entry is a :class:`~mutation.Mutation`; see ``catalog.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from mutation import Mutation
+
+__all__ = ("ACTOR_RULES",)
+
+#: The row of docs/architecture.md's "Where each rule lives" table.
+_ACTORS: Final = "Actors: membership, ToActor calls"
+_RULES: Final = "zlink_trio/store/rules/location.py"
+_DRIVER: Final = "zlink_trio/runtime/actors/membership.py"
+_TEST: Final = "tests/runtime/test_actors.py::"
+_CONFORMANCE: Final = "tests/store/test_membership_conformance.py::"
+
+ACTOR_RULES: tuple[Mutation, ...] = (
+    Mutation(
+        name="actors.close_keeps_members",
+        family=_ACTORS,
+        rule="User Spot Close doesn't secretly clean up active membership: BeginClose of a "
+             "Spot an Actor's record names is refused (06 §10).",
+        path=_RULES,
+        find="    if members:\n        raise MembersRemain(record, len(members))\n",
+        replace="",
+        guards=[_TEST + "test_user_spot_close_does_not_secretly_clean_up_active_membership"
+                "[memory]",
+                _CONFORMANCE + "test_user_spot_with_a_member_does_not_close[memory://]"],
+    ),
+    Mutation(
+        name="actors.close_ends_false",
+        family=_ACTORS,
+        rule="A Close that meets a member ends False, locally and over command 48, with "
+             "admission and authority kept (06 §10, the 48 target's membership check).",
+        path="zlink_trio/runtime/coordinators/close_operation.py",
+        find="        except MembersRemain:",
+        replace="        except ZeroDivisionError:",
+        guards=[_TEST + "test_user_spot_close_does_not_secretly_clean_up_active_membership_"
+                "remote[memory]"],
+    ),
+    Mutation(
+        name="actors.entry_from_the_descriptor",
+        family=_ACTORS,
+        rule="A new Actor starts on the Entry Spot its node's descriptor publishes, never "
+             "on an ID derived from the NodeId (06 §10).",
+        path=_DRIVER,
+        find="    container = rt.entry_spot_id if container is None else ",
+        replace="    container = (__import__('zlink_trio.core.identity', fromlist=['x'])"
+                ".new_entry_spot_id(rt.node_id)) if container is None else ",
+        guards=[_TEST + "test_entry_spot_join_and_placement_use_the_descriptor_mapping"
+                "[memory]"],
+    ),
+    Mutation(
+        name="actors.leave_to_the_descriptors_entry",
+        family=_ACTORS,
+        rule="Leave returns an Actor to the Entry Spot its node's descriptor publishes "
+             "(06 §10).",
+        path=_DRIVER,
+        find="    if spot is None:\n        container = rt.entry_spot_id\n",
+        replace="    if spot is None:\n        container = ref.container\n",
+        guards=[_TEST + "test_entry_spot_join_and_placement_use_the_descriptor_mapping"
+                "[memory]"],
+    ),
+    Mutation(
+        name="actors.container_of_the_owner",
+        family=_ACTORS,
+        rule="An Actor joins only a container its own node owns: another node's Entry or "
+             "User Spot takes no member from here.",
+        path=_RULES,
+        find="    if record.owner != owner:\n        raise StaleFence(f\"{container!r}",
+        replace="    if False:\n        raise StaleFence(f\"{container!r}",
+        guards=[_CONFORMANCE + "test_an_actor_joins_only_a_container_its_owner_owns"
+                "[memory://]"],
+    ),
+    Mutation(
+        name="actors.instance_spots_have_no_members",
+        family=_ACTORS,
+        rule="An Instance Spot (or an Actor) has no members: every membership operation "
+             "on one is InvalidOperation.",
+        path=_RULES,
+        find="    if record.kind not in (SpotKind.ENTRY, SpotKind.USER):",
+        replace="    if False:",
+        guards=[_TEST + "test_an_instance_spot_refuses_every_membership_operation[memory]"],
+    ),
+    Mutation(
+        name="actors.calls_by_kind",
+        family=_ACTORS,
+        rule="A ToActor call reaches only an Actor, and a Spot call only a Spot "
+             "(TypeMismatch before anything runs).",
+        path="zlink_trio/runtime/coordinators/routing.py",
+        find="    if (record.kind is SpotKind.ACTOR) is not call.to_actor:",
+        replace="    if False:",
+        guards=[_TEST + "test_spot_calls_and_actor_calls_do_not_cross[memory]"],
+    ),
+    Mutation(
+        name="actors.no_move_without_members",
+        family=_ACTORS,
+        rule="Until moves carry members, the store refuses to move an Actor or a Spot with "
+             "members (a move never splits an Actor from its container).",
+        path="zlink_trio/store/rules/relocation_steps.py",
+        find="    if record.kind is SpotKind.ACTOR or state.members.get(record.spot_id):",
+        replace="    if False:",
+        guards=[_CONFORMANCE + "test_a_move_never_splits_an_actor_from_its_container"
+                "[memory://]"],
+    ),
+)
