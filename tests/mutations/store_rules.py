@@ -204,7 +204,8 @@ STORE_RULES: tuple[Mutation, ...] = (
         family=_TXN,
         rule="BeginClose needs the owner's live lease (Unavailable).",
         path=_RULES + "location.py",
-        find="    check_owner(state, record.mesh, owner, now)\n    members = state.members.get(spot_id)",
+        find="    check_owner(state, record.mesh, owner, now)\n"
+             "    members = state.members.get(spot_id)",
         replace="    members = state.members.get(spot_id)",
         guards=[_mem(_CLOSE + "test_begin_close_refuses_stale_fences")],
     ),
