@@ -16,6 +16,7 @@ from zlink_trio.core.errors import InvalidOperation, StaleFence, Unavailable
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityState
 from zlink_trio.store import AuthorityExists, MembersRemain
+from zlink_trio.store.dead_lifecycle import release_dead_node
 
 TIMEOUT = 5
 
@@ -250,3 +251,23 @@ async def test_a_move_never_splits_an_actor_from_its_container(store):
         moving = await store.location.begin_relocation(room.fence(), target=other.owner(),
                                                        now=0.0)
         assert moving.state is AuthorityState.RELOCATING
+
+
+async def test_a_dead_lifecycle_releases_its_actors_and_their_containers(store):
+    """Restart recovery (and ``zlink-trio release --node``) ends a dead lifecycle's Actors
+    like its Spots: released, never moved elsewhere; no membership is left behind."""
+    with trio.fail_after(TIMEOUT):
+        c = await claim(store, "node-a")
+        entry = c.descriptor.entry_spot_id
+        await ready(store, c, "room-1")
+        await actor(store, c, "p-1", "room-1")
+        await actor(store, c, "p-2", entry)
+        await reserve(store, c, "p-3", kind=SpotKind.ACTOR, stable_type="player",
+                      container="room-1")  # died while Creating
+        done = await release_dead_node(store, "node-a", now=lambda: LEASE + 1)
+        assert sorted(r.spot_id for r in done.released) == ["p-1", "p-2", "p-3", "room-1"]
+        assert not done.left
+        for spot_id in ("room-1", "p-1", "p-2", "p-3"):
+            assert await store.location.find(spot_id) is None
+        assert await member_ids(store, "room-1") == []
+        assert await member_ids(store, entry) == []
