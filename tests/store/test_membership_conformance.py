@@ -234,23 +234,104 @@ async def test_actor_ids_and_spot_ids_share_one_namespace(store):
 
 
 async def test_a_move_never_splits_an_actor_from_its_container(store):
-    """Until moves carry members (docs/actors.md), neither an Actor nor a Spot with a
-    member begins a relocation; a Spot whose members left moves as before."""
+    """Until moves carry members (docs/actors.md), a Spot with a member does not begin a
+    relocation, and an Actor moves only into a container at its target; a Spot whose
+    members left moves as before."""
     with trio.fail_after(TIMEOUT):
         c = await claim(store, "node-a")
         other = await claim(store, "node-b")
         room = await ready(store, c, "room-1")
         a = await actor(store, c, "p-1", "room-1")
-        for record in (room, a):
-            with pytest.raises(InvalidOperation, match="members"):
-                await store.location.begin_relocation(record.fence(), target=other.owner(),
-                                                      now=0.0)
+        with pytest.raises(InvalidOperation, match="members"):
+            await store.location.begin_relocation(room.fence(), target=other.owner(), now=0.0)
+        with pytest.raises(InvalidOperation, match="container"):
+            await store.location.begin_relocation(a.fence(), target=other.owner(), now=0.0)
+        with pytest.raises(InvalidOperation, match="container"):
+            await store.location.begin_relocation(room.fence(), target=other.owner(),
+                                                  now=0.0, container="room-1")
+        with pytest.raises(StaleFence):  # a container the target does not own
+            await store.location.begin_relocation(a.fence(), target=other.owner(), now=0.0,
+                                                  container="room-1")
         assert await store.location.find("room-1") == room
+        assert await store.location.find("p-1") == a
         closing = await close(store, a)
         await store.location.release(closing.fence())
         moving = await store.location.begin_relocation(room.fence(), target=other.owner(),
                                                        now=0.0)
         assert moving.state is AuthorityState.RELOCATING
+
+
+async def _move(store, record, target, container):
+    """BeginRelocation, Seal, AcceptRelayReady of ``record`` toward ``target``."""
+    moving = await store.location.begin_relocation(record.fence(), target=target, now=0.0,
+                                                   container=container)
+    sealed = await store.location.seal_relocation(moving.fence(), now=0.0)
+    return await store.location.accept_relay_ready(sealed.fence(), target=target, now=0.0)
+
+
+async def test_an_actor_moves_into_a_container_its_target_owns(store):
+    with trio.fail_after(TIMEOUT):
+        a_node = await claim(store, "node-a")
+        b_node = await claim(store, "node-b")
+        a_entry, b_entry = a_node.descriptor.entry_spot_id, b_node.descriptor.entry_spot_id
+        p = await actor(store, a_node, "p-1", a_entry)
+        moving = await store.location.begin_relocation(p.fence(), target=b_node.owner(),
+                                                       now=0.0, container=b_entry)
+        assert (moving.container, moving.next_container) == (a_entry, b_entry)
+        # A member of both while it moves: neither container can lose it.
+        assert await member_ids(store, a_entry) == ["p-1"]
+        assert await member_ids(store, b_entry) == ["p-1"]
+        sealed = await store.location.seal_relocation(moving.fence(), now=0.0)
+        relay = await store.location.accept_relay_ready(sealed.fence(), target=b_node.owner(),
+                                                        now=0.0)
+        moved = await store.location.commit_relocation(relay.fence(), now=0.0)
+        assert (moved.owner, moved.container, moved.next_container) == (
+            b_node.owner(), b_entry, None)
+        assert await member_ids(store, a_entry) == []
+        assert await member_ids(store, b_entry) == ["p-1"]
+
+
+async def test_an_actor_joins_a_user_spot_on_another_node_by_a_move(store):
+    with trio.fail_after(TIMEOUT):
+        a_node = await claim(store, "node-a")
+        b_node = await claim(store, "node-b")
+        room = await ready(store, b_node, "room-b")
+        p = await actor(store, a_node, "p-1", a_node.descriptor.entry_spot_id)
+        relay = await _move(store, p, b_node.owner(), "room-b")
+        with pytest.raises(MembersRemain):  # the arriving member keeps the room open
+            await close(store, room)
+        moved = await store.location.commit_relocation(relay.fence(), now=0.0)
+        assert moved.container == "room-b"
+        assert await member_ids(store, "room-b") == ["p-1"]
+
+
+async def test_an_aborted_actor_move_keeps_its_container(store):
+    with trio.fail_after(TIMEOUT):
+        a_node = await claim(store, "node-a")
+        b_node = await claim(store, "node-b")
+        a_entry, b_entry = a_node.descriptor.entry_spot_id, b_node.descriptor.entry_spot_id
+        p = await actor(store, a_node, "p-1", a_entry)
+        moving = await store.location.begin_relocation(p.fence(), target=b_node.owner(),
+                                                       now=0.0, container=b_entry)
+        kept = await store.location.abort_relocation(moving.fence())
+        assert (kept.container, kept.next_container, kept.owner) == (a_entry, None,
+                                                                     a_node.owner())
+        assert await member_ids(store, b_entry) == []
+        assert await member_ids(store, a_entry) == ["p-1"]
+
+
+async def test_an_actor_move_released_past_relay_ready_leaves_no_membership(store):
+    with trio.fail_after(TIMEOUT):
+        a_node = await claim(store, "node-a")
+        b_node = await claim(store, "node-b", lease=LEASE / 2)
+        a_entry, b_entry = a_node.descriptor.entry_spot_id, b_node.descriptor.entry_spot_id
+        p = await actor(store, a_node, "p-1", a_entry)
+        relay = await _move(store, p, b_node.owner(), b_entry)
+        await store.location.release_relay_ready(relay.fence(), target=b_node.owner(),
+                                                 now=LEASE / 2 + 1)
+        assert await store.location.find("p-1") is None
+        assert await member_ids(store, a_entry) == []
+        assert await member_ids(store, b_entry) == []
 
 
 async def test_a_dead_lifecycle_releases_its_actors_and_their_containers(store):

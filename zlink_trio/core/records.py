@@ -133,9 +133,11 @@ _RECORD_KEYS: Final = frozenset({
     "spotId", "kind", "stableType", "mesh", "state", "objectGeneration", "ownerGeneration",
     "storeVersion", "owner", "creationIntent", "recoveryPointer", "relocationTarget",
     "relocationPayload"})
-#: An Actor's record has one more key, ``container`` (absent from every other record, so
-#: a Spot's stored form is the same as before Actors existed).
+#: An Actor's record has one more key, ``container``, and a moving one ``nextContainer``
+#: (absent from every other record, so a Spot's stored form is the same as before Actors
+#: existed).
 _ACTOR_RECORD_KEYS: Final = _RECORD_KEYS | {"container"}
+_MOVING_ACTOR_RECORD_KEYS: Final = _ACTOR_RECORD_KEYS | {"nextContainer"}
 #: The states in which a record may name its move's payload root: from the capture
 #: (Sealed) to the end of the move.
 _PAYLOAD_STATES: Final = frozenset({AuthorityState.SEALED, AuthorityState.RELAY_READY})
@@ -158,7 +160,8 @@ class AuthorityRecord:
     Relocation Store, recorded before the root is written) only while SEALED or
     RELAY_READY; an ENTRY record is READY with owner generation 1 and no intent,
     pointer or relocation target; ``container`` is set exactly on an ACTOR record
-    (docs/actors.md: the Spot ID of the Entry or User Spot the Actor belongs to).
+    (docs/actors.md: the Spot ID of the Entry or User Spot the Actor belongs to), and
+    ``next_container`` exactly on a moving one (its container at the target).
     """
 
     spot_id: str = attrs.field(validator=spot_id_field)
@@ -176,6 +179,10 @@ class AuthorityRecord:
     relocation_payload: RootReceipt | None = None
     #: The Spot ID of the Entry or User Spot an Actor belongs to (ACTOR records only).
     container: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(spot_id_field))
+    #: The container at the target while an Actor moves to another node (its move's
+    #: container there: that node's Entry Spot, or the User Spot it joins).
+    next_container: str | None = attrs.field(
         default=None, validator=attrs.validators.optional(spot_id_field))
 
     @kind.validator
@@ -206,6 +213,10 @@ class AuthorityRecord:
         if (self.kind is SpotKind.ACTOR) != (self.container is not None):
             raise InvalidOperation("an Actor's record names its container, and only an "
                                    "Actor's record does")
+        if (self.next_container is not None) != (self.kind is SpotKind.ACTOR
+                                                  and state in MOVING_STATES):
+            raise InvalidOperation("an Actor's record names its next container exactly "
+                                   "while it moves")
 
     def ref(self) -> SpotRef:
         """The public SpotRef of this incarnation at its current owner."""
@@ -256,6 +267,8 @@ class AuthorityRecord:
         }
         if self.container is not None:
             body["container"] = self.container
+        if self.next_container is not None:
+            body["nextContainer"] = self.next_container
         return body
 
     @classmethod
@@ -266,8 +279,10 @@ class AuthorityRecord:
         exactly :meth:`to_json`'s keys, a field is invalid, or the record
         breaks an invariant (the constructor checks them all).
         """
-        obj = json_object(value, _ACTOR_RECORD_KEYS if isinstance(value, dict)
-                          and "container" in value else _RECORD_KEYS, "AuthorityRecord")
+        keys = _RECORD_KEYS
+        if isinstance(value, dict) and "container" in value:
+            keys = _MOVING_ACTOR_RECORD_KEYS if "nextContainer" in value else _ACTOR_RECORD_KEYS
+        obj = json_object(value, keys, "AuthorityRecord")
         intent = (None if obj["creationIntent"] is None
                   else CreationIntent.from_json(obj["creationIntent"]))
         pointer = (None if obj["recoveryPointer"] is None
@@ -291,6 +306,8 @@ class AuthorityRecord:
             relocation_payload=None if payload is None else RootReceipt.from_json(payload),
             container=(None if "container" not in obj
                        else validate_spot_id(json_str(obj["container"], "container"))),
+            next_container=(None if "nextContainer" not in obj else validate_spot_id(
+                json_str(obj["nextContainer"], "nextContainer"))),
         )
 
     def encoded_size(self) -> int:
@@ -310,10 +327,10 @@ def _setters(cls: type, *names: str) -> tuple[Callable[[object, object], None], 
 
 
 (_R_ID, _R_KIND, _R_TYPE, _R_MESH, _R_STATE, _R_GEN, _R_OWNER_GEN, _R_VERSION, _R_OWNER,
- _R_INTENT, _R_POINTER, _R_TARGET, _R_PAYLOAD, _R_CONTAINER) = _setters(
+ _R_INTENT, _R_POINTER, _R_TARGET, _R_PAYLOAD, _R_CONTAINER, _R_NEXT) = _setters(
     AuthorityRecord, "spot_id", "kind", "stable_type", "mesh", "state", "object_generation",
     "owner_generation", "store_version", "owner", "creation_intent", "recovery_pointer",
-    "relocation_target", "relocation_payload", "container")
+    "relocation_target", "relocation_payload", "container", "next_container")
 (_F_ID, _F_VERSION, _F_GEN, _F_OWNER_GEN, _F_OWNER, _F_LEASE, _F_PENDING) = _setters(
     ReservationFence, "spot_id", "store_version", "object_generation", "owner_generation",
     "owner", "owner_lease_expires_at", "pending_capacity")
@@ -333,7 +350,8 @@ def record_of(spot_id: str, kind: SpotKind, stable_type: str, mesh: str,
     validator (taken from a valid record, or checked by the transaction) and the
     invariants hold (an intent only while Creating, a relocation target exactly
     while moving, a payload only while Sealed or RelayReady, the Entry rules, a
-    container exactly on an Actor's record).
+    container exactly on an Actor's record). It builds no moving Actor's record (its
+    next container is left unset): those come from ``attrs.evolve``.
     Equal to ``AuthorityRecord(...)`` of the same fields, at a third of the cost.
     """
     record: AuthorityRecord = _new(AuthorityRecord)
@@ -351,6 +369,7 @@ def record_of(spot_id: str, kind: SpotKind, stable_type: str, mesh: str,
     _R_TARGET(record, relocation_target)
     _R_PAYLOAD(record, relocation_payload)
     _R_CONTAINER(record, container)
+    _R_NEXT(record, None)
     return record
 
 

@@ -182,10 +182,11 @@ class MemoryLocationStore:
                                                expected_version=expected_version)
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
-                               now: float) -> AuthorityRecord:
+                               now: float, container: str | None = None) -> AuthorityRecord:
         """BeginRelocation (one transaction); see the protocol."""
         await trio.lowlevel.checkpoint()
-        return steps.txn_begin_relocation(self.state, fence, target=target, now=now)
+        return steps.txn_begin_relocation(self.state, fence, target=target, now=now,
+                                          container=container)
 
     async def seal_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
         """Seal (one transaction); see the protocol."""

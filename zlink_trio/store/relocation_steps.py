@@ -60,20 +60,25 @@ class RelocationSteps(Protocol):
     """The transactions of a planned move; part of every ``LocationStore``."""
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
-                               now: float) -> AuthorityRecord:
+                               now: float, container: str | None = None) -> AuthorityRecord:
         """BeginRelocation: Ready -> Relocating toward ``target`` (same Mesh); the source's call.
 
         Checks, in order (nothing written on any refusal): ``now`` is finite and
         ``target`` an :class:`OwnerFence` (:class:`InvalidOperation`); a record
-        already Relocating toward ``target`` under the fence is returned
-        unchanged (idempotent); the record matches the fence and is Ready
-        (:class:`StaleFence`, gone included); it is not an Entry claim and
-        ``target`` is another node (:class:`InvalidOperation`); the source's and
-        then the target's claim are those lifecycles (:class:`StaleFence`) with
-        live leases at ``now`` (:class:`Unavailable`); the target serves the
-        type as that kind (:class:`InvalidOperation`); the target has room
-        (:class:`CapacityExceeded`). Then the record names the target, one
-        pending unit is reserved on it, StoreVersion + 1.
+        already Relocating toward ``target`` (and ``container``) under the fence is
+        returned unchanged (idempotent); the record matches the fence and is Ready
+        (:class:`StaleFence`, gone included); it is not an Entry claim, a
+        ``container`` is named exactly for an Actor, the record has no Actor members
+        (a Spot does not move with its members yet) and ``target`` is another node
+        (:class:`InvalidOperation`); the source's and then the target's claim are
+        those lifecycles (:class:`StaleFence`) with live leases at ``now``
+        (:class:`Unavailable`); the target serves the type as that kind
+        (:class:`InvalidOperation`); the target has room (:class:`CapacityExceeded`);
+        for an Actor, ``container`` is a Ready Entry or User Spot the target owns
+        (``store.rules.location.check_container``). Then the record names the target
+        (and an Actor's its ``next_container``, of which it is a member too until the
+        move ends: commit makes it the container, abort drops it), one pending unit is
+        reserved on it, StoreVersion + 1.
         """
 
     async def seal_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:

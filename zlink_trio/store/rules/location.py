@@ -149,10 +149,12 @@ def drop_member(state: LocationState, container: str, actor_id: str) -> None:
 
 
 def forget(state: LocationState, record: AuthorityRecord) -> None:
-    """Write helper: delete ``record`` (and its membership, for an Actor's record)."""
+    """Write helper: delete ``record`` (and its memberships, for an Actor's record)."""
     del state.records[record.spot_id]
     if record.container is not None:
         drop_member(state, record.container, record.spot_id)
+    if record.next_container is not None:
+        drop_member(state, record.next_container, record.spot_id)
 
 
 def check_container(state: LocationState, container: str, owner: OwnerFence) -> None:

@@ -32,7 +32,7 @@ import attrs
 
 from zlink_trio.core._checks import check_finite, check_generation
 from zlink_trio.core.errors import CapacityExceeded, InvalidOperation, StaleFence
-from zlink_trio.core.identity import SpotKind
+from zlink_trio.core.identity import SpotKind, validate_spot_id
 from zlink_trio.core.records import (
     AuthorityFence,
     AuthorityRecord,
@@ -43,8 +43,11 @@ from zlink_trio.core.records import (
 from zlink_trio.store.rules.authority import EV, step, step_to_missing
 from zlink_trio.store.rules.location import (
     LocationState,
+    add_member,
     capacity_key,
+    check_container,
     check_owner,
+    drop_member,
     forget,
     shift,
 )
@@ -98,24 +101,30 @@ def _fenced(state: LocationState, fence: AuthorityFence, *allowed: AuthorityStat
 
 
 def txn_begin_relocation(state: LocationState, fence: AuthorityFence, *, target: OwnerFence,
-                         now: float) -> AuthorityRecord:
+                         now: float, container: str | None = None) -> AuthorityRecord:
     """BeginRelocation; see ``LocationStore.begin_relocation``."""
     check_finite(now, "now")
     check_target(target)
+    if container is not None:
+        validate_spot_id(container)
     record = state.records.get(fence.spot_id)
     if (record is not None and record.state is AuthorityState.RELOCATING
-            and record.relocation_target == target):
+            and record.relocation_target == target and record.next_container == container):
         _fenced(state, fence, AuthorityState.RELOCATING)
         return record  # idempotent retry
     record = _fenced(state, fence, AuthorityState.READY)
     if record.kind is SpotKind.ENTRY:
         raise InvalidOperation(f"{record.spot_id!r} is an Entry Spot; Entry Spots never move")
-    if record.kind is SpotKind.ACTOR or state.members.get(record.spot_id):
-        # Until moves carry members (docs/actors.md, "Rules the runtime holds" 3 and 4),
-        # a move must never split an Actor from its container.
+    if (record.kind is SpotKind.ACTOR) != (container is not None):
         raise InvalidOperation(
-            f"{record.spot_id!r} is an Actor or a Spot with Actor members, which do not "
-            "move yet; make the members leave first, or close the Actor")
+            f"{record.spot_id!r}: an Actor moves into a container at the target (its Entry "
+            "Spot, or the User Spot it joins), and only an Actor names one")
+    if state.members.get(record.spot_id):
+        # Until moves carry members (docs/actors.md, "Rules the runtime holds" 4), a move
+        # must never split a Spot from its Actors.
+        raise InvalidOperation(
+            f"{record.spot_id!r} has Actor members, and a Spot does not move with its "
+            "members yet; make them leave first")
     if target.node_rid == record.owner.node_rid:
         raise InvalidOperation(f"{record.spot_id!r} already lives on node {target.node_rid}")
     check_owner(state, record.mesh, record.owner, now)
@@ -130,10 +139,14 @@ def txn_begin_relocation(state: LocationState, fence: AuthorityFence, *, target:
     if load >= claim.descriptor.capacity:
         raise CapacityExceeded(f"target {target.node_rid} is at capacity ({load} of "
                                f"{claim.descriptor.capacity}); choose another target")
+    if container is not None:
+        check_container(state, container, target)
     moving = attrs.evolve(record, state=step(record.state, EV.begin_relocation),
-                          relocation_target=target,
+                          relocation_target=target, next_container=container,
                           store_version=record.store_version + 1)
     state.records[record.spot_id] = moving
+    if container is not None:  # a member of both until the move ends: neither closes
+        add_member(state, container, record.spot_id)
     shift(state.pending, key, +1)
     return moving
 
@@ -188,8 +201,11 @@ def txn_commit_relocation(state: LocationState, fence: AuthorityFence, *,
         relocation_target=None, relocation_payload=None,
         owner_generation=check_generation(record.owner_generation + 1, "owner generation"),
         store_version=record.store_version + 1,
+        container=record.next_container or record.container, next_container=None,
     )
     state.records[record.spot_id] = moved
+    if record.next_container is not None and record.container is not None:
+        drop_member(state, record.container, record.spot_id)
     shift(state.active, capacity_key(record.mesh, record.owner), -1)
     shift(state.pending, capacity_key(record.mesh, target), -1)
     shift(state.active, capacity_key(record.mesh, target), +1)
@@ -216,9 +232,11 @@ def txn_abort_relocation(state: LocationState, fence: AuthorityFence) -> Authori
     target = record.relocation_target
     assert target is not None
     kept = attrs.evolve(record, state=step(record.state, EV.abort_relocation),
-                        relocation_target=None, relocation_payload=None,
+                        relocation_target=None, relocation_payload=None, next_container=None,
                         store_version=record.store_version + 1)
     state.records[record.spot_id] = kept
+    if record.next_container is not None:
+        drop_member(state, record.next_container, record.spot_id)
     shift(state.pending, capacity_key(record.mesh, target), -1)
     return kept
 
