@@ -85,7 +85,8 @@ CHART_LINKS: Final[dict[str, ChartLinks]] = {
                "tests/mesh/test_mesh_crash.py", "tests/mesh/test_mesh_restart.py"),
     ),
     "ActorMembership": ChartLinks(
-        drivers=(_RT + "actors/membership.py", _RT + "state.py"),
+        drivers=(_RT + "actors/membership.py", _RT + "state.py",
+                 _RT + "coordinators/relocation.py"),
         tests=("tests/runtime/test_actors.py", "tests/statecharts/test_chart_paths.py"),
     ),
 }

@@ -89,6 +89,17 @@ ACTOR_RULES: tuple[Mutation, ...] = (
         guards=[_TEST + "test_an_instance_spot_refuses_every_membership_operation[memory]"],
     ),
     Mutation(
+        name="actors.arriving_member_keeps_the_spot",
+        family=_ACTORS,
+        rule="An Actor on its way into a Spot is already its member: the Spot does not "
+             "close under it.",
+        path="zlink_trio/store/rules/relocation_steps.py",
+        find="    if container is not None:  # a member of both until the move ends",
+        replace="    if False:  # a member of both until the move ends",
+        guards=[_CONFORMANCE + "test_an_actor_joins_a_user_spot_on_another_node_by_a_move"
+                "[memory://]"],
+    ),
+    Mutation(
         name="actors.calls_by_kind",
         family=_ACTORS,
         rule="A ToActor call reaches only an Actor, and a Spot call only a Spot "
@@ -99,12 +110,34 @@ ACTOR_RULES: tuple[Mutation, ...] = (
         guards=[_TEST + "test_spot_calls_and_actor_calls_do_not_cross[memory]"],
     ),
     Mutation(
+        name="actors.entry_actors_are_candidates",
+        family=_ACTORS,
+        rule="An Actor on an Entry Spot is a relocation candidate (a drain moves it onto "
+             "the target's Entry Spot); the Entry Spot itself is not (09 §8).",
+        path="zlink_trio/runtime/coordinators/relocation.py",
+        find="    if record.kind is SpotKind.ACTOR and (membership is None or (",
+        replace="    if record.kind is SpotKind.ACTOR and (True or (",
+        guards=[_TEST + "test_entry_spot_is_not_a_relocation_candidate_and_its_actors_are"
+                "[memory]"],
+    ),
+    Mutation(
+        name="actors.members_stay_in_their_spot",
+        family=_ACTORS,
+        rule="A member of a User Spot is never moved out of it on its own (a drain leaves "
+             "it; only a join or leave moves it).",
+        path="zlink_trio/runtime/coordinators/relocation.py",
+        find="            membership.ref.container != rt.entry_spot_id\n",
+        replace="            False\n",
+        guards=[_TEST + "test_entry_spot_is_not_a_relocation_candidate_and_its_actors_are"
+                "[memory]"],
+    ),
+    Mutation(
         name="actors.no_move_without_members",
         family=_ACTORS,
-        rule="Until moves carry members, the store refuses to move an Actor or a Spot with "
-             "members (a move never splits an Actor from its container).",
+        rule="Until moves carry members, the store refuses to move a Spot with members (a "
+             "move never splits an Actor from its container).",
         path="zlink_trio/store/rules/relocation_steps.py",
-        find="    if record.kind is SpotKind.ACTOR or state.members.get(record.spot_id):",
+        find="    if state.members.get(record.spot_id):",
         replace="    if False:",
         guards=[_CONFORMANCE + "test_a_move_never_splits_an_actor_from_its_container"
                 "[memory://]"],

@@ -365,3 +365,60 @@ async def test_entry_spot_join_and_placement_use_the_descriptor_mapping(url):
             with pytest.raises(zl.StaleFence):
                 await a.actors.create("player", "p-3").in_spot(claims["node-b"].entry_spot_id)
             assert await view.location.find("p-3") is None
+
+
+async def test_entry_spot_is_not_a_relocation_candidate_and_its_actors_are(url):
+    """09 §8: "Entry Spot isn't in the relocation candidate list, and an Actor that was on
+    an Entry Spot is included in the relocation candidates." A drain moves the Actor onto
+    the Entry Spot the target's descriptor names; the Entry Spot stays, unlisted; a member
+    of a User Spot is not moved out of it behind the application's back."""
+    with trio.fail_after(LIMIT):
+        async with shared_store(url) as shared, zl.open_node(
+                "node-a", store=shared.store, spots=SPOTS, on_stop="close") as a:
+            view = shared.view
+            on_entry = await a.actors.create("player", "p-1")
+            spot = await room(a)
+            await a.client.request("room-1", Enroll("p-2"), reply=Roll)
+            async with zl.open_node("node-b", store=shared.store, spots=SPOTS,
+                                    on_stop="close") as b:
+                await drained(a, b, view, on_entry, spot)
+
+
+async def drained(a: zl.Node, b: zl.Node, view: Any, on_entry: zl.ActorRef,
+                  spot: zl.SpotRef) -> None:
+    """The drain of ``a`` with ``b`` up: what moved where."""
+    result = await a.drain()
+    moved = [r.ref.spot_id for r in result.moved]
+    not_moved = [r.ref.spot_id for r in result.not_moved]
+    assert moved == ["p-1"]
+    assert sorted(not_moved) == ["p-2", "room-1"]
+    assert a.entry_spot_id not in moved + not_moved
+    record = await view.location.find("p-1")
+    assert (record.owner.node_rid, record.container) == (b.node_rid, b.entry_spot_id)
+    assert record.object_generation == on_entry.generation
+    assert await a.actors.members(a.entry_spot_id) == []
+    assert [m.actor_id for m in await b.actors.members(b.entry_spot_id)] == ["p-1"]
+    # Found by ActorId wherever it is now, from either node.
+    for caller in (a, b):
+        assert await caller.client.request_actor("p-1", Say("x"), reply=Heard) == (
+            Heard("p-1", "x"))
+    assert (await view.location.find("p-2")).container == spot.spot_id
+
+
+async def test_an_actor_joins_a_user_spot_on_another_node(url):
+    with trio.fail_after(LIMIT):
+        async with two_nodes(url) as (a, b, view):
+            spot = await room(a, "room-a")  # node-a hosts the room (node-b takes none)
+            player = await b.actors.create("player", "p-1")
+            assert player.node_rid == b.node_rid
+            joined = await b.actors.join(player, spot)
+            assert (joined.node_rid, joined.container, joined.generation) == (
+                a.node_rid, "room-a", player.generation)
+            assert await a.client.request("room-a", List(), reply=Roll) == Roll(("p-1",))
+            assert await b.client.request_actor("p-1", Say("moved"), reply=Heard) == Heard(
+                "p-1", "moved")
+            assert await b.spots.close(spot) is False  # a member keeps it open
+            left = await a.actors.leave(joined)
+            assert (left.node_rid, left.container) == (a.node_rid, a.entry_spot_id)
+            assert (await view.location.find("p-1")).container == a.entry_spot_id
+            assert await b.spots.close(spot) is True

@@ -77,13 +77,18 @@ class Membership:
 
     ref: ActorRef
     state: ActorMembershipState = MEMBERSHIP.st.member
-    #: Set once the Actor left the catalog: ``"released"`` or ``"lost"``.
+    #: Set once the Actor left the catalog: ``"released"``, ``"lost"`` or ``"moved"``.
     ended: str | None = None
 
     def finish(self) -> None:
         """Step the chart to its end the catalog saw (``ended``), once it allows it."""
         if self.ended == "lost":
             self.state = step(MEMBERSHIP, self.state, MEMBERSHIP.ev.lease_lost)
+        elif self.ended == "moved":  # committed at the target: a member there now
+            self.state = step(MEMBERSHIP, self.state,
+                              MEMBERSHIP.ev.join_committed
+                              if self.state == MEMBERSHIP.st.moving
+                              else MEMBERSHIP.ev.commit_relocation)
         else:
             self.state = step(MEMBERSHIP, self.state, MEMBERSHIP.ev.close)
             self.state = step(MEMBERSHIP, self.state, MEMBERSHIP.ev.released)
@@ -153,9 +158,10 @@ class NodeState:
         if self.memberships.get(ref.actor_id) is membership:
             self.members.setdefault(ref.container, {})[ref.actor_id] = ref
 
-    def end_membership(self, actor_id: str, *, lost: bool) -> None:
-        """The Actor left this node's catalog: released after a close, or ``lost`` with
-        the lease (no store write). Idempotent.
+    def end_membership(self, actor_id: str, how: str) -> None:
+        """The Actor left this node's catalog: ``"released"`` after a close, ``"lost"``
+        with the lease (no store write), or ``"moved"`` to another node (which has its
+        own membership now). Idempotent.
 
         A join or leave still awaiting its store step finishes the chart itself
         (``Membership.ended``): the chart has no close from the middle of a move.
@@ -164,8 +170,8 @@ class NodeState:
         if membership is None:
             return
         self._unlist(membership.ref)
-        membership.ended = "lost" if lost else "released"
-        if MEMBERSHIP.allows(membership.state, MEMBERSHIP.ev.close):
+        membership.ended = how
+        if how == "moved" or MEMBERSHIP.allows(membership.state, MEMBERSHIP.ev.close):
             membership.finish()
 
     def _unlist(self, ref: ActorRef) -> None:

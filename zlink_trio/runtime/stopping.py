@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
+    from zlink_trio.runtime.incarnation.incarnation import Incarnation
     from zlink_trio.runtime.options import LifecycleOptions
 
 __all__ = ("Stopping", "move_spots_away", "watch_signals")
@@ -101,12 +102,24 @@ async def watch_signals(received: AsyncIterator[int], stop: Stopping, node_id: s
             stop.hurried.set()
 
 
+def _may_move(rt: NodeRuntime, host: Incarnation) -> bool:
+    """Whether a stop's move may take ``host``: not the Entry Spot, not a
+    ``DisableRelocation`` type, and an Actor only from the Entry Spot (a member of a User
+    Spot does not leave it on its own)."""
+    kind = host.spot_type.kind
+    if kind is SpotKind.ENTRY or isinstance(relocation_of(host.spot_type), DisableRelocation):
+        return False
+    if kind is SpotKind.ACTOR:
+        membership = rt.memberships.get(host.spot_id)
+        return membership is not None and membership.ref.container == rt.entry_spot_id
+    return True
+
+
 async def _another_node_takes(rt: NodeRuntime) -> bool:
     """Whether another live node serves the type of a Spot here that may move."""
     kinds = {(host.mesh, host.spot_type.stable_type, host.spot_type.kind)
              for host in rt.catalog.hosts.values()
-             if host.spot_type.kind not in (SpotKind.ENTRY, SpotKind.ACTOR)
-             and not isinstance(relocation_of(host.spot_type), DisableRelocation)}
+             if _may_move(rt, host)}
     if not kinds:
         return False
     others = [c for c in await candidates(rt) if c.node_rid != rt.node_rid]

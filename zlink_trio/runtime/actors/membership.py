@@ -13,9 +13,12 @@ container) with one fenced store transaction and keeps this node's view of its m
   and the host is registered and served in the same continuation as the commit. A
   factory that raises, or a deadline that passes, aborts with the same fence: nothing
   is left behind.
-* :func:`move_actor` -- Join (another User Spot this node owns) and Leave (back to this
-  node's Entry Spot) are one MoveMembership each; the Actor's queue, timers and state
-  stay where they are, since it does not change node.
+* :func:`move_actor` -- Join and Leave. Leave (back to this node's Entry Spot), and a
+  Join of a User Spot this node owns, are one MoveMembership each: the Actor's queue,
+  timers and state stay where they are. A Join of a User Spot another node owns moves
+  the Actor there (``coordinators.relocation``: seal, capture by its policy, command
+  60, commit with Message Follow), into that Spot: BeginRelocation names it as the
+  Actor's next container, so the Spot cannot close while the Actor is on its way.
 * :func:`close_actor` -- the Spot close procedure (``coordinators.close_operation``)
   for an Actor: seal, finish accepted turns, ``on_close(CLOSED)``, release; from any
   node (command 48 to its owner).
@@ -32,9 +35,11 @@ one whose generation is not the current incarnation's is InvalidOperation. The E
 Spot of this node is the one its descriptor published (``NodeState.entry_spot_id``):
 never derived from an ID.
 
-Not yet (docs/actors.md): moving an Actor between nodes -- a join of a User Spot on
-another node, and moves that carry members -- so an Actor and a Spot with members do
-not relocate (the store refuses it), and an Actor closes with its node.
+An Actor on this node's Entry Spot is a relocation candidate like a Spot (a drain, a
+stop that drains): it moves onto the Entry Spot of its target (the one that node's
+descriptor names). Not yet (docs/actors.md): moves that carry a Spot's members
+(SpotWide, PerActor), so a Spot with members does not relocate, and the members of a
+User Spot close with their node.
 """
 
 from __future__ import annotations
@@ -56,14 +61,17 @@ from zlink_trio.core.identity import SpotKind, validate_spot_id, validate_user_s
 from zlink_trio.core.records import ActorRef, AuthorityState, SpotRef
 from zlink_trio.runtime.charts import CLOSE, MEMBERSHIP, step
 from zlink_trio.runtime.coordinators.close_operation import ACTOR_ONLY, close_here
+from zlink_trio.runtime.coordinators.relocation import relocate_spot
 from zlink_trio.runtime.coordinators.remote_close import close_remote
-from zlink_trio.runtime.incarnation.incarnation import Incarnation
+from zlink_trio.runtime.incarnation.incarnation import RUNNING, Incarnation
 from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
+from zlink_trio.runtime.results import RelocationOutcome
 from zlink_trio.runtime.state import Membership
 from zlink_trio.store import AuthorityExists
 
 if TYPE_CHECKING:
     from zlink_trio.core.deadline import Deadline
+    from zlink_trio.core.identity import NodeRid
     from zlink_trio.core.records import ReservationFence
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
 
@@ -159,7 +167,7 @@ def _local_actor(rt: NodeRuntime, ref: ActorRef, what: str) -> Membership:
 
 async def move_actor(rt: NodeRuntime, ref: ActorRef, spot: SpotRef | str | None,
                      deadline: Deadline) -> ActorRef:
-    """Join ``spot`` (a User Spot this node owns), or leave (``None``: back to this node's
+    """Join ``spot`` (a User Spot on any node), or leave (``None``: back to this node's
     Entry Spot); the Actor's new ActorRef. See the module docstring."""
     rt.check_usable()
     what = "leave" if spot is None else "join"
@@ -175,12 +183,34 @@ async def move_actor(rt: NodeRuntime, ref: ActorRef, spot: SpotRef | str | None,
                 f"{spot.generation}; find() it and decide again")
     else:
         container = validate_spot_id(spot)
+    with trio.move_on_at(deadline.at):
+        if container != rt.entry_spot_id and container not in rt.catalog.hosts:
+            owner = await _owner_elsewhere(rt, container)
+            if owner is not None:
+                return await _join_elsewhere(rt, membership, container, owner, deadline)
+        return await _move_here(rt, membership, container, spot is None)
+    raise _deadline_passed(f"the {what} of Actor {ref.actor_id!r}")
+
+
+async def _owner_elsewhere(rt: NodeRuntime, container: str) -> NodeRid | None:
+    """The NodeRid of another node that owns ``container``; ``None`` when it is this node's
+    (or has no Ready record: the store step then says why)."""
+    record = await rt.store.location.find(container)
+    if record is None or record.state is not AuthorityState.READY:
+        return None
+    return None if record.owner == rt.owner else record.owner.node_rid
+
+
+async def _move_here(rt: NodeRuntime, membership: Membership, container: str,
+                     leave: bool) -> ActorRef:
+    """Join or leave on this node: one MoveMembership (shielded: it is one store step)."""
     begin, committed, failed = ((MEMBERSHIP.ev.leave, MEMBERSHIP.ev.leave_committed,
-                                 MEMBERSHIP.ev.leave_failed) if spot is None else
+                                 MEMBERSHIP.ev.leave_failed) if leave else
                                 (MEMBERSHIP.ev.join, MEMBERSHIP.ev.join_committed,
                                  MEMBERSHIP.ev.join_failed))
+    ref = membership.ref
     membership.state = step(MEMBERSHIP, membership.state, begin)
-    with trio.move_on_at(deadline.at), trio.CancelScope(shield=True):
+    with trio.CancelScope(shield=True):
         try:
             record = await rt.store.location.move_membership(
                 ref.actor_id, object_generation=ref.generation, owner=rt.owner,
@@ -190,13 +220,45 @@ async def move_actor(rt: NodeRuntime, ref: ActorRef, spot: SpotRef | str | None,
             if membership.ended is not None:
                 membership.finish()
             raise
-        moved = record.actor_ref()
-        membership.state = step(MEMBERSHIP, membership.state, committed)
-        rt.move_member(membership, moved)
-        if membership.ended is not None:  # it left the catalog while the step ran
-            membership.finish()
-        return moved
-    raise _deadline_passed(f"the {what} of Actor {ref.actor_id!r}")
+    moved = record.actor_ref()
+    membership.state = step(MEMBERSHIP, membership.state, committed)
+    rt.move_member(membership, moved)
+    if membership.ended is not None:  # it left the catalog while the step ran
+        membership.finish()
+    return moved
+
+
+async def _join_elsewhere(rt: NodeRuntime, membership: Membership, container: str,
+                          owner: NodeRid, deadline: Deadline) -> ActorRef:
+    """Join a User Spot another node owns: the Actor moves there, with its queue, timers
+    and (by its policy) state, under the relocation procedure, into ``container``."""
+    ref = membership.ref
+    host = rt.catalog.hosts.get(ref.actor_id)
+    if host is not None and RUNNING.get() is host:
+        raise InvalidOperation(
+            f"Actor {ref.actor_id!r} cannot join {container!r} on another node from its own "
+            "handler: the move waits for that very turn to end. Join it from outside the "
+            "Actor (node.actors.join, or a handler of another Spot)")
+    to = await rt.peers.node_id_of(owner)
+    if to is None:
+        raise Unavailable(f"the node that owns {container!r} is gone; nothing moved")
+    membership.state = step(MEMBERSHIP, membership.state, MEMBERSHIP.ev.join)
+    try:
+        result = await relocate_spot(rt, ref.actor_id, to, deadline, container=container)
+    except BaseException:
+        # No move under way any more: it never began, or was aborted. (One stuck past
+        # relay-ready keeps ``host.move``: its end -- the commit, or the release of the
+        # record -- steps the chart when the Actor leaves the catalog.)
+        if (host is None or host.move is None) and membership.ended is None and (
+                membership.state == MEMBERSHIP.st.moving):
+            membership.state = step(MEMBERSHIP, membership.state, MEMBERSHIP.ev.join_failed)
+        raise
+    if result.outcome is not RelocationOutcome.COMMITTED:
+        membership.state = step(MEMBERSHIP, membership.state, MEMBERSHIP.ev.join_failed)
+        raise Unavailable(f"Actor {ref.actor_id!r} could not join {container!r} on node "
+                          f"{to!r}: {result.reason}; it stays where it was")
+    return ActorRef(actor_id=ref.actor_id, generation=ref.generation, mesh=result.ref.mesh,
+                    node_rid=result.ref.node_rid, container=container)
 
 
 async def close_actor(rt: NodeRuntime, ref: ActorRef, deadline: Deadline) -> bool:

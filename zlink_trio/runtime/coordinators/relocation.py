@@ -52,7 +52,7 @@ from zlink_trio.core.errors import InvalidOperation, NotFound, Unavailable, ZLin
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityState, OwnerFence, SpotRef
 from zlink_trio.runtime import crash_points
-from zlink_trio.runtime.charts import INCARNATION, RELOCATION, step
+from zlink_trio.runtime.charts import INCARNATION, MEMBERSHIP, RELOCATION, step
 from zlink_trio.runtime.coordinators.relocation_capture import capture
 from zlink_trio.runtime.coordinators.relocation_target import choose_target
 from zlink_trio.runtime.coordinators.remote_relocation import send_relocate
@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.records import AuthorityRecord, RootReceipt
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.runtime.incarnation.incarnation import Incarnation
+    from zlink_trio.runtime.state import Membership
 
 __all__ = ("drain", "relocate_spot")
 
@@ -94,6 +95,8 @@ class _Relocation:
     correlations: list[int] = attrs.Factory(list)
     #: The record was released past relay-ready (:func:`_released`).
     released: bool = False
+    #: An Actor's membership on this node (its chart steps with the move), else ``None``.
+    membership: Membership | None = None
 
     def step(self, event: PlannedRelocationEvent) -> None:
         self.state = step(RELOCATION, self.state, event)
@@ -112,17 +115,24 @@ def _refused(ref: SpotRef, state: PlannedRelocationState, event: PlannedRelocati
 
 
 async def relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
-                        deadline: Deadline) -> RelocationResult:
-    """Move ``spot_id`` to node ``to`` (or one placement picks); see the module docstring."""
+                        deadline: Deadline, *, container: str | None = None
+                        ) -> RelocationResult:
+    """Move ``spot_id`` to node ``to`` (or one placement picks); see the module docstring.
+
+    An Actor moves into ``container`` at the target (a User Spot it joins there: its
+    membership is then ``moving``, stepped by ``actors.membership``), or without one
+    into the target's Entry Spot -- only from this node's Entry Spot: a member of a
+    User Spot is never moved out of it behind the application's back.
+    """
     with observe_operation(rt.node_id, rt.metrics, Operation.RELOCATION, spot_id) as observed:
-        result = await _relocate_spot(rt, spot_id, to, deadline)
+        result = await _relocate_spot(rt, spot_id, to, deadline, container)
         observed.outcome = result.outcome.value
         observed.mesh, observed.generation = result.ref.mesh, result.ref.generation
         return result
 
 
 async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
-                         deadline: Deadline) -> RelocationResult:
+                         deadline: Deadline, container: str | None) -> RelocationResult:
     rt.check_admission()
     state = RELOCATION.initial
     record = await rt.store.location.find(spot_id)
@@ -140,10 +150,18 @@ async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
     if record.kind is SpotKind.ENTRY or spot_type is None:
         return _refused(ref, state, RELOCATION.ev.relocation_disabled,
                         "an Entry Spot never moves")
-    if record.kind is SpotKind.ACTOR or rt.members.get(spot_id):
+    if rt.members.get(spot_id):
         return _refused(ref, state, RELOCATION.ev.relocation_disabled,
-                        "an Actor, or a Spot with Actor members, does not move yet "
-                        "(docs/actors.md)")
+                        "a Spot with Actor members does not move yet (docs/actors.md)")
+    membership = rt.memberships.get(spot_id) if record.kind is SpotKind.ACTOR else None
+    if record.kind is SpotKind.ACTOR and (membership is None or (container is None and (
+            membership.ref.container != rt.entry_spot_id
+            or membership.state != MEMBERSHIP.st.member))):
+        why = ("it is a member of a User Spot, which it leaves only when asked"
+               if membership is not None and membership.state == MEMBERSHIP.st.member
+               else "a join, leave or close of it is under way")
+        return _refused(ref, state, RELOCATION.ev.relocation_disabled,
+                        f"Actor {spot_id!r} does not move on its own now: {why}")
     if isinstance(relocation_of(spot_type), DisableRelocation):
         return _refused(ref, state, RELOCATION.ev.relocation_disabled,
                         f"{record.stable_type!r} is declared DisableRelocation")
@@ -167,15 +185,23 @@ async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
         if claim is None:
             return _refused(ref, state, RELOCATION.ev.no_target, why_not)
         target = OwnerFence(claim.descriptor.node_rid, claim.lifecycle_generation)
+        if membership is not None and container is None:
+            # Off this node's Entry Spot, onto the Entry Spot the target's descriptor names.
+            container = claim.descriptor.entry_spot_id
         try:
             with trio.CancelScope(shield=True):
                 moving = await rt.store.location.begin_relocation(
-                    record.fence(), target=target, now=rt.now())
+                    record.fence(), target=target, now=rt.now(),
+                    container=container if membership is not None else None)
         except ZLinkError as exc:
             return _refused(ref, state, RELOCATION.ev.begin_refused, exc.message)
+        if membership is not None and membership.state == MEMBERSHIP.st.member:
+            membership.state = step(MEMBERSHIP, membership.state,
+                                    MEMBERSHIP.ev.begin_relocation)
         return await _run(_Relocation(
             rt=rt, host=host, record=moving, target=target, claim=claim, deadline=deadline,
-            state=step(RELOCATION, state, RELOCATION.ev.begin_relocation)))
+            state=step(RELOCATION, state, RELOCATION.ev.begin_relocation),
+            membership=membership))
     finally:
         if host.move is move and INCARNATION.allows(host.state,
                                                    INCARNATION.ev.seal_for_relocation):
@@ -300,6 +326,10 @@ async def _abort(job: _Relocation, reason: str, *, sealed: bool) -> RelocationRe
         if sealed:
             job.host.unseal()
         job.host.move = None
+        membership = job.membership
+        if membership is not None and membership.state == MEMBERSHIP.st.relocating:
+            membership.state = step(MEMBERSHIP, membership.state,
+                                    MEMBERSHIP.ev.abort_relocation)
     await _delete_root(job)
     job.step(RELOCATION.ev.abort_relocation)
     return RelocationResult(outcome=RelocationOutcome.ABORTED, ref=job.record.ref(),

@@ -59,6 +59,7 @@ from zlink_trio.runtime.incarnation.work import MessageWork
 from zlink_trio.runtime.mesh.link_reply import LinkReply
 from zlink_trio.runtime.mesh.remote_calls import operation_number, outcome_of, round_trip
 from zlink_trio.runtime.observe.logs import RELOCATION as LOGGER
+from zlink_trio.runtime.state import Membership
 from zlink_trio.wire.frames import RelocateOutcome, RelocateSpot
 
 if TYPE_CHECKING:
@@ -210,6 +211,8 @@ async def _take_over(rt: NodeRuntime, link: Link, frame: RelocateSpot) -> Outcom
                          operation_id=work.operation_id), size)
             for (work, size), moved in zip(queue, payload.messages, strict=True)],
             Arrival(frame.source, ready.owner_generation))
+        if ready.container is not None:  # an Actor: a member of its container here now
+            rt.admit_member(Membership(ready.actor_ref()))
         rt.catalog.register(host)
         try:
             await rt.store.relocation.delete_root(frame.payload)

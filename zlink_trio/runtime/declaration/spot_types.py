@@ -246,8 +246,9 @@ def _declare(
     existing = vars(cls).get(_ATTR)
     if isinstance(existing, SpotType):
         raise InvalidConfiguration(
-            f"{cls.__qualname__} is already declared as {existing.kind.name.title()} "
-            f"type {existing.stable_type!r}; a class is exactly one Spot or Actor type, so "
+            f"{cls.__qualname__} is already declared as {existing.kind.name.title()}"
+            f"{'' if existing.kind is SpotKind.ACTOR else ' Spot'} type "
+            f"{existing.stable_type!r}; a class is exactly one Spot or Actor type, so "
             "remove one of its decorators"
         )
     hooks = SpotHooks(

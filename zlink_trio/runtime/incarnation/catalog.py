@@ -123,7 +123,9 @@ class Catalog:
             if kind is SpotKind.INSTANCE:
                 self.idle_ring.discard(self.hosts.__contains__)
             elif kind is SpotKind.ACTOR:  # its membership ends with it on this node
-                self.rt.end_membership(host.spot_id, lost=host.ownership_lost)
+                self.rt.end_membership(host.spot_id, "lost" if host.ownership_lost
+                                       else "released" if host.close_reason is not None
+                                       else "moved")
 
     def check_ceiling(self) -> None:
         """CapacityExceeded when one more local activation would pass the ceiling."""

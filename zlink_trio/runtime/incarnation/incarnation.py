@@ -140,6 +140,7 @@ the length of one relocation, by the relocation coordinator
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -187,7 +188,12 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.incarnation.work import Work
     from zlink_trio.runtime.state import NodeState
 
-__all__ = ("Incarnation", "Move")
+#: The incarnation whose task is running (set once per task, in :meth:`Incarnation.run`):
+#: an operation that waits for that incarnation's turns to end must not run inside one.
+RUNNING: Final[ContextVar[Incarnation | None]] = ContextVar("zlink_running_spot",
+                                                            default=None)
+
+__all__ = ("RUNNING", "Incarnation", "Move")
 
 #: ``Incarnation.route_expires_at`` before the catalog registers the incarnation.
 _NO_ROUTE: Final = float("-inf")
@@ -553,6 +559,7 @@ class Incarnation(ParkingSlot):
 
     async def run(self) -> None:
         """The incarnation's task: one turn at a time until closed and released."""
+        RUNNING.set(self)  # (this task's context only: what its turns see)
         # Read once per task, not once per turn: the run's clock (what
         # ``trio.current_time`` reads, without its three calls).
         now = trio.lowlevel.current_clock().current_time
