@@ -65,15 +65,29 @@ def _records():
                              "stable_type": "t\u00e9\t"}, state=AuthorityState.READY)
     yield AuthorityRecord(**{**base, "object_generation": 2**63 - 1, "store_version": 1},
                           state=AuthorityState.CLOSING)
+    # An Actor's record: the one with a "container" key, in every state and shape.
+    actor = {**base, "kind": SpotKind.ACTOR, "stable_type": "player"}
+    for state in AuthorityState:
+        if state is AuthorityState.MISSING:  # the absence of a record
+            continue
+        moving = state in (AuthorityState.RELOCATING, AuthorityState.SEALED,
+                           AuthorityState.RELAY_READY)
+        yield AuthorityRecord(**actor, state=state, container="room-1",
+                              creation_intent=intent if state is AuthorityState.CREATING
+                              else None, relocation_target=target if moving else None)
+    yield AuthorityRecord(**{**actor, "spot_id": "p \u00e9"}, state=AuthorityState.READY,
+                          container='r\u00f6\"om \\ \u2028', recovery_pointer=pointer)
 
 
 def test_encode_record_is_dumps_of_to_json():
-    seen = 0
+    seen, actors = 0, 0
     for record in _records():
         assert encode_record(record) == dumps(record.to_json())
         assert AuthorityRecord.from_json(json.loads(encode_record(record))) == record
         seen += 1
+        actors += record.kind is SpotKind.ACTOR
     assert seen >= 6
+    assert actors >= 2
 
 
 def _open(path, *, cache: bool, dispatch: str = "inline"):
