@@ -108,14 +108,14 @@ def _rows_match_bodies(path) -> int:
     conn = sqlite3.connect(path)
     try:
         rows = conn.execute("SELECT spot_id, state, mesh, owner_rid, owner_lifecycle, "
-                            "object_generation, body FROM loc_records").fetchall()
+                            "object_generation, container, body FROM loc_records").fetchall()
     finally:
         conn.close()
-    for spot_id, state, mesh, rid, lifecycle, generation, body in rows:
+    for spot_id, state, mesh, rid, lifecycle, generation, container, body in rows:
         record = AuthorityRecord.from_json(json.loads(body))
-        assert (spot_id, state, mesh, rid, lifecycle, generation) == (
+        assert (spot_id, state, mesh, rid, lifecycle, generation, container) == (
             record.spot_id, record.state.value, record.mesh, str(record.owner.node_rid),
-            record.owner.lifecycle_generation, record.object_generation)
+            record.owner.lifecycle_generation, record.object_generation, record.container)
     return len(rows)
 
 
