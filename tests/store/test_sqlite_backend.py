@@ -21,9 +21,16 @@ import trio.lowlevel
 import trio.testing
 from store_helpers import MESH, claim, descriptor, reserve
 
-from zlink_trio.core.errors import CapacityExceeded, InvalidConfiguration, Unavailable
+from zlink_trio.core.errors import (
+    CapacityExceeded,
+    InvalidConfiguration,
+    StoreUnavailable,
+    Unavailable,
+)
+from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityState
-from zlink_trio.store import AuthorityExists, open_store
+from zlink_trio.store import AuthorityExists, MembersRemain, open_store
+from zlink_trio.store.sqlite import schema
 from zlink_trio.store.sqlite.schema import (
     APPLICATION_ID,
     DEFAULT_DISPATCH,
@@ -191,6 +198,38 @@ async def test_newer_schema_version_is_refused(db_path):
                 pass
 
 
+def downgrade(path, version):
+    """Make a file of this code's schema exactly a file of ``version``, as an older release
+    left it: undo the migrations after ``version``, newest first, in one transaction."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        if version < 3:  # no container column nor index; no Actor row to lose
+            assert conn.execute("SELECT count(*) FROM loc_records WHERE container IS NOT "
+                                "NULL").fetchone() == (0,)
+            conn.execute("DROP INDEX loc_records_container")
+            conn.execute("ALTER TABLE loc_records DROP COLUMN container")
+        if version < 2:  # the bodies have no relocationPayload key
+            conn.execute("UPDATE loc_records SET body = json_remove(body, '$.relocationPayload')")
+        conn.execute(f"PRAGMA user_version = {version}")
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def layout(path):
+    """``(user_version, loc_records' columns, the container index's SQL or None)``."""
+    conn = sqlite3.connect(path)
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(loc_records)")]
+        index = conn.execute("SELECT sql FROM sqlite_schema WHERE name = "
+                             "'loc_records_container'").fetchone()
+    finally:
+        conn.close()
+    return version, columns, None if index is None else index[0]
+
+
 async def test_a_version_1_file_is_migrated_to_name_relocation_payloads(db_path):
     # Version 2: a record's body carries ``relocationPayload`` (the payload root of a move
     # past its capture). A version-1 file -- bodies without the key -- is migrated at
@@ -204,11 +243,7 @@ async def test_a_version_1_file_is_migrated_to_name_relocation_payloads(db_path)
             await store.location.begin_relocation(record.fence(), target=b.owner(), now=1.0)
             sealed = await store.location.seal_relocation(record.fence(), now=1.0)
             before = await snapshot(store)
-        conn = sqlite3.connect(db_path)
-        with conn:  # back to version 1: the key is not there, the version is 1
-            conn.execute("UPDATE loc_records SET body = json_remove(body, '$.relocationPayload')")
-            conn.execute("PRAGMA user_version = 1")
-        conn.close()
+        downgrade(db_path, 1)
         async with open_store(url_of(db_path)) as store:
             assert await snapshot(store) == before
             payload = await store.relocation.put_root(b"payload")
@@ -218,12 +253,91 @@ async def test_a_version_1_file_is_migrated_to_name_relocation_payloads(db_path)
             assert named.relocation_payload == payload
         conn = sqlite3.connect(db_path)
         try:
-            assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+            assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
             missing = conn.execute("SELECT count(*) FROM loc_records WHERE "
                                    "json_type(body, '$.relocationPayload') IS NULL").fetchone()
         finally:
             conn.close()
         assert missing == (0,)
+
+
+async def test_a_version_2_file_is_migrated_to_hold_actor_membership(db_path):
+    # Version 3: an Actor's record names its container, and ``loc_records.container``
+    # (indexed) holds it. A version-2 file -- no such column, no Actor -- gets the column,
+    # NULL on every row, and the index at open: every record reads back as it was, and
+    # Actors join its Spots.
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path)) as store:
+            a = await claim(store, "node-a", lease=100.0)
+            b = await claim(store, "node-b", lease=100.0)
+            room = await store.location.commit_ready(await reserve(store, a, "room-1"),
+                                                     now=1.0)
+            await reserve(store, a, "creating-1")
+            moving = await store.location.commit_ready(await reserve(store, a, "r-2"),
+                                                       now=1.0)
+            await store.location.begin_relocation(moving.fence(), target=b.owner(), now=1.0)
+            before = await snapshot(store)
+        downgrade(db_path, 2)
+        assert layout(db_path)[0] == 2
+        assert "container" not in layout(db_path)[1]
+        async with open_store(url_of(db_path)) as store:
+            assert await snapshot(store) == before
+            member = await store.location.commit_ready(await reserve(
+                store, a, "p-1", kind=SpotKind.ACTOR, stable_type="player",
+                container="room-1"), now=1.0)
+            assert member.container == "room-1"
+            assert await store.location.members("room-1") == [member]
+            with pytest.raises(MembersRemain):
+                await store.location.begin_close("room-1", object_generation=room.object_generation,
+                                                 owner=a.owner(), now=1.0)
+        version, columns, index = layout(db_path)
+        assert (version, columns[-1]) == (SCHEMA_VERSION, "container")
+        assert index is not None
+        conn = sqlite3.connect(db_path)
+        try:
+            named = conn.execute("SELECT spot_id, container FROM loc_records WHERE container "
+                                 "IS NOT NULL").fetchall()
+        finally:
+            conn.close()
+        assert named == [("p-1", "room-1")]
+
+
+async def test_a_failed_migration_leaves_the_older_file_as_it_was(db_path):
+    # The whole migration commits with the new version, or nothing does: here the
+    # version-3 index cannot be created (its name is taken) after the column was added.
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path)) as store:
+            await claim(store, "node-a", lease=100.0)
+        downgrade(db_path, 2)
+        conn = sqlite3.connect(db_path)
+        with conn:
+            conn.execute("CREATE INDEX loc_records_container ON loc_records (state)")
+        conn.close()
+        before = layout(db_path)
+        with pytest.raises(StoreUnavailable, match="loc_records_container already exists"):
+            async with open_store(url_of(db_path)):
+                pass
+        assert layout(db_path) == before
+        assert before[0] == 2
+        assert "container" not in before[1]
+
+
+async def test_a_release_that_knows_only_version_2_refuses_a_version_3_file(db_path,
+                                                                            monkeypatch):
+    # An older release must never write a layout it does not understand: it would write
+    # Actor records' rows without their container column.
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path)) as store:
+            c = await claim(store, "node-a", lease=100.0)
+            await reserve(store, c, "p-1", kind=SpotKind.ACTOR, stable_type="player",
+                          container=c.descriptor.entry_spot_id)
+        before = layout(db_path)
+        assert before[0] == 3
+        monkeypatch.setattr(schema, "SCHEMA_VERSION", 2)
+        with pytest.raises(InvalidConfiguration, match="schema version 3, newer"):
+            async with open_store(url_of(db_path)):
+                pass
+        assert layout(db_path) == before
 
 
 async def test_foreign_database_is_refused(db_path):

@@ -24,7 +24,7 @@ from store_helpers import MESH, claim, reserve
 from test_sqlite_backend import url_of
 
 from zlink_trio.core.errors import StaleFence, ZLinkError
-from zlink_trio.core.identity import NodeRid, SpotKind
+from zlink_trio.core.identity import NodeRid, SpotKind, new_entry_spot_id
 from zlink_trio.core.records import (
     AuthorityRecord,
     AuthorityState,
@@ -32,7 +32,7 @@ from zlink_trio.core.records import (
     OwnerFence,
     RecoveryPointer,
 )
-from zlink_trio.store import AuthorityExists, open_store
+from zlink_trio.store import AuthorityExists, MembersRemain, open_store
 from zlink_trio.store.rules import location as loc
 from zlink_trio.store.sqlite.codec import dumps, encode_record
 from zlink_trio.store.sqlite.errors import Busy
@@ -40,6 +40,8 @@ from zlink_trio.store.sqlite.view import LocationView
 
 TIMEOUT = 20
 SHA = "ab" * 32
+ENTRY = new_entry_spot_id("node-a", lambda n: bytes(range(n)))
+ROOM = "room-0"
 
 
 def _records():
@@ -65,15 +67,29 @@ def _records():
                              "stable_type": "t\u00e9\t"}, state=AuthorityState.READY)
     yield AuthorityRecord(**{**base, "object_generation": 2**63 - 1, "store_version": 1},
                           state=AuthorityState.CLOSING)
+    # An Actor's record: the one with a "container" key, in every state and shape.
+    actor = {**base, "kind": SpotKind.ACTOR, "stable_type": "player"}
+    for state in AuthorityState:
+        if state is AuthorityState.MISSING:  # the absence of a record
+            continue
+        moving = state in (AuthorityState.RELOCATING, AuthorityState.SEALED,
+                           AuthorityState.RELAY_READY)
+        yield AuthorityRecord(**actor, state=state, container="room-1",
+                              creation_intent=intent if state is AuthorityState.CREATING
+                              else None, relocation_target=target if moving else None)
+    yield AuthorityRecord(**{**actor, "spot_id": "p \u00e9"}, state=AuthorityState.READY,
+                          container='r\u00f6\"om \\ \u2028', recovery_pointer=pointer)
 
 
 def test_encode_record_is_dumps_of_to_json():
-    seen = 0
+    seen, actors = 0, 0
     for record in _records():
         assert encode_record(record) == dumps(record.to_json())
         assert AuthorityRecord.from_json(json.loads(encode_record(record))) == record
         seen += 1
+        actors += record.kind is SpotKind.ACTOR
     assert seen >= 6
+    assert actors >= 2
 
 
 def _open(path, *, cache: bool, dispatch: str = "inline"):
@@ -94,14 +110,14 @@ def _rows_match_bodies(path) -> int:
     conn = sqlite3.connect(path)
     try:
         rows = conn.execute("SELECT spot_id, state, mesh, owner_rid, owner_lifecycle, "
-                            "object_generation, body FROM loc_records").fetchall()
+                            "object_generation, container, body FROM loc_records").fetchall()
     finally:
         conn.close()
-    for spot_id, state, mesh, rid, lifecycle, generation, body in rows:
+    for spot_id, state, mesh, rid, lifecycle, generation, container, body in rows:
         record = AuthorityRecord.from_json(json.loads(body))
-        assert (spot_id, state, mesh, rid, lifecycle, generation) == (
+        assert (spot_id, state, mesh, rid, lifecycle, generation, container) == (
             record.spot_id, record.state.value, record.mesh, str(record.owner.node_rid),
-            record.owner.lifecycle_generation, record.object_generation)
+            record.owner.lifecycle_generation, record.object_generation, record.container)
     return len(rows)
 
 
@@ -109,7 +125,7 @@ def _plain(result: object) -> object:
     """An outcome without its ObjectGenerations (the order of a batch decides those)."""
     if isinstance(result, AuthorityRecord):
         return {k: v for k, v in result.to_json().items() if k != "objectGeneration"}
-    if isinstance(result, tuple):
+    if isinstance(result, tuple | list):
         return tuple(_plain(part) for part in result)
     if hasattr(result, "object_generation"):  # a fence
         return (type(result).__name__, result.spot_id)
@@ -118,16 +134,19 @@ def _plain(result: object) -> object:
 
 async def _mixed(store, seed: int) -> list[list[object]]:
     """Batches of eight calls at once (so group commits form) on eight distinct Spot IDs:
-    cold activations, repeated commits, closes, releases and inbox calls. Returns each
-    batch's outcomes, sorted (within a batch no two calls touch the same ID)."""
+    cold activations, repeated commits, closes, releases, inbox calls, and Actors created
+    on the Entry Spot that join and leave a room (several members of one container in
+    one group). Returns each batch's outcomes, sorted (within a batch no two calls touch
+    the same ID)."""
     owner = (await claim(store, "node-a", lease=1e6, capacity=50,
-                         node_rid=NodeRid(b"\7" * 16))).owner()
+                         node_rid=NodeRid(b"\7" * 16), entry=ENTRY)).owner()
+    await store.location.commit_ready(await reserve(store, owner, ROOM), now=1.0)
     fences: dict[str, tuple[object, object]] = {}
     batches: list[list[object]] = []
 
     async def one(rng: random.Random, spot: str, outcomes: list[object]) -> None:
         try:
-            action = rng.randrange(6)
+            action = rng.randrange(8)
             if action <= 1:
                 fence, receipt = await store.combined.reserve_with_root(
                     spot, f"root-{spot}".encode(), kind=SpotKind.INSTANCE,
@@ -152,6 +171,16 @@ async def _mixed(store, seed: int) -> list[list[object]]:
                 record = await store.location.find(spot)
                 result = None if record is None else await store.location.release(
                     record.fence())
+            elif action >= 6:  # an Actor: created on the Entry Spot, then moves between two
+                record = await store.location.find(spot)
+                if record is None:
+                    result = await store.location.commit_ready(await reserve(
+                        store, owner, spot, kind=SpotKind.ACTOR, stable_type="player",
+                        container=ENTRY, now=1.0), now=1.0)
+                else:  # refused unless an Actor
+                    result = await store.location.move_membership(
+                        spot, object_generation=record.object_generation, owner=owner,
+                        container=ROOM if record.container == ENTRY else ENTRY, now=1.0)
             else:
                 record = await store.location.find(spot)
                 key = (spot, 1 if record is None else record.object_generation)
@@ -182,10 +211,19 @@ async def test_cached_and_uncached_stores_agree(tmp_path, dispatch, seed):
             async with _open(path, cache=cache, dispatch=dispatch) as store:
                 batches = await _mixed(store, seed)
                 found = [_plain(await store.location.find(f"m-{i}")) for i in range(12)]
+                found += [_plain(await store.location.members(c)) for c in (ENTRY, ROOM)]
+                room = await store.location.find(ROOM)
+                try:  # refused while the room has a member
+                    found.append(_plain(await store.location.begin_close(
+                        ROOM, object_generation=room.object_generation, owner=room.owner,
+                        now=2.0)))
+                except MembersRemain as refused:
+                    found.append(("MembersRemain", refused.members))
                 results[cache] = (batches, found, await store.location.statistics(),
                                   await store.relocation.statistics())
             assert _rows_match_bodies(path) > 1
     assert results[True] == results[False]
+    assert any(results[True][1][12:14])  # some Actor was a member at the end
 
 
 async def test_another_connections_write_is_never_served_from_the_cache(tmp_path):
@@ -255,6 +293,44 @@ async def test_an_activation_reads_each_row_once(tmp_path):
     assert [s for s in selects if "loc_records" in s or "rel_" in s] == [
         "SELECT body FROM loc_records WHERE spot_id = 'c-1'"]
     assert _rows_match_bodies(path) == 2  # the Entry record and c-1
+
+
+async def test_a_containers_members_are_one_range_of_the_container_index(tmp_path):
+    # Reserve into a container, MoveMembership (both containers), BeginClose and members
+    # read a container's members with one SELECT each, a range of loc_records_container
+    # (no scan, no sort); a Spot's activation reads none.
+    path = tmp_path / "members.db"
+    with trio.fail_after(TIMEOUT):
+        async with _open(path, cache=True) as store:
+            owner = (await claim(store, "node-a", lease=1e6, capacity=5, entry=ENTRY)).owner()
+            statements: list[str] = []
+            store.location._db._conn.set_trace_callback(statements.append)
+            room = await store.location.commit_ready(await reserve(store, owner, ROOM), now=1.0)
+            spot_reads = [s for s in statements if s.startswith("SELECT") and "container" in s]
+            actor = await store.location.commit_ready(await reserve(
+                store, owner, "p-1", kind=SpotKind.ACTOR, stable_type="player",
+                container=ENTRY), now=1.0)
+            await store.location.move_membership(
+                "p-1", object_generation=actor.object_generation, owner=owner,
+                container=ROOM, now=1.0)
+            with pytest.raises(MembersRemain):
+                await store.location.begin_close(
+                    ROOM, object_generation=room.object_generation, owner=owner, now=1.0)
+            assert [r.spot_id for r in await store.location.members(ROOM)] == ["p-1"]
+            store.location._db._conn.set_trace_callback(None)
+    assert spot_reads == []
+    ranges = [s for s in statements if s.startswith("SELECT") and "container" in s]
+    assert len(ranges) == 5  # Reserve, Move (from and to), BeginClose, members
+    conn = sqlite3.connect(path)
+    try:
+        for statement in ranges:
+            plan = " ".join(row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}"))
+            assert plan.startswith("SEARCH loc_records USING "), (statement, plan)
+            assert "INDEX loc_records_container (container=?)" in plan, (statement, plan)
+            assert "TEMP B-TREE" not in plan, (statement, plan)
+    finally:
+        conn.close()
+    assert _rows_match_bodies(path) == 3  # the Entry record, the room, the Actor
 
 
 @pytest.mark.parametrize("busy", [False, True])

@@ -13,11 +13,13 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
-from store_helpers import claim, reserve, units
+from store_helpers import claim, descriptor, ready, reserve, units
 from test_sqlite_backend import Blocker, url_of
+from test_sqlite_fast_paths import _rows_match_bodies
 
 from zlink_trio.core.errors import CapacityExceeded, Unavailable
-from zlink_trio.store import AuthorityExists, open_store
+from zlink_trio.core.identity import SpotKind
+from zlink_trio.store import AuthorityExists, MembersRemain, open_store
 
 TIMEOUT = 10
 
@@ -90,6 +92,74 @@ async def test_a_refused_write_in_a_group_does_not_touch_its_peers(db_path):
             assert (await store.location.statistics()).creating == 3
             generations = [(await store.location.find(s)).object_generation for s in "ab"]
             assert len(set(generations)) == 2
+
+
+async def _membership_calls(store, desc, *, together: list[str] | None = None,
+                            order: list[str] | None = None) -> dict[str, object]:
+    """A room with one member, p-0; then p-1 and p-2 join it, p-0 leaves and the room is
+    closed: all at once (``together`` records the order the calls reached the store), or
+    one after the other in ``order``. The outcome of each call, as a comparable value."""
+    c = await store.location.new_claim(desc, now=0.0, lease=100.0)
+    owner, entry = c.owner(), desc.entry_spot_id
+    room = await ready(store, c, "room-1")
+    first = await store.location.commit_ready(await reserve(
+        store, c, "p-0", kind=SpotKind.ACTOR, stable_type="player", container="room-1"),
+        now=0.0)
+    calls = {
+        "p-1": lambda: reserve(store, c, "p-1", kind=SpotKind.ACTOR, stable_type="player",
+                               container="room-1"),
+        "p-2": lambda: reserve(store, c, "p-2", kind=SpotKind.ACTOR, stable_type="player",
+                               container="room-1"),
+        "leave": lambda: store.location.move_membership(
+            "p-0", object_generation=first.object_generation, owner=owner, container=entry,
+            now=0.0),
+        "close": lambda: store.location.begin_close(
+            "room-1", object_generation=room.object_generation, owner=owner, now=0.0),
+    }
+    outcomes: dict[str, object] = {}
+
+    async def one(name: str) -> None:
+        if together is not None:
+            together.append(name)  # the call queues its write before it first yields
+        try:
+            result = await calls[name]()
+        except (MembersRemain, Unavailable) as error:
+            outcomes[name] = (type(error).__name__, getattr(error, "members", None))
+        else:
+            outcomes[name] = result.to_json() if hasattr(result, "to_json") else result
+
+    if order is None:
+        async with trio.open_nursery() as nursery:
+            for name in calls:
+                nursery.start_soon(one, name)
+    else:
+        for name in order:
+            await one(name)
+    for container in ("room-1", entry):
+        outcomes[container] = [r.to_json() for r in await store.location.members(container)]
+    return outcomes
+
+
+async def test_a_body_sees_the_memberships_its_group_wrote_before_it(db_path):
+    # Actors joining a room, one leaving it and a close of the room, in one tick: each
+    # body reads the container's members from the rows the bodies before it wrote (the
+    # container column, inside the group's transaction), so every outcome is the
+    # memory oracle's for the same calls one after the other, in arrival order.
+    desc = descriptor("node-a", capacity=10)
+    arrived: list[str] = []
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path)) as store:
+            db = store.location._db
+            groups, grouped = db.groups, db.grouped
+            outcomes = await _membership_calls(store, desc, together=arrived)
+            # Five set-up writes one after the other, then the four calls: some of those
+            # shared a transaction.
+            assert db.grouped - grouped == 5 + 4
+            assert db.groups - groups < 5 + 4
+        async with open_store("memory://") as oracle:
+            assert outcomes == await _membership_calls(oracle, desc, order=arrived)
+    assert _rows_match_bodies(db_path) == 3 + len(outcomes["room-1"]) - (
+        "p-0" in [r["spotId"] for r in outcomes["room-1"]])
 
 
 async def test_callers_cancelled_before_their_group_ran_wrote_nothing(db_path):

@@ -1,17 +1,19 @@
 """Differential model: memory (the oracle), SQLite and Redis stores must agree on everything.
 
 One Hypothesis ``RuleBasedStateMachine`` applies the *same* operation to five
-stores -- ``memory://``, SQLite with ``dispatch=inline`` and with
+stores (three without Redis) -- ``memory://``, SQLite with ``dispatch=inline`` and with
 ``dispatch=thread`` (a fresh file in a fresh temporary directory per example),
 Redis and Redis Cluster (a fresh key prefix per example, every key deleted
-afterwards; the cluster with its default 1024 buckets) -- and asserts after every rule
+afterwards; the cluster with its default 1024 buckets; only when ``ZLINK_TEST_REDIS``
+or ``CI`` is set, see below) -- and asserts after every rule
 that each backend returned what the memory store returned: the same value (records and
 claims compared through ``to_json()``,
 receipts, fences, sequences and statistics as attrs values; query pages by
 their records and whether a next cursor exists, each backend walking its own
 cursor) or the same typed error class (and the same ``.current`` record for
-:class:`AuthorityExists`). ObjectGenerations are the oracle's own numbers on every
-backend with one store-wide sequence; the cluster's are its own (per bucket), so the
+:class:`AuthorityExists`, the same record and member count for :class:`MembersRemain`).
+ObjectGenerations are the oracle's own numbers on every backend with one store-wide
+sequence; the cluster's are its own (per bucket), so the
 model pairs them with the oracle's as they are issued and holds the cluster to what
 spec 06 promises -- strictly increasing per Spot ID, unique store-wide, never reused
 -- and to ``last_object_generation`` being the largest it issued (:class:`Generations`).
@@ -31,6 +33,12 @@ The rules cover the whole store protocol:
   with current and stale fences and the named or another target), the payload
   receipt of a Sealed move and the release of a RelayReady one (refused while its
   target lives), all with current and stale fences;
+- Actor membership (docs/actors.md): ``reserve`` of an Actor into a container -- mostly
+  an existing User or Entry Spot by its owner, sometimes another owner's, an Instance
+  Spot, a missing Spot or an Actor, under an Actor's own ID or a Spot's --
+  ``move_membership`` (Join and Leave, with current and stale generations and owners),
+  ``members``, ``begin_close`` of a container that has members (``MembersRemain``), and
+  an Actor's close and release (so containers empty and Actor IDs get new incarnations);
 - ``query`` pages of size 0..5 walked step by step (0 is refused), forged cursors;
 - the Relocation Store: ``put_root`` / ``get_root`` / ``delete_root`` (with
   forged receipts) and ``inbox_append`` / ``inbox_read`` / ``inbox_set_cursor``
@@ -38,7 +46,8 @@ The rules cover the whole store protocol:
 - advancing ``now``, so leases expire.
 
 Invariants after every rule: all backends agree on both ``statistics()`` and
-on ``find`` for every Spot ID used (Entry IDs included) and on a full query;
+on ``find`` for every Spot and Actor ID used (Entry IDs included), on the ``members``
+of each, and on a full query;
 each Spot ID and each ObjectGeneration has at most one authority record; an
 ObjectGeneration never changes while a User/Instance record exists and
 strictly increases when the ID is re-created (an Entry ID may be re-issued
@@ -50,13 +59,16 @@ Mechanics: stores are async and rules are sync, so each example runs one
 calls (``trio.from_thread.run`` with its token, each call under
 ``trio.fail_after``) until teardown closes them. Everything is deterministic:
 NodeRids and Entry Spot IDs come from counters, ``now`` is an argument.
-Redis is ``ZLINK_TEST_REDIS``, Redis Cluster ``ZLINK_TEST_REDIS_CLUSTER``; when
-either is absent the module fails under ``CI`` and is skipped otherwise
-(``redis_helpers.unreachable`` / ``cluster_unreachable``).
+Redis is ``ZLINK_TEST_REDIS``, Redis Cluster ``ZLINK_TEST_REDIS_CLUSTER`` (or one
+``redis_helpers`` starts); both join the model when ``ZLINK_TEST_REDIS`` or ``CI`` is
+set (``.ci/run`` sets both), and then when either is absent the module fails under
+``CI`` and is skipped otherwise (``redis_helpers.unreachable`` /
+``cluster_unreachable``). Without them the model holds SQLite to memory alone.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 import threading
 from contextlib import AsyncExitStack
@@ -85,27 +97,41 @@ from zlink_trio.core.identity import NodeRid, SpotKind, new_entry_spot_id
 from zlink_trio.core.records import (
     AuthorityFence,
     AuthorityRecord,
+    AuthorityState,
     CreationIntent,
     RecoveryPointer,
     ReservationFence,
     RootReceipt,
 )
-from zlink_trio.store import AuthorityExists, LocationStatistics, Page, open_store
+from zlink_trio.store import (
+    AuthorityExists,
+    LocationStatistics,
+    MembersRemain,
+    Page,
+    open_store,
+)
 from zlink_trio.store.rules.relocation_store import receipt_of
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from zlink_trio.core.records import OwnerFence
     from zlink_trio.store import Store
 
 CALL_TIMEOUT = 10.0
+#: Whether Redis and Redis Cluster join the model (memory and SQLite always do).
+WITH_REDIS = bool(os.environ.get("ZLINK_TEST_REDIS") or os.environ.get("CI"))
 #: The cluster's URL options: its default bucket count, so generations are its own.
 CLUSTER_OPTIONS: dict[str, object] = {}
 NODES = ("n1", "n2")
 SPOTS = ("a", "b", "c")
 SERVED = (("room", SpotKind.USER), ("counter", SpotKind.INSTANCE))
 TYPES = (*SERVED, *SERVED, *SERVED,
-         ("room", SpotKind.INSTANCE), ("room", SpotKind.ENTRY), ("unserved", SpotKind.USER))
+         ("room", SpotKind.INSTANCE), ("room", SpotKind.ENTRY), ("unserved", SpotKind.USER),
+         ("player", SpotKind.ACTOR))  # an Actor without a container: refused
+#: Actor IDs; an Actor may also be asked for under a Spot's ID (one namespace).
+ACTORS = ("p", "q")
+ACTOR_IDS = (*ACTORS, *ACTORS, "a")
 MESHES = (MESH, MESH, MESH, "elsewhere")
 POINTER = RecoveryPointer(root_ref="sha256:pointer", sha256="ee" * 32, size=7)
 INTENT = CreationIntent(content_ref="sha256:intent", sha256="dd" * 32, size=3)
@@ -130,7 +156,8 @@ def norm(value: object, oracle: Callable[[int], int] | None = None) -> object:
     """
     if isinstance(value, ZLinkError):
         current = (norm(value.current, oracle) if isinstance(value, AuthorityExists)
-                   else None)
+                   else (norm(value.record, oracle), value.members)
+                   if isinstance(value, MembersRemain) else None)
         return ("raised", type(value).__module__, type(value).__qualname__, current)
     if oracle is not None and isinstance(value, AuthorityRecord | ReservationFence
                                          | AuthorityFence):
@@ -152,6 +179,8 @@ def generations_in(value: object) -> list[tuple[str, int]]:
     """The ``(spot_id, ObjectGeneration)`` pairs of a store result, in :func:`norm`'s order."""
     if isinstance(value, AuthorityExists):
         return generations_in(value.current)
+    if isinstance(value, MembersRemain):
+        return generations_in(value.record)
     if isinstance(value, AuthorityRecord | ReservationFence | AuthorityFence):
         return [(value.spot_id, value.object_generation)]
     if isinstance(value, Page):
@@ -263,9 +292,10 @@ class Host:
                        f"?busy_timeout=1&dispatch={dispatch}")
                 self.stores[f"sqlite-{dispatch}"] = await stack.enter_async_context(
                     open_store(url))
-            self.stores["redis"] = await stack.enter_async_context(redis_test_store())
-            self.stores["redis-cluster"] = await stack.enter_async_context(
-                cluster_test_store(**CLUSTER_OPTIONS))
+            if WITH_REDIS:
+                self.stores["redis"] = await stack.enter_async_context(redis_test_store())
+                self.stores["redis-cluster"] = await stack.enter_async_context(
+                    cluster_test_store(**CLUSTER_OPTIONS))
             self._token = trio.lowlevel.current_trio_token()
             self._stop = trio.Event()
             self._ready.set()
@@ -363,6 +393,20 @@ class StoreAgreement(RuleBasedStateMachine):
     def spot_of(self, i: int) -> str:
         ids = [*SPOTS, *SPOTS, *self.entries[-2:]]
         return ids[i % len(ids)]
+
+    def container_of(self, j: int, owner: OwnerFence | None = None) -> str:
+        """A container to name. With ``owner``: a Ready Entry or User Spot it owns, when
+        there is one (the Actor joins). Otherwise any Spot, Entry Spot or Actor used --
+        another owner's, an Instance Spot, a missing one or an Actor are refused."""
+        if owner is not None:
+            joinable = sorted(
+                r.spot_id for r in map(self.record, {*SPOTS, *self.entries})
+                if r is not None and r.owner == owner and r.state is AuthorityState.READY
+                and r.kind in (SpotKind.ENTRY, SpotKind.USER))
+            if joinable:
+                return joinable[j % len(joinable)]
+        ids = [*SPOTS, *self.entries[-2:], *ACTORS]
+        return ids[j % len(ids)]
 
     def pick_claim(self, i: int) -> NodeClaim:
         """Mostly a current claim (the oracle still holds it), sometimes any old one."""
@@ -560,6 +604,120 @@ class StoreAgreement(RuleBasedStateMachine):
         self.run("remove_recovery_pointer", lambda s: s.location.remove_recovery_pointer(
             spot_id, object_generation=self.at(s, generation), expected_version=expected))
 
+    # -- Actor membership ----------------------------------------------------------------------
+
+    @precondition(lambda self: self.claims)
+    @rule(target=fences, i=index, actor=st.sampled_from(ACTOR_IDS), j=index,
+          fit=st.sampled_from((True, True, True, False)), commit=st.booleans())
+    def reserve_actor(self, i, actor, j, fit, commit):
+        """Reserve an Actor into a container, mostly one its owner can join (``fit``);
+        CommitReady at once when ``commit``, so Ready members are common."""
+        owner = self.pick_claim(i).owner()
+        container = self.container_of(j, owner if fit else None)
+        now = self.now
+        fence = self.run("reserve actor", lambda s: s.location.reserve(
+            actor, kind=SpotKind.ACTOR, stable_type="player", mesh=MESH, owner=owner, now=now,
+            container=container))
+        if fence is None:
+            return multiple()
+        if commit:
+            self.run("commit_ready", lambda s: s.location.commit_ready(self.at(s, fence),
+                                                                       now=now))
+        return fence
+
+    @precondition(lambda self: self.claims)
+    @rule(actor=st.sampled_from(ACTOR_IDS), j=index, i=index,
+          own=st.sampled_from((True, True, True, False)),
+          fit=st.sampled_from((True, True, True, False)), gen=st.sampled_from((0, 0, 0, 1)))
+    def move_membership(self, actor, j, i, own, fit, gen):
+        """Join or Leave: mostly the Actor's owner names a container it owns (``fit``)."""
+        r = self.record(actor)
+        owner = r.owner if own and r is not None else self.pick_claim(i).owner()
+        container = self.container_of(j, owner if fit else None)
+        generation = (r.object_generation if r else 1) + gen
+        now = self.now
+        self.run("move_membership", lambda s: s.location.move_membership(
+            actor, object_generation=self.at(s, generation), owner=owner, container=container,
+            now=now))
+
+    @precondition(lambda self: self.claims)
+    @rule(actor=st.sampled_from(ACTORS), spot=st.sampled_from(SPOTS), i=index,
+          last=st.sampled_from(("join", "close", "leave", "empty", "empty")))
+    def membership_round(self, actor, spot, i, last):
+        """One Actor's round in a row, so that whole rounds are common: created Ready on
+        its owner's Entry Spot when missing, it joins the User Spot ``spot`` (created Ready
+        first when missing), the Spot's close is refused while it is a member
+        (MembersRemain), it leaves for its Entry Spot, and the Spot closes once empty.
+        Stops at ``last`` or at the first refusal (another owner, a full node, ...)."""
+        if self.record(spot) is None:
+            self.create_ready(i, spot, SERVED[0])
+        room = self.record(spot)
+        if room is None or room.kind is not SpotKind.USER:
+            return
+        if self.record(actor) is None:
+            self.reserve_actor(i, actor, 0, fit=True, commit=True)
+        a = self.record(actor)
+        if a is None or a.state is not AuthorityState.READY:
+            return
+        entry = self.entry_of(a.owner)
+        now = self.now
+
+        def move(container: str) -> Any:
+            return self.run("move_membership", lambda s: s.location.move_membership(
+                actor, object_generation=self.at(s, a.object_generation), owner=a.owner,
+                container=container, now=now))
+
+        def close() -> Any:
+            return self.run("begin_close container", lambda s: s.location.begin_close(
+                spot, object_generation=self.at(s, room.object_generation), owner=room.owner,
+                now=now))
+
+        if move(spot) is None or last == "join":
+            return
+        close()
+        if last == "close" or entry is None:
+            return
+        if move(entry) is None or last == "leave":
+            return
+        self.run("members", lambda s: s.location.members(spot))
+        close()
+
+    def entry_of(self, owner: OwnerFence) -> str | None:
+        """The Entry Spot ID of the lifecycle ``owner`` (None: not one the model claimed)."""
+        return next((c.descriptor.entry_spot_id for c in self.claims if c.owner() == owner),
+                    None)
+
+    @rule(j=index)
+    def members(self, j):
+        container = self.container_of(j)
+        self.run("members", lambda s: s.location.members(container))
+
+    @rule(j=index)
+    def close_container(self, j):
+        """BeginClose of a container that has members (MembersRemain), by its owner."""
+        held = sorted(self.oracle.location.state.members)  # type: ignore[attr-defined]
+        container = held[j % len(held)] if held else self.container_of(j)
+        r = self.record(container)
+        if r is None:
+            return
+        now = self.now
+        self.run("begin_close container", lambda s: s.location.begin_close(
+            container, object_generation=self.at(s, r.object_generation), owner=r.owner,
+            now=now))
+
+    @rule(actor=st.sampled_from(ACTORS), release=st.booleans())
+    def close_actor(self, actor, release):
+        """An Actor's close by its owner, and its release when ``release``."""
+        r = self.record(actor)
+        if r is None:
+            return
+        now = self.now
+        closing = self.run("begin_close actor", lambda s: s.location.begin_close(
+            actor, object_generation=self.at(s, r.object_generation), owner=r.owner, now=now))
+        if closing is not None and release:
+            fence = closing.fence()
+            self.run("release actor", lambda s: s.location.release(self.at(s, fence)))
+
     # -- relocation ----------------------------------------------------------------------------
 
     @precondition(lambda self: self.claims)
@@ -744,8 +902,9 @@ class StoreAgreement(RuleBasedStateMachine):
                     f"{name}: last_object_generation {mine}, largest issued "
                     f"{max(gens.there, default=0)}")
         self.run("relocation statistics", lambda s: s.relocation.statistics())
-        for spot_id in sorted({*SPOTS, *self.entries}):
+        for spot_id in sorted({*SPOTS, *ACTORS, *self.entries}):
             self.run("find", lambda s, spot_id=spot_id: s.location.find(spot_id))
+            self.run("members", lambda s, spot_id=spot_id: s.location.members(spot_id))
         page = self.run("query all", lambda s: s.location.query(page_size=1000))
         assert page.next_cursor is None
         ids = [r.spot_id for r in page.records]
@@ -756,7 +915,7 @@ class StoreAgreement(RuleBasedStateMachine):
 
     @invariant()
     def generations_increase_per_id(self):
-        for spot_id in {*SPOTS, *self.entries}:
+        for spot_id in {*SPOTS, *ACTORS, *self.entries}:
             r = self.record(spot_id)
             if r is None:
                 if spot_id in self.last_gen:
@@ -767,7 +926,7 @@ class StoreAgreement(RuleBasedStateMachine):
                 assert last is not None
                 assert r.object_generation > last
                 self.absent.discard(spot_id)
-            elif last is not None and spot_id in SPOTS:
+            elif last is not None and spot_id in (*SPOTS, *ACTORS):
                 assert r.object_generation == last
             elif last is not None:
                 # NewClaim over an expired claim may delete and re-issue the same Entry ID
@@ -784,7 +943,8 @@ def _redis_answers():
         async with redis_test_store(), cluster_test_store(**CLUSTER_OPTIONS):
             pass
 
-    trio.run(probe)
+    if WITH_REDIS:
+        trio.run(probe)
 
 
 TestStoreAgreement = StoreAgreement.TestCase

@@ -13,7 +13,8 @@ builds the same text as ``dumps(record.to_json())`` without the intermediate dic
 the fields in ``to_json``'s order, strings escaped by the JSON module's own C
 escaper, and each nested value (owner, intent, pointer, relocation target) encoded
 once per object -- an activation's records share one owner and one pointer object
--- by :func:`dumps` itself. ``tests/store/test_sqlite_fast_paths.py`` holds it to
+-- by :func:`dumps` itself; an Actor's record ends with its ``container``, the one key
+only its body has. ``tests/store/test_sqlite_fast_paths.py`` holds it to
 ``dumps(record.to_json())`` over records of every state and shape, and the import
 below refuses a ``to_json`` whose keys changed.
 """
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from zlink_trio.core._json_fields import encode_kind
 from zlink_trio.core.descriptor import NodeClaim
-from zlink_trio.core.records import _RECORD_KEYS, AuthorityRecord
+from zlink_trio.core.records import _ACTOR_RECORD_KEYS, _RECORD_KEYS, AuthorityRecord
 
 if TYPE_CHECKING:
     from zlink_trio.core.identity import SpotKind
@@ -82,7 +83,9 @@ def decode_record(body: str) -> AuthorityRecord:
 _KEYS: Final = ("spotId", "kind", "stableType", "mesh", "state", "objectGeneration",
                 "ownerGeneration", "storeVersion", "owner", "creationIntent",
                 "recoveryPointer", "relocationTarget", "relocationPayload")
-if frozenset(_KEYS) != _RECORD_KEYS:  # pragma: no cover - a changed record format
+# An Actor's record has one key more, "container", written after all of these.
+if (frozenset(_KEYS) != _RECORD_KEYS
+        or _RECORD_KEYS | {"container"} != _ACTOR_RECORD_KEYS):  # pragma: no cover
     raise ImportError("AuthorityRecord.to_json changed its keys: update "
                       "zlink_trio.store.sqlite.codec.encode_record to match")
 
@@ -122,6 +125,10 @@ def _state_text(state: AuthorityState) -> str:
 
 def encode_record(record: AuthorityRecord) -> str:
     """The stored JSON of ``record``, ``dumps(record.to_json())`` (remembered for reads)."""
+    container = record.container
+    # to_json adds the key last, and only to an Actor's record (a Spot's text is what it
+    # was before Actors existed).
+    end = "}" if container is None else f',"container":{encode_basestring(container)}}}'
     text = (
         f'{{"spotId":{encode_basestring(record.spot_id)},'
         f'"kind":{_kind_text(record.kind)},'
@@ -135,7 +142,7 @@ def encode_record(record: AuthorityRecord) -> str:
         f'"creationIntent":{_nested_text(record.creation_intent)},'
         f'"recoveryPointer":{_nested_text(record.recovery_pointer)},'
         f'"relocationTarget":{_nested_text(record.relocation_target)},'
-        f'"relocationPayload":{_nested_text(record.relocation_payload)}}}')
+        f'"relocationPayload":{_nested_text(record.relocation_payload)}{end}')
     _remember(_records, text, record)
     return text
 

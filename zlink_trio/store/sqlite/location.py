@@ -8,7 +8,10 @@ over a :class:`LocationView` of the ``loc_*`` tables (``view``): the checks, the
 order, the errors and the return values are the memory backend's by construction,
 and :meth:`LocationView.flush` writes what the oracle changed. Reads are bounded
 SQL queries (a primary key, an index range, ``LIMIT``) whose rows are fed to the
-same functions, so a read never scans a table into memory.
+same functions, so a read never scans a table into memory. Actor membership is the
+``container`` column of ``loc_records`` (``view``): Reserve with a container and
+MoveMembership run the oracle like every write, and ``members`` reads one range of
+the container index.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from zlink_trio.core._checks import check_finite, check_int
 from zlink_trio.core.records import AuthorityState
-from zlink_trio.store.rules import claims, recovery
+from zlink_trio.store.rules import claims, membership, recovery
 from zlink_trio.store.rules import location as loc
 from zlink_trio.store.rules import operator as ops
 from zlink_trio.store.rules import relocation_steps as steps
@@ -156,12 +159,40 @@ class SqliteLocationStore:
     async def reserve(self, spot_id: str, *, kind: SpotKind, stable_type: str, mesh: str,
                       owner: OwnerFence, now: float,
                       creation_intent: CreationIntent | None = None,
-                      recovery_pointer: RecoveryPointer | None = None) -> ReservationFence:
-        """Reserve (one transaction); see ``LocationStore.reserve``."""
+                      recovery_pointer: RecoveryPointer | None = None,
+                      container: str | None = None) -> ReservationFence:
+        """Reserve (one transaction); see ``LocationStore.reserve``.
+
+        An Actor's reservation (``container``) reads its container's record and members
+        in the same transaction, so it cannot race a BeginClose of the container.
+        """
         return await self._txn(lambda s: loc.txn_reserve(
             s, spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner, now=now,
-            creation_intent=creation_intent, recovery_pointer=recovery_pointer),
-            generation=True)
+            creation_intent=creation_intent, recovery_pointer=recovery_pointer,
+            container=container), generation=True)
+
+    async def move_membership(self, actor_id: str, *, object_generation: int,
+                              owner: OwnerFence, container: str,
+                              now: float) -> AuthorityRecord:
+        """MoveMembership (one transaction); see ``LocationStore.move_membership``."""
+        return await self._txn(lambda s: membership.txn_move_membership(
+            s, actor_id, object_generation=object_generation, owner=owner,
+            container=container, now=now))
+
+    async def members(self, container: str) -> list[AuthorityRecord]:
+        """The Actor records naming ``container`` (one read); see ``LocationStore.members``.
+
+        One range of the container index, in ActorId order; the oracle lists them.
+        """
+        membership.txn_members(loc.LocationState(), container)  # the argument, before I/O
+
+        def body(conn: sqlite3.Connection) -> list[AuthorityRecord]:
+            rows = conn.execute("SELECT spot_id, body FROM loc_records WHERE container = ? "
+                                "ORDER BY spot_id", (container,)).fetchall()
+            window = loc.LocationState(records={r[0]: decode_record(r[1]) for r in rows},
+                                       members={container: frozenset(r[0] for r in rows)})
+            return membership.txn_members(window, container)
+        return await self._db.read(body, single=True)
 
     async def commit_ready(self, fence: ReservationFence, *, now: float) -> AuthorityRecord:
         """CommitReady (one transaction); see ``LocationStore.commit_ready``."""

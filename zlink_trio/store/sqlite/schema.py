@@ -44,7 +44,7 @@ __all__ = (
 )
 
 #: The newest schema this code reads and writes.
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 #: ``PRAGMA application_id`` of a zlink store file ("ZLNK").
 APPLICATION_ID: Final = 0x5A4C4E4B
 #: Largest accepted busy timeout, seconds (a bound on how long a cancel may wait).
@@ -95,8 +95,19 @@ _V2: Final = (
         WHERE json_type(body, '$.relocationPayload') IS NULL""",
 )
 
+_V3: Final = (
+    # An Actor's record names its container (``container``, a key only an Actor's body
+    # has, docs/actors.md): the column holds it, NULL on every other row, so a
+    # container's members are one index range (``view.LocationView.members``, BeginClose's
+    # check). A version-2 file holds no Actor record, so every existing row is NULL.
+    "ALTER TABLE loc_records ADD COLUMN container TEXT",
+    # Partial: only Actor rows are indexed, so a Spot's record writes never touch it.
+    """CREATE INDEX loc_records_container ON loc_records (container)
+        WHERE container IS NOT NULL""",
+)
+
 #: Migration ``n`` takes a file from version ``n - 1`` to ``n``.
-MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _V1, 2: _V2}
+MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _V1, 2: _V2, 3: _V3}
 
 
 @attrs.frozen(kw_only=True)

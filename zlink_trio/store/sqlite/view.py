@@ -21,11 +21,22 @@ keys back. Everything happens inside one ``BEGIN IMMEDIATE`` transaction
 itself -- rolls back whole, and two processes never interleave. Same checks, same
 order, same errors and same return values as ``memory://`` by construction.
 
+**Actor membership.** ``members`` (container -> the IDs of the Actors whose records
+name it) is not a table but an index of ``loc_records``: the ``container`` column, which
+every record write sets from the record itself (NULL on a Spot's row), under the partial
+index ``loc_records_container``. A container's entry loads with one index-range
+``SELECT`` and is then overlaid with this transaction's record writes that the view
+has not flushed yet, so the oracle reads the members its own records imply at every
+moment. Its writes to ``members`` (``add_member`` / ``drop_member``, always beside the
+record write they index) are not flushed: the record rows carry them.
+:meth:`LocationView.flush` asserts that both agree on every record written.
+
 Inside a group commit the sequence, claim and capacity rows come from the group's
 shared rows (``group_rows``); records come from the connection's row cache
 (``rowcache``) when it holds them. A record row that existed when the view loaded it
 and keeps its owner columns is written with an ``UPDATE`` of the columns that changed
-(``state`` and ``body``, or ``body`` alone), which leaves the owner index untouched;
+(``state`` and ``body``, or ``body`` alone; ``container`` too when an Actor changes
+container), which leaves the owner index untouched;
 any other record write is ``INSERT OR REPLACE`` of the whole row, as is an ``UPDATE``
 that finds no row (never expected; the whole row is then written).
 """
@@ -180,6 +191,36 @@ def _load_record(conn: sqlite3.Connection, cached: dict[str, Any] | None,
     return record
 
 
+def _load_members(conn: sqlite3.Connection, records: Rows[str, AuthorityRecord],
+                  container: str) -> frozenset[str] | None:
+    """The IDs of the Actors whose records name ``container`` (``None``: none).
+
+    The rows the table holds, through the container index (one index range, no row
+    read), as ``records`` -- the same transaction's view -- changed them: a record
+    written but not flushed yet counts by its new value, a deleted one not at all.
+    """
+    ids = {row[0] for row in conn.execute(
+        "SELECT spot_id FROM loc_records WHERE container = ?", (container,))}
+    for spot_id, record in records.changes():
+        if record is not None and record.container == container:
+            ids.add(spot_id)
+        else:
+            ids.discard(spot_id)
+    return frozenset(ids) if ids else None
+
+
+def _members_agree(members: Rows[str, frozenset[str]],
+                   records: Rows[str, AuthorityRecord]) -> bool:
+    """Whether every container entry written lists exactly the written records naming it."""
+    written = list(records.changes())
+    for container, ids in members.changes():
+        for spot_id, record in written:
+            names_it = record is not None and record.container == container
+            if names_it != (ids is not None and spot_id in ids):
+                return False
+    return True
+
+
 def _load_lifecycle(conn: sqlite3.Connection, node_id: str) -> int | None:
     value = _one(conn, "SELECT generation FROM loc_lifecycles WHERE node_id = ?", (node_id,))
     return None if value is None else int(value)
@@ -200,12 +241,17 @@ def _write_record(conn: sqlite3.Connection, spot_id: str, record: AuthorityRecor
                   before: AuthorityRecord | None) -> None:
     """Write one record row; ``before``: the row the table holds, if known."""
     body = encode_record(record)
+    container = record.container
     if (before is not None and before.mesh == record.mesh
             and before.object_generation == record.object_generation
             and before.owner.node_rid == record.owner.node_rid
             and before.owner.lifecycle_generation == record.owner.lifecycle_generation):
         # The owner columns stay: update only what changed (no owner-index write).
-        if before.state is record.state:
+        if before.container != container:  # an Actor's Join or Leave
+            updated = conn.execute(
+                "UPDATE loc_records SET state = ?, body = ?, container = ? WHERE spot_id = ?",
+                (record.state.value, body, container, spot_id)).rowcount
+        elif before.state is record.state:
             updated = conn.execute("UPDATE loc_records SET body = ? WHERE spot_id = ?",
                                    (body, spot_id)).rowcount
         else:
@@ -214,9 +260,12 @@ def _write_record(conn: sqlite3.Connection, spot_id: str, record: AuthorityRecor
                 (record.state.value, body, spot_id)).rowcount
         if updated == 1:
             return
-    conn.execute("INSERT OR REPLACE INTO loc_records VALUES (?, ?, ?, ?, ?, ?, ?)",
+    conn.execute("INSERT OR REPLACE INTO loc_records (spot_id, state, mesh, owner_rid, "
+                 "owner_lifecycle, object_generation, body, container) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                  (spot_id, record.state.value, record.mesh, str(record.owner.node_rid),
-                  record.owner.lifecycle_generation, record.object_generation, body))
+                  record.owner.lifecycle_generation, record.object_generation, body,
+                  container))
 
 
 class LocationView:
@@ -249,6 +298,9 @@ class LocationView:
         self.lifecycles: Rows[str, int] = Rows(partial(_load_lifecycle, conn))
         self.pending: Rows[CapacityKey, int] = Rows(partial(_load_capacity, conn, capacity, 0))
         self.active: Rows[CapacityKey, int] = Rows(partial(_load_capacity, conn, capacity, 1))
+        # Reads the records view, never the view itself (no cycle, as above).
+        self.members: Rows[str, frozenset[str]] = Rows(
+            partial(_load_members, conn, self.records))
         self._read_generation = generation
         if not generation:
             self._generation = 0
@@ -266,6 +318,7 @@ class LocationView:
             last_generation=self._generation,
             pending=self.pending,  # type: ignore[arg-type]
             active=self.active,  # type: ignore[arg-type]
+            members=self.members,  # type: ignore[arg-type]
         )
 
     def flush(self) -> None:
@@ -284,6 +337,10 @@ class LocationView:
             if group is not None:
                 group.set_claim(claim_key, claim)
         cached, loaded = self._cached, self._loaded
+        # The members index is the records' container column: nothing of it to write,
+        # but it must be what the records written say (the oracle writes both together).
+        assert not self.members.changed or _members_agree(self.members, self.records), (
+            "the members index disagrees with the records written in this transaction")
         for spot_id, record in self.records.changes():
             if record is None:
                 conn.execute("DELETE FROM loc_records WHERE spot_id = ?", (spot_id,))
