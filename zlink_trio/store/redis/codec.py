@@ -22,15 +22,16 @@ from the URL's ``?prefix=``, default ``zlink``)::
 Every key of one Spot carries the hash tag ``{<spot_id>}`` (Redis Cluster
 hashes only the text between the first ``{`` and the next ``}``, so an ID
 holding ``}`` is tagged by its prefix -- still the same tag for all of that
-Spot's keys). Node keys are tagged by NodeRid, never Spot keys by node. A
-container's members set carries the container's tag (its record's); a script of an
-Actor reads and writes its container's keys beside its own, as every script reads
-node keys beside Spot keys -- one Redis runs it atomically whatever the tags (Redis
-Cluster cannot: ``store.redis_cluster.membership`` splits it).
-The members set is an index of the records, written by the same scripts that
-write them (Reserve of an Actor, MoveMembership, every deletion of an Actor's
-record), so it holds exactly the Actors whose records name the container; like
-the oracle's index it is keyed by Spot ID, not incarnation.
+Spot's keys). Node keys are tagged by NodeRid, never Spot keys by node.
+
+A container's members set carries the container's tag. It is an index of the
+records, written by the same scripts that write them (Reserve of an Actor,
+MoveMembership, every deletion of an Actor's record: ``drop_record``), so it holds
+exactly the Actors whose records name the container; like the oracle's index it is
+keyed by Spot ID, not incarnation. Such a script reads and writes the container's
+keys beside the Actor's, as every script reads node keys beside Spot keys: one Redis
+runs it atomically whatever the tags (Redis Cluster cannot, and splits it:
+``store.redis_cluster.membership``).
 
 An authority record is a hash of short fields: ``id kind type mesh state gen
 ogen ver orid olc`` plus ``ir ish isz`` (creation intent), ``pr psh psz pv``

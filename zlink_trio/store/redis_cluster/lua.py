@@ -23,6 +23,14 @@ slot are the bucket's own, every other helper is the prelude's:
   ``B`` (``INCRBY``), so generations are strictly increasing per Spot ID (an ID never
   changes bucket) and unique store-wide, with no store-wide counter.
 
+- Actor membership is the layout's too: an Actor's record carries the token of its
+  mark in the container's bucket, a deletion or a move hands the old mark back beside
+  the reply (``{reply, shifts, unmarks}``) for the runner to drop there, and BeginClose
+  answers the marks it finds (``MARKS``) instead of counting members. ``member_mark``
+  and ``member_verify`` are the protocol's parts in the container's and the Actor's
+  bucket, and Reserve has its own body (the container's verdict among its arguments):
+  ``membership`` tells the whole protocol.
+
 **Node scripts** run in the nodes slot (``{nodes}``): claims as JSON in one hash,
 lifecycles, capacity units, and the checks that read them. NewClaim, Remove and
 RemoveDeadClaims are a node script plus bucket scripts for the Entry record
