@@ -6,6 +6,8 @@ Keys (``P`` = ``<prefix>:loc:``, ``R`` = ``<prefix>:rel:``; ``prefix`` comes
 from the URL's ``?prefix=``, default ``zlink``)::
 
     P spot:{<spot_id>}                          hash: one authority record
+    P members:{<spot_id>}                       set: the IDs of the Actors whose
+                                                records name this container
     P node:{<node_rid>}:claim:<mesh>            hash: one descriptor claim
     P node:{<node_rid>}:load:<lifecycle>:<mesh> hash: pending / active capacity units
     P meta:{m}:seq                              the store-wide ObjectGeneration sequence
@@ -22,10 +24,21 @@ hashes only the text between the first ``{`` and the next ``}``, so an ID
 holding ``}`` is tagged by its prefix -- still the same tag for all of that
 Spot's keys). Node keys are tagged by NodeRid, never Spot keys by node.
 
+A container's members set carries the container's tag. It is an index of the
+records, written by the same scripts that write them (Reserve of an Actor,
+MoveMembership, every deletion of an Actor's record: ``drop_record``), so it holds
+exactly the Actors whose records name the container; like the oracle's index it is
+keyed by Spot ID, not incarnation. Such a script reads and writes the container's
+keys beside the Actor's, as every script reads node keys beside Spot keys: one Redis
+runs it atomically whatever the tags (Redis Cluster cannot, and splits it:
+``store.redis_cluster.membership``).
+
 An authority record is a hash of short fields: ``id kind type mesh state gen
 ogen ver orid olc`` plus ``ir ish isz`` (creation intent), ``pr psh psz pv``
-(recovery pointer), ``trid tlc`` (relocation target) and ``mr msh msz`` (the
-move's payload root, Sealed and RelayReady only) when present. Kinds
+(recovery pointer), ``trid tlc`` (relocation target), ``mr msh msz`` (the
+move's payload root, Sealed and RelayReady only) and ``container`` (an Actor's
+record only; on Redis Cluster also ``mt``, its membership token:
+``store.redis_cluster.membership``) when present. Kinds
 and states are the JSON names ``AuthorityRecord.to_json`` uses, counters are
 decimal strings, so :func:`decode_record` rebuilds the record through
 ``AuthorityRecord.from_json`` and its validation. A claim keeps the
@@ -55,9 +68,15 @@ from zlink_trio.core.errors import (
     ZLinkError,
 )
 from zlink_trio.core.placement import Role
-from zlink_trio.core.records import AuthorityRecord, AuthorityState, RecoveryPointer
+from zlink_trio.core.records import (
+    AuthorityRecord,
+    AuthorityState,
+    OwnerFence,
+    RecoveryPointer,
+)
+from zlink_trio.store.rules.location import container_refusal
 from zlink_trio.store.rules.relocation_steps import past_relay_ready
-from zlink_trio.store.values import AuthorityExists
+from zlink_trio.store.values import AuthorityExists, MembersRemain
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -91,6 +110,10 @@ class Keys:
     def spot(self, spot_id: str) -> str:
         """The authority record of ``spot_id``."""
         return f"{self.location}spot:{{{spot_id}}}"
+
+    def members(self, container: str) -> str:
+        """The set of the Actor IDs whose records name ``container``."""
+        return f"{self.location}members:{{{container}}}"
 
     def claim(self, mesh: str, node_rid: NodeRid) -> str:
         """The descriptor claim of ``(mesh, node_rid)``."""
@@ -147,11 +170,12 @@ def _owner(rid: str, lc: str) -> dict[str, str]:
 def decode_record(flat: Sequence[object]) -> AuthorityRecord:
     """The :class:`AuthorityRecord` of an ``HGETALL`` reply (non-empty)."""
     f = _pairs(flat)
+    container = f.get("container")
     intent = None if "ir" not in f else {
         "contentRef": f["ir"], "sha256": f["ish"], "size": int(f["isz"])}
     pointer = None if "pr" not in f else {
         "rootRef": f["pr"], "sha256": f["psh"], "size": int(f["psz"]), "version": int(f["pv"])}
-    return AuthorityRecord.from_json({
+    body: dict[str, object] = {
         "spotId": f["id"], "kind": f["kind"], "stableType": f["type"], "mesh": f["mesh"],
         "state": f["state"], "objectGeneration": f["gen"], "ownerGeneration": f["ogen"],
         "storeVersion": f["ver"], "owner": _owner(f["orid"], f["olc"]),
@@ -159,7 +183,10 @@ def decode_record(flat: Sequence[object]) -> AuthorityRecord:
         "relocationTarget": None if "trid" not in f else _owner(f["trid"], f["tlc"]),
         "relocationPayload": None if "mr" not in f else {
             "ref": f["mr"], "sha256": f["msh"], "size": int(f["msz"])},
-    })
+    }
+    if container is not None:
+        body["container"] = container
+    return AuthorityRecord.from_json(body)
 
 
 def decode_ready(flat: Sequence[object], fence: ReservationFence) -> AuthorityRecord:
@@ -191,7 +218,8 @@ def decode_ready(flat: Sequence[object], fence: ReservationFence) -> AuthorityRe
             stable_type=f[b"type"].decode(), mesh=f[b"mesh"].decode(),
             state=AuthorityState.READY, object_generation=fence.object_generation,
             owner_generation=fence.owner_generation, store_version=fence.store_version + 1,
-            owner=owner, recovery_pointer=pointer)
+            owner=owner, recovery_pointer=pointer,
+            container=None if b"container" not in f else f[b"container"].decode())
     except (ZLinkError, KeyError, ValueError):
         return decode_record(flat)  # the general decoding says what is wrong
 
@@ -292,6 +320,14 @@ def raise_status(reply: Sequence[object], what: str) -> None:
     if code == "ENTRY_TAKEN":
         raise AlreadyExists(f"{what}: Entry Spot ID {detail[0]!r} already has authority; "
                             "issue a new Entry Spot ID and claim again")
+    if code == "CONTAINER":
+        raise _container_refusal(reply)
+    if code == "MEMBERS":
+        raise MembersRemain(decode_record(_flat(reply[1])), int(text(reply[2])))
+    if code == "JOIN_REVOKED":
+        raise Unavailable(f"{what}: container {detail[0]!r} checked its members while the "
+                          "Actor joined it (a BeginClose raced the join); nothing was "
+                          "written -- retry, the container's state decides the outcome")
     if code == "PAST_RELAY_READY":
         raise past_relay_ready(decode_record(_flat(reply[1])))
     if code == "MOVING":
@@ -306,6 +342,19 @@ def raise_status(reply: Sequence[object], what: str) -> None:
                                f"{detail[1] if len(detail) > 1 else ''}".rstrip())
     raise Unavailable(f"{what}: the Redis script answered {code!r}, which this version "
                       "does not know; check that every process runs the same zlink_trio")
+
+
+def _container_refusal(reply: Sequence[object]) -> ZLinkError:
+    """The oracle's error for a ``{'CONTAINER', container, record, rid, lc}`` refusal."""
+    container, found = text(reply[1]), _flat(reply[2])
+    owner = OwnerFence.from_json({"nodeRid": text(reply[3]),
+                                  "lifecycleGeneration": text(reply[4])})
+    error = container_refusal(container, decode_record(found) if found else None, owner)
+    if error is None:  # the script and the oracle disagree: never act on it
+        return Unavailable(f"container {container!r} was refused by the Redis script but "
+                           "the rules accept it; check that every process runs the same "
+                           "zlink_trio")
+    return error
 
 
 _INVALID: Final = {

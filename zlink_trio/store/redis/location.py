@@ -44,6 +44,7 @@ from zlink_trio.store.redis.codec import (
 from zlink_trio.store.redis.recovery import redis_adopt_orphan, redis_orphans
 from zlink_trio.store.rules.claims import select_claims
 from zlink_trio.store.rules.location import check_reserve_args, page_of, parse_cursor
+from zlink_trio.store.rules.membership import check_move_args, move_refusal
 from zlink_trio.store.rules.operator import release_expired_refusal
 from zlink_trio.store.rules.relocation_steps import check_payload, check_target
 from zlink_trio.store.values import (
@@ -191,16 +192,18 @@ class RedisLocationStore:
     async def reserve(self, spot_id: str, *, kind: SpotKind, stable_type: str, mesh: str,
                       owner: OwnerFence, now: float,
                       creation_intent: CreationIntent | None = None,
-                      recovery_pointer: RecoveryPointer | None = None) -> ReservationFence:
-        """Reserve (one script); see ``LocationStore.reserve``."""
+                      recovery_pointer: RecoveryPointer | None = None,
+                      container: str | None = None) -> ReservationFence:
+        """Reserve (one script; an Actor's checks and joins its container in it too);
+        see ``LocationStore.reserve``."""
         check_reserve_args(spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner,
                            now=now, creation_intent=creation_intent,
-                           recovery_pointer=recovery_pointer)
+                           recovery_pointer=recovery_pointer, container=container)
         what = f"reserve of {spot_id!r}"
         reply = await self._script(
             what, "reserve", self._keys.spot(spot_id), spot_id, encode_kind(kind), stable_type,
             mesh, str(owner.node_rid), owner.lifecycle_generation, repr(float(now)),
-            *optional_fields(creation_intent, recovery_pointer))
+            container or "", *optional_fields(creation_intent, recovery_pointer))
         raise_status(reply, what)
         return ReservationFence(spot_id=spot_id, store_version=1,
                                 object_generation=int(text(reply[1])), owner_generation=1,
@@ -239,6 +242,42 @@ class RedisLocationStore:
             return None
         raise_status(reply, what)
         return decode_record(reply[1])
+
+    async def move_membership(self, actor_id: str, *, object_generation: int,
+                              owner: OwnerFence, container: str,
+                              now: float) -> AuthorityRecord:
+        """MoveMembership (one script); see ``LocationStore.move_membership``."""
+        check_move_args(actor_id, object_generation=object_generation, owner=owner,
+                        container=container, now=now)
+        what = f"move_membership of {actor_id!r} to {container!r}"
+        reply = await self._script(what, "move_membership", self._keys.spot(actor_id),
+                                   object_generation, str(owner.node_rid),
+                                   owner.lifecycle_generation, container, repr(float(now)))
+        return self._moved(reply, what, actor_id, object_generation, owner)
+
+    @staticmethod
+    def _moved(reply: Sequence[Any], what: str, actor_id: str, object_generation: int,
+               owner: OwnerFence) -> AuthorityRecord:
+        """The record of a ``move_membership`` reply, or its refusal raised."""
+        if text(reply[0]) == "MOVE_REFUSED":
+            found = reply[1]
+            refusal = move_refusal(actor_id, decode_record(found) if found else None,
+                                   object_generation=object_generation, owner=owner)
+            if refusal is not None:
+                raise refusal
+            raise Unavailable(f"{what}: the Redis script refused a record the rules accept; "
+                              "check that every process runs the same zlink_trio")
+        raise_status(reply, what)
+        return decode_record(reply[1])
+
+    async def members(self, container: str) -> list[AuthorityRecord]:
+        """The Actor records naming ``container`` (one read-only script); see the protocol."""
+        validate_spot_id(container)
+        reply = await self._script(f"members of {container!r}", "members",
+                                   self._keys.members(container), write=False)
+        found = (decode_record(flat) for flat in reply if flat)
+        return sorted((r for r in found if r.container == container),
+                      key=lambda r: r.spot_id)
 
     async def release(self, fence: AuthorityFence) -> bool:
         """Release (one script); see ``LocationStore.release``."""

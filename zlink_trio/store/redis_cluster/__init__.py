@@ -18,6 +18,7 @@ Modules:
 - ``router``      -- the slot map (``CLUSTER SHARDS``), per-master auto-pipelines,
                      MOVED / ASK / TRYAGAIN
 - ``location``    -- :class:`ClusterLocationStore`: split claims, reads over buckets
+- ``membership``  -- Actor membership across two buckets: member marks, their protocol
 - ``sweep``       -- reads over every bucket: one script per master, per bucket if not
 - ``relocation``  -- the Relocation Store and the combined transactions
 """

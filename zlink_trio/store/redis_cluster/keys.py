@@ -13,6 +13,10 @@ tag ``{b<k>}``, so they live in one slot. ``P`` = ``<prefix>:loc:``, ``R`` =
     P {b<k>}:ids                     zset (score 0): the bucket's Spot IDs, for Query
     P {b<k>}:counts                  hash: the bucket's records per state
     P {b<k>}:gen                     the bucket's last issued ObjectGeneration
+    P {b<k>}:members:<container>     set: member marks ``<token>:<actor_id>`` (a superset
+                                     of the Actors whose records name the container)
+    P {b<k>}:mtok                    the bucket's last issued mark token number
+    P {b<k>}:bans:<actor_id>         set: mark tokens no join of the Actor may use
     R {b<k>}:inbox:<spot_id>:<gen>   one incarnation's inbox (``[:log]``: its records)
     R {b<k>}:root:<ref>              one root's bytes (bucket of the ref)
     R {b<k>}:stats                   hash: the bucket's Relocation Store counts
@@ -24,6 +28,8 @@ tag ``{b<k>}``, so they live in one slot. ``P`` = ``<prefix>:loc:``, ``R`` =
 So a Spot's record, its inboxes and the counters its transactions change share a
 slot; node claims, lifecycles and loads share another (low rate: claims, renewals,
 capacity units). ObjectGeneration is per bucket -- see ``lua`` and docs/decisions.md.
+A container's member marks and tokens live in its bucket, an Actor's bans in the
+Actor's: ``membership`` has the protocol that keeps them sound across the two.
 """
 
 from __future__ import annotations
@@ -95,6 +101,18 @@ class ClusterKeys(Keys):
         tag = f"{{b{bucket}}}"
         return [f"{self.location}{tag}:ids", f"{self.location}{tag}:counts",
                 f"{self.location}{tag}:gen", f"{self.relocation}{tag}:stats"]
+
+    def members(self, container: str) -> str:
+        """The member marks of ``container`` (in its bucket)."""
+        return f"{self.location}{self._b(container)}:members:{container}"
+
+    def tokens(self, container: str) -> str:
+        """The mark token counter of ``container``'s bucket."""
+        return f"{self.location}{self._b(container)}:mtok"
+
+    def bans(self, actor_id: str) -> str:
+        """The banned mark tokens of ``actor_id`` (in its bucket)."""
+        return f"{self.location}{self._b(actor_id)}:bans:{actor_id}"
 
     def ids(self, bucket: int) -> str:
         return f"{self.location}{{b{bucket}}}:ids"

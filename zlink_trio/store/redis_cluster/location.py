@@ -17,6 +17,9 @@ script, in the oracle's order of checks:
   claim's own Entry record is dropped in its bucket.
 - **Remove** / **RemoveDeadClaims**: the claim(s) in the nodes slot, then each
   linked Entry record in its bucket (fenced by owner, so a replacement is never touched).
+- **Actor membership** -- Reserve of an Actor, MoveMembership, BeginClose, members --
+  spans the Actor's bucket and its container's: the member marks and their protocol
+  are ``membership``'s.
 - **Query**, **statistics**, **orphans**, **dead_owned**: every bucket is read and
   merged in Spot ID order -- Query's listing and the statistics by one read-only
   script per master over all of its buckets (``sweep``), orphans by one script per
@@ -37,13 +40,22 @@ from zlink_trio.core._json_fields import encode_kind
 from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
 from zlink_trio.core.errors import InvalidOperation, StoreUnavailable
 from zlink_trio.core.identity import validate_node_id
-from zlink_trio.store.redis.codec import claim_args, decode_claim, decode_record, raise_status
+from zlink_trio.core.records import ReservationFence
+from zlink_trio.store.redis.codec import (
+    claim_args,
+    decode_claim,
+    decode_record,
+    optional_fields,
+    raise_status,
+)
 from zlink_trio.store.redis.codec import text as _text
 from zlink_trio.store.redis.location import RedisLocationStore, _lease
 from zlink_trio.store.redis.recovery import SCAN_BUDGET
 from zlink_trio.store.redis_cluster.keys import claim_field
+from zlink_trio.store.redis_cluster.membership import ClusterMembership
 from zlink_trio.store.redis_cluster.sweep import LISTING, STATISTICS, TOTALS, Sweep, gather
 from zlink_trio.store.rules.location import check_reserve_args, page_of, parse_cursor
+from zlink_trio.store.rules.membership import check_move_args
 from zlink_trio.store.rules.recovery import check_orphans_args
 from zlink_trio.store.values import (
     MAX_PAGE_BYTES,
@@ -62,7 +74,6 @@ if TYPE_CHECKING:
         CreationIntent,
         OwnerFence,
         RecoveryPointer,
-        ReservationFence,
     )
     from zlink_trio.store.redis_cluster.keys import ClusterKeys
     from zlink_trio.store.redis_cluster.runner import ClusterRunner
@@ -91,6 +102,7 @@ class ClusterLocationStore(RedisLocationStore):
     def __init__(self, runner: ClusterRunner, keys: ClusterKeys) -> None:
         super().__init__(runner, keys)  # type: ignore[arg-type]  # same interface
         self.sweep: Final = Sweep(runner.router, keys.buckets)
+        self.membership: Final = ClusterMembership(runner, keys)
 
     async def _node(self, what: str, name: str, keys: Sequence[str],
                     *args: str | int | bytes, write: bool = True) -> Any:
@@ -209,25 +221,61 @@ class ClusterLocationStore(RedisLocationStore):
     async def reserve(self, spot_id: str, *, kind: SpotKind, stable_type: str, mesh: str,
                       owner: OwnerFence, now: float,
                       creation_intent: CreationIntent | None = None,
-                      recovery_pointer: RecoveryPointer | None = None) -> ReservationFence:
-        """Reserve: the owner's unit first (nodes slot), then the bucket script."""
-        from zlink_trio.core.records import ReservationFence
-        from zlink_trio.store.redis.codec import optional_fields
-
+                      recovery_pointer: RecoveryPointer | None = None,
+                      container: str | None = None) -> ReservationFence:
+        """Reserve: an Actor's mark in its container's bucket first (``membership``), the
+        owner's unit (nodes slot), then the bucket script."""
         check_reserve_args(spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner,
                            now=now, creation_intent=creation_intent,
-                           recovery_pointer=recovery_pointer)
+                           recovery_pointer=recovery_pointer, container=container)
         what = f"reserve of {spot_id!r}"
+        mark = (None if container is None
+                else await self.membership.mark(what, container, spot_id, owner))
         reply = _seq(await self._run.script(
-            what, "reserve", [self._keys.spot(spot_id)],
+            what, "reserve", [self._keys.spot(spot_id), self._keys.bans(spot_id)],
             [spot_id, encode_kind(kind), stable_type, mesh, str(owner.node_rid),
-             owner.lifecycle_generation, repr(float(now)),
+             owner.lifecycle_generation, repr(float(now)), container or "",
+             "" if mark is None else mark.token,
              *optional_fields(creation_intent, recovery_pointer)],
             take=(mesh, str(owner.node_rid), owner.lifecycle_generation)))
+        if mark is not None:
+            await self.membership.conclude(mark, reply, what, used=_text(reply[0]) == "OK")
         raise_status(reply, what)
         return ReservationFence(spot_id=spot_id, store_version=1,
                                 object_generation=int(_text(reply[1])), owner_generation=1,
                                 owner=owner, owner_lease_expires_at=float(_text(reply[2])))
+
+    async def begin_close(self, spot_id: str, *, object_generation: int, owner: OwnerFence,
+                          now: float, expected_owner_generation: int | None = None,
+                          expected_store_version: int | None = None
+                          ) -> AuthorityRecord | None:
+        """BeginClose, checking the member marks (``membership``); see the protocol."""
+        return await self.membership.begin_close(
+            spot_id, object_generation=object_generation, owner=owner, now=now,
+            expected_owner_generation=expected_owner_generation,
+            expected_store_version=expected_store_version)
+
+    async def move_membership(self, actor_id: str, *, object_generation: int,
+                              owner: OwnerFence, container: str,
+                              now: float) -> AuthorityRecord:
+        """MoveMembership: the new container's mark, the record, the old mark dropped
+        (``membership``); see ``LocationStore.move_membership``."""
+        check_move_args(actor_id, object_generation=object_generation, owner=owner,
+                        container=container, now=now)
+        what = f"move_membership of {actor_id!r} to {container!r}"
+        mark = await self.membership.mark(what, container, actor_id, owner)
+        reply = _seq(await self._run.script(
+            what, "move_membership", [self._keys.spot(actor_id), self._keys.bans(actor_id)],
+            [object_generation, str(owner.node_rid), owner.lifecycle_generation, container,
+             repr(float(now)), mark.token]))
+        used = _text(reply[0]) == "OK" and mark.token != "" and _field(reply[1], "mt") == (
+            mark.token)
+        await self.membership.conclude(mark, reply, what, used=used)
+        return self._moved(reply, what, actor_id, object_generation, owner)
+
+    async def members(self, container: str) -> list[AuthorityRecord]:
+        """The Actors whose records name ``container`` (marks, then records)."""
+        return await self.membership.members(container)
 
     # -- reads over every bucket -----------------------------------------------------------
 
@@ -348,6 +396,14 @@ class ClusterLocationStore(RedisLocationStore):
 def _add(totals: list[int], values: Sequence[Any]) -> None:
     for i, v in enumerate(values):
         totals[i] += 0 if v is None else int(_text(v))
+
+
+def _field(flat: Sequence[Any], name: str) -> str | None:
+    """The value of field ``name`` in an ``HGETALL`` reply, or ``None``."""
+    for i in range(0, len(flat) - 1, 2):
+        if _text(flat[i]) == name:
+            return _text(flat[i + 1])
+    return None
 
 
 def _seq(value: object) -> list[Any]:

@@ -23,6 +23,14 @@ slot are the bucket's own, every other helper is the prelude's:
   ``B`` (``INCRBY``), so generations are strictly increasing per Spot ID (an ID never
   changes bucket) and unique store-wide, with no store-wide counter.
 
+- Actor membership is the layout's too: an Actor's record carries the token of its
+  mark in the container's bucket, a deletion or a move hands the old mark back beside
+  the reply (``{reply, shifts, unmarks}``) for the runner to drop there, and BeginClose
+  answers the marks it finds (``MARKS``) instead of counting members. ``member_mark``
+  and ``member_verify`` are the protocol's parts in the container's and the Actor's
+  bucket, and Reserve has its own body (the container's verdict among its arguments):
+  ``membership`` tells the whole protocol.
+
 **Node scripts** run in the nodes slot (``{nodes}``): claims as JSON in one hash,
 lifecycles, capacity units, and the checks that read them. NewClaim, Remove and
 RemoveDeadClaims are a node script plus bucket scripts for the Entry record
@@ -93,6 +101,36 @@ local function serves(mesh, rid, stype, kind)
 end
 """
 
+#: Actor membership as the split protocol's parts in the Actor's bucket
+#: (``membership``): a join carries the mark token its container's bucket issued, a
+#: mark whose token was banned is refused, and a record's removal from its container is
+#: handed back (``UNMARK``) for the runner to drop the mark there.
+_MEMBERS: Final = r"""
+local UNMARK = {}
+local function members_key(c) return META .. 'members:' .. c end
+local function bans_key(id) return META .. 'bans:' .. id end
+local function unmember(r)
+  if r.container then UNMARK[#UNMARK + 1] = {r.container, (r.mt or '') .. ':' .. r.id} end
+end
+-- verdict: the token of the mark the container's bucket added ('' = it refused the join:
+-- JOIN_REFUSED, the caller raises that refusal). A banned token is refused, and its ban
+-- (needed by no one else) dropped: the one write of a refused join.
+local function join_check(id, container, rid, lc, verdict)
+  if verdict == nil or verdict == '' then return {'JOIN_REFUSED'} end
+  if redis.call('SREM', bans_key(id), verdict) == 1 then return {'JOIN_REVOKED', container} end
+  return nil
+end
+local function join_write(key, id, container, verdict) redis.call('HSET', key, 'mt', verdict) end
+-- BeginClose: drop the marks ARGV[first..] (checked gone in their Actors' buckets);
+-- nil when none is left, else {'MARKS', record, marks}: the caller checks them.
+local function members_remain(r, first)
+  local mk = members_key(r.id)
+  for i = first, #ARGV do redis.call('SREM', mk, ARGV[i]) end
+  if redis.call('SCARD', mk) == 0 then return nil end
+  return {'MARKS', redis.call('HGETALL', spot_key(r.id)), redis.call('SMEMBERS', mk)}
+end
+"""
+
 #: The bucket's ObjectGeneration: its index, then + ``B`` per issue.
 _GEN: Final = r"""
 local function next_gen()
@@ -110,23 +148,26 @@ end
 
 #: The prelude's bucket layout (``store.redis.lua.prelude``): every other helper is the
 #: single-Redis prelude's own.
-BUCKET: Final = PreludeLayout(head=_HEAD, keys=_KEYS, owner=_OWNER, generation=_GEN)
+BUCKET: Final = PreludeLayout(head=_HEAD, keys=_KEYS, owner=_OWNER, members=_MEMBERS,
+                              generation=_GEN)
 
 
 def bucket_script(body: str) -> str:
     """A bucket script: the prelude on :data:`BUCKET`, then ``body`` run so that a request
-    for a fact (``need``) stops it before any write, and its load shifts go back with
-    the reply."""
+    for a fact (``need``) stops it before any write, and its load shifts and member
+    marks to drop go back with the reply (``{reply, shifts, unmarks}``)."""
     shebang = ""
     if body.startswith("#!"):
         shebang, _, body = body.partition("\n")
         shebang += "\n"
     return script(f"{shebang}local zl_ok, zl_r = pcall(function()\n{body}\nend)\n"
                   "if not zl_ok then\n"
-                  "  if type(zl_r) == 'table' and zl_r.zl_need then return {zl_r.zl_need, {}} end\n"
+                  "  if type(zl_r) == 'table' and zl_r.zl_need then\n"
+                  "    return {zl_r.zl_need, {}, {}}\n"
+                  "  end\n"
                   "  error(zl_r)\nend\n"
                   "if zl_r == nil then zl_r = false end\n"
-                  "return {zl_r, DEFER}\n", BUCKET)
+                  "return {zl_r, DEFER, UNMARK}\n", BUCKET)
 
 
 def _swap(text: str, old: str, new: str) -> str:
@@ -137,16 +178,45 @@ def _swap(text: str, old: str, new: str) -> str:
 
 #: Single-Redis bodies that run unchanged in one bucket.
 _AS_IS: Final = (
-    "reserve", "commit_ready", "abort_creating", "begin_close", "release",
+    "commit_ready", "abort_creating", "begin_close", "release",
     "remove_recovery_pointer", "begin_relocation", "seal_relocation", "accept_relay_ready",
     "commit_relocation", "abort_relocation", "recovery_orphans", "rel_put_root",
     "rel_delete_root", "rel_inbox_append", "rel_inbox_read", "rel_inbox_set_cursor",
     "rel_inbox_drop", "rel_statistics", "commit_ready_with_first_record",
-    "record_relocation_payload",
+    "record_relocation_payload", "move_membership",
 )
 
 # Claims are read from the facts instead of the node's claim key.
 _CLAIM_READERS: Final = ("release_expired", "recovery_adopt_orphan", "release_relay_ready")
+
+# KEYS: spot key, the Actor's bans. ARGV: P, R, id, kind, stable_type, mesh, rid, lc, now,
+# container ('' = a Spot), the join's verdict (``join_check``), then record fields.
+_RESERVE: Final = r"""
+local err, gen, exp = reserve_spot(3, 12, ARGV[10], ARGV[11])
+if err then return err end
+return {'OK', gen, exp}
+"""
+
+# Part (a) of a join, in the container's bucket (``membership``). KEYS: the container's
+# spot key, its members, the bucket's token counter. ARGV: P, R, container, actor id,
+# rid, lc. The container check; when it passes, a new mark. {'OK', token} or CONTAINER.
+_MEMBER_MARK: Final = r"""
+local err = container_refusal(ARGV[3], ARGV[5], ARGV[6])
+if err then return err end
+local t = TAG .. '.' .. redis.call('INCR', KEYS[3])
+redis.call('SADD', KEYS[2], t .. ':' .. ARGV[4])
+return {'OK', t}
+"""
+
+# A mark's check, in the Actor's bucket (``membership``). KEYS: the Actor's spot key, its
+# bans. ARGV: P, R, container, token. {'OK', 1} when the Actor's record names the
+# container; else the token is banned (no join may use it any more) and {'OK', 0}.
+_MEMBER_VERIFY: Final = r"""
+local r = rec(KEYS[1])
+if r and r.container == ARGV[3] then return {'OK', 1} end
+redis.call('SADD', KEYS[2], ARGV[4])
+return {'OK', 0}
+"""
 
 # KEYS: inbox key, log key, spot key. ARGV: P, R, gen, seq, expected version.
 # finish_first_record without the root (the root lives in its own bucket).
@@ -205,6 +275,9 @@ BUCKET_SCRIPTS: Final = {
         "claimf(r.mesh, r.orid))", "claimf(r.mesh, r.orid)").replace(
         "claimf(r.mesh, orid))", "claimf(r.mesh, orid)").replace(
         "claimf(r.mesh, r.trid))", "claimf(r.mesh, r.trid)")) for name in _CLAIM_READERS},
+    "reserve": bucket_script(_RESERVE),
+    "member_mark": bucket_script(_MEMBER_MARK),
+    "member_verify": bucket_script(_MEMBER_VERIFY),
     "finish_first_record": bucket_script(_FINISH_FIRST_RECORD),
     "entry": bucket_script(_ENTRY),
     "entry_drop": bucket_script(_ENTRY_DROP),

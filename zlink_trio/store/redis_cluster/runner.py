@@ -14,7 +14,9 @@ A bucket script (``lua``) may need facts of the nodes slot; the runner
    NodeRid it was not given) or ``TAKE`` (a unit for a lifecycle), the runner reads or
    takes them in the nodes slot and sends the script again (it wrote nothing);
 3. applies the load shifts the script returned in the nodes slot (``n_shift``; a taken
-   unit's own ``pending + 1`` is netted), and gives back a unit the script did not use.
+   unit's own ``pending + 1`` is netted), and gives back a unit the script did not use;
+   then drops the member marks it handed back (a deleted or moved Actor's, part (c) of
+   the membership protocol: ``membership``), each in its container's bucket.
 
 Step 3 runs shielded from the caller's cancellation, bounded by the store timeout. Facts
 are sound to act on because of how claims change (``store.rules.claims``): a claim's
@@ -28,6 +30,7 @@ Cluster") says how dead-lifecycle cleanup bounds it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -59,6 +62,7 @@ _PREFETCH: Final = {
     "commit_ready": (2,), "commit_ready_with_first_record": (2,), "begin_close": (1,),
     "seal_relocation": (2,), "accept_relay_ready": (4,), "begin_relocation": (2, 4),
     "recovery_adopt_orphan": (2, 4), "record_relocation_payload": (2,),
+    "move_membership": (1,),
 }
 
 
@@ -165,8 +169,8 @@ class ClusterRunner:
             for _ in range(_FACT_ROUNDS):
                 head = "\n".join((self.keys.location, tag, str(self.keys.buckets), str(bucket),
                                   facts.encode()))
-                status, shifts = await self._eval(name, all_keys,
-                                                  [head, self.keys.relocation, *args], write)
+                status, shifts, unmarks = await self._eval(
+                    name, all_keys, [head, self.keys.relocation, *args], write)
                 code = text(status[0]) if isinstance(status, list) and status else ""
                 if code == "FACTS":
                     facts.add_claims(await self._eval_read(["HGETALL", self._claims_key]) or [])
@@ -177,6 +181,8 @@ class ClusterRunner:
                     await self._take(facts, mesh, rid, int(lc))
                     continue
                 await self._settle(facts, shifts)
+                if unmarks:
+                    await self.drop_marks([(text(c), text(m)) for c, m in unmarks])
                 return status
         except BaseException:
             # The script may have run: keep any unit taken (a lifecycle never counts too
@@ -219,6 +225,20 @@ class ClusterRunner:
             except (StoreUnavailable, ReplyError):
                 pass
         self._backlog = moves  # applied before the next shift (never lost silently here)
+
+    async def drop_marks(self, marks: Sequence[tuple[str, str]]) -> None:
+        """Drop member ``marks`` (container, mark), each in its container's bucket
+        (shielded, bounded): those a script handed back, or a refused join's. One that
+        fails stays: a stale mark, which BeginClose drops once it finds no member behind
+        it (``membership``)."""
+        by_key: dict[str, list[str]] = {}
+        for container, mark in marks:
+            by_key.setdefault(self.keys.members(container), []).append(mark)
+        with trio.CancelScope(shield=True), trio.move_on_after(self.timeout):
+            for key, members in by_key.items():
+                with contextlib.suppress(StoreUnavailable, ReplyError):
+                    await self.router.call(hash_slot(key),
+                                           encode_command(["SREM", key, *members]), write=True)
 
     async def command(self, what: str, args: Sequence[str | int | bytes]) -> Any:
         """Run one read command on the key ``args[1]`` and return its raw RESP2 reply."""

@@ -27,6 +27,8 @@ Modules (one idea each):
 - ``relocation_steps``  -- a planned move: BeginRelocation, Seal, Commit, Abort
 - ``recovery``          -- startup recovery of incomplete activations: orphans, AdoptOrphan;
                            what dead lifecycles own (DeadOwned) and RemoveDeadClaims
+- ``membership``        -- Actor membership: MoveMembership (Join and Leave on one
+                           node), members, and the refusals the scripts reuse
 - ``operator``          -- the operator's ReleaseExpired and its refusals
 - ``relocation_store``  -- :class:`RelocationState`: content-addressed roots and
                            durable activation inboxes

@@ -31,6 +31,7 @@ from zlink_trio.core.errors import (
     InvalidOperation,
     StaleFence,
     Unavailable,
+    ZLinkError,
 )
 from zlink_trio.core.identity import (
     MAX_ID_BYTES,
@@ -77,6 +78,7 @@ __all__ = (
     "check_container",
     "check_owner",
     "check_reserve_args",
+    "container_refusal",
     "drop_member",
     "forget",
     "next_generation",
@@ -160,26 +162,38 @@ def forget(state: LocationState, record: AuthorityRecord) -> None:
 def check_container(state: LocationState, container: str, owner: OwnerFence) -> None:
     """That ``container`` can take a member now, for ``owner`` (docs/actors.md).
 
-    It must be the Ready record of an Entry or User Spot that ``owner`` owns:
-    :class:`InvalidOperation` when it has no record, or is an Instance Spot or an Actor
-    (they have no members); :class:`StaleFence` when another owner holds it;
-    :class:`Unavailable` while it is Creating, Closing or moving (retry once it is
-    Ready).
+    It must be the Ready record of an Entry or User Spot that ``owner`` owns; raises
+    :func:`container_refusal`'s error otherwise.
     """
-    record = state.records.get(container)
+    refusal = container_refusal(container, state.records.get(container), owner)
+    if refusal is not None:
+        raise refusal
+
+
+def container_refusal(container: str, record: AuthorityRecord | None,
+                      owner: OwnerFence) -> ZLinkError | None:
+    """The error joining ``container`` (whose record is ``record``) raises, or ``None``.
+
+    In order: :class:`InvalidOperation` when it has no record, or is an Instance Spot
+    or an Actor (they have no members); :class:`StaleFence` when another owner holds
+    it; :class:`Unavailable` while it is Creating, Closing or moving (retry once it is
+    Ready). The backends that check in a script hand the container's record to this
+    function, so every backend words a refusal the same way.
+    """
     if record is None:
-        raise InvalidOperation(f"container {container!r} has no authority; an Actor joins "
-                               "an existing Entry or User Spot")
+        return InvalidOperation(f"container {container!r} has no authority; an Actor joins "
+                                "an existing Entry or User Spot")
     if record.kind not in (SpotKind.ENTRY, SpotKind.USER):
-        raise InvalidOperation(
+        return InvalidOperation(
             f"{container!r} is {record.kind.name}; only an Entry or User Spot has Actor "
             "members (an Instance Spot never does)")
     if record.owner != owner:
-        raise StaleFence(f"{container!r} is owned by {record.owner}, not {owner}; an Actor "
-                         "joins a Spot on the node that owns it -- re-read its authority")
+        return StaleFence(f"{container!r} is owned by {record.owner}, not {owner}; an Actor "
+                          "joins a Spot on the node that owns it -- re-read its authority")
     if record.state is not AuthorityState.READY:
-        raise Unavailable(f"{container!r} is {record.state.value}; an Actor joins it only "
-                          "while it is Ready")
+        return Unavailable(f"{container!r} is {record.state.value}; an Actor joins it only "
+                           "while it is Ready")
+    return None
 
 
 def next_generation(state: LocationState) -> int:

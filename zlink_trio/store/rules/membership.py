@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from zlink_trio.core._checks import check_finite, check_generation
-from zlink_trio.core.errors import InvalidOperation, StaleFence
+from zlink_trio.core.errors import InvalidOperation, StaleFence, ZLinkError
 from zlink_trio.core.identity import SpotKind, validate_spot_id
 from zlink_trio.core.records import AuthorityRecord, AuthorityState, OwnerFence, record_of
 from zlink_trio.store.rules.location import (
@@ -37,7 +37,7 @@ from zlink_trio.store.rules.location import (
 if TYPE_CHECKING:
     from zlink_trio.store.rules.location import LocationState
 
-__all__ = ("check_move_args", "txn_members", "txn_move_membership")
+__all__ = ("check_move_args", "move_refusal", "txn_members", "txn_move_membership")
 
 
 def check_move_args(actor_id: str, *, object_generation: int, owner: OwnerFence,
@@ -53,24 +53,42 @@ def check_move_args(actor_id: str, *, object_generation: int, owner: OwnerFence,
     check_finite(now, "now")
 
 
+def move_refusal(actor_id: str, record: AuthorityRecord | None, *, object_generation: int,
+                 owner: OwnerFence) -> ZLinkError | None:
+    """The error MoveMembership raises for the Actor's ``record`` before the lease, or ``None``.
+
+    In order: :class:`InvalidOperation` when there is no record of
+    ``object_generation`` (a control names the current ActorRef) or it is not an
+    Actor's; :class:`StaleFence` when ``owner`` does not own it;
+    :class:`InvalidOperation` when it is not Ready. The backends that check in a script
+    hand the record they found to this function, so every backend words it the same.
+    """
+    if record is None or record.object_generation != object_generation:
+        return InvalidOperation(
+            f"Actor {actor_id!r} generation {object_generation} is not the current "
+            "incarnation; a control names the Actor's current ActorRef")
+    if record.kind is not SpotKind.ACTOR:
+        return InvalidOperation(f"{actor_id!r} is a {record.kind.name} Spot, not an Actor")
+    if record.owner != owner:
+        return StaleFence(f"Actor {actor_id!r} is owned by {record.owner}, not {owner}; "
+                          "re-read its authority")
+    if record.state is not AuthorityState.READY:
+        return InvalidOperation(f"Actor {actor_id!r} is {record.state.value}; it changes "
+                                "container only while it is Ready")
+    return None
+
+
 def txn_move_membership(state: LocationState, actor_id: str, *, object_generation: int,
                         owner: OwnerFence, container: str, now: float) -> AuthorityRecord:
     """MoveMembership; see ``LocationStore.move_membership``."""
     check_move_args(actor_id, object_generation=object_generation, owner=owner,
                     container=container, now=now)
     record = state.records.get(actor_id)
-    if record is None or record.object_generation != object_generation:
-        raise InvalidOperation(
-            f"Actor {actor_id!r} generation {object_generation} is not the current "
-            "incarnation; a control names the Actor's current ActorRef")
-    if record.kind is not SpotKind.ACTOR:
-        raise InvalidOperation(f"{actor_id!r} is a {record.kind.name} Spot, not an Actor")
-    if record.owner != owner:
-        raise StaleFence(f"Actor {actor_id!r} is owned by {record.owner}, not {owner}; "
-                         "re-read its authority")
-    if record.state is not AuthorityState.READY:
-        raise InvalidOperation(f"Actor {actor_id!r} is {record.state.value}; it changes "
-                               "container only while it is Ready")
+    refusal = move_refusal(actor_id, record, object_generation=object_generation,
+                           owner=owner)
+    if refusal is not None:
+        raise refusal
+    assert record is not None
     check_owner(state, record.mesh, owner, now)
     if record.container == container:
         return record  # already there: nothing to write

@@ -21,7 +21,7 @@ __all__ = ("COMBINED_BODIES",)
 # KEYS: spot key, root key. ARGV: P, R, id, kind, stable_type, mesh, rid, lc, now, root
 # bytes, then the recovery pointer's field/value pairs. The checks are reserve_spot's.
 _RESERVE_WITH_ROOT: Final = r"""
-local err, gen, exp = reserve_spot(3, 11)
+local err, gen, exp = reserve_spot(3, 11, '')
 if err then return err end
 put_root(KEYS[2], ARGV[10])
 return {'OK', gen, exp}

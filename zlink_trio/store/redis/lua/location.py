@@ -145,9 +145,10 @@ end
 return out
 """
 
-# ARGV: P, R, id, kind, stable_type, mesh, rid, lc, now, then record fields (intent/pointer).
+# ARGV: P, R, id, kind, stable_type, mesh, rid, lc, now, container ('' = a Spot), then
+# record fields (intent/pointer).
 _RESERVE: Final = r"""
-local err, gen, exp = reserve_spot(3, 10)
+local err, gen, exp = reserve_spot(3, 11, ARGV[10])
 if err then return err end
 return {'OK', gen, exp}
 """
@@ -173,7 +174,8 @@ release_record(r, 'pending')
 return {'OK', 1}
 """
 
-# ARGV: P, R, gen, rid, lc, now, expected owner generation or '', expected version or ''.
+# ARGV: P, R, gen, rid, lc, now, expected owner generation or '', expected version or ''
+# (Redis Cluster: then the member marks to drop, ``members_remain``).
 _BEGIN_CLOSE: Final = r"""
 local r = rec(KEYS[1])
 if r == nil then return {'NONE'} end
@@ -186,11 +188,46 @@ if r.state == ST_CLOSING and not is_stale then return reply(KEYS[1]) end
 if is_stale or (ARGV[8] ~= '' and ARGV[8] ~= r.ver) then return stale(KEYS[1]) end
 local _, err = owner_claim(r.mesh, ARGV[4], ARGV[5], ARGV[6])
 if err then return err end
+local merr = members_remain(r, 9)
+if merr then return merr end
 if r.ver == MAXGEN then return {'SPENT'} end
 local new, serr = step(r.state, EV_BEGIN_CLOSE)
 if serr then return serr end
 transition(KEYS[1], r.state, new)
 return reply(KEYS[1])
+"""
+
+# ARGV: P, R, gen, rid, lc, container, now (Redis Cluster: then the verdict, join_check).
+# The record's checks before the lease refuse with {'MOVE_REFUSED', record}, which
+# redis.location words with the oracle's move_refusal.
+_MOVE_MEMBERSHIP: Final = r"""
+local gen, rid, lc, container, now = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local r = rec(KEYS[1])
+if r == nil or r.gen ~= gen or r.kind ~= 'actor' or r.orid ~= rid or r.olc ~= lc
+    or r.state ~= ST_READY then
+  return {'MOVE_REFUSED', redis.call('HGETALL', KEYS[1])}
+end
+local _, err = owner_claim(r.mesh, rid, lc, now)
+if err then return err end
+if r.container == container then return reply(KEYS[1]) end
+local jerr = join_check(r.id, container, rid, lc, ARGV[8])
+if jerr then return jerr end
+if r.ver == MAXGEN then return {'SPENT'} end
+-- writes
+unmember(r)
+redis.call('HSET', KEYS[1], 'container', container)
+join_write(KEYS[1], r.id, container, ARGV[8])
+redis.call('HINCRBY', KEYS[1], 'ver', 1)
+return reply(KEYS[1])
+"""
+
+# KEYS: the container's members set. ARGV: P, R. The records of its members.
+_MEMBERS: Final = r"""#!lua flags=no-writes
+local out = {}
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  out[#out + 1] = redis.call('HGETALL', spot_key(id))
+end
+return out
 """
 
 # ARGV: P, R, gen, ogen, rid, lc.
@@ -379,6 +416,8 @@ LOCATION_BODIES: Final = {
     "abort_creating": _ABORT_CREATING,
     "begin_close": _BEGIN_CLOSE,
     "release": _RELEASE,
+    "move_membership": _MOVE_MEMBERSHIP,
+    "members": _MEMBERS,
     "remove_recovery_pointer": _REMOVE_POINTER,
     "begin_relocation": _BEGIN_RELOCATION,
     "seal_relocation": _SEAL_RELOCATION,

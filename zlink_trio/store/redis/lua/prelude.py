@@ -20,7 +20,10 @@ so every script sees the same names:
   (``transition``: StoreVersion and counts follow) and deletion
   (``release_record``); the owner and fence checks of ``store.rules.location``
   (``owner_claim``, ``load_of``, ``serves``, ``fenced``, ``fenced_in``); the
-  ObjectGeneration sequence; and the bodies that more than one script runs:
+  ObjectGeneration sequence; Actor membership (``container_refusal``, the check of
+  ``store.rules.location.check_container``, and the layout's ``unmember`` /
+  ``join_check`` / ``join_write`` / ``members_remain``: ``drop_record`` takes a deleted
+  Actor out of its container's members); and the bodies that more than one script runs:
   Reserve (``reserve_spot``), CommitReady (``commit_ready_spot``), the pointer CAS
   (``pointer_removal`` / ``remove_pointer``), roots (``put_root`` / ``drop_root``)
   and inboxes (``inbox_append``, ``cursor_move`` / ``move_cursor``). A helper that
@@ -31,11 +34,11 @@ so every script sees the same names:
 **One prelude, two layouts.** The Redis Cluster backend runs the same script bodies in
 one bucket's hash slot (``store.redis_cluster.lua``). The helpers that depend on where
 the keys live -- the names ``P`` / ``R`` / ``META`` / ``RSTATS``, ``spot_key`` /
-``load_key`` / ``shift``, the owner checks, the ObjectGeneration sequence -- are the
-four fields of a :class:`PreludeLayout`; every other helper is written once here, and
-:func:`prelude` puts the layout's helpers in their places among them. :data:`ONE_REDIS`
-is one server's layout (:data:`PRELUDE`, every single-Redis script's), and the
-cluster's bucket layout is ``redis_cluster.lua``'s.
+``load_key`` / ``shift``, the owner checks, Actor membership, the ObjectGeneration
+sequence -- are the five fields of a :class:`PreludeLayout`; every other helper is
+written once here, and :func:`prelude` puts the layout's helpers in their places among
+them. :data:`ONE_REDIS` is one server's layout (:data:`PRELUDE`, every single-Redis
+script's), and the cluster's bucket layout is ``redis_cluster.lua``'s.
 
 A script body that starts with a shebang (``#!lua flags=no-writes``: read-only
 scripts that must run while writes are refused) keeps it as its first line.
@@ -92,6 +95,31 @@ local function serves(mesh, rid, stype, kind)
 end
 """
 
+#: Actor membership: the members set of each container, written with the records.
+_MEMBERS: Final = r"""
+local function members_key(c) return P .. 'members:{' .. c .. '}' end
+-- An Actor's record r no longer names its container (deleted, or moved to another).
+local function unmember(r)
+  if r.container then redis.call('SREM', members_key(r.container), r.id) end
+end
+-- Reserve / MoveMembership: may Actor id join container for owner (rid, lc)? nil, or
+-- the refusal (check_container). verdict is the split protocol's (Redis Cluster).
+local function join_check(id, container, rid, lc, verdict)
+  return container_refusal(container, rid, lc)
+end
+-- The Actor's record at key now names container (written by the caller).
+local function join_write(key, id, container, verdict)
+  redis.call('SADD', members_key(container), id)
+end
+-- BeginClose's members check of record r (after the owner's): nil when no Actor names
+-- it, else the MEMBERS reply (codec: MembersRemain). first: unused here (Redis Cluster).
+local function members_remain(r, first)
+  local n = redis.call('SCARD', members_key(r.id))
+  if n > 0 then return {'MEMBERS', redis.call('HGETALL', spot_key(r.id)), n} end
+  return nil
+end
+"""
+
 #: The store-wide ObjectGeneration sequence.
 _GENERATION: Final = r"""
 local function next_gen()
@@ -120,12 +148,16 @@ class PreludeLayout:
     keys: str
     #: ``owner_claim``, ``load_of`` and ``serves``.
     owner: str
+    #: Actor membership: ``unmember``, ``join_check``, ``join_write``, ``members_remain``
+    #: (they may call ``container_refusal``).
+    members: str
     #: ``next_gen`` and ``issue_gen``.
     generation: str
 
 
 #: One Redis server: every key under the prefixes, read and written where it is.
-ONE_REDIS: Final = PreludeLayout(head=_HEAD, keys=_KEYS, owner=_OWNER, generation=_GENERATION)
+ONE_REDIS: Final = PreludeLayout(head=_HEAD, keys=_KEYS, owner=_OWNER, members=_MEMBERS,
+                                 generation=_GENERATION)
 
 # -- the helpers every layout shares -----------------------------------------------------
 
@@ -161,6 +193,21 @@ local function reply(key) return {'OK', redis.call('HGETALL', key)} end
 local function stale(key) return {'STALE', redis.call('HGETALL', key)} end
 """
 
+#: The container check of ``store.rules.location.check_container``.
+_CONTAINER: Final = r"""
+-- nil when container is the Ready record of an Entry or User Spot that (rid, lc) owns,
+-- else {'CONTAINER', container, its record or {}, rid, lc}: codec.raise_status words it
+-- with the oracle's container_refusal.
+local function container_refusal(container, rid, lc)
+  local k = rec(spot_key(container))
+  if k and (k.kind == 'entry' or k.kind == 'user') and k.orid == rid and k.olc == lc
+      and k.state == ST_READY then
+    return nil
+  end
+  return {'CONTAINER', container, redis.call('HGETALL', spot_key(container)), rid, lc}
+end
+"""
+
 #: The fence checks and a record's deletion.
 _FENCES: Final = r"""
 local function fenced(r, gen, ogen, rid, lc)
@@ -178,6 +225,7 @@ local function fenced_in(...)
   return nil, stale(KEYS[1])
 end
 local function drop_record(r)
+  unmember(r)
   redis.call('DEL', spot_key(r.id))
   redis.call('ZREM', META .. 'ids', r.id)
   count(r.state, -1)
@@ -192,15 +240,20 @@ end
 #: The bodies more than one script runs.
 _BODIES: Final = r"""
 -- Reserve (Missing -> Creating) of KEYS[1]: ARGV[o..o+6] are id, kind, stable type,
--- mesh, rid, lc, now; ARGV[first..] the record's extra field/value pairs. Every check
+-- mesh, rid, lc, now; ARGV[first..] the record's extra field/value pairs; container the
+-- Actor's container ('' for a Spot) and verdict the layout's (join_check). Every check
 -- before the first write. Returns nil, generation, lease expiry -- or an error reply.
-local function reserve_spot(o, first)
+local function reserve_spot(o, first, container, verdict)
   local id, kind, stype, mesh, rid, lc, now =
     ARGV[o], ARGV[o + 1], ARGV[o + 2], ARGV[o + 3], ARGV[o + 4], ARGV[o + 5], ARGV[o + 6]
   local cur = redis.call('HGETALL', KEYS[1])
   if #cur > 0 then return {'EXISTS', cur} end
   local c, err = owner_claim(mesh, rid, lc, now)
   if err then return err end
+  if container ~= '' then
+    local jerr = join_check(id, container, rid, lc, verdict)
+    if jerr then return jerr end
+  end
   if not serves(mesh, rid, stype, kind) then return {'NOT_SERVED', rid, stype, kind} end
   local load = load_of(mesh, rid, lc)
   if load >= tonumber(c.cap) then return {'CAPACITY', rid, tostring(load), c.cap} end
@@ -212,6 +265,10 @@ local function reserve_spot(o, first)
   redis.call('HSET', KEYS[1], 'id', id, 'kind', kind, 'type', stype, 'mesh', mesh,
              'state', new, 'gen', gen, 'ogen', '1', 'ver', '1', 'orid', rid, 'olc', lc)
   for i = first, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+  if container ~= '' then
+    redis.call('HSET', KEYS[1], 'container', container)
+    join_write(KEYS[1], id, container, verdict)
+  end
   redis.call('ZADD', META .. 'ids', 0, id)
   shift(load_key(mesh, rid, lc), 'pending', 1)
   count(new, 1)
@@ -313,7 +370,7 @@ end
 def prelude(layout: PreludeLayout = ONE_REDIS) -> str:
     """The prelude on ``layout``: the shared helpers, each layout helper in its place."""
     parts = (AUTHORITY_LUA, layout.head, _RECORDS, layout.keys, _COUNTERS, layout.owner,
-             _FENCES, layout.generation, _BODIES)
+             _CONTAINER, layout.members, _FENCES, layout.generation, _BODIES)
     # Each part opens on a line of its own in this file; the Lua has no blank lines.
     return "\n" + "".join(part.removeprefix("\n") for part in parts)
 

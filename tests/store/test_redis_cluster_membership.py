@@ -1,0 +1,213 @@
+"""Actor membership on Redis Cluster: the split protocol's crash windows and races.
+
+An Actor's record and its container's record live in different buckets, so Reserve of
+an Actor, MoveMembership and BeginClose are split in parts around member marks
+(``store.redis_cluster.membership``). Each test stops a transaction between two of its
+parts -- by running only the parts before (a crash), or by re-adding the mark a lost
+part would have dropped -- and checks what the protocol promises: a stale mark is
+dropped by the next BeginClose of its container, a join still in flight when the close
+checked its mark can never write its record, and a close never succeeds while an
+Actor's record names the container. Each runs under ``trio.fail_after``.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+from redis_helpers import cluster_test_store
+from store_helpers import MESH, claim, ready, reserve
+
+from zlink_trio.core.errors import Unavailable
+from zlink_trio.core.identity import SpotKind
+from zlink_trio.core.records import AuthorityState
+from zlink_trio.store import MembersRemain
+from zlink_trio.store.redis.codec import raise_status
+from zlink_trio.store.redis.resp import encode_command
+from zlink_trio.store.redis_cluster.keys import ClusterKeys, hash_slot
+
+TIMEOUT = 30
+
+
+@pytest.fixture
+async def store():
+    async with cluster_test_store() as opened:
+        yield opened
+
+
+async def actor(store, owner, actor_id, container):
+    fence = await reserve(store, owner, actor_id, kind=SpotKind.ACTOR, stable_type="player",
+                          container=container)
+    return await store.location.commit_ready(fence, now=0.0)
+
+
+async def close(store, record):
+    return await store.location.begin_close(
+        record.spot_id, object_generation=record.object_generation, owner=record.owner,
+        now=0.0)
+
+
+async def marks(store, container):
+    """The member marks stored in ``container``'s bucket."""
+    key = store.keys.members(container)
+    found = await store.location._run.command("marks", ["SMEMBERS", key])
+    return sorted(m.decode() for m in found or [])
+
+
+async def add_mark(store, container, mark):
+    """Put ``mark`` back in ``container``'s bucket: the state a lost drop leaves."""
+    key = store.keys.members(container)
+    await store.router.call(hash_slot(key), encode_command(["SADD", key, mark]), write=True)
+
+
+async def actor_part(store, owner, actor_id, container, token):
+    """Reserve's part in the Actor's bucket alone, with the mark token ``token``."""
+    fence = owner.owner()
+    reply = await store.location._run.script(
+        "reserve", "reserve", [store.keys.spot(actor_id), store.keys.bans(actor_id)],
+        [actor_id, "actor", "player", MESH, str(fence.node_rid), fence.lifecycle_generation,
+         "0.0", container, token], take=(MESH, str(fence.node_rid), fence.lifecycle_generation))
+    raise_status(reply, f"reserve of {actor_id!r}")
+
+
+async def token_of(store, actor_id):
+    key = store.keys.spot(actor_id)
+    return (await store.location._run.command("mt", ["HGET", key, "mt"])).decode()
+
+
+def test_the_ids_used_here_live_in_buckets_of_their_own():
+    layout = ClusterKeys("zl", 1024)  # the default bucket count the fixture opens with
+    ids = ["p-1", "p-2", "room-1", "room-a", "room-b"]
+    assert len({layout.bucket(i) for i in ids}) == len(ids)
+
+
+async def test_a_mark_of_an_interrupted_reserve_is_dropped_by_the_next_close(store):
+    with trio.fail_after(TIMEOUT):
+        c = await claim(store)
+        room = await ready(store, c, "room-1")
+        mark = await store.location.membership.mark("reserve", "room-1", "p-1", c.owner())
+        assert await marks(store, "room-1") == [mark.member]  # then the caller crashed
+        assert await store.location.members("room-1") == []  # a read drops nothing
+        assert await marks(store, "room-1") == [mark.member]
+        assert (await close(store, room)).state is AuthorityState.CLOSING
+        assert await marks(store, "room-1") == []
+
+
+async def test_a_join_in_flight_when_the_close_checked_its_mark_never_writes(store):
+    with trio.fail_after(TIMEOUT):
+        c = await claim(store)
+        room = await ready(store, c, "room-1")
+        mark = await store.location.membership.mark("reserve", "room-1", "p-1", c.owner())
+        assert (await close(store, room)).state is AuthorityState.CLOSING
+        with pytest.raises(Unavailable, match="raced the join"):  # its token was banned
+            await actor_part(store, c, "p-1", "room-1", mark.token)
+        assert await store.location.find("p-1") is None
+        # The ban named that token only: the Actor joins elsewhere as usual.
+        assert (await actor(store, c, "p-1", c.descriptor.entry_spot_id)).container == (
+            c.descriptor.entry_spot_id)
+
+
+async def test_a_close_never_succeeds_while_a_member_joined_during_its_checks(store):
+    with trio.fail_after(TIMEOUT):
+        c = await claim(store)
+        room = await ready(store, c, "room-1")
+        await store.location.membership.mark("reserve", "room-1", "p-1", c.owner())  # stale
+        membership = store.location.membership
+        checked = membership.verify
+
+        async def verify_while_p2_joins(what, container, member):
+            if member.endswith(":p-1"):
+                await actor(store, c, "p-2", "room-1")  # a whole join between the parts
+            return await checked(what, container, member)
+
+        membership.verify = verify_while_p2_joins
+        with pytest.raises(MembersRemain) as refused:
+            await close(store, room)
+        assert refused.value.members == 1
+        assert [r.spot_id for r in await store.location.members("room-1")] == ["p-2"]
+        assert len(await marks(store, "room-1")) == 1  # the stale mark was dropped
+
+
+async def test_a_move_interrupted_before_the_record_leaves_a_mark_the_close_drops(store):
+    with trio.fail_after(TIMEOUT):
+        c = await claim(store)
+        room_a = await ready(store, c, "room-a")
+        room_b = await ready(store, c, "room-b")
+        await actor(store, c, "p-1", "room-a")
+        await store.location.membership.mark("move", "room-b", "p-1", c.owner())  # crash
+        assert await store.location.members("room-b") == []
+        assert (await close(store, room_b)).state is AuthorityState.CLOSING
+        with pytest.raises(MembersRemain):
+            await close(store, room_a)
+
+
+async def test_a_move_whose_old_mark_was_not_dropped_still_closes_the_old_room(store):
+    with trio.fail_after(TIMEOUT):
+        c = await claim(store)
+        room_a = await ready(store, c, "room-a")
+        room_b = await ready(store, c, "room-b")
+        a = await actor(store, c, "p-1", "room-a")
+        old = f"{await token_of(store, 'p-1')}:p-1"
+        await store.location.move_membership(
+            "p-1", object_generation=a.object_generation, owner=c.owner(),
+            container="room-b", now=0.0)
+        assert await marks(store, "room-a") == []
+        await add_mark(store, "room-a", old)  # as if the last part were lost
+        assert (await close(store, room_a)).state is AuthorityState.CLOSING
+        with pytest.raises(MembersRemain):
+            await close(store, room_b)
+
+
+async def test_a_release_whose_mark_was_not_dropped_still_closes_the_room(store):
+    with trio.fail_after(TIMEOUT):
+        c = await claim(store)
+        room = await ready(store, c, "room-1")
+        a = await actor(store, c, "p-1", "room-1")
+        mark = f"{await token_of(store, 'p-1')}:p-1"
+        closing = await close(store, a)
+        assert await store.location.release(closing.fence()) is True
+        assert await marks(store, "room-1") == []  # dropped after the deletion
+        await add_mark(store, "room-1", mark)  # as if that drop were lost
+        assert await store.location.members("room-1") == []
+        assert (await close(store, room)).state is AuthorityState.CLOSING
+
+
+async def test_a_refused_join_takes_its_mark_back(store):
+    with trio.fail_after(TIMEOUT):
+        c = await claim(store)
+        await ready(store, c, "room-1")
+        await ready(store, c, "p-1")  # the ID is taken: the Actor's part refuses
+        with pytest.raises(Exception, match="p-1"):
+            await actor(store, c, "p-1", "room-1")
+        assert await marks(store, "room-1") == []
+
+
+async def test_concurrent_joins_and_closes_never_leave_a_member_in_a_closed_room(store):
+    with trio.fail_after(TIMEOUT):
+        c = await claim(store, capacity=64)
+        for round_ in range(12):
+            room = await ready(store, c, f"room-{round_}")
+            outcomes = {}
+
+            async def join(actor_id, room_id=room.spot_id, outcomes=outcomes):
+                try:
+                    await actor(store, c, actor_id, room_id)
+                    outcomes[actor_id] = True
+                except Unavailable:
+                    outcomes[actor_id] = False
+
+            async def shut(room=room, outcomes=outcomes):
+                try:
+                    outcomes["closed"] = (await close(store, room)).state
+                except MembersRemain:
+                    outcomes["closed"] = None
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(join, f"p-{round_}-a")
+                nursery.start_soon(shut)
+                nursery.start_soon(join, f"p-{round_}-b")
+            named = [r.spot_id for r in await store.location.members(room.spot_id)]
+            assert named == sorted(a for a, ok in outcomes.items() if ok is True)
+            if outcomes["closed"] is AuthorityState.CLOSING:
+                assert named == [], outcomes  # closed: no member joined
+            else:
+                assert named, outcomes  # refused: a member was there

@@ -1,0 +1,212 @@
+"""Actor membership on Redis Cluster: the container's marks and the Actor's record, split.
+
+Theory of operation
+-------------------
+An Actor's record names its container (docs/actors.md), and BeginClose of the container
+must refuse while any record does (``MembersRemain``). On one Redis a script writes the
+record and the container's members set together (``store.redis``); on a cluster the
+Actor's record and its container's record live in different buckets, so no script
+sees both. The container's bucket keeps **member marks** instead, ``<token>:<actor_id>``
+(``keys``), and the protocol keeps one invariant:
+
+    **every Actor record that names a container has a mark in the container's bucket,
+    carrying the token the record stores** (its ``mt`` field).
+
+Marks may be more than the truth (a part that never ran leaves a stale one), never
+less. Each transaction is split in ordered parts, each one script in one bucket:
+
+(a) **Reserve of an Actor** -- first the mark, in the container's bucket, in one
+    script with the container check (``member_mark``: the Ready record of an Entry or
+    User Spot of the same owner, ``check_container``); it issues a fresh token (unique
+    store-wide: the bucket's tag and counter). Then the Reserve in the Actor's bucket,
+    which writes the token with the record; it is given the container's verdict as a
+    fact and makes every check in the oracle's order (an Actor ID that exists, the
+    owner's claim, then the verdict: a refused container raises its refusal there).
+    Only when that Reserve **answers** a refusal is the mark removed again; when its
+    outcome is unknown (a timeout, a cancelled caller) the mark stays.
+(b) **MoveMembership** marks the new container first (the same ``member_mark``), then
+    changes the record in the Actor's bucket (the oracle's checks; the new token),
+    then drops the old container's mark. A refused or no-op move removes the new mark.
+(c) **Deleting an Actor's record** (AbortCreating, Release, ReleaseExpired,
+    ReleaseRelayReady) deletes it in its bucket, then drops its mark (the bucket
+    script hands the mark back, the runner removes it: ``runner``).
+(d) **BeginClose** of a container with marks checks each mark against its Actor's
+    bucket (``member_verify``): a record that names the container is a member; for
+    any other mark the check **bans its token in the Actor's bucket** in the same
+    script, so no join still in flight with that token can write a record any more
+    (its Reserve or move answers ``JOIN_REVOKED``, :class:`Unavailable`). Then the
+    BeginClose script drops the marks found gone (exactly those, each once banned) and
+    decides: marks left are members (``MembersRemain``), none is Closing. A mark that
+    appeared meanwhile is checked in the next round (a few rounds, then the close is
+    refused as if it were a member).
+
+Why this is sound: a join writes a record only with a token whose mark it added first,
+and whose token is not banned; a mark is removed only (1) by its own join after that
+join was refused, (2) after its record was deleted or moved away (tokens are never
+reused, so no other record carries it), or (3) by a BeginClose after its token was
+banned while no record named the container with it. So at the moment BeginClose finds
+no mark left, no record names the container, and none can be written later: a new join
+needs a new mark, and the container's bucket refuses that once it is Closing. A crash
+between parts leaves only stale marks (never a record without its mark), which the next
+BeginClose drops. A ban outlives only a join that crashed or lost a race with a close;
+it is a few bytes in the Actor's bucket, and the join that meets it removes it.
+
+``members`` reads the marks, then each marked Actor's record, and lists the records
+that name the container (a read: it drops nothing, so it never refuses a join in
+flight). Like the other reads over buckets it is no snapshot across buckets.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+from zlink_trio.core._checks import check_finite, check_generation
+from zlink_trio.core.identity import validate_spot_id
+from zlink_trio.store.redis.codec import decode_record, raise_status, text
+from zlink_trio.store.redis_cluster.sweep import gather
+from zlink_trio.store.values import MembersRemain
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Sequence
+
+    from zlink_trio.core.records import AuthorityRecord, OwnerFence
+    from zlink_trio.store.redis_cluster.keys import ClusterKeys
+    from zlink_trio.store.redis_cluster.runner import ClusterRunner
+
+__all__ = ("ClusterMembership", "Mark", "actor_of")
+
+#: Rounds of mark checks one BeginClose makes before it refuses (marks kept appearing).
+CLOSE_ROUNDS: Final = 4
+
+
+def actor_of(mark: str) -> str:
+    """The Actor ID of a mark ``<token>:<actor_id>`` (a token has no ``:``)."""
+    return mark.partition(":")[2]
+
+
+@attrs.frozen
+class Mark:
+    """Part (a)'s answer: the token of the mark it added, or the container's refusal."""
+
+    container: str
+    actor_id: str
+    #: The mark's token; ``""`` when the container refused (nothing was added).
+    token: str
+    #: The container's refusal reply (``CONTAINER``), empty when a mark was added.
+    refusal: Sequence[Any] = ()
+
+    @property
+    def member(self) -> str:
+        """The mark as stored in the container's set."""
+        return f"{self.token}:{self.actor_id}"
+
+
+class ClusterMembership:
+    """The parts of the membership protocol (the module docstring) on one cluster store."""
+
+    def __init__(self, runner: ClusterRunner, keys: ClusterKeys) -> None:
+        self._run = runner
+        self._keys = keys
+
+    # -- the parts ---------------------------------------------------------------------
+
+    async def mark(self, what: str, container: str, actor_id: str,
+                   owner: OwnerFence) -> Mark:
+        """Part (a) / (b): check ``container`` for ``owner`` and add a mark for
+        ``actor_id`` (its bucket, one script); the refusal is returned, not raised."""
+        keys = self._keys
+        reply: Sequence[Any] = await self._run.script(
+            what, "member_mark", [keys.spot(container), keys.members(container),
+                                  keys.tokens(container)],
+            [container, actor_id, str(owner.node_rid), owner.lifecycle_generation])
+        if text(reply[0]) == "OK":
+            return Mark(container, actor_id, text(reply[1]))
+        if text(reply[0]) != "CONTAINER":
+            raise_status(reply, what)
+        return Mark(container, actor_id, "", reply)
+
+    async def undo(self, mark: Mark) -> None:
+        """Remove ``mark`` after its join was refused (shielded, bounded, best effort: a
+        mark that stays is stale, and the next BeginClose drops it)."""
+        if mark.token:
+            await self._run.drop_marks([(mark.container, mark.member)])
+
+    async def conclude(self, mark: Mark, reply: Sequence[Any], what: str, *,
+                       used: bool) -> None:
+        """After the Actor's part answered ``reply``: remove the mark unless the record
+        now carries its token (``used``); when the container refused the join, raise
+        that refusal (the Actor's part reached the container check: ``JOIN_REFUSED``)."""
+        if not used:
+            await self.undo(mark)
+        if text(reply[0]) == "JOIN_REFUSED":
+            raise_status(mark.refusal, what)
+
+    async def verify(self, what: str, container: str, member: str) -> bool:
+        """Part (d): whether the Actor of mark ``member`` names ``container``; when not,
+        its token is banned in the Actor's bucket (one script there)."""
+        token, _, actor_id = member.partition(":")
+        reply: Sequence[Any] = await self._run.script(
+            what, "member_verify", [self._keys.spot(actor_id), self._keys.bans(actor_id)],
+            [container, token])
+        raise_status(reply, what)
+        return bool(int(reply[1]))
+
+    # -- the transactions --------------------------------------------------------------
+
+    async def begin_close(self, spot_id: str, *, object_generation: int, owner: OwnerFence,
+                          now: float, expected_owner_generation: int | None = None,
+                          expected_store_version: int | None = None
+                          ) -> AuthorityRecord | None:
+        """BeginClose with part (d); see ``LocationStore.begin_close``."""
+        validate_spot_id(spot_id)
+        check_generation(object_generation, "object_generation")
+        check_finite(now, "now")
+        what = f"begin_close of {spot_id!r}"
+        keys = [self._keys.spot(spot_id), self._keys.members(spot_id)]
+        args: list[str | int] = [
+            object_generation, str(owner.node_rid), owner.lifecycle_generation,
+            repr(float(now)),
+            "" if expected_owner_generation is None else str(expected_owner_generation),
+            "" if expected_store_version is None else str(expected_store_version)]
+        members: set[str] = set()  # marks checked: their Actors name the Spot
+        drop: list[str] = []  # marks checked gone (their tokens banned)
+        marks: list[str] = []
+        record: AuthorityRecord | None = None
+        for _ in range(CLOSE_ROUNDS):
+            reply: Sequence[Any] = await self._run.script(what, "begin_close", keys,
+                                                          [*args, *drop])
+            code = text(reply[0])
+            if code == "NONE":
+                return None
+            if code != "MARKS":
+                raise_status(reply, what)
+                return decode_record(reply[1])
+            record, marks = decode_record(reply[1]), [text(m) for m in reply[2]]
+            unchecked = [m for m in marks if m not in members]
+            if not unchecked:
+                break
+            found = await gather([self._verifier(what, spot_id, m) for m in unchecked])
+            drop = [m for m, member in zip(unchecked, found, strict=True) if not member]
+            members.update(m for m, member in zip(unchecked, found, strict=True) if member)
+        assert record is not None
+        raise MembersRemain(record, len({actor_of(m) for m in marks}))
+
+    def _verifier(self, what: str, container: str,
+                  member: str) -> Callable[[], Awaitable[bool]]:
+        return lambda: self.verify(what, container, member)
+
+    async def members(self, container: str) -> list[AuthorityRecord]:
+        """The records of the marked Actors that name ``container``; see the protocol."""
+        validate_spot_id(container)
+        what = f"members of {container!r}"
+        marks = await self._run.command(what, ["SMEMBERS", self._keys.members(container)])
+        ids = sorted({actor_of(text(m)) for m in marks or []})
+
+        def read(actor_id: str) -> Callable[[], Awaitable[Any]]:
+            return lambda: self._run.command(what, ["HGETALL", self._keys.spot(actor_id)])
+
+        flats = await gather([read(i) for i in ids])
+        found = (decode_record(flat) for flat in flats if flat)
+        return sorted((r for r in found if r.container == container), key=lambda r: r.spot_id)
