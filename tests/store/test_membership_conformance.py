@@ -352,20 +352,3 @@ async def test_a_dead_lifecycle_releases_its_actors_and_their_containers(store):
             assert await store.location.find(spot_id) is None
         assert await member_ids(store, "room-1") == []
         assert await member_ids(store, entry) == []
-async def test_an_actor_whose_move_target_died_past_relay_ready_leaves_no_membership(store):
-    with trio.fail_after(TIMEOUT):
-        c = await claim(store, "node-a", lease=100.0)
-        target = await claim(store, "node-b", lease=1.0)
-        room = await ready(store, c, "room-1")
-        a = await actor(store, c, "p-1", "room-1")
-        loc = store.location
-        await loc.begin_relocation(a.fence(), target=target.owner(), now=0.0)
-        relay = await loc.seal_relocation(a.fence(), now=0.0)
-        assert relay.container == "room-1"  # a move keeps the container
-        await loc.accept_relay_ready(a.fence(), target=target.owner(), now=0.0)
-        with pytest.raises(MembersRemain):
-            await close(store, room)
-        released = await loc.release_relay_ready(a.fence(), target=target.owner(), now=2.0)
-        assert released.container == "room-1"
-        assert await member_ids(store, "room-1") == []
-        assert (await close(store, room, now=2.0)).state is AuthorityState.CLOSING
