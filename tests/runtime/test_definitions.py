@@ -31,6 +31,7 @@ from zlink_trio.runtime.declaration.spot_types import (
     SpotHooks,
     SpotType,
     UserSpotType,
+    actor,
     instance_spot,
     spot_type_of,
     user_spot,
@@ -170,8 +171,10 @@ def test_stable_type_is_validated(stable_type):
 def test_a_class_declared_twice_is_refused():
     with pytest.raises(InvalidConfiguration, match="already declared as Instance Spot type"):
         user_spot("counter-as-user", relocation=DisableRelocation())(Counter)
-    with pytest.raises(InvalidConfiguration, match="exactly one Spot type"):
+    with pytest.raises(InvalidConfiguration, match="exactly one Spot or Actor type"):
         instance_spot("counter-again", relocation=DisableRelocation())(Counter)
+    with pytest.raises(InvalidConfiguration, match="already declared as Instance Spot type"):
+        actor("counter-as-actor", relocation=DisableRelocation())(Counter)
     assert spot_type_of(Counter).stable_type == "counter"
 
 
@@ -181,7 +184,8 @@ def test_decorators_only_take_classes():
 
 
 def test_spot_type_of_an_undecorated_class_says_how_to_fix_it():
-    with pytest.raises(InvalidConfiguration, match=r"decorate it with @zl.instance_spot or "):
+    with pytest.raises(InvalidConfiguration,
+                       match=r"decorate it with @zl.instance_spot, @zl.user_spot or @zl.actor"):
         spot_type_of(NotAttrs)
     with pytest.raises(InvalidConfiguration, match="pass the class decorated"):
         spot_type_of("counter")
