@@ -66,6 +66,7 @@ from zlink_trio.runtime.declaration.policies import DisableRelocation as Disable
 from zlink_trio.runtime.declaration.policies import PreserveStateWith as PreserveStateWith
 from zlink_trio.runtime.declaration.policies import RecreateOnRelocation as RecreateOnRelocation
 from zlink_trio.runtime.declaration.policies import Reject as Reject
+from zlink_trio.runtime.declaration.policies import RelocationUnit as RelocationUnit
 from zlink_trio.runtime.declaration.policies import SpotRelocationAdapter as SpotRelocationAdapter
 from zlink_trio.runtime.declaration.spot_types import actor as actor
 from zlink_trio.runtime.declaration.spot_types import instance_spot as instance_spot
@@ -131,6 +132,7 @@ __all__ = (
     "Reject",
     "RelocationOutcome",
     "RelocationResult",
+    "RelocationUnit",
     "RemoteProtocolError",
     "SpotClient",
     "SpotContext",

@@ -100,6 +100,29 @@ ACTOR_RULES: tuple[Mutation, ...] = (
                 "[memory://]"],
     ),
     Mutation(
+        name="actors.per_actor_members_follow",
+        family=_ACTORS,
+        rule="PerActor: after the Spot's commit each member follows it in a move of its own "
+             "(06 §6.1); none is left behind by the move.",
+        path="zlink_trio/runtime/coordinators/relocation.py",
+        find="            await _members_follow(rt, spot_id, claim.descriptor.node_id, deadline)",
+        replace="            pass",
+        guards=[_TEST + "test_a_per_actor_spot_moves_and_its_members_follow_it[memory]"],
+    ),
+    Mutation(
+        name="actors.follow_keeps_the_membership",
+        family=_ACTORS,
+        rule="A member that follows its Spot into the same container stays its member "
+             "through the commit and an abort.",
+        path="zlink_trio/store/rules/relocation_steps.py",
+        find="    if record.next_container not in (None, record.container):\n"
+             "        assert record.container is not None",
+        replace="    if record.next_container is not None:\n"
+                "        assert record.container is not None",
+        guards=[_CONFORMANCE + "test_a_member_follows_its_per_actor_spot_into_the_same_"
+                "container[memory://]"],
+    ),
+    Mutation(
         name="actors.calls_by_kind",
         family=_ACTORS,
         rule="A ToActor call reaches only an Actor, and a Spot call only a Spot "

@@ -106,6 +106,12 @@ class Room:
         return Heard(self.ctx.spot_id, msg.text)
 
 
+@zl.user_spot("lounge", relocation=zl.RecreateOnRelocation(),
+              unit=zl.RelocationUnit.PER_ACTOR)
+class Lounge(Room):
+    """A room whose members follow it one by one when it moves (PerActor)."""
+
+
 @zl.instance_spot("counter", relocation=zl.RecreateOnRelocation())
 class Counter:
     def __init__(self, ctx: zl.SpotContext) -> None:
@@ -116,7 +122,7 @@ class Counter:
         return Heard(self.ctx.spot_id, msg.text)
 
 
-SPOTS = [Player, Room, Counter]
+SPOTS = [Player, Room, Lounge, Counter]
 
 
 def node(store_url: str, name: str = "node-a", **options: object):
@@ -422,3 +428,39 @@ async def test_an_actor_joins_a_user_spot_on_another_node(url):
             assert (left.node_rid, left.container) == (a.node_rid, a.entry_spot_id)
             assert (await view.location.find("p-1")).container == a.entry_spot_id
             assert await b.spots.close(spot) is True
+
+
+def test_per_actor_needs_recreate_on_relocation():
+    with pytest.raises(zl.InvalidConfiguration, match="RecreateOnRelocation"):
+        zl.user_spot("bad", relocation=zl.DisableRelocation(),
+                     unit=zl.RelocationUnit.PER_ACTOR)
+    with pytest.raises(zl.InvalidConfiguration, match="RelocationUnit"):
+        zl.user_spot("bad", relocation=zl.RecreateOnRelocation(), unit="per_actor")  # type: ignore[arg-type]
+
+
+async def test_a_per_actor_spot_moves_and_its_members_follow_it(url):
+    """PerActor (06 §6.1): the Spot commits first, then each member moves after it in a
+    move of its own; calls reach them by ActorId throughout, and a drain takes the rest."""
+    with trio.fail_after(LIMIT):
+        async with shared_store(url) as shared, zl.open_node(
+                "node-a", store=shared.store, spots=SPOTS, on_stop="close") as a:
+            view = shared.view
+            await a.spots.get_or_create("lounge-1", "lounge")
+            for actor_id in ("p-1", "p-2"):
+                await a.client.request("lounge-1", Enroll(actor_id), reply=Roll)
+            await a.actors.create("player", "p-3")  # on node-a's Entry Spot
+            async with zl.open_node("node-b", store=shared.store, spots=SPOTS,
+                                    on_stop="close") as b:
+                result = await a.relocate("lounge-1", to="node-b")
+                assert result.outcome is zl.RelocationOutcome.COMMITTED
+                for actor_id in ("p-1", "p-2"):
+                    record = await view.location.find(actor_id)
+                    assert (record.owner.node_rid, record.container) == (b.node_rid,
+                                                                         "lounge-1")
+                    assert await a.client.request_actor(actor_id, Say("x"), reply=Heard) == (
+                        Heard(actor_id, "x"))
+                assert await b.client.request("lounge-1", List(), reply=Roll) == Roll(
+                    ("p-1", "p-2"))
+                drained = await a.drain()
+                assert [r.ref.spot_id for r in drained.moved] == ["p-3"]
+                assert drained.not_moved == []

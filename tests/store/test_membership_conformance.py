@@ -352,3 +352,33 @@ async def test_a_dead_lifecycle_releases_its_actors_and_their_containers(store):
             assert await store.location.find(spot_id) is None
         assert await member_ids(store, "room-1") == []
         assert await member_ids(store, entry) == []
+
+
+async def test_a_member_follows_its_per_actor_spot_into_the_same_container(store):
+    """A PerActor Spot moves without its members (``members_stay``); each member then
+    follows it in a move of its own whose next container is the one it has: commit and
+    abort keep its membership."""
+    with trio.fail_after(TIMEOUT):
+        a_node = await claim(store, "node-a")
+        b_node = await claim(store, "node-b")
+        room = await ready(store, a_node, "room-1")
+        p = await actor(store, a_node, "p-1", "room-1")
+        with pytest.raises(InvalidOperation, match="members"):
+            await store.location.begin_relocation(room.fence(), target=b_node.owner(),
+                                                  now=0.0)
+        moving = await store.location.begin_relocation(room.fence(), target=b_node.owner(),
+                                                       now=0.0, members_stay=True)
+        sealed = await store.location.seal_relocation(moving.fence(), now=0.0)
+        relay = await store.location.accept_relay_ready(sealed.fence(),
+                                                        target=b_node.owner(), now=0.0)
+        await store.location.commit_relocation(relay.fence(), now=0.0)
+        assert await member_ids(store, "room-1") == ["p-1"]  # still its member, on node-a
+        following = await store.location.begin_relocation(
+            p.fence(), target=b_node.owner(), now=0.0, container="room-1")
+        kept = await store.location.abort_relocation(following.fence())
+        assert kept.container == "room-1"
+        assert await member_ids(store, "room-1") == ["p-1"]
+        relay = await _move(store, kept, b_node.owner(), "room-1")
+        moved = await store.location.commit_relocation(relay.fence(), now=0.0)
+        assert (moved.owner, moved.container) == (b_node.owner(), "room-1")
+        assert await member_ids(store, "room-1") == ["p-1"]

@@ -182,11 +182,12 @@ class MemoryLocationStore:
                                                expected_version=expected_version)
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
-                               now: float, container: str | None = None) -> AuthorityRecord:
+                               now: float, container: str | None = None,
+                               members_stay: bool = False) -> AuthorityRecord:
         """BeginRelocation (one transaction); see the protocol."""
         await trio.lowlevel.checkpoint()
         return steps.txn_begin_relocation(self.state, fence, target=target, now=now,
-                                          container=container)
+                                          container=container, members_stay=members_stay)
 
     async def seal_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
         """Seal (one transaction); see the protocol."""

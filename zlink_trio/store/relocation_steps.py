@@ -60,7 +60,8 @@ class RelocationSteps(Protocol):
     """The transactions of a planned move; part of every ``LocationStore``."""
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
-                               now: float, container: str | None = None) -> AuthorityRecord:
+                               now: float, container: str | None = None,
+                               members_stay: bool = False) -> AuthorityRecord:
         """BeginRelocation: Ready -> Relocating toward ``target`` (same Mesh); the source's call.
 
         Checks, in order (nothing written on any refusal): ``now`` is finite and
@@ -69,7 +70,8 @@ class RelocationSteps(Protocol):
         returned unchanged (idempotent); the record matches the fence and is Ready
         (:class:`StaleFence`, gone included); it is not an Entry claim, a
         ``container`` is named exactly for an Actor, the record has no Actor members
-        (a Spot does not move with its members yet) and ``target`` is another node
+        unless ``members_stay`` (a PerActor Spot, whose members follow it one by one;
+        a SpotWide Spot does not move with its members yet) and ``target`` is another node
         (:class:`InvalidOperation`); the source's and then the target's claim are
         those lifecycles (:class:`StaleFence`) with live leases at ``now``
         (:class:`Unavailable`); the target serves the type as that kind

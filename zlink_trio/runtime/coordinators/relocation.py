@@ -56,8 +56,8 @@ from zlink_trio.runtime.charts import INCARNATION, MEMBERSHIP, RELOCATION, step
 from zlink_trio.runtime.coordinators.relocation_capture import capture
 from zlink_trio.runtime.coordinators.relocation_target import choose_target
 from zlink_trio.runtime.coordinators.remote_relocation import send_relocate
-from zlink_trio.runtime.declaration.policies import DisableRelocation
-from zlink_trio.runtime.declaration.spot_types import relocation_of
+from zlink_trio.runtime.declaration.policies import DisableRelocation, RelocationUnit
+from zlink_trio.runtime.declaration.spot_types import UserSpotType, relocation_of
 from zlink_trio.runtime.incarnation.incarnation import Move
 from zlink_trio.runtime.mesh.follow_routes import FollowRoute
 from zlink_trio.runtime.mesh.message_follow import relay_held
@@ -150,18 +150,18 @@ async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
     if record.kind is SpotKind.ENTRY or spot_type is None:
         return _refused(ref, state, RELOCATION.ev.relocation_disabled,
                         "an Entry Spot never moves")
-    if rt.members.get(spot_id):
+    per_actor = (isinstance(spot_type, UserSpotType)
+                 and spot_type.unit is RelocationUnit.PER_ACTOR)
+    if rt.members.get(spot_id) and not per_actor:
         return _refused(ref, state, RELOCATION.ev.relocation_disabled,
-                        "a Spot with Actor members does not move yet (docs/actors.md)")
+                        "a SpotWide Spot with Actor members does not move yet "
+                        "(docs/actors.md); make them leave first")
     membership = rt.memberships.get(spot_id) if record.kind is SpotKind.ACTOR else None
-    if record.kind is SpotKind.ACTOR and (membership is None or (container is None and (
-            membership.ref.container != rt.entry_spot_id
-            or membership.state != MEMBERSHIP.st.member))):
-        why = ("it is a member of a User Spot, which it leaves only when asked"
-               if membership is not None and membership.state == MEMBERSHIP.st.member
-               else "a join, leave or close of it is under way")
-        return _refused(ref, state, RELOCATION.ev.relocation_disabled,
-                        f"Actor {spot_id!r} does not move on its own now: {why}")
+    if record.kind is SpotKind.ACTOR:
+        refusal, container, to = await _actor_destination(rt, membership, container, to)
+        if refusal:
+            return _refused(ref, state, RELOCATION.ev.relocation_disabled,
+                            f"Actor {spot_id!r} does not move on its own now: {refusal}")
     if isinstance(relocation_of(spot_type), DisableRelocation):
         return _refused(ref, state, RELOCATION.ev.relocation_disabled,
                         f"{record.stable_type!r} is declared DisableRelocation")
@@ -192,20 +192,82 @@ async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
             with trio.CancelScope(shield=True):
                 moving = await rt.store.location.begin_relocation(
                     record.fence(), target=target, now=rt.now(),
-                    container=container if membership is not None else None)
+                    container=container if membership is not None else None,
+                    members_stay=per_actor)
         except ZLinkError as exc:
             return _refused(ref, state, RELOCATION.ev.begin_refused, exc.message)
         if membership is not None and membership.state == MEMBERSHIP.st.member:
             membership.state = step(MEMBERSHIP, membership.state,
                                     MEMBERSHIP.ev.begin_relocation)
-        return await _run(_Relocation(
+        result = await _run(_Relocation(
             rt=rt, host=host, record=moving, target=target, claim=claim, deadline=deadline,
             state=step(RELOCATION, state, RELOCATION.ev.begin_relocation),
             membership=membership))
+        if per_actor and result.outcome is RelocationOutcome.COMMITTED:
+            await _members_follow(rt, spot_id, claim.descriptor.node_id, deadline)
+        return result
     finally:
         if host.move is move and INCARNATION.allows(host.state,
                                                    INCARNATION.ev.seal_for_relocation):
             host.move = None  # refused or aborted before the seal: nothing to hold
+
+
+async def _actor_destination(rt: NodeRuntime, membership: Membership | None,
+                             container: str | None, to: str | None
+                             ) -> tuple[str, str | None, str | None]:
+    """Where an Actor moves: ``(refusal, container, to)``; ``refusal`` is ``""`` when it may.
+
+    A named ``container`` is a join's (``actors.membership``, its chart already
+    ``moving``). Without one: an Actor on this node's Entry Spot goes onto its target's
+    (chosen by placement, or ``to``); one whose User Spot now lives on another node (a
+    PerActor Spot moved ahead of it) follows it there, into it; a member of a User Spot
+    here is not moved out of it behind the application's back.
+    """
+    if membership is None:
+        return "a join, leave or close of it is under way", None, to
+    if container is not None:
+        return "", container, to
+    if membership.state != MEMBERSHIP.st.member:
+        return "a join, leave or close of it is under way", None, to
+    current = membership.ref.container
+    if current == rt.entry_spot_id:
+        return "", None, to
+    if current not in rt.catalog.hosts:
+        record = await rt.store.location.find(current)
+        if record is not None and record.owner.node_rid != rt.node_rid:
+            owner = await rt.peers.node_id_of(record.owner.node_rid)
+            if owner is not None and to in (None, owner):
+                return "", current, owner
+            return (f"its User Spot {current!r} lives on node {owner!r}, so it can only "
+                    "follow it there"), None, to
+    return "it is a member of a User Spot, which it leaves only when asked", None, to
+
+
+async def _members_follow(rt: NodeRuntime, spot_id: str, to: str, deadline: Deadline) -> None:
+    """A PerActor Spot moved to ``to``: each of its members here follows it, in a move of
+    its own (its own Message Follow route); one that cannot stays here, a member still,
+    reachable by its ActorId, and is tried again by the next drain."""
+    members = sorted(rt.members.get(spot_id, ()))
+    if not members:
+        return
+    limiter = trio.CapacityLimiter(DRAIN_PARALLEL)
+
+    async def follow(actor_id: str) -> None:
+        async with limiter:
+            try:
+                result = await relocate_spot(rt, actor_id, to, deadline, container=spot_id)
+            except ZLinkError as exc:
+                why = exc.message
+            else:
+                if result.outcome is RelocationOutcome.COMMITTED:
+                    return
+                why = result.reason or result.outcome.value
+            LOGGER.warning("node %r: Actor %r did not follow Spot %r to node %r: %s; it stays "
+                           "here", rt.node_id, actor_id, spot_id, to, why)
+
+    async with trio.open_nursery() as nursery:
+        for actor_id in members:
+            nursery.start_soon(follow, actor_id)
 
 
 async def _run(job: _Relocation) -> RelocationResult:
@@ -451,7 +513,12 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
     while trio.current_time() < deadline.at and not (halt is not None and halt.is_set()) and (
             batch := sorted(set(rt.catalog.hosts) - tried)):
         tried.update(batch)
-        async with trio.open_nursery() as nursery:
-            for spot_id in batch:
-                nursery.start_soon(one, spot_id)
+        # Spots first, then Actors: a PerActor Spot's members follow it within its own
+        # move, and an Actor of a Spot that moved ahead of it follows it afterwards.
+        actors = [i for i in batch if i in rt.memberships]
+        for group in ([i for i in batch if i not in rt.memberships], actors):
+            async with trio.open_nursery() as nursery:
+                for spot_id in group:
+                    if spot_id in rt.catalog.hosts:
+                        nursery.start_soon(one, spot_id)
     return DrainResult(moved=moved, not_moved=not_moved)

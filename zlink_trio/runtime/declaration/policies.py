@@ -17,6 +17,11 @@ of three frozen values, siblings under :class:`RelocationPolicy`:
   them into the fresh target instance before it is exposed. The application
   owns the byte format and its versioning.
 
+A User Spot with Actor members also says how a move treats them (docs/actors.md), with
+its :class:`RelocationUnit`: ``SPOT_WIDE`` (the default: the Spot and its members move
+together) or ``PER_ACTOR`` (the Spot moves alone and each member follows it one by one;
+only with :class:`RecreateOnRelocation`).
+
 :class:`Reject` is what a User Spot's ``on_create`` hook returns to decline
 creation (the create result's state is then REJECTED and its reply is
 ``Reject.reply``). :class:`CloseReason` tells ``on_close`` why the
@@ -41,6 +46,7 @@ __all__ = (
     "RecreateOnRelocation",
     "Reject",
     "RelocationPolicy",
+    "RelocationUnit",
     "SpotRelocationAdapter",
 )
 
@@ -143,6 +149,18 @@ class Reject:
     """
 
     reply: object | None = attrs.field(default=None, validator=_check_reply)
+
+
+class RelocationUnit(StrEnum):
+    """How a move of a User Spot treats its Actor members (``@zl.user_spot(unit=...)``)."""
+
+    #: The Spot and all its members move together, in one aggregate commit
+    #: (docs/actors.md: not built yet -- a Spot with members does not move until then).
+    SPOT_WIDE = "spot_wide"
+    #: The Spot moves alone; calls to it, Actor creation and joins go to its new node at
+    #: once, and each member follows it in a move of its own (its own Message Follow
+    #: route). Only with RecreateOnRelocation: the Spot's state is not carried.
+    PER_ACTOR = "per_actor"
 
 
 class CloseReason(StrEnum):

@@ -48,7 +48,12 @@ import attrs
 from zlink_trio.core.errors import InvalidConfiguration, InvalidOperation
 from zlink_trio.core.identity import SpotKind, validate_stable_type
 from zlink_trio.runtime.declaration.handlers import HandlerTable, Hook, resolve_hook, scan_handlers
-from zlink_trio.runtime.declaration.policies import DisableRelocation, RelocationPolicy
+from zlink_trio.runtime.declaration.policies import (
+    DisableRelocation,
+    RecreateOnRelocation,
+    RelocationPolicy,
+    RelocationUnit,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -153,6 +158,8 @@ class UserSpotType(SpotType):
 
     #: What happens to the Spot's state when it relocates (docs/relocation.md).
     relocation: RelocationPolicy = attrs.field(validator=_policy)
+    #: How a move treats its Actor members (docs/actors.md).
+    unit: RelocationUnit = RelocationUnit.SPOT_WIDE
 
     def construct(self, ctx: object, request: object | None) -> object:
         """Build the application instance: ``cls(ctx, request)``. Exceptions propagate."""
@@ -237,6 +244,7 @@ def _declare(
     policy: RelocationPolicy,
     kind: SpotKind,
     localns: Mapping[str, object],
+    unit: RelocationUnit = RelocationUnit.SPOT_WIDE,
 ) -> SpotType:
     decorator = _DECORATORS[kind]
     if not isinstance(cls, type):
@@ -261,7 +269,8 @@ def _declare(
     if kind is SpotKind.USER:
         _check_constructor(cls, ("ctx", "request"))
         definition = UserSpotType(
-            stable_type=stable_type, cls=cls, handlers=handlers, hooks=hooks, relocation=policy
+            stable_type=stable_type, cls=cls, handlers=handlers, hooks=hooks, relocation=policy,
+            unit=unit,
         )
     elif kind is SpotKind.ACTOR:
         _check_constructor(cls, ("ctx",))
@@ -305,11 +314,14 @@ def instance_spot(
 
 
 def user_spot(
-    stable_type: str, *, relocation: RelocationPolicy | _Missing = _MISSING
+    stable_type: str, *, relocation: RelocationPolicy | _Missing = _MISSING,
+    unit: RelocationUnit = RelocationUnit.SPOT_WIDE,
 ) -> Callable[[_C], _C]:
     """Declare the decorated class as the User Spot type ``stable_type``.
 
-    ``relocation`` is required, as for :func:`instance_spot`. The class is
+    ``relocation`` is required, as for :func:`instance_spot`. ``unit`` says how a move
+    treats the Spot's Actor members (:class:`RelocationUnit`; ``PER_ACTOR`` only with
+    :class:`RecreateOnRelocation`). The class is
     constructed as ``cls(ctx, request)`` (``request`` is ``None`` when the
     create call sent none); it may define ``on_activate(self)``,
     ``on_create(self, request)`` returning ``None``, a reply or a
@@ -323,10 +335,17 @@ def user_spot(
     """
     name = _check_stable_type(stable_type, "user_spot")
     policy = _check_policy(relocation, f"@zl.user_spot({name!r})")
+    if not isinstance(unit, RelocationUnit):
+        raise InvalidConfiguration(f"@zl.user_spot({name!r}): unit= must be a "
+                                   f"zl.RelocationUnit, got {unit!r}")
+    if unit is RelocationUnit.PER_ACTOR and not isinstance(policy, RecreateOnRelocation):
+        raise InvalidConfiguration(
+            f"@zl.user_spot({name!r}): unit=PER_ACTOR moves the Spot without its members "
+            "and carries no Spot state, so it needs relocation=zl.RecreateOnRelocation()")
 
     def decorate(cls: _C) -> _C:
         localns = dict(sys._getframe(1).f_locals)
-        _declare(cls, name, policy, SpotKind.USER, localns)
+        _declare(cls, name, policy, SpotKind.USER, localns, unit)
         return cls
 
     return decorate

@@ -101,7 +101,8 @@ def _fenced(state: LocationState, fence: AuthorityFence, *allowed: AuthorityStat
 
 
 def txn_begin_relocation(state: LocationState, fence: AuthorityFence, *, target: OwnerFence,
-                         now: float, container: str | None = None) -> AuthorityRecord:
+                         now: float, container: str | None = None,
+                         members_stay: bool = False) -> AuthorityRecord:
     """BeginRelocation; see ``LocationStore.begin_relocation``."""
     check_finite(now, "now")
     check_target(target)
@@ -119,12 +120,13 @@ def txn_begin_relocation(state: LocationState, fence: AuthorityFence, *, target:
         raise InvalidOperation(
             f"{record.spot_id!r}: an Actor moves into a container at the target (its Entry "
             "Spot, or the User Spot it joins), and only an Actor names one")
-    if state.members.get(record.spot_id):
-        # Until moves carry members (docs/actors.md, "Rules the runtime holds" 4), a move
-        # must never split a Spot from its Actors.
+    if not members_stay and state.members.get(record.spot_id):
+        # Until SpotWide moves carry members (docs/actors.md, "Rules the runtime holds"
+        # 4), a move must never split a Spot from its Actors -- unless the Spot's unit is
+        # PerActor (``members_stay``): then each member follows it in a move of its own.
         raise InvalidOperation(
             f"{record.spot_id!r} has Actor members, and a Spot does not move with its "
-            "members yet; make them leave first")
+            "members yet (a PerActor Spot moves without them); make them leave first")
     if target.node_rid == record.owner.node_rid:
         raise InvalidOperation(f"{record.spot_id!r} already lives on node {target.node_rid}")
     check_owner(state, record.mesh, record.owner, now)
@@ -204,7 +206,8 @@ def txn_commit_relocation(state: LocationState, fence: AuthorityFence, *,
         container=record.next_container or record.container, next_container=None,
     )
     state.records[record.spot_id] = moved
-    if record.next_container is not None and record.container is not None:
+    if record.next_container not in (None, record.container):
+        assert record.container is not None  # (an Actor's record names its container)
         drop_member(state, record.container, record.spot_id)
     shift(state.active, capacity_key(record.mesh, record.owner), -1)
     shift(state.pending, capacity_key(record.mesh, target), -1)
@@ -235,7 +238,8 @@ def txn_abort_relocation(state: LocationState, fence: AuthorityFence) -> Authori
                         relocation_target=None, relocation_payload=None, next_container=None,
                         store_version=record.store_version + 1)
     state.records[record.spot_id] = kept
-    if record.next_container is not None:
+    if record.next_container not in (None, record.container):
+        assert record.next_container is not None
         drop_member(state, record.next_container, record.spot_id)
     shift(state.pending, capacity_key(record.mesh, target), -1)
     return kept
