@@ -7,6 +7,8 @@ Run ``python -m zlink_trio.samples.demo`` (also ``zlink-trio demo``). Modules, o
 - ``demo_mesh`` -- the same story over N node processes on one SQLite file: driver and node
 - ``shoppingmall/`` -- the ShoppingMall sample: ``python -m zlink_trio.samples.shoppingmall``
   (``docs/shoppingmall.md``)
+- ``chatrooms/``  -- users as Actors in rooms, a drain while they post:
+  ``python -m zlink_trio.samples.chatrooms`` (``docs/actors.md``)
 
 This is the top layer: a sample imports only what ``zlink_trio`` exports, and other
 samples (``tests/test_layers.py`` enforces it).

@@ -1,0 +1,104 @@
+"""A node's HTTP edge: where users connect, join a room, post and read their inbox.
+
+Routes (JSON in, JSON out; a typed zlink_trio error is ``409`` for what the caller did,
+``503`` for what may pass -- its message says which):
+
+- ``POST /users`` ``{"name": ..., "room": ...}`` -- the user becomes an Actor on this
+  node's Entry Spot, then joins the room (created on first use); a room on another node
+  means the user moves there.
+- ``POST /rooms/{room}/posts`` ``{"user": ..., "text": ...}`` -- the room takes the post
+  and hands it to each member; answers the post's ID and how many members it reached.
+- ``GET /users/{user}/inbox`` -- the post IDs the user received, in order.
+
+:func:`serve_edge` runs it with Hypercorn's Trio worker on loopback.
+"""
+
+from __future__ import annotations
+
+import uuid
+from functools import partial
+from typing import TYPE_CHECKING, cast
+
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+import zlink_trio as zl
+from zlink_trio.samples.chatrooms.chat import (
+    ROOM_TYPE,
+    USER_TYPE,
+    Inbox,
+    Post,
+    Posted,
+    ReadInbox,
+)
+
+if TYPE_CHECKING:
+    from hypercorn.typing import ASGIFramework
+    from starlette.requests import Request
+
+__all__ = ("build_app", "serve_edge")
+
+
+def _error(exc: zl.ZLinkError) -> JSONResponse:
+    status = 503 if isinstance(exc, zl.Unavailable | zl.DeadlineExceeded) else 409
+    return JSONResponse({"error": type(exc).__name__, "message": exc.message}, status)
+
+
+def build_app(node: zl.Node) -> Starlette:
+    """The edge of ``node`` as a Starlette app."""
+
+    async def connect(request: Request) -> JSONResponse:
+        body = await request.json()
+        name, room = str(body["name"]), str(body["room"])
+        try:
+            user = await node.actors.create(USER_TYPE, f"user-{name}")
+            created = await node.spots.get_or_create(room, ROOM_TYPE)
+            assert created.ref is not None
+            user = await node.actors.join(user, created.ref)
+        except zl.ZLinkError as exc:
+            return _error(exc)
+        return JSONResponse({"user": user.actor_id, "room": user.container,
+                             "edge": node.node_id}, 201)
+
+    async def post(request: Request) -> JSONResponse:
+        body = await request.json()
+        msg = Post(uuid.uuid4().hex, str(body["user"]), str(body["text"]))
+        try:
+            posted = await node.client.request(request.path_params["room"], msg,
+                                               reply=Posted)
+        except zl.ZLinkError as exc:
+            return _error(exc)
+        return JSONResponse({"post": posted.post_id, "members": posted.members})
+
+    async def inbox(request: Request) -> JSONResponse:
+        try:
+            got = await node.client.request_actor(request.path_params["user"], ReadInbox(),
+                                                  reply=Inbox)
+        except zl.ZLinkError as exc:
+            return _error(exc)
+        return JSONResponse({"posts": got.post_ids, "room": got.room})
+
+    return Starlette(routes=[
+        Route("/users", connect, methods=["POST"]),
+        Route("/rooms/{room}/posts", post, methods=["POST"]),
+        Route("/users/{user}/inbox", inbox, methods=["GET"]),
+    ])
+
+
+async def serve_edge(node: zl.Node, *,
+                     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
+    """Serve ``node``'s edge on a free loopback port until cancelled; started with its
+    base URL."""
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.accesslog = None
+    config.loglevel = "WARNING"  # (no "Running on ..." line: the runner says where)
+    # Starlette's and Hypercorn's ASGI type declarations differ; both follow ASGI 3.
+    app = cast("ASGIFramework", build_app(node))
+    async with trio.open_nursery() as nursery:
+        binds: list[str] = await nursery.start(partial(serve, app, config))
+        task_status.started(binds[0])
