@@ -17,8 +17,17 @@ import attrs
 
 import zlink_trio as zl
 
-__all__ = ("USER_TYPE", "ROOM_TYPE", "ChatRoom", "ChatUser", "Deliver", "Inbox", "Post",
-           "Posted", "ReadInbox")
+__all__ = (
+    "ROOM_TYPE",
+    "USER_TYPE",
+    "ChatRoom",
+    "ChatUser",
+    "Deliver",
+    "Inbox",
+    "Post",
+    "Posted",
+    "ReadInbox",
+)
 
 USER_TYPE = "chat.user"
 ROOM_TYPE = "chat.room"
