@@ -31,6 +31,7 @@ from zlink_trio.core.records import (
     CreationIntent,
     OwnerFence,
     RecoveryPointer,
+    RootReceipt,
 )
 from zlink_trio.store import AuthorityExists, MembersRemain, open_store
 from zlink_trio.store.rules import location as loc
@@ -48,6 +49,7 @@ def _records():
     owner, target = OwnerFence(NodeRid(bytes(range(16))), 3), OwnerFence(NodeRid(b"\1" * 16), 9)
     intent = CreationIntent(content_ref="c-1", sha256=SHA, size=12)
     pointer = RecoveryPointer(root_ref=f"sha256:{SHA}", sha256=SHA, size=300, version=1)
+    payload = RootReceipt(ref=f"sha256:{SHA}", sha256=SHA, size=41)
     base = {"spot_id": "r-1", "kind": SpotKind.USER, "stable_type": "room", "mesh": "world",
             "object_generation": 5, "owner_generation": 2, "store_version": 7, "owner": owner}
     yield AuthorityRecord(**base, state=AuthorityState.CREATING, creation_intent=intent)
@@ -67,7 +69,8 @@ def _records():
                              "stable_type": "t\u00e9\t"}, state=AuthorityState.READY)
     yield AuthorityRecord(**{**base, "object_generation": 2**63 - 1, "store_version": 1},
                           state=AuthorityState.CLOSING)
-    # An Actor's record: the one with a "container" key, in every state and shape.
+    # An Actor's record: the one with a "container" key, in every state and shape; a
+    # moving one's also has "nextContainer" (its container at the target), after it.
     actor = {**base, "kind": SpotKind.ACTOR, "stable_type": "player"}
     for state in AuthorityState:
         if state is AuthorityState.MISSING:  # the absence of a record
@@ -76,20 +79,28 @@ def _records():
                            AuthorityState.RELAY_READY)
         yield AuthorityRecord(**actor, state=state, container="room-1",
                               creation_intent=intent if state is AuthorityState.CREATING
-                              else None, relocation_target=target if moving else None)
+                              else None, relocation_target=target if moving else None,
+                              next_container="room-2" if moving else None)
     yield AuthorityRecord(**{**actor, "spot_id": "p \u00e9"}, state=AuthorityState.READY,
                           container='r\u00f6\"om \\ \u2028', recovery_pointer=pointer)
+    for state in (AuthorityState.SEALED, AuthorityState.RELAY_READY):  # past the capture
+        yield AuthorityRecord(**{**actor, "spot_id": "p \u00e9"}, state=state,
+                              container='r\u00f6\"om \\ \u2028', recovery_pointer=pointer,
+                              relocation_target=target, relocation_payload=payload,
+                              next_container='n\u00e9xt "\\" \u2029')
 
 
 def test_encode_record_is_dumps_of_to_json():
-    seen, actors = 0, 0
+    seen, actors, moving = 0, 0, 0
     for record in _records():
         assert encode_record(record) == dumps(record.to_json())
         assert AuthorityRecord.from_json(json.loads(encode_record(record))) == record
         seen += 1
         actors += record.kind is SpotKind.ACTOR
+        moving += record.next_container is not None
     assert seen >= 6
     assert actors >= 2
+    assert moving >= 5
 
 
 def _open(path, *, cache: bool, dispatch: str = "inline"):
