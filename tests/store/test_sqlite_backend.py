@@ -204,11 +204,12 @@ def downgrade(path, version):
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("BEGIN IMMEDIATE")
-        if version < 3:  # no container column nor index; no Actor row to lose
+        if version < 3:  # no container columns nor indexes; no Actor row to lose
             assert conn.execute("SELECT count(*) FROM loc_records WHERE container IS NOT "
-                                "NULL").fetchone() == (0,)
-            conn.execute("DROP INDEX loc_records_container")
-            conn.execute("ALTER TABLE loc_records DROP COLUMN container")
+                                "NULL OR next_container IS NOT NULL").fetchone() == (0,)
+            for column in ("container", "next_container"):
+                conn.execute(f"DROP INDEX loc_records_{column}")
+                conn.execute(f"ALTER TABLE loc_records DROP COLUMN {column}")
         if version < 2:  # the bodies have no relocationPayload key
             conn.execute("UPDATE loc_records SET body = json_remove(body, '$.relocationPayload')")
         conn.execute(f"PRAGMA user_version = {version}")
@@ -218,16 +219,18 @@ def downgrade(path, version):
 
 
 def layout(path):
-    """``(user_version, loc_records' columns, the container index's SQL or None)``."""
+    """``(user_version, loc_records' columns, the SQL of the container and next-container
+    indexes, None where absent)``."""
     conn = sqlite3.connect(path)
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         columns = [row[1] for row in conn.execute("PRAGMA table_info(loc_records)")]
-        index = conn.execute("SELECT sql FROM sqlite_schema WHERE name = "
-                             "'loc_records_container'").fetchone()
+        indexes = [conn.execute("SELECT sql FROM sqlite_schema WHERE name = ?",
+                                (f"loc_records_{column}",)).fetchone()
+                   for column in ("container", "next_container")]
     finally:
         conn.close()
-    return version, columns, None if index is None else index[0]
+    return version, columns, [None if index is None else index[0] for index in indexes]
 
 
 async def test_a_version_1_file_is_migrated_to_name_relocation_payloads(db_path):
@@ -261,12 +264,16 @@ async def test_a_version_1_file_is_migrated_to_name_relocation_payloads(db_path)
         assert missing == (0,)
 
 
-async def test_a_version_2_file_is_migrated_to_hold_actor_membership(db_path):
-    # Version 3: an Actor's record names its container, and ``loc_records.container``
-    # (indexed) holds it. A version-2 file -- no such column, no Actor -- gets the column,
-    # NULL on every row, and the index at open: every record reads back as it was, and
-    # Actors join its Spots.
+async def test_a_version_2_file_is_migrated_to_hold_actor_membership(db_path, tmp_path):
+    # Version 3: an Actor's record names its container, and a moving one its next
+    # container; ``loc_records.container`` and ``loc_records.next_container`` (indexed)
+    # hold them. A version-2 file -- no such columns, no Actor -- gets the columns, NULL
+    # on every row, and the indexes at open, exactly as a new file has them: every
+    # record reads back as it was, and Actors join its Spots and move between its nodes.
     with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(tmp_path / "new.db")):
+            pass
+        fresh = layout(tmp_path / "new.db")
         async with open_store(url_of(db_path)) as store:
             a = await claim(store, "node-a", lease=100.0)
             b = await claim(store, "node-b", lease=100.0)
@@ -279,7 +286,7 @@ async def test_a_version_2_file_is_migrated_to_hold_actor_membership(db_path):
             before = await snapshot(store)
         downgrade(db_path, 2)
         assert layout(db_path)[0] == 2
-        assert "container" not in layout(db_path)[1]
+        assert not {"container", "next_container"} & set(layout(db_path)[1])
         async with open_store(url_of(db_path)) as store:
             assert await snapshot(store) == before
             member = await store.location.commit_ready(await reserve(
@@ -290,21 +297,27 @@ async def test_a_version_2_file_is_migrated_to_hold_actor_membership(db_path):
             with pytest.raises(MembersRemain):
                 await store.location.begin_close("room-1", object_generation=room.object_generation,
                                                  owner=a.owner(), now=1.0)
-        version, columns, index = layout(db_path)
-        assert (version, columns[-1]) == (SCHEMA_VERSION, "container")
-        assert index is not None
+            b_entry = b.descriptor.entry_spot_id
+            arriving = await store.location.begin_relocation(
+                member.fence(), target=b.owner(), now=1.0, container=b_entry)
+            assert await store.location.members(b_entry) == [arriving]
+        assert layout(db_path) == fresh
+        version, columns, indexes = fresh
+        assert (version, columns[-2:]) == (SCHEMA_VERSION, ["container", "next_container"])
+        assert None not in indexes
         conn = sqlite3.connect(db_path)
         try:
-            named = conn.execute("SELECT spot_id, container FROM loc_records WHERE container "
-                                 "IS NOT NULL").fetchall()
+            named = conn.execute("SELECT spot_id, container, next_container FROM loc_records "
+                                 "WHERE container IS NOT NULL OR next_container IS NOT NULL"
+                                 ).fetchall()
         finally:
             conn.close()
-        assert named == [("p-1", "room-1")]
+        assert named == [("p-1", "room-1", b_entry)]
 
 
 async def test_a_failed_migration_leaves_the_older_file_as_it_was(db_path):
     # The whole migration commits with the new version, or nothing does: here the
-    # version-3 index cannot be created (its name is taken) after the column was added.
+    # version-3 index cannot be created (its name is taken) after the columns were added.
     with trio.fail_after(TIMEOUT):
         async with open_store(url_of(db_path)) as store:
             await claim(store, "node-a", lease=100.0)
@@ -319,7 +332,7 @@ async def test_a_failed_migration_leaves_the_older_file_as_it_was(db_path):
                 pass
         assert layout(db_path) == before
         assert before[0] == 2
-        assert "container" not in before[1]
+        assert not {"container", "next_container"} & set(before[1])
 
 
 async def test_a_release_that_knows_only_version_2_refuses_a_version_3_file(db_path,

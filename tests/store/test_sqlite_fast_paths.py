@@ -31,6 +31,7 @@ from zlink_trio.core.records import (
     CreationIntent,
     OwnerFence,
     RecoveryPointer,
+    RootReceipt,
 )
 from zlink_trio.store import AuthorityExists, MembersRemain, open_store
 from zlink_trio.store.rules import location as loc
@@ -41,6 +42,7 @@ from zlink_trio.store.sqlite.view import LocationView
 TIMEOUT = 20
 SHA = "ab" * 32
 ENTRY = new_entry_spot_id("node-a", lambda n: bytes(range(n)))
+ENTRY_B = new_entry_spot_id("node-b", lambda n: bytes(range(1, n + 1)))
 ROOM = "room-0"
 
 
@@ -48,6 +50,7 @@ def _records():
     owner, target = OwnerFence(NodeRid(bytes(range(16))), 3), OwnerFence(NodeRid(b"\1" * 16), 9)
     intent = CreationIntent(content_ref="c-1", sha256=SHA, size=12)
     pointer = RecoveryPointer(root_ref=f"sha256:{SHA}", sha256=SHA, size=300, version=1)
+    payload = RootReceipt(ref=f"sha256:{SHA}", sha256=SHA, size=41)
     base = {"spot_id": "r-1", "kind": SpotKind.USER, "stable_type": "room", "mesh": "world",
             "object_generation": 5, "owner_generation": 2, "store_version": 7, "owner": owner}
     yield AuthorityRecord(**base, state=AuthorityState.CREATING, creation_intent=intent)
@@ -67,7 +70,8 @@ def _records():
                              "stable_type": "t\u00e9\t"}, state=AuthorityState.READY)
     yield AuthorityRecord(**{**base, "object_generation": 2**63 - 1, "store_version": 1},
                           state=AuthorityState.CLOSING)
-    # An Actor's record: the one with a "container" key, in every state and shape.
+    # An Actor's record: the one with a "container" key, in every state and shape; a
+    # moving one's also has "nextContainer" (its container at the target), after it.
     actor = {**base, "kind": SpotKind.ACTOR, "stable_type": "player"}
     for state in AuthorityState:
         if state is AuthorityState.MISSING:  # the absence of a record
@@ -76,20 +80,28 @@ def _records():
                            AuthorityState.RELAY_READY)
         yield AuthorityRecord(**actor, state=state, container="room-1",
                               creation_intent=intent if state is AuthorityState.CREATING
-                              else None, relocation_target=target if moving else None)
+                              else None, relocation_target=target if moving else None,
+                              next_container="room-2" if moving else None)
     yield AuthorityRecord(**{**actor, "spot_id": "p \u00e9"}, state=AuthorityState.READY,
                           container='r\u00f6\"om \\ \u2028', recovery_pointer=pointer)
+    for state in (AuthorityState.SEALED, AuthorityState.RELAY_READY):  # past the capture
+        yield AuthorityRecord(**{**actor, "spot_id": "p \u00e9"}, state=state,
+                              container='r\u00f6\"om \\ \u2028', recovery_pointer=pointer,
+                              relocation_target=target, relocation_payload=payload,
+                              next_container='n\u00e9xt "\\" \u2029')
 
 
 def test_encode_record_is_dumps_of_to_json():
-    seen, actors = 0, 0
+    seen, actors, moving = 0, 0, 0
     for record in _records():
         assert encode_record(record) == dumps(record.to_json())
         assert AuthorityRecord.from_json(json.loads(encode_record(record))) == record
         seen += 1
         actors += record.kind is SpotKind.ACTOR
+        moving += record.next_container is not None
     assert seen >= 6
     assert actors >= 2
+    assert moving >= 5
 
 
 def _open(path, *, cache: bool, dispatch: str = "inline"):
@@ -110,14 +122,16 @@ def _rows_match_bodies(path) -> int:
     conn = sqlite3.connect(path)
     try:
         rows = conn.execute("SELECT spot_id, state, mesh, owner_rid, owner_lifecycle, "
-                            "object_generation, container, body FROM loc_records").fetchall()
+                            "object_generation, container, next_container, body "
+                            "FROM loc_records").fetchall()
     finally:
         conn.close()
-    for spot_id, state, mesh, rid, lifecycle, generation, container, body in rows:
+    for spot_id, state, mesh, rid, lifecycle, generation, container, after, body in rows:
         record = AuthorityRecord.from_json(json.loads(body))
-        assert (spot_id, state, mesh, rid, lifecycle, generation, container) == (
+        assert (spot_id, state, mesh, rid, lifecycle, generation, container, after) == (
             record.spot_id, record.state.value, record.mesh, str(record.owner.node_rid),
-            record.owner.lifecycle_generation, record.object_generation, record.container)
+            record.owner.lifecycle_generation, record.object_generation, record.container,
+            record.next_container)
     return len(rows)
 
 
@@ -136,10 +150,14 @@ async def _mixed(store, seed: int) -> list[list[object]]:
     """Batches of eight calls at once (so group commits form) on eight distinct Spot IDs:
     cold activations, repeated commits, closes, releases, inbox calls, and Actors created
     on the Entry Spot that join and leave a room (several members of one container in
-    one group). Returns each batch's outcomes, sorted (within a batch no two calls touch
+    one group) or move to node-b's Entry Spot and back, a step at a time (begun, aborted,
+    committed). Returns each batch's outcomes, sorted (within a batch no two calls touch
     the same ID)."""
     owner = (await claim(store, "node-a", lease=1e6, capacity=50,
                          node_rid=NodeRid(b"\7" * 16), entry=ENTRY)).owner()
+    other = (await claim(store, "node-b", lease=1e6, capacity=50,
+                         node_rid=NodeRid(b"\10" * 16), entry=ENTRY_B)).owner()
+    entries = {owner: ENTRY, other: ENTRY_B}
     await store.location.commit_ready(await reserve(store, owner, ROOM), now=1.0)
     fences: dict[str, tuple[object, object]] = {}
     batches: list[list[object]] = []
@@ -177,7 +195,9 @@ async def _mixed(store, seed: int) -> list[list[object]]:
                     result = await store.location.commit_ready(await reserve(
                         store, owner, spot, kind=SpotKind.ACTOR, stable_type="player",
                         container=ENTRY, now=1.0), now=1.0)
-                else:  # refused unless an Actor
+                elif action == 7 and record.kind is SpotKind.ACTOR:
+                    result = await _move_step(store, record, entries, rng)
+                else:  # refused unless an Actor (on node-a, Ready)
                     result = await store.location.move_membership(
                         spot, object_generation=record.object_generation, owner=owner,
                         container=ROOM if record.container == ENTRY else ENTRY, now=1.0)
@@ -201,6 +221,24 @@ async def _mixed(store, seed: int) -> list[list[object]]:
     return batches
 
 
+async def _move_step(store, record: AuthorityRecord, entries: dict[OwnerFence, str],
+                     rng: random.Random) -> object:
+    """One step of an Actor's move to the other node's Entry Spot: a Ready Actor begins
+    it; a Relocating one aborts it, or seals, accepts relay-ready and commits."""
+    if record.state is AuthorityState.READY:
+        target = next(o for o in entries if o != record.owner)
+        return await store.location.begin_relocation(record.fence(), target=target, now=1.0,
+                                                     container=entries[target])
+    if record.state is not AuthorityState.RELOCATING:
+        return record.state.value
+    if rng.randrange(2):
+        return await store.location.abort_relocation(record.fence())
+    target = record.relocation_target
+    sealed = await store.location.seal_relocation(record.fence(), now=1.0)
+    relay = await store.location.accept_relay_ready(sealed.fence(), target=target, now=1.0)
+    return await store.location.commit_relocation(relay.fence(), now=1.0)
+
+
 @pytest.mark.parametrize("dispatch", ["inline", "thread"])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 async def test_cached_and_uncached_stores_agree(tmp_path, dispatch, seed):
@@ -211,7 +249,8 @@ async def test_cached_and_uncached_stores_agree(tmp_path, dispatch, seed):
             async with _open(path, cache=cache, dispatch=dispatch) as store:
                 batches = await _mixed(store, seed)
                 found = [_plain(await store.location.find(f"m-{i}")) for i in range(12)]
-                found += [_plain(await store.location.members(c)) for c in (ENTRY, ROOM)]
+                found += [_plain(await store.location.members(c))
+                          for c in (ENTRY, ROOM, ENTRY_B)]
                 room = await store.location.find(ROOM)
                 try:  # refused while the room has a member
                     found.append(_plain(await store.location.begin_close(
@@ -223,7 +262,8 @@ async def test_cached_and_uncached_stores_agree(tmp_path, dispatch, seed):
                                   await store.relocation.statistics())
             assert _rows_match_bodies(path) > 1
     assert results[True] == results[False]
-    assert any(results[True][1][12:14])  # some Actor was a member at the end
+    assert any(results[True][1][12:15])  # some Actor was a member at the end
+    assert "nextContainer" in repr(results[True][0])  # and some Actor moved
 
 
 async def test_another_connections_write_is_never_served_from_the_cache(tmp_path):
@@ -295,14 +335,16 @@ async def test_an_activation_reads_each_row_once(tmp_path):
     assert _rows_match_bodies(path) == 2  # the Entry record and c-1
 
 
-async def test_a_containers_members_are_one_range_of_the_container_index(tmp_path):
-    # Reserve into a container, MoveMembership (both containers), BeginClose and members
-    # read a container's members with one SELECT each, a range of loc_records_container
-    # (no scan, no sort); a Spot's activation reads none.
+async def test_a_containers_members_are_one_range_of_each_membership_index(tmp_path):
+    # Reserve into a container, MoveMembership (both containers), BeginClose, an Actor's
+    # move (its next container at begin and at abort) and members read a container's
+    # members with one SELECT each: a range of loc_records_container and one of
+    # loc_records_next_container (no scan, no sort); a Spot's activation reads none.
     path = tmp_path / "members.db"
     with trio.fail_after(TIMEOUT):
         async with _open(path, cache=True) as store:
             owner = (await claim(store, "node-a", lease=1e6, capacity=5, entry=ENTRY)).owner()
+            other = (await claim(store, "node-b", lease=1e6, capacity=5, entry=ENTRY_B)).owner()
             statements: list[str] = []
             store.location._db._conn.set_trace_callback(statements.append)
             room = await store.location.commit_ready(await reserve(store, owner, ROOM), now=1.0)
@@ -317,20 +359,35 @@ async def test_a_containers_members_are_one_range_of_the_container_index(tmp_pat
                 await store.location.begin_close(
                     ROOM, object_generation=room.object_generation, owner=owner, now=1.0)
             assert [r.spot_id for r in await store.location.members(ROOM)] == ["p-1"]
+            moving = await store.location.begin_relocation(
+                actor.fence(), target=other, now=1.0, container=ENTRY_B)
+            assert await store.location.members(ENTRY_B) == [moving]
+            await store.location.abort_relocation(moving.fence())
             store.location._db._conn.set_trace_callback(None)
     assert spot_reads == []
     ranges = [s for s in statements if s.startswith("SELECT") and "container" in s]
-    assert len(ranges) == 5  # Reserve, Move (from and to), BeginClose, members
+    # Reserve, Move (from and to), BeginClose, members, the move's begin (the moving
+    # record's own members -- a Spot with members does not move -- and its next
+    # container's), members, abort.
+    assert len(ranges) == 9
     conn = sqlite3.connect(path)
     try:
         for statement in ranges:
             plan = " ".join(row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}"))
-            assert plan.startswith("SEARCH loc_records USING "), (statement, plan)
-            assert "INDEX loc_records_container (container=?)" in plan, (statement, plan)
+            searches = [part.strip() for part in plan.split("SEARCH")[1:]]
+            assert len(searches) == 2, (statement, plan)
+            assert searches[0].startswith("loc_records USING "), (statement, plan)
+            assert "INDEX loc_records_container (container=?)" in searches[0], (statement, plan)
+            assert searches[1].startswith("loc_records USING "), (statement, plan)
+            assert "INDEX loc_records_next_container (next_container=?)" in searches[1], (
+                statement, plan)
+            assert "SCAN" not in plan, (statement, plan)
             assert "TEMP B-TREE" not in plan, (statement, plan)
     finally:
         conn.close()
-    assert _rows_match_bodies(path) == 3  # the Entry record, the room, the Actor
+    # The Entry records, the room, the Actor (its columns named the next container while
+    # it moved, and name none again after the abort).
+    assert _rows_match_bodies(path) == 4
 
 
 @pytest.mark.parametrize("busy", [False, True])

@@ -39,6 +39,13 @@ The rules cover the whole store protocol:
   ``move_membership`` (Join and Leave, with current and stale generations and owners),
   ``members``, ``begin_close`` of a container that has members (``MembersRemain``), and
   an Actor's close and release (so containers empty and Actor IDs get new incarnations);
+- Actor moves between nodes: ``begin_relocation`` of an Actor into a container at its
+  target -- mostly one the target owns (its Entry Spot, or a User Spot the Actor joins by
+  the move), sometimes none, the source's or any Spot -- and of a Spot naming one or
+  having members (all refused), whole Actor moves stopping at each step (seal, accept
+  relay-ready, commit, abort early or late), the close of the container an arriving
+  Actor names (``MembersRemain``), and single relocation steps on Actors, release past
+  relay-ready included;
 - ``query`` pages of size 0..5 walked step by step (0 is refused), forged cursors;
 - the Relocation Store: ``put_root`` / ``get_root`` / ``delete_root`` (with
   forged receipts) and ``inbox_append`` / ``inbox_read`` / ``inbox_set_cursor``
@@ -110,6 +117,7 @@ from zlink_trio.store import (
     Page,
     open_store,
 )
+from zlink_trio.store.rules.location import capacity_key
 from zlink_trio.store.rules.relocation_store import receipt_of
 
 if TYPE_CHECKING:
@@ -720,14 +728,51 @@ class StoreAgreement(RuleBasedStateMachine):
 
     # -- relocation ----------------------------------------------------------------------------
 
+    def moving_of(self, spot: int, actor: bool) -> str:
+        """The ID a relocation rule acts on: a Spot's, or (``actor``) an Actor's."""
+        return ACTORS[spot % len(ACTORS)] if actor else self.spot_of(spot)
+
+    def free_units(self, owner: OwnerFence) -> int:
+        """How many more activations ``owner`` takes in ``MESH`` (0: none, or no claim)."""
+        state = self.oracle.location.state  # type: ignore[attr-defined]
+        claim = state.claims.get((MESH, owner.node_rid))
+        if claim is None or claim.lifecycle_generation != owner.lifecycle_generation:
+            return 0
+        key = capacity_key(MESH, owner)
+        return claim.descriptor.capacity - state.active.get(key, 0) - state.pending.get(key, 0)
+
+    def target_for(self, r: AuthorityRecord, i: int, *, roomy: bool = False) -> OwnerFence:
+        """A move's target for ``r``: mostly another node's current claim, so that moves
+        get through (with ``roomy``, one with a free unit when there is one: capacities
+        are small); sometimes any claim (its own node, an old lifecycle)."""
+        others = [c for c in map(self.pick_claim, range(8))
+                  if c.descriptor.node_rid != r.owner.node_rid]
+        if roomy:  # (in MESH, where every Actor lives)
+            others = [c for c in others if self.free_units(c.owner()) > 0] or others
+        return (others[i % len(others)] if others and i < 6 else self.pick_claim(i)).owner()
+
+    def next_container_of(self, into: str, j: int, target: OwnerFence,
+                          source: OwnerFence) -> str | None:
+        """The container a BeginRelocation names: ``fit`` one ``target`` can take a member
+        into (when it has one), ``source`` one the moving record's owner has, ``any`` any
+        Spot, Entry Spot or Actor used, ``none`` none."""
+        if into == "none":
+            return None
+        return self.container_of(j, {"fit": target, "source": source}.get(into))
+
     @precondition(lambda self: self.claims)
-    @rule(spot=index, i=index, how=st.sampled_from(TWEAKS))
-    def begin_relocation(self, spot, i, how):
-        r = self.record(self.spot_of(spot))
+    @rule(spot=index, i=index, how=st.sampled_from(TWEAKS),
+          actor=st.sampled_from((False, False, True)), j=index,
+          into=st.sampled_from(("none", "none", "fit", "fit", "source", "any")))
+    def begin_relocation(self, spot, i, how, actor, j, into):
+        """BeginRelocation of a Spot or (``actor``) an Actor toward any claim, naming a
+        container (``into``): only an Actor names one, and only one its target owns."""
+        r = self.record(self.moving_of(spot, actor))
         if r is not None:
             fence, target, now = tweak(r.fence(), how), self.pick_claim(i).owner(), self.now
+            container = self.next_container_of(into, j, target, r.owner)
             self.run("begin_relocation", lambda s: s.location.begin_relocation(
-                self.at(s, fence), target=target, now=now))
+                self.at(s, fence), target=target, now=now, container=container))
 
     @precondition(lambda self: self.claims)
     @rule(spot=st.sampled_from(SPOTS), i=index,
@@ -745,11 +790,7 @@ class StoreAgreement(RuleBasedStateMachine):
         r = self.record(spot)
         if r is None:
             return
-        # Mostly another node's current claim, so that moves get through.
-        others = [c for c in map(self.pick_claim, range(8))
-                  if c.descriptor.node_rid != r.owner.node_rid]
-        target = (others[i % len(others)] if others and i < 6 else self.pick_claim(i)).owner()
-        fence, now = r.fence(), self.now
+        target, fence, now = self.target_for(r, i), r.fence(), self.now
         if self.run("begin_relocation", lambda s: s.location.begin_relocation(
                 self.at(s, fence), target=target, now=now)) is None or last == "begin":
             return
@@ -770,11 +811,130 @@ class StoreAgreement(RuleBasedStateMachine):
             self.run("commit_relocation",
                      lambda s: s.location.commit_relocation(self.at(s, fence), now=now))
 
+    def ready_actor(self, actor: str, i: int) -> AuthorityRecord | None:
+        """``actor``'s record, created Ready first when Missing: on its Entry Spot, by a
+        current claim with a free unit when there is one (capacities are small)."""
+        if self.record(actor) is None:
+            owners = [c.owner() for c in map(self.pick_claim, range(8))]
+            roomy = [o for o in owners if self.free_units(o) > 0] or owners
+            owner, now = roomy[i % len(roomy)], self.now
+            entry = self.entry_of(owner)
+            if entry is None:
+                return None
+            fence = self.run("reserve actor", lambda s: s.location.reserve(
+                actor, kind=SpotKind.ACTOR, stable_type="player", mesh=MESH, owner=owner,
+                now=now, container=entry))
+            if fence is not None:
+                self.run("commit_ready", lambda s: s.location.commit_ready(self.at(s, fence),
+                                                                           now=now))
+        return self.record(actor)
+
+    def room_of(self, owner: OwnerFence, j: int) -> str | None:
+        """A Ready User Spot ``owner`` owns, created Ready on it first (under a Missing ID
+        of ``SPOTS``) when there is none and it has a unit to spare for the Actor that
+        joins it; ``None`` when none is there nor can be."""
+        rooms = sorted(r.spot_id for r in map(self.record, SPOTS)
+                       if r is not None and r.owner == owner and r.kind is SpotKind.USER
+                       and r.state is AuthorityState.READY)
+        if rooms:
+            return rooms[j % len(rooms)]
+        free = [spot for spot in SPOTS if self.record(spot) is None]
+        if not free or self.free_units(owner) < 2:
+            return None
+        spot, now = free[j % len(free)], self.now
+        fence = self.run("reserve", lambda s: s.location.reserve(
+            spot, kind=SpotKind.USER, stable_type="room", mesh=MESH, owner=owner, now=now))
+        if fence is None or self.run("commit_ready", lambda s: s.location.commit_ready(
+                self.at(s, fence), now=now)) is None:
+            return None
+        return spot
+
+    def move_actor_to(self, r: AuthorityRecord, target: OwnerFence, container: str | None,
+                      last: str) -> None:
+        """Move the Actor of ``r`` toward ``target`` into ``container``, step by step as
+        ``move`` (stops at ``last`` or the first refusal); ``close_next`` tries the close
+        of ``container`` by its owner once the move is relay-ready (an arriving member
+        keeps a User Spot open: MembersRemain, an Entry Spot never closes so), then
+        commits."""
+        fence, now = r.fence(), self.now
+        if self.run("begin_relocation actor", lambda s: s.location.begin_relocation(
+                self.at(s, fence), target=target, now=now, container=container)) is None:
+            return
+        if last == "begin":
+            return
+        if last == "abort":
+            self.run("abort_relocation actor",
+                     lambda s: s.location.abort_relocation(self.at(s, fence)))
+            return
+        if self.run("seal_relocation actor", lambda s: s.location.seal_relocation(
+                self.at(s, fence), now=now)) is None or last == "seal":
+            return
+        if self.run("accept_relay_ready actor", lambda s: s.location.accept_relay_ready(
+                self.at(s, fence), target=target, now=now)) is None or last == "relay_ready":
+            return
+        if last == "close_next" and container is not None:
+            arriving = self.record(container)
+            if arriving is not None:
+                self.run("begin_close next container", lambda s: s.location.begin_close(
+                    container, object_generation=self.at(s, arriving.object_generation),
+                    owner=arriving.owner, now=now))
+        if last == "abort_late":
+            self.run("abort_relocation actor",
+                     lambda s: s.location.abort_relocation(self.at(s, fence)))
+        else:
+            self.run("commit_relocation actor",
+                     lambda s: s.location.commit_relocation(self.at(s, fence), now=now))
+
+    @precondition(lambda self: self.claims)
+    @rule(actor=st.sampled_from(ACTORS), i=index, j=index,
+          into=st.sampled_from(("fit", "fit", "fit", "source", "none", "any")),
+          last=st.sampled_from(("commit", "commit", "begin", "seal", "relay_ready", "abort",
+                                "abort_late", "close_next")))
+    def move_actor(self, actor, i, j, into, last):
+        """One Actor's move in a row (``move_actor_to``) into the container ``into``
+        names at the target: mostly one the target owns (``fit``: its Entry Spot or a
+        User Spot there); its container at the source (another owner's: StaleFence),
+        none or any Spot are refused. A Missing Actor is created Ready first."""
+        r = self.ready_actor(actor, i)
+        if r is not None:
+            target = self.target_for(r, i, roomy=True)
+            self.move_actor_to(r, target, self.next_container_of(into, j, target, r.owner),
+                               last)
+
+    @precondition(lambda self: self.claims)
+    @rule(actor=st.sampled_from(ACTORS), i=index, j=index,
+          last=st.sampled_from(("commit", "close_next", "close_next", "relay_ready",
+                                "abort")))
+    def move_actor_into_room(self, actor, i, j, last):
+        """An Actor joins a User Spot on another node by a move (``move_actor_to``): the
+        room is created Ready on the target first when it has none, and its close is
+        refused while the Actor arrives (``close_next``)."""
+        r = self.ready_actor(actor, i)
+        if r is not None:
+            target = self.target_for(r, i, roomy=True)
+            self.move_actor_to(r, target, self.room_of(target, j), last)
+
+    @precondition(lambda self: self.claims)
+    @rule(actor=st.sampled_from(ACTORS), spot=st.sampled_from(SPOTS), i=index, j=index,
+          into=st.sampled_from(("none", "none", "fit")))
+    def move_occupied_spot(self, actor, spot, i, j, into):
+        """A User Spot that an Actor joined (``membership_round`` up to the join) does not
+        begin a move, naming no container or one (a Spot names none): InvalidOperation."""
+        self.membership_round(actor, spot, i, "join")
+        r = self.record(spot)
+        if r is None:
+            return
+        target, fence, now = self.target_for(r, i), r.fence(), self.now
+        container = self.next_container_of(into, j, target, r.owner)
+        self.run("begin_relocation occupied", lambda s: s.location.begin_relocation(
+            self.at(s, fence), target=target, now=now, container=container))
+
     @rule(spot=index, step=st.sampled_from(("seal", "payload", "relay_ready", "commit",
                                             "abort", "release")),
-          how=st.sampled_from(TWEAKS), i=index, named=st.booleans())
-    def relocation_step(self, spot, step, how, i, named):
-        r = self.record(self.spot_of(spot))
+          how=st.sampled_from(TWEAKS), i=index, named=st.booleans(),
+          actor=st.sampled_from((False, False, True)))
+    def relocation_step(self, spot, step, how, i, named, actor):
+        r = self.record(self.moving_of(spot, actor))
         if r is None:
             return
         fence, now = tweak(r.fence(), how), self.now

@@ -14,6 +14,7 @@ Modules:
                      ``rel_*`` tables, and the inbox bodies the combined transactions reuse
 - ``combined``    -- :class:`SqliteCombined`: the combined cold-activation transactions
 - ``view``        -- the ``loc_*`` tables seen as a ``LocationState`` (lazy :class:`Rows`)
+- ``members``     -- a container's Actor members: two index ranges of ``loc_records``
 - ``group_rows``  -- the sequence, claim and capacity rows a group commit shares
 - ``rowcache``    -- rows kept between a connection's write transactions
 - ``codec``       -- the stored JSON of records and claims

@@ -13,8 +13,9 @@ builds the same text as ``dumps(record.to_json())`` without the intermediate dic
 the fields in ``to_json``'s order, strings escaped by the JSON module's own C
 escaper, and each nested value (owner, intent, pointer, relocation target) encoded
 once per object -- an activation's records share one owner and one pointer object
--- by :func:`dumps` itself; an Actor's record ends with its ``container``, the one key
-only its body has. ``tests/store/test_sqlite_fast_paths.py`` holds it to
+-- by :func:`dumps` itself; an Actor's record ends with its ``container`` and a moving
+one's with its ``nextContainer`` after it, the keys only their bodies have.
+``tests/store/test_sqlite_fast_paths.py`` holds it to
 ``dumps(record.to_json())`` over records of every state and shape, and the import
 below refuses a ``to_json`` whose keys changed.
 """
@@ -30,7 +31,12 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from zlink_trio.core._json_fields import encode_kind
 from zlink_trio.core.descriptor import NodeClaim
-from zlink_trio.core.records import _ACTOR_RECORD_KEYS, _RECORD_KEYS, AuthorityRecord
+from zlink_trio.core.records import (
+    _ACTOR_RECORD_KEYS,
+    _MOVING_ACTOR_RECORD_KEYS,
+    _RECORD_KEYS,
+    AuthorityRecord,
+)
 
 if TYPE_CHECKING:
     from zlink_trio.core.identity import SpotKind
@@ -83,9 +89,12 @@ def decode_record(body: str) -> AuthorityRecord:
 _KEYS: Final = ("spotId", "kind", "stableType", "mesh", "state", "objectGeneration",
                 "ownerGeneration", "storeVersion", "owner", "creationIntent",
                 "recoveryPointer", "relocationTarget", "relocationPayload")
-# An Actor's record has one key more, "container", written after all of these.
+# An Actor's record has one key more, "container", written after all of these, and a
+# moving Actor's another, "nextContainer", written after that.
 if (frozenset(_KEYS) != _RECORD_KEYS
-        or _RECORD_KEYS | {"container"} != _ACTOR_RECORD_KEYS):  # pragma: no cover
+        or _RECORD_KEYS | {"container"} != _ACTOR_RECORD_KEYS
+        or _ACTOR_RECORD_KEYS | {"nextContainer"}
+        != _MOVING_ACTOR_RECORD_KEYS):  # pragma: no cover
     raise ImportError("AuthorityRecord.to_json changed its keys: update "
                       "zlink_trio.store.sqlite.codec.encode_record to match")
 
@@ -126,9 +135,15 @@ def _state_text(state: AuthorityState) -> str:
 def encode_record(record: AuthorityRecord) -> str:
     """The stored JSON of ``record``, ``dumps(record.to_json())`` (remembered for reads)."""
     container = record.container
-    # to_json adds the key last, and only to an Actor's record (a Spot's text is what it
-    # was before Actors existed).
-    end = "}" if container is None else f',"container":{encode_basestring(container)}}}'
+    # to_json adds the keys last, and only to an Actor's record (a Spot's text is what it
+    # was before Actors existed): its container, then while it moves its next container.
+    if container is None:
+        end = "}"
+    elif record.next_container is None:
+        end = f',"container":{encode_basestring(container)}}}'
+    else:
+        end = (f',"container":{encode_basestring(container)},'
+               f'"nextContainer":{encode_basestring(record.next_container)}}}')
     text = (
         f'{{"spotId":{encode_basestring(record.spot_id)},'
         f'"kind":{_kind_text(record.kind)},'

@@ -9,9 +9,10 @@ order, the errors and the return values are the memory backend's by construction
 and :meth:`LocationView.flush` writes what the oracle changed. Reads are bounded
 SQL queries (a primary key, an index range, ``LIMIT``) whose rows are fed to the
 same functions, so a read never scans a table into memory. Actor membership is the
-``container`` column of ``loc_records`` (``view``): Reserve with a container and
-MoveMembership run the oracle like every write, and ``members`` reads one range of
-the container index.
+``container`` and ``next_container`` columns of ``loc_records`` (``members``, ``view``):
+Reserve with a container, MoveMembership and an Actor's move (BeginRelocation with a
+container) run the oracle like every write, and ``members`` reads one range of each
+membership index.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from zlink_trio.store.rules import location as loc
 from zlink_trio.store.rules import operator as ops
 from zlink_trio.store.rules import relocation_steps as steps
 from zlink_trio.store.sqlite.codec import decode_claim, decode_record
+from zlink_trio.store.sqlite.members import member_rows
 from zlink_trio.store.sqlite.view import LocationView
 from zlink_trio.store.values import MAX_PAGE_SIZE, LocationStatistics
 
@@ -182,15 +184,16 @@ class SqliteLocationStore:
     async def members(self, container: str) -> list[AuthorityRecord]:
         """The Actor records naming ``container`` (one read); see ``LocationStore.members``.
 
-        One range of the container index, in ActorId order; the oracle lists them.
+        One range of each membership index (``members``: the Actors whose container it
+        is, and those moving into it); the oracle lists them in ActorId order.
         """
         membership.txn_members(loc.LocationState(), container)  # the argument, before I/O
 
         def body(conn: sqlite3.Connection) -> list[AuthorityRecord]:
-            rows = conn.execute("SELECT spot_id, body FROM loc_records WHERE container = ? "
-                                "ORDER BY spot_id", (container,)).fetchall()
-            window = loc.LocationState(records={r[0]: decode_record(r[1]) for r in rows},
-                                       members={container: frozenset(r[0] for r in rows)})
+            rows = member_rows(conn, container)
+            window = loc.LocationState(
+                records={i: decode_record(text) for i, text in rows.items()},
+                members={container: frozenset(rows)})
             return membership.txn_members(window, container)
         return await self._db.read(body, single=True)
 
@@ -230,10 +233,15 @@ class SqliteLocationStore:
             s, spot_id, object_generation=object_generation, expected_version=expected_version))
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
-                               now: float) -> AuthorityRecord:
-        """BeginRelocation (one transaction); see the protocol."""
-        return await self._txn(lambda s: steps.txn_begin_relocation(s, fence, target=target,
-                                                                    now=now))
+                               now: float, container: str | None = None) -> AuthorityRecord:
+        """BeginRelocation (one transaction); see the protocol.
+
+        An Actor's move (``container``: its container at the target) checks that
+        container's record in the same transaction, so it cannot race a BeginClose of
+        it; the Actor's row then names it in ``next_container`` until the move ends.
+        """
+        return await self._txn(lambda s: steps.txn_begin_relocation(
+            s, fence, target=target, now=now, container=container))
 
     async def seal_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
         """Seal (one transaction); see the protocol."""

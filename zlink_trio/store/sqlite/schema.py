@@ -97,13 +97,19 @@ _V2: Final = (
 
 _V3: Final = (
     # An Actor's record names its container (``container``, a key only an Actor's body
-    # has, docs/actors.md): the column holds it, NULL on every other row, so a
-    # container's members are one index range (``view.LocationView.members``, BeginClose's
-    # check). A version-2 file holds no Actor record, so every existing row is NULL.
+    # has, docs/actors.md), and while it moves to another node its container there too
+    # (``nextContainer``): it is a member of both until the move ends. Two columns hold
+    # them, NULL on every other row, so a container's members are one range of each
+    # index (``members``; ``view.LocationView.members``, BeginClose's check). A
+    # version-2 file holds no Actor record, so every existing row is NULL in both.
     "ALTER TABLE loc_records ADD COLUMN container TEXT",
-    # Partial: only Actor rows are indexed, so a Spot's record writes never touch it.
+    "ALTER TABLE loc_records ADD COLUMN next_container TEXT",
+    # Partial: only Actor rows are indexed (and only moving ones in the second), so a
+    # Spot's record writes never touch them.
     """CREATE INDEX loc_records_container ON loc_records (container)
         WHERE container IS NOT NULL""",
+    """CREATE INDEX loc_records_next_container ON loc_records (next_container)
+        WHERE next_container IS NOT NULL""",
 )
 
 #: Migration ``n`` takes a file from version ``n - 1`` to ``n``.

@@ -22,10 +22,11 @@ itself -- rolls back whole, and two processes never interleave. Same checks, sam
 order, same errors and same return values as ``memory://`` by construction.
 
 **Actor membership.** ``members`` (container -> the IDs of the Actors whose records
-name it) is not a table but an index of ``loc_records``: the ``container`` column, which
-every record write sets from the record itself (NULL on a Spot's row), under the partial
-index ``loc_records_container``. A container's entry loads with one index-range
-``SELECT`` and is then overlaid with this transaction's record writes that the view
+name it, as container or as a moving Actor's next container) is not a table but two
+indexes of ``loc_records``: the ``container`` and ``next_container`` columns, which
+every record write sets from the record itself (NULL on a Spot's row), each under a
+partial index (``members``). A container's entry loads with one ``SELECT`` (a range of
+each index) and is then overlaid with this transaction's record writes that the view
 has not flushed yet, so the oracle reads the members its own records imply at every
 moment. Its writes to ``members`` (``add_member`` / ``drop_member``, always beside the
 record write they index) are not flushed: the record rows carry them.
@@ -35,8 +36,9 @@ Inside a group commit the sequence, claim and capacity rows come from the group'
 shared rows (``group_rows``); records come from the connection's row cache
 (``rowcache``) when it holds them. A record row that existed when the view loaded it
 and keeps its owner columns is written with an ``UPDATE`` of the columns that changed
-(``state`` and ``body``, or ``body`` alone; ``container`` too when an Actor changes
-container), which leaves the owner index untouched;
+(``state`` and ``body``, or ``body`` alone; ``container`` and ``next_container`` too
+when either changes: an Actor's Join or Leave, its move's begin or abort), which leaves
+the owner index untouched;
 any other record write is ``INSERT OR REPLACE`` of the whole row, as is an ``UPDATE``
 that finds no row (never expected; the whole row is then written).
 """
@@ -49,6 +51,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 from zlink_trio.store.rules.location import CapacityKey, LocationState
 from zlink_trio.store.sqlite.codec import decode_claim, decode_record, encode_claim, encode_record
 from zlink_trio.store.sqlite.group_rows import SEQUENCE, GroupRows, group_of, write_capacity
+from zlink_trio.store.sqlite.members import member_ids
 from zlink_trio.store.sqlite.rowcache import ABSENT, cache_of, put
 
 if TYPE_CHECKING:
@@ -195,18 +198,24 @@ def _load_members(conn: sqlite3.Connection, records: Rows[str, AuthorityRecord],
                   container: str) -> frozenset[str] | None:
     """The IDs of the Actors whose records name ``container`` (``None``: none).
 
-    The rows the table holds, through the container index (one index range, no row
-    read), as ``records`` -- the same transaction's view -- changed them: a record
-    written but not flushed yet counts by its new value, a deleted one not at all.
+    The rows the table holds, through the two membership indexes (``members``: one
+    range of each, no row read), as ``records`` -- the same transaction's view --
+    changed them: a record written but not flushed yet counts by its new value, a
+    deleted one not at all.
     """
-    ids = {row[0] for row in conn.execute(
-        "SELECT spot_id FROM loc_records WHERE container = ?", (container,))}
+    ids = member_ids(conn, container)
     for spot_id, record in records.changes():
-        if record is not None and record.container == container:
+        if record is not None and _names(record, container):
             ids.add(spot_id)
         else:
             ids.discard(spot_id)
     return frozenset(ids) if ids else None
+
+
+def _names(record: AuthorityRecord, container: str) -> bool:
+    """Whether ``record`` makes its Actor a member of ``container`` (the oracle's rule:
+    its container, or its next container while it moves)."""
+    return record.container == container or record.next_container == container
 
 
 def _members_agree(members: Rows[str, frozenset[str]],
@@ -215,7 +224,7 @@ def _members_agree(members: Rows[str, frozenset[str]],
     written = list(records.changes())
     for container, ids in members.changes():
         for spot_id, record in written:
-            names_it = record is not None and record.container == container
+            names_it = record is not None and _names(record, container)
             if names_it != (ids is not None and spot_id in ids):
                 return False
     return True
@@ -241,16 +250,18 @@ def _write_record(conn: sqlite3.Connection, spot_id: str, record: AuthorityRecor
                   before: AuthorityRecord | None) -> None:
     """Write one record row; ``before``: the row the table holds, if known."""
     body = encode_record(record)
-    container = record.container
+    container, next_container = record.container, record.next_container
     if (before is not None and before.mesh == record.mesh
             and before.object_generation == record.object_generation
             and before.owner.node_rid == record.owner.node_rid
             and before.owner.lifecycle_generation == record.owner.lifecycle_generation):
         # The owner columns stay: update only what changed (no owner-index write).
-        if before.container != container:  # an Actor's Join or Leave
+        if before.container != container or before.next_container != next_container:
+            # An Actor's Join or Leave, or its move's begin or abort.
             updated = conn.execute(
-                "UPDATE loc_records SET state = ?, body = ?, container = ? WHERE spot_id = ?",
-                (record.state.value, body, container, spot_id)).rowcount
+                "UPDATE loc_records SET state = ?, body = ?, container = ?, "
+                "next_container = ? WHERE spot_id = ?",
+                (record.state.value, body, container, next_container, spot_id)).rowcount
         elif before.state is record.state:
             updated = conn.execute("UPDATE loc_records SET body = ? WHERE spot_id = ?",
                                    (body, spot_id)).rowcount
@@ -261,11 +272,11 @@ def _write_record(conn: sqlite3.Connection, spot_id: str, record: AuthorityRecor
         if updated == 1:
             return
     conn.execute("INSERT OR REPLACE INTO loc_records (spot_id, state, mesh, owner_rid, "
-                 "owner_lifecycle, object_generation, body, container) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                 "owner_lifecycle, object_generation, body, container, next_container) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                  (spot_id, record.state.value, record.mesh, str(record.owner.node_rid),
                   record.owner.lifecycle_generation, record.object_generation, body,
-                  container))
+                  container, next_container))
 
 
 class LocationView:
@@ -337,7 +348,7 @@ class LocationView:
             if group is not None:
                 group.set_claim(claim_key, claim)
         cached, loaded = self._cached, self._loaded
-        # The members index is the records' container column: nothing of it to write,
+        # The members index is the records' container columns: nothing of it to write,
         # but it must be what the records written say (the oracle writes both together).
         assert not self.members.changed or _members_agree(self.members, self.records), (
             "the members index disagrees with the records written in this transaction")
