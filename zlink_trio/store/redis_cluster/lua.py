@@ -109,8 +109,9 @@ _MEMBERS: Final = r"""
 local UNMARK = {}
 local function members_key(c) return META .. 'members:' .. c end
 local function bans_key(id) return META .. 'bans:' .. id end
-local function unmember(r)
-  if r.container then UNMARK[#UNMARK + 1] = {r.container, (r.mt or '') .. ':' .. r.id} end
+-- Actor id's record no longer names container: its mark (token) goes back to the runner.
+local function leave(id, container, token)
+  UNMARK[#UNMARK + 1] = {container, (token or '') .. ':' .. id}
 end
 -- verdict: the token of the mark the container's bucket added ('' = it refused the join:
 -- JOIN_REFUSED, the caller raises that refusal). A banned token is refused, and its ban
@@ -120,7 +121,10 @@ local function join_check(id, container, rid, lc, verdict)
   if redis.call('SREM', bans_key(id), verdict) == 1 then return {'JOIN_REVOKED', container} end
   return nil
 end
-local function join_write(key, id, container, verdict) redis.call('HSET', key, 'mt', verdict) end
+-- The record keeps its mark's token: 'mt' for its container, 'nmt' for its next one.
+local function join_write(key, id, container, verdict, nxt)
+  redis.call('HSET', key, nxt and 'nmt' or 'mt', verdict)
+end
 -- BeginClose: drop the marks ARGV[first..] (checked gone in their Actors' buckets);
 -- nil when none is left, else {'MARKS', record, marks}: the caller checks them.
 local function members_remain(r, first)
