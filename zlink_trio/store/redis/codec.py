@@ -26,8 +26,10 @@ Spot's keys). Node keys are tagged by NodeRid, never Spot keys by node.
 
 A container's members set carries the container's tag. It is an index of the
 records, written by the same scripts that write them (Reserve of an Actor,
-MoveMembership, every deletion of an Actor's record: ``drop_record``), so it holds
-exactly the Actors whose records name the container; like the oracle's index it is
+MoveMembership, BeginRelocation of an Actor -- a member of its next container too until
+CommitRelocation makes that its container or AbortRelocation drops it -- and every
+deletion of an Actor's record: ``drop_record``), so it holds exactly the Actors whose
+records name the container (as container or next container); like the oracle's index it is
 keyed by Spot ID, not incarnation. Such a script reads and writes the container's
 keys beside the Actor's, as every script reads node keys beside Spot keys: one Redis
 runs it atomically whatever the tags (Redis Cluster cannot, and splits it:
@@ -36,9 +38,11 @@ runs it atomically whatever the tags (Redis Cluster cannot, and splits it:
 An authority record is a hash of short fields: ``id kind type mesh state gen
 ogen ver orid olc`` plus ``ir ish isz`` (creation intent), ``pr psh psz pv``
 (recovery pointer), ``trid tlc`` (relocation target), ``mr msh msz`` (the
-move's payload root, Sealed and RelayReady only) and ``container`` (an Actor's
+move's payload root, Sealed and RelayReady only), ``container`` (an Actor's
 record only; on Redis Cluster also ``mt``, its membership token:
-``store.redis_cluster.membership``) when present. Kinds
+``store.redis_cluster.membership``) and ``nc`` (a moving Actor's next container, its
+container at the target; on Redis Cluster also ``nmt``, the token of that membership)
+when present. Kinds
 and states are the JSON names ``AuthorityRecord.to_json`` uses, counters are
 decimal strings, so :func:`decode_record` rebuilds the record through
 ``AuthorityRecord.from_json`` and its validation. A claim keeps the
@@ -186,6 +190,8 @@ def decode_record(flat: Sequence[object]) -> AuthorityRecord:
     }
     if container is not None:
         body["container"] = container
+    if "nc" in f:
+        body["nextContainer"] = f["nc"]
     return AuthorityRecord.from_json(body)
 
 
@@ -326,7 +332,8 @@ def raise_status(reply: Sequence[object], what: str) -> None:
         raise MembersRemain(decode_record(_flat(reply[1])), int(text(reply[2])))
     if code == "JOIN_REVOKED":
         raise Unavailable(f"{what}: container {detail[0]!r} checked its members while the "
-                          "Actor joined it (a BeginClose raced the join); nothing was "
+                          "Actor joined it (a BeginClose or a move of the container raced "
+                          "the join); nothing was "
                           "written -- retry, the container's state decides the outcome")
     if code == "PAST_RELAY_READY":
         raise past_relay_ready(decode_record(_flat(reply[1])))

@@ -46,7 +46,12 @@ from zlink_trio.store.rules.claims import select_claims
 from zlink_trio.store.rules.location import check_reserve_args, page_of, parse_cursor
 from zlink_trio.store.rules.membership import check_move_args, move_refusal
 from zlink_trio.store.rules.operator import release_expired_refusal
-from zlink_trio.store.rules.relocation_steps import check_payload, check_target
+from zlink_trio.store.rules.relocation_steps import (
+    check_payload,
+    check_target,
+    container_mismatch,
+    members_refusal,
+)
 from zlink_trio.store.values import (
     MAX_PAGE_BYTES,
     MAX_PAGE_SIZE,
@@ -74,6 +79,13 @@ def _lease(now: float, lease: float) -> str:
 def _fence_args(fence: AuthorityFence | ReservationFence) -> list[str | int]:
     return [fence.object_generation, fence.owner_generation, str(fence.owner.node_rid),
             fence.owner.lifecycle_generation]
+
+
+def _relocation_args(fence: AuthorityFence, target: OwnerFence, now: float,
+                     container: str | None) -> list[str | int]:
+    """BeginRelocation's script arguments (Redis Cluster adds its own after them)."""
+    return [*_fence_args(fence), str(target.node_rid), target.lifecycle_generation,
+            repr(float(now)), container or ""]
 
 
 def _seq(value: object) -> Sequence[Any]:
@@ -276,7 +288,7 @@ class RedisLocationStore:
         reply = await self._script(f"members of {container!r}", "members",
                                    self._keys.members(container), write=False)
         found = (decode_record(flat) for flat in reply if flat)
-        return sorted((r for r in found if r.container == container),
+        return sorted((r for r in found if container in (r.container, r.next_container)),
                       key=lambda r: r.spot_id)
 
     async def release(self, fence: AuthorityFence) -> bool:
@@ -336,9 +348,29 @@ class RedisLocationStore:
             repr(float(now)))
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
-                               now: float) -> AuthorityRecord:
-        """BeginRelocation (one script); see the protocol."""
-        return await self._toward("begin_relocation", fence, target, now)
+                               now: float, container: str | None = None) -> AuthorityRecord:
+        """BeginRelocation (one script; an Actor's checks its next container and joins it
+        there too); see the protocol."""
+        check_finite(now, "now")
+        check_target(target)
+        if container is not None:
+            validate_spot_id(container)
+        what = f"begin_relocation of {fence.spot_id!r}"
+        reply = await self._script(what, "begin_relocation", self._keys.spot(fence.spot_id),
+                                   *_relocation_args(fence, target, now, container))
+        return self._relocating(reply, what, fence)
+
+    @staticmethod
+    def _relocating(reply: Sequence[Any], what: str, fence: AuthorityFence) -> AuthorityRecord:
+        """The record of a ``begin_relocation`` reply, or its refusal raised (the two of
+        membership worded by the oracle)."""
+        code = text(reply[0])
+        if code == "MOVE_CONTAINER":
+            raise container_mismatch(fence.spot_id)
+        if code == "MEMBERS":
+            raise members_refusal(fence.spot_id)
+        raise_status(reply, what)
+        return decode_record(reply[1])
 
     async def seal_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
         """Seal (one script); see the protocol."""

@@ -39,7 +39,7 @@ from zlink_trio.core._checks import check_finite, check_int
 from zlink_trio.core._json_fields import encode_kind
 from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
 from zlink_trio.core.errors import InvalidOperation, StoreUnavailable
-from zlink_trio.core.identity import validate_node_id
+from zlink_trio.core.identity import validate_node_id, validate_spot_id
 from zlink_trio.core.records import ReservationFence
 from zlink_trio.store.redis.codec import (
     claim_args,
@@ -49,7 +49,7 @@ from zlink_trio.store.redis.codec import (
     raise_status,
 )
 from zlink_trio.store.redis.codec import text as _text
-from zlink_trio.store.redis.location import RedisLocationStore, _lease
+from zlink_trio.store.redis.location import RedisLocationStore, _lease, _relocation_args
 from zlink_trio.store.redis.recovery import SCAN_BUDGET
 from zlink_trio.store.redis_cluster.keys import claim_field
 from zlink_trio.store.redis_cluster.membership import ClusterMembership
@@ -57,6 +57,7 @@ from zlink_trio.store.redis_cluster.sweep import LISTING, STATISTICS, TOTALS, Sw
 from zlink_trio.store.rules.location import check_reserve_args, page_of, parse_cursor
 from zlink_trio.store.rules.membership import check_move_args
 from zlink_trio.store.rules.recovery import check_orphans_args
+from zlink_trio.store.rules.relocation_steps import check_target
 from zlink_trio.store.values import (
     MAX_PAGE_BYTES,
     MAX_PAGE_SIZE,
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
 
     from zlink_trio.core.identity import NodeRid, SpotKind
     from zlink_trio.core.records import (
+        AuthorityFence,
         AuthorityRecord,
         CreationIntent,
         OwnerFence,
@@ -276,6 +278,30 @@ class ClusterLocationStore(RedisLocationStore):
     async def members(self, container: str) -> list[AuthorityRecord]:
         """The Actors whose records name ``container`` (marks, then records)."""
         return await self.membership.members(container)
+
+    async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
+                               now: float, container: str | None = None) -> AuthorityRecord:
+        """BeginRelocation: an Actor's mark in its next container's bucket first (checked
+        for the target), then the bucket script, which checks a Spot's own marks as
+        BeginClose does (``membership``); see the protocol."""
+        check_finite(now, "now")
+        check_target(target)
+        if container is not None:
+            validate_spot_id(container)
+        spot_id = fence.spot_id
+        what = f"begin_relocation of {spot_id!r}"
+        mark = (None if container is None
+                else await self.membership.mark(what, container, spot_id, target))
+        reply = await self.membership.settle(
+            what, "begin_relocation", spot_id,
+            [self._keys.spot(spot_id), self._keys.bans(spot_id), self._keys.members(spot_id)],
+            [*_relocation_args(fence, target, now, container),
+             "" if mark is None else mark.token])
+        if mark is not None:
+            used = _text(reply[0]) == "OK" and mark.token != "" and _field(
+                reply[1], "nmt") == mark.token
+            await self.membership.conclude(mark, reply, what, used=used)
+        return self._relocating(reply, what, fence)
 
     # -- reads over every bucket -----------------------------------------------------------
 

@@ -24,12 +24,14 @@ slot are the bucket's own, every other helper is the prelude's:
   changes bucket) and unique store-wide, with no store-wide counter.
 
 - Actor membership is the layout's too: an Actor's record carries the token of its
-  mark in the container's bucket, a deletion or a move hands the old mark back beside
-  the reply (``{reply, shifts, unmarks}``) for the runner to drop there, and BeginClose
-  answers the marks it finds (``MARKS``) instead of counting members. ``member_mark``
-  and ``member_verify`` are the protocol's parts in the container's and the Actor's
-  bucket, and Reserve has its own body (the container's verdict among its arguments):
-  ``membership`` tells the whole protocol.
+  mark in the container's bucket (``mt``; ``nmt`` for the next container of a move to
+  another node), a deletion, a MoveMembership or the end of such a move hands the
+  marks it leaves back beside the reply (``{reply, shifts, unmarks}``) for the runner
+  to drop there, and BeginClose and a Spot's BeginRelocation answer the marks they find
+  (``MARKS``) instead of counting members. ``member_mark`` and ``member_verify`` are the
+  protocol's parts in the container's and the Actor's bucket, and Reserve has its own
+  body (the container's verdict among its arguments; MoveMembership and BeginRelocation
+  take it after theirs): ``membership`` tells the whole protocol.
 
 **Node scripts** run in the nodes slot (``{nodes}``): claims as JSON in one hash,
 lifecycles, capacity units, and the checks that read them. NewClaim, Remove and
@@ -109,8 +111,9 @@ _MEMBERS: Final = r"""
 local UNMARK = {}
 local function members_key(c) return META .. 'members:' .. c end
 local function bans_key(id) return META .. 'bans:' .. id end
-local function unmember(r)
-  if r.container then UNMARK[#UNMARK + 1] = {r.container, (r.mt or '') .. ':' .. r.id} end
+-- Actor id's record no longer names container: its mark (token) goes back to the runner.
+local function leave(id, container, token)
+  UNMARK[#UNMARK + 1] = {container, (token or '') .. ':' .. id}
 end
 -- verdict: the token of the mark the container's bucket added ('' = it refused the join:
 -- JOIN_REFUSED, the caller raises that refusal). A banned token is refused, and its ban
@@ -120,7 +123,10 @@ local function join_check(id, container, rid, lc, verdict)
   if redis.call('SREM', bans_key(id), verdict) == 1 then return {'JOIN_REVOKED', container} end
   return nil
 end
-local function join_write(key, id, container, verdict) redis.call('HSET', key, 'mt', verdict) end
+-- The record keeps its mark's token: 'mt' for its container, 'nmt' for its next one.
+local function join_write(key, id, container, verdict, nxt)
+  redis.call('HSET', key, nxt and 'nmt' or 'mt', verdict)
+end
 -- BeginClose: drop the marks ARGV[first..] (checked gone in their Actors' buckets);
 -- nil when none is left, else {'MARKS', record, marks}: the caller checks them.
 local function members_remain(r, first)
@@ -210,10 +216,11 @@ return {'OK', t}
 
 # A mark's check, in the Actor's bucket (``membership``). KEYS: the Actor's spot key, its
 # bans. ARGV: P, R, container, token. {'OK', 1} when the Actor's record names the
-# container; else the token is banned (no join may use it any more) and {'OK', 0}.
+# container (as its container, or as its next one while it moves); else the token is
+# banned (no join may use it any more) and {'OK', 0}.
 _MEMBER_VERIFY: Final = r"""
 local r = rec(KEYS[1])
-if r and r.container == ARGV[3] then return {'OK', 1} end
+if r and (r.container == ARGV[3] or r.nc == ARGV[3]) then return {'OK', 1} end
 redis.call('SADD', KEYS[2], ARGV[4])
 return {'OK', 0}
 """

@@ -9,8 +9,10 @@ Actor's record and its container's record live in different buckets, so no scrip
 sees both. The container's bucket keeps **member marks** instead, ``<token>:<actor_id>``
 (``keys``), and the protocol keeps one invariant:
 
-    **every Actor record that names a container has a mark in the container's bucket,
-    carrying the token the record stores** (its ``mt`` field).
+    **every Actor record that names a container -- as its container, or as its next
+    container while it moves to another node -- has a mark in that container's bucket,
+    carrying the token the record stores for it** (its ``mt`` field; ``nmt`` for the
+    next container).
 
 Marks may be more than the truth (a part that never ran leaves a stale one), never
 less. Each transaction is split in ordered parts, each one script in one bucket:
@@ -28,32 +30,53 @@ less. Each transaction is split in ordered parts, each one script in one bucket:
     changes the record in the Actor's bucket (the oracle's checks; the new token),
     then drops the old container's mark. A refused or no-op move removes the new mark.
 (c) **Deleting an Actor's record** (AbortCreating, Release, ReleaseExpired,
-    ReleaseRelayReady) deletes it in its bucket, then drops its mark (the bucket
-    script hands the mark back, the runner removes it: ``runner``).
+    ReleaseRelayReady) deletes it in its bucket, then drops its marks -- in its
+    container and, while it moves, its next container (the bucket script hands the
+    marks back, the runner removes them: ``runner``).
 (d) **BeginClose** of a container with marks checks each mark against its Actor's
-    bucket (``member_verify``): a record that names the container is a member; for
-    any other mark the check **bans its token in the Actor's bucket** in the same
-    script, so no join still in flight with that token can write a record any more
-    (its Reserve or move answers ``JOIN_REVOKED``, :class:`Unavailable`). Then the
-    BeginClose script drops the marks found gone (exactly those, each once banned) and
-    decides: marks left are members (``MembersRemain``), none is Closing. A mark that
-    appeared meanwhile is checked in the next round (a few rounds, then the close is
-    refused as if it were a member).
+    bucket (``member_verify``): a record that names the container (as container or
+    next container) is a member; for any other mark the check **bans its token in the
+    Actor's bucket** in the same script, so no join still in flight with that token
+    can write a record any more (its Reserve or move answers ``JOIN_REVOKED``,
+    :class:`Unavailable`). Then the BeginClose script drops the marks found gone
+    (exactly those, each once banned) and decides: marks left are members
+    (``MembersRemain``), none is Closing. A mark that appeared meanwhile is checked in
+    the next round (a few rounds, then the close is refused as if it were a member).
+    **BeginRelocation of a Spot** checks its marks the same way (:meth:`settle`): a Spot
+    does not move with members (the oracle's :class:`InvalidOperation`), and it becomes
+    Relocating in the script that found no mark left.
+(e) **An Actor's move to another node** (BeginRelocation naming its container at the
+    target) marks the **next** container first -- ``member_mark`` with the *target* as
+    the owner, so the mark script makes the oracle's ``check_container(container,
+    target)`` -- then begins the move in the Actor's bucket: every check of the
+    oracle's in its order, the verdict where ``check_container`` stands (last), a banned
+    token refused as a join's (``JOIN_REVOKED``); the record stores the next container
+    and the token (``nc``, ``nmt``): a member of both. CommitRelocation makes the next
+    container the container in the Actor's bucket (``nmt`` becomes ``mt``: the mark
+    already there is its mark now) and hands back the old container's mark;
+    AbortRelocation hands back the next container's; a deletion both (c). A refused or
+    idempotent BeginRelocation removes the mark it added.
 
-Why this is sound: a join writes a record only with a token whose mark it added first,
-and whose token is not banned; a mark is removed only (1) by its own join after that
-join was refused, (2) after its record was deleted or moved away (tokens are never
-reused, so no other record carries it), or (3) by a BeginClose after its token was
-banned while no record named the container with it. So at the moment BeginClose finds
-no mark left, no record names the container, and none can be written later: a new join
-needs a new mark, and the container's bucket refuses that once it is Closing. A crash
+Why this is sound: a record comes to name a container only by a join (Reserve,
+MoveMembership, BeginRelocation), with a token whose mark it added first and which is
+not banned -- a commit only turns the next container the record already names, with
+its token, into its container. A mark is removed only (1) by its own join after that
+join was refused, (2) after its record was deleted or stopped naming the container
+(moved away, committed or aborted; tokens are never reused, so no other record carries
+it), or (3) by a BeginClose or a Spot's BeginRelocation after its token was banned
+while no record named the container. So at the moment BeginClose finds no mark left, no
+record names the container, as container or as next container, and none can be written
+later: a new join needs a new mark, and the container's bucket refuses that once it is
+Closing (or Relocating: so a Spot never moves away from a member either). A crash
 between parts leaves only stale marks (never a record without its mark), which the next
-BeginClose drops. A ban outlives only a join that crashed or lost a race with a close;
-it is a few bytes in the Actor's bucket, and the join that meets it removes it.
+BeginClose (or the Spot's BeginRelocation) drops. A ban outlives only a join that
+crashed or lost a race with a close; it is a few bytes in the Actor's bucket, and the
+join that meets it removes it.
 
 ``members`` reads the marks, then each marked Actor's record, and lists the records
-that name the container (a read: it drops nothing, so it never refuses a join in
-flight). Like the other reads over buckets it is no snapshot across buckets.
+that name the container, as container or next container (a read: it drops nothing, so
+it never refuses a join in flight). Like the other reads over buckets it is no snapshot
+across buckets.
 """
 
 from __future__ import annotations
@@ -66,7 +89,6 @@ from zlink_trio.core._checks import check_finite, check_generation
 from zlink_trio.core.identity import validate_spot_id
 from zlink_trio.store.redis.codec import decode_record, raise_status, text
 from zlink_trio.store.redis_cluster.sweep import gather
-from zlink_trio.store.values import MembersRemain
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -77,7 +99,8 @@ if TYPE_CHECKING:
 
 __all__ = ("ClusterMembership", "Mark", "actor_of")
 
-#: Rounds of mark checks one BeginClose makes before it refuses (marks kept appearing).
+#: Rounds of mark checks one BeginClose (or a Spot's BeginRelocation) makes before it
+#: refuses (marks kept appearing).
 CLOSE_ROUNDS: Final = 4
 
 
@@ -114,8 +137,9 @@ class ClusterMembership:
 
     async def mark(self, what: str, container: str, actor_id: str,
                    owner: OwnerFence) -> Mark:
-        """Part (a) / (b): check ``container`` for ``owner`` and add a mark for
-        ``actor_id`` (its bucket, one script); the refusal is returned, not raised."""
+        """Part (a) / (b) / (e): check ``container`` for ``owner`` (a move's: the target)
+        and add a mark for ``actor_id`` (its bucket, one script); the refusal is
+        returned, not raised."""
         keys = self._keys
         reply: Sequence[Any] = await self._run.script(
             what, "member_mark", [keys.spot(container), keys.members(container),
@@ -144,8 +168,9 @@ class ClusterMembership:
             raise_status(mark.refusal, what)
 
     async def verify(self, what: str, container: str, member: str) -> bool:
-        """Part (d): whether the Actor of mark ``member`` names ``container``; when not,
-        its token is banned in the Actor's bucket (one script there)."""
+        """Part (d): whether the Actor of mark ``member`` names ``container`` (as
+        container or next container); when not, its token is banned in the Actor's
+        bucket (one script there)."""
         token, _, actor_id = member.partition(":")
         reply: Sequence[Any] = await self._run.script(
             what, "member_verify", [self._keys.spot(actor_id), self._keys.bans(actor_id)],
@@ -164,34 +189,41 @@ class ClusterMembership:
         check_generation(object_generation, "object_generation")
         check_finite(now, "now")
         what = f"begin_close of {spot_id!r}"
-        keys = [self._keys.spot(spot_id), self._keys.members(spot_id)]
-        args: list[str | int] = [
-            object_generation, str(owner.node_rid), owner.lifecycle_generation,
-            repr(float(now)),
-            "" if expected_owner_generation is None else str(expected_owner_generation),
-            "" if expected_store_version is None else str(expected_store_version)]
+        reply = await self.settle(
+            what, "begin_close", spot_id, [self._keys.spot(spot_id),
+                                           self._keys.members(spot_id)],
+            [object_generation, str(owner.node_rid), owner.lifecycle_generation,
+             repr(float(now)),
+             "" if expected_owner_generation is None else str(expected_owner_generation),
+             "" if expected_store_version is None else str(expected_store_version)])
+        if text(reply[0]) == "NONE":
+            return None
+        raise_status(reply, what)
+        return decode_record(reply[1])
+
+    async def settle(self, what: str, name: str, spot_id: str, keys: Sequence[str],
+                     args: Sequence[str | int]) -> Sequence[Any]:
+        """Run bucket script ``name`` on ``spot_id``, whose members check answers the
+        marks it finds (``MARKS``), until no mark is left unchecked: part (d) between
+        the rounds (the marks checked gone are dropped by the next round's script, after
+        ``args``). The script's last reply; when marks are left, ``{'MEMBERS', record,
+        Actors marked}`` as one Redis answers (BeginClose, BeginRelocation of a Spot)."""
         members: set[str] = set()  # marks checked: their Actors name the Spot
         drop: list[str] = []  # marks checked gone (their tokens banned)
         marks: list[str] = []
-        record: AuthorityRecord | None = None
+        reply: Sequence[Any] = ()
         for _ in range(CLOSE_ROUNDS):
-            reply: Sequence[Any] = await self._run.script(what, "begin_close", keys,
-                                                          [*args, *drop])
-            code = text(reply[0])
-            if code == "NONE":
-                return None
-            if code != "MARKS":
-                raise_status(reply, what)
-                return decode_record(reply[1])
-            record, marks = decode_record(reply[1]), [text(m) for m in reply[2]]
+            reply = await self._run.script(what, name, keys, [*args, *drop])
+            if text(reply[0]) != "MARKS":
+                return reply
+            marks = [text(m) for m in reply[2]]
             unchecked = [m for m in marks if m not in members]
             if not unchecked:
                 break
             found = await gather([self._verifier(what, spot_id, m) for m in unchecked])
             drop = [m for m, member in zip(unchecked, found, strict=True) if not member]
             members.update(m for m, member in zip(unchecked, found, strict=True) if member)
-        assert record is not None
-        raise MembersRemain(record, len({actor_of(m) for m in marks}))
+        return ["MEMBERS", reply[1], len({actor_of(m) for m in marks})]
 
     def _verifier(self, what: str, container: str,
                   member: str) -> Callable[[], Awaitable[bool]]:
@@ -209,4 +241,5 @@ class ClusterMembership:
 
         flats = await gather([read(i) for i in ids])
         found = (decode_record(flat) for flat in flats if flat)
-        return sorted((r for r in found if r.container == container), key=lambda r: r.spot_id)
+        return sorted((r for r in found if container in (r.container, r.next_container)),
+                      key=lambda r: r.spot_id)

@@ -15,8 +15,9 @@ A bucket script (``lua``) may need facts of the nodes slot; the runner
    takes them in the nodes slot and sends the script again (it wrote nothing);
 3. applies the load shifts the script returned in the nodes slot (``n_shift``; a taken
    unit's own ``pending + 1`` is netted), and gives back a unit the script did not use;
-   then drops the member marks it handed back (a deleted or moved Actor's, part (c) of
-   the membership protocol: ``membership``), each in its container's bucket.
+   then drops the member marks it handed back (those a deleted Actor, a MoveMembership
+   or the end of a move to another node leaves: ``membership``), each in its
+   container's bucket.
 
 Step 3 runs shielded from the caller's cancellation, bounded by the store timeout. Facts
 are sound to act on because of how claims change (``store.rules.claims``): a claim's

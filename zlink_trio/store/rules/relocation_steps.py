@@ -56,6 +56,8 @@ from zlink_trio.store.values import TargetAlive
 __all__ = (
     "check_payload",
     "check_target",
+    "container_mismatch",
+    "members_stay",
     "past_relay_ready",
     "txn_abort_relocation",
     "txn_accept_relay_ready",
@@ -100,6 +102,22 @@ def _fenced(state: LocationState, fence: AuthorityFence, *allowed: AuthorityStat
                      "the step its state allows")
 
 
+def container_mismatch(spot_id: str) -> InvalidOperation:
+    """BeginRelocation's refusal of an Actor without a ``container`` or a Spot with one
+    (every backend raises this one)."""
+    return InvalidOperation(
+        f"{spot_id!r}: an Actor moves into a container at the target (its Entry "
+        "Spot, or the User Spot it joins), and only an Actor names one")
+
+
+def members_refusal(spot_id: str) -> InvalidOperation:
+    """BeginRelocation's refusal of a Spot with Actor members, unless ``members_stay``
+    (every backend raises this one)."""
+    return InvalidOperation(
+        f"{spot_id!r} has Actor members, and a Spot does not move with its members yet "
+        "(a PerActor Spot moves without them); make them leave first")
+
+
 def txn_begin_relocation(state: LocationState, fence: AuthorityFence, *, target: OwnerFence,
                          now: float, container: str | None = None,
                          members_stay: bool = False) -> AuthorityRecord:
@@ -117,16 +135,12 @@ def txn_begin_relocation(state: LocationState, fence: AuthorityFence, *, target:
     if record.kind is SpotKind.ENTRY:
         raise InvalidOperation(f"{record.spot_id!r} is an Entry Spot; Entry Spots never move")
     if (record.kind is SpotKind.ACTOR) != (container is not None):
-        raise InvalidOperation(
-            f"{record.spot_id!r}: an Actor moves into a container at the target (its Entry "
-            "Spot, or the User Spot it joins), and only an Actor names one")
+        raise container_mismatch(record.spot_id)
     if not members_stay and state.members.get(record.spot_id):
         # Until SpotWide moves carry members (docs/actors.md, "Rules the runtime holds"
         # 4), a move must never split a Spot from its Actors -- unless the Spot's unit is
         # PerActor (``members_stay``): then each member follows it in a move of its own.
-        raise InvalidOperation(
-            f"{record.spot_id!r} has Actor members, and a Spot does not move with its "
-            "members yet (a PerActor Spot moves without them); make them leave first")
+        raise members_refusal(record.spot_id)
     if target.node_rid == record.owner.node_rid:
         raise InvalidOperation(f"{record.spot_id!r} already lives on node {target.node_rid}")
     check_owner(state, record.mesh, record.owner, now)

@@ -214,9 +214,9 @@ local jerr = join_check(r.id, container, rid, lc, ARGV[8])
 if jerr then return jerr end
 if r.ver == MAXGEN then return {'SPENT'} end
 -- writes
-unmember(r)
+leave(r.id, r.container, r.mt)
 redis.call('HSET', KEYS[1], 'container', container)
-join_write(KEYS[1], r.id, container, ARGV[8])
+join_write(KEYS[1], r.id, container, ARGV[8], false)
 redis.call('HINCRBY', KEYS[1], 'ver', 1)
 return reply(KEYS[1])
 """
@@ -252,17 +252,25 @@ remove_pointer(KEYS[1])
 return {'OK', 1}
 """
 
-# ARGV: P, R, gen, ogen, rid, lc, target rid, target lc, now.
+# ARGV: P, R, gen, ogen, rid, lc, target rid, target lc, now, container at the target
+# ('' = a Spot's move) (Redis Cluster: then the verdict, join_check, and the member
+# marks to drop, members_remain). An Actor names its container (MOVE_CONTAINER
+# otherwise, and for a Spot that names one); a Spot with members does not move
+# (MEMBERS): redis.location words both with the oracle's refusals.
 _BEGIN_RELOCATION: Final = r"""
-local trid, tlc, now = ARGV[7], ARGV[8], ARGV[9]
+local trid, tlc, now, container = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 local r = rec(KEYS[1])
 local fence_ok = fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6])
-if r and r.state == ST_RELOCATING and r.trid == trid and r.tlc == tlc then
+if r and r.state == ST_RELOCATING and r.trid == trid and r.tlc == tlc
+    and (r.nc or '') == container then
   if fence_ok then return reply(KEYS[1]) end
   return stale(KEYS[1])
 end
 if not fence_ok or r.state ~= ST_READY then return stale(KEYS[1]) end
 if r.kind == 'entry' then return {'INVALID', 'entry', ''} end
+if (r.kind == 'actor') ~= (container ~= '') then return {'MOVE_CONTAINER'} end
+local merr = members_remain(r, 12)
+if merr then return merr end
 if trid == r.orid then return {'INVALID', 'same_node', trid} end
 local _, err = owner_claim(r.mesh, r.orid, r.olc, now)
 if err then return err end
@@ -271,10 +279,19 @@ if terr then return terr end
 if not serves(r.mesh, trid, r.type, r.kind) then return {'NOT_SERVED', trid, r.type, r.kind} end
 local load = load_of(r.mesh, trid, tlc)
 if load >= tonumber(tc.cap) then return {'CAPACITY', trid, tostring(load), tc.cap} end
+if container ~= '' then
+  local jerr = join_check(r.id, container, trid, tlc, ARGV[11])
+  if jerr then return jerr end
+end
 if r.ver == MAXGEN then return {'SPENT'} end
 local new, serr = step(r.state, EV_BEGIN_RELOCATION)
 if serr then return serr end
+-- writes
 redis.call('HSET', KEYS[1], 'trid', trid, 'tlc', tlc)
+if container ~= '' then  -- a member of both until the move ends: neither closes
+  redis.call('HSET', KEYS[1], 'nc', container)
+  join_write(KEYS[1], r.id, container, ARGV[11], true)
+end
 transition(KEYS[1], r.state, new)
 shift(load_key(r.mesh, trid, tlc), 'pending', 1)
 return reply(KEYS[1])
@@ -320,8 +337,15 @@ if err then return err end
 if r.ver == MAXGEN or r.ogen == MAXGEN then return {'SPENT'} end
 local new, serr = step(r.state, EV_COMMIT_RELOCATION)
 if serr then return serr end
+-- writes
 redis.call('HSET', KEYS[1], 'orid', r.trid, 'olc', r.tlc)
 redis.call('HDEL', KEYS[1], 'trid', 'tlc', 'mr', 'msh', 'msz')
+if r.nc then  -- a moving Actor: its next container becomes its container
+  leave(r.id, r.container, r.mt)
+  redis.call('HSET', KEYS[1], 'container', r.nc)
+  if r.nmt then redis.call('HSET', KEYS[1], 'mt', r.nmt) end  -- its mark (Redis Cluster)
+  redis.call('HDEL', KEYS[1], 'nc', 'nmt')
+end
 redis.call('HINCRBY', KEYS[1], 'ogen', 1)
 transition(KEYS[1], r.state, new)
 shift(load_key(r.mesh, r.orid, r.olc), 'active', -1)
@@ -341,7 +365,12 @@ end
 if r.ver == MAXGEN then return {'SPENT'} end
 local new, serr = step(r.state, EV_ABORT_RELOCATION)
 if serr then return serr end
+-- writes
 redis.call('HDEL', KEYS[1], 'trid', 'tlc', 'mr', 'msh', 'msz')
+if r.nc then  -- a moving Actor stays in its container only
+  leave(r.id, r.nc, r.nmt)
+  redis.call('HDEL', KEYS[1], 'nc', 'nmt')
+end
 transition(KEYS[1], r.state, new)
 shift(load_key(r.mesh, r.trid, r.tlc), 'pending', -1)
 return reply(KEYS[1])

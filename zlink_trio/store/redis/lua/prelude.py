@@ -21,9 +21,10 @@ so every script sees the same names:
   (``release_record``); the owner and fence checks of ``store.rules.location``
   (``owner_claim``, ``load_of``, ``serves``, ``fenced``, ``fenced_in``); the
   ObjectGeneration sequence; Actor membership (``container_refusal``, the check of
-  ``store.rules.location.check_container``, and the layout's ``unmember`` /
+  ``store.rules.location.check_container``, and the layout's ``leave`` /
   ``join_check`` / ``join_write`` / ``members_remain``: ``drop_record`` takes a deleted
-  Actor out of its container's members); and the bodies that more than one script runs:
+  Actor out of its container's members and, while it moves, its next container's:
+  ``unmember``); and the bodies that more than one script runs:
   Reserve (``reserve_spot``), CommitReady (``commit_ready_spot``), the pointer CAS
   (``pointer_removal`` / ``remove_pointer``), roots (``put_root`` / ``drop_root``)
   and inboxes (``inbox_append``, ``cursor_move`` / ``move_cursor``). A helper that
@@ -98,17 +99,19 @@ end
 #: Actor membership: the members set of each container, written with the records.
 _MEMBERS: Final = r"""
 local function members_key(c) return P .. 'members:{' .. c .. '}' end
--- An Actor's record r no longer names its container (deleted, or moved to another).
-local function unmember(r)
-  if r.container then redis.call('SREM', members_key(r.container), r.id) end
+-- Actor id's record no longer names container (token: its mark's, Redis Cluster only).
+local function leave(id, container, token)
+  redis.call('SREM', members_key(container), id)
 end
--- Reserve / MoveMembership: may Actor id join container for owner (rid, lc)? nil, or
--- the refusal (check_container). verdict is the split protocol's (Redis Cluster).
+-- Reserve / MoveMembership / BeginRelocation: may Actor id join container for owner
+-- (rid, lc)? nil, or the refusal (check_container). verdict is the split protocol's
+-- (Redis Cluster).
 local function join_check(id, container, rid, lc, verdict)
   return container_refusal(container, rid, lc)
 end
--- The Actor's record at key now names container (written by the caller).
-local function join_write(key, id, container, verdict)
+-- The Actor's record at key now names container (written by the caller): as its
+-- container, or as its next container when nxt (a move's, field 'nc').
+local function join_write(key, id, container, verdict, nxt)
   redis.call('SADD', members_key(container), id)
 end
 -- BeginClose's members check of record r (after the owner's): nil when no Actor names
@@ -148,8 +151,8 @@ class PreludeLayout:
     keys: str
     #: ``owner_claim``, ``load_of`` and ``serves``.
     owner: str
-    #: Actor membership: ``unmember``, ``join_check``, ``join_write``, ``members_remain``
-    #: (they may call ``container_refusal``).
+    #: Actor membership: ``leave``, ``join_check``, ``join_write``, ``members_remain``
+    #: (they may call ``container_refusal``; the shared ``unmember`` calls ``leave``).
     members: str
     #: ``next_gen`` and ``issue_gen``.
     generation: str
@@ -223,6 +226,12 @@ local function fenced_in(...)
     end
   end
   return nil, stale(KEYS[1])
+end
+-- An Actor's record r names neither of its containers any more (it is deleted): it
+-- leaves its container and, while it moves, its next container.
+local function unmember(r)
+  if r.container then leave(r.id, r.container, r.mt) end
+  if r.nc then leave(r.id, r.nc, r.nmt) end
 end
 local function drop_record(r)
   unmember(r)
