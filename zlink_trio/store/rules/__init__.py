@@ -22,8 +22,6 @@ Modules (one idea each):
                            RemoveRecoveryPointer, Query, statistics
 - ``claims``            -- descriptor claims: NewClaim, Renew, ClosePlacement, Remove,
                            descriptors
-- ``membership``        -- Actor membership: MoveMembership (Join and Leave on one
-                           node) and the members of a container
 - ``relocation_steps``  -- a planned move: BeginRelocation, Seal, Commit, Abort
 - ``recovery``          -- startup recovery of incomplete activations: orphans, AdoptOrphan;
                            what dead lifecycles own (DeadOwned) and RemoveDeadClaims

@@ -57,7 +57,7 @@ __all__ = (
     "check_payload",
     "check_target",
     "container_mismatch",
-    "members_stay",
+    "members_refusal",
     "past_relay_ready",
     "txn_abort_relocation",
     "txn_accept_relay_ready",

@@ -233,7 +233,8 @@ class SqliteLocationStore:
             s, spot_id, object_generation=object_generation, expected_version=expected_version))
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
-                               now: float, container: str | None = None) -> AuthorityRecord:
+                               now: float, container: str | None = None,
+                               members_stay: bool = False) -> AuthorityRecord:
         """BeginRelocation (one transaction); see the protocol.
 
         An Actor's move (``container``: its container at the target) checks that
@@ -241,7 +242,7 @@ class SqliteLocationStore:
         it; the Actor's row then names it in ``next_container`` until the move ends.
         """
         return await self._txn(lambda s: steps.txn_begin_relocation(
-            s, fence, target=target, now=now, container=container))
+            s, fence, target=target, now=now, container=container, members_stay=members_stay))
 
     async def seal_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
         """Seal (one transaction); see the protocol."""
