@@ -14,7 +14,9 @@ Modules, one concept each:
 - ``chat``   -- the messages, the ``ChatUser`` Actor and the ``ChatRoom`` User Spot
 - ``edge``   -- a node's HTTP edge (Starlette on Hypercorn's Trio worker)
 - ``runner`` -- the three nodes, the traffic, the drain and the self-check
-- ``__main__`` -- ``python -m zlink_trio.samples.chatrooms``
+- ``node_main`` -- one node as its own process (``... chatrooms node NAME``), for
+  multi-process runs
+- ``__main__`` -- ``python -m zlink_trio.samples.chatrooms [node ...]``
 
 It uses the public API only (``import zlink_trio as zl``).
 """

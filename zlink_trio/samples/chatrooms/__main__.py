@@ -1,5 +1,11 @@
-"""``python -m zlink_trio.samples.chatrooms``: run the sample and its self-check."""
+"""``python -m zlink_trio.samples.chatrooms``: run the sample and its self-check;
+``... chatrooms node NAME --store URL --secret-file F``: run one node as a process."""
 
-from zlink_trio.samples.chatrooms.runner import main
+import sys
 
-main()
+from zlink_trio.samples.chatrooms import node_main, runner
+
+if sys.argv[1:2] == ["node"]:
+    node_main.main(sys.argv[2:])
+else:
+    runner.main()

@@ -4,8 +4,9 @@ A ``ChatUser`` keeps its inbox (every post it received, in arrival order); it mo
 its state (``PreserveStateWith``: the inbox as JSON), so a drain loses nothing. A
 ``ChatRoom`` is PerActor (``unit=zl.RelocationUnit.PER_ACTOR``): when it moves it goes
 first and its members follow it one by one; it keeps no state (``RecreateOnRelocation``)
--- its members are read from the store at each post, and each post is sent to each
-member as a one-way ToActor message, in the room's order.
+-- its members are read from the store at each post, and each post goes to each member
+as a ToActor request the room waits for, in the room's order: a post is delivered when
+the member has it, and the next one cannot overtake it, wherever either of them moves.
 """
 
 from __future__ import annotations
@@ -45,11 +46,13 @@ class Post:
 
 @attrs.frozen
 class Posted:
-    """The room took the post and handed it to ``members`` members."""
+    """The room took the post and handed it to ``members`` (their ActorIds); ``missed``
+    are the members whose delivery was refused (each with its error's name)."""
 
     __zlink_type__ = "chat.Posted"
     post_id: str
-    members: int
+    members: list[str]
+    missed: list[str]
 
 
 @attrs.frozen
@@ -70,11 +73,13 @@ class ReadInbox:
 
 @attrs.frozen
 class Inbox:
-    """What a user received: post IDs in arrival order, and where it lives now."""
+    """What a user received: post IDs in arrival order, and where it is now (its
+    container and the NodeRid of its node)."""
 
     __zlink_type__ = "chat.Inbox"
     post_ids: list[str]
     room: str
+    node_rid: str
 
 
 class InboxState:
@@ -99,7 +104,8 @@ class ChatUser:
 
     @zl.handler
     async def read(self, msg: ReadInbox) -> Inbox:
-        return Inbox(list(self.inbox), self.ctx.actor_ref.container)
+        ref = self.ctx.actor_ref
+        return Inbox(list(self.inbox), ref.container, str(ref.node_rid))
 
 
 @zl.user_spot(ROOM_TYPE, relocation=zl.RecreateOnRelocation(),
@@ -111,7 +117,14 @@ class ChatRoom:
     @zl.handler
     async def post(self, msg: Post) -> Posted:
         members = await self.ctx.actors.members(self.ctx.ref)
+        sent: list[str] = []
+        missed: list[str] = []
         for member in members:
-            await self.ctx.client.send_actor(
-                member.actor_id, Deliver(self.ctx.spot_id, msg.post_id, msg.user, msg.text))
-        return Posted(msg.post_id, len(members))
+            try:
+                await self.ctx.client.request_actor(
+                    member.actor_id, Deliver(self.ctx.spot_id, msg.post_id, msg.user, msg.text))
+            except zl.ZLinkError as exc:  # a member that closed meanwhile, ...
+                missed.append(f"{member.actor_id}: {type(exc).__name__}")
+            else:
+                sent.append(member.actor_id)
+        return Posted(msg.post_id, sent, missed)

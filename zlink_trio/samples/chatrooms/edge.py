@@ -8,7 +8,11 @@ Routes (JSON in, JSON out; a typed zlink_trio error is ``409`` for what the call
   means the user moves there.
 - ``POST /rooms/{room}/posts`` ``{"user": ..., "text": ...}`` -- the room takes the post
   and hands it to each member; answers the post's ID and how many members it reached.
-- ``GET /users/{user}/inbox`` -- the post IDs the user received, in order.
+- ``GET /users/{user}/inbox`` -- the post IDs the user received, in order, and where the
+  user is now (its room and node).
+- ``POST /users/{user}/join`` ``{"room": ...}`` and ``POST /users/{user}/leave`` -- on the
+  node that hosts the user (else ``409`` NotFound: ask that node's edge).
+- ``GET /node`` -- this node's NodeId and NodeRid; ``POST /drain``, ``POST /undrain``.
 
 :func:`serve_edge` runs it with Hypercorn's Trio worker on loopback.
 """
@@ -72,7 +76,49 @@ def build_app(node: zl.Node) -> Starlette:
                                                reply=Posted)
         except zl.ZLinkError as exc:
             return _error(exc)
-        return JSONResponse({"post": posted.post_id, "members": posted.members})
+        return JSONResponse({"post": posted.post_id, "members": posted.members,
+                             "missed": posted.missed})
+
+    async def join(request: Request) -> JSONResponse:
+        body = await request.json()
+        try:
+            user = await node.actors.find(request.path_params["user"])
+            if user is None:
+                raise zl.NotFound(f"user {request.path_params['user']!r} is not connected")
+            created = await node.spots.get_or_create(str(body["room"]), ROOM_TYPE)
+            assert created.ref is not None
+            user = await node.actors.join(user, created.ref)
+        except zl.ZLinkError as exc:
+            return _error(exc)
+        return JSONResponse({"user": user.actor_id, "room": user.container})
+
+    async def leave(request: Request) -> JSONResponse:
+        try:
+            user = await node.actors.find(request.path_params["user"])
+            if user is None:
+                raise zl.NotFound(f"user {request.path_params['user']!r} is not connected")
+            user = await node.actors.leave(user)
+        except zl.ZLinkError as exc:
+            return _error(exc)
+        return JSONResponse({"user": user.actor_id, "room": user.container})
+
+    async def about(request: Request) -> JSONResponse:
+        return JSONResponse({"node": node.node_id, "rid": str(node.node_rid)})
+
+    async def drain(request: Request) -> JSONResponse:
+        try:
+            result = await node.drain()
+        except zl.ZLinkError as exc:
+            return _error(exc)
+        return JSONResponse({"moved": len(result.moved), "not_moved": [
+            [r.ref.spot_id, r.reason] for r in result.not_moved]})
+
+    async def undrain(request: Request) -> JSONResponse:
+        try:
+            await node.undrain()
+        except zl.ZLinkError as exc:
+            return _error(exc)
+        return JSONResponse({})
 
     async def inbox(request: Request) -> JSONResponse:
         try:
@@ -80,12 +126,17 @@ def build_app(node: zl.Node) -> Starlette:
                                                   reply=Inbox)
         except zl.ZLinkError as exc:
             return _error(exc)
-        return JSONResponse({"posts": got.post_ids, "room": got.room})
+        return JSONResponse({"posts": got.post_ids, "room": got.room, "rid": got.node_rid})
 
     return Starlette(routes=[
         Route("/users", connect, methods=["POST"]),
         Route("/rooms/{room}/posts", post, methods=["POST"]),
         Route("/users/{user}/inbox", inbox, methods=["GET"]),
+        Route("/users/{user}/join", join, methods=["POST"]),
+        Route("/users/{user}/leave", leave, methods=["POST"]),
+        Route("/node", about, methods=["GET"]),
+        Route("/drain", drain, methods=["POST"]),
+        Route("/undrain", undrain, methods=["POST"]),
     ])
 
 

@@ -51,7 +51,20 @@ async def _post_rounds(http: httpx.AsyncClient, edges: list[str], room: str,
                                    json={"user": members[i % len(members)],
                                          "text": f"round {i}"})
         response.raise_for_status()
-        acked.append(response.json()["post"])
+        body = response.json()
+        if body["missed"]:
+            raise RuntimeError(f"post {body['post']} to {room} missed {body['missed']}")
+        acked.append(body["post"])
+
+
+def _difference(got: list[str], want: list[str]) -> str:
+    """How an inbox differs from its room's posts: lost, twice, or out of order."""
+    lost = [p for p in want if p not in got]
+    twice = sorted({p for p in got if got.count(p) > 1})
+    extra = [p for p in got if p not in want]
+    order = "" if [p for p in got if p in want] == want else ", out of order"
+    return (f"{len(lost)} lost (at {[want.index(p) for p in lost]}), {len(twice)} twice, "
+            f"{len(extra)} foreign{order}")
 
 
 async def _inboxes_match(http: httpx.AsyncClient, edges: list[str],
@@ -64,11 +77,12 @@ async def _inboxes_match(http: httpx.AsyncClient, edges: list[str],
             for n, (user, room) in enumerate(sorted(joined.items())):
                 response = await http.get(f"{edges[n % len(edges)]}/users/{user}/inbox")
                 response.raise_for_status()
-                if response.json()["posts"] != acked[room]:
-                    wrong.append(user)
+                got = response.json()["posts"]
+                if got != acked[room]:
+                    wrong.append(f"{user} ({_difference(got, acked[room])})")
             if not wrong:
                 return []
-            await trio.sleep(0.05)  # deliveries are one-way: wait for the last to land
+            await trio.sleep(0.05)  # (a post acknowledged late: look again)
     return wrong
 
 
