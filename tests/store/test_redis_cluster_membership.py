@@ -247,7 +247,7 @@ async def move_part(store, record, target, container, token):
         [store.keys.spot(spot_id), store.keys.bans(spot_id), store.keys.members(spot_id)],
         [f.object_generation, f.owner_generation, str(f.owner.node_rid),
          f.owner.lifecycle_generation, str(t.node_rid), t.lifecycle_generation, "0.0",
-         container, token])
+         container, "", token])  # members_stay: no (an Actor has none)
     return store.location._relocating(reply, "begin_relocation", f)
 
 
@@ -439,3 +439,93 @@ async def test_concurrent_moves_and_closes_never_leave_a_member_in_a_closed_room
                 assert named == [], outcomes  # closed: no Actor moves into it
             else:
                 assert named, outcomes  # refused: a member was there
+
+
+# -- PerActor: the Spot moves without its members, each follows it into the same room -----
+
+
+async def per_actor_room(store):
+    """Node a's room-1 with its member p-1 moved to node b without p-1 (members_stay)."""
+    a_node = await claim(store, "node-a")
+    b_node = await claim(store, "node-b")
+    room = await ready(store, a_node, "room-1")
+    p = await actor(store, a_node, "p-1", "room-1")
+    moving = await store.location.begin_relocation(room.fence(), target=b_node.owner(),
+                                                   now=0.0, members_stay=True)
+    sealed = await store.location.seal_relocation(moving.fence(), now=0.0)
+    relay = await store.location.accept_relay_ready(sealed.fence(), target=b_node.owner(),
+                                                    now=0.0)
+    room = await store.location.commit_relocation(relay.fence(), now=0.0)
+    return b_node, room, p
+
+
+async def test_a_per_actor_spot_moves_without_checking_its_marks(store):
+    with trio.fail_after(TIMEOUT):
+        a_node = await claim(store, "node-a")
+        b_node = await claim(store, "node-b")
+        room = await ready(store, a_node, "room-1")
+        await actor(store, a_node, "p-1", "room-1")
+        before = await marks(store, "room-1")
+        moving = await store.location.begin_relocation(room.fence(), target=b_node.owner(),
+                                                       now=0.0, members_stay=True)
+        assert moving.state is AuthorityState.RELOCATING
+        assert await marks(store, "room-1") == before  # its member's mark, unchecked
+        refused = await store.location.membership.mark("reserve", "room-1", "p-x",
+                                                       a_node.owner())
+        assert refused.token == ""  # no join while it moves (the container check refuses)
+        assert await marks(store, "room-1") == before
+        assert [r.spot_id for r in await store.location.members("room-1")] == ["p-1"]
+
+
+async def test_a_follow_into_the_same_room_holds_two_marks_and_ends_with_one(store):
+    with trio.fail_after(TIMEOUT):
+        b_node, room, p = await per_actor_room(store)
+        first = await token_of(store, "p-1")
+        moving = await begin_move(store, p, b_node.owner(), "room-1")
+        assert (moving.container, moving.next_container) == ("room-1", "room-1")
+        second = await next_token_of(store, "p-1")
+        assert await marks(store, "room-1") == sorted([f"{first}:p-1", f"{second}:p-1"])
+        assert [r.spot_id for r in await store.location.members("room-1")] == ["p-1"]
+        with pytest.raises(MembersRemain) as refused:
+            await close(store, room)
+        assert refused.value.members == 1
+        kept = await store.location.abort_relocation(moving.fence())
+        assert await token_of(store, "p-1") == first  # the abort hands back the next mark
+        assert await marks(store, "room-1") == [f"{first}:p-1"]
+        relay = await relay_ready(store, kept, b_node.owner(), "room-1")
+        third = await next_token_of(store, "p-1")
+        moved = await store.location.commit_relocation(relay.fence(), now=0.0)
+        assert (moved.container, moved.next_container) == ("room-1", None)
+        assert await token_of(store, "p-1") == third  # the commit hands back the old one
+        assert await marks(store, "room-1") == [f"{third}:p-1"]
+        with pytest.raises(MembersRemain):
+            await close(store, room)
+
+
+async def test_a_follow_whose_drops_were_lost_closes_the_room_once_the_member_left(store):
+    with trio.fail_after(TIMEOUT):
+        b_node, room, p = await per_actor_room(store)
+        lost = [f"{await token_of(store, 'p-1')}:p-1"]
+        # A follow interrupted after its mark (the caller crashed before the record):
+        crashed = await store.location.membership.mark("begin_relocation", "room-1", "p-1",
+                                                       b_node.owner())
+        lost.append(crashed.member)
+        moving = await begin_move(store, p, b_node.owner(), "room-1")
+        lost.append(f"{await next_token_of(store, 'p-1')}:p-1")
+        kept = await store.location.abort_relocation(moving.fence())
+        await add_mark(store, "room-1", lost[-1])  # as if the abort's drop were lost
+        relay = await relay_ready(store, kept, b_node.owner(), "room-1")
+        moved = await store.location.commit_relocation(relay.fence(), now=0.0)
+        await add_mark(store, "room-1", lost[0])  # as if the commit's drop were lost
+        # Stale marks of a member are kept: its record names the room.
+        with pytest.raises(MembersRemain) as refused:
+            await close(store, room)
+        assert refused.value.members == 1
+        assert len(await marks(store, "room-1")) == 4
+        assert [r.spot_id for r in await store.location.members("room-1")] == ["p-1"]
+        entry = b_node.descriptor.entry_spot_id
+        await store.location.move_membership(
+            "p-1", object_generation=moved.object_generation, owner=moved.owner,
+            container=entry, now=0.0)  # the member leaves: each stale mark is dropped
+        assert (await close(store, room)).state is AuthorityState.CLOSING
+        assert await marks(store, "room-1") == []

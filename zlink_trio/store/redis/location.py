@@ -82,10 +82,10 @@ def _fence_args(fence: AuthorityFence | ReservationFence) -> list[str | int]:
 
 
 def _relocation_args(fence: AuthorityFence, target: OwnerFence, now: float,
-                     container: str | None) -> list[str | int]:
+                     container: str | None, members_stay: bool) -> list[str | int]:
     """BeginRelocation's script arguments (Redis Cluster adds its own after them)."""
     return [*_fence_args(fence), str(target.node_rid), target.lifecycle_generation,
-            repr(float(now)), container or ""]
+            repr(float(now)), container or "", "1" if members_stay else ""]
 
 
 def _seq(value: object) -> Sequence[Any]:
@@ -348,16 +348,18 @@ class RedisLocationStore:
             repr(float(now)))
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
-                               now: float, container: str | None = None) -> AuthorityRecord:
+                               now: float, container: str | None = None,
+                               members_stay: bool = False) -> AuthorityRecord:
         """BeginRelocation (one script; an Actor's checks its next container and joins it
-        there too); see the protocol."""
+        there too; a Spot's with members only when they stay); see the protocol."""
         check_finite(now, "now")
         check_target(target)
         if container is not None:
             validate_spot_id(container)
         what = f"begin_relocation of {fence.spot_id!r}"
         reply = await self._script(what, "begin_relocation", self._keys.spot(fence.spot_id),
-                                   *_relocation_args(fence, target, now, container))
+                                   *_relocation_args(fence, target, now, container,
+                                                     members_stay))
         return self._relocating(reply, what, fence)
 
     @staticmethod

@@ -280,10 +280,11 @@ class ClusterLocationStore(RedisLocationStore):
         return await self.membership.members(container)
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
-                               now: float, container: str | None = None) -> AuthorityRecord:
+                               now: float, container: str | None = None,
+                               members_stay: bool = False) -> AuthorityRecord:
         """BeginRelocation: an Actor's mark in its next container's bucket first (checked
         for the target), then the bucket script, which checks a Spot's own marks as
-        BeginClose does (``membership``); see the protocol."""
+        BeginClose does unless its members stay (``membership``); see the protocol."""
         check_finite(now, "now")
         check_target(target)
         if container is not None:
@@ -295,7 +296,7 @@ class ClusterLocationStore(RedisLocationStore):
         reply = await self.membership.settle(
             what, "begin_relocation", spot_id,
             [self._keys.spot(spot_id), self._keys.bans(spot_id), self._keys.members(spot_id)],
-            [*_relocation_args(fence, target, now, container),
+            [*_relocation_args(fence, target, now, container, members_stay),
              "" if mark is None else mark.token])
         if mark is not None:
             used = _text(reply[0]) == "OK" and mark.token != "" and _field(

@@ -111,8 +111,10 @@ _MEMBERS: Final = r"""
 local UNMARK = {}
 local function members_key(c) return META .. 'members:' .. c end
 local function bans_key(id) return META .. 'bans:' .. id end
--- Actor id's record no longer names container: its mark (token) goes back to the runner.
-local function leave(id, container, token)
+-- Actor id's record no longer names container in the field whose mark's token is token:
+-- that mark goes back to the runner -- also when its other field still names container
+-- (stays: the end of a move into the container it has), which has a mark of its own.
+local function leave(id, container, token, stays)
   UNMARK[#UNMARK + 1] = {container, (token or '') .. ':' .. id}
 end
 -- verdict: the token of the mark the container's bucket added ('' = it refused the join:

@@ -44,7 +44,9 @@ less. Each transaction is split in ordered parts, each one script in one bucket:
     the next round (a few rounds, then the close is refused as if it were a member).
     **BeginRelocation of a Spot** checks its marks the same way (:meth:`settle`): a Spot
     does not move with members (the oracle's :class:`InvalidOperation`), and it becomes
-    Relocating in the script that found no mark left.
+    Relocating in the script that found no mark left -- unless its members stay
+    (``members_stay``, a PerActor Spot): then its marks are not checked and stay as they
+    are (the Spot's ID, and so its bucket, does not change).
 (e) **An Actor's move to another node** (BeginRelocation naming its container at the
     target) marks the **next** container first -- ``member_mark`` with the *target* as
     the owner, so the mark script makes the oracle's ``check_container(container,
@@ -55,7 +57,12 @@ less. Each transaction is split in ordered parts, each one script in one bucket:
     container the container in the Actor's bucket (``nmt`` becomes ``mt``: the mark
     already there is its mark now) and hands back the old container's mark;
     AbortRelocation hands back the next container's; a deletion both (c). A refused or
-    idempotent BeginRelocation removes the mark it added.
+    idempotent BeginRelocation removes the mark it added. A member following its
+    PerActor Spot moves into the container it has (``nc`` = ``container``): it adds a
+    mark there like any move, so its record holds two marks in one container (``mt``,
+    ``nmt``) until the move ends, and the end hands back the one whose field no longer
+    names it -- commit the old ``mt``, abort the ``nmt`` -- leaving exactly the mark the
+    record stores (``leave``'s ``stays``: one Redis keeps the Actor a member).
 
 Why this is sound: a record comes to name a container only by a join (Reserve,
 MoveMembership, BeginRelocation), with a token whose mark it added first and which is

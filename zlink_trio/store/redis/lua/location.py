@@ -253,10 +253,13 @@ return {'OK', 1}
 """
 
 # ARGV: P, R, gen, ogen, rid, lc, target rid, target lc, now, container at the target
-# ('' = a Spot's move) (Redis Cluster: then the verdict, join_check, and the member
-# marks to drop, members_remain). An Actor names its container (MOVE_CONTAINER
-# otherwise, and for a Spot that names one); a Spot with members does not move
-# (MEMBERS): redis.location words both with the oracle's refusals.
+# ('' = a Spot's move), members_stay ('1' or '') (Redis Cluster: then the verdict,
+# join_check, and the member marks to drop, members_remain). An Actor names its
+# container (MOVE_CONTAINER otherwise, and for a Spot that names one); a Spot with
+# members does not move unless they stay (MEMBERS): redis.location words both with the
+# oracle's refusals. An Actor following its PerActor Spot names the container it has:
+# it is a member of it once (join_write adds nothing here; on Redis Cluster its record
+# holds a second mark there, nmt, and the move's end hands back one of the two).
 _BEGIN_RELOCATION: Final = r"""
 local trid, tlc, now, container = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 local r = rec(KEYS[1])
@@ -269,8 +272,10 @@ end
 if not fence_ok or r.state ~= ST_READY then return stale(KEYS[1]) end
 if r.kind == 'entry' then return {'INVALID', 'entry', ''} end
 if (r.kind == 'actor') ~= (container ~= '') then return {'MOVE_CONTAINER'} end
-local merr = members_remain(r, 12)
-if merr then return merr end
+if ARGV[11] ~= '1' then
+  local merr = members_remain(r, 13)
+  if merr then return merr end
+end
 if trid == r.orid then return {'INVALID', 'same_node', trid} end
 local _, err = owner_claim(r.mesh, r.orid, r.olc, now)
 if err then return err end
@@ -280,7 +285,7 @@ if not serves(r.mesh, trid, r.type, r.kind) then return {'NOT_SERVED', trid, r.t
 local load = load_of(r.mesh, trid, tlc)
 if load >= tonumber(tc.cap) then return {'CAPACITY', trid, tostring(load), tc.cap} end
 if container ~= '' then
-  local jerr = join_check(r.id, container, trid, tlc, ARGV[11])
+  local jerr = join_check(r.id, container, trid, tlc, ARGV[12])
   if jerr then return jerr end
 end
 if r.ver == MAXGEN then return {'SPENT'} end
@@ -290,7 +295,7 @@ if serr then return serr end
 redis.call('HSET', KEYS[1], 'trid', trid, 'tlc', tlc)
 if container ~= '' then  -- a member of both until the move ends: neither closes
   redis.call('HSET', KEYS[1], 'nc', container)
-  join_write(KEYS[1], r.id, container, ARGV[11], true)
+  join_write(KEYS[1], r.id, container, ARGV[12], true)
 end
 transition(KEYS[1], r.state, new)
 shift(load_key(r.mesh, trid, tlc), 'pending', 1)
@@ -341,7 +346,7 @@ if serr then return serr end
 redis.call('HSET', KEYS[1], 'orid', r.trid, 'olc', r.tlc)
 redis.call('HDEL', KEYS[1], 'trid', 'tlc', 'mr', 'msh', 'msz')
 if r.nc then  -- a moving Actor: its next container becomes its container
-  leave(r.id, r.container, r.mt)
+  leave(r.id, r.container, r.mt, r.nc == r.container)  -- (a member still when the same)
   redis.call('HSET', KEYS[1], 'container', r.nc)
   if r.nmt then redis.call('HSET', KEYS[1], 'mt', r.nmt) end  -- its mark (Redis Cluster)
   redis.call('HDEL', KEYS[1], 'nc', 'nmt')
@@ -367,8 +372,8 @@ local new, serr = step(r.state, EV_ABORT_RELOCATION)
 if serr then return serr end
 -- writes
 redis.call('HDEL', KEYS[1], 'trid', 'tlc', 'mr', 'msh', 'msz')
-if r.nc then  -- a moving Actor stays in its container only
-  leave(r.id, r.nc, r.nmt)
+if r.nc then  -- a moving Actor stays in its container only (a member still when the same)
+  leave(r.id, r.nc, r.nmt, r.nc == r.container)
   redis.call('HDEL', KEYS[1], 'nc', 'nmt')
 end
 transition(KEYS[1], r.state, new)

@@ -99,9 +99,11 @@ end
 #: Actor membership: the members set of each container, written with the records.
 _MEMBERS: Final = r"""
 local function members_key(c) return P .. 'members:{' .. c .. '}' end
--- Actor id's record no longer names container (token: its mark's, Redis Cluster only).
-local function leave(id, container, token)
-  redis.call('SREM', members_key(container), id)
+-- Actor id's record no longer names container in the field whose mark's token is token
+-- (Redis Cluster only); stays: its other field still names it (the end of a move into
+-- the container it has), so it remains a member.
+local function leave(id, container, token, stays)
+  if not stays then redis.call('SREM', members_key(container), id) end
 end
 -- Reserve / MoveMembership / BeginRelocation: may Actor id join container for owner
 -- (rid, lc)? nil, or the refusal (check_container). verdict is the split protocol's
