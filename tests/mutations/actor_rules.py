@@ -73,8 +73,8 @@ ACTOR_RULES: tuple[Mutation, ...] = (
         rule="An Actor joins only a container its own node owns: another node's Entry or "
              "User Spot takes no member from here.",
         path=_RULES,
-        find="    if record.owner != owner:\n        raise StaleFence(f\"{container!r}",
-        replace="    if False:\n        raise StaleFence(f\"{container!r}",
+        find="    if record.owner != owner:\n        return StaleFence(f\"{container!r}",
+        replace="    if False:\n        return StaleFence(f\"{container!r}",
         guards=[_CONFORMANCE + "test_an_actor_joins_only_a_container_its_owner_owns"
                 "[memory://]"],
     ),
@@ -138,8 +138,8 @@ ACTOR_RULES: tuple[Mutation, ...] = (
         rule="An Actor on an Entry Spot is a relocation candidate (a drain moves it onto "
              "the target's Entry Spot); the Entry Spot itself is not (09 §8).",
         path="zlink_trio/runtime/coordinators/relocation.py",
-        find="    if record.kind is SpotKind.ACTOR and (membership is None or (",
-        replace="    if record.kind is SpotKind.ACTOR and (True or (",
+        find="    if current == rt.entry_spot_id:\n        return \"\", None, to\n",
+        replace="",
         guards=[_TEST + "test_entry_spot_is_not_a_relocation_candidate_and_its_actors_are"
                 "[memory]"],
     ),
@@ -149,8 +149,8 @@ ACTOR_RULES: tuple[Mutation, ...] = (
         rule="A member of a User Spot is never moved out of it on its own (a drain leaves "
              "it; only a join or leave moves it).",
         path="zlink_trio/runtime/coordinators/relocation.py",
-        find="            membership.ref.container != rt.entry_spot_id\n",
-        replace="            False\n",
+        find="    return \"it is a member of a User Spot, which it leaves only when asked\", None, to",
+        replace="    return \"\", None, to",
         guards=[_TEST + "test_entry_spot_is_not_a_relocation_candidate_and_its_actors_are"
                 "[memory]"],
     ),
@@ -160,7 +160,7 @@ ACTOR_RULES: tuple[Mutation, ...] = (
         rule="Until moves carry members, the store refuses to move a Spot with members (a "
              "move never splits an Actor from its container).",
         path="zlink_trio/store/rules/relocation_steps.py",
-        find="    if state.members.get(record.spot_id):",
+        find="    if not members_stay and state.members.get(record.spot_id):",
         replace="    if False:",
         guards=[_CONFORMANCE + "test_a_move_never_splits_an_actor_from_its_container"
                 "[memory://]"],
