@@ -149,7 +149,8 @@ ACTOR_RULES: tuple[Mutation, ...] = (
         rule="A member of a User Spot is never moved out of it on its own (a drain leaves "
              "it; only a join or leave moves it).",
         path="zlink_trio/runtime/coordinators/relocation.py",
-        find="    return \"it is a member of a User Spot, which it leaves only when asked\", None, to",
+        find="    return \"it is a member of a User Spot, which it leaves only when asked\", "
+             "None, to",
         replace="    return \"\", None, to",
         guards=[_TEST + "test_entry_spot_is_not_a_relocation_candidate_and_its_actors_are"
                 "[memory]"],
