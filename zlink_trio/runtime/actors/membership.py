@@ -242,19 +242,27 @@ async def _join_elsewhere(rt: NodeRuntime, membership: Membership, container: st
     to = await rt.peers.node_id_of(owner)
     if to is None:
         raise Unavailable(f"the node that owns {container!r} is gone; nothing moved")
+    # Checked and stepped in one continuation: another move of it refuses, or is refused.
+    if rt.memberships.get(ref.actor_id) is not membership or (
+            membership.state != MEMBERSHIP.st.member) or host is None or (
+            host.move is not None):
+        raise Unavailable(f"Actor {ref.actor_id!r} is moving or changing its membership; "
+                          "join again once that ended")
     membership.state = step(MEMBERSHIP, membership.state, MEMBERSHIP.ev.join)
     try:
-        result = await relocate_spot(rt, ref.actor_id, to, deadline, container=container)
+        result = await relocate_spot(rt, ref.actor_id, to, deadline, container=container,
+                                     joining=True)
     except BaseException:
         # No move under way any more: it never began, or was aborted. (One stuck past
         # relay-ready keeps ``host.move``: its end -- the commit, or the release of the
         # record -- steps the chart when the Actor leaves the catalog.)
-        if (host is None or host.move is None) and membership.ended is None and (
+        if host.move is None and membership.ended is None and (
                 membership.state == MEMBERSHIP.st.moving):
             membership.state = step(MEMBERSHIP, membership.state, MEMBERSHIP.ev.join_failed)
         raise
     if result.outcome is not RelocationOutcome.COMMITTED:
-        membership.state = step(MEMBERSHIP, membership.state, MEMBERSHIP.ev.join_failed)
+        if membership.state == MEMBERSHIP.st.moving:
+            membership.state = step(MEMBERSHIP, membership.state, MEMBERSHIP.ev.join_failed)
         raise Unavailable(f"Actor {ref.actor_id!r} could not join {container!r} on node "
                           f"{to!r}: {result.reason}; it stays where it was")
     return ActorRef(actor_id=ref.actor_id, generation=ref.generation, mesh=result.ref.mesh,

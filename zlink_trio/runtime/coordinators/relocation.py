@@ -80,6 +80,8 @@ __all__ = ("drain", "relocate_spot")
 
 #: How many relocations a drain runs at once.
 DRAIN_PARALLEL: Final = 16
+#: A drain's pause before looking again at Actors whose own move was under way.
+_BUSY_PAUSE: Final = 0.01
 
 
 @attrs.define(eq=False)
@@ -115,24 +117,27 @@ def _refused(ref: SpotRef, state: PlannedRelocationState, event: PlannedRelocati
 
 
 async def relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
-                        deadline: Deadline, *, container: str | None = None
-                        ) -> RelocationResult:
+                        deadline: Deadline, *, container: str | None = None,
+                        joining: bool = False) -> RelocationResult:
     """Move ``spot_id`` to node ``to`` (or one placement picks); see the module docstring.
 
-    An Actor moves into ``container`` at the target (a User Spot it joins there: its
-    membership is then ``moving``, stepped by ``actors.membership``), or without one
-    into the target's Entry Spot -- only from this node's Entry Spot: a member of a
-    User Spot is never moved out of it behind the application's back.
+    An Actor moves into ``container`` at the target -- a User Spot it joins there
+    (``joining``: its membership is then ``moving``, stepped by ``actors.membership``),
+    or the one it follows -- or without one into the target's Entry Spot, only from
+    this node's Entry Spot: a member of a User Spot is never moved out of it behind the
+    application's back. An Actor's move is claimed (``host.move``) and its membership
+    stepped in one continuation, so two moves of one Actor never interleave.
     """
     with observe_operation(rt.node_id, rt.metrics, Operation.RELOCATION, spot_id) as observed:
-        result = await _relocate_spot(rt, spot_id, to, deadline, container)
+        result = await _relocate_spot(rt, spot_id, to, deadline, container, joining)
         observed.outcome = result.outcome.value
         observed.mesh, observed.generation = result.ref.mesh, result.ref.generation
         return result
 
 
 async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
-                         deadline: Deadline, container: str | None) -> RelocationResult:
+                         deadline: Deadline, container: str | None,
+                         joining: bool) -> RelocationResult:
     rt.check_admission()
     state = RELOCATION.initial
     record = await rt.store.location.find(spot_id)
@@ -170,6 +175,10 @@ async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
         # Just activated: its first message's durable record is being cleaned up.
         with trio.move_on_at(deadline.at):
             await host.wait_first_record()
+    if membership is not None and (rt.memberships.get(spot_id) is not membership or (
+            membership.state != (MEMBERSHIP.st.moving if joining else MEMBERSHIP.st.member))):
+        membership = None  # (another membership step came first: refused below)
+        host = None
     if (record.state is not AuthorityState.READY or host is None or host.move is not None
             or host.generation != record.object_generation
             or not host.first_record_settled or host.admission_sealed):
@@ -179,10 +188,14 @@ async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
                         f"Spot {spot_id!r} cannot move now: {why}; retry later")
     # Claimed in the continuation that checked it: a relocate started meanwhile is refused
     # as already moving (the store would take its BeginRelocation as a retry of this one).
+    # An Actor's membership steps in the same continuation (a join's is ``moving`` already).
     move = host.move = Move()
+    if membership is not None and not joining:
+        membership.state = step(MEMBERSHIP, membership.state, MEMBERSHIP.ev.begin_relocation)
     try:
         claim, why_not = await choose_target(rt, record, to)
         if claim is None:
+            _unclaim(membership, joining)
             return _refused(ref, state, RELOCATION.ev.no_target, why_not)
         target = OwnerFence(claim.descriptor.node_rid, claim.lifecycle_generation)
         if membership is not None and container is None:
@@ -195,10 +208,8 @@ async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
                     container=container if membership is not None else None,
                     members_stay=per_actor)
         except ZLinkError as exc:
+            _unclaim(membership, joining)
             return _refused(ref, state, RELOCATION.ev.begin_refused, exc.message)
-        if membership is not None and membership.state == MEMBERSHIP.st.member:
-            membership.state = step(MEMBERSHIP, membership.state,
-                                    MEMBERSHIP.ev.begin_relocation)
         result = await _run(_Relocation(
             rt=rt, host=host, record=moving, target=target, claim=claim, deadline=deadline,
             state=step(RELOCATION, state, RELOCATION.ev.begin_relocation),
@@ -210,6 +221,13 @@ async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
         if host.move is move and INCARNATION.allows(host.state,
                                                    INCARNATION.ev.seal_for_relocation):
             host.move = None  # refused or aborted before the seal: nothing to hold
+
+
+def _unclaim(membership: Membership | None, joining: bool) -> None:
+    """An Actor's move refused before BeginRelocation: its membership back to ``member``
+    (a join's is stepped back by its driver, ``join_failed``)."""
+    if membership is not None and not joining:
+        membership.state = step(MEMBERSHIP, membership.state, MEMBERSHIP.ev.abort_relocation)
 
 
 async def _actor_destination(rt: NodeRuntime, membership: Membership | None,
@@ -485,13 +503,17 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
 
     Runs in passes: a Spot activated here while a pass ran (placed by a node that read
     this node's claim before the drain closed it to placements) is moved by the next
-    pass. Each Spot is tried once; the drain ends when a pass finds nothing new, or at
-    its deadline (the Spots not tried by then are not listed). Once ``halt`` is set no
-    further move starts (those already under way finish, by the deadline).
+    pass. Each Spot is tried once -- except an Actor met in the middle of a join, leave
+    or close (the application's own move of it), which the next pass looks at again
+    once that ended; one that left this node meanwhile is not listed. The drain ends
+    when a pass finds nothing new, or at its deadline (the Spots not tried by then are
+    not listed). Once ``halt`` is set no further move starts (those already under way
+    finish, by the deadline).
     """
     moved: list[RelocationResult] = []
     not_moved: list[RelocationResult] = []
     tried: set[str] = set()
+    busy: set[str] = set()
     limiter = trio.CapacityLimiter(DRAIN_PARALLEL)
 
     async def one(spot_id: str) -> None:
@@ -501,17 +523,27 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
             try:
                 result = await relocate_spot(rt, spot_id, None, deadline)
             except ZLinkError as exc:
+                if spot_id not in rt.catalog.hosts:
+                    return  # it left this node meanwhile (moved or closed): nothing to move
                 host = rt.catalog.hosts.get(spot_id)
                 ref = SpotRef(spot_id=spot_id, generation=host.generation if host else 1,
                               mesh=rt.mesh, node_rid=rt.node_rid)
                 result = RelocationResult(outcome=RelocationOutcome.ABORTED, ref=ref,
                                           reason=exc.message)
+        membership = rt.memberships.get(spot_id)
+        if (result.outcome is not RelocationOutcome.COMMITTED and membership is not None
+                and membership.state != MEMBERSHIP.st.member):
+            busy.add(spot_id)  # its own join, leave or close is under way: look again
+            return
         (moved if result.outcome is RelocationOutcome.COMMITTED else not_moved).append(result)
 
     # Each relocation keeps to the deadline itself (cancelling one from outside could
     # strand it between two store steps); the loop only starts no new pass after it.
     while trio.current_time() < deadline.at and not (halt is not None and halt.is_set()) and (
             batch := sorted(set(rt.catalog.hosts) - tried)):
+        if busy and not (set(batch) - busy):
+            await trio.sleep(_BUSY_PAUSE)  # only busy Actors left: let their moves end
+        busy.clear()
         tried.update(batch)
         # Spots first, then Actors: a PerActor Spot's members follow it within its own
         # move, and an Actor of a Spot that moved ahead of it follows it afterwards.
@@ -521,4 +553,5 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
                 for spot_id in group:
                     if spot_id in rt.catalog.hosts:
                         nursery.start_soon(one, spot_id)
+        tried -= busy
     return DrainResult(moved=moved, not_moved=not_moved)

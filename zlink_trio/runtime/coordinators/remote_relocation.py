@@ -63,6 +63,7 @@ from zlink_trio.runtime.state import Membership
 from zlink_trio.wire.frames import RelocateOutcome, RelocateSpot
 
 if TYPE_CHECKING:
+    from statecharts.names import PlannedRelocationState
     from zlink_trio.core.deadline import Deadline
     from zlink_trio.core.records import AuthorityRecord, OwnerFence, RootReceipt, SpotRef
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
@@ -189,6 +190,22 @@ async def _take_over(rt: NodeRuntime, link: Link, frame: RelocateSpot) -> Outcom
         crash_points.point("relocation", "restored", rt.node_id)
     state = step(RELOCATION, step(RELOCATION, state, RELOCATION.ev.target_restored),
                  RELOCATION.ev.accept_relay_ready)
+    # From relay-ready to the registration, a call here that reads the committed record
+    # (or a frame from a node that did) waits for the host instead of finding none
+    # (StaleRoute): the commit is awaited, and other tasks run meanwhile.
+    attempt = rt.catalog.begin_attempt(frame.spot_id)
+    try:
+        return await _commit_and_serve(rt, link, frame, host, queue, payload, record, state)
+    finally:
+        if attempt is not None:
+            rt.catalog.end_attempt(attempt)
+
+
+async def _commit_and_serve(rt: NodeRuntime, link: Link, frame: RelocateSpot,
+                            host: Incarnation, queue: list[tuple[MessageWork, int]],
+                            payload: RelocationPayload, record: AuthorityRecord,
+                            state: PlannedRelocationState) -> Outcome:
+    """Relay-ready, the commit, and the host opened and registered (the target's side)."""
     with trio.CancelScope(shield=True):
         try:
             relay = await rt.store.location.accept_relay_ready(record.fence(), target=rt.owner,

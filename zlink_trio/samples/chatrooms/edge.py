@@ -148,6 +148,10 @@ async def serve_edge(node: zl.Node, *,
     config.bind = ["127.0.0.1:0"]
     config.accesslog = None
     config.loglevel = "WARNING"  # (no "Running on ..." line: the runner says where)
+    # Longer than a client keeps an idle connection: a client never reuses one the edge
+    # is closing (Hypercorn's default is 5 s).
+    config.keep_alive_timeout = 75
+    config.keep_alive_max_requests = 1_000_000  # (the default, 1,000, closes busy clients')
     # Starlette's and Hypercorn's ASGI type declarations differ; both follow ASGI 3.
     app = cast("ASGIFramework", build_app(node))
     async with trio.open_nursery() as nursery:

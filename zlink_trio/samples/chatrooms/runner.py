@@ -112,7 +112,9 @@ async def run(directory: Path, log: Any = print, store: str | None = None) -> bo
             nodes.append(node)
             edges.append(await nursery.start(serve_edge, node))
         log(f"nodes: {', '.join(NODES)} serve edges {', '.join(edges)}")
-        http = await stack.enter_async_context(httpx.AsyncClient(timeout=10))
+        # No kept-alive connections: a request never races an edge closing an idle one.
+        http = await stack.enter_async_context(httpx.AsyncClient(
+            timeout=10, limits=httpx.Limits(max_keepalive_connections=0)))
         joined: dict[str, str] = {}
         for i in range(USERS):
             response = await http.post(f"{edges[i % len(edges)]}/users",
