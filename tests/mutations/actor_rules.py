@@ -156,6 +156,21 @@ ACTOR_RULES: tuple[Mutation, ...] = (
                 "[memory]"],
     ),
     Mutation(
+        name="actors.join_move_keeps_its_own_deadline",
+        family=_ACTORS,
+        rule="A join that moves the Actor to another node is not cancelled from outside at "
+             "its deadline: the move aborts itself before relay-ready, never stranded "
+             "Sealed between two store steps.",
+        path=_DRIVER,
+        find="    return await _join_elsewhere(rt, membership, container, to, deadline)\n",
+        replace="    with trio.move_on_at(deadline.at):\n"
+                "        return await _join_elsewhere(rt, membership, container, to, "
+                "deadline)\n"
+                "    raise _deadline_passed('the join')\n",
+        guards=[_TEST + "test_a_join_elsewhere_whose_deadline_passes_at_the_seal_aborts_and_"
+                "the_actor_stays[memory]"],
+    ),
+    Mutation(
         name="actors.no_move_without_members",
         family=_ACTORS,
         rule="Until moves carry members, the store refuses to move a Spot with members (a "

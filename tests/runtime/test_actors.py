@@ -28,6 +28,7 @@ from cross_node_helpers import shared_store
 from spec_helpers import wait_until
 
 import zlink_trio as zl
+from zlink_trio.core.records import AuthorityState
 from zlink_trio.testing import open_test_node
 
 if TYPE_CHECKING:
@@ -71,6 +72,15 @@ class Quit:
     pass
 
 
+@attrs.frozen
+class Hold:
+    """Keep the Actor's turn until the test's ``HELD["release"]`` is set."""
+
+
+#: The events a ``Hold`` turn sets (``began``) and waits for (``release``).
+HELD: dict[str, trio.Event] = {}
+
+
 @zl.actor("player", relocation=zl.RecreateOnRelocation())
 class Player:
     def __init__(self, ctx: zl.SpotContext) -> None:
@@ -85,6 +95,12 @@ class Player:
     @zl.handler
     async def quit(self, msg: Quit) -> None:
         self.ctx.close()
+
+    @zl.handler
+    async def hold(self, msg: Hold) -> Heard:
+        HELD["began"].set()
+        await HELD["release"].wait()
+        return Heard(self.ctx.spot_id, "held")
 
 
 @zl.user_spot("room", relocation=zl.RecreateOnRelocation())
@@ -306,14 +322,16 @@ async def test_an_actor_or_a_spot_with_members_does_not_relocate_yet(store_url, 
 
 
 @asynccontextmanager
-async def two_nodes(url: str) -> AsyncIterator[tuple[zl.Node, zl.Node, Any]]:
+async def two_nodes(url: str, **options: Any) -> AsyncIterator[tuple[zl.Node, zl.Node, Any]]:
     """``node-a`` hosts (weight 1), ``node-b`` serves the same types but takes no new
     Spots (weight 0); both listen on loopback and share the ``url`` store."""
     async with shared_store(url) as shared, AsyncExitStack() as stack:
         a = await stack.enter_async_context(zl.open_node(
-            "node-a", store=shared.store, spots=SPOTS, placement_weight=1.0, on_stop="close"))
+            "node-a", store=shared.store, spots=SPOTS, placement_weight=1.0, on_stop="close",
+            **options))
         b = await stack.enter_async_context(zl.open_node(
-            "node-b", store=shared.store, spots=SPOTS, placement_weight=0.0, on_stop="close"))
+            "node-b", store=shared.store, spots=SPOTS, placement_weight=0.0, on_stop="close",
+            **options))
         yield a, b, shared.view
 
 
@@ -464,3 +482,37 @@ async def test_a_per_actor_spot_moves_and_its_members_follow_it(url):
                 drained = await a.drain()
                 assert [r.ref.spot_id for r in drained.moved] == ["p-3"]
                 assert drained.not_moved == []
+async def test_a_join_elsewhere_whose_deadline_passes_at_the_seal_aborts_and_the_actor_stays(
+        url):
+    """A join of a room on another node waits at the seal for the Actor's running turn
+    and its deadline passes there: the move aborts before relay-ready -- it is not
+    cancelled between two store steps, which would leave the record Sealed, the Actor
+    unavailable and the room unclosable -- and the Actor stays a Ready member of its
+    Entry Spot (found by the actor model, tests/runtime/test_actor_model.py)."""
+    with trio.fail_after(LIMIT):
+        async with two_nodes(url, default_timeout=0.5) as (a, b, view):
+            spot = await room(a, "room-a")
+            player = await b.actors.create("player", "p-1")
+            HELD.update(began=trio.Event(), release=trio.Event())
+            replies: list[Heard] = []
+
+            async def hold() -> None:
+                replies.append(await b.client.request_actor("p-1", Hold(), reply=Heard)
+                               .timeout(5))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(hold)
+                await HELD["began"].wait()
+                with pytest.raises(zl.Unavailable, match="deadline"):
+                    await b.actors.join(player, spot)
+                HELD["release"].set()
+            assert replies == [Heard("p-1", "held")]  # the turn the move waited for
+            record = await view.location.find("p-1")
+            assert (record.state, record.container, record.next_container) == (
+                AuthorityState.READY, b.entry_spot_id, None)
+            assert await b.actors.members(b.entry_spot_id) == [player]
+            assert await a.actors.members(spot) == []
+            joined = await b.actors.join(player, spot)  # not stranded: it moves now
+            assert (joined.node_rid, joined.container) == (a.node_rid, "room-a")
+            await a.actors.leave(joined)
+            assert await b.spots.close(spot) is True

@@ -183,13 +183,20 @@ async def move_actor(rt: NodeRuntime, ref: ActorRef, spot: SpotRef | str | None,
                 f"{spot.generation}; find() it and decide again")
     else:
         container = validate_spot_id(spot)
+    to: str | None = None
     with trio.move_on_at(deadline.at):
         if container != rt.entry_spot_id and container not in rt.catalog.hosts:
             owner = await _owner_elsewhere(rt, container)
             if owner is not None:
-                return await _join_elsewhere(rt, membership, container, owner, deadline)
-        return await _move_here(rt, membership, container, spot is None)
-    raise _deadline_passed(f"the {what} of Actor {ref.actor_id!r}")
+                to = await _join_target(rt, membership, container, owner)
+        if to is None:
+            return await _move_here(rt, membership, container, spot is None)
+    if to is None:
+        raise _deadline_passed(f"the {what} of Actor {ref.actor_id!r}")
+    # Outside the deadline's scope: the move keeps to the deadline itself. Cancelled from
+    # outside at that same instant, it would strand between two store steps (sealed, its
+    # abort never run: the Actor unavailable and the room unclosable until a restart).
+    return await _join_elsewhere(rt, membership, container, to, deadline)
 
 
 async def _owner_elsewhere(rt: NodeRuntime, container: str) -> NodeRid | None:
@@ -228,10 +235,10 @@ async def _move_here(rt: NodeRuntime, membership: Membership, container: str,
     return moved
 
 
-async def _join_elsewhere(rt: NodeRuntime, membership: Membership, container: str,
-                          owner: NodeRid, deadline: Deadline) -> ActorRef:
-    """Join a User Spot another node owns: the Actor moves there, with its queue, timers
-    and (by its policy) state, under the relocation procedure, into ``container``."""
+async def _join_target(rt: NodeRuntime, membership: Membership, container: str,
+                       owner: NodeRid) -> str:
+    """The NodeId of ``owner``, the node a join of ``container`` moves the Actor to;
+    InvalidOperation from the Actor's own handler, Unavailable when that node is gone."""
     ref = membership.ref
     host = rt.catalog.hosts.get(ref.actor_id)
     if host is not None and RUNNING.get() is host:
@@ -242,6 +249,16 @@ async def _join_elsewhere(rt: NodeRuntime, membership: Membership, container: st
     to = await rt.peers.node_id_of(owner)
     if to is None:
         raise Unavailable(f"the node that owns {container!r} is gone; nothing moved")
+    return to
+
+
+async def _join_elsewhere(rt: NodeRuntime, membership: Membership, container: str,
+                          to: str, deadline: Deadline) -> ActorRef:
+    """Join a User Spot node ``to`` owns: the Actor moves there, with its queue, timers
+    and (by its policy) state, under the relocation procedure, into ``container``. The
+    relocation keeps to ``deadline`` itself (the caller does not cancel it)."""
+    ref = membership.ref
+    host = rt.catalog.hosts.get(ref.actor_id)
     # Checked and stepped in one continuation: another move of it refuses, or is refused.
     if rt.memberships.get(ref.actor_id) is not membership or (
             membership.state != MEMBERSHIP.st.member) or host is None or (
