@@ -168,7 +168,9 @@ ACTOR_RULES: tuple[Mutation, ...] = (
                 "deadline)\n"
                 "    raise _deadline_passed('the join')\n",
         guards=[_TEST + "test_a_join_elsewhere_whose_deadline_passes_at_the_seal_aborts_and_"
-                "the_actor_stays[memory]"],
+                "the_actor_stays[memory]",
+                "tests/runtime/test_actor_model.py::test_a_join_past_its_deadline_at_the_seal_"
+                "aborts_in_the_model"],
     ),
     Mutation(
         name="actors.no_move_without_members",
