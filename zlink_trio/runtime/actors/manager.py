@@ -24,7 +24,7 @@ from zlink_trio.runtime.actors.membership import (
     members_of,
     move_actor,
 )
-from zlink_trio.runtime.calls.builders import OnceBuilder, option
+from zlink_trio.runtime.calls.builders import TimedBuilder, option
 from zlink_trio.runtime.calls.deadlines import deadline_after
 from zlink_trio.runtime.options import check_timeout
 
@@ -44,7 +44,7 @@ def _deadline(rt: NodeRuntime, timeout: float | None) -> Deadline:
                           else check_timeout(timeout))
 
 
-class CreateActorCall(OnceBuilder):
+class CreateActorCall(TimedBuilder):
     """``actors.create(type, actor_id=None)``: await it for the new Actor's ActorRef."""
 
     def __init__(self, rt: NodeRuntime, stable_type: str, actor_id: str | None) -> None:
@@ -53,7 +53,6 @@ class CreateActorCall(OnceBuilder):
         self._type = stable_type
         self._actor_id = actor_id
         self._container: str | None = None
-        self._timeout: float | None = None
 
     def _describe(self) -> str:
         return f"the create of Actor type {self._type!r}"
@@ -70,13 +69,6 @@ class CreateActorCall(OnceBuilder):
         else:
             raise InvalidOperation(f".in_spot() takes a SpotRef or a Spot ID, got "
                                    f"{type(spot).__name__}")
-        return self
-
-    @option
-    def timeout(self, seconds: float) -> Self:
-        """The operation's one end-to-end deadline, ``seconds`` from when it is awaited."""
-        self._option("timeout")
-        self._timeout = check_timeout(seconds)
         return self
 
     def __await__(self) -> Generator[Any, Any, ActorRef]:

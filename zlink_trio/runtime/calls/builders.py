@@ -14,11 +14,13 @@ import warnings
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from zlink_trio.core.errors import InvalidOperation
+from zlink_trio.runtime.options import check_timeout
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Self
 
-__all__ = ("OnceBuilder", "option")
+__all__ = ("OnceBuilder", "TimedBuilder", "option")
 
 F = TypeVar("F", bound="Callable[..., Any]")
 
@@ -76,3 +78,18 @@ class OnceBuilder:
         if self._awaited:
             raise InvalidOperation("this call was already awaited; build a new call")
         self._awaited = True
+
+
+class TimedBuilder(OnceBuilder):
+    """A builder with the ``.timeout(seconds)`` option every awaited operation takes: its
+    one end-to-end deadline, fixed when it is awaited (``None``: the node's
+    ``default_timeout``)."""
+
+    _timeout: float | None = None
+
+    @option
+    def timeout(self, seconds: float) -> Self:
+        """The one end-to-end deadline, ``seconds`` from when the call is awaited."""
+        self._option("timeout")
+        self._timeout = check_timeout(seconds)
+        return self

@@ -32,9 +32,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 from zlink_trio.core.errors import InvalidOperation
 from zlink_trio.core.identity import validate_mesh_name, validate_spot_id, validate_stable_type
 from zlink_trio.core.identity import validate_user_spot_id as _validate_user_id
-from zlink_trio.runtime.calls.builders import OnceBuilder, option
+from zlink_trio.runtime.calls.builders import TimedBuilder, option
 from zlink_trio.runtime.calls.delivery import SEND, Intent
-from zlink_trio.runtime.options import check_timeout
 
 if TYPE_CHECKING:
     from collections.abc import Generator
@@ -48,7 +47,7 @@ R = TypeVar("R")
 
 
 
-class _Call(OnceBuilder):
+class _Call(TimedBuilder):
     """Options shared by request and send builders.
 
     The options' defaults are class attributes and ``__init__`` sets the rest itself
@@ -58,7 +57,6 @@ class _Call(OnceBuilder):
     _intent = False
     _type: str | None = None
     _mesh: str | None = None
-    _timeout: float | None = None
 
     def __init__(self, router: Router, spot_id: str, msg: object) -> None:
         self._awaited = False  # (OnceBuilder's state)
@@ -90,13 +88,6 @@ class _Call(OnceBuilder):
             )
         self._option("in_mesh")
         self._mesh = validate_mesh_name(mesh)
-        return self
-
-    @option
-    def timeout(self, seconds: float) -> Self:
-        """The call's one end-to-end deadline, ``seconds`` from when it is awaited."""
-        self._option("timeout")
-        self._timeout = check_timeout(seconds)
         return self
 
     def _start(self, reply: object, *, request: bool) -> Delivery:
@@ -135,10 +126,8 @@ class RequestCall(_Call, Generic[R]):
                     self._router.request(self._start(self._reply, request=True)).__await__())
 
 
-class _ActorCall(OnceBuilder):
+class _ActorCall(TimedBuilder):
     """Options of ToActor request and send builders: only ``.timeout()``."""
-
-    _timeout: float | None = None
 
     def __init__(self, router: Router, actor_id: str, msg: object) -> None:
         self._awaited = False  # (OnceBuilder's state)
@@ -148,13 +137,6 @@ class _ActorCall(OnceBuilder):
 
     def _describe(self) -> str:
         return f"the call to Actor {self._actor_id!r}"
-
-    @option
-    def timeout(self, seconds: float) -> Self:
-        """The call's one end-to-end deadline, ``seconds`` from when it is awaited."""
-        self._option("timeout")
-        self._timeout = check_timeout(seconds)
-        return self
 
     def _start(self, reply: object, *, request: bool) -> Delivery:
         self._submit()

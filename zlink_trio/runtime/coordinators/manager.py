@@ -21,11 +21,10 @@ from zlink_trio.core.identity import (
     validate_user_spot_id,
 )
 from zlink_trio.core.records import AuthorityState, SpotRef
-from zlink_trio.runtime.calls.builders import OnceBuilder, option
+from zlink_trio.runtime.calls.builders import TimedBuilder, option
 from zlink_trio.runtime.calls.deadlines import deadline_after
 from zlink_trio.runtime.coordinators.close import close_user_spot
 from zlink_trio.runtime.coordinators.create import create_user_spot
-from zlink_trio.runtime.options import check_timeout
 
 if TYPE_CHECKING:
     from collections.abc import Generator
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ("CreateCall", "GetOrCreateCall", "SpotManager")
 
 
-class _CreateCall(OnceBuilder):
+class _CreateCall(TimedBuilder):
     def __init__(self, rt: NodeRuntime, spot_id: str | None, stable_type: str) -> None:
         super().__init__()
         self._rt = rt
@@ -45,7 +44,6 @@ class _CreateCall(OnceBuilder):
         self._type = stable_type
         self._mesh: str | None = None
         self._request: object | None = None
-        self._timeout: float | None = None
 
     def _describe(self) -> str:
         what = "create" if self._spot_id is None else f"get_or_create of {self._spot_id!r}"
@@ -65,13 +63,6 @@ class _CreateCall(OnceBuilder):
         if request is None:
             raise InvalidOperation(".request() needs an attrs instance; omit it to send none")
         self._request = request
-        return self
-
-    @option
-    def timeout(self, seconds: float) -> Self:
-        """The operation's one end-to-end deadline, ``seconds`` from when it is awaited."""
-        self._option("timeout")
-        self._timeout = check_timeout(seconds)
         return self
 
     def __await__(self) -> Generator[Any, Any, CreateResult]:
