@@ -188,7 +188,7 @@ class AuthorityRecord:
     @kind.validator
     def _kind(self, attribute: attrs.Attribute[SpotKind], value: SpotKind) -> None:
         if value not in _KINDS:
-            raise InvalidOperation(f"an authority record's kind is ENTRY, USER or INSTANCE, "
+            raise InvalidOperation(f"an authority record's kind is ENTRY, USER, INSTANCE or ACTOR, "
                                    f"got {value!r}")
 
     def __attrs_post_init__(self) -> None:

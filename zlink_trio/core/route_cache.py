@@ -145,7 +145,7 @@ def _rid(instance: CachedRoute, attribute: attrs.Attribute[NodeRid], value: Node
 
 def _kind(instance: CachedRoute, attribute: attrs.Attribute[SpotKind], value: SpotKind) -> None:
     if not isinstance(value, SpotKind) or value is SpotKind.INVALID:
-        raise InvalidOperation(f"kind must be ENTRY, USER or INSTANCE, got {value!r}")
+        raise InvalidOperation(f"kind must be ENTRY, USER, INSTANCE or ACTOR, got {value!r}")
 
 
 def _deadline(instance: CachedRoute, attribute: attrs.Attribute[float], value: float) -> None:
