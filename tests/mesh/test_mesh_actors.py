@@ -8,8 +8,9 @@ secret. The test drives them only through their HTTP edges (``samples/chatrooms/
   whose room lives on another node moves there);
 - then, all at once: every room gets a stream of posts (one after another per room,
   through the edges in turn); users leave their room and join another; one node is
-  drained -- its rooms move (PerActor: the room, then each member after it) and the users
-  on its Entry Spot move to the other nodes' -- and undrained again.
+  drained -- its rooms move (half of them SpotWide: the room and its members in one
+  commit; half PerActor halls: the hall, then each member after it) and the users on
+  its Entry Spot move to the other nodes' -- and undrained again.
 
 What must hold -- nothing lost, nothing twice: every post's room reports the members it
 delivered to and none it missed; at the end each user holds exactly the posts delivered
@@ -110,7 +111,7 @@ class World:
     moves: int = 0
     #: Set once a quarter of the posts are in: the drain starts then, amid the traffic.
     busy: trio.Event = attrs.Factory(trio.Event)
-    drained: int = 0
+    drained: list[str] = attrs.Factory(list)
 
     async def call(self, method: str, edge: str, path: str, **kw: Any) -> httpx.Response:
         return await self.http.request(method, f"{edge}{path}", **kw)
@@ -121,7 +122,7 @@ class World:
         assert response.status_code == 200, f"locating {user}: {response.text}"
         return self.by_rid[response.json()["rid"]]
 
-    async def on_its_node(self, user: str, path: str, body: dict[str, str] | None) -> None:
+    async def on_its_node(self, user: str, path: str, body: dict[str, Any] | None) -> None:
         """POST ``path`` to the edge of the node that hosts ``user``, again where it moved."""
         for _ in range(RETRIES):
             edge = await self.locate(user)
@@ -134,11 +135,16 @@ class World:
         raise AssertionError(f"{path} for {user} kept meeting moves: {response.text}")
 
 
+def _room(k: int) -> dict[str, Any]:
+    """Room ``k``'s join body: the odd ones are halls (PerActor), the even ones SpotWide."""
+    return {"room": f"room-{k}", "hall": k % 2 == 1}
+
+
 async def _connect(world: World, i: int, limiter: trio.CapacityLimiter) -> None:
     async with limiter:
         edge = world.nodes[i % len(world.nodes)].edge
         response = await world.call("POST", edge, "/users",
-                                    json={"name": f"u{i}", "room": f"room-{i % ROOMS}"})
+                                    json=_room(i % ROOMS) | {"name": f"u{i}"})
         assert response.status_code == 201, response.text
 
 
@@ -163,8 +169,7 @@ async def _move_users(world: World, rng: random.Random) -> None:
     for _ in range(MOVES):
         user = f"user-u{rng.randrange(USERS)}"
         await world.on_its_node(user, f"/users/{user}/leave", None)
-        await world.on_its_node(user, f"/users/{user}/join",
-                                {"room": f"room-{rng.randrange(ROOMS)}"})
+        await world.on_its_node(user, f"/users/{user}/join", _room(rng.randrange(ROOMS)))
         world.moves += 1
 
 
@@ -210,6 +215,23 @@ def _check(world: World, got: dict[str, list[str]]) -> list[str]:
     return problems
 
 
+def _drained(moved: list[str]) -> dict[str, int]:
+    """What the drain moved: SpotWide rooms and the members each carried (listed right
+    after it), PerActor halls, and users moved on their own (off an Entry Spot, or
+    following a hall)."""
+    rooms = [i for i, spot_id in enumerate(moved)
+             if spot_id.startswith("room-") and not _room(int(spot_id[5:]))["hall"]]
+    carried = 0
+    for i in rooms:
+        for spot_id in moved[i + 1:]:
+            if not spot_id.startswith("user-"):
+                break
+            carried += 1
+    halls = sum(1 for s in moved if s.startswith("room-")) - len(rooms)
+    return {"drained": len(moved), "spot_wide_rooms": len(rooms), "carried": carried,
+            "halls": halls, "users_alone": len(moved) - len(rooms) - carried - halls}
+
+
 async def test_users_join_and_leave_rooms_across_processes_while_a_node_drains(
         mesh_url, tmp_path):
     with trio.fail_after(LIMIT):
@@ -236,6 +258,6 @@ async def test_users_join_and_leave_rooms_across_processes_while_a_node_drains(
             # A post's reply comes after each member acknowledged it: no waiting here.
             assert _check(world, await _inboxes(world)) == []
             delivered = sum(len(m) for posts in world.posts.values() for _, m in posts)
-            assert world.drained > 0  # the drain moved rooms and users amid the traffic
+            assert world.drained  # the drain moved rooms and users amid the traffic
             print(json.dumps({"posts": ROOMS * POSTS, "deliveries": delivered,
-                              "moves": world.moves, "drained": world.drained}))
+                              "moves": world.moves, **_drained(world.drained)}))

@@ -19,6 +19,9 @@ _RULES: Final = "zlink_trio/store/rules/location.py"
 _DRIVER: Final = "zlink_trio/runtime/actors/membership.py"
 _TEST: Final = "tests/runtime/test_actors.py::"
 _CONFORMANCE: Final = "tests/store/test_membership_conformance.py::"
+_CARRIED: Final = "tests/store/test_carried_members_conformance.py::"
+_STEPS: Final = "zlink_trio/store/rules/relocation_steps.py"
+_RELOCATION: Final = "zlink_trio/runtime/coordinators/relocation.py"
 
 ACTOR_RULES: tuple[Mutation, ...] = (
     Mutation(
@@ -175,12 +178,103 @@ ACTOR_RULES: tuple[Mutation, ...] = (
     Mutation(
         name="actors.no_move_without_members",
         family=_ACTORS,
-        rule="Until moves carry members, the store refuses to move a Spot with members (a "
-             "move never splits an Actor from its container).",
-        path="zlink_trio/store/rules/relocation_steps.py",
-        find="    if not members_stay and state.members.get(record.spot_id):",
-        replace="    if False:",
+        rule="A move never splits a Spot from its members unasked: the store refuses to "
+             "move a Spot with members unless they stay (PerActor) or are carried "
+             "(SpotWide).",
+        path=_STEPS,
+        find="        if not carry_members:\n            raise members_refusal(record.spot_id)\n",
+        replace="",
         guards=[_CONFORMANCE + "test_a_move_never_splits_an_actor_from_its_container"
                 "[memory://]"],
+    ),
+    Mutation(
+        name="actors.carried_members_ready",
+        family=_ACTORS,
+        rule="A SpotWide move carries only members that are Ready, of the Spot's owner and "
+             "in no move of their own (a joining member refuses the Spot's move).",
+        path=_STEPS,
+        find="            if refusal is not None:\n                raise refusal\n"
+             "            members.append(member)\n",
+        replace="            members.append(member)\n",
+        guards=[_CARRIED + "test_a_spotwide_move_waits_for_a_member_in_its_own_move"
+                "[memory://]"],
+    ),
+    Mutation(
+        name="actors.one_aggregate_commit",
+        family=_ACTORS,
+        rule="SpotWide: the Spot's commit commits each carried member at the target in the "
+             "same transaction, its owner generation + 1 (one aggregate commit).",
+        path=_STEPS,
+        find="    for member in members:  # one aggregate commit",
+        replace="    for member in []:  # one aggregate commit",
+        guards=[_CARRIED + "test_a_spotwide_move_carries_its_members_in_one_commit"
+                "[memory://]"],
+    ),
+    Mutation(
+        name="actors.carried_member_has_no_own_step",
+        family=_ACTORS,
+        rule="A carried member takes only its Spot's steps: its own fence is refused.",
+        path=_STEPS,
+        find="        if is_carried(record):\n            raise carried_refusal(record)\n",
+        replace="",
+        guards=[_CARRIED + "test_a_carried_member_takes_no_step_of_its_own[memory://]"],
+    ),
+    Mutation(
+        name="actors.group_abort",
+        family=_ACTORS,
+        rule="An aborted SpotWide move keeps every carried member Ready at the source.",
+        path=_STEPS,
+        find="    _group_step(state, members, EV.abort_relocation, None)\n",
+        replace="",
+        guards=[_CARRIED + "test_an_aborted_spotwide_move_keeps_its_members_at_the_source"
+                "[memory://]"],
+    ),
+    Mutation(
+        name="actors.group_capacity",
+        family=_ACTORS,
+        rule="A SpotWide move needs room at the target for the Spot and every member.",
+        path=_STEPS,
+        find="    if load + len(members) >= claim.descriptor.capacity:",
+        replace="    if load >= claim.descriptor.capacity:",
+        guards=[_CARRIED + "test_a_spotwide_move_needs_room_for_every_member[memory://]"],
+    ),
+    Mutation(
+        name="actors.group_released_with_its_spot",
+        family=_ACTORS,
+        rule="Restart recovery ends a SpotWide move's carried members with their Spot "
+             "(aborted together, then each released), never one by one.",
+        path="zlink_trio/store/dead_lifecycle.py",
+        find="    if is_carried(record):\n        return ()\n",
+        replace="",
+        guards=[_CARRIED + "test_a_dead_lifecycle_releases_a_carried_group_with_its_spot"
+                "[memory://]"],
+    ),
+    Mutation(
+        name="actors.members_claimed_with_their_spot",
+        family=_ACTORS,
+        rule="A SpotWide Spot moves with its members here: each is claimed, sealed, "
+             "captured and opened at the target with it.",
+        path=_RELOCATION,
+        find="    carried, busy = _claim_members(rt, spot_id) if spot_wide else ([], \"\")\n",
+        replace="    carried, busy = [], \"\"\n",
+        guards=[_TEST + "test_a_spotwide_spot_moves_with_its_members_in_one_commit[memory]"],
+    ),
+    Mutation(
+        name="actors.spot_turn_before_members_hold",
+        family=_ACTORS,
+        rule="A SpotWide move seals the members only after the Spot's running turn ended, "
+             "so a turn that calls its members finishes.",
+        path=_RELOCATION,
+        find="                if host is not job.host:\n"
+             "                    # A member is sealed once its Spot's running turn ended: "
+             "a Spot's turn\n"
+             "                    # that awaits its members (a fan-out) finishes before they "
+             "hold.\n"
+             "                    host.seal_for_relocation()\n",
+        replace="                if host is job.host:  # all at once\n"
+                "                    for part in job.carried:\n"
+                "                        part.host.seal_for_relocation()\n",
+        guards=[_TEST + "test_a_rooms_turn_that_calls_its_members_at_the_seal_finishes_before"
+                "_they_hold[memory]"],
     ),
 )

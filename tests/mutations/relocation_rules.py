@@ -238,8 +238,8 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
         rule="Past relay-ready the source never serves again, even when the target does "
              "not commit (06 §6.1, §8).",
         path="zlink_trio/runtime/coordinators/relocation.py",
-        find="    job.host.strand(stuck)",
-        replace="    job.host.unseal()",
+        find="        host.strand(stuck)",
+        replace="        host.unseal()",
         guards=[_STRANDED],
     ),
     Mutation(
@@ -403,8 +403,8 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
         rule="A source whose move was released past relay-ready ends its incarnation "
              "(on_close(OWNERSHIP_LOST), no store write).",
         path="zlink_trio/runtime/coordinators/relocation.py",
-        find="    job.host.lose_ownership(error)",
-        replace="    job.host.move.stranded = error.message if job.host.move else None",
+        find="        host.lose_ownership(error)",
+        replace="        host.move.stranded = error.message if host.move else None",
         guards=["tests/runtime/test_relocation_target_died.py::"
                 "test_a_restarted_target_releases_the_move_it_died_in_past_relay_ready[memory]"],
     ),

@@ -356,8 +356,8 @@ STORE_RULES: tuple[Mutation, ...] = (
         rule="BeginRelocation counts the target's active + pending units against its "
              "capacity (CapacityExceeded).",
         path=_RULES + "relocation_steps.py",
-        find="    if load >= claim.descriptor.capacity:",
-        replace="    if load > claim.descriptor.capacity:",
+        find="    if load + len(members) >= claim.descriptor.capacity:",
+        replace="    if load + len(members) > claim.descriptor.capacity:",
         guards=[_mem(_MOVE + "test_begin_relocation_refuses_a_full_target")],
     ),
     Mutation(
@@ -405,8 +405,10 @@ STORE_RULES: tuple[Mutation, ...] = (
         rule="A retried AcceptRelayReady with a fence that does not match is refused "
              "(StaleFence), not answered with the record.",
         path=_RULES + "relocation_steps.py",
-        find="            and record.relocation_target == target and _matches(record, fence)):",
-        replace="            and record.relocation_target == target):",
+        find="            and record.relocation_target == target and _matches(record, fence)\n"
+             "            and not is_carried(record)):",
+        replace="            and record.relocation_target == target\n"
+                "            and not is_carried(record)):",
         guards=[_mem(_MOVE + "test_a_retried_step_still_checks_the_fence", "owner_generation")],
     ),
     Mutation(
@@ -848,8 +850,9 @@ STORE_RULES: tuple[Mutation, ...] = (
         rule="Lua: ReleaseRelayReady with a fence of another owner generation is refused "
              "(StaleFence).",
         path=_LUA + "location.py",
-        find="if not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) or r.state ~= ST_RELAY_READY\n",
-        replace="if r.state ~= ST_RELAY_READY\n",
+        find="if not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) or r.state ~= ST_RELAY_READY "
+             "then\n",
+        replace="if r.state ~= ST_RELAY_READY then\n",
         guards=[_redis(_PAYLOAD + "test_release_relay_ready_refusals_write_nothing")],
     ),
     Mutation(
@@ -869,9 +872,9 @@ STORE_RULES: tuple[Mutation, ...] = (
         path=_LUA + "location.py",
         find="local _, err = owner_claim(r.mesh, r.orid, r.olc, ARGV[7])\nif err then return "
              "err end\nif r.ver == MAXGEN then return {'SPENT'} end\n"
-             "local new, serr = step(r.state, EV_SEAL)",
+             "local group = carried(r)",
         replace="if r.ver == MAXGEN then return {'SPENT'} end\n"
-                "local new, serr = step(r.state, EV_SEAL)",
+                "local group = carried(r)",
         guards=[_redis(_MOVE + "test_seal_needs_the_source_lease")],
     ),
     Mutation(

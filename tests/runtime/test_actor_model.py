@@ -24,7 +24,7 @@ of ``test_relocation_model.py``. Three Actor IDs -- ``a0`` and ``a1`` (``am-kept
 * drain a node (then undrain it, so the model can go on), relocate an Actor on an Entry
   Spot explicitly (``node.relocate(actor_id)``, to a named node or wherever placement
   picks, from its owner or from a node that does not own it) -- or a room, which moves
-  only while it has no member;
+  with its members (SpotWide: one commit for the room and every member);
 * gates that hold an Actor's turn (so a move waits at the seal with work queued behind
   it), and mock-time jumps that fire deadlines.
 
@@ -59,7 +59,8 @@ Invariants -- the issue's list, checked when each thing happens and after every 
   the model did not close still exists, serving where its record says;
 * a room with members never closes: a close that meets a member ends ``False`` (not an
   error), the room's ``on_close`` finds no member on its node, and a room close that
-  returned ``True`` left no Actor naming it; a room with members never moves;
+  returned ``True`` left no Actor naming it; a room's move carries its members, so a
+  member is never split from its room by it;
 * close reasons fit (RELOCATED only while a move of that Actor runs, CLOSED only after
   a close, ACTIVATION_FAILED only for a failed create or a move's target shell);
 * the factory runs at most once per move for one incarnation (plus its creation);
@@ -140,6 +141,13 @@ COMMITTED, ABORTED, REFUSED = (zl.RelocationOutcome.COMMITTED, zl.RelocationOutc
                                zl.RelocationOutcome.REFUSED)
 #: Operations that may move an Actor to another node.
 MOVES: Final = ("join", "relocate", "drain")
+
+
+def _moves(op: Op, actor_id: str) -> bool:
+    """Whether ``op`` may move ``actor_id``: a join or relocate of it, a drain (``op.target``
+    is ``""``), or a relocate of a room, which carries its members."""
+    return op.kind in MOVES and (op.target in (actor_id, "")
+                                 or (op.kind == "relocate" and op.target in ROOM_IDS))
 #: Operations that close an Actor.
 CLOSES: Final = ("aclose", "quit")
 
@@ -547,12 +555,22 @@ class World:
         op.deadline = op.started_at + (op.timeout or DEFAULT_TIMEOUT)
         if op.kind in ("join", "relocate") and op.record is not None:
             self.moves_started[op.target, op.record.object_generation] += 1
+        carried = await self._members(op.target) if op.target in ROOM_IDS else set()
         try:
             op.outcome = await self._call(op)
         except Exception as exc:  # every outcome is judged, none crashes the nursery
             op.outcome = exc
         op.done, op.ended_at = True, trio.current_time()
+        if op.target in ROOM_IDS:  # a room's move carries its members, each a move too
+            for key in carried | await self._members(op.target):
+                self.moves_started[key] += 1
         self._judge(op)
+
+    async def _members(self, room: str) -> set[tuple[str, int]]:
+        """The ``(ActorId, generation)`` of each member the store lists in ``room``."""
+        with self.setup.in_flight.io("the model's own store read"):
+            return {(r.spot_id, r.object_generation)
+                    for r in await self.view.location.members(room)}
 
     async def _call(self, op: Op) -> object:
         node = self.nodes[op.node]
@@ -901,7 +919,7 @@ class World:
         Actor ran, and the later message runs on the sender's own node. It must still run
         exactly once (``final_check``)."""
         return actor.node == NODES[earlier.node] and any(
-            other.kind in MOVES and other.target in (earlier.target, "")
+            _moves(other, earlier.target)
             and other.started_at <= earlier.ended_at
             and (not other.done or other.ended_at >= earlier.ended_at)
             for other in self.ops.values())
@@ -976,9 +994,7 @@ class World:
             host.state == "serving"
 
     def _moving(self, actor_id: str) -> bool:
-        return any(op.kind in MOVES and not op.done and (op.target == actor_id
-                                                         or op.kind == "drain")
-                   for op in self.ops.values())
+        return any(_moves(op, actor_id) and not op.done for op in self.ops.values())
 
     def on_close(self, actor: _Member, reason: R) -> None:
         actor_id, generation, now = actor.ctx.spot_id, actor.ctx.generation, trio.current_time()
@@ -1227,7 +1243,7 @@ class ActorModel(TrioMachine):
     def relocate(self, what: str, node: int, to: int | None, from_host: bool,
                  timeout: float | None) -> None:
         """``node.relocate`` of an Actor (twice as often: it moves only from an Entry
-        Spot) or of a room (it moves only without members), to ``to`` or wherever
+        Spot) or of a room (with its members), to ``to`` or wherever
         placement picks, asked of its owner (mostly) or of another node."""
         self._spawn("relocate", what, node, timeout, to=to, from_host=from_host)
 

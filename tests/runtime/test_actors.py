@@ -103,6 +103,13 @@ class Player:
         return Heard(self.ctx.spot_id, "held")
 
 
+@attrs.frozen
+class Fanout:
+    """Ask a room to wait for ``HELD["release"]``, then say ``text`` to each member."""
+
+    text: str
+
+
 @zl.user_spot("room", relocation=zl.RecreateOnRelocation())
 class Room:
     def __init__(self, ctx: zl.SpotContext, request: object | None) -> None:
@@ -112,6 +119,15 @@ class Room:
     async def enroll(self, msg: Enroll) -> Roll:
         await self.ctx.actors.create("player", msg.actor_id).in_spot(self.ctx.ref)
         return Roll(tuple(ref.actor_id for ref in self.ctx.members()))
+
+    @zl.handler
+    async def fanout(self, msg: Fanout) -> Roll:
+        HELD["began"].set()
+        await HELD["release"].wait()
+        heard = [await self.ctx.client.request_actor(ref.actor_id, Say(msg.text),
+                                                     reply=Heard)
+                 for ref in self.ctx.members()]
+        return Roll(tuple(h.by for h in heard))
 
     @zl.handler
     async def roll(self, msg: List) -> Roll:
@@ -307,14 +323,16 @@ async def test_a_node_that_stops_closes_its_actors_then_its_spots(store_url, sto
         assert await store.location.find("room-1") is None
 
 
-async def test_an_actor_or_a_spot_with_members_does_not_relocate_yet(store_url, store):
+async def test_a_member_of_a_user_spot_does_not_relocate_alone(store_url, store):
+    """A member leaves its User Spot only when asked: relocating it alone is refused (it
+    moves with its Spot, or joins another)."""
     with trio.fail_after(LIMIT):
         async with node(store_url) as a, node(store_url, "node-b", placement_weight=0):
             await room(a)
             await a.client.request("room-1", Enroll("p-1"), reply=Roll)
-            for spot_id in ("room-1", "p-1"):
-                result = await a.relocate(spot_id, to="node-b")
-                assert result.outcome is zl.RelocationOutcome.REFUSED
+            result = await a.relocate("p-1", to="node-b")
+            assert result.outcome is zl.RelocationOutcome.REFUSED
+            assert "leaves only when asked" in result.reason
             assert (await store.location.find("p-1")).owner.node_rid == a.node_rid
 
 
@@ -395,7 +413,7 @@ async def test_entry_spot_is_not_a_relocation_candidate_and_its_actors_are(url):
     """09 §8: "Entry Spot isn't in the relocation candidate list, and an Actor that was on
     an Entry Spot is included in the relocation candidates." A drain moves the Actor onto
     the Entry Spot the target's descriptor names; the Entry Spot stays, unlisted; a member
-    of a User Spot is not moved out of it behind the application's back."""
+    of a User Spot moves with it (SpotWide), never out of it."""
     with trio.fail_after(LIMIT):
         async with shared_store(url) as shared, zl.open_node(
                 "node-a", store=shared.store, spots=SPOTS, on_stop="close") as a:
@@ -414,9 +432,9 @@ async def drained(a: zl.Node, b: zl.Node, view: Any, on_entry: zl.ActorRef,
     result = await a.drain()
     moved = [r.ref.spot_id for r in result.moved]
     not_moved = [r.ref.spot_id for r in result.not_moved]
-    assert moved == ["p-1"]
-    assert sorted(not_moved) == ["p-2", "room-1"]
-    assert a.entry_spot_id not in moved + not_moved
+    assert sorted(moved) == ["p-1", "p-2", "room-1"]
+    assert not_moved == []
+    assert a.entry_spot_id not in moved
     record = await view.location.find("p-1")
     assert (record.owner.node_rid, record.container) == (b.node_rid, b.entry_spot_id)
     assert record.object_generation == on_entry.generation
@@ -426,7 +444,8 @@ async def drained(a: zl.Node, b: zl.Node, view: Any, on_entry: zl.ActorRef,
     for caller in (a, b):
         assert await caller.client.request_actor("p-1", Say("x"), reply=Heard) == (
             Heard("p-1", "x"))
-    assert (await view.location.find("p-2")).container == spot.spot_id
+    record = await view.location.find("p-2")
+    assert (record.owner.node_rid, record.container) == (b.node_rid, spot.spot_id)
 
 
 async def test_an_actor_joins_a_user_spot_on_another_node(url):
@@ -446,6 +465,118 @@ async def test_an_actor_joins_a_user_spot_on_another_node(url):
             assert (left.node_rid, left.container) == (a.node_rid, a.entry_spot_id)
             assert (await view.location.find("p-1")).container == a.entry_spot_id
             assert await b.spots.close(spot) is True
+
+
+async def test_a_spotwide_spot_moves_with_its_members_in_one_commit(url):
+    """SpotWide (06 §6.1): the Spot and its members move in one aggregate commit -- each
+    member keeps its ActorId, ObjectGeneration and container, its owner generation grows
+    by one -- and calls sent by ActorId during the move all run, at one of the two nodes;
+    an Actor on the Entry Spot is not a member and stays."""
+    with trio.fail_after(LIMIT):
+        async with two_nodes(url) as (a, b, view):
+            spot = await room(a)
+            for actor_id in ("p-1", "p-2"):
+                await a.client.request("room-1", Enroll(actor_id), reply=Roll)
+            loner = await a.actors.create("player", "p-3")
+            before = {i: await view.location.find(i) for i in ("p-1", "p-2")}
+            replies: list[Heard] = []
+
+            async def chatter(actor_id: str) -> None:
+                for i in range(20):
+                    replies.append(await b.client.request_actor(actor_id, Say(str(i)),
+                                                                reply=Heard))
+                    await trio.lowlevel.checkpoint()
+
+            async with trio.open_nursery() as nursery:
+                for actor_id in ("p-1", "p-2"):
+                    nursery.start_soon(chatter, actor_id)
+                result = await a.relocate("room-1", to="node-b")
+            assert result.outcome is zl.RelocationOutcome.COMMITTED
+            assert sorted(replies, key=lambda h: (h.by, int(h.text))) == [
+                Heard(p, str(i)) for p in ("p-1", "p-2") for i in range(20)]
+            for actor_id, old in before.items():
+                record = await view.location.find(actor_id)
+                assert (record.owner.node_rid, record.container, record.object_generation,
+                        record.owner_generation, record.state) == (
+                    b.node_rid, "room-1", old.object_generation, old.owner_generation + 1,
+                    AuthorityState.READY)
+                for caller in (a, b):
+                    assert await caller.client.request_actor(actor_id, Say("x"),
+                                                             reply=Heard) == Heard(actor_id, "x")
+            assert await b.client.request("room-1", List(), reply=Roll) == Roll(("p-1", "p-2"))
+            assert {(m.actor_id, m.node_rid) for m in await a.actors.members(spot)} == {
+                ("p-1", b.node_rid), ("p-2", b.node_rid)}
+            assert (await view.location.find("p-3")).owner.node_rid == a.node_rid
+            assert await a.actors.members(a.entry_spot_id) == [loner]
+            assert await b.spots.close(spot) is False  # its members moved with it
+
+
+async def test_a_spotwide_move_waits_for_a_members_running_turn(url):
+    """The move seals the Spot and every member, then waits for each one's running turn:
+    that turn ends at the source, and the member's next call runs at the target."""
+    with trio.fail_after(LIMIT):
+        async with two_nodes(url) as (a, b, view):
+            await room(a)
+            await a.client.request("room-1", Enroll("p-1"), reply=Roll)
+            HELD.update(began=trio.Event(), release=trio.Event())
+            replies: list[Heard] = []
+            results: list[zl.RelocationResult] = []
+
+            async def hold() -> None:
+                replies.append(await b.client.request_actor("p-1", Hold(), reply=Heard))
+
+            async def move() -> None:
+                results.append(await a.relocate("room-1", to="node-b"))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(hold)
+                await HELD["began"].wait()
+                nursery.start_soon(move)
+                async def sealed() -> bool:
+                    record = await view.location.find("p-1")
+                    return record.state is AuthorityState.SEALED
+
+                await wait_until(sealed)  # the member is sealed with its room, its turn runs
+                HELD["release"].set()
+            assert replies == [Heard("p-1", "held")]
+            assert [r.outcome for r in results] == [zl.RelocationOutcome.COMMITTED]
+            assert (await view.location.find("p-1")).owner.node_rid == b.node_rid
+
+
+async def test_a_rooms_turn_that_calls_its_members_at_the_seal_finishes_before_they_hold(
+        url):
+    """The move waits for the Spot's running turn before it seals the members: a turn
+    that fans out to its members after the seal still reaches them, and the move
+    commits (sealed together, the turn would wait on a held member until the move's
+    deadline and the move would abort)."""
+    with trio.fail_after(LIMIT):
+        async with two_nodes(url) as (a, b, view):
+            await room(a)
+            for actor_id in ("p-1", "p-2"):
+                await a.client.request("room-1", Enroll(actor_id), reply=Roll)
+            HELD.update(began=trio.Event(), release=trio.Event())
+            rolls: list[Roll] = []
+            results: list[zl.RelocationResult] = []
+
+            async def fanout() -> None:
+                rolls.append(await b.client.request("room-1", Fanout("hi"), reply=Roll))
+
+            async def move() -> None:
+                results.append(await a.relocate("room-1", to="node-b", timeout=3))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(fanout)
+                await HELD["began"].wait()
+                nursery.start_soon(move)
+
+                async def sealed() -> bool:
+                    record = await view.location.find("room-1")
+                    return record.state is AuthorityState.SEALED
+
+                await wait_until(sealed)
+                HELD["release"].set()
+            assert rolls == [Roll(("p-1", "p-2"))]
+            assert [r.outcome for r in results] == [zl.RelocationOutcome.COMMITTED]
 
 
 def test_per_actor_needs_recreate_on_relocation():

@@ -269,8 +269,9 @@ def tweak(fence: Any, how: str) -> Any:
 class Host:
     """One Trio run in a background thread that owns the stores of one example."""
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, *, cluster: bool = True) -> None:
         self.directory = directory
+        self.cluster = cluster
         self.stores: dict[str, Store] = {}
         self._token: trio.lowlevel.TrioToken | None = None
         self._stop: trio.Event | None = None
@@ -302,6 +303,7 @@ class Host:
                     open_store(url))
             if WITH_REDIS:
                 self.stores["redis"] = await stack.enter_async_context(redis_test_store())
+            if WITH_REDIS and self.cluster:
                 self.stores["redis-cluster"] = await stack.enter_async_context(
                     cluster_test_store(**CLUSTER_OPTIONS))
             self._token = trio.lowlevel.current_trio_token()
@@ -337,12 +339,14 @@ class Host:
 class StoreAgreement(RuleBasedStateMachine):
     fences = Bundle("fences")
     receipts = Bundle("receipts")
+    #: Whether Redis Cluster takes part (when ``ZLINK_TEST_REDIS`` names Redis).
+    with_cluster = True
 
     def __init__(self) -> None:
         super().__init__()
         self.tmp = tempfile.TemporaryDirectory(prefix="zl-agree-")
         try:
-            self.host = Host(self.tmp.name)
+            self.host = Host(self.tmp.name, cluster=self.with_cluster)
         except BaseException:
             self.tmp.cleanup()
             raise
@@ -785,14 +789,23 @@ class StoreAgreement(RuleBasedStateMachine):
         relay-ready (refused everywhere). A Missing ``spot`` is created Ready first, so
         that whole moves are common.
         """
+        self.whole_move(spot, i, last)
+
+    def whole_move(self, spot: str, i: int, last: str, **options: bool) -> None:
+        """:meth:`move`, BeginRelocation taking ``options`` (``carry_members``: then toward
+        a node with free units when there is one)."""
         if self.record(spot) is None:
             self.create_ready(i, spot, SERVED[i % 2])
         r = self.record(spot)
         if r is None:
             return
-        target, fence, now = self.target_for(r, i), r.fence(), self.now
-        if self.run("begin_relocation", lambda s: s.location.begin_relocation(
-                self.at(s, fence), target=target, now=now)) is None or last == "begin":
+        roomy = options.get("carry_members", False)
+        target, fence, now = self.target_for(r, i, roomy=roomy), r.fence(), self.now
+        members = self.oracle.location.state.members.get(spot)  # type: ignore[attr-defined]
+        label = "begin_relocation" + (" with members" if members else "")
+        if self.run(label, lambda s: s.location.begin_relocation(
+                self.at(s, fence), target=target, now=now, **options)) is None or (
+                    last == "begin"):
             return
         if last == "abort":
             self.run("abort_relocation",
@@ -1107,8 +1120,77 @@ def _redis_answers():
         trio.run(probe)
 
 
+class CarryingAgreement(StoreAgreement):
+    """The model without Redis Cluster, which refuses to carry members
+    (``test_carried_members_conformance.py``), plus SpotWide moves that carry them: whole
+    moves of a Spot with its members, stopping at each step, and single steps on the
+    carried members' own fences (refused)."""
+
+    with_cluster = False
+
+    @rule(node=st.sampled_from(NODES), lease=st.floats(10, 60))
+    def roomy_claim(self, node, lease):
+        """A lifecycle with room for a Spot and its members (capacities are small else)."""
+        self._claim(node, capacity=8, lease=lease)
+
+    @precondition(lambda self: self.claims)
+    @rule(spot=st.sampled_from(SPOTS), i=index,
+          last=st.sampled_from(("commit", "begin", "seal", "relay_ready", "commit", "abort",
+                                "abort_late")))
+    def carrying_move(self, spot, i, last):
+        """:meth:`move` with ``carry_members``: the Spot's members move with it."""
+        self.whole_move(spot, i, last, carry_members=True)
+
+    @precondition(lambda self: self.claims)
+    @rule(spot=st.sampled_from(SPOTS), i=index, n=st.integers(1, len(ACTORS)),
+          last=st.sampled_from(("commit", "begin", "seal", "relay_ready", "commit", "abort",
+                                "abort_late")))
+    def move_a_room_with_members(self, spot, i, n, last):
+        """A User Spot gets ``n`` members of its owner first (created in it, or joined
+        from that owner's Entry Spot), then moves carrying them: whole moves are common."""
+        if self.record(spot) is None:
+            self.create_ready(i, spot, SERVED[0])
+        room = self.record(spot)
+        if room is None or room.kind is not SpotKind.USER:
+            return
+        owner, now = room.owner, self.now
+        for actor in ACTORS[:n]:
+            a = self.record(actor)
+            if a is None:
+                fence = self.run("reserve actor", lambda s, actor=actor: s.location.reserve(
+                    actor, kind=SpotKind.ACTOR, stable_type="player", mesh=MESH, owner=owner,
+                    now=now, container=spot))
+                if fence is not None:
+                    self.run("commit_ready", lambda s, fence=fence: s.location.commit_ready(
+                        self.at(s, fence), now=now))
+            elif a.owner == owner and a.container != spot:
+                gen = a.object_generation
+                self.run("move_membership", lambda s, actor=actor, gen=gen: (
+                    s.location.move_membership(actor, object_generation=self.at(s, gen),
+                                               owner=owner, container=spot, now=now)))
+        self.whole_move(spot, i, last, carry_members=True)
+
+    @precondition(lambda self: self.claims)
+    @rule(actor=st.sampled_from(ACTORS), step=st.sampled_from(("seal", "abort", "commit")))
+    def carried_step(self, actor, step):
+        """A step fenced by an Actor's own record, carried or not."""
+        r = self.record(actor)
+        if r is None:
+            return
+        fence, now = r.fence(), self.now
+        calls = {"seal": lambda s: s.location.seal_relocation(self.at(s, fence), now=now),
+                 "abort": lambda s: s.location.abort_relocation(self.at(s, fence)),
+                 "commit": lambda s: s.location.commit_relocation(self.at(s, fence), now=now)}
+        self.run(f"{step}_relocation of an Actor", calls[step])
+
+
 TestStoreAgreement = StoreAgreement.TestCase
 TestStoreAgreement.settings = settings(
+    max_examples=30, stateful_step_count=30, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+TestCarryingAgreement = CarryingAgreement.TestCase
+TestCarryingAgreement.settings = settings(
     max_examples=30, stateful_step_count=30, deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

@@ -213,10 +213,11 @@ class AuthorityRecord:
         if (self.kind is SpotKind.ACTOR) != (self.container is not None):
             raise InvalidOperation("an Actor's record names its container, and only an "
                                    "Actor's record does")
-        if (self.next_container is not None) != (self.kind is SpotKind.ACTOR
-                                                  and state in MOVING_STATES):
-            raise InvalidOperation("an Actor's record names its next container exactly "
-                                   "while it moves")
+        if self.next_container is not None and not (self.kind is SpotKind.ACTOR
+                                                    and state in MOVING_STATES):
+            # (A moving Actor without one is carried by its container's SpotWide move.)
+            raise InvalidOperation("an Actor's record names a next container only while "
+                                   "it moves")
 
     def ref(self) -> SpotRef:
         """The public SpotRef of this incarnation at its current owner."""

@@ -65,7 +65,14 @@ import attrs
 import trio
 
 from zlink_trio.core.errors import ZLinkError
-from zlink_trio.core.records import AuthorityRecord, AuthorityState, ReservationFence
+from zlink_trio.core.identity import SpotKind
+from zlink_trio.core.records import (
+    MOVING_STATES,
+    AuthorityRecord,
+    AuthorityState,
+    ReservationFence,
+)
+from zlink_trio.store.rules.relocation_steps import is_carried
 from zlink_trio.store.values import TargetAlive
 
 if TYPE_CHECKING:
@@ -112,9 +119,9 @@ async def release_dead_node(store: StorePair, node_id: str, *,
     after: str | None = None
     while True:
         page = await store.location.dead_owned(node_id, now=now(), after=after, limit=_PAGE)
-        for record, why in await _release_page(store, page, now):
+        for record, why, ended in await _release_page(store, page, now):
             if why is None:
-                released.append(record)
+                released.extend(ended)
             else:
                 left.append((record, why))
         if len(page) < _PAGE:
@@ -124,22 +131,28 @@ async def release_dead_node(store: StorePair, node_id: str, *,
     return DeadRelease(released=tuple(released), left=tuple(left), claims_removed=removed)
 
 
+_Outcome = tuple[AuthorityRecord, str | None, tuple[AuthorityRecord, ...]]
+
+
 async def _release_page(store: StorePair, page: list[AuthorityRecord],
-                        now: Callable[[], float]) -> list[tuple[AuthorityRecord, str | None]]:
+                        now: Callable[[], float]) -> list[_Outcome]:
     """:func:`_release_one` for each record of ``page``, :data:`RELEASES_IN_FLIGHT` at a
     time (independent fenced transactions, so the stores batch them: one at a time, a
     restart that found 100,000 Spots of a dead lifecycle spent minutes here); the
-    outcomes in ``page``'s order."""
-    outcomes: list[tuple[AuthorityRecord, str | None]] = [(record, None) for record in page]
+    outcomes in ``page``'s order: each record, why it was left (``None``: released) and
+    the records its release ended (a SpotWide move's carried members end with it)."""
+    outcomes: list[_Outcome] = [(record, None, ()) for record in page]
     queue = iter(enumerate(page))  # shared: each releaser takes the next record
 
     async def releaser() -> None:
         for i, record in queue:
             try:
-                why = await _release_one(store, record, now)
+                ended = await _release_one(store, record, now)
             except ZLinkError as exc:
-                why = f"{type(exc).__name__}: {exc.message}"
-            outcomes[i] = (record, why)
+                outcomes[i] = (record, f"{type(exc).__name__}: {exc.message}", ())
+            else:
+                outcomes[i] = ((record, ended, ()) if isinstance(ended, str)
+                               else (record, None, ended))
 
     async with trio.open_nursery() as nursery:
         for _ in range(min(RELEASES_IN_FLIGHT, len(page))):
@@ -148,10 +161,21 @@ async def _release_page(store: StorePair, page: list[AuthorityRecord],
 
 
 async def _release_one(store: StorePair, record: AuthorityRecord,
-                       now: Callable[[], float]) -> str | None:
-    """End ``record`` with its state's transaction; ``None`` when released, else why not."""
+                       now: Callable[[], float]) -> tuple[AuthorityRecord, ...] | str:
+    """End ``record`` with its state's transaction: the records that ended, or why it
+    was left.
+
+    A member a SpotWide move carries takes only its Spot's steps (``is_carried``): it is
+    skipped here and ends with its Spot -- RelayReady released together, a move not
+    past relay-ready aborted together and then each released like any Ready record.
+    """
+    if is_carried(record):
+        return ()
     location = store.location
     state = record.state
+    carried: list[AuthorityRecord] = []
+    if state in MOVING_STATES and record.kind is not SpotKind.ACTOR:
+        carried = [m for m in await location.members(record.spot_id) if is_carried(m)]
     if state is AuthorityState.RELAY_READY:
         target = record.relocation_target
         assert target is not None
@@ -169,16 +193,19 @@ async def _release_one(store: StorePair, record: AuthorityRecord,
         if state in (AuthorityState.RELOCATING, AuthorityState.SEALED):
             # Back at the source without the payload receipt: its root goes below.
             kept = await location.abort_relocation(record.fence())
-            await location.release_expired(kept.spot_id,
-                                           object_generation=kept.object_generation,
-                                           owner_generation=kept.owner_generation, now=now())
+            for back in (kept, *carried):  # (each member's owner generation is unchanged)
+                await location.release_expired(back.spot_id,
+                                               object_generation=back.object_generation,
+                                               owner_generation=back.owner_generation,
+                                               now=now())
         else:
             await location.release_expired(record.spot_id,
                                            object_generation=record.object_generation,
                                            owner_generation=record.owner_generation,
                                            now=now())
-    await _drop_leftovers(store, record)
-    return None
+    for ended in (record, *carried):
+        await _drop_leftovers(store, ended)
+    return (record, *carried)
 
 
 async def _drop_leftovers(store: StorePair, record: AuthorityRecord) -> None:

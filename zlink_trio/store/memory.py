@@ -183,11 +183,13 @@ class MemoryLocationStore:
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
                                now: float, container: str | None = None,
-                               members_stay: bool = False) -> AuthorityRecord:
+                               members_stay: bool = False,
+                               carry_members: bool = False) -> AuthorityRecord:
         """BeginRelocation (one transaction); see the protocol."""
         await trio.lowlevel.checkpoint()
         return steps.txn_begin_relocation(self.state, fence, target=target, now=now,
-                                          container=container, members_stay=members_stay)
+                                          container=container, members_stay=members_stay,
+                                          carry_members=carry_members)
 
     async def seal_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
         """Seal (one transaction); see the protocol."""

@@ -61,7 +61,8 @@ class RelocationSteps(Protocol):
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
                                now: float, container: str | None = None,
-                               members_stay: bool = False) -> AuthorityRecord:
+                               members_stay: bool = False,
+                               carry_members: bool = False) -> AuthorityRecord:
         """BeginRelocation: Ready -> Relocating toward ``target`` (same Mesh); the source's call.
 
         Checks, in order (nothing written on any refusal): ``now`` is finite and
@@ -69,18 +70,27 @@ class RelocationSteps(Protocol):
         already Relocating toward ``target`` (and ``container``) under the fence is
         returned unchanged (idempotent); the record matches the fence and is Ready
         (:class:`StaleFence`, gone included); it is not an Entry claim, a
-        ``container`` is named exactly for an Actor, the record has no Actor members
-        unless ``members_stay`` (a PerActor Spot, whose members follow it one by one;
-        a SpotWide Spot does not move with its members yet) and ``target`` is another node
-        (:class:`InvalidOperation`); the source's and then the target's claim are
-        those lifecycles (:class:`StaleFence`) with live leases at ``now``
-        (:class:`Unavailable`); the target serves the type as that kind
-        (:class:`InvalidOperation`); the target has room (:class:`CapacityExceeded`);
+        ``container`` is named exactly for an Actor, at most one of ``members_stay`` and
+        ``carry_members``, the record has no Actor members unless one of them is set
+        (``members_stay``: a PerActor Spot, whose members follow it one by one;
+        ``carry_members``: a SpotWide Spot, whose members move with it -- each must be a
+        Ready Actor of the same owner in no move of its own, else :class:`Unavailable`)
+        and ``target`` is another node (:class:`InvalidOperation`); the source's and then
+        the target's claim are those lifecycles (:class:`StaleFence`) with live leases at ``now``
+        (:class:`Unavailable`); the target serves the type as that kind, and each carried
+        member's type as an Actor (:class:`InvalidOperation`); the target has room for
+        the record and its carried members (:class:`CapacityExceeded`);
         for an Actor, ``container`` is a Ready Entry or User Spot the target owns
         (``store.rules.location.check_container``). Then the record names the target
         (and an Actor's its ``next_container``, of which it is a member too until the
         move ends: commit makes it the container, abort drops it), one pending unit is
-        reserved on it, StoreVersion + 1.
+        reserved on it, StoreVersion + 1. Each carried member's record steps likewise, in
+        the same transaction, and so it does at every later step of this move (seal,
+        relay-ready, commit -- each member's owner generation + 1 --, abort, release):
+        the Spot's steps are its only steps (``store.rules.relocation_steps``); its own
+        fence is refused with :class:`InvalidOperation` while it is carried. Redis Cluster
+        keeps a Spot's members in other buckets than its record and refuses
+        ``carry_members`` for a Spot with members (docs/decisions.md).
         """
 
     async def seal_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:

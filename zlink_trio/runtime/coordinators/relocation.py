@@ -65,6 +65,7 @@ from zlink_trio.runtime.observe.fields import Operation, spot_fields
 from zlink_trio.runtime.observe.logs import RELOCATION as LOGGER
 from zlink_trio.runtime.observe.operations import observe_operation
 from zlink_trio.runtime.results import DrainResult, RelocationOutcome, RelocationResult
+from zlink_trio.store.rules.relocation_steps import is_carried
 from zlink_trio.store.rules.relocation_store import receipt_of
 
 if TYPE_CHECKING:
@@ -76,12 +77,27 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.incarnation.incarnation import Incarnation
     from zlink_trio.runtime.state import Membership
 
-__all__ = ("drain", "relocate_spot")
+__all__ = ("MoveReport", "drain", "relocate_spot")
 
 #: How many relocations a drain runs at once.
 DRAIN_PARALLEL: Final = 16
 #: A drain's pause before looking again at Actors whose own move was under way.
 _BUSY_PAUSE: Final = 0.01
+#: How often a SpotWide move is begun again when a member arrived between its claim of
+#: the members and BeginRelocation (each attempt aborts before anything moved).
+_MEMBER_ATTEMPTS: Final = 3
+
+
+@attrs.define(eq=False)
+class _Carried:
+    """A member Actor a SpotWide move carries: its host, membership and record."""
+
+    host: Incarnation
+    membership: Membership
+    move: Move
+    #: Its record as the store carries it (set once BeginRelocation wrote it).
+    record: AuthorityRecord | None = None
+    correlations: list[int] = attrs.Factory(list)
 
 
 @attrs.define(eq=False)
@@ -99,6 +115,12 @@ class _Relocation:
     released: bool = False
     #: An Actor's membership on this node (its chart steps with the move), else ``None``.
     membership: Membership | None = None
+    #: The members a SpotWide move carries (each sealed, captured and moved with it).
+    carried: list[_Carried] = attrs.Factory(list)
+
+    def hosts(self) -> list[Incarnation]:
+        """The Spot's host and each carried member's."""
+        return [self.host, *(part.host for part in self.carried)]
 
     def step(self, event: PlannedRelocationEvent) -> None:
         self.state = step(RELOCATION, self.state, event)
@@ -116,9 +138,21 @@ def _refused(ref: SpotRef, state: PlannedRelocationState, event: PlannedRelocati
     return RelocationResult(outcome=RelocationOutcome.REFUSED, ref=ref, reason=reason)
 
 
+@attrs.define
+class MoveReport:
+    """What a drain learns of one move beyond its result."""
+
+    #: A COMMITTED result for each member a SpotWide move carried.
+    carried: list[RelocationResult] = attrs.Factory(list)
+    #: The move did not happen because a member was in a move, join, leave or close of
+    #: its own: it passes, and the drain looks again.
+    members_busy: bool = False
+
+
 async def relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
                         deadline: Deadline, *, container: str | None = None,
-                        joining: bool = False) -> RelocationResult:
+                        joining: bool = False,
+                        report: MoveReport | None = None) -> RelocationResult:
     """Move ``spot_id`` to node ``to`` (or one placement picks); see the module docstring.
 
     An Actor moves into ``container`` at the target -- a User Spot it joins there
@@ -127,17 +161,41 @@ async def relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
     this node's Entry Spot: a member of a User Spot is never moved out of it behind the
     application's back. An Actor's move is claimed (``host.move``) and its membership
     stepped in one continuation, so two moves of one Actor never interleave.
+
+    A SpotWide User Spot moves with its members here: each is claimed with the Spot (in
+    the same continuation; a member in a move, join, leave or close of its own refuses
+    the move), carried by the store's steps of the Spot's move, captured into the same
+    payload and committed with it; ``report``, when given, learns of them and of a
+    member that kept the move from happening.
     """
     with observe_operation(rt.node_id, rt.metrics, Operation.RELOCATION, spot_id) as observed:
-        result = await _relocate_spot(rt, spot_id, to, deadline, container, joining)
+        report = MoveReport() if report is None else report
+        for _attempt in range(_MEMBER_ATTEMPTS):
+            try:
+                result = await _relocate_spot(rt, spot_id, to, deadline, container, joining,
+                                              report)
+            except _MembersChanged as changed:
+                result = changed.result  # a member arrived meanwhile: claim them anew
+                await trio.lowlevel.checkpoint()
+            else:
+                break
         observed.outcome = result.outcome.value
         observed.mesh, observed.generation = result.ref.mesh, result.ref.generation
         return result
 
 
+class _MembersChanged(Exception):
+    """The store carried other members than the ones claimed (one arrived between the
+    claim and BeginRelocation); the move was aborted and is tried again."""
+
+    def __init__(self, result: RelocationResult) -> None:
+        super().__init__(result.reason)
+        self.result = result
+
+
 async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
-                         deadline: Deadline, container: str | None,
-                         joining: bool) -> RelocationResult:
+                         deadline: Deadline, container: str | None, joining: bool,
+                         report: MoveReport) -> RelocationResult:
     rt.check_admission()
     state = RELOCATION.initial
     record = await rt.store.location.find(spot_id)
@@ -157,10 +215,7 @@ async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
                         "an Entry Spot never moves")
     per_actor = (isinstance(spot_type, UserSpotType)
                  and spot_type.unit is RelocationUnit.PER_ACTOR)
-    if rt.members.get(spot_id) and not per_actor:
-        return _refused(ref, state, RELOCATION.ev.relocation_disabled,
-                        "a SpotWide Spot with Actor members does not move yet "
-                        "(docs/actors.md); make them leave first")
+    spot_wide = record.kind is SpotKind.USER and not per_actor
     membership = rt.memberships.get(spot_id) if record.kind is SpotKind.ACTOR else None
     if record.kind is SpotKind.ACTOR:
         refusal, container, to = await _actor_destination(rt, membership, container, to)
@@ -189,6 +244,11 @@ async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
     # Claimed in the continuation that checked it: a relocate started meanwhile is refused
     # as already moving (the store would take its BeginRelocation as a retry of this one).
     # An Actor's membership steps in the same continuation (a join's is ``moving`` already).
+    carried, busy = _claim_members(rt, spot_id) if spot_wide else ([], "")
+    if busy:
+        report.members_busy = True
+        return _refused(ref, state, RELOCATION.ev.already_moving,
+                        f"Spot {spot_id!r} cannot move now: {busy}")
     move = host.move = Move()
     if membership is not None and not joining:
         membership.state = step(MEMBERSHIP, membership.state, MEMBERSHIP.ev.begin_relocation)
@@ -196,6 +256,7 @@ async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
         claim, why_not = await choose_target(rt, record, to)
         if claim is None:
             _unclaim(membership, joining)
+            _unclaim_carried(carried)
             return _refused(ref, state, RELOCATION.ev.no_target, why_not)
         target = OwnerFence(claim.descriptor.node_rid, claim.lifecycle_generation)
         if membership is not None and container is None:
@@ -206,21 +267,90 @@ async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
                 moving = await rt.store.location.begin_relocation(
                     record.fence(), target=target, now=rt.now(),
                     container=container if membership is not None else None,
-                    members_stay=per_actor)
+                    members_stay=per_actor, carry_members=spot_wide)
+                changed = await _carried_records(rt, moving, carried) if spot_wide else ""
+                if changed:
+                    await rt.store.location.abort_relocation(moving.fence())
         except ZLinkError as exc:
             _unclaim(membership, joining)
+            _unclaim_carried(carried)
+            # (A SpotWide Spot's member in a move of its own: Unavailable, it passes.)
+            report.members_busy = spot_wide and isinstance(exc, Unavailable)
             return _refused(ref, state, RELOCATION.ev.begin_refused, exc.message)
+        if changed:
+            _unclaim_carried(carried)
+            report.members_busy = True
+            raise _MembersChanged(_refused(ref, state, RELOCATION.ev.begin_refused, changed))
         result = await _run(_Relocation(
             rt=rt, host=host, record=moving, target=target, claim=claim, deadline=deadline,
             state=step(RELOCATION, state, RELOCATION.ev.begin_relocation),
-            membership=membership))
+            membership=membership, carried=carried))
         if per_actor and result.outcome is RelocationOutcome.COMMITTED:
             await _members_follow(rt, spot_id, claim.descriptor.node_id, deadline)
+        if result.outcome is RelocationOutcome.COMMITTED:
+            report.carried.extend(
+                RelocationResult(outcome=RelocationOutcome.COMMITTED, ref=SpotRef(
+                    spot_id=part.host.spot_id, generation=part.host.generation,
+                    mesh=result.ref.mesh, node_rid=result.ref.node_rid))
+                for part in carried)
         return result
     finally:
         if host.move is move and INCARNATION.allows(host.state,
                                                    INCARNATION.ev.seal_for_relocation):
             host.move = None  # refused or aborted before the seal: nothing to hold
+            _unclaim_carried(carried)
+
+
+def _claim_members(rt: NodeRuntime, spot_id: str) -> tuple[list[_Carried], str]:
+    """Claim every member of SpotWide ``spot_id`` here for its move (no await: the caller's
+    continuation), or claim none and say why not: each must be a ``member`` in no join,
+    leave, move or close of its own, its host registered and serving."""
+    found: list[_Carried] = []
+    for actor_id in sorted(rt.members.get(spot_id, ())):
+        membership = rt.memberships.get(actor_id)
+        host = rt.catalog.hosts.get(actor_id)
+        if (membership is None or membership.state != MEMBERSHIP.st.member or host is None
+                or host.move is not None or host.admission_sealed
+                or host.generation != membership.ref.generation
+                or not host.first_record_settled):
+            return [], (f"its member {actor_id!r} is in a join, leave, move or close of its "
+                        "own; retry once that ended")
+        found.append(_Carried(host=host, membership=membership, move=Move()))
+    for part in found:
+        part.host.move = part.move
+        part.membership.state = step(MEMBERSHIP, part.membership.state,
+                                     MEMBERSHIP.ev.begin_relocation)
+    return found, ""
+
+
+def _unclaim_carried(carried: list[_Carried]) -> None:
+    """The members claimed for a move that did not happen serve again (their hold, when
+    sealed, back to the queue), each a ``member`` again."""
+    for part in carried:
+        if part.host.move is part.move:
+            if part.host.state in INCARNATION.tags.holds_ingress:
+                part.host.unseal()
+            part.host.move = None
+        if part.membership.state == MEMBERSHIP.st.relocating:
+            part.membership.state = step(MEMBERSHIP, part.membership.state,
+                                         MEMBERSHIP.ev.abort_relocation)
+
+
+async def _carried_records(rt: NodeRuntime, moving: AuthorityRecord,
+                           carried: list[_Carried]) -> str:
+    """After BeginRelocation carried the Spot's members in the store: each claimed part's
+    record; ``""`` when the store carries exactly the members claimed here, else why
+    not (a member arrived or went meanwhile: the caller aborts the move)."""
+    records = {m.spot_id: m for m in await rt.store.location.members(moving.spot_id)
+               if is_carried(m)}
+    claimed = {part.host.spot_id: part for part in carried}
+    if records.keys() != claimed.keys() or any(
+            records[i].object_generation != claimed[i].host.generation for i in records):
+        return (f"the members of Spot {moving.spot_id!r} changed while its move began; "
+                "nothing moved, retry")
+    for actor_id, part in claimed.items():
+        part.record = records[actor_id]
+    return ""
 
 
 def _unclaim(membership: Membership | None, joining: bool) -> None:
@@ -303,13 +433,24 @@ async def _run(job: _Relocation) -> RelocationResult:
             job.step(RELOCATION.ev.seal)
             if crash_points.ARMED:
                 crash_points.point("relocation", "sealed", rt.node_id)
-            await job.host.wait_no_turn()
-            if job.host.self_close:
-                raise InvalidOperation(
-                    f"Spot {job.record.spot_id!r} called ctx.close() in the turn that ran at "
-                    "the seal; it closes instead of moving")
+            for host in job.hosts():
+                if host is not job.host:
+                    # A member is sealed once its Spot's running turn ended: a Spot's turn
+                    # that awaits its members (a fan-out) finishes before they hold.
+                    host.seal_for_relocation()
+                await host.wait_no_turn()
+                if host.self_close:
+                    raise InvalidOperation(
+                        f"{host.spot_id!r} called ctx.close() in the turn that ran at the "
+                        f"seal of Spot {job.record.spot_id!r}; it closes instead of moving")
             link = await rt.peers.link_to(job.claim)
             payload, job.correlations = capture(rt, job.host, job.record, link)
+            members = []
+            for part in job.carried:
+                assert part.record is not None
+                member, part.correlations = capture(rt, part.host, part.record, link)
+                members.append(member)
+            payload = attrs.evolve(payload, members=tuple(members))
             with trio.CancelScope(shield=True):
                 await _store_payload(job, payload.encode())
             job.step(RELOCATION.ev.capture_done)
@@ -365,23 +506,30 @@ async def _committed(job: _Relocation, ref: SpotRef) -> RelocationResult:
                   RELOCATION.ev.accept_relay_ready, RELOCATION.ev.commit_relocation):
         job.step(event)
     record = job.record
-    route = FollowRoute(
-        spot_id=record.spot_id, object_generation=record.object_generation,
-        source_owner_generation=record.owner_generation, target=job.target,
-        target_owner_generation=record.owner_generation + 1,
-        expires_at=trio.current_time() + rt.options.message_follow_duration)
+    expires_at = trio.current_time() + rt.options.message_follow_duration
+    parts = [(job.host, record), *((part.host, part.record) for part in job.carried)]
+    routes = []
+    for _host, moved in parts:
+        assert moved is not None
+        routes.append(FollowRoute(
+            spot_id=moved.spot_id, object_generation=moved.object_generation,
+            source_owner_generation=moved.owner_generation, target=job.target,
+            target_owner_generation=moved.owner_generation + 1, expires_at=expires_at))
     if rt.options.message_follow_duration > 0:
         rt.follow.sweep(trio.current_time())  # each move drops the routes that expired
-        rt.follow.install(route)
-    _moved, held = job.host.finish_relocation()
+        for route in routes:  # the Spot's and its members' at once, after the commit
+            rt.follow.install(route)
+    holds = [host.finish_relocation()[1] for host, _ in parts]
     if crash_points.ARMED:
         crash_points.point("relocation", "relaying", rt.node_id)
     with trio.CancelScope(shield=True):
         # The hold goes first, before on_close(RELOCATED) runs: a message sent after the
         # commit must not overtake a held one of the same sender (relay_held).
-        if held:
-            await relay_held(rt, rt.peers, rt.follow, route, held)
-        await job.host.moved_away()
+        for route, held in zip(routes, holds, strict=True):
+            if held:
+                await relay_held(rt, rt.peers, rt.follow, route, held)
+        for host, _ in parts:
+            await host.moved_away()
     LOGGER.info("node %r: Spot %r moved to node %r", rt.node_id, record.spot_id,
                 job.claim.descriptor.node_id, extra=_fields(job))
     return RelocationResult(outcome=RelocationOutcome.COMMITTED, ref=ref)
@@ -406,6 +554,10 @@ async def _abort(job: _Relocation, reason: str, *, sealed: bool) -> RelocationRe
         if sealed:
             job.host.unseal()
         job.host.move = None
+        for part in job.carried:
+            for correlation in part.correlations:
+                rt.peers.forget(correlation)
+        _unclaim_carried(job.carried)
         membership = job.membership
         if membership is not None and membership.state == MEMBERSHIP.st.relocating:
             membership.state = step(MEMBERSHIP, membership.state,
@@ -429,7 +581,8 @@ async def _settle(job: _Relocation, why: str) -> RelocationResult:
         f"{job.claim.descriptor.node_id!r} did not commit it ({why}); the Spot is unavailable "
         "until that node commits or restarts"
     )
-    job.host.strand(stuck)
+    for host in job.hosts():
+        host.strand(stuck)
     rt.catalog.start_job(lambda: _await_commit(job, why))
     raise Unavailable(stuck)
 
@@ -477,10 +630,11 @@ def _released(job: _Relocation) -> Unavailable:
         "operator) ended the incarnation -- a move is not resumed; the message was "
         "not run. Send a new call: an Instance Spot activates anew, a User Spot must be "
         "created again")
-    for correlation in job.correlations:
+    for correlation in [*job.correlations, *(c for p in job.carried for c in p.correlations)]:
         rt.peers.forget(correlation)
     job.released = True
-    job.host.lose_ownership(error)
+    for host in job.hosts():  # its carried members were released with it
+        host.lose_ownership(error)
     LOGGER.warning("node %r: the move of Spot %r was released past relay-ready (its target "
                    "died); this incarnation ends", rt.node_id, spot_id, extra=_fields(job))
     return error
@@ -504,11 +658,12 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
     Runs in passes: a Spot activated here while a pass ran (placed by a node that read
     this node's claim before the drain closed it to placements) is moved by the next
     pass. Each Spot is tried once -- except an Actor met in the middle of a join, leave
-    or close (the application's own move of it), which the next pass looks at again
-    once that ended; one that left this node meanwhile is not listed. The drain ends
-    when a pass finds nothing new, or at its deadline (the Spots not tried by then are
-    not listed). Once ``halt`` is set no further move starts (those already under way
-    finish, by the deadline).
+    or close (the application's own move of it), or a SpotWide Spot one of whose members
+    is, which the next pass looks at again once that ended; one that left this node
+    meanwhile is not listed. The drain ends when a pass finds nothing new, or at its
+    deadline (the Spots not tried by then are not listed). Once ``halt`` is set no
+    further move starts (those already under way finish, by the deadline). A SpotWide
+    Spot's members move with it and are listed as moved after it.
     """
     moved: list[RelocationResult] = []
     not_moved: list[RelocationResult] = []
@@ -520,8 +675,9 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
         async with limiter:
             if halt is not None and halt.is_set():
                 return
+            report = MoveReport()
             try:
-                result = await relocate_spot(rt, spot_id, None, deadline)
+                result = await relocate_spot(rt, spot_id, None, deadline, report=report)
             except ZLinkError as exc:
                 if spot_id not in rt.catalog.hosts:
                     return  # it left this node meanwhile (moved or closed): nothing to move
@@ -531,11 +687,16 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
                 result = RelocationResult(outcome=RelocationOutcome.ABORTED, ref=ref,
                                           reason=exc.message)
         membership = rt.memberships.get(spot_id)
-        if (result.outcome is not RelocationOutcome.COMMITTED and membership is not None
-                and membership.state != MEMBERSHIP.st.member):
-            busy.add(spot_id)  # its own join, leave or close is under way: look again
+        if result.outcome is not RelocationOutcome.COMMITTED and (report.members_busy or (
+                membership is not None and (membership.state != MEMBERSHIP.st.member
+                                            or membership.ref.container in busy))):
+            # Its own join, leave or close is under way (an Actor's), or one of a member
+            # it would carry (a SpotWide Spot's), or its Spot here waits for that (a
+            # member moves with its Spot): look again.
+            busy.add(spot_id)
             return
         (moved if result.outcome is RelocationOutcome.COMMITTED else not_moved).append(result)
+        moved.extend(report.carried)  # the members its SpotWide move carried
 
     # Each relocation keeps to the deadline itself (cancelling one from outside could
     # strand it between two store steps); the loop only starts no new pass after it.

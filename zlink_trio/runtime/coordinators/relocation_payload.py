@@ -24,7 +24,11 @@ shell.
   caller's operation ID (0: none drawn; absent in a payload written before it was
   carried, which reads as 0).  The
   target runs them before anything else and sends each reply to the source on the
-  link the command came on; the source completes the original caller with it.
+  link the command came on; the source completes the original caller with it;
+* ``members`` -- a SpotWide move's carried member Actors, each a payload of the same
+  shape (without members of its own), so the Spot and its members move as one root
+  (absent when there are none; present, the format is ``spot-relocation-v2``, which a
+  node that reads only v1 refuses before relay-ready).
 """
 
 from __future__ import annotations
@@ -32,17 +36,21 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Final
+from typing import Any, Final
 
 import attrs
 
 from zlink_trio.core.errors import InvalidOperation
 from zlink_trio.wire.codec import EncodedMessage
 
-__all__ = ("PAYLOAD_FORMAT", "MovedMessage", "MovedTimer", "RelocationPayload")
+__all__ = ("GROUP_FORMAT", "PAYLOAD_FORMAT", "MovedMessage", "MovedTimer", "RelocationPayload")
 
 #: The payload root's format name.
 PAYLOAD_FORMAT: Final = "spot-relocation-v1"
+#: The format name of a payload that carries members: a node that reads only
+#: :data:`PAYLOAD_FORMAT` refuses it (the move aborts before relay-ready) instead of
+#: committing members it would not build.
+GROUP_FORMAT: Final = "spot-relocation-v2"
 _JSON: Final = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
 
 
@@ -80,11 +88,16 @@ class RelocationPayload:
     state: bytes | None
     timers: tuple[MovedTimer, ...]
     messages: tuple[MovedMessage, ...]
+    #: The member Actors a SpotWide move carries, in ActorId order.
+    members: tuple[RelocationPayload, ...] = ()
 
     def encode(self) -> bytes:
         """The payload's bytes (the relocation root)."""
-        return _JSON({
-            "format": PAYLOAD_FORMAT,
+        return _JSON(self._fields()).encode("utf-8")
+
+    def _fields(self) -> dict[str, object]:
+        fields: dict[str, object] = {
+            "format": GROUP_FORMAT if self.members else PAYLOAD_FORMAT,
             "spotId": self.spot_id,
             "objectGeneration": self.object_generation,
             "stableType": self.stable_type,
@@ -98,37 +111,50 @@ class RelocationPayload:
                           "deadlineMs": m.deadline_ms, "replyCorrelation": m.reply_correlation,
                           "operationId": m.operation_id}
                          for m in self.messages],
-        }).encode("utf-8")
+        }
+        if self.members:
+            fields["members"] = [member._fields() for member in self.members]
+        return fields
 
     @classmethod
     def decode(cls, data: bytes) -> RelocationPayload:
         """The payload in ``data``; InvalidOperation for bytes that are not one."""
         try:
-            fields = json.loads(data)
-            if fields.get("format") != PAYLOAD_FORMAT:
-                raise ValueError(f"format {fields.get('format')!r}")
-            state = fields["state"]
-            return cls(
-                spot_id=str(fields["spotId"]),
-                object_generation=_int(fields["objectGeneration"]),
-                stable_type=str(fields["stableType"]), mesh=str(fields["mesh"]),
-                owner_generation=_int(fields["ownerGeneration"]),
-                state=None if state is None else base64.b64decode(state, validate=True),
-                timers=tuple(
-                    MovedTimer(str(t["method"]), _int(t["dueInMs"], low=0),
-                               None if t["periodMs"] is None else _int(t["periodMs"]))
-                    for t in fields["timers"]),
-                messages=tuple(
-                    MovedMessage(EncodedMessage(str(m["type"]),
-                                                base64.b64decode(m["body"], validate=True)),
-                                 _int(m["deadlineMs"]), _int(m["replyCorrelation"], low=0),
-                                 _int(m.get("operationId", 0), low=0))
-                    for m in fields["messages"]))
+            return cls._from_fields(json.loads(data), nested=False)
         except (ValueError, KeyError, TypeError, AttributeError, binascii.Error) as exc:
             raise InvalidOperation(
-                f"the relocation root is not a {PAYLOAD_FORMAT} payload ({exc}); the move "
-                "is aborted and the Spot stays where it was"
+                f"the relocation root is not a {PAYLOAD_FORMAT} payload, nor a {GROUP_FORMAT} "
+                f"one with members ({exc}); the move is aborted and the Spot stays where it "
+                "was"
             ) from exc
+
+    @classmethod
+    def _from_fields(cls, fields: Any, *, nested: bool) -> RelocationPayload:
+        """The payload of decoded JSON ``fields`` (a member's when ``nested``: it has no
+        members of its own); raises what :meth:`decode` turns into InvalidOperation."""
+        members = fields.get("members", [])
+        if fields.get("format") != (GROUP_FORMAT if members else PAYLOAD_FORMAT):
+            raise ValueError(f"format {fields.get('format')!r}")
+        if nested and members:
+            raise ValueError("a carried member has no members of its own")
+        state = fields["state"]
+        return cls(
+            spot_id=str(fields["spotId"]),
+            object_generation=_int(fields["objectGeneration"]),
+            stable_type=str(fields["stableType"]), mesh=str(fields["mesh"]),
+            owner_generation=_int(fields["ownerGeneration"]),
+            state=None if state is None else base64.b64decode(state, validate=True),
+            timers=tuple(
+                MovedTimer(str(t["method"]), _int(t["dueInMs"], low=0),
+                           None if t["periodMs"] is None else _int(t["periodMs"]))
+                for t in fields["timers"]),
+            messages=tuple(
+                MovedMessage(EncodedMessage(str(m["type"]),
+                                            base64.b64decode(m["body"], validate=True)),
+                             _int(m["deadlineMs"]), _int(m["replyCorrelation"], low=0),
+                             _int(m.get("operationId", 0), low=0))
+                for m in fields["messages"]),
+            members=tuple(cls._from_fields(m, nested=True) for m in members))
 
 
 def _int(value: object, *, low: int = 1) -> int:

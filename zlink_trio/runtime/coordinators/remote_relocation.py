@@ -28,6 +28,13 @@ Target (:func:`serve_relocate`), stepping ``PlannedRelocation`` from ``captured`
    generation), which every followed message must name.  The root is deleted and the
    answer names the new SpotRef.
 
+A SpotWide move carries the Spot's member Actors in the same root (the payload's
+``members``): each member's record must be carried by the Spot's move in the store
+(Sealed toward this lifecycle, the generations its payload names), exactly the members
+the store carries; each gets a shell like the Spot's, the Spot's relay-ready and commit
+step them all in the store, and every host opens and registers in one continuation --
+no member is reachable here before the commit, and none after it is missing.
+
 The outcome is retained per operation ID, like commands 47 and 48: a redelivery gets
 the same answer and never a second shell.
 """
@@ -36,6 +43,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+import attrs
 import trio
 
 from zlink_trio.core.errors import (
@@ -46,7 +54,8 @@ from zlink_trio.core.errors import (
     Unavailable,
     ZLinkError,
 )
-from zlink_trio.core.records import AuthorityState
+from zlink_trio.core.identity import SpotKind
+from zlink_trio.core.records import ActorRef, AuthorityState
 from zlink_trio.runtime import crash_points
 from zlink_trio.runtime.calls.deadlines import deadline_from_wall_ms
 from zlink_trio.runtime.charts import RELOCATION, step
@@ -60,6 +69,7 @@ from zlink_trio.runtime.mesh.link_reply import LinkReply
 from zlink_trio.runtime.mesh.remote_calls import operation_number, outcome_of, round_trip
 from zlink_trio.runtime.observe.logs import RELOCATION as LOGGER
 from zlink_trio.runtime.state import Membership
+from zlink_trio.store.rules.relocation_steps import is_carried
 from zlink_trio.wire.frames import RelocateOutcome, RelocateSpot
 
 if TYPE_CHECKING:
@@ -123,10 +133,11 @@ def _mismatch(frame: RelocateSpot, record: AuthorityRecord | None, rt: NodeRunti
     return next((why for ok, why in checks if not ok), "")
 
 
-async def _shell(rt: NodeRuntime, spot_type: SpotType, record: AuthorityRecord,
-                 payload: RelocationPayload) -> tuple[Incarnation, list[tuple[MessageWork, int]]]:
+async def _shell(rt: NodeRuntime, spot_type: SpotType, payload: RelocationPayload
+                 ) -> tuple[Incarnation, list[tuple[MessageWork, int]]]:
     """Build and restore the target's host (not registered); the moved queue decoded."""
-    host = Incarnation(rt, spot_type, record.spot_id, record.object_generation, record.mesh)
+    host = Incarnation(rt, spot_type, payload.spot_id, payload.object_generation,
+                       payload.mesh)
     try:
         await host.build(relocated=True)
         policy = relocation_of(spot_type)
@@ -177,15 +188,26 @@ async def _take_over(rt: NodeRuntime, link: Link, frame: RelocateSpot) -> Outcom
                           f"store: {why}; nothing moved")
     assert record is not None
     payload = RelocationPayload.decode(await rt.store.relocation.get_root(frame.payload))
+    await _check_carried(rt, frame, payload)
     state = step(RELOCATION, RELOCATION.st.captured, RELOCATION.ev.target_reserved)
     if crash_points.ARMED:
         crash_points.point("relocation", "target_reserved", rt.node_id)
     deadline = deadline_from_wall_ms(frame.deadline_ms)
-    with trio.move_on_at(deadline.at) as scope:
-        host, queue = await _shell(rt, spot_type, record, payload)
-    if scope.cancelled_caught:
-        raise DeadlineExceeded(f"restoring Spot {frame.spot_id!r} did not finish before the "
-                               "relocation's deadline; nothing moved")
+    shells: list[_Shell] = []
+    try:
+        with trio.move_on_at(deadline.at) as scope:
+            for part in (payload, *payload.members):
+                part_type = spot_type if part is payload else rt.registry.get(part.stable_type)
+                assert part_type is not None  # (_check_carried: each is served here)
+                shells.append(_Shell(part, *await _shell(rt, part_type, part)))
+        if scope.cancelled_caught:
+            raise DeadlineExceeded(f"restoring Spot {frame.spot_id!r} did not finish before "
+                                   "the relocation's deadline; nothing moved")
+    except BaseException:
+        with trio.CancelScope(shield=True):
+            for built in shells:
+                await built.host.activation_failed()
+        raise
     if crash_points.ARMED:
         crash_points.point("relocation", "restored", rt.node_id)
     state = step(RELOCATION, step(RELOCATION, state, RELOCATION.ev.target_restored),
@@ -193,44 +215,92 @@ async def _take_over(rt: NodeRuntime, link: Link, frame: RelocateSpot) -> Outcom
     # From relay-ready to the registration, a call here that reads the committed record
     # (or a frame from a node that did) waits for the host instead of finding none
     # (StaleRoute): the commit is awaited, and other tasks run meanwhile.
-    attempt = rt.catalog.begin_attempt(frame.spot_id)
+    attempts = [rt.catalog.begin_attempt(part.payload.spot_id) for part in shells]
     try:
-        return await _commit_and_serve(rt, link, frame, host, queue, payload, record, state)
+        return await _commit_and_serve(rt, link, frame, shells, record, state)
     finally:
-        if attempt is not None:
-            rt.catalog.end_attempt(attempt)
+        for attempt in attempts:
+            if attempt is not None:
+                rt.catalog.end_attempt(attempt)
+
+
+@attrs.frozen
+class _Shell:
+    """A host built and restored here, not registered yet: the Spot's or a carried
+    member's, with its payload and its moved queue decoded."""
+
+    payload: RelocationPayload
+    host: Incarnation
+    queue: list[tuple[MessageWork, int]]
+
+
+async def _check_carried(rt: NodeRuntime, frame: RelocateSpot,
+                         payload: RelocationPayload) -> None:
+    """Unavailable unless the store carries exactly ``payload.members`` with the Spot:
+    each one's record Sealed toward this lifecycle from the frame's source, in the
+    Spot, with the generations and type its payload names, served here as an Actor."""
+    if payload.spot_id != frame.spot_id:
+        raise Unavailable(f"the relocation root of Spot {frame.spot_id!r} names Spot "
+                          f"{payload.spot_id!r}; nothing moved")
+    members = await rt.store.location.members(frame.spot_id) if payload.members else []
+    carried = {m.spot_id: m for m in members if is_carried(m)}
+    named = {m.spot_id: m for m in payload.members}
+    if carried.keys() != named.keys():
+        raise Unavailable(f"the move of Spot {frame.spot_id!r} carries members "
+                          f"{sorted(carried)} in the store and {sorted(named)} in its "
+                          "payload; nothing moved")
+    for actor_id, record in carried.items():
+        part = named[actor_id]
+        served = rt.registry.get(part.stable_type)
+        if not (record.state is AuthorityState.SEALED and record.owner == frame.source
+                and record.relocation_target == rt.owner and record.container == frame.spot_id
+                and record.object_generation == part.object_generation
+                and record.owner_generation == part.owner_generation
+                and record.stable_type == part.stable_type
+                and served is not None and served.kind is SpotKind.ACTOR):
+            raise Unavailable(f"the move of Spot {frame.spot_id!r} no longer matches the "
+                              f"store for its member {actor_id!r} (or this node does not "
+                              "serve it as an Actor); nothing moved")
 
 
 async def _commit_and_serve(rt: NodeRuntime, link: Link, frame: RelocateSpot,
-                            host: Incarnation, queue: list[tuple[MessageWork, int]],
-                            payload: RelocationPayload, record: AuthorityRecord,
+                            shells: list[_Shell], record: AuthorityRecord,
                             state: PlannedRelocationState) -> Outcome:
-    """Relay-ready, the commit, and the host opened and registered (the target's side)."""
+    """Relay-ready, the commit, and the hosts opened and registered (the target's side)."""
     with trio.CancelScope(shield=True):
         try:
             relay = await rt.store.location.accept_relay_ready(record.fence(), target=rt.owner,
                                                                 now=rt.now())
         except ZLinkError:
-            await host.activation_failed()
+            for shell in shells:
+                await shell.host.activation_failed()
             raise
         if crash_points.ARMED:
             crash_points.point("relocation", "relay_ready", rt.node_id)
         # Past relay-ready the source is never restored: commit, retrying what is transient.
-        ready = await _commit(rt, host, relay)
+        ready = await _commit(rt, [shell.host for shell in shells], relay)
         if crash_points.ARMED:
             crash_points.point("relocation", "target_committed", rt.node_id)
         step(RELOCATION, state, RELOCATION.ev.commit_relocation)
-        # The replies of the moved requests go to the source, which registered them.
-        host.open_moved([
-            (MessageWork(work.msg, work.info,
-                         LinkReply(rt, rt.peers, link, moved.reply_correlation)
-                         if moved.reply_correlation else None, work.deadline,
-                         operation_id=work.operation_id), size)
-            for (work, size), moved in zip(queue, payload.messages, strict=True)],
-            Arrival(frame.source, ready.owner_generation))
+        # Every host opens in this one continuation: the Spot and its carried members are
+        # reachable here together. The replies of the moved requests go to the source,
+        # which registered them.
+        for shell in shells:
+            moved = shell.payload
+            shell.host.open_moved([
+                (MessageWork(work.msg, work.info,
+                             LinkReply(rt, rt.peers, link, message.reply_correlation)
+                             if message.reply_correlation else None, work.deadline,
+                             operation_id=work.operation_id), size)
+                for (work, size), message in zip(shell.queue, moved.messages, strict=True)],
+                Arrival(frame.source, moved.owner_generation + 1))
+            if shell is not shells[0]:  # a carried member: still in the Spot it moved with
+                rt.admit_member(Membership(ActorRef(
+                    actor_id=moved.spot_id, generation=moved.object_generation,
+                    mesh=moved.mesh, node_rid=rt.node_rid, container=ready.spot_id)))
+            rt.catalog.register(shell.host)
         if ready.container is not None:  # an Actor: a member of its container here now
             rt.admit_member(Membership(ready.actor_ref()))
-        rt.catalog.register(host)
         try:
             await rt.store.relocation.delete_root(frame.payload)
         except ZLinkError as exc:
@@ -238,7 +308,8 @@ async def _commit_and_serve(rt: NodeRuntime, link: Link, frame: RelocateSpot,
     return RelocateOutcome(ref=ready.ref())
 
 
-async def _commit(rt: NodeRuntime, host: Incarnation, relay: AuthorityRecord) -> AuthorityRecord:
+async def _commit(rt: NodeRuntime, hosts: list[Incarnation],
+                  relay: AuthorityRecord) -> AuthorityRecord:
     """CommitRelocation after relay-ready, retried within ``default_timeout``."""
     with trio.move_on_after(rt.options.default_timeout):
         delay = 0.005
@@ -255,7 +326,8 @@ async def _commit(rt: NodeRuntime, host: Incarnation, relay: AuthorityRecord) ->
                 break
             await trio.sleep(delay)
             delay = min(delay * 2, 0.5)
-    await host.activation_failed()
+    for host in hosts:
+        await host.activation_failed()
     raise Unavailable(f"the relocation of Spot {relay.spot_id!r} passed relay-ready but could "
                       "not be committed on its target; the Spot is unavailable until the "
                       "target node restarts")

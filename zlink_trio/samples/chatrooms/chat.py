@@ -2,11 +2,13 @@
 
 A ``ChatUser`` keeps its inbox (every post it received, in arrival order); it moves with
 its state (``PreserveStateWith``: the inbox as JSON), so a drain loses nothing. A
-``ChatRoom`` is PerActor (``unit=zl.RelocationUnit.PER_ACTOR``): when it moves it goes
-first and its members follow it one by one; it keeps no state (``RecreateOnRelocation``)
--- its members are read from the store at each post, and each post goes to each member
-as a ToActor request the room waits for, in the room's order: a post is delivered when
-the member has it, and the next one cannot overtake it, wherever either of them moves.
+``ChatRoom`` moves with its members (SpotWide, the default unit: one commit for the
+room and its users); a ``ChatHall`` -- the same room for crowds -- is PerActor
+(``unit=zl.RelocationUnit.PER_ACTOR``): when it moves it goes first and its members
+follow it one by one. Neither keeps state (``RecreateOnRelocation``) -- its members are
+read from the store at each post, and each post goes to each member as a ToActor
+request the room waits for, in the room's order: a post is delivered when the member
+has it, and the next one cannot overtake it, wherever either of them moves.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ import attrs
 import zlink_trio as zl
 
 __all__ = (
+    "HALL_TYPE",
     "ROOM_TYPE",
     "USER_TYPE",
+    "ChatHall",
     "ChatRoom",
     "ChatUser",
     "Deliver",
@@ -32,6 +36,7 @@ __all__ = (
 
 USER_TYPE = "chat.user"
 ROOM_TYPE = "chat.room"
+HALL_TYPE = "chat.hall"
 
 
 @attrs.frozen
@@ -108,8 +113,7 @@ class ChatUser:
         return Inbox(list(self.inbox), ref.container, str(ref.node_rid))
 
 
-@zl.user_spot(ROOM_TYPE, relocation=zl.RecreateOnRelocation(),
-              unit=zl.RelocationUnit.PER_ACTOR)
+@zl.user_spot(ROOM_TYPE, relocation=zl.RecreateOnRelocation())
 class ChatRoom:
     def __init__(self, ctx: zl.SpotContext, request: object | None) -> None:
         self.ctx = ctx
@@ -128,3 +132,9 @@ class ChatRoom:
             else:
                 sent.append(member.actor_id)
         return Posted(msg.post_id, sent, missed)
+
+
+@zl.user_spot(HALL_TYPE, relocation=zl.RecreateOnRelocation(),
+              unit=zl.RelocationUnit.PER_ACTOR)
+class ChatHall(ChatRoom):
+    """A room for crowds: it moves first, and its members follow it one by one."""

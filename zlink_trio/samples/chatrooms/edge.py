@@ -3,16 +3,20 @@
 Routes (JSON in, JSON out; a typed zlink_trio error is ``409`` for what the caller did,
 ``503`` for what may pass -- its message says which):
 
-- ``POST /users`` ``{"name": ..., "room": ...}`` -- the user becomes an Actor on this
-  node's Entry Spot, then joins the room (created on first use); a room on another node
+- ``POST /users`` ``{"name": ..., "room": ..., "hall": false}`` -- the user becomes an
+  Actor on this node's Entry Spot, then joins the room (created on first use: a
+  ``ChatHall`` when ``hall`` is true, else a ``ChatRoom``); a room on another node
   means the user moves there.
 - ``POST /rooms/{room}/posts`` ``{"user": ..., "text": ...}`` -- the room takes the post
   and hands it to each member; answers the post's ID and how many members it reached.
 - ``GET /users/{user}/inbox`` -- the post IDs the user received, in order, and where the
   user is now (its room and node).
-- ``POST /users/{user}/join`` ``{"room": ...}`` and ``POST /users/{user}/leave`` -- on the
-  node that hosts the user (else ``409`` NotFound: ask that node's edge).
-- ``GET /node`` -- this node's NodeId and NodeRid; ``POST /drain``, ``POST /undrain``.
+- ``POST /users/{user}/join`` ``{"room": ..., "hall": false}`` and
+  ``POST /users/{user}/leave`` -- on the node that hosts the user (else ``409``
+  NotFound: ask that node's edge).
+- ``GET /node`` -- this node's NodeId and NodeRid; ``POST /drain`` (what moved, in the
+  drain's order: a room's members it carried right after it; what did not, and why),
+  ``POST /undrain``.
 
 :func:`serve_edge` runs it with Hypercorn's Trio worker on loopback.
 """
@@ -32,6 +36,7 @@ from starlette.routing import Route
 
 import zlink_trio as zl
 from zlink_trio.samples.chatrooms.chat import (
+    HALL_TYPE,
     ROOM_TYPE,
     USER_TYPE,
     Inbox,
@@ -47,6 +52,11 @@ if TYPE_CHECKING:
 __all__ = ("build_app", "serve_edge")
 
 
+def _room_type(body: dict[str, object]) -> str:
+    """The type a join's room is created as: a hall, or a room."""
+    return HALL_TYPE if body.get("hall") is True else ROOM_TYPE
+
+
 def _error(exc: zl.ZLinkError) -> JSONResponse:
     status = 503 if isinstance(exc, zl.Unavailable | zl.DeadlineExceeded) else 409
     return JSONResponse({"error": type(exc).__name__, "message": exc.message}, status)
@@ -60,7 +70,7 @@ def build_app(node: zl.Node) -> Starlette:
         name, room = str(body["name"]), str(body["room"])
         try:
             user = await node.actors.create(USER_TYPE, f"user-{name}")
-            created = await node.spots.get_or_create(room, ROOM_TYPE)
+            created = await node.spots.get_or_create(room, _room_type(body))
             assert created.ref is not None
             user = await node.actors.join(user, created.ref)
         except zl.ZLinkError as exc:
@@ -85,7 +95,7 @@ def build_app(node: zl.Node) -> Starlette:
             user = await node.actors.find(request.path_params["user"])
             if user is None:
                 raise zl.NotFound(f"user {request.path_params['user']!r} is not connected")
-            created = await node.spots.get_or_create(str(body["room"]), ROOM_TYPE)
+            created = await node.spots.get_or_create(str(body["room"]), _room_type(body))
             assert created.ref is not None
             user = await node.actors.join(user, created.ref)
         except zl.ZLinkError as exc:
@@ -110,7 +120,7 @@ def build_app(node: zl.Node) -> Starlette:
             result = await node.drain()
         except zl.ZLinkError as exc:
             return _error(exc)
-        return JSONResponse({"moved": len(result.moved), "not_moved": [
+        return JSONResponse({"moved": [r.ref.spot_id for r in result.moved], "not_moved": [
             [r.ref.spot_id, r.reason] for r in result.not_moved]})
 
     async def undrain(request: Request) -> JSONResponse:

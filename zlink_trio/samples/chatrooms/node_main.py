@@ -16,7 +16,7 @@ from pathlib import Path
 import trio
 
 import zlink_trio as zl
-from zlink_trio.samples.chatrooms.chat import ChatRoom, ChatUser
+from zlink_trio.samples.chatrooms.chat import ChatHall, ChatRoom, ChatUser
 from zlink_trio.samples.chatrooms.edge import serve_edge
 
 __all__ = ("main", "run_node")
@@ -24,7 +24,7 @@ __all__ = ("main", "run_node")
 
 async def run_node(name: str, store: str, secret: bytes) -> None:
     """Run node ``name`` with its edge until a stop signal."""
-    async with zl.open_node(name, store=store, spots=[ChatUser, ChatRoom], secret=secret,
+    async with zl.open_node(name, store=store, spots=[ChatUser, ChatRoom, ChatHall], secret=secret,
                             stop_on=(signal.SIGTERM, signal.SIGINT)) as node, \
             trio.open_nursery() as nursery:
         url = await nursery.start(serve_edge, node)

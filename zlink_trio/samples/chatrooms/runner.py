@@ -5,10 +5,12 @@ The story, printed as it happens:
 1. Three nodes (``chat-a``, ``chat-b``, ``chat-c``) open on one SQLite file with a shared
    secret; each serves its HTTP edge (``edge``).
 2. Twelve users connect, four per edge, and join one of three rooms each (the room is
-   created where placement puts it; a user whose room lives elsewhere moves there).
+   created where placement puts it; a user whose room lives elsewhere moves there). The
+   lobby is a hall (PerActor), the others are rooms (SpotWide).
 3. Posts go to every room in rounds, each room's posts one after another, through the
    edges in turn. After the first rounds the node that hosts the most rooms is drained
-   while the posts go on: its rooms move, and their members follow them.
+   while the posts go on: its rooms move with their members in one commit, a hall
+   first and its members after it.
 4. The self-check: each user's inbox holds exactly the posts its room acknowledged, in
    that order, none lost and none twice -- and the drained node hosts no room any more.
    Only then does the runner print ``chatrooms=completed`` (and exit 0; else 1).
@@ -27,13 +29,15 @@ import httpx
 import trio
 
 import zlink_trio as zl
-from zlink_trio.samples.chatrooms.chat import ChatRoom, ChatUser
+from zlink_trio.samples.chatrooms.chat import ChatHall, ChatRoom, ChatUser
 from zlink_trio.samples.chatrooms.edge import serve_edge
 
 __all__ = ("main", "run")
 
 NODES = ("chat-a", "chat-b", "chat-c")
 ROOMS = ("lobby", "trio", "actors")
+#: The rooms created as halls (PerActor); the others are SpotWide rooms.
+HALLS = ("lobby",)
 USERS = 12
 ROUNDS = 12
 #: The round after which the busiest node is drained (the posts go on meanwhile).
@@ -107,7 +111,7 @@ async def run(directory: Path, log: Any = print, store: str | None = None) -> bo
         edges: list[str] = []
         for name in NODES:
             node = await stack.enter_async_context(zl.open_node(
-                name, store=store, spots=[ChatUser, ChatRoom], secret=secret,
+                name, store=store, spots=[ChatUser, ChatRoom, ChatHall], secret=secret,
                 on_stop="close"))
             nodes.append(node)
             edges.append(await nursery.start(serve_edge, node))
@@ -118,7 +122,8 @@ async def run(directory: Path, log: Any = print, store: str | None = None) -> bo
         joined: dict[str, str] = {}
         for i in range(USERS):
             response = await http.post(f"{edges[i % len(edges)]}/users",
-                                       json={"name": f"u{i}", "room": ROOMS[i % len(ROOMS)]})
+                                       json={"name": f"u{i}", "room": ROOMS[i % len(ROOMS)],
+                                             "hall": ROOMS[i % len(ROOMS)] in HALLS})
             response.raise_for_status()
             body = response.json()
             joined[body["user"]] = body["room"]

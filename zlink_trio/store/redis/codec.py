@@ -79,7 +79,11 @@ from zlink_trio.core.records import (
     RecoveryPointer,
 )
 from zlink_trio.store.rules.location import container_refusal
-from zlink_trio.store.rules.relocation_steps import past_relay_ready
+from zlink_trio.store.rules.relocation_steps import (
+    carried_refusal,
+    member_refusal,
+    past_relay_ready,
+)
 from zlink_trio.store.values import AuthorityExists, MembersRemain
 
 if TYPE_CHECKING:
@@ -337,6 +341,13 @@ def raise_status(reply: Sequence[object], what: str) -> None:
                           "written -- retry, the container's state decides the outcome")
     if code == "PAST_RELAY_READY":
         raise past_relay_ready(decode_record(_flat(reply[1])))
+    if code == "CARRIED":
+        raise carried_refusal(decode_record(_flat(reply[1])))
+    if code == "MEMBER":
+        spot = decode_record(_flat(reply[1]))
+        refusal = member_refusal(spot.spot_id, decode_record(_flat(reply[2])), spot.owner)
+        assert refusal is not None, reply  # (the script found that member unfit)
+        raise refusal
     if code == "MOVING":
         raise Unavailable(f"{what}: the Spot is {detail[0]} for a move; retry after it")
     if code == "UNDEFINED":

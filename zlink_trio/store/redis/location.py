@@ -47,6 +47,7 @@ from zlink_trio.store.rules.location import check_reserve_args, page_of, parse_c
 from zlink_trio.store.rules.membership import check_move_args, move_refusal
 from zlink_trio.store.rules.operator import release_expired_refusal
 from zlink_trio.store.rules.relocation_steps import (
+    check_member_options,
     check_payload,
     check_target,
     container_mismatch,
@@ -82,10 +83,13 @@ def _fence_args(fence: AuthorityFence | ReservationFence) -> list[str | int]:
 
 
 def _relocation_args(fence: AuthorityFence, target: OwnerFence, now: float,
-                     container: str | None, members_stay: bool) -> list[str | int]:
+                     container: str | None, members_stay: bool,
+                     carry_members: bool) -> list[str | int]:
     """BeginRelocation's script arguments (Redis Cluster adds its own after them)."""
+    check_member_options(members_stay=members_stay, carry_members=carry_members)
+    members = "1" if members_stay else "c" if carry_members else ""
     return [*_fence_args(fence), str(target.node_rid), target.lifecycle_generation,
-            repr(float(now)), container or "", "1" if members_stay else ""]
+            repr(float(now)), container or "", members]
 
 
 def _seq(value: object) -> Sequence[Any]:
@@ -349,9 +353,11 @@ class RedisLocationStore:
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
                                now: float, container: str | None = None,
-                               members_stay: bool = False) -> AuthorityRecord:
+                               members_stay: bool = False,
+                               carry_members: bool = False) -> AuthorityRecord:
         """BeginRelocation (one script; an Actor's checks its next container and joins it
-        there too; a Spot's with members only when they stay); see the protocol."""
+        there too; a Spot's with members only when they stay or are carried -- then each
+        step of the move steps them in the same script); see the protocol."""
         check_finite(now, "now")
         check_target(target)
         if container is not None:
@@ -359,7 +365,7 @@ class RedisLocationStore:
         what = f"begin_relocation of {fence.spot_id!r}"
         reply = await self._script(what, "begin_relocation", self._keys.spot(fence.spot_id),
                                    *_relocation_args(fence, target, now, container,
-                                                     members_stay))
+                                                     members_stay, carry_members))
         return self._relocating(reply, what, fence)
 
     @staticmethod

@@ -281,7 +281,8 @@ class ClusterLocationStore(RedisLocationStore):
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
                                now: float, container: str | None = None,
-                               members_stay: bool = False) -> AuthorityRecord:
+                               members_stay: bool = False,
+                               carry_members: bool = False) -> AuthorityRecord:
         """BeginRelocation: an Actor's mark in its next container's bucket first (checked
         for the target), then the bucket script, which checks a Spot's own marks as
         BeginClose does unless its members stay (``membership``); see the protocol."""
@@ -296,12 +297,18 @@ class ClusterLocationStore(RedisLocationStore):
         reply = await self.membership.settle(
             what, "begin_relocation", spot_id,
             [self._keys.spot(spot_id), self._keys.bans(spot_id), self._keys.members(spot_id)],
-            [*_relocation_args(fence, target, now, container, members_stay),
+            [*_relocation_args(fence, target, now, container, members_stay, carry_members),
              "" if mark is None else mark.token])
         if mark is not None:
             used = _text(reply[0]) == "OK" and mark.token != "" and _field(
                 reply[1], "nmt") == mark.token
             await self.membership.conclude(mark, reply, what, used=used)
+        if carry_members and _text(reply[0]) == "MEMBERS":
+            raise InvalidOperation(
+                f"{spot_id!r} has Actor members, and Redis Cluster does not move a Spot "
+                "with its members (their records live in other buckets than the Spot's, "
+                "so no script could step them together; docs/decisions.md): make them "
+                "leave first, or declare the Spot's unit PerActor")
         return self._relocating(reply, what, fence)
 
     # -- reads over every bucket -----------------------------------------------------------

@@ -137,6 +137,15 @@ local function members_remain(r, first)
   if redis.call('SCARD', mk) == 0 then return nil end
   return {'MARKS', redis.call('HGETALL', spot_key(r.id)), redis.call('SMEMBERS', mk)}
 end
+-- A Spot's members live in other buckets: no move carries them (docs/decisions.md).
+-- carry_check checks the marks as BeginRelocation without members does (a Spot with
+-- members is refused: redis_cluster.location words it), and carried finds none.
+local function carried(r) return {} end
+local function carry_check(r, first)
+  local err = members_remain(r, first)
+  if err then return nil, err end
+  return {}
+end
 """
 
 #: The bucket's ObjectGeneration: its index, then + ``B`` per issue.

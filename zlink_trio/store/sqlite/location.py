@@ -234,15 +234,19 @@ class SqliteLocationStore:
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
                                now: float, container: str | None = None,
-                               members_stay: bool = False) -> AuthorityRecord:
+                               members_stay: bool = False,
+                               carry_members: bool = False) -> AuthorityRecord:
         """BeginRelocation (one transaction); see the protocol.
 
         An Actor's move (``container``: its container at the target) checks that
         container's record in the same transaction, so it cannot race a BeginClose of
-        it; the Actor's row then names it in ``next_container`` until the move ends.
+        it; the Actor's row then names it in ``next_container`` until the move ends. A
+        Spot's that carries its members steps their rows in the same transaction, and so
+        does each later step of that move.
         """
         return await self._txn(lambda s: steps.txn_begin_relocation(
-            s, fence, target=target, now=now, container=container, members_stay=members_stay))
+            s, fence, target=target, now=now, container=container, members_stay=members_stay,
+            carry_members=carry_members))
 
     async def seal_relocation(self, fence: AuthorityFence, *, now: float) -> AuthorityRecord:
         """Seal (one transaction); see the protocol."""

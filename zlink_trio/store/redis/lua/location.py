@@ -253,26 +253,34 @@ return {'OK', 1}
 """
 
 # ARGV: P, R, gen, ogen, rid, lc, target rid, target lc, now, container at the target
-# ('' = a Spot's move), members_stay ('1' or '') (Redis Cluster: then the verdict,
-# join_check, and the member marks to drop, members_remain). An Actor names its
-# container (MOVE_CONTAINER otherwise, and for a Spot that names one); a Spot with
-# members does not move unless they stay (MEMBERS): redis.location words both with the
-# oracle's refusals. An Actor following its PerActor Spot names the container it has:
-# it is a member of it once (join_write adds nothing here; on Redis Cluster its record
-# holds a second mark there, nmt, and the move's end hands back one of the two).
+# ('' = a Spot's move), members ('1' they stay, 'c' they are carried, '' neither) (Redis
+# Cluster: then the verdict, join_check, and the member marks to drop, members_remain).
+# An Actor names its container (MOVE_CONTAINER otherwise, and for a Spot that names one);
+# a Spot with members does not move unless they stay or are carried (MEMBERS):
+# redis.location words both with the oracle's refusals. Carried members (carry_check)
+# step with the Spot here and in every later step of the move (carried). An Actor
+# following its PerActor Spot names the container it has: it is a member of it once
+# (join_write adds nothing here; on Redis Cluster its record holds a second mark there,
+# nmt, and the move's end hands back one of the two).
 _BEGIN_RELOCATION: Final = r"""
 local trid, tlc, now, container = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
 local r = rec(KEYS[1])
 local fence_ok = fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6])
 if r and r.state == ST_RELOCATING and r.trid == trid and r.tlc == tlc
     and (r.nc or '') == container then
+  if fence_ok and is_carried(r) then return {'CARRIED', redis.call('HGETALL', KEYS[1])} end
   if fence_ok then return reply(KEYS[1]) end
   return stale(KEYS[1])
 end
 if not fence_ok or r.state ~= ST_READY then return stale(KEYS[1]) end
 if r.kind == 'entry' then return {'INVALID', 'entry', ''} end
 if (r.kind == 'actor') ~= (container ~= '') then return {'MOVE_CONTAINER'} end
-if ARGV[11] ~= '1' then
+local group = {}
+if ARGV[11] == 'c' then
+  local gerr
+  group, gerr = carry_check(r, 13)
+  if gerr then return gerr end
+elseif ARGV[11] ~= '1' then
   local merr = members_remain(r, 13)
   if merr then return merr end
 end
@@ -282,13 +290,24 @@ if err then return err end
 local tc, terr = owner_claim(r.mesh, trid, tlc, now)
 if terr then return terr end
 if not serves(r.mesh, trid, r.type, r.kind) then return {'NOT_SERVED', trid, r.type, r.kind} end
+for _, g in ipairs(group) do
+  local m = g[2]
+  if not serves(r.mesh, trid, m.type, m.kind) then
+    return {'NOT_SERVED', trid, m.type, m.kind}
+  end
+end
 local load = load_of(r.mesh, trid, tlc)
-if load >= tonumber(tc.cap) then return {'CAPACITY', trid, tostring(load), tc.cap} end
+if load + #group >= tonumber(tc.cap) then
+  return {'CAPACITY', trid, tostring(load), tc.cap}
+end
 if container ~= '' then
   local jerr = join_check(r.id, container, trid, tlc, ARGV[12])
   if jerr then return jerr end
 end
 if r.ver == MAXGEN then return {'SPENT'} end
+for _, g in ipairs(group) do
+  if g[2].ver == MAXGEN then return {'SPENT'} end
+end
 local new, serr = step(r.state, EV_BEGIN_RELOCATION)
 if serr then return serr end
 -- writes
@@ -298,7 +317,11 @@ if container ~= '' then  -- a member of both until the move ends: neither closes
   join_write(KEYS[1], r.id, container, ARGV[12], true)
 end
 transition(KEYS[1], r.state, new)
-shift(load_key(r.mesh, trid, tlc), 'pending', 1)
+for _, g in ipairs(group) do
+  redis.call('HSET', g[1], 'trid', trid, 'tlc', tlc)
+  transition(g[1], g[2].state, new)
+end
+shift(load_key(r.mesh, trid, tlc), 'pending', 1 + #group)
 return reply(KEYS[1])
 """
 
@@ -310,9 +333,14 @@ if r.state == ST_SEALED then return reply(KEYS[1]) end
 local _, err = owner_claim(r.mesh, r.orid, r.olc, ARGV[7])
 if err then return err end
 if r.ver == MAXGEN then return {'SPENT'} end
+local group = carried(r)
+for _, g in ipairs(group) do
+  if g[2].ver == MAXGEN then return {'SPENT'} end
+end
 local new, serr = step(r.state, EV_SEAL)
 if serr then return serr end
 transition(KEYS[1], r.state, new)
+for _, g in ipairs(group) do transition(g[1], g[2].state, new) end
 return reply(KEYS[1])
 """
 
@@ -322,14 +350,20 @@ local trid, tlc = ARGV[7], ARGV[8]
 local r = rec(KEYS[1])
 local fence_ok = fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6])
 local toward = fence_ok and r.trid == trid and r.tlc == tlc
+if toward and is_carried(r) then return {'CARRIED', redis.call('HGETALL', KEYS[1])} end
 if toward and r.state == ST_RELAY_READY then return reply(KEYS[1]) end
 if not toward or r.state ~= ST_SEALED then return stale(KEYS[1]) end
 local _, err = owner_claim(r.mesh, trid, tlc, ARGV[9])
 if err then return err end
 if r.ver == MAXGEN then return {'SPENT'} end
+local group = carried(r)
+for _, g in ipairs(group) do
+  if g[2].ver == MAXGEN then return {'SPENT'} end
+end
 local new, serr = step(r.state, EV_ACCEPT_RELAY_READY)
 if serr then return serr end
 transition(KEYS[1], r.state, new)
+for _, g in ipairs(group) do transition(g[1], g[2].state, new) end
 return reply(KEYS[1])
 """
 
@@ -340,9 +374,21 @@ if refused then return refused end
 local _, err = owner_claim(r.mesh, r.trid, r.tlc, ARGV[7])
 if err then return err end
 if r.ver == MAXGEN or r.ogen == MAXGEN then return {'SPENT'} end
+local group = carried(r)
+for _, g in ipairs(group) do
+  if g[2].ver == MAXGEN or g[2].ogen == MAXGEN then return {'SPENT'} end
+end
 local new, serr = step(r.state, EV_COMMIT_RELOCATION)
 if serr then return serr end
--- writes
+-- writes: one aggregate commit, each carried member at the target with its own
+-- owner generation + 1 (it stays in its container's members set)
+for _, g in ipairs(group) do
+  redis.call('HSET', g[1], 'orid', r.trid, 'olc', r.tlc)
+  redis.call('HDEL', g[1], 'trid', 'tlc')
+  redis.call('HINCRBY', g[1], 'ogen', 1)
+  transition(g[1], g[2].state, new)
+end
+local moving = 1 + #group
 redis.call('HSET', KEYS[1], 'orid', r.trid, 'olc', r.tlc)
 redis.call('HDEL', KEYS[1], 'trid', 'tlc', 'mr', 'msh', 'msz')
 if r.nc then  -- a moving Actor: its next container becomes its container
@@ -353,10 +399,10 @@ if r.nc then  -- a moving Actor: its next container becomes its container
 end
 redis.call('HINCRBY', KEYS[1], 'ogen', 1)
 transition(KEYS[1], r.state, new)
-shift(load_key(r.mesh, r.orid, r.olc), 'active', -1)
+shift(load_key(r.mesh, r.orid, r.olc), 'active', -moving)
 local tk = load_key(r.mesh, r.trid, r.tlc)
-shift(tk, 'pending', -1)
-shift(tk, 'active', 1)
+shift(tk, 'pending', -moving)
+shift(tk, 'active', moving)
 return reply(KEYS[1])
 """
 
@@ -368,16 +414,24 @@ if r.state == ST_RELAY_READY then
   return {'PAST_RELAY_READY', redis.call('HGETALL', KEYS[1])}
 end
 if r.ver == MAXGEN then return {'SPENT'} end
+local group = carried(r)
+for _, g in ipairs(group) do
+  if g[2].ver == MAXGEN then return {'SPENT'} end
+end
 local new, serr = step(r.state, EV_ABORT_RELOCATION)
 if serr then return serr end
 -- writes
+for _, g in ipairs(group) do
+  redis.call('HDEL', g[1], 'trid', 'tlc')
+  transition(g[1], g[2].state, new)
+end
 redis.call('HDEL', KEYS[1], 'trid', 'tlc', 'mr', 'msh', 'msz')
 if r.nc then  -- a moving Actor stays in its container only (a member still when the same)
   leave(r.id, r.nc, r.nmt, r.nc == r.container)
   redis.call('HDEL', KEYS[1], 'nc', 'nmt')
 end
 transition(KEYS[1], r.state, new)
-shift(load_key(r.mesh, r.trid, r.tlc), 'pending', -1)
+shift(load_key(r.mesh, r.trid, r.tlc), 'pending', -1 - #group)
 return reply(KEYS[1])
 """
 
@@ -399,10 +453,11 @@ return reply(KEYS[1])
 _RELEASE_RELAY_READY: Final = r"""
 local r = rec(KEYS[1])
 if r == nil or r.gen ~= ARGV[3] then return {'OK', 0} end
-if not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) or r.state ~= ST_RELAY_READY
-    or r.trid ~= ARGV[7] or r.tlc ~= ARGV[8] then
+if not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) or r.state ~= ST_RELAY_READY then
   return stale(KEYS[1])
 end
+if is_carried(r) then return {'CARRIED', redis.call('HGETALL', KEYS[1])} end
+if r.trid ~= ARGV[7] or r.tlc ~= ARGV[8] then return stale(KEYS[1]) end
 local c = rec(claim_key(r.mesh, r.trid))
 if c ~= nil and c.lc == r.tlc and tonumber(ARGV[9]) < tonumber(c.exp) then
   return {'TARGET_ALIVE', redis.call('HGETALL', KEYS[1]), c.exp}
@@ -410,9 +465,11 @@ end
 local serr = step_to_missing(r.state, EV_RELEASE_RELAY_READY)
 if serr then return serr end
 local before = redis.call('HGETALL', KEYS[1])
--- writes
+local group = carried(r)
+-- writes: the carried members end with their Spot
 release_record(r, 'active')
-shift(load_key(r.mesh, r.trid, r.tlc), 'pending', -1)
+for _, g in ipairs(group) do release_record(g[2], 'active') end
+shift(load_key(r.mesh, r.trid, r.tlc), 'pending', -1 - #group)
 return {'OK', 1, before}
 """
 

@@ -123,6 +123,40 @@ local function members_remain(r, first)
   if n > 0 then return {'MEMBERS', redis.call('HGETALL', spot_key(r.id)), n} end
   return nil
 end
+-- The {key, record} pairs of r's members, by Actor ID, that pass keep(member).
+local function members_of(r, keep)
+  local out = {}
+  local ids = redis.call('SMEMBERS', members_key(r.id))
+  table.sort(ids)
+  for _, id in ipairs(ids) do
+    local k = spot_key(id)
+    local m = rec(k)
+    if m and keep(m) then out[#out + 1] = {k, m} end
+  end
+  return out
+end
+-- relocation_steps.carried_members: the members a SpotWide move of r carries.
+local function carried(r)
+  if r.kind == 'actor' then return {} end
+  return members_of(r, is_carried)
+end
+-- BeginRelocation with carry_members: r's members, each a Ready Actor of r's owner in r
+-- and in no move of its own ({key, record} pairs), or nil and {'MEMBER', r, member}
+-- (codec: member_refusal). first: unused here (Redis Cluster).
+local function carry_check(r, first)
+  local bad = nil
+  local group = members_of(r, function(m)
+    local ok = m.state == ST_READY and m.orid == r.orid and m.olc == r.olc
+      and m.container == r.id and not m.nc
+    if not ok and bad == nil then bad = m end
+    return true
+  end)
+  if bad then
+    return nil, {'MEMBER', redis.call('HGETALL', spot_key(r.id)),
+                 redis.call('HGETALL', spot_key(bad.id))}
+  end
+  return group
+end
 """
 
 #: The store-wide ObjectGeneration sequence.
@@ -153,8 +187,9 @@ class PreludeLayout:
     keys: str
     #: ``owner_claim``, ``load_of`` and ``serves``.
     owner: str
-    #: Actor membership: ``leave``, ``join_check``, ``join_write``, ``members_remain``
-    #: (they may call ``container_refusal``; the shared ``unmember`` calls ``leave``).
+    #: Actor membership: ``leave``, ``join_check``, ``join_write``, ``members_remain``,
+    #: ``carried`` and ``carry_check`` (they may call ``container_refusal`` and
+    #: ``is_carried``; the shared ``unmember`` calls ``leave``).
     members: str
     #: ``next_gen`` and ``issue_gen``.
     generation: str
@@ -211,6 +246,12 @@ local function container_refusal(container, rid, lc)
   end
   return {'CONTAINER', container, redis.call('HGETALL', spot_key(container)), rid, lc}
 end
+-- relocation_steps.is_carried: an Actor carried by its container's SpotWide move (it
+-- moves, and names no next container).
+local function is_carried(r)
+  return r.kind == 'actor' and not r.nc
+    and (r.state == ST_RELOCATING or r.state == ST_SEALED or r.state == ST_RELAY_READY)
+end
 """
 
 #: The fence checks and a record's deletion.
@@ -224,7 +265,10 @@ local function fenced_in(...)
   local r = rec(KEYS[1])
   if fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) then
     for _, state in ipairs({...}) do
-      if r.state == state then return r end
+      if r.state == state then
+        if is_carried(r) then return nil, {'CARRIED', redis.call('HGETALL', KEYS[1])} end
+        return r
+      end
     end
   end
   return nil, stale(KEYS[1])
