@@ -34,7 +34,9 @@ a :class:`Verdict`:
   or forked. A row whose fault keeps state (a planned stop moves every counter with it)
   fails on one; where a lease is lost the state goes with it by design (reported);
 * **unusable** -- Spots with no ``ok`` call started after the last heal, or whose last
-  call (the run ends under load, after the heal) failed: served once, then broke;
+  call (the run ends under load, after the heal) failed: served once, then broke (a
+  call that failed before the Spot first served again after the heal -- the system was
+  still coming back -- does not count, even when it was the Spot's last);
   **serve_again** -- for each heal, the seconds until every Spot had an ``ok`` reply to
   a call started after it (the largest is reported).
 
@@ -223,11 +225,18 @@ def check(calls: list[Line], handlers: list[Line], *, spots: Iterable[str],
     if heals:
         times = [serve_again_after(calls, spots, heal) for heal in heals]
         last = heals[-1]
-        served = {c["spot"] for c in calls if c["outcome"] == "ok" and float(c["start"]) >= last}
+        # Served once after the heal (its first ok call started since), then broke: the
+        # last call started since that one failed. A call that failed while the system
+        # was still coming back, before the Spot served again, is not that.
+        first_ok: dict[str, float] = {}
         final: dict[str, Line] = {}
         for c in sorted(calls, key=lambda c: float(c["start"])):
-            final[c["spot"]] = c
-        unusable = [spot for spot in spots if spot not in served
+            spot, start = c["spot"], float(c["start"])
+            if spot not in first_ok and c["outcome"] == "ok" and start >= last:
+                first_ok[spot] = start
+            if spot in first_ok:
+                final[spot] = c
+        unusable = [spot for spot in spots if spot not in first_ok
                     or final[spot]["outcome"] != "ok"]
         serve_again = None if any(t is None for t in times) else max(
             t for t in times if t is not None)

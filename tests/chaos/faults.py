@@ -233,7 +233,12 @@ class RedisFlush(Fault):
         # phase, and the run's last calls, come after that.
         for proc in [*cluster.servers.values(), *cluster.callers]:
             await proc.wait_for("open", 2, 2 * knobs.lease + 3)
-        cluster.mark("rejoined")
+        rejoined = cluster.mark("rejoined")
+        # The nodes served on their old leases for a moment after the flush, so "an ok
+        # call since the heal" is no proof of service after the rejoin: the run goes on
+        # once every Spot answered a call started after it (else a Spot's last call could
+        # be one that failed while the nodes rejoined, the run over before its next one).
+        await cluster.wait_served(rejoined, 2 * knobs.lease + 3)
         return [flushed]
 
 

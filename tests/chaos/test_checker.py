@@ -180,6 +180,17 @@ def test_a_spot_that_served_after_the_heal_and_then_failed_to_the_end_is_unusabl
     assert not result.ok
 
 
+def test_a_call_that_failed_before_the_spot_served_again_is_not_its_last_word():
+    """Found by the Redis FLUSHALL row: a caller's call failed while the nodes rejoined,
+    another caller's call started just after it was the Spot's first ok one, and the run
+    ended before either called it again: the Spot served after the heal, it is usable."""
+    calls, handlers = history()
+    calls.append(call("c1-0-9", "b", 10.15, 10.16, "Unavailable"))  # before c0-0-3's ok
+    assert verdict(calls, handlers).unusable == []
+    calls.append(call("c1-0-10", "b", 10.3, 10.31, "Unavailable"))  # after it: broke
+    assert verdict(calls, handlers).unusable == ["b"]
+
+
 def test_an_ok_reply_to_a_call_started_before_the_heal_does_not_count_as_served():
     calls = [call("1", "a", 9.0, 10.5), call("2", "a", 10.6, 10.7)]
     assert serve_again_after(calls, ["a"], 10.0) == pytest.approx(0.7)
