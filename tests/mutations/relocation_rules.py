@@ -442,6 +442,18 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
         guards=["tests/runtime/test_relocation_relay.py::"
                 "test_the_new_owner_queues_a_relayed_hold_past_its_full_application_lane"],
     ),
+    Mutation(
+        name="relay.target_waits_for_the_relay",
+        family="Planned relocation and Message Follow",
+        rule="Until the source says its relay is over (command 62), the new owner runs "
+             "only the moved queue and followed messages: a sender on the target node "
+             "never overtakes its message held at the source.",
+        path="zlink_trio/runtime/incarnation/incarnation.py",
+        find="        self.relay_wait = []\n",
+        replace="        self.relay_wait = None\n",
+        guards=["tests/runtime/test_relocation_relay.py::"
+                "test_a_sender_on_the_new_owner_waits_until_the_hold_is_relayed"],
+    ),
     # The lifecycle lane's admission is the incarnation's (runtime_rules' family
     # "Execution lanes"); it is listed here, with the relay, because the relocation's
     # seal is the lifecycle work a full application lane must not refuse.

@@ -48,9 +48,9 @@ Invariants -- the issue's list, checked when each thing happens and after every 
   Actor as a member of a container its record does not name;
 * every ToActor message is handled at most once over all nodes; a reply means it was
   handled exactly once and is that handling's result; one ordered sender's admitted
-  messages to an Actor run in the order it sent them -- but for the known limit
-  docs/actors.md names (a sender on a move's target node can overtake its message held
-  at the source while the Actor was sealed; that message still runs once); at the end
+  messages to an Actor run in the order it sent them -- a sender on a move's target node
+  too (its message held at the source runs first: the target waits for the relay's
+  end); at the end
   every admitted one-way send ran exactly once (unless its Actor was closed after it was
   sent); the ``PreserveStateWith`` state arrives intact with every move;
 * no member is lost: an Actor incarnation the model saw Ready is gone from the store
@@ -912,18 +912,6 @@ class World:
                       for log in self.logs)
         return self._ever_closed(op.target) and dropped
 
-    def _behind_the_relay(self, earlier: Op, actor: _Member) -> bool:
-        """docs/actors.md, "Known limits": a sender *on the target node* of a move can
-        overtake its message that reached the source while the Actor was sealed (the
-        hold, relayed after the commit): ``earlier`` was admitted while a move of the
-        Actor ran, and the later message runs on the sender's own node. It must still run
-        exactly once (``final_check``)."""
-        return actor.node == NODES[earlier.node] and any(
-            _moves(other, earlier.target)
-            and other.started_at <= earlier.ended_at
-            and (not other.done or other.ended_at >= earlier.ended_at)
-            for other in self.ops.values())
-
     def _saw(self, actor_id: str, generation: int, where: str) -> None:
         """The model saw ``actor_id``'s incarnation ``generation`` Ready."""
         known = self.known.get(actor_id)
@@ -983,8 +971,7 @@ class World:
                          and earlier.outcome is None and earlier.kind in ("send", "quit")
                          and not self.handled[m]
                          and not self._closed_since(earlier.target, earlier.started_at)
-                         and not self._lost_to_a_stale_route(earlier)
-                         and not self._behind_the_relay(earlier, actor)]
+                         and not self._lost_to_a_stale_route(earlier)]
             self.expect(not overtaken, f"{where}: overtook the same sender's admitted "
                                        f"{overtaken}")
 

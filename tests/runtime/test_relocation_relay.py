@@ -228,3 +228,38 @@ async def test_the_new_owner_queues_a_relayed_hold_past_its_full_application_lan
                 STATE["gate"].set()
                 STATE["target_gate"].set()
     assert STATE["received"] == list(range(held))
+
+
+async def test_a_sender_on_the_new_owner_waits_until_the_hold_is_relayed():
+    """A sender on the move's target node sends once the held messages began to run
+    there: its message is admitted at once, but runs only after the whole hold -- the
+    source said its relay was over (command 62) -- so it overtakes no held message,
+    wherever it was sent from (docs/relocation.md, "Order across the commit")."""
+    held = 200  # 12.5 MiB: still streaming when the first one runs at the target
+    STATE.update(received=[], all_in=trio.Event(), blocking=trio.Event(), gate=trio.Event(),
+                 first_in=trio.Event(), expect=held + 1)
+    moved: list[zl.RelocationResult] = []
+    with trio.fail_after(60):
+        async with two_nodes() as (a, b):
+            await a.client.request("sink-1", Ping(), reply=None).instance_spot("sink")
+            await a.client.send("sink-1", Block())
+            await STATE["blocking"].wait()  # the turn running at the seal
+
+            async def relocate() -> None:
+                moved.append(await a.relocate("sink-1", to="node-1"))
+
+            async def from_the_target() -> None:
+                await STATE["first_in"].wait()  # the relay reached b and goes on
+                await b.client.send("sink-1", Chunk(held, "late"))
+
+            async with trio.open_nursery() as nursery:
+                with on_step("PlannedRelocation", "seal") as sealed:
+                    nursery.start_soon(relocate)
+                    await sealed.wait()
+                    for n in range(held):
+                        await a.client.send("sink-1", Chunk(n, BODY))
+                    nursery.start_soon(from_the_target)
+                    STATE["gate"].set()
+                    await STATE["all_in"].wait()
+    assert moved[0].outcome is zl.RelocationOutcome.COMMITTED
+    assert STATE["received"] == list(range(held + 1))

@@ -48,6 +48,7 @@ from zlink_trio.wire.frames import (
     Pong,
     ReadyRoute,
     RelocateOutcome,
+    RelayDone,
     RelocateSpot,
     Reply,
     RouteKind,
@@ -454,6 +455,15 @@ GOLDEN: dict[str, tuple[object, Pieces]] = {
             ("deadline", HEX_DEADLINE),
         ],
     ),
+    "relay-done": (
+        RelayDone(spot_id="r-1", object_generation=7, owner_generation=2),
+        [
+            ("header", "5a4c013e"),
+            ("spot id", "03 722d31"),
+            ("object generation", "0000000000000007"),
+            ("owner generation", "0000000000000002"),
+        ],
+    ),
     "reply-operation": (
         Reply(correlation=8, answers=Command.NODE_OPERATION,
               outcome=NodeOperationOutcome(report=b'{"a":1}')),
@@ -517,6 +527,7 @@ def test_wire_doc_lists_every_command_with_its_frame_class():
         Command.USER_SPOT_CLOSE: UserSpotClose,
         Command.RELOCATE_SPOT: RelocateSpot,
         Command.NODE_OPERATION: NodeOperation,
+        Command.RELAY_DONE: RelayDone,
     }
     assert set(classes) == set(Command)
     for command, cls in classes.items():
@@ -663,6 +674,8 @@ FRAMES = {
         NodeOperation, correlation=ids, operation_id=ids, source=owners, target=owners,
         action=st.just(NodeAction.DRAIN), deadline_ms=gens,
     ),
+    "relay-done": st.builds(RelayDone, spot_id=text8s, object_generation=gens,
+                            owner_generation=gens),
     "reply": st.builds(
         Reply,
         correlation=ids,
@@ -820,7 +833,7 @@ def test_unknown_version_is_refused(version):
     refused(golden("ping", header=f"5a4c{version:02x}04"), "unsupported wire version")
 
 
-@pytest.mark.parametrize("command", [0, 6, 19, 21, 38, 40, 46, 49, 59, 62, 255])
+@pytest.mark.parametrize("command", [0, 6, 19, 21, 38, 40, 46, 49, 59, 63, 255])
 def test_unknown_command_is_refused(command):
     refused(golden("ping", header=f"5a4c01{command:02x}"), "unknown command")
 

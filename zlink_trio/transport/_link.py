@@ -72,6 +72,7 @@ from zlink_trio.wire.frames import (
     NodeOperation,
     Ping,
     Pong,
+    RelayDone,
     RelocateSpot,
     Reply,
     SpotMessage,
@@ -100,7 +101,7 @@ _CLOSE_INTERNAL: Final = 1011
 ApplicationFrame = SpotMessage | UserSpotCreate | UserSpotClose | Reply
 #: The frames a link carries for the layer above (:meth:`Link.send_nowait`, the reader).
 _APPLICATION: Final = frozenset({SpotMessage, UserSpotCreate, UserSpotClose, RelocateSpot,
-                                 NodeOperation, Reply})
+                                 NodeOperation, RelayDone, Reply})
 
 
 class LinkHandler(Protocol):
@@ -261,7 +262,7 @@ class Link:
         if type(frame) not in _APPLICATION:
             raise InvalidOperation(
                 f"send_nowait sends application frames (SpotMessage, UserSpotCreate, "
-                f"UserSpotClose, RelocateSpot, NodeOperation, Reply), got "
+                f"UserSpotClose, RelocateSpot, NodeOperation, RelayDone, Reply), got "
                 f"{type(frame).__name__}; the "
                 "transport sends handshake and keepalive frames itself"
             )

@@ -25,8 +25,8 @@ class Command(IntEnum):
     """The command byte of the frame header.
 
     20, 39, 47 and 48 are the protocol's Spot commands (docs/wire.md); 1..5
-    are zlink_trio's own handshake and keepalive commands, 60 its own
-    planned-relocation handover and 61 its own operator request.
+    are zlink_trio's own handshake and keepalive commands, 60 and 62 its own
+    planned-relocation handover and the end of its relay, 61 its own operator request.
     """
 
     #: Server -> client, first frame on a link: the server's nonce.
@@ -53,6 +53,8 @@ class Command(IntEnum):
     #: An operator request to a node: relocate a Spot it owns, drain or undrain
     #: (``NodeAction``).
     NODE_OPERATION = 61
+    #: The source of a committed relocation relayed all it held for the Spot (one-way).
+    RELAY_DONE = 62
 
 
 class RouteKind(IntEnum):

@@ -54,6 +54,7 @@ from zlink_trio.wire._request_frames import (
     FollowRoute,
     NodeOperation,
     ReadyRoute,
+    RelayDone,
     RelocateSpot,
     Route,
     SpotMessage,
@@ -81,6 +82,7 @@ __all__ = (
     "Ping",
     "Pong",
     "ReadyRoute",
+    "RelayDone",
     "RelocateOutcome",
     "RelocateSpot",
     "Reply",
@@ -97,5 +99,5 @@ __all__ = (
 #: Every frame the codec encodes and decodes.
 Frame = (
     Challenge | Hello | Welcome | Ping | Pong | SpotMessage | UserSpotCreate | UserSpotClose
-    | RelocateSpot | NodeOperation | Reply
+    | RelocateSpot | NodeOperation | RelayDone | Reply
 )

@@ -12,7 +12,9 @@ source, payload) is the original message's, unchanged. Commands 47 and 48 carry 
 fences of a remote User Spot create and close (docs/mesh.md, "Remote create and close"),
 and 60 asks the target of a planned relocation to take a sealed Spot over
 (:class:`RelocateSpot`); 61 is an operator's request to a node -- relocate a Spot it
-owns, or drain (:class:`NodeOperation`). Every request has a nonzero ``operation_id``
+owns, or drain (:class:`NodeOperation`); 62 tells the target of a committed
+relocation that the source relayed all it held for the Spot (:class:`RelayDone`, one-way:
+no operation ID, no deadline, no reply). Every other request has a nonzero ``operation_id``
 and an absolute ``deadline_ms``; 47, 48, 60 and 61 also have a nonzero ``correlation``,
 and a 39 has one unless it is one-way (``reply_correlation`` 0). A request with a
 correlation is answered by exactly one command 20
@@ -79,6 +81,7 @@ __all__ = (
     "FollowRoute",
     "NodeOperation",
     "ReadyRoute",
+    "RelayDone",
     "RelocateSpot",
     "Route",
     "SpotMessage",
@@ -348,3 +351,21 @@ class NodeOperation:
                 and (self.spot_id, self.to_node) != (None, None)):
             raise LocalProtocolError(f"a {self.action.name} node operation names no Spot ID "
                                      "and no node")
+
+
+@attrs.frozen(kw_only=True)
+class RelayDone:
+    """Command 62: the source of a committed relocation relayed every message its hold
+    took in for the Spot (one-way; the link's sender is the source).
+
+    The target runs the messages that reach it otherwise -- a local caller, a node whose
+    route already names it -- only after this frame (or its own deadline), so none
+    overtakes a held message of the same sender (docs/relocation.md).
+    """
+
+    spot_id: str = attrs.field(validator=TEXT8.validator, metadata=wire(TEXT8, "Spot ID"))
+    object_generation: int = attrs.field(validator=GEN.validator,
+                                         metadata=wire(GEN, "object generation"))
+    #: The AuthorityOwnerGeneration the commit gave the target.
+    owner_generation: int = attrs.field(validator=GEN.validator,
+                                        metadata=wire(GEN, "owner generation"))

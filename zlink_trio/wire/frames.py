@@ -93,6 +93,7 @@ from zlink_trio.wire._frame_types import (
     Ping,
     Pong,
     ReadyRoute,
+    RelayDone,
     RelocateOutcome,
     RelocateSpot,
     Reply,
@@ -141,6 +142,7 @@ __all__ = (
     "Ping",
     "Pong",
     "ReadyRoute",
+    "RelayDone",
     "RelocateOutcome",
     "RelocateSpot",
     "Reply",
@@ -188,6 +190,7 @@ FRAMES: Final[dict[Command, type]] = {
     Command.USER_SPOT_CLOSE: UserSpotClose,
     Command.RELOCATE_SPOT: RelocateSpot,
     Command.NODE_OPERATION: NodeOperation,
+    Command.RELAY_DONE: RelayDone,
     Command.REPLY: Reply,
 }
 _COMPILED: Final = compile_frames(_HEADER, {int(c): cls for c, cls in FRAMES.items()})

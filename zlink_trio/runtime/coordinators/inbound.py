@@ -80,6 +80,7 @@ from zlink_trio.runtime.mesh.message_follow import (
     follow,
     follow_now,
     queue_behind,
+    relay_finished,
     superseded,
 )
 from zlink_trio.runtime.observe.events import follow_event, stale
@@ -90,6 +91,7 @@ from zlink_trio.wire.frames import (
     Command,
     Failure,
     NodeOperation,
+    RelayDone,
     RelocateSpot,
     Reply,
     SpotMessage,
@@ -312,7 +314,7 @@ def _answer(rt: NodeRuntime, link: Link, correlation: int, answers: Command,
 
 def inbound_handler(rt: NodeRuntime) -> Callable[[Link, InboundFrame], None]:
     """The function :class:`~zlink_trio.runtime.mesh.peers.Peers` hands every inbound 39,
-    47, 48, 60 and 61 to."""
+    47, 48, 60, 61 and 62 to."""
 
     def on_frame(link: Link, frame: InboundFrame) -> None:
         if isinstance(frame, SpotMessage):
@@ -329,6 +331,8 @@ def inbound_handler(rt: NodeRuntime) -> Callable[[Link, InboundFrame], None]:
         elif isinstance(frame, NodeOperation):
             _answer(rt, link, frame.correlation, Command.NODE_OPERATION,
                     lambda: serve_node_operation(rt, frame))
+        elif isinstance(frame, RelayDone):  # one-way: no answer
+            relay_finished(rt.catalog.hosts.get(frame.spot_id), link.peer, frame)
         else:
             _answer(rt, link, frame.correlation, Command.USER_SPOT_CLOSE,
                     lambda: serve_remote_close(rt, frame))

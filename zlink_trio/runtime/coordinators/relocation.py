@@ -25,7 +25,9 @@ stepping the ``PlannedRelocation`` chart:
    no return -- commits the authority (owner generation + 1) and serves.  Its answer
    steps the source's chart through to ``committed``; the source then installs the
    Message Follow route, disposes of its incarnation (``on_close(RELOCATED)``, no
-   Release) and relays its hold along the route, in arrival order.
+   Release) and relays its hold along the route, in arrival order, then tells the target
+   the relay is over (command 62: until then the target runs nothing that could overtake
+   a held message).
 5. **Abort** -- an answer that fails before relay-ready, an adapter or capture error,
    the deadline before the command was answered: AbortRelocation, the hold returns to
    the queue behind the captured work, the source serves again.  When the answer is
@@ -60,7 +62,7 @@ from zlink_trio.runtime.declaration.policies import DisableRelocation, Relocatio
 from zlink_trio.runtime.declaration.spot_types import UserSpotType, relocation_of
 from zlink_trio.runtime.incarnation.incarnation import Move
 from zlink_trio.runtime.mesh.follow_routes import FollowRoute
-from zlink_trio.runtime.mesh.message_follow import relay_held
+from zlink_trio.runtime.mesh.message_follow import relay_done, relay_held
 from zlink_trio.runtime.observe.fields import Operation, spot_fields
 from zlink_trio.runtime.observe.logs import RELOCATION as LOGGER
 from zlink_trio.runtime.observe.operations import observe_operation
@@ -528,6 +530,8 @@ async def _committed(job: _Relocation, ref: SpotRef) -> RelocationResult:
         for route, held in zip(routes, holds, strict=True):
             if held:
                 await relay_held(rt, rt.peers, rt.follow, route, held)
+            # The target runs its other ingress once the hold is there (message_follow).
+            await relay_done(rt, rt.peers, route)
         for host, _ in parts:
             await host.moved_away()
     LOGGER.info("node %r: Spot %r moved to node %r", rt.node_id, record.spot_id,

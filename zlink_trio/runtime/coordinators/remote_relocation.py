@@ -25,8 +25,9 @@ Target (:func:`serve_relocate`), stepping ``PlannedRelocation`` from ``captured`
    first (each keeps its caller's operation ID); their replies go to the source on the
    link the command came on.  The host remembers how it arrived (an
    ``incarnation.arrival.Arrival``: the source's lifecycle and the new owner
-   generation), which every followed message must name.  The root is deleted and the
-   answer names the new SpotRef.
+   generation), which every followed message must name.  Other ingress waits until the
+   source says its relay is over (command 62, ``mesh.message_follow``), at the latest
+   ``default_timeout``.  The root is deleted and the answer names the new SpotRef.
 
 A SpotWide move carries the Spot's member Actors in the same root (the payload's
 ``members``): each member's record must be carried by the Spot's move in the store
@@ -301,11 +302,28 @@ async def _commit_and_serve(rt: NodeRuntime, link: Link, frame: RelocateSpot,
             rt.catalog.register(shell.host)
         if ready.container is not None:  # an Actor: a member of its container here now
             rt.admit_member(Membership(ready.actor_ref()))
+        hosts = [shell.host for shell in shells]
+        rt.catalog.start_job(lambda: _relay_deadline(rt, hosts))
         try:
             await rt.store.relocation.delete_root(frame.payload)
         except ZLinkError as exc:
             LOGGER.warning("could not delete relocation root %s: %s", frame.payload.ref, exc)
     return RelocateOutcome(ref=ready.ref())
+
+
+async def _relay_deadline(rt: NodeRuntime, hosts: list[Incarnation]) -> None:
+    """A catalog job: each host stops waiting for its source's relay (command 62) at the
+    latest ``default_timeout`` after the commit -- a source that died sends nothing."""
+    with trio.move_on_after(rt.options.default_timeout):
+        for host in hosts:
+            if host.arrival is not None:
+                await host.arrival.relayed.wait()
+    for host in hosts:
+        if host.relay_wait is not None:
+            LOGGER.warning("node %r: Spot %r: its previous node did not say its relay was "
+                           "over within %s s; it serves what waited now", rt.node_id,
+                           host.spot_id, rt.options.default_timeout)
+        host.end_relay_wait()
 
 
 async def _commit(rt: NodeRuntime, hosts: list[Incarnation],

@@ -10,6 +10,10 @@ the owner generation the commit gave this incarnation, and the node it came from
 only node that relays to it, since every hop of a Message Follow chain is sent by the
 Spot's previous owner along its committed route.
 
+Until the source says it relayed its hold (command 62), the incarnation runs only the
+moved queue and followed messages (``Incarnation.relay_wait``); :attr:`Arrival.relayed`
+is set once it stopped waiting.
+
 It also remembers the operation IDs that reached the incarnation along the move: the
 moved queue's and every followed message's, each until its deadline.  A second message
 with one of these IDs is a redelivery and does not run again (:meth:`first_delivery`):
@@ -21,6 +25,8 @@ operations whose deadlines have not passed, about twice over.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+import trio
 
 if TYPE_CHECKING:
     from zlink_trio.core.records import OwnerFence
@@ -34,13 +40,16 @@ _PRUNE_FLOOR = 64
 class Arrival:
     """How one incarnation arrived here (see the module docstring)."""
 
-    __slots__ = ("_prune_at", "_seen", "owner_generation", "source")
+    __slots__ = ("_prune_at", "_seen", "owner_generation", "relayed", "source")
 
     def __init__(self, source: OwnerFence, owner_generation: int) -> None:
         #: The lifecycle that relocated the Spot here (the one node that relays to it).
         self.source = source
         #: The AuthorityOwnerGeneration the relocation's commit gave this incarnation.
         self.owner_generation = owner_generation
+        #: Set once the source relayed its hold, or the target stopped waiting for it
+        #: (``Incarnation.end_relay_wait``).
+        self.relayed = trio.Event()
         self._seen: dict[int, float] = {}
         self._prune_at = _PRUNE_FLOOR
 

@@ -146,6 +146,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from zlink_trio.core.errors import (
+    CapacityExceeded,
     DeadlineExceeded,
     InvalidOperation,
     StaleRoute,
@@ -282,6 +283,7 @@ class Incarnation(ParkingSlot):
         "mesh",
         "move",
         "ownership_lost",
+        "relay_wait",
         "route_expires_at",
         "rt",
         "self_close",
@@ -327,6 +329,9 @@ class Incarnation(ParkingSlot):
         self.move: Move | None = None
         #: How it arrived, when a relocation opened it here (:meth:`open_moved`).
         self.arrival: Arrival | None = None
+        #: Until the source relayed its hold (:meth:`end_relay_wait`): the messages
+        #: admitted here meanwhile other than followed ones, in arrival order.
+        self.relay_wait: list[tuple[Any, int]] | None = None
         self.cleanup_started = False
         self.last_work_finished_at = trio.current_time()
         #: Until when this node admits to the incarnation without reading the store: the
@@ -419,9 +424,15 @@ class Incarnation(ParkingSlot):
         ``arrival``, which followed messages are checked against from now on),
         ``open_barrier`` -> ``serving``. Synchronous, like :meth:`open`: the caller
         registers the incarnation in the catalog in the same continuation.
+
+        Until the source says it relayed its hold (:meth:`end_relay_wait`), only the
+        moved queue and followed messages run; a message admitted here otherwise -- a
+        local caller, a node whose route names this one already -- waits in
+        :attr:`relay_wait`, so it never overtakes a held message of the same sender.
         """
         self.state = step(INCARNATION, self.state, INCARNATION.ev.commit_relocation)
         self.arrival = arrival
+        self.relay_wait = []
         lane = self.lanes.application
         now = trio.current_time()
         for work, size in queue:
@@ -479,8 +490,31 @@ class Incarnation(ParkingSlot):
         if move is not None:
             move.hold.append((work, payload_size))  # the hold has no bound of its own
             return
+        waiting = self.relay_wait
+        if waiting is not None:  # behind the source's relay (open_moved)
+            bounds = self.lanes.application.bounds
+            if len(waiting) + self.lanes.application.queued >= bounds.max_items:
+                raise CapacityExceeded(
+                    f"the application lane of Spot {self.spot_id!r} is full: "
+                    f"{len(waiting)} messages wait for its move's relay and its count bound "
+                    f"is {bounds.max_items}; retry after the Spot drains its backlog",
+                    lane="application")
+            waiting.append((work, payload_size))
+            return
         self.lanes.application.admit(work, payload_size)
         self.wake()
+
+    def end_relay_wait(self) -> None:
+        """The source relayed its hold (or will not: the wait's deadline, a seal, a close):
+        what waited for it is queued now, in arrival order. Idempotent."""
+        waiting, self.relay_wait = self.relay_wait, None
+        if self.arrival is not None:
+            self.arrival.relayed.set()
+        if waiting:
+            lane = self.lanes.application
+            for work, size in waiting:
+                lane.append_unbounded(work, size)  # admitted already: never refused now
+            self.wake()
 
     def admit_followed(self, work: MessageWork, payload_size: int) -> None:
         """Queue a message that followed this Spot along a Message Follow route, past the
@@ -787,6 +821,7 @@ class Incarnation(ParkingSlot):
                  else INCARNATION.ev.begin_close)
         if self.close_reason is not None or not INCARNATION.allows(self.state, event):
             return
+        self.end_relay_wait()  # accepted work runs before the close
         self.state = step(INCARNATION, self.state, event)
         self.close_reason = reason
         self.close_fence = fence
@@ -810,6 +845,7 @@ class Incarnation(ParkingSlot):
             self.close_reason = CloseReason.OWNERSHIP_LOST
         self.self_close = False
         self.timers.cancel_all()
+        self.end_relay_wait()
         self._fail_queued(error)
         self.wake()
 
@@ -921,6 +957,7 @@ class Incarnation(ParkingSlot):
         move = self.move
         assert move is not None
         self.admit_lifecycle(LifecycleWork(LifecycleKind.SEAL, move.seal_turn))
+        self.end_relay_wait()  # what waited moves on with the queue, ahead of the hold
         self.state = step(INCARNATION, self.state, INCARNATION.ev.seal_for_relocation)
 
     async def wait_no_turn(self) -> None:

@@ -48,6 +48,18 @@ its local call drew), its deadline, payload and reply route: a move keeps a mess
 operation ID, generation and reply route as they are.  Only a local call that never
 drew an ID gets one when it leaves.
 
+The end of the relay
+--------------------
+Until the hold is relayed, a sender *on the target node* (or one whose route already
+names it) could overtake its own held message: its later call is admitted there at once.
+So the target runs only the moved queue and followed messages at first, and keeps what
+else it admits waiting (``Incarnation.relay_wait``) until the source says its relay is
+over: :func:`relay_done` sends command 62 on the relay's link, after the hold's last
+frame (a link keeps its order), and :func:`relay_finished` takes it at the target --
+only from the node the Spot moved from, for that incarnation and owner generation. The
+target stops waiting at the latest ``default_timeout`` after its commit (a source that
+died sends nothing).
+
 The receiver
 ------------
 A followed message is checked where it arrives, too (:func:`check_followed`): only the
@@ -78,7 +90,7 @@ from zlink_trio.runtime.mesh.link_reply import LinkReply
 from zlink_trio.runtime.mesh.remote_calls import send_spot_message
 from zlink_trio.runtime.observe.events import follow_event
 from zlink_trio.runtime.observe.fields import FollowEvent
-from zlink_trio.wire.frames import ActivationRoute
+from zlink_trio.wire.frames import ActivationRoute, RelayDone
 from zlink_trio.wire.frames import FollowRoute as FollowFrameRoute
 
 if TYPE_CHECKING:
@@ -100,7 +112,7 @@ if TYPE_CHECKING:
     from zlink_trio.wire.handshake import PeerIdentity
 
 __all__ = ("MAX_HOPS", "RELAY_BATCH", "check_followed", "follow", "follow_now", "next_hop",
-           "queue_behind", "relay_held", "superseded")
+           "queue_behind", "relay_done", "relay_finished", "relay_held", "superseded")
 
 logger: Final = logging.getLogger("zlink_trio.runtime.relocation")
 
@@ -309,6 +321,40 @@ async def relay_held(rt: NodeState, peers: Peers, routes: FollowRoutes, route: F
         _end_all(queue, Unavailable(
             f"the relay of Spot {route.spot_id!r} to its new owner was cancelled; the "
             "message was not sent. Send a new call"))
+
+
+async def relay_done(rt: NodeState, peers: Peers, route: FollowRoute) -> None:
+    """Command 62 to ``route.target``: the hold of the Spot that moved along ``route`` is
+    relayed (call it once :func:`relay_held` returned, or without a hold). A target that
+    cannot be reached within ``default_timeout`` ends its wait at its own deadline."""
+    link: Link | None = peers.open_link_to(route.target)
+    if link is None:
+        with trio.move_on_after(rt.options.default_timeout):
+            try:
+                link = await peers.link_to_owner(route.target, f"Spot {route.spot_id!r}")
+            except Unavailable:
+                link = None
+    if link is None:
+        return
+    try:
+        link.send_nowait(RelayDone(spot_id=route.spot_id,
+                                   object_generation=route.object_generation,
+                                   owner_generation=route.target_owner_generation))
+    except ZLinkError as exc:  # the link closed: the target's deadline ends its wait
+        logger.info("the end of the relay of Spot %r was not sent: %s", route.spot_id, exc)
+
+
+def relay_finished(host: Incarnation | None, peer: PeerIdentity, frame: RelayDone) -> bool:
+    """Command 62 at the target: ``host`` (the Spot's incarnation here, if any) stops
+    waiting for the relay when the frame names how it arrived and came from the node it
+    moved from; ``False`` (ignored) for any other incarnation or sender."""
+    arrival = None if host is None else host.arrival
+    if (host is None or arrival is None or host.generation != frame.object_generation
+            or arrival.owner_generation != frame.owner_generation
+            or not _same_lifecycle(peer, arrival.source)):
+        return False
+    host.end_relay_wait()
+    return True
 
 
 def _end_all(queue: RelayQueue, error: ZLinkError) -> None:

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from zlink_trio.transport import Link, MeshTransport
     from zlink_trio.wire.frames import (
         NodeOperation,
+        RelayDone,
         RelocateSpot,
         SpotMessage,
         UserSpotClose,
@@ -63,7 +64,8 @@ if TYPE_CHECKING:
     )
     from zlink_trio.wire.handshake import PeerIdentity
 
-    InboundFrame = SpotMessage | UserSpotCreate | UserSpotClose | RelocateSpot | NodeOperation
+    InboundFrame = (SpotMessage | UserSpotCreate | UserSpotClose | RelocateSpot
+                    | NodeOperation | RelayDone)
 
 __all__ = ("Peers", "Pending")
 
