@@ -216,20 +216,12 @@ def _check(world: World, got: dict[str, list[str]]) -> list[str]:
 
 
 def _drained(moved: list[str]) -> dict[str, int]:
-    """What the drain moved: SpotWide rooms and the members each carried (listed right
-    after it), PerActor halls, and users moved on their own (off an Entry Spot, or
-    following a hall)."""
-    rooms = [i for i, spot_id in enumerate(moved)
-             if spot_id.startswith("room-") and not _room(int(spot_id[5:]))["hall"]]
-    carried = 0
-    for i in rooms:
-        for spot_id in moved[i + 1:]:
-            if not spot_id.startswith("user-"):
-                break
-            carried += 1
-    halls = sum(1 for s in moved if s.startswith("room-")) - len(rooms)
-    return {"drained": len(moved), "spot_wide_rooms": len(rooms), "carried": carried,
-            "halls": halls, "users_alone": len(moved) - len(rooms) - carried - halls}
+    """What the drain moved: SpotWide rooms, PerActor halls, and users (the members a
+    room carried, those that followed a hall, and those moved off an Entry Spot)."""
+    halls = [s for s in moved if s.startswith("room-") and _room(int(s[5:]))["hall"]]
+    rooms = [s for s in moved if s.startswith("room-") and s not in halls]
+    return {"drained": len(moved), "rooms": len(rooms), "halls": len(halls),
+            "users": len(moved) - len(rooms) - len(halls)}
 
 
 async def test_users_join_and_leave_rooms_across_processes_while_a_node_drains(

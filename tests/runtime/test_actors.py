@@ -339,6 +339,16 @@ async def test_a_member_of_a_user_spot_does_not_relocate_alone(store_url, store)
 # -- two listening nodes on one store (real clock, real links) -----------------------------
 
 
+async def until_sealed(view: Any, spot_id: str) -> None:
+    """Wait until the store has ``spot_id`` Sealed for a move (bounded by the test)."""
+
+    async def sealed() -> bool:
+        record = await view.location.find(spot_id)
+        return record is not None and record.state is AuthorityState.SEALED
+
+    await wait_until(sealed)
+
+
 @asynccontextmanager
 async def two_nodes(url: str, **options: Any) -> AsyncIterator[tuple[zl.Node, zl.Node, Any]]:
     """``node-a`` hosts (weight 1), ``node-b`` serves the same types but takes no new
@@ -512,7 +522,7 @@ async def test_a_spotwide_spot_moves_with_its_members_in_one_commit(url):
 
 
 async def test_a_spotwide_move_waits_for_a_members_running_turn(url):
-    """The move seals the Spot and every member, then waits for each one's running turn:
+    """The move seals the Spot, then each member, waiting for each one's running turn:
     that turn ends at the source, and the member's next call runs at the target."""
     with trio.fail_after(LIMIT):
         async with two_nodes(url) as (a, b, view):
@@ -532,11 +542,7 @@ async def test_a_spotwide_move_waits_for_a_members_running_turn(url):
                 nursery.start_soon(hold)
                 await HELD["began"].wait()
                 nursery.start_soon(move)
-                async def sealed() -> bool:
-                    record = await view.location.find("p-1")
-                    return record.state is AuthorityState.SEALED
-
-                await wait_until(sealed)  # the member is sealed with its room, its turn runs
+                await until_sealed(view, "p-1")  # sealed with its room, its turn runs
                 HELD["release"].set()
             assert replies == [Heard("p-1", "held")]
             assert [r.outcome for r in results] == [zl.RelocationOutcome.COMMITTED]
@@ -568,12 +574,7 @@ async def test_a_rooms_turn_that_calls_its_members_at_the_seal_finishes_before_t
                 nursery.start_soon(fanout)
                 await HELD["began"].wait()
                 nursery.start_soon(move)
-
-                async def sealed() -> bool:
-                    record = await view.location.find("room-1")
-                    return record.state is AuthorityState.SEALED
-
-                await wait_until(sealed)
+                await until_sealed(view, "room-1")
                 HELD["release"].set()
             assert rolls == [Roll(("p-1", "p-2"))]
             assert [r.outcome for r in results] == [zl.RelocationOutcome.COMMITTED]

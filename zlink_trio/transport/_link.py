@@ -318,6 +318,10 @@ class Link:
         if self._scope is not None:
             self._scope.cancel()
 
+    async def wait_closed(self) -> None:
+        """Wait until the link is closed, for whatever reason (``link_closed`` has run)."""
+        await self._finished.wait()
+
     async def aclose(self) -> None:
         """Close the link and wait until it is closed (``link_closed`` has run).
 

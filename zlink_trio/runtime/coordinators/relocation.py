@@ -144,7 +144,8 @@ def _refused(ref: SpotRef, state: PlannedRelocationState, event: PlannedRelocati
 class MoveReport:
     """What a drain learns of one move beyond its result."""
 
-    #: A COMMITTED result for each member a SpotWide move carried.
+    #: A COMMITTED result for each member that moved with the Spot: carried by its
+    #: SpotWide move, or following its PerActor move in a move of its own.
     carried: list[RelocationResult] = attrs.Factory(list)
     #: The move did not happen because a member was in a move, join, leave or close of
     #: its own: it passes, and the drain looks again.
@@ -288,7 +289,7 @@ async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
             state=step(RELOCATION, state, RELOCATION.ev.begin_relocation),
             membership=membership, carried=carried))
         if per_actor and result.outcome is RelocationOutcome.COMMITTED:
-            await _members_follow(rt, spot_id, claim.descriptor.node_id, deadline)
+            await _members_follow(rt, spot_id, claim.descriptor.node_id, deadline, report)
         if result.outcome is RelocationOutcome.COMMITTED:
             report.carried.extend(
                 RelocationResult(outcome=RelocationOutcome.COMMITTED, ref=SpotRef(
@@ -393,10 +394,12 @@ async def _actor_destination(rt: NodeRuntime, membership: Membership | None,
     return "it is a member of a User Spot, which it leaves only when asked", None, to
 
 
-async def _members_follow(rt: NodeRuntime, spot_id: str, to: str, deadline: Deadline) -> None:
+async def _members_follow(rt: NodeRuntime, spot_id: str, to: str, deadline: Deadline,
+                          report: MoveReport) -> None:
     """A PerActor Spot moved to ``to``: each of its members here follows it, in a move of
-    its own (its own Message Follow route); one that cannot stays here, a member still,
-    reachable by its ActorId, and is tried again by the next drain."""
+    its own (its own Message Follow route; ``report`` lists each that committed); one that
+    cannot stays here, a member still, reachable by its ActorId, and is tried again by
+    the next drain."""
     members = sorted(rt.members.get(spot_id, ()))
     if not members:
         return
@@ -410,6 +413,7 @@ async def _members_follow(rt: NodeRuntime, spot_id: str, to: str, deadline: Dead
                 why = exc.message
             else:
                 if result.outcome is RelocationOutcome.COMMITTED:
+                    report.carried.append(result)
                     return
                 why = result.reason or result.outcome.value
             LOGGER.warning("node %r: Actor %r did not follow Spot %r to node %r: %s; it stays "
@@ -666,8 +670,9 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
     is, which the next pass looks at again once that ended; one that left this node
     meanwhile is not listed. The drain ends when a pass finds nothing new, or at its
     deadline (the Spots not tried by then are not listed). Once ``halt`` is set no
-    further move starts (those already under way finish, by the deadline). A SpotWide
-    Spot's members move with it and are listed as moved after it.
+    further move starts (those already under way finish, by the deadline). A User
+    Spot's members that moved with it (carried by a SpotWide move, or following a
+    PerActor one) are listed as moved right after it.
     """
     moved: list[RelocationResult] = []
     not_moved: list[RelocationResult] = []
@@ -700,7 +705,7 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
             busy.add(spot_id)
             return
         (moved if result.outcome is RelocationOutcome.COMMITTED else not_moved).append(result)
-        moved.extend(report.carried)  # the members its SpotWide move carried
+        moved.extend(report.carried)  # the members that moved with it, listed after it
 
     # Each relocation keeps to the deadline itself (cancelling one from outside could
     # strand it between two store steps); the loop only starts no new pass after it.

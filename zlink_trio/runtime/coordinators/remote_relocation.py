@@ -303,7 +303,7 @@ async def _commit_and_serve(rt: NodeRuntime, link: Link, frame: RelocateSpot,
         if ready.container is not None:  # an Actor: a member of its container here now
             rt.admit_member(Membership(ready.actor_ref()))
         hosts = [shell.host for shell in shells]
-        rt.catalog.start_job(lambda: _relay_deadline(rt, hosts))
+        rt.catalog.start_job(lambda: _relay_deadline(rt, hosts, link))
         try:
             await rt.store.relocation.delete_root(frame.payload)
         except ZLinkError as exc:
@@ -311,18 +311,31 @@ async def _commit_and_serve(rt: NodeRuntime, link: Link, frame: RelocateSpot,
     return RelocateOutcome(ref=ready.ref())
 
 
-async def _relay_deadline(rt: NodeRuntime, hosts: list[Incarnation]) -> None:
-    """A catalog job: each host stops waiting for its source's relay (command 62) at the
-    latest ``default_timeout`` after the commit -- a source that died sends nothing."""
+async def _relay_deadline(rt: NodeRuntime, hosts: list[Incarnation], link: Link) -> None:
+    """A catalog job: each host stops waiting for its source's relay (command 62) once
+    the source's ``link`` closed (the source died, or the relay broke off: nothing more
+    comes), and at the latest ``default_timeout`` after the commit."""
     with trio.move_on_after(rt.options.default_timeout):
-        for host in hosts:
-            if host.arrival is not None:
-                await host.arrival.relayed.wait()
+        async with trio.open_nursery() as nursery:
+
+            async def relayed() -> None:
+                for host in hosts:
+                    if host.arrival is not None:
+                        await host.arrival.relayed.wait()
+                nursery.cancel_scope.cancel()
+
+            async def source_gone() -> None:
+                await link.wait_closed()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(relayed)
+            nursery.start_soon(source_gone)
     for host in hosts:
         if host.relay_wait is not None:
             LOGGER.warning("node %r: Spot %r: its previous node did not say its relay was "
-                           "over within %s s; it serves what waited now", rt.node_id,
-                           host.spot_id, rt.options.default_timeout)
+                           "over (it is gone, or took longer than %s s); it serves what "
+                           "waited now", rt.node_id, host.spot_id,
+                           rt.options.default_timeout)
         host.end_relay_wait()
 
 

@@ -57,8 +57,8 @@ else it admits waiting (``Incarnation.relay_wait``) until the source says its re
 over: :func:`relay_done` sends command 62 on the relay's link, after the hold's last
 frame (a link keeps its order), and :func:`relay_finished` takes it at the target --
 only from the node the Spot moved from, for that incarnation and owner generation. The
-target stops waiting at the latest ``default_timeout`` after its commit (a source that
-died sends nothing).
+target stops waiting too once the link the move came on closed (a source that died
+sends nothing), and at the latest ``default_timeout`` after its commit.
 
 The receiver
 ------------
