@@ -41,6 +41,7 @@ from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.placement import eligible_nodes
 from zlink_trio.runtime.calls.deadlines import deadline_after
 from zlink_trio.runtime.coordinators.placement import candidates
+from zlink_trio.runtime.coordinators.relocation import moves_on_its_own
 from zlink_trio.runtime.coordinators.remote_operation import drain_here
 from zlink_trio.runtime.declaration.policies import DisableRelocation
 from zlink_trio.runtime.declaration.spot_types import relocation_of
@@ -104,14 +105,14 @@ async def watch_signals(received: AsyncIterator[int], stop: Stopping, node_id: s
 
 def _may_move(rt: NodeRuntime, host: Incarnation) -> bool:
     """Whether a stop's move may take ``host``: not the Entry Spot, not a
-    ``DisableRelocation`` type, and an Actor only from the Entry Spot (a member of a User
-    Spot does not leave it on its own)."""
+    ``DisableRelocation`` type, and an Actor only as ``relocation.moves_on_its_own``
+    says (a member of a User Spot here moves with it)."""
     kind = host.spot_type.kind
     if kind is SpotKind.ENTRY or isinstance(relocation_of(host.spot_type), DisableRelocation):
         return False
     if kind is SpotKind.ACTOR:
         membership = rt.memberships.get(host.spot_id)
-        return membership is not None and membership.ref.container == rt.entry_spot_id
+        return membership is not None and moves_on_its_own(rt, membership)
     return True
 
 

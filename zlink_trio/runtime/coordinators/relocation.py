@@ -79,7 +79,7 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.incarnation.incarnation import Incarnation
     from zlink_trio.runtime.state import Membership
 
-__all__ = ("MoveReport", "drain", "relocate_spot")
+__all__ = ("MoveReport", "drain", "moves_on_its_own", "relocate_spot")
 
 #: How many relocations a drain runs at once.
 DRAIN_PARALLEL: Final = 16
@@ -356,6 +356,15 @@ async def _carried_records(rt: NodeRuntime, moving: AuthorityRecord,
     return ""
 
 
+def moves_on_its_own(rt: NodeRuntime, membership: Membership) -> bool:
+    """Whether an Actor here may be moved without a join (a drain, a stop that drains):
+    off this node's Entry Spot, or after its User Spot that lives elsewhere now (a
+    PerActor Spot moved ahead of it). A member of a User Spot here moves only with it,
+    or when the application asks (a join)."""
+    container = membership.ref.container
+    return container == rt.entry_spot_id or container not in rt.catalog.hosts
+
+
 def _unclaim(membership: Membership | None, joining: bool) -> None:
     """An Actor's move refused before BeginRelocation: its membership back to ``member``
     (a join's is stepped back by its driver, ``join_failed``)."""
@@ -383,7 +392,7 @@ async def _actor_destination(rt: NodeRuntime, membership: Membership | None,
     current = membership.ref.container
     if current == rt.entry_spot_id:
         return "", None, to
-    if current not in rt.catalog.hosts:
+    if moves_on_its_own(rt, membership):
         record = await rt.store.location.find(current)
         if record is not None and record.owner.node_rid != rt.node_rid:
             owner = await rt.peers.node_id_of(record.owner.node_rid)
