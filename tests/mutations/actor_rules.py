@@ -108,7 +108,8 @@ ACTOR_RULES: tuple[Mutation, ...] = (
         rule="PerActor: after the Spot's commit each member follows it in a move of its own "
              "(06 §6.1); none is left behind by the move.",
         path="zlink_trio/runtime/coordinators/relocation.py",
-        find="            await _members_follow(rt, spot_id, claim.descriptor.node_id, deadline)",
+        find="            await _members_follow(rt, spot_id, claim.descriptor.node_id, deadline, "
+             "report)",
         replace="            pass",
         guards=[_TEST + "test_a_per_actor_spot_moves_and_its_members_follow_it[memory]"],
     ),
@@ -155,8 +156,7 @@ ACTOR_RULES: tuple[Mutation, ...] = (
         find="    return \"it is a member of a User Spot, which it leaves only when asked\", "
              "None, to",
         replace="    return \"\", None, to",
-        guards=[_TEST + "test_entry_spot_is_not_a_relocation_candidate_and_its_actors_are"
-                "[memory]"],
+        guards=[_TEST + "test_a_member_of_a_user_spot_does_not_relocate_alone[memory]"],
     ),
     Mutation(
         name="actors.join_move_keeps_its_own_deadline",

@@ -421,17 +421,6 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
                 "test_a_hold_above_the_links_bound_streams_exactly_once_in_order_beside_other_calls"],
     ),
     Mutation(
-        name="relay.behind_the_hold",
-        family="Planned relocation and Message Follow",
-        rule="A call this node sends to a Spot whose hold is still being relayed goes "
-             "behind the hold, never overtaking a held message.",
-        path="zlink_trio/runtime/coordinators/routing.py",
-        find="    relay = rt.follow.relay(call.spot_id)\n",
-        replace="    relay = None\n",
-        guards=["tests/runtime/test_relocation_relay.py::"
-                "test_a_hold_above_the_links_bound_streams_exactly_once_in_order_beside_other_calls"],
-    ),
-    Mutation(
         name="relay.target_queues_the_hold",
         family="Planned relocation and Message Follow",
         rule="The new owner queues a followed (relayed) message past its application "

@@ -43,12 +43,11 @@ Every wait runs under the caller's deadline (:meth:`.call_router.CallRouter.send
 from __future__ import annotations
 
 import enum
-import functools
 from typing import TYPE_CHECKING, Final, Literal
 
 import trio
 
-from zlink_trio.core.errors import NotFound, StaleRoute, TypeMismatch, Unavailable, ZLinkError
+from zlink_trio.core.errors import NotFound, StaleRoute, TypeMismatch, Unavailable
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import MOVING_STATES, AuthorityState
 from zlink_trio.core.route_cache import CachedRoute
@@ -165,31 +164,13 @@ def _admit(rt: NodeRuntime, call: Delivery, host: Incarnation, now: float | None
 
 
 def _send_ready(rt: NodeRuntime, call: Delivery, link: Link, route: CachedRoute) -> None:
-    relay = rt.follow.relay(call.spot_id)
-    if relay is not None:
-        # The Spot just moved away from this node and its hold is still being relayed:
-        # this call goes behind it, in order (``mesh.message_follow``, "The relay streams").
-        relay.append(functools.partial(_send_behind_relay, rt, call, route))
-        return
+    # (A call sent while the Spot's hold is still relayed from here overtakes nothing:
+    # its new owner keeps it waiting until the relay is over -- mesh.message_follow.)
     try:
         send_ready_call(rt, rt.peers, call, link, route)
     except Unavailable:
         rt.route_cache.invalidate(call.spot_id)
         raise
-
-
-def _send_behind_relay(rt: NodeRuntime, call: Delivery, route: CachedRoute,
-                       to: Link | ZLinkError) -> None:
-    """A call queued behind a relay: sent on the relay's link, or ended with its error."""
-    try:
-        if isinstance(to, ZLinkError):
-            raise to
-        send_ready_call(rt, rt.peers, call, to, route)
-    except ZLinkError as exc:
-        if isinstance(exc, Unavailable):
-            rt.route_cache.invalidate(call.spot_id)
-        if call.completion is not None:
-            call.completion.set_error(exc)
 
 
 async def _send_remote(rt: NodeRuntime, call: Delivery, record: AuthorityRecord) -> None:

@@ -24,10 +24,10 @@ link holds more than its high-water mark (1 MiB) unsent, it waits until the writ
 brought it down (``Link.wait_writable``), and it lets the other tasks run every
 :data:`RELAY_BATCH` frames.  At most about that mark of the hold is encoded at any time,
 and a frame another call queues on the link meanwhile waits behind no more.  Order is
-kept: until the queue is drained, every message this node sends to the Spot -- followed
-along its route (:func:`queue_behind`) or from a local caller (the router's
-``_send_ready``) -- joins the queue's tail, and the relay ends in the continuation that
-found the queue empty.  A link that takes nothing for the node's ``default_timeout`` is
+kept: until the queue is drained, every message this node forwards to the Spot along
+its route (:func:`queue_behind`) joins the queue's tail, and the relay ends in the
+continuation that found the queue empty (a local caller's message goes to the new owner
+directly, which keeps it waiting until the relay is over: "The end of the relay").  A link that takes nothing for the node's ``default_timeout`` is
 closed (its peer stopped reading); what is left then ends ``Unavailable``, as when the
 new owner cannot be reached.
 
@@ -304,7 +304,7 @@ async def relay_held(rt: NodeState, peers: Peers, routes: FollowRoutes, route: F
 
     The Spot's relay queue is registered in ``routes`` before the first await: call
     this in the continuation that disposed of the source, and no message sent after
-    the commit (from this node, or forwarded along ``route``) can overtake a held one
+    the commit and forwarded along ``route`` can overtake a held one
     of the same sender -- it joins the queue's tail. The queue is then streamed
     within the link's flow control (module docstring, "The relay streams"); this
     returns once it is empty.
