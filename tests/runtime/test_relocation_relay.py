@@ -116,6 +116,14 @@ async def two_nodes(**options: Any) -> AsyncIterator[tuple[zl.Node, zl.Node]]:
         yield a, b
 
 
+async def busy_sink(a: zl.Node) -> None:
+    """Activate ``sink-1`` at ``a`` and start a turn there that blocks until
+    ``STATE["gate"]`` is set (a move then waits for it at the seal)."""
+    await a.client.request("sink-1", Ping(), reply=None).instance_spot("sink")
+    await a.client.send("sink-1", Block())
+    await STATE["blocking"].wait()
+
+
 @contextmanager
 def on_step(chart: str, event: str) -> Iterator[trio.Event]:
     seen = trio.Event()
@@ -141,9 +149,7 @@ async def test_a_hold_above_the_links_bound_streams_exactly_once_in_order_beside
     relayed = trio.Event()
     with trio.fail_after(120):
         async with two_nodes() as (a, b):
-            await a.client.request("sink-1", Ping(), reply=None).instance_spot("sink")
-            await a.client.send("sink-1", Block())
-            await STATE["blocking"].wait()  # the turn running at the seal
+            await busy_sink(a)  # the turn running at the seal
 
             async def relocate() -> None:
                 moved.append(await a.relocate("sink-1", to="node-1"))
@@ -196,9 +202,7 @@ async def test_the_new_owner_queues_a_relayed_hold_past_its_full_application_lan
         async with two_nodes(application_lane=zl.LaneBounds(8, 64 * 1024 * 1024)) as (a, b), \
                 trio.open_nursery() as nursery:
             try:
-                await a.client.request("sink-1", Ping(), reply=None).instance_spot("sink")
-                await a.client.send("sink-1", Block())
-                await STATE["blocking"].wait()  # the turn running at the seal
+                await busy_sink(a)  # the turn running at the seal
 
                 async def relocate() -> None:
                     moved.append(await a.relocate("sink-1", to="node-1"))
@@ -241,9 +245,7 @@ async def test_a_sender_on_the_new_owner_waits_until_the_hold_is_relayed():
     moved: list[zl.RelocationResult] = []
     with trio.fail_after(60):
         async with two_nodes() as (a, b):
-            await a.client.request("sink-1", Ping(), reply=None).instance_spot("sink")
-            await a.client.send("sink-1", Block())
-            await STATE["blocking"].wait()  # the turn running at the seal
+            await busy_sink(a)  # the turn running at the seal
 
             async def relocate() -> None:
                 moved.append(await a.relocate("sink-1", to="node-1"))

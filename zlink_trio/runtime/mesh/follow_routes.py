@@ -4,8 +4,8 @@ One :class:`FollowRoute` per Spot that relocated from this node, installed by th
 relocation's commit and kept for ``MessageFollowDuration`` (:mod:`.message_follow`
 uses them).  While a moved Spot's hold is being relayed to its new owner, its
 :data:`RelayQueue` is here too (:attr:`FollowRoutes.relays`): every message this node
-forwards to that Spot meanwhile joins the queue's tail instead of overtaking the hold.  Plain values and dicts: nothing here awaits or
-reads a clock.
+forwards to that Spot meanwhile joins the queue's tail instead of overtaking the hold.
+Plain values and dicts: nothing here awaits or reads a clock.
 """
 
 from __future__ import annotations

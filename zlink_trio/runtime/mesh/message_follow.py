@@ -27,9 +27,10 @@ and a frame another call queues on the link meanwhile waits behind no more.  Ord
 kept: until the queue is drained, every message this node forwards to the Spot along
 its route (:func:`queue_behind`) joins the queue's tail, and the relay ends in the
 continuation that found the queue empty (a local caller's message goes to the new owner
-directly, which keeps it waiting until the relay is over: "The end of the relay").  A link that takes nothing for the node's ``default_timeout`` is
-closed (its peer stopped reading); what is left then ends ``Unavailable``, as when the
-new owner cannot be reached.
+directly, which keeps it waiting until the relay is over: "The end of the relay").
+A link that takes nothing for the node's ``default_timeout`` is closed (its peer stopped
+reading); what is left then ends ``Unavailable``, as when the new owner cannot be
+reached.
 
 The route is checked before anything is sent: another ObjectGeneration is
 ``InvalidOperation`` (the route belongs to another incarnation); an owner generation
