@@ -3,7 +3,8 @@
 ``mesh_url`` runs a test once per shared backend: ``sqlite`` (a fresh file in
 ``tmp_path``) and ``redis`` (the test Redis of ``tests/store/redis_helpers.py`` under a
 fresh ``?prefix=`` whose keys are deleted afterwards; absent Redis fails under ``CI`` and
-skips locally). ``relocation_url`` adds ``memory`` (a fresh named in-process store).
+skips locally). ``relocation_url`` adds ``memory`` (a fresh named in-process store);
+``chat_url`` adds ``redis-cluster`` (the test cluster under a fresh prefix).
 Tests that use real sockets run on the real clock: they never take
 ``autojump_clock``, and bound themselves with ``trio.fail_after``.
 """
@@ -41,12 +42,24 @@ async def shared_url(backend: str, tmp_path: Path) -> AsyncIterator[str]:
     if backend == "sqlite":
         yield f"sqlite://{tmp_path / 'mesh.db'}"
         return
+    if backend == "redis-cluster":
+        async with redis_helpers().fresh_cluster_url() as url:
+            yield url
+        return
     async with redis_helpers().fresh_url() as url:
         yield url
 
 
 @pytest.fixture(params=["sqlite", "redis"])
 async def mesh_url(request, tmp_path):
+    async for url in shared_url(request.param, tmp_path):
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "redis", "redis-cluster"])
+async def chat_url(request, tmp_path):
+    """``mesh_url`` plus ``redis-cluster``: the Actors test across processes runs there
+    too (a room's members follow its SpotWide move in their own buckets)."""
     async for url in shared_url(request.param, tmp_path):
         yield url
 

@@ -1,8 +1,9 @@
 """Actors across processes: 3 chat nodes, 200 users joining and leaving 20 rooms under load.
 
-Three ``python -m zlink_trio.samples.chatrooms node`` processes share one store (the
-``mesh_url`` backends: a SQLite file, Redis) and authenticate their links with one
-secret. The test drives them only through their HTTP edges (``samples/chatrooms/edge``):
+Three ``python -m zlink_trio.samples.chatrooms node`` processes share one store (a
+SQLite file, Redis, or Redis Cluster, whose members follow their room's SpotWide move
+in their own buckets) and authenticate their links with one secret. The test drives
+them only through their HTTP edges (``samples/chatrooms/edge``):
 
 - 200 users connect, spread over the three edges, and join one of 20 rooms each (a user
   whose room lives on another node moves there);
@@ -225,10 +226,10 @@ def _drained(moved: list[str]) -> dict[str, int]:
 
 
 async def test_users_join_and_leave_rooms_across_processes_while_a_node_drains(
-        mesh_url, tmp_path):
+        chat_url, tmp_path):
     with trio.fail_after(LIMIT):
         # No kept-alive connections: a request never races the edge closing an idle one.
-        async with chat_nodes(mesh_url, tmp_path) as nodes, httpx.AsyncClient(
+        async with chat_nodes(chat_url, tmp_path) as nodes, httpx.AsyncClient(
                 timeout=30, limits=httpx.Limits(max_keepalive_connections=0)) as http:
             world = World(http, nodes)
             for node in nodes:

@@ -22,6 +22,9 @@ _CONFORMANCE: Final = "tests/store/test_membership_conformance.py::"
 _CARRIED: Final = "tests/store/test_carried_members_conformance.py::"
 _STEPS: Final = "zlink_trio/store/rules/relocation_steps.py"
 _RELOCATION: Final = "zlink_trio/runtime/coordinators/relocation.py"
+_CLUSTER: Final = "zlink_trio/store/redis_cluster/location.py"
+_CLUSTER_LUA: Final = "zlink_trio/store/redis_cluster/lua.py"
+_CARRY: Final = "zlink_trio/store/redis_cluster/carry.py"
 
 ACTOR_RULES: tuple[Mutation, ...] = (
     Mutation(
@@ -276,5 +279,96 @@ ACTOR_RULES: tuple[Mutation, ...] = (
                 "                        part.host.seal_for_relocation()\n",
         guards=[_TEST + "test_a_rooms_turn_that_calls_its_members_at_the_seal_finishes_before"
                 "_they_hold[memory]"],
+    ),
+    Mutation(
+        name="actors.cluster_members_follow_each_step",
+        family=_ACTORS,
+        rule="Redis Cluster: after each step of a SpotWide move the carried members follow "
+             "it in their own buckets.",
+        path=_CLUSTER,
+        find="        await self.carry.stepped(name, flat, record)\n",
+        replace="",
+        guards=[_CARRIED + "test_a_spotwide_move_carries_its_members_in_one_commit"
+                "[redis-cluster]"],
+    ),
+    Mutation(
+        name="actors.cluster_members_checked_before_the_move",
+        family=_ACTORS,
+        rule="Redis Cluster: a member no move can carry refuses the Spot's move before "
+             "anything is written.",
+        path="zlink_trio/store/redis_cluster/membership.py",
+        find="            for refusal in refusals:\n                if refusal is not None:\n"
+             "                    raise refusal\n",
+        replace="",
+        guards=[_CARRIED + "test_a_spotwide_move_waits_for_a_member_in_its_own_move"
+                "[redis-cluster]"],
+    ),
+    Mutation(
+        name="actors.cluster_refused_follow_ends_the_move",
+        family=_ACTORS,
+        rule="Redis Cluster: a member that refuses to follow the begin ends the whole move "
+             "(the Spot and every member back at the source).",
+        path=_CARRY,
+        find="        with trio.CancelScope(shield=True):\n            await abort()\n"
+             "        what = ",
+        replace="        what = ",
+        guards=[_CARRIED + "test_redis_cluster_a_member_that_changes_as_the_move_begins_ends"
+                "_the_move[redis-cluster]"],
+    ),
+    Mutation(
+        name="actors.cluster_resolve_a_commit",
+        family=_ACTORS,
+        rule="Redis Cluster: a member a commit left behind is moved to the target when read "
+             "(the Spot's owner generation is past the move's).",
+        path=_CARRY,
+        find="        elif int(s[\"ogen\"]) > int(cog):\n            step = \"commit\"\n",
+        replace="",
+        guards=[_CARRIED + "test_redis_cluster_members_a_commit_left_behind_follow_on_their"
+                "_next_read[redis-cluster]"],
+    ),
+    Mutation(
+        name="actors.cluster_find_resolves",
+        family=_ACTORS,
+        rule="Redis Cluster: whoever reads a carried member left behind by its Spot's move "
+             "resolves it first.",
+        path=_CLUSTER,
+        find="        if record is not None and is_carried(record) and await self.carry.resolve(",
+        replace="        if False and await self.carry.resolve(",
+        guards=[_CARRIED + "test_redis_cluster_members_an_abort_left_behind_return_to_the"
+                "_source[redis-cluster]"],
+    ),
+    Mutation(
+        name="actors.cluster_group_before_a_new_move",
+        family=_ACTORS,
+        rule="Redis Cluster: a Spot whose record holds an ended move's group begins no new "
+             "move until that group is resolved.",
+        path=_CLUSTER_LUA,
+        find="  if r.grp then return {'GROUP', ",
+        replace="  if false then return {'GROUP', ",
+        guards=[_CARRIED + "test_redis_cluster_members_a_commit_left_behind_follow_on_their"
+                "_next_read[redis-cluster]"],
+    ),
+    Mutation(
+        name="actors.cluster_commit_raises_the_owner_generation",
+        family=_ACTORS,
+        rule="Redis Cluster: a carried member follows the commit with its own owner "
+             "generation + 1.",
+        path=_CLUSTER_LUA,
+        find="  redis.call('HSET', KEYS[1], 'orid', m.trid, 'olc', m.tlc)\n"
+             "  redis.call('HINCRBY', KEYS[1], 'ogen', 1)\n",
+        replace="  redis.call('HSET', KEYS[1], 'orid', m.trid, 'olc', m.tlc)\n",
+        guards=[_CARRIED + "test_a_spotwide_move_carries_its_members_in_one_commit"
+                "[redis-cluster]"],
+    ),
+    Mutation(
+        name="actors.cluster_release_ends_members",
+        family=_ACTORS,
+        rule="Redis Cluster: the members of a move released past relay-ready end with their "
+             "Spot, also when their follow was lost.",
+        path=_CLUSTER_LUA,
+        find="  drop_record(m)  -- its unit went back",
+        replace="  do return {'OK', 0} end  -- its unit went back",
+        guards=[_CARRIED + "test_redis_cluster_members_a_release_left_behind_end_with_their"
+                "_spot[redis-cluster]"],
     ),
 )

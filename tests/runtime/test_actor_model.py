@@ -3,9 +3,10 @@
 Theory of operation
 -------------------
 :class:`ActorModel` is a hypothesis ``RuleBasedStateMachine`` driving THREE listening
-nodes that share one store -- ``memory://``, a SQLite file or Redis (a fresh key prefix
-per example) -- and talk over real loopback links, in the style and with the test kit
-of ``test_relocation_model.py``. Three Actor IDs -- ``a0`` and ``a1`` (``am-kept``,
+nodes that share one store -- ``memory://``, a SQLite file, Redis or Redis Cluster (a
+fresh key prefix per example) -- and talk over real loopback links, in the style and
+with the test kit of ``test_relocation_model.py``. Three Actor IDs -- ``a0`` and ``a1``
+(``am-kept``,
 ``PreserveStateWith``: the list of messages handled travels with a move) and ``a2``
 (``am-fresh``, ``RecreateOnRelocation``) -- and two rooms, the User Spots ``r0`` and
 ``r1``. Its rules START operations (docs/actors.md):
@@ -375,13 +376,16 @@ class World:
 
     # ------------------------------------------------------------- lifetime
 
-    def _url(self, stack: AsyncExitStack) -> str:
+    async def _url(self, stack: AsyncExitStack) -> str:
         backend = self.setup.backend
         if backend == "memory":
             return f"memory://actor-model-{uuid.uuid4().hex}"
         if backend == "sqlite":
             return f"sqlite://{self.setup.tmp / f'actors-{uuid.uuid4().hex}.db'}"
         helpers = redis_helpers()
+        if backend == "redis-cluster":  # the prefix's keys go when the stack closes
+            url: str = await stack.enter_async_context(helpers.fresh_cluster_url())
+            return url
         prefix = helpers.fresh_prefix()
         stack.push_async_callback(self._delete_keys, helpers, prefix)
         return str(helpers.url_with(prefix))
@@ -395,7 +399,7 @@ class World:
         """Open the store view, the nodes and the operations' nursery until :attr:`stop`."""
         try:
             async with AsyncExitStack() as stack:
-                url = self._url(stack)
+                url = await self._url(stack)
                 opener = self.setup.in_flight.open_store(open_store)
                 self.view = await stack.enter_async_context(opener(url))
                 # runs once the nodes are closed, while the view (and a memory store) lives
@@ -1263,7 +1267,7 @@ class ActorModel(TrioMachine):
 
 #: Examples per backend (``ZLINK_ACTOR_MODEL_EXAMPLES`` overrides them for a longer run);
 #: the CI profile is derandomized, locally each run explores anew.
-EXAMPLES: Final = {"memory": 60, "sqlite": 25, "redis": 25}
+EXAMPLES: Final = {"memory": 60, "sqlite": 25, "redis": 25, "redis-cluster": 25}
 STEPS: Final = 30
 
 
@@ -1272,7 +1276,7 @@ def _examples(backend: str) -> int:
     return int(override) if override else EXAMPLES[backend]
 
 
-@pytest.mark.parametrize("backend", ["memory", "sqlite", "redis"])
+@pytest.mark.parametrize("backend", ["memory", "sqlite", "redis", "redis-cluster"])
 def test_actor_membership_racing_with_moves_calls_and_closes_keeps_the_invariants(
         backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     model_settings = settings(max_examples=_examples(backend), stateful_step_count=STEPS,
@@ -1293,6 +1297,11 @@ async def _patch_backend(backend: str, in_flight: InFlight, tmp_path: Path,
     if backend == "memory":
         return
     helpers = redis_helpers()
+    if backend == "redis-cluster":
+        async with helpers.cluster_test_store() as store:
+            in_flight.patch_backend(monkeypatch, store)
+        in_flight.patch_open_store(monkeypatch)
+        return
     url = f"sqlite://{tmp_path / 'patch.db'}" if backend == "sqlite" else \
         helpers.url_with(helpers.fresh_prefix())
     try:

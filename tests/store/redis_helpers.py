@@ -251,6 +251,15 @@ def cluster_url_with(prefix: str, **options: object) -> str:
     return f"{cluster_url().split('?')[0]}?{query}"
 
 
+@asynccontextmanager
+async def fresh_cluster_url(**options: object) -> AsyncIterator[str]:
+    """A Redis Cluster store URL under a fresh prefix, for tests whose nodes open their own
+    stores (other processes); fails/skips as :func:`cluster_test_store`, and deletes the
+    prefix's keys afterwards."""
+    async with cluster_test_store(**options) as store:
+        yield cluster_url_with(store.config.prefix, **options)
+
+
 def cluster_unreachable(error: object) -> None:
     """Fail under CI, skip locally: no Redis Cluster to test against."""
     message = (f"Redis Cluster (env ZLINK_TEST_REDIS_CLUSTER) cannot be reached: {error}. "

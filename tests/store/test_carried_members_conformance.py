@@ -5,27 +5,30 @@ record in one transaction, and so does every later step of that move: one aggreg
 commit at the target (each member's owner generation + 1), one abort back at the
 source, one release past relay-ready. A carried member takes no step of its own, and
 nothing joins, leaves, closes or is created in the Spot while it moves. Redis Cluster
-keeps members in other buckets than the Spot and refuses to carry them (the last
-test). Every test runs once per backend under an absolute ``trio.fail_after``.
+keeps members in other buckets than the Spot: they follow its steps in their own
+(``store.redis_cluster.carry``), and the last tests lose those follows on purpose to
+show whoever reads a member left behind brings it to its move's outcome. Every test
+runs once per backend under an absolute ``trio.fail_after``.
 """
 
 from __future__ import annotations
 
 import pytest
 import trio
-from conftest import BACKENDS
 from store_helpers import LEASE, claim, ready, reserve
 from test_membership_conformance import actor, close, member_ids, move
 
-from zlink_trio.core.errors import CapacityExceeded, InvalidOperation, Unavailable
+from zlink_trio.core.errors import (
+    CapacityExceeded,
+    InvalidOperation,
+    StoreUnavailable,
+    Unavailable,
+)
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import AuthorityState
 from zlink_trio.store.dead_lifecycle import release_dead_node
 
 TIMEOUT = 5
-#: The backends that carry members: all but Redis Cluster (its own test below).
-CARRYING = [b for b in BACKENDS if b != "redis-cluster"]
-carrying = pytest.mark.parametrize("store", CARRYING, indirect=True)
 
 
 @pytest.fixture
@@ -49,7 +52,6 @@ async def _states(store, *ids):
     return [(await store.location.find(i)).state for i in ids]
 
 
-@carrying
 async def test_a_spotwide_move_carries_its_members_in_one_commit(store, group):
     with trio.fail_after(TIMEOUT):
         _a_node, b_node, room, (p1, p2), loner = group
@@ -78,7 +80,6 @@ async def test_a_spotwide_move_carries_its_members_in_one_commit(store, group):
         assert stats.relocating == stats.sealed == stats.relay_ready == 0
 
 
-@carrying
 async def test_a_carried_member_takes_no_step_of_its_own(store, group):
     with trio.fail_after(TIMEOUT):
         a_node, b_node, room, (p1, _p2), _loner = group
@@ -112,7 +113,6 @@ async def test_a_carried_member_takes_no_step_of_its_own(store, group):
         assert (await location.find("p-1")).owner_generation == p1.owner_generation + 1
 
 
-@carrying
 async def test_an_aborted_spotwide_move_keeps_its_members_at_the_source(store, group):
     with trio.fail_after(TIMEOUT):
         a_node, b_node, room, (p1, p2), _loner = group
@@ -134,7 +134,6 @@ async def test_an_aborted_spotwide_move_keeps_its_members_at_the_source(store, g
         await store.location.abort_relocation(again.fence())
 
 
-@carrying
 async def test_a_spotwide_move_released_past_relay_ready_ends_its_members(store):
     with trio.fail_after(TIMEOUT):
         a_node = await claim(store, "node-a")
@@ -154,7 +153,6 @@ async def test_a_spotwide_move_released_past_relay_ready_ends_its_members(store)
         assert stats.relay_ready == 0
 
 
-@carrying
 async def test_a_spotwide_move_waits_for_a_member_in_its_own_move(store):
     """A member moving in (a join from another node) or out of the Spot is in no state
     to be carried: the Spot's move is refused and writes nothing."""
@@ -174,7 +172,6 @@ async def test_a_spotwide_move_waits_for_a_member_in_its_own_move(store):
         assert moving.state is AuthorityState.RELOCATING
 
 
-@carrying
 async def test_a_spotwide_move_needs_room_for_every_member(store):
     with trio.fail_after(TIMEOUT):
         a_node = await claim(store, "node-a", capacity=8)
@@ -191,7 +188,6 @@ async def test_a_spotwide_move_needs_room_for_every_member(store):
                                                   members_stay=True)
 
 
-@carrying
 async def test_a_dead_lifecycle_releases_a_carried_group_with_its_spot(store):
     """The source died in the middle of a SpotWide move: restart recovery aborts the group
     with the Spot's fence and releases every record of it; none is left."""
@@ -210,22 +206,143 @@ async def test_a_dead_lifecycle_releases_a_carried_group_with_its_spot(store):
             assert await store.location.find(spot_id) is None
 
 
-@pytest.mark.parametrize("store", ["redis-cluster"], indirect=True)
-async def test_redis_cluster_refuses_to_carry_members(store):
-    """Redis Cluster: a Spot with members does not move SpotWide (its members' records
-    live in other buckets, so no script could step them with it); without members the
-    same call is a plain move."""
+# -- Redis Cluster: the members follow their Spot's step in their own buckets -------------
+
+cluster = pytest.mark.parametrize("store", ["redis-cluster"], indirect=True)
+
+
+@pytest.fixture
+def lost_follows(store, monkeypatch):
+    """The steps (``carry.FOLLOWS`` values) whose members' follows fail with
+    :class:`StoreUnavailable` after the Spot's script (a crash or an outage between the
+    parts); the set is the test's to fill."""
+    failing: set[str] = set()
+    follow = store.location.carry._follow
+
+    async def flaky(step, move, ids, *extra):
+        if step in failing:
+            raise StoreUnavailable(f"the {step} follow was lost (test)")
+        return await follow(step, move, ids, *extra)
+
+    monkeypatch.setattr(store.location.carry, "_follow", flaky)
+    return failing
+
+
+async def _relay_ready(store, room, target):
+    moving = await _begin(store, room, target)
+    sealed = await store.location.seal_relocation(moving.fence(), now=0.0)
+    return await store.location.accept_relay_ready(sealed.fence(), target=target, now=0.0)
+
+
+@cluster
+async def test_redis_cluster_members_a_commit_left_behind_follow_on_their_next_read(
+        store, group, lost_follows):
+    """The commit is the Spot's record's: it stands when its members' follows are lost,
+    and a member read later is resolved to the move's outcome (at the target, its owner
+    generation + 1); the Spot moves again once its group is resolved."""
+    with trio.fail_after(TIMEOUT):
+        a_node, b_node, room, (p1, p2), _loner = group
+        relay = await _relay_ready(store, room, b_node.owner())
+        lost_follows.add("commit")
+        moved = await store.location.commit_relocation(relay.fence(), now=0.0)
+        assert (moved.state, moved.owner) == (AuthorityState.READY, b_node.owner())
+        lost_follows.clear()
+        after = await store.location.find("p-1")
+        assert (after.state, after.owner, after.owner_generation) == (
+            AuthorityState.READY, b_node.owner(), p1.owner_generation + 1)
+        back = await _begin(store, moved, a_node.owner())  # p-2 resolved on the way
+        assert await _states(store, "p-1", "p-2") == [AuthorityState.RELOCATING] * 2
+        assert (await store.location.find("p-2")).owner_generation == (
+            p2.owner_generation + 1)
+        await store.location.abort_relocation(back.fence())
+        assert await _states(store, "room-1", "p-1", "p-2") == [AuthorityState.READY] * 3
+
+
+@cluster
+async def test_redis_cluster_members_an_abort_left_behind_return_to_the_source(
+        store, group, lost_follows):
+    with trio.fail_after(TIMEOUT):
+        a_node, b_node, room, (p1, _p2), _loner = group
+        moving = await _begin(store, room, b_node.owner())
+        lost_follows.add("abort")
+        kept = await store.location.abort_relocation(moving.fence())
+        lost_follows.clear()
+        after = await store.location.find("p-1")
+        assert (after.state, after.owner, after.owner_generation, after.container,
+                after.relocation_target) == (AuthorityState.READY, a_node.owner(),
+                                             p1.owner_generation, "room-1", None)
+        again = await _begin(store, kept, b_node.owner())  # p-2 resolved on the way
+        assert await _states(store, "p-1", "p-2") == [AuthorityState.RELOCATING] * 2
+        await store.location.abort_relocation(again.fence())
+        for p in ("p-1", "p-2"):
+            assert (await store.location.find(p)).owner == a_node.owner()
+
+
+@cluster
+async def test_redis_cluster_members_a_release_left_behind_end_with_their_spot(
+        store, lost_follows):
     with trio.fail_after(TIMEOUT):
         a_node = await claim(store, "node-a")
+        b_node = await claim(store, "node-b", lease=LEASE / 2)
+        room = await ready(store, a_node, "room-1")
+        await actor(store, a_node, "p-1", "room-1")
+        relay = await _relay_ready(store, room, b_node.owner())
+        lost_follows.add("releasing")
+        await store.location.release_relay_ready(relay.fence(), target=b_node.owner(),
+                                                 now=LEASE / 2 + 1)
+        lost_follows.clear()
+        assert await store.location.find("room-1") is None
+        assert await store.location.find("p-1") is None
+        assert await member_ids(store, "room-1") == []
+
+
+@cluster
+async def test_redis_cluster_a_dead_target_ends_members_its_commit_left_behind(
+        store, lost_follows):
+    """The target committed, its members' follows were lost, and it died: restart
+    recovery of its NodeId resolves them (they were its) and releases every record."""
+    with trio.fail_after(TIMEOUT):
+        a_node = await claim(store, "node-a", lease=LEASE * 10)
         b_node = await claim(store, "node-b")
         room = await ready(store, a_node, "room-1")
-        p = await actor(store, a_node, "p-1", "room-1")
-        with pytest.raises(InvalidOperation, match="Redis Cluster"):
+        for i in ("p-1", "p-2"):
+            await actor(store, a_node, i, "room-1")
+        relay = await _relay_ready(store, room, b_node.owner())
+        lost_follows.add("commit")
+        await store.location.commit_relocation(relay.fence(), now=0.0)
+        lost_follows.clear()
+        done = await release_dead_node(store, "node-b", now=lambda: LEASE + 1)
+        assert not done.left
+        for spot_id in ("room-1", "p-1", "p-2"):
+            assert await store.location.find(spot_id) is None
+
+
+@cluster
+async def test_redis_cluster_a_member_that_changes_as_the_move_begins_ends_the_move(
+        store, group, monkeypatch):
+    """A member that leaves between the marks' check and its own follow refuses to be
+    carried: the whole move is aborted (no member stays carried) and BeginRelocation
+    raises Unavailable (retry)."""
+    with trio.fail_after(TIMEOUT):
+        a_node, b_node, room, _members, _loner = group
+        location = store.location
+        follow = location.carry._follow
+
+        async def leave_first(step, move_, ids, *extra):
+            if step == "begin":
+                await move(store, await location.find("p-2"),
+                           a_node.descriptor.entry_spot_id)
+            return await follow(step, move_, ids, *extra)
+
+        monkeypatch.setattr(location.carry, "_follow", leave_first)
+        with pytest.raises(Unavailable, match="p-2"):
             await _begin(store, room, b_node.owner())
-        assert await store.location.find("room-1") == room
-        closing = await close(store, p)
-        await store.location.release(closing.fence())
-        moving = await _begin(store, room, b_node.owner())
+        assert await _states(store, "room-1", "p-1", "p-2") == [AuthorityState.READY] * 3
+        assert await member_ids(store, "room-1") == ["p-1"]
+        monkeypatch.setattr(location.carry, "_follow", follow)
+        moving = await _begin(store, await location.find("room-1"), b_node.owner())
+        assert await _states(store, "p-1", "p-2") == [AuthorityState.RELOCATING,
+                                                      AuthorityState.READY]
         assert moving.state is AuthorityState.RELOCATING
 
 

@@ -1121,12 +1121,9 @@ def _redis_answers():
 
 
 class CarryingAgreement(StoreAgreement):
-    """The model without Redis Cluster, which refuses to carry members
-    (``test_carried_members_conformance.py``), plus SpotWide moves that carry them: whole
-    moves of a Spot with its members, stopping at each step, and single steps on the
-    carried members' own fences (refused)."""
-
-    with_cluster = False
+    """The model plus SpotWide moves that carry members: whole moves of a Spot with its
+    members, stopping at each step, and single steps on the carried members' own fences
+    (refused)."""
 
     @rule(node=st.sampled_from(NODES), lease=st.floats(10, 60))
     def roomy_claim(self, node, lease):

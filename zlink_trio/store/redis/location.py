@@ -113,7 +113,12 @@ class RedisLocationStore:
                       *args: str | int) -> AuthorityRecord:
         reply = await self._script(what, name, key, *args)
         raise_status(reply, what)
-        return decode_record(reply[1])
+        return await self._stepped(name, reply[1])
+
+    async def _stepped(self, name: str, flat: Sequence[Any]) -> AuthorityRecord:
+        """The record script ``name`` answered (``flat``, its ``HGETALL``). Here all of a
+        step is in its script; the cluster store's members follow their Spot's step here."""
+        return decode_record(flat)
 
     # -- descriptor claims -----------------------------------------------------------------
 
@@ -426,7 +431,7 @@ class RedisLocationStore:
         if text(reply[0]) == "TARGET_ALIVE":
             raise TargetAlive(decode_record(reply[1]), float(text(reply[2])), now)
         raise_status(reply, what)
-        return decode_record(reply[2]) if int(reply[1]) else None
+        return await self._stepped("release_relay_ready", reply[2]) if int(reply[1]) else None
 
     # -- reads -----------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ Modules:
                      MOVED / ASK / TRYAGAIN
 - ``location``    -- :class:`ClusterLocationStore`: split claims, reads over buckets
 - ``membership``  -- Actor membership across two buckets: member marks, their protocol
+- ``carry``       -- SpotWide moves: the Spot's record decides, its members follow
 - ``sweep``       -- reads over every bucket: one script per master, per bucket if not
 - ``relocation``  -- the Relocation Store and the combined transactions
 """

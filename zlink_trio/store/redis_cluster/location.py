@@ -19,7 +19,8 @@ script, in the oracle's order of checks:
   linked Entry record in its bucket (fenced by owner, so a replacement is never touched).
 - **Actor membership** -- Reserve of an Actor, MoveMembership, BeginClose, members --
   spans the Actor's bucket and its container's: the member marks and their protocol
-  are ``membership``'s.
+  are ``membership``'s; a SpotWide move's members follow its steps in their own buckets
+  (``carry``).
 - **Query**, **statistics**, **orphans**, **dead_owned**: every bucket is read and
   merged in Spot ID order -- Query's listing and the statistics by one read-only
   script per master over all of its buckets (``sweep``), orphans by one script per
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Final
 from zlink_trio.core._checks import check_finite, check_int
 from zlink_trio.core._json_fields import encode_kind
 from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
-from zlink_trio.core.errors import InvalidOperation, StoreUnavailable
+from zlink_trio.core.errors import InvalidOperation, StoreUnavailable, Unavailable
 from zlink_trio.core.identity import validate_node_id, validate_spot_id
 from zlink_trio.core.records import ReservationFence
 from zlink_trio.store.redis.codec import (
@@ -51,13 +52,18 @@ from zlink_trio.store.redis.codec import (
 from zlink_trio.store.redis.codec import text as _text
 from zlink_trio.store.redis.location import RedisLocationStore, _lease, _relocation_args
 from zlink_trio.store.redis.recovery import SCAN_BUDGET
+from zlink_trio.store.redis_cluster.carry import ClusterCarry, group_of
 from zlink_trio.store.redis_cluster.keys import claim_field
 from zlink_trio.store.redis_cluster.membership import ClusterMembership
 from zlink_trio.store.redis_cluster.sweep import LISTING, STATISTICS, TOTALS, Sweep, gather
 from zlink_trio.store.rules.location import check_reserve_args, page_of, parse_cursor
 from zlink_trio.store.rules.membership import check_move_args
 from zlink_trio.store.rules.recovery import check_orphans_args
-from zlink_trio.store.rules.relocation_steps import check_target
+from zlink_trio.store.rules.relocation_steps import (
+    check_member_options,
+    check_target,
+    is_carried,
+)
 from zlink_trio.store.values import (
     MAX_PAGE_BYTES,
     MAX_PAGE_SIZE,
@@ -105,6 +111,13 @@ class ClusterLocationStore(RedisLocationStore):
         super().__init__(runner, keys)  # type: ignore[arg-type]  # same interface
         self.sweep: Final = Sweep(runner.router, keys.buckets)
         self.membership: Final = ClusterMembership(runner, keys)
+        self.carry: Final = ClusterCarry(runner, keys)
+
+    async def _stepped(self, name: str, flat: Sequence[Any]) -> AuthorityRecord:
+        """The Spot's record after its script; its carried members follow (``carry``)."""
+        record = decode_record(flat)
+        await self.carry.stepped(name, flat, record)
+        return record
 
     async def _node(self, what: str, name: str, keys: Sequence[str],
                     *args: str | int | bytes, write: bool = True) -> Any:
@@ -285,31 +298,49 @@ class ClusterLocationStore(RedisLocationStore):
                                carry_members: bool = False) -> AuthorityRecord:
         """BeginRelocation: an Actor's mark in its next container's bucket first (checked
         for the target), then the bucket script, which checks a Spot's own marks as
-        BeginClose does unless its members stay (``membership``); see the protocol."""
+        BeginClose does unless its members stay (``membership``); a Spot that carries its
+        members writes them as its group, and they follow (``carry``); see the protocol."""
         check_finite(now, "now")
         check_target(target)
+        check_member_options(members_stay=members_stay, carry_members=carry_members)
         if container is not None:
             validate_spot_id(container)
         spot_id = fence.spot_id
         what = f"begin_relocation of {spot_id!r}"
-        mark = (None if container is None
-                else await self.membership.mark(what, container, spot_id, target))
-        reply = await self.membership.settle(
-            what, "begin_relocation", spot_id,
-            [self._keys.spot(spot_id), self._keys.bans(spot_id), self._keys.members(spot_id)],
-            [*_relocation_args(fence, target, now, container, members_stay, carry_members),
-             "" if mark is None else mark.token])
-        if mark is not None:
-            used = _text(reply[0]) == "OK" and mark.token != "" and _field(
-                reply[1], "nmt") == mark.token
-            await self.membership.conclude(mark, reply, what, used=used)
+        for _ in range(2):  # a group an ended move left is resolved once, then again
+            mark = (None if container is None
+                    else await self.membership.mark(what, container, spot_id, target))
+            reply = await self.membership.settle(
+                what, "begin_relocation", spot_id,
+                [self._keys.spot(spot_id), self._keys.bans(spot_id),
+                 self._keys.members(spot_id)],
+                [*_relocation_args(fence, target, now, container, members_stay,
+                                   carry_members), "" if mark is None else mark.token],
+                carry=fence.owner if carry_members else None)
+            if mark is not None:
+                used = _text(reply[0]) == "OK" and mark.token != "" and _field(
+                    reply[1], "nmt") == mark.token
+                await self.membership.conclude(mark, reply, what, used=used)
+            if _text(reply[0]) != "GROUP":
+                break
+            await self.carry.settle(reply[1])
         if carry_members and _text(reply[0]) == "MEMBERS":
-            raise InvalidOperation(
-                f"{spot_id!r} has Actor members, and Redis Cluster does not move a Spot "
-                "with its members (their records live in other buckets than the Spot's, "
-                "so no script could step them together; docs/decisions.md): make them "
-                "leave first, or declare the Spot's unit PerActor")
-        return self._relocating(reply, what, fence)
+            raise Unavailable(f"{spot_id!r} moves with its members, and Actors kept joining "
+                              "or leaving it while the move began; retry")
+        record = self._relocating(reply, what, fence)
+        group = group_of(reply[1])
+        if group:
+            await self.carry.begin(record, group, target=target,
+                                   abort=lambda: self.abort_relocation(record.fence()))
+        return record
+
+    async def find(self, spot_id: str) -> AuthorityRecord | None:
+        """The record or ``None``; a carried member left behind by its Spot's move is
+        resolved first (``carry``)."""
+        record = await super().find(spot_id)
+        if record is not None and is_carried(record) and await self.carry.resolve(spot_id):
+            record = await super().find(spot_id)
+        return record
 
     # -- reads over every bucket -----------------------------------------------------------
 
@@ -423,8 +454,16 @@ class ClusterLocationStore(RedisLocationStore):
 
     async def dead_owned(self, node_id: str, *, now: float, after: str | None = None,
                          limit: int = 1000) -> list[AuthorityRecord]:
-        """Every record of a dead lifecycle (every bucket); see the protocol."""
-        return await self._owned(node_id, now=now, after=after, limit=limit, mode="owned")
+        """Every record of a dead lifecycle (every bucket), carried members left behind
+        by their Spot's move resolved first (``carry``); see the protocol."""
+        found = await self._owned(node_id, now=now, after=after, limit=limit, mode="owned")
+        left = [r.spot_id for r in found if is_carried(r)]
+        if left and any(await gather([self._resolver(i) for i in left])):
+            found = await self._owned(node_id, now=now, after=after, limit=limit, mode="owned")
+        return found
+
+    def _resolver(self, actor_id: str) -> Callable[[], Awaitable[bool]]:
+        return lambda: self.carry.resolve(actor_id)
 
 
 def _add(totals: list[int], values: Sequence[Any]) -> None:

@@ -137,13 +137,50 @@ local function members_remain(r, first)
   if redis.call('SCARD', mk) == 0 then return nil end
   return {'MARKS', redis.call('HGETALL', spot_key(r.id)), redis.call('SMEMBERS', mk)}
 end
--- A Spot's members live in other buckets: no move carries them (docs/decisions.md).
--- carry_check checks the marks as BeginRelocation without members does (a Spot with
--- members is refused: redis_cluster.location words it), and carried finds none.
+-- A SpotWide move's carried members live in other buckets (redis_cluster.carry): the
+-- Spot's record keeps their Actor IDs ('grp', JSON) from BeginRelocation until every
+-- one has followed the move's end; the Spot's steps count them from there, and the
+-- members' own steps are carry_follow's, in their buckets. carried finds none here.
+local CARRY = nil
 local function carried(r) return {} end
+local function group_ids(r)
+  if CARRY then return CARRY end
+  if r.grp then return cjson.decode(r.grp) end
+  return {}
+end
+local function group_count(r, group) return #group_ids(r) end
+local function group_write(key)
+  if CARRY and #CARRY > 0 then redis.call('HSET', key, 'grp', cjson.encode(CARRY)) end
+end
+local function group_left(r)
+  if r.grp then return {'GROUP', redis.call('HGETALL', spot_key(r.id))} end
+  return nil
+end
+-- BeginRelocation with carry_members: the marks ARGV[first..] were checked -- dropped,
+-- or accepted as members when '+'-prefixed. When every mark left is accepted, their
+-- Actors are the group (CARRY); else {'MARKS', record, marks}: the caller checks them.
 local function carry_check(r, first)
-  local err = members_remain(r, first)
-  if err then return nil, err end
+  local mk = members_key(r.id)
+  local accepted = {}
+  for i = first, #ARGV do
+    local a = ARGV[i]
+    if string.sub(a, 1, 1) == '+' then accepted[string.sub(a, 2)] = true
+    else redis.call('SREM', mk, a) end
+  end
+  local marks = redis.call('SMEMBERS', mk)
+  local ids, seen = {}, {}
+  for _, m in ipairs(marks) do
+    if not accepted[m] then
+      return nil, {'MARKS', redis.call('HGETALL', spot_key(r.id)), marks}
+    end
+    local id = string.match(m, '^[^:]*:(.*)$')
+    if not seen[id] then
+      seen[id] = true
+      ids[#ids + 1] = id
+    end
+  end
+  table.sort(ids)
+  CARRY = ids
   return {}
 end
 """
@@ -226,13 +263,111 @@ return {'OK', t}
 """
 
 # A mark's check, in the Actor's bucket (``membership``). KEYS: the Actor's spot key, its
-# bans. ARGV: P, R, container, token. {'OK', 1} when the Actor's record names the
-# container (as its container, or as its next one while it moves); else the token is
-# banned (no join may use it any more) and {'OK', 0}.
+# bans. ARGV: P, R, container, token. {'OK', 1, record} when the Actor's record names
+# the container (as its container, or as its next one while it moves); else the token
+# is banned (no join may use it any more) and {'OK', 0}.
 _MEMBER_VERIFY: Final = r"""
 local r = rec(KEYS[1])
-if r and (r.container == ARGV[3] or r.nc == ARGV[3]) then return {'OK', 1} end
+if r and (r.container == ARGV[3] or r.nc == ARGV[3]) then
+  return {'OK', 1, redis.call('HGETALL', KEYS[1])}
+end
 redis.call('SADD', KEYS[2], ARGV[4])
+return {'OK', 0}
+"""
+
+# A carried member follows its Spot's step, in its own bucket (``carry``). KEYS: the
+# Actor's spot key. ARGV: P, R, step (begin, sealing, relay, commit, abort, releasing), the
+# Spot's ID, generation and owner generation when the move began, then for 'begin' the
+# source's rid and lc and the target's. The member is the move's while it is carried in
+# that Spot with those generations ('cgen', 'cog'). {'OK', 1} when it wrote, {'OK', 0}
+# when it had nothing to do; refusals: 'begin' {'MEMBER', record} (not a Ready member of
+# the Spot at the source, in no move of its own), NOT_SERVED, SPENT; 'sealing' {'MEMBER'}
+# when the member is not the move's. Every later step walks the chart from where the
+# member stands (a step that failed halfway is made up here).
+_CARRY_FOLLOW: Final = r"""
+local m = rec(KEYS[1])
+local what, spot, cgen, cog = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local ours = m ~= nil and is_carried(m) and m.container == spot and m.cgen == cgen
+  and m.cog == cog
+local function refused()
+  if m == nil then return {'MEMBER', {}} end
+  return {'MEMBER', redis.call('HGETALL', KEYS[1])}
+end
+local function walk(events)
+  local state = m.state
+  for _, ev in ipairs(events) do
+    local new, serr = step(state, ev)
+    if serr then return nil, serr end
+    state = new
+  end
+  return state
+end
+if what == 'begin' then
+  local srid, slc, trid, tlc = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
+  if ours then return {'OK', 0} end
+  if not (m and m.kind == 'actor' and m.state == ST_READY and m.orid == srid
+          and m.olc == slc and m.container == spot and not m.nc) then
+    return refused()
+  end
+  if not serves(m.mesh, trid, m.type, m.kind) then
+    return {'NOT_SERVED', trid, m.type, m.kind}
+  end
+  if m.ver == MAXGEN then return {'SPENT'} end
+  local new, serr = step(m.state, EV_BEGIN_RELOCATION)
+  if serr then return serr end
+  redis.call('HSET', KEYS[1], 'trid', trid, 'tlc', tlc, 'cgen', cgen, 'cog', cog)
+  transition(KEYS[1], m.state, new)
+  return {'OK', 1}
+end
+if not ours then
+  if what == 'sealing' then return refused() end
+  return {'OK', 0}
+end
+if what == 'releasing' then
+  drop_record(m)  -- its unit went back with the Spot's (ReleaseRelayReady)
+  return {'OK', 1}
+end
+if m.ver == MAXGEN then return {'SPENT'} end
+local events
+if what == 'sealing' or what == 'relay' then
+  local want = what == 'sealing' and ST_SEALED or ST_RELAY_READY
+  if m.state == want or m.state == ST_RELAY_READY then return {'OK', 0} end
+  events = {EV_SEAL, EV_ACCEPT_RELAY_READY}
+  if m.state == ST_SEALED then events = {EV_ACCEPT_RELAY_READY} end
+  if what == 'sealing' then events = {EV_SEAL} end
+elseif what == 'commit' then
+  if m.ogen == MAXGEN then return {'SPENT'} end
+  events = {EV_COMMIT_RELOCATION}
+  if m.state == ST_SEALED then events = {EV_ACCEPT_RELAY_READY, EV_COMMIT_RELOCATION} end
+  if m.state == ST_RELOCATING then
+    events = {EV_SEAL, EV_ACCEPT_RELAY_READY, EV_COMMIT_RELOCATION}
+  end
+elseif what == 'abort' then
+  if m.state == ST_RELAY_READY then return {'OK', 0} end  -- (its Spot cannot abort then)
+  events = {EV_ABORT_RELOCATION}
+else
+  return {'INVALID', 'carry_step', what}
+end
+local new, serr = walk(events)
+if serr then return serr end
+if what == 'commit' then
+  redis.call('HSET', KEYS[1], 'orid', m.trid, 'olc', m.tlc)
+  redis.call('HINCRBY', KEYS[1], 'ogen', 1)
+end
+if new == ST_READY then redis.call('HDEL', KEYS[1], 'trid', 'tlc', 'cgen', 'cog') end
+transition(KEYS[1], m.state, new)
+return {'OK', 1}
+"""
+
+# The end of a move's group, in its Spot's bucket (``carry``): every carried member
+# followed. KEYS: the Spot's spot key. ARGV: P, R, gen, ogen. Drops the group of the
+# Ready record of those generations. {'OK', 1} when it did.
+_GROUP_DONE: Final = r"""
+local r = rec(KEYS[1])
+if r and r.grp and r.gen == ARGV[3] and r.ogen == ARGV[4] and r.state == ST_READY then
+  redis.call('HDEL', KEYS[1], 'grp')
+  return {'OK', 1}
+end
 return {'OK', 0}
 """
 
@@ -296,6 +431,8 @@ BUCKET_SCRIPTS: Final = {
     "reserve": bucket_script(_RESERVE),
     "member_mark": bucket_script(_MEMBER_MARK),
     "member_verify": bucket_script(_MEMBER_VERIFY),
+    "carry_follow": bucket_script(_CARRY_FOLLOW),
+    "group_done": bucket_script(_GROUP_DONE),
     "finish_first_record": bucket_script(_FINISH_FIRST_RECORD),
     "entry": bucket_script(_ENTRY),
     "entry_drop": bucket_script(_ENTRY_DROP),

@@ -46,7 +46,10 @@ less. Each transaction is split in ordered parts, each one script in one bucket:
     does not move with members (the oracle's :class:`InvalidOperation`), and it becomes
     Relocating in the script that found no mark left -- unless its members stay
     (``members_stay``, a PerActor Spot): then its marks are not checked and stay as they
-    are (the Spot's ID, and so its bucket, does not change).
+    are (the Spot's ID, and so its bucket, does not change) -- or are carried
+    (``carry_members``, a SpotWide Spot): then each mark checked as a member must be one
+    a move can carry, and the script takes the marks so checked as the move's group
+    (``carry``); a mark it has not seen checked is checked in the next round.
 (e) **An Actor's move to another node** (BeginRelocation naming its container at the
     target) marks the **next** container first -- ``member_mark`` with the *target* as
     the owner, so the mark script makes the oracle's ``check_container(container,
@@ -96,6 +99,7 @@ from zlink_trio.core._checks import check_finite, check_generation
 from zlink_trio.core.identity import validate_spot_id
 from zlink_trio.store.redis.codec import decode_record, raise_status, text
 from zlink_trio.store.redis_cluster.sweep import gather
+from zlink_trio.store.rules.relocation_steps import member_refusal
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -174,16 +178,16 @@ class ClusterMembership:
         if text(reply[0]) == "JOIN_REFUSED":
             raise_status(mark.refusal, what)
 
-    async def verify(self, what: str, container: str, member: str) -> bool:
-        """Part (d): whether the Actor of mark ``member`` names ``container`` (as
-        container or next container); when not, its token is banned in the Actor's
-        bucket (one script there)."""
+    async def verify(self, what: str, container: str, member: str) -> Sequence[Any] | None:
+        """Part (d): the record of the Actor of mark ``member`` when it names ``container``
+        (as container or next container); when not, ``None``, and its token is banned in
+        the Actor's bucket (one script there)."""
         token, _, actor_id = member.partition(":")
         reply: Sequence[Any] = await self._run.script(
             what, "member_verify", [self._keys.spot(actor_id), self._keys.bans(actor_id)],
             [container, token])
         raise_status(reply, what)
-        return bool(int(reply[1]))
+        return reply[2] if int(reply[1]) else None
 
     # -- the transactions --------------------------------------------------------------
 
@@ -209,18 +213,24 @@ class ClusterMembership:
         return decode_record(reply[1])
 
     async def settle(self, what: str, name: str, spot_id: str, keys: Sequence[str],
-                     args: Sequence[str | int]) -> Sequence[Any]:
+                     args: Sequence[str | int], *,
+                     carry: OwnerFence | None = None) -> Sequence[Any]:
         """Run bucket script ``name`` on ``spot_id``, whose members check answers the
         marks it finds (``MARKS``), until no mark is left unchecked: part (d) between
         the rounds (the marks checked gone are dropped by the next round's script, after
-        ``args``). The script's last reply; when marks are left, ``{'MEMBERS', record,
-        Actors marked}`` as one Redis answers (BeginClose, BeginRelocation of a Spot)."""
+        ``args``; when the Spot owned by ``carry`` moves with its members, each member
+        checked must be one a move can carry (``member_refusal`` is raised before the
+        next round), and its mark follows, ``+``-prefixed, for the script to take it into
+        its group: ``carry``)
+        The script's last reply; when marks are left, ``{'MEMBERS', record, Actors
+        marked}`` as one Redis answers (BeginClose, BeginRelocation of a Spot)."""
         members: set[str] = set()  # marks checked: their Actors name the Spot
         drop: list[str] = []  # marks checked gone (their tokens banned)
         marks: list[str] = []
         reply: Sequence[Any] = ()
         for _ in range(CLOSE_ROUNDS):
-            reply = await self._run.script(what, name, keys, [*args, *drop])
+            accepted = [] if carry is None else [f"+{m}" for m in sorted(members)]
+            reply = await self._run.script(what, name, keys, [*args, *drop, *accepted])
             if text(reply[0]) != "MARKS":
                 return reply
             marks = [text(m) for m in reply[2]]
@@ -228,12 +238,18 @@ class ClusterMembership:
             if not unchecked:
                 break
             found = await gather([self._verifier(what, spot_id, m) for m in unchecked])
-            drop = [m for m, member in zip(unchecked, found, strict=True) if not member]
-            members.update(m for m, member in zip(unchecked, found, strict=True) if member)
+            drop = [m for m, flat in zip(unchecked, found, strict=True) if flat is None]
+            checked = [(m, flat) for m, flat in zip(unchecked, found, strict=True) if flat]
+            refusals = [] if carry is None else [
+                member_refusal(spot_id, decode_record(flat), carry) for _, flat in checked]
+            for refusal in refusals:
+                if refusal is not None:
+                    raise refusal
+            members.update(m for m, _ in checked)
         return ["MEMBERS", reply[1], len({actor_of(m) for m in marks})]
 
     def _verifier(self, what: str, container: str,
-                  member: str) -> Callable[[], Awaitable[bool]]:
+                  member: str) -> Callable[[], Awaitable[Sequence[Any] | None]]:
         return lambda: self.verify(what, container, member)
 
     async def members(self, container: str) -> list[AuthorityRecord]:

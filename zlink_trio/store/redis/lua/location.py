@@ -275,6 +275,8 @@ end
 if not fence_ok or r.state ~= ST_READY then return stale(KEYS[1]) end
 if r.kind == 'entry' then return {'INVALID', 'entry', ''} end
 if (r.kind == 'actor') ~= (container ~= '') then return {'MOVE_CONTAINER'} end
+local left = group_left(r)
+if left then return left end
 local group = {}
 if ARGV[11] == 'c' then
   local gerr
@@ -297,7 +299,7 @@ for _, g in ipairs(group) do
   end
 end
 local load = load_of(r.mesh, trid, tlc)
-if load + #group >= tonumber(tc.cap) then
+if load + group_count(r, group) >= tonumber(tc.cap) then
   return {'CAPACITY', trid, tostring(load), tc.cap}
 end
 if container ~= '' then
@@ -317,11 +319,12 @@ if container ~= '' then  -- a member of both until the move ends: neither closes
   join_write(KEYS[1], r.id, container, ARGV[12], true)
 end
 transition(KEYS[1], r.state, new)
+group_write(KEYS[1])
 for _, g in ipairs(group) do
   redis.call('HSET', g[1], 'trid', trid, 'tlc', tlc)
   transition(g[1], g[2].state, new)
 end
-shift(load_key(r.mesh, trid, tlc), 'pending', 1 + #group)
+shift(load_key(r.mesh, trid, tlc), 'pending', 1 + group_count(r, group))
 return reply(KEYS[1])
 """
 
@@ -388,7 +391,7 @@ for _, g in ipairs(group) do
   redis.call('HINCRBY', g[1], 'ogen', 1)
   transition(g[1], g[2].state, new)
 end
-local moving = 1 + #group
+local moving = 1 + group_count(r, group)
 redis.call('HSET', KEYS[1], 'orid', r.trid, 'olc', r.tlc)
 redis.call('HDEL', KEYS[1], 'trid', 'tlc', 'mr', 'msh', 'msz')
 if r.nc then  -- a moving Actor: its next container becomes its container
@@ -431,7 +434,7 @@ if r.nc then  -- a moving Actor stays in its container only (a member still when
   redis.call('HDEL', KEYS[1], 'nc', 'nmt')
 end
 transition(KEYS[1], r.state, new)
-shift(load_key(r.mesh, r.trid, r.tlc), 'pending', -1 - #group)
+shift(load_key(r.mesh, r.trid, r.tlc), 'pending', -1 - group_count(r, group))
 return reply(KEYS[1])
 """
 
@@ -466,10 +469,12 @@ local serr = step_to_missing(r.state, EV_RELEASE_RELAY_READY)
 if serr then return serr end
 local before = redis.call('HGETALL', KEYS[1])
 local group = carried(r)
--- writes: the carried members end with their Spot
+local n = group_count(r, group)
+-- writes: the carried members end with their Spot (their units are the source's)
 release_record(r, 'active')
-for _, g in ipairs(group) do release_record(g[2], 'active') end
-shift(load_key(r.mesh, r.trid, r.tlc), 'pending', -1 - #group)
+for _, g in ipairs(group) do drop_record(g[2]) end
+if n > 0 then shift(load_key(r.mesh, r.orid, r.olc), 'active', -n) end
+shift(load_key(r.mesh, r.trid, r.tlc), 'pending', -1 - n)
 return {'OK', 1, before}
 """
 

@@ -140,6 +140,13 @@ local function carried(r)
   if r.kind == 'actor' then return {} end
   return members_of(r, is_carried)
 end
+-- How many members the move of r carries (group: carried(r) or carry_check's).
+local function group_count(r, group) return #group end
+-- Where a move keeps its group apart from its members' records (Redis Cluster only):
+-- BeginRelocation's write of it on the record at key, and a step's refusal of r while
+-- an ended move's group has not followed yet (nil: never here).
+local function group_write(key) end
+local function group_left(r) return nil end
 -- BeginRelocation with carry_members: r's members, each a Ready Actor of r's owner in r
 -- and in no move of its own ({key, record} pairs), or nil and {'MEMBER', r, member}
 -- (codec: member_refusal). first: unused here (Redis Cluster).
@@ -188,8 +195,9 @@ class PreludeLayout:
     #: ``owner_claim``, ``load_of`` and ``serves``.
     owner: str
     #: Actor membership: ``leave``, ``join_check``, ``join_write``, ``members_remain``,
-    #: ``carried`` and ``carry_check`` (they may call ``container_refusal`` and
-    #: ``is_carried``; the shared ``unmember`` calls ``leave``).
+    #: ``carried``, ``carry_check``, ``group_count``, ``group_write`` and ``group_left``
+    #: (they may call ``container_refusal`` and ``is_carried``; the shared ``unmember``
+    #: calls ``leave``).
     members: str
     #: ``next_gen`` and ``issue_gen``.
     generation: str
