@@ -204,6 +204,8 @@ def downgrade(path, version):
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("BEGIN IMMEDIATE")
+        if version < 4:  # no durable state
+            conn.execute("DROP TABLE loc_state")
         if version < 3:  # no container columns nor indexes; no Actor row to lose
             assert conn.execute("SELECT count(*) FROM loc_records WHERE container IS NOT "
                                 "NULL OR next_container IS NOT NULL").fetchone() == (0,)
@@ -262,6 +264,30 @@ async def test_a_version_1_file_is_migrated_to_name_relocation_payloads(db_path)
         finally:
             conn.close()
         assert missing == (0,)
+
+
+async def test_a_version_3_file_is_migrated_to_keep_durable_state(db_path):
+    # Version 4: a Spot's durable state lives in ``loc_state`` (store.state_steps). A
+    # version-3 file -- no such table -- gets it at open: every record reads back as it
+    # was, and its Spots save and load state.
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path)) as store:
+            a = await claim(store, "node-a", lease=100.0)
+            room = await store.location.commit_ready(await reserve(store, a, "room-1"),
+                                                     now=1.0)
+            before = await snapshot(store)
+        downgrade(db_path, 3)
+        conn = sqlite3.connect(db_path)
+        try:
+            assert conn.execute("SELECT count(*) FROM sqlite_schema WHERE name = "
+                                "'loc_state'").fetchone() == (0,)
+        finally:
+            conn.close()
+        async with open_store(url_of(db_path)) as store:
+            assert await snapshot(store) == before
+            saved = await store.location.save_state(room.fence(), b"kept", now=1.0)
+            assert await store.location.load_state("room-1") == saved
+        assert layout(db_path)[0] == SCHEMA_VERSION
 
 
 async def test_a_version_2_file_is_migrated_to_hold_actor_membership(db_path, tmp_path):
@@ -344,6 +370,7 @@ async def test_a_release_that_knows_only_version_2_refuses_a_version_3_file(db_p
             c = await claim(store, "node-a", lease=100.0)
             await reserve(store, c, "p-1", kind=SpotKind.ACTOR, stable_type="player",
                           container=c.descriptor.entry_spot_id)
+        downgrade(db_path, 3)
         before = layout(db_path)
         assert before[0] == 3
         monkeypatch.setattr(schema, "SCHEMA_VERSION", 2)

@@ -119,6 +119,7 @@ from zlink_trio.store import (
 )
 from zlink_trio.store.rules.location import capacity_key
 from zlink_trio.store.rules.relocation_store import receipt_of
+from zlink_trio.store.values import SavedState
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -168,7 +169,7 @@ def norm(value: object, oracle: Callable[[int], int] | None = None) -> object:
                    if isinstance(value, MembersRemain) else None)
         return ("raised", type(value).__module__, type(value).__qualname__, current)
     if oracle is not None and isinstance(value, AuthorityRecord | ReservationFence
-                                         | AuthorityFence):
+                                         | AuthorityFence | SavedState):
         value = attrs.evolve(value, object_generation=oracle(value.object_generation))
     if isinstance(value, AuthorityRecord | NodeClaim):
         return (type(value).__name__, value.to_json())
@@ -189,7 +190,7 @@ def generations_in(value: object) -> list[tuple[str, int]]:
         return generations_in(value.current)
     if isinstance(value, MembersRemain):
         return generations_in(value.record)
-    if isinstance(value, AuthorityRecord | ReservationFence | AuthorityFence):
+    if isinstance(value, AuthorityRecord | ReservationFence | AuthorityFence | SavedState):
         return [(value.spot_id, value.object_generation)]
     if isinstance(value, Page):
         return generations_in(value.records)
@@ -615,6 +616,27 @@ class StoreAgreement(RuleBasedStateMachine):
         expected = max(1, (r.store_version if r else 1) + version)
         self.run("remove_recovery_pointer", lambda s: s.location.remove_recovery_pointer(
             spot_id, object_generation=self.at(s, generation), expected_version=expected))
+
+    # -- durable state --------------------------------------------------------------------------
+
+    @rule(spot=index, how=st.sampled_from(TWEAKS), clear=st.booleans(),
+          data=st.sampled_from((b"", b"a", b"state")))
+    def write_state(self, spot, how, clear, data):
+        """A save or a clear, mostly with the record's own fence, sometimes a stale one."""
+        r = self.record(self.spot_of(spot))
+        if r is None:
+            return
+        fence, now = tweak(r.fence(), how), self.now
+        if clear:
+            self.run("clear_state", lambda s: s.location.clear_state(self.at(s, fence), now=now))
+        else:
+            self.run("save_state", lambda s: s.location.save_state(self.at(s, fence), data,
+                                                                   now=now))
+
+    @rule(spot=index)
+    def load_state(self, spot):
+        spot_id = self.spot_of(spot)
+        self.run("load_state", lambda s: s.location.load_state(spot_id))
 
     # -- Actor membership ----------------------------------------------------------------------
 

@@ -14,6 +14,8 @@ Modules:
                    store with nothing to wait for (``memory://``), asked with ``immediate_of``
 - ``relocation_steps`` -- :class:`RelocationSteps`: the planned-move part of the
                    Location Store contract (begin, seal, accept relay-ready, commit, abort)
+- ``state_steps`` -- :class:`StateSteps`: a Spot's durable state, the part of the
+                   Location Store contract that only the current owner writes
 - ``values``    -- the frozen values and errors the protocols return or raise
                    (:class:`Page`, :class:`InboxRecord`, statistics, :class:`AuthorityExists`, ...)
 - ``open``      -- :func:`open_store` and the URL schemes (:data:`SCHEMES`); with

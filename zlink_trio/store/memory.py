@@ -37,6 +37,7 @@ from zlink_trio.store.rules import location as loc
 from zlink_trio.store.rules import operator as ops
 from zlink_trio.store.rules import relocation_steps as steps
 from zlink_trio.store.rules import relocation_store as rel
+from zlink_trio.store.rules import state as spot_state
 
 if TYPE_CHECKING:
     from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
         LocationStatistics,
         Page,
         RelocationStatistics,
+        SavedState,
     )
 
 __all__ = ("MemoryCombined", "MemoryLocationStore", "MemoryRelocationStore", "MemoryStore")
@@ -180,6 +182,22 @@ class MemoryLocationStore:
         return loc.txn_remove_recovery_pointer(self.state, spot_id,
                                                object_generation=object_generation,
                                                expected_version=expected_version)
+
+    async def save_state(self, fence: AuthorityFence, data: bytes, *,
+                         now: float) -> SavedState:
+        """SaveState (one transaction); see ``StateSteps.save_state``."""
+        await trio.lowlevel.checkpoint()
+        return spot_state.txn_save_state(self.state, fence, data, now=now)
+
+    async def load_state(self, spot_id: str) -> SavedState | None:
+        """LoadState (one read); see ``StateSteps.load_state``."""
+        await trio.lowlevel.checkpoint()
+        return spot_state.txn_load_state(self.state, spot_id)
+
+    async def clear_state(self, fence: AuthorityFence, *, now: float) -> bool:
+        """ClearState (one transaction); see ``StateSteps.clear_state``."""
+        await trio.lowlevel.checkpoint()
+        return spot_state.txn_clear_state(self.state, fence, now=now)
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
                                now: float, container: str | None = None,

@@ -20,6 +20,7 @@ __all__ = (
     "MAX_INBOX_READ",
     "MAX_PAGE_BYTES",
     "MAX_PAGE_SIZE",
+    "MAX_STATE_BYTES",
     "AuthorityExists",
     "FirstRecordCleanup",
     "InboxRecord",
@@ -30,6 +31,7 @@ __all__ = (
     "Page",
     "RelocationStatistics",
     "RootIntegrityError",
+    "SavedState",
     "TargetAlive",
 )
 
@@ -39,6 +41,8 @@ MAX_PAGE_SIZE: Final = 1000
 MAX_PAGE_BYTES: Final = 4 * 1024 * 1024
 #: Largest ``limit`` of one inbox read.
 MAX_INBOX_READ: Final = 1000
+#: Largest durable state of one Spot, bytes (``save_state``).
+MAX_STATE_BYTES: Final = 4 * 1024 * 1024
 
 
 class AuthorityExists(AlreadyExists):
@@ -163,6 +167,19 @@ class Page:
 
     records: tuple[AuthorityRecord, ...]
     next_cursor: str | None
+
+
+@attrs.frozen
+class SavedState:
+    """A Spot's durable state as the Location Store keeps it (``save_state``)."""
+
+    spot_id: str
+    data: bytes
+    #: 1 for the first save of this Spot ID, one more for each save after it (a
+    #: ``clear_state`` starts again at 1).
+    version: int
+    #: The ObjectGeneration of the incarnation that saved it.
+    object_generation: int
 
 
 @attrs.frozen

@@ -8,6 +8,8 @@ from the URL's ``?prefix=``, default ``zlink``)::
     P spot:{<spot_id>}                          hash: one authority record
     P members:{<spot_id>}                       set: the IDs of the Actors whose
                                                 records name this container
+    P state:{<spot_id>}                         hash: a Spot's durable state: version
+                                                ``v``, ObjectGeneration ``g``, bytes ``d``
     P node:{<node_rid>}:claim:<mesh>            hash: one descriptor claim
     P node:{<node_rid>}:load:<lifecycle>:<mesh> hash: pending / active capacity units
     P meta:{m}:seq                              the store-wide ObjectGeneration sequence
@@ -122,6 +124,10 @@ class Keys:
     def members(self, container: str) -> str:
         """The set of the Actor IDs whose records name ``container``."""
         return f"{self.location}members:{{{container}}}"
+
+    def state(self, spot_id: str) -> str:
+        """The durable state of ``spot_id`` (beside its record: the same hash tag)."""
+        return f"{self.location}state:{{{spot_id}}}"
 
     def claim(self, mesh: str, node_rid: NodeRid) -> str:
         """The descriptor claim of ``(mesh, node_rid)``."""

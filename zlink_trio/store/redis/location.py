@@ -53,6 +53,7 @@ from zlink_trio.store.rules.relocation_steps import (
     container_mismatch,
     members_refusal,
 )
+from zlink_trio.store.rules.state import check_state_args, not_serving, stale_writer
 from zlink_trio.store.values import (
     MAX_PAGE_BYTES,
     MAX_PAGE_SIZE,
@@ -60,6 +61,7 @@ from zlink_trio.store.values import (
     NodeIdInUse,
     OwnerAlive,
     Page,
+    SavedState,
     TargetAlive,
 )
 
@@ -355,6 +357,48 @@ class RedisLocationStore:
             f"{name} of {fence.spot_id!r}", name, self._keys.spot(fence.spot_id),
             *_fence_args(fence), str(target.node_rid), target.lifecycle_generation,
             repr(float(now)))
+
+    async def _write_state(self, what: str, fence: AuthorityFence, now: float,
+                           mode: str, data: bytes = b"") -> Sequence[Any]:
+        """``write_state``: the record's check and the state's write in one script."""
+        spot_id = fence.spot_id
+        reply = _seq(await self._run.script(
+            what, "write_state", [self._keys.spot(spot_id), self._keys.state(spot_id)],
+            [*_fence_args(fence), repr(float(now)), mode, data]))
+        code = text(reply[0])
+        if code == "STATE_STALE":
+            raise stale_writer(fence, decode_record(reply[1]) if reply[1] else None)
+        if code == "STATE_IDLE":
+            raise not_serving(decode_record(reply[1]))
+        raise_status(reply, what)
+        return reply
+
+    async def save_state(self, fence: AuthorityFence, data: bytes, *,
+                         now: float) -> SavedState:
+        """SaveState (one script); see ``StateSteps.save_state``."""
+        raw = check_state_args(fence, now, data)
+        reply = await self._write_state(f"save_state of {fence.spot_id!r}", fence, now,
+                                        "save", raw)
+        return SavedState(spot_id=fence.spot_id, data=raw, version=int(reply[1]),
+                          object_generation=int(text(reply[2])))
+
+    async def load_state(self, spot_id: str) -> SavedState | None:
+        """LoadState (one ``HGETALL``); see ``StateSteps.load_state``."""
+        validate_spot_id(spot_id)
+        flat = await self._run.command(f"load_state of {spot_id!r}",
+                                       ["HGETALL", self._keys.state(spot_id)])
+        if not flat:
+            return None
+        f = dict(zip(flat[0::2], flat[1::2], strict=True))
+        return SavedState(spot_id=spot_id, data=bytes(f[b"d"]), version=int(f[b"v"]),
+                          object_generation=int(f[b"g"]))
+
+    async def clear_state(self, fence: AuthorityFence, *, now: float) -> bool:
+        """ClearState (one script); see ``StateSteps.clear_state``."""
+        check_state_args(fence, now)
+        reply = await self._write_state(f"clear_state of {fence.spot_id!r}", fence, now,
+                                        "clear")
+        return int(reply[1]) > 0
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
                                now: float, container: str | None = None,

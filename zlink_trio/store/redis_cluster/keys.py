@@ -17,6 +17,7 @@ tag ``{b<k>}``, so they live in one slot. ``P`` = ``<prefix>:loc:``, ``R`` =
                                      of the Actors whose records name the container)
     P {b<k>}:mtok                    the bucket's last issued mark token number
     P {b<k>}:bans:<actor_id>         set: mark tokens no join of the Actor may use
+    P {b<k>}:state:<spot_id>         hash: a Spot's durable state (``v g d``)
     R {b<k>}:inbox:<spot_id>:<gen>   one incarnation's inbox (``[:log]``: its records)
     R {b<k>}:root:<ref>              one root's bytes (bucket of the ref)
     R {b<k>}:stats                   hash: the bucket's Relocation Store counts
@@ -109,6 +110,10 @@ class ClusterKeys(Keys):
     def tokens(self, container: str) -> str:
         """The mark token counter of ``container``'s bucket."""
         return f"{self.location}{self._b(container)}:mtok"
+
+    def state(self, spot_id: str) -> str:
+        """The durable state of ``spot_id`` (in its bucket)."""
+        return f"{self.location}{self._b(spot_id)}:state:{spot_id}"
 
     def bans(self, actor_id: str) -> str:
         """The banned mark tokens of ``actor_id`` (in its bucket)."""

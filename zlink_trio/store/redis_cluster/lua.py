@@ -237,7 +237,7 @@ _AS_IS: Final = (
     "commit_relocation", "abort_relocation", "recovery_orphans", "rel_put_root",
     "rel_delete_root", "rel_inbox_append", "rel_inbox_read", "rel_inbox_set_cursor",
     "rel_inbox_drop", "rel_statistics", "commit_ready_with_first_record",
-    "record_relocation_payload", "move_membership",
+    "record_relocation_payload", "move_membership", "write_state",
 )
 
 # Claims are read from the facts instead of the node's claim key.

@@ -63,7 +63,7 @@ _PREFETCH: Final = {
     "commit_ready": (2,), "commit_ready_with_first_record": (2,), "begin_close": (1,),
     "seal_relocation": (2,), "accept_relay_ready": (4,), "begin_relocation": (2, 4),
     "recovery_adopt_orphan": (2, 4), "record_relocation_payload": (2,),
-    "move_membership": (1,),
+    "move_membership": (1,), "write_state": (2,),
 }
 
 

@@ -28,6 +28,8 @@ Modules (one idea each):
 - ``membership``        -- Actor membership: MoveMembership (Join and Leave on one
                            node), members, and the refusals the scripts reuse
 - ``operator``          -- the operator's ReleaseExpired and its refusals
+- ``state``             -- a Spot's durable state: SaveState, LoadState, ClearState,
+                           fenced by the writer's authority
 - ``relocation_store``  -- :class:`RelocationState`: content-addressed roots and
                            durable activation inboxes
 - ``combined``          -- the combined cold-activation transactions over both states

@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from zlink_trio.core.descriptor import NodeClaim
+    from zlink_trio.store.values import SavedState
 
 __all__ = (
     "CURSOR_PREFIX",
@@ -119,6 +120,8 @@ class LocationState:
     #: an index of ``records``, written by the same transactions (:func:`add_member`,
     #: :func:`drop_member`); a container without members has no entry.
     members: dict[str, frozenset[str]] = attrs.Factory(dict)
+    #: Spot ID -> its durable state (``store.rules.state``): outlives the records.
+    saved: dict[str, SavedState] = attrs.Factory(dict)
 
 
 def capacity_key(mesh: str, owner: OwnerFence) -> CapacityKey:

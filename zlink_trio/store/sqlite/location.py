@@ -20,15 +20,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TypeVar
 
 from zlink_trio.core._checks import check_finite, check_int
+from zlink_trio.core.identity import validate_spot_id
 from zlink_trio.core.records import AuthorityState
 from zlink_trio.store.rules import claims, membership, recovery
 from zlink_trio.store.rules import location as loc
 from zlink_trio.store.rules import operator as ops
 from zlink_trio.store.rules import relocation_steps as steps
+from zlink_trio.store.rules import state as spot_state
 from zlink_trio.store.sqlite.codec import decode_claim, decode_record
 from zlink_trio.store.sqlite.members import member_rows
 from zlink_trio.store.sqlite.view import LocationView
-from zlink_trio.store.values import MAX_PAGE_SIZE, LocationStatistics
+from zlink_trio.store.values import MAX_PAGE_SIZE, LocationStatistics, SavedState
 
 if TYPE_CHECKING:
     import sqlite3
@@ -231,6 +233,27 @@ class SqliteLocationStore:
         """RemoveRecoveryPointer (one transaction); see the protocol."""
         return await self._txn(lambda s: loc.txn_remove_recovery_pointer(
             s, spot_id, object_generation=object_generation, expected_version=expected_version))
+
+    async def save_state(self, fence: AuthorityFence, data: bytes, *,
+                         now: float) -> SavedState:
+        """SaveState (one transaction: the record's check and the ``loc_state`` row); see
+        ``StateSteps.save_state``."""
+        return await self._txn(lambda s: spot_state.txn_save_state(s, fence, data, now=now))
+
+    async def load_state(self, spot_id: str) -> SavedState | None:
+        """LoadState (one read); see ``StateSteps.load_state``."""
+        validate_spot_id(spot_id)
+
+        def body(conn: sqlite3.Connection) -> SavedState | None:
+            row = conn.execute("SELECT version, object_generation, data FROM loc_state "
+                               "WHERE spot_id = ?", (spot_id,)).fetchone()
+            return None if row is None else SavedState(
+                spot_id=spot_id, data=bytes(row[2]), version=row[0], object_generation=row[1])
+        return await self._db.read(body, single=True)
+
+    async def clear_state(self, fence: AuthorityFence, *, now: float) -> bool:
+        """ClearState (one transaction); see ``StateSteps.clear_state``."""
+        return await self._txn(lambda s: spot_state.txn_clear_state(s, fence, now=now))
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
                                now: float, container: str | None = None,

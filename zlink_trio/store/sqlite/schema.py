@@ -44,7 +44,7 @@ __all__ = (
 )
 
 #: The newest schema this code reads and writes.
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 #: ``PRAGMA application_id`` of a zlink store file ("ZLNK").
 APPLICATION_ID: Final = 0x5A4C4E4B
 #: Largest accepted busy timeout, seconds (a bound on how long a cancel may wait).
@@ -112,8 +112,17 @@ _V3: Final = (
         WHERE next_container IS NOT NULL""",
 )
 
+_V4: Final = (
+    # A Spot's durable state (``store.state_steps``), keyed by Spot ID alone: it outlives
+    # the records, so it is a table of its own, written only in a transaction that
+    # checks the writer's record (``view.LocationView.saved``).
+    """CREATE TABLE loc_state (
+        spot_id TEXT PRIMARY KEY, version INTEGER NOT NULL,
+        object_generation INTEGER NOT NULL, data BLOB NOT NULL) WITHOUT ROWID""",
+)
+
 #: Migration ``n`` takes a file from version ``n - 1`` to ``n``.
-MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _V1, 2: _V2, 3: _V3}
+MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 
 
 @attrs.frozen(kw_only=True)

@@ -10,7 +10,8 @@ table each, valid for one transaction:
 - ``get(key)`` (and ``[key]``, ``in``) loads the row on first use with one
   primary-key ``SELECT`` and caches the decoded value, so repeated reads return
   the *same object* (the oracle compares Entry records by identity);
-- ``[key] = value``, ``del``, ``pop`` change only the cache and remember the key;
+- ``[key] = value``, ``del``, ``pop`` change only the cache and remember the key
+  (``saved``, a Spot's durable state, is one more such table: ``loc_state``);
 - enumerating a view is refused (no ``__iter__``): a transaction that would
   scan a table must be written as a bounded SQL query instead.
 
@@ -53,6 +54,7 @@ from zlink_trio.store.sqlite.codec import decode_claim, decode_record, encode_cl
 from zlink_trio.store.sqlite.group_rows import SEQUENCE, GroupRows, group_of, write_capacity
 from zlink_trio.store.sqlite.members import member_ids
 from zlink_trio.store.sqlite.rowcache import ABSENT, cache_of, put
+from zlink_trio.store.values import SavedState
 
 if TYPE_CHECKING:
     import sqlite3
@@ -230,6 +232,13 @@ def _members_agree(members: Rows[str, frozenset[str]],
     return True
 
 
+def _load_saved(conn: sqlite3.Connection, spot_id: str) -> SavedState | None:
+    row = conn.execute("SELECT version, object_generation, data FROM loc_state "
+                       "WHERE spot_id = ?", (spot_id,)).fetchone()
+    return None if row is None else SavedState(spot_id=spot_id, data=bytes(row[2]),
+                                               version=row[0], object_generation=row[1])
+
+
 def _load_lifecycle(conn: sqlite3.Connection, node_id: str) -> int | None:
     value = _one(conn, "SELECT generation FROM loc_lifecycles WHERE node_id = ?", (node_id,))
     return None if value is None else int(value)
@@ -312,6 +321,7 @@ class LocationView:
         # Reads the records view, never the view itself (no cycle, as above).
         self.members: Rows[str, frozenset[str]] = Rows(
             partial(_load_members, conn, self.records))
+        self.saved: Rows[str, SavedState] = Rows(partial(_load_saved, conn))
         self._read_generation = generation
         if not generation:
             self._generation = 0
@@ -330,6 +340,7 @@ class LocationView:
             pending=self.pending,  # type: ignore[arg-type]
             active=self.active,  # type: ignore[arg-type]
             members=self.members,  # type: ignore[arg-type]
+            saved=self.saved,  # type: ignore[arg-type]
         )
 
     def flush(self) -> None:
@@ -359,6 +370,12 @@ class LocationView:
                 _write_record(conn, spot_id, record, loaded.get(spot_id))
             if cached is not None:  # after the SQL: the row the table now holds
                 put(cached, spot_id, ABSENT if record is None else record)
+        for spot_id, saved in self.saved.changes():
+            if saved is None:
+                conn.execute("DELETE FROM loc_state WHERE spot_id = ?", (spot_id,))
+            else:
+                conn.execute("INSERT OR REPLACE INTO loc_state VALUES (?, ?, ?, ?)",
+                             (spot_id, saved.version, saved.object_generation, saved.data))
         for node_id, generation in self.lifecycles.changes():
             assert generation is not None  # lifecycle generations are never deleted
             conn.execute("INSERT OR REPLACE INTO loc_lifecycles VALUES (?, ?)",
