@@ -152,3 +152,26 @@ async def test_a_state_write_checks_its_arguments(store):
                                         owner=a_node.owner(), now=0.0)).fence())
         with pytest.raises(StaleFence, match="missing"):
             await location.save_state(gone, b"y", now=0.0)
+
+
+async def test_the_close_of_a_user_spot_ends_its_state_an_instance_spots_stays(store):
+    """Release after BeginClose -- a User Spot's or an Actor's close -- deletes the state in
+    the same transaction; an Instance Spot's deactivation (the same two steps) keeps it."""
+    with trio.fail_after(TIMEOUT):
+        a_node = await claim(store, "node-a")
+        location = store.location
+        for spot_id, stable_type, kind, kept in (
+                ("room-1", "room", SpotKind.USER, False),
+                ("counter-1", "counter", SpotKind.INSTANCE, True),
+                ("p-1", "player", SpotKind.ACTOR, False)):
+            extra = {"container": "room-2"} if kind is SpotKind.ACTOR else {}
+            if extra:
+                await ready(store, a_node, "room-2")
+            record = await ready(store, a_node, spot_id, stable_type=stable_type, kind=kind,
+                                 **extra)
+            saved = await location.save_state(record.fence(), b"s", now=0.0)
+            closing = await location.begin_close(
+                spot_id, object_generation=record.object_generation, owner=a_node.owner(),
+                now=0.0)
+            assert await location.release(closing.fence()) is True
+            assert await location.load_state(spot_id) == (saved if kept else None)

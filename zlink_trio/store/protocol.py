@@ -256,7 +256,9 @@ class LocationStore(RelocationSteps, StateSteps, Protocol):
         ``True`` when it deleted the record; ``False`` when the record is gone
         or belongs to another ObjectGeneration (idempotent). Raises
         :class:`StaleFence` if the same generation is not Closing under
-        exactly the fence's owner and owner generation. No lease needed.
+        exactly the fence's owner and owner generation. No lease needed. The
+        release of a User Spot or an Actor (its close) deletes its durable state
+        in the same transaction (``StateSteps``); an Instance Spot's stays.
         """
 
     async def release_expired(self, spot_id: str, *, object_generation: int,

@@ -119,6 +119,8 @@ class SpotType:
     handlers: HandlerTable
     #: The lifecycle hooks the class defines.
     hooks: SpotHooks = SpotHooks()
+    #: The attrs class of the Spot's durable state (``state=``; docs/state.md), or None.
+    state: type[Any] | None = None
 
     def __attrs_post_init__(self) -> None:
         if type(self) is SpotType:
@@ -216,6 +218,17 @@ def _check_policy(value: object, where: str) -> RelocationPolicy:
     return value
 
 
+def _check_state(value: object, where: str) -> type[Any] | None:
+    if value is None:
+        return None
+    if not (isinstance(value, type) and attrs.has(value)):
+        raise InvalidConfiguration(
+            f"{where}: state= takes the attrs class of the durable state (the store keeps "
+            f"one value of it through the message codec), got {value!r}; decorate the "
+            "class with @attrs.frozen or @attrs.define")
+    return value
+
+
 def _check_stable_type(value: object, decorator: str) -> str:
     try:
         return validate_stable_type(value)
@@ -245,6 +258,7 @@ def _declare(
     kind: SpotKind,
     localns: Mapping[str, object],
     unit: RelocationUnit = RelocationUnit.SPOT_WIDE,
+    state: type[Any] | None = None,
 ) -> SpotType:
     decorator = _DECORATORS[kind]
     if not isinstance(cls, type):
@@ -270,30 +284,34 @@ def _declare(
         _check_constructor(cls, ("ctx", "request"))
         definition = UserSpotType(
             stable_type=stable_type, cls=cls, handlers=handlers, hooks=hooks, relocation=policy,
-            unit=unit,
+            unit=unit, state=state,
         )
     elif kind is SpotKind.ACTOR:
         _check_constructor(cls, ("ctx",))
         definition = ActorType(
-            stable_type=stable_type, cls=cls, handlers=handlers, hooks=hooks, relocation=policy
+            stable_type=stable_type, cls=cls, handlers=handlers, hooks=hooks, relocation=policy,
+            state=state,
         )
     else:
         _check_constructor(cls, ("ctx",))
         definition = InstanceSpotType(
-            stable_type=stable_type, cls=cls, handlers=handlers, hooks=hooks, relocation=policy
+            stable_type=stable_type, cls=cls, handlers=handlers, hooks=hooks, relocation=policy,
+            state=state,
         )
     setattr(cls, _ATTR, definition)
     return definition
 
 
 def instance_spot(
-    stable_type: str, *, relocation: RelocationPolicy | _Missing = _MISSING
+    stable_type: str, *, relocation: RelocationPolicy | _Missing = _MISSING,
+    state: type[Any] | None = None,
 ) -> Callable[[_C], _C]:
     """Declare the decorated class as the Instance Spot type ``stable_type``.
 
     ``relocation`` is required: one of :class:`DisableRelocation`,
-    :class:`RecreateOnRelocation`, :class:`PreserveStateWith`. The class is
-    constructed as ``cls(ctx)``; it may define ``on_activate(self)`` and
+    :class:`RecreateOnRelocation`, :class:`PreserveStateWith`. ``state``: the attrs
+    class of the Spot's durable state, kept in the store (``ctx.state``; docs/state.md).
+    The class is constructed as ``cls(ctx)``; it may define ``on_activate(self)`` and
     ``on_close(self, reason)`` (sync or async) but not ``on_create``.
 
     Returns the class unchanged except for its ``__zlink_spot__`` attribute
@@ -303,11 +321,12 @@ def instance_spot(
     """
     name = _check_stable_type(stable_type, "instance_spot")
     policy = _check_policy(relocation, f"@zl.instance_spot({name!r})")
+    kept = _check_state(state, f"@zl.instance_spot({name!r})")
 
     def decorate(cls: _C) -> _C:
         # The caller's locals resolve string annotations of classes declared in a function.
         localns = dict(sys._getframe(1).f_locals)
-        _declare(cls, name, policy, SpotKind.INSTANCE, localns)
+        _declare(cls, name, policy, SpotKind.INSTANCE, localns, state=kept)
         return cls
 
     return decorate
@@ -315,13 +334,14 @@ def instance_spot(
 
 def user_spot(
     stable_type: str, *, relocation: RelocationPolicy | _Missing = _MISSING,
-    unit: RelocationUnit = RelocationUnit.SPOT_WIDE,
+    unit: RelocationUnit = RelocationUnit.SPOT_WIDE, state: type[Any] | None = None,
 ) -> Callable[[_C], _C]:
     """Declare the decorated class as the User Spot type ``stable_type``.
 
     ``relocation`` is required, as for :func:`instance_spot`. ``unit`` says how a move
     treats the Spot's Actor members (:class:`RelocationUnit`; ``PER_ACTOR`` only with
-    :class:`RecreateOnRelocation`). The class is
+    :class:`RecreateOnRelocation`). ``state``, as for :func:`instance_spot` (the close
+    of the Spot deletes it). The class is
     constructed as ``cls(ctx, request)`` (``request`` is ``None`` when the
     create call sent none); it may define ``on_activate(self)``,
     ``on_create(self, request)`` returning ``None``, a reply or a
@@ -343,21 +363,25 @@ def user_spot(
             f"@zl.user_spot({name!r}): unit=PER_ACTOR moves the Spot without its members "
             "and carries no Spot state, so it needs relocation=zl.RecreateOnRelocation()")
 
+    kept = _check_state(state, f"@zl.user_spot({name!r})")
+
     def decorate(cls: _C) -> _C:
         localns = dict(sys._getframe(1).f_locals)
-        _declare(cls, name, policy, SpotKind.USER, localns, unit)
+        _declare(cls, name, policy, SpotKind.USER, localns, unit, kept)
         return cls
 
     return decorate
 
 
 def actor(
-    stable_type: str, *, relocation: RelocationPolicy | _Missing = _MISSING
+    stable_type: str, *, relocation: RelocationPolicy | _Missing = _MISSING,
+    state: type[Any] | None = None,
 ) -> Callable[[_C], _C]:
     """Declare the decorated class as the Actor type ``stable_type`` (docs/actors.md).
 
     ``relocation`` is required, as for :func:`instance_spot`: what a move of the Actor
-    (with its container, or on its own) does to its state. The class is constructed as
+    (with its container, or on its own) does to its state; ``state``, as for
+    :func:`instance_spot` (the Actor's close deletes it). The class is constructed as
     ``cls(ctx)``; it may define ``on_activate(self)`` and ``on_close(self, reason)``
     (sync or async) but not ``on_create``, and ``@zl.handler`` methods like a Spot.
     Stable types of Spots and Actors share one namespace on a node.
@@ -367,10 +391,11 @@ def actor(
     """
     name = _check_stable_type(stable_type, "actor")
     policy = _check_policy(relocation, f"@zl.actor({name!r})")
+    kept = _check_state(state, f"@zl.actor({name!r})")
 
     def decorate(cls: _C) -> _C:
         localns = dict(sys._getframe(1).f_locals)
-        _declare(cls, name, policy, SpotKind.ACTOR, localns)
+        _declare(cls, name, policy, SpotKind.ACTOR, localns, state=kept)
         return cls
 
     return decorate

@@ -11,6 +11,8 @@
                        writes it) and its cleanup
 ``timers``             an incarnation's timers (over ``core.timers``) and their ticks
 ``context``            ``SpotContext`` (what a Spot instance gets) and ``TimerHandle``
+``durable_state``      ``DurableState``: ``ctx.state``, the Spot's durable value, loaded
+                       before its factory and written under its authority's fence
 ``app_calls``          calling application code: hooks, ``on_close``, replies, errors
 ``catalog``            the node's local incarnations and creation attempts; their nurseries,
                        the idle sweep and shutdown

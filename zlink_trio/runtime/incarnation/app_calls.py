@@ -75,11 +75,12 @@ async def activate(spot_type: SpotType, instance: object, request: object | None
 
 
 def activates_synchronously(spot_type: SpotType) -> bool:
-    """Whether a cold activation of ``spot_type`` has nothing to await: its
-    ``on_activate`` and ``on_create`` are absent or synchronous (then :func:`activate`
-    ends without suspending)."""
+    """Whether a cold activation of ``spot_type`` has nothing to await: it keeps no
+    durable state (its load is a store read) and its ``on_activate`` and ``on_create``
+    are absent or synchronous (then :func:`activate` ends without suspending)."""
     hooks = spot_type.hooks
-    return ((hooks.on_activate is None or not hooks.on_activate.is_async)
+    return (spot_type.state is None
+            and (hooks.on_activate is None or not hooks.on_activate.is_async)
             and (hooks.on_create is None or not hooks.on_create.is_async))
 
 

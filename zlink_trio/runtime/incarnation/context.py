@@ -13,7 +13,7 @@ timers are refused.
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from zlink_trio.core.errors import InvalidOperation
 from zlink_trio.core.identity import SpotKind
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.timers import TimerId
     from zlink_trio.runtime.calls.client import SpotClient
     from zlink_trio.runtime.declaration.spot_types import SpotType
+    from zlink_trio.runtime.incarnation.durable_state import DurableState
     from zlink_trio.runtime.incarnation.timers import IncarnationTimers
     from zlink_trio.runtime.state import ActorOperations, NodeState
 
@@ -49,6 +50,8 @@ class _Incarnation(Protocol):
     def mesh(self) -> str: ...
     @property
     def timers(self) -> IncarnationTimers: ...
+    @property
+    def durable(self) -> DurableState[Any] | None: ...
 
     def add_timer(self, delay: float, callback: Callable[[], Awaitable[object]],
                   period: float | None) -> TimerId: ...
@@ -89,6 +92,19 @@ class SpotContext:
     def spot_id(self) -> str:
         """The global Spot ID."""
         return self._incarnation.spot_id
+
+    @property
+    def state(self) -> DurableState[Any]:
+        """The durable state of a type declared with ``state=`` (docs/state.md):
+        ``load()``, ``await save(value)``, ``await clear()``. Raises
+        :class:`InvalidOperation` for a type that declares none."""
+        durable = self._incarnation.durable
+        if durable is None:
+            spot_type = self._incarnation.spot_type
+            raise InvalidOperation(
+                f"{spot_type.stable_type!r} declares no durable state; declare its class "
+                "with state= on the decorator (docs/state.md)")
+        return durable
 
     @property
     def generation(self) -> int:

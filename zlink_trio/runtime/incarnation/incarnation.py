@@ -167,6 +167,7 @@ from zlink_trio.runtime.incarnation.app_calls import (
     run_on_close,
 )
 from zlink_trio.runtime.incarnation.context import SpotContext
+from zlink_trio.runtime.incarnation.durable_state import DurableState
 from zlink_trio.runtime.incarnation.first_record import (
     drop_recovery,
     record_first_completion,
@@ -274,6 +275,7 @@ class Incarnation(ParkingSlot):
         "close_fence",
         "close_reason",
         "ctx",
+        "durable",
         "first_cleanup",
         "first_record",
         "generation",
@@ -306,6 +308,9 @@ class Incarnation(ParkingSlot):
         self.state = INCARNATION.initial
         self.instance: object | None = None
         self.ctx: Final = SpotContext(self)
+        #: ``ctx.state``: the durable state, when the type declares one (docs/state.md).
+        self.durable: Final = (None if spot_type.state is None
+                               else DurableState(self, spot_type.state))
         self.lanes: Final[Lanes[Work]] = Lanes(application=rt.options.application_lane,
                                                lifecycle=rt.options.lifecycle_lane)
         self.timers: Final = IncarnationTimers()
@@ -379,6 +384,8 @@ class Incarnation(ParkingSlot):
         cancellation propagates. The caller runs :meth:`activation_failed` when this
         raises or the result is a Reject.
         """
+        if self.durable is not None:  # before the factory: ``ctx.state.load()`` answers
+            await self.durable.fetch()
         instance = self._construct(request)
         if crash_points.ARMED:
             crash_points.point("create" if self.spot_type.kind is SpotKind.USER else "cold",

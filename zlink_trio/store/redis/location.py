@@ -305,8 +305,9 @@ class RedisLocationStore:
     async def release(self, fence: AuthorityFence) -> bool:
         """Release (one script); see ``LocationStore.release``."""
         what = f"release of {fence.spot_id!r}"
-        reply = await self._script(what, "release", self._keys.spot(fence.spot_id),
-                                   *_fence_args(fence))
+        reply = _seq(await self._run.script(
+            what, "release", [self._keys.spot(fence.spot_id), self._keys.state(fence.spot_id)],
+            _fence_args(fence)))
         raise_status(reply, what)
         return bool(reply[1])
 

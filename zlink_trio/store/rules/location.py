@@ -403,6 +403,8 @@ def txn_release(state: LocationState, fence: AuthorityFence) -> bool:
         )
     step_to_missing(record.state, EV.release)
     forget(state, record)
+    if record.kind in (SpotKind.USER, SpotKind.ACTOR):  # closed: its durable state ends
+        state.saved.pop(record.spot_id, None)
     shift(state.active, capacity_key(record.mesh, record.owner), -1)
     return True
 

@@ -230,7 +230,8 @@ end
 return out
 """
 
-# ARGV: P, R, gen, ogen, rid, lc.
+# KEYS: spot key, state key. ARGV: P, R, gen, ogen, rid, lc. The close of a User Spot or
+# an Actor ends its durable state too (store.rules.location.txn_release).
 _RELEASE: Final = r"""
 local r = rec(KEYS[1])
 if r == nil or r.gen ~= ARGV[3] then return {'OK', 0} end
@@ -240,6 +241,7 @@ end
 local serr = step_to_missing(r.state, EV_RELEASE)
 if serr then return serr end
 release_record(r, 'active')
+if r.kind == 'user' or r.kind == 'actor' then redis.call('DEL', KEYS[2]) end
 return {'OK', 1}
 """
 

@@ -1,0 +1,120 @@
+"""A Spot's durable state as its code sees it: ``ctx.state`` (docs/state.md).
+
+Theory of operation
+-------------------
+A Spot or Actor type declared with ``state=SomeAttrsClass`` keeps one value of that
+class in the node's store under its ID, beside its authority (``store.state_steps``).
+The value outlives the incarnation that saved it -- idle eviction, a crash and
+restart recovery, a move -- until ``clear()`` or the close of a User Spot or an Actor.
+
+The incarnation loads it before its factory runs (:meth:`DurableState.fetch`, awaited
+by ``Incarnation.build``), so ``ctx.state.load()`` answers at once, in ``__init__``
+too. ``save`` and ``clear`` write through the store with this incarnation's fence, and
+the store checks that fence against the authority record in the same transaction: the
+write happens only while this incarnation owns the Spot with a live lease and serves
+it. Otherwise it raises (:class:`StaleFence` when another incarnation owns the Spot
+now, :class:`Unavailable` when this one cannot act) and nothing was written -- what
+``load()`` returns stays the last value saved. A zombie incarnation (paused past its
+lease, cut off from the store) therefore never overwrites its successor's state.
+
+The fence needs the record's owner generation, which a move raises; this incarnation
+reads it once, at its first write, and keeps it (an incarnation never changes owner:
+a move ends it here and builds another at the target).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+
+from zlink_trio.core.errors import InvalidOperation, RemoteProtocolError, StaleFence
+from zlink_trio.core.records import AuthorityFence
+
+if TYPE_CHECKING:
+    from zlink_trio.runtime.state import NodeState
+
+__all__ = ("DurableState",)
+
+T = TypeVar("T")
+
+
+class _Owner(Protocol):
+    """What the state reads of its incarnation (a Protocol: no import cycle)."""
+
+    @property
+    def rt(self) -> NodeState: ...
+    @property
+    def spot_id(self) -> str: ...
+    @property
+    def generation(self) -> int: ...
+
+
+class DurableState(Generic[T]):
+    """``ctx.state``: the Spot's durable value of its declared ``state`` class."""
+
+    __slots__ = ("_incarnation", "_owner_generation", "_type", "_value", "_version")
+
+    def __init__(self, incarnation: _Owner, state_type: type[T]) -> None:
+        self._incarnation = incarnation
+        self._type = state_type
+        self._value: T | None = None
+        self._version = 0
+        self._owner_generation: int | None = None
+
+    async def fetch(self) -> None:
+        """Read the stored value (before the factory runs). Raises
+        :class:`InvalidOperation` when the stored bytes do not decode as the declared
+        class (the class changed incompatibly since they were saved)."""
+        inc = self._incarnation
+        saved = await inc.rt.store.location.load_state(inc.spot_id)
+        if saved is None:
+            self._value, self._version = None, 0
+            return
+        try:
+            self._value = inc.rt.codec.from_json(saved.data, self._type)
+        except RemoteProtocolError as exc:
+            raise InvalidOperation(
+                f"the durable state of {inc.spot_id!r} (version {saved.version}) does not "
+                f"decode as {self._type.__qualname__}: {exc.message}; keep the class "
+                "compatible with what was saved, or clear the state") from exc
+        self._version = saved.version
+
+    def load(self) -> T | None:
+        """The last value saved (``None`` when none was saved, or it was cleared)."""
+        return self._value
+
+    @property
+    def version(self) -> int:
+        """How many saves the stored value has seen (0: none stored)."""
+        return self._version
+
+    async def save(self, value: T) -> None:
+        """Store ``value`` (an instance of the declared class) as the Spot's durable
+        state, if this incarnation still owns the Spot (see the module docstring)."""
+        if not isinstance(value, self._type):
+            raise InvalidOperation(
+                f"{self._incarnation.spot_id!r} keeps a {self._type.__qualname__} as its "
+                f"state, not a {type(value).__qualname__}")
+        rt = self._incarnation.rt
+        data = rt.codec.to_json(value)
+        saved = await rt.store.location.save_state(await self._fence(), data, now=rt.now())
+        self._value, self._version = value, saved.version
+
+    async def clear(self) -> None:
+        """Delete the Spot's durable state, under the same check as :meth:`save`."""
+        rt = self._incarnation.rt
+        await rt.store.location.clear_state(await self._fence(), now=rt.now())
+        self._value, self._version = None, 0
+
+    async def _fence(self) -> AuthorityFence:
+        inc = self._incarnation
+        rt = inc.rt
+        if self._owner_generation is None:
+            record = await rt.store.location.find(inc.spot_id)
+            if (record is None or record.object_generation != inc.generation
+                    or record.owner != rt.owner):
+                raise StaleFence(
+                    f"{inc.spot_id!r} generation {inc.generation} is no longer owned by "
+                    f"this node's lifecycle {rt.owner}; its state was not written")
+            self._owner_generation = record.owner_generation
+        return AuthorityFence(spot_id=inc.spot_id, object_generation=inc.generation,
+                              owner_generation=self._owner_generation, owner=rt.owner)
