@@ -73,6 +73,7 @@ def test_bench_reports_every_figure_and_converges_on_one_factory_run():
                      "combined.commit_ready_with_first_record") == 1, calls
         for txn in ("reserve", "commit_ready"):
             assert set(figures["store_txn_ms"][backend][txn]) == {"p50", "p99"}
+        assert set(figures["state_save_ms"][backend]) == {"p50", "p99"}
 
 
 def test_bench_json_is_one_compact_line_last_on_stdout(capsys):

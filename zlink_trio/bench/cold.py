@@ -20,6 +20,8 @@ Theory of operation
   the methods, so the timed runs are not counted);
 - ``store_txn_ms``: the latency of the store's Reserve and CommitReady
   transactions alone (:func:`~zlink_trio.bench.stores.txn_figures`);
+- ``state_save_ms``: the latency of the owner's save of a Spot's durable state (64
+  bytes, one at a time; the same function);
 - ``raw_spawn_per_s`` (with ``memory``): the raw Trio baseline of an activation, a task
   spawned with its own channel and one round trip to it, as many in flight
   (:func:`~zlink_trio.bench.raw_spawn.raw_spawn_rate`), one round after each round of
@@ -119,8 +121,9 @@ async def measure_backends(backends: Sequence[str], *, cold: int, txn: int,
 
     ``cold`` activations per backend and mode, ``txn`` Reserve/CommitReady pairs
     per backend. Keys: ``cold_activations_per_s``,
-    ``cold_activations_sequential_per_s``, ``store_calls_per_cold_activation``
-    and ``store_txn_ms`` (each ``{backend: figure or None}``), plus
+    ``cold_activations_sequential_per_s``, ``store_calls_per_cold_activation``,
+    ``store_txn_ms`` and ``state_save_ms`` (the owner's fenced save of a Spot's durable
+    state, ``{"p50", "p99"}``) (each ``{backend: figure or None}``), plus
     ``unavailable`` (``{backend: reason}``) when a backend could not be opened.
     ``cluster_url`` (a ``redis+cluster://`` URL) adds the ``redis_cluster`` backend.
     With ``memory`` measured: ``raw_spawn_per_s`` and ``cold_activation_spawn_ratio``.
@@ -131,6 +134,7 @@ async def measure_backends(backends: Sequence[str], *, cold: int, txn: int,
     in_flight: dict[str, object] = {}
     calls: dict[str, object] = {}
     txn_ms: dict[str, object] = {}
+    saves: dict[str, object] = {}
     unavailable: dict[str, str] = {}
     spawn: dict[str, object] = {}
     for backend in backends:
@@ -144,12 +148,14 @@ async def measure_backends(backends: Sequence[str], *, cold: int, txn: int,
         except (zl.ZLinkError, OSError) as exc:
             unavailable[backend] = f"{type(exc).__name__}: {exc}"
             sequential[backend] = in_flight[backend] = calls[backend] = txn_ms[backend] = None
+            saves[backend] = None
             continue
         sequential[backend] = figures["sequential"]
         in_flight[backend] = figures["in_flight"]
         calls[backend] = figures["store_calls"]
         txn_ms[backend] = {"reserve": txn_figs["reserve"],
                            "commit_ready": txn_figs["commit_ready"]}
+        saves[backend] = txn_figs["save_state"]
         if backend == "memory":  # its baseline, measured in turn with it
             raw = figures["raw_spawn"]
             activations = figures["in_flight"]
@@ -162,6 +168,7 @@ async def measure_backends(backends: Sequence[str], *, cold: int, txn: int,
         "cold_activations_sequential_per_s": sequential,
         "store_calls_per_cold_activation": calls,
         "store_txn_ms": txn_ms,
+        "state_save_ms": saves,
         **spawn,
     }
     if unavailable:

@@ -197,7 +197,9 @@ async def txn_figures(url: str, *, count: int = 2_000,
     """Reserve and CommitReady on the store at ``url``: latencies and throughput.
 
     Returns ``{"reserve": {"p50", "p99"}, "commit_ready": {"p50", "p99"}}``
-    (milliseconds, one at a time) and ``reserve_commit_per_s``: ``{"sequential",
+    (milliseconds, one at a time), ``save_state`` (the same, for a save of a Spot's
+    durable state of 64 bytes by its owner: the fenced write of ``store.state_steps``)
+    and ``reserve_commit_per_s``: ``{"sequential",
     "in_flight"}`` (Reserve + CommitReady pairs per second, one at a time and with
     ``in_flight`` concurrent tasks).
     """
@@ -216,6 +218,14 @@ async def txn_figures(url: str, *, count: int = 2_000,
             reserve.append(t1 - t0)
             commit.append(time.perf_counter() - t1)
         sequential = count / (time.perf_counter() - start)
+        saves: list[float] = []
+        ready = await store.location.find("s-0")
+        assert ready is not None
+        owning, data = ready.fence(), b"x" * 64
+        for _ in range(count):
+            t0 = time.perf_counter()
+            await store.location.save_state(owning, data, now=1.0)
+            saves.append(time.perf_counter() - t0)
 
         async def activate(i: int) -> None:
             fence = await store.location.reserve(f"c-{i}", kind=SpotKind.INSTANCE,
@@ -234,7 +244,7 @@ async def txn_figures(url: str, *, count: int = 2_000,
             for _ in range(in_flight):
                 nursery.start_soon(worker)
         elapsed = time.perf_counter() - start
-    return {"reserve": _ms(reserve), "commit_ready": _ms(commit),
+    return {"reserve": _ms(reserve), "commit_ready": _ms(commit), "save_state": _ms(saves),
             "reserve_commit_per_s": {"sequential": round(sequential, 1),
                                      "in_flight": round(count / elapsed, 1)}}
 
