@@ -42,3 +42,31 @@ class Room:
     async def add(self, msg: Add) -> Total:
         self.total += msg.n
         return Total(self.total)
+
+
+@attrs.frozen
+class Kept:
+    """The durable state of :class:`KeptCounter` and :class:`KeptRoom`."""
+
+    total: int = 0
+
+
+@zl.instance_spot("kit-kept", relocation=zl.RecreateOnRelocation(), state=Kept)
+class KeptCounter:
+    """A counter that keeps its total in the store (``ctx.state``) after every message."""
+
+    def __init__(self, ctx: zl.SpotContext) -> None:
+        self.ctx = ctx
+        self.total = (ctx.state.load() or Kept()).total
+
+    @zl.handler
+    async def add(self, msg: Add) -> Total:
+        self.total += msg.n
+        await self.ctx.state.save(Kept(self.total))
+        return Total(self.total)
+
+
+@zl.user_spot("kit-kept-room", relocation=zl.RecreateOnRelocation(), state=Kept)
+class KeptRoom(KeptCounter):
+    def __init__(self, ctx: zl.SpotContext, request: Spec | None) -> None:
+        super().__init__(ctx)

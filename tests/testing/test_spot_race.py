@@ -12,7 +12,7 @@ from typing import ClassVar, Final
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
-from kit_spots import Add, Counter, Room, Spec
+from kit_spots import Add, Counter, KeptCounter, KeptRoom, Room, Spec
 
 from zlink_trio.testing import SpotRaceModel
 
@@ -47,3 +47,30 @@ def test_counter_and_room_keep_the_invariants_on_every_store(kit_store: str) -> 
 
     Race.run(settings=FIXED)
     assert {"factory", "request", "send", "goc", "relocate"} <= SEEN, SEEN
+
+
+class KeptStateRace(SpotRaceModel):
+    """Spots that save their total after every message (``ctx.state``), raced with
+    moves, idle eviction, closes and writes through ended incarnations (``zombie_write``)."""
+
+    spots = (KeptCounter, KeptRoom)
+    instance_ids: ClassVar = {"k0": "kit-kept", "k1": "kit-kept"}
+    user_ids: ClassVar = {"kr0": "kit-kept-room"}
+    create_type = "kit-kept-room"
+    messages = st.builds(Add, st.integers(1, 50))
+
+    def final_spot_invariants(self, record):
+        SEEN.update(e.action if e.version is not None else f"refused {e.action}"
+                    for e in record.state_events)
+
+
+def test_durable_state_keeps_the_invariants_on_every_store(kit_store: str) -> None:
+    """A save acknowledged is never lost (every load reads the last one), and no write of
+    an incarnation that ended is ever applied."""
+    SEEN.clear()
+
+    class Race(KeptStateRace):
+        store = kit_store
+
+    Race.run(settings=settings(FIXED, max_examples=60))
+    assert {"load", "save", "refused save"} <= SEEN, SEEN

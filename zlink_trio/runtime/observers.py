@@ -4,11 +4,12 @@ Theory of operation
 -------------------
 :data:`OBSERVERS` is a list of :class:`SpotObserver` objects that every
 :class:`~zlink_trio.runtime.incarnation.incarnation.Incarnation` tells, in order, when the
-Spot class was constructed (a factory run), when a handler turn begins and ends, and when
-``on_close`` ran.  It exists for the public test kit (:mod:`zlink_trio.testing`'s
-recorder and race model); it is empty in production, where each hook costs one
-truthiness test.  Like :data:`zlink_trio.runtime.charts.TRACE`, it is process-wide:
-the test kit installs an observer for the duration of a test and removes it after.
+Spot class was constructed (a factory run), when a handler turn begins and ends, when
+``on_close`` ran, and when its durable state was loaded or written (``ctx.state``).
+It exists for the public test kit (:mod:`zlink_trio.testing`'s recorder and race
+model); it is empty in production, where each hook costs one truthiness test.  Like
+:data:`zlink_trio.runtime.charts.TRACE`, it is process-wide: the test kit installs an
+observer for the duration of a test and removes it after.
 
 An observer may also hold a turn back before its handler runs (:meth:`SpotObserver.
 before_turn` is awaited inside the turn, after the message left its lane), which is how
@@ -48,6 +49,17 @@ class SpotObserver(Protocol):
     def closed(self, node_id: str, spot_id: str, generation: int,
                reason: CloseReason) -> None:
         """``on_close(reason)`` ran (or would have: the type may define none)."""
+
+    def state_loaded(self, node_id: str, spot_id: str, generation: int, durable: object,
+                     value: object, version: int) -> None:
+        """The incarnation read its durable state before its factory ran: ``value`` at
+        ``version`` (``None`` and 0: none stored); ``durable`` is its ``ctx.state``."""
+
+    def state_written(self, node_id: str, spot_id: str, generation: int, durable: object,
+                      value: object, version: int | None,
+                      error: BaseException | None) -> None:
+        """A save of ``value`` (``None``: a clear) through ``durable`` ended: stored at
+        ``version`` (0 after a clear), or refused with ``error`` (``version`` None)."""
 
 
 #: The observers every node tells; empty in production.

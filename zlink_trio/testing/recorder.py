@@ -7,7 +7,8 @@ Recorder() as record:``; :func:`~zlink_trio.testing.open_test_cluster` installs 
 you).  While installed it is a :class:`~zlink_trio.runtime.observers.SpotObserver` --
 every node in the process tells it when a Spot class is constructed
 (:class:`FactoryRun`), when a handler turn begins and ends (:class:`Turn`, with the
-node that ran it), and when ``on_close`` ran (:class:`Closed`) -- and a
+node that ran it), when ``on_close`` ran (:class:`Closed`), and when an incarnation
+loaded or wrote its durable state (:class:`StateEvent`) -- and a
 :data:`~zlink_trio.runtime.charts.TRACE` observer of every lifecycle chart transition
 (:class:`Transition`), each checked against the compiled charts of ``statecharts/``:
 a transition the charts do not define lands in :attr:`Recorder.violations`.
@@ -47,8 +48,8 @@ if TYPE_CHECKING:
 
     from zlink_trio.runtime.declaration.policies import CloseReason
 
-__all__ = ("Closed", "FactoryRun", "Gate", "LogCapture", "Recorder", "Transition", "Turn",
-           "chart_violation")
+__all__ = ("Closed", "FactoryRun", "Gate", "LogCapture", "Recorder", "StateEvent",
+           "Transition", "Turn", "chart_violation")
 
 TABLES: Final = {t.name: t for t in map(statecharts.compile, statecharts.ALL_CHARTS)}
 _OPERATION: Final = contextvars.ContextVar[str | None]("zlink_trio_testing_operation",
@@ -155,6 +156,24 @@ class Closed:
 
 
 @attrs.frozen
+class StateEvent:
+    """A durable state loaded (``action`` ``"load"``), saved or cleared by one incarnation:
+    the value and version, or the error that refused a write (version ``None``)."""
+
+    node: str
+    spot_id: str
+    generation: int
+    #: The incarnation's ``ctx.state`` (the race model writes through old ones).
+    durable: object = attrs.field(eq=False, repr=False)
+    action: str
+    value: object
+    version: int | None
+    error: BaseException | None
+    at: float
+    seq: int = 0
+
+
+@attrs.frozen
 class Transition:
     """One chart step the runtime took, and the operation (label) it belongs to."""
 
@@ -172,6 +191,7 @@ class Recorder:
         self.factory_runs: list[FactoryRun] = []
         self.turns: list[Turn] = []
         self.closes: list[Closed] = []
+        self.state_events: list[StateEvent] = []
         self.transitions: list[Transition] = []
         #: Problems found as they happened (transitions the charts do not define).
         self.violations: list[str] = []
@@ -320,3 +340,16 @@ class Recorder:
                reason: CloseReason) -> None:
         self.closes.append(Closed(node_id, spot_id, generation, reason, trio.current_time(),
                                   self._next()))
+
+    def state_loaded(self, node_id: str, spot_id: str, generation: int, durable: object,
+                     value: object, version: int) -> None:
+        self.state_events.append(StateEvent(node_id, spot_id, generation, durable, "load",
+                                            value, version, None, trio.current_time(),
+                                            self._next()))
+
+    def state_written(self, node_id: str, spot_id: str, generation: int, durable: object,
+                      value: object, version: int | None,
+                      error: BaseException | None) -> None:
+        self.state_events.append(StateEvent(
+            node_id, spot_id, generation, durable, "clear" if value is None else "save",
+            value, version, error, trio.current_time(), self._next()))

@@ -25,6 +25,9 @@ cluster settles, then the invariants run on that snapshot:
   took it to a node that dropped it with a warning (messages are told apart by value);
 * **every call bounded** -- no call outlives its deadline, ``DeadlineExceeded`` never
   comes early, and nothing but a ``zlink_trio`` error ever comes out of a call;
+* **durable state** -- a write through the ``ctx.state`` of an incarnation that ended
+  is never acknowledged (the ``zombie_write`` rule tries it), and every load reads the
+  last write acknowledged before it (nothing after a clear or a User Spot's close);
 * **every transition in the charts** -- each chart step the runtime took is one
   ``statecharts/`` defines, and no node crashed;
 * **yours** -- :meth:`SpotRaceModel.spot_invariants` (override it) gets the
@@ -225,6 +228,10 @@ class SpotRaceModel(TrioMachine):
             call = call.timeout(op.timeout)
         return await call
 
+    def _ends_with_close(self, spot_id: str) -> bool:
+        """Whether the close of ``spot_id`` ends its durable state (a User Spot)."""
+        return spot_type_of(self._class_of(spot_id)).kind is zl.SpotKind.USER
+
     def _class_of(self, spot_id: str) -> type:
         stable = self.instance_ids.get(spot_id) or self.user_ids.get(spot_id) or self.create_type
         for cls in self.spots:
@@ -328,6 +335,38 @@ class SpotRaceModel(TrioMachine):
             spot_id = data.draw(st.sampled_from(ids), label="spot_id")
             self.trio(self._act, self.record.gate(spot_id).act, action)
 
+    @rule(data=st.data())
+    def zombie_write(self, data: st.DataObject) -> None:
+        """A write through the ``ctx.state`` of an incarnation that has ended (its Spot
+        moved, was evicted or closed): it must be refused, and change nothing. When no
+        incarnation that saved has ended yet, the clock first jumps as far as
+        :meth:`advance` does at most, so idle Instance Spots may be evicted."""
+        if not self._ended_durables():
+            self._before_jump = self.harness.clock.current_time()
+            self.trio(self._act, self.harness.clock.jump, 2.5)
+        durables = self._ended_durables()
+        if durables:
+            self.trio(self._zombie_write, data.draw(st.sampled_from(durables)))
+
+    def _ended_durables(self) -> list[Any]:
+        """The ``ctx.state`` of ended incarnations; those holding a value when any does."""
+        record = self.record
+        ended = {(c.node, c.spot_id, c.generation) for c in record.closes}
+        durables: list[Any] = list({id(e.durable): e.durable for e in record.state_events
+                                    if (e.node, e.spot_id, e.generation) in ended}.values())
+        return [d for d in durables if d.load() is not None] or durables
+
+    async def _zombie_write(self, durable: Any) -> None:
+        try:
+            value = durable.load()
+            await (durable.clear() if value is None else durable.save(value))
+        except zl.ZLinkError:
+            pass  # refused: what must happen (an acknowledgement fails the invariant)
+        except Exception as exc:  # any other outcome is a finding
+            self.violations.append(f"a zombie's state write raised {exc!r}")
+        assert self.cluster is not None
+        await self.cluster.settle()
+
     @rule(dt=st.sampled_from([0.3, 1.0, 2.5]))
     def advance(self, dt: float) -> None:
         self._before_jump = self.harness.clock.current_time()
@@ -357,6 +396,7 @@ class SpotRaceModel(TrioMachine):
         checks.check_first_turns(ops, record, set(self.instance_ids))
         checks.check_at_most_once(ops, record)
         checks.check_deadlines(ops, trio.current_time())
+        checks.check_durable_state(record, self._ends_with_close)
         self.spot_invariants(record)
 
     # ------------------------------------------------------------- the end

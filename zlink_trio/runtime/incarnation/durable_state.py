@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from zlink_trio.core.errors import InvalidOperation, RemoteProtocolError, StaleFence
 from zlink_trio.core.records import AuthorityFence
+from zlink_trio.runtime import observers
 
 if TYPE_CHECKING:
     from zlink_trio.runtime.state import NodeState
@@ -68,6 +69,7 @@ class DurableState(Generic[T]):
         saved = await inc.rt.store.location.load_state(inc.spot_id)
         if saved is None:
             self._value, self._version = None, 0
+            self._loaded()
             return
         try:
             self._value = inc.rt.codec.from_json(saved.data, self._type)
@@ -77,6 +79,22 @@ class DurableState(Generic[T]):
                 f"decode as {self._type.__qualname__}: {exc.message}; keep the class "
                 "compatible with what was saved, or clear the state") from exc
         self._version = saved.version
+        self._loaded()
+
+    def _loaded(self) -> None:
+        if observers.OBSERVERS:
+            inc = self._incarnation
+            for observer in observers.OBSERVERS:
+                observer.state_loaded(inc.rt.node_id, inc.spot_id, inc.generation, self,
+                                      self._value, self._version)
+
+    def _written(self, value: object, version: int | None,
+                 error: BaseException | None) -> None:
+        if observers.OBSERVERS:
+            inc = self._incarnation
+            for observer in observers.OBSERVERS:
+                observer.state_written(inc.rt.node_id, inc.spot_id, inc.generation, self,
+                                       value, version, error)
 
     def load(self) -> T | None:
         """The last value saved (``None`` when none was saved, or it was cleared)."""
@@ -96,14 +114,25 @@ class DurableState(Generic[T]):
                 f"state, not a {type(value).__qualname__}")
         rt = self._incarnation.rt
         data = rt.codec.to_json(value)
-        saved = await rt.store.location.save_state(await self._fence(), data, now=rt.now())
+        try:
+            saved = await rt.store.location.save_state(await self._fence(), data,
+                                                       now=rt.now())
+        except Exception as exc:
+            self._written(value, None, exc)
+            raise
         self._value, self._version = value, saved.version
+        self._written(value, saved.version, None)
 
     async def clear(self) -> None:
         """Delete the Spot's durable state, under the same check as :meth:`save`."""
         rt = self._incarnation.rt
-        await rt.store.location.clear_state(await self._fence(), now=rt.now())
+        try:
+            await rt.store.location.clear_state(await self._fence(), now=rt.now())
+        except Exception as exc:
+            self._written(None, None, exc)
+            raise
         self._value, self._version = None, 0
+        self._written(None, 0, None)
 
     async def _fence(self) -> AuthorityFence:
         inc = self._incarnation
