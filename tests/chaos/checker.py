@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from pathlib import Path
 
-__all__ = ("Verdict", "check", "read_lines")
+__all__ = ("Verdict", "check", "count_regressions", "read_lines")
 
 Line = dict[str, Any]
 
@@ -183,6 +183,24 @@ def count_resets(handlers: list[Line]) -> list[tuple[str, int, int]]:
             if int(after["value"]) != int(before["value"]) + 1:
                 resets.append((spot, int(before["value"]), int(after["value"])))
     return resets
+
+
+def count_regressions(handlers: list[Line]) -> list[tuple[str, int, int]]:
+    """Where a durable counter's acknowledged saves went back, save after save (by
+    ``version``'s order of the store, then start time): ``(spot, value before, value)``.
+    A save the store acknowledged whose handler line a kill cut off makes a count jump
+    by two (at most once per kill); a count that does not grow was lost or forked."""
+    by_spot: dict[str, list[Line]] = collections.defaultdict(list)
+    for line in handlers:
+        if line.get("value") is not None:
+            by_spot[line["spot"]].append(line)
+    back = []
+    for spot, turns in sorted(by_spot.items()):
+        turns.sort(key=lambda line: float(line["start"]))
+        for before, after in itertools.pairwise(turns):
+            if int(after["value"]) <= int(before["value"]):
+                back.append((spot, int(before["value"]), int(after["value"])))
+    return back
 
 
 def serve_again_after(calls: list[Line], spots: Iterable[str], heal: float) -> float | None:

@@ -67,6 +67,9 @@ class Fault:
     acts_on_the_store_server: ClassVar[bool] = False
     #: Whether every counter keeps its count through the fault (a reset fails the row).
     keeps_state: ClassVar[bool] = False
+    #: Whether the servers keep each count as durable state (``--durable``): no count
+    #: may go back, and the saves the store refused are counted.
+    durable: ClassVar[bool] = False
     #: How many counter Spots the row loads.
     spots: ClassVar[int] = 12
     #: Every Spot serves again within this many leases of the (last) heal, if set.
@@ -180,6 +183,23 @@ class SigkillRestart(Fault):
         opened = await replacement.wait_for("open", 1, 30)  # it waited the dead lease out
         cluster.mark("reopened", node=name, at=opened["t"])
         return [restart]
+
+
+class DurableSigkillRestart(SigkillRestart):
+    name = "SIGKILL + restart, durable state"
+    durable = True
+    promise = ("each counter keeps its count as durable state: the one on the killed node "
+               "goes on, in its next incarnation, from its last acknowledged save -- no "
+               "count goes back (0 lost saves), no save of the dead owner is applied; every "
+               "Spot serves again within 2 leases of the restart")
+
+
+class DurableSigstopZombie(SigstopZombie):
+    name = "SIGSTOP past the lease while the successor saves (durable state)"
+    durable = True
+    promise = ("the frozen owner's successor loads each count and saves on; the zombie, "
+               "resumed in a turn, has its save refused by the store (counted: "
+               "refused_writes) and acknowledges nothing; no count goes back")
 
 
 def _redis_port(url: str) -> int:
@@ -372,5 +392,6 @@ FAULTS: dict[str, type[Fault]] = {
     "redis-pause": RedisPause, "redis-relay-cut": RedisRelayCut,
     "redis-relay-cut-past-lease": RedisRelayCutPastLease, "sqlite-lock": SqliteLock,
     "sqlite-lock-past-lease": SqliteLockPastLease, "rolling-restart": RollingRestart,
-    "redis-flush": RedisFlush,
+    "redis-flush": RedisFlush, "durable-sigkill-restart": DurableSigkillRestart,
+    "durable-sigstop-zombie": DurableSigstopZombie,
 }

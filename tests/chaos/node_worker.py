@@ -35,6 +35,9 @@ whose turn takes ``hold`` seconds longer: the driver freezes its owner during it
   Request IDs are ``NODE-i-seq``: unique per caller. ``--pace`` seconds pass between
   two calls of one task (the load's shape, not a wait for anything).
 
+``--durable 1`` serves ``DurableCounter`` instead (the same stable type): its count is
+durable state (``ctx.state``, docs/state.md), saved before the handler line; a save the
+store refuses goes to ``DIR/refused-NODE-PID.jsonl`` and fails the call.
 ``--lifetime`` bounds the whole process.
 """
 
@@ -58,6 +61,8 @@ import zlink_trio as zl
 HANDLER_HOLD = 0.003
 NODE = ""
 HANDLER_LOG = ""
+#: Where a durable counter logs a save the store refused (``--durable``).
+REFUSED_LOG = ""
 #: The node the supervisor has open (``None`` while it reopens).
 CURRENT: zl.Node | None = None
 #: Every node this process opened, by NodeRid (a turn reads its own node's lease).
@@ -124,6 +129,47 @@ class ChaosCounter:
         return Total(self.total, NODE)
 
 
+@attrs.frozen
+class Count:
+    """The durable state of :class:`DurableCounter`."""
+
+    total: int = 0
+
+
+@zl.instance_spot("chaoscounter", relocation=zl.RecreateOnRelocation(), state=Count)
+class DurableCounter:
+    """``--durable``: the counter keeps its count in the store (``ctx.state``), saved
+    before the handler line is written and the reply returned, and reloaded by every
+    incarnation; a save the store refuses (a zombie's) is logged to ``REFUSED_LOG`` and
+    fails the call."""
+
+    def __init__(self, ctx: zl.SpotContext) -> None:
+        self.ctx = ctx
+        self.total = (ctx.state.load() or Count()).total
+
+    @zl.handler
+    async def add(self, msg: Add) -> Total:
+        start = time.time()
+        self.total += 1
+        await trio.sleep(HANDLER_HOLD + msg.hold)
+        rid = str(self.ctx.ref.node_rid)
+        try:
+            await self.ctx.state.save(Count(self.total))
+        except zl.ZLinkError as exc:
+            append(REFUSED_LOG, {"spot": self.ctx.spot_id, "rid": msg.rid, "node": NODE,
+                                 "node_rid": rid, "generation": self.ctx.generation,
+                                 "start": start, "end": time.time(),
+                                 "error": type(exc).__name__})
+            raise
+        node = NODES.get(rid)
+        lease = node.statistics().lease_expires_at if node is not None else None
+        append(HANDLER_LOG, {"spot": self.ctx.spot_id, "rid": msg.rid, "node": NODE,
+                             "node_rid": rid, "generation": self.ctx.generation,
+                             "start": start, "end": time.time(), "lease_expires_at": lease,
+                             "value": self.total, "version": self.ctx.state.version})
+        return Total(self.total, NODE)
+
+
 @attrs.define
 class Supervisor:
     args: argparse.Namespace
@@ -142,7 +188,8 @@ class Supervisor:
         global CURRENT
         while not self.stopping.is_set():
             options: dict[str, Any] = {
-                "store": args.store, "mesh": "chaos", "spots": [ChaosCounter],
+                "store": args.store, "mesh": "chaos",
+                "spots": [DurableCounter if args.durable else ChaosCounter],
                 "lease": args.lease, "default_timeout": max(args.deadline, 2.0),
                 "instance_idle_timeout": 0,
                 "placement_weight": 1.0 if args.role == "server" else 0.0}
@@ -271,9 +318,10 @@ class Supervisor:
 
 
 async def main(args: argparse.Namespace) -> None:
-    global NODE, HANDLER_LOG
+    global NODE, HANDLER_LOG, REFUSED_LOG
     NODE = args.node
     HANDLER_LOG = os.path.join(args.logs, f"handlers-{args.node}-{os.getpid()}.jsonl")
+    REFUSED_LOG = os.path.join(args.logs, f"refused-{args.node}-{os.getpid()}.jsonl")
     supervisor = Supervisor(args)
     with trio.fail_after(args.lifetime):
         async with trio.open_nursery() as nursery:
@@ -308,6 +356,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--deadline", type=float, default=2.0)
     parser.add_argument("--pace", type=float, default=0.02)
     parser.add_argument("--lifetime", type=float, default=120.0)
+    parser.add_argument("--durable", type=int, default=0,
+                        help="1: serve DurableCounter (the count in ctx.state)")
     return parser.parse_args(argv)
 
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
-from checker import Verdict, check, read_lines
+from checker import Verdict, check, count_regressions, read_lines
 from cluster import open_cluster
 from faults import FAULTS, Knobs
 
@@ -76,7 +76,8 @@ async def run_fault(key: str, backend: str, url: str, logs: Path, *, long: bool,
         url = await fault.prepare(stack, url, knobs)
         async with open_cluster(url, logs, lease=LEASE, deadline=DEADLINE,
                                 callers=3 if long else 2, spots=fault.spots,
-                                caller_deadlines=fault.caller_deadlines) as cluster:
+                                caller_deadlines=fault.caller_deadlines,
+                                **({"durable": 1} if fault.durable else {})) as cluster:
             warm = await cluster.wait_served(cluster.events[0]["t"], 15 + fault.spots / 30)
             assert warm, f"not every Spot answered before the fault; logs in {logs}"
             await trio.sleep(steady)
@@ -100,6 +101,11 @@ async def run_fault(key: str, backend: str, url: str, logs: Path, *, long: bool,
         broken.append("a lease was lost")
     if fault.no_errors and verdict.errors:
         broken.append("calls failed")
+    refused = read_refused(logs) if fault.durable else []
+    regressions = count_regressions(handlers) if fault.durable else []
+    if regressions:
+        broken.append(f"{len(regressions)} durable count(s) went back (a lost save, or a "
+                      f"stale one applied): {regressions[:5]}")
     if fault.keeps_state and verdict.resets:
         broken.append(f"{len(verdict.resets)} counter(s) did not go on by one: "
                       f"{verdict.resets[:5]}")
@@ -130,6 +136,8 @@ async def run_fault(key: str, backend: str, url: str, logs: Path, *, long: bool,
               "mode": "long" if long else "default", "seed": seed,
               "seconds": round(time.time() - began, 2), "promise": fault.promise,
               **verdict.summary(), "lease_losses": lease_losses, "broken_promises": broken,
+              "refused_writes": len(refused) if fault.durable else None,
+              "durable_regressions": len(regressions) if fault.durable else None,
               "max_overshoot": round(overshoot, 3), "serve_after_reopen": after_open,
               "max_added_latency": added_latency,
               "timeline": events,
@@ -142,6 +150,11 @@ def read_logs(logs: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every caller's call lines and every handler's lines of one run."""
     return (read_lines(sorted(logs.glob("calls-*.jsonl"))),
             read_lines(sorted(logs.glob("handlers-*.jsonl"))))
+
+
+def read_refused(logs: Path) -> list[dict[str, Any]]:
+    """The saves of durable state the store refused in one run (``--durable`` servers)."""
+    return read_lines(sorted(logs.glob("refused-*.jsonl")))
 
 
 def append_report(record: dict[str, Any]) -> None:
