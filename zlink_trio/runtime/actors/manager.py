@@ -100,9 +100,10 @@ class ActorManager:
     async def join(self, ref: ActorRef, spot: SpotRef | str) -> ActorRef:
         """Make the Actor ``ref`` a member of the User Spot ``spot``; its new ActorRef.
 
-        Runs on the node that hosts the Actor, for a Spot that node owns (moving an
-        Actor between nodes comes later: docs/actors.md). InvalidOperation for a ref of
-        another generation, an Instance Spot or an Actor as ``spot``.
+        Runs on the node that hosts the Actor (NotFound elsewhere: ask that node). When
+        another node owns the Spot, the Actor moves there with its queue and timers
+        (docs/actors.md). InvalidOperation for a ref of another generation, an Instance
+        Spot or an Actor as ``spot``.
         """
         return await move_actor(self._rt, ref, spot, _deadline(self._rt, None))
 

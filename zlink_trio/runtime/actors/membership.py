@@ -151,8 +151,8 @@ def _local_actor(rt: NodeRuntime, ref: ActorRef, what: str) -> Membership:
     membership = rt.memberships.get(ref.actor_id)
     if membership is None:
         raise NotFound(f"Actor {ref.actor_id!r} is not Ready on this node; {what} runs on "
-                       "the node that hosts the Actor (moving an Actor between nodes is not "
-                       "supported yet: docs/actors.md)")
+                       "the node that hosts the Actor: call it there (a request_actor "
+                       "reaches the Actor wherever it is; docs/actors.md)")
     current = membership.ref.generation
     if current != ref.generation:
         raise InvalidOperation(
