@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from checker import check, overlapping_turns, read_lines, serve_again_after
+from checker import check, count_regressions, overlapping_turns, read_lines, serve_again_after
 
 SPOTS = ["a", "b"]
 DEADLINE = 2.0
@@ -254,3 +254,16 @@ def test_the_reader_skips_a_line_still_being_written(tmp_path):
     log = tmp_path / "calls-c0-1.jsonl"
     log.write_text('{"rid": "a"}\n{"rid": "b"}\n{"rid": "c", "spo')
     assert read_lines([log]) == [{"rid": "a"}, {"rid": "b"}]
+
+
+def test_a_durable_count_that_goes_back_is_a_regression_a_jump_is_not():
+    """Durable state: a count that does not grow from one acknowledged save to the next is
+    a lost save or a stale one applied; a jump by two (a save whose line a kill cut off)
+    is not."""
+    lines = [dict(turn(f"r{i}", "a", float(i), i + 0.1), value=value)
+             for i, value in enumerate([1, 2, 4, 5])]
+    assert count_regressions(lines) == []
+    lines.append(dict(turn("r9", "a", 9.0, 9.1, node_rid="rid-2"), value=5))
+    lines.append(dict(turn("r8", "b", 8.0, 8.1), value=3))
+    lines.append(dict(turn("r10", "b", 10.0, 10.1), value=1))
+    assert count_regressions(lines) == [("a", 5, 5), ("b", 3, 1)]
