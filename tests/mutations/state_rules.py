@@ -45,7 +45,7 @@ STATE_RULES: tuple[Mutation, ...] = (
     Mutation(
         name="state.only_while_serving",
         family=_STATE,
-        rule="A Spot sealed for a move or closing saves no state.",
+        rule="A Spot not serving yet, or past a move's relay-ready, saves no state.",
         path=_RULES,
         find="    if record.state not in allowed:\n        raise not_serving(record)\n",
         replace="",

@@ -175,3 +175,35 @@ async def test_a_state_needs_its_declaration(autojump_clock, store_url):
             await node.client.request("c-4", Add(1), reply=Total).instance_spot("tally")
             with pytest.raises(zl.InvalidOperation, match="keeps a Tally"):
                 await CONTEXTS["c-4"].state.save(Total(1, 1))
+
+
+@attrs.frozen
+class Early:
+    pass
+
+
+@zl.instance_spot("eager", relocation=zl.RecreateOnRelocation(), state=Tally)
+class Eager:
+    """Saves from ``on_activate``, before it serves: refused."""
+
+    def __init__(self, ctx: zl.SpotContext) -> None:
+        self.ctx = ctx
+        self.refused: str = ""
+
+    async def on_activate(self) -> None:
+        try:
+            await self.ctx.state.save(Tally(1))
+        except zl.Unavailable as exc:
+            self.refused = exc.message
+
+    @zl.handler
+    async def early(self, msg: Early) -> Total:
+        assert "does not serve yet" in self.refused, self.refused
+        return Total(self.ctx.state.version, 0)
+
+
+async def test_a_spot_saves_only_while_it_serves(autojump_clock, store_url):
+    with trio.fail_after(100):
+        async with open_test_node("node-a", store=store_url, spots=[Eager]) as node:
+            assert await node.client.request("e-1", Early(), reply=Total).instance_spot() \
+                == Total(0, 0)

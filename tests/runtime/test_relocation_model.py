@@ -84,6 +84,8 @@ from zlink_trio.testing import (
     run_race_model,
     settle,
 )
+from zlink_trio.testing.race_checks import check_durable_state
+from zlink_trio.testing.spot_race import ended_durables, write_as_zombie
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -216,9 +218,25 @@ class Kept(_Model):
         self.ctx.close()
 
 
-@zl.instance_spot("rm-fresh", relocation=zl.RecreateOnRelocation())
+@attrs.frozen
+class Handled:
+    """``Fresh``'s durable state: how many messages it has handled, over incarnations."""
+
+    count: int = 0
+
+
+@zl.instance_spot("rm-fresh", relocation=zl.RecreateOnRelocation(), state=Handled)
 class Fresh(Kept):
-    pass
+    """Recreated by a move, it keeps a durable count (``ctx.state``): saved after every
+    message, so each incarnation loads the last save acknowledged before it, and no
+    incarnation that ended writes it any more (``race_checks.check_durable_state``)."""
+
+    @zl.handler
+    async def put(self, msg: RPut) -> RDone:
+        done: RDone = await super().put(msg)
+        stored = self.ctx.state.load() or Handled()
+        await self.ctx.state.save(Handled(stored.count + 1))
+        return done
 
 
 @zl.user_spot("rm-room", relocation=zl.PreserveStateWith(StateAdapter()))
@@ -690,6 +708,7 @@ class World:
         assert self.crash is None, f"a node crashed: {self.crash!r}"
         assert not self.violations, "\n".join(self.violations)
         self.recorder.check()
+        check_durable_state(self.recorder, lambda spot_id: spot_id == USER_ID)
         for spot_id in IDS:
             serving = [self.node_names[str(node.node_rid)] for node in self.nodes
                        if (host := node._rt.catalog.hosts.get(spot_id)) is not None
@@ -806,6 +825,22 @@ class RelocationModel(TrioMachine):
     @rule(spot_id=st.sampled_from(IDS), action=st.sampled_from(["open", "close", "pass_one"]))
     def gate(self, spot_id: str, action: str) -> None:
         self._act(self.world.gates[spot_id].act, action)  # type: ignore[union-attr]
+
+    @rule(data=st.data())
+    def zombie_write(self, data: st.DataObject) -> None:
+        """A save through the ``ctx.state`` of a ``Fresh`` incarnation that ended (moved,
+        evicted, closed): the store must refuse it."""
+        assert self.world is not None
+        durables = ended_durables(self.world.recorder)
+        if durables:
+            durable = data.draw(st.sampled_from(durables))
+            self._act(self._zombie_write, durable)
+
+    async def _zombie_write(self, durable: Any) -> None:
+        assert self.world is not None
+        problem = await write_as_zombie(durable)
+        if problem is not None:
+            self.world.violations.append(problem)
 
     @rule(dt=st.sampled_from([0.3, 0.8, 2.5]))
     def advance(self, dt: float) -> None:

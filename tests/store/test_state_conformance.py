@@ -85,8 +85,9 @@ async def test_an_owner_whose_lease_expired_writes_nothing(store):
 
 
 async def test_the_state_is_written_only_while_the_spot_serves(store):
-    """Relocating: the source still serves and saves; Sealed: refused; Closing: only a
-    clear (the close of a User Spot clears its state first)."""
+    """A move's source saves until relay-ready -- Relocating, and Sealed (the turn that
+    ran when the move sealed the Spot ends there) --, not after; a Closing Spot saves
+    too (the turn that ran when the close began ends there)."""
     with trio.fail_after(TIMEOUT):
         a_node = await claim(store, "node-a")
         b_node = await claim(store, "node-b")
@@ -96,15 +97,18 @@ async def test_the_state_is_written_only_while_the_spot_serves(store):
                                                  now=0.0)
         await location.save_state(moving.fence(), b"while moving", now=0.0)
         sealed = await location.seal_relocation(moving.fence(), now=0.0)
-        with pytest.raises(Unavailable, match="sealed"):
-            await location.save_state(sealed.fence(), b"sealed", now=0.0)
-        kept = await location.abort_relocation(sealed.fence())
-        closing = await location.begin_close("room-1", object_generation=kept.object_generation,
-                                             owner=a_node.owner(), now=0.0)
+        await location.save_state(sealed.fence(), b"its last turn", now=0.0)
+        relay = await location.accept_relay_ready(sealed.fence(), target=b_node.owner(),
+                                                  now=0.0)
+        with pytest.raises(Unavailable, match="relay_ready"):
+            await location.save_state(relay.fence(), b"past relay-ready", now=0.0)
+        moved = await location.commit_relocation(relay.fence(), now=0.0)
+        assert (await location.load_state("room-1")).data == b"its last turn"
+        closing = await location.begin_close("room-1", object_generation=moved.object_generation,
+                                             owner=b_node.owner(), now=0.0)
         assert closing.state is AuthorityState.CLOSING
-        with pytest.raises(Unavailable, match="closing"):
-            await location.save_state(closing.fence(), b"closing", now=0.0)
-        assert (await location.load_state("room-1")).data == b"while moving"
+        await location.save_state(closing.fence(), b"its last turn, closing", now=0.0)
+        assert (await location.load_state("room-1")).data == b"its last turn, closing"
         assert await location.clear_state(closing.fence(), now=0.0) is True
 
 

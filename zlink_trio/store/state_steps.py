@@ -12,14 +12,15 @@ them.
 **Only the current owner writes.** ``save_state`` and ``clear_state`` take the
 :class:`AuthorityFence` of the incarnation that writes, and check it against the
 authority record **in the same transaction** as the write: the same Spot ID,
-ObjectGeneration, owner generation and owner lifecycle, the record Ready or still
-serving at a move's source (Relocating; ``clear_state`` also while Closing), and the
-owner's lease live at ``now``. Otherwise nothing is written and the call raises --
+ObjectGeneration, owner generation and owner lifecycle, the record Ready, at a move's
+source before relay-ready (Relocating, Sealed) or Closing -- the turn that was running
+when a move sealed the Spot or a close began finishes there --, and the owner's lease
+live at ``now``. Otherwise nothing is written and the call raises --
 :class:`StaleFence` when the fence is not the record's (a successor activated or took
 the Spot over: a zombie's write), :class:`Unavailable` when the owner cannot act now
-(its lease expired, the Spot is sealed for a move or closing). So a zombie owner --
-paused past its lease, or cut off -- can never overwrite what its successor saved,
-whether the successor saved yet or not. ``load_state`` reads without a fence.
+(its lease expired, the Spot is not activated yet or past a move's relay-ready). So a
+zombie owner -- paused past its lease, or cut off -- can never overwrite what its
+successor saved, whether the successor saved yet or not. ``load_state`` reads without a fence.
 
 The oracle is ``store.rules.state``; every backend passes
 ``tests/store/test_state_conformance.py``.
@@ -42,9 +43,9 @@ class StateSteps(Protocol):
     async def save_state(self, fence: AuthorityFence, data: bytes, *,
                          now: float) -> SavedState:
         """Replace the state of ``fence.spot_id`` with ``data`` (at most
-        ``MAX_STATE_BYTES``), if ``fence`` is the record's owning incarnation, Ready or
-        Relocating, with a live lease at ``now``. The state saved (its version one more
-        than the last)."""
+        ``MAX_STATE_BYTES``), if ``fence`` is the record's owning incarnation, Ready,
+        Relocating, Sealed or Closing, with a live lease at ``now``. The state saved (its
+        version one more than the last)."""
         ...
 
     async def load_state(self, spot_id: str) -> SavedState | None:
@@ -52,6 +53,6 @@ class StateSteps(Protocol):
         ...
 
     async def clear_state(self, fence: AuthorityFence, *, now: float) -> bool:
-        """Delete the state of ``fence.spot_id`` under the checks of :meth:`save_state`
-        (Closing also passes); whether there was one."""
+        """Delete the state of ``fence.spot_id`` under the checks of :meth:`save_state`;
+        whether there was one."""
         ...

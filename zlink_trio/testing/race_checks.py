@@ -26,7 +26,6 @@ import attrs
 
 import zlink_trio as zl
 from zlink_trio.core.records import AuthorityState
-from zlink_trio.testing.recorder import Closed, StateEvent
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -170,42 +169,26 @@ _STATE_ENDINGS: Final = frozenset({zl.CloseReason.CLOSED, zl.CloseReason.NODE_SH
 
 
 def check_durable_state(record: Recorder, ends_with_close: Callable[[str], bool]) -> None:
-    """Durable state (docs/state.md): no write of an incarnation whose ``on_close`` ran is
-    acknowledged (it no longer owns its Spot: a zombie's write), and every load reads the
-    last write acknowledged for its Spot before it -- nothing after a clear, or after the
-    close of a Spot for which ``ends_with_close(spot_id)`` (a User Spot or an Actor).
-
-    An incarnation is told apart by its ``ctx.state`` object: a node may build the same
-    Spot ID and generation twice (a move's target that failed, then another move there),
-    and a close ends the one that loaded last under that key."""
-    built: dict[tuple[str, str, int], int] = {}  # key -> id() of the newest durable
-    ended: dict[int, int] = {}  # id() of a durable -> the seq of its incarnation's close
+    """Durable state (docs/state.md): no write of an incarnation that had ended (closed,
+    moved away, its activation failed) is acknowledged -- a zombie's write -- and every
+    load reads the last write acknowledged for its Spot before it: nothing after a clear,
+    or after the close of a Spot for which ``ends_with_close(spot_id)`` (a User Spot)."""
     endings: dict[str, list[int]] = {}
-    timeline: list[tuple[int, object]] = [(c.seq, c) for c in record.closes]
-    timeline += [(e.seq, e) for e in record.state_events]
+    for c in record.closes:
+        if c.reason in _STATE_ENDINGS and ends_with_close(c.spot_id):
+            endings.setdefault(c.spot_id, []).append(c.seq)
     last: dict[str, tuple[int, int, object]] = {}  # spot -> (seq, version, value)
-    for seq, item in sorted(timeline, key=lambda pair: pair[0]):
-        if isinstance(item, Closed):
-            key = (item.node, item.spot_id, item.generation)
-            if key in built:
-                ended.setdefault(built[key], seq)
-            if item.reason in _STATE_ENDINGS and ends_with_close(item.spot_id):
-                endings.setdefault(item.spot_id, []).append(seq)
-            continue
-        assert isinstance(item, StateEvent)
-        e = item
+    for e in sorted(record.state_events, key=lambda e: e.seq):
         where = f"{e.action} of {e.spot_id!r} generation {e.generation} on {e.node}"
         if e.action == "load":
-            built[(e.node, e.spot_id, e.generation)] = id(e.durable)
-            seq_w, version, value = last.get(e.spot_id, (0, 0, None))
-            if any(seq_w < end < seq for end in endings.get(e.spot_id, ())):
+            seq, version, value = last.get(e.spot_id, (0, 0, None))
+            if any(seq < end < e.seq for end in endings.get(e.spot_id, ())):
                 version, value = 0, None
             assert (e.version, e.value) == (version, value), (
                 f"{where} read version {e.version} ({e.value!r}); the last write "
                 f"acknowledged before it left version {version} ({value!r})")
         elif e.version is not None:
-            closed_at = ended.get(id(e.durable))
-            assert closed_at is None or closed_at > seq, (
+            assert not e.ended, (
                 f"{where} was acknowledged after that incarnation ended: a write from "
                 "an owner that no longer owns the Spot was applied")
-            last[e.spot_id] = (seq, e.version, e.value if e.action == "save" else None)
+            last[e.spot_id] = (e.seq, e.version, e.value if e.action == "save" else None)

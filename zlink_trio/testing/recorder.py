@@ -171,6 +171,8 @@ class StateEvent:
     error: BaseException | None
     at: float
     seq: int = 0
+    #: Whether the incarnation had ended when the write ended (``DurableState.ended``).
+    ended: bool = False
 
 
 @attrs.frozen
@@ -352,4 +354,5 @@ class Recorder:
                       error: BaseException | None) -> None:
         self.state_events.append(StateEvent(
             node_id, spot_id, generation, durable, "clear" if value is None else "save",
-            value, version, error, trio.current_time(), self._next()))
+            value, version, error, trio.current_time(), self._next(),
+            bool(getattr(durable, "ended", False))))

@@ -62,10 +62,32 @@ if TYPE_CHECKING:
 
     from zlink_trio.testing.recorder import Recorder
 
-__all__ = ("RaceOp", "SpotRaceModel")
+__all__ = ("RaceOp", "SpotRaceModel", "ended_durables", "write_as_zombie")
 
 DEFAULT_TIMEOUT: Final = 4.0
 TIMEOUTS: Final = st.sampled_from([None, 0.5, 2.0])
+def ended_durables(record: Recorder) -> list[Any]:
+    """The ``ctx.state`` of every incarnation that ended (``DurableState.ended``); only
+    those holding a value when any does (a save then, rather than a clear)."""
+    durables: list[Any] = list({id(e.durable): e.durable for e in record.state_events
+                                if getattr(e.durable, "ended", False)}.values())
+    return [d for d in durables if d.load() is not None] or durables
+
+
+async def write_as_zombie(durable: Any) -> str | None:
+    """Save (or clear) through the ``ctx.state`` of an ended incarnation, as a zombie
+    would; what went wrong, or ``None``. A refusal is what must happen: an
+    acknowledgement is caught by ``race_checks.check_durable_state``."""
+    try:
+        value = durable.load()
+        await (durable.clear() if value is None else durable.save(value))
+    except zl.ZLinkError:
+        return None
+    except Exception as exc:  # any other outcome is a finding
+        return f"a zombie's state write raised {exc!r}"
+    return None
+
+
 def _fresh_store(url: str) -> tuple[str, Path | None]:
     """Every example gets a fresh store: ``memory://`` and ``redis://`` are made fresh by
     ``open_test_cluster``; a SQLite file becomes a fresh file beside it (deleted after)."""
@@ -349,21 +371,12 @@ class SpotRaceModel(TrioMachine):
             self.trio(self._zombie_write, data.draw(st.sampled_from(durables)))
 
     def _ended_durables(self) -> list[Any]:
-        """The ``ctx.state`` of ended incarnations; those holding a value when any does."""
-        record = self.record
-        ended = {(c.node, c.spot_id, c.generation) for c in record.closes}
-        durables: list[Any] = list({id(e.durable): e.durable for e in record.state_events
-                                    if (e.node, e.spot_id, e.generation) in ended}.values())
-        return [d for d in durables if d.load() is not None] or durables
+        return ended_durables(self.record)
 
     async def _zombie_write(self, durable: Any) -> None:
-        try:
-            value = durable.load()
-            await (durable.clear() if value is None else durable.save(value))
-        except zl.ZLinkError:
-            pass  # refused: what must happen (an acknowledgement fails the invariant)
-        except Exception as exc:  # any other outcome is a finding
-            self.violations.append(f"a zombie's state write raised {exc!r}")
+        problem = await write_as_zombie(durable)
+        if problem is not None:
+            self.violations.append(problem)
         assert self.cluster is not None
         await self.cluster.settle()
 

@@ -17,16 +17,24 @@ now, :class:`Unavailable` when this one cannot act) and nothing was written -- w
 ``load()`` returns stays the last value saved. A zombie incarnation (paused past its
 lease, cut off from the store) therefore never overwrites its successor's state.
 
-The fence needs the record's owner generation, which a move raises; this incarnation
-reads it once, at its first write, and keeps it (an incarnation never changes owner:
-a move ends it here and builds another at the target).
+A write happens only between the incarnation's opening and its end (before: not
+serving yet, from its factory or ``on_activate``; after: ended, whatever the store
+would say). The fence needs the record's owner generation, which a move raises; the
+incarnation reads it once, at its first write, and keeps it -- sound because one
+incarnation of a Spot is open on a node at a time, and an incarnation never changes
+owner (a move ends it here and builds another at the target).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from zlink_trio.core.errors import InvalidOperation, RemoteProtocolError, StaleFence
+from zlink_trio.core.errors import (
+    InvalidOperation,
+    RemoteProtocolError,
+    StaleFence,
+    Unavailable,
+)
 from zlink_trio.core.records import AuthorityFence
 from zlink_trio.runtime import observers
 
@@ -52,7 +60,8 @@ class _Owner(Protocol):
 class DurableState(Generic[T]):
     """``ctx.state``: the Spot's durable value of its declared ``state`` class."""
 
-    __slots__ = ("_incarnation", "_owner_generation", "_type", "_value", "_version")
+    __slots__ = ("_ended", "_incarnation", "_owner_generation", "_serving", "_type",
+                 "_value", "_version")
 
     def __init__(self, incarnation: _Owner, state_type: type[T]) -> None:
         self._incarnation = incarnation
@@ -60,6 +69,22 @@ class DurableState(Generic[T]):
         self._value: T | None = None
         self._version = 0
         self._owner_generation: int | None = None
+        self._serving = False
+        self._ended = False
+
+    @property
+    def ended(self) -> bool:
+        """Whether its incarnation has ended here (closed, moved away, or its activation
+        failed): from then on the store refuses its writes."""
+        return self._ended
+
+    def end(self) -> None:
+        """Its incarnation ended (called by the incarnation)."""
+        self._ended = True
+
+    def serve(self) -> None:
+        """Its incarnation opened: it serves, and may write (called by the incarnation)."""
+        self._serving = True
 
     async def fetch(self) -> None:
         """Read the stored value (before the factory runs). Raises
@@ -137,6 +162,15 @@ class DurableState(Generic[T]):
     async def _fence(self) -> AuthorityFence:
         inc = self._incarnation
         rt = inc.rt
+        # Only between its opening and its end: one incarnation of a Spot is open on a
+        # node at a time, so the owner generation read below is this one's.
+        if self._ended:
+            raise StaleFence(f"this incarnation of {inc.spot_id!r} (generation "
+                             f"{inc.generation}) has ended; its state was not written")
+        if not self._serving:
+            raise Unavailable(f"{inc.spot_id!r} does not serve yet: save its state from "
+                              "handlers and timers, not from its factory or on_activate "
+                              "(docs/state.md)")
         if self._owner_generation is None:
             record = await rt.store.location.find(inc.spot_id)
             if (record is None or record.object_generation != inc.generation

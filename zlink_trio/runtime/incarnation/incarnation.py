@@ -402,6 +402,8 @@ class Incarnation(ParkingSlot):
         """
         self.state = step(INCARNATION, self.state, INCARNATION.ev.activation_failed)
         self.timers.cancel_all()
+        if self.durable is not None:
+            self.durable.end()
         await run_on_close(self.spot_type, self.instance, self.spot_id,
                            CloseReason.ACTIVATION_FAILED)
 
@@ -422,6 +424,8 @@ class Incarnation(ParkingSlot):
         self.state = (_OPENED if opened
                       else step(INCARNATION, self.state, INCARNATION.ev.open_barrier))
         self.last_work_finished_at = trio.current_time()
+        if self.durable is not None:
+            self.durable.serve()
 
     def open_moved(self, queue: list[tuple[MessageWork, int]], arrival: Arrival) -> None:
         """The target of a committed relocation: the moved queue first, then serving.
@@ -447,6 +451,8 @@ class Incarnation(ParkingSlot):
                 arrival.first_delivery(work.operation_id, work.deadline.at, now)
             lane.append_unbounded(work, size)
         self.state = step(INCARNATION, self.state, INCARNATION.ev.open_barrier)
+        if self.durable is not None:
+            self.durable.serve()
 
     # ------------------------------------------------------------------ admission
 
@@ -918,6 +924,8 @@ class Incarnation(ParkingSlot):
                            self.spot_id, self.mesh, self.generation)
 
     def _observe_close(self, reason: CloseReason) -> None:
+        if self.durable is not None:
+            self.durable.end()
         if observers.OBSERVERS and self.instance is not None:
             for observer in observers.OBSERVERS:
                 observer.closed(self.rt.node_id, self.spot_id, self.generation, reason)

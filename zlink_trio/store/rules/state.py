@@ -26,10 +26,13 @@ if TYPE_CHECKING:
 __all__ = ("check_state_args", "not_serving", "owning_record", "stale_writer",
            "txn_clear_state", "txn_load_state", "txn_save_state")
 
-#: The states whose owner saves: Ready, and Relocating (the source serves until sealed).
-SAVING = (AuthorityState.READY, AuthorityState.RELOCATING)
-#: The states whose owner clears: those, and Closing (a User Spot's close clears first).
-CLEARING = (*SAVING, AuthorityState.CLOSING)
+#: The states whose owner writes: Ready; a move's source until relay-ready -- Relocating
+#: (it serves) and Sealed (the turn that ran when the move sealed it finishes there,
+#: before the source captures and the target loads anything); and Closing (the turn that
+#: ran when the close began finishes, before Release ends the incarnation). Creating
+#: does not serve yet; past relay-ready the target owns what comes next.
+WRITING = (AuthorityState.READY, AuthorityState.RELOCATING, AuthorityState.SEALED,
+           AuthorityState.CLOSING)
 
 
 def check_state_args(fence: object, now: float, data: object = b"") -> bytes:
@@ -86,7 +89,7 @@ def txn_save_state(state: LocationState, fence: AuthorityFence, data: bytes, *,
                    now: float) -> SavedState:
     """SaveState; see ``StateSteps.save_state``."""
     raw = check_state_args(fence, now, data)
-    record = owning_record(state, fence, now, SAVING)
+    record = owning_record(state, fence, now, WRITING)
     old = state.saved.get(record.spot_id)
     saved = SavedState(spot_id=record.spot_id, data=raw,
                        version=1 if old is None else old.version + 1,
@@ -104,5 +107,5 @@ def txn_load_state(state: LocationState, spot_id: str) -> SavedState | None:
 def txn_clear_state(state: LocationState, fence: AuthorityFence, *, now: float) -> bool:
     """ClearState; see ``StateSteps.clear_state``."""
     check_state_args(fence, now)
-    record = owning_record(state, fence, now, CLEARING)
+    record = owning_record(state, fence, now, WRITING)
     return state.saved.pop(record.spot_id, None) is not None

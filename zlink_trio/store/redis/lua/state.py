@@ -22,8 +22,8 @@ if not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) then
   return {'STATE_STALE', redis.call('HGETALL', KEYS[1])}
 end
 local clearing = ARGV[8] == 'clear'
-if not (r.state == ST_READY or r.state == ST_RELOCATING
-        or (clearing and r.state == ST_CLOSING)) then
+if not (r.state == ST_READY or r.state == ST_RELOCATING or r.state == ST_SEALED
+        or r.state == ST_CLOSING) then
   return {'STATE_IDLE', redis.call('HGETALL', KEYS[1])}
 end
 local _, err = owner_claim(r.mesh, r.orid, r.olc, ARGV[7])
