@@ -89,10 +89,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import random
-import uuid
-from collections import Counter as Tally
-from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -102,20 +98,18 @@ import trio.testing
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
-from store_calls import redis_helpers
+from race_world import RaceWorld, Setup, patch_backend
 
 import zlink_trio as zl
 from zlink_trio.core.errors import StaleFence, Unavailable, ZLinkError
 from zlink_trio.core.records import AuthorityState
-from zlink_trio.store import MembersRemain, open_store
+from zlink_trio.store import MembersRemain
 from zlink_trio.testing import (
     Gate,
     InFlight,
     RaceHarness,
-    Recorder,
     TrioMachine,
     run_race_model,
-    settle,
 )
 
 if TYPE_CHECKING:
@@ -131,8 +125,6 @@ DRAIN_TIMEOUT: Final = 3.0
 TIMEOUTS: Final = st.sampled_from([None, 0.5, 2.0])
 #: A control is asked of the node that hosts its Actor three times in four.
 FROM_HOST: Final = st.sampled_from([True, True, True, False])
-#: Real seconds without a runnable task that count as settled (link bytes have landed).
-CUSHION: Final = 0.004
 R = zl.CloseReason
 #: What the end of a Message Follow route says when the Actor moved there and then
 #: closed: nothing there (Unavailable), or a newer generation there (InvalidOperation).
@@ -304,16 +296,6 @@ class Op:
     inner: object = None
 
 
-@attrs.define
-class Setup:
-    """What the test hands the machine (``RaceHarness.data["setup"]``)."""
-
-    backend: str
-    tmp: Path
-    #: Counts store calls (no clock: this test never autojumps).
-    in_flight: InFlight
-
-
 WORLD: World | None = None
 
 
@@ -327,30 +309,18 @@ def _dead_follow(outcome: object) -> bool:
         marker in outcome.message for marker in DEAD_FOLLOW)
 
 
-class World:
+class World(RaceWorld[Op]):
     """One example: a fresh store, three nodes, the operations and what the Actors did."""
 
+    names = NODES
+    tag = "actor-model"
+
     def __init__(self, harness: RaceHarness) -> None:
-        self.harness = harness
-        self.setup: Setup = harness.data["setup"]
-        self.nodes: list[zl.Node] = []
-        self.node_names: dict[str, str] = {}
-        self.view: Any = None
-        self.ops_nursery: trio.Nursery | None = None
-        self.queues: list[trio.MemorySendChannel[Op]] = []
-        self.stop = trio.Event()
-        self.stopped = trio.Event()
-        self.crash: BaseException | None = None
-        self.gates = {actor_id: Gate() for actor_id in ACTOR_IDS}
+        super().__init__(harness)
         self.ops: dict[int, Op] = {}
-        self.handled: Tally[int] = Tally()
+        self.gates = {actor_id: Gate() for actor_id in ACTOR_IDS}
         #: Operation -> when its message was handled.
         self.handled_at: dict[int, float] = {}
-        #: Per (actor, generation): the operations handled, in order (all nodes).
-        self.history: dict[tuple[str, int], list[int]] = {}
-        self.factories: Tally[tuple[str, int]] = Tally()
-        self.moves_started: Tally[tuple[str, int]] = Tally()
-        self.running: dict[str, tuple[int, int]] = {}
         #: (actor, generation, reason, node, time) of every Actor on_close.
         self.closes: list[tuple[str, int, R, str, float]] = []
         #: ActorId -> the generation the model last saw Ready (created, or in the store).
@@ -359,106 +329,18 @@ class World:
         self.refs: dict[str, zl.ActorRef] = {}
         #: (room, reason, time) of every room's on_close(CLOSED).
         self.room_closes: list[tuple[str, R, float]] = []
-        self.violations: list[str] = []
-        #: Chart transitions checked against the charts, the runtime's warnings.
-        self.recorder = Recorder()
-        self.logs = self.recorder.logs
-        self.leftovers: list[Any] = []
-        #: The clock before the last ``advance`` jump.
-        self.before_jump = -math.inf
-        self.leftover_roots: Any = None
         #: Set while the model closes everything at the end.
         self.closing_all = False
 
-    def expect(self, ok: bool, what: str) -> None:
-        if not ok:
-            self.violations.append(what)
+    def node_options(self, index: int) -> dict[str, Any]:
+        return {"spots": [Kept, Fresh, Room], "default_timeout": DEFAULT_TIMEOUT}
 
     # ------------------------------------------------------------- lifetime
-
-    async def _url(self, stack: AsyncExitStack) -> str:
-        backend = self.setup.backend
-        if backend == "memory":
-            return f"memory://actor-model-{uuid.uuid4().hex}"
-        if backend == "sqlite":
-            return f"sqlite://{self.setup.tmp / f'actors-{uuid.uuid4().hex}.db'}"
-        helpers = redis_helpers()
-        if backend == "redis-cluster":  # the prefix's keys go when the stack closes
-            url: str = await stack.enter_async_context(helpers.fresh_cluster_url())
-            return url
-        prefix = helpers.fresh_prefix()
-        stack.push_async_callback(self._delete_keys, helpers, prefix)
-        return str(helpers.url_with(prefix))
-
-    async def _delete_keys(self, helpers: Any, prefix: str) -> None:
-        with trio.CancelScope(shield=True), self.setup.in_flight.io("delete keys"):
-            await helpers.delete_prefix(prefix)
-
-    async def hold(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-                   ) -> None:
-        """Open the store view, the nodes and the operations' nursery until :attr:`stop`."""
-        try:
-            async with AsyncExitStack() as stack:
-                url = await self._url(stack)
-                opener = self.setup.in_flight.open_store(open_store)
-                self.view = await stack.enter_async_context(opener(url))
-                # runs once the nodes are closed, while the view (and a memory store) lives
-                stack.push_async_callback(self._read_leftovers)
-                for i, name in enumerate(NODES):
-                    node = await stack.enter_async_context(zl.open_node(
-                        name, store=url, spots=[Kept, Fresh, Room],
-                        default_timeout=DEFAULT_TIMEOUT, on_stop="close",
-                        injected=zl.InjectedOptions(
-                            clock=trio.current_time, random=random.Random(i))))
-                    self.nodes.append(node)
-                    self.node_names[str(node.node_rid)] = name
-                async with trio.open_nursery() as ops:
-                    self.ops_nursery = ops
-                    for _ in NODES:
-                        send, receive = trio.open_memory_channel[Op](math.inf)
-                        self.queues.append(send)
-                        ops.start_soon(self._sender, receive)
-                    task_status.started()
-                    await self.stop.wait()
-                    ops.cancel_scope.cancel()
-        except Exception as exc:  # a crashed node is reported by the invariants
-            self.crash = exc
-        finally:
-            self.stopped.set()
-
-    async def _read_leftovers(self) -> None:
-        with self.setup.in_flight.io("the model's own store read"):
-            page = await self.view.location.query(page_size=100)
-            self.leftovers = [r for r in page.records if r.kind is not zl.SpotKind.ENTRY]
-            self.leftover_roots = await self.view.relocation.statistics()
-
-    async def settle(self) -> None:
-        """Until nothing runs: no runnable task for CUSHION real seconds, no store call."""
-        await settle(self.setup.in_flight, cushion=CUSHION)
-
-    async def act(self, action: Any, *args: Any) -> None:
-        """One rule: do ``action`` (sync or async), then settle."""
-        result = action(*args)
-        if hasattr(result, "__await__"):
-            await result
-        await self.settle()
-
-    async def find(self, spot_id: str) -> Any:
-        with self.setup.in_flight.io("the model's own store read"):
-            return await self.view.location.find(spot_id)
 
     async def wind_down(self) -> None:
         """Open the gates, let every operation finish; every Actor the model did not
         close still exists; then close every Actor and every room, and nothing is left."""
-        for gate in self.gates.values():
-            gate.act("open")
-        for _ in range(40):
-            await self.settle()
-            if all(op.done for op in self.ops.values()):
-                break
-            self.harness.clock.jump(0.5)
-        late = [op for op in self.ops.values() if not op.done]
-        assert not late, f"operations never ended: {late}"
+        await self.finish_ops()
         await self.check()
         for actor_id, generation in self.known.items():
             if self._closed(actor_id, generation):
@@ -496,15 +378,6 @@ class World:
                 continue
             closed = await self.nodes[0].spots.close(record.ref())
             assert closed is True, f"closing the empty room {room_id} ended {closed}"
-
-    async def shut_down(self) -> None:
-        self.stop.set()
-        for _ in range(60):
-            await self.settle()
-            if self.stopped.is_set():
-                return
-            self.harness.clock.jump(1.0)
-        raise AssertionError("the nodes did not shut down within 60 s of (mock) time")
 
     # ------------------------------------------------------------- operations
 
@@ -545,10 +418,6 @@ class World:
             return op.record.actor_ref()
         # gone: the last ref the model saw (a control then names a closed incarnation)
         return self.refs[op.target]
-
-    async def _sender(self, queue: trio.MemoryReceiveChannel[Op]) -> None:
-        async for op in queue:
-            await self._run(op)
 
     async def _run(self, op: Op) -> None:
         if op.sender is not None:  # queued behind the sender's earlier calls: read afresh
@@ -847,11 +716,14 @@ class World:
                 and (not other.done or other.ended_at >= op.started_at)]
 
     def _busy(self, op: Op) -> bool:
-        """Another control or move of the same Actor overlapped ``op``, or a close of it
-        was under way (a quit's ``ctx.close()`` included)."""
+        """Another control or move of the same Actor overlapped ``op`` -- a move of a room
+        too, which carries its members (SpotWide) --, or a close of it was under way (a
+        quit's ``ctx.close()`` included)."""
         controls = ("join", "leave", "aclose", "quit", "relocate", "drain", "create", "enroll")
         return self._closing(op) or any(
-            other.kind in controls and (other.target == op.target or other.kind == "drain")
+            other.kind in controls and (other.target == op.target or other.kind == "drain"
+                                        or (other.kind == "relocate"
+                                            and other.target in ROOM_IDS))
             for other in self._others(op))
 
     def _raced(self, op: Op) -> bool:
@@ -1285,31 +1157,10 @@ def test_actor_membership_racing_with_moves_calls_and_closes_keeps_the_invariant
     setup = Setup(backend, tmp_path, InFlight())
 
     async def prepare(harness: RaceHarness) -> None:
-        await _patch_backend(backend, setup.in_flight, tmp_path, monkeypatch)
+        await patch_backend(backend, setup.in_flight, tmp_path, monkeypatch)
 
     run_race_model(ActorModel, settings=model_settings, prepare=prepare,
                    data={"setup": setup})
-
-
-async def _patch_backend(backend: str, in_flight: InFlight, tmp_path: Path,
-                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Count every store call of the backend's classes (and fail if Redis is absent)."""
-    if backend == "memory":
-        return
-    helpers = redis_helpers()
-    if backend == "redis-cluster":
-        async with helpers.cluster_test_store() as store:
-            in_flight.patch_backend(monkeypatch, store)
-        in_flight.patch_open_store(monkeypatch)
-        return
-    url = f"sqlite://{tmp_path / 'patch.db'}" if backend == "sqlite" else \
-        helpers.url_with(helpers.fresh_prefix())
-    try:
-        async with open_store(url) as store:
-            in_flight.patch_backend(monkeypatch, store)
-    except Unavailable as error:
-        helpers.unreachable(error.message)
-    in_flight.patch_open_store(monkeypatch)
 
 
 class JoinAtTheSealReplay(TrioMachine):

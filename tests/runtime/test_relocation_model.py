@@ -56,10 +56,7 @@ from __future__ import annotations
 
 import json
 import math
-import random
-import uuid
 from collections import Counter as Tally
-from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -69,20 +66,17 @@ import trio.testing
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
-from store_calls import redis_helpers
+from race_world import RaceWorld, Setup, patch_backend
 
 import zlink_trio as zl
 from zlink_trio.core.errors import Unavailable
 from zlink_trio.core.records import AuthorityState
-from zlink_trio.store import open_store
 from zlink_trio.testing import (
     Gate,
     InFlight,
     RaceHarness,
-    Recorder,
     TrioMachine,
     run_race_model,
-    settle,
 )
 from zlink_trio.testing.race_checks import check_durable_state
 from zlink_trio.testing.spot_race import ended_durables, write_as_zombie
@@ -100,8 +94,6 @@ SWEEP_INTERVAL: Final = 0.5
 DEFAULT_TIMEOUT: Final = 4.0
 PERIOD: Final = 0.7
 TIMEOUTS: Final = st.sampled_from([None, 0.5, 2.0])
-#: Real seconds without a runnable task that count as settled (link bytes have landed).
-CUSHION: Final = 0.004
 R = zl.CloseReason
 #: What the end of a Message Follow route says when the Spot moved there and then closed:
 #: nothing there (Unavailable), or a newer generation there (InvalidOperation), 06 §6.
@@ -272,16 +264,6 @@ class Op:
     outcome: object = None
 
 
-@attrs.define
-class Setup:
-    """What the test hands the machine (``RaceHarness.data["setup"]``)."""
-
-    backend: str
-    tmp: Path
-    #: Counts store calls (no clock: this test never autojumps).
-    in_flight: InFlight
-
-
 WORLD: World | None = None
 
 
@@ -290,124 +272,31 @@ def _world() -> World:
     return WORLD
 
 
-class World:
+class World(RaceWorld[Op]):
     """One example: a fresh store, three nodes, the operations and what the Spots did."""
 
+    names = NODES
+    tag = "relocation-model"
+
     def __init__(self, harness: RaceHarness, closed_gates: set[str]) -> None:
-        self.harness = harness
-        self.setup: Setup = harness.data["setup"]
-        self.nodes: list[zl.Node] = []
-        self.node_names: dict[str, str] = {}
-        self.view: Any = None
-        self.ops_nursery: trio.Nursery | None = None
-        self.queues: list[trio.MemorySendChannel[Op]] = []
-        self.stop = trio.Event()
-        self.stopped = trio.Event()
-        self.crash: BaseException | None = None
-        self.gates = {spot_id: Gate(spot_id not in closed_gates) for spot_id in IDS}
+        super().__init__(harness)
         self.ops: dict[int, Op] = {}
-        self.handled: Tally[int] = Tally()
-        #: Per (spot, generation): the operations handled, in order (all nodes).
-        self.history: dict[tuple[str, int], list[int]] = {}
-        self.factories: Tally[tuple[str, int]] = Tally()
-        self.moves_started: Tally[tuple[str, int]] = Tally()
+        self.gates = {spot_id: Gate(spot_id not in closed_gates) for spot_id in IDS}
         self.moves_committed: Tally[tuple[str, int]] = Tally()
-        self.running: dict[str, tuple[int, int]] = {}
         self.live: dict[str, list[_Model]] = {}
         self.closes: list[tuple[str, R, float]] = []
         self.armed: set[tuple[str, int]] = set()
         self.ticks: list[tuple[str, int, str, float]] = []
-        self.violations: list[str] = []
-        #: Chart transitions checked against the charts, the runtime's warnings.
-        self.recorder = Recorder()
-        self.logs = self.recorder.logs
-        self.leftovers: list[Any] = []
-        #: The clock before the last ``advance`` jump.
-        self.before_jump = -math.inf
-        self.leftover_roots: Any = None
 
-    def expect(self, ok: bool, what: str) -> None:
-        if not ok:
-            self.violations.append(what)
+    def node_options(self, index: int) -> dict[str, Any]:
+        return {"spots": [Kept, Fresh, Room], "instance_idle_timeout": IDLE_TIMEOUT,
+                "idle_sweep_interval": SWEEP_INTERVAL, "default_timeout": DEFAULT_TIMEOUT}
 
     # ------------------------------------------------------------- lifetime
 
-    def _url(self, stack: AsyncExitStack) -> str:
-        backend = self.setup.backend
-        if backend == "memory":
-            return f"memory://relocation-model-{uuid.uuid4().hex}"
-        if backend == "sqlite":
-            return f"sqlite://{self.setup.tmp / f'model-{uuid.uuid4().hex}.db'}"
-        helpers = redis_helpers()
-        prefix = helpers.fresh_prefix()
-        stack.push_async_callback(self._delete_keys, helpers, prefix)
-        return str(helpers.url_with(prefix))
-
-    async def _delete_keys(self, helpers: Any, prefix: str) -> None:
-        with trio.CancelScope(shield=True), self.setup.in_flight.io("delete keys"):
-            await helpers.delete_prefix(prefix)
-
-    async def hold(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-                   ) -> None:
-        """Open the store view, the nodes and the operations' nursery until :attr:`stop`."""
-        try:
-            async with AsyncExitStack() as stack:
-                url = self._url(stack)
-                opener = self.setup.in_flight.open_store(open_store)
-                self.view = await stack.enter_async_context(opener(url))
-                # runs once the nodes are closed, while the view (and a memory store) lives
-                stack.push_async_callback(self._read_leftovers)
-                for i, name in enumerate(NODES):
-                    node = await stack.enter_async_context(zl.open_node(
-                        name, store=url, spots=[Kept, Fresh, Room],
-                        instance_idle_timeout=IDLE_TIMEOUT, idle_sweep_interval=SWEEP_INTERVAL,
-                        default_timeout=DEFAULT_TIMEOUT, on_stop="close",
-                        injected=zl.InjectedOptions(
-                            clock=trio.current_time, random=random.Random(i))))
-                    self.nodes.append(node)
-                    self.node_names[str(node.node_rid)] = name
-                async with trio.open_nursery() as ops:
-                    self.ops_nursery = ops
-                    for _ in NODES:
-                        send, receive = trio.open_memory_channel[Op](math.inf)
-                        self.queues.append(send)
-                        ops.start_soon(self._sender, receive)
-                    task_status.started()
-                    await self.stop.wait()
-                    ops.cancel_scope.cancel()
-        except Exception as exc:  # a crashed node is reported by the invariants
-            self.crash = exc
-        finally:
-            self.stopped.set()
-
-    async def _read_leftovers(self) -> None:
-        with self.setup.in_flight.io("the model's own store read"):
-            page = await self.view.location.query(page_size=100)
-            self.leftovers = [r for r in page.records if r.kind is not zl.SpotKind.ENTRY]
-            self.leftover_roots = await self.view.relocation.statistics()
-
-    async def settle(self) -> None:
-        """Until nothing runs: no runnable task for CUSHION real seconds, no store call."""
-        await settle(self.setup.in_flight, cushion=CUSHION)
-
-    async def act(self, action: Any, *args: Any) -> None:
-        """One rule: do ``action`` (sync or async), then settle."""
-        result = action(*args)
-        if hasattr(result, "__await__"):
-            await result
-        await self.settle()
-
     async def wind_down(self) -> None:
         """Open the gates, let every operation finish, check that timers moved along."""
-        for gate in self.gates.values():
-            gate.act("open")
-        for _ in range(40):
-            await self.settle()
-            if all(op.done for op in self.ops.values()):
-                break
-            self.harness.clock.jump(0.5)
-        late = [op for op in self.ops.values() if not op.done]
-        assert not late, f"operations never ended: {late}"
+        await self.finish_ops()
         since = trio.current_time()
         for _ in range(3):
             self.harness.clock.jump(PERIOD)
@@ -422,15 +311,6 @@ class World:
             self.expect((spot.node, spot.ctx.generation) in where,
                         f"{spot_id}'s timer did not fire where it lives ({spot.node}), "
                         f"ticks since the moves ended: {where}")
-
-    async def shut_down(self) -> None:
-        self.stop.set()
-        for _ in range(60):
-            await self.settle()
-            if self.stopped.is_set():
-                return
-            self.harness.clock.jump(1.0)
-        raise AssertionError("the nodes did not shut down within 60 s of (mock) time")
 
     # ------------------------------------------------------------- operations
 
@@ -461,10 +341,6 @@ class World:
         refs = [op.outcome.ref for op in self.ops.values()
                 if op.kind == "goc" and isinstance(op.outcome, zl.CreateResult)]
         return refs[-1] if refs else None
-
-    async def _sender(self, queue: trio.MemoryReceiveChannel[Op]) -> None:
-        async for op in queue:
-            await self._run(op)
 
     async def _run(self, op: Op) -> None:
         op.started_at = trio.current_time()
@@ -867,26 +743,10 @@ def test_relocations_racing_with_calls_timers_close_and_idle_keep_the_invariants
     setup = Setup(backend, tmp_path, InFlight())
 
     async def prepare(harness: RaceHarness) -> None:
-        await _patch_backend(backend, setup.in_flight, tmp_path, monkeypatch)
+        await patch_backend(backend, setup.in_flight, tmp_path, monkeypatch)
 
     run_race_model(RelocationModel, settings=model_settings, prepare=prepare,
                    data={"setup": setup})
-
-
-async def _patch_backend(backend: str, in_flight: InFlight, tmp_path: Path,
-                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Count every store call of the backend's classes (and fail if Redis is absent)."""
-    if backend == "memory":
-        return
-    helpers = redis_helpers()
-    url = f"sqlite://{tmp_path / 'patch.db'}" if backend == "sqlite" else \
-        helpers.url_with(helpers.fresh_prefix())
-    try:
-        async with open_store(url) as store:
-            in_flight.patch_backend(monkeypatch, store)
-    except Unavailable as error:
-        helpers.unreachable(error.message)
-    in_flight.patch_open_store(monkeypatch)
 
 
 class AbortedMoveReplay(TrioMachine):
