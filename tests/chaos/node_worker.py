@@ -117,16 +117,20 @@ class ChaosCounter:
         start = time.time()
         self.total += 1
         await trio.sleep(HANDLER_HOLD + msg.hold)
-        rid = str(self.ctx.ref.node_rid)
-        node = NODES.get(rid)
-        # The lease deadline this lifecycle holds now (renewals move it on; a lost or
-        # frozen lease keeps its last one): a turn that ends after it is a zombie's.
-        lease = node.statistics().lease_expires_at if node is not None else None
-        append(HANDLER_LOG, {"spot": self.ctx.spot_id, "rid": msg.rid, "node": NODE,
-                             "node_rid": rid, "generation": self.ctx.generation,
-                             "start": start, "end": time.time(), "lease_expires_at": lease,
-                             "value": self.total})
+        log_turn(self.ctx, msg, start, value=self.total)
         return Total(self.total, NODE)
+
+
+def log_turn(ctx: zl.SpotContext, msg: Add, start: float, **fields: Any) -> None:
+    """The handler line of one handled ``Add`` (before the reply; see the module doc)."""
+    rid = str(ctx.ref.node_rid)
+    node = NODES.get(rid)
+    # The lease deadline this lifecycle holds now (renewals move it on; a lost or
+    # frozen lease keeps its last one): a turn that ends after it is a zombie's.
+    lease = node.statistics().lease_expires_at if node is not None else None
+    append(HANDLER_LOG, {"spot": ctx.spot_id, "rid": msg.rid, "node": NODE, "node_rid": rid,
+                         "generation": ctx.generation, "start": start, "end": time.time(),
+                         "lease_expires_at": lease, **fields})
 
 
 @attrs.frozen
@@ -152,21 +156,15 @@ class DurableCounter:
         start = time.time()
         self.total += 1
         await trio.sleep(HANDLER_HOLD + msg.hold)
-        rid = str(self.ctx.ref.node_rid)
         try:
             await self.ctx.state.save(Count(self.total))
         except zl.ZLinkError as exc:
             append(REFUSED_LOG, {"spot": self.ctx.spot_id, "rid": msg.rid, "node": NODE,
-                                 "node_rid": rid, "generation": self.ctx.generation,
-                                 "start": start, "end": time.time(),
-                                 "error": type(exc).__name__})
+                                 "node_rid": str(self.ctx.ref.node_rid),
+                                 "generation": self.ctx.generation, "start": start,
+                                 "end": time.time(), "error": type(exc).__name__})
             raise
-        node = NODES.get(rid)
-        lease = node.statistics().lease_expires_at if node is not None else None
-        append(HANDLER_LOG, {"spot": self.ctx.spot_id, "rid": msg.rid, "node": NODE,
-                             "node_rid": rid, "generation": self.ctx.generation,
-                             "start": start, "end": time.time(), "lease_expires_at": lease,
-                             "value": self.total, "version": self.ctx.state.version})
+        log_turn(self.ctx, msg, start, value=self.total, version=self.ctx.state.version)
         return Total(self.total, NODE)
 
 
