@@ -29,9 +29,7 @@ STATE_RULES: tuple[Mutation, ...] = (
         find="        raise stale_writer(fence, record)\n",
         replace="        pass\n",
         guards=[_CONFORMANCE + "test_a_zombie_owner_never_overwrites_its_successors_state"
-                "[memory://]",
-                "tests/testing/test_spot_race.py::test_durable_state_keeps_the_invariants_on_"
-                "every_store[memory]"],
+                "[memory://]"],
     ),
     Mutation(
         name="state.a_live_lease_writes",

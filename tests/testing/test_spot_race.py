@@ -73,4 +73,7 @@ def test_durable_state_keeps_the_invariants_on_every_store(kit_store: str) -> No
         store = kit_store
 
     Race.run(settings=settings(FIXED, max_examples=60))
-    assert {"load", "save", "refused save"} <= SEEN, SEEN
+    # Which ended incarnations exist when the zombie rule runs depends on the timing of
+    # the example; a refused write of some kind always happens.
+    assert {"load", "save"} <= SEEN, SEEN
+    assert any(seen.startswith("refused") for seen in SEEN), SEEN
