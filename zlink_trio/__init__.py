@@ -68,6 +68,7 @@ from zlink_trio.runtime.declaration.policies import RecreateOnRelocation as Recr
 from zlink_trio.runtime.declaration.policies import Reject as Reject
 from zlink_trio.runtime.declaration.policies import RelocationUnit as RelocationUnit
 from zlink_trio.runtime.declaration.policies import SpotRelocationAdapter as SpotRelocationAdapter
+from zlink_trio.runtime.declaration.reminder_message import Reminder as Reminder
 from zlink_trio.runtime.declaration.spot_types import actor as actor
 from zlink_trio.runtime.declaration.spot_types import instance_spot as instance_spot
 from zlink_trio.runtime.declaration.spot_types import user_spot as user_spot
@@ -133,6 +134,7 @@ __all__ = (
     "RelocationOutcome",
     "RelocationResult",
     "RelocationUnit",
+    "Reminder",
     "RemoteProtocolError",
     "SpotClient",
     "SpotContext",

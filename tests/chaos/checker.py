@@ -271,3 +271,18 @@ def check(calls: list[Line], handlers: list[Line], *, spots: Iterable[str],
         untyped=untyped,
         unusable=unusable, serve_again=serve_again, resets=count_resets(handlers),
         unlogged_handlers=sum(1 for rid in ran if rid not in called))
+
+
+def check_reminders(lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """Durable reminders (``--remind`` servers): how many were set (acknowledged by the
+    store), delivered, never delivered (``lost``: their keys), and delivered again (at
+    least once allows it; counted)."""
+    sets = {(line["spot"], line["name"], line["due"]) for line in lines
+            if line["event"] == "set"}
+    rung = collections.Counter((line["spot"], line["name"], line["due"]) for line in lines
+                   if line["event"] == "rung")
+    lost = sorted(sets - set(rung))
+    return {"reminders_set": len(sets), "reminders_delivered": len(sets & set(rung)),
+            "reminders_lost": len(lost),
+            "reminders_redelivered": sum(n - 1 for n in rung.values() if n > 1),
+            "lost": lost}

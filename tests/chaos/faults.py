@@ -70,6 +70,9 @@ class Fault:
     #: Whether the servers keep each count as durable state (``--durable``): no count
     #: may go back, and the saves the store refused are counted.
     durable: ClassVar[bool] = False
+    #: With ``durable``: every fifth handled call sets a durable reminder due this many
+    #: seconds later (``--remind``); every one set must be delivered (0: none set).
+    remind_after: ClassVar[float] = 0.0
     #: How many counter Spots the row loads.
     spots: ClassVar[int] = 12
     #: Every Spot serves again within this many leases of the (last) heal, if set.
@@ -200,6 +203,16 @@ class DurableSigstopZombie(SigstopZombie):
     promise = ("the frozen owner's successor loads each count and saves on; the zombie, "
                "resumed in a turn, has its save refused by the store (counted: "
                "refused_writes) and acknowledges nothing; no count goes back")
+
+
+class RemindersSigkillRestart(SigkillRestart):
+    name = "reminders across SIGKILL + restart"
+    durable = True
+    remind_after = 1.0
+    promise = ("the counters set durable reminders due 1 s later as they count; those due "
+               "while the killed node is down -- its own Spots' too -- reach their Spots "
+               "once it restarted: every reminder set is delivered at least once (0 lost; "
+               "redeliveries counted)")
 
 
 def _redis_port(url: str) -> int:
@@ -394,4 +407,5 @@ FAULTS: dict[str, type[Fault]] = {
     "sqlite-lock-past-lease": SqliteLockPastLease, "rolling-restart": RollingRestart,
     "redis-flush": RedisFlush, "durable-sigkill-restart": DurableSigkillRestart,
     "durable-sigstop-zombie": DurableSigstopZombie,
+    "reminders-sigkill-restart": RemindersSigkillRestart,
 }

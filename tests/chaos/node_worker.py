@@ -38,7 +38,11 @@ whose turn takes ``hold`` seconds longer: the driver freezes its owner during it
 ``--durable 1`` serves ``DurableCounter`` instead (the same stable type): its count is
 durable state (``ctx.state``, docs/state.md), saved before the handler line; a save the
 store refuses goes to ``DIR/refused-NODE-PID.jsonl`` and fails the call.
-``--lifetime`` bounds the whole process.
+``--remind S`` (with ``--durable 1``) makes every fifth handled ``Add`` also set a
+durable reminder ``r-RID`` due ``S`` seconds later (``ctx.remind``, docs/reminders.md);
+``DIR/reminders-NODE-PID.jsonl`` gets a ``set`` line once the store acknowledged it (a
+``set_failed`` line when it refused) and a ``rung`` line at each delivery, before the
+handler returns. ``--lifetime`` bounds the whole process.
 """
 
 from __future__ import annotations
@@ -63,6 +67,10 @@ NODE = ""
 HANDLER_LOG = ""
 #: Where a durable counter logs a save the store refused (``--durable``).
 REFUSED_LOG = ""
+#: Where a durable counter logs the reminders it set and those delivered (``--remind``).
+REMINDER_LOG = ""
+#: Seconds after which an ``Add``'s reminder is due (0: none set).
+REMIND = 0.0
 #: The node the supervisor has open (``None`` while it reopens).
 CURRENT: zl.Node | None = None
 #: Every node this process opened, by NodeRid (a turn reads its own node's lease).
@@ -164,8 +172,27 @@ class DurableCounter:
                                  "generation": self.ctx.generation, "start": start,
                                  "end": time.time(), "error": type(exc).__name__})
             raise
+        if REMIND and msg.rid.rsplit("-", 1)[-1].isdigit() and \
+                int(msg.rid.rsplit("-", 1)[-1]) % 5 == 0:
+            await self._remind(msg.rid)
         log_turn(self.ctx, msg, start, value=self.total, version=self.ctx.state.version)
         return Total(self.total, NODE)
+
+    async def _remind(self, rid: str) -> None:
+        line = {"spot": self.ctx.spot_id, "name": f"r-{rid}", "node": NODE}
+        try:
+            reminder = await self.ctx.remind(f"r-{rid}", after=REMIND)
+        except zl.ZLinkError as exc:  # not acknowledged: nothing to deliver
+            append(REMINDER_LOG, {"event": "set_failed", **line, "t": time.time(),
+                                  "error": type(exc).__name__})
+            return
+        append(REMINDER_LOG, {"event": "set", **line, "due": reminder.due, "t": time.time()})
+
+    @zl.handler
+    async def rung(self, msg: zl.Reminder) -> None:
+        append(REMINDER_LOG, {"event": "rung", "spot": self.ctx.spot_id, "name": msg.name,
+                              "due": msg.due, "node": NODE,
+                              "generation": self.ctx.generation, "t": time.time()})
 
 
 @attrs.define
@@ -316,8 +343,10 @@ class Supervisor:
 
 
 async def main(args: argparse.Namespace) -> None:
-    global NODE, HANDLER_LOG, REFUSED_LOG
+    global NODE, HANDLER_LOG, REFUSED_LOG, REMINDER_LOG, REMIND
     NODE = args.node
+    REMIND = args.remind
+    REMINDER_LOG = os.path.join(args.logs, f"reminders-{args.node}-{os.getpid()}.jsonl")
     HANDLER_LOG = os.path.join(args.logs, f"handlers-{args.node}-{os.getpid()}.jsonl")
     REFUSED_LOG = os.path.join(args.logs, f"refused-{args.node}-{os.getpid()}.jsonl")
     supervisor = Supervisor(args)
@@ -356,6 +385,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lifetime", type=float, default=120.0)
     parser.add_argument("--durable", type=int, default=0,
                         help="1: serve DurableCounter (the count in ctx.state)")
+    parser.add_argument("--remind", type=float, default=0.0,
+                        help="with --durable 1: every fifth Add sets a reminder due this "
+                             "many seconds later")
     return parser.parse_args(argv)
 
 

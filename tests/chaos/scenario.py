@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
-from checker import Verdict, check, count_regressions, read_lines
+from checker import Verdict, check, check_reminders, count_regressions, read_lines
 from cluster import open_cluster
 from faults import FAULTS, Knobs
 
@@ -46,6 +46,10 @@ DEADLINE = 2.0
 #: How long every Spot may take to serve again after the last heal: a restarted
 #: process's start-up (~2 s on a loaded 2-core machine) plus three leases.
 RECOVERY = 2.0 + 3 * LEASE
+#: How long the servers get to deliver the reminders set before the callers stopped:
+#: those due while a node was down wait for its restart, then a take's hold (two call
+#: deadlines) when a first delivery failed.
+REMINDERS_WAIT = 20.0
 
 
 @attrs.frozen
@@ -77,7 +81,9 @@ async def run_fault(key: str, backend: str, url: str, logs: Path, *, long: bool,
         async with open_cluster(url, logs, lease=LEASE, deadline=DEADLINE,
                                 callers=3 if long else 2, spots=fault.spots,
                                 caller_deadlines=fault.caller_deadlines,
-                                **({"durable": 1} if fault.durable else {})) as cluster:
+                                **({"durable": 1} if fault.durable else {}),
+                                **({"remind": fault.remind_after} if fault.remind_after
+                                   else {})) as cluster:
             warm = await cluster.wait_served(cluster.events[0]["t"], 15 + fault.spots / 30)
             assert warm, f"not every Spot answered before the fault; logs in {logs}"
             await trio.sleep(steady)
@@ -86,6 +92,9 @@ async def run_fault(key: str, backend: str, url: str, logs: Path, *, long: bool,
             cluster.mark("served" if served else "not_served")
             await trio.sleep(tail)
             await cluster.stop_callers(max((DEADLINE, *fault.caller_deadlines)) + 5)
+            if fault.remind_after:  # no new ones now: the servers deliver the last ones
+                await wait_reminders(logs, REMINDERS_WAIT)
+                cluster.mark("reminders_waited")
             events = cluster.events
             node_events = [{"name": proc.name, "pid": proc.proc.pid,
                             "events": [line["event"] for line in proc.lines],
@@ -106,6 +115,10 @@ async def run_fault(key: str, backend: str, url: str, logs: Path, *, long: bool,
     if regressions:
         broken.append(f"{len(regressions)} durable count(s) went back (a lost save, or a "
                       f"stale one applied): {regressions[:5]}")
+    reminders = check_reminders(read_reminders(logs)) if fault.remind_after else None
+    if reminders is not None and reminders["reminders_lost"]:
+        broken.append(f"{reminders['reminders_lost']} reminder(s) set and never delivered: "
+                      f"{reminders['lost'][:5]}")
     if fault.keeps_state and verdict.resets:
         broken.append(f"{len(verdict.resets)} counter(s) did not go on by one: "
                       f"{verdict.resets[:5]}")
@@ -138,6 +151,7 @@ async def run_fault(key: str, backend: str, url: str, logs: Path, *, long: bool,
               **verdict.summary(), "lease_losses": lease_losses, "broken_promises": broken,
               "refused_writes": len(refused) if fault.durable else None,
               "durable_regressions": len(regressions) if fault.durable else None,
+              **({k: v for k, v in reminders.items() if k != "lost"} if reminders else {}),
               "max_overshoot": round(overshoot, 3), "serve_after_reopen": after_open,
               "max_added_latency": added_latency,
               "timeline": events,
@@ -150,6 +164,20 @@ def read_logs(logs: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every caller's call lines and every handler's lines of one run."""
     return (read_lines(sorted(logs.glob("calls-*.jsonl"))),
             read_lines(sorted(logs.glob("handlers-*.jsonl"))))
+
+
+def read_reminders(logs: Path) -> list[dict[str, Any]]:
+    """The reminders set and delivered in one run (``--remind`` servers)."""
+    return read_lines(sorted(logs.glob("reminders-*.jsonl")))
+
+
+async def wait_reminders(logs: Path, limit: float) -> None:
+    """Until every reminder set was delivered, at most ``limit`` seconds (the check then
+    counts what is missing)."""
+    with trio.move_on_after(limit):
+        # Other processes' files: no event crosses processes, so poll.
+        while check_reminders(read_reminders(logs))["reminders_lost"]:  # noqa: ASYNC110
+            await trio.sleep(0.2)
 
 
 def read_refused(logs: Path) -> list[dict[str, Any]]:

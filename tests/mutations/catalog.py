@@ -18,7 +18,7 @@ the handshake's authentication), ``store_rules`` (the store's fences, the
 oracle and every backend), ``runtime_rules`` (routing, admission, create, close, the
 47/48 targets, ceilings and lanes), ``relocation_rules`` (the relocation hold, Message
 Follow, relay), ``actor_rules`` (Actor membership and ToActor calls), ``state_rules``
-(durable state). This module joins them in that order.
+(durable state), ``reminder_rules`` (durable reminders). This module joins them in that order.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from actor_rules import ACTOR_RULES
 from input_rules import INPUT_RULES
 from mutation import Mutation
 from relocation_rules import RELOCATION_RULES
+from reminder_rules import REMINDER_RULES
 from runtime_rules import RUNTIME_RULES
 from state_rules import STATE_RULES
 from store_rules import STORE_RULES
@@ -34,4 +35,5 @@ from store_rules import STORE_RULES
 __all__ = ("MUTATIONS", "Mutation")
 
 MUTATIONS: tuple[Mutation, ...] = (*INPUT_RULES, *STORE_RULES, *RUNTIME_RULES,
-                                   *RELOCATION_RULES, *ACTOR_RULES, *STATE_RULES)
+                                   *RELOCATION_RULES, *ACTOR_RULES, *STATE_RULES,
+                                   *REMINDER_RULES)

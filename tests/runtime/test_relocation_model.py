@@ -78,7 +78,13 @@ from zlink_trio.testing import (
     TrioMachine,
     run_race_model,
 )
-from zlink_trio.testing.race_checks import check_durable_state
+from zlink_trio.testing.race_checks import (
+    ReminderWrite,
+    check_durable_state,
+    check_reminders_apart,
+    check_reminders_delivered,
+    undelivered_reminders,
+)
 from zlink_trio.testing.spot_race import ended_durables, write_as_zombie
 
 if TYPE_CHECKING:
@@ -230,6 +236,10 @@ class Fresh(Kept):
         await self.ctx.state.save(Handled(stored.count + 1))
         return done
 
+    @zl.handler
+    async def woken(self, msg: zl.Reminder) -> None:
+        """A durable reminder the ``remind`` rule set (the Recorder lists the turn)."""
+
 
 @zl.user_spot("rm-room", relocation=zl.PreserveStateWith(StateAdapter()))
 class Room(_Model):
@@ -287,6 +297,9 @@ class World(RaceWorld[Op]):
         self.closes: list[tuple[str, R, float]] = []
         self.armed: set[tuple[str, int]] = set()
         self.ticks: list[tuple[str, int, str, float]] = []
+        #: The reminder writes of the ``remind`` rules, and the contexts they went through.
+        self.reminder_writes: list[ReminderWrite] = []
+        self.reminder_contexts: list[zl.SpotContext] = []
 
     def node_options(self, index: int) -> dict[str, Any]:
         return {"spots": [Kept, Fresh, Room], "instance_idle_timeout": IDLE_TIMEOUT,
@@ -301,6 +314,14 @@ class World(RaceWorld[Op]):
         for _ in range(3):
             self.harness.clock.jump(PERIOD)
             await self.settle()
+        for _ in range(60):  # past every reminder's due by more than a take's hold
+            if not undelivered_reminders(self.reminder_writes, [], self.recorder,
+                                         lambda spot_id: False):
+                break
+            self.harness.clock.jump(0.5)
+            await self.settle()
+        check_reminders_delivered(self.reminder_writes, [], self.recorder,
+                                  lambda spot_id: False)
         for spot_id, generation in self.armed:
             alive = [s for s in self.live.get(spot_id, []) if s.ctx.generation == generation]
             if not alive:
@@ -585,6 +606,7 @@ class World(RaceWorld[Op]):
         assert not self.violations, "\n".join(self.violations)
         self.recorder.check()
         check_durable_state(self.recorder, lambda spot_id: spot_id == USER_ID)
+        check_reminders_apart(self.recorder, self.reminder_writes)
         for spot_id in IDS:
             serving = [self.node_names[str(node.node_rid)] for node in self.nodes
                        if (host := node._rt.catalog.hosts.get(spot_id)) is not None
@@ -717,6 +739,37 @@ class RelocationModel(TrioMachine):
         problem = await write_as_zombie(durable)
         if problem is not None:
             self.world.violations.append(problem)
+
+    @rule(data=st.data(), after=st.sampled_from([0.0, 0.5, 2.0]), zombie=st.booleans())
+    def remind(self, data: st.DataObject, after: float, zombie: bool) -> None:
+        """``ctx.remind`` through the ``Fresh`` incarnation a node serves now, racing its
+        moves, evictions and closes; or, with ``zombie``, through one that ended: the
+        store must refuse that one. Every reminder acknowledged reaches the Spot."""
+        world = self.world
+        assert world is not None
+        for node in world.nodes:
+            ctx = node.inspection.spot_context("f0")
+            if ctx is not None and all(ctx is not known for known in world.reminder_contexts):
+                world.reminder_contexts.append(ctx)
+        choices = [n for n, ctx in enumerate(world.reminder_contexts)
+                   if ctx.ended == zombie and (zombie or any(
+                       node.inspection.spot_context("f0") is ctx for node in world.nodes))]
+        if not choices:
+            return
+        ctx = world.reminder_contexts[data.draw(st.sampled_from(choices), label="context")]
+        write = ReminderWrite(len(world.reminder_writes) + 1, "set", ctx.spot_id, "",
+                              ctx.generation, f"k{len(world.reminder_writes) + 1}",
+                              zombie=zombie)
+        world.reminder_writes.append(write)
+        self._act(self._remind, write, ctx, after)
+
+    async def _remind(self, write: ReminderWrite, ctx: zl.SpotContext, after: float) -> None:
+        write.started_at = trio.current_time()
+        try:
+            write.outcome = await ctx.remind(write.name, after=after)
+        except zl.ZLinkError as exc:
+            write.outcome = exc
+        write.done, write.ended_at = True, trio.current_time()
 
     @rule(dt=st.sampled_from([0.3, 0.8, 2.5]))
     def advance(self, dt: float) -> None:

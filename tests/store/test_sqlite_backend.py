@@ -28,6 +28,7 @@ from zlink_trio.core.errors import (
     Unavailable,
 )
 from zlink_trio.core.identity import SpotKind
+from zlink_trio.core.placement import reminder_partition
 from zlink_trio.core.records import AuthorityState
 from zlink_trio.store import AuthorityExists, MembersRemain, open_store
 from zlink_trio.store.sqlite import schema
@@ -204,6 +205,8 @@ def downgrade(path, version):
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("BEGIN IMMEDIATE")
+        if version < 5:  # no reminders
+            conn.execute("DROP TABLE loc_reminders")
         if version < 4:  # no durable state
             conn.execute("DROP TABLE loc_state")
         if version < 3:  # no container columns nor indexes; no Actor row to lose
@@ -288,6 +291,45 @@ async def test_a_version_3_file_is_migrated_to_keep_durable_state(db_path):
             saved = await store.location.save_state(room.fence(), b"kept", now=1.0)
             assert await store.location.load_state("room-1") == saved
         assert layout(db_path)[0] == SCHEMA_VERSION
+
+
+async def test_a_version_4_file_is_migrated_to_keep_reminders(db_path):
+    # Version 5: a Spot's durable reminders live in ``loc_reminders``, taken through the
+    # ``loc_reminders_wake`` index (store.reminder_steps). A version-4 file -- no such
+    # table -- gets both at open: every record and state reads back as it was, and its
+    # Spots set, list and hand over reminders.
+    with trio.fail_after(TIMEOUT):
+        async with open_store(url_of(db_path)) as store:
+            a = await claim(store, "node-a", lease=100.0)
+            room = await store.location.commit_ready(await reserve(store, a, "room-1"),
+                                                     now=1.0)
+            saved = await store.location.save_state(room.fence(), b"kept", now=1.0)
+            before = await snapshot(store)
+        downgrade(db_path, 4)
+        conn = sqlite3.connect(db_path)
+        try:
+            assert conn.execute("SELECT count(*) FROM sqlite_schema WHERE name LIKE "
+                                "'loc_reminders%'").fetchone() == (0,)
+        finally:
+            conn.close()
+        async with open_store(url_of(db_path)) as store:
+            assert await snapshot(store) == before
+            assert await store.location.load_state("room-1") == saved
+            tick = await store.location.set_reminder(room.fence(), "tick", due=2.0,
+                                                     period=None, now=1.0)
+            assert await store.location.reminders("room-1") == (tick,)
+            [taken] = await store.location.take_due_reminders(
+                MESH, [reminder_partition("room-1")], a.owner(), now=2.0, hold=5.0,
+                limit=10)
+            assert (taken.name, taken.taker) == ("tick", a.owner())
+        conn = sqlite3.connect(db_path)
+        try:
+            assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+            assert conn.execute("SELECT name FROM sqlite_schema WHERE tbl_name = "
+                                "'loc_reminders' AND type = 'index' AND sql IS NOT NULL"
+                                ).fetchall() == [("loc_reminders_wake",)]
+        finally:
+            conn.close()
 
 
 async def test_a_version_2_file_is_migrated_to_hold_actor_membership(db_path, tmp_path):

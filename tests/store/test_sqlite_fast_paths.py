@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
+from typing import TYPE_CHECKING
 
 import pytest
 import trio
@@ -25,6 +26,7 @@ from test_sqlite_backend import url_of
 
 from zlink_trio.core.errors import StaleFence, ZLinkError
 from zlink_trio.core.identity import NodeRid, SpotKind, new_entry_spot_id
+from zlink_trio.core.placement import reminder_partition
 from zlink_trio.core.records import (
     AuthorityRecord,
     AuthorityState,
@@ -35,9 +37,17 @@ from zlink_trio.core.records import (
 )
 from zlink_trio.store import AuthorityExists, MembersRemain, open_store
 from zlink_trio.store.rules import location as loc
-from zlink_trio.store.sqlite.codec import dumps, encode_record
+from zlink_trio.store.sqlite.codec import (
+    REMINDER_COLUMNS,
+    decode_reminder,
+    dumps,
+    encode_record,
+)
 from zlink_trio.store.sqlite.errors import Busy
 from zlink_trio.store.sqlite.view import LocationView
+
+if TYPE_CHECKING:
+    from zlink_trio.store.values import StoredReminder
 
 TIMEOUT = 20
 SHA = "ab" * 32
@@ -133,6 +143,22 @@ def _rows_match_bodies(path) -> int:
             record.owner.lifecycle_generation, record.object_generation, record.container,
             record.next_container)
     return len(rows)
+
+
+def _reminder_rows(path) -> dict[tuple[str, str], StoredReminder]:
+    """Every loc_reminders row, checked: its partition and wake columns are what the
+    reminder it holds says."""
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute(f"SELECT {REMINDER_COLUMNS} FROM loc_reminders").fetchall()
+    finally:
+        conn.close()
+    found = {}
+    for row in rows:
+        reminder = decode_reminder(row)
+        assert (row[3], row[-1]) == (reminder_partition(reminder.spot_id), reminder.wake)
+        found[reminder.spot_id, reminder.name] = reminder
+    return found
 
 
 def _plain(result: object) -> object:
@@ -430,3 +456,73 @@ async def test_a_read_beside_a_gathering_group(tmp_path, busy, monkeypatch):
                 assert waited == [False]
                 assert record is None
             assert (await store.location.find(f"g-{attempt}")).state.value == "creating"
+
+
+@pytest.mark.parametrize("cache", [True, False])
+async def test_a_release_deletes_a_user_spots_reminder_rows(tmp_path, cache):
+    # Release runs the oracle over the view, whose reminders are written back: with the
+    # row cache on (the record served from it) or off, a User Spot's rows go with its
+    # record, an Instance Spot's stay.
+    path = tmp_path / f"release-{cache}.db"
+    with trio.fail_after(TIMEOUT):
+        async with _open(path, cache=cache) as store:
+            owner = await claim(store, "node-a", lease=1e6, capacity=5)
+            location = store.location
+            kept = {}
+            for spot_id, kind, stable_type in (("room-1", SpotKind.USER, "room"),
+                                               ("counter-1", SpotKind.INSTANCE, "counter")):
+                record = await location.commit_ready(await reserve(
+                    store, owner, spot_id, kind=kind, stable_type=stable_type), now=0.0)
+                for name, period in (("tick", None), ("tock", 5.0)):
+                    kept[spot_id, name] = await location.set_reminder(
+                        record.fence(), name, due=1.0, period=period, now=0.0)
+                assert _reminder_rows(path) == kept
+                closing = await location.begin_close(
+                    spot_id, object_generation=record.object_generation,
+                    owner=owner.owner(), now=0.0)
+                assert await location.release(closing.fence()) is True
+                if kind is SpotKind.USER:
+                    del kept[spot_id, "tick"], kept[spot_id, "tock"]
+                assert _reminder_rows(path) == kept
+            assert list(kept) == [("counter-1", "tick"), ("counter-1", "tock")]
+
+
+async def test_a_take_reads_only_due_rows_of_its_partitions_from_the_wake_index(tmp_path):
+    # A take's candidates are one covering range of loc_reminders_wake per partition
+    # (mesh, part, wake <= now): no table scan; its rows -- and every write after it --
+    # keep the partition and wake columns equal to the reminders they hold.
+    path = tmp_path / "take.db"
+    with trio.fail_after(TIMEOUT):
+        async with _open(path, cache=True) as store:
+            owner = await claim(store, "node-a", lease=1e6, capacity=8)
+            location = store.location
+            spots = [f"counter-{i}" for i in range(6)]
+            for i, spot_id in enumerate(spots):
+                record = await location.commit_ready(await reserve(
+                    store, owner, spot_id, kind=SpotKind.INSTANCE, stable_type="counter"),
+                    now=0.0)
+                await location.set_reminder(record.fence(), "tick", due=float(i), period=2.0,
+                                            now=0.0)
+            parts = sorted({reminder_partition(s) for s in spots[:3]})
+            statements: list[str] = []
+            location._db._conn.set_trace_callback(statements.append)
+            taken = await location.take_due_reminders(MESH, parts, owner.owner(), now=10.0,
+                                                      hold=5.0, limit=10)
+            location._db._conn.set_trace_callback(None)
+            assert {r.spot_id for r in taken} == {s for s in spots
+                                                  if reminder_partition(s) in parts}
+            rows = _reminder_rows(path)
+            assert all(rows[r.spot_id, "tick"] == r for r in taken)
+            for reminder in taken:
+                assert await location.reminder_done(reminder, now=10.0) is True
+            assert {r.due for r in _reminder_rows(path).values()
+                    if reminder_partition(r.spot_id) in parts} == {11.0, 12.0}
+    [scan] = [s for s in statements if s.startswith("SELECT spot_id, name FROM loc_reminders")]
+    conn = sqlite3.connect(path)
+    try:
+        plan = " ".join(row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {scan}"))
+    finally:
+        conn.close()
+    assert ("SEARCH loc_reminders USING COVERING INDEX loc_reminders_wake "
+            "(mesh=? AND part=? AND wake<?)") in plan, plan
+    assert "SCAN" not in plan, plan

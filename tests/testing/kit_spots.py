@@ -70,3 +70,28 @@ class KeptCounter:
 class KeptRoom(KeptCounter):
     def __init__(self, ctx: zl.SpotContext, request: Spec | None) -> None:
         super().__init__(ctx)
+
+
+@zl.instance_spot("kit-reminded", relocation=zl.RecreateOnRelocation())
+class RemindedCounter:
+    """A counter its reminders wake (a handler for ``zl.Reminder``: it may set them)."""
+
+    def __init__(self, ctx: zl.SpotContext) -> None:
+        self.ctx = ctx
+        self.total = 0
+        self.woken = 0
+
+    @zl.handler
+    async def add(self, msg: Add) -> Total:
+        self.total += msg.n
+        return Total(self.total)
+
+    @zl.handler
+    async def woken_by(self, msg: zl.Reminder) -> None:
+        self.woken += 1
+
+
+@zl.user_spot("kit-reminded-room", relocation=zl.RecreateOnRelocation())
+class RemindedRoom(RemindedCounter):
+    def __init__(self, ctx: zl.SpotContext, request: Spec | None) -> None:
+        super().__init__(ctx)

@@ -12,8 +12,18 @@ from typing import ClassVar, Final
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
-from kit_spots import Add, Counter, KeptCounter, KeptRoom, Room, Spec
+from kit_spots import (
+    Add,
+    Counter,
+    KeptCounter,
+    KeptRoom,
+    RemindedCounter,
+    RemindedRoom,
+    Room,
+    Spec,
+)
 
+import zlink_trio as zl
 from zlink_trio.testing import SpotRaceModel
 
 FIXED: Final = settings(max_examples=6, stateful_step_count=25, deadline=None,
@@ -77,3 +87,34 @@ def test_durable_state_keeps_the_invariants_on_every_store(kit_store: str) -> No
     # the example; a refused write of some kind always happens.
     assert {"load", "save"} <= SEEN, SEEN
     assert any(seen.startswith("refused") for seen in SEEN), SEEN
+
+
+class RemindedRace(SpotRaceModel):
+    """Spots that set durable reminders (the ``remind`` rule) and are woken by them,
+    raced with moves, idle eviction, closes and writes through ended incarnations
+    (``zombie_remind``)."""
+
+    spots = (RemindedCounter, RemindedRoom)
+    instance_ids: ClassVar = {"m0": "kit-reminded", "m1": "kit-reminded"}
+    user_ids: ClassVar = {"mr0": "kit-reminded-room"}
+    messages = st.builds(Add, st.integers(1, 50))
+
+    def final_spot_invariants(self, record):
+        SEEN.update("delivered" for t in record.turns if isinstance(t.message, zl.Reminder))
+        SEEN.update(f"{w.action} refused" if isinstance(w.outcome, Exception) else w.action
+                    for w in self.reminder_writes)
+        SEEN.update("zombie refused" for w in self.reminder_writes
+                    if w.zombie and isinstance(w.outcome, Exception))
+
+
+def test_reminders_keep_the_invariants_on_every_store(kit_store: str) -> None:
+    """A reminder set and not cancelled reaches its Spot at least once, even across
+    idle eviction and moves; two deliveries of one due never overlap; no write through
+    an ended incarnation is acknowledged."""
+    SEEN.clear()
+
+    class Race(RemindedRace):
+        store = kit_store
+
+    Race.run(settings=settings(FIXED, max_examples=80))
+    assert {"set", "delivered", "cancel", "zombie refused"} <= SEEN, SEEN

@@ -24,6 +24,7 @@ from zlink_trio.transport import (
     TransportConfig,
     open_transport,
 )
+from zlink_trio.transport._link import silent_intervals
 from zlink_trio.wire.frames import MIN_FRAME_BYTES, Ping, Pong, decode, encode
 
 LIMIT = 5
@@ -373,3 +374,18 @@ async def test_max_links_bounds_inbound_and_outbound_links():
             assert await tb.link_to(a_id.node_rid, "a", ta.endpoint) is not None
             assert not first.closed
             assert len(tb.links()) == 1
+
+
+@pytest.mark.parametrize(("last", "now", "interval"), [
+    (0.037, 0.037 + 0.05, 0.05),  # the floor of the silence comes out one interval short
+    (0.074, 0.074 + 2 * 0.05, 0.05),
+    (0.0, 0.0, 0.05),
+    (1.0, 1.26, 0.05),
+])
+def test_the_keepalive_always_sleeps_until_after_now(last, now, interval):
+    """A keepalive that woke on an interval boundary sleeps until the next one, never
+    until a time already past (which, on a clock standing still, would spin forever)."""
+    intervals, wake = silent_intervals(last, now, interval)
+    assert wake > now
+    assert last + intervals * interval <= now + 1e-12
+    assert wake == last + (intervals + 1) * interval

@@ -9,6 +9,7 @@ Every figure beside its physical baseline, in one run; the keys are a contract
 - ``growth``   -- how cost grows: one node at 10k / 100k / 1M resident Spots (its own command)
 - ``scale``    -- cold activations with 1, 2 and 4 node processes on one store (its own command)
 - ``cold``     -- cold activations per store backend, with their store calls and transactions
+- ``reminders`` -- durable reminders per backend: delivered per second, lag at 10,000
 - ``stores``   -- private stores per backend, store-call counting, Reserve/CommitReady timing
 - ``remote``   -- Spot requests between two processes beside raw websocket and TCP echoes
 - ``peer``     -- the other process of the remote figures (started by ``remote``)

@@ -13,6 +13,8 @@ it, all in one run (:func:`run`):
 - cold activations on every store backend, with the store calls one
   activation makes and the latency of Reserve and CommitReady
   (:mod:`zlink_trio.bench.cold`);
+- durable reminders on every store backend: delivered per second, and how late with
+  10,000 registered (:mod:`zlink_trio.bench.reminders`; ``--no-reminders``);
 - remote requests between two processes beside a raw trio-websocket echo and a
   raw Trio TCP echo between the same two processes (:mod:`zlink_trio.bench.remote`);
 - planned relocations on every store backend, idle and under load, with the
@@ -50,6 +52,7 @@ from zlink_trio.bench.growth import SIZES, measure_growth_process
 from zlink_trio.bench.local import measure_local
 from zlink_trio.bench.output import print_figures
 from zlink_trio.bench.relocation import measure_relocation
+from zlink_trio.bench.reminders import measure_reminders
 from zlink_trio.bench.remote import measure_remote
 from zlink_trio.bench.scale import PER_PROCESS, PROCESSES, SHARED, measure_scale
 from zlink_trio.bench.stores import BACKENDS, DEFAULT_REDIS_URL
@@ -77,7 +80,7 @@ async def run(*, requests: int = 20_000, cold: int = 2_000, idle: int = 2_000,
               redis_url: str = DEFAULT_REDIS_URL, remote: bool = True,
               moves: int = 50, relocation: bool = True,
               quick: bool = False, cluster_url: str = "", scale: bool = True,
-              growth: bool = True) -> dict[str, object]:
+              growth: bool = True, reminders: int = 10_000) -> dict[str, object]:
     """Measure every figure and return them as a JSON-ready dict.
 
     ``requests`` calls per local mode, ``idle`` Spots for the traced memory figure and
@@ -91,13 +94,19 @@ async def run(*, requests: int = 20_000, cold: int = 2_000, idle: int = 2_000,
     cold activations of 1, 2 and 4 node processes on one store
     (:mod:`zlink_trio.bench.scale`, on the shared ones of ``backends``), ``growth`` the
     figures of one node at 10k / 100k / 1M resident Spots in a fresh process
-    (:mod:`zlink_trio.bench.growth`; ``quick``: 2k and 10k).
+    (:mod:`zlink_trio.bench.growth`; ``quick``: 2k and 10k). ``reminders`` durable
+    reminders registered per backend for the reminder figures
+    (:mod:`zlink_trio.bench.reminders`; 0 skips them).
     """
     figures = await measure_local(requests=requests, idle=idle)
     gc.collect()
     _merge(figures, await measure_footprint(idle_rss))
     _merge(figures, await measure_backends(backends, cold=cold, txn=txn, redis_url=redis_url,
                                            cluster_url=cluster_url))
+    if reminders:
+        gc.collect()
+        _merge(figures, await measure_reminders(backends, count=reminders,
+                                                redis_url=redis_url, cluster_url=cluster_url))
     if remote:
         gc.collect()
         _merge(figures, await measure_remote(quick=quick))
@@ -138,16 +147,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="skip the 10k/100k/1M resident-Spot figures (several minutes)")
     parser.add_argument("--no-relocation", action="store_true",
                         help="skip the relocation and Message Follow figures")
+    parser.add_argument("--no-reminders", action="store_true",
+                        help="skip the durable reminder figures (10,000 reminders per "
+                             "backend)")
     args = parser.parse_args(argv)
     sizes = ({"requests": 1_000, "cold": 100, "idle": 100, "txn": 200, "moves": 6,
-              "idle_rss": 2_000}
+              "idle_rss": 2_000, "reminders": 500}
              if args.quick else {})
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     figures = trio.run(lambda: run(**sizes, backends=backends, redis_url=args.redis,
                                    remote=not args.no_remote,
                                    relocation=not args.no_relocation, quick=args.quick,
                                    cluster_url=args.redis_cluster, scale=not args.no_scale,
-                                   growth=not args.no_growth))
+                                   growth=not args.no_growth,
+                                   **({"reminders": 0} if args.no_reminders else {})))
     print_figures(figures, as_json=args.json)
     return 0
 

@@ -44,6 +44,10 @@ knows into :class:`PlacementCandidate` values and asks this module, in order:
    sets a weight to 0 to drain a node expects no new Spot to land there, even
    when the other nodes are full.
 
+Rendezvous hashing shares out reminders too (:func:`reminder_partitions`): the reminders of a
+Mesh are spread over :data:`REMINDER_PARTITIONS` partitions by Spot ID
+(:func:`reminder_partition`), and each serving host scans the partitions it wins.
+
 :func:`check_local_activation` is the second use of the ceiling: the target
 node refuses a new local activation when it is at or over its ceiling, so a
 request already routed to it (or a relocation arriving) cannot bypass it.
@@ -59,6 +63,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Iterable, Sequence
+from typing import Final
 
 import attrs
 
@@ -81,6 +86,7 @@ from zlink_trio.core.placement_candidate import (
 )
 
 __all__ = (
+    "REMINDER_PARTITIONS",
     "Placement",
     "PlacementCandidate",
     "Random",
@@ -89,6 +95,8 @@ __all__ = (
     "choose_node",
     "eligible_nodes",
     "place",
+    "reminder_partition",
+    "reminder_partitions",
     "roles_from",
     "select_instance_type",
     "select_mesh",
@@ -98,6 +106,10 @@ __all__ = (
 
 #: A source of floats uniformly distributed in ``[0, 1)`` (``random.random``).
 Random = Callable[[], float]
+
+#: How many partitions the reminders of a Mesh are spread over
+#: (:func:`reminder_partition`); the live hosts share them out (:func:`reminder_partitions`).
+REMINDER_PARTITIONS: Final = 64
 
 @attrs.frozen(kw_only=True)
 class Placement:
@@ -273,10 +285,11 @@ def eligible_nodes(
     return kept
 
 
-def _rendezvous_score(spot_id: bytes, candidate: PlacementCandidate) -> float:
-    digest = hashlib.blake2b(spot_id + candidate.node_rid.value, digest_size=8).digest()
+def _rendezvous_score(key: bytes, candidate: PlacementCandidate,
+                      weight: float | None = None) -> float:
+    digest = hashlib.blake2b(key + candidate.node_rid.value, digest_size=8).digest()
     u = (int.from_bytes(digest, "big") + 0.5) / 2.0**64  # in (0, 1), never 0 or 1
-    return -candidate.weight / math.log(u)
+    return -(candidate.weight if weight is None else weight) / math.log(u)
 
 
 def choose_node(eligible: Sequence[PlacementCandidate], random: Random, *,
@@ -338,6 +351,33 @@ def place(
         chosen_type = select_instance_type(candidates, mesh, stable_type)
     node = choose_node(eligible_nodes(candidates, mesh, chosen_type, kind), random)
     return Placement(mesh=mesh, stable_type=chosen_type, node=node)
+
+
+def reminder_partition(spot_id: str) -> int:
+    """The reminder partition of ``spot_id``: in ``range(REMINDER_PARTITIONS)``, the same
+    on every node and every store (docs/reminders.md)."""
+    digest = hashlib.blake2b(spot_id.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % REMINDER_PARTITIONS
+
+
+def reminder_partitions(candidates: Iterable[PlacementCandidate], mesh: str,
+                        node: PlacementCandidate | None) -> list[int]:
+    """The reminder partitions ``node`` scans in ``mesh``: those whose rendezvous winner,
+    among the Mesh's serving hosts (each counted once, whatever its weight: a node drained
+    to weight 0 still delivers), is ``node``. Every node that reads the same live
+    descriptors gets a disjoint share, and together they cover every partition; a node
+    that is no serving host of ``mesh`` (``None``, client-only, draining, stopping) gets
+    none."""
+    hosts = _hosts(candidates, mesh)
+    if node is None or all(c.node_rid != node.node_rid for c in hosts):
+        return []
+    mine = []
+    for partition in range(REMINDER_PARTITIONS):
+        key = b"reminders/%d" % partition
+        winner = max(hosts, key=lambda c: (_rendezvous_score(key, c, 1.0), c.node_rid.value))
+        if winner.node_rid == node.node_rid:
+            mine.append(partition)
+    return mine
 
 
 def check_local_activation(active: int, pending: int, ceiling: int | None) -> None:

@@ -11,6 +11,7 @@ kit (``zlink_trio.testing``) and the benchmark (``zlink_trio.bench``) use it and
 runtime behind a :class:`~zlink_trio.Node`.
 
 Reads (no side effect): :meth:`~NodeInspection.hosted_spot`,
+:meth:`~NodeInspection.spot_context`,
 :meth:`~NodeInspection.hosted_spots`, :meth:`~NodeInspection.linked_nodes`,
 :meth:`~NodeInspection.unsent_bytes`, :meth:`~NodeInspection.idle_candidates`.
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
+    from zlink_trio.runtime.incarnation.context import SpotContext
     from zlink_trio.store import Store
 
 __all__ = ("NodeInspection",)
@@ -58,6 +60,13 @@ class NodeInspection:
         if host is None:
             return None
         return HostedSpot(spot_id=spot_id, generation=host.generation, state=host.state)
+
+    def spot_context(self, spot_id: str) -> SpotContext | None:
+        """The ``ctx`` of the incarnation of ``spot_id`` this node hosts now (any state), or
+        ``None``: what the race model sets reminders through, as the Spot's own code
+        would."""
+        host = self._rt.catalog.hosts.get(spot_id)
+        return None if host is None else host.ctx
 
     def hosted_spots(self) -> list[HostedSpot]:
         """Every incarnation this node hosts now, in no particular order."""

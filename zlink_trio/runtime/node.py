@@ -76,6 +76,7 @@ from zlink_trio.runtime.coordinators.node_claim import claim_node_id
 from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
 from zlink_trio.runtime.coordinators.placement import close_placement
 from zlink_trio.runtime.coordinators.recovery import recover_orphans
+from zlink_trio.runtime.coordinators.reminders import deliver_reminders
 from zlink_trio.runtime.coordinators.remote_operation import drain_here
 from zlink_trio.runtime.declaration.registry import SpotTypeRegistry
 from zlink_trio.runtime.incarnation.catalog import Catalog
@@ -219,6 +220,7 @@ async def _start(rt: NodeRuntime, nursery: trio.Nursery, not_before: float = 0.0
             "the new lifecycle's scan resumes what is left"
         )
     rt.state = step(NODE, rt.state, NODE.ev.open_admission)
+    nursery.start_soon(deliver_reminders, rt)
     return renewal
 
 

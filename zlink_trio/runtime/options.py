@@ -173,19 +173,23 @@ class TimingOptions:
     ``message_follow_duration`` (30 s; 0 disables Message Follow): when both are positive
     the age must be at least 5 s shorter. ``lease`` (10 s) is renewed every third of it.
     ``default_timeout`` (30 s) is the deadline of a call without ``.timeout()``, and
-    bounds the startup scan and the drain. Raises :class:`InvalidConfiguration` for a
-    value that cannot work.
+    bounds the startup scan and the drain. ``reminder_scan_interval`` (0.25 s) is how
+    often the node looks for due reminders when the last look found none waiting
+    (docs/reminders.md). Raises :class:`InvalidConfiguration` for a value that cannot
+    work.
     """
 
     route_cache_max_age: float = DEFAULT_MAX_AGE
     message_follow_duration: float = DEFAULT_FOLLOW_DURATION
     lease: float = DEFAULT_LEASE
     default_timeout: float = DEFAULT_TIMEOUT
+    reminder_scan_interval: float = 0.25
 
     def __attrs_post_init__(self) -> None:
         RouteCacheConfig(self.route_cache_max_age, self.message_follow_duration)
         _seconds(self.lease, "lease", positive=True)
         _seconds(self.default_timeout, "default_timeout", positive=True)
+        _seconds(self.reminder_scan_interval, "reminder_scan_interval", positive=True)
 
 
 @attrs.frozen(kw_only=True)
@@ -347,6 +351,7 @@ class NodeOptions:
     lease: float
     default_timeout: float
     placement_weight: float
+    reminder_scan_interval: float = 0.25
     route_cache: RouteCacheConfig = attrs.field(init=False)
 
     @route_cache.default

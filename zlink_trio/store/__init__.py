@@ -16,6 +16,8 @@ Modules:
                    Location Store contract (begin, seal, accept relay-ready, commit, abort)
 - ``state_steps`` -- :class:`StateSteps`: a Spot's durable state, the part of the
                    Location Store contract that only the current owner writes
+- ``reminder_steps`` -- :class:`ReminderSteps`: durable reminders, set by the owner and
+                   delivered by the nodes that take them when due
 - ``values``    -- the frozen values and errors the protocols return or raise
                    (:class:`Page`, :class:`InboxRecord`, statistics, :class:`AuthorityExists`, ...)
 - ``open``      -- :func:`open_store` and the URL schemes (:data:`SCHEMES`); with

@@ -28,18 +28,23 @@ goes through the awaited path.
 
 from __future__ import annotations
 
+import heapq
 from typing import TYPE_CHECKING
 
 import trio
 
+from zlink_trio.core.placement import reminder_partition
 from zlink_trio.store.rules import claims, combined, membership, recovery
 from zlink_trio.store.rules import location as loc
 from zlink_trio.store.rules import operator as ops
 from zlink_trio.store.rules import relocation_steps as steps
 from zlink_trio.store.rules import relocation_store as rel
+from zlink_trio.store.rules import reminders as rem
 from zlink_trio.store.rules import state as spot_state
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
     from zlink_trio.core.identity import NodeRid, SpotKind
     from zlink_trio.core.records import (
@@ -58,9 +63,62 @@ if TYPE_CHECKING:
         Page,
         RelocationStatistics,
         SavedState,
+        StoredReminder,
     )
 
 __all__ = ("MemoryCombined", "MemoryLocationStore", "MemoryRelocationStore", "MemoryStore")
+
+
+def _heap_key(reminder: StoredReminder) -> tuple[str, int]:
+    return (reminder.mesh, reminder_partition(reminder.spot_id))
+
+
+class _WakeIndex:
+    """The reminders of each partition by wake: a heap of ``(wake, spot_id, name)`` per
+    Mesh and partition, pushed at every write that sets a wake and checked against the state when
+    popped (an entry whose reminder changed or went is dropped), so a take pops only what
+    is due in its partitions."""
+
+    __slots__ = ("_heaps", "_pushed", "_rebuild_at")
+
+    def __init__(self) -> None:
+        self._heaps: dict[tuple[str, int], list[tuple[float, str, str]]] = {}
+        self._pushed = 0
+        self._rebuild_at = 1024
+
+    def push(self, state: loc.LocationState, reminder: StoredReminder) -> None:
+        heapq.heappush(self._heaps.setdefault(_heap_key(reminder), []),
+                       (reminder.wake, reminder.spot_id, reminder.name))
+        self._pushed += 1
+        if self._pushed >= self._rebuild_at:  # drop the stale entries, now and then
+            self._heaps = {}
+            live = [r for kept in state.reminders.values() for r in kept]
+            for r in live:
+                self._heaps.setdefault(_heap_key(r), []).append(
+                    (r.wake, r.spot_id, r.name))
+            for heap in self._heaps.values():
+                heapq.heapify(heap)
+            self._pushed, self._rebuild_at = len(live), 2 * len(live) + 1024
+
+    def due(self, state: loc.LocationState, mesh: str, partitions: Sequence[int],
+            now: float, limit: int) -> list[tuple[str, str]]:
+        """Up to ``limit`` keys due at ``now`` in ``partitions``, in ``scan_order``;
+        the caller takes them (and pushes their new wakes) at once."""
+        found: list[tuple[float, str, str]] = []
+        for partition in partitions:
+            heap = self._heaps.get((mesh, partition))
+            kept = 0
+            while heap and heap[0][0] <= now and kept < limit:
+                wake, spot_id, name = heapq.heappop(heap)
+                current = next((r for r in state.reminders.get(spot_id, ())
+                                if r.name == name), None)
+                if current is not None and current.wake == wake:
+                    found.append((wake, spot_id, name))
+                    kept += 1
+        found.sort()
+        for entry in found[limit:]:  # not taken this time: still due
+            heapq.heappush(self._heaps[mesh, reminder_partition(entry[1])], entry)
+        return [(spot_id, name) for _, spot_id, name in found[:limit]]
 
 
 class MemoryLocationStore:
@@ -69,6 +127,7 @@ class MemoryLocationStore:
     def __init__(self) -> None:
         #: The plain state; tests may read it (never write it) to check invariants.
         self.state = loc.LocationState()
+        self._wakes = _WakeIndex()
 
     async def new_claim(self, descriptor: NodeDescriptor, *, now: float,
                         lease: float) -> NodeClaim:
@@ -198,6 +257,53 @@ class MemoryLocationStore:
         """ClearState (one transaction); see ``StateSteps.clear_state``."""
         await trio.lowlevel.checkpoint()
         return spot_state.txn_clear_state(self.state, fence, now=now)
+
+    async def set_reminder(self, fence: AuthorityFence, name: str, *, due: float,
+                           period: float | None, now: float) -> StoredReminder:
+        """SetReminder (one transaction); see ``ReminderSteps.set_reminder``."""
+        await trio.lowlevel.checkpoint()
+        reminder = rem.txn_set_reminder(self.state, fence, name, due=due, period=period,
+                                        now=now)
+        self._wakes.push(self.state, reminder)
+        return reminder
+
+    async def cancel_reminder(self, fence: AuthorityFence, name: str, *,
+                              now: float) -> bool:
+        """CancelReminder (one transaction); see ``ReminderSteps.cancel_reminder``."""
+        await trio.lowlevel.checkpoint()
+        return rem.txn_cancel_reminder(self.state, fence, name, now=now)
+
+    async def reminders(self, spot_id: str) -> tuple[StoredReminder, ...]:
+        """Reminders (one read); see ``ReminderSteps.reminders``."""
+        await trio.lowlevel.checkpoint()
+        return rem.txn_reminders(self.state, spot_id)
+
+    async def take_due_reminders(self, mesh: str, partitions: Sequence[int],
+                                 taker: OwnerFence, *, now: float, hold: float,
+                                 limit: int) -> list[StoredReminder]:
+        """TakeDueReminders (one transaction); see ``ReminderSteps.take_due_reminders``."""
+        await trio.lowlevel.checkpoint()
+        taken = rem.txn_take_due_reminders(
+            self.state, mesh, partitions, taker, now=now, hold=hold, limit=limit,
+            candidates=lambda wanted: self._wakes.due(self.state, mesh, wanted, now, limit))
+        for reminder in taken:
+            self._wakes.push(self.state, reminder)
+        return taken
+
+    async def reminder_done(self, taken: StoredReminder, *, now: float) -> bool:
+        """ReminderDone (one transaction); see ``ReminderSteps.reminder_done``."""
+        await trio.lowlevel.checkpoint()
+        done = rem.txn_reminder_done(self.state, taken, now=now)
+        if done:
+            for reminder in self.state.reminders.get(taken.spot_id, ()):
+                if reminder.name == taken.name:  # repeating: its next due
+                    self._wakes.push(self.state, reminder)
+        return done
+
+    async def drop_reminders(self, spot_id: str) -> int:
+        """DropReminders (one transaction); see ``ReminderSteps.drop_reminders``."""
+        await trio.lowlevel.checkpoint()
+        return rem.txn_drop_reminders(self.state, spot_id)
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
                                now: float, container: str | None = None,

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from zlink_trio.store.combined_protocol import CombinedTransactions
 from zlink_trio.store.relocation_steps import RelocationSteps
+from zlink_trio.store.reminder_steps import ReminderSteps
 from zlink_trio.store.state_steps import StateSteps
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ if TYPE_CHECKING:
 __all__ = ("CombinedTransactions", "LocationStore", "RelocationStore", "Store", "StorePair")
 
 
-class LocationStore(RelocationSteps, StateSteps, Protocol):
+class LocationStore(RelocationSteps, StateSteps, ReminderSteps, Protocol):
     """Descriptors, Entry claims and Spot authority (docs/stores.md).
 
     The steps of a planned move are part of it, documented

@@ -14,13 +14,17 @@ from zlink_trio.core.errors import AlreadyExists, InvalidOperation, Unavailable
 
 if TYPE_CHECKING:
     from zlink_trio.core.descriptor import NodeClaim
-    from zlink_trio.core.records import AuthorityRecord
+    from zlink_trio.core.identity import SpotKind
+    from zlink_trio.core.records import AuthorityRecord, OwnerFence
 
 __all__ = (
     "MAX_INBOX_READ",
     "MAX_PAGE_BYTES",
     "MAX_PAGE_SIZE",
+    "MAX_REMINDERS_PER_SPOT",
+    "MAX_REMINDER_NAME",
     "MAX_STATE_BYTES",
+    "MIN_REMINDER_PERIOD",
     "AuthorityExists",
     "FirstRecordCleanup",
     "InboxRecord",
@@ -32,6 +36,7 @@ __all__ = (
     "RelocationStatistics",
     "RootIntegrityError",
     "SavedState",
+    "StoredReminder",
     "TargetAlive",
 )
 
@@ -43,6 +48,12 @@ MAX_PAGE_BYTES: Final = 4 * 1024 * 1024
 MAX_INBOX_READ: Final = 1000
 #: Largest durable state of one Spot, bytes (``save_state``).
 MAX_STATE_BYTES: Final = 4 * 1024 * 1024
+#: Most reminders one Spot keeps (``set_reminder``).
+MAX_REMINDERS_PER_SPOT: Final = 100
+#: Longest reminder name, characters.
+MAX_REMINDER_NAME: Final = 200
+#: Shortest period of a repeating reminder, seconds (a shorter wake is a timer's job).
+MIN_REMINDER_PERIOD: Final = 1.0
 
 
 class AuthorityExists(AlreadyExists):
@@ -180,6 +191,34 @@ class SavedState:
     version: int
     #: The ObjectGeneration of the incarnation that saved it.
     object_generation: int
+
+
+@attrs.frozen(kw_only=True)
+class StoredReminder:
+    """A durable reminder as the Location Store keeps it (``store.reminder_steps``)."""
+
+    spot_id: str
+    name: str
+    #: The Mesh, kind and stable type of the Spot that set it (its authority record's).
+    mesh: str
+    kind: SpotKind
+    stable_type: str
+    #: When it is due next, on the store's clock.
+    due: float
+    #: Seconds between two dues of a repeating reminder; ``None``: it fires once.
+    period: float | None
+    #: 1 when first set under this name, one more at each set after it.
+    version: int
+    #: The lifecycle delivering it now (``take_due_reminders``), and until when its take
+    #: holds; ``None`` and 0.0 while nobody holds it.
+    taker: OwnerFence | None = None
+    taken_until: float = 0.0
+
+    @property
+    def wake(self) -> float:
+        """When a scan may take it next: its due time, or the end of a take that holds
+        past it."""
+        return self.due if self.taker is None else max(self.due, self.taken_until)
 
 
 @attrs.frozen

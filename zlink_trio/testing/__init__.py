@@ -25,7 +25,7 @@ from :mod:`.race_model` when first named here).
                    types and messages, checking the runtime's invariants and yours
                    (hypothesis)
 ``race_checks``    the runtime invariants ``SpotRaceModel`` checks, as functions of
-                   its operations (``RaceOp``) and the recorder
+                   its operations (``RaceOp``, ``ReminderWrite``) and the recorder
 ``pytest_plugin``  the pytest plugin (entry point ``zlink_trio``): fixtures ``zl_node``
                    and ``zl_cluster`` (pytest)
 =================  ================================================================

@@ -33,9 +33,11 @@ if TYPE_CHECKING:
     from zlink_trio.testing.cluster import TestCluster
     from zlink_trio.testing.recorder import Recorder
 
-__all__ = ("AMBIGUOUS", "ENDINGS", "RaceOp", "check_at_most_once", "check_authority",
-           "check_deadlines", "check_durable_state", "check_exactly_once",
-           "check_factory_runs", "check_first_turns", "may_be_lost")
+__all__ = ("AMBIGUOUS", "ENDINGS", "RaceOp", "ReminderWrite", "check_at_most_once",
+           "check_authority", "check_deadlines", "check_durable_state",
+           "check_exactly_once", "check_factory_runs", "check_first_turns",
+           "check_reminders_apart", "check_reminders_delivered", "may_be_lost",
+           "undelivered_reminders")
 
 #: Errors that may leave it open whether the message ran (the call cannot tell).
 AMBIGUOUS: Final = (zl.DeadlineExceeded, zl.Unavailable)
@@ -59,6 +61,27 @@ class RaceOp:
     ref: zl.SpotRef | None = None
     started_at: float = math.nan
     deadline: float = math.inf
+    done: bool = False
+    outcome: object = None
+    ended_at: float = math.inf
+
+
+@attrs.define(eq=False)
+class ReminderWrite:
+    """One ``ctx.remind`` (``action`` "set") or ``ctx.cancel_reminder`` ("cancel") the
+    model made through the context of ``spot_id``'s incarnation ``generation``, and how it
+    ended: the :class:`zl.Reminder` stored or whether one was cancelled, or the error."""
+
+    n: int
+    action: str
+    spot_id: str
+    node: str
+    generation: int
+    name: str
+    #: Written through an incarnation that had ended (the ``zombie_remind`` rule).
+    zombie: bool = False
+    started_at: float = math.nan
+    ended_at: float = math.nan
     done: bool = False
     outcome: object = None
 
@@ -100,8 +123,8 @@ def check_first_turns(ops: Sequence[RaceOp], record: Recorder,
     """First message first: an Instance incarnation's first turn ran a message some call
     with Instance intent sent (the one that activated it)."""
     for (spot_id, generation), turns in record.turns_by_incarnation().items():
-        if spot_id not in instance_ids:
-            continue
+        if spot_id not in instance_ids or isinstance(turns[0].message, zl.Reminder):
+            continue  # (a due reminder activates its Spot with Instance intent too)
         first = turns[0]
         intended = {repr(op.message) for op in ops
                     if op.spot_id == spot_id and op.intent and op.kind != "relocate"}
@@ -112,8 +135,10 @@ def check_first_turns(ops: Sequence[RaceOp], record: Recorder,
 
 
 def check_at_most_once(ops: Sequence[RaceOp], record: Recorder) -> None:
-    """No message runs more often than calls that did not fail before admission sent it."""
-    handled = Counter((t.spot_id, repr(t.message)) for t in record.turns)
+    """No message runs more often than calls that did not fail before admission sent it
+    (a reminder's delivery is no call's: :func:`check_reminders_apart` judges those)."""
+    handled = Counter((t.spot_id, repr(t.message)) for t in record.turns
+                      if not isinstance(t.message, zl.Reminder))
     possible = Counter((op.spot_id, repr(op.message)) for op in ops
                        if op.kind in ("request", "send")
                        and (not op.done or not isinstance(op.outcome, Exception)
@@ -192,3 +217,55 @@ def check_durable_state(record: Recorder, ends_with_close: Callable[[str], bool]
                 f"{where} was acknowledged after that incarnation ended: a write from "
                 "an owner that no longer owns the Spot was applied")
             last[e.spot_id] = (e.seq, e.version, e.value if e.action == "save" else None)
+
+
+def check_reminders_apart(record: Recorder, writes: Sequence[ReminderWrite]) -> None:
+    """Durable reminders (docs/reminders.md): two deliveries of one due never run at the
+    same time, and no write through an incarnation that had ended is acknowledged."""
+    runs: dict[tuple[str, object], list[tuple[float, float]]] = {}
+    for t in record.turns:
+        if isinstance(t.message, zl.Reminder):
+            end = math.inf if t.ended_at is None else t.ended_at
+            for began, ended in runs.get((t.spot_id, t.message), ()):
+                assert not (began < end and t.began_at < ended), (
+                    f"{t.spot_id}: {t.message!r} ran twice at the same time "
+                    f"(from {began} and from {t.began_at})")
+            runs.setdefault((t.spot_id, t.message), []).append((t.began_at, end))
+    for w in writes:
+        assert not (w.zombie and w.done and not isinstance(w.outcome, Exception)), (
+            f"the {w.action} of reminder {w.name!r} through {w.spot_id!r} generation "
+            f"{w.generation}, which had ended, was acknowledged ({w.outcome!r})")
+
+
+def undelivered_reminders(writes: Sequence[ReminderWrite], ops: Sequence[RaceOp],
+                          record: Recorder, user_ids: Callable[[str], bool]
+                          ) -> list[ReminderWrite]:
+    """The acknowledged sets whose reminder must reach its Spot but has not yet: not
+    cancelled (an acknowledged cancel that found it), its Spot not closed after, if
+    ``user_ids(spot_id)`` (a User Spot: its close ends its reminders)."""
+    delivered = {(t.spot_id, t.message) for t in record.turns
+                 if isinstance(t.message, zl.Reminder) and t.done}
+    cancelled = {(w.spot_id, w.name) for w in writes
+                 if w.action == "cancel" and w.done and w.outcome is True}
+    left = []
+    for w in writes:
+        if w.action != "set" or w.zombie or not isinstance(w.outcome, zl.Reminder):
+            continue
+        closed = user_ids(w.spot_id) and any(  # a close that ended after the set began
+            op.kind == "close" and op.spot_id == w.spot_id and op.outcome is True
+            and op.ended_at >= w.started_at for op in ops)
+        if ((w.spot_id, w.name) in cancelled or closed
+                or (w.spot_id, w.outcome) in delivered):
+            continue
+        left.append(w)
+    return left
+
+
+def check_reminders_delivered(writes: Sequence[ReminderWrite], ops: Sequence[RaceOp],
+                              record: Recorder, user_ids: Callable[[str], bool]) -> None:
+    """At the end, once the clock passed every due by more than a take's hold: every
+    reminder set and not ended reached its Spot at least once."""
+    left = undelivered_reminders(writes, ops, record, user_ids)
+    assert not left, (
+        f"reminders set and never delivered: {left}; logs: "
+        f"{[log for log in record.logs if 'reminder' in log]}")

@@ -28,6 +28,12 @@ cluster settles, then the invariants run on that snapshot:
 * **durable state** -- a write through the ``ctx.state`` of an incarnation that ended
   is never acknowledged (the ``zombie_write`` rule tries it), and every load reads the
   last write acknowledged before it (nothing after a clear or a User Spot's close);
+* **durable reminders** -- for Spot types with a ``zl.Reminder`` handler, the ``remind``
+  rule sets reminders (and cancels some) through the context of a serving incarnation,
+  and ``zombie_remind`` through one that ended: no write of an ended incarnation is
+  acknowledged, two deliveries of one due never run at the same time, and at the end
+  every reminder set and not cancelled (nor ended with its User Spot's close) reached
+  its Spot at least once;
 * **every transition in the charts** -- each chart step the runtime took is one
   ``statecharts/`` defines, and no node crashed;
 * **yours** -- :meth:`SpotRaceModel.spot_invariants` (override it) gets the
@@ -52,7 +58,7 @@ import zlink_trio as zl
 from zlink_trio.runtime.declaration.spot_types import spot_type_of
 from zlink_trio.testing import race_checks as checks
 from zlink_trio.testing.cluster import TestCluster, open_test_cluster
-from zlink_trio.testing.race_checks import RaceOp
+from zlink_trio.testing.race_checks import RaceOp, ReminderWrite
 from zlink_trio.testing.race_model import TrioMachine, run_race_model
 
 if TYPE_CHECKING:
@@ -62,7 +68,8 @@ if TYPE_CHECKING:
 
     from zlink_trio.testing.recorder import Recorder
 
-__all__ = ("RaceOp", "SpotRaceModel", "ended_durables", "write_as_zombie")
+__all__ = ("RaceOp", "ReminderWrite", "SpotRaceModel", "ended_durables",
+           "write_as_zombie")
 
 DEFAULT_TIMEOUT: Final = 4.0
 TIMEOUTS: Final = st.sampled_from([None, 0.5, 2.0])
@@ -136,6 +143,9 @@ class SpotRaceModel(TrioMachine):
         super().__init__()
         self.cluster: TestCluster | None = None
         self.ops: dict[int, RaceOp] = {}
+        self.reminder_writes: list[ReminderWrite] = []
+        #: The contexts the reminder rules wrote through, in the order first used.
+        self._contexts: list[zl.SpotContext] = []
         self.refs: list[zl.SpotRef] = []
         self.violations: list[str] = []
         self.crash: BaseException | None = None
@@ -210,7 +220,7 @@ class SpotRaceModel(TrioMachine):
             op.outcome = await self._call(op)
         except Exception as exc:  # every outcome is judged, none crashes the nursery
             op.outcome = exc
-        op.done = True
+        op.done, op.ended_at = True, trio.current_time()
         self._judge(op)
 
     async def _call(self, op: RaceOp) -> object:
@@ -380,6 +390,74 @@ class SpotRaceModel(TrioMachine):
         assert self.cluster is not None
         await self.cluster.settle()
 
+    def _reminding_ids(self) -> list[str]:
+        return [spot_id for spot_id in self._ids()
+                if spot_type_of(self._class_of(spot_id)).reminders]
+
+    def _has_reminders(self) -> bool:
+        return any(spot_type_of(cls).reminders for cls in self.spots)
+
+    @precondition(lambda self: self._has_reminders())
+    @rule(data=st.data(), after=st.sampled_from([0.0, 0.4, 1.5]), cancel=st.booleans())
+    def remind(self, data: st.DataObject, after: float, cancel: bool) -> None:
+        """``ctx.remind`` (a fresh name, due ``after`` s from now) or, with ``cancel``,
+        ``ctx.cancel_reminder`` of a name set before, through the context of an
+        incarnation a node serves now -- as the Spot's own code would."""
+        assert self.cluster is not None
+        serving = [(node.node_id, spot_id, ctx) for node in self.cluster
+                   for spot_id in self._reminding_ids()
+                   if (ctx := node.inspection.spot_context(spot_id)) is not None]
+        if not serving:
+            return
+        node, spot_id, ctx = data.draw(st.sampled_from(serving), label="incarnation")
+        names = [w.name for w in self.reminder_writes
+                 if w.spot_id == spot_id and w.action == "set"]
+        name = (data.draw(st.sampled_from(names), label="name") if cancel and names
+                else f"k{len(self.reminder_writes) + 1}")
+        self._write_reminder(ReminderWrite(
+            len(self.reminder_writes) + 1, "cancel" if cancel and names else "set",
+            spot_id, node, ctx.generation, name), ctx, after)
+
+    @precondition(lambda self: bool(self._contexts))
+    @rule(data=st.data())
+    def zombie_remind(self, data: st.DataObject) -> None:
+        """``ctx.remind`` through the context of an incarnation that ended (it moved, was
+        evicted or closed): it must be refused. When none has ended yet, the clock
+        first jumps as :meth:`zombie_write` does."""
+        if not self._ended_contexts():
+            self._before_jump = self.harness.clock.current_time()
+            self.trio(self._act, self.harness.clock.jump, 2.5)
+        ended = self._ended_contexts()
+        if ended:
+            _, ctx = data.draw(st.sampled_from(ended), label="ended")
+            self._write_reminder(ReminderWrite(
+                len(self.reminder_writes) + 1, "set", ctx.spot_id, "", ctx.generation,
+                f"k{len(self.reminder_writes) + 1}", zombie=True), ctx, 0.0)
+
+    def _ended_contexts(self) -> list[tuple[int, zl.SpotContext]]:
+        return [(n, ctx) for n, ctx in enumerate(self._contexts) if ctx.ended]
+
+    def _write_reminder(self, write: ReminderWrite, ctx: zl.SpotContext,
+                        after: float) -> None:
+        self.reminder_writes.append(write)
+        if all(ctx is not known for known in self._contexts):
+            self._contexts.append(ctx)
+        assert self._ops_nursery is not None
+        self.trio(self._act, self._ops_nursery.start_soon, self._remind, write, ctx, after)
+
+    async def _remind(self, write: ReminderWrite, ctx: zl.SpotContext, after: float) -> None:
+        write.started_at = trio.current_time()
+        try:
+            write.outcome = await (ctx.cancel_reminder(write.name) if write.action == "cancel"
+                                   else ctx.remind(write.name, after=after))
+        except zl.ZLinkError as exc:
+            write.outcome = exc
+        except Exception as exc:  # any other outcome is a finding
+            write.outcome = exc
+            self.violations.append(f"{write.action} of reminder {write.name!r} raised "
+                                   f"{exc!r}")
+        write.done, write.ended_at = True, trio.current_time()
+
     @rule(dt=st.sampled_from([0.3, 1.0, 2.5]))
     def advance(self, dt: float) -> None:
         self._before_jump = self.harness.clock.current_time()
@@ -410,6 +488,7 @@ class SpotRaceModel(TrioMachine):
         checks.check_at_most_once(ops, record)
         checks.check_deadlines(ops, trio.current_time())
         checks.check_durable_state(record, self._ends_with_close)
+        checks.check_reminders_apart(record, self.reminder_writes)
         self.spot_invariants(record)
 
     # ------------------------------------------------------------- the end
@@ -425,8 +504,17 @@ class SpotRaceModel(TrioMachine):
             self.harness.clock.jump(0.5)
         late = [op for op in self.ops.values() if not op.done]
         assert not late, f"operations never ended: {late}"
+        ops = list(self.ops.values())
+        for _ in range(80):  # past every due by more than a take's hold (two deadlines)
+            if not checks.undelivered_reminders(self.reminder_writes, ops, self.record,
+                                                self._ends_with_close):
+                break
+            self.harness.clock.jump(0.5)
+            await self.cluster.settle()
         await self._check()
-        checks.check_exactly_once(list(self.ops.values()), self.record)
+        checks.check_exactly_once(ops, self.record)
+        checks.check_reminders_delivered(self.reminder_writes, ops, self.record,
+                                         self._ends_with_close)
         self.final_spot_invariants(self.record)
 
     async def _shut_down(self) -> None:

@@ -87,7 +87,8 @@ if TYPE_CHECKING:
     from zlink_trio.transport._ws import WebSocket
     from zlink_trio.wire.handshake import PeerIdentity
 
-__all__ = ("CLOSE_TIMEOUT", "SILENT_INTERVALS", "ApplicationFrame", "Link", "LinkHandler")
+__all__ = ("CLOSE_TIMEOUT", "SILENT_INTERVALS", "ApplicationFrame", "Link", "LinkHandler",
+           "silent_intervals")
 
 logger: Final = logging.getLogger("zlink_trio.transport")
 
@@ -481,14 +482,15 @@ class Link:
         pinged: tuple[float, int] | None = None
         while True:
             last = self._last_received
-            silence = trio.current_time() - last
+            now = trio.current_time()
+            silence = now - last
             if silence >= SILENT_INTERVALS * interval:
                 logger.warning(
                     "closing the link to %s: nothing received for %.3f s "
                     "(keepalive_interval %.3f s)", self._describe(), silence, interval,
                 )
                 return
-            intervals = int(silence // interval)
+            intervals, wake = silent_intervals(last, now, interval)
             if intervals >= 1 and pinged != (last, intervals):
                 pinged = (last, intervals)
                 token = (token + 1) & 0xFFFF_FFFF_FFFF_FFFF
@@ -496,7 +498,18 @@ class Link:
                     self._sender.enqueue(self._ws.frame(encode(Ping(token=token))))
                 except (Unavailable, WebSocketClosed):
                     return
-            await trio.sleep_until(last + (intervals + 1) * interval)
+            await trio.sleep_until(wake)
+
+
+def silent_intervals(last: float, now: float, interval: float) -> tuple[int, float]:
+    """How many whole keepalive intervals of silence lie between ``last`` and ``now``, and
+    when the next one ends: always after ``now``. (A float floor division may come out
+    one interval short; a wake-up at a time already past would return at once, and on a
+    clock that stands still, such as a test's ``MockClock``, forever.)"""
+    intervals = int((now - last) // interval)
+    while last + (intervals + 1) * interval <= now:
+        intervals += 1
+    return intervals, last + (intervals + 1) * interval
 
 
 def _duplicate_socket(stream: trio.abc.Stream) -> socket.socket | None:

@@ -36,6 +36,8 @@ the coordinator that serves it.  They send through ``mesh`` (below them).
 ``remote_operation``   an operator's relocate / drain / undrain asked of another node:
                        command 61
 ``envelope``           the activation envelope's format (a recovery root)
+``reminders``          the node's reminder task: take due reminders of its partitions,
+                       deliver each to its Spot
 ``recovery``           the startup scan: resume or abort what a dead lifecycle left
 ``node_claim``         NewClaim at startup: one live process per NodeId, a dead
                        predecessor waited out

@@ -68,7 +68,8 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.catalog import Attempt
 
-__all__ = ("candidates", "close_placement", "inline_job", "open_placement", "place_and_start")
+__all__ = ("candidates", "close_placement", "inline_job", "open_placement", "place_and_start",
+           "serving_candidates")
 
 
 def _recent_plans(rt: NodeRuntime) -> tuple[PlacementPlans, float] | None:
@@ -131,6 +132,18 @@ async def candidates(rt: NodeRuntime) -> list[PlacementCandidate]:
     """Placement candidates from a fresh read of the live descriptors; this node with its
     own load."""
     return _candidates(rt, await _read_claims(rt))
+
+
+async def serving_candidates(rt: NodeRuntime) -> list[PlacementCandidate]:
+    """The candidates of the descriptor claims placement read last, while that read is
+    younger than ``placement_max_age``; else of a fresh read, which placement does not
+    keep (its own reads and refreshes go on as before). For the nodes' reminder task
+    (``coordinators.reminders``), which needs the live hosts, not a placement."""
+    seen = rt.placement_claims
+    now = rt.now()
+    if seen is not None and now - seen[0] < rt.options.placement_max_age:
+        return _candidates(rt, seen[1])
+    return _candidates(rt, await rt.store.location.descriptors(now=now))
 
 
 async def close_placement(rt: NodeRuntime, deadline: Deadline) -> None:

@@ -10,5 +10,6 @@ Nothing here awaits or holds node state; it is read once, when ``open_node`` sta
 ``policies``           relocation policies, ``CloseReason``, ``Reject``
 ``registry``           ``SpotTypeRegistry``: the immutable set of types one node serves
 ``message_classes``    finding the attrs class of a message that arrived by wire name
+``reminder_message``   ``Reminder``: the message a due durable reminder delivers
 =====================  ==================================================================
 """

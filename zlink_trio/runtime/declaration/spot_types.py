@@ -54,6 +54,7 @@ from zlink_trio.runtime.declaration.policies import (
     RelocationPolicy,
     RelocationUnit,
 )
+from zlink_trio.runtime.declaration.reminder_message import Reminder
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -121,6 +122,12 @@ class SpotType:
     hooks: SpotHooks = SpotHooks()
     #: The attrs class of the Spot's durable state (``state=``; docs/state.md), or None.
     state: type[Any] | None = None
+
+    @property
+    def reminders(self) -> bool:
+        """Whether it handles :class:`Reminder` messages, and so may set reminders
+        (``ctx.remind``; docs/reminders.md)."""
+        return Reminder in self.handlers.by_type
 
     def __attrs_post_init__(self) -> None:
         if type(self) is SpotType:

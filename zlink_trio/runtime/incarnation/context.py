@@ -2,7 +2,8 @@
 
 A Spot's constructor receives its :class:`SpotContext`.  Through it the Spot learns who
 it is (``spot_id``, ``generation``, ``ref``), calls other Spots (``client``), registers
-timers that run as turns of the Spot itself (``start_timer``), and -- for Instance
+timers that run as turns of the Spot itself (``start_timer``), keeps durable state
+(``state``) and reminders (``remind``), and -- for Instance
 Spots and Actors -- closes itself after the current turn (``close``).  An Actor's
 handlers get the same context (docs/actors.md): ``actor_ref`` names it; a Spot lists
 its members on this node with ``members()``; ``actors`` creates and moves Actors.
@@ -18,14 +19,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 from zlink_trio.core.errors import InvalidOperation
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.core.records import ActorRef, SpotRef
+from zlink_trio.runtime.incarnation import reminders
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
+    from datetime import datetime, timedelta
 
     from zlink_trio.core.timers import TimerId
     from zlink_trio.runtime.calls.client import SpotClient
+    from zlink_trio.runtime.declaration.reminder_message import Reminder
     from zlink_trio.runtime.declaration.spot_types import SpotType
     from zlink_trio.runtime.incarnation.durable_state import DurableState
+    from zlink_trio.runtime.incarnation.owner_writes import OwnerWrites
     from zlink_trio.runtime.incarnation.timers import IncarnationTimers
     from zlink_trio.runtime.state import ActorOperations, NodeState
 
@@ -52,6 +57,10 @@ class _Incarnation(Protocol):
     def timers(self) -> IncarnationTimers: ...
     @property
     def durable(self) -> DurableState[Any] | None: ...
+    @property
+    def writes(self) -> OwnerWrites | None: ...
+    @property
+    def ended(self) -> bool: ...
 
     def add_timer(self, delay: float, callback: Callable[[], Awaitable[object]],
                   period: float | None) -> TimerId: ...
@@ -105,6 +114,12 @@ class SpotContext:
                 f"{spot_type.stable_type!r} declares no durable state; declare its class "
                 "with state= on the decorator (docs/state.md)")
         return durable
+
+    @property
+    def ended(self) -> bool:
+        """Whether this incarnation has ended (closed, moved away, evicted, its activation
+        failed): a context kept past that refuses every write (``state``, ``remind``)."""
+        return self._incarnation.ended
 
     @property
     def generation(self) -> int:
@@ -187,6 +202,44 @@ class SpotContext:
             )
         return TimerHandle(self._incarnation,
                            self._incarnation.add_timer(delay, callback, period))
+
+    def now(self) -> float:
+        """The store's clock, seconds: what a reminder's ``due`` and ``at=`` are read on
+        (wall-clock time for a store shared between processes)."""
+        return self._incarnation.rt.now()
+
+    async def remind(self, name: str, *, at: float | datetime | None = None,
+                     after: float | timedelta | None = None,
+                     every: float | timedelta | None = None) -> Reminder:
+        """Set (or replace) this Spot's durable reminder ``name`` (docs/reminders.md).
+
+        It is due ``at`` a time on the store's clock (:meth:`now`; or an aware
+        ``datetime``), or ``after`` a delay, and then, with ``every``, again every
+        period (at least 1 s; ``every`` alone: first due one period from now). When due
+        it is delivered to this Spot as a :class:`Reminder` message through the normal
+        call path -- an idle-evicted or crashed Instance Spot is activated for it -- at
+        least once, never twice at the same time. It outlives this incarnation, until
+        :meth:`cancel_reminder`, its one due delivered, or the close of a User Spot.
+
+        The store writes it only while this incarnation owns the Spot and serves (as
+        ``ctx.state.save``): :class:`StaleFence` / :class:`Unavailable` otherwise, nothing
+        written. Raises :class:`InvalidOperation` for a type without a ``Reminder``
+        handler, an Actor, bad times, or a Spot that keeps 100 reminders already. Returns
+        the reminder as stored.
+        """
+        return await reminders.remind(self._incarnation.writes, self._incarnation.spot_type,
+                                      name, at=at, after=after, every=every)
+
+    async def cancel_reminder(self, name: str) -> bool:
+        """Delete this Spot's reminder ``name``; whether there was one. Fenced as
+        :meth:`remind`. A delivery already on its way may still arrive."""
+        return await reminders.cancel_reminder(self._incarnation.writes,
+                                               self._incarnation.spot_type, name)
+
+    async def reminders(self) -> list[Reminder]:
+        """This Spot's reminders by name, each with its next due (one store read)."""
+        return await reminders.reminders_of(self._incarnation.writes,
+                                            self._incarnation.spot_type)
 
     def close(self) -> None:
         """Close this Instance Spot (or Actor) after the current turn, with reason CLOSED.

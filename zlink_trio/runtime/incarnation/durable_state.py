@@ -17,74 +17,42 @@ now, :class:`Unavailable` when this one cannot act) and nothing was written -- w
 ``load()`` returns stays the last value saved. A zombie incarnation (paused past its
 lease, cut off from the store) therefore never overwrites its successor's state.
 
-A write happens only between the incarnation's opening and its end (before: not
-serving yet, from its factory or ``on_activate``; after: ended, whatever the store
-would say). The fence needs the record's owner generation, which a move raises; the
-incarnation reads it once, at its first write, and keeps it -- sound because one
-incarnation of a Spot is open on a node at a time, and an incarnation never changes
-owner (a move ends it here and builds another at the target).
+Who may write, and when, is :class:`~.owner_writes.OwnerWrites`' rule (the fence
+``ctx.remind`` writes with too): only between the incarnation's opening and its end.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from zlink_trio.core.errors import (
-    InvalidOperation,
-    RemoteProtocolError,
-    StaleFence,
-    Unavailable,
-)
-from zlink_trio.core.records import AuthorityFence
+from zlink_trio.core.errors import InvalidOperation, RemoteProtocolError
 from zlink_trio.runtime import observers
 
 if TYPE_CHECKING:
-    from zlink_trio.runtime.state import NodeState
+    from zlink_trio.runtime.incarnation.owner_writes import OwnerWrites
 
 __all__ = ("DurableState",)
 
 T = TypeVar("T")
 
 
-class _Owner(Protocol):
-    """What the state reads of its incarnation (a Protocol: no import cycle)."""
-
-    @property
-    def rt(self) -> NodeState: ...
-    @property
-    def spot_id(self) -> str: ...
-    @property
-    def generation(self) -> int: ...
-
-
 class DurableState(Generic[T]):
     """``ctx.state``: the Spot's durable value of its declared ``state`` class."""
 
-    __slots__ = ("_ended", "_incarnation", "_owner_generation", "_serving", "_type",
-                 "_value", "_version")
+    __slots__ = ("_incarnation", "_type", "_value", "_version", "_writes")
 
-    def __init__(self, incarnation: _Owner, state_type: type[T]) -> None:
-        self._incarnation = incarnation
+    def __init__(self, writes: OwnerWrites, state_type: type[T]) -> None:
+        self._writes = writes
+        self._incarnation = writes.incarnation
         self._type = state_type
         self._value: T | None = None
         self._version = 0
-        self._owner_generation: int | None = None
-        self._serving = False
-        self._ended = False
 
     @property
     def ended(self) -> bool:
         """Whether its incarnation has ended here (closed, moved away, or its activation
         failed): from then on the store refuses its writes."""
-        return self._ended
-
-    def end(self) -> None:
-        """Its incarnation ended (called by the incarnation)."""
-        self._ended = True
-
-    def serve(self) -> None:
-        """Its incarnation opened: it serves, and may write (called by the incarnation)."""
-        self._serving = True
+        return self._writes.ended
 
     async def fetch(self) -> None:
         """Read the stored value (before the factory runs). Raises
@@ -140,8 +108,8 @@ class DurableState(Generic[T]):
         rt = self._incarnation.rt
         data = rt.codec.to_json(value)
         try:
-            saved = await rt.store.location.save_state(await self._fence(), data,
-                                                       now=rt.now())
+            saved = await rt.store.location.save_state(
+                await self._writes.fence("its state"), data, now=rt.now())
         except Exception as exc:
             self._written(value, None, exc)
             raise
@@ -152,32 +120,10 @@ class DurableState(Generic[T]):
         """Delete the Spot's durable state, under the same check as :meth:`save`."""
         rt = self._incarnation.rt
         try:
-            await rt.store.location.clear_state(await self._fence(), now=rt.now())
+            await rt.store.location.clear_state(await self._writes.fence("its state"),
+                                                now=rt.now())
         except Exception as exc:
             self._written(None, None, exc)
             raise
         self._value, self._version = None, 0
         self._written(None, 0, None)
-
-    async def _fence(self) -> AuthorityFence:
-        inc = self._incarnation
-        rt = inc.rt
-        # Only between its opening and its end: one incarnation of a Spot is open on a
-        # node at a time, so the owner generation read below is this one's.
-        if self._ended:
-            raise StaleFence(f"this incarnation of {inc.spot_id!r} (generation "
-                             f"{inc.generation}) has ended; its state was not written")
-        if not self._serving:
-            raise Unavailable(f"{inc.spot_id!r} does not serve yet: save its state from "
-                              "handlers and timers, not from its factory or on_activate "
-                              "(docs/state.md)")
-        if self._owner_generation is None:
-            record = await rt.store.location.find(inc.spot_id)
-            if (record is None or record.object_generation != inc.generation
-                    or record.owner != rt.owner):
-                raise StaleFence(
-                    f"{inc.spot_id!r} generation {inc.generation} is no longer owned by "
-                    f"this node's lifecycle {rt.owner}; its state was not written")
-            self._owner_generation = record.owner_generation
-        return AuthorityFence(spot_id=inc.spot_id, object_generation=inc.generation,
-                              owner_generation=self._owner_generation, owner=rt.owner)

@@ -172,6 +172,7 @@ from zlink_trio.runtime.incarnation.first_record import (
     drop_recovery,
     record_first_completion,
 )
+from zlink_trio.runtime.incarnation.owner_writes import OwnerWrites
 from zlink_trio.runtime.incarnation.timers import IncarnationTimers, TimerWork
 from zlink_trio.runtime.incarnation.work import LifecycleKind, LifecycleWork, MessageWork
 from zlink_trio.runtime.observe.events import incarnation_closed, stale
@@ -294,6 +295,7 @@ class Incarnation(ParkingSlot):
         "state",
         "timers",
         "unregister",
+        "writes",
     )
 
     def __init__(self, rt: NodeState, spot_type: SpotType, spot_id: str, generation: int,
@@ -308,9 +310,12 @@ class Incarnation(ParkingSlot):
         self.state = INCARNATION.initial
         self.instance: object | None = None
         self.ctx: Final = SpotContext(self)
+        #: The fence of its durable writes, when its type has any (state, reminders).
+        self.writes: Final = (OwnerWrites(self) if spot_type.state is not None
+                              or spot_type.reminders else None)
         #: ``ctx.state``: the durable state, when the type declares one (docs/state.md).
-        self.durable: Final = (None if spot_type.state is None
-                               else DurableState(self, spot_type.state))
+        self.durable: Final = (None if self.writes is None or spot_type.state is None
+                               else DurableState(self.writes, spot_type.state))
         self.lanes: Final[Lanes[Work]] = Lanes(application=rt.options.application_lane,
                                                lifecycle=rt.options.lifecycle_lane)
         self.timers: Final = IncarnationTimers()
@@ -353,6 +358,12 @@ class Incarnation(ParkingSlot):
             if self._is_finished:
                 event.set()
         return event
+
+    @property
+    def ended(self) -> bool:
+        """Whether it has ended here: closed, moved away, its activation failed, or
+        released and gone (``ctx.ended``)."""
+        return self._is_finished or (self.writes is not None and self.writes.ended)
 
     def _set_finished(self) -> None:
         self._is_finished = True
@@ -402,8 +413,8 @@ class Incarnation(ParkingSlot):
         """
         self.state = step(INCARNATION, self.state, INCARNATION.ev.activation_failed)
         self.timers.cancel_all()
-        if self.durable is not None:
-            self.durable.end()
+        if self.writes is not None:
+            self.writes.end()
         await run_on_close(self.spot_type, self.instance, self.spot_id,
                            CloseReason.ACTIVATION_FAILED)
 
@@ -424,8 +435,8 @@ class Incarnation(ParkingSlot):
         self.state = (_OPENED if opened
                       else step(INCARNATION, self.state, INCARNATION.ev.open_barrier))
         self.last_work_finished_at = trio.current_time()
-        if self.durable is not None:
-            self.durable.serve()
+        if self.writes is not None:
+            self.writes.serve()
 
     def open_moved(self, queue: list[tuple[MessageWork, int]], arrival: Arrival) -> None:
         """The target of a committed relocation: the moved queue first, then serving.
@@ -451,8 +462,8 @@ class Incarnation(ParkingSlot):
                 arrival.first_delivery(work.operation_id, work.deadline.at, now)
             lane.append_unbounded(work, size)
         self.state = step(INCARNATION, self.state, INCARNATION.ev.open_barrier)
-        if self.durable is not None:
-            self.durable.serve()
+        if self.writes is not None:
+            self.writes.serve()
 
     # ------------------------------------------------------------------ admission
 
@@ -924,8 +935,8 @@ class Incarnation(ParkingSlot):
                            self.spot_id, self.mesh, self.generation)
 
     def _observe_close(self, reason: CloseReason) -> None:
-        if self.durable is not None:
-            self.durable.end()
+        if self.writes is not None:
+            self.writes.end()
         if observers.OBSERVERS and self.instance is not None:
             for observer in observers.OBSERVERS:
                 observer.closed(self.rt.node_id, self.spot_id, self.generation, reason)

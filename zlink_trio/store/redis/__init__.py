@@ -12,6 +12,8 @@ Modules:
 - ``store``       -- :class:`RedisConfig` (the URL), :class:`RedisStore` and
                      :func:`open_redis_store` (the theory of operation of the backend)
 - ``location``    -- :class:`RedisLocationStore`: argument checks, one script per call
+- ``reminders``   -- the reminder steps of the Location Store: one script per call, the
+                     due index beside the reminders (Redis Cluster subclasses it)
 - ``relocation``  -- :class:`RedisRelocationStore`: roots (SHA-256 in Python), inboxes
 - ``combined``    -- :class:`RedisCombined`: the combined cold-activation transactions
 - ``recovery``    -- the ``orphans`` read and ``adopt_orphan`` of startup recovery

@@ -10,6 +10,8 @@ from the URL's ``?prefix=``, default ``zlink``)::
                                                 records name this container
     P state:{<spot_id>}                         hash: a Spot's durable state: version
                                                 ``v``, ObjectGeneration ``g``, bytes ``d``
+    P reminders:{<spot_id>}                     hash: a Spot's reminders, name -> one
+                                                encoded reminder (``redis.reminders``)
     P node:{<node_rid>}:claim:<mesh>            hash: one descriptor claim
     P node:{<node_rid>}:load:<lifecycle>:<mesh> hash: pending / active capacity units
     P meta:{m}:seq                              the store-wide ObjectGeneration sequence
@@ -17,6 +19,9 @@ from the URL's ``?prefix=``, default ``zlink``)::
     P meta:{m}:ids                              zset (score 0): every Spot ID, for Query
     P meta:{m}:claims                           zset: every claim key, for descriptors()
     P meta:{m}:counts                           hash: records per state
+    P meta:{m}:due:<partition>:<mesh>           zset: the reminders of one Mesh and
+                                                reminder partition, score their wake
+                                                (``redis.reminders``)
     R root:{<ref>}                              one immutable root's bytes
     R inbox:{<spot_id>}:<generation>[:log]      one incarnation's activation inbox
     R meta:{m}:stats                            hash: Relocation Store counts
@@ -55,7 +60,9 @@ version wrote) accepts placements.
 
 :func:`raise_status` maps a script's refusal code to the memory oracle's
 typed error (``UNDEFINED``, a step the SpotAuthority chart lacks -- ``lua.authority``
--- is :class:`InvalidOperation`, as ``store.rules.authority.step`` raises).
+-- is :class:`InvalidOperation`, as ``store.rules.authority.step`` raises);
+:func:`raise_writer` first maps the refusals of a fenced durable write (state, reminders:
+the prelude's ``state_writer``) to ``store.rules.state``'s.
 """
 
 from __future__ import annotations
@@ -86,13 +93,14 @@ from zlink_trio.store.rules.relocation_steps import (
     member_refusal,
     past_relay_ready,
 )
+from zlink_trio.store.rules.state import not_serving, stale_writer
 from zlink_trio.store.values import AuthorityExists, MembersRemain
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from zlink_trio.core.identity import NodeRid
-    from zlink_trio.core.records import CreationIntent, ReservationFence
+    from zlink_trio.core.records import AuthorityFence, CreationIntent, ReservationFence
 
 __all__ = (
     "CLAIM_FIELDS",
@@ -103,6 +111,7 @@ __all__ = (
     "decode_record",
     "optional_fields",
     "raise_status",
+    "raise_writer",
     "text",
 )
 
@@ -128,6 +137,14 @@ class Keys:
     def state(self, spot_id: str) -> str:
         """The durable state of ``spot_id`` (beside its record: the same hash tag)."""
         return f"{self.location}state:{{{spot_id}}}"
+
+    def reminders(self, spot_id: str) -> str:
+        """The reminders of ``spot_id`` (beside its record: the same hash tag)."""
+        return f"{self.location}reminders:{{{spot_id}}}"
+
+    def reminder_index(self, mesh: str, partition: int) -> str:
+        """The due index of the reminders of ``mesh`` in reminder ``partition``."""
+        return self.meta(f"due:{partition}:{mesh}")
 
     def claim(self, mesh: str, node_rid: NodeRid) -> str:
         """The descriptor claim of ``(mesh, node_rid)``."""
@@ -293,6 +310,19 @@ def decode_claim(values: Sequence[object]) -> NodeClaim:
                      lifecycle_generation=int(lc), lease_expires_at=float(exp),
                      store_version=int(ver),
                      accepts_placements=len(values) < 5 or values[4] is None)
+
+
+def raise_writer(reply: Sequence[object], what: str, fence: AuthorityFence) -> None:
+    """Raise the refusal of a script that checked ``fence`` as the prelude's
+    ``state_writer`` does (a state or reminder write): the oracle's ``stale_writer`` /
+    ``not_serving``, or :func:`raise_status`'s error. Returns only on ``OK``."""
+    code = text(reply[0])
+    if code == "STATE_STALE":
+        found = _flat(reply[1])
+        raise stale_writer(fence, decode_record(found) if found else None)
+    if code == "STATE_IDLE":
+        raise not_serving(decode_record(_flat(reply[1])))
+    raise_status(reply, what)
 
 
 def raise_status(reply: Sequence[object], what: str) -> None:

@@ -8,7 +8,9 @@ same :class:`InvalidOperation` on every backend and costs no round trip),
 then sends one script that does every state check and then every write.
 ``raise_status`` maps a refusal to the oracle's typed error; a success is
 decoded into the same frozen values ``memory://`` returns. Counters and
-expiries travel as decimal / ``repr`` strings (see ``codec``).
+expiries travel as decimal / ``repr`` strings (see ``codec``). The reminder steps are
+``reminders``' (:class:`RedisReminders`; Redis Cluster puts its own in their place),
+and Release deletes a closed Spot's reminders with its record.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from zlink_trio.core.identity import (
     validate_node_id,
     validate_spot_id,
 )
+from zlink_trio.core.placement import reminder_partition
 from zlink_trio.core.records import (
     AuthorityFence,
     AuthorityRecord,
@@ -39,9 +42,11 @@ from zlink_trio.store.redis.codec import (
     decode_record,
     optional_fields,
     raise_status,
+    raise_writer,
     text,
 )
 from zlink_trio.store.redis.recovery import redis_adopt_orphan, redis_orphans
+from zlink_trio.store.redis.reminders import RedisReminders
 from zlink_trio.store.rules.claims import select_claims
 from zlink_trio.store.rules.location import check_reserve_args, page_of, parse_cursor
 from zlink_trio.store.rules.membership import check_move_args, move_refusal
@@ -53,7 +58,7 @@ from zlink_trio.store.rules.relocation_steps import (
     container_mismatch,
     members_refusal,
 )
-from zlink_trio.store.rules.state import check_state_args, not_serving, stale_writer
+from zlink_trio.store.rules.state import check_state_args
 from zlink_trio.store.values import (
     MAX_PAGE_BYTES,
     MAX_PAGE_SIZE,
@@ -62,6 +67,7 @@ from zlink_trio.store.values import (
     OwnerAlive,
     Page,
     SavedState,
+    StoredReminder,
     TargetAlive,
 )
 
@@ -71,6 +77,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.identity import NodeRid
     from zlink_trio.store.redis.client import ScriptRunner
     from zlink_trio.store.redis.codec import Keys
+    from zlink_trio.store.reminder_steps import ReminderSteps
 
 __all__ = ("RedisLocationStore",)
 
@@ -105,6 +112,8 @@ class RedisLocationStore:
     def __init__(self, runner: ScriptRunner, keys: Keys) -> None:
         self._run = runner
         self._keys = keys
+        #: The reminder steps (``reminders``; Redis Cluster puts its own here).
+        self._reminder_steps: ReminderSteps = RedisReminders(runner, keys)
 
     async def _script(self, what: str, name: str, key: str, *args: str | int | bytes,
                       write: bool = True) -> Sequence[Any]:
@@ -305,9 +314,11 @@ class RedisLocationStore:
     async def release(self, fence: AuthorityFence) -> bool:
         """Release (one script); see ``LocationStore.release``."""
         what = f"release of {fence.spot_id!r}"
+        spot_id = fence.spot_id
         reply = _seq(await self._run.script(
-            what, "release", [self._keys.spot(fence.spot_id), self._keys.state(fence.spot_id)],
-            _fence_args(fence)))
+            what, "release", [self._keys.spot(spot_id), self._keys.state(spot_id),
+                              self._keys.reminders(spot_id)],
+            [*_fence_args(fence), reminder_partition(spot_id)]))
         raise_status(reply, what)
         return bool(reply[1])
 
@@ -366,12 +377,7 @@ class RedisLocationStore:
         reply = _seq(await self._run.script(
             what, "write_state", [self._keys.spot(spot_id), self._keys.state(spot_id)],
             [*_fence_args(fence), repr(float(now)), mode, data]))
-        code = text(reply[0])
-        if code == "STATE_STALE":
-            raise stale_writer(fence, decode_record(reply[1]) if reply[1] else None)
-        if code == "STATE_IDLE":
-            raise not_serving(decode_record(reply[1]))
-        raise_status(reply, what)
+        raise_writer(reply, what, fence)
         return reply
 
     async def save_state(self, fence: AuthorityFence, data: bytes, *,
@@ -400,6 +406,38 @@ class RedisLocationStore:
         reply = await self._write_state(f"clear_state of {fence.spot_id!r}", fence, now,
                                         "clear")
         return int(reply[1]) > 0
+
+    # -- reminders (``reminders``) ----------------------------------------------------------
+
+    async def set_reminder(self, fence: AuthorityFence, name: str, *, due: float,
+                           period: float | None, now: float) -> StoredReminder:
+        """SetReminder; see ``ReminderSteps.set_reminder``."""
+        return await self._reminder_steps.set_reminder(fence, name, due=due, period=period,
+                                                       now=now)
+
+    async def cancel_reminder(self, fence: AuthorityFence, name: str, *,
+                              now: float) -> bool:
+        """CancelReminder; see ``ReminderSteps.cancel_reminder``."""
+        return await self._reminder_steps.cancel_reminder(fence, name, now=now)
+
+    async def reminders(self, spot_id: str) -> tuple[StoredReminder, ...]:
+        """Reminders; see ``ReminderSteps.reminders``."""
+        return await self._reminder_steps.reminders(spot_id)
+
+    async def take_due_reminders(self, mesh: str, partitions: Sequence[int],
+                                 taker: OwnerFence, *, now: float, hold: float,
+                                 limit: int) -> list[StoredReminder]:
+        """TakeDueReminders; see ``ReminderSteps.take_due_reminders``."""
+        return await self._reminder_steps.take_due_reminders(mesh, partitions, taker,
+                                                             now=now, hold=hold, limit=limit)
+
+    async def reminder_done(self, taken: StoredReminder, *, now: float) -> bool:
+        """ReminderDone; see ``ReminderSteps.reminder_done``."""
+        return await self._reminder_steps.reminder_done(taken, now=now)
+
+    async def drop_reminders(self, spot_id: str) -> int:
+        """DropReminders; see ``ReminderSteps.drop_reminders``."""
+        return await self._reminder_steps.drop_reminders(spot_id)
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
                                now: float, container: str | None = None,

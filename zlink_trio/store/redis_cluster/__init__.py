@@ -11,14 +11,17 @@ Modules:
 
 - ``store``       -- :class:`ClusterConfig` (the URL), :class:`RedisClusterStore`,
                      :func:`open_redis_cluster_store` (the theory of operation)
-- ``keys``        -- the key layout: buckets, the nodes slot, ``hash_slot``
+- ``keys``        -- the key layout: buckets, the nodes slot, reminder partitions'
+                     slots, ``hash_slot``
 - ``lua``         -- bucket scripts (the single-Redis bodies on the prelude's bucket
-                     layout) and node scripts
+                     layout), node scripts and hint scripts
 - ``runner``      -- :class:`ClusterRunner`: facts, capacity units, load shifts, deadlines
 - ``router``      -- the slot map (``CLUSTER SHARDS``), per-master auto-pipelines,
                      MOVED / ASK / TRYAGAIN
 - ``location``    -- :class:`ClusterLocationStore`: split claims, reads over buckets
 - ``membership``  -- Actor membership across two buckets: member marks, their protocol
+- ``reminders``   -- durable reminders: in the Spot's bucket, their due index as hints in
+                     each reminder partition's slot, the take by hints and its fixes
 - ``carry``       -- SpotWide moves: the Spot's record decides, its members follow
 - ``sweep``       -- reads over every bucket: one script per master, per bucket if not
 - ``relocation``  -- the Relocation Store and the combined transactions

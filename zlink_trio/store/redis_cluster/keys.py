@@ -18,6 +18,9 @@ tag ``{b<k>}``, so they live in one slot. ``P`` = ``<prefix>:loc:``, ``R`` =
     P {b<k>}:mtok                    the bucket's last issued mark token number
     P {b<k>}:bans:<actor_id>         set: mark tokens no join of the Actor may use
     P {b<k>}:state:<spot_id>         hash: a Spot's durable state (``v g d``)
+    P {b<k>}:reminders:<spot_id>     hash: a Spot's reminders (``store.redis.reminders``)
+    P {b<k>}:rwm                     hash: reminder partition -> the bucket's watermark,
+                                     the last hint token a take swept (``reminders``)
     R {b<k>}:inbox:<spot_id>:<gen>   one incarnation's inbox (``[:log]``: its records)
     R {b<k>}:root:<ref>              one root's bytes (bucket of the ref)
     R {b<k>}:stats                   hash: the bucket's Relocation Store counts
@@ -25,12 +28,18 @@ tag ``{b<k>}``, so they live in one slot. ``P`` = ``<prefix>:loc:``, ``R`` =
     P {nodes}:lifecycles             hash: NodeId -> last lifecycle generation
     P {nodes}:load:<lc>:<mesh>:<rid> hash: pending / active capacity units
     P {nodes}:config                 hash: ``buckets`` (checked at every open)
+    P {rp<p>}:due:<mesh>             zset: due hints of one Mesh's reminders in reminder
+                                     partition ``p`` (score at most the wake)
+    P {rp<p>}:tok:<mesh>             hash: hint member -> token of its last hint write
+    P {rp<p>}:seq                    the partition's last issued hint token
 
-So a Spot's record, its inboxes and the counters its transactions change share a
-slot; node claims, lifecycles and loads share another (low rate: claims, renewals,
-capacity units). ObjectGeneration is per bucket -- see ``lua`` and docs/decisions.md.
-A container's member marks and tokens live in its bucket, an Actor's bans in the
-Actor's: ``membership`` has the protocol that keeps them sound across the two.
+So a Spot's record, its inboxes, its state and reminders and the counters its
+transactions change share a slot; node claims, lifecycles and loads share another (low
+rate: claims, renewals, capacity units); each reminder partition's due hints a third
+(``reminders`` has the protocol that keeps them sound across the two). ObjectGeneration
+is per bucket -- see ``lua`` and docs/decisions.md. A container's member marks and tokens
+live in its bucket, an Actor's bans in the Actor's: ``membership`` has the protocol that
+keeps them sound across the two.
 """
 
 from __future__ import annotations
@@ -114,6 +123,26 @@ class ClusterKeys(Keys):
     def state(self, spot_id: str) -> str:
         """The durable state of ``spot_id`` (in its bucket)."""
         return f"{self.location}{self._b(spot_id)}:state:{spot_id}"
+
+    def reminders(self, spot_id: str) -> str:
+        """The reminders of ``spot_id`` (in its bucket)."""
+        return f"{self.location}{self._b(spot_id)}:reminders:{spot_id}"
+
+    def watermarks(self, spot_id: str) -> str:
+        """The reminder hint watermarks of ``spot_id``'s bucket (``reminders``)."""
+        return f"{self.location}{self._b(spot_id)}:rwm"
+
+    def reminder_index(self, mesh: str, partition: int) -> str:
+        """The due hints of ``mesh`` in reminder ``partition`` (the partition's slot)."""
+        return f"{self.location}{{rp{partition}}}:due:{mesh}"
+
+    def reminder_tokens(self, mesh: str, partition: int) -> str:
+        """The token of each hint's last write (beside :meth:`reminder_index`)."""
+        return f"{self.location}{{rp{partition}}}:tok:{mesh}"
+
+    def reminder_tokens_issued(self, partition: int) -> str:
+        """The last hint token issued in reminder ``partition`` (every Mesh's)."""
+        return f"{self.location}{{rp{partition}}}:seq"
 
     def bans(self, actor_id: str) -> str:
         """The banned mark tokens of ``actor_id`` (in its bucket)."""

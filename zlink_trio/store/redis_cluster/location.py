@@ -21,6 +21,9 @@ script, in the oracle's order of checks:
   spans the Actor's bucket and its container's: the member marks and their protocol
   are ``membership``'s; a SpotWide move's members follow its steps in their own buckets
   (``carry``).
+- **Reminders** live in the Spot's bucket, their due index in each reminder partition's
+  slot as hints written before the bucket script; a take reads the hints, takes in the
+  buckets and fixes the hints (``reminders``).
 - **Query**, **statistics**, **orphans**, **dead_owned**: every bucket is read and
   merged in Spot ID order -- Query's listing and the statistics by one read-only
   script per master over all of its buckets (``sweep``), orphans by one script per
@@ -55,6 +58,7 @@ from zlink_trio.store.redis.recovery import SCAN_BUDGET
 from zlink_trio.store.redis_cluster.carry import ClusterCarry, group_of
 from zlink_trio.store.redis_cluster.keys import claim_field
 from zlink_trio.store.redis_cluster.membership import ClusterMembership
+from zlink_trio.store.redis_cluster.reminders import ClusterReminders
 from zlink_trio.store.redis_cluster.sweep import LISTING, STATISTICS, TOTALS, Sweep, gather
 from zlink_trio.store.rules.location import check_reserve_args, page_of, parse_cursor
 from zlink_trio.store.rules.membership import check_move_args
@@ -112,6 +116,7 @@ class ClusterLocationStore(RedisLocationStore):
         self.sweep: Final = Sweep(runner.router, keys.buckets)
         self.membership: Final = ClusterMembership(runner, keys)
         self.carry: Final = ClusterCarry(runner, keys)
+        self._reminder_steps = ClusterReminders(runner, keys)
 
     async def _stepped(self, name: str, flat: Sequence[Any]) -> AuthorityRecord:
         """The Spot's record after its script; its carried members follow (``carry``)."""

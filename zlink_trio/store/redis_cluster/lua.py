@@ -32,13 +32,22 @@ slot are the bucket's own, every other helper is the prelude's:
   protocol's parts in the container's and the Actor's bucket, and Reserve has its own
   body (the container's verdict among its arguments; MoveMembership and BeginRelocation
   take it after theirs): ``membership`` tells the whole protocol.
+- Reminders are the layout's too: a Spot's reminders are in its bucket, but their due
+  index is not, so the bucket writes no index entry (``rem_index`` / ``rem_unindex`` do
+  nothing) and a write that sets a wake asks for a due hint written first
+  (``rem_hint_refusal``: ``REM_HINT``, ``REM_BANNED``; ``reminders``).
 
 **Node scripts** run in the nodes slot (``{nodes}``): claims as JSON in one hash,
 lifecycles, capacity units, and the checks that read them. NewClaim, Remove and
 RemoveDeadClaims are a node script plus bucket scripts for the Entry record
 (``location``).
 
-Both kinds declare every key they touch (the runner appends the bucket's counter keys),
+**Hint scripts** run in one reminder partition's slot (``{rp<p>}``): the due hints of
+its reminders, written before the reminder's own bucket script, read by a take and fixed
+after it (``reminders`` has the protocol and why a hint is never late). ``reminder_take``
+is the bucket half of that take.
+
+All kinds declare every key they touch (the runner appends the bucket's counter keys),
 so while ``redis-cli --cluster reshard`` migrates a slot a script either sees all of
 its keys or is answered ``TRYAGAIN`` / ``ASK`` -- never half a bucket.
 """
@@ -50,7 +59,7 @@ from typing import Final
 from zlink_trio.store.redis.lua import BODIES
 from zlink_trio.store.redis.lua.prelude import PreludeLayout, script
 
-__all__ = ("BUCKET", "BUCKET_SCRIPTS", "NODE_SCRIPTS", "bucket_script")
+__all__ = ("BUCKET", "BUCKET_SCRIPTS", "HINT_SCRIPTS", "NODE_SCRIPTS", "bucket_script")
 
 # -- the prelude's bucket layout -----------------------------------------------------------
 
@@ -200,10 +209,39 @@ end
 """
 
 
+#: Reminders (``reminders``): the due index is a hint in its partition's slot, written
+#: by the caller before the bucket script, so the bucket writes none; a write that sets a
+#: wake stands only on such a hint whose token no take has swept since.
+_REMINDERS: Final = r"""
+local function rem_index(mesh, part, member, wake) end
+local function rem_unindex(mesh, part, member) end
+-- a < b, both decimal texts without leading zeros (tokens never pass through doubles).
+local function dec_lt(a, b)
+  if #a ~= #b then return #a < #b end
+  for k = 1, #a do
+    local x, y = string.byte(a, k), string.byte(b, k)
+    if x ~= y then return x < y end
+  end
+  return false
+end
+-- nil when the caller wrote a hint for this write -- in mesh's index, at most wake, with
+-- token -- and no take swept the partition's hints past that token since (the
+-- watermark, wkey's field part); else {'REM_HINT', wake, mesh}: write that hint, or
+-- {'REM_BANNED'}: write a new one, then send the script again.
+local function rem_hint_refusal(wkey, part, hmesh, hscore, token, mesh, wake)
+  if hmesh ~= mesh or hscore == '' or tonumber(wake) < tonumber(hscore) then
+    return {'REM_HINT', wake, mesh}
+  end
+  local w = redis.call('HGET', wkey, part)
+  if w and not dec_lt(w, token) then return {'REM_BANNED'} end
+  return nil
+end
+"""
+
 #: The prelude's bucket layout (``store.redis.lua.prelude``): every other helper is the
 #: single-Redis prelude's own.
 BUCKET: Final = PreludeLayout(head=_HEAD, keys=_KEYS, owner=_OWNER, members=_MEMBERS,
-                              generation=_GEN)
+                              generation=_GEN, reminders=_REMINDERS)
 
 
 def bucket_script(body: str) -> str:
@@ -237,7 +275,8 @@ _AS_IS: Final = (
     "commit_relocation", "abort_relocation", "recovery_orphans", "rel_put_root",
     "rel_delete_root", "rel_inbox_append", "rel_inbox_read", "rel_inbox_set_cursor",
     "rel_inbox_drop", "rel_statistics", "commit_ready_with_first_record",
-    "record_relocation_payload", "move_membership", "write_state",
+    "record_relocation_payload", "move_membership", "write_state", "set_reminder",
+    "cancel_reminder", "reminder_done", "drop_reminders",
 )
 
 # Claims are read from the facts instead of the node's claim key.
@@ -413,6 +452,27 @@ end
 return {'OK', 0}
 """
 
+# A take of one reminder by its due hint (``reminders``). KEYS: the Spot's reminders, the
+# bucket's watermarks. ARGV: P, R, name, mesh, now, taker rid, taker lc, taken until,
+# partition, the hint's token ('' none). First the watermark of the partition rises to the
+# token (a write whose hint is that old is refused from now on); then {'GONE'} (no such
+# reminder of mesh), {'WAKE', wake} (not due), or {'TOOK', encoded, wake before, wake}.
+_REMINDER_TAKE: Final = r"""
+local name, mesh, now, part, token = ARGV[3], ARGV[4], ARGV[5], ARGV[9], ARGV[10]
+local w = redis.call('HGET', KEYS[2], part)
+if token ~= '' and (not w or dec_lt(w, token)) then redis.call('HSET', KEYS[2], part, token) end
+local raw = redis.call('HGET', KEYS[1], name)
+if not raw then return {'GONE'} end
+local t = cjson.decode(raw)
+if t[1] ~= mesh then return {'GONE'} end
+local wake = rem_wake(t)
+if tonumber(wake) > tonumber(now) then return {'WAKE', wake} end
+t[7], t[8], t[9] = ARGV[6], ARGV[7], ARGV[8]
+local enc = cjson.encode(t)
+redis.call('HSET', KEYS[1], name, enc)
+return {'TOOK', enc, wake, rem_wake(t)}
+"""
+
 # ARGV: P, R. The bucket's counts, last generation and Relocation counts.
 _BUCKET_STATISTICS: Final = r"""#!lua flags=no-writes
 return {redis.call('HMGET', META .. 'counts', ST_CREATING, ST_READY, ST_CLOSING,
@@ -437,6 +497,7 @@ BUCKET_SCRIPTS: Final = {
     "entry": bucket_script(_ENTRY),
     "entry_drop": bucket_script(_ENTRY_DROP),
     "bucket_statistics": bucket_script(_BUCKET_STATISTICS),
+    "reminder_take": bucket_script(_REMINDER_TAKE),
 }
 
 # -- node scripts (the nodes slot) ------------------------------------------------------
@@ -571,3 +632,44 @@ NODE_SCRIPTS: Final = {
         ("n_renew", _RENEW), ("n_mark_placement", _MARK_PLACEMENT),
         ("n_remove", _REMOVE), ("n_remove_dead", _REMOVE_DEAD), ("n_config", _CONFIG))
 }
+
+# -- hint scripts (a reminder partition's slot, ``reminders``) -------------------------------
+
+# KEYS: due hints, hint tokens, the partition's token counter. ARGV: member, score. The
+# hint is at most score from now on (ZADD LT: never raised here) and carries a new
+# token, returned.
+_HINT: Final = r"""
+local t = redis.call('INCR', KEYS[3])
+redis.call('ZADD', KEYS[1], 'LT', ARGV[2], ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[1], t)
+return t
+"""
+
+# KEYS: due hints, hint tokens. ARGV: now, limit. The first limit hints due at now, by
+# (score, member): {member, score, token or ''} each.
+_HINTS_DUE: Final = r"""#!lua flags=no-writes
+local out = {}
+local due = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARGV[2],
+                       'WITHSCORES')
+for i = 1, #due, 2 do
+  out[#out + 1] = {due[i], due[i + 1], redis.call('HGET', KEYS[2], due[i]) or ''}
+end
+return out
+"""
+
+# KEYS: due hints, hint tokens. ARGV: member, the token read with it, score ('' = its
+# reminder is gone). Only while no hint write touched the member since it was read (its
+# token unchanged): the score set (or the hint removed). 1 when it did, else 0.
+_HINT_FIX: Final = r"""
+if (redis.call('HGET', KEYS[2], ARGV[1]) or '') ~= ARGV[2] then return 0 end
+if ARGV[3] == '' then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('HDEL', KEYS[2], ARGV[1])
+else
+  redis.call('ZADD', KEYS[1], 'XX', ARGV[3], ARGV[1])
+end
+return 1
+"""
+
+#: Name -> full source of every hint script.
+HINT_SCRIPTS: Final = {"h_hint": _HINT, "h_due": _HINTS_DUE, "h_fix": _HINT_FIX}

@@ -42,7 +42,7 @@ from zlink_trio.store.redis.client import script_sha
 from zlink_trio.store.redis.codec import text
 from zlink_trio.store.redis.resp import NoScriptError, ReplyError, encode_command
 from zlink_trio.store.redis_cluster.keys import claim_field, hash_slot, tag_of
-from zlink_trio.store.redis_cluster.lua import BUCKET_SCRIPTS, NODE_SCRIPTS
+from zlink_trio.store.redis_cluster.lua import BUCKET_SCRIPTS, HINT_SCRIPTS, NODE_SCRIPTS
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -63,7 +63,8 @@ _PREFETCH: Final = {
     "commit_ready": (2,), "commit_ready_with_first_record": (2,), "begin_close": (1,),
     "seal_relocation": (2,), "accept_relay_ready": (4,), "begin_relocation": (2, 4),
     "recovery_adopt_orphan": (2, 4), "record_relocation_payload": (2,),
-    "move_membership": (1,), "write_state": (2,),
+    "move_membership": (1,), "write_state": (2,), "set_reminder": (2,),
+    "cancel_reminder": (2,),
 }
 
 
@@ -99,9 +100,8 @@ class ClusterRunner:
         self.timeout = timeout
         self.where = where
         self.prefixes: Final = (keys.location, keys.relocation)
-        self._sha = {name: script_sha(source)
-                     for name, source in {**BUCKET_SCRIPTS, **NODE_SCRIPTS}.items()}
-        self._source = {**BUCKET_SCRIPTS, **NODE_SCRIPTS}
+        self._source = {**BUCKET_SCRIPTS, **NODE_SCRIPTS, **HINT_SCRIPTS}
+        self._sha = {name: script_sha(source) for name, source in self._source.items()}
         self._claims_key = keys.nodes("claims")
         #: Load shifts that could not be applied yet (retried before the next shift).
         self._backlog: list[tuple[str, str, int]] = []
@@ -142,7 +142,8 @@ class ClusterRunner:
 
     async def node(self, name: str, keys: Sequence[str], args: Sequence[str | int | bytes],
                    *, write: bool = True) -> Any:
-        """Run node script ``name`` (keys of the nodes slot) without the deadline wrapper."""
+        """Run node or hint script ``name`` (keys of one slot: the nodes slot, a reminder
+        partition's) without the deadline wrapper."""
         return await self._eval(name, keys, args, write)
 
     async def script(self, what: str, name: str, keys: Sequence[str],

@@ -30,6 +30,8 @@ Modules (one idea each):
 - ``operator``          -- the operator's ReleaseExpired and its refusals
 - ``state``             -- a Spot's durable state: SaveState, LoadState, ClearState,
                            fenced by the writer's authority
+- ``reminders``         -- durable reminders: SetReminder, CancelReminder, Reminders,
+                           TakeDueReminders, ReminderDone, DropReminders
 - ``relocation_store``  -- :class:`RelocationState`: content-addressed roots and
                            durable activation inboxes
 - ``combined``          -- the combined cold-activation transactions over both states

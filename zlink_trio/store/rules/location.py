@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from zlink_trio.core.descriptor import NodeClaim
-    from zlink_trio.store.values import SavedState
+    from zlink_trio.store.values import SavedState, StoredReminder
 
 __all__ = (
     "CURSOR_PREFIX",
@@ -122,6 +122,8 @@ class LocationState:
     members: dict[str, frozenset[str]] = attrs.Factory(dict)
     #: Spot ID -> its durable state (``store.rules.state``): outlives the records.
     saved: dict[str, SavedState] = attrs.Factory(dict)
+    #: Spot ID -> its durable reminders sorted by name (``store.rules.reminders``).
+    reminders: dict[str, tuple[StoredReminder, ...]] = attrs.Factory(dict)
 
 
 def capacity_key(mesh: str, owner: OwnerFence) -> CapacityKey:
@@ -403,8 +405,9 @@ def txn_release(state: LocationState, fence: AuthorityFence) -> bool:
         )
     step_to_missing(record.state, EV.release)
     forget(state, record)
-    if record.kind in (SpotKind.USER, SpotKind.ACTOR):  # closed: its durable state ends
+    if record.kind in (SpotKind.USER, SpotKind.ACTOR):  # closed: its state and reminders end
         state.saved.pop(record.spot_id, None)
+        state.reminders.pop(record.spot_id, None)
     shift(state.active, capacity_key(record.mesh, record.owner), -1)
     return True
 

@@ -10,6 +10,8 @@ Modules:
 - ``store``       -- :class:`SqliteStore` and :func:`open_sqlite_store` (the theory of
                      operation of the backend)
 - ``location``    -- :class:`SqliteLocationStore`: the oracle over the ``loc_*`` tables
+                     (durable state in ``loc_state``, reminders in ``loc_reminders``,
+                     taken through its wake index)
 - ``relocation``  -- :class:`SqliteRelocationStore`: roots, inboxes and statistics in the
                      ``rel_*`` tables, and the inbox bodies the combined transactions reuse
 - ``combined``    -- :class:`SqliteCombined`: the combined cold-activation transactions
@@ -17,7 +19,7 @@ Modules:
 - ``members``     -- a container's Actor members: two index ranges of ``loc_records``
 - ``group_rows``  -- the sequence, claim and capacity rows a group commit shares
 - ``rowcache``    -- rows kept between a connection's write transactions
-- ``codec``       -- the stored JSON of records and claims
+- ``codec``       -- the stored JSON of records and claims, and the rows of reminders
 - ``connection``  -- one connection: transactions, dispatch (inline / thread), group
                      commit
 - ``errors``      -- SQLite errors mapped to typed ones

@@ -1,4 +1,5 @@
-"""SQLite store: the stored text of authority records and claims (compact JSON).
+"""SQLite store: the stored text of authority records and claims (compact JSON), and the
+rows of reminders.
 
 Theory of operation
 -------------------
@@ -18,6 +19,11 @@ one's with its ``nextContainer`` after it, the keys only their bodies have.
 ``tests/store/test_sqlite_fast_paths.py`` holds it to
 ``dumps(record.to_json())`` over records of every state and shape, and the import
 below refuses a ``to_json`` whose keys changed.
+
+A reminder is no JSON but a row of ``loc_reminders``, one column per field
+(:data:`REMINDER_COLUMNS`): :func:`reminder_row` writes it, with its partition and
+its ``wake`` (the columns a take's index range reads), and :func:`decode_reminder`
+reads it back as the very :class:`StoredReminder` written.
 """
 
 from __future__ import annotations
@@ -29,20 +35,25 @@ from json.encoder import (  # type: ignore[attr-defined]
 )
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from zlink_trio.core._json_fields import encode_kind
+from zlink_trio.core._json_fields import decode_kind, encode_kind
 from zlink_trio.core.descriptor import NodeClaim
+from zlink_trio.core.identity import NodeRid
+from zlink_trio.core.placement import reminder_partition
 from zlink_trio.core.records import (
     _ACTOR_RECORD_KEYS,
     _MOVING_ACTOR_RECORD_KEYS,
     _RECORD_KEYS,
     AuthorityRecord,
+    OwnerFence,
 )
+from zlink_trio.store.values import StoredReminder
 
 if TYPE_CHECKING:
     from zlink_trio.core.identity import SpotKind
     from zlink_trio.core.records import AuthorityState
 
-__all__ = ("decode_claim", "decode_record", "dumps", "encode_claim", "encode_record")
+__all__ = ("REMINDER_COLUMNS", "decode_claim", "decode_record", "decode_reminder", "dumps",
+           "encode_claim", "encode_record", "reminder_row")
 
 V = TypeVar("V")
 
@@ -175,3 +186,35 @@ def decode_claim(body: str) -> NodeClaim:
     if claim is None:
         claim = _remember(_claims, body, NodeClaim.from_json(json.loads(body)))
     return claim
+
+
+# -- reminders -----------------------------------------------------------------------
+
+#: The columns of ``loc_reminders`` in table order: :func:`reminder_row` writes them,
+#: :func:`decode_reminder` reads them.
+REMINDER_COLUMNS: Final = ("spot_id, name, mesh, part, kind, stable_type, due, period, "
+                           "version, taker_rid, taker_lifecycle, taken_until, wake")
+
+
+def reminder_row(reminder: StoredReminder) -> tuple[object, ...]:
+    """The ``loc_reminders`` row of ``reminder`` (:data:`REMINDER_COLUMNS`)."""
+    taker = reminder.taker
+    return (reminder.spot_id, reminder.name, reminder.mesh,
+            reminder_partition(reminder.spot_id), encode_kind(reminder.kind),
+            reminder.stable_type, reminder.due, reminder.period, reminder.version,
+            None if taker is None else str(taker.node_rid),
+            None if taker is None else taker.lifecycle_generation,
+            reminder.taken_until, reminder.wake)
+
+
+def decode_reminder(row: Any) -> StoredReminder:
+    """The reminder a ``loc_reminders`` row (:data:`REMINDER_COLUMNS`) holds."""
+    (spot_id, name, mesh, _part, kind, stable_type, due, period, version, taker_rid,
+     taker_lifecycle, taken_until, _wake) = row
+    return StoredReminder(
+        spot_id=spot_id, name=name, mesh=mesh, kind=decode_kind(kind),
+        stable_type=stable_type, due=float(due),
+        period=None if period is None else float(period), version=int(version),
+        taker=None if taker_rid is None else OwnerFence(NodeRid.parse(taker_rid),
+                                                        int(taker_lifecycle)),
+        taken_until=float(taken_until))

@@ -12,7 +12,10 @@ same functions, so a read never scans a table into memory. Actor membership is t
 ``container`` and ``next_container`` columns of ``loc_records`` (``members``, ``view``):
 Reserve with a container, MoveMembership and an Actor's move (BeginRelocation with a
 container) run the oracle like every write, and ``members`` reads one range of each
-membership index.
+membership index. Reminders are rows of ``loc_reminders`` (``view``): every reminder
+write runs the oracle of ``store.rules.reminders``, and a take reads its candidates --
+due rows of its partitions, in scan order -- from the wake index before the oracle
+checks and takes each.
 """
 
 from __future__ import annotations
@@ -26,15 +29,21 @@ from zlink_trio.store.rules import claims, membership, recovery
 from zlink_trio.store.rules import location as loc
 from zlink_trio.store.rules import operator as ops
 from zlink_trio.store.rules import relocation_steps as steps
+from zlink_trio.store.rules import reminders as rem
 from zlink_trio.store.rules import state as spot_state
-from zlink_trio.store.sqlite.codec import decode_claim, decode_record
+from zlink_trio.store.sqlite.codec import (
+    REMINDER_COLUMNS,
+    decode_claim,
+    decode_record,
+    decode_reminder,
+)
 from zlink_trio.store.sqlite.members import member_rows
 from zlink_trio.store.sqlite.view import LocationView
 from zlink_trio.store.values import MAX_PAGE_SIZE, LocationStatistics, SavedState
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
     from zlink_trio.core.identity import NodeRid, SpotKind
@@ -48,7 +57,7 @@ if TYPE_CHECKING:
         RootReceipt,
     )
     from zlink_trio.store.sqlite.connection import SqliteConnection
-    from zlink_trio.store.values import Page
+    from zlink_trio.store.values import Page, StoredReminder
 
 __all__ = ("SqliteLocationStore",)
 
@@ -254,6 +263,65 @@ class SqliteLocationStore:
     async def clear_state(self, fence: AuthorityFence, *, now: float) -> bool:
         """ClearState (one transaction); see ``StateSteps.clear_state``."""
         return await self._txn(lambda s: spot_state.txn_clear_state(s, fence, now=now))
+
+    async def set_reminder(self, fence: AuthorityFence, name: str, *, due: float,
+                           period: float | None, now: float) -> StoredReminder:
+        """SetReminder (one transaction: the record's check and the Spot's
+        ``loc_reminders`` rows); see ``ReminderSteps.set_reminder``."""
+        return await self._txn(lambda s: rem.txn_set_reminder(s, fence, name, due=due,
+                                                               period=period, now=now))
+
+    async def cancel_reminder(self, fence: AuthorityFence, name: str, *,
+                              now: float) -> bool:
+        """CancelReminder (one transaction); see ``ReminderSteps.cancel_reminder``."""
+        return await self._txn(lambda s: rem.txn_cancel_reminder(s, fence, name, now=now))
+
+    async def reminders(self, spot_id: str) -> tuple[StoredReminder, ...]:
+        """Reminders (one read of the Spot's rows); see ``ReminderSteps.reminders``."""
+        rem.txn_reminders(loc.LocationState(), spot_id)  # the argument, before I/O
+
+        def body(conn: sqlite3.Connection) -> tuple[StoredReminder, ...]:
+            rows = conn.execute(f"SELECT {REMINDER_COLUMNS} FROM loc_reminders "
+                                "WHERE spot_id = ?", (spot_id,)).fetchall()
+            kept = tuple(sorted(map(decode_reminder, rows), key=lambda r: r.name))
+            window = loc.LocationState(reminders={spot_id: kept} if kept else {})
+            return rem.txn_reminders(window, spot_id)
+        return await self._db.read(body, single=True)
+
+    async def take_due_reminders(self, mesh: str, partitions: Sequence[int],
+                                 taker: OwnerFence, *, now: float, hold: float,
+                                 limit: int) -> list[StoredReminder]:
+        """TakeDueReminders (one transaction); see ``ReminderSteps.take_due_reminders``.
+
+        After the oracle's checks (the arguments, then the taker's claim), one read of
+        the wake index (``loc_reminders_wake``: the rows of the partitions due at ``now``, in
+        ``scan_order``, at most ``limit``) names the candidates; the oracle loads each
+        Spot's reminders through the view and takes those it finds due.
+        """
+        def body(conn: sqlite3.Connection) -> list[StoredReminder]:
+            view = LocationView(conn, generation=False)
+            def due(wanted: tuple[int, ...]) -> list[tuple[str, str]]:
+                if not wanted:
+                    return []
+                return conn.execute(
+                    "SELECT spot_id, name FROM loc_reminders WHERE mesh = ? AND part IN "
+                    f"({', '.join('?' * len(wanted))}) AND wake <= ? "
+                    "ORDER BY wake, spot_id, name LIMIT ?",
+                    (mesh, *wanted, now, limit)).fetchall()
+            result = rem.txn_take_due_reminders(view.state, mesh, partitions, taker,
+                                                now=now, hold=hold, limit=limit,
+                                                candidates=due)
+            view.flush()
+            return result
+        return await self._db.write(body)
+
+    async def reminder_done(self, taken: StoredReminder, *, now: float) -> bool:
+        """ReminderDone (one transaction); see ``ReminderSteps.reminder_done``."""
+        return await self._txn(lambda s: rem.txn_reminder_done(s, taken, now=now))
+
+    async def drop_reminders(self, spot_id: str) -> int:
+        """DropReminders (one transaction); see ``ReminderSteps.drop_reminders``."""
+        return await self._txn(lambda s: rem.txn_drop_reminders(s, spot_id))
 
     async def begin_relocation(self, fence: AuthorityFence, *, target: OwnerFence,
                                now: float, container: str | None = None,

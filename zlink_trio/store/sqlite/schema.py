@@ -44,7 +44,7 @@ __all__ = (
 )
 
 #: The newest schema this code reads and writes.
-SCHEMA_VERSION: Final = 4
+SCHEMA_VERSION: Final = 5
 #: ``PRAGMA application_id`` of a zlink store file ("ZLNK").
 APPLICATION_ID: Final = 0x5A4C4E4B
 #: Largest accepted busy timeout, seconds (a bound on how long a cancel may wait).
@@ -121,8 +121,27 @@ _V4: Final = (
         object_generation INTEGER NOT NULL, data BLOB NOT NULL) WITHOUT ROWID""",
 )
 
+_V5: Final = (
+    # A Spot's durable reminders (``store.reminder_steps``): one row per (Spot ID, name),
+    # written only through ``view.LocationView.reminders`` (the oracle decides, the rows
+    # follow). ``part`` is ``core.placement.reminder_partition(spot_id)``; ``kind`` is the
+    # record's (``encode_kind``); ``period`` is NULL for a one-shot reminder; the taker
+    # (``taker_rid``, ``taker_lifecycle``) is NULL while nobody holds it, ``taken_until``
+    # then 0. ``wake`` is ``StoredReminder.wake`` (its due, or the end of a take that holds
+    # past it): a take reads one range of ``loc_reminders_wake`` per partition, the rows
+    # due at its ``now`` and no other.
+    """CREATE TABLE loc_reminders (
+        spot_id TEXT NOT NULL, name TEXT NOT NULL, mesh TEXT NOT NULL,
+        part INTEGER NOT NULL, kind TEXT NOT NULL, stable_type TEXT NOT NULL,
+        due REAL NOT NULL, period REAL, version INTEGER NOT NULL,
+        taker_rid TEXT, taker_lifecycle INTEGER, taken_until REAL NOT NULL,
+        wake REAL NOT NULL,
+        PRIMARY KEY (spot_id, name)) WITHOUT ROWID""",
+    """CREATE INDEX loc_reminders_wake ON loc_reminders (mesh, part, wake, spot_id, name)""",
+)
+
 #: Migration ``n`` takes a file from version ``n - 1`` to ``n``.
-MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
+MIGRATIONS: Final[dict[int, tuple[str, ...]]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 
 
 @attrs.frozen(kw_only=True)

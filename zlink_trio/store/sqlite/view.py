@@ -11,7 +11,10 @@ table each, valid for one transaction:
   primary-key ``SELECT`` and caches the decoded value, so repeated reads return
   the *same object* (the oracle compares Entry records by identity);
 - ``[key] = value``, ``del``, ``pop`` change only the cache and remember the key
-  (``saved``, a Spot's durable state, is one more such table: ``loc_state``);
+  (``saved``, a Spot's durable state, is one more such table: ``loc_state``;
+  ``reminders``, a Spot's reminders, is the rows of one Spot ID in ``loc_reminders``,
+  loaded as one tuple sorted by name and written back whole: its rows deleted, the new
+  tuple's inserted);
 - enumerating a view is refused (no ``__iter__``): a transaction that would
   scan a table must be written as a bounded SQL query instead.
 
@@ -47,10 +50,18 @@ that finds no row (never expected; the whole row is then written).
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar, cast
 
 from zlink_trio.store.rules.location import CapacityKey, LocationState
-from zlink_trio.store.sqlite.codec import decode_claim, decode_record, encode_claim, encode_record
+from zlink_trio.store.sqlite.codec import (
+    REMINDER_COLUMNS,
+    decode_claim,
+    decode_record,
+    decode_reminder,
+    encode_claim,
+    encode_record,
+    reminder_row,
+)
 from zlink_trio.store.sqlite.group_rows import SEQUENCE, GroupRows, group_of, write_capacity
 from zlink_trio.store.sqlite.members import member_ids
 from zlink_trio.store.sqlite.rowcache import ABSENT, cache_of, put
@@ -63,6 +74,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.descriptor import NodeClaim
     from zlink_trio.core.identity import NodeRid
     from zlink_trio.core.records import AuthorityRecord
+    from zlink_trio.store.values import StoredReminder
 
 __all__ = ("LocationView", "Rows")
 
@@ -239,6 +251,19 @@ def _load_saved(conn: sqlite3.Connection, spot_id: str) -> SavedState | None:
                                                version=row[0], object_generation=row[1])
 
 
+def _load_reminders(conn: sqlite3.Connection,
+                    spot_id: str) -> tuple[StoredReminder, ...] | None:
+    """The reminders of ``spot_id``, sorted by name (``None``: it keeps none)."""
+    rows = conn.execute(f"SELECT {REMINDER_COLUMNS} FROM loc_reminders WHERE spot_id = ?",
+                        (spot_id,)).fetchall()
+    return tuple(sorted(map(decode_reminder, rows), key=lambda r: r.name)) or None
+
+
+_INSERT_REMINDER: Final = (
+    f"INSERT INTO loc_reminders ({REMINDER_COLUMNS}) "
+    f"VALUES ({', '.join('?' * (REMINDER_COLUMNS.count(',') + 1))})")
+
+
 def _load_lifecycle(conn: sqlite3.Connection, node_id: str) -> int | None:
     value = _one(conn, "SELECT generation FROM loc_lifecycles WHERE node_id = ?", (node_id,))
     return None if value is None else int(value)
@@ -322,6 +347,8 @@ class LocationView:
         self.members: Rows[str, frozenset[str]] = Rows(
             partial(_load_members, conn, self.records))
         self.saved: Rows[str, SavedState] = Rows(partial(_load_saved, conn))
+        self.reminders: Rows[str, tuple[StoredReminder, ...]] = Rows(
+            partial(_load_reminders, conn))
         self._read_generation = generation
         if not generation:
             self._generation = 0
@@ -341,6 +368,7 @@ class LocationView:
             active=self.active,  # type: ignore[arg-type]
             members=self.members,  # type: ignore[arg-type]
             saved=self.saved,  # type: ignore[arg-type]
+            reminders=self.reminders,  # type: ignore[arg-type]
         )
 
     def flush(self) -> None:
@@ -376,6 +404,11 @@ class LocationView:
             else:
                 conn.execute("INSERT OR REPLACE INTO loc_state VALUES (?, ?, ?, ?)",
                              (spot_id, saved.version, saved.object_generation, saved.data))
+        for spot_id, kept in self.reminders.changes():
+            # The Spot's tuple is written whole (the oracle replaces it at each write).
+            conn.execute("DELETE FROM loc_reminders WHERE spot_id = ?", (spot_id,))
+            if kept:
+                conn.executemany(_INSERT_REMINDER, map(reminder_row, kept))
         for node_id, generation in self.lifecycles.changes():
             assert generation is not None  # lifecycle generations are never deleted
             conn.execute("INSERT OR REPLACE INTO loc_lifecycles VALUES (?, ?)",

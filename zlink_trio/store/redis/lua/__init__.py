@@ -21,6 +21,8 @@ Modules:
 - ``relocation``  -- the Relocation Store's transactions (roots, inboxes, statistics)
 - ``combined``    -- the combined cold-activation transactions over both key spaces
 - ``state``       -- a Spot's durable state, written under its authority's fence
+- ``reminders``   -- a Spot's durable reminders, written under its authority's fence, and
+                     their take (one Redis; Redis Cluster takes through due hints)
 
 :data:`BODIES` is every script's body and :data:`SCRIPTS` every full script, by the
 name the backend calls it.
@@ -34,13 +36,15 @@ from zlink_trio.store.redis.lua.operator import OPERATOR_BODIES
 from zlink_trio.store.redis.lua.prelude import script
 from zlink_trio.store.redis.lua.recovery import RECOVERY_BODIES
 from zlink_trio.store.redis.lua.relocation import RELOCATION_BODIES
+from zlink_trio.store.redis.lua.reminders import REMINDER_BODIES
 from zlink_trio.store.redis.lua.state import STATE_BODIES
 
 __all__ = ("BODIES", "SCRIPTS")
 
 #: Name -> Lua body (without the prelude) of every script the Redis backend registers.
 BODIES: Final = {**LOCATION_BODIES, **OPERATOR_BODIES, **RECOVERY_BODIES,
-                 **RELOCATION_BODIES, **COMBINED_BODIES, **STATE_BODIES}
+                 **RELOCATION_BODIES, **COMBINED_BODIES, **STATE_BODIES,
+                 **REMINDER_BODIES}
 
 #: Name -> full Lua source (the prelude, then the body) of every script.
 SCRIPTS: Final = {name: script(body) for name, body in BODIES.items()}

@@ -230,8 +230,10 @@ end
 return out
 """
 
-# KEYS: spot key, state key. ARGV: P, R, gen, ogen, rid, lc. The close of a User Spot or
-# an Actor ends its durable state too (store.rules.location.txn_release).
+# KEYS: spot key, state key, reminders key. ARGV: P, R, gen, ogen, rid, lc, the Spot's
+# reminder partition. The close of a User Spot or an Actor ends its durable state and its
+# reminders too (store.rules.location.txn_release; on Redis Cluster their due hints are
+# left for the takes to sweep: redis_cluster.reminders).
 _RELEASE: Final = r"""
 local r = rec(KEYS[1])
 if r == nil or r.gen ~= ARGV[3] then return {'OK', 0} end
@@ -241,7 +243,10 @@ end
 local serr = step_to_missing(r.state, EV_RELEASE)
 if serr then return serr end
 release_record(r, 'active')
-if r.kind == 'user' or r.kind == 'actor' then redis.call('DEL', KEYS[2]) end
+if r.kind == 'user' or r.kind == 'actor' then
+  redis.call('DEL', KEYS[2])
+  rem_drop_all(KEYS[3], r.id, ARGV[7])
+end
 return {'OK', 1}
 """
 

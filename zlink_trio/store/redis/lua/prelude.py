@@ -27,8 +27,10 @@ so every script sees the same names:
   ``unmember``); and the bodies that more than one script runs:
   Reserve (``reserve_spot``), CommitReady (``commit_ready_spot``), the pointer CAS
   (``pointer_removal`` / ``remove_pointer``), roots (``put_root`` / ``drop_root``)
-  and inboxes (``inbox_append``, ``cursor_move`` / ``move_cursor``). A helper that
-  checks returns an error reply (a table) when it refuses and writes nothing; its
+  and inboxes (``inbox_append``, ``cursor_move`` / ``move_cursor``); a Spot's durable
+  writes (``state_writer``: the fence check of ``store.rules.state``) and its reminders
+  (``rem_member``, ``rem_wake``, ``rem_next_due``, ``rem_drop_all``: ``reminders``).
+  A helper that checks returns an error reply (a table) when it refuses and writes nothing; its
   writes are a separate helper or come after every check, because Redis runs a
   script atomically but has no rollback.
 
@@ -36,10 +38,11 @@ so every script sees the same names:
 one bucket's hash slot (``store.redis_cluster.lua``). The helpers that depend on where
 the keys live -- the names ``P`` / ``R`` / ``META`` / ``RSTATS``, ``spot_key`` /
 ``load_key`` / ``shift``, the owner checks, Actor membership, the ObjectGeneration
-sequence -- are the five fields of a :class:`PreludeLayout`; every other helper is
-written once here, and :func:`prelude` puts the layout's helpers in their places among
-them. :data:`ONE_REDIS` is one server's layout (:data:`PRELUDE`, every single-Redis
-script's), and the cluster's bucket layout is ``redis_cluster.lua``'s.
+sequence, where a reminder's due index lives -- are the six fields of a
+:class:`PreludeLayout`; every other helper is written once here, and :func:`prelude`
+puts the layout's helpers in their places among them. :data:`ONE_REDIS` is one
+server's layout (:data:`PRELUDE`, every single-Redis script's), and the cluster's bucket
+layout is ``redis_cluster.lua``'s.
 
 A script body that starts with a shebang (``#!lua flags=no-writes``: read-only
 scripts that must run while writes are refused) keeps it as its first line.
@@ -201,11 +204,28 @@ class PreludeLayout:
     members: str
     #: ``next_gen`` and ``issue_gen``.
     generation: str
+    #: Where a reminder's due index lives: ``rem_index``, ``rem_unindex`` and
+    #: ``rem_hint_refusal`` (``lua.reminders``).
+    reminders: str
 
+
+#: The due index of reminders: one sorted set per Mesh and partition, written by the
+#: scripts that write the reminders (``codec``, ``lua.reminders``).
+_REMINDERS: Final = r"""
+local function due_key(mesh, part) return META .. 'due:' .. part .. ':' .. mesh end
+-- Member is due at wake (a score text) in the index of (mesh, partition part).
+local function rem_index(mesh, part, member, wake)
+  redis.call('ZADD', due_key(mesh, part), wake, member)
+end
+local function rem_unindex(mesh, part, member) redis.call('ZREM', due_key(mesh, part), member) end
+-- A write that gives a reminder of mesh the wake wake: its index entry is written with it
+-- here, so it never waits for a hint (Redis Cluster: redis_cluster.reminders).
+local function rem_hint_refusal(wkey, part, hmesh, hscore, token, mesh, wake) return nil end
+"""
 
 #: One Redis server: every key under the prefixes, read and written where it is.
 ONE_REDIS: Final = PreludeLayout(head=_HEAD, keys=_KEYS, owner=_OWNER, members=_MEMBERS,
-                                 generation=_GENERATION)
+                                 generation=_GENERATION, reminders=_REMINDERS)
 
 # -- the helpers every layout shares -----------------------------------------------------
 
@@ -430,10 +450,65 @@ end
 """
 
 
+#: A Spot's durable writes: the fence check of ``store.rules.state.owning_record``, and
+#: the reminder helpers every layout shares (``lua.reminders`` has the encoding).
+_DURABLE: Final = r"""
+-- The record at KEYS[1] when the fence ARGV[3..6] (gen, ogen, rid, lc) owns it, it
+-- serves (rules.state.WRITING) and its owner's claim is live at now; else nil and the
+-- refusal: {'STATE_STALE', record or {}}, {'STATE_IDLE', record} or owner_claim's.
+local function state_writer(now)
+  local r = rec(KEYS[1])
+  if not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) then
+    if r == nil then return nil, {'STATE_STALE', {}} end
+    return nil, {'STATE_STALE', redis.call('HGETALL', KEYS[1])}
+  end
+  if not (r.state == ST_READY or r.state == ST_RELOCATING or r.state == ST_SEALED
+          or r.state == ST_CLOSING) then
+    return nil, {'STATE_IDLE', redis.call('HGETALL', KEYS[1])}
+  end
+  local _, err = owner_claim(r.mesh, r.orid, r.olc, now)
+  if err then return nil, err end
+  return r
+end
+-- The index member of reminder name of Spot id: the ID with NUL escaped (NUL 1), NUL
+-- NUL, the name (which holds no NUL), so byte order is (ID, name) order.
+local function rem_member(id, name) return (string.gsub(id, '%z', '\0\1')) .. '\0\0' .. name end
+-- When reminder t (decoded) may be taken next: its due, or the end of a take past it.
+local function rem_wake(t)
+  if t[7] ~= '' and tonumber(t[9]) > tonumber(t[4]) then return t[9] end
+  return t[4]
+end
+-- rules.reminders.next_due, the same float operations in the same order, as text that
+-- reads back as the same float (%.17g).
+local function rem_next_due(due, period, now)
+  local d, p, n = tonumber(due), tonumber(period), tonumber(now)
+  local nxt
+  if n < d then
+    nxt = d + p
+  else
+    nxt = d + (math.floor((n - d) / p) + 1) * p
+    while nxt <= n do nxt = nxt + p end
+  end
+  return string.format('%.17g', nxt)
+end
+-- Delete every reminder of Spot id (hash key, partition part) and its index entries;
+-- how many there were.
+local function rem_drop_all(key, id, part)
+  local flat = redis.call('HGETALL', key)
+  for i = 1, #flat, 2 do
+    rem_unindex(cjson.decode(flat[i + 1])[1], part, rem_member(id, flat[i]))
+  end
+  redis.call('DEL', key)
+  return #flat / 2
+end
+"""
+
+
 def prelude(layout: PreludeLayout = ONE_REDIS) -> str:
     """The prelude on ``layout``: the shared helpers, each layout helper in its place."""
     parts = (AUTHORITY_LUA, layout.head, _RECORDS, layout.keys, _COUNTERS, layout.owner,
-             _CONTAINER, layout.members, _FENCES, layout.generation, _BODIES)
+             _CONTAINER, layout.members, _FENCES, layout.generation, _BODIES,
+             layout.reminders, _DURABLE)
     # Each part opens on a line of its own in this file; the Lua has no blank lines.
     return "\n" + "".join(part.removeprefix("\n") for part in parts)
 

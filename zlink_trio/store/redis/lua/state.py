@@ -1,7 +1,8 @@
 """A Spot's durable state: its writes, fenced by the authority record in one script.
 
 ``write_state`` checks the writer's fence against the record (``KEYS[1]``) -- the same
-generations and owner, a serving state, the owner's claim live -- before it touches the
+generations and owner, a serving state, the owner's claim live: the prelude's
+``state_writer``, which the reminder writes share (``reminders``) -- before it touches the
 state's hash (``KEYS[2]``: fields ``v`` version, ``g`` ObjectGeneration, ``d`` bytes),
 in the oracle's order (``store.rules.state``). Loads are a plain ``HGETALL``.
 """
@@ -16,19 +17,9 @@ __all__ = ("STATE_BODIES",)
 # 'clear'), data (save). {'OK', version, gen} saved; {'OK', n} cleared (n: keys
 # deleted); {'STATE_STALE', record or {}}; {'STATE_IDLE', record}; owner_claim's.
 _WRITE_STATE: Final = r"""
-local r = rec(KEYS[1])
-if not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) then
-  if r == nil then return {'STATE_STALE', {}} end
-  return {'STATE_STALE', redis.call('HGETALL', KEYS[1])}
-end
-local clearing = ARGV[8] == 'clear'
-if not (r.state == ST_READY or r.state == ST_RELOCATING or r.state == ST_SEALED
-        or r.state == ST_CLOSING) then
-  return {'STATE_IDLE', redis.call('HGETALL', KEYS[1])}
-end
-local _, err = owner_claim(r.mesh, r.orid, r.olc, ARGV[7])
+local r, err = state_writer(ARGV[7])
 if err then return err end
-if clearing then return {'OK', redis.call('DEL', KEYS[2])} end
+if ARGV[8] == 'clear' then return {'OK', redis.call('DEL', KEYS[2])} end
 local v = redis.call('HINCRBY', KEYS[2], 'v', 1)
 redis.call('HSET', KEYS[2], 'g', r.gen, 'd', ARGV[9])
 return {'OK', v, r.gen}
