@@ -96,6 +96,18 @@ REMINDER_RULES: tuple[Mutation, ...] = (
         guards=[_RUNTIME + "test_a_due_reminder_reaches_an_idle_evicted_spot[memory]"],
     ),
     Mutation(
+        name="reminders.cluster_hint_never_late",
+        family=_REMINDERS,
+        rule="Redis Cluster: a reminder write whose hint a take swept meanwhile (the "
+             "partition's watermark passed its token) is refused and hinted again, so a "
+             "hint is never later than its reminder's wake.",
+        path="zlink_trio/store/redis_cluster/lua.py",
+        find="  if w and not dec_lt(w, token) then return {'REM_BANNED'} end\n",
+        replace="",
+        guards=["tests/store/test_redis_cluster_reminders.py::test_a_set_whose_hint_a_take_"
+                "swept_meanwhile_writes_a_new_one"],
+    ),
+    Mutation(
         name="reminders.needs_a_handler",
         family=_REMINDERS,
         rule="A Spot type without a zl.Reminder handler sets no reminder (nothing could "

@@ -64,13 +64,15 @@ STATE_RULES: tuple[Mutation, ...] = (
     Mutation(
         name="state.redis_checks_the_fence",
         family=_STATE,
-        rule="Redis: the state script checks the writer's fence against the record before "
-             "it writes.",
-        path="zlink_trio/store/redis/lua/state.py",
-        find="if not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) then\n  if r == nil",
-        replace="if r == nil then\n  if r == nil",
+        rule="Redis: the state and reminder scripts check the writer's fence against the "
+             "record before they write (the prelude's state_writer).",
+        path="zlink_trio/store/redis/lua/prelude.py",
+        find="  if not fenced(r, ARGV[3], ARGV[4], ARGV[5], ARGV[6]) then\n    if r == nil",
+        replace="  if r == nil then\n    if r == nil",
         guards=[_CONFORMANCE + "test_a_zombie_owner_never_overwrites_its_successors_state"
-                "[redis]"],
+                "[redis]",
+                "tests/store/test_reminder_conformance.py::test_a_zombie_owner_never_sets_or_"
+                "cancels_a_reminder[redis]"],
     ),
     Mutation(
         name="state.loaded_before_the_factory",

@@ -15,6 +15,10 @@ Reads (no side effect): :meth:`~NodeInspection.hosted_spot`,
 :meth:`~NodeInspection.hosted_spots`, :meth:`~NodeInspection.linked_nodes`,
 :meth:`~NodeInspection.unsent_bytes`, :meth:`~NodeInspection.idle_candidates`.
 
+:data:`IN_REMINDER_TASK` (a context variable) is true in a node's reminder task and the
+deliveries it starts, so a tool that counts store calls can leave that background work
+out (the benchmark's ``count_store_calls``).
+
 Test hooks (they change how the node behaves, for the rest of its lifecycle):
 :meth:`~NodeInspection.wrap_store` (every later store call goes through the wrapper),
 :meth:`~NodeInspection.refuse_links` (links with the nodes it names are refused both
@@ -27,6 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, final
 
 from zlink_trio.runtime.coordinators.lease import finish_lease_loss, mark_lease_lost
+from zlink_trio.runtime.coordinators.reminders import IN_REMINDER_TASK
 from zlink_trio.runtime.results import HostedSpot
 
 if TYPE_CHECKING:
@@ -36,7 +41,7 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.incarnation.context import SpotContext
     from zlink_trio.store import Store
 
-__all__ = ("NodeInspection",)
+__all__ = ("IN_REMINDER_TASK", "NodeInspection")
 
 
 @final

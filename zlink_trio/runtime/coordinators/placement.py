@@ -137,7 +137,7 @@ async def candidates(rt: NodeRuntime) -> list[PlacementCandidate]:
 async def serving_candidates(rt: NodeRuntime) -> list[PlacementCandidate]:
     """The candidates of the descriptor claims placement read last, while that read is
     younger than ``placement_max_age``; else of a fresh read, which placement does not
-    keep (its own reads and refreshes go on as before). For the nodes' reminder task
+    keep (when and what placement reads stays its own). For the node's reminder task
     (``coordinators.reminders``), which needs the live hosts, not a placement."""
     seen = rt.placement_claims
     now = rt.now()

@@ -38,6 +38,7 @@ and a reminder it had taken is due again once the take runs out (:func:`hold_of`
 
 from __future__ import annotations
 
+import contextvars
 from typing import TYPE_CHECKING, Final
 
 import trio
@@ -55,10 +56,14 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.store.values import StoredReminder
 
-__all__ = ("DELIVERY_SLOTS", "deliver_reminders", "hold_of")
+__all__ = ("DELIVERY_SLOTS", "IN_REMINDER_TASK", "deliver_reminders", "hold_of")
 
 #: Most reminder deliveries one node has in flight.
 DELIVERY_SLOTS: Final = 256
+#: True in the reminder task and the deliveries it starts: what counts a node's store
+#: calls (``bench.stores.count_store_calls``) leaves out this background work.
+IN_REMINDER_TASK: Final = contextvars.ContextVar("zlink_trio_in_reminder_task",
+                                                 default=False)
 
 
 def hold_of(rt: NodeRuntime) -> float:
@@ -69,6 +74,7 @@ def hold_of(rt: NodeRuntime) -> float:
 async def deliver_reminders(rt: NodeRuntime) -> None:
     """The node's reminder task (module docstring). Runs until cancelled; never raises
     a store or call error (each is logged, and the next scan tries again)."""
+    IN_REMINDER_TASK.set(True)  # this task's own context, and its deliveries'
     slots = trio.Semaphore(DELIVERY_SLOTS)
     partitions: list[int] = []
     read_at = -float("inf")

@@ -38,18 +38,20 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Final
 
-from zlink_trio.core._checks import check_finite
 from zlink_trio.core._json_fields import decode_kind
-from zlink_trio.core.errors import InvalidOperation, Unavailable, ZLinkError
+from zlink_trio.core.errors import Unavailable, ZLinkError
 from zlink_trio.core.identity import NodeRid, validate_spot_id
 from zlink_trio.core.placement import reminder_partition
 from zlink_trio.core.records import AuthorityFence, OwnerFence
 from zlink_trio.store.redis.codec import decode_record, raise_status, raise_writer, text
 from zlink_trio.store.rules.reminders import (
-    check_reminder_name,
+    check_cancel_args,
+    check_done_args,
     check_set_args,
     check_take_args,
     next_due,
+    not_for_kind,
+    too_many,
 )
 from zlink_trio.store.values import StoredReminder
 
@@ -142,15 +144,9 @@ def set_refusal(reply: Sequence[Any], what: str, fence: AuthorityFence) -> None:
     returns only on ``OK``."""
     code = text(reply[0])
     if code == "REM_KIND":
-        record = decode_record(reply_parts(reply, 2, what)[1])
-        raise InvalidOperation(
-            f"{record.spot_id!r} is of kind {record.kind.name.title()}: reminders are for "
-            "User and Instance Spots; an Actor's container sets them (docs/reminders.md)")
+        raise not_for_kind(decode_record(reply_parts(reply, 2, what)[1]))
     if code == "REM_FULL":
-        raise InvalidOperation(
-            f"{fence.spot_id!r} keeps {reply_count(reply, what)} reminders, the most a Spot "
-            "may keep; "
-            "cancel one before setting another, or reuse a name")
+        raise too_many(fence.spot_id, reply_count(reply, what))
     raise_writer(reply, what, fence)
 
 
@@ -206,11 +202,7 @@ class RedisReminders:
     async def cancel_reminder(self, fence: AuthorityFence, name: str, *,
                               now: float) -> bool:
         """CancelReminder (one script); see ``ReminderSteps.cancel_reminder``."""
-        if not isinstance(fence, AuthorityFence):  # the oracle's checks, in its order
-            raise InvalidOperation(f"a reminder is cancelled with the writer's "
-                                   f"AuthorityFence, got {type(fence).__name__}")
-        check_reminder_name(name)
-        check_finite(now, "now")
+        check_cancel_args(fence, name, now)
         spot_id = fence.spot_id
         what = f"cancel_reminder {name!r} of {spot_id!r}"
         reply = _seq(await self._run.script(
@@ -253,10 +245,8 @@ class RedisReminders:
 
     async def reminder_done(self, taken: StoredReminder, *, now: float) -> bool:
         """ReminderDone (one script); see ``ReminderSteps.reminder_done``."""
-        if not isinstance(taken, StoredReminder) or taken.taker is None:
-            raise InvalidOperation("reminder_done takes a reminder as take_due_reminders "
-                                   "returned it")
-        check_finite(now, "now")
+        check_done_args(taken, now)
+        assert taken.taker is not None
         spot_id, name = taken.spot_id, taken.name
         what = f"reminder_done {name!r} of {spot_id!r}"
         partition = reminder_partition(spot_id)

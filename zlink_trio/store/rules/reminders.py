@@ -35,11 +35,13 @@ from zlink_trio.store.values import (
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
+    from zlink_trio.core.records import AuthorityRecord
     from zlink_trio.store.rules.location import LocationState
 
-__all__ = ("MAX_TAKE", "check_reminder_name", "check_set_args", "check_take_args",
-           "next_due", "scan_order", "txn_cancel_reminder", "txn_drop_reminders",
-           "txn_reminder_done", "txn_reminders", "txn_set_reminder", "txn_take_due_reminders")
+__all__ = ("MAX_TAKE", "check_cancel_args", "check_done_args", "check_reminder_name",
+           "check_set_args", "check_take_args", "next_due", "not_for_kind", "scan_order",
+           "too_many", "txn_cancel_reminder", "txn_drop_reminders", "txn_reminder_done",
+           "txn_reminders", "txn_set_reminder", "txn_take_due_reminders")
 
 #: Most reminders one take returns.
 MAX_TAKE = 1000
@@ -76,6 +78,23 @@ def check_set_args(fence: object, name: object, due: object, period: object,
                 f"{period!r}; for a shorter wake use a timer (ctx.start_timer)")
 
 
+def check_cancel_args(fence: object, name: object, now: object) -> None:
+    """The argument checks of ``cancel_reminder`` (every backend)."""
+    if not isinstance(fence, AuthorityFence):
+        raise InvalidOperation(f"a reminder is cancelled with the writer's AuthorityFence, "
+                               f"got {type(fence).__name__}")
+    check_reminder_name(name)
+    check_finite(now, "now")
+
+
+def check_done_args(taken: object, now: object) -> None:
+    """The argument checks of ``reminder_done`` (every backend)."""
+    if not isinstance(taken, StoredReminder) or taken.taker is None:
+        raise InvalidOperation("reminder_done takes a reminder as take_due_reminders "
+                               "returned it")
+    check_finite(now, "now")
+
+
 def check_take_args(mesh: object, partitions: object, taker: object, now: object,
                     hold: object, limit: object) -> tuple[int, ...]:
     """The argument checks of ``take_due_reminders`` (every backend): the partitions,
@@ -96,6 +115,20 @@ def check_take_args(mesh: object, partitions: object, taker: object, now: object
         raise InvalidOperation(f"partitions must be ints in 0..{REMINDER_PARTITIONS - 1}, "
                                f"got {partitions!r}")
     return tuple(sorted(set(partitions)))
+
+
+def not_for_kind(record: AuthorityRecord) -> InvalidOperation:
+    """The refusal of a reminder for a Spot of another kind than User or Instance (every
+    backend)."""
+    return InvalidOperation(
+        f"{record.spot_id!r} is of kind {record.kind.name.title()}: reminders are for "
+        "User and Instance Spots; an Actor's container sets them (docs/reminders.md)")
+
+
+def too_many(spot_id: str, kept: int) -> InvalidOperation:
+    """The refusal of one reminder more than ``MAX_REMINDERS_PER_SPOT`` (every backend)."""
+    return InvalidOperation(f"{spot_id!r} keeps {kept} reminders, the most a Spot may keep; "
+                            "cancel one before setting another, or reuse a name")
 
 
 def next_due(due: float, period: float, now: float) -> float:
@@ -123,15 +156,11 @@ def txn_set_reminder(state: LocationState, fence: AuthorityFence, name: str, *,
     check_set_args(fence, name, due, period, now)
     record = owning_record(state, fence, now, WRITING)
     if record.kind not in (SpotKind.USER, SpotKind.INSTANCE):
-        raise InvalidOperation(
-            f"{record.spot_id!r} is of kind {record.kind.name.title()}: reminders are for "
-            "User and Instance Spots; an Actor's container sets them (docs/reminders.md)")
+        raise not_for_kind(record)
     kept = state.reminders.get(record.spot_id, ())
     old = next((r for r in kept if r.name == name), None)
     if old is None and len(kept) >= MAX_REMINDERS_PER_SPOT:
-        raise InvalidOperation(
-            f"{record.spot_id!r} keeps {len(kept)} reminders, the most a Spot may keep; "
-            "cancel one before setting another, or reuse a name")
+        raise too_many(record.spot_id, len(kept))
     reminder = StoredReminder(
         spot_id=record.spot_id, name=name, mesh=record.mesh, kind=record.kind,
         stable_type=record.stable_type, due=float(due),
@@ -144,11 +173,7 @@ def txn_set_reminder(state: LocationState, fence: AuthorityFence, name: str, *,
 def txn_cancel_reminder(state: LocationState, fence: AuthorityFence, name: str, *,
                         now: float) -> bool:
     """CancelReminder; see ``ReminderSteps.cancel_reminder``."""
-    if not isinstance(fence, AuthorityFence):
-        raise InvalidOperation(f"a reminder is cancelled with the writer's AuthorityFence, "
-                               f"got {type(fence).__name__}")
-    check_reminder_name(name)
-    check_finite(now, "now")
+    check_cancel_args(fence, name, now)
     record = owning_record(state, fence, now, WRITING)
     kept = state.reminders.get(record.spot_id, ())
     if all(r.name != name for r in kept):
@@ -201,10 +226,7 @@ def txn_take_due_reminders(
 
 def txn_reminder_done(state: LocationState, taken: StoredReminder, *, now: float) -> bool:
     """ReminderDone; see ``ReminderSteps.reminder_done``."""
-    if not isinstance(taken, StoredReminder) or taken.taker is None:
-        raise InvalidOperation("reminder_done takes a reminder as take_due_reminders "
-                               "returned it")
-    check_finite(now, "now")
+    check_done_args(taken, now)
     kept = state.reminders.get(taken.spot_id, ())
     current = next((r for r in kept if r.name == taken.name), None)
     if (current is None or current.version != taken.version or current.due != taken.due
