@@ -398,29 +398,31 @@ class SpotRaceModel(TrioMachine):
         return any(spot_type_of(cls).reminders for cls in self.spots)
 
     @precondition(lambda self: self._has_reminders())
-    @rule(data=st.data(), after=st.sampled_from([0.0, 0.4, 1.5]), cancel=st.booleans())
-    def remind(self, data: st.DataObject, after: float, cancel: bool) -> None:
+    @rule(pick=st.integers(0, 63), after=st.sampled_from([0.0, 0.4, 1.5]),
+          cancel=st.booleans())
+    def remind(self, pick: int, after: float, cancel: bool) -> None:
         """``ctx.remind`` (a fresh name, due ``after`` s from now) or, with ``cancel``,
         ``ctx.cancel_reminder`` of a name set before, through the context of an
-        incarnation a node serves now -- as the Spot's own code would."""
+        incarnation a node serves now -- as the Spot's own code would. (``pick`` chooses
+        among what exists then: drawn whatever the state, so a replay draws the same.)"""
         assert self.cluster is not None
         serving = [(node.node_id, spot_id, ctx) for node in self.cluster
                    for spot_id in self._reminding_ids()
                    if (ctx := node.inspection.spot_context(spot_id)) is not None]
         if not serving:
             return
-        node, spot_id, ctx = data.draw(st.sampled_from(serving), label="incarnation")
+        node, spot_id, ctx = serving[pick % len(serving)]
         names = [w.name for w in self.reminder_writes
                  if w.spot_id == spot_id and w.action == "set"]
-        name = (data.draw(st.sampled_from(names), label="name") if cancel and names
+        name = (names[pick % len(names)] if cancel and names
                 else f"k{len(self.reminder_writes) + 1}")
         self._write_reminder(ReminderWrite(
             len(self.reminder_writes) + 1, "cancel" if cancel and names else "set",
             spot_id, node, ctx.generation, name), ctx, after)
 
     @precondition(lambda self: bool(self._contexts))
-    @rule(data=st.data())
-    def zombie_remind(self, data: st.DataObject) -> None:
+    @rule(pick=st.integers(0, 63))
+    def zombie_remind(self, pick: int) -> None:
         """``ctx.remind`` through the context of an incarnation that ended (it moved, was
         evicted or closed): it must be refused. When none has ended yet, the clock
         first jumps as :meth:`zombie_write` does."""
@@ -429,7 +431,7 @@ class SpotRaceModel(TrioMachine):
             self.trio(self._act, self.harness.clock.jump, 2.5)
         ended = self._ended_contexts()
         if ended:
-            _, ctx = data.draw(st.sampled_from(ended), label="ended")
+            _, ctx = ended[pick % len(ended)]
             self._write_reminder(ReminderWrite(
                 len(self.reminder_writes) + 1, "set", ctx.spot_id, "", ctx.generation,
                 f"k{len(self.reminder_writes) + 1}", zombie=True), ctx, 0.0)

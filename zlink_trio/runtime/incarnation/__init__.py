@@ -13,6 +13,10 @@
 ``context``            ``SpotContext`` (what a Spot instance gets) and ``TimerHandle``
 ``durable_state``      ``DurableState``: ``ctx.state``, the Spot's durable value, loaded
                        before its factory and written under its authority's fence
+``owner_writes``       ``OwnerWrites``: the fence an incarnation's durable writes (state,
+                       reminders) go with, and when it may write at all
+``reminders``          ``ctx.remind`` / ``cancel_reminder`` / ``reminders``: the Spot's
+                       durable reminders, written under the same fence
 ``app_calls``          calling application code: hooks, ``on_close``, replies, errors
 ``catalog``            the node's local incarnations and creation attempts; their nurseries,
                        the idle sweep and shutdown
