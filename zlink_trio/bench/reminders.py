@@ -10,10 +10,11 @@ reminder through ``ctx.remind`` (100 arming requests in flight):
 - ``reminders_fired_per_s``: every reminder due at the same moment, after all are set;
   the node's delivery rate from the first delivery to the last (a take of its free
   delivery slots, a request to each Spot, a ``reminder_done`` each);
-- ``reminder_lag_ms``: ``{"p50", "p99"}`` of how late each reminder reached its handler
-  (``ctx.now() - msg.due``) with ``count`` reminders registered and their dues spread
-  evenly over :data:`SPREAD` seconds after all are set -- the documented lag
-  (docs/reminders.md: within ``reminder_scan_interval`` of the due, plus the call).
+- ``reminder_lag_ms``: ``{"p50", "p99"}`` of how late a reminder reached its handler
+  (``ctx.now() - msg.due``) with ``count`` reminders registered: a tenth of them due,
+  spread evenly over :data:`SPREAD` seconds after all are set, the others due long after
+  the run -- the documented lag (docs/reminders.md: within ``reminder_scan_interval`` of
+  the due, plus the call), which the reminders that are not due must not lengthen.
 
 Both measure the whole path of production -- the store's take, its index, the delivery
 request, the done -- on the default options. A backend that cannot be opened is ``null``
@@ -129,11 +130,13 @@ async def _one_backend(url: str, count: int) -> tuple[float, dict[str, float]]:
         times = [at for _, at in burst]
         fired = ((len(times) - 1) / max(max(times) - min(times), 1e-9) if len(times) > 1
                  else 0.0)
-        # Spread: the dues evenly over SPREAD seconds after the arming.
+        # Lag: count registered, a tenth due evenly over SPREAD seconds after the arming.
         gc.collect()
-        _RUNG.expect(count)
+        due_now = max(1, count // 10)
+        _RUNG.expect(due_now)
         start = _store_now(node) + margin
-        await _arm(node, "spread", [start + SPREAD * i / count for i in range(count)])
+        await _arm(node, "spread", [start + SPREAD * i / due_now if i < due_now else 1e12
+                                    for i in range(count)])
         lateness = sorted(late for late, _ in await _rung(margin + SPREAD + 60.0))
     if not lateness:
         return fired, {"p50": float("nan"), "p99": float("nan")}
