@@ -30,6 +30,7 @@ Modules:
                    records one from the runtime's ``charts.TRACE``)
 - ``diagram``   -- one chart with a trace highlighted, as mermaid or Graphviz DOT
                    (``zlink-trio statecharts``)
+- ``svg``       -- the same as an SVG drawing laid out in pure Python (no Graphviz)
 - ``render``    -- the Markdown page of every chart and the index; the drift check
 - ``__main__``  -- ``python -m statecharts render DIR`` / ``check DIR``
 """

@@ -16,8 +16,8 @@ them to the chart):
   through python-statemachine's pydot renderer so it needs no pydot: states are
   rounded boxes labelled with their display names (finals doubled), and a trace
   fills the visited states and draws each transition taken bold and red, labelled
-  with its step numbers.  Graphviz's ``dot -Tsvg`` turns it into SVG (the command
-  line runs it; this module does no I/O).
+  with its step numbers, for anyone who draws with Graphviz (``--format dot``); the
+  command line's own SVG is laid out without it (:mod:`statecharts.svg`).
 
 Deterministic: declaration order, no timestamps.
 """
@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from statecharts._base import StrictChart
     from statecharts.trace import TraceRecord
 
-__all__ = ("REACHED_FILL", "VISITED_FILL", "dot", "mermaid", "path_lines", "visited_states")
+__all__ = ("REACHED_FILL", "VISITED_FILL", "display_names", "dot", "mermaid", "path_lines",
+           "visited_states")
 
 #: Fill of a state the trace passed through.
 VISITED_FILL = "#40E0D0"
@@ -73,7 +74,8 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _display_names(chart: type[StrictChart]) -> dict[str, str]:
+def display_names(chart: type[StrictChart]) -> dict[str, str]:
+    """State id -> the name the chart displays for it."""
     states = cast("list[Any]", chart.states)
     return {state.id: str(state.name) for state in states}
 
@@ -81,7 +83,7 @@ def _display_names(chart: type[StrictChart]) -> dict[str, str]:
 def dot(chart: type[StrictChart], records: Sequence[TraceRecord] = ()) -> str:
     """Graphviz DOT source of the chart; with ``records``, the path drawn over it."""
     table = compile(chart)
-    names = _display_names(chart)
+    names = display_names(chart)
     visited = set(visited_states(records))
     reached = records[-1].target if records else None
     steps: dict[tuple[str, str], list[int]] = {}

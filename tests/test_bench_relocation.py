@@ -30,7 +30,7 @@ def _number(value: object) -> bool:
 
 
 def test_quick_json_reports_every_relocation_figure_or_why_not(capsys) -> None:
-    assert suite.main(["--quick", "--json", "--no-remote"]) == 0
+    assert suite.main(["--quick", "--json", "--no-remote", "--no-reminders"]) == 0
     figures = json.loads(capsys.readouterr().out.splitlines()[-1])
     reasons = figures.get("unavailable", {})
     measured = []

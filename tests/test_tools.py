@@ -40,7 +40,7 @@ def test_bench_reports_every_figure_and_converges_on_one_factory_run():
     # The relocation figures have their own test (tests/test_bench_relocation.py).
     figures = trio.run(lambda: suite.run(requests=200, cold=10, idle=10, txn=20, idle_rss=1_000,
                                          remote=False, relocation=False, scale=False,
-                                         growth=False))
+                                         growth=False, reminders=100))
     for name in ("local_request_ratio", "local_pipelined_ratio", "local_metrics_ratio",
                  "memory_per_idle_spot_bytes", "idle_spot_rss_bytes",
                  "raw_channel_round_trips_per_s", "raw_spawn_per_s",
@@ -74,6 +74,11 @@ def test_bench_reports_every_figure_and_converges_on_one_factory_run():
         for txn in ("reserve", "commit_ready"):
             assert set(figures["store_txn_ms"][backend][txn]) == {"p50", "p99"}
         assert set(figures["state_save_ms"][backend]) == {"p50", "p99"}
+        # Reminders were delivered, and the lag is a time.
+        assert figures["reminders_fired_per_s"][backend] > 0, backend
+        lag = figures["reminder_lag_ms"][backend]
+        assert set(lag) == {"p50", "p99"}
+        assert 0 <= lag["p50"] <= lag["p99"], lag
 
 
 def test_bench_json_is_one_compact_line_last_on_stdout(capsys):

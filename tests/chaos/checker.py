@@ -282,7 +282,17 @@ def check_reminders(lines: list[dict[str, Any]]) -> dict[str, Any]:
     rung = collections.Counter((line["spot"], line["name"], line["due"]) for line in lines
                    if line["event"] == "rung")
     lost = sorted(sets - set(rung))
+    first: dict[tuple[Any, Any, Any], float] = {}
+    for line in lines:
+        if line["event"] == "rung":
+            key = (line["spot"], line["name"], line["due"])
+            first[key] = min(first.get(key, float(line["t"])), float(line["t"]))
+    lags = sorted(first[key] - float(key[2]) for key in sets & set(first))
     return {"reminders_set": len(sets), "reminders_delivered": len(sets & set(rung)),
             "reminders_lost": len(lost),
             "reminders_redelivered": sum(n - 1 for n in rung.values() if n > 1),
+            # How late the first delivery came: the ones due while a node was down
+            # waited for its restart (and a take's hold, when a first try failed).
+            "reminders_max_lag": round(lags[-1], 3) if lags else None,
+            "reminders_late_1s": sum(lag > 1.0 for lag in lags),
             "lost": lost}

@@ -2,19 +2,16 @@
 
 The commands run in-process through ``cli.main``. The trace is recorded from a real
 node (one cold activation on a memory store) with ``statecharts.trace.TraceWriter``
-on the runtime's ``charts.TRACE``. This machine has no Graphviz: the SVG path is
-tested by its error, and by a stand-in ``dot`` program on ``PATH`` that echoes the DOT
-source it was given inside an ``<svg>`` element, so the test sees what Graphviz would
-have been asked to draw.
+on the runtime's ``charts.TRACE``. The SVG is laid out in pure Python: it is parsed as
+XML and read back (states, transitions, the trace's colours), with an empty ``PATH`` so
+nothing outside the install can draw it; ``--format dot`` is the Graphviz source.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import stat
-import sys
 from typing import TYPE_CHECKING
+from xml.etree import ElementTree
 
 import attrs
 import pytest
@@ -22,9 +19,11 @@ import trio
 
 import zlink_trio as zl
 from statecharts import ALL_CHARTS, ColdActivation, Incarnation, compile
+from statecharts.diagram import REACHED_FILL, display_names, visited_states
 from statecharts.links import CHART_LINKS
 from statecharts.trace import TraceWriter, read_trace
 from zlink_trio import cli
+from zlink_trio.cli.charts import chart_named
 from zlink_trio.runtime import charts
 from zlink_trio.testing import Recorder
 
@@ -153,47 +152,69 @@ def test_output_writes_the_file(capsys, tmp_path):
     assert target.read_text("utf-8").startswith("# CloseOperation\n")
 
 
-def test_svg_without_graphviz_says_what_to_install(capsys, monkeypatch, tmp_path):
-    monkeypatch.setenv("PATH", str(tmp_path))  # no dot here
-    status, out, err = run(capsys, "statecharts", "incarnation", "--format", "svg")
-    assert (status, out) == (1, "")
-    assert "needs Graphviz's `dot` program" in err
-    assert "install Graphviz" in err
-    assert "--format md" in err
+_SVG = "{http://www.w3.org/2000/svg}"
 
 
-def _fake_dot(directory: Path) -> None:
-    script = directory / "dot"
-    script.write_text(
-        f"#!{sys.executable}\n"
-        "import sys\n"
-        "assert sys.argv[1:] == ['-Tsvg'], sys.argv\n"
-        "source = sys.stdin.read()\n"
-        "svg = '<svg xmlns=\"http://www.w3.org/2000/svg\">'\n"
-        "sys.stdout.write(svg + '<!--' + source + '--></svg>')\n",
-        encoding="utf-8")
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-
-
-@pytest.mark.skipif(os.name != "posix", reason="the stand-in dot is a POSIX script")
-def test_svg_draws_the_trace_through_graphviz(capsys, monkeypatch, tmp_path, trace_file):
-    _fake_dot(tmp_path)
-    monkeypatch.setenv("PATH", str(tmp_path))
+def test_svg_needs_nothing_outside_the_install(capsys, monkeypatch, tmp_path, trace_file):
+    """``--format svg`` on a machine without Graphviz (an empty PATH): every state is a
+    box with its name, every transition a path with its event, the trace's path drawn
+    over it -- the visited states filled, the last gold, the steps red with numbers."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # no dot, no anything
     status, out, err = run(capsys, "statecharts", "cold_activation", "--format", "svg",
                            "--trace", str(trace_file))
     assert status == 0, err
-    assert out.startswith("<svg")
-    assert out.endswith("</svg>")
+    root = ElementTree.fromstring(out)
+    assert root.tag == f"{_SVG}svg"
+    table = compile(chart_named("cold_activation"))
+    states = {g.get("data-state"): g for g in root.iter(f"{_SVG}g")
+              if g.get("class") == "state"}
+    assert set(states) == set(table.state_order)
+    names = display_names(chart_named("cold_activation"))
+    for state, group in states.items():
+        assert group.find(f"{_SVG}text").text == names[state]
+    edges = {(g.get("data-source"), g.get("data-event")): g for g in root.iter(f"{_SVG}g")
+             if g.get("class") == "transition"}
+    assert set(edges) == {(s, e) for s in table.state_order for e in table.events_from(s)}
+    for (state, event), group in edges.items():
+        assert group.get("data-target") == table.step(state, event)
     records = read_trace(trace_file.read_text("utf-8").splitlines())
-    first = records[0]
-    assert (f'"{first.state}" -> "{first.target}" [label="{first.event} (1)", '
-            'color="#d62728"') in out
-    assert f'"{records[-1].target}" [label=' in out
-    assert "penwidth=2];" in out
-    assert '"deadline_exceeded" [label="Deadline exceeded", peripheries=2];' in out
+    first = edges[records[0].state, records[0].event]
+    assert first.find(f"{_SVG}path").get("stroke") == "#d62728"
+    assert first.find(f"{_SVG}text").text == f"{records[0].event} (1)"
+    last = states[records[-1].target].find(f"{_SVG}rect")
+    assert (last.get("fill"), last.get("stroke-width")) == (REACHED_FILL, "2.0")
+    untouched = [s for s in table.state_order if s not in visited_states(records)]
+    assert untouched
+    assert states[untouched[0]].find(f"{_SVG}rect").get("fill") == "#ffffff"
+    # Boxes do not overlap.
+    boxes = [tuple(float(r.get(k)) for k in ("x", "y", "width", "height"))
+             for r in (g.find(f"{_SVG}rect") for g in states.values())]
+    for i, (x1, y1, w1, h1) in enumerate(boxes):
+        for x2, y2, w2, h2 in boxes[i + 1:]:
+            assert x1 + w1 <= x2 or x2 + w2 <= x1 or y1 + h1 <= y2 or y2 + h2 <= y1
     status, out, _ = run(capsys, "statecharts", "cold_activation", "--format", "svg", "--json")
     assert status == 0
     assert json.loads(out)["diagram"].startswith("<svg")
+
+
+def test_every_chart_draws_as_svg(capsys):
+    for chart in ALL_CHARTS:
+        status, out, err = run(capsys, "statecharts", chart.__name__, "--format", "svg")
+        assert status == 0, err
+        assert ElementTree.fromstring(out).tag == f"{_SVG}svg"
+
+
+def test_dot_is_the_graphviz_source_with_the_trace(capsys, trace_file):
+    status, out, err = run(capsys, "statecharts", "cold_activation", "--format", "dot",
+                           "--trace", str(trace_file))
+    assert status == 0, err
+    records = read_trace(trace_file.read_text("utf-8").splitlines())
+    first = records[0]
+    assert out.startswith('digraph "ColdActivation" {')
+    assert (f'"{first.state}" -> "{first.target}" [label="{first.event} (1)", '
+            'color="#d62728"') in out
+    assert f'"{records[-1].target}" [label=' in out
+    assert '"deadline_exceeded" [label="Deadline exceeded", peripheries=2];' in out
 
 
 def test_a_trace_that_does_not_fit_the_chart_exits_1(capsys, tmp_path, trace_file):

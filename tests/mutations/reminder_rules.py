@@ -53,14 +53,14 @@ REMINDER_RULES: tuple[Mutation, ...] = (
         guards=[_CONFORMANCE + "test_a_taker_without_a_live_claim_takes_nothing[memory://]"],
     ),
     Mutation(
-        name="reminders.done_is_the_takers",
+        name="reminders.done_is_of_that_take",
         family=_REMINDERS,
-        rule="A done acts only on the reminder as its taker took it: a take that ran out "
-             "and was taken by another is not done by the first taker.",
+        rule="A done acts only on the take it came from: an earlier take's late done does "
+             "not end a later take of the same reminder (each holds until its own time).",
         path=_RULES,
-        find="            or current.taker != taken.taker):",
-        replace="            ):",
-        guards=[_CONFORMANCE + "test_a_take_that_runs_out_lets_the_reminder_be_taken_again"
+        find=" or current.taken_until != taken.taken_until):",
+        replace="):",
+        guards=[_CONFORMANCE + "test_a_done_of_an_earlier_take_does_not_end_a_later_one"
                 "[memory://]"],
     ),
     Mutation(

@@ -267,3 +267,27 @@ async def test_a_reminder_write_checks_its_arguments(store):
             with pytest.raises(InvalidOperation, match=match):
                 await _take(store, a_node, now=1.0, **kwargs)
         assert all(r.taker is None for r in await location.reminders("room-1"))
+
+
+async def test_a_done_of_an_earlier_take_does_not_end_a_later_one(store):
+    """Cancelled and set again under the same name (version 1 again, the same due), then
+    taken again by the same node: the first take's late done must not end the reminder
+    the second take is delivering -- each take holds until its own time."""
+    with trio.fail_after(TIMEOUT):
+        a_node = await claim(store, "node-a", lease=1000.0)
+        counter = await ready(store, a_node, "counter-1", stable_type="counter",
+                              kind=SpotKind.INSTANCE)
+        location = store.location
+        await location.set_reminder(counter.fence(), "tick", due=1.0, period=None, now=0.0)
+        [first] = await _take(store, a_node, now=1.0)
+        assert await location.cancel_reminder(counter.fence(), "tick", now=1.5) is True
+        again = await location.set_reminder(counter.fence(), "tick", due=1.0, period=None,
+                                            now=1.5)
+        assert (again.version, again.due) == (first.version, first.due)
+        [second] = await _take(store, a_node, now=2.0)
+        assert (second.version, second.due, second.taker) == (
+            first.version, first.due, first.taker)
+        assert await location.reminder_done(first, now=2.5) is False
+        assert await location.reminders("counter-1") == (second,)
+        assert await location.reminder_done(second, now=2.5) is True
+        assert await location.reminders("counter-1") == ()

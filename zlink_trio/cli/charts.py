@@ -1,4 +1,4 @@
-"""``zlink-trio statecharts [--format svg|md] [--trace FILE] [CHART]``: explore the charts.
+"""``zlink-trio statecharts [--format md|svg|dot] [--trace FILE] [CHART]``: explore the charts.
 
 Theory of operation
 -------------------
@@ -11,27 +11,26 @@ renders that chart:
   ``stateDiagram-v2`` (GitHub and most Markdown viewers draw it; no dependency), the
   runtime modules that drive the chart and the tests that cover it
   (``statecharts.links``);
-- ``--format svg``: an SVG drawing, made by Graphviz's ``dot`` program from the DOT
-  source :func:`statecharts.diagram.dot` writes, run through python-statemachine's
-  Graphviz support (``statemachine.contrib.diagram.graphviz.run_graphviz``).  Without
-  ``dot`` on ``PATH`` it exits 1 saying what to install -- and that ``--format md``
-  needs nothing.
+- ``--format svg``: an SVG drawing, laid out in pure Python (:mod:`statecharts.svg`):
+  nothing outside the install is needed;
+- ``--format dot``: Graphviz DOT source of the same drawing
+  (:func:`statecharts.diagram.dot`), for anyone who lays it out with Graphviz.
 
 ``--trace FILE`` highlights a recorded run: a JSON-lines trace
 (:mod:`statecharts.trace`, written by ``statecharts.trace.TraceWriter`` from the
 runtime's ``charts.TRACE``).  The records of this chart are checked against it, the
 states visited are filled (the last one in gold) and the transitions taken are listed
-in order below the diagram (md) or drawn bold red with their step numbers (svg).
+in order below the diagram (md) or drawn bold red with their step numbers (svg, dot).
 
 ``--output FILE`` writes the rendering there instead of standard output.  ``--json``
 prints one JSON document instead: the list ``{"charts": [...]}``, or one chart
 ``{"chart", "name", "format", "initial", "finals", "states", "transitions",
-"drivers", "tests", "trace", "diagram"}`` where ``diagram`` is the mermaid source (md)
-or the SVG text (svg) and each transition carries the ``steps`` of the trace that took
-it.
+"drivers", "tests", "trace", "diagram"}`` where ``diagram`` is the mermaid source (md),
+the SVG text (svg) or the DOT source (dot) and each transition carries the ``steps`` of
+the trace that took it.
 
-Exit status: 0 rendered; 1 the trace file does not fit the chart, or SVG needs
-Graphviz; 2 usage error (unknown chart, unreadable trace file).
+Exit status: 0 rendered; 1 the trace file does not fit the chart; 2 usage error
+(unknown chart, unreadable trace file).
 """
 
 from __future__ import annotations
@@ -45,6 +44,7 @@ from statecharts import ALL_CHARTS, compile
 from statecharts.diagram import dot, mermaid, path_lines, visited_states
 from statecharts.links import CHART_LINKS
 from statecharts.render import page_name
+from statecharts.svg import svg
 from statecharts.trace import TraceFormatError, TraceRecord, check_trace, read_trace
 from zlink_trio.cli.store_command import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, UsageError
 
@@ -53,13 +53,9 @@ if TYPE_CHECKING:
 
     from statecharts import StrictChart
 
-__all__ = ("GraphvizMissing", "add_parser", "chart_named", "render_svg", "run")
+__all__ = ("add_parser", "chart_named", "run")
 
-_FORMATS = ("md", "svg")
-
-
-class GraphvizMissing(Exception):
-    """``--format svg`` without Graphviz's ``dot`` program (exit 1)."""
+_FORMATS = ("md", "svg", "dot")
 
 
 def _key(chart: type[StrictChart]) -> str:
@@ -79,17 +75,18 @@ def chart_named(name: str) -> type[StrictChart]:
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``statecharts``."""
     parser = commands.add_parser(
-        "statecharts", help="list the lifecycle charts, or render one (md or svg), "
+        "statecharts", help="list the lifecycle charts, or render one (md, svg or dot), "
                             "optionally with a recorded trace highlighted",
         description="Without CHART: list the charts. With CHART: render it as Markdown with "
-                    "a mermaid diagram (--format md, the default) or as SVG (--format svg, "
-                    "needs Graphviz's dot), highlighting the path of a recorded --trace. "
-                    "Exit 0 rendered, 1 the trace does not fit the chart or Graphviz is "
-                    "missing, 2 usage error.")
+                    "a mermaid diagram (--format md, the default), as SVG laid out here "
+                    "(--format svg: nothing to install) or as Graphviz DOT source "
+                    "(--format dot), highlighting the path of a recorded --trace. "
+                    "Exit 0 rendered, 1 the trace does not fit the chart, 2 usage error.")
     parser.add_argument("chart", nargs="?", metavar="CHART",
                         help="a chart's page or class name (cold_activation, ColdActivation)")
     parser.add_argument("--format", choices=_FORMATS, default=None,
-                        help="md: Markdown + mermaid (default); svg: SVG through Graphviz")
+                        help="md: Markdown + mermaid (default); svg: an SVG drawing; dot: "
+                             "Graphviz DOT source")
     parser.add_argument("--trace", metavar="FILE", type=Path,
                         help="JSON-lines trace of {chart, state, event, target} records to "
                              "highlight (statecharts.trace)")
@@ -106,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as error:
         print(f"zlink-trio statecharts: error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except (TraceFormatError, GraphvizMissing) as error:
+    except TraceFormatError as error:
         print(f"zlink-trio statecharts: {error}", file=sys.stderr)
         return EXIT_REFUSED
 
@@ -121,10 +118,10 @@ def _run(args: argparse.Namespace) -> int:
     chart = chart_named(args.chart)
     fmt: str = args.format or "md"
     records = _trace(chart, args.trace) if args.trace is not None else []
-    diagram = render_svg(dot(chart, records)) if fmt == "svg" else mermaid(chart, records)
+    diagram = {"svg": svg, "dot": dot}.get(fmt, mermaid)(chart, records)
     if args.json:
         text = json.dumps(_chart_json(chart, fmt, records, diagram), indent=2) + "\n"
-    elif fmt == "svg":
+    elif fmt != "md":
         text = diagram
     else:
         text = _markdown(chart, records, diagram)
@@ -161,26 +158,6 @@ def _trace(chart: type[StrictChart], path: Path) -> list[TraceRecord]:
     return mine
 
 
-def render_svg(source: str) -> str:
-    """SVG text of DOT ``source``, drawn by Graphviz; :class:`GraphvizMissing` without it."""
-    from statemachine.contrib.diagram.graphviz import (
-        GraphvizError,
-        GraphvizNotFoundError,
-        run_graphviz,
-    )
-
-    try:
-        return run_graphviz(source, "svg").decode("utf-8")
-    except GraphvizNotFoundError:
-        raise GraphvizMissing(
-            "--format svg needs Graphviz's `dot` program, which is not on PATH: install "
-            "Graphviz (apt-get install graphviz, brew install graphviz, or "
-            "https://graphviz.org/download/), or use --format md, a mermaid diagram that "
-            "needs nothing") from None
-    except GraphvizError as error:
-        raise GraphvizMissing(f"Graphviz could not draw the chart: {error}") from None
-
-
 def _listing(as_json: bool) -> str:
     rows = []
     for chart in ALL_CHARTS:
@@ -196,7 +173,7 @@ def _listing(as_json: bool) -> str:
     lines = [f"{'NAME':<{width}}  {'CHART':<{cls}}  STATES  TRANSITIONS  SUMMARY"]
     lines += [f"{row['name']:<{width}}  {row['chart']:<{cls}}  {row['states']:>6}  "
               f"{row['transitions']:>11}  {row['summary']}" for row in rows]
-    lines.append("Render one: zlink-trio statecharts NAME [--format md|svg] [--trace FILE]")
+    lines.append("Render one: zlink-trio statecharts NAME [--format md|svg|dot] [--trace FILE]")
     return "\n".join(lines) + "\n"
 
 

@@ -255,7 +255,8 @@ class RedisReminders:
         reply = await self._hinted(
             what, "reminder_done", self._done_keys(spot_id),
             [spot_id, name, taken.version, repr(taken.due), str(taken.taker.node_rid),
-             taken.taker.lifecycle_generation, repr(float(now)), partition],
+             taken.taker.lifecycle_generation, repr(float(now)), partition,
+             repr(float(taken.taken_until))],
             spot_id=spot_id, reminder=name, partition=partition, mesh=taken.mesh,
             score=score)
         raise_status(reply, what)

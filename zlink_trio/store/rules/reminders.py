@@ -230,8 +230,10 @@ def txn_reminder_done(state: LocationState, taken: StoredReminder, *, now: float
     kept = state.reminders.get(taken.spot_id, ())
     current = next((r for r in kept if r.name == taken.name), None)
     if (current is None or current.version != taken.version or current.due != taken.due
-            or current.taker != taken.taker):
-        return False  # set again, cancelled, or taken by another since: not this one's
+            or current.taker != taken.taker or current.taken_until != taken.taken_until):
+        # Set again, cancelled, or taken since (by another, or by the same node again:
+        # each take holds until its own time): not this take's.
+        return False
     rest = [r for r in kept if r.name != taken.name]
     if current.period is not None:
         rest.append(attrs.evolve(current, due=next_due(current.due, current.period, now),

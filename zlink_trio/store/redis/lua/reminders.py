@@ -81,16 +81,16 @@ return {'OK', 1}
 """
 
 # KEYS: reminders key (Redis Cluster: then the bucket's watermarks). ARGV: P, R, spot id,
-# name, version, due, taker rid, taker lc (as taken), now, partition, then the hint's
-# Mesh, score and token ('' on one Redis). {'OK', 1} acted, {'OK', 0} not this take's;
-# rem_hint_refusal's.
+# name, version, due, taker rid, taker lc (as taken), now, partition, taken until (as
+# taken), then the hint's Mesh, score and token ('' on one Redis). {'OK', 1} acted,
+# {'OK', 0} not this take's; rem_hint_refusal's.
 _REMINDER_DONE: Final = r"""
 local id, name, part = ARGV[3], ARGV[4], ARGV[10]
 local raw = redis.call('HGET', KEYS[1], name)
 if not raw then return {'OK', 0} end
 local t = cjson.decode(raw)
 if t[6] ~= ARGV[5] or tonumber(t[4]) ~= tonumber(ARGV[6]) or t[7] ~= ARGV[7]
-    or t[8] ~= ARGV[8] then
+    or t[8] ~= ARGV[8] or tonumber(t[9]) ~= tonumber(ARGV[11]) then
   return {'OK', 0}
 end
 local member = rem_member(id, name)
@@ -100,7 +100,7 @@ if t[5] == '' then
   return {'OK', 1}
 end
 local nxt = rem_next_due(t[4], t[5], ARGV[9])
-local herr = rem_hint_refusal(KEYS[2], part, ARGV[11], ARGV[12], ARGV[13], t[1], nxt)
+local herr = rem_hint_refusal(KEYS[2], part, ARGV[12], ARGV[13], ARGV[14], t[1], nxt)
 if herr then return herr end
 t[4], t[7], t[8], t[9] = nxt, '', '', '0'
 redis.call('HSET', KEYS[1], name, cjson.encode(t))
