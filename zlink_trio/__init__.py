@@ -59,6 +59,7 @@ from zlink_trio.core.records import ActorRef as ActorRef
 from zlink_trio.core.records import SpotRef as SpotRef
 from zlink_trio.runtime.actors.manager import ActorManager as ActorManager
 from zlink_trio.runtime.calls.client import SpotClient as SpotClient
+from zlink_trio.runtime.calls.refs import TypedRef as TypedRef
 from zlink_trio.runtime.coordinators.manager import SpotManager as SpotManager
 from zlink_trio.runtime.declaration.handlers import handler as handler
 from zlink_trio.runtime.declaration.policies import CloseReason as CloseReason
@@ -148,6 +149,7 @@ __all__ = (
     "TimerHandle",
     "TimingOptions",
     "TypeMismatch",
+    "TypedRef",
     "Unavailable",
     "ZLinkError",
     "actor",

@@ -212,3 +212,26 @@ async def test_an_incarnation_that_lost_its_spot_sets_no_reminder(url):
                     await write()
             [kept] = await CONTEXTS["w-5"].reminders()
             assert (kept.name, kept.period) == ("tick", None)
+
+
+async def test_a_node_with_metrics_counts_its_reminder_deliveries(autojump_clock, store_url):
+    """``zlink_reminders_total`` by outcome and ``zlink_reminder_lateness_seconds``: a
+    delivered reminder, and a User Spot's that found its Spot gone (docs/observability.md)."""
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry()
+    with trio.fail_after(1000):
+        async with open_test_node("node-a", store=store_url, spots=SPOTS,
+                                  metrics=registry) as node:
+            await node.client.request("w-6", Wake("tick", after=10), reply=Set) \
+                .instance_spot("waker")
+            await trio.sleep(15)
+            assert [d[:2] for d in DELIVERED] == [("w-6", "tick")]
+
+            def value(name: str, **labels: str) -> float | None:
+                return registry.get_sample_value(name, {"node_id": "node-a", **labels})
+
+            assert value("zlink_reminders_total", outcome="delivered") == 1
+            assert value("zlink_reminders_total", outcome="retry") == 0
+            assert value("zlink_reminder_lateness_seconds_count") == 1
+            assert value("zlink_reminder_lateness_seconds_bucket", le="1.0") == 1

@@ -5,6 +5,8 @@ What the client hands a call to is a :class:`~.delivery.Router` (implemented abo
 
 =====================  ==================================================================
 ``client``             ``SpotClient``: ``send`` / ``request`` builders for direct calls
+``refs``               ``TypedRef``: ``client.ref(Cls, id)``, a Spot called through its
+                       class, typed by its handlers (a face over ``request``)
 ``delivery``           ``Delivery`` (one call on its way), ``Intent``, the one reply-type
                        check, and the ``Router`` protocol the client hands calls to
 ``metered``            ``MeteredRouter``: the router with every call counted and timed

@@ -34,6 +34,7 @@ from zlink_trio.core.identity import validate_mesh_name, validate_spot_id, valid
 from zlink_trio.core.identity import validate_user_spot_id as _validate_user_id
 from zlink_trio.runtime.calls.builders import TimedBuilder, option
 from zlink_trio.runtime.calls.delivery import SEND, Intent
+from zlink_trio.runtime.calls.refs import TypedRef
 
 if TYPE_CHECKING:
     from collections.abc import Generator
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = ("ActorRequestCall", "ActorSendCall", "RequestCall", "SendCall", "SpotClient")
 
 R = TypeVar("R")
+S = TypeVar("S")
 
 
 
@@ -186,6 +188,13 @@ class SpotClient:
         TypeMismatch. Without ``.instance_spot()`` a Missing Spot is NotFound.
         """
         return RequestCall(self._router, spot_id, msg, reply)
+
+    def ref(self, cls: type[S], spot_id: str) -> TypedRef[S]:
+        """A typed reference to the Spot ``spot_id`` of class ``cls`` (a decorated User
+        or Instance Spot class): ``await ref.call.add(Add(2))`` is
+        ``request(spot_id, Add(2), reply=<add's reply class>)``, typed by ``cls``'s
+        handlers (``calls.refs``). Raises :class:`InvalidOperation` for another class."""
+        return TypedRef(self, cls, spot_id)
 
     def send(self, spot_id: str, msg: object) -> SendCall:
         """Build a one-way send of ``msg`` to ``spot_id``; it completes at admission.

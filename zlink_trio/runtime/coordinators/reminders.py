@@ -130,28 +130,33 @@ async def _deliver(rt: NodeRuntime, reminder: StoredReminder, slots: trio.Semaph
             rt.options.default_timeout)
         if reminder.kind is SpotKind.INSTANCE:
             call = call.instance_spot(reminder.stable_type).in_mesh(reminder.mesh)
+        outcome = "delivered"
         try:
             await call
         except HandlerError as exc:
+            outcome = "handler_error"
             LOGGER.warning("node %r: the reminder %r of %r raised in its handler (%s); it "
                            "counts as delivered", rt.node_id, reminder.name,
                            reminder.spot_id, exc.message)
-        except NotFound as exc:
-            if reminder.kind is SpotKind.USER:
+        except ZLinkError as exc:
+            gone = isinstance(exc, NotFound) and reminder.kind is SpotKind.USER
+            _count(rt, reminder, "dropped" if gone else "retry")
+            if gone:  # its User Spot no longer exists
                 await _bounded(rt, lambda: rt.store.location.drop_reminders(reminder.spot_id))
                 return
             LOGGER.info("node %r: the reminder %r of %r was not delivered (%s); it is due "
                         "again in %.1f s", rt.node_id, reminder.name, reminder.spot_id,
                         exc.message, hold_of(rt))
             return
-        except ZLinkError as exc:
-            LOGGER.info("node %r: the reminder %r of %r was not delivered (%s); it is due "
-                        "again in %.1f s", rt.node_id, reminder.name, reminder.spot_id,
-                        exc.message, hold_of(rt))
-            return
+        _count(rt, reminder, outcome)
         await _bounded(rt, lambda: rt.store.location.reminder_done(reminder, now=rt.now()))
     finally:
         slots.release()
+
+
+def _count(rt: NodeRuntime, reminder: StoredReminder, outcome: str) -> None:
+    if rt.metrics.enabled:
+        rt.metrics.reminder(outcome, rt.now() - reminder.due)
 
 
 async def _bounded(rt: NodeRuntime, step: Callable[[], Awaitable[object]]) -> None:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "OPERATION_BUCKETS",
+    "REMINDER_BUCKETS",
     "REQUEST_BUCKETS",
     "STORE_BUCKETS",
     "Histogram",
@@ -40,6 +41,8 @@ REQUEST_BUCKETS: Final = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0
 #: Upper bounds (seconds) of the operation latency buckets (create, activation, ...).
 OPERATION_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
                             2.5, 5.0, 10.0, 30.0, 60.0)
+#: Upper bounds (seconds) of a reminder's lateness, its due to the end of its delivery.
+REMINDER_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 #: Upper bounds (seconds) of the store call latency buckets.
 STORE_BUCKETS: Final = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
                         0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
@@ -107,8 +110,8 @@ class MetricsRecorder(Recorder):
     """The counts of one node (``node_id``), for its registry's collector."""
 
     __slots__ = ("closed_incarnations", "follow_events", "node_id", "operation_seconds",
-                 "operations", "request_seconds", "requests", "sample", "stale_reasons",
-                 "store_errors", "store_seconds")
+                 "operations", "reminder_lateness", "reminders", "request_seconds",
+                 "requests", "sample", "stale_reasons", "store_errors", "store_seconds")
 
     enabled: ClassVar[bool] = True
 
@@ -126,6 +129,8 @@ class MetricsRecorder(Recorder):
         self.closed_incarnations: dict[str, int] = {}
         self.store_seconds: dict[tuple[str, str, str], Histogram] = {}
         self.store_errors: dict[tuple[str, str, str, str], int] = {}
+        self.reminders: dict[str, int] = {}
+        self.reminder_lateness = Histogram(REMINDER_BUCKETS)
         #: Builds the node's gauges at scrape time (set once the node runs).
         self.sample: Callable[[], NodeSample] | None = None
 
@@ -157,6 +162,12 @@ class MetricsRecorder(Recorder):
     def incarnation_closed(self, reason: str) -> None:
         """Count one local incarnation that ended, by close reason."""
         self.closed_incarnations[reason] = self.closed_incarnations.get(reason, 0) + 1
+
+    def reminder(self, outcome: str, lateness: float) -> None:
+        """Count one reminder delivery by outcome; observe how late a delivered one was."""
+        self.reminders[outcome] = self.reminders.get(outcome, 0) + 1
+        if outcome in ("delivered", "handler_error"):
+            self.reminder_lateness.observe(max(0.0, lateness))
 
     def store_call(self, backend: str, part: str, method: str, seconds: float,
                    error: str | None) -> None:

@@ -105,6 +105,7 @@ def _families(nodes: list[tuple[MetricsRecorder, NodeSample | None]]) -> list[Me
     out.extend(_call_families(nodes))
     out.extend(_operation_families(nodes))
     out.extend(_follow_families(nodes))
+    out.extend(_reminder_families(nodes))
     out.extend(_store_families(nodes))
     out.extend(_gauge_families(nodes))
     return out
@@ -179,6 +180,28 @@ def _follow_families(nodes: list[tuple[MetricsRecorder, NodeSample | None]]) -> 
             drops.add_metric((node.node_id, event.value.removeprefix("drop_")),
                              events.get(event.value, 0))
     return [hops, drops]
+
+
+#: The outcomes of a reminder's delivery (``coordinators.reminders``).
+_REMINDER_OUTCOMES: Final = ("delivered", "handler_error", "dropped", "retry")
+
+
+def _reminder_families(nodes: list[tuple[MetricsRecorder, NodeSample | None]]
+                       ) -> list[Metric]:
+    ended = CounterMetricFamily(
+        "zlink_reminders", "Durable reminder deliveries this node made, by outcome "
+        "(delivered; handler_error: the handler raised, counted as delivered; dropped: its "
+        "User Spot is gone; retry: delivered again once its take runs out)",
+        labels=("node_id", "outcome"))
+    late = HistogramMetricFamily(
+        "zlink_reminder_lateness_seconds", "How late a delivered reminder was: its due (store "
+        "clock) to the end of its delivery", labels=("node_id",))
+    for node, _ in nodes:
+        for outcome in _REMINDER_OUTCOMES:
+            ended.add_metric((node.node_id, outcome), node.reminders.get(outcome, 0))
+        late.add_metric((node.node_id,), node.reminder_lateness.cumulative(),
+                        node.reminder_lateness.total)
+    return [ended, late]
 
 
 def _store_families(nodes: list[tuple[MetricsRecorder, NodeSample | None]]) -> list[Metric]:

@@ -48,6 +48,11 @@ class Recorder:
                    error: str | None) -> None:
         """One store call returned (``error`` is ``None``) or raised (its class name)."""
 
+    def reminder(self, outcome: str, lateness: float) -> None:
+        """A delivery of a due reminder ended (``outcome``: delivered, handler_error,
+        dropped, or retry: it is delivered again later), ``lateness`` seconds after its
+        due on the store's clock."""
+
 
 #: The recorder of a node without metrics.
 NO_METRICS: Final = Recorder()
