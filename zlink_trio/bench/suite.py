@@ -151,16 +151,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="skip the durable reminder figures (10,000 reminders per "
                              "backend)")
     args = parser.parse_args(argv)
-    sizes = ({"requests": 1_000, "cold": 100, "idle": 100, "txn": 200, "moves": 6,
-              "idle_rss": 2_000, "reminders": 500}
-             if args.quick else {})
+    sizes: dict[str, int] = ({"requests": 1_000, "cold": 100, "idle": 100, "txn": 200,
+                              "moves": 6, "idle_rss": 2_000, "reminders": 500}
+                             if args.quick else {})
+    if args.no_reminders:
+        sizes["reminders"] = 0
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     figures = trio.run(lambda: run(**sizes, backends=backends, redis_url=args.redis,
                                    remote=not args.no_remote,
                                    relocation=not args.no_relocation, quick=args.quick,
                                    cluster_url=args.redis_cluster, scale=not args.no_scale,
-                                   growth=not args.no_growth,
-                                   **({"reminders": 0} if args.no_reminders else {})))
+                                   growth=not args.no_growth))
     print_figures(figures, as_json=args.json)
     return 0
 
