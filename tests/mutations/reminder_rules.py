@@ -108,6 +108,17 @@ REMINDER_RULES: tuple[Mutation, ...] = (
                 "swept_meanwhile_writes_a_new_one"],
     ),
     Mutation(
+        name="reminders.sqlite_idle_take_reads",
+        family=_REMINDERS,
+        rule="SQLite: a take with nothing due is a read; it takes no write lock that a "
+             "frozen process would hold against the others.",
+        path="zlink_trio/store/sqlite/location.py",
+        find="        if not await self._db.read(lambda conn: attempt(conn, False), single=True):",
+        replace="        if False:",
+        guards=["tests/store/test_sqlite_fast_paths.py::test_a_take_with_nothing_due_takes_"
+                "no_write_lock"],
+    ),
+    Mutation(
         name="reminders.needs_a_handler",
         family=_REMINDERS,
         rule="A Spot type without a zl.Reminder handler sets no reminder (nothing could "

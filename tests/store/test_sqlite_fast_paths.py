@@ -487,6 +487,28 @@ async def test_a_release_deletes_a_user_spots_reminder_rows(tmp_path, cache):
             assert list(kept) == [("counter-1", "tick"), ("counter-1", "tock")]
 
 
+async def test_a_take_with_nothing_due_takes_no_write_lock(tmp_path):
+    # Every node looks for due reminders several times a second: with nothing due the
+    # take is a read (no BEGIN IMMEDIATE), so a process frozen in it blocks no writer.
+    path = tmp_path / "idle.db"
+    with trio.fail_after(TIMEOUT):
+        async with _open(path, cache=True) as store:
+            owner = await claim(store, "node-a", lease=1e6)
+            location = store.location
+            record = await location.commit_ready(await reserve(
+                store, owner, "counter-1", kind=SpotKind.INSTANCE, stable_type="counter"),
+                now=0.0)
+            await location.set_reminder(record.fence(), "tick", due=50.0, period=None,
+                                        now=0.0)
+            statements: list[str] = []
+            location._db._conn.set_trace_callback(statements.append)
+            assert await location.take_due_reminders(
+                MESH, list(range(64)), owner.owner(), now=10.0, hold=5.0, limit=10) == []
+            location._db._conn.set_trace_callback(None)
+    assert not [s for s in statements if s.startswith(("BEGIN IMMEDIATE", "INSERT", "UPDATE",
+                                                       "DELETE"))], statements
+
+
 async def test_a_take_reads_only_due_rows_of_its_partitions_from_the_wake_index(tmp_path):
     # A take's candidates are one covering range of loc_reminders_wake per partition
     # (mesh, part, wake <= now): no table scan; its rows -- and every write after it --
@@ -517,7 +539,9 @@ async def test_a_take_reads_only_due_rows_of_its_partitions_from_the_wake_index(
                 assert await location.reminder_done(reminder, now=10.0) is True
             assert {r.due for r in _reminder_rows(path).values()
                     if reminder_partition(r.spot_id) in parts} == {11.0, 12.0}
-    [scan] = [s for s in statements if s.startswith("SELECT spot_id, name FROM loc_reminders")]
+    # The read that finds something due, then the write transaction that takes it.
+    read, scan = [s for s in statements if s.startswith("SELECT spot_id, name FROM loc_reminders")]
+    assert read == scan
     conn = sqlite3.connect(path)
     try:
         plan = " ".join(row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {scan}"))

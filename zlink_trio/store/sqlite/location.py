@@ -297,9 +297,16 @@ class SqliteLocationStore:
         the wake index (``loc_reminders_wake``: the rows of the partitions due at ``now``, in
         ``scan_order``, at most ``limit``) names the candidates; the oracle loads each
         Spot's reminders through the view and takes those it finds due.
+
+        The same take runs first in a read transaction, and only when it would take
+        something does the write transaction run: every node looks for due reminders
+        several times a second, and a write lock taken for nothing would be held by a
+        process frozen in that moment (SIGSTOP, a debugger) against every other process
+        of the store.
         """
-        def body(conn: sqlite3.Connection) -> list[StoredReminder]:
+        def attempt(conn: sqlite3.Connection, write: bool) -> list[StoredReminder]:
             view = LocationView(conn, generation=False)
+
             def due(wanted: tuple[int, ...]) -> list[tuple[str, str]]:
                 if not wanted:
                     return []
@@ -311,9 +318,12 @@ class SqliteLocationStore:
             result = rem.txn_take_due_reminders(view.state, mesh, partitions, taker,
                                                 now=now, hold=hold, limit=limit,
                                                 candidates=due)
-            view.flush()
+            if write:
+                view.flush()
             return result
-        return await self._db.write(body)
+        if not await self._db.read(lambda conn: attempt(conn, False), single=True):
+            return []
+        return await self._db.write(lambda conn: attempt(conn, True))
 
     async def reminder_done(self, taken: StoredReminder, *, now: float) -> bool:
         """ReminderDone (one transaction); see ``ReminderSteps.reminder_done``."""
