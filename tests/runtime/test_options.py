@@ -27,7 +27,7 @@ SHORTCUTS = {
     "active_object_ceiling": zl.CapacityOptions, "application_lane": zl.CapacityOptions,
     "lifecycle_lane": zl.CapacityOptions, "placement_weight": zl.CapacityOptions,
     "metrics": zl.ObservabilityOptions, "metrics_port": zl.ObservabilityOptions,
-    "metrics_host": zl.ObservabilityOptions,
+    "metrics_host": zl.ObservabilityOptions, "tracing": zl.ObservabilityOptions,
     "on_stop": zl.LifecycleOptions, "stop_drain_timeout": zl.LifecycleOptions,
     "stop_on": zl.LifecycleOptions, "on_lease_lost": zl.LifecycleOptions,
 }

@@ -173,7 +173,9 @@ async def measure_local(*, requests: int, idle: int) -> dict[str, object]:
     ``get_or_create_convergence`` (``{"callers", "ms", "factory_runs",
     "created"}``), ``memory_per_idle_spot_bytes``, ``local_metrics_requests_per_s``
     and ``local_metrics_ratio`` (the sequential rate of a node with
-    ``metrics=``, and its ratio to ``local_requests_per_s``).
+    ``metrics=``, and its ratio to ``local_requests_per_s``),
+    ``local_tracing_requests_per_s`` and ``local_tracing_ratio`` (the same for a node
+    that traces every call with an OpenTelemetry SDK tracer provider).
     """
     figures: dict[str, object] = {}
     raw_seq = raw_par = spot_seq = spot_par = 0.0
@@ -190,7 +192,15 @@ async def measure_local(*, requests: int, idle: int) -> dict[str, object]:
             raw_par = max(raw_par, await _raw_channel_rate(requests, IN_FLIGHT))
             spot_par = max(spot_par, await _spot_rate(node, requests, IN_FLIGHT))
         # Right beside it (same heap, same moment), so the ratio compares like with like.
-        figures.update(await _with_metrics(requests, spot_seq))
+        unavailable: dict[str, object] = {}
+        for beside in (await _with_metrics(requests, spot_seq),
+                       await _with_tracing(requests, spot_seq)):
+            reasons = beside.pop("unavailable", None)
+            if isinstance(reasons, dict):
+                unavailable.update(reasons)
+            figures.update(beside)
+        if unavailable:
+            figures["unavailable"] = unavailable
         figures["raw_channel_round_trips_per_s"] = round(raw_seq)
         figures["local_requests_per_s"] = round(spot_seq)
         figures["local_request_ratio"] = round(spot_seq / raw_seq, 3)
@@ -217,3 +227,39 @@ async def _with_metrics(requests: int, without: float) -> dict[str, object]:
         with_metrics = await _spot_rate(node, requests, 1)
     return {"local_metrics_requests_per_s": round(with_metrics),
             "local_metrics_ratio": round(with_metrics / without, 3)}
+
+
+class _DroppingExporter:
+    """A span exporter that keeps nothing: the cost measured is the spans' own."""
+
+    def export(self, spans: object) -> object:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        """Nothing to release."""
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Nothing is buffered."""
+        return True
+
+
+async def _with_tracing(requests: int, without: float) -> dict[str, object]:
+    """The sequential local request rate of a node tracing every call (an SDK tracer
+    provider, each span handed to an exporter that drops it), and its ratio to the same
+    node without (``local_tracing_*``; ``null`` without opentelemetry-sdk)."""
+    try:
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    except ImportError:
+        reason = "opentelemetry-sdk is not installed (the otel extra and an SDK)"
+        return {"local_tracing_requests_per_s": None, "local_tracing_ratio": None,
+                "unavailable": {"local_tracing_requests_per_s": reason}}
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(_DroppingExporter()))  # type: ignore[arg-type]
+    async with zl.open_node("bench-tracing", store="memory://", mesh="bench", spots=[Echo],
+                            listen=None, instance_idle_timeout=0, tracing=provider) as node:
+        traced = await _spot_rate(node, requests, 1)
+    provider.shutdown()
+    return {"local_tracing_requests_per_s": round(traced),
+            "local_tracing_ratio": round(traced / without, 3)}

@@ -94,6 +94,7 @@ from zlink_trio.runtime.observe.setup import (
     start_metrics,
     timed,
 )
+from zlink_trio.runtime.observe.tracing import tracing_for
 from zlink_trio.runtime.options import (
     UNSET,
     CapacityOptions,
@@ -122,6 +123,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.lanes import LaneBounds
     from zlink_trio.runtime.mesh.setup import MeshSettings
     from zlink_trio.runtime.observe.metrics import MetricsRecorder
+    from zlink_trio.runtime.observe.tracing import Tracing
     from zlink_trio.store import Store
 
 
@@ -259,6 +261,7 @@ async def open_node(
     metrics: CollectorRegistry | None = UNSET,
     metrics_port: int | None = UNSET,
     metrics_host: str = UNSET,
+    tracing: object = UNSET,
     on_stop: str = UNSET,
     stop_drain_timeout: float = UNSET,
     stop_on: tuple[signal.Signals, ...] = UNSET,
@@ -296,7 +299,9 @@ async def open_node(
     * ``observability`` -- :class:`ObservabilityOptions`: ``metrics`` (a
       ``prometheus_client.CollectorRegistry``; needs the ``metrics`` extra,
       ``docs/observability.md``), ``metrics_port`` (serves ``GET /metrics``;
-      :attr:`Node.metrics_url` names it), ``metrics_host`` (``127.0.0.1``);
+      :attr:`Node.metrics_url` names it), ``metrics_host`` (``127.0.0.1``),
+      ``tracing`` (OpenTelemetry spans: ``None`` the global tracer provider if one is
+      set, ``False`` none, or a ``TracerProvider``; the ``otel`` extra);
     * ``lifecycle`` -- :class:`LifecycleOptions`: ``on_stop`` (``"drain"``: leaving the
       block first moves the Spots to the other nodes; ``"close"``), ``stop_drain_timeout``
       (15 s), ``stop_on`` (signals that stop the node, e.g. ``(signal.SIGTERM,
@@ -345,7 +350,7 @@ async def open_node(
             placement_weight=placement_weight)
         observability = with_shortcuts(
             ObservabilityOptions, observability, "observability", metrics=metrics,
-            metrics_port=metrics_port, metrics_host=metrics_host)
+            metrics_port=metrics_port, metrics_host=metrics_host, tracing=tracing)
         lifecycle = with_shortcuts(
             LifecycleOptions, lifecycle, "lifecycle", on_stop=on_stop,
             stop_drain_timeout=stop_drain_timeout, stop_on=stop_on,
@@ -362,6 +367,7 @@ async def open_node(
         client_only = _check_client_only(client_only, spots)
         registry = SpotTypeRegistry.build(spots)
         metrics_setup = metrics_settings(observability)
+        tracing = tracing_for(observability.tracing, node_id)
     except InvalidOperation as exc:
         step(NODE, state, NODE.ev.configuration_invalid)
         raise _config("open_node: invalid configuration", exc) from exc
@@ -380,7 +386,7 @@ async def open_node(
                             relocation_store),
                 clock=_default_store_clock(store) if clock is None else clock,
                 random=random, metrics_setup=metrics_setup, recorder=recorder,
-                metrics_url=serve_metrics_on(nursery, metrics_setup, metrics_at))
+                tracing=tracing, metrics_url=serve_metrics_on(nursery, metrics_setup, metrics_at))
             node: Node = await nursery.start(_run_lifecycles, setup, stop)
             if received is not None:
                 nursery.start_soon(watch_signals, received, stop, node_id)
@@ -442,6 +448,8 @@ class _Setup:
     random: random_module.Random | None
     metrics_setup: MetricsSettings | None
     recorder: MetricsRecorder | None
+    #: The node's spans (``observe.tracing``; :data:`NO_TRACING` unless it traces).
+    tracing: Tracing
     metrics_url: str | None
     #: The handle the block holds, bound to each lifecycle in turn.
     node: Node | None = None
@@ -575,6 +583,7 @@ async def _lifecycle(setup: _Setup, stop: Stopping, started: Callable[[Node], No
         rt.on_lease_lost = setup.lifecycle.on_lease_lost
         if setup.recorder is not None:
             rt.metrics = setup.recorder
+        rt.tracing = setup.tracing
         rt.peers = Peers(rt, inbound_handler(rt))
         # ``ctx.client`` of Spots the startup scan rebuilds; the handle's client (metered,
         # and the one the application holds) replaces it once the lifecycle serves.

@@ -24,6 +24,7 @@ from zlink_trio.runtime.actors.manager import ActorManager
 from zlink_trio.runtime.calls.client import SpotClient
 from zlink_trio.runtime.calls.deadlines import deadline_after
 from zlink_trio.runtime.calls.metered import MeteredRouter
+from zlink_trio.runtime.calls.traced import TracedRouter
 from zlink_trio.runtime.coordinators.call_router import CallRouter
 from zlink_trio.runtime.coordinators.manager import SpotManager
 from zlink_trio.runtime.coordinators.relocation import relocate_spot
@@ -33,10 +34,12 @@ from zlink_trio.runtime.coordinators.remote_operation import (
     relocate_on_owner,
 )
 from zlink_trio.runtime.inspection import NodeInspection
+from zlink_trio.runtime.observe.tracing import OtelTracing
 from zlink_trio.runtime.options import check_timeout
 from zlink_trio.runtime.results import NodeStatistics
 
 if TYPE_CHECKING:
+    from zlink_trio.runtime.calls.delivery import Router
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.runtime.results import DrainResult, RelocationResult
 
@@ -50,8 +53,12 @@ class Node:
         self._rt = rt
         self._metrics_url = metrics_url
         self._router = router = CallRouter(rt)
-        self._client = SpotClient(router if not rt.metrics.enabled
-                                  else MeteredRouter(rt.metrics, router))
+        routed: Router = (router if not rt.metrics.enabled
+                          else MeteredRouter(rt.metrics, router))
+        tracing = rt.tracing
+        if isinstance(tracing, OtelTracing):
+            routed = TracedRouter(tracing, routed, rt.mesh)
+        self._client = SpotClient(routed)
         self._spots = SpotManager(rt)
         self._actors = ActorManager(rt)
         self._inspection = NodeInspection(rt)

@@ -27,6 +27,7 @@ from zlink_trio.core.identity import new_uuid4
 from zlink_trio.runtime.calls.deadlines import Deadlines
 from zlink_trio.runtime.charts import MEMBERSHIP, NODE, step
 from zlink_trio.runtime.observe.recorder import NO_METRICS
+from zlink_trio.runtime.observe.tracing import NO_TRACING, Tracing
 
 if TYPE_CHECKING:
     import random
@@ -136,6 +137,9 @@ class NodeState:
     #: What the runtime reports to metrics (``observe.recorder``); records nothing
     #: unless ``open_node(metrics=...)`` set one.
     metrics: Recorder = attrs.field(default=NO_METRICS, init=False)
+    #: The node's OpenTelemetry spans (``observe.tracing``); makes none unless
+    #: ``open_node(tracing=...)`` or a global tracer provider says otherwise.
+    tracing: Tracing = attrs.field(default=NO_TRACING, init=False)
     #: The node's Actor operations (``node.actors``, ``ctx.actors``); set with the router.
     actors: ActorOperations = attrs.field(init=False)
     #: Container Spot ID -> ActorId -> ActorRef of its members Ready on this node: what

@@ -19,6 +19,8 @@ Frames (``frames``, the public face; ``docs/wire.md`` has the byte tables):
 - ``_link_frames``: the handshake and keepalive frames (commands 1..5).
 - ``_request_frames``: the Spot message (39) and its routes, 47, 48, 60 and 61.
 - ``_reply_frames``: the reply (20) and its outcomes.
+- ``call_metadata``: command 39's metadata bytes -- named text fields (a call's W3C
+  trace context) -- written and read.
 - ``_frame_layouts``: the field encodings (``text8``, ``rid``, ``gen``, ...) and the
   compiler that makes one writer and one reader per command from the classes. Each
   frame class is its layout: its attrs fields in wire order, each with its encoding.

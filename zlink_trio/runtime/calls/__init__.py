@@ -11,6 +11,8 @@ What the client hands a call to is a :class:`~.delivery.Router` (implemented abo
                        check, and the ``Router`` protocol the client hands calls to
 ``metered``            ``MeteredRouter``: the router with every call counted and timed
                        (only with ``open_node(metrics=...)``)
+``traced``             ``TracedRouter``: the router with every call an OpenTelemetry span
+                       (only on a node that traces, ``observe.tracing``)
 ``builders``           the builder rule: each option once, awaited once
 ``completion``         ``Completion``: a request's one-shot reply slot
 ``deadlines``          ``Deadlines``: the node task that keeps waiting requests' deadlines

@@ -74,6 +74,12 @@ class Delivery:
     #: A ToActor call (``client.request_actor``): the ID must name an Actor, and a
     #: ToSpot call's must not (TypeMismatch otherwise, before anything runs).
     to_actor: bool = False
+    #: The trace context of the call's span (``observe.tracing``; ``None``: untraced):
+    #: the parent of its resolve, cold activation and handler turn.
+    trace: object | None = None
+    #: Command 39's metadata (``wire.call_metadata``) the call travels with: a relayed
+    #: or enveloped message's own; a traced call's trace context, written on first use.
+    metadata: bytes | None = None
 
     def message_for_local_turn(self, codec: MessageCodec) -> object:
         """The message a handler on this node receives for this call.

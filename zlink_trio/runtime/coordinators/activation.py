@@ -147,6 +147,9 @@ class ActivationJob:
     delivered: bool = False
     #: The first message was handed back to the resolver (another attempt owns the ID).
     redelivered: bool = False
+    #: The trace context of the call that activates (``observe.tracing``): the parent of
+    #: the activation's span and of its first message's turn. ``None``: untraced.
+    trace: object | None = None
     #: The observation of this activation (metrics and its log record).
     observed: ObservedOperation = attrs.field(init=False)
 
@@ -285,7 +288,7 @@ async def _run(job: ActivationJob, driving: _Driving,
                transactions: CombinedTransactions) -> None:
     """One run of :func:`_activate`, observed, its outcome given to the job's completion."""
     with ObservedOperation(job.rt.node_id, job.rt.metrics, Operation.COLD_ACTIVATION,
-                           job.spot_id, job.mesh) as job.observed:
+                           job.spot_id, job.mesh, job.rt.tracing, job.trace) as job.observed:
         try:
             if driving is _TASK:
                 with trio.move_on_at(job.deadline.at) as scope:
@@ -430,10 +433,11 @@ async def _reserve_and_build(job: ActivationJob, driving: _Driving,
     # refused Reserve leaves no root (the store deletes one it stored).
     job.state = walk[1] if walk else step(COLD, job.state, COLD.ev.root_stored)
     try:
-        fence, receipt = await _write(driving, transactions.reserve_with_root(
-            job.spot_id, envelope, kind=SpotKind.INSTANCE,
-            stable_type=job.spot_type.stable_type, mesh=job.mesh, owner=rt.owner,
-            now=rt.now()))
+        with job.observed.step("zlink.reserve"):
+            fence, receipt = await _write(driving, transactions.reserve_with_root(
+                job.spot_id, envelope, kind=SpotKind.INSTANCE,
+                stable_type=job.spot_type.stable_type, mesh=job.mesh, owner=rt.owner,
+                now=rt.now()))
     except AuthorityExists as exc:
         return _reserve_lost_event(job, exc)
     except CapacityExceeded:
@@ -444,7 +448,8 @@ async def _reserve_and_build(job: ActivationJob, driving: _Driving,
     job.state = walk[2] if walk else step(COLD, job.state, COLD.ev.reserve_won)
     host = Incarnation(rt, job.spot_type, job.spot_id, fence.object_generation, job.mesh)
     try:
-        await host.build()
+        with job.observed.step("zlink.factory"):
+            await host.build()
     except BaseException as exc:
         event = (COLD.ev.deadline_expired if isinstance(exc, trio.Cancelled)
                  else COLD.ev.factory_failed)
@@ -457,8 +462,9 @@ async def _reserve_and_build(job: ActivationJob, driving: _Driving,
             crash_points.point("cold", "after_factory_before_commit", rt.node_id)
         rt.check_usable()  # no CommitReady once the lease is known lost
         # The first record is durable (at the latest) when the authority is Ready.
-        ready, seq = await _write(driving, transactions.commit_ready_with_first_record(
-            fence, envelope, now=rt.now()))
+        with job.observed.step("zlink.commit"):
+            ready, seq = await _write(driving, transactions.commit_ready_with_first_record(
+                fence, envelope, now=rt.now()))
         job.state = walk[4] if walk else step(COLD, job.state, COLD.ev.first_record_durable)
     except ZLinkError as exc:
         await _abandon(job, driving, host, fence, receipt)
@@ -502,7 +508,8 @@ def _publish(job: ActivationJob, host: Incarnation, ready: AuthorityRecord, seq:
     job.state = walk[5] if walk else step(COLD, job.state, COLD.ev.commit_ready)
     job.observed.outcome, job.observed.generation = "activated", host.generation
     first = FirstRecord(seq=seq, ready_version=ready.store_version, receipt=receipt)
-    host.open(MessageWork(job.msg, job.info, job.completion, job.deadline, first=first))
+    host.open(MessageWork(job.msg, job.info, job.completion, job.deadline, first=first,
+                          trace=job.trace))
     job.rt.catalog.register(host)
     job.state = walk[6] if walk else step(COLD, job.state, COLD.ev.route_registered)
     job.state = walk[7] if walk else step(COLD, job.state, COLD.ev.queue_head_restored)

@@ -37,7 +37,7 @@ async def close_user_spot(rt: NodeRuntime, ref: SpotRef, deadline: Deadline) -> 
         )
     state = CLOSE.initial
     with observe_operation(rt.node_id, rt.metrics, Operation.CLOSE, ref.spot_id,
-                           ref.mesh) as observed:
+                           ref.mesh, rt.tracing) as observed:
         observed.generation = ref.generation
         with trio.move_on_at(deadline.at):
             closed = await close_here(rt, ref, state, deadline, remote=close_remote)

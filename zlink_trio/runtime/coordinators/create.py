@@ -73,7 +73,8 @@ async def create_user_spot(rt: NodeRuntime, spot_id: str, stable_type: str,
     op.state = step(CREATE, op.state, CREATE.ev.spot_id_issued if create_only
                     else CREATE.ev.spot_id_given)
     data = encode_request(rt, op)
-    with observe_operation(rt.node_id, rt.metrics, Operation.CREATE, spot_id, in_mesh) as observed:
+    with observe_operation(rt.node_id, rt.metrics, Operation.CREATE, spot_id, in_mesh,
+                           rt.tracing) as observed:
         with trio.move_on_at(deadline.at) as scope:
             result = await _run(op, data)
             observed.outcome = result.state.value

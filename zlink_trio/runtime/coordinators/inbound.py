@@ -188,6 +188,14 @@ def _direct(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
     _admit_direct(rt, link, frame, reply, host)
 
 
+def _trace_of(rt: NodeRuntime, frame: SpotMessage) -> object | None:
+    """The trace context ``frame`` carries, when this node traces (``observe.tracing``)."""
+    metadata = frame.metadata
+    if metadata is None or not rt.tracing.enabled:
+        return None
+    return rt.tracing.context_of(metadata)
+
+
 def _check_admission(rt: NodeRuntime, route: Route) -> None:
     """The node's admission of a message no local incarnation decides on (yet)."""
     try:
@@ -233,7 +241,8 @@ def _admit_direct(rt: NodeRuntime, link: Link, frame: SpotMessage, reply: LinkRe
         payload = frame.payload
         info = host.spot_type.handlers.find_wire(payload.type_name)
         msg = rt.codec.decode(payload.type_name, payload.body, info.message_type)
-        work = MessageWork(msg, info, reply, deadline, operation_id=frame.operation_id)
+        work = MessageWork(msg, info, reply, deadline, operation_id=frame.operation_id,
+                           trace=_trace_of(rt, frame))
         if isinstance(route, FollowFrameRoute):
             host.admit_followed(work, len(payload.body))
         else:
@@ -268,7 +277,7 @@ def _envelope(rt: NodeRuntime, link: Link, frame: SpotMessage) -> None:
         intent=Intent(route.stable_type, route.target_mesh), completion=reply, reply=SEND,
         deadline=deadline_from_wall_ms(frame.deadline_ms),
         op_id=f"{frame.operation_id:016x}-{frame.source.node_rid}", encoded=payload,
-        shared=False)
+        shared=False, trace=_trace_of(rt, frame), metadata=frame.metadata)
     rt.catalog.start_job(lambda: _activate(rt, call, spot_type, info, frame))
 
 
@@ -282,7 +291,7 @@ async def _activate(rt: NodeRuntime, call: Delivery, spot_type: SpotType, info: 
         rt=rt, attempt=attempt, spot_type=spot_type, info=info, mesh=rt.mesh,
         spot_id=call.spot_id, msg=call.msg, size=call.size, completion=call.completion,
         deadline=call.deadline, op_id=call.op_id, state=COLD.st.checking_target_owner,
-        redeliver=lambda: deliver(rt, call)))
+        redeliver=lambda: deliver(rt, call), trace=call.trace))
 
 
 async def _relay(rt: NodeRuntime, call: Delivery, frame: SpotMessage) -> None:

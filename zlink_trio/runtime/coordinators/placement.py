@@ -338,7 +338,7 @@ def _local_job(rt: NodeRuntime, call: Delivery, state: ColdActivationState, mesh
                          call.deadline,
                          call.operation_id(rt.new_uuid4 if rt.rng is not None
                                            else pooled_uuid4),
-                         state, redeliver, True, call.encoded)
+                         state, redeliver, True, call.encoded, False, False, call.trace)
 
 
 def inline_job(rt: NodeRuntime, call: Delivery) -> ActivationJob | None:

@@ -44,6 +44,7 @@ candidate) and reports what moved and what did not.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Final
 
 import attrs
@@ -71,12 +72,15 @@ from zlink_trio.store.rules.relocation_steps import is_carried
 from zlink_trio.store.rules.relocation_store import receipt_of
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from statecharts.names import PlannedRelocationEvent, PlannedRelocationState
     from zlink_trio.core.deadline import Deadline
     from zlink_trio.core.descriptor import NodeClaim
     from zlink_trio.core.records import AuthorityRecord, RootReceipt
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.runtime.incarnation.incarnation import Incarnation
+    from zlink_trio.runtime.observe.operations import ObservedOperation
     from zlink_trio.runtime.state import Membership
 
 __all__ = ("MoveReport", "drain", "moves_on_its_own", "relocate_spot")
@@ -119,6 +123,8 @@ class _Relocation:
     membership: Membership | None = None
     #: The members a SpotWide move carries (each sealed, captured and moved with it).
     carried: list[_Carried] = attrs.Factory(list)
+    #: The observation of the move (its span's steps and chart events, when traced).
+    observed: ObservedOperation | None = None
 
     def hosts(self) -> list[Incarnation]:
         """The Spot's host and each carried member's."""
@@ -126,6 +132,12 @@ class _Relocation:
 
     def step(self, event: PlannedRelocationEvent) -> None:
         self.state = step(RELOCATION, self.state, event)
+        if self.observed is not None:
+            self.observed.event(event)
+
+    def span(self, name: str) -> AbstractContextManager[object]:
+        """Span ``name`` of one step of the move, on a node that traces."""
+        return nullcontext() if self.observed is None else self.observed.step(name)
 
 
 def _fields(job: _Relocation) -> dict[str, object]:
@@ -171,12 +183,13 @@ async def relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
     payload and committed with it; ``report``, when given, learns of them and of a
     member that kept the move from happening.
     """
-    with observe_operation(rt.node_id, rt.metrics, Operation.RELOCATION, spot_id) as observed:
+    with observe_operation(rt.node_id, rt.metrics, Operation.RELOCATION, spot_id,
+                           tracing=rt.tracing) as observed:
         report = MoveReport() if report is None else report
         for _attempt in range(_MEMBER_ATTEMPTS):
             try:
                 result = await _relocate_spot(rt, spot_id, to, deadline, container, joining,
-                                              report)
+                                              report, observed)
             except _MembersChanged as changed:
                 result = changed.result  # a member arrived meanwhile: claim them anew
                 await trio.lowlevel.checkpoint()
@@ -198,7 +211,7 @@ class _MembersChanged(Exception):
 
 async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
                          deadline: Deadline, container: str | None, joining: bool,
-                         report: MoveReport) -> RelocationResult:
+                         report: MoveReport, observed: ObservedOperation) -> RelocationResult:
     rt.check_admission()
     state = RELOCATION.initial
     record = await rt.store.location.find(spot_id)
@@ -287,7 +300,7 @@ async def _relocate_spot(rt: NodeRuntime, spot_id: str, to: str | None,
         result = await _run(_Relocation(
             rt=rt, host=host, record=moving, target=target, claim=claim, deadline=deadline,
             state=step(RELOCATION, state, RELOCATION.ev.begin_relocation),
-            membership=membership, carried=carried))
+            membership=membership, carried=carried, observed=observed))
         if per_actor and result.outcome is RelocationOutcome.COMMITTED:
             await _members_follow(rt, spot_id, claim.descriptor.node_id, deadline, report)
         if result.outcome is RelocationOutcome.COMMITTED:
@@ -440,35 +453,37 @@ async def _run(job: _Relocation) -> RelocationResult:
         crash_points.point("relocation", "before_seal", rt.node_id)
     with trio.move_on_at(job.deadline.at):
         try:
-            with trio.CancelScope(shield=True):
-                job.record = await rt.store.location.seal_relocation(job.record.fence(),
-                                                                      now=rt.now())
-            job.host.seal_for_relocation()
-            sealed = True
-            job.step(RELOCATION.ev.seal)
-            if crash_points.ARMED:
-                crash_points.point("relocation", "sealed", rt.node_id)
-            for host in job.hosts():
-                if host is not job.host:
-                    # A member is sealed once its Spot's running turn ended: a Spot's turn
-                    # that awaits its members (a fan-out) finishes before they hold.
-                    host.seal_for_relocation()
-                await host.wait_no_turn()
-                if host.self_close:
-                    raise InvalidOperation(
-                        f"{host.spot_id!r} called ctx.close() in the turn that ran at the "
-                        f"seal of Spot {job.record.spot_id!r}; it closes instead of moving")
-            link = await rt.peers.link_to(job.claim)
-            payload, job.correlations = capture(rt, job.host, job.record, link)
-            members = []
-            for part in job.carried:
-                assert part.record is not None
-                member, part.correlations = capture(rt, part.host, part.record, link)
-                members.append(member)
-            payload = attrs.evolve(payload, members=tuple(members))
-            with trio.CancelScope(shield=True):
-                await _store_payload(job, payload.encode())
-            job.step(RELOCATION.ev.capture_done)
+            with job.span("zlink.seal"):
+                with trio.CancelScope(shield=True):
+                    job.record = await rt.store.location.seal_relocation(job.record.fence(),
+                                                                          now=rt.now())
+                job.host.seal_for_relocation()
+                sealed = True
+                job.step(RELOCATION.ev.seal)
+                if crash_points.ARMED:
+                    crash_points.point("relocation", "sealed", rt.node_id)
+                for host in job.hosts():
+                    if host is not job.host:
+                        # A member is sealed once its Spot's running turn ended: a Spot's
+                        # turn that awaits its members (a fan-out) finishes before they hold.
+                        host.seal_for_relocation()
+                    await host.wait_no_turn()
+                    if host.self_close:
+                        raise InvalidOperation(
+                            f"{host.spot_id!r} called ctx.close() in the turn that ran at the "
+                            f"seal of Spot {job.record.spot_id!r}; it closes instead of moving")
+            with job.span("zlink.capture"):
+                link = await rt.peers.link_to(job.claim)
+                payload, job.correlations = capture(rt, job.host, job.record, link)
+                members = []
+                for part in job.carried:
+                    assert part.record is not None
+                    member, part.correlations = capture(rt, part.host, part.record, link)
+                    members.append(member)
+                payload = attrs.evolve(payload, members=tuple(members))
+                with trio.CancelScope(shield=True):
+                    await _store_payload(job, payload.encode())
+                job.step(RELOCATION.ev.capture_done)
             if crash_points.ARMED:
                 crash_points.point("relocation", "captured", rt.node_id)
         except ZLinkError as exc:
@@ -476,8 +491,9 @@ async def _run(job: _Relocation) -> RelocationResult:
             return aborted or await _settle(job, exc.message)
         assert job.root is not None
         try:
-            committed = await send_relocate(rt, link, job.record, job.target, job.root,
-                                            job.deadline)
+            with job.span("zlink.transfer"):
+                committed = await send_relocate(rt, link, job.record, job.target, job.root,
+                                                job.deadline)
         except ZLinkError as exc:
             return await _settle(job, exc.message)
         return await _committed(job, committed)

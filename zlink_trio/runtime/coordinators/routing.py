@@ -158,7 +158,8 @@ def _admit(rt: NodeRuntime, call: Delivery, host: Incarnation, now: float | None
         return host
     host.admit(MessageWork(call.message_for_local_turn(rt.codec), info, call.completion,
                            call.deadline,
-                           operation_id=operation_number(call.op_id) if call.op_id else 0),
+                           operation_id=operation_number(call.op_id) if call.op_id else 0,
+                           trace=call.trace),
                call.size, now)
     return None
 

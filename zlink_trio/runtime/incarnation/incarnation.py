@@ -739,8 +739,10 @@ class Incarnation(ParkingSlot):
                 self._refuse_past_lease(item, "was not run")
                 return None
         try:
-            if observers.OBSERVERS:
-                result: Any = await self._observed(item)
+            if item.trace is not None:
+                result: Any = await self._traced(item)
+            elif observers.OBSERVERS:
+                result = await self._observed(item)
             else:
                 result = await getattr(self.instance, item.info.name)(item.msg)
         except Exception as exc:
@@ -776,6 +778,20 @@ class Incarnation(ParkingSlot):
         else:
             LOGGER.warning("%s", error.message.replace("no reply is given", "it was one-way"),
                            extra=self.log_fields())
+
+    async def _traced(self, item: MessageWork) -> object:
+        """Run ``item``'s handler as span ``zlink.handle`` in the call's trace, current
+        while the handler runs (``observe.tracing``)."""
+        with self.rt.tracing.span(
+                "zlink.handle", item.trace,
+                kind="server" if item.completion is not None else "consumer", current=True,
+                attributes={"zlink.spot_id": self.spot_id, "zlink.mesh": self.mesh,
+                            "zlink.spot_type": self.spot_type.stable_type,
+                            "zlink.generation": self.generation,
+                            "zlink.handler": item.info.name}):
+            if observers.OBSERVERS:
+                return await self._observed(item)
+            return await getattr(self.instance, item.info.name)(item.msg)
 
     async def _observed(self, item: MessageWork) -> object:
         """Run ``item``'s handler with every observer told (and able to hold it first)."""

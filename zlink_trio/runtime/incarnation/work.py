@@ -44,6 +44,9 @@ class MessageWork:
     #: brought the message, or from a local call that drew one; 0 while it has none (a
     #: local call to a Ready Spot draws none until it leaves the node).
     operation_id: int = 0
+    #: The trace context of the call (``observe.tracing``): the handler turn is a span
+    #: in it. ``None``: untraced.
+    trace: object | None = None
 
 
 

@@ -205,7 +205,7 @@ def _forwarded(rt: NodeState, route: FollowRoute, frame: SpotMessage,
     call = Delivery(
         spot_id=route.spot_id, msg=None, size=len(frame.payload.body), intent=None,
         completion=reply, reply=SEND, deadline=deadline_from_wall_ms(frame.deadline_ms),
-        op_id=f"{frame.operation_id:016x}", encoded=frame.payload)
+        op_id=f"{frame.operation_id:016x}", encoded=frame.payload, metadata=frame.metadata)
     return call, _route_frame(route, hops)
 
 
@@ -240,9 +240,20 @@ async def follow(rt: NodeState, peers: Peers, route: FollowRoute, frame: SpotMes
 
 def _send(rt: NodeState, peers: Peers, call: Delivery, link: Link,
           route_frame: FollowFrameRoute) -> None:
-    """Send one followed message; a hop when it left, a drop when the link refused it."""
+    """Send one followed message; a hop when it left, a drop when the link refused it.
+
+    A traced message's hop is a ``zlink.follow`` span (``observe.tracing``) in its trace.
+    """
     try:
-        send_spot_message(rt, peers, call, link, route_frame)
+        if rt.tracing.enabled and call.metadata is not None:
+            with rt.tracing.span("zlink.follow", rt.tracing.context_of(call.metadata),
+                                 attributes={"zlink.spot_id": route_frame.spot_id,
+                                             "zlink.generation": route_frame.object_generation,
+                                             "zlink.follow.hops": route_frame.hops,
+                                             "zlink.mesh": rt.mesh}):
+                send_spot_message(rt, peers, call, link, route_frame)
+        else:
+            send_spot_message(rt, peers, call, link, route_frame)
     except Unavailable as exc:
         follow_event(rt.node_id, rt.metrics, FollowEvent.DROP_UNREACHABLE, route_frame.spot_id,
                      route_frame.object_generation, route_frame.hops, exc.message)

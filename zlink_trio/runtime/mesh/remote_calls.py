@@ -99,6 +99,14 @@ def _operation_number(rt: NodeState, call: Delivery) -> int:
 
 
 
+def _metadata(rt: NodeState, call: Delivery) -> bytes | None:
+    """Command 39's metadata of ``call``: its own (a relayed or enveloped message's), or
+    the trace context of a traced call (``observe.tracing``), written once."""
+    if call.metadata is None and call.trace is not None:
+        call.metadata = rt.tracing.metadata_of(call.trace)
+    return call.metadata
+
+
 def _encoded(rt: NodeState, call: Delivery) -> EncodedMessage:
     if call.encoded is not None:
         return call.encoded
@@ -184,7 +192,7 @@ def send_spot_message(rt: NodeState, peers: Peers, call: Delivery, link: Link,
         route=route, operation_id=_operation_number(rt, call),
         reply_correlation=correlation,
         deadline_ms=call.deadline.wall_ms, source=rt.owner, source_spot_id=None,
-        metadata=None, payload=_encoded(rt, call))
+        metadata=_metadata(rt, call), payload=_encoded(rt, call))
     # A lone request is written at once by this task (it waits for the reply next);
     # with others in flight the link's writer joins the frames of one scheduler pass.
     write = correlation != 0 and peers.pending <= 1
@@ -233,7 +241,8 @@ def send_ready_call(rt: NodeState, peers: Peers, call: Delivery, link: Link,
         try:
             data = encode_spot_message(data_route, _operation_number(rt, call), correlation,
                                        call.deadline.wall_ms, peers.own_fence_bytes(),
-                                       None, None, _encoded(rt, call))
+                                       None, call.metadata if call.trace is None
+                                       else _metadata(rt, call), _encoded(rt, call))
         except LocalProtocolError as exc:
             raise link.cannot_send(exc) from exc
         # As in send_spot_message: a lone request is written at once by this task.

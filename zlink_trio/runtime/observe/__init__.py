@@ -10,7 +10,9 @@ What operators read is documented in ``docs/observability.md`` (the logger tree,
 ``recorder``           :class:`~.recorder.Recorder`: what the runtime reports; the base
                        class records nothing (metrics off, the default)
 ``operations``         :func:`~.operations.observe_operation`: time, count and log one
-                       create, cold activation, close or relocation
+                       create, cold activation, close or relocation (and trace it)
+``tracing``            :class:`~.tracing.Tracing`: OpenTelemetry spans of calls,
+                       operations, turns and follow hops; the base class makes none
 ``events``             the one-line reports: resolve results, follow hops and drops, stale
                        classification, an incarnation's end
 ``metrics``            :class:`~.metrics.MetricsRecorder`: counters and histograms in

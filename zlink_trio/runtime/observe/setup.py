@@ -69,11 +69,17 @@ class ObservabilityOptions:
     (loopback by default) for the node's lifetime. Raises
     :class:`InvalidConfiguration` for a value that cannot work, or when
     prometheus-client (the ``metrics`` extra) is not installed.
+
+    ``tracing`` says where the node's OpenTelemetry spans go (``observe.tracing``):
+    ``None`` (the default) the global tracer provider when opentelemetry-api (the
+    ``otel`` extra) is installed and one was set before the node opened, else nowhere;
+    ``False`` nowhere; an ``opentelemetry.trace.TracerProvider`` that one.
     """
 
     metrics: CollectorRegistry | None = None
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
+    tracing: object = None
 
     def __attrs_post_init__(self) -> None:
         metrics, port, host = self.metrics, self.metrics_port, self.metrics_host
