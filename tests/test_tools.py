@@ -42,6 +42,7 @@ def test_bench_reports_every_figure_and_converges_on_one_factory_run():
                                          remote=False, relocation=False, scale=False,
                                          growth=False, reminders=100))
     for name in ("local_request_ratio", "local_pipelined_ratio", "local_metrics_ratio",
+                 "local_tracing_ratio",
                  "memory_per_idle_spot_bytes", "idle_spot_rss_bytes",
                  "raw_channel_round_trips_per_s", "raw_spawn_per_s",
                  "cold_activation_spawn_ratio"):
