@@ -17,6 +17,8 @@ With ``ZLINK_DASHBOARD_SCREENSHOT=PATH`` it also saves its screenshot there (how
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -295,9 +297,50 @@ def test_the_command_refuses_bad_usage_and_a_missing_extra(capsys, monkeypatch, 
     db.touch()
     assert cli.main(["dashboard", "--store", f"sqlite://{db}", "--trace", str(bad)]) == 2
     assert "line 1: not JSON" in capsys.readouterr().err
+    assert cli.main(["dashboard", "--store", "redis://127.0.0.1:1/0", "--timeout", "5"]) == 1
+    assert "zlink-trio dashboard: store unavailable: " in capsys.readouterr().err
     monkeypatch.setitem(sys.modules, "starlette", None)
     assert cli.main(["dashboard", "--store", "memory://"]) == 2
     assert "pip install 'zlink-trio[dashboard]'" in capsys.readouterr().err
+
+
+async def _first_line(stream: trio.abc.ReceiveStream) -> str:
+    data = b""
+    while b"\n" not in data:
+        chunk = await stream.receive_some()
+        if not chunk:
+            break
+        data += chunk
+    return data.decode()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+async def test_the_command_prints_its_url_serves_and_stops_on_a_signal(tmp_path, stop):
+    url = f"sqlite://{tmp_path / 'store.db'}"
+    async with open_store(url):
+        pass
+    with trio.fail_after(30):
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "zlink_trio.cli", "dashboard", "--store", url,
+             "--listen", "127.0.0.1:0", "--refresh", "0.5"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            line = await _first_line(process.stdout)
+            assert line.startswith("zlink-trio dashboard: serving http://127.0.0.1:"), line
+            base = line.split()[3]
+            async with httpx.AsyncClient() as client:
+                config = (await client.get(base + "api/config")).json()
+                overview = (await client.get(base + "api/overview")).json()
+            process.send_signal(stop)
+            status = await process.wait()
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        err = await process.stderr.receive_some()
+    assert (config["refresh"], config["relocate"]) == (0.5, True)
+    assert overview["nodes"] == []
+    assert (status, err) == (0, b"")
 
 
 # -- the page, in a real browser -----------------------------------------------------------

@@ -36,7 +36,8 @@ joins the Mesh of that Spot as a client-only node for the one request
 store and needs no secret.
 
 Starlette and Hypercorn are the optional extra ``dashboard``; without them the command
-exits 2 saying ``pip install 'zlink-trio[dashboard]'``. Exit status: 0 after Ctrl-C, 1
+exits 2 saying ``pip install 'zlink-trio[dashboard]'``. Ctrl-C (SIGINT) or SIGTERM stops
+it: it stops serving and closes the store. Exit status: 0 once stopped that way, 1
 the store is unavailable at start, 2 usage error (a bad option, an address that cannot be
 bound, an unreadable or malformed ``--trace``, the extra missing).
 """
@@ -44,7 +45,9 @@ bound, an unreadable or malformed ``--trace``, the extra missing).
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -116,8 +119,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "records, the moves in flight, a Spot's record by ID, and each lifecycle "
                     "chart with a recorded trace replayed step by step. Reads the store; the "
                     "page's Relocate button joins the Mesh like zlink-trio relocate. Needs "
-                    f"the 'dashboard' extra ({_INSTALL}). Runs until Ctrl-C. Exit 0 stopped, "
-                    "1 store unavailable, 2 usage error.")
+                    f"the 'dashboard' extra ({_INSTALL}). Runs until Ctrl-C or SIGTERM. Exit "
+                    "0 stopped, 1 store unavailable, 2 usage error.")
     add_store_arguments(parser)
     parser.add_argument("--mesh", metavar="MESH", help="only this Mesh's nodes and moves")
     parser.add_argument("--listen", type=_listen, default=DEFAULT_LISTEN, metavar="HOST:PORT",
@@ -185,8 +188,17 @@ def relocator(store_url: str, *, secret_file: Path | None = None, ca_file: Path 
     return relocate
 
 
+async def _stop_on_signal(scope: trio.CancelScope) -> None:
+    """Cancel ``scope`` -- stop serving, close the store -- at SIGINT (Ctrl-C) or SIGTERM."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run ``dashboard`` with parsed ``args``; returns the exit status (after Ctrl-C: 0)."""
+    """Run ``dashboard`` with parsed ``args``; returns the exit status (0 once stopped by
+    Ctrl-C or SIGTERM)."""
     try:
         import hypercorn  # noqa: F401
         import starlette  # noqa: F401
@@ -213,6 +225,8 @@ def run(args: argparse.Namespace) -> int:
                                               ca_file=args.ca_file, timeout=args.timeout))
             async with trio.open_nursery() as nursery:
                 url = await nursery.start(partial(serve_app, app, args.listen))
+                if threading.current_thread() is threading.main_thread():
+                    nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
                 print(f"zlink-trio dashboard: serving {url}/ (Ctrl-C stops it)", flush=True)
         return EXIT_OK
 
