@@ -229,6 +229,8 @@ async def test_a_store_that_fails_or_hangs_is_an_error_object_and_the_server_kee
             down = await client.get("/api/overview")
             slow = await client.get("/api/spot/c-1")
             page = await client.get("/")
+            nowhere = await client.get("/api/nowhere")
+            wrong_method = await client.delete("/api/overview")
     assert down.status_code == 503
     assert down.json() == {"error": {"status": 503, "message": "store unavailable: connection "
                                                                "refused (the test's store is "
@@ -236,6 +238,10 @@ async def test_a_store_that_fails_or_hangs_is_an_error_object_and_the_server_kee
     assert slow.status_code == 504
     assert "did not answer within 0.05 s" in slow.json()["error"]["message"]
     assert page.status_code == 200
+    assert nowhere.status_code == 404
+    assert "GET /api/nowhere: no such page or API here" in nowhere.json()["error"]["message"]
+    assert wrong_method.status_code == 405
+    assert wrong_method.json()["error"]["status"] == 405
 
 
 async def test_the_page_and_its_assets_are_served_and_load_nothing_from_outside(store):
@@ -375,8 +381,9 @@ class Counter:
         return Total(self.total)
 
 
-def _browser() -> Any:
-    """Headless Debian chromium under Selenium; skip (fail under CI) without it."""
+def _need_browser() -> None:
+    """Skip without Debian's chromium and chromium-driver -- fail under ``CI``, which must
+    never skip the browser test (``.ci/run`` installs them)."""
     missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
     if missing:
         message = (f"no {' and no '.join(missing)}: install Debian's chromium and "
@@ -384,6 +391,10 @@ def _browser() -> Any:
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
+
+
+def _browser() -> Any:
+    """Headless Debian chromium under Selenium (:func:`_need_browser` first)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -466,6 +477,7 @@ def _drive(driver: Any, base: str, trace: Path, shot: Path,
 
 
 async def test_the_page_in_a_browser_follows_the_cluster(tmp_path):
+    _need_browser()
     url = f"sqlite://{tmp_path / 'store.db'}"
     table = compile(SpotAuthority)
     trace = tmp_path / "trace.jsonl"
@@ -506,3 +518,13 @@ async def test_the_page_in_a_browser_follows_the_cluster(tmp_path):
     assert seen["back"] == "creating"
     assert seen["banner hidden"]
     assert shot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_without_the_browser_ci_fails_and_elsewhere_it_skips(monkeypatch, tmp_path):
+    monkeypatch.setattr(sys.modules[__name__], "CHROMIUM", tmp_path / "no-chromium")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="apt-get install chromium"):
+        _need_browser()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception):
+        _need_browser()

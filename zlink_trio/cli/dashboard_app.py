@@ -370,7 +370,16 @@ def build_app(store: Store, *, store_url: str, mesh: str | None = None, timeout:
         route("/api/charts/{name}.svg", board.chart_svg),
         route("/api/charts/{name}/trace", board.chart_trace, ("GET", "POST")),
     ]
-    return Starlette(routes=routes)
+    return Starlette(routes=routes, exception_handlers={404: _no_route, 405: _no_route})
+
+
+async def _no_route(request: Request, exc: Exception) -> Response:
+    """A path or method the dashboard does not serve: an error object, as every answer."""
+    status = getattr(exc, "status_code", 404)
+    return _error(status, f"{request.method} {request.url.path}: no such page or API here "
+                          "(the API is GET /api/overview, /api/nodes, /api/moves, "
+                          "/api/spot/ID, /api/charts, /api/charts/NAME.svg, "
+                          "/api/charts/NAME/trace)")
 
 
 async def serve_app(app: Starlette, listen: str, *,

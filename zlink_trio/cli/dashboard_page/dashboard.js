@@ -12,6 +12,7 @@ const state = {
   records: [],        // its trace, replayed
   step: 0,            // 0: before the first record; i: after record i
   timer: null,        // Play
+  relocate: false,    // whether the dashboard offers the Relocate button
 };
 
 const $ = (id) => document.getElementById(id);
