@@ -80,7 +80,7 @@ async def _client(store: Any, *, clock: float = 1.0, **options: Any,
                   ) -> AsyncIterator[httpx.AsyncClient]:
     app = build_app(store, store_url="sqlite:///srv/zlink.db", clock=lambda: clock, **options)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                 base_url="http://dashboard") as client:
+                                 base_url="http://127.0.0.1:8765") as client:
         yield client
 
 
@@ -275,13 +275,24 @@ async def test_relocate_needs_an_action_and_goes_to_the_spots_mesh(store):
         async with _client(store, relocate=relocate) as client:
             moved = await client.post("/api/relocate/c-1", json={"to": "node-b"})
             missing = await client.post("/api/relocate/nobody", json={"to": None})
-            bad = await client.post("/api/relocate/c-1", content=b"[1]")
+            bad = await client.post("/api/relocate/c-1", content=b"[1]",
+                                    headers={"content-type": "application/json"})
+            form = await client.post("/api/relocate/c-1", content=b'{"to": null}',
+                                     headers={"content-type": "text/plain"})
+            other_site = await client.post("/api/relocate/c-1", json={"to": None},
+                                           headers={"origin": "https://evil.example"})
+            rebound = await client.post("http://evil.example:8765/api/relocate/c-1",
+                                        json={"to": None})
     assert refused.status_code == 404
     assert moved.status_code == 200
     assert moved.json()["node"] == "node-b"
     assert asked == [("c-1", "world", "node-b")]
     assert missing.status_code == 404
     assert bad.status_code == 400
+    assert (form.status_code, other_site.status_code, rebound.status_code) == (415, 403, 403)
+    assert "another site" in other_site.json()["error"]["message"]
+    assert "not 'evil.example'" in rebound.json()["error"]["message"]
+    assert asked == [("c-1", "world", "node-b")]  # none of them reached the action
 
 
 def test_shown_url_hides_a_password():

@@ -40,6 +40,13 @@ Routes (every JSON answer is one object; every error is ``{"error": {"status",
   (:func:`statecharts.trace.read_trace`, :func:`~statecharts.trace.check_trace`): the
   answer is the same object, or 400 naming the line or step that is wrong (at most
   :data:`MAX_TRACE_BYTES`, else 413).
+- ``POST /api/relocate/{id}`` with ``{"to": NODE_ID or null}`` -- the page's Relocate
+  button, when the app was built with a ``relocate`` action (else 404): 200 and
+  ``zlink-trio relocate --json``'s object when committed, 409 and that object when
+  refused or aborted. The only route that changes anything, so it answers only a JSON
+  request from the page's own origin at an IP address or ``localhost`` (403 / 415
+  otherwise): another site the operator's browser visits cannot trigger it.
+- Any other path or method: 404 / 405 as an error object.
 
 Every store read is bounded by ``timeout``: a slow store answers 504, an unavailable one
 503, another refusal 502, and an unexpected failure 500 with its type and message -- the
@@ -48,6 +55,7 @@ server keeps serving and the page shows the error in a banner until a poll succe
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -229,6 +237,7 @@ class _Dashboard:
         if self.relocate is None:
             raise _Refused(404, "this dashboard does not relocate (it was built without a "
                                 "Relocate action)")
+        _same_site(request)
         spot_id = str(request.path_params["spot_id"])
         try:
             body = json.loads(await request.body() or b"{}")
@@ -288,6 +297,31 @@ class _Dashboard:
                                 "; pick the chart the trace followed")
         return JSONResponse({"chart": chart.__name__,
                              "records": [record.to_json() for record in mine]})
+
+
+def _same_site(request: Request) -> None:
+    """Refuse a request that could come from another site the operator's browser visits:
+    the one action that changes something must be JSON (a cross-site form or a simple
+    ``fetch`` cannot send that without a CORS preflight, which this app never grants),
+    from this page's own origin when the browser names one, and addressed to an IP
+    address or ``localhost`` (a DNS name could be rebound to this address)."""
+    media = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media != "application/json":
+        raise _Refused(415, "send the request as application/json: "
+                            '{"to": NODE_ID or null}')
+    host = request.headers.get("host", "")
+    origin = request.headers.get("origin")
+    if origin is not None and urlsplit(origin).netloc != host:
+        raise _Refused(403, f"refused a request from another site ({origin}); use the "
+                            "dashboard's own page")
+    name = urlsplit(f"//{host}").hostname or ""
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        if name != "localhost":
+            raise _Refused(403, f"the Relocate action answers only at an IP address or "
+                                f"localhost, not {name!r}; open the URL the command "
+                                "printed") from None
 
 
 def _chart(request: Request) -> type[StrictChart]:
