@@ -8,6 +8,8 @@ Modules, one concept each:
 - ``charts``        -- ``zlink-trio statecharts``: list the charts, render one (md / svg), trace
 - ``nodes``         -- ``zlink-trio nodes``: the live nodes, their leases and Spot counts
 - ``operators``     -- ``zlink-trio relocate`` / ``drain``: through a client-only node
+- ``dashboard``     -- ``zlink-trio dashboard``: the command serving the live web page
+- ``dashboard_app`` -- its Starlette app: the page (``dashboard_page/``) and the JSON it polls
 - ``store_command`` -- what store subcommands share: opening a store, one line per error, formats
 - ``__main__``      -- ``python -m zlink_trio.cli``
 

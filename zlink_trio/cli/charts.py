@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
     from statecharts import StrictChart
 
-__all__ = ("add_parser", "chart_named", "run")
+__all__ = ("add_parser", "chart_named", "chart_rows", "run")
 
 _FORMATS = ("md", "svg", "dot")
 
@@ -158,14 +158,22 @@ def _trace(chart: type[StrictChart], path: Path) -> list[TraceRecord]:
     return mine
 
 
-def _listing(as_json: bool) -> str:
-    rows = []
+def chart_rows() -> list[dict[str, object]]:
+    """Every chart of ``ALL_CHARTS`` as the listing shows it: ``{"name"`` (what
+    :func:`chart_named` takes), ``"chart"`` (the class name), ``"states"``,
+    ``"transitions"``, ``"summary"}``."""
+    rows: list[dict[str, object]] = []
     for chart in ALL_CHARTS:
         table = compile(chart)
         summary = (sys.modules[chart.__module__].__doc__ or "").strip().split("\n")[0]
         rows.append({"name": _key(chart), "chart": chart.__name__,
                      "states": len(table.states), "transitions": len(table.transitions),
                      "summary": summary})
+    return rows
+
+
+def _listing(as_json: bool) -> str:
+    rows = chart_rows()
     if as_json:
         return json.dumps({"charts": rows}, indent=2) + "\n"
     width = max(len(str(row["name"])) for row in rows)

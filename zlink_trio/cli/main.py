@@ -18,7 +18,9 @@ An argparse parser with one subcommand each:
   (``--all``: also the dead lifecycles that still own Spots);
 - ``relocate``, ``drain`` and ``undrain`` (:mod:`.operators`) act on running nodes
   through a client-only node that joins the Mesh;
-- ``statecharts`` (:mod:`.charts`) lists the lifecycle charts or renders one.
+- ``statecharts`` (:mod:`.charts`) lists the lifecycle charts or renders one;
+- ``dashboard`` (:mod:`.dashboard`) serves a live web page of the nodes, moves, Spots
+  and charts until Ctrl-C (the optional extra ``dashboard``).
 
 Exit status: ``0`` success, ``1`` refused / Missing / not (all) moved / store or node
 unavailable (the message says why and what to do), ``2`` usage error. Typed zlink_trio
@@ -34,7 +36,7 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
-from zlink_trio.cli import charts, inspect, nodes, operators, release
+from zlink_trio.cli import charts, dashboard, inspect, nodes, operators, release
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -42,7 +44,8 @@ if TYPE_CHECKING:
 __all__ = ("build_parser", "main")
 
 #: The subcommands argparse parses (besides the forwarded ones).
-_COMMANDS = ("inspect", "release", "nodes", "relocate", "drain", "undrain", "statecharts")
+_COMMANDS = ("inspect", "release", "nodes", "relocate", "drain", "undrain", "statecharts",
+             "dashboard")
 
 #: Subcommands that own their arguments: name -> (the module run as a program, help).
 _FORWARDED: dict[str, tuple[str, str]] = {
@@ -80,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     nodes.add_parser(commands)
     operators.add_parsers(commands)
     charts.add_parser(commands)
+    dashboard.add_parser(commands)
     return parser
 
 

@@ -65,12 +65,14 @@ from zlink_trio.store import MAX_PAGE_SIZE
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable
 
     from zlink_trio.core.descriptor import NodeClaim
-    from zlink_trio.core.records import OwnerFence
+    from zlink_trio.core.records import AuthorityRecord, OwnerFence
     from zlink_trio.store import Store
 
-__all__ = ("add_parser", "count_spots", "run")
+__all__ = ("DeadLifecycle", "Survey", "add_parser", "count_spots", "dead_lifecycles", "node_json",
+           "run", "survey")
 
 _DEFAULT_MAX_RECORDS = 100_000
 _COLUMNS = ("NODE ID", "MESH", "LIFECYCLE", "ENDPOINT", "ROLES", "LEASE LEFT", "PLACEMENT",
@@ -111,8 +113,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 async def count_spots(store: Store, max_records: int, timeout: float,  # noqa: ASYNC109
+                      visit: Callable[[AuthorityRecord], object] | None = None,
                       ) -> tuple[dict[OwnerFence, Counter[str]], int, bool]:
-    """Non-Entry records per owner lifecycle, by state: (counts, records read, complete)."""
+    """Non-Entry records per owner lifecycle, by state: (counts, records read, complete).
+
+    Reads at most ``max_records`` records, each page bounded by ``timeout``
+    (:class:`trio.TooSlowError`); ``visit`` is called with every record read, Entry
+    claims included, in Spot ID order.
+    """
     counts: dict[OwnerFence, Counter[str]] = {}
     read, cursor = 0, None
     while read < max_records:
@@ -121,12 +129,53 @@ async def count_spots(store: Store, max_records: int, timeout: float,  # noqa: A
                 page_size=min(MAX_PAGE_SIZE, max_records - read), cursor=cursor)
         read += len(page.records)
         for record in page.records:
+            if visit is not None:
+                visit(record)
             if record.kind is not SpotKind.ENTRY:
                 counts.setdefault(record.owner, Counter())[record.state.value] += 1
         cursor = page.next_cursor
         if cursor is None:
             return counts, read, True
     return counts, read, False
+
+
+@attrs.frozen
+class Survey:
+    """What one :func:`survey` read: the live nodes, the Spot counts, the dead owners."""
+
+    #: Wall-clock time the claims were read at.
+    now: float
+    #: The live claims, by Mesh, NodeId and lifecycle.
+    claims: list[NodeClaim]
+    #: The dead lifecycles that still own records (empty unless asked for).
+    dead: list[DeadLifecycle]
+    #: Non-Entry records per owner lifecycle, by state (:func:`count_spots`).
+    counts: dict[OwnerFence, Counter[str]]
+    #: Records the walk read, and whether it read them all (else counts are lower bounds).
+    read: int
+    complete: bool
+
+
+async def survey(store: Store, *, store_url: str, mesh: str | None, max_records: int,
+                 timeout: float, dead: bool,  # noqa: ASYNC109
+                 visit: Callable[[AuthorityRecord], object] | None = None,
+                 now: float | None = None) -> Survey:
+    """Read what ``zlink-trio nodes`` shows: the live claims of ``mesh`` (``None``: every
+    Mesh), the Spot counts of a walk of at most ``max_records`` records (``visit`` sees
+    each record, as in :func:`count_spots`) and, when ``dead``, the dead lifecycles
+    still owning records (release commands name ``store_url``). Each store read is
+    bounded by ``timeout`` (:class:`trio.TooSlowError`); store errors propagate. Leases
+    are judged at ``now`` (default: wall-clock time, as nodes on shared stores stamp
+    them)."""
+    now = wall_time() if now is None else now
+    with trio.fail_after(timeout):
+        claims = await store.location.descriptors(mesh, now=now)
+        dead_claims = await store.location.dead_claims(mesh, now=now) if dead else []
+    counts, read, complete = await count_spots(store, max_records, timeout, visit)
+    claims.sort(key=lambda c: (c.descriptor.mesh, c.descriptor.node_id, c.lifecycle_generation))
+    found = (dead_lifecycles(store_url, mesh, claims, dead_claims, counts, complete)
+             if dead else [])
+    return Survey(now, claims, found, counts, read, complete)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -140,19 +189,14 @@ def run(args: argparse.Namespace) -> int:
             except InvalidOperation as error:
                 raise UsageError(error.message) from None
         async with open_cli_store(args.store) as store:
-            now = wall_time()
-            with trio.fail_after(args.timeout):
-                claims = await store.location.descriptors(args.mesh, now=now)
-                dead_claims = (await store.location.dead_claims(args.mesh, now=now)
-                               if args.all else [])
-            counts, read, complete = await count_spots(store, args.max_records, args.timeout)
-        claims.sort(key=lambda c: (c.descriptor.mesh, c.descriptor.node_id,
-                                   c.lifecycle_generation))
-        dead = (_dead_lifecycles(args, claims, dead_claims, counts, complete)
-                if args.all else [])
+            found = await survey(store, store_url=args.store, mesh=args.mesh,
+                                 max_records=args.max_records, timeout=args.timeout,
+                                 dead=args.all)
+        claims, dead, counts, now = found.claims, found.dead, found.counts, found.now
+        read, complete = found.read, found.complete
         if args.json:
             shown: dict[str, object] = {
-                "nodes": [_node_json(c, counts, now) for c in claims]}
+                "nodes": [node_json(c, counts, now) for c in claims]}
             if args.all:
                 shown["deadLifecycles"] = [d.to_json() for d in dead]
             print(json.dumps({**shown, "spotsComplete": complete, "recordsRead": read},
@@ -175,8 +219,10 @@ def _roles(claim: NodeClaim) -> str:
                                             (Role.OBJECT_CLIENT, "client")) if role in roles)
 
 
-def _node_json(claim: NodeClaim, counts: dict[OwnerFence, Counter[str]],
-               now: float) -> dict[str, object]:
+def node_json(claim: NodeClaim, counts: dict[OwnerFence, Counter[str]],
+              now: float) -> dict[str, object]:
+    """One live node as ``--json`` shows it (module docstring: a NODE), its Spots from
+    ``counts`` (:func:`count_spots`) and its lease left at ``now``."""
     by_state = counts.get(claim.owner(), Counter())
     return {**claim.descriptor.to_json(), "lifecycleGeneration": claim.lifecycle_generation,
             "leaseExpiresAt": iso(claim.lease_expires_at),
@@ -213,7 +259,7 @@ def _print_rows(rows: list[tuple[str, ...]], right: frozenset[int], out: TextIO)
 
 
 @attrs.frozen
-class _Dead:
+class DeadLifecycle:
     """A dead lifecycle that still owns records; ``claim`` is ``None`` when none names it."""
 
     owner: OwnerFence
@@ -224,6 +270,7 @@ class _Dead:
 
     def to_json(self) -> dict[str, object]:
         claim = self.claim
+        """As ``--json`` shows it (module docstring: a DEAD)."""
         return {"nodeId": None if claim is None else claim.descriptor.node_id,
                 "nodeRid": str(self.owner.node_rid),
                 "mesh": None if claim is None else claim.descriptor.mesh,
@@ -234,42 +281,45 @@ class _Dead:
                 "release": self.release}
 
 
-def _dead_lifecycles(args: argparse.Namespace, live: list[NodeClaim],
-                     dead_claims: list[NodeClaim], counts: dict[OwnerFence, Counter[str]],
-                     complete: bool) -> list[_Dead]:
+def dead_lifecycles(store_url: str, mesh: str | None, live: list[NodeClaim],
+                    dead_claims: list[NodeClaim], counts: dict[OwnerFence, Counter[str]],
+                    complete: bool) -> list[DeadLifecycle]:
     """The owners the walk counted that hold no live claim, each with its claim if one is
-    left and what releases its records; a dead claim the walk counted nothing for is
-    listed only when the walk stopped early (it may own records past it)."""
+    left and what releases its records (commands naming ``store_url``); a dead claim the
+    walk counted nothing for is listed only when the walk stopped early (it may own
+    records past it). ``mesh``: the Mesh ``live`` and ``dead_claims`` were read for, or
+    ``None`` for every Mesh."""
     live_owners = {claim.owner() for claim in live}
     live_ids = {claim.descriptor.node_id: claim for claim in live}
     by_owner = {claim.owner(): claim for claim in dead_claims}
-    found: list[_Dead] = []
+    found: list[DeadLifecycle] = []
     for owner in (set(counts) | set(by_owner)) - live_owners:
         claim = by_owner.get(owner)
         by_state = counts.get(owner, Counter())
-        if (not by_state and complete) or (claim is None and args.mesh is not None):
+        if (not by_state and complete) or (claim is None and mesh is not None):
             continue  # owns nothing; or no claim tells its Mesh (a live one of another?)
-        found.append(_Dead(owner, claim, by_state, _release_hint(args, claim, live_ids)))
+        found.append(DeadLifecycle(owner, claim, by_state,
+                                   _release_hint(store_url, claim, live_ids)))
     found.sort(key=lambda d: ("" if d.claim is None else d.claim.descriptor.node_id,
                               d.owner.lifecycle_generation, d.owner.node_rid.value))
     return found
 
 
-def _release_hint(args: argparse.Namespace, claim: NodeClaim | None,
+def _release_hint(store_url: str, claim: NodeClaim | None,
                   live_ids: dict[str, NodeClaim]) -> str:
     if claim is None:
         return (f"no claim names its NodeId: release each Spot with zlink-trio release "
-                f"(zlink-trio inspect --store {shlex.quote(args.store)} SPOT_ID prints it)")
+                f"(zlink-trio inspect --store {shlex.quote(store_url)} SPOT_ID prints it)")
     node_id = claim.descriptor.node_id
     running = live_ids.get(node_id)
     if running is not None:
         return (f"NodeId {node_id!r} runs again (lifecycle {running.lifecycle_generation}): "
                 "its next start releases them, or stop it and run "
-                f"{release_node_command(args.store, node_id)}")
-    return release_node_command(args.store, node_id)
+                f"{release_node_command(store_url, node_id)}")
+    return release_node_command(store_url, node_id)
 
 
-def _print_dead(dead: list[_Dead], complete: bool, out: TextIO) -> None:
+def _print_dead(dead: list[DeadLifecycle], complete: bool, out: TextIO) -> None:
     if not dead:
         print("no dead lifecycle owns Spots", file=out)
         return

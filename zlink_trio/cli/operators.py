@@ -71,7 +71,7 @@ if TYPE_CHECKING:
 
     from zlink_trio.core.identity import NodeRid
 
-__all__ = ("SECRET_ENV", "add_parsers", "read_secret")
+__all__ = ("SECRET_ENV", "add_parsers", "client_node", "read_secret", "result_json")
 
 #: The environment variable holding the Mesh secret.
 SECRET_ENV = "ZLINK_SECRET"
@@ -155,8 +155,13 @@ def _check(args: argparse.Namespace) -> None:
 
 
 @asynccontextmanager
-async def _client_node(args: argparse.Namespace) -> AsyncIterator[zl.Node]:
-    """This command's client-only node, joined to the Mesh for the ``async with``."""
+async def client_node(args: argparse.Namespace) -> AsyncIterator[zl.Node]:
+    """A command's client-only node, joined to the Mesh for the ``async with``.
+
+    ``args`` carries ``store``, ``mesh``, ``secret_file``, ``ca_file``, ``listen``,
+    ``node_id`` (``None``: a fresh ``zlink-trio-<8 hex>``) and ``timeout``, as the
+    options of these commands give them (module docstring); a bad secret, CA file or
+    store URL is a :class:`~zlink_trio.cli.store_command.UsageError`."""
     from zlink_trio.cli.store_command import open_cli_store
 
     secret = read_secret(args.secret_file)
@@ -179,7 +184,7 @@ def _client_tls(ca_file: Path | None) -> ssl.SSLContext:
                          f"{getattr(error, 'strerror', None) or error}") from None
 
 
-def _result_json(result: zl.RelocationResult, names: dict[NodeRid, str]) -> dict[str, object]:
+def result_json(result: zl.RelocationResult, names: dict[NodeRid, str]) -> dict[str, object]:
     """One relocation for ``--json``: ``node`` is the owner's NodeId when ``names`` has it."""
     return {"spotId": result.ref.spot_id, "outcome": result.outcome.value,
             "ref": result.ref.to_json(), "reason": result.reason,
@@ -210,12 +215,12 @@ def run_relocate(args: argparse.Namespace) -> int:
 
     async def body() -> int:
         _check(args)
-        async with _client_node(args) as node:
+        async with client_node(args) as node:
             result = await node.ask_relocate(args.spot_id, to=args.to, timeout=args.timeout)
             names = (await _node_ids(args)
                      if result.outcome is zl.RelocationOutcome.COMMITTED else {})
         if args.json:
-            print(json.dumps(_result_json(result, names)), file=out)
+            print(json.dumps(result_json(result, names)), file=out)
         elif result.outcome is zl.RelocationOutcome.COMMITTED:
             print(f"relocated {args.spot_id!r} to node {_name(result, names)}, generation "
                   f"{result.ref.generation}", file=out)
@@ -234,14 +239,14 @@ def run_drain(args: argparse.Namespace) -> int:
 
     async def body() -> int:
         _check(args)
-        async with _client_node(args) as node:
+        async with client_node(args) as node:
             result = await node.ask_drain(args.node, timeout=args.timeout)
             names = await _node_ids(args) if result.moved else {}
         complete = not result.not_moved and not result.unlisted
         if args.json:
             print(json.dumps({"nodeId": args.node,
-                              "moved": [_result_json(r, names) for r in result.moved],
-                              "notMoved": [_result_json(r, names) for r in result.not_moved],
+                              "moved": [result_json(r, names) for r in result.moved],
+                              "notMoved": [result_json(r, names) for r in result.not_moved],
                               "unlisted": result.unlisted}, indent=2), file=out)
             return EXIT_OK if complete else EXIT_REFUSED
         for moved in result.moved:
@@ -265,7 +270,7 @@ def run_undrain(args: argparse.Namespace) -> int:
 
     async def body() -> int:
         _check(args)
-        async with _client_node(args) as node:
+        async with client_node(args) as node:
             await node.ask_undrain(args.node, timeout=args.timeout)
         if args.json:
             print(json.dumps({"nodeId": args.node, "acceptsPlacements": True}), file=out)
