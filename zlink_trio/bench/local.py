@@ -32,6 +32,7 @@ import attrs
 import trio
 
 import zlink_trio as zl
+from zlink_trio.bench.output import merge_figures
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -192,15 +193,8 @@ async def measure_local(*, requests: int, idle: int) -> dict[str, object]:
             raw_par = max(raw_par, await _raw_channel_rate(requests, IN_FLIGHT))
             spot_par = max(spot_par, await _spot_rate(node, requests, IN_FLIGHT))
         # Right beside it (same heap, same moment), so the ratio compares like with like.
-        unavailable: dict[str, object] = {}
-        for beside in (await _with_metrics(requests, spot_seq),
-                       await _with_tracing(requests, spot_seq)):
-            reasons = beside.pop("unavailable", None)
-            if isinstance(reasons, dict):
-                unavailable.update(reasons)
-            figures.update(beside)
-        if unavailable:
-            figures["unavailable"] = unavailable
+        merge_figures(figures, await _with_metrics(requests, spot_seq))
+        merge_figures(figures, await _with_tracing(requests, spot_seq))
         figures["raw_channel_round_trips_per_s"] = round(raw_seq)
         figures["local_requests_per_s"] = round(spot_seq)
         figures["local_request_ratio"] = round(spot_seq / raw_seq, 3)

@@ -50,7 +50,7 @@ from zlink_trio.bench.cold import measure_backends
 from zlink_trio.bench.footprint import measure_footprint
 from zlink_trio.bench.growth import SIZES, measure_growth_process
 from zlink_trio.bench.local import measure_local
-from zlink_trio.bench.output import print_figures
+from zlink_trio.bench.output import merge_figures, print_figures
 from zlink_trio.bench.relocation import measure_relocation
 from zlink_trio.bench.reminders import measure_reminders
 from zlink_trio.bench.remote import measure_remote
@@ -61,18 +61,6 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = ("main", "run")
-
-
-def _merge(figures: dict[str, object], more: dict[str, object]) -> None:
-    """Add ``more`` to ``figures``; their ``unavailable`` reasons go into one dict, last."""
-    reasons: dict[str, object] = {}
-    for part in (figures, more):
-        found = part.pop("unavailable", None)
-        if isinstance(found, dict):
-            reasons.update(found)
-    figures.update(more)
-    if reasons:
-        figures["unavailable"] = reasons
 
 
 async def run(*, requests: int = 20_000, cold: int = 2_000, idle: int = 2_000,
@@ -100,28 +88,29 @@ async def run(*, requests: int = 20_000, cold: int = 2_000, idle: int = 2_000,
     """
     figures = await measure_local(requests=requests, idle=idle)
     gc.collect()
-    _merge(figures, await measure_footprint(idle_rss))
-    _merge(figures, await measure_backends(backends, cold=cold, txn=txn, redis_url=redis_url,
-                                           cluster_url=cluster_url))
+    merge_figures(figures, await measure_footprint(idle_rss))
+    merge_figures(figures, await measure_backends(backends, cold=cold, txn=txn,
+                                                  redis_url=redis_url, cluster_url=cluster_url))
     if reminders:
         gc.collect()
-        _merge(figures, await measure_reminders(backends, count=reminders,
-                                                redis_url=redis_url, cluster_url=cluster_url))
+        merge_figures(figures, await measure_reminders(
+            backends, count=reminders, redis_url=redis_url, cluster_url=cluster_url))
     if remote:
         gc.collect()
-        _merge(figures, await measure_remote(quick=quick))
+        merge_figures(figures, await measure_remote(quick=quick))
     if relocation:
         gc.collect()
-        _merge(figures, await measure_relocation(backends, moves=moves, redis_url=redis_url,
-                                                 quick=quick))
+        merge_figures(figures, await measure_relocation(backends, moves=moves,
+                                                        redis_url=redis_url, quick=quick))
     shared = [b for b in backends if b in SHARED]
     if scale and shared:
         gc.collect()
-        _merge(figures, await measure_scale(
+        merge_figures(figures, await measure_scale(
             shared, processes=(1, 2) if quick else PROCESSES,
             per_process=200 if quick else PER_PROCESS, redis_url=redis_url))
     if growth:
-        _merge(figures, await measure_growth_process((2_000, 10_000) if quick else SIZES))
+        merge_figures(figures,
+                      await measure_growth_process((2_000, 10_000) if quick else SIZES))
     return figures
 
 

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from zlink_trio.cli.nodes import DEFAULT_MAX_RECORDS, record_count
 from zlink_trio.cli.operators import SECRET_ENV, client_node, result_json
 from zlink_trio.cli.store_command import (
     EXIT_OK,
@@ -76,7 +77,6 @@ __all__ = ("DEFAULT_LISTEN", "add_parser", "relocator", "run")
 
 #: Where the page is served unless ``--listen`` says otherwise.
 DEFAULT_LISTEN = "127.0.0.1:8765"
-_DEFAULT_MAX_RECORDS = 100_000
 _INSTALL = "pip install 'zlink-trio[dashboard]'"
 
 
@@ -89,15 +89,6 @@ def _seconds(text: str) -> float:
 
 _seconds.__name__ = "seconds (0.1 .. 3600)"
 
-
-def _count(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise ValueError(text)
-    return value
-
-
-_count.__name__ = "record count (>= 0)"
 
 
 def _listen(text: str) -> str:
@@ -128,10 +119,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                              "free port, printed)")
     parser.add_argument("--refresh", type=_seconds, default=1.0, metavar="SECONDS",
                         help="how often the page polls (default 1)")
-    parser.add_argument("--max-records", type=_count, default=_DEFAULT_MAX_RECORDS,
+    parser.add_argument("--max-records", type=record_count, default=DEFAULT_MAX_RECORDS,
                         metavar="N", help="read at most N authority records per refresh to "
                                           f"count Spots and find moves (default "
-                                          f"{_DEFAULT_MAX_RECORDS:,})")
+                                          f"{DEFAULT_MAX_RECORDS:,})")
     parser.add_argument("--trace", type=Path, metavar="FILE",
                         help="a JSON-lines chart trace (statecharts.trace) to replay in the "
                              "page")

@@ -209,8 +209,9 @@ class _Dashboard:
         return JSONResponse({key: shown[key] for key in
                              ("moves", "spotsComplete", "recordsRead")})
 
-    async def spot(self, request: Request) -> Response:
-        spot_id = str(request.path_params["spot_id"])
+    async def _record(self, spot_id: str, if_missing: str) -> AuthorityRecord:
+        """The record of ``spot_id``: 400 for an ID that is not one, 404 (``if_missing``
+        says what that means) when the store has none."""
         try:
             validate_spot_id(spot_id)
         except InvalidOperation as error:
@@ -218,8 +219,13 @@ class _Dashboard:
         with trio.fail_after(self.timeout):
             record = await self.store.location.find(spot_id)
         if record is None:
-            raise _Refused(404, f"{spot_id!r} is Missing: the store has no authority record "
-                                "for it (check the ID)")
+            raise _Refused(404, f"{spot_id!r} is Missing: {if_missing}")
+        return record
+
+    async def spot(self, request: Request) -> Response:
+        spot_id = str(request.path_params["spot_id"])
+        record = await self._record(spot_id, "the store has no authority record for it "
+                                             "(check the ID)")
         now = self.clock()
         with trio.fail_after(self.timeout):
             lease = await owner_lease(self.store, record, now)
@@ -246,14 +252,7 @@ class _Dashboard:
         to = body.get("to") if isinstance(body, dict) else None
         if not isinstance(body, dict) or not (to is None or isinstance(to, str)):
             raise _Refused(400, 'the body is {"to": NODE_ID or null}')
-        try:
-            validate_spot_id(spot_id)
-        except InvalidOperation as error:
-            raise _Refused(400, f"not a Spot ID: {error.message}") from None
-        with trio.fail_after(self.timeout):
-            record = await self.store.location.find(spot_id)
-        if record is None:
-            raise _Refused(404, f"{spot_id!r} is Missing: there is nothing to relocate")
+        record = await self._record(spot_id, "there is nothing to relocate")
         try:
             shown = await self.relocate(spot_id, record.mesh, to or None)
         except UsageError as error:

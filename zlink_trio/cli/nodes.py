@@ -71,10 +71,11 @@ if TYPE_CHECKING:
     from zlink_trio.core.records import AuthorityRecord, OwnerFence
     from zlink_trio.store import Store
 
-__all__ = ("DeadLifecycle", "Survey", "add_parser", "count_spots", "dead_lifecycles", "node_json",
-           "run", "survey")
+__all__ = ("DEFAULT_MAX_RECORDS", "DeadLifecycle", "Survey", "add_parser", "count_spots",
+           "dead_lifecycles", "node_json", "record_count", "run", "survey")
 
-_DEFAULT_MAX_RECORDS = 100_000
+#: How many authority records a walk reads at most unless ``--max-records`` says.
+DEFAULT_MAX_RECORDS = 100_000
 _COLUMNS = ("NODE ID", "MESH", "LIFECYCLE", "ENDPOINT", "ROLES", "LEASE LEFT", "PLACEMENT",
             "SPOTS")
 _RIGHT = frozenset({2, 5, 7})
@@ -82,14 +83,15 @@ _DEAD_COLUMNS = ("NODE ID", "MESH", "LIFECYCLE", "LEASE ENDED", "SPOTS", "TO REL
 _DEAD_RIGHT = frozenset({2, 4})
 
 
-def _count(text: str) -> int:
+def record_count(text: str) -> int:
+    """``--max-records``'s argparse type: a count of records, 0 or more."""
     value = int(text)
     if value < 0:
         raise ValueError(text)
     return value
 
 
-_count.__name__ = "record count (>= 0)"
+record_count.__name__ = "record count (>= 0)"
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -102,9 +104,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "Read-only. Exit 0, 1 store unavailable, 2 usage error.")
     add_store_arguments(parser)
     parser.add_argument("--mesh", metavar="MESH", help="only this Mesh's nodes")
-    parser.add_argument("--max-records", type=_count, default=_DEFAULT_MAX_RECORDS,
+    parser.add_argument("--max-records", type=record_count, default=DEFAULT_MAX_RECORDS,
                         metavar="N", help="read at most N authority records to count Spots "
-                                          f"(default {_DEFAULT_MAX_RECORDS:,}; 0: no counts)")
+                                          f"(default {DEFAULT_MAX_RECORDS:,}; 0: no counts)")
     parser.add_argument("--all", action="store_true",
                         help="also list the dead lifecycles that still own Spots, with the "
                              "command that releases them")
