@@ -10,6 +10,8 @@ Modules, one concept each:
 - ``operators``     -- ``zlink-trio relocate`` / ``drain``: through a client-only node
 - ``dashboard``     -- ``zlink-trio dashboard``: the command serving the live web page
 - ``dashboard_app`` -- its Starlette app: the page (``dashboard_page/``) and the JSON it polls
+- ``doctor``        -- ``zlink-trio doctor``: is a store fit for nodes (reachable, schema,
+                       clock, durability)
 - ``store_command`` -- what store subcommands share: opening a store, one line per error, formats
 - ``__main__``      -- ``python -m zlink_trio.cli``
 

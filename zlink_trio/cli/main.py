@@ -36,7 +36,7 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
-from zlink_trio.cli import charts, dashboard, inspect, nodes, operators, release
+from zlink_trio.cli import charts, dashboard, doctor, inspect, nodes, operators, release
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -45,7 +45,7 @@ __all__ = ("build_parser", "main")
 
 #: The subcommands argparse parses (besides the forwarded ones).
 _COMMANDS = ("inspect", "release", "nodes", "relocate", "drain", "undrain", "statecharts",
-             "dashboard")
+             "dashboard", "doctor")
 
 #: Subcommands that own their arguments: name -> (the module run as a program, help).
 _FORWARDED: dict[str, tuple[str, str]] = {
@@ -84,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     operators.add_parsers(commands)
     charts.add_parser(commands)
     dashboard.add_parser(commands)
+    doctor.add_parser(commands)
     return parser
 
 

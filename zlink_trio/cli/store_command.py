@@ -67,6 +67,7 @@ __all__ = (
     "HEADER",
     "UsageError",
     "add_store_arguments",
+    "check_url",
     "column_widths",
     "iso",
     "name_owner",
@@ -113,7 +114,8 @@ def add_store_arguments(parser: argparse.ArgumentParser) -> None:
                         help="bound on each store call (default 30)")
 
 
-def _check_url(url: str) -> None:
+def check_url(url: str) -> None:
+    """Refuse (UsageError) a URL no command can use: ``memory://``, a missing SQLite file."""
     scheme = url.partition("://")[0].lower() if "://" in url else ""
     if scheme == "memory":
         raise UsageError(
@@ -133,7 +135,7 @@ def _check_url(url: str) -> None:
 @asynccontextmanager
 async def open_cli_store(url: str) -> AsyncIterator[Store]:
     """Open ``url`` for a command, after refusing URLs no command can use."""
-    _check_url(url)
+    check_url(url)
     async with open_store(url) as store:
         yield store
 
