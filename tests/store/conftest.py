@@ -14,12 +14,13 @@ through ``store_helpers.issued``, which on the cluster reads every bucket's coun
 from __future__ import annotations
 
 import pytest
+from postgres_helpers import postgres_test_store
 from redis_helpers import cluster_test_store, redis_test_store
 
 from zlink_trio.store import open_store
 
 BACKENDS = ["memory://", "sqlite://?dispatch=inline", "sqlite://?dispatch=thread", "redis",
-            "redis-cluster"]
+            "redis-cluster", "postgresql"]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -33,6 +34,10 @@ async def store(request, tmp_path):
         return
     if url == "redis-cluster":  # ZLINK_TEST_REDIS_CLUSTER (redis_helpers), 1024 buckets
         async with cluster_test_store() as opened:
+            yield opened
+        return
+    if url == "postgresql":  # ZLINK_TEST_POSTGRES, a fresh schema per test (postgres_helpers)
+        async with postgres_test_store() as opened:
             yield opened
         return
     async with open_store(url) as opened:

@@ -13,7 +13,8 @@ yielded as is and stays usable after the block.
 ``sqlite:///path.db`` opens the SQLite backend (``store/sqlite/``).
 ``redis://host:port/db`` opens the Redis backend (``store/redis/``),
 ``redis+cluster://host:port[,host:port...]`` the Redis Cluster backend
-(``store/redis_cluster/``).
+(``store/redis_cluster/``), ``postgresql://user@host:port/db`` (or ``postgres://``) the
+PostgreSQL backend (``store/postgres/``; the ``postgres`` extra).
 Any other scheme is refused with :class:`InvalidConfiguration` raised before
 anything is opened.
 
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
 __all__ = ("SCHEMES", "open_store")
 
 #: Every URL scheme ``open_store`` knows, available or not.
-SCHEMES: Final = ("memory", "sqlite", "redis", "redis+cluster")
+SCHEMES: Final = ("memory", "sqlite", "redis", "redis+cluster", "postgresql", "postgres")
 _PLANNED: Final = frozenset[str]()
 
 _shared: dict[str, tuple[MemoryStore, int]] = {}
@@ -96,6 +97,10 @@ def _check(url: str | MemoryStore) -> None:
         from zlink_trio.store.redis_cluster.store import parse_cluster_url
 
         parse_cluster_url(url)
+    elif scheme in ("postgresql", "postgres"):
+        from zlink_trio.store.postgres.schema import parse_url as parse_postgres_url
+
+        parse_postgres_url(url)
     else:
         _memory_name(url)
 
@@ -158,6 +163,16 @@ async def _open_one(url: str | MemoryStore) -> AsyncIterator[Store]:
 
         async with open_redis_cluster_store(url) as cluster_store:
             yield cluster_store
+        return
+    if scheme in ("postgresql", "postgres"):
+        try:
+            from zlink_trio.store.postgres import open_postgres_store
+        except ImportError as error:
+            raise InvalidConfiguration(
+                f"store URL {url!r}: the PostgreSQL backend needs psycopg 3 ({error}); "
+                "install zlink-trio[postgres]") from error
+        async with open_postgres_store(url) as postgres_store:
+            yield postgres_store
         return
     name = _memory_name(url)
     await trio.lowlevel.checkpoint()

@@ -36,11 +36,9 @@ from zlink_trio.store.sqlite.view import LocationView
 from zlink_trio.store.values import FirstRecordCleanup
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from zlink_trio.core.identity import SpotKind
     from zlink_trio.core.records import AuthorityRecord, OwnerFence, ReservationFence
-    from zlink_trio.store.sqlite.connection import SqliteConnection
+    from zlink_trio.store.sqlite.session import SqlDatabase, SqlSession
 
 __all__ = ("SqliteCombined",)
 
@@ -48,7 +46,7 @@ __all__ = ("SqliteCombined",)
 class SqliteCombined:
     """The combined transactions of a :class:`SqliteStore`; see the protocol."""
 
-    def __init__(self, db: SqliteConnection) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
         self._db = db
 
     async def reserve_with_root(self, spot_id: str, root: bytes, *, kind: SpotKind,
@@ -59,7 +57,7 @@ class SqliteCombined:
         receipt = receipt_of(raw)
         pointer = RecoveryPointer.from_receipt(receipt)
 
-        def body(conn: sqlite3.Connection) -> tuple[ReservationFence, RootReceipt]:
+        def body(conn: SqlSession) -> tuple[ReservationFence, RootReceipt]:
             view = LocationView(conn)
             fence = loc.txn_reserve(view.state, spot_id, kind=kind, stable_type=stable_type,
                                     mesh=mesh, owner=owner, now=now, recovery_pointer=pointer)
@@ -75,7 +73,7 @@ class SqliteCombined:
         key = rel.inbox_key(fence.spot_id, fence.object_generation)
         raw = rel.check_bytes(record, "inbox record")
 
-        def body(conn: sqlite3.Connection) -> tuple[AuthorityRecord, int]:
+        def body(conn: SqlSession) -> tuple[AuthorityRecord, int]:
             view = LocationView(conn, generation=False)  # CommitReady issues no generation
             before = view.state.records.get(fence.spot_id)
             ready = loc.txn_commit_ready(view.state, fence, now=now)
@@ -93,7 +91,7 @@ class SqliteCombined:
         check_finish_args(spot_id, object_generation, seq, expected_version, root)
         key = (spot_id, object_generation)
 
-        def body(conn: sqlite3.Connection) -> FirstRecordCleanup:
+        def body(conn: SqlSession) -> FirstRecordCleanup:
             # Every check first (RootIntegrityError first of all), then the writes.
             state = rel.RelocationState()
             data = load_root(conn, root.ref)

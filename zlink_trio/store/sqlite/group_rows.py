@@ -20,16 +20,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from zlink_trio.core.descriptor import NodeClaim
     from zlink_trio.core.identity import NodeRid
     from zlink_trio.store.rules.location import CapacityKey
+    from zlink_trio.store.sqlite.session import SqlSession
 
-__all__ = ("SEQUENCE", "GroupRows", "close_group", "group_of", "open_group", "write_capacity")
+__all__ = ("SEQUENCE", "UPSERT_SEQUENCE", "GroupRows", "close_group", "group_of", "open_group",
+           "write_capacity")
 
 #: The name of the ObjectGeneration sequence's row in ``loc_sequence``.
 SEQUENCE: Final = "object_generation"
+#: Writes the sequence's row: ``(SEQUENCE, last ObjectGeneration)``.
+UPSERT_SEQUENCE: Final = ("INSERT INTO loc_sequence VALUES (?, ?) ON CONFLICT (name) DO UPDATE "
+                          "SET value = excluded.value")
 _MISSING: Any = object()
 
 
@@ -88,41 +91,43 @@ class GroupRows:
         self.generation = value
         self.generation_dirty = True
 
-    def write(self, conn: sqlite3.Connection) -> None:
+    def write(self, conn: SqlSession) -> None:
         """Write the sequence and the capacity rows the group changed (before COMMIT)."""
         for key in self.dirty:
             pending, active = self.capacity[key]
             write_capacity(conn, key, pending, active)
         if self.generation_dirty:
-            conn.execute("INSERT OR REPLACE INTO loc_sequence VALUES (?, ?)",
+            conn.execute(UPSERT_SEQUENCE,
                          (SEQUENCE, self.generation))
 
 
 #: The group commit each connection is running, if any (set by ``connection``).
-_groups: dict[sqlite3.Connection, GroupRows] = {}
+_groups: dict[SqlSession, GroupRows] = {}
 
 
-def open_group(conn: sqlite3.Connection) -> GroupRows:
+def open_group(conn: SqlSession) -> GroupRows:
     """Start sharing rows between the transactions of a group on ``conn``."""
     rows = _groups[conn] = GroupRows()
     return rows
 
 
-def group_of(conn: sqlite3.Connection) -> GroupRows | None:
+def group_of(conn: SqlSession) -> GroupRows | None:
     """The rows of the group running on ``conn``, or ``None`` outside a group."""
     return _groups.get(conn) if _groups else None
 
 
-def close_group(conn: sqlite3.Connection) -> None:
+def close_group(conn: SqlSession) -> None:
     """The group on ``conn`` ended (committed or rolled back)."""
     _groups.pop(conn, None)
 
 
-def write_capacity(conn: sqlite3.Connection, key: CapacityKey, pending: int,
+def write_capacity(conn: SqlSession, key: CapacityKey, pending: int,
                    active: int) -> None:
     """Write one capacity row (deleted when both counters are zero)."""
     if pending or active:
-        conn.execute("INSERT OR REPLACE INTO loc_capacity VALUES (?, ?, ?, ?, ?)",
+        conn.execute("INSERT INTO loc_capacity VALUES (?, ?, ?, ?, ?) ON CONFLICT "
+                     "(mesh, node_rid, lifecycle) DO UPDATE SET pending = excluded.pending, "
+                     "active = excluded.active",
                      (key[0], str(key[1]), key[2], pending, active))
     else:
         conn.execute("DELETE FROM loc_capacity WHERE mesh = ? AND node_rid = ? AND "

@@ -42,7 +42,6 @@ from zlink_trio.store.sqlite.view import LocationView
 from zlink_trio.store.values import MAX_PAGE_SIZE, LocationStatistics, SavedState
 
 if TYPE_CHECKING:
-    import sqlite3
     from collections.abc import Callable, Sequence
 
     from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
@@ -56,7 +55,7 @@ if TYPE_CHECKING:
         ReservationFence,
         RootReceipt,
     )
-    from zlink_trio.store.sqlite.connection import SqliteConnection
+    from zlink_trio.store.sqlite.session import SqlDatabase, SqlSession
     from zlink_trio.store.values import Page, StoredReminder
 
 __all__ = ("SqliteLocationStore",)
@@ -64,7 +63,7 @@ __all__ = ("SqliteLocationStore",)
 T = TypeVar("T")
 
 
-def _node_claims(conn: sqlite3.Connection, node_id: str, *, live_at: float | None = None,
+def _node_claims(conn: SqlSession, node_id: str, *, live_at: float | None = None,
                  expired_at: float | None = None) -> list[NodeClaim]:
     """The claims of ``node_id``: live at ``live_at``, or expired at ``expired_at``."""
     if live_at is not None:
@@ -80,7 +79,7 @@ def _node_claims(conn: sqlite3.Connection, node_id: str, *, live_at: float | Non
 class SqliteLocationStore:
     """A :class:`~zlink_trio.store.LocationStore` on SQLite; see the protocol for contracts."""
 
-    def __init__(self, db: SqliteConnection) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
         self._db = db
 
     async def _txn(self, fn: Callable[[loc.LocationState], T], *,
@@ -90,7 +89,7 @@ class SqliteLocationStore:
         ``generation``: ``fn`` may issue an ObjectGeneration (NewClaim, Reserve), so
         the sequence row is read; every other transaction skips that statement.
         """
-        def body(conn: sqlite3.Connection) -> T:
+        def body(conn: SqlSession) -> T:
             view = LocationView(conn, generation=generation)
             result = fn(view.state)  # the oracle: checks everything, then writes the view
             view.flush()
@@ -104,7 +103,7 @@ class SqliteLocationStore:
         The live claims of the NodeId are read inside the same ``BEGIN IMMEDIATE``
         transaction, so two processes claiming one NodeId at once are serialized.
         """
-        def body(conn: sqlite3.Connection) -> NodeClaim:
+        def body(conn: SqlSession) -> NodeClaim:
             view = LocationView(conn, generation=True)
             live = _node_claims(conn, descriptor.node_id, live_at=now)
             result = claims.txn_new_claim(view.state, descriptor, now=now, lease=lease,
@@ -141,10 +140,10 @@ class SqliteLocationStore:
         """Live claims (one read); see ``LocationStore.descriptors``."""
         check_finite(now, "now")
 
-        def body(conn: sqlite3.Connection) -> list[NodeClaim]:
+        def body(conn: SqlSession) -> list[NodeClaim]:
             rows = conn.execute(
-                "SELECT body FROM loc_claims WHERE lease_expires_at > ? AND (? IS NULL OR "
-                "mesh = ?)", (now, mesh, mesh)).fetchall()
+                "SELECT body FROM loc_claims WHERE lease_expires_at > ? AND "
+                "(CAST(? AS TEXT) IS NULL OR mesh = ?)", (now, mesh, mesh)).fetchall()
             return claims.select_claims((decode_claim(r[0]) for r in rows), mesh, now=now,
                                         live=True)
         return await self._db.read(body)
@@ -153,17 +152,17 @@ class SqliteLocationStore:
         """Claims whose lease is over (one read); see ``LocationStore.dead_claims``."""
         check_finite(now, "now")
 
-        def body(conn: sqlite3.Connection) -> list[NodeClaim]:
+        def body(conn: SqlSession) -> list[NodeClaim]:
             rows = conn.execute(
-                "SELECT body FROM loc_claims WHERE lease_expires_at <= ? AND (? IS NULL OR "
-                "mesh = ?)", (now, mesh, mesh)).fetchall()
+                "SELECT body FROM loc_claims WHERE lease_expires_at <= ? AND "
+                "(CAST(? AS TEXT) IS NULL OR mesh = ?)", (now, mesh, mesh)).fetchall()
             return claims.select_claims((decode_claim(r[0]) for r in rows), mesh, now=now,
                                         live=False)
         return await self._db.read(body)
 
     async def find(self, spot_id: str) -> AuthorityRecord | None:
         """The record or ``None`` (one read); see ``LocationStore.find``."""
-        def body(conn: sqlite3.Connection) -> AuthorityRecord | None:
+        def body(conn: SqlSession) -> AuthorityRecord | None:
             row = conn.execute("SELECT body FROM loc_records WHERE spot_id = ?",
                                (spot_id,)).fetchone()
             return None if row is None else decode_record(row[0])
@@ -200,7 +199,7 @@ class SqliteLocationStore:
         """
         membership.txn_members(loc.LocationState(), container)  # the argument, before I/O
 
-        def body(conn: sqlite3.Connection) -> list[AuthorityRecord]:
+        def body(conn: SqlSession) -> list[AuthorityRecord]:
             rows = member_rows(conn, container)
             window = loc.LocationState(
                 records={i: decode_record(text) for i, text in rows.items()},
@@ -253,7 +252,7 @@ class SqliteLocationStore:
         """LoadState (one read); see ``StateSteps.load_state``."""
         validate_spot_id(spot_id)
 
-        def body(conn: sqlite3.Connection) -> SavedState | None:
+        def body(conn: SqlSession) -> SavedState | None:
             row = conn.execute("SELECT version, object_generation, data FROM loc_state "
                                "WHERE spot_id = ?", (spot_id,)).fetchone()
             return None if row is None else SavedState(
@@ -280,7 +279,7 @@ class SqliteLocationStore:
         """Reminders (one read of the Spot's rows); see ``ReminderSteps.reminders``."""
         rem.txn_reminders(loc.LocationState(), spot_id)  # the argument, before I/O
 
-        def body(conn: sqlite3.Connection) -> tuple[StoredReminder, ...]:
+        def body(conn: SqlSession) -> tuple[StoredReminder, ...]:
             rows = conn.execute(f"SELECT {REMINDER_COLUMNS} FROM loc_reminders "
                                 "WHERE spot_id = ?", (spot_id,)).fetchall()
             kept = tuple(sorted(map(decode_reminder, rows), key=lambda r: r.name))
@@ -304,7 +303,7 @@ class SqliteLocationStore:
         process frozen in that moment (SIGSTOP, a debugger) against every other process
         of the store.
         """
-        def attempt(conn: sqlite3.Connection, write: bool) -> list[StoredReminder]:
+        def attempt(conn: SqlSession, write: bool) -> list[StoredReminder]:
             view = LocationView(conn, generation=False)
 
             def due(wanted: tuple[int, ...]) -> list[tuple[str, str]]:
@@ -384,7 +383,7 @@ class SqliteLocationStore:
         check_int(page_size, "page_size", 1, MAX_PAGE_SIZE)
         after = loc.parse_cursor(cursor) or ""
 
-        def body(conn: sqlite3.Connection) -> Page:
+        def body(conn: SqlSession) -> Page:
             rows = conn.execute(
                 "SELECT spot_id, body FROM loc_records WHERE spot_id > ? ORDER BY spot_id "
                 "LIMIT ?", (after, page_size + 1)).fetchall()
@@ -395,7 +394,7 @@ class SqliteLocationStore:
 
     async def statistics(self) -> LocationStatistics:
         """A snapshot of counts (one read); see ``LocationStore.statistics``."""
-        def body(conn: sqlite3.Connection) -> LocationStatistics:
+        def body(conn: SqlSession) -> LocationStatistics:
             by_state = {s.value: 0 for s in AuthorityState}
             by_state.update(conn.execute(
                 "SELECT state, count(*) FROM loc_records GROUP BY state").fetchall())
@@ -420,7 +419,7 @@ class SqliteLocationStore:
         # The arguments are checked here, before any I/O (an empty window has no orphans).
         recovery.txn_orphans(loc.LocationState(), node_id, now=now, after=after, limit=limit)
 
-        def body(conn: sqlite3.Connection) -> list[AuthorityRecord]:
+        def body(conn: SqlSession) -> list[AuthorityRecord]:
             state = loc.LocationState()
             for row in conn.execute("SELECT body FROM loc_claims WHERE lease_expires_at <= ?",
                                     (now,)).fetchall():
@@ -452,7 +451,7 @@ class SqliteLocationStore:
         recovery.txn_dead_owned(loc.LocationState(), node_id, now=now, after=after,
                                 limit=limit)
 
-        def body(conn: sqlite3.Connection) -> list[AuthorityRecord]:
+        def body(conn: SqlSession) -> list[AuthorityRecord]:
             state = loc.LocationState()
             for claim in _node_claims(conn, node_id, expired_at=now):
                 state.claims[(claim.descriptor.mesh, claim.descriptor.node_rid)] = claim
@@ -477,7 +476,7 @@ class SqliteLocationStore:
         """RemoveDeadClaims (one transaction); see the protocol."""
         recovery.txn_remove_dead_claims(loc.LocationState(), node_id, now=now)
 
-        def body(conn: sqlite3.Connection) -> int:
+        def body(conn: SqlSession) -> int:
             view = LocationView(conn, generation=False)
             dead = _node_claims(conn, node_id, expired_at=now)
             result = recovery.txn_remove_dead_claims(view.state, node_id, now=now, claims=dead)

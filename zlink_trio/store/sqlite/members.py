@@ -25,24 +25,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    import sqlite3
+    from zlink_trio.store.sqlite.session import SqlSession
 
 __all__ = ("member_ids", "member_rows")
 
-#: The IDs of the rows naming ``?1`` (covering: each index holds the ID).
-_IDS: Final = ("SELECT spot_id FROM loc_records WHERE container = ?1 "
-               "UNION ALL SELECT spot_id FROM loc_records WHERE next_container = ?1")
-#: The IDs and bodies of the rows naming ``?1``.
-_ROWS: Final = ("SELECT spot_id, body FROM loc_records WHERE container = ?1 "
-                "UNION ALL SELECT spot_id, body FROM loc_records WHERE next_container = ?1")
+#: The IDs of the rows naming the container, given twice (covering: each index holds
+#: the ID).
+_IDS: Final = ("SELECT spot_id FROM loc_records WHERE container = ? "
+               "UNION ALL SELECT spot_id FROM loc_records WHERE next_container = ?")
+#: The IDs and bodies of the rows naming the container, given twice.
+_ROWS: Final = ("SELECT spot_id, body FROM loc_records WHERE container = ? "
+                "UNION ALL SELECT spot_id, body FROM loc_records WHERE next_container = ?")
 
 
-def member_ids(conn: sqlite3.Connection, container: str) -> set[str]:
+def member_ids(conn: SqlSession, container: str) -> set[str]:
     """The IDs of the Actors whose rows name ``container`` (container or next container)."""
-    return {row[0] for row in conn.execute(_IDS, (container,))}
+    return {row[0] for row in conn.execute(_IDS, (container, container))}
 
 
-def member_rows(conn: sqlite3.Connection, container: str) -> dict[str, str]:
+def member_rows(conn: SqlSession, container: str) -> dict[str, str]:
     """ActorId -> stored body of every Actor whose row names ``container``, as
     :func:`member_ids` (in no particular order)."""
-    return dict(conn.execute(_ROWS, (container,)).fetchall())
+    return dict(conn.execute(_ROWS, (container, container)).fetchall())

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from zlink_trio.core.records import RootReceipt
-    from zlink_trio.store.sqlite.connection import SqliteConnection
+    from zlink_trio.store.sqlite.session import SqlDatabase, SqlSession
 
 __all__ = (
     "SqliteRelocationStore",
@@ -51,7 +51,7 @@ T = TypeVar("T")
 _KEY = "spot_id = ? AND object_generation = ?"
 
 
-def inbox_state(conn: sqlite3.Connection, key: tuple[str, int]) -> tuple[int, int] | None:
+def inbox_state(conn: SqlSession, key: tuple[str, int]) -> tuple[int, int] | None:
     """``(last_seq, cursor)`` of an inbox, or ``None`` when it does not exist.
 
     Inside a write transaction the row cache (``rowcache``) is asked first and filled.
@@ -71,7 +71,7 @@ def inbox_state(conn: sqlite3.Connection, key: tuple[str, int]) -> tuple[int, in
 _inbox = inbox_state
 
 
-def load_root(conn: sqlite3.Connection, ref: str) -> bytes | None:
+def load_root(conn: SqlSession, ref: str) -> bytes | None:
     """The stored bytes of root ``ref``, or ``None`` (one primary-key read, unless the
     row cache of a write transaction holds it)."""
     cache = cache_of(conn)
@@ -89,10 +89,10 @@ def load_root(conn: sqlite3.Connection, ref: str) -> bytes | None:
 
 
 _INSERT_ROOT: Final = ("INSERT INTO rel_roots VALUES (?, ?)",
-                       "INSERT OR IGNORE INTO rel_roots VALUES (?, ?)")
+                       "INSERT INTO rel_roots VALUES (?, ?) ON CONFLICT DO NOTHING")
 
 
-def insert_root(conn: sqlite3.Connection, ref: str, data: bytes, *,
+def insert_root(conn: SqlSession, ref: str, data: bytes, *,
                 or_ignore: bool = False) -> None:
     """Store root ``ref`` (``or_ignore``: unless a row for ``ref`` exists)."""
     inserted = conn.execute(_INSERT_ROOT[or_ignore], (ref, data)).rowcount
@@ -104,7 +104,7 @@ def insert_root(conn: sqlite3.Connection, ref: str, data: bytes, *,
             cache.roots.pop(ref, None)
 
 
-def delete_root(conn: sqlite3.Connection, ref: str) -> None:
+def delete_root(conn: SqlSession, ref: str) -> None:
     """Delete root ``ref``'s row (if any)."""
     conn.execute("DELETE FROM rel_roots WHERE ref = ?", (ref,))
     cache = cache_of(conn)
@@ -116,12 +116,12 @@ def delete_root(conn: sqlite3.Connection, ref: str) -> None:
 _RETURNING: Final = sqlite3.sqlite_version_info >= (3, 35, 0)
 
 
-def append_sync(conn: sqlite3.Connection, key: tuple[str, int], raw: bytes) -> int:
+def append_sync(conn: SqlSession, key: tuple[str, int], raw: bytes) -> int:
     """InboxAppend's body (inside the caller's write transaction): the new sequence."""
     if _RETURNING:  # create the inbox at 1 or count on from its last_seq, one statement
         seq, cursor = conn.execute(
             "INSERT INTO rel_inboxes VALUES (?, ?, 1, 0) ON CONFLICT (spot_id, "
-            "object_generation) DO UPDATE SET last_seq = last_seq + 1 "
+            "object_generation) DO UPDATE SET last_seq = rel_inboxes.last_seq + 1 "
             "RETURNING last_seq, cursor", key).fetchone()
         seq, cursor = int(seq), int(cursor)
     else:
@@ -139,7 +139,7 @@ def append_sync(conn: sqlite3.Connection, key: tuple[str, int], raw: bytes) -> i
 
 
 
-def set_cursor_sync(conn: sqlite3.Connection, key: tuple[str, int], seq: int, *,
+def set_cursor_sync(conn: SqlSession, key: tuple[str, int], seq: int, *,
                     check_only: bool = False) -> bool:
     """InboxSetCursor's body (inside the caller's write transaction); see the protocol.
 
@@ -156,7 +156,7 @@ def set_cursor_sync(conn: sqlite3.Connection, key: tuple[str, int], seq: int, *,
     return True
 
 
-def write_cursor_sync(conn: sqlite3.Connection, key: tuple[str, int], seq: int) -> None:
+def write_cursor_sync(conn: SqlSession, key: tuple[str, int], seq: int) -> None:
     """The writes of a cursor move that ``set_cursor_sync(check_only=True)`` approved."""
     conn.execute(f"DELETE FROM rel_inbox_records WHERE {_KEY} AND seq <= ?", (*key, seq))
     conn.execute(f"UPDATE rel_inboxes SET cursor = ? WHERE {_KEY}", (seq, *key))
@@ -170,12 +170,12 @@ def write_cursor_sync(conn: sqlite3.Connection, key: tuple[str, int], seq: int) 
 class SqliteRelocationStore:
     """A :class:`~zlink_trio.store.RelocationStore` on SQLite; see the protocol for contracts."""
 
-    def __init__(self, db: SqliteConnection) -> None:
+    def __init__(self, db: SqlDatabase) -> None:
         self._db = db
 
     async def _roots(self, fn: Callable[[rel.RelocationState], T], *, write: bool,
                      size: int) -> T:
-        def body(conn: sqlite3.Connection) -> T:
+        def body(conn: SqlSession) -> T:
             roots: Rows[str, bytes] = Rows(lambda ref: load_root(conn, ref))
             result = fn(rel.RelocationState(roots=cast("dict[str, bytes]", roots)))
             for ref, data in roots.changes():
@@ -217,7 +217,7 @@ class SqliteRelocationStore:
         check_int(after, "after", 0, rel.MAX_SEQ)
         check_int(limit, "limit", 1, MAX_INBOX_READ)
 
-        def body(conn: sqlite3.Connection) -> list[InboxRecord]:
+        def body(conn: SqlSession) -> list[InboxRecord]:
             rows = conn.execute(
                 f"SELECT seq, data FROM rel_inbox_records WHERE {_KEY} AND seq > ? "
                 "ORDER BY seq LIMIT ?", (*key, after, limit)).fetchall()
@@ -235,7 +235,7 @@ class SqliteRelocationStore:
         """InboxCursor (one read); see ``RelocationStore.inbox_cursor``."""
         key = rel.inbox_key(spot_id, object_generation)
 
-        def body(conn: sqlite3.Connection) -> int:
+        def body(conn: SqlSession) -> int:
             found = _inbox(conn, key)
             return 0 if found is None else found[1]
         return await self._db.read(body)
@@ -244,7 +244,7 @@ class SqliteRelocationStore:
         """InboxDrop (one transaction); see ``RelocationStore.inbox_drop``."""
         key = rel.inbox_key(spot_id, object_generation)
 
-        def body(conn: sqlite3.Connection) -> bool:
+        def body(conn: SqlSession) -> bool:
             conn.execute(f"DELETE FROM rel_inbox_records WHERE {_KEY}", key)
             dropped = conn.execute(f"DELETE FROM rel_inboxes WHERE {_KEY}", key).rowcount > 0
             cache = cache_of(conn)
@@ -255,7 +255,7 @@ class SqliteRelocationStore:
 
     async def statistics(self) -> RelocationStatistics:
         """A snapshot of counts (one read); see ``RelocationStore.statistics``."""
-        def body(conn: sqlite3.Connection) -> RelocationStatistics:
+        def body(conn: SqlSession) -> RelocationStatistics:
             roots, size = conn.execute(
                 "SELECT count(*), coalesce(sum(length(data)), 0) FROM rel_roots").fetchone()
             (inboxes,) = conn.execute("SELECT count(*) FROM rel_inboxes").fetchone()

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     import sqlite3
 
     from zlink_trio.core.records import AuthorityRecord
+    from zlink_trio.store.sqlite.session import SqlSession
 
 __all__ = ("ABSENT", "CACHE_ROOT_BYTES", "CACHE_ROWS", "RowCache", "cache_of", "put")
 
@@ -105,9 +106,10 @@ class RowCache:
 
 
 #: The cache of each connection inside a write transaction (set by :meth:`RowCache.open`).
-_open: dict[sqlite3.Connection, RowCache] = {}
+_open: dict[object, RowCache] = {}
 
 
-def cache_of(conn: sqlite3.Connection) -> RowCache | None:
-    """The cache to use inside the write transaction running on ``conn``, or ``None``."""
+def cache_of(conn: SqlSession) -> RowCache | None:
+    """The cache to use inside the write transaction running on ``conn``, or ``None``
+    (always outside a SQLite write transaction, and on PostgreSQL)."""
     return _open.get(conn) if _open else None

@@ -43,7 +43,7 @@ and keeps its owner columns is written with an ``UPDATE`` of the columns that ch
 (``state`` and ``body``, or ``body`` alone; ``container`` and ``next_container`` too
 when either changes: an Actor's Join or Leave, its move's begin or abort), which leaves
 the owner index untouched;
-any other record write is ``INSERT OR REPLACE`` of the whole row, as is an ``UPDATE``
+any other record write is an upsert of the whole row, as is an ``UPDATE``
 that finds no row (never expected; the whole row is then written).
 """
 
@@ -62,18 +62,24 @@ from zlink_trio.store.sqlite.codec import (
     encode_record,
     reminder_row,
 )
-from zlink_trio.store.sqlite.group_rows import SEQUENCE, GroupRows, group_of, write_capacity
+from zlink_trio.store.sqlite.group_rows import (
+    SEQUENCE,
+    UPSERT_SEQUENCE,
+    GroupRows,
+    group_of,
+    write_capacity,
+)
 from zlink_trio.store.sqlite.members import member_ids
 from zlink_trio.store.sqlite.rowcache import ABSENT, cache_of, put
 from zlink_trio.store.values import SavedState
 
 if TYPE_CHECKING:
-    import sqlite3
     from collections.abc import Callable, Iterator
 
     from zlink_trio.core.descriptor import NodeClaim
     from zlink_trio.core.identity import NodeRid
     from zlink_trio.core.records import AuthorityRecord
+    from zlink_trio.store.sqlite.session import SqlSession
     from zlink_trio.store.values import StoredReminder
 
 __all__ = ("LocationView", "Rows")
@@ -171,18 +177,18 @@ class Rows(Generic[K, V]):
             yield key, None if value is _ABSENT else value
 
 
-def _one(conn: sqlite3.Connection, sql: str, args: tuple[object, ...]) -> Any:
+def _one(conn: SqlSession, sql: str, args: tuple[object, ...]) -> Any:
     row = conn.execute(sql, args).fetchone()
     return None if row is None else row[0]
 
 
-def _load_claim(conn: sqlite3.Connection, key: tuple[str, NodeRid]) -> NodeClaim | None:
+def _load_claim(conn: SqlSession, key: tuple[str, NodeRid]) -> NodeClaim | None:
     body = _one(conn, "SELECT body FROM loc_claims WHERE mesh = ? AND node_rid = ?",
                 (key[0], str(key[1])))
     return None if body is None else decode_claim(body)
 
 
-def _load_group_claim(conn: sqlite3.Connection, group: GroupRows,
+def _load_group_claim(conn: SqlSession, group: GroupRows,
                       key: tuple[str, NodeRid]) -> NodeClaim | None:
     claims = group.claims
     if key in claims:
@@ -191,7 +197,7 @@ def _load_group_claim(conn: sqlite3.Connection, group: GroupRows,
     return claim
 
 
-def _load_record(conn: sqlite3.Connection, cached: dict[str, Any] | None,
+def _load_record(conn: SqlSession, cached: dict[str, Any] | None,
                  loaded: dict[str, AuthorityRecord | None],
                  spot_id: str) -> AuthorityRecord | None:
     """The record row (``cached``: the row cache's records, asked first and filled);
@@ -208,7 +214,7 @@ def _load_record(conn: sqlite3.Connection, cached: dict[str, Any] | None,
     return record
 
 
-def _load_members(conn: sqlite3.Connection, records: Rows[str, AuthorityRecord],
+def _load_members(conn: SqlSession, records: Rows[str, AuthorityRecord],
                   container: str) -> frozenset[str] | None:
     """The IDs of the Actors whose records name ``container`` (``None``: none).
 
@@ -244,14 +250,14 @@ def _members_agree(members: Rows[str, frozenset[str]],
     return True
 
 
-def _load_saved(conn: sqlite3.Connection, spot_id: str) -> SavedState | None:
+def _load_saved(conn: SqlSession, spot_id: str) -> SavedState | None:
     row = conn.execute("SELECT version, object_generation, data FROM loc_state "
                        "WHERE spot_id = ?", (spot_id,)).fetchone()
     return None if row is None else SavedState(spot_id=spot_id, data=bytes(row[2]),
                                                version=row[0], object_generation=row[1])
 
 
-def _load_reminders(conn: sqlite3.Connection,
+def _load_reminders(conn: SqlSession,
                     spot_id: str) -> tuple[StoredReminder, ...] | None:
     """The reminders of ``spot_id``, sorted by name (``None``: it keeps none)."""
     rows = conn.execute(f"SELECT {REMINDER_COLUMNS} FROM loc_reminders WHERE spot_id = ?",
@@ -264,12 +270,12 @@ _INSERT_REMINDER: Final = (
     f"VALUES ({', '.join('?' * (REMINDER_COLUMNS.count(',') + 1))})")
 
 
-def _load_lifecycle(conn: sqlite3.Connection, node_id: str) -> int | None:
+def _load_lifecycle(conn: SqlSession, node_id: str) -> int | None:
     value = _one(conn, "SELECT generation FROM loc_lifecycles WHERE node_id = ?", (node_id,))
     return None if value is None else int(value)
 
 
-def _load_capacity(conn: sqlite3.Connection, rows: dict[CapacityKey, tuple[int, int]],
+def _load_capacity(conn: SqlSession, rows: dict[CapacityKey, tuple[int, int]],
                    column: int, key: CapacityKey) -> int | None:
     row = rows.get(key)
     if row is None:  # one SELECT serves both counters of the key
@@ -280,7 +286,7 @@ def _load_capacity(conn: sqlite3.Connection, rows: dict[CapacityKey, tuple[int, 
     return row[column] or None
 
 
-def _write_record(conn: sqlite3.Connection, spot_id: str, record: AuthorityRecord,
+def _write_record(conn: SqlSession, spot_id: str, record: AuthorityRecord,
                   before: AuthorityRecord | None) -> None:
     """Write one record row; ``before``: the row the table holds, if known."""
     body = encode_record(record)
@@ -305,9 +311,13 @@ def _write_record(conn: sqlite3.Connection, spot_id: str, record: AuthorityRecor
                 (record.state.value, body, spot_id)).rowcount
         if updated == 1:
             return
-    conn.execute("INSERT OR REPLACE INTO loc_records (spot_id, state, mesh, owner_rid, "
+    conn.execute("INSERT INTO loc_records (spot_id, state, mesh, owner_rid, "
                  "owner_lifecycle, object_generation, body, container, next_container) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (spot_id) DO UPDATE SET "
+                 "state = excluded.state, mesh = excluded.mesh, "
+                 "owner_rid = excluded.owner_rid, owner_lifecycle = excluded.owner_lifecycle, "
+                 "object_generation = excluded.object_generation, body = excluded.body, "
+                 "container = excluded.container, next_container = excluded.next_container",
                  (spot_id, record.state.value, record.mesh, str(record.owner.node_rid),
                   record.owner.lifecycle_generation, record.object_generation, body,
                   container, next_container))
@@ -316,7 +326,7 @@ def _write_record(conn: sqlite3.Connection, spot_id: str, record: AuthorityRecor
 class LocationView:
     """The oracle's :class:`LocationState` over the ``loc_*`` tables of one transaction."""
 
-    def __init__(self, conn: sqlite3.Connection, *, generation: bool = True) -> None:
+    def __init__(self, conn: SqlSession, *, generation: bool = True) -> None:
         """A view for one transaction; ``generation=False`` skips reading the sequence.
 
         Only transactions that issue an ObjectGeneration (NewClaim, Reserve) need the
@@ -381,7 +391,10 @@ class LocationView:
                 conn.execute("DELETE FROM loc_claims WHERE mesh = ? AND node_rid = ?",
                              (mesh, str(rid)))
             else:
-                conn.execute("INSERT OR REPLACE INTO loc_claims VALUES (?, ?, ?, ?, ?)",
+                conn.execute("INSERT INTO loc_claims VALUES (?, ?, ?, ?, ?) ON CONFLICT "
+                             "(mesh, node_rid) DO UPDATE SET lifecycle = excluded.lifecycle, "
+                             "lease_expires_at = excluded.lease_expires_at, "
+                             "body = excluded.body",
                              (mesh, str(rid), claim.lifecycle_generation,
                               claim.lease_expires_at, encode_claim(claim)))
             if group is not None:
@@ -402,7 +415,10 @@ class LocationView:
             if saved is None:
                 conn.execute("DELETE FROM loc_state WHERE spot_id = ?", (spot_id,))
             else:
-                conn.execute("INSERT OR REPLACE INTO loc_state VALUES (?, ?, ?, ?)",
+                conn.execute("INSERT INTO loc_state VALUES (?, ?, ?, ?) ON CONFLICT (spot_id) "
+                             "DO UPDATE SET version = excluded.version, "
+                             "object_generation = excluded.object_generation, "
+                             "data = excluded.data",
                              (spot_id, saved.version, saved.object_generation, saved.data))
         for spot_id, kept in self.reminders.changes():
             # The Spot's tuple is written whole (the oracle replaces it at each write).
@@ -411,7 +427,8 @@ class LocationView:
                 conn.executemany(_INSERT_REMINDER, map(reminder_row, kept))
         for node_id, generation in self.lifecycles.changes():
             assert generation is not None  # lifecycle generations are never deleted
-            conn.execute("INSERT OR REPLACE INTO loc_lifecycles VALUES (?, ?)",
+            conn.execute("INSERT INTO loc_lifecycles VALUES (?, ?) ON CONFLICT (node_id) "
+                         "DO UPDATE SET generation = excluded.generation",
                          (node_id, generation))
         pending_changed, active_changed = self.pending.changed, self.active.changed
         changed = ((pending_changed or set()) | active_changed if active_changed
@@ -425,7 +442,7 @@ class LocationView:
         if self.state.last_generation != self._generation:
             assert self._read_generation, "a generation was issued without reading the sequence"
             if group is None:
-                conn.execute("INSERT OR REPLACE INTO loc_sequence VALUES (?, ?)",
+                conn.execute(UPSERT_SEQUENCE,
                              (SEQUENCE, self.state.last_generation))
             else:
                 group.set_generation(self.state.last_generation)

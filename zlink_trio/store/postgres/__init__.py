@@ -1,0 +1,20 @@
+"""The ``postgresql://`` backend: both stores in one PostgreSQL schema, any number of hosts.
+
+The transactions are the SQLite backend's (the memory oracle run over views of the
+tables, ``store.sqlite.session``), run on psycopg connections in worker threads under
+the prefix's advisory lock. ``store`` tells the whole story; docs/stores.md
+("PostgreSQL") the guarantees and options. Needs the ``postgres`` extra (psycopg 3).
+
+Modules:
+
+- ``store``       -- :class:`PostgresStore` and :func:`open_postgres_store`
+- ``connection``  -- the connections: group-committed writes under the advisory lock,
+                     pooled reads, errors as ``StoreUnavailable``
+- ``session``     -- a psycopg connection as a ``SqlSession`` (``?`` placeholders)
+- ``schema``      -- the URL's options and the versioned schema, created at open
+"""
+
+from zlink_trio.store.postgres.store import PostgresStore as PostgresStore
+from zlink_trio.store.postgres.store import open_postgres_store as open_postgres_store
+
+__all__ = ("PostgresStore", "open_postgres_store")
