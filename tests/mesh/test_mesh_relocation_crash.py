@@ -76,7 +76,7 @@ TARGET_STEPS = ("target_reserved", "restored", "relay_ready", "target_committed"
 SCENARIOS = [(step, "source") for step in SOURCE_STEPS] + [
     (step, "target") for step in TARGET_STEPS]
 IDS = [f"{victim}-{step}" for step, victim in SCENARIOS]
-BACKENDS = ("sqlite", "redis")
+BACKENDS = ("sqlite", "redis", "postgresql")
 PARALLEL = 6
 SCENARIO_TIMEOUT = 45
 #: The victim's lease when it is not restarted: long enough that a caller's cached route
@@ -103,6 +103,16 @@ PACE = 0.2
 #: hundreds of steps): two requests with one number would look like one run twice.
 STREAM_FIRST = 10_000
 STREAM_MAX = 100_000
+
+def postgres_helpers() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "relocation_crash_postgres_helpers", HERE.parent / "store" / "postgres_helpers.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 def redis_helpers() -> Any:
     spec = importlib.util.spec_from_file_location(
@@ -276,7 +286,7 @@ def _run_all(urls: dict[tuple[str, str, str], str], tmp: Path
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory):
-    """Every scenario of both backends (Redis only when it answers)."""
+    """Every scenario of every backend (Redis and PostgreSQL only when they answer)."""
     helpers = redis_helpers()
     tmp = tmp_path_factory.mktemp("relocation-crash")
 
@@ -289,9 +299,17 @@ def outcomes(tmp_path_factory):
         return ""
 
     problem = trio.run(reachable)
+    postgres = postgres_helpers()
+    try:
+        postgres.ping()
+    except Exception as exc:
+        postgres_problem = str(exc)
+    else:
+        postgres_problem = ""
     run = uuid.uuid4().hex[:8]
     urls: dict[tuple[str, str, str], str] = {}
     prefixes = []
+    schemas = []
     for step, victim in SCENARIOS:
         urls[("sqlite", step, victim)] = (
             f"sqlite://{tmp / f'{victim}-{step}.db'}?busy_timeout=5")
@@ -299,19 +317,26 @@ def outcomes(tmp_path_factory):
             prefix = f"zlreloc-{run}-{victim}-{step}".replace("_", "-")
             prefixes.append(prefix)
             urls[("redis", step, victim)] = helpers.url_with(prefix)
+        if not postgres_problem:
+            schema = postgres.fresh_prefix()
+            schemas.append(schema)
+            urls[("postgresql", step, victim)] = postgres.url_with(schema)
     try:
-        yield _run_all(urls, tmp), problem
+        yield _run_all(urls, tmp), {"redis": problem, "postgresql": postgres_problem}
     finally:
         async def cleanup() -> None:
             for prefix in prefixes:
                 await helpers.delete_prefix(prefix)
+            for schema in schemas:
+                await postgres.drop_prefix(schema)
         trio.run(cleanup)
 
 
 def _outcome(outcomes: Any, backend: str, step: str, victim: str) -> Outcome:
-    found, problem = outcomes
-    if backend == "redis" and problem:
-        redis_helpers().unreachable(problem)
+    found, problems = outcomes
+    if problems.get(backend):
+        (redis_helpers() if backend == "redis" else postgres_helpers()).unreachable(
+            problems[backend])
     outcome = found[(backend, step, victim)]
     if isinstance(outcome, BaseException):
         raise outcome

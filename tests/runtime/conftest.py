@@ -1,7 +1,9 @@
 """Backend parametrisation for the runtime tests that touch the store.
 
 A test that asks for ``store_url`` runs once per backend: ``memory://`` (a named
-in-process store), ``sqlite://`` (a fresh file in ``tmp_path``) and ``redis://`` (the
+in-process store), ``sqlite://`` (a fresh file in ``tmp_path``), ``postgresql://`` (the
+test server of ``tests/store/postgres_helpers.py`` under a fresh schema, dropped when the
+test ends) and ``redis://`` (the
 test Redis of ``tests/store/redis_helpers.py`` -- ``ZLINK_TEST_REDIS``, default
 ``redis://127.0.0.1:6379/0`` -- under a fresh ``?prefix=`` whose keys are deleted when
 the test ends). Redis absent **fails** the test when ``CI`` is set and skips it locally,
@@ -42,7 +44,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 import pytest
-from store_calls import redis_helpers
+from store_calls import postgres_helpers, redis_helpers
 
 from zlink_trio.core.errors import Unavailable
 from zlink_trio.store import open_store
@@ -57,7 +59,7 @@ if TYPE_CHECKING:
     from zlink_trio.store import Store
 
 #: The backends ``store_url`` runs a test on (the parameter ids).
-BACKENDS = ("memory", "sqlite", "redis")
+BACKENDS = ("memory", "sqlite", "redis", "postgresql")
 
 
 @attrs.frozen
@@ -99,13 +101,16 @@ async def _shared_backend(kind: str, in_flight: InFlight, tmp_path: Path,
             in_flight.patch_backend(monkeypatch, view)
             yield Backend(url, view)
         return
-    helpers = redis_helpers()
+    helpers = postgres_helpers() if kind == "postgresql" else redis_helpers()
     prefix = helpers.fresh_prefix()
     url = helpers.url_with(prefix)
 
     async def delete_keys() -> None:
-        with in_flight.io(f"deleting the keys of {prefix!r}"):
-            await helpers.delete_prefix(prefix)
+        with in_flight.io(f"deleting the data of {prefix!r}"):
+            if kind == "postgresql":
+                await helpers.drop_prefix(prefix)
+            else:
+                await helpers.delete_prefix(prefix)
 
     problem = ""
     async with AsyncExitStack() as stack:
@@ -144,6 +149,10 @@ async def url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[s
         return
     if request.param == "sqlite":
         yield f"sqlite://{tmp_path / 'shared.db'}"
+        return
+    if request.param == "postgresql":
+        async with postgres_helpers().fresh_url() as postgres_url:
+            yield postgres_url
         return
     helpers = redis_helpers()
     try:

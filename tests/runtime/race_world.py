@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 
 import attrs
 import trio
-from store_calls import redis_helpers
+from store_calls import postgres_helpers, redis_helpers
 
 import zlink_trio as zl
 from zlink_trio.core.errors import Unavailable
@@ -108,9 +108,12 @@ class RaceWorld(Generic[OpT]):
             return f"memory://{self.tag}-{uuid.uuid4().hex}"
         if backend == "sqlite":
             return f"sqlite://{self.setup.tmp / f'{self.tag}-{uuid.uuid4().hex}.db'}"
+        if backend == "postgresql":  # the prefix's schema goes when the stack closes
+            url: str = await stack.enter_async_context(postgres_helpers().fresh_url())
+            return url
         helpers = redis_helpers()
         if backend == "redis-cluster":  # the prefix's keys go when the stack closes
-            url: str = await stack.enter_async_context(helpers.fresh_cluster_url())
+            url = await stack.enter_async_context(helpers.fresh_cluster_url())
             return url
         prefix = helpers.fresh_prefix()
         stack.push_async_callback(self._delete_keys, helpers, prefix)
@@ -204,6 +207,11 @@ async def patch_backend(backend: str, in_flight: InFlight, tmp_path: Path,
                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Count every store call of the backend's classes (and fail if Redis is absent)."""
     if backend == "memory":
+        return
+    if backend == "postgresql":
+        async with postgres_helpers().postgres_test_store() as store:
+            in_flight.patch_backend(monkeypatch, store)
+        in_flight.patch_open_store(monkeypatch)
         return
     helpers = redis_helpers()
     if backend == "redis-cluster":

@@ -1,6 +1,6 @@
-"""Helpers of the other suites, loaded once for the runtime tests: the test Redis helpers
-(``tests/store/redis_helpers.py``) and the chaos harness's TCP relay
-(``tests/chaos/relay.py``).
+"""Helpers of the other suites, loaded once for the runtime tests: the test Redis and
+PostgreSQL helpers (``tests/store/redis_helpers.py``, ``tests/store/postgres_helpers.py``)
+and the chaos harness's TCP relay (``tests/chaos/relay.py``).
 
 Counting store calls in flight (MockClock autojump suspended meanwhile, a watchdog for
 hangs) is the public test kit's :class:`zlink_trio.testing.InFlight`.
@@ -34,6 +34,11 @@ def _shared(name: str, suite: str) -> ModuleType:
 def redis_helpers() -> ModuleType:
     """``tests/store/redis_helpers.py``, shared (one module object) with the store suite."""
     return _shared("redis_helpers", "store")
+
+
+def postgres_helpers() -> ModuleType:
+    """``tests/store/postgres_helpers.py``, shared (one module object) with the store suite."""
+    return _shared("postgres_helpers", "store")
 
 
 def chaos_relay() -> ModuleType:

@@ -1139,7 +1139,8 @@ class ActorModel(TrioMachine):
 
 #: Examples per backend (``ZLINK_ACTOR_MODEL_EXAMPLES`` overrides them for a longer run);
 #: the CI profile is derandomized, locally each run explores anew.
-EXAMPLES: Final = {"memory": 60, "sqlite": 25, "redis": 25, "redis-cluster": 25}
+EXAMPLES: Final = {"memory": 60, "sqlite": 25, "redis": 25, "redis-cluster": 25,
+                   "postgresql": 20}
 STEPS: Final = 30
 
 
@@ -1148,7 +1149,8 @@ def _examples(backend: str) -> int:
     return int(override) if override else EXAMPLES[backend]
 
 
-@pytest.mark.parametrize("backend", ["memory", "sqlite", "redis", "redis-cluster"])
+@pytest.mark.parametrize("backend", ["memory", "sqlite", "redis", "redis-cluster",
+                                     "postgresql"])
 def test_actor_membership_racing_with_moves_calls_and_closes_keeps_the_invariants(
         backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     model_settings = settings(max_examples=_examples(backend), stateful_step_count=STEPS,

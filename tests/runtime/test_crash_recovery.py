@@ -52,6 +52,16 @@ SCENARIOS = [("cold", s) for s in COLD] + [("create", s) for s in CREATE]
 REDIS_SCENARIOS = SCENARIOS
 
 
+def _postgres_helpers() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "crash_recovery_postgres_helpers", HERE.parent / "store" / "postgres_helpers.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _redis_helpers() -> Any:
     spec = importlib.util.spec_from_file_location(
         "crash_recovery_redis_helpers", HERE.parent / "store" / "redis_helpers.py")
@@ -171,6 +181,32 @@ def redis_outcomes(tmp_path_factory):
         trio.run(cleanup)
 
 
+@pytest.fixture(scope="module")
+def postgres_outcomes(tmp_path_factory):
+    helpers = _postgres_helpers()
+    tmp = tmp_path_factory.mktemp("crash-postgres")
+    prefixes = {(f, s): helpers.fresh_prefix() for f, s in SCENARIOS}
+
+    async def reachable() -> str:
+        try:
+            await trio.to_thread.run_sync(helpers.ping)
+        except Exception as exc:
+            return str(exc)
+        return ""
+
+    problem = trio.run(reachable)
+    if problem:
+        helpers.unreachable(problem)
+    try:
+        yield _run_all(lambda flow, step: helpers.url_with(prefixes[(flow, step)]), tmp,
+                       SCENARIOS)
+    finally:
+        async def cleanup() -> None:
+            for prefix in prefixes.values():
+                await helpers.drop_prefix(prefix)
+        trio.run(cleanup)
+
+
 def _check(outcome: Outcome | BaseException, flow: str, step: str) -> None:
     if isinstance(outcome, BaseException):
         raise outcome
@@ -221,7 +257,12 @@ def test_crash_recovery_redis(redis_outcomes, flow, step):
     _check(redis_outcomes[(flow, step)], flow, step)
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+@pytest.mark.parametrize(("flow", "step"), SCENARIOS, ids=[f"{f}-{s}" for f, s in SCENARIOS])
+def test_crash_recovery_postgres(postgres_outcomes, flow, step):
+    _check(postgres_outcomes[(flow, step)], flow, step)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "redis", "postgresql"])
 def test_a_restarted_node_honours_the_deadline_recorded_in_the_envelope(tmp_path, backend):
     """The envelope's deadline is wall-clock time, read the same by the restarted process.
 
@@ -233,7 +274,10 @@ def test_a_restarted_node_honours_the_deadline_recorded_in_the_envelope(tmp_path
     """
     side = tmp_path / "short.side"
     prefix = f"zlcrash-deadline-{uuid.uuid4().hex[:8]}"
-    helpers = _redis_helpers() if backend == "redis" else None
+    helpers = (_redis_helpers() if backend == "redis"
+               else _postgres_helpers() if backend == "postgresql" else None)
+    if backend == "postgresql":
+        prefix = helpers.fresh_prefix()
     url = (helpers.url_with(prefix) if helpers is not None
            else f"sqlite://{tmp_path / 'short.db'}?busy_timeout=5")
 
@@ -245,7 +289,9 @@ def test_a_restarted_node_honours_the_deadline_recorded_in_the_envelope(tmp_path
     try:
         rc, rc2, out, stderr = trio.run(main)
     finally:
-        if helpers is not None:
+        if backend == "postgresql":
+            trio.run(helpers.drop_prefix, prefix)
+        elif helpers is not None:
             trio.run(helpers.delete_prefix, prefix)
     assert rc == -signal.SIGKILL, stderr
     assert rc2 == 0, stderr

@@ -786,10 +786,10 @@ class RelocationModel(TrioMachine):
 
 
 #: Examples per backend; the CI profile is derandomized, locally each run explores anew.
-EXAMPLES: Final = {"memory": 100, "sqlite": 40, "redis": 40}
+EXAMPLES: Final = {"memory": 100, "sqlite": 40, "redis": 40, "postgresql": 30}
 
 
-@pytest.mark.parametrize("backend", ["memory", "sqlite", "redis"])
+@pytest.mark.parametrize("backend", ["memory", "sqlite", "redis", "postgresql"])
 def test_relocations_racing_with_calls_timers_close_and_idle_keep_the_invariants(
         backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     model_settings = settings(max_examples=EXAMPLES[backend], stateful_step_count=30,

@@ -163,6 +163,9 @@ async def test_unavailable_owner_starts_no_new_creation_and_ends_request_with_it
             first = await b.client.request("c-1", Ping(), reply=Pong).instance_spot(
                 "counter").timeout(20)
             assert first.node_rid == str(a.node_rid)  # reached across the link
+            # The first message's durable record is cleaned up after its reply (cold
+            # activation step 12): let it finish, so the record compared below is final.
+            await a._rt.catalog.hosts["c-1"].wait_first_record()
             # node-b's clock passes node-a's lease: c-1 keeps its authority, but to node-b
             # its owner can no longer be used (node-a itself goes on renewing on its clock).
             skew[0] = 4.0

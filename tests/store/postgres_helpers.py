@@ -85,7 +85,7 @@ async def fresh_url(**options: object) -> AsyncIterator[str]:
     """A store URL under a fresh prefix, for tests that open their own stores or nodes;
     fails/skips as above when PostgreSQL cannot be reached, drops the schema afterwards."""
     try:
-        await trio.to_thread.run_sync(_ping)
+        await trio.to_thread.run_sync(ping)
     except psycopg.Error as error:
         problem = str(error)
     else:
@@ -99,6 +99,7 @@ async def fresh_url(**options: object) -> AsyncIterator[str]:
         await drop_prefix(prefix)
 
 
-def _ping() -> None:
+def ping() -> None:
+    """Raise unless the test server answers."""
     with psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=5) as conn:
         conn.execute("SELECT 1")

@@ -46,6 +46,8 @@ from typing import Any
 
 import pytest
 import trio
+from postgres_helpers import postgres_test_store
+from postgres_helpers import url_with as postgres_url_with
 from redis_helpers import (
     cluster_test_store,
     cluster_url_with,
@@ -343,6 +345,14 @@ async def test_three_processes_share_one_redis_database(tmp_path):
             await exercise(store, url_with(prefix), tmp_path)
         async with raw_client() as client:
             assert await scan_keys(client.call, f"{prefix}:*") == []
+
+
+async def test_three_processes_share_one_postgres_schema(tmp_path):
+    with trio.fail_after(TEST_TIMEOUT):
+        # One fresh schema shared by the three processes; fails (not skips) under CI
+        # without PostgreSQL, and drops the schema afterwards (postgres_helpers).
+        async with postgres_test_store() as store:
+            await exercise(store, postgres_url_with(store.options.prefix), tmp_path)
 
 
 async def test_three_processes_share_one_redis_cluster(tmp_path):

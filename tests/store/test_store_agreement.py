@@ -70,7 +70,9 @@ Redis is ``ZLINK_TEST_REDIS``, Redis Cluster ``ZLINK_TEST_REDIS_CLUSTER`` (or on
 ``redis_helpers`` starts); both join the model when ``ZLINK_TEST_REDIS`` or ``CI`` is
 set (``.ci/run`` sets both), and then when either is absent the module fails under
 ``CI`` and is skipped otherwise (``redis_helpers.unreachable`` /
-``cluster_unreachable``). Without them the model holds SQLite to memory alone.
+``cluster_unreachable``). PostgreSQL (``ZLINK_TEST_POSTGRES``, ``postgres_helpers``)
+joins when ``ZLINK_TEST_POSTGRES`` or ``CI`` is set, on the same terms. Without them the
+model holds SQLite to memory alone.
 """
 
 from __future__ import annotations
@@ -95,6 +97,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
+from postgres_helpers import postgres_test_store
 from redis_helpers import cluster_test_store, redis_test_store
 from store_helpers import MESH, descriptor, one_sequence
 
@@ -130,6 +133,8 @@ if TYPE_CHECKING:
 CALL_TIMEOUT = 10.0
 #: Whether Redis and Redis Cluster join the model (memory and SQLite always do).
 WITH_REDIS = bool(os.environ.get("ZLINK_TEST_REDIS") or os.environ.get("CI"))
+#: Whether PostgreSQL joins the model (``ZLINK_TEST_POSTGRES`` or ``CI`` set).
+WITH_POSTGRES = bool(os.environ.get("ZLINK_TEST_POSTGRES") or os.environ.get("CI"))
 #: The cluster's URL options: its default bucket count, so generations are its own.
 CLUSTER_OPTIONS: dict[str, object] = {}
 NODES = ("n1", "n2")
@@ -307,6 +312,9 @@ class Host:
             if WITH_REDIS and self.cluster:
                 self.stores["redis-cluster"] = await stack.enter_async_context(
                     cluster_test_store(**CLUSTER_OPTIONS))
+            if WITH_POSTGRES:
+                self.stores["postgresql"] = await stack.enter_async_context(
+                    postgres_test_store())
             self._token = trio.lowlevel.current_trio_token()
             self._stop = trio.Event()
             self._ready.set()
@@ -1138,8 +1146,14 @@ def _redis_answers():
         async with redis_test_store(), cluster_test_store(**CLUSTER_OPTIONS):
             pass
 
+    async def probe_postgres() -> None:
+        async with postgres_test_store():
+            pass
+
     if WITH_REDIS:
         trio.run(probe)
+    if WITH_POSTGRES:
+        trio.run(probe_postgres)
 
 
 class CarryingAgreement(StoreAgreement):

@@ -10,12 +10,13 @@ running :class:`zlink_trio.Node`, ``cluster.recorder`` a :class:`~.recorder.Reco
 installed for the cluster's lifetime, ``cluster.faults`` its :class:`~.faults.Faults`,
 ``cluster.store`` the same store opened once more for the test to *read* (``find``,
 ``query``, ``statistics``).  Leaving the block stops every node (NODE_SHUTDOWN), closes
-the store view and, for ``redis://``, deletes the cluster's keys.
+the store view and, for ``redis://`` and ``postgresql://``, deletes the cluster's data.
 
 Stores.  ``"memory://"`` (the default) is a fresh named in-process store per cluster;
 ``"sqlite:///abs/path.db"`` a file (its directory must exist); ``"redis://host:port/db"``
 gets a fresh ``?prefix=`` per cluster (unless the URL names one), whose keys are
-deleted at exit.  A :class:`~zlink_trio.store.MemoryStore` object is used as it is.
+deleted at exit, and ``"postgresql://user@host/db"`` likewise a fresh prefix -- a schema
+of its own -- dropped at exit.  A :class:`~zlink_trio.store.MemoryStore` object is used as it is.
 
 Clocks.  ``clock`` is the nodes' *store clock* (leases, route-cache ages); it defaults to
 ``trio.current_time``, so leases follow Trio's clock on every backend -- in one process
@@ -231,12 +232,27 @@ def _mock_clock() -> trio.testing.MockClock | None:
     return clock if isinstance(clock, trio.testing.MockClock) else None
 
 
-def _redis_url(url: str) -> tuple[str, str | None]:
-    """``url`` with a fresh ``?prefix=`` unless it names one; and that fresh prefix."""
+def _prefixed_url(url: str, prefix: str) -> tuple[str, str | None]:
+    """``url`` with ``?prefix=prefix`` unless it names one; and that prefix (or ``None``)."""
     if "prefix=" in url:
         return url, None
-    prefix = f"zltest-{uuid.uuid4().hex[:12]}"
     return url + ("&" if "?" in url else "?") + f"prefix={prefix}", prefix
+
+
+async def _drop_postgres_prefix(url: str, prefix: str, in_flight: InFlight) -> None:
+    import psycopg
+
+    from zlink_trio.store.postgres.schema import parse_url
+
+    conninfo = parse_url(url).conninfo
+
+    def drop() -> None:
+        with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as connection:
+            connection.execute(f'DROP SCHEMA IF EXISTS "{prefix}" CASCADE')
+
+    with in_flight.io(f"dropping the schema {prefix!r}", scoped=False), \
+            trio.move_on_after(10), trio.CancelScope(shield=True):
+        await trio.to_thread.run_sync(drop)
 
 
 async def _delete_redis_prefix(url: str, prefix: str, in_flight: InFlight) -> None:
@@ -290,7 +306,9 @@ async def open_test_cluster(
     if isinstance(store, str) and store.rstrip("/") == "memory:":
         url = f"memory://zl-test-{uuid.uuid4().hex}"
     elif isinstance(store, str) and store.startswith("redis://"):
-        url, prefix = _redis_url(store)
+        url, prefix = _prefixed_url(store, f"zltest-{uuid.uuid4().hex[:12]}")
+    elif isinstance(store, str) and store.startswith(("postgresql://", "postgres://")):
+        url, prefix = _prefixed_url(store, f"zltest_{uuid.uuid4().hex[:12]}")
     mock = _mock_clock()
     shared = isinstance(url, str) and not url.startswith("memory:")
     in_flight = InFlight(mock if mock is not None and mock.autojump_threshold < math.inf
@@ -307,7 +325,9 @@ async def open_test_cluster(
             in_flight.patch_open_store(patcher)
         if prefix is not None:
             assert isinstance(url, str)
-            stack.push_async_callback(_delete_redis_prefix, url, prefix, in_flight)
+            stack.push_async_callback(
+                _delete_redis_prefix if url.startswith("redis://") else _drop_postgres_prefix,
+                url, prefix, in_flight)
         opener = in_flight.open_store(open_store) if shared else open_store
         view = await stack.enter_async_context(opener(url))
         if shared:

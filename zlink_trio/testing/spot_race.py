@@ -96,8 +96,9 @@ async def write_as_zombie(durable: Any) -> str | None:
 
 
 def _fresh_store(url: str) -> tuple[str, Path | None]:
-    """Every example gets a fresh store: ``memory://`` and ``redis://`` are made fresh by
-    ``open_test_cluster``; a SQLite file becomes a fresh file beside it (deleted after)."""
+    """Every example gets a fresh store: ``memory://``, ``redis://`` and ``postgresql://``
+    are made fresh by ``open_test_cluster``; a SQLite file becomes a fresh file beside it
+    (deleted after)."""
     if not url.startswith("sqlite://"):
         return url, None
     path, _, query = url.removeprefix("sqlite://").partition("?")
