@@ -268,15 +268,15 @@ ACTOR_RULES: tuple[Mutation, ...] = (
         rule="A SpotWide move seals the members only after the Spot's running turn ended, "
              "so a turn that calls its members finishes.",
         path=_RELOCATION,
-        find="                if host is not job.host:\n"
-             "                    # A member is sealed once its Spot's running turn ended: "
-             "a Spot's turn\n"
-             "                    # that awaits its members (a fan-out) finishes before they "
-             "hold.\n"
-             "                    host.seal_for_relocation()\n",
-        replace="                if host is job.host:  # all at once\n"
-                "                    for part in job.carried:\n"
-                "                        part.host.seal_for_relocation()\n",
+        find="                    if host is not job.host:\n"
+             "                        # A member is sealed once its Spot's running turn "
+             "ended: a Spot's\n"
+             "                        # turn that awaits its members (a fan-out) finishes "
+             "before they hold.\n"
+             "                        host.seal_for_relocation()\n",
+        replace="                    if host is job.host:  # all at once\n"
+                "                        for part in job.carried:\n"
+                "                            part.host.seal_for_relocation()\n",
         guards=[_TEST + "test_a_rooms_turn_that_calls_its_members_at_the_seal_finishes_before"
                 "_they_hold[memory]"],
     ),

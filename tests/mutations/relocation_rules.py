@@ -77,8 +77,8 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
         family=FAMILY,
         rule="A message from another node keeps the operation ID its frame carried.",
         path="zlink_trio/runtime/coordinators/inbound.py",
-        find="deadline, operation_id=frame.operation_id)",
-        replace="deadline, operation_id=0)",
+        find="deadline, operation_id=frame.operation_id,",
+        replace="deadline, operation_id=0,",
         guards=[_IDENTITY],
     ),
     Mutation(
