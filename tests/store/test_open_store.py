@@ -36,7 +36,7 @@ async def test_memory_store_instance_is_passed_through():
             assert a is shared
 
 
-@pytest.mark.parametrize("url", ["postgres://x", "memory", "", "http://h/"])
+@pytest.mark.parametrize("url", ["mysql://x", "memory", "", "http://h/"])
 async def test_unknown_scheme_lists_the_schemes(url):
     with pytest.raises(InvalidConfiguration, match=r"memory://, sqlite://, redis://"):
         async with open_store(url):
@@ -48,6 +48,17 @@ async def test_unknown_scheme_lists_the_schemes(url):
     "redis://127.0.0.1:6379/0?timeout=0", "redis://127.0.0.1:6379/0?colour=blue",
 ])
 async def test_malformed_redis_url_is_refused_before_connecting(url):
+    with pytest.raises(InvalidConfiguration):
+        async with open_store(url):
+            pass
+
+
+@pytest.mark.parametrize("url", [
+    "postgresql://u@127.0.0.1/db?prefix=Bad-Name", "postgresql://u@127.0.0.1/db?prefix=1x",
+    "postgresql://u@127.0.0.1/db?timeout=0", "postgresql://u@127.0.0.1/db?timeout=soon",
+    "postgresql://u@127.0.0.1/db?connections=0", "postgres://u@127.0.0.1/db#frag",
+])
+async def test_malformed_postgres_url_is_refused_before_connecting(url):
     with pytest.raises(InvalidConfiguration):
         async with open_store(url):
             pass

@@ -179,7 +179,7 @@ async def test_the_same_url_twice_is_one_store(tmp_path):
 
 @pytest.mark.parametrize(("location", "relocation"), [
     ("sqlite://{tmp}/a.db", "redis://127.0.0.1:6379/x"),
-    ("sqlite://{tmp}/a.db", "postgres://h/db"),
+    ("sqlite://{tmp}/a.db", "postgres://h/db?prefix=Not-A-Schema"),
     ("sqlite://{tmp}/a.db", ""),
     ("sqlite://{tmp}/a.db", "memory://name/path"),
     ("redis://127.0.0.1:6379/0?colour=blue", "sqlite://{tmp}/a.db"),

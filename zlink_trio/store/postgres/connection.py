@@ -5,9 +5,10 @@ Theory of operation
 psycopg has no Trio backend (psycopg issue #29), so the store keeps synchronous psycopg
 connections and runs every transaction in a Trio worker thread: the loop never waits on
 the server. Each connection is in autocommit mode with the transaction statements
-issued here, its ``search_path`` the prefix's schema, and ``statement_timeout`` and
-``lock_timeout`` the URL's ``timeout``, so a statement or a lock wait that takes longer
-fails with :class:`StoreUnavailable` instead of hanging.
+issued here, its ``search_path`` the prefix's schema, its ``application_name``
+``zlink_trio:<prefix>`` (what an operator sees in ``pg_stat_activity``), and
+``statement_timeout`` and ``lock_timeout`` the URL's ``timeout``, so a statement or a
+lock wait that takes longer fails with :class:`StoreUnavailable` instead of hanging.
 
 **Writes** (:meth:`PostgresConnection.write`) go through one writer connection. Every
 write transaction first takes the prefix's transaction-scoped advisory lock
@@ -58,8 +59,18 @@ MAX_GROUP: Final = 256
 Conn = psycopg.Connection[Any]
 
 
+class _WriteLockHeld(Exception):
+    """Internal: the prefix's write lock stayed held by another connection past the timeout."""
+
+
 def unavailable(options: PostgresOptions, error: BaseException) -> StoreUnavailable:
     """The typed error for a PostgreSQL failure of the store ``options`` names."""
+    if isinstance(error, _WriteLockHeld):
+        return StoreUnavailable(
+            f"PostgreSQL store {options.where}: another connection held the store's write "
+            f"lock (the prefix's advisory lock) past ?timeout={options.timeout:g} s; nothing "
+            "was written, retry later (a process frozen inside a write holds it until its "
+            "connection ends)")
     if isinstance(error, psycopg.errors.LockNotAvailable):
         return StoreUnavailable(
             f"PostgreSQL store {options.where}: a lock another connection holds was not "
@@ -119,7 +130,8 @@ class PostgresConnection:
         """A new connection set up for the prefix (blocking: call it in a thread)."""
         try:
             conn = psycopg.connect(options.conninfo, autocommit=True,
-                                   connect_timeout=max(1, round(options.timeout)))
+                                   connect_timeout=max(1, round(options.timeout)),
+                                   application_name=f"zlink_trio:{options.prefix}")
         except psycopg.Error as error:
             raise unavailable(options, error) from error
         try:
@@ -195,7 +207,8 @@ class PostgresConnection:
                         await trio.to_thread.run_sync(self._group, batch)
                     except Exception as error:  # the transaction itself failed
                         failure = (unavailable(self.options, error)
-                                   if isinstance(error, psycopg.Error) else error)
+                                   if isinstance(error, psycopg.Error | _WriteLockHeld)
+                                   else error)
                         for queued in batch:
                             queued.value, queued.error = None, failure
                 for queued in batch:
@@ -222,11 +235,22 @@ class PostgresConnection:
     def _group(self, batch: list[_Txn]) -> None:
         """One transaction around every body of ``batch`` (in the worker thread)."""
         conn = self._writer_conn()
+        try:
+            conn.execute("BEGIN")
+        except psycopg.OperationalError:
+            # A connection the server ended while idle (a restart, pg_terminate_backend):
+            # nothing ran on it, so a new one may begin instead.
+            conn.close()
+            self._writer = None
+            conn = self._writer_conn()
+            conn.execute("BEGIN")
         session = PostgresSession(conn)
         many = len(batch) > 1
         try:
-            conn.execute("BEGIN")
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (self.options.lock_key,))
+            try:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self.options.lock_key,))
+            except (psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable) as error:
+                raise _WriteLockHeld(str(error)) from error
             for txn in batch:
                 if many:
                     conn.execute("SAVEPOINT zlink_group")
@@ -285,8 +309,19 @@ class PostgresConnection:
     def _read(self, held: list[Conn | None], body: Callable[[SqlSession], T],
               single: bool) -> T:
         conn = held[0]
-        if conn is None or conn.closed:
-            conn = held[0] = self.connect(self.options)
+        if conn is not None and not conn.closed:
+            try:
+                return self._read_on(held, conn, body, single)
+            except StoreUnavailable as error:
+                # A pooled connection the server ended while idle: a read is safe to run
+                # again, once, on a new one.
+                if not isinstance(error.__cause__, psycopg.OperationalError):
+                    raise
+        conn = held[0] = self.connect(self.options)
+        return self._read_on(held, conn, body, single)
+
+    def _read_on(self, held: list[Conn | None], conn: Conn,
+                 body: Callable[[SqlSession], T], single: bool) -> T:
         try:
             if single:
                 return body(PostgresSession(conn))
