@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import trio
+from postgres_helpers import fresh_url as fresh_postgres_url
 from redis_helpers import own_server, raw_client, redis_test_store
 
 import zlink_trio as zl
 from zlink_trio import cli
-from zlink_trio.cli.doctor import filesystem_of, judge_server, judge_skew
+from zlink_trio.cli.doctor import filesystem_of, judge_postgres, judge_server, judge_skew
 from zlink_trio.store.redis.admin import open_connection
 from zlink_trio.store.sqlite.schema import SCHEMA_VERSION
 
@@ -195,3 +196,35 @@ async def test_the_test_redis_answers_the_doctor(capsys):
     assert statuses(report)["reachable"] == "ok"
     assert statuses(report)["clock"] == "ok"
     assert code == (0 if report["ok"] else 1)
+
+
+async def test_a_postgres_store_is_reachable_versioned_and_durable(capsys):
+    with trio.fail_after(LIMIT):
+        async with fresh_postgres_url() as url:
+            code, before = await trio.to_thread.run_sync(doctor, capsys, "--store", url)
+            async with zl.open_node("node-a", store=url):
+                pass
+            code_after, after = await trio.to_thread.run_sync(doctor, capsys, "--store", url)
+    # This machine's server commits synchronously, with no replica.
+    assert code == code_after == 0
+    assert statuses(before) == statuses(after) == {
+        "reachable": "ok", "schema": "ok", "clock": "ok", "durability": "ok"}
+    schema = [c for c in before["checks"] if c["check"] == "schema"]
+    assert "first node creates it" in schema[0]["message"]
+    (schema,) = [c for c in after["checks"] if c["check"] == "schema"]
+    assert schema["facts"]["version"] == schema["facts"]["known"]
+
+
+def test_a_postgres_server_that_may_lose_commits_is_said():
+    base = {"synchronous_commit": "on", "fsync": "on", "full_page_writes": "on",
+            "synchronous_standby_names": ""}
+    assert judge_postgres("s", base, 0).status == "ok"
+    lossy = judge_postgres("s", {**base, "synchronous_commit": "off"}, 0)
+    assert lossy.status == "warn"
+    assert "synchronous_commit" in lossy.message
+    assert judge_postgres("s", {**base, "fsync": "off"}, 0).status == "fail"
+    failover = judge_postgres("s", base, 2)
+    assert failover.status == "warn"
+    assert "failover" in failover.message
+    assert judge_postgres("s", {**base, "synchronous_standby_names": "FIRST 1 (r1)"},
+                          2).status == "ok"

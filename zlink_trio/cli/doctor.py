@@ -11,14 +11,19 @@ says, for every finding, what may happen and what to do:
 - **reachable** -- the store opens and answers (``PING`` on Redis, ``CLUSTER SHARDS``
   on Redis Cluster, the file opens read-only on SQLite);
 - **schema** -- SQLite's ``user_version`` against ``store.sqlite.schema.SCHEMA_VERSION``
-  (newer: nodes refuse it; older: the next node migrates it at open); Redis keys carry
-  no schema version (they are written as they are used), which is said as such;
-- **clock** -- the server's clock (``TIME``) against this host's, judged against the
+  (newer: nodes refuse it; older: the next node migrates it at open), PostgreSQL's
+  ``zlink_meta`` against ``store.postgres.schema.SCHEMA_VERSION``; Redis keys carry no
+  schema version (they are written as they are used), which is said as such;
+- **clock** -- the server's clock (``TIME``; PostgreSQL's ``clock_timestamp()``) against
+  this host's, judged against the
   lease (``--lease``, default the nodes' 10 s): a skew of a tenth of the lease or more
   is a problem. A node whose clock runs ahead sees others' leases end early, one that
   runs behind keeps acting on its own after it ended; NTP on every host is the fix. An
   SQLite store lives on this host: it has no clock of its own to disagree;
-- **durability** -- Redis: snapshots (``save``) and the append-only file
+- **durability** -- PostgreSQL: ``fsync`` or ``full_page_writes`` off may corrupt the
+  database on a crash; ``synchronous_commit`` off loses the last acknowledged commits;
+  replicas none of which is synchronous (``synchronous_standby_names``) may lose them in
+  a failover. Redis: snapshots (``save``) and the append-only file
   (``appendonly``, ``appendfsync``) both off means a restart of the server loses every
   record; ``appendfsync`` other than ``always`` loses the last second or so of writes;
   replicas mean a failover may lose writes the master acknowledged (the runtime does not
@@ -148,8 +153,10 @@ async def diagnose(url: str, *, lease: float = DEFAULT_LEASE,
         return await _redis(url, lease, timeout)
     if scheme == "redis+cluster":
         return await _cluster(url, lease, timeout)
-    raise UsageError(f"doctor knows sqlite://, redis:// and redis+cluster:// stores, not "
-                     f"{scheme}://")
+    if scheme in ("postgresql", "postgres"):
+        return await trio.to_thread.run_sync(_postgres, url, lease)
+    raise UsageError(f"doctor knows sqlite://, redis://, redis+cluster:// and postgresql:// "
+                     f"stores, not {scheme}://")
 
 
 def _shown(url: str) -> str:
@@ -231,6 +238,86 @@ def filesystem_of(path: str, mounts: str = "/proc/mounts") -> str | None:
         if inside and (best is None or len(point) > best[0]):
             best = (len(point), fields[2])
     return None if best is None else best[1]
+
+
+# ---------------------------------------------------------------------- PostgreSQL
+
+
+def _postgres(url: str, lease: float) -> list[Check]:
+    """The PostgreSQL checks (blocking: run in a thread)."""
+    from zlink_trio.store.postgres.schema import SCHEMA_VERSION as POSTGRES_SCHEMA
+    from zlink_trio.store.postgres.schema import parse_url as parse_postgres_url
+
+    try:
+        import psycopg
+    except ImportError as error:
+        raise UsageError(f"the PostgreSQL checks need psycopg 3 ({error}); install "
+                         "zlink-trio[postgres]") from error
+    options = parse_postgres_url(url)
+    where = options.server
+    try:
+        connection = psycopg.connect(options.conninfo, autocommit=True,
+                                     connect_timeout=max(1, round(options.timeout)))
+    except psycopg.Error as exc:
+        return [Check("reachable", "fail", f"PostgreSQL at {where} did not answer ({exc}); "
+                      "start it or fix the URL", {})]
+    try:
+        def one(sql: str, *args: object) -> Any:
+            row = connection.execute(sql, args).fetchone()
+            return None if row is None else row[0]
+
+        sent = time.time()
+        server_time = float(one("SELECT extract(epoch FROM clock_timestamp())"))
+        received = time.time()
+        has_meta = one("SELECT count(*) FROM information_schema.tables WHERE "
+                       "table_schema = %s AND table_name = 'zlink_meta'", options.prefix)
+        version = (one(f'SELECT value FROM "{options.prefix}".zlink_meta '
+                       "WHERE key = 'schema_version'") if has_meta else None)
+        facts = {name: one(f"SHOW {name}") for name in (
+            "synchronous_commit", "fsync", "full_page_writes", "synchronous_standby_names")}
+        replicas = int(one("SELECT count(*) FROM pg_stat_replication"))
+    except psycopg.Error as exc:
+        return [Check("reachable", "fail", f"PostgreSQL at {where} answered, but could not "
+                      f"be read ({exc}); check the user's rights", {})]
+    finally:
+        connection.close()
+    checks = [Check("reachable", "ok", f"PostgreSQL at {where} answers", {})]
+    if version is None:
+        checks.append(Check("schema", "ok", f"no zlink_trio schema under prefix "
+                            f"{options.prefix!r} yet: the first node creates it",
+                            {"version": None, "known": POSTGRES_SCHEMA}))
+    elif int(version) > POSTGRES_SCHEMA:
+        checks.append(Check("schema", "fail", f"schema version {version} is newer than this "
+                            f"zlink_trio knows ({POSTGRES_SCHEMA}): its nodes refuse it; "
+                            "upgrade zlink_trio",
+                            {"version": int(version), "known": POSTGRES_SCHEMA}))
+    else:
+        checks.append(Check("schema", "ok", f"schema version {version}",
+                            {"version": int(version), "known": POSTGRES_SCHEMA}))
+    checks.append(judge_skew(where, server_time - (sent + received) / 2, received - sent,
+                             lease))
+    checks.append(judge_postgres(where, facts, replicas))
+    return checks
+
+
+def judge_postgres(where: str, facts: dict[str, Any], replicas: int) -> Check:
+    """The durability check of one PostgreSQL server from its settings and replicas."""
+    shown = {**facts, "replicas": replicas}
+    if facts.get("fsync") == "off" or facts.get("full_page_writes") == "off":
+        return Check("durability", "fail", f"{where} runs with fsync or full_page_writes "
+                     "off: a crash of its host may corrupt the database, not only lose the "
+                     f"last writes; {_REJOIN}. Turn both on", shown)
+    if facts.get("synchronous_commit") == "off":
+        return Check("durability", "warn", f"{where} has synchronous_commit off: a crash of "
+                     "the server loses the last commits it acknowledged (up to three times "
+                     f"wal_writer_delay); {_REJOIN}. Set synchronous_commit = on", shown)
+    if replicas and not (facts.get("synchronous_standby_names") or "").strip():
+        return Check("durability", "warn", f"{where} has {replicas} replica(s), all "
+                     "asynchronous (synchronous_standby_names is empty): a failover to one "
+                     f"may lose commits the primary acknowledged; {_REJOIN}. Name them in "
+                     "synchronous_standby_names", shown)
+    return Check("durability", "ok", f"{where} flushes every commit before it answers "
+                 f"(synchronous_commit {facts.get('synchronous_commit')})", shown)
 
 
 # ---------------------------------------------------------------------- Redis

@@ -114,6 +114,13 @@ class PostgresOptions:
         return f"{urlunsplit(parts._replace(netloc=netloc))} (prefix {self.prefix!r})"
 
     @property
+    def server(self) -> str:
+        """``host:port/database``, for messages about the server itself."""
+        parts = urlsplit(self.conninfo)
+        host = parts.hostname or "localhost"
+        return f"{host}:{parts.port or 5432}{parts.path or '/'}"
+
+    @property
     def lock_key(self) -> int:
         """The advisory lock every write transaction of this prefix takes (signed 64 bit)."""
         return zlib.crc32(f"zlink_trio:{self.prefix}".encode()) - (1 << 31)
