@@ -4,9 +4,11 @@ Theory of operation
 -------------------
 :func:`bench_store_url` opens a fresh, private store of one backend for a
 benchmark and removes it afterwards: ``memory://``, a SQLite file in a
-temporary directory, or a Redis database under a fresh ``?prefix=`` whose
+temporary directory, a Redis database under a fresh ``?prefix=`` whose
 keys are deleted at the end (``redis_url`` names the server, default
-``redis://127.0.0.1:6379/0``).
+``redis://127.0.0.1:6379/0``), or a PostgreSQL schema of its own, dropped at the end
+(``ZLINK_BENCH_POSTGRES`` names the server, default this machine's
+``postgresql://postgres@127.0.0.1:5432/test``).
 
 :func:`txn_figures` times the two transactions of a creation on one store:
 Reserve and CommitReady one at a time (p50/p99 latency, milliseconds), and
@@ -33,6 +35,7 @@ import argparse
 import collections
 import functools
 import inspect
+import os
 import statistics
 import sys
 import tempfile
@@ -68,9 +71,12 @@ __all__ = (
 )
 
 #: The backends the benchmarks measure, in report order.
-BACKENDS: Final = ("memory", "sqlite", "redis")
+BACKENDS: Final = ("memory", "sqlite", "redis", "postgres")
 #: The Redis the benchmarks use unless told otherwise.
 DEFAULT_REDIS_URL: Final = "redis://127.0.0.1:6379/0"
+#: The PostgreSQL the ``postgres`` figures use (``ZLINK_BENCH_POSTGRES`` overrides it): each
+#: benchmark store in a fresh schema, dropped afterwards.
+DEFAULT_POSTGRES_URL: Final = "postgresql://postgres@127.0.0.1:5432/test"
 _MESH = "bench"
 
 
@@ -139,8 +145,27 @@ async def bench_store_url(backend: str, *, redis_url: str = DEFAULT_REDIS_URL,
                 except Exception as exc:  # e.g. no Redis: the block's own error is what counts
                     print(f"could not delete the benchmark's Redis keys {prefix}:* "
                           f"({type(exc).__name__}: {exc})", file=sys.stderr)
+    elif backend == "postgres":
+        server = os.environ.get("ZLINK_BENCH_POSTGRES") or DEFAULT_POSTGRES_URL
+        prefix = f"zlbench_{uuid.uuid4().hex[:12]}"
+        try:
+            yield f"{server.split('?')[0]}?prefix={prefix}"
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(30):
+                try:
+                    await trio.to_thread.run_sync(_drop_postgres_schema, server, prefix)
+                except Exception as exc:  # e.g. no server: the block's own error counts
+                    print(f"could not drop the benchmark's PostgreSQL schema {prefix} "
+                          f"({type(exc).__name__}: {exc})", file=sys.stderr)
     else:
         raise ValueError(f"unknown backend {backend!r}; one of {', '.join(BACKENDS)}")
+
+
+def _drop_postgres_schema(server: str, prefix: str) -> None:
+    import psycopg
+
+    with psycopg.connect(server.split("?")[0], autocommit=True, connect_timeout=10) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{prefix}" CASCADE')
 
 
 @contextmanager
