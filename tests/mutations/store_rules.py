@@ -916,6 +916,17 @@ STORE_RULES: tuple[Mutation, ...] = (
         guards=[_redis(_DEAD + "test_new_claim_refuses_a_node_id_held_live_by_another_process")],
     ),
     Mutation(
+        name="store.postgres_writes_serialised",
+        family=_TXN,
+        rule="PostgreSQL: every write transaction holds the prefix's advisory lock, so two "
+             "processes' transactions never interleave (no lost update: one Reserve wins).",
+        path="zlink_trio/store/postgres/connection.py",
+        find='conn.execute("SELECT pg_advisory_xact_lock(%s)", (self.options.lock_key,))',
+        replace='conn.execute("SELECT 1")',
+        guards=["tests/store/test_postgres_backend.py::"
+                "test_two_processes_reserving_the_same_ids_at_once_never_both_win"],
+    ),
+    Mutation(
         name="store.relocation_store_apart",
         family="A Relocation Store apart (never the Location Store's keyspace)",
         rule="With relocation=URL the Relocation Store's roots and inboxes live only in "

@@ -16,7 +16,7 @@ from store_helpers import MESH, descriptor
 
 from zlink_trio.core.errors import InvalidConfiguration, StoreUnavailable
 from zlink_trio.core.identity import SpotKind
-from zlink_trio.store import open_store
+from zlink_trio.store import AuthorityExists, open_store
 from zlink_trio.store.postgres import PostgresStore
 from zlink_trio.store.postgres.schema import SCHEMA_VERSION, parse_url
 
@@ -144,3 +144,38 @@ async def test_concurrent_writes_share_group_transactions():
             groups = store.connection.groups - groups_before
             assert groups < 100  # several writes per transaction
             assert (await store.location.statistics()).creating == 100
+
+
+async def test_two_processes_reserving_the_same_ids_at_once_never_both_win():
+    """Two stores on one prefix stand for two processes (a writer connection each): their
+    Reserves of the same IDs, all at once, leave exactly one winner per ID -- the
+    prefix's advisory lock serialises their transactions (without it, both would read no
+    record and both insert one)."""
+    ids = [f"race-{i}" for i in range(60)]
+    with trio.fail_after(LIMIT):
+        async with fresh_url() as url, open_store(url) as first, open_store(url) as second:
+            owners = []
+            for store, name in ((first, "n1"), (second, "n2")):
+                claim = await store.location.new_claim(descriptor(name, capacity=200),
+                                                       now=0.0, lease=60.0)
+                owners.append((store, claim.owner()))
+            wins: dict[str, list[str]] = {spot_id: [] for spot_id in ids}
+
+            async def reserve(store, owner, spot_id: str) -> None:
+                try:
+                    await store.location.reserve(spot_id, kind=SpotKind.INSTANCE,
+                                                 stable_type="counter", mesh=MESH,
+                                                 owner=owner, now=1.0)
+                except AuthorityExists:
+                    return
+                wins[spot_id].append(str(owner.node_rid))
+
+            async with trio.open_nursery() as nursery:
+                for spot_id in ids:
+                    for store, owner in owners:
+                        nursery.start_soon(reserve, store, owner, spot_id)
+            assert all(len(winners) == 1 for winners in wins.values()), wins
+            for spot_id in ids:
+                record = await first.location.find(spot_id)
+                assert record is not None
+                assert [str(record.owner.node_rid)] == wins[spot_id]

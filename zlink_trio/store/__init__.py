@@ -32,7 +32,11 @@ Modules:
 - ``timed``     -- :func:`~zlink_trio.store.timed.timed_store`: every call timed by
                    backend, part and method (``open_node(metrics=...)`` only)
 - ``rules/``    -- the pure transaction functions every backend matches (the oracle)
-- ``sqlite/``   -- the ``sqlite:///path.db`` backend (one file, processes of one host)
+- ``sqlite/``   -- the ``sqlite:///path.db`` backend (one file, processes of one host);
+                   its transactions are written against ``sqlite/session.py``'s protocols
+                   and serve ``postgres/`` too
+- ``postgres/`` -- the ``postgresql://user@host/db`` backend: ``sqlite/``'s transactions on
+                   PostgreSQL, writes under the prefix's advisory lock (any number of hosts)
 - ``redis/``    -- the ``redis://host:port/db`` backend (its own RESP2 client)
 - ``redis_cluster/`` -- the ``redis+cluster://host:port,...`` backend: ``redis/``'s scripts
                    per bucket (one hash slot each) on Redis Cluster

@@ -20,6 +20,9 @@ Modules:
 - ``group_rows``  -- the sequence, claim and capacity rows a group commit shares
 - ``rowcache``    -- rows kept between a connection's write transactions
 - ``codec``       -- the stored JSON of records and claims, and the rows of reminders
+- ``session``     -- ``SqlSession`` / ``SqlDatabase``: what the transaction bodies ask of a
+                     connection (a ``sqlite3.Connection``, or ``store.postgres``' session:
+                     the bodies above serve the PostgreSQL backend too)
 - ``connection``  -- one connection: transactions, dispatch (inline / thread), group
                      commit
 - ``errors``      -- SQLite errors mapped to typed ones
