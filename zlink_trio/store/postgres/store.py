@@ -24,9 +24,7 @@ import trio
 
 from zlink_trio.store.postgres.connection import PostgresConnection
 from zlink_trio.store.postgres.schema import parse_url
-from zlink_trio.store.sqlite.combined import SqliteCombined
-from zlink_trio.store.sqlite.location import SqliteLocationStore
-from zlink_trio.store.sqlite.relocation import SqliteRelocationStore
+from zlink_trio.store.sqlite.store import SqlStore
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -36,14 +34,12 @@ if TYPE_CHECKING:
 __all__ = ("PostgresStore", "open_postgres_store")
 
 
-class PostgresStore:
+class PostgresStore(SqlStore):
     """A Location Store and a Relocation Store in one PostgreSQL schema."""
 
     def __init__(self, db: PostgresConnection) -> None:
+        super().__init__(db)
         self._db = db
-        self._location = SqliteLocationStore(db)
-        self._relocation = SqliteRelocationStore(db)
-        self._combined = SqliteCombined(db)
 
     @property
     def options(self) -> PostgresOptions:
@@ -54,21 +50,6 @@ class PostgresStore:
     def connection(self) -> PostgresConnection:
         """The store's connections (its group-commit statistics)."""
         return self._db
-
-    @property
-    def combined(self) -> SqliteCombined:
-        """Both stores share the schema: the combined transactions."""
-        return self._combined
-
-    @property
-    def location(self) -> SqliteLocationStore:
-        """The Location Store (``loc_*`` tables)."""
-        return self._location
-
-    @property
-    def relocation(self) -> SqliteRelocationStore:
-        """The Relocation Store (``rel_*`` tables)."""
-        return self._relocation
 
 
 @asynccontextmanager

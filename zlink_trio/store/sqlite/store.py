@@ -16,7 +16,9 @@ Relocation Store (``rel_*`` tables, never shared with ``loc_*``) keeps roots
 through the same views and inboxes in SQL that mirrors
 ``store.rules.relocation_store`` check for check (``relocation``). Both live in
 one file, so the combined cold-activation transactions are one transaction
-each (``combined``).
+each (``combined``). :class:`SqlStore` is the three stores over any ``SqlDatabase``
+(``session``); :class:`SqliteStore` is it on a SQLite file, and ``store.postgres`` on a
+PostgreSQL schema.
 
 Durability: a committed transaction survives an application crash with
 ``synchronous=normal`` (the default) and also a power loss with
@@ -43,27 +45,24 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from zlink_trio.store.sqlite.schema import SqliteOptions
+    from zlink_trio.store.sqlite.session import SqlDatabase
 
-__all__ = ("SqliteStore", "open_sqlite_store")
+__all__ = ("SqlStore", "SqliteStore", "open_sqlite_store")
 
 
-class SqliteStore:
-    """A Location Store and a Relocation Store sharing one SQLite connection (and file)."""
+class SqlStore:
+    """A Location Store and a Relocation Store sharing one SQL database's transactions
+    (``session.SqlDatabase``): the SQLite file here, a PostgreSQL schema in
+    ``store.postgres``."""
 
-    def __init__(self, db: SqliteConnection) -> None:
-        self._db = db
+    def __init__(self, db: SqlDatabase) -> None:
         self._location = SqliteLocationStore(db)
         self._relocation = SqliteRelocationStore(db)
         self._combined = SqliteCombined(db)
 
     @property
-    def options(self) -> SqliteOptions:
-        """What the URL selected (path, synchronous, busy timeout, dispatch)."""
-        return self._db.options
-
-    @property
     def combined(self) -> SqliteCombined:
-        """Both stores share the file: the combined transactions (``combined``)."""
+        """Both stores share the database: the combined transactions (``combined``)."""
         return self._combined
 
     @property
@@ -75,6 +74,19 @@ class SqliteStore:
     def relocation(self) -> SqliteRelocationStore:
         """The Relocation Store (``rel_*`` tables, a separate key space)."""
         return self._relocation
+
+
+class SqliteStore(SqlStore):
+    """A Location Store and a Relocation Store sharing one SQLite connection (and file)."""
+
+    def __init__(self, db: SqliteConnection) -> None:
+        super().__init__(db)
+        self._db = db
+
+    @property
+    def options(self) -> SqliteOptions:
+        """What the URL selected (path, synchronous, busy timeout, dispatch)."""
+        return self._db.options
 
 
 @asynccontextmanager
