@@ -399,6 +399,124 @@ class SqliteLockPastLease(SqliteLock):
         return knobs.lease * 2.0
 
 
+POSTGRES_LOCKER = """
+import psycopg, sys
+conn = psycopg.connect(sys.argv[1], autocommit=True)
+conn.execute("BEGIN")
+conn.execute("SELECT pg_advisory_xact_lock(%s)", (int(sys.argv[2]),))
+print("locked", flush=True)
+sys.stdin.readline()
+conn.execute("ROLLBACK")
+"""
+
+
+def _postgres(url: str) -> tuple[str, str, int]:
+    """The libpq URL, the prefix and the write lock's key of a ``postgresql://`` store."""
+    from zlink_trio.store.postgres.schema import parse_url
+
+    options = parse_url(url)
+    return options.conninfo, options.prefix, options.lock_key
+
+
+class PostgresLock(Fault):
+    name = "PostgreSQL write lock held"
+    backends = ("postgresql",)
+    promise = ("another connection holds the store's write lock (the prefix's advisory "
+               "lock) past the store's ?timeout= (shorter than the lease): store writes fail "
+               "typed (StoreUnavailable / Unavailable) within their deadline, no lease is "
+               "lost; after the release every Spot serves")
+
+    def outage(self, knobs: Knobs) -> float:
+        return knobs.lease * 0.6
+
+    async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
+        conninfo, _, key = _postgres(cluster.store)
+        hold = self.outage(knobs)
+        locker = await trio.lowlevel.open_process(
+            [sys.executable, "-c", POSTGRES_LOCKER, conninfo, str(key)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert locker.stdout is not None
+        assert locker.stdin is not None
+        try:
+            with trio.fail_after(10):
+                assert (await locker.stdout.receive_some(64)).startswith(b"locked")
+            cluster.mark("fault", what=f"advisory write lock held for {hold:.1f} s")
+            await trio.sleep(hold)
+            await locker.stdin.send_all(b"\n")
+            with trio.fail_after(10):
+                await locker.wait()
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(5):
+                if locker.returncode is None:
+                    locker.kill()
+                await locker.wait()
+                await locker.stdin.aclose()
+                await locker.stdout.aclose()
+        return [cluster.mark("heal")]
+
+
+class PostgresLockPastLease(PostgresLock):
+    name = "PostgreSQL write lock held past the lease"
+    may_lose_lease = True
+    serves_within_leases = 2.0
+    promise = ("a store outage of 2 leases: every node loses its lease (calls end "
+               "Unavailable, typed), runs no work and rejoins the Mesh by itself; every "
+               "Spot serves again within 2 leases of the release")
+
+    def outage(self, knobs: Knobs) -> float:
+        return knobs.lease * 2.0
+
+
+class PostgresTerminate(Fault):
+    name = "PostgreSQL connections terminated"
+    backends = ("postgresql",)
+    may_lose_lease = True
+    serves_within_leases = 2.0
+    promise = ("every connection of the store is ended by the server "
+               "(pg_terminate_backend), three times within a lease: the transactions in "
+               "flight fail typed and write nothing, the connections are replaced; every "
+               "Spot serves again within 2 leases")
+
+    async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
+        import psycopg
+
+        conninfo, prefix, _ = _postgres(cluster.store)
+
+        def terminate() -> int:
+            with psycopg.connect(conninfo, autocommit=True) as conn:
+                rows = conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = %s", (f"zlink_trio:{prefix}",)).fetchall()
+            return len(rows)
+
+        for _ in range(3):
+            ended = await trio.to_thread.run_sync(terminate)
+            cluster.mark("fault", what=f"pg_terminate_backend of {ended} connections")
+            await trio.sleep(knobs.lease / 3)
+        return [cluster.mark("heal")]
+
+
+class PostgresRestart(Fault):
+    name = "PostgreSQL server restarted"
+    backends = ("postgresql",)
+    may_lose_lease = True
+    serves_within_leases = 3.0
+    promise = ("the server restarts under traffic (pg_ctlcluster restart: every "
+               "connection ends, the server is gone for about a lease): calls that need "
+               "the store fail typed or wait within their deadline, nothing acknowledged is "
+               "lost or applied twice (the server keeps what it committed), nodes that "
+               "lose their lease rejoin; every Spot serves again within 3 leases")
+
+    async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
+        clusters = (await trio.run_process(["pg_lsclusters", "-h"], capture_stdout=True)
+                    ).stdout.decode().split()
+        version, name = clusters[0], clusters[1]
+        cluster.mark("fault", what=f"pg_ctlcluster {version} {name} restart")
+        with trio.fail_after(30):
+            await trio.run_process(["pg_ctlcluster", version, name, "restart"])
+        return [cluster.mark("heal")]
+
+
 FAULTS: dict[str, type[Fault]] = {
     "link-cut": LinkCut, "link-delay": LinkDelay, "link-blackhole": LinkBlackhole,
     "sigstop-zombie": SigstopZombie, "sigkill-restart": SigkillRestart,
@@ -408,4 +526,6 @@ FAULTS: dict[str, type[Fault]] = {
     "redis-flush": RedisFlush, "durable-sigkill-restart": DurableSigkillRestart,
     "durable-sigstop-zombie": DurableSigstopZombie,
     "reminders-sigkill-restart": RemindersSigkillRestart,
+    "postgres-lock": PostgresLock, "postgres-lock-past-lease": PostgresLockPastLease,
+    "postgres-terminate": PostgresTerminate, "postgres-restart": PostgresRestart,
 }

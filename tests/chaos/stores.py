@@ -1,4 +1,4 @@
-"""The chaos runs' stores: a fresh SQLite file or a fresh Redis prefix per run.
+"""The chaos runs' stores: a fresh SQLite file, Redis prefix or PostgreSQL schema per run.
 
 :func:`chaos_store` yields a store URL: a SQLite file in ``directory`` with a 0.5 s busy
 timeout (so "locked past the busy timeout" fits the time budget), or the test Redis
@@ -6,7 +6,9 @@ timeout (so "locked past the busy timeout" fits the time budget), or the test Re
 keys are deleted afterwards; absent Redis fails under ``CI`` and skips locally. A row that
 acts on the whole Redis server (``Fault.acts_on_the_store_server``: ``CLIENT PAUSE``) gets a
 ``redis-server`` of its own (``redis_helpers.own_server``): paused, the shared one would
-stall every test running beside it.
+stall every test running beside it. PostgreSQL (``tests/store/postgres_helpers.py``,
+``ZLINK_TEST_POSTGRES``) gets a fresh schema, dropped afterwards, with ``?timeout=0.5``
+(a wait for the write lock bounded like SQLite's busy timeout).
 """
 
 from __future__ import annotations
@@ -25,8 +27,12 @@ HERE = Path(__file__).parent
 
 
 def redis_helpers() -> Any:
+    return _helpers("redis_helpers")
+
+
+def _helpers(name: str) -> Any:
     spec = importlib.util.spec_from_file_location(
-        "chaos_redis_helpers", HERE.parent / "store" / "redis_helpers.py")
+        f"chaos_{name}", HERE.parent / "store" / f"{name}.py")
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -37,10 +43,14 @@ def redis_helpers() -> Any:
 @asynccontextmanager
 async def chaos_store(backend: str, directory: Path, *, own_server: bool = False
                       ) -> AsyncIterator[str]:
-    """A fresh store URL on ``backend`` (``sqlite`` or ``redis``; with ``own_server``, on
-    a Redis server of this run alone); see the module doc."""
+    """A fresh store URL on ``backend`` (``sqlite``, ``redis`` -- with ``own_server``, on
+    a Redis server of this run alone -- or ``postgresql``); see the module doc."""
     if backend == "sqlite":
         yield f"sqlite://{directory / 'chaos.db'}?busy_timeout=0.5"
+        return
+    if backend == "postgresql":  # waits for a lock bounded like SQLite's busy timeout
+        async with _helpers("postgres_helpers").fresh_url(timeout=0.5) as url:
+            yield url
         return
     helpers = redis_helpers()
     async with AsyncExitStack() as stack:
