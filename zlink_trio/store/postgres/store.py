@@ -69,16 +69,3 @@ async def open_postgres_store(url: str) -> AsyncIterator[PostgresStore]:
         with trio.CancelScope(shield=True):
             await db.aclose()
 
-
-if TYPE_CHECKING:
-    from zlink_trio.store.protocol import (
-        CombinedTransactions,
-        LocationStore,
-        RelocationStore,
-        Store,
-    )
-
-    def _conforms(store: PostgresStore) -> tuple[LocationStore, RelocationStore, Store,
-                                                 CombinedTransactions]:
-        # mypy proves here that the PostgreSQL store satisfies the protocols.
-        return store.location, store.relocation, store, store.combined

@@ -117,7 +117,8 @@ if TYPE_CHECKING:
         Store,
     )
 
-    def _conforms(store: SqliteStore) -> tuple[LocationStore, RelocationStore, Store,
-                                               CombinedTransactions]:
-        # mypy proves here that the SQLite classes satisfy the protocols.
+    def _conforms(store: SqlStore) -> tuple[LocationStore, RelocationStore, Store,
+                                            CombinedTransactions]:
+        # mypy proves here that the SQL stores (SQLite's, PostgreSQL's) satisfy the
+        # protocols.
         return store.location, store.relocation, store, store.combined
