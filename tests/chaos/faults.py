@@ -353,28 +353,35 @@ class SqliteLock(Fault):
         return knobs.lease * 0.6
 
     async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
-        path = urlsplit(cluster.store).path
         hold = self.outage(knobs)
-        locker = await trio.lowlevel.open_process(
-            [sys.executable, "-c", LOCKER, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        assert locker.stdout is not None
-        assert locker.stdin is not None
-        try:
-            with trio.fail_after(10):
-                assert (await locker.stdout.receive_some(64)).startswith(b"locked")
-            cluster.mark("fault", what=f"BEGIN EXCLUSIVE for {hold:.1f} s")
-            await trio.sleep(hold)
-            await locker.stdin.send_all(b"\n")
-            with trio.fail_after(10):
-                await locker.wait()
-        finally:
-            with trio.CancelScope(shield=True), trio.move_on_after(5):
-                if locker.returncode is None:
-                    locker.kill()
-                await locker.wait()
-                await locker.stdin.aclose()
-                await locker.stdout.aclose()
-        return [cluster.mark("heal")]
+        return await _hold_lock(cluster, [LOCKER, urlsplit(cluster.store).path], hold,
+                                f"BEGIN EXCLUSIVE for {hold:.1f} s")
+
+
+async def _hold_lock(cluster: Cluster, script: list[str], hold: float, what: str
+                     ) -> list[float]:
+    """Run ``python -c script...`` (a locker: it prints ``locked`` once it holds the lock,
+    and lets go at a line on its stdin) for ``hold`` seconds, marked as fault ``what``."""
+    locker = await trio.lowlevel.open_process(
+        [sys.executable, "-c", *script], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert locker.stdout is not None
+    assert locker.stdin is not None
+    try:
+        with trio.fail_after(10):
+            assert (await locker.stdout.receive_some(64)).startswith(b"locked")
+        cluster.mark("fault", what=what)
+        await trio.sleep(hold)
+        await locker.stdin.send_all(b"\n")
+        with trio.fail_after(10):
+            await locker.wait()
+    finally:
+        with trio.CancelScope(shield=True), trio.move_on_after(5):
+            if locker.returncode is None:
+                locker.kill()
+            await locker.wait()
+            await locker.stdin.aclose()
+            await locker.stdout.aclose()
+    return [cluster.mark("heal")]
 
 
 class RedisRelayCutPastLease(RedisRelayCut):
@@ -432,27 +439,8 @@ class PostgresLock(Fault):
     async def inject(self, cluster: Cluster, knobs: Knobs, rng: random.Random) -> list[float]:
         conninfo, _, key = _postgres(cluster.store)
         hold = self.outage(knobs)
-        locker = await trio.lowlevel.open_process(
-            [sys.executable, "-c", POSTGRES_LOCKER, conninfo, str(key)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        assert locker.stdout is not None
-        assert locker.stdin is not None
-        try:
-            with trio.fail_after(10):
-                assert (await locker.stdout.receive_some(64)).startswith(b"locked")
-            cluster.mark("fault", what=f"advisory write lock held for {hold:.1f} s")
-            await trio.sleep(hold)
-            await locker.stdin.send_all(b"\n")
-            with trio.fail_after(10):
-                await locker.wait()
-        finally:
-            with trio.CancelScope(shield=True), trio.move_on_after(5):
-                if locker.returncode is None:
-                    locker.kill()
-                await locker.wait()
-                await locker.stdin.aclose()
-                await locker.stdout.aclose()
-        return [cluster.mark("heal")]
+        return await _hold_lock(cluster, [POSTGRES_LOCKER, conninfo, str(key)], hold,
+                                f"advisory write lock held for {hold:.1f} s")
 
 
 class PostgresLockPastLease(PostgresLock):

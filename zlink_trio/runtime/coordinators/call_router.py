@@ -101,16 +101,15 @@ class CallRouter:
 
     async def _resolve(self, call: Delivery, first: Incarnation | CachedRoute | bool,
                        what: str) -> None:
-        if call.trace is not None:  # a traced call: its resolve is a span of its own
-            with self._rt.tracing.span("zlink.resolve", call.trace,
-                                       attributes={"zlink.spot_id": call.spot_id}):
-                await self._resolve_untraced(call, first, what)
-        else:
-            await self._resolve_untraced(call, first, what)
-
-    async def _resolve_untraced(self, call: Delivery, first: Incarnation | CachedRoute | bool,
-                                what: str) -> None:
         rt = self._rt
+        # A traced call's resolve is a span of its own (a node that traces nothing gets
+        # the shared empty context manager: ``observe.tracing.Tracing.span``).
+        with rt.tracing.span("zlink.resolve", call.trace,
+                             attributes={"zlink.spot_id": call.spot_id}):
+            await self._resolve_in(rt, call, first, what)
+
+    async def _resolve_in(self, rt: NodeRuntime, call: Delivery,
+                          first: Incarnation | CachedRoute | bool, what: str) -> None:
         prefetched: AuthorityRecord | Unread | None = UNREAD
         if first is False:
             immediate = immediate_of(rt.store)

@@ -80,6 +80,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Final
 
 import trio
@@ -245,14 +246,13 @@ def _send(rt: NodeState, peers: Peers, call: Delivery, link: Link,
     A traced message's hop is a ``zlink.follow`` span (``observe.tracing``) in its trace.
     """
     try:
-        if rt.tracing.enabled and call.metadata is not None:
-            with rt.tracing.span("zlink.follow", rt.tracing.context_of(call.metadata),
-                                 attributes={"zlink.spot_id": route_frame.spot_id,
-                                             "zlink.generation": route_frame.object_generation,
-                                             "zlink.follow.hops": route_frame.hops,
-                                             "zlink.mesh": rt.mesh}):
-                send_spot_message(rt, peers, call, link, route_frame)
-        else:
+        metadata = call.metadata if rt.tracing.enabled else None
+        with rt.tracing.span(
+                "zlink.follow", rt.tracing.context_of(metadata),
+                attributes={"zlink.spot_id": route_frame.spot_id,
+                            "zlink.generation": route_frame.object_generation,
+                            "zlink.follow.hops": route_frame.hops,
+                            "zlink.mesh": rt.mesh}) if metadata is not None else nullcontext():
             send_spot_message(rt, peers, call, link, route_frame)
     except Unavailable as exc:
         follow_event(rt.node_id, rt.metrics, FollowEvent.DROP_UNREACHABLE, route_frame.spot_id,
