@@ -921,10 +921,59 @@ STORE_RULES: tuple[Mutation, ...] = (
         rule="PostgreSQL: every write transaction holds the prefix's advisory lock, so two "
              "processes' transactions never interleave (no lost update: one Reserve wins).",
         path="zlink_trio/store/postgres/connection.py",
-        find='conn.execute("SELECT pg_advisory_xact_lock(%s)", (self.options.lock_key,))',
-        replace='conn.execute("SELECT 1")',
+        find="session.execute(_LOCK, (self.options.lock_key,))",
+        replace='session.execute("SELECT ?", (self.options.lock_key,))',
         guards=["tests/store/test_postgres_backend.py::"
-                "test_two_processes_reserving_the_same_ids_at_once_never_both_win"],
+                "test_two_processes_reserving_the_same_ids_at_once_never_both_win",
+                "tests/store/test_postgres_backend.py::"
+                "test_two_processes_reserving_at_once_never_issue_one_generation_twice"],
+    ),
+    Mutation(
+        name="store.rowcache_sees_other_writers",
+        family=_TXN,
+        rule="SQL stores: a write transaction that finds another writer committed since "
+             "this connection's last commit empties its row cache (a row another store "
+             "wrote is never served from it).",
+        path="zlink_trio/store/sqlite/rowcache.py",
+        find="        if version != self.version:\n            self.clear()",
+        replace="        if False:\n            self.clear()",
+        guards=["tests/store/test_sqlite_fast_paths.py::"
+                "test_another_connections_write_is_never_served_from_the_cache",
+                "tests/store/test_postgres_backend.py::"
+                "test_another_stores_write_is_never_served_from_the_cache"],
+    ),
+    Mutation(
+        name="store.postgres_hand_writes_counted",
+        family=_TXN,
+        rule="PostgreSQL: a write by a session that is not a store's (an edit by hand) adds "
+             "to the write counter, so no store serves the row it changed from its cache.",
+        path="zlink_trio/store/postgres/schema.py",
+        find="""UPDATE "{schema}".zlink_meta SET value = value + 1 WHERE key = 'writes';""",
+        replace="""PERFORM 1;""",
+        guards=["tests/store/test_postgres_backend.py::"
+                "test_a_write_by_hand_is_never_served_from_the_cache"],
+    ),
+    Mutation(
+        name="store.postgres_failed_group_runs_alone",
+        family=_TXN,
+        rule="PostgreSQL: a body of a pipelined group that fails after writing runs again "
+             "in a transaction of its own: only it fails, and nothing of it is written.",
+        path="zlink_trio/store/postgres/connection.py",
+        find="                            raise _RunAlone from error",
+        replace="                            raise",
+        guards=["tests/store/test_postgres_backend.py::"
+                "test_a_body_that_raises_after_writing_fails_alone_with_nothing_written"],
+    ),
+    Mutation(
+        name="store.postgres_known_rows_checked",
+        family=_TXN,
+        rule="PostgreSQL: a pipelined update of a row the transaction knew that changed none "
+             "is found before the COMMIT, and the row is written whole.",
+        path="zlink_trio/store/postgres/connection.py",
+        find="                    if session.unexpected():",
+        replace="                    if False:",
+        guards=["tests/store/test_postgres_backend.py::"
+                "test_an_update_of_a_known_row_that_finds_none_is_answered_truly"],
     ),
     Mutation(
         name="store.relocation_store_apart",

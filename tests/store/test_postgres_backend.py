@@ -1,6 +1,9 @@
 """What the PostgreSQL backend adds to the conformance suite (``zlink_trio/store/postgres/``):
-the schema it creates and refuses, the prefixes that keep stores apart, what it does when
-the server is gone or a lock is held, and the group commit of concurrent writes.
+the schema it creates, migrates and refuses, the prefixes that keep stores apart, what it
+does when the server is gone or a lock is held, the group commit of concurrent writes
+(pipelined: a statement the server refuses fails its own body only), and the row cache
+(``store/sqlite/rowcache.py``) -- never serving a row another store or a hand edit wrote,
+and agreeing with a store whose cache is off.
 
 On the test server (``ZLINK_TEST_POSTGRES``, ``postgres_helpers``): fails under ``CI``
 when it cannot be reached, skips locally. Every test under ``trio.fail_after``.
@@ -8,17 +11,22 @@ when it cannot be reached, skips locally. Every test under ``trio.fail_after``.
 
 from __future__ import annotations
 
+import threading
+
 import psycopg
 import pytest
 import trio
+import trio.testing
 from postgres_helpers import POSTGRES_URL, drop_prefix, fresh_prefix, fresh_url, url_with
-from store_helpers import MESH, descriptor
+from store_helpers import MESH, claim, descriptor, reserve
+from test_sqlite_fast_paths import ENTRY, ENTRY_B, ROOM, _mixed, _plain
 
-from zlink_trio.core.errors import InvalidConfiguration, StoreUnavailable
+from zlink_trio.core.errors import InvalidConfiguration, StaleFence, StoreUnavailable
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.store import AuthorityExists, open_store
 from zlink_trio.store.postgres import PostgresStore
 from zlink_trio.store.postgres.schema import SCHEMA_VERSION, parse_url
+from zlink_trio.store.sqlite.session import updated_known_row
 
 LIMIT = 30
 
@@ -179,3 +187,265 @@ async def test_two_processes_reserving_the_same_ids_at_once_never_both_win():
                 record = await first.location.find(spot_id)
                 assert record is not None
                 assert [str(record.owner.node_rid)] == wins[spot_id]
+
+
+async def test_two_processes_reserving_at_once_never_issue_one_generation_twice():
+    """Two stores on one prefix (two processes) reserving different IDs at once: every
+    ObjectGeneration issued is distinct. Each group reads the sequence once and writes it
+    before its COMMIT, so two groups overlapping would issue the same generations (no
+    primary key is there to refuse the second): the advisory lock keeps them apart."""
+    with trio.fail_after(LIMIT):
+        async with fresh_url() as url, open_store(url) as first, open_store(url) as second:
+            generations: list[int] = []
+
+            async def reserve_all(store, name: str) -> None:
+                owner = (await store.location.new_claim(descriptor(name, capacity=200),
+                                                        now=0.0, lease=60.0)).owner()
+
+                async def one(i: int) -> None:
+                    fence = await store.location.reserve(
+                        f"{name}-{i}", kind=SpotKind.INSTANCE, stable_type="counter",
+                        mesh=MESH, owner=owner, now=1.0)
+                    generations.append(fence.object_generation)
+
+                async with trio.open_nursery() as nursery:
+                    for i in range(60):
+                        nursery.start_soon(one, i)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(reserve_all, first, "n1")
+                nursery.start_soon(reserve_all, second, "n2")
+            assert len(generations) == 120
+            assert len(set(generations)) == 120
+
+
+async def test_concurrent_finds_share_statements_and_each_gets_its_own_record():
+    """Finds that arrive together are read with one statement per batch (``read_keyed``):
+    each caller still gets exactly its own record, or ``None``."""
+    with trio.fail_after(LIMIT):
+        async with fresh_url() as url, open_store(url) as store:
+            owner = await claim(store, "node-a", lease=1e6, capacity=100)
+            for i in range(0, 60, 2):
+                await reserve(store, owner, f"f-{i}")
+            expected = {f"f-{i}": await store.location.find(f"f-{i}") for i in range(60)}
+            before = (store.connection.lookup_batches, store.connection.lookups)
+            found: dict[str, object] = {}
+
+            async def find(spot_id: str) -> None:
+                found[spot_id] = await store.location.find(spot_id)
+
+            async with trio.open_nursery() as nursery:
+                for spot_id in expected:
+                    nursery.start_soon(find, spot_id)
+            assert found == expected
+            assert sum(record is not None for record in found.values()) == 30
+            batches = store.connection.lookup_batches - before[0]
+            assert store.connection.lookups - before[1] == 60
+            assert batches < 10  # shared, not one statement each
+
+
+async def test_a_failed_batch_of_finds_fails_every_caller_typed():
+    with trio.fail_after(LIMIT):
+        async with fresh_url() as url, open_store(url) as store:
+            prefix = parse_url(url).prefix
+            _sql(f'ALTER TABLE "{prefix}".loc_records RENAME TO loc_records_gone')
+            outcomes: list[object] = []
+
+            async def find(spot_id: str) -> None:
+                try:
+                    outcomes.append(await store.location.find(spot_id))
+                except StoreUnavailable as error:
+                    outcomes.append(error)
+
+            async with trio.open_nursery() as nursery:
+                for i in range(5):
+                    nursery.start_soon(find, f"x-{i}")
+            assert len(outcomes) == 5
+            assert all(isinstance(o, StoreUnavailable) for o in outcomes), outcomes
+            _sql(f'ALTER TABLE "{prefix}".loc_records_gone RENAME TO loc_records')
+            assert await store.location.find("x-0") is None  # and finds work again
+
+
+def _counter(prefix: str) -> int:
+    with psycopg.connect(POSTGRES_URL, autocommit=True, connect_timeout=5) as conn:
+        row = conn.execute(f'SELECT value FROM "{prefix}".zlink_meta '  # type: ignore[arg-type]
+                           "WHERE key = 'writes'").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def test_a_write_by_hand_is_never_served_from_the_cache():
+    """A row changed behind the stores' back (no lock, no counter of its own) is read
+    from the table: the table's trigger counted the write."""
+    with trio.fail_after(LIMIT):
+        async with fresh_url() as url, open_store(url) as store:
+            prefix = parse_url(url).prefix
+            owner = await claim(store, "node-a", lease=1e6, capacity=5)
+            fence = await reserve(store, owner, "o-1")  # the Creating record is now cached
+            before = _counter(prefix)
+            _sql(f"DELETE FROM \"{prefix}\".loc_records WHERE spot_id = 'o-1'")
+            assert _counter(prefix) == before + 1
+            with pytest.raises(StaleFence):  # the table's truth, not the cached record
+                await store.location.commit_ready(fence, now=0.0)
+            fence = await reserve(store, owner, "o-1")  # and the ID is free again
+            assert (await store.location.commit_ready(fence, now=0.0)).state.value == "ready"
+
+
+async def test_another_stores_write_is_never_served_from_the_cache():
+    """Two stores on one prefix (two processes): each write of one is counted, so the
+    other's cached rows go."""
+    with trio.fail_after(LIMIT):
+        async with fresh_url() as url, open_store(url) as first, open_store(url) as second:
+            owner = await claim(first, "node-a", lease=1e6, capacity=5)
+            fence = await reserve(first, owner, "o-2")  # cached by the first store
+            assert await second.location.abort_creating(fence)  # the second removes it
+            with pytest.raises(StaleFence):
+                await first.location.commit_ready(fence, now=0.0)
+            again = await reserve(first, owner, "o-2")  # not AuthorityExists
+            assert again.object_generation > fence.object_generation
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+async def test_cached_and_uncached_stores_agree_on_postgres(seed):
+    """The mixed workload of the SQLite fast-path test (group commits of cold
+    activations, closes, releases, inboxes, Actors joining and moving), on a store whose
+    cache and prefetch are on and one whose cache is off: the same outcomes."""
+    results = {}
+    with trio.fail_after(4 * LIMIT):
+        for cache in (True, False):
+            async with fresh_url() as url, open_store(url) as store:
+                store.location._db.cache.enabled = cache
+                batches = await _mixed(store, seed)
+                found = [_plain(await store.location.find(f"m-{i}")) for i in range(12)]
+                found += [_plain(await store.location.members(c))
+                          for c in (ENTRY, ROOM, ENTRY_B)]
+                results[cache] = (batches, found, await store.location.statistics(),
+                                  await store.relocation.statistics())
+    assert results[True] == results[False]
+    assert "nextContainer" in repr(results[True][0])  # some Actor moved
+
+
+async def _one_group(store: PostgresStore, bodies: list, *,
+                     checks_first: bool = False) -> list[object]:
+    """Run ``bodies`` as concurrent writes that form one group: a first write holds the
+    worker thread until every other is queued behind it. Each outcome is the value
+    returned, or the error raised."""
+    gate = threading.Event()
+    outcomes: list[object] = [None] * len(bodies)
+
+    def hold(session) -> None:
+        gate.wait(LIMIT)
+
+    async def run(i: int) -> None:
+        try:
+            outcomes[i] = await store.connection.write(bodies[i], checks_first=checks_first)
+        except Exception as error:
+            outcomes[i] = error
+
+    groups = store.connection.groups
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(store.connection.write, hold)
+        await trio.testing.wait_all_tasks_blocked()
+        for i in range(len(bodies)):
+            nursery.start_soon(run, i)
+        await trio.testing.wait_all_tasks_blocked()
+        gate.set()
+    assert store.connection.groups == groups + 2  # the holder's, then one for the rest
+    return outcomes
+
+
+def _lifecycles(url: str) -> list[tuple[str, int]]:
+    """The ``loc_lifecycles`` rows of the store at ``url``, by NodeId."""
+    prefix = parse_url(url).prefix
+    with psycopg.connect(POSTGRES_URL) as conn:
+        return conn.execute(f'SELECT node_id, generation FROM "{prefix}".'  # type: ignore[arg-type]
+                            "loc_lifecycles ORDER BY node_id").fetchall()
+
+
+def _insert(node_id: str):
+    def body(session):
+        session.execute("INSERT INTO loc_lifecycles VALUES (?, 1)", (node_id,))
+        return node_id
+    return body
+
+
+async def test_a_statement_the_server_refuses_fails_its_body_alone():
+    """In a pipelined group the server's refusal of one body's statement may surface
+    while a later body runs: the group runs again, each body alone, and only the body
+    at fault fails (typed); the others are written once."""
+    def divide_by_zero(session):
+        session.execute("INSERT INTO loc_lifecycles VALUES ('bad', 1)")
+        session.execute("SELECT 1 / 0")  # refused by the server, answer not read
+        return "bad"
+
+    with trio.fail_after(LIMIT):
+        async with fresh_url() as url, open_store(url) as store:
+            outcomes = await _one_group(store, [_insert("a"), divide_by_zero, _insert("b")])
+            assert outcomes[0] == "a"
+            assert outcomes[2] == "b"
+            assert isinstance(outcomes[1], StoreUnavailable)
+            assert "division by zero" in str(outcomes[1])
+            assert _lifecycles(url) == [("a", 1), ("b", 1)]
+
+
+async def test_a_body_that_raises_after_writing_fails_alone_with_nothing_written():
+    """A body said to check first (no savepoint) that raises after a write cannot be
+    rolled back alone inside the group: the group runs again, each body alone, so its
+    write is undone, its caller gets its own error, and the others are written."""
+    def insert_then_refuse(session):
+        session.execute("INSERT INTO loc_lifecycles VALUES ('half', 1)")
+        raise ValueError("refused after writing")
+
+    with trio.fail_after(LIMIT):
+        async with fresh_url() as url, open_store(url) as store:
+            outcomes = await _one_group(
+                store, [_insert("a"), insert_then_refuse, _insert("b")], checks_first=True)
+            assert outcomes[0] == "a"
+            assert outcomes[2] == "b"
+            assert isinstance(outcomes[1], ValueError)
+            assert _lifecycles(url) == [("a", 1), ("b", 1)]
+
+
+async def test_an_update_of_a_known_row_that_finds_none_is_answered_truly():
+    """``updated_known_row`` answers a pipelined UPDATE at once; when the row was not
+    there after all, the group runs again unpipelined, where the answer is what the
+    statement did, and the body writes the row whole."""
+    answers: list[bool] = []
+
+    def update_or_insert(session):
+        changed = updated_known_row(
+            session, "UPDATE loc_lifecycles SET generation = ? WHERE node_id = ?",
+            (7, "ghost"))
+        answers.append(changed)
+        if not changed:
+            session.execute("INSERT INTO loc_lifecycles VALUES (?, ?)", ("ghost", 7))
+        return changed
+
+    with trio.fail_after(LIMIT):
+        async with fresh_url() as url, open_store(url) as store:
+            outcomes = await _one_group(store, [_insert("c"), update_or_insert])
+            assert outcomes == ["c", False]
+            assert answers == [True, False]
+            assert _lifecycles(url) == [("c", 1), ("ghost", 7)]
+
+
+async def test_a_schema_of_version_1_is_brought_up_to_date():
+    """Version 1 had no write counter: opening it adds the counter and its triggers."""
+    with trio.fail_after(LIMIT):
+        async with fresh_url() as url:
+            prefix = parse_url(url).prefix
+            async with open_store(url):
+                pass
+            _sql(f'DROP FUNCTION "{prefix}".zlink_foreign_write() CASCADE')
+            _sql(f"DELETE FROM \"{prefix}\".zlink_meta WHERE key = 'writes'")
+            _sql(f"UPDATE \"{prefix}\".zlink_meta SET value = 1 WHERE key = 'schema_version'")
+            async with open_store(url) as store:
+                owner = await claim(store, "node-a", lease=1e6, capacity=5)
+                await reserve(store, owner, "v-1")
+            with psycopg.connect(POSTGRES_URL) as conn:
+                meta = dict(conn.execute(f'SELECT key, value FROM "{prefix}".zlink_meta'  # type: ignore[arg-type]
+                                         ).fetchall())
+            assert meta["schema_version"] == SCHEMA_VERSION
+            counted = _counter(prefix)
+            _sql(f"DELETE FROM \"{prefix}\".loc_records WHERE spot_id = 'v-1'")
+            assert _counter(prefix) == counted + 1

@@ -215,6 +215,27 @@ async def test_a_postgres_store_is_reachable_versioned_and_durable(capsys):
     assert schema["facts"]["version"] == schema["facts"]["known"]
 
 
+async def test_an_older_postgres_schema_is_said_to_be_migrated_by_the_next_node(capsys):
+    import psycopg
+    from postgres_helpers import POSTGRES_URL
+
+    from zlink_trio.store.postgres.schema import parse_url as parse_postgres_url
+
+    with trio.fail_after(LIMIT):
+        async with fresh_postgres_url() as url:
+            async with zl.open_node("node-a", store=url):
+                pass
+            prefix = parse_postgres_url(url).prefix
+            with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
+                conn.execute(f'UPDATE "{prefix}".zlink_meta SET value = 1 '  # type: ignore[arg-type]
+                             "WHERE key = 'schema_version'")
+            code, report = await trio.to_thread.run_sync(doctor, capsys, "--store", url)
+    assert code == 1
+    (schema,) = [c for c in report["checks"] if c["check"] == "schema"]
+    assert schema["status"] == "warn"
+    assert "the next node to open it migrates it" in schema["message"]
+
+
 def test_a_postgres_server_that_may_lose_commits_is_said():
     base = {"synchronous_commit": "on", "fsync": "on", "full_page_writes": "on",
             "synchronous_standby_names": ""}

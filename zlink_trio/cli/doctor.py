@@ -291,6 +291,11 @@ def _postgres(url: str, lease: float) -> list[Check]:
                             f"zlink_trio knows ({POSTGRES_SCHEMA}): its nodes refuse it; "
                             "upgrade zlink_trio",
                             {"version": int(version), "known": POSTGRES_SCHEMA}))
+    elif int(version) < POSTGRES_SCHEMA:
+        checks.append(Check("schema", "warn", f"schema version {version}, older than "
+                            f"{POSTGRES_SCHEMA}: the next node to open it migrates it in "
+                            "place, and older zlink_trio versions cannot open it after that",
+                            {"version": int(version), "known": POSTGRES_SCHEMA}))
     else:
         checks.append(Check("schema", "ok", f"schema version {version}",
                             {"version": int(version), "known": POSTGRES_SCHEMA}))

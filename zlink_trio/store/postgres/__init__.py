@@ -8,10 +8,13 @@ the prefix's advisory lock. ``store`` tells the whole story; docs/stores.md
 Modules:
 
 - ``store``       -- :class:`PostgresStore` and :func:`open_postgres_store`
-- ``connection``  -- the connections: group-committed writes under the advisory lock,
-                     pooled reads, errors as ``StoreUnavailable``
-- ``session``     -- a psycopg connection as a ``SqlSession`` (``?`` placeholders)
-- ``schema``      -- the URL's options and the versioned schema, created at open
+- ``connection``  -- the connections: group-committed, pipelined writes under the
+                     advisory lock, the row cache and its write counter, pooled reads,
+                     errors as ``StoreUnavailable``
+- ``session``     -- a psycopg connection as a ``SqlSession`` (``?`` placeholders,
+                     pipelined writes, reused cursors)
+- ``schema``      -- the URL's options and the versioned schema, created or migrated at
+                     open; the write counter's triggers
 """
 
 from zlink_trio.store.postgres.store import PostgresStore as PostgresStore

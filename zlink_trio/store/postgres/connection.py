@@ -18,14 +18,40 @@ time, exactly as SQLite's ``BEGIN IMMEDIATE`` makes them, so the oracle
 change before its transaction commits -- no lost update is possible, whatever the
 isolation level, because no two write transactions overlap. Concurrent writes of this
 process are *grouped*: the first becomes the leader and runs every write queued by then
-(up to :data:`MAX_GROUP`) in one transaction, each body in a savepoint of its own, so a
-body's refusal rolls back that body only, and one commit (one WAL flush) serves the
-group. A failure of the transaction itself (the connection lost, a lock or statement
-timeout) fails every body of the group, nothing of it written.
+(up to :data:`MAX_GROUP`) in one transaction, and one commit (one WAL flush) serves the
+group. A group runs as SQLite's does: the rows every body touches are shared
+(``store.sqlite.group_rows``), a body that may refuse after writing runs in a savepoint
+(one that checks first needs none), and the connection's row cache
+(``store.sqlite.rowcache``) keeps rows from one transaction to the next.
+
+*Round trips* are what a transaction costs here (one is ~0.1-0.2 ms; a statement's own
+work on the server is tens of µs), so a group is built to wait for few answers:
+
+- the rows the bodies name before they run (``Prefetch``) are loaded into the row cache
+  with one statement per table (``rowcache.prefetch``);
+- the bodies' statements are *pipelined* (libpq's pipeline mode, ``session.Pipeline``):
+  sent without waiting, each prepared once per connection, answered when a body reads a
+  result, and all known at the sync before ``COMMIT``;
+- the cache is valid while nobody else wrote: right after the lock, the transaction
+  reads the store's *write counter* (``schema``: every store's transactions add one
+  before their ``COMMIT``, triggers count everyone else's writes), and finds the value
+  its own last commit left only when no other writer committed in between.
+
+A failure of the transaction itself (the connection lost, a lock or statement timeout)
+fails every body of the group, nothing of it written. A statement the server refused,
+a pipelined update of a row the cache said exists that changed none, or a body that
+raised after writing without a savepoint cannot be pinned on its body inside a
+pipelined group: the group is rolled back and each body runs again in a transaction of
+its own, unpipelined, so only the body at fault fails (its own error, typed).
 
 **Reads** (:meth:`PostgresConnection.read`) use a pool of ``connections`` read
 connections: one statement runs on its own (``single``), several in a ``REPEATABLE READ
-READ ONLY`` transaction (one snapshot). Reads never wait for writers.
+READ ONLY`` transaction (one snapshot). Reads never wait for writers. Lookups of one row
+by key (:meth:`PostgresConnection.read_keyed`: a ``find`` before every cold activation)
+are *batched*: those that arrive while the previous batch of the same statement runs
+are read together, with one statement and one worker thread (a thread hop and a round
+trip each cost more client time than the lookup). A lookup joins only a batch whose
+statement has not been sent, so it sees every write committed before it began.
 
 A connection that failed is closed and opened again at its next use. A write or read in
 progress when its caller is cancelled runs to its end (it is bounded by the timeouts):
@@ -34,20 +60,24 @@ a write then still reports its outcome, as a SQLite write in the worker thread d
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
 import psycopg
 import trio
 
 from zlink_trio.core.errors import StoreUnavailable, Unavailable
-from zlink_trio.store.postgres.schema import migrate
-from zlink_trio.store.postgres.session import PostgresSession
+from zlink_trio.store.postgres.schema import WRITER_SETTING, migrate
+from zlink_trio.store.postgres.session import Pipeline, PostgresSession
+from zlink_trio.store.sqlite.group_rows import close_group, open_group
+from zlink_trio.store.sqlite.rowcache import RowCache, prefetch
+from zlink_trio.store.sqlite.session import padded
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from zlink_trio.store.postgres.schema import PostgresOptions
-    from zlink_trio.store.sqlite.session import SqlSession
+    from zlink_trio.store.sqlite.session import Prefetch, SqlSession
 
 __all__ = ("MAX_GROUP", "PostgresConnection", "unavailable")
 
@@ -55,8 +85,25 @@ T = TypeVar("T")
 
 #: The most write bodies one group transaction runs.
 MAX_GROUP: Final = 256
+#: The prefix's write lock, held to the end of the transaction.
+_LOCK: Final = "SELECT pg_advisory_xact_lock(?)"
+#: The store's write counter (``schema``): the row cache's write version.
+_WRITES: Final = "SELECT value FROM zlink_meta WHERE key = 'writes'"
+#: Adds this transaction's write to the counter (its last statement before the sync:
+#: the row stays locked only until the ``COMMIT``).
+_COUNT_WRITE: Final = ("UPDATE zlink_meta SET value = value + 1 WHERE key = 'writes' "
+                       "RETURNING value")
 
 Conn = psycopg.Connection[Any]
+
+
+class _KnownRowMissed(Exception):
+    """Internal: a pipelined update of a row the transaction knew changed other than one."""
+
+
+class _RunAlone(Exception):
+    """Internal: a body of a group failed in a way only a transaction of its own can
+    answer (see ``PostgresConnection._group``)."""
 
 
 class _WriteLockHeld(Exception):
@@ -87,10 +134,14 @@ def unavailable(options: PostgresOptions, error: BaseException) -> StoreUnavaila
 class _Txn:
     """One write body waiting for (or running in) a group transaction."""
 
-    __slots__ = ("body", "error", "finished", "lead", "taken", "value", "wake")
+    __slots__ = ("body", "checks_first", "error", "finished", "lead", "reads", "taken", "value",
+                 "wake")
 
-    def __init__(self, body: Callable[[SqlSession], object]) -> None:
+    def __init__(self, body: Callable[[SqlSession], object], checks_first: bool,
+                 reads: Prefetch | None) -> None:
         self.body = body
+        self.checks_first = checks_first
+        self.reads = reads
         self.value: object = None
         self.error: BaseException | None = None
         #: Set when it finished, or when it was handed the lead.
@@ -105,6 +156,33 @@ class _Txn:
         return self.value
 
 
+#: The most keys one statement of a batched lookup reads.
+_LOOKUP_KEYS: Final = 256
+
+
+class _Lookup:
+    """The keys of one batch of ``read_keyed`` lookups, and what it found."""
+
+    __slots__ = ("done", "error", "keys", "values")
+
+    def __init__(self) -> None:
+        self.keys: dict[str, None] = {}  # in arrival order, each once
+        self.values: dict[str, object] = {}
+        self.error: Exception | None = None
+        self.done = trio.Event()
+
+
+def _lookup(session: SqlSession, select: str, keys: list[str]) -> dict[str, object]:
+    """The rows ``select`` finds for ``keys``, key to value (one statement per
+    :data:`_LOOKUP_KEYS` keys)."""
+    values: dict[str, object] = {}
+    for start in range(0, len(keys), _LOOKUP_KEYS):
+        chunk = padded(keys[start:start + _LOOKUP_KEYS])
+        statement = select.format(", ".join("?" * len(chunk)))
+        values.update((row[0], row[1]) for row in session.execute(statement, chunk))
+    return values
+
+
 class PostgresConnection:
     """The store's connections and transactions (see the module docstring)."""
 
@@ -112,6 +190,8 @@ class PostgresConnection:
         self.options = options
         self._writer: Conn | None = writer
         self._idle_readers: list[Conn] = []
+        #: Each read connection's free cursors (``session``: reused, not made anew).
+        self._reader_cursors: dict[Conn, list[psycopg.Cursor[Any]]] = {}
         self._reader_slots = trio.Semaphore(options.connections)
         self._queue: list[_Txn] = []
         self._leading = False
@@ -119,9 +199,22 @@ class PostgresConnection:
         self._idle = trio.Event()
         self._idle.set()
         self._closed = False
-        #: Group transactions committed, and the write bodies they ran (statistics).
+        #: Batched lookups (``read_keyed``) by statement: the one gathering keys, and the
+        #: one running.
+        self._gathering: dict[str, _Lookup] = {}
+        self._looking: dict[str, _Lookup] = {}
+        #: Rows kept from one write transaction to the next (``store.sqlite.rowcache``).
+        self.cache = RowCache()
+        #: The writer connection's free cursors (``session``: reused, not made anew), and
+        #: the statements its pipelines prepared (``session.Pipeline``).
+        self._cursors: list[psycopg.Cursor[Any]] = []
+        self._prepared: dict[tuple[str, tuple[int, ...]], bytes] = {}
+        #: Group transactions committed, and the write bodies they ran; batches of
+        #: ``read_keyed`` read, and the keys they answered (statistics).
         self.groups = 0
         self.grouped = 0
+        self.lookup_batches = 0
+        self.lookups = 0
 
     # ------------------------------------------------------------------ connections
 
@@ -137,6 +230,9 @@ class PostgresConnection:
         try:
             milliseconds = max(1, round(options.timeout * 1000))
             conn.execute(f'SET search_path TO "{options.prefix}"')
+            # A store's own writes: the write counter's triggers leave them to the
+            # connection's count (``schema``).
+            conn.execute(f"SET {WRITER_SETTING} = 'on'")
             conn.execute(f"SET statement_timeout = {milliseconds}")
             conn.execute(f"SET lock_timeout = {milliseconds}")
         except psycopg.Error as error:
@@ -166,14 +262,16 @@ class PostgresConnection:
     # ------------------------------------------------------------------ writes
 
     async def write(self, body: Callable[[SqlSession], T], *, size: int = 0,
-                    checks_first: bool = False) -> T:
+                    checks_first: bool = False, reads: Prefetch | None = None) -> T:
         """Run ``body`` in one write transaction, grouped with concurrent writes.
 
-        ``size`` and ``checks_first`` are the SQLite backend's hints; every body here
-        runs in a worker thread and a savepoint, so neither changes anything.
+        ``checks_first``: ``body`` does every check that may refuse before its first
+        statement that writes, so it needs no savepoint. ``reads``: the rows it will
+        read, loaded with the group's others before the first body runs. ``size`` is
+        the SQLite backend's hint; every body here runs in a worker thread.
         """
         self._check_open()
-        txn = _Txn(body)
+        txn = _Txn(body, checks_first, reads)
         self._queue.append(txn)
         if self._leading:
             try:
@@ -226,54 +324,121 @@ class PostgresConnection:
             self._leading = False
             self._idle.set()
 
-    def _writer_conn(self) -> Conn:
+    def _begin(self) -> Conn:
+        """The writer connection, inside a ``BEGIN`` (in the worker thread)."""
         conn = self._writer
         if conn is None or conn.closed:
+            self._cursors.clear()
+            self._prepared.clear()
             conn = self._writer = self.connect(self.options)
-        return conn
-
-    def _group(self, batch: list[_Txn]) -> None:
-        """One transaction around every body of ``batch`` (in the worker thread)."""
-        conn = self._writer_conn()
         try:
             conn.execute("BEGIN")
         except psycopg.OperationalError:
             # A connection the server ended while idle (a restart, pg_terminate_backend):
             # nothing ran on it, so a new one may begin instead.
             conn.close()
-            self._writer = None
-            conn = self._writer_conn()
+            self._cursors.clear()
+            self._prepared.clear()
+            conn = self._writer = self.connect(self.options)
             conn.execute("BEGIN")
-        session = PostgresSession(conn)
-        many = len(batch) > 1
+        return conn
+
+    def _group(self, batch: list[_Txn]) -> None:
+        """Run ``batch`` in one pipelined transaction; when a statement of it failed, each
+        body again in a transaction of its own (in the worker thread).
+
+        Raises for a failure of the transaction itself (the connection lost, a timeout,
+        the write lock held): every body of the group failed, nothing written.
+        """
         try:
-            try:
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self.options.lock_key,))
-            except (psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable) as error:
-                raise _WriteLockHeld(str(error)) from error
+            self._transaction(batch, pipelined=True)
+        except (psycopg.Error, _KnownRowMissed, _RunAlone) as error:
+            if isinstance(error, psycopg.OperationalError):
+                raise
+            # A statement failed (data the server refused, a row an update expected
+            # missing; in a pipeline its answer may come while a later body runs), or a
+            # body raised after writing: each body runs again alone, unpipelined, and
+            # only the one at fault fails.
             for txn in batch:
-                if many:
-                    conn.execute("SAVEPOINT zlink_group")
                 try:
-                    txn.value, txn.error = txn.body(session), None
-                except psycopg.OperationalError:
-                    raise  # the connection or the transaction is lost: the group fails
-                except Exception as error:
-                    txn.value = None
-                    txn.error = (unavailable(self.options, error)
-                                 if isinstance(error, psycopg.Error) else error)
-                    if not many:
-                        conn.execute("ROLLBACK")
-                        return
-                    conn.execute("ROLLBACK TO SAVEPOINT zlink_group")
-                if many:
-                    conn.execute("RELEASE SAVEPOINT zlink_group")
-            conn.execute("COMMIT")
-        except BaseException:
-            self._abandon_writer(conn)
-            raise
+                    self._transaction([txn], pipelined=False)
+                except Exception as failure:
+                    txn.value, txn.error = None, self._failure(failure)
         self.groups += 1
         self.grouped += len(batch)
+
+    def _failure(self, error: Exception) -> Exception:
+        return (unavailable(self.options, error)
+                if isinstance(error, psycopg.Error | _WriteLockHeld) else error)
+
+    def _transaction(self, batch: list[_Txn], *, pipelined: bool) -> None:
+        """``BEGIN``, the write lock, every body of ``batch`` (a savepoint each unless it
+        checks first), the group's shared rows, ``COMMIT``; see the module docstring."""
+        conn = self._begin()
+        cache = self.cache
+        session: PostgresSession | None = None
+        try:
+            with (Pipeline(conn, self._prepared, 2 * self.options.timeout + 1) if pipelined
+                  else nullcontext()) as pipeline:
+                session = PostgresSession(conn, pipeline, self._cursors)
+                try:  # the lock and the counter in one round trip (pipelined)
+                    session.execute(_LOCK, (self.options.lock_key,))
+                    row = session.execute(_WRITES).fetchone()
+                except (psycopg.errors.QueryCanceled,
+                        psycopg.errors.LockNotAvailable) as error:
+                    raise _WriteLockHeld(str(error)) from error
+                # No counter row (deleted by hand): no cache can be trusted.
+                version = object() if row is None else int(row[0])
+                cache.open(session, version)
+                shared = open_group(session)
+                prefetch(session, cache, [txn.reads for txn in batch if txn.reads], shared)
+                for txn in batch:
+                    savepoint = not txn.checks_first
+                    if savepoint:
+                        session.execute("SAVEPOINT zlink_group")
+                    shared.begin()
+                    writes = session.writes
+                    try:
+                        txn.value, txn.error = txn.body(session), None
+                    except Exception as error:
+                        if isinstance(error, psycopg.Error) or (
+                                not savepoint and session.writes != writes):
+                            # A statement failed, or the body wrote halfway: alone, its
+                            # own outcome (rolled back whole); in a group, each again alone.
+                            if len(batch) == 1:
+                                raise
+                            raise _RunAlone from error
+                        txn.value, txn.error = None, error
+                        shared.undo()
+                        if savepoint:  # rows it wrote are rolled back
+                            cache.clear()
+                            session.execute("ROLLBACK TO SAVEPOINT zlink_group")
+                    if savepoint:
+                        session.execute("RELEASE SAVEPOINT zlink_group")
+                shared.write(session)
+                counted = session.execute(_COUNT_WRITE)
+                if pipeline is not None:
+                    pipeline.sync()  # every answer known: the counts, any failure
+                    if session.unexpected():
+                        raise _KnownRowMissed
+                row = counted.fetchone()
+            conn.execute("COMMIT")
+        except BaseException:
+            cache.clear()  # nothing of the transaction was written
+            cache.version = None
+            self._cursors.clear()  # answers may be unread: a cursor pool starts afresh
+            self._prepared.clear()  # an aborted pipeline may have skipped a prepare
+            self._abandon_writer(conn)
+            raise
+        finally:
+            if session is not None:
+                close_group(session)
+                cache.close(session)
+        # What this commit left, valid for the next transaction -- unless another
+        # writer counted a write since this one read the counter.
+        cache.version = (row[0] if row is not None and isinstance(version, int)
+                         and row[0] == version + 1 else None)
+        session.recycle()
 
     def _abandon_writer(self, conn: Conn) -> None:
         """Roll the failed transaction back; drop the connection if that fails too."""
@@ -322,21 +487,64 @@ class PostgresConnection:
 
     def _read_on(self, held: list[Conn | None], conn: Conn,
                  body: Callable[[SqlSession], T], single: bool) -> T:
+        session = PostgresSession(conn, None, self._reader_cursors.setdefault(conn, []))
         try:
             if single:
-                return body(PostgresSession(conn))
-            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            try:
-                value = body(PostgresSession(conn))
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            return value
+                value = body(session)
+            else:
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                try:
+                    value = body(session)
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
         except psycopg.Error as error:
             conn.close()
+            self._reader_cursors.pop(conn, None)
             held[0] = None
             raise unavailable(self.options, error) from error
+        session.recycle()
+        return value
+
+    async def read_keyed(self, select: str, key: str) -> object:
+        """``store.sqlite.session.SqlDatabase.read_keyed``, batched: the lookups of one
+        ``select`` that arrive while its previous batch runs are read together, with one
+        statement (``IN`` the keys) on one read connection, in one worker thread."""
+        self._check_open()
+        batch = self._gathering.get(select)
+        if batch is not None:  # a batch is gathering: join it
+            batch.keys[key] = None
+            await batch.done.wait()
+        else:
+            batch = self._gathering[select] = _Lookup()
+            batch.keys[key] = None
+            # Shielded: joiners wait for this batch, which the timeouts bound.
+            with trio.CancelScope(shield=True):
+                try:
+                    running = self._looking.get(select)
+                    if running is not None:  # one batch of a select at a time; gather
+                        await running.done.wait()
+                    del self._gathering[select]
+                    self._looking[select] = batch
+                    # Each lookup is one statement's answer (no snapshot across chunks).
+                    batch.values = await self.read(
+                        lambda session: _lookup(session, select, list(batch.keys)),
+                        single=True)
+                    self.lookup_batches += 1
+                    self.lookups += len(batch.keys)
+                except Exception as error:
+                    batch.error = error
+                finally:
+                    if self._looking.get(select) is batch:
+                        del self._looking[select]
+                    if self._gathering.get(select) is batch:
+                        del self._gathering[select]
+                    batch.done.set()
+            await trio.lowlevel.checkpoint_if_cancelled()
+        if batch.error is not None:
+            raise batch.error
+        return batch.values.get(key)
 
     # ------------------------------------------------------------------ closing
 
@@ -347,4 +555,5 @@ class PostgresConnection:
         for conn in [*self._idle_readers, *([self._writer] if self._writer else [])]:
             await trio.to_thread.run_sync(conn.close)
         self._idle_readers.clear()
+        self._reader_cursors.clear()
         self._writer = None

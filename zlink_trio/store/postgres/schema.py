@@ -16,9 +16,20 @@ reads are removed before the rest goes to psycopg:
 The tables are the SQLite backend's (``store.sqlite.schema``), in PostgreSQL's types:
 ``BIGINT`` for integers, ``DOUBLE PRECISION`` for times, ``BYTEA`` for payloads, so the
 same statements serve both (``store.sqlite.session``). ``zlink_meta`` holds the schema
-version; :func:`migrate` creates the schema under an advisory lock (two processes
-opening a fresh database at once create it once) and refuses a version newer than
+version and the *write counter* (key ``writes``); :func:`migrate` creates the schema
+under an advisory lock (two processes opening a fresh database at once create it once),
+brings an older version up to date, and refuses a version newer than
 :data:`SCHEMA_VERSION` with :class:`InvalidConfiguration`.
+
+**The write counter** tells a store's row cache (``store.sqlite.rowcache``) whether
+anyone else wrote since its own last commit. Every write transaction of a store adds
+one to it under the write lock (``connection``). A write by any other means -- an
+operator's ``UPDATE`` by hand, a script -- adds one too: every table has a statement
+trigger (:data:`_FOREIGN_WRITE`) that counts a write unless the session is a store's
+(its connections set ``zlink_trio.writer``), so a row changed behind the stores' back
+is never served from a cache.
+
+Versions: 1, the tables; 2, the write counter and its triggers.
 """
 
 from __future__ import annotations
@@ -35,10 +46,10 @@ from zlink_trio.core.errors import InvalidConfiguration
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ("SCHEMA_VERSION", "PostgresOptions", "migrate", "parse_url")
+__all__ = ("SCHEMA_VERSION", "WRITER_SETTING", "PostgresOptions", "migrate", "parse_url")
 
 #: The schema version this code writes and reads.
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 #: The prefix (PostgreSQL schema) a URL without ``?prefix=`` gets.
 DEFAULT_PREFIX: Final = "zlink"
 _PREFIX: Final = re.compile(r"[a-z_][a-z0-9_]{0,47}")
@@ -90,6 +101,35 @@ _TABLES: Final = (
         spot_id TEXT NOT NULL, object_generation BIGINT NOT NULL, seq BIGINT NOT NULL,
         data BYTEA NOT NULL, PRIMARY KEY (spot_id, object_generation, seq))""",
 )
+
+
+#: The tables whose writes by other sessions the write counter counts.
+_COUNTED: Final = ("loc_claims", "loc_lifecycles", "loc_records", "loc_sequence",
+                   "loc_capacity", "loc_state", "loc_reminders", "rel_roots", "rel_inboxes",
+                   "rel_inbox_records")
+#: The session setting a store's own connections carry (``connection.connect``).
+WRITER_SETTING: Final = "zlink_trio.writer"
+#: Counts a write of another session (see the module docstring); ``{schema}`` is the
+#: prefix: the function runs in the writer's session, whatever its ``search_path``.
+_FOREIGN_WRITE: Final = (
+    """CREATE FUNCTION "{schema}".zlink_foreign_write() RETURNS trigger LANGUAGE plpgsql AS
+    $$ BEGIN
+        UPDATE "{schema}".zlink_meta SET value = value + 1 WHERE key = 'writes';
+        RETURN NULL;
+    END $$""",
+    """CREATE TRIGGER zlink_foreign_write AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+    ON "{schema}".{table} FOR EACH STATEMENT
+    WHEN (current_setting('""" + WRITER_SETTING + """', true) IS DISTINCT FROM 'on')
+    EXECUTE FUNCTION "{schema}".zlink_foreign_write()""",
+)
+
+
+def _add_write_counter(conn: psycopg.Connection[tuple[object, ...]], schema: str) -> None:
+    """Version 2: the ``writes`` row and the triggers that count other sessions' writes."""
+    conn.execute(_FOREIGN_WRITE[0].format(schema=schema))
+    for table in _COUNTED:
+        conn.execute(_FOREIGN_WRITE[1].format(schema=schema, table=table))
+    conn.execute("INSERT INTO zlink_meta VALUES ('writes', 0) ON CONFLICT (key) DO NOTHING")
 
 
 @attrs.frozen(kw_only=True)
@@ -180,6 +220,7 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]], options: PostgresOptio
             conn.execute("CREATE TABLE zlink_meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL)")
             for statement in _TABLES:
                 conn.execute(statement)
+            _add_write_counter(conn, prefix)
             conn.execute("INSERT INTO zlink_meta VALUES ('schema_version', %s)",
                          (SCHEMA_VERSION,))
             return 0
@@ -195,4 +236,9 @@ def migrate(conn: psycopg.Connection[tuple[object, ...]], options: PostgresOptio
             raise InvalidConfiguration(
                 f"PostgreSQL store {options.where}: zlink_meta has no schema version; the "
                 "schema is damaged or not ours, use another ?prefix=")
+        if version < 2:
+            _add_write_counter(conn, prefix)
+        if version < SCHEMA_VERSION:
+            conn.execute("UPDATE zlink_meta SET value = %s WHERE key = 'schema_version'",
+                         (SCHEMA_VERSION,))
         return version

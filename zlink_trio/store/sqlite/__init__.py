@@ -17,12 +17,15 @@ Modules:
 - ``combined``    -- :class:`SqliteCombined`: the combined cold-activation transactions
 - ``view``        -- the ``loc_*`` tables seen as a ``LocationState`` (lazy :class:`Rows`)
 - ``members``     -- a container's Actor members: two index ranges of ``loc_records``
-- ``group_rows``  -- the sequence, claim and capacity rows a group commit shares
-- ``rowcache``    -- rows kept between a connection's write transactions
+- ``group_rows``  -- the sequence, claim and capacity rows a group commit shares (both
+                     SQL backends)
+- ``rowcache``    -- rows kept between a connection's write transactions (both SQL
+                     backends), and the rows a PostgreSQL group loads ahead
 - ``codec``       -- the stored JSON of records and claims, and the rows of reminders
 - ``session``     -- ``SqlSession`` / ``SqlDatabase``: what the transaction bodies ask of a
                      connection (a ``sqlite3.Connection``, or ``store.postgres``' session:
-                     the bodies above serve the PostgreSQL backend too)
+                     the bodies above serve the PostgreSQL backend too), and
+                     ``Prefetch``, the rows a body names before it runs
 - ``connection``  -- one connection: transactions, dispatch (inline / thread), group
                      commit
 - ``errors``      -- SQLite errors mapped to typed ones

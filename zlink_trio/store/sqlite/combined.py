@@ -21,7 +21,7 @@ from zlink_trio.core.records import RecoveryPointer, RootReceipt
 from zlink_trio.store.rules import location as loc
 from zlink_trio.store.rules import relocation_store as rel
 from zlink_trio.store.rules.combined import check_finish_args
-from zlink_trio.store.rules.location import pointer_removal
+from zlink_trio.store.rules.location import capacity_key, pointer_removal
 from zlink_trio.store.rules.relocation_store import receipt_of
 from zlink_trio.store.sqlite.relocation import (
     append_sync,
@@ -32,6 +32,7 @@ from zlink_trio.store.sqlite.relocation import (
     set_cursor_sync,
     write_cursor_sync,
 )
+from zlink_trio.store.sqlite.session import Prefetch
 from zlink_trio.store.sqlite.view import LocationView
 from zlink_trio.store.values import FirstRecordCleanup
 
@@ -65,7 +66,11 @@ class SqliteCombined:
             insert_root(conn, receipt.ref, raw, or_ignore=True)
             return fence, receipt
         # The oracle checks everything before the view is flushed: no savepoint needed.
-        return await self._db.write(body, size=len(raw), checks_first=True)
+        return await self._db.write(body, size=len(raw), checks_first=True,
+                                    reads=Prefetch(records=(spot_id,), roots=(receipt.ref,),
+                                                   claims=((mesh, owner.node_rid),),
+                                                   capacity=(capacity_key(mesh, owner),),
+                                                   sequence=True))
 
     async def commit_ready_with_first_record(self, fence: ReservationFence, record: bytes, *,
                                              now: float) -> tuple[AuthorityRecord, int]:
@@ -82,7 +87,8 @@ class SqliteCombined:
                 return ready, 0 if found is None else found[0]
             view.flush()
             return ready, append_sync(conn, key, raw)
-        return await self._db.write(body, size=len(raw), checks_first=True)
+        return await self._db.write(body, size=len(raw), checks_first=True,
+                                    reads=Prefetch(records=(fence.spot_id,), inboxes=(key,)))
 
     async def finish_first_record(self, spot_id: str, object_generation: int, *, seq: int,
                                   expected_version: int,
@@ -114,4 +120,6 @@ class SqliteCombined:
             if delete:
                 delete_root(conn, root.ref)
             return FirstRecordCleanup(moved, remove, delete)
-        return await self._db.write(body, size=root.size, checks_first=True)
+        return await self._db.write(body, size=root.size, checks_first=True,
+                                    reads=Prefetch(records=(spot_id,), inboxes=(key,),
+                                                   roots=(root.ref,)))

@@ -82,6 +82,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from zlink_trio.store.sqlite.checkpoint import Checkpointer
+    from zlink_trio.store.sqlite.session import Prefetch
 
 __all__ = ("INLINE_MAX_BYTES", "SqliteConnection", "is_busy")
 
@@ -200,7 +201,7 @@ class SqliteConnection:
         return self
 
     async def write(self, body: Callable[[sqlite3.Connection], T], *, size: int = 0,
-                    checks_first: bool = False) -> T:
+                    checks_first: bool = False, reads: Prefetch | None = None) -> T:
         """Run ``body`` as one ``BEGIN IMMEDIATE`` transaction.
 
         ``size`` is the payload the body moves, in bytes; above
@@ -211,6 +212,8 @@ class SqliteConnection:
         write, so in a group it needs no savepoint -- a refusal has written nothing.
         Should it still fail after writing (SQLite failing halfway), the whole group
         fails, as when an error ends the transaction: nothing of it is written.
+
+        ``reads`` is ignored: a read of the file costs no round trip.
         """
         if self._closed:
             raise Unavailable(f"SQLite store {self.options.path!r} is closed")
@@ -228,6 +231,16 @@ class SqliteConnection:
         if self.checkpointer is not None:
             self.checkpointer.committed()
         return result
+
+    async def read_keyed(self, select: str, key: str) -> object:
+        """``session.SqlDatabase.read_keyed``: one read of ``key`` alone (a read of the
+        file costs no round trip to share)."""
+        statement = select.format("?")
+
+        def body(conn: sqlite3.Connection) -> object:
+            row = conn.execute(statement, (key,)).fetchone()
+            return None if row is None else row[1]
+        return await self.read(body, single=True)
 
     async def read(self, body: Callable[[sqlite3.Connection], T], *, size: int = 0,
                    single: bool = False) -> T:
@@ -307,7 +320,7 @@ class SqliteConnection:
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
                 if write:
-                    self.cache.open(conn)
+                    self.cache.open(conn, _data_version(conn))
                 result = body(conn)
                 conn.execute("COMMIT")
             except BaseException:
@@ -401,7 +414,7 @@ class SqliteConnection:
             conn.execute("BEGIN IMMEDIATE")
             shared = open_group(conn)  # the rows every body of the group shares
             try:
-                self.cache.open(conn)
+                self.cache.open(conn, _data_version(conn))
                 for txn in batch:
                     txn.value, txn.error = None, None
                     # A body that checks before it writes needs no savepoint: it is
@@ -461,3 +474,8 @@ def _wake(batch: list[_Txn], mine: _Txn) -> None:
     for txn in batch:
         if txn is not mine:
             txn.wake()
+
+
+def _data_version(conn: sqlite3.Connection) -> int:
+    """The row cache's write version: ``PRAGMA data_version`` (see ``rowcache``)."""
+    return int(conn.execute("PRAGMA data_version").fetchone()[0])

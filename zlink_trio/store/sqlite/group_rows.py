@@ -1,18 +1,20 @@
-"""SQLite store: the rows the transactions of one group commit share.
+"""SQL stores: the rows the transactions of one group commit share.
 
 Theory of operation
 -------------------
-The transactions of one group (``connection``, *Group commit*) run inside one
-``BEGIN IMMEDIATE``, so nothing but them can change the file meanwhile. Concurrent
-activations touch the same few rows -- the ObjectGeneration sequence, the owner's
-claim and its capacity counters -- so while a group runs, those rows are read once
-and kept in its :class:`GroupRows`; the sequence and the capacity counters are also
-written once, by :meth:`GroupRows.write` just before the group's ``COMMIT`` (claims
-are written at once, as every other row). Each body's changes to these rows are
-undone when the body is rolled back to its savepoint (:meth:`GroupRows.undo`), so
-every body sees exactly what it would have read from the tables. Only the views
-(``view``) touch these tables inside a write transaction (the one raw read,
-``new_claim``'s scan of ``loc_claims``, sees claims, which are written at once).
+The transactions of one group (SQLite's ``connection``, *Group commit*; PostgreSQL's
+``store.postgres.connection``) run inside one transaction that holds the store's write
+lock (``BEGIN IMMEDIATE``; the prefix's advisory lock), so nothing but them can change
+the tables meanwhile. Concurrent activations touch the same few rows -- the
+ObjectGeneration sequence, the owner's claim and its capacity counters -- so while a
+group runs, those rows are read once and kept in its :class:`GroupRows`; the sequence
+and the capacity counters are also written once, by :meth:`GroupRows.write` just before
+the group's ``COMMIT`` (claims are written at once, as every other row). Each body's
+changes to these rows are undone when the body is rolled back to its savepoint
+(:meth:`GroupRows.undo`), so every body sees exactly what it would have read from the
+tables. Only the views (``view``) touch these tables inside a write transaction (the one
+raw read, ``new_claim``'s scan of ``loc_claims``, sees claims, which are written at
+once).
 """
 
 from __future__ import annotations

@@ -161,12 +161,11 @@ class SqliteLocationStore:
         return await self._db.read(body)
 
     async def find(self, spot_id: str) -> AuthorityRecord | None:
-        """The record or ``None`` (one read); see ``LocationStore.find``."""
-        def body(conn: SqlSession) -> AuthorityRecord | None:
-            row = conn.execute("SELECT body FROM loc_records WHERE spot_id = ?",
-                               (spot_id,)).fetchone()
-            return None if row is None else decode_record(row[0])
-        return await self._db.read(body, single=True)
+        """The record or ``None`` (one read, shared with concurrent finds where the
+        backend batches them); see ``LocationStore.find``."""
+        body = await self._db.read_keyed(
+            "SELECT spot_id, body FROM loc_records WHERE spot_id IN ({})", spot_id)
+        return None if body is None else decode_record(body)
 
     async def reserve(self, spot_id: str, *, kind: SpotKind, stable_type: str, mesh: str,
                       owner: OwnerFence, now: float,

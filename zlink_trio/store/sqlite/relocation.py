@@ -78,7 +78,7 @@ def load_root(conn: SqlSession, ref: str) -> bytes | None:
     if cache is not None:
         data = cache.roots.get(ref)
         if data is not None:
-            return data
+            return None if data is ABSENT else data
     row = conn.execute("SELECT data FROM rel_roots WHERE ref = ?", (ref,)).fetchone()
     if row is None:
         return None
@@ -94,11 +94,22 @@ _INSERT_ROOT: Final = ("INSERT INTO rel_roots VALUES (?, ?)",
 
 def insert_root(conn: SqlSession, ref: str, data: bytes, *,
                 or_ignore: bool = False) -> None:
-    """Store root ``ref`` (``or_ignore``: unless a row for ``ref`` exists)."""
-    inserted = conn.execute(_INSERT_ROOT[or_ignore], (ref, data)).rowcount
+    """Store root ``ref`` (``or_ignore``: unless a row for ``ref`` exists).
+
+    Inside a write transaction whose row cache knows whether the row exists, no count is
+    read back (on PostgreSQL, reading one waits for the server).
+    """
     cache = cache_of(conn)
+    known = None if cache is None else cache.roots.get(ref)
+    if or_ignore and known is not None and known is not ABSENT:
+        return  # the row exists: DO NOTHING would change nothing
+    if or_ignore and known is None:
+        inserted = conn.execute(_INSERT_ROOT[True], (ref, data)).rowcount == 1
+    else:  # a plain INSERT: it inserts, or raises
+        conn.execute(_INSERT_ROOT[False], (ref, data))
+        inserted = True
     if cache is not None:
-        if inserted == 1:
+        if inserted:
             cache.put_root(ref, data)
         else:  # an existing row: not read here
             cache.roots.pop(ref, None)
@@ -109,7 +120,7 @@ def delete_root(conn: SqlSession, ref: str) -> None:
     conn.execute("DELETE FROM rel_roots WHERE ref = ?", (ref,))
     cache = cache_of(conn)
     if cache is not None:
-        cache.roots.pop(ref, None)
+        put(cache.roots, ref, ABSENT)
 
 
 #: ``UPSERT … RETURNING`` (SQLite 3.35): an append's inbox row in one statement.
@@ -118,7 +129,9 @@ _RETURNING: Final = sqlite3.sqlite_version_info >= (3, 35, 0)
 
 def append_sync(conn: SqlSession, key: tuple[str, int], raw: bytes) -> int:
     """InboxAppend's body (inside the caller's write transaction): the new sequence."""
-    if _RETURNING:  # create the inbox at 1 or count on from its last_seq, one statement
+    cache = cache_of(conn)
+    if _RETURNING and (cache is None or key not in cache.inboxes):
+        # Create the inbox at 1 or count on from its last_seq, one statement.
         seq, cursor = conn.execute(
             "INSERT INTO rel_inboxes VALUES (?, ?, 1, 0) ON CONFLICT (spot_id, "
             "object_generation) DO UPDATE SET last_seq = rel_inboxes.last_seq + 1 "
@@ -131,7 +144,6 @@ def append_sync(conn: SqlSession, key: tuple[str, int], raw: bytes) -> int:
             conn.execute("INSERT INTO rel_inboxes VALUES (?, ?, ?, 0)", (*key, seq))
         else:
             conn.execute(f"UPDATE rel_inboxes SET last_seq = ? WHERE {_KEY}", (seq, *key))
-    cache = cache_of(conn)
     if cache is not None:  # the row as written
         put(cache.inboxes, key, (seq, cursor))
     conn.execute("INSERT INTO rel_inbox_records VALUES (?, ?, ?, ?)", (*key, seq, raw))

@@ -71,6 +71,7 @@ from zlink_trio.store.sqlite.group_rows import (
 )
 from zlink_trio.store.sqlite.members import member_ids
 from zlink_trio.store.sqlite.rowcache import ABSENT, cache_of, put
+from zlink_trio.store.sqlite.session import updated_known_row
 from zlink_trio.store.values import SavedState
 
 if TYPE_CHECKING:
@@ -298,18 +299,18 @@ def _write_record(conn: SqlSession, spot_id: str, record: AuthorityRecord,
         # The owner columns stay: update only what changed (no owner-index write).
         if before.container != container or before.next_container != next_container:
             # An Actor's Join or Leave, or its move's begin or abort.
-            updated = conn.execute(
-                "UPDATE loc_records SET state = ?, body = ?, container = ?, "
+            updated = updated_known_row(
+                conn, "UPDATE loc_records SET state = ?, body = ?, container = ?, "
                 "next_container = ? WHERE spot_id = ?",
-                (record.state.value, body, container, next_container, spot_id)).rowcount
+                (record.state.value, body, container, next_container, spot_id))
         elif before.state is record.state:
-            updated = conn.execute("UPDATE loc_records SET body = ? WHERE spot_id = ?",
-                                   (body, spot_id)).rowcount
+            updated = updated_known_row(conn, "UPDATE loc_records SET body = ? WHERE spot_id = ?",
+                                        (body, spot_id))
         else:
-            updated = conn.execute(
-                "UPDATE loc_records SET state = ?, body = ? WHERE spot_id = ?",
-                (record.state.value, body, spot_id)).rowcount
-        if updated == 1:
+            updated = updated_known_row(
+                conn, "UPDATE loc_records SET state = ?, body = ? WHERE spot_id = ?",
+                (record.state.value, body, spot_id))
+        if updated:
             return
     conn.execute("INSERT INTO loc_records (spot_id, state, mesh, owner_rid, "
                  "owner_lifecycle, object_generation, body, container, next_container) "
