@@ -26,6 +26,7 @@ from zlink_trio.core._checks import check_int
 from zlink_trio.store.rules import relocation_store as rel
 from zlink_trio.store.rules.relocation_store import check_cursor_move
 from zlink_trio.store.sqlite.rowcache import ABSENT, cache_of, put
+from zlink_trio.store.sqlite.session import Prefetch
 from zlink_trio.store.sqlite.view import Rows
 from zlink_trio.store.values import MAX_INBOX_READ, InboxRecord, RelocationStatistics
 
@@ -258,12 +259,18 @@ class SqliteRelocationStore:
 
         def body(conn: SqlSession) -> bool:
             conn.execute(f"DELETE FROM rel_inbox_records WHERE {_KEY}", key)
-            dropped = conn.execute(f"DELETE FROM rel_inboxes WHERE {_KEY}", key).rowcount > 0
             cache = cache_of(conn)
+            known = None if cache is None else cache.inboxes.get(key)
+            if known is None:
+                dropped = conn.execute(f"DELETE FROM rel_inboxes WHERE {_KEY}",
+                                       key).rowcount > 0
+            else:  # the cache knows whether the row is there: no count to wait for
+                conn.execute(f"DELETE FROM rel_inboxes WHERE {_KEY}", key)
+                dropped = known is not ABSENT
             if cache is not None:
                 put(cache.inboxes, key, ABSENT)
             return dropped
-        return await self._db.write(body)
+        return await self._db.write(body, reads=Prefetch(inboxes=(key,)))
 
     async def statistics(self) -> RelocationStatistics:
         """A snapshot of counts (one read); see ``RelocationStore.statistics``."""
