@@ -304,9 +304,7 @@ class PostgresConnection:
                     try:
                         await trio.to_thread.run_sync(self._group, batch)
                     except Exception as error:  # the transaction itself failed
-                        failure = (unavailable(self.options, error)
-                                   if isinstance(error, psycopg.Error | _WriteLockHeld)
-                                   else error)
+                        failure = self._failure(error)
                         for queued in batch:
                             queued.value, queued.error = None, failure
                 for queued in batch:
@@ -368,6 +366,8 @@ class PostgresConnection:
         self.grouped += len(batch)
 
     def _failure(self, error: Exception) -> Exception:
+        """What a write's caller gets for ``error``: a PostgreSQL failure typed, its own
+        refusal as it is."""
         return (unavailable(self.options, error)
                 if isinstance(error, psycopg.Error | _WriteLockHeld) else error)
 
