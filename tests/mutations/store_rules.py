@@ -959,8 +959,8 @@ STORE_RULES: tuple[Mutation, ...] = (
         rule="PostgreSQL: a body of a pipelined group that fails after writing runs again "
              "in a transaction of its own: only it fails, and nothing of it is written.",
         path="zlink_trio/store/postgres/connection.py",
-        find="                            raise _RunAlone from error",
-        replace="                            raise",
+        find="                        raise _RunAlone from error",
+        replace="                        raise",
         guards=["tests/store/test_postgres_backend.py::"
                 "test_a_body_that_raises_after_writing_fails_alone_with_nothing_written"],
     ),
@@ -968,12 +968,48 @@ STORE_RULES: tuple[Mutation, ...] = (
         name="store.postgres_known_rows_checked",
         family=_TXN,
         rule="PostgreSQL: a pipelined update of a row the transaction knew that changed none "
-             "is found before the COMMIT, and the row is written whole.",
-        path="zlink_trio/store/postgres/connection.py",
-        find="                    if session.unexpected():",
-        replace="                    if False:",
+             "fails the pipeline before the COMMIT, and the row is written whole.",
+        path="zlink_trio/store/postgres/session.py",
+        find="self._pipeline.send(one_row_or_fail(sql), parameters)",
+        replace="self._pipeline.send(sql, parameters)",
         guards=["tests/store/test_postgres_backend.py::"
                 "test_an_update_of_a_known_row_that_finds_none_is_answered_truly"],
+    ),
+    Mutation(
+        name="store.postgres_inline_body_never_waits",
+        family=_TXN,
+        rule="PostgreSQL: a body of a group run in the Trio loop that asks for a row not "
+             "prefetched sends the group, rolled back, to a worker thread: its outcome is "
+             "the one it would have had, not an error.",
+        path="zlink_trio/store/postgres/connection.py",
+        find="                    if isinstance(error, WouldWait):\n                        raise",
+        replace="                    if False:\n                        raise",
+        guards=["tests/store/test_postgres_backend.py::"
+                "test_a_body_of_an_inline_group_that_reads_a_row_not_named_runs_in_a_thread"],
+    ),
+    Mutation(
+        name="store.postgres_inline_failure_rolled_back",
+        family=_TXN,
+        rule="PostgreSQL: a group that failed in the Trio loop is rolled back before anything "
+             "else runs on its connection (nothing of it is written, nothing twice).",
+        path="zlink_trio/store/postgres/session.py",
+        find='self._pg.send_query_params(b"ROLLBACK", None)',
+        replace='self._pg.send_query_params(b"SELECT 1", None)',
+        guards=["tests/store/test_postgres_backend.py::"
+                "test_a_body_of_an_inline_group_that_reads_a_row_not_named_runs_in_a_thread",
+                "tests/store/test_postgres_backend.py::"
+                "test_a_statement_the_server_refuses_fails_its_body_alone"],
+    ),
+    Mutation(
+        name="store.postgres_chained_group_requeued",
+        family=_TXN,
+        rule="PostgreSQL: a group chained to the COMMIT of a group that failed never "
+             "started (the server skipped it): it runs afterwards, nothing of it lost.",
+        path="zlink_trio/store/postgres/connection.py",
+        find="                            self._queue[:0] = chained.batch",
+        replace="                            self._finished(chained.batch)",
+        guards=["tests/store/test_postgres_backend.py::"
+                "test_a_group_chained_to_a_group_that_failed_runs_after_it"],
     ),
     Mutation(
         name="store.relocation_store_apart",

@@ -26,7 +26,8 @@ from zlink_trio.core.identity import SpotKind
 from zlink_trio.store import AuthorityExists, open_store
 from zlink_trio.store.postgres import PostgresStore
 from zlink_trio.store.postgres.schema import SCHEMA_VERSION, parse_url
-from zlink_trio.store.sqlite.session import updated_known_row
+from zlink_trio.store.postgres.session import Pipeline
+from zlink_trio.store.sqlite.session import Prefetch, updated_known_row
 
 LIMIT = 30
 
@@ -325,11 +326,14 @@ async def test_cached_and_uncached_stores_agree_on_postgres(seed):
     assert "nextContainer" in repr(results[True][0])  # some Actor moved
 
 
-async def _one_group(store: PostgresStore, bodies: list, *,
-                     checks_first: bool = False) -> list[object]:
+async def _one_group(store: PostgresStore, bodies: list, *, checks_first: bool = False,
+                     inline: bool = False, expect_threaded: int | None = None
+                     ) -> list[object]:
     """Run ``bodies`` as concurrent writes that form one group: a first write holds the
-    worker thread until every other is queued behind it. Each outcome is the value
-    returned, or the error raised."""
+    worker thread until every other is queued behind it. ``inline``: each body names its
+    reads (none), so the group runs in the Trio loop; else in a worker thread.
+    ``expect_threaded``: the groups that ran in a worker thread (the holder's among them)
+    when not as ``inline`` says. Each outcome is the value returned, or the error raised."""
     gate = threading.Event()
     outcomes: list[object] = [None] * len(bodies)
 
@@ -338,11 +342,13 @@ async def _one_group(store: PostgresStore, bodies: list, *,
 
     async def run(i: int) -> None:
         try:
-            outcomes[i] = await store.connection.write(bodies[i], checks_first=checks_first)
+            outcomes[i] = await store.connection.write(
+                bodies[i], checks_first=checks_first, reads=Prefetch() if inline else None)
         except Exception as error:
             outcomes[i] = error
 
     groups = store.connection.groups
+    threaded = store.connection.threaded_groups
     async with trio.open_nursery() as nursery:
         nursery.start_soon(store.connection.write, hold)
         await trio.testing.wait_all_tasks_blocked()
@@ -351,6 +357,9 @@ async def _one_group(store: PostgresStore, bodies: list, *,
         await trio.testing.wait_all_tasks_blocked()
         gate.set()
     assert store.connection.groups == groups + 2  # the holder's, then one for the rest
+    # The holder's group ran in a worker thread; the rest's did too unless inline.
+    assert store.connection.threaded_groups - threaded == (
+        expect_threaded if expect_threaded is not None else 1 if inline else 2)
     return outcomes
 
 
@@ -369,7 +378,8 @@ def _insert(node_id: str):
     return body
 
 
-async def test_a_statement_the_server_refuses_fails_its_body_alone():
+@pytest.mark.parametrize("inline", [False, True], ids=["threaded", "inline"])
+async def test_a_statement_the_server_refuses_fails_its_body_alone(inline):
     """In a pipelined group the server's refusal of one body's statement may surface
     while a later body runs: the group runs again, each body alone, and only the body
     at fault fails (typed); the others are written once."""
@@ -380,7 +390,8 @@ async def test_a_statement_the_server_refuses_fails_its_body_alone():
 
     with trio.fail_after(LIMIT):
         async with fresh_url() as url, open_store(url) as store:
-            outcomes = await _one_group(store, [_insert("a"), divide_by_zero, _insert("b")])
+            outcomes = await _one_group(store, [_insert("a"), divide_by_zero, _insert("b")],
+                                        inline=inline)
             assert outcomes[0] == "a"
             assert outcomes[2] == "b"
             assert isinstance(outcomes[1], StoreUnavailable)
@@ -388,7 +399,8 @@ async def test_a_statement_the_server_refuses_fails_its_body_alone():
             assert _lifecycles(url) == [("a", 1), ("b", 1)]
 
 
-async def test_a_body_that_raises_after_writing_fails_alone_with_nothing_written():
+@pytest.mark.parametrize("inline", [False, True], ids=["threaded", "inline"])
+async def test_a_body_that_raises_after_writing_fails_alone_with_nothing_written(inline):
     """A body said to check first (no savepoint) that raises after a write cannot be
     rolled back alone inside the group: the group runs again, each body alone, so its
     write is undone, its caller gets its own error, and the others are written."""
@@ -399,14 +411,16 @@ async def test_a_body_that_raises_after_writing_fails_alone_with_nothing_written
     with trio.fail_after(LIMIT):
         async with fresh_url() as url, open_store(url) as store:
             outcomes = await _one_group(
-                store, [_insert("a"), insert_then_refuse, _insert("b")], checks_first=True)
+                store, [_insert("a"), insert_then_refuse, _insert("b")], checks_first=True,
+                inline=inline)
             assert outcomes[0] == "a"
             assert outcomes[2] == "b"
             assert isinstance(outcomes[1], ValueError)
             assert _lifecycles(url) == [("a", 1), ("b", 1)]
 
 
-async def test_an_update_of_a_known_row_that_finds_none_is_answered_truly():
+@pytest.mark.parametrize("inline", [False, True], ids=["threaded", "inline"])
+async def test_an_update_of_a_known_row_that_finds_none_is_answered_truly(inline):
     """``updated_known_row`` answers a pipelined UPDATE at once; when the row was not
     there after all, the group runs again unpipelined, where the answer is what the
     statement did, and the body writes the row whole."""
@@ -423,10 +437,100 @@ async def test_an_update_of_a_known_row_that_finds_none_is_answered_truly():
 
     with trio.fail_after(LIMIT):
         async with fresh_url() as url, open_store(url) as store:
-            outcomes = await _one_group(store, [_insert("c"), update_or_insert])
+            outcomes = await _one_group(store, [_insert("c"), update_or_insert],
+                                        inline=inline)
             assert outcomes == ["c", False]
             assert answers == [True, False]
             assert _lifecycles(url) == [("c", 1), ("ghost", 7)]
+
+
+async def test_a_body_of_an_inline_group_that_reads_a_row_not_named_runs_in_a_thread():
+    """A group runs in the Trio loop when each body named its reads; a body that reads a
+    row anyway (the loop must not wait for the server inside a body) sends the group,
+    rolled back, to a worker thread: every body's outcome is the one it would have had,
+    and each write is there once."""
+    def read_then_insert(session):
+        (generation,) = session.execute(
+            "SELECT generation FROM loc_lifecycles WHERE node_id = 'seed'").fetchone()
+        session.execute("INSERT INTO loc_lifecycles VALUES ('copied', ?)", (generation,))
+        return generation
+
+    with trio.fail_after(LIMIT):
+        async with fresh_url() as url, open_store(url) as store:
+            await store.connection.write(lambda session: session.execute(
+                "INSERT INTO loc_lifecycles VALUES ('seed', 5)"))
+            outcomes = await _one_group(
+                store, [_insert("a"), read_then_insert, _insert("b")], inline=True,
+                expect_threaded=2)
+            assert outcomes == ["a", 5, "b"]
+            assert _lifecycles(url) == [("a", 1), ("b", 1), ("copied", 5), ("seed", 5)]
+
+
+async def _chained(store: PostgresStore, monkeypatch: pytest.MonkeyPatch, first: list,
+                   then: list) -> tuple[list[object], list[object]]:
+    """Run the inline writes ``first`` as one group and ``then`` as the group chained to
+    its ``COMMIT``: ``then`` is queued while ``first``'s opening round trip is held. The
+    outcomes of each (the value returned, or the error raised)."""
+    opened = trio.Event()
+    release = trio.Event()
+    sync_async = Pipeline.sync_async
+
+    async def held(pipeline: Pipeline) -> None:
+        if not opened.is_set():  # the first group's opening: hold it
+            opened.set()
+            await release.wait()
+        await sync_async(pipeline)
+
+    monkeypatch.setattr(Pipeline, "sync_async", held)
+    outcomes: dict[int, list[object]] = {0: [None] * len(first), 1: [None] * len(then)}
+
+    async def run(group: int, i: int, body) -> None:
+        try:
+            outcomes[group][i] = await store.connection.write(body, reads=Prefetch())
+        except Exception as error:
+            outcomes[group][i] = error
+
+    chained = store.connection.chained_groups
+    async with trio.open_nursery() as nursery:
+        for i, body in enumerate(first):
+            nursery.start_soon(run, 0, i, body)
+        await opened.wait()
+        for i, body in enumerate(then):
+            nursery.start_soon(run, 1, i, body)
+        await trio.testing.wait_all_tasks_blocked()
+        release.set()
+    assert store.connection.chained_groups == chained + 1
+    return outcomes[0], outcomes[1]
+
+
+async def test_a_group_chained_to_the_commit_of_the_one_before_is_written_once(monkeypatch):
+    """Under load a group's opening goes with the COMMIT of the group before it (one round
+    trip for both): both groups are written, each write once."""
+    with trio.fail_after(LIMIT):
+        async with fresh_url() as url, open_store(url) as store:
+            first, then = await _chained(store, monkeypatch, [_insert("a"), _insert("b")],
+                                         [_insert("c"), _insert("d")])
+            assert sorted(first) == ["a", "b"]
+            assert sorted(then) == ["c", "d"]
+            assert _lifecycles(url) == [("a", 1), ("b", 1), ("c", 1), ("d", 1)]
+
+
+async def test_a_group_chained_to_a_group_that_failed_runs_after_it(monkeypatch):
+    """When the group before fails, the server skips the chained group's opening with the
+    rest: the chained group runs afterwards as it was, and nothing of it is lost or
+    written twice; only the body at fault fails."""
+    def divide_by_zero(session):
+        session.execute("SELECT 1 / 0")
+        return "bad"
+
+    with trio.fail_after(LIMIT):
+        async with fresh_url() as url, open_store(url) as store:
+            first, then = await _chained(store, monkeypatch, [_insert("a"), divide_by_zero],
+                                         [_insert("c"), _insert("d")])
+            assert "a" in first
+            assert any(isinstance(outcome, StoreUnavailable) for outcome in first)
+            assert sorted(then) == ["c", "d"]
+            assert _lifecycles(url) == [("a", 1), ("c", 1), ("d", 1)]
 
 
 async def test_a_schema_of_version_1_is_brought_up_to_date():

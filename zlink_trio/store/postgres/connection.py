@@ -3,12 +3,15 @@
 Theory of operation
 -------------------
 psycopg has no Trio backend (psycopg issue #29), so the store keeps synchronous psycopg
-connections and runs every transaction in a Trio worker thread: the loop never waits on
-the server. Each connection is in autocommit mode with the transaction statements
-issued here, its ``search_path`` the prefix's schema, its ``application_name``
-``zlink_trio:<prefix>`` (what an operator sees in ``pg_stat_activity``), and
-``statement_timeout`` and ``lock_timeout`` the URL's ``timeout``, so a statement or a
-lock wait that takes longer fails with :class:`StoreUnavailable` instead of hanging.
+connections and drives their libpq connections itself where a round trip must not hold
+a thread (``session.Pipeline``: non-blocking sends, waits for the socket in the Trio
+loop), and runs the rest in Trio worker threads: the loop never blocks on the server.
+Each connection is in autocommit mode with the transaction statements issued here, its
+``search_path`` the prefix's schema, its ``application_name`` ``zlink_trio:<prefix>``
+(what an operator sees in ``pg_stat_activity``), and ``statement_timeout`` and
+``lock_timeout`` the URL's ``timeout``, so a statement or a lock wait that takes longer
+fails with :class:`StoreUnavailable` instead of hanging; every wait for an answer is
+bounded too (twice the timeout and a second: none passing means the connection is lost).
 
 **Writes** (:meth:`PostgresConnection.write`) go through one writer connection. Every
 write transaction first takes the prefix's transaction-scoped advisory lock
@@ -17,45 +20,64 @@ time, exactly as SQLite's ``BEGIN IMMEDIATE`` makes them, so the oracle
 (``store.rules``) run over the tables (``store.sqlite.view``) reads rows that nobody can
 change before its transaction commits -- no lost update is possible, whatever the
 isolation level, because no two write transactions overlap. Concurrent writes of this
-process are *grouped*: the first becomes the leader and runs every write queued by then
-(up to :data:`MAX_GROUP`) in one transaction, and one commit (one WAL flush) serves the
-group. A group runs as SQLite's does: the rows every body touches are shared
+process are *grouped*: the store's writer task (:meth:`PostgresConnection.run_writes`,
+started by ``store.open_postgres_store``) runs every write queued by then (up to
+:data:`MAX_GROUP`) in one transaction, and one commit (one WAL flush) serves the group.
+A group runs as SQLite's does: the rows every body touches are shared
 (``store.sqlite.group_rows``), a body that may refuse after writing runs in a savepoint
 (one that checks first needs none), and the connection's row cache
 (``store.sqlite.rowcache``) keeps rows from one transaction to the next.
 
 *Round trips* are what a transaction costs here (one is ~0.1-0.2 ms; a statement's own
-work on the server is tens of µs), so a group is built to wait for few answers:
+work on the server is tens of µs), so a group is two (:meth:`PostgresConnection._steps`):
 
-- the rows the bodies name before they run (``Prefetch``) are loaded into the row cache
-  with one statement per table (``rowcache.prefetch``);
-- the bodies' statements are *pipelined* (libpq's pipeline mode, ``session.Pipeline``):
-  sent without waiting, each prepared once per connection, answered when a body reads a
-  result, and all known at the sync before ``COMMIT``;
-- the cache is valid while nobody else wrote: right after the lock, the transaction
-  reads the store's *write counter* (``schema``: every store's transactions add one
-  before their ``COMMIT``, triggers count everyone else's writes), and finds the value
-  its own last commit left only when no other writer committed in between.
+1. ``BEGIN``, the lock, the store's *write counter*, and the rows the bodies name before
+   they run (``Prefetch``; one statement per table, ``rowcache.prefetch``) -- sent
+   together, answered together;
+2. every body's statements, the group's shared rows, the counter's increment and the
+   ``COMMIT``, *pipelined* (libpq's pipeline mode: sent without waiting, each statement
+   prepared once per connection) and answered together.
+
+The row cache is valid while nobody else wrote: the counter read under the lock equals
+the value this connection's last commit left only when no other writer committed in
+between (``schema``: every store's transactions add one, triggers count everyone else's
+writes); when it differs, the cache empties and the rows it had answered are read in one
+more round trip. An ``UPDATE`` of a row the transaction knows (``updated_known_row``)
+is sent so that the server refuses it unless it changed exactly that row
+(``session.one_row_or_fail``), so its count is never waited for and a wrong one cannot
+be committed: the ``COMMIT`` is skipped with everything after the refusal.
+
+*Inline groups.* A group whose every body named its reads runs in the Trio loop: the
+bodies are plain functions that never wait, and the two syncs wait for the socket in
+the loop (other tasks run meanwhile). A body that asks for an answer anyway (a row no
+hint named) raises ``session.WouldWait``: the group is rolled back and runs again in a
+worker thread, where a sync may block. Every other group runs in a worker thread from
+the start. Inline groups are *chained*: when a group's ``COMMIT`` is sent and writes are
+queued, the next group's step 1 goes in the same round trip, so under load a group costs
+one round trip. If the first group failed, the server skipped the second's statements
+too: the second is queued again as it was.
 
 A failure of the transaction itself (the connection lost, a lock or statement timeout)
 fails every body of the group, nothing of it written. A statement the server refused,
-a pipelined update of a row the cache said exists that changed none, or a body that
-raised after writing without a savepoint cannot be pinned on its body inside a
-pipelined group: the group is rolled back and each body runs again in a transaction of
-its own, unpipelined, so only the body at fault fails (its own error, typed).
+an update of a known row that changed none, or a body that raised after writing without
+a savepoint cannot be pinned on its body inside a pipelined group: the group is rolled
+back and each body runs again in a transaction of its own, unpipelined, in a worker
+thread, so only the body at fault fails (its own error, typed).
 
 **Reads** (:meth:`PostgresConnection.read`) use a pool of ``connections`` read
 connections: one statement runs on its own (``single``), several in a ``REPEATABLE READ
-READ ONLY`` transaction (one snapshot). Reads never wait for writers. Lookups of one row
-by key (:meth:`PostgresConnection.read_keyed`: a ``find`` before every cold activation)
-are *batched*: those that arrive while the previous batch of the same statement runs
-are read together, with one statement and one worker thread (a thread hop and a round
-trip each cost more client time than the lookup). A lookup joins only a batch whose
-statement has not been sent, so it sees every write committed before it began.
+READ ONLY`` transaction (one snapshot), in a worker thread. Reads never wait for
+writers. Lookups of one row by key (:meth:`PostgresConnection.read_keyed`: a ``find``
+before every cold activation) are *batched*: those that arrive while the previous batch
+of the same statement runs are read together, with one statement, pipelined on an idle
+read connection from the Trio loop (a worker thread when none is connected, or after a
+failure). A lookup joins only a batch whose statement has not been sent, so it sees
+every write committed before it began.
 
-A connection that failed is closed and opened again at its next use. A write or read in
-progress when its caller is cancelled runs to its end (it is bounded by the timeouts):
-a write then still reports its outcome, as a SQLite write in the worker thread does.
+A connection that failed is closed and opened again at its next use (in a worker
+thread). A write whose group started runs to its end however its caller is cancelled
+(the group is bounded by the timeouts), and reports its outcome, as a SQLite write in
+the worker thread does; one cancelled before is removed, nothing of it written.
 """
 
 from __future__ import annotations
@@ -68,13 +90,13 @@ import trio
 
 from zlink_trio.core.errors import StoreUnavailable, Unavailable
 from zlink_trio.store.postgres.schema import WRITER_SETTING, migrate
-from zlink_trio.store.postgres.session import Pipeline, PostgresSession
+from zlink_trio.store.postgres.session import Answer, Pipeline, PostgresSession, WouldWait
 from zlink_trio.store.sqlite.group_rows import close_group, open_group
 from zlink_trio.store.sqlite.rowcache import RowCache, prefetch
 from zlink_trio.store.sqlite.session import padded
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Generator
 
     from zlink_trio.store.postgres.schema import PostgresOptions
     from zlink_trio.store.sqlite.session import Prefetch, SqlSession
@@ -97,13 +119,14 @@ _COUNT_WRITE: Final = ("UPDATE zlink_meta SET value = value + 1 WHERE key = 'wri
 Conn = psycopg.Connection[Any]
 
 
-class _KnownRowMissed(Exception):
-    """Internal: a pipelined update of a row the transaction knew changed other than one."""
-
-
 class _RunAlone(Exception):
     """Internal: a body of a group failed in a way only a transaction of its own can
     answer (see ``PostgresConnection._group``)."""
+
+
+class _EndedIdle(Exception):
+    """Internal: the writer connection failed before a group's first answer (the server
+    ended it while it was idle: a restart, ``pg_terminate_backend``); nothing ran."""
 
 
 class _WriteLockHeld(Exception):
@@ -134,8 +157,7 @@ def unavailable(options: PostgresOptions, error: BaseException) -> StoreUnavaila
 class _Txn:
     """One write body waiting for (or running in) a group transaction."""
 
-    __slots__ = ("body", "checks_first", "error", "finished", "lead", "reads", "taken", "value",
-                 "wake")
+    __slots__ = ("body", "checks_first", "error", "finished", "reads", "taken", "value", "wake")
 
     def __init__(self, body: Callable[[SqlSession], object], checks_first: bool,
                  reads: Prefetch | None) -> None:
@@ -144,16 +166,56 @@ class _Txn:
         self.reads = reads
         self.value: object = None
         self.error: BaseException | None = None
-        #: Set when it finished, or when it was handed the lead.
+        #: Set when it finished.
         self.wake = trio.Event()
-        self.taken = False
+        self.taken = False  # in a group being run: its outcome will stand
         self.finished = False
-        self.lead = False
 
     def outcome(self) -> object:
         if self.error is not None:
             raise self.error
         return self.value
+
+
+class _Running:
+    """A group transaction the writer task drives in the Trio loop: its writes, its
+    session, and where its steps (``PostgresConnection._steps``) stand."""
+
+    __slots__ = ("batch", "commit", "ended", "session", "steps")
+
+    def __init__(self, batch: list[_Txn], session: PostgresSession,
+                 steps: Generator[object, None, None]) -> None:
+        self.batch = batch
+        self.session = session
+        self.steps = steps
+        #: The answer of its ``COMMIT``, once sent.
+        self.commit: object = None
+        self.ended = False
+
+    @property
+    def committing(self) -> bool:
+        """Its ``COMMIT`` is sent and its answer not read: the last round trip."""
+        return self.commit is not None and not self.ended
+
+    def committed(self) -> bool:
+        """Its ``COMMIT`` was answered with success."""
+        return isinstance(self.commit, Answer) and self.commit.succeeded
+
+    def resume(self, error: psycopg.Error | None) -> None:
+        """Its next steps, after a sync (``error``: the sync's, thrown into them); raises
+        what fails it."""
+        try:
+            step = self.steps.send(None) if error is None else self.steps.throw(error)
+        except StopIteration:
+            self.ended = True
+            return
+        if step is not None:
+            self.commit = step
+
+    def abandon(self) -> None:
+        """It never ran (a group before it failed): its steps closed, nothing of it sent
+        was carried out."""
+        self.steps.close()
 
 
 #: The most keys one statement of a batched lookup reads.
@@ -172,13 +234,20 @@ class _Lookup:
         self.done = trio.Event()
 
 
-def _lookup(session: SqlSession, select: str, keys: list[str]) -> dict[str, object]:
-    """The rows ``select`` finds for ``keys``, key to value (one statement per
-    :data:`_LOOKUP_KEYS` keys)."""
-    values: dict[str, object] = {}
+def _lookups(select: str, keys: list[str]) -> list[tuple[str, list[str]]]:
+    """The statements that read the rows ``select`` finds for ``keys``, with their
+    parameters: one per :data:`_LOOKUP_KEYS` keys."""
+    statements = []
     for start in range(0, len(keys), _LOOKUP_KEYS):
         chunk = padded(keys[start:start + _LOOKUP_KEYS])
-        statement = select.format(", ".join("?" * len(chunk)))
+        statements.append((select.format(", ".join("?" * len(chunk))), chunk))
+    return statements
+
+
+def _lookup(session: SqlSession, select: str, keys: list[str]) -> dict[str, object]:
+    """The rows ``select`` finds for ``keys``, key to value (in the worker thread)."""
+    values: dict[str, object] = {}
+    for statement, chunk in _lookups(select, keys):
         values.update((row[0], row[1]) for row in session.execute(statement, chunk))
     return values
 
@@ -192,12 +261,14 @@ class PostgresConnection:
         self._idle_readers: list[Conn] = []
         #: Each read connection's free cursors (``session``: reused, not made anew).
         self._reader_cursors: dict[Conn, list[psycopg.Cursor[Any]]] = {}
+        #: The statements each read connection's pipelines prepared (``_lookup``).
+        self._reader_prepared: dict[Conn, dict[tuple[str, tuple[int, ...]], bytes]] = {}
         self._reader_slots = trio.Semaphore(options.connections)
         self._queue: list[_Txn] = []
-        self._leading = False
-        #: Set whenever no write is running or queued.
-        self._idle = trio.Event()
-        self._idle.set()
+        #: Set when a write was queued (the writer task waits for it).
+        self._queued = trio.Event()
+        #: Set when the writer task ended (closed, every queued write run).
+        self._stopped = trio.Event()
         self._closed = False
         #: Batched lookups (``read_keyed``) by statement: the one gathering keys, and the
         #: one running.
@@ -209,10 +280,19 @@ class PostgresConnection:
         #: the statements its pipelines prepared (``session.Pipeline``).
         self._cursors: list[psycopg.Cursor[Any]] = []
         self._prepared: dict[tuple[str, tuple[int, ...]], bytes] = {}
-        #: Group transactions committed, and the write bodies they ran; batches of
-        #: ``read_keyed`` read, and the keys they answered (statistics).
+        #: Each wait for the server inside a pipelined transaction (seconds).
+        self._wait = 2 * options.timeout + 1
+        #: Groups whose every body named its reads run in the Trio loop (off: always in
+        #: a worker thread, for tests of that path).
+        self.inline = True
+        #: Group transactions run, and the write bodies they ran; those run in a worker
+        #: thread (not inline), and those begun with the COMMIT of the one before
+        #: (chained); batches of ``read_keyed`` read, and the keys they answered
+        #: (statistics).
         self.groups = 0
         self.grouped = 0
+        self.threaded_groups = 0
+        self.chained_groups = 0
         self.lookup_batches = 0
         self.lookups = 0
 
@@ -267,178 +347,333 @@ class PostgresConnection:
 
         ``checks_first``: ``body`` does every check that may refuse before its first
         statement that writes, so it needs no savepoint. ``reads``: the rows it will
-        read, loaded with the group's others before the first body runs. ``size`` is
-        the SQLite backend's hint; every body here runs in a worker thread.
+        read, loaded with the group's others before the first body runs (a write that
+        names them may run in the Trio loop, see *inline groups*). ``size`` is the SQLite
+        backend's hint. A caller cancelled before its group started leaves nothing
+        written; after, it gets the group's outcome.
         """
         self._check_open()
         txn = _Txn(body, checks_first, reads)
         self._queue.append(txn)
-        if self._leading:
-            try:
-                await txn.wake.wait()  # finished, or handed the lead
-            except trio.Cancelled:
-                if txn.taken:  # running in a group now: its outcome stands, report it
-                    with trio.CancelScope(shield=True):
-                        await txn.wake.wait()
-                    return cast("T", txn.outcome())
-                self._queue.remove(txn)
-                if txn.lead:  # handed the lead as it was cancelled: hand it on
-                    self._hand_over()
+        self._queued.set()
+        try:
+            await txn.wake.wait()
+        except trio.Cancelled:
+            if not txn.taken:
+                self._queue.remove(txn)  # never started: nothing written
                 raise
-            if txn.finished:
-                return cast("T", txn.outcome())
-        else:
-            self._leading = True
-            self._idle = trio.Event()
-        await self._lead(txn)
+            with trio.CancelScope(shield=True):  # its outcome stands: report it
+                await txn.wake.wait()
         return cast("T", txn.outcome())
 
-    async def _lead(self, txn: _Txn) -> None:
-        """Run group transactions of the queued writes until ``txn`` ran in one."""
-        try:
-            while not txn.finished:
-                batch, self._queue = self._queue[:MAX_GROUP], self._queue[MAX_GROUP:]
-                for queued in batch:
-                    queued.taken = True
-                with trio.CancelScope(shield=True):  # bounded by the server's timeouts
-                    try:
-                        await trio.to_thread.run_sync(self._group, batch)
-                    except Exception as error:  # the transaction itself failed
-                        failure = self._failure(error)
-                        for queued in batch:
-                            queued.value, queued.error = None, failure
-                for queued in batch:
-                    queued.finished = True
-                    queued.wake.set()
-        finally:
-            self._hand_over()
+    async def run_writes(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+                         ) -> None:
+        """The store's writer task (``store.open_postgres_store`` starts it): run the
+        queued writes in group transactions until the store is closed and none is left.
+        Shielded: only :meth:`aclose` ends it, after the last queued write ran (each
+        group is bounded by the server's timeouts)."""
+        with trio.CancelScope(shield=True):
+            task_status.started()
+            try:
+                while True:
+                    if not self._queue:
+                        if self._closed:
+                            return
+                        self._queued = trio.Event()
+                        await self._queued.wait()
+                        continue
+                    # Every task runnable now queues its write first: larger groups.
+                    await trio.lowlevel.checkpoint()
+                    batch = self._take()
+                    if self._inline_ready(batch):
+                        await self._inline_groups(batch)
+                    else:
+                        await self._run_group(batch)
+            finally:
+                self._stopped.set()
 
-    def _hand_over(self) -> None:
-        """Give the lead to the first queued write, or end leading."""
-        if self._queue:
-            self._queue[0].lead = True
-            self._queue[0].wake.set()
-        else:
-            self._leading = False
-            self._idle.set()
+    def _take(self) -> list[_Txn]:
+        """The next group's writes: the oldest queued, at most :data:`MAX_GROUP`."""
+        batch, self._queue = self._queue[:MAX_GROUP], self._queue[MAX_GROUP:]
+        for txn in batch:
+            txn.taken = True
+        return batch
 
-    def _begin(self) -> Conn:
-        """The writer connection, inside a ``BEGIN`` (in the worker thread)."""
-        conn = self._writer
-        if conn is None or conn.closed:
-            self._cursors.clear()
-            self._prepared.clear()
-            conn = self._writer = self.connect(self.options)
-        try:
-            conn.execute("BEGIN")
-        except psycopg.OperationalError:
-            # A connection the server ended while idle (a restart, pg_terminate_backend):
-            # nothing ran on it, so a new one may begin instead.
-            conn.close()
-            self._cursors.clear()
-            self._prepared.clear()
-            conn = self._writer = self.connect(self.options)
-            conn.execute("BEGIN")
-        return conn
-
-    def _group(self, batch: list[_Txn]) -> None:
-        """Run ``batch`` in one pipelined transaction; when a statement of it failed, each
-        body again in a transaction of its own (in the worker thread).
-
-        Raises for a failure of the transaction itself (the connection lost, a timeout,
-        the write lock held): every body of the group failed, nothing written.
-        """
-        try:
-            self._transaction(batch, pipelined=True)
-        except (psycopg.Error, _KnownRowMissed, _RunAlone) as error:
-            if isinstance(error, psycopg.OperationalError):
-                raise
-            # A statement failed (data the server refused, a row an update expected
-            # missing; in a pipeline its answer may come while a later body runs), or a
-            # body raised after writing: each body runs again alone, unpipelined, and
-            # only the one at fault fails.
-            for txn in batch:
-                try:
-                    self._transaction([txn], pipelined=False)
-                except Exception as failure:
-                    txn.value, txn.error = None, self._failure(failure)
+    def _finished(self, batch: list[_Txn], error: Exception | None = None) -> None:
+        """``batch`` ran (``error``: its transaction failed, nothing of it written): each
+        caller gets its outcome."""
+        failure = None if error is None else self._failure(error)
+        for txn in batch:
+            if failure is not None:
+                txn.value, txn.error = None, failure
+            txn.finished = True
+            txn.wake.set()
         self.groups += 1
         self.grouped += len(batch)
+
+    async def _run_group(self, batch: list[_Txn]) -> None:
+        """Run ``batch`` alone (:meth:`_group`), then answer its callers."""
+        try:
+            await self._group(batch)
+        except Exception as error:  # the transaction itself failed
+            self._finished(batch, error)
+        else:
+            self._finished(batch)
+
+    async def _group(self, batch: list[_Txn], *, again: bool = False) -> None:
+        """Run ``batch`` in one pipelined transaction in a worker thread, or as its failure
+        asks (:meth:`_after_failure`). Raises for a failure of the transaction itself (the
+        connection lost, a timeout, the write lock held): every body of the group failed,
+        nothing written."""
+        self.threaded_groups += 1
+        try:
+            await trio.to_thread.run_sync(self._threaded_transaction, batch, True)
+        except Exception as error:
+            await self._after_failure(batch, error, again=again)
+
+    async def _after_failure(self, batch: list[_Txn], error: Exception, *,
+                             again: bool = False) -> None:
+        """The group transaction of ``batch`` failed with ``error`` and was rolled back:
+        run it again as the error asks, or raise it (every body failed)."""
+        if isinstance(error, WouldWait | _EndedIdle) and not again:
+            # A body asked for a row nobody prefetched (the loop must not wait for the
+            # server inside a body), or the connection had ended while idle: the group
+            # again, in a worker thread (on a new connection).
+            await self._group(batch, again=True)
+        elif isinstance(error, _RunAlone) or (
+                isinstance(error, psycopg.Error)
+                and not isinstance(error, psycopg.OperationalError)):
+            # A statement failed (data the server refused, an update of a known row that
+            # changed none; in a pipeline its answer may come while a later body runs),
+            # or a body raised after writing: each body runs again alone, unpipelined,
+            # and only the one at fault fails.
+            await trio.to_thread.run_sync(self._each_alone, batch)
+        else:
+            raise error
+
+    def _inline_ready(self, batch: list[_Txn]) -> bool:
+        """Whether ``batch`` may run in the Trio loop: the writer connected, and every body
+        named the rows it reads (``Prefetch``), so none should wait for an answer."""
+        writer = self._writer
+        return (self.inline and writer is not None and not writer.closed
+                and all(txn.reads is not None for txn in batch))
+
+    async def _inline_groups(self, batch: list[_Txn]) -> None:
+        """Run ``batch`` in the Trio loop, and after it every batch queued meanwhile that
+        may run there too: each group's ``BEGIN``, lock and prefetch are sent with the
+        ``COMMIT`` of the group before (*chained*), so a group costs one round trip.
+
+        A group that failed is rolled back (nothing of it written) and run again as its
+        failure asks (:meth:`_after_failure`); a group chained to it never started, and
+        is queued again first.
+        """
+        conn = self._writer
+        assert conn is not None
+        pipeline = Pipeline(conn, self._prepared, self._wait, blocking=False)
+        started: list[_Running] = []  # the groups begun and not answered, oldest first
+        failed: _Running | None = None
+        try:
+            async with pipeline:  # a failure: rolled back in the pipeline
+                started.append(self._start(pipeline, batch))
+                while started:
+                    error: psycopg.Error | None = None
+                    try:
+                        await pipeline.sync_async()
+                    except psycopg.Error as failure:
+                        error = failure
+                    current = started[0]
+                    if current.committing:
+                        # The sync answered its COMMIT (and a chained group's opening):
+                        # an error is the chained group's when the COMMIT went through.
+                        if error is None or current.committed():
+                            self._committed(started.pop(0))
+                            if not started:
+                                await trio.lowlevel.checkpoint()  # the rest queue theirs
+                                self._start_next(pipeline, started)
+                                continue
+                            current = started[0]
+                        elif len(started) > 1:  # skipped by the server: never started
+                            chained = started.pop()
+                            chained.abandon()
+                            self._queue[:0] = chained.batch
+                    try:
+                        current.resume(error)
+                    except Exception:
+                        failed = current
+                        raise
+                    if current.committing:
+                        self._start_next(pipeline, started)
+        except Exception as error:
+            self._forget()
+            if conn.closed:
+                self._writer = None
+            for running in started:
+                if running is not failed:  # its outcome unknown: a failure of the pipeline
+                    self._finished(running.batch, error)
+            if failed is not None:
+                try:
+                    await self._after_failure(failed.batch, error)
+                except Exception as failure:
+                    self._finished(failed.batch, failure)
+                else:
+                    self._finished(failed.batch)
+
+    def _start_next(self, pipeline: Pipeline, started: list[_Running]) -> None:
+        """Begin a group of the queued writes on ``pipeline`` if they may run in the Trio
+        loop (after the one ``started`` holds, chained to its ``COMMIT``)."""
+        head = self._queue[:MAX_GROUP]
+        if head and self._inline_ready(head):
+            self.chained_groups += bool(started)
+            started.append(self._start(pipeline, self._take()))
+
+    def _start(self, pipeline: Pipeline, batch: list[_Txn]) -> _Running:
+        """A group of ``batch`` on ``pipeline``, its opening sent (:meth:`_steps`)."""
+        session = PostgresSession(pipeline.connection, pipeline, self._cursors)
+        running = _Running(batch, session, self._steps(session, batch))
+        running.resume(None)
+        return running
+
+    def _committed(self, running: _Running) -> None:
+        """``running``'s ``COMMIT`` went through: its last steps, then its callers get their
+        outcomes (nothing after the ``COMMIT`` undoes it)."""
+        try:
+            running.resume(None)
+        except Exception:  # its outcomes stand; the row cache is not trusted
+            self.cache.clear()
+            self.cache.version = None
+        running.session.recycle()
+        self._finished(running.batch)
+
+    def _each_alone(self, batch: list[_Txn]) -> None:
+        """Each body of ``batch`` in a transaction of its own, unpipelined; a body's
+        failure is its own outcome (in the worker thread)."""
+        for txn in batch:
+            try:
+                self._threaded_transaction([txn], False)
+            except Exception as failure:
+                txn.value, txn.error = None, self._failure(failure)
 
     def _failure(self, error: Exception) -> Exception:
         """What a write's caller gets for ``error``: a PostgreSQL failure typed, its own
         refusal as it is."""
+        if isinstance(error, _EndedIdle) and isinstance(error.__cause__, Exception):
+            error = error.__cause__
         return (unavailable(self.options, error)
                 if isinstance(error, psycopg.Error | _WriteLockHeld) else error)
 
-    def _transaction(self, batch: list[_Txn], *, pipelined: bool) -> None:
-        """``BEGIN``, the write lock, every body of ``batch`` (a savepoint each unless it
-        checks first), the group's shared rows, ``COMMIT``; see the module docstring."""
-        conn = self._begin()
+    def _steps(self, session: PostgresSession, batch: list[_Txn]
+               ) -> Generator[object, None, None]:
+        """The transaction of ``batch`` on ``session``: ``BEGIN``, the write lock and the
+        write counter, the bodies' prefetched rows, every body (a savepoint each unless it
+        checks first), the group's shared rows, the counter, ``COMMIT``; see the module
+        docstring. At each ``yield`` the driver syncs the pipeline -- every answer sent so
+        far read, an error thrown back in here -- and does nothing unpipelined; the last
+        yields the ``COMMIT``'s answer."""
         cache = self.cache
-        session: PostgresSession | None = None
+        # The rows hinted that the cache holds are not asked for -- unless it is not
+        # trusted now (the open would empty it).
+        trusted = cache.version is not None
+        if not trusted:
+            cache.clear()
+        shared = open_group(session)
+        hints = [txn.reads for txn in batch if txn.reads]
         try:
-            with (Pipeline(conn, self._prepared, 2 * self.options.timeout + 1) if pipelined
-                  else nullcontext()) as pipeline:
-                session = PostgresSession(conn, pipeline, self._cursors)
-                try:  # the lock and the counter in one round trip (pipelined)
-                    session.execute(_LOCK, (self.options.lock_key,))
-                    row = session.execute(_WRITES).fetchone()
-                except (psycopg.errors.QueryCanceled,
-                        psycopg.errors.LockNotAvailable) as error:
-                    raise _WriteLockHeld(str(error)) from error
-                # No counter row (deleted by hand): no cache can be trusted.
-                version = object() if row is None else int(row[0])
-                cache.open(session, version)
-                shared = open_group(session)
-                prefetch(session, cache, [txn.reads for txn in batch if txn.reads], shared)
-                for txn in batch:
-                    savepoint = not txn.checks_first
-                    if savepoint:
-                        session.execute("SAVEPOINT zlink_group")
-                    shared.begin()
-                    writes = session.writes
-                    try:
-                        txn.value, txn.error = txn.body(session), None
-                    except Exception as error:
-                        if isinstance(error, psycopg.Error) or (
-                                not savepoint and session.writes != writes):
-                            # A statement failed, or the body wrote halfway: alone, its
-                            # own outcome (rolled back whole); in a group, each again alone.
-                            if len(batch) == 1:
-                                raise
-                            raise _RunAlone from error
-                        txn.value, txn.error = None, error
-                        shared.undo()
-                        if savepoint:  # rows it wrote are rolled back
-                            cache.clear()
-                            session.execute("ROLLBACK TO SAVEPOINT zlink_group")
-                    if savepoint:
-                        session.execute("RELEASE SAVEPOINT zlink_group")
-                shared.write(session)
-                counted = session.execute(_COUNT_WRITE)
-                if pipeline is not None:
-                    pipeline.sync()  # every answer known: the counts, any failure
-                    if session.unexpected():
-                        raise _KnownRowMissed
-                row = counted.fetchone()
-            conn.execute("COMMIT")
-        except BaseException:
-            cache.clear()  # nothing of the transaction was written
-            cache.version = None
-            self._cursors.clear()  # answers may be unread: a cursor pool starts afresh
-            self._prepared.clear()  # an aborted pipeline may have skipped a prepare
-            self._abandon_writer(conn)
-            raise
+            try:  # BEGIN, the lock, the counter and the rows hinted: one round trip
+                session.execute("BEGIN")
+                session.execute(_LOCK, (self.options.lock_key,))
+                counter = session.execute(_WRITES)
+                load = prefetch(session, cache, hints, shared)
+                yield None
+            except (psycopg.errors.QueryCanceled, psycopg.errors.LockNotAvailable) as error:
+                raise _WriteLockHeld(str(error)) from error
+            except psycopg.OperationalError as error:
+                raise _EndedIdle from error
+            row = counter.fetchone()
+            # No counter row (deleted by hand): no cache can be trusted.
+            version = object() if row is None else int(row[0])
+            stale = version != cache.version
+            cache.open(session, version)  # another writer wrote: the cache emptied
+            load()  # read under the lock: valid either way
+            if stale and trusted and cache.enabled:  # rows the cache held, not asked for
+                load = prefetch(session, cache, hints, shared)
+                yield None
+                load()
+            for txn in batch:
+                savepoint = not txn.checks_first
+                if savepoint:
+                    session.execute("SAVEPOINT zlink_group")
+                shared.begin()
+                writes = session.writes
+                try:
+                    txn.value, txn.error = txn.body(session), None
+                except Exception as error:
+                    if isinstance(error, WouldWait):
+                        raise
+                    if isinstance(error, psycopg.Error) or (
+                            not savepoint and session.writes != writes):
+                        # A statement failed, or the body wrote halfway: alone, its own
+                        # outcome (rolled back whole); in a group, each again alone.
+                        if len(batch) == 1:
+                            raise
+                        raise _RunAlone from error
+                    txn.value, txn.error = None, error
+                    shared.undo()
+                    if savepoint:  # rows it wrote are rolled back
+                        cache.clear()
+                        session.execute("ROLLBACK TO SAVEPOINT zlink_group")
+                if savepoint:
+                    session.execute("RELEASE SAVEPOINT zlink_group")
+            shared.write(session)
+            counted = session.execute(_COUNT_WRITE)
+            # Pipelined, the COMMIT goes with the bodies' statements: a statement the
+            # server refuses -- an update of a known row that changed none included
+            # (``session``) -- makes it skip the rest, the COMMIT too.
+            yield session.execute("COMMIT")  # the last round trip (see _Running)
+            row = counted.fetchone()
         finally:
-            if session is not None:
-                close_group(session)
-                cache.close(session)
+            close_group(session)
+            cache.close(session)
         # What this commit left, valid for the next transaction -- unless another
         # writer counted a write since this one read the counter.
         cache.version = (row[0] if row is not None and isinstance(version, int)
                          and row[0] == version + 1 else None)
+
+    def _threaded_transaction(self, batch: list[_Txn], pipelined: bool) -> None:
+        """:meth:`_steps` in the worker thread, each sync waiting there."""
+        conn = self._writer
+        if conn is None or conn.closed:
+            self._forget()
+            conn = self._writer = self.connect(self.options)
+        pipeline = Pipeline(conn, self._prepared, self._wait) if pipelined else None
+        session = PostgresSession(conn, pipeline, self._cursors)
+        steps = self._steps(session, batch)
+        try:
+            with pipeline if pipeline is not None else nullcontext():
+                failure: psycopg.Error | None = None
+                while True:
+                    try:
+                        steps.send(None) if failure is None else steps.throw(failure)
+                    except StopIteration:
+                        break
+                    failure = None
+                    if pipeline is not None:
+                        try:
+                            pipeline.sync()
+                        except psycopg.Error as error:
+                            failure = error
+        except BaseException:
+            self._forget()
+            self._abandon_writer(conn)
+            raise
         session.recycle()
+
+    def _forget(self) -> None:
+        """A write transaction failed: nothing of it was written, and its connection may
+        have unread answers or lost prepared statements."""
+        self.cache.clear()
+        self.cache.version = None
+        self._cursors.clear()  # answers may be unread: a cursor pool starts afresh
+        self._prepared.clear()  # an aborted pipeline may have skipped a prepare
 
     def _abandon_writer(self, conn: Conn) -> None:
         """Roll the failed transaction back; drop the connection if that fails too."""
@@ -528,9 +763,7 @@ class PostgresConnection:
                     del self._gathering[select]
                     self._looking[select] = batch
                     # Each lookup is one statement's answer (no snapshot across chunks).
-                    batch.values = await self.read(
-                        lambda session: _lookup(session, select, list(batch.keys)),
-                        single=True)
+                    batch.values = await self._lookup(select, list(batch.keys))
                     self.lookup_batches += 1
                     self.lookups += len(batch.keys)
                 except Exception as error:
@@ -546,12 +779,40 @@ class PostgresConnection:
             raise batch.error
         return batch.values.get(key)
 
+    async def _lookup(self, select: str, keys: list[str]) -> dict[str, object]:
+        """The rows ``select`` finds for ``keys``: pipelined on an idle read connection,
+        waiting in the Trio loop; in a worker thread when none is connected or this
+        failed (a read is safe to run again)."""
+        async with self._reader_slots:
+            conn = self._idle_readers.pop() if self._idle_readers else None
+            if conn is not None and not conn.closed and self.inline:
+                prepared = self._reader_prepared.setdefault(conn, {})
+                try:
+                    async with Pipeline(conn, prepared, self._wait, blocking=False) as pipeline:
+                        answers = [pipeline.send(statement, chunk)
+                                   for statement, chunk in _lookups(select, keys)]
+                        await pipeline.sync_async()
+                    return {row[0]: row[1] for answer in answers for row in answer}
+                except psycopg.Error:
+                    conn.close()
+                finally:
+                    if conn.closed or self._closed:
+                        conn.close()
+                        self._reader_prepared.pop(conn, None)
+                        self._reader_cursors.pop(conn, None)
+                    else:
+                        self._idle_readers.append(conn)
+            elif conn is not None:
+                self._idle_readers.append(conn)
+        return await self.read(lambda session: _lookup(session, select, keys), single=True)
+
     # ------------------------------------------------------------------ closing
 
     async def aclose(self) -> None:
         """Refuse new transactions, let the queued writes finish, close every connection."""
         self._closed = True
-        await self._idle.wait()
+        self._queued.set()
+        await self._stopped.wait()  # the writer task ran every queued write
         for conn in [*self._idle_readers, *([self._writer] if self._writer else [])]:
             await trio.to_thread.run_sync(conn.close)
         self._idle_readers.clear()

@@ -10,19 +10,23 @@ the result (the statements are a fixed set); libpq itself takes ``$1``, ``$2``, 
 ``(column::jsonb ->> 'key')``, which answers the same. Nothing else differs: psycopg's
 cursors have ``fetchone``, ``fetchall``, iteration and ``rowcount``.
 
-**Pipelined** (a session given a :class:`Pipeline`: the write groups of
-``connection``): every statement is sent without waiting for its answer, in libpq's
+**Pipelined** (a session given a :class:`Pipeline`: the write groups and batched lookups
+of ``connection``): every statement is sent without waiting for its answer, in libpq's
 pipeline mode, driven here on psycopg's libpq connection (``pgconn``) rather than
 through psycopg's cursors: psycopg's own pipeline spends ~15-26 µs of client time per
-statement (a poll and a send each), this ~2 µs (measured: 10,000 pipelined ``UPDATE``\\ s).
-Each distinct statement is prepared once per connection, in the same pipeline;
-parameters and rows go through psycopg's adapters (``Transformer``), so values are those
-psycopg gives. An answer (:class:`_Answer`) is read when a body asks for its rows or its
-count: the pipeline then sends a sync and reads every answer up to it -- one round trip
--- and raises the first error among them as psycopg's typed error.
-:meth:`PostgresSession.updated_known_row` waits for nothing: it keeps the answer, and
-:meth:`PostgresSession.unexpected` (after the last sync, before ``COMMIT``) tells whether
-any changed other than one row. :attr:`PostgresSession.writes` counts the statements sent
+statement (a poll and a send each), this ~2-4 µs (measured: 10,000 pipelined
+``UPDATE``\\ s; 5,000 ``INSERT``\\ s of seven values). Each distinct statement is prepared
+once per connection, in the same pipeline; parameters and rows go through psycopg's
+adapters (``Transformer``), so values are those psycopg gives. A *sync* sends libpq's
+sync and reads every answer up to it -- one round trip -- and raises the first error
+among them as psycopg's typed error (the server skipped every statement after it). A
+*blocking* pipeline (a worker thread) syncs when a body reads an answer
+(:class:`Answer`) not read yet, waiting in its thread; a non-blocking one (the Trio
+loop) is synced only by its driver, with :meth:`Pipeline.sync_async`, which waits for
+the socket in the Trio loop -- a body that reads an answer not read yet raises
+:class:`WouldWait` instead. :meth:`PostgresSession.updated_known_row` waits for nothing:
+the ``UPDATE`` goes as :func:`one_row_or_fail` makes it, which the server refuses unless
+it changed exactly one row. :attr:`PostgresSession.writes` counts the statements sent
 that may write (all but ``SELECT``), so the connection can tell a body that raised before
 writing from one that raised halfway.
 
@@ -42,14 +46,16 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, Final
 
 import psycopg
+import trio
 from psycopg import pq
 from psycopg.adapt import PyFormat, Transformer
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
     from types import TracebackType
 
-__all__ = ("POOLED_CURSORS", "Pipeline", "PostgresSession", "numbered", "translated")
+__all__ = ("POOLED_CURSORS", "Answer", "Pipeline", "PostgresSession", "WouldWait", "numbered",
+           "one_row_or_fail", "translated")
 
 #: The most cursors a connection's pool keeps.
 POOLED_CURSORS: Final = 512
@@ -78,6 +84,15 @@ def translated(sql: str) -> str:
 
 
 @cache
+def one_row_or_fail(sql: str) -> str:
+    """``sql``, an ``UPDATE`` of one row, made a statement the server refuses (division
+    by zero) unless it changed exactly that row: its answer need not be waited for, a
+    count other than one fails the pipeline -- and the ``COMMIT`` sent after it."""
+    return (f"WITH changed AS ({sql} RETURNING 1) "
+            "SELECT 1 / (CASE count(*) WHEN 1 THEN 1 ELSE 0 END) FROM changed")
+
+
+@cache
 def numbered(sql: str) -> bytes:
     """``sql`` as libpq takes it: ``$1``, ``$2``, ... for the ``?`` placeholders."""
     sql = _JSON_EXTRACT.sub(r"(\1::jsonb ->> '\2')", sql)
@@ -86,7 +101,21 @@ def numbered(sql: str) -> bytes:
                    for i, part in enumerate(parts, 1)).encode()
 
 
-class _Answer:
+class WouldWait(Exception):
+    """A body of a non-``blocking`` :class:`Pipeline` asked for an answer not read yet."""
+
+
+async def _readable_or_writable(socket: int) -> None:
+    """Wait until ``socket`` is readable or writable, whichever comes first."""
+    async with trio.open_nursery() as nursery:
+        async def wait(ready: Callable[[int], Awaitable[None]]) -> None:
+            await ready(socket)
+            nursery.cancel_scope.cancel()
+        nursery.start_soon(wait, trio.lowlevel.wait_readable)
+        nursery.start_soon(wait, trio.lowlevel.wait_writable)
+
+
+class Answer:
     """The answer of one pipelined statement, read when asked for (one round trip for
     everything sent before it)."""
 
@@ -99,7 +128,7 @@ class _Answer:
         self._next = 0
 
     @classmethod
-    def empty(cls, pipeline: Pipeline) -> _Answer:
+    def empty(cls, pipeline: Pipeline) -> Answer:
         """The answer of no statement: no rows, no count."""
         answer = cls(pipeline)
         answer._rows = []
@@ -110,6 +139,12 @@ class _Answer:
             self._pipeline.sync()
         assert self.result is not None
         return self.result
+
+    @property
+    def succeeded(self) -> bool:
+        """Whether the statement was answered, with success."""
+        return self.result is not None and self.result.status in (
+            pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK)
 
     @property
     def rowcount(self) -> int:
@@ -149,18 +184,29 @@ class Pipeline:
     for the server (seconds): none passing means the connection is lost.
     """
 
-    __slots__ = ("_conn", "_pending", "_pg", "_poller", "_prepared", "_syncs", "_tx", "_wait")
+    __slots__ = ("_conn", "_failure", "_pending", "_pg", "_poller", "_prepared", "_syncs",
+                 "_tx", "_wait", "blocking")
 
     def __init__(self, conn: psycopg.Connection[Any],
-                 prepared: dict[tuple[str, tuple[int, ...]], bytes], wait: float) -> None:
+                 prepared: dict[tuple[str, tuple[int, ...]], bytes], wait: float, *,
+                 blocking: bool = True) -> None:
         self._conn = conn
+        #: Waits for the server in this thread (else: :meth:`sync` raises
+        #: :class:`WouldWait`; see ``store.postgres.connection``, *inline groups*).
+        self.blocking = blocking
+        self._failure: psycopg.Error | None = None
         self._pg = conn.pgconn
         self._tx = Transformer(conn)
         self._prepared = prepared
-        self._pending: deque[_Answer] = deque()
+        self._pending: deque[Answer] = deque()
         self._syncs = 0
         self._wait = wait
         self._poller = select.poll() if _POLL else None
+
+    @property
+    def connection(self) -> psycopg.Connection[Any]:
+        """The connection it drives."""
+        return self._conn
 
     def __enter__(self) -> Pipeline:
         self._pg.enter_pipeline_mode()
@@ -179,7 +225,38 @@ class Pipeline:
         except psycopg.Error:
             self._conn.close()  # its state is unknown: the next write connects anew
 
-    def send(self, sql: str, parameters: Sequence[Any]) -> _Answer:
+    async def __aenter__(self) -> Pipeline:
+        self._pg.enter_pipeline_mode()
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        traceback: TracebackType | None) -> None:
+        """Leave pipeline mode; after a failure, first read what is left and roll the
+        transaction back (in the pipeline: no wait outside the Trio loop)."""
+        if kind is None:
+            if self._pending:
+                await self.sync_async()
+            self._pg.exit_pipeline_mode()
+            return
+        try:
+            await self._drain()
+            self._pg.send_query_params(b"ROLLBACK", None)
+            self._pending.append(Answer(self))
+            await self._drain()
+            self._pg.exit_pipeline_mode()
+        except psycopg.OperationalError:
+            self._conn.close()  # its state is unknown: the next write connects anew
+
+    async def _drain(self) -> None:
+        """Read every answer sent so far; a statement the server refused is no error here."""
+        try:
+            await self.sync_async()
+        except psycopg.OperationalError:
+            raise
+        except psycopg.Error:
+            pass
+
+    def send(self, sql: str, parameters: Sequence[Any]) -> Answer:
         """Send one statement (``?`` placeholders); its answer comes with the next sync."""
         tx = self._tx
         values = tx.dump_sequence(parameters, [PyFormat.AUTO] * len(parameters))
@@ -188,29 +265,69 @@ class Pipeline:
         if name is None:
             name = self._prepared[key] = f"zlink_{next(_NAMES)}".encode()
             self._pg.send_prepare(name, numbered(sql), param_types=tx.types)
-            self._pending.append(_Answer(self))  # the prepare's own answer
+            self._pending.append(Answer(self))  # the prepare's own answer
         self._pg.send_query_prepared(name, values, param_formats=tx.formats)
-        answer = _Answer(self)
+        answer = Answer(self)
         self._pending.append(answer)
         return answer
 
     def sync(self) -> None:
-        """Send a sync and read every answer up to it; raise the first error."""
+        """Send a sync and read every answer up to it, waiting in this thread; raise the
+        first error. A non-``blocking`` pipeline raises :class:`WouldWait` instead (its
+        driver syncs with :meth:`sync_async`)."""
+        if not self.blocking:
+            raise WouldWait
         pg = self._pg
-        pg.pipeline_sync()
-        self._syncs += 1
+        self._send_sync()
         while pg.flush() == 1:  # the output is read by a server that may be writing
             if self._ready(_READ | _WRITE) != _WRITE:  # an answer, an error or a hang-up
                 pg.consume_input()
-        failure: psycopg.Error | None = None
         while self._syncs:
-            result = self._result()
-            if result.status == pq.ExecStatus.PIPELINE_SYNC:
-                self._syncs -= 1
-                continue
-            self._pending.popleft().result = result
-            if result.status == pq.ExecStatus.FATAL_ERROR and failure is None:
-                failure = psycopg.errors.error_from_result(result, self._conn.info.encoding)
+            while pg.is_busy():
+                self._ready(_READ)
+                pg.consume_input()
+            self._take(pg.get_result())
+        self._raise_failure()
+
+    async def sync_async(self) -> None:
+        """:meth:`sync` waiting in the Trio loop (the loop runs other tasks meanwhile):
+        each wait for the server bounded by ``wait``."""
+        pg = self._pg
+        self._send_sync()
+        try:
+            with trio.fail_after(self._wait):
+                while pg.flush() == 1:
+                    # The server may be waiting for us to read before it reads on.
+                    pg.consume_input()
+                    await _readable_or_writable(pg.socket)
+                while self._syncs:
+                    while pg.is_busy():
+                        await trio.lowlevel.wait_readable(pg.socket)
+                        pg.consume_input()
+                    self._take(pg.get_result())
+        except trio.TooSlowError:
+            raise psycopg.OperationalError(
+                f"the server sent nothing for {self._wait:g} s in a pipelined "
+                "transaction") from None
+        self._raise_failure()
+
+    def _send_sync(self) -> None:
+        self._pg.pipeline_sync()
+        self._syncs += 1
+
+    def _take(self, result: pq.abc.PGresult | None) -> None:
+        """One result read: a sync's, or the answer of the oldest statement pending."""
+        if result is None:  # the end of one statement's results
+            return
+        if result.status == pq.ExecStatus.PIPELINE_SYNC:
+            self._syncs -= 1
+            return
+        self._pending.popleft().result = result
+        if result.status == pq.ExecStatus.FATAL_ERROR and self._failure is None:
+            self._failure = psycopg.errors.error_from_result(result, self._conn.info.encoding)
+
+    def _raise_failure(self) -> None:
+        failure, self._failure = self._failure, None
         if failure is not None:
             raise failure
 
@@ -218,17 +335,6 @@ class Pipeline:
         """The rows of ``result`` as psycopg reads them (tuples)."""
         self._tx.set_pgresult(result)
         return self._tx.load_rows(0, result.ntuples, tuple)
-
-    def _result(self) -> pq.abc.PGresult:
-        pg = self._pg
-        while True:
-            if not pg.is_busy():
-                result = pg.get_result()
-                if result is not None:
-                    return result
-                continue  # the end of one statement's results
-            self._ready(_READ)
-            pg.consume_input()
 
     def _ready(self, events: int) -> int:
         """Wait until the socket is ready for ``events`` (``_READ`` / ``_WRITE``); which
@@ -253,7 +359,7 @@ class PostgresSession:
     """``execute`` / ``executemany`` of a psycopg connection, with ``?`` placeholders,
     pipelined when given a ``pipeline`` (see the module docstring)."""
 
-    __slots__ = ("_conn", "_free", "_known", "_pipeline", "_used", "writes")
+    __slots__ = ("_conn", "_free", "_pipeline", "_used", "writes")
 
     def __init__(self, conn: psycopg.Connection[Any], pipeline: Pipeline | None = None,
                  cursors: list[psycopg.Cursor[Any]] | None = None) -> None:
@@ -262,8 +368,6 @@ class PostgresSession:
         #: Cursors of ``conn`` free to use (the connection's pool), and those used here.
         self._free: list[psycopg.Cursor[Any]] = [] if cursors is None else cursors
         self._used: list[psycopg.Cursor[Any]] = []
-        #: The answers of ``updated_known_row`` not checked yet.
-        self._known: list[_Answer] = []
         #: Statements sent so far that may write.
         self.writes = 0
 
@@ -273,7 +377,7 @@ class PostgresSession:
         return cursor
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /,
-                ) -> psycopg.Cursor[Any] | _Answer:
+                ) -> psycopg.Cursor[Any] | Answer:
         """Run one statement (see the module docstring)."""
         self.writes += _writes(sql)
         if self._pipeline is not None:
@@ -283,11 +387,11 @@ class PostgresSession:
         return cursor
 
     def executemany(self, sql: str, seq_of_parameters: Iterable[Sequence[Any]], /,
-                    ) -> psycopg.Cursor[Any] | _Answer:
+                    ) -> psycopg.Cursor[Any] | Answer:
         """Run one statement once per parameter row (pipelined: the last one's answer)."""
         self.writes += _writes(sql)
         if self._pipeline is not None:
-            answer = _Answer.empty(self._pipeline)
+            answer = Answer.empty(self._pipeline)
             for parameters in seq_of_parameters:
                 answer = self._pipeline.send(sql, parameters)
             return answer
@@ -296,19 +400,13 @@ class PostgresSession:
         return cursor
 
     def updated_known_row(self, sql: str, parameters: Sequence[Any], /) -> bool:
-        """``store.sqlite.session.updated_known_row``: pipelined, ``True`` now and the
-        count checked by :meth:`unexpected`."""
+        """``store.sqlite.session.updated_known_row``: pipelined, ``True`` at once, the
+        statement sent as :func:`one_row_or_fail` makes it."""
         if self._pipeline is None:
             return self.execute(sql, parameters).rowcount == 1
         self.writes += 1
-        self._known.append(self._pipeline.send(sql, parameters))
+        self._pipeline.send(one_row_or_fail(sql), parameters)
         return True
-
-    def unexpected(self) -> bool:
-        """Whether a statement of :meth:`updated_known_row` changed other than one row
-        (call it after the pipeline's last sync: every count is known then)."""
-        known, self._known = self._known, []
-        return any(answer.rowcount != 1 for answer in known)
 
     def recycle(self) -> None:
         """Give the cursors used back to the pool (the transaction ended, every answer

@@ -58,14 +58,17 @@ async def open_postgres_store(url: str) -> AsyncIterator[PostgresStore]:
 
     Raises :class:`InvalidConfiguration` for a malformed URL, a schema of another
     application or a newer version; :class:`StoreUnavailable` when the server cannot
-    be reached. The connections are closed when the block exits, after the writes
-    queued by then finished.
+    be reached. The store's writer task (``connection``) runs in a nursery of its own
+    here. The connections are closed when the block exits, after the writes queued by
+    then finished.
     """
     options = parse_url(url)
     db = await trio.to_thread.run_sync(PostgresConnection.open_sync, options)
-    try:
-        yield PostgresStore(db)
-    finally:
-        with trio.CancelScope(shield=True):
-            await db.aclose()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(db.run_writes)  # ends with aclose, after the queued writes
+        try:
+            yield PostgresStore(db)
+        finally:
+            with trio.CancelScope(shield=True):
+                await db.aclose()
 

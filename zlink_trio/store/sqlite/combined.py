@@ -88,7 +88,8 @@ class SqliteCombined:
             view.flush()
             return ready, append_sync(conn, key, raw)
         return await self._db.write(body, size=len(raw), checks_first=True,
-                                    reads=Prefetch(records=(fence.spot_id,), inboxes=(key,)))
+                                    reads=Prefetch(records=(fence.spot_id,), inboxes=(key,),
+                                                   owners=(fence.spot_id,)))
 
     async def finish_first_record(self, spot_id: str, object_generation: int, *, seq: int,
                                   expected_version: int,

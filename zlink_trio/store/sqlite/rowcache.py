@@ -42,12 +42,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
+from zlink_trio.store.rules.location import capacity_key
 from zlink_trio.store.sqlite.codec import decode_claim, decode_record
 from zlink_trio.store.sqlite.group_rows import SEQUENCE
 from zlink_trio.store.sqlite.session import padded
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from zlink_trio.core.identity import NodeRid
     from zlink_trio.core.records import AuthorityRecord
@@ -122,14 +123,15 @@ def _in(column: str, keys: list[str]) -> str:
 
 
 def prefetch(conn: SqlSession, cache: RowCache, wanted: Iterable[Prefetch],
-             group: GroupRows) -> None:
-    """Load every row ``wanted`` names that ``cache`` does not hold (a missing row as
-    :data:`ABSENT`), and the claims, capacity counters and sequence it names into the
-    ``group``'s shared rows: all statements sent before any answer is read (on a
-    pipelined session, one round trip), inside a write transaction that holds the
-    store's write lock, after :meth:`RowCache.open` and ``group_rows.open_group``."""
+             group: GroupRows) -> Callable[[], None]:
+    """Send the reads of every row ``wanted`` names that ``cache`` does not hold, and of
+    the claims, capacity counters and sequence it names; the function returned reads
+    their answers into ``cache`` (a missing row as :data:`ABSENT`) and the ``group``'s
+    shared rows. On a pipelined session that is one round trip, the caller's to make
+    between the two (a sync). Inside a write transaction that holds the store's write
+    lock, after :meth:`RowCache.open` and ``group_rows.open_group``."""
     if not cache.enabled:
-        return
+        return _nothing
     records: set[str] = set()
     inboxes: set[tuple[str, int]] = set()
     roots: set[str] = set()
@@ -143,6 +145,11 @@ def prefetch(conn: SqlSession, cache: RowCache, wanted: Iterable[Prefetch],
         claims.update(hint.claims)
         capacity.update(hint.capacity)
         sequence = sequence or hint.sequence
+        for spot_id in hint.owners:
+            record = cache.records.get(spot_id)
+            if record is not None and record is not ABSENT:
+                claims.add((record.mesh, record.owner.node_rid))
+                capacity.add(capacity_key(record.mesh, record.owner))
     claim_rows = [(key, conn.execute("SELECT body FROM loc_claims WHERE mesh = ? AND "
                                      "node_rid = ?", (key[0], str(key[1]))))
                   for key in claims if key not in group.claims]
@@ -172,32 +179,39 @@ def prefetch(conn: SqlSession, cache: RowCache, wanted: Iterable[Prefetch],
         root_rows = conn.execute(
             f"SELECT ref, CASE WHEN length(data) <= {CACHE_ROOT_BYTES} THEN data END "
             f"FROM rel_roots WHERE {_in('ref', keys)}", keys)
-    if record_rows is not None:
-        found = dict(record_rows.fetchall())
-        for spot_id in wanted_records:
-            body = found.get(spot_id)
-            put(cache.records, spot_id, ABSENT if body is None else decode_record(body))
-    if inbox_rows is not None:
-        rows = {(spot_id, int(generation)): (int(last_seq), int(cursor))
-                for spot_id, generation, last_seq, cursor in inbox_rows.fetchall()}
-        for key in wanted_inboxes:
-            put(cache.inboxes, key, rows.get(key, ABSENT))
-    if root_rows is not None:
-        small = dict(root_rows.fetchall())
-        for ref in wanted_roots:
-            if ref not in small:
-                put(cache.roots, ref, ABSENT)
-            elif small[ref] is not None:
-                cache.put_root(ref, bytes(small[ref]))
-    for claim_key, answer in claim_rows:  # the rows as the views would have read them
-        row = answer.fetchone()
-        group.claims[claim_key] = None if row is None else decode_claim(row[0])
-    for capacity_key, answer in capacity_rows:
-        row = answer.fetchone()
-        group.capacity[capacity_key] = (0, 0) if row is None else (row[0], row[1])
-    if sequence_row is not None:
-        row = sequence_row.fetchone()
-        group.generation = 0 if row is None else int(row[0])
+
+    def load() -> None:  # the answers into the cache and the group's rows
+        if record_rows is not None:
+            found = dict(record_rows.fetchall())
+            for spot_id in wanted_records:
+                body = found.get(spot_id)
+                put(cache.records, spot_id, ABSENT if body is None else decode_record(body))
+        if inbox_rows is not None:
+            rows = {(spot_id, int(generation)): (int(last_seq), int(cursor))
+                    for spot_id, generation, last_seq, cursor in inbox_rows.fetchall()}
+            for key in wanted_inboxes:
+                put(cache.inboxes, key, rows.get(key, ABSENT))
+        if root_rows is not None:
+            small = dict(root_rows.fetchall())
+            for ref in wanted_roots:
+                if ref not in small:
+                    put(cache.roots, ref, ABSENT)
+                elif small[ref] is not None:
+                    cache.put_root(ref, bytes(small[ref]))
+        for claim_key, answer in claim_rows:  # the rows as the views would have read them
+            row = answer.fetchone()
+            group.claims[claim_key] = None if row is None else decode_claim(row[0])
+        for counter_key, answer in capacity_rows:
+            row = answer.fetchone()
+            group.capacity[counter_key] = (0, 0) if row is None else (row[0], row[1])
+        if sequence_row is not None:
+            row = sequence_row.fetchone()
+            group.generation = 0 if row is None else int(row[0])
+    return load
+
+
+def _nothing() -> None:
+    pass
 
 
 #: The cache of each connection inside a write transaction (set by :meth:`RowCache.open`).

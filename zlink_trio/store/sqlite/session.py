@@ -23,9 +23,7 @@ PostgresConnection`` are the two.
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
-
-import attrs
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, cast
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -73,8 +71,7 @@ class SqlSession(Protocol):
         ...
 
 
-@attrs.frozen
-class Prefetch:
+class Prefetch(NamedTuple):  # made for every write: a tuple is the cheapest to make
     """The rows a write transaction's body will read, named before it runs.
 
     A backend whose every read is a round trip to a server (PostgreSQL) loads the rows
@@ -94,6 +91,9 @@ class Prefetch:
     claims: tuple[tuple[str, NodeRid], ...] = ()
     capacity: tuple[CapacityKey, ...] = ()
     sequence: bool = False
+    #: Spot IDs whose owner's claim and capacity counters the body reads (those of the
+    #: record the cache holds then: a caller that knows no mesh names the Spot).
+    owners: tuple[str, ...] = ()
 
 
 class PipelinedSession(SqlSession, Protocol):
@@ -109,9 +109,9 @@ def updated_known_row(conn: SqlSession, sql: str, parameters: Sequence[Any]) -> 
     holds the write lock, so the row exists); whether it changed that row.
 
     ``False`` is never expected (the caller then writes the row whole). A pipelined
-    session answers ``True`` without waiting and checks the count before its ``COMMIT``:
-    a count other than one then runs the transaction again without pipelining, where
-    this answers what the statement did (``store.postgres.connection``).
+    session answers ``True`` without waiting and sends the statement so that the server
+    refuses it unless it changed that row: the transaction then runs again without
+    pipelining, where this answers what the statement did (``store.postgres.connection``).
     """
     if isinstance(conn, sqlite3.Connection):
         return bool(conn.execute(sql, parameters).rowcount == 1)
