@@ -77,7 +77,9 @@ every write committed before it began.
 A connection that failed is closed and opened again at its next use (in a worker
 thread). A write whose group started runs to its end however its caller is cancelled
 (the group is bounded by the timeouts), and reports its outcome, as a SQLite write in
-the worker thread does; one cancelled before is removed, nothing of it written.
+the worker thread does; one cancelled before is removed, nothing of it written. A
+caller waits in its write's ``lowlevel.parking.ParkingSlot`` (as SQLite's do), not on a
+``trio.Event``: two objects fewer per write for the cyclic collector to meet.
 """
 
 from __future__ import annotations
@@ -89,6 +91,7 @@ import psycopg
 import trio
 
 from zlink_trio.core.errors import StoreUnavailable, Unavailable
+from zlink_trio.lowlevel.parking import ParkingSlot
 from zlink_trio.store.postgres.schema import WRITER_SETTING, migrate
 from zlink_trio.store.postgres.session import Answer, Pipeline, PostgresSession, WouldWait
 from zlink_trio.store.sqlite.group_rows import close_group, open_group
@@ -154,22 +157,33 @@ def unavailable(options: PostgresOptions, error: BaseException) -> StoreUnavaila
                             "written")
 
 
-class _Txn:
-    """One write body waiting for (or running in) a group transaction."""
+class _Txn(ParkingSlot):
+    """One write body waiting for (or running in) a group transaction; its caller parks in
+    it until the group ran."""
 
-    __slots__ = ("body", "checks_first", "error", "finished", "reads", "taken", "value", "wake")
+    __slots__ = ("body", "checks_first", "error", "finished", "queue", "reads", "taken",
+                 "value")
 
     def __init__(self, body: Callable[[SqlSession], object], checks_first: bool,
-                 reads: Prefetch | None) -> None:
+                 reads: Prefetch | None, queue: list[_Txn]) -> None:
+        super().__init__()
         self.body = body
         self.checks_first = checks_first
         self.reads = reads
+        #: The connection's queue of writes waiting for a group.
+        self.queue = queue
         self.value: object = None
         self.error: BaseException | None = None
-        #: Set when it finished.
-        self.wake = trio.Event()
         self.taken = False  # in a group being run: its outcome will stand
         self.finished = False
+
+    def on_cancel(self) -> bool:
+        """A cancelled caller: its write leaves the queue, nothing written -- unless its
+        group started (then the caller gets the group's outcome)."""
+        if self.taken:
+            return False
+        self.queue.remove(self)
+        return True
 
     def outcome(self) -> object:
         if self.error is not None:
@@ -353,17 +367,11 @@ class PostgresConnection:
         written; after, it gets the group's outcome.
         """
         self._check_open()
-        txn = _Txn(body, checks_first, reads)
-        self._queue.append(txn)
+        queue = self._queue
+        txn = _Txn(body, checks_first, reads, queue)
+        queue.append(txn)
         self._queued.set()
-        try:
-            await txn.wake.wait()
-        except trio.Cancelled:
-            if not txn.taken:
-                self._queue.remove(txn)  # never started: nothing written
-                raise
-            with trio.CancelScope(shield=True):  # its outcome stands: report it
-                await txn.wake.wait()
+        await txn.park()
         return cast("T", txn.outcome())
 
     async def run_writes(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -394,7 +402,9 @@ class PostgresConnection:
 
     def _take(self) -> list[_Txn]:
         """The next group's writes: the oldest queued, at most :data:`MAX_GROUP`."""
-        batch, self._queue = self._queue[:MAX_GROUP], self._queue[MAX_GROUP:]
+        queue = self._queue  # in place: each queued write holds it (``_Txn.on_cancel``)
+        batch = queue[:MAX_GROUP]
+        del queue[:MAX_GROUP]
         for txn in batch:
             txn.taken = True
         return batch
@@ -407,7 +417,7 @@ class PostgresConnection:
             if failure is not None:
                 txn.value, txn.error = None, failure
             txn.finished = True
-            txn.wake.set()
+            txn.wake()
         self.groups += 1
         self.grouped += len(batch)
 
