@@ -28,3 +28,6 @@ class Mutation:
     replace: str
     #: Pytest node IDs (files, or ``file::test``); one must fail under the mutation.
     guards: tuple[str, ...] = attrs.field(converter=tuple)
+    #: Seconds its guards may run, when less than the gate's ``--timeout``: for a rule
+    #: whose deletion leaves a caller waiting for good, so the gate need not wait as long.
+    timeout: float | None = None

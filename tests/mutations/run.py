@@ -7,12 +7,12 @@ Usage (from the repository root, with the project's virtualenv)::
     .venv/bin/python tests/mutations/run.py M1 M4      # some, by name
     .venv/bin/python tests/mutations/run.py --list     # the catalog
 
-A mutation is *killed* when pytest reports a failing test (exit status 1) or the
-guard run outlives ``--timeout``; it *survives* when every guard passes. Any other
-outcome (a ``find`` that no longer occurs exactly once, a guard that is not
-collected, a usage error) is an *error*. The exit status is 0 only when every
-selected mutation was killed. The copy lives in a temporary directory; the working
-tree is never modified.
+A mutation is *killed* when pytest reports a failing test (exit status 1) or the guard
+run outlives ``--timeout`` (or the mutation's own shorter ``timeout``); it *survives*
+when every guard passes. Any other outcome (a ``find`` that no longer occurs exactly
+once, a guard that is not collected, a usage error) is an *error*. The exit status is 0
+only when every selected mutation was killed. The copy lives in a temporary directory;
+the working tree is never modified.
 """
 
 from __future__ import annotations
@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
             copy = copies.get()  # a copy no other mutation is using
             try:
                 began = time.monotonic()
-                outcome, detail = _run_one(copy, m, args.timeout)
+                limit = args.timeout if m.timeout is None else min(args.timeout, m.timeout)
+                outcome, detail = _run_one(copy, m, limit)
             finally:
                 copies.put(copy)
             with lock:

@@ -1012,6 +1012,20 @@ STORE_RULES: tuple[Mutation, ...] = (
                 "test_a_group_chained_to_a_group_that_failed_runs_after_it"],
     ),
     Mutation(
+        name="store.postgres_refused_opening_fails_its_group",
+        family=_TXN,
+        rule="PostgreSQL: a group whose opening psycopg refused to send fails in its turn, "
+             "rolled back, its writes run again alone -- never raising while the group "
+             "before it awaits its COMMIT's answer (no caller left waiting, no commit "
+             "reported as failed).",
+        path="zlink_trio/store/postgres/connection.py",
+        find="            running.broken = error",
+        replace="            raise",
+        guards=["tests/store/test_postgres_backend.py::"
+                "test_a_write_whose_hint_psycopg_refuses_fails_alone"],
+        timeout=45.0,  # deleted, the group's callers wait for good
+    ),
+    Mutation(
         name="store.relocation_store_apart",
         family="A Relocation Store apart (never the Location Store's keyspace)",
         rule="With relocation=URL the Relocation Store's roots and inboxes live only in "

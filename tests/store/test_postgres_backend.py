@@ -327,13 +327,14 @@ async def test_cached_and_uncached_stores_agree_on_postgres(seed):
 
 
 async def _one_group(store: PostgresStore, bodies: list, *, checks_first: bool = False,
-                     inline: bool = False, expect_threaded: int | None = None
-                     ) -> list[object]:
+                     inline: bool = False, expect_threaded: int | None = None,
+                     reads: dict[object, Prefetch] | None = None) -> list[object]:
     """Run ``bodies`` as concurrent writes that form one group: a first write holds the
     worker thread until every other is queued behind it. ``inline``: each body names its
     reads (none), so the group runs in the Trio loop; else in a worker thread.
     ``expect_threaded``: the groups that ran in a worker thread (the holder's among them)
-    when not as ``inline`` says. Each outcome is the value returned, or the error raised."""
+    when not as ``inline`` says; ``reads``: a body's hint other than ``Prefetch()``. Each
+    outcome is the value returned, or the error raised."""
     gate = threading.Event()
     outcomes: list[object] = [None] * len(bodies)
 
@@ -343,7 +344,8 @@ async def _one_group(store: PostgresStore, bodies: list, *, checks_first: bool =
     async def run(i: int) -> None:
         try:
             outcomes[i] = await store.connection.write(
-                bodies[i], checks_first=checks_first, reads=Prefetch() if inline else None)
+                bodies[i], checks_first=checks_first,
+                reads=(reads or {}).get(bodies[i], Prefetch()) if inline else None)
         except Exception as error:
             outcomes[i] = error
 
@@ -467,10 +469,12 @@ async def test_a_body_of_an_inline_group_that_reads_a_row_not_named_runs_in_a_th
 
 
 async def _chained(store: PostgresStore, monkeypatch: pytest.MonkeyPatch, first: list,
-                   then: list) -> tuple[list[object], list[object]]:
+                   then: list, reads: dict[object, Prefetch] | None = None
+                   ) -> tuple[list[object], list[object]]:
     """Run the inline writes ``first`` as one group and ``then`` as the group chained to
-    its ``COMMIT``: ``then`` is queued while ``first``'s opening round trip is held. The
-    outcomes of each (the value returned, or the error raised)."""
+    its ``COMMIT``: ``then`` is queued while ``first``'s opening round trip is held.
+    ``reads``: a body's hint other than ``Prefetch()``. The outcomes of each (the value
+    returned, or the error raised)."""
     opened = trio.Event()
     release = trio.Event()
     sync_async = Pipeline.sync_async
@@ -486,7 +490,8 @@ async def _chained(store: PostgresStore, monkeypatch: pytest.MonkeyPatch, first:
 
     async def run(group: int, i: int, body) -> None:
         try:
-            outcomes[group][i] = await store.connection.write(body, reads=Prefetch())
+            outcomes[group][i] = await store.connection.write(
+                body, reads=(reads or {}).get(body, Prefetch()))
         except Exception as error:
             outcomes[group][i] = error
 
@@ -531,6 +536,28 @@ async def test_a_group_chained_to_a_group_that_failed_runs_after_it(monkeypatch)
             assert any(isinstance(outcome, StoreUnavailable) for outcome in first)
             assert sorted(then) == ["c", "d"]
             assert _lifecycles(url) == [("a", 1), ("c", 1), ("d", 1)]
+
+
+@pytest.mark.parametrize("chained", [False, True], ids=["first", "chained"])
+async def test_a_write_whose_hint_psycopg_refuses_fails_alone(monkeypatch, chained):
+    """A value no statement can carry (a NUL in a text parameter) fails as psycopg sends
+    the group's opening, before the server sees it: that write fails alone, typed, with
+    nothing of it written; the others of its group -- and a group before it, whose COMMIT
+    was on its way -- are written once."""
+    bad = _insert("bad")
+    reads = {bad: Prefetch(records=("x\x00y",))}
+    with trio.fail_after(LIMIT):
+        async with fresh_url() as url, open_store(url) as store:
+            if chained:
+                first, group = await _chained(store, monkeypatch, [_insert("a")],
+                                              [_insert("c"), bad], reads)
+                assert first == ["a"]
+            else:
+                group = await _one_group(store, [_insert("a"), _insert("c"), bad],
+                                         inline=True, reads=reads)
+            assert "c" in group
+            assert any(isinstance(outcome, StoreUnavailable) for outcome in group)
+            assert _lifecycles(url) == [("a", 1), ("c", 1)]
 
 
 async def test_a_schema_of_version_1_is_brought_up_to_date():

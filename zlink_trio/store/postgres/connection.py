@@ -195,7 +195,7 @@ class _Running:
     """A group transaction the writer task drives in the Trio loop: its writes, its
     session, and where its steps (``PostgresConnection._steps``) stand."""
 
-    __slots__ = ("batch", "commit", "ended", "session", "steps")
+    __slots__ = ("batch", "broken", "commit", "ended", "session", "steps")
 
     def __init__(self, batch: list[_Txn], session: PostgresSession,
                  steps: Generator[object, None, None]) -> None:
@@ -205,6 +205,9 @@ class _Running:
         #: The answer of its ``COMMIT``, once sent.
         self.commit: object = None
         self.ended = False
+        #: What failed while its opening was being sent (a value no statement can take):
+        #: it fails the group when the group's turn comes (:meth:`resume`).
+        self.broken: Exception | None = None
 
     @property
     def committing(self) -> bool:
@@ -218,6 +221,8 @@ class _Running:
     def resume(self, error: psycopg.Error | None) -> None:
         """Its next steps, after a sync (``error``: the sync's, thrown into them); raises
         what fails it."""
+        if self.broken is not None:
+            raise self.broken
         try:
             step = self.steps.send(None) if error is None else self.steps.throw(error)
         except StopIteration:
@@ -537,10 +542,18 @@ class PostgresConnection:
             started.append(self._start(pipeline, self._take()))
 
     def _start(self, pipeline: Pipeline, batch: list[_Txn]) -> _Running:
-        """A group of ``batch`` on ``pipeline``, its opening sent (:meth:`_steps`)."""
+        """A group of ``batch`` on ``pipeline``, its opening sent (:meth:`_steps`).
+
+        A failure while sending (psycopg refusing a value, before the server sees it)
+        does not raise here, where a group before it may still be awaiting its COMMIT's
+        answer: the group fails in its turn, after that answer, and is rolled back with
+        whatever of its opening was sent."""
         session = PostgresSession(pipeline.connection, pipeline, self._cursors)
         running = _Running(batch, session, self._steps(session, batch))
-        running.resume(None)
+        try:
+            running.resume(None)
+        except Exception as error:
+            running.broken = error
         return running
 
     def _committed(self, running: _Running) -> None:
