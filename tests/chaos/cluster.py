@@ -123,7 +123,10 @@ class Cluster:
         buffer = b""
         try:
             while True:
-                chunk = await handle.proc.stdout.receive_some(65536)
+                try:
+                    chunk = await handle.proc.stdout.receive_some(65536)
+                except trio.ClosedResourceError:  # reaped (``_reap``) before its end was read
+                    break
                 if not chunk:
                     break
                 buffer += chunk
