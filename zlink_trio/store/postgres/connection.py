@@ -301,9 +301,6 @@ class PostgresConnection:
         self._prepared: dict[tuple[str, tuple[int, ...]], bytes] = {}
         #: Each wait for the server inside a pipelined transaction (seconds).
         self._wait = 2 * options.timeout + 1
-        #: Groups whose every body named its reads run in the Trio loop (off: always in
-        #: a worker thread, for tests of that path).
-        self.inline = True
         #: Group transactions run, and the write bodies they ran; those run in a worker
         #: thread (not inline), and those begun with the COMMIT of the one before
         #: (chained); batches of ``read_keyed`` read, and the keys they answered
@@ -470,7 +467,7 @@ class PostgresConnection:
         """Whether ``batch`` may run in the Trio loop: the writer connected, and every body
         named the rows it reads (``Prefetch``), so none should wait for an answer."""
         writer = self._writer
-        return (self.inline and writer is not None and not writer.closed
+        return (writer is not None and not writer.closed
                 and all(txn.reads is not None for txn in batch))
 
     async def _inline_groups(self, batch: list[_Txn]) -> None:
@@ -808,7 +805,7 @@ class PostgresConnection:
         failed (a read is safe to run again)."""
         async with self._reader_slots:
             conn = self._idle_readers.pop() if self._idle_readers else None
-            if conn is not None and not conn.closed and self.inline:
+            if conn is not None and not conn.closed:
                 prepared = self._reader_prepared.setdefault(conn, {})
                 try:
                     async with Pipeline(conn, prepared, self._wait, blocking=False) as pipeline:
