@@ -33,9 +33,12 @@ async def test_growth_reports_every_figure_at_every_size(small: None) -> None:
         assert 0 < at["warm_request_ms"]["p50"] <= at["warm_request_ms"]["p99"]
         assert at["idle_sweep_us_per_tick"] > 0
         assert at["full_gc_ms"] > 0
+        assert at["longest_gc_pause_ms"] >= 0
+        assert at["tracked_objects_per_spot"] > 0
         # the warm-up Spots, the filled ones and every probe so far, none evicted
         probes = 100 * (1 + list(sizes).index(size))
         assert at["resident_spots"] == 200 + int(size) + probes
+    assert figures["growth_exit_s"] > 0
 
 
 def test_growth_command_refuses_bad_sizes() -> None:
@@ -51,4 +54,5 @@ async def test_growth_in_a_fresh_process_reports_the_same_keys() -> None:
     sizes = figures["growth"]
     assert isinstance(sizes, dict)
     assert set(sizes["150"]) >= {"cold_activations_per_s", "warm_request_ms",
-                                 "idle_sweep_us_per_tick", "full_gc_ms", "rss_bytes_per_spot"}
+                                 "idle_sweep_us_per_tick", "full_gc_ms", "rss_bytes_per_spot",
+                                 "tracked_objects_per_spot", "longest_gc_pause_ms"}

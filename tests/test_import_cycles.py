@@ -17,6 +17,7 @@ points down this order, bottom first (``RUNTIME_ORDER``)::
     observers       what a node tells the test kit
     crash_points    ``ZLINK_CRASH_AT``: where a test may kill the process
     observe         log fields and loggers, the metrics recorder, the /metrics server
+    collector       the garbage collector against the lease: freezes, full collections
     calls           the client, a call's delivery, completions and their deadlines
     state           ``NodeState``: what every part below the node runtime reads
     incarnation     one Spot on this node, its first record, timers, context; the catalog
@@ -54,7 +55,7 @@ PACKAGES = ("statecharts", "zlink_trio")
 RUNTIME = "zlink_trio.runtime"
 RUNTIME_ORDER = (
     "declaration", "charts", "options", "results", "observers", "crash_points", "observe",
-    "calls", "state", "incarnation", "mesh", "coordinators", "actors", "sampling",
+    "collector", "calls", "state", "incarnation", "mesh", "coordinators", "actors", "sampling",
     "inspection",
     "stopping", "node_handle", "node",
 )

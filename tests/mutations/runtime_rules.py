@@ -23,6 +23,7 @@ _IDLE: Final = "Idle eviction"
 _CEILING: Final = "Active-object ceiling"
 _LANES: Final = "Execution lanes"
 _CHARTS: Final = "Lifecycles (every chart)"
+_COLLECTOR: Final = "Garbage collection against the lease: frozen generation, cycle-free ends"
 
 RUNTIME_RULES: tuple[Mutation, ...] = (
     Mutation(
@@ -470,5 +471,29 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
         guards=["tests/runtime/test_spec_06_cross_node.py::"
                 "test_instance_intent_cold_activates_only_missing_spot_with_"
                 "optional_mesh_and_type"],
+    ),
+    Mutation(
+        name="runtime.ended_incarnation_leaves_no_cycle",
+        family=_COLLECTOR,
+        rule="An ended incarnation forgets its instance, so nothing of the runtime's is left "
+             "in a reference cycle: frozen or not, it is freed by reference counting.",
+        path="zlink_trio/runtime/incarnation/incarnation.py",
+        find="        instance, self.instance = self.instance, None",
+        replace="        instance = self.instance",
+        guards=["tests/runtime/test_collector.py::"
+                "test_an_ended_incarnation_is_freed_without_the_garbage_collector"],
+    ),
+    Mutation(
+        name="runtime.outlived_instances_collected",
+        family=_COLLECTOR,
+        rule="Once a quarter of the frozen Spots' instances outlived their incarnation "
+             "(maybe cycles of the application's), the node collects everything: frozen "
+             "garbage never grows without bound.",
+        path="zlink_trio/runtime/collector.py",
+        find="            everything = outlived >= max(after, sum(process.frozen_by.values()) "
+             "// 4)",
+        replace="            everything = False",
+        guards=["tests/runtime/test_collector.py::"
+                "test_instances_that_outlive_their_incarnation_make_the_node_collect_everything"],
     ),
 )

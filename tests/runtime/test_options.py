@@ -26,6 +26,7 @@ SHORTCUTS = {
     "instance_idle_timeout": zl.CapacityOptions, "idle_sweep_interval": zl.CapacityOptions,
     "active_object_ceiling": zl.CapacityOptions, "application_lane": zl.CapacityOptions,
     "lifecycle_lane": zl.CapacityOptions, "placement_weight": zl.CapacityOptions,
+    "gc_freeze_after": zl.CapacityOptions,
     "metrics": zl.ObservabilityOptions, "metrics_port": zl.ObservabilityOptions,
     "metrics_host": zl.ObservabilityOptions, "tracing": zl.ObservabilityOptions,
     "on_stop": zl.LifecycleOptions, "stop_drain_timeout": zl.LifecycleOptions,

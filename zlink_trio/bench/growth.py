@@ -19,16 +19,20 @@ examines but evicts nothing), it measures:
   what a sweep tick does apart from the store calls of an eviction), over
   :data:`SWEEP_TICKS` ticks;
 - ``rss_bytes_per_spot``: resident memory over the Spots filled so far;
-- ``full_gc_ms``: one full garbage collection of everything (``gc.collect()`` with
-  nothing frozen): CPython's cyclic collector visits every tracked object, about 18
-  per resident Spot, so this pause grows with the node -- the one cost here that is
-  not flat, and the reason the node runs with a 60 s lease (a full collection
-  that outlasts the lease would cost a real node its Spots; docs/performance.md).
+- ``tracked_objects_per_spot``: the objects the garbage collector tracks (frozen or
+  not) over the Spots filled so far;
+- ``full_gc_ms``: one full garbage collection (``gc.collect()``) as the node leaves
+  the process: the node froze its long-lived objects out of the collector's view after
+  each burst of activations (``gc_freeze_after``, ``runtime/collector.py``), so this
+  pause is what a collection costs the node at that size;
+- ``longest_gc_pause_ms``: the longest collection of any generation the process ran
+  (``gc.callbacks``) since the previous size, the node's freezes included.
 
-The filled Spots are moved to the collector's permanent generation
-(``gc.freeze()``) after every :data:`CHUNK` of them, so the automatic collections the
-fill triggers stay short; nothing is evicted during the run, so nothing frozen is
-garbage.
+The node runs with the default lease and options (idle timeout aside), and the run
+fails if the node loses its lease at any point (a full collection that outlasted it
+would). Last, ``growth_exit_s``: the time the node takes to leave its ``open_node`` block
+with every Spot resident (no other node: it closes them all, within
+``default_timeout``).
 
 A flat curve means each figure stays the same as the node grows. Prints one figure
 set per size (``--json``: ``{"growth": {"10000": {...}, ...}}`` on the last line).
@@ -64,9 +68,7 @@ PROBE: Final = 5_000
 SWEEP_TICKS: Final = 2_000
 #: Idle timeout of the measured node: longer than any run, so the sweep evicts nothing.
 IDLE_TIMEOUT: Final = 24 * 3600.0
-#: The measured node's lease: longer than a full collection of a million Spots.
-LEASE: Final = 60.0
-#: Spots filled between two ``gc.freeze()``.
+#: Spots filled between two looks at the node's lease.
 CHUNK: Final = 50_000
 #: Deadline of the whole child process (a million Spots take several minutes).
 CHILD_TIMEOUT: Final = 1_800.0
@@ -78,8 +80,40 @@ def _ms(samples: list[float]) -> dict[str, float]:
     return {"p50": round(statistics.median(ordered) * 1e3, 4), "p99": round(p99 * 1e3, 4)}
 
 
-async def _size_figures(node: zl.Node, filled: int, base_rss: int, rng: random.Random
-                        ) -> dict[str, object]:
+class _Pauses:
+    """The longest garbage collection since it was last read (a ``gc.callbacks`` entry)."""
+
+    def __init__(self) -> None:
+        self.started = 0.0
+        self.longest = 0.0
+
+    def __call__(self, phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            self.started = time.perf_counter()
+        else:
+            self.longest = max(self.longest, time.perf_counter() - self.started)
+
+    def take(self) -> float:
+        longest, self.longest = self.longest, 0.0
+        return longest
+
+
+def _tracked() -> int:
+    """Objects the garbage collector tracks, frozen ones included."""
+    return len(gc.get_objects()) + gc.get_freeze_count()
+
+
+def _check_lease(node: zl.Node, lifecycle: zl.NodeRid, filled: int) -> None:
+    """Fail the run if the node lost its lease (a new lifecycle joined since)."""
+    stats = node.statistics()
+    if stats.node_rid != lifecycle or stats.rejoining:
+        raise zl.Unavailable(
+            f"the growth node lost its lease at {filled} resident Spots (lifecycle "
+            f"{lifecycle} became {stats.node_rid}): a pause outlasted the lease")
+
+
+async def _size_figures(node: zl.Node, filled: int, base: tuple[int, int],
+                        pauses: _Pauses, rng: random.Random) -> dict[str, object]:
     async def cold(i: int) -> None:
         await node.client.request(f"growth-cold-{filled}-{i}", Ping(i),
                                   reply=Pong).instance_spot("bench-echo").timeout(60)
@@ -97,15 +131,18 @@ async def _size_figures(node: zl.Node, filled: int, base_rss: int, rng: random.R
         start = time.perf_counter()
         inspection.idle_candidates()
         ticks.append(time.perf_counter() - start)
-    gc.unfreeze()
+    longest = pauses.take()
     start = time.perf_counter()
     gc.collect()
     full_gc = time.perf_counter() - start
-    gc.freeze()
+    pauses.take()  # (that one is measured above)
     resident = node.statistics().active_spots
+    base_rss, base_tracked = base
     return {"cold_activations_per_s": round(cold_rate), "warm_request_ms": _ms(warm),
             "idle_sweep_us_per_tick": round(statistics.median(ticks) * 1e6, 2),
             "full_gc_ms": round(full_gc * 1e3, 1),
+            "longest_gc_pause_ms": round(longest * 1e3, 1),
+            "tracked_objects_per_spot": round((_tracked() - base_tracked) / resident, 2),
             "rss_bytes_per_spot": (round((rss_bytes() - base_rss) / resident)
                                    if STATM.exists() else None),
             "resident_spots": resident}
@@ -117,23 +154,31 @@ async def measure_growth(sizes: tuple[int, ...] = SIZES, *, seed: int = 1
     rng = random.Random(seed)
     ordered = sorted(set(sizes))
     ceiling = ordered[-1] + len(ordered) * PROBE + 1_000
-    async with zl.open_node(
-        "bench-growth", store="memory://", mesh="bench-growth", spots=[Echo], listen=None,
-        instance_idle_timeout=IDLE_TIMEOUT, active_object_ceiling=ceiling, lease=LEASE,
-    ) as node:
-        await activate_idle(node, "growth-warm", 200)
-        gc.collect()
-        base_rss = rss_bytes() if STATM.exists() else 0
-        figures: dict[str, object] = {}
-        filled = 0
-        for size in ordered:
-            for chunk_start in range(filled, size, CHUNK):
-                await _fill(node, chunk_start, min(size, chunk_start + CHUNK))
-                gc.freeze()
-            filled = size
-            figures[str(size)] = await _size_figures(node, filled, base_rss, rng)
-    gc.unfreeze()
-    result: dict[str, object] = {"growth": figures}
+    pauses = _Pauses()
+    gc.callbacks.append(pauses)
+    try:
+        async with zl.open_node(
+            "bench-growth", store="memory://", mesh="bench-growth", spots=[Echo],
+            listen=None, instance_idle_timeout=IDLE_TIMEOUT, active_object_ceiling=ceiling,
+        ) as node:
+            lifecycle = node.statistics().node_rid
+            await activate_idle(node, "growth-warm", 200)
+            gc.collect()
+            base = (rss_bytes() if STATM.exists() else 0, _tracked())
+            figures: dict[str, object] = {}
+            filled = 0
+            for size in ordered:
+                for chunk_start in range(filled, size, CHUNK):
+                    await _fill(node, chunk_start, min(size, chunk_start + CHUNK))
+                    _check_lease(node, lifecycle, chunk_start)
+                filled = size
+                figures[str(size)] = await _size_figures(node, filled, base, pauses, rng)
+                _check_lease(node, lifecycle, filled)
+            leaving = time.perf_counter()
+        exit_s = time.perf_counter() - leaving
+    finally:
+        gc.callbacks.remove(pauses)
+    result: dict[str, object] = {"growth": figures, "growth_exit_s": round(exit_s, 2)}
     if not STATM.exists():
         result["unavailable"] = {"rss_bytes_per_spot": RSS_MISSING}
     return result

@@ -57,7 +57,9 @@ class ParkingSlot:
         if self._task is not None:
             raise RuntimeError("a ParkingSlot holds one parked task at a time")
         self._task = trio.lowlevel.current_task()
-        return trio.lowlevel.wait_task_rescheduled(self._abort)  # noqa: ASYNC105 (see above)
+        # The slot is its own abort function (``__call__``): a bound method would be
+        # one more object, tracked by the garbage collector, for every parked task.
+        return trio.lowlevel.wait_task_rescheduled(self)  # noqa: ASYNC105 (see above)
 
     def wake(self) -> bool:
         """Reschedule the parked task; ``False`` (nothing happens) when none is parked."""
@@ -77,7 +79,8 @@ class ParkingSlot:
         """
         return True
 
-    def _abort(self, _: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+    def __call__(self, _: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+        """Trio's abort function of the parked wait (see :meth:`park`): not for callers."""
         if not self.on_cancel():
             return trio.lowlevel.Abort.FAILED
         self._task = None

@@ -4,7 +4,8 @@ Users import what they need from :mod:`zlink_trio`; this map is for those who re
 the code.  The wings and the top-level modules are in one order, and each imports only
 parts before it (``tests/test_import_cycles.py`` fails on anything else, type-only
 imports included): ``declaration``, ``charts``, ``options``, ``results``,
-``observers``, ``crash_points``, ``observe``, ``calls``, ``state``, ``incarnation``,
+``observers``, ``crash_points``, ``observe``, ``collector``, ``calls``, ``state``,
+``incarnation``,
 ``mesh``, ``coordinators``, ``actors``, ``sampling``, ``inspection``, ``stopping``, ``node_handle``,
 ``node``.
 The table below follows that order.
@@ -22,6 +23,8 @@ The table below follows that order.
 ``crash_points``       ``ZLINK_CRASH_AT``: named steps where a test may kill the process
 ``observe/``           structured log fields and the logger tree, metrics (a no-op
                        recorder unless ``open_node(metrics=...)``), the /metrics server
+``collector``          the garbage collector against the lease: what a node freezes out of
+                       its view, and when it collects everything
 ``calls/``             ``node.client``: the client, the delivery a call becomes and the
                        ``Router`` it is handed to, completions and their deadlines
 ``state``              ``NodeState``: identity, options, store, caches, lease -- what every

@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING, final
 
 from zlink_trio.runtime.coordinators.lease import finish_lease_loss, mark_lease_lost
 from zlink_trio.runtime.coordinators.reminders import IN_REMINDER_TASK
+from zlink_trio.runtime.incarnation.context import SpotContext
 from zlink_trio.runtime.results import HostedSpot
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
-    from zlink_trio.runtime.incarnation.context import SpotContext
     from zlink_trio.store import Store
 
 __all__ = ("IN_REMINDER_TASK", "NodeInspection")
@@ -67,11 +67,12 @@ class NodeInspection:
         return HostedSpot(spot_id=spot_id, generation=host.generation, state=host.state)
 
     def spot_context(self, spot_id: str) -> SpotContext | None:
-        """The ``ctx`` of the incarnation of ``spot_id`` this node hosts now (any state), or
+        """A ``ctx`` of the incarnation of ``spot_id`` this node hosts now (any state), or
         ``None``: what the race model sets reminders through, as the Spot's own code
-        would."""
+        would. A context is a face of its incarnation, holding nothing else: this one
+        acts exactly as the one the instance was given."""
         host = self._rt.catalog.hosts.get(spot_id)
-        return None if host is None else host.ctx
+        return None if host is None else SpotContext(host)
 
     def hosted_spots(self) -> list[HostedSpot]:
         """Every incarnation this node hosts now, in no particular order."""

@@ -69,6 +69,7 @@ from zlink_trio.runtime.actors.manager import ActorManager
 from zlink_trio.runtime.calls.client import SpotClient
 from zlink_trio.runtime.calls.deadlines import deadline_after
 from zlink_trio.runtime.charts import NODE, step
+from zlink_trio.runtime.collector import keep_frozen
 from zlink_trio.runtime.coordinators.call_router import CallRouter
 from zlink_trio.runtime.coordinators.inbound import inbound_handler
 from zlink_trio.runtime.coordinators.lease import keep_lease, wait_stopped
@@ -199,6 +200,10 @@ async def _start(rt: NodeRuntime, nursery: trio.Nursery, not_before: float = 0.0
     nursery.start_soon(_run_in, renewal, keep_lease, rt)
     if options.instance_idle_timeout > 0:
         nursery.start_soon(rt.catalog.idle_sweep)
+    if options.gc_freeze_after > 0:
+        hosts = rt.catalog.hosts
+        nursery.start_soon(keep_frozen, node_id, rt, options.gc_freeze_after,
+                           hosts.__len__)
     if trio.current_time() < not_before:
         REJOIN.warning(
             "node %r: the store lost its data (this NodeId's lifecycle count started over); "
@@ -258,6 +263,7 @@ async def open_node(
     application_lane: LaneBounds = UNSET,
     lifecycle_lane: LaneBounds = UNSET,
     placement_weight: float = UNSET,
+    gc_freeze_after: int = UNSET,
     metrics: CollectorRegistry | None = UNSET,
     metrics_port: int | None = UNSET,
     metrics_host: str = UNSET,
@@ -295,7 +301,8 @@ async def open_node(
     * ``capacity`` -- :class:`CapacityOptions`: ``active_object_ceiling`` (10,000),
       ``application_lane`` / ``lifecycle_lane`` (``LaneBounds``),
       ``instance_idle_timeout`` (300 s; 0 disables idle eviction),
-      ``idle_sweep_interval`` (1 s), ``placement_weight`` (1.0);
+      ``idle_sweep_interval`` (1 s), ``placement_weight`` (1.0), ``gc_freeze_after``
+      (10,000 Spots between two freezes of the garbage collector's view; 0: never);
     * ``observability`` -- :class:`ObservabilityOptions`: ``metrics`` (a
       ``prometheus_client.CollectorRegistry``; needs the ``metrics`` extra,
       ``docs/observability.md``), ``metrics_port`` (serves ``GET /metrics``;
@@ -347,7 +354,7 @@ async def open_node(
             CapacityOptions, capacity, "capacity", instance_idle_timeout=instance_idle_timeout,
             idle_sweep_interval=idle_sweep_interval, active_object_ceiling=active_object_ceiling,
             application_lane=application_lane, lifecycle_lane=lifecycle_lane,
-            placement_weight=placement_weight)
+            placement_weight=placement_weight, gc_freeze_after=gc_freeze_after)
         observability = with_shortcuts(
             ObservabilityOptions, observability, "observability", metrics=metrics,
             metrics_port=metrics_port, metrics_host=metrics_host, tracing=tracing)

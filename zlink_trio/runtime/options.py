@@ -12,7 +12,7 @@ names the option and says what to pass), so a bad option never reaches the store
   ``lease``, ``default_timeout``;
 * ``capacity=CapacityOptions(...)``: ``active_object_ceiling``, ``application_lane``,
   ``lifecycle_lane``, ``instance_idle_timeout``, ``idle_sweep_interval``,
-  ``placement_weight``;
+  ``placement_weight``, ``gc_freeze_after``;
 * ``observability=ObservabilityOptions(...)`` (:mod:`zlink_trio.runtime.observe.setup`):
   ``metrics``, ``metrics_port``, ``metrics_host``;
 * ``lifecycle=LifecycleOptions(...)``: ``on_stop``, ``stop_drain_timeout``, ``stop_on``,
@@ -41,6 +41,10 @@ The defaults:
   placement and Reserve agree with the local check.
 * ``lease`` 10 s, renewed every ``lease / 3``; ``default_timeout`` 30 s, the deadline of
   any call that sets no ``.timeout()``.
+* ``gc_freeze_after`` 10,000: each time the resident Spots have grown by that many, the
+  node collects and freezes what lives out of the garbage collector's view, so a full
+  collection never pauses it in proportion to its Spots (``runtime/collector.py``); 0
+  turns it off.
 
 :class:`NodeOptions` is the runtime's flat view of the validated ``timing`` and
 ``capacity`` groups plus the published endpoint: what every part of a running node
@@ -66,6 +70,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "DEFAULT_ACTIVE_OBJECT_CEILING",
+    "DEFAULT_GC_FREEZE_AFTER",
     "DEFAULT_IDLE_SWEEP_INTERVAL",
     "DEFAULT_INSTANCE_IDLE_TIMEOUT",
     "DEFAULT_LEASE",
@@ -91,6 +96,8 @@ DEFAULT_LEASE: Final = 10.0
 DEFAULT_TIMEOUT: Final = 30.0
 #: Seconds between two idle sweeps.
 DEFAULT_IDLE_SWEEP_INTERVAL: Final = 1.0
+#: Resident Spots a node grows by between two freezes of the garbage collector's view.
+DEFAULT_GC_FREEZE_AFTER: Final = 10_000
 #: How long a stop may spend moving Spots to other nodes before it closes the rest:
 #: half of the 30 s a process supervisor (systemd, Kubernetes) grants after SIGTERM,
 #: so that closing what did not move still fits.
@@ -201,7 +208,10 @@ class CapacityOptions:
     ``lifecycle_lane`` (128 / 4 MiB) bound each Spot's two queues;
     ``instance_idle_timeout`` (300 s; 0 disables idle eviction) and
     ``idle_sweep_interval`` (1 s between two sweeps of at most 64 Spots);
-    ``placement_weight`` (1.0; 0: place nothing new here) weighs this node in placement.
+    ``placement_weight`` (1.0; 0: place nothing new here) weighs this node in placement;
+    ``gc_freeze_after`` (10,000; 0: never) freezes the long-lived objects out of the
+    garbage collector's view each time the resident Spots grew by that many
+    (``runtime/collector.py``, docs/operations.md "Nodes with very many Spots").
     Raises :class:`InvalidConfiguration` for a value that cannot work.
     """
 
@@ -211,9 +221,15 @@ class CapacityOptions:
     instance_idle_timeout: float = DEFAULT_INSTANCE_IDLE_TIMEOUT
     idle_sweep_interval: float = DEFAULT_IDLE_SWEEP_INTERVAL
     placement_weight: float = 1.0
+    gc_freeze_after: int = DEFAULT_GC_FREEZE_AFTER
 
     def __attrs_post_init__(self) -> None:
         _seconds(self.instance_idle_timeout, "instance_idle_timeout", positive=False)
+        after = self.gc_freeze_after
+        if type(after) is not int or after < 0:
+            raise InvalidConfiguration(
+                f"gc_freeze_after must be an int >= 0 (resident Spots between two freezes; "
+                f"0: never freeze), got {after!r}")
         _seconds(self.idle_sweep_interval, "idle_sweep_interval", positive=True)
         _seconds(self.placement_weight, "placement_weight", positive=False)
         ceiling = self.active_object_ceiling
@@ -351,6 +367,7 @@ class NodeOptions:
     lease: float
     default_timeout: float
     placement_weight: float
+    gc_freeze_after: int = DEFAULT_GC_FREEZE_AFTER
     reminder_scan_interval: float = 0.25
     route_cache: RouteCacheConfig = attrs.field(init=False)
 

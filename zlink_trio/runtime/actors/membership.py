@@ -63,7 +63,7 @@ from zlink_trio.runtime.charts import CLOSE, MEMBERSHIP, step
 from zlink_trio.runtime.coordinators.close_operation import ACTOR_ONLY, close_here
 from zlink_trio.runtime.coordinators.relocation import relocate_spot
 from zlink_trio.runtime.coordinators.remote_close import close_remote
-from zlink_trio.runtime.incarnation.incarnation import RUNNING, Incarnation
+from zlink_trio.runtime.incarnation.incarnation import Incarnation
 from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
 from zlink_trio.runtime.results import RelocationOutcome
 from zlink_trio.runtime.state import Membership
@@ -241,7 +241,7 @@ async def _join_target(rt: NodeRuntime, membership: Membership, container: str,
     InvalidOperation from the Actor's own handler, Unavailable when that node is gone."""
     ref = membership.ref
     host = rt.catalog.hosts.get(ref.actor_id)
-    if host is not None and RUNNING.get() is host:
+    if host is not None and host.task is trio.lowlevel.current_task():
         raise InvalidOperation(
             f"Actor {ref.actor_id!r} cannot join {container!r} on another node from its own "
             "handler: the move waits for that very turn to end. Join it from outside the "

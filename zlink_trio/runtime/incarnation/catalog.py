@@ -167,12 +167,15 @@ class Catalog:
         """Evict idle Instance Spots, at most 64 examined per sweep. Runs forever."""
         ring = self.idle_ring
         while True:
-            for host in self.idle_candidates():
-                if self._idle(host):  # again: an earlier eviction awaited the store
-                    await self._evict(host)
+            await self._evict_idle()  # (its own frame: no evicted host kept over the sleep)
             deadline = ring.next_deadline()
             assert deadline is not None
             await trio.sleep_until(deadline)
+
+    async def _evict_idle(self) -> None:
+        for host in self.idle_candidates():
+            if self._idle(host):  # again: an earlier eviction awaited the store
+                await self._evict(host)
 
     def idle_candidates(self) -> list[Incarnation]:
         """One sweep's examination, synchronous: the idle ones of the next 64 Instance Spots.

@@ -39,11 +39,10 @@ T = TypeVar("T")
 class DurableState(Generic[T]):
     """``ctx.state``: the Spot's durable value of its declared ``state`` class."""
 
-    __slots__ = ("_incarnation", "_type", "_value", "_version", "_writes")
+    __slots__ = ("_type", "_value", "_version", "_writes")
 
     def __init__(self, writes: OwnerWrites, state_type: type[T]) -> None:
         self._writes = writes
-        self._incarnation = writes.incarnation
         self._type = state_type
         self._value: T | None = None
         self._version = 0
@@ -58,7 +57,7 @@ class DurableState(Generic[T]):
         """Read the stored value (before the factory runs). Raises
         :class:`InvalidOperation` when the stored bytes do not decode as the declared
         class (the class changed incompatibly since they were saved)."""
-        inc = self._incarnation
+        inc = self._writes
         saved = await inc.rt.store.location.load_state(inc.spot_id)
         if saved is None:
             self._value, self._version = None, 0
@@ -76,7 +75,7 @@ class DurableState(Generic[T]):
 
     def _loaded(self) -> None:
         if observers.OBSERVERS:
-            inc = self._incarnation
+            inc = self._writes
             for observer in observers.OBSERVERS:
                 observer.state_loaded(inc.rt.node_id, inc.spot_id, inc.generation, self,
                                       self._value, self._version)
@@ -84,7 +83,7 @@ class DurableState(Generic[T]):
     def _written(self, value: object, version: int | None,
                  error: BaseException | None) -> None:
         if observers.OBSERVERS:
-            inc = self._incarnation
+            inc = self._writes
             for observer in observers.OBSERVERS:
                 observer.state_written(inc.rt.node_id, inc.spot_id, inc.generation, self,
                                        value, version, error)
@@ -103,9 +102,9 @@ class DurableState(Generic[T]):
         state, if this incarnation still owns the Spot (see the module docstring)."""
         if not isinstance(value, self._type):
             raise InvalidOperation(
-                f"{self._incarnation.spot_id!r} keeps a {self._type.__qualname__} as its "
+                f"{self._writes.spot_id!r} keeps a {self._type.__qualname__} as its "
                 f"state, not a {type(value).__qualname__}")
-        rt = self._incarnation.rt
+        rt = self._writes.rt
         data = rt.codec.to_json(value)
         try:
             saved = await rt.store.location.save_state(
@@ -118,7 +117,7 @@ class DurableState(Generic[T]):
 
     async def clear(self) -> None:
         """Delete the Spot's durable state, under the same check as :meth:`save`."""
-        rt = self._incarnation.rt
+        rt = self._writes.rt
         try:
             await rt.store.location.clear_state(await self._writes.fence("its state"),
                                                 now=rt.now())

@@ -140,7 +140,7 @@ the length of one relocation, by the relocation coordinator
 
 from __future__ import annotations
 
-from contextvars import ContextVar
+import sys
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -158,6 +158,7 @@ from zlink_trio.core.lanes import Lanes
 from zlink_trio.lowlevel.parking import ParkingSlot
 from zlink_trio.runtime import crash_points, observers
 from zlink_trio.runtime.charts import INCARNATION, TRACE, step
+from zlink_trio.runtime.collector import instance_outlived
 from zlink_trio.runtime.declaration.policies import CloseReason
 from zlink_trio.runtime.incarnation.app_calls import (
     activate,
@@ -191,12 +192,11 @@ if TYPE_CHECKING:
     from zlink_trio.runtime.incarnation.work import Work
     from zlink_trio.runtime.state import NodeState
 
-#: The incarnation whose task is running (set once per task, in :meth:`Incarnation.run`):
-#: an operation that waits for that incarnation's turns to end must not run inside one.
-RUNNING: Final[ContextVar[Incarnation | None]] = ContextVar("zlink_running_spot",
-                                                            default=None)
+__all__ = ("Incarnation", "Move")
 
-__all__ = ("RUNNING", "Incarnation", "Move")
+#: ``sys.getrefcount`` of an instance nothing refers to but a local name (and the call's
+#: own argument).
+_ONLY_HERE: Final = 2
 
 #: ``Incarnation.route_expires_at`` before the catalog registers the incarnation.
 _NO_ROUTE: Final = float("-inf")
@@ -275,7 +275,6 @@ class Incarnation(ParkingSlot):
         "cleanup_started",
         "close_fence",
         "close_reason",
-        "ctx",
         "durable",
         "first_cleanup",
         "first_record",
@@ -293,6 +292,7 @@ class Incarnation(ParkingSlot):
         "spot_id",
         "spot_type",
         "state",
+        "task",
         "timers",
         "unregister",
         "writes",
@@ -308,8 +308,13 @@ class Incarnation(ParkingSlot):
         self.mesh: Final = mesh
         #: Incarnation chart state id.
         self.state = INCARNATION.initial
+        #: The Spot's instance, from its construction until the incarnation ends (then
+        #: ``None``: the instance and its ``ctx`` refer to the incarnation, and that
+        #: cycle must not outlive it, see :meth:`_drop_instance`).
         self.instance: object | None = None
-        self.ctx: Final = SpotContext(self)
+        #: The incarnation's task while :meth:`run` runs (``None`` before and after): an
+        #: operation that waits for this incarnation's turns to end must not run in it.
+        self.task: trio.lowlevel.Task | None = None
         #: The fence of its durable writes, when its type has any (state, reminders).
         self.writes: Final = (OwnerWrites(self) if spot_type.state is not None
                               or spot_type.reminders else None)
@@ -369,6 +374,19 @@ class Incarnation(ParkingSlot):
         self._is_finished = True
         if self._finished is not None:
             self._finished.set()
+        self._drop_instance()
+
+    def _drop_instance(self) -> None:
+        """Forget the instance once the incarnation ended: the instance (through its
+        ``ctx``) refers to the incarnation, so keeping it would leave a reference cycle
+        that only the cyclic garbage collector frees -- and a node freezes its
+        long-lived objects out of that collector's view (``runtime/collector.py``).
+        Without the cycle an ended incarnation is freed at once, by reference counting.
+        An instance that something else still refers to is counted: its own class may
+        keep a cycle, which a frozen generation would never free."""
+        instance, self.instance = self.instance, None
+        if instance is not None and sys.getrefcount(instance) > _ONLY_HERE:
+            instance_outlived()
 
     def log_fields(self) -> dict[str, object]:
         """The structured fields of a record about this incarnation (``observe.fields``)."""
@@ -378,7 +396,7 @@ class Incarnation(ParkingSlot):
     # ------------------------------------------------------------------ activation
 
     def _construct(self, request: object | None) -> object:
-        instance = self.instance = construct(self.spot_type, self.ctx, request)
+        instance = self.instance = construct(self.spot_type, SpotContext(self), request)
         if observers.OBSERVERS:
             for observer in observers.OBSERVERS:
                 observer.factory_ran(self.rt.node_id, self.spot_id, self.generation,
@@ -417,6 +435,7 @@ class Incarnation(ParkingSlot):
             self.writes.end()
         await run_on_close(self.spot_type, self.instance, self.spot_id,
                            CloseReason.ACTIVATION_FAILED)
+        self._drop_instance()
 
     def open(self, first: MessageWork | None) -> None:
         """Commit -> registered -> (first record at the head) -> serving; synchronous.
@@ -617,7 +636,7 @@ class Incarnation(ParkingSlot):
 
     async def run(self) -> None:
         """The incarnation's task: one turn at a time until closed and released."""
-        RUNNING.set(self)  # (this task's context only: what its turns see)
+        self.task = trio.lowlevel.current_task()
         # Read once per task, not once per turn: the run's clock (what
         # ``trio.current_time`` reads, without its three calls).
         now = trio.lowlevel.current_clock().current_time
@@ -660,6 +679,7 @@ class Incarnation(ParkingSlot):
             with trio.CancelScope(shield=True):
                 await self._finish()
         finally:
+            self.task = None  # (the task refers to this incarnation: no cycle after it)
             self._fail_queued(Unavailable(
                 f"Spot {self.spot_id!r} stopped on this node before the request ran; "
                 "send a new call"

@@ -14,11 +14,15 @@ its end (:meth:`OwnerWrites.end`): before, it does not serve yet (its factory,
 record's owner generation, which a move raises; it is read once, at the first write, and
 kept -- sound because one incarnation of a Spot is open on a node at a time, and an
 incarnation never changes owner (a move ends it here and builds another at the target).
+
+It keeps the incarnation's node, ID and generation, not the incarnation: an ended
+incarnation is then freed by reference counting alone, with no cycle left for the
+garbage collector (``runtime/collector.py`` freezes long-lived objects out of its view).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from zlink_trio.core.errors import StaleFence, Unavailable
 from zlink_trio.core.records import AuthorityFence
@@ -43,18 +47,16 @@ class WritingIncarnation(Protocol):
 class OwnerWrites:
     """Whether the incarnation may write now, and its fence (module docstring)."""
 
-    __slots__ = ("_ended", "_incarnation", "_owner_generation", "_serving")
+    __slots__ = ("_ended", "_owner_generation", "_serving", "generation", "rt", "spot_id")
 
     def __init__(self, incarnation: WritingIncarnation) -> None:
-        self._incarnation = incarnation
+        #: The node, Spot ID and generation of the incarnation that writes.
+        self.rt: Final = incarnation.rt
+        self.spot_id: Final = incarnation.spot_id
+        self.generation: Final = incarnation.generation
         self._owner_generation: int | None = None
         self._serving = False
         self._ended = False
-
-    @property
-    def incarnation(self) -> WritingIncarnation:
-        """The incarnation that writes."""
-        return self._incarnation
 
     @property
     def ended(self) -> bool:
@@ -74,8 +76,7 @@ class OwnerWrites:
         """The incarnation's fence for a write of ``what`` (e.g. "its state"); raises
         :class:`StaleFence` once it ended or another lifecycle owns the Spot, and
         :class:`Unavailable` before it serves (nothing written then)."""
-        inc = self._incarnation
-        rt = inc.rt
+        inc, rt = self, self.rt
         if self._ended:
             raise StaleFence(f"this incarnation of {inc.spot_id!r} (generation "
                              f"{inc.generation}) has ended; {what} was not written")

@@ -80,7 +80,7 @@ async def remind(writes: OwnerWrites | None, spot_type: SpotType, name: str, *,
                  at: object = None, after: object = None, every: object = None) -> Reminder:
     """``ctx.remind``: set (or replace) the reminder ``name``; see ``SpotContext.remind``."""
     fence_of = _writes(writes, spot_type)
-    rt = fence_of.incarnation.rt
+    rt = fence_of.rt
     period = None if every is None else _seconds(every, "every=")
     now = rt.now()
     due = _due(now, at, after, period)
@@ -93,12 +93,12 @@ async def cancel_reminder(writes: OwnerWrites | None, spot_type: SpotType,
                           name: str) -> bool:
     """``ctx.cancel_reminder``: whether there was a reminder ``name`` to cancel."""
     fence_of = _writes(writes, spot_type)
-    rt = fence_of.incarnation.rt
+    rt = fence_of.rt
     return await rt.store.location.cancel_reminder(
         await fence_of.fence("the cancel of its reminder"), name, now=rt.now())
 
 
 async def reminders_of(writes: OwnerWrites | None, spot_type: SpotType) -> list[Reminder]:
     """``ctx.reminders``: the Spot's reminders by name, each with its next due."""
-    inc = _writes(writes, spot_type).incarnation
+    inc = _writes(writes, spot_type)
     return [as_reminder(r) for r in await inc.rt.store.location.reminders(inc.spot_id)]

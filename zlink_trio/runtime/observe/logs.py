@@ -17,6 +17,7 @@ __all__ = (
     "ACTIVATION",
     "CALLS",
     "CLOSE",
+    "COLLECTOR",
     "CREATE",
     "FOLLOW",
     "LEASE",
@@ -48,6 +49,9 @@ RELOCATION: Final = logging.getLogger("zlink_trio.runtime.relocation")
 FOLLOW: Final = logging.getLogger("zlink_trio.runtime.follow")
 #: This node's side of the links: peer admission, inbound frames, replies.
 MESH: Final = logging.getLogger("zlink_trio.runtime.mesh")
+#: The garbage collector's frozen generation (``runtime/collector.py``): freezes, and the
+#: full collections outlived Spot instances call for.
+COLLECTOR: Final = logging.getLogger("zlink_trio.runtime.collector")
 #: Lease renewal and loss, NodeId claims.
 LEASE: Final = logging.getLogger("zlink_trio.runtime.lease")
 #: Startup recovery of what a dead lifecycle left.
