@@ -20,21 +20,50 @@ rules of that pairing live here:
   delivered at the task's next checkpoint.
 * At most one task parks in a slot at a time (a second is a bug of the caller:
   ``RuntimeError``).
-* :meth:`~ParkingSlot.park` is a plain method that returns Trio's own awaitable, so a
-  parked task carries no frame of the slot's: an idle Spot's task parks in its
-  incarnation with the smallest stack there is (100,000 idle Spots pay every frame).
+* A parked task holds nothing but the slot: :meth:`~ParkingSlot.park` returns the slot
+  itself, an awaitable that hands Trio's run loop the message
+  ``trio.lowlevel.wait_task_rescheduled`` would yield and, when the task is
+  rescheduled, unwraps what Trio sends back, as that trap does. Trio reads the message's
+  abort function (the slot: ``__call__``) and drops it, so an idle Spot's task keeps no
+  coroutine, generator or message of the trap while it waits: four objects and ~630
+  bytes less per idle Spot than awaiting the trap (docs/performance.md, issue #32). The
+  message's class is taken once per process from one step of that public trap
+  (:func:`_message_type`), not imported from Trio's private modules.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final, NoReturn, cast
 
 import trio
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
+    from collections.abc import Callable, Generator
+
+    import outcome
 
 __all__ = ("ParkingSlot",)
+
+
+def _never_aborted(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+    return trio.lowlevel.Abort.FAILED
+
+
+def _message_type() -> Callable[[Callable[[trio.lowlevel.RaiseCancelT],
+                                          trio.lowlevel.Abort]], object]:
+    """The class of the message ``trio.lowlevel.wait_task_rescheduled(abort)`` yields to
+    Trio's run loop, built from its abort function: one step of that trap, then closed
+    (it needs no running loop for that step)."""
+    trap = trio.lowlevel.wait_task_rescheduled(_never_aborted)  # noqa: ASYNC105 (see above)
+    message = trap.send(None)
+    trap.close()
+    kind: Callable[[Callable[[trio.lowlevel.RaiseCancelT], trio.lowlevel.Abort]], object]
+    kind = type(message)
+    return kind
+
+
+#: Trio's wait message: built with a slot as its abort function, once per park.
+_WAIT: Final = _message_type()
 
 
 class ParkingSlot:
@@ -50,16 +79,39 @@ class ParkingSlot:
         """Whether a task is parked here now."""
         return self._task is not None
 
-    def park(self) -> Awaitable[object]:
+    def park(self) -> ParkingSlot:
         """What the current task awaits to wait here until :meth:`wake` (or a cancel,
         see above): ``await slot.park()``, by the task that calls it, at once (never
         ``nursery.start_soon(slot.park)``: the slot would hold the wrong task)."""
         if self._task is not None:
             raise RuntimeError("a ParkingSlot holds one parked task at a time")
         self._task = trio.lowlevel.current_task()
-        # The slot is its own abort function (``__call__``): a bound method would be
-        # one more object, tracked by the garbage collector, for every parked task.
-        return trio.lowlevel.wait_task_rescheduled(self)  # noqa: ASYNC105 (see above)
+        return self
+
+    # The awaitable protocol of ``await slot.park()`` (see the module docstring): the
+    # awaiting coroutine delegates to the slot as to a sub-iterator.
+
+    def __await__(self) -> Generator[object, Any, object]:
+        # (the slot is the generator-like iterator the await delegates to: ``send``,
+        # ``throw``, ``__next__``; not a subclass of Generator, hence the cast)
+        return cast("Generator[object, Any, object]", self)
+
+    def __next__(self) -> object:
+        """The first step of the wait: the message Trio's run loop gets (its abort
+        function is the slot itself, ``__call__``: no bound method per park)."""
+        return _WAIT(self)
+
+    def send(self, resumed: outcome.Outcome[object] | None) -> object:
+        """Resume the wait: the first step (``None``), or Trio's outcome of it, which
+        ends the wait with its value (``StopIteration``) or raises its error
+        (``trio.Cancelled``) in the awaiting task."""
+        if resumed is None:
+            return self.__next__()
+        raise StopIteration(resumed.unwrap())
+
+    def throw(self, error: BaseException, *_: object) -> NoReturn:
+        """An exception thrown into the waiting coroutine ends the wait with it."""
+        raise error
 
     def wake(self) -> bool:
         """Reschedule the parked task; ``False`` (nothing happens) when none is parked."""

@@ -152,7 +152,7 @@ async def _shell(rt: NodeRuntime, spot_type: SpotType, payload: RelocationPayloa
                     error_type=type(exc).__qualname__)
                 raise error from exc
         now = trio.current_time()
-        host.timers.restore(host.instance, [
+        host.own_timers().restore(host.instance, [
             (t.method, t.due_in_ms / 1000, None if t.period_ms is None else t.period_ms / 1000)
             for t in payload.timers], now)
         queue = []

@@ -174,7 +174,7 @@ from zlink_trio.runtime.incarnation.first_record import (
     record_first_completion,
 )
 from zlink_trio.runtime.incarnation.owner_writes import OwnerWrites
-from zlink_trio.runtime.incarnation.timers import IncarnationTimers, TimerWork
+from zlink_trio.runtime.incarnation.timers import NO_TIMERS, IncarnationTimers, TimerWork
 from zlink_trio.runtime.incarnation.work import LifecycleKind, LifecycleWork, MessageWork
 from zlink_trio.runtime.observe.events import incarnation_closed, stale
 from zlink_trio.runtime.observe.fields import StaleReason, spot_fields
@@ -270,6 +270,7 @@ class Incarnation(ParkingSlot):
     __slots__ = (
         "_finished",
         "_is_finished",
+        "_timers",
         "_woken",
         "arrival",
         "cleanup_started",
@@ -293,7 +294,6 @@ class Incarnation(ParkingSlot):
         "spot_type",
         "state",
         "task",
-        "timers",
         "unregister",
         "writes",
     )
@@ -323,7 +323,8 @@ class Incarnation(ParkingSlot):
                                else DurableState(self.writes, spot_type.state))
         self.lanes: Final[Lanes[Work]] = Lanes(application=rt.options.application_lane,
                                                lifecycle=rt.options.lifecycle_lane)
-        self.timers: Final = IncarnationTimers()
+        #: Its timers once it registered one (:meth:`own_timers`); :attr:`timers` reads.
+        self._timers: IncarnationTimers | None = None
         #: :meth:`wake` was called since the task last looked (``_will_park``).
         self._woken = False
         self._finished: trio.Event | None = None  # built by the first ``finished`` reader
@@ -353,6 +354,20 @@ class Incarnation(ParkingSlot):
         #: expiry a cached route would have (``RouteCache.local_expiry``), set when
         #: the catalog registers it and whenever a store read confirms it.
         self.route_expires_at = _NO_ROUTE
+
+    @property
+    def timers(self) -> IncarnationTimers:
+        """Its timers, to read or cancel (:data:`~.timers.NO_TIMERS` until it registers
+        one: most Spots never do, and an idle Spot should not hold an empty table)."""
+        timers = self._timers
+        return NO_TIMERS if timers is None else timers
+
+    def own_timers(self) -> IncarnationTimers:
+        """Its own timers, to register one in (built by the first call)."""
+        timers = self._timers
+        if timers is None:
+            timers = self._timers = IncarnationTimers()
+        return timers
 
     @property
     def finished(self) -> trio.Event:
@@ -593,7 +608,8 @@ class Incarnation(ParkingSlot):
                 f"Spot {self.spot_id!r} is closing; it cannot start new timers (start "
                 "them while it serves, e.g. in on_activate or a handler)"
             )
-        timer_id = self.timers.add(delay, callback, period=period, now=trio.current_time())
+        timer_id = self.own_timers().add(delay, callback, period=period,
+                                         now=trio.current_time())
         self.wake()
         return timer_id
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from zlink_trio.core.timers import TimerId
 
-__all__ = ("IncarnationTimers", "TimerWork", "method_name")
+__all__ = ("NO_TIMERS", "IncarnationTimers", "TimerWork", "method_name")
 
 
 @attrs.define(eq=False)
@@ -162,3 +162,20 @@ class IncarnationTimers:
             if callback is not None:
                 ticks.append(TimerWork(timer_id, callback))
         return ticks
+
+
+class _NoTimers(IncarnationTimers):
+    """:data:`NO_TIMERS`: what every read sees of an incarnation that never registered
+    a timer. Shared, so it must never hold one: :meth:`add` refuses."""
+
+    __slots__ = ()
+
+    def add(self, delay: float, callback: Callable[[], Awaitable[object]], *,
+            period: float | None, now: float) -> TimerId:
+        raise RuntimeError("NO_TIMERS is shared and holds no timer: add through "
+                           "Incarnation.own_timers()")
+
+
+#: The timers of every incarnation that has none yet (``Incarnation.timers``): most
+#: Spots never start one, and 100,000 idle Spots should not each hold an empty table.
+NO_TIMERS: Final[IncarnationTimers] = _NoTimers()
