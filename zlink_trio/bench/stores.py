@@ -169,7 +169,8 @@ def _drop_postgres_schema(server: str, prefix: str) -> None:
 
 
 @contextmanager
-def count_store_calls(store: Store) -> Iterator[collections.Counter[str]]:
+def count_store_calls(store: Store, *, background: bool = False
+                      ) -> Iterator[collections.Counter[str]]:
     """Count calls of every public store method of ``store``'s backend (all instances).
 
     The counter maps ``"location.reserve"``-style names (``"combined.…"`` for the
@@ -177,7 +178,8 @@ def count_store_calls(store: Store) -> Iterator[collections.Counter[str]]:
     are restored on exit. The combined class's ``find`` (``ImmediateTransactions.find``,
     the Location Store's read without a checkpoint) counts as ``"location.find"``. The
     calls of the nodes' reminder task and of its deliveries (``IN_REMINDER_TASK``) are
-    not counted: they are the node's background scan, not the work measured.
+    not counted: they are the node's background scan, not the work measured -- unless
+    ``background`` (a node at rest: its background work is what is measured).
     """
     counts: collections.Counter[str] = collections.Counter()
     patched: list[tuple[type, str, Any]] = []
@@ -185,7 +187,7 @@ def count_store_calls(store: Store) -> Iterator[collections.Counter[str]]:
     def counted(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(method)
         async def call(*args: Any, **kwargs: Any) -> Any:
-            if not IN_REMINDER_TASK.get():
+            if background or not IN_REMINDER_TASK.get():
                 counts[name] += 1
             return await method(*args, **kwargs)
 

@@ -60,6 +60,7 @@ importable from here).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Callable, Iterable, Sequence
@@ -287,9 +288,14 @@ def eligible_nodes(
 
 def _rendezvous_score(key: bytes, candidate: PlacementCandidate,
                       weight: float | None = None) -> float:
-    digest = hashlib.blake2b(key + candidate.node_rid.value, digest_size=8).digest()
+    return _score(key, candidate.node_rid.value,
+                  candidate.weight if weight is None else weight)
+
+
+def _score(key: bytes, node_rid: bytes, weight: float) -> float:
+    digest = hashlib.blake2b(key + node_rid, digest_size=8).digest()
     u = (int.from_bytes(digest, "big") + 0.5) / 2.0**64  # in (0, 1), never 0 or 1
-    return -(candidate.weight if weight is None else weight) / math.log(u)
+    return -weight / math.log(u)
 
 
 def choose_node(eligible: Sequence[PlacementCandidate], random: Random, *,
@@ -371,13 +377,24 @@ def reminder_partitions(candidates: Iterable[PlacementCandidate], mesh: str,
     hosts = _hosts(candidates, mesh)
     if node is None or all(c.node_rid != node.node_rid for c in hosts):
         return []
+    return list(_partitions_won(frozenset(c.node_rid.value for c in hosts),
+                                node.node_rid.value))
+
+
+@functools.lru_cache(maxsize=1_024)
+def _partitions_won(hosts: frozenset[bytes], node_rid: bytes) -> tuple[int, ...]:
+    """The partitions whose rendezvous winner among ``hosts`` is ``node_rid``.
+
+    Remembered: a node asks once per ``placement_max_age`` and the hosts rarely change,
+    while the answer costs one hash per partition and host (64 times N); one entry per
+    node of the process (benchmarks run hundreds in one)."""
     mine = []
     for partition in range(REMINDER_PARTITIONS):
         key = b"reminders/%d" % partition
-        winner = max(hosts, key=lambda c: (_rendezvous_score(key, c, 1.0), c.node_rid.value))
-        if winner.node_rid == node.node_rid:
+        winner = max(hosts, key=lambda rid: (_score(key, rid, 1.0), rid))
+        if winner == node_rid:
             mine.append(partition)
-    return mine
+    return tuple(mine)
 
 
 def check_local_activation(active: int, pending: int, ceiling: int | None) -> None:
