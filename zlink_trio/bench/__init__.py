@@ -22,6 +22,7 @@ Every figure beside its physical baseline, in one run; the keys are a contract
 - ``raw_tcp``  -- the raw Trio TCP echo of length-prefixed frames (the remote figures' floor)
 - ``raw_spawn`` -- the raw Trio spawn of a task with its own channel (the cold activations' floor)
 - ``output``   -- how every benchmark program prints its figures
+- ``child``    -- a benchmark program run in a fresh process, and the figures it prints
 - ``__main__`` -- ``python -m zlink_trio.bench``
 
 This layer sits above the public API: it may import it and the layers below, never the

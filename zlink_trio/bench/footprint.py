@@ -38,6 +38,7 @@ from typing import Final
 import trio
 
 import zlink_trio as zl
+from zlink_trio.bench.child import child_figures
 from zlink_trio.bench.local import Echo, Ping, Pong
 
 __all__ = ("RSS_MISSING", "STATM", "WORKERS", "activate_idle", "main", "measure_footprint",
@@ -110,14 +111,7 @@ async def measure_footprint(count: int) -> dict[str, object]:
     if not STATM.exists():
         return {"idle_spot_rss_bytes": None, "unavailable": {"idle_spot_rss_bytes": RSS_MISSING}}
     with trio.fail_after(CHILD_TIMEOUT):
-        done = await trio.run_process(
-            [sys.executable, "-m", "zlink_trio.bench.footprint", "--count", str(count)],
-            capture_stdout=True, check=False)
-    if done.returncode != 0:
-        raise zl.Unavailable(f"the footprint process (python -m zlink_trio.bench.footprint) "
-                             f"exited with status {done.returncode}; its error is on stderr "
-                             "above")
-    found = json.loads(done.stdout.decode().splitlines()[-1])
+        found = await child_figures("zlink_trio.bench.footprint", "--count", str(count))
     return {"idle_spot_rss_bytes": found["idle_spot_rss_bytes"]}
 
 

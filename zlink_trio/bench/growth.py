@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import random
 import statistics
 import sys
@@ -53,6 +52,7 @@ from typing import Final
 import trio
 
 import zlink_trio as zl
+from zlink_trio.bench.child import child_figures
 from zlink_trio.bench.footprint import RSS_MISSING, STATM, activate_idle, rss_bytes
 from zlink_trio.bench.local import IN_FLIGHT, Echo, Ping, Pong, rate
 from zlink_trio.bench.output import print_figures
@@ -203,14 +203,8 @@ async def measure_growth_process(sizes: tuple[int, ...] = SIZES) -> dict[str, ob
     Raises :class:`~zlink_trio.Unavailable` if the child process fails.
     """
     with trio.fail_after(CHILD_TIMEOUT):
-        done = await trio.run_process(
-            [sys.executable, "-m", "zlink_trio.bench.growth", "--json", "--sizes",
-             ",".join(str(n) for n in sizes)], capture_stdout=True, check=False)
-    if done.returncode != 0:
-        raise zl.Unavailable(f"the growth process (python -m zlink_trio.bench.growth) exited "
-                             f"with status {done.returncode}; its error is on stderr above")
-    found: dict[str, object] = json.loads(done.stdout.decode().splitlines()[-1])
-    return found
+        return await child_figures("zlink_trio.bench.growth", "--json", "--sizes",
+                                   ",".join(str(n) for n in sizes))
 
 
 def main(argv: list[str] | None = None) -> int:

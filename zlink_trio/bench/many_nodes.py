@@ -25,7 +25,6 @@ membership changes with 200 candidates -- is not measured yet.)
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from contextlib import AsyncExitStack
@@ -35,6 +34,7 @@ import trio
 import trio.testing
 
 import zlink_trio as zl
+from zlink_trio.bench.child import child_figures
 from zlink_trio.bench.local import Echo
 from zlink_trio.bench.output import print_figures
 from zlink_trio.bench.stores import count_store_calls
@@ -91,16 +91,8 @@ async def measure_at_rest_process(nodes: tuple[int, ...] = NODES,
     mock clock stay out of the caller). Raises :class:`~zlink_trio.Unavailable` if the
     child process fails."""
     with trio.fail_after(CHILD_TIMEOUT):
-        done = await trio.run_process(
-            [sys.executable, "-m", "zlink_trio.bench.many_nodes", "--json", "--nodes",
-             ",".join(str(n) for n in nodes), "--window", str(window)],
-            capture_stdout=True, check=False)
-    if done.returncode != 0:
-        raise zl.Unavailable(f"the many-nodes process (python -m zlink_trio.bench.many_nodes) "
-                             f"exited with status {done.returncode}; its error is on stderr "
-                             "above")
-    found: dict[str, object] = json.loads(done.stdout.decode().splitlines()[-1])
-    return found
+        return await child_figures("zlink_trio.bench.many_nodes", "--json", "--nodes",
+                                   ",".join(str(n) for n in nodes), "--window", str(window))
 
 
 def main(argv: list[str] | None = None) -> int:
