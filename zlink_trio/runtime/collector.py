@@ -4,10 +4,11 @@ Theory of operation
 -------------------
 CPython's cyclic garbage collector stops the whole process while it visits every
 object of the generations it collects, and a full collection visits every tracked
-object there is. A resident idle Spot keeps about 15 of them (its Trio task's, its
-incarnation's, the store's record), so a full collection costs about 8 µs per
-resident Spot: some 8 s at a million Spots, long enough to cost the node its lease
-(10 s by default, renewed every third of it; docs/performance.md). CPython starts one
+object there is. A resident idle Spot keeps about 10 of them (its Trio task's, its
+incarnation's, its instance's, the store's record; 19 before issue #32), and a full
+collection cost about 8 µs per resident Spot: some 8 s at a million Spots, long enough
+to cost the node its lease (10 s by default, renewed every third of it;
+docs/performance.md). CPython starts one
 by itself whenever its old generation has grown by a quarter since the last.
 
 So a node freezes what is long-lived (:func:`keep_frozen`, one task per node). As it
