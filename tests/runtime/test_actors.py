@@ -304,8 +304,11 @@ async def test_an_actor_closes_by_ref_or_from_its_own_handler(store_url, store):
             await n.actors.create("player", "p-2").in_spot(spot)
             await n.client.request_actor("p-2", Quit())
 
-            async def gone() -> bool:
-                return await store.location.find("p-2") is None
+            async def gone() -> bool:  # released in the store, and gone from the node
+                # (a store read on another connection may see the release committed
+                # before the node's own call returned and it left the catalog)
+                return (await store.location.find("p-2") is None
+                        and n.inspection.hosted_spot("p-2") is None)
 
             await wait_until(gone)
             assert await n.client.request("room-1", List(), reply=Roll) == Roll(())
