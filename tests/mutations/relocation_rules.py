@@ -438,8 +438,8 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
              "only the moved queue and followed messages: a sender on the target node "
              "never overtakes its message held at the source.",
         path="zlink_trio/runtime/incarnation/incarnation.py",
-        find="        self.relay_wait = []\n",
-        replace="        self.relay_wait = None\n",
+        find="        arrival.waiting = []\n",
+        replace="        arrival.waiting = None\n",
         guards=["tests/runtime/test_relocation_relay.py::"
                 "test_a_sender_on_the_new_owner_waits_until_the_hold_is_relayed"],
     ),

@@ -90,6 +90,11 @@ T = TypeVar("T")
 _new_tuple: Final = tuple.__new__
 
 
+#: ``Lane._front`` once a restored head is queued / once the lane ran a turn.
+_HAS_HEAD: Final = "has a restored head"
+_RAN_A_TURN: Final = "ran a turn"
+
+
 def _check_payload_size(payload_size: int) -> None:
     if type(payload_size) is not int or payload_size < 0:
         raise InvalidOperation(
@@ -104,8 +109,7 @@ class Lane(Generic[T]):
     Not thread-safe; the runtime drives it from one task (sans-IO).
     """
 
-    __slots__ = ("_bounds", "_bytes", "_kind", "_popped_once", "_pushed_front", "_queue",
-                 "_running")
+    __slots__ = ("_bounds", "_bytes", "_front", "_kind", "_queue", "_running")
 
     def __init__(self, kind: LaneKind, bounds: LaneBounds) -> None:
         # (a LaneKind as it is: calling the enum is most of a lane's construction)
@@ -122,8 +126,9 @@ class Lane(Generic[T]):
         self._queue: deque[tuple[T, Ticket]] | None = None
         self._running: set[Ticket] | Ticket | None = None
         self._bytes = 0
-        self._popped_once = False
-        self._pushed_front = False
+        #: Why :meth:`push_front` may not run any more (``None`` while it may): one slot
+        #: for both reasons, since every resident Spot has a lane.
+        self._front: str | None = None
 
     @property
     def kind(self) -> LaneKind:
@@ -199,18 +204,17 @@ class Lane(Generic[T]):
         and there is only one), or for a bad ``payload_size``.
         """
         _check_payload_size(payload_size)
-        if self._popped_once or self._pushed_front:
+        if self._front is not None:
             raise InvalidOperation(
                 f"push_front on the {self._kind.value} lane is only for restoring the first "
-                "record of a cold activation, once, before the first turn runs; this lane "
-                "already " + ("ran a turn" if self._popped_once else "has a restored head")
-                + "; use admit() for later work"
+                f"record of a cold activation, once, before the first turn runs; this lane "
+                f"already {self._front}; use admit() for later work"
             )
         reservation = payload_size + PER_ITEM_BYTES
         ticket = _new_tuple(Ticket, (self._kind, reservation))
         self._tail().appendleft((item, ticket))
         self._bytes += reservation
-        self._pushed_front = True
+        self._front = _HAS_HEAD
         return ticket
 
     def append_unbounded(self, item: T, payload_size: int) -> Ticket:
@@ -263,7 +267,7 @@ class Lane(Generic[T]):
             running.add(entry[1])
         else:
             self._running = {running, entry[1]}
-        self._popped_once = True
+        self._front = _RAN_A_TURN
         return entry
 
     def complete(self, ticket: Ticket) -> None:
@@ -331,7 +335,7 @@ class Lanes(Generic[T]):
     every resident Spot would pay for an empty lane.
     """
 
-    __slots__ = ("_lifecycle", "_lifecycle_bounds", "application")
+    __slots__ = ("_lifecycle", "application")
 
     def __init__(
         self,
@@ -343,15 +347,16 @@ class Lanes(Generic[T]):
         self.application: Final[Lane[T]] = Lane(LaneKind.APPLICATION, application)
         if not isinstance(lifecycle, LaneBounds):
             Lane(LaneKind.LIFECYCLE, lifecycle)  # raises the same error at once
-        self._lifecycle_bounds: Final = lifecycle
-        self._lifecycle: Lane[T] | None = None
+        # Its bounds until the lane is built: one slot for both (every resident Spot
+        # has its Lanes).
+        self._lifecycle: Lane[T] | LaneBounds = lifecycle
 
     @property
     def lifecycle(self) -> Lane[T]:
         """The lifecycle lane (built on first use)."""
         lane = self._lifecycle
-        if lane is None:
-            lane = self._lifecycle = Lane(LaneKind.LIFECYCLE, self._lifecycle_bounds)
+        if isinstance(lane, LaneBounds):
+            lane = self._lifecycle = Lane(LaneKind.LIFECYCLE, lane)
         return lane
 
     def lane(self, kind: LaneKind) -> Lane[T]:
@@ -365,7 +370,7 @@ class Lanes(Generic[T]):
         Never raises.
         """
         lifecycle = self._lifecycle
-        if lifecycle is not None:
+        if type(lifecycle) is Lane:
             entry = lifecycle.pop()
             if entry is not None:
                 return _new_tuple(Turn, (LaneKind.LIFECYCLE, *entry))
@@ -381,7 +386,7 @@ class Lanes(Generic[T]):
         """Pop the next lifecycle work item only (``None`` if there is none): for a Spot
         that runs no application turn now (sealed for a relocation). Never raises."""
         lifecycle = self._lifecycle
-        if lifecycle is None:
+        if type(lifecycle) is not Lane:
             return None
         entry = lifecycle.pop()
         return None if entry is None else _new_tuple(Turn, (LaneKind.LIFECYCLE, *entry))
@@ -389,8 +394,9 @@ class Lanes(Generic[T]):
     def counts(self) -> tuple[int, int]:
         """Queued and running items over both lanes, without building a snapshot."""
         queued, running = self.application.counts()
-        if self._lifecycle is not None:
-            more_queued, more_running = self._lifecycle.counts()
+        lifecycle = self._lifecycle
+        if type(lifecycle) is Lane:
+            more_queued, more_running = lifecycle.counts()
             queued, running = queued + more_queued, running + more_running
         return queued, running
 
@@ -403,8 +409,9 @@ class Lanes(Generic[T]):
 
     def statistics(self) -> LanesStatistics:
         """Return a frozen snapshot of both lanes. Never raises."""
+        lifecycle = self._lifecycle
         return LanesStatistics(
             application=self.application.statistics(),
-            lifecycle=(self._lifecycle.statistics() if self._lifecycle is not None
-                       else idle_lane_statistics(LaneKind.LIFECYCLE, self._lifecycle_bounds)),
+            lifecycle=(idle_lane_statistics(LaneKind.LIFECYCLE, lifecycle)
+                       if isinstance(lifecycle, LaneBounds) else lifecycle.statistics()),
         )

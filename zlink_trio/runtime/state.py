@@ -142,11 +142,19 @@ class NodeState:
     tracing: Tracing = attrs.field(default=NO_TRACING, init=False)
     #: The node's Actor operations (``node.actors``, ``ctx.actors``); set with the router.
     actors: ActorOperations = attrs.field(init=False)
+    #: The Trio run's clock (what ``trio.current_time`` reads, without its three calls),
+    #: read once per node; :attr:`clock` itself when the store clock is the run's (a turn
+    #: then reads the time once for both, ``runtime/incarnation/incarnation.py``).
+    run_clock: Callable[[], float] = attrs.field(init=False)
     #: Container Spot ID -> ActorId -> ActorRef of its members Ready on this node: what
     #: ``ctx.members()`` lists; kept with :attr:`memberships`.
     members: dict[str, dict[str, ActorRef]] = attrs.field(factory=dict, init=False)
     #: ActorId -> the :class:`Membership` of an Actor Ready on this node.
     memberships: dict[str, Membership] = attrs.field(factory=dict, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        run_clock = trio.lowlevel.current_clock().current_time
+        self.run_clock = self.clock if self.clock == run_clock else run_clock
 
     def admit_member(self, membership: Membership) -> None:
         """An Actor is Ready here (its chart state ``member``), in ``membership.ref``'s

@@ -24,7 +24,7 @@ operations whose deadlines have not passed, about twice over.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -40,7 +40,7 @@ _PRUNE_FLOOR = 64
 class Arrival:
     """How one incarnation arrived here (see the module docstring)."""
 
-    __slots__ = ("_prune_at", "_seen", "owner_generation", "relayed", "source")
+    __slots__ = ("_prune_at", "_seen", "owner_generation", "relayed", "source", "waiting")
 
     def __init__(self, source: OwnerFence, owner_generation: int) -> None:
         #: The lifecycle that relocated the Spot here (the one node that relays to it).
@@ -50,6 +50,11 @@ class Arrival:
         #: Set once the source relayed its hold, or the target stopped waiting for it
         #: (``Incarnation.end_relay_wait``).
         self.relayed = trio.Event()
+        #: Until the source relayed its hold: the messages admitted to the incarnation
+        #: meanwhile other than followed ones, in arrival order
+        #: (``Incarnation.open_moved`` makes the list, ``Incarnation.end_relay_wait``
+        #: queues them and drops it).
+        self.waiting: list[tuple[Any, int]] | None = None
         self._seen: dict[int, float] = {}
         self._prune_at = _PRUNE_FLOOR
 

@@ -140,6 +140,7 @@ the length of one relocation, by the relocation coordinator
 
 from __future__ import annotations
 
+import enum
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
@@ -154,7 +155,7 @@ from zlink_trio.core.errors import (
     ZLinkError,
 )
 from zlink_trio.core.identity import SpotKind
-from zlink_trio.core.lanes import Lanes
+from zlink_trio.core.lanes import Lanes, Turn
 from zlink_trio.lowlevel.parking import ParkingSlot
 from zlink_trio.runtime import crash_points, observers
 from zlink_trio.runtime.charts import INCARNATION, TRACE, step
@@ -183,7 +184,6 @@ from zlink_trio.runtime.observe.logs import SPOTS as LOGGER
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from zlink_trio.core.lanes import Turn
     from zlink_trio.core.records import AuthorityFence
     from zlink_trio.core.timers import TimerId
     from zlink_trio.runtime.declaration.spot_types import SpotType
@@ -215,6 +215,22 @@ _TRANSITIONS: Final = INCARNATION.table.transitions
 _OPENED: Final = step(INCARNATION, step(INCARNATION, INCARNATION.initial,
                                         INCARNATION.ev.commit_ready),
                       INCARNATION.ev.open_barrier)
+
+
+class _Step(enum.Enum):
+    """The rarer steps of an incarnation's task (``Incarnation._next_step``)."""
+
+    #: Nothing to park for: look at the lanes and the state again.
+    LOOK_AGAIN = "look again"
+    #: Run ``ctx.close()``'s BeginClose (``Incarnation._begin_self_close``).
+    SELF_CLOSE = "self close"
+    #: Closing and all accepted work done: finish (``Incarnation._finish``), then end.
+    DRAINED = "drained"
+    #: Moved to another node: the task ends (its queue went with it).
+    GONE = "gone"
+
+
+_LOOK_AGAIN: Final = _Step.LOOK_AGAIN
 
 
 class _NoWaiter:
@@ -269,7 +285,6 @@ class Incarnation(ParkingSlot):
 
     __slots__ = (
         "_finished",
-        "_is_finished",
         "_timers",
         "_woken",
         "arrival",
@@ -286,7 +301,6 @@ class Incarnation(ParkingSlot):
         "mesh",
         "move",
         "ownership_lost",
-        "relay_wait",
         "route_expires_at",
         "rt",
         "self_close",
@@ -327,8 +341,9 @@ class Incarnation(ParkingSlot):
         self._timers: IncarnationTimers | None = None
         #: :meth:`wake` was called since the task last looked (``_will_park``).
         self._woken = False
-        self._finished: trio.Event | None = None  # built by the first ``finished`` reader
-        self._is_finished = False
+        #: ``False`` until it finished, then ``True`` -- or the Event the first
+        #: :attr:`finished` reader built, set once it finished (one slot for both).
+        self._finished: trio.Event | bool = False
         self.close_reason: CloseReason | None = None
         self.close_fence: AuthorityFence | None = None
         #: ``ctx.close()`` was called and its close has not begun yet.
@@ -345,9 +360,6 @@ class Incarnation(ParkingSlot):
         self.move: Move | None = None
         #: How it arrived, when a relocation opened it here (:meth:`open_moved`).
         self.arrival: Arrival | None = None
-        #: Until the source relayed its hold (:meth:`end_relay_wait`): the messages
-        #: admitted here meanwhile other than followed ones, in arrival order.
-        self.relay_wait: list[tuple[Any, int]] | None = None
         self.cleanup_started = False
         self.last_work_finished_at = trio.current_time()
         #: Until when this node admits to the incarnation without reading the store: the
@@ -373,22 +385,28 @@ class Incarnation(ParkingSlot):
     def finished(self) -> trio.Event:
         """Set once the incarnation is released and gone from the catalog."""
         event = self._finished
-        if event is None:
-            event = self._finished = trio.Event()
-            if self._is_finished:
+        if type(event) is bool:
+            is_finished, event = event, trio.Event()
+            self._finished = event
+            if is_finished:
                 event.set()
+        assert isinstance(event, trio.Event)
         return event
 
     @property
     def ended(self) -> bool:
         """Whether it has ended here: closed, moved away, its activation failed, or
         released and gone (``ctx.ended``)."""
-        return self._is_finished or (self.writes is not None and self.writes.ended)
+        finished = self._finished
+        return (finished is True or (type(finished) is not bool and finished.is_set())
+                or (self.writes is not None and self.writes.ended))
 
     def _set_finished(self) -> None:
-        self._is_finished = True
-        if self._finished is not None:
-            self._finished.set()
+        event = self._finished
+        if type(event) is bool:
+            self._finished = True
+        else:
+            event.set()
         self._drop_instance()
 
     def _drop_instance(self) -> None:
@@ -485,10 +503,12 @@ class Incarnation(ParkingSlot):
         moved queue and followed messages run; a message admitted here otherwise -- a
         local caller, a node whose route names this one already -- waits in
         :attr:`relay_wait`, so it never overtakes a held message of the same sender.
+        (That list is the arrival's, ``Arrival.waiting``: most incarnations never
+        arrive by a move, and every resident Spot would pay for the slot.)
         """
         self.state = step(INCARNATION, self.state, INCARNATION.ev.commit_relocation)
         self.arrival = arrival
-        self.relay_wait = []
+        arrival.waiting = []
         lane = self.lanes.application
         now = trio.current_time()
         for work, size in queue:
@@ -548,8 +568,9 @@ class Incarnation(ParkingSlot):
         if move is not None:
             move.hold.append((work, payload_size))  # the hold has no bound of its own
             return
-        waiting = self.relay_wait
-        if waiting is not None:  # behind the source's relay (open_moved)
+        arrival = self.arrival
+        if arrival is not None and (waiting := arrival.waiting) is not None:
+            # behind the source's relay (open_moved)
             bounds = self.lanes.application.bounds
             if len(waiting) + self.lanes.application.queued >= bounds.max_items:
                 raise CapacityExceeded(
@@ -562,12 +583,22 @@ class Incarnation(ParkingSlot):
         self.lanes.application.admit(work, payload_size)
         self.wake()
 
+    @property
+    def relay_wait(self) -> list[tuple[Any, int]] | None:
+        """Until the source relayed its hold (:meth:`end_relay_wait`): the messages
+        admitted here meanwhile other than followed ones, in arrival order (``None``
+        once relayed, and for an incarnation that did not arrive by a move)."""
+        arrival = self.arrival
+        return None if arrival is None else arrival.waiting
+
     def end_relay_wait(self) -> None:
         """The source relayed its hold (or will not: the wait's deadline, a seal, a close):
         what waited for it is queued now, in arrival order. Idempotent."""
-        waiting, self.relay_wait = self.relay_wait, None
-        if self.arrival is not None:
-            self.arrival.relayed.set()
+        arrival = self.arrival
+        if arrival is None:
+            return
+        waiting, arrival.waiting = arrival.waiting, None
+        arrival.relayed.set()
         if waiting:
             lane = self.lanes.application
             for work, size in waiting:
@@ -651,55 +682,73 @@ class Incarnation(ParkingSlot):
         return True
 
     async def run(self) -> None:
-        """The incarnation's task: one turn at a time until closed and released."""
+        """The incarnation's task: one turn at a time until closed and released.
+
+        Kept this small on purpose: an idle Spot parks in this very frame, and every
+        local or stack slot of it costs each resident Spot 16 bytes (its coroutine and
+        the frame object Trio reads from it hold one each; docs/performance.md). The
+        decisions are :meth:`_next_step`'s; the rare steps are :meth:`_step_aside`'s.
+        """
         self.task = trio.lowlevel.current_task()
-        # Read once per task, not once per turn: the run's clock (what
-        # ``trio.current_time`` reads, without its three calls).
-        now = trio.lowlevel.current_clock().current_time
-        if self.rt.clock == now:  # (the store clock is the run's: ``_run_handler`` shares it)
-            now = self.rt.clock
-        lanes = self.lanes
         try:
             while True:
-                if self.state not in _RUNS_TURNS:
-                    if self.state not in _TASK_RUNNING:
-                        return  # moved to another node: its queue went with it
-                    # Sealed for a relocation: only lifecycle work runs until it commits
-                    # or aborts.
-                    turn = lanes.next_lifecycle_turn()
-                    if turn is not None:
-                        await self._run_turn(turn, now)
-                        continue
-                    self._woken = False
-                    if self._will_park():
-                        await self.park()
-                    continue
-                turn = lanes.next_turn()
-                if turn is None:
-                    if self.state in _CLOSES_WHEN_DRAINED:
-                        break
-                    if self.self_close:
-                        await self._begin_self_close()
-                        continue
-                    # Parked in this very frame (not in a helper coroutine): each frame
-                    # on an idle Spot's stack is ~220 B that 100,000 Spots all pay.
-                    deadline = self._before_idle()
-                    if deadline is not _NO_WAIT and self._will_park():
-                        if deadline is None:  # no timer: only a wake or a cancel ends it
-                            await self.park()
-                        else:
-                            with trio.move_on_at(deadline):
-                                await self.park()
-                    continue
-                await self._run_turn(turn, now)
+                step = self._next_step()
+                if step is None:
+                    await self.park()
+                elif isinstance(step, Turn):
+                    await self._run_turn(step)
+                elif step is not _LOOK_AGAIN and not await self._step_aside(step):
+                    return
+        finally:
+            self._task_ended()
+
+    def _next_step(self) -> Turn[Work] | _Step | float | None:
+        """What the task does next: run a turn; park (``None``) until woken; park until
+        a timer's deadline (a float) or woken; or one of the rarer :class:`_Step`."""
+        state = self.state
+        if state not in _RUNS_TURNS:
+            if state not in _TASK_RUNNING:
+                return _Step.GONE  # moved to another node: its queue went with it
+            # Sealed for a relocation: only lifecycle work runs until it commits or aborts.
+            turn = self.lanes.next_lifecycle_turn()
+            if turn is None:
+                self._woken = False
+            return turn
+        turn = self.lanes.next_turn()
+        if turn is not None:
+            return turn
+        if state in _CLOSES_WHEN_DRAINED:
+            return _Step.DRAINED
+        if self.self_close:
+            return _Step.SELF_CLOSE
+        deadline = self._before_idle()
+        if deadline is _NO_WAIT or not self._will_park():
+            return _LOOK_AGAIN
+        return deadline
+
+    async def _step_aside(self, step: _Step | float) -> bool:
+        """Take one of the rarer steps of :meth:`run`; ``False`` once the task ends."""
+        if step is _Step.SELF_CLOSE:
+            await self._begin_self_close()
+        elif step is _Step.DRAINED:
             with trio.CancelScope(shield=True):
                 await self._finish()
-        finally:
-            self.task = None  # (the task refers to this incarnation: no cycle after it)
-            self._fail_queued(Unavailable(
-                f"Spot {self.spot_id!r} stopped on this node before the request ran; "
-                "send a new call"
-            ))
+            return False
+        elif step is _Step.GONE:
+            return False
+        elif not isinstance(step, _Step):
+            # A timer's deadline: such a Spot parks here, one frame deeper than run's park.
+            with trio.move_on_at(step):
+                await self.park()
+        return True
+
+    def _task_ended(self) -> None:
+        """However the task ends: forget it, and fail what is still queued."""
+        self.task = None  # (the task refers to this incarnation: no cycle after it)
+        self._fail_queued(Unavailable(
+            f"Spot {self.spot_id!r} stopped on this node before the request ran; "
+            "send a new call"
+        ))
 
     def _before_idle(self) -> float | None:
         """Fire the due timers; the next timer's deadline, ``None`` without timers, or
@@ -714,8 +763,8 @@ class Incarnation(ParkingSlot):
             return _NO_WAIT
         return deadline
 
-    async def _run_turn(self, turn: Turn[Work], now: Callable[[], float]) -> None:
-        """Run ``turn`` (``now`` reads the Trio clock) and return its reservation."""
+    async def _run_turn(self, turn: Turn[Work]) -> None:
+        """Run ``turn`` and return its reservation."""
         item = turn.item
         if isinstance(item, LifecycleWork):
             try:
@@ -730,9 +779,10 @@ class Incarnation(ParkingSlot):
             else:
                 ended: float | None = None
                 try:
-                    ended = await self._run_handler(item, now)
+                    ended = await self._run_handler(item, self.rt.run_clock)
                 finally:
-                    self.last_work_finished_at = now() if ended is None else ended
+                    self.last_work_finished_at = (self.rt.run_clock() if ended is None
+                                                  else ended)
                 first = item.first
                 if first is not None:
                     await self._first_handled(first)
