@@ -41,6 +41,15 @@ async def test_growth_reports_every_figure_at_every_size(small: None) -> None:
     assert figures["growth_exit_s"] > 0
 
 
+async def test_growth_exit_with_a_peer_drains_the_spots_to_it(small: None) -> None:
+    with trio.fail_after(120):
+        figures = await growth.measure_growth((300,), exit_peer=True)
+    assert "growth_exit_s" not in figures
+    assert figures["growth_exit_drain_s"] > 0
+    # every resident Spot (warm-up, filled, probes) was re-created on the other node
+    assert figures["growth_exit_moved"] == figures["growth"]["300"]["resident_spots"]
+
+
 def test_growth_command_refuses_bad_sizes() -> None:
     done = subprocess.run([sys.executable, "-m", "zlink_trio.bench.growth", "--sizes", "ten"],
                           capture_output=True, text=True, timeout=60, check=False)

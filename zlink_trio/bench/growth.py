@@ -34,6 +34,14 @@ would). Last, ``growth_exit_s``: the time the node takes to leave its ``open_nod
 with every Spot resident (no other node: it closes them all, within
 ``default_timeout``).
 
+With ``--exit-peer`` the node listens on loopback and, once every size is measured, a
+second node of the Mesh opens in the same process on the same store, serving the same
+type: the exit is then the stop of docs/operations.md with another node up, the drain
+(``on_stop="drain"``: at most ``stop_drain_timeout``, 15 s, of moves; the benchmark's
+Spots are re-created on the other node) and then the close of what did not move. It
+reports ``growth_exit_drain_s`` (instead of ``growth_exit_s``) and
+``growth_exit_moved``, the Spots the other node hosts once the exit is over.
+
 A flat curve means each figure stays the same as the node grows. Prints one figure
 set per size (``--json``: ``{"growth": {"10000": {...}, ...}}`` on the last line).
 Nothing here is a test: no figure is asserted.
@@ -42,6 +50,7 @@ Nothing here is a test: no figure is asserted.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import random
 import statistics
@@ -70,6 +79,12 @@ SWEEP_TICKS: Final = 2_000
 IDLE_TIMEOUT: Final = 24 * 3600.0
 #: Spots filled between two looks at the node's lease.
 CHUNK: Final = 50_000
+#: The store of the measured node (and of the other node of ``--exit-peer``).
+STORE: Final = "memory://bench-growth"
+#: Where the nodes listen with ``--exit-peer`` (else the measured node has no links).
+LOOPBACK: Final = "127.0.0.1:0"
+#: The lease of the other node of ``--exit-peer`` (see ``_peer``).
+PEER_LEASE: Final = 300.0
 #: Deadline of the whole child process (a million Spots take several minutes).
 CHILD_TIMEOUT: Final = 1_800.0
 
@@ -148,37 +163,65 @@ async def _size_figures(node: zl.Node, filled: int, base: tuple[int, int],
             "resident_spots": resident}
 
 
-async def measure_growth(sizes: tuple[int, ...] = SIZES, *, seed: int = 1
-                         ) -> dict[str, object]:
-    """The figures above at each of ``sizes`` (ascending), on one node filled in turn."""
+async def _peer(ceiling: int, *,
+                task_status: trio.TaskStatus[zl.Node] = trio.TASK_STATUS_IGNORED) -> None:
+    """The other node of ``--exit-peer``: serves the type until cancelled, then closes.
+
+    Its lease is :data:`PEER_LEASE`: it shares the process, so while the measured node
+    closes hundreds of thousands of Spots their tasks fill every pass of the run loop
+    and this node's renewals wait behind them -- which a node in a process of its own,
+    as in a deployment, never does."""
+    async with zl.open_node(
+        "bench-growth-peer", store=STORE, mesh="bench-growth", spots=[Echo],
+        listen=LOOPBACK, instance_idle_timeout=IDLE_TIMEOUT, active_object_ceiling=ceiling,
+        on_stop="close", lease=PEER_LEASE,
+    ) as peer:
+        task_status.started(peer)
+        await trio.sleep_forever()
+
+
+async def measure_growth(sizes: tuple[int, ...] = SIZES, *, seed: int = 1,
+                         exit_peer: bool = False) -> dict[str, object]:
+    """The figures above at each of ``sizes`` (ascending), on one node filled in turn;
+    ``exit_peer``: the exit with another node up (``growth_exit_drain_s``)."""
     rng = random.Random(seed)
     ordered = sorted(set(sizes))
     ceiling = ordered[-1] + len(ordered) * PROBE + 1_000
     pauses = _Pauses()
     gc.callbacks.append(pauses)
     try:
-        async with zl.open_node(
-            "bench-growth", store="memory://", mesh="bench-growth", spots=[Echo],
-            listen=None, instance_idle_timeout=IDLE_TIMEOUT, active_object_ceiling=ceiling,
-        ) as node:
-            lifecycle = node.statistics().node_rid
-            await activate_idle(node, "growth-warm", 200)
-            gc.collect()
-            base = (rss_bytes() if STATM.exists() else 0, _tracked())
-            figures: dict[str, object] = {}
-            filled = 0
-            for size in ordered:
-                for chunk_start in range(filled, size, CHUNK):
-                    await _fill(node, chunk_start, min(size, chunk_start + CHUNK))
-                    _check_lease(node, lifecycle, chunk_start)
-                filled = size
-                figures[str(size)] = await _size_figures(node, filled, base, pauses, rng)
-                _check_lease(node, lifecycle, filled)
-            leaving = time.perf_counter()
-        exit_s = time.perf_counter() - leaving
+        async with trio.open_nursery() as peers:
+            async with zl.open_node(
+                "bench-growth", store=STORE, mesh="bench-growth", spots=[Echo],
+                listen=LOOPBACK if exit_peer else None, instance_idle_timeout=IDLE_TIMEOUT,
+                active_object_ceiling=ceiling,
+            ) as node:
+                lifecycle = node.statistics().node_rid
+                await activate_idle(node, "growth-warm", 200)
+                gc.collect()
+                base = (rss_bytes() if STATM.exists() else 0, _tracked())
+                figures: dict[str, object] = {}
+                filled = 0
+                for size in ordered:
+                    for chunk_start in range(filled, size, CHUNK):
+                        await _fill(node, chunk_start, min(size, chunk_start + CHUNK))
+                        _check_lease(node, lifecycle, chunk_start)
+                    filled = size
+                    figures[str(size)] = await _size_figures(node, filled, base, pauses, rng)
+                    _check_lease(node, lifecycle, filled)
+                peer: zl.Node | None = await peers.start(_peer, ceiling) if exit_peer else None
+                leaving = time.perf_counter()
+            exit_s = time.perf_counter() - leaving
+            moved = 0 if peer is None else peer.statistics().active_spots
+            peers.cancel_scope.cancel()
     finally:
         gc.callbacks.remove(pauses)
-    result: dict[str, object] = {"growth": figures, "growth_exit_s": round(exit_s, 2)}
+    result: dict[str, object] = {"growth": figures}
+    if exit_peer:
+        result["growth_exit_drain_s"] = round(exit_s, 2)
+        result["growth_exit_moved"] = moved
+    else:
+        result["growth_exit_s"] = round(exit_s, 2)
     if not STATM.exists():
         result["unavailable"] = {"rss_bytes_per_spot": RSS_MISSING}
     return result
@@ -215,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default=",".join(str(n) for n in SIZES),
                         help="resident Spot counts, comma-separated (10000,100000,1000000)")
     parser.add_argument("--json", action="store_true", help="one JSON line")
+    parser.add_argument("--exit-peer", action="store_true",
+                        help="exit with another node up: the drain (growth_exit_drain_s)")
     args = parser.parse_args(argv)
     try:
         sizes = tuple(int(n) for n in args.sizes.split(",") if n.strip())
@@ -222,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--sizes takes comma-separated counts, got {args.sizes!r}")
     if not sizes or min(sizes) < 1:
         parser.error("--sizes takes positive counts")
-    figures = trio.run(measure_growth, sizes)
+    figures = trio.run(functools.partial(measure_growth, sizes, exit_peer=args.exit_peer))
     print_figures(figures, as_json=args.json)
     return 0
 

@@ -72,6 +72,7 @@ from zlink_trio.store.rules.relocation_steps import is_carried
 from zlink_trio.store.rules.relocation_store import receipt_of
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Iterable
     from contextlib import AbstractContextManager
 
     from statecharts.names import PlannedRelocationEvent, PlannedRelocationState
@@ -425,25 +426,43 @@ async def _members_follow(rt: NodeRuntime, spot_id: str, to: str, deadline: Dead
     members = sorted(rt.members.get(spot_id, ()))
     if not members:
         return
-    limiter = trio.CapacityLimiter(DRAIN_PARALLEL)
 
     async def follow(actor_id: str) -> None:
-        async with limiter:
-            try:
-                result = await relocate_spot(rt, actor_id, to, deadline, container=spot_id)
-            except ZLinkError as exc:
-                why = exc.message
-            else:
-                if result.outcome is RelocationOutcome.COMMITTED:
-                    report.carried.append(result)
-                    return
-                why = result.reason or result.outcome.value
-            LOGGER.warning("node %r: Actor %r did not follow Spot %r to node %r: %s; it stays "
-                           "here", rt.node_id, actor_id, spot_id, to, why)
+        try:
+            result = await relocate_spot(rt, actor_id, to, deadline, container=spot_id)
+        except ZLinkError as exc:
+            why = exc.message
+        else:
+            if result.outcome is RelocationOutcome.COMMITTED:
+                report.carried.append(result)
+                return
+            why = result.reason or result.outcome.value
+        LOGGER.warning("node %r: Actor %r did not follow Spot %r to node %r: %s; it stays "
+                       "here", rt.node_id, actor_id, spot_id, to, why)
+
+    await _in_parallel(members, follow, lambda: True)
+
+
+async def _in_parallel(spot_ids: Iterable[str], move: Callable[[str], Awaitable[None]],
+                       go_on: Callable[[], bool]) -> None:
+    """``await move(spot_id)`` for each of ``spot_ids`` in turn, :data:`DRAIN_PARALLEL` at
+    a time, starting none once ``go_on()`` is false; returns when the moves started ended.
+
+    :data:`DRAIN_PARALLEL` tasks take the IDs one after the other, whatever their count:
+    a task per Spot, spawned at once, would block a node draining a million Spots for
+    longer than its lease (docs/performance.md, issue #32 item 1).
+    """
+    pending = iter(spot_ids)
+
+    async def worker() -> None:
+        for spot_id in pending:  # (shared: each ID goes to one worker)
+            if not go_on():
+                return
+            await move(spot_id)
 
     async with trio.open_nursery() as nursery:
-        for actor_id in members:
-            nursery.start_soon(follow, actor_id)
+        for _ in range(DRAIN_PARALLEL):
+            nursery.start_soon(worker)
 
 
 async def _run(job: _Relocation) -> RelocationResult:
@@ -703,23 +722,24 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
     not_moved: list[RelocationResult] = []
     tried: set[str] = set()
     busy: set[str] = set()
-    limiter = trio.CapacityLimiter(DRAIN_PARALLEL)
+
+    def go_on() -> bool:
+        return trio.current_time() < deadline.at and not (halt is not None and halt.is_set())
 
     async def one(spot_id: str) -> None:
-        async with limiter:
-            if halt is not None and halt.is_set():
-                return
-            report = MoveReport()
-            try:
-                result = await relocate_spot(rt, spot_id, None, deadline, report=report)
-            except ZLinkError as exc:
-                if spot_id not in rt.catalog.hosts:
-                    return  # it left this node meanwhile (moved or closed): nothing to move
-                host = rt.catalog.hosts.get(spot_id)
-                ref = SpotRef(spot_id=spot_id, generation=host.generation if host else 1,
-                              mesh=rt.mesh, node_rid=rt.node_rid)
-                result = RelocationResult(outcome=RelocationOutcome.ABORTED, ref=ref,
-                                          reason=exc.message)
+        if spot_id not in rt.catalog.hosts:
+            return  # it left this node since the pass listed it (moved or closed)
+        report = MoveReport()
+        try:
+            result = await relocate_spot(rt, spot_id, None, deadline, report=report)
+        except ZLinkError as exc:
+            if spot_id not in rt.catalog.hosts:
+                return  # it left this node meanwhile (moved or closed): nothing to move
+            host = rt.catalog.hosts.get(spot_id)
+            ref = SpotRef(spot_id=spot_id, generation=host.generation if host else 1,
+                          mesh=rt.mesh, node_rid=rt.node_rid)
+            result = RelocationResult(outcome=RelocationOutcome.ABORTED, ref=ref,
+                                      reason=exc.message)
         membership = rt.memberships.get(spot_id)
         if result.outcome is not RelocationOutcome.COMMITTED and (report.members_busy or (
                 membership is not None and (membership.state != MEMBERSHIP.st.member
@@ -733,9 +753,8 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
         moved.extend(report.carried)  # the members that moved with it, listed after it
 
     # Each relocation keeps to the deadline itself (cancelling one from outside could
-    # strand it between two store steps); the loop only starts no new pass after it.
-    while trio.current_time() < deadline.at and not (halt is not None and halt.is_set()) and (
-            batch := sorted(set(rt.catalog.hosts) - tried)):
+    # strand it between two store steps); no new move, nor pass, starts after it.
+    while go_on() and (batch := sorted(set(rt.catalog.hosts) - tried)):
         if busy and not (set(batch) - busy):
             await trio.sleep(_BUSY_PAUSE)  # only busy Actors left: let their moves end
         busy.clear()
@@ -744,9 +763,6 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
         # move, and an Actor of a Spot that moved ahead of it follows it afterwards.
         actors = [i for i in batch if i in rt.memberships]
         for group in ([i for i in batch if i not in rt.memberships], actors):
-            async with trio.open_nursery() as nursery:
-                for spot_id in group:
-                    if spot_id in rt.catalog.hosts:
-                        nursery.start_soon(one, spot_id)
+            await _in_parallel(group, one, go_on)
         tried -= busy
     return DrainResult(moved=moved, not_moved=not_moved)
