@@ -8,8 +8,9 @@ Every figure beside its physical baseline, in one run; the keys are a contract
 - ``footprint`` -- resident memory per idle Spot (RSS delta / N), in a fresh process
 - ``growth``   -- how cost grows: one node at 10k / 100k / 1M resident Spots (its own command)
 - ``scale``    -- cold activations with 1, 2 and 4 node processes on one store (its own command)
-- ``many_nodes`` -- 2 / 20 / 200 nodes at rest on one store: store calls and CPU per node
-                  (its own command)
+- ``many_nodes`` -- 2 / 20 / 200 nodes on one store: at rest (store calls and CPU per
+                  node), and linked (cold activations, warm calls, a join and a leave
+                  seen by every node) (its own command)
 - ``cold``     -- cold activations per store backend, with their store calls and transactions
 - ``reminders`` -- durable reminders per backend: delivered per second, lag at 10,000
 - ``stores``   -- private stores per backend, store-call counting, Reserve/CommitReady timing
