@@ -390,6 +390,19 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
                 "test_ask_undrain_reopens_a_drained_node_to_new_spots"],
     ),
     Mutation(
+        name="operators.drained_claim_not_reused",
+        family="Operators: client-only node, relocate / drain asked of another node "
+               "(issue #14)",
+        rule="Placement reuses another node's candidate only while its claim is unchanged, "
+             "whether it accepts placements included: a node that drained is not chosen "
+             "from the candidate built while it took new Spots (issue #32).",
+        path="zlink_trio/runtime/coordinators/placement.py",
+        find="        key = (descriptor.digest, claim.accepts_placements)",
+        replace="        key = (descriptor.digest, True)",
+        guards=["tests/runtime/test_drain_placement.py::"
+                "test_after_drain_other_nodes_place_no_new_spot_on_the_drained_node"],
+    ),
+    Mutation(
         name="operators.draining_only_is_unavailable",
         family="Operators: client-only node, relocate / drain asked of another node "
                "(issue #14)",
@@ -466,8 +479,8 @@ RUNTIME_RULES: tuple[Mutation, ...] = (
         rule="Placement sees each node in its own Mesh: with two object Meshes and no "
              "in_mesh, cold activation and create are InvalidOperation.",
         path="zlink_trio/runtime/coordinators/placement.py",
-        find="            mesh=descriptor.mesh, node_rid=descriptor.node_rid,",
-        replace="            mesh=rt.mesh, node_rid=descriptor.node_rid,",
+        find="        mesh=descriptor.mesh, node_rid=descriptor.node_rid,",
+        replace="        mesh=rt.mesh, node_rid=descriptor.node_rid,",
         guards=["tests/runtime/test_spec_06_cross_node.py::"
                 "test_instance_intent_cold_activates_only_missing_spot_with_"
                 "optional_mesh_and_type"],

@@ -22,6 +22,7 @@ from zlink_trio.runtime.mesh.follow_routes import FollowRoutes
 from zlink_trio.runtime.state import NodeState
 
 if TYPE_CHECKING:
+    from zlink_trio.core.placement import PlacementCandidate
     from zlink_trio.runtime.coordinators.placement_plans import PlacementPlans
     from zlink_trio.runtime.incarnation.catalog import Catalog
     from zlink_trio.runtime.mesh.peers import Peers
@@ -41,5 +42,9 @@ class NodeRuntime(NodeState):
     follow: FollowRoutes = attrs.field(factory=FollowRoutes, init=False)
     #: What placement decided on the claims it read last (``placement._placed_here``).
     placement_plans: PlacementPlans | None = attrs.field(default=None, init=False)
+    #: The placement candidates of the other nodes of the claims read last, by their
+    #: descriptor's digest and whether they accept placements (``placement._candidates``).
+    placement_candidates: dict[tuple[str, bool], PlacementCandidate] = attrs.field(
+        factory=dict, init=False)
     #: The single-flight refresh of those claims ahead of their expiry (``.claims_refresh``).
     claims_refresh: ClaimsRefresh = attrs.field(factory=ClaimsRefresh, init=False)

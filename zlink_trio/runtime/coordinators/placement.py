@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
     from statecharts.names import ColdActivationEvent, ColdActivationState
     from zlink_trio.core.deadline import Deadline
-    from zlink_trio.core.descriptor import NodeClaim
+    from zlink_trio.core.descriptor import NodeClaim, NodeDescriptor
     from zlink_trio.runtime.calls.delivery import Delivery, Intent
     from zlink_trio.runtime.coordinators.node_runtime import NodeRuntime
     from zlink_trio.runtime.declaration.handlers import HandlerInfo
@@ -109,23 +109,43 @@ async def _read_claims(rt: NodeRuntime) -> list[NodeClaim]:
 
 
 def _candidates(rt: NodeRuntime, claims: list[NodeClaim]) -> list[PlacementCandidate]:
+    """The candidates of ``claims``: this node with its own load, the others as their
+    claims describe them.
+
+    Another node's candidate depends on its claim alone -- its descriptor, whose digest
+    covers every field, and whether it accepts placements -- so the one built for the
+    previous read serves again while those are unchanged (``rt.placement_candidates``,
+    the others of the last list only): a node placing Spots elsewhere reads every live
+    claim each time, and building a candidate per claim per read was most of its cost
+    with 200 nodes (docs/performance.md, issue #32 item 6).
+    """
+    known = rt.placement_candidates
+    others: dict[tuple[str, bool], PlacementCandidate] = {}
     result = []
     for claim in claims:
         descriptor = claim.descriptor
-        own = descriptor.node_rid == rt.node_rid
-        result.append(PlacementCandidate(
-            mesh=descriptor.mesh, node_rid=descriptor.node_rid, roles=descriptor.roles,
-            served_types=descriptor.served_types,
-            active=len(rt.catalog.hosts) if own else 0,
-            pending=rt.catalog.pending if own else 0,
-            capacity=descriptor.capacity,
-            active_object_ceiling=rt.options.active_object_ceiling if own else None,
-            weight=descriptor.placement_weight,
-            serving=(rt.serving and not rt.placement_closed) if own
-            else claim.accepts_placements,
-            node_id=descriptor.node_id,
-        ))
+        if descriptor.node_rid == rt.node_rid:
+            result.append(_candidate(descriptor, len(rt.catalog.hosts), rt.catalog.pending,
+                                     rt.options.active_object_ceiling,
+                                     rt.serving and not rt.placement_closed))
+            continue
+        key = (descriptor.digest, claim.accepts_placements)
+        candidate = known.get(key)
+        if candidate is None:  # its load is not known here: Reserve on it checks that
+            candidate = _candidate(descriptor, 0, 0, None, claim.accepts_placements)
+        others[key] = candidate
+        result.append(candidate)
+    rt.placement_candidates = others
     return result
+
+
+def _candidate(descriptor: NodeDescriptor, active: int, pending: int, ceiling: int | None,
+               serving: bool) -> PlacementCandidate:
+    return PlacementCandidate(
+        mesh=descriptor.mesh, node_rid=descriptor.node_rid,
+        roles=descriptor.roles, served_types=descriptor.served_types, active=active,
+        pending=pending, capacity=descriptor.capacity, active_object_ceiling=ceiling,
+        weight=descriptor.placement_weight, serving=serving, node_id=descriptor.node_id)
 
 
 async def candidates(rt: NodeRuntime) -> list[PlacementCandidate]:
