@@ -432,6 +432,20 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
                 "test_the_new_owner_queues_a_relayed_hold_past_its_full_application_lane"],
     ),
     Mutation(
+        name="drain.untried_listed",
+        family="Planned relocation and Message Follow",
+        rule="A drain out of time lists the Spots whose move it never began as not moved "
+             "(they stay on the node), so a drain is never reported complete while Spots "
+             "remain (issue #32).",
+        path="zlink_trio/runtime/coordinators/relocation.py",
+        find="                not_moved.extend(aborted(spot_id, _NOT_BEGUN) for spot_id in "
+             "untried\n",
+        replace="                not_moved.extend(aborted(spot_id, _NOT_BEGUN) for spot_id in "
+                "()\n",
+        guards=["tests/runtime/test_node_stop.py::"
+                "test_a_drain_out_of_time_lists_every_spot_it_did_not_move"],
+    ),
+    Mutation(
         name="relay.target_waits_for_the_relay",
         family="Planned relocation and Message Follow",
         rule="Until the source says its relay is over (command 62), the new owner runs "

@@ -393,6 +393,34 @@ async def test_a_second_signal_starts_no_further_move_and_closes_the_rest() -> N
     assert owners.count(None) == 4, owners  # never tried: closed
 
 
+async def test_a_drain_out_of_time_lists_every_spot_it_did_not_move() -> None:
+    """``node.drain`` whose deadline passes while its first moves are under way (the store
+    takes 1 s to begin each): those finish, no move begins after the deadline -- and the
+    Spots whose move never began are listed as not moved, still on the node, so neither
+    the caller nor ``zlink-trio drain`` takes the drain for complete."""
+
+    class Slow(MemoryLocationStore):
+        async def begin_relocation(self, *args: Any, **kwargs: Any) -> Any:
+            await trio.sleep(1)
+            return await super().begin_relocation(*args, **kwargs)
+
+    store = MemoryStoreWith(Slow())
+    spot_ids = [f"k-{i}" for i in range(DRAIN_PARALLEL + 4)]
+    with trio.fail_after(30):
+        async with linked("a", store, on_stop="close") as a:
+            for spot_id in spot_ids:
+                await a.client.request(spot_id, Add(1), reply=Total).instance_spot("kept")
+            async with linked("b", store, on_stop="close"):
+                result = await a.drain(timeout=0.5)
+                listed = [r.ref.spot_id for r in (*result.moved, *result.not_moved)]
+                assert sorted(listed) == sorted(spot_ids)  # each once
+                not_begun = [r.ref.spot_id for r in result.not_moved
+                             if r.reason is not None and "move began" in r.reason]
+                assert len(not_begun) == 4, result
+                for spot_id in not_begun:
+                    assert a.inspection.hosted_spot(spot_id) is not None
+
+
 async def test_a_stop_with_no_time_to_move_closes_everything(tmp_path: Path) -> None:
     """``stop_drain_timeout=0`` on a store whose reads take real time: no move is tried,
     the stop still closes every Spot and removes the claim (nothing is left behind)."""

@@ -88,6 +88,9 @@ __all__ = ("MoveReport", "drain", "moves_on_its_own", "relocate_spot")
 
 #: How many relocations a drain runs at once.
 DRAIN_PARALLEL: Final = 16
+#: Why a drain lists a Spot whose move it never began.
+_NOT_BEGUN: Final = ("the drain's deadline passed before this Spot's move began; it stays "
+                     "on this node (drain again, with a longer timeout, to move it)")
 #: A drain's pause before looking again at Actors whose own move was under way.
 _BUSY_PAUSE: Final = 0.01
 #: How often a SpotWide move is begun again when a member arrived between its claim of
@@ -444,25 +447,30 @@ async def _members_follow(rt: NodeRuntime, spot_id: str, to: str, deadline: Dead
 
 
 async def _in_parallel(spot_ids: Iterable[str], move: Callable[[str], Awaitable[None]],
-                       go_on: Callable[[], bool]) -> None:
+                       go_on: Callable[[], bool]) -> list[str]:
     """``await move(spot_id)`` for each of ``spot_ids`` in turn, :data:`DRAIN_PARALLEL` at
-    a time, starting none once ``go_on()`` is false; returns when the moves started ended.
+    a time, starting none once ``go_on()`` is false; returns, once the moves started
+    ended, the IDs whose move was not started, in order.
 
     :data:`DRAIN_PARALLEL` tasks take the IDs one after the other, whatever their count:
     a task per Spot, spawned at once, would block a node draining a million Spots for
     longer than its lease (docs/performance.md, issue #32 item 1).
     """
     pending = iter(spot_ids)
+    untried: list[str] = []
 
     async def worker() -> None:
         for spot_id in pending:  # (shared: each ID goes to one worker)
             if not go_on():
+                untried.append(spot_id)
                 return
             await move(spot_id)
 
     async with trio.open_nursery() as nursery:
         for _ in range(DRAIN_PARALLEL):
             nursery.start_soon(worker)
+    untried.extend(pending)
+    return untried
 
 
 async def _run(job: _Relocation) -> RelocationResult:
@@ -713,8 +721,11 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
     or close (the application's own move of it), or a SpotWide Spot one of whose members
     is, which the next pass looks at again once that ended; one that left this node
     meanwhile is not listed. The drain ends when a pass finds nothing new, or at its
-    deadline (the Spots not tried by then are not listed). Once ``halt`` is set no
-    further move starts (those already under way finish, by the deadline). A User
+    deadline: no move starts after it, and the Spots of the pass whose move had not begun
+    are listed as not moved (ABORTED, the deadline the reason); a Spot activated here
+    after the last pass is not listed. Once ``halt`` is set no further move starts
+    (those already under way finish, by the deadline) and what was not tried is not
+    listed. A User
     Spot's members that moved with it (carried by a SpotWide move, or following a
     PerActor one) are listed as moved right after it.
     """
@@ -726,6 +737,12 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
     def go_on() -> bool:
         return trio.current_time() < deadline.at and not (halt is not None and halt.is_set())
 
+    def aborted(spot_id: str, reason: str) -> RelocationResult:
+        host = rt.catalog.hosts.get(spot_id)
+        ref = SpotRef(spot_id=spot_id, generation=host.generation if host else 1,
+                      mesh=rt.mesh, node_rid=rt.node_rid)
+        return RelocationResult(outcome=RelocationOutcome.ABORTED, ref=ref, reason=reason)
+
     async def one(spot_id: str) -> None:
         if spot_id not in rt.catalog.hosts:
             return  # it left this node since the pass listed it (moved or closed)
@@ -735,11 +752,7 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
         except ZLinkError as exc:
             if spot_id not in rt.catalog.hosts:
                 return  # it left this node meanwhile (moved or closed): nothing to move
-            host = rt.catalog.hosts.get(spot_id)
-            ref = SpotRef(spot_id=spot_id, generation=host.generation if host else 1,
-                          mesh=rt.mesh, node_rid=rt.node_rid)
-            result = RelocationResult(outcome=RelocationOutcome.ABORTED, ref=ref,
-                                      reason=exc.message)
+            result = aborted(spot_id, exc.message)
         membership = rt.memberships.get(spot_id)
         if result.outcome is not RelocationOutcome.COMMITTED and (report.members_busy or (
                 membership is not None and (membership.state != MEMBERSHIP.st.member
@@ -763,6 +776,9 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
         # move, and an Actor of a Spot that moved ahead of it follows it afterwards.
         actors = [i for i in batch if i in rt.memberships]
         for group in ([i for i in batch if i not in rt.memberships], actors):
-            await _in_parallel(group, one, go_on)
+            untried = await _in_parallel(group, one, go_on)
+            if halt is None or not halt.is_set():  # (the deadline passed)
+                not_moved.extend(aborted(spot_id, _NOT_BEGUN) for spot_id in untried
+                                 if spot_id in rt.catalog.hosts)
         tried -= busy
     return DrainResult(moved=moved, not_moved=not_moved)

@@ -745,10 +745,11 @@ class Incarnation(ParkingSlot):
     def _task_ended(self) -> None:
         """However the task ends: forget it, and fail what is still queued."""
         self.task = None  # (the task refers to this incarnation: no cycle after it)
-        self._fail_queued(Unavailable(
-            f"Spot {self.spot_id!r} stopped on this node before the request ran; "
-            "send a new call"
-        ))
+        if self.lanes.counts()[0]:  # (most end with nothing queued: no error to build)
+            self._fail_queued(Unavailable(
+                f"Spot {self.spot_id!r} stopped on this node before the request ran; "
+                "send a new call"
+            ))
 
     def _before_idle(self) -> float | None:
         """Fire the due timers; the next timer's deadline, ``None`` without timers, or
