@@ -92,8 +92,10 @@ class DrainResult:
 
     moved: list[RelocationResult]
     not_moved: list[RelocationResult]
-    #: Results left out of the lists: only a drain of another node whose report was too
-    #: long to carry every result (``Node.ask_drain``); 0 otherwise.
+    #: Results left out of the lists: a drain of another node whose report was too long
+    #: to carry every result (``Node.ask_drain``), or, of a drain out of time, the Spots
+    #: whose move never began beyond the first ``NOT_BEGUN_LISTED``
+    #: (``runtime/coordinators/relocation.py``), still on the node; 0 otherwise.
     unlisted: int = 0
 
 

@@ -88,6 +88,9 @@ __all__ = ("MoveReport", "drain", "moves_on_its_own", "relocate_spot")
 
 #: How many relocations a drain runs at once.
 DRAIN_PARALLEL: Final = 16
+#: A drain out of time lists at most this many Spots whose move it never began; it
+#: counts the rest (``DrainResult.unlisted``).
+NOT_BEGUN_LISTED: Final = 10_000
 #: Why a drain lists a Spot whose move it never began.
 _NOT_BEGUN: Final = ("the drain's deadline passed before this Spot's move began; it stays "
                      "on this node (drain again, with a longer timeout, to move it)")
@@ -722,7 +725,8 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
     is, which the next pass looks at again once that ended; one that left this node
     meanwhile is not listed. The drain ends when a pass finds nothing new, or at its
     deadline: no move starts after it, and the Spots of the pass whose move had not begun
-    are listed as not moved (ABORTED, the deadline the reason); a Spot activated here
+    are listed as not moved (ABORTED, the deadline the reason; past
+    :data:`NOT_BEGUN_LISTED` of them, only counted in ``unlisted``); a Spot activated here
     after the last pass is not listed. Once ``halt`` is set no further move starts
     (those already under way finish, by the deadline) and what was not tried is not
     listed. A User
@@ -733,6 +737,7 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
     not_moved: list[RelocationResult] = []
     tried: set[str] = set()
     busy: set[str] = set()
+    not_begun = unlisted = 0
 
     def go_on() -> bool:
         return trio.current_time() < deadline.at and not (halt is not None and halt.is_set())
@@ -778,7 +783,13 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
         for group in ([i for i in batch if i not in rt.memberships], actors):
             untried = await _in_parallel(group, one, go_on)
             if halt is None or not halt.is_set():  # (the deadline passed)
-                not_moved.extend(aborted(spot_id, _NOT_BEGUN) for spot_id in untried
-                                 if spot_id in rt.catalog.hosts)
+                for spot_id in untried:
+                    if spot_id not in rt.catalog.hosts:
+                        continue
+                    if not_begun < NOT_BEGUN_LISTED:
+                        not_moved.append(aborted(spot_id, _NOT_BEGUN))
+                        not_begun += 1
+                    else:  # (a result per Spot of a million would be a second's work)
+                        unlisted += 1
         tried -= busy
-    return DrainResult(moved=moved, not_moved=not_moved)
+    return DrainResult(moved=moved, not_moved=not_moved, unlisted=unlisted)
