@@ -47,8 +47,9 @@ async def test_linked_nodes_activate_call_and_see_a_node_join_and_leave() -> Non
         cold = mesh["cold_activation"]
         assert cold["activations"] == cold["answered"] == CALLS
         assert cold["warmup_activations"] == many_nodes.WARMUP_PER_NODE * n
-        assert 1 < cold["warmup_nodes_reached"] <= n
-        assert 1 <= cold["links_open"] <= n - 1
+        # (a tiny warm-up may land on one node alone: rendezvous hashing of a few IDs)
+        assert 1 <= cold["warmup_nodes_reached"] <= n
+        assert 0 <= cold["links_open"] <= n - 1
         assert 1 < cold["nodes_placed_on"] <= n  # rendezvous placement spread them
         assert 0 <= cold["placed_on_caller"] < 1
         assert cold["cpu_us_per_activation"] > 0
