@@ -72,6 +72,12 @@ def test_bench_reports_every_figure_and_converges_on_one_factory_run():
         # The durable inbox is included.
         assert count("relocation.inbox_append",
                      "combined.commit_ready_with_first_record") == 1, calls
+        # Round trips are counted on the Redis backends: one per call on one Redis.
+        trips = figures["store_round_trips_per_cold_activation"][backend]
+        if backend == "redis":
+            assert 4 <= trips["round_trips"] <= trips["commands"] < 4.5, trips
+        else:
+            assert trips is None, (backend, trips)
         for txn in ("reserve", "commit_ready"):
             assert set(figures["store_txn_ms"][backend][txn]) == {"p50", "p99"}
         assert set(figures["state_save_ms"][backend]) == {"p50", "p99"}

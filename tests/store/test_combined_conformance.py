@@ -107,6 +107,18 @@ async def test_refused_reserve_with_root_writes_nothing(store, combined):
             assert await store.location.find(spot_id) is None
 
 
+async def test_a_refused_reserve_with_root_keeps_an_identical_root_already_there(
+        store, combined):
+    # Roots are content addressed: a refusal takes back only a root it stored itself.
+    with trio.fail_after(TIMEOUT):
+        node = await claim(store, capacity=5)
+        _, receipt = await _reserve(combined, node.owner())
+        with pytest.raises(AuthorityExists):
+            await _reserve(combined, node.owner())
+        assert await store.relocation.get_root(receipt) == ENVELOPE
+        await _nothing_written(store, roots=1)
+
+
 async def test_commit_ready_with_first_record_appends_and_commits(store, combined):
     with trio.fail_after(TIMEOUT):
         node = await claim(store)

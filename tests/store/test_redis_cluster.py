@@ -7,7 +7,9 @@ strictly increasing per ID and unique store-wide without a store-wide counter, e
 key of a Spot in one hash slot, Query / statistics / orphans merged over every bucket
 (one script per master, or one call per bucket when the slot map is stale), a bucket
 count that cannot change under a deployment, and typed errors for bad URLs and absent
-clusters.
+clusters, and what saves a cold activation round trips (a CommitReady on claims read
+recently, a shift within a lifecycle that waits, a Reserve beside its PutRoot) without
+changing an answer.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from functools import partial
 
 import pytest
 import trio
-from redis_helpers import cluster_test_store, cluster_url_with
+from redis_helpers import cluster_test_store, cluster_url_with, fresh_cluster_url
 from store_helpers import MESH, claim, ready, reserve
 
 from zlink_trio.core.errors import InvalidConfiguration, StoreUnavailable
+from zlink_trio.core.records import AuthorityState
 from zlink_trio.store import open_store
 from zlink_trio.store.redis.admin import scan_keys
 from zlink_trio.store.redis_cluster import parse_cluster_url
@@ -196,3 +199,35 @@ async def test_reads_over_every_bucket_fall_back_to_one_call_per_bucket():
             assert stale == right
             assert sweep.fell_back >= 3
             assert store.router.moved > 0
+
+
+async def test_a_claim_newer_than_the_claims_read_recently_is_read_again():
+    # The first store read the claims (its Reserve's unit) before node-b claimed; its
+    # CommitReady for node-b runs on those recent claims, is refused for a lifecycle they
+    # lack, and runs again on claims read then -- the answer a fresh read gives.
+    with trio.fail_after(TIMEOUT):
+        async with (fresh_cluster_url(buckets=8) as url, open_store(url) as first,
+                    open_store(url) as second):
+            node_a = await claim(first, "node-a", capacity=10)
+            await ready(first, node_a, "s-a")
+            node_b = await claim(second, "node-b", capacity=10)
+            fence = await reserve(second, node_b, "s-b")
+            record = await first.location.commit_ready(fence, now=0.0)
+            assert record.state is AuthorityState.READY
+            assert record.owner == node_b.owner()
+
+
+async def test_a_shift_within_a_lifecycle_is_written_by_the_close_of_the_store():
+    # CommitReady's pending -> active changes no total and waits in the runner; the
+    # store's close writes it, so the nodes slot counts the unit as active.
+    with trio.fail_after(TIMEOUT):
+        async with fresh_cluster_url(buckets=8) as url:
+            async with open_store(url) as store:
+                node = await claim(store, capacity=10)
+                await ready(store, node, "s-1")
+            async with open_store(url) as store:
+                key = store.keys.load(  # type: ignore[attr-defined]
+                    MESH, node.descriptor.node_rid, node.lifecycle_generation)
+                units = await store.location._run.command(  # type: ignore[attr-defined]
+                    "units", ["HMGET", key, "pending", "active"])
+                assert units == [None, b"1"]

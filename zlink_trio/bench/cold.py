@@ -18,6 +18,10 @@ Theory of operation
   calls (:func:`~zlink_trio.bench.stores.count_store_calls`), per backend, counted
   over :data:`COUNTED` sequential activations before the timed ones (counting wraps
   the methods, so the timed runs are not counted);
+- ``store_round_trips_per_cold_activation``: on the Redis backends, the round trips
+  and commands behind those calls, per activation (``{"round_trips", "commands"}``;
+  commands one call has in flight at once, to one Redis in a batch or to several
+  masters, are one round trip), ``null`` on the others;
 - ``store_txn_ms``: the latency of the store's Reserve and CommitReady
   transactions alone (:func:`~zlink_trio.bench.stores.txn_figures`);
 - ``state_save_ms``: the latency of the owner's save of a Spot's durable state (64
@@ -42,7 +46,13 @@ from typing import TYPE_CHECKING
 import zlink_trio as zl
 from zlink_trio.bench.local import IN_FLIGHT, Echo, Ping, Pong, rate
 from zlink_trio.bench.raw_spawn import raw_spawn_rate
-from zlink_trio.bench.stores import bench_store_url, count_store_calls, txn_figures
+from zlink_trio.bench.stores import (
+    COMMANDS,
+    ROUND_TRIPS,
+    bench_store_url,
+    count_store_calls,
+    txn_figures,
+)
 from zlink_trio.store import open_store
 
 if TYPE_CHECKING:
@@ -107,9 +117,12 @@ async def _backend_figures(url: str, cold: int, *, with_spawn: bool = False
             if with_spawn:
                 gc.collect()
                 raw = max(raw, await raw_spawn_rate(cold, min(IN_FLIGHT, cold)))
+    trips = {"round_trips": round(calls.pop(ROUND_TRIPS, 0) / counted, 2),
+             "commands": round(calls.pop(COMMANDS, 0) / counted, 2)}
     per_activation = {name: round(n / counted, 2) for name, n in sorted(calls.items())}
     figures: dict[str, object] = {"sequential": round(sequential),
-                                  "in_flight": round(concurrent), "store_calls": per_activation}
+                                  "in_flight": round(concurrent), "store_calls": per_activation,
+                                  "round_trips": trips if trips["commands"] else None}
     if with_spawn:
         figures["raw_spawn"] = raw
     return figures
@@ -122,9 +135,10 @@ async def measure_backends(backends: Sequence[str], *, cold: int, txn: int,
     ``cold`` activations per backend and mode, ``txn`` Reserve/CommitReady pairs
     per backend. Keys: ``cold_activations_per_s``,
     ``cold_activations_sequential_per_s``, ``store_calls_per_cold_activation``,
-    ``store_txn_ms`` and ``state_save_ms`` (the owner's fenced save of a Spot's durable
-    state, ``{"p50", "p99"}``) (each ``{backend: figure or None}``), plus
-    ``unavailable`` (``{backend: reason}``) when a backend could not be opened.
+    ``store_round_trips_per_cold_activation``, ``store_txn_ms`` and ``state_save_ms``
+    (the owner's fenced save of a Spot's durable state, ``{"p50", "p99"}``) (each
+    ``{backend: figure or None}``), plus ``unavailable`` (``{backend: reason}``) when a
+    backend could not be opened.
     ``cluster_url`` (a ``redis+cluster://`` URL) adds the ``redis_cluster`` backend.
     With ``memory`` measured: ``raw_spawn_per_s`` and ``cold_activation_spawn_ratio``.
     """
@@ -133,6 +147,7 @@ async def measure_backends(backends: Sequence[str], *, cold: int, txn: int,
     sequential: dict[str, object] = {}
     in_flight: dict[str, object] = {}
     calls: dict[str, object] = {}
+    trips: dict[str, object] = {}
     txn_ms: dict[str, object] = {}
     saves: dict[str, object] = {}
     unavailable: dict[str, str] = {}
@@ -148,11 +163,13 @@ async def measure_backends(backends: Sequence[str], *, cold: int, txn: int,
         except (zl.ZLinkError, OSError) as exc:
             unavailable[backend] = f"{type(exc).__name__}: {exc}"
             sequential[backend] = in_flight[backend] = calls[backend] = txn_ms[backend] = None
+            trips[backend] = None
             saves[backend] = None
             continue
         sequential[backend] = figures["sequential"]
         in_flight[backend] = figures["in_flight"]
         calls[backend] = figures["store_calls"]
+        trips[backend] = figures["round_trips"]
         txn_ms[backend] = {"reserve": txn_figs["reserve"],
                            "commit_ready": txn_figs["commit_ready"]}
         saves[backend] = txn_figs["save_state"]
@@ -167,6 +184,7 @@ async def measure_backends(backends: Sequence[str], *, cold: int, txn: int,
         "cold_activations_per_s": in_flight,
         "cold_activations_sequential_per_s": sequential,
         "store_calls_per_cold_activation": calls,
+        "store_round_trips_per_cold_activation": trips,
         "store_txn_ms": txn_ms,
         "state_save_ms": saves,
         **spawn,

@@ -20,9 +20,9 @@ thread on SQLITE_BUSY). Nothing else touches the store, so the inline mode
 never falls back: these are the uncontended figures.
 
 :func:`count_store_calls` counts the store methods called while it is
-active (all instances of one backend), which is how
-:mod:`zlink_trio.bench.cold` reports the store round trips of one cold
-activation.
+active (all instances of one backend), and on the Redis backends the commands and
+round trips behind them, which is how :mod:`zlink_trio.bench.cold` reports the store
+calls and round trips of one cold activation.
 
 Nothing here is a test: no figure is asserted. ``--json`` prints one JSON
 object on the last line of stdout; the figures are recorded in
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextvars
 import functools
 import inspect
 import os
@@ -168,6 +169,24 @@ def _drop_postgres_schema(server: str, prefix: str) -> None:
         conn.execute(f'DROP SCHEMA IF EXISTS "{prefix}" CASCADE')
 
 
+class _Trips:
+    """The Redis traffic of one outermost store call (:func:`count_store_calls`)."""
+
+    __slots__ = ("commands", "done", "rounds")
+
+    def __init__(self) -> None:
+        #: Commands sent; the longest chain of answered commands; the longest chain.
+        self.commands = self.done = self.rounds = 0
+
+
+#: The outermost store call being counted in this task (and the tasks it starts).
+_TRIPS: contextvars.ContextVar[_Trips | None] = contextvars.ContextVar("_TRIPS", default=None)
+
+#: Keys of :func:`count_store_calls`'s counter that are not store methods.
+ROUND_TRIPS: Final = "redis.round_trips"
+COMMANDS: Final = "redis.commands"
+
+
 @contextmanager
 def count_store_calls(store: Store, *, background: bool = False
                       ) -> Iterator[collections.Counter[str]]:
@@ -180,18 +199,54 @@ def count_store_calls(store: Store, *, background: bool = False
     calls of the nodes' reminder task and of its deliveries (``IN_REMINDER_TASK``) are
     not counted: they are the node's background scan, not the work measured -- unless
     ``background`` (a node at rest: its background work is what is measured).
+
+    On the Redis backends (one Redis, Redis Cluster) it also counts, under
+    :data:`COMMANDS`, every command those calls sent (a script, a read) and, under
+    :data:`ROUND_TRIPS`, their round trips: per outermost call, its longest chain of
+    commands each sent after the one before it was answered -- the waits one after
+    another that its latency is made of; commands in flight at once, to one Redis in one
+    batch or to several masters, are one round trip.
     """
+    from zlink_trio.store.redis.pipeline import Pipeline
+
     counts: collections.Counter[str] = collections.Counter()
     patched: list[tuple[type, str, Any]] = []
 
     def counted(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(method)
         async def call(*args: Any, **kwargs: Any) -> Any:
-            if background or not IN_REMINDER_TASK.get():
-                counts[name] += 1
-            return await method(*args, **kwargs)
+            if not (background or not IN_REMINDER_TASK.get()):
+                return await method(*args, **kwargs)
+            counts[name] += 1
+            if _TRIPS.get() is not None:  # part of an outer counted call
+                return await method(*args, **kwargs)
+            trips = _Trips()
+            token = _TRIPS.set(trips)
+            try:
+                return await method(*args, **kwargs)
+            finally:
+                _TRIPS.reset(token)
+                if trips.commands:
+                    counts[ROUND_TRIPS] += trips.rounds
+                    counts[COMMANDS] += trips.commands
 
         return call
+
+    send = Pipeline.call
+
+    async def sent(self: Pipeline, frame: bytes, **kwargs: Any) -> Any:
+        trips = _TRIPS.get()
+        if trips is None:
+            return await send(self, frame, **kwargs)
+        # A command waits on the answers the call had before sending it: it ends a chain
+        # one longer than the longest of those.
+        depth = trips.done + 1
+        trips.commands += 1
+        trips.rounds = max(trips.rounds, depth)
+        try:
+            return await send(self, frame, **kwargs)
+        finally:
+            trips.done = max(trips.done, depth)
 
     try:
         parts = [("location", store.location), ("relocation", store.relocation),
@@ -204,6 +259,8 @@ def count_store_calls(store: Store, *, background: bool = False
                     label = "location.find" if (side, name) == ("combined", "find") \
                         else f"{side}.{name}"
                     setattr(cls, name, counted(label, method))
+        patched.append((Pipeline, "call", send))
+        Pipeline.call = sent  # type: ignore[method-assign]
         yield counts
     finally:
         for cls, name, original in reversed(patched):

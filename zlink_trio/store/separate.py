@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from zlink_trio.core.errors import StaleFence
 from zlink_trio.core.records import RecoveryPointer
-from zlink_trio.store.values import FirstRecordCleanup
+from zlink_trio.store.values import AuthorityExists, FirstRecordCleanup
 
 if TYPE_CHECKING:
     from zlink_trio.core.identity import SpotKind
@@ -76,12 +76,19 @@ class SeparateSteps:
     async def reserve_with_root(self, spot_id: str, root: bytes, *, kind: SpotKind,
                                 stable_type: str, mesh: str, owner: OwnerFence,
                                 now: float) -> tuple[ReservationFence, RootReceipt]:
-        """PutRoot, then Reserve naming it; the root is deleted again if Reserve raises."""
+        """PutRoot, then Reserve naming it; the root is deleted again if Reserve raises --
+        unless the record that exists names that very root (an identical root is kept:
+        the same activation's envelope, written by an attempt that landed)."""
         receipt = await self.relocation.put_root(root)
         try:
             fence = await self.location.reserve(
                 spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner, now=now,
                 recovery_pointer=RecoveryPointer.from_receipt(receipt))
+        except AuthorityExists as exists:
+            pointer = exists.current.recovery_pointer
+            if pointer is None or pointer.receipt() != receipt:
+                await self.relocation.delete_root(receipt)
+            raise
         except Exception:
             await self.relocation.delete_root(receipt)
             raise

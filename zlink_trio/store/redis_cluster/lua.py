@@ -17,7 +17,8 @@ slot are the bucket's own, every other helper is the prelude's:
   the script again (``runner``).
 - Changes to a lifecycle's load (``shift`` on ``load_key``) are not written here: they
   are returned beside the reply (``{reply, shifts}``) and the runner applies them in
-  the nodes slot right after (a taken unit nets its own ``pending + 1``).
+  the nodes slot right after (a taken unit nets its own ``pending + 1``; a shift that
+  changes no lifecycle's total waits for the next that does, ``runner``).
 - ``META`` / ``spot_key`` / ``RSTATS`` name the bucket's keys (``keys``); the
   ObjectGeneration is the bucket's: ``gen`` starts at the bucket's index and grows by
   ``B`` (``INCRBY``), so generations are strictly increasing per Spot ID (an ID never
@@ -602,15 +603,16 @@ return {1, c.entry}
 """
 
 # KEYS: claims, then the load key of each candidate. ARGV: now, then the candidates'
-# fields. Deletes each still expired candidate with no capacity unit; returns
-# (field, entry, rid, lc) of each.
+# fields. Deletes each still expired candidate with no capacity unit (its total: a
+# shift within the lifecycle lost with a process may leave it split wrongly, ``runner``);
+# returns (field, entry, rid, lc) of each.
 _REMOVE_DEAD: Final = r"""
 local out = {}
 for i = 2, #ARGV do
   local c = claim_of(ARGV[i])
   if c and not live(c, ARGV[1]) then
     local v = redis.call('HMGET', KEYS[i], 'pending', 'active')
-    if (tonumber(v[1]) or 0) == 0 and (tonumber(v[2]) or 0) == 0 then
+    if (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0) <= 0 then
       redis.call('HDEL', KEYS[1], ARGV[i])
       out[#out + 1] = {ARGV[i], c.entry, c.rid, c.lc}
     end

@@ -11,11 +11,13 @@ The combined transactions keep their single-script form where the keys share a
 bucket -- ``commit_ready_with_first_record`` (the Spot's record and its inbox) -- and
 are two steps where the root's bucket differs from the Spot's:
 
-- ``reserve_with_root``: Reserve (with the recovery pointer), then PutRoot. A refused
-  Reserve writes nothing (no root); a PutRoot that fails after the Reserve aborts the
-  creation again before the error propagates (a kill in between leaves a Creating
+- ``reserve_with_root``: Reserve (with the recovery pointer) and PutRoot at once, one
+  round trip for both. A refused Reserve deletes the root its PutRoot stored (one that
+  was there before is kept) before the refusal propagates; a PutRoot that fails aborts
+  the creation again before its error propagates (a kill in between leaves a Creating
   record whose pointer names a missing root: startup recovery aborts it, as it does
-  for any orphan whose root is gone).
+  for any orphan whose root is gone -- the caller never had its answer -- or a root
+  no record names).
 - ``finish_first_record``: the inbox cursor and the pointer in the Spot's bucket (one
   script, refusals before writes), then the root's deletion in its bucket (the
   SHA-1-guarded DeleteRoot). A root that is not the receipt's bytes is refused
@@ -65,27 +67,59 @@ class ClusterCombined(RedisCombined):
     async def reserve_with_root(self, spot_id: str, root: bytes, *, kind: SpotKind,
                                 stable_type: str, mesh: str, owner: OwnerFence,
                                 now: float) -> tuple[ReservationFence, RootReceipt]:
-        """Reserve (with the pointer), then PutRoot; see the module docstring."""
+        """Reserve (with the pointer) beside PutRoot; see the module docstring."""
         from zlink_trio.core.records import RecoveryPointer
         from zlink_trio.store.rules.relocation_store import check_bytes, receipt_of
 
         raw = check_bytes(root, "root")
         receipt = receipt_of(raw)
-        fence = await self.location.reserve(
-            spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner, now=now,
-            recovery_pointer=RecoveryPointer.from_receipt(receipt))
-        try:
-            await self._relocation.put_root(raw)
-        except BaseException:
-            # Shielded and bounded; if even this fails, startup recovery aborts it.
+        key = self._keys.root(receipt.ref)
+        digest = hashlib.sha1(raw, usedforsecurity=False).hexdigest()
+        fence: ReservationFence | None = None
+        stored = False  # PutRoot wrote the root (an identical one already there is kept)
+        put_error: Exception | None = None
+
+        async def put() -> None:
+            nonlocal stored, put_error
+            try:
+                stored = int(await self._run.script(
+                    f"put_root {receipt.ref}", "rel_put_root", [key], [raw])) == 1
+            except Exception as error:  # raised below, after the Reserve's
+                put_error = error
+
+        async def take_back() -> None:
+            # Shielded and bounded; if even this fails, startup recovery aborts the
+            # creation, and a root left behind is bytes no record names.
             with (trio.CancelScope(shield=True), trio.move_on_after(self._run.timeout),
                   contextlib.suppress(Exception)):
-                await self.location.abort_creating(fence)
+                if fence is not None:
+                    await self.location.abort_creating(fence)
+                if stored:
+                    await self._run.script(f"delete_root {receipt.ref}", "rel_delete_root",
+                                           [key], [digest])
+
+        reserve_error: Exception | None = None
+        try:
+            # Both halves run to their end (a refused Reserve waits for its PutRoot, so
+            # that the root it stored is taken back, not left behind).
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(put)
+                try:
+                    fence = await self.location.reserve(
+                        spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner,
+                        now=now, recovery_pointer=RecoveryPointer.from_receipt(receipt))
+                except Exception as error:  # raised below, first
+                    reserve_error = error
+        except BaseException:
+            await take_back()
             raise
+        if reserve_error is not None or put_error is not None:
+            await take_back()
+            raise reserve_error or put_error  # type: ignore[misc]
+        assert fence is not None
         if len(self._written) > 65_536:
             self._written.clear()
-        self._written[receipt_key(receipt)] = hashlib.sha1(
-            raw, usedforsecurity=False).hexdigest()
+        self._written[receipt_key(receipt)] = digest
         return fence, receipt
 
     async def finish_first_record(self, spot_id: str, object_generation: int, *, seq: int,

@@ -22,11 +22,35 @@ A bucket script (``lua``) may need facts of the nodes slot; the runner
 Step 3 runs shielded from the caller's cancellation, bounded by the store timeout. Facts
 are sound to act on because of how claims change (``store.rules.claims``): a claim's
 expiry only grows while it lives, and a lifecycle that expired or was removed never
-comes back, so "lifecycle L of NodeRid N is live until E" and "L is gone" read just
-before stay true when the bucket script runs. The window a split opens -- a unit taken
-and the caller cancelled before step 3, or a shift lost when the nodes slot fails --
-leaves a lifecycle counting one unit too many (never too few); docs/stores.md ("Redis
-Cluster") says how dead-lifecycle cleanup bounds it.
+comes back, so "lifecycle L of NodeRid N is live until E" and "L is gone" read before
+stay true when the bucket script runs (the script compares E with the caller's ``now``).
+The one change that does not keep a fact true is a node's own removal of its claim at
+its stop, which it makes only once its activations stopped.
+
+Two things spare a cold activation round trips (docs/stores.md, "Round trips on Redis
+Cluster"):
+
+- **Recent claims.** A script of :data:`_RECENT_FACTS` -- each checks only the claim of
+  the NodeRids it is given -- runs on the claims this runner read at most
+  :data:`FACTS_MAX_AGE` seconds ago (an ``HGETALL`` or an ``n_take``), instead of
+  reading them again. A change of a claim through this runner drops them. Should such a
+  script refuse for a reason the claims decide (:data:`_FACT_REFUSALS`: a lifecycle
+  missing, expired or not serving -- a claim newer than the read), it wrote nothing and
+  runs again on claims read then, so a recent read never refuses what a fresh one
+  accepts.
+- **Shifts within one lifecycle wait.** A shift that moves units between the
+  ``pending`` and ``active`` of one lifecycle and changes no lifecycle's total (CommitReady's
+  ``pending -> active``) changes nothing capacity reads (``n_take`` and RemoveDeadClaims
+  read the total), so it waits in the runner and goes out with the next shift that does
+  change a total, before RemoveDeadClaims, or at :meth:`ClusterRunner.flush` (the store's
+  close). Waiting shifts of one key are summed, so they take room per lifecycle, not per
+  activation.
+
+The window a split opens -- a unit taken and the caller cancelled before step 3, or a
+shift lost when the nodes slot fails -- leaves a lifecycle counting one unit too many
+(never too few); a waiting shift lost with the process leaves the right total split
+wrongly between ``pending`` and ``active``. docs/stores.md ("Redis Cluster") says how
+dead-lifecycle cleanup bounds both.
 """
 
 from __future__ import annotations
@@ -50,7 +74,7 @@ if TYPE_CHECKING:
     from zlink_trio.store.redis_cluster.keys import ClusterKeys
     from zlink_trio.store.redis_cluster.router import Router
 
-__all__ = ("ClusterRunner",)
+__all__ = ("FACTS_MAX_AGE", "ClusterRunner")
 
 T = TypeVar("T")
 
@@ -66,6 +90,17 @@ _PREFETCH: Final = {
     "move_membership": (1,), "write_state": (2,), "set_reminder": (2,),
     "cancel_reminder": (2,),
 }
+#: Seconds the claims a runner read serve the scripts of :data:`_RECENT_FACTS`.
+FACTS_MAX_AGE: Final = 0.25
+#: The owner-only scripts of a Spot's steady work, which run on recent claims.
+_RECENT_FACTS: Final = frozenset({
+    "commit_ready", "commit_ready_with_first_record", "begin_close", "write_state",
+    "set_reminder", "cancel_reminder"})
+#: Refusals the claims decide: a script run on recent claims runs again on fresh ones.
+_FACT_REFUSALS: Final = frozenset({"STALE_OWNER", "EXPIRED", "NOT_SERVED"})
+#: Node scripts that change claims: the recent claims are dropped when one runs.
+_CLAIM_CHANGES: Final = frozenset({
+    "n_new_claim", "n_renew", "n_mark_placement", "n_remove", "n_remove_dead"})
 
 
 class _Facts:
@@ -103,8 +138,11 @@ class ClusterRunner:
         self._source = {**BUCKET_SCRIPTS, **NODE_SCRIPTS, **HINT_SCRIPTS}
         self._sha = {name: script_sha(source) for name, source in self._source.items()}
         self._claims_key = keys.nodes("claims")
-        #: Load shifts that could not be applied yet (retried before the next shift).
-        self._backlog: list[tuple[str, str, int]] = []
+        #: Load shifts not applied yet, summed per (load key, field): those that changed
+        #: no lifecycle's total, and those whose ``n_shift`` failed (sent with the next).
+        self._backlog: dict[tuple[str, str], int] = {}
+        #: The claims last read (flat ``HGETALL``) and when (``trio.current_time()``).
+        self._recent: tuple[float, Sequence[Any]] | None = None
 
     async def bounded(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         """Run ``call`` under the deadline rule; map every Redis failure to a typed error."""
@@ -144,7 +182,21 @@ class ClusterRunner:
                    *, write: bool = True) -> Any:
         """Run node or hint script ``name`` (keys of one slot: the nodes slot, a reminder
         partition's) without the deadline wrapper."""
+        if name in _CLAIM_CHANGES:
+            self._recent = None
+            if name == "n_remove_dead":
+                await self.flush()  # it reads the units this runner's shifts change
         return await self._eval(name, keys, args, write)
+
+    async def _claims(self, recent: bool) -> Sequence[Any]:
+        """Every claim (flat ``HGETALL``): read at most :data:`FACTS_MAX_AGE` ago when
+        ``recent``, else read now."""
+        now = trio.current_time()
+        if recent and self._recent is not None and now - self._recent[0] < FACTS_MAX_AGE:
+            return self._recent[1]
+        flat = await self._eval_read(["HGETALL", self._claims_key]) or []
+        self._recent = (now, flat)
+        return flat
 
     async def script(self, what: str, name: str, keys: Sequence[str],
                      args: Sequence[str | int | bytes], *, write: bool = True,
@@ -161,10 +213,11 @@ class ClusterRunner:
         bucket = int(tag[1:])
         all_keys = [*keys, *self.keys.bucket_meta(bucket)]
         facts = _Facts()
+        recent = name in _RECENT_FACTS
         if take is not None:
             await self._take(facts, *take)
         elif name in _PREFETCH:
-            facts.add_claims(await self._eval_read(["HGETALL", self._claims_key]) or [])
+            facts.add_claims(await self._claims(recent))
             for i in _PREFETCH[name]:
                 facts.fetched[text(args[i])] = 1
         try:
@@ -174,8 +227,16 @@ class ClusterRunner:
                 status, shifts, unmarks = await self._eval(
                     name, all_keys, [head, self.keys.relocation, *args], write)
                 code = text(status[0]) if isinstance(status, list) and status else ""
+                if recent and code in _FACT_REFUSALS:
+                    recent = False  # decided on claims read earlier: read them again
+                    fresh = _Facts()
+                    fresh.add_claims(await self._claims(False))
+                    fresh.fetched.update(facts.fetched)  # absent now means gone
+                    fresh.loads, fresh.taken = facts.loads, facts.taken
+                    facts = fresh
+                    continue
                 if code == "FACTS":
-                    facts.add_claims(await self._eval_read(["HGETALL", self._claims_key]) or [])
+                    facts.add_claims(await self._claims(False))
                     facts.fetched[text(status[1])] = 1
                     continue
                 if code == "TAKE":
@@ -198,6 +259,7 @@ class ClusterRunner:
         key = self.keys.load(mesh, rid, lc)  # type: ignore[arg-type]
         took, load, flat = await self._eval("n_take", [self._claims_key, key],
                                             [claim_field(mesh, rid), str(lc)], True)
+        self._recent = (trio.current_time(), flat)
         facts.add_claims(flat)
         facts.fetched[rid] = 1
         facts.loads[f"{mesh}|{rid}|{lc}"] = text(load)
@@ -205,18 +267,31 @@ class ClusterRunner:
             facts.taken[mesh, rid, str(lc)] = 1
 
     async def _settle(self, facts: _Facts, shifts: Sequence[Any]) -> None:
-        """Apply the script's load shifts and give back unused units (shielded)."""
-        moves: list[tuple[str, str, int]] = []
+        """Apply the script's load shifts and give back unused units (shielded); shifts
+        that change no lifecycle's total wait (see the module docstring)."""
         taken = dict(facts.taken)
+        totals: dict[str, int] = {}
         for mesh, rid, lc, field, delta in ([text(v) for v in s] for s in shifts or []):
             if field == "pending" and delta == "1" and taken.pop((mesh, rid, lc), 0):
                 continue  # the unit taken before the script
-            moves.append((self.keys.load(mesh, rid, int(lc)), field, int(delta)))  # type: ignore[arg-type]
+            key = self.keys.load(mesh, rid, int(lc))  # type: ignore[arg-type]
+            self._backlog[key, field] = self._backlog.get((key, field), 0) + int(delta)
+            totals[key] = totals.get(key, 0) + int(delta)
         for mesh, rid, lc in taken:
-            moves.append((self.keys.load(mesh, rid, int(lc)), "pending", -1))  # type: ignore[arg-type]
-        if not moves and not self._backlog:
+            key = self.keys.load(mesh, rid, int(lc))  # type: ignore[arg-type]
+            self._backlog[key, "pending"] = self._backlog.get((key, "pending"), 0) - 1
+            totals[key] = totals.get(key, 0) - 1
+        if any(totals.values()):
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Apply every load shift not applied yet in one ``n_shift`` (shielded from the
+        caller's cancellation, bounded by the store timeout). One that fails stays for the
+        next (never lost silently here)."""
+        moves = [(key, field, delta) for (key, field), delta in self._backlog.items() if delta]
+        self._backlog = {}
+        if not moves:
             return
-        moves, self._backlog = [*self._backlog, *moves], []
         args: list[str | int] = []
         for _, field, change in moves:
             args += [field, change]
@@ -226,7 +301,8 @@ class ClusterRunner:
                 return
             except (StoreUnavailable, ReplyError):
                 pass
-        self._backlog = moves  # applied before the next shift (never lost silently here)
+        for key, field, change in moves:
+            self._backlog[key, field] = self._backlog.get((key, field), 0) + change
 
     async def drop_marks(self, marks: Sequence[tuple[str, str]]) -> None:
         """Drop member ``marks`` (container, mark), each in its container's bucket

@@ -171,7 +171,10 @@ async def open_redis_cluster_store(url: str) -> AsyncIterator[RedisClusterStore]
         runner = ClusterRunner(router, keys, timeout=config.timeout, where=config.where)
         await runner.bounded("open (CLUSTER SHARDS)", router.refresh)
         await _check_buckets(runner, config)
-        yield RedisClusterStore(runner, config)
+        try:
+            yield RedisClusterStore(runner, config)
+        finally:
+            await runner.flush()  # the shifts still waiting (shielded, bounded)
 
 
 async def _check_buckets(runner: ClusterRunner, config: ClusterConfig) -> None:
