@@ -103,26 +103,51 @@ _CLAIM_CHANGES: Final = frozenset({
     "n_new_claim", "n_renew", "n_mark_placement", "n_remove", "n_remove_dead"})
 
 
+_COMPACT: Final = (",", ":")
+
+
+class _Read:
+    """Every claim as one read of the nodes slot returned them (a flat ``HGETALL``),
+    decoded once and encoded once for the scripts: a recent read serves many calls."""
+
+    __slots__ = ("claims", "encoded", "fetched")
+
+    def __init__(self, flat: Sequence[Any]) -> None:
+        self.fetched: dict[str, int] = {}
+        self.claims: dict[str, dict[str, Any]] = {}
+        for i in range(0, len(flat), 2):
+            c = json.loads(flat[i + 1])
+            self.fetched[c["rid"]] = 1
+            self.claims[text(flat[i])] = {k: c[k] for k in ("lc", "exp", "node", "cap")} | {
+                "serves": c.get("serves") or {}}
+        self.encoded = json.dumps(self.claims, separators=_COMPACT)
+
+
 class _Facts:
     """What the runner read from the nodes slot for one call."""
 
     def __init__(self) -> None:
         self.fetched: dict[str, int] = {}
         self.claims: dict[str, dict[str, Any]] = {}
+        #: The read ``claims`` are exactly (its encoding serves), if one.
+        self._read: _Read | None = None
         #: ``mesh|rid|lc`` -> load before the unit taken (text), and the units taken.
         self.loads: dict[str, str] = {}
         self.taken: dict[tuple[str, str, str], int] = {}
 
-    def add_claims(self, flat: Sequence[Any]) -> None:
-        for i in range(0, len(flat), 2):
-            c = json.loads(flat[i + 1])
-            self.fetched[c["rid"]] = 1
-            self.claims[text(flat[i])] = {k: c[k] for k in ("lc", "exp", "node", "cap")} | {
-                "serves": c.get("serves") or {}}
+    def add_claims(self, read: _Read) -> None:
+        self.fetched.update(read.fetched)
+        if not self.claims or self._read is read:
+            self.claims, self._read = dict(read.claims), read
+        else:
+            self.claims.update(read.claims)
+            self._read = None
 
     def encode(self) -> str:
-        return json.dumps({"f": self.fetched, "c": self.claims, "t": self.loads},
-                          separators=(",", ":"))
+        claims = (self._read.encoded if self._read is not None
+                  else json.dumps(self.claims, separators=_COMPACT))
+        return (f'{{"f":{json.dumps(self.fetched, separators=_COMPACT)},"c":{claims},'
+                f'"t":{json.dumps(self.loads, separators=_COMPACT)}}}')
 
 
 class ClusterRunner:
@@ -141,8 +166,8 @@ class ClusterRunner:
         #: Load shifts not applied yet, summed per (load key, field): those that changed
         #: no lifecycle's total, and those whose ``n_shift`` failed (sent with the next).
         self._backlog: dict[tuple[str, str], int] = {}
-        #: The claims last read (flat ``HGETALL``) and when (``trio.current_time()``).
-        self._recent: tuple[float, Sequence[Any]] | None = None
+        #: The claims last read and when (``trio.current_time()``).
+        self._recent: tuple[float, _Read] | None = None
 
     async def bounded(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         """Run ``call`` under the deadline rule; map every Redis failure to a typed error."""
@@ -188,15 +213,15 @@ class ClusterRunner:
                 await self.flush()  # it reads the units this runner's shifts change
         return await self._eval(name, keys, args, write)
 
-    async def _claims(self, recent: bool) -> Sequence[Any]:
-        """Every claim (flat ``HGETALL``): read at most :data:`FACTS_MAX_AGE` ago when
-        ``recent``, else read now."""
+    async def _claims(self, recent: bool) -> _Read:
+        """Every claim: read at most :data:`FACTS_MAX_AGE` ago when ``recent``, else read
+        now (one ``HGETALL``)."""
         now = trio.current_time()
         if recent and self._recent is not None and now - self._recent[0] < FACTS_MAX_AGE:
             return self._recent[1]
-        flat = await self._eval_read(["HGETALL", self._claims_key]) or []
-        self._recent = (now, flat)
-        return flat
+        read = _Read(await self._eval_read(["HGETALL", self._claims_key]) or [])
+        self._recent = (now, read)
+        return read
 
     async def script(self, what: str, name: str, keys: Sequence[str],
                      args: Sequence[str | int | bytes], *, write: bool = True,
@@ -259,8 +284,9 @@ class ClusterRunner:
         key = self.keys.load(mesh, rid, lc)  # type: ignore[arg-type]
         took, load, flat = await self._eval("n_take", [self._claims_key, key],
                                             [claim_field(mesh, rid), str(lc)], True)
-        self._recent = (trio.current_time(), flat)
-        facts.add_claims(flat)
+        read = _Read(flat)
+        self._recent = (trio.current_time(), read)
+        facts.add_claims(read)
         facts.fetched[rid] = 1
         facts.loads[f"{mesh}|{rid}|{lc}"] = text(load)
         if int(took):
