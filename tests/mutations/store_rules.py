@@ -1038,6 +1038,18 @@ STORE_RULES: tuple[Mutation, ...] = (
                 "test_a_claim_newer_than_the_claims_read_recently_is_read_again"],
     ),
     Mutation(
+        name="store.cluster_calls_carry_their_deadline",
+        family=_TXN,
+        rule="Redis Cluster: every command of a Spot transaction carries the caller's "
+             "deadline and the store timeout to the pipeline, so a paused master is given "
+             "up within the timeout.",
+        path="zlink_trio/store/redis_cluster/runner.py",
+        find="self._bucket(name, keys, args, write, take, limits))",
+        replace="self._bucket(name, keys, args, write, take, None))",
+        guards=["tests/store/test_redis_cluster.py::"
+                "test_a_paused_cluster_is_given_up_within_the_store_timeout"],
+    ),
+    Mutation(
         name="store.cluster_waiting_shifts_written_at_close",
         family=_TXN,
         rule="Redis Cluster: the shifts within a lifecycle that wait in the store are "

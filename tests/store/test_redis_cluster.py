@@ -22,10 +22,11 @@ import trio
 from redis_helpers import cluster_test_store, cluster_url_with, fresh_cluster_url
 from store_helpers import MESH, claim, ready, reserve
 
-from zlink_trio.core.errors import InvalidConfiguration, StoreUnavailable
+from zlink_trio.core.errors import DeadlineExceeded, InvalidConfiguration, StoreUnavailable
 from zlink_trio.core.records import AuthorityState
 from zlink_trio.store import open_store
 from zlink_trio.store.redis.admin import scan_keys
+from zlink_trio.store.redis.resp import encode_command
 from zlink_trio.store.redis_cluster import parse_cluster_url
 from zlink_trio.store.redis_cluster.keys import hash_slot
 
@@ -231,3 +232,25 @@ async def test_a_shift_within_a_lifecycle_is_written_by_the_close_of_the_store()
                 units = await store.location._run.command(  # type: ignore[attr-defined]
                     "units", ["HMGET", key, "pending", "active"])
                 assert units == [None, b"1"]
+
+
+async def test_a_paused_cluster_is_given_up_within_the_store_timeout():
+    # The deadlines travel with each command (no cancel scope on the way): a Reserve to
+    # paused masters ends in StoreUnavailable after the URL's timeout, not the pause's end,
+    # and a caller whose deadline has passed sends nothing.
+    with trio.fail_after(TIMEOUT):
+        async with cluster_test_store(buckets=8, timeout=0.3) as store:
+            node = await claim(store, capacity=10)
+            for master in store.router.masters():
+                await store.router.call_master(
+                    master, encode_command(["CLIENT", "PAUSE", "1500", "ALL"]))
+            started = trio.current_time()
+            with pytest.raises(StoreUnavailable):
+                await reserve(store, node, "p-1")
+            assert trio.current_time() - started < 1.0
+            with pytest.raises(DeadlineExceeded), trio.CancelScope(
+                    deadline=trio.current_time() - 1):
+                await reserve(store, node, "p-2")
+            for master in store.router.masters():  # the pause ends: calls go through
+                await store.router.call_master(master, encode_command(["CLIENT", "UNPAUSE"]))
+            assert (await reserve(store, node, "p-3")).spot_id == "p-3"

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from zlink_trio.core.errors import StoreUnavailable
+from zlink_trio.store.redis.pipeline import Expired
 from zlink_trio.store.redis.resp import ReplyError, encode_command
 from zlink_trio.store.redis_cluster.keys import SLOTS
 
@@ -41,13 +42,16 @@ if TYPE_CHECKING:
 
     from zlink_trio.store.redis.pipeline import Pipeline, Pipelines
 
-__all__ = ("Router",)
+__all__ = ("Limits", "Router")
 
 _MAX_ROUNDS: Final = 40
 _REFRESH_GAP: Final = 0.05
 _ASKING: Final = encode_command(["ASKING"])
 
 Address = tuple[str, int]
+#: A call's limits: the caller's effective deadline, and the store timeout as a point in
+#: time (the pipeline raises ``Expired`` when it passes with nothing sent).
+Limits = tuple[float, float]
 
 
 def _str(value: object) -> str:
@@ -153,13 +157,30 @@ class Router:
         no single redirect can place (``sweep``)."""
         return await self._pipeline(address, False).call(frame)
 
-    async def call(self, slot: int, frame: bytes, *, write: bool) -> Any:
-        """Send ``frame`` (a command on keys of ``slot``) to its master; follow redirects."""
+    async def _refresh_within(self, expires: float | None) -> None:
+        """:meth:`refresh`, given up (``Expired``: nothing of the call was sent) when the
+        store timeout passes first."""
+        if expires is None:
+            await self.refresh()
+            return
+        with trio.move_on_at(expires):
+            await self.refresh()
+            return
+        raise Expired
+
+    async def call(self, slot: int, frame: bytes, *, write: bool,
+                   limits: Limits | None = None) -> Any:
+        """Send ``frame`` (a command on keys of ``slot``) to its master; follow redirects.
+
+        ``limits``: the call's deadlines, enforced by the pipelines and here (without
+        them, the caller's cancel scopes do).
+        """
+        caller, expires = limits if limits is not None else (None, None)
         delay = 0.005
         for _ in range(_MAX_ROUNDS):
             address = self._slots[slot]
             if address is None:
-                await self.refresh()
+                await self._refresh_within(expires)
                 address = self._slots[slot]
                 if address is None:
                     raise StoreUnavailable(
@@ -167,7 +188,8 @@ class Router:
                         "(CLUSTERDOWN or a slot not covered); nothing was written, retry "
                         "once every slot is served")
             try:
-                return await self._pipeline(address, write).call(frame)
+                return await self._pipeline(address, write).call(frame, caller=caller,
+                                                                 expires=expires)
             except ReplyError as error:
                 text = str(error)
                 kind = text.split(" ", 1)[0]
@@ -175,20 +197,22 @@ class Router:
                     self.moved += 1
                     self._slots[slot] = _address(text.split()[2])
                     self.version += 1
-                    await self.refresh()
+                    await self._refresh_within(expires)
                     continue
                 if kind == "ASK":
                     self.asked += 1
                     target = _address(text.split()[2])
                     try:
                         return await self._pipeline(target, write).call(
-                            _ASKING + frame, replies=2)
+                            _ASKING + frame, replies=2, caller=caller, expires=expires)
                     except ReplyError as asked:
                         if not str(asked).startswith(("TRYAGAIN", "MOVED", "ASK")):
                             raise
                 elif kind not in ("TRYAGAIN", "CLUSTERDOWN", "LOADING"):
                     raise
                 self.retried += 1
+                if expires is not None and trio.current_time() + delay >= expires:
+                    raise Expired from None  # nothing ran: the redirects and retries say so
                 await trio.sleep(delay)
                 delay = min(delay * 2, 0.2)
         raise StoreUnavailable(

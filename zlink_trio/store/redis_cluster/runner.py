@@ -5,6 +5,10 @@ Theory of operation
 :class:`ClusterRunner` offers what the single-Redis ``ScriptRunner`` offers
 (``script``, ``command``, ``bounded``, the same deadline and typed-error rules), so the
 single-Redis store classes run on it unchanged where a transaction is one bucket's.
+As on one Redis, ``script`` and ``command`` enter no cancel scope: the caller's deadline
+and the store timeout (one point in time for every command of the call) go with each
+command to the pipelines and the router, which enforce them (``Limits``); ``bounded``
+serves the rarer calls.
 A bucket script (``lua``) may need facts of the nodes slot; the runner
 
 1. optionally **takes a capacity unit** first (``take=``; Reserve): the ``n_take`` node
@@ -64,7 +68,8 @@ import trio
 from zlink_trio.core.errors import DeadlineExceeded, StoreUnavailable
 from zlink_trio.store.redis.client import script_sha
 from zlink_trio.store.redis.codec import text
-from zlink_trio.store.redis.resp import NoScriptError, ReplyError, encode_command
+from zlink_trio.store.redis.pipeline import Expired
+from zlink_trio.store.redis.resp import NoScriptError, ReplyError, encode_args, encode_command
 from zlink_trio.store.redis_cluster.keys import claim_field, hash_slot, tag_of
 from zlink_trio.store.redis_cluster.lua import BUCKET_SCRIPTS, HINT_SCRIPTS, NODE_SCRIPTS
 
@@ -72,7 +77,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
     from zlink_trio.store.redis_cluster.keys import ClusterKeys
-    from zlink_trio.store.redis_cluster.router import Router
+    from zlink_trio.store.redis_cluster.router import Limits, Router
 
 __all__ = ("FACTS_MAX_AGE", "ClusterRunner")
 
@@ -162,6 +167,8 @@ class ClusterRunner:
         self.prefixes: Final = (keys.location, keys.relocation)
         self._source = {**BUCKET_SCRIPTS, **NODE_SCRIPTS, **HINT_SCRIPTS}
         self._sha = {name: script_sha(source) for name, source in self._source.items()}
+        #: ``EVALSHA <sha>`` of each script, encoded once.
+        self._heads = {name: encode_args(["EVALSHA", sha]) for name, sha in self._sha.items()}
         self._claims_key = keys.nodes("claims")
         #: Load shifts not applied yet, summed per (load key, field): those that changed
         #: no lifecycle's total, and those whose ``n_shift`` failed (sent with the next).
@@ -182,26 +189,56 @@ class ClusterRunner:
                     f"{error}); the transaction did not complete, retry once the store is "
                     "reachable") from error
         if caller <= limit:
-            raise DeadlineExceeded(
-                f"{what}: the caller's deadline passed before Redis Cluster at {self.where} "
-                "answered; a write in flight was abandoned, re-read before retrying")
+            raise self._late(what)
         raise StoreUnavailable(
             f"{what}: Redis Cluster at {self.where} did not answer within {self.timeout} s "
             "(paused, overloaded, failing over or unreachable); retry later")
 
-    async def _eval(self, name: str, keys: Sequence[str], argv: Sequence[str | int | bytes],
-                    write: bool) -> Any:
-        slot = hash_slot(keys[0])
-        call = encode_command(["EVALSHA", self._sha[name], len(keys), *keys, *argv])
+    def _late(self, what: str) -> DeadlineExceeded:
+        return DeadlineExceeded(
+            f"{what}: the caller's deadline passed before Redis Cluster at {self.where} "
+            "answered; a write in flight was abandoned, re-read before retrying")
+
+    def _limits(self, what: str) -> Limits:
+        """The caller's deadline and the store timeout's point in time for one call (the
+        pipelines enforce them: no cancel scope on the way, as on one Redis)."""
+        caller = trio.current_effective_deadline()
+        now = trio.current_time()
+        if caller <= now:  # the caller's time is up already: nothing is sent
+            raise self._late(what)
+        return caller, now + self.timeout
+
+    async def _limited(self, what: str, call: Awaitable[T]) -> T:
+        """Await ``call`` (made with :meth:`_limits`); map its failures to typed errors as
+        :meth:`bounded` does."""
         try:
-            return await self.router.call(slot, call, write=write)
+            return await call
+        except Expired:
+            raise StoreUnavailable(
+                f"{what}: Redis Cluster at {self.where} did not answer within "
+                f"{self.timeout} s (paused, overloaded, failing over or unreachable); "
+                "nothing was written, retry later") from None
+        except ReplyError as error:
+            raise StoreUnavailable(
+                f"{what}: Redis Cluster at {self.where} failed ({type(error).__name__}: "
+                f"{error}); the transaction did not complete, retry once the store is "
+                "reachable") from error
+
+    async def _eval(self, name: str, keys: Sequence[str], argv: Sequence[str | int | bytes],
+                    write: bool, limits: Limits | None = None) -> Any:
+        slot = hash_slot(keys[0])
+        call = self._heads[name] + encode_args([len(keys), *keys, *argv])
+        call = b"*%d\r\n%b" % (len(keys) + len(argv) + 3, call)
+        try:
+            return await self.router.call(slot, call, write=write, limits=limits)
         except NoScriptError:
             await self.router.call(slot, encode_command(["SCRIPT", "LOAD", self._source[name]]),
-                                   write=write)
-            return await self.router.call(slot, call, write=write)
+                                   write=write, limits=limits)
+            return await self.router.call(slot, call, write=write, limits=limits)
 
-    async def _eval_read(self, args: Sequence[str]) -> Any:
-        return await self.router.call(hash_slot(args[1]), encode_command(args), write=False)
+    async def _eval_read(self, args: Sequence[str], limits: Limits | None = None) -> Any:
+        return await self.router.call(hash_slot(args[1]), encode_command(args), write=False,
+                                      limits=limits)
 
     async def node(self, name: str, keys: Sequence[str], args: Sequence[str | int | bytes],
                    *, write: bool = True) -> Any:
@@ -213,13 +250,13 @@ class ClusterRunner:
                 await self.flush()  # it reads the units this runner's shifts change
         return await self._eval(name, keys, args, write)
 
-    async def _claims(self, recent: bool) -> _Read:
+    async def _claims(self, recent: bool, limits: Limits) -> _Read:
         """Every claim: read at most :data:`FACTS_MAX_AGE` ago when ``recent``, else read
         now (one ``HGETALL``)."""
         now = trio.current_time()
         if recent and self._recent is not None and now - self._recent[0] < FACTS_MAX_AGE:
             return self._recent[1]
-        read = _Read(await self._eval_read(["HGETALL", self._claims_key]) or [])
+        read = _Read(await self._eval_read(["HGETALL", self._claims_key], limits) or [])
         self._recent = (now, read)
         return read
 
@@ -229,20 +266,23 @@ class ClusterRunner:
         """Run bucket script ``name`` as one transaction (facts and shifts around it).
 
         ``take``: ``(mesh, rid, lc)`` whose capacity unit to take before the script.
+        The deadline rule is :meth:`bounded`'s, enforced by the pipelines: every command
+        of the call shares the one store timeout.
         """
-        return await self.bounded(what, lambda: self._bucket(name, keys, args, write, take))
+        limits = self._limits(what)
+        return await self._limited(what, self._bucket(name, keys, args, write, take, limits))
 
     async def _bucket(self, name: str, keys: Sequence[str], args: Sequence[str | int | bytes],
-                      write: bool, take: tuple[str, str, int] | None) -> Any:
+                      write: bool, take: tuple[str, str, int] | None, limits: Limits) -> Any:
         tag = tag_of(keys[0])
         bucket = int(tag[1:])
         all_keys = [*keys, *self.keys.bucket_meta(bucket)]
         facts = _Facts()
         recent = name in _RECENT_FACTS
         if take is not None:
-            await self._take(facts, *take)
+            await self._take(facts, *take, limits)
         elif name in _PREFETCH:
-            facts.add_claims(await self._claims(recent))
+            facts.add_claims(await self._claims(recent, limits))
             for i in _PREFETCH[name]:
                 facts.fetched[text(args[i])] = 1
         try:
@@ -250,23 +290,23 @@ class ClusterRunner:
                 head = "\n".join((self.keys.location, tag, str(self.keys.buckets), str(bucket),
                                   facts.encode()))
                 status, shifts, unmarks = await self._eval(
-                    name, all_keys, [head, self.keys.relocation, *args], write)
+                    name, all_keys, [head, self.keys.relocation, *args], write, limits)
                 code = text(status[0]) if isinstance(status, list) and status else ""
                 if recent and code in _FACT_REFUSALS:
                     recent = False  # decided on claims read earlier: read them again
                     fresh = _Facts()
-                    fresh.add_claims(await self._claims(False))
+                    fresh.add_claims(await self._claims(False, limits))
                     fresh.fetched.update(facts.fetched)  # absent now means gone
                     fresh.loads, fresh.taken = facts.loads, facts.taken
                     facts = fresh
                     continue
                 if code == "FACTS":
-                    facts.add_claims(await self._claims(False))
+                    facts.add_claims(await self._claims(False, limits))
                     facts.fetched[text(status[1])] = 1
                     continue
                 if code == "TAKE":
                     mesh, rid, lc = (text(v) for v in status[1:4])
-                    await self._take(facts, mesh, rid, int(lc))
+                    await self._take(facts, mesh, rid, int(lc), limits)
                     continue
                 await self._settle(facts, shifts)
                 if unmarks:
@@ -280,10 +320,11 @@ class ClusterRunner:
         raise StoreUnavailable(f"the claims in Redis Cluster at {self.where} kept changing "
                                "under the transaction; nothing was written, retry")
 
-    async def _take(self, facts: _Facts, mesh: str, rid: str, lc: int) -> None:
+    async def _take(self, facts: _Facts, mesh: str, rid: str, lc: int,
+                    limits: Limits) -> None:
         key = self.keys.load(mesh, rid, lc)  # type: ignore[arg-type]
         took, load, flat = await self._eval("n_take", [self._claims_key, key],
-                                            [claim_field(mesh, rid), str(lc)], True)
+                                            [claim_field(mesh, rid), str(lc)], True, limits)
         read = _Read(flat)
         self._recent = (trio.current_time(), read)
         facts.add_claims(read)
@@ -349,4 +390,6 @@ class ClusterRunner:
         frame = encode_command(args)
         key = args[1]
         slot = hash_slot(key if isinstance(key, str | bytes) else str(key))
-        return await self.bounded(what, lambda: self.router.call(slot, frame, write=False))
+        limits = self._limits(what)
+        return await self._limited(what, self.router.call(slot, frame, write=False,
+                                                          limits=limits))
