@@ -109,15 +109,17 @@ _CLAIM_CHANGES: Final = frozenset({
 
 
 _COMPACT: Final = (",", ":")
+_NO_FACTS: Final = '{"f":{},"c":{},"t":{}}'
 
 
 class _Read:
     """Every claim as one read of the nodes slot returned them (a flat ``HGETALL``),
     decoded once and encoded once for the scripts: a recent read serves many calls."""
 
-    __slots__ = ("claims", "encoded", "fetched")
+    __slots__ = ("claims", "encoded", "encoded_fetched", "fetched", "flat")
 
     def __init__(self, flat: Sequence[Any]) -> None:
+        self.flat = flat
         self.fetched: dict[str, int] = {}
         self.claims: dict[str, dict[str, Any]] = {}
         for i in range(0, len(flat), 2):
@@ -126,6 +128,7 @@ class _Read:
             self.claims[text(flat[i])] = {k: c[k] for k in ("lc", "exp", "node", "cap")} | {
                 "serves": c.get("serves") or {}}
         self.encoded = json.dumps(self.claims, separators=_COMPACT)
+        self.encoded_fetched = json.dumps(self.fetched, separators=_COMPACT)
 
 
 class _Facts:
@@ -149,10 +152,18 @@ class _Facts:
             self._read = None
 
     def encode(self) -> str:
-        claims = (self._read.encoded if self._read is not None
-                  else json.dumps(self.claims, separators=_COMPACT))
-        return (f'{{"f":{json.dumps(self.fetched, separators=_COMPACT)},"c":{claims},'
-                f'"t":{json.dumps(self.loads, separators=_COMPACT)}}}')
+        read = self._read
+        if read is None:
+            if not (self.fetched or self.claims or self.loads):
+                return _NO_FACTS
+            fetched = json.dumps(self.fetched, separators=_COMPACT)
+            claims = json.dumps(self.claims, separators=_COMPACT)
+        else:
+            fetched = (read.encoded_fetched if self.fetched.keys() == read.fetched.keys()
+                       else json.dumps(self.fetched, separators=_COMPACT))
+            claims = read.encoded
+        loads = json.dumps(self.loads, separators=_COMPACT) if self.loads else "{}"
+        return f'{{"f":{fetched},"c":{claims},"t":{loads}}}'
 
 
 class ClusterRunner:
@@ -325,7 +336,8 @@ class ClusterRunner:
         key = self.keys.load(mesh, rid, lc)  # type: ignore[arg-type]
         took, load, flat = await self._eval("n_take", [self._claims_key, key],
                                             [claim_field(mesh, rid), str(lc)], True, limits)
-        read = _Read(flat)
+        recent = self._recent
+        read = recent[1] if recent is not None and recent[1].flat == flat else _Read(flat)
         self._recent = (trio.current_time(), read)
         facts.add_claims(read)
         facts.fetched[rid] = 1
