@@ -83,6 +83,7 @@ class ClusterKeys(Keys):
         super().__init__(prefix)
         self.buckets: Final = buckets
         self.prefix: Final = prefix
+        self._meta: dict[int, tuple[str, ...]] = {}
 
     def bucket(self, text: str) -> int:
         """The bucket of a Spot ID or a root ref."""
@@ -104,13 +105,18 @@ class ClusterKeys(Keys):
         base = f"{self.relocation}{self._b(spot_id)}:inbox:{spot_id}:{object_generation}"
         return base, f"{base}:log"
 
-    def bucket_meta(self, bucket: int) -> list[str]:
+    def bucket_meta(self, bucket: int) -> tuple[str, ...]:
         """The keys every script of ``bucket`` declares besides its own: ids, counts,
         gen (Location) and stats (Relocation), so a resharding migration of the slot
-        answers TRYAGAIN rather than running a script on half of a bucket."""
-        tag = f"{{b{bucket}}}"
-        return [f"{self.location}{tag}:ids", f"{self.location}{tag}:counts",
-                f"{self.location}{tag}:gen", f"{self.relocation}{tag}:stats"]
+        answers TRYAGAIN rather than running a script on half of a bucket (built once
+        per bucket)."""
+        meta = self._meta.get(bucket)
+        if meta is None:
+            tag = f"{{b{bucket}}}"
+            meta = self._meta[bucket] = (
+                f"{self.location}{tag}:ids", f"{self.location}{tag}:counts",
+                f"{self.location}{tag}:gen", f"{self.relocation}{tag}:stats")
+        return meta
 
     def members(self, container: str) -> str:
         """The member marks of ``container`` (in its bucket)."""

@@ -32,11 +32,17 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from zlink_trio.core.records import RecoveryPointer
 from zlink_trio.store.redis.codec import raise_status, text
 from zlink_trio.store.redis.combined import RedisCombined, receipt_key
 from zlink_trio.store.redis.relocation import RedisRelocationStore
 from zlink_trio.store.rules.combined import check_finish_args
-from zlink_trio.store.rules.relocation_store import MAX_SEQ, check_cursor_move
+from zlink_trio.store.rules.relocation_store import (
+    MAX_SEQ,
+    check_bytes,
+    check_cursor_move,
+    receipt_of,
+)
 from zlink_trio.store.values import FirstRecordCleanup, RelocationStatistics
 
 if TYPE_CHECKING:
@@ -68,9 +74,6 @@ class ClusterCombined(RedisCombined):
                                 stable_type: str, mesh: str, owner: OwnerFence,
                                 now: float) -> tuple[ReservationFence, RootReceipt]:
         """Reserve (with the pointer) beside PutRoot; see the module docstring."""
-        from zlink_trio.core.records import RecoveryPointer
-        from zlink_trio.store.rules.relocation_store import check_bytes, receipt_of
-
         raw = check_bytes(root, "root")
         receipt = receipt_of(raw)
         key = self._keys.root(receipt.ref)
