@@ -46,13 +46,7 @@ from typing import TYPE_CHECKING
 import zlink_trio as zl
 from zlink_trio.bench.local import IN_FLIGHT, Echo, Ping, Pong, rate
 from zlink_trio.bench.raw_spawn import raw_spawn_rate
-from zlink_trio.bench.stores import (
-    COMMANDS,
-    ROUND_TRIPS,
-    bench_store_url,
-    count_store_calls,
-    txn_figures,
-)
+from zlink_trio.bench.stores import bench_store_url, count_store_calls, txn_figures
 from zlink_trio.store import open_store
 
 if TYPE_CHECKING:
@@ -117,8 +111,8 @@ async def _backend_figures(url: str, cold: int, *, with_spawn: bool = False
             if with_spawn:
                 gc.collect()
                 raw = max(raw, await raw_spawn_rate(cold, min(IN_FLIGHT, cold)))
-    trips = {"round_trips": round(calls.pop(ROUND_TRIPS, 0) / counted, 2),
-             "commands": round(calls.pop(COMMANDS, 0) / counted, 2)}
+    trips = {"round_trips": round(calls.round_trips / counted, 2),
+             "commands": round(calls.commands / counted, 2)}
     per_activation = {name: round(n / counted, 2) for name, n in sorted(calls.items())}
     figures: dict[str, object] = {"sequential": round(sequential),
                                   "in_flight": round(concurrent), "store_calls": per_activation,

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = (
     "BACKENDS",
     "DEFAULT_REDIS_URL",
+    "StoreCalls",
     "bench_store_url",
     "count_store_calls",
     "main",
@@ -182,14 +183,19 @@ class _Trips:
 #: The outermost store call being counted in this task (and the tasks it starts).
 _TRIPS: contextvars.ContextVar[_Trips | None] = contextvars.ContextVar("_TRIPS", default=None)
 
-#: Keys of :func:`count_store_calls`'s counter that are not store methods.
-ROUND_TRIPS: Final = "redis.round_trips"
-COMMANDS: Final = "redis.commands"
+
+class StoreCalls(collections.Counter[str]):
+    """Store method -> calls (:func:`count_store_calls`), and the Redis traffic behind
+    them: :attr:`commands` sent and :attr:`round_trips` waited for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.commands = self.round_trips = 0
 
 
 @contextmanager
 def count_store_calls(store: Store, *, background: bool = False
-                      ) -> Iterator[collections.Counter[str]]:
+                      ) -> Iterator[StoreCalls]:
     """Count calls of every public store method of ``store``'s backend (all instances).
 
     The counter maps ``"location.reserve"``-style names (``"combined.…"`` for the
@@ -200,16 +206,16 @@ def count_store_calls(store: Store, *, background: bool = False
     not counted: they are the node's background scan, not the work measured -- unless
     ``background`` (a node at rest: its background work is what is measured).
 
-    On the Redis backends (one Redis, Redis Cluster) it also counts, under
-    :data:`COMMANDS`, every command those calls sent (a script, a read) and, under
-    :data:`ROUND_TRIPS`, their round trips: per outermost call, its longest chain of
+    On the Redis backends (one Redis, Redis Cluster) it also counts, in
+    :attr:`StoreCalls.commands`, every command those calls sent (a script, a read) and,
+    in :attr:`StoreCalls.round_trips`, their round trips: per outermost call, its longest chain of
     commands each sent after the one before it was answered -- the waits one after
     another that its latency is made of; commands in flight at once, to one Redis in one
     batch or to several masters, are one round trip.
     """
     from zlink_trio.store.redis.pipeline import Pipeline
 
-    counts: collections.Counter[str] = collections.Counter()
+    counts = StoreCalls()
     patched: list[tuple[type, str, Any]] = []
 
     def counted(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
@@ -226,9 +232,8 @@ def count_store_calls(store: Store, *, background: bool = False
                 return await method(*args, **kwargs)
             finally:
                 _TRIPS.reset(token)
-                if trips.commands:
-                    counts[ROUND_TRIPS] += trips.rounds
-                    counts[COMMANDS] += trips.commands
+                counts.round_trips += trips.rounds
+                counts.commands += trips.commands
 
         return call
 
