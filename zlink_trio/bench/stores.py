@@ -186,7 +186,7 @@ _TRIPS: contextvars.ContextVar[_Trips | None] = contextvars.ContextVar("_TRIPS",
 
 class StoreCalls(collections.Counter[str]):
     """Store method -> calls (:func:`count_store_calls`), and the Redis traffic behind
-    them: :attr:`commands` sent and :attr:`round_trips` waited for."""
+    them: ``commands`` sent and ``round_trips`` waited for."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -206,9 +206,9 @@ def count_store_calls(store: Store, *, background: bool = False
     not counted: they are the node's background scan, not the work measured -- unless
     ``background`` (a node at rest: its background work is what is measured).
 
-    On the Redis backends (one Redis, Redis Cluster) it also counts, in
-    :attr:`StoreCalls.commands`, every command those calls sent (a script, a read) and,
-    in :attr:`StoreCalls.round_trips`, their round trips: per outermost call, its longest chain of
+    On the Redis backends (one Redis, Redis Cluster) it also counts, in the counter's
+    ``commands``, every command those calls sent (a script, a read) and, in its
+    ``round_trips``, their round trips: per outermost call, its longest chain of
     commands each sent after the one before it was answered -- the waits one after
     another that its latency is made of; commands in flight at once, to one Redis in one
     batch or to several masters, are one round trip.
