@@ -178,3 +178,35 @@ async def test_many_reminders_are_taken_in_scan_order_across_rounds(crash):
             assert [(r.due, r.spot_id) for r in rest] == expected[3:]
             for spot_id in spots:
                 assert await _hint_of(store, spot_id, "ghost") == (None, None)
+
+
+async def test_a_take_reads_the_due_hints_of_each_master_in_one_script():
+    """The due hints of all 64 partitions are read one script per master (the sweep); with
+    a stale slot map those scripts meet keys their node does not serve, and each master's
+    partitions are read one call each, with redirects: the same reminders are taken."""
+    with trio.fail_after(TIMEOUT):
+        async with cluster_test_store() as store:
+            node = await claim(store, lease=1000.0, capacity=20)
+            location = store.location
+            sweep = location._reminder_steps.sweep
+            for i in range(8):
+                record = await ready(store, node, f"s-{i}", stable_type="counter",
+                                     kind=SpotKind.INSTANCE)
+                await location.set_reminder(record.fence(), "tick", due=float(i + 1),
+                                            period=None, now=0.0)
+            masters = store.router.masters()
+            assert await _take(store, node, now=0.5) == []  # nothing due yet
+            assert (sweep.grouped, sweep.fell_back) == (len(masters), 0)
+            taken = await _take(store, node, now=4.0)  # held until 9.0
+            assert [(r.spot_id, r.due) for r in taken] == [(f"s-{i}", float(i + 1))
+                                                            for i in range(4)]
+            slots = store.router._slots
+            for slot, address in enumerate(slots):  # every slot "on" the next master
+                if address is not None:
+                    slots[slot] = masters[(masters.index(address) + 1) % len(masters)]
+            store.router.version += 1
+            stale = await _take(store, node, now=8.0)
+            assert [(r.spot_id, r.due) for r in stale] == [(f"s-{i}", float(i + 1))
+                                                           for i in range(4, 8)]
+            assert sweep.fell_back >= len(masters)
+            assert store.router.moved > 0

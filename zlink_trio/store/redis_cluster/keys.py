@@ -138,17 +138,21 @@ class ClusterKeys(Keys):
         """The reminder hint watermarks of ``spot_id``'s bucket (``reminders``)."""
         return f"{self.location}{self._b(spot_id)}:rwm"
 
+    def partition_tag(self, partition: int) -> str:
+        """The hash tag of reminder ``partition``'s keys."""
+        return f"rp{partition}"
+
     def reminder_index(self, mesh: str, partition: int) -> str:
         """The due hints of ``mesh`` in reminder ``partition`` (the partition's slot)."""
-        return f"{self.location}{{rp{partition}}}:due:{mesh}"
+        return f"{self.location}{{{self.partition_tag(partition)}}}:due:{mesh}"
 
     def reminder_tokens(self, mesh: str, partition: int) -> str:
         """The token of each hint's last write (beside :meth:`reminder_index`)."""
-        return f"{self.location}{{rp{partition}}}:tok:{mesh}"
+        return f"{self.location}{{{self.partition_tag(partition)}}}:tok:{mesh}"
 
     def reminder_tokens_issued(self, partition: int) -> str:
         """The last hint token issued in reminder ``partition`` (every Mesh's)."""
-        return f"{self.location}{{rp{partition}}}:seq"
+        return f"{self.location}{{{self.partition_tag(partition)}}}:seq"
 
     def bans(self, actor_id: str) -> str:
         """The banned mark tokens of ``actor_id`` (in its bucket)."""

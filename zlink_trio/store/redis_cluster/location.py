@@ -113,7 +113,8 @@ class ClusterLocationStore(RedisLocationStore):
 
     def __init__(self, runner: ClusterRunner, keys: ClusterKeys) -> None:
         super().__init__(runner, keys)  # type: ignore[arg-type]  # same interface
-        self.sweep: Final = Sweep(runner.router, keys.buckets)
+        self.sweep: Final = Sweep(runner.router,
+                                  [keys.bucket_tag(b) for b in range(keys.buckets)])
         self.membership: Final = ClusterMembership(runner, keys)
         self.carry: Final = ClusterCarry(runner, keys)
         self._reminder_steps = ClusterReminders(runner, keys)

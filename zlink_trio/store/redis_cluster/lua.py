@@ -647,16 +647,24 @@ redis.call('HSET', KEYS[2], ARGV[1], t)
 return t
 """
 
-# KEYS: due hints, hint tokens. ARGV: now, limit. The first limit hints due at now, by
-# (score, member): {member, score, token or ''} each.
-_HINTS_DUE: Final = r"""#!lua flags=no-writes
-local out = {}
-local due = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARGV[2],
-                       'WITHSCORES')
-for i = 1, #due, 2 do
-  out[#out + 1] = {due[i], due[i + 1], redis.call('HGET', KEYS[2], due[i]) or ''}
+# KEYS: due hints, hint tokens (one partition) -- or, with no KEYS, the same pairs of every
+# partition a master serves after ARGV's first two (``sweep``: one script per master, the
+# key names as arguments). ARGV: now, limit. Per partition, the first limit hints due at
+# now, by (score, member): {member, score, token or ''} each.
+_HINTS_DUE: Final = r"""#!lua flags=no-writes,allow-cross-slot-keys
+local names = KEYS
+if #names == 0 then names = {unpack(ARGV, 3)} end
+local parts = {}
+for k = 1, #names, 2 do
+  local out = {}
+  local due = redis.call('ZRANGE', names[k], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARGV[2],
+                         'WITHSCORES')
+  for i = 1, #due, 2 do
+    out[#out + 1] = {due[i], due[i + 1], redis.call('HGET', names[k + 1], due[i]) or ''}
+  end
+  parts[#parts + 1] = out
 end
-return out
+return parts
 """
 
 # KEYS: due hints, hint tokens. ARGV: member, the token read with it, score ('' = its

@@ -39,7 +39,8 @@ an early hint of a reminder that is gone.
 slot, with ``check_owner``'s refusals; a claim's expiry only grows while it lives and an
 ended lifecycle never returns, so the check holds when the takes run, ``runner``). Then,
 per round: it reads the due hints of every partition it scans with their tokens (one
-``h_due`` per partition, all in flight together), merges them by (score, member) and,
+read-only ``h_due`` per master over all of its partitions, ``sweep``; one per partition
+where that cannot run), merges them by (score, member) and,
 for the first ``limit`` it still needs, runs ``reminder_take`` in each hint's bucket:
 that script first raises the bucket's watermark of the partition to the hint's token,
 then takes the reminder only if it is there (of that Mesh), due and not held -- it
@@ -86,7 +87,7 @@ from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Final
 
 from zlink_trio.core.errors import StoreUnavailable, Unavailable
-from zlink_trio.core.placement import reminder_partition
+from zlink_trio.core.placement import REMINDER_PARTITIONS, reminder_partition
 from zlink_trio.store.redis.codec import decode_record, raise_status, text
 from zlink_trio.store.redis.reminders import (
     RedisReminders,
@@ -96,7 +97,8 @@ from zlink_trio.store.redis.reminders import (
     reply_parts,
 )
 from zlink_trio.store.redis_cluster.keys import claim_field
-from zlink_trio.store.redis_cluster.sweep import gather
+from zlink_trio.store.redis_cluster.lua import HINT_SCRIPTS
+from zlink_trio.store.redis_cluster.sweep import Sweep, gather
 from zlink_trio.store.rules.reminders import check_take_args
 
 if TYPE_CHECKING:
@@ -116,6 +118,10 @@ _TAKE_ROUNDS: Final = 8
 
 #: A candidate of a take: hint score, member, partition, token.
 _Candidate = tuple[float, bytes, int, str]
+
+#: The due-hint read (``h_due``): one partition's keys declared, or a master's partitions
+#: as arguments (``sweep``).
+_DUE: Final = HINT_SCRIPTS["h_due"]
 
 
 def _seq(value: object, what: str) -> Sequence[Any]:
@@ -142,6 +148,9 @@ class ClusterReminders(RedisReminders):
 
     def __init__(self, runner: ClusterRunner, keys: ClusterKeys) -> None:
         super().__init__(runner, keys)  # type: ignore[arg-type]  # same interface
+        #: The due hints of a take's partitions, one script per master.
+        self.sweep: Final = Sweep(runner.router, [keys.partition_tag(p)
+                                                  for p in range(REMINDER_PARTITIONS)])
 
     # -- the hooks of RedisReminders -------------------------------------------------------
 
@@ -215,8 +224,8 @@ class ClusterReminders(RedisReminders):
         seen: dict[int, set[bytes]] = {p: set() for p in wanted}
         for _ in range(_TAKE_ROUNDS):
             need = limit - len(taken)
-            pages = await gather([self._reader(what, mesh, p, now, need + len(seen[p]))
-                                  for p in wanted])
+            pages = await self._due(what, mesh, wanted, now,
+                                    need + max((len(s) for s in seen.values()), default=0))
             more = False
             candidates: list[_Candidate] = []
             for partition, page in zip(wanted, pages, strict=True):
@@ -258,13 +267,23 @@ class ClusterReminders(RedisReminders):
         elif expires is not None and not float(now) < expires:
             raise_status(["EXPIRED", rid, lc, found[1]], what)
 
-    def _reader(self, what: str, mesh: str, partition: int, now: float,
-                count: int) -> Callable[[], Awaitable[Any]]:
-        keys = self._keys
-        return lambda: self._run.bounded(what, lambda: self._run.node(
-            "h_due", [keys.reminder_index(mesh, partition),
-                      keys.reminder_tokens(mesh, partition)], [repr(float(now)), count],
-            write=False))
+    async def _due(self, what: str, mesh: str, wanted: Sequence[int], now: float,
+                   count: int) -> list[Any]:
+        """The first ``count`` hints due at ``now`` of each of the ``wanted`` partitions, in
+        their order: one read-only script per master (``sweep``), or one per partition
+        where that cannot run."""
+        keys, run = self._keys, self._run
+        args: list[str | int] = [repr(float(now)), count]
+
+        def names(partition: int) -> tuple[str, str]:
+            return keys.reminder_index(mesh, partition), keys.reminder_tokens(mesh, partition)
+
+        async def alone(partition: int) -> Any:
+            return _seq(await run.node("h_due", names(partition), args, write=False), what)[0]
+
+        pages, _ = await run.bounded(what, lambda: self.sweep.parts(
+            _DUE, names, args, alone, only=wanted, variant=mesh))
+        return [pages[p] for p in wanted]
 
     def _taker(self, what: str, candidate: _Candidate, args: Sequence[str | int]
                ) -> Callable[[], Awaitable[tuple[float, StoredReminder] | None]]:

@@ -1,4 +1,4 @@
-"""Reads over every bucket on Redis Cluster: one script per master, not one call per bucket.
+"""Reads over many slots on Redis Cluster: one script per master, not one call per slot.
 
 Theory of operation
 -------------------
@@ -21,6 +21,10 @@ bucket with its keys declared, as every other call does; those follow ``MOVED`` 
 ``ASK`` / ``TRYAGAIN`` (``router``). A bucket whose slot has no master in the map yet
 goes the per-bucket way too. Only reads are swept: a write stays one bucket's
 transaction, its keys declared.
+
+The same holds for any set of parts that each live in one slot: a take of due reminders
+reads the due hints of its reminder partitions (``{rp<p>}``, ``reminders``) one script per
+master the same way -- three scripts a take on three masters, not 64.
 """
 
 from __future__ import annotations
@@ -104,21 +108,24 @@ async def gather(calls: Sequence[Callable[[], Awaitable[Any]]]) -> list[Any]:
 
 
 class Sweep:
-    """Reads over every one of ``buckets`` buckets, grouped by master (theory above)."""
+    """Reads over parts that each live in one slot (the buckets, or the reminder
+    partitions), grouped by master (theory above)."""
 
-    def __init__(self, router: Router, buckets: int) -> None:
+    def __init__(self, router: Router, tags: Sequence[str]) -> None:
         self._router = router
-        self._buckets = buckets
-        #: The hash slot of each bucket (fixed: the slot of its tag ``{b<k>}``).
-        self._slots = [hash_slot(f"{{b{b}}}") for b in range(buckets)]
-        #: Per script, each bucket's key names, built once (``keys`` never changes).
-        self._keys: dict[str, list[Sequence[str]]] = {}
-        #: The groups of the slot map as it was at ``router.version``, and per script
-        #: and group its key names encoded (RESP, no array header), built once.
+        self._buckets = len(tags)
+        #: The hash slot of each part (fixed: the slot of its hash tag, ``b<k>``, ``rp<p>``).
+        self._slots = [hash_slot(tag) for tag in tags]
+        #: Per script and variant, each part's key names, built once (``keys`` never
+        #: changes for them).
+        self._keys: dict[tuple[str, str], list[Sequence[str]]] = {}
+        #: The groups of the slot map as it was at ``router.version``, and per script,
+        #: variant and group its key names encoded (RESP, no array header), built once.
         self._groups: tuple[int, dict[Address, tuple[int, ...]], list[int]] | None = None
-        self._frames: dict[tuple[str, tuple[int, ...]], tuple[int, bytes]] = {}
-        self._sha = {source: script_sha(source) for source in (STATISTICS, TOTALS, LISTING)}
-        #: Groups sent / groups that fell back to one call per bucket (tests read them).
+        self._frames: dict[tuple[str, str, tuple[int, ...]], tuple[int, bytes]] = {}
+        #: The SHA-1 of each script source, computed at its first use.
+        self._sha: dict[str, str] = {}
+        #: Groups sent / groups that fell back to one call per part (tests read them).
         self.grouped = self.fell_back = 0
 
     async def each(self, source: str, keys: Callable[[int], Sequence[str]],
@@ -130,22 +137,32 @@ class Sweep:
 
     async def parts(self, source: str, keys: Callable[[int], Sequence[str]],
                     args: Sequence[str | int], one: Callable[[int], Awaitable[Any]], *,
-                    whole: bool = False) -> tuple[list[Any], list[Any]]:
-        """Every bucket's part, in bucket order: script ``source`` once per master with
-        ``args`` then ``keys(b)`` of each of its buckets, or ``one(b)`` per bucket where
+                    whole: bool = False, only: Sequence[int] | None = None,
+                    variant: str = "") -> tuple[list[Any], list[Any]]:
+        """Every part's answer, in part order: script ``source`` once per master with
+        ``args`` then ``keys(b)`` of each of its parts, or ``one(b)`` per part where
         that cannot run. ``keys`` must be the same function of ``b`` at every call with
-        this ``source`` (its results are kept).
+        this ``source`` and ``variant`` (its results are kept); a caller whose key names
+        depend on a value (a Mesh) passes it as ``variant``.
 
-        With ``whole``, a master's script answers for all of its buckets at once (a
-        summary): those answers come second, and only the buckets that fell back
+        ``only``: read just these parts (the others' answers are ``None``).
+        With ``whole``, a master's script answers for all of its parts at once (a
+        summary): those answers come second, and only the parts that fell back
         (``one(b)``) are in the first list (the others are ``None``).
 
-        Not bounded here: the caller's per-bucket calls are, and the caller bounds the
+        Not bounded here: the caller's per-part calls are, and the caller bounds the
         whole (``ClusterRunner.bounded``)."""
-        per_bucket = self._keys.get(source)
+        per_bucket = self._keys.get((source, variant))
         if per_bucket is None:
-            per_bucket = self._keys[source] = [keys(b) for b in range(self._buckets)]
+            if len(self._keys) > 64:  # variants no longer read
+                self._keys.clear()
+            per_bucket = self._keys[source, variant] = [keys(b) for b in range(self._buckets)]
         groups, alone = self._grouping()
+        if only is not None:
+            wanted = set(only)
+            groups = {a: kept for a, m in groups.items()
+                      if (kept := tuple(b for b in m if b in wanted))}
+            alone = [b for b in alone if b in wanted]
         parts: list[Any] = [None] * self._buckets
 
         def by_bucket(b: int) -> Callable[[], Awaitable[None]]:
@@ -156,11 +173,13 @@ class Sweep:
         def by_master(address: Address, members: tuple[int, ...]
                       ) -> Callable[[], Awaitable[None]]:
             async def run() -> None:
-                named = self._frames.get((source, members))
+                named = self._frames.get((source, variant, members))
                 if named is None:
                     names = [k for b in members for k in per_bucket[b]]
                     named = (len(names), encode_command(names).split(b"\r\n", 1)[1])
-                    self._frames[source, members] = named
+                    if len(self._frames) > 256:  # variants or groups no longer read
+                        self._frames.clear()
+                    self._frames[source, variant, members] = named
                 try:
                     replies = await self._script(address, source, named, args)
                 except ReplyError:  # a key not served here (now): nothing written
@@ -198,14 +217,16 @@ class Sweep:
         fixed = {a: tuple(m) for a, m in groups.items()}
         if not alone:  # a map with holes is being read again: do not keep it
             self._groups = (version, fixed, alone)
-        if len(self._frames) > 64:  # groups of old maps
-            self._frames.clear()
+        self._frames.clear()  # the groups of the old map
         return fixed, alone
 
     async def _script(self, address: Address, source: str, named: tuple[int, bytes],
                       args: Sequence[str | int]) -> Any:
         count, names = named
-        head = encode_command(["EVALSHA", self._sha[source], 0, *args])
+        sha = self._sha.get(source)
+        if sha is None:
+            sha = self._sha[source] = script_sha(source)
+        head = encode_command(["EVALSHA", sha, 0, *args])
         frame = b"*%d\r\n" % (3 + len(args) + count) + head.split(b"\r\n", 1)[1] + names
         try:
             return await self._router.call_master(address, frame)
