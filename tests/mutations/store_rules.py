@@ -1044,8 +1044,8 @@ STORE_RULES: tuple[Mutation, ...] = (
              "deadline and the store timeout to the pipeline, so a paused master is given "
              "up within the timeout.",
         path="zlink_trio/store/redis_cluster/runner.py",
-        find="self._bucket(name, keys, args, write, take, limits))",
-        replace="self._bucket(name, keys, args, write, take, None))",
+        find="self._bucket(name, keys, args, write, take, limits,\n",
+        replace="self._bucket(name, keys, args, write, take, None,\n",
         guards=["tests/store/test_redis_cluster.py::"
                 "test_a_paused_cluster_is_given_up_within_the_store_timeout"],
     ),

@@ -237,21 +237,29 @@ def count_store_calls(store: Store, *, background: bool = False
 
         return call
 
-    send = Pipeline.call
+    submit, answer = Pipeline.submit, Pipeline.answer
+    #: Each command sent and not answered yet: the call it is part of and its depth.
+    depths: dict[int, tuple[_Trips, int]] = {}
 
-    async def sent(self: Pipeline, frame: bytes, **kwargs: Any) -> Any:
+    def submitted(self: Pipeline, frame: bytes, **kwargs: Any) -> Any:
+        item = submit(self, frame, **kwargs)
         trips = _TRIPS.get()
-        if trips is None:
-            return await send(self, frame, **kwargs)
-        # A command waits on the answers the call had before sending it: it ends a chain
-        # one longer than the longest of those.
-        depth = trips.done + 1
-        trips.commands += 1
-        trips.rounds = max(trips.rounds, depth)
+        if trips is not None:
+            # A command waits on the answers the call had before sending it: it ends a
+            # chain one longer than the longest of those.
+            depth = trips.done + 1
+            trips.commands += 1
+            trips.rounds = max(trips.rounds, depth)
+            depths[id(item)] = (trips, depth)
+        return item
+
+    async def answered(self: Pipeline, item: Any) -> Any:
         try:
-            return await send(self, frame, **kwargs)
+            return await answer(self, item)
         finally:
-            trips.done = max(trips.done, depth)
+            sent = depths.pop(id(item), None)
+            if sent is not None:
+                sent[0].done = max(sent[0].done, sent[1])
 
     try:
         parts = [("location", store.location), ("relocation", store.relocation),
@@ -264,8 +272,9 @@ def count_store_calls(store: Store, *, background: bool = False
                     label = "location.find" if (side, name) == ("combined", "find") \
                         else f"{side}.{name}"
                     setattr(cls, name, counted(label, method))
-        patched.append((Pipeline, "call", send))
-        Pipeline.call = sent  # type: ignore[method-assign]
+        patched += [(Pipeline, "submit", submit), (Pipeline, "answer", answer)]
+        Pipeline.submit = submitted  # type: ignore[method-assign]
+        Pipeline.answer = answered  # type: ignore[method-assign]
         yield counts
     finally:
         for cls, name, original in reversed(patched):

@@ -93,7 +93,7 @@ from zlink_trio.store.redis.resp import NeedMore, Reader, encode_command
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
 
-__all__ = ("Expired", "Pipeline", "Pipelines", "open_pipelines")
+__all__ = ("Expired", "Pipeline", "Pipelines", "QueuedCall", "open_pipelines")
 
 LOGGER: Final = logging.getLogger("zlink_trio.store")
 
@@ -110,7 +110,7 @@ class Expired(Exception):
     """
 
 
-class _Item(ParkingSlot):
+class QueuedCall(ParkingSlot):
     """One call in the pipeline; its caller parks in it (no ``trio.Event``: this is once
     per store call) until its answer is there or its wait is given up."""
 
@@ -156,11 +156,11 @@ class Pipeline:
         self._where = where
         #: Reads resume one scheduling round late: see "Reads never overtake" above.
         self._reads = reads
-        self._queue: list[_Item] = []
+        self._queue: list[QueuedCall] = []
         self._wakeup = trio.Event()
         self._stream: trio.SocketStream | None = None
         self._reader = Reader()
-        self._inflight: list[_Item] = []
+        self._inflight: list[QueuedCall] = []
         self._batch_scope: trio.CancelScope | None = None
         self._on_wire = False  # the current batch's bytes started to leave
         #: The sender's scope: shielded from outside cancellation, cancelled by close().
@@ -194,12 +194,21 @@ class Pipeline:
         When the caller's wait is cancelled, the item is abandoned; if it may have run,
         :class:`StoreUnavailable` says so instead of the cancellation's own error.
         """
+        return await self.answer(self.submit(frame, replies=replies, caller=caller,
+                                             expires=expires))
+
+    def submit(self, frame: bytes, *, replies: int = 1, caller: float | None = None,
+               expires: float | None = None) -> QueuedCall:
+        """Queue ``frame`` now (it goes with the sender's next batch); :meth:`answer` waits
+        for its reply. Between the two the caller may wait for other calls -- never
+        without awaiting :meth:`answer` in the end (a cancelled caller included: only the
+        answer tells whether the call ran). The arguments are :meth:`call`'s."""
         if self._closed:
             raise StoreUnavailable(f"the Redis store at {self._where} is closed; nothing "
                                    "was written (open the store again)")
         if caller is None:
             caller = trio.current_effective_deadline()
-        item = _Item(frame, caller if expires is None or caller < expires else expires,
+        item = QueuedCall(frame, caller if expires is None or caller < expires else expires,
                      replies, expires)
         self._queue.append(item)
         self._wakeup.set()
@@ -208,8 +217,15 @@ class Pipeline:
             self._watch_wakeup.set()
             if self._watch_scope is not None:
                 self._watch_scope.deadline = expires
+        return item
+
+    async def answer(self, item: QueuedCall) -> Any:
+        """The reply of ``item`` (from :meth:`submit`), as :meth:`call` returns or raises it."""
         try:
-            await item.park()
+            if item.state != _DONE:
+                await item.park()
+            else:  # answered already: no cancel point, the answer is what it says
+                await trio.lowlevel.cancel_shielded_checkpoint()
         except BaseException:
             if item.state != _DONE and not self._abandon(item):
                 raise StoreUnavailable(_may_have_run(self._where)) from None
@@ -224,7 +240,7 @@ class Pipeline:
         """Send one command (``["SCAN", 0, ...]``) and return its reply; as :meth:`call`."""
         return await self.call(encode_command(args))
 
-    def _abandon(self, item: _Item) -> bool:
+    def _abandon(self, item: QueuedCall) -> bool:
         """Abandon ``item``; ``True`` when it certainly was not (and will not be) run."""
         item.abandoned = True
         if item.state == _QUEUED:
@@ -265,7 +281,7 @@ class Pipeline:
             item.value = Expired() if gone else StoreUnavailable(_may_have_run(self._where))
             item.wake()
 
-    def _answer(self, item: _Item, value: object) -> None:
+    def _answer(self, item: QueuedCall, value: object) -> None:
         item.abandoned = True
         item.state = _DONE
         item.value = value
@@ -326,7 +342,7 @@ class Pipeline:
                 batch, self._queue = self._queue, []
                 await self._send_batch(batch)
 
-    async def _send_batch(self, batch: list[_Item]) -> None:
+    async def _send_batch(self, batch: list[QueuedCall]) -> None:
         # Taken from the queue: from now on an abandoned item is settled by closing the
         # connection (or reported as "may have run"), never by leaving the queue.
         for item in batch:
@@ -353,7 +369,7 @@ class Pipeline:
             # Cut short (the store closes): no caller may wait for a reply never read.
             self._fail(batch, "the store was closed", on_wire=self._on_wire)
 
-    async def _exchange(self, batch: list[_Item]) -> None:
+    async def _exchange(self, batch: list[QueuedCall]) -> None:
         if self._stream is None:
             with trio.move_on_after(self._timeout) as connecting:
                 await self._connect()
@@ -400,7 +416,7 @@ class Pipeline:
         self._failing = True
         self._outage.failed(reason, calls)
 
-    def _fail(self, batch: list[_Item], reason: str, *, on_wire: bool) -> int:
+    def _fail(self, batch: list[QueuedCall], reason: str, *, on_wire: bool) -> int:
         """Answer every item of ``batch`` still without a reply (idempotent); returns how
         many callers were answered."""
         if all(item.state == _DONE for item in batch):

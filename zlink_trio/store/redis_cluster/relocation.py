@@ -12,12 +12,13 @@ bucket -- ``commit_ready_with_first_record`` (the Spot's record and its inbox) -
 are two steps where the root's bucket differs from the Spot's:
 
 - ``reserve_with_root``: Reserve (with the recovery pointer) and PutRoot at once, one
-  round trip for both. A refused Reserve deletes the root its PutRoot stored (one that
-  was there before is kept) before the refusal propagates; a PutRoot that fails aborts
-  the creation again before its error propagates (a kill in between leaves a Creating
-  record whose pointer names a missing root: startup recovery aborts it, as it does
-  for any orphan whose root is gone -- the caller never had its answer -- or a root
-  no record names).
+  round trip for both (PutRoot is queued for its master before the Reserve starts and its
+  answer read after it: no task of its own). A refused Reserve deletes the root its
+  PutRoot stored (one that was there before is kept) before the refusal propagates; a
+  PutRoot that fails aborts the creation again before its error propagates (a kill in
+  between leaves a Creating record whose pointer names a missing root: startup recovery
+  aborts it, as it does for any orphan whose root is gone -- the caller never had its
+  answer -- or a root no record names).
 - ``finish_first_record``: the inbox cursor and the pointer in the Spot's bucket (one
   script, refusals before writes), then the root's deletion in its bucket (the
   SHA-1-guarded DeleteRoot). A root that is not the receipt's bytes is refused
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from zlink_trio.core.identity import SpotKind
     from zlink_trio.core.records import OwnerFence, ReservationFence, RootReceipt
     from zlink_trio.store.redis_cluster.location import ClusterLocationStore
+    from zlink_trio.store.redis_cluster.runner import ClusterRunner, Started
 
 __all__ = ("ClusterCombined", "ClusterRelocationStore")
 
@@ -69,6 +71,7 @@ class ClusterCombined(RedisCombined):
     """The combined transactions of a cluster store (see the module docstring)."""
 
     location: ClusterLocationStore
+    _run: ClusterRunner  # type: ignore[assignment]  # the cluster's runner, same interface
 
     async def reserve_with_root(self, spot_id: str, root: bytes, *, kind: SpotKind,
                                 stable_type: str, mesh: str, owner: OwnerFence,
@@ -81,14 +84,7 @@ class ClusterCombined(RedisCombined):
         fence: ReservationFence | None = None
         stored = False  # PutRoot wrote the root (an identical one already there is kept)
         put_error: Exception | None = None
-
-        async def put() -> None:
-            nonlocal stored, put_error
-            try:
-                stored = int(await self._run.script(
-                    f"put_root {receipt.ref}", "rel_put_root", [key], [raw])) == 1
-            except Exception as error:  # raised below, after the Reserve's
-                put_error = error
+        what = f"put_root {receipt.ref}"
 
         async def take_back() -> None:
             # Shielded and bounded; if even this fails, startup recovery aborts the
@@ -98,21 +94,29 @@ class ClusterCombined(RedisCombined):
                 if fence is not None:
                     await self.location.abort_creating(fence)
                 if stored:
-                    await self._run.script(f"delete_root {receipt.ref}", "rel_delete_root",
-                                           [key], [digest])
+                    await self._run.script(what, "rel_delete_root", [key], [digest])
 
+        # PutRoot goes out with its master's next batch, beside the Reserve; both run to
+        # their end (a refused Reserve waits for its PutRoot's answer, so that the root it
+        # stored is taken back, not left behind).
+        put = self._run.start(what, "rel_put_root", [key], [raw])
         reserve_error: Exception | None = None
         try:
-            # Both halves run to their end (a refused Reserve waits for its PutRoot, so
-            # that the root it stored is taken back, not left behind).
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(put)
-                try:
-                    fence = await self.location.reserve(
-                        spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner,
-                        now=now, recovery_pointer=RecoveryPointer.from_receipt(receipt))
-                except Exception as error:  # raised below, first
-                    reserve_error = error
+            try:
+                fence = await self.location.reserve(
+                    spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner,
+                    now=now, recovery_pointer=RecoveryPointer.from_receipt(receipt))
+            except Exception as error:  # raised below, first
+                reserve_error = error
+            except BaseException:
+                # The PutRoot's answer all the same (bounded: its store timeout).
+                with trio.CancelScope(shield=True), contextlib.suppress(Exception):
+                    stored = await self._stored(what, key, raw, put)
+                raise
+            try:
+                stored = await self._stored(what, key, raw, put)
+            except Exception as error:  # raised below, after the Reserve's
+                put_error = error
         except BaseException:
             await take_back()
             raise
@@ -124,6 +128,11 @@ class ClusterCombined(RedisCombined):
             self._written.clear()
         self._written[receipt_key(receipt)] = digest
         return fence, receipt
+
+    async def _stored(self, what: str, key: str, raw: bytes, put: Started) -> bool:
+        """The answer of the PutRoot ``put`` started: whether it stored the root."""
+        return int(await self._run.script(what, "rel_put_root", [key], [raw],
+                                          started=put)) == 1
 
     async def finish_first_record(self, spot_id: str, object_generation: int, *, seq: int,
                                   expected_version: int,

@@ -28,7 +28,7 @@ the whole call, redirects included.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import trio
 
@@ -40,9 +40,9 @@ from zlink_trio.store.redis_cluster.keys import SLOTS
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from zlink_trio.store.redis.pipeline import Pipeline, Pipelines
+    from zlink_trio.store.redis.pipeline import Pipeline, Pipelines, QueuedCall
 
-__all__ = ("Limits", "Router")
+__all__ = ("Limits", "Router", "Submitted")
 
 _MAX_ROUNDS: Final = 40
 _REFRESH_GAP: Final = 0.05
@@ -52,6 +52,8 @@ Address = tuple[str, int]
 #: A call's limits: the caller's effective deadline, and the store timeout as a point in
 #: time (the pipeline raises ``Expired`` when it passes with nothing sent).
 Limits = tuple[float, float]
+#: A call :meth:`Router.submit` queued: its pipeline and place in it (``None``: not queued).
+Submitted: TypeAlias = "tuple[Pipeline, QueuedCall] | None"
 
 
 def _str(value: object) -> str:
@@ -168,53 +170,74 @@ class Router:
             return
         raise Expired
 
+    def submit(self, slot: int, frame: bytes, *, write: bool, limits: Limits) -> Submitted:
+        """Queue ``frame`` (a command on keys of ``slot``) for its master now, without
+        waiting: :meth:`call` with ``submitted=`` the result waits for its answer (and
+        follows redirects). ``None`` when the slot's master is not known yet (:meth:`call`
+        then sends it). A caller that submits must call :meth:`call` in the end."""
+        address = self._slots[slot]
+        if address is None:
+            return None
+        pipeline = self._pipeline(address, write)
+        return pipeline, pipeline.submit(frame, caller=limits[0], expires=limits[1])
+
     async def call(self, slot: int, frame: bytes, *, write: bool,
-                   limits: Limits | None = None) -> Any:
+                   limits: Limits | None = None, submitted: Submitted = None) -> Any:
         """Send ``frame`` (a command on keys of ``slot``) to its master; follow redirects.
 
         ``limits``: the call's deadlines, enforced by the pipelines and here (without
-        them, the caller's cancel scopes do).
+        them, the caller's cancel scopes do). ``submitted``: what :meth:`submit` queued
+        of this very call.
         """
         caller, expires = limits if limits is not None else (None, None)
         delay = 0.005
         for _ in range(_MAX_ROUNDS):
-            address = self._slots[slot]
-            if address is None:
-                await self._refresh_within(expires)
+            if submitted is not None:
+                pipeline, item = submitted
+                submitted = None
+                try:
+                    return await pipeline.answer(item)
+                except ReplyError as error:
+                    refused = error
+            else:
                 address = self._slots[slot]
                 if address is None:
-                    raise StoreUnavailable(
-                        f"Redis Cluster at {self.where} has no master for hash slot {slot} "
-                        "(CLUSTERDOWN or a slot not covered); nothing was written, retry "
-                        "once every slot is served")
-            try:
-                return await self._pipeline(address, write).call(frame, caller=caller,
-                                                                 expires=expires)
-            except ReplyError as error:
-                text = str(error)
-                kind = text.split(" ", 1)[0]
-                if kind == "MOVED":
-                    self.moved += 1
-                    self._slots[slot] = _address(text.split()[2])
-                    self.version += 1
                     await self._refresh_within(expires)
-                    continue
-                if kind == "ASK":
-                    self.asked += 1
-                    target = _address(text.split()[2])
-                    try:
-                        return await self._pipeline(target, write).call(
-                            _ASKING + frame, replies=2, caller=caller, expires=expires)
-                    except ReplyError as asked:
-                        if not str(asked).startswith(("TRYAGAIN", "MOVED", "ASK")):
-                            raise
-                elif kind not in ("TRYAGAIN", "CLUSTERDOWN", "LOADING"):
-                    raise
-                self.retried += 1
-                if expires is not None and trio.current_time() + delay >= expires:
-                    raise Expired from None  # nothing ran: the redirects and retries say so
-                await trio.sleep(delay)
-                delay = min(delay * 2, 0.2)
+                    address = self._slots[slot]
+                    if address is None:
+                        raise StoreUnavailable(
+                            f"Redis Cluster at {self.where} has no master for hash slot "
+                            f"{slot} (CLUSTERDOWN or a slot not covered); nothing was "
+                            "written, retry once every slot is served")
+                try:
+                    return await self._pipeline(address, write).call(frame, caller=caller,
+                                                                     expires=expires)
+                except ReplyError as error:
+                    refused = error
+            text = str(refused)
+            kind = text.split(" ", 1)[0]
+            if kind == "MOVED":
+                self.moved += 1
+                self._slots[slot] = _address(text.split()[2])
+                self.version += 1
+                await self._refresh_within(expires)
+                continue
+            if kind == "ASK":
+                self.asked += 1
+                target = _address(text.split()[2])
+                try:
+                    return await self._pipeline(target, write).call(
+                        _ASKING + frame, replies=2, caller=caller, expires=expires)
+                except ReplyError as asked:
+                    if not str(asked).startswith(("TRYAGAIN", "MOVED", "ASK")):
+                        raise
+            elif kind not in ("TRYAGAIN", "CLUSTERDOWN", "LOADING"):
+                raise refused
+            self.retried += 1
+            if expires is not None and trio.current_time() + delay >= expires:
+                raise Expired from None  # nothing ran: the redirects and retries say so
+            await trio.sleep(delay)
+            delay = min(delay * 2, 0.2)
         raise StoreUnavailable(
             f"Redis Cluster at {self.where}: hash slot {slot} kept moving or migrating "
             f"({_MAX_ROUNDS} redirects / TRYAGAIN); nothing was written, retry later")

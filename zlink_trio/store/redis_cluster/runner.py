@@ -77,7 +77,11 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
     from zlink_trio.store.redis_cluster.keys import ClusterKeys
-    from zlink_trio.store.redis_cluster.router import Limits, Router
+    from zlink_trio.store.redis_cluster.router import Limits, Router, Submitted
+
+    #: A bucket script's first round queued (:meth:`ClusterRunner.start`): its limits and
+    #: what the router queued.
+    Started = tuple[Limits, Submitted]
 
 __all__ = ("FACTS_MAX_AGE", "ClusterRunner")
 
@@ -235,13 +239,19 @@ class ClusterRunner:
                 f"{error}); the transaction did not complete, retry once the store is "
                 "reachable") from error
 
-    async def _eval(self, name: str, keys: Sequence[str], argv: Sequence[str | int | bytes],
-                    write: bool, limits: Limits | None = None) -> Any:
-        slot = hash_slot(keys[0])
+    def _frame(self, name: str, keys: Sequence[str], argv: Sequence[str | int | bytes]) -> bytes:
+        """``EVALSHA`` of script ``name`` on ``keys`` and ``argv``, encoded."""
         call = self._heads[name] + encode_args([len(keys), *keys, *argv])
-        call = b"*%d\r\n%b" % (len(keys) + len(argv) + 3, call)
+        return b"*%d\r\n%b" % (len(keys) + len(argv) + 3, call)
+
+    async def _eval(self, name: str, keys: Sequence[str], argv: Sequence[str | int | bytes],
+                    write: bool, limits: Limits | None = None,
+                    submitted: Submitted = None) -> Any:
+        slot = hash_slot(keys[0])
+        call = self._frame(name, keys, argv)
         try:
-            return await self.router.call(slot, call, write=write, limits=limits)
+            return await self.router.call(slot, call, write=write, limits=limits,
+                                          submitted=submitted)
         except NoScriptError:
             await self.router.call(slot, encode_command(["SCRIPT", "LOAD", self._source[name]]),
                                    write=write, limits=limits)
@@ -273,18 +283,43 @@ class ClusterRunner:
 
     async def script(self, what: str, name: str, keys: Sequence[str],
                      args: Sequence[str | int | bytes], *, write: bool = True,
-                     take: tuple[str, str, int] | None = None) -> Any:
+                     take: tuple[str, str, int] | None = None,
+                     started: Started | None = None) -> Any:
         """Run bucket script ``name`` as one transaction (facts and shifts around it).
 
         ``take``: ``(mesh, rid, lc)`` whose capacity unit to take before the script.
+        ``started``: what :meth:`start` queued of this very call (same arguments).
         The deadline rule is :meth:`bounded`'s, enforced by the pipelines: every command
         of the call shares the one store timeout.
         """
+        limits, submitted = started if started is not None else (self._limits(what), None)
+        return await self._limited(what, self._bucket(name, keys, args, write, take, limits,
+                                                      submitted))
+
+    def start(self, what: str, name: str, keys: Sequence[str],
+              args: Sequence[str | int | bytes]) -> Started:
+        """Queue the first round of bucket script ``name`` now, without waiting (a script
+        that needs no facts and takes no unit: it goes out with its master's next batch);
+        :meth:`script` with ``started=`` the result waits for it and finishes the call. A
+        caller that starts one must finish it (cancelled or not: only then is it known
+        whether the script ran)."""
+        assert name not in _PREFETCH, name  # a script that needs no facts
+        assert name not in _RECENT_FACTS, name
         limits = self._limits(what)
-        return await self._limited(what, self._bucket(name, keys, args, write, take, limits))
+        all_keys = [*keys, *self.keys.bucket_meta(int(tag_of(keys[0])[1:]))]
+        frame = self._frame(name, all_keys, [self._head(tag_of(keys[0]), _Facts()),
+                                             self.keys.relocation, *args])
+        return limits, self.router.submit(hash_slot(keys[0]), frame, write=True,
+                                          limits=limits)
+
+    def _head(self, tag: str, facts: _Facts) -> str:
+        """A bucket script's first argument: the layout and the facts it runs on."""
+        return "\n".join((self.keys.location, tag, str(self.keys.buckets), tag[1:],
+                          facts.encode()))
 
     async def _bucket(self, name: str, keys: Sequence[str], args: Sequence[str | int | bytes],
-                      write: bool, take: tuple[str, str, int] | None, limits: Limits) -> Any:
+                      write: bool, take: tuple[str, str, int] | None, limits: Limits,
+                      submitted: Submitted = None) -> Any:
         tag = tag_of(keys[0])
         bucket = int(tag[1:])
         all_keys = [*keys, *self.keys.bucket_meta(bucket)]
@@ -298,10 +333,10 @@ class ClusterRunner:
                 facts.fetched[text(args[i])] = 1
         try:
             for _ in range(_FACT_ROUNDS):
-                head = "\n".join((self.keys.location, tag, str(self.keys.buckets), str(bucket),
-                                  facts.encode()))
                 status, shifts, unmarks = await self._eval(
-                    name, all_keys, [head, self.keys.relocation, *args], write, limits)
+                    name, all_keys, [self._head(tag, facts), self.keys.relocation, *args],
+                    write, limits, submitted)
+                submitted = None
                 code = text(status[0]) if isinstance(status, list) and status else ""
                 if recent and code in _FACT_REFUSALS:
                     recent = False  # decided on claims read earlier: read them again
