@@ -13,14 +13,23 @@ connection returns exactly when a ``CLIENT PAUSE`` ends.
 
 from __future__ import annotations
 
+import itertools
+import os
+
 import pytest
 import trio
 import trio.testing
+from hypothesis import given
+from hypothesis import strategies as st
 from redis_helpers import own_server, raw_client, redis_test_store, url_with
 from store_helpers import claim, reserve
 
 from zlink_trio.core.errors import DeadlineExceeded, Unavailable
 from zlink_trio.store import open_store
+from zlink_trio.store.redis import resp
+
+#: Under CI hiredis is installed (the test extra): its tests never skip there.
+CI = bool(os.environ.get("CI"))
 
 TIMEOUT = 10
 PAUSE_MS = 500
@@ -230,19 +239,87 @@ async def test_a_flushed_script_is_loaded_again_on_the_pipeline():
             assert (await store.location.statistics()).creating == 5
 
 
-def test_replies_split_anywhere_on_the_wire_decode_whole():
-    from zlink_trio.store.redis.resp import NeedMore, NoScriptError, Reader
+READERS = [pytest.param(resp.Reader, id="python"),
+           pytest.param(resp.HiredisReader, id="hiredis",
+                        marks=pytest.mark.skipif(resp.hiredis is None and not CI,
+                                                 reason="hiredis is not installed"))]
 
+
+def _read_all(reader: resp.ReplyReader, chunks: list[bytes]) -> list[object]:
+    replies: list[object] = []
+    for chunk in chunks:
+        reader.feed(chunk)
+        while True:
+            try:
+                replies.append(reader.reply())
+            except resp.NeedMore:
+                break
+    return replies
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_replies_split_anywhere_on_the_wire_decode_whole(reader):
     wire = b"*3\r\n$3\r\nabc\r\n:12\r\n*2\r\n$-1\r\n+OK\r\n-NOSCRIPT gone\r\n$0\r\n\r\n"
     for cut in range(len(wire) + 1):
-        reader, replies = Reader(), []
-        for chunk in (wire[:cut], wire[cut:]):
-            reader.feed(chunk)
-            while True:
-                try:
-                    replies.append(reader.reply())
-                except NeedMore:
-                    break
+        replies = _read_all(reader(), [wire[:cut], wire[cut:]])
         assert replies[0] == [b"abc", 12, [None, b"OK"]]
-        assert isinstance(replies[1], NoScriptError)
+        assert isinstance(replies[1], resp.NoScriptError)
         assert replies[2:] == [b""]
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_a_reply_that_is_not_resp2_is_store_unavailable(reader):
+    opened = reader()
+    opened.feed(b"?what\r\n")
+    with pytest.raises(Unavailable):
+        opened.reply()
+
+
+class _Status(bytes):
+    """A status reply's text (``+OK``), apart from a bulk string's."""
+
+
+_TEXT = st.binary(max_size=12).filter(lambda b: b"\r" not in b and b"\n" not in b)
+_REPLIES = st.recursive(
+    st.none() | st.binary(max_size=40) | st.integers(-(2**63), 2**63 - 1)
+    | _TEXT.map(_Status)
+    | st.sampled_from(["ERR wrong", "NOSCRIPT No matching script", "MOVED 12 h:1",
+                       "TRYAGAIN later"]).map(resp.ReplyError),
+    lambda inner: st.lists(inner, max_size=5), max_leaves=20)
+
+
+def _encode(value: object) -> bytes:
+    if value is None:
+        return b"$-1\r\n"
+    if isinstance(value, _Status):
+        return b"+" + value + b"\r\n"
+    if isinstance(value, bytes):
+        return b"$%d\r\n%b\r\n" % (len(value), value)
+    if isinstance(value, int):
+        return b":%d\r\n" % value
+    if isinstance(value, resp.ReplyError):
+        return b"-" + str(value).encode() + b"\r\n"
+    assert isinstance(value, list)
+    return b"*%d\r\n" % len(value) + b"".join(_encode(v) for v in value)
+
+
+def _comparable(value: object) -> object:
+    if isinstance(value, resp.ReplyError):
+        return (type(value), str(value))
+    if isinstance(value, list):
+        return [_comparable(v) for v in value]
+    return bytes(value) if isinstance(value, bytes) else value
+
+
+@pytest.mark.skipif(resp.hiredis is None and not CI, reason="hiredis is not installed")
+@given(replies=st.lists(_REPLIES, min_size=1, max_size=6), cuts=st.lists(st.integers(0, 400)))
+def test_hiredis_reads_every_reply_as_the_python_reader_does(replies, cuts):
+    # The pure-Python Reader is the parser's rule; hiredis (the redis extra) must return
+    # exactly its replies, however the bytes arrive.
+    wire = b"".join(_encode(r) for r in replies)
+    bounds = sorted({0, len(wire), *(c for c in cuts if c < len(wire))})
+    chunks = [wire[a:b] for a, b in itertools.pairwise(bounds)]
+    python = _read_all(resp.Reader(), chunks)
+    assert [_comparable(r) for r in python] == [_comparable(r) for r in replies]
+    assert [_comparable(r) for r in _read_all(resp.HiredisReader(), chunks)] == [
+        _comparable(r) for r in python]

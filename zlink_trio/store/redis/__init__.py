@@ -4,7 +4,8 @@ Every transaction is one Lua script (checks before the first write, no
 rollback needed); keys are hash-tagged per Spot ID under ``<prefix>:loc:`` and
 ``<prefix>:rel:``. ``store`` tells the whole story; docs/stores.md ("Redis")
 the guarantees, failures and options. The backend speaks RESP2 itself over Trio
-sockets (``resp``, ``pipeline``): it needs no Redis client library, and the
+sockets (``resp``, ``pipeline``; hiredis, when installed, only parses the replies): it
+needs no Redis client library, and the
 Redis Cluster backend (``store.redis_cluster``) runs on the same client.
 
 Modules:

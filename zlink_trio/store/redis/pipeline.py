@@ -88,7 +88,7 @@ import trio
 from zlink_trio.core.errors import StoreUnavailable
 from zlink_trio.lowlevel.outage import Outage
 from zlink_trio.lowlevel.parking import ParkingSlot
-from zlink_trio.store.redis.resp import NeedMore, Reader, encode_command
+from zlink_trio.store.redis.resp import NeedMore, ReplyReader, encode_command, new_reader
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
@@ -159,7 +159,7 @@ class Pipeline:
         self._queue: list[QueuedCall] = []
         self._wakeup = trio.Event()
         self._stream: trio.SocketStream | None = None
-        self._reader = Reader()
+        self._reader = new_reader()
         self._inflight: list[QueuedCall] = []
         self._batch_scope: trio.CancelScope | None = None
         self._on_wire = False  # the current batch's bytes started to leave
@@ -398,7 +398,7 @@ class Pipeline:
 
     async def _connect(self) -> None:
         stream = await trio.open_tcp_stream(*self._address)
-        reader = Reader()
+        reader = new_reader()
         try:
             await stream.send_all(b"".join(self._setup))
             for _ in self._setup:
@@ -436,7 +436,7 @@ class Pipeline:
         return answered
 
     async def _close(self) -> None:
-        stream, self._stream, self._reader = self._stream, None, Reader()
+        stream, self._stream, self._reader = self._stream, None, new_reader()
         if stream is not None:
             with trio.CancelScope(shield=True):
                 await stream.aclose()
@@ -507,7 +507,7 @@ def _may_have_run(where: str) -> str:
             "calls still waiting, so this transaction may have run; re-read before retrying")
 
 
-async def _next_reply(stream: trio.SocketStream, reader: Reader) -> Any:
+async def _next_reply(stream: trio.SocketStream, reader: ReplyReader) -> Any:
     """The next reply on ``stream``, reading more bytes until ``reader`` has it whole."""
     while True:
         try:
