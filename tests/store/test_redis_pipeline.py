@@ -221,10 +221,18 @@ async def test_a_broken_connection_answers_every_call_and_the_next_call_reconnec
             assert await reserve(store, c, "b-1") is not None  # a new connection serves
 
 
-async def test_a_flushed_script_is_loaded_again_on_the_pipeline():
+@pytest.mark.parametrize("parser", ["python", "hiredis"])
+async def test_a_flushed_script_is_loaded_again_on_the_pipeline(parser, monkeypatch):
+    # On either reply parser (resp): the pure-Python one is what runs without hiredis.
+    if parser == "python":
+        monkeypatch.setattr(resp, "hiredis", None)
+    elif resp.hiredis is None and not CI:
+        pytest.skip("hiredis is not installed")
     with trio.fail_after(TIMEOUT):
         async with (own_server() as server, redis_test_store(server) as store,
                     raw_client(server) as admin):
+            expected = resp.Reader if parser == "python" else resp.HiredisReader
+            assert type(store._location._run.writes._reader) is expected
             c = await claim(store, capacity=10)
             await admin.command(["SCRIPT", "FLUSH"])
             fences = []
