@@ -192,14 +192,7 @@ class Router:
         caller, expires = limits if limits is not None else (None, None)
         delay = 0.005
         for _ in range(_MAX_ROUNDS):
-            if submitted is not None:
-                pipeline, item = submitted
-                submitted = None
-                try:
-                    return await pipeline.answer(item)
-                except ReplyError as error:
-                    refused = error
-            else:
+            if submitted is None:
                 address = self._slots[slot]
                 if address is None:
                     await self._refresh_within(expires)
@@ -209,11 +202,14 @@ class Router:
                             f"Redis Cluster at {self.where} has no master for hash slot "
                             f"{slot} (CLUSTERDOWN or a slot not covered); nothing was "
                             "written, retry once every slot is served")
-                try:
-                    return await self._pipeline(address, write).call(frame, caller=caller,
-                                                                     expires=expires)
-                except ReplyError as error:
-                    refused = error
+                pipeline = self._pipeline(address, write)
+                submitted = pipeline, pipeline.submit(frame, caller=caller, expires=expires)
+            pipeline, item = submitted
+            submitted = None
+            try:
+                return await pipeline.answer(item)
+            except ReplyError as error:
+                refused = error
             text = str(refused)
             kind = text.split(" ", 1)[0]
             if kind == "MOVED":

@@ -306,11 +306,17 @@ class ClusterRunner:
         assert name not in _PREFETCH, name  # a script that needs no facts
         assert name not in _RECENT_FACTS, name
         limits = self._limits(what)
-        all_keys = [*keys, *self.keys.bucket_meta(int(tag_of(keys[0])[1:]))]
-        frame = self._frame(name, all_keys, [self._head(tag_of(keys[0]), _Facts()),
-                                             self.keys.relocation, *args])
+        tag, all_keys = self._bucket_keys(keys)
+        frame = self._frame(name, all_keys, [self._head(tag, _Facts()), self.keys.relocation,
+                                             *args])
         return limits, self.router.submit(hash_slot(keys[0]), frame, write=True,
                                           limits=limits)
+
+    def _bucket_keys(self, keys: Sequence[str]) -> tuple[str, list[str]]:
+        """The bucket's tag of a bucket script's ``keys``, and every key it declares (the
+        bucket's own after them)."""
+        tag = tag_of(keys[0])
+        return tag, [*keys, *self.keys.bucket_meta(int(tag[1:]))]
 
     def _head(self, tag: str, facts: _Facts) -> str:
         """A bucket script's first argument: the layout and the facts it runs on."""
@@ -320,9 +326,7 @@ class ClusterRunner:
     async def _bucket(self, name: str, keys: Sequence[str], args: Sequence[str | int | bytes],
                       write: bool, take: tuple[str, str, int] | None, limits: Limits,
                       submitted: Submitted = None) -> Any:
-        tag = tag_of(keys[0])
-        bucket = int(tag[1:])
-        all_keys = [*keys, *self.keys.bucket_meta(bucket)]
+        tag, all_keys = self._bucket_keys(keys)
         facts = _Facts()
         recent = name in _RECENT_FACTS
         if take is not None:
