@@ -7,8 +7,10 @@ Usage (from the repository root, with the project's virtualenv)::
     .venv/bin/python tests/mutations/run.py M1 M4      # some, by name
     .venv/bin/python tests/mutations/run.py --list     # the catalog
 
-A mutation is *killed* when pytest reports a failing test (exit status 1) or the guard
-run outlives ``--timeout`` (or the mutation's own shorter ``timeout``); it *survives*
+Each copy is served by one ``guard_runner.py`` process, which imports pytest and the test
+tools once and forks a fresh pytest run per mutation (the project's modules are imported
+anew by each). A mutation is *killed* when pytest reports a failing test (exit status 1)
+or the guard run outlives ``--timeout`` (or the mutation's own shorter ``timeout``); it *survives*
 when every guard passes. Any other outcome (a ``find`` that no longer occurs exactly
 once, a guard that is not collected, a usage error) is an *error*. The exit status is 0
 only when every selected mutation was killed. The copy lives in a temporary directory;
@@ -18,6 +20,7 @@ the working tree is never modified.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import queue
 import shutil
@@ -45,7 +48,36 @@ def _copy_tree(into: Path, index: int) -> Path:
     return copy
 
 
-def _run_one(copy: Path, mutation: Mutation, timeout: float) -> tuple[str, str]:
+class _GuardRunner:
+    """One ``guard_runner.py`` process serving one copy of the tree (see its docstring)."""
+
+    def __init__(self, copy: Path) -> None:
+        env = dict(os.environ, PYTHONPATH=str(copy), PYTHONDONTWRITEBYTECODE="1")
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("guard_runner.py"))],
+            cwd=copy, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def run(self, guards: tuple[str, ...], timeout: float) -> tuple[int | None, str]:
+        """pytest's exit status on ``guards`` (``None`` past ``timeout``) and its last line."""
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        self.process.stdin.write(json.dumps({"guards": guards, "timeout": timeout}) + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        if not answer:
+            raise RuntimeError(f"the guard runner exited ({self.process.wait()}); "
+                               "its error is printed above")
+        reply = json.loads(answer)
+        return reply["status"], reply["tail"]
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()  # end of input ends it
+        self.process.wait(timeout=30)
+
+
+def _run_one(copy: Path, runner: _GuardRunner, mutation: Mutation,
+             timeout: float) -> tuple[str, str]:
     """``(outcome, detail)``: ``killed``, ``survived`` or ``error``."""
     target = copy / mutation.path
     original = target.read_text()
@@ -53,22 +85,17 @@ def _run_one(copy: Path, mutation: Mutation, timeout: float) -> tuple[str, str]:
     if found != 1:
         return "error", f"{mutation.path}: the text to mutate occurs {found} times, not once"
     target.write_text(original.replace(mutation.find, mutation.replace))
-    env = dict(os.environ, PYTHONPATH=str(copy), PYTHONDONTWRITEBYTECODE="1")
-    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-               *mutation.guards]
     try:
-        done = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True,
-                              timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        return "killed", f"the guards ran past {timeout:.0f} s"
+        status, tail = runner.run(mutation.guards, timeout)
     finally:
         target.write_text(original)
-    tail = " | ".join(done.stdout.strip().splitlines()[-1:])
-    if done.returncode == 1:
+    if status is None:
+        return "killed", f"the guards ran past {timeout:.0f} s"
+    if status == 1:
         return "killed", tail
-    if done.returncode == 0:
+    if status == 0:
         return "survived", tail
-    return "error", f"pytest exited {done.returncode}: {tail or done.stderr.strip()[-300:]}"
+    return "error", f"pytest exited {status}: {tail}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,26 +122,33 @@ def main(argv: list[str] | None = None) -> int:
     jobs = max(1, min(args.jobs, len(selected)))
     with tempfile.TemporaryDirectory(prefix="zlink-mutations-") as scratch:
         lock = threading.Lock()
-        copies: queue.SimpleQueue[Path] = queue.SimpleQueue()
+        copies: queue.SimpleQueue[tuple[Path, _GuardRunner]] = queue.SimpleQueue()
+        runners = []
         for index in range(jobs):
-            copies.put(_copy_tree(Path(scratch), index))
+            copy = _copy_tree(Path(scratch), index)
+            runners.append(_GuardRunner(copy))
+            copies.put((copy, runners[-1]))
 
         def run(m: Mutation) -> None:
-            copy = copies.get()  # a copy no other mutation is using
+            copy, runner = copies.get()  # a copy no other mutation is using
             try:
                 began = time.monotonic()
                 limit = args.timeout if m.timeout is None else min(args.timeout, m.timeout)
-                outcome, detail = _run_one(copy, m, limit)
+                outcome, detail = _run_one(copy, runner, m, limit)
             finally:
-                copies.put(copy)
+                copies.put((copy, runner))
             with lock:
                 counts[outcome] += 1
                 print(f"{outcome.upper():8} {m.name:40} {time.monotonic() - began:6.1f} s  "
                       f"{detail}", flush=True)
 
-        with ThreadPoolExecutor(jobs) as pool:
-            for future in [pool.submit(run, m) for m in selected]:
-                future.result()
+        try:
+            with ThreadPoolExecutor(jobs) as pool:
+                for future in [pool.submit(run, m) for m in selected]:
+                    future.result()
+        finally:
+            for runner in runners:
+                runner.close()
     print(f"\nmutation gate: {counts['killed']} of {len(selected)} killed, "
           f"{counts['survived']} survived, {counts['error']} errors "
           f"({time.monotonic() - started:.0f} s)")
