@@ -1044,8 +1044,10 @@ STORE_RULES: tuple[Mutation, ...] = (
              "deadline and the store timeout to the pipeline, so a paused master is given "
              "up within the timeout.",
         path="zlink_trio/store/redis_cluster/runner.py",
-        find="self._bucket(name, keys, args, write, take, limits,\n",
-        replace="self._bucket(name, keys, args, write, take, None,\n",
+        find="self._bucket(name, keys, args, write, take,\n"
+             "                                                      self._limits(what)))",
+        replace="self._bucket(name, keys, args, write, take,\n"
+                "                                                      None))",
         guards=["tests/store/test_redis_cluster.py::"
                 "test_a_paused_cluster_is_given_up_within_the_store_timeout"],
     ),
@@ -1061,16 +1063,20 @@ STORE_RULES: tuple[Mutation, ...] = (
                 "test_a_shift_within_a_lifecycle_is_written_by_the_close_of_the_store"],
     ),
     Mutation(
-        name="store.cluster_refusal_keeps_an_identical_root",
+        name="store.redis_reserve_root_after_checks",
         family=_TXN,
-        rule="Redis Cluster: a refused reserve_with_root deletes only a root its own PutRoot "
-             "stored, never an identical one that was there before.",
-        path="zlink_trio/store/redis_cluster/relocation.py",
-        find="                if stored:\n",
-        replace="                if True:\n",
+        rule="Redis and Redis Cluster (where a cold activation's root is kept in its Spot's "
+             "bucket): reserve_with_root's one script stores the root only after every "
+             "Reserve check passed -- a refusal leaves no root.",
+        path="zlink_trio/store/redis/lua/combined.py",
+        find="local err, gen, exp = reserve_spot(3, 11, '')\nif err then return err end\n"
+             "put_root(KEYS[2], ARGV[10])\n",
+        replace="put_root(KEYS[2], ARGV[10])\nlocal err, gen, exp = reserve_spot(3, 11, '')\n"
+                "if err then return err end\n",
         guards=["tests/store/test_combined_conformance.py::"
-                "test_a_refused_reserve_with_root_keeps_an_identical_root_already_there"
-                "[redis-cluster-built-in]"],
+                "test_refused_reserve_with_root_writes_nothing[redis-cluster-built-in]",
+                "tests/store/test_combined_conformance.py::"
+                "test_refused_reserve_with_root_writes_nothing[redis-built-in]"],
     ),
     Mutation(
         name="store.separate_steps_keep_an_identical_root",

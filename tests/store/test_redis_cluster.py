@@ -8,8 +8,8 @@ key of a Spot in one hash slot, Query / statistics / orphans merged over every b
 (one script per master, or one call per bucket when the slot map is stale), a bucket
 count that cannot change under a deployment, and typed errors for bad URLs and absent
 clusters, and what saves a cold activation round trips (a CommitReady on claims read
-recently, a shift within a lifecycle that waits, a Reserve beside its PutRoot) without
-changing an answer.
+recently, a shift within a lifecycle that waits, a cold activation's root kept in its
+Spot's bucket) without changing an answer.
 """
 
 from __future__ import annotations
@@ -22,7 +22,13 @@ import trio
 from redis_helpers import cluster_test_store, cluster_url_with, fresh_cluster_url
 from store_helpers import MESH, claim, ready, reserve
 
-from zlink_trio.core.errors import DeadlineExceeded, InvalidConfiguration, StoreUnavailable
+from zlink_trio.bench.stores import count_store_calls
+from zlink_trio.core.errors import (
+    DeadlineExceeded,
+    InvalidConfiguration,
+    NotFound,
+    StoreUnavailable,
+)
 from zlink_trio.core.records import AuthorityState
 from zlink_trio.store import open_store
 from zlink_trio.store.redis.admin import scan_keys
@@ -111,6 +117,45 @@ async def test_every_key_of_a_spot_shares_one_hash_slot():
             # ... and so do the counters its transactions change.
             assert {hash_slot(k) for k in store.keys.bucket_meta(store.keys.bucket("s-1"))} == {
                 spot_slot}
+
+
+async def test_a_cold_activations_root_is_kept_beside_its_record_one_script_a_step():
+    with trio.fail_after(TIMEOUT):
+        async with cluster_test_store(buckets=64) as store:
+            node = await claim(store, capacity=10)
+            kind = node.descriptor.served_types["room"]
+            with count_store_calls(store) as calls:
+                fence, receipt = await store.combined.reserve_with_root(
+                    "s-1", b"root bytes", kind=kind, stable_type="room", mesh=MESH,
+                    owner=node.owner(), now=0.0)
+            # The owner's unit, then one script: the record and its root in one slot.
+            assert (calls.commands, calls.round_trips) == (2, 2)
+            assert hash_slot(store.keys.root(receipt.ref)) == hash_slot(store.keys.spot("s-1"))
+            assert await store.relocation.get_root(receipt) == b"root bytes"
+            ready_record, seq = await store.combined.commit_ready_with_first_record(
+                fence, b"first", now=0.0)
+            with count_store_calls(store) as calls:
+                cleanup = await store.combined.finish_first_record(
+                    "s-1", fence.object_generation, seq=seq,
+                    expected_version=ready_record.store_version, root=receipt)
+            assert (calls.commands, calls.round_trips) == (1, 1)
+            assert (cleanup.cursor_moved, cleanup.pointer_removed, cleanup.root_deleted) == (
+                True, True, True)
+            assert (await store.relocation.statistics()).roots == 0
+            # A root put on its own lives in its ref's bucket and is finished all the same.
+            apart = await store.relocation.put_root(b"a root of its own")
+            assert store.keys.root_bucket(apart.ref) == store.keys.bucket(apart.ref)
+            fence, _ = await store.combined.reserve_with_root(
+                "s-2", b"more root bytes", kind=kind, stable_type="room", mesh=MESH,
+                owner=node.owner(), now=0.0)
+            ready_record, seq = await store.combined.commit_ready_with_first_record(
+                fence, b"first", now=0.0)
+            cleanup = await store.combined.finish_first_record(
+                "s-2", fence.object_generation, seq=seq,
+                expected_version=ready_record.store_version, root=apart)
+            assert (cleanup.cursor_moved, cleanup.root_deleted) == (True, True)
+            with pytest.raises(NotFound):
+                await store.relocation.get_root(apart)
 
 
 async def test_query_statistics_and_orphans_cover_every_bucket():

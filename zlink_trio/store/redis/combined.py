@@ -12,10 +12,12 @@ script then does every state check of the steps it merges, in the order
 
 The Spot's record and inbox keys share the ``{<spot_id>}`` hash tag; the root key is
 tagged by its content ref, and Reserve already reads node and index keys, so these
-scripts need one server, like every multi-key script here (see docs/stores.md on
-Redis Cluster). Root integrity is checked as ``delete_root`` does: SHA-256 in
-Python on a verified read, then the script deletes only if the bytes' SHA-1 still
-matches (``CHANGED`` otherwise, and the call starts over a bounded number of times).
+scripts need one server, like every multi-key script here. Redis Cluster runs the same
+class and scripts in one bucket's slot: its root keys name the Spot's bucket
+(``_root_receipt``; ``store.redis_cluster.relocation``). Root integrity is checked as
+``delete_root`` does: SHA-256 in Python on a verified read, then the script deletes
+only if the bytes' SHA-1 still matches (``CHANGED`` otherwise, and the call starts over
+a bounded number of times).
 """
 from __future__ import annotations
 
@@ -73,7 +75,7 @@ class RedisCombined:
                                 now: float) -> tuple[ReservationFence, RootReceipt]:
         """PutRoot + Reserve (one script); see ``CombinedTransactions``."""
         raw = check_bytes(root, "root")
-        receipt = receipt_of(raw)
+        receipt = self._root_receipt(spot_id, raw)
         pointer = RecoveryPointer.from_receipt(receipt)
         check_reserve_args(spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner,
                            now=now, creation_intent=None, recovery_pointer=pointer)
@@ -93,6 +95,11 @@ class RedisCombined:
                                  object_generation=int(text(reply[1])), owner_generation=1,
                                  owner=owner, owner_lease_expires_at=float(text(reply[2])))
         return fence, receipt
+
+    def _root_receipt(self, spot_id: str, raw: bytes) -> RootReceipt:
+        """The receipt of ``raw``, the root of ``spot_id``'s creation: content addressed
+        (``rules.relocation_store``); a layout may also name where it lives."""
+        return receipt_of(raw)
 
     async def commit_ready_with_first_record(self, fence: ReservationFence, record: bytes, *,
                                              now: float) -> tuple[AuthorityRecord, int]:

@@ -61,8 +61,14 @@ def encode_args(args: Sequence[str | int | bytes]) -> bytes:
     parts: list[bytes] = []
     append = parts.append
     for arg in args:
-        raw = (arg.encode() if isinstance(arg, str) else arg if isinstance(arg, bytes)
-               else str(arg).encode("ascii"))
+        kind = type(arg)  # exact types first: a cheaper test than isinstance, per item
+        if kind is str:
+            raw = arg.encode()  # type: ignore[union-attr]
+        elif kind is bytes:
+            raw = arg
+        else:
+            raw = (arg.encode() if isinstance(arg, str) else arg if isinstance(arg, bytes)
+                   else str(arg).encode("ascii"))
         append(b"$%d\r\n%b\r\n" % (len(raw), raw))
     return b"".join(parts)
 

@@ -22,7 +22,8 @@ tag ``{b<k>}``, so they live in one slot. ``P`` = ``<prefix>:loc:``, ``R`` =
     P {b<k>}:rwm                     hash: reminder partition -> the bucket's watermark,
                                      the last hint token a take swept (``reminders``)
     R {b<k>}:inbox:<spot_id>:<gen>   one incarnation's inbox (``[:log]``: its records)
-    R {b<k>}:root:<ref>              one root's bytes (bucket of the ref)
+    R {b<k>}:root:<ref>              one root's bytes (bucket of the ref; a creation's
+                                     root is in its Spot's, ``<ref>@b<k>``)
     R {b<k>}:stats                   hash: the bucket's Relocation Store counts
     P {nodes}:claims                 hash: ``<rid>|<mesh>`` -> one claim as JSON
     P {nodes}:lifecycles             hash: NodeId -> last lifecycle generation
@@ -99,7 +100,20 @@ class ClusterKeys(Keys):
         return f"{self.location}{self._b(spot_id)}:spot:{spot_id}"
 
     def root(self, ref: str) -> str:
-        return f"{self.relocation}{self._b(ref)}:root:{ref}"
+        return f"{self.relocation}{{b{self.root_bucket(ref)}}}:root:{ref}"
+
+    def root_bucket(self, ref: str) -> int:
+        """The bucket of root ``ref``: the one it names (``<ref>@b<k>``, a creation's root
+        kept beside its Spot's record: :meth:`root_ref_beside`), else the ref's own."""
+        _, at, index = ref.rpartition("@b")
+        if at and index.isascii() and index.isdigit() and int(index) < self.buckets:
+            return int(index)
+        return self.bucket(ref)
+
+    def root_ref_beside(self, ref: str, spot_id: str) -> str:
+        """The ref of content ref ``ref`` kept in ``spot_id``'s bucket, so that one bucket
+        script reserves the Spot with its root and one deletes it with the cursor move."""
+        return f"{ref}@b{self.bucket(spot_id)}"
 
     def inbox(self, spot_id: str, object_generation: int) -> tuple[str, str]:
         base = f"{self.relocation}{self._b(spot_id)}:inbox:{spot_id}:{object_generation}"

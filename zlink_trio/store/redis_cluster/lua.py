@@ -277,7 +277,8 @@ _AS_IS: Final = (
     "rel_delete_root", "rel_inbox_append", "rel_inbox_read", "rel_inbox_set_cursor",
     "rel_inbox_drop", "rel_statistics", "commit_ready_with_first_record",
     "record_relocation_payload", "move_membership", "write_state", "set_reminder",
-    "cancel_reminder", "reminder_done", "drop_reminders",
+    "cancel_reminder", "reminder_done", "drop_reminders", "reserve_with_root",
+    "finish_first_record",
 )
 
 # Claims are read from the facts instead of the node's claim key.
@@ -412,8 +413,9 @@ return {'OK', 0}
 """
 
 # KEYS: inbox key, log key, spot key. ARGV: P, R, gen, seq, expected version.
-# finish_first_record without the root (the root lives in its own bucket).
-_FINISH_FIRST_RECORD: Final = r"""
+# finish_first_record of a root kept in another bucket (one ``put_root`` stored), without
+# the root (``relocation``).
+_FINISH_FIRST_RECORD_APART: Final = r"""
 local err, move, cursor = cursor_move(KEYS[1], ARGV[4])
 if err then return err end
 local perr, remove = pointer_removal(KEYS[3], ARGV[3], ARGV[5])
@@ -494,7 +496,7 @@ BUCKET_SCRIPTS: Final = {
     "member_verify": bucket_script(_MEMBER_VERIFY),
     "carry_follow": bucket_script(_CARRY_FOLLOW),
     "group_done": bucket_script(_GROUP_DONE),
-    "finish_first_record": bucket_script(_FINISH_FIRST_RECORD),
+    "finish_first_record_apart": bucket_script(_FINISH_FIRST_RECORD_APART),
     "entry": bucket_script(_ENTRY),
     "entry_drop": bucket_script(_ENTRY_DROP),
     "bucket_statistics": bucket_script(_BUCKET_STATISTICS),

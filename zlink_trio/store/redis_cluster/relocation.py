@@ -7,50 +7,39 @@ Roots live in the bucket of their ref, inboxes in the bucket of their Spot ID
 single-Redis classes run unchanged on the cluster runner, except ``statistics``, which
 sums every bucket's counts.
 
-The combined transactions keep their single-script form where the keys share a
-bucket -- ``commit_ready_with_first_record`` (the Spot's record and its inbox) -- and
-are two steps where the root's bucket differs from the Spot's:
-
-- ``reserve_with_root``: Reserve (with the recovery pointer) and PutRoot at once, one
-  round trip for both (PutRoot is queued for its master before the Reserve starts and its
-  answer read after it: no task of its own). A refused Reserve deletes the root its
-  PutRoot stored (one that was there before is kept) before the refusal propagates; a
-  PutRoot that fails aborts the creation again before its error propagates (a kill in
-  between leaves a Creating record whose pointer names a missing root: startup recovery
-  aborts it, as it does for any orphan whose root is gone -- the caller never had its
-  answer -- or a root no record names).
-- ``finish_first_record``: the inbox cursor and the pointer in the Spot's bucket (one
-  script, refusals before writes), then the root's deletion in its bucket (the
-  SHA-1-guarded DeleteRoot). A root that is not the receipt's bytes is refused
-  (:class:`RootIntegrityError`) before anything moves, as on one Redis.
+The root of a cold activation is kept beside its Spot's record instead: its ref names
+the Spot's bucket (``ClusterKeys.root_ref_beside``: the content ref and ``@b<k>``), so
+each combined transaction is one bucket script, the single-Redis one
+(``store.redis.combined``): ``reserve_with_root`` (the owner's unit taken first, as for
+Reserve), ``commit_ready_with_first_record`` and ``finish_first_record``, every check
+before the first write, a refusal writing nothing. A receipt whose root lives in another
+bucket (one ``put_root`` stored) is finished in two steps: the inbox cursor and the
+pointer in the Spot's bucket (one script, refusals before writes), then the root's
+deletion in its bucket (the SHA-1-guarded DeleteRoot). A root that is not the receipt's
+bytes is refused (:class:`RootIntegrityError`) before anything moves, as on one Redis.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-import trio
-
-from zlink_trio.core.records import RecoveryPointer
+from zlink_trio.core.records import RootReceipt
 from zlink_trio.store.redis.codec import raise_status, text
-from zlink_trio.store.redis.combined import RedisCombined, receipt_key
+from zlink_trio.store.redis.combined import RedisCombined
 from zlink_trio.store.redis.relocation import RedisRelocationStore
 from zlink_trio.store.rules.combined import check_finish_args
 from zlink_trio.store.rules.relocation_store import (
     MAX_SEQ,
-    check_bytes,
     check_cursor_move,
     receipt_of,
 )
 from zlink_trio.store.values import FirstRecordCleanup, RelocationStatistics
 
 if TYPE_CHECKING:
-    from zlink_trio.core.identity import SpotKind
-    from zlink_trio.core.records import OwnerFence, ReservationFence, RootReceipt
+    from zlink_trio.store.redis_cluster.keys import ClusterKeys
     from zlink_trio.store.redis_cluster.location import ClusterLocationStore
-    from zlink_trio.store.redis_cluster.runner import ClusterRunner, Started
+    from zlink_trio.store.redis_cluster.runner import ClusterRunner
 
 __all__ = ("ClusterCombined", "ClusterRelocationStore")
 
@@ -72,83 +61,29 @@ class ClusterCombined(RedisCombined):
 
     location: ClusterLocationStore
     _run: ClusterRunner  # type: ignore[assignment]  # the cluster's runner, same interface
+    _keys: ClusterKeys
 
-    async def reserve_with_root(self, spot_id: str, root: bytes, *, kind: SpotKind,
-                                stable_type: str, mesh: str, owner: OwnerFence,
-                                now: float) -> tuple[ReservationFence, RootReceipt]:
-        """Reserve (with the pointer) beside PutRoot; see the module docstring."""
-        raw = check_bytes(root, "root")
+    def _root_receipt(self, spot_id: str, raw: bytes) -> RootReceipt:
+        """The content receipt of ``raw``, its ref naming ``spot_id``'s bucket."""
         receipt = receipt_of(raw)
-        key = self._keys.root(receipt.ref)
-        digest = hashlib.sha1(raw, usedforsecurity=False).hexdigest()
-        fence: ReservationFence | None = None
-        stored = False  # PutRoot wrote the root (an identical one already there is kept)
-        put_error: Exception | None = None
-        what = f"put_root {receipt.ref}"
-
-        async def take_back() -> None:
-            # Shielded and bounded; if even this fails, startup recovery aborts the
-            # creation, and a root left behind is bytes no record names.
-            with (trio.CancelScope(shield=True), trio.move_on_after(self._run.timeout),
-                  contextlib.suppress(Exception)):
-                if fence is not None:
-                    await self.location.abort_creating(fence)
-                if stored:
-                    await self._run.script(what, "rel_delete_root", [key], [digest])
-
-        # PutRoot goes out with its master's next batch, beside the Reserve; both run to
-        # their end (a refused Reserve waits for its PutRoot's answer, so that the root it
-        # stored is taken back, not left behind).
-        put = self._run.start(what, "rel_put_root", [key], [raw])
-        reserve_error: Exception | None = None
-        try:
-            try:
-                fence = await self.location.reserve(
-                    spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner,
-                    now=now, recovery_pointer=RecoveryPointer.from_receipt(receipt))
-            except Exception as error:  # raised below, first
-                reserve_error = error
-            except BaseException:
-                # The PutRoot's answer all the same (bounded: its store timeout).
-                with trio.CancelScope(shield=True), contextlib.suppress(Exception):
-                    stored = await self._stored(what, key, raw, put)
-                raise
-            try:
-                stored = await self._stored(what, key, raw, put)
-            except Exception as error:  # raised below, after the Reserve's
-                put_error = error
-        except BaseException:
-            await take_back()
-            raise
-        if reserve_error is not None or put_error is not None:
-            await take_back()
-            raise reserve_error or put_error  # type: ignore[misc]
-        assert fence is not None
-        if len(self._written) > 65_536:
-            self._written.clear()
-        self._written[receipt_key(receipt)] = digest
-        return fence, receipt
-
-    async def _stored(self, what: str, key: str, raw: bytes, put: Started) -> bool:
-        """The answer of the PutRoot ``put`` started: whether it stored the root."""
-        return int(await self._run.script(what, "rel_put_root", [key], [raw],
-                                          started=put)) == 1
+        return RootReceipt(ref=self._keys.root_ref_beside(receipt.ref, spot_id),
+                           sha256=receipt.sha256, size=receipt.size)
 
     async def finish_first_record(self, spot_id: str, object_generation: int, *, seq: int,
                                   expected_version: int,
                                   root: RootReceipt) -> FirstRecordCleanup:
-        """Cursor and pointer in the Spot's bucket, then the root in its own."""
+        """One script where the root is in the Spot's bucket, else two steps (see the
+        module docstring)."""
+        if self._keys.root_bucket(root.ref) == self._keys.bucket(spot_id):
+            return await super().finish_first_record(
+                spot_id, object_generation, seq=seq, expected_version=expected_version,
+                root=root)
         check_finish_args(spot_id, object_generation, seq, expected_version, root)
         what = f"finish_first_record of {spot_id!r}"
-        # Only the very receipt written here skips the read: one with another size or
-        # hash is checked against the bytes (RootIntegrityError first, as the oracle).
-        written = self._written.pop(receipt_key(root), None)
-        if written is None:
-            raw = await self._relocation.read_verified(root)  # RootIntegrityError first
-            written = "" if raw is None else hashlib.sha1(
-                raw, usedforsecurity=False).hexdigest()
+        raw = await self._relocation.read_verified(root)  # RootIntegrityError first
+        written = "" if raw is None else hashlib.sha1(raw, usedforsecurity=False).hexdigest()
         keys = [*self._keys.inbox(spot_id, object_generation), self._keys.spot(spot_id)]
-        reply: list[Any] = await self._run.script(what, "finish_first_record", keys,
+        reply: list[Any] = await self._run.script(what, "finish_first_record_apart", keys,
                                                   [object_generation, seq, expected_version])
         code = text(reply[0])
         if code in ("BACK", "PAST"):

@@ -28,7 +28,7 @@ the whole call, redirects included.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
@@ -40,9 +40,9 @@ from zlink_trio.store.redis_cluster.keys import SLOTS
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from zlink_trio.store.redis.pipeline import Pipeline, Pipelines, QueuedCall
+    from zlink_trio.store.redis.pipeline import Pipeline, Pipelines
 
-__all__ = ("Limits", "Router", "Submitted")
+__all__ = ("Limits", "Router")
 
 _MAX_ROUNDS: Final = 40
 _REFRESH_GAP: Final = 0.05
@@ -52,8 +52,6 @@ Address = tuple[str, int]
 #: A call's limits: the caller's effective deadline, and the store timeout as a point in
 #: time (the pipeline raises ``Expired`` when it passes with nothing sent).
 Limits = tuple[float, float]
-#: A call :meth:`Router.submit` queued: its pipeline and place in it (``None``: not queued).
-Submitted: TypeAlias = "tuple[Pipeline, QueuedCall] | None"
 
 
 def _str(value: object) -> str:
@@ -170,42 +168,27 @@ class Router:
             return
         raise Expired
 
-    def submit(self, slot: int, frame: bytes, *, write: bool, limits: Limits) -> Submitted:
-        """Queue ``frame`` (a command on keys of ``slot``) for its master now, without
-        waiting: :meth:`call` with ``submitted=`` the result waits for its answer (and
-        follows redirects). ``None`` when the slot's master is not known yet (:meth:`call`
-        then sends it). A caller that submits must call :meth:`call` in the end."""
-        address = self._slots[slot]
-        if address is None:
-            return None
-        pipeline = self._pipeline(address, write)
-        return pipeline, pipeline.submit(frame, caller=limits[0], expires=limits[1])
-
     async def call(self, slot: int, frame: bytes, *, write: bool,
-                   limits: Limits | None = None, submitted: Submitted = None) -> Any:
+                   limits: Limits | None = None) -> Any:
         """Send ``frame`` (a command on keys of ``slot``) to its master; follow redirects.
 
         ``limits``: the call's deadlines, enforced by the pipelines and here (without
-        them, the caller's cancel scopes do). ``submitted``: what :meth:`submit` queued
-        of this very call.
+        them, the caller's cancel scopes do).
         """
         caller, expires = limits if limits is not None else (None, None)
         delay = 0.005
         for _ in range(_MAX_ROUNDS):
-            if submitted is None:
+            address = self._slots[slot]
+            if address is None:
+                await self._refresh_within(expires)
                 address = self._slots[slot]
                 if address is None:
-                    await self._refresh_within(expires)
-                    address = self._slots[slot]
-                    if address is None:
-                        raise StoreUnavailable(
-                            f"Redis Cluster at {self.where} has no master for hash slot "
-                            f"{slot} (CLUSTERDOWN or a slot not covered); nothing was "
-                            "written, retry once every slot is served")
-                pipeline = self._pipeline(address, write)
-                submitted = pipeline, pipeline.submit(frame, caller=caller, expires=expires)
-            pipeline, item = submitted
-            submitted = None
+                    raise StoreUnavailable(
+                        f"Redis Cluster at {self.where} has no master for hash slot "
+                        f"{slot} (CLUSTERDOWN or a slot not covered); nothing was "
+                        "written, retry once every slot is served")
+            pipeline = self._pipeline(address, write)
+            item = pipeline.submit(frame, caller=caller, expires=expires)
             try:
                 return await pipeline.answer(item)
             except ReplyError as error:

@@ -11,7 +11,8 @@ command to the pipelines and the router, which enforce them (``Limits``); ``boun
 serves the rarer calls.
 A bucket script (``lua``) may need facts of the nodes slot; the runner
 
-1. optionally **takes a capacity unit** first (``take=``; Reserve): the ``n_take`` node
+1. optionally **takes a capacity unit** first (``take=``, or a script of :data:`_TAKES`;
+   Reserve, ``reserve_with_root``): the ``n_take`` node
    script checks the owner's claim of that lifecycle is there and below capacity and
    adds one pending unit, returning every claim as facts;
 2. sends the bucket script with the facts; when it answers ``FACTS`` (the claims of a
@@ -77,11 +78,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
     from zlink_trio.store.redis_cluster.keys import ClusterKeys
-    from zlink_trio.store.redis_cluster.router import Limits, Router, Submitted
-
-    #: A bucket script's first round queued (:meth:`ClusterRunner.start`): its limits and
-    #: what the router queued.
-    Started = tuple[Limits, Submitted]
+    from zlink_trio.store.redis_cluster.router import Limits, Router
 
 __all__ = ("FACTS_MAX_AGE", "ClusterRunner")
 
@@ -99,6 +96,9 @@ _PREFETCH: Final = {
     "move_membership": (1,), "write_state": (2,), "set_reminder": (2,),
     "cancel_reminder": (2,),
 }
+#: Scripts that take their owner's capacity unit first (step 1), saving the round trip of
+#: a ``TAKE`` answer: the index in ``args`` of its Mesh, NodeRid and lifecycle generation.
+_TAKES: Final = {"reserve_with_root": (3, 4, 5)}
 #: Seconds the claims a runner read serve the scripts of :data:`_RECENT_FACTS`.
 FACTS_MAX_AGE: Final = 0.25
 #: The owner-only scripts of a Spot's steady work, which run on recent claims.
@@ -170,6 +170,22 @@ class _Facts:
         return f'{{"f":{fetched},"c":{claims},"t":{loads}}}'
 
 
+class _Bucket:
+    """What every bucket script of one bucket sends unchanged, encoded once: its slot, the
+    keys it declares besides its own (``ClusterKeys.bucket_meta``), the start of its first
+    argument (the layout; the facts follow) and the Relocation prefix."""
+
+    __slots__ = ("head", "meta", "meta_count", "relocation", "slot")
+
+    def __init__(self, keys: ClusterKeys, tag: str) -> None:
+        meta = keys.bucket_meta(int(tag[1:]))
+        self.slot = hash_slot(meta[0])
+        self.meta = encode_args(meta)
+        self.meta_count = len(meta)
+        self.head = "\n".join((keys.location, tag, str(keys.buckets), tag[1:], ""))
+        self.relocation = encode_args([keys.relocation])
+
+
 class ClusterRunner:
     """Scripts and commands on a Redis Cluster, with the single-Redis runner's rules."""
 
@@ -190,6 +206,8 @@ class ClusterRunner:
         self._backlog: dict[tuple[str, str], int] = {}
         #: The claims last read and when (``trio.current_time()``).
         self._recent: tuple[float, _Read] | None = None
+        #: Tag -> what every bucket script of that bucket sends unchanged.
+        self._buckets: dict[str, _Bucket] = {}
 
     async def bounded(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         """Run ``call`` under the deadline rule; map every Redis failure to a typed error."""
@@ -244,14 +262,29 @@ class ClusterRunner:
         call = self._heads[name] + encode_args([len(keys), *keys, *argv])
         return b"*%d\r\n%b" % (len(keys) + len(argv) + 3, call)
 
+    def _bucket_frame(self, name: str, bucket: _Bucket, keys: Sequence[str], facts: str,
+                      args: Sequence[str | int | bytes]) -> bytes:
+        """``EVALSHA`` of bucket script ``name``: :meth:`_frame` of ``keys`` and the
+        bucket's own, then the head with ``facts``, the Relocation prefix and ``args``
+        (what never changes per bucket encoded once, :class:`_Bucket`)."""
+        count = len(keys) + bucket.meta_count
+        head = (bucket.head + facts).encode()
+        call = b"".join((self._heads[name], encode_args([count, *keys]), bucket.meta,
+                         b"$%d\r\n%b\r\n" % (len(head), head), bucket.relocation,
+                         encode_args(args)))
+        return b"*%d\r\n%b" % (count + len(args) + 5, call)
+
     async def _eval(self, name: str, keys: Sequence[str], argv: Sequence[str | int | bytes],
-                    write: bool, limits: Limits | None = None,
-                    submitted: Submitted = None) -> Any:
-        slot = hash_slot(keys[0])
-        call = self._frame(name, keys, argv)
+                    write: bool, limits: Limits | None = None) -> Any:
+        return await self._send(name, hash_slot(keys[0]), self._frame(name, keys, argv),
+                                write, limits)
+
+    async def _send(self, name: str, slot: int, call: bytes, write: bool,
+                    limits: Limits | None = None) -> Any:
+        """Send script ``name``'s encoded ``call`` to ``slot``; load the script and send it
+        again where the master does not hold it (``NOSCRIPT``: nothing ran)."""
         try:
-            return await self.router.call(slot, call, write=write, limits=limits,
-                                          submitted=submitted)
+            return await self.router.call(slot, call, write=write, limits=limits)
         except NoScriptError:
             await self.router.call(slot, encode_command(["SCRIPT", "LOAD", self._source[name]]),
                                    write=write, limits=limits)
@@ -283,50 +316,31 @@ class ClusterRunner:
 
     async def script(self, what: str, name: str, keys: Sequence[str],
                      args: Sequence[str | int | bytes], *, write: bool = True,
-                     take: tuple[str, str, int] | None = None,
-                     started: Started | None = None) -> Any:
+                     take: tuple[str, str, int] | None = None) -> Any:
         """Run bucket script ``name`` as one transaction (facts and shifts around it).
 
-        ``take``: ``(mesh, rid, lc)`` whose capacity unit to take before the script.
-        ``started``: what :meth:`start` queued of this very call (same arguments).
+        ``take``: ``(mesh, rid, lc)`` whose capacity unit to take before the script (a
+        script of :data:`_TAKES` names its own in ``args``).
         The deadline rule is :meth:`bounded`'s, enforced by the pipelines: every command
         of the call shares the one store timeout.
         """
-        limits, submitted = started if started is not None else (self._limits(what), None)
-        return await self._limited(what, self._bucket(name, keys, args, write, take, limits,
-                                                      submitted))
+        if take is None and name in _TAKES:
+            mesh, rid, lc = _TAKES[name]
+            take = (text(args[mesh]), text(args[rid]), int(args[lc]))
+        return await self._limited(what, self._bucket(name, keys, args, write, take,
+                                                      self._limits(what)))
 
-    def start(self, what: str, name: str, keys: Sequence[str],
-              args: Sequence[str | int | bytes]) -> Started:
-        """Queue the first round of bucket script ``name`` now, without waiting (a script
-        that needs no facts and takes no unit: it goes out with its master's next batch);
-        :meth:`script` with ``started=`` the result waits for it and finishes the call. A
-        caller that starts one must finish it (cancelled or not: only then is it known
-        whether the script ran)."""
-        assert name not in _PREFETCH, name  # a script that needs no facts
-        assert name not in _RECENT_FACTS, name
-        limits = self._limits(what)
-        tag, all_keys = self._bucket_keys(keys)
-        frame = self._frame(name, all_keys, [self._head(tag, _Facts()), self.keys.relocation,
-                                             *args])
-        return limits, self.router.submit(hash_slot(keys[0]), frame, write=True,
-                                          limits=limits)
-
-    def _bucket_keys(self, keys: Sequence[str]) -> tuple[str, list[str]]:
-        """The bucket's tag of a bucket script's ``keys``, and every key it declares (the
-        bucket's own after them)."""
-        tag = tag_of(keys[0])
-        return tag, [*keys, *self.keys.bucket_meta(int(tag[1:]))]
-
-    def _head(self, tag: str, facts: _Facts) -> str:
-        """A bucket script's first argument: the layout and the facts it runs on."""
-        return "\n".join((self.keys.location, tag, str(self.keys.buckets), tag[1:],
-                          facts.encode()))
+    def _bucket_of(self, key: str) -> _Bucket:
+        """The bucket of one of a bucket script's keys (built once per bucket)."""
+        tag = tag_of(key)
+        bucket = self._buckets.get(tag)
+        if bucket is None:
+            bucket = self._buckets[tag] = _Bucket(self.keys, tag)
+        return bucket
 
     async def _bucket(self, name: str, keys: Sequence[str], args: Sequence[str | int | bytes],
-                      write: bool, take: tuple[str, str, int] | None, limits: Limits,
-                      submitted: Submitted = None) -> Any:
-        tag, all_keys = self._bucket_keys(keys)
+                      write: bool, take: tuple[str, str, int] | None, limits: Limits) -> Any:
+        bucket = self._bucket_of(keys[0])
         facts = _Facts()
         recent = name in _RECENT_FACTS
         if take is not None:
@@ -337,10 +351,9 @@ class ClusterRunner:
                 facts.fetched[text(args[i])] = 1
         try:
             for _ in range(_FACT_ROUNDS):
-                status, shifts, unmarks = await self._eval(
-                    name, all_keys, [self._head(tag, facts), self.keys.relocation, *args],
-                    write, limits, submitted)
-                submitted = None
+                status, shifts, unmarks = await self._send(
+                    name, bucket.slot, self._bucket_frame(name, bucket, keys, facts.encode(),
+                                                          args), write, limits)
                 code = text(status[0]) if isinstance(status, list) and status else ""
                 if recent and code in _FACT_REFUSALS:
                     recent = False  # decided on claims read earlier: read them again
