@@ -1044,10 +1044,8 @@ STORE_RULES: tuple[Mutation, ...] = (
              "deadline and the store timeout to the pipeline, so a paused master is given "
              "up within the timeout.",
         path="zlink_trio/store/redis_cluster/runner.py",
-        find="self._bucket(name, keys, args, write, take,\n"
-             "                                                      self._limits(what)))",
-        replace="self._bucket(name, keys, args, write, take,\n"
-                "                                                      None))",
+        find="self._bucket(name, keys, args, write, take, self._limits(what))",
+        replace="self._bucket(name, keys, args, write, take, None)",
         guards=["tests/store/test_redis_cluster.py::"
                 "test_a_paused_cluster_is_given_up_within_the_store_timeout"],
     ),

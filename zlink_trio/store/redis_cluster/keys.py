@@ -58,6 +58,8 @@ __all__ = ("NODES_TAG", "SLOTS", "ClusterKeys", "hash_slot")
 #: Hash slots of a Redis Cluster.
 SLOTS: Final = 16384
 NODES_TAG: Final = "nodes"
+#: Spot IDs and refs whose bucket a ``ClusterKeys`` remembers.
+_RECENT_BUCKETS: Final = 4096
 
 
 def hash_slot(key: str | bytes) -> int:
@@ -85,10 +87,18 @@ class ClusterKeys(Keys):
         self.buckets: Final = buckets
         self.prefix: Final = prefix
         self._meta: dict[int, tuple[str, ...]] = {}
+        #: Recent Spot IDs and refs -> their bucket: a cold activation names its Spot's
+        #: keys in every call (bounded: cleared when full).
+        self._recent: dict[str, int] = {}
 
     def bucket(self, text: str) -> int:
         """The bucket of a Spot ID or a root ref."""
-        return crc_hqx(text.encode("utf-8"), 0) % self.buckets
+        bucket = self._recent.get(text)
+        if bucket is None:
+            if len(self._recent) >= _RECENT_BUCKETS:
+                self._recent.clear()
+            bucket = self._recent[text] = crc_hqx(text.encode("utf-8"), 0) % self.buckets
+        return bucket
 
     def bucket_tag(self, bucket: int) -> str:
         return f"b{bucket}"

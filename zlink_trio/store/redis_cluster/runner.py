@@ -217,10 +217,7 @@ class ClusterRunner:
             try:
                 return await call()
             except ReplyError as error:
-                raise StoreUnavailable(
-                    f"{what}: Redis Cluster at {self.where} failed ({type(error).__name__}: "
-                    f"{error}); the transaction did not complete, retry once the store is "
-                    "reachable") from error
+                raise self._failed(what, error) from error
         if caller <= limit:
             raise self._late(what)
         raise StoreUnavailable(
@@ -241,21 +238,17 @@ class ClusterRunner:
             raise self._late(what)
         return caller, now + self.timeout
 
-    async def _limited(self, what: str, call: Awaitable[T]) -> T:
-        """Await ``call`` (made with :meth:`_limits`); map its failures to typed errors as
-        :meth:`bounded` does."""
-        try:
-            return await call
-        except Expired:
-            raise StoreUnavailable(
-                f"{what}: Redis Cluster at {self.where} did not answer within "
-                f"{self.timeout} s (paused, overloaded, failing over or unreachable); "
-                "nothing was written, retry later") from None
-        except ReplyError as error:
-            raise StoreUnavailable(
-                f"{what}: Redis Cluster at {self.where} failed ({type(error).__name__}: "
-                f"{error}); the transaction did not complete, retry once the store is "
-                "reachable") from error
+    def _failed(self, what: str, error: ReplyError) -> StoreUnavailable:
+        return StoreUnavailable(
+            f"{what}: Redis Cluster at {self.where} failed ({type(error).__name__}: {error}); "
+            "the transaction did not complete, retry once the store is reachable")
+
+    def _unanswered(self, what: str) -> StoreUnavailable:
+        """A call the pipelines gave up (``Expired``) with nothing of it sent."""
+        return StoreUnavailable(
+            f"{what}: Redis Cluster at {self.where} did not answer within {self.timeout} s "
+            "(paused, overloaded, failing over or unreachable); nothing was written, retry "
+            "later")
 
     def _frame(self, name: str, keys: Sequence[str], argv: Sequence[str | int | bytes]) -> bytes:
         """``EVALSHA`` of script ``name`` on ``keys`` and ``argv``, encoded."""
@@ -327,8 +320,14 @@ class ClusterRunner:
         if take is None and name in _TAKES:
             mesh, rid, lc = _TAKES[name]
             take = (text(args[mesh]), text(args[rid]), int(args[lc]))
-        return await self._limited(what, self._bucket(name, keys, args, write, take,
-                                                      self._limits(what)))
+        # Awaited here, not through a helper coroutine: the failures mapped as bounded()
+        # maps them (one coroutine frame less per call).
+        try:
+            return await self._bucket(name, keys, args, write, take, self._limits(what))
+        except Expired:
+            raise self._unanswered(what) from None
+        except ReplyError as error:
+            raise self._failed(what, error) from error
 
     def _bucket_of(self, key: str) -> _Bucket:
         """The bucket of one of a bucket script's keys (built once per bucket)."""
@@ -400,6 +399,8 @@ class ClusterRunner:
     async def _settle(self, facts: _Facts, shifts: Sequence[Any]) -> None:
         """Apply the script's load shifts and give back unused units (shielded); shifts
         that change no lifecycle's total wait (see the module docstring)."""
+        if not shifts and not facts.taken:
+            return
         taken = dict(facts.taken)
         totals: dict[str, int] = {}
         for mesh, rid, lc, field, delta in ([text(v) for v in s] for s in shifts or []):
@@ -455,5 +456,9 @@ class ClusterRunner:
         key = args[1]
         slot = hash_slot(key if isinstance(key, str | bytes) else str(key))
         limits = self._limits(what)
-        return await self._limited(what, self.router.call(slot, frame, write=False,
-                                                          limits=limits))
+        try:
+            return await self.router.call(slot, frame, write=False, limits=limits)
+        except Expired:
+            raise self._unanswered(what) from None
+        except ReplyError as error:
+            raise self._failed(what, error) from error
