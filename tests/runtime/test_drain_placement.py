@@ -28,6 +28,7 @@ import trio
 
 import zlink_trio as zl
 from zlink_trio.core.placement import _rendezvous_score
+from zlink_trio.runtime.coordinators import relocation
 from zlink_trio.store import open_store
 from zlink_trio.store.memory import MemoryLocationStore
 from zlink_trio.testing import MemoryStoreWith
@@ -159,6 +160,34 @@ async def test_after_drain_other_nodes_place_no_new_spot_on_the_drained_node(url
             here = await b.client.request("from-b", Hello(0), reply=Here).instance_spot(
                 "drain-counter").timeout(10)
             assert here.node == str(a.node_rid)
+
+
+async def test_a_move_that_fails_unexpectedly_is_listed_and_the_drain_goes_on(
+        url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture):
+    rng = Steered()
+    relocate_spot = relocation.relocate_spot
+    with trio.fail_after(60):
+        async with two_nodes(url, rng) as (a, b):
+            ids = rendezvous_ids("fault", b.node_rid, a.node_rid)[::2]
+            for i, spot_id in enumerate(ids):  # each placed on b by its ID
+                await a.client.request(spot_id, Hello(i), reply=Here).instance_spot(
+                    "drain-counter").timeout(10)
+            faulty = ids[1]
+
+            async def one_fails(rt: Any, spot_id: str, *args: Any, **kwargs: Any) -> Any:
+                if spot_id == faulty:
+                    raise RuntimeError("a fault in this move (test)")
+                return await relocate_spot(rt, spot_id, *args, **kwargs)
+
+            monkeypatch.setattr(relocation, "relocate_spot", one_fails)
+            drained = await b.drain(timeout=30)
+            assert sorted(r.ref.spot_id for r in drained.moved) == sorted(
+                i for i in ids if i != faulty)
+            assert [(r.ref.spot_id, r.outcome) for r in drained.not_moved] == [
+                (faulty, zl.RelocationOutcome.ABORTED)]
+            assert "RuntimeError" in (drained.not_moved[0].reason or "")
+    assert any("failed unexpectedly" in r.getMessage() and r.exc_info
+               for r in caplog.records)
 
 
 class FailingClose(MemoryLocationStore):

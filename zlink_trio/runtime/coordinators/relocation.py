@@ -729,7 +729,8 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
     :data:`NOT_BEGUN_LISTED` of them, only counted in ``unlisted``); a Spot activated here
     after the last pass is not listed. Once ``halt`` is set no further move starts
     (those already under way finish, by the deadline) and what was not tried is not
-    listed. A User
+    listed. A move that fails with an error that is not a ``ZLinkError`` (a fault) is
+    logged with its traceback and listed as not moved; the others go on. A User
     Spot's members that moved with it (carried by a SpotWide move, or following a
     PerActor one) are listed as moved right after it.
     """
@@ -758,6 +759,13 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
             if spot_id not in rt.catalog.hosts:
                 return  # it left this node meanwhile (moved or closed): nothing to move
             result = aborted(spot_id, exc.message)
+        except Exception as exc:  # a fault of this one move: its siblings go on
+            LOGGER.exception("node %r: the move of Spot %r failed unexpectedly; it is "
+                             "listed as not moved and the drain goes on", rt.node_id, spot_id)
+            if spot_id not in rt.catalog.hosts:
+                return
+            result = aborted(spot_id, f"the move failed unexpectedly "
+                                      f"({type(exc).__name__}: {exc}); see the node's log")
         membership = rt.memberships.get(spot_id)
         if result.outcome is not RelocationOutcome.COMMITTED and (report.members_busy or (
                 membership is not None and (membership.state != MEMBERSHIP.st.member
