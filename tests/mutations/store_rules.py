@@ -1026,6 +1026,18 @@ STORE_RULES: tuple[Mutation, ...] = (
         timeout=15.0,  # deleted, the group's callers wait for good (passes in < 1 s)
     ),
     Mutation(
+        name="store.postgres_lost_commit_may_have_run",
+        family=_TXN,
+        rule="PostgreSQL: a write whose connection failed with its COMMIT on its way (or its "
+             "answer unread) is reported as may have been written, never as nothing "
+             "written.",
+        path="zlink_trio/store/postgres/connection.py",
+        find="                raise _CommitUnanswered from error\n",
+        replace="                raise\n",
+        guards=["tests/store/test_postgres_backend.py::"
+                "test_a_commit_whose_answer_is_lost_may_have_been_written[inline]"],
+    ),
+    Mutation(
         name="store.cluster_recent_claims_read_again",
         family=_TXN,
         rule="Redis Cluster: a script run on claims read recently that is refused for a "

@@ -26,7 +26,7 @@ from zlink_trio.core.identity import SpotKind
 from zlink_trio.store import AuthorityExists, open_store
 from zlink_trio.store.postgres import PostgresStore
 from zlink_trio.store.postgres.schema import SCHEMA_VERSION, parse_url
-from zlink_trio.store.postgres.session import Pipeline
+from zlink_trio.store.postgres.session import Pipeline, PostgresSession
 from zlink_trio.store.sqlite.session import Prefetch, updated_known_row
 
 LIMIT = 30
@@ -580,3 +580,58 @@ async def test_a_schema_of_version_1_is_brought_up_to_date():
             counted = _counter(prefix)
             _sql(f"DELETE FROM \"{prefix}\".loc_records WHERE spot_id = 'v-1'")
             assert _counter(prefix) == counted + 1
+
+
+@pytest.mark.parametrize("inline", [False, True], ids=["threaded", "inline"])
+async def test_a_commit_whose_answer_is_lost_may_have_been_written(monkeypatch, inline):
+    """The connection fails after the server committed a write but before its COMMIT's
+    answer was read (here: no answer within the wait): the write is there, so its caller
+    is told it may have been written -- never "nothing was written"."""
+    execute, sync, sync_async = PostgresSession.execute, Pipeline.sync, Pipeline.sync_async
+    commit_queued: list[Pipeline] = []
+
+    def flagged(session, sql, parameters=(), /):
+        if sql == "COMMIT" and session._pipeline is not None:
+            commit_queued.append(session._pipeline)
+        return execute(session, sql, parameters)
+
+    def committed_here(url: str) -> bool:
+        return ("lost", 1) in _lifecycles(url)
+
+    def lost_answer(pipeline: Pipeline) -> None:
+        # The COMMIT and a sync go out; once the server has committed (seen from another
+        # connection), the answer is never read.
+        pipeline._send_sync()
+        while pipeline._pg.flush() == 1:
+            pass
+        for _ in range(10_000):
+            if committed_here(url):
+                raise psycopg.OperationalError("the server sent nothing (test)")
+        raise AssertionError("the COMMIT never landed")
+
+    def threaded_sync(pipeline: Pipeline) -> None:
+        if commit_queued:
+            commit_queued.clear()
+            lost_answer(pipeline)
+        sync(pipeline)
+
+    async def inline_sync(pipeline: Pipeline) -> None:
+        if commit_queued:
+            commit_queued.clear()
+            lost_answer(pipeline)
+        await sync_async(pipeline)
+
+    with trio.fail_after(LIMIT):
+        async with fresh_url() as url, open_store(url) as store:
+            await store.connection.write(_insert("before"))  # connected: inline may run
+            monkeypatch.setattr(PostgresSession, "execute", flagged)
+            monkeypatch.setattr(Pipeline, "sync", threaded_sync)
+            monkeypatch.setattr(Pipeline, "sync_async", inline_sync)
+            with pytest.raises(StoreUnavailable, match="may have been written"):
+                await store.connection.write(_insert("lost"),
+                                             reads=Prefetch() if inline else None)
+            assert committed_here(url)
+            monkeypatch.undo()
+            # The store goes on, on a new connection.
+            assert await store.connection.write(_insert("after")) == "after"
+            assert _lifecycles(url) == [("after", 1), ("before", 1), ("lost", 1)]

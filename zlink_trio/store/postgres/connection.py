@@ -136,8 +136,24 @@ class _WriteLockHeld(Exception):
     """Internal: the prefix's write lock stayed held by another connection past the timeout."""
 
 
+class _CommitUnanswered(Exception):
+    """Internal: the connection failed (its cause) while a transaction's ``COMMIT`` was on
+    its way or its answer unread: the server may have committed it."""
+
+
+def _connection_lost(error: psycopg.Error) -> bool:
+    """Whether ``error`` is the connection failing (no answer, or the server ending the
+    session: SQLSTATE classes 08 and 57P), not the server refusing a statement."""
+    return error.sqlstate is None or error.sqlstate.startswith(("08", "57P"))
+
+
 def unavailable(options: PostgresOptions, error: BaseException) -> StoreUnavailable:
     """The typed error for a PostgreSQL failure of the store ``options`` names."""
+    if isinstance(error, _CommitUnanswered):
+        return StoreUnavailable(
+            f"PostgreSQL store {options.where}: the connection failed while this write's "
+            f"COMMIT was on its way ({error.__cause__}); it may have been written, re-read "
+            "before retrying")
     if isinstance(error, _WriteLockHeld):
         return StoreUnavailable(
             f"PostgreSQL store {options.where}: another connection held the store's write "
@@ -436,7 +452,8 @@ class PostgresConnection:
         """Run ``batch`` in one pipelined transaction in a worker thread, or as its failure
         asks (:meth:`_after_failure`). Raises for a failure of the transaction itself (the
         connection lost, a timeout, the write lock held): every body of the group failed,
-        nothing written."""
+        nothing written -- unless the connection was lost with the ``COMMIT`` on its way
+        (``_CommitUnanswered``: it may have been written)."""
         self.threaded_groups += 1
         try:
             await trio.to_thread.run_sync(self._threaded_transaction, batch, True)
@@ -579,7 +596,8 @@ class PostgresConnection:
         if isinstance(error, _EndedIdle) and isinstance(error.__cause__, Exception):
             error = error.__cause__
         return (unavailable(self.options, error)
-                if isinstance(error, psycopg.Error | _WriteLockHeld) else error)
+                if isinstance(error, psycopg.Error | _WriteLockHeld | _CommitUnanswered)
+                else error)
 
     def _steps(self, session: PostgresSession, batch: list[_Txn]
                ) -> Generator[object, None, None]:
@@ -648,7 +666,14 @@ class PostgresConnection:
             # Pipelined, the COMMIT goes with the bodies' statements: a statement the
             # server refuses -- an update of a known row that changed none included
             # (``session``) -- makes it skip the rest, the COMMIT too.
-            yield session.execute("COMMIT")  # the last round trip (see _Running)
+            try:
+                yield session.execute("COMMIT")  # the last round trip (see _Running)
+            except psycopg.OperationalError as error:
+                if not _connection_lost(error):
+                    raise  # the server's answer (a timeout, a lock): rolled back
+                # The connection failed with the COMMIT sent (or being sent): the server
+                # may have committed, so no caller may be told "nothing written".
+                raise _CommitUnanswered from error
             row = counted.fetchone()
         finally:
             close_group(session)
@@ -688,8 +713,8 @@ class PostgresConnection:
         session.recycle()
 
     def _forget(self) -> None:
-        """A write transaction failed: nothing of it was written, and its connection may
-        have unread answers or lost prepared statements."""
+        """A write transaction failed (nothing of it written, or its COMMIT's answer lost):
+        its connection may have unread answers or lost prepared statements."""
         self.cache.clear()
         self.cache.version = None
         self._cursors.clear()  # answers may be unread: a cursor pool starts afresh
