@@ -21,7 +21,12 @@ from postgres_helpers import POSTGRES_URL, drop_prefix, fresh_prefix, fresh_url,
 from store_helpers import MESH, claim, descriptor, reserve
 from test_sqlite_fast_paths import ENTRY, ENTRY_B, ROOM, _mixed, _plain
 
-from zlink_trio.core.errors import InvalidConfiguration, StaleFence, StoreUnavailable
+from zlink_trio.core.errors import (
+    InvalidConfiguration,
+    InvalidOperation,
+    StaleFence,
+    StoreUnavailable,
+)
 from zlink_trio.core.identity import SpotKind
 from zlink_trio.store import AuthorityExists, open_store
 from zlink_trio.store.postgres import PostgresStore
@@ -556,7 +561,9 @@ async def test_a_write_whose_hint_psycopg_refuses_fails_alone(monkeypatch, chain
                 group = await _one_group(store, [_insert("a"), _insert("c"), bad],
                                          inline=True, reads=reads)
             assert "c" in group
-            assert any(isinstance(outcome, StoreUnavailable) for outcome in group)
+            # The caller's value, never storable here: refused as its own, not "retry".
+            assert any(isinstance(outcome, InvalidOperation) and "NUL" in str(outcome)
+                       for outcome in group)
             assert _lifecycles(url) == [("a", 1), ("c", 1)]
 
 
@@ -635,3 +642,32 @@ async def test_a_commit_whose_answer_is_lost_may_have_been_written(monkeypatch, 
             # The store goes on, on a new connection.
             assert await store.connection.write(_insert("after")) == "after"
             assert _lifecycles(url) == [("after", 1), ("before", 1), ("lost", 1)]
+
+
+async def test_a_spot_id_holding_nul_is_refused_as_the_callers_and_writes_nothing():
+    """PostgreSQL text holds no NUL character: a Spot ID with one is refused as the
+    caller's input (InvalidOperation, nothing written) -- a find alone, never failing the
+    finds it would have been read with -- and the store goes on."""
+    with trio.fail_after(LIMIT):
+        async with fresh_url() as url, open_store(url) as store:
+            node = await claim(store)
+            await reserve(store, node, "plain")
+            with pytest.raises(InvalidOperation, match="NUL"):
+                await reserve(store, node, "bad\x00id")
+            outcomes: dict[str, object] = {}
+
+            async def find(spot_id: str) -> None:
+                try:
+                    outcomes[spot_id] = await store.location.find(spot_id)
+                except Exception as error:
+                    outcomes[spot_id] = error
+
+            async with trio.open_nursery() as nursery:
+                for spot_id in ("plain", "bad\x00id", "absent"):
+                    nursery.start_soon(find, spot_id)
+            assert isinstance(outcomes["bad\x00id"], InvalidOperation)
+            assert outcomes["plain"].spot_id == "plain"
+            assert outcomes["absent"] is None
+            stored = [r.spot_id for r in (await store.location.query(page_size=10)).records]
+            assert "plain" in stored
+            assert not [i for i in stored if "\x00" in i]

@@ -90,7 +90,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 import psycopg
 import trio
 
-from zlink_trio.core.errors import StoreUnavailable, Unavailable
+from zlink_trio.core.errors import InvalidOperation, StoreUnavailable, Unavailable, ZLinkError
 from zlink_trio.lowlevel.parking import ParkingSlot
 from zlink_trio.store.postgres.schema import WRITER_SETTING, migrate
 from zlink_trio.store.postgres.session import Answer, Pipeline, PostgresSession, WouldWait
@@ -145,6 +145,22 @@ def _connection_lost(error: psycopg.Error) -> bool:
     """Whether ``error`` is the connection failing (no answer, or the server ending the
     session: SQLSTATE classes 08 and 57P), not the server refusing a statement."""
     return error.sqlstate is None or error.sqlstate.startswith(("08", "57P"))
+
+
+#: What a value psycopg cannot send is refused with (its text follows the reason).
+_NO_NUL: Final = ("PostgreSQL text holds no NUL character (U+0000): Spot IDs, types and "
+                  "other text stored here must not contain one")
+
+
+def typed_error(options: PostgresOptions, error: BaseException) -> ZLinkError:
+    """The typed error for a PostgreSQL failure of a call: a value psycopg cannot send (a
+    NUL character in text) is the caller's -- :class:`InvalidOperation`, nothing written;
+    any other is :func:`unavailable`'s."""
+    if isinstance(error, psycopg.DataError) and error.sqlstate is None:
+        return InvalidOperation(
+            f"PostgreSQL store {options.where}: a value of this call cannot be stored "
+            f"({error}); nothing was written -- {_NO_NUL}")
+    return unavailable(options, error)
 
 
 def unavailable(options: PostgresOptions, error: BaseException) -> StoreUnavailable:
@@ -595,7 +611,7 @@ class PostgresConnection:
         refusal as it is."""
         if isinstance(error, _EndedIdle) and isinstance(error.__cause__, Exception):
             error = error.__cause__
-        return (unavailable(self.options, error)
+        return (typed_error(self.options, error)
                 if isinstance(error, psycopg.Error | _WriteLockHeld | _CommitUnanswered)
                 else error)
 
@@ -783,7 +799,7 @@ class PostgresConnection:
             conn.close()
             self._reader_cursors.pop(conn, None)
             held[0] = None
-            raise unavailable(self.options, error) from error
+            raise typed_error(self.options, error) from error
         session.recycle()
         return value
 
@@ -792,6 +808,9 @@ class PostgresConnection:
         ``select`` that arrive while its previous batch runs are read together, with one
         statement (``IN`` the keys) on one read connection, in one worker thread."""
         self._check_open()
+        if "\x00" in key:  # refused here, not in a batch it would fail for every caller
+            raise InvalidOperation(f"PostgreSQL store {self.options.where}: {key!r} cannot "
+                                   f"be looked up -- {_NO_NUL}")
         batch = self._gathering.get(select)
         if batch is not None:  # a batch is gathering: join it
             batch.keys[key] = None
