@@ -26,6 +26,7 @@ from zlink_trio.bench.stores import count_store_calls
 from zlink_trio.core.errors import (
     DeadlineExceeded,
     InvalidConfiguration,
+    InvalidOperation,
     NotFound,
     StoreUnavailable,
 )
@@ -156,6 +157,15 @@ async def test_a_cold_activations_root_is_kept_beside_its_record_one_script_a_st
             assert (cleanup.cursor_moved, cleanup.root_deleted) == (True, True)
             with pytest.raises(NotFound):
                 await store.relocation.get_root(apart)
+            # Arguments are checked before a bucket is computed from them: typed errors.
+            with pytest.raises(InvalidOperation):
+                await store.combined.reserve_with_root(
+                    "lone \ud800", b"root", kind=kind, stable_type="room", mesh=MESH,
+                    owner=node.owner(), now=0.0)
+            with pytest.raises(InvalidOperation):
+                await store.combined.finish_first_record(
+                    "s-2", fence.object_generation, seq=1, expected_version=1,
+                    root=None)  # type: ignore[arg-type]
 
 
 async def test_query_statistics_and_orphans_cover_every_bucket():

@@ -765,7 +765,8 @@ async def drain(rt: NodeRuntime, deadline: Deadline, *,
             if spot_id not in rt.catalog.hosts:
                 return
             result = aborted(spot_id, f"the move failed unexpectedly "
-                                      f"({type(exc).__name__}: {exc}); see the node's log")
+                                      f"({type(exc).__name__}: {exc}) at a step not known "
+                                      "here; see the node's log")
         membership = rt.memberships.get(spot_id)
         if result.outcome is not RelocationOutcome.COMMITTED and (report.members_busy or (
                 membership is not None and (membership.state != MEMBERSHIP.st.member

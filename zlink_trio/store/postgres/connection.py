@@ -153,10 +153,11 @@ _NO_NUL: Final = ("PostgreSQL text holds no NUL character (U+0000): Spot IDs, ty
 
 
 def typed_error(options: PostgresOptions, error: BaseException) -> ZLinkError:
-    """The typed error for a PostgreSQL failure of a call: a value psycopg cannot send (a
-    NUL character in text) is the caller's -- :class:`InvalidOperation`, nothing written;
+    """The typed error for a PostgreSQL failure of a call: text psycopg cannot send (it
+    holds a NUL character) is the caller's -- :class:`InvalidOperation`, nothing written;
     any other is :func:`unavailable`'s."""
-    if isinstance(error, psycopg.DataError) and error.sqlstate is None:
+    if (isinstance(error, psycopg.DataError) and error.sqlstate is None
+            and "NUL" in str(error)):
         return InvalidOperation(
             f"PostgreSQL store {options.where}: a value of this call cannot be stored "
             f"({error}); nothing was written -- {_NO_NUL}")
@@ -684,9 +685,9 @@ class PostgresConnection:
             # (``session``) -- makes it skip the rest, the COMMIT too.
             try:
                 yield session.execute("COMMIT")  # the last round trip (see _Running)
-            except psycopg.OperationalError as error:
+            except psycopg.Error as error:
                 if not _connection_lost(error):
-                    raise  # the server's answer (a timeout, a lock): rolled back
+                    raise  # the server's answer (a refusal, a timeout, a lock): rolled back
                 # The connection failed with the COMMIT sent (or being sent): the server
                 # may have committed, so no caller may be told "nothing written".
                 raise _CommitUnanswered from error

@@ -75,10 +75,13 @@ class RedisCombined:
                                 now: float) -> tuple[ReservationFence, RootReceipt]:
         """PutRoot + Reserve (one script); see ``CombinedTransactions``."""
         raw = check_bytes(root, "root")
-        receipt = self._root_receipt(spot_id, raw)
+        receipt = receipt_of(raw)
         pointer = RecoveryPointer.from_receipt(receipt)
         check_reserve_args(spot_id, kind=kind, stable_type=stable_type, mesh=mesh, owner=owner,
                            now=now, creation_intent=None, recovery_pointer=pointer)
+        placed = self._root_receipt(spot_id, receipt)  # after the checks: a valid Spot ID
+        if placed is not receipt:
+            receipt, pointer = placed, RecoveryPointer.from_receipt(placed)
         what = f"reserve of {spot_id!r}"
         # The runner's coroutine is awaited here (no helper coroutine): one frame less.
         reply = _seq(await self._run.script(
@@ -96,10 +99,11 @@ class RedisCombined:
                                  owner=owner, owner_lease_expires_at=float(text(reply[2])))
         return fence, receipt
 
-    def _root_receipt(self, spot_id: str, raw: bytes) -> RootReceipt:
-        """The receipt of ``raw``, the root of ``spot_id``'s creation: content addressed
-        (``rules.relocation_store``); a layout may also name where it lives."""
-        return receipt_of(raw)
+    def _root_receipt(self, spot_id: str, receipt: RootReceipt) -> RootReceipt:
+        """The receipt the root of ``spot_id``'s creation is kept under, given its content
+        receipt (``rules.relocation_store``): that one here; a layout may also name where
+        it lives."""
+        return receipt
 
     async def commit_ready_with_first_record(self, fence: ReservationFence, record: bytes, *,
                                              now: float) -> tuple[AuthorityRecord, int]:

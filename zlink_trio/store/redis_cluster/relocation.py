@@ -32,7 +32,6 @@ from zlink_trio.store.rules.combined import check_finish_args
 from zlink_trio.store.rules.relocation_store import (
     MAX_SEQ,
     check_cursor_move,
-    receipt_of,
 )
 from zlink_trio.store.values import FirstRecordCleanup, RelocationStatistics
 
@@ -63,9 +62,8 @@ class ClusterCombined(RedisCombined):
     _run: ClusterRunner  # type: ignore[assignment]  # the cluster's runner, same interface
     _keys: ClusterKeys
 
-    def _root_receipt(self, spot_id: str, raw: bytes) -> RootReceipt:
-        """The content receipt of ``raw``, its ref naming ``spot_id``'s bucket."""
-        receipt = receipt_of(raw)
+    def _root_receipt(self, spot_id: str, receipt: RootReceipt) -> RootReceipt:
+        """The content ``receipt``, its ref naming ``spot_id``'s bucket."""
         return RootReceipt(ref=self._keys.root_ref_beside(receipt.ref, spot_id),
                            sha256=receipt.sha256, size=receipt.size)
 
@@ -74,11 +72,11 @@ class ClusterCombined(RedisCombined):
                                   root: RootReceipt) -> FirstRecordCleanup:
         """One script where the root is in the Spot's bucket, else two steps (see the
         module docstring)."""
+        check_finish_args(spot_id, object_generation, seq, expected_version, root)
         if self._keys.root_bucket(root.ref) == self._keys.bucket(spot_id):
             return await super().finish_first_record(
                 spot_id, object_generation, seq=seq, expected_version=expected_version,
                 root=root)
-        check_finish_args(spot_id, object_generation, seq, expected_version, root)
         what = f"finish_first_record of {spot_id!r}"
         raw = await self._relocation.read_verified(root)  # RootIntegrityError first
         written = "" if raw is None else hashlib.sha1(raw, usedforsecurity=False).hexdigest()
