@@ -220,9 +220,7 @@ class ClusterRunner:
                 raise self._failed(what, error) from error
         if caller <= limit:
             raise self._late(what)
-        raise StoreUnavailable(
-            f"{what}: Redis Cluster at {self.where} did not answer within {self.timeout} s "
-            "(paused, overloaded, failing over or unreachable); retry later")
+        raise self._unanswered(what, sent=True)
 
     def _late(self, what: str) -> DeadlineExceeded:
         return DeadlineExceeded(
@@ -243,12 +241,13 @@ class ClusterRunner:
             f"{what}: Redis Cluster at {self.where} failed ({type(error).__name__}: {error}); "
             "the transaction did not complete, retry once the store is reachable")
 
-    def _unanswered(self, what: str) -> StoreUnavailable:
-        """A call the pipelines gave up (``Expired``) with nothing of it sent."""
+    def _unanswered(self, what: str, *, sent: bool = False) -> StoreUnavailable:
+        """A call given up at the store timeout: by the pipelines (``Expired``: nothing of
+        it sent), or by :meth:`bounded` (``sent``: what it sent may have run)."""
+        written = "" if sent else "nothing was written, "
         return StoreUnavailable(
             f"{what}: Redis Cluster at {self.where} did not answer within {self.timeout} s "
-            "(paused, overloaded, failing over or unreachable); nothing was written, retry "
-            "later")
+            f"(paused, overloaded, failing over or unreachable); {written}retry later")
 
     def _frame(self, name: str, keys: Sequence[str], argv: Sequence[str | int | bytes]) -> bytes:
         """``EVALSHA`` of script ``name`` on ``keys`` and ``argv``, encoded."""
