@@ -78,6 +78,7 @@ model holds SQLite to memory alone.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import threading
 from contextlib import AsyncExitStack
@@ -120,6 +121,7 @@ from zlink_trio.store import (
     Page,
     open_store,
 )
+from zlink_trio.store.redis_cluster.keys import ClusterKeys
 from zlink_trio.store.rules.location import capacity_key
 from zlink_trio.store.rules.relocation_store import receipt_of
 from zlink_trio.store.values import SavedState
@@ -161,16 +163,46 @@ def _same(generation: int) -> int:
     return generation
 
 
+#: A creation root's ref on Redis Cluster: the content ref and the Spot's bucket.
+_ROOT_BESIDE = re.compile(r"(sha256:[0-9a-f]{64})@b[0-9]+")
+
+
+def _content_refs(value: object) -> object:
+    """``value`` with every root ref named by its content ref alone (Redis Cluster keeps a
+    creation root in its Spot's bucket and names that bucket in the ref: the same root)."""
+    if isinstance(value, str):
+        return _ROOT_BESIDE.sub(r"\1", value)
+    if isinstance(value, dict):
+        return {k: _content_refs(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_content_refs(v) for v in value)
+    return value
+
+
+def root_in(store: Store, spot_id: str, receipt: RootReceipt) -> RootReceipt:
+    """The receipt ``store`` keeps the creation root ``receipt`` of ``spot_id`` under (the
+    oracle's is the content receipt; Redis Cluster's names the Spot's bucket)."""
+    keys = getattr(store, "keys", None)
+    if isinstance(keys, ClusterKeys):
+        return attrs.evolve(receipt, ref=keys.root_ref_beside(receipt.ref, spot_id))
+    return receipt
+
+
 def norm(value: object, oracle: Callable[[int], int] | None = None) -> object:
-    """A comparable form of a store result or error.
+    """A comparable form of a store result or error, root refs named by content
+    (:func:`_content_refs`).
 
     With ``oracle``, each ObjectGeneration in ``value`` is named the way the oracle
     names it (:class:`Generations`) and ``last_object_generation`` is left out (checked
     on its own, :meth:`StoreAgreement.contents_agree`).
     """
+    return _content_refs(_norm(value, oracle))
+
+
+def _norm(value: object, oracle: Callable[[int], int] | None = None) -> object:
     if isinstance(value, ZLinkError):
-        current = (norm(value.current, oracle) if isinstance(value, AuthorityExists)
-                   else (norm(value.record, oracle), value.members)
+        current = (_norm(value.current, oracle) if isinstance(value, AuthorityExists)
+                   else (_norm(value.record, oracle), value.members)
                    if isinstance(value, MembersRemain) else None)
         return ("raised", type(value).__module__, type(value).__qualname__, current)
     if oracle is not None and isinstance(value, AuthorityRecord | ReservationFence
@@ -179,9 +211,9 @@ def norm(value: object, oracle: Callable[[int], int] | None = None) -> object:
     if isinstance(value, AuthorityRecord | NodeClaim):
         return (type(value).__name__, value.to_json())
     if isinstance(value, Page):
-        return ("Page", [norm(r, oracle) for r in value.records], value.next_cursor is None)
+        return ("Page", [_norm(r, oracle) for r in value.records], value.next_cursor is None)
     if isinstance(value, list | tuple):
-        return [norm(v, oracle) for v in value]
+        return [_norm(v, oracle) for v in value]
     if isinstance(value, LocationStatistics) and oracle is not None:
         value = attrs.evolve(value, last_object_generation=0)
     if attrs.has(type(value)):
@@ -565,8 +597,11 @@ class StoreAgreement(RuleBasedStateMachine):
     def reserve_with_root(self, i, spot, t, mesh, data):
         owner = self.pick_claim(i).owner()
         spot_id, now = self.spot_of(spot), self.now
+        # A creation root embeds its Spot's identity (the protocol asks it of callers):
+        # two Spots never share one.
+        root = spot_id.encode() + b":" + data
         done = self.run("reserve_with_root", lambda s: s.combined.reserve_with_root(
-            spot_id, data, kind=t[1], stable_type=t[0], mesh=mesh, owner=owner, now=now))
+            spot_id, root, kind=t[1], stable_type=t[0], mesh=mesh, owner=owner, now=now))
         return multiple() if done is None else done[0]
 
     @rule(fence=fences, how=st.sampled_from(TWEAKS), data=st.sampled_from(ROOTS))
@@ -584,12 +619,14 @@ class StoreAgreement(RuleBasedStateMachine):
         r = self.record(spot_id)
         generation = (r.object_generation if r else 1) + gen
         expected = max(1, (r.store_version if r else 1) + version)
-        if forge == "pointer" and r is not None and r.recovery_pointer is not None:
-            receipt = r.recovery_pointer.receipt()
+        pointer = r.recovery_pointer if forge == "pointer" and r is not None else None
+        if pointer is not None:
+            receipt = pointer.receipt()
         elif forge == "size":
             receipt = attrs.evolve(receipt, size=receipt.size + 1)
         self.run("finish_first_record", lambda s: s.combined.finish_first_record(
-            spot_id, self.at(s, generation), seq=seq, expected_version=expected, root=receipt))
+            spot_id, self.at(s, generation), seq=seq, expected_version=expected,
+            root=root_in(s, spot_id, receipt) if pointer is not None else receipt))
 
     # -- close, pointer ------------------------------------------------------------------------
 
