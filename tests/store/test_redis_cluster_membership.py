@@ -66,7 +66,7 @@ async def actor_part(store, owner, actor_id, container, token):
     reply = await store.location._run.script(
         "reserve", "reserve", [store.keys.spot(actor_id), store.keys.bans(actor_id)],
         [actor_id, "actor", "player", MESH, str(fence.node_rid), fence.lifecycle_generation,
-         "0.0", container, token], take=(MESH, str(fence.node_rid), fence.lifecycle_generation))
+         "0.0", container, token])  # the runner takes the owner's unit first, as for Reserve
     raise_status(reply, f"reserve of {actor_id!r}")
 
 

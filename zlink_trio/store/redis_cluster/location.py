@@ -257,8 +257,7 @@ class ClusterLocationStore(RedisLocationStore):
             [spot_id, encode_kind(kind), stable_type, mesh, str(owner.node_rid),
              owner.lifecycle_generation, repr(float(now)), container or "",
              "" if mark is None else mark.token,
-             *optional_fields(creation_intent, recovery_pointer)],
-            take=(mesh, str(owner.node_rid), owner.lifecycle_generation)))
+             *optional_fields(creation_intent, recovery_pointer)]))
         if mark is not None:
             await self.membership.conclude(mark, reply, what, used=_text(reply[0]) == "OK")
         raise_status(reply, what)

@@ -11,8 +11,8 @@ command to the pipelines and the router, which enforce them (``Limits``); ``boun
 serves the rarer calls.
 A bucket script (``lua``) may need facts of the nodes slot; the runner
 
-1. optionally **takes a capacity unit** first (``take=``, or a script of :data:`_TAKES`;
-   Reserve, ``reserve_with_root``): the ``n_take`` node
+1. **takes a capacity unit** first for a script of :data:`_TAKES` (Reserve,
+   ``reserve_with_root``): the ``n_take`` node
    script checks the owner's claim of that lifecycle is there and below capacity and
    adds one pending unit, returning every claim as facts;
 2. sends the bucket script with the facts; when it answers ``FACTS`` (the claims of a
@@ -98,7 +98,7 @@ _PREFETCH: Final = {
 }
 #: Scripts that take their owner's capacity unit first (step 1), saving the round trip of
 #: a ``TAKE`` answer: the index in ``args`` of its Mesh, NodeRid and lifecycle generation.
-_TAKES: Final = {"reserve_with_root": (3, 4, 5)}
+_TAKES: Final = {"reserve": (3, 4, 5), "reserve_with_root": (3, 4, 5)}
 #: Seconds the claims a runner read serve the scripts of :data:`_RECENT_FACTS`.
 FACTS_MAX_AGE: Final = 0.25
 #: The owner-only scripts of a Spot's steady work, which run on recent claims.
@@ -307,16 +307,15 @@ class ClusterRunner:
         return read
 
     async def script(self, what: str, name: str, keys: Sequence[str],
-                     args: Sequence[str | int | bytes], *, write: bool = True,
-                     take: tuple[str, str, int] | None = None) -> Any:
+                     args: Sequence[str | int | bytes], *, write: bool = True) -> Any:
         """Run bucket script ``name`` as one transaction (facts and shifts around it).
 
-        ``take``: ``(mesh, rid, lc)`` whose capacity unit to take before the script (a
-        script of :data:`_TAKES` names its own in ``args``).
+        A script of :data:`_TAKES` takes its owner's capacity unit first (named in ``args``).
         The deadline rule is :meth:`bounded`'s, enforced by the pipelines: every command
         of the call shares the one store timeout.
         """
-        if take is None and name in _TAKES:
+        take = None
+        if name in _TAKES:
             mesh, rid, lc = _TAKES[name]
             take = (text(args[mesh]), text(args[rid]), int(args[lc]))
         # Awaited here, not through a helper coroutine: the failures mapped as bounded()
