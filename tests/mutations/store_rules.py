@@ -1062,13 +1062,90 @@ STORE_RULES: tuple[Mutation, ...] = (
                 "test_a_paused_cluster_is_given_up_within_the_store_timeout"],
     ),
     Mutation(
+        name="store.cluster_dead_claims_read_bucket_counts",
+        family=_TXN,
+        rule="Redis Cluster: RemoveDeadClaims removes a dead lifecycle that owns nothing in "
+             "any bucket, though the nodes slot still counts units its process took ahead.",
+        path="zlink_trio/store/redis_cluster/location.py",
+        find='"1" if counted else "0"',
+        replace='"0"',
+        guards=["tests/store/test_redis_cluster.py::"
+                "test_units_a_dead_process_held_ahead_keep_no_dead_claim"],
+    ),
+    Mutation(
+        name="store.cluster_dead_claim_owning_a_record_is_kept",
+        family=_TXN,
+        rule="Redis Cluster: RemoveDeadClaims keeps a dead lifecycle whose units some bucket"
+             " still counts.",
+        path="zlink_trio/store/redis_cluster/location.py",
+        find='if units <= 0]',
+        replace='if True]',
+        guards=["tests/store/test_redis_cluster.py::"
+                "test_units_a_dead_process_held_ahead_keep_no_dead_claim"],
+    ),
+    Mutation(
+        name="store.cluster_buckets_count_units",
+        family=_TXN,
+        rule="Redis Cluster: a bucket script counts each lifecycle's units beside the "
+             "records that hold them.",
+        path="zlink_trio/store/redis_cluster/lua.py",
+        find="    if redis.call('HINCRBY', META .. 'owners', f, delta) == 0 then",
+        replace='    if false then',
+        guards=["tests/store/test_redis_cluster.py::"
+                "test_units_a_dead_process_held_ahead_keep_no_dead_claim"],
+    ),
+    Mutation(
+        name="store.cluster_dead_lifecycle_owns_nothing_new",
+        family=_TXN,
+        rule="Redis Cluster: a lifecycle RemoveDeadClaims marked dead in a bucket is refused"
+             " there, even by a script on claims read before.",
+        path="zlink_trio/store/redis_cluster/lua.py",
+        find="  local w = redis.call('HGET', META .. 'dead', node)",
+        replace='  local w = nil',
+        guards=["tests/store/test_redis_cluster.py::"
+                "test_a_lifecycle_removed_as_dead_owns_nothing_new_even_on_claims_read_before"],
+    ),
+    Mutation(
+        name="store.cluster_unused_unit_back_in_hand",
+        family=_TXN,
+        rule="Redis Cluster: a unit from the hand that a refused Reserve did not use goes "
+             "back in the hand (the nodes slot never counts it twice).",
+        path="zlink_trio/store/redis_cluster/runner.py",
+        find="            self._hand[own] = self._hand.get(own, 0) + 1  # not used: back",
+        replace="            pass  # not used: back",
+        guards=["tests/store/test_redis_cluster.py::"
+                "test_units_taken_ahead_count_against_capacity_and_go_back_at_close"],
+    ),
+    Mutation(
+        name="store.cluster_units_ahead_only_far_from_capacity",
+        family=_TXN,
+        rule="Redis Cluster: units are taken ahead only while twice as many are free; near "
+             "capacity one at a time.",
+        path="zlink_trio/store/redis_cluster/lua.py",
+        find='    if free >= 2 * want then took = want end',
+        replace='    if free >= want then took = want end',
+        guards=["tests/store/test_redis_cluster.py::"
+                "test_units_taken_ahead_count_against_capacity_and_go_back_at_close"],
+    ),
+    Mutation(
+        name="store.cluster_uncounted_deployment_keeps_the_old_rule",
+        family=_TXN,
+        rule="Redis Cluster: a deployment created before the buckets counted units takes "
+             "none ahead and removes only dead claims with no unit.",
+        path="zlink_trio/store/redis_cluster/store.py",
+        find='    runner.counted = text(counted) == "1"',
+        replace='    runner.counted = True',
+        guards=["tests/store/test_redis_cluster.py::"
+                "test_a_deployment_created_before_the_buckets_counted_units_keeps_the_old_rule"],
+    ),
+    Mutation(
         name="store.cluster_waiting_shifts_written_at_close",
         family=_TXN,
         rule="Redis Cluster: the shifts within a lifecycle that wait in the store are "
              "written when the store closes.",
         path="zlink_trio/store/redis_cluster/store.py",
-        find="            await runner.flush()  # the shifts still waiting",
-        replace="            pass  # the shifts still waiting",
+        find="            await runner.close()  # units in hand, shifts still waiting",
+        replace="            pass  # units in hand, shifts still waiting",
         guards=["tests/store/test_redis_cluster.py::"
                 "test_a_shift_within_a_lifecycle_is_written_by_the_close_of_the_store"],
     ),

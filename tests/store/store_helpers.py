@@ -102,7 +102,10 @@ async def units(store: Store, owner: NodeClaim | OwnerFence, *,
             "lifecycle = ?", (mesh, str(fence.node_rid), fence.lifecycle_generation)).fetchone())
         return (0, 0) if row is None else (row[0], row[1])
     key = store.keys.load(mesh, fence.node_rid, fence.lifecycle_generation)  # type: ignore[attr-defined]
-    if hasattr(location._run, "flush"):  # Redis Cluster: shifts within a lifecycle wait
-        await location._run.flush()
+    ahead = 0
+    if hasattr(location._run, "flush"):  # Redis Cluster: shifts within a lifecycle wait,
+        await location._run.flush()  # and units taken ahead count as pending until used
+        ahead = location._run.in_hand(mesh, fence.node_rid, fence.lifecycle_generation)
     values = await location._run.command("units", ["HMGET", key, "pending", "active"])
-    return tuple(0 if v is None else int(v) for v in values)  # type: ignore[return-value]
+    pending, active = (0 if v is None else int(v) for v in values)
+    return pending - ahead, active

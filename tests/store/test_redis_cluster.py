@@ -9,7 +9,8 @@ key of a Spot in one hash slot, Query / statistics / orphans merged over every b
 count that cannot change under a deployment, and typed errors for bad URLs and absent
 clusters, and what saves a cold activation round trips (a CommitReady on claims read
 recently, a shift within a lifecycle that waits, a cold activation's root kept in its
-Spot's bucket) without changing an answer.
+Spot's bucket, units taken ahead -- and the buckets' counts and dead marks that keep a
+dead process's units from keeping its claim) without changing an answer.
 """
 
 from __future__ import annotations
@@ -28,14 +29,17 @@ from zlink_trio.core.errors import (
     InvalidConfiguration,
     InvalidOperation,
     NotFound,
+    StaleFence,
     StoreUnavailable,
 )
 from zlink_trio.core.records import AuthorityState
-from zlink_trio.store import open_store
+from zlink_trio.store import AuthorityExists, open_store
 from zlink_trio.store.redis.admin import scan_keys
 from zlink_trio.store.redis.resp import encode_command
 from zlink_trio.store.redis_cluster import parse_cluster_url
+from zlink_trio.store.redis_cluster import runner as runner_module
 from zlink_trio.store.redis_cluster.keys import hash_slot
+from zlink_trio.store.redis_cluster.runner import AHEAD
 
 TIMEOUT = 30
 
@@ -287,6 +291,101 @@ async def test_a_shift_within_a_lifecycle_is_written_by_the_close_of_the_store()
                 units = await store.location._run.command(  # type: ignore[attr-defined]
                     "units", ["HMGET", key, "pending", "active"])
                 assert units == [None, b"1"]
+
+
+async def _load(store: object, node: object) -> list[object]:
+    """The raw (pending, active) of ``node``'s lifecycle in the nodes slot: units in use
+    and units taken ahead alike."""
+    key = store.keys.load(  # type: ignore[attr-defined]
+        MESH, node.descriptor.node_rid, node.lifecycle_generation)  # type: ignore[attr-defined]
+    return await store.location._run.command(  # type: ignore[attr-defined,no-any-return]
+        "units", ["HMGET", key, "pending", "active"])
+
+
+async def test_units_taken_ahead_count_against_capacity_and_go_back_at_close():
+    # Far from capacity a Reserve takes AHEAD units at once (later ones use the hand: no
+    # round trip to the nodes slot); near it, one at a time; the store's close gives back
+    # what it did not use, so the nodes slot counts exactly the units in use.
+    with trio.fail_after(TIMEOUT):
+        async with fresh_cluster_url(buckets=8) as url:
+            async with open_store(url) as store:
+                run = store.location._run  # type: ignore[attr-defined]
+                roomy = await claim(store, "node-roomy", capacity=1000)
+                await reserve(store, roomy, "a-1")
+                with pytest.raises(AuthorityExists):  # its unit goes back in the hand
+                    await reserve(store, roomy, "a-1")
+                assert await _load(store, roomy) == [str(AHEAD).encode(), None]
+                assert run.in_hand(MESH, roomy.descriptor.node_rid,
+                                   roomy.lifecycle_generation) == AHEAD - 1
+                await ready(store, roomy, "a-2")
+                tight = await claim(store, "node-tight", capacity=2 * AHEAD - 1)
+                await reserve(store, tight, "t-1")
+                assert await _load(store, tight) == [b"1", None]
+            async with open_store(url) as store:
+                assert await _load(store, roomy) == [b"1", b"1"]
+                assert await _load(store, tight) == [b"1", None]
+
+
+async def test_units_a_dead_process_held_ahead_keep_no_dead_claim():
+    # The buckets count the units their records hold: RemoveDeadClaims removes a dead
+    # lifecycle that owns nothing though the nodes slot still counts the units its
+    # process held ahead when it died -- and keeps one that still owns a record.
+    with trio.fail_after(TIMEOUT):
+        async with fresh_cluster_url(buckets=8) as url:
+            async with open_store(url) as store:
+                gone = await claim(store, "node-gone", capacity=1000, lease=10.0)
+                record = await ready(store, gone, "g-1")
+                closing = await store.location.begin_close(
+                    "g-1", object_generation=record.object_generation, owner=gone.owner(),
+                    now=0.0)
+                await store.location.release(closing.fence())
+                owning = await claim(store, "node-owning", capacity=1000, lease=10.0)
+                await reserve(store, owning, "o-1")
+                store.location._run._hand.clear()  # type: ignore[attr-defined]  # killed
+            async with open_store(url) as store:
+                assert (await _load(store, gone))[0] == str(AHEAD - 1).encode()
+                assert await store.location.remove_dead_claims("node-gone", now=100.0) == 1
+                assert await _load(store, gone) == [None, None]
+                assert await store.location.remove_dead_claims("node-owning", now=100.0) == 0
+                assert [r.spot_id for r in await store.location.orphans(
+                    "node-owning", now=100.0)] == ["o-1"]
+
+
+async def test_a_deployment_created_before_the_buckets_counted_units_keeps_the_old_rule():
+    # Its records' units were never counted in their buckets: it takes no unit ahead, and
+    # RemoveDeadClaims removes only a dead claim that holds no unit in the nodes slot.
+    with trio.fail_after(TIMEOUT):
+        async with fresh_cluster_url(buckets=8) as url:
+            async with open_store(url) as store:
+                config = store.keys.nodes("config")  # type: ignore[attr-defined]
+                await store.router.call(  # type: ignore[attr-defined]
+                    hash_slot(config), encode_command(["HDEL", config, "counted"]), write=True)
+            async with open_store(url) as store:
+                node = await claim(store, "node-old", capacity=1000, lease=10.0)
+                await reserve(store, node, "old-1")
+                assert await _load(store, node) == [b"1", None]
+                assert await store.location.remove_dead_claims("node-old", now=100.0) == 0
+
+
+async def test_a_lifecycle_removed_as_dead_owns_nothing_new_even_on_claims_read_before(
+        monkeypatch):
+    # RemoveDeadClaims marks the lifecycle dead in every bucket before it reads their
+    # counts: a Reserve sent after, on claims read before (by a node whose clock says the
+    # lease still runs), is refused and writes nothing.
+    monkeypatch.setattr(runner_module, "FACTS_MAX_AGE", 600.0)  # the read before serves
+    with trio.fail_after(TIMEOUT):
+        async with (fresh_cluster_url(buckets=8) as url, open_store(url) as late,
+                    open_store(url) as other):
+            node = await claim(late, "node-late", capacity=1000, lease=10.0)
+            record = await ready(late, node, "l-1")
+            closing = await late.location.begin_close(
+                "l-1", object_generation=record.object_generation, owner=node.owner(),
+                now=0.0)
+            await late.location.release(closing.fence())
+            assert await other.location.remove_dead_claims("node-late", now=100.0) == 1
+            with pytest.raises(StaleFence):
+                await reserve(late, node, "l-2", now=1.0)
+            assert await other.location.find("l-2") is None
 
 
 async def test_a_paused_cluster_is_given_up_within_the_store_timeout():

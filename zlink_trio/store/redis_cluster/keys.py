@@ -131,16 +131,23 @@ class ClusterKeys(Keys):
 
     def bucket_meta(self, bucket: int) -> tuple[str, ...]:
         """The keys every script of ``bucket`` declares besides its own: ids, counts,
-        gen (Location) and stats (Relocation), so a resharding migration of the slot
-        answers TRYAGAIN rather than running a script on half of a bucket (built once
-        per bucket)."""
+        gen, owners (the units each lifecycle holds here) and dead (the lifecycles
+        RemoveDeadClaims marked, last: :meth:`dead`) of the Location Store, stats of the
+        Relocation Store -- so a resharding migration of the slot answers TRYAGAIN rather
+        than running a script on half of a bucket (built once per bucket)."""
         meta = self._meta.get(bucket)
         if meta is None:
             tag = f"{{b{bucket}}}"
             meta = self._meta[bucket] = (
                 f"{self.location}{tag}:ids", f"{self.location}{tag}:counts",
-                f"{self.location}{tag}:gen", f"{self.relocation}{tag}:stats")
+                f"{self.location}{tag}:gen", f"{self.relocation}{tag}:stats",
+                f"{self.location}{tag}:owners", f"{self.location}{tag}:dead")
         return meta
+
+    def dead(self, bucket: int) -> str:
+        """The hash of ``bucket``'s dead marks: NodeId -> the newest lifecycle of it that
+        RemoveDeadClaims marked dead there (every older one is dead too)."""
+        return self.bucket_meta(bucket)[-1]
 
     def members(self, container: str) -> str:
         """The member marks of ``container`` (in its bucket)."""

@@ -221,7 +221,18 @@ class ClusterLocationStore(RedisLocationStore):
         return [_claim(c) for c in await self._all_claims(what)]
 
     async def remove_dead_claims(self, node_id: str, *, now: float) -> int:
-        """RemoveDeadClaims (node script, then the Entry records); see the protocol."""
+        """RemoveDeadClaims (every bucket's units, a node script, then the Entry
+        records); see the protocol.
+
+        A dead claim goes when no record holds a unit of it: the buckets count each
+        lifecycle's units beside its records (the layout's ``shift``, ``lua``), so every
+        bucket first marks the NodeId's lifecycles up to the newest expired one dead --
+        from then on no script there gives one of them a unit, so a count read after the
+        mark only falls -- and answers its counts (``dead_mark``). The units in the nodes
+        slot are capacity only (a node takes some ahead, ``runner``): a removed claim's
+        go with it. A deployment created before the buckets counted units removes only a
+        claim with no unit in the nodes slot, as before (``ClusterRunner.counted``).
+        """
         validate_node_id(node_id)
         check_finite(now, "now")
         what = f"remove_dead_claims of NodeId {node_id!r}"
@@ -229,13 +240,35 @@ class ClusterLocationStore(RedisLocationStore):
                 if c["node"] == node_id and not float(c["exp"]) > now]
         if not dead:
             return 0
+        counted = self._run.counted
+        if counted:
+            dead = await self._owning_nothing(what, node_id, dead)
+            if not dead:
+                return 0
         loads = [self._keys.load(c["mesh"], c["rid"], int(c["lc"])) for c in dead]
+        pairs = [v for c in dead for v in (claim_field(c["mesh"], c["rid"]), str(c["lc"]))]
         removed = await self._node(what, "n_remove_dead", [self._keys.nodes("claims"), *loads],
-                                   repr(float(now)),
-                                   *(claim_field(c["mesh"], c["rid"]) for c in dead))
+                                   repr(float(now)), "1" if counted else "0", *pairs)
         for _, entry, rid, lc in ([_text(v) for v in r] for r in removed):
             await self._script(what, "entry_drop", self._keys.spot(entry), rid, lc)
         return len(removed)
+
+    async def _owning_nothing(self, what: str, node_id: str, dead: list[dict[str, Any]]
+                              ) -> list[dict[str, Any]]:
+        """Of the expired claims ``dead`` of ``node_id``, those that hold no unit in any
+        bucket, each bucket marking them dead first (``dead_mark``)."""
+        newest = str(max(int(c["lc"]) for c in dead))
+        fields = [f'{c["mesh"]}|{c["rid"]}|{c["lc"]}' for c in dead]
+        run, keys = self._run, self._keys
+
+        def mark(b: int) -> Callable[[], Awaitable[Any]]:
+            return lambda: run.script(what, "dead_mark", [keys.dead(b)],
+                                      [node_id, newest, *fields])
+
+        totals = [0] * len(dead)
+        for counts in await self._each_bucket(mark):
+            _add(totals, counts)
+        return [c for c, units in zip(dead, totals, strict=True) if units <= 0]
 
     # -- authority -------------------------------------------------------------------------
 
@@ -388,7 +421,7 @@ class ClusterLocationStore(RedisLocationStore):
             STATISTICS, self._counters, [], stats))
 
     def _counters(self, bucket: int) -> Sequence[str]:
-        return self._keys.bucket_meta(bucket)[1:]  # counts, gen, Relocation stats
+        return self._keys.bucket_meta(bucket)[1:4]  # counts, gen, Relocation stats
 
     async def totals(self) -> tuple[list[int], list[int], int]:
         """Every bucket's counts summed (Location, Relocation) and the largest generation."""

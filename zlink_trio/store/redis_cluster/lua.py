@@ -15,10 +15,16 @@ slot are the bucket's own, every other helper is the prelude's:
   record, a capacity unit) it stops before its first write and asks for it
   (``{'FACTS', rid}`` / ``{'TAKE', mesh, rid, lc}``); the runner fetches it and sends
   the script again (``runner``).
-- Changes to a lifecycle's load (``shift`` on ``load_key``) are not written here: they
-  are returned beside the reply (``{reply, shifts}``) and the runner applies them in
-  the nodes slot right after (a taken unit nets its own ``pending + 1``; a shift that
-  changes no lifecycle's total waits for the next that does, ``runner``).
+- Changes to a lifecycle's load (``shift`` on ``load_key``) are counted in the bucket
+  (``owners``: lifecycle -> the units its records here hold, written with them) and
+  returned beside the reply (``{reply, shifts}``) for the runner to apply in the nodes
+  slot right after (a taken unit nets its own ``pending + 1``; a shift that changes no
+  lifecycle's total waits for the next that does, ``runner``). The nodes slot's units
+  are the capacity a node took (some ahead); the buckets' are the records' own, which
+  RemoveDeadClaims reads (``dead_mark``, ``location``). It first marks the lifecycles
+  it may remove dead in each bucket (``dead``: NodeId -> the newest such lifecycle),
+  and ``owner_claim`` refuses a lifecycle marked there whatever the facts say: so no
+  unit is counted for it after the mark.
 - ``META`` / ``spot_key`` / ``RSTATS`` name the bucket's keys (``keys``); the
   ObjectGeneration is the bucket's: ``gen`` starts at the bucket's index and grows by
   ``B`` (``INCRBY``), so generations are strictly increasing per Spot ID (an ID never
@@ -87,17 +93,33 @@ local function load_key(mesh, rid, lc) return {mesh, rid, lc} end
 local function shift(key, field, delta)
   if type(key) == 'table' then
     DEFER[#DEFER + 1] = {key[1], key[2], key[3], field, tostring(delta)}
+    local f = key[1] .. '|' .. key[2] .. '|' .. key[3]
+    if redis.call('HINCRBY', META .. 'owners', f, delta) == 0 then
+      redis.call('HDEL', META .. 'owners', f)
+    end
     return
   end
   if redis.call('HINCRBY', key, field, delta) == 0 then redis.call('HDEL', key, field) end
 end
 """
 
-#: The owner checks answer from the facts (``need`` when one is missing).
+#: The owner checks answer from the facts (``need`` when one is missing), and a lifecycle
+#: RemoveDeadClaims marked dead in this bucket (``dead_mark``) owns nothing new here.
 _OWNER: Final = r"""
+-- Whether RemoveDeadClaims marked lifecycle lc of NodeId node dead in this bucket: it
+-- marks every lifecycle up to the newest expired one it removes (decimal texts, no
+-- leading zeros: compared by length, then bytes -- never through a double).
+local function dead_here(node, lc)
+  local w = redis.call('HGET', META .. 'dead', node)
+  if not w then return false end
+  if #lc ~= #w then return #lc < #w end
+  return lc <= w
+end
 local function owner_claim(mesh, rid, lc, now)
   local c = claimf(mesh, rid)
-  if c == nil or c.lc ~= lc then return nil, {'STALE_OWNER', rid, lc, mesh} end
+  if c == nil or c.lc ~= lc or dead_here(c.node, lc) then
+    return nil, {'STALE_OWNER', rid, lc, mesh}
+  end
   if not (tonumber(now) < tonumber(c.exp)) then return nil, {'EXPIRED', rid, lc, c.exp} end
   return c
 end
@@ -476,6 +498,17 @@ redis.call('HSET', KEYS[1], name, enc)
 return {'TOOK', enc, wake, rem_wake(t)}
 """
 
+# RemoveDeadClaims' part in one bucket (``location``). KEYS: the bucket's dead marks.
+# ARGV: P, R, NodeId, lc, then candidates (``mesh|rid|lc``). First every lifecycle of
+# NodeId up to lc is marked dead here (``dead_here``: from now on no script of this
+# bucket gives such a lifecycle anything); then the units each candidate holds here.
+_DEAD_MARK: Final = r"""
+if not dead_here(ARGV[3], ARGV[4]) then redis.call('HSET', KEYS[1], ARGV[3], ARGV[4]) end
+local out = {}
+for i = 5, #ARGV do out[#out + 1] = redis.call('HGET', META .. 'owners', ARGV[i]) or '0' end
+return out
+"""
+
 # ARGV: P, R. The bucket's counts, last generation and Relocation counts.
 _BUCKET_STATISTICS: Final = r"""#!lua flags=no-writes
 return {redis.call('HMGET', META .. 'counts', ST_CREATING, ST_READY, ST_CLOSING,
@@ -499,6 +532,7 @@ BUCKET_SCRIPTS: Final = {
     "finish_first_record_apart": bucket_script(_FINISH_FIRST_RECORD_APART),
     "entry": bucket_script(_ENTRY),
     "entry_drop": bucket_script(_ENTRY_DROP),
+    "dead_mark": bucket_script(_DEAD_MARK),
     "bucket_statistics": bucket_script(_BUCKET_STATISTICS),
     "reminder_take": bucket_script(_REMINDER_TAKE),
 }
@@ -516,17 +550,20 @@ local function fields(c) return {c.desc, c.lc, c.exp, c.ver, c.closed or false} 
 local function live(c, now) return tonumber(now) < tonumber(c.exp) end
 """
 
-# KEYS: claims, load key. ARGV: field, lc. Takes one pending unit when the claim of
-# this lifecycle is there and below capacity. {took, load before, every claim}.
+# KEYS: claims, load key. ARGV: field, lc, units wanted. Takes pending units when the
+# claim of this lifecycle is there and below capacity: as many as wanted while twice
+# that many are free, else one. {taken, load before, every claim}.
 _TAKE: Final = r"""
 local c = claim_of(ARGV[1])
 local took, load = 0, 0
 if c and c.lc == ARGV[2] then
   local v = redis.call('HMGET', KEYS[2], 'pending', 'active')
   load = (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0)
-  if load < tonumber(c.cap) then
-    redis.call('HINCRBY', KEYS[2], 'pending', 1)
+  local free, want = tonumber(c.cap) - load, tonumber(ARGV[3])
+  if free > 0 then
     took = 1
+    if free >= 2 * want then took = want end
+    redis.call('HINCRBY', KEYS[2], 'pending', took)
   end
 end
 return {took, tostring(load), redis.call('HGETALL', KEYS[1])}
@@ -604,29 +641,38 @@ redis.call('HDEL', KEYS[1], ARGV[1])
 return {1, c.entry}
 """
 
-# KEYS: claims, then the load key of each candidate. ARGV: now, then the candidates'
-# fields. Deletes each still expired candidate with no capacity unit (its total: a
-# shift within the lifecycle lost with a process may leave it split wrongly, ``runner``);
-# returns (field, entry, rid, lc) of each.
+# KEYS: claims, then the load key of each candidate. ARGV: now, counted, then each
+# candidate's field and lc. Deletes each candidate claim still there with that lc and
+# expired -- counted '1': the caller found it owns nothing in any bucket (``dead_mark``),
+# and its load key goes too (units it took ahead included); '0' (a deployment from before
+# the buckets counted units, ``location``): only with no capacity unit (its total: a
+# shift within the lifecycle lost with a process may leave it split wrongly, ``runner``).
+# Returns (field, entry, rid, lc) of each.
 _REMOVE_DEAD: Final = r"""
 local out = {}
-for i = 2, #ARGV do
-  local c = claim_of(ARGV[i])
-  if c and not live(c, ARGV[1]) then
+for i = 2, #KEYS do
+  local field, lc = ARGV[2 * i - 1], ARGV[2 * i]
+  local c = claim_of(field)
+  if c and c.lc == lc and not live(c, ARGV[1]) then
     local v = redis.call('HMGET', KEYS[i], 'pending', 'active')
-    if (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0) <= 0 then
-      redis.call('HDEL', KEYS[1], ARGV[i])
-      out[#out + 1] = {ARGV[i], c.entry, c.rid, c.lc}
+    if ARGV[2] == '1' or (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0) <= 0 then
+      redis.call('HDEL', KEYS[1], field)
+      if ARGV[2] == '1' then redis.call('DEL', KEYS[i]) end
+      out[#out + 1] = {field, c.entry, c.rid, c.lc}
     end
   end
 end
 return out
 """
 
-# KEYS: config. ARGV: buckets. The deployment's bucket count (set by the first open).
+# KEYS: config. ARGV: buckets. The deployment's bucket count (set by the first open), and
+# whether its buckets count each lifecycle's units ('1': set by a first open since they
+# do; '' for a deployment created before, ``location``).
 _CONFIG: Final = r"""
-redis.call('HSETNX', KEYS[1], 'buckets', ARGV[1])
-return redis.call('HGET', KEYS[1], 'buckets')
+if redis.call('HSETNX', KEYS[1], 'buckets', ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[1], 'counted', '1')
+end
+return {redis.call('HGET', KEYS[1], 'buckets'), redis.call('HGET', KEYS[1], 'counted') or ''}
 """
 
 #: Name -> full source of every node script.

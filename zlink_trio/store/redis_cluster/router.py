@@ -40,7 +40,7 @@ from zlink_trio.store.redis_cluster.keys import SLOTS
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from zlink_trio.store.redis.pipeline import Pipeline, Pipelines
+    from zlink_trio.store.redis.pipeline import Pipeline, Pipelines, QueuedCall
 
 __all__ = ("Limits", "Router")
 
@@ -150,6 +150,19 @@ class Router:
     def master_of(self, slot: int) -> Address | None:
         """The master the slot map names for ``slot`` (``None``: not known yet)."""
         return self._slots[slot]
+
+    def submit(self, slot: int, frame: bytes, *, expires: float
+               ) -> tuple[Pipeline, QueuedCall] | None:
+        """Queue ``frame`` (a write on keys of ``slot``) for its master now, to be answered
+        with ``Pipeline.answer`` once the caller has sent what goes beside it; ``None``
+        when the slot map names no master for it. A redirect is not followed: it comes
+        back as the answer (``ReplyError``, nothing ran) -- for calls that may fail
+        quietly (the runner's takes beside a script)."""
+        address = self._slots[slot]
+        if address is None:
+            return None
+        pipeline = self._pipeline(address, True)
+        return pipeline, pipeline.submit(frame, expires=expires)
 
     async def call_master(self, address: Address, frame: bytes) -> Any:
         """Send a read ``frame`` to ``address`` as is: a redirect or retry answer is raised

@@ -12,9 +12,10 @@ serves the rarer calls.
 A bucket script (``lua``) may need facts of the nodes slot; the runner
 
 1. **takes a capacity unit** first for a script of :data:`_TAKES` (Reserve,
-   ``reserve_with_root``): the ``n_take`` node
-   script checks the owner's claim of that lifecycle is there and below capacity and
-   adds one pending unit, returning every claim as facts;
+   ``reserve_with_root``) -- from its **hand** (below) when it holds one, else with the
+   ``n_take`` node script, which checks the owner's claim of that lifecycle is there and
+   below capacity and adds pending units (:data:`AHEAD` while twice that many are free,
+   else one), returning every claim as facts;
 2. sends the bucket script with the facts; when it answers ``FACTS`` (the claims of a
    NodeRid it was not given) or ``TAKE`` (a unit for a lifecycle), the runner reads or
    takes them in the nodes slot and sends the script again (it wrote nothing);
@@ -29,20 +30,34 @@ are sound to act on because of how claims change (``store.rules.claims``): a cla
 expiry only grows while it lives, and a lifecycle that expired or was removed never
 comes back, so "lifecycle L of NodeRid N is live until E" and "L is gone" read before
 stay true when the bucket script runs (the script compares E with the caller's ``now``).
-The one change that does not keep a fact true is a node's own removal of its claim at
-its stop, which it makes only once its activations stopped.
+The changes that do not keep a fact true are removals: a node's own, at its stop, made
+only once its activations stopped; and RemoveDeadClaims', which first marks the
+lifecycle dead in every bucket, where a script refuses it whatever its facts say
+(``lua``, ``dead_here``).
 
-Two things spare a cold activation round trips (docs/stores.md, "Round trips on Redis
+Three things spare a cold activation round trips (docs/stores.md, "Round trips on Redis
 Cluster"):
 
-- **Recent claims.** A script of :data:`_RECENT_FACTS` -- each checks only the claim of
-  the NodeRids it is given -- runs on the claims this runner read at most
-  :data:`FACTS_MAX_AGE` seconds ago (an ``HGETALL`` or an ``n_take``), instead of
-  reading them again. A change of a claim through this runner drops them. Should such a
-  script refuse for a reason the claims decide (:data:`_FACT_REFUSALS`: a lifecycle
-  missing, expired or not serving -- a claim newer than the read), it wrote nothing and
-  runs again on claims read then, so a recent read never refuses what a fresh one
-  accepts.
+- **Units taken ahead.** The units an ``n_take`` takes beyond the one its call uses go
+  into the runner's hand, per lifecycle; a Reserve of that lifecycle uses one with no
+  round trip of its own, on recent claims (below), and puts it back when it is refused.
+  Once the hand is down to :data:`_REFILL_AT` units a take for :data:`AHEAD` more goes
+  out beside the script (one round trip for both); the store's close gives back what
+  is left (:meth:`ClusterRunner.close`). Units in hand count against the node's
+  capacity like units in use, which is why they are taken only far from it. They are
+  taken only where the buckets count each lifecycle's units beside its records
+  (:attr:`ClusterRunner.counted`): RemoveDeadClaims reads those counts, so the units a
+  killed process held keep no dead claim (``location``).
+- **Recent claims.** A script of :data:`_RECENT_FACTS` or a Reserve on a unit from the
+  hand -- each checks only the claim of the NodeRids it is given -- runs on the claims
+  this runner read at most :data:`FACTS_MAX_AGE` seconds ago (an ``HGETALL`` or an
+  ``n_take``), instead of reading them again; past half that age a read goes out beside
+  the script, so a steady stream of scripts never waits for one. A claim added or
+  removed through this runner drops them (a renewal does not: it only makes an expiry
+  later). Should such a script refuse for a reason the claims decide
+  (:data:`_FACT_REFUSALS`: a lifecycle missing, expired or not serving -- a claim newer
+  than the read), it wrote nothing and runs again on claims read then, so a recent read
+  never refuses what a fresh one accepts.
 - **Shifts within one lifecycle wait.** A shift that moves units between the
   ``pending`` and ``active`` of one lifecycle and changes no lifecycle's total (CommitReady's
   ``pending -> active``) changes nothing capacity reads (``n_take`` and RemoveDeadClaims
@@ -53,9 +68,11 @@ Cluster"):
 
 The window a split opens -- a unit taken and the caller cancelled before step 3, or a
 shift lost when the nodes slot fails -- leaves a lifecycle counting one unit too many
-(never too few); a waiting shift lost with the process leaves the right total split
-wrongly between ``pending`` and ``active``. docs/stores.md ("Redis Cluster") says how
-dead-lifecycle cleanup bounds both.
+(never too few), as do the units in hand of a killed process; a waiting shift lost with
+the process leaves the right total split wrongly between ``pending`` and ``active``.
+None of it keeps a dead claim where the buckets count units (RemoveDeadClaims reads
+theirs); docs/stores.md ("Redis Cluster") says what bounds it in a deployment created
+before they did.
 """
 
 from __future__ import annotations
@@ -77,6 +94,7 @@ from zlink_trio.store.redis_cluster.lua import BUCKET_SCRIPTS, HINT_SCRIPTS, NOD
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
 
+    from zlink_trio.store.redis.pipeline import Pipeline, QueuedCall
     from zlink_trio.store.redis_cluster.keys import ClusterKeys
     from zlink_trio.store.redis_cluster.router import Limits, Router
 
@@ -99,6 +117,10 @@ _PREFETCH: Final = {
 #: Scripts that take their owner's capacity unit first (step 1), saving the round trip of
 #: a ``TAKE`` answer: the index in ``args`` of its Mesh, NodeRid and lifecycle generation.
 _TAKES: Final = {"reserve": (3, 4, 5), "reserve_with_root": (3, 4, 5)}
+#: Units one ``n_take`` takes ahead for the scripts of :data:`_TAKES` (one, near capacity:
+#: ``lua``), and the units left in hand at which a take for more goes out beside a script.
+AHEAD: Final = 64
+_REFILL_AT: Final = 16
 #: Seconds the claims a runner read serve the scripts of :data:`_RECENT_FACTS`.
 FACTS_MAX_AGE: Final = 0.25
 #: The owner-only scripts of a Spot's steady work, which run on recent claims.
@@ -107,9 +129,10 @@ _RECENT_FACTS: Final = frozenset({
     "set_reminder", "cancel_reminder"})
 #: Refusals the claims decide: a script run on recent claims runs again on fresh ones.
 _FACT_REFUSALS: Final = frozenset({"STALE_OWNER", "EXPIRED", "NOT_SERVED"})
-#: Node scripts that change claims: the recent claims are dropped when one runs.
-_CLAIM_CHANGES: Final = frozenset({
-    "n_new_claim", "n_renew", "n_mark_placement", "n_remove", "n_remove_dead"})
+#: Node scripts that add or remove claims: the recent claims are dropped when one runs.
+#: (Renew only makes a lifecycle's expiry later, and placement's mark is not a fact the
+#: scripts read: claims read before either still tell the truth the scripts act on.)
+_CLAIM_CHANGES: Final = frozenset({"n_new_claim", "n_remove", "n_remove_dead"})
 
 
 _COMPACT: Final = (",", ":")
@@ -146,6 +169,8 @@ class _Facts:
         #: ``mesh|rid|lc`` -> load before the unit taken (text), and the units taken.
         self.loads: dict[str, str] = {}
         self.taken: dict[tuple[str, str, str], int] = {}
+        #: The lifecycle whose unit came from the runner's hand (back there if unused).
+        self.from_hand: tuple[str, str, str] | None = None
 
     def add_claims(self, read: _Read) -> None:
         self.fetched.update(read.fetched)
@@ -208,6 +233,15 @@ class ClusterRunner:
         self._recent: tuple[float, _Read] | None = None
         #: Tag -> what every bucket script of that bucket sends unchanged.
         self._buckets: dict[str, _Bucket] = {}
+        #: Whether this deployment's buckets count each lifecycle's units (set at open by
+        #: ``store``): only then are units taken ahead (RemoveDeadClaims reads the buckets'
+        #: counts, ``location``, so units left in a dead process's hand keep nothing).
+        self.counted = False
+        #: (mesh, rid, lc) -> units taken ahead and not used yet; the lifecycles with a
+        #: take in flight; whether a read of the claims is in flight beside a script.
+        self._hand: dict[tuple[str, str, str], int] = {}
+        self._taking: set[tuple[str, str, str]] = set()
+        self._reading = False
 
     async def bounded(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         """Run ``call`` under the deadline rule; map every Redis failure to a typed error."""
@@ -302,9 +336,8 @@ class ClusterRunner:
         now = trio.current_time()
         if recent and self._recent is not None and now - self._recent[0] < FACTS_MAX_AGE:
             return self._recent[1]
-        read = _Read(await self._eval_read(["HGETALL", self._claims_key], limits) or [])
-        self._recent = (now, read)
-        return read
+        return self._remember(now, await self._eval_read(["HGETALL", self._claims_key],
+                                                         limits) or [])
 
     async def script(self, what: str, name: str, keys: Sequence[str],
                      args: Sequence[str | int | bytes], *, write: bool = True) -> Any:
@@ -337,15 +370,37 @@ class ClusterRunner:
 
     async def _bucket(self, name: str, keys: Sequence[str], args: Sequence[str | int | bytes],
                       write: bool, take: tuple[str, str, int] | None, limits: Limits) -> Any:
-        bucket = self._bucket_of(keys[0])
         facts = _Facts()
         recent = name in _RECENT_FACTS
+        beside: tuple[str, tuple[str, str, str] | None] | None = None
         if take is not None:
-            await self._take(facts, *take, limits)
+            if self.counted:
+                recent, beside = await self._own_unit(facts, *take, limits)
+            else:
+                await self._take(facts, *take, limits)
         elif name in _PREFETCH:
-            facts.add_claims(await self._claims(recent, limits))
+            read, stale = self._recent_claims() if recent else (None, False)
+            if read is None:
+                read = await self._claims(False, limits)
+            elif stale:
+                beside = ("read", None)
+            facts.add_claims(read)
             for i in _PREFETCH[name]:
                 facts.fetched[text(args[i])] = 1
+        if beside is None:
+            return await self._rounds(name, keys, args, write, facts, recent, limits)
+        sent = self._send_beside(*beside, limits[1])
+        try:
+            return await self._rounds(name, keys, args, write, facts, recent, limits)
+        finally:
+            if sent is not None:
+                await self._answer_beside(sent, *beside)
+
+    async def _rounds(self, name: str, keys: Sequence[str], args: Sequence[str | int | bytes],
+                      write: bool, facts: _Facts, recent: bool, limits: Limits) -> Any:
+        """Send the bucket script, answering its requests for facts and units, until it
+        answers; settle its shifts."""
+        bucket = self._bucket_of(keys[0])
         try:
             for _ in range(_FACT_ROUNDS):
                 status, shifts, unmarks = await self._send(
@@ -358,6 +413,7 @@ class ClusterRunner:
                     fresh.add_claims(await self._claims(False, limits))
                     fresh.fetched.update(facts.fetched)  # absent now means gone
                     fresh.loads, fresh.taken = facts.loads, facts.taken
+                    fresh.from_hand = facts.from_hand
                     facts = fresh
                     continue
                 if code == "FACTS":
@@ -380,19 +436,126 @@ class ClusterRunner:
         raise StoreUnavailable(f"the claims in Redis Cluster at {self.where} kept changing "
                                "under the transaction; nothing was written, retry")
 
-    async def _take(self, facts: _Facts, mesh: str, rid: str, lc: int,
-                    limits: Limits) -> None:
-        key = self.keys.load(mesh, rid, lc)  # type: ignore[arg-type]
-        took, load, flat = await self._eval("n_take", [self._claims_key, key],
-                                            [claim_field(mesh, rid), str(lc)], True, limits)
+    def _recent_claims(self) -> tuple[_Read | None, bool]:
+        """The claims read at most :data:`FACTS_MAX_AGE` ago (``None``: none), and whether
+        to read them again beside the script that uses them (past half that age, no read
+        in flight), so a steady stream of scripts never waits for a read of its own."""
         recent = self._recent
-        read = recent[1] if recent is not None and recent[1].flat == flat else _Read(flat)
-        self._recent = (trio.current_time(), read)
+        if recent is None:
+            return None, False
+        age = trio.current_time() - recent[0]
+        if age >= FACTS_MAX_AGE:
+            return None, False
+        return recent[1], age >= FACTS_MAX_AGE / 2 and not self._reading
+
+    async def _own_unit(self, facts: _Facts, mesh: str, rid: str, lc: int, limits: Limits
+                        ) -> tuple[bool, tuple[str, tuple[str, str, str] | None] | None]:
+        """A unit of the script's own lifecycle: from the hand when it holds one and the
+        claims were read recently (no round trip), else taken now with :data:`AHEAD` more
+        (one ``n_take``; its claims are fresh). Returns whether the claims are a recent
+        read (a refusal they decide runs again on fresh ones), and what to send beside
+        the script: a take for more once the hand is low, or a read of the claims as
+        they age."""
+        key = (mesh, rid, str(lc))
+        facts.from_hand = key
+        read, stale = self._recent_claims()
+        recent = read is not None
+        if read is None and self._hand.get(key, 0):
+            read = await self._claims(False, limits)
+        hand = self._hand.get(key, 0)  # read again: other calls use the hand meanwhile
+        if not hand or read is None:
+            ahead = key not in self._taking  # one take ahead at a time
+            self._taking.add(key)
+            try:
+                # At capacity it takes none: the script refuses with the load it read.
+                await self._take(facts, mesh, rid, lc, limits, AHEAD if ahead else 1)
+            finally:
+                if ahead:
+                    self._taking.discard(key)
+            return False, None
+        self._hand[key] = hand - 1
+        facts.taken[key] = 1
+        facts.loads[f"{mesh}|{rid}|{lc}"] = "0"  # capacity was checked when it was taken
         facts.add_claims(read)
+        facts.fetched[rid] = 1
+        if hand - 1 <= _REFILL_AT and key not in self._taking:
+            return recent, ("take", key)
+        return recent, ("read", None) if stale else None
+
+    def _send_beside(self, kind: str, key: tuple[str, str, str] | None, expires: float
+                     ) -> tuple[Pipeline, QueuedCall] | None:
+        """Queue a take for :data:`AHEAD` units of ``key`` (``"take"``) or a read of the
+        claims (``"read"``) now, to go out with the script (one round trip for both)."""
+        if kind == "take":
+            assert key is not None
+            mesh, rid, lc = key
+            self._taking.add(key)
+            frame = self._frame("n_take", [self._claims_key, self.keys.load(
+                mesh, rid, int(lc))], [claim_field(mesh, rid), lc, str(AHEAD)])  # type: ignore[arg-type]
+        else:
+            self._reading = True
+            frame = encode_command(["HGETALL", self._claims_key])
+        sent = self.router.submit(hash_slot(self._claims_key), frame, expires=expires)
+        if sent is None:
+            self._done_beside(kind, key)
+        return sent
+
+    async def _answer_beside(self, sent: tuple[Pipeline, QueuedCall], kind: str,
+                             key: tuple[str, str, str] | None) -> None:
+        """Read the answer of what went beside the script (shielded, bounded by the store
+        timeout); its units go into the hand, its claims are the recent read. One that
+        fails changes nothing here (a take that ran unanswered leaves its lifecycle
+        counting units too many, never too few)."""
+        when = trio.current_time()
+        try:
+            with trio.CancelScope(shield=True), trio.move_on_after(self.timeout):
+                reply = await sent[0].answer(sent[1])
+                if kind == "take":
+                    assert key is not None
+                    took, _, flat = reply
+                    self._hand[key] = self._hand.get(key, 0) + int(took)
+                else:
+                    flat = reply
+                self._remember(when, flat or [])
+        except (StoreUnavailable, ReplyError, NoScriptError):
+            pass
+        finally:
+            self._done_beside(kind, key)
+
+    def _done_beside(self, kind: str, key: tuple[str, str, str] | None) -> None:
+        if kind == "take":
+            assert key is not None
+            self._taking.discard(key)
+        else:
+            self._reading = False
+
+    def _remember(self, when: float, flat: Sequence[Any]) -> _Read:
+        """Make ``flat`` (every claim, read at ``when``) the recent read, unless a newer
+        one is there already."""
+        recent = self._recent
+        if recent is not None and recent[0] > when:
+            return recent[1] if recent[1].flat == flat else _Read(flat)
+        read = recent[1] if recent is not None and recent[1].flat == flat else _Read(flat)
+        self._recent = (when, read)
+        return read
+
+    async def _take(self, facts: _Facts, mesh: str, rid: str, lc: int,
+                    limits: Limits, want: int = 1) -> None:
+        """Take up to ``want`` units of a lifecycle (``n_take``): one for this call, the
+        rest into the hand."""
+        key = self.keys.load(mesh, rid, lc)  # type: ignore[arg-type]
+        when = trio.current_time()
+        took, load, flat = await self._eval("n_take", [self._claims_key, key],
+                                            [claim_field(mesh, rid), str(lc), str(want)], True,
+                                            limits)
+        facts.add_claims(self._remember(when, flat))
         facts.fetched[rid] = 1
         facts.loads[f"{mesh}|{rid}|{lc}"] = text(load)
         if int(took):
             facts.taken[mesh, rid, str(lc)] = 1
+            if int(took) > 1:
+                own = (mesh, rid, str(lc))
+                self._hand[own] = self._hand.get(own, 0) + int(took) - 1
 
     async def _settle(self, facts: _Facts, shifts: Sequence[Any]) -> None:
         """Apply the script's load shifts and give back unused units (shielded); shifts
@@ -407,12 +570,29 @@ class ClusterRunner:
             key = self.keys.load(mesh, rid, int(lc))  # type: ignore[arg-type]
             self._backlog[key, field] = self._backlog.get((key, field), 0) + int(delta)
             totals[key] = totals.get(key, 0) + int(delta)
+        own = facts.from_hand
+        if own is not None and taken.pop(own, 0):
+            self._hand[own] = self._hand.get(own, 0) + 1  # not used: back in the hand
         for mesh, rid, lc in taken:
             key = self.keys.load(mesh, rid, int(lc))  # type: ignore[arg-type]
             self._backlog[key, "pending"] = self._backlog.get((key, "pending"), 0) - 1
             totals[key] = totals.get(key, 0) - 1
         if any(totals.values()):
             await self.flush()
+
+    def in_hand(self, mesh: str, node_rid: object, lifecycle_generation: int) -> int:
+        """The units of a lifecycle this runner took ahead and has not used yet (they
+        count as ``pending`` in the nodes slot)."""
+        return self._hand.get((mesh, str(node_rid), str(lifecycle_generation)), 0)
+
+    async def close(self) -> None:
+        """Give back every unit in hand and apply the shifts still waiting (:meth:`flush`):
+        the store's close."""
+        for (mesh, rid, lc), units in self._hand.items():
+            key = self.keys.load(mesh, rid, int(lc))  # type: ignore[arg-type]
+            self._backlog[key, "pending"] = self._backlog.get((key, "pending"), 0) - units
+        self._hand = {}
+        await self.flush()
 
     async def flush(self) -> None:
         """Apply every load shift not applied yet in one ``n_shift`` (shielded from the

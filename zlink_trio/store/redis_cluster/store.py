@@ -174,13 +174,15 @@ async def open_redis_cluster_store(url: str) -> AsyncIterator[RedisClusterStore]
         try:
             yield RedisClusterStore(runner, config)
         finally:
-            await runner.flush()  # the shifts still waiting (shielded, bounded)
+            await runner.close()  # units in hand, shifts still waiting (shielded, bounded)
 
 
 async def _check_buckets(runner: ClusterRunner, config: ClusterConfig) -> None:
     key = runner.keys.nodes("config")
-    stored = int(text(await runner.bounded("open (bucket count)", lambda: runner.node(
-        "n_config", [key], [config.buckets]))))
+    buckets, counted = await runner.bounded("open (bucket count)", lambda: runner.node(
+        "n_config", [key], [config.buckets]))
+    stored = int(text(buckets))
+    runner.counted = text(counted) == "1"
     if stored != config.buckets:
         raise InvalidConfiguration(
             f"store URL {config.where}: this deployment was created with buckets={stored}; "
