@@ -1100,7 +1100,7 @@ STORE_RULES: tuple[Mutation, ...] = (
         rule="Redis Cluster: a lifecycle RemoveDeadClaims marked dead in a bucket is refused"
              " there, even by a script on claims read before.",
         path="zlink_trio/store/redis_cluster/lua.py",
-        find="  local w = redis.call('HGET', META .. 'dead', node)",
+        find="  local w = redis.call('HGET', META .. 'dead', node .. '|' .. mesh)",
         replace='  local w = nil',
         guards=["tests/store/test_redis_cluster.py::"
                 "test_a_lifecycle_removed_as_dead_owns_nothing_new_even_on_claims_read_before"],
@@ -1122,8 +1122,8 @@ STORE_RULES: tuple[Mutation, ...] = (
         rule="Redis Cluster: units are taken ahead only while twice as many are free; near "
              "capacity one at a time.",
         path="zlink_trio/store/redis_cluster/lua.py",
-        find='    if free >= 2 * want then took = want end',
-        replace='    if free >= want then took = want end',
+        find="  if ahead > 0 and free - took >= 2 * ahead then took = took + ahead end",
+        replace="  if ahead > 0 and free - took >= ahead then took = took + ahead end",
         guards=["tests/store/test_redis_cluster.py::"
                 "test_units_taken_ahead_count_against_capacity_and_go_back_at_close"],
     ),
@@ -1137,6 +1137,63 @@ STORE_RULES: tuple[Mutation, ...] = (
         replace='    runner.counted = True',
         guards=["tests/store/test_redis_cluster.py::"
                 "test_a_deployment_created_before_the_buckets_counted_units_keeps_the_old_rule"],
+    ),
+    Mutation(
+        name="store.cluster_refill_takes_all_or_none",
+        family=_TXN,
+        rule="Redis Cluster: a take for more units beside a script takes all it asks for or "
+             "none, so near capacity the hand drains.",
+        path="zlink_trio/store/redis_cluster/lua.py",
+        find="tonumber(c.cap) - load, tonumber(ARGV[3]), tonumber(ARGV[4])",
+        replace="tonumber(c.cap) - load, tonumber(ARGV[3]), 1",
+        guards=["tests/store/test_redis_cluster.py::"
+                "test_near_capacity_the_hand_drains_and_units_go_one_at_a_time"],
+    ),
+    Mutation(
+        name="store.cluster_units_ahead_only_for_own_lifecycles",
+        family=_TXN,
+        rule="Redis Cluster: units are taken ahead only for lifecycles claimed through the "
+             "store, never for another node's (a remote create).",
+        path="zlink_trio/store/redis_cluster/runner.py",
+        find="        if key not in self._owned:  # another node's lifecycle",
+        replace="        if False:  # another node's lifecycle",
+        guards=["tests/store/test_redis_cluster.py::"
+                "test_units_are_taken_ahead_only_for_the_stores_own_lifecycles"],
+    ),
+    Mutation(
+        name="store.cluster_removed_claim_gives_back_its_units",
+        family=_TXN,
+        rule="Redis Cluster: removing its own claim gives back the units the store held "
+             "ahead for it.",
+        path="zlink_trio/store/redis_cluster/location.py",
+        find="        await self._run.disown(mesh, node_rid, lifecycle_generation)",
+        replace="        pass  # disown",
+        guards=["tests/store/test_redis_cluster.py::"
+                "test_removing_its_own_claim_gives_back_the_units_in_hand"],
+    ),
+    Mutation(
+        name="store.cluster_dead_marks_per_mesh",
+        family=_TXN,
+        rule="Redis Cluster: RemoveDeadClaims marks lifecycles dead per NodeId and Mesh, so "
+             "a live claim of the same NodeRid in another Mesh keeps serving.",
+        path="zlink_trio/store/redis_cluster/lua.py",
+        find="redis.call('HSET', KEYS[1], node .. '|' .. ARGV[i], ARGV[i + 1])",
+        replace="for _, m in ipairs({'world', 'other-mesh'}) do "
+                "redis.call('HSET', KEYS[1], node .. '|' .. m, ARGV[i + 1]) end",
+        guards=["tests/store/test_dead_lifecycle_conformance.py::"
+                "test_remove_dead_claims_leaves_the_live_claim_of_the_same_node_rid_in_another_mesh"
+                "[redis-cluster]"],
+    ),
+    Mutation(
+        name="store.cluster_beside_failure_leaves_the_outcome",
+        family=_TXN,
+        rule="Redis Cluster: a take or read sent beside a script never raises: however it "
+             "fails, the caller gets the script's own outcome.",
+        path="zlink_trio/store/redis_cluster/runner.py",
+        find="        except Exception:  # whatever failed, the script's outcome stands",
+        replace="        except (StoreUnavailable, ReplyError):  # the script's outcome",
+        guards=["tests/store/test_redis_cluster.py::"
+                "test_a_take_beside_a_script_that_fails_leaves_the_scripts_outcome"],
     ),
     Mutation(
         name="store.cluster_waiting_shifts_written_at_close",

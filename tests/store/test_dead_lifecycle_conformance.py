@@ -114,6 +114,21 @@ async def test_remove_dead_claims_deletes_only_empty_expired_claims(store):
             await store.location.remove_dead_claims("", now=NOW)
 
 
+async def test_remove_dead_claims_leaves_the_live_claim_of_the_same_node_rid_in_another_mesh(
+        store):
+    # One process may claim several Meshes: its claim that expired in one goes, its live
+    # claim in another (an older lifecycle generation) keeps serving.
+    with trio.fail_after(TIMEOUT):
+        live = await claim(store, "node-a", now=0.0, lease=100.0, capacity=10)
+        expired = await claim(store, "node-a", mesh="other-mesh", now=0.0, lease=1.0,
+                              node_rid=live.descriptor.node_rid)
+        assert expired.lifecycle_generation > live.lifecycle_generation
+        assert await store.location.remove_dead_claims("node-a", now=NOW) == 1
+        fence = await reserve(store, live, "s-1", now=NOW)
+        assert (await store.location.commit_ready(fence, now=NOW)).state \
+            is AuthorityState.READY
+
+
 async def test_release_dead_node_ends_each_state_with_its_fenced_transaction(store):
     with trio.fail_after(TIMEOUT):
         dead, target, records = await _dead_node_with_every_state(store)

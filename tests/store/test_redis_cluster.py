@@ -303,9 +303,9 @@ async def _load(store: object, node: object) -> list[object]:
 
 
 async def test_units_taken_ahead_count_against_capacity_and_go_back_at_close():
-    # Far from capacity a Reserve takes AHEAD units at once (later ones use the hand: no
-    # round trip to the nodes slot); near it, one at a time; the store's close gives back
-    # what it did not use, so the nodes slot counts exactly the units in use.
+    # Far from capacity a Reserve takes AHEAD units more than its own (later ones use the
+    # hand: no round trip to the nodes slot); near it, one at a time; the store's close
+    # gives back what it did not use, so the nodes slot counts exactly the units in use.
     with trio.fail_after(TIMEOUT):
         async with fresh_cluster_url(buckets=8) as url:
             async with open_store(url) as store:
@@ -314,16 +314,84 @@ async def test_units_taken_ahead_count_against_capacity_and_go_back_at_close():
                 await reserve(store, roomy, "a-1")
                 with pytest.raises(AuthorityExists):  # its unit goes back in the hand
                     await reserve(store, roomy, "a-1")
-                assert await _load(store, roomy) == [str(AHEAD).encode(), None]
+                assert await _load(store, roomy) == [str(AHEAD + 1).encode(), None]
                 assert run.in_hand(MESH, roomy.descriptor.node_rid,
-                                   roomy.lifecycle_generation) == AHEAD - 1
+                                   roomy.lifecycle_generation) == AHEAD
                 await ready(store, roomy, "a-2")
-                tight = await claim(store, "node-tight", capacity=2 * AHEAD - 1)
+                tight = await claim(store, "node-tight", capacity=2 * AHEAD)
                 await reserve(store, tight, "t-1")
                 assert await _load(store, tight) == [b"1", None]
             async with open_store(url) as store:
                 assert await _load(store, roomy) == [b"1", b"1"]
                 assert await _load(store, tight) == [b"1", None]
+
+
+async def test_near_capacity_the_hand_drains_and_units_go_one_at_a_time(monkeypatch):
+    # A take for more beside a script takes all it asks for or none: near capacity the
+    # hand empties, then each Reserve takes its own unit, so the nodes slot counts the
+    # records' units and nothing held ahead.
+    monkeypatch.setattr(runner_module, "AHEAD", 4)
+    monkeypatch.setattr(runner_module, "_REFILL_AT", 2)
+    with trio.fail_after(TIMEOUT):
+        async with cluster_test_store(buckets=8) as store:
+            run = store.location._run  # type: ignore[attr-defined]
+            node = await claim(store, "node-near", capacity=10)
+            await reserve(store, node, "n-1")
+            assert await _load(store, node) == [b"5", None]  # its own and 4 ahead
+            for i in range(2, 9):
+                await reserve(store, node, f"n-{i}")
+            assert await _load(store, node) == [b"8", None]
+            assert run.in_hand(MESH, node.descriptor.node_rid, node.lifecycle_generation) == 0
+
+
+async def test_units_are_taken_ahead_only_for_the_stores_own_lifecycles():
+    # A Reserve this store makes for another node's lifecycle (a remote create names the
+    # target as owner) takes that one unit, none ahead: the other node's capacity counts
+    # its records only.
+    with trio.fail_after(TIMEOUT):
+        async with fresh_cluster_url(buckets=8) as url, open_store(url) as here, \
+                open_store(url) as there:
+            other = await claim(there, "node-there", capacity=1000)
+            await reserve(here, other, "r-1")
+            assert await _load(here, other) == [b"1", None]
+
+
+async def test_removing_its_own_claim_gives_back_the_units_in_hand():
+    with trio.fail_after(TIMEOUT):
+        async with cluster_test_store(buckets=8) as store:
+            node = await claim(store, "node-leaving", capacity=1000)
+            record = await ready(store, node, "x-1")
+            closing = await store.location.begin_close(
+                "x-1", object_generation=record.object_generation, owner=node.owner(),
+                now=0.0)
+            await store.location.release(closing.fence())
+            assert await store.location.remove(MESH, node.descriptor.node_rid,
+                                               node.lifecycle_generation)
+            assert await _load(store, node) == [None, None]
+
+
+async def test_a_take_beside_a_script_that_fails_leaves_the_scripts_outcome(monkeypatch):
+    # The nodes slot's master is paused while a Reserve from the hand sends a take for
+    # more beside its script, on another master: the take is given up at the store
+    # timeout, and the Reserve, which wrote its record, says so.
+    monkeypatch.setattr(runner_module, "_REFILL_AT", 10 * AHEAD)  # every Reserve refills
+    with trio.fail_after(TIMEOUT):
+        async with cluster_test_store(buckets=64, timeout=0.3) as store:
+            keys, router = store.keys, store.router  # type: ignore[attr-defined]
+            node = await claim(store, "node-beside", capacity=100 * AHEAD)
+            await reserve(store, node, "b-0")
+            nodes_master = router.master_of(hash_slot(keys.nodes("claims")))
+            spot = next(f"b-{i}" for i in range(1, 1000)
+                        if router.master_of(hash_slot(keys.spot(f"b-{i}"))) != nodes_master)
+            await router.call_master(nodes_master,
+                                     encode_command(["CLIENT", "PAUSE", "1000", "WRITE"]))
+            try:
+                fence = await reserve(store, node, spot)
+            finally:  # the tests after this one find every master answering
+                await router.call_master(nodes_master, encode_command(["CLIENT", "UNPAUSE"]))
+            record = await store.location.find(spot)
+            assert record is not None
+            assert record.object_generation == fence.object_generation
 
 
 async def test_units_a_dead_process_held_ahead_keep_no_dead_claim():
@@ -343,7 +411,7 @@ async def test_units_a_dead_process_held_ahead_keep_no_dead_claim():
                 await reserve(store, owning, "o-1")
                 store.location._run._hand.clear()  # type: ignore[attr-defined]  # killed
             async with open_store(url) as store:
-                assert (await _load(store, gone))[0] == str(AHEAD - 1).encode()
+                assert (await _load(store, gone))[0] == str(AHEAD).encode()
                 assert await store.location.remove_dead_claims("node-gone", now=100.0) == 1
                 assert await _load(store, gone) == [None, None]
                 assert await store.location.remove_dead_claims("node-owning", now=100.0) == 0

@@ -168,6 +168,7 @@ class ClusterLocationStore(RedisLocationStore):
                 raise_status(made, what)
             if old_lc and old_entry and old_entry != entry:
                 await self._script(what, "entry_drop", self._keys.spot(old_entry), rid, old_lc)
+            self._run.own(mesh, rid, int(lc))
             return NodeClaim(descriptor=descriptor, lifecycle_generation=int(lc),
                              lease_expires_at=float(expires))
         raise StoreUnavailable(f"{what}: the claim kept changing under NewClaim; nothing "
@@ -207,6 +208,7 @@ class ClusterLocationStore(RedisLocationStore):
         what = f"remove of node {node_rid}"
         reply = await self._node(what, "n_remove", [self._keys.nodes("claims")],
                                  claim_field(mesh, node_rid), str(lifecycle_generation))
+        await self._run.disown(mesh, node_rid, lifecycle_generation)  # its units in hand
         if not int(reply[0]):
             return False
         entry = _text(reply[1])
@@ -226,12 +228,16 @@ class ClusterLocationStore(RedisLocationStore):
 
         A dead claim goes when no record holds a unit of it: the buckets count each
         lifecycle's units beside its records (the layout's ``shift``, ``lua``), so every
-        bucket first marks the NodeId's lifecycles up to the newest expired one dead --
-        from then on no script there gives one of them a unit, so a count read after the
-        mark only falls -- and answers its counts (``dead_mark``). The units in the nodes
-        slot are capacity only (a node takes some ahead, ``runner``): a removed claim's
-        go with it. A deployment created before the buckets counted units removes only a
-        claim with no unit in the nodes slot, as before (``ClusterRunner.counted``).
+        bucket first marks the NodeId's lifecycles in each Mesh up to the newest expired
+        one there dead -- from then on no script there gives one of them a unit, so a
+        count read after the mark only falls -- and answers its counts (``dead_mark``).
+        A mark covers every older lifecycle of that NodeId and Mesh too, all dead: the
+        NodeId's lifecycle generations only grow, and a claim replaces or is refused
+        beside another of its NodeId in that Mesh only once that one expired. The units
+        in the nodes slot are capacity only (a node takes some ahead, ``runner``): a
+        removed claim's go with it. A deployment created before the buckets counted units
+        removes only a claim with no unit in the nodes slot, as before
+        (``ClusterRunner.counted``).
         """
         validate_node_id(node_id)
         check_finite(now, "now")
@@ -257,13 +263,16 @@ class ClusterLocationStore(RedisLocationStore):
                               ) -> list[dict[str, Any]]:
         """Of the expired claims ``dead`` of ``node_id``, those that hold no unit in any
         bucket, each bucket marking them dead first (``dead_mark``)."""
-        newest = str(max(int(c["lc"]) for c in dead))
+        newest: dict[str, int] = {}
+        for c in dead:
+            newest[c["mesh"]] = max(newest.get(c["mesh"], 0), int(c["lc"]))
+        marks = [v for mesh, lc in sorted(newest.items()) for v in (mesh, str(lc))]
         fields = [f'{c["mesh"]}|{c["rid"]}|{c["lc"]}' for c in dead]
         run, keys = self._run, self._keys
 
         def mark(b: int) -> Callable[[], Awaitable[Any]]:
             return lambda: run.script(what, "dead_mark", [keys.dead(b)],
-                                      [node_id, newest, *fields])
+                                      [node_id, len(newest), *marks, *fields])
 
         totals = [0] * len(dead)
         for counts in await self._each_bucket(mark):

@@ -22,7 +22,8 @@ slot are the bucket's own, every other helper is the prelude's:
   lifecycle's total waits for the next that does, ``runner``). The nodes slot's units
   are the capacity a node took (some ahead); the buckets' are the records' own, which
   RemoveDeadClaims reads (``dead_mark``, ``location``). It first marks the lifecycles
-  it may remove dead in each bucket (``dead``: NodeId -> the newest such lifecycle),
+  it may remove dead in each bucket (``dead``: NodeId and Mesh -> the newest such
+  lifecycle),
   and ``owner_claim`` refuses a lifecycle marked there whatever the facts say: so no
   unit is counted for it after the mark.
 - ``META`` / ``spot_key`` / ``RSTATS`` name the bucket's keys (``keys``); the
@@ -106,18 +107,23 @@ end
 #: The owner checks answer from the facts (``need`` when one is missing), and a lifecycle
 #: RemoveDeadClaims marked dead in this bucket (``dead_mark``) owns nothing new here.
 _OWNER: Final = r"""
--- Whether RemoveDeadClaims marked lifecycle lc of NodeId node dead in this bucket: it
--- marks every lifecycle up to the newest expired one it removes (decimal texts, no
--- leading zeros: compared by length, then bytes -- never through a double).
-local function dead_here(node, lc)
-  local w = redis.call('HGET', META .. 'dead', node)
+-- Whether RemoveDeadClaims marked lifecycle lc of NodeId node in mesh dead in this
+-- bucket: it marks every lifecycle of the NodeId in the Mesh up to the newest dead one
+-- (decimal texts, no leading zeros: compared by length, then byte by byte -- never
+-- through a double).
+local function dead_here(node, mesh, lc)
+  local w = redis.call('HGET', META .. 'dead', node .. '|' .. mesh)
   if not w then return false end
   if #lc ~= #w then return #lc < #w end
-  return lc <= w
+  for k = 1, #lc do
+    local x, y = string.byte(lc, k), string.byte(w, k)
+    if x ~= y then return x < y end
+  end
+  return true
 end
 local function owner_claim(mesh, rid, lc, now)
   local c = claimf(mesh, rid)
-  if c == nil or c.lc ~= lc or dead_here(c.node, lc) then
+  if c == nil or c.lc ~= lc or dead_here(c.node, mesh, lc) then
     return nil, {'STALE_OWNER', rid, lc, mesh}
   end
   if not (tonumber(now) < tonumber(c.exp)) then return nil, {'EXPIRED', rid, lc, c.exp} end
@@ -499,13 +505,21 @@ return {'TOOK', enc, wake, rem_wake(t)}
 """
 
 # RemoveDeadClaims' part in one bucket (``location``). KEYS: the bucket's dead marks.
-# ARGV: P, R, NodeId, lc, then candidates (``mesh|rid|lc``). First every lifecycle of
-# NodeId up to lc is marked dead here (``dead_here``: from now on no script of this
-# bucket gives such a lifecycle anything); then the units each candidate holds here.
+# ARGV: P, R, NodeId, the count n of marks, n (mesh, lc) pairs, then candidates
+# (``mesh|rid|lc``). First every lifecycle of NodeId in each mesh up to its lc is marked
+# dead here (``dead_here``: from now on no script of this bucket gives such a lifecycle
+# anything); then the units each candidate holds here.
 _DEAD_MARK: Final = r"""
-if not dead_here(ARGV[3], ARGV[4]) then redis.call('HSET', KEYS[1], ARGV[3], ARGV[4]) end
+local node, n = ARGV[3], tonumber(ARGV[4])
+for i = 5, 4 + 2 * n, 2 do
+  if not dead_here(node, ARGV[i], ARGV[i + 1]) then
+    redis.call('HSET', KEYS[1], node .. '|' .. ARGV[i], ARGV[i + 1])
+  end
+end
 local out = {}
-for i = 5, #ARGV do out[#out + 1] = redis.call('HGET', META .. 'owners', ARGV[i]) or '0' end
+for i = 5 + 2 * n, #ARGV do
+  out[#out + 1] = redis.call('HGET', META .. 'owners', ARGV[i]) or '0'
+end
 return out
 """
 
@@ -550,21 +564,21 @@ local function fields(c) return {c.desc, c.lc, c.exp, c.ver, c.closed or false} 
 local function live(c, now) return tonumber(now) < tonumber(c.exp) end
 """
 
-# KEYS: claims, load key. ARGV: field, lc, units wanted. Takes pending units when the
-# claim of this lifecycle is there and below capacity: as many as wanted while twice
-# that many are free, else one. {taken, load before, every claim}.
+# KEYS: claims, load key. ARGV: field, lc, ahead, one. Takes pending units when the claim
+# of this lifecycle is there: with one '1', a unit for the caller's script whenever one is
+# free, and ahead more with it while twice that many would still be free; with one '0',
+# ahead units while twice that many are free, else none. {taken, load before, every
+# claim}.
 _TAKE: Final = r"""
 local c = claim_of(ARGV[1])
 local took, load = 0, 0
 if c and c.lc == ARGV[2] then
   local v = redis.call('HMGET', KEYS[2], 'pending', 'active')
   load = (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0)
-  local free, want = tonumber(c.cap) - load, tonumber(ARGV[3])
-  if free > 0 then
-    took = 1
-    if free >= 2 * want then took = want end
-    redis.call('HINCRBY', KEYS[2], 'pending', took)
-  end
+  local free, ahead, one = tonumber(c.cap) - load, tonumber(ARGV[3]), tonumber(ARGV[4])
+  if one <= free then took = one end
+  if ahead > 0 and free - took >= 2 * ahead then took = took + ahead end
+  if took > 0 then redis.call('HINCRBY', KEYS[2], 'pending', took) end
 end
 return {took, tostring(load), redis.call('HGETALL', KEYS[1])}
 """

@@ -14,8 +14,9 @@ A bucket script (``lua``) may need facts of the nodes slot; the runner
 1. **takes a capacity unit** first for a script of :data:`_TAKES` (Reserve,
    ``reserve_with_root``) -- from its **hand** (below) when it holds one, else with the
    ``n_take`` node script, which checks the owner's claim of that lifecycle is there and
-   below capacity and adds pending units (:data:`AHEAD` while twice that many are free,
-   else one), returning every claim as facts;
+   below capacity and adds a pending unit (and :data:`AHEAD` more for the hand of a
+   lifecycle of this runner's while twice that many would still be free), returning
+   every claim as facts;
 2. sends the bucket script with the facts; when it answers ``FACTS`` (the claims of a
    NodeRid it was not given) or ``TAKE`` (a unit for a lifecycle), the runner reads or
    takes them in the nodes slot and sends the script again (it wrote nothing);
@@ -38,16 +39,19 @@ lifecycle dead in every bucket, where a script refuses it whatever its facts say
 Three things spare a cold activation round trips (docs/stores.md, "Round trips on Redis
 Cluster"):
 
-- **Units taken ahead.** The units an ``n_take`` takes beyond the one its call uses go
-  into the runner's hand, per lifecycle; a Reserve of that lifecycle uses one with no
-  round trip of its own, on recent claims (below), and puts it back when it is refused.
-  Once the hand is down to :data:`_REFILL_AT` units a take for :data:`AHEAD` more goes
-  out beside the script (one round trip for both); the store's close gives back what
-  is left (:meth:`ClusterRunner.close`). Units in hand count against the node's
-  capacity like units in use, which is why they are taken only far from it. They are
-  taken only where the buckets count each lifecycle's units beside its records
-  (:attr:`ClusterRunner.counted`): RemoveDeadClaims reads those counts, so the units a
-  killed process held keep no dead claim (``location``).
+- **Units taken ahead.** For the lifecycles claimed through this runner
+  (:meth:`ClusterRunner.own`), the units an ``n_take`` takes beyond the one its call
+  uses go into the runner's hand; a Reserve of that lifecycle uses one with no round
+  trip of its own, on recent claims (below), and puts it back when it is refused. Once
+  the hand is down to :data:`_REFILL_AT` units a take for :data:`AHEAD` more goes out
+  beside the script (one round trip for both; all of them or none, so near capacity
+  the hand drains; whatever becomes of it, the caller gets the script's outcome).
+  Removing the claim (:meth:`ClusterRunner.disown`) or closing the store
+  (:meth:`ClusterRunner.close`) gives back what is left. Units in hand count against
+  the node's capacity like units in use, which is why they are taken only far from it.
+  They are taken only where the buckets count each lifecycle's units beside its
+  records (:attr:`ClusterRunner.counted`): RemoveDeadClaims reads those counts, so the
+  units a killed process held keep no dead claim (``location``).
 - **Recent claims.** A script of :data:`_RECENT_FACTS` or a Reserve on a unit from the
   hand -- each checks only the claim of the NodeRids it is given -- runs on the claims
   this runner read at most :data:`FACTS_MAX_AGE` seconds ago (an ``HGETALL`` or an
@@ -117,10 +121,13 @@ _PREFETCH: Final = {
 #: Scripts that take their owner's capacity unit first (step 1), saving the round trip of
 #: a ``TAKE`` answer: the index in ``args`` of its Mesh, NodeRid and lifecycle generation.
 _TAKES: Final = {"reserve": (3, 4, 5), "reserve_with_root": (3, 4, 5)}
-#: Units one ``n_take`` takes ahead for the scripts of :data:`_TAKES` (one, near capacity:
-#: ``lua``), and the units left in hand at which a take for more goes out beside a script.
-AHEAD: Final = 64
-_REFILL_AT: Final = 16
+#: Units one ``n_take`` takes ahead for the scripts of :data:`_TAKES` (none near capacity:
+#: ``lua``), and the units left in hand at which a take for more goes out beside a script
+#: (with 100 activations in flight a hand of 64 ran dry: one in five waited for a take).
+AHEAD: Final = 256
+_REFILL_AT: Final = 128
+#: Lifecycles whose load key the runner remembers (cleared when full).
+_LIFECYCLES_KNOWN: Final = 1024
 #: Seconds the claims a runner read serve the scripts of :data:`_RECENT_FACTS`.
 FACTS_MAX_AGE: Final = 0.25
 #: The owner-only scripts of a Spot's steady work, which run on recent claims.
@@ -136,6 +143,9 @@ _CLAIM_CHANGES: Final = frozenset({"n_new_claim", "n_remove", "n_remove_dead"})
 
 
 _COMPACT: Final = (",", ":")
+#: A command queued beside a script (its pipeline and item), and the time and claims
+#: epoch it was sent at.
+_Beside = tuple[tuple["Pipeline", "QueuedCall"], tuple[float, int]]
 _NO_FACTS: Final = '{"f":{},"c":{},"t":{}}'
 
 
@@ -242,6 +252,14 @@ class ClusterRunner:
         self._hand: dict[tuple[str, str, str], int] = {}
         self._taking: set[tuple[str, str, str]] = set()
         self._reading = False
+        #: Grows each time a claim is added or removed through this runner: a read sent
+        #: before is not remembered as the recent one.
+        self._claims_epoch = 0
+        #: The lifecycles claimed through this runner (the node's own): only theirs are
+        #: taken ahead (``own``).
+        self._owned: set[tuple[str, str, str]] = set()
+        #: The lifecycles scripts' shifts named, as sent -> as text, and their load key.
+        self._lifecycles: dict[tuple[Any, Any, Any], tuple[tuple[str, str, str], str]] = {}
 
     async def bounded(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
         """Run ``call`` under the deadline rule; map every Redis failure to a typed error."""
@@ -326,6 +344,7 @@ class ClusterRunner:
         partition's) without the deadline wrapper."""
         if name in _CLAIM_CHANGES:
             self._recent = None
+            self._claims_epoch += 1
             if name == "n_remove_dead":
                 await self.flush()  # it reads the units this runner's shifts change
         return await self._eval(name, keys, args, write)
@@ -336,8 +355,9 @@ class ClusterRunner:
         now = trio.current_time()
         if recent and self._recent is not None and now - self._recent[0] < FACTS_MAX_AGE:
             return self._recent[1]
-        return self._remember(now, await self._eval_read(["HGETALL", self._claims_key],
-                                                         limits) or [])
+        read_at = (now, self._claims_epoch)
+        return self._remember(read_at, await self._eval_read(["HGETALL", self._claims_key],
+                                                             limits) or [])
 
     async def script(self, what: str, name: str, keys: Sequence[str],
                      args: Sequence[str | int | bytes], *, write: bool = True) -> Any:
@@ -457,7 +477,9 @@ class ClusterRunner:
         the script: a take for more once the hand is low, or a read of the claims as
         they age."""
         key = (mesh, rid, str(lc))
-        facts.from_hand = key
+        if key not in self._owned:  # another node's lifecycle (a remote create): one unit
+            await self._take(facts, mesh, rid, lc, limits)
+            return False, None
         read, stale = self._recent_claims()
         recent = read is not None
         if read is None and self._hand.get(key, 0):
@@ -468,12 +490,13 @@ class ClusterRunner:
             self._taking.add(key)
             try:
                 # At capacity it takes none: the script refuses with the load it read.
-                await self._take(facts, mesh, rid, lc, limits, AHEAD if ahead else 1)
+                await self._take(facts, mesh, rid, lc, limits, AHEAD if ahead else 0)
             finally:
                 if ahead:
                     self._taking.discard(key)
             return False, None
         self._hand[key] = hand - 1
+        facts.from_hand = key
         facts.taken[key] = 1
         facts.loads[f"{mesh}|{rid}|{lc}"] = "0"  # capacity was checked when it was taken
         facts.add_claims(read)
@@ -483,72 +506,77 @@ class ClusterRunner:
         return recent, ("read", None) if stale else None
 
     def _send_beside(self, kind: str, key: tuple[str, str, str] | None, expires: float
-                     ) -> tuple[Pipeline, QueuedCall] | None:
-        """Queue a take for :data:`AHEAD` units of ``key`` (``"take"``) or a read of the
-        claims (``"read"``) now, to go out with the script (one round trip for both)."""
+                     ) -> _Beside | None:
+        """Queue a take for :data:`AHEAD` units of ``key`` (``"take"``: all of them or
+        none) or a read of the claims (``"read"``) now, to go out with the script (one
+        round trip for both); ``None`` when it could not be queued."""
+        read_at = (trio.current_time(), self._claims_epoch)
         if kind == "take":
             assert key is not None
             mesh, rid, lc = key
-            self._taking.add(key)
             frame = self._frame("n_take", [self._claims_key, self.keys.load(
-                mesh, rid, int(lc))], [claim_field(mesh, rid), lc, str(AHEAD)])  # type: ignore[arg-type]
+                mesh, rid, int(lc))], [claim_field(mesh, rid), lc, str(AHEAD), "0"])  # type: ignore[arg-type]
+        else:
+            frame = encode_command(["HGETALL", self._claims_key])
+        try:
+            sent = self.router.submit(hash_slot(self._claims_key), frame, expires=expires)
+        except StoreUnavailable:  # the store is closing: nothing was queued
+            return None
+        if sent is None:
+            return None
+        if kind == "take":
+            self._taking.add(key)  # type: ignore[arg-type]
         else:
             self._reading = True
-            frame = encode_command(["HGETALL", self._claims_key])
-        sent = self.router.submit(hash_slot(self._claims_key), frame, expires=expires)
-        if sent is None:
-            self._done_beside(kind, key)
-        return sent
+        return sent, read_at
 
-    async def _answer_beside(self, sent: tuple[Pipeline, QueuedCall], kind: str,
+    async def _answer_beside(self, sent: _Beside, kind: str,
                              key: tuple[str, str, str] | None) -> None:
         """Read the answer of what went beside the script (shielded, bounded by the store
-        timeout); its units go into the hand, its claims are the recent read. One that
-        fails changes nothing here (a take that ran unanswered leaves its lifecycle
-        counting units too many, never too few)."""
-        when = trio.current_time()
+        timeout); its units go into the hand, its claims are the recent read. It never
+        raises: one that fails changes nothing here (a take that ran unanswered leaves
+        its lifecycle counting units too many, never too few), and the script's own
+        outcome is the caller's."""
+        (pipeline, item), read_at = sent
         try:
             with trio.CancelScope(shield=True), trio.move_on_after(self.timeout):
-                reply = await sent[0].answer(sent[1])
+                reply = await pipeline.answer(item)
                 if kind == "take":
                     assert key is not None
                     took, _, flat = reply
                     self._hand[key] = self._hand.get(key, 0) + int(took)
                 else:
                     flat = reply
-                self._remember(when, flat or [])
-        except (StoreUnavailable, ReplyError, NoScriptError):
+                self._remember(read_at, flat or [])
+        except Exception:  # whatever failed, the script's outcome stands
             pass
         finally:
-            self._done_beside(kind, key)
+            if kind == "take":
+                self._taking.discard(key)
+            else:
+                self._reading = False
 
-    def _done_beside(self, kind: str, key: tuple[str, str, str] | None) -> None:
-        if kind == "take":
-            assert key is not None
-            self._taking.discard(key)
-        else:
-            self._reading = False
-
-    def _remember(self, when: float, flat: Sequence[Any]) -> _Read:
-        """Make ``flat`` (every claim, read at ``when``) the recent read, unless a newer
-        one is there already."""
+    def _remember(self, read_at: tuple[float, int], flat: Sequence[Any]) -> _Read:
+        """Make ``flat`` (every claim, as read from ``read_at``: the time and claims epoch
+        its command was sent at) the recent read -- unless a newer one is there already,
+        or a claim was added or removed through this runner since it was sent."""
+        when, epoch = read_at
         recent = self._recent
-        if recent is not None and recent[0] > when:
-            return recent[1] if recent[1].flat == flat else _Read(flat)
         read = recent[1] if recent is not None and recent[1].flat == flat else _Read(flat)
-        self._recent = (when, read)
+        if epoch == self._claims_epoch and (recent is None or recent[0] <= when):
+            self._recent = (when, read)
         return read
 
     async def _take(self, facts: _Facts, mesh: str, rid: str, lc: int,
-                    limits: Limits, want: int = 1) -> None:
-        """Take up to ``want`` units of a lifecycle (``n_take``): one for this call, the
-        rest into the hand."""
+                    limits: Limits, ahead: int = 0) -> None:
+        """Take a unit of a lifecycle for this call (``n_take``), with ``ahead`` more for
+        the hand where there is room for them (``lua``)."""
         key = self.keys.load(mesh, rid, lc)  # type: ignore[arg-type]
-        when = trio.current_time()
+        read_at = (trio.current_time(), self._claims_epoch)
         took, load, flat = await self._eval("n_take", [self._claims_key, key],
-                                            [claim_field(mesh, rid), str(lc), str(want)], True,
-                                            limits)
-        facts.add_claims(self._remember(when, flat))
+                                            [claim_field(mesh, rid), str(lc), str(ahead), "1"],
+                                            True, limits)
+        facts.add_claims(self._remember(read_at, flat))
         facts.fetched[rid] = 1
         facts.loads[f"{mesh}|{rid}|{lc}"] = text(load)
         if int(took):
@@ -564,12 +592,13 @@ class ClusterRunner:
             return
         taken = dict(facts.taken)
         totals: dict[str, int] = {}
-        for mesh, rid, lc, field, delta in ([text(v) for v in s] for s in shifts or []):
-            if field == "pending" and delta == "1" and taken.pop((mesh, rid, lc), 0):
+        for shift in shifts or ():
+            lifecycle, key = self._lifecycle(shift)
+            field, delta = text(shift[3]), int(shift[4])
+            if delta == 1 and field == "pending" and taken.pop(lifecycle, 0):
                 continue  # the unit taken before the script
-            key = self.keys.load(mesh, rid, int(lc))  # type: ignore[arg-type]
-            self._backlog[key, field] = self._backlog.get((key, field), 0) + int(delta)
-            totals[key] = totals.get(key, 0) + int(delta)
+            self._backlog[key, field] = self._backlog.get((key, field), 0) + delta
+            totals[key] = totals.get(key, 0) + delta
         own = facts.from_hand
         if own is not None and taken.pop(own, 0):
             self._hand[own] = self._hand.get(own, 0) + 1  # not used: back in the hand
@@ -580,6 +609,38 @@ class ClusterRunner:
         if any(totals.values()):
             await self.flush()
 
+    def _lifecycle(self, shift: Sequence[Any]) -> tuple[tuple[str, str, str], str]:
+        """The lifecycle a script's shift names (its first three values) and its load key
+        (remembered per lifecycle: a node's shifts name few)."""
+        raw = (shift[0], shift[1], shift[2])
+        known = self._lifecycles.get(raw)
+        if known is None:
+            if len(self._lifecycles) >= _LIFECYCLES_KNOWN:
+                self._lifecycles.clear()
+            mesh, rid, lc = (text(v) for v in raw)
+            known = self._lifecycles[raw] = (
+                (mesh, rid, lc), self.keys.load(mesh, rid, int(lc)))  # type: ignore[arg-type]
+        return known
+
+    def own(self, mesh: str, node_rid: object, lifecycle_generation: int) -> None:
+        """Record a lifecycle claimed through this runner (``location.new_claim``): its
+        Reserves take units ahead (when the deployment counts them, :attr:`counted`)."""
+        self._owned.add((mesh, str(node_rid), str(lifecycle_generation)))
+
+    async def disown(self, mesh: str, node_rid: object, lifecycle_generation: int) -> None:
+        """A lifecycle of this runner's ended (its claim removed): give back its units in
+        hand now (shielded, bounded), take none for it any more."""
+        key = (mesh, str(node_rid), str(lifecycle_generation))
+        self._owned.discard(key)
+        self._give_back(key)
+        await self.flush()
+
+    def _give_back(self, key: tuple[str, str, str]) -> None:
+        units = self._hand.pop(key, 0)
+        if units:
+            load = self.keys.load(key[0], key[1], int(key[2]))  # type: ignore[arg-type]
+            self._backlog[load, "pending"] = self._backlog.get((load, "pending"), 0) - units
+
     def in_hand(self, mesh: str, node_rid: object, lifecycle_generation: int) -> int:
         """The units of a lifecycle this runner took ahead and has not used yet (they
         count as ``pending`` in the nodes slot)."""
@@ -588,10 +649,8 @@ class ClusterRunner:
     async def close(self) -> None:
         """Give back every unit in hand and apply the shifts still waiting (:meth:`flush`):
         the store's close."""
-        for (mesh, rid, lc), units in self._hand.items():
-            key = self.keys.load(mesh, rid, int(lc))  # type: ignore[arg-type]
-            self._backlog[key, "pending"] = self._backlog.get((key, "pending"), 0) - units
-        self._hand = {}
+        for key in list(self._hand):
+            self._give_back(key)
         await self.flush()
 
     async def flush(self) -> None:
