@@ -1044,8 +1044,8 @@ STORE_RULES: tuple[Mutation, ...] = (
              "reason the claims decide runs again on claims read then (a recent read never "
              "refuses what a fresh one accepts).",
         path="zlink_trio/store/redis_cluster/runner.py",
-        find="                if recent and code in _FACT_REFUSALS:\n",
-        replace="                if False:\n",
+        find="            if recent and code in _FACT_REFUSALS:\n",
+        replace="            if False:\n",
         guards=["tests/store/test_redis_cluster.py::"
                 "test_a_claim_newer_than_the_claims_read_recently_is_read_again"],
     ),
@@ -1056,8 +1056,8 @@ STORE_RULES: tuple[Mutation, ...] = (
              "deadline and the store timeout to the pipeline, so a paused master is given "
              "up within the timeout.",
         path="zlink_trio/store/redis_cluster/runner.py",
-        find="self._bucket(name, keys, args, write, take, self._limits(what))",
-        replace="self._bucket(name, keys, args, write, take, None)",
+        find="            limits = self._limits(what)\n            facts = _Facts()\n",
+        replace="            limits = self._limits(what) and None\n            facts = _Facts()\n",
         guards=["tests/store/test_redis_cluster.py::"
                 "test_a_paused_cluster_is_given_up_within_the_store_timeout"],
     ),

@@ -126,8 +126,10 @@ _TAKES: Final = {"reserve": (3, 4, 5), "reserve_with_root": (3, 4, 5)}
 #: (with 100 activations in flight a hand of 64 ran dry: one in five waited for a take).
 AHEAD: Final = 256
 _REFILL_AT: Final = 128
-#: Lifecycles whose load key the runner remembers (cleared when full).
+#: Lifecycles whose load key the runner remembers, and keys whose bucket it remembers
+#: (each cleared when full).
 _LIFECYCLES_KNOWN: Final = 1024
+_KEYS_KNOWN: Final = 4096
 #: Seconds the claims a runner read serve the scripts of :data:`_RECENT_FACTS`.
 FACTS_MAX_AGE: Final = 0.25
 #: The owner-only scripts of a Spot's steady work, which run on recent claims.
@@ -171,6 +173,8 @@ class _Read:
 class _Facts:
     """What the runner read from the nodes slot for one call."""
 
+    __slots__ = ("_read", "claims", "fetched", "from_hand", "loads", "loads_json", "taken")
+
     def __init__(self) -> None:
         self.fetched: dict[str, int] = {}
         self.claims: dict[str, dict[str, Any]] = {}
@@ -181,6 +185,8 @@ class _Facts:
         self.taken: dict[tuple[str, str, str], int] = {}
         #: The lifecycle whose unit came from the runner's hand (back there if unused).
         self.from_hand: tuple[str, str, str] | None = None
+        #: ``loads`` encoded, when the runner has it already (a unit from the hand).
+        self.loads_json: str | None = None
 
     def add_claims(self, read: _Read) -> None:
         self.fetched.update(read.fetched)
@@ -201,7 +207,8 @@ class _Facts:
             fetched = (read.encoded_fetched if self.fetched.keys() == read.fetched.keys()
                        else json.dumps(self.fetched, separators=_COMPACT))
             claims = read.encoded
-        loads = json.dumps(self.loads, separators=_COMPACT) if self.loads else "{}"
+        loads = self.loads_json or (json.dumps(self.loads, separators=_COMPACT)
+                                    if self.loads else "{}")
         return f'{{"f":{fetched},"c":{claims},"t":{loads}}}'
 
 
@@ -241,8 +248,10 @@ class ClusterRunner:
         self._backlog: dict[tuple[str, str], int] = {}
         #: The claims last read and when (``trio.current_time()``).
         self._recent: tuple[float, _Read] | None = None
-        #: Tag -> what every bucket script of that bucket sends unchanged.
+        #: Tag -> what every bucket script of that bucket sends unchanged; a recent
+        #: script's first key -> its bucket's.
         self._buckets: dict[str, _Bucket] = {}
+        self._bucket_by_key: dict[str, _Bucket] = {}
         #: Whether this deployment's buckets count each lifecycle's units (set at open by
         #: ``store``): only then are units taken ahead (RemoveDeadClaims reads the buckets'
         #: counts, ``location``, so units left in a dead process's hand keep nothing).
@@ -258,6 +267,9 @@ class ClusterRunner:
         #: The lifecycles claimed through this runner (the node's own): only theirs are
         #: taken ahead (``own``).
         self._owned: set[tuple[str, str, str]] = set()
+        #: ``mesh|rid|lc`` of an owned lifecycle -> the facts' loads of a unit from its
+        #: hand, encoded once.
+        self._hand_loads: dict[str, str] = {}
         #: The lifecycles scripts' shifts named, as sent -> as text, and their load key.
         self._lifecycles: dict[tuple[Any, Any, Any], tuple[tuple[str, str, str], str]] = {}
 
@@ -367,91 +379,93 @@ class ClusterRunner:
         The deadline rule is :meth:`bounded`'s, enforced by the pipelines: every command
         of the call shares the one store timeout.
         """
-        take = None
-        if name in _TAKES:
-            mesh, rid, lc = _TAKES[name]
-            take = (text(args[mesh]), text(args[rid]), int(args[lc]))
-        # Awaited here, not through a helper coroutine: the failures mapped as bounded()
-        # maps them (one coroutine frame less per call).
+        # The steps are awaited here and in _rounds, not through more helper coroutines
+        # (each is a frame resumed at every wait); the failures mapped as bounded() maps
+        # them.
         try:
-            return await self._bucket(name, keys, args, write, take, self._limits(what))
+            limits = self._limits(what)
+            facts = _Facts()
+            recent = name in _RECENT_FACTS
+            beside: tuple[str, tuple[str, str, str] | None] | None = None
+            if name in _TAKES:
+                mesh, rid, lc = _TAKES[name]
+                take = (text(args[mesh]), text(args[rid]), int(args[lc]))
+                if self.counted:
+                    recent, beside = await self._own_unit(facts, *take, limits)
+                else:
+                    await self._take(facts, *take, limits)
+            elif name in _PREFETCH:
+                read, stale = self._recent_claims() if recent else (None, False)
+                if read is None:
+                    read = await self._claims(False, limits)
+                elif stale:
+                    beside = ("read", None)
+                facts.add_claims(read)
+                for i in _PREFETCH[name]:
+                    facts.fetched[text(args[i])] = 1
+            if beside is None:
+                return await self._rounds(name, keys, args, write, facts, recent, limits)
+            sent = self._send_beside(*beside, limits[1])
+            try:
+                return await self._rounds(name, keys, args, write, facts, recent, limits)
+            finally:
+                if sent is not None:
+                    await self._answer_beside(sent, *beside)
         except Expired:
             raise self._unanswered(what) from None
         except ReplyError as error:
             raise self._failed(what, error) from error
 
     def _bucket_of(self, key: str) -> _Bucket:
-        """The bucket of one of a bucket script's keys (built once per bucket)."""
-        tag = tag_of(key)
-        bucket = self._buckets.get(tag)
+        """The bucket of one of a bucket script's keys (built once per bucket; remembered
+        per recent key)."""
+        bucket = self._bucket_by_key.get(key)
         if bucket is None:
-            bucket = self._buckets[tag] = _Bucket(self.keys, tag)
+            tag = tag_of(key)
+            bucket = self._buckets.get(tag)
+            if bucket is None:
+                bucket = self._buckets[tag] = _Bucket(self.keys, tag)
+            if len(self._bucket_by_key) >= _KEYS_KNOWN:
+                self._bucket_by_key.clear()
+            self._bucket_by_key[key] = bucket
         return bucket
-
-    async def _bucket(self, name: str, keys: Sequence[str], args: Sequence[str | int | bytes],
-                      write: bool, take: tuple[str, str, int] | None, limits: Limits) -> Any:
-        facts = _Facts()
-        recent = name in _RECENT_FACTS
-        beside: tuple[str, tuple[str, str, str] | None] | None = None
-        if take is not None:
-            if self.counted:
-                recent, beside = await self._own_unit(facts, *take, limits)
-            else:
-                await self._take(facts, *take, limits)
-        elif name in _PREFETCH:
-            read, stale = self._recent_claims() if recent else (None, False)
-            if read is None:
-                read = await self._claims(False, limits)
-            elif stale:
-                beside = ("read", None)
-            facts.add_claims(read)
-            for i in _PREFETCH[name]:
-                facts.fetched[text(args[i])] = 1
-        if beside is None:
-            return await self._rounds(name, keys, args, write, facts, recent, limits)
-        sent = self._send_beside(*beside, limits[1])
-        try:
-            return await self._rounds(name, keys, args, write, facts, recent, limits)
-        finally:
-            if sent is not None:
-                await self._answer_beside(sent, *beside)
 
     async def _rounds(self, name: str, keys: Sequence[str], args: Sequence[str | int | bytes],
                       write: bool, facts: _Facts, recent: bool, limits: Limits) -> Any:
         """Send the bucket script, answering its requests for facts and units, until it
-        answers; settle its shifts."""
+        answers; settle its shifts. Should it fail or be cancelled, a unit taken for it
+        stays taken (the script may have run: a lifecycle never counts too few units;
+        docs/stores.md says what bounds the excess)."""
         bucket = self._bucket_of(keys[0])
-        try:
-            for _ in range(_FACT_ROUNDS):
-                status, shifts, unmarks = await self._send(
-                    name, bucket.slot, self._bucket_frame(name, bucket, keys, facts.encode(),
-                                                          args), write, limits)
-                code = text(status[0]) if isinstance(status, list) and status else ""
-                if recent and code in _FACT_REFUSALS:
-                    recent = False  # decided on claims read earlier: read them again
-                    fresh = _Facts()
-                    fresh.add_claims(await self._claims(False, limits))
-                    fresh.fetched.update(facts.fetched)  # absent now means gone
-                    fresh.loads, fresh.taken = facts.loads, facts.taken
-                    fresh.from_hand = facts.from_hand
-                    facts = fresh
-                    continue
-                if code == "FACTS":
-                    facts.add_claims(await self._claims(False, limits))
-                    facts.fetched[text(status[1])] = 1
-                    continue
-                if code == "TAKE":
-                    mesh, rid, lc = (text(v) for v in status[1:4])
-                    await self._take(facts, mesh, rid, int(lc), limits)
-                    continue
-                await self._settle(facts, shifts)
-                if unmarks:
-                    await self.drop_marks([(text(c), text(m)) for c, m in unmarks])
-                return status
-        except BaseException:
-            # The script may have run: keep any unit taken (a lifecycle never counts too
-            # few units; docs/stores.md says how cleanup bounds the excess).
-            raise
+        for _ in range(_FACT_ROUNDS):
+            frame = self._bucket_frame(name, bucket, keys, facts.encode(), args)
+            try:
+                reply = await self.router.call(bucket.slot, frame, write=write, limits=limits)
+            except NoScriptError:  # not loaded on that master: nothing ran
+                reply = await self._send(name, bucket.slot, frame, write, limits)
+            status, shifts, unmarks = reply
+            code = text(status[0]) if isinstance(status, list) and status else ""
+            if recent and code in _FACT_REFUSALS:
+                recent = False  # decided on claims read earlier: read them again
+                fresh = _Facts()
+                fresh.add_claims(await self._claims(False, limits))
+                fresh.fetched.update(facts.fetched)  # absent now means gone
+                fresh.loads, fresh.taken = facts.loads, facts.taken
+                fresh.from_hand, fresh.loads_json = facts.from_hand, facts.loads_json
+                facts = fresh
+                continue
+            if code == "FACTS":
+                facts.add_claims(await self._claims(False, limits))
+                facts.fetched[text(status[1])] = 1
+                continue
+            if code == "TAKE":
+                mesh, rid, lc = (text(v) for v in status[1:4])
+                await self._take(facts, mesh, rid, int(lc), limits)
+                continue
+            await self._settle(facts, shifts)
+            if unmarks:
+                await self.drop_marks([(text(c), text(m)) for c, m in unmarks])
+            return status
         await self._settle(facts, [])
         raise StoreUnavailable(f"the claims in Redis Cluster at {self.where} kept changing "
                                "under the transaction; nothing was written, retry")
@@ -498,7 +512,10 @@ class ClusterRunner:
         self._hand[key] = hand - 1
         facts.from_hand = key
         facts.taken[key] = 1
-        facts.loads[f"{mesh}|{rid}|{lc}"] = "0"  # capacity was checked when it was taken
+        loads = f"{mesh}|{rid}|{lc}"
+        facts.loads[loads] = "0"  # capacity was checked when it was taken
+        facts.loads_json = self._hand_loads.get(loads) or self._hand_loads.setdefault(
+            loads, json.dumps(facts.loads, separators=_COMPACT))
         facts.add_claims(read)
         facts.fetched[rid] = 1
         if hand - 1 <= _REFILL_AT and key not in self._taking:
@@ -579,6 +596,7 @@ class ClusterRunner:
         facts.add_claims(self._remember(read_at, flat))
         facts.fetched[rid] = 1
         facts.loads[f"{mesh}|{rid}|{lc}"] = text(load)
+        facts.loads_json = None
         if int(took):
             facts.taken[mesh, rid, str(lc)] = 1
             if int(took) > 1:
@@ -632,6 +650,7 @@ class ClusterRunner:
         hand now (shielded, bounded), take none for it any more."""
         key = (mesh, str(node_rid), str(lifecycle_generation))
         self._owned.discard(key)
+        self._hand_loads.pop("|".join(key), None)
         self._give_back(key)
         await self.flush()
 
