@@ -87,17 +87,18 @@ local function claimf(mesh, rid)
 end
 """
 
-#: The bucket's keys; a load shift is deferred to the runner (``DEFER``).
+#: The bucket's keys; a load shift is deferred to the runner (``DEFER``), and counted in
+#: the bucket's ``owners`` per lifecycle (``OWNED``: the net of the script's shifts,
+#: written when its body returns -- CommitReady's ``pending -> active`` writes nothing).
 _KEYS: Final = r"""
 local function spot_key(id) return P .. '{' .. TAG .. '}:spot:' .. id end
 local function load_key(mesh, rid, lc) return {mesh, rid, lc} end
+local OWNED = {}
 local function shift(key, field, delta)
   if type(key) == 'table' then
     DEFER[#DEFER + 1] = {key[1], key[2], key[3], field, tostring(delta)}
     local f = key[1] .. '|' .. key[2] .. '|' .. key[3]
-    if redis.call('HINCRBY', META .. 'owners', f, delta) == 0 then
-      redis.call('HDEL', META .. 'owners', f)
-    end
+    OWNED[f] = (OWNED[f] or 0) + delta  -- written once the body returns (bucket_script)
     return
   end
   if redis.call('HINCRBY', key, field, delta) == 0 then redis.call('HDEL', key, field) end
@@ -275,7 +276,8 @@ BUCKET: Final = PreludeLayout(head=_HEAD, keys=_KEYS, owner=_OWNER, members=_MEM
 
 def bucket_script(body: str) -> str:
     """A bucket script: the prelude on :data:`BUCKET`, then ``body`` run so that a request
-    for a fact (``need``) stops it before any write, and its load shifts and member
+    for a fact (``need``) stops it before any write; once it returned, its load shifts
+    are counted in the bucket (``owners``, net per lifecycle), and they and the member
     marks to drop go back with the reply (``{reply, shifts, unmarks}``)."""
     shebang = ""
     if body.startswith("#!"):
@@ -287,6 +289,10 @@ def bucket_script(body: str) -> str:
                   "    return {zl_r.zl_need, {}, {}}\n"
                   "  end\n"
                   "  error(zl_r)\nend\n"
+                  "for f, d in pairs(OWNED) do\n"
+                  "  if d ~= 0 and redis.call('HINCRBY', META .. 'owners', f, d) == 0 then\n"
+                  "    redis.call('HDEL', META .. 'owners', f)\n"
+                  "  end\nend\n"
                   "if zl_r == nil then zl_r = false end\n"
                   "return {zl_r, DEFER, UNMARK}\n", BUCKET)
 

@@ -345,9 +345,10 @@ local function reserve_spot(o, first, container, verdict)
   if serr then return serr end
   -- writes
   local gen = issue_gen()
+  -- one HSET with the optional fields (ARGV[first..], pairs) after the fixed ones
   redis.call('HSET', KEYS[1], 'id', id, 'kind', kind, 'type', stype, 'mesh', mesh,
-             'state', new, 'gen', gen, 'ogen', '1', 'ver', '1', 'orid', rid, 'olc', lc)
-  for i = first, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+             'state', new, 'gen', gen, 'ogen', '1', 'ver', '1', 'orid', rid, 'olc', lc,
+             unpack(ARGV, first))
   if container ~= '' then
     redis.call('HSET', KEYS[1], 'container', container)
     join_write(KEYS[1], id, container, verdict)
