@@ -1056,8 +1056,8 @@ STORE_RULES: tuple[Mutation, ...] = (
              "deadline and the store timeout to the pipeline, so a paused master is given "
              "up within the timeout.",
         path="zlink_trio/store/redis_cluster/runner.py",
-        find="            limits = self._limits(what)\n            facts = _Facts()\n",
-        replace="            limits = self._limits(what) and None\n            facts = _Facts()\n",
+        find="        limits = self._limits(what)\n        facts = _Facts()\n",
+        replace="        limits = self._limits(what) and None\n        facts = _Facts()\n",
         guards=["tests/store/test_redis_cluster.py::"
                 "test_a_paused_cluster_is_given_up_within_the_store_timeout"],
     ),
@@ -1155,8 +1155,8 @@ STORE_RULES: tuple[Mutation, ...] = (
         rule="Redis Cluster: units are taken ahead only for lifecycles claimed through the "
              "store, never for another node's (a remote create).",
         path="zlink_trio/store/redis_cluster/runner.py",
-        find="        if key not in self._owned:  # another node's lifecycle",
-        replace="        if False:  # another node's lifecycle",
+        find="                if not self.counted or take not in self._owned:  # one unit",
+        replace="                if not self.counted:  # one unit",
         guards=["tests/store/test_redis_cluster.py::"
                 "test_units_are_taken_ahead_only_for_the_stores_own_lifecycles"],
     ),

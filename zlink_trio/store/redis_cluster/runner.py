@@ -96,7 +96,7 @@ from zlink_trio.store.redis_cluster.keys import claim_field, hash_slot, tag_of
 from zlink_trio.store.redis_cluster.lua import BUCKET_SCRIPTS, HINT_SCRIPTS, NODE_SCRIPTS
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import Awaitable, Callable, Coroutine, Sequence
 
     from zlink_trio.store.redis.pipeline import Pipeline, QueuedCall
     from zlink_trio.store.redis_cluster.keys import ClusterKeys
@@ -371,50 +371,86 @@ class ClusterRunner:
         return self._remember(read_at, await self._eval_read(["HGETALL", self._claims_key],
                                                              limits) or [])
 
-    async def script(self, what: str, name: str, keys: Sequence[str],
-                     args: Sequence[str | int | bytes], *, write: bool = True) -> Any:
-        """Run bucket script ``name`` as one transaction (facts and shifts around it).
+    def script(self, what: str, name: str, keys: Sequence[str],
+               args: Sequence[str | int | bytes], *, write: bool = True
+               ) -> Coroutine[Any, Any, Any]:
+        """Run bucket script ``name`` as one transaction (facts and shifts around it);
+        await it for the script's reply.
 
         A script of :data:`_TAKES` takes its owner's capacity unit first (named in ``args``).
         The deadline rule is :meth:`bounded`'s, enforced by the pipelines: every command
-        of the call shares the one store timeout.
+        of the call shares the one store timeout. A plain function: when what the script
+        needs is at hand (a unit in the hand, claims read recently), it returns the
+        coroutine that sends it (one coroutine frame less on every suspension and
+        resumption), else one that first fetches what it needs.
         """
-        # The steps are awaited here and in _rounds, not through more helper coroutines
-        # (each is a frame resumed at every wait); the failures mapped as bounded() maps
-        # them.
+        limits = self._limits(what)
+        facts = _Facts()
+        recent = name in _RECENT_FACTS
+        if name in _TAKES:
+            mesh, rid, lc = _TAKES[name]
+            key = (text(args[mesh]), text(args[rid]), str(int(args[lc])))
+            read, stale = self._recent_claims()  # (only an owned lifecycle has a hand)
+            if read is None or not self._from_hand(facts, key, read):
+                return self._fetched(what, name, keys, args, write, facts, recent, limits, key)
+            beside = self._beside(key, stale)
+            if beside is not None:
+                return self._rounds_beside(what, name, keys, args, write, facts, True, limits,
+                                           beside)
+            return self._rounds(what, name, keys, args, write, facts, True, limits)
+        if name in _PREFETCH:
+            read, stale = self._recent_claims() if recent else (None, False)
+            if read is None:
+                return self._fetched(what, name, keys, args, write, facts, recent, limits)
+            self._prefetched(facts, name, args, read)
+            if stale:
+                return self._rounds_beside(what, name, keys, args, write, facts, recent,
+                                           limits, ("read", None))
+        return self._rounds(what, name, keys, args, write, facts, recent, limits)
+
+    async def _fetched(self, what: str, name: str, keys: Sequence[str],
+                       args: Sequence[str | int | bytes], write: bool, facts: _Facts,
+                       recent: bool, limits: Limits,
+                       take: tuple[str, str, str] | None = None) -> Any:
+        """:meth:`script` when what the script needs must be fetched first: a unit taken
+        (or claims read) for a script of :data:`_TAKES`, the claims read for one of
+        :data:`_PREFETCH`."""
         try:
-            limits = self._limits(what)
-            facts = _Facts()
-            recent = name in _RECENT_FACTS
-            beside: tuple[str, tuple[str, str, str] | None] | None = None
-            if name in _TAKES:
-                mesh, rid, lc = _TAKES[name]
-                take = (text(args[mesh]), text(args[rid]), int(args[lc]))
-                if self.counted:
-                    recent, beside = await self._own_unit(facts, *take, limits)
+            if take is not None:
+                mesh, rid, lc = take
+                if not self.counted or take not in self._owned:  # one unit, none ahead
+                    await self._take(facts, mesh, rid, int(lc), limits)
                 else:
-                    await self._take(facts, *take, limits)
-            elif name in _PREFETCH:
-                read, stale = self._recent_claims() if recent else (None, False)
-                if read is None:
-                    read = await self._claims(False, limits)
-                elif stale:
-                    beside = ("read", None)
-                facts.add_claims(read)
-                for i in _PREFETCH[name]:
-                    facts.fetched[text(args[i])] = 1
-            if beside is None:
-                return await self._rounds(name, keys, args, write, facts, recent, limits)
-            sent = self._send_beside(*beside, limits[1])
-            try:
-                return await self._rounds(name, keys, args, write, facts, recent, limits)
-            finally:
-                if sent is not None:
-                    await self._answer_beside(sent, *beside)
+                    recent, beside = await self._own_unit(facts, take, limits)
+                    if beside is not None:
+                        return await self._rounds_beside(what, name, keys, args, write, facts,
+                                                         recent, limits, beside)
+            else:
+                self._prefetched(facts, name, args, await self._claims(False, limits))
         except Expired:
             raise self._unanswered(what) from None
         except ReplyError as error:
             raise self._failed(what, error) from error
+        return await self._rounds(what, name, keys, args, write, facts, recent, limits)
+
+    @staticmethod
+    def _prefetched(facts: _Facts, name: str, args: Sequence[str | int | bytes],
+                    read: _Read) -> None:
+        facts.add_claims(read)
+        for i in _PREFETCH[name]:
+            facts.fetched[text(args[i])] = 1
+
+    async def _rounds_beside(self, what: str, name: str, keys: Sequence[str],
+                             args: Sequence[str | int | bytes], write: bool, facts: _Facts,
+                             recent: bool, limits: Limits,
+                             beside: tuple[str, tuple[str, str, str] | None]) -> Any:
+        """:meth:`_rounds` with a take or a read of the claims sent beside the script."""
+        sent = self._send_beside(*beside, limits[1])
+        try:
+            return await self._rounds(what, name, keys, args, write, facts, recent, limits)
+        finally:
+            if sent is not None:
+                await self._answer_beside(sent, *beside)
 
     def _bucket_of(self, key: str) -> _Bucket:
         """The bucket of one of a bucket script's keys (built once per bucket; remembered
@@ -430,45 +466,53 @@ class ClusterRunner:
             self._bucket_by_key[key] = bucket
         return bucket
 
-    async def _rounds(self, name: str, keys: Sequence[str], args: Sequence[str | int | bytes],
-                      write: bool, facts: _Facts, recent: bool, limits: Limits) -> Any:
+    async def _rounds(self, what: str, name: str, keys: Sequence[str],
+                      args: Sequence[str | int | bytes], write: bool, facts: _Facts,
+                      recent: bool, limits: Limits) -> Any:
         """Send the bucket script, answering its requests for facts and units, until it
         answers; settle its shifts. Should it fail or be cancelled, a unit taken for it
         stays taken (the script may have run: a lifecycle never counts too few units;
-        docs/stores.md says what bounds the excess)."""
-        bucket = self._bucket_of(keys[0])
-        for _ in range(_FACT_ROUNDS):
-            frame = self._bucket_frame(name, bucket, keys, facts.encode(), args)
-            try:
-                reply = await self.router.call(bucket.slot, frame, write=write, limits=limits)
-            except NoScriptError:  # not loaded on that master: nothing ran
-                reply = await self._send(name, bucket.slot, frame, write, limits)
-            status, shifts, unmarks = reply
-            code = text(status[0]) if isinstance(status, list) and status else ""
-            if recent and code in _FACT_REFUSALS:
-                recent = False  # decided on claims read earlier: read them again
-                fresh = _Facts()
-                fresh.add_claims(await self._claims(False, limits))
-                fresh.fetched.update(facts.fetched)  # absent now means gone
-                fresh.loads, fresh.taken = facts.loads, facts.taken
-                fresh.from_hand, fresh.loads_json = facts.from_hand, facts.loads_json
-                facts = fresh
-                continue
-            if code == "FACTS":
-                facts.add_claims(await self._claims(False, limits))
-                facts.fetched[text(status[1])] = 1
-                continue
-            if code == "TAKE":
-                mesh, rid, lc = (text(v) for v in status[1:4])
-                await self._take(facts, mesh, rid, int(lc), limits)
-                continue
-            await self._settle(facts, shifts)
-            if unmarks:
-                await self.drop_marks([(text(c), text(m)) for c, m in unmarks])
-            return status
-        await self._settle(facts, [])
-        raise StoreUnavailable(f"the claims in Redis Cluster at {self.where} kept changing "
-                               "under the transaction; nothing was written, retry")
+        docs/stores.md says what bounds the excess). Failures are mapped as
+        :meth:`bounded` maps them."""
+        try:
+            bucket = self._bucket_of(keys[0])
+            for _ in range(_FACT_ROUNDS):
+                frame = self._bucket_frame(name, bucket, keys, facts.encode(), args)
+                try:
+                    reply = await self.router.call(bucket.slot, frame, write=write,
+                                                   limits=limits)
+                except NoScriptError:  # not loaded on that master: nothing ran
+                    reply = await self._send(name, bucket.slot, frame, write, limits)
+                status, shifts, unmarks = reply
+                code = text(status[0]) if isinstance(status, list) and status else ""
+                if recent and code in _FACT_REFUSALS:
+                    recent = False  # decided on claims read earlier: read them again
+                    fresh = _Facts()
+                    fresh.add_claims(await self._claims(False, limits))
+                    fresh.fetched.update(facts.fetched)  # absent now means gone
+                    fresh.loads, fresh.taken = facts.loads, facts.taken
+                    fresh.from_hand, fresh.loads_json = facts.from_hand, facts.loads_json
+                    facts = fresh
+                    continue
+                if code == "FACTS":
+                    facts.add_claims(await self._claims(False, limits))
+                    facts.fetched[text(status[1])] = 1
+                    continue
+                if code == "TAKE":
+                    mesh, rid, lc = (text(v) for v in status[1:4])
+                    await self._take(facts, mesh, rid, int(lc), limits)
+                    continue
+                await self._settle(facts, shifts)
+                if unmarks:
+                    await self.drop_marks([(text(c), text(m)) for c, m in unmarks])
+                return status
+            await self._settle(facts, [])
+            raise StoreUnavailable(f"the claims in Redis Cluster at {self.where} kept "
+                                   "changing under the transaction; nothing was written, retry")
+        except Expired:
+            raise self._unanswered(what) from None
+        except ReplyError as error:
+            raise self._failed(what, error) from error
 
     def _recent_claims(self) -> tuple[_Read | None, bool]:
         """The claims read at most :data:`FACTS_MAX_AGE` ago (``None``: none), and whether
@@ -482,45 +526,54 @@ class ClusterRunner:
             return None, False
         return recent[1], age >= FACTS_MAX_AGE / 2 and not self._reading
 
-    async def _own_unit(self, facts: _Facts, mesh: str, rid: str, lc: int, limits: Limits
+    async def _own_unit(self, facts: _Facts, key: tuple[str, str, str], limits: Limits
                         ) -> tuple[bool, tuple[str, tuple[str, str, str] | None] | None]:
-        """A unit of the script's own lifecycle: from the hand when it holds one and the
-        claims were read recently (no round trip), else taken now with :data:`AHEAD` more
-        (one ``n_take``; its claims are fresh). Returns whether the claims are a recent
-        read (a refusal they decide runs again on fresh ones), and what to send beside
-        the script: a take for more once the hand is low, or a read of the claims as
-        they age."""
-        key = (mesh, rid, str(lc))
-        if key not in self._owned:  # another node's lifecycle (a remote create): one unit
-            await self._take(facts, mesh, rid, lc, limits)
-            return False, None
+        """A unit of a lifecycle of this runner's when :meth:`script` found none at hand:
+        from the hand once the claims were read again (one ``HGETALL``), else taken now
+        with :data:`AHEAD` more (one ``n_take``; its claims are fresh). Returns whether
+        the claims are a recent read, and what to send beside the script
+        (:meth:`_beside`)."""
         read, stale = self._recent_claims()
-        recent = read is not None
         if read is None and self._hand.get(key, 0):
-            read = await self._claims(False, limits)
-        hand = self._hand.get(key, 0)  # read again: other calls use the hand meanwhile
-        if not hand or read is None:
-            ahead = key not in self._taking  # one take ahead at a time
-            self._taking.add(key)
-            try:
-                # At capacity it takes none: the script refuses with the load it read.
-                await self._take(facts, mesh, rid, lc, limits, AHEAD if ahead else 0)
-            finally:
-                if ahead:
-                    self._taking.discard(key)
-            return False, None
+            read, stale = await self._claims(False, limits), False
+        if read is not None and self._from_hand(facts, key, read):
+            return False, self._beside(key, stale)
+        ahead = key not in self._taking  # one take ahead at a time
+        self._taking.add(key)
+        try:
+            # At capacity it takes none: the script refuses with the load it read.
+            await self._take(facts, key[0], key[1], int(key[2]), limits,
+                             AHEAD if ahead else 0)
+        finally:
+            if ahead:
+                self._taking.discard(key)
+        return False, None
+
+    def _from_hand(self, facts: _Facts, key: tuple[str, str, str], read: _Read) -> bool:
+        """Give the script a unit from the hand of lifecycle ``key`` with the claims
+        ``read``, if the hand holds one (no round trip: capacity was checked when it was
+        taken)."""
+        hand = self._hand.get(key, 0)
+        if not hand:
+            return False
         self._hand[key] = hand - 1
         facts.from_hand = key
         facts.taken[key] = 1
-        loads = f"{mesh}|{rid}|{lc}"
-        facts.loads[loads] = "0"  # capacity was checked when it was taken
+        loads = "|".join(key)
+        facts.loads[loads] = "0"
         facts.loads_json = self._hand_loads.get(loads) or self._hand_loads.setdefault(
             loads, json.dumps(facts.loads, separators=_COMPACT))
         facts.add_claims(read)
-        facts.fetched[rid] = 1
-        if hand - 1 <= _REFILL_AT and key not in self._taking:
-            return recent, ("take", key)
-        return recent, ("read", None) if stale else None
+        facts.fetched[key[1]] = 1
+        return True
+
+    def _beside(self, key: tuple[str, str, str], stale: bool
+                ) -> tuple[str, tuple[str, str, str] | None] | None:
+        """What goes beside a script on a unit from ``key``'s hand: a take for more once
+        the hand is low, a read of the claims as they age, or nothing."""
+        if self._hand.get(key, 0) <= _REFILL_AT and key not in self._taking:
+            return "take", key
+        return ("read", None) if stale and not self._reading else None
 
     def _send_beside(self, kind: str, key: tuple[str, str, str] | None, expires: float
                      ) -> _Beside | None:
