@@ -302,6 +302,15 @@ async def _load(store: object, node: object) -> list[object]:
         "units", ["HMGET", key, "pending", "active"])
 
 
+async def _closed(store: object, node: object, spot_id: str) -> None:
+    """Activate ``spot_id`` on ``node`` and close it: its record gone, its unit given back."""
+    record = await ready(store, node, spot_id)  # type: ignore[arg-type]
+    closing = await store.location.begin_close(  # type: ignore[attr-defined]
+        spot_id, object_generation=record.object_generation,
+        owner=node.owner(), now=0.0)  # type: ignore[attr-defined]
+    await store.location.release(closing.fence())  # type: ignore[attr-defined]
+
+
 async def test_units_taken_ahead_count_against_capacity_and_go_back_at_close():
     # Far from capacity a Reserve takes AHEAD units more than its own (later ones use the
     # hand: no round trip to the nodes slot); near it, one at a time; the store's close
@@ -360,11 +369,7 @@ async def test_removing_its_own_claim_gives_back_the_units_in_hand():
     with trio.fail_after(TIMEOUT):
         async with cluster_test_store(buckets=8) as store:
             node = await claim(store, "node-leaving", capacity=1000)
-            record = await ready(store, node, "x-1")
-            closing = await store.location.begin_close(
-                "x-1", object_generation=record.object_generation, owner=node.owner(),
-                now=0.0)
-            await store.location.release(closing.fence())
+            await _closed(store, node, "x-1")
             assert await store.location.remove(MESH, node.descriptor.node_rid,
                                                node.lifecycle_generation)
             assert await _load(store, node) == [None, None]
@@ -402,11 +407,7 @@ async def test_units_a_dead_process_held_ahead_keep_no_dead_claim():
         async with fresh_cluster_url(buckets=8) as url:
             async with open_store(url) as store:
                 gone = await claim(store, "node-gone", capacity=1000, lease=10.0)
-                record = await ready(store, gone, "g-1")
-                closing = await store.location.begin_close(
-                    "g-1", object_generation=record.object_generation, owner=gone.owner(),
-                    now=0.0)
-                await store.location.release(closing.fence())
+                await _closed(store, gone, "g-1")
                 owning = await claim(store, "node-owning", capacity=1000, lease=10.0)
                 await reserve(store, owning, "o-1")
                 store.location._run._hand.clear()  # type: ignore[attr-defined]  # killed
@@ -445,11 +446,7 @@ async def test_a_lifecycle_removed_as_dead_owns_nothing_new_even_on_claims_read_
         async with (fresh_cluster_url(buckets=8) as url, open_store(url) as late,
                     open_store(url) as other):
             node = await claim(late, "node-late", capacity=1000, lease=10.0)
-            record = await ready(late, node, "l-1")
-            closing = await late.location.begin_close(
-                "l-1", object_generation=record.object_generation, owner=node.owner(),
-                now=0.0)
-            await late.location.release(closing.fence())
+            await _closed(late, node, "l-1")
             assert await other.location.remove_dead_claims("node-late", now=100.0) == 1
             with pytest.raises(StaleFence):
                 await reserve(late, node, "l-2", now=1.0)

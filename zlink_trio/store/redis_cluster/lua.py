@@ -81,6 +81,16 @@ local RSTATS = R .. '{' .. TAG .. '}:stats'
 local F = cjson.decode(FJ)
 local DEFER = {}
 local function need(t) error({zl_need = t}) end
+-- a < b, both decimal texts without leading zeros (generations and tokens never pass
+-- through doubles).
+local function dec_lt(a, b)
+  if #a ~= #b then return #a < #b end
+  for k = 1, #a do
+    local x, y = string.byte(a, k), string.byte(b, k)
+    if x ~= y then return x < y end
+  end
+  return false
+end
 local function claimf(mesh, rid)
   if F.f[rid] == nil then need({'FACTS', rid}) end
   return F.c[rid .. '|' .. mesh]
@@ -109,18 +119,11 @@ end
 #: RemoveDeadClaims marked dead in this bucket (``dead_mark``) owns nothing new here.
 _OWNER: Final = r"""
 -- Whether RemoveDeadClaims marked lifecycle lc of NodeId node in mesh dead in this
--- bucket: it marks every lifecycle of the NodeId in the Mesh up to the newest dead one
--- (decimal texts, no leading zeros: compared by length, then byte by byte -- never
--- through a double).
+-- bucket: it marks every lifecycle of the NodeId in the Mesh up to the newest dead one.
 local function dead_here(node, mesh, lc)
   local w = redis.call('HGET', META .. 'dead', node .. '|' .. mesh)
   if not w then return false end
-  if #lc ~= #w then return #lc < #w end
-  for k = 1, #lc do
-    local x, y = string.byte(lc, k), string.byte(w, k)
-    if x ~= y then return x < y end
-  end
-  return true
+  return not dec_lt(w, lc)
 end
 local function owner_claim(mesh, rid, lc, now)
   local c = claimf(mesh, rid)
@@ -245,15 +248,6 @@ end
 _REMINDERS: Final = r"""
 local function rem_index(mesh, part, member, wake) end
 local function rem_unindex(mesh, part, member) end
--- a < b, both decimal texts without leading zeros (tokens never pass through doubles).
-local function dec_lt(a, b)
-  if #a ~= #b then return #a < #b end
-  for k = 1, #a do
-    local x, y = string.byte(a, k), string.byte(b, k)
-    if x ~= y then return x < y end
-  end
-  return false
-end
 -- nil when the caller wrote a hint for this write -- in mesh's index, at most wake, with
 -- token -- and no take swept the partition's hints past that token since (the
 -- watermark, wkey's field part); else {'REM_HINT', wake, mesh}: write that hint, or
