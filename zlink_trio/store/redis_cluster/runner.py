@@ -602,14 +602,16 @@ class ClusterRunner:
 
     async def _answer_beside(self, sent: _Beside, kind: str,
                              key: tuple[str, str, str] | None) -> None:
-        """Read the answer of what went beside the script (shielded, bounded by the store
-        timeout); its units go into the hand, its claims are the recent read. It never
-        raises: one that fails changes nothing here (a take that ran unanswered leaves
-        its lifecycle counting units too many, never too few), and the script's own
-        outcome is the caller's."""
+        """Read the answer of what went beside the script (shielded; the pipeline answers
+        it by the store timeout): its units go into the hand, its claims are the recent
+        read. It never raises: one that fails changes nothing here (a take that ran
+        unanswered leaves its lifecycle counting units too many, never too few), and the
+        script's own outcome is the caller's."""
         (pipeline, item), read_at = sent
         try:
-            with trio.CancelScope(shield=True), trio.move_on_after(self.timeout):
+            # The pipeline's watchdog answers it at the store timeout (its ``expires``);
+            # this scope is only the backstop, late enough never to race the watchdog.
+            with trio.CancelScope(shield=True), trio.move_on_after(2 * self.timeout):
                 reply = await pipeline.answer(item)
                 if kind == "take":
                     assert key is not None
