@@ -13,6 +13,7 @@ connection returns exactly when a ``CLIENT PAUSE`` ends.
 
 from __future__ import annotations
 
+import enum
 import itertools
 import os
 
@@ -331,3 +332,27 @@ def test_hiredis_reads_every_reply_as_the_python_reader_does(replies, cuts):
     assert [_comparable(r) for r in python] == [_comparable(r) for r in replies]
     assert [_comparable(r) for r in _read_all(resp.HiredisReader(), chunks)] == [
         _comparable(r) for r in python]
+
+
+class _Kind(enum.IntEnum):
+    ROOM = 3
+
+
+_ARGS = st.one_of(st.text(), st.binary(), st.integers(), st.booleans(),
+                  st.sampled_from(list(_Kind)), st.binary().map(bytearray))
+
+
+@pytest.mark.skipif(resp.hiredis is None and not CI, reason="hiredis is not installed")
+@given(args=st.lists(_ARGS, min_size=1, max_size=30) | st.tuples(_ARGS, _ARGS))
+def test_hiredis_packs_every_command_as_the_python_encoder_does(args):
+    # python_encode_command is the encoding's rule; encode_command packs with hiredis
+    # (the redis extra) and must send exactly its bytes, for an argument hiredis does
+    # not take too (an IntEnum, a bool, a bytearray: the rule encodes those).
+    assert resp._pack is not None
+    assert resp.encode_command(args) == resp.python_encode_command(args)
+
+
+def test_a_command_without_hiredis_is_encoded_by_the_rule(monkeypatch):
+    monkeypatch.setattr(resp, "_pack", None)
+    assert resp.encode_command(["EVALSHA", "ab", 2, b"k\r\n", "\u00e9"]) == (
+        b"*5\r\n$7\r\nEVALSHA\r\n$2\r\nab\r\n$1\r\n2\r\n$3\r\nk\r\n\r\n$2\r\n\xc3\xa9\r\n")

@@ -47,7 +47,7 @@ import trio
 
 from zlink_trio.core.errors import DeadlineExceeded, StoreUnavailable
 from zlink_trio.store.redis.pipeline import Expired
-from zlink_trio.store.redis.resp import NoScriptError, ReplyError, encode_args, encode_command
+from zlink_trio.store.redis.resp import NoScriptError, ReplyError, encode_command
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
@@ -78,13 +78,9 @@ class ScriptRunner:
         #: Each script's ``SCRIPT LOAD`` frame, sent when the server answers ``NOSCRIPT``.
         self._loads: dict[str, bytes] = {
             name: encode_command(["SCRIPT", "LOAD", source]) for name, source in scripts.items()}
-        #: Each script's ``EVALSHA <sha>`` as bulk strings, and the prefixes', encoded
-        #: once (a frame is then the header, these, the key count, keys and arguments).
-        self._heads: dict[str, bytes] = {
-            name: encode_args(["EVALSHA", script_sha(source)])
-            for name, source in scripts.items()}
-        self._prefix_frame = encode_args(self.prefixes)
-        self._head_args = 3 + len(self.prefixes)  # EVALSHA, SHA, numkeys, prefixes
+        #: Each script's SHA, as ``EVALSHA`` names it.
+        self._shas: dict[str, str] = {
+            name: script_sha(source) for name, source in scripts.items()}
         #: Auto-pipelines for write scripts and for reads (``pipeline``), set by
         #: ``open_redis_store`` while the store is open; ``None`` before and after, when a
         #: call fails at once with :class:`StoreUnavailable`.
@@ -114,11 +110,8 @@ class ScriptRunner:
         suspension and resumption of the store call); a closed store raises here.
         """
         pipeline = self._pipeline(what, write)
-        head = self._heads[name]
-        frame = b"*%d\r\n%b%b%b%b" % (
-            len(keys) + len(args) + self._head_args, head, b"$%d\r\n%d\r\n" % (
-                len(str(len(keys))), len(keys)), encode_args(keys),
-            self._prefix_frame + encode_args(args))
+        frame = encode_command(
+            ("EVALSHA", self._shas[name], len(keys), *keys, *self.prefixes, *args))
         return self._call(what, pipeline, frame, name)
 
     def command(self, what: str, args: Sequence[str | int | bytes]

@@ -91,7 +91,7 @@ from zlink_trio.core.errors import DeadlineExceeded, StoreUnavailable
 from zlink_trio.store.redis.client import script_sha
 from zlink_trio.store.redis.codec import text
 from zlink_trio.store.redis.pipeline import Expired
-from zlink_trio.store.redis.resp import NoScriptError, ReplyError, encode_args, encode_command
+from zlink_trio.store.redis.resp import NoScriptError, ReplyError, encode_command
 from zlink_trio.store.redis_cluster.keys import claim_field, hash_slot, tag_of
 from zlink_trio.store.redis_cluster.lua import BUCKET_SCRIPTS, HINT_SCRIPTS, NODE_SCRIPTS
 
@@ -213,19 +213,16 @@ class _Facts:
 
 
 class _Bucket:
-    """What every bucket script of one bucket sends unchanged, encoded once: its slot, the
-    keys it declares besides its own (``ClusterKeys.bucket_meta``), the start of its first
-    argument (the layout; the facts follow) and the Relocation prefix."""
+    """What every bucket script of one bucket sends unchanged, made once: its slot, the
+    keys it declares besides its own (``ClusterKeys.bucket_meta``) and the start of its
+    first argument (the layout; the facts follow)."""
 
-    __slots__ = ("head", "meta", "meta_count", "relocation", "slot")
+    __slots__ = ("head", "meta", "slot")
 
     def __init__(self, keys: ClusterKeys, tag: str) -> None:
-        meta = keys.bucket_meta(int(tag[1:]))
-        self.slot = hash_slot(meta[0])
-        self.meta = encode_args(meta)
-        self.meta_count = len(meta)
+        self.meta = keys.bucket_meta(int(tag[1:]))
+        self.slot = hash_slot(self.meta[0])
         self.head = "\n".join((keys.location, tag, str(keys.buckets), tag[1:], ""))
-        self.relocation = encode_args([keys.relocation])
 
 
 class ClusterRunner:
@@ -240,8 +237,6 @@ class ClusterRunner:
         self.prefixes: Final = (keys.location, keys.relocation)
         self._source = {**BUCKET_SCRIPTS, **NODE_SCRIPTS, **HINT_SCRIPTS}
         self._sha = {name: script_sha(source) for name, source in self._source.items()}
-        #: ``EVALSHA <sha>`` of each script, encoded once.
-        self._heads = {name: encode_args(["EVALSHA", sha]) for name, sha in self._sha.items()}
         self._claims_key = keys.nodes("claims")
         #: Load shifts not applied yet, summed per (load key, field): those that changed
         #: no lifecycle's total, and those whose ``n_shift`` failed (sent with the next).
@@ -315,20 +310,15 @@ class ClusterRunner:
 
     def _frame(self, name: str, keys: Sequence[str], argv: Sequence[str | int | bytes]) -> bytes:
         """``EVALSHA`` of script ``name`` on ``keys`` and ``argv``, encoded."""
-        call = self._heads[name] + encode_args([len(keys), *keys, *argv])
-        return b"*%d\r\n%b" % (len(keys) + len(argv) + 3, call)
+        return encode_command(("EVALSHA", self._sha[name], len(keys), *keys, *argv))
 
     def _bucket_frame(self, name: str, bucket: _Bucket, keys: Sequence[str], facts: str,
                       args: Sequence[str | int | bytes]) -> bytes:
         """``EVALSHA`` of bucket script ``name``: :meth:`_frame` of ``keys`` and the
-        bucket's own, then the head with ``facts``, the Relocation prefix and ``args``
-        (what never changes per bucket encoded once, :class:`_Bucket`)."""
-        count = len(keys) + bucket.meta_count
-        head = (bucket.head + facts).encode()
-        call = b"".join((self._heads[name], encode_args([count, *keys]), bucket.meta,
-                         b"$%d\r\n%b\r\n" % (len(head), head), bucket.relocation,
-                         encode_args(args)))
-        return b"*%d\r\n%b" % (count + len(args) + 5, call)
+        bucket's own, then the head with ``facts``, the Relocation prefix and ``args``."""
+        meta = bucket.meta
+        return encode_command(("EVALSHA", self._sha[name], len(keys) + len(meta), *keys, *meta,
+                               bucket.head + facts, self.prefixes[1], *args))
 
     async def _eval(self, name: str, keys: Sequence[str], argv: Sequence[str | int | bytes],
                     write: bool, limits: Limits | None = None) -> Any:
