@@ -444,6 +444,19 @@ RELOCATION_RULES: tuple[Mutation, ...] = (
                 "test_a_drain_out_of_time_lists_every_spot_it_did_not_move[all-listed]"],
     ),
     Mutation(
+        name="relocation.own_fault_aborts",
+        family=FAMILY,
+        rule="A fault of the source's own before command 60 (not a ZLinkError: a bug) "
+             "aborts the move and the Spot serves again at the source; it never stays "
+             "sealed until the node stops.",
+        path="zlink_trio/runtime/coordinators/relocation.py",
+        find="            if await _abort(job, why, sealed=sealed) is None:\n"
+             "                await _settle(job, why)\n",
+        replace="",
+        guards=[_relocation_test("test_a_fault_of_the_source_after_the_seal_aborts_the_move"
+                                 "_and_the_spot_serves_again")],
+    ),
+    Mutation(
         name="relay.target_waits_for_the_relay",
         family="Planned relocation and Message Follow",
         rule="Until the source says its relay is over (command 62), the new owner runs "

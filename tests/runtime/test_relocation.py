@@ -24,6 +24,7 @@ from zlink_trio.core.records import AuthorityState
 from zlink_trio.runtime import charts
 from zlink_trio.runtime.calls.completion import Completion
 from zlink_trio.runtime.calls.delivery import Delivery
+from zlink_trio.runtime.coordinators import relocation as relocation_module
 from zlink_trio.runtime.coordinators.relocation_payload import RelocationPayload
 from zlink_trio.runtime.coordinators.remote_relocation import send_relocate
 from zlink_trio.runtime.incarnation.incarnation import Incarnation
@@ -329,6 +330,30 @@ async def test_an_adapter_failure_before_relay_ready_aborts_and_the_source_keeps
             ref = await a.spots.find("k-6")
             assert ref is not None
             assert ref.node_rid == a.node_rid
+
+
+async def test_a_fault_of_the_source_after_the_seal_aborts_the_move_and_the_spot_serves_again(
+        url: str, monkeypatch: pytest.MonkeyPatch):
+    # A fault that is not a ZLinkError (a bug in the capture, here) after the seal: the
+    # move is aborted, the Spot serves again at the source, and the fault reaches the
+    # caller -- the Spot never stays sealed until the node stops.
+    def broken(*_: object) -> object:
+        raise KeyError("a bug in the capture")
+
+    with trio.fail_after(20):
+        async with nodes(url, 2) as (a, _b):
+            await a.client.request("k-9", Put(2), reply=Where).instance_spot("kept")
+            monkeypatch.setattr(relocation_module, "capture", broken)
+            with pytest.raises(KeyError, match="a bug in the capture"):
+                await a.relocate("k-9", to="node-1")
+            monkeypatch.undo()
+            served = await a.client.request("k-9", Put(1), reply=Where).timeout(3)
+            assert served == Where(3, str(a.node_rid))
+            ref = await a.spots.find("k-9")
+            assert ref is not None
+            assert ref.node_rid == a.node_rid
+            moved = await a.relocate("k-9", to="node-1")  # and it moves afterwards
+            assert moved.outcome is zl.RelocationOutcome.COMMITTED
 
 
 async def test_timers_move_with_the_spot_and_fire_at_the_target_only(url: str):

@@ -62,7 +62,8 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ("ARMED", "COLD_STEPS", "CREATE_STEPS", "HOOK", "RELOCATION_STEPS", "arm", "point")
+__all__ = ("ARMED", "COLD_STEPS", "CREATE_STEPS", "HOOK", "RELOCATION_STEPS", "CrashPointReached",
+           "arm", "point")
 
 COLD_STEPS: Final = frozenset({
     "after_reserve", "in_factory", "after_factory_before_commit",
@@ -75,6 +76,15 @@ RELOCATION_STEPS: Final = frozenset({
 })
 
 _AT: Final = os.environ.get("ZLINK_CRASH_AT") or None
+
+
+class CrashPointReached(Exception):
+    """What a :data:`HOOK` raises to stop the task at its step as a crash would.
+
+    Code that cleans up after a fault of its own (a relocation that aborts its move and
+    serves again) lets it pass untouched: a crashed process cleans nothing up.
+    ``zlink_trio.testing``'s ``SimulatedCrash`` is one.
+    """
 #: Called with ``(flow, step, node_id)`` at every step while set (the in-process API the
 #: test kit's ``Faults.crash_at`` installs through :func:`arm`); it may raise.
 HOOK: Callable[[str, str, str], None] | None = None

@@ -43,6 +43,7 @@ import trio
 
 from zlink_trio.core.errors import Unavailable
 from zlink_trio.runtime import crash_points
+from zlink_trio.runtime.crash_points import CrashPointReached
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -63,8 +64,9 @@ class InjectedFault(Unavailable):
     """A store call a test failed on purpose (or one of a node the test killed)."""
 
 
-class SimulatedCrash(Exception):
-    """Raised in the task that reached the step :meth:`Faults.crash_at` named."""
+class SimulatedCrash(CrashPointReached):
+    """Raised in the task that reached the step :meth:`Faults.crash_at` named (a
+    ``CrashPointReached``: what a fault's clean-up lets pass, as a crash would)."""
 
 
 @attrs.define

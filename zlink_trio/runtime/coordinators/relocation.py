@@ -36,7 +36,9 @@ stepping the ``PlannedRelocation`` chart:
    to commit, so the source waits (bounded) and reports ``Unavailable`` if it did not,
    then keeps watching: a later commit finishes the move, and a record released
    because the target died (its restart's ReleaseRelayReady) ends this incarnation
-   (:func:`_released`).
+   (:func:`_released`).  A fault of the source's own before command 60 (an exception
+   that is not a :class:`ZLinkError`: a bug) aborts the move the same way, then
+   propagates: the Spot serves again instead of staying sealed until the node stops.
 
 :func:`drain` relocates every Spot this node hosts (the Entry Spot is not a
 candidate) and reports what moved and what did not.
@@ -519,6 +521,18 @@ async def _run(job: _Relocation) -> RelocationResult:
         except ZLinkError as exc:
             aborted = await _abort(job, exc.message, sealed=sealed)
             return aborted or await _settle(job, exc.message)
+        except crash_points.CrashPointReached:
+            raise  # a simulated crash: a crashed process aborts nothing
+        except Exception as exc:
+            # A fault of this node's own (a bug in the capture, say) before anything was
+            # sent to the target: abort the move and serve again, as for a refusal, then
+            # raise it -- a Spot left sealed would refuse every call until the node stops.
+            why = f"the move failed unexpectedly ({type(exc).__name__}: {exc})"
+            LOGGER.exception("node %r: the relocation of Spot %r failed; aborting it",
+                             rt.node_id, job.record.spot_id, extra=_fields(job))
+            if await _abort(job, why, sealed=sealed) is None:
+                await _settle(job, why)
+            raise
         assert job.root is not None
         try:
             with job.span("zlink.transfer"):
