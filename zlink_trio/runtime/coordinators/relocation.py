@@ -39,6 +39,8 @@ stepping the ``PlannedRelocation`` chart:
    (:func:`_released`).  A fault of the source's own before command 60 (an exception
    that is not a :class:`ZLinkError`: a bug) aborts the move the same way, then
    propagates: the Spot serves again instead of staying sealed until the node stops.
+   (When the store refuses that abort or cannot be reached, what it says decides, as
+   for a refusal, and its ``Unavailable`` is raised instead; the fault is logged first.)
 
 :func:`drain` relocates every Spot this node hosts (the Entry Spot is not a
 candidate) and reports what moved and what did not.

@@ -61,9 +61,9 @@ _ERROR: Final = ord("-")
 
 def encode_command(args: Sequence[str | int | bytes]) -> bytes:
     """One command as a RESP array of bulk strings (hiredis's packer where it is
-    installed: the same bytes, a third of the time; :func:`python_encode_command` is the
-    rule, and the one used for an argument hiredis does not take, such as an
-    ``IntEnum``)."""
+    installed: the same bytes for what the stores pass -- ``str``, ``bytes``, ``int`` --
+    in a third of the time; :func:`python_encode_command` is the rule, and the one used
+    for an argument hiredis does not take, such as an ``IntEnum`` or a ``bool``)."""
     if _pack is not None:
         try:
             return _pack(args if type(args) is tuple else tuple(args))
