@@ -224,9 +224,11 @@ async def test_a_broken_connection_answers_every_call_and_the_next_call_reconnec
 
 @pytest.mark.parametrize("parser", ["python", "hiredis"])
 async def test_a_flushed_script_is_loaded_again_on_the_pipeline(parser, monkeypatch):
-    # On either reply parser (resp): the pure-Python one is what runs without hiredis.
+    # With hiredis and without it (resp): the pure-Python parser and encoder are what
+    # run without hiredis.
     if parser == "python":
         monkeypatch.setattr(resp, "hiredis", None)
+        monkeypatch.setattr(resp, "_pack", None)
     elif resp.hiredis is None and not CI:
         pytest.skip("hiredis is not installed")
     with trio.fail_after(TIMEOUT):
