@@ -371,4 +371,15 @@ ACTOR_RULES: tuple[Mutation, ...] = (
         guards=[_CARRIED + "test_redis_cluster_members_a_release_left_behind_end_with_their"
                 "_spot[redis-cluster]"],
     ),
+    Mutation(
+        name="actors.members_follow_by_the_deadline",
+        family=_ACTORS,
+        rule="The members of a PerActor Spot that moved follow it by the move's deadline: "
+             "none begins its move after it (they stay, members still).",
+        path="zlink_trio/runtime/coordinators/relocation.py",
+        find="    late = await _in_parallel(members, follow, in_time)\n",
+        replace="    late = await _in_parallel(members, follow, lambda: True)\n",
+        guards=[_TEST + "test_no_member_of_a_per_actor_spot_starts_its_move_past_the_moves"
+                "_deadline[memory]"],
+    ),
 )

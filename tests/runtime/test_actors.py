@@ -29,6 +29,7 @@ from spec_helpers import wait_until
 
 import zlink_trio as zl
 from zlink_trio.core.records import AuthorityState
+from zlink_trio.runtime.coordinators import relocation as relocation_module
 from zlink_trio.testing import open_test_node
 
 if TYPE_CHECKING:
@@ -617,6 +618,47 @@ async def test_a_per_actor_spot_moves_and_its_members_follow_it(url):
                 drained = await a.drain()
                 assert [r.ref.spot_id for r in drained.moved] == ["p-3"]
                 assert drained.not_moved == []
+async def test_no_member_of_a_per_actor_spot_starts_its_move_past_the_moves_deadline(
+        url, monkeypatch):
+    """The members follow their PerActor Spot one by one (one at a time here), each by
+    the move's deadline: the first waits at its seal for its running turn until the
+    deadline passes and stays; the others are not begun at all -- no store write, no
+    time past the deadline -- and stay too, members still, reachable by ActorId."""
+    monkeypatch.setattr(relocation_module, "DRAIN_PARALLEL", 1)
+    with trio.fail_after(LIMIT):
+        async with shared_store(url) as shared, zl.open_node(
+                "node-a", store=shared.store, spots=SPOTS, on_stop="close") as a:
+            view = shared.view
+            await a.spots.get_or_create("lounge-1", "lounge")
+            for actor_id in ("p-1", "p-2", "p-3"):
+                await a.client.request("lounge-1", Enroll(actor_id), reply=Roll)
+            before = {i: (await view.location.find(i)).store_version for i in ("p-2", "p-3")}
+            async with zl.open_node("node-b", store=shared.store, spots=SPOTS,
+                                    on_stop="close"):
+                HELD.update(began=trio.Event(), release=trio.Event())
+                replies: list[Heard] = []
+
+                async def hold() -> None:
+                    replies.append(await a.client.request_actor("p-1", Hold(), reply=Heard)
+                                   .timeout(10))
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(hold)
+                    await HELD["began"].wait()
+                    result = await a.relocate("lounge-1", to="node-b", timeout=2.0)
+                    HELD["release"].set()
+                assert result.outcome is zl.RelocationOutcome.COMMITTED
+                assert replies == [Heard("p-1", "held")]
+                for actor_id in ("p-1", "p-2", "p-3"):
+                    record = await view.location.find(actor_id)
+                    assert (record.owner.node_rid, record.container) == (a.node_rid,
+                                                                         "lounge-1")
+                    assert await a.client.request_actor(actor_id, Say("x"), reply=Heard) == (
+                        Heard(actor_id, "x"))
+                assert {i: (await view.location.find(i)).store_version
+                        for i in ("p-2", "p-3")} == before
+
+
 async def test_a_join_elsewhere_whose_deadline_passes_at_the_seal_aborts_and_the_actor_stays(
         url):
     """A join of a room on another node waits at the seal for the Actor's running turn

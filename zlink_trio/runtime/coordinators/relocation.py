@@ -430,12 +430,15 @@ async def _actor_destination(rt: NodeRuntime, membership: Membership | None,
 async def _members_follow(rt: NodeRuntime, spot_id: str, to: str, deadline: Deadline,
                           report: MoveReport) -> None:
     """A PerActor Spot moved to ``to``: each of its members here follows it, in a move of
-    its own (its own Message Follow route; ``report`` lists each that committed); one that
-    cannot stays here, a member still, reachable by its ActorId, and is tried again by
-    the next drain."""
+    its own (its own Message Follow route; ``report`` lists each that committed), none
+    started past ``deadline``; one that cannot, or was not started, stays here, a member
+    still, reachable by its ActorId, and is tried again by the next drain."""
     members = sorted(rt.members.get(spot_id, ()))
     if not members:
         return
+
+    def in_time() -> bool:
+        return trio.current_time() < deadline.at
 
     async def follow(actor_id: str) -> None:
         try:
@@ -450,7 +453,12 @@ async def _members_follow(rt: NodeRuntime, spot_id: str, to: str, deadline: Dead
         LOGGER.warning("node %r: Actor %r did not follow Spot %r to node %r: %s; it stays "
                        "here", rt.node_id, actor_id, spot_id, to, why)
 
-    await _in_parallel(members, follow, lambda: True)
+    late = await _in_parallel(members, follow, in_time)
+    if late:
+        LOGGER.warning("node %r: %d Actors of Spot %r did not follow it to node %r before "
+                       "the move's deadline (%s, ...); they stay here, members still, and "
+                       "the next drain moves them", rt.node_id, len(late), spot_id, to,
+                       late[0])
 
 
 async def _in_parallel(spot_ids: Iterable[str], move: Callable[[str], Awaitable[None]],
