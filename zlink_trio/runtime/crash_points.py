@@ -85,6 +85,8 @@ class CrashPointReached(Exception):
     serves again) lets it pass untouched: a crashed process cleans nothing up.
     ``zlink_trio.testing``'s ``SimulatedCrash`` is one.
     """
+
+
 #: Called with ``(flow, step, node_id)`` at every step while set (the in-process API the
 #: test kit's ``Faults.crash_at`` installs through :func:`arm`); it may raise.
 HOOK: Callable[[str, str, str], None] | None = None

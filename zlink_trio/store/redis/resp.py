@@ -69,7 +69,7 @@ def encode_command(args: Sequence[str | int | bytes]) -> bytes:
             return _pack(args if type(args) is tuple else tuple(args))
         except TypeError:  # a type only the rule encodes (exact str, bytes, int for C)
             pass
-    return b"*%d\r\n%b" % (len(args), encode_args(args))
+    return python_encode_command(args)
 
 
 def python_encode_command(args: Sequence[str | int | bytes]) -> bytes:
